@@ -1,0 +1,34 @@
+# One task runner for people and CI alike.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/orders.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check runtime tests examples bench
+	$(BIN)/ruff format --check runtime tests examples bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(BIN)/python bench/steps.py
+
+clean:
+	rm -rf $(VENV) .wayline .pytest_cache .mypy_cache

@@ -1,0 +1,190 @@
+"""The event vocabulary and the transition rules every world enforces.
+
+The event log is the truth: runs, steps, hooks and waits are views folded from it. Each event
+has a dense 1-based sequence number within its run and a timestamp stamped by the world, never
+by the caller. :func:`apply_transition` is the one place the rules live; every world calls it
+so the embedded store and JetStream cannot disagree about what may be appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .errors import (
+    EntityConflictError,
+    EntityMissingError,
+    RunNotFoundError,
+    RunTerminalError,
+    WorldError,
+)
+
+
+class EventType(StrEnum):
+    RUN_CREATED = "run_created"
+    RUN_STARTED = "run_started"
+    RUN_COMPLETED = "run_completed"
+    RUN_FAILED = "run_failed"
+    RUN_CANCELLED = "run_cancelled"
+    STEP_CREATED = "step_created"
+    STEP_STARTED = "step_started"
+    STEP_RETRYING = "step_retrying"
+    STEP_COMPLETED = "step_completed"
+    STEP_FAILED = "step_failed"
+    HOOK_CREATED = "hook_created"
+    HOOK_RECEIVED = "hook_received"
+    HOOK_DISPOSED = "hook_disposed"
+    WAIT_CREATED = "wait_created"
+    WAIT_COMPLETED = "wait_completed"
+
+
+class RunStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL_RUN
+
+
+_TERMINAL_RUN = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+RUN_TERMINAL_EVENTS = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED})
+STEP_TERMINAL_EVENTS = frozenset({EventType.STEP_COMPLETED, EventType.STEP_FAILED})
+
+# Events that record a decision the workflow made from what it had read. They are appended
+# with the writer's last-seen sequence so a decision taken on a stale view is refused (the
+# writer catches up and decides again); see DESIGN "The event log is the truth".
+DECISION_EVENTS = frozenset(
+    {
+        EventType.STEP_CREATED,
+        EventType.HOOK_CREATED,
+        EventType.WAIT_CREATED,
+        EventType.RUN_COMPLETED,
+    }
+)
+
+
+class EntityKind(StrEnum):
+    STEP = "step"
+    HOOK = "hook"
+    WAIT = "wait"
+
+
+_KIND_OF = {
+    EventType.STEP_CREATED: EntityKind.STEP,
+    EventType.STEP_STARTED: EntityKind.STEP,
+    EventType.STEP_RETRYING: EntityKind.STEP,
+    EventType.STEP_COMPLETED: EntityKind.STEP,
+    EventType.STEP_FAILED: EntityKind.STEP,
+    EventType.HOOK_CREATED: EntityKind.HOOK,
+    EventType.HOOK_RECEIVED: EntityKind.HOOK,
+    EventType.HOOK_DISPOSED: EntityKind.HOOK,
+    EventType.WAIT_CREATED: EntityKind.WAIT,
+    EventType.WAIT_COMPLETED: EntityKind.WAIT,
+}
+
+
+def entity_kind(event_type: EventType) -> EntityKind | None:
+    return _KIND_OF.get(event_type)
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event as a writer proposes it: no sequence, no timestamp (the world assigns both)."""
+
+    type: EventType
+    correlation_id: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    run_id: str
+    seq: int
+    type: EventType
+    correlation_id: str | None
+    data: Mapping[str, Any]
+    created_at: float
+    """World-stamped time, seconds since the epoch."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "seq": self.seq,
+            "type": str(self.type),
+            "correlationId": self.correlation_id,
+            "data": dict(self.data),
+            "createdAt": self.created_at,
+        }
+
+
+# Entity statuses, as strings so worlds can store them as they are.
+STEP_PENDING, STEP_RUNNING, STEP_COMPLETED, STEP_FAILED = "pending", "running", "completed", "failed"
+HOOK_ACTIVE, HOOK_DISPOSED = "active", "disposed"
+WAIT_WAITING, WAIT_COMPLETED = "waiting", "completed"
+
+
+def apply_transition(
+    run_status: RunStatus | None, entity_status: str | None, event: NewEvent
+) -> tuple[RunStatus, str | None]:
+    """Validate one append and return the run's and the entity's status after it.
+
+    ``run_status`` is None when the run does not exist; ``entity_status`` is None when the
+    event's correlation id has no entity yet. Raises a typed :class:`WorldError`.
+    """
+    t = event.type
+    if t is EventType.RUN_CREATED:
+        if run_status is not None:
+            raise EntityConflictError("run already exists")
+        return RunStatus.PENDING, None
+    if run_status is None:
+        raise RunNotFoundError("run does not exist")
+    if run_status.terminal:
+        raise RunTerminalError(f"run is {run_status}; nothing more is appended")
+    if t is EventType.RUN_STARTED:
+        if run_status is not RunStatus.PENDING:
+            raise EntityConflictError("run already started")
+        return RunStatus.RUNNING, None
+    if t is EventType.RUN_COMPLETED:
+        return RunStatus.COMPLETED, None
+    if t is EventType.RUN_FAILED:
+        return RunStatus.FAILED, None
+    if t is EventType.RUN_CANCELLED:
+        return RunStatus.CANCELLED, None
+
+    kind = _KIND_OF.get(t)
+    if kind is None:  # pragma: no cover - exhaustive over EventType
+        raise WorldError(f"unknown event type {t!r}")
+    if not event.correlation_id:
+        raise WorldError(f"{t} needs a correlation id")
+    if t in (EventType.STEP_CREATED, EventType.HOOK_CREATED, EventType.WAIT_CREATED):
+        if entity_status is not None:
+            raise EntityConflictError(f"{kind} {event.correlation_id} already created")
+        initial = {EntityKind.STEP: STEP_PENDING, EntityKind.HOOK: HOOK_ACTIVE}
+        return run_status, initial.get(kind, WAIT_WAITING)
+    if entity_status is None:
+        raise EntityMissingError(f"{kind} {event.correlation_id} was never created")
+
+    if kind is EntityKind.STEP:
+        if entity_status in (STEP_COMPLETED, STEP_FAILED):
+            raise EntityConflictError(f"step {event.correlation_id} is already {entity_status}")
+        nxt = {
+            EventType.STEP_STARTED: STEP_RUNNING,
+            EventType.STEP_RETRYING: STEP_PENDING,
+            EventType.STEP_COMPLETED: STEP_COMPLETED,
+            EventType.STEP_FAILED: STEP_FAILED,
+        }[t]
+        return run_status, nxt
+    if kind is EntityKind.HOOK:
+        if entity_status == HOOK_DISPOSED:
+            raise EntityConflictError(f"hook {event.correlation_id} is disposed")
+        return run_status, HOOK_DISPOSED if t is EventType.HOOK_DISPOSED else HOOK_ACTIVE
+    if entity_status == WAIT_COMPLETED:
+        raise EntityConflictError(f"wait {event.correlation_id} already completed")
+    return run_status, WAIT_COMPLETED

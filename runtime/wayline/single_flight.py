@@ -1,0 +1,47 @@
+"""In-process single-flight for step bodies (seed 000, "Why in-process single-flight is a
+required layer").
+
+Keyed ``runId:correlationId``. The first caller runs; a concurrent caller awaits the winner's
+settlement, success or failure, and only then reports ``executed=False`` so its message is acked
+without running the body. It never returns early: a crash after an early ack could orphan the
+step with no message left to drive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+log = logging.getLogger("wayline.runtime")
+
+
+class SingleFlight:
+    def __init__(self) -> None:
+        self._inflight: dict[str, asyncio.Future[None]] = {}
+
+    def busy(self, key: str) -> bool:
+        return key in self._inflight
+
+    async def run(self, key: str, execute: Callable[[], Awaitable[T]]) -> tuple[bool, T | None]:
+        """Run ``execute`` unless ``key`` is in flight; returns ``(executed, result)``."""
+        existing = self._inflight.get(key)
+        if existing is not None:
+            log.warning(
+                "single-flight absorbed a would-be duplicate execution of %s; a burst of these "
+                "means leases expire under live executions (raise "
+                "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS)",
+                key,
+            )
+            await asyncio.shield(existing)
+            return False, None
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = done
+        try:
+            return True, await execute()
+        finally:
+            del self._inflight[key]
+            done.set_result(None)

@@ -1,0 +1,200 @@
+"""The World contract: the only thing the runtime talks to for durability.
+
+A world offers an event log (append with validation and optimistic concurrency, list, runs,
+hooks by token) and a queue (``enqueue`` with idempotency keys and delays; deliveries with a
+stable message id and an attempt count). Two worlds implement it, the embedded SQLite one and
+JetStream, and one parametrised contract suite (``tests/contract``) holds both to it.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+from typing import Any
+
+from .events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
+from .ids import MessageId
+from .single_flight import SingleFlight
+
+FLOW_TOPIC = "flow"
+"""Run continuations: ``{"runId": ...}``. Replays the run."""
+STEP_TOPIC = "step"
+"""Queued step bodies: ``{"runId": ..., "stepId": ..., "stepName": ...}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    run_id: str
+    workflow: str
+    status: RunStatus
+    input: Any = None
+    output: Any = None
+    error: Mapping[str, Any] | None = None
+    created_at: float = 0.0
+    started_at: float | None = None
+    ended_at: float | None = None
+    updated_at: float = 0.0
+    last_seq: int = 0
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
+    """The run view after one event; shared by every world so their views agree."""
+    if event.type is EventType.RUN_CREATED:
+        data = event.data
+        return RunInfo(
+            run_id=event.run_id,
+            workflow=str(data.get("workflow", "")),
+            status=RunStatus.PENDING,
+            input=data.get("input"),
+            created_at=event.created_at,
+            updated_at=event.created_at,
+            last_seq=event.seq,
+            attributes={k: v for k, v in data.items() if k not in ("workflow", "input")},
+        )
+    assert info is not None, "fold_run needs run_created first"
+    changes: dict[str, Any] = {"updated_at": event.created_at, "last_seq": event.seq}
+    if event.type is EventType.RUN_STARTED:
+        changes.update(status=RunStatus.RUNNING, started_at=event.created_at)
+    elif event.type in RUN_TERMINAL_EVENTS:
+        status = {
+            EventType.RUN_COMPLETED: RunStatus.COMPLETED,
+            EventType.RUN_FAILED: RunStatus.FAILED,
+            EventType.RUN_CANCELLED: RunStatus.CANCELLED,
+        }[event.type]
+        changes.update(status=status, ended_at=event.created_at)
+        if event.type is EventType.RUN_COMPLETED:
+            changes["output"] = event.data.get("output")
+        elif event.type is EventType.RUN_FAILED:
+            changes["error"] = dict(event.data.get("error") or {})
+        else:
+            changes["error"] = {"code": "RUN_CANCELLED", "message": event.data.get("reason", "")}
+    return replace(info, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class HookInfo:
+    token: str
+    run_id: str
+    correlation_id: str
+    active: bool
+
+
+@dataclass(slots=True)
+class Delivery:
+    """One delivery of a queued message.
+
+    ``message_id`` is stable across redeliveries of the same message; ``attempt`` counts
+    deliveries from 1. ``payload`` is None when the stored bytes were not a JSON object
+    (``raw`` keeps them for the dead-letter record).
+    """
+
+    topic: str
+    message_id: MessageId
+    attempt: int
+    payload: dict[str, Any] | None
+    raw: bytes
+    handle: Any = None
+    """World-private: what the world needs to ack, renew or retry this delivery."""
+
+
+class World(abc.ABC):
+    """Durable event log + queue. See the module docstring and DESIGN "The World contract"."""
+
+    url: str = ""
+    unstable_message_ids: bool = False
+    """True for worlds that mint a fresh id per delivery (the degraded mode of seed 000)."""
+
+    def __init__(self) -> None:
+        # In-process single-flight for step bodies (seed 000). One per world instance, not per
+        # process, so two workers on two worlds in one process stay apart.
+        self.single_flight = SingleFlight()
+
+    # lifecycle --------------------------------------------------------------------------
+    async def start(self) -> None:  # noqa: B027 - optional hook
+        """Create what the world needs (tables, streams), idempotently."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections. Safe to call twice."""
+
+    async def __aenter__(self) -> World:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # event log ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def append(
+        self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[Event]:
+        """Append ``events`` atomically, in order, validated by ``events.apply_transition``.
+
+        With ``expected_seq`` the batch is appended only if the run's last sequence is exactly
+        that number (0 for a new run), else :class:`SequenceConflictError`. A terminal run
+        event also disposes the run's active hooks (their tokens become free).
+        """
+
+    @abc.abstractmethod
+    async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """Events with ``seq > after_seq``, in order."""
+
+    @abc.abstractmethod
+    async def get_run(self, run_id: str) -> RunInfo | None: ...
+
+    @abc.abstractmethod
+    async def list_runs(
+        self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
+    ) -> list[RunInfo]:
+        """Newest first."""
+
+    @abc.abstractmethod
+    async def get_hook(self, token: str) -> HookInfo | None:
+        """The active hook holding ``token``, or the most recent disposed one."""
+
+    # queue ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def enqueue(
+        self,
+        topic: str,
+        payload: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        delay_seconds: float = 0.0,
+    ) -> MessageId:
+        """Queue a message. While a message with the same key is stored or in flight, the call
+        is a no-op returning that message's id; the key is released when it is acked."""
+
+    @abc.abstractmethod
+    async def receive(
+        self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
+    ) -> list[Delivery]:
+        """Up to ``max_messages`` due deliveries, waiting at most ``wait_seconds`` for one."""
+
+    @abc.abstractmethod
+    async def ack(self, delivery: Delivery) -> None:
+        """Done: the message is removed and its idempotency key released."""
+
+    @abc.abstractmethod
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
+        """Not done: deliver the same message (same id, attempt + 1) after ``delay_seconds``."""
+
+    @abc.abstractmethod
+    async def renew(self, delivery: Delivery) -> None:
+        """Still working: keep the delivery invisible to others for another visibility period."""
+
+    @abc.abstractmethod
+    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
+        """Set a message aside (kept for inspection, never redelivered) and remove it."""
+
+    @abc.abstractmethod
+    async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]: ...
+
+    @property
+    def visibility_seconds(self) -> float:
+        return 30.0

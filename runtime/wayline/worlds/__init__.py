@@ -1,0 +1,1 @@
+"""World implementations. Only ``worlds.local`` touches SQLite; only ``worlds.nats`` imports nats."""

@@ -1,0 +1,66 @@
+"""The embedded world's tables. Message ids come from AUTOINCREMENT so an id is never reused
+after its message is acked: ownership compares message ids (seed 000), and a recycled id would
+make a stranger look like the owner."""
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    workflow TEXT NOT NULL,
+    status TEXT NOT NULL,
+    input TEXT,
+    output TEXT,
+    error TEXT,
+    attributes TEXT,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    ended_at REAL,
+    updated_at REAL NOT NULL,
+    last_seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, created_at);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    cid TEXT,
+    data TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS entities (
+    run_id TEXT NOT NULL,
+    cid TEXT NOT NULL,
+    status TEXT NOT NULL,
+    PRIMARY KEY (run_id, cid)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hooks (
+    token TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    cid TEXT NOT NULL,
+    active INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, cid)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS hooks_active_token ON hooks (token) WHERE active = 1;
+CREATE INDEX IF NOT EXISTS hooks_by_token ON hooks (token, created_at);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    idem_key TEXT UNIQUE,
+    available_at REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    holder TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_due ON messages (topic, available_at);
+CREATE TABLE IF NOT EXISTS dead_letters (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    attempts INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+"""

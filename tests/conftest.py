@@ -1,0 +1,64 @@
+"""Shared fixtures. ``make_world`` / ``world`` are parametrised over every world; the contract
+suite (tests/contract) runs unchanged on each of them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wayline.world import World
+
+WorldFactory = Callable[..., Awaitable[World]]
+
+WORLD_KINDS = ["local"]
+try:  # the NATS world registers its parameter when its fixture module is present
+    from tests.nats_fixtures import NATS_AVAILABLE  # noqa: F401
+
+    WORLD_KINDS.append("nats")
+except ImportError:  # pragma: no cover - until the NATS world exists
+    pass
+
+
+def require_all_components() -> bool:
+    """In CI a missing component is a failure, never a skip."""
+    return os.environ.get("WAYLINE_REQUIRE_ALL_COMPONENTS") == "1" or os.environ.get("CI") == "true"
+
+
+@pytest.fixture(params=WORLD_KINDS)
+async def make_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[WorldFactory]:
+    """``await make_world(**options)`` opens (and later closes) a world of the parametrised kind.
+    Every call in one test shares the same store, like two processes on one database."""
+    opened: list[World] = []
+    kind = request.param
+
+    async def factory(**options: Any) -> World:
+        world: World
+        if kind == "local":
+            from wayline.worlds.local import LocalWorld
+
+            world = LocalWorld(tmp_path / "wayline.db", **_local_options(options))
+        else:
+            nats_factory = request.getfixturevalue("nats_world_factory")
+            world = await nats_factory(**options)
+        await world.start()
+        opened.append(world)
+        return world
+
+    yield factory
+    for world in reversed(opened):
+        await world.close()
+
+
+def _local_options(options: dict[str, Any]) -> dict[str, Any]:
+    out = dict(options)
+    out.setdefault("poll_interval", 0.01)
+    return out
+
+
+@pytest.fixture
+async def world(make_world: WorldFactory) -> World:
+    return await make_world()

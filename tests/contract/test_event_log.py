@@ -1,0 +1,171 @@
+"""World contract: the event log. Runs unchanged on every world."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from wayline.errors import (
+    EntityConflictError,
+    EntityMissingError,
+    HookTokenConflictError,
+    RunNotFoundError,
+    RunTerminalError,
+    SequenceConflictError,
+)
+from wayline.events import EventType as T
+from wayline.events import NewEvent, RunStatus
+from wayline.ids import new_run_id
+from wayline.world import World
+
+
+async def _new_run(world: World, workflow: str = "wf") -> str:
+    run_id = new_run_id()
+    await world.append(
+        run_id,
+        [NewEvent(T.RUN_CREATED, data={"workflow": workflow, "input": [1, "a"]})],
+        expected_seq=0,
+    )
+    return run_id
+
+
+async def test_sequence_is_dense_and_time_is_stamped_by_the_world(world: World) -> None:
+    before = time.time()
+    run_id = await _new_run(world)
+    events = await world.append(
+        run_id,
+        [NewEvent(T.RUN_STARTED), NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": []})],
+    )
+    events += await world.append(run_id, [NewEvent(T.STEP_STARTED, "s1", {"attempt": 1})])
+    listed = await world.list_events(run_id)
+    assert [e.seq for e in listed] == [1, 2, 3, 4]
+    assert [e.seq for e in events] == [2, 3, 4]
+    assert [e.type for e in listed] == [T.RUN_CREATED, T.RUN_STARTED, T.STEP_CREATED, T.STEP_STARTED]
+    stamps = [e.created_at for e in listed]
+    assert stamps == sorted(stamps)
+    assert before - 5 <= stamps[0] <= time.time() + 5
+    assert [e.seq for e in await world.list_events(run_id, after_seq=2)] == [3, 4]
+    assert listed[2].data == {"stepName": "a", "input": []}
+
+
+async def test_run_view_follows_the_log(world: World) -> None:
+    run_id = await _new_run(world, "orders")
+    info = await world.get_run(run_id)
+    assert info is not None and info.status is RunStatus.PENDING and info.workflow == "orders"
+    assert info.input == [1, "a"]
+    await world.append(run_id, [NewEvent(T.RUN_STARTED)])
+    await world.append(run_id, [NewEvent(T.RUN_COMPLETED, data={"output": {"ok": True}})])
+    info = await world.get_run(run_id)
+    assert info is not None and info.status is RunStatus.COMPLETED
+    assert info.output == {"ok": True} and info.last_seq == 3 and info.ended_at is not None
+    assert await world.get_run(new_run_id()) is None
+    runs = await world.list_runs(status=RunStatus.COMPLETED)
+    assert [r.run_id for r in runs] == [run_id]
+    assert await world.list_runs(status=RunStatus.RUNNING) == []
+    assert [r.run_id for r in await world.list_runs(workflow="orders")] == [run_id]
+
+
+async def test_nothing_is_appended_to_a_terminal_run(world: World) -> None:
+    run_id = await _new_run(world)
+    await world.append(run_id, [NewEvent(T.RUN_STARTED)])
+    await world.append(run_id, [NewEvent(T.RUN_CANCELLED, data={"reason": "test"})])
+    with pytest.raises(RunTerminalError):
+        await world.append(run_id, [NewEvent(T.RUN_COMPLETED, data={"output": 1})])
+    with pytest.raises(RunTerminalError):
+        await world.append(run_id, [NewEvent(T.STEP_CREATED, "s1", {"stepName": "a"})])
+    assert len(await world.list_events(run_id)) == 3
+
+
+async def test_one_terminal_step_event_wins(world: World) -> None:
+    run_id = await _new_run(world)
+    await world.append(run_id, [NewEvent(T.RUN_STARTED), NewEvent(T.STEP_CREATED, "s1", {})])
+    await world.append(run_id, [NewEvent(T.STEP_STARTED, "s1", {"attempt": 1})])
+    await world.append(run_id, [NewEvent(T.STEP_COMPLETED, "s1", {"result": 1})])
+    with pytest.raises(EntityConflictError):
+        await world.append(run_id, [NewEvent(T.STEP_COMPLETED, "s1", {"result": 2})])
+    with pytest.raises(EntityConflictError):
+        await world.append(run_id, [NewEvent(T.STEP_STARTED, "s1", {"attempt": 2})])
+    with pytest.raises(EntityConflictError):
+        await world.append(run_id, [NewEvent(T.STEP_CREATED, "s1", {})])
+    with pytest.raises(EntityMissingError):
+        await world.append(run_id, [NewEvent(T.STEP_COMPLETED, "s9", {"result": 2})])
+    with pytest.raises(RunNotFoundError):
+        await world.append(new_run_id(), [NewEvent(T.RUN_STARTED)])
+
+
+async def test_concurrent_terminal_writes_have_exactly_one_winner(make_world) -> None:  # type: ignore[no-untyped-def]
+    worlds = [await make_world() for _ in range(3)]
+    run_id = await _new_run(worlds[0])
+    await worlds[0].append(run_id, [NewEvent(T.RUN_STARTED), NewEvent(T.STEP_CREATED, "s1", {})])
+
+    async def finish(w: World, i: int) -> bool:
+        try:
+            await w.append(run_id, [NewEvent(T.STEP_COMPLETED, "s1", {"result": i})])
+            return True
+        except EntityConflictError:
+            return False
+
+    wins = await asyncio.gather(*(finish(worlds[i % 3], i) for i in range(12)))
+    assert sum(wins) == 1
+    terminal = [e for e in await worlds[1].list_events(run_id) if e.type is T.STEP_COMPLETED]
+    assert len(terminal) == 1
+
+
+async def test_a_batch_is_atomic(world: World) -> None:
+    run_id = await _new_run(world)
+    await world.append(run_id, [NewEvent(T.RUN_STARTED), NewEvent(T.STEP_CREATED, "s1", {})])
+    with pytest.raises(EntityConflictError):
+        await world.append(
+            run_id, [NewEvent(T.STEP_CREATED, "s2", {}), NewEvent(T.STEP_CREATED, "s1", {})]
+        )
+    assert [e.correlation_id for e in await world.list_events(run_id)] == [None, None, "s1"]
+    await world.append(run_id, [NewEvent(T.STEP_CREATED, "s2", {})])
+
+
+async def test_expected_sequence_fences_stale_writers(world: World) -> None:
+    run_id = await _new_run(world)
+    with pytest.raises(SequenceConflictError):
+        await world.append(run_id, [NewEvent(T.RUN_STARTED)], expected_seq=0)
+    await world.append(run_id, [NewEvent(T.RUN_STARTED)], expected_seq=1)
+    with pytest.raises(EntityConflictError):
+        await world.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": "x"})])
+    with pytest.raises(SequenceConflictError):
+        await world.append(run_id, [NewEvent(T.WAIT_CREATED, "w1", {"resumeAt": 1.0})], expected_seq=1)
+    assert len(await world.list_events(run_id)) == 2
+
+
+async def test_hook_tokens_are_unique_among_active_hooks(world: World) -> None:
+    a, b = await _new_run(world), await _new_run(world)
+    for run in (a, b):
+        await world.append(run, [NewEvent(T.RUN_STARTED)])
+    await world.append(a, [NewEvent(T.HOOK_CREATED, "h1", {"token": "approve:42"})])
+    with pytest.raises(HookTokenConflictError):
+        await world.append(b, [NewEvent(T.HOOK_CREATED, "h1", {"token": "approve:42"})])
+    hook = await world.get_hook("approve:42")
+    assert hook is not None and hook.run_id == a and hook.correlation_id == "h1" and hook.active
+    assert await world.get_hook("nope") is None
+    await world.append(a, [NewEvent(T.HOOK_RECEIVED, "h1", {"payload": {"ok": 1}})])
+    # a terminal run releases its hooks' tokens
+    await world.append(a, [NewEvent(T.RUN_COMPLETED, data={"output": None})])
+    old = await world.get_hook("approve:42")
+    assert old is not None and not old.active
+    await world.append(b, [NewEvent(T.HOOK_CREATED, "h1", {"token": "approve:42"})])
+    hook = await world.get_hook("approve:42")
+    assert hook is not None and hook.run_id == b and hook.active
+
+
+async def test_owner_message_id_survives_storage(world: World) -> None:
+    run_id = await _new_run(world)
+    await world.append(
+        run_id,
+        [
+            NewEvent(T.RUN_STARTED),
+            NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": {"args": [1]}}),
+            NewEvent(T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "77"}),
+        ],
+    )
+    events = await world.list_events(run_id)
+    assert events[2].data == {"stepName": "a", "input": {"args": [1]}}
+    assert events[3].data["ownerMessageId"] == "77"

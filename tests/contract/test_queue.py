@@ -1,0 +1,121 @@
+"""World contract: the queue. Stable ids, attempts, delays, lifetime idempotency keys."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from wayline.world import World
+
+
+async def test_message_id_is_stable_and_attempt_counts_deliveries(world: World) -> None:
+    mid = await world.enqueue("flow", {"runId": "r1"})
+    [d1] = await world.receive("flow", wait_seconds=2)
+    assert (d1.message_id, d1.attempt, d1.payload) == (mid, 1, {"runId": "r1"})
+    await world.retry(d1, 0)
+    [d2] = await world.receive("flow", wait_seconds=2)
+    assert (d2.message_id, d2.attempt) == (mid, 2)
+    await world.ack(d2)
+    assert await world.receive("flow", wait_seconds=0.2) == []
+
+
+async def test_topics_are_separate(world: World) -> None:
+    await world.enqueue("step", {"n": 1})
+    assert await world.receive("flow", wait_seconds=0.2) == []
+    [d] = await world.receive("step", wait_seconds=2)
+    assert d.payload == {"n": 1}
+    await world.ack(d)
+
+
+async def test_idempotency_key_dedupes_while_stored_and_in_flight(world: World) -> None:
+    first = await world.enqueue("flow", {"v": 1}, idempotency_key="k1")
+    assert await world.enqueue("flow", {"v": 2}, idempotency_key="k1") == first
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert d.payload == {"v": 1}
+    # in flight: still deduped (seed 000's backstop lessons depend on exactly this)
+    assert await world.enqueue("flow", {"v": 3}, idempotency_key="k1") == first
+    assert await world.receive("flow", wait_seconds=0.2) == []
+    await world.ack(d)
+    # acked: the key is released, and a re-enqueue (a retry handoff) is a new message
+    again = await world.enqueue("flow", {"v": 4}, idempotency_key="k1")
+    assert again != first
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert d.payload == {"v": 4} and d.attempt == 1
+    await world.ack(d)
+
+
+async def test_distinct_keys_do_not_dedupe(world: World) -> None:
+    a = await world.enqueue("flow", {"v": 1}, idempotency_key="s1:backstop:1.0")
+    b = await world.enqueue("flow", {"v": 2}, idempotency_key="s1:backstop:2.0")
+    c = await world.enqueue("flow", {"v": 3}, idempotency_key="s1")
+    assert len({a, b, c}) == 3
+
+
+async def test_delay_is_respected(world: World) -> None:
+    start = time.monotonic()
+    await world.enqueue("flow", {"late": True}, delay_seconds=0.6)
+    await world.enqueue("flow", {"late": False})
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert d.payload == {"late": False}
+    await world.ack(d)
+    got = await world.receive("flow", wait_seconds=3)
+    assert got and got[0].payload == {"late": True}
+    assert time.monotonic() - start >= 0.55
+    await world.ack(got[0])
+
+
+async def test_retry_with_delay_redelivers_the_same_message_later(world: World) -> None:
+    mid = await world.enqueue("step", {"x": 1})
+    [d] = await world.receive("step", wait_seconds=2)
+    start = time.monotonic()
+    await world.retry(d, 0.5)
+    assert await world.receive("step", wait_seconds=0.2) == []
+    [again] = await world.receive("step", wait_seconds=3)
+    assert again.message_id == mid and again.attempt == 2
+    assert time.monotonic() - start >= 0.45
+    await world.ack(again)
+
+
+async def test_unacked_delivery_is_redelivered_after_visibility(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = await make_world(visibility_seconds=1)
+    mid = await world.enqueue("flow", {"x": 1})
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert d.attempt == 1
+    # the holder "dies": never acks. Another consumer gets the same message back.
+    other = await make_world(visibility_seconds=1)
+    [again] = await other.receive("flow", wait_seconds=5)
+    assert again.message_id == mid and again.attempt == 2
+    await other.ack(again)
+
+
+async def test_renew_keeps_a_delivery_invisible(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = await make_world(visibility_seconds=1)
+    await world.enqueue("flow", {"x": 1})
+    [d] = await world.receive("flow", wait_seconds=2)
+    for _ in range(4):
+        await asyncio.sleep(0.4)
+        await world.renew(d)
+        assert await world.receive("flow", wait_seconds=0) == []
+    await world.ack(d)
+
+
+async def test_dead_letter_sets_a_message_aside(world: World) -> None:
+    mid = await world.enqueue("flow", {"bad": True})
+    [d] = await world.receive("flow", wait_seconds=2)
+    await world.dead_letter(d, "malformed payload: missing runId")
+    assert await world.receive("flow", wait_seconds=0.2) == []
+    [dl] = await world.list_dead_letters()
+    assert dl["messageId"] == mid and "missing runId" in dl["reason"] and dl["topic"] == "flow"
+
+
+async def test_receive_returns_several_in_order(world: World) -> None:
+    ids = [await world.enqueue("flow", {"i": i}) for i in range(5)]
+    got = await world.receive("flow", max_messages=10, wait_seconds=2)
+    while len(got) < 5:
+        more = await world.receive("flow", max_messages=10, wait_seconds=2)
+        assert more
+        got += more
+    assert [d.message_id for d in got] == ids
+    assert [d.payload for d in got] == [{"i": i} for i in range(5)]
+    for d in got:
+        await world.ack(d)
