@@ -1,0 +1,125 @@
+"""``wayline.Client``: start runs, watch them, cancel them, resume hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from .definitions import WorkflowDefinition
+from .errors import (
+    HookNotFoundError,
+    ResultTimeoutError,
+    RunCancelledError,
+    RunFailedError,
+    RunNotFoundError,
+    RunTerminalError,
+    WorkflowNotFoundError,
+)
+from .events import Event, EventType, NewEvent, RunStatus
+from .ids import new_run_id
+from .serde import decode, encode
+from .world import FLOW_TOPIC, RunInfo, World
+
+
+class RunHandle:
+    def __init__(self, client: Client, run_id: str, workflow: WorkflowDefinition | None) -> None:
+        self.client = client
+        self.run_id = run_id
+        self._workflow = workflow
+
+    async def status(self) -> RunStatus:
+        return (await self.client.get_run(self.run_id)).status
+
+    async def events(self) -> list[Event]:
+        return await self.client.world.list_events(self.run_id)
+
+    async def result(self, timeout: float | None = None) -> Any:
+        """The run's output; raises the run's failure (or cancellation)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 0.002
+        while True:
+            info = await self.client.get_run(self.run_id)
+            if info.status is RunStatus.COMPLETED:
+                hint = self._workflow.signature.return_hint if self._workflow else None
+                return decode(info.output, hint, what=f"result of run {self.run_id}")
+            if info.status is RunStatus.FAILED:
+                error = dict(info.error or {})
+                raise RunFailedError(
+                    f"run {self.run_id} failed: [{error.get('code')}] {error.get('message')}",
+                    error_code=str(error.get("code", "")), error=error)
+            if info.status is RunStatus.CANCELLED:
+                raise RunCancelledError(f"run {self.run_id} was cancelled")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ResultTimeoutError(f"run {self.run_id} still {info.status} after {timeout}s")
+            await asyncio.sleep(pause)
+            pause = min(0.1, pause * 1.5)
+
+
+class Client:
+    def __init__(self, world: World, workflows: list[WorkflowDefinition] | None = None) -> None:
+        self.world = world
+        self._workflows = {w.name: w for w in workflows or []}
+
+    async def start(self, workflow: WorkflowDefinition | str, *args: Any, **kwargs: Any) -> RunHandle:
+        if isinstance(workflow, str):
+            definition = self._workflows.get(workflow)
+            if definition is None and self._workflows:
+                known = ", ".join(sorted(self._workflows)) or "none"
+                raise WorkflowNotFoundError(f"unknown workflow {workflow!r} (known: {known})")
+            name = workflow
+        else:
+            definition, name = workflow, workflow.name
+        if definition is not None:
+            stored = definition.signature.encode_args(args, kwargs, what=f"workflow {name!r}")
+        else:
+            stored = {"args": encode(list(args), what=f"workflow {name!r} arguments")}
+            if kwargs:
+                stored["kwargs"] = encode(kwargs, what=f"workflow {name!r} arguments")
+        run_id = new_run_id()
+        data: dict[str, Any] = {"workflow": name, "input": stored}
+        if definition is not None:
+            data["revision"] = definition.revision
+        await self.world.append(run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0)
+        await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "start"},
+                                 idempotency_key=f"{run_id}:start")
+        return RunHandle(self, run_id, definition)
+
+    def handle(self, run_id: str) -> RunHandle:
+        info_workflow = None
+        return RunHandle(self, run_id, info_workflow)
+
+    async def get_run(self, run_id: str) -> RunInfo:
+        info = await self.world.get_run(run_id)
+        if info is None:
+            raise RunNotFoundError(f"no run {run_id}")
+        return info
+
+    async def list_runs(self, status: RunStatus | str | None = None, limit: int = 100) -> list[RunInfo]:
+        return await self.world.list_runs(
+            status=RunStatus(status) if status is not None else None, limit=limit)
+
+    async def cancel(self, run_id: str, reason: str = "cancelled") -> bool:
+        """Cancel a run; False when it had already ended. Running step bodies are not
+        interrupted, but nothing they write afterwards lands and nothing new starts."""
+        await self.get_run(run_id)
+        try:
+            await self.world.append(run_id, [NewEvent(EventType.RUN_CANCELLED, data={"reason": reason})])
+        except RunTerminalError:
+            return False
+        await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "cancel"})
+        return True
+
+    async def resume_hook(self, token: str, payload: Any = None) -> str:
+        """Deliver ``payload`` to the hook holding ``token``; returns the run id."""
+        hook = await self.world.get_hook(token)
+        if hook is None or not hook.active:
+            state = "no hook" if hook is None else "the hook is no longer active"
+            raise HookNotFoundError(f"cannot resume {token!r}: {state}")
+        data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
+        try:
+            await self.world.append(hook.run_id, [NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)])
+        except RunTerminalError:
+            raise HookNotFoundError(f"cannot resume {token!r}: its run has ended") from None
+        await self.world.enqueue(FLOW_TOPIC, {"runId": hook.run_id, "reason": "hook"})
+        return hook.run_id

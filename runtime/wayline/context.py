@@ -1,0 +1,51 @@
+"""Where code runs: the replay a workflow function is running in, or the step being executed.
+
+Functions that only make sense inside a workflow (or a step) look them up here and raise a
+named error elsewhere.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import NotInStepError, NotInWorkflowError
+
+if TYPE_CHECKING:
+    from .replay import Replay
+
+_replay: ContextVar[Replay | None] = ContextVar("wayline_replay", default=None)
+_step: ContextVar[StepContext | None] = ContextVar("wayline_step", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    run_id: str
+    step_name: str
+    step_id: str
+    attempt: int
+    idempotency_key: str
+    """``run:step#occurrence:direction`` (seed 004): the same on every attempt and replay."""
+    direction: str = "forward"
+    forward_idempotency_key: str | None = None
+    forward_result: Any = None
+
+
+def current_replay(api: str) -> Replay:
+    replay = _replay.get()
+    if replay is None:
+        raise NotInWorkflowError(f"wayline.{api}() can only be called inside a workflow function")
+    return replay
+
+
+def maybe_replay() -> Replay | None:
+    return _replay.get()
+
+
+def step_context() -> StepContext:
+    """The step being executed: run id, step name, attempt and its idempotency key."""
+    ctx = _step.get()
+    if ctx is None:
+        raise NotInStepError("wayline.step_context() can only be called inside a step body")
+    return ctx

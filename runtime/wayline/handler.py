@@ -1,0 +1,495 @@
+"""What a worker does with one delivery (DESIGN "One delivery, step by step").
+
+A flow delivery checks the delivery budget, replays the run, writes the suspension's new hooks,
+waits and steps, applies the dispatch decision table to every created, non-terminal step, runs
+the inline batch (lazy new steps and owned recovery) and continues the *same* in-memory replay
+with their results, until the run suspends with nothing left to run here or ends. A step
+delivery runs one queued step body, then continues into the flow loop under its own message,
+so owned recovery is never orphaned by an early return (seed 000, second invariant).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+from opentelemetry import trace
+
+from .definitions import WorkflowDefinition, find_step
+from .dispatch import Action, decide, step_dispatch_key
+from .errors import (
+    EntityConflictError,
+    EntityMissingError,
+    HookTokenConflictError,
+    ReplayDivergenceError,
+    RunNotFoundError,
+    RunTerminalError,
+    SerializationError,
+    WaylineError,
+)
+from .events import Event, EventType, NewEvent
+from .replay import Replay, StepRecord
+from .serde import encode, error_to_dict
+from .settings import Settings
+from .step_runner import Completed, Failed, Outcome, Retry, run_step_body
+from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
+
+log = logging.getLogger("wayline.runtime")
+tracer = trace.get_tracer("wayline")
+
+
+class FlowMessage(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+    runId: str = pydantic.Field(min_length=1)  # noqa: N815 - wire name
+    reason: str | None = None
+    backstopKey: str | None = None  # noqa: N815
+
+
+class StepMessage(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+    runId: str = pydantic.Field(min_length=1)  # noqa: N815
+    stepId: str = pydantic.Field(min_length=1)  # noqa: N815
+    stepName: str = pydantic.Field(min_length=1)  # noqa: N815
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the worker does with the delivery once the handler returns."""
+
+    kind: str  # "ack" | "retry" | "dead" | "none" (the handler already settled it)
+    delay: float = 0.0
+    reason: str = ""
+
+
+ACK = Verdict("ack")
+
+
+@dataclass(slots=True)
+class _Stats:
+    owned_recovery_steps: int = 0
+    backstop_wakes_armed: int = 0
+    inline_steps: int = 0
+    inflight_owned: set[str] = field(default_factory=set)
+
+
+class Handler:
+    def __init__(
+        self, world: World, workflows: Mapping[str, WorkflowDefinition], settings: Settings
+    ) -> None:
+        self.world = world
+        self.workflows = dict(workflows)
+        self.settings = settings
+
+    # --- flow deliveries -----------------------------------------------------------------------
+    async def handle_flow(self, delivery: Delivery) -> Verdict:
+        try:
+            msg = FlowMessage.model_validate(delivery.payload)
+        except pydantic.ValidationError as err:
+            return _malformed(delivery, err)
+        return await self._flow(msg.runId, delivery, msg.backstopKey)
+
+    async def _flow(self, run_id: str, delivery: Delivery, backstop: str | None = None) -> Verdict:
+        world = self.world
+        info = await world.get_run(run_id)
+        if info is None:
+            return Verdict("dead", reason=f"flow message for unknown run {run_id}")
+        if info.status.terminal:
+            return ACK
+        if delivery.topic == FLOW_TOPIC and delivery.attempt > self.settings.max_queue_deliveries:
+            await self._fail(
+                run_id,
+                "MAX_DELIVERIES_EXCEEDED",
+                f"flow delivery attempt {delivery.attempt} exceeds "
+                f"WORKFLOW_MAX_QUEUE_DELIVERIES={self.settings.max_queue_deliveries}",
+            )
+            return ACK
+        workflow = self.workflows.get(info.workflow)
+        if workflow is None:
+            log.warning("run %s needs workflow %r, which this worker does not have; retrying "
+                        "later for a worker that does", run_id, info.workflow)
+            return Verdict("retry", delay=5.0)
+        if info.status.value == "pending":
+            try:
+                await world.append(run_id, [NewEvent(EventType.RUN_STARTED)])
+            except EntityConflictError:
+                pass
+            except RunTerminalError:
+                return ACK
+        stats = _Stats()
+        with tracer.start_as_current_span(
+            "workflow.execute",
+            attributes={"workflow.name": workflow.name, "workflow.run.id": run_id,
+                        "messaging.message.id": str(delivery.message_id)},
+        ) as span:
+            replay = Replay(workflow, run_id)
+            try:
+                replay.feed(await world.list_events(run_id))
+                await self._drive(replay, delivery, stats, backstop)
+            except ReplayDivergenceError as err:
+                await self._fail(run_id, err.code, err.message)
+            finally:
+                if stats.inflight_owned:
+                    log.error(
+                        "invariant violated: delivery %s returns while owned steps %s are "
+                        "still running (seed 000: no path acks the owning message while an "
+                        "owned step is non-terminal)", delivery.message_id, stats.inflight_owned)
+                span.set_attribute(
+                    "workflow.inline_ownership.owned_recovery_steps", stats.owned_recovery_steps)
+                span.set_attribute(
+                    "workflow.inline_ownership.backstop_wakes_armed", stats.backstop_wakes_armed)
+                span.set_attribute("workflow.steps.inline", stats.inline_steps)
+        return ACK
+
+    async def _drive(
+        self, replay: Replay, delivery: Delivery, stats: _Stats, backstop: str | None
+    ) -> None:
+        world, settings, run_id = self.world, self.settings, replay.run_id
+        my_id = str(delivery.message_id)
+        armed: set[str] = set()
+        while True:
+            if replay.terminal is not None:
+                return
+            if replay.finished:
+                await self._finish(replay)
+                return
+            now = time.time()
+            due = [w for w in replay.pending_waits() if w.resume_at <= now]
+            if due:
+                completions = [
+                    NewEvent(EventType.WAIT_COMPLETED, w.cid, {"resumeAt": w.resume_at})
+                    for w in due
+                ]
+                if not await self._append_inputs(replay, completions):
+                    return
+                continue
+
+            # 1. The suspension's new hooks, waits and steps: one atomic decision batch.
+            batch: list[NewEvent] = []
+            lazy: list[StepRecord] = []
+            sends: list[tuple[str, dict[str, Any], str, float]] = []
+            for hook in replay.new_hooks:
+                batch.append(NewEvent(EventType.HOOK_CREATED, hook.cid, {"token": hook.token}))
+                if hook.timeout is not None:
+                    batch.append(NewEvent(EventType.WAIT_CREATED, hook.timeout.cid,
+                                          {"resumeAt": hook.timeout.resume_at}))
+            for wait in replay.new_waits:
+                batch.append(NewEvent(EventType.WAIT_CREATED, wait.cid, {"resumeAt": wait.resume_at}))
+            slots = settings.max_inline_steps
+            for rec in replay.new_steps:
+                batch.append(NewEvent(EventType.STEP_CREATED, rec.cid, {
+                    "stepName": rec.name, "input": rec.input, "occurrence": rec.occurrence}))
+                if slots > 0:  # lazy inline: created and started (stamped) in one write
+                    slots -= 1
+                    batch.append(NewEvent(EventType.STEP_STARTED, rec.cid,
+                                          {"attempt": 1, "ownerMessageId": my_id}))
+                    lazy.append(rec)
+                else:  # eager: created, then queued as its own step message
+                    key = step_dispatch_key(run_id, rec.cid)
+                    armed.add(key)
+                    sends.append((STEP_TOPIC, _step_payload(run_id, rec), key, 0.0))
+            if batch:
+                try:
+                    appended = await world.append(run_id, batch)
+                except EntityConflictError:
+                    # Another replayer created some of them first (the create-claim): catch up
+                    # and plan again from what the log now says.
+                    await self._catch_up(replay)
+                    replay.new_steps = [r for r in replay.new_steps if not r.created]
+                    replay.new_hooks = [h for h in replay.new_hooks if not h.created]
+                    replay.new_waits = [w for w in replay.new_waits if not w.created]
+                    continue
+                except HookTokenConflictError as err:
+                    await self._fail(run_id, "HOOK_CONFLICT", err.message)
+                    return
+                except RunTerminalError:
+                    return
+                replay.new_steps, replay.new_hooks, replay.new_waits = [], [], []
+                await self._feed(replay, appended)
+
+            # 2. The decision table for every created, non-terminal step.
+            owned: list[StepRecord] = []
+            lazy_ids = {r.cid for r in lazy}
+            for rec in list(replay.open_steps.values()):
+                if rec.cid in lazy_ids:
+                    continue
+                d = decide(
+                    rec.state(), run_id=run_id, correlation_id=rec.cid, my_message_id=my_id,
+                    now=now, lease=settings.lease_seconds,
+                    ownership_enabled=settings.inline_ownership, arriving_backstop_key=backstop,
+                )
+                if d.idempotency_key in armed:
+                    continue
+                if d.action is Action.EXECUTE_OWNED:
+                    owned.append(rec)
+                elif d.action is Action.ARM_BACKSTOP:
+                    armed.add(d.idempotency_key)
+                    stats.backstop_wakes_armed += 1
+                    log.debug("run %s step %s owned by %s: backstop wake in %.1fs (%s)", run_id,
+                              rec.cid, rec.owner, d.delay_seconds, d.idempotency_key)
+                    sends.append((FLOW_TOPIC, {"runId": run_id, "reason": "backstop",
+                                               "backstopKey": d.idempotency_key},
+                                  d.idempotency_key, d.delay_seconds))
+                else:
+                    armed.add(d.idempotency_key)
+                    sends.append((STEP_TOPIC, _step_payload(run_id, rec), d.idempotency_key, 0.0))
+            # 3. Wake-ups for the waits this suspension is blocked on.
+            for wait in replay.pending_waits():
+                key = f"{run_id}:{wait.cid}"
+                if key not in armed:
+                    armed.add(key)
+                    sends.append((FLOW_TOPIC, {"runId": run_id, "reason": "wait"}, key,
+                                  max(0.0, wait.resume_at - now)))
+            for topic, payload, key, delay in sends:
+                await world.enqueue(topic, payload, idempotency_key=key, delay_seconds=delay)
+
+            # 4. The inline batch: lazy new steps and owned recovery, all awaited before any ack.
+            for rec in owned:
+                attempt = rec.starts + 1
+                log.warning("owned recovery: run %s step %s (%s) attempt %d is re-run by its "
+                            "owning message %s; a previous delivery died mid-body",
+                            run_id, rec.cid, rec.name, attempt, my_id)
+                stats.owned_recovery_steps += 1
+            inline = [(rec, 1) for rec in lazy] + [(rec, rec.starts + 1) for rec in owned]
+            if not inline:
+                return
+            stats.inline_steps += len(inline)
+            results = await asyncio.gather(
+                *(self._run_inline(replay, rec, attempt, my_id, stats, rec in owned)
+                  for rec, attempt in inline)
+            )
+            events = sorted((e for group in results for e in group), key=lambda e: e.seq)
+            if any(r is None for r in results):  # the run ended under us
+                return
+            for rec, _ in inline:
+                if not rec.terminal and rec.saw_retrying is False:
+                    pass
+            await self._feed(replay, events)
+            for rec, _ in inline:
+                key = step_dispatch_key(run_id, rec.cid)
+                if rec.saw_retrying and not rec.terminal:
+                    armed.add(key)  # the retry handoff already queued it
+
+    async def _run_inline(
+        self, replay: Replay, rec: StepRecord, attempt: int, my_id: str, stats: _Stats,
+        recovery: bool,
+    ) -> list[Event]:
+        world, run_id = self.world, replay.run_id
+        definition = rec.definition
+        assert definition is not None
+        stats.inflight_owned.add(rec.cid)
+        try:
+            events: list[Event] = []
+            if recovery:
+                if attempt > definition.max_retries + 1:
+                    return await self._record(run_id, rec.cid, Failed({
+                        "name": "FatalError", "code": "MAX_ATTEMPTS_EXCEEDED",
+                        "message": f"step {rec.name!r} did not finish in {attempt - 1} attempts "
+                                   "(its invocations died)"}), rec.name)
+                # Owned recovery re-stamps its start: an unstamped one would read as unowned
+                # to a later wake, which would requeue the step the owner is re-running.
+                try:
+                    events += await world.append(run_id, [NewEvent(
+                        EventType.STEP_STARTED, rec.cid,
+                        {"attempt": attempt, "ownerMessageId": my_id})])
+                except (EntityConflictError, RunTerminalError):
+                    return events
+
+            async def body() -> Outcome:
+                return await run_step_body(
+                    definition, run_id=run_id, step_id=rec.cid, stored_input=rec.input,
+                    attempt=attempt, occurrence=rec.occurrence)
+
+            executed, outcome = await world.single_flight.run(f"{run_id}:{rec.cid}", body)
+            if not executed or outcome is None:
+                return events
+            events += await self._record(run_id, rec.cid, outcome, rec.name)
+            if isinstance(outcome, Retry):
+                # The retry handoff: from now on the step is queue-owned (step_retrying lapsed
+                # ownership for good) and its message is keyed by the step, never the backstop.
+                await world.enqueue(
+                    STEP_TOPIC, _step_payload(run_id, rec),
+                    idempotency_key=step_dispatch_key(run_id, rec.cid),
+                    delay_seconds=max(0.0, outcome.retry_after - time.time()))
+            return events
+        finally:
+            stats.inflight_owned.discard(rec.cid)
+
+    async def _record(self, run_id: str, cid: str, outcome: Outcome, name: str) -> list[Event]:
+        if isinstance(outcome, Completed):
+            event = NewEvent(EventType.STEP_COMPLETED, cid, {"result": outcome.result})
+        elif isinstance(outcome, Retry):
+            event = NewEvent(EventType.STEP_RETRYING, cid,
+                             {"error": outcome.error, "retryAfter": outcome.retry_after})
+        else:
+            event = NewEvent(EventType.STEP_FAILED, cid, {"error": outcome.error})
+        try:
+            return await self.world.append(run_id, [event])
+        except (EntityConflictError, RunTerminalError, EntityMissingError):
+            return []  # another attempt settled it first, or the run ended (cancelled)
+
+    async def _append_inputs(self, replay: Replay, events: list[NewEvent]) -> bool:
+        try:
+            appended = await self.world.append(replay.run_id, events)
+        except RunTerminalError:
+            return False
+        except EntityConflictError:
+            for event in events:  # one of them was already written; write the rest one by one
+                try:
+                    await self.world.append(replay.run_id, [event])
+                except EntityConflictError:
+                    pass
+                except RunTerminalError:
+                    return False
+            await self._catch_up(replay)
+            return True
+        await self._feed(replay, appended)
+        return True
+
+    async def _feed(self, replay: Replay, events: list[Event]) -> None:
+        if events and events[0].seq == replay.last_seq + 1 and all(
+            b.seq == a.seq + 1 for a, b in zip(events, events[1:], strict=False)
+        ):
+            replay.feed(events)
+        else:
+            await self._catch_up(replay)
+
+    async def _catch_up(self, replay: Replay) -> None:
+        replay.feed(await self.world.list_events(replay.run_id, after_seq=replay.last_seq))
+
+    async def _finish(self, replay: Replay) -> None:
+        root = replay.root
+        assert root is not None
+        exc = root.exception()
+        if exc is None:
+            try:
+                output = encode(root.result(), what=f"result of workflow {replay.workflow.name!r}")
+            except SerializationError as err:
+                exc = err
+            else:
+                try:
+                    await self.world.append(
+                        replay.run_id, [NewEvent(EventType.RUN_COMPLETED, data={"output": output})])
+                except RunTerminalError:
+                    pass
+                return
+        error = error_to_dict(exc)
+        try:
+            await self.world.append(replay.run_id, [NewEvent(EventType.RUN_FAILED, data={"error": error})])
+        except RunTerminalError:
+            pass
+
+    async def _fail(self, run_id: str, code: str, message: str) -> None:
+        error = {"name": "WaylineError", "code": code, "message": message}
+        log.error("run %s failed: [%s] %s", run_id, code, message)
+        try:
+            await self.world.append(run_id, [NewEvent(EventType.RUN_FAILED, data={"error": error})])
+        except (RunTerminalError, RunNotFoundError, EntityConflictError):
+            pass
+
+    # --- step deliveries -----------------------------------------------------------------------
+    async def handle_step(self, delivery: Delivery) -> Verdict:
+        try:
+            msg = StepMessage.model_validate(delivery.payload)
+        except pydantic.ValidationError as err:
+            return _malformed(delivery, err)
+        world, run_id, cid = self.world, msg.runId, msg.stepId
+        info = await world.get_run(run_id)
+        if info is None:
+            return Verdict("dead", reason=f"step message for unknown run {run_id}")
+        if info.status.terminal:
+            return ACK
+        step = _fold_step(await world.list_events(run_id), cid)
+        if step is None:
+            return Verdict("dead", reason=f"step message for {run_id}/{cid}, never created")
+        if not step.terminal:
+            definition = find_step(step.name)
+            attempt = step.starts + 1
+            outcome: Outcome | None
+            if definition is None:
+                outcome = Failed({"name": "FatalError", "code": "STEP_NOT_FOUND",
+                                  "message": f"step {step.name!r} is not registered in this "
+                                             "worker (is its module imported?)"})
+            elif attempt > definition.max_retries + 1:
+                outcome = Failed({"name": "FatalError", "code": "MAX_ATTEMPTS_EXCEEDED",
+                                  "message": f"step {step.name!r} exceeded {attempt - 1} attempts"})
+            else:
+                outcome = None
+            if outcome is None and definition is not None:
+                try:  # a bare start: queue-owned, clears any inline ownership
+                    await world.append(run_id, [NewEvent(EventType.STEP_STARTED, cid,
+                                                         {"attempt": attempt})])
+                except (EntityConflictError, RunTerminalError):
+                    return await self._continue(run_id, delivery)
+
+                async def body() -> Outcome:
+                    assert definition is not None
+                    return await run_step_body(definition, run_id=run_id, step_id=cid,
+                                               stored_input=step.input, attempt=attempt,
+                                               occurrence=step.occurrence)
+
+                executed, outcome = await world.single_flight.run(f"{run_id}:{cid}", body)
+                if not executed:
+                    outcome = None
+            if outcome is not None:
+                await self._record(run_id, cid, outcome, step.name)
+                if isinstance(outcome, Retry):
+                    await world.retry(delivery, max(0.0, outcome.retry_after - time.time()))
+                    return Verdict("none")
+        return await self._continue(run_id, delivery)
+
+    async def _continue(self, run_id: str, delivery: Delivery) -> Verdict:
+        """After a step settles, continue the run under this same message."""
+        info = await self.world.get_run(run_id)
+        if info is None or info.status.terminal:
+            return ACK
+        if info.workflow not in self.workflows:
+            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "step"})
+            return ACK
+        return await self._flow(run_id, delivery)
+
+
+@dataclass(slots=True)
+class _StepView:
+    name: str
+    input: Any
+    occurrence: int
+    starts: int = 0
+    terminal: bool = False
+
+
+def _fold_step(events: list[Event], cid: str) -> _StepView | None:
+    view: _StepView | None = None
+    for e in events:
+        if e.correlation_id != cid:
+            continue
+        if e.type is EventType.STEP_CREATED:
+            view = _StepView(str(e.data.get("stepName")), e.data.get("input"),
+                             int(e.data.get("occurrence") or 0))
+        elif view is not None:
+            if e.type is EventType.STEP_STARTED:
+                view.starts += 1
+            elif e.type in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
+                view.terminal = True
+    return view
+
+
+def _step_payload(run_id: str, rec: StepRecord) -> dict[str, Any]:
+    return {"runId": run_id, "stepId": rec.cid, "stepName": rec.name}
+
+
+def _malformed(delivery: Delivery, err: Exception) -> Verdict:
+    raw = delivery.raw[:200].decode(errors="replace")
+    detail = str(err).splitlines()[0] if isinstance(err, WaylineError) else _first_error(err)
+    return Verdict("dead", reason=f"malformed {delivery.topic} payload ({detail}): {raw}")
+
+
+def _first_error(err: Exception) -> str:
+    if isinstance(err, pydantic.ValidationError):
+        e = err.errors()[0]
+        return f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}"
+    return str(err)

@@ -1,0 +1,397 @@
+"""Deterministic replay: a workflow function driven by its event log.
+
+The workflow coroutine runs on the runtime's own tiny scheduler, never on asyncio: it may only
+await Wayline's futures (steps, sleeps, hooks, ``gather``/``race``), which are settled only by
+events fed in log order, with the scheduler run to quiescence after each event. So the state
+after feeding events 1..k is the same in every process, whether the coroutine has been alive
+since event 1 (an invocation continuing after its own inline steps) or was rebuilt from the log
+(a fresh replay after a crash). That is what lets one invocation keep its in-memory replay
+across steps instead of replaying from the first event each time.
+
+Calls made by the workflow get per-kind slot ids (``s1``, ``h1``, ``w1``) in call order; a call
+sequence that disagrees with the log is a :class:`ReplayDivergenceError`, never guessed around.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import context
+from .dispatch import StepState
+from .durations import Duration, to_seconds
+from .errors import FatalError, HookTimeout, ReplayDivergenceError, WaylineError
+from .events import Event, EventType
+from .futures import WFuture
+from .serde import decode
+
+if TYPE_CHECKING:
+    from .definitions import StepDefinition, WorkflowDefinition
+
+
+class StepFailedError(FatalError, WaylineError):
+    """Raised inside a workflow when a step failed for good (its retries are spent, or it
+    raised :class:`FatalError`). ``error`` holds the step's recorded error."""
+
+    code = "STEP_FAILED"
+
+    def __init__(self, step_name: str, error: Mapping[str, Any]) -> None:
+        WaylineError.__init__(
+            self,
+            f"step {step_name!r} failed: {error.get('name', 'Error')}: {error.get('message', '')}",
+        )
+        self.step_name = step_name
+        self.error = dict(error)
+
+
+class WorkflowDeterminismError(WaylineError):
+    code = "NON_DETERMINISTIC_AWAIT"
+
+
+@dataclass(eq=False, slots=True)
+class StepRecord:
+    cid: str
+    name: str
+    definition: StepDefinition | None
+    input: Any
+    occurrence: int
+    future: WFuture[Any]
+    created: bool = False
+    terminal: bool = False
+    owner: str | None = None
+    last_started_at: float | None = None
+    saw_retrying: bool = False
+    starts: int = 0
+    owned_starts: dict[str, int] = field(default_factory=dict)
+
+    def state(self) -> StepState:
+        return StepState(self.owner, self.last_started_at, self.saw_retrying, self.terminal)
+
+
+@dataclass(eq=False, slots=True)
+class WaitRecord:
+    cid: str
+    resume_at: float
+    future: WFuture[None]
+    created: bool = False
+    completed: bool = False
+    hook: HookRecord | None = None
+    """Set for a hook's timeout wait."""
+
+    @property
+    def relevant(self) -> bool:
+        return not self.completed and (self.hook is None or not self.hook.payloads)
+
+
+@dataclass(eq=False, slots=True)
+class HookRecord:
+    cid: str
+    token: str
+    hint: Any
+    first: WFuture[Any]
+    created: bool = False
+    payloads: list[Any] = field(default_factory=list)
+    waiters: dict[int, WFuture[Any]] = field(default_factory=dict)
+    timeout: WaitRecord | None = None
+
+
+class Hook:
+    """What ``wayline.create_hook`` returns: ``await hook`` gives the first payload;
+    ``async for payload in hook`` gives every payload in log order."""
+
+    def __init__(self, record: HookRecord) -> None:
+        self._record = record
+        self._next = 0
+
+    @property
+    def token(self) -> str:
+        return self._record.token
+
+    def __await__(self) -> Any:
+        return self._record.first.__await__()
+
+    def __aiter__(self) -> Hook:
+        return self
+
+    async def __anext__(self) -> Any:
+        index = self._next
+        self._next += 1
+        if index == 0:
+            return await self._record.first
+        rec = self._record
+        if index < len(rec.payloads):
+            return rec.payloads[index]
+        fut = rec.waiters.setdefault(index, WFuture(f"hook {rec.token}#{index}"))
+        return await fut
+
+
+class _Fiber:
+    __slots__ = ("coro", "future")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], future: WFuture[Any]) -> None:
+        self.coro = coro
+        self.future = future
+
+
+class Replay:
+    """One run's workflow function, fed by its events. Not thread-safe; one per delivery."""
+
+    def __init__(self, workflow: WorkflowDefinition, run_id: str) -> None:
+        self.workflow = workflow
+        self.run_id = run_id
+        self.now = 0.0
+        self.last_seq = 0
+        self.input: Any = None
+        self.rng = random.Random(run_id)
+        self._token_rng = random.Random(f"{run_id}:hook-tokens")
+        self.steps: dict[str, StepRecord] = {}
+        self.hooks: dict[str, HookRecord] = {}
+        self.waits: dict[str, WaitRecord] = {}
+        self.open_steps: dict[str, StepRecord] = {}
+        """Created and not terminal."""
+        self.new_steps: list[StepRecord] = []
+        self.new_hooks: list[HookRecord] = []
+        self.new_waits: list[WaitRecord] = []
+        self._counters = {"s": 0, "h": 0, "w": 0}
+        self._occurrences: dict[str, int] = {}
+        self._ready: deque[tuple[_Fiber, WFuture[Any] | None]] = deque()
+        self._order = 0
+        self.root: WFuture[Any] | None = None
+        self.terminal: Event | None = None
+        self.cancel_requested = False
+
+    # --- feeding the log ---------------------------------------------------------------------
+    def feed(self, events: list[Event]) -> None:
+        for event in events:
+            if event.seq <= self.last_seq:
+                continue
+            if event.seq != self.last_seq + 1:
+                raise WaylineError(
+                    f"replay of {self.run_id} got seq {event.seq} after {self.last_seq}"
+                )
+            self.last_seq = event.seq
+            self.now = event.created_at
+            self._apply(event)
+            self._run()
+
+    def _apply(self, event: Event) -> None:
+        t, cid, data = event.type, event.correlation_id or "", event.data
+        if t is EventType.RUN_CREATED:
+            self.input = data.get("input")
+        elif t is EventType.RUN_STARTED:
+            self._start_root()
+        elif t in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
+            self.terminal = event
+        elif t is EventType.STEP_CREATED:
+            rec = self.steps.get(cid)
+            logged = data.get("stepName")
+            if rec is None:
+                self._diverge(f"step {logged!r} ({cid})", self._call_at("s", cid))
+            elif rec.name != logged:
+                self._diverge(f"step {logged!r} ({cid})", f"step {rec.name!r}")
+            rec.created = True
+            self.open_steps[cid] = rec
+        elif t is EventType.STEP_STARTED:
+            rec = self._step(cid, t)
+            rec.starts += 1
+            rec.owner = data.get("ownerMessageId")  # latest start wins; bare clears
+            if rec.owner is not None:
+                rec.owned_starts[rec.owner] = rec.owned_starts.get(rec.owner, 0) + 1
+            rec.last_started_at = event.created_at
+        elif t is EventType.STEP_RETRYING:
+            rec = self._step(cid, t)
+            rec.saw_retrying = True  # queue-owned from now on, for good
+            rec.owner = None
+        elif t is EventType.STEP_COMPLETED:
+            rec = self._step(cid, t)
+            self._close_step(rec)
+            hint = rec.definition.signature.return_hint if rec.definition else None
+            try:
+                value = decode(data.get("result"), hint, what=f"result of step {rec.name!r}")
+            except FatalError as err:
+                rec.future.set_exception(err, self._tick())
+            else:
+                rec.future.set_result(value, self._tick())
+        elif t is EventType.STEP_FAILED:
+            rec = self._step(cid, t)
+            self._close_step(rec)
+            rec.future.set_exception(StepFailedError(rec.name, data.get("error") or {}), self._tick())
+        elif t is EventType.HOOK_CREATED:
+            hook = self.hooks.get(cid)
+            if hook is None:
+                self._diverge(f"hook ({cid})", self._call_at("h", cid))
+            hook.created = True
+        elif t is EventType.HOOK_RECEIVED:
+            hook = self.hooks.get(cid)
+            if hook is None:
+                self._diverge(f"hook payload for {cid}", "no such hook")
+            self._deliver(hook, data.get("payload"))
+        elif t is EventType.WAIT_CREATED:
+            wait = self.waits.get(cid)
+            if wait is None:
+                self._diverge(f"sleep ({cid})", self._call_at("w", cid))
+            wait.created = True
+            if isinstance(data.get("resumeAt"), int | float):
+                wait.resume_at = float(data["resumeAt"])
+        elif t is EventType.WAIT_COMPLETED:
+            wait = self.waits.get(cid)
+            if wait is None:
+                self._diverge(f"wake of {cid}", "no such sleep")
+            wait.completed = True
+            if wait.hook is None:
+                wait.future.set_result(None, self._tick())
+            elif not wait.hook.payloads:
+                wait.hook.first.set_exception(
+                    HookTimeout(f"hook {wait.hook.token!r} timed out"), self._tick()
+                )
+        # HOOK_DISPOSED carries nothing the workflow sees.
+
+    def _step(self, cid: str, t: EventType) -> StepRecord:
+        rec = self.steps.get(cid)
+        if rec is None or not rec.created:
+            self._diverge(f"{t} for {cid}", "no such step")
+        return rec
+
+    def _close_step(self, rec: StepRecord) -> None:
+        rec.terminal = True
+        rec.owner = None
+        self.open_steps.pop(rec.cid, None)
+
+    def _deliver(self, hook: HookRecord, raw: Any) -> None:
+        try:
+            value = decode(raw, hook.hint, what=f"payload of hook {hook.token!r}")
+        except FatalError as err:
+            if not hook.payloads:
+                hook.payloads.append(None)
+                hook.first.set_exception(err, self._tick())
+            return
+        index = len(hook.payloads)
+        hook.payloads.append(value)
+        if index == 0:
+            hook.first.set_result(value, self._tick())
+        elif index in hook.waiters:
+            hook.waiters.pop(index).set_result(value, self._tick())
+
+    def _tick(self) -> int:
+        self._order += 1
+        return self._order
+
+    def _call_at(self, kind: str, cid: str) -> str:
+        made = self._counters[kind]
+        return f"no such call (the workflow has made {made} {kind}-calls so far)"
+
+    def _diverge(self, expected: str, actual: str) -> Any:
+        raise ReplayDivergenceError(
+            f"replay divergence in run {self.run_id}: the log expects {expected}, the workflow "
+            f"made {actual}. The workflow code changed under a running run, or it is not "
+            "deterministic (use wayline.now/random/uuid4 and steps for side effects)."
+        )
+
+    # --- the scheduler -----------------------------------------------------------------------
+    def _start_root(self) -> None:
+        if self.root is not None:
+            return
+        try:
+            args, kwargs = self.workflow.signature.decode_args(
+                self.input, what=f"input of workflow {self.workflow.name!r}"
+            )
+            coro = self.workflow.fn(*args, **kwargs)
+        except BaseException as err:
+            self.root = WFuture("workflow")
+            self.root.set_exception(err)
+            return
+        self.root = self.spawn(coro)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> WFuture[Any]:
+        future: WFuture[Any] = WFuture("task")
+        self._ready.append((_Fiber(coro, future), None))
+        return future
+
+    def _run(self) -> None:
+        ready = self._ready
+        token = context._replay.set(self)
+        try:
+            while ready:
+                fiber, resumed = ready.popleft()
+                self._step_fiber(fiber, resumed)
+        finally:
+            context._replay.reset(token)
+
+    def _step_fiber(self, fiber: _Fiber, resumed: WFuture[Any] | None) -> None:
+        try:
+            yielded = fiber.coro.send(None)
+        except StopIteration as stop:
+            fiber.future.set_result(stop.value, self._tick())
+            return
+        except BaseException as err:  # the workflow raised: its task fails
+            fiber.future.set_exception(err, self._tick())
+            return
+        if isinstance(yielded, WFuture):
+            if yielded.done():
+                self._ready.append((fiber, yielded))
+            else:
+                yielded.add_done_callback(lambda f, fb=fiber: self._ready.append((fb, f)))
+        elif yielded is None:  # a bare cooperative yield
+            self._ready.append((fiber, None))
+        else:
+            what = type(yielded).__qualname__
+            err = WorkflowDeterminismError(
+                f"a workflow awaited {what}, which is not durable; workflows may only await "
+                "wayline steps, wayline.sleep, hooks, wayline.gather/race and child runs "
+                "(asyncio.sleep -> wayline.sleep; I/O belongs in a @wayline.step)"
+            )
+            fiber.coro.close()
+            fiber.future.set_exception(err, self._tick())
+
+    # --- outcome -----------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return self.root is not None and self.root.done()
+
+    # --- calls made by the workflow (through wayline.* functions) ------------------------------
+    def _next(self, kind: str) -> str:
+        self._counters[kind] += 1
+        return f"{kind}{self._counters[kind]}"
+
+    def call_step(
+        self, definition: StepDefinition, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> WFuture[Any]:
+        name = definition.name
+        stored = definition.signature.encode_args(args, kwargs, what=f"step {name!r}")
+        cid = self._next("s")
+        occurrence = self._occurrences.get(name, 0)
+        self._occurrences[name] = occurrence + 1
+        rec = StepRecord(cid, name, definition, stored, occurrence, WFuture(f"step {name}"))
+        self.steps[cid] = rec
+        self.new_steps.append(rec)
+        return rec.future
+
+    def sleep(self, duration: Duration) -> WFuture[None]:
+        seconds = to_seconds(duration)
+        cid = self._next("w")
+        wait = WaitRecord(cid, self.now + seconds, WFuture(f"sleep {cid}"))
+        self.waits[cid] = wait
+        self.new_waits.append(wait)
+        return wait.future
+
+    def create_hook(self, token: str | None, timeout: Duration | None, hint: Any) -> Hook:
+        cid = self._next("h")
+        if token is None:
+            token = f"hk_{self._token_rng.getrandbits(96):024x}"
+        elif not isinstance(token, str) or not token:
+            raise ValueError(f"a hook token must be a non-empty string, got {token!r}")
+        hook = HookRecord(cid, token, hint, WFuture(f"hook {token}"))
+        if timeout is not None:
+            wait = WaitRecord(f"{cid}.timeout", self.now + to_seconds(timeout), WFuture(cid))
+            wait.hook = hook
+            hook.timeout = wait
+            self.waits[wait.cid] = wait
+        self.hooks[cid] = hook
+        self.new_hooks.append(hook)
+        return Hook(hook)
+
+    def pending_waits(self) -> list[WaitRecord]:
+        return [w for w in self.waits.values() if w.created and w.relevant]

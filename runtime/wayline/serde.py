@@ -1,0 +1,107 @@
+"""Values that cross the durable boundary: JSON, validated and rebuilt from annotations.
+
+Workflow inputs, step arguments and results and hook payloads annotated with pydantic models,
+dataclasses or other types pydantic understands are validated on the way back in and rebuilt
+as those types. A value that cannot be written, or a stored value that no longer matches its
+annotation, is a :class:`SerializationError` naming what it was and why.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import traceback
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any, get_type_hints
+
+import pydantic
+import pydantic_core
+
+from .errors import SerializationError, WaylineError
+
+
+def encode(value: Any, *, what: str) -> Any:
+    """A JSON-compatible copy of ``value``; raises naming ``what`` and the offending type."""
+    try:
+        plain = pydantic_core.to_jsonable_python(value)
+        json.dumps(plain, allow_nan=False)
+    except (pydantic_core.PydanticSerializationError, TypeError, ValueError) as err:
+        raise SerializationError(
+            f"{what} cannot be serialised: value of type {type(value).__qualname__} is not "
+            f"JSON-compatible ({err})",
+            type=type(value).__qualname__,
+        ) from None
+    return plain
+
+
+@lru_cache(maxsize=1024)
+def _adapter(hint: Any) -> pydantic.TypeAdapter[Any]:
+    return pydantic.TypeAdapter(hint)
+
+
+def decode(value: Any, hint: Any, *, what: str) -> Any:
+    """Validate a stored JSON value against ``hint`` and rebuild it (no-op without a hint)."""
+    if hint is None or hint is Any or hint is inspect.Parameter.empty:
+        return value
+    try:
+        return _adapter(hint).validate_python(value)
+    except pydantic.ValidationError as err:
+        fields = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '<value>'}: {e['msg']}" for e in err.errors()
+        )
+        raise SerializationError(
+            f"{what} does not match {getattr(hint, '__name__', hint)}: {fields}"
+        ) from None
+    except (TypeError, pydantic.PydanticSchemaGenerationError):
+        return value
+
+
+class Signature:
+    """The annotations of a user function, resolved once."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.sig = inspect.signature(fn)
+        try:
+            hints = get_type_hints(fn)
+        except Exception:  # unresolvable forward references: validate nothing rather than fail
+            hints = {}
+        self.return_hint = hints.pop("return", None)
+        self.params = hints
+
+    def encode_args(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, what: str) -> Any:
+        try:
+            self.sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise SerializationError(f"{what}: {err}") from None
+        out: dict[str, Any] = {"args": encode(list(args), what=f"{what} arguments")}
+        if kwargs:
+            out["kwargs"] = encode(dict(kwargs), what=f"{what} arguments")
+        return out
+
+    def decode_args(self, stored: Any, *, what: str) -> tuple[list[Any], dict[str, Any]]:
+        if not isinstance(stored, Mapping):
+            stored = {"args": [] if stored is None else [stored]}
+        args = list(stored.get("args") or [])
+        kwargs = dict(stored.get("kwargs") or {})
+        try:
+            bound = self.sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise SerializationError(f"{what}: {err}") from None
+        for name, value in list(bound.arguments.items()):
+            hint = self.params.get(name)
+            param = self.sig.parameters[name]
+            if hint is None or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            bound.arguments[name] = decode(value, hint, what=f"{what} argument {name!r}")
+        return list(bound.args), dict(bound.kwargs)
+
+
+def error_to_dict(exc: BaseException) -> dict[str, Any]:
+    code = exc.code if isinstance(exc, WaylineError) else getattr(exc, "wayline_code", None)
+    return {
+        "name": type(exc).__qualname__,
+        "message": str(exc) if not isinstance(exc, WaylineError) else exc.message,
+        "code": code or "USER_ERROR",
+        "stack": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
+    }

@@ -1,0 +1,84 @@
+"""Running one step body and classifying what happened. Writes nothing: the handler does."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .context import StepContext, _step
+from .definitions import StepDefinition
+from .errors import FatalError, RetryableError
+from .serde import encode, error_to_dict
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    result: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    error: dict[str, Any]
+    retry_after: float
+    """Absolute time (epoch seconds) of the next attempt."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    error: dict[str, Any]
+
+
+Outcome = Completed | Retry | Failed
+
+
+def idempotency_key(run_id: str, step_name: str, occurrence: int, direction: str = "forward") -> str:
+    """``run:step#occurrence:direction`` (seed 004). Never depends on the attempt."""
+    return f"{run_id}:{step_name}#{occurrence}:{direction}"
+
+
+async def run_step_body(
+    definition: StepDefinition,
+    *,
+    run_id: str,
+    step_id: str,
+    stored_input: Any,
+    attempt: int,
+    occurrence: int,
+) -> Outcome:
+    ctx = StepContext(
+        run_id=run_id,
+        step_name=definition.name,
+        step_id=step_id,
+        attempt=attempt,
+        idempotency_key=idempotency_key(run_id, definition.name, occurrence),
+    )
+    what = f"step {definition.name!r}"
+    token = _step.set(ctx)
+    try:
+        args, kwargs = definition.signature.decode_args(stored_input, what=what)
+        if definition.is_async:
+            value = await definition.fn(*args, **kwargs)
+        else:
+            context = contextvars.copy_context()
+            value = await asyncio.to_thread(context.run, definition.fn, *args, **kwargs)
+        return Completed(encode(value, what=f"result of {what}"))
+    except FatalError as err:
+        return Failed(error_to_dict(err))
+    except RetryableError as err:
+        delay = definition.retry_delay if err.retry_after is None else err.retry_after
+        return _retry_or_fail(definition, attempt, err, delay)
+    except Exception as err:
+        return _retry_or_fail(definition, attempt, err, definition.retry_delay)
+    finally:
+        _step.reset(token)
+
+
+def _retry_or_fail(definition: StepDefinition, attempt: int, err: Exception, delay: float) -> Outcome:
+    error = error_to_dict(err)
+    if attempt > definition.max_retries:
+        error["message"] = f"{error['message']} (gave up after {attempt} attempts)"
+        return Failed(error)
+    return Retry(error, time.time() + delay)

@@ -1,0 +1,213 @@
+"""``wayline.Worker``: consumes the flow and step topics of a world and executes them.
+
+Deliveries are held (renewed every third of the visibility period) while their handler runs
+and settled only after it returns, which is after every inline body it started has settled.
+A delivery held past ``max_invocation_seconds`` is abandoned (no more renewals) so the
+lease, which must be longer, proves its owner dead (issue: kill bound).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+from .definitions import WorkflowDefinition
+from .errors import ConfigurationError, WaylineError, WorldUnavailableError
+from .events import RunStatus
+from .handler import Handler, Verdict
+from .settings import Settings
+from .tasks import spawn
+from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
+
+log = logging.getLogger("wayline.worker")
+
+
+class Worker:
+    def __init__(
+        self,
+        world: World,
+        workflows: Iterable[WorkflowDefinition] = (),
+        *,
+        flow_concurrency: int = 64,
+        step_concurrency: int = 64,
+        settings: Settings | None = None,
+        recover: bool = True,
+        exit_on_invocation_deadline: bool = False,
+        shutdown_grace_seconds: float = 30.0,
+    ) -> None:
+        self.world = world
+        self.settings = settings or Settings.from_env()
+        self.workflows = {w.name: w for w in workflows}
+        if self.settings.inline_ownership and (
+            self.settings.max_invocation_seconds >= self.settings.lease_seconds
+        ):
+            raise ConfigurationError(
+                f"WAYLINE_MAX_INVOCATION_SECONDS ({self.settings.max_invocation_seconds:g}) must "
+                f"be below WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS "
+                f"({self.settings.lease_seconds:g}): an expired lease must prove the owning "
+                "invocation dead, so no invocation may outlive it"
+            )
+        self.handler = Handler(world, self.workflows, self.settings)
+        self.flow_concurrency = flow_concurrency
+        self.step_concurrency = step_concurrency
+        self.recover = recover
+        self.exit_on_invocation_deadline = exit_on_invocation_deadline
+        self.shutdown_grace_seconds = shutdown_grace_seconds
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
+        self._held: dict[int, tuple[Delivery, float]] = {}
+        self._stopping = asyncio.Event()
+        self._started = False
+        self.failure: BaseException | None = None
+
+    async def __aenter__(self) -> Worker:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        await self.world.start()
+        if self.recover:
+            await self.recover_runs()
+        spawn(self._consume(FLOW_TOPIC, self.flow_concurrency), "wayline-flow-consumer", self._tasks)
+        spawn(self._consume(STEP_TOPIC, self.step_concurrency), "wayline-step-consumer", self._tasks)
+        spawn(self._renew_loop(), "wayline-renewer", self._tasks)
+
+    async def run(self) -> None:
+        """Consume until :meth:`close` is called (or the task is cancelled)."""
+        await self.start()
+        try:
+            await self._stopping.wait()
+        finally:
+            await self.close()
+        if self.failure is not None:
+            raise self.failure
+
+    async def close(self, *, graceful: bool = True) -> None:
+        """Stop receiving; let in-flight deliveries finish (bounded), then stop."""
+        self._stopping.set()
+        for task in list(self._tasks):
+            if task.get_name() != "wayline-renewer":
+                task.cancel()
+        if graceful and self._handlers:
+            await asyncio.wait(list(self._handlers), timeout=self.shutdown_grace_seconds)
+        for task in list(self._handlers) + list(self._tasks):
+            task.cancel()
+        pending = list(self._handlers) + list(self._tasks)
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    async def recover_runs(self) -> int:
+        """Re-arm every non-terminal run (recovery is automatic, never a manual call). A run
+        whose wake already exists gets a harmless extra replay."""
+        count = 0
+        for status in (RunStatus.PENDING, RunStatus.RUNNING):
+            for info in await self.world.list_runs(status=status, limit=100_000):
+                if info.workflow in self.workflows or not self.workflows:
+                    await self.world.enqueue(
+                        FLOW_TOPIC, {"runId": info.run_id, "reason": "recover"},
+                        idempotency_key=f"{info.run_id}:recover",
+                    )
+                    count += 1
+        return count
+
+    # --- consuming -----------------------------------------------------------------------------
+    async def _consume(self, topic: str, concurrency: int) -> None:
+        slots = asyncio.Semaphore(concurrency)
+        backoff = 0.1
+        while not self._stopping.is_set():
+            await slots.acquire()
+            free = 1
+            while free < concurrency and not slots.locked() and slots._value > 0:  # noqa: SLF001
+                await slots.acquire()
+                free += 1
+            try:
+                deliveries = await self.world.receive(topic, max_messages=free, wait_seconds=0.5)
+                backoff = 0.1
+            except WorldUnavailableError as err:
+                for _ in range(free):
+                    slots.release()
+                log.warning("world unavailable while receiving %s: %s (retry in %.1fs)",
+                            topic, err, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(5.0, backoff * 2)
+                continue
+            except BaseException:
+                for _ in range(free):
+                    slots.release()
+                raise
+            for _ in range(free - len(deliveries)):
+                slots.release()
+            for delivery in deliveries:
+                self._held[id(delivery)] = (delivery, time.monotonic())
+                spawn(self._handle(delivery, slots), f"wayline-{topic}-{delivery.message_id}",
+                      self._handlers)
+
+    async def _handle(self, delivery: Delivery, slots: asyncio.Semaphore) -> None:
+        try:
+            try:
+                if delivery.topic == FLOW_TOPIC:
+                    verdict = await self.handler.handle_flow(delivery)
+                else:
+                    verdict = await self.handler.handle_step(delivery)
+            except WaylineError as err:
+                log.warning("delivery %s of %s failed: %s (will be redelivered)",
+                            delivery.message_id, delivery.topic, err)
+                verdict = Verdict("retry", delay=min(30.0, 0.5 * delivery.attempt))
+            except Exception:
+                log.exception("delivery %s of %s crashed (will be redelivered)",
+                              delivery.message_id, delivery.topic)
+                verdict = Verdict("retry", delay=min(30.0, 0.5 * delivery.attempt))
+            if self._held.pop(id(delivery), None) is None:
+                return  # abandoned past the invocation bound: its message belongs to others now
+            await self._settle(delivery, verdict)
+        finally:
+            self._held.pop(id(delivery), None)
+            slots.release()
+
+    async def _settle(self, delivery: Delivery, verdict: Verdict) -> None:
+        try:
+            if verdict.kind == "ack":
+                await self.world.ack(delivery)
+            elif verdict.kind == "retry":
+                await self.world.retry(delivery, verdict.delay)
+            elif verdict.kind == "dead":
+                log.error("set aside %s message %s: %s", delivery.topic, delivery.message_id,
+                          verdict.reason)
+                await self.world.dead_letter(delivery, verdict.reason)
+        except WaylineError as err:
+            log.warning("could not settle delivery %s: %s (it will be redelivered)",
+                        delivery.message_id, err)
+
+    async def _renew_loop(self) -> None:
+        period = max(0.05, self.world.visibility_seconds / 3)
+        bound = self.settings.max_invocation_seconds
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            for key, (delivery, since) in list(self._held.items()):
+                if now - since > bound:
+                    self._held.pop(key, None)
+                    log.error(
+                        "delivery %s exceeded WAYLINE_MAX_INVOCATION_SECONDS=%g: no longer "
+                        "renewed, so it is redelivered and its lease can expire", delivery.message_id, bound)
+                    if self.exit_on_invocation_deadline:
+                        os._exit(70)
+                    continue
+                if now - since >= period * 0.9:
+                    try:
+                        await self.world.renew(delivery)
+                    except WaylineError as err:
+                        log.warning("could not renew delivery %s: %s", delivery.message_id, err)

@@ -1,0 +1,109 @@
+"""Functions that only make sense inside a workflow function. Each finds the running replay
+through a context variable and raises :class:`NotInWorkflowError` elsewhere."""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from .context import current_replay
+from .durations import Duration
+from .futures import WFuture
+from .replay import Hook, Replay
+
+
+def sleep(duration: Duration) -> WFuture[None]:
+    """A durable sleep: survives restarts, re-armed on the time left."""
+    return current_replay("sleep").sleep(duration)
+
+
+def create_hook(
+    token: str | None = None, *, timeout: Duration | None = None, type: Any = None
+) -> Hook:
+    """A hook that someone resumes with a payload (``Client.resume_hook`` or the CLI).
+
+    ``await hook`` gives the first payload, validated as ``type`` when given; with ``timeout``
+    it raises :class:`wayline.HookTimeout` if nothing arrives in time."""
+    return current_replay("create_hook").create_hook(token, timeout, type)
+
+
+def now() -> datetime:
+    """Workflow time: moves only with the log, so a replay sees the same value."""
+    return datetime.fromtimestamp(current_replay("now").now, UTC)
+
+
+def random() -> float:
+    """A deterministic random float in [0, 1), seeded by the run."""
+    return current_replay("random").rng.random()
+
+
+def uuid4() -> uuid.UUID:
+    """A deterministic UUID4, seeded by the run."""
+    rng = current_replay("uuid4").rng
+    return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+
+def _as_future(replay: Replay, aw: Any) -> WFuture[Any]:
+    if isinstance(aw, WFuture):
+        return aw
+    if isinstance(aw, Hook):
+        return aw._record.first
+    if inspect.iscoroutine(aw):
+        return replay.spawn(aw)
+    raise TypeError(f"wayline.gather/race take steps, sleeps, hooks or coroutines, not {aw!r}")
+
+
+def gather(*awaitables: Any) -> WFuture[list[Any]]:
+    """Wait for all; the results in argument order. The first failure in log order is raised."""
+    replay = current_replay("gather")
+    futures = [_as_future(replay, aw) for aw in awaitables]
+    out: WFuture[list[Any]] = WFuture("gather")
+    results: list[Any] = [None] * len(futures)
+    left = [len(futures)]
+    if not futures:
+        out.set_result([])
+
+    def settle(index: int, fut: WFuture[Any]) -> None:
+        if out.done():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            out.set_exception(exc, fut.order)
+            return
+        results[index] = fut.result()
+        left[0] -= 1
+        if left[0] == 0:
+            out.set_result(results, fut.order)
+
+    for i, fut in enumerate(futures):
+        fut.add_done_callback(lambda f, i=i: settle(i, f))
+    return out
+
+
+def race(*awaitables: Any) -> WFuture[tuple[int, Any]]:
+    """``(index, value)`` of the first to settle in log order (a failure is raised)."""
+    replay = current_replay("race")
+    futures = [_as_future(replay, aw) for aw in awaitables]
+    if not futures:
+        raise ValueError("wayline.race needs at least one awaitable")
+    out: WFuture[tuple[int, Any]] = WFuture("race")
+    settled = sorted((f.order, i) for i, f in enumerate(futures) if f.done())
+    if settled:
+        _, i = settled[0]
+        _settle_race(out, i, futures[i])
+        return out
+    for i, fut in enumerate(futures):
+        fut.add_done_callback(lambda f, i=i: _settle_race(out, i, f))
+    return out
+
+
+def _settle_race(out: WFuture[tuple[int, Any]], index: int, fut: WFuture[Any]) -> None:
+    if out.done():
+        return
+    exc = fut.exception()
+    if exc is not None:
+        out.set_exception(exc, fut.order)
+    else:
+        out.set_result((index, fut.result()), fut.order)
