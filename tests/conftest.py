@@ -62,3 +62,13 @@ def _local_options(options: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 async def world(make_world: WorldFactory) -> World:
     return await make_world()
+
+
+@pytest.fixture
+async def engine(make_world: WorldFactory) -> Any:
+    """A world of the parametrised kind with a client; ``engine.worker([...])`` runs workers."""
+    import wayline
+    from tests.runtime.harness import Engine
+
+    world = await make_world()
+    return Engine(world=world, make_world=make_world, client=wayline.Client(world))

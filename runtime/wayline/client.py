@@ -47,7 +47,9 @@ class RunHandle:
                 error = dict(info.error or {})
                 raise RunFailedError(
                     f"run {self.run_id} failed: [{error.get('code')}] {error.get('message')}",
-                    error_code=str(error.get("code", "")), error=error)
+                    error_code=str(error.get("code", "")),
+                    error=error,
+                )
             if info.status is RunStatus.CANCELLED:
                 raise RunCancelledError(f"run {self.run_id} was cancelled")
             if deadline is not None and time.monotonic() >= deadline:
@@ -61,7 +63,9 @@ class Client:
         self.world = world
         self._workflows = {w.name: w for w in workflows or []}
 
-    async def start(self, workflow: WorkflowDefinition | str, *args: Any, **kwargs: Any) -> RunHandle:
+    async def start(
+        self, workflow: WorkflowDefinition | str, *args: Any, **kwargs: Any
+    ) -> RunHandle:
         if isinstance(workflow, str):
             definition = self._workflows.get(workflow)
             if definition is None and self._workflows:
@@ -80,9 +84,12 @@ class Client:
         data: dict[str, Any] = {"workflow": name, "input": stored}
         if definition is not None:
             data["revision"] = definition.revision
-        await self.world.append(run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0)
-        await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "start"},
-                                 idempotency_key=f"{run_id}:start")
+        await self.world.append(
+            run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
+        )
+        await self.world.enqueue(
+            FLOW_TOPIC, {"runId": run_id, "reason": "start"}, idempotency_key=f"{run_id}:start"
+        )
         return RunHandle(self, run_id, definition)
 
     def handle(self, run_id: str) -> RunHandle:
@@ -95,16 +102,21 @@ class Client:
             raise RunNotFoundError(f"no run {run_id}")
         return info
 
-    async def list_runs(self, status: RunStatus | str | None = None, limit: int = 100) -> list[RunInfo]:
+    async def list_runs(
+        self, status: RunStatus | str | None = None, limit: int = 100
+    ) -> list[RunInfo]:
         return await self.world.list_runs(
-            status=RunStatus(status) if status is not None else None, limit=limit)
+            status=RunStatus(status) if status is not None else None, limit=limit
+        )
 
     async def cancel(self, run_id: str, reason: str = "cancelled") -> bool:
         """Cancel a run; False when it had already ended. Running step bodies are not
         interrupted, but nothing they write afterwards lands and nothing new starts."""
         await self.get_run(run_id)
         try:
-            await self.world.append(run_id, [NewEvent(EventType.RUN_CANCELLED, data={"reason": reason})])
+            await self.world.append(
+                run_id, [NewEvent(EventType.RUN_CANCELLED, data={"reason": reason})]
+            )
         except RunTerminalError:
             return False
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "cancel"})
@@ -118,7 +130,9 @@ class Client:
             raise HookNotFoundError(f"cannot resume {token!r}: {state}")
         data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
         try:
-            await self.world.append(hook.run_id, [NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)])
+            await self.world.append(
+                hook.run_id, [NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)]
+            )
         except RunTerminalError:
             raise HookNotFoundError(f"cannot resume {token!r}: its run has ended") from None
         await self.world.enqueue(FLOW_TOPIC, {"runId": hook.run_id, "reason": "hook"})

@@ -80,7 +80,7 @@ class HookNotFoundError(WaylineError):
     code = "HOOK_NOT_FOUND"
 
 
-class HookTimeout(WaylineError):  # noqa: N818 - public name fixed by the SDK contract
+class HookTimeout(WaylineError):
     """Raised inside a workflow when a hook's timeout elapses before a payload arrives."""
 
     code = "HOOK_TIMEOUT"
@@ -153,5 +153,5 @@ class HookTokenConflictError(WorldError):
 # --- signals ---------------------------------------------------------------------------------
 
 
-class _Signal(BaseException):  # noqa: N818 - signals, not errors
+class _Signal(BaseException):
     """Base of control-flow signals that user code must not catch."""

@@ -54,7 +54,9 @@ class RunStatus(StrEnum):
 
 _TERMINAL_RUN = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
 
-RUN_TERMINAL_EVENTS = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED})
+RUN_TERMINAL_EVENTS = frozenset(
+    {EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED}
+)
 STEP_TERMINAL_EVENTS = frozenset({EventType.STEP_COMPLETED, EventType.STEP_FAILED})
 
 # Events that record a decision the workflow made from what it had read. They are appended
@@ -125,7 +127,12 @@ class Event:
 
 
 # Entity statuses, as strings so worlds can store them as they are.
-STEP_PENDING, STEP_RUNNING, STEP_COMPLETED, STEP_FAILED = "pending", "running", "completed", "failed"
+STEP_PENDING, STEP_RUNNING, STEP_COMPLETED, STEP_FAILED = (
+    "pending",
+    "running",
+    "completed",
+    "failed",
+)
 HOOK_ACTIVE, HOOK_DISPOSED = "active", "disposed"
 WAIT_WAITING, WAIT_COMPLETED = "waiting", "completed"
 

@@ -11,6 +11,7 @@ so owned recovery is never orphaned by an early return (seed 000, second invaria
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Mapping
@@ -45,16 +46,16 @@ tracer = trace.get_tracer("wayline")
 
 class FlowMessage(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="allow")
-    runId: str = pydantic.Field(min_length=1)  # noqa: N815 - wire name
+    runId: str = pydantic.Field(min_length=1)
     reason: str | None = None
-    backstopKey: str | None = None  # noqa: N815
+    backstopKey: str | None = None
 
 
 class StepMessage(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="allow")
-    runId: str = pydantic.Field(min_length=1)  # noqa: N815
-    stepId: str = pydantic.Field(min_length=1)  # noqa: N815
-    stepName: str = pydantic.Field(min_length=1)  # noqa: N815
+    runId: str = pydantic.Field(min_length=1)
+    stepId: str = pydantic.Field(min_length=1)
+    stepName: str = pydantic.Field(min_length=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +111,12 @@ class Handler:
             return ACK
         workflow = self.workflows.get(info.workflow)
         if workflow is None:
-            log.warning("run %s needs workflow %r, which this worker does not have; retrying "
-                        "later for a worker that does", run_id, info.workflow)
+            log.warning(
+                "run %s needs workflow %r, which this worker does not have; retrying "
+                "later for a worker that does",
+                run_id,
+                info.workflow,
+            )
             return Verdict("retry", delay=5.0)
         if info.status.value == "pending":
             try:
@@ -123,8 +128,11 @@ class Handler:
         stats = _Stats()
         with tracer.start_as_current_span(
             "workflow.execute",
-            attributes={"workflow.name": workflow.name, "workflow.run.id": run_id,
-                        "messaging.message.id": str(delivery.message_id)},
+            attributes={
+                "workflow.name": workflow.name,
+                "workflow.run.id": run_id,
+                "messaging.message.id": str(delivery.message_id),
+            },
         ) as span:
             replay = Replay(workflow, run_id)
             try:
@@ -137,11 +145,16 @@ class Handler:
                     log.error(
                         "invariant violated: delivery %s returns while owned steps %s are "
                         "still running (seed 000: no path acks the owning message while an "
-                        "owned step is non-terminal)", delivery.message_id, stats.inflight_owned)
+                        "owned step is non-terminal)",
+                        delivery.message_id,
+                        stats.inflight_owned,
+                    )
                 span.set_attribute(
-                    "workflow.inline_ownership.owned_recovery_steps", stats.owned_recovery_steps)
+                    "workflow.inline_ownership.owned_recovery_steps", stats.owned_recovery_steps
+                )
                 span.set_attribute(
-                    "workflow.inline_ownership.backstop_wakes_armed", stats.backstop_wakes_armed)
+                    "workflow.inline_ownership.backstop_wakes_armed", stats.backstop_wakes_armed
+                )
                 span.set_attribute("workflow.steps.inline", stats.inline_steps)
         return ACK
 
@@ -175,18 +188,33 @@ class Handler:
             for hook in replay.new_hooks:
                 batch.append(NewEvent(EventType.HOOK_CREATED, hook.cid, {"token": hook.token}))
                 if hook.timeout is not None:
-                    batch.append(NewEvent(EventType.WAIT_CREATED, hook.timeout.cid,
-                                          {"resumeAt": hook.timeout.resume_at}))
+                    batch.append(
+                        NewEvent(
+                            EventType.WAIT_CREATED,
+                            hook.timeout.cid,
+                            {"resumeAt": hook.timeout.resume_at},
+                        )
+                    )
             for wait in replay.new_waits:
-                batch.append(NewEvent(EventType.WAIT_CREATED, wait.cid, {"resumeAt": wait.resume_at}))
+                batch.append(
+                    NewEvent(EventType.WAIT_CREATED, wait.cid, {"resumeAt": wait.resume_at})
+                )
             slots = settings.max_inline_steps
             for rec in replay.new_steps:
-                batch.append(NewEvent(EventType.STEP_CREATED, rec.cid, {
-                    "stepName": rec.name, "input": rec.input, "occurrence": rec.occurrence}))
+                batch.append(
+                    NewEvent(
+                        EventType.STEP_CREATED,
+                        rec.cid,
+                        {"stepName": rec.name, "input": rec.input, "occurrence": rec.occurrence},
+                    )
+                )
                 if slots > 0:  # lazy inline: created and started (stamped) in one write
                     slots -= 1
-                    batch.append(NewEvent(EventType.STEP_STARTED, rec.cid,
-                                          {"attempt": 1, "ownerMessageId": my_id}))
+                    batch.append(
+                        NewEvent(
+                            EventType.STEP_STARTED, rec.cid, {"attempt": 1, "ownerMessageId": my_id}
+                        )
+                    )
                     lazy.append(rec)
                 else:  # eager: created, then queued as its own step message
                     key = step_dispatch_key(run_id, rec.cid)
@@ -218,9 +246,14 @@ class Handler:
                 if rec.cid in lazy_ids:
                     continue
                 d = decide(
-                    rec.state(), run_id=run_id, correlation_id=rec.cid, my_message_id=my_id,
-                    now=now, lease=settings.lease_seconds,
-                    ownership_enabled=settings.inline_ownership, arriving_backstop_key=backstop,
+                    rec.state(),
+                    run_id=run_id,
+                    correlation_id=rec.cid,
+                    my_message_id=my_id,
+                    now=now,
+                    lease=settings.lease_seconds,
+                    ownership_enabled=settings.inline_ownership,
+                    arriving_backstop_key=backstop,
                 )
                 if d.idempotency_key in armed:
                     continue
@@ -229,11 +262,26 @@ class Handler:
                 elif d.action is Action.ARM_BACKSTOP:
                     armed.add(d.idempotency_key)
                     stats.backstop_wakes_armed += 1
-                    log.debug("run %s step %s owned by %s: backstop wake in %.1fs (%s)", run_id,
-                              rec.cid, rec.owner, d.delay_seconds, d.idempotency_key)
-                    sends.append((FLOW_TOPIC, {"runId": run_id, "reason": "backstop",
-                                               "backstopKey": d.idempotency_key},
-                                  d.idempotency_key, d.delay_seconds))
+                    log.debug(
+                        "run %s step %s owned by %s: backstop wake in %.1fs (%s)",
+                        run_id,
+                        rec.cid,
+                        rec.owner,
+                        d.delay_seconds,
+                        d.idempotency_key,
+                    )
+                    sends.append(
+                        (
+                            FLOW_TOPIC,
+                            {
+                                "runId": run_id,
+                                "reason": "backstop",
+                                "backstopKey": d.idempotency_key,
+                            },
+                            d.idempotency_key,
+                            d.delay_seconds,
+                        )
+                    )
                 else:
                     armed.add(d.idempotency_key)
                     sends.append((STEP_TOPIC, _step_payload(run_id, rec), d.idempotency_key, 0.0))
@@ -242,32 +290,43 @@ class Handler:
                 key = f"{run_id}:{wait.cid}"
                 if key not in armed:
                     armed.add(key)
-                    sends.append((FLOW_TOPIC, {"runId": run_id, "reason": "wait"}, key,
-                                  max(0.0, wait.resume_at - now)))
+                    sends.append(
+                        (
+                            FLOW_TOPIC,
+                            {"runId": run_id, "reason": "wait"},
+                            key,
+                            max(0.0, wait.resume_at - now),
+                        )
+                    )
             for topic, payload, key, delay in sends:
                 await world.enqueue(topic, payload, idempotency_key=key, delay_seconds=delay)
 
             # 4. The inline batch: lazy new steps and owned recovery, all awaited before any ack.
             for rec in owned:
                 attempt = rec.starts + 1
-                log.warning("owned recovery: run %s step %s (%s) attempt %d is re-run by its "
-                            "owning message %s; a previous delivery died mid-body",
-                            run_id, rec.cid, rec.name, attempt, my_id)
+                log.warning(
+                    "owned recovery: run %s step %s (%s) attempt %d is re-run by its "
+                    "owning message %s; a previous delivery died mid-body",
+                    run_id,
+                    rec.cid,
+                    rec.name,
+                    attempt,
+                    my_id,
+                )
                 stats.owned_recovery_steps += 1
             inline = [(rec, 1) for rec in lazy] + [(rec, rec.starts + 1) for rec in owned]
             if not inline:
                 return
             stats.inline_steps += len(inline)
             results = await asyncio.gather(
-                *(self._run_inline(replay, rec, attempt, my_id, stats, rec in owned)
-                  for rec, attempt in inline)
+                *(
+                    self._run_inline(replay, rec, attempt, my_id, stats, rec in owned)
+                    for rec, attempt in inline
+                )
             )
             events = sorted((e for group in results for e in group), key=lambda e: e.seq)
             if any(r is None for r in results):  # the run ended under us
                 return
-            for rec, _ in inline:
-                if not rec.terminal and rec.saw_retrying is False:
-                    pass
             await self._feed(replay, events)
             for rec, _ in inline:
                 key = step_dispatch_key(run_id, rec.cid)
@@ -275,7 +334,12 @@ class Handler:
                     armed.add(key)  # the retry handoff already queued it
 
     async def _run_inline(
-        self, replay: Replay, rec: StepRecord, attempt: int, my_id: str, stats: _Stats,
+        self,
+        replay: Replay,
+        rec: StepRecord,
+        attempt: int,
+        my_id: str,
+        stats: _Stats,
         recovery: bool,
     ) -> list[Event]:
         world, run_id = self.world, replay.run_id
@@ -286,25 +350,51 @@ class Handler:
             events: list[Event] = []
             if recovery:
                 if attempt > definition.max_retries + 1:
-                    return await self._record(run_id, rec.cid, Failed({
-                        "name": "FatalError", "code": "MAX_ATTEMPTS_EXCEEDED",
-                        "message": f"step {rec.name!r} did not finish in {attempt - 1} attempts "
-                                   "(its invocations died)"}), rec.name)
+                    return await self._record(
+                        run_id,
+                        rec.cid,
+                        Failed(
+                            {
+                                "name": "FatalError",
+                                "code": "MAX_ATTEMPTS_EXCEEDED",
+                                "message": f"step {rec.name!r} did not finish in "
+                                f"{attempt - 1} attempts (its invocations died)",
+                            }
+                        ),
+                        rec.name,
+                    )
                 # Owned recovery re-stamps its start: an unstamped one would read as unowned
                 # to a later wake, which would requeue the step the owner is re-running.
                 try:
-                    events += await world.append(run_id, [NewEvent(
-                        EventType.STEP_STARTED, rec.cid,
-                        {"attempt": attempt, "ownerMessageId": my_id})])
+                    events += await world.append(
+                        run_id,
+                        [
+                            NewEvent(
+                                EventType.STEP_STARTED,
+                                rec.cid,
+                                {"attempt": attempt, "ownerMessageId": my_id},
+                            )
+                        ],
+                    )
                 except (EntityConflictError, RunTerminalError):
                     return events
 
             async def body() -> Outcome:
                 return await run_step_body(
-                    definition, run_id=run_id, step_id=rec.cid, stored_input=rec.input,
-                    attempt=attempt, occurrence=rec.occurrence)
+                    definition,
+                    run_id=run_id,
+                    step_id=rec.cid,
+                    stored_input=rec.input,
+                    attempt=attempt,
+                    occurrence=rec.occurrence,
+                )
 
-            executed, outcome = await world.single_flight.run(f"{run_id}:{rec.cid}", body)
+            if recovery or self.settings.inline_ownership:
+                executed, outcome = await world.single_flight.run(f"{run_id}:{rec.cid}", body)
+            else:
+                # Kill switch: the pre-ownership behaviour, where a fresh inline body took no
+                # in-process claim (seed 000's #2780 repro fires twice in this mode).
+                executed, outcome = True, await body()
             if not executed or outcome is None:
                 return events
             events += await self._record(run_id, rec.cid, outcome, rec.name)
@@ -312,9 +402,11 @@ class Handler:
                 # The retry handoff: from now on the step is queue-owned (step_retrying lapsed
                 # ownership for good) and its message is keyed by the step, never the backstop.
                 await world.enqueue(
-                    STEP_TOPIC, _step_payload(run_id, rec),
+                    STEP_TOPIC,
+                    _step_payload(run_id, rec),
                     idempotency_key=step_dispatch_key(run_id, rec.cid),
-                    delay_seconds=max(0.0, outcome.retry_after - time.time()))
+                    delay_seconds=max(0.0, outcome.retry_after - time.time()),
+                )
             return events
         finally:
             stats.inflight_owned.discard(rec.cid)
@@ -323,8 +415,11 @@ class Handler:
         if isinstance(outcome, Completed):
             event = NewEvent(EventType.STEP_COMPLETED, cid, {"result": outcome.result})
         elif isinstance(outcome, Retry):
-            event = NewEvent(EventType.STEP_RETRYING, cid,
-                             {"error": outcome.error, "retryAfter": outcome.retry_after})
+            event = NewEvent(
+                EventType.STEP_RETRYING,
+                cid,
+                {"error": outcome.error, "retryAfter": outcome.retry_after},
+            )
         else:
             event = NewEvent(EventType.STEP_FAILED, cid, {"error": outcome.error})
         try:
@@ -351,8 +446,10 @@ class Handler:
         return True
 
     async def _feed(self, replay: Replay, events: list[Event]) -> None:
-        if events and events[0].seq == replay.last_seq + 1 and all(
-            b.seq == a.seq + 1 for a, b in zip(events, events[1:], strict=False)
+        if (
+            events
+            and events[0].seq == replay.last_seq + 1
+            and all(b.seq == a.seq + 1 for a, b in itertools.pairwise(events))
         ):
             replay.feed(events)
         else:
@@ -373,13 +470,16 @@ class Handler:
             else:
                 try:
                     await self.world.append(
-                        replay.run_id, [NewEvent(EventType.RUN_COMPLETED, data={"output": output})])
+                        replay.run_id, [NewEvent(EventType.RUN_COMPLETED, data={"output": output})]
+                    )
                 except RunTerminalError:
                     pass
                 return
         error = error_to_dict(exc)
         try:
-            await self.world.append(replay.run_id, [NewEvent(EventType.RUN_FAILED, data={"error": error})])
+            await self.world.append(
+                replay.run_id, [NewEvent(EventType.RUN_FAILED, data={"error": error})]
+            )
         except RunTerminalError:
             pass
 
@@ -411,26 +511,42 @@ class Handler:
             attempt = step.starts + 1
             outcome: Outcome | None
             if definition is None:
-                outcome = Failed({"name": "FatalError", "code": "STEP_NOT_FOUND",
-                                  "message": f"step {step.name!r} is not registered in this "
-                                             "worker (is its module imported?)"})
+                outcome = Failed(
+                    {
+                        "name": "FatalError",
+                        "code": "STEP_NOT_FOUND",
+                        "message": f"step {step.name!r} is not registered in this "
+                        "worker (is its module imported?)",
+                    }
+                )
             elif attempt > definition.max_retries + 1:
-                outcome = Failed({"name": "FatalError", "code": "MAX_ATTEMPTS_EXCEEDED",
-                                  "message": f"step {step.name!r} exceeded {attempt - 1} attempts"})
+                outcome = Failed(
+                    {
+                        "name": "FatalError",
+                        "code": "MAX_ATTEMPTS_EXCEEDED",
+                        "message": f"step {step.name!r} exceeded {attempt - 1} attempts",
+                    }
+                )
             else:
                 outcome = None
             if outcome is None and definition is not None:
                 try:  # a bare start: queue-owned, clears any inline ownership
-                    await world.append(run_id, [NewEvent(EventType.STEP_STARTED, cid,
-                                                         {"attempt": attempt})])
+                    await world.append(
+                        run_id, [NewEvent(EventType.STEP_STARTED, cid, {"attempt": attempt})]
+                    )
                 except (EntityConflictError, RunTerminalError):
                     return await self._continue(run_id, delivery)
 
                 async def body() -> Outcome:
                     assert definition is not None
-                    return await run_step_body(definition, run_id=run_id, step_id=cid,
-                                               stored_input=step.input, attempt=attempt,
-                                               occurrence=step.occurrence)
+                    return await run_step_body(
+                        definition,
+                        run_id=run_id,
+                        step_id=cid,
+                        stored_input=step.input,
+                        attempt=attempt,
+                        occurrence=step.occurrence,
+                    )
 
                 executed, outcome = await world.single_flight.run(f"{run_id}:{cid}", body)
                 if not executed:
@@ -468,8 +584,9 @@ def _fold_step(events: list[Event], cid: str) -> _StepView | None:
         if e.correlation_id != cid:
             continue
         if e.type is EventType.STEP_CREATED:
-            view = _StepView(str(e.data.get("stepName")), e.data.get("input"),
-                             int(e.data.get("occurrence") or 0))
+            view = _StepView(
+                str(e.data.get("stepName")), e.data.get("input"), int(e.data.get("occurrence") or 0)
+            )
         elif view is not None:
             if e.type is EventType.STEP_STARTED:
                 view.starts += 1

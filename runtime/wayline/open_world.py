@@ -12,7 +12,7 @@ def open_world(url: str, **options: Any) -> World:
     """``sqlite:///relative.db``, ``sqlite:////absolute/path.db`` (as SQLAlchemy writes them),
     or ``nats://host:port``. The world is returned unstarted: use ``async with``."""
     if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///"):]
+        path = url[len("sqlite:///") :]
         if not path:
             raise ConfigurationError(f"no database path in {url!r} (try sqlite:///wayline.db)")
         from .worlds.local import LocalWorld
@@ -23,8 +23,11 @@ def open_world(url: str, **options: Any) -> World:
             from .worlds.nats import NatsWorld
         except ImportError as err:
             raise ConfigurationError(
-                f"{url!r} needs the NATS world: pip install 'wayline[nats]' ({err})") from err
-        return NatsWorld.from_url(url, **options)
+                f"{url!r} needs the NATS world: pip install 'wayline[nats]' ({err})"
+            ) from err
+        world: World = NatsWorld.from_url(url, **options)
+        return world
     raise ConfigurationError(
         f"unsupported world URL {url!r}: use sqlite:///relative.db, sqlite:////abs/path.db "
-        "or nats://host:4222")
+        "or nats://host:4222"
+    )

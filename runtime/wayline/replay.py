@@ -18,7 +18,7 @@ import random
 from collections import deque
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import context
 from .dispatch import StepState
@@ -218,7 +218,9 @@ class Replay:
         elif t is EventType.STEP_FAILED:
             rec = self._step(cid, t)
             self._close_step(rec)
-            rec.future.set_exception(StepFailedError(rec.name, data.get("error") or {}), self._tick())
+            rec.future.set_exception(
+                StepFailedError(rec.name, data.get("error") or {}), self._tick()
+            )
         elif t is EventType.HOOK_CREATED:
             hook = self.hooks.get(cid)
             if hook is None:
@@ -283,7 +285,7 @@ class Replay:
         made = self._counters[kind]
         return f"no such call (the workflow has made {made} {kind}-calls so far)"
 
-    def _diverge(self, expected: str, actual: str) -> Any:
+    def _diverge(self, expected: str, actual: str) -> NoReturn:
         raise ReplayDivergenceError(
             f"replay divergence in run {self.run_id}: the log expects {expected}, the workflow "
             f"made {actual}. The workflow code changed under a running run, or it is not "
@@ -333,18 +335,23 @@ class Replay:
             if yielded.done():
                 self._ready.append((fiber, yielded))
             else:
-                yielded.add_done_callback(lambda f, fb=fiber: self._ready.append((fb, f)))
+                ready = self._ready
+
+                def wake(f: WFuture[Any], fb: _Fiber = fiber) -> None:
+                    ready.append((fb, f))
+
+                yielded.add_done_callback(wake)
         elif yielded is None:  # a bare cooperative yield
             self._ready.append((fiber, None))
         else:
             what = type(yielded).__qualname__
-            err = WorkflowDeterminismError(
+            problem = WorkflowDeterminismError(
                 f"a workflow awaited {what}, which is not durable; workflows may only await "
                 "wayline steps, wayline.sleep, hooks, wayline.gather/race and child runs "
                 "(asyncio.sleep -> wayline.sleep; I/O belongs in a @wayline.step)"
             )
             fiber.coro.close()
-            fiber.future.set_exception(err, self._tick())
+            fiber.future.set_exception(problem, self._tick())
 
     # --- outcome -----------------------------------------------------------------------------
     @property

@@ -34,7 +34,9 @@ class Failed:
 Outcome = Completed | Retry | Failed
 
 
-def idempotency_key(run_id: str, step_name: str, occurrence: int, direction: str = "forward") -> str:
+def idempotency_key(
+    run_id: str, step_name: str, occurrence: int, direction: str = "forward"
+) -> str:
     """``run:step#occurrence:direction`` (seed 004). Never depends on the attempt."""
     return f"{run_id}:{step_name}#{occurrence}:{direction}"
 
@@ -76,7 +78,9 @@ async def run_step_body(
         _step.reset(token)
 
 
-def _retry_or_fail(definition: StepDefinition, attempt: int, err: Exception, delay: float) -> Outcome:
+def _retry_or_fail(
+    definition: StepDefinition, attempt: int, err: Exception, delay: float
+) -> Outcome:
     error = error_to_dict(err)
     if attempt > definition.max_retries:
         error["message"] = f"{error['message']} (gave up after {attempt} attempts)"

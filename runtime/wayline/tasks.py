@@ -10,7 +10,9 @@ from typing import Any
 log = logging.getLogger("wayline.runtime")
 
 
-def spawn(coro: Coroutine[Any, Any, Any], name: str, into: set[asyncio.Task[Any]]) -> asyncio.Task[Any]:
+def spawn(
+    coro: Coroutine[Any, Any, Any], name: str, into: set[asyncio.Task[Any]]
+) -> asyncio.Task[Any]:
     task = asyncio.get_running_loop().create_task(coro, name=name)
     into.add(task)
     task.add_done_callback(lambda t: _done(t, into))

@@ -81,8 +81,12 @@ class Worker:
         await self.world.start()
         if self.recover:
             await self.recover_runs()
-        spawn(self._consume(FLOW_TOPIC, self.flow_concurrency), "wayline-flow-consumer", self._tasks)
-        spawn(self._consume(STEP_TOPIC, self.step_concurrency), "wayline-step-consumer", self._tasks)
+        spawn(
+            self._consume(FLOW_TOPIC, self.flow_concurrency), "wayline-flow-consumer", self._tasks
+        )
+        spawn(
+            self._consume(STEP_TOPIC, self.step_concurrency), "wayline-step-consumer", self._tasks
+        )
         spawn(self._renew_loop(), "wayline-renewer", self._tasks)
 
     async def run(self) -> None:
@@ -117,7 +121,8 @@ class Worker:
             for info in await self.world.list_runs(status=status, limit=100_000):
                 if info.workflow in self.workflows or not self.workflows:
                     await self.world.enqueue(
-                        FLOW_TOPIC, {"runId": info.run_id, "reason": "recover"},
+                        FLOW_TOPIC,
+                        {"runId": info.run_id, "reason": "recover"},
                         idempotency_key=f"{info.run_id}:recover",
                     )
                     count += 1
@@ -130,7 +135,7 @@ class Worker:
         while not self._stopping.is_set():
             await slots.acquire()
             free = 1
-            while free < concurrency and not slots.locked() and slots._value > 0:  # noqa: SLF001
+            while free < concurrency and not slots.locked() and slots._value > 0:
                 await slots.acquire()
                 free += 1
             try:
@@ -139,8 +144,9 @@ class Worker:
             except WorldUnavailableError as err:
                 for _ in range(free):
                     slots.release()
-                log.warning("world unavailable while receiving %s: %s (retry in %.1fs)",
-                            topic, err, backoff)
+                log.warning(
+                    "world unavailable while receiving %s: %s (retry in %.1fs)", topic, err, backoff
+                )
                 await asyncio.sleep(backoff)
                 backoff = min(5.0, backoff * 2)
                 continue
@@ -152,8 +158,11 @@ class Worker:
                 slots.release()
             for delivery in deliveries:
                 self._held[id(delivery)] = (delivery, time.monotonic())
-                spawn(self._handle(delivery, slots), f"wayline-{topic}-{delivery.message_id}",
-                      self._handlers)
+                spawn(
+                    self._handle(delivery, slots),
+                    f"wayline-{topic}-{delivery.message_id}",
+                    self._handlers,
+                )
 
     async def _handle(self, delivery: Delivery, slots: asyncio.Semaphore) -> None:
         try:
@@ -163,12 +172,19 @@ class Worker:
                 else:
                     verdict = await self.handler.handle_step(delivery)
             except WaylineError as err:
-                log.warning("delivery %s of %s failed: %s (will be redelivered)",
-                            delivery.message_id, delivery.topic, err)
+                log.warning(
+                    "delivery %s of %s failed: %s (will be redelivered)",
+                    delivery.message_id,
+                    delivery.topic,
+                    err,
+                )
                 verdict = Verdict("retry", delay=min(30.0, 0.5 * delivery.attempt))
             except Exception:
-                log.exception("delivery %s of %s crashed (will be redelivered)",
-                              delivery.message_id, delivery.topic)
+                log.exception(
+                    "delivery %s of %s crashed (will be redelivered)",
+                    delivery.message_id,
+                    delivery.topic,
+                )
                 verdict = Verdict("retry", delay=min(30.0, 0.5 * delivery.attempt))
             if self._held.pop(id(delivery), None) is None:
                 return  # abandoned past the invocation bound: its message belongs to others now
@@ -184,12 +200,19 @@ class Worker:
             elif verdict.kind == "retry":
                 await self.world.retry(delivery, verdict.delay)
             elif verdict.kind == "dead":
-                log.error("set aside %s message %s: %s", delivery.topic, delivery.message_id,
-                          verdict.reason)
+                log.error(
+                    "set aside %s message %s: %s",
+                    delivery.topic,
+                    delivery.message_id,
+                    verdict.reason,
+                )
                 await self.world.dead_letter(delivery, verdict.reason)
         except WaylineError as err:
-            log.warning("could not settle delivery %s: %s (it will be redelivered)",
-                        delivery.message_id, err)
+            log.warning(
+                "could not settle delivery %s: %s (it will be redelivered)",
+                delivery.message_id,
+                err,
+            )
 
     async def _renew_loop(self) -> None:
         period = max(0.05, self.world.visibility_seconds / 3)
@@ -202,7 +225,10 @@ class Worker:
                     self._held.pop(key, None)
                     log.error(
                         "delivery %s exceeded WAYLINE_MAX_INVOCATION_SECONDS=%g: no longer "
-                        "renewed, so it is redelivered and its lease can expire", delivery.message_id, bound)
+                        "renewed, so it is redelivered and its lease can expire",
+                        delivery.message_id,
+                        bound,
+                    )
                     if self.exit_on_invocation_deadline:
                         os._exit(70)
                     continue

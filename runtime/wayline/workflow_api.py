@@ -3,6 +3,7 @@ through a context variable and raises :class:`NotInWorkflowError` elsewhere."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import uuid
 from datetime import UTC, datetime
@@ -78,7 +79,7 @@ def gather(*awaitables: Any) -> WFuture[list[Any]]:
             out.set_result(results, fut.order)
 
     for i, fut in enumerate(futures):
-        fut.add_done_callback(lambda f, i=i: settle(i, f))
+        fut.add_done_callback(functools.partial(settle, i))
     return out
 
 
@@ -95,7 +96,7 @@ def race(*awaitables: Any) -> WFuture[tuple[int, Any]]:
         _settle_race(out, i, futures[i])
         return out
     for i, fut in enumerate(futures):
-        fut.add_done_callback(lambda f, i=i: _settle_race(out, i, f))
+        fut.add_done_callback(functools.partial(_settle_race, out, i))
     return out
 
 

@@ -42,7 +42,12 @@ async def test_sequence_is_dense_and_time_is_stamped_by_the_world(world: World) 
     listed = await world.list_events(run_id)
     assert [e.seq for e in listed] == [1, 2, 3, 4]
     assert [e.seq for e in events] == [2, 3, 4]
-    assert [e.type for e in listed] == [T.RUN_CREATED, T.RUN_STARTED, T.STEP_CREATED, T.STEP_STARTED]
+    assert [e.type for e in listed] == [
+        T.RUN_CREATED,
+        T.RUN_STARTED,
+        T.STEP_CREATED,
+        T.STEP_STARTED,
+    ]
     stamps = [e.created_at for e in listed]
     assert stamps == sorted(stamps)
     assert before - 5 <= stamps[0] <= time.time() + 5
@@ -132,7 +137,9 @@ async def test_expected_sequence_fences_stale_writers(world: World) -> None:
     with pytest.raises(EntityConflictError):
         await world.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": "x"})])
     with pytest.raises(SequenceConflictError):
-        await world.append(run_id, [NewEvent(T.WAIT_CREATED, "w1", {"resumeAt": 1.0})], expected_seq=1)
+        await world.append(
+            run_id, [NewEvent(T.WAIT_CREATED, "w1", {"resumeAt": 1.0})], expected_seq=1
+        )
     assert len(await world.list_events(run_id)) == 2
 
 

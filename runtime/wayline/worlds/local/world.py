@@ -169,7 +169,8 @@ class LocalWorld(World):
             last_seq += 1
             event = Event(run_id, last_seq, new.type, cid, dict(new.data), now)
             db.execute(
-                "INSERT INTO events (run_id, seq, type, cid, data, created_at) VALUES (?,?,?,?,?,?)",
+                "INSERT INTO events (run_id, seq, type, cid, data, created_at) "
+                "VALUES (?,?,?,?,?,?)",
                 (run_id, last_seq, str(new.type), cid, json.dumps(event.data), now),
             )
             if cid is not None and after != before:
@@ -218,7 +219,7 @@ class LocalWorld(World):
     async def list_runs(
         self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
     ) -> list[RunInfo]:
-        sql, params = "SELECT * FROM runs WHERE 1=1", []
+        sql, params = "SELECT * FROM runs WHERE 1=1", list[Any]()
         if status is not None:
             sql += " AND status = ?"
             params.append(str(status))
@@ -346,8 +347,14 @@ class LocalWorld(World):
             db.execute(
                 "INSERT INTO dead_letters (message_id, topic, payload, attempts, reason, "
                 "created_at) VALUES (?,?,?,?,?,?)",
-                (delivery.message_id, delivery.topic, delivery.raw, delivery.attempt, reason,
-                 time.time()),
+                (
+                    delivery.message_id,
+                    delivery.topic,
+                    delivery.raw,
+                    delivery.attempt,
+                    reason,
+                    time.time(),
+                ),
             )
             db.execute("DELETE FROM messages WHERE id = ?", (delivery.handle,))
 
@@ -360,8 +367,14 @@ class LocalWorld(World):
             (limit,),
         )
         return [
-            {"messageId": r[0], "topic": r[1], "payload": bytes(r[2]).decode(errors="replace"),
-             "attempts": r[3], "reason": r[4], "createdAt": r[5]}
+            {
+                "messageId": r[0],
+                "topic": r[1],
+                "payload": bytes(r[2]).decode(errors="replace"),
+                "attempts": r[3],
+                "reason": r[4],
+                "createdAt": r[5],
+            }
             for r in rows
         ]
 
@@ -374,8 +387,10 @@ class LocalWorld(World):
         """Messages held by a process of this host that is gone come back now, not after the
         visibility timeout (the attempt was already counted when it was claimed)."""
         self._last_reclaim = time.monotonic()
-        holders = [r[0] for r in self._read(
-            "SELECT DISTINCT holder FROM messages WHERE holder IS NOT NULL")]
+        holders = [
+            r[0]
+            for r in self._read("SELECT DISTINCT holder FROM messages WHERE holder IS NOT NULL")
+        ]
         dead = [h for h in holders if h != self._holder and not holder_alive(h)]
         for holder in dead:
             self._write(

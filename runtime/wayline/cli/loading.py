@@ -1,0 +1,146 @@
+"""Finding user code: a module (dotted name) or a ``.py`` file, and the workflows in it."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..definitions import WorkflowDefinition
+
+
+class UsageError(Exception):
+    """Bad input on the command line: printed as one ``error:`` line, exit code 2."""
+
+
+def looks_like_file(spec: str) -> bool:
+    return spec.endswith(".py") or "/" in spec or os.sep in spec
+
+
+def import_app(spec: str) -> ModuleType:
+    """Import ``spec``: a path to a ``.py`` file, or a dotted module name importable from the
+    current directory (as ``python -m`` would)."""
+    if not spec:
+        raise UsageError("no module given (a dotted module name or a path to a .py file)")
+    if looks_like_file(spec):
+        return _import_file(Path(spec))
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as err:
+        if err.name is not None and (spec == err.name or spec.startswith(err.name + ".")):
+            raise UsageError(
+                f"cannot import module {spec!r}: no module named {err.name!r} "
+                f"(looked in {cwd} and the installed packages)"
+            ) from None
+        raise UsageError(_import_failure(spec, err)) from None
+    except Exception as err:
+        raise UsageError(_import_failure(spec, err)) from None
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise UsageError(f"cannot import {str(path)!r}: no such file")
+    if path.suffix != ".py":
+        raise UsageError(f"cannot import {str(path)!r}: not a .py file")
+    resolved = path.resolve()
+    folder = str(resolved.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # so the file's sibling modules import as they do for python
+    name = resolved.stem if resolved.stem.isidentifier() else "wayline_app"
+    existing = sys.modules.get(name)
+    if existing is not None:
+        if getattr(existing, "__file__", None) == str(resolved):
+            return existing
+        name = f"wayline_app_{abs(hash(str(resolved))):x}"
+    module_spec = importlib.util.spec_from_file_location(name, resolved)
+    if module_spec is None or module_spec.loader is None:  # pragma: no cover - .py always loads
+        raise UsageError(f"cannot import {str(path)!r}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as err:
+        del sys.modules[name]
+        raise UsageError(_import_failure(str(path), err)) from None
+    return module
+
+
+def _import_failure(spec: str, err: BaseException) -> str:
+    where = ""
+    frames = traceback.extract_tb(err.__traceback__)
+    if isinstance(err, SyntaxError) and err.filename:
+        where = f" ({err.filename}:{err.lineno})"
+    elif frames:
+        last = frames[-1]
+        where = f" ({last.filename}:{last.lineno})"
+    return f"importing {spec!r} failed: {type(err).__name__}: {err}{where}"
+
+
+def workflows_in(module: ModuleType) -> list[WorkflowDefinition]:
+    """Every workflow definition a module holds, in definition order, each once."""
+    seen: dict[int, WorkflowDefinition] = {}
+    for value in vars(module).values():
+        if isinstance(value, WorkflowDefinition) and id(value) not in seen:
+            seen[id(value)] = value
+    return list(seen.values())
+
+
+def split_target(target: str) -> tuple[str, str | None]:
+    """``MODULE_OR_FILE:WORKFLOW`` -> (module, workflow); without a colon, (target, None)."""
+    module, sep, name = target.rpartition(":")
+    if not sep:
+        return target, None
+    if not module or not name:
+        raise UsageError(f"bad target {target!r}: expected MODULE_OR_FILE:WORKFLOW")
+    return module, name
+
+
+def load_target(target: str) -> tuple[WorkflowDefinition, list[WorkflowDefinition]]:
+    """Import the module of ``MODULE_OR_FILE:WORKFLOW`` and find the workflow, by attribute
+    name or by its registered name. Without ``:WORKFLOW`` the module must hold exactly one.
+    Returns the workflow and every workflow of the module (a worker needs them all)."""
+    module_spec, name = split_target(target)
+    module = import_app(module_spec)
+    found = workflows_in(module)
+    if not found:
+        raise UsageError(f"{module_spec!r} defines no workflow (decorate one with @wayline.workflow)")
+    if name is None:
+        if len(found) == 1:
+            return found[0], found
+        names = ", ".join(sorted(w.name for w in found))
+        raise UsageError(f"{module_spec!r} defines several workflows ({names}): pick one as {module_spec}:NAME")
+    attribute = getattr(module, name, None)
+    if isinstance(attribute, WorkflowDefinition):
+        return attribute, found
+    for definition in found:
+        if definition.name == name:
+            return definition, found
+    names = ", ".join(sorted({w.name for w in found}))
+    raise UsageError(f"no workflow {name!r} in {module_spec!r} (workflows there: {names})")
+
+
+def parse_json(text: str | None, option: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"{option} is not valid JSON ({err.msg} at position {err.pos}): {text!r}") from None
+
+
+def input_args(text: str | None) -> list[Any]:
+    """``--input``: a JSON array is the positional arguments, any other JSON value is the one
+    argument, and no ``--input`` is no arguments. (A workflow taking one list: ``[[1, 2]]``.)"""
+    if text is None:
+        return []
+    value = parse_json(text, "--input")
+    return list(value) if isinstance(value, list) else [value]

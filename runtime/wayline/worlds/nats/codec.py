@@ -1,0 +1,88 @@
+"""Bytes on the wire: event-log messages, server timestamps, queue payloads, error mapping."""
+
+from __future__ import annotations
+
+import calendar
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ...errors import WorldError, WorldUnavailableError
+
+HERE = -1.0
+"""In a stored run summary: "the timestamp of this very message" (unknown when it is written)."""
+
+
+def parse_stamp(text: str) -> float:
+    """RFC 3339 as the server writes it (``2026-12-02T12:33:03.187948414Z``) → epoch seconds."""
+    text = text.strip()
+    if text.endswith("Z") and len(text) >= 20 and text[19] in ".Z":
+        base, frac = text[:19], text[20:-1]
+        whole = calendar.timegm(
+            (int(base[0:4]), int(base[5:7]), int(base[8:10]),
+             int(base[11:13]), int(base[14:16]), int(base[17:19]), 0, 0, 0)
+        )
+        return whole + (float("0." + frac) if frac else 0.0)
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def rfc3339(epoch: float) -> str:
+    """Epoch seconds → RFC 3339 UTC with microseconds, for ``Nats-Schedule: @at``."""
+    dt = datetime.fromtimestamp(epoch, UTC)
+    return dt.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def decode_payload(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def summary_from(info: Mapping[str, Any] | None, stamp: float) -> dict[str, Any] | None:
+    """A stored run summary with ``HERE`` replaced by the message's own timestamp."""
+    if info is None:
+        return None
+    out = dict(info)
+    for key in ("createdAt", "startedAt", "endedAt"):
+        if out.get(key) == HERE:
+            out[key] = stamp
+    return out
+
+
+def is_wrong_last_sequence(err: BaseException) -> bool:
+    code = getattr(err, "err_code", None)
+    return code == 10071 or "wrong last sequence" in str(err)
+
+
+def unavailable(url: str, what: str, err: BaseException) -> WorldUnavailableError:
+    detail = str(err) or type(err).__name__
+    return WorldUnavailableError(f"NATS at {url}: {what} failed ({detail})", url=url)
+
+
+def wrap(url: str, what: str, err: BaseException) -> WorldError:
+    """A nats exception as the wayline error the runtime handles."""
+    import nats.errors
+    import nats.js.errors
+
+    transient = (
+        nats.errors.TimeoutError,
+        nats.errors.ConnectionClosedError,
+        nats.errors.ConnectionReconnectingError,
+        nats.errors.NoRespondersError,
+        nats.errors.OutboundBufferLimitError,
+        nats.errors.StaleConnectionError,
+        nats.errors.NoServersError,
+        nats.js.errors.ServiceUnavailableError,
+        TimeoutError,
+        OSError,
+    )
+    if isinstance(err, transient):
+        return unavailable(url, what, err)
+    return WorldError(f"NATS at {url}: {what} failed ({err})", url=url)

@@ -1,0 +1,558 @@
+"""The event log on JetStream.
+
+One stream; one subject per run (``<prefix>.ev.<run>``). One append is one message holding
+the whole batch, so a batch is atomic and costs one round trip. Each message is published with
+``Nats-Expected-Last-Subject-Sequence`` set to the last stream sequence this process saw on the
+run's subject, so concurrent writers (in any process) serialize and one terminal write wins.
+The dense per-run ``seq`` is carried in the message; ``created_at`` is the stored message's
+server timestamp, learned from the stream's headers-only republish (or a direct get).
+
+Every process keeps a projection per run (statuses of the run and its entities, the run view,
+the events) and catches up from the server only when the server says it is behind (a 10071 on
+publish, or a validation error to be confirmed). A writer whose ack was lost and who then meets
+10071 looks for its own ``Nats-Msg-Id`` among the messages it catches up on: "maybe it was me".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import (
+    HookTokenConflictError,
+    SequenceConflictError,
+    WorldError,
+    WorldUnavailableError,
+)
+from ...events import (
+    HOOK_ACTIVE,
+    RUN_TERMINAL_EVENTS,
+    Event,
+    EventType,
+    NewEvent,
+    RunStatus,
+    apply_transition,
+)
+from ...world import HookInfo, RunInfo, fold_run
+from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, summary_from, wrap
+from .direct import StoredMsg, direct_batch, read_subject
+from .names import Names, kv_key
+
+log = logging.getLogger("wayline.worlds.nats")
+
+_CACHE_RUNS = 4096
+_CLAIM_GRACE = 30.0
+"""A hook-token claim whose hook never reached the log is honoured this long (seconds)."""
+_PUBLISH_ATTEMPTS = 3
+
+
+@dataclass(slots=True)
+class RunState:
+    """This process's projection of one run's log (see the module docstring)."""
+
+    run_id: str
+    subject: str
+    stream_seq: int = 0
+    last_seq: int = 0
+    status: RunStatus | None = None
+    entities: dict[str, str] = field(default_factory=dict)
+    hook_tokens: dict[str, str] = field(default_factory=dict)
+    info: RunInfo | None = None
+    events: list[Event] = field(default_factory=list)
+    loaded: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def absorb(self, events: list[Event], stream_seq: int) -> None:
+        for ev in events:
+            cid = ev.correlation_id
+            before = self.entities.get(cid) if cid is not None else None
+            self.status, after = apply_transition(
+                self.status, before, NewEvent(ev.type, cid, ev.data)
+            )
+            if cid is not None and after != before:
+                if after is None:
+                    self.entities.pop(cid, None)
+                else:
+                    self.entities[cid] = after
+            if ev.type is EventType.HOOK_CREATED and cid is not None:
+                self.hook_tokens[cid] = str(ev.data.get("token"))
+            self.info = fold_run(self.info, ev)
+            self.last_seq = ev.seq
+        self.events.extend(events)
+        self.stream_seq = stream_seq
+
+
+@dataclass(slots=True)
+class _Plan:
+    body: bytes
+    hooks: list[tuple[str, str]]
+    """(correlation id, token) of the batch's hook_created events."""
+
+
+def _summary(info: RunInfo) -> dict[str, Any]:
+    return {
+        "runId": info.run_id,
+        "workflow": info.workflow,
+        "status": str(info.status),
+        "output": info.output,
+        "error": None if info.error is None else dict(info.error),
+        "attributes": dict(info.attributes),
+        "createdAt": info.created_at,
+        "startedAt": info.started_at,
+        "endedAt": info.ended_at,
+        "lastSeq": info.last_seq,
+    }
+
+
+def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
+    """Validate a batch against the projection; raises the typed errors of apply_transition."""
+    status = st.status
+    overlay: dict[str, str | None] = {}
+    info = st.info
+    seq = st.last_seq
+    hooks: list[tuple[str, str]] = []
+    wire: list[dict[str, Any]] = []
+    for new in events:
+        cid = new.correlation_id
+        before = (overlay[cid] if cid in overlay else st.entities.get(cid)) if cid else None
+        status, after = apply_transition(status, before, new)
+        if cid is not None and after != before:
+            overlay[cid] = after
+        if new.type is EventType.HOOK_CREATED:
+            token = str(new.data.get("token"))
+            if any(t == token for _, t in hooks):
+                raise HookTokenConflictError(
+                    f"hook token {token!r} is held by another active hook", token=token
+                )
+            hooks.append((str(cid), token))
+        seq += 1
+        info = fold_run(info, Event(st.run_id, seq, new.type, cid, new.data, HERE))
+        wire.append({"t": str(new.type), "c": cid, "d": dict(new.data)})
+    assert info is not None
+    body = dumps({"s": st.last_seq + 1, "e": wire, "r": _summary(info)})
+    return _Plan(body, hooks)
+
+
+def _decode(run_id: str, msg: StoredMsg) -> tuple[list[Event], dict[str, Any], float]:
+    stamp = parse_stamp(msg.headers["Nats-Time-Stamp"])
+    body = json.loads(msg.data)
+    first = int(body["s"])
+    events = [
+        Event(run_id, first + i, EventType(e["t"]), e.get("c"), e.get("d") or {}, stamp)
+        for i, e in enumerate(body["e"])
+    ]
+    return events, body.get("r") or {}, stamp
+
+
+class EventLog:
+    def __init__(self, nc: Any, js: Any, names: Names, *, url: str, timeout: float) -> None:
+        self._nc = nc
+        self._js = js
+        self._names = names
+        self._url = url
+        self._timeout = timeout
+        self._stream = names.events_stream
+        self._runs: OrderedDict[str, RunState] = OrderedDict()
+        self._hooks: Any = None
+        self._stamps: dict[int, float] = {}
+        self._stamp_waiters: dict[int, asyncio.Future[float]] = {}
+        self._inflight: dict[str, int] = {}
+        self._stamp_sub: Any = None
+
+    async def start(self) -> None:
+        self._hooks = await self._js.key_value(self._names.hooks_bucket)
+        self._stamp_sub = await self._nc.subscribe(self._names.stamps_wildcard, cb=self._on_stamp)
+
+    async def close(self) -> None:
+        if self._stamp_sub is not None:
+            try:
+                await self._stamp_sub.unsubscribe()
+            except Exception:  # noqa: BLE001 - closing anyway
+                pass
+            self._stamp_sub = None
+
+    # projection ---------------------------------------------------------------------------
+    def _state(self, run_id: str) -> RunState:
+        st = self._runs.get(run_id)
+        if st is None:
+            st = RunState(run_id, self._names.run_subject(run_id))
+            self._runs[run_id] = st
+            while len(self._runs) > _CACHE_RUNS:
+                self._runs.popitem(last=False)
+        else:
+            self._runs.move_to_end(run_id)
+        return st
+
+    async def _catch_up(self, st: RunState, look_for: str | None = None) -> list[Event] | None:
+        """Read what the server has after the projection; return the events of the message
+        whose Nats-Msg-Id is ``look_for`` if it is among them."""
+        try:
+            msgs = await read_subject(
+                self._nc, self._stream, st.subject, st.stream_seq, timeout=self._timeout,
+                url=self._url,
+            )
+        except WorldUnavailableError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, f"reading run {st.run_id}", err) from err
+        mine: list[Event] | None = None
+        for msg in msgs:
+            events, _, _ = _decode(st.run_id, msg)
+            st.absorb(events, msg.seq)
+            if look_for is not None and msg.headers.get("Nats-Msg-Id") == look_for:
+                mine = events
+        st.loaded = True
+        return mine
+
+    async def _fresh(self, run_id: str) -> RunState:
+        st = self._state(run_id)
+        async with st.lock:
+            await self._catch_up(st)
+        return st
+
+    # timestamps ---------------------------------------------------------------------------
+    async def _on_stamp(self, msg: Any) -> None:
+        headers = msg.headers or {}
+        if headers.get("Nats-Subject") not in self._inflight:
+            return
+        try:
+            seq = int(headers["Nats-Sequence"])
+            stamp = parse_stamp(headers["Nats-Time-Stamp"])
+        except (KeyError, ValueError):
+            return
+        waiter = self._stamp_waiters.pop(seq, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(stamp)
+        else:
+            if len(self._stamps) > 10_000:
+                self._stamps.clear()
+            self._stamps[seq] = stamp
+
+    async def _stamp(self, seq: int) -> float:
+        stamp = self._stamps.pop(seq, None)
+        if stamp is not None:
+            return stamp
+        waiter: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._stamp_waiters[seq] = waiter
+        try:
+            return await asyncio.wait_for(waiter, 0.2)
+        except TimeoutError:
+            pass
+        finally:
+            self._stamp_waiters.pop(seq, None)
+        try:  # the republish was lost (reconnect, slow consumer): ask for the stored message
+            raw = await self._js.get_msg(self._stream, seq, direct=True)
+        except Exception as err:
+            raise wrap(self._url, "reading a stored timestamp", err) from err
+        return parse_stamp(raw.headers["Nats-Time-Stamp"])
+
+    # append -------------------------------------------------------------------------------
+    async def append(
+        self, run_id: str, events: Sequence[NewEvent], expected_seq: int | None
+    ) -> list[Event]:
+        if not events:
+            return []
+        st = self._state(run_id)
+        async with st.lock:
+            fresh = False
+            if not st.loaded and events[0].type is not EventType.RUN_CREATED:
+                await self._catch_up(st)
+                fresh = True
+            # (a new run is published optimistically against an empty subject: a 10071 says
+            # it exists, and the catch-up that follows turns that into EntityConflictError)
+            msg_id = uuid.uuid4().hex
+            claims: dict[str, tuple[str, int]] = {}
+            done = False
+            try:
+                while True:
+                    try:
+                        if expected_seq is not None and expected_seq != st.last_seq:
+                            raise SequenceConflictError(
+                                f"run {run_id} is at seq {st.last_seq}, writer expected "
+                                f"{expected_seq}",
+                                last_seq=st.last_seq,
+                            )
+                        plan = _plan(st, events)
+                        await self._claim_tokens(st, plan.hooks, claims)
+                    except WorldUnavailableError:
+                        raise
+                    except WorldError:
+                        if fresh:
+                            raise
+                        await self._catch_up(st)  # confirm against the server first
+                        fresh = True
+                        continue
+                    stored = await self._publish(st, plan, msg_id, events)
+                    if stored is None:  # another writer got there first: re-validate
+                        fresh = True
+                        continue
+                    done = True
+                    break
+            finally:
+                if not done and claims:
+                    await self._release_claims(claims)
+            released = self._tokens_to_release(st, stored)
+        if released:
+            await asyncio.gather(*(self._dispose_token(run_id, c, t) for c, t in released))
+        return stored
+
+    async def _publish(
+        self, st: RunState, plan: _Plan, msg_id: str, events: Sequence[NewEvent]
+    ) -> list[Event] | None:
+        import nats.errors
+        import nats.js.errors
+
+        headers = {
+            "Nats-Msg-Id": msg_id,
+            "Nats-Expected-Last-Subject-Sequence": str(st.stream_seq),
+        }
+        subject = st.subject
+        self._inflight[subject] = self._inflight.get(subject, 0) + 1
+        try:
+            ack: Any = None
+            for attempt in range(_PUBLISH_ATTEMPTS):
+                try:
+                    ack = await self._js.publish(
+                        subject, plan.body, headers=headers, timeout=self._timeout
+                    )
+                    break
+                except nats.js.errors.BadRequestError as err:
+                    if not is_wrong_last_sequence(err):
+                        raise wrap(self._url, f"appending to run {st.run_id}", err) from err
+                    return await self._catch_up(st, look_for=msg_id)
+                except (nats.errors.TimeoutError, nats.errors.ConnectionReconnectingError,
+                        nats.errors.NoRespondersError, TimeoutError) as err:
+                    # The ack may be lost while the write landed; the retry carries the same
+                    # Nats-Msg-Id and expected sequence, so it is either deduped or a 10071.
+                    if attempt == _PUBLISH_ATTEMPTS - 1:
+                        raise wrap(self._url, f"appending to run {st.run_id}", err) from err
+                    await asyncio.sleep(0.05 * (attempt + 1))
+                except Exception as err:
+                    raise wrap(self._url, f"appending to run {st.run_id}", err) from err
+            if ack.duplicate:
+                return await self._catch_up(st, look_for=msg_id)
+            stamp = await self._stamp(ack.seq)
+        finally:
+            left = self._inflight.get(subject, 1) - 1
+            if left:
+                self._inflight[subject] = left
+            else:
+                self._inflight.pop(subject, None)
+        first = st.last_seq + 1
+        out = [
+            Event(st.run_id, first + i, new.type, new.correlation_id, dict(new.data), stamp)
+            for i, new in enumerate(events)
+        ]
+        cached = [
+            Event(e.run_id, e.seq, e.type, e.correlation_id, json.loads(json.dumps(e.data)), stamp)
+            for e in out
+        ]
+        st.absorb(cached, ack.seq)
+        st.loaded = True  # the expected-sequence check proved the projection was complete
+        return out
+
+    # hooks --------------------------------------------------------------------------------
+    async def _kv_entry(self, key: str) -> tuple[int, dict[str, Any]] | None:
+        import nats.js.errors
+
+        bucket = self._names.hooks_bucket
+        try:
+            raw = await self._js.get_msg(
+                f"KV_{bucket}", subject=f"$KV.{bucket}.{key}", direct=True
+            )
+        except nats.js.errors.NotFoundError:
+            return None
+        except Exception as err:
+            raise wrap(self._url, "reading a hook token", err) from err
+        headers = raw.headers or {}
+        if headers.get("KV-Operation") in ("DEL", "PURGE") or not raw.data:
+            return None
+        value = json.loads(raw.data)
+        value["_at"] = parse_stamp(headers["Nats-Time-Stamp"])
+        return int(raw.seq), value
+
+    async def _claim_tokens(
+        self, st: RunState, hooks: list[tuple[str, str]], claims: dict[str, tuple[str, int]]
+    ) -> None:
+        import nats.js.errors
+
+        for cid, token in hooks:
+            if token in claims:
+                continue
+            key = kv_key(token)
+            value = dumps({"token": token, "run": st.run_id, "cid": cid, "active": True})
+            for _ in range(5):
+                try:
+                    rev = await self._hooks.create(key, value)
+                    claims[token] = (key, rev)
+                    break
+                except nats.js.errors.KeyWrongLastSequenceError:
+                    pass
+                except Exception as err:
+                    raise wrap(self._url, f"claiming hook token {token!r}", err) from err
+                entry = await self._kv_entry(key)
+                if entry is None:
+                    continue
+                rev, held = entry
+                if await self._holds(st, held, cid):
+                    raise HookTokenConflictError(
+                        f"hook token {token!r} is held by another active hook", token=token
+                    )
+                try:  # a stale holder (disposed, terminal run, claim that never landed)
+                    rev = await self._hooks.update(key, value, last=rev)
+                    claims[token] = (key, rev)
+                    break
+                except nats.js.errors.KeyWrongLastSequenceError:
+                    continue
+                except Exception as err:
+                    raise wrap(self._url, f"claiming hook token {token!r}", err) from err
+            else:
+                raise HookTokenConflictError(
+                    f"hook token {token!r} is contended; try again", token=token
+                )
+
+    async def _holds(self, st: RunState, held: dict[str, Any], cid: str) -> bool:
+        """Whether the KV holder of a token is a live hook (checked against the log)."""
+        if not held.get("active"):
+            return False
+        run, hcid = str(held.get("run")), str(held.get("cid"))
+        if run == st.run_id and hcid == cid:
+            return False  # our own leftover claim for this very hook
+        other = st if run == st.run_id else await self._fresh(run)
+        status = other.entities.get(hcid)
+        if other.status is not None and other.status.terminal:
+            return False
+        if status is None:  # claimed but not (yet) in the log
+            return bool(time.time() - float(held.get("_at", 0.0)) < _CLAIM_GRACE)
+        return status == HOOK_ACTIVE
+
+    async def _release_claims(self, claims: dict[str, tuple[str, int]]) -> None:
+        for key, rev in claims.values():
+            try:
+                await self._hooks.delete(key, last=rev)
+            except Exception as err:  # noqa: BLE001 - best effort; _holds repairs stale claims
+                log.debug("releasing hook claim %s failed: %s", key, err)
+
+    def _tokens_to_release(self, st: RunState, stored: list[Event]) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for ev in stored:
+            if ev.type is EventType.HOOK_DISPOSED and ev.correlation_id in st.hook_tokens:
+                out.append((ev.correlation_id, st.hook_tokens[ev.correlation_id]))
+            elif ev.type in RUN_TERMINAL_EVENTS:
+                out.extend(st.hook_tokens.items())
+        return out
+
+    async def _dispose_token(self, run_id: str, cid: str, token: str) -> None:
+        key = kv_key(token)
+        try:
+            entry = await self._kv_entry(key)
+            if entry is None:
+                return
+            rev, held = entry
+            if held.get("run") != run_id or held.get("cid") != cid or not held.get("active"):
+                return
+            value = dumps({"token": token, "run": run_id, "cid": cid, "active": False})
+            await self._hooks.update(key, value, last=rev)
+        except Exception as err:  # noqa: BLE001 - best effort; get_hook checks the log
+            log.debug("releasing hook token %r failed: %s", token, err)
+
+    async def get_hook(self, token: str) -> HookInfo | None:
+        entry = await self._kv_entry(kv_key(token))
+        if entry is None:
+            return None
+        _, held = entry
+        run, cid, active = str(held["run"]), str(held["cid"]), bool(held.get("active"))
+        if active:
+            st = await self._fresh(run)
+            status = st.entities.get(cid)
+            if status is None:
+                return None
+            active = status == HOOK_ACTIVE and not (st.status is not None and st.status.terminal)
+        return HookInfo(token, run, cid, active)
+
+    # reads --------------------------------------------------------------------------------
+    async def list_events(self, run_id: str, after_seq: int) -> list[Event]:
+        st = await self._fresh(run_id)
+        return st.events[max(0, after_seq):] if after_seq >= 0 else list(st.events)
+
+    async def get_run(self, run_id: str) -> RunInfo | None:
+        return (await self._fresh(run_id)).info
+
+    async def list_runs(
+        self, status: RunStatus | None, workflow: str | None, limit: int
+    ) -> list[RunInfo]:
+        try:
+            msgs, _ = await direct_batch(
+                self._nc,
+                self._stream,
+                {"multi_last": [self._names.events_wildcard], "batch": 1_000_000},
+                timeout=self._timeout,
+                url=self._url,
+            )
+        except WorldUnavailableError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, "listing runs", err) from err
+        rows: list[tuple[float, str, dict[str, Any], float, StoredMsg]] = []
+        for msg in msgs:
+            stamp = parse_stamp(msg.headers["Nats-Time-Stamp"])
+            body = json.loads(msg.data)
+            summary = summary_from(body.get("r"), stamp)
+            if not summary:
+                continue
+            if status is not None and summary["status"] != str(status):
+                continue
+            if workflow is not None and summary["workflow"] != workflow:
+                continue
+            rows.append((float(summary["createdAt"]), str(summary["runId"]), summary, stamp, msg))
+        rows.sort(key=lambda r: (-r[0], r[1]))
+        picked = rows[: max(0, limit)]
+        return list(
+            await asyncio.gather(*(self._run_info(s, t, m) for _, _, s, t, m in picked))
+        )
+
+    async def _run_info(self, summary: dict[str, Any], stamp: float, last: StoredMsg) -> RunInfo:
+        run_id = str(summary["runId"])
+        cached = self._runs.get(run_id)
+        if cached is not None and cached.info is not None:
+            if cached.info.last_seq == summary["lastSeq"]:
+                return cached.info
+        if int(summary["lastSeq"]) == len(json.loads(last.data)["e"]):
+            first = last  # the run's only message
+        else:
+            try:
+                msgs, _ = await direct_batch(
+                    self._nc,
+                    self._stream,
+                    {"seq": 1, "next_by_subj": last.subject, "batch": 1},
+                    timeout=self._timeout,
+                    url=self._url,
+                )
+            except WorldUnavailableError:
+                raise
+            except Exception as err:
+                raise wrap(self._url, "listing runs", err) from err
+            first = msgs[0] if msgs else last
+        created = json.loads(first.data)["e"][0]
+        run_input = (created.get("d") or {}).get("input")
+        return RunInfo(
+            run_id=run_id,
+            workflow=summary["workflow"],
+            status=RunStatus(summary["status"]),
+            input=run_input,
+            output=summary.get("output"),
+            error=summary.get("error"),
+            created_at=float(summary["createdAt"]),
+            started_at=summary.get("startedAt"),
+            ended_at=summary.get("endedAt"),
+            updated_at=stamp,
+            last_seq=int(summary["lastSeq"]),
+            attributes=summary.get("attributes") or {},
+        )

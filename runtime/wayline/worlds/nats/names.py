@@ -1,0 +1,110 @@
+"""Names of everything the NATS world creates: streams, subjects, consumers, buckets, keys.
+
+A prefix namespaces one deployment, so two prefixes share a server without seeing each other.
+Run ids, topics, hook tokens and idempotency keys are user strings; they are used as subject
+tokens or KV keys as they are when they are plain, and encoded (marked by a leading ``=``)
+otherwise, so no two distinct strings map to one name.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from dataclasses import dataclass
+
+from ...errors import ConfigurationError
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_-]+$")
+_MAX_PLAIN = 120
+
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def subject_token(value: str) -> str:
+    """One subject token (no dots, wildcards or spaces) that identifies ``value``."""
+    if _PLAIN.match(value) and len(value) <= _MAX_PLAIN:
+        return value
+    if len(value) <= _MAX_PLAIN:
+        return "=" + _b64(value)
+    return "=h" + hashlib.sha256(value.encode()).hexdigest()
+
+
+def kv_key(value: str) -> str:
+    """A KV key (``[-/_=.a-zA-Z0-9]+``) that identifies ``value``."""
+    return "k" + subject_token(value)
+
+
+def consumer_name(topic: str) -> str:
+    if _PLAIN.match(topic) and len(topic) <= _MAX_PLAIN:
+        return "q_" + topic
+    return "qh_" + hashlib.sha256(topic.encode()).hexdigest()[:40]
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    prefix: str
+
+    def __post_init__(self) -> None:
+        if not _PLAIN.match(self.prefix) or len(self.prefix) > 64:
+            raise ConfigurationError(
+                f"NATS prefix {self.prefix!r} must match [A-Za-z0-9_-]+ (at most 64 characters)",
+                prefix=self.prefix,
+            )
+
+    # event log
+    @property
+    def events_stream(self) -> str:
+        return f"{self.prefix}_events"
+
+    @property
+    def events_wildcard(self) -> str:
+        return f"{self.prefix}.ev.*"
+
+    def run_subject(self, run_id: str) -> str:
+        return f"{self.prefix}.ev.{subject_token(run_id)}"
+
+    @property
+    def stamps_wildcard(self) -> str:
+        """Where the events stream republishes each stored message's headers (its timestamp)."""
+        return f"{self.prefix}.evts.*"
+
+    @property
+    def stamps_dest(self) -> str:
+        return f"{self.prefix}.evts.{{{{wildcard(1)}}}}"
+
+    @property
+    def hooks_bucket(self) -> str:
+        return f"{self.prefix}_hooks"
+
+    # queue
+    @property
+    def queue_stream(self) -> str:
+        return f"{self.prefix}_queue"
+
+    @property
+    def queue_wildcard(self) -> str:
+        return f"{self.prefix}.q.>"
+
+    def target_filter(self, topic: str) -> str:
+        return f"{self.prefix}.q.t.{subject_token(topic)}.>"
+
+    def target_subject(self, topic: str, mid: str) -> str:
+        return f"{self.prefix}.q.t.{subject_token(topic)}.{mid}"
+
+    def schedule_subject(self, topic: str, mid: str) -> str:
+        return f"{self.prefix}.q.s.{subject_token(topic)}.{mid}"
+
+    @property
+    def idem_bucket(self) -> str:
+        return f"{self.prefix}_idem"
+
+    @property
+    def dlq_stream(self) -> str:
+        return f"{self.prefix}_dlq"
+
+    @property
+    def dlq_subject(self) -> str:
+        return f"{self.prefix}.dlq"

@@ -1,0 +1,155 @@
+"""Connection options of the NATS world and the ``nats://`` URL form ``open_world`` uses.
+
+``nats://[user:pass@]host:port[,host2:port]?prefix=...&replicas=...&storage=file|memory``;
+``tls://`` implies TLS. Other query parameters: ``visibility_seconds``, ``token``, ``creds``,
+``nkeys_seed``, ``tls_ca``, ``tls_cert``, ``tls_key``, ``tls_hostname``, ``name``,
+``connect_timeout``, ``connect_attempts``, ``request_timeout``, ``reconnect_time_wait``,
+``max_reconnect_attempts``.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+from ...errors import ConfigurationError
+
+
+@dataclass(slots=True)
+class ConnectOptions:
+    servers: list[str]
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+    creds: str | None = None
+    """Path of a ``.creds`` file (JWT + nkey seed)."""
+    nkeys_seed: str | None = None
+    """Path of an nkey seed file."""
+    nkeys_seed_str: str | None = None
+    tls: ssl.SSLContext | None = None
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_hostname: str | None = None
+    name: str | None = "wayline"
+    connect_timeout: float = 2.0
+    connect_attempts: int = 3
+    """Initial connection attempts (with backoff) before WorldUnavailableError."""
+    reconnect_time_wait: float = 1.0
+    max_reconnect_attempts: int = -1
+    """After the first connection: -1 retries forever, so an outage pauses work."""
+    ping_interval: float = 20.0
+    request_timeout: float = 5.0
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Passed to ``nats.connect`` as they are."""
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        if self.tls is not None:
+            return self.tls
+        wants_tls = any(s.startswith("tls://") for s in self.servers)
+        if not (self.tls_ca or self.tls_cert or wants_tls):
+            return None
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.tls_ca)
+        if self.tls_cert:
+            ctx.load_cert_chain(self.tls_cert, self.tls_key)
+        return ctx
+
+    def connect_kwargs(self, error_cb: Callable[..., Any]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "servers": list(self.servers),
+            "name": self.name,
+            "connect_timeout": self.connect_timeout,
+            "reconnect_time_wait": self.reconnect_time_wait,
+            "ping_interval": self.ping_interval,
+            "error_cb": error_cb,
+            # the first connection is retried by the world itself (with backoff and a clear
+            # error); reconnects are switched on once it is up, see NatsWorld.start
+            "allow_reconnect": False,
+        }
+        for key in ("user", "password", "token", "tls_hostname", "nkeys_seed_str"):
+            value = getattr(self, key)
+            if value is not None:
+                kwargs[key] = value
+        if self.creds:
+            kwargs["user_credentials"] = self.creds
+        if self.nkeys_seed:
+            kwargs["nkeys_seed"] = self.nkeys_seed
+        ctx = self.ssl_context()
+        if ctx is not None:
+            kwargs["tls"] = ctx
+        kwargs.update(self.extra)
+        return kwargs
+
+
+def redact(server: str) -> str:
+    """A server URL without its password, for messages and ``World.url``."""
+    parts = urlsplit(server)
+    if parts.password is None:
+        return server
+    netloc = f"{parts.username}:***@{parts.hostname}"
+    if parts.port:
+        netloc += f":{parts.port}"
+    return parts._replace(netloc=netloc).geturl()
+
+
+_INT = {"replicas", "connect_attempts", "max_reconnect_attempts"}
+_FLOAT = {
+    "visibility_seconds",
+    "connect_timeout",
+    "request_timeout",
+    "reconnect_time_wait",
+    "ping_interval",
+}
+_STR = {
+    "prefix",
+    "storage",
+    "token",
+    "creds",
+    "nkeys_seed",
+    "tls_ca",
+    "tls_cert",
+    "tls_key",
+    "tls_hostname",
+    "name",
+}
+
+
+def parse_url(url: str) -> tuple[list[str], dict[str, Any]]:
+    """``(servers, options)`` from a ``nats://`` URL; see the module docstring."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("nats", "tls"):
+        raise ConfigurationError(f"not a NATS URL (nats:// or tls://): {url!r}", url=url)
+    netloc = parts.netloc
+    options: dict[str, Any] = {}
+    if "@" in netloc:
+        userinfo, netloc = netloc.rsplit("@", 1)
+        user, sep, password = userinfo.partition(":")
+        if sep:
+            options["user"], options["password"] = unquote(user), unquote(password)
+        else:
+            options["token"] = unquote(user)
+    hosts = [h.strip() for h in netloc.split(",") if h.strip()]
+    if not hosts:
+        raise ConfigurationError(f"NATS URL names no server: {url!r}", url=url)
+    servers = [f"{parts.scheme}://{h if ':' in h else h + ':4222'}" for h in hosts]
+    for key, value in parse_qsl(parts.query, keep_blank_values=False):
+        try:
+            if key in _INT:
+                options[key] = int(value)
+            elif key in _FLOAT:
+                options[key] = float(value)
+            elif key in _STR:
+                options[key] = value
+            else:
+                raise ConfigurationError(f"unknown NATS URL option {key!r} in {url!r}", url=url)
+        except ValueError as err:
+            raise ConfigurationError(f"bad value for {key} in NATS URL: {value!r}") from err
+    return servers, options
+
+
+def display_url(servers: list[str], prefix: str) -> str:
+    shown = ",".join(redact(s) for s in servers)
+    return f"{shown}?prefix={quote(prefix)}"

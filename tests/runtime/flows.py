@@ -1,0 +1,195 @@
+"""Workflows the runtime tests drive. Side effects are counted in files, so a count survives
+the process that made it (crash tests run these in worker subprocesses too)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from pathlib import Path
+
+import pydantic
+
+import wayline
+
+
+def mark(path: str, text: str = "x") -> None:
+    with open(path, "a") as fh:
+        fh.write(text + "\n")
+
+
+def lines(path: str | Path) -> list[str]:
+    p = Path(path)
+    return p.read_text().splitlines() if p.exists() else []
+
+
+@wayline.step
+async def add(a: int, b: int) -> int:
+    return a + b
+
+
+@wayline.step
+async def noop(i: int) -> int:
+    return i
+
+
+@wayline.workflow
+async def chain(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total = await add(total, i)
+    return total
+
+
+@wayline.step
+async def slow_marker(path: str, seconds: float) -> str:
+    """The #2780 repro body: one marker line per execution, then a long body."""
+    mark(path, f"attempt {wayline.step_context().attempt}")
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+@wayline.workflow
+async def hook_during_step(path: str, seconds: float = 1.5) -> list[object]:
+    hook = wayline.create_hook(f"mid-step:{path}")
+    result, payload = await wayline.gather(slow_marker(path, seconds), hook)
+    return [result, payload]
+
+
+@wayline.workflow
+async def sleep_during_step(path: str, seconds: float = 1.5) -> str:
+    # race(step, sleep): the wake comes in a separate delivery while the step keeps its own
+    index, _ = await wayline.race(slow_marker(path, seconds), wayline.sleep(0.3))
+    return "sleep won" if index == 1 else "step won"
+
+
+@wayline.step
+def blocking_marker(path: str, seconds: float) -> str:
+    """A plain-def step (runs in a thread) for crash tests: mark, then block."""
+    mark(path, f"attempt {wayline.step_context().attempt}")
+    time.sleep(seconds)
+    return "finished"
+
+
+@wayline.step
+def count_step(path: str, label: str) -> str:
+    mark(path, label)
+    return label
+
+
+@wayline.workflow
+async def crashy(path: str, seconds: float) -> list[str]:
+    a = await count_step(path, "before")
+    b = await blocking_marker(path, seconds)
+    c = await count_step(path, "after")
+    return [a, b, c]
+
+
+@wayline.step(max_retries=3, retry_delay=0.05)
+def flaky(path: str, fail_times: int) -> int:
+    ctx = wayline.step_context()
+    mark(path, f"{ctx.attempt}:{ctx.idempotency_key}")
+    if ctx.attempt <= fail_times:
+        raise RuntimeError(f"transient failure {ctx.attempt}")
+    return ctx.attempt
+
+
+@wayline.workflow
+async def retrying(path: str, fail_times: int) -> int:
+    return await flaky(path, fail_times)
+
+
+@wayline.step(max_retries=0)
+def fatal_step() -> None:
+    raise wayline.FatalError("card declined")
+
+
+@wayline.workflow
+async def catches_failure() -> str:
+    try:
+        await fatal_step()
+    except wayline.StepFailedError as err:
+        return f"caught: {err.error['message']}"
+    return "not reached"
+
+
+@wayline.workflow
+async def fails() -> None:
+    await fatal_step()
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Approval(pydantic.BaseModel):
+    approved: bool
+    by: str
+
+
+@wayline.step
+async def move(p: Point, dx: int) -> Point:
+    assert isinstance(p, Point)
+    return Point(p.x + dx, p.y)
+
+
+@wayline.workflow
+async def typed(p: Point) -> dict[str, object]:
+    moved = await move(p, 2)
+    assert isinstance(moved, Point)
+    approval = await wayline.create_hook(f"typed:{p.x}", type=Approval)
+    assert isinstance(approval, Approval)
+    return {"moved": dataclasses.asdict(moved), "by": approval.by}
+
+
+@wayline.workflow
+async def hook_timeout(token: str) -> str:
+    try:
+        await wayline.create_hook(token, timeout="300ms")
+    except wayline.HookTimeout:
+        return "timed out"
+    return "got payload"
+
+
+@wayline.step
+async def echo(value: object) -> object:
+    return value
+
+
+@wayline.workflow
+async def bad_argument() -> object:
+    return await echo(object())
+
+
+@wayline.workflow
+async def uses_asyncio_sleep() -> None:
+    await asyncio.sleep(0.01)
+
+
+@wayline.workflow
+async def deterministic() -> list[object]:
+    before = [wayline.now().timestamp(), wayline.random(), str(wayline.uuid4())]
+    await noop(1)
+    after = wayline.now().timestamp()
+    return [*before, after]
+
+
+@wayline.workflow
+async def fan_out(n: int) -> list[int]:
+    return list(await wayline.gather(*(add(i, i) for i in range(n))))
+
+
+@wayline.workflow
+async def sleeper(seconds: float) -> float:
+    start = wayline.now().timestamp()
+    await wayline.sleep(seconds)
+    return wayline.now().timestamp() - start
+
+
+@wayline.workflow
+async def long_step_then_hook(path: str, seconds: float) -> str:
+    await slow_marker(path, seconds)
+    await wayline.create_hook(f"after:{path}")
+    return "ok"

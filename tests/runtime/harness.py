@@ -1,0 +1,55 @@
+"""A running engine for tests: a world of the parametrised kind, a client and workers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import wayline
+from wayline.definitions import WorkflowDefinition
+from wayline.events import Event, EventType
+from wayline.settings import Settings
+from wayline.world import World
+
+
+def settings(**overrides: Any) -> Settings:
+    base = Settings.from_env({})
+    values = {f: getattr(base, f) for f in base.__dataclass_fields__}
+    values.update(overrides)
+    return Settings(**values)
+
+
+@dataclass
+class Engine:
+    world: World
+    make_world: Any
+    client: wayline.Client
+    workers: list[wayline.Worker] = field(default_factory=list)
+
+    @asynccontextmanager
+    async def worker(
+        self, workflows: Iterable[WorkflowDefinition], *, world: World | None = None, **kw: Any
+    ) -> AsyncIterator[wayline.Worker]:
+        kw.setdefault("settings", settings())
+        worker = wayline.Worker(world or self.world, list(workflows), **kw)
+        async with worker:
+            yield worker
+
+
+async def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(interval)
+
+
+def of_type(events: list[Event], *types: EventType) -> list[Event]:
+    return [e for e in events if e.type in types]

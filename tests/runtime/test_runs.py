@@ -1,0 +1,227 @@
+"""Runs end to end on every world: steps, retries, fan-out, hooks, sleeps, failures, typing."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import wayline
+from wayline.events import EventType
+from wayline.world import FLOW_TOPIC
+from tests.runtime import flows
+from tests.runtime.harness import Engine, of_type, wait_for
+
+
+async def test_a_chain_of_steps_completes_and_logs_each_step(engine: Engine) -> None:
+    async with engine.worker([flows.chain]):
+        handle = await engine.client.start(flows.chain, 5)
+        assert await handle.result(timeout=10) == 10
+    events = await handle.events()
+    assert len(of_type(events, EventType.STEP_CREATED)) == 5
+    assert len(of_type(events, EventType.STEP_COMPLETED)) == 5
+    # lazy inline steps: created and started in the same write, stamped with the owner
+    starts = of_type(events, EventType.STEP_STARTED)
+    assert all(e.data.get("ownerMessageId") for e in starts)
+    assert all("ownerMessageId" not in e.data for e in of_type(events, EventType.STEP_CREATED))
+    assert await handle.status() is wayline.RunStatus.COMPLETED
+
+
+async def test_retries_keep_the_idempotency_key(engine: Engine, tmp_path: Path) -> None:
+    log = str(tmp_path / "flaky")
+    async with engine.worker([flows.retrying]):
+        handle = await engine.client.start(flows.retrying, log, 2)
+        assert await handle.result(timeout=15) == 3
+    attempts = flows.lines(log)
+    assert [a.split(":", 1)[0] for a in attempts] == ["1", "2", "3"]
+    keys = {a.split(":", 1)[1] for a in attempts}
+    assert keys == {f"{handle.run_id}:flaky#0:forward"}
+    events = await handle.events()
+    assert len(of_type(events, EventType.STEP_RETRYING)) == 2
+    # after the first retry the step is queue-owned: later starts carry no owner
+    starts = of_type(events, EventType.STEP_STARTED)
+    assert starts[0].data.get("ownerMessageId") and not starts[1].data.get("ownerMessageId")
+
+
+async def test_retries_are_bounded_then_the_run_fails(engine: Engine, tmp_path: Path) -> None:
+    log = str(tmp_path / "flaky")
+    async with engine.worker([flows.retrying]):
+        handle = await engine.client.start(flows.retrying, log, 99)
+        with pytest.raises(wayline.RunFailedError) as info:
+            await handle.result(timeout=15)
+    assert info.value.error_code == "STEP_FAILED"
+    assert len(flows.lines(log)) == 4  # max_retries=3 counts retries after the first try
+
+
+async def test_a_failed_step_can_be_caught(engine: Engine) -> None:
+    async with engine.worker([flows.catches_failure, flows.fails]):
+        handle = await engine.client.start(flows.catches_failure)
+        assert await handle.result(timeout=10) == "caught: card declined"
+        failing = await engine.client.start(flows.fails)
+        with pytest.raises(wayline.RunFailedError, match="card declined"):
+            await failing.result(timeout=10)
+
+
+async def test_fan_out_runs_inline_and_eager_steps(engine: Engine) -> None:
+    async with engine.worker([flows.fan_out]):
+        handle = await engine.client.start(flows.fan_out, 10)
+        assert await handle.result(timeout=15) == [2 * i for i in range(10)]
+    starts = of_type(await handle.events(), EventType.STEP_STARTED)
+    owned = [e for e in starts if e.data.get("ownerMessageId")]
+    assert len(owned) == 3  # WORKFLOW_MAX_INLINE_STEPS; the other 7 went through the queue
+    assert len(starts) == 10
+
+
+async def test_hooks_deliver_typed_payloads(engine: Engine) -> None:
+    async with engine.worker([flows.typed]):
+        handle = await engine.client.start(flows.typed, flows.Point(1, 2))
+
+        async def hook_ready() -> bool:
+            hook = await engine.world.get_hook("typed:1")
+            return hook is not None
+
+        await wait_for(hook_ready)
+        with pytest.raises(wayline.SerializationError):
+            await engine.client.resume_hook("typed:1", object())
+        await engine.client.resume_hook("typed:1", {"approved": True, "by": "ana"})
+        assert await handle.result(timeout=10) == {"moved": {"x": 3, "y": 2}, "by": "ana"}
+    with pytest.raises(wayline.HookNotFoundError):
+        await engine.client.resume_hook("typed:1", {"approved": True, "by": "late"})
+
+
+async def test_a_hook_payload_that_does_not_match_its_type_fails_the_run(engine: Engine) -> None:
+    async with engine.worker([flows.typed]):
+        handle = await engine.client.start(flows.typed, flows.Point(5, 0))
+        await wait_for(lambda: engine.world.get_hook("typed:5"))
+        await engine.client.resume_hook("typed:5", {"approved": "maybe"})
+        with pytest.raises(wayline.RunFailedError, match="approved"):
+            await handle.result(timeout=10)
+
+
+async def test_a_hook_times_out(engine: Engine) -> None:
+    async with engine.worker([flows.hook_timeout]):
+        handle = await engine.client.start(flows.hook_timeout, "nobody-answers")
+        assert await handle.result(timeout=10) == "timed out"
+
+
+async def test_sleep_is_durable_and_time_moves_with_the_log(engine: Engine) -> None:
+    async with engine.worker([flows.sleeper]):
+        start = time.monotonic()
+        handle = await engine.client.start(flows.sleeper, 0.5)
+        elapsed = await handle.result(timeout=10)
+        assert time.monotonic() - start >= 0.5
+        assert elapsed >= 0.5
+    events = await handle.events()
+    [created] = of_type(events, EventType.WAIT_CREATED)
+    [completed] = of_type(events, EventType.WAIT_COMPLETED)
+    assert completed.created_at >= created.data["resumeAt"]
+
+
+async def test_deterministic_helpers(engine: Engine) -> None:
+    async with engine.worker([flows.deterministic]):
+        handle = await engine.client.start(flows.deterministic)
+        ts, rnd, uid, after = await handle.result(timeout=10)
+    events = await handle.events()
+    assert ts == pytest.approx(events[1].created_at, abs=1e-5)  # run_started stamp: time moves only with the log
+    assert after == pytest.approx(of_type(events, EventType.STEP_COMPLETED)[0].created_at, abs=1e-5)
+    assert 0 <= rnd < 1 and len(uid) == 36
+
+
+async def test_cancel_ends_the_run_and_nothing_new_starts(engine: Engine, tmp_path: Path) -> None:
+    marker = str(tmp_path / "m")
+    async with engine.worker([flows.long_step_then_hook]):
+        handle = await engine.client.start(flows.long_step_then_hook, marker, 0.8)
+        await wait_for(lambda: _exists(marker))
+        assert await engine.client.cancel(handle.run_id) is True
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=10)
+        await _settle(1.2)
+        assert await engine.client.cancel(handle.run_id) is False
+    assert flows.lines(marker) == ["attempt 1"]  # the body was not started a second time
+    events = await handle.events()
+    assert events[-1].type is EventType.RUN_CANCELLED
+    assert not of_type(events, EventType.HOOK_CREATED)
+
+
+async def test_unserialisable_step_argument_names_the_step_and_type(engine: Engine) -> None:
+    async with engine.worker([flows.bad_argument]):
+        handle = await engine.client.start(flows.bad_argument)
+        with pytest.raises(wayline.RunFailedError) as info:
+            await handle.result(timeout=10)
+    assert info.value.error_code == "SERIALIZATION_ERROR"
+    assert "echo" in str(info.value) and "object" in str(info.value)
+
+
+async def test_awaiting_asyncio_in_a_workflow_fails_clearly(engine: Engine) -> None:
+    async with engine.worker([flows.uses_asyncio_sleep]):
+        handle = await engine.client.start(flows.uses_asyncio_sleep)
+        with pytest.raises(wayline.RunFailedError, match=r"wayline\.sleep"):
+            await handle.result(timeout=10)
+
+
+async def test_unknown_workflow_name_is_a_clear_error(engine: Engine) -> None:
+    client = wayline.Client(engine.world, [flows.chain])
+    with pytest.raises(wayline.WorkflowNotFoundError, match="chain"):
+        await client.start("no_such_workflow")
+    assert await engine.world.list_runs() == []
+
+
+async def test_malformed_queue_payload_is_set_aside_not_looped(engine: Engine) -> None:
+    async with engine.worker([flows.chain]):
+        await engine.world.enqueue(FLOW_TOPIC, {"nonsense": True})
+        await engine.world.enqueue("step", {"runId": "wf_x"})
+
+        async def set_aside() -> bool:
+            return len(await engine.world.list_dead_letters()) == 2
+
+        await wait_for(set_aside)
+        # the worker keeps working
+        handle = await engine.client.start(flows.chain, 3)
+        assert await handle.result(timeout=10) == 3
+    reasons = [d["reason"] for d in await engine.world.list_dead_letters()]
+    assert any("runId" in r for r in reasons) and any("stepId" in r for r in reasons)
+
+
+async def test_over_budget_delivery_fails_the_run(engine: Engine) -> None:
+    from tests.runtime.harness import settings
+
+    run = await engine.client.start(flows.chain, 1)
+    # the start message crash-looped: simulate its deliveries being spent
+    for _ in range(3):
+        [d] = await engine.world.receive(FLOW_TOPIC, wait_seconds=2)
+        await engine.world.retry(d, 0)
+    async with engine.worker([flows.chain], settings=settings(max_queue_deliveries=3)):
+        with pytest.raises(wayline.RunFailedError) as info:
+            await run.result(timeout=10)
+    assert info.value.error_code == "MAX_DELIVERIES_EXCEEDED"
+
+
+async def test_inline_continuation_does_not_reread_the_log(engine: Engine) -> None:
+    """A step's cost must not grow with the run: one invocation continues its replay."""
+    reads: list[int] = []
+    original = engine.world.list_events
+
+    async def counting(run_id: str, after_seq: int = 0):  # type: ignore[no-untyped-def]
+        reads.append(after_seq)
+        return await original(run_id, after_seq)
+
+    engine.world.list_events = counting  # type: ignore[method-assign]
+    async with engine.worker([flows.chain]):
+        handle = await engine.client.start(flows.chain, 50)
+        assert await handle.result(timeout=20) == sum(range(50))
+    assert reads.count(0) <= 2, reads  # the log is read from the start once per delivery
+    assert len(reads) < 10
+
+
+def _exists(path: str):  # type: ignore[no-untyped-def]
+    async def check() -> bool:
+        return Path(path).exists()
+
+    return check()
+
+
+async def _settle(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
