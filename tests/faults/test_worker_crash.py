@@ -1,0 +1,121 @@
+"""SIGKILL a worker process in the middle of an inline step; another process finishes the run.
+
+The redelivered owning message performs owned recovery (its start is re-stamped with the same
+message id), a hook wake arriving during recovery defers to it, and every body is counted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import wayline
+from wayline.events import EventType
+from tests.runtime import flows
+from tests.runtime.harness import of_type, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def spawn_worker(tmp_path: Path) -> Iterator[object]:
+    procs: list[subprocess.Popen[bytes]] = []
+    logs: list[object] = []
+
+    def start(db: Path) -> subprocess.Popen[bytes]:
+        log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115
+        logs.append(log)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.faults.worker_main", str(db)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
+        procs.append(proc)
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == b"worker ready"
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        if proc.stdout:
+            proc.stdout.close()
+    for log in logs:
+        log.close()  # type: ignore[attr-defined]
+
+
+async def _until_lines(path: str, n: int, timeout: float = 20) -> None:
+    async def enough() -> bool:
+        return len(flows.lines(path)) >= n
+
+    await wait_for(enough, timeout=timeout)
+
+
+async def test_sigkill_mid_inline_step_then_owned_recovery(tmp_path: Path, spawn_worker) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "w.db"
+    counts = str(tmp_path / "counts")
+    async with wayline.LocalWorld(db) as world:
+        client = wayline.Client(world)
+        first = spawn_worker(db)
+        handle = await client.start(flows.crashy, counts, 1.5)
+        await _until_lines(counts, 2)  # "before", then "attempt 1" of the blocking step
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        spawn_worker(db)
+        assert await handle.result(timeout=30) == ["before", "finished", "after"]
+        events = await handle.events()
+    assert flows.lines(counts) == ["before", "attempt 1", "attempt 2", "after"]
+    s2 = [e for e in events if e.correlation_id == "s2"]
+    starts = of_type(s2, EventType.STEP_STARTED)
+    assert len(starts) == 2
+    # owned recovery: the redelivered owning message re-stamps with its own (stable) id
+    assert starts[0].data["ownerMessageId"] == starts[1].data["ownerMessageId"]
+    assert starts[1].data["attempt"] == 2
+    assert len(of_type(s2, EventType.STEP_COMPLETED)) == 1
+
+
+async def test_hook_wake_during_owned_recovery_defers_to_it(tmp_path: Path, spawn_worker) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "w.db"
+    marker = str(tmp_path / "marker")
+    async with wayline.LocalWorld(db) as world:
+        client = wayline.Client(world)
+        first = spawn_worker(db)
+        handle = await client.start(flows.hook_during_step, marker, 2.0)
+        await _until_lines(marker, 1)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        spawn_worker(db)
+        await _until_lines(marker, 2)  # owned recovery has started the body again
+        await asyncio.sleep(0.3)
+        await client.resume_hook(f"mid-step:{marker}", "wake")
+        assert await handle.result(timeout=30) == ["done", "wake"]
+        await asyncio.sleep(0.5)
+    # one killed attempt, one recovery; the wake armed a backstop instead of a third run
+    assert flows.lines(marker) == ["attempt 1", "attempt 2"]
+
+
+async def test_sigkill_during_queued_step_is_redelivered(tmp_path: Path, spawn_worker) -> None:  # type: ignore[no-untyped-def]
+    """An eager (queued) step's worker dies: the step message comes back to another process."""
+    db = tmp_path / "w.db"
+    log = str(tmp_path / "flaky")
+    async with wayline.LocalWorld(db) as world:
+        client = wayline.Client(world)
+        first = spawn_worker(db)
+        handle = await client.start(flows.retrying, log, 1)  # fails once: then queue-owned
+        await _until_lines(log, 1)
+        await asyncio.sleep(0.02)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        spawn_worker(db)
+        assert await handle.result(timeout=30) >= 2
+    attempts = [line.split(":")[0] for line in flows.lines(log)]
+    assert attempts[0] == "1" and len(attempts) <= 3
