@@ -185,7 +185,7 @@ class Handler:
             batch: list[NewEvent] = []
             lazy: list[StepRecord] = []
             sends: list[tuple[str, dict[str, Any], str, float]] = []
-            for hook in replay.new_hooks:
+            for hook in list(replay.new_hooks.values()):
                 batch.append(NewEvent(EventType.HOOK_CREATED, hook.cid, {"token": hook.token}))
                 if hook.timeout is not None:
                     batch.append(
@@ -195,12 +195,12 @@ class Handler:
                             {"resumeAt": hook.timeout.resume_at},
                         )
                     )
-            for wait in replay.new_waits:
+            for wait in list(replay.new_waits.values()):
                 batch.append(
                     NewEvent(EventType.WAIT_CREATED, wait.cid, {"resumeAt": wait.resume_at})
                 )
             slots = settings.max_inline_steps
-            for rec in replay.new_steps:
+            for rec in list(replay.new_steps.values()):
                 batch.append(
                     NewEvent(
                         EventType.STEP_CREATED,
@@ -227,16 +227,12 @@ class Handler:
                     # Another replayer created some of them first (the create-claim): catch up
                     # and plan again from what the log now says.
                     await self._catch_up(replay)
-                    replay.new_steps = [r for r in replay.new_steps if not r.created]
-                    replay.new_hooks = [h for h in replay.new_hooks if not h.created]
-                    replay.new_waits = [w for w in replay.new_waits if not w.created]
                     continue
                 except HookTokenConflictError as err:
                     await self._fail(run_id, "HOOK_CONFLICT", err.message)
                     return
                 except RunTerminalError:
                     return
-                replay.new_steps, replay.new_hooks, replay.new_waits = [], [], []
                 await self._feed(replay, appended)
 
             # 2. The decision table for every created, non-terminal step.

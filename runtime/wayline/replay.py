@@ -152,9 +152,10 @@ class Replay:
         self.waits: dict[str, WaitRecord] = {}
         self.open_steps: dict[str, StepRecord] = {}
         """Created and not terminal."""
-        self.new_steps: list[StepRecord] = []
-        self.new_hooks: list[HookRecord] = []
-        self.new_waits: list[WaitRecord] = []
+        # Calls the workflow made that the log does not have yet, in call order.
+        self.new_steps: dict[str, StepRecord] = {}
+        self.new_hooks: dict[str, HookRecord] = {}
+        self.new_waits: dict[str, WaitRecord] = {}
         self._counters = {"s": 0, "h": 0, "w": 0}
         self._occurrences: dict[str, int] = {}
         self._ready: deque[tuple[_Fiber, WFuture[Any] | None]] = deque()
@@ -193,6 +194,7 @@ class Replay:
             elif rec.name != logged:
                 self._diverge(f"step {logged!r} ({cid})", f"step {rec.name!r}")
             rec.created = True
+            self.new_steps.pop(cid, None)
             self.open_steps[cid] = rec
         elif t is EventType.STEP_STARTED:
             rec = self._step(cid, t)
@@ -226,6 +228,7 @@ class Replay:
             if hook is None:
                 self._diverge(f"hook ({cid})", self._call_at("h", cid))
             hook.created = True
+            self.new_hooks.pop(cid, None)
         elif t is EventType.HOOK_RECEIVED:
             hook = self.hooks.get(cid)
             if hook is None:
@@ -236,6 +239,7 @@ class Replay:
             if wait is None:
                 self._diverge(f"sleep ({cid})", self._call_at("w", cid))
             wait.created = True
+            self.new_waits.pop(cid, None)
             if isinstance(data.get("resumeAt"), int | float):
                 wait.resume_at = float(data["resumeAt"])
         elif t is EventType.WAIT_COMPLETED:
@@ -373,7 +377,7 @@ class Replay:
         self._occurrences[name] = occurrence + 1
         rec = StepRecord(cid, name, definition, stored, occurrence, WFuture(f"step {name}"))
         self.steps[cid] = rec
-        self.new_steps.append(rec)
+        self.new_steps[cid] = rec
         return rec.future
 
     def sleep(self, duration: Duration) -> WFuture[None]:
@@ -381,7 +385,7 @@ class Replay:
         cid = self._next("w")
         wait = WaitRecord(cid, self.now + seconds, WFuture(f"sleep {cid}"))
         self.waits[cid] = wait
-        self.new_waits.append(wait)
+        self.new_waits[cid] = wait
         return wait.future
 
     def create_hook(self, token: str | None, timeout: Duration | None, hint: Any) -> Hook:
@@ -397,7 +401,7 @@ class Replay:
             hook.timeout = wait
             self.waits[wait.cid] = wait
         self.hooks[cid] = hook
-        self.new_hooks.append(hook)
+        self.new_hooks[cid] = hook
         return Hook(hook)
 
     def pending_waits(self) -> list[WaitRecord]:

@@ -112,12 +112,16 @@ def load_target(target: str) -> tuple[WorkflowDefinition, list[WorkflowDefinitio
     module = import_app(module_spec)
     found = workflows_in(module)
     if not found:
-        raise UsageError(f"{module_spec!r} defines no workflow (decorate one with @wayline.workflow)")
+        raise UsageError(
+            f"{module_spec!r} defines no workflow (decorate one with @wayline.workflow)"
+        )
     if name is None:
         if len(found) == 1:
             return found[0], found
         names = ", ".join(sorted(w.name for w in found))
-        raise UsageError(f"{module_spec!r} defines several workflows ({names}): pick one as {module_spec}:NAME")
+        raise UsageError(
+            f"{module_spec!r} defines several workflows ({names}): pick one as {module_spec}:NAME"
+        )
     attribute = getattr(module, name, None)
     if isinstance(attribute, WorkflowDefinition):
         return attribute, found
@@ -134,7 +138,9 @@ def parse_json(text: str | None, option: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise UsageError(f"{option} is not valid JSON ({err.msg} at position {err.pos}): {text!r}") from None
+        raise UsageError(
+            f"{option} is not valid JSON ({err.msg} at position {err.pos}): {text!r}"
+        ) from None
 
 
 def input_args(text: str | None) -> list[Any]:

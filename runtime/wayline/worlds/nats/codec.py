@@ -20,8 +20,17 @@ def parse_stamp(text: str) -> float:
     if text.endswith("Z") and len(text) >= 20 and text[19] in ".Z":
         base, frac = text[:19], text[20:-1]
         whole = calendar.timegm(
-            (int(base[0:4]), int(base[5:7]), int(base[8:10]),
-             int(base[11:13]), int(base[14:16]), int(base[17:19]), 0, 0, 0)
+            (
+                int(base[0:4]),
+                int(base[5:7]),
+                int(base[8:10]),
+                int(base[11:13]),
+                int(base[14:16]),
+                int(base[17:19]),
+                0,
+                0,
+                0,
+            )
         )
         return whole + (float("0." + frac) if frac else 0.0)
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

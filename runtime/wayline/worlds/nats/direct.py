@@ -59,9 +59,7 @@ async def direct_batch(
 
     sub = await nc.subscribe(inbox, cb=on_msg)
     try:
-        await nc.publish(
-            f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=inbox
-        )
+        await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=inbox)
         try:
             pending = await asyncio.wait_for(done, timeout)
         except TimeoutError as err:

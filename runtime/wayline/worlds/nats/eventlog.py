@@ -174,7 +174,7 @@ class EventLog:
         if self._stamp_sub is not None:
             try:
                 await self._stamp_sub.unsubscribe()
-            except Exception:  # noqa: BLE001 - closing anyway
+            except Exception:  # closing anyway
                 pass
             self._stamp_sub = None
 
@@ -195,7 +195,11 @@ class EventLog:
         whose Nats-Msg-Id is ``look_for`` if it is among them."""
         try:
             msgs = await read_subject(
-                self._nc, self._stream, st.subject, st.stream_seq, timeout=self._timeout,
+                self._nc,
+                self._stream,
+                st.subject,
+                st.stream_seq,
+                timeout=self._timeout,
                 url=self._url,
             )
         except WorldUnavailableError:
@@ -327,8 +331,12 @@ class EventLog:
                     if not is_wrong_last_sequence(err):
                         raise wrap(self._url, f"appending to run {st.run_id}", err) from err
                     return await self._catch_up(st, look_for=msg_id)
-                except (nats.errors.TimeoutError, nats.errors.ConnectionReconnectingError,
-                        nats.errors.NoRespondersError, TimeoutError) as err:
+                except (
+                    nats.errors.TimeoutError,
+                    nats.errors.ConnectionReconnectingError,
+                    nats.errors.NoRespondersError,
+                    TimeoutError,
+                ) as err:
                     # The ack may be lost while the write landed; the retry carries the same
                     # Nats-Msg-Id and expected sequence, so it is either deduped or a 10071.
                     if attempt == _PUBLISH_ATTEMPTS - 1:
@@ -364,9 +372,7 @@ class EventLog:
 
         bucket = self._names.hooks_bucket
         try:
-            raw = await self._js.get_msg(
-                f"KV_{bucket}", subject=f"$KV.{bucket}.{key}", direct=True
-            )
+            raw = await self._js.get_msg(f"KV_{bucket}", subject=f"$KV.{bucket}.{key}", direct=True)
         except nats.js.errors.NotFoundError:
             return None
         except Exception as err:
@@ -437,7 +443,7 @@ class EventLog:
         for key, rev in claims.values():
             try:
                 await self._hooks.delete(key, last=rev)
-            except Exception as err:  # noqa: BLE001 - best effort; _holds repairs stale claims
+            except Exception as err:  # best effort; _holds repairs stale claims
                 log.debug("releasing hook claim %s failed: %s", key, err)
 
     def _tokens_to_release(self, st: RunState, stored: list[Event]) -> list[tuple[str, str]]:
@@ -460,7 +466,7 @@ class EventLog:
                 return
             value = dumps({"token": token, "run": run_id, "cid": cid, "active": False})
             await self._hooks.update(key, value, last=rev)
-        except Exception as err:  # noqa: BLE001 - best effort; get_hook checks the log
+        except Exception as err:  # best effort; get_hook checks the log
             log.debug("releasing hook token %r failed: %s", token, err)
 
     async def get_hook(self, token: str) -> HookInfo | None:
@@ -480,7 +486,7 @@ class EventLog:
     # reads --------------------------------------------------------------------------------
     async def list_events(self, run_id: str, after_seq: int) -> list[Event]:
         st = await self._fresh(run_id)
-        return st.events[max(0, after_seq):] if after_seq >= 0 else list(st.events)
+        return st.events[max(0, after_seq) :] if after_seq >= 0 else list(st.events)
 
     async def get_run(self, run_id: str) -> RunInfo | None:
         return (await self._fresh(run_id)).info
@@ -514,16 +520,17 @@ class EventLog:
             rows.append((float(summary["createdAt"]), str(summary["runId"]), summary, stamp, msg))
         rows.sort(key=lambda r: (-r[0], r[1]))
         picked = rows[: max(0, limit)]
-        return list(
-            await asyncio.gather(*(self._run_info(s, t, m) for _, _, s, t, m in picked))
-        )
+        return list(await asyncio.gather(*(self._run_info(s, t, m) for _, _, s, t, m in picked)))
 
     async def _run_info(self, summary: dict[str, Any], stamp: float, last: StoredMsg) -> RunInfo:
         run_id = str(summary["runId"])
         cached = self._runs.get(run_id)
-        if cached is not None and cached.info is not None:
-            if cached.info.last_seq == summary["lastSeq"]:
-                return cached.info
+        if (
+            cached is not None
+            and cached.info is not None
+            and (cached.info.last_seq == summary["lastSeq"])
+        ):
+            return cached.info
         if int(summary["lastSeq"]) == len(json.loads(last.data)["e"]):
             first = last  # the run's only message
         else:

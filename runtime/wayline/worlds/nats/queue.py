@@ -153,9 +153,7 @@ class Queue:
 
         bucket = self._names.idem_bucket
         try:
-            raw = await self._js.get_msg(
-                f"KV_{bucket}", subject=f"$KV.{bucket}.{key}", direct=True
-            )
+            raw = await self._js.get_msg(f"KV_{bucket}", subject=f"$KV.{bucket}.{key}", direct=True)
         except nats.js.errors.NotFoundError:
             return None
         except Exception as err:
@@ -229,9 +227,7 @@ class Queue:
 
         body = base64.b64decode(intent["body"])
         due = intent.get("due")
-        message_id = await self._publish(
-            str(intent["topic"]), str(intent["mid"]), body, due, key
-        )
+        message_id = await self._publish(str(intent["topic"]), str(intent["mid"]), body, due, key)
         if not intent.get("published"):
             done = dict(intent, published=True, id=message_id)
             try:
@@ -254,7 +250,7 @@ class Queue:
             rev, held = entry
             if held.get("mid") == mid:
                 await self._idem.delete(key, last=rev)
-        except Exception as err:  # noqa: BLE001 - a lost release is repaired by enqueue
+        except Exception as err:  # a lost release is repaired by enqueue
             log.warning("releasing idempotency key %s failed: %s", key, err)
 
     # receive ------------------------------------------------------------------------------
@@ -320,7 +316,9 @@ class Queue:
             mid = headers.get(_ID_HEADER) or str(md.sequence.stream)
             raw = bytes(msg.data or b"")
             out.append(
-                Delivery(topic, MessageId(mid), int(md.num_delivered), decode_payload(raw), raw, msg)
+                Delivery(
+                    topic, MessageId(mid), int(md.num_delivered), decode_payload(raw), raw, msg
+                )
             )
         return out
 
@@ -367,7 +365,9 @@ class Queue:
             await self._js.publish(
                 self._names.dlq_subject,
                 dumps(record),
-                headers={"Nats-Msg-Id": f"dl-{self._stream}-{delivery.handle.metadata.sequence.stream}"},
+                headers={
+                    "Nats-Msg-Id": f"dl-{self._stream}-{delivery.handle.metadata.sequence.stream}"
+                },
                 timeout=self._timeout,
             )
         except Exception as err:

@@ -1,0 +1,177 @@
+"""The ``wayline`` command line.
+
+::
+
+    wayline run    MODULE_OR_FILE:WORKFLOW [--input JSON]   start a run and drive it here
+    wayline worker --app MODULE [--app ...]                  serve runs until SIGTERM/SIGINT
+    wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON]   start only; prints the id
+    wayline runs list [--status S] [--json]
+    wayline runs show RUN_ID [--json]
+    wayline runs cancel RUN_ID
+    wayline hooks resume TOKEN --payload JSON
+
+Every command takes ``--world URL`` (default ``$WAYLINE_WORLD``, else
+``sqlite:///.wayline/wayline.db``). ``--input``: a JSON array is the positional arguments
+(``'[1, 2]'``), any other JSON value is the single argument (``'{"id": 7}'``), so a workflow
+taking one list is given ``'[[1, 2]]'``.
+
+Exit codes: 0 done; 1 the run failed or was cancelled (``run``), or there was nothing to
+cancel; 2 bad input (unknown module, workflow, run or hook token; invalid JSON; an unsupported
+world URL or an unusable database), always as a single ``error: ...`` line on stderr;
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from ..errors import WaylineError
+from ..events import RunStatus
+from ..settings import Settings
+from . import commands
+from .loading import UsageError
+
+__all__ = ["build_parser", "main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
+
+
+def _add_world(parser: argparse.ArgumentParser, default: str | None) -> None:
+    parser.add_argument(
+        "--world",
+        metavar="URL",
+        default=default,
+        help="sqlite:///relative.db, sqlite:////abs/path.db or nats://host:4222 "
+        "(default: $WAYLINE_WORLD, else sqlite:///.wayline/wayline.db)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="wayline",
+        description="Run and inspect durable Wayline workflows.",
+        epilog="Exit codes: 0 done, 1 run failed/cancelled, 2 bad input, 130 interrupted.",
+    )
+    _add_world(parser, None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def command(
+        parent: argparse._SubParsersAction[_Parser], name: str, help: str
+    ) -> argparse.ArgumentParser:
+        p = parent.add_parser(name, help=help, description=help)
+        _add_world(p, argparse.SUPPRESS)
+        return p
+
+    p = command(sub, "run", "start a run and drive it in this process until it ends")
+    p.add_argument("target", metavar="MODULE_OR_FILE:WORKFLOW")
+    p.add_argument(
+        "--input",
+        metavar="JSON",
+        help="a JSON array is the positional arguments; any other value is the one argument",
+    )
+    p.set_defaults(handler=commands.cmd_run)
+
+    p = command(sub, "worker", "execute runs (flow and step deliveries) until SIGTERM/SIGINT")
+    p.add_argument(
+        "--app",
+        metavar="MODULE",
+        action="append",
+        required=True,
+        help="module (dotted) or .py file whose workflows this worker serves; repeatable",
+    )
+    p.add_argument("--flow-concurrency", type=_positive, default=64, metavar="N")
+    p.add_argument("--step-concurrency", type=_positive, default=64, metavar="N")
+    p.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long in-flight deliveries may take to finish on shutdown (default 30)",
+    )
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.set_defaults(handler=commands.cmd_worker)
+
+    p = command(sub, "start", "start a run (a worker executes it) and print its id")
+    p.add_argument(
+        "target",
+        metavar="MODULE_OR_FILE:WORKFLOW|NAME",
+        help="with a module, the input is checked against the workflow; a bare NAME is "
+        "started without importing anything",
+    )
+    p.add_argument("--input", metavar="JSON", help="as for `wayline run`")
+    p.set_defaults(handler=commands.cmd_start)
+
+    runs = command(sub, "runs", "list, show and cancel runs")
+    runs.set_defaults(help_parser=runs)
+    runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND", parser_class=_Parser)
+    p = command(runs_sub, "list", "list runs, newest first")
+    p.add_argument("--status", choices=[s.value for s in RunStatus])
+    p.add_argument("--workflow", metavar="NAME")
+    p.add_argument("--limit", type=_positive, default=50, metavar="N")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=commands.cmd_runs_list)
+    p = command(runs_sub, "show", "a run's timeline: steps, attempts, hooks, sleeps, result")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--json", action="store_true", help="machine-readable output with the events")
+    p.set_defaults(handler=commands.cmd_runs_show)
+    p = command(runs_sub, "cancel", "cancel a run")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--reason", default="cancelled from the CLI")
+    p.set_defaults(handler=commands.cmd_runs_cancel)
+
+    hooks = command(sub, "hooks", "resume hooks")
+    hooks.set_defaults(help_parser=hooks)
+    hooks_sub = hooks.add_subparsers(dest="hooks_command", metavar="COMMAND", parser_class=_Parser)
+    p = command(hooks_sub, "resume", "deliver a payload to the hook holding TOKEN")
+    p.add_argument("token", metavar="TOKEN")
+    p.add_argument("--payload", metavar="JSON", help="the payload as JSON (default: null)")
+    p.set_defaults(handler=commands.cmd_hooks_resume)
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:
+        # `wayline`, `wayline runs` or `wayline hooks` alone: show what there is.
+        helper: argparse.ArgumentParser = getattr(args, "help_parser", parser)
+        helper.print_help(sys.stderr)
+        return 2
+    try:
+        if args.world is None:
+            args.world = Settings.from_env().world_url
+        level = getattr(args, "log_level", "WARNING")
+        logging.basicConfig(
+            level=getattr(logging, level),
+            stream=sys.stderr,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+        code: int = asyncio.run(args.handler(args))
+        return code
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except WaylineError as err:
+        print(f"error: {err.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("wayline: interrupted", file=sys.stderr)
+        return 130

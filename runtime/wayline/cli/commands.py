@@ -1,0 +1,327 @@
+"""What each ``wayline`` subcommand does. Each returns the process exit code: 0 done, 1 the
+run (or the action) failed, 2 bad input (raised as :class:`UsageError` or a WaylineError and
+printed by ``main`` as one ``error:`` line)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from ..client import Client
+from ..definitions import WorkflowDefinition
+from ..errors import HookNotFoundError, RunNotFoundError
+from ..events import RUN_TERMINAL_EVENTS, RunStatus
+from ..open_world import open_world
+from ..worker import Worker
+from ..world import World
+from .loading import (
+    UsageError,
+    import_app,
+    input_args,
+    load_target,
+    looks_like_file,
+    parse_json,
+    split_target,
+    workflows_in,
+)
+from .timeline import LiveProgress, fmt_duration, fmt_time, render_show, run_to_json
+
+log = logging.getLogger("wayline.cli")
+
+SQLITE = "sqlite:///"
+
+
+def absolute_world_url(url: str) -> str:
+    """A sqlite URL with an absolute path, so a printed command works from any directory."""
+    if url.startswith(SQLITE):
+        path = url[len(SQLITE) :]
+        if path and not path.startswith("/"):
+            return SQLITE + str(Path(path).resolve())
+    return url
+
+
+def sqlite_path(url: str) -> Path | None:
+    if url.startswith(SQLITE) and url[len(SQLITE) :]:
+        return Path(url[len(SQLITE) :])
+    return None
+
+
+@contextlib.asynccontextmanager
+async def opened_world(url: str, *, create: bool) -> AsyncIterator[World]:
+    """The world at ``url``, started. Without ``create`` a missing SQLite file is an error
+    rather than a new empty world (a mistyped --world should not look like "no runs")."""
+    path = sqlite_path(url)
+    if not create and path is not None and not path.exists():
+        raise UsageError(
+            f"no world at {url}: {path} does not exist (check --world or WAYLINE_WORLD)"
+        )
+    world = open_world(url)
+    await world.start()
+    try:
+        yield world
+    finally:
+        await world.close()
+
+
+def validate_input(definition: WorkflowDefinition, args: list[Any]) -> None:
+    """Refuse input the workflow cannot take before a run exists (exit 2, not a failed run)."""
+    what = f"workflow {definition.name!r}"
+    stored = definition.signature.encode_args(tuple(args), {}, what=what)
+    definition.signature.decode_args(stored, what=f"input of {what}")
+
+
+def publish_world(url: str) -> None:
+    """User code (steps) and child processes see the world the CLI uses as WAYLINE_WORLD."""
+    os.environ["WAYLINE_WORLD"] = url
+
+
+class _Stop:
+    """SIGINT/SIGTERM -> an event; a second signal exits at once (like a crash, which the
+    runtime recovers from)."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.signal: int | None = None
+
+    def install(self) -> Callable[[], None]:
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM)
+
+        def on_signal(signum: int) -> None:
+            if self.event.is_set():
+                print("wayline: second signal, exiting now", file=sys.stderr, flush=True)
+                os._exit(130)
+            self.signal = signum
+            self.event.set()
+
+        for s in signals:
+            loop.add_signal_handler(s, on_signal, s)
+
+        def remove() -> None:
+            for s in signals:
+                loop.remove_signal_handler(s)
+
+        return remove
+
+
+# --- run ------------------------------------------------------------------------------------
+async def cmd_run(args: argparse.Namespace) -> int:
+    definition, definitions = load_target(args.target)
+    call_args = input_args(args.input)
+    validate_input(definition, call_args)
+    url = args.world
+    publish_world(absolute_world_url(url))
+    progress_out = sys.stderr
+    async with opened_world(url, create=True) as world:
+        client = Client(world, definitions)
+        worker = Worker(world, definitions, recover=False)
+        stop = _Stop()
+        remove = stop.install()
+        try:
+            async with worker:
+                handle = await client.start(definition, *call_args)
+                progress = LiveProgress(progress_out, absolute_world_url(url))
+                ended = await follow(world, handle.run_id, progress, stop.event)
+        finally:
+            remove()
+        if not ended:
+            module, _ = split_target(args.target)
+            print(
+                f"wayline: interrupted; run {handle.run_id} is durable and carries on when a "
+                f"worker runs: wayline worker --app {module} --world {absolute_world_url(url)}",
+                file=sys.stderr,
+            )
+            return 130
+        info = await client.get_run(handle.run_id)
+    if info.status is RunStatus.COMPLETED:
+        print(json.dumps(info.output, indent=2, default=str))
+        return 0
+    if info.status is RunStatus.CANCELLED:
+        print(f"error: run {info.run_id} was cancelled", file=sys.stderr)
+        return 1
+    error = dict(info.error or {})
+    print(
+        f"error: run {info.run_id} failed: {error.get('code', 'UNKNOWN')}: "
+        f"{error.get('message', '')}",
+        file=sys.stderr,
+    )
+    return 1
+
+
+async def follow(
+    world: World,
+    run_id: str,
+    progress: LiveProgress,
+    stop: asyncio.Event | None = None,
+    poll: float = 0.05,
+) -> bool:
+    """Print the run's events as they are appended until it ends (True) or ``stop`` (False)."""
+    seen = 0
+    while True:
+        events = await world.list_events(run_id, after_seq=seen)
+        if events:
+            seen = events[-1].seq
+            progress.feed(events)
+            if any(e.type in RUN_TERMINAL_EVENTS for e in events):
+                return True
+        if stop is not None and stop.is_set():
+            return False
+        if stop is None:
+            await asyncio.sleep(poll)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), poll)
+
+
+# --- worker ---------------------------------------------------------------------------------
+async def cmd_worker(args: argparse.Namespace) -> int:
+    definitions: list[WorkflowDefinition] = []
+    for app in args.app:
+        found = workflows_in(import_app(app))
+        if not found:
+            raise UsageError(f"{app!r} defines no workflow (decorate one with @wayline.workflow)")
+        definitions.extend(d for d in found if d not in definitions)
+    names = sorted({d.name for d in definitions})
+    url = args.world
+    publish_world(absolute_world_url(url))
+    async with opened_world(url, create=True) as world:
+        worker = Worker(
+            world,
+            definitions,
+            flow_concurrency=args.flow_concurrency,
+            step_concurrency=args.step_concurrency,
+            exit_on_invocation_deadline=True,
+            shutdown_grace_seconds=args.shutdown_grace,
+        )
+        stop = _Stop()
+        remove = stop.install()
+        try:
+            await worker.start()
+            log.info(
+                "worker %d ready on %s: workflows %s", os.getpid(), world.url, ", ".join(names)
+            )
+            while not stop.event.is_set() and worker.failure is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.event.wait(), 1.0)
+            if stop.signal is not None:
+                log.info(
+                    "%s: stopping (in-flight deliveries finish first, up to %gs)",
+                    signal.Signals(stop.signal).name,
+                    args.shutdown_grace,
+                )
+            await worker.close(graceful=True)
+        finally:
+            remove()
+    if worker.failure is not None:
+        log.error("worker failed: %s", worker.failure)
+        return 1
+    log.info("worker stopped")
+    return 0
+
+
+# --- start ----------------------------------------------------------------------------------
+async def cmd_start(args: argparse.Namespace) -> int:
+    call_args = input_args(args.input)
+    definition: WorkflowDefinition | None = None
+    definitions: list[WorkflowDefinition] = []
+    if ":" in args.target:
+        definition, definitions = load_target(args.target)
+        validate_input(definition, call_args)
+    elif looks_like_file(args.target):
+        raise UsageError(f"name the workflow too: {args.target}:WORKFLOW")
+    async with opened_world(args.world, create=True) as world:
+        client = Client(world, definitions)
+        handle = await client.start(definition or args.target, *call_args)
+    print(handle.run_id)
+    return 0
+
+
+# --- runs -----------------------------------------------------------------------------------
+async def cmd_runs_list(args: argparse.Namespace) -> int:
+    async with opened_world(args.world, create=False) as world:
+        runs = await Client(world).list_runs(status=args.status, limit=args.limit)
+    if args.workflow:
+        runs = [r for r in runs if r.workflow == args.workflow]
+    if args.json:
+        print(json.dumps([run_to_json(r) for r in runs], indent=2, default=str))
+        return 0
+    if not runs:
+        print("no runs" + (f" with status {args.status}" if args.status else ""))
+        return 0
+    now = time.time()
+    rows = [("RUN ID", "WORKFLOW", "STATUS", "CREATED", "DURATION")]
+    for r in runs:
+        if r.ended_at:
+            took = fmt_duration(r.ended_at - r.created_at)
+        else:
+            took = fmt_duration(now - r.created_at) + " so far"
+        rows.append((r.run_id, r.workflow, str(r.status), fmt_time(r.created_at), took))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+async def _get_run(client: Client, run_id: str, url: str) -> Any:
+    try:
+        return await client.get_run(run_id)
+    except RunNotFoundError:
+        raise UsageError(f"no run {run_id!r} in {url} (see: wayline runs list)") from None
+
+
+async def cmd_runs_show(args: argparse.Namespace) -> int:
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        info = await _get_run(client, args.run_id, args.world)
+        events = await world.list_events(args.run_id)
+    if args.json:
+        from .timeline import fold
+
+        out = run_to_json(info)
+        out.update(fold(info.run_id, events).to_json())
+        out["events"] = [e.to_json() for e in events]
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        render_show(info, events, sys.stdout)
+    return 0
+
+
+async def cmd_runs_cancel(args: argparse.Namespace) -> int:
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        await _get_run(client, args.run_id, args.world)
+        cancelled = await client.cancel(args.run_id, reason=args.reason)
+        info = await client.get_run(args.run_id)
+    if cancelled:
+        print(f"cancelled {args.run_id}")
+        return 0
+    if info.status is RunStatus.CANCELLED:
+        print(f"{args.run_id} was already cancelled")
+        return 0
+    print(
+        f"error: run {args.run_id} already ended ({info.status}); nothing to cancel",
+        file=sys.stderr,
+    )
+    return 1
+
+
+# --- hooks ----------------------------------------------------------------------------------
+async def cmd_hooks_resume(args: argparse.Namespace) -> int:
+    payload = parse_json(args.payload, "--payload") if args.payload is not None else None
+    async with opened_world(args.world, create=False) as world:
+        try:
+            run_id = await Client(world).resume_hook(args.token, payload)
+        except HookNotFoundError as err:
+            raise UsageError(f"{err.message} (in {args.world})") from None
+    print(f"resumed hook {args.token} of run {run_id}")
+    return 0

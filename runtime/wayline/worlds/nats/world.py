@@ -1,0 +1,259 @@
+"""``NatsWorld``: the World contract on NATS JetStream (see eventlog.py and queue.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...errors import ConfigurationError, WorldUnavailableError
+from ...events import Event, NewEvent, RunStatus
+from ...ids import MessageId
+from ...world import Delivery, HookInfo, RunInfo, World
+from .eventlog import EventLog
+from .names import Names
+from .options import ConnectOptions, display_url, parse_url, redact
+from .provision import check_jetstream, check_version, provision
+from .queue import Queue
+
+log = logging.getLogger("wayline.worlds.nats")
+
+
+class NatsWorld(World):
+    """Event log and queue on JetStream. Create with a server URL (or several) and ``start()``
+    (or ``async with``); ``from_url`` takes the ``nats://…?prefix=…`` form."""
+
+    def __init__(
+        self,
+        servers: str | list[str] = "nats://127.0.0.1:4222",
+        *,
+        prefix: str = "wayline",
+        replicas: int = 1,
+        storage: str = "file",
+        visibility_seconds: float = 30.0,
+        user: str | None = None,
+        password: str | None = None,
+        token: str | None = None,
+        creds: str | None = None,
+        nkeys_seed: str | None = None,
+        nkeys_seed_str: str | None = None,
+        tls: ssl.SSLContext | None = None,
+        tls_ca: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        tls_hostname: str | None = None,
+        name: str | None = "wayline",
+        connect_timeout: float = 2.0,
+        connect_attempts: int = 3,
+        reconnect_time_wait: float = 1.0,
+        max_reconnect_attempts: int = -1,
+        ping_interval: float = 20.0,
+        request_timeout: float = 5.0,
+        connect_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        server_list = [servers] if isinstance(servers, str) else list(servers)
+        server_list = [s.strip() for entry in server_list for s in entry.split(",") if s.strip()]
+        if not server_list:
+            raise ConfigurationError("NatsWorld needs at least one server URL")
+        if storage not in ("file", "memory"):
+            raise ConfigurationError(f"NATS storage must be 'file' or 'memory', not {storage!r}")
+        if replicas < 1:
+            raise ConfigurationError(f"NATS replicas must be >= 1, not {replicas}")
+        if visibility_seconds <= 0:
+            raise ConfigurationError("visibility_seconds must be > 0")
+        self.names = Names(prefix)
+        self.prefix = prefix
+        self.replicas = replicas
+        self.storage = storage
+        self._visibility = float(visibility_seconds)
+        self._options = ConnectOptions(
+            servers=server_list,
+            user=user,
+            password=password,
+            token=token,
+            creds=creds,
+            nkeys_seed=nkeys_seed,
+            nkeys_seed_str=nkeys_seed_str,
+            tls=tls,
+            tls_ca=tls_ca,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_hostname=tls_hostname,
+            name=name,
+            connect_timeout=connect_timeout,
+            connect_attempts=max(1, connect_attempts),
+            reconnect_time_wait=reconnect_time_wait,
+            max_reconnect_attempts=max_reconnect_attempts,
+            ping_interval=ping_interval,
+            request_timeout=request_timeout,
+            extra=dict(connect_options or {}),
+        )
+        self.url = display_url(server_list, prefix)
+        self._servers_shown = ",".join(redact(s) for s in server_list)
+        self._nc: Any = None
+        self._log: EventLog | None = None
+        self._queue: Queue | None = None
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> NatsWorld:
+        """``nats://[user:pass@]host:port[,host2:port]?prefix=...&replicas=...``; keyword
+        options override the URL's."""
+        servers, parsed = parse_url(url)
+        parsed.update(options)
+        return cls(servers, **parsed)
+
+    @property
+    def visibility_seconds(self) -> float:
+        return self._visibility
+
+    # lifecycle --------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._nc is not None:
+            return
+        nc = await self._connect()
+        try:
+            js = nc.jetstream(timeout=self._options.request_timeout)
+            shown = self._servers_shown
+            check_version(nc, shown)
+            await check_jetstream(nc, js, shown, self._options.request_timeout)
+            await provision(js, self.names, replicas=self.replicas, storage=self.storage, url=shown)
+            event_log = EventLog(
+                nc, js, self.names, url=shown, timeout=self._options.request_timeout
+            )
+            await event_log.start()
+            queue = Queue(
+                nc,
+                js,
+                self.names,
+                url=shown,
+                timeout=self._options.request_timeout,
+                visibility=self._visibility,
+                replicas=self.replicas,
+                memory=self.storage == "memory",
+            )
+            await queue.start()
+        except BaseException:
+            await _close_quietly(nc)
+            raise
+        self._nc, self._log, self._queue = nc, event_log, queue
+
+    async def _connect(self) -> Any:
+        try:
+            import nats
+        except ImportError as err:  # pragma: no cover - nats-py is an optional dependency
+            raise ConfigurationError(
+                "the NATS world needs nats-py: pip install 'wayline[nats]'"
+            ) from err
+        opts = self._options
+        last: BaseException | None = None
+        delay = 0.1
+        for attempt in range(opts.connect_attempts):
+            try:
+                nc = await nats.connect(**opts.connect_kwargs(self._on_error))
+            except Exception as err:  # reported below with the URL
+                last = err
+                log.debug(
+                    "connecting to %s failed (attempt %d): %r",
+                    self._servers_shown,
+                    attempt + 1,
+                    err,
+                )
+                if attempt + 1 < opts.connect_attempts:
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 3, 2.0)
+                continue
+            # from now on an outage pauses work: the client reconnects (forever by default)
+            nc.options["allow_reconnect"] = True
+            nc.options["max_reconnect_attempts"] = opts.max_reconnect_attempts
+            return nc
+        detail = f"{type(last).__name__}: {last}" if last is not None else "unknown error"
+        raise WorldUnavailableError(
+            f"cannot connect to NATS at {self._servers_shown} after {opts.connect_attempts} "
+            f"attempts ({detail})",
+            url=self._servers_shown,
+        ) from last
+
+    async def _on_error(self, err: Exception) -> None:
+        log.debug("nats client error on %s: %r", self._servers_shown, err)
+
+    async def close(self) -> None:
+        nc, self._nc = self._nc, None
+        if self._log is not None:
+            await self._log.close()
+        self._log = self._queue = None
+        if nc is not None:
+            await _close_quietly(nc)
+
+    def _events(self) -> EventLog:
+        if self._log is None:
+            raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
+        return self._log
+
+    def _q(self) -> Queue:
+        if self._queue is None:
+            raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
+        return self._queue
+
+    # event log ---------------------------------------------------------------------------
+    async def append(
+        self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[Event]:
+        return await self._events().append(run_id, events, expected_seq)
+
+    async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        return await self._events().list_events(run_id, after_seq)
+
+    async def get_run(self, run_id: str) -> RunInfo | None:
+        return await self._events().get_run(run_id)
+
+    async def list_runs(
+        self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
+    ) -> list[RunInfo]:
+        return await self._events().list_runs(status, workflow, limit)
+
+    async def get_hook(self, token: str) -> HookInfo | None:
+        return await self._events().get_hook(token)
+
+    # queue ---------------------------------------------------------------------------------
+    async def enqueue(
+        self,
+        topic: str,
+        payload: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        delay_seconds: float = 0.0,
+    ) -> MessageId:
+        result: MessageId = await self._q().enqueue(topic, payload, idempotency_key, delay_seconds)
+        return result
+
+    async def receive(
+        self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
+    ) -> list[Delivery]:
+        result: list[Delivery] = await self._q().receive(topic, max_messages, wait_seconds)
+        return result
+
+    async def ack(self, delivery: Delivery) -> None:
+        await self._q().ack(delivery)
+
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
+        await self._q().retry(delivery, delay_seconds)
+
+    async def renew(self, delivery: Delivery) -> None:
+        await self._q().renew(delivery)
+
+    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
+        await self._q().dead_letter(delivery, reason)
+
+    async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._q().list_dead_letters(limit)
+        return result
+
+
+async def _close_quietly(nc: Any) -> None:
+    try:
+        await nc.close()
+    except Exception as err:  # closing anyway
+        log.debug("closing the NATS connection failed: %r", err)

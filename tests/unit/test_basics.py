@@ -1,0 +1,155 @@
+"""Durations, settings, serialisation, ids and the pinned public API."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import pydantic
+import pytest
+
+import wayline
+from wayline.durations import to_seconds
+from wayline.errors import ConfigurationError
+from wayline.ids import is_run_id, new_run_id
+from wayline.serde import decode, encode
+from wayline.settings import Settings
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [(5, 5.0), (1.5, 1.5), (timedelta(minutes=2), 120.0), ("10s", 10.0), ("1h", 3600.0),
+     ("1h30m", 5400.0), ("250ms", 0.25), ("2d", 172800.0), (" 3 ", 3.0), ("1w", 604800.0)],
+)
+def test_durations(value: object, seconds: float) -> None:
+    assert to_seconds(value) == pytest.approx(seconds)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["", "soon", "10 parsecs", "-5", -1, True, None, "1h-3m"])
+def test_bad_durations_say_what_was_wrong(bad: object) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        to_seconds(bad)  # type: ignore[arg-type]
+
+
+def test_settings_from_an_injected_mapping() -> None:
+    s = Settings.from_env({})
+    assert (s.inline_ownership, s.lease_seconds, s.max_queue_deliveries, s.max_inline_steps) == (
+        True, 860.0, 48, 3)
+    s = Settings.from_env({"WORKFLOW_INLINE_OWNERSHIP": "false",
+                           "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "5000",
+                           "WORKFLOW_MAX_INLINE_STEPS": "40"})
+    assert not s.inline_ownership and s.lease_seconds == 900 and s.max_inline_steps == 16
+    assert Settings.from_env({"WORKFLOW_INLINE_OWNERSHIP": "0",
+                              "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "0"}).lease_seconds == 1
+    with pytest.raises(ConfigurationError, match="WORKFLOW_INLINE_OWNERSHIP"):
+        Settings.from_env({"WORKFLOW_INLINE_OWNERSHIP": "maybe"})
+    with pytest.raises(ConfigurationError, match="LEASE"):
+        Settings.from_env({"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "long"})
+
+
+def test_worker_refuses_an_invocation_bound_not_below_the_lease() -> None:
+    world = wayline.LocalWorld(":unused:")
+    s = Settings.from_env({"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "60",
+                           "WAYLINE_MAX_INVOCATION_SECONDS": "60"})
+    with pytest.raises(ConfigurationError, match="must be below"):
+        wayline.Worker(world, [], settings=s)
+    wayline.Worker(world, [], settings=Settings.from_env(
+        {"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "60", "WAYLINE_MAX_INVOCATION_SECONDS": "50"}))
+
+
+def test_run_ids_are_wf_and_128_random_bits() -> None:
+    ids = {new_run_id() for _ in range(1000)}
+    assert len(ids) == 1000 and all(is_run_id(i) for i in ids)
+
+
+@dataclasses.dataclass
+class P:
+    a: int
+
+
+class M(pydantic.BaseModel):
+    b: str
+
+
+def test_serde_round_trips_models_and_names_the_culprit() -> None:
+    assert encode({"p": P(1), "m": M(b="x")}, what="v") == {"p": {"a": 1}, "m": {"b": "x"}}
+    assert decode({"a": 2}, P, what="v") == P(2)
+    assert decode({"b": "y"}, M, what="v") == M(b="y")
+    with pytest.raises(wayline.SerializationError, match=r"step 'charge'.*object"):
+        encode(object(), what="step 'charge' arguments")
+    with pytest.raises(wayline.SerializationError, match="a"):
+        decode({"a": "not a number"}, P, what="input")
+    with pytest.raises(wayline.SerializationError):
+        encode(float("nan"), what="x")
+
+
+def test_public_api_is_pinned() -> None:
+    assert sorted(wayline.__all__) == sorted([
+        "Client", "ConfigurationError", "FatalError", "Hook", "HookNotFoundError", "HookTimeout",
+        "LocalWorld", "NotInStepError", "NotInWorkflowError", "ReplayDivergenceError",
+        "RetryableError", "RunCancelledError", "RunFailedError", "RunHandle", "RunStatus",
+        "SerializationError", "Settings", "StepContext", "StepFailedError", "WaylineError",
+        "Worker", "WorkflowNotFoundError", "World", "WorldUnavailableError", "create_hook",
+        "gather", "now", "open_world", "race", "random", "sleep", "step", "step_context",
+        "uuid4", "workflow",
+    ])
+    for name in wayline.__all__:
+        assert getattr(wayline, name) is not None
+
+
+def test_open_world_urls(tmp_path: object) -> None:
+    assert str(wayline.open_world("sqlite:///rel/w.db").path) == "rel/w.db"  # type: ignore[attr-defined]
+    assert str(wayline.open_world("sqlite:////abs/w.db").path) == "/abs/w.db"  # type: ignore[attr-defined]
+    for bad in ("postgres://x", "sqlite://", "w.db"):
+        with pytest.raises(ConfigurationError, match="sqlite"):
+            wayline.open_world(bad)
+
+
+def test_retryable_error_takes_durations() -> None:
+    assert wayline.RetryableError("x", retry_after="2s").retry_after == 2.0
+    assert wayline.RetryableError("x", retry_after=timedelta(seconds=3)).retry_after == 3.0
+
+
+def test_errors_have_stable_codes() -> None:
+    assert wayline.ReplayDivergenceError("x").code == "REPLAY_DIVERGENCE"
+    assert wayline.HookTimeout("x").code == "HOOK_TIMEOUT"
+    assert issubclass(wayline.SerializationError, wayline.FatalError)
+    assert issubclass(wayline.WorldUnavailableError, wayline.WaylineError)
+
+
+async def test_unreadable_database_is_a_clear_error(tmp_path: pytest.TempPathFactory) -> None:
+    bad = tmp_path / "not-a-db.db"  # type: ignore[operator]
+    bad.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(wayline.WorldUnavailableError, match="not a SQLite database"):
+        async with wayline.LocalWorld(bad):
+            pass
+    locked_dir = tmp_path / "ro"  # type: ignore[operator]
+    locked_dir.mkdir()
+    target = locked_dir / "sub" / "w.db"
+    locked_dir.chmod(0o500)
+    try:
+        import os
+
+        if os.geteuid() != 0:  # root ignores directory permissions
+            with pytest.raises(wayline.WorldUnavailableError, match="cannot be opened"):
+                async with wayline.LocalWorld(target):
+                    pass
+    finally:
+        locked_dir.chmod(0o700)
+
+
+async def test_locked_database_is_a_clear_error(tmp_path: pytest.TempPathFactory) -> None:
+    import sqlite3
+
+    path = tmp_path / "w.db"  # type: ignore[operator]
+    async with wayline.LocalWorld(path, busy_timeout=0.2) as world:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(wayline.WorldUnavailableError, match="locked"):
+                await world.enqueue("flow", {"x": 1})
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        await world.enqueue("flow", {"x": 1})  # nothing lost: it works once the lock is gone
+        assert len(await world.receive("flow", wait_seconds=1)) == 1

@@ -1,0 +1,170 @@
+"""Replay as a pure function of (workflow, events): hand-built and golden histories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import wayline
+from wayline.events import Event, EventType
+from wayline.replay import Replay, StepFailedError
+from tests.runtime import flows
+
+T = EventType
+RUN = "wf_" + "0" * 32
+
+
+class Log:
+    """Builds an event history with world-like seqs and stamps."""
+
+    def __init__(self, *args: Any) -> None:
+        self.events: list[Event] = []
+        self.t = 1000.0
+        self.add(T.RUN_CREATED, None, {"workflow": "x", "input": {"args": list(args)}})
+        self.add(T.RUN_STARTED)
+
+    def add(self, t: EventType, cid: str | None = None, data: dict[str, Any] | None = None) -> Log:
+        self.t += 1
+        self.events.append(Event(RUN, len(self.events) + 1, t, cid, data or {}, self.t))
+        return self
+
+    def step(self, cid: str, name: str, result: Any, inp: Any = None) -> Log:
+        self.add(T.STEP_CREATED, cid, {"stepName": name, "input": inp})
+        self.add(T.STEP_STARTED, cid, {"attempt": 1, "ownerMessageId": "1"})
+        return self.add(T.STEP_COMPLETED, cid, {"result": result})
+
+
+def replay(workflow: Any, log: Log) -> Replay:
+    r = Replay(workflow, RUN)
+    r.feed(log.events)
+    return r
+
+
+def test_a_fresh_run_suspends_on_its_first_step() -> None:
+    r = replay(flows.chain, Log(3))
+    assert not r.finished
+    assert [(s.cid, s.name, s.input) for s in r.new_steps.values()] == [("s1", "add", {"args": [0, 0]})]
+
+
+def test_golden_history_completes_with_logged_results() -> None:
+    log = Log(3).step("s1", "add", 0).step("s2", "add", 1).step("s3", "add", 3)
+    r = replay(flows.chain, log)
+    assert r.finished and r.root is not None and r.root.result() == 3
+    # results come from the log, not from running the steps: a doctored log shows it
+    log2 = Log(3).step("s1", "add", 100).step("s2", "add", 200).step("s3", "add", 300)
+    r2 = replay(flows.chain, log2)
+    assert r2.root is not None and r2.root.result() == 300
+
+
+def test_replaying_the_same_log_twice_gives_the_same_state() -> None:
+    log = Log(5).step("s1", "add", 0).step("s2", "add", 1)
+    a, b = replay(flows.chain, log), replay(flows.chain, log)
+    assert list(a.new_steps) == list(b.new_steps) == ["s3"]
+    assert a.new_steps['s3'].input == b.new_steps['s3'].input == {"args": [1, 2]}
+
+
+def test_feeding_incrementally_equals_feeding_at_once() -> None:
+    log = Log(4).step("s1", "add", 0).step("s2", "add", 1).step("s3", "add", 3)
+    whole = replay(flows.chain, log)
+    live = Replay(flows.chain, RUN)
+    for e in log.events:
+        live.feed([e])
+    assert [s.input for s in live.steps.values()] == [s.input for s in whole.steps.values()]
+
+
+def test_a_different_step_at_a_slot_is_a_divergence_naming_both() -> None:
+    log = Log(2).step("s1", "noop", 0)
+    with pytest.raises(wayline.ReplayDivergenceError) as info:
+        replay(flows.chain, log)
+    assert "'noop'" in str(info.value) and "'add'" in str(info.value)
+    assert info.value.code == "REPLAY_DIVERGENCE"
+
+
+def test_a_logged_call_the_workflow_never_made_is_a_divergence() -> None:
+    log = Log(1).step("s1", "add", 0).step("s2", "add", 5)  # chain(1) makes one call only
+    with pytest.raises(wayline.ReplayDivergenceError, match="s2"):
+        replay(flows.chain, log)
+
+
+def test_race_takes_the_first_in_log_order() -> None:
+    base = Log("m", 1.0)
+    base.add(T.STEP_CREATED, "s1", {"stepName": "slow_marker"})
+    base.add(T.WAIT_CREATED, "w1", {"resumeAt": base.t + 0.3})
+    sleep_first = Log("m", 1.0)
+    sleep_first.events = list(base.events)
+    sleep_first.t = base.t
+    sleep_first.add(T.WAIT_COMPLETED, "w1").add(T.STEP_COMPLETED, "s1", {"result": "done"})
+    r = replay(flows.sleep_during_step, sleep_first)
+    assert r.root is not None and r.root.result() == "sleep won"
+    step_first = Log("m", 1.0)
+    step_first.events = list(base.events)
+    step_first.t = base.t
+    step_first.add(T.STEP_COMPLETED, "s1", {"result": "done"}).add(T.WAIT_COMPLETED, "w1")
+    r = replay(flows.sleep_during_step, step_first)
+    assert r.root is not None and r.root.result() == "step won"
+
+
+def test_failed_step_raises_step_failed_into_the_workflow() -> None:
+    log = Log().add(T.STEP_CREATED, "s1", {"stepName": "fatal_step"})
+    log.add(T.STEP_FAILED, "s1", {"error": {"name": "FatalError", "message": "card declined"}})
+    r = replay(flows.catches_failure, log)
+    assert r.root is not None and r.root.result() == "caught: card declined"
+    r2 = replay(flows.fails, log)
+    assert r2.root is not None and isinstance(r2.root.exception(), StepFailedError)
+
+
+def test_hook_timeout_and_payload_race_in_log_order() -> None:
+    log = Log("tok")
+    log.add(T.HOOK_CREATED, "h1", {"token": "tok"})
+    log.add(T.WAIT_CREATED, "h1.timeout", {"resumeAt": log.t + 1})
+    timed = replay(flows.hook_timeout, Log("tok")).hooks
+    assert timed["h1"].timeout is not None
+    first_timeout = Log("tok")
+    first_timeout.events = list(log.events)
+    first_timeout.t = log.t
+    first_timeout.add(T.WAIT_COMPLETED, "h1.timeout").add(T.HOOK_RECEIVED, "h1", {"payload": 1})
+    r = replay(flows.hook_timeout, first_timeout)
+    assert r.root is not None and r.root.result() == "timed out"
+    first_payload = Log("tok")
+    first_payload.events = list(log.events)
+    first_payload.t = log.t
+    first_payload.add(T.HOOK_RECEIVED, "h1", {"payload": 1})
+    r = replay(flows.hook_timeout, first_payload)
+    assert r.root is not None and r.root.result() == "got payload"
+    assert r.pending_waits() == []  # the timeout no longer matters once the payload arrived
+
+
+def test_time_moves_only_with_the_log() -> None:
+    log = Log()
+    r = replay(flows.deterministic, log)
+    assert r.now == log.events[-1].created_at
+    log.step("s1", "noop", 1)
+    r = replay(flows.deterministic, log)
+    assert r.root is not None
+    ts, rnd, uid, after = r.root.result()
+    assert ts == pytest.approx(log.events[1].created_at)
+    assert after == pytest.approx(log.events[-1].created_at)
+    again = replay(flows.deterministic, log)
+    assert again.root is not None and again.root.result() == [ts, rnd, uid, after]
+
+
+def test_typed_input_is_rebuilt_and_mismatch_names_the_field() -> None:
+    ok = Log({"x": 1, "y": 2})
+    r = replay(flows.typed, ok)
+    assert r.new_steps['s1'].input == {"args": [{"x": 1, "y": 2}, 2]}
+    bad = Log({"x": "one", "y": 2})
+    r = replay(flows.typed, bad)
+    assert r.root is not None
+    err = r.root.exception()
+    assert isinstance(err, wayline.SerializationError) and "x" in str(err)
+
+
+def test_workflow_only_functions_raise_outside_a_workflow() -> None:
+    for call in (lambda: wayline.sleep(1), lambda: wayline.create_hook(), wayline.now,
+                 wayline.random, wayline.uuid4, lambda: wayline.gather(),
+                 lambda: wayline.race()):
+        with pytest.raises(wayline.NotInWorkflowError):
+            call()
+    with pytest.raises(wayline.NotInStepError):
+        wayline.step_context()
