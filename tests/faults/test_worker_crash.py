@@ -28,7 +28,7 @@ def spawn_worker(tmp_path: Path) -> Iterator[object]:
     procs: list[subprocess.Popen[bytes]] = []
     logs: list[object] = []
 
-    def start(db: Path) -> subprocess.Popen[bytes]:
+    def start(db: Path, **env: str) -> subprocess.Popen[bytes]:
         log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115
         logs.append(log)
         proc = subprocess.Popen(
@@ -36,6 +36,7 @@ def spawn_worker(tmp_path: Path) -> Iterator[object]:
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=log,
+            env={**os.environ, **env},
         )
         procs.append(proc)
         assert proc.stdout is not None
@@ -119,3 +120,47 @@ async def test_sigkill_during_queued_step_is_redelivered(tmp_path: Path, spawn_w
         assert await handle.result(timeout=30) >= 2
     attempts = [line.split(":")[0] for line in flows.lines(log)]
     assert attempts[0] == "1" and len(attempts) <= 3
+
+
+SHORT_LEASE = {"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "2", "WAYLINE_MAX_INVOCATION_SECONDS": "1.5"}
+
+
+async def test_unstable_ids_recover_a_crashed_inline_step_by_the_backstop(  # type: ignore[no-untyped-def]
+    tmp_path: Path, spawn_worker
+) -> None:
+    """Degraded mode: the owner check never matches, so recovery is the backstop lease."""
+    db = tmp_path / "w.db"
+    counts = str(tmp_path / "counts")
+    async with wayline.LocalWorld(db) as world:
+        client = wayline.Client(world)
+        first = spawn_worker(db, WAYLINE_TEST_UNSTABLE_IDS="1", **SHORT_LEASE)
+        handle = await client.start(flows.crashy, counts, 1.0)
+        await _until_lines(counts, 2)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        spawn_worker(db, WAYLINE_TEST_UNSTABLE_IDS="1", **SHORT_LEASE)
+        assert await handle.result(timeout=30) == ["before", "finished", "after"]
+        events = await handle.events()
+    assert flows.lines(counts) == ["before", "attempt 1", "attempt 2", "after"]
+    starts = of_type([e for e in events if e.correlation_id == "s2"], EventType.STEP_STARTED)
+    # recovered through the queue after the lease: a bare (queue-owned) start
+    assert starts[0].data.get("ownerMessageId") and not starts[1].data.get("ownerMessageId")
+    assert starts[1].created_at - starts[0].created_at >= 1.9
+
+
+async def test_invocation_bound_exits_the_worker_and_the_run_still_finishes(  # type: ignore[no-untyped-def]
+    tmp_path: Path, spawn_worker
+) -> None:
+    db = tmp_path / "w.db"
+    marker = str(tmp_path / "marker")
+    env = {"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "3", "WAYLINE_MAX_INVOCATION_SECONDS": "0.5",
+           "WAYLINE_VISIBILITY_SECONDS": "1", "WAYLINE_TEST_EXIT_ON_DEADLINE": "1"}
+    async with wayline.LocalWorld(db) as world:
+        client = wayline.Client(world)
+        first = spawn_worker(db, **env)
+        handle = await client.start(flows.single_slow, marker, 1.5)
+        assert await asyncio.to_thread(first.wait, 15) == 70  # past the bound: it exits
+        env["WAYLINE_MAX_INVOCATION_SECONDS"] = "2.5"
+        spawn_worker(db, **env)
+        assert await handle.result(timeout=30) == "done"
+    assert flows.lines(marker) == ["attempt 1", "attempt 2"]

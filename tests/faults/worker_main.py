@@ -1,21 +1,36 @@
 """A worker process for fault tests: ``python -m tests.faults.worker_main DB_PATH``.
 
-Runs every workflow of ``tests.runtime.flows`` on the embedded world until killed."""
+Runs every workflow of ``tests.runtime.flows`` on the embedded world until killed. Settings
+come from the environment (WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS, ...), plus two test knobs:
+``WAYLINE_TEST_UNSTABLE_IDS=1`` wraps the world so every delivery gets a fresh message id, and
+``WAYLINE_TEST_EXIT_ON_DEADLINE=1`` makes the invocation bound exit the process (as
+``wayline worker`` does)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 
 import wayline
+from wayline.definitions import WorkflowDefinition
+from wayline.world import World
 from tests.runtime import flows
+from tests.runtime.unstable import UnstableIdWorld
 
 
 async def main(path: str) -> None:
-    workflows = [v for v in vars(flows).values() if isinstance(v, wayline.definitions.WorkflowDefinition)]
-    async with wayline.LocalWorld(path, poll_interval=0.02, visibility_seconds=30) as world:
-        worker = wayline.Worker(world, workflows)
+    workflows = [v for v in vars(flows).values() if isinstance(v, WorkflowDefinition)]
+    visibility = float(os.environ.get("WAYLINE_VISIBILITY_SECONDS", "30"))
+    world: World = wayline.LocalWorld(path, poll_interval=0.02, visibility_seconds=visibility)
+    if os.environ.get("WAYLINE_TEST_UNSTABLE_IDS") == "1":
+        world = UnstableIdWorld(world)
+    async with world:
+        worker = wayline.Worker(
+            world, workflows,
+            exit_on_invocation_deadline=os.environ.get("WAYLINE_TEST_EXIT_ON_DEADLINE") == "1",
+        )
         print("worker ready", flush=True)
         await worker.run()
 

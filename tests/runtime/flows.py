@@ -193,3 +193,24 @@ async def long_step_then_hook(path: str, seconds: float) -> str:
     await slow_marker(path, seconds)
     await wayline.create_hook(f"after:{path}")
     return "ok"
+
+
+@wayline.workflow
+async def single_slow(path: str, seconds: float) -> str:
+    return str(await slow_marker(path, seconds))
+
+
+@wayline.step(max_retries=2, retry_delay=1.0)
+async def slow_then_fail_once(path: str) -> str:
+    attempt = wayline.step_context().attempt
+    mark(path, f"attempt {attempt}")
+    await asyncio.sleep(0.6)
+    if attempt == 1:
+        raise RuntimeError("first attempt fails")
+    return "ok"
+
+
+@wayline.workflow
+async def retry_under_backstop(path: str) -> list[object]:
+    hook = wayline.create_hook(f"retry:{path}")
+    return list(await wayline.gather(slow_then_fail_once(path), hook))

@@ -1,0 +1,85 @@
+"""Inline step ownership on every world: the backstop's two lessons (seed 000) and lost owners."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from wayline.events import EventType, NewEvent
+from wayline.ids import new_run_id
+from wayline.world import FLOW_TOPIC
+from tests.runtime import flows
+from tests.runtime.harness import Engine, of_type, settings, wait_for
+
+SHORT = {"lease_seconds": 2.0, "max_invocation_seconds": 1.5}
+
+
+async def test_retry_handoff_is_not_absorbed_by_a_pending_backstop(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Lesson 1: a wake arms a backstop mid-step; the step then fails once. Its ~1 s retry must
+    not wait for the 860 s lease."""
+    marker = str(tmp_path / "m")
+    async with engine.worker([flows.retry_under_backstop]):
+        handle = await engine.client.start(flows.retry_under_backstop, marker)
+        await wait_for(lambda: _has_lines(marker, 1))
+        await engine.client.resume_hook(f"retry:{marker}", "wake")  # arms the backstop
+        assert await handle.result(timeout=20) == ["ok", "wake"]
+    assert flows.lines(marker) == ["attempt 1", "attempt 2"]
+    events = await handle.events()
+    [retrying] = of_type(events, EventType.STEP_RETRYING)
+    second = of_type(events, EventType.STEP_STARTED)[1]
+    assert second.created_at - retrying.created_at < 10  # the backoff, not the lease
+
+
+async def _ghost_owned_run(engine: Engine, marker: str, owner: str) -> str:
+    """A run whose inline step s1 was stamped by a message that no longer exists."""
+    run_id = new_run_id()
+    inp = {"args": [marker, 0.1]}
+    await engine.world.append(run_id, [
+        NewEvent(EventType.RUN_CREATED, data={"workflow": "single_slow", "input": inp}),
+        NewEvent(EventType.RUN_STARTED),
+        NewEvent(EventType.STEP_CREATED, "s1",
+                 {"stepName": "slow_marker", "input": inp, "occurrence": 0}),
+        NewEvent(EventType.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": owner}),
+    ])
+    return run_id
+
+
+async def test_lost_owner_message_is_recovered_after_the_lease(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Owner-message loss the runtime never observes (dead-lettered, purged): a wake defers
+    to the ghost only for the lease, then its backstop recovers the step."""
+    marker = str(tmp_path / "m")
+    run_id = await _ghost_owned_run(engine, marker, "ghost-1")
+    async with engine.worker([flows.single_slow], settings=settings(**SHORT)):
+        await engine.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "hook"})
+        assert await engine.client.handle(run_id).result(timeout=20) == "done"
+    assert flows.lines(marker) == ["attempt 2"]
+    starts = of_type(await engine.world.list_events(run_id), EventType.STEP_STARTED)
+    assert starts[-1].created_at - starts[0].created_at >= 1.9
+
+
+async def test_backstop_of_a_refreshed_epoch_publishes_its_replacement(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Lesson 2: the epoch-1 backstop fires while a re-stamp (owner recovery) keeps the lease
+    alive. Its re-arm must not dedupe against itself (it is still in flight), or once the
+    recovered owner is gone nothing would ever wake the run."""
+    marker = str(tmp_path / "m")
+    run_id = await _ghost_owned_run(engine, marker, "ghost-1")
+    async with engine.worker([flows.single_slow], settings=settings(**SHORT)):
+        await engine.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "hook"})
+        await asyncio.sleep(1.0)
+        # owner recovery by another (soon lost) delivery re-stamps: a new ownership epoch
+        [restamp] = await engine.world.append(run_id, [NewEvent(
+            EventType.STEP_STARTED, "s1", {"attempt": 2, "ownerMessageId": "ghost-2"})])
+        assert await engine.client.handle(run_id).result(timeout=20) == "done"
+    assert flows.lines(marker) == ["attempt 3"]
+    starts = of_type(await engine.world.list_events(run_id), EventType.STEP_STARTED)
+    assert starts[-1].created_at >= restamp.created_at + 1.9  # the refreshed lease was honoured
+
+
+async def _has_lines(path: str, n: int) -> bool:
+    return len(flows.lines(path)) >= n
