@@ -526,15 +526,18 @@ class Handler:
             else:
                 outcome = None
             if outcome is None and definition is not None:
-                try:  # a bare start: queue-owned, clears any inline ownership
-                    await world.append(
-                        run_id, [NewEvent(EventType.STEP_STARTED, cid, {"attempt": attempt})]
-                    )
-                except (EntityConflictError, RunTerminalError):
-                    return await self._continue(run_id, delivery)
+                started = True
 
-                async def body() -> Outcome:
+                async def body() -> Outcome | None:
+                    nonlocal started
                     assert definition is not None
+                    try:  # a bare start: queue-owned, clears any inline ownership
+                        await world.append(
+                            run_id, [NewEvent(EventType.STEP_STARTED, cid, {"attempt": attempt})]
+                        )
+                    except (EntityConflictError, RunTerminalError):
+                        started = False
+                        return None
                     return await run_step_body(
                         definition,
                         run_id=run_id,
@@ -545,7 +548,18 @@ class Handler:
                     )
 
                 executed, outcome = await world.single_flight.run(f"{run_id}:{cid}", body)
+                if executed and not started:
+                    return await self._continue(run_id, delivery)
                 if not executed:
+                    # The loser waited for the winner to settle. If the winner handed off a
+                    # retry, its enqueue under this step's key was deduped against *this*
+                    # in-flight message: acking it would leave the step with no message. So
+                    # this message becomes the retry, redelivered when it is due.
+                    after = _fold_step(await world.list_events(run_id), cid)
+                    if after is not None and not after.terminal:
+                        delay = max(0.0, (after.retry_after or 0.0) - time.time())
+                        await world.retry(delivery, delay)
+                        return Verdict("none")
                     outcome = None
             if outcome is not None:
                 await self._record(run_id, cid, outcome, step.name)
@@ -572,6 +586,7 @@ class _StepView:
     occurrence: int
     starts: int = 0
     terminal: bool = False
+    retry_after: float | None = None
 
 
 def _fold_step(events: list[Event], cid: str) -> _StepView | None:
@@ -586,6 +601,9 @@ def _fold_step(events: list[Event], cid: str) -> _StepView | None:
         elif view is not None:
             if e.type is EventType.STEP_STARTED:
                 view.starts += 1
+            elif e.type is EventType.STEP_RETRYING:
+                retry_after = e.data.get("retryAfter")
+                view.retry_after = float(retry_after) if isinstance(retry_after, int | float) else None
             elif e.type in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
                 view.terminal = True
     return view

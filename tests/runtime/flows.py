@@ -214,3 +214,19 @@ async def slow_then_fail_once(path: str) -> str:
 async def retry_under_backstop(path: str) -> list[object]:
     hook = wayline.create_hook(f"retry:{path}")
     return list(await wayline.gather(slow_then_fail_once(path), hook))
+
+
+@wayline.step(max_retries=2, retry_delay=0.5)
+async def long_fail_once(path: str, seconds: float) -> str:
+    attempt = wayline.step_context().attempt
+    mark(path, f"attempt {attempt}")
+    await asyncio.sleep(seconds)
+    if attempt == 1:
+        raise RuntimeError("first attempt fails")
+    return "ok"
+
+
+@wayline.workflow
+async def outlives_lease(path: str, seconds: float) -> list[object]:
+    hook = wayline.create_hook(f"outlive:{path}")
+    return list(await wayline.gather(long_fail_once(path, seconds), hook))
