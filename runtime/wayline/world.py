@@ -40,21 +40,8 @@ class RunInfo:
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
 
-def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
-    """The run view after one event; shared by every world so their views agree."""
-    if event.type is EventType.RUN_CREATED:
-        data = event.data
-        return RunInfo(
-            run_id=event.run_id,
-            workflow=str(data.get("workflow", "")),
-            status=RunStatus.PENDING,
-            input=data.get("input"),
-            created_at=event.created_at,
-            updated_at=event.created_at,
-            last_seq=event.seq,
-            attributes={k: v for k, v in data.items() if k not in ("workflow", "input")},
-        )
-    assert info is not None, "fold_run needs run_created first"
+def run_changes(event: Event) -> dict[str, Any]:
+    """The run-view fields one (non-creating) event changes; shared by every world."""
     changes: dict[str, Any] = {"updated_at": event.created_at, "last_seq": event.seq}
     if event.type is EventType.RUN_STARTED:
         changes.update(status=RunStatus.RUNNING, started_at=event.created_at)
@@ -71,7 +58,30 @@ def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
             changes["error"] = dict(event.data.get("error") or {})
         else:
             changes["error"] = {"code": "RUN_CANCELLED", "message": event.data.get("reason", "")}
-    return replace(info, **changes)
+    return changes
+
+
+def new_run(event: Event) -> RunInfo:
+    """The run view a ``run_created`` event opens."""
+    data = event.data
+    return RunInfo(
+        run_id=event.run_id,
+        workflow=str(data.get("workflow", "")),
+        status=RunStatus.PENDING,
+        input=data.get("input"),
+        created_at=event.created_at,
+        updated_at=event.created_at,
+        last_seq=event.seq,
+        attributes={k: v for k, v in data.items() if k not in ("workflow", "input")},
+    )
+
+
+def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
+    """The run view after one event; shared by every world so their views agree."""
+    if event.type is EventType.RUN_CREATED:
+        return new_run(event)
+    assert info is not None, "fold_run needs run_created first"
+    return replace(info, **run_changes(event))
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from ...events import (
     apply_transition,
 )
 from ...ids import MessageId
-from ...world import Delivery, HookInfo, RunInfo, World, fold_run
+from ...world import Delivery, HookInfo, RunInfo, World, new_run, run_changes
 from .holders import current_holder, holder_alive
 from .schema import SCHEMA
 
@@ -145,18 +145,18 @@ class LocalWorld(World):
         events: Sequence[NewEvent],
         expected_seq: int | None,
     ) -> list[Event]:
-        row = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        info = _run_from_row(row) if row is not None else None
-        last_seq = info.last_seq if info else 0
+        row = db.execute("SELECT status, last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        status = RunStatus(row[0]) if row is not None else None
+        last_seq = row[1] if row is not None else 0
         if expected_seq is not None and expected_seq != last_seq:
             raise SequenceConflictError(
                 f"run {run_id} is at seq {last_seq}, writer expected {expected_seq}",
                 last_seq=last_seq,
             )
-        status = info.status if info else None
         now = time.time()
         out: list[Event] = []
         entity_cache: dict[str, str | None] = {}
+        changes: dict[str, Any] = {}
         for new in events:
             cid = new.correlation_id
             if cid is not None and cid not in entity_cache:
@@ -198,10 +198,13 @@ class LocalWorld(World):
                 )
             elif new.type in RUN_TERMINAL_EVENTS:
                 db.execute("UPDATE hooks SET active = 0 WHERE run_id = ?", (run_id,))
-            info = fold_run(info, event)
+            if new.type is EventType.RUN_CREATED:
+                _insert_run(db, new_run(event))
+            else:
+                changes.update(run_changes(event))
             out.append(event)
-        assert info is not None
-        _upsert_run(db, info)
+        if changes:
+            _update_run(db, run_id, changes)
         return out
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
@@ -433,24 +436,40 @@ def _run_from_row(row: Sequence[Any]) -> RunInfo:
     )
 
 
-def _upsert_run(db: sqlite3.Connection, info: RunInfo) -> None:
+_RUN_COLUMNS = {
+    "status": str,
+    "last_seq": int,
+    "updated_at": float,
+    "started_at": float,
+    "ended_at": float,
+    "output": json.dumps,
+    "error": json.dumps,
+}
+
+
+def _update_run(db: sqlite3.Connection, run_id: str, changes: dict[str, Any]) -> None:
+    cols = [c for c in _RUN_COLUMNS if c in changes]
+    db.execute(
+        f"UPDATE runs SET {', '.join(f'{c} = ?' for c in cols)} WHERE run_id = ?",  # noqa: S608
+        [_RUN_COLUMNS[c](changes[c]) for c in cols] + [run_id],
+    )
+
+
+def _insert_run(db: sqlite3.Connection, info: RunInfo) -> None:
     db.execute(
         "INSERT INTO runs (run_id, workflow, status, input, output, error, attributes, "
-        "created_at, started_at, ended_at, updated_at, last_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
-        "ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, output = excluded.output, "
-        "error = excluded.error, started_at = excluded.started_at, ended_at = excluded.ended_at, "
-        "updated_at = excluded.updated_at, last_seq = excluded.last_seq",
+        "created_at, started_at, ended_at, updated_at, last_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             info.run_id,
             info.workflow,
             str(info.status),
             json.dumps(info.input),
-            None if info.output is None else json.dumps(info.output),
-            None if info.error is None else json.dumps(dict(info.error)),
+            None,
+            None,
             json.dumps(dict(info.attributes)),
             info.created_at,
-            info.started_at,
-            info.ended_at,
+            None,
+            None,
             info.updated_at,
             info.last_seq,
         ),

