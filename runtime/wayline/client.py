@@ -8,12 +8,14 @@ from typing import Any
 
 from .definitions import WorkflowDefinition
 from .errors import (
+    EntityConflictError,
     HookNotFoundError,
     ResultTimeoutError,
     RunCancelledError,
     RunFailedError,
     RunNotFoundError,
     RunTerminalError,
+    WaylineError,
     WorkflowNotFoundError,
 )
 from .events import Event, EventType, NewEvent, RunStatus
@@ -110,17 +112,39 @@ class Client:
         )
 
     async def cancel(self, run_id: str, reason: str = "cancelled") -> bool:
-        """Cancel a run; False when it had already ended. Running step bodies are not
-        interrupted, but nothing they write afterwards lands and nothing new starts."""
+        """Ask a run to stop; False when it had already ended. A worker then stops it, runs
+        its compensations (if any) and records ``run_cancelled``. Running step bodies are not
+        interrupted, but nothing new starts."""
         await self.get_run(run_id)
         try:
             await self.world.append(
-                run_id, [NewEvent(EventType.RUN_CANCELLED, data={"reason": reason})]
+                run_id, [NewEvent(EventType.RUN_CANCEL_REQUESTED, data={"reason": reason})]
             )
         except RunTerminalError:
             return False
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "cancel"})
         return True
+
+    async def resume_compensation(self, run_id: str) -> None:
+        """Try a failed compensation again (the run is ``compensation_stuck``)."""
+        await self._unwind_command(run_id, EventType.RUN_COMPENSATION_RESUMED)
+
+    async def abandon_compensation(self, run_id: str) -> None:
+        """Give up the unwind of a ``compensation_stuck`` run; it ends failed or cancelled."""
+        await self._unwind_command(run_id, EventType.RUN_COMPENSATION_ABANDONED)
+
+    async def _unwind_command(self, run_id: str, event: EventType) -> None:
+        info = await self.get_run(run_id)
+        if info.status is not RunStatus.COMPENSATION_STUCK:
+            raise WaylineError(
+                f"run {run_id} is {info.status}, not compensation_stuck; nothing to "
+                f"{'resume' if event is EventType.RUN_COMPENSATION_RESUMED else 'abandon'}"
+            )
+        try:
+            await self.world.append(run_id, [NewEvent(event)])
+        except (RunTerminalError, EntityConflictError) as err:
+            raise WaylineError(f"run {run_id}: {err}") from err
+        await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": str(event)})
 
     async def resume_hook(self, token: str, payload: Any = None) -> str:
         """Deliver ``payload`` to the hook holding ``token``; returns the run id."""

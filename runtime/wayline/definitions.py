@@ -27,6 +27,8 @@ class StepDefinition:
         name: str | None,
         max_retries: int,
         retry_delay: Duration,
+        compensate: Callable[..., Any] | None = None,
+        compensates: StepDefinition | None = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
@@ -36,6 +38,18 @@ class StepDefinition:
         self.retry_delay = to_seconds(retry_delay)
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = Signature(fn)
+        self.compensates = compensates
+        """For a compensation handler: the forward step it reverses."""
+        self.compensation: StepDefinition | None = None
+        if compensate is not None:
+            self.compensation = StepDefinition(
+                compensate,
+                name=f"{self.name}:compensate",
+                max_retries=max_retries,
+                retry_delay=retry_delay,
+                compensates=self,
+            )
+            _register(self.compensation)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -70,7 +84,11 @@ class WorkflowDefinition:
 def step(fn: F, /) -> F: ...
 @overload
 def step(
-    *, name: str | None = None, max_retries: int = 3, retry_delay: Duration = 1.0
+    *,
+    name: str | None = None,
+    max_retries: int = 3,
+    retry_delay: Duration = 1.0,
+    compensate: Callable[..., Any] | None = None,
 ) -> Callable[[F], F]: ...
 def step(
     fn: Callable[..., Any] | None = None,
@@ -79,21 +97,34 @@ def step(
     name: str | None = None,
     max_retries: int = 3,
     retry_delay: Duration = 1.0,
+    compensate: Callable[..., Any] | None = None,
 ) -> Any:
-    """Declare a durable step. ``max_retries`` counts retries after the first try."""
+    """Declare a durable step. ``max_retries`` counts retries after the first try.
+
+    ``compensate`` reverses it (a saga): when the run fails or is cancelled, every forward
+    step that completed, or whose outcome is unknown, is compensated in reverse order. The
+    handler gets the forward step's arguments; ``step_context()`` inside it has
+    ``forward_idempotency_key`` and ``forward_result`` (None when the outcome is unknown:
+    reconcile by key)."""
 
     def wrap(f: Callable[..., Any]) -> Any:
-        definition = StepDefinition(f, name=name, max_retries=max_retries, retry_delay=retry_delay)
-        existing = _STEPS.get(definition.name)
-        if existing is not None and existing.fn.__qualname__ != f.__qualname__:
-            raise ConfigurationError(
-                f"two different steps are named {definition.name!r} "
-                f"({existing.fn.__module__} and {f.__module__}); pass name= to one of them"
-            )
-        _STEPS[definition.name] = definition
+        definition = StepDefinition(
+            f, name=name, max_retries=max_retries, retry_delay=retry_delay, compensate=compensate
+        )
+        _register(definition)
         return definition
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _register(definition: StepDefinition) -> None:
+    existing = _STEPS.get(definition.name)
+    if existing is not None and existing.fn.__qualname__ != definition.fn.__qualname__:
+        raise ConfigurationError(
+            f"two different steps are named {definition.name!r} "
+            f"({existing.fn.__module__} and {definition.fn.__module__}); pass name= to one"
+        )
+    _STEPS[definition.name] = definition
 
 
 @overload

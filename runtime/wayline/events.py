@@ -28,6 +28,11 @@ class EventType(StrEnum):
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"
+    RUN_CANCEL_REQUESTED = "run_cancel_requested"
+    RUN_COMPENSATING = "run_compensating"
+    RUN_COMPENSATION_STUCK = "run_compensation_stuck"
+    RUN_COMPENSATION_RESUMED = "run_compensation_resumed"
+    RUN_COMPENSATION_ABANDONED = "run_compensation_abandoned"
     STEP_CREATED = "step_created"
     STEP_STARTED = "step_started"
     STEP_RETRYING = "step_retrying"
@@ -43,6 +48,8 @@ class EventType(StrEnum):
 class RunStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
+    COMPENSATING = "compensating"
+    COMPENSATION_STUCK = "compensation_stuck"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -158,7 +165,25 @@ def apply_transition(
         if run_status is not RunStatus.PENDING:
             raise EntityConflictError("run already started")
         return RunStatus.RUNNING, None
+    if t is EventType.RUN_CANCEL_REQUESTED:
+        return run_status, None
+    if t is EventType.RUN_COMPENSATING:
+        if run_status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
+            raise EntityConflictError("run is already compensating")
+        return RunStatus.COMPENSATING, None
+    if t is EventType.RUN_COMPENSATION_STUCK:
+        if run_status is not RunStatus.COMPENSATING:
+            raise EntityConflictError(f"run is {run_status}, not compensating")
+        return RunStatus.COMPENSATION_STUCK, None
+    if t in (EventType.RUN_COMPENSATION_RESUMED, EventType.RUN_COMPENSATION_ABANDONED):
+        if run_status is not RunStatus.COMPENSATION_STUCK:
+            raise EntityConflictError(f"run is {run_status}, not waiting on a stuck compensation")
+        return (
+            RunStatus.COMPENSATING if t is EventType.RUN_COMPENSATION_RESUMED else run_status
+        ), None
     if t is EventType.RUN_COMPLETED:
+        if run_status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
+            raise EntityConflictError("a compensating run cannot complete")
         return RunStatus.COMPLETED, None
     if t is EventType.RUN_FAILED:
         return RunStatus.FAILED, None

@@ -167,8 +167,15 @@ class Handler:
         while True:
             if replay.terminal is not None:
                 return
+            if replay.phase != "running" or replay.cancel_requested:
+                await self._unwind(replay, delivery, stats, backstop)
+                return
             if replay.finished:
-                await self._finish(replay)
+                root = replay.root
+                if root is not None and root.failed() and replay.compensation_plan():
+                    await self._unwind(replay, delivery, stats, backstop)
+                else:
+                    await self._finish(replay)
                 return
             now = time.time()
             due = [w for w in replay.pending_waits() if w.resume_at <= now]
@@ -329,6 +336,121 @@ class Handler:
                 if rec.saw_retrying and not rec.terminal:
                     armed.add(key)  # the retry handoff already queued it
 
+    async def _unwind(
+        self, replay: Replay, delivery: Delivery, stats: _Stats, backstop: str | None
+    ) -> None:
+        """The saga unwind (seed 004, "Compensations"): reverse every forward step that
+        completed or whose outcome is unknown, latest first, each a durable step with its own
+        key; a reversal that failed parks the run for a person (resume or abandon)."""
+        world, run_id, my_id = self.world, replay.run_id, str(delivery.message_id)
+        if replay.phase == "running":
+            if replay.cancel_requested:
+                unwind: dict[str, Any] = {"reason": "cancelled", "detail": replay.cancel_reason}
+            else:
+                assert replay.root is not None and replay.root.exception() is not None
+                unwind = {"reason": "failed", "error": error_to_dict(replay.root.exception())}
+            if not replay.compensation_plan():
+                await self._end_unwind(run_id, unwind)
+                return
+            try:
+                appended = await world.append(
+                    run_id, [NewEvent(EventType.RUN_COMPENSATING, data=unwind)]
+                )
+            except (EntityConflictError, RunTerminalError):
+                await self._catch_up(replay)
+                if replay.terminal is not None or replay.phase == "running":
+                    return
+            else:
+                await self._feed(replay, appended)
+        while replay.terminal is None:
+            if replay.phase == "stuck":
+                if replay.abandoned:
+                    await self._end_unwind(run_id, replay.unwind, abandoned=True)
+                return
+            nxt = replay.next_compensation()
+            if nxt is None:
+                await self._end_unwind(run_id, replay.unwind)
+                return
+            forward, comp = nxt
+            recovery = False
+            if comp is None:
+                assert forward.definition is not None and forward.definition.compensation
+                cid = f"{forward.cid}.c{replay.resumes}"
+                data = {
+                    "stepName": forward.definition.compensation.name,
+                    "input": forward.input,
+                    "occurrence": forward.occurrence,
+                    "compensates": forward.cid,
+                    "epoch": replay.resumes,
+                    "forwardResult": forward.result if forward.outcome == "completed" else None,
+                }
+                try:
+                    appended = await world.append(run_id, [
+                        NewEvent(EventType.STEP_CREATED, cid, data),
+                        NewEvent(EventType.STEP_STARTED, cid,
+                                 {"attempt": 1, "ownerMessageId": my_id}),
+                    ])
+                except (EntityConflictError, RunTerminalError):
+                    await self._catch_up(replay)
+                    continue
+                await self._feed(replay, appended)
+                comp = replay.steps[cid]
+                attempt = 1
+            elif comp.terminal:
+                error = comp.result if isinstance(comp.result, dict) else {}
+                log.error("run %s: compensation of step %s failed; the run waits for a person "
+                          "(wayline runs resume-compensation / abandon-compensation)",
+                          run_id, forward.name)
+                try:
+                    appended = await world.append(run_id, [NewEvent(
+                        EventType.RUN_COMPENSATION_STUCK, data={
+                            "step": forward.name, "stepId": forward.cid, "error": error})])
+                except (EntityConflictError, RunTerminalError):
+                    await self._catch_up(replay)
+                    continue
+                await self._feed(replay, appended)
+                continue
+            else:
+                d = decide(
+                    comp.state(), run_id=run_id, correlation_id=comp.cid, my_message_id=my_id,
+                    now=time.time(), lease=self.settings.lease_seconds,
+                    ownership_enabled=self.settings.inline_ownership,
+                    arriving_backstop_key=backstop,
+                )
+                if d.action is Action.ARM_BACKSTOP:
+                    stats.backstop_wakes_armed += 1
+                    await world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "backstop",
+                                                     "backstopKey": d.idempotency_key},
+                                        idempotency_key=d.idempotency_key,
+                                        delay_seconds=d.delay_seconds)
+                    return
+                if d.action is Action.ENQUEUE:
+                    await world.enqueue(STEP_TOPIC, _step_payload(run_id, comp),
+                                        idempotency_key=d.idempotency_key)
+                    return
+                recovery, attempt = True, comp.starts + 1
+                stats.owned_recovery_steps += 1
+            events = await self._run_inline(replay, comp, attempt, my_id, stats, recovery)
+            await self._feed(replay, events)
+            if not comp.terminal:
+                return  # handed off to the queue (a retry), or another owner has it
+
+    async def _end_unwind(
+        self, run_id: str, unwind: Mapping[str, Any], *, abandoned: bool = False
+    ) -> None:
+        if unwind.get("reason") == "cancelled":
+            event = NewEvent(EventType.RUN_CANCELLED, data={
+                "reason": unwind.get("detail") or "cancelled", "compensationAbandoned": abandoned})
+        else:
+            error = dict(unwind.get("error") or {})
+            if abandoned:
+                error["message"] = f"{error.get('message', '')} (compensation abandoned)"
+            event = NewEvent(EventType.RUN_FAILED, data={"error": error})
+        try:
+            await self.world.append(run_id, [event])
+        except RunTerminalError:
+            pass
+
     async def _run_inline(
         self,
         replay: Replay,
@@ -383,6 +505,7 @@ class Handler:
                     stored_input=rec.input,
                     attempt=attempt,
                     occurrence=rec.occurrence,
+                    forward_result=rec.result if rec.compensates else None,
                 )
 
             if recovery or self.settings.inline_ownership:
@@ -545,6 +668,7 @@ class Handler:
                         stored_input=step.input,
                         attempt=attempt,
                         occurrence=step.occurrence,
+                        forward_result=step.forward_result,
                     )
 
                 executed, outcome = await world.single_flight.run(f"{run_id}:{cid}", body)
@@ -587,6 +711,7 @@ class _StepView:
     starts: int = 0
     terminal: bool = False
     retry_after: float | None = None
+    forward_result: Any = None
 
 
 def _fold_step(events: list[Event], cid: str) -> _StepView | None:
@@ -598,6 +723,7 @@ def _fold_step(events: list[Event], cid: str) -> _StepView | None:
             view = _StepView(
                 str(e.data.get("stepName")), e.data.get("input"), int(e.data.get("occurrence") or 0)
             )
+            view.forward_result = e.data.get("forwardResult")
         elif view is not None:
             if e.type is EventType.STEP_STARTED:
                 view.starts += 1

@@ -66,6 +66,14 @@ class StepRecord:
     saw_retrying: bool = False
     starts: int = 0
     owned_starts: dict[str, int] = field(default_factory=dict)
+    outcome: str | None = None
+    """"completed" or "failed" once terminal."""
+    result: Any = None
+    """The stored (JSON) result, for compensation's ``forward_result``."""
+    compensates: str | None = None
+    """For a compensation step: the forward step's correlation id."""
+    epoch: int = 0
+    """For a compensation step: how many times the unwind had been resumed when it began."""
 
     def state(self) -> StepState:
         return StepState(self.owner, self.last_started_at, self.saw_retrying, self.terminal)
@@ -152,6 +160,8 @@ class Replay:
         self.waits: dict[str, WaitRecord] = {}
         self.open_steps: dict[str, StepRecord] = {}
         """Created and not terminal."""
+        self.compensations: dict[str, list[StepRecord]] = {}
+        """Compensation attempts by forward correlation id, in order."""
         # Calls the workflow made that the log does not have yet, in call order.
         self.new_steps: dict[str, StepRecord] = {}
         self.new_hooks: dict[str, HookRecord] = {}
@@ -163,6 +173,12 @@ class Replay:
         self.root: WFuture[Any] | None = None
         self.terminal: Event | None = None
         self.cancel_requested = False
+        self.cancel_reason = ""
+        self.phase = "running"  # "compensating" | "stuck" once the unwind began
+        self.unwind: dict[str, Any] = {}
+        """The ``run_compensating`` data: why the run is unwinding, and the original error."""
+        self.resumes = 0
+        self.abandoned = False
 
     # --- feeding the log ---------------------------------------------------------------------
     def feed(self, events: list[Event]) -> None:
@@ -186,6 +202,19 @@ class Replay:
             self._start_root()
         elif t in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
             self.terminal = event
+        elif t is EventType.RUN_CANCEL_REQUESTED:
+            self.cancel_requested = True
+            self.cancel_reason = str(data.get("reason") or "cancelled")
+        elif t is EventType.RUN_COMPENSATING:
+            self.phase, self.unwind = "compensating", dict(data)
+        elif t is EventType.RUN_COMPENSATION_STUCK:
+            self.phase = "stuck"
+        elif t is EventType.RUN_COMPENSATION_RESUMED:
+            self.phase, self.resumes = "compensating", self.resumes + 1
+        elif t is EventType.RUN_COMPENSATION_ABANDONED:
+            self.abandoned = True
+        elif t is EventType.STEP_CREATED and data.get("compensates"):
+            self._compensation_created(cid, data)
         elif t is EventType.STEP_CREATED:
             rec = self.steps.get(cid)
             logged = data.get("stepName")
@@ -210,6 +239,9 @@ class Replay:
         elif t is EventType.STEP_COMPLETED:
             rec = self._step(cid, t)
             self._close_step(rec)
+            rec.outcome, rec.result = "completed", data.get("result")
+            if rec.compensates is not None:
+                return
             hint = rec.definition.signature.return_hint if rec.definition else None
             try:
                 value = decode(data.get("result"), hint, what=f"result of step {rec.name!r}")
@@ -220,6 +252,9 @@ class Replay:
         elif t is EventType.STEP_FAILED:
             rec = self._step(cid, t)
             self._close_step(rec)
+            rec.outcome, rec.result = "failed", data.get("error")
+            if rec.compensates is not None:
+                return
             rec.future.set_exception(
                 StepFailedError(rec.name, data.get("error") or {}), self._tick()
             )
@@ -254,6 +289,54 @@ class Replay:
                     HookTimeout(f"hook {wait.hook.token!r} timed out"), self._tick()
                 )
         # HOOK_DISPOSED carries nothing the workflow sees.
+
+    def _compensation_created(self, cid: str, data: Mapping[str, Any]) -> None:
+        forward = self.steps.get(str(data["compensates"]))
+        if forward is None or forward.definition is None:
+            self._diverge(f"compensation of {data['compensates']}", "no such step")
+        rec = StepRecord(
+            cid,
+            str(data.get("stepName")),
+            forward.definition.compensation,
+            data.get("input"),
+            int(data.get("occurrence") or 0),
+            WFuture(f"compensation {cid}"),
+            created=True,
+            compensates=forward.cid,
+            epoch=int(data.get("epoch") or 0),
+        )
+        rec.result = data.get("forwardResult")
+        self.steps[cid] = rec
+        self.compensations.setdefault(forward.cid, []).append(rec)
+
+    def compensation_plan(self) -> list[StepRecord]:
+        """Forward steps to reverse, latest first: those that completed, and those whose
+        outcome is unknown (created, not terminal), that declare a compensation."""
+        plan = [
+            rec
+            for rec in self.steps.values()
+            if rec.compensates is None
+            and rec.created
+            and rec.definition is not None
+            and rec.definition.compensation is not None
+            and rec.outcome != "failed"
+        ]
+        return plan[::-1]
+
+    def next_compensation(self) -> tuple[StepRecord, StepRecord | None] | None:
+        """The next (forward, compensation) pair the unwind must act on; compensation None
+        means it is to be started now. None when the unwind is complete."""
+        for forward in self.compensation_plan():
+            attempts = self.compensations.get(forward.cid, [])
+            latest = attempts[-1] if attempts else None
+            if latest is None:
+                return forward, None
+            if latest.outcome == "completed":
+                continue
+            if latest.outcome == "failed" and latest.epoch < self.resumes:
+                return forward, None  # a person resumed the unwind: try it again
+            return forward, latest
+        return None
 
     def _step(self, cid: str, t: EventType) -> StepRecord:
         rec = self.steps.get(cid)

@@ -11,7 +11,7 @@ from typing import Any
 from .context import StepContext, _step
 from .definitions import StepDefinition
 from .errors import FatalError, RetryableError
-from .serde import encode, error_to_dict
+from .serde import decode, encode, error_to_dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +49,30 @@ async def run_step_body(
     stored_input: Any,
     attempt: int,
     occurrence: int,
+    forward_result: Any = None,
 ) -> Outcome:
-    ctx = StepContext(
-        run_id=run_id,
-        step_name=definition.name,
-        step_id=step_id,
-        attempt=attempt,
-        idempotency_key=idempotency_key(run_id, definition.name, occurrence),
-    )
+    forward = definition.compensates
+    if forward is None:
+        ctx = StepContext(
+            run_id=run_id,
+            step_name=definition.name,
+            step_id=step_id,
+            attempt=attempt,
+            idempotency_key=idempotency_key(run_id, definition.name, occurrence),
+        )
+    else:  # a compensation: its own key, and the forward step's key and result
+        ctx = StepContext(
+            run_id=run_id,
+            step_name=forward.name,
+            step_id=step_id,
+            attempt=attempt,
+            idempotency_key=idempotency_key(run_id, forward.name, occurrence, "compensate"),
+            direction="compensate",
+            forward_idempotency_key=idempotency_key(run_id, forward.name, occurrence),
+            forward_result=decode(
+                forward_result, forward.signature.return_hint, what=f"result of {forward.name!r}"
+            ) if forward_result is not None else None,
+        )
     what = f"step {definition.name!r}"
     token = _step.set(ctx)
     try:

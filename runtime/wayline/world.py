@@ -40,11 +40,20 @@ class RunInfo:
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
 
+_PHASES = {
+    EventType.RUN_COMPENSATING: RunStatus.COMPENSATING,
+    EventType.RUN_COMPENSATION_STUCK: RunStatus.COMPENSATION_STUCK,
+    EventType.RUN_COMPENSATION_RESUMED: RunStatus.COMPENSATING,
+}
+
+
 def run_changes(event: Event) -> dict[str, Any]:
     """The run-view fields one (non-creating) event changes; shared by every world."""
     changes: dict[str, Any] = {"updated_at": event.created_at, "last_seq": event.seq}
     if event.type is EventType.RUN_STARTED:
         changes.update(status=RunStatus.RUNNING, started_at=event.created_at)
+    elif event.type in _PHASES:
+        changes["status"] = _PHASES[event.type]
     elif event.type in RUN_TERMINAL_EVENTS:
         status = {
             EventType.RUN_COMPLETED: RunStatus.COMPLETED,

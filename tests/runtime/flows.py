@@ -230,3 +230,76 @@ async def long_fail_once(path: str, seconds: float) -> str:
 async def outlives_lease(path: str, seconds: float) -> list[object]:
     hook = wayline.create_hook(f"outlive:{path}")
     return list(await wayline.gather(long_fail_once(path, seconds), hook))
+
+
+def _record(path: str, text: str) -> None:
+    mark(path, text)
+
+
+def refund(path: str, order: str) -> None:
+    ctx = wayline.step_context()
+    assert ctx.direction == "compensate"
+    mark(path, f"refund {order} key={ctx.idempotency_key} fwd={ctx.forward_idempotency_key} "
+               f"result={ctx.forward_result}")
+
+
+@wayline.step(compensate=refund)
+def charge_card(path: str, order: str) -> str:
+    mark(path, f"charge {order} key={wayline.step_context().idempotency_key}")
+    return f"ch_{order}"
+
+
+def release(path: str, order: str) -> None:
+    mark(path, f"release {order}")
+
+
+@wayline.step(compensate=release)
+def reserve(path: str, order: str) -> str:
+    mark(path, f"reserve {order}")
+    return "reserved"
+
+
+@wayline.step(max_retries=0)
+def ship_fails(path: str, order: str) -> None:
+    mark(path, f"ship {order}")
+    raise wayline.FatalError("no courier")
+
+
+@wayline.workflow
+async def saga(path: str, order: str) -> str:
+    await reserve(path, order)
+    await charge_card(path, order)
+    await ship_fails(path, order)
+    return "shipped"
+
+
+@wayline.workflow
+async def saga_waits(path: str, order: str) -> str:
+    await reserve(path, order)
+    await charge_card(path, order)
+    await wayline.create_hook(f"saga:{order}")
+    return "done"
+
+
+STUCK_FLAG = "stuck-flag"
+
+
+def flaky_release(path: str, order: str) -> None:
+    from pathlib import Path as _P
+
+    mark(path, f"try release {order}")
+    if (_P(path).parent / STUCK_FLAG).exists():
+        raise wayline.FatalError("warehouse offline")
+
+
+@wayline.step(compensate=flaky_release)
+def reserve_stuck(path: str, order: str) -> str:
+    mark(path, f"reserve {order}")
+    return "reserved"
+
+
+@wayline.workflow
+async def saga_stuck(path: str, order: str) -> str:
+    await reserve_stuck(path, order)
+    await ship_fails(path, order)
+    return "shipped"

@@ -1,0 +1,96 @@
+"""Sagas (seed 004): compensation in reverse order, keys by direction, skip on recovery, and a
+failed reversal that parks the run for a person."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import wayline
+from wayline.events import EventType
+from tests.runtime import flows
+from tests.runtime.harness import Engine, of_type, wait_for
+
+
+async def test_failure_compensates_completed_steps_in_reverse(engine: Engine, tmp_path: Path) -> None:
+    log = str(tmp_path / "log")
+    async with engine.worker([flows.saga]):
+        handle = await engine.client.start(flows.saga, log, "o1")
+        with pytest.raises(wayline.RunFailedError, match="no courier"):
+            await handle.result(timeout=15)
+    rid = handle.run_id
+    assert flows.lines(log) == [
+        "reserve o1",
+        f"charge o1 key={rid}:charge_card#0:forward",
+        "ship o1",
+        f"refund o1 key={rid}:charge_card#0:compensate fwd={rid}:charge_card#0:forward "
+        "result=ch_o1",
+        "release o1",
+    ]
+    events = await handle.events()
+    assert [e.type for e in events][-1] is EventType.RUN_FAILED
+    assert of_type(events, EventType.RUN_COMPENSATING)[0].data["reason"] == "failed"
+
+
+async def test_cancel_runs_compensations(engine: Engine, tmp_path: Path) -> None:
+    log = str(tmp_path / "log")
+    async with engine.worker([flows.saga_waits]):
+        handle = await engine.client.start(flows.saga_waits, log, "o2")
+        await wait_for(lambda: engine.world.get_hook("saga:o2"))
+        assert await engine.client.cancel(handle.run_id)
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=15)
+    assert flows.lines(log)[2:] == [
+        f"refund o2 key={handle.run_id}:charge_card#0:compensate "
+        f"fwd={handle.run_id}:charge_card#0:forward result=ch_o2",
+        "release o2",
+    ]
+
+
+async def test_a_failed_reversal_parks_the_run_until_a_person_resumes(
+    engine: Engine, tmp_path: Path
+) -> None:
+    log = str(tmp_path / "log")
+    (tmp_path / flows.STUCK_FLAG).touch()
+    async with engine.worker([flows.saga_stuck]):
+        handle = await engine.client.start(flows.saga_stuck, log, "o3")
+
+        async def stuck() -> bool:
+            return await handle.status() is wayline.RunStatus.COMPENSATION_STUCK
+
+        await wait_for(stuck)
+        info = await engine.client.get_run(handle.run_id)
+        assert info.status is wayline.RunStatus.COMPENSATION_STUCK
+        (tmp_path / flows.STUCK_FLAG).unlink()
+        await engine.client.resume_compensation(handle.run_id)
+        with pytest.raises(wayline.RunFailedError, match="no courier"):
+            await handle.result(timeout=15)
+    assert flows.lines(log) == ["reserve o3", "ship o3", "try release o3", "try release o3"]
+
+
+async def test_abandoning_a_stuck_unwind_ends_the_run(engine: Engine, tmp_path: Path) -> None:
+    log = str(tmp_path / "log")
+    (tmp_path / flows.STUCK_FLAG).touch()
+    async with engine.worker([flows.saga_stuck]):
+        handle = await engine.client.start(flows.saga_stuck, log, "o4")
+
+        async def stuck() -> bool:
+            return await handle.status() is wayline.RunStatus.COMPENSATION_STUCK
+
+        await wait_for(stuck)
+        await engine.client.abandon_compensation(handle.run_id)
+        with pytest.raises(wayline.RunFailedError, match="abandoned"):
+            await handle.result(timeout=15)
+    assert flows.lines(log).count("try release o4") == 1
+
+
+async def test_unwind_commands_refuse_a_run_that_is_not_stuck(engine: Engine) -> None:
+    async with engine.worker([flows.chain]):
+        handle = await engine.client.start(flows.chain, 1)
+        await handle.result(timeout=10)
+    with pytest.raises(wayline.WaylineError, match="not compensation_stuck"):
+        await engine.client.resume_compensation(handle.run_id)
+    with pytest.raises(wayline.WaylineError, match="not compensation_stuck"):
+        await engine.client.abandon_compensation(handle.run_id)
+
