@@ -26,14 +26,16 @@ from .errors import (
 )
 from .events import RunStatus
 from .open_world import open_world
-from .replay import Hook, StepFailedError
+from .replay import ChildFailedError, ChildTimeoutError, Hook, StepFailedError
 from .settings import Settings
 from .worker import Worker
-from .workflow_api import create_hook, gather, now, race, random, sleep, uuid4
+from .workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4
 from .world import World
 from .worlds.local import LocalWorld
 
 __all__ = [
+    "ChildFailedError",
+    "ChildTimeoutError",
     "Client",
     "ConfigurationError",
     "FatalError",
@@ -58,6 +60,7 @@ __all__ = [
     "WorkflowNotFoundError",
     "World",
     "WorldUnavailableError",
+    "child",
     "create_hook",
     "gather",
     "now",

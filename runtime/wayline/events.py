@@ -43,6 +43,8 @@ class EventType(StrEnum):
     HOOK_DISPOSED = "hook_disposed"
     WAIT_CREATED = "wait_created"
     WAIT_COMPLETED = "wait_completed"
+    CHILD_CREATED = "child_created"
+    CHILD_COMPLETED = "child_completed"
 
 
 class RunStatus(StrEnum):
@@ -74,6 +76,7 @@ DECISION_EVENTS = frozenset(
         EventType.STEP_CREATED,
         EventType.HOOK_CREATED,
         EventType.WAIT_CREATED,
+        EventType.CHILD_CREATED,
         EventType.RUN_COMPLETED,
     }
 )
@@ -83,6 +86,7 @@ class EntityKind(StrEnum):
     STEP = "step"
     HOOK = "hook"
     WAIT = "wait"
+    CHILD = "child"
 
 
 _KIND_OF = {
@@ -96,6 +100,8 @@ _KIND_OF = {
     EventType.HOOK_DISPOSED: EntityKind.HOOK,
     EventType.WAIT_CREATED: EntityKind.WAIT,
     EventType.WAIT_COMPLETED: EntityKind.WAIT,
+    EventType.CHILD_CREATED: EntityKind.CHILD,
+    EventType.CHILD_COMPLETED: EntityKind.CHILD,
 }
 
 
@@ -142,6 +148,15 @@ STEP_PENDING, STEP_RUNNING, STEP_COMPLETED, STEP_FAILED = (
 )
 HOOK_ACTIVE, HOOK_DISPOSED = "active", "disposed"
 WAIT_WAITING, WAIT_COMPLETED = "waiting", "completed"
+CHILD_RUNNING, CHILD_DONE = "running", "done"
+_CREATES = frozenset(
+    {
+        EventType.STEP_CREATED,
+        EventType.HOOK_CREATED,
+        EventType.WAIT_CREATED,
+        EventType.CHILD_CREATED,
+    }
+)
 
 
 def apply_transition(
@@ -195,10 +210,14 @@ def apply_transition(
         raise WorldError(f"unknown event type {t!r}")
     if not event.correlation_id:
         raise WorldError(f"{t} needs a correlation id")
-    if t in (EventType.STEP_CREATED, EventType.HOOK_CREATED, EventType.WAIT_CREATED):
+    if t in _CREATES:
         if entity_status is not None:
             raise EntityConflictError(f"{kind} {event.correlation_id} already created")
-        initial = {EntityKind.STEP: STEP_PENDING, EntityKind.HOOK: HOOK_ACTIVE}
+        initial = {
+            EntityKind.STEP: STEP_PENDING,
+            EntityKind.HOOK: HOOK_ACTIVE,
+            EntityKind.CHILD: CHILD_RUNNING,
+        }
         return run_status, initial.get(kind, WAIT_WAITING)
     if entity_status is None:
         raise EntityMissingError(f"{kind} {event.correlation_id} was never created")
@@ -217,6 +236,10 @@ def apply_transition(
         if entity_status == HOOK_DISPOSED:
             raise EntityConflictError(f"hook {event.correlation_id} is disposed")
         return run_status, HOOK_DISPOSED if t is EventType.HOOK_DISPOSED else HOOK_ACTIVE
+    if kind is EntityKind.CHILD:
+        if entity_status == CHILD_DONE:
+            raise EntityConflictError(f"child {event.correlation_id} already reported")
+        return run_status, CHILD_DONE
     if entity_status == WAIT_COMPLETED:
         raise EntityConflictError(f"wait {event.correlation_id} already completed")
     return run_status, WAIT_COMPLETED

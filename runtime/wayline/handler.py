@@ -30,15 +30,17 @@ from .errors import (
     ReplayDivergenceError,
     RunNotFoundError,
     RunTerminalError,
+    SequenceConflictError,
     SerializationError,
     WaylineError,
 )
-from .events import Event, EventType, NewEvent
-from .replay import Replay, StepRecord
+from .events import Event, EventType, NewEvent, RunStatus
+from .ids import new_run_id
+from .replay import ChildRecord, Replay, StepRecord
 from .serde import encode, error_to_dict
 from .settings import Settings
 from .step_runner import Completed, Failed, Outcome, Retry, run_step_body
-from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
+from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, RunInfo, World
 
 log = logging.getLogger("wayline.runtime")
 tracer = trace.get_tracer("wayline")
@@ -135,8 +137,10 @@ class Handler:
             },
         ) as span:
             replay = Replay(workflow, run_id)
+            replay.parent = info.attributes.get("parent")
             try:
                 replay.feed(await world.list_events(run_id))
+                await self._sync_children(replay)
                 await self._drive(replay, delivery, stats, backstop)
             except ReplayDivergenceError as err:
                 await self._fail(run_id, err.code, err.message)
@@ -172,7 +176,11 @@ class Handler:
                 return
             if replay.finished:
                 root = replay.root
-                if root is not None and root.failed() and replay.compensation_plan():
+                if (
+                    root is not None
+                    and root.failed()
+                    and (replay.compensation_plan() or replay.pending_children())
+                ):
                     await self._unwind(replay, delivery, stats, backstop)
                 else:
                     await self._finish(replay)
@@ -200,6 +208,21 @@ class Handler:
                             EventType.WAIT_CREATED,
                             hook.timeout.cid,
                             {"resumeAt": hook.timeout.resume_at},
+                        )
+                    )
+            children = list(replay.new_children.values())
+            for child in children:
+                child.run_id = new_run_id()
+                data: dict[str, Any] = {"childRunId": child.run_id, "workflow": child.workflow.name}
+                if child.deadline is not None:
+                    data["deadline"] = child.deadline.resume_at
+                batch.append(NewEvent(EventType.CHILD_CREATED, child.cid, data))
+                if child.deadline is not None:
+                    batch.append(
+                        NewEvent(
+                            EventType.WAIT_CREATED,
+                            child.deadline.cid,
+                            {"resumeAt": child.deadline.resume_at},
                         )
                     )
             for wait in list(replay.new_waits.values()):
@@ -241,6 +264,8 @@ class Handler:
                 except RunTerminalError:
                     return
                 await self._feed(replay, appended)
+                for child in children:  # claimed in the parent's log first, then started
+                    await self._start_child(replay, child)
 
             # 2. The decision table for every created, non-terminal step.
             owned: list[StepRecord] = []
@@ -347,9 +372,10 @@ class Handler:
             if replay.cancel_requested:
                 unwind: dict[str, Any] = {"reason": "cancelled", "detail": replay.cancel_reason}
             else:
-                assert replay.root is not None and replay.root.exception() is not None
-                unwind = {"reason": "failed", "error": error_to_dict(replay.root.exception())}
-            if not replay.compensation_plan():
+                failure = replay.root.exception() if replay.root is not None else None
+                assert failure is not None
+                unwind = {"reason": "failed", "error": error_to_dict(failure)}
+            if not replay.compensation_plan() and not replay.pending_children():
                 await self._end_unwind(run_id, unwind)
                 return
             try:
@@ -363,6 +389,33 @@ class Handler:
             else:
                 await self._feed(replay, appended)
         while replay.terminal is None:
+            running = [c for c in replay.pending_children()]
+            if running and replay.phase == "compensating":
+                # A child that outlived its deadline still runs: the parent waits, visibly,
+                # until it settles and a person resumes or abandons the unwind (seed 004).
+                try:
+                    appended = await world.append(
+                        run_id,
+                        [
+                            NewEvent(
+                                EventType.RUN_COMPENSATION_STUCK,
+                                data={
+                                    "step": f"child {running[0].run_id}",
+                                    "stepId": running[0].cid,
+                                    "error": {
+                                        "code": "CHILD_RUNNING",
+                                        "message": f"child run {running[0].run_id} is still "
+                                        "running",
+                                    },
+                                },
+                            )
+                        ],
+                    )
+                except (EntityConflictError, RunTerminalError):
+                    await self._catch_up(replay)
+                    continue
+                await self._feed(replay, appended)
+                continue
             if replay.phase == "stuck":
                 if replay.abandoned:
                     await self._end_unwind(run_id, replay.unwind, abandoned=True)
@@ -385,11 +438,15 @@ class Handler:
                     "forwardResult": forward.result if forward.outcome == "completed" else None,
                 }
                 try:
-                    appended = await world.append(run_id, [
-                        NewEvent(EventType.STEP_CREATED, cid, data),
-                        NewEvent(EventType.STEP_STARTED, cid,
-                                 {"attempt": 1, "ownerMessageId": my_id}),
-                    ])
+                    appended = await world.append(
+                        run_id,
+                        [
+                            NewEvent(EventType.STEP_CREATED, cid, data),
+                            NewEvent(
+                                EventType.STEP_STARTED, cid, {"attempt": 1, "ownerMessageId": my_id}
+                            ),
+                        ],
+                    )
                 except (EntityConflictError, RunTerminalError):
                     await self._catch_up(replay)
                     continue
@@ -398,13 +455,22 @@ class Handler:
                 attempt = 1
             elif comp.terminal:
                 error = comp.result if isinstance(comp.result, dict) else {}
-                log.error("run %s: compensation of step %s failed; the run waits for a person "
-                          "(wayline runs resume-compensation / abandon-compensation)",
-                          run_id, forward.name)
+                log.error(
+                    "run %s: compensation of step %s failed; the run waits for a person "
+                    "(wayline runs resume-compensation / abandon-compensation)",
+                    run_id,
+                    forward.name,
+                )
                 try:
-                    appended = await world.append(run_id, [NewEvent(
-                        EventType.RUN_COMPENSATION_STUCK, data={
-                            "step": forward.name, "stepId": forward.cid, "error": error})])
+                    appended = await world.append(
+                        run_id,
+                        [
+                            NewEvent(
+                                EventType.RUN_COMPENSATION_STUCK,
+                                data={"step": forward.name, "stepId": forward.cid, "error": error},
+                            )
+                        ],
+                    )
                 except (EntityConflictError, RunTerminalError):
                     await self._catch_up(replay)
                     continue
@@ -412,21 +478,28 @@ class Handler:
                 continue
             else:
                 d = decide(
-                    comp.state(), run_id=run_id, correlation_id=comp.cid, my_message_id=my_id,
-                    now=time.time(), lease=self.settings.lease_seconds,
+                    comp.state(),
+                    run_id=run_id,
+                    correlation_id=comp.cid,
+                    my_message_id=my_id,
+                    now=time.time(),
+                    lease=self.settings.lease_seconds,
                     ownership_enabled=self.settings.inline_ownership,
                     arriving_backstop_key=backstop,
                 )
                 if d.action is Action.ARM_BACKSTOP:
                     stats.backstop_wakes_armed += 1
-                    await world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "backstop",
-                                                     "backstopKey": d.idempotency_key},
-                                        idempotency_key=d.idempotency_key,
-                                        delay_seconds=d.delay_seconds)
+                    await world.enqueue(
+                        FLOW_TOPIC,
+                        {"runId": run_id, "reason": "backstop", "backstopKey": d.idempotency_key},
+                        idempotency_key=d.idempotency_key,
+                        delay_seconds=d.delay_seconds,
+                    )
                     return
                 if d.action is Action.ENQUEUE:
-                    await world.enqueue(STEP_TOPIC, _step_payload(run_id, comp),
-                                        idempotency_key=d.idempotency_key)
+                    await world.enqueue(
+                        STEP_TOPIC, _step_payload(run_id, comp), idempotency_key=d.idempotency_key
+                    )
                     return
                 recovery, attempt = True, comp.starts + 1
                 stats.owned_recovery_steps += 1
@@ -439,17 +512,86 @@ class Handler:
         self, run_id: str, unwind: Mapping[str, Any], *, abandoned: bool = False
     ) -> None:
         if unwind.get("reason") == "cancelled":
-            event = NewEvent(EventType.RUN_CANCELLED, data={
-                "reason": unwind.get("detail") or "cancelled", "compensationAbandoned": abandoned})
+            event = NewEvent(
+                EventType.RUN_CANCELLED,
+                data={
+                    "reason": unwind.get("detail") or "cancelled",
+                    "compensationAbandoned": abandoned,
+                },
+            )
         else:
             error = dict(unwind.get("error") or {})
             if abandoned:
                 error["message"] = f"{error.get('message', '')} (compensation abandoned)"
             event = NewEvent(EventType.RUN_FAILED, data={"error": error})
+        await self._terminal(run_id, event)
+
+    async def _terminal(self, run_id: str, event: NewEvent) -> None:
+        """Append a run's terminal event; a child then reports its end to its parent."""
         try:
             await self.world.append(run_id, [event])
-        except RunTerminalError:
-            pass
+        except (RunTerminalError, RunNotFoundError, EntityConflictError):
+            return
+        info = await self.world.get_run(run_id)
+        if info is not None:
+            await self._report_to_parent(info)
+
+    async def _report_to_parent(self, info: RunInfo) -> None:
+        parent = info.attributes.get("parent")
+        if not isinstance(parent, Mapping) or not info.status.terminal:
+            return
+        data: dict[str, Any] = {"status": str(info.status), "childRunId": info.run_id}
+        if info.status is RunStatus.COMPLETED:
+            data["output"] = info.output
+        else:
+            data["error"] = dict(info.error or {})
+        try:
+            await self.world.append(
+                str(parent["runId"]),
+                [NewEvent(EventType.CHILD_COMPLETED, str(parent["cid"]), data)],
+            )
+        except (EntityConflictError, RunTerminalError, RunNotFoundError, EntityMissingError):
+            return  # already reported, or the parent is gone (then the child is an orphan)
+        await self.world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
+
+    async def _start_child(self, replay: Replay, child: ChildRecord) -> None:
+        assert child.run_id is not None
+        try:
+            await self.world.append(
+                child.run_id,
+                [
+                    NewEvent(
+                        EventType.RUN_CREATED,
+                        data={
+                            "workflow": child.workflow.name,
+                            "input": child.input,
+                            "revision": child.workflow.revision,
+                            "parent": {"runId": replay.run_id, "cid": child.cid},
+                        },
+                    )
+                ],
+                expected_seq=0,
+            )
+        except (EntityConflictError, SequenceConflictError):
+            pass  # a previous delivery created it already
+        await self.world.enqueue(
+            FLOW_TOPIC,
+            {"runId": child.run_id, "reason": "start"},
+            idempotency_key=f"{child.run_id}:start",
+        )
+
+    async def _sync_children(self, replay: Replay) -> None:
+        """Repair both crash windows of a child: claimed but never created, and ended but
+        never reported to this parent."""
+        for child in replay.pending_children():
+            assert child.run_id is not None
+            info = await self.world.get_run(child.run_id)
+            if info is None:
+                await self._start_child(replay, child)
+            elif info.status.terminal:
+                await self._report_to_parent(info)
+        if replay.pending_children():
+            await self._catch_up(replay)
 
     async def _run_inline(
         self,
@@ -587,28 +729,17 @@ class Handler:
             except SerializationError as err:
                 exc = err
             else:
-                try:
-                    await self.world.append(
-                        replay.run_id, [NewEvent(EventType.RUN_COMPLETED, data={"output": output})]
-                    )
-                except RunTerminalError:
-                    pass
+                await self._terminal(
+                    replay.run_id, NewEvent(EventType.RUN_COMPLETED, data={"output": output})
+                )
                 return
         error = error_to_dict(exc)
-        try:
-            await self.world.append(
-                replay.run_id, [NewEvent(EventType.RUN_FAILED, data={"error": error})]
-            )
-        except RunTerminalError:
-            pass
+        await self._terminal(replay.run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
 
     async def _fail(self, run_id: str, code: str, message: str) -> None:
         error = {"name": "WaylineError", "code": code, "message": message}
         log.error("run %s failed: [%s] %s", run_id, code, message)
-        try:
-            await self.world.append(run_id, [NewEvent(EventType.RUN_FAILED, data={"error": error})])
-        except (RunTerminalError, RunNotFoundError, EntityConflictError):
-            pass
+        await self._terminal(run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
 
     # --- step deliveries -----------------------------------------------------------------------
     async def handle_step(self, delivery: Delivery) -> Verdict:
@@ -729,7 +860,9 @@ def _fold_step(events: list[Event], cid: str) -> _StepView | None:
                 view.starts += 1
             elif e.type is EventType.STEP_RETRYING:
                 retry_after = e.data.get("retryAfter")
-                view.retry_after = float(retry_after) if isinstance(retry_after, int | float) else None
+                view.retry_after = (
+                    float(retry_after) if isinstance(retry_after, int | float) else None
+                )
             elif e.type in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
                 view.terminal = True
     return view

@@ -47,6 +47,27 @@ class StepFailedError(FatalError, WaylineError):
         self.error = dict(error)
 
 
+class ChildFailedError(FatalError, WaylineError):
+    """Raised inside a parent when its child run failed or was cancelled."""
+
+    code = "CHILD_FAILED"
+
+    def __init__(self, child_run_id: str, status: str, error: Mapping[str, Any]) -> None:
+        WaylineError.__init__(
+            self, f"child run {child_run_id} {status}: {error.get('message', '')}"
+        )
+        self.child_run_id = child_run_id
+        self.status = status
+        self.error = dict(error)
+
+
+class ChildTimeoutError(WaylineError):
+    """Raised inside a parent when its child's deadline (from the child's creation) passed.
+    The child is not cancelled."""
+
+    code = "CHILD_TIMEOUT"
+
+
 class WorkflowDeterminismError(WaylineError):
     code = "NON_DETERMINISTIC_AWAIT"
 
@@ -88,10 +109,30 @@ class WaitRecord:
     completed: bool = False
     hook: HookRecord | None = None
     """Set for a hook's timeout wait."""
+    child: ChildRecord | None = None
+    """Set for a child's deadline."""
 
     @property
     def relevant(self) -> bool:
-        return not self.completed and (self.hook is None or not self.hook.payloads)
+        if self.completed:
+            return False
+        if self.hook is not None:
+            return not self.hook.payloads
+        return self.child is None or (self.child.created and not self.child.done)
+
+
+@dataclass(eq=False, slots=True)
+class ChildRecord:
+    cid: str
+    workflow: WorkflowDefinition
+    input: Any
+    future: WFuture[Any]
+    timeout: float | None = None
+    created: bool = False
+    run_id: str | None = None
+    """The child's run id, chosen when the parent claims it (``child_created``)."""
+    done: bool = False
+    deadline: WaitRecord | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -166,7 +207,9 @@ class Replay:
         self.new_steps: dict[str, StepRecord] = {}
         self.new_hooks: dict[str, HookRecord] = {}
         self.new_waits: dict[str, WaitRecord] = {}
-        self._counters = {"s": 0, "h": 0, "w": 0}
+        self.children: dict[str, ChildRecord] = {}
+        self.new_children: dict[str, ChildRecord] = {}
+        self._counters = {"s": 0, "h": 0, "w": 0, "c": 0}
         self._occurrences: dict[str, int] = {}
         self._ready: deque[tuple[_Fiber, WFuture[Any] | None]] = deque()
         self._order = 0
@@ -179,6 +222,8 @@ class Replay:
         """The ``run_compensating`` data: why the run is unwinding, and the original error."""
         self.resumes = 0
         self.abandoned = False
+        self.parent: Any = None
+        """``{"runId", "cid"}`` when this run is a child."""
 
     # --- feeding the log ---------------------------------------------------------------------
     def feed(self, events: list[Event]) -> None:
@@ -282,11 +327,50 @@ class Replay:
             if wait is None:
                 self._diverge(f"wake of {cid}", "no such sleep")
             wait.completed = True
-            if wait.hook is None:
+            if wait.child is not None:
+                if not wait.child.done:
+                    wait.child.future.set_exception(
+                        ChildTimeoutError(
+                            f"child run {wait.child.run_id} of {wait.child.workflow.name!r} "
+                            "passed its deadline (it keeps running)"
+                        ),
+                        self._tick(),
+                    )
+            elif wait.hook is None:
                 wait.future.set_result(None, self._tick())
             elif not wait.hook.payloads:
                 wait.hook.first.set_exception(
                     HookTimeout(f"hook {wait.hook.token!r} timed out"), self._tick()
+                )
+        elif t is EventType.CHILD_CREATED:
+            child = self.children.get(cid)
+            logged = data.get("workflow")
+            if child is None:
+                self._diverge(f"child run of {logged!r} ({cid})", self._call_at("c", cid))
+            if child.workflow.name != logged:
+                self._diverge(f"child run of {logged!r} ({cid})", f"child {child.workflow.name!r}")
+            child.created, child.run_id = True, str(data.get("childRunId"))
+            self.new_children.pop(cid, None)
+            if child.deadline is not None and isinstance(data.get("deadline"), int | float):
+                child.deadline.resume_at = float(data["deadline"])
+        elif t is EventType.CHILD_COMPLETED:
+            child = self.children.get(cid)
+            if child is None or not child.created:
+                self._diverge(f"end of child {cid}", "no such child")
+            child.done = True
+            status = str(data.get("status"))
+            if status == "completed":
+                hint = child.workflow.signature.return_hint
+                try:
+                    value = decode(data.get("output"), hint, what=f"result of child {child.run_id}")
+                except FatalError as err:
+                    child.future.set_exception(err, self._tick())
+                else:
+                    child.future.set_result(value, self._tick())
+            else:
+                child.future.set_exception(
+                    ChildFailedError(str(child.run_id), status, data.get("error") or {}),
+                    self._tick(),
                 )
         # HOOK_DISPOSED carries nothing the workflow sees.
 
@@ -486,6 +570,31 @@ class Replay:
         self.hooks[cid] = hook
         self.new_hooks[cid] = hook
         return Hook(hook)
+
+    def start_child(
+        self,
+        workflow: WorkflowDefinition,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        timeout: Duration | None,
+    ) -> WFuture[Any]:
+        stored = workflow.signature.encode_args(
+            args, kwargs, what=f"child workflow {workflow.name!r}"
+        )
+        cid = self._next("c")
+        child = ChildRecord(cid, workflow, stored, WFuture(f"child {workflow.name}"))
+        if timeout is not None:
+            child.timeout = to_seconds(timeout)
+            wait = WaitRecord(f"{cid}.deadline", self.now + child.timeout, WFuture(cid))
+            wait.child = child
+            child.deadline = wait
+            self.waits[wait.cid] = wait
+        self.children[cid] = child
+        self.new_children[cid] = child
+        return child.future
+
+    def pending_children(self) -> list[ChildRecord]:
+        return [c for c in self.children.values() if c.created and not c.done]
 
     def pending_waits(self) -> list[WaitRecord]:
         return [w for w in self.waits.values() if w.created and w.relevant]

@@ -18,7 +18,7 @@ from typing import Any
 
 from .definitions import WorkflowDefinition
 from .errors import ConfigurationError, WaylineError, WorldUnavailableError
-from .events import RunStatus
+from .events import EventType, RunStatus
 from .handler import Handler, Verdict
 from .settings import Settings
 from .tasks import spawn
@@ -113,20 +113,71 @@ class Worker:
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
 
-    async def recover_runs(self) -> int:
-        """Re-arm every non-terminal run (recovery is automatic, never a manual call). A run
-        whose wake already exists gets a harmless extra replay."""
-        count = 0
-        for status in (RunStatus.PENDING, RunStatus.RUNNING):
+    async def recover_runs(self) -> dict[str, int]:
+        """Re-arm every non-terminal run (recovery is automatic, never a manual call).
+
+        A child whose parent is alive is left to its parent, which re-arms it (seed 004: a
+        child is never driven behind its parent's back); a child whose parent vanished is an
+        orphan, re-armed and counted. A run whose wake already exists gets a harmless replay.
+        Returns ``{running, waiting, compensating, orphans, total}``."""
+        counts = {"running": 0, "waiting": 0, "compensating": 0, "orphans": 0, "total": 0}
+        statuses = (
+            RunStatus.PENDING,
+            RunStatus.RUNNING,
+            RunStatus.COMPENSATING,
+            RunStatus.COMPENSATION_STUCK,
+        )
+        for status in statuses:
             for info in await self.world.list_runs(status=status, limit=100_000):
-                if info.workflow in self.workflows or not self.workflows:
-                    await self.world.enqueue(
-                        FLOW_TOPIC,
-                        {"runId": info.run_id, "reason": "recover"},
-                        idempotency_key=f"{info.run_id}:recover",
-                    )
-                    count += 1
-        return count
+                if self.workflows and info.workflow not in self.workflows:
+                    continue
+                parent = info.attributes.get("parent")
+                if isinstance(parent, dict):
+                    owner = await self.world.get_run(str(parent.get("runId")))
+                    if owner is not None and not owner.status.terminal:
+                        continue
+                    if owner is None:
+                        counts["orphans"] += 1
+                        log.warning(
+                            "run %s is an orphan: its parent %s is gone; recovering it",
+                            info.run_id,
+                            parent.get("runId"),
+                        )
+                counts[await self._classify(info.run_id, status)] += 1
+                counts["total"] += 1
+                await self.world.enqueue(
+                    FLOW_TOPIC,
+                    {"runId": info.run_id, "reason": "recover"},
+                    idempotency_key=f"{info.run_id}:recover",
+                )
+        return counts
+
+    async def _classify(self, run_id: str, status: RunStatus) -> str:
+        if status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
+            return "compensating"
+        open_entities: dict[str, str] = {}
+        for e in await self.world.list_events(run_id):
+            if e.correlation_id is None:
+                continue
+            if e.type is EventType.STEP_CREATED:
+                open_entities[e.correlation_id] = "work"
+            elif e.type in (
+                EventType.HOOK_CREATED,
+                EventType.WAIT_CREATED,
+                EventType.CHILD_CREATED,
+            ):
+                open_entities[e.correlation_id] = "wait"
+            elif e.type in (
+                EventType.STEP_COMPLETED,
+                EventType.STEP_FAILED,
+                EventType.CHILD_COMPLETED,
+                EventType.WAIT_COMPLETED,
+                EventType.HOOK_RECEIVED,
+                EventType.HOOK_DISPOSED,
+            ):
+                open_entities.pop(e.correlation_id, None)
+        kinds = set(open_entities.values())
+        return "waiting" if kinds == {"wait"} else "running"
 
     # --- consuming -----------------------------------------------------------------------------
     async def _consume(self, topic: str, concurrency: int) -> None:

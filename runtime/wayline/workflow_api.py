@@ -30,6 +30,21 @@ def create_hook(
     return current_replay("create_hook").create_hook(token, timeout, type)
 
 
+def child(
+    workflow: Any, *args: Any, timeout: Duration | None = None, **kwargs: Any
+) -> WFuture[Any]:
+    """Start ``workflow`` as a child run owned by this one and wait for its result.
+
+    The parent claims the child before waiting on it, so a replay resumes the same child. With
+    ``timeout`` the wait ends with :class:`ChildTimeoutError` that long after the child was
+    created (a restart grants no fresh window); the child is not cancelled."""
+    from .definitions import WorkflowDefinition
+
+    if not isinstance(workflow, WorkflowDefinition):
+        raise TypeError(f"wayline.child needs a @wayline.workflow, got {workflow!r}")
+    return current_replay("child").start_child(workflow, args, kwargs, timeout)
+
+
 def now() -> datetime:
     """Workflow time: moves only with the log, so a replay sees the same value."""
     return datetime.fromtimestamp(current_replay("now").now, UTC)

@@ -303,3 +303,44 @@ async def saga_stuck(path: str, order: str) -> str:
     await reserve_stuck(path, order)
     await ship_fails(path, order)
     return "shipped"
+
+
+@wayline.workflow
+async def kid(n: int) -> int:
+    return await add(n, 100)
+
+
+@wayline.workflow
+async def kid_fails() -> None:
+    await fatal_step()
+
+
+@wayline.workflow
+async def kid_waits(token: str) -> object:
+    return await wayline.create_hook(token)
+
+
+@wayline.workflow
+async def parent(n: int) -> list[object]:
+    a = await wayline.child(kid, n)
+    try:
+        await wayline.child(kid_fails)
+    except wayline.ChildFailedError as err:
+        b = f"child failed: {err.status}"
+    return [a, b]
+
+
+@wayline.workflow
+async def parent_waits(token: str) -> object:
+    return await wayline.child(kid_waits, token)
+
+
+@wayline.workflow
+async def parent_deadline(token: str, catch: bool) -> str:
+    try:
+        await wayline.child(kid_waits, token, timeout="400ms")
+    except wayline.ChildTimeoutError:
+        if catch:
+            return "timed out"
+        raise
+    return "child answered"

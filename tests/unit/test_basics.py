@@ -85,7 +85,7 @@ def test_serde_round_trips_models_and_names_the_culprit() -> None:
 
 def test_public_api_is_pinned() -> None:
     assert sorted(wayline.__all__) == sorted([
-        "Client", "ConfigurationError", "FatalError", "Hook", "HookNotFoundError", "HookTimeout",
+        "ChildFailedError", "ChildTimeoutError", "child", "Client", "ConfigurationError", "FatalError", "Hook", "HookNotFoundError", "HookTimeout",
         "LocalWorld", "NotInStepError", "NotInWorkflowError", "ReplayDivergenceError",
         "RetryableError", "RunCancelledError", "RunFailedError", "RunHandle", "RunStatus",
         "SerializationError", "Settings", "StepContext", "StepFailedError", "WaylineError",

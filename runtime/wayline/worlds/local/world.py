@@ -14,7 +14,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -436,7 +436,7 @@ def _run_from_row(row: Sequence[Any]) -> RunInfo:
     )
 
 
-_RUN_COLUMNS = {
+_RUN_COLUMNS: dict[str, Callable[[Any], Any]] = {
     "status": str,
     "last_seq": int,
     "updated_at": float,
@@ -450,7 +450,7 @@ _RUN_COLUMNS = {
 def _update_run(db: sqlite3.Connection, run_id: str, changes: dict[str, Any]) -> None:
     cols = [c for c in _RUN_COLUMNS if c in changes]
     db.execute(
-        f"UPDATE runs SET {', '.join(f'{c} = ?' for c in cols)} WHERE run_id = ?",  # noqa: S608
+        f"UPDATE runs SET {', '.join(f'{c} = ?' for c in cols)} WHERE run_id = ?",
         [_RUN_COLUMNS[c](changes[c]) for c in cols] + [run_id],
     )
 

@@ -1,0 +1,110 @@
+"""Child runs (seed 004): owned by their parent, claimed before the wait, resumed on replay,
+deadlines from the child's creation, never recovered behind the parent's back."""
+
+from __future__ import annotations
+
+import pytest
+
+import wayline
+from wayline.events import EventType
+from wayline.world import FLOW_TOPIC
+from tests.runtime import flows
+from tests.runtime.harness import Engine, of_type, wait_for
+
+KIDS = [flows.kid, flows.kid_fails, flows.kid_waits]
+
+
+async def test_parent_gets_child_results_and_failures(engine: Engine) -> None:
+    async with engine.worker([flows.parent, *KIDS]):
+        handle = await engine.client.start(flows.parent, 5)
+        assert await handle.result(timeout=15) == [105, "child failed: failed"]
+    created = of_type(await handle.events(), EventType.CHILD_CREATED)
+    assert len(created) == 2
+    child = await engine.client.get_run(created[0].data["childRunId"])
+    assert child.workflow == "kid" and child.attributes["parent"]["runId"] == handle.run_id
+
+
+async def test_a_parent_replay_resumes_the_existing_child(engine: Engine) -> None:
+    async with engine.worker([flows.parent_waits, *KIDS]):
+        handle = await engine.client.start(flows.parent_waits, "kid-tok-1")
+        await wait_for(lambda: engine.world.get_hook("kid-tok-1"))
+        for _ in range(3):  # unrelated wakes replay the parent
+            await engine.world.enqueue(FLOW_TOPIC, {"runId": handle.run_id, "reason": "wake"})
+        await engine.client.resume_hook("kid-tok-1", {"ok": 1})
+        assert await handle.result(timeout=15) == {"ok": 1}
+    assert len(await engine.world.list_runs(workflow="kid_waits")) == 1
+
+
+async def test_a_claimed_child_that_was_never_created_is_created_on_redelivery(
+    engine: Engine,
+) -> None:
+    """The crash window between the parent's claim and the child's run_created."""
+    world = engine.world
+    original = world.append
+    failed = []
+
+    async def flaky_append(run_id, events, *, expected_seq=None):  # type: ignore[no-untyped-def]
+        if events[0].type is EventType.RUN_CREATED and events[0].data.get("parent") and not failed:
+            failed.append(run_id)
+            raise wayline.WorldUnavailableError("simulated crash before the child was created")
+        return await original(run_id, events, expected_seq=expected_seq)
+
+    world.append = flaky_append  # type: ignore[method-assign]
+    async with engine.worker([flows.parent, *KIDS]):
+        handle = await engine.client.start(flows.parent, 1)
+        assert await handle.result(timeout=20) == [101, "child failed: failed"]
+    assert failed
+    assert len(await world.list_runs(workflow="kid")) == 1
+
+
+async def test_child_deadline_can_be_caught_and_the_child_keeps_running(engine: Engine) -> None:
+    async with engine.worker([flows.parent_deadline, *KIDS]):
+        handle = await engine.client.start(flows.parent_deadline, "late-1", True)
+        assert await handle.result(timeout=15) == "timed out"
+        [kid] = await engine.world.list_runs(workflow="kid_waits")
+        assert not kid.status.terminal  # not cancelled
+        await engine.client.resume_hook("late-1", "answer")
+        assert await engine.client.handle(kid.run_id).result(timeout=10) == "answer"
+    events = await handle.events()
+    [created] = of_type(events, EventType.CHILD_CREATED)
+    [deadline] = of_type(events, EventType.WAIT_CREATED)
+    assert deadline.data["resumeAt"] == pytest.approx(created.data["deadline"])
+
+
+async def test_uncaught_deadline_parks_the_parent_until_the_child_settles(engine: Engine) -> None:
+    async with engine.worker([flows.parent_deadline, *KIDS]):
+        handle = await engine.client.start(flows.parent_deadline, "late-2", False)
+
+        async def stuck() -> bool:
+            return await handle.status() is wayline.RunStatus.COMPENSATION_STUCK
+
+        await wait_for(stuck)
+        await engine.client.resume_hook("late-2", "finally")
+        [kid] = await engine.world.list_runs(workflow="kid_waits")
+        assert await engine.client.handle(kid.run_id).result(timeout=10) == "finally"
+        await engine.client.resume_compensation(handle.run_id)
+        with pytest.raises(wayline.RunFailedError, match="deadline"):
+            await handle.result(timeout=10)
+
+
+async def test_recovery_leaves_children_to_their_parent_and_drives_orphans(engine: Engine) -> None:
+    async with engine.worker([flows.parent_waits, *KIDS], recover=False):
+        handle = await engine.client.start(flows.parent_waits, "kid-tok-2")
+        await wait_for(lambda: engine.world.get_hook("kid-tok-2"))
+    worker = wayline.Worker(engine.world, [flows.parent_waits, *KIDS])
+    counts = await worker.recover_runs()
+    assert counts == {"running": 0, "waiting": 1, "compensating": 0, "orphans": 0, "total": 1}
+    # an orphan: a child whose parent vanished
+    from wayline.events import NewEvent
+    from wayline.ids import new_run_id
+
+    orphan = new_run_id()
+    await engine.world.append(orphan, [NewEvent(EventType.RUN_CREATED, data={
+        "workflow": "kid", "input": {"args": [1]},
+        "parent": {"runId": new_run_id(), "cid": "c1"}})])
+    counts = await worker.recover_runs()
+    assert counts["orphans"] == 1 and counts["total"] == 2
+    async with engine.worker([flows.parent_waits, *KIDS]):
+        assert await engine.client.handle(orphan).result(timeout=10) == 101
+        await engine.client.resume_hook("kid-tok-2", 7)
+        assert await handle.result(timeout=10) == 7
