@@ -12,6 +12,8 @@ import pytest
 
 from wayline.world import World
 
+pytest_plugins = ["tests.nats_fixtures"]
+
 WorldFactory = Callable[..., Awaitable[World]]
 
 WORLD_KINDS = ["local"]

@@ -86,6 +86,7 @@ class Client:
         data: dict[str, Any] = {"workflow": name, "input": stored}
         if definition is not None:
             data["revision"] = definition.revision
+            data["definition"] = definition.identity_record()
         await self.world.append(
             run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
         )

@@ -64,14 +64,59 @@ class StepDefinition:
 
 
 class WorkflowDefinition:
-    def __init__(self, fn: Callable[..., Any], *, name: str | None, revision: int) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], *, name: str | None, revision: int, strict_identity: bool
+    ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise ConfigurationError(f"@wayline.workflow needs an async def, got {fn!r}")
         self.fn = fn
         self.name = name or fn.__name__
         self.revision = revision
+        self.strict_identity = strict_identity
         self.signature = Signature(fn)
+        self._identity: str | None = None
         functools.update_wrapper(self, fn)
+
+    @property
+    def identity(self) -> str:
+        """SHA-256 of the definition's shape (see ``wayline.identity``), computed on first use
+        so that steps defined after the workflow in its module are seen."""
+        if self._identity is None:
+            from .identity import definition_identity
+
+            self._identity = definition_identity(self)
+        return self._identity
+
+    @property
+    def code_hash(self) -> str:
+        from .identity import code_hash
+
+        return code_hash(self)
+
+    def identity_record(self) -> dict[str, Any]:
+        """What a run records about the definition that started it."""
+        return {
+            "identity": self.identity,
+            "revision": self.revision,
+            "codeHash": self.code_hash,
+            "strictIdentity": self.strict_identity,
+        }
+
+    def mismatch(self, recorded: Any) -> str | None:
+        """Why this definition may not drive a run that recorded ``recorded`` (None: it may)."""
+        if not isinstance(recorded, dict):
+            return None
+        wanted, rev = recorded.get("identity"), recorded.get("revision")
+        if wanted is not None and wanted != self.identity:
+            return f"identity {str(wanted)[:12]} (this worker has {self.identity[:12]})"
+        if rev is not None and rev != self.revision:
+            return f"revision {rev} (this worker has revision {self.revision})"
+        if recorded.get("strictIdentity") and recorded.get("codeHash") != self.code_hash:
+            return (
+                f"code {str(recorded.get('codeHash'))[:12]} (strict identity; this worker "
+                f"has {self.code_hash[:12]})"
+            )
+        return None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -81,7 +126,7 @@ class WorkflowDefinition:
 
 
 @overload
-def step(fn: F, /) -> F: ...
+def step(fn: Callable[..., Any], /) -> StepDefinition: ...
 @overload
 def step(
     *,
@@ -89,7 +134,7 @@ def step(
     max_retries: int = 3,
     retry_delay: Duration = 1.0,
     compensate: Callable[..., Any] | None = None,
-) -> Callable[[F], F]: ...
+) -> Callable[[Callable[..., Any]], StepDefinition]: ...
 def step(
     fn: Callable[..., Any] | None = None,
     /,
@@ -119,7 +164,14 @@ def step(
 
 def _register(definition: StepDefinition) -> None:
     existing = _STEPS.get(definition.name)
-    if existing is not None and existing.fn.__qualname__ != definition.fn.__qualname__:
+    if existing is None:
+        _STEPS[definition.name] = definition
+        return
+    same_function = existing.fn.__qualname__ == definition.fn.__qualname__ and (
+        existing.fn.__module__ == definition.fn.__module__
+        or "__main__" in (existing.fn.__module__, definition.fn.__module__)
+    )  # a script imported again as a module defines the same function twice
+    if not same_function:
         raise ConfigurationError(
             f"two different steps are named {definition.name!r} "
             f"({existing.fn.__module__} and {definition.fn.__module__}); pass name= to one"
@@ -128,16 +180,27 @@ def _register(definition: StepDefinition) -> None:
 
 
 @overload
-def workflow(fn: F, /) -> F: ...
+def workflow(fn: Callable[..., Any], /) -> WorkflowDefinition: ...
 @overload
-def workflow(*, name: str | None = None, revision: int = 1) -> Callable[[F], F]: ...
 def workflow(
-    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, revision: int = 1
+    *, name: str | None = None, revision: int = 1, strict_identity: bool = False
+) -> Callable[[Callable[..., Any]], WorkflowDefinition]: ...
+def workflow(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    revision: int = 1,
+    strict_identity: bool = False,
 ) -> Any:
-    """Declare a durable workflow on an ``async def``."""
+    """Declare a durable workflow on an ``async def``.
+
+    Bump ``revision`` when behaviour changes without the shape changing; a run is only ever
+    driven by a definition with its identity and revision (and, with ``strict_identity``, its
+    exact code)."""
 
     def wrap(f: Callable[..., Any]) -> Any:
-        return WorkflowDefinition(f, name=name, revision=revision)
+        return WorkflowDefinition(f, name=name, revision=revision, strict_identity=strict_identity)
 
     return wrap(fn) if fn is not None else wrap
 

@@ -33,6 +33,8 @@ class EventType(StrEnum):
     RUN_COMPENSATION_STUCK = "run_compensation_stuck"
     RUN_COMPENSATION_RESUMED = "run_compensation_resumed"
     RUN_COMPENSATION_ABANDONED = "run_compensation_abandoned"
+    RUN_BLOCKED = "run_blocked"
+    RUN_UNBLOCKED = "run_unblocked"
     STEP_CREATED = "step_created"
     STEP_STARTED = "step_started"
     STEP_RETRYING = "step_retrying"
@@ -50,6 +52,8 @@ class EventType(StrEnum):
 class RunStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
+    BLOCKED = "blocked"
+    """No worker with the run's definition identity has come yet (the reason is in error)."""
     COMPENSATING = "compensating"
     COMPENSATION_STUCK = "compensation_stuck"
     COMPLETED = "completed"
@@ -177,11 +181,17 @@ def apply_transition(
     if run_status.terminal:
         raise RunTerminalError(f"run is {run_status}; nothing more is appended")
     if t is EventType.RUN_STARTED:
-        if run_status is not RunStatus.PENDING:
+        if run_status not in (RunStatus.PENDING, RunStatus.BLOCKED):
             raise EntityConflictError("run already started")
         return RunStatus.RUNNING, None
     if t is EventType.RUN_CANCEL_REQUESTED:
         return run_status, None
+    if t is EventType.RUN_BLOCKED:
+        return RunStatus.BLOCKED, None
+    if t is EventType.RUN_UNBLOCKED:
+        if run_status is not RunStatus.BLOCKED:
+            raise EntityConflictError(f"run is {run_status}, not blocked")
+        return RunStatus.RUNNING, None
     if t is EventType.RUN_COMPENSATING:
         if run_status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
             raise EntityConflictError("run is already compensating")

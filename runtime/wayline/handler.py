@@ -103,14 +103,6 @@ class Handler:
             return Verdict("dead", reason=f"flow message for unknown run {run_id}")
         if info.status.terminal:
             return ACK
-        if delivery.topic == FLOW_TOPIC and delivery.attempt > self.settings.max_queue_deliveries:
-            await self._fail(
-                run_id,
-                "MAX_DELIVERIES_EXCEEDED",
-                f"flow delivery attempt {delivery.attempt} exceeds "
-                f"WORKFLOW_MAX_QUEUE_DELIVERIES={self.settings.max_queue_deliveries}",
-            )
-            return ACK
         workflow = self.workflows.get(info.workflow)
         if workflow is None:
             log.warning(
@@ -120,7 +112,25 @@ class Handler:
                 info.workflow,
             )
             return Verdict("retry", delay=5.0)
-        if info.status.value == "pending":
+        if delivery.topic == FLOW_TOPIC and delivery.attempt > self.settings.max_queue_deliveries:
+            await self._fail(
+                run_id,
+                "MAX_DELIVERIES_EXCEEDED",
+                f"flow delivery attempt {delivery.attempt} exceeds "
+                f"WORKFLOW_MAX_QUEUE_DELIVERIES={self.settings.max_queue_deliveries}",
+            )
+            return ACK
+        why = workflow.mismatch(info.attributes.get("definition"))
+        if why is not None:
+            return await self._block(info, why)
+        if info.status is RunStatus.BLOCKED and info.started_at is not None:
+            try:
+                await world.append(run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
+            except EntityConflictError:
+                pass
+            except RunTerminalError:
+                return ACK
+        if info.started_at is None:
             try:
                 await world.append(run_id, [NewEvent(EventType.RUN_STARTED)])
             except EntityConflictError:
@@ -526,6 +536,37 @@ class Handler:
             event = NewEvent(EventType.RUN_FAILED, data={"error": error})
         await self._terminal(run_id, event)
 
+    async def _block(self, info: RunInfo, why: str) -> Verdict:
+        """Fail closed: never drive a run with another definition. The run waits, visibly,
+        until a matching worker comes (its recovery re-arms the run), or fails when this
+        worker is told to fail such runs."""
+        message = (
+            f"run {info.run_id} needs workflow {info.workflow!r} with {why}; "
+            "waiting for a worker that has it"
+        )
+        if self.settings.definition_mismatch == "fail":
+            await self._fail(info.run_id, "DEFINITION_MISMATCH", message)
+            return ACK
+        if info.status is not RunStatus.BLOCKED or (info.error or {}).get("message") != message:
+            log.warning("%s", message)
+            try:
+                await self.world.append(
+                    info.run_id,
+                    [
+                        NewEvent(
+                            EventType.RUN_BLOCKED,
+                            data={
+                                "code": "DEFINITION_MISMATCH",
+                                "message": message,
+                                "required": info.attributes.get("definition"),
+                            },
+                        )
+                    ],
+                )
+            except (RunTerminalError, EntityConflictError):
+                pass
+        return ACK
+
     async def _terminal(self, run_id: str, event: NewEvent) -> None:
         """Append a run's terminal event; a child then reports its end to its parent."""
         try:
@@ -761,12 +802,18 @@ class Handler:
             attempt = step.starts + 1
             outcome: Outcome | None
             if definition is None:
+                if delivery.attempt <= self.settings.max_queue_deliveries:
+                    # Another worker (another app sharing this world) may have it: retry
+                    # later rather than fail a step this worker merely does not know.
+                    log.warning("step %r of run %s is not registered in this worker (is its "
+                                "module imported?); retrying later", step.name, run_id)
+                    return Verdict("retry", delay=min(30.0, 2.0 * delivery.attempt))
                 outcome = Failed(
                     {
                         "name": "FatalError",
                         "code": "STEP_NOT_FOUND",
-                        "message": f"step {step.name!r} is not registered in this "
-                        "worker (is its module imported?)",
+                        "message": f"step {step.name!r} is not registered in any worker that "
+                        f"received it ({delivery.attempt} deliveries)",
                     }
                 )
             elif attempt > definition.max_retries + 1:

@@ -47,6 +47,11 @@ class Settings:
     """``WAYLINE_POLL_INTERVAL``: how often an idle consumer re-checks a store that cannot
     notify other processes (SQLite). In-process enqueues wake consumers at once."""
 
+    definition_mismatch: str = "wait"
+    """``WAYLINE_DEFINITION_MISMATCH``: ``wait`` (a run whose recorded definition identity this
+    worker lacks is marked blocked and left for a matching worker) or ``fail`` (it fails with
+    ``DEFINITION_MISMATCH``). Never: drive it with another definition."""
+
     world_url: str = "sqlite:///.wayline/wayline.db"
     """``WAYLINE_WORLD``: the default world for the CLI and ``open_world``."""
 
@@ -65,6 +70,7 @@ class Settings:
             max_invocation_seconds=_float(env, "WAYLINE_MAX_INVOCATION_SECONDS", 800.0),
             visibility_seconds=max(0.5, _float(env, "WAYLINE_VISIBILITY_SECONDS", 30.0)),
             poll_interval_seconds=max(0.001, _float(env, "WAYLINE_POLL_INTERVAL", 0.05)),
+            definition_mismatch=_choice(env, "WAYLINE_DEFINITION_MISMATCH", ("wait", "fail")),
             world_url=env.get("WAYLINE_WORLD") or "sqlite:///.wayline/wayline.db",
         )
 
@@ -79,6 +85,13 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
     if value in ("1", "true", "yes", "on"):
         return True
     raise ConfigurationError(f"{name} must be 0/1/true/false, got {raw!r}")
+
+
+def _choice(env: Mapping[str, str], name: str, options: tuple[str, ...]) -> str:
+    raw = (env.get(name) or options[0]).strip().lower()
+    if raw not in options:
+        raise ConfigurationError(f"{name} must be one of {', '.join(options)}, got {raw!r}")
+    return raw
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:

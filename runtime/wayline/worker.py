@@ -124,6 +124,7 @@ class Worker:
         statuses = (
             RunStatus.PENDING,
             RunStatus.RUNNING,
+            RunStatus.BLOCKED,
             RunStatus.COMPENSATING,
             RunStatus.COMPENSATION_STUCK,
         )

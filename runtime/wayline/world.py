@@ -51,9 +51,13 @@ def run_changes(event: Event) -> dict[str, Any]:
     """The run-view fields one (non-creating) event changes; shared by every world."""
     changes: dict[str, Any] = {"updated_at": event.created_at, "last_seq": event.seq}
     if event.type is EventType.RUN_STARTED:
-        changes.update(status=RunStatus.RUNNING, started_at=event.created_at)
+        changes.update(status=RunStatus.RUNNING, started_at=event.created_at, error=None)
     elif event.type in _PHASES:
         changes["status"] = _PHASES[event.type]
+    elif event.type is EventType.RUN_BLOCKED:
+        changes.update(status=RunStatus.BLOCKED, error=dict(event.data))
+    elif event.type is EventType.RUN_UNBLOCKED:
+        changes.update(status=RunStatus.RUNNING, error=None)
     elif event.type in RUN_TERMINAL_EVENTS:
         status = {
             EventType.RUN_COMPLETED: RunStatus.COMPLETED,

@@ -14,7 +14,9 @@ from tests.runtime.harness import Engine, settings, wait_for
 
 async def _repro(engine: Engine, tmp_path: Path, ownership: bool) -> list[str]:
     marker = str(tmp_path / f"marker-{ownership}")
-    async with engine.worker([flows.hook_during_step], settings=settings(inline_ownership=ownership)):
+    async with engine.worker(
+        [flows.hook_during_step], settings=settings(inline_ownership=ownership)
+    ):
         handle = await engine.client.start(flows.hook_during_step, marker, 1.5)
 
         async def body_started() -> bool:
@@ -43,7 +45,9 @@ async def test_sleep_wake_mid_inline_step_runs_the_body_once(
     engine: Engine, tmp_path: Path, ownership: bool
 ) -> None:
     marker = str(tmp_path / "marker")
-    async with engine.worker([flows.sleep_during_step], settings=settings(inline_ownership=ownership)):
+    async with engine.worker(
+        [flows.sleep_during_step], settings=settings(inline_ownership=ownership)
+    ):
         handle = await engine.client.start(flows.sleep_during_step, marker, 1.0)
         assert await handle.result(timeout=20) == "sleep won"
         # the step keeps running after the race is decided; wait for it to settle

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 import wayline
-from wayline.events import EventType
 from tests.runtime import flows
 from tests.runtime.harness import of_type, wait_for
+from wayline.events import EventType
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,7 +122,10 @@ async def test_sigkill_during_queued_step_is_redelivered(tmp_path: Path, spawn_w
     assert attempts[0] == "1" and len(attempts) <= 3
 
 
-SHORT_LEASE = {"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "2", "WAYLINE_MAX_INVOCATION_SECONDS": "1.5"}
+SHORT_LEASE = {
+    "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "2",
+    "WAYLINE_MAX_INVOCATION_SECONDS": "1.5",
+}
 
 
 async def test_unstable_ids_recover_a_crashed_inline_step_by_the_backstop(  # type: ignore[no-untyped-def]
@@ -153,8 +156,12 @@ async def test_invocation_bound_exits_the_worker_and_the_run_still_finishes(  # 
 ) -> None:
     db = tmp_path / "w.db"
     marker = str(tmp_path / "marker")
-    env = {"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "3", "WAYLINE_MAX_INVOCATION_SECONDS": "0.5",
-           "WAYLINE_VISIBILITY_SECONDS": "1", "WAYLINE_TEST_EXIT_ON_DEADLINE": "1"}
+    env = {
+        "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "3",
+        "WAYLINE_MAX_INVOCATION_SECONDS": "0.5",
+        "WAYLINE_VISIBILITY_SECONDS": "1",
+        "WAYLINE_TEST_EXIT_ON_DEADLINE": "1",
+    }
     async with wayline.LocalWorld(db) as world:
         client = wayline.Client(world)
         first = spawn_worker(db, **env)

@@ -14,10 +14,10 @@ import os
 import sys
 
 import wayline
-from wayline.definitions import WorkflowDefinition
-from wayline.world import World
 from tests.runtime import flows
 from tests.runtime.unstable import UnstableIdWorld
+from wayline.definitions import WorkflowDefinition
+from wayline.world import World
 
 
 async def main(path: str) -> None:
@@ -28,7 +28,8 @@ async def main(path: str) -> None:
         world = UnstableIdWorld(world)
     async with world:
         worker = wayline.Worker(
-            world, workflows,
+            world,
+            workflows,
             exit_on_invocation_deadline=os.environ.get("WAYLINE_TEST_EXIT_ON_DEADLINE") == "1",
         )
         print("worker ready", flush=True)

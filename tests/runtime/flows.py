@@ -239,8 +239,11 @@ def _record(path: str, text: str) -> None:
 def refund(path: str, order: str) -> None:
     ctx = wayline.step_context()
     assert ctx.direction == "compensate"
-    mark(path, f"refund {order} key={ctx.idempotency_key} fwd={ctx.forward_idempotency_key} "
-               f"result={ctx.forward_result}")
+    mark(
+        path,
+        f"refund {order} key={ctx.idempotency_key} fwd={ctx.forward_idempotency_key} "
+        f"result={ctx.forward_result}",
+    )
 
 
 @wayline.step(compensate=refund)
@@ -344,3 +347,23 @@ async def parent_deadline(token: str, catch: bool) -> str:
             return "timed out"
         raise
     return "child answered"
+
+
+@wayline.workflow(name="versioned", revision=1)
+async def versioned_v1(n: int) -> str:
+    return f"v1:{await add(n, 1)}"
+
+
+@wayline.workflow(name="versioned", revision=2)
+async def versioned_v2(n: int) -> str:
+    return f"v2:{await add(n, 2)}"
+
+
+@wayline.workflow(name="strict", strict_identity=True)
+async def strict_a(n: int) -> str:
+    return f"a:{await add(n, 0)}"
+
+
+@wayline.workflow(name="strict", strict_identity=True)
+async def strict_b(n: int) -> str:
+    return "b:" + str(await add(n, 0))

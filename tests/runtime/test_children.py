@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 import wayline
-from wayline.events import EventType
-from wayline.world import FLOW_TOPIC
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, wait_for
+from wayline.events import EventType
+from wayline.world import FLOW_TOPIC
 
 KIDS = [flows.kid, flows.kid_fails, flows.kid_waits]
 
@@ -99,9 +99,19 @@ async def test_recovery_leaves_children_to_their_parent_and_drives_orphans(engin
     from wayline.ids import new_run_id
 
     orphan = new_run_id()
-    await engine.world.append(orphan, [NewEvent(EventType.RUN_CREATED, data={
-        "workflow": "kid", "input": {"args": [1]},
-        "parent": {"runId": new_run_id(), "cid": "c1"}})])
+    await engine.world.append(
+        orphan,
+        [
+            NewEvent(
+                EventType.RUN_CREATED,
+                data={
+                    "workflow": "kid",
+                    "input": {"args": [1]},
+                    "parent": {"runId": new_run_id(), "cid": "c1"},
+                },
+            )
+        ],
+    )
     counts = await worker.recover_runs()
     assert counts["orphans"] == 1 and counts["total"] == 2
     async with engine.worker([flows.parent_waits, *KIDS]):

@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 
 import wayline
-from wayline.events import EventType
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, wait_for
+from wayline.events import EventType
 
 
-async def test_failure_compensates_completed_steps_in_reverse(engine: Engine, tmp_path: Path) -> None:
+async def test_failure_compensates_completed_steps_in_reverse(
+    engine: Engine, tmp_path: Path
+) -> None:
     log = str(tmp_path / "log")
     async with engine.worker([flows.saga]):
         handle = await engine.client.start(flows.saga, log, "o1")
@@ -93,4 +95,3 @@ async def test_unwind_commands_refuse_a_run_that_is_not_stuck(engine: Engine) ->
         await engine.client.resume_compensation(handle.run_id)
     with pytest.raises(wayline.WaylineError, match="not compensation_stuck"):
         await engine.client.abandon_compensation(handle.run_id)
-

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from tests.runtime import flows
+from tests.runtime.harness import Engine, of_type, settings, wait_for
 from wayline.events import EventType, NewEvent
 from wayline.ids import new_run_id
 from wayline.world import FLOW_TOPIC
-from tests.runtime import flows
-from tests.runtime.harness import Engine, of_type, settings, wait_for
 
 SHORT = {"lease_seconds": 2.0, "max_invocation_seconds": 1.5}
 
@@ -36,13 +36,19 @@ async def _ghost_owned_run(engine: Engine, marker: str, owner: str) -> str:
     """A run whose inline step s1 was stamped by a message that no longer exists."""
     run_id = new_run_id()
     inp = {"args": [marker, 0.1]}
-    await engine.world.append(run_id, [
-        NewEvent(EventType.RUN_CREATED, data={"workflow": "single_slow", "input": inp}),
-        NewEvent(EventType.RUN_STARTED),
-        NewEvent(EventType.STEP_CREATED, "s1",
-                 {"stepName": "slow_marker", "input": inp, "occurrence": 0}),
-        NewEvent(EventType.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": owner}),
-    ])
+    await engine.world.append(
+        run_id,
+        [
+            NewEvent(EventType.RUN_CREATED, data={"workflow": "single_slow", "input": inp}),
+            NewEvent(EventType.RUN_STARTED),
+            NewEvent(
+                EventType.STEP_CREATED,
+                "s1",
+                {"stepName": "slow_marker", "input": inp, "occurrence": 0},
+            ),
+            NewEvent(EventType.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": owner}),
+        ],
+    )
     return run_id
 
 
@@ -73,8 +79,10 @@ async def test_backstop_of_a_refreshed_epoch_publishes_its_replacement(
         await engine.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "hook"})
         await asyncio.sleep(1.0)
         # owner recovery by another (soon lost) delivery re-stamps: a new ownership epoch
-        [restamp] = await engine.world.append(run_id, [NewEvent(
-            EventType.STEP_STARTED, "s1", {"attempt": 2, "ownerMessageId": "ghost-2"})])
+        [restamp] = await engine.world.append(
+            run_id,
+            [NewEvent(EventType.STEP_STARTED, "s1", {"attempt": 2, "ownerMessageId": "ghost-2"})],
+        )
         assert await engine.client.handle(run_id).result(timeout=20) == "done"
     assert flows.lines(marker) == ["attempt 3"]
     starts = of_type(await engine.world.list_events(run_id), EventType.STEP_STARTED)

@@ -12,6 +12,7 @@ from wayline.events import Event, NewEvent, RunStatus
 from wayline.ids import MessageId
 from wayline.world import Delivery, HookInfo, RunInfo, World
 
+
 class UnstableIdWorld(World):
     unstable_message_ids = True
 
@@ -30,8 +31,9 @@ class UnstableIdWorld(World):
     async def close(self) -> None:
         await self.inner.close()
 
-    async def append(self, run_id: str, events: Sequence[NewEvent], *,
-                     expected_seq: int | None = None) -> list[Event]:
+    async def append(
+        self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[Event]:
         return await self.inner.append(run_id, events, expected_seq=expected_seq)
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
@@ -40,23 +42,41 @@ class UnstableIdWorld(World):
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self.inner.get_run(run_id)
 
-    async def list_runs(self, *, status: RunStatus | None = None, workflow: str | None = None,
-                        limit: int = 100) -> list[RunInfo]:
+    async def list_runs(
+        self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
+    ) -> list[RunInfo]:
         return await self.inner.list_runs(status=status, workflow=workflow, limit=limit)
 
     async def get_hook(self, token: str) -> HookInfo | None:
         return await self.inner.get_hook(token)
 
-    async def enqueue(self, topic: str, payload: Mapping[str, Any], *,
-                      idempotency_key: str | None = None, delay_seconds: float = 0.0) -> MessageId:
-        return await self.inner.enqueue(topic, payload, idempotency_key=idempotency_key,
-                                        delay_seconds=delay_seconds)
+    async def enqueue(
+        self,
+        topic: str,
+        payload: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        delay_seconds: float = 0.0,
+    ) -> MessageId:
+        return await self.inner.enqueue(
+            topic, payload, idempotency_key=idempotency_key, delay_seconds=delay_seconds
+        )
 
-    async def receive(self, topic: str, *, max_messages: int = 1,
-                      wait_seconds: float = 1.0) -> list[Delivery]:
+    async def receive(
+        self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
+    ) -> list[Delivery]:
         got = await self.inner.receive(topic, max_messages=max_messages, wait_seconds=wait_seconds)
-        return [Delivery(d.topic, MessageId(f"{d.message_id}~{secrets.token_hex(6)}"), d.attempt,
-                         d.payload, d.raw, d) for d in got]
+        return [
+            Delivery(
+                d.topic,
+                MessageId(f"{d.message_id}~{secrets.token_hex(6)}"),
+                d.attempt,
+                d.payload,
+                d.raw,
+                d,
+            )
+            for d in got
+        ]
 
     async def ack(self, delivery: Delivery) -> None:
         await self.inner.ack(delivery.handle)

@@ -18,8 +18,18 @@ from wayline.settings import Settings
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [(5, 5.0), (1.5, 1.5), (timedelta(minutes=2), 120.0), ("10s", 10.0), ("1h", 3600.0),
-     ("1h30m", 5400.0), ("250ms", 0.25), ("2d", 172800.0), (" 3 ", 3.0), ("1w", 604800.0)],
+    [
+        (5, 5.0),
+        (1.5, 1.5),
+        (timedelta(minutes=2), 120.0),
+        ("10s", 10.0),
+        ("1h", 3600.0),
+        ("1h30m", 5400.0),
+        ("250ms", 0.25),
+        ("2d", 172800.0),
+        (" 3 ", 3.0),
+        ("1w", 604800.0),
+    ],
 )
 def test_durations(value: object, seconds: float) -> None:
     assert to_seconds(value) == pytest.approx(seconds)  # type: ignore[arg-type]
@@ -34,13 +44,25 @@ def test_bad_durations_say_what_was_wrong(bad: object) -> None:
 def test_settings_from_an_injected_mapping() -> None:
     s = Settings.from_env({})
     assert (s.inline_ownership, s.lease_seconds, s.max_queue_deliveries, s.max_inline_steps) == (
-        True, 860.0, 48, 3)
-    s = Settings.from_env({"WORKFLOW_INLINE_OWNERSHIP": "false",
-                           "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "5000",
-                           "WORKFLOW_MAX_INLINE_STEPS": "40"})
+        True,
+        860.0,
+        48,
+        3,
+    )
+    s = Settings.from_env(
+        {
+            "WORKFLOW_INLINE_OWNERSHIP": "false",
+            "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "5000",
+            "WORKFLOW_MAX_INLINE_STEPS": "40",
+        }
+    )
     assert not s.inline_ownership and s.lease_seconds == 900 and s.max_inline_steps == 16
-    assert Settings.from_env({"WORKFLOW_INLINE_OWNERSHIP": "0",
-                              "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "0"}).lease_seconds == 1
+    assert (
+        Settings.from_env(
+            {"WORKFLOW_INLINE_OWNERSHIP": "0", "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "0"}
+        ).lease_seconds
+        == 1
+    )
     with pytest.raises(ConfigurationError, match="WORKFLOW_INLINE_OWNERSHIP"):
         Settings.from_env({"WORKFLOW_INLINE_OWNERSHIP": "maybe"})
     with pytest.raises(ConfigurationError, match="LEASE"):
@@ -49,12 +71,21 @@ def test_settings_from_an_injected_mapping() -> None:
 
 def test_worker_refuses_an_invocation_bound_not_below_the_lease() -> None:
     world = wayline.LocalWorld(":unused:")
-    s = Settings.from_env({"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "60",
-                           "WAYLINE_MAX_INVOCATION_SECONDS": "60"})
+    s = Settings.from_env(
+        {"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "60", "WAYLINE_MAX_INVOCATION_SECONDS": "60"}
+    )
     with pytest.raises(ConfigurationError, match="must be below"):
         wayline.Worker(world, [], settings=s)
-    wayline.Worker(world, [], settings=Settings.from_env(
-        {"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "60", "WAYLINE_MAX_INVOCATION_SECONDS": "50"}))
+    wayline.Worker(
+        world,
+        [],
+        settings=Settings.from_env(
+            {
+                "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "60",
+                "WAYLINE_MAX_INVOCATION_SECONDS": "50",
+            }
+        ),
+    )
 
 
 def test_run_ids_are_wf_and_128_random_bits() -> None:
@@ -84,15 +115,48 @@ def test_serde_round_trips_models_and_names_the_culprit() -> None:
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(wayline.__all__) == sorted([
-        "ChildFailedError", "ChildTimeoutError", "child", "Client", "ConfigurationError", "FatalError", "Hook", "HookNotFoundError", "HookTimeout",
-        "LocalWorld", "NotInStepError", "NotInWorkflowError", "ReplayDivergenceError",
-        "RetryableError", "RunCancelledError", "RunFailedError", "RunHandle", "RunStatus",
-        "SerializationError", "Settings", "StepContext", "StepFailedError", "WaylineError",
-        "Worker", "WorkflowNotFoundError", "World", "WorldUnavailableError", "create_hook",
-        "gather", "now", "open_world", "race", "random", "sleep", "step", "step_context",
-        "uuid4", "workflow",
-    ])
+    assert sorted(wayline.__all__) == sorted(
+        [
+            "ChildFailedError",
+            "ChildTimeoutError",
+            "child",
+            "Client",
+            "ConfigurationError",
+            "FatalError",
+            "Hook",
+            "HookNotFoundError",
+            "HookTimeout",
+            "LocalWorld",
+            "NotInStepError",
+            "NotInWorkflowError",
+            "ReplayDivergenceError",
+            "RetryableError",
+            "RunCancelledError",
+            "RunFailedError",
+            "RunHandle",
+            "RunStatus",
+            "SerializationError",
+            "Settings",
+            "StepContext",
+            "StepFailedError",
+            "WaylineError",
+            "Worker",
+            "WorkflowNotFoundError",
+            "World",
+            "WorldUnavailableError",
+            "create_hook",
+            "gather",
+            "now",
+            "open_world",
+            "race",
+            "random",
+            "sleep",
+            "step",
+            "step_context",
+            "uuid4",
+            "workflow",
+        ]
+    )
     for name in wayline.__all__:
         assert getattr(wayline, name) is not None
 

@@ -16,20 +16,36 @@ from wayline.dispatch import (
     step_dispatch_key,
 )
 from wayline.events import Event, EventType
-from wayline.replay import StepRecord
 from wayline.futures import WFuture
+from wayline.replay import StepRecord
 
 RUN, CID, ME, OTHER = "wf_run", "s1", "m-owner", "m-other"
 T0 = 1_000_000.0
 
 
-def _decide(state: StepState, *, me: str = ME, now: float = T0 + 10, lease: float = 860.0,
-            enabled: bool = True, arriving: str | None = None):  # type: ignore[no-untyped-def]
-    return decide(state, run_id=RUN, correlation_id=CID, my_message_id=me, now=now, lease=lease,
-                  ownership_enabled=enabled, arriving_backstop_key=arriving)
+def _decide(
+    state: StepState,
+    *,
+    me: str = ME,
+    now: float = T0 + 10,
+    lease: float = 860.0,
+    enabled: bool = True,
+    arriving: str | None = None,
+):  # type: ignore[no-untyped-def]
+    return decide(
+        state,
+        run_id=RUN,
+        correlation_id=CID,
+        my_message_id=me,
+        now=now,
+        lease=lease,
+        ownership_enabled=enabled,
+        arriving_backstop_key=arriving,
+    )
 
 
 # --- the ownership state machine, derived from the log alone ---------------------------------
+
 
 def _record() -> StepRecord:
     return StepRecord(CID, "work", None, {"args": []}, 0, WFuture())
@@ -63,8 +79,11 @@ def test_stamp_then_wake_sees_owner_then_retrying_clears_for_good() -> None:
 
 def test_bare_start_clears_and_restamp_restores() -> None:
     rec = _record()
-    _feed(rec, (EventType.STEP_STARTED, {"attempt": 1, "ownerMessageId": ME}, T0),
-          (EventType.STEP_STARTED, {"attempt": 2}, T0 + 1))
+    _feed(
+        rec,
+        (EventType.STEP_STARTED, {"attempt": 1, "ownerMessageId": ME}, T0),
+        (EventType.STEP_STARTED, {"attempt": 2}, T0 + 1),
+    )
     assert not ownership_active(rec.state())
     _feed(rec, (EventType.STEP_STARTED, {"attempt": 3, "ownerMessageId": OTHER}, T0 + 2))
     assert ownership_active(rec.state()) and rec.owner == OTHER
@@ -79,6 +98,7 @@ def test_events_without_owner_read_as_unowned() -> None:
 
 
 # --- lease arithmetic ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("started", "now", "lease", "expected"),
@@ -99,6 +119,7 @@ def test_lease_remaining(started: float | None, now: float, lease: float, expect
 
 
 # --- the decision table, row by row ---------------------------------------------------------
+
 
 def test_owner_executes_here() -> None:
     d = _decide(StepState(ME, T0))
@@ -154,6 +175,7 @@ def test_table_is_exhaustive() -> None:
 
 
 # --- backstop keys ---------------------------------------------------------------------------
+
 
 def test_backstop_key_is_never_the_step_key_and_is_scoped_to_the_epoch() -> None:
     k1 = backstop_key(RUN, CID, T0)

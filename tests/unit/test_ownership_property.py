@@ -58,7 +58,9 @@ class Model:
     def at(self, t: float, kind: str, obj: object) -> None:
         heapq.heappush(self.agenda, (t, next(self._seq), kind, obj))
 
-    def enqueue(self, topic: str, key: str | None, delay: float = 0.0, backstop: str | None = None) -> None:
+    def enqueue(
+        self, topic: str, key: str | None, delay: float = 0.0, backstop: str | None = None
+    ) -> None:
         if key is not None and key in self.keys:
             return  # lifetime dedupe: stored or in flight
         msg = Msg(f"m{next(self._ids)}", topic, key, backstop)
@@ -95,10 +97,16 @@ class Model:
         if not self.created:  # the start message: lazy inline create + stamped start
             self.created = True
             return self.start_body(msg, owner=msg.id, claim_sf=self.ownership)
-        d = decide(StepState(self.owner, self.started_at, self.retrying, self.terminal),
-                   run_id=RUN, correlation_id=CID, my_message_id=msg.id, now=self.now,
-                   lease=LEASE, ownership_enabled=self.ownership,
-                   arriving_backstop_key=msg.backstop_key)
+        d = decide(
+            StepState(self.owner, self.started_at, self.retrying, self.terminal),
+            run_id=RUN,
+            correlation_id=CID,
+            my_message_id=msg.id,
+            now=self.now,
+            lease=LEASE,
+            ownership_enabled=self.ownership,
+            arriving_backstop_key=msg.backstop_key,
+        )
         if d.action is Action.EXECUTE_OWNED:
             return self.start_body(msg, owner=msg.id, claim_sf=True)
         if d.action is Action.ARM_BACKSTOP:
@@ -163,9 +171,7 @@ class Model:
                 self.crash()
 
 
-ops = st.lists(
-    st.tuples(st.sampled_from(["wake", "crash"]), st.floats(0.0, 30.0)), max_size=8
-)
+ops = st.lists(st.tuples(st.sampled_from(["wake", "crash"]), st.floats(0.0, 30.0)), max_size=8)
 
 
 @settings(max_examples=300, deadline=None)

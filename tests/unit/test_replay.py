@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 import wayline
+from tests.runtime import flows
 from wayline.events import Event, EventType
 from wayline.replay import Replay, StepFailedError
-from tests.runtime import flows
 
 T = EventType
 RUN = "wf_" + "0" * 32
@@ -44,7 +44,9 @@ def replay(workflow: Any, log: Log) -> Replay:
 def test_a_fresh_run_suspends_on_its_first_step() -> None:
     r = replay(flows.chain, Log(3))
     assert not r.finished
-    assert [(s.cid, s.name, s.input) for s in r.new_steps.values()] == [("s1", "add", {"args": [0, 0]})]
+    assert [(s.cid, s.name, s.input) for s in r.new_steps.values()] == [
+        ("s1", "add", {"args": [0, 0]})
+    ]
 
 
 def test_golden_history_completes_with_logged_results() -> None:
@@ -61,7 +63,7 @@ def test_replaying_the_same_log_twice_gives_the_same_state() -> None:
     log = Log(5).step("s1", "add", 0).step("s2", "add", 1)
     a, b = replay(flows.chain, log), replay(flows.chain, log)
     assert list(a.new_steps) == list(b.new_steps) == ["s3"]
-    assert a.new_steps['s3'].input == b.new_steps['s3'].input == {"args": [1, 2]}
+    assert a.new_steps["s3"].input == b.new_steps["s3"].input == {"args": [1, 2]}
 
 
 def test_feeding_incrementally_equals_feeding_at_once() -> None:
@@ -152,7 +154,7 @@ def test_time_moves_only_with_the_log() -> None:
 def test_typed_input_is_rebuilt_and_mismatch_names_the_field() -> None:
     ok = Log({"x": 1, "y": 2})
     r = replay(flows.typed, ok)
-    assert r.new_steps['s1'].input == {"args": [{"x": 1, "y": 2}, 2]}
+    assert r.new_steps["s1"].input == {"args": [{"x": 1, "y": 2}, 2]}
     bad = Log({"x": "one", "y": 2})
     r = replay(flows.typed, bad)
     assert r.root is not None
@@ -161,9 +163,15 @@ def test_typed_input_is_rebuilt_and_mismatch_names_the_field() -> None:
 
 
 def test_workflow_only_functions_raise_outside_a_workflow() -> None:
-    for call in (lambda: wayline.sleep(1), lambda: wayline.create_hook(), wayline.now,
-                 wayline.random, wayline.uuid4, lambda: wayline.gather(),
-                 lambda: wayline.race()):
+    for call in (
+        lambda: wayline.sleep(1),
+        lambda: wayline.create_hook(),
+        wayline.now,
+        wayline.random,
+        wayline.uuid4,
+        lambda: wayline.gather(),
+        lambda: wayline.race(),
+    ):
         with pytest.raises(wayline.NotInWorkflowError):
             call()
     with pytest.raises(wayline.NotInStepError):

@@ -52,6 +52,7 @@ async def test_loser_skips_when_the_winner_fails() -> None:
     with pytest.raises(RuntimeError):
         await win
     assert await lose == (False, None)
+
     # the slot is released after settlement
     async def ok() -> int:
         return 1

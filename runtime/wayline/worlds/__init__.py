@@ -1,1 +1,4 @@
-"""World implementations. Only ``worlds.local`` touches SQLite; only ``worlds.nats`` imports nats."""
+"""World implementations.
+
+Only ``worlds.local`` touches SQLite; only ``worlds.nats`` imports nats.
+"""

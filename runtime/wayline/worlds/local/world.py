@@ -69,6 +69,7 @@ class LocalWorld(World):
     async def start(self) -> None:
         if self._db is not None:
             return
+        db: sqlite3.Connection | None = None
         try:
             if self.path.parent and not self.path.parent.exists():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +81,8 @@ class LocalWorld(World):
             db.execute("PRAGMA foreign_keys=OFF")
             db.executescript(SCHEMA)
         except (sqlite3.Error, OSError) as err:
+            if db is not None:
+                db.close()
             raise self._unavailable(err) from err
         self._db = db
         self._key = str(self.path.resolve())

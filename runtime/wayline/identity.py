@@ -1,0 +1,61 @@
+"""Definition identity (seed 004, "Definition identity").
+
+A workflow's identity is a SHA-256 over its canonically serialised shape: its name and the steps
+(with their options and whether they compensate) and child workflows its code refers to, found
+by walking the function's code objects and resolving the names they use. The author's explicit
+``revision`` is recorded beside it, for behaviour changes that do not change the shape, and so
+is a hash of the code itself, which is enforced only with ``strict_identity=True``: a harmless
+fix can still reach a month-long run, while replay divergence catches a harmful one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .definitions import WorkflowDefinition
+
+
+def _names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def shape(workflow: WorkflowDefinition) -> dict[str, Any]:
+    from .definitions import StepDefinition, WorkflowDefinition
+
+    fn = workflow.fn
+    scope = {**fn.__globals__, **inspect.getclosurevars(fn).nonlocals}
+    steps: dict[str, dict[str, Any]] = {}
+    children: set[str] = set()
+    for name in sorted(_names(fn.__code__)):
+        value = scope.get(name)
+        if isinstance(value, StepDefinition):
+            steps[value.name] = {
+                "maxRetries": value.max_retries,
+                "retryDelay": value.retry_delay,
+                "compensates": value.compensation is not None,
+            }
+        elif isinstance(value, WorkflowDefinition) and value is not workflow:
+            children.add(value.name)
+    return {"workflow": workflow.name, "steps": steps, "children": sorted(children)}
+
+
+def definition_identity(workflow: WorkflowDefinition) -> str:
+    canonical = json.dumps(shape(workflow), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def code_hash(workflow: WorkflowDefinition) -> str:
+    try:
+        text = inspect.getsource(workflow.fn).encode()
+    except (OSError, TypeError):
+        text = workflow.fn.__code__.co_code
+    return hashlib.sha256(text).hexdigest()
