@@ -7,13 +7,19 @@
     wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON]   start only; prints the id
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
-    wayline runs cancel RUN_ID
+    wayline runs cancel RUN_ID [--wait SECONDS]
+    wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline hooks resume TOKEN --payload JSON
 
 Every command takes ``--world URL`` (default ``$WAYLINE_WORLD``, else
 ``sqlite:///.wayline/wayline.db``). ``--input``: a JSON array is the positional arguments
 (``'[1, 2]'``), any other JSON value is the single argument (``'{"id": 7}'``), so a workflow
 taking one list is given ``'[[1, 2]]'``.
+
+``wayline run`` prints its live progress (each step starting, completing, retrying or
+failing; hooks waiting, with the exact command that resumes them; sleeps) on stderr and the
+run's result as JSON on stdout, so ``wayline run ... > result.json`` keeps only the result.
+``run`` and ``worker`` export the world they use as ``WAYLINE_WORLD`` to user code.
 
 Exit codes: 0 done; 1 the run failed or was cancelled (``run``), or there was nothing to
 cancel; 2 bad input (unknown module, workflow, run or hook token; invalid JSON; an unsupported
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import logging
 import sys
 from collections.abc import Sequence
@@ -61,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 done, 1 run failed/cancelled, 2 bad input, 130 interrupted.",
     )
     _add_world(parser, None)
+    parser.add_argument("--version", action="version", version=f"wayline {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def command(
@@ -122,10 +130,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--json", action="store_true", help="machine-readable output with the events")
     p.set_defaults(handler=commands.cmd_runs_show)
-    p = command(runs_sub, "cancel", "cancel a run")
+    p = command(
+        runs_sub,
+        "cancel",
+        "cancel a run: a worker stops it and runs the compensations of its completed steps",
+    )
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--reason", default="cancelled from the CLI")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the run to end cancelled (exit 1 if it does not)",
+    )
     p.set_defaults(handler=commands.cmd_runs_cancel)
+    p = command(
+        runs_sub,
+        "resume-compensation",
+        "try the failed reversal of a compensation_stuck run again",
+    )
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.set_defaults(handler=commands.cmd_runs_compensation, action="resume")
+    p = command(
+        runs_sub,
+        "abandon-compensation",
+        "give up the unwind of a compensation_stuck run; it ends failed or cancelled",
+    )
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.set_defaults(handler=commands.cmd_runs_compensation, action="abandon")
 
     hooks = command(sub, "hooks", "resume hooks")
     hooks.set_defaults(help_parser=hooks)
@@ -135,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--payload", metavar="JSON", help="the payload as JSON (default: null)")
     p.set_defaults(handler=commands.cmd_hooks_resume)
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("wayline")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - run from a checkout
+        return "unknown"
 
 
 def _positive(text: str) -> int:

@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import signal
 import sys
 import time
@@ -19,7 +20,7 @@ from typing import Any
 
 from ..client import Client
 from ..definitions import WorkflowDefinition
-from ..errors import HookNotFoundError, RunNotFoundError
+from ..errors import HookNotFoundError, RunNotFoundError, WorldUnavailableError
 from ..events import RUN_TERMINAL_EVENTS, RunStatus
 from ..open_world import open_world
 from ..worker import Worker
@@ -34,7 +35,7 @@ from .loading import (
     split_target,
     workflows_in,
 )
-from .timeline import LiveProgress, fmt_duration, fmt_time, render_show, run_to_json
+from .timeline import LiveProgress, fmt_duration, fmt_error, fmt_time, render_show, run_to_json
 
 log = logging.getLogger("wayline.cli")
 
@@ -66,7 +67,10 @@ async def opened_world(url: str, *, create: bool) -> AsyncIterator[World]:
             f"no world at {url}: {path} does not exist (check --world or WAYLINE_WORLD)"
         )
     world = open_world(url)
-    await world.start()
+    try:
+        await world.start()
+    except OSError as err:  # worlds map their failures to WorldUnavailableError; belt and braces
+        raise UsageError(f"cannot open the world at {url}: {err}") from None
     try:
         yield world
     finally:
@@ -135,10 +139,11 @@ async def cmd_run(args: argparse.Namespace) -> int:
         finally:
             remove()
         if not ended:
-            module, _ = split_target(args.target)
+            module = shlex.quote(split_target(args.target)[0])
+            where = shlex.quote(absolute_world_url(url))
             print(
                 f"wayline: interrupted; run {handle.run_id} is durable and carries on when a "
-                f"worker runs: wayline worker --app {module} --world {absolute_world_url(url)}",
+                f"worker runs: wayline worker --app {module} --world {where}",
                 file=sys.stderr,
             )
             return 130
@@ -166,9 +171,17 @@ async def follow(
     poll: float = 0.05,
 ) -> bool:
     """Print the run's events as they are appended until it ends (True) or ``stop`` (False)."""
-    seen = 0
+    seen, failures = 0, 0
     while True:
-        events = await world.list_events(run_id, after_seq=seen)
+        try:
+            events = await world.list_events(run_id, after_seq=seen)
+            failures = 0
+        except WorldUnavailableError as err:
+            failures += 1  # e.g. another process holds the SQLite file for a while
+            if failures >= 10:
+                raise
+            log.warning("cannot read run %s yet: %s (retrying)", run_id, err.message)
+            events = []
         if events:
             seen = events[-1].seq
             progress.feed(events)
@@ -249,9 +262,11 @@ async def cmd_start(args: argparse.Namespace) -> int:
 # --- runs -----------------------------------------------------------------------------------
 async def cmd_runs_list(args: argparse.Namespace) -> int:
     async with opened_world(args.world, create=False) as world:
-        runs = await Client(world).list_runs(status=args.status, limit=args.limit)
-    if args.workflow:
-        runs = [r for r in runs if r.workflow == args.workflow]
+        runs = await world.list_runs(
+            status=RunStatus(args.status) if args.status else None,
+            workflow=args.workflow,
+            limit=args.limit,
+        )
     if args.json:
         print(json.dumps([run_to_json(r) for r in runs], indent=2, default=str))
         return 0
@@ -292,27 +307,66 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
         out["events"] = [e.to_json() for e in events]
         print(json.dumps(out, indent=2, default=str))
     else:
-        render_show(info, events, sys.stdout)
+        render_show(info, events, sys.stdout, absolute_world_url(args.world))
     return 0
 
 
 async def cmd_runs_cancel(args: argparse.Namespace) -> int:
+    """Cancelling is a request: a worker stops the run, compensates its completed steps (if
+    they have compensations) and records ``run_cancelled``. ``--wait`` waits for that."""
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        before = await _get_run(client, args.run_id, args.world)
+        if before.status.terminal:
+            if before.status is RunStatus.CANCELLED:
+                print(f"{args.run_id} was already cancelled")
+                return 0
+            print(
+                f"error: run {args.run_id} already ended ({before.status}); nothing to cancel",
+                file=sys.stderr,
+            )
+            return 1
+        if not await client.cancel(args.run_id, reason=args.reason):
+            info = await client.get_run(args.run_id)  # it ended in between
+            print(f"run {args.run_id} ended ({info.status}) before the cancel landed")
+            return 0 if info.status is RunStatus.CANCELLED else 1
+        info = await client.get_run(args.run_id)
+        deadline = time.monotonic() + (args.wait or 0.0)
+        while not info.status.terminal and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            info = await client.get_run(args.run_id)
+    if info.status is RunStatus.CANCELLED:
+        print(f"cancelled {args.run_id}")
+        return 0
+    if info.status.terminal:
+        print(f"run {args.run_id} ended {info.status} instead: {fmt_error(info.error)}")
+        return 1
+    if args.wait:
+        print(
+            f"error: cancel of {args.run_id} requested, but it is still {info.status} after "
+            f"{args.wait:g}s (is a worker running?)",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"cancel requested for {args.run_id} (now {info.status}); a worker stops it and runs "
+        "its compensations"
+    )
+    return 0
+
+
+async def cmd_runs_compensation(args: argparse.Namespace) -> int:
+    """``resume-compensation`` / ``abandon-compensation`` of a ``compensation_stuck`` run."""
     async with opened_world(args.world, create=False) as world:
         client = Client(world)
         await _get_run(client, args.run_id, args.world)
-        cancelled = await client.cancel(args.run_id, reason=args.reason)
-        info = await client.get_run(args.run_id)
-    if cancelled:
-        print(f"cancelled {args.run_id}")
-        return 0
-    if info.status is RunStatus.CANCELLED:
-        print(f"{args.run_id} was already cancelled")
-        return 0
-    print(
-        f"error: run {args.run_id} already ended ({info.status}); nothing to cancel",
-        file=sys.stderr,
-    )
-    return 1
+        if args.action == "resume":
+            await client.resume_compensation(args.run_id)
+            print(f"compensation of {args.run_id} resumed: a worker tries the reversal again")
+        else:
+            await client.abandon_compensation(args.run_id)
+            print(f"compensation of {args.run_id} abandoned: a worker ends the run")
+    return 0
 
 
 # --- hooks ----------------------------------------------------------------------------------

@@ -82,11 +82,18 @@ class StepView:
     ended_at: float | None = None
     result: Any = None
     error: Mapping[str, Any] | None = None
+    compensates: str | None = None
+    """For a compensation (saga reversal): the id of the forward step it reverses."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} (reverses {self.compensates})" if self.compensates else self.name
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.cid,
             "name": self.name,
+            "compensates": self.compensates,
             "status": self.status,
             "createdAt": self.created_at,
             "endedAt": self.ended_at,
@@ -124,10 +131,12 @@ class WaitView:
     created_at: float
     resume_at: float
     completed_at: float | None = None
+    decided_at: float | None = None
+    """Workflow time when the sleep was asked for (the log's time before this batch)."""
 
     @property
     def seconds(self) -> float:
-        return self.resume_at - self.created_at
+        return self.resume_at - (self.decided_at or self.created_at)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -153,22 +162,49 @@ class Timeline:
     hooks: dict[str, HookView] = field(default_factory=dict)
     waits: dict[str, WaitView] = field(default_factory=dict)
     order: list[tuple[str, str]] = field(default_factory=list)  # (kind, cid) in creation order
+    phases: list[tuple[float, str]] = field(default_factory=list)
+    """Run-level moments between steps: cancel requests, the saga unwind and its outcome."""
+    batch_at: float | None = None
+    before_batch_at: float | None = None
+
+    def workflow_time(self) -> float | None:
+        """What ``wayline.now()`` read when the current batch was decided: the time of the
+        last event before it (one append stamps all its events with one time)."""
+        return self.before_batch_at
 
     def apply(self, event: Event) -> None:
         t, cid, data, at = event.type, event.correlation_id or "", event.data, event.created_at
+        if at != self.batch_at:
+            self.before_batch_at, self.batch_at = self.batch_at, at
         if t is EventType.RUN_CREATED:
             self.created_at = at
         elif t is EventType.RUN_STARTED:
             self.started_at, self.status = at, "running"
         elif t in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
             self.ended_at = at
+            for hook in self.hooks.values():
+                if hook.status == "waiting":
+                    hook.status = "disposed"  # an ended run's hooks take no more payloads
             self.status = {
                 EventType.RUN_COMPLETED: "completed",
                 EventType.RUN_FAILED: "failed",
                 EventType.RUN_CANCELLED: "cancelled",
             }[t]
+        elif t in _PHASE_EVENTS:
+            self.phases.append((at, phase_text(t, data)))
+            self.order.append(("phase", str(len(self.phases) - 1)))
+            if t in (EventType.RUN_COMPENSATING, EventType.RUN_COMPENSATION_RESUMED):
+                self.status = "compensating"
+            elif t is EventType.RUN_COMPENSATION_STUCK:
+                self.status = "compensation_stuck"
         elif t is EventType.STEP_CREATED:
-            self.steps[cid] = StepView(cid, str(data.get("stepName", cid)), at)
+            compensates = data.get("compensates")
+            self.steps[cid] = StepView(
+                cid,
+                str(data.get("stepName", cid)),
+                at,
+                compensates=str(compensates) if compensates else None,
+            )
             self.order.append(("step", cid))
         elif cid in self.steps:
             self._apply_step(self.steps[cid], t, data, at)
@@ -188,7 +224,7 @@ class Timeline:
             if timed is not None:
                 timed.timeout_at = resume_at
             else:
-                self.waits[cid] = WaitView(cid, at, resume_at)
+                self.waits[cid] = WaitView(cid, at, resume_at, decided_at=self.workflow_time())
                 self.order.append(("wait", cid))
         elif t is EventType.WAIT_COMPLETED:
             timed = self.hooks.get(_timeout_of(cid))
@@ -236,6 +272,35 @@ class Timeline:
         }
 
 
+_PHASE_EVENTS = frozenset(
+    {
+        EventType.RUN_CANCEL_REQUESTED,
+        EventType.RUN_COMPENSATING,
+        EventType.RUN_COMPENSATION_STUCK,
+        EventType.RUN_COMPENSATION_RESUMED,
+        EventType.RUN_COMPENSATION_ABANDONED,
+    }
+)
+
+
+def phase_text(t: EventType, data: Mapping[str, Any]) -> str:
+    if t is EventType.RUN_CANCEL_REQUESTED:
+        return f"cancel requested ({data.get('reason') or 'no reason given'})"
+    if t is EventType.RUN_COMPENSATING:
+        why = data.get("reason")
+        if why == "failed":
+            return f"run failed, compensating: {fmt_error(data.get('error'))}"
+        return f"run {why or 'ended'}, compensating completed steps (latest first)"
+    if t is EventType.RUN_COMPENSATION_STUCK:
+        return (
+            f"compensation stuck: reversing step {data.get('step')} failed: "
+            f"{fmt_error(data.get('error'))}"
+        )
+    if t is EventType.RUN_COMPENSATION_RESUMED:
+        return "compensation resumed"
+    return "compensation abandoned"
+
+
 def _timeout_of(cid: str) -> str:
     return cid[: -len(".timeout")] if cid.endswith(".timeout") else ""
 
@@ -245,6 +310,14 @@ def fold(run_id: str, events: Iterable[Event]) -> Timeline:
     for event in events:
         timeline.apply(event)
     return timeline
+
+
+def unstick_commands(run_id: str, world_url: str) -> str:
+    where = f"--world {shlex.quote(world_url)}"
+    return (
+        f"wayline runs resume-compensation {run_id} {where}   (try again), or\n"
+        f"{'':27}wayline runs abandon-compensation {run_id} {where}"
+    )
 
 
 def resume_command(token: str, world_url: str) -> str:
@@ -290,6 +363,14 @@ class LiveProgress:
             self._line(at, f"run failed: {fmt_error(data.get('error'))}")
         elif t is EventType.RUN_CANCELLED:
             self._line(at, f"run cancelled ({data.get('reason', '')})")
+        elif t in _PHASE_EVENTS:
+            self._line(at, phase_text(t, data))
+            if t is EventType.RUN_COMPENSATION_STUCK:
+                print(
+                    f"{'':11}a person decides: {unstick_commands(event.run_id, self.world_url)}",
+                    file=self.out,
+                    flush=True,
+                )
         elif cid in tl.steps:
             self._print_step(tl.steps[cid], t, at)
         elif t is EventType.HOOK_CREATED:
@@ -305,15 +386,16 @@ class LiveProgress:
         elif t is EventType.WAIT_CREATED:
             hook = tl.hooks.get(_timeout_of(cid))
             resume_at = float(data.get("resumeAt") or at)
+            decided = tl.workflow_time() or at
             if hook is not None:
                 self._line(
                     at,
-                    f"hook {hook.token} times out in {fmt_duration(resume_at - at)} "
+                    f"hook {hook.token} times out in {fmt_duration(resume_at - decided)} "
                     f"(at {fmt_clock(resume_at)})",
                 )
             else:
                 self._line(
-                    at, f"sleep {fmt_duration(resume_at - at)} (until {fmt_clock(resume_at)})"
+                    at, f"sleep {fmt_duration(resume_at - decided)} (until {fmt_clock(resume_at)})"
                 )
         elif t is EventType.WAIT_COMPLETED:
             hook = tl.hooks.get(_timeout_of(cid))
@@ -327,7 +409,7 @@ class LiveProgress:
         attempt = step.attempts[-1] if step.attempts else None
         if t is EventType.STEP_STARTED and attempt is not None:
             suffix = f" (attempt {attempt.number})" if attempt.number > 1 else ""
-            self._line(at, f"step {step.name} started{suffix}")
+            self._line(at, f"step {step.label} started{suffix}")
         elif t is EventType.STEP_RETRYING and attempt is not None:
             wait = (
                 ""
@@ -336,17 +418,17 @@ class LiveProgress:
             )
             self._line(
                 at,
-                f"step {step.name} attempt {attempt.number} failed: "
+                f"step {step.label} attempt {attempt.number} failed: "
                 f"{fmt_error(attempt.error)}{wait}",
             )
         elif t is EventType.STEP_COMPLETED and attempt is not None:
             took = fmt_duration(at - attempt.started_at)
-            self._line(at, f"step {step.name} completed in {took}: {fmt_json(step.result, 80)}")
+            self._line(at, f"step {step.label} completed in {took}: {fmt_json(step.result, 80)}")
         elif t is EventType.STEP_FAILED:
-            self._line(at, f"step {step.name} failed: {fmt_error(step.error)}")
+            self._line(at, f"step {step.label} failed: {fmt_error(step.error)}")
 
 
-def render_show(info: RunInfo, events: list[Event], out: TextIO) -> None:
+def render_show(info: RunInfo, events: list[Event], out: TextIO, world_url: str = "URL") -> None:
     """The ``wayline runs show`` timeline."""
     tl = fold(info.run_id, events)
     origin = info.created_at
@@ -366,23 +448,28 @@ def render_show(info: RunInfo, events: list[Event], out: TextIO) -> None:
         p(f"started   {fmt_time(info.started_at)}")
     if info.ended_at:
         p(f"ended     {fmt_time(info.ended_at)} (took {fmt_duration(info.ended_at - origin)})")
-    p(f"input     {fmt_json(info.input, 200)}")
+    p(f"input     {fmt_json(human_input(info.input), 200)}")
     p()
     p("timeline")
     if info.started_at:
         p(f"  {rel(info.started_at):>10}  run started")
     for kind, cid in tl.order:
-        if kind == "step":
+        if kind == "phase":
+            at, text = tl.phases[int(cid)]
+            p(f"  {rel(at):>10}  {text}")
+        elif kind == "step":
             step = tl.steps[cid]
             tries = len(step.attempts)
             took = fmt_duration((step.ended_at or 0) - step.created_at) if step.ended_at else "-"
             p(
-                f"  {rel(step.created_at):>10}  step {step.name:<20} {step.status:<10} "
+                f"  {rel(step.created_at):>10}  step {step.label:<20} {step.status:<10} "
                 f"{tries} attempt{'s' if tries != 1 else ''}, {took}"
             )
-            for a in step.attempts:
+            detailed = tries > 1 or step.status not in ("completed", "running")
+            for a in step.attempts if detailed else []:
                 took = fmt_duration(a.ended_at - a.started_at) if a.ended_at else "-"
-                line = f"{'':14}attempt {a.number}: {a.outcome} after {took}"
+                outcome = "failed" if a.outcome == "retrying" else a.outcome
+                line = f"{'':14}attempt {a.number}: {outcome} after {took}"
                 if a.error and a.outcome != "completed":
                     line += f": {fmt_error(a.error)}"
                 if a.retry_at is not None and a.ended_at is not None:
@@ -414,10 +501,21 @@ def render_show(info: RunInfo, events: list[Event], out: TextIO) -> None:
         p(f"result    {json.dumps(info.output, indent=2, default=str)}")
     elif info.error:
         p(f"error     {fmt_error(info.error)}")
+    elif info.status == "compensation_stuck":
+        p(f"stuck     a person decides: {unstick_commands(info.run_id, world_url)}")
     else:
         waiting = [h for h in tl.hooks.values() if h.status == "waiting"]
         for hook in waiting:
             p(f"waiting   for hook {hook.token}")
+
+
+def human_input(stored: Any) -> Any:
+    """A run's stored input as it was given: the one argument, or the list of them."""
+    if isinstance(stored, Mapping) and set(stored) <= {"args", "kwargs"}:
+        args = list(stored.get("args") or [])
+        if not stored.get("kwargs"):
+            return args[0] if len(args) == 1 else args
+    return stored
 
 
 def run_to_json(info: RunInfo) -> dict[str, Any]:

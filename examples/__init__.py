@@ -1,0 +1,1 @@
+"""Example Wayline applications (``python examples/orders.py`` runs the demo)."""

@@ -1,0 +1,116 @@
+"""Helpers for driving the ``wayline`` CLI through subprocesses, each stopped by its pid."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FLOWS = Path(__file__).with_name("flows.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Cli:
+    cwd: Path
+    world: str
+    env: dict[str, str]
+
+    def __call__(
+        self, *args: str, world: str | None = None, timeout: float = 20, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(*args, world=world),
+            cwd=self.cwd,
+            env={**self.env, **env},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def argv(self, *args: str, world: str | None = None) -> list[str]:
+        return [sys.executable, "-m", "wayline.cli", *args, "--world", world or self.world]
+
+    def json(self, *args: str) -> Any:
+        done = self(*args, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def wait_status(self, run_id: str, status: str, timeout: float = 10) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            shown = self.json("runs", "show", run_id)
+            if shown["status"] == status:
+                return shown
+            assert time.monotonic() < deadline, f"run {run_id} still {shown['status']}"
+            time.sleep(0.1)
+
+
+@dataclass
+class Background:
+    proc: subprocess.Popen[str]
+    stdout: Path
+    stderr: Path
+
+    def output(self) -> tuple[str, str]:
+        return self.stdout.read_text(), self.stderr.read_text()
+
+    def wait_for(self, text: str, timeout: float = 10) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            _, err = self.output()
+            if text in err:
+                return err
+            assert self.proc.poll() is None or text in self.output()[1], (
+                f"process exited ({self.proc.returncode}) without printing {text!r}:\n{err}"
+            )
+            assert time.monotonic() < deadline, f"no {text!r} within {timeout}s:\n{err}"
+            time.sleep(0.05)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            return self.proc.wait(5)
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    env = dict(os.environ)
+    env.pop("WAYLINE_WORLD", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["WAYLINE_POLL_INTERVAL"] = "0.02"
+    return Cli(tmp_path, f"sqlite:///{tmp_path / 'w.db'}", env)
+
+
+@pytest.fixture
+def spawn(cli: Cli) -> Iterator[Callable[..., Background]]:
+    started: list[Background] = []
+
+    def start(*args: str) -> Background:
+        n = len(started)
+        out, err = cli.cwd / f"bg{n}.out", cli.cwd / f"bg{n}.err"
+        with out.open("w") as o, err.open("w") as e:
+            proc = subprocess.Popen(
+                cli.argv(*args), cwd=cli.cwd, env=cli.env, stdout=o, stderr=e, text=True
+            )
+        bg = Background(proc, out, err)
+        started.append(bg)
+        return bg
+
+    yield start
+    for bg in started:
+        bg.stop(signal.SIGKILL if bg.proc.poll() is None else signal.SIGTERM)

@@ -1,0 +1,381 @@
+"""The ``wayline`` CLI end to end, through subprocesses on a SQLite world in ``tmp_path``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import pytest
+
+import wayline
+
+from .conftest import FLOWS, REPO, Background, Cli
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def assert_clean_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: "), done.stderr
+    for needle in needles:
+        assert needle in lines[0], done.stderr
+
+
+# --- run --------------------------------------------------------------------------------------
+def test_run_prints_steps_as_they_happen_and_the_result(cli: Cli) -> None:
+    done = cli("run", f"{FLOWS}:add", "--input", "[2, 3]")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"sum": 5, "doubled": 10}
+    progress = done.stderr
+    assert "run started" in progress
+    assert "step cli_tests.flaky started" in progress
+    assert "step cli_tests.flaky attempt 1 failed: RuntimeError: transient; retry in" in progress
+    assert "step cli_tests.flaky started (attempt 2)" in progress
+    assert "step cli_tests.flaky completed" in progress
+    assert "run completed" in progress
+    assert "Traceback" not in progress
+
+
+def test_run_finds_a_workflow_by_registered_name_in_a_dotted_module(cli: Cli) -> None:
+    shutil.copy(FLOWS, cli.cwd / "myflows.py")
+    done = cli("run", "myflows:greet", "--input", '{"name": "ada", "times": 2}')
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == "HELLO ADA HELLO ADA"
+    assert "sleep 50 ms" in done.stderr
+    assert "done" in done.stderr
+
+
+def test_a_failing_workflow_exits_1_with_its_error(cli: Cli) -> None:
+    done = cli("run", f"{FLOWS}:broken", "--input", '"out of stock"')
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert "step cli_tests.explode failed: FatalError: out of stock" in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: run wf_")
+    assert "STEP_FAILED" in last
+    assert "out of stock" in last
+    assert "Traceback" not in done.stderr
+
+
+# --- start + worker + runs --------------------------------------------------------------------
+def test_start_then_a_separate_worker_finishes_the_runs(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    started = cli("start", f"{FLOWS}:greet", "--input", '{"name": "bob"}')
+    assert started.returncode == 0, started.stderr
+    first = started.stdout.strip()
+    assert first.startswith("wf_")
+    by_name = cli("start", "add", "--input", "[1, 1]")  # a bare name: nothing imported
+    assert by_name.returncode == 0, by_name.stderr
+    second = by_name.stdout.strip()
+    assert cli.json("runs", "show", first)["status"] == "pending"
+
+    worker = spawn("worker", "--app", str(FLOWS), "--flow-concurrency", "4")
+    shown = cli.wait_status(first, "completed")
+    assert shown["output"] == "HELLO BOB"
+    assert [s["name"] for s in shown["steps"]] == ["cli_tests.shout"]
+    assert len(shown["waits"]) == 1
+    assert cli.wait_status(second, "completed")["output"] == {"sum": 2, "doubled": 4}
+
+    listed = cli("runs", "list")
+    assert listed.returncode == 0, listed.stderr
+    header, *rows = listed.stdout.strip().splitlines()
+    assert header.split() == ["RUN", "ID", "WORKFLOW", "STATUS", "CREATED", "DURATION"]
+    assert {row.split()[0] for row in rows} == {first, second}
+    assert all("completed" in row for row in rows)
+    assert {r["runId"] for r in cli.json("runs", "list", "--status", "completed")} == {
+        first,
+        second,
+    }
+    assert cli.json("runs", "list", "--status", "failed") == []
+
+    text = cli("runs", "show", second).stdout
+    assert "status    completed" in text
+    assert "step cli_tests.flaky" in text
+    assert "2 attempts" in text
+    assert "attempt 1: failed after" in text
+    assert "RuntimeError: transient" in text
+    assert "attempt 2: completed" in text
+    assert '"doubled": 4' in text
+
+    assert worker.stop() == 0
+    _, log = worker.output()
+    assert "ready on" in log
+    assert "SIGTERM: stopping" in log
+    assert "worker stopped" in log
+
+
+def test_hooks_resume_from_another_process_resumes_a_waiting_run(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    runner = spawn("run", f"{FLOWS}:approval", "--input", '"t-7"')
+    progress = runner.wait_for("resume it with:")
+    assert "hook approve:t-7 waiting for a payload" in progress
+    assert f"wayline hooks resume approve:t-7 --payload 'JSON' --world {cli.world}" in progress
+    assert "hook approve:t-7 times out in 10m 00s" in progress
+
+    bad = cli("hooks", "resume", "approve:t-7", "--payload", '{"ok": tru')
+    assert_clean_error(bad, "--payload is not valid JSON")
+
+    good = cli("hooks", "resume", "approve:t-7", "--payload", '{"ok": true, "by": "grace"}')
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.startswith("resumed hook approve:t-7 of run wf_")
+    assert runner.proc.wait(10) == 0
+    out, err = runner.output()
+    assert json.loads(out) == {"ticket": "t-7", "payload": {"ok": True, "by": "grace"}}
+    assert 'hook approve:t-7 received {"ok": true, "by": "grace"}' in err
+
+    again = cli("hooks", "resume", "approve:t-7", "--payload", "{}")
+    assert_clean_error(again, "approve:t-7", "no longer active")
+
+
+def test_runs_cancel_compensates_completed_steps(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    flag = cli.cwd / "offline"  # absent: compensations succeed
+    kept = cli("start", f"{FLOWS}:saga", "--input", f'["a", "{flag}"]').stdout.strip()
+    done = cli("start", f"{FLOWS}:greet", "--input", '{"name": "x"}').stdout.strip()
+    worker = spawn("worker", "--app", str(FLOWS))
+    cli.wait_status(done, "completed")
+    wait_for_hook(cli, kept)
+
+    cancelled = cli("runs", "cancel", kept, "--wait", "10")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cancelled.stdout.strip() == f"cancelled {kept}"
+    shown = cli.json("runs", "show", kept)
+    assert shown["status"] == "cancelled"
+    assert [(s["name"], s["compensates"], s["status"]) for s in shown["steps"]] == [
+        ("cli_tests.hold", None, "completed"),
+        ("cli_tests.hold:compensate", "s1", "completed"),
+    ]
+    text = cli("runs", "show", kept).stdout
+    assert "cancel requested (cancelled from the CLI)" in text
+    assert "compensating completed steps" in text
+    assert "step cli_tests.hold:compensate (reverses s1)" in text
+    again = cli("runs", "cancel", kept)
+    assert again.returncode == 0
+    assert "already cancelled" in again.stdout
+    assert_clean_error(
+        cli("runs", "resume-compensation", kept), "not compensation_stuck", "nothing to resume"
+    )
+    assert_clean_error(cli("hooks", "resume", "saga:a", "--payload", "{}"), "saga:a")
+
+    finished = cli("runs", "cancel", done)
+    assert finished.returncode == 1
+    assert "already ended (completed)" in finished.stderr
+    assert worker.stop() == 0
+
+
+def test_a_stuck_compensation_waits_for_a_person(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    flag = cli.cwd / "offline"
+    flag.write_text("the warehouse is offline")
+    stuck = cli("start", f"{FLOWS}:saga", "--input", f'["b", "{flag}"]').stdout.strip()
+    worker = spawn("worker", "--app", str(FLOWS))
+    wait_for_hook(cli, stuck)
+    requested = cli("runs", "cancel", stuck)
+    assert requested.returncode == 0, requested.stderr
+    cli.wait_status(stuck, "compensation_stuck")
+    text = cli("runs", "show", stuck).stdout
+    assert "compensation stuck: reversing step cli_tests.hold failed" in text
+    assert "warehouse offline" in text
+    assert f"wayline runs resume-compensation {stuck} --world {cli.world}" in text
+    assert_clean_error(cli("runs", "abandon-compensation", "wf_missing"), "no run 'wf_missing'")
+
+    flag.unlink()
+    resumed = cli("runs", "resume-compensation", stuck)
+    assert resumed.returncode == 0, resumed.stderr
+    shown = cli.wait_status(stuck, "cancelled")
+    assert [s["status"] for s in shown["steps"]] == ["completed", "failed", "completed"]
+    assert worker.stop() == 0
+
+
+def wait_for_hook(cli: Cli, run_id: str) -> None:
+    deadline = time.monotonic() + 10
+    shown = cli.json("runs", "show", run_id)
+    while not shown["hooks"]:
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.05)
+        shown = cli.json("runs", "show", run_id)
+    assert shown["hooks"][0]["status"] == "waiting"
+
+
+# --- bad input: exit 2, one clear line, no traceback, nothing changed -------------------------
+@pytest.fixture
+def existing_world(cli: Cli) -> str:
+    """A world with one pending run, so 'unknown run' is not 'no database'."""
+
+    async def start() -> str:
+        async with wayline.LocalWorld(cli.cwd / "w.db") as world:
+            handle = await wayline.Client(world).start("greet", {"name": "z"})
+            return handle.run_id
+
+    return asyncio.run(start())
+
+
+BAD_INPUT = [
+    pytest.param(["run", "no_such_module:wf"], ["no module named 'no_such_module'"], id="module"),
+    pytest.param(["run", "missing.py:wf"], ["'missing.py'", "no such file"], id="file"),
+    pytest.param(
+        ["run", f"{FLOWS}:nope"],
+        ["no workflow 'nope'", "workflows there: add, approval, broken, greet, saga"],
+        id="workflow",
+    ),
+    pytest.param(
+        ["start", f"{FLOWS}:nope", "--input", "1"], ["no workflow 'nope'"], id="start-workflow"
+    ),
+    pytest.param(["run", f"{FLOWS}"], ["several workflows"], id="which-workflow"),
+    pytest.param(
+        ["run", f"{FLOWS}:add", "--input", "[1,"], ["--input is not valid JSON"], id="json"
+    ),
+    pytest.param(
+        ["start", "add", "--input", "{nope}"], ["--input is not valid JSON"], id="start-json"
+    ),
+    pytest.param(
+        ["run", f"{FLOWS}:add", "--input", "[1]"], ["missing a required argument: 'b'"], id="arity"
+    ),
+    pytest.param(
+        ["start", f"{FLOWS}:greet", "--input", '{"nam": "x"}'],
+        ["does not match Greeting", "name: Field required"],
+        id="input-type",
+    ),
+    pytest.param(["runs", "show", "wf_missing"], ["no run 'wf_missing'"], id="run-show"),
+    pytest.param(["runs", "cancel", "wf_missing"], ["no run 'wf_missing'"], id="run-cancel"),
+    pytest.param(
+        ["hooks", "resume", "no-such-token", "--payload", "{}"],
+        ["cannot resume 'no-such-token': no hook"],
+        id="hook-token",
+    ),
+    pytest.param(["runs", "list", "--status", "bogus"], ["invalid choice: 'bogus'"], id="status"),
+    pytest.param(["worker", "--app", "json"], ["'json' defines no workflow"], id="worker-app"),
+    pytest.param(["worker"], ["--app"], id="worker-no-app"),
+    pytest.param(["start", "examples/orders.py"], ["examples/orders.py:WORKFLOW"], id="start-file"),
+]
+
+
+@pytest.mark.parametrize(("argv", "needles"), BAD_INPUT)
+def test_bad_input_is_one_clear_line_and_exit_2(
+    cli: Cli, existing_world: str, argv: list[str], needles: list[str]
+) -> None:
+    assert_clean_error(cli(*argv), *needles)
+    runs = cli.json("runs", "list")
+    assert [r["runId"] for r in runs] == [existing_world]  # nothing started, nothing lost
+    assert runs[0]["status"] == "pending"
+
+
+@pytest.mark.parametrize(
+    ("world", "needles"),
+    [
+        pytest.param("postgres://db/wayline", ["unsupported world URL 'postgres://db"], id="url"),
+        pytest.param("sqlite:///", ["no database path"], id="empty-path"),
+        pytest.param("sqlite:///{tmp}/absent.db", ["no world at", "does not exist"], id="absent"),
+        pytest.param("sqlite:///{tmp}/garbage.db", ["is not a SQLite database"], id="garbage"),
+        pytest.param("sqlite:///{tmp}", ["cannot be opened"], id="directory"),
+    ],
+)
+def test_unusable_worlds_are_one_clear_line_and_exit_2(
+    cli: Cli, world: str, needles: list[str]
+) -> None:
+    (cli.cwd / "garbage.db").write_bytes(b"this is not a database\n" * 200)
+    world = world.format(tmp=cli.cwd)
+    for argv in (["runs", "list"], ["start", "add", "--input", "[1, 2]"]):
+        if "absent" in world and argv[0] == "start":
+            continue  # start creates a new world where there is none
+        assert_clean_error(cli(*argv, world=world), *needles)
+
+
+def test_a_locked_database_is_reported_not_waited_on_forever(cli: Cli, existing_world: str) -> None:
+    holder = sqlite3.connect(cli.cwd / "w.db", isolation_level=None)
+    try:
+        holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("CREATE TABLE IF NOT EXISTS test_lock (x)")
+        done = cli("runs", "list", timeout=15)
+        assert_clean_error(done, "is locked by another process")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert [r["runId"] for r in cli.json("runs", "list")] == [existing_world]
+
+
+def test_bad_settings_are_a_clean_error(cli: Cli) -> None:
+    done = cli("run", f"{FLOWS}:add", "--input", "[1, 2]", WORKFLOW_INLINE_OWNERSHIP="maybe")
+    assert_clean_error(done, "WORKFLOW_INLINE_OWNERSHIP must be 0/1/true/false")
+
+
+def test_no_command_prints_help_and_exits_2(cli: Cli) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "wayline.cli", "runs"],
+        cwd=cli.cwd,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "list" in done.stderr
+    assert "show" in done.stderr
+    assert "cancel" in done.stderr
+
+
+# --- the demo ---------------------------------------------------------------------------------
+@pytest.mark.timeout(60)
+def test_the_orders_demo_runs_to_the_end(cli: Cli) -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "orders.py")],
+        cwd=cli.cwd,
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    for line in (
+        "step orders.validate completed",
+        "step orders.charge attempt 1 failed: GatewayTimeout",
+        "step orders.charge completed",
+        "hook approve:o-1001 waiting for a payload",
+        "$ wayline hooks resume approve:o-1001 --payload",
+        "resumed hook approve:o-1001 of run wf_",
+        "sleep 1.00 s done",
+        "step orders.ship completed",
+        "run completed",
+        '"status": "shipped"',
+        "payment provider: 1 charge for ada@example.com",
+    ):
+        assert line in out, out
+    assert "Traceback" not in done.stderr
+    assert (cli.cwd / ".wayline" / "demo" / "payments.db").exists()
+
+
+def test_an_interrupted_run_is_durable_and_a_worker_finishes_it(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    runner = spawn("run", f"{FLOWS}:approval", "--input", '"i-1"')
+    runner.wait_for("resume it with:")
+    assert runner.stop(signal.SIGINT) == 130
+    _, err = runner.output()
+    assert "interrupted; run wf_" in err
+    assert f"wayline worker --app {FLOWS} --world {cli.world}" in err
+    run_id = err.split("interrupted; run ")[1].split()[0]
+    assert cli.json("runs", "show", run_id)["status"] == "running"
+
+    worker = spawn("worker", "--app", str(FLOWS))
+    resumed = cli("hooks", "resume", "approve:i-1", "--payload", '"yes"')
+    assert resumed.returncode == 0, resumed.stderr
+    shown = cli.wait_status(run_id, "completed")
+    assert shown["output"] == {"ticket": "i-1", "payload": "yes"}
+    assert worker.stop() == 0

@@ -1,0 +1,151 @@
+"""The folding and printing behind ``wayline run`` progress and ``wayline runs show``, on
+hand-built logs (the cases the end-to-end tests do not reach quickly: timeouts, take-overs)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from wayline.cli.timeline import LiveProgress, fmt_duration, fold, human_input, render_show
+from wayline.events import Event, EventType, RunStatus
+from wayline.world import RunInfo
+
+T = EventType
+RUN = "wf_test"
+
+
+def log(*entries: tuple[float, EventType, str | None, dict[str, Any]]) -> list[Event]:
+    return [Event(RUN, i + 1, t, cid, data, at) for i, (at, t, cid, data) in enumerate(entries)]
+
+
+EVENTS = log(
+    (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": [7]}}),
+    (100.1, T.RUN_STARTED, None, {}),
+    (100.2, T.STEP_CREATED, "s1", {"stepName": "pay"}),
+    (100.2, T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "m1"}),
+    (101.0, T.STEP_STARTED, "s1", {"attempt": 2}),  # the owner died: taken over
+    (
+        101.5,
+        T.STEP_RETRYING,
+        "s1",
+        {
+            "error": {"name": "OSError", "message": "reset", "code": "USER_ERROR"},
+            "retryAfter": 102.5,
+        },
+    ),
+    (102.5, T.STEP_STARTED, "s1", {"attempt": 3}),
+    (102.6, T.STEP_FAILED, "s1", {"error": {"name": "FatalError", "message": "declined"}}),
+    (102.7, T.HOOK_CREATED, "h1", {"token": "approve:1"}),
+    (102.7, T.WAIT_CREATED, "h1.timeout", {"resumeAt": 162.6}),
+    (162.7, T.WAIT_COMPLETED, "h1.timeout", {"resumeAt": 162.6}),
+    (162.8, T.WAIT_CREATED, "w1", {"resumeAt": 192.7}),
+    (
+        162.9,
+        T.RUN_FAILED,
+        None,
+        {"error": {"code": "HOOK_TIMEOUT", "name": "HookTimeout", "message": "too late"}},
+    ),
+)
+
+
+def test_fold_tracks_attempts_take_overs_and_hook_timeouts() -> None:
+    tl = fold(RUN, EVENTS)
+    step = tl.steps["s1"]
+    assert step.status == "failed"
+    assert [(a.number, a.outcome) for a in step.attempts] == [
+        (1, "abandoned"),
+        (2, "retrying"),
+        (3, "failed"),
+    ]
+    assert step.attempts[1].retry_at == 102.5
+    hook = tl.hooks["h1"]
+    assert (hook.status, hook.timeout_at) == ("timed out", 162.6)
+    assert list(tl.waits) == ["w1"]  # the hook's timeout is not a sleep
+    assert tl.waits["w1"].seconds == 30.0  # decided at the previous event's time
+    assert tl.status == "failed"
+
+
+def test_live_progress_prints_each_transition() -> None:
+    out = io.StringIO()
+    LiveProgress(out, "sqlite:////tmp/w.db").feed(EVENTS)
+    text = out.getvalue()
+    assert "step pay started (attempt 2)" in text
+    assert "step pay attempt 2 failed: OSError: reset; retry in 1.00 s" in text
+    assert "step pay failed: FatalError: declined" in text
+    assert "hook approve:1 waiting for a payload" in text
+    assert "wayline hooks resume approve:1 --payload 'JSON' --world sqlite:////tmp/w.db" in text
+    assert "hook approve:1 times out in 1m 00s" in text
+    assert "hook approve:1 timed out" in text
+    assert "sleep 30.00 s" in text
+    assert "run failed: [HOOK_TIMEOUT] HookTimeout: too late" in text
+
+
+def test_runs_show_renders_the_timeline() -> None:
+    info = RunInfo(
+        RUN,
+        "w",
+        RunStatus.FAILED,
+        input={"args": [7]},
+        error={"code": "HOOK_TIMEOUT", "name": "HookTimeout", "message": "too late"},
+        created_at=100.0,
+        started_at=100.1,
+        ended_at=162.9,
+    )
+    out = io.StringIO()
+    render_show(info, EVENTS, out)
+    text = out.getvalue()
+    assert "input     7" in text
+    assert "step pay" in text
+    assert "3 attempts" in text
+    assert "attempt 1: abandoned" in text
+    assert "attempt 2: failed after 500 ms: OSError: reset (retried 1.00 s later)" in text
+    assert "hook approve:1" in text
+    assert "timed out" in text
+    assert "error     [HOOK_TIMEOUT] HookTimeout: too late" in text
+
+
+def test_small_formatters() -> None:
+    assert fmt_duration(0.0123) == "12 ms"
+    assert fmt_duration(3.5) == "3.50 s"
+    assert fmt_duration(125) == "2m 05s"
+    assert fmt_duration(3 * 3600 + 60) == "3h 01m"
+    assert human_input({"args": [1, 2]}) == [1, 2]
+    assert human_input({"args": [{"a": 1}]}) == {"a": 1}
+    assert human_input({"args": [1], "kwargs": {"b": 2}}) == {"args": [1], "kwargs": {"b": 2}}
+
+
+def test_the_saga_unwind_is_shown_with_what_a_person_can_do() -> None:
+    events = log(
+        (10.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
+        (10.1, T.RUN_STARTED, None, {}),
+        (10.2, T.STEP_CREATED, "s1", {"stepName": "hold"}),
+        (10.2, T.STEP_STARTED, "s1", {"attempt": 1}),
+        (10.3, T.STEP_COMPLETED, "s1", {"result": "held"}),
+        (10.4, T.HOOK_CREATED, "h1", {"token": "t"}),
+        (11.0, T.RUN_CANCEL_REQUESTED, None, {"reason": "changed my mind"}),
+        (11.1, T.RUN_COMPENSATING, None, {"reason": "cancelled"}),
+        (11.1, T.STEP_CREATED, "s1.c0", {"stepName": "hold:compensate", "compensates": "s1"}),
+        (11.1, T.STEP_STARTED, "s1.c0", {"attempt": 1}),
+        (11.2, T.STEP_FAILED, "s1.c0", {"error": {"name": "FatalError", "message": "offline"}}),
+        (
+            11.3,
+            T.RUN_COMPENSATION_STUCK,
+            None,
+            {"step": "hold", "stepId": "s1", "error": {"name": "FatalError", "message": "offline"}},
+        ),
+    )
+    tl = fold(RUN, events)
+    assert tl.status == "compensation_stuck"
+    assert tl.steps["s1.c0"].label == "hold:compensate (reverses s1)"
+    out = io.StringIO()
+    LiveProgress(out, "sqlite:////w.db").feed(events)
+    text = out.getvalue()
+    assert "cancel requested (changed my mind)" in text
+    assert "run cancelled, compensating completed steps (latest first)" in text
+    assert "step hold:compensate (reverses s1) failed: FatalError: offline" in text
+    assert "compensation stuck: reversing step hold failed: FatalError: offline" in text
+    assert f"wayline runs resume-compensation {RUN} --world sqlite:////w.db" in text
+    assert f"wayline runs abandon-compensation {RUN} --world sqlite:////w.db" in text
+
+    ended = [*events, Event(RUN, 13, T.RUN_CANCELLED, None, {"reason": "x"}, 12.0)]
+    assert fold(RUN, ended).hooks["h1"].status == "disposed"
