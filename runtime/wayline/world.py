@@ -218,6 +218,24 @@ class World(abc.ABC):
     @abc.abstractmethod
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]: ...
 
+    # retention -----------------------------------------------------------------------------
+    async def delete_runs(
+        self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
+    ) -> int:
+        """Delete terminal runs that ended at least ``older_than`` seconds ago (inclusive:
+        0 takes every terminal run, even one that ended this millisecond), with their events,
+        hooks and queued messages. Returns how many runs were deleted."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement cleanup yet")
+
+    async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
+        """Move up to ``limit`` (at most 1000) terminal runs that ended at least
+        ``older_than`` seconds ago, with their events, to the archive in one transaction.
+        Returns how many were moved; call again until it returns 0."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement archive yet")
+
+    async def archived_count(self) -> int:
+        raise NotImplementedError(f"{type(self).__name__} does not implement archive yet")
+
     @property
     def visibility_seconds(self) -> float:
         return 30.0

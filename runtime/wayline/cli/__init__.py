@@ -40,7 +40,7 @@ from typing import NoReturn
 from ..errors import WaylineError
 from ..events import RunStatus
 from ..settings import Settings
-from . import commands
+from . import commands, maintenance
 from .loading import UsageError
 
 __all__ = ["build_parser", "main"]
@@ -159,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run_id", metavar="RUN_ID")
     p.set_defaults(handler=commands.cmd_runs_compensation, action="abandon")
+
+    maintenance.add_commands(sub, command)
 
     hooks = command(sub, "hooks", "resume hooks")
     hooks.set_defaults(help_parser=hooks)

@@ -384,6 +384,43 @@ class LocalWorld(World):
             for r in rows
         ]
 
+    # retention -----------------------------------------------------------------------------
+    async def delete_runs(
+        self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
+    ) -> int:
+        chosen = _terminal_statuses(statuses)
+        cutoff = time.time() - max(0.0, older_than)
+
+        def tx(db: sqlite3.Connection) -> int:
+            ids = _ended_before(db, cutoff, chosen, None)
+            _drop_runs(db, ids)
+            return len(ids)
+
+        deleted: int = self._write(tx)
+        return deleted
+
+    async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
+        cutoff = time.time() - max(0.0, older_than)
+        batch = max(1, min(1000, limit))
+
+        def tx(db: sqlite3.Connection) -> int:
+            ids = _ended_before(db, cutoff, _terminal_statuses(None), batch)
+            marks = ",".join("?" * len(ids))
+            if ids:
+                db.execute(f"INSERT INTO runs_archive SELECT * FROM runs WHERE run_id IN ({marks})",
+                           ids)
+                db.execute(
+                    f"INSERT INTO events_archive SELECT * FROM events WHERE run_id IN ({marks})",
+                    ids)
+                _drop_runs(db, ids)
+            return len(ids)
+
+        moved: int = self._write(tx)
+        return moved
+
+    async def archived_count(self) -> int:
+        return int(self._read("SELECT COUNT(*) FROM runs_archive")[0][0])
+
     # helpers -------------------------------------------------------------------------------
     def _wake(self) -> None:
         for waker in _WAKERS.get(self._key, ()):
@@ -407,6 +444,40 @@ class LocalWorld(World):
             )
         if dead:
             self._wake()
+
+
+def _terminal_statuses(statuses: Sequence[RunStatus] | None) -> list[str]:
+    chosen = list(statuses) if statuses else [s for s in RunStatus if s.terminal]
+    for status in chosen:
+        if not RunStatus(status).terminal:
+            raise ValueError(f"only terminal runs are cleaned up, not {status!r}")
+    return [str(RunStatus(s)) for s in chosen]
+
+
+def _ended_before(
+    db: sqlite3.Connection, cutoff: float, statuses: list[str], limit: int | None
+) -> list[str]:
+    marks = ",".join("?" * len(statuses))
+    sql = (f"SELECT run_id FROM runs WHERE status IN ({marks}) AND ended_at <= ? "
+           "ORDER BY ended_at, run_id")
+    params: list[Any] = [*statuses, cutoff]
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [r[0] for r in db.execute(sql, params).fetchall()]
+
+
+def _drop_runs(db: sqlite3.Connection, ids: list[str]) -> None:
+    if not ids:
+        return
+    marks = ",".join("?" * len(ids))
+    for table in ("events", "entities", "hooks", "runs"):
+        db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
+    # queued wakes for those runs (a backstop due in 14 minutes, say) go with them
+    db.execute(
+        f"DELETE FROM messages WHERE json_extract(CAST(payload AS TEXT), '$.runId') IN ({marks})",
+        ids,
+    )
 
 
 def _decode(raw: bytes) -> dict[str, Any] | None:

@@ -1,0 +1,83 @@
+"""``wayline recover``, ``wayline cleanup`` and ``wayline archive``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..definitions import WorkflowDefinition
+from ..durations import to_seconds
+from ..events import RunStatus
+from ..worker import Worker
+from .commands import opened_world
+from .loading import UsageError, import_app, workflows_in
+
+
+def duration_arg(text: str) -> float:
+    try:
+        return to_seconds(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+async def cmd_recover(args: argparse.Namespace) -> int:
+    """Re-arm every non-terminal run now (workers also do this when they start)."""
+    workflows: list[WorkflowDefinition] = []
+    for module in args.app or []:
+        workflows += workflows_in(import_app(module))
+    async with opened_world(args.world, create=False) as world:
+        counts = await Worker(world, workflows, recover=False).recover_runs()
+    print(json.dumps(counts))
+    return 0
+
+
+async def cmd_cleanup(args: argparse.Namespace) -> int:
+    statuses = [RunStatus(s) for s in args.status] if args.status else None
+    async with opened_world(args.world, create=False) as world:
+        deleted = await world.delete_runs(older_than=args.older_than, statuses=statuses)
+    print(f"deleted {deleted} run{'s' if deleted != 1 else ''}")
+    return 0
+
+
+async def cmd_archive(args: argparse.Namespace) -> int:
+    async with opened_world(args.world, create=False) as world:
+        if args.count:
+            print(await world.archived_count())
+            return 0
+        if args.older_than is None:
+            raise UsageError("archive needs --older-than DURATION (or --count)")
+        moved = 0
+        while True:  # each call is one transaction of at most 1000 runs
+            batch = await world.archive_runs(older_than=args.older_than, limit=1000)
+            moved += batch
+            if batch == 0:
+                break
+        total = await world.archived_count()
+    print(f"archived {moved} run{'s' if moved != 1 else ''} ({total} in the archive)")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # type: ignore[type-arg]
+    make = command  # the parser's own `command(parent, name, help)` helper
+    p = make(sub, "recover", "re-arm every non-terminal run; prints {running, waiting, ...}")  # type: ignore[operator]
+    p.add_argument(
+        "--app",
+        action="append",
+        metavar="MODULE",
+        help="only runs of the workflows in MODULE (repeatable)",
+    )
+    p.set_defaults(handler=cmd_recover)
+    p = make(sub, "cleanup", "delete terminal runs older than a duration")  # type: ignore[operator]
+    p.add_argument(
+        "--older-than",
+        type=duration_arg,
+        required=True,
+        metavar="DURATION",
+        help="e.g. 7d, 12h, 0 (0 takes every terminal run)",
+    )
+    p.add_argument("--status", action="append", choices=[s.value for s in RunStatus if s.terminal])
+    p.set_defaults(handler=cmd_cleanup)
+    p = make(sub, "archive", "move terminal runs older than a duration to the archive")  # type: ignore[operator]
+    p.add_argument("--older-than", type=duration_arg, metavar="DURATION")
+    p.add_argument("--count", action="store_true", help="print how many runs are archived")
+    p.set_defaults(handler=cmd_archive)

@@ -1,0 +1,54 @@
+"""``wayline recover``, ``cleanup`` and ``archive`` through the CLI, and their bad input."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.conftest import FLOWS, Cli
+
+
+def _finished_run(cli: Cli) -> str:
+    done = cli("run", f"{FLOWS}:add", "--input", "[1, 2]")
+    assert done.returncode == 0, done.stderr
+    [run] = [r for r in cli.json("runs", "list") if r["status"] == "completed"][:1]
+    return str(run["run_id"] if "run_id" in run else run["runId"])
+
+
+def test_recover_prints_the_counts(cli: Cli) -> None:
+    started = cli("start", f"{FLOWS}:approval", "--input", '"T-1"')
+    assert started.returncode == 0, started.stderr
+    done = cli("recover", "--app", str(FLOWS))
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout)
+    assert counts["total"] == 1 and counts["running"] == 1
+    assert set(counts) == {"running", "waiting", "compensating", "orphans", "total"}
+
+
+def test_cleanup_and_archive(cli: Cli) -> None:
+    _finished_run(cli)
+    _finished_run(cli)
+    kept = cli("cleanup", "--older-than", "7d")
+    assert kept.returncode == 0 and "deleted 0 runs" in kept.stdout
+    moved = cli("archive", "--older-than", "0")
+    assert moved.returncode == 0, moved.stderr
+    assert "archived 2 runs (2 in the archive)" in moved.stdout
+    assert cli("archive", "--count").stdout.strip() == "2"
+    assert cli.json("runs", "list") == []
+    _finished_run(cli)
+    gone = cli("cleanup", "--older-than", "0", "--status", "completed")
+    assert gone.returncode == 0 and "deleted 1 run" in gone.stdout
+
+
+def test_maintenance_bad_input(cli: Cli) -> None:
+    _finished_run(cli)
+    for args, fragment in [
+        (["cleanup", "--older-than", "soon"], "duration"),
+        (["cleanup"], "--older-than"),
+        (["cleanup", "--older-than", "1d", "--status", "running"], "invalid choice"),
+        (["archive"], "--older-than"),
+        (["recover", "--app", "no_such_module_xyz"], "no_such_module_xyz"),
+    ]:
+        done = cli(*args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert fragment in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert len(cli.json("runs", "list")) == 1  # nothing lost
