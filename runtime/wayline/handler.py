@@ -87,6 +87,10 @@ class Handler:
         self.world = world
         self.workflows = dict(workflows)
         self.settings = settings
+        self.closing = False
+        """Set by ``Worker.close``: reach the next checkpoint, start nothing new."""
+        self.protected: set[asyncio.Task[Any]] = set()
+        """Tasks running a compensation body: a forced close lets them checkpoint."""
 
     # --- flow deliveries -----------------------------------------------------------------------
     async def handle_flow(self, delivery: Delivery) -> Verdict:
@@ -151,7 +155,8 @@ class Handler:
             try:
                 replay.feed(await world.list_events(run_id))
                 await self._sync_children(replay)
-                await self._drive(replay, delivery, stats, backstop)
+                if not await self._drive(replay, delivery, stats, backstop):
+                    return Verdict("retry", delay=0.0)  # closing: hand the run back
             except ReplayDivergenceError as err:
                 await self._fail(run_id, err.code, err.message)
             finally:
@@ -174,16 +179,20 @@ class Handler:
 
     async def _drive(
         self, replay: Replay, delivery: Delivery, stats: _Stats, backstop: str | None
-    ) -> None:
+    ) -> bool:
+        """Returns False when the worker is closing and the run was handed back unfinished
+        (its message is then redelivered, to this worker's replacement or another)."""
         world, settings, run_id = self.world, self.settings, replay.run_id
         my_id = str(delivery.message_id)
         armed: set[str] = set()
         while True:
             if replay.terminal is not None:
-                return
+                return True
+            if self.closing:
+                return False
             if replay.phase != "running" or replay.cancel_requested:
                 await self._unwind(replay, delivery, stats, backstop)
-                return
+                return True
             if replay.finished:
                 root = replay.root
                 if (
@@ -194,7 +203,7 @@ class Handler:
                     await self._unwind(replay, delivery, stats, backstop)
                 else:
                     await self._finish(replay)
-                return
+                return True
             now = time.time()
             due = [w for w in replay.pending_waits() if w.resume_at <= now]
             if due:
@@ -203,7 +212,7 @@ class Handler:
                     for w in due
                 ]
                 if not await self._append_inputs(replay, completions):
-                    return
+                    return True
                 continue
 
             # 1. The suspension's new hooks, waits and steps: one atomic decision batch.
@@ -270,9 +279,9 @@ class Handler:
                     continue
                 except HookTokenConflictError as err:
                     await self._fail(run_id, "HOOK_CONFLICT", err.message)
-                    return
+                    return True
                 except RunTerminalError:
-                    return
+                    return True
                 await self._feed(replay, appended)
                 for child in children:  # claimed in the parent's log first, then started
                     await self._start_child(replay, child)
@@ -354,7 +363,7 @@ class Handler:
                 stats.owned_recovery_steps += 1
             inline = [(rec, 1) for rec in lazy] + [(rec, rec.starts + 1) for rec in owned]
             if not inline:
-                return
+                return True
             stats.inline_steps += len(inline)
             results = await asyncio.gather(
                 *(
@@ -364,7 +373,7 @@ class Handler:
             )
             events = sorted((e for group in results for e in group), key=lambda e: e.seq)
             if any(r is None for r in results):  # the run ended under us
-                return
+                return True
             await self._feed(replay, events)
             for rec, _ in inline:
                 key = step_dispatch_key(run_id, rec.cid)
@@ -681,6 +690,11 @@ class Handler:
                     return events
 
             async def body() -> Outcome:
+                if rec.compensates is not None:
+                    task = asyncio.current_task()
+                    if task is not None:
+                        self.protected.add(task)
+                        task.add_done_callback(self.protected.discard)
                 return await run_step_body(
                     definition,
                     run_id=run_id,
@@ -805,8 +819,12 @@ class Handler:
                 if delivery.attempt <= self.settings.max_queue_deliveries:
                     # Another worker (another app sharing this world) may have it: retry
                     # later rather than fail a step this worker merely does not know.
-                    log.warning("step %r of run %s is not registered in this worker (is its "
-                                "module imported?); retrying later", step.name, run_id)
+                    log.warning(
+                        "step %r of run %s is not registered in this worker (is its "
+                        "module imported?); retrying later",
+                        step.name,
+                        run_id,
+                    )
                     return Verdict("retry", delay=min(30.0, 2.0 * delivery.attempt))
                 outcome = Failed(
                     {

@@ -100,18 +100,43 @@ class Worker:
             raise self.failure
 
     async def close(self, *, graceful: bool = True) -> None:
-        """Stop receiving; let in-flight deliveries finish (bounded), then stop."""
+        """Stop the worker.
+
+        Graceful: stop receiving; each delivery reaches its next checkpoint (the inline batch
+        it is running settles and is recorded) and hands its run back, within the grace period.
+
+        Forced (``graceful=False``): end this worker's generation now. Nothing it was doing is
+        persisted, published or started from here on (its tasks are cancelled), except a
+        compensation already running, which keeps its claim long enough to checkpoint. Held
+        deliveries are released at once, so a replacement worker (in this process or another)
+        continues from the last checkpoint; a body that was cut off runs again there."""
         self._stopping.set()
+        self.handler.closing = True
         for task in list(self._tasks):
             if task.get_name() != "wayline-renewer":
                 task.cancel()
-        if graceful and self._handlers:
-            await asyncio.wait(list(self._handlers), timeout=self.shutdown_grace_seconds)
+        if graceful:
+            if self._handlers:
+                await asyncio.wait(list(self._handlers), timeout=self.shutdown_grace_seconds)
+        else:
+            protected = [t for t in self._handlers if t in self.handler.protected]
+            for task in list(self._handlers):
+                if task not in protected:
+                    task.cancel()
+            if protected:
+                await asyncio.wait(protected, timeout=self.shutdown_grace_seconds)
+        held = [d for d, _ in self._held.values()]
         for task in list(self._handlers) + list(self._tasks):
             task.cancel()
         pending = list(self._handlers) + list(self._tasks)
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        for delivery in held:  # released, not acked: redelivered now with the same id
+            try:
+                await self.world.retry(delivery, 0.0)
+            except WaylineError as err:
+                log.warning("could not release delivery %s: %s", delivery.message_id, err)
+        self._held.clear()
 
     async def recover_runs(self) -> dict[str, int]:
         """Re-arm every non-terminal run (recovery is automatic, never a manual call).

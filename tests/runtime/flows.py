@@ -367,3 +367,35 @@ async def strict_a(n: int) -> str:
 @wayline.workflow(name="strict", strict_identity=True)
 async def strict_b(n: int) -> str:
     return "b:" + str(await add(n, 0))
+
+
+@wayline.step
+async def loop_step(path: str, i: int, block_at: int, seconds: float) -> int:
+    attempt = wayline.step_context().attempt
+    mark(path, f"{i}:{attempt}")
+    if i == block_at and attempt == 1:
+        await asyncio.sleep(seconds)
+    return i
+
+
+@wayline.workflow
+async def looping(path: str, n: int, block_at: int, seconds: float) -> int:
+    total = 0
+    for i in range(n):
+        if await loop_step(path, i, block_at, seconds) % 2 == 0:  # a journaled branch
+            total += i
+    return total
+
+
+@wayline.step
+async def group_member(path: str, i: int, block: int, seconds: float) -> int:
+    attempt = wayline.step_context().attempt
+    mark(path, f"{i}:{attempt}")
+    if i == block and attempt == 1:
+        await asyncio.sleep(seconds)
+    return i
+
+
+@wayline.workflow
+async def parallel_group(path: str, block: int, seconds: float) -> list[int]:
+    return list(await wayline.gather(*(group_member(path, i, block, seconds) for i in range(5))))

@@ -1,0 +1,79 @@
+"""Closing a worker (seed 004): graceful reaches a checkpoint; forced ends the generation and a
+replacement in the same process continues from the last checkpoint. Several workers, one world;
+several worlds, one process."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import wayline
+from tests.runtime import flows
+from tests.runtime.harness import Engine, settings, wait_for
+
+
+async def _lines(path: str, n: int) -> bool:
+    return len(flows.lines(path)) >= n
+
+
+async def test_forced_close_then_a_replacement_continues(engine: Engine, tmp_path: Path) -> None:
+    log = str(tmp_path / "log")
+    worker = wayline.Worker(engine.world, [flows.looping], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(flows.looping, log, 5, 2, 30.0)
+    await wait_for(lambda: _lines(log, 3))  # blocked inside iteration 2
+    await worker.close(graceful=False)
+    assert not (await handle.status()).terminal
+    before = flows.lines(log)
+    await asyncio.sleep(0.2)
+    assert flows.lines(log) == before  # nothing of the old generation carries on
+    async with engine.worker([flows.looping]):
+        assert await handle.result(timeout=15) == 0 + 2 + 4
+    # iterations 0 and 1 are not re-run; the cut-off iteration 2 runs again (owned recovery)
+    assert flows.lines(log) == ["0:1", "1:1", "2:1", "2:2", "3:1", "4:1"]
+
+
+async def test_graceful_close_hands_the_run_back_at_a_checkpoint(
+    engine: Engine, tmp_path: Path
+) -> None:
+    log = str(tmp_path / "log")
+    worker = wayline.Worker(engine.world, [flows.looping], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(flows.looping, log, 4, 1, 0.5)
+    await wait_for(lambda: _lines(log, 2))  # iteration 1 is running (0.5 s)
+    await worker.close(graceful=True)
+    # the running iteration finished and was recorded; nothing after it started
+    assert flows.lines(log) == ["0:1", "1:1"]
+    assert not (await handle.status()).terminal
+    async with engine.worker([flows.looping]):
+        assert await handle.result(timeout=15) == 0 + 2
+    assert flows.lines(log) == ["0:1", "1:1", "2:1", "3:1"]
+
+
+async def test_two_workers_race_on_the_same_runs(engine: Engine, tmp_path: Path) -> None:
+    other_world = await engine.make_world()
+    log = str(tmp_path / "log")
+    async with engine.worker([flows.crashy]), engine.worker([flows.crashy], world=other_world):
+        handles = [await engine.client.start(flows.crashy, log, 0.01) for _ in range(12)]
+        for h in handles:
+            assert await h.result(timeout=30) == ["before", "finished", "after"]
+    marks = flows.lines(log)
+    assert marks.count("before") == 12 and marks.count("after") == 12
+    assert marks.count("attempt 1") == 12 and "attempt 2" not in marks
+
+
+async def test_two_workers_on_two_worlds_in_one_process_stay_apart(tmp_path: Path) -> None:
+    async with (
+        wayline.LocalWorld(tmp_path / "a.db") as a,
+        wayline.LocalWorld(tmp_path / "b.db") as b,
+    ):
+        assert a.single_flight is not b.single_flight
+        ca, cb = wayline.Client(a), wayline.Client(b)
+        async with wayline.Worker(a, [flows.chain], settings=settings()):
+            ha = await ca.start(flows.chain, 3)
+            hb = await cb.start(flows.chain, 4)
+            assert await ha.result(timeout=10) == 3
+            await asyncio.sleep(0.3)
+            assert await hb.status() is wayline.RunStatus.PENDING  # a's worker never saw it
+        async with wayline.Worker(b, [flows.chain], settings=settings()):
+            assert await hb.result(timeout=10) == 6
