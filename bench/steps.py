@@ -25,8 +25,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import wayline  # noqa: E402
-from wayline.events import EventType  # noqa: E402
+import itertools
+
+import wayline
+from wayline.events import EventType
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -53,7 +55,7 @@ async def per_step(world: wayline.World, n: int) -> dict[str, float]:
     handle = await client.start(bench_chain, n)
     await handle.result(timeout=600)
     stamps = [e.created_at for e in await handle.events() if e.type is EventType.STEP_COMPLETED]
-    gaps = [(b - a) * 1000 for a, b in zip(stamps, stamps[1:], strict=False)]
+    gaps = [(b - a) * 1000 for a, b in itertools.pairwise(stamps)]
     return {"p50": statistics.median(gaps), "p95": pct(gaps, 0.95), "mean": statistics.mean(gaps)}
 
 
@@ -123,7 +125,8 @@ def write_results(results: list[dict[str, Any]], sizes: list[int], runs: int) ->
         "Per-step latency: gaps between consecutive `step_completed` stamps of one run of N "
         "no-op inline steps (world time). Throughput: 100 concurrent runs of 10 steps.",
         "",
-        "| world | " + " | ".join(f"N={n} p50 / p95 (ms)" for n in sizes)
+        "| world | "
+        + " | ".join(f"N={n} p50 / p95 (ms)" for n in sizes)
         + f" | {runs} runs (steps/s) | floor (ms) | p50 / floor |",
         "|---|" + "---|" * (len(sizes) + 3),
     ]
@@ -132,14 +135,22 @@ def write_results(results: list[dict[str, Any]], sizes: list[int], runs: int) ->
         floor = r.get("floor")
         ratio = f"{r['sizes'][sizes[-1]]['p50'] / floor:.2f}x" if floor else "-"
         lines.append(
-            f"| {r['kind']} | " + " | ".join(cells)
+            f"| {r['kind']} | "
+            + " | ".join(cells)
             + f" | {r['throughput']:.0f} | {f'{floor:.3f}' if floor else '-'} | {ratio} |"
         )
     first, last = sizes[0], sizes[-1]
-    lines += ["", "Growth with run length (p50 at N={} / N={}): {}.".format(
-        last, first, ", ".join(
-            f"{r['kind']} {r['sizes'][last]['p50'] / r['sizes'][first]['p50']:.2f}x"
-            for r in results))]
+    lines += [
+        "",
+        "Growth with run length (p50 at N={} / N={}): {}.".format(
+            last,
+            first,
+            ", ".join(
+                f"{r['kind']} {r['sizes'][last]['p50'] / r['sizes'][first]['p50']:.2f}x"
+                for r in results
+            ),
+        ),
+    ]
     lines += [
         "",
         "Anchors measured elsewhere on a 2-core machine, each with its default store: Restate "

@@ -71,7 +71,9 @@ async def run_step_body(
             forward_idempotency_key=idempotency_key(run_id, forward.name, occurrence),
             forward_result=decode(
                 forward_result, forward.signature.return_hint, what=f"result of {forward.name!r}"
-            ) if forward_result is not None else None,
+            )
+            if forward_result is not None
+            else None,
         )
     what = f"step {definition.name!r}"
     token = _step.set(ctx)

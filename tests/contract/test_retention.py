@@ -14,11 +14,14 @@ from wayline.world import World
 
 async def _run(world: World, end: T | None) -> str:
     run_id = new_run_id()
-    await world.append(run_id, [
-        NewEvent(T.RUN_CREATED, data={"workflow": "w", "input": None}),
-        NewEvent(T.RUN_STARTED),
-        NewEvent(T.HOOK_CREATED, "h1", {"token": f"tok-{run_id}"}),
-    ])
+    await world.append(
+        run_id,
+        [
+            NewEvent(T.RUN_CREATED, data={"workflow": "w", "input": None}),
+            NewEvent(T.RUN_STARTED),
+            NewEvent(T.HOOK_CREATED, "h1", {"token": f"tok-{run_id}"}),
+        ],
+    )
     await world.enqueue("flow", {"runId": run_id}, delay_seconds=600)  # a far-off wake
     if end is T.RUN_COMPLETED:
         await world.append(run_id, [NewEvent(T.RUN_COMPLETED, data={"output": 1})])

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import wayline
-from wayline.events import EventType
 from tests.runtime import flows
 from tests.runtime.harness import of_type, wait_for
+from wayline.events import EventType
 
 
 async def _kill(proc) -> None:  # type: ignore[no-untyped-def]

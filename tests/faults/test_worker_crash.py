@@ -8,12 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 import wayline
 from tests.runtime import flows

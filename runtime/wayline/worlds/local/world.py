@@ -407,11 +407,13 @@ class LocalWorld(World):
             ids = _ended_before(db, cutoff, _terminal_statuses(None), batch)
             marks = ",".join("?" * len(ids))
             if ids:
-                db.execute(f"INSERT INTO runs_archive SELECT * FROM runs WHERE run_id IN ({marks})",
-                           ids)
+                db.execute(
+                    f"INSERT INTO runs_archive SELECT * FROM runs WHERE run_id IN ({marks})", ids
+                )
                 db.execute(
                     f"INSERT INTO events_archive SELECT * FROM events WHERE run_id IN ({marks})",
-                    ids)
+                    ids,
+                )
                 _drop_runs(db, ids)
             return len(ids)
 
@@ -458,8 +460,10 @@ def _ended_before(
     db: sqlite3.Connection, cutoff: float, statuses: list[str], limit: int | None
 ) -> list[str]:
     marks = ",".join("?" * len(statuses))
-    sql = (f"SELECT run_id FROM runs WHERE status IN ({marks}) AND ended_at <= ? "
-           "ORDER BY ended_at, run_id")
+    sql = (
+        f"SELECT run_id FROM runs WHERE status IN ({marks}) AND ended_at <= ? "
+        "ORDER BY ended_at, run_id"
+    )
     params: list[Any] = [*statuses, cutoff]
     if limit is not None:
         sql += " LIMIT ?"
