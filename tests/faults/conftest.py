@@ -19,7 +19,7 @@ def spawn_worker(tmp_path: Path) -> Iterator[object]:
     procs: list[subprocess.Popen[bytes]] = []
     logs: list[object] = []
 
-    def start(db: Path, **env: str) -> subprocess.Popen[bytes]:
+    def start(db: Path | str, **env: str) -> subprocess.Popen[bytes]:
         log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115
         logs.append(log)
         proc = subprocess.Popen(
@@ -43,3 +43,34 @@ def spawn_worker(tmp_path: Path) -> Iterator[object]:
             proc.stdout.close()
     for log in logs:
         log.close()  # type: ignore[attr-defined]
+
+
+class CrashWorld:
+    """Where a fault test's worker processes and its own client meet."""
+
+    def __init__(self, arg: str, env: dict[str, str], opener: object) -> None:
+        self.arg = arg
+        self.env = env
+        self._opener = opener
+
+    def open(self) -> object:
+        return self._opener()  # type: ignore[operator]
+
+
+@pytest.fixture(params=["local", "nats"])
+def crash_world(request: pytest.FixtureRequest, tmp_path: Path) -> CrashWorld:
+    """A world for SIGKILL tests on each kind: a SQLite file (a dead holder's messages come back
+    at once), or JetStream with a 2 s ack wait (a dead consumer's delivery comes back then)."""
+    import uuid
+
+    import wayline
+
+    if request.param == "local":
+        db = tmp_path / "w.db"
+        return CrashWorld(str(db), {}, lambda: wayline.LocalWorld(db))
+    server = request.getfixturevalue("nats_server")
+    from wayline.worlds.nats import NatsWorld
+
+    prefix = "f" + uuid.uuid4().hex[:10]
+    env = {"WAYLINE_TEST_PREFIX": prefix, "WAYLINE_VISIBILITY_SECONDS": "2"}
+    return CrashWorld(server.url, env, lambda: NatsWorld(server.url, prefix=prefix))

@@ -20,11 +20,13 @@ async def _kill(proc) -> None:  # type: ignore[no-untyped-def]
     await asyncio.to_thread(proc.wait, 10)
 
 
-async def test_a_sleep_is_rearmed_on_the_time_left(tmp_path: Path, spawn_worker) -> None:  # type: ignore[no-untyped-def]
-    db = tmp_path / "w.db"
-    async with wayline.LocalWorld(db) as world:
+async def test_a_sleep_is_rearmed_on_the_time_left(
+    tmp_path: Path, spawn_worker, crash_world
+) -> None:  # type: ignore[no-untyped-def]
+    db = crash_world.arg
+    async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db)
+        first = spawn_worker(db, **crash_world.env)
         handle = await client.start(flows.sleeper, 3.0)
 
         async def sleeping() -> bool:
@@ -34,7 +36,7 @@ async def test_a_sleep_is_rearmed_on_the_time_left(tmp_path: Path, spawn_worker)
         await _kill(first)
         await asyncio.sleep(1.5)  # down for half the window
         restarted = time.time()
-        spawn_worker(db)
+        spawn_worker(db, **crash_world.env)
         elapsed = await handle.result(timeout=20)
         events = await handle.events()
     [created] = of_type(events, EventType.WAIT_CREATED)
@@ -46,12 +48,14 @@ async def test_a_sleep_is_rearmed_on_the_time_left(tmp_path: Path, spawn_worker)
     assert 3.0 <= elapsed < 4.0
 
 
-async def test_a_loop_killed_at_iteration_7_resumes_at_7(tmp_path: Path, spawn_worker) -> None:  # type: ignore[no-untyped-def]
-    db = tmp_path / "w.db"
+async def test_a_loop_killed_at_iteration_7_resumes_at_7(
+    tmp_path: Path, spawn_worker, crash_world
+) -> None:  # type: ignore[no-untyped-def]
+    db = crash_world.arg
     log = str(tmp_path / "log")
-    async with wayline.LocalWorld(db) as world:
+    async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db)
+        first = spawn_worker(db, **crash_world.env)
         handle = await client.start(flows.looping, log, 10, 7, 30.0)
 
         async def at_seven() -> bool:
@@ -59,18 +63,20 @@ async def test_a_loop_killed_at_iteration_7_resumes_at_7(tmp_path: Path, spawn_w
 
         await wait_for(at_seven)
         await _kill(first)
-        spawn_worker(db)
+        spawn_worker(db, **crash_world.env)
         assert await handle.result(timeout=20) == sum(i for i in range(10) if i % 2 == 0)
     runs = flows.lines(log)
     assert runs == [f"{i}:1" for i in range(8)] + ["7:2", "8:1", "9:1"]
 
 
-async def test_a_parallel_group_reruns_only_unknown_outcomes(tmp_path: Path, spawn_worker) -> None:  # type: ignore[no-untyped-def]
-    db = tmp_path / "w.db"
+async def test_a_parallel_group_reruns_only_unknown_outcomes(
+    tmp_path: Path, spawn_worker, crash_world
+) -> None:  # type: ignore[no-untyped-def]
+    db = crash_world.arg
     log = str(tmp_path / "log")
-    async with wayline.LocalWorld(db) as world:
+    async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db)
+        first = spawn_worker(db, **crash_world.env)
         handle = await client.start(flows.parallel_group, log, 1, 30.0)
 
         async def others_done() -> bool:
@@ -79,23 +85,23 @@ async def test_a_parallel_group_reruns_only_unknown_outcomes(tmp_path: Path, spa
 
         await wait_for(others_done)
         await _kill(first)
-        spawn_worker(db)
+        spawn_worker(db, **crash_world.env)
         assert await handle.result(timeout=20) == [0, 1, 2, 3, 4]
     runs = flows.lines(log)
     assert sorted(runs) == sorted(["0:1", "1:1", "1:2", "2:1", "3:1", "4:1"])
 
 
 async def test_a_hook_payload_recorded_while_no_worker_runs_is_delivered(  # type: ignore[no-untyped-def]
-    tmp_path: Path, spawn_worker
+    tmp_path: Path, spawn_worker, crash_world
 ) -> None:
-    db = tmp_path / "w.db"
-    async with wayline.LocalWorld(db) as world:
+    db = crash_world.arg
+    async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db)
+        first = spawn_worker(db, **crash_world.env)
         handle = await client.start(flows.hook_timeout, "while-down")  # 300 ms timeout
         await wait_for(lambda: world.get_hook("while-down"))
         await _kill(first)
         await client.resume_hook("while-down", "recorded before the restart")
         await asyncio.sleep(0.5)  # the timeout is due too; the log says the payload came first
-        spawn_worker(db)
+        spawn_worker(db, **crash_world.env)
         assert await handle.result(timeout=20) == "got payload"

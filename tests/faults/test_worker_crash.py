@@ -25,17 +25,19 @@ async def _until_lines(path: str, n: int, timeout: float = 20) -> None:
     await wait_for(enough, timeout=timeout)
 
 
-async def test_sigkill_mid_inline_step_then_owned_recovery(tmp_path: Path, spawn_worker) -> None:  # type: ignore[no-untyped-def]
-    db = tmp_path / "w.db"
+async def test_sigkill_mid_inline_step_then_owned_recovery(
+    tmp_path: Path, spawn_worker, crash_world
+) -> None:  # type: ignore[no-untyped-def]
+    db = crash_world.arg
     counts = str(tmp_path / "counts")
-    async with wayline.LocalWorld(db) as world:
+    async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db)
+        first = spawn_worker(db, **crash_world.env)
         handle = await client.start(flows.crashy, counts, 1.5)
         await _until_lines(counts, 2)  # "before", then "attempt 1" of the blocking step
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
-        spawn_worker(db)
+        spawn_worker(db, **crash_world.env)
         assert await handle.result(timeout=30) == ["before", "finished", "after"]
         events = await handle.events()
     assert flows.lines(counts) == ["before", "attempt 1", "attempt 2", "after"]
@@ -48,17 +50,19 @@ async def test_sigkill_mid_inline_step_then_owned_recovery(tmp_path: Path, spawn
     assert len(of_type(s2, EventType.STEP_COMPLETED)) == 1
 
 
-async def test_hook_wake_during_owned_recovery_defers_to_it(tmp_path: Path, spawn_worker) -> None:  # type: ignore[no-untyped-def]
-    db = tmp_path / "w.db"
+async def test_hook_wake_during_owned_recovery_defers_to_it(
+    tmp_path: Path, spawn_worker, crash_world
+) -> None:  # type: ignore[no-untyped-def]
+    db = crash_world.arg
     marker = str(tmp_path / "marker")
-    async with wayline.LocalWorld(db) as world:
+    async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db)
+        first = spawn_worker(db, **crash_world.env)
         handle = await client.start(flows.hook_during_step, marker, 2.0)
         await _until_lines(marker, 1)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
-        spawn_worker(db)
+        spawn_worker(db, **crash_world.env)
         await _until_lines(marker, 2)  # owned recovery has started the body again
         await asyncio.sleep(0.3)
         await client.resume_hook(f"mid-step:{marker}", "wake")
@@ -68,19 +72,21 @@ async def test_hook_wake_during_owned_recovery_defers_to_it(tmp_path: Path, spaw
     assert flows.lines(marker) == ["attempt 1", "attempt 2"]
 
 
-async def test_sigkill_during_queued_step_is_redelivered(tmp_path: Path, spawn_worker) -> None:  # type: ignore[no-untyped-def]
+async def test_sigkill_during_queued_step_is_redelivered(
+    tmp_path: Path, spawn_worker, crash_world
+) -> None:  # type: ignore[no-untyped-def]
     """An eager (queued) step's worker dies: the step message comes back to another process."""
-    db = tmp_path / "w.db"
+    db = crash_world.arg
     log = str(tmp_path / "flaky")
-    async with wayline.LocalWorld(db) as world:
+    async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db)
+        first = spawn_worker(db, **crash_world.env)
         handle = await client.start(flows.retrying, log, 1)  # fails once: then queue-owned
         await _until_lines(log, 1)
         await asyncio.sleep(0.02)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
-        spawn_worker(db)
+        spawn_worker(db, **crash_world.env)
         assert await handle.result(timeout=30) >= 2
     attempts = [line.split(":")[0] for line in flows.lines(log)]
     assert attempts[0] == "1" and len(attempts) <= 3
@@ -93,19 +99,19 @@ SHORT_LEASE = {
 
 
 async def test_unstable_ids_recover_a_crashed_inline_step_by_the_backstop(  # type: ignore[no-untyped-def]
-    tmp_path: Path, spawn_worker
+    tmp_path: Path, spawn_worker, crash_world
 ) -> None:
     """Degraded mode: the owner check never matches, so recovery is the backstop lease."""
-    db = tmp_path / "w.db"
+    db = crash_world.arg
     counts = str(tmp_path / "counts")
-    async with wayline.LocalWorld(db) as world:
+    async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db, WAYLINE_TEST_UNSTABLE_IDS="1", **SHORT_LEASE)
+        first = spawn_worker(db, **crash_world.env, WAYLINE_TEST_UNSTABLE_IDS="1", **SHORT_LEASE)
         handle = await client.start(flows.crashy, counts, 1.0)
         await _until_lines(counts, 2)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
-        spawn_worker(db, WAYLINE_TEST_UNSTABLE_IDS="1", **SHORT_LEASE)
+        spawn_worker(db, **crash_world.env, WAYLINE_TEST_UNSTABLE_IDS="1", **SHORT_LEASE)
         assert await handle.result(timeout=30) == ["before", "finished", "after"]
         events = await handle.events()
     assert flows.lines(counts) == ["before", "attempt 1", "attempt 2", "after"]
@@ -116,9 +122,9 @@ async def test_unstable_ids_recover_a_crashed_inline_step_by_the_backstop(  # ty
 
 
 async def test_invocation_bound_exits_the_worker_and_the_run_still_finishes(  # type: ignore[no-untyped-def]
-    tmp_path: Path, spawn_worker
+    tmp_path: Path, spawn_worker, crash_world
 ) -> None:
-    db = tmp_path / "w.db"
+    db = crash_world.arg
     marker = str(tmp_path / "marker")
     env = {
         "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "3",
@@ -126,12 +132,12 @@ async def test_invocation_bound_exits_the_worker_and_the_run_still_finishes(  # 
         "WAYLINE_VISIBILITY_SECONDS": "1",
         "WAYLINE_TEST_EXIT_ON_DEADLINE": "1",
     }
-    async with wayline.LocalWorld(db) as world:
+    async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db, **env)
+        first = spawn_worker(db, **{**crash_world.env, **env})
         handle = await client.start(flows.single_slow, marker, 1.5)
         assert await asyncio.to_thread(first.wait, 15) == 70  # past the bound: it exits
         env["WAYLINE_MAX_INVOCATION_SECONDS"] = "2.5"
-        spawn_worker(db, **env)
+        spawn_worker(db, **{**crash_world.env, **env})
         assert await handle.result(timeout=30) == "done"
     assert flows.lines(marker) == ["attempt 1", "attempt 2"]

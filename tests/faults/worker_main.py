@@ -1,6 +1,7 @@
-"""A worker process for fault tests: ``python -m tests.faults.worker_main DB_PATH``.
+"""A worker process for fault tests: ``python -m tests.faults.worker_main DB_PATH|NATS_URL``.
 
-Runs every workflow of ``tests.runtime.flows`` on the embedded world until killed. Settings
+Runs every workflow of ``tests.runtime.flows`` on the embedded world (a path) or on JetStream
+(a ``nats://`` URL, with ``WAYLINE_TEST_PREFIX``) until killed. Settings
 come from the environment (WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS, ...), plus two test knobs:
 ``WAYLINE_TEST_UNSTABLE_IDS=1`` wraps the world so every delivery gets a fresh message id, and
 ``WAYLINE_TEST_EXIT_ON_DEADLINE=1`` makes the invocation bound exit the process (as
@@ -23,7 +24,15 @@ from wayline.world import World
 async def main(path: str) -> None:
     workflows = [v for v in vars(flows).values() if isinstance(v, WorkflowDefinition)]
     visibility = float(os.environ.get("WAYLINE_VISIBILITY_SECONDS", "30"))
-    world: World = wayline.LocalWorld(path, poll_interval=0.02, visibility_seconds=visibility)
+    world: World
+    if path.startswith("nats://"):
+        from wayline.worlds.nats import NatsWorld
+
+        world = NatsWorld(
+            path, prefix=os.environ["WAYLINE_TEST_PREFIX"], visibility_seconds=visibility
+        )
+    else:
+        world = wayline.LocalWorld(path, poll_interval=0.02, visibility_seconds=visibility)
     if os.environ.get("WAYLINE_TEST_UNSTABLE_IDS") == "1":
         world = UnstableIdWorld(world)
     async with world:
