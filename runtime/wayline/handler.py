@@ -15,69 +15,35 @@ import itertools
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
 from opentelemetry import trace
 
-from .definitions import WorkflowDefinition, find_step
+from .children import start_child, sync_children, terminal
+from .definitions import WorkflowDefinition
 from .dispatch import Action, decide, step_dispatch_key
 from .errors import (
     EntityConflictError,
     EntityMissingError,
     HookTokenConflictError,
     ReplayDivergenceError,
-    RunNotFoundError,
     RunTerminalError,
-    SequenceConflictError,
     SerializationError,
-    WaylineError,
 )
 from .events import Event, EventType, NewEvent, RunStatus
 from .ids import new_run_id
-from .replay import ChildRecord, Replay, StepRecord
+from .messages import ACK, FlowMessage, Verdict, _malformed, _Stats, _step_payload
+from .replay import Replay, StepRecord
 from .serde import encode, error_to_dict
 from .settings import Settings
+from .step_delivery import handle_step
 from .step_runner import Completed, Failed, Outcome, Retry, run_step_body
+from .unwind import unwind
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, RunInfo, World
 
 log = logging.getLogger("wayline.runtime")
 tracer = trace.get_tracer("wayline")
-
-
-class FlowMessage(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="allow")
-    runId: str = pydantic.Field(min_length=1)
-    reason: str | None = None
-    backstopKey: str | None = None
-
-
-class StepMessage(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="allow")
-    runId: str = pydantic.Field(min_length=1)
-    stepId: str = pydantic.Field(min_length=1)
-    stepName: str = pydantic.Field(min_length=1)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """What the worker does with the delivery once the handler returns."""
-
-    kind: str  # "ack" | "retry" | "dead" | "none" (the handler already settled it)
-    delay: float = 0.0
-    reason: str = ""
-
-
-ACK = Verdict("ack")
-
-
-@dataclass(slots=True)
-class _Stats:
-    owned_recovery_steps: int = 0
-    backstop_wakes_armed: int = 0
-    inline_steps: int = 0
-    inflight_owned: set[str] = field(default_factory=set)
 
 
 class Handler:
@@ -154,7 +120,7 @@ class Handler:
             replay.parent = info.attributes.get("parent")
             try:
                 replay.feed(await world.list_events(run_id))
-                await self._sync_children(replay)
+                await sync_children(self, replay)
                 if not await self._drive(replay, delivery, stats, backstop):
                     return Verdict("retry", delay=0.0)  # closing: hand the run back
             except ReplayDivergenceError as err:
@@ -191,7 +157,7 @@ class Handler:
             if self.closing:
                 return False
             if replay.phase != "running" or replay.cancel_requested:
-                await self._unwind(replay, delivery, stats, backstop)
+                await unwind(self, replay, delivery, stats, backstop)
                 return True
             if replay.finished:
                 root = replay.root
@@ -200,7 +166,7 @@ class Handler:
                     and root.failed()
                     and (replay.compensation_plan() or replay.pending_children())
                 ):
-                    await self._unwind(replay, delivery, stats, backstop)
+                    await unwind(self, replay, delivery, stats, backstop)
                 else:
                     await self._finish(replay)
                 return True
@@ -284,7 +250,7 @@ class Handler:
                     return True
                 await self._feed(replay, appended)
                 for child in children:  # claimed in the parent's log first, then started
-                    await self._start_child(replay, child)
+                    await start_child(self, replay, child)
 
             # 2. The decision table for every created, non-terminal step.
             owned: list[StepRecord] = []
@@ -380,171 +346,6 @@ class Handler:
                 if rec.saw_retrying and not rec.terminal:
                     armed.add(key)  # the retry handoff already queued it
 
-    async def _unwind(
-        self, replay: Replay, delivery: Delivery, stats: _Stats, backstop: str | None
-    ) -> None:
-        """The saga unwind (seed 004, "Compensations"): reverse every forward step that
-        completed or whose outcome is unknown, latest first, each a durable step with its own
-        key; a reversal that failed parks the run for a person (resume or abandon)."""
-        world, run_id, my_id = self.world, replay.run_id, str(delivery.message_id)
-        if replay.phase == "running":
-            if replay.cancel_requested:
-                unwind: dict[str, Any] = {"reason": "cancelled", "detail": replay.cancel_reason}
-            else:
-                failure = replay.root.exception() if replay.root is not None else None
-                assert failure is not None
-                unwind = {"reason": "failed", "error": error_to_dict(failure)}
-            if not replay.compensation_plan() and not replay.pending_children():
-                await self._end_unwind(run_id, unwind)
-                return
-            try:
-                appended = await world.append(
-                    run_id, [NewEvent(EventType.RUN_COMPENSATING, data=unwind)]
-                )
-            except (EntityConflictError, RunTerminalError):
-                await self._catch_up(replay)
-                if replay.terminal is not None or replay.phase == "running":
-                    return
-            else:
-                await self._feed(replay, appended)
-        while replay.terminal is None:
-            running = [c for c in replay.pending_children()]
-            if running and replay.phase == "compensating":
-                # A child that outlived its deadline still runs: the parent waits, visibly,
-                # until it settles and a person resumes or abandons the unwind (seed 004).
-                try:
-                    appended = await world.append(
-                        run_id,
-                        [
-                            NewEvent(
-                                EventType.RUN_COMPENSATION_STUCK,
-                                data={
-                                    "step": f"child {running[0].run_id}",
-                                    "stepId": running[0].cid,
-                                    "error": {
-                                        "code": "CHILD_RUNNING",
-                                        "message": f"child run {running[0].run_id} is still "
-                                        "running",
-                                    },
-                                },
-                            )
-                        ],
-                    )
-                except (EntityConflictError, RunTerminalError):
-                    await self._catch_up(replay)
-                    continue
-                await self._feed(replay, appended)
-                continue
-            if replay.phase == "stuck":
-                if replay.abandoned:
-                    await self._end_unwind(run_id, replay.unwind, abandoned=True)
-                return
-            nxt = replay.next_compensation()
-            if nxt is None:
-                await self._end_unwind(run_id, replay.unwind)
-                return
-            forward, comp = nxt
-            recovery = False
-            if comp is None:
-                assert forward.definition is not None and forward.definition.compensation
-                cid = f"{forward.cid}.c{replay.resumes}"
-                data = {
-                    "stepName": forward.definition.compensation.name,
-                    "input": forward.input,
-                    "occurrence": forward.occurrence,
-                    "compensates": forward.cid,
-                    "epoch": replay.resumes,
-                    "forwardResult": forward.result if forward.outcome == "completed" else None,
-                }
-                try:
-                    appended = await world.append(
-                        run_id,
-                        [
-                            NewEvent(EventType.STEP_CREATED, cid, data),
-                            NewEvent(
-                                EventType.STEP_STARTED, cid, {"attempt": 1, "ownerMessageId": my_id}
-                            ),
-                        ],
-                    )
-                except (EntityConflictError, RunTerminalError):
-                    await self._catch_up(replay)
-                    continue
-                await self._feed(replay, appended)
-                comp = replay.steps[cid]
-                attempt = 1
-            elif comp.terminal:
-                error = comp.result if isinstance(comp.result, dict) else {}
-                log.error(
-                    "run %s: compensation of step %s failed; the run waits for a person "
-                    "(wayline runs resume-compensation / abandon-compensation)",
-                    run_id,
-                    forward.name,
-                )
-                try:
-                    appended = await world.append(
-                        run_id,
-                        [
-                            NewEvent(
-                                EventType.RUN_COMPENSATION_STUCK,
-                                data={"step": forward.name, "stepId": forward.cid, "error": error},
-                            )
-                        ],
-                    )
-                except (EntityConflictError, RunTerminalError):
-                    await self._catch_up(replay)
-                    continue
-                await self._feed(replay, appended)
-                continue
-            else:
-                d = decide(
-                    comp.state(),
-                    run_id=run_id,
-                    correlation_id=comp.cid,
-                    my_message_id=my_id,
-                    now=time.time(),
-                    lease=self.settings.lease_seconds,
-                    ownership_enabled=self.settings.inline_ownership,
-                    arriving_backstop_key=backstop,
-                )
-                if d.action is Action.ARM_BACKSTOP:
-                    stats.backstop_wakes_armed += 1
-                    await world.enqueue(
-                        FLOW_TOPIC,
-                        {"runId": run_id, "reason": "backstop", "backstopKey": d.idempotency_key},
-                        idempotency_key=d.idempotency_key,
-                        delay_seconds=d.delay_seconds,
-                    )
-                    return
-                if d.action is Action.ENQUEUE:
-                    await world.enqueue(
-                        STEP_TOPIC, _step_payload(run_id, comp), idempotency_key=d.idempotency_key
-                    )
-                    return
-                recovery, attempt = True, comp.starts + 1
-                stats.owned_recovery_steps += 1
-            events = await self._run_inline(replay, comp, attempt, my_id, stats, recovery)
-            await self._feed(replay, events)
-            if not comp.terminal:
-                return  # handed off to the queue (a retry), or another owner has it
-
-    async def _end_unwind(
-        self, run_id: str, unwind: Mapping[str, Any], *, abandoned: bool = False
-    ) -> None:
-        if unwind.get("reason") == "cancelled":
-            event = NewEvent(
-                EventType.RUN_CANCELLED,
-                data={
-                    "reason": unwind.get("detail") or "cancelled",
-                    "compensationAbandoned": abandoned,
-                },
-            )
-        else:
-            error = dict(unwind.get("error") or {})
-            if abandoned:
-                error["message"] = f"{error.get('message', '')} (compensation abandoned)"
-            event = NewEvent(EventType.RUN_FAILED, data={"error": error})
-        await self._terminal(run_id, event)
-
     async def _block(self, info: RunInfo, why: str) -> Verdict:
         """Fail closed: never drive a run with another definition. The run waits, visibly,
         until a matching worker comes (its recovery re-arms the run), or fails when this
@@ -575,73 +376,6 @@ class Handler:
             except (RunTerminalError, EntityConflictError):
                 pass
         return ACK
-
-    async def _terminal(self, run_id: str, event: NewEvent) -> None:
-        """Append a run's terminal event; a child then reports its end to its parent."""
-        try:
-            await self.world.append(run_id, [event])
-        except (RunTerminalError, RunNotFoundError, EntityConflictError):
-            return
-        info = await self.world.get_run(run_id)
-        if info is not None:
-            await self._report_to_parent(info)
-
-    async def _report_to_parent(self, info: RunInfo) -> None:
-        parent = info.attributes.get("parent")
-        if not isinstance(parent, Mapping) or not info.status.terminal:
-            return
-        data: dict[str, Any] = {"status": str(info.status), "childRunId": info.run_id}
-        if info.status is RunStatus.COMPLETED:
-            data["output"] = info.output
-        else:
-            data["error"] = dict(info.error or {})
-        try:
-            await self.world.append(
-                str(parent["runId"]),
-                [NewEvent(EventType.CHILD_COMPLETED, str(parent["cid"]), data)],
-            )
-        except (EntityConflictError, RunTerminalError, RunNotFoundError, EntityMissingError):
-            return  # already reported, or the parent is gone (then the child is an orphan)
-        await self.world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
-
-    async def _start_child(self, replay: Replay, child: ChildRecord) -> None:
-        assert child.run_id is not None
-        try:
-            await self.world.append(
-                child.run_id,
-                [
-                    NewEvent(
-                        EventType.RUN_CREATED,
-                        data={
-                            "workflow": child.workflow.name,
-                            "input": child.input,
-                            "revision": child.workflow.revision,
-                            "parent": {"runId": replay.run_id, "cid": child.cid},
-                        },
-                    )
-                ],
-                expected_seq=0,
-            )
-        except (EntityConflictError, SequenceConflictError):
-            pass  # a previous delivery created it already
-        await self.world.enqueue(
-            FLOW_TOPIC,
-            {"runId": child.run_id, "reason": "start"},
-            idempotency_key=f"{child.run_id}:start",
-        )
-
-    async def _sync_children(self, replay: Replay) -> None:
-        """Repair both crash windows of a child: claimed but never created, and ended but
-        never reported to this parent."""
-        for child in replay.pending_children():
-            assert child.run_id is not None
-            info = await self.world.get_run(child.run_id)
-            if info is None:
-                await self._start_child(replay, child)
-            elif info.status.terminal:
-                await self._report_to_parent(info)
-        if replay.pending_children():
-            await self._catch_up(replay)
 
     async def _run_inline(
         self,
@@ -784,167 +518,19 @@ class Handler:
             except SerializationError as err:
                 exc = err
             else:
-                await self._terminal(
-                    replay.run_id, NewEvent(EventType.RUN_COMPLETED, data={"output": output})
+                await terminal(
+                    self, replay.run_id, NewEvent(EventType.RUN_COMPLETED, data={"output": output})
                 )
                 return
         error = error_to_dict(exc)
-        await self._terminal(replay.run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
+        await terminal(self, replay.run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
 
     async def _fail(self, run_id: str, code: str, message: str) -> None:
         error = {"name": "WaylineError", "code": code, "message": message}
         log.error("run %s failed: [%s] %s", run_id, code, message)
-        await self._terminal(run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
+        await terminal(self, run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
 
     # --- step deliveries -----------------------------------------------------------------------
     async def handle_step(self, delivery: Delivery) -> Verdict:
-        try:
-            msg = StepMessage.model_validate(delivery.payload)
-        except pydantic.ValidationError as err:
-            return _malformed(delivery, err)
-        world, run_id, cid = self.world, msg.runId, msg.stepId
-        info = await world.get_run(run_id)
-        if info is None:
-            return Verdict("dead", reason=f"step message for unknown run {run_id}")
-        if info.status.terminal:
-            return ACK
-        step = _fold_step(await world.list_events(run_id), cid)
-        if step is None:
-            return Verdict("dead", reason=f"step message for {run_id}/{cid}, never created")
-        if not step.terminal:
-            definition = find_step(step.name)
-            attempt = step.starts + 1
-            outcome: Outcome | None
-            if definition is None:
-                if delivery.attempt <= self.settings.max_queue_deliveries:
-                    # Another worker (another app sharing this world) may have it: retry
-                    # later rather than fail a step this worker merely does not know.
-                    log.warning(
-                        "step %r of run %s is not registered in this worker (is its "
-                        "module imported?); retrying later",
-                        step.name,
-                        run_id,
-                    )
-                    return Verdict("retry", delay=min(30.0, 2.0 * delivery.attempt))
-                outcome = Failed(
-                    {
-                        "name": "FatalError",
-                        "code": "STEP_NOT_FOUND",
-                        "message": f"step {step.name!r} is not registered in any worker that "
-                        f"received it ({delivery.attempt} deliveries)",
-                    }
-                )
-            elif attempt > definition.max_retries + 1:
-                outcome = Failed(
-                    {
-                        "name": "FatalError",
-                        "code": "MAX_ATTEMPTS_EXCEEDED",
-                        "message": f"step {step.name!r} exceeded {attempt - 1} attempts",
-                    }
-                )
-            else:
-                outcome = None
-            if outcome is None and definition is not None:
-                started = True
-
-                async def body() -> Outcome | None:
-                    nonlocal started
-                    assert definition is not None
-                    try:  # a bare start: queue-owned, clears any inline ownership
-                        await world.append(
-                            run_id, [NewEvent(EventType.STEP_STARTED, cid, {"attempt": attempt})]
-                        )
-                    except (EntityConflictError, RunTerminalError):
-                        started = False
-                        return None
-                    return await run_step_body(
-                        definition,
-                        run_id=run_id,
-                        step_id=cid,
-                        stored_input=step.input,
-                        attempt=attempt,
-                        occurrence=step.occurrence,
-                        forward_result=step.forward_result,
-                    )
-
-                executed, outcome = await world.single_flight.run(f"{run_id}:{cid}", body)
-                if executed and not started:
-                    return await self._continue(run_id, delivery)
-                if not executed:
-                    # The loser waited for the winner to settle. If the winner handed off a
-                    # retry, its enqueue under this step's key was deduped against *this*
-                    # in-flight message: acking it would leave the step with no message. So
-                    # this message becomes the retry, redelivered when it is due.
-                    after = _fold_step(await world.list_events(run_id), cid)
-                    if after is not None and not after.terminal:
-                        delay = max(0.0, (after.retry_after or 0.0) - time.time())
-                        await world.retry(delivery, delay)
-                        return Verdict("none")
-                    outcome = None
-            if outcome is not None:
-                await self._record(run_id, cid, outcome, step.name)
-                if isinstance(outcome, Retry):
-                    await world.retry(delivery, max(0.0, outcome.retry_after - time.time()))
-                    return Verdict("none")
-        return await self._continue(run_id, delivery)
-
-    async def _continue(self, run_id: str, delivery: Delivery) -> Verdict:
-        """After a step settles, continue the run under this same message."""
-        info = await self.world.get_run(run_id)
-        if info is None or info.status.terminal:
-            return ACK
-        if info.workflow not in self.workflows:
-            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "step"})
-            return ACK
-        return await self._flow(run_id, delivery)
-
-
-@dataclass(slots=True)
-class _StepView:
-    name: str
-    input: Any
-    occurrence: int
-    starts: int = 0
-    terminal: bool = False
-    retry_after: float | None = None
-    forward_result: Any = None
-
-
-def _fold_step(events: list[Event], cid: str) -> _StepView | None:
-    view: _StepView | None = None
-    for e in events:
-        if e.correlation_id != cid:
-            continue
-        if e.type is EventType.STEP_CREATED:
-            view = _StepView(
-                str(e.data.get("stepName")), e.data.get("input"), int(e.data.get("occurrence") or 0)
-            )
-            view.forward_result = e.data.get("forwardResult")
-        elif view is not None:
-            if e.type is EventType.STEP_STARTED:
-                view.starts += 1
-            elif e.type is EventType.STEP_RETRYING:
-                retry_after = e.data.get("retryAfter")
-                view.retry_after = (
-                    float(retry_after) if isinstance(retry_after, int | float) else None
-                )
-            elif e.type in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
-                view.terminal = True
-    return view
-
-
-def _step_payload(run_id: str, rec: StepRecord) -> dict[str, Any]:
-    return {"runId": run_id, "stepId": rec.cid, "stepName": rec.name}
-
-
-def _malformed(delivery: Delivery, err: Exception) -> Verdict:
-    raw = delivery.raw[:200].decode(errors="replace")
-    detail = str(err).splitlines()[0] if isinstance(err, WaylineError) else _first_error(err)
-    return Verdict("dead", reason=f"malformed {delivery.topic} payload ({detail}): {raw}")
-
-
-def _first_error(err: Exception) -> str:
-    if isinstance(err, pydantic.ValidationError):
-        e = err.errors()[0]
-        return f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}"
-    return str(err)
+        """A queued step body (see ``step_delivery``)."""
+        return await handle_step(self, delivery)

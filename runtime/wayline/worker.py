@@ -19,7 +19,8 @@ from typing import Any
 from .definitions import WorkflowDefinition
 from .errors import ConfigurationError, WaylineError, WorldUnavailableError
 from .events import EventType, RunStatus
-from .handler import Handler, Verdict
+from .handler import Handler
+from .messages import Verdict
 from .settings import Settings
 from .tasks import spawn
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World

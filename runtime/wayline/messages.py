@@ -1,0 +1,68 @@
+"""What travels on the queue, and what a handler tells the worker to do with a delivery."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+
+from .errors import (
+    WaylineError,
+)
+from .replay import StepRecord
+from .world import Delivery
+
+log = logging.getLogger("wayline.runtime")
+
+
+class FlowMessage(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+    runId: str = pydantic.Field(min_length=1)
+    reason: str | None = None
+    backstopKey: str | None = None
+
+
+class StepMessage(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+    runId: str = pydantic.Field(min_length=1)
+    stepId: str = pydantic.Field(min_length=1)
+    stepName: str = pydantic.Field(min_length=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the worker does with the delivery once the handler returns."""
+
+    kind: str  # "ack" | "retry" | "dead" | "none" (the handler already settled it)
+    delay: float = 0.0
+    reason: str = ""
+
+
+ACK = Verdict("ack")
+
+
+@dataclass(slots=True)
+class _Stats:
+    owned_recovery_steps: int = 0
+    backstop_wakes_armed: int = 0
+    inline_steps: int = 0
+    inflight_owned: set[str] = field(default_factory=set)
+
+
+def _step_payload(run_id: str, rec: StepRecord) -> dict[str, Any]:
+    return {"runId": run_id, "stepId": rec.cid, "stepName": rec.name}
+
+
+def _malformed(delivery: Delivery, err: Exception) -> Verdict:
+    raw = delivery.raw[:200].decode(errors="replace")
+    detail = str(err).splitlines()[0] if isinstance(err, WaylineError) else _first_error(err)
+    return Verdict("dead", reason=f"malformed {delivery.topic} payload ({detail}): {raw}")
+
+
+def _first_error(err: Exception) -> str:
+    if isinstance(err, pydantic.ValidationError):
+        e = err.errors()[0]
+        return f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}"
+    return str(err)
