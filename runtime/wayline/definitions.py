@@ -75,6 +75,7 @@ class WorkflowDefinition:
         self.strict_identity = strict_identity
         self.signature = Signature(fn)
         self._identity: str | None = None
+        self._code_hash: str | None = None
         functools.update_wrapper(self, fn)
 
     @property
@@ -89,9 +90,11 @@ class WorkflowDefinition:
 
     @property
     def code_hash(self) -> str:
-        from .identity import code_hash
+        if self._code_hash is None:
+            from .identity import code_hash
 
-        return code_hash(self)
+            self._code_hash = code_hash(self)
+        return self._code_hash
 
     def identity_record(self) -> dict[str, Any]:
         """What a run records about the definition that started it."""

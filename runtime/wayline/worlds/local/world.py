@@ -58,6 +58,8 @@ class LocalWorld(World):
         self._synchronous = synchronous
         self._db: sqlite3.Connection | None = None
         self._holder = current_holder()
+        self._entities: dict[str, tuple[int, dict[str, str | None]]] = {}
+        self._pending_cache: tuple[str, tuple[int, dict[str, str | None]]] | None = None
         self._last_reclaim = 0.0
         self._key = ""
 
@@ -138,7 +140,15 @@ class LocalWorld(World):
     ) -> list[Event]:
         if not events:
             return []
-        result: list[Event] = self._write(self._append_tx, run_id, events, expected_seq)
+        self._pending_cache = None
+        try:
+            result: list[Event] = self._write(self._append_tx, run_id, events, expected_seq)
+        except BaseException:
+            self._entities.pop(run_id, None)
+            raise
+        if self._pending_cache is not None:
+            key, value = self._pending_cache
+            self._entities[key] = value
         return result
 
     def _append_tx(
@@ -158,11 +168,17 @@ class LocalWorld(World):
             )
         now = time.time()
         out: list[Event] = []
-        entity_cache: dict[str, str | None] = {}
+        # Entity statuses this process saw at exactly this sequence are still true (nobody
+        # else appended in between), so the per-event SELECT is skipped; otherwise re-read.
+        known = self._entities.get(run_id)
+        if known is None or known[0] != last_seq:
+            known = (last_seq, {})
+        entity_cache: dict[str, str | None] = dict(known[1]) if known[1] else {}
+        trusted = set(entity_cache)
         changes: dict[str, Any] = {}
         for new in events:
             cid = new.correlation_id
-            if cid is not None and cid not in entity_cache:
+            if cid is not None and cid not in trusted and cid not in entity_cache:
                 erow = db.execute(
                     "SELECT status FROM entities WHERE run_id = ? AND cid = ?", (run_id, cid)
                 ).fetchone()
@@ -208,6 +224,12 @@ class LocalWorld(World):
             out.append(event)
         if changes:
             _update_run(db, run_id, changes)
+        if status is not None and status.terminal:
+            self._entities.pop(run_id, None)
+        else:
+            if len(self._entities) > 10_000:  # bounded: a cache, not a store
+                self._entities.clear()
+            self._pending_cache = (run_id, (last_seq, entity_cache))
         return out
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
