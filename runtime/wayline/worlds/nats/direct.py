@@ -89,3 +89,16 @@ async def read_subject(
         if not msgs or pending <= 0:
             return out
         start = msgs[-1].seq + 1
+
+
+async def connected(nc: Any, *, timeout: float, url: str) -> None:
+    """Wait out a reconnect before a request: one buffered while reconnecting can lose its
+    reply (the reply subscription is restored after the buffer is flushed)."""
+    if nc.is_connected:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not nc.is_connected:
+        if nc.is_closed or loop.time() > deadline:
+            raise WorldUnavailableError(f"NATS at {url} is not connected", url=url)
+        await asyncio.sleep(0.02)

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...errors import (
@@ -39,10 +39,11 @@ from ...events import (
     NewEvent,
     RunStatus,
     apply_transition,
+    entity_kind,
 )
 from ...world import HookInfo, RunInfo, fold_run
 from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, summary_from, wrap
-from .direct import StoredMsg, direct_batch, read_subject
+from .direct import StoredMsg, connected, direct_batch, read_subject
 from .names import Names, kv_key
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -51,6 +52,10 @@ _CACHE_RUNS = 4096
 _CLAIM_GRACE = 30.0
 """A hook-token claim whose hook never reached the log is honoured this long (seconds)."""
 _PUBLISH_ATTEMPTS = 3
+_MAX_ROUNDS = 50
+"""Validate-and-publish rounds of one append before giving up under contention."""
+_MULTI_LAST = 500
+"""Subjects per multi_last direct get (the server answers 413 past 1024 matches)."""
 
 
 @dataclass(slots=True)
@@ -64,7 +69,10 @@ class RunState:
     status: RunStatus | None = None
     entities: dict[str, str] = field(default_factory=dict)
     hook_tokens: dict[str, str] = field(default_factory=dict)
-    info: RunInfo | None = None
+    base: RunInfo | None = None
+    """The run view folded through the last run-level event (entity events only move
+    ``last_seq`` and ``updated_at``, which ``info`` applies lazily)."""
+    updated_at: float = 0.0
     events: list[Event] = field(default_factory=list)
     loaded: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -83,10 +91,26 @@ class RunState:
                     self.entities[cid] = after
             if ev.type is EventType.HOOK_CREATED and cid is not None:
                 self.hook_tokens[cid] = str(ev.data.get("token"))
-            self.info = fold_run(self.info, ev)
+            if entity_kind(ev.type) is None:  # every run-level event moves the run view
+                self.base = fold_run(self.base, ev)
             self.last_seq = ev.seq
+            self.updated_at = ev.created_at
         self.events.extend(events)
         self.stream_seq = stream_seq
+
+    def reset(self) -> None:
+        self.stream_seq = self.last_seq = 0
+        self.status = self.base = None
+        self.entities, self.hook_tokens, self.events = {}, {}, []
+        self.loaded = False
+
+    @property
+    def info(self) -> RunInfo | None:
+        base = self.base
+        if base is None or base.last_seq == self.last_seq:
+            return base
+        self.base = replace(base, last_seq=self.last_seq, updated_at=self.updated_at)
+        return self.base
 
 
 @dataclass(slots=True)
@@ -115,7 +139,7 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
     """Validate a batch against the projection; raises the typed errors of apply_transition."""
     status = st.status
     overlay: dict[str, str | None] = {}
-    info = st.info
+    info = st.base
     seq = st.last_seq
     hooks: list[tuple[str, str]] = []
     wire: list[dict[str, Any]] = []
@@ -133,10 +157,13 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
                 )
             hooks.append((str(cid), token))
         seq += 1
-        info = fold_run(info, Event(st.run_id, seq, new.type, cid, new.data, HERE))
+        if entity_kind(new.type) is None:  # every run-level event moves the run view
+            info = fold_run(info, Event(st.run_id, seq, new.type, cid, new.data, HERE))
         wire.append({"t": str(new.type), "c": cid, "d": dict(new.data)})
     assert info is not None
-    body = dumps({"s": st.last_seq + 1, "e": wire, "r": _summary(info)})
+    summary = _summary(info)
+    summary["lastSeq"] = seq
+    body = dumps({"s": st.last_seq + 1, "e": wire, "r": summary})
     return _Plan(body, hooks)
 
 
@@ -193,19 +220,15 @@ class EventLog:
     async def _catch_up(self, st: RunState, look_for: str | None = None) -> list[Event] | None:
         """Read what the server has after the projection; return the events of the message
         whose Nats-Msg-Id is ``look_for`` if it is among them."""
-        try:
-            msgs = await read_subject(
-                self._nc,
-                self._stream,
-                st.subject,
-                st.stream_seq,
-                timeout=self._timeout,
-                url=self._url,
-            )
-        except WorldUnavailableError:
-            raise
-        except Exception as err:
-            raise wrap(self._url, f"reading run {st.run_id}", err) from err
+        msgs = await self._read(st, max(0, st.stream_seq - 1))
+        if st.stream_seq:
+            # the read starts at the last message we know: if it is gone, the run was deleted
+            # (cleanup, archive) or edited behind our back, and the projection is rebuilt
+            if msgs and msgs[0].seq == st.stream_seq:
+                msgs = msgs[1:]
+            else:
+                st.reset()
+                msgs = await self._read(st, 0)
         mine: list[Event] | None = None
         for msg in msgs:
             events, _, _ = _decode(st.run_id, msg)
@@ -214,6 +237,17 @@ class EventLog:
                 mine = events
         st.loaded = True
         return mine
+
+    async def _read(self, st: RunState, after: int) -> list[StoredMsg]:
+        try:
+            await connected(self._nc, timeout=self._timeout, url=self._url)
+            return await read_subject(
+                self._nc, self._stream, st.subject, after, timeout=self._timeout, url=self._url
+            )
+        except WorldUnavailableError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, f"reading run {st.run_id}", err) from err
 
     async def _fresh(self, run_id: str) -> RunState:
         st = self._state(run_id)
@@ -275,7 +309,7 @@ class EventLog:
             claims: dict[str, tuple[str, int]] = {}
             done = False
             try:
-                while True:
+                for _ in range(_MAX_ROUNDS):
                     try:
                         if expected_seq is not None and expected_seq != st.last_seq:
                             raise SequenceConflictError(
@@ -299,6 +333,11 @@ class EventLog:
                         continue
                     done = True
                     break
+                else:
+                    raise SequenceConflictError(
+                        f"run {run_id} kept moving under {_MAX_ROUNDS} attempts to append",
+                        last_seq=st.last_seq,
+                    )
             finally:
                 if not done and claims:
                     await self._release_claims(claims)
@@ -323,6 +362,7 @@ class EventLog:
             ack: Any = None
             for attempt in range(_PUBLISH_ATTEMPTS):
                 try:
+                    await connected(self._nc, timeout=self._timeout, url=self._url)
                     ack = await self._js.publish(
                         subject, plan.body, headers=headers, timeout=self._timeout
                     )
@@ -330,7 +370,14 @@ class EventLog:
                 except nats.js.errors.BadRequestError as err:
                     if not is_wrong_last_sequence(err):
                         raise wrap(self._url, f"appending to run {st.run_id}", err) from err
-                    return await self._catch_up(st, look_for=msg_id)
+                    before = st.stream_seq
+                    mine = await self._catch_up(st, look_for=msg_id)
+                    if mine is None and st.stream_seq == before:
+                        # nothing new, yet the server disagrees: messages were removed
+                        # behind our back. Rebuild the projection from what is stored.
+                        st.reset()
+                        mine = await self._catch_up(st, look_for=msg_id)
+                    return mine
                 except (
                     nats.errors.TimeoutError,
                     nats.errors.ConnectionReconnectingError,
@@ -358,9 +405,10 @@ class EventLog:
             Event(st.run_id, first + i, new.type, new.correlation_id, dict(new.data), stamp)
             for i, new in enumerate(events)
         ]
+        copies = json.loads(plan.body)["e"]  # the cache keeps its own copy of the data
         cached = [
-            Event(e.run_id, e.seq, e.type, e.correlation_id, json.loads(json.dumps(e.data)), stamp)
-            for e in out
+            Event(e.run_id, e.seq, e.type, e.correlation_id, c["d"], stamp)
+            for e, c in zip(out, copies, strict=True)
         ]
         st.absorb(cached, ack.seq)
         st.loaded = True  # the expected-sequence check proved the projection was complete
@@ -431,7 +479,13 @@ class EventLog:
         run, hcid = str(held.get("run")), str(held.get("cid"))
         if run == st.run_id and hcid == cid:
             return False  # our own leftover claim for this very hook
-        other = st if run == st.run_id else await self._fresh(run)
+        if run == st.run_id:
+            other = st
+        else:
+            # a throwaway projection: taking the other run's lock while holding ours could
+            # deadlock with an append on that run that checks a token we hold
+            other = RunState(run, self._names.run_subject(run))
+            await self._catch_up(other)
         status = other.entities.get(hcid)
         if other.status is not None and other.status.terminal:
             return False
@@ -452,7 +506,12 @@ class EventLog:
             if ev.type is EventType.HOOK_DISPOSED and ev.correlation_id in st.hook_tokens:
                 out.append((ev.correlation_id, st.hook_tokens[ev.correlation_id]))
             elif ev.type in RUN_TERMINAL_EVENTS:
-                out.extend(st.hook_tokens.items())
+                # hooks still active when the run ended (entity statuses stay as they were)
+                out.extend(
+                    (cid, token)
+                    for cid, token in st.hook_tokens.items()
+                    if st.entities.get(cid) == HOOK_ACTIVE
+                )
         return out
 
     async def _dispose_token(self, run_id: str, cid: str, token: str) -> None:
@@ -469,6 +528,20 @@ class EventLog:
         except Exception as err:  # best effort; get_hook checks the log
             log.debug("releasing hook token %r failed: %s", token, err)
 
+    async def _drop_token(self, run_id: str, cid: str, token: str) -> None:
+        """Delete a token's entry if it still names this run's hook (its run is deleted)."""
+        key = kv_key(token)
+        entry = await self._kv_entry(key)
+        if entry is None:
+            return
+        rev, held = entry
+        if held.get("run") != run_id or held.get("cid") != cid:
+            return
+        try:
+            await self._hooks.delete(key, last=rev)
+        except Exception as err:  # best effort: get_hook checks the (now empty) log anyway
+            log.debug("deleting hook token %r failed: %s", token, err)
+
     async def get_hook(self, token: str) -> HookInfo | None:
         entry = await self._kv_entry(kv_key(token))
         if entry is None:
@@ -478,7 +551,7 @@ class EventLog:
         if active:
             st = await self._fresh(run)
             status = st.entities.get(cid)
-            if status is None:
+            if status is None:  # a claim that never reached the log, or a deleted run
                 return None
             active = status == HOOK_ACTIVE and not (st.status is not None and st.status.terminal)
         return HookInfo(token, run, cid, active)
@@ -495,13 +568,7 @@ class EventLog:
         self, status: RunStatus | None, workflow: str | None, limit: int
     ) -> list[RunInfo]:
         try:
-            msgs, _ = await direct_batch(
-                self._nc,
-                self._stream,
-                {"multi_last": [self._names.events_wildcard], "batch": 1_000_000},
-                timeout=self._timeout,
-                url=self._url,
-            )
+            msgs = await self._last_messages()
         except WorldUnavailableError:
             raise
         except Exception as err:
@@ -521,6 +588,44 @@ class EventLog:
         rows.sort(key=lambda r: (-r[0], r[1]))
         picked = rows[: max(0, limit)]
         return list(await asyncio.gather(*(self._run_info(s, t, m) for _, _, s, t, m in picked)))
+
+    async def _run_subjects(self) -> list[str]:
+        """Every run subject, from the stream's (paged) subject state."""
+        subjects: list[str] = []
+        offset = 0
+        while True:
+            request = {"subjects_filter": self._names.events_wildcard, "offset": offset}
+            resp = await self._nc.request(
+                f"$JS.API.STREAM.INFO.{self._stream}",
+                json.dumps(request).encode(),
+                timeout=self._timeout,
+            )
+            info = json.loads(resp.data)
+            if "error" in info:
+                raise WorldError(f"NATS at {self._url}: stream info failed: {info['error']}")
+            page = list((info.get("state") or {}).get("subjects") or {})
+            subjects.extend(page)
+            offset += len(page)
+            if not page or offset >= int(info.get("total") or 0):
+                return subjects
+
+    async def _last_messages(self) -> list[StoredMsg]:
+        """The last message of every run (multi_last, at most _MULTI_LAST subjects a request)."""
+        subjects = await self._run_subjects()
+        chunks = [subjects[i : i + _MULTI_LAST] for i in range(0, len(subjects), _MULTI_LAST)]
+        results = await asyncio.gather(
+            *(
+                direct_batch(
+                    self._nc,
+                    self._stream,
+                    {"multi_last": chunk, "batch": len(chunk)},
+                    timeout=self._timeout,
+                    url=self._url,
+                )
+                for chunk in chunks
+            )
+        )
+        return [msg for msgs, _ in results for msg in msgs]
 
     async def _run_info(self, summary: dict[str, Any], stamp: float, last: StoredMsg) -> RunInfo:
         run_id = str(summary["runId"])

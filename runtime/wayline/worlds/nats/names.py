@@ -108,3 +108,15 @@ class Names:
     @property
     def dlq_subject(self) -> str:
         return f"{self.prefix}.dlq"
+
+    # archive
+    @property
+    def archive_stream(self) -> str:
+        return f"{self.prefix}_archive"
+
+    @property
+    def archive_wildcard(self) -> str:
+        return f"{self.prefix}.ar.*"
+
+    def archive_subject(self, run_id: str) -> str:
+        return f"{self.prefix}.ar.{subject_token(run_id)}"

@@ -62,7 +62,10 @@ class ConnectOptions:
             "servers": list(self.servers),
             "name": self.name,
             "connect_timeout": self.connect_timeout,
-            "reconnect_time_wait": self.reconnect_time_wait,
+            # first connection: each server is tried twice per attempt, 50 ms apart; the
+            # world switches to the configured reconnect settings once connected
+            "reconnect_time_wait": 0.05,
+            "max_reconnect_attempts": 1,
             "ping_interval": self.ping_interval,
             "error_cb": error_cb,
             # the first connection is retried by the world itself (with backoff and a clear

@@ -133,6 +133,19 @@ async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: 
         ),
         url,
     )
+    await _ensure_stream(
+        js,
+        StreamConfig(
+            name=names.archive_stream,
+            description="Wayline archive: terminal runs moved out of the event log",
+            subjects=[names.archive_wildcard],
+            retention=RetentionPolicy.LIMITS,
+            storage=store,
+            num_replicas=replicas,
+            allow_direct=True,
+        ),
+        url,
+    )
     for bucket in (names.hooks_bucket, names.idem_bucket):
         try:
             await js.create_key_value(

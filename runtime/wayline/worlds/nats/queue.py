@@ -35,7 +35,7 @@ from ...errors import WorldError, WorldUnavailableError
 from ...ids import MessageId
 from ...world import Delivery
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
-from .direct import direct_batch
+from .direct import connected, direct_batch
 from .names import Names, consumer_name, kv_key
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -137,9 +137,14 @@ class Queue:
             headers[_ID_HEADER] = mid
         for attempt in range(3):
             try:
+                await connected(self._nc, timeout=self._timeout, url=self._url)
                 ack = await self._js.publish(subject, body, headers=headers, timeout=self._timeout)
                 break
-            except (nats.errors.TimeoutError, TimeoutError) as err:
+            except (
+                nats.errors.TimeoutError,
+                nats.errors.ConnectionReconnectingError,
+                TimeoutError,
+            ) as err:
                 # same Nats-Msg-Id: if the first publish landed, this one is deduplicated
                 if attempt == 2:
                     raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
@@ -238,11 +243,28 @@ class Queue:
                 raise wrap(self._url, "recording an idempotency key", err) from err
         return message_id
 
+    async def remove_stored(self, seq: int, subject: str, headers: dict[str, str]) -> None:
+        """Delete a stored message (retention) and release its idempotency key."""
+        import nats.js.errors
+
+        try:
+            await self._js.delete_msg(self._stream, seq)
+        except nats.js.errors.NotFoundError:
+            pass
+        except nats.js.errors.BadRequestError as err:
+            if "no message found" not in str(err).lower():
+                raise wrap(self._url, f"deleting message {seq}", err) from err
+        except Exception as err:
+            raise wrap(self._url, f"deleting message {seq}", err) from err
+        await self._release_key(headers.get(_KEY_HEADER), subject)
+
     async def _release(self, msg: Any) -> None:
-        key = (msg.headers or {}).get(_KEY_HEADER)
+        await self._release_key((msg.headers or {}).get(_KEY_HEADER), msg.subject)
+
+    async def _release_key(self, key: str | None, subject: str) -> None:
         if not key:
             return
-        mid = msg.subject.rsplit(".", 1)[-1]
+        mid = subject.rsplit(".", 1)[-1]
         try:
             entry = await self._idem_entry(key)
             if entry is None:
@@ -292,13 +314,18 @@ class Queue:
         finally:
             await sub.unsubscribe()
         if failure and not msgs:
-            log.debug("pull on %s answered %s", consumer, failure)
+            log.warning("pull on %s answered status %s", consumer, failure)
+            if "503" in failure or "409" in failure:  # consumer gone: create it again
+                for topic, name in list(self._consumers.items()):
+                    if name == consumer:
+                        del self._consumers[topic]
         return msgs
 
     async def receive(self, topic: str, max_messages: int, wait_seconds: float) -> list[Delivery]:
         consumer = await self._consumer(topic)
         batch = max(1, max_messages)
         try:
+            await connected(self._nc, timeout=self._timeout, url=self._url)
             msgs = await self._pull(consumer, {"batch": batch, "no_wait": True}, 0.0)
             if not msgs and wait_seconds > 0:
                 expires = max(int(wait_seconds * 1e9), 1_000_000)
@@ -328,12 +355,40 @@ class Queue:
 
         msg = delivery.handle
         try:
-            await msg.ack_sync(timeout=self._timeout)
+            await self._remove(delivery)
         except nats.errors.MsgAlreadyAckdError:
             return
+        await self._release(msg)
+
+    async def _remove(self, delivery: Delivery) -> None:
+        """Ack; if the server does not confirm (after a crash it may have forgotten this
+        delivery, and then it never answers its ack), delete the message from the stream,
+        which in a work queue is what an ack does."""
+        import nats.errors
+        import nats.js.errors
+
+        msg = delivery.handle
+        try:
+            await connected(self._nc, timeout=self._timeout, url=self._url)
+            await msg.ack_sync(timeout=self._timeout)
+            return
+        except nats.errors.MsgAlreadyAckdError:
+            raise
+        except (nats.errors.TimeoutError, TimeoutError) as err:
+            log.warning("ack of message %s unconfirmed (%s); deleting it", delivery.message_id, err)
         except Exception as err:
             raise wrap(self._url, f"acking message {delivery.message_id}", err) from err
-        await self._release(msg)
+        seq = int(msg.metadata.sequence.stream)
+        try:
+            await self._js.delete_msg(self._stream, seq)
+        except nats.js.errors.NotFoundError:
+            pass  # already gone: the ack did land
+        except nats.js.errors.BadRequestError as err:
+            if "no message found" not in str(err).lower():
+                raise wrap(self._url, f"removing message {delivery.message_id}", err) from err
+        except Exception as err:
+            raise wrap(self._url, f"removing message {delivery.message_id}", err) from err
+        msg._ackd = True  # nats-py's own flag: this delivery is settled
 
     async def retry(self, delivery: Delivery, delay_seconds: float) -> None:
         import nats.errors
@@ -373,11 +428,9 @@ class Queue:
         except Exception as err:
             raise wrap(self._url, f"dead-lettering message {delivery.message_id}", err) from err
         try:
-            await delivery.handle.ack_sync(timeout=self._timeout)
+            await self._remove(delivery)
         except nats.errors.MsgAlreadyAckdError:
             pass
-        except Exception as err:
-            raise wrap(self._url, f"removing message {delivery.message_id}", err) from err
         await self._release(delivery.handle)
 
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from .names import Names
 from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
 from .queue import Queue
+from .retention import Retention
 
 log = logging.getLogger("wayline.worlds.nats")
 
@@ -109,11 +110,37 @@ class NatsWorld(World):
     def visibility_seconds(self) -> float:
         return self._visibility
 
+    # retention -----------------------------------------------------------------------------
+    def _retention(self) -> Retention:
+        if self._log is None or self._queue is None or self._nc is None:
+            raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
+        return Retention(
+            self._nc,
+            self._log._js,
+            self.names,
+            self._log,
+            self._queue,
+            url=self._servers_shown,
+            timeout=self._options.request_timeout,
+        )
+
+    async def delete_runs(
+        self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
+    ) -> int:
+        return await self._retention().delete_runs(older_than, statuses)
+
+    async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
+        return await self._retention().archive_runs(older_than, limit)
+
+    async def archived_count(self) -> int:
+        return await self._retention().archived_count()
+
     # lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
         if self._nc is not None:
             return
         nc = await self._connect()
+        self._nc = nc
         try:
             js = nc.jetstream(timeout=self._options.request_timeout)
             shown = self._servers_shown
@@ -136,13 +163,14 @@ class NatsWorld(World):
             )
             await queue.start()
         except BaseException:
+            self._nc = None
             await _close_quietly(nc)
             raise
         self._nc, self._log, self._queue = nc, event_log, queue
 
     async def _connect(self) -> Any:
         try:
-            import nats
+            from nats.aio.client import Client
         except ImportError as err:  # pragma: no cover - nats-py is an optional dependency
             raise ConfigurationError(
                 "the NATS world needs nats-py: pip install 'wayline[nats]'"
@@ -151,10 +179,16 @@ class NatsWorld(World):
         last: BaseException | None = None
         delay = 0.1
         for attempt in range(opts.connect_attempts):
+            nc = Client()
             try:
-                nc = await nats.connect(**opts.connect_kwargs(self._on_error))
+                await nc.connect(
+                    **opts.connect_kwargs(self._on_error),
+                    disconnected_cb=self._on_disconnect,
+                    reconnected_cb=self._on_reconnect,
+                )
             except Exception as err:  # reported below with the URL
                 last = err
+                await _close_transport(nc)
                 log.debug(
                     "connecting to %s failed (attempt %d): %r",
                     self._servers_shown,
@@ -168,6 +202,7 @@ class NatsWorld(World):
             # from now on an outage pauses work: the client reconnects (forever by default)
             nc.options["allow_reconnect"] = True
             nc.options["max_reconnect_attempts"] = opts.max_reconnect_attempts
+            nc.options["reconnect_time_wait"] = opts.reconnect_time_wait
             return nc
         detail = f"{type(last).__name__}: {last}" if last is not None else "unknown error"
         raise WorldUnavailableError(
@@ -178,6 +213,25 @@ class NatsWorld(World):
 
     async def _on_error(self, err: Exception) -> None:
         log.debug("nats client error on %s: %r", self._servers_shown, err)
+
+    async def _on_disconnect(self) -> None:
+        """Fail the requests in flight at once (their replies are lost with the connection)
+        instead of letting each wait out its timeout; callers retry once reconnected."""
+        import nats.errors
+
+        nc = self._nc
+        if nc is None or nc.is_closed:
+            return
+        log.warning("lost the connection to NATS at %s; reconnecting", self._servers_shown)
+        pending = getattr(nc, "_resp_map", None)
+        if not pending:
+            return
+        for future in list(pending.values()):
+            if not future.done():
+                future.set_exception(nats.errors.ConnectionReconnectingError())
+
+    async def _on_reconnect(self) -> None:
+        log.warning("reconnected to NATS at %s", self._servers_shown)
 
     async def close(self) -> None:
         nc, self._nc = self._nc, None
@@ -257,3 +311,19 @@ async def _close_quietly(nc: Any) -> None:
         await nc.close()
     except Exception as err:  # closing anyway
         log.debug("closing the NATS connection failed: %r", err)
+
+
+async def _close_transport(nc: Any) -> None:
+    """A client whose first connection failed (say, on authorization) may still hold its
+    socket; close it so nothing leaks."""
+    transport = getattr(nc, "_transport", None)
+    try:
+        await nc.close()
+    except Exception as err:  # closing anyway
+        log.debug("closing a failed NATS connection: %r", err)
+    if transport is not None:
+        try:
+            transport.close()
+            await transport.wait_closed()
+        except Exception as err:  # closing anyway
+            log.debug("closing a failed NATS transport: %r", err)

@@ -1,0 +1,186 @@
+"""Cleanup and archive of terminal runs (seed 004, "Persistence") on JetStream.
+
+Candidates come from the last message of every run (its stored run summary). Deleting a run
+purges its event subject, deletes the hook tokens it holds and the queued messages (wakes,
+schedules) whose payload names it, releasing their idempotency keys. Archiving first copies
+the run's stored messages (bodies and server timestamps) into ``<prefix>_archive`` on the
+subject ``<prefix>.ar.<run>``, then deletes it. JetStream has no multi-stream transaction:
+each step is idempotent (archive copies are deduplicated by ``Nats-Msg-Id`` and counted by
+subject), so a cleanup interrupted half-way is finished by the next one. Processes holding a
+projection of a deleted run notice on their next read (their last known message is gone).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import WorldUnavailableError
+from ...events import RunStatus
+from .codec import dumps, parse_stamp, summary_from, wrap
+from .direct import StoredMsg, direct_batch
+from .eventlog import EventLog, RunState
+from .names import Names
+from .queue import Queue
+
+_ARCHIVE_CHUNK = 256 * 1024
+"""Bytes of original message bodies per archive message."""
+
+
+def terminal_statuses(statuses: Sequence[RunStatus] | None) -> set[str]:
+    chosen = list(statuses) if statuses else [s for s in RunStatus if s.terminal]
+    for status in chosen:
+        if not RunStatus(status).terminal:
+            raise ValueError(f"only terminal runs are cleaned up, not {status!r}")
+    return {str(RunStatus(s)) for s in chosen}
+
+
+class Retention:
+    def __init__(
+        self,
+        nc: Any,
+        js: Any,
+        names: Names,
+        log: EventLog,
+        queue: Queue,
+        *,
+        url: str,
+        timeout: float,
+    ) -> None:
+        self._nc = nc
+        self._js = js
+        self._names = names
+        self._log = log
+        self._queue = queue
+        self._url = url
+        self._timeout = timeout
+
+    async def _candidates(
+        self, older_than: float, statuses: set[str], limit: int | None
+    ) -> list[str]:
+        # 0 takes every terminal run, even one the server stamped a moment "ahead" of us
+        cutoff = float("inf") if older_than <= 0 else time.time() - older_than
+        try:
+            msgs = await self._log._last_messages()
+        except WorldUnavailableError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, "listing runs", err) from err
+        rows: list[tuple[float, str]] = []
+        for msg in msgs:
+            summary = summary_from(json.loads(msg.data).get("r"), _stamp(msg))
+            if not summary or summary["status"] not in statuses:
+                continue
+            ended = summary.get("endedAt")
+            if ended is not None and float(ended) <= cutoff:
+                rows.append((float(ended), str(summary["runId"])))
+        rows.sort()
+        picked = rows if limit is None else rows[:limit]
+        return [run_id for _, run_id in picked]
+
+    async def delete_runs(self, older_than: float, statuses: Sequence[RunStatus] | None) -> int:
+        chosen = terminal_statuses(statuses)
+        ids = await self._candidates(older_than, chosen, None)
+        await self._drop(ids)
+        return len(ids)
+
+    async def archive_runs(self, older_than: float, limit: int) -> int:
+        batch = max(1, min(1000, limit))
+        ids = await self._candidates(older_than, terminal_statuses(None), batch)
+        for run_id in ids:
+            await self._archive(run_id)
+        await self._drop(ids)
+        return len(ids)
+
+    async def archived_count(self) -> int:
+        try:
+            resp = await self._nc.request(
+                f"$JS.API.STREAM.INFO.{self._names.archive_stream}", b"", timeout=self._timeout
+            )
+        except Exception as err:
+            raise wrap(self._url, "counting archived runs", err) from err
+        info = json.loads(resp.data)
+        return int((info.get("state") or {}).get("num_subjects") or 0)
+
+    async def _archive(self, run_id: str) -> None:
+        st = RunState(run_id, self._names.run_subject(run_id))
+        msgs = await self._log._read(st, 0)
+        chunks: list[list[dict[str, Any]]] = [[]]
+        size = 0
+        for msg in msgs:
+            if size > _ARCHIVE_CHUNK and chunks[-1]:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(
+                {
+                    "seq": msg.seq,
+                    "time": msg.headers["Nats-Time-Stamp"],
+                    "body": json.loads(msg.data),
+                }
+            )
+            size += len(msg.data)
+        subject = self._names.archive_subject(run_id)
+        for i, chunk in enumerate(chunks):
+            if not chunk:
+                continue
+            try:
+                await self._js.publish(
+                    subject,
+                    dumps({"runId": run_id, "part": i, "messages": chunk}),
+                    headers={"Nats-Msg-Id": f"ar-{run_id}-{i}-{chunk[0]['seq']}"},
+                    timeout=self._timeout,
+                )
+            except Exception as err:
+                raise wrap(self._url, f"archiving run {run_id}", err) from err
+
+    async def _drop(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        for run_id in ids:
+            st = RunState(run_id, self._names.run_subject(run_id))
+            await self._log._catch_up(st)
+            try:
+                await self._js.purge_stream(self._names.events_stream, subject=st.subject)
+            except Exception as err:
+                raise wrap(self._url, f"deleting run {run_id}", err) from err
+            for cid, token in st.hook_tokens.items():
+                await self._log._drop_token(run_id, cid, token)
+            self._log._runs.pop(run_id, None)
+        await self._drop_messages(set(ids))
+
+    async def _drop_messages(self, ids: set[str]) -> None:
+        """Queued messages (and pending schedules) whose payload names a deleted run."""
+        stream = self._names.queue_stream
+        start = 1
+        while True:
+            try:
+                msgs, pending = await direct_batch(
+                    self._nc,
+                    stream,
+                    {"seq": start, "next_by_subj": self._names.queue_wildcard, "batch": 512},
+                    timeout=self._timeout,
+                    url=self._url,
+                )
+            except WorldUnavailableError:
+                raise
+            except Exception as err:
+                raise wrap(self._url, "scanning the queue", err) from err
+            for msg in msgs:
+                try:
+                    payload = json.loads(msg.data)
+                except (ValueError, UnicodeDecodeError):
+                    continue
+                if isinstance(payload, dict) and payload.get("runId") in ids:
+                    await self._queue.remove_stored(msg.seq, msg.subject, msg.headers)
+            if not msgs or pending <= 0:
+                return
+            start = msgs[-1].seq + 1
+
+
+def _stamp(msg: StoredMsg) -> float:
+    return parse_stamp(msg.headers["Nats-Time-Stamp"])
+
+
+__all__ = ["Retention", "terminal_statuses"]

@@ -1,0 +1,217 @@
+"""NATS-specific queue behaviour: raw messages, key crash windows, isolation, dead letters."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import signal
+import sys
+import textwrap
+import time
+import uuid
+from typing import Any
+
+from tests.nats_fixtures import NatsServer, OpenWorlds
+from wayline.events import EventType as T
+from wayline.events import NewEvent
+from wayline.ids import new_run_id
+from wayline.worlds.nats.names import kv_key
+
+
+async def test_a_malformed_message_arrives_with_payload_none(open_nats_world: OpenWorlds) -> None:
+    world = await open_nats_world()
+    js = world._queue._js
+    for raw in (b"not json", b"[1, 2]"):
+        await js.publish(world.names.target_subject("flow", uuid.uuid4().hex), raw)
+    got = await world.receive("flow", max_messages=5, wait_seconds=2)
+    assert [(d.payload, d.raw, d.attempt) for d in got] == [
+        (None, b"not json", 1),
+        (None, b"[1, 2]", 1),
+    ]
+    for d in got:
+        await world.dead_letter(d, "malformed payload")
+    letters = await world.list_dead_letters()
+    assert [dl["payload"] for dl in letters] == ["[1, 2]", "not json"]  # newest first
+    assert set(letters[0]) == {"messageId", "topic", "payload", "attempts", "reason", "createdAt"}
+    assert letters[0]["messageId"] == got[1].message_id and letters[0]["attempts"] == 1
+    assert abs(letters[0]["createdAt"] - time.time()) < 30
+    assert len(await world.list_dead_letters(limit=1)) == 1
+    assert await world.receive("flow", wait_seconds=0.2) == []
+
+
+async def test_topic_names_that_are_not_subject_tokens(open_nats_world: OpenWorlds) -> None:
+    world = await open_nats_world()
+    await world.enqueue("a.b c>*", {"n": 1})
+    await world.enqueue("a", {"n": 2})
+    [d] = await world.receive("a.b c>*", wait_seconds=2)
+    assert d.payload == {"n": 1} and d.topic == "a.b c>*"
+    await world.ack(d)
+    [d] = await world.receive("a", wait_seconds=2)
+    assert d.payload == {"n": 2}
+    await world.ack(d)
+
+
+async def _put_claim(world: Any, key: str, **intent: Any) -> None:
+    await world._queue._idem.put(kv_key(key), json.dumps(intent).encode())
+
+
+async def test_a_key_claimed_by_a_writer_that_died_before_publishing(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """The claim holds the intended message; the next enqueue publishes it, never wedges."""
+    world = await open_nats_world()
+    body = base64.b64encode(json.dumps({"intended": True}).encode()).decode()
+    mid = uuid.uuid4().hex
+    await _put_claim(world, "k", mid=mid, topic="flow", body=body, due=None, published=False)
+    first = await world.enqueue("flow", {"intended": False}, idempotency_key="k")
+    assert await world.enqueue("flow", {"again": True}, idempotency_key="k") == first
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert (d.message_id, d.payload) == (first, {"intended": True})
+    await world.ack(d)
+    assert await world.receive("flow", wait_seconds=0.2) == []
+    assert await world.enqueue("flow", {"new": True}, idempotency_key="k") != first
+
+
+async def test_a_key_whose_release_was_lost_after_ack(open_nats_world: OpenWorlds) -> None:
+    world = await open_nats_world()
+    body = base64.b64encode(b"{}").decode()
+    await _put_claim(
+        world, "k", mid=uuid.uuid4().hex, topic="flow", body=body, due=None, published=True
+    )
+    mid = await world.enqueue("flow", {"fresh": True}, idempotency_key="k")
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert (d.message_id, d.payload) == (mid, {"fresh": True})
+    await world.ack(d)
+
+
+async def test_concurrent_enqueues_under_one_key_make_one_message(
+    open_nats_world: OpenWorlds,
+) -> None:
+    worlds = [await open_nats_world() for _ in range(3)]
+    ids = await asyncio.gather(
+        *(worlds[i % 3].enqueue("flow", {"i": i}, idempotency_key="one") for i in range(12))
+    )
+    assert len(set(ids)) == 1
+    got = await worlds[0].receive("flow", max_messages=20, wait_seconds=1)
+    assert len(got) == 1 and got[0].message_id == ids[0]
+    await worlds[0].ack(got[0])
+
+
+async def test_two_prefixes_on_one_server_are_isolated(
+    nats_world_factory: Any, nats_server: NatsServer
+) -> None:
+    from wayline.worlds.nats import NatsWorld
+
+    tag = uuid.uuid4().hex[:8]
+    a = NatsWorld(nats_server.url, prefix=f"iso_a_{tag}")
+    b = NatsWorld(nats_server.url, prefix=f"iso_b_{tag}")
+    await a.start()
+    await b.start()
+    try:
+        run_id = new_run_id()
+        await a.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": "w"})])
+        await a.append(run_id, [NewEvent(T.RUN_STARTED)])
+        await a.append(run_id, [NewEvent(T.HOOK_CREATED, "h", {"token": "shared"})])
+        assert await b.get_run(run_id) is None and await b.list_runs() == []
+        assert await b.get_hook("shared") is None
+        # the same run id and token are free in the other prefix
+        await b.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": "w"})], expected_seq=0)
+        await b.append(run_id, [NewEvent(T.RUN_STARTED)])
+        await b.append(run_id, [NewEvent(T.HOOK_CREATED, "h", {"token": "shared"})])
+        await a.enqueue("flow", {"from": "a"}, idempotency_key="k")
+        await b.enqueue("flow", {"from": "b"}, idempotency_key="k")
+        [da] = await a.receive("flow", wait_seconds=2)
+        [db] = await b.receive("flow", wait_seconds=2)
+        assert (da.payload, db.payload) == ({"from": "a"}, {"from": "b"})
+        await a.ack(da)
+        await b.ack(db)
+        assert await a.receive("flow", wait_seconds=0.2) == []
+    finally:
+        await a.close()
+        await b.close()
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from wayline.worlds.nats import NatsWorld
+
+    async def main():
+        world = NatsWorld(sys.argv[1], prefix=sys.argv[2], visibility_seconds=1)
+        await world.start()
+        while True:
+            got = await world.receive("flow", wait_seconds=1)
+            if got:
+                print("held", got[0].message_id, got[0].attempt, flush=True)
+                await asyncio.sleep(3600)
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_delivery_held_by_a_killed_process_comes_back(
+    open_nats_world: OpenWorlds, nats_server: NatsServer
+) -> None:
+    world = await open_nats_world(visibility_seconds=1)
+    mid = await world.enqueue("flow", {"x": 1})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _HOLDER,
+        nats_server.url,
+        world.prefix,
+        stdout=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert holder.stdout is not None
+        line = await asyncio.wait_for(holder.stdout.readline(), 30)
+        assert line.split() == [b"held", mid.encode(), b"1"]
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)  # only the process this test started
+        await holder.wait()
+    [again] = await world.receive("flow", wait_seconds=5)
+    assert (again.message_id, again.attempt) == (mid, 2)
+    await world.ack(again)
+
+
+async def test_a_deleted_consumer_is_created_again(open_nats_world: OpenWorlds) -> None:
+    world = await open_nats_world()
+    assert await world.receive("flow", wait_seconds=0) == []
+    await world._queue._js.delete_consumer(world.names.queue_stream, "q_flow")
+    mid = await world.enqueue("flow", {"x": 1})
+    got: list[Any] = []
+    for _ in range(3):
+        got = await world.receive("flow", wait_seconds=1)
+        if got:
+            break
+    assert [d.message_id for d in got] == [mid]
+    await world.ack(got[0])
+
+
+async def test_an_unconfirmed_ack_falls_back_to_deleting_the_message(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """After a server crash the consumer may have forgotten a delivery and never answer its
+    ack; the message is then removed from the work queue directly (and its key released)."""
+    import nats.errors
+
+    world = await open_nats_world(request_timeout=1.0)
+    mid = await world.enqueue("flow", {"x": 1}, idempotency_key="k")
+    [d] = await world.receive("flow", wait_seconds=2)
+
+    async def silent_ack(timeout: float = 1.0) -> None:
+        raise nats.errors.TimeoutError
+
+    d.handle.ack_sync = silent_ack
+    await world.ack(d)
+    assert await world.receive("flow", wait_seconds=0.3) == []
+    again = await world.enqueue("flow", {"x": 2}, idempotency_key="k")
+    assert again != mid
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert d.payload == {"x": 2}
+    await world.ack(d)

