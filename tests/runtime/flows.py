@@ -399,3 +399,20 @@ async def group_member(path: str, i: int, block: int, seconds: float) -> int:
 @wayline.workflow
 async def parallel_group(path: str, block: int, seconds: float) -> list[int]:
     return list(await wayline.gather(*(group_member(path, i, block, seconds) for i in range(5))))
+
+
+@wayline.step
+async def counted(path: str, i: int) -> int:
+    mark(path, str(i))
+    await asyncio.sleep(0.02)
+    return i
+
+
+@wayline.workflow
+async def many_steps(path: str, n: int, nap: float) -> int:
+    total = 0
+    for i in range(n):
+        total += await counted(path, i)
+        if i == n // 2:
+            await wayline.sleep(nap)
+    return total
