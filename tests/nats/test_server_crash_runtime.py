@@ -9,10 +9,10 @@ from collections import Counter
 from pathlib import Path
 
 import wayline
-from wayline.events import EventType
 from tests.nats_fixtures import NatsServer, OpenWorlds, wait_reconnected
 from tests.runtime import flows
 from tests.runtime.harness import of_type, settings, wait_for
+from wayline.events import EventType
 
 
 async def test_sigkill_nats_server_mid_run(
