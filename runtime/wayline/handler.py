@@ -63,7 +63,7 @@ class Handler:
         try:
             msg = FlowMessage.model_validate(delivery.payload)
         except pydantic.ValidationError as err:
-            return _malformed(delivery, err)
+            return await self.malformed(delivery, err)
         return await self._flow(msg.runId, delivery, msg.backstopKey)
 
     async def _flow(self, run_id: str, delivery: Delivery, backstop: str | None = None) -> Verdict:
@@ -531,6 +531,18 @@ class Handler:
         await terminal(self, run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
 
     # --- step deliveries -----------------------------------------------------------------------
+    async def malformed(self, delivery: Delivery, err: Exception) -> Verdict:
+        """Set a malformed message aside (never a redelivery loop) and, when it names a run
+        that is still live, fail that run: its work can no longer be trusted to arrive."""
+        verdict = _malformed(delivery, err)
+        payload = delivery.payload or {}
+        run_id = payload.get("runId") if isinstance(payload, dict) else None
+        if isinstance(run_id, str) and run_id:
+            info = await self.world.get_run(run_id)
+            if info is not None and not info.status.terminal:
+                await self._fail(run_id, "INVALID_PAYLOAD", verdict.reason)
+        return verdict
+
     async def handle_step(self, delivery: Delivery) -> Verdict:
         """A queued step body (see ``step_delivery``)."""
         return await handle_step(self, delivery)

@@ -15,7 +15,7 @@ from .errors import (
     RunTerminalError,
 )
 from .events import Event, EventType, NewEvent
-from .messages import ACK, StepMessage, Verdict, _malformed
+from .messages import ACK, StepMessage, Verdict
 from .step_runner import Failed, Outcome, Retry, run_step_body
 from .world import FLOW_TOPIC, Delivery
 
@@ -29,7 +29,7 @@ async def handle_step(h: Handler, delivery: Delivery) -> Verdict:
     try:
         msg = StepMessage.model_validate(delivery.payload)
     except pydantic.ValidationError as err:
-        return _malformed(delivery, err)
+        return await h.malformed(delivery, err)
     world, run_id, cid = h.world, msg.runId, msg.stepId
     info = await world.get_run(run_id)
     if info is None:

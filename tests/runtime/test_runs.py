@@ -228,3 +228,15 @@ async def _settle(seconds: float) -> None:
     import asyncio
 
     await asyncio.sleep(seconds)
+
+
+async def test_a_malformed_message_naming_a_live_run_fails_that_run(engine: Engine) -> None:
+    async with engine.worker([flows.kid_waits]):
+        handle = await engine.client.start(flows.kid_waits, "malformed-target")
+        await wait_for(lambda: engine.world.get_hook("malformed-target"))
+        await engine.world.enqueue("step", {"runId": handle.run_id, "stepId": 5})
+        with pytest.raises(wayline.RunFailedError) as info:
+            await handle.result(timeout=10)
+    assert info.value.error_code == "INVALID_PAYLOAD"
+    [dead] = await engine.world.list_dead_letters()
+    assert handle.run_id in dead["payload"] and "stepId" in dead["reason"]
