@@ -149,3 +149,23 @@ def test_the_saga_unwind_is_shown_with_what_a_person_can_do() -> None:
 
     ended = [*events, Event(RUN, 13, T.RUN_CANCELLED, None, {"reason": "x"}, 12.0)]
     assert fold(RUN, ended).hooks["h1"].status == "disposed"
+
+
+def test_runs_show_names_the_definition_and_a_block() -> None:
+    info = RunInfo(
+        RUN,
+        "w",
+        RunStatus.BLOCKED,
+        input={"args": []},
+        error={"code": "DEFINITION_MISMATCH", "message": "needs workflow 'w' with revision 2"},
+        created_at=100.0,
+        attributes={
+            "revision": 2,
+            "definition": {"identity": "ab" * 32, "codeHash": "cd" * 32, "strictIdentity": True},
+        },
+    )
+    out = io.StringIO()
+    render_show(info, [], out)
+    text = out.getvalue()
+    assert f"identity  {'ab' * 8}  code {'cd' * 8} (strict)" in text
+    assert "blocked   needs workflow 'w' with revision 2" in text

@@ -442,7 +442,15 @@ def render_show(info: RunInfo, events: list[Event], out: TextIO, world_url: str 
     revision = info.attributes.get("revision")
     p(f"run       {info.run_id}")
     p(f"workflow  {info.workflow}" + (f" (revision {revision})" if revision else ""))
+    definition = info.attributes.get("definition")
+    if isinstance(definition, dict) and definition.get("identity"):
+        ident = str(definition["identity"])[:16]
+        code = str(definition.get("codeHash"))[:16]
+        strict = " (strict)" if definition.get("strictIdentity") else ""
+        p(f"identity  {ident}  code {code}{strict}")
     p(f"status    {info.status}")
+    if info.status.value == "blocked" and info.error:
+        p(f"blocked   {info.error.get('message', '')}")
     p(f"created   {fmt_time(info.created_at)}")
     if info.started_at:
         p(f"started   {fmt_time(info.started_at)}")
