@@ -29,22 +29,35 @@ def _names(code: types.CodeType) -> set[str]:
 
 
 def shape(workflow: WorkflowDefinition) -> dict[str, Any]:
+    """Steps and children the workflow's code refers to, directly or through plain helper
+    functions of its own module (followed to a bounded depth)."""
     from .definitions import StepDefinition, WorkflowDefinition
 
-    fn = workflow.fn
-    scope = {**fn.__globals__, **inspect.getclosurevars(fn).nonlocals}
     steps: dict[str, dict[str, Any]] = {}
     children: set[str] = set()
-    for name in sorted(_names(fn.__code__)):
-        value = scope.get(name)
-        if isinstance(value, StepDefinition):
-            steps[value.name] = {
-                "maxRetries": value.max_retries,
-                "retryDelay": value.retry_delay,
-                "compensates": value.compensation is not None,
-            }
-        elif isinstance(value, WorkflowDefinition) and value is not workflow:
-            children.add(value.name)
+    seen: set[int] = set()
+
+    def walk(fn: Any, depth: int) -> None:
+        code = getattr(fn, "__code__", None)
+        if code is None or id(code) in seen or depth > 4:
+            return
+        seen.add(id(code))
+        scope = {**fn.__globals__, **inspect.getclosurevars(fn).nonlocals}
+        for name in sorted(_names(code)):
+            value = scope.get(name)
+            if isinstance(value, StepDefinition):
+                steps[value.name] = {
+                    "maxRetries": value.max_retries,
+                    "retryDelay": value.retry_delay,
+                    "compensates": value.compensation is not None,
+                }
+            elif isinstance(value, WorkflowDefinition):
+                if value is not workflow:
+                    children.add(value.name)
+            elif inspect.isfunction(value) and value.__module__ == workflow.fn.__module__:
+                walk(value, depth + 1)
+
+    walk(workflow.fn, 0)
     return {"workflow": workflow.name, "steps": steps, "children": sorted(children)}
 
 

@@ -416,3 +416,12 @@ async def many_steps(path: str, n: int, nap: float) -> int:
         if i == n // 2:
             await wayline.sleep(nap)
     return total
+
+
+async def _helper_calls_reserve(path: str) -> str:
+    return str(await reserve(path, "via-helper"))
+
+
+@wayline.workflow
+async def uses_helper(path: str) -> str:
+    return await _helper_calls_reserve(path)

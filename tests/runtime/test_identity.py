@@ -16,6 +16,7 @@ def test_identity_covers_steps_options_and_compensation() -> None:
     assert s["steps"]["charge_card"] == {"maxRetries": 3, "retryDelay": 1.0, "compensates": True}
     assert s["steps"]["ship_fails"]["compensates"] is False
     assert shape(flows.parent)["children"] == ["kid", "kid_fails"]
+    assert "reserve" in shape(flows.uses_helper)["steps"]  # reached through a helper function
     assert definition_identity(flows.saga) == definition_identity(flows.saga)
     assert definition_identity(flows.saga) != definition_identity(flows.saga_waits)
     assert len(flows.saga.identity) == 64
