@@ -21,6 +21,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+	MYPYPATH=runtime $(BIN)/mypy --strict examples  # user code type-checks against the SDK
 
 unit: $(STAMP)
 	$(BIN)/pytest -q
