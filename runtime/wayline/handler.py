@@ -299,14 +299,20 @@ class Handler:
                     armed.add(d.idempotency_key)
                     sends.append((STEP_TOPIC, _step_payload(run_id, rec), d.idempotency_key, 0.0))
             # 3. Wake-ups for the waits this suspension is blocked on.
+            arriving = delivery.payload or {}
             for wait in replay.pending_waits():
                 key = f"{run_id}:{wait.cid}"
+                if arriving.get("waitId") == wait.cid:
+                    # This delivery is that wait's own wake, arriving before the wait is due
+                    # by this worker's clock (behind the world's). Its key is still held while
+                    # it is in flight, so a re-arm under it would be dropped: use a successor.
+                    key = f"{key}:after:{delivery.message_id}"
                 if key not in armed:
                     armed.add(key)
                     sends.append(
                         (
                             FLOW_TOPIC,
-                            {"runId": run_id, "reason": "wait"},
+                            {"runId": run_id, "reason": "wait", "waitId": wait.cid},
                             key,
                             max(0.0, wait.resume_at - now),
                         )
@@ -338,8 +344,6 @@ class Handler:
                 )
             )
             events = sorted((e for group in results for e in group), key=lambda e: e.seq)
-            if any(r is None for r in results):  # the run ended under us
-                return True
             await self._feed(replay, events)
             for rec, _ in inline:
                 key = step_dispatch_key(run_id, rec.cid)

@@ -240,3 +240,27 @@ async def test_a_malformed_message_naming_a_live_run_fails_that_run(engine: Engi
     assert info.value.error_code == "INVALID_PAYLOAD"
     [dead] = await engine.world.list_dead_letters()
     assert handle.run_id in dead["payload"] and "stepId" in dead["reason"]
+
+
+async def test_a_wake_that_arrives_early_by_a_slow_clock_rearms_itself(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wake was armed by a worker with the world's clock; the worker that receives it runs
+    1 s behind, so the wake looks early. Its re-arm must not dedupe against itself (it is
+    still in flight), or the run would wedge."""
+    import wayline.handler as handler_module
+
+    class SlowClock:
+        @staticmethod
+        def time() -> float:
+            return time.time() - 1.0
+
+    async with engine.worker([flows.sleeper]):
+        handle = await engine.client.start(flows.sleeper, 0.5)
+
+        async def armed() -> bool:
+            return bool(of_type(await handle.events(), EventType.WAIT_CREATED))
+
+        await wait_for(armed)
+        monkeypatch.setattr(handler_module, "time", SlowClock)
+        assert await handle.result(timeout=15) >= 0.5
