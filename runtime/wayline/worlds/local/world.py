@@ -314,7 +314,15 @@ class LocalWorld(World):
             while True:
                 if time.monotonic() - self._last_reclaim > _RECLAIM_EVERY:
                     self._reclaim_dead_holders()
-                got: list[Delivery] = self._write(self._claim_tx, topic, max_messages)
+                # A read first: idle consumers (every worker polls two topics) must not take
+                # the database's write lock just to find nothing due.
+                due = self._read(
+                    "SELECT 1 FROM messages WHERE topic = ? AND available_at <= ? LIMIT 1",
+                    (topic, time.time()),
+                )
+                got: list[Delivery] = (
+                    self._write(self._claim_tx, topic, max_messages) if due else []
+                )
                 if got:
                     return got
                 remaining = deadline - time.monotonic()
