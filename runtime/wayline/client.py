@@ -15,11 +15,12 @@ from .errors import (
     RunFailedError,
     RunNotFoundError,
     RunTerminalError,
+    SequenceConflictError,
     WaylineError,
     WorkflowNotFoundError,
 )
 from .events import Event, EventType, NewEvent, RunStatus
-from .ids import new_run_id
+from .ids import is_run_id, new_run_id
 from .serde import decode, encode
 from .world import FLOW_TOPIC, RunInfo, World
 
@@ -66,8 +67,14 @@ class Client:
         self._workflows = {w.name: w for w in workflows or []}
 
     async def start(
-        self, workflow: WorkflowDefinition | str, *args: Any, **kwargs: Any
+        self,
+        workflow: WorkflowDefinition | str,
+        *args: Any,
+        run_id: str | None = None,
+        **kwargs: Any,
     ) -> RunHandle:
+        """Start a run. With ``run_id`` (``wf_`` + 32 hex digits) the call is idempotent:
+        repeating it, after any crash, starts no second run and only re-sends the start."""
         if isinstance(workflow, str):
             definition = self._workflows.get(workflow)
             if definition is None and self._workflows:
@@ -82,14 +89,24 @@ class Client:
             stored = {"args": encode(list(args), what=f"workflow {name!r} arguments")}
             if kwargs:
                 stored["kwargs"] = encode(kwargs, what=f"workflow {name!r} arguments")
-        run_id = new_run_id()
+        if run_id is None:
+            run_id = new_run_id()
+        elif not is_run_id(run_id):
+            raise WaylineError(f"a run id is 'wf_' and 32 lowercase hex digits, not {run_id!r}")
         data: dict[str, Any] = {"workflow": name, "input": stored}
         if definition is not None:
             data["revision"] = definition.revision
             data["definition"] = definition.identity_record()
-        await self.world.append(
-            run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
-        )
+        try:
+            await self.world.append(
+                run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
+            )
+        except (EntityConflictError, SequenceConflictError):
+            existing = await self.get_run(run_id)
+            if existing.workflow != name:
+                raise WaylineError(
+                    f"run {run_id} exists already, for workflow {existing.workflow!r}"
+                ) from None
         await self.world.enqueue(
             FLOW_TOPIC, {"runId": run_id, "reason": "start"}, idempotency_key=f"{run_id}:start"
         )

@@ -264,3 +264,20 @@ async def test_a_wake_that_arrives_early_by_a_slow_clock_rearms_itself(
         await wait_for(armed)
         monkeypatch.setattr(handler_module, "time", SlowClock)
         assert await handle.result(timeout=15) >= 0.5
+
+
+async def test_a_start_with_a_run_id_is_idempotent(engine: Engine) -> None:
+    from wayline.ids import new_run_id
+
+    run_id = new_run_id()
+    first = await engine.client.start(flows.chain, 3, run_id=run_id)
+    again = await engine.client.start(flows.chain, 3, run_id=run_id)  # a retried start
+    assert first.run_id == again.run_id == run_id
+    async with engine.worker([flows.chain]):
+        assert await first.result(timeout=10) == 3
+    assert len(await engine.world.list_runs()) == 1
+    assert len(of_type(await first.events(), EventType.RUN_STARTED)) == 1
+    with pytest.raises(wayline.WaylineError, match="exists already"):
+        await engine.client.start(flows.fan_out, 1, run_id=run_id)
+    with pytest.raises(wayline.WaylineError, match="32 lowercase hex"):
+        await engine.client.start(flows.chain, 1, run_id="my-run")
