@@ -113,8 +113,7 @@ class Client:
         return RunHandle(self, run_id, definition)
 
     def handle(self, run_id: str) -> RunHandle:
-        info_workflow = None
-        return RunHandle(self, run_id, info_workflow)
+        return RunHandle(self, run_id, None)
 
     async def get_run(self, run_id: str) -> RunInfo:
         info = await self.world.get_run(run_id)

@@ -86,7 +86,6 @@ class StepRecord:
     last_started_at: float | None = None
     saw_retrying: bool = False
     starts: int = 0
-    owned_starts: dict[str, int] = field(default_factory=dict)
     outcome: str | None = None
     """"completed" or "failed" once terminal."""
     result: Any = None
@@ -274,8 +273,6 @@ class Replay:
             rec = self._step(cid, t)
             rec.starts += 1
             rec.owner = data.get("ownerMessageId")  # latest start wins; bare clears
-            if rec.owner is not None:
-                rec.owned_starts[rec.owner] = rec.owned_starts.get(rec.owner, 0) + 1
             rec.last_started_at = event.created_at
         elif t is EventType.STEP_RETRYING:
             rec = self._step(cid, t)

@@ -97,6 +97,15 @@ def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
     return replace(info, **run_changes(event))
 
 
+def terminal_statuses(statuses: Sequence[RunStatus] | None) -> list[str]:
+    """The statuses a cleanup may take (all terminal ones by default); a live one is refused."""
+    chosen = list(statuses) if statuses else [s for s in RunStatus if s.terminal]
+    for status in chosen:
+        if not RunStatus(status).terminal:
+            raise ValueError(f"only terminal runs are cleaned up, not {status!r}")
+    return [str(RunStatus(s)) for s in chosen]
+
+
 @dataclass(frozen=True, slots=True)
 class HookInfo:
     token: str

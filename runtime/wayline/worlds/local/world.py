@@ -28,7 +28,15 @@ from ...events import (
     apply_transition,
 )
 from ...ids import MessageId
-from ...world import Delivery, HookInfo, RunInfo, World, new_run, run_changes
+from ...world import (
+    Delivery,
+    HookInfo,
+    RunInfo,
+    World,
+    new_run,
+    run_changes,
+    terminal_statuses,
+)
 from .holders import current_holder, holder_alive
 from .schema import SCHEMA
 
@@ -418,7 +426,7 @@ class LocalWorld(World):
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
     ) -> int:
-        chosen = _terminal_statuses(statuses)
+        chosen = terminal_statuses(statuses)
         cutoff = time.time() - max(0.0, older_than)
 
         def tx(db: sqlite3.Connection) -> int:
@@ -434,7 +442,7 @@ class LocalWorld(World):
         batch = max(1, min(1000, limit))
 
         def tx(db: sqlite3.Connection) -> int:
-            ids = _ended_before(db, cutoff, _terminal_statuses(None), batch)
+            ids = _ended_before(db, cutoff, terminal_statuses(None), batch)
             marks = ",".join("?" * len(ids))
             if ids:
                 db.execute(
@@ -476,14 +484,6 @@ class LocalWorld(World):
             )
         if dead:
             self._wake()
-
-
-def _terminal_statuses(statuses: Sequence[RunStatus] | None) -> list[str]:
-    chosen = list(statuses) if statuses else [s for s in RunStatus if s.terminal]
-    for status in chosen:
-        if not RunStatus(status).terminal:
-            raise ValueError(f"only terminal runs are cleaned up, not {status!r}")
-    return [str(RunStatus(s)) for s in chosen]
 
 
 def _ended_before(

@@ -19,6 +19,7 @@ from typing import Any
 
 from ...errors import WorldUnavailableError
 from ...events import RunStatus
+from ...world import terminal_statuses
 from .codec import dumps, parse_stamp, summary_from, wrap
 from .direct import StoredMsg, direct_batch
 from .eventlog import EventLog, RunState
@@ -27,14 +28,6 @@ from .queue import Queue
 
 _ARCHIVE_CHUNK = 256 * 1024
 """Bytes of original message bodies per archive message."""
-
-
-def terminal_statuses(statuses: Sequence[RunStatus] | None) -> set[str]:
-    chosen = list(statuses) if statuses else [s for s in RunStatus if s.terminal]
-    for status in chosen:
-        if not RunStatus(status).terminal:
-            raise ValueError(f"only terminal runs are cleaned up, not {status!r}")
-    return {str(RunStatus(s)) for s in chosen}
 
 
 class Retention:
@@ -81,14 +74,14 @@ class Retention:
         return [run_id for _, run_id in picked]
 
     async def delete_runs(self, older_than: float, statuses: Sequence[RunStatus] | None) -> int:
-        chosen = terminal_statuses(statuses)
+        chosen = set(terminal_statuses(statuses))
         ids = await self._candidates(older_than, chosen, None)
         await self._drop(ids)
         return len(ids)
 
     async def archive_runs(self, older_than: float, limit: int) -> int:
         batch = max(1, min(1000, limit))
-        ids = await self._candidates(older_than, terminal_statuses(None), batch)
+        ids = await self._candidates(older_than, set(terminal_statuses(None)), batch)
         for run_id in ids:
             await self._archive(run_id)
         await self._drop(ids)
@@ -183,4 +176,4 @@ def _stamp(msg: StoredMsg) -> float:
     return parse_stamp(msg.headers["Nats-Time-Stamp"])
 
 
-__all__ = ["Retention", "terminal_statuses"]
+__all__ = ["Retention"]
