@@ -21,6 +21,7 @@ import pydantic
 from opentelemetry import trace
 
 from .children import start_child, sync_children, terminal
+from .deferred import InlineBatch, Rebuild, append_batch, flush, outcome_event
 from .definitions import WorkflowDefinition
 from .dispatch import Action, decide, step_dispatch_key
 from .errors import (
@@ -38,7 +39,7 @@ from .replay import Replay, StepRecord
 from .serde import encode, error_to_dict
 from .settings import Settings
 from .step_delivery import handle_step
-from .step_runner import Completed, Failed, Outcome, Retry, run_step_body
+from .step_runner import Failed, Outcome, Retry, run_step_body
 from .unwind import unwind
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, RunInfo, World
 
@@ -116,13 +117,36 @@ class Handler:
                 "messaging.message.id": str(delivery.message_id),
             },
         ) as span:
-            replay = Replay(workflow, run_id)
-            replay.parent = info.attributes.get("parent")
+            defer = True
             try:
-                replay.feed(await world.list_events(run_id))
-                await sync_children(self, replay)
-                if not await self._drive(replay, delivery, stats, backstop):
-                    return Verdict("retry", delay=0.0)  # closing: hand the run back
+                while True:
+                    replay = Replay(workflow, run_id)
+                    replay.parent = info.attributes.get("parent")
+                    replay.feed(await world.list_events(run_id))
+                    await sync_children(self, replay)
+                    try:
+                        driven = await self._drive(replay, delivery, stats, backstop, defer)
+                    except Rebuild:
+                        stats.rebuilds += 1
+                        defer = defer and not replay.needs_stamp
+                        log.debug(
+                            "run %s: replay rebuilt from the log (%s)",
+                            run_id,
+                            "it read time during a provisional completion"
+                            if replay.needs_stamp
+                            else "the log moved under a provisional completion",
+                        )
+                        continue
+                    if replay.provisional:
+                        log.error(
+                            "invariant violated: delivery %s returns with run %s's %s unwritten",
+                            delivery.message_id,
+                            run_id,
+                            [str(e.type) for e in replay.provisional],
+                        )
+                    if not driven:
+                        return Verdict("retry", delay=0.0)  # closing: hand the run back
+                    break
             except ReplayDivergenceError as err:
                 await self._fail(run_id, err.code, err.message)
             finally:
@@ -141,13 +165,21 @@ class Handler:
                     "workflow.inline_ownership.backstop_wakes_armed", stats.backstop_wakes_armed
                 )
                 span.set_attribute("workflow.steps.inline", stats.inline_steps)
+                span.set_attribute("workflow.replay.rebuilds", stats.rebuilds)
         return ACK
 
     async def _drive(
-        self, replay: Replay, delivery: Delivery, stats: _Stats, backstop: str | None
+        self,
+        replay: Replay,
+        delivery: Delivery,
+        stats: _Stats,
+        backstop: str | None,
+        defer: bool = True,
     ) -> bool:
         """Returns False when the worker is closing and the run was handed back unfinished
-        (its message is then redelivered, to this worker's replacement or another)."""
+        (its message is then redelivered, to this worker's replacement or another). With
+        ``defer``, the last completion of an inline batch rides on the next write (see
+        ``deferred``); raises :class:`Rebuild` when the replay must be built again."""
         world, settings, run_id = self.world, self.settings, replay.run_id
         my_id = str(delivery.message_id)
         armed: set[str] = set()
@@ -155,11 +187,14 @@ class Handler:
             if replay.terminal is not None:
                 return True
             if self.closing:
+                await flush(world, replay)
                 return False
             if replay.phase != "running" or replay.cancel_requested:
+                await flush(world, replay)
                 await unwind(self, replay, delivery, stats, backstop)
                 return True
             if replay.finished:
+                await flush(world, replay)
                 root = replay.root
                 if (
                     root is not None
@@ -173,6 +208,7 @@ class Handler:
             now = time.time()
             due = [w for w in replay.pending_waits() if w.resume_at <= now]
             if due:
+                await flush(world, replay)
                 completions = [
                     NewEvent(EventType.WAIT_COMPLETED, w.cid, {"resumeAt": w.resume_at})
                     for w in due
@@ -237,7 +273,7 @@ class Handler:
                     sends.append((STEP_TOPIC, _step_payload(run_id, rec), key, 0.0))
             if batch:
                 try:
-                    appended = await world.append(run_id, batch)
+                    appended = await append_batch(world, replay, batch)
                 except EntityConflictError:
                     # Another replayer created some of them first (the create-claim): catch up
                     # and plan again from what the log now says.
@@ -251,6 +287,8 @@ class Handler:
                 await self._feed(replay, appended)
                 for child in children:  # claimed in the parent's log first, then started
                     await start_child(self, replay, child)
+
+            await flush(world, replay)  # nothing below may leave before the completion
 
             # 2. The decision table for every created, non-terminal step.
             owned: list[StepRecord] = []
@@ -337,14 +375,21 @@ class Handler:
             if not inline:
                 return True
             stats.inline_steps += len(inline)
+            group = InlineBatch(running=len(inline), defer=defer)
             results = await asyncio.gather(
                 *(
-                    self._run_inline(replay, rec, attempt, my_id, stats, rec in owned)
+                    self._run_inline(replay, rec, attempt, my_id, stats, rec in owned, group)
                     for rec, attempt in inline
                 )
             )
-            events = sorted((e for group in results for e in group), key=lambda e: e.seq)
-            await self._feed(replay, events)
+            events = sorted((e for part in results for e in part), key=lambda e: e.seq)
+            if events or group.deferred is None:
+                await self._feed(replay, events)
+            if group.deferred is not None:
+                replay.feed_provisional(group.deferred)
+                if replay.needs_stamp:
+                    await flush(world, replay)
+                    raise Rebuild
             for rec, _ in inline:
                 key = step_dispatch_key(run_id, rec.cid)
                 if rec.saw_retrying and not rec.terminal:
@@ -389,11 +434,13 @@ class Handler:
         my_id: str,
         stats: _Stats,
         recovery: bool,
+        group: InlineBatch,
     ) -> list[Event]:
         world, run_id = self.world, replay.run_id
         definition = rec.definition
         assert definition is not None
         stats.inflight_owned.add(rec.cid)
+        counted = False
         try:
             events: list[Event] = []
             if recovery:
@@ -449,6 +496,10 @@ class Handler:
                 # Kill switch: the pre-ownership behaviour, where a fresh inline body took no
                 # in-process claim (seed 000's #2780 repro fires twice in this mode).
                 executed, outcome = True, await body()
+            counted = True
+            eligible = not recovery and rec.compensates is None
+            if group.finished(rec.cid, outcome if executed else None, eligible=eligible):
+                return events  # written with the next batch (see ``deferred``)
             if not executed or outcome is None:
                 return events
             events += await self._record(run_id, rec.cid, outcome, rec.name)
@@ -463,19 +514,12 @@ class Handler:
                 )
             return events
         finally:
+            if not counted:
+                group.finished(rec.cid, None, eligible=False)
             stats.inflight_owned.discard(rec.cid)
 
     async def _record(self, run_id: str, cid: str, outcome: Outcome, name: str) -> list[Event]:
-        if isinstance(outcome, Completed):
-            event = NewEvent(EventType.STEP_COMPLETED, cid, {"result": outcome.result})
-        elif isinstance(outcome, Retry):
-            event = NewEvent(
-                EventType.STEP_RETRYING,
-                cid,
-                {"error": outcome.error, "retryAfter": outcome.retry_after},
-            )
-        else:
-            event = NewEvent(EventType.STEP_FAILED, cid, {"error": outcome.error})
+        event = outcome_event(cid, outcome)
         try:
             return await self.world.append(run_id, [event])
         except (EntityConflictError, RunTerminalError, EntityMissingError):

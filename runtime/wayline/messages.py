@@ -48,6 +48,7 @@ class _Stats:
     owned_recovery_steps: int = 0
     backstop_wakes_armed: int = 0
     inline_steps: int = 0
+    rebuilds: int = 0
     inflight_owned: set[str] = field(default_factory=set)
 
 

@@ -24,7 +24,7 @@ from . import context
 from .dispatch import StepState
 from .durations import Duration, to_seconds
 from .errors import FatalError, HookTimeout, ReplayDivergenceError, WaylineError
-from .events import Event, EventType
+from .events import Event, EventType, NewEvent
 from .futures import WFuture
 from .serde import decode
 
@@ -176,6 +176,13 @@ class Hook:
         return await fut
 
 
+class NeedsStamp(BaseException):
+    """Raised through the workflow when it reads workflow time while the event it resumed on
+    is provisional (not yet written, so its world timestamp is unknown). The replay is dead from
+    then on: the handler writes the event and rebuilds the replay from the log. A BaseException
+    so a workflow's ``except Exception`` does not swallow it."""
+
+
 class _Fiber:
     __slots__ = ("coro", "future")
 
@@ -190,7 +197,14 @@ class Replay:
     def __init__(self, workflow: WorkflowDefinition, run_id: str) -> None:
         self.workflow = workflow
         self.run_id = run_id
-        self.now = 0.0
+        self._now = 0.0
+        self._now_known = True
+        self.needs_stamp = False
+        """Set when the workflow read time during a provisional event (see NeedsStamp)."""
+        self.provisional: list[NewEvent] = []
+        """Events fed ahead of the log (a step's completion carried by the next write)."""
+        self.durable_seq = 0
+        """The last seq the log is known to have while ``provisional`` is non-empty."""
         self.last_seq = 0
         self.input: Any = None
         self.rng = random.Random(run_id)
@@ -234,9 +248,34 @@ class Replay:
                     f"replay of {self.run_id} got seq {event.seq} after {self.last_seq}"
                 )
             self.last_seq = event.seq
-            self.now = event.created_at
+            self._now, self._now_known = event.created_at, True
             self._apply(event)
             self._run()
+
+    @property
+    def now(self) -> float:
+        """Workflow time: the world timestamp of the last event fed."""
+        if not self._now_known:
+            self.needs_stamp = True
+            raise NeedsStamp("workflow time read during a provisional event")
+        return self._now
+
+    def feed_provisional(self, new: NewEvent) -> None:
+        """Feed an event the log does not have yet, as the next seq. The caller writes it
+        (alone, or at the head of the next batch, fenced on ``durable_seq``) before anything
+        that depends on it leaves the process, and rebuilds the replay if the log disagrees."""
+        if not self.provisional:
+            self.durable_seq = self.last_seq
+        self.provisional.append(new)
+        self.last_seq += 1
+        self._now_known = False
+        self._apply(Event(self.run_id, self.last_seq, new.type, new.correlation_id, new.data, 0.0))
+        self._run()
+
+    def settle_provisional(self, created_at: float) -> None:
+        """The provisional events are written, at the seqs they were fed with."""
+        self.provisional.clear()
+        self._now, self._now_known = created_at, True
 
     def _apply(self, event: Event) -> None:
         t, cid, data = event.type, event.correlation_id or "", event.data
@@ -484,7 +523,7 @@ class Replay:
         ready = self._ready
         token = context._replay.set(self)
         try:
-            while ready:
+            while ready and not self.needs_stamp:
                 fiber, resumed = ready.popleft()
                 self._step_fiber(fiber, resumed)
         finally:

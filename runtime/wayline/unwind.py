@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .children import terminal
+from .deferred import InlineBatch
 from .dispatch import Action, decide
 from .errors import (
     EntityConflictError,
@@ -166,7 +167,8 @@ async def unwind(
                 return
             recovery, attempt = True, comp.starts + 1
             stats.owned_recovery_steps += 1
-        events = await h._run_inline(replay, comp, attempt, my_id, stats, recovery)
+        no_defer = InlineBatch(running=1, defer=False)  # the unwind records as it goes
+        events = await h._run_inline(replay, comp, attempt, my_id, stats, recovery, no_defer)
         await h._feed(replay, events)
         if not comp.terminal:
             return  # handed off to the queue (a retry), or another owner has it

@@ -425,3 +425,30 @@ async def _helper_calls_reserve(path: str) -> str:
 @wayline.workflow
 async def uses_helper(path: str) -> str:
     return await _helper_calls_reserve(path)
+
+
+@wayline.workflow
+async def timed_chain(path: str, n: int) -> list[float]:
+    """Reads workflow time right after each step (the completion is then still unwritten)."""
+    seen: list[float] = []
+    for i in range(n):
+        await count_step(path, f"step {i}")
+        seen.append(wayline.now().timestamp())
+    return seen
+
+
+@wayline.workflow
+async def step_then_sleep(path: str) -> str:
+    await count_step(path, "before")
+    await wayline.sleep(0.2)
+    return await count_step(path, "after")
+
+
+@wayline.workflow
+async def race_hook_and_step(path: str, token: str, seconds: float) -> list[object]:
+    """In log order the hook wins (its payload lands while the step runs); a replay that saw
+    the step's completion first would take the other branch."""
+    slow = slow_marker(path, seconds)
+    index, value = await wayline.race(wayline.create_hook(token), slow)
+    await count_step(path, "step branch" if index == 1 else "hook branch")
+    return [index, value, await slow]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -49,6 +50,15 @@ async def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.02
         if loop.time() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await asyncio.sleep(interval)
+
+
+def file_exists(path: str) -> Any:
+    """A ``wait_for`` predicate: the marker file at ``path`` exists."""
+
+    async def check() -> bool:
+        return os.path.exists(path)  # noqa: ASYNC240 - a tiny local marker file
+
+    return check
 
 
 def of_type(events: list[Event], *types: EventType) -> list[Event]:

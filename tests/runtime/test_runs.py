@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 
 import wayline
 from tests.runtime import flows
-from tests.runtime.harness import Engine, of_type, wait_for
+from tests.runtime.harness import Engine, file_exists, of_type, wait_for
 from wayline.events import EventType
 from wayline.world import FLOW_TOPIC
 
@@ -135,7 +134,7 @@ async def test_cancel_ends_the_run_and_nothing_new_starts(engine: Engine, tmp_pa
     marker = str(tmp_path / "m")
     async with engine.worker([flows.long_step_then_hook]):
         handle = await engine.client.start(flows.long_step_then_hook, marker, 0.8)
-        await wait_for(lambda: _exists(marker))
+        await wait_for(file_exists(marker))
         assert await engine.client.cancel(handle.run_id) is True
         with pytest.raises(wayline.RunCancelledError):
             await handle.result(timeout=10)
@@ -215,13 +214,6 @@ async def test_inline_continuation_does_not_reread_the_log(engine: Engine) -> No
         assert await handle.result(timeout=20) == sum(range(50))
     assert reads.count(0) <= 2, reads  # the log is read from the start once per delivery
     assert len(reads) < 10
-
-
-def _exists(path: str):  # type: ignore[no-untyped-def]
-    async def check() -> bool:
-        return os.path.exists(path)  # noqa: ASYNC240 - a tiny local marker file
-
-    return check()
 
 
 async def _settle(seconds: float) -> None:

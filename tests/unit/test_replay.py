@@ -8,8 +8,8 @@ import pytest
 
 import wayline
 from tests.runtime import flows
-from wayline.events import Event, EventType
-from wayline.replay import Replay, StepFailedError
+from wayline.events import Event, EventType, NewEvent
+from wayline.replay import NeedsStamp, Replay, StepFailedError
 
 T = EventType
 RUN = "wf_" + "0" * 32
@@ -176,3 +176,32 @@ def test_workflow_only_functions_raise_outside_a_workflow() -> None:
             call()
     with pytest.raises(wayline.NotInStepError):
         wayline.step_context()
+
+
+def test_a_provisional_completion_advances_the_workflow_as_the_logged_one_would() -> None:
+    log = Log(3).step("s1", "add", 0)
+    log.add(T.STEP_CREATED, "s2", {"stepName": "add", "input": None})
+    log.add(T.STEP_STARTED, "s2", {"attempt": 1, "ownerMessageId": "1"})
+    r = replay(flows.chain, log)
+    r.feed_provisional(NewEvent(T.STEP_COMPLETED, "s2", {"result": 1}))
+    assert r.durable_seq == len(log.events) and r.last_seq == len(log.events) + 1
+    assert list(r.new_steps) == ["s3"] and not r.needs_stamp
+    r.settle_provisional(5000.0)
+    assert r.provisional == [] and r.now == 5000.0
+    # the same history, logged, gives the same next call
+    log.add(T.STEP_COMPLETED, "s2", {"result": 1})
+    assert list(replay(flows.chain, log).new_steps) == ["s3"]
+
+
+def test_reading_time_during_a_provisional_completion_stops_the_replay() -> None:
+    log = Log("unused")
+    log.add(T.STEP_CREATED, "s1", {"stepName": "count_step", "input": None})
+    log.add(T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "1"})
+    r = Replay(flows.timed_chain, RUN)
+    log.events[0] = Event(RUN, 1, T.RUN_CREATED, None, {"input": {"args": ["p", 2]}}, 1.0)
+    r.feed(log.events)
+    r.feed_provisional(NewEvent(T.STEP_COMPLETED, "s1", {"result": "step 0"}))
+    assert r.needs_stamp  # wayline.now() raised NeedsStamp through the workflow
+    assert r.new_steps == {}  # and it made no further call
+    with pytest.raises(NeedsStamp):
+        _ = r.now
