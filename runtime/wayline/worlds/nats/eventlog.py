@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 import uuid
 from collections import OrderedDict
@@ -178,6 +179,11 @@ def _decode(run_id: str, msg: StoredMsg) -> tuple[list[Event], dict[str, Any], f
     return events, body.get("r") or {}, stamp
 
 
+def _expire(waiter: asyncio.Future[float]) -> None:
+    if not waiter.done():
+        waiter.set_result(math.nan)
+
+
 class EventLog:
     def __init__(self, nc: Any, js: Any, names: Names, *, url: str, timeout: float) -> None:
         self._nc = nc
@@ -277,14 +283,17 @@ class EventLog:
         stamp = self._stamps.pop(seq, None)
         if stamp is not None:
             return stamp
-        waiter: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[float] = loop.create_future()
         self._stamp_waiters[seq] = waiter
+        timer = loop.call_later(0.2, _expire, waiter)
         try:
-            return await asyncio.wait_for(waiter, 0.2)
-        except TimeoutError:
-            pass
+            stamp = await waiter
         finally:
+            timer.cancel()
             self._stamp_waiters.pop(seq, None)
+        if stamp == stamp:  # NaN: the republish did not come in time
+            return stamp
         try:  # the republish was lost (reconnect, slow consumer): ask for the stored message
             raw = await self._js.get_msg(self._stream, seq, direct=True)
         except Exception as err:

@@ -12,6 +12,7 @@ from ...errors import ConfigurationError, WorldUnavailableError
 from ...events import Event, NewEvent, RunStatus
 from ...ids import MessageId
 from ...world import Delivery, HookInfo, RunInfo, World
+from .codec import parse_header_lines
 from .eventlog import EventLog
 from .names import Names
 from .options import ConnectOptions, display_url, parse_url, redact
@@ -180,6 +181,7 @@ class NatsWorld(World):
         delay = 0.1
         for attempt in range(opts.connect_attempts):
             nc = Client()
+            nc._parse_header_lines = parse_header_lines  # type: ignore[method-assign]
             try:
                 await nc.connect(
                     **opts.connect_kwargs(self._on_error),
