@@ -6,6 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .deferred import append_batch
 from .errors import (
     EntityConflictError,
     EntityMissingError,
@@ -23,10 +24,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("wayline.runtime")
 
 
-async def terminal(h: Handler, run_id: str, event: NewEvent) -> None:
-    """Append a run's terminal event; a child then reports its end to its parent."""
+async def terminal(h: Handler, run_id: str, event: NewEvent, replay: Replay | None = None) -> None:
+    """Append a run's terminal event; a child then reports its end to its parent. With the
+    live ``replay``, its provisional events ride in the same write (see ``deferred``)."""
     try:
-        await h.world.append(run_id, [event])
+        if replay is not None:
+            await append_batch(h.world, replay, [event])
+        else:
+            await h.world.append(run_id, [event])
     except (RunTerminalError, RunNotFoundError, EntityConflictError):
         return
     info = await h.world.get_run(run_id)

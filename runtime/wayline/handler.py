@@ -101,13 +101,6 @@ class Handler:
                 pass
             except RunTerminalError:
                 return ACK
-        if info.started_at is None:
-            try:
-                await world.append(run_id, [NewEvent(EventType.RUN_STARTED)])
-            except EntityConflictError:
-                pass
-            except RunTerminalError:
-                return ACK
         stats = _Stats()
         with tracer.start_as_current_span(
             "workflow.execute",
@@ -125,6 +118,8 @@ class Handler:
                     replay.feed(await world.list_events(run_id))
                     await sync_children(self, replay)
                     try:
+                        if replay.root is None and replay.terminal is None:
+                            await self._start(replay, defer)
                         driven = await self._drive(replay, delivery, stats, backstop, defer)
                     except Rebuild:
                         stats.rebuilds += 1
@@ -132,9 +127,9 @@ class Handler:
                         log.debug(
                             "run %s: replay rebuilt from the log (%s)",
                             run_id,
-                            "it read time during a provisional completion"
+                            "it read time during a provisional event"
                             if replay.needs_stamp
-                            else "the log moved under a provisional completion",
+                            else "the log moved under a provisional event",
                         )
                         continue
                     if replay.provisional:
@@ -194,16 +189,16 @@ class Handler:
                 await unwind(self, replay, delivery, stats, backstop)
                 return True
             if replay.finished:
-                await flush(world, replay)
                 root = replay.root
                 if (
                     root is not None
                     and root.failed()
                     and (replay.compensation_plan() or replay.pending_children())
                 ):
+                    await flush(world, replay)
                     await unwind(self, replay, delivery, stats, backstop)
                 else:
-                    await self._finish(replay)
+                    await self._finish(replay)  # carries a provisional completion
                 return True
             now = time.time()
             due = [w for w in replay.pending_waits() if w.resume_at <= now]
@@ -556,6 +551,21 @@ class Handler:
     async def _catch_up(self, replay: Replay) -> None:
         replay.feed(await self.world.list_events(replay.run_id, after_seq=replay.last_seq))
 
+    async def _start(self, replay: Replay, defer: bool) -> None:
+        """Start the workflow function: provisionally, so that ``run_started`` rides on the
+        run's first decision batch (see ``deferred``), or written alone."""
+        if defer:
+            replay.feed_provisional(NewEvent(EventType.RUN_STARTED))
+            if replay.needs_stamp:  # it read time before its first suspension
+                await flush(self.world, replay)
+                raise Rebuild
+            return
+        try:
+            await self.world.append(replay.run_id, [NewEvent(EventType.RUN_STARTED)])
+        except (EntityConflictError, RunTerminalError):
+            pass  # started (or ended) by another delivery: the log says which
+        raise Rebuild
+
     async def _finish(self, replay: Replay) -> None:
         root = replay.root
         assert root is not None
@@ -567,11 +577,16 @@ class Handler:
                 exc = err
             else:
                 await terminal(
-                    self, replay.run_id, NewEvent(EventType.RUN_COMPLETED, data={"output": output})
+                    self,
+                    replay.run_id,
+                    NewEvent(EventType.RUN_COMPLETED, data={"output": output}),
+                    replay,
                 )
                 return
         error = error_to_dict(exc)
-        await terminal(self, replay.run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
+        await terminal(
+            self, replay.run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}), replay
+        )
 
     async def _fail(self, run_id: str, code: str, message: str) -> None:
         error = {"name": "WaylineError", "code": code, "message": message}
