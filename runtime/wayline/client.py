@@ -40,25 +40,38 @@ class RunHandle:
     async def result(self, timeout: float | None = None) -> Any:
         """The run's output; raises the run's failure (or cancellation)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        pause = 0.002
+        world = self.client.world
+        # A world that hears of every terminal append can be polled rarely; the poll is only
+        # the fallback for a hint lost on the way.
+        pause, longest = (0.05, 1.0) if world.terminal_hints else (0.002, 0.1)
         while True:
-            info = await self.client.get_run(self.run_id)
-            if info.status is RunStatus.COMPLETED:
-                hint = self._workflow.signature.return_hint if self._workflow else None
-                return decode(info.output, hint, what=f"result of run {self.run_id}")
-            if info.status is RunStatus.FAILED:
-                error = dict(info.error or {})
-                raise RunFailedError(
-                    f"run {self.run_id} failed: [{error.get('code')}] {error.get('message')}",
-                    error_code=str(error.get("code", "")),
-                    error=error,
-                )
-            if info.status is RunStatus.CANCELLED:
-                raise RunCancelledError(f"run {self.run_id} was cancelled")
-            if deadline is not None and time.monotonic() >= deadline:
-                raise ResultTimeoutError(f"run {self.run_id} still {info.status} after {timeout}s")
-            await asyncio.sleep(pause)
-            pause = min(0.1, pause * 1.5)
+            ended = world.watch_terminal(self.run_id)
+            try:
+                info = await self.client.get_run(self.run_id)
+                if info.status.terminal:
+                    return self._outcome(info)
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise ResultTimeoutError(
+                        f"run {self.run_id} still {info.status} after {timeout}s"
+                    )
+                wait = pause if deadline is None else min(pause, deadline - time.monotonic())
+                await asyncio.wait({ended}, timeout=max(0.0, wait))
+            finally:
+                world.unwatch_terminal(self.run_id, ended)
+            pause = min(longest, pause * 1.5)
+
+    def _outcome(self, info: RunInfo) -> Any:
+        if info.status is RunStatus.COMPLETED:
+            hint = self._workflow.signature.return_hint if self._workflow else None
+            return decode(info.output, hint, what=f"result of run {self.run_id}")
+        if info.status is RunStatus.FAILED:
+            error = dict(info.error or {})
+            raise RunFailedError(
+                f"run {self.run_id} failed: [{error.get('code')}] {error.get('message')}",
+                error_code=str(error.get("code", "")),
+                error=error,
+            )
+        raise RunCancelledError(f"run {self.run_id} was cancelled")
 
 
 class Client:

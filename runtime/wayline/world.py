@@ -9,6 +9,7 @@ JetStream, and one parametrised contract suite (``tests/contract``) holds both t
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import TracebackType
@@ -143,6 +144,31 @@ class World(abc.ABC):
         # In-process single-flight for step bodies (seed 000). One per world instance, not per
         # process, so two workers on two worlds in one process stay apart.
         self.single_flight = SingleFlight()
+        self._terminal_waiters: dict[str, set[asyncio.Future[None]]] = {}
+
+    terminal_hints: bool = False
+    """True when :meth:`watch_terminal` hears of every writer's terminal append, not only this
+    instance's: a waiter can then poll rarely."""
+
+    def watch_terminal(self, run_id: str) -> asyncio.Future[None]:
+        """A future set when this world hears that the run may have ended: a hint, never a
+        promise (the caller reads the run again). Watch before reading, so that an end
+        between the read and the wait is not missed; :meth:`unwatch_terminal` after."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._terminal_waiters.setdefault(run_id, set()).add(fut)
+        return fut
+
+    def unwatch_terminal(self, run_id: str, fut: asyncio.Future[None]) -> None:
+        waiters = self._terminal_waiters.get(run_id)
+        if waiters is not None:
+            waiters.discard(fut)
+            if not waiters:
+                del self._terminal_waiters[run_id]
+
+    def _wake_terminal(self, run_id: str) -> None:
+        for fut in self._terminal_waiters.pop(run_id, ()):
+            if not fut.done():
+                fut.set_result(None)
 
     # lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:  # noqa: B027 - optional hook

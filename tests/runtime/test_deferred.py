@@ -3,6 +3,7 @@ one write per sequential step, and the log's order and timestamps stay the only 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from datetime import UTC, datetime
@@ -93,3 +94,38 @@ async def test_an_event_landing_during_the_step_is_honoured_in_log_order(
     branches = [str(a) for a in labels if "branch" in str(a)]
     assert len(branches) == 1 and "hook branch" in branches[0]
     assert sorted(flows.lines(log)) == ["attempt 1", "hook branch"]
+
+
+async def test_a_run_starts_with_its_first_step_and_ends_with_its_last(engine: Engine) -> None:
+    writes = _count_appends(engine)
+    async with engine.worker([flows.chain]):
+        handle = await engine.client.start(flows.chain, 3)
+        assert await handle.result(timeout=20) == 3
+    assert writes[0] == ["run_created"]
+    assert writes[1] == ["run_started", "step_created", "step_started"]
+    assert writes[-1] == ["step_completed", "run_completed"]
+    assert len(writes) == 5  # created; started + step 0; two carried completions; the end
+
+
+async def test_time_read_before_the_first_suspension_is_the_run_start(engine: Engine) -> None:
+    writes = _count_appends(engine)
+    async with engine.worker([flows.deterministic]):
+        handle = await engine.client.start(flows.deterministic)
+        first, _, _, after = await handle.result(timeout=20)
+    assert writes[1] == ["run_started"]  # written alone: the workflow read time under it
+    events = await handle.events()
+    started = of_type(events, EventType.RUN_STARTED)[0]
+    completed = of_type(events, EventType.STEP_COMPLETED)[0]
+    assert first == datetime.fromtimestamp(started.created_at, UTC).timestamp()
+    assert after == datetime.fromtimestamp(completed.created_at, UTC).timestamp()
+
+
+async def test_result_does_not_depend_on_the_terminal_hint(engine: Engine) -> None:
+    """A hint lost on the way (a dropped republish, another process's write) only delays the
+    answer to the next poll."""
+    loop = asyncio.get_running_loop()
+    engine.world.watch_terminal = lambda run_id: loop.create_future()  # type: ignore[method-assign]
+    engine.world.unwatch_terminal = lambda run_id, fut: None  # type: ignore[method-assign]
+    async with engine.worker([flows.chain]):
+        handle = await engine.client.start(flows.chain, 2)
+        assert await handle.result(timeout=20) == 1

@@ -157,6 +157,8 @@ class LocalWorld(World):
         if self._pending_cache is not None:
             key, value = self._pending_cache
             self._entities[key] = value
+        if self._terminal_waiters and events[-1].type in RUN_TERMINAL_EVENTS:
+            self._wake_terminal(run_id)
         return result
 
     def _append_tx(

@@ -22,7 +22,7 @@ import math
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -56,6 +56,7 @@ _PUBLISH_ATTEMPTS = 3
 _MAX_ROUNDS = 50
 """Validate-and-publish rounds of one append before giving up under contention."""
 _MULTI_LAST = 500
+_TERMINAL_HEADER = "Wayline-Terminal"
 """Subjects per multi_last direct get (the server answers 413 past 1024 matches)."""
 
 
@@ -119,6 +120,8 @@ class _Plan:
     body: bytes
     hooks: list[tuple[str, str]]
     """(correlation id, token) of the batch's hook_created events."""
+    terminal: bool = False
+    """The batch ends the run (its message then carries ``Wayline-Terminal``)."""
 
 
 def _summary(info: RunInfo) -> dict[str, Any]:
@@ -165,7 +168,7 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
     summary = _summary(info)
     summary["lastSeq"] = seq
     body = dumps({"s": st.last_seq + 1, "e": wire, "r": summary})
-    return _Plan(body, hooks)
+    return _Plan(body, hooks, status is not None and status.terminal)
 
 
 def _decode(run_id: str, msg: StoredMsg) -> tuple[list[Event], dict[str, Any], float]:
@@ -185,7 +188,18 @@ def _expire(waiter: asyncio.Future[float]) -> None:
 
 
 class EventLog:
-    def __init__(self, nc: Any, js: Any, names: Names, *, url: str, timeout: float) -> None:
+    def __init__(
+        self,
+        nc: Any,
+        js: Any,
+        names: Names,
+        *,
+        url: str,
+        timeout: float,
+        on_terminal: Callable[[str], None] | None = None,
+    ) -> None:
+        self._on_terminal = on_terminal
+        """Told the run id of every terminal append on the stream, by whichever writer."""
         self._nc = nc
         self._js = js
         self._names = names
@@ -264,6 +278,9 @@ class EventLog:
     # timestamps ---------------------------------------------------------------------------
     async def _on_stamp(self, msg: Any) -> None:
         headers = msg.headers or {}
+        ended = headers.get(_TERMINAL_HEADER)
+        if ended is not None and self._on_terminal is not None:
+            self._on_terminal(ended)
         if headers.get("Nats-Subject") not in self._inflight:
             return
         try:
@@ -365,6 +382,8 @@ class EventLog:
             "Nats-Msg-Id": msg_id,
             "Nats-Expected-Last-Subject-Sequence": str(st.stream_seq),
         }
+        if plan.terminal:
+            headers[_TERMINAL_HEADER] = st.run_id
         subject = st.subject
         self._inflight[subject] = self._inflight.get(subject, 0) + 1
         try:

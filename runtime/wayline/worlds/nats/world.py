@@ -27,6 +27,8 @@ class NatsWorld(World):
     """Event log and queue on JetStream. Create with a server URL (or several) and ``start()``
     (or ``async with``); ``from_url`` takes the ``nats://…?prefix=…`` form."""
 
+    terminal_hints = True  # every terminal append's republish carries Wayline-Terminal
+
     def __init__(
         self,
         servers: str | list[str] = "nats://127.0.0.1:4222",
@@ -149,7 +151,12 @@ class NatsWorld(World):
             await check_jetstream(nc, js, shown, self._options.request_timeout)
             await provision(js, self.names, replicas=self.replicas, storage=self.storage, url=shown)
             event_log = EventLog(
-                nc, js, self.names, url=shown, timeout=self._options.request_timeout
+                nc,
+                js,
+                self.names,
+                url=shown,
+                timeout=self._options.request_timeout,
+                on_terminal=self._wake_terminal,
             )
             await event_log.start()
             queue = Queue(
