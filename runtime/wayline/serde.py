@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import traceback
 from collections.abc import Callable, Mapping
 from functools import lru_cache
@@ -20,9 +21,25 @@ import pydantic_core
 
 from .errors import SerializationError, WaylineError
 
+_PLAIN = (str, int, bool, type(None))
+
+
+def _plain(value: Any) -> bool:
+    """JSON as it stands: a str, int, bool, None or finite float, or a list of them."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is list:
+        return all(type(v) in _PLAIN or (type(v) is float and math.isfinite(v)) for v in value)
+    return False
+
 
 def encode(value: Any, *, what: str) -> Any:
     """A JSON-compatible copy of ``value``; raises naming ``what`` and the offending type."""
+    if _plain(value):
+        return list(value) if type(value) is list else value
     try:
         plain = pydantic_core.to_jsonable_python(value)
         json.dumps(plain, allow_nan=False)
@@ -68,12 +85,20 @@ class Signature:
             hints = {}
         self.return_hint = hints.pop("return", None)
         self.params = hints
+        simple = all(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+            for p in self.sig.parameters.values()
+        )
+        self._names = list(self.sig.parameters) if simple else None
+        """Parameter names when every one is positional without a default: a call with
+        exactly that many positional arguments then needs no ``Signature.bind``."""
 
     def encode_args(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, what: str) -> Any:
-        try:
-            self.sig.bind(*args, **kwargs)
-        except TypeError as err:
-            raise SerializationError(f"{what}: {err}") from None
+        if kwargs or self._names is None or len(args) != len(self._names):
+            try:
+                self.sig.bind(*args, **kwargs)
+            except TypeError as err:
+                raise SerializationError(f"{what}: {err}") from None
         out: dict[str, Any] = {"args": encode(list(args), what=f"{what} arguments")}
         if kwargs:
             out["kwargs"] = encode(dict(kwargs), what=f"{what} arguments")
@@ -84,6 +109,13 @@ class Signature:
             stored = {"args": [] if stored is None else [stored]}
         args = list(stored.get("args") or [])
         kwargs = dict(stored.get("kwargs") or {})
+        names = self._names
+        if not kwargs and names is not None and len(args) == len(names):
+            for i, name in enumerate(names):
+                hint = self.params.get(name)
+                if hint is not None:
+                    args[i] = decode(args[i], hint, what=f"{what} argument {name!r}")
+            return args, {}
         try:
             bound = self.sig.bind(*args, **kwargs)
         except TypeError as err:
