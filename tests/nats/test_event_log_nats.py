@@ -241,3 +241,25 @@ async def test_archive_keeps_bodies_and_server_stamps(open_nats_world: OpenWorld
     from wayline.worlds.nats.codec import parse_stamp
 
     assert [parse_stamp(m["time"]) for m in record["messages"]] == pytest.approx(stamps)
+
+
+async def test_reads_share_one_reply_subscription_and_get_their_own_answers(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """Direct gets reply on subjects below one wildcard subscription per connection: many
+    concurrent reads, each gets only its own run's events, and no subscription is left."""
+    import asyncio
+
+    world = await open_nats_world()
+    reader = await open_nats_world()  # a cold projection: every read goes to the server
+    runs = [await _run(world, workflow=f"wf{i}") for i in range(20)]
+    nc = reader._nc
+    await reader.list_events(runs[0])
+    subs_before = len(nc._subs)
+    logs = await asyncio.gather(*(reader.list_events(r) for r in runs))
+    for run_id, events in zip(runs, logs, strict=True):
+        assert [e.type for e in events] == [T.RUN_CREATED, T.RUN_STARTED]
+        assert {e.run_id for e in events} == {run_id}
+    infos = await asyncio.gather(*(reader.get_run(r) for r in runs))
+    assert [i.workflow for i in infos if i is not None] == [f"wf{i}" for i in range(20)]
+    assert len(nc._subs) == subs_before

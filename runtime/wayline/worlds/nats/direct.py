@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
@@ -24,15 +26,59 @@ class StoredMsg:
         self.headers = headers
 
 
+class Inbox:
+    """One wildcard subscription that takes the replies of many requests, each request on
+    its own subject below it: no SUB/UNSUB (and no nats-py task) per request. One per
+    connection (see :func:`inbox`), restored with it on reconnect like any subscription."""
+
+    def __init__(self, nc: Any) -> None:
+        self._nc = nc
+        self._prefix = nc.new_inbox()
+        self._handlers: dict[str, Callable[[Any], None]] = {}
+        self._count = 0
+        self._sub: Any = None
+        self._lock = asyncio.Lock()
+
+    async def open(self, handler: Callable[[Any], None]) -> str:
+        """A fresh reply subject whose messages go to ``handler`` until :meth:`close`."""
+        if self._sub is None:
+            async with self._lock:
+                if self._sub is None:
+                    self._sub = await self._nc.subscribe(f"{self._prefix}.*", cb=self._on_msg)
+        self._count += 1
+        subject = f"{self._prefix}.{self._count}"
+        self._handlers[subject] = handler
+        return subject
+
+    def close(self, subject: str) -> None:
+        self._handlers.pop(subject, None)
+
+    async def _on_msg(self, msg: Any) -> None:
+        handler = self._handlers.get(msg.subject)
+        if handler is not None:
+            handler(msg)
+
+
+_inboxes: weakref.WeakKeyDictionary[Any, Inbox] = weakref.WeakKeyDictionary()
+
+
+def inbox(nc: Any) -> Inbox:
+    """The connection's shared reply inbox (state of that connection, never of the process:
+    two worlds on two connections never share one)."""
+    box = _inboxes.get(nc)
+    if box is None:
+        box = _inboxes[nc] = Inbox(nc)
+    return box
+
+
 async def direct_batch(
     nc: Any, stream: str, request: dict[str, Any], *, timeout: float, url: str
 ) -> tuple[list[StoredMsg], int]:
     """The messages of one batch request and the server's count of matches left after it."""
-    inbox = nc.new_inbox()
     out: list[StoredMsg] = []
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
-    async def on_msg(msg: Any) -> None:
+    def on_msg(msg: Any) -> None:
         headers = dict(msg.headers or {})
         status = headers.get("Status")
         if status:
@@ -57,9 +103,10 @@ async def direct_batch(
             )
         )
 
-    sub = await nc.subscribe(inbox, cb=on_msg)
+    box = inbox(nc)
+    reply = await box.open(on_msg)
     try:
-        await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=inbox)
+        await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=reply)
         try:
             pending = await asyncio.wait_for(done, timeout)
         except TimeoutError as err:
@@ -67,7 +114,7 @@ async def direct_batch(
                 f"NATS at {url}: direct get on {stream} timed out after {timeout:g}s", url=url
             ) from err
     finally:
-        await sub.unsubscribe()
+        box.close(reply)
     return out, pending
 
 
