@@ -140,13 +140,23 @@ class Worker:
         self._held.clear()
 
     async def recover_runs(self) -> dict[str, int]:
-        """Re-arm every non-terminal run (recovery is automatic, never a manual call).
+        """Re-arm the non-terminal runs that have no wake coming (recovery is automatic,
+        never a manual call).
 
-        A child whose parent is alive is left to its parent, which re-arms it (seed 004: a
-        child is never driven behind its parent's back); a child whose parent vanished is an
-        orphan, re-armed and counted. A run whose wake already exists gets a harmless replay.
-        Returns ``{running, waiting, compensating, orphans, total}``."""
-        counts = {"running": 0, "waiting": 0, "compensating": 0, "orphans": 0, "total": 0}
+        A run that some stored message names (queued, delayed or in flight) is left to that
+        message. A child whose parent is alive is left to its parent, which re-arms it (seed
+        004: a child is never driven behind its parent's back); a child whose parent vanished
+        is an orphan, re-armed and counted. Returns ``{running, waiting, compensating,
+        orphans, total, rearmed}``: the runs found by kind, and how many got a new wake."""
+        counts = {
+            "running": 0,
+            "waiting": 0,
+            "compensating": 0,
+            "orphans": 0,
+            "total": 0,
+            "rearmed": 0,
+        }
+        woken = await self.world.runs_with_messages()
         statuses = (
             RunStatus.PENDING,
             RunStatus.RUNNING,
@@ -172,6 +182,9 @@ class Worker:
                         )
                 counts[await self._classify(info.run_id, status)] += 1
                 counts["total"] += 1
+                if woken is not None and info.run_id in woken:
+                    continue  # its wake is coming
+                counts["rearmed"] += 1
                 await self.world.enqueue(
                     FLOW_TOPIC,
                     {"runId": info.run_id, "reason": "recover"},

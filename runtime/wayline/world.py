@@ -253,6 +253,11 @@ class World(abc.ABC):
     @abc.abstractmethod
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]: ...
 
+    async def runs_with_messages(self) -> set[str] | None:
+        """The runs that some stored message names (queued, delayed or in flight): each has a
+        wake coming. ``None`` when the world cannot tell (recovery then re-arms every run)."""
+        return None
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None

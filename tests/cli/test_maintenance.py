@@ -21,7 +21,8 @@ def test_recover_prints_the_counts(cli: Cli) -> None:
     assert done.returncode == 0, done.stderr
     counts = json.loads(done.stdout)
     assert counts["total"] == 1 and counts["running"] == 1
-    assert set(counts) == {"running", "waiting", "compensating", "orphans", "total"}
+    assert counts["rearmed"] == 0  # its start message is still queued: its wake is coming
+    assert set(counts) == {"running", "waiting", "compensating", "orphans", "total", "rearmed"}
 
 
 def test_cleanup_and_archive(cli: Cli) -> None:

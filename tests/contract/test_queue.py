@@ -119,3 +119,19 @@ async def test_receive_returns_several_in_order(world: World) -> None:
     assert [d.payload for d in got] == [{"i": i} for i in range(5)]
     for d in got:
         await world.ack(d)
+
+
+async def test_runs_with_messages_names_queued_delayed_and_in_flight_wakes(
+    world: World,
+) -> None:
+    await world.enqueue("flow", {"runId": "queued"})
+    await world.enqueue("flow", {"runId": "delayed"}, delay_seconds=3600)
+    await world.enqueue("step", {"runId": "held"})
+    await world.enqueue("flow", {"no": "run"})
+    [held] = await world.receive("step", wait_seconds=2)
+    assert await world.runs_with_messages() == {"queued", "delayed", "held"}
+    await world.ack(held)
+    [queued, other] = await world.receive("flow", max_messages=2, wait_seconds=2)
+    await world.dead_letter(queued, "set aside")
+    await world.ack(other)
+    assert await world.runs_with_messages() == {"delayed"}

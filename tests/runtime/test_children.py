@@ -93,7 +93,14 @@ async def test_recovery_leaves_children_to_their_parent_and_drives_orphans(engin
         await wait_for(lambda: engine.world.get_hook("kid-tok-2"))
     worker = wayline.Worker(engine.world, [flows.parent_waits, *KIDS])
     counts = await worker.recover_runs()
-    assert counts == {"running": 0, "waiting": 1, "compensating": 0, "orphans": 0, "total": 1}
+    assert counts == {
+        "running": 0,
+        "waiting": 1,
+        "compensating": 0,
+        "orphans": 0,
+        "total": 1,
+        "rearmed": 1,
+    }
     # an orphan: a child whose parent vanished
     from wayline.events import NewEvent
     from wayline.ids import new_run_id
@@ -114,6 +121,7 @@ async def test_recovery_leaves_children_to_their_parent_and_drives_orphans(engin
     )
     counts = await worker.recover_runs()
     assert counts["orphans"] == 1 and counts["total"] == 2
+    assert counts["rearmed"] == 1  # the orphan; the parent's wake from the last call is queued
     async with engine.worker([flows.parent_waits, *KIDS]):
         assert await engine.client.handle(orphan).result(timeout=10) == 101
         await engine.client.resume_hook("kid-tok-2", 7)

@@ -21,7 +21,8 @@ def duration_arg(text: str) -> float:
 
 
 async def cmd_recover(args: argparse.Namespace) -> int:
-    """Re-arm every non-terminal run now (workers also do this when they start)."""
+    """Re-arm every non-terminal run that has no wake coming, now (workers also do this when
+    they start)."""
     workflows: list[WorkflowDefinition] = []
     for module in args.app or []:
         workflows += workflows_in(import_app(module))

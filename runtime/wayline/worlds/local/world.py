@@ -406,6 +406,17 @@ class LocalWorld(World):
 
         self._write(tx)
 
+    async def runs_with_messages(self) -> set[str] | None:
+        out: set[str] = set()
+        for (raw,) in self._read("SELECT payload FROM messages", ()):
+            try:
+                payload = json.loads(bytes(raw))
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(payload, dict) and isinstance(payload.get("runId"), str):
+                out.add(payload["runId"])
+        return out
+
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         rows = self._read(
             "SELECT message_id, topic, payload, attempts, reason, created_at FROM dead_letters "

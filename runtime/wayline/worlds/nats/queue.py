@@ -28,14 +28,14 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
 from ...ids import MessageId
 from ...world import Delivery
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
-from .direct import connected, direct_batch
+from .direct import StoredMsg, connected, direct_batch
 from .names import Names, consumer_name, kv_key
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -432,6 +432,34 @@ class Queue:
         except nats.errors.MsgAlreadyAckdError:
             pass
         await self._release(delivery.handle)
+
+    async def stored(self) -> AsyncIterator[tuple[StoredMsg, dict[str, Any]]]:
+        """Every stored message and pending schedule (queued, delayed or in flight), with its
+        payload; a payload that is not a JSON object is skipped."""
+        start = 1
+        while True:
+            try:
+                msgs, pending = await direct_batch(
+                    self._nc,
+                    self._stream,
+                    {"seq": start, "next_by_subj": self._names.queue_wildcard, "batch": 512},
+                    timeout=self._timeout,
+                    url=self._url,
+                )
+            except WorldUnavailableError:
+                raise
+            except Exception as err:
+                raise wrap(self._url, "scanning the queue", err) from err
+            for msg in msgs:
+                try:
+                    payload = json.loads(msg.data)
+                except (ValueError, UnicodeDecodeError):
+                    continue
+                if isinstance(payload, dict):
+                    yield msg, payload
+            if not msgs or pending <= 0:
+                return
+            start = msgs[-1].seq + 1
 
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:

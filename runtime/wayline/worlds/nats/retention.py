@@ -21,7 +21,7 @@ from ...errors import WorldUnavailableError
 from ...events import RunStatus
 from ...world import terminal_statuses
 from .codec import dumps, parse_stamp, summary_from, wrap
-from .direct import StoredMsg, direct_batch
+from .direct import StoredMsg
 from .eventlog import EventLog, RunState
 from .names import Names
 from .queue import Queue
@@ -145,31 +145,9 @@ class Retention:
 
     async def _drop_messages(self, ids: set[str]) -> None:
         """Queued messages (and pending schedules) whose payload names a deleted run."""
-        stream = self._names.queue_stream
-        start = 1
-        while True:
-            try:
-                msgs, pending = await direct_batch(
-                    self._nc,
-                    stream,
-                    {"seq": start, "next_by_subj": self._names.queue_wildcard, "batch": 512},
-                    timeout=self._timeout,
-                    url=self._url,
-                )
-            except WorldUnavailableError:
-                raise
-            except Exception as err:
-                raise wrap(self._url, "scanning the queue", err) from err
-            for msg in msgs:
-                try:
-                    payload = json.loads(msg.data)
-                except (ValueError, UnicodeDecodeError):
-                    continue
-                if isinstance(payload, dict) and payload.get("runId") in ids:
-                    await self._queue.remove_stored(msg.seq, msg.subject, msg.headers)
-            if not msgs or pending <= 0:
-                return
-            start = msgs[-1].seq + 1
+        async for msg, payload in self._queue.stored():
+            if payload.get("runId") in ids:
+                await self._queue.remove_stored(msg.seq, msg.subject, msg.headers)
 
 
 def _stamp(msg: StoredMsg) -> float:

@@ -310,6 +310,14 @@ class NatsWorld(World):
     async def dead_letter(self, delivery: Delivery, reason: str) -> None:
         await self._q().dead_letter(delivery, reason)
 
+    async def runs_with_messages(self) -> set[str] | None:
+        out: set[str] = set()
+        async for _, payload in self._q().stored():
+            run_id = payload.get("runId")
+            if isinstance(run_id, str):
+                out.add(run_id)
+        return out
+
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = await self._q().list_dead_letters(limit)
         return result

@@ -1,0 +1,36 @@
+"""Recovery re-arms the non-terminal runs that have no wake coming (seed 004), on every
+world."""
+
+from __future__ import annotations
+
+import wayline
+from tests.runtime import flows
+from tests.runtime.harness import Engine, wait_for
+from wayline.events import EventType, NewEvent
+from wayline.ids import new_run_id
+
+
+async def test_recovery_rearms_only_runs_without_a_wake(engine: Engine) -> None:
+    """A sleeping run has its wake stored (delayed): recovery leaves it alone. A run whose
+    messages were all lost (here: never sent) gets a new wake and completes."""
+    async with engine.worker([flows.sleeper, flows.chain], recover=False):
+        sleeping = await engine.client.start(flows.sleeper, 3600.0)
+        await wait_for(lambda: _status_is(engine, sleeping.run_id, "running"))
+        await wait_for(lambda: engine.world.runs_with_messages())
+    lost = new_run_id()
+    await engine.world.append(
+        lost,
+        [NewEvent(EventType.RUN_CREATED, data={"workflow": "chain", "input": {"args": [3]}})],
+    )
+    worker = wayline.Worker(engine.world, [flows.sleeper, flows.chain])
+    counts = await worker.recover_runs()
+    assert (counts["total"], counts["rearmed"]) == (2, 1)
+    assert await engine.world.runs_with_messages() == {sleeping.run_id, lost}
+    async with engine.worker([flows.sleeper, flows.chain], recover=False):
+        assert await engine.client.handle(lost).result(timeout=10) == 3
+    assert (await sleeping.status()) is wayline.RunStatus.RUNNING
+
+
+async def _status_is(engine: Engine, run_id: str, status: str) -> bool:
+    info = await engine.world.get_run(run_id)
+    return info is not None and str(info.status) == status
