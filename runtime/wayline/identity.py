@@ -28,14 +28,41 @@ def _names(code: types.CodeType) -> set[str]:
     return names
 
 
+def _package(module: str | None) -> str:
+    return (module or "").split(".", 1)[0]
+
+
 def shape(workflow: WorkflowDefinition) -> dict[str, Any]:
-    """Steps and children the workflow's code refers to, directly or through plain helper
-    functions of its own module (followed to a bounded depth)."""
+    """Steps and children the workflow's code refers to: by name, as attributes of modules
+    and classes it names (``payments.charge``), and through plain helper functions of its own
+    top-level package (followed to a bounded depth)."""
     from .definitions import StepDefinition, WorkflowDefinition
 
     steps: dict[str, dict[str, Any]] = {}
     children: set[str] = set()
     seen: set[int] = set()
+    home = _package(workflow.fn.__module__)
+
+    def visit(value: Any, names: list[str], depth: int, nesting: int = 0) -> None:
+        if isinstance(value, StepDefinition):
+            steps[value.name] = {
+                "maxRetries": value.max_retries,
+                "retryDelay": value.retry_delay,
+                "compensates": value.compensation is not None,
+            }
+        elif isinstance(value, WorkflowDefinition):
+            if value is not workflow:
+                children.add(value.name)
+        elif inspect.isfunction(value):
+            if _package(value.__module__) == home:
+                walk(value, depth + 1)
+        elif isinstance(value, types.ModuleType | type) and nesting < 3:
+            # ``module.attr``: the attribute names are among the code's names too. Read the
+            # namespace itself (no module __getattr__, no descriptors).
+            space = vars(value)
+            for name in names:
+                if name in space:
+                    visit(space[name], names, depth, nesting + 1)
 
     def walk(fn: Any, depth: int) -> None:
         code = getattr(fn, "__code__", None)
@@ -43,19 +70,10 @@ def shape(workflow: WorkflowDefinition) -> dict[str, Any]:
             return
         seen.add(id(code))
         scope = {**fn.__globals__, **inspect.getclosurevars(fn).nonlocals}
-        for name in sorted(_names(code)):
-            value = scope.get(name)
-            if isinstance(value, StepDefinition):
-                steps[value.name] = {
-                    "maxRetries": value.max_retries,
-                    "retryDelay": value.retry_delay,
-                    "compensates": value.compensation is not None,
-                }
-            elif isinstance(value, WorkflowDefinition):
-                if value is not workflow:
-                    children.add(value.name)
-            elif inspect.isfunction(value) and value.__module__ == workflow.fn.__module__:
-                walk(value, depth + 1)
+        names = sorted(_names(code))
+        for name in names:
+            if name in scope:
+                visit(scope[name], names, depth)
 
     walk(workflow.fn, 0)
     return {"workflow": workflow.name, "steps": steps, "children": sorted(children)}

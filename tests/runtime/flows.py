@@ -11,6 +11,7 @@ from pathlib import Path
 import pydantic
 
 import wayline
+from tests.runtime import flow_parts
 
 
 def mark(path: str, text: str = "x") -> None:
@@ -425,6 +426,17 @@ async def _helper_calls_reserve(path: str) -> str:
 @wayline.workflow
 async def uses_helper(path: str) -> str:
     return await _helper_calls_reserve(path)
+
+
+@wayline.workflow
+async def uses_other_module(amount: int) -> int:
+    charged = await flow_parts.part_charge(amount)
+    return charged + await flow_parts.settle(amount)
+
+
+@wayline.workflow
+async def uses_class_attribute(amount: int) -> int:
+    return await flow_parts.Billing.charge(amount)
 
 
 @wayline.workflow

@@ -17,6 +17,10 @@ def test_identity_covers_steps_options_and_compensation() -> None:
     assert s["steps"]["ship_fails"]["compensates"] is False
     assert shape(flows.parent)["children"] == ["kid", "kid_fails"]
     assert "reserve" in shape(flows.uses_helper)["steps"]  # reached through a helper function
+    # as a module attribute, through another module's helper, as a class attribute
+    assert set(shape(flows.uses_other_module)["steps"]) == {"part_charge", "part_refund"}
+    assert shape(flows.uses_other_module)["steps"]["part_charge"]["maxRetries"] == 2
+    assert set(shape(flows.uses_class_attribute)["steps"]) == {"part_charge"}
     assert definition_identity(flows.saga) == definition_identity(flows.saga)
     assert definition_identity(flows.saga) != definition_identity(flows.saga_waits)
     assert len(flows.saga.identity) == 64
