@@ -52,6 +52,9 @@ def encode(value: Any, *, what: str) -> Any:
     return plain
 
 
+_SCALAR_HINTS = frozenset({str, int, float, bool})
+
+
 @lru_cache(maxsize=1024)
 def _adapter(hint: Any) -> pydantic.TypeAdapter[Any]:
     return pydantic.TypeAdapter(hint)
@@ -61,6 +64,8 @@ def decode(value: Any, hint: Any, *, what: str) -> Any:
     """Validate a stored JSON value against ``hint`` and rebuild it (no-op without a hint)."""
     if hint is None or hint is Any or hint is inspect.Parameter.empty:
         return value
+    if type(value) is hint and hint in _SCALAR_HINTS:
+        return value  # what validation would return
     try:
         return _adapter(hint).validate_python(value)
     except pydantic.ValidationError as err:

@@ -7,12 +7,13 @@ import json
 from typing import Any
 
 import hypothesis.strategies as st
+import pydantic
 import pydantic_core
 import pytest
 from hypothesis import given
 
 from wayline.errors import SerializationError
-from wayline.serde import Signature, encode
+from wayline.serde import Signature, _adapter, decode, encode
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(), st.floats(allow_nan=True))
 
@@ -57,3 +58,16 @@ def test_positional_calls_decode_and_check_as_bind_does() -> None:
     both = Signature(_defaults)  # a default: the general path, unchanged
     assert both.decode_args({"args": [1]}, what="step") == ([1], {})
     assert both.decode_args({"args": [1], "kwargs": {"b": 3}}, what="step") == ([1, 3], {})
+
+
+@given(st.one_of(scalars, st.lists(scalars)), st.sampled_from([str, int, float, bool]))
+def test_scalar_hints_decode_as_pydantic_does(value: Any, hint: type) -> None:
+    try:
+        expected = _adapter(hint).validate_python(value)
+    except pydantic.ValidationError:
+        with pytest.raises(SerializationError):
+            decode(value, hint, what="v")
+        return
+    out = decode(value, hint, what="v")
+    assert type(out) is type(expected)
+    assert out == expected or (out != out and expected != expected)  # NaN is NaN

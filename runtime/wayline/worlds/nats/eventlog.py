@@ -78,6 +78,9 @@ class RunState:
     events: list[Event] = field(default_factory=list)
     loaded: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    summary_of: RunInfo | None = None
+    summary_head: bytes = b""
+    """``summary_of``'s stored summary without ``lastSeq``, as JSON minus its closing brace."""
 
     def absorb(self, events: list[Event], stream_seq: int) -> None:
         for ev in events:
@@ -165,9 +168,16 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
             info = fold_run(info, Event(st.run_id, seq, new.type, cid, new.data, HERE))
         wire.append({"t": str(new.type), "c": cid, "d": dict(new.data)})
     assert info is not None
-    summary = _summary(info)
-    summary["lastSeq"] = seq
-    body = dumps({"s": st.last_seq + 1, "e": wire, "r": summary})
+    if st.summary_of is not info:  # most batches move no run-level field: encode it once
+        summary = _summary(info)
+        del summary["lastSeq"]
+        st.summary_of, st.summary_head = info, dumps(summary)[:-1]
+    body = b'{"s":%d,"e":%s,"r":%s,"lastSeq":%d}}' % (
+        st.last_seq + 1,
+        dumps(wire),
+        st.summary_head,
+        seq,
+    )
     return _Plan(body, hooks, status is not None and status.terminal)
 
 
