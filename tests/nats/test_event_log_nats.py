@@ -25,33 +25,34 @@ async def _run(world: Any, workflow: str = "wf") -> str:
     return run_id
 
 
-def _lose_acks(world: Any, times: int, between: Any = None) -> list[int]:
+def _lose_acks(
+    world: Any, times: int, monkeypatch: pytest.MonkeyPatch, between: Any = None
+) -> list[int]:
     """Make the next ``times`` event publishes land on the server but lose their ack."""
     import nats.errors
 
-    js = world._log._js
-    real = js.publish
+    real = eventlog.publish_acked
     lost: list[int] = []
 
-    async def publish(subject: str, payload: bytes, **kw: Any) -> Any:
-        ack = await real(subject, payload, **kw)
+    async def publish(nc: Any, subject: str, payload: bytes, *args: Any) -> Any:
+        ack = await real(nc, subject, payload, *args)
         if len(lost) < times and ".ev." in subject:
-            lost.append(ack.seq)
+            lost.append(ack[0])
             if between is not None:
                 await between()
             raise nats.errors.TimeoutError
         return ack
 
-    js.publish = publish
+    monkeypatch.setattr(eventlog, "publish_acked", publish)
     return lost
 
 
 async def test_a_lost_ack_is_resolved_by_finding_our_own_message(
-    open_nats_world: OpenWorlds,
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world = await open_nats_world()
     run_id = await _run(world)
-    lost = _lose_acks(world, 1)
+    lost = _lose_acks(world, 1, monkeypatch)
     events = await world.append(run_id, [NewEvent(T.STEP_CREATED, "s1", {"stepName": "a"})])
     assert lost and [e.seq for e in events] == [3]
     other = await open_nats_world()
@@ -65,7 +66,7 @@ async def test_a_lost_ack_is_resolved_by_finding_our_own_message(
 
 
 async def test_a_lost_ack_then_another_writer_still_counts_as_ours(
-    open_nats_world: OpenWorlds,
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world = await open_nats_world()
     other = await open_nats_world()
@@ -75,7 +76,7 @@ async def test_a_lost_ack_then_another_writer_still_counts_as_ours(
     async def meanwhile() -> None:
         await other.append(run_id, [NewEvent(T.WAIT_CREATED, "w1", {"resumeAt": 1.0})])
 
-    _lose_acks(world, 1, between=meanwhile)
+    _lose_acks(world, 1, monkeypatch, between=meanwhile)
     events = await world.append(run_id, [NewEvent(T.STEP_CREATED, "s1", {})])
     assert [e.seq for e in events] == [3]
     listed = await other.list_events(run_id)

@@ -118,6 +118,46 @@ async def direct_batch(
     return out, pending
 
 
+def _no_answer(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def publish_acked(
+    nc: Any, subject: str, payload: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, bool]:
+    """``js.publish`` on the shared inbox: the stored message's stream sequence and whether
+    the server deduplicated it. Raises what ``js.publish`` raises (nats-py's ``TimeoutError``,
+    ``NoRespondersError``, the ``APIError`` of the server's answer)."""
+    import nats.errors
+    import nats.js.errors
+
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[Any] = loop.create_future()
+    box = inbox(nc)
+
+    def on_answer(msg: Any) -> None:
+        if not answer.done():
+            answer.set_result(msg)
+
+    reply = await box.open(on_answer)
+    timer = loop.call_later(timeout, _no_answer, answer)
+    try:
+        await nc.publish(subject, payload, reply=reply, headers=headers)
+        msg = await answer
+    finally:
+        timer.cancel()
+        box.close(reply)
+    if msg is None:
+        raise nats.errors.TimeoutError
+    if (msg.headers or {}).get("Status") == "503":
+        raise nats.errors.NoRespondersError
+    resp = json.loads(msg.data)
+    if "error" in resp:
+        raise nats.js.errors.APIError.from_error(resp["error"])
+    return int(resp["seq"]), bool(resp.get("duplicate"))
+
+
 async def read_subject(
     nc: Any, stream: str, subject: str, after: int, *, timeout: float, url: str, batch: int = 512
 ) -> list[StoredMsg]:

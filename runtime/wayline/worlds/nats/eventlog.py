@@ -44,7 +44,7 @@ from ...events import (
 )
 from ...world import HookInfo, RunInfo, fold_run
 from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, summary_from, wrap
-from .direct import StoredMsg, connected, direct_batch, read_subject
+from .direct import StoredMsg, connected, direct_batch, publish_acked, read_subject
 from .names import Names, kv_key
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -397,12 +397,12 @@ class EventLog:
         subject = st.subject
         self._inflight[subject] = self._inflight.get(subject, 0) + 1
         try:
-            ack: Any = None
+            seq, duplicate = 0, False
             for attempt in range(_PUBLISH_ATTEMPTS):
                 try:
                     await connected(self._nc, timeout=self._timeout, url=self._url)
-                    ack = await self._js.publish(
-                        subject, plan.body, headers=headers, timeout=self._timeout
+                    seq, duplicate = await publish_acked(
+                        self._nc, subject, plan.body, headers, self._timeout
                     )
                     break
                 except nats.js.errors.BadRequestError as err:
@@ -429,9 +429,9 @@ class EventLog:
                     await asyncio.sleep(0.05 * (attempt + 1))
                 except Exception as err:
                     raise wrap(self._url, f"appending to run {st.run_id}", err) from err
-            if ack.duplicate:
+            if duplicate:
                 return await self._catch_up(st, look_for=msg_id)
-            stamp = await self._stamp(ack.seq)
+            stamp = await self._stamp(seq)
         finally:
             left = self._inflight.get(subject, 1) - 1
             if left:
@@ -448,7 +448,7 @@ class EventLog:
             Event(e.run_id, e.seq, e.type, e.correlation_id, c["d"], stamp)
             for e, c in zip(out, copies, strict=True)
         ]
-        st.absorb(cached, ack.seq)
+        st.absorb(cached, seq)
         st.loaded = True  # the expected-sequence check proved the projection was complete
         return out
 
