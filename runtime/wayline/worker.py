@@ -27,6 +27,33 @@ from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
 
 log = logging.getLogger("wayline.worker")
 
+_OPENS = {
+    EventType.STEP_CREATED: "work",
+    EventType.HOOK_CREATED: "hook",
+    EventType.WAIT_CREATED: "timer",
+    EventType.CHILD_CREATED: "child",
+}
+_INPUTS = frozenset(
+    {
+        EventType.RUN_CREATED,
+        EventType.HOOK_RECEIVED,
+        EventType.CHILD_COMPLETED,
+        EventType.RUN_CANCEL_REQUESTED,
+        EventType.RUN_COMPENSATION_RESUMED,
+        EventType.RUN_COMPENSATION_ABANDONED,
+    }
+)
+"""Events written from outside the run's own deliveries: after one, the run has work."""
+_CLOSES = frozenset(
+    {
+        EventType.STEP_COMPLETED,
+        EventType.STEP_FAILED,
+        EventType.CHILD_COMPLETED,
+        EventType.WAIT_COMPLETED,
+        EventType.HOOK_DISPOSED,
+    }
+)
+
 
 class Worker:
     def __init__(
@@ -146,8 +173,9 @@ class Worker:
         A run that some stored message names (queued, delayed or in flight) is left to that
         message. A child whose parent is alive is left to its parent, which re-arms it (seed
         004: a child is never driven behind its parent's back); a child whose parent vanished
-        is an orphan, re-armed and counted. Returns ``{running, waiting, compensating,
-        orphans, total, rearmed}``: the runs found by kind, and how many got a new wake."""
+        is an orphan, re-armed and counted. An idle run (see ``_classify``) is left alone.
+        Returns ``{running, waiting, compensating, orphans, total, rearmed}``: the runs found
+        by kind, and how many got a new wake."""
         counts = {
             "running": 0,
             "waiting": 0,
@@ -180,10 +208,11 @@ class Worker:
                             info.run_id,
                             parent.get("runId"),
                         )
-                counts[await self._classify(info.run_id, status)] += 1
+                kind, idle = await self._classify(info.run_id, status)
+                counts[kind] += 1
                 counts["total"] += 1
-                if woken is not None and info.run_id in woken:
-                    continue  # its wake is coming
+                if idle or (woken is not None and info.run_id in woken):
+                    continue  # nothing to do until someone acts, or its wake is coming
                 counts["rearmed"] += 1
                 await self.world.enqueue(
                     FLOW_TOPIC,
@@ -192,32 +221,30 @@ class Worker:
                 )
         return counts
 
-    async def _classify(self, run_id: str, status: RunStatus) -> str:
-        if status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
-            return "compensating"
+    async def _classify(self, run_id: str, status: RunStatus) -> tuple[str, bool]:
+        """The run's kind for the counts, and whether it is idle: waiting only for a person
+        or for something outside that brings its own wake (a hook without a timeout, a live
+        child, a stuck unwind), with nothing from outside in the log since (a payload, a
+        child's end, a cancel request), so a wake now would only replay it."""
+        events = await self.world.list_events(run_id)
+        settled = bool(events) and events[-1].type not in _INPUTS
+        if status is RunStatus.COMPENSATION_STUCK:
+            return "compensating", settled
+        if status is RunStatus.COMPENSATING:
+            return "compensating", False
         open_entities: dict[str, str] = {}
-        for e in await self.world.list_events(run_id):
+        for e in events:
             if e.correlation_id is None:
                 continue
-            if e.type is EventType.STEP_CREATED:
-                open_entities[e.correlation_id] = "work"
-            elif e.type in (
-                EventType.HOOK_CREATED,
-                EventType.WAIT_CREATED,
-                EventType.CHILD_CREATED,
-            ):
-                open_entities[e.correlation_id] = "wait"
-            elif e.type in (
-                EventType.STEP_COMPLETED,
-                EventType.STEP_FAILED,
-                EventType.CHILD_COMPLETED,
-                EventType.WAIT_COMPLETED,
-                EventType.HOOK_RECEIVED,
-                EventType.HOOK_DISPOSED,
-            ):
+            if e.type in _OPENS:
+                open_entities[e.correlation_id] = _OPENS[e.type]
+            elif e.type in _CLOSES:
                 open_entities.pop(e.correlation_id, None)
         kinds = set(open_entities.values())
-        return "waiting" if kinds == {"wait"} else "running"
+        if kinds and kinds <= {"hook", "child", "timer"}:
+            idle = settled and "timer" not in kinds and status is not RunStatus.BLOCKED
+            return "waiting", idle
+        return "running", False
 
     # --- consuming -----------------------------------------------------------------------------
     async def _consume(self, topic: str, concurrency: int) -> None:

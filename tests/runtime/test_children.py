@@ -99,7 +99,7 @@ async def test_recovery_leaves_children_to_their_parent_and_drives_orphans(engin
         "compensating": 0,
         "orphans": 0,
         "total": 1,
-        "rearmed": 1,
+        "rearmed": 0,  # idle: its live child brings its wake
     }
     # an orphan: a child whose parent vanished
     from wayline.events import NewEvent
@@ -121,7 +121,7 @@ async def test_recovery_leaves_children_to_their_parent_and_drives_orphans(engin
     )
     counts = await worker.recover_runs()
     assert counts["orphans"] == 1 and counts["total"] == 2
-    assert counts["rearmed"] == 1  # the orphan; the parent's wake from the last call is queued
+    assert counts["rearmed"] == 1  # the orphan
     async with engine.worker([flows.parent_waits, *KIDS]):
         assert await engine.client.handle(orphan).result(timeout=10) == 101
         await engine.client.resume_hook("kid-tok-2", 7)

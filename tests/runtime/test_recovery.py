@@ -34,3 +34,26 @@ async def test_recovery_rearms_only_runs_without_a_wake(engine: Engine) -> None:
 async def _status_is(engine: Engine, run_id: str, status: str) -> bool:
     info = await engine.world.get_run(run_id)
     return info is not None and str(info.status) == status
+
+
+async def test_a_run_waiting_on_a_person_is_left_alone_until_input_arrives(
+    engine: Engine,
+) -> None:
+    """A hook without a timeout brings its own wake (resume_hook enqueues one): recovery
+    leaves the run alone. A payload recorded whose wake was lost is work: re-armed."""
+    async with engine.worker([flows.kid_waits], recover=False):
+        handle = await engine.client.start(flows.kid_waits, "rec-tok")
+        await wait_for(lambda: engine.world.get_hook("rec-tok"))
+    worker = wayline.Worker(engine.world, [flows.kid_waits])
+    assert await engine.world.runs_with_messages() == set()
+    counts = await worker.recover_runs()
+    assert (counts["waiting"], counts["rearmed"]) == (1, 0)
+    hook = await engine.world.get_hook("rec-tok")
+    assert hook is not None
+    await engine.world.append(  # resume_hook's write, without its enqueue
+        hook.run_id, [NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, {"payload": 7})]
+    )
+    counts = await worker.recover_runs()
+    assert counts["rearmed"] == 1
+    async with engine.worker([flows.kid_waits], recover=False):
+        assert await handle.result(timeout=10) == 7
