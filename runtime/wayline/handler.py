@@ -101,6 +101,9 @@ class Handler:
                 pass
             except RunTerminalError:
                 return ACK
+        # A run started by name (no definition recorded) is pinned to this worker's definition
+        # by its run_started: from then on, only a matching worker drives it.
+        pin = None if isinstance(info.attributes.get("definition"), dict) else workflow
         stats = _Stats()
         with tracer.start_as_current_span(
             "workflow.execute",
@@ -115,11 +118,14 @@ class Handler:
                 while True:
                     replay = Replay(workflow, run_id)
                     replay.parent = info.attributes.get("parent")
-                    replay.feed(await world.list_events(run_id))
+                    events = await world.list_events(run_id)
+                    if pin is not None and _pinned_elsewhere(pin, events):
+                        return Verdict("retry", delay=0.0)  # check the new pin again
+                    replay.feed(events)
                     await sync_children(self, replay)
                     try:
                         if replay.root is None and replay.terminal is None:
-                            await self._start(replay, defer)
+                            await self._start(replay, defer, pin)
                         driven = await self._drive(replay, delivery, stats, backstop, defer)
                     except Rebuild:
                         stats.rebuilds += 1
@@ -551,17 +557,23 @@ class Handler:
     async def _catch_up(self, replay: Replay) -> None:
         replay.feed(await self.world.list_events(replay.run_id, after_seq=replay.last_seq))
 
-    async def _start(self, replay: Replay, defer: bool) -> None:
+    async def _start(
+        self, replay: Replay, defer: bool, pin: WorkflowDefinition | None = None
+    ) -> None:
         """Start the workflow function: provisionally, so that ``run_started`` rides on the
-        run's first decision batch (see ``deferred``), or written alone."""
+        run's first decision batch (see ``deferred``), or written alone. With ``pin``, the
+        event records that definition for a run that has none."""
+        started = NewEvent(
+            EventType.RUN_STARTED, data={"definition": pin.identity_record()} if pin else {}
+        )
         if defer:
-            replay.feed_provisional(NewEvent(EventType.RUN_STARTED))
+            replay.feed_provisional(started)
             if replay.needs_stamp:  # it read time before its first suspension
                 await flush(self.world, replay)
                 raise Rebuild
             return
         try:
-            await self.world.append(replay.run_id, [NewEvent(EventType.RUN_STARTED)])
+            await self.world.append(replay.run_id, [started])
         except (EntityConflictError, RunTerminalError):
             pass  # started (or ended) by another delivery: the log says which
         raise Rebuild
@@ -609,3 +621,12 @@ class Handler:
     async def handle_step(self, delivery: Delivery) -> Verdict:
         """A queued step body (see ``step_delivery``)."""
         return await handle_step(self, delivery)
+
+
+def _pinned_elsewhere(workflow: WorkflowDefinition, events: list[Event]) -> bool:
+    """The run was started meanwhile by a worker whose definition this one does not match."""
+    for e in events[:3]:
+        if e.type is EventType.RUN_STARTED:
+            recorded = e.data.get("definition")
+            return isinstance(recorded, dict) and workflow.mismatch(recorded) is not None
+    return False

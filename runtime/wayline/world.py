@@ -95,7 +95,19 @@ def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
     if event.type is EventType.RUN_CREATED:
         return new_run(event)
     assert info is not None, "fold_run needs run_created first"
-    return replace(info, **run_changes(event))
+    out = replace(info, **run_changes(event))
+    pin = pinned_definition(event)
+    if pin is not None and "definition" not in info.attributes:
+        out = replace(out, attributes={**info.attributes, "definition": pin})
+    return out
+
+
+def pinned_definition(event: Event) -> dict[str, Any] | None:
+    """The definition a ``run_started`` pins on a run started by name (none recorded)."""
+    if event.type is not EventType.RUN_STARTED:
+        return None
+    pin = event.data.get("definition")
+    return dict(pin) if isinstance(pin, Mapping) else None
 
 
 def terminal_statuses(statuses: Sequence[RunStatus] | None) -> list[str]:

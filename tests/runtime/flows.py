@@ -360,6 +360,16 @@ async def versioned_v2(n: int) -> str:
     return f"v2:{await add(n, 2)}"
 
 
+@wayline.workflow(name="pinned", revision=1)
+async def pinned_v1(token: str) -> str:
+    return f"v1:{await wayline.create_hook(token)}"
+
+
+@wayline.workflow(name="pinned", revision=2)
+async def pinned_v2(token: str) -> str:
+    return f"v2:{await wayline.create_hook(token)}"
+
+
 @wayline.workflow(name="strict", strict_identity=True)
 async def strict_a(n: int) -> str:
     return f"a:{await add(n, 0)}"

@@ -79,3 +79,24 @@ async def test_without_strict_identity_a_code_fix_reaches_the_run(engine: Engine
     assert info.attributes["definition"]["strictIdentity"] is False
     async with engine.worker([flows.chain]):
         assert await handle.result(timeout=10) == 3
+
+
+async def test_a_run_started_by_name_is_pinned_by_its_first_worker(engine: Engine) -> None:
+    """The operator and `wayline start NAME` know no definitions: the first worker's
+    run_started records its own, and from then on another revision never drives the run."""
+    by_name = wayline.Client(engine.world)  # knows no definitions
+    handle = await by_name.start("pinned", "tok-pin")
+    assert "definition" not in (await engine.client.get_run(handle.run_id)).attributes
+    async with engine.worker([flows.pinned_v1]):
+        await wait_for(lambda: engine.world.get_hook("tok-pin"))
+    record = (await engine.client.get_run(handle.run_id)).attributes["definition"]
+    assert record == flows.pinned_v1.identity_record()
+    async with engine.worker([flows.pinned_v2]):
+        await engine.client.resume_hook("tok-pin", "yes")
+
+        async def blocked() -> bool:
+            return await handle.status() is wayline.RunStatus.BLOCKED
+
+        await wait_for(blocked)
+    async with engine.worker([flows.pinned_v1]):  # recovery at start re-arms it
+        assert await handle.result(timeout=10) == "v1:yes"

@@ -34,6 +34,7 @@ from ...world import (
     RunInfo,
     World,
     new_run,
+    pinned_definition,
     run_changes,
     terminal_statuses,
 )
@@ -231,6 +232,14 @@ class LocalWorld(World):
                 _insert_run(db, new_run(event))
             else:
                 changes.update(run_changes(event))
+                pin = pinned_definition(event)
+                if pin is not None:
+                    db.execute(
+                        "UPDATE runs SET attributes = json_set(attributes, '$.definition', "
+                        "json(?)) WHERE run_id = ? AND json_extract(attributes, '$.definition') "
+                        "IS NULL",
+                        (json.dumps(pin), run_id),
+                    )
             out.append(event)
         if changes:
             _update_run(db, run_id, changes)
