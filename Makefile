@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench clean k8s-bins
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,20 +16,23 @@ demo: $(STAMP)
 	$(BIN)/python examples/orders.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check runtime tests examples bench
-	$(BIN)/ruff format --check runtime tests examples bench
+	$(BIN)/ruff check runtime operator tests examples bench
+	$(BIN)/ruff format --check runtime operator tests examples bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 	MYPYPATH=runtime $(BIN)/mypy --strict examples  # user code type-checks against the SDK
 
-unit: $(STAMP)
+unit: $(STAMP) k8s-bins
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/steps.py
+
+k8s-bins:  # kube-apiserver + etcd for tests/operator, cached outside the repo
+	bash tools/build-k8s.sh
 
 clean:
 	rm -rf $(VENV) .wayline .pytest_cache .mypy_cache

