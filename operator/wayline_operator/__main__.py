@@ -1,0 +1,45 @@
+"""``python -m wayline_operator [--namespace NS ...] [--peering NAME]``: run the operator.
+``python -m wayline_operator crd``: print the WorkflowRun CRD."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["crd"]:
+        from .resource import crd_json
+
+        sys.stdout.write(crd_json())
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m wayline_operator")
+    parser.add_argument("--namespace", action="append", default=[], help="watch only these")
+    parser.add_argument("--peering", help="a KopfPeering name, for more than one replica")
+    parser.add_argument("--verbose", action="store_true")
+    opts = parser.parse_args(args)
+    logging.basicConfig(
+        level=logging.DEBUG if opts.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    import kopf
+
+    from . import handlers  # noqa: F401 - registers the handlers
+
+    asyncio.run(
+        kopf.operator(
+            clusterwide=not opts.namespace,
+            namespaces=opts.namespace,
+            standalone=opts.peering is None,
+            peering_name=opts.peering,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

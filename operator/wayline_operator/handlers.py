@@ -1,0 +1,137 @@
+"""The kopf handlers. Settings come from the environment:
+
+- ``WAYLINE_WORLD``: the world URL (``nats://…`` in a cluster), as for every wayline command;
+- ``WAYLINE_OPERATOR_POLL_SECONDS`` (2): how often a live run's status is mirrored;
+- ``WAYLINE_OPERATOR_SWEEP_SECONDS`` (60): how often runs with no wake coming are re-armed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from typing import Any
+
+import kopf
+
+from wayline import Worker, open_world
+from wayline.errors import WorldError
+
+from .reconcile import InvalidSpec, Reconciler, run_id_for
+from .resource import GROUP, PLURAL, VERSION
+from .status import invalid_status
+
+log = logging.getLogger("wayline.operator")
+
+POLL_SECONDS = float(os.environ.get("WAYLINE_OPERATOR_POLL_SECONDS", "2"))
+SWEEP_SECONDS = float(os.environ.get("WAYLINE_OPERATOR_SWEEP_SECONDS", "60"))
+WORLD_URL = "WAYLINE_WORLD"
+_TERMINAL = {"completed", "failed", "cancelled", "invalid"}
+
+
+def configure(settings: kopf.OperatorSettings) -> None:
+    settings.persistence.finalizer = f"{GROUP}/finalizer"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=GROUP, key="last-handled-configuration"
+    )
+    settings.posting.level = logging.WARNING
+    settings.networking.connect_timeout = 10
+    settings.networking.request_timeout = 60
+    settings.watching.server_timeout = 600
+    settings.execution.default_backoff = 5
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    configure(settings)
+    world = open_world(os.environ.get(WORLD_URL) or "sqlite:///.wayline/wayline.db")
+    await world.start()
+    memo["reconciler"] = Reconciler(world)
+    memo["sweeper"] = asyncio.create_task(_sweep(world), name="wayline-operator-sweep")
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    sweeper = memo.get("sweeper")
+    if sweeper is not None:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
+    reconciler = memo.get("reconciler")
+    if reconciler is not None:
+        await reconciler.world.close()
+
+
+async def _sweep(world: Any) -> None:
+    """Recovery is automatic: every ``SWEEP_SECONDS`` re-arm the runs that have no wake
+    coming (the same pass a worker makes when it starts)."""
+    sweeper = Worker(world, [], recover=False)
+    while True:
+        try:
+            counts = await sweeper.recover_runs()
+            if counts["rearmed"]:
+                log.info("sweep re-armed %d of %d live runs", counts["rearmed"], counts["total"])
+        except WorldError as err:
+            log.warning("sweep skipped: %s", err)
+        await asyncio.sleep(SWEEP_SECONDS)
+
+
+def _reconciler(memo: kopf.Memo) -> Reconciler:
+    return memo["reconciler"]  # type: ignore[no-any-return]
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL, id="start")
+@kopf.on.create(GROUP, VERSION, PLURAL, id="start")
+async def start(
+    spec: kopf.Spec, uid: str, status: kopf.Status, patch: kopf.Patch, memo: kopf.Memo, **_: Any
+) -> None:
+    if status.get("phase") in _TERMINAL:
+        return
+    try:
+        patch.status.update(await _reconciler(memo).start(uid, spec))
+    except InvalidSpec as err:
+        patch.status.update(invalid_status(str(err)))
+        raise kopf.PermanentError(str(err)) from None
+    except WorldError as err:
+        raise kopf.TemporaryError(str(err), delay=5) from None
+
+
+@kopf.on.update(GROUP, VERSION, PLURAL, field="spec", id="act")
+async def act(spec: kopf.Spec, uid: str, memo: kopf.Memo, **_: Any) -> None:
+    try:
+        await _reconciler(memo).act(uid, spec)
+    except InvalidSpec as err:
+        raise kopf.PermanentError(str(err)) from None
+    except WorldError as err:
+        raise kopf.TemporaryError(str(err), delay=5) from None
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, id="mirror", interval=POLL_SECONDS, initial_delay=0.5)
+async def mirror(
+    spec: kopf.Spec, uid: str, status: kopf.Status, patch: kopf.Patch, memo: kopf.Memo, **_: Any
+) -> None:
+    """Mirror the run's log into the status, and carry the spec's decisions again (an
+    ``act`` lost to a crash is repeated here; each decision is done once)."""
+    if status.get("phase") in _TERMINAL:
+        return
+    reconciler = _reconciler(memo)
+    try:
+        with contextlib.suppress(InvalidSpec):
+            await reconciler.act(uid, spec)
+        seq = status.get("lastSeq")
+        fresh = await reconciler.status(run_id_for(uid), seq if isinstance(seq, int) else None)
+    except WorldError as err:
+        log.warning("mirroring %s skipped: %s", uid, err)
+        return
+    if fresh is not None:
+        patch.status.update(fresh)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL, id="stop")
+async def stop(uid: str, memo: kopf.Memo, **_: Any) -> None:
+    try:
+        await _reconciler(memo).stop(uid)
+    except WorldError as err:
+        raise kopf.TemporaryError(str(err), delay=5) from None

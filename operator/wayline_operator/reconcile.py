@@ -1,0 +1,99 @@
+"""What the operator does for one ``WorkflowRun``, apart from kopf: start its run, carry its
+spec's decisions (cancel, compensation) to the world, and compute its status. The kopf
+handlers (``handlers``) call these; tests can too."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pydantic
+
+from wayline import Client
+from wayline.errors import WaylineError, WorldError
+from wayline.events import EventType, RunStatus
+from wayline.world import World
+
+from .resource import WorkflowRunSpec
+from .status import resumes_recorded, run_status
+
+log = logging.getLogger("wayline.operator")
+
+
+class InvalidSpec(Exception):
+    """The resource cannot start a run: its spec is wrong, or names a run of another kind."""
+
+
+def run_id_for(uid: str) -> str:
+    """The run's id is the resource's uid: a retried create (operator crash, resume after a
+    restart) names the same run, and ``Client.start(run_id=...)`` starts it only once."""
+    return "wf_" + uid.replace("-", "").lower()
+
+
+def parse_spec(spec: Any) -> WorkflowRunSpec:
+    try:
+        return WorkflowRunSpec.model_validate(dict(spec or {}))
+    except pydantic.ValidationError as err:
+        problems = "; ".join(
+            f"spec.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()
+        )
+        raise InvalidSpec(problems) from None
+
+
+class Reconciler:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.client = Client(world)
+
+    async def start(self, uid: str, spec: Any) -> dict[str, Any]:
+        """Start the resource's run (idempotent) and return its status."""
+        parsed = parse_spec(spec)
+        run_id = run_id_for(uid)
+        try:
+            await self.client.start(parsed.workflow, *parsed.args(), run_id=run_id)
+        except WorldError:
+            raise  # the world's trouble, not the spec's: retried
+        except WaylineError as err:
+            raise InvalidSpec(err.message) from None
+        return await self.status(run_id) or {}
+
+    async def act(self, uid: str, spec: Any) -> None:
+        """Carry the spec's decisions to the run: a cancel, a compensation resume or abandon.
+        Each is done once however often this is called (it compares with the log)."""
+        parsed = parse_spec(spec)
+        run_id = run_id_for(uid)
+        info = await self.world.get_run(run_id)
+        if info is None or info.status.terminal:
+            return
+        events = await self.world.list_events(run_id)
+        if parsed.cancel and not any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
+            log.info("run %s: cancel requested by its WorkflowRun", run_id)
+            await self.client.cancel(run_id, reason="cancelled by its WorkflowRun")
+        if info.status is not RunStatus.COMPENSATION_STUCK:
+            return
+        wanted = parsed.compensation
+        if wanted.abandon:
+            if not any(e.type is EventType.RUN_COMPENSATION_ABANDONED for e in events):
+                log.info("run %s: compensation abandoned by its WorkflowRun", run_id)
+                await self.client.abandon_compensation(run_id)
+        elif wanted.resumes > resumes_recorded(events):
+            log.info("run %s: compensation resumed by its WorkflowRun", run_id)
+            await self.client.resume_compensation(run_id)
+
+    async def status(self, run_id: str, known_seq: int | None = None) -> dict[str, Any] | None:
+        """The run's status; None when the run does not exist or ``known_seq`` is current."""
+        info = await self.world.get_run(run_id)
+        if info is None or (known_seq is not None and info.last_seq == known_seq):
+            return None
+        return run_status(info, await self.world.list_events(run_id))
+
+    async def stop(self, uid: str) -> None:
+        """The resource is being deleted: cancel its run (durably requested; a worker finishes
+        it, compensations included). A run that ended, or never started, needs nothing."""
+        run_id = run_id_for(uid)
+        info = await self.world.get_run(run_id)
+        if info is None or info.status.terminal:
+            return
+        events = await self.world.list_events(run_id)
+        if not any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
+            await self.client.cancel(run_id, reason="its WorkflowRun was deleted")

@@ -1,0 +1,238 @@
+"""WorkflowRun end to end on a real kube-apiserver + etcd: the operator (kopf, in this
+process) and a worker share a SQLite world, and everything is driven with kubectl."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import wayline
+from tests.runtime import flows
+from tests.runtime.harness import settings, wait_for
+from wayline.events import EventType, NewEvent, RunStatus
+from wayline.ids import new_run_id
+from wayline.worlds.local import LocalWorld
+
+CRD = Path(__file__).resolve().parents[2] / "crds" / "workflowruns.wayline.dev.json"
+APPS = [flows.chain, flows.kid_waits, flows.saga_stuck]
+
+
+@dataclass
+class Cluster:
+    plane: Any
+    namespace: str
+    world: wayline.World
+    client: wayline.Client
+    operator: Operator
+
+    def kubectl(self, *args: str, check: bool = True) -> Any:
+        done = self.plane.kubectl("-n", self.namespace, *args)
+        if check:
+            assert done.returncode == 0, done.stderr
+        return done
+
+    def apply(self, name: str, spec: dict[str, Any]) -> Any:
+        manifest = {
+            "apiVersion": "wayline.dev/v1alpha1",
+            "kind": "WorkflowRun",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        path = Path(self.plane.kubeconfig).parent / f"{self.namespace}-{name}.json"
+        path.write_text(json.dumps(manifest))
+        return self.kubectl("apply", "-f", str(path), check=False)
+
+    def get(self, name: str) -> dict[str, Any]:
+        return json.loads(self.kubectl("get", "workflowrun", name, "-o", "json").stdout)
+
+    async def status_when(self, name: str, phase: str, timeout: float = 20) -> dict[str, Any]:
+        async def reached() -> dict[str, Any] | None:
+            status = await asyncio.to_thread(lambda: self.get(name).get("status") or {})
+            return status if status.get("phase") == phase else None
+
+        found: dict[str, Any] = await wait_for(reached, timeout=timeout, interval=0.2)
+        return found
+
+
+@pytest.fixture(scope="module")
+def crd_applied(control_plane: Any) -> None:
+    done = control_plane.kubectl("apply", "-f", str(CRD))
+    assert done.returncode == 0, done.stderr
+    done = control_plane.kubectl(
+        "wait", "--for=condition=Established", "crd/workflowruns.wayline.dev", "--timeout=30s"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+class Operator:
+    """The operator as its pod runs it: ``python -m wayline_operator``, in a process of its
+    own (so a test can SIGKILL it), watching one namespace."""
+
+    def __init__(self, namespace: str, env: dict[str, str], log: Path) -> None:
+        self.namespace, self.env, self.log = namespace, env, log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "wayline_operator", "--namespace", self.namespace],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+
+@pytest.fixture
+async def cluster(
+    control_plane: Any, crd_applied: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Cluster]:
+    url = f"sqlite:///{tmp_path / 'wayline.db'}"
+    monkeypatch.setenv("WAYLINE_WORLD", url)
+    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+    namespace = f"t-{uuid.uuid4().hex[:10]}"  # never deleted: no namespace controller here
+    done = control_plane.kubectl("create", "namespace", namespace)
+    assert done.returncode == 0, done.stderr
+    world = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
+    await world.start()
+    env = {
+        **os.environ,
+        "WAYLINE_WORLD": url,
+        "KUBECONFIG": str(control_plane.kubeconfig),
+        "WAYLINE_OPERATOR_POLL_SECONDS": "0.3",
+        "WAYLINE_OPERATOR_SWEEP_SECONDS": "0.5",
+    }
+    operator = Operator(namespace, env, tmp_path / "operator.log")
+    operator.start()
+    try:
+        yield Cluster(control_plane, namespace, world, wayline.Client(world), operator)
+    finally:
+        operator.stop()
+        await world.close()
+
+
+async def test_applying_a_workflowrun_runs_it_once_and_mirrors_it(cluster: Cluster) -> None:
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("sum", {"workflow": "chain", "input": [4]}).returncode == 0
+        status = await cluster.status_when("sum", "completed")
+    resource = cluster.get("sum")
+    assert status["output"] == 6 and status["steps"]["completed"] == 4
+    assert status["runId"] == "wf_" + resource["metadata"]["uid"].replace("-", "")
+    assert status["conditions"][0]["status"] == "True"
+    assert [r.run_id for r in await cluster.client.list_runs()] == [status["runId"]]
+    printed = cluster.kubectl("get", "wfr", "sum").stdout
+    assert "chain" in printed and "completed" in printed  # the printer columns
+
+
+async def test_the_api_server_refuses_bad_specs(cluster: Cluster) -> None:
+    missing = cluster.apply("bad1", {"input": [1]})
+    assert missing.returncode != 0 and "workflow" in missing.stderr
+    extra = cluster.apply("bad2", {"workflow": "chain", "resumes": 1})
+    assert extra.returncode != 0 or "unknown field" in extra.stderr
+    negative = cluster.apply("bad3", {"workflow": "chain", "compensation": {"resumes": -1}})
+    assert negative.returncode != 0 and "resumes" in negative.stderr
+    created = cluster.apply("ok", {"workflow": "kid_waits", "input": "tok-ok", "cancel": True})
+    assert created.returncode == 0, created.stderr
+    again = cluster.apply("ok", {"workflow": "kid_waits", "input": "tok-ok", "cancel": False})
+    assert again.returncode != 0 and "un-cancelled" in again.stderr
+    renamed = cluster.apply("ok", {"workflow": "chain", "input": "tok-ok", "cancel": True})
+    assert renamed.returncode != 0 and "cannot change" in renamed.stderr
+
+
+async def test_an_operator_restart_starts_no_second_run(cluster: Cluster) -> None:
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("waits", {"workflow": "kid_waits", "input": "tok-r"}).returncode == 0
+        await cluster.status_when("waits", "running")
+        await wait_for(lambda: cluster.world.get_hook("tok-r"))
+        # the operator is killed and comes back: it resumes the resource, and the run
+        cluster.operator.stop(signal.SIGKILL)
+        cluster.operator.start()
+        await asyncio.sleep(3.0)  # time to resume (and, were it wrong, to start another)
+        assert len(await cluster.client.list_runs()) == 1
+        await cluster.client.resume_hook("tok-r", {"ok": True})
+        status = await cluster.status_when("waits", "completed")
+    assert status["output"] == {"ok": True}
+    assert len(await cluster.client.list_runs()) == 1
+
+
+async def test_cancel_in_the_spec_and_deleting_the_resource_cancel_the_run(
+    cluster: Cluster,
+) -> None:
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("c1", {"workflow": "kid_waits", "input": "tok-c1"})
+        cluster.apply("c2", {"workflow": "kid_waits", "input": "tok-c2"})
+        first = await cluster.status_when("c1", "running")
+        second = await cluster.status_when("c2", "running")
+        cluster.kubectl("patch", "wfr", "c1", "--type=merge", "-p", '{"spec":{"cancel":true}}')
+        await cluster.status_when("c1", "cancelled")
+        cluster.kubectl("delete", "wfr", "c2", "--timeout=20s")  # waits for the finalizer
+        gone = cluster.kubectl("get", "wfr", "c2", check=False)
+        assert gone.returncode != 0 and "NotFound" in gone.stderr
+
+        async def cancelled() -> bool:
+            info = await cluster.world.get_run(second["runId"])
+            return info is not None and info.status is RunStatus.CANCELLED
+
+        await wait_for(cancelled)
+    info = await cluster.world.get_run(first["runId"])
+    assert info is not None and info.status is RunStatus.CANCELLED
+
+
+async def test_a_stuck_unwind_is_resumed_or_abandoned_from_the_spec(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    log = str(tmp_path / "log")
+    (tmp_path / flows.STUCK_FLAG).touch()
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("s1", {"workflow": "saga_stuck", "input": [log, "o1"]})
+        stuck = await cluster.status_when("s1", "compensation_stuck")
+        assert "spec.compensation.resumes" in stuck["conditions"][0]["message"]
+        bump = '{"spec":{"compensation":{"resumes":1}}}'
+        cluster.kubectl("patch", "wfr", "s1", "--type=merge", "-p", bump)  # fails again
+        await wait_for(lambda: _resumes(cluster, "s1", 1))
+        await cluster.status_when("s1", "compensation_stuck")
+        (tmp_path / flows.STUCK_FLAG).unlink()
+        bump = '{"spec":{"compensation":{"resumes":2}}}'
+        cluster.kubectl("patch", "wfr", "s1", "--type=merge", "-p", bump)
+        status = await cluster.status_when("s1", "failed")
+    assert status["compensationResumes"] == 2
+    assert flows.lines(log).count("try release o1") == 3
+    assert "no courier" in status["error"]["message"]
+
+
+async def _resumes(cluster: Cluster, name: str, n: int) -> bool:
+    status = await asyncio.to_thread(lambda: cluster.get(name).get("status") or {})
+    return bool(status.get("compensationResumes", 0) >= n)
+
+
+async def test_the_sweep_rearms_a_run_that_lost_its_wake(cluster: Cluster) -> None:
+    """Recovery is automatic in a cluster too: the operator's sweep finds a live run with no
+    wake coming (its messages lost) and re-arms it, with no worker restart."""
+    async with wayline.Worker(cluster.world, APPS, settings=settings(), recover=False):
+        lost = new_run_id()
+        await cluster.world.append(
+            lost,
+            [NewEvent(EventType.RUN_CREATED, data={"workflow": "chain", "input": {"args": [3]}})],
+        )
+        assert await cluster.client.handle(lost).result(timeout=20) == 3
