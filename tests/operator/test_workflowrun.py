@@ -1,5 +1,6 @@
-"""WorkflowRun end to end on a real kube-apiserver + etcd: the operator (kopf, in this
-process) and a worker share a SQLite world, and everything is driven with kubectl."""
+"""WorkflowRun end to end on a real kube-apiserver + etcd: the operator (in its own process,
+as its pod runs it) and a worker share a world (SQLite, or a real nats-server), and
+everything is driven with kubectl."""
 
 from __future__ import annotations
 
@@ -104,17 +105,29 @@ class Operator:
         self.proc = None
 
 
-@pytest.fixture
+@pytest.fixture(params=["local", "nats"])
 async def cluster(
-    control_plane: Any, crd_applied: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest,
+    control_plane: Any,
+    crd_applied: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[Cluster]:
-    url = f"sqlite:///{tmp_path / 'wayline.db'}"
+    """The operator process and this test's worker on one world: a SQLite file, or a prefix
+    on the session's real nats-server (as in a cluster)."""
+    namespace = f"t-{uuid.uuid4().hex[:10]}"  # never deleted: no namespace controller here
+    world: wayline.World
+    if request.param == "local":
+        url = f"sqlite:///{tmp_path / 'wayline.db'}"
+        world = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
+    else:
+        server = request.getfixturevalue("nats_server")
+        url = f"{server.url}?prefix={namespace.replace('-', '')}"
+        world = wayline.open_world(url)
     monkeypatch.setenv("WAYLINE_WORLD", url)
     monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    namespace = f"t-{uuid.uuid4().hex[:10]}"  # never deleted: no namespace controller here
     done = control_plane.kubectl("create", "namespace", namespace)
     assert done.returncode == 0, done.stderr
-    world = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
     await world.start()
     env = {
         **os.environ,
