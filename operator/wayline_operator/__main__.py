@@ -1,5 +1,5 @@
 """``python -m wayline_operator [--namespace NS ...] [--peering NAME]``: run the operator.
-``python -m wayline_operator crd``: print the WorkflowRun CRD."""
+``python -m wayline_operator crds [DIR]``: write the CRDs (to ``crds/`` by default)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,15 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["crd"]:
-        from .resource import crd_json
+    if args[:1] == ["crds"]:
+        from pathlib import Path
 
-        sys.stdout.write(crd_json())
+        from .resource import as_json, crds
+
+        folder = Path(args[1] if len(args) > 1 else "crds")
+        for name, manifest in crds().items():
+            (folder / name).write_text(as_json(manifest))
+            print(folder / name)
         return 0
     parser = argparse.ArgumentParser(prog="python -m wayline_operator")
     parser.add_argument("--namespace", action="append", default=[], help="watch only these")

@@ -2,7 +2,9 @@
 
 - ``WAYLINE_WORLD``: the world URL (``nats://…`` in a cluster), as for every wayline command;
 - ``WAYLINE_OPERATOR_POLL_SECONDS`` (2): how often a live run's status is mirrored;
-- ``WAYLINE_OPERATOR_SWEEP_SECONDS`` (60): how often runs with no wake coming are re-armed.
+- ``WAYLINE_OPERATOR_SWEEP_SECONDS`` (60): how often runs with no wake coming are re-armed;
+- ``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS`` (5): how often a WorkflowHook whose run has not
+  reached its hook yet tries again.
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ import kopf
 from wayline import Worker, open_world
 from wayline.errors import WorldError
 
-from .reconcile import InvalidSpec, Reconciler, run_id_for
-from .resource import GROUP, PLURAL, VERSION
+from .reconcile import HookNotReady, InvalidSpec, Reconciler, run_id_for
+from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
 from .status import invalid_status
 
 log = logging.getLogger("wayline.operator")
 
 POLL_SECONDS = float(os.environ.get("WAYLINE_OPERATOR_POLL_SECONDS", "2"))
 SWEEP_SECONDS = float(os.environ.get("WAYLINE_OPERATOR_SWEEP_SECONDS", "60"))
+HOOK_RETRY_SECONDS = float(os.environ.get("WAYLINE_OPERATOR_HOOK_RETRY_SECONDS", "5"))
 WORLD_URL = "WAYLINE_WORLD"
 _TERMINAL = {"completed", "failed", "cancelled", "invalid"}
 
@@ -133,5 +136,26 @@ async def mirror(
 async def stop(uid: str, memo: kopf.Memo, **_: Any) -> None:
     try:
         await _reconciler(memo).stop(uid)
+    except WorldError as err:
+        raise kopf.TemporaryError(str(err), delay=5) from None
+
+
+@kopf.on.resume(GROUP, VERSION, HOOK_PLURAL, id="deliver")
+@kopf.on.create(GROUP, VERSION, HOOK_PLURAL, id="deliver")
+async def deliver(
+    spec: kopf.Spec, uid: str, status: kopf.Status, patch: kopf.Patch, memo: kopf.Memo, **_: Any
+) -> None:
+    """A ``WorkflowHook`` delivers its payload once; until its run reaches the hook it waits
+    (``phase: waiting``), retried every few seconds."""
+    if status.get("phase") in ("delivered", "failed"):
+        return
+    try:
+        patch.status.update(await _reconciler(memo).deliver(uid, spec))
+    except HookNotReady as err:
+        patch.status.update({"phase": "waiting", "message": str(err)})
+        raise kopf.TemporaryError(str(err), delay=HOOK_RETRY_SECONDS) from None
+    except InvalidSpec as err:
+        patch.status.update({"phase": "failed", "message": str(err)})
+        raise kopf.PermanentError(str(err)) from None
     except WorldError as err:
         raise kopf.TemporaryError(str(err), delay=5) from None

@@ -10,11 +10,11 @@ from typing import Any
 import pydantic
 
 from wayline import Client
-from wayline.errors import WaylineError, WorldError
+from wayline.errors import HookNotFoundError, WaylineError, WorldError
 from wayline.events import EventType, RunStatus
 from wayline.world import World
 
-from .resource import WorkflowRunSpec
+from .resource import WorkflowHookSpec, WorkflowRunSpec
 from .status import resumes_recorded, run_status
 
 log = logging.getLogger("wayline.operator")
@@ -30,9 +30,18 @@ def run_id_for(uid: str) -> str:
     return "wf_" + uid.replace("-", "").lower()
 
 
+class HookNotReady(Exception):
+    """No hook holds the token yet (its run has not reached it): try again later."""
+
+
 def parse_spec(spec: Any) -> WorkflowRunSpec:
+    parsed: WorkflowRunSpec = _parse(spec, WorkflowRunSpec)
+    return parsed
+
+
+def _parse(spec: Any, model: Any) -> Any:
     try:
-        return WorkflowRunSpec.model_validate(dict(spec or {}))
+        return model.model_validate(dict(spec or {}))
     except pydantic.ValidationError as err:
         problems = "; ".join(
             f"spec.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()
@@ -86,6 +95,22 @@ class Reconciler:
         if info is None or (known_seq is not None and info.last_seq == known_seq):
             return None
         return run_status(info, await self.world.list_events(run_id))
+
+    async def deliver(self, uid: str, spec: Any) -> dict[str, Any]:
+        """Deliver a ``WorkflowHook``'s payload, once (the resource's uid is the delivery id,
+        so a retry after a crash delivers nothing twice); returns its status."""
+        parsed: WorkflowHookSpec = _parse(spec, WorkflowHookSpec)
+        try:
+            run_id = await self.client.resume_hook(parsed.token, parsed.payload, delivery_id=uid)
+        except HookNotFoundError as err:
+            if not err.details.get("known"):
+                raise HookNotReady(err.message) from None
+            raise InvalidSpec(err.message) from None
+        except WorldError:
+            raise
+        except WaylineError as err:  # a payload that cannot be serialised, say
+            raise InvalidSpec(err.message) from None
+        return {"phase": "delivered", "runId": run_id, "message": ""}
 
     async def stop(self, uid: str) -> None:
         """The resource is being deleted: cancel its run (durably requested; a worker finishes

@@ -1,7 +1,7 @@
 """The ``WorkflowRun`` resource: its spec as a pydantic model, and the CRD generated from it.
 
-``crds/`` holds the generated CRD, checked in (``python -m wayline_operator crd`` prints it;
-a test fails when the two differ). The status is written by the operator only and mirrors
+``crds/`` holds the generated CRDs, checked in (``python -m wayline_operator crds`` writes
+them; a test fails when they differ). The status is written by the operator only and mirrors
 the run's log; the CRD keeps it open (``x-kubernetes-preserve-unknown-fields``) because kopf
 stores its own progress there too.
 """
@@ -17,7 +17,6 @@ GROUP = "wayline.dev"
 VERSION = "v1alpha1"
 KIND = "WorkflowRun"
 PLURAL = "workflowruns"
-SINGULAR = "workflowrun"
 SHORT_NAMES = ["wfr"]
 
 
@@ -62,6 +61,20 @@ class WorkflowRunSpec(BaseModel):
         return list(self.input) if isinstance(self.input, list) else [self.input]
 
 
+class WorkflowHookSpec(BaseModel):
+    """A payload for the hook holding ``token``, delivered once: ``kubectl apply`` an
+    approval. Immutable; a second payload is a second resource."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    token: str = Field(min_length=1, description="The token the workflow's hook waits on.")
+    payload: Any = Field(default=None, description="Any JSON value, given to the workflow.")
+
+
+HOOK_KIND = "WorkflowHook"
+HOOK_PLURAL = "workflowhooks"
+
+
 def _structural(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """A pydantic JSON schema as a Kubernetes structural schema: refs inlined, no titles,
     ``Any`` as preserved unknown fields."""
@@ -85,12 +98,18 @@ def _structural(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def spec_schema() -> dict[str, Any]:
-    raw = WorkflowRunSpec.model_json_schema()
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    raw = model.model_json_schema()
     schema = _structural(raw, raw.get("$defs", {}))
+    for prop in schema["properties"].values():
+        if prop.get("default", 0) is None or "properties" in prop:
+            prop.pop("default", None)  # no null defaults; objects default in the operator
+    return schema
+
+
+def run_spec_schema() -> dict[str, Any]:
+    schema = _schema(WorkflowRunSpec)
     props = schema["properties"]
-    props["compensation"].pop("default", None)
-    props["input"].pop("default", None)
     props["workflow"]["x-kubernetes-validations"] = [
         {"rule": "self == oldSelf", "message": "a run's workflow cannot change"}
     ]
@@ -100,26 +119,29 @@ def spec_schema() -> dict[str, Any]:
     return schema
 
 
-def crd_manifest() -> dict[str, Any]:
-    columns = [
-        {"name": "Workflow", "type": "string", "jsonPath": ".spec.workflow"},
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-        {"name": "Steps", "type": "integer", "jsonPath": ".status.steps.completed"},
-        {"name": "Run", "type": "string", "jsonPath": ".status.runId", "priority": 1},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+def hook_spec_schema() -> dict[str, Any]:
+    schema = _schema(WorkflowHookSpec)
+    schema["x-kubernetes-validations"] = [
+        {"rule": "self == oldSelf", "message": "a delivered payload cannot change"}
     ]
+    return schema
+
+
+def _crd(
+    kind: str, plural: str, short: str, spec: dict[str, Any], columns: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
+        "metadata": {"name": f"{plural}.{GROUP}"},
         "spec": {
             "group": GROUP,
             "scope": "Namespaced",
             "names": {
-                "kind": KIND,
-                "plural": PLURAL,
-                "singular": SINGULAR,
-                "shortNames": SHORT_NAMES,
+                "kind": kind,
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": [short],
                 "categories": ["wayline"],
             },
             "versions": [
@@ -134,7 +156,7 @@ def crd_manifest() -> dict[str, Any]:
                             "type": "object",
                             "required": ["spec"],
                             "properties": {
-                                "spec": spec_schema(),
+                                "spec": spec,
                                 "status": {
                                     "type": "object",
                                     "x-kubernetes-preserve-unknown-fields": True,
@@ -148,6 +170,37 @@ def crd_manifest() -> dict[str, Any]:
     }
 
 
-def crd_json() -> str:
-    """The CRD as the checked-in file holds it (JSON is YAML; kubectl applies it as is)."""
-    return json.dumps(crd_manifest(), indent=2, sort_keys=True) + "\n"
+def crd_manifest() -> dict[str, Any]:
+    """The ``WorkflowRun`` CRD."""
+    columns: list[dict[str, Any]] = [
+        {"name": "Workflow", "type": "string", "jsonPath": ".spec.workflow"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+        {"name": "Steps", "type": "integer", "jsonPath": ".status.steps.completed"},
+        {"name": "Run", "type": "string", "jsonPath": ".status.runId", "priority": 1},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return _crd(KIND, PLURAL, SHORT_NAMES[0], run_spec_schema(), columns)
+
+
+def hook_crd_manifest() -> dict[str, Any]:
+    """The ``WorkflowHook`` CRD."""
+    columns: list[dict[str, Any]] = [
+        {"name": "Token", "type": "string", "jsonPath": ".spec.token"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+        {"name": "Run", "type": "string", "jsonPath": ".status.runId"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return _crd(HOOK_KIND, HOOK_PLURAL, "wfh", hook_spec_schema(), columns)
+
+
+def crds() -> dict[str, dict[str, Any]]:
+    """Every CRD, by the file name it is checked in under (in ``crds/``)."""
+    return {
+        f"{PLURAL}.{GROUP}.json": crd_manifest(),
+        f"{HOOK_PLURAL}.{GROUP}.json": hook_crd_manifest(),
+    }
+
+
+def as_json(manifest: dict[str, Any]) -> str:
+    """A manifest as the checked-in files hold it (JSON is YAML; kubectl applies it as is)."""
+    return json.dumps(manifest, indent=2, sort_keys=True) + "\n"

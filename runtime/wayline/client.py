@@ -176,18 +176,37 @@ class Client:
             raise WaylineError(f"run {run_id}: {err}") from err
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": str(event)})
 
-    async def resume_hook(self, token: str, payload: Any = None) -> str:
-        """Deliver ``payload`` to the hook holding ``token``; returns the run id."""
+    async def resume_hook(
+        self, token: str, payload: Any = None, *, delivery_id: str | None = None
+    ) -> str:
+        """Deliver ``payload`` to the hook holding ``token``; returns the run id. With
+        ``delivery_id`` the call is idempotent: a payload already delivered under that id (a
+        caller retrying after a crash) is not delivered again."""
         hook = await self.world.get_hook(token)
         if hook is None or not hook.active:
             state = "no hook" if hook is None else "the hook is no longer active"
-            raise HookNotFoundError(f"cannot resume {token!r}: {state}")
+            raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
         data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
+        if delivery_id is not None:
+            data["deliveryId"] = delivery_id
+            for e in await self.world.list_events(hook.run_id):
+                if e.type is EventType.HOOK_RECEIVED and e.data.get("deliveryId") == delivery_id:
+                    await self.world.enqueue(
+                        FLOW_TOPIC,
+                        {"runId": hook.run_id, "reason": "hook"},
+                        idempotency_key=f"{hook.run_id}:hook:{delivery_id}",
+                    )
+                    return hook.run_id  # delivered before; its wake is re-sent, deduped
         try:
             await self.world.append(
                 hook.run_id, [NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)]
             )
         except RunTerminalError:
-            raise HookNotFoundError(f"cannot resume {token!r}: its run has ended") from None
-        await self.world.enqueue(FLOW_TOPIC, {"runId": hook.run_id, "reason": "hook"})
+            raise HookNotFoundError(
+                f"cannot resume {token!r}: its run has ended", known=True
+            ) from None
+        key = None if delivery_id is None else f"{hook.run_id}:hook:{delivery_id}"
+        await self.world.enqueue(
+            FLOW_TOPIC, {"runId": hook.run_id, "reason": "hook"}, idempotency_key=key
+        )
         return hook.run_id

@@ -25,7 +25,7 @@ from wayline.events import EventType, NewEvent, RunStatus
 from wayline.ids import new_run_id
 from wayline.worlds.local import LocalWorld
 
-CRD = Path(__file__).resolve().parents[2] / "crds" / "workflowruns.wayline.dev.json"
+CRDS = Path(__file__).resolve().parents[2] / "crds"
 APPS = [flows.chain, flows.kid_waits, flows.saga_stuck]
 
 
@@ -43,10 +43,10 @@ class Cluster:
             assert done.returncode == 0, done.stderr
         return done
 
-    def apply(self, name: str, spec: dict[str, Any]) -> Any:
+    def apply(self, name: str, spec: dict[str, Any], kind: str = "WorkflowRun") -> Any:
         manifest = {
             "apiVersion": "wayline.dev/v1alpha1",
-            "kind": "WorkflowRun",
+            "kind": kind,
             "metadata": {"name": name},
             "spec": spec,
         }
@@ -54,12 +54,14 @@ class Cluster:
         path.write_text(json.dumps(manifest))
         return self.kubectl("apply", "-f", str(path), check=False)
 
-    def get(self, name: str) -> dict[str, Any]:
-        return json.loads(self.kubectl("get", "workflowrun", name, "-o", "json").stdout)
+    def get(self, name: str, kind: str = "workflowrun") -> dict[str, Any]:
+        return json.loads(self.kubectl("get", kind, name, "-o", "json").stdout)
 
-    async def status_when(self, name: str, phase: str, timeout: float = 20) -> dict[str, Any]:
+    async def status_when(
+        self, name: str, phase: str, timeout: float = 20, kind: str = "workflowrun"
+    ) -> dict[str, Any]:
         async def reached() -> dict[str, Any] | None:
-            status = await asyncio.to_thread(lambda: self.get(name).get("status") or {})
+            status = await asyncio.to_thread(lambda: self.get(name, kind).get("status") or {})
             return status if status.get("phase") == phase else None
 
         found: dict[str, Any] = await wait_for(reached, timeout=timeout, interval=0.2)
@@ -68,12 +70,23 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def crd_applied(control_plane: Any) -> None:
-    done = control_plane.kubectl("apply", "-f", str(CRD))
+    done = control_plane.kubectl("apply", "-f", str(CRDS))
     assert done.returncode == 0, done.stderr
-    done = control_plane.kubectl(
-        "wait", "--for=condition=Established", "crd/workflowruns.wayline.dev", "--timeout=30s"
-    )
-    assert done.returncode == 0, done.stderr
+    for crd in ("crd/workflowruns.wayline.dev", "crd/workflowhooks.wayline.dev"):
+        done = control_plane.kubectl("wait", "--for=condition=Established", crd, "--timeout=30s")
+        assert done.returncode == 0, done.stderr
+
+
+def _kubeconfig_env(world_url: str, kubeconfig: Path) -> dict[str, str]:
+    """The operator process's environment: the world, the cluster, and fast test cadences."""
+    return {
+        **os.environ,
+        "WAYLINE_WORLD": world_url,
+        "KUBECONFIG": str(kubeconfig),
+        "WAYLINE_OPERATOR_POLL_SECONDS": "0.3",
+        "WAYLINE_OPERATOR_SWEEP_SECONDS": "0.5",
+        "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS": "0.5",
+    }
 
 
 class Operator:
@@ -129,13 +142,7 @@ async def cluster(
     done = control_plane.kubectl("create", "namespace", namespace)
     assert done.returncode == 0, done.stderr
     await world.start()
-    env = {
-        **os.environ,
-        "WAYLINE_WORLD": url,
-        "KUBECONFIG": str(control_plane.kubeconfig),
-        "WAYLINE_OPERATOR_POLL_SECONDS": "0.3",
-        "WAYLINE_OPERATOR_SWEEP_SECONDS": "0.5",
-    }
+    env = _kubeconfig_env(url, control_plane.kubeconfig)
     operator = Operator(namespace, env, tmp_path / "operator.log")
     operator.start()
     try:
@@ -249,3 +256,35 @@ async def test_the_sweep_rearms_a_run_that_lost_its_wake(cluster: Cluster) -> No
             [NewEvent(EventType.RUN_CREATED, data={"workflow": "chain", "input": {"args": [3]}})],
         )
         assert await cluster.client.handle(lost).result(timeout=20) == 3
+
+
+async def test_a_workflowhook_delivers_its_payload_once(cluster: Cluster) -> None:
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("order", {"workflow": "kid_waits", "input": "tok-h"})
+        run = await cluster.status_when("order", "running")
+        await wait_for(lambda: cluster.world.get_hook("tok-h"))
+        made = cluster.apply("approve", {"token": "tok-h", "payload": {"ok": 1}}, "WorkflowHook")
+        assert made.returncode == 0, made.stderr
+        hook = await cluster.status_when("approve", "delivered", kind="workflowhook")
+        done = await cluster.status_when("order", "completed")
+    assert hook["runId"] == run["runId"] and done["output"] == {"ok": 1}
+    received = [
+        e
+        for e in await cluster.world.list_events(run["runId"])
+        if e.type is EventType.HOOK_RECEIVED
+    ]
+    assert len(received) == 1
+    changed = cluster.apply("approve", {"token": "tok-h", "payload": {"ok": 2}}, "WorkflowHook")
+    assert changed.returncode != 0 and "cannot change" in changed.stderr
+
+
+async def test_a_workflowhook_waits_for_its_run_to_reach_the_hook(cluster: Cluster) -> None:
+    early = cluster.apply("early", {"token": "tok-e", "payload": "yes"}, "WorkflowHook")
+    assert early.returncode == 0, early.stderr
+    waiting = await cluster.status_when("early", "waiting", kind="workflowhook")
+    assert "tok-e" in waiting["message"]
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("late", {"workflow": "kid_waits", "input": "tok-e"})
+        await cluster.status_when("early", "delivered", kind="workflowhook")
+        done = await cluster.status_when("late", "completed")
+    assert done["output"] == "yes"

@@ -273,3 +273,20 @@ async def test_a_start_with_a_run_id_is_idempotent(engine: Engine) -> None:
         await engine.client.start(flows.fan_out, 1, run_id=run_id)
     with pytest.raises(wayline.WaylineError, match="32 lowercase hex"):
         await engine.client.start(flows.chain, 1, run_id="my-run")
+
+
+async def test_resume_hook_with_a_delivery_id_delivers_once(engine: Engine) -> None:
+    """A caller that retries after a crash (the operator's WorkflowHook) names its delivery:
+    the second call delivers nothing, and still answers the run id."""
+    async with engine.worker([flows.kid_waits]):
+        handle = await engine.client.start(flows.kid_waits, "tok-once")
+        await wait_for(lambda: engine.world.get_hook("tok-once"))
+        first = await engine.client.resume_hook("tok-once", 1, delivery_id="d-1")
+        again = await engine.client.resume_hook("tok-once", 2, delivery_id="d-1")
+        assert first == again == handle.run_id
+        assert await handle.result(timeout=10) == 1
+    received = of_type(await handle.events(), EventType.HOOK_RECEIVED)
+    assert [e.data["payload"] for e in received] == [1]
+    with pytest.raises(wayline.HookNotFoundError) as info:
+        await engine.client.resume_hook("tok-never", 1)
+    assert info.value.details["known"] is False
