@@ -31,7 +31,7 @@ test: lint typecheck unit
 bench: $(STAMP)
 	$(BIN)/python bench/steps.py
 
-k8s-bins:  # kube-apiserver + etcd for tests/operator, cached outside the repo
+k8s-bins:  # kube-apiserver, etcd and helm for tests/operator, cached outside the repo
 	bash tools/build-k8s.sh
 
 clean:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the Go module proxy for tests/operator (no Docker, and no
+# Builds kube-apiserver, etcd and helm from the Go module proxy for tests/operator (no Docker, and no
 # package registry ships kube-apiserver). The binaries go to a cache OUTSIDE the repo, keyed on
 # the versions, because a cold kube-apiserver build takes minutes: it is done once per machine.
 #
@@ -12,6 +12,7 @@ set -euo pipefail
 
 K8S_VERSION=v1.37.2
 ETCD_VERSION=3.6.16
+HELM_VERSION=v3.22.0
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out="${WAYLINE_K8S_BIN:-$HOME/.cache/wayline/k8s-bin}/${K8S_VERSION}-etcd${ETCD_VERSION}"
@@ -20,8 +21,10 @@ apiserver_ok() { [[ -x $out/kube-apiserver ]] && [[ $("$out/kube-apiserver" --ve
 # (a here-string, not a pipe: grep -q exiting early would SIGPIPE etcd and fail under pipefail)
 etcd_ok() { [[ -x $out/etcd ]] && grep -qx "etcd Version: $ETCD_VERSION" <<<"$("$out/etcd" --version 2>/dev/null)"; }
 
-if apiserver_ok && etcd_ok; then
-	echo "k8s test binaries: $out (kube-apiserver $K8S_VERSION, etcd $ETCD_VERSION, cached)"
+helm_ok() { [[ -x $out/helm ]] && [[ $("$out/helm" version --template '{{.Version}}' 2>/dev/null) == "$HELM_VERSION" ]]; }
+
+if apiserver_ok && etcd_ok && helm_ok; then
+	echo "k8s test binaries: $out (kube-apiserver $K8S_VERSION, etcd $ETCD_VERSION, helm $HELM_VERSION, cached)"
 	exit 0
 fi
 
@@ -58,6 +61,25 @@ if ! apiserver_ok; then
 	build k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver -ldflags "$ldflags"
 fi
 
+if ! helm_ok; then
+	# helm's own module has no replace directives: go install builds it with its pinned
+	# k8s.io versions. Without the k8sVersion ldflags, helm template/lint assume Kubernetes
+	# 1.20 and refuse the chart's kubeVersion.
+	start=$SECONDS
+	echo "building helm $HELM_VERSION ..."
+	minor=$(cut -d. -f2 <<<"$K8S_VERSION")
+	hv=helm.sh/helm/v3
+	GOBIN="$out/.helm-build" "$GO" install -trimpath -ldflags "-s -w \
+		-X $hv/internal/version.version=$HELM_VERSION -X $hv/internal/version.gitTreeState=clean \
+		-X $hv/pkg/chartutil.k8sVersionMajor=1 -X $hv/pkg/chartutil.k8sVersionMinor=$minor \
+		-X $hv/pkg/lint/rules.k8sVersionMajor=1 -X $hv/pkg/lint/rules.k8sVersionMinor=$minor" \
+		"$hv/cmd/helm@$HELM_VERSION"
+	mv -f "$out/.helm-build/helm" "$out/helm"
+	rmdir "$out/.helm-build"
+	echo "built helm in $((SECONDS - start))s"
+fi
+
 apiserver_ok || { echo "build-k8s.sh: $out/kube-apiserver does not report $K8S_VERSION" >&2; exit 1; }
+helm_ok || { echo "build-k8s.sh: $out/helm does not report $HELM_VERSION" >&2; exit 1; }
 etcd_ok || { echo "build-k8s.sh: $out/etcd does not report $ETCD_VERSION" >&2; exit 1; }
-echo "k8s test binaries: $out (kube-apiserver $K8S_VERSION, etcd $ETCD_VERSION)"
+echo "k8s test binaries: $out (kube-apiserver $K8S_VERSION, etcd $ETCD_VERSION, helm $HELM_VERSION)"

@@ -1,0 +1,140 @@
+"""The Helm chart: it lints and renders, every object it renders is accepted by a real API
+server, and the operator's RBAC is enough: the operator runs under the chart's ServiceAccount
+token (not as an administrator) and drives a WorkflowRun to the end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import wayline
+from tests.operator.conftest import _missing
+from tests.operator.test_workflowrun import APPS, CRDS, Operator, _kubeconfig_env
+from tests.runtime.harness import settings, wait_for
+from wayline.worlds.local import LocalWorld
+
+CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "wayline"
+
+
+@pytest.fixture(scope="module")
+def helm(control_plane: Any) -> Path:
+    path = Path(control_plane.bin_dir) / "helm"
+    if not path.is_file():
+        _missing(f"helm not in {control_plane.bin_dir}: run `make k8s-bins`")
+    return path
+
+
+def _render(helm: Path, namespace: str, *values: str) -> list[dict[str, Any]]:
+    args = [str(helm), "template", "t1", str(CHART), "--namespace", namespace, "--include-crds"]
+    for v in values:
+        args += ["--set", v]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
+    done = subprocess.run(
+        [str(helm), "lint", str(CHART), "--set", "workers[0].apps={myapp.flows}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for crd in CRDS.iterdir():
+        assert (CHART / "crds" / crd.name).read_text() == crd.read_text()
+    docs = _render(helm, "ns1", "workers[0].apps={myapp.flows}")
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds.count("CustomResourceDefinition") == 2
+    assert {"Deployment", "StatefulSet", "ClusterRole", "ServiceAccount"} <= set(kinds)
+    worker = next(
+        d for d in docs if d["kind"] == "Deployment" and "worker" in d["metadata"]["name"]
+    )
+    container = worker["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["wayline", "worker"] and container["args"] == [
+        "--app=myapp.flows"
+    ]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["WAYLINE_WORLD"] == "nats://t1-wayline-nats.ns1.svc:4222?prefix=wayline&replicas=1"
+
+
+def test_the_chart_refuses_a_missing_world(helm: Path) -> None:
+    done = subprocess.run(
+        [str(helm), "template", "t1", str(CHART), "--set", "nats.enabled=false"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0 and "set world.url" in done.stderr
+
+
+async def test_the_operator_runs_under_the_charts_service_account(
+    helm: Path, control_plane: Any, tmp_path: Path
+) -> None:
+    namespace = f"c-{uuid.uuid4().hex[:10]}"
+    assert control_plane.kubectl("create", "namespace", namespace).returncode == 0
+    docs = _render(helm, namespace, "workers[0].apps={tests.runtime.flows}")
+    rendered = tmp_path / "rendered.json"
+    rendered.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+    dry = control_plane.kubectl("apply", "--dry-run=server", "-f", str(rendered))
+    assert dry.returncode == 0, dry.stderr  # every object is valid for this API server
+    access = [
+        d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
+    ]
+    (tmp_path / "rbac.json").write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": access})
+    )
+    applied = control_plane.kubectl("apply", "-f", str(tmp_path / "rbac.json"))
+    assert applied.returncode == 0, applied.stderr
+    crds = control_plane.kubectl("apply", "-f", str(CRDS))
+    assert crds.returncode == 0, crds.stderr
+    account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"]
+    token = control_plane.kubectl("create", "token", account, "-n", namespace)
+    assert token.returncode == 0, token.stderr
+    kubeconfig = _token_kubeconfig(control_plane, token.stdout.strip(), tmp_path)
+
+    db = tmp_path / "wayline.db"
+    world = LocalWorld(db, poll_interval=0.01)
+    await world.start()
+    operator = Operator(
+        namespace, _kubeconfig_env(f"sqlite:///{db}", kubeconfig), tmp_path / "op.log"
+    )
+    operator.start()
+    try:
+        async with wayline.Worker(world, APPS, settings=settings()):
+            manifest = {
+                "apiVersion": "wayline.dev/v1alpha1",
+                "kind": "WorkflowRun",
+                "metadata": {"name": "rbac", "namespace": namespace},
+                "spec": {"workflow": "chain", "input": [3]},
+            }
+            (tmp_path / "run.json").write_text(json.dumps(manifest))
+            assert control_plane.kubectl("apply", "-f", str(tmp_path / "run.json")).returncode == 0
+
+            async def completed() -> bool:
+                got = control_plane.kubectl("-n", namespace, "get", "wfr", "rbac", "-o", "json")
+                return json.loads(got.stdout).get("status", {}).get("phase") == "completed"
+
+            await wait_for(completed, timeout=30, interval=0.3)
+    finally:
+        operator.stop()
+        await world.close()
+    log = (tmp_path / "op.log").read_text()
+    assert "Forbidden" not in log and "403" not in log, log[-3000:]
+
+
+def _token_kubeconfig(control_plane: Any, token: str, tmp_path: Path) -> Path:
+    """The admin kubeconfig's cluster, with the ServiceAccount's token as the user."""
+    admin = yaml.safe_load(Path(control_plane.kubeconfig).read_text())
+    admin["users"] = [{"name": "operator", "user": {"token": token}}]
+    for ctx in admin["contexts"]:
+        ctx["context"]["user"] = "operator"
+    path = tmp_path / "operator.kubeconfig"
+    path.write_text(yaml.safe_dump(admin))
+    return path
