@@ -74,11 +74,14 @@ class Reconciler:
         info = await self.world.get_run(run_id)
         if info is None or info.status.terminal:
             return
+        stuck = info.status is RunStatus.COMPENSATION_STUCK
+        if not parsed.cancel and not stuck:
+            return  # nothing asked of a live run: no need to read its log
         events = await self.world.list_events(run_id)
         if parsed.cancel and not any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
             log.info("run %s: cancel requested by its WorkflowRun", run_id)
             await self.client.cancel(run_id, reason="cancelled by its WorkflowRun")
-        if info.status is not RunStatus.COMPENSATION_STUCK:
+        if not stuck:
             return
         wanted = parsed.compensation
         if wanted.abandon:
