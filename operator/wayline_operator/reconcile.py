@@ -11,7 +11,7 @@ import pydantic
 
 from wayline import Client
 from wayline.errors import HookNotFoundError, WaylineError, WorldError
-from wayline.events import EventType, RunStatus
+from wayline.events import Event, EventType, RunStatus
 from wayline.world import World
 
 from .resource import WorkflowHookSpec, WorkflowRunSpec
@@ -78,9 +78,8 @@ class Reconciler:
         if not parsed.cancel and not stuck:
             return  # nothing asked of a live run: no need to read its log
         events = await self.world.list_events(run_id)
-        if parsed.cancel and not any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
-            log.info("run %s: cancel requested by its WorkflowRun", run_id)
-            await self.client.cancel(run_id, reason="cancelled by its WorkflowRun")
+        if parsed.cancel:
+            await self._cancel_once(run_id, events, "cancelled by its WorkflowRun")
         if not stuck:
             return
         wanted = parsed.compensation
@@ -123,5 +122,9 @@ class Reconciler:
         if info is None or info.status.terminal:
             return
         events = await self.world.list_events(run_id)
+        await self._cancel_once(run_id, events, "its WorkflowRun was deleted")
+
+    async def _cancel_once(self, run_id: str, events: list[Event], reason: str) -> None:
         if not any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
-            await self.client.cancel(run_id, reason="its WorkflowRun was deleted")
+            log.info("run %s: %s", run_id, reason)
+            await self.client.cancel(run_id, reason=reason)

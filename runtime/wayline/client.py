@@ -187,15 +187,13 @@ class Client:
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
         data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
+        wake = {"runId": hook.run_id, "reason": "hook"}
+        key = None if delivery_id is None else f"{hook.run_id}:hook:{delivery_id}"
         if delivery_id is not None:
             data["deliveryId"] = delivery_id
             for e in await self.world.list_events(hook.run_id):
                 if e.type is EventType.HOOK_RECEIVED and e.data.get("deliveryId") == delivery_id:
-                    await self.world.enqueue(
-                        FLOW_TOPIC,
-                        {"runId": hook.run_id, "reason": "hook"},
-                        idempotency_key=f"{hook.run_id}:hook:{delivery_id}",
-                    )
+                    await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
                     return hook.run_id  # delivered before; its wake is re-sent, deduped
         try:
             await self.world.append(
@@ -205,8 +203,5 @@ class Client:
             raise HookNotFoundError(
                 f"cannot resume {token!r}: its run has ended", known=True
             ) from None
-        key = None if delivery_id is None else f"{hook.run_id}:hook:{delivery_id}"
-        await self.world.enqueue(
-            FLOW_TOPIC, {"runId": hook.run_id, "reason": "hook"}, idempotency_key=key
-        )
+        await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
