@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import itertools
 
 import wayline
-from wayline.events import EventType
+from wayline._core.events import EventType
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 

@@ -10,8 +10,8 @@ from typing import Any
 import pydantic
 
 from wayline import Client
+from wayline._core.events import Event, EventType, RunStatus
 from wayline.errors import HookNotFoundError, WaylineError, WorldError
-from wayline.events import Event, EventType, RunStatus
 from wayline.world import World
 
 from .resource import WorkflowHookSpec, WorkflowRunSpec

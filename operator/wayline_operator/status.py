@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from wayline.events import Event, EventType, RunStatus
+from wayline._core.events import Event, EventType, RunStatus
 from wayline.world import RunInfo
 
 _DONE = {RunStatus.COMPLETED: "Succeeded", RunStatus.FAILED: "Failed"}

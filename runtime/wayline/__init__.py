@@ -5,9 +5,12 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 ``Worker`` and a world (``LocalWorld``, ``open_world``).
 """
 
+from ._core.events import RunStatus
+from ._core.replay import ChildFailedError, ChildTimeoutError, Hook, StepFailedError
+from ._sdk.context import StepContext, step_context
+from ._sdk.definitions import step, workflow
+from ._sdk.workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4
 from .client import Client, RunHandle
-from .context import StepContext, step_context
-from .definitions import step, workflow
 from .errors import (
     ConfigurationError,
     FatalError,
@@ -24,13 +27,10 @@ from .errors import (
     WorkflowNotFoundError,
     WorldUnavailableError,
 )
-from .events import RunStatus
-from .open_world import open_world
-from .replay import ChildFailedError, ChildTimeoutError, Hook, StepFailedError
 from .settings import Settings
 from .worker import Worker
-from .workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4
 from .world import World
+from .world.open import open_world
 from .worlds.local import LocalWorld
 
 __all__ = [

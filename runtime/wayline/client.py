@@ -6,7 +6,10 @@ import asyncio
 import time
 from typing import Any
 
-from .definitions import WorkflowDefinition
+from ._core.events import Event, EventType, NewEvent, RunStatus
+from ._core.ids import is_run_id, new_run_id
+from ._core.serde import decode, encode
+from ._sdk.definitions import WorkflowDefinition
 from .errors import (
     EntityConflictError,
     HookNotFoundError,
@@ -19,9 +22,6 @@ from .errors import (
     WaylineError,
     WorkflowNotFoundError,
 )
-from .events import Event, EventType, NewEvent, RunStatus
-from .ids import is_run_id, new_run_id
-from .serde import decode, encode
 from .world import FLOW_TOPIC, RunInfo, World
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .durations import Duration, to_seconds
+from ._core.durations import Duration, to_seconds
 
 
 class RetryableError(Exception):

@@ -16,13 +16,13 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from .definitions import WorkflowDefinition
+from ._core.events import EventType, RunStatus
+from ._engine.handler import Handler
+from ._engine.messages import Verdict
+from ._engine.tasks import spawn
+from ._sdk.definitions import WorkflowDefinition
 from .errors import ConfigurationError, WaylineError, WorldUnavailableError
-from .events import EventType, RunStatus
-from .handler import Handler
-from .messages import Verdict
 from .settings import Settings
-from .tasks import spawn
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
 
 log = logging.getLogger("wayline.worker")

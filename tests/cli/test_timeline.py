@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from wayline._core.events import Event, EventType, RunStatus
 from wayline.cli.timeline import LiveProgress, fmt_duration, fold, human_input, render_show
-from wayline.events import Event, EventType, RunStatus
 from wayline.world import RunInfo
 
 T = EventType

@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from wayline._core.events import EventType as T
+from wayline._core.events import NewEvent, RunStatus
+from wayline._core.ids import new_run_id
 from wayline.errors import (
     EntityConflictError,
     EntityMissingError,
@@ -16,9 +19,6 @@ from wayline.errors import (
     RunTerminalError,
     SequenceConflictError,
 )
-from wayline.events import EventType as T
-from wayline.events import NewEvent, RunStatus
-from wayline.ids import new_run_id
 from wayline.world import World
 
 

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from wayline.events import EventType as T
-from wayline.events import NewEvent, RunStatus
-from wayline.ids import new_run_id
+from wayline._core.events import EventType as T
+from wayline._core.events import NewEvent, RunStatus
+from wayline._core.ids import new_run_id
 from wayline.world import World
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import of_type, wait_for
-from wayline.events import EventType
+from wayline._core.events import EventType
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from tests.nats_fixtures import OpenWorlds
+from wayline._core.events import EventType as T
+from wayline._core.events import NewEvent, RunStatus
+from wayline._core.ids import new_run_id
 from wayline.errors import HookTokenConflictError, RunNotFoundError, SequenceConflictError
-from wayline.events import EventType as T
-from wayline.events import NewEvent, RunStatus
-from wayline.ids import new_run_id
 from wayline.worlds.nats import eventlog
 from wayline.worlds.nats.names import kv_key
 

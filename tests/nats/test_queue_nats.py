@@ -14,9 +14,9 @@ import uuid
 from typing import Any
 
 from tests.nats_fixtures import NatsServer, OpenWorlds
-from wayline.events import EventType as T
-from wayline.events import NewEvent
-from wayline.ids import new_run_id
+from wayline._core.events import EventType as T
+from wayline._core.events import NewEvent
+from wayline._core.ids import new_run_id
 from wayline.worlds.nats.names import kv_key
 
 

@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.nats_fixtures import NatsServer, OpenWorlds, wait_reconnected
+from wayline._core.events import EventType as T
+from wayline._core.events import NewEvent
+from wayline._core.ids import new_run_id
 from wayline.errors import WorldUnavailableError
-from wayline.events import EventType as T
-from wayline.events import NewEvent
-from wayline.ids import new_run_id
 
 R = TypeVar("R")
 

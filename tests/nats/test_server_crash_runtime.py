@@ -12,7 +12,7 @@ import wayline
 from tests.nats_fixtures import NatsServer, OpenWorlds, wait_reconnected
 from tests.runtime import flows
 from tests.runtime.harness import of_type, settings, wait_for
-from wayline.events import EventType
+from wayline._core.events import EventType
 
 
 async def test_sigkill_nats_server_mid_run(

@@ -21,8 +21,8 @@ import pytest
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import settings, wait_for
-from wayline.events import EventType, NewEvent, RunStatus
-from wayline.ids import new_run_id
+from wayline._core.events import EventType, NewEvent, RunStatus
+from wayline._core.ids import new_run_id
 from wayline.worlds.local import LocalWorld
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"

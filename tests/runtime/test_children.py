@@ -8,7 +8,7 @@ import pytest
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, wait_for
-from wayline.events import EventType
+from wayline._core.events import EventType
 from wayline.world import FLOW_TOPIC
 
 KIDS = [flows.kid, flows.kid_fails, flows.kid_waits]
@@ -102,8 +102,8 @@ async def test_recovery_leaves_children_to_their_parent_and_drives_orphans(engin
         "rearmed": 0,  # idle: its live child brings its wake
     }
     # an orphan: a child whose parent vanished
-    from wayline.events import NewEvent
-    from wayline.ids import new_run_id
+    from wayline._core.events import NewEvent
+    from wayline._core.ids import new_run_id
 
     orphan = new_run_id()
     await engine.world.append(

@@ -10,7 +10,7 @@ import pytest
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, wait_for
-from wayline.events import EventType
+from wayline._core.events import EventType
 
 
 async def test_failure_compensates_completed_steps_in_reverse(

@@ -14,7 +14,7 @@ import pytest
 
 from tests.runtime import flows
 from tests.runtime.harness import Engine, file_exists, of_type, wait_for
-from wayline.events import EventType
+from wayline._core.events import EventType
 
 
 def _count_appends(engine: Engine) -> list[list[str]]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, settings, wait_for
-from wayline.events import EventType, NewEvent
-from wayline.ids import new_run_id
+from wayline._core.events import EventType, NewEvent
+from wayline._core.ids import new_run_id
 from wayline.world import FLOW_TOPIC
 
 SHORT = {"lease_seconds": 2.0, "max_invocation_seconds": 1.5}

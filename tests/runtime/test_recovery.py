@@ -6,8 +6,8 @@ from __future__ import annotations
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, wait_for
-from wayline.events import EventType, NewEvent
-from wayline.ids import new_run_id
+from wayline._core.events import EventType, NewEvent
+from wayline._core.ids import new_run_id
 
 
 async def test_recovery_rearms_only_runs_without_a_wake(engine: Engine) -> None:

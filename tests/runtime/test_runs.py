@@ -10,7 +10,7 @@ import pytest
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, file_exists, of_type, wait_for
-from wayline.events import EventType
+from wayline._core.events import EventType
 from wayline.world import FLOW_TOPIC
 
 
@@ -240,7 +240,7 @@ async def test_a_wake_that_arrives_early_by_a_slow_clock_rearms_itself(
     """The wake was armed by a worker with the world's clock; the worker that receives it runs
     1 s behind, so the wake looks early. Its re-arm must not dedupe against itself (it is
     still in flight), or the run would wedge."""
-    import wayline.handler as handler_module
+    import wayline._engine.handler as handler_module
 
     class SlowClock:
         @staticmethod
@@ -259,7 +259,7 @@ async def test_a_wake_that_arrives_early_by_a_slow_clock_rearms_itself(
 
 
 async def test_a_start_with_a_run_id_is_idempotent(engine: Engine) -> None:
-    from wayline.ids import new_run_id
+    from wayline._core.ids import new_run_id
 
     run_id = new_run_id()
     first = await engine.client.start(flows.chain, 3, run_id=run_id)

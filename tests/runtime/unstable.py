@@ -8,8 +8,8 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from wayline.events import Event, NewEvent, RunStatus
-from wayline.ids import MessageId
+from wayline._core.events import Event, NewEvent, RunStatus
+from wayline._core.ids import MessageId
 from wayline.world import Delivery, HookInfo, RunInfo, World
 
 

@@ -9,10 +9,10 @@ import pydantic
 import pytest
 
 import wayline
-from wayline.durations import to_seconds
+from wayline._core.durations import to_seconds
+from wayline._core.ids import is_run_id, new_run_id
+from wayline._core.serde import decode, encode
 from wayline.errors import ConfigurationError
-from wayline.ids import is_run_id, new_run_id
-from wayline.serde import decode, encode
 from wayline.settings import Settings
 
 

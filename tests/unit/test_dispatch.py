@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from wayline.dispatch import (
+from wayline._core.dispatch import (
     Action,
     StepState,
     backstop_key,
@@ -15,9 +15,9 @@ from wayline.dispatch import (
     ownership_active,
     step_dispatch_key,
 )
-from wayline.events import Event, EventType
-from wayline.futures import WFuture
-from wayline.replay import StepRecord
+from wayline._core.events import Event, EventType
+from wayline._core.futures import WFuture
+from wayline._core.replay import StepRecord
 
 RUN, CID, ME, OTHER = "wf_run", "s1", "m-owner", "m-other"
 T0 = 1_000_000.0
@@ -53,7 +53,7 @@ def _record() -> StepRecord:
 
 def _feed(rec: StepRecord, *events: tuple[EventType, dict[str, object], float]) -> None:
     """Apply step events the way the replay does (tested end to end in tests/runtime)."""
-    from wayline.replay import Replay
+    from wayline._core.replay import Replay
 
     replay = Replay.__new__(Replay)
     replay.steps = {CID: rec}

@@ -12,9 +12,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from wayline._core.events import EventType as T
+from wayline._core.events import NewEvent
 from wayline.errors import WorldError
-from wayline.events import EventType as T
-from wayline.events import NewEvent
 from wayline.worlds.local import LocalWorld
 
 CIDS = ["s1", "s2", "h1", "w1"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wayline.events import Event, EventType, RunStatus
+from wayline._core.events import Event, EventType, RunStatus
 from wayline.world import RunInfo
 from wayline_operator import crd_manifest
 from wayline_operator.reconcile import InvalidSpec, parse_spec, run_id_for

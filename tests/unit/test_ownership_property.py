@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wayline.dispatch import Action, StepState, decide, step_dispatch_key
+from wayline._core.dispatch import Action, StepState, decide, step_dispatch_key
 
 LEASE = 10.0
 T0 = 1000.0  # model clock start (a zero stamp reads as unusable, by design)

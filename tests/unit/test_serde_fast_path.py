@@ -12,8 +12,8 @@ import pydantic_core
 import pytest
 from hypothesis import given
 
+from wayline._core.serde import Signature, _adapter, decode, encode
 from wayline.errors import SerializationError
-from wayline.serde import Signature, _adapter, decode, encode
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(), st.floats(allow_nan=True))
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from wayline.single_flight import SingleFlight
+from wayline.world.single_flight import SingleFlight
 
 
 async def test_loser_waits_for_winner_then_skips() -> None:

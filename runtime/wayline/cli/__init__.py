@@ -37,8 +37,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from .._core.events import RunStatus
 from ..errors import WaylineError
-from ..events import RunStatus
 from ..settings import Settings
 from . import commands, maintenance
 from .loading import UsageError

@@ -18,13 +18,13 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
+from .._sdk.definitions import WorkflowDefinition
 from ..client import Client
-from ..definitions import WorkflowDefinition
 from ..errors import HookNotFoundError, RunNotFoundError, WorldUnavailableError
-from ..events import RUN_TERMINAL_EVENTS, RunStatus
-from ..open_world import open_world
 from ..worker import Worker
 from ..world import World
+from ..world.open import open_world
 from .loading import (
     UsageError,
     import_app,

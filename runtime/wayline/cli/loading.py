@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..definitions import WorkflowDefinition
+from .._sdk.definitions import WorkflowDefinition
 
 
 class UsageError(Exception):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..definitions import WorkflowDefinition
-from ..durations import to_seconds
-from ..events import RunStatus
+from .._core.durations import to_seconds
+from .._core.events import RunStatus
+from .._sdk.definitions import WorkflowDefinition
 from ..worker import Worker
 from .commands import opened_world
 from .loading import UsageError, import_app, workflows_in

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
-from ..events import Event, EventType
+from .._core.events import Event, EventType
 from ..world import RunInfo
 
 

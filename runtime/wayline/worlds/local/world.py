@@ -18,8 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import HookTokenConflictError, SequenceConflictError, WorldUnavailableError
-from ...events import (
+from ..._core.events import (
     RUN_TERMINAL_EVENTS,
     Event,
     EventType,
@@ -27,7 +26,8 @@ from ...events import (
     RunStatus,
     apply_transition,
 )
-from ...ids import MessageId
+from ..._core.ids import MessageId
+from ...errors import HookTokenConflictError, SequenceConflictError, WorldUnavailableError
 from ...world import (
     Delivery,
     HookInfo,

@@ -26,13 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...errors import (
-    HookTokenConflictError,
-    SequenceConflictError,
-    WorldError,
-    WorldUnavailableError,
-)
-from ...events import (
+from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
     Event,
@@ -41,6 +35,12 @@ from ...events import (
     RunStatus,
     apply_transition,
     entity_kind,
+)
+from ...errors import (
+    HookTokenConflictError,
+    SequenceConflictError,
+    WorldError,
+    WorldUnavailableError,
 )
 from ...world import HookInfo, RunInfo, fold_run
 from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, summary_from, wrap

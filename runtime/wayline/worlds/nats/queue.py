@@ -31,8 +31,8 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from ..._core.ids import MessageId
 from ...errors import WorldError, WorldUnavailableError
-from ...ids import MessageId
 from ...world import Delivery
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .direct import StoredMsg, connected, direct_batch

@@ -17,8 +17,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..._core.events import RunStatus
 from ...errors import WorldUnavailableError
-from ...events import RunStatus
 from ...world import terminal_statuses
 from .codec import dumps, parse_stamp, summary_from, wrap
 from .direct import StoredMsg

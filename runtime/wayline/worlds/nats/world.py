@@ -8,9 +8,9 @@ import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..._core.events import Event, NewEvent, RunStatus
+from ..._core.ids import MessageId
 from ...errors import ConfigurationError, WorldUnavailableError
-from ...events import Event, NewEvent, RunStatus
-from ...ids import MessageId
 from ...world import Delivery, HookInfo, RunInfo, World
 from .codec import parse_header_lines
 from .eventlog import EventLog

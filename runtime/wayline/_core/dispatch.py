@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .settings import MAX_LEASE_SECONDS
+from ..settings import MAX_LEASE_SECONDS
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,16 +20,16 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import context
+from .._sdk import context
+from ..errors import FatalError, HookTimeout, ReplayDivergenceError, WaylineError
 from .dispatch import StepState
 from .durations import Duration, to_seconds
-from .errors import FatalError, HookTimeout, ReplayDivergenceError, WaylineError
 from .events import Event, EventType, NewEvent
 from .futures import WFuture
 from .serde import decode
 
 if TYPE_CHECKING:
-    from .definitions import StepDefinition, WorkflowDefinition
+    from .._sdk.definitions import StepDefinition, WorkflowDefinition
 
 
 class StepFailedError(FatalError, WaylineError):

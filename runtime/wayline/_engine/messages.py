@@ -8,11 +8,11 @@ from typing import Any
 
 import pydantic
 
-from .errors import (
+from .._core.replay import StepRecord
+from ..errors import (
     WaylineError,
 )
-from .replay import StepRecord
-from .world import Delivery
+from ..world import Delivery
 
 log = logging.getLogger("wayline.runtime")
 

@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 import pydantic
 import pydantic_core
 
-from .errors import SerializationError, WaylineError
+from ..errors import SerializationError, WaylineError
 
 _PLAIN = (str, int, bool, type(None))
 

@@ -7,10 +7,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
+from .._core.durations import Duration, to_seconds
+from .._core.serde import Signature
+from ..errors import ConfigurationError
 from .context import maybe_replay
-from .durations import Duration, to_seconds
-from .errors import ConfigurationError
-from .serde import Signature
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -6,17 +6,17 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .deferred import append_batch
-from .errors import (
+from .._core.events import EventType, NewEvent, RunStatus
+from .._core.replay import ChildRecord, Replay
+from ..errors import (
     EntityConflictError,
     EntityMissingError,
     RunNotFoundError,
     RunTerminalError,
     SequenceConflictError,
 )
-from .events import EventType, NewEvent, RunStatus
-from .replay import ChildRecord, Replay
-from .world import FLOW_TOPIC, RunInfo
+from ..world import FLOW_TOPIC, RunInfo
+from .deferred import append_batch
 
 if TYPE_CHECKING:
     from .handler import Handler

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
-from .events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
-from .ids import MessageId
+from .._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
+from .._core.ids import MessageId
 from .single_flight import SingleFlight
 
 FLOW_TOPIC = "flow"

@@ -9,10 +9,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from .._core.durations import Duration
+from .._core.futures import WFuture
+from .._core.replay import Hook, Replay
 from .context import current_replay
-from .durations import Duration
-from .futures import WFuture
-from .replay import Hook, Replay
 
 
 def sleep(duration: Duration) -> WFuture[None]:

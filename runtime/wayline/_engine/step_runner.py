@@ -8,10 +8,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .context import StepContext, _step
-from .definitions import StepDefinition
-from .errors import FatalError, RetryableError
-from .serde import decode, encode, error_to_dict
+from .._core.serde import decode, encode, error_to_dict
+from .._sdk.context import StepContext, _step
+from .._sdk.definitions import StepDefinition
+from ..errors import FatalError, RetryableError
 
 
 @dataclass(frozen=True, slots=True)

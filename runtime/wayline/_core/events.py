@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .errors import (
+from ..errors import (
     EntityConflictError,
     EntityMissingError,
     RunNotFoundError,

@@ -7,18 +7,18 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .children import terminal
-from .deferred import InlineBatch
-from .dispatch import Action, decide
-from .errors import (
+from .._core.dispatch import Action, decide
+from .._core.events import EventType, NewEvent
+from .._core.replay import Replay
+from .._core.serde import error_to_dict
+from ..errors import (
     EntityConflictError,
     RunTerminalError,
 )
-from .events import EventType, NewEvent
+from ..world import FLOW_TOPIC, STEP_TOPIC, Delivery
+from .children import terminal
+from .deferred import InlineBatch
 from .messages import _Stats, _step_payload
-from .replay import Replay
-from .serde import error_to_dict
-from .world import FLOW_TOPIC, STEP_TOPIC, Delivery
 
 if TYPE_CHECKING:
     from .handler import Handler

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from .definitions import find_step
-from .errors import (
+from .._core.events import Event, EventType, NewEvent
+from .._sdk.definitions import find_step
+from ..errors import (
     EntityConflictError,
     RunTerminalError,
 )
-from .events import Event, EventType, NewEvent
+from ..world import FLOW_TOPIC, Delivery
 from .messages import ACK, StepMessage, Verdict
 from .step_runner import Failed, Outcome, Retry, run_step_body
-from .world import FLOW_TOPIC, Delivery
 
 if TYPE_CHECKING:
     from .handler import Handler

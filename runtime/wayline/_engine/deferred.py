@@ -24,19 +24,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import (
+from .._core.events import Event, EventType, NewEvent
+from .._core.replay import Replay
+from ..errors import (
     EntityConflictError,
     EntityMissingError,
     RunTerminalError,
     WorldError,
     WorldUnavailableError,
 )
-from .events import Event, EventType, NewEvent
-from .replay import Replay
 from .step_runner import Completed, Failed, Outcome, Retry
 
 if TYPE_CHECKING:
-    from .world import World
+    from ..world import World
 
 
 class Rebuild(Exception):

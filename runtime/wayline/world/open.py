@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import ConfigurationError
-from .world import World
+from ..errors import ConfigurationError
+from .seam import World
 
 
 def open_world(url: str, **options: Any) -> World:
@@ -15,12 +15,12 @@ def open_world(url: str, **options: Any) -> World:
         path = url[len("sqlite:///") :]
         if not path:
             raise ConfigurationError(f"no database path in {url!r} (try sqlite:///wayline.db)")
-        from .worlds.local import LocalWorld
+        from ..worlds.local import LocalWorld
 
         return LocalWorld(path, **options)
     if url.startswith(("nats://", "tls://")):
         try:
-            from .worlds.nats import NatsWorld
+            from ..worlds.nats import NatsWorld
         except ImportError as err:
             raise ConfigurationError(
                 f"{url!r} needs the NATS world: pip install 'wayline[nats]' ({err})"

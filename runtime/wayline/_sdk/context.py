@@ -10,10 +10,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import NotInStepError, NotInWorkflowError
+from ..errors import NotInStepError, NotInWorkflowError
 
 if TYPE_CHECKING:
-    from .replay import Replay
+    from .._core.replay import Replay
 
 _replay: ContextVar[Replay | None] = ContextVar("wayline_replay", default=None)
 _step: ContextVar[StepContext | None] = ContextVar("wayline_step", default=None)

@@ -20,11 +20,13 @@ from typing import Any
 import pydantic
 from opentelemetry import trace
 
-from .children import start_child, sync_children, terminal
-from .deferred import InlineBatch, Rebuild, append_batch, flush, outcome_event
-from .definitions import WorkflowDefinition
-from .dispatch import Action, decide, step_dispatch_key
-from .errors import (
+from .._core.dispatch import Action, decide, step_dispatch_key
+from .._core.events import Event, EventType, NewEvent, RunStatus
+from .._core.ids import new_run_id
+from .._core.replay import Replay, StepRecord
+from .._core.serde import encode, error_to_dict
+from .._sdk.definitions import WorkflowDefinition
+from ..errors import (
     EntityConflictError,
     EntityMissingError,
     HookTokenConflictError,
@@ -32,16 +34,14 @@ from .errors import (
     RunTerminalError,
     SerializationError,
 )
-from .events import Event, EventType, NewEvent, RunStatus
-from .ids import new_run_id
+from ..settings import Settings
+from ..world import FLOW_TOPIC, STEP_TOPIC, Delivery, RunInfo, World
+from .children import start_child, sync_children, terminal
+from .deferred import InlineBatch, Rebuild, append_batch, flush, outcome_event
 from .messages import ACK, FlowMessage, Verdict, _malformed, _Stats, _step_payload
-from .replay import Replay, StepRecord
-from .serde import encode, error_to_dict
-from .settings import Settings
 from .step_delivery import handle_step
 from .step_runner import Failed, Outcome, Retry, run_step_body
 from .unwind import unwind
-from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, RunInfo, World
 
 log = logging.getLogger("wayline.runtime")
 tracer = trace.get_tracer("wayline")

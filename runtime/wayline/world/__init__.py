@@ -1,0 +1,32 @@
+"""The world seam: the one contract the runtime talks to for durability (``seam``), and
+``open_world(url)`` (``open``). Concrete worlds live in ``wayline.worlds``."""
+
+from .open import open_world
+from .seam import (
+    FLOW_TOPIC,
+    STEP_TOPIC,
+    Delivery,
+    HookInfo,
+    RunInfo,
+    World,
+    fold_run,
+    new_run,
+    pinned_definition,
+    run_changes,
+    terminal_statuses,
+)
+
+__all__ = [
+    "FLOW_TOPIC",
+    "STEP_TOPIC",
+    "Delivery",
+    "HookInfo",
+    "RunInfo",
+    "World",
+    "fold_run",
+    "new_run",
+    "open_world",
+    "pinned_definition",
+    "run_changes",
+    "terminal_statuses",
+]
