@@ -18,10 +18,12 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check runtime operator tests examples bench
 	$(BIN)/ruff format --check runtime operator tests examples bench
+	$(BIN)/lint-imports --no-logo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 	MYPYPATH=runtime $(BIN)/mypy --strict examples  # user code type-checks against the SDK
+	$(BIN)/pytest -q -p no:cacheprovider tests/typing  # pass_*/fail_* files under mypy --strict
 
 unit: $(STAMP) k8s-bins
 	$(BIN)/pytest -q

@@ -1,18 +1,11 @@
-"""The kopf handlers. Settings come from the environment:
-
-- ``WAYLINE_WORLD``: the world URL (``nats://…`` in a cluster), as for every wayline command;
-- ``WAYLINE_OPERATOR_POLL_SECONDS`` (2): how often a live run's status is mirrored;
-- ``WAYLINE_OPERATOR_SWEEP_SECONDS`` (60): how often runs with no wake coming are re-armed;
-- ``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS`` (5): how often a WorkflowHook whose run has not
-  reached its hook yet tries again.
-"""
+"""The kopf handlers. Their settings (world URL, poll, sweep and hook-retry intervals) are
+``wayline_operator.config.settings()``, read from the environment by ``wayline.settings``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import os
 from typing import Any
 
 import kopf
@@ -20,16 +13,17 @@ import kopf
 from wayline import Worker, open_world
 from wayline.errors import WorldError
 
+from .config import settings
 from .reconcile import HookNotReady, InvalidSpec, Reconciler, run_id_for
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
 from .status import invalid_status
 
 log = logging.getLogger("wayline.operator")
 
-POLL_SECONDS = float(os.environ.get("WAYLINE_OPERATOR_POLL_SECONDS", "2"))
-SWEEP_SECONDS = float(os.environ.get("WAYLINE_OPERATOR_SWEEP_SECONDS", "60"))
-HOOK_RETRY_SECONDS = float(os.environ.get("WAYLINE_OPERATOR_HOOK_RETRY_SECONDS", "5"))
-WORLD_URL = "WAYLINE_WORLD"
+SETTINGS = settings()
+POLL_SECONDS = SETTINGS.operator_poll_seconds
+SWEEP_SECONDS = SETTINGS.operator_sweep_seconds
+HOOK_RETRY_SECONDS = SETTINGS.operator_hook_retry_seconds
 _TERMINAL = {"completed", "failed", "cancelled", "invalid"}
 
 
@@ -49,7 +43,7 @@ def configure(settings: kopf.OperatorSettings) -> None:
 @kopf.on.startup()
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     configure(settings)
-    world = open_world(os.environ.get(WORLD_URL) or "sqlite:///.wayline/wayline.db")
+    world = open_world(SETTINGS.world_url)
     await world.start()
     memo["reconciler"] = Reconciler(world)
     memo["sweeper"] = asyncio.create_task(_sweep(world), name="wayline-operator-sweep")

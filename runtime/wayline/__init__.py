@@ -6,12 +6,14 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 """
 
 from ._core.events import RunStatus
-from ._core.replay import ChildFailedError, ChildTimeoutError, Hook, StepFailedError
+from ._core.replay import Hook
 from ._sdk.context import StepContext, step_context
-from ._sdk.definitions import step, workflow
+from ._sdk.decorators import step, workflow
 from ._sdk.workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4
 from .client import Client, RunHandle
 from .errors import (
+    ChildFailedError,
+    ChildTimeoutError,
     ConfigurationError,
     FatalError,
     HookNotFoundError,
@@ -23,14 +25,14 @@ from .errors import (
     RunCancelledError,
     RunFailedError,
     SerializationError,
+    StepFailedError,
     WaylineError,
     WorkflowNotFoundError,
     WorldUnavailableError,
 )
 from .settings import Settings
 from .worker import Worker
-from .world import World
-from .world.open import open_world
+from .world import World, open_world
 from .worlds.local import LocalWorld
 
 __all__ = [

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
+from ._core.definitions import WorkflowDefinition
 from ._core.events import Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
 from ._core.serde import decode, encode
-from ._sdk.definitions import WorkflowDefinition
 from .errors import (
     EntityConflictError,
     HookNotFoundError,
@@ -24,9 +24,17 @@ from .errors import (
 )
 from .world import FLOW_TOPIC, RunInfo, World
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-class RunHandle:
-    def __init__(self, client: Client, run_id: str, workflow: WorkflowDefinition | None) -> None:
+
+class RunHandle(Generic[R]):
+    """A started run. ``R`` is its workflow's result type (``Any`` for a run found by id or
+    started by name)."""
+
+    def __init__(
+        self, client: Client, run_id: str, workflow: WorkflowDefinition[..., Any] | None
+    ) -> None:
         self.client = client
         self.run_id = run_id
         self._workflow = workflow
@@ -37,7 +45,7 @@ class RunHandle:
     async def events(self) -> list[Event]:
         return await self.client.world.list_events(self.run_id)
 
-    async def result(self, timeout: float | None = None) -> Any:
+    async def result(self, timeout: float | None = None) -> R:
         """The run's output; raises the run's failure (or cancellation)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         world = self.client.world
@@ -60,10 +68,11 @@ class RunHandle:
                 world.unwatch_terminal(self.run_id, ended)
             pause = min(longest, pause * 1.5)
 
-    def _outcome(self, info: RunInfo) -> Any:
+    def _outcome(self, info: RunInfo) -> R:
         if info.status is RunStatus.COMPLETED:
             hint = self._workflow.signature.return_hint if self._workflow else None
-            return decode(info.output, hint, what=f"result of run {self.run_id}")
+            output: R = decode(info.output, hint, what=f"result of run {self.run_id}")
+            return output
         if info.status is RunStatus.FAILED:
             error = dict(info.error or {})
             raise RunFailedError(
@@ -75,17 +84,31 @@ class RunHandle:
 
 
 class Client:
-    def __init__(self, world: World, workflows: list[WorkflowDefinition] | None = None) -> None:
+    def __init__(
+        self, world: World, workflows: list[WorkflowDefinition[..., Any]] | None = None
+    ) -> None:
         self.world = world
         self._workflows = {w.name: w for w in workflows or []}
 
+    @overload
     async def start(
+        self, workflow: WorkflowDefinition[P, R], /, *args: P.args, **kwargs: P.kwargs
+    ) -> RunHandle[R]: ...
+    @overload
+    async def start(
+        self, workflow: WorkflowDefinition[..., R], /, *args: Any, run_id: str, **kwargs: Any
+    ) -> RunHandle[R]: ...
+    @overload
+    async def start(
+        self, workflow: str, /, *args: Any, run_id: str | None = None, **kwargs: Any
+    ) -> RunHandle[Any]: ...
+    async def start(  # type: ignore[misc]  # a workflow parameter named run_id is shadowed
         self,
-        workflow: WorkflowDefinition | str,
+        workflow: WorkflowDefinition[..., Any] | str,
         *args: Any,
         run_id: str | None = None,
         **kwargs: Any,
-    ) -> RunHandle:
+    ) -> RunHandle[Any]:
         """Start a run. With ``run_id`` (``wf_`` + 32 hex digits) the call is idempotent:
         repeating it, after any crash, starts no second run and only re-sends the start."""
         if isinstance(workflow, str):
@@ -125,7 +148,7 @@ class Client:
         )
         return RunHandle(self, run_id, definition)
 
-    def handle(self, run_id: str) -> RunHandle:
+    def handle(self, run_id: str) -> RunHandle[Any]:
         return RunHandle(self, run_id, None)
 
     async def get_run(self, run_id: str) -> RunInfo:

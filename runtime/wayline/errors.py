@@ -1,16 +1,47 @@
-"""Wayline's two error families.
+"""Every exception Wayline raises or lets a user raise, in one tree.
 
 User control: :class:`RetryableError` and :class:`FatalError`, raised from step bodies to steer
 retries. Framework errors derive from :class:`WaylineError` and carry a stable ``code`` so that
-logs, run failures and the CLI speak the same words. Suspension signals derive from
-``BaseException`` so a user's ``except Exception`` cannot swallow them.
+logs, run failures and the CLI speak the same words::
+
+    Exception
+    ├── RetryableError                      a step body: try again (after ``retry_after``)
+    ├── FatalError                          a step body: fail now, no retries
+    │   ├── SerializationError (+Wayline)   SERIALIZATION_ERROR
+    │   ├── StepFailedError (+Wayline)      STEP_FAILED, inside a workflow
+    │   └── ChildFailedError (+Wayline)     CHILD_FAILED, inside a parent
+    └── WaylineError                        WAYLINE_ERROR
+        ├── ConfigurationError              CONFIGURATION_ERROR
+        ├── NotInWorkflowError              NOT_IN_WORKFLOW
+        ├── NotInStepError                  NOT_IN_STEP
+        ├── ReplayDivergenceError           REPLAY_DIVERGENCE
+        ├── WorkflowDeterminismError        NON_DETERMINISTIC_AWAIT
+        ├── WorkflowNotFoundError           WORKFLOW_NOT_FOUND
+        ├── RunNotFoundError                RUN_NOT_FOUND
+        ├── HookNotFoundError               HOOK_NOT_FOUND
+        ├── HookTimeout                     HOOK_TIMEOUT, inside a workflow
+        ├── ChildTimeoutError               CHILD_TIMEOUT, inside a parent
+        ├── RunFailedError                  RUN_FAILED, from ``RunHandle.result()``
+        ├── RunCancelledError               RUN_CANCELLED, from ``RunHandle.result()``
+        ├── ResultTimeoutError              RESULT_TIMEOUT
+        └── WorldError                      WORLD_ERROR: what a world call can answer
+            ├── WorldUnavailableError       WORLD_UNAVAILABLE
+            ├── RunTerminalError            RUN_TERMINAL
+            ├── EntityConflictError         ENTITY_CONFLICT
+            ├── EntityMissingError          ENTITY_MISSING
+            ├── SequenceConflictError       SEQUENCE_CONFLICT
+            └── HookTokenConflictError      HOOK_TOKEN_CONFLICT
+
+The replay's one suspension signal (``NeedsStamp``) derives from ``BaseException`` so that a
+user's ``except Exception`` cannot swallow it; it never leaves the engine.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ._core.durations import Duration, to_seconds
+from .durations import Duration, to_seconds
 
 
 class RetryableError(Exception):
@@ -68,10 +99,6 @@ class WorkflowNotFoundError(WaylineError):
     code = "WORKFLOW_NOT_FOUND"
 
 
-class StepNotFoundError(WaylineError):
-    code = "STEP_NOT_FOUND"
-
-
 class RunNotFoundError(WaylineError):
     code = "RUN_NOT_FOUND"
 
@@ -84,10 +111,6 @@ class HookTimeout(WaylineError):
     """Raised inside a workflow when a hook's timeout elapses before a payload arrives."""
 
     code = "HOOK_TIMEOUT"
-
-
-class InvalidPayloadError(WaylineError):
-    code = "INVALID_PAYLOAD"
 
 
 class RunFailedError(WaylineError):
@@ -107,6 +130,49 @@ class RunCancelledError(WaylineError):
 
 class ResultTimeoutError(WaylineError):
     code = "RESULT_TIMEOUT"
+
+
+# --- raised inside a workflow function -------------------------------------------------------
+
+
+class StepFailedError(FatalError, WaylineError):
+    """Raised inside a workflow when a step failed for good (its retries are spent, or it
+    raised :class:`FatalError`). ``error`` holds the step's recorded error."""
+
+    code = "STEP_FAILED"
+
+    def __init__(self, step_name: str, error: Mapping[str, Any]) -> None:
+        WaylineError.__init__(
+            self,
+            f"step {step_name!r} failed: {error.get('name', 'Error')}: {error.get('message', '')}",
+        )
+        self.step_name = step_name
+        self.error = dict(error)
+
+
+class ChildFailedError(FatalError, WaylineError):
+    """Raised inside a parent when its child run failed or was cancelled."""
+
+    code = "CHILD_FAILED"
+
+    def __init__(self, child_run_id: str, status: str, error: Mapping[str, Any]) -> None:
+        WaylineError.__init__(
+            self, f"child run {child_run_id} {status}: {error.get('message', '')}"
+        )
+        self.child_run_id = child_run_id
+        self.status = status
+        self.error = dict(error)
+
+
+class ChildTimeoutError(WaylineError):
+    """Raised inside a parent when its child's deadline (from the child's creation) passed.
+    The child is not cancelled."""
+
+    code = "CHILD_TIMEOUT"
+
+
+class WorkflowDeterminismError(WaylineError):
+    code = "NON_DETERMINISTIC_AWAIT"
 
 
 # --- world errors: what an append or a queue call can answer -------------------------------
@@ -148,10 +214,3 @@ class SequenceConflictError(WorldError):
 
 class HookTokenConflictError(WorldError):
     code = "HOOK_TOKEN_CONFLICT"
-
-
-# --- signals ---------------------------------------------------------------------------------
-
-
-class _Signal(BaseException):
-    """Base of control-flow signals that user code must not catch."""

@@ -10,13 +10,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ._core.dispatch import MAX_LEASE_SECONDS
 from .errors import ConfigurationError
 
 # Seed 000, "Why a fixed constant, and why 860 seconds": longer than any invocation may live
 # (Wayline's workers enforce WAYLINE_MAX_INVOCATION_SECONDS=800 below it), and under the
 # 900 s ceiling so a single delayed backstop always suffices.
 DEFAULT_LEASE_SECONDS = 860.0
-MAX_LEASE_SECONDS = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,17 @@ class Settings:
     world_url: str = "sqlite:///.wayline/wayline.db"
     """``WAYLINE_WORLD``: the default world for the CLI and ``open_world``."""
 
+    operator_poll_seconds: float = 2.0
+    """``WAYLINE_OPERATOR_POLL_SECONDS``: how often the operator mirrors a live run's status."""
+
+    operator_sweep_seconds: float = 60.0
+    """``WAYLINE_OPERATOR_SWEEP_SECONDS``: how often the operator re-arms runs with no wake
+    coming."""
+
+    operator_hook_retry_seconds: float = 5.0
+    """``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS``: how often a WorkflowHook whose run has not
+    reached its hook yet tries again."""
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -72,6 +83,9 @@ class Settings:
             poll_interval_seconds=max(0.001, _float(env, "WAYLINE_POLL_INTERVAL", 0.05)),
             definition_mismatch=_choice(env, "WAYLINE_DEFINITION_MISMATCH", ("wait", "fail")),
             world_url=env.get("WAYLINE_WORLD") or "sqlite:///.wayline/wayline.db",
+            operator_poll_seconds=_positive(env, "WAYLINE_OPERATOR_POLL_SECONDS", 2.0),
+            operator_sweep_seconds=_positive(env, "WAYLINE_OPERATOR_SWEEP_SECONDS", 60.0),
+            operator_hook_retry_seconds=_positive(env, "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS", 5.0),
         )
 
 
@@ -102,3 +116,10 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    value = _float(env, name, default)
+    if not value > 0:
+        raise ConfigurationError(f"{name} must be a positive number of seconds, got {value!r}")
+    return value

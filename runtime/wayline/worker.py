@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
+from ._core.definitions import WorkflowDefinition
 from ._core.events import EventType, RunStatus
 from ._engine.handler import Handler
 from ._engine.messages import Verdict
 from ._engine.tasks import spawn
-from ._sdk.definitions import WorkflowDefinition
 from .errors import ConfigurationError, WaylineError, WorldUnavailableError
 from .settings import Settings
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
@@ -59,7 +59,7 @@ class Worker:
     def __init__(
         self,
         world: World,
-        workflows: Iterable[WorkflowDefinition] = (),
+        workflows: Iterable[WorkflowDefinition[..., Any]] = (),
         *,
         flow_concurrency: int = 64,
         step_concurrency: int = 64,

@@ -17,7 +17,7 @@ import sys
 import wayline
 from tests.runtime import flows
 from tests.runtime.unstable import UnstableIdWorld
-from wayline._sdk.definitions import WorkflowDefinition
+from wayline._core.definitions import WorkflowDefinition
 from wayline.world import World
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import wayline
+from wayline._core.definitions import WorkflowDefinition
 from wayline._core.events import Event, EventType
-from wayline._sdk.definitions import WorkflowDefinition
 from wayline.settings import Settings
 from wayline.world import World
 

@@ -7,7 +7,7 @@ import pytest
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, settings, wait_for
-from wayline._sdk.identity import definition_identity, shape
+from wayline._core.definitions import definition_identity, shape
 
 
 def test_identity_covers_steps_options_and_compensation() -> None:

@@ -9,9 +9,9 @@ import pydantic
 import pytest
 
 import wayline
-from wayline._core.durations import to_seconds
 from wayline._core.ids import is_run_id, new_run_id
 from wayline._core.serde import decode, encode
+from wayline.durations import to_seconds
 from wayline.errors import ConfigurationError
 from wayline.settings import Settings
 

@@ -1,94 +1,92 @@
-"""The layering contract (CONVENTIONS "Layers that a tool can check"), checked on the source.
+"""The layering contract (CONVENTIONS "Layers that a tool can check"), checked by import-linter.
 
-SDK and core (events, replay, dispatch, handler, worker, client) never import the CLI or a
-concrete world; only ``worlds/nats`` imports ``nats``; only ``worlds/local`` touches ``sqlite3``;
-the CLI is on top. The operator, when it exists, sits above all of it and is never imported."""
+The contracts live in ``pyproject.toml`` (``[tool.importlinter]``): operator > cli > worker |
+client > engine | worlds > world seam > sdk > settings > core > errors > durations; the two
+worlds independent; ``nats``, ``sqlite3`` and ``kopf`` imported only in their own package.
+These tests run the real tool, prove that it fails on a back-edge (a plain one and one hidden
+under ``if TYPE_CHECKING:``), and that no module of the package escapes the layers."""
 
 from __future__ import annotations
 
-import ast
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[2] / "runtime" / "wayline"
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PKG = ROOT / "runtime" / "wayline"
+LINT = Path(sys.executable).parent / "lint-imports"
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    module = ".".join(path.relative_to(PKG.parent).with_suffix("").parts)
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.split(".")
-                if path.name != "__init__.py":
-                    base = base[:-1]
-                base = base[: len(base) - node.level + 1]
-                name = ".".join([*base, node.module] if node.module else base)
-            else:
-                name = node.module or ""
-            found.add(name)
-            found |= {f"{name}.{alias.name}" for alias in node.names}
-    return found
+def _contracts() -> list[dict[str, object]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contracts: list[dict[str, object]] = config["contracts"]
+    return contracts
 
 
-def _modules() -> dict[str, set[str]]:
-    return {
-        str(p.relative_to(PKG)): _imports(p)
-        for p in PKG.rglob("*.py")
-        if "__pycache__" not in p.parts
-    }
+def _layer_modules() -> set[str]:
+    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
+    names: set[str] = set()
+    for layer in layers["layers"]:  # type: ignore[union-attr]
+        names |= {part.strip() for part in str(layer).split("|")}
+    return names
 
 
-def test_only_the_nats_world_imports_nats() -> None:
-    for name, imports in _modules().items():
-        if not name.startswith("worlds/nats/"):
-            assert not any(i == "nats" or i.startswith("nats.") for i in imports), name
-
-
-def test_only_the_local_world_touches_sqlite() -> None:
-    for name, imports in _modules().items():
-        if not name.startswith("worlds/local/"):
-            assert "sqlite3" not in imports, name
-
-
-def test_the_core_imports_neither_the_cli_nor_a_concrete_world() -> None:
-    core = {
-        "events.py",
-        "replay.py",
-        "dispatch.py",
-        "handler.py",
-        "worker.py",
-        "client.py",
-        "definitions.py",
-        "futures.py",
-        "serde.py",
-        "step_runner.py",
-        "single_flight.py",
-        "world.py",
-        "workflow_api.py",
-        "context.py",
-        "identity.py",
-        "settings.py",
-    }
-    for name, imports in _modules().items():
-        if name in core:
-            assert not any(i.startswith("wayline.cli") for i in imports), name
-            assert not any(i.startswith("wayline.worlds.") for i in imports), name
-
-
-def test_no_module_imports_the_operator() -> None:
-    for name, imports in _modules().items():
-        assert not any(i.startswith("wayline_operator") for i in imports), name
-
-
-def test_the_checker_sees_imports() -> None:
-    """The checker itself can fail: it finds the imports a module really has."""
-    imports = _modules()["worlds/local/world.py"]
-    assert "sqlite3" in imports and "wayline.world" in imports
-    assert any(
-        i.startswith("nats")
-        for i in _modules()["worlds/nats/world.py"]
-        | set().union(*(v for k, v in _modules().items() if k.startswith("worlds/nats/")))
+def _lint(pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = None
+    if pythonpath is not None:
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(pythonpath)}
+    return subprocess.run(
+        [str(LINT), "--no-logo", "--no-cache", str(ROOT / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
     )
+
+
+def test_the_import_contracts_hold() -> None:
+    done = _lint()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def test_every_module_of_the_package_is_in_a_layer() -> None:
+    """A new module or folder cannot escape the contracts: each must be placed in a layer."""
+    layered = _layer_modules()
+    for path in PKG.iterdir():
+        if path.name in {"__init__.py", "py.typed", "__pycache__"}:
+            continue
+        name = "wayline." + path.name.removesuffix(".py")
+        assert name in layered, f"{name} is in no layer of [tool.importlinter]"
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "edge"),
+    [
+        ("_core/events.py", "from wayline.cli import main", "wayline._core.events -> wayline.cli"),
+        (
+            "_sdk/workflow_api.py",
+            "import typing\nif typing.TYPE_CHECKING:\n    from wayline._engine import handler",
+            "wayline._sdk.workflow_api -> wayline._engine.handler",
+        ),
+        ("world/seam.py", "import wayline.worlds.local", "wayline.world.seam -> wayline.worlds"),
+        ("worlds/local/holders.py", "import nats", "wayline.worlds.local.holders -> nats"),
+    ],
+    ids=["core-imports-cli", "type-checking-back-edge", "seam-imports-a-world", "nats-outside"],
+)
+def test_a_back_edge_breaks_the_contracts(
+    tmp_path: Path, module: str, line: str, edge: str
+) -> None:
+    """The checker can fail: a copy of the package with one added edge is refused."""
+    shutil.copytree(PKG, tmp_path / "wayline", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "operator" / "wayline_operator", tmp_path / "wayline_operator")
+    target = tmp_path / "wayline" / module
+    target.write_text(target.read_text() + "\n" + line + "\n")
+    done = _lint(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert edge in done.stdout, done.stdout

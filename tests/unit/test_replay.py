@@ -9,7 +9,8 @@ import pytest
 import wayline
 from tests.runtime import flows
 from wayline._core.events import Event, EventType, NewEvent
-from wayline._core.replay import NeedsStamp, Replay, StepFailedError
+from wayline._core.replay import NeedsStamp, Replay
+from wayline.errors import StepFailedError
 
 T = EventType
 RUN = "wf_" + "0" * 32

@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..settings import MAX_LEASE_SECONDS
+MAX_LEASE_SECONDS = 900.0
+"""Seed 000: the ceiling on an inline lease, so a single delayed backstop always suffices."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,65 +18,32 @@ import random
 from collections import deque
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
-from .._sdk import context
-from ..errors import FatalError, HookTimeout, ReplayDivergenceError, WaylineError
+from ..durations import Duration, to_seconds
+from ..errors import (
+    ChildFailedError,
+    ChildTimeoutError,
+    FatalError,
+    HookTimeout,
+    ReplayDivergenceError,
+    StepFailedError,
+    WaylineError,
+    WorkflowDeterminismError,
+)
+from .current import replay_var
+from .definitions import StepDefinition, WorkflowDefinition
 from .dispatch import StepState
-from .durations import Duration, to_seconds
 from .events import Event, EventType, NewEvent
 from .futures import WFuture
 from .serde import decode
-
-if TYPE_CHECKING:
-    from .._sdk.definitions import StepDefinition, WorkflowDefinition
-
-
-class StepFailedError(FatalError, WaylineError):
-    """Raised inside a workflow when a step failed for good (its retries are spent, or it
-    raised :class:`FatalError`). ``error`` holds the step's recorded error."""
-
-    code = "STEP_FAILED"
-
-    def __init__(self, step_name: str, error: Mapping[str, Any]) -> None:
-        WaylineError.__init__(
-            self,
-            f"step {step_name!r} failed: {error.get('name', 'Error')}: {error.get('message', '')}",
-        )
-        self.step_name = step_name
-        self.error = dict(error)
-
-
-class ChildFailedError(FatalError, WaylineError):
-    """Raised inside a parent when its child run failed or was cancelled."""
-
-    code = "CHILD_FAILED"
-
-    def __init__(self, child_run_id: str, status: str, error: Mapping[str, Any]) -> None:
-        WaylineError.__init__(
-            self, f"child run {child_run_id} {status}: {error.get('message', '')}"
-        )
-        self.child_run_id = child_run_id
-        self.status = status
-        self.error = dict(error)
-
-
-class ChildTimeoutError(WaylineError):
-    """Raised inside a parent when its child's deadline (from the child's creation) passed.
-    The child is not cancelled."""
-
-    code = "CHILD_TIMEOUT"
-
-
-class WorkflowDeterminismError(WaylineError):
-    code = "NON_DETERMINISTIC_AWAIT"
 
 
 @dataclass(eq=False, slots=True)
 class StepRecord:
     cid: str
     name: str
-    definition: StepDefinition | None
+    definition: StepDefinition[..., Any] | None
     input: Any
     occurrence: int
     future: WFuture[Any]
@@ -123,7 +90,7 @@ class WaitRecord:
 @dataclass(eq=False, slots=True)
 class ChildRecord:
     cid: str
-    workflow: WorkflowDefinition
+    workflow: WorkflowDefinition[..., Any]
     input: Any
     future: WFuture[Any]
     timeout: float | None = None
@@ -194,7 +161,7 @@ class _Fiber:
 class Replay:
     """One run's workflow function, fed by its events. Not thread-safe; one per delivery."""
 
-    def __init__(self, workflow: WorkflowDefinition, run_id: str) -> None:
+    def __init__(self, workflow: WorkflowDefinition[..., Any], run_id: str) -> None:
         self.workflow = workflow
         self.run_id = run_id
         self._now = 0.0
@@ -521,13 +488,13 @@ class Replay:
 
     def _run(self) -> None:
         ready = self._ready
-        token = context._replay.set(self)
+        token = replay_var.set(self)
         try:
             while ready and not self.needs_stamp:
                 fiber, resumed = ready.popleft()
                 self._step_fiber(fiber, resumed)
         finally:
-            context._replay.reset(token)
+            replay_var.reset(token)
 
     def _step_fiber(self, fiber: _Fiber, resumed: WFuture[Any] | None) -> None:
         try:
@@ -571,7 +538,7 @@ class Replay:
         return f"{kind}{self._counters[kind]}"
 
     def call_step(
-        self, definition: StepDefinition, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+        self, definition: StepDefinition[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> WFuture[Any]:
         name = definition.name
         stored = definition.signature.encode_args(args, kwargs, what=f"step {name!r}")
@@ -609,7 +576,7 @@ class Replay:
 
     def start_child(
         self,
-        workflow: WorkflowDefinition,
+        workflow: WorkflowDefinition[..., Any],
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
         timeout: Duration | None,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .._core.events import Event, EventType, NewEvent
 from .._core.replay import Replay
@@ -33,10 +32,8 @@ from ..errors import (
     WorldError,
     WorldUnavailableError,
 )
+from ..world import World
 from .step_runner import Completed, Failed, Outcome, Retry
-
-if TYPE_CHECKING:
-    from ..world import World
 
 
 class Rebuild(Exception):

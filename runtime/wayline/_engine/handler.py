@@ -20,12 +20,12 @@ from typing import Any
 import pydantic
 from opentelemetry import trace
 
+from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import Action, decide, step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.ids import new_run_id
 from .._core.replay import Replay, StepRecord
 from .._core.serde import encode, error_to_dict
-from .._sdk.definitions import WorkflowDefinition
 from ..errors import (
     EntityConflictError,
     EntityMissingError,
@@ -49,7 +49,10 @@ tracer = trace.get_tracer("wayline")
 
 class Handler:
     def __init__(
-        self, world: World, workflows: Mapping[str, WorkflowDefinition], settings: Settings
+        self,
+        world: World,
+        workflows: Mapping[str, WorkflowDefinition[..., Any]],
+        settings: Settings,
     ) -> None:
         self.world = world
         self.workflows = dict(workflows)
@@ -558,7 +561,7 @@ class Handler:
         replay.feed(await self.world.list_events(replay.run_id, after_seq=replay.last_seq))
 
     async def _start(
-        self, replay: Replay, defer: bool, pin: WorkflowDefinition | None = None
+        self, replay: Replay, defer: bool, pin: WorkflowDefinition[..., Any] | None = None
     ) -> None:
         """Start the workflow function: provisionally, so that ``run_started`` rides on the
         run's first decision batch (see ``deferred``), or written alone. With ``pin``, the
@@ -623,7 +626,7 @@ class Handler:
         return await handle_step(self, delivery)
 
 
-def _pinned_elsewhere(workflow: WorkflowDefinition, events: list[Event]) -> bool:
+def _pinned_elsewhere(workflow: WorkflowDefinition[..., Any], events: list[Event]) -> bool:
     """The run was started meanwhile by a worker whose definition this one does not match."""
     for e in events[:3]:
         if e.type is EventType.RUN_STARTED:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
+from .._core.definitions import find_step
 from .._core.events import Event, EventType, NewEvent
-from .._sdk.definitions import find_step
 from ..errors import (
     EntityConflictError,
     RunTerminalError,

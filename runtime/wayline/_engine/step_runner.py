@@ -8,9 +8,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .._core.definitions import StepDefinition
 from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
-from .._sdk.definitions import StepDefinition
 from ..errors import FatalError, RetryableError
 
 
@@ -42,7 +42,7 @@ def idempotency_key(
 
 
 async def run_step_body(
-    definition: StepDefinition,
+    definition: StepDefinition[..., Any],
     *,
     run_id: str,
     step_id: str,
@@ -97,7 +97,7 @@ async def run_step_body(
 
 
 def _retry_or_fail(
-    definition: StepDefinition, attempt: int, err: Exception, delay: float
+    definition: StepDefinition[..., Any], attempt: int, err: Exception, delay: float
 ) -> Outcome:
     error = error_to_dict(err)
     if attempt > definition.max_retries:

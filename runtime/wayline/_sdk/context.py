@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .._core.current import replay_var
+from .._core.replay import Replay
 from ..errors import NotInStepError, NotInWorkflowError
 
-if TYPE_CHECKING:
-    from .._core.replay import Replay
-
-_replay: ContextVar[Replay | None] = ContextVar("wayline_replay", default=None)
 _step: ContextVar[StepContext | None] = ContextVar("wayline_step", default=None)
 
 
@@ -33,14 +31,10 @@ class StepContext:
 
 
 def current_replay(api: str) -> Replay:
-    replay = _replay.get()
-    if replay is None:
+    replay = replay_var.get()
+    if not isinstance(replay, Replay):
         raise NotInWorkflowError(f"wayline.{api}() can only be called inside a workflow function")
     return replay
-
-
-def maybe_replay() -> Replay | None:
-    return _replay.get()
 
 
 def step_context() -> StepContext:

@@ -7,12 +7,16 @@ import functools
 import inspect
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar, overload
 
-from .._core.durations import Duration
+from .._core.definitions import WorkflowDefinition
 from .._core.futures import WFuture
 from .._core.replay import Hook, Replay
+from ..durations import Duration
 from .context import current_replay
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def sleep(duration: Duration) -> WFuture[None]:
@@ -30,7 +34,15 @@ def create_hook(
     return current_replay("create_hook").create_hook(token, timeout, type)
 
 
+@overload
 def child(
+    workflow: WorkflowDefinition[P, R], /, *args: P.args, **kwargs: P.kwargs
+) -> WFuture[R]: ...
+@overload
+def child(
+    workflow: WorkflowDefinition[..., R], /, *args: Any, timeout: Duration, **kwargs: Any
+) -> WFuture[R]: ...
+def child(  # type: ignore[misc]  # a child parameter named timeout is shadowed
     workflow: Any, *args: Any, timeout: Duration | None = None, **kwargs: Any
 ) -> WFuture[Any]:
     """Start ``workflow`` as a child run owned by this one and wait for its result.
@@ -38,8 +50,6 @@ def child(
     The parent claims the child before waiting on it, so a replay resumes the same child. With
     ``timeout`` the wait ends with :class:`ChildTimeoutError` that long after the child was
     created (a restart grants no fresh window); the child is not cancelled."""
-    from .definitions import WorkflowDefinition
-
     if not isinstance(workflow, WorkflowDefinition):
         raise TypeError(f"wayline.child needs a @wayline.workflow, got {workflow!r}")
     return current_replay("child").start_child(workflow, args, kwargs, timeout)

@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
-from .._sdk.definitions import WorkflowDefinition
 from ..client import Client
 from ..errors import HookNotFoundError, RunNotFoundError, WorldUnavailableError
 from ..worker import Worker
@@ -77,7 +77,7 @@ async def opened_world(url: str, *, create: bool) -> AsyncIterator[World]:
         await world.close()
 
 
-def validate_input(definition: WorkflowDefinition, args: list[Any]) -> None:
+def validate_input(definition: WorkflowDefinition[..., Any], args: list[Any]) -> None:
     """Refuse input the workflow cannot take before a run exists (exit 2, not a failed run)."""
     what = f"workflow {definition.name!r}"
     stored = definition.signature.encode_args(tuple(args), {}, what=what)
@@ -198,7 +198,7 @@ async def follow(
 
 # --- worker ---------------------------------------------------------------------------------
 async def cmd_worker(args: argparse.Namespace) -> int:
-    definitions: list[WorkflowDefinition] = []
+    definitions: list[WorkflowDefinition[..., Any]] = []
     for app in args.app:
         found = workflows_in(import_app(app))
         if not found:
@@ -245,8 +245,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
 # --- start ----------------------------------------------------------------------------------
 async def cmd_start(args: argparse.Namespace) -> int:
     call_args = input_args(args.input)
-    definition: WorkflowDefinition | None = None
-    definitions: list[WorkflowDefinition] = []
+    definition: WorkflowDefinition[..., Any] | None = None
+    definitions: list[WorkflowDefinition[..., Any]] = []
     if ":" in args.target:
         definition, definitions = load_target(args.target)
         validate_input(definition, call_args)

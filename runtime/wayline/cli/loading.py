@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .._sdk.definitions import WorkflowDefinition
+from .._core.definitions import WorkflowDefinition
 
 
 class UsageError(Exception):
@@ -85,9 +85,9 @@ def _import_failure(spec: str, err: BaseException) -> str:
     return f"importing {spec!r} failed: {type(err).__name__}: {err}{where}"
 
 
-def workflows_in(module: ModuleType) -> list[WorkflowDefinition]:
+def workflows_in(module: ModuleType) -> list[WorkflowDefinition[..., Any]]:
     """Every workflow definition a module holds, in definition order, each once."""
-    seen: dict[int, WorkflowDefinition] = {}
+    seen: dict[int, WorkflowDefinition[..., Any]] = {}
     for value in vars(module).values():
         if isinstance(value, WorkflowDefinition) and id(value) not in seen:
             seen[id(value)] = value
@@ -104,7 +104,9 @@ def split_target(target: str) -> tuple[str, str | None]:
     return module, name
 
 
-def load_target(target: str) -> tuple[WorkflowDefinition, list[WorkflowDefinition]]:
+def load_target(
+    target: str,
+) -> tuple[WorkflowDefinition[..., Any], list[WorkflowDefinition[..., Any]]]:
     """Import the module of ``MODULE_OR_FILE:WORKFLOW`` and find the workflow, by attribute
     name or by its registered name. Without ``:WORKFLOW`` the module must hold exactly one.
     Returns the workflow and every workflow of the module (a worker needs them all)."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from .._core.durations import to_seconds
+from .._core.definitions import WorkflowDefinition
 from .._core.events import RunStatus
-from .._sdk.definitions import WorkflowDefinition
+from ..durations import to_seconds
 from ..worker import Worker
 from .commands import opened_world
 from .loading import UsageError, import_app, workflows_in
@@ -23,7 +24,7 @@ def duration_arg(text: str) -> float:
 async def cmd_recover(args: argparse.Namespace) -> int:
     """Re-arm every non-terminal run that has no wake coming, now (workers also do this when
     they start)."""
-    workflows: list[WorkflowDefinition] = []
+    workflows: list[WorkflowDefinition[..., Any]] = []
     for module in args.app or []:
         workflows += workflows_in(import_app(module))
     async with opened_world(args.world, create=False) as world:

@@ -27,7 +27,12 @@ from ..._core.events import (
     apply_transition,
 )
 from ..._core.ids import MessageId
-from ...errors import HookTokenConflictError, SequenceConflictError, WorldUnavailableError
+from ...errors import (
+    ConfigurationError,
+    HookTokenConflictError,
+    SequenceConflictError,
+    WorldUnavailableError,
+)
 from ...world import (
     Delivery,
     HookInfo,
@@ -49,6 +54,15 @@ _RECLAIM_EVERY = 1.0  # seconds between scans for messages held by dead local pr
 
 
 class LocalWorld(World):
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> LocalWorld:
+        """``sqlite:///relative.db`` or ``sqlite:////absolute/path.db`` (as SQLAlchemy writes
+        them)."""
+        path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+        if not path:
+            raise ConfigurationError(f"no database path in {url!r} (try sqlite:///wayline.db)")
+        return cls(path, **options)
+
     def __init__(
         self,
         path: str | Path = ".wayline/wayline.db",

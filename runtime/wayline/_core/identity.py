@@ -14,10 +14,21 @@ import hashlib
 import inspect
 import json
 import types
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .definitions import WorkflowDefinition
+
+class Declared(Protocol):
+    """What identity needs of a workflow definition (``definitions`` supplies the real one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def fn(self) -> Callable[..., Any]: ...
+
+
+Entry = tuple[str, str, dict[str, Any]]
+"""``("step", name, options)`` or ``("workflow", name, {})``: what a referenced value is."""
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -32,11 +43,11 @@ def _package(module: str | None) -> str:
     return (module or "").split(".", 1)[0]
 
 
-def shape(workflow: WorkflowDefinition) -> dict[str, Any]:
+def shape(workflow: Declared, entry: Callable[[Any], Entry | None]) -> dict[str, Any]:
     """Steps and children the workflow's code refers to: by name, as attributes of modules
     and classes it names (``payments.charge``), and through plain helper functions of its own
-    top-level package (followed to a bounded depth)."""
-    from .definitions import StepDefinition, WorkflowDefinition
+    top-level package (followed to a bounded depth). ``entry`` tells a step or workflow
+    definition from any other value."""
 
     steps: dict[str, dict[str, Any]] = {}
     children: set[str] = set()
@@ -44,15 +55,13 @@ def shape(workflow: WorkflowDefinition) -> dict[str, Any]:
     home = _package(workflow.fn.__module__)
 
     def visit(value: Any, names: list[str], depth: int, nesting: int = 0) -> None:
-        if isinstance(value, StepDefinition):
-            steps[value.name] = {
-                "maxRetries": value.max_retries,
-                "retryDelay": value.retry_delay,
-                "compensates": value.compensation is not None,
-            }
-        elif isinstance(value, WorkflowDefinition):
-            if value is not workflow:
-                children.add(value.name)
+        found = entry(value)
+        if found is not None:
+            kind, name, options = found
+            if kind == "step":
+                steps[name] = options
+            elif value is not workflow:
+                children.add(name)
         elif inspect.isfunction(value):
             if _package(value.__module__) == home:
                 walk(value, depth + 1)
@@ -79,12 +88,12 @@ def shape(workflow: WorkflowDefinition) -> dict[str, Any]:
     return {"workflow": workflow.name, "steps": steps, "children": sorted(children)}
 
 
-def definition_identity(workflow: WorkflowDefinition) -> str:
-    canonical = json.dumps(shape(workflow), sort_keys=True, separators=(",", ":"))
+def digest(shape: dict[str, Any]) -> str:
+    canonical = json.dumps(shape, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def code_hash(workflow: WorkflowDefinition) -> str:
+def code_hash(workflow: Declared) -> str:
     try:
         text = inspect.getsource(workflow.fn).encode()
     except (OSError, TypeError):

@@ -1,34 +1,45 @@
-"""``@wayline.workflow`` and ``@wayline.step``: what a user declares, and the step registry."""
+"""What a declared workflow or step *is* (``@wayline.workflow``/``@wayline.step`` build these,
+see ``wayline._sdk.decorators``), and the step registry.
+
+Both are generic in the declared function's parameters ``P`` and result ``R``, so a user's type
+checker sees ``charge(order_id)`` inside a workflow as ``Awaitable[Receipt]`` and flags a wrong
+argument.
+"""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, ParamSpec, TypeVar
 
-from .._core.durations import Duration, to_seconds
-from .._core.serde import Signature
+from ..durations import Duration, to_seconds
 from ..errors import ConfigurationError
-from .context import maybe_replay
+from .current import replay_var
+from .identity import Entry, code_hash, digest
+from .identity import shape as walk_shape
+from .serde import Signature
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # Steps are code, found by name when a queued step message arrives. A name maps to one function;
 # re-importing the same function (a script imported again as a module) replaces it.
-_STEPS: dict[str, StepDefinition] = {}
+_STEPS: dict[str, StepDefinition[..., Any]] = {}
 
 
-class StepDefinition:
+class StepDefinition(Generic[P, R]):
+    """A declared step: ``R`` is what awaiting a call to it gives inside a workflow."""
+
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[P, Any],
         *,
         name: str | None,
         max_retries: int,
         retry_delay: Duration,
         compensate: Callable[..., Any] | None = None,
-        compensates: StepDefinition | None = None,
+        compensates: StepDefinition[..., Any] | None = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
@@ -40,32 +51,49 @@ class StepDefinition:
         self.signature = Signature(fn)
         self.compensates = compensates
         """For a compensation handler: the forward step it reverses."""
-        self.compensation: StepDefinition | None = None
+        self.compensation: StepDefinition[..., Any] | None = None
         if compensate is not None:
-            self.compensation = StepDefinition(
+            self.compensation = StepDefinition[..., Any](
                 compensate,
                 name=f"{self.name}:compensate",
                 max_retries=max_retries,
                 retry_delay=retry_delay,
                 compensates=self,
             )
-            _register(self.compensation)
+            register(self.compensation)
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        replay = maybe_replay()
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
+        replay = replay_var.get()
         if replay is None:
             # Outside a workflow a step is its plain function (handy in unit tests).
-            return self.fn(*args, **kwargs)
-        return replay.call_step(self, args, kwargs)
+            result: Awaitable[R] = self.fn(*args, **kwargs)
+            return result
+        future: Awaitable[R] = replay.call_step(self, args, kwargs)
+        return future
+
+    def identity_entry(self) -> Entry:
+        options = {
+            "maxRetries": self.max_retries,
+            "retryDelay": self.retry_delay,
+            "compensates": self.compensation is not None,
+        }
+        return ("step", self.name, options)
 
     def __repr__(self) -> str:
         return f"<wayline step {self.name}>"
 
 
-class WorkflowDefinition:
+class WorkflowDefinition(Generic[P, R]):
+    """A declared workflow: an ``async def`` taking ``P`` and returning ``R``."""
+
     def __init__(
-        self, fn: Callable[..., Any], *, name: str | None, revision: int, strict_identity: bool
+        self,
+        fn: Callable[P, Awaitable[R]],
+        *,
+        name: str | None,
+        revision: int,
+        strict_identity: bool,
     ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise ConfigurationError(f"@wayline.workflow needs an async def, got {fn!r}")
@@ -80,19 +108,15 @@ class WorkflowDefinition:
 
     @property
     def identity(self) -> str:
-        """SHA-256 of the definition's shape (see ``wayline.identity``), computed on first use
-        so that steps defined after the workflow in its module are seen."""
+        """SHA-256 of the definition's shape (see ``identity``), computed on first use so that
+        steps defined after the workflow in its module are seen."""
         if self._identity is None:
-            from .identity import definition_identity
-
             self._identity = definition_identity(self)
         return self._identity
 
     @property
     def code_hash(self) -> str:
         if self._code_hash is None:
-            from .identity import code_hash
-
             self._code_hash = code_hash(self)
         return self._code_hash
 
@@ -121,51 +145,18 @@ class WorkflowDefinition:
             )
         return None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         return self.fn(*args, **kwargs)
+
+    def identity_entry(self) -> Entry:
+        return ("workflow", self.name, {})
 
     def __repr__(self) -> str:
         return f"<wayline workflow {self.name} rev {self.revision}>"
 
 
-@overload
-def step(fn: Callable[..., Any], /) -> StepDefinition: ...
-@overload
-def step(
-    *,
-    name: str | None = None,
-    max_retries: int = 3,
-    retry_delay: Duration = 1.0,
-    compensate: Callable[..., Any] | None = None,
-) -> Callable[[Callable[..., Any]], StepDefinition]: ...
-def step(
-    fn: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    max_retries: int = 3,
-    retry_delay: Duration = 1.0,
-    compensate: Callable[..., Any] | None = None,
-) -> Any:
-    """Declare a durable step. ``max_retries`` counts retries after the first try.
-
-    ``compensate`` reverses it (a saga): when the run fails or is cancelled, every forward
-    step that completed, or whose outcome is unknown, is compensated in reverse order. The
-    handler gets the forward step's arguments; ``step_context()`` inside it has
-    ``forward_idempotency_key`` and ``forward_result`` (None when the outcome is unknown:
-    reconcile by key)."""
-
-    def wrap(f: Callable[..., Any]) -> Any:
-        definition = StepDefinition(
-            f, name=name, max_retries=max_retries, retry_delay=retry_delay, compensate=compensate
-        )
-        _register(definition)
-        return definition
-
-    return wrap(fn) if fn is not None else wrap
-
-
-def _register(definition: StepDefinition) -> None:
+def register(definition: StepDefinition[..., Any]) -> None:
+    """Add a step to the registry (a name maps to one function)."""
     existing = _STEPS.get(definition.name)
     if existing is None:
         _STEPS[definition.name] = definition
@@ -182,31 +173,20 @@ def _register(definition: StepDefinition) -> None:
     _STEPS[definition.name] = definition
 
 
-@overload
-def workflow(fn: Callable[..., Any], /) -> WorkflowDefinition: ...
-@overload
-def workflow(
-    *, name: str | None = None, revision: int = 1, strict_identity: bool = False
-) -> Callable[[Callable[..., Any]], WorkflowDefinition]: ...
-def workflow(
-    fn: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    revision: int = 1,
-    strict_identity: bool = False,
-) -> Any:
-    """Declare a durable workflow on an ``async def``.
-
-    Bump ``revision`` when behaviour changes without the shape changing; a run is only ever
-    driven by a definition with its identity and revision (and, with ``strict_identity``, its
-    exact code)."""
-
-    def wrap(f: Callable[..., Any]) -> Any:
-        return WorkflowDefinition(f, name=name, revision=revision, strict_identity=strict_identity)
-
-    return wrap(fn) if fn is not None else wrap
-
-
-def find_step(name: str) -> StepDefinition | None:
+def find_step(name: str) -> StepDefinition[..., Any] | None:
     return _STEPS.get(name)
+
+
+def _entry(value: Any) -> Entry | None:
+    if isinstance(value, StepDefinition | WorkflowDefinition):
+        return value.identity_entry()
+    return None
+
+
+def shape(workflow: WorkflowDefinition[..., Any]) -> dict[str, Any]:
+    """The steps and children a workflow's code refers to (``identity.shape``)."""
+    return walk_shape(workflow, _entry)
+
+
+def definition_identity(workflow: WorkflowDefinition[..., Any]) -> str:
+    return digest(shape(workflow))

@@ -1,0 +1,21 @@
+"""The operator's settings: read once, through ``wayline.settings`` (the only reader of the
+environment), when the handlers module is imported, because kopf fixes a timer's interval
+when it registers the handler.
+
+- ``WAYLINE_WORLD``: the world URL (``nats://…`` in a cluster), as for every wayline command;
+- ``WAYLINE_OPERATOR_POLL_SECONDS`` (2): how often a live run's status is mirrored;
+- ``WAYLINE_OPERATOR_SWEEP_SECONDS`` (60): how often runs with no wake coming are re-armed;
+- ``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS`` (5): how often a WorkflowHook whose run has not
+  reached its hook yet tries again.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from wayline.settings import Settings
+
+
+@functools.cache
+def settings() -> Settings:
+    return Settings.from_env()

@@ -1,0 +1,100 @@
+"""``@wayline.step`` and ``@wayline.workflow``: how a user declares code as durable.
+
+The decorators keep the declared function's signature (``ParamSpec``/``TypeVar``): a step
+``async def charge(order: str) -> Receipt`` becomes a ``StepDefinition[[str], Receipt]``, so
+``await charge(order)`` inside a workflow is a ``Receipt`` to a type checker and
+``charge(1, 2)`` is an error. A plain ``def`` step is awaited the same way (it runs in a thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, Protocol, TypeVar, overload
+
+from .._core.definitions import StepDefinition, WorkflowDefinition, register
+from ..durations import Duration
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class StepDecorator(Protocol):
+    """What ``@wayline.step(...)`` with options returns."""
+
+    @overload
+    def __call__(self, fn: Callable[P, Awaitable[R]], /) -> StepDefinition[P, R]: ...
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> StepDefinition[P, R]: ...
+
+
+class WorkflowDecorator(Protocol):
+    """What ``@wayline.workflow(...)`` with options returns."""
+
+    def __call__(self, fn: Callable[P, Awaitable[R]], /) -> WorkflowDefinition[P, R]: ...
+
+
+@overload
+def step(fn: Callable[P, Awaitable[R]], /) -> StepDefinition[P, R]: ...
+@overload
+def step(fn: Callable[P, R], /) -> StepDefinition[P, R]: ...
+@overload
+def step(
+    *,
+    name: str | None = None,
+    max_retries: int = 3,
+    retry_delay: Duration = 1.0,
+    compensate: Callable[..., Any] | None = None,
+) -> StepDecorator: ...
+def step(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    max_retries: int = 3,
+    retry_delay: Duration = 1.0,
+    compensate: Callable[..., Any] | None = None,
+) -> Any:
+    """Declare a durable step. ``max_retries`` counts retries after the first try.
+
+    ``compensate`` reverses it (a saga): when the run fails or is cancelled, every forward
+    step that completed, or whose outcome is unknown, is compensated in reverse order. The
+    handler gets the forward step's arguments; ``step_context()`` inside it has
+    ``forward_idempotency_key`` and ``forward_result`` (None when the outcome is unknown:
+    reconcile by key)."""
+
+    def wrap(f: Callable[..., Any]) -> StepDefinition[..., Any]:
+        definition = StepDefinition[..., Any](
+            f, name=name, max_retries=max_retries, retry_delay=retry_delay, compensate=compensate
+        )
+        register(definition)
+        return definition
+
+    return wrap(fn) if fn is not None else wrap
+
+
+@overload
+def workflow(fn: Callable[P, Awaitable[R]], /) -> WorkflowDefinition[P, R]: ...
+@overload
+def workflow(
+    *, name: str | None = None, revision: int = 1, strict_identity: bool = False
+) -> WorkflowDecorator: ...
+def workflow(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    revision: int = 1,
+    strict_identity: bool = False,
+) -> Any:
+    """Declare a durable workflow on an ``async def``.
+
+    Bump ``revision`` when behaviour changes without the shape changing; a run is only ever
+    driven by a definition with its identity and revision (and, with ``strict_identity``, its
+    exact code)."""
+
+    def wrap(f: Callable[..., Any]) -> WorkflowDefinition[..., Any]:
+        return WorkflowDefinition[..., Any](
+            f, name=name, revision=revision, strict_identity=strict_identity
+        )
+
+    return wrap(fn) if fn is not None else wrap

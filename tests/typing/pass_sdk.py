@@ -1,0 +1,58 @@
+"""Must pass ``mypy --strict``: the decorators keep the declared types all the way to the user."""
+
+from __future__ import annotations
+
+from typing import Any, assert_type
+
+import wayline
+from wayline import Client, RunHandle
+from wayline._core.definitions import StepDefinition, WorkflowDefinition
+
+
+class Receipt:
+    def __init__(self, amount: int) -> None:
+        self.amount = amount
+
+
+@wayline.step
+async def charge(order_id: str, amount: int) -> Receipt:
+    return Receipt(amount)
+
+
+@wayline.step(max_retries=5, retry_delay="2s")
+def reserve(sku: str, *, quantity: int = 1) -> list[str]:
+    return [sku] * quantity
+
+
+@wayline.workflow
+async def kid(n: int) -> int:
+    return n + 1
+
+
+@wayline.workflow(name="orders", revision=2)
+async def order(order_id: str, amount: int) -> str:
+    receipt = await charge(order_id, amount)
+    assert_type(receipt, Receipt)
+    skus = await reserve("BOOK", quantity=2)
+    assert_type(skus, list[str])
+    assert_type(await wayline.child(kid, 1), int)
+    assert_type(await wayline.child(kid, 2, timeout="5m"), int)
+    await wayline.sleep("1s")
+    return f"{receipt.amount}:{len(skus)}"
+
+
+async def start(client: Client) -> None:
+    handle = await client.start(order, "o-1", 1250)
+    assert_type(handle, RunHandle[str])
+    assert_type(await handle.result(), str)
+    pinned = await client.start(order, "o-1", 1250, run_id="wf_" + "0" * 32)
+    assert_type(await pinned.result(timeout=1.0), str)
+    by_name = await client.start("orders", "o-1", 1250)
+    assert_type(await by_name.result(), Any)
+    assert_type(await client.handle("wf_" + "1" * 32).result(), Any)
+
+
+def declared_types() -> None:
+    declared: StepDefinition[[str, int], Receipt] = charge
+    flow: WorkflowDefinition[[str, int], str] = order
+    print(declared, flow)

@@ -1,0 +1,68 @@
+"""``wayline.settings`` is the only reader of the environment, the operator's knobs included."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from wayline.errors import ConfigurationError
+from wayline.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _environment_reads(path: Path) -> list[int]:
+    """Lines that read ``os.environ`` (``.get``, ``[...]``, iteration) or call ``os.getenv``."""
+    lines: list[int] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv", "environb"}:
+            lines.append(node.lineno)
+    writes = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        # ``os.environ[KEY] = value`` hands a value to child processes; it reads nothing.
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Subscript) and isinstance(t.ctx, ast.Store) for t in node.targets
+        ):
+            writes.add(node.lineno)
+    return [line for line in lines if line not in writes]
+
+
+def test_only_settings_reads_the_environment() -> None:
+    sources = [*(ROOT / "runtime").rglob("*.py"), *(ROOT / "operator").rglob("*.py")]
+    readers = {
+        str(p.relative_to(ROOT)): found
+        for p in sources
+        if "__pycache__" not in p.parts and (found := _environment_reads(p))
+    }
+    assert set(readers) == {"runtime/wayline/settings.py"}, readers
+
+
+def test_the_checker_sees_a_read(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("import os\nx = os.environ.get('A')\nos.environ['B'] = 'b'\n")
+    assert _environment_reads(source) == [2]
+
+
+def test_operator_knobs_come_from_settings() -> None:
+    env = {
+        "WAYLINE_OPERATOR_POLL_SECONDS": "0.3",
+        "WAYLINE_OPERATOR_SWEEP_SECONDS": "0.5",
+        "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS": "7",
+        "WAYLINE_WORLD": "nats://127.0.0.1:4222",
+    }
+    settings = Settings.from_env(env)
+    assert settings.operator_poll_seconds == 0.3
+    assert settings.operator_sweep_seconds == 0.5
+    assert settings.operator_hook_retry_seconds == 7.0
+    assert settings.world_url == "nats://127.0.0.1:4222"
+    defaults = Settings.from_env({})
+    assert (defaults.operator_poll_seconds, defaults.operator_sweep_seconds) == (2.0, 60.0)
+    assert defaults.operator_hook_retry_seconds == 5.0
+
+
+@pytest.mark.parametrize("raw", ["soon", "0", "-1"])
+def test_a_bad_operator_knob_is_a_clear_error(raw: str) -> None:
+    with pytest.raises(ConfigurationError, match="WAYLINE_OPERATOR_POLL_SECONDS"):
+        Settings.from_env({"WAYLINE_OPERATOR_POLL_SECONDS": raw})
