@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import Any
 
-from .definitions import WorkflowDefinition
+from .definitions import WorkflowDefinition, workflows_by_name
 from .errors import (
     EntityConflictError,
     HookNotFoundError,
@@ -77,7 +77,7 @@ class RunHandle:
 class Client:
     def __init__(self, world: World, workflows: list[WorkflowDefinition] | None = None) -> None:
         self.world = world
-        self._workflows = {w.name: w for w in workflows or []}
+        self._workflows = workflows_by_name(workflows or [])
 
     async def start(
         self,

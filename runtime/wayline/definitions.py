@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 from .context import maybe_replay
@@ -17,6 +17,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Steps are code, found by name when a queued step message arrives. A name maps to one function;
 # re-importing the same function (a script imported again as a module) replaces it.
 _STEPS: dict[str, StepDefinition] = {}
+# Workflows named after their function, to refuse two different ones under one implicit name.
+_IMPLICIT_WORKFLOWS: dict[str, WorkflowDefinition] = {}
 
 
 class StepDefinition:
@@ -167,19 +169,43 @@ def step(
 
 def _register(definition: StepDefinition) -> None:
     existing = _STEPS.get(definition.name)
-    if existing is None:
-        _STEPS[definition.name] = definition
-        return
+    if existing is not None:
+        _refuse_namesake("steps", existing, definition)
+    _STEPS[definition.name] = definition
+
+
+def _refuse_namesake(
+    kind: str,
+    existing: StepDefinition | WorkflowDefinition,
+    definition: StepDefinition | WorkflowDefinition,
+) -> None:
     same_function = existing.fn.__qualname__ == definition.fn.__qualname__ and (
         existing.fn.__module__ == definition.fn.__module__
         or "__main__" in (existing.fn.__module__, definition.fn.__module__)
     )  # a script imported again as a module defines the same function twice
     if not same_function:
         raise ConfigurationError(
-            f"two different steps are named {definition.name!r} "
-            f"({existing.fn.__module__} and {definition.fn.__module__}); pass name= to one"
+            f"two different {kind} are named {definition.name!r} "
+            f"({existing.fn.__module__}.{existing.fn.__qualname__} and "
+            f"{definition.fn.__module__}.{definition.fn.__qualname__}); pass name= to one"
         )
-    _STEPS[definition.name] = definition
+
+
+def workflows_by_name(workflows: Iterable[WorkflowDefinition]) -> dict[str, WorkflowDefinition]:
+    """The workflows a worker or client serves, by name; two different ones under one name
+    are refused (one would silently shadow the other, leaving its runs blocked for good)."""
+    out: dict[str, WorkflowDefinition] = {}
+    for definition in workflows:
+        existing = out.get(definition.name)
+        if existing is not None and existing is not definition:
+            _refuse_namesake("workflows", existing, definition)
+            if existing.identity_record() != definition.identity_record():
+                raise ConfigurationError(
+                    f"two different workflows are named {definition.name!r} (revision "
+                    f"{existing.revision} and {definition.revision}); pass name= to one"
+                )
+        out[definition.name] = definition
+    return out
 
 
 @overload
@@ -203,7 +229,15 @@ def workflow(
     exact code)."""
 
     def wrap(f: Callable[..., Any]) -> Any:
-        return WorkflowDefinition(f, name=name, revision=revision, strict_identity=strict_identity)
+        definition = WorkflowDefinition(
+            f, name=name, revision=revision, strict_identity=strict_identity
+        )
+        if name is None:  # an explicit name= is deliberate (e.g. two revisions side by side)
+            existing = _IMPLICIT_WORKFLOWS.get(definition.name)
+            if existing is not None:
+                _refuse_namesake("workflows", existing, definition)
+            _IMPLICIT_WORKFLOWS[definition.name] = definition
+        return definition
 
     return wrap(fn) if fn is not None else wrap
 

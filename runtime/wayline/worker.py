@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from .definitions import WorkflowDefinition
+from .definitions import WorkflowDefinition, workflows_by_name
 from .errors import ConfigurationError, WaylineError, WorldUnavailableError
 from .events import EventType, RunStatus
 from .handler import Handler
@@ -70,7 +70,7 @@ class Worker:
     ) -> None:
         self.world = world
         self.settings = settings or Settings.from_env()
-        self.workflows = {w.name: w for w in workflows}
+        self.workflows = workflows_by_name(workflows)
         if self.settings.inline_ownership and (
             self.settings.max_invocation_seconds >= self.settings.lease_seconds
         ):
