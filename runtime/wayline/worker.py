@@ -314,9 +314,9 @@ class Worker:
     async def _settle(self, delivery: Delivery, verdict: Verdict) -> None:
         try:
             if verdict.kind == "ack":
-                await self.world.ack(delivery)
+                done = await self.world.ack(delivery)
             elif verdict.kind == "retry":
-                await self.world.retry(delivery, verdict.delay)
+                done = await self.world.retry(delivery, verdict.delay)
             elif verdict.kind == "dead":
                 log.error(
                     "set aside %s message %s: %s",
@@ -324,7 +324,11 @@ class Worker:
                     delivery.message_id,
                     verdict.reason,
                 )
-                await self.world.dead_letter(delivery, verdict.reason)
+                done = await self.world.dead_letter(delivery, verdict.reason)
+            else:
+                return
+            if not done:
+                _stale(delivery, verdict.kind)
         except WaylineError as err:
             log.warning(
                 "could not settle delivery %s: %s (it will be redelivered)",
@@ -352,6 +356,18 @@ class Worker:
                     continue
                 if now - since >= period * 0.9:
                     try:
-                        await self.world.renew(delivery)
+                        if not await self.world.renew(delivery):
+                            _stale(delivery, "renewal")
                     except WaylineError as err:
                         log.warning("could not renew delivery %s: %s", delivery.message_id, err)
+
+
+def _stale(delivery: Delivery, what: str) -> None:
+    log.warning(
+        "%s of delivery %s (attempt %d) of %s was a no-op: the delivery is no longer this "
+        "worker's (redelivered, or already settled); its message is left to its holder",
+        what,
+        delivery.message_id,
+        delivery.attempt,
+        delivery.topic,
+    )

@@ -246,20 +246,23 @@ class World(abc.ABC):
     ) -> list[Delivery]:
         """Up to ``max_messages`` due deliveries, waiting at most ``wait_seconds`` for one."""
 
+    # A delivery is settled only by its holder. Once the message was redelivered (B holds
+    # attempt n+1), A's late ack, retry, renew or dead-letter changes nothing and answers
+    # False; so does a second settlement of one delivery. True: this delivery was settled.
     @abc.abstractmethod
-    async def ack(self, delivery: Delivery) -> None:
+    async def ack(self, delivery: Delivery) -> bool:
         """Done: the message is removed and its idempotency key released."""
 
     @abc.abstractmethod
-    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         """Not done: deliver the same message (same id, attempt + 1) after ``delay_seconds``."""
 
     @abc.abstractmethod
-    async def renew(self, delivery: Delivery) -> None:
+    async def renew(self, delivery: Delivery) -> bool:
         """Still working: keep the delivery invisible to others for another visibility period."""
 
     @abc.abstractmethod
-    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
         """Set a message aside (kept for inspection, never redelivered) and remove it."""
 
     @abc.abstractmethod

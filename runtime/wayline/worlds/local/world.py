@@ -375,30 +375,40 @@ class LocalWorld(World):
             for r in rows
         ]
 
-    async def ack(self, delivery: Delivery) -> None:
-        self._write(lambda db: db.execute("DELETE FROM messages WHERE id = ?", (delivery.handle,)))
+    # A delivery is settled only by its holder: every settlement is fenced on the attempt
+    # count the claim set, so A's late ack after B received the redelivery changes nothing.
+    async def ack(self, delivery: Delivery) -> bool:
+        return bool(self._settle("DELETE FROM messages WHERE id = ? AND attempts = ?", delivery))
 
-    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         at = time.time() + max(0.0, delay_seconds)
-        self._write(
-            lambda db: db.execute(
-                "UPDATE messages SET available_at = ?, holder = NULL WHERE id = ?",
-                (at, delivery.handle),
-            )
+        done = self._settle(
+            "UPDATE messages SET available_at = ?, holder = NULL WHERE id = ? AND attempts = ?",
+            delivery,
+            at,
         )
         self._wake()
+        return done
 
-    async def renew(self, delivery: Delivery) -> None:
+    async def renew(self, delivery: Delivery) -> bool:
         at = time.time() + self._visibility
-        self._write(
-            lambda db: db.execute(
-                "UPDATE messages SET available_at = ? WHERE id = ? AND holder = ?",
-                (at, delivery.handle, self._holder),
-            )
+        return self._settle(
+            "UPDATE messages SET available_at = ? WHERE id = ? AND attempts = ?", delivery, at
         )
 
-    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
-        def tx(db: sqlite3.Connection) -> None:
+    def _settle(self, sql: str, delivery: Delivery, *before: Any) -> bool:
+        params = (*before, delivery.handle, delivery.attempt)
+        changed: int = self._write(lambda db: db.execute(sql, params).rowcount)
+        return changed > 0
+
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
+        def tx(db: sqlite3.Connection) -> bool:
+            gone = db.execute(
+                "DELETE FROM messages WHERE id = ? AND attempts = ?",
+                (delivery.handle, delivery.attempt),
+            ).rowcount
+            if not gone:
+                return False
             db.execute(
                 "INSERT INTO dead_letters (message_id, topic, payload, attempts, reason, "
                 "created_at) VALUES (?,?,?,?,?,?)",
@@ -411,9 +421,10 @@ class LocalWorld(World):
                     time.time(),
                 ),
             )
-            db.execute("DELETE FROM messages WHERE id = ?", (delivery.handle,))
+            return True
 
-        self._write(tx)
+        done: bool = self._write(tx)
+        return done
 
     async def runs_with_messages(self) -> set[str] | None:
         out: set[str] = set()

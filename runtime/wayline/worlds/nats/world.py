@@ -298,17 +298,17 @@ class NatsWorld(World):
         result: list[Delivery] = await self._q().receive(topic, max_messages, wait_seconds)
         return result
 
-    async def ack(self, delivery: Delivery) -> None:
-        await self._q().ack(delivery)
+    async def ack(self, delivery: Delivery) -> bool:
+        return await self._q().ack(delivery)
 
-    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
-        await self._q().retry(delivery, delay_seconds)
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
+        return await self._q().retry(delivery, delay_seconds)
 
-    async def renew(self, delivery: Delivery) -> None:
-        await self._q().renew(delivery)
+    async def renew(self, delivery: Delivery) -> bool:
+        return await self._q().renew(delivery)
 
-    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
-        await self._q().dead_letter(delivery, reason)
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
+        return await self._q().dead_letter(delivery, reason)
 
     async def runs_with_messages(self) -> set[str] | None:
         out: set[str] = set()
