@@ -85,10 +85,13 @@ class Client:
         workflow: WorkflowDefinition | str,
         *args: Any,
         run_id: str | None = None,
+        queue: str | None = None,
         **kwargs: Any,
     ) -> RunHandle:
         """Start a run. With ``run_id`` (``wf_`` + 32 hex digits) the call is idempotent:
-        repeating it, after any crash, starts no second run and only re-sends the start."""
+        repeating it, after any crash, starts no second run and only re-sends the start.
+        With ``queue`` the run is served by the workers started with that ``queue=``
+        instead of by those serving the workflow by name."""
         if isinstance(workflow, str):
             definition = self._workflows.get(workflow)
             if definition is None and self._workflows:
@@ -108,6 +111,8 @@ class Client:
         elif not is_run_id(run_id):
             raise WaylineError(f"a run id is 'wf_' and 32 lowercase hex digits, not {run_id!r}")
         data: dict[str, Any] = {"workflow": name, "input": stored}
+        if queue:
+            data["queue"] = queue
         if definition is not None:
             data["revision"] = definition.revision
             data["definition"] = definition.identity_record()
@@ -150,6 +155,8 @@ class Client:
         await self.get_run(run_id)
 
         def decide(events: list[Event]) -> list[NewEvent] | None:
+            if events and events[-1].type in RUN_TERMINAL_EVENTS:
+                raise RunTerminalError(f"run {run_id} has ended")
             if any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
                 return None  # asked before: only its wake is re-sent
             return [NewEvent(EventType.RUN_CANCEL_REQUESTED, data={"reason": reason})]

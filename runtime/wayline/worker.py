@@ -21,6 +21,7 @@ from .errors import ConfigurationError, WaylineError, WorldUnavailableError
 from .events import EventType, RunStatus
 from .handler import Handler
 from .messages import Verdict
+from .routing import served_topics
 from .settings import Settings
 from .tasks import spawn
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
@@ -67,8 +68,12 @@ class Worker:
         recover: bool = True,
         exit_on_invocation_deadline: bool = False,
         shutdown_grace_seconds: float = 30.0,
+        queue: str | None = None,
     ) -> None:
+        """``queue``: consume the runs started with this ``queue=`` instead of those of
+        ``workflows`` by name (a group of workflows served by one deployment)."""
         self.world = world
+        self.queue = queue
         self.settings = settings or Settings.from_env()
         self.workflows = workflows_by_name(workflows)
         if self.settings.inline_ownership and (
@@ -109,12 +114,17 @@ class Worker:
         await self.world.start()
         if self.recover:
             await self.recover_runs()
-        spawn(
-            self._consume(FLOW_TOPIC, self.flow_concurrency), "wayline-flow-consumer", self._tasks
-        )
-        spawn(
-            self._consume(STEP_TOPIC, self.step_concurrency), "wayline-step-consumer", self._tasks
-        )
+        # Routing, not bouncing: one consumer per route this worker serves (and the plain
+        # topic), sharing one concurrency budget per kind.
+        for kind, concurrency in (
+            (FLOW_TOPIC, self.flow_concurrency),
+            (STEP_TOPIC, self.step_concurrency),
+        ):
+            topics = served_topics(kind, self.workflows, self.queue)
+            slots = asyncio.Semaphore(concurrency)
+            cap = max(1, concurrency // len(topics))
+            for topic in topics:
+                spawn(self._consume(topic, slots, cap), f"wayline-{topic}-consumer", self._tasks)
         spawn(self._renew_loop(), "wayline-renewer", self._tasks)
 
     async def run(self) -> None:
@@ -247,13 +257,14 @@ class Worker:
         return "running", False
 
     # --- consuming -----------------------------------------------------------------------------
-    async def _consume(self, topic: str, concurrency: int) -> None:
-        slots = asyncio.Semaphore(concurrency)
+    async def _consume(self, topic: str, slots: asyncio.Semaphore, cap: int) -> None:
+        """Receive from ``topic`` while slots are free. A receive waits for a message while
+        holding at most ``cap`` slots, so idle routes never starve a busy one."""
         backoff = 0.1
         while not self._stopping.is_set():
             await slots.acquire()
             free = 1
-            while free < concurrency and not slots.locked() and slots._value > 0:
+            while free < cap and not slots.locked():
                 await slots.acquire()
                 free += 1
             try:

@@ -17,12 +17,15 @@ from typing import Any
 
 from .events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from .ids import MessageId
+from .routing import FLOW_TOPIC as FLOW_TOPIC
+from .routing import STEP_TOPIC as STEP_TOPIC
+from .routing import Router
 from .single_flight import SingleFlight
 
-FLOW_TOPIC = "flow"
-"""Run continuations: ``{"runId": ...}``. Replays the run."""
-STEP_TOPIC = "step"
-"""Queued step bodies: ``{"runId": ..., "stepId": ..., "stepName": ...}``."""
+# FLOW_TOPIC: run continuations, ``{"runId": ...}``; replays the run.
+# STEP_TOPIC: queued step bodies, ``{"runId": ..., "stepId": ..., "stepName": ...}``.
+# A world sends both to the run's route (``routing``): enqueue resolves it with ``router``,
+# and a delivery received on a route carries the plain topic.
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,7 @@ class World(abc.ABC):
         # In-process single-flight for step bodies (seed 000). One per world instance, not per
         # process, so two workers on two worlds in one process stay apart.
         self.single_flight = SingleFlight()
+        self.router = Router(self.get_run)
         self._terminal_waiters: dict[str, set[asyncio.Future[None]]] = {}
 
     terminal_hints: bool = False

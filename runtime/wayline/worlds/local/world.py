@@ -28,6 +28,7 @@ from ...events import (
     apply_transition,
 )
 from ...ids import MessageId
+from ...routing import plain_topic
 from ...world import (
     Delivery,
     HookInfo,
@@ -297,6 +298,7 @@ class LocalWorld(World):
         idempotency_key: str | None = None,
         delay_seconds: float = 0.0,
     ) -> MessageId:
+        topic = await self.router.topic(topic, payload)
         body = json.dumps(dict(payload)).encode()
         now = time.time()
         message_id: MessageId = self._write(
@@ -371,7 +373,9 @@ class LocalWorld(World):
         ).fetchall()
         rows.sort(key=lambda r: r[0])
         return [
-            Delivery(topic, MessageId(str(r[0])), r[1], _decode(r[2]), bytes(r[2]), r[0])
+            Delivery(
+                plain_topic(topic), MessageId(str(r[0])), r[1], _decode(r[2]), bytes(r[2]), r[0]
+            )
             for r in rows
         ]
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
 from ...ids import MessageId
+from ...routing import plain_topic
 from ...world import Delivery
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .direct import StoredMsg, connected, direct_batch
@@ -362,7 +363,7 @@ class Queue:
             raw = bytes(msg.data or b"")
             out.append(
                 Delivery(
-                    topic,
+                    plain_topic(topic),
                     MessageId(mid),
                     int(md.num_delivered),
                     decode_payload(raw),

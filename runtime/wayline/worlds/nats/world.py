@@ -289,6 +289,7 @@ class NatsWorld(World):
         idempotency_key: str | None = None,
         delay_seconds: float = 0.0,
     ) -> MessageId:
+        topic = await self.router.topic(topic, payload)
         result: MessageId = await self._q().enqueue(topic, payload, idempotency_key, delay_seconds)
         return result
 

@@ -1,0 +1,38 @@
+"""Routing, not bouncing: workers of one application never receive, and so never burn the
+delivery budget of, another application's runs (counter tests on every world)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import wayline
+from tests.runtime import flows
+from tests.runtime.harness import Engine, settings
+
+
+async def test_another_applications_worker_never_burns_a_run(engine: Engine) -> None:
+    """App A (``chain``) has no worker for a while; app B (``fan_out``) has two. With a
+    delivery budget of 1, a single bounce would be fatal: none of A's runs fails, and they
+    all complete once A's worker appears."""
+    tight = settings(max_queue_deliveries=1)
+    async with (
+        engine.worker([flows.fan_out], settings=tight),
+        engine.worker([flows.fan_out], settings=tight, world=await engine.make_world()),
+    ):
+        a_runs = [await engine.client.start(flows.chain, 3) for _ in range(6)]
+        b_run = await engine.client.start(flows.fan_out, 3)
+        assert await b_run.result(timeout=20) == [0, 2, 4]
+        await asyncio.sleep(6.0)  # A is away (a rollout): B's workers see nothing of A
+        for handle in a_runs:
+            assert await handle.status() is wayline.RunStatus.PENDING
+        async with engine.worker([flows.chain], settings=tight):
+            assert [await h.result(timeout=30) for h in a_runs] == [3] * 6
+
+
+async def test_a_queue_groups_runs_for_the_workers_of_that_queue(engine: Engine) -> None:
+    async with engine.worker([flows.chain, flows.fan_out], queue="other"):
+        handle = await engine.client.start(flows.chain, 2, queue="payments")
+        await asyncio.sleep(1.0)
+        assert await handle.status() is wayline.RunStatus.PENDING  # not this worker's queue
+        async with engine.worker([flows.chain], queue="payments"):
+            assert await handle.result(timeout=20) == 1
