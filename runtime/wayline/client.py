@@ -22,6 +22,7 @@ from .errors import (
 )
 from .events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from .ids import is_run_id, new_run_id
+from .registry import waiting_for_worker
 from .serde import decode, encode
 from .world import FLOW_TOPIC, RunInfo, World, run_changes
 
@@ -139,6 +140,14 @@ class Client:
         if info is None:
             raise RunNotFoundError(f"no run {run_id}")
         return info
+
+    async def waiting_for_worker(self, run: RunInfo | str) -> str | None:
+        """Why no live worker can drive the run (``waiting_for_worker: ...`` naming its
+        workflow, identity and queue), or None when one can or the run has ended."""
+        info = run if isinstance(run, RunInfo) else await self.get_run(run)
+        if info.status.terminal:
+            return None
+        return waiting_for_worker(info, await self.world.list_served())
 
     async def list_runs(
         self, status: RunStatus | str | None = None, limit: int = 100

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import time
+import uuid
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
@@ -21,6 +23,7 @@ from .errors import ConfigurationError, WaylineError, WorldUnavailableError
 from .events import EventType, RunStatus
 from .handler import Handler
 from .messages import Verdict
+from .registry import served_entries
 from .routing import served_topics
 from .settings import Settings
 from .tasks import spawn
@@ -69,11 +72,14 @@ class Worker:
         exit_on_invocation_deadline: bool = False,
         shutdown_grace_seconds: float = 30.0,
         queue: str | None = None,
+        heartbeat_seconds: float = 10.0,
     ) -> None:
         """``queue``: consume the runs started with this ``queue=`` instead of those of
         ``workflows`` by name (a group of workflows served by one deployment)."""
         self.world = world
         self.queue = queue
+        self.heartbeat_seconds = heartbeat_seconds
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.settings = settings or Settings.from_env()
         self.workflows = workflows_by_name(workflows)
         if self.settings.inline_ownership and (
@@ -112,6 +118,7 @@ class Worker:
             return
         self._started = True
         await self.world.start()
+        await self._heartbeat()
         if self.recover:
             await self.recover_runs()
         # Routing, not bouncing: one consumer per route this worker serves (and the plain
@@ -126,6 +133,7 @@ class Worker:
             for topic in topics:
                 spawn(self._consume(topic, slots, cap), f"wayline-{topic}-consumer", self._tasks)
         spawn(self._renew_loop(), "wayline-renewer", self._tasks)
+        spawn(self._heartbeat_loop(), "wayline-heartbeat", self._tasks)
 
     async def run(self) -> None:
         """Consume until :meth:`close` is called (or the task is cancelled)."""
@@ -346,6 +354,23 @@ class Worker:
                 delivery.message_id,
                 err,
             )
+
+    async def _heartbeat(self) -> None:
+        """Record in the world what this worker serves, alive for three heartbeats."""
+        if not self.workflows:
+            return
+        entries = served_entries(
+            self.workflows.values(), self.queue, self.worker_id, 3 * self.heartbeat_seconds
+        )
+        try:
+            await self.world.record_served(entries)
+        except WaylineError as err:
+            log.warning("could not record this worker's heartbeat: %s", err)
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_seconds)
+            await self._heartbeat()
 
     async def _renew_loop(self) -> None:
         period = max(0.05, self.world.visibility_seconds / 3)

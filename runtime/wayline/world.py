@@ -277,6 +277,16 @@ class World(abc.ABC):
         wake coming. ``None`` when the world cannot tell (recovery then re-arms every run)."""
         return None
 
+    # workers -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """A worker's heartbeat: upsert one entry per definition it serves, by ``key``
+        (see ``registry.served_entries``). Entries are never removed."""
+
+    @abc.abstractmethod
+    async def list_served(self) -> list[dict[str, Any]]:
+        """Every entry ever recorded (live or not: see its ``liveUntil``)."""
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None

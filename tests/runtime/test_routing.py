@@ -25,6 +25,8 @@ async def test_another_applications_worker_never_burns_a_run(engine: Engine) -> 
         await asyncio.sleep(6.0)  # A is away (a rollout): B's workers see nothing of A
         for handle in a_runs:
             assert await handle.status() is wayline.RunStatus.PENDING
+            why = await engine.client.waiting_for_worker(handle.run_id)
+            assert why is not None and "waiting_for_worker" in why and "'chain'" in why
         async with engine.worker([flows.chain], settings=tight):
             assert [await h.result(timeout=30) for h in a_runs] == [3] * 6
 
@@ -36,3 +38,30 @@ async def test_a_queue_groups_runs_for_the_workers_of_that_queue(engine: Engine)
         assert await handle.status() is wayline.RunStatus.PENDING  # not this worker's queue
         async with engine.worker([flows.chain], queue="payments"):
             assert await handle.result(timeout=20) == 1
+
+
+async def test_a_run_no_live_worker_serves_says_so(engine: Engine) -> None:
+    handle = await engine.client.start(flows.chain, 2)
+    why = await engine.client.waiting_for_worker(handle.run_id)
+    assert why == (
+        "waiting_for_worker: no live worker serves workflow 'chain' "
+        f"identity {flows.chain.identity[:12]} revision 1"
+    )
+    async with engine.worker([flows.chain], heartbeat_seconds=0.2):
+        assert await handle.result(timeout=20) == 1
+        other = await engine.client.start(flows.chain, 3, queue="night")
+        why = str(await engine.client.waiting_for_worker(other.run_id))
+        assert why.startswith("waiting_for_worker: no live worker serves workflow 'chain'")
+        assert why.endswith("on queue 'night'")
+        assert await engine.client.waiting_for_worker(handle.run_id) is None  # it ended
+        late = await engine.client.start(flows.fan_out, 1)
+        assert "'fan_out'" in str(await engine.client.waiting_for_worker(late.run_id))
+        async with engine.worker([flows.fan_out], heartbeat_seconds=0.2) as worker:
+            assert await late.result(timeout=20) == [0]
+            served = {e["workflow"] for e in await engine.world.list_served()}
+            assert served == {"chain", "fan_out"}
+            assert worker.worker_id in {e["worker"] for e in await engine.world.list_served()}
+    # the workers are gone: after three missed heartbeats the runs left say so again
+    paused = await engine.client.start(flows.chain, 1)
+    await asyncio.sleep(0.7)
+    assert "'chain'" in str(await engine.client.waiting_for_worker(paused.run_id))

@@ -92,3 +92,9 @@ class UnstableIdWorld(World):
 
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         return await self.inner.list_dead_letters(limit)
+
+    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        await self.inner.record_served(entries)
+
+    async def list_served(self) -> list[dict[str, Any]]:
+        return await self.inner.list_served()

@@ -459,6 +459,20 @@ class LocalWorld(World):
             for r in rows
         ]
 
+    # workers -------------------------------------------------------------------------------
+    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        rows = [(str(e["key"]), json.dumps(dict(e))) for e in entries]
+        self._write(
+            lambda db: db.executemany(
+                "INSERT INTO served (key, data) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET data = excluded.data",
+                rows,
+            )
+        )
+
+    async def list_served(self) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in self._read("SELECT data FROM served ORDER BY key")]
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
