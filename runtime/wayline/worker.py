@@ -179,7 +179,7 @@ class Worker:
             await asyncio.gather(*pending, return_exceptions=True)
         for delivery in held:  # released, not acked: redelivered now with the same id
             try:
-                await self.world.retry(delivery, 0.0)
+                await self.world.release(delivery)
             except WaylineError as err:
                 log.warning("could not release delivery %s: %s", delivery.message_id, err)
         self._held.clear()
@@ -334,6 +334,8 @@ class Worker:
         try:
             if verdict.kind == "ack":
                 done = await self.world.ack(delivery)
+            elif verdict.kind == "retry" and verdict.delay == 0 and self.handler.closing:
+                done = await self.world.release(delivery)  # a hand-back: not an attempt
             elif verdict.kind == "retry":
                 done = await self.world.retry(delivery, verdict.delay)
             elif verdict.kind == "dead":

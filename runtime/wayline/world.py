@@ -135,8 +135,9 @@ class Delivery:
     """One delivery of a queued message.
 
     ``message_id`` is stable across redeliveries of the same message; ``attempt`` counts
-    deliveries from 1. ``payload`` is None when the stored bytes were not a JSON object
-    (``raw`` keeps them for the dead-letter record).
+    deliveries from 1, graceful hand-backs (:meth:`World.release`) excepted. ``payload`` is
+    None when the stored bytes were not a JSON object (``raw`` keeps them for the dead-letter
+    record).
     """
 
     topic: str
@@ -260,6 +261,12 @@ class World(abc.ABC):
     @abc.abstractmethod
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         """Not done: deliver the same message (same id, attempt + 1) after ``delay_seconds``."""
+
+    async def release(self, delivery: Delivery) -> bool:
+        """Hand the delivery back undone (a graceful shutdown): redelivered at once, and not
+        counted against the run's delivery budget (the next delivery's ``attempt`` is this
+        one's again). A world that cannot tell retries it."""
+        return await self.retry(delivery, 0.0)
 
     @abc.abstractmethod
     async def renew(self, delivery: Delivery) -> bool:

@@ -10,6 +10,20 @@ from tests.runtime import flows
 from tests.runtime.harness import Engine, settings
 
 
+@wayline.step(name="routing_tests.slow_add")
+async def slow_add(a: int, b: int) -> int:
+    await asyncio.sleep(0.25)
+    return a + b
+
+
+@wayline.workflow(name="routing_tests.slow_sum")
+async def slow_sum(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total = await slow_add(total, i)
+    return total
+
+
 async def test_another_applications_worker_never_burns_a_run(engine: Engine) -> None:
     """App A (``chain``) has no worker for a while; app B (``fan_out``) has two. With a
     delivery budget of 1, a single bounce would be fatal: none of A's runs fails, and they
@@ -65,3 +79,30 @@ async def test_a_run_no_live_worker_serves_says_so(engine: Engine) -> None:
     paused = await engine.client.start(flows.chain, 1)
     await asyncio.sleep(0.7)
     assert "'chain'" in str(await engine.client.waiting_for_worker(paused.run_id))
+
+
+async def test_graceful_hand_backs_do_not_spend_the_delivery_budget(engine: Engine) -> None:
+    """Three rollouts in a row, each worker stopped gracefully mid-run (its delivery handed
+    back at the next checkpoint): with a budget of one delivery, the run still completes."""
+    tight = settings(max_queue_deliveries=1)
+    handle = await engine.client.start(slow_sum, 24)
+    for _ in range(3):
+        async with engine.worker([slow_sum], settings=tight):
+            await asyncio.sleep(0.6)
+        assert await handle.status() is wayline.RunStatus.RUNNING
+    async with engine.worker([slow_sum], settings=tight):
+        assert await handle.result(timeout=30) == sum(range(24))
+
+
+async def test_a_released_delivery_keeps_its_attempt(engine: Engine) -> None:
+    world = engine.world
+    mid = await world.enqueue("flow", {"x": 1})
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert await world.release(d) is True
+    [again] = await world.receive("flow", wait_seconds=2)
+    assert (again.message_id, again.attempt) == (mid, 1)
+    assert await world.release(d) is False  # stale: the message is held again
+    assert await world.retry(again, 0) is True
+    [third] = await world.receive("flow", wait_seconds=2)
+    assert (third.message_id, third.attempt) == (mid, 2)
+    assert await world.ack(third) is True

@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS messages (
     idem_key TEXT UNIQUE,
     available_at REAL NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
+    handbacks INTEGER NOT NULL DEFAULT 0,
     holder TEXT,
     created_at REAL NOT NULL
 );

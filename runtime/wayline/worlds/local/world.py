@@ -92,6 +92,9 @@ class LocalWorld(World):
             db.execute(f"PRAGMA synchronous={self._synchronous}")
             db.execute("PRAGMA foreign_keys=OFF")
             db.executescript(SCHEMA)
+            columns = {r[1] for r in db.execute("PRAGMA table_info(messages)")}
+            if "handbacks" not in columns:  # a database from before hand-backs were counted
+                db.execute("ALTER TABLE messages ADD COLUMN handbacks INTEGER NOT NULL DEFAULT 0")
         except (sqlite3.Error, OSError) as err:
             if db is not None:
                 db.close()
@@ -368,13 +371,18 @@ class LocalWorld(World):
         rows = db.execute(
             "UPDATE messages SET attempts = attempts + 1, holder = ?, available_at = ? "
             "WHERE id IN (SELECT id FROM messages WHERE topic = ? AND available_at <= ? "
-            "ORDER BY available_at, id LIMIT ?) RETURNING id, attempts, payload",
+            "ORDER BY available_at, id LIMIT ?) RETURNING id, attempts, payload, handbacks",
             (self._holder, now + self._visibility, topic, now, limit),
         ).fetchall()
         rows.sort(key=lambda r: r[0])
         return [
             Delivery(
-                plain_topic(topic), MessageId(str(r[0])), r[1], _decode(r[2]), bytes(r[2]), r[0]
+                plain_topic(topic),
+                MessageId(str(r[0])),
+                r[1] - r[3],  # graceful hand-backs do not count against the budget
+                _decode(r[2]),
+                bytes(r[2]),
+                (r[0], r[1]),  # the claim's attempt count fences every settlement
             )
             for r in rows
         ]
@@ -394,6 +402,16 @@ class LocalWorld(World):
         self._wake()
         return done
 
+    async def release(self, delivery: Delivery) -> bool:
+        done = self._settle(
+            "UPDATE messages SET available_at = ?, holder = NULL, handbacks = handbacks + 1 "
+            "WHERE id = ? AND attempts = ?",
+            delivery,
+            time.time(),
+        )
+        self._wake()
+        return done
+
     async def renew(self, delivery: Delivery) -> bool:
         at = time.time() + self._visibility
         return self._settle(
@@ -401,7 +419,7 @@ class LocalWorld(World):
         )
 
     def _settle(self, sql: str, delivery: Delivery, *before: Any) -> bool:
-        params = (*before, delivery.handle, delivery.attempt)
+        params = (*before, *delivery.handle)
         changed: int = self._write(lambda db: db.execute(sql, params).rowcount)
         return changed > 0
 
@@ -409,7 +427,7 @@ class LocalWorld(World):
         def tx(db: sqlite3.Connection) -> bool:
             gone = db.execute(
                 "DELETE FROM messages WHERE id = ? AND attempts = ?",
-                (delivery.handle, delivery.attempt),
+                delivery.handle,
             ).rowcount
             if not gone:
                 return False

@@ -54,6 +54,8 @@ class _Held:
     msg: Any
     fresh_until: float
     settled: bool = False
+    handbacks: int = 0
+    """Graceful hand-backs of this message before this delivery (not counted as attempts)."""
 
 
 class Queue:
@@ -361,17 +363,48 @@ class Queue:
             headers = msg.headers or {}
             mid = headers.get(_ID_HEADER) or str(md.sequence.stream)
             raw = bytes(msg.data or b"")
+            held = _Held(msg, sent + self._visibility)
+            if md.num_delivered > 1:
+                held.handbacks = await self._handbacks(int(md.sequence.stream))
             out.append(
                 Delivery(
                     plain_topic(topic),
                     MessageId(mid),
-                    int(md.num_delivered),
+                    int(md.num_delivered) - held.handbacks,
                     decode_payload(raw),
                     raw,
-                    _Held(msg, sent + self._visibility),
+                    held,
                 )
             )
         return out
+
+    # Graceful hand-backs: JetStream counts every nak as a delivery, so a hand-back is noted
+    # under ``h<stream seq>`` in the idempotency bucket (read only on a redelivery) and
+    # subtracted from the attempt; the note goes with the message's ack.
+    async def _handbacks(self, seq: int) -> int:
+        import nats.js.errors
+
+        try:
+            entry = await self._idem.get(f"h{seq}")
+        except nats.js.errors.KeyNotFoundError:
+            return 0
+        except Exception as err:
+            log.warning("could not read the hand-backs of message %s: %s", seq, err)
+            return 0
+        return int(entry.value or b"0")
+
+    async def release(self, delivery: Delivery) -> bool:
+        held = self._fresh(delivery)
+        if held is None:
+            return False
+        seq = int(held.msg.metadata.sequence.stream)
+        try:
+            await self._idem.put(f"h{seq}", str(held.handbacks + 1).encode())
+        except Exception as err:
+            log.warning("could not note the hand-back of message %s: %s", seq, err)
+            return await self.retry(delivery, 0.0)
+        held.handbacks += 1
+        return await self._answer(delivery, b"-NAK", "hand-back")
 
     async def _hold_from_now(self, msg: Any) -> float:
         """Renew a delivery that arrived after a long wait; when its hold began (``-inf``: it
@@ -426,7 +459,13 @@ class Queue:
     async def ack(self, delivery: Delivery) -> bool:
         if not await self._answer(delivery, b"+ACK", "ack"):
             return False
-        await self._release(delivery.handle.msg)
+        held: _Held = delivery.handle
+        await self._release(held.msg)
+        if held.handbacks:
+            try:
+                await self._idem.delete(f"h{held.msg.metadata.sequence.stream}")
+            except Exception as err:  # stream sequences are never reused: a stray note is inert
+                log.warning("could not drop the hand-back note of %s: %s", delivery.message_id, err)
         return True
 
     async def retry(self, delivery: Delivery, delay_seconds: float) -> bool:

@@ -348,6 +348,9 @@ class NatsWorld(World):
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         return await self._q().retry(delivery, delay_seconds)
 
+    async def release(self, delivery: Delivery) -> bool:
+        return await self._q().release(delivery)
+
     async def renew(self, delivery: Delivery) -> bool:
         return await self._q().renew(delivery)
 
