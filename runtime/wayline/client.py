@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from ._core.definitions import WorkflowDefinition
-from ._core.events import Event, EventType, NewEvent, RunStatus
+from ._core.definitions import WorkflowDefinition, workflows_by_name
+from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
 from ._core.serde import decode, encode
 from .errors import (
@@ -22,7 +23,8 @@ from .errors import (
     WaylineError,
     WorkflowNotFoundError,
 )
-from .world import FLOW_TOPIC, RunInfo, World
+from .world import FLOW_TOPIC, RunInfo, World, run_changes
+from .world.registry import waiting_for_worker
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -88,7 +90,7 @@ class Client:
         self, world: World, workflows: list[WorkflowDefinition[..., Any]] | None = None
     ) -> None:
         self.world = world
-        self._workflows = {w.name: w for w in workflows or []}
+        self._workflows = workflows_by_name(workflows or [])
 
     @overload
     async def start(
@@ -107,10 +109,13 @@ class Client:
         workflow: WorkflowDefinition[..., Any] | str,
         *args: Any,
         run_id: str | None = None,
+        queue: str | None = None,
         **kwargs: Any,
     ) -> RunHandle[Any]:
         """Start a run. With ``run_id`` (``wf_`` + 32 hex digits) the call is idempotent:
-        repeating it, after any crash, starts no second run and only re-sends the start."""
+        repeating it, after any crash, starts no second run and only re-sends the start.
+        With ``queue`` the run is served by the workers started with that ``queue=``
+        instead of by those serving the workflow by name."""
         if isinstance(workflow, str):
             definition = self._workflows.get(workflow)
             if definition is None and self._workflows:
@@ -130,6 +135,8 @@ class Client:
         elif not is_run_id(run_id):
             raise WaylineError(f"a run id is 'wf_' and 32 lowercase hex digits, not {run_id!r}")
         data: dict[str, Any] = {"workflow": name, "input": stored}
+        if queue:
+            data["queue"] = queue
         if definition is not None:
             data["revision"] = definition.revision
             data["definition"] = definition.identity_record()
@@ -157,6 +164,14 @@ class Client:
             raise RunNotFoundError(f"no run {run_id}")
         return info
 
+    async def waiting_for_worker(self, run: RunInfo | str) -> str | None:
+        """Why no live worker can drive the run (``waiting_for_worker: ...`` naming its
+        workflow, identity and queue), or None when one can or the run has ended."""
+        info = run if isinstance(run, RunInfo) else await self.get_run(run)
+        if info.status.terminal:
+            return None
+        return waiting_for_worker(info, await self.world.list_served())
+
     async def list_runs(
         self, status: RunStatus | str | None = None, limit: int = 100
     ) -> list[RunInfo]:
@@ -167,16 +182,48 @@ class Client:
     async def cancel(self, run_id: str, reason: str = "cancelled") -> bool:
         """Ask a run to stop; False when it had already ended. A worker then stops it, runs
         its compensations (if any) and records ``run_cancelled``. Running step bodies are not
-        interrupted, but nothing new starts."""
+        interrupted, but nothing new starts. Asking twice (or concurrently) records one
+        request."""
         await self.get_run(run_id)
+
+        def decide(events: list[Event]) -> list[NewEvent] | None:
+            if events and events[-1].type in RUN_TERMINAL_EVENTS:
+                raise RunTerminalError(f"run {run_id} has ended")
+            if any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
+                return None  # asked before: only its wake is re-sent
+            return [NewEvent(EventType.RUN_CANCEL_REQUESTED, data={"reason": reason})]
+
         try:
-            await self.world.append(
-                run_id, [NewEvent(EventType.RUN_CANCEL_REQUESTED, data={"reason": reason})]
-            )
+            await self._fenced_append(run_id, decide)
         except RunTerminalError:
             return False
-        await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "cancel"})
+        await self.world.enqueue(
+            FLOW_TOPIC, {"runId": run_id, "reason": "cancel"}, idempotency_key=f"{run_id}:cancel"
+        )
         return True
+
+    async def _fenced_append(
+        self, run_id: str, decide: Callable[[list[Event]], list[NewEvent] | None]
+    ) -> list[Event]:
+        """Read the run's log, decide, and append only if the log has not moved since the
+        read (expected sequence); on a conflict read what was added and decide again. So a
+        check and the append it allows are one write even with concurrent callers. Returns
+        what was appended (nothing when ``decide`` found it already done)."""
+        events = await self.world.list_events(run_id)
+        for _ in range(_FENCE_ROUNDS):
+            batch = decide(events)
+            if not batch:
+                return []
+            if events and events[-1].type in RUN_TERMINAL_EVENTS:
+                raise RunTerminalError(f"run {run_id} has ended")
+            last = events[-1].seq if events else 0
+            try:
+                return await self.world.append(run_id, batch, expected_seq=last)
+            except SequenceConflictError:
+                events += await self.world.list_events(run_id, after_seq=last)
+        raise SequenceConflictError(
+            f"run {run_id} kept moving under {_FENCE_ROUNDS} attempts to append", last_seq=0
+        )
 
     async def resume_compensation(self, run_id: str) -> None:
         """Try a failed compensation again (the run is ``compensation_stuck``)."""
@@ -187,14 +234,21 @@ class Client:
         await self._unwind_command(run_id, EventType.RUN_COMPENSATION_ABANDONED)
 
     async def _unwind_command(self, run_id: str, event: EventType) -> None:
-        info = await self.get_run(run_id)
-        if info.status is not RunStatus.COMPENSATION_STUCK:
-            raise WaylineError(
-                f"run {run_id} is {info.status}, not compensation_stuck; nothing to "
-                f"{'resume' if event is EventType.RUN_COMPENSATION_RESUMED else 'abandon'}"
-            )
+        verb = "resume" if event is EventType.RUN_COMPENSATION_RESUMED else "abandon"
+        await self.get_run(run_id)
+
+        def decide(events: list[Event]) -> list[NewEvent] | None:
+            status = RunStatus.PENDING
+            for e in events:
+                status = _phase(e, status)
+            if status is not RunStatus.COMPENSATION_STUCK:
+                raise WaylineError(
+                    f"run {run_id} is {status}, not compensation_stuck; nothing to {verb}"
+                )
+            return [NewEvent(event)]
+
         try:
-            await self.world.append(run_id, [NewEvent(event)])
+            await self._fenced_append(run_id, decide)
         except (RunTerminalError, EntityConflictError) as err:
             raise WaylineError(f"run {run_id}: {err}") from err
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": str(event)})
@@ -203,8 +257,9 @@ class Client:
         self, token: str, payload: Any = None, *, delivery_id: str | None = None
     ) -> str:
         """Deliver ``payload`` to the hook holding ``token``; returns the run id. With
-        ``delivery_id`` the call is idempotent: a payload already delivered under that id (a
-        caller retrying after a crash) is not delivered again."""
+        ``delivery_id`` the call is idempotent, also under concurrency: a payload already
+        delivered under that id (a caller retrying after a crash, or a second caller racing
+        the first) is not delivered again."""
         hook = await self.world.get_hook(token)
         if hook is None or not hook.active:
             state = "no hook" if hook is None else "the hook is no longer active"
@@ -212,19 +267,37 @@ class Client:
         data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
         wake = {"runId": hook.run_id, "reason": "hook"}
         key = None if delivery_id is None else f"{hook.run_id}:hook:{delivery_id}"
-        if delivery_id is not None:
-            data["deliveryId"] = delivery_id
-            for e in await self.world.list_events(hook.run_id):
-                if e.type is EventType.HOOK_RECEIVED and e.data.get("deliveryId") == delivery_id:
-                    await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
-                    return hook.run_id  # delivered before; its wake is re-sent, deduped
+        event = NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)
         try:
-            await self.world.append(
-                hook.run_id, [NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)]
-            )
+            if delivery_id is None:
+                await self.world.append(hook.run_id, [event])
+            else:
+                data["deliveryId"] = delivery_id
+
+                def decide(events: list[Event]) -> list[NewEvent] | None:
+                    for e in events:
+                        if (
+                            e.type is EventType.HOOK_RECEIVED
+                            and e.data.get("deliveryId") == delivery_id
+                        ):
+                            return None  # delivered before; its wake is re-sent, deduped
+                    return [event]
+
+                await self._fenced_append(hook.run_id, decide)
         except RunTerminalError:
             raise HookNotFoundError(
                 f"cannot resume {token!r}: its run has ended", known=True
             ) from None
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
+
+
+_FENCE_ROUNDS = 1000
+"""Fenced appends retried on a busy run before giving up (each round reads only the events
+added since the last)."""
+
+
+def _phase(event: Event, status: RunStatus) -> RunStatus:
+    """The run's status after ``event``, as far as the unwind commands care."""
+    changed = run_changes(event).get("status")
+    return RunStatus(changed) if changed is not None else status

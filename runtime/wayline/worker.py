@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import time
+import uuid
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from ._core.definitions import WorkflowDefinition
+from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import EventType, RunStatus
 from ._engine.handler import Handler
 from ._engine.messages import Verdict
@@ -24,6 +26,8 @@ from ._engine.tasks import spawn
 from .errors import ConfigurationError, WaylineError, WorldUnavailableError
 from .settings import Settings
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
+from .world.registry import served_entries
+from .world.routing import served_topics
 
 log = logging.getLogger("wayline.worker")
 
@@ -67,10 +71,17 @@ class Worker:
         recover: bool = True,
         exit_on_invocation_deadline: bool = False,
         shutdown_grace_seconds: float = 30.0,
+        queue: str | None = None,
+        heartbeat_seconds: float = 10.0,
     ) -> None:
+        """``queue``: consume the runs started with this ``queue=`` instead of those of
+        ``workflows`` by name (a group of workflows served by one deployment)."""
         self.world = world
+        self.queue = queue
+        self.heartbeat_seconds = heartbeat_seconds
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.settings = settings or Settings.from_env()
-        self.workflows = {w.name: w for w in workflows}
+        self.workflows = workflows_by_name(workflows)
         if self.settings.inline_ownership and (
             self.settings.max_invocation_seconds >= self.settings.lease_seconds
         ):
@@ -107,15 +118,22 @@ class Worker:
             return
         self._started = True
         await self.world.start()
+        await self._heartbeat()
         if self.recover:
             await self.recover_runs()
-        spawn(
-            self._consume(FLOW_TOPIC, self.flow_concurrency), "wayline-flow-consumer", self._tasks
-        )
-        spawn(
-            self._consume(STEP_TOPIC, self.step_concurrency), "wayline-step-consumer", self._tasks
-        )
+        # Routing, not bouncing: one consumer per route this worker serves (and the plain
+        # topic), sharing one concurrency budget per kind.
+        for kind, concurrency in (
+            (FLOW_TOPIC, self.flow_concurrency),
+            (STEP_TOPIC, self.step_concurrency),
+        ):
+            topics = served_topics(kind, self.workflows, self.queue)
+            slots = asyncio.Semaphore(concurrency)
+            cap = max(1, concurrency // len(topics))
+            for topic in topics:
+                spawn(self._consume(topic, slots, cap), f"wayline-{topic}-consumer", self._tasks)
         spawn(self._renew_loop(), "wayline-renewer", self._tasks)
+        spawn(self._heartbeat_loop(), "wayline-heartbeat", self._tasks)
 
     async def run(self) -> None:
         """Consume until :meth:`close` is called (or the task is cancelled)."""
@@ -161,7 +179,7 @@ class Worker:
             await asyncio.gather(*pending, return_exceptions=True)
         for delivery in held:  # released, not acked: redelivered now with the same id
             try:
-                await self.world.retry(delivery, 0.0)
+                await self.world.release(delivery)
             except WaylineError as err:
                 log.warning("could not release delivery %s: %s", delivery.message_id, err)
         self._held.clear()
@@ -247,13 +265,14 @@ class Worker:
         return "running", False
 
     # --- consuming -----------------------------------------------------------------------------
-    async def _consume(self, topic: str, concurrency: int) -> None:
-        slots = asyncio.Semaphore(concurrency)
+    async def _consume(self, topic: str, slots: asyncio.Semaphore, cap: int) -> None:
+        """Receive from ``topic`` while slots are free. A receive waits for a message while
+        holding at most ``cap`` slots, so idle routes never starve a busy one."""
         backoff = 0.1
         while not self._stopping.is_set():
             await slots.acquire()
             free = 1
-            while free < concurrency and not slots.locked() and slots._value > 0:
+            while free < cap and not slots.locked():
                 await slots.acquire()
                 free += 1
             try:
@@ -314,9 +333,11 @@ class Worker:
     async def _settle(self, delivery: Delivery, verdict: Verdict) -> None:
         try:
             if verdict.kind == "ack":
-                await self.world.ack(delivery)
+                done = await self.world.ack(delivery)
+            elif verdict.kind == "retry" and verdict.delay == 0 and self.handler.closing:
+                done = await self.world.release(delivery)  # a hand-back: not an attempt
             elif verdict.kind == "retry":
-                await self.world.retry(delivery, verdict.delay)
+                done = await self.world.retry(delivery, verdict.delay)
             elif verdict.kind == "dead":
                 log.error(
                     "set aside %s message %s: %s",
@@ -324,13 +345,34 @@ class Worker:
                     delivery.message_id,
                     verdict.reason,
                 )
-                await self.world.dead_letter(delivery, verdict.reason)
+                done = await self.world.dead_letter(delivery, verdict.reason)
+            else:
+                return
+            if not done:
+                _stale(delivery, verdict.kind)
         except WaylineError as err:
             log.warning(
                 "could not settle delivery %s: %s (it will be redelivered)",
                 delivery.message_id,
                 err,
             )
+
+    async def _heartbeat(self) -> None:
+        """Record in the world what this worker serves, alive for three heartbeats."""
+        if not self.workflows:
+            return
+        entries = served_entries(
+            self.workflows.values(), self.queue, self.worker_id, 3 * self.heartbeat_seconds
+        )
+        try:
+            await self.world.record_served(entries)
+        except WaylineError as err:
+            log.warning("could not record this worker's heartbeat: %s", err)
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_seconds)
+            await self._heartbeat()
 
     async def _renew_loop(self) -> None:
         period = max(0.05, self.world.visibility_seconds / 3)
@@ -352,6 +394,18 @@ class Worker:
                     continue
                 if now - since >= period * 0.9:
                     try:
-                        await self.world.renew(delivery)
+                        if not await self.world.renew(delivery):
+                            _stale(delivery, "renewal")
                     except WaylineError as err:
                         log.warning("could not renew delivery %s: %s", delivery.message_id, err)
+
+
+def _stale(delivery: Delivery, what: str) -> None:
+    log.warning(
+        "%s of delivery %s (attempt %d) of %s was a no-op: the delivery is no longer this "
+        "worker's (redelivered, or already settled); its message is left to its holder",
+        what,
+        delivery.message_id,
+        delivery.attempt,
+        delivery.topic,
+    )

@@ -75,13 +75,22 @@ def test_start_then_a_separate_worker_finishes_the_runs(
     assert started.returncode == 0, started.stderr
     first = started.stdout.strip()
     assert first.startswith("wf_")
-    by_name = cli("start", "add", "--input", "[1, 1]")  # a bare name: nothing imported
-    assert by_name.returncode == 0, by_name.stderr
-    second = by_name.stdout.strip()
-    assert cli.json("runs", "show", first)["status"] == "pending"
+    # a bare name no worker has ever registered on this world is refused, not left waiting
+    refused = cli("start", "add", "--input", "[1, 1]")
+    assert refused.returncode != 0
+    assert "no worker has ever registered workflow 'add'" in refused.stderr
+    shown = cli.json("runs", "show", first)
+    assert shown["status"] == "pending"
+    assert "waiting_for_worker" in shown["waitingForWorker"]
+    assert "'greet'" in shown["waitingForWorker"]
+    assert "waiting_for_worker" in cli("runs", "show", first).stdout
 
     worker = spawn("worker", "--app", str(FLOWS), "--flow-concurrency", "4")
     shown = cli.wait_status(first, "completed")
+    assert shown["waitingForWorker"] is None
+    by_name = cli("start", "add", "--input", "[1, 1]")  # a bare name: nothing imported
+    assert by_name.returncode == 0, by_name.stderr
+    second = by_name.stdout.strip()
     assert shown["output"] == "HELLO BOB"
     assert [s["name"] for s in shown["steps"]] == ["cli_tests.shout"]
     assert len(shown["waits"]) == 1

@@ -22,7 +22,10 @@ from wayline.world import World
 
 
 async def main(path: str) -> None:
-    workflows = [v for v in vars(flows).values() if isinstance(v, WorkflowDefinition)]
+    # flows.py keeps several revisions under one name (for the identity tests); serve the
+    # last of each, as one deployment would
+    named = {v.name: v for v in vars(flows).values() if isinstance(v, WorkflowDefinition)}
+    workflows = list(named.values())
     visibility = float(os.environ.get("WAYLINE_VISIBILITY_SECONDS", "30"))
     world: World
     if path.startswith("nats://"):

@@ -193,21 +193,27 @@ async def test_a_deleted_consumer_is_created_again(open_nats_world: OpenWorlds) 
     await world.ack(got[0])
 
 
-async def test_an_unconfirmed_ack_falls_back_to_deleting_the_message(
+async def test_an_unconfirmed_ack_leaves_the_message_to_its_next_holder(
     open_nats_world: OpenWorlds,
 ) -> None:
     """After a server crash the consumer may have forgotten a delivery and never answer its
-    ack; the message is then removed from the work queue directly (and its key released)."""
-    import nats.errors
-
-    world = await open_nats_world(request_timeout=1.0)
+    ack. The message is then not deleted from the stream (that would remove it for whoever
+    holds it next): the ack answers False, the message comes back, and its next holder's ack
+    removes it and releases its key."""
+    world = await open_nats_world(request_timeout=1.0, visibility_seconds=1.0)
     mid = await world.enqueue("flow", {"x": 1}, idempotency_key="k")
     [d] = await world.receive("flow", wait_seconds=2)
-
-    async def silent_ack(timeout: float = 1.0) -> None:
-        raise nats.errors.TimeoutError
-
-    d.handle.ack_sync = silent_ack
+    lost = d.handle.msg.reply + ".lost"
+    d.handle.msg.reply = lost  # no one answers on this subject: the ack goes unconfirmed
+    assert await world.ack(d) is False
+    assert await world.enqueue("flow", {"x": 2}, idempotency_key="k") == mid  # still held
+    [again] = await world.receive("flow", wait_seconds=5)
+    assert (again.message_id, again.attempt) == (mid, 2)
+    assert await world.ack(again) is True
+    fresh = await world.enqueue("flow", {"x": 3}, idempotency_key="k")
+    assert fresh != mid
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert d.payload == {"x": 3}
     await world.ack(d)
     assert await world.receive("flow", wait_seconds=0.3) == []
     again = await world.enqueue("flow", {"x": 2}, idempotency_key="k")

@@ -78,17 +78,26 @@ class UnstableIdWorld(World):
             for d in got
         ]
 
-    async def ack(self, delivery: Delivery) -> None:
-        await self.inner.ack(delivery.handle)
+    async def ack(self, delivery: Delivery) -> bool:
+        return await self.inner.ack(delivery.handle)
 
-    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
-        await self.inner.retry(delivery.handle, delay_seconds)
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
+        return await self.inner.retry(delivery.handle, delay_seconds)
 
-    async def renew(self, delivery: Delivery) -> None:
-        await self.inner.renew(delivery.handle)
+    async def release(self, delivery: Delivery) -> bool:
+        return await self.inner.release(delivery.handle)
 
-    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
-        await self.inner.dead_letter(delivery.handle, reason)
+    async def renew(self, delivery: Delivery) -> bool:
+        return await self.inner.renew(delivery.handle)
+
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
+        return await self.inner.dead_letter(delivery.handle, reason)
 
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         return await self.inner.list_dead_letters(limit)
+
+    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        await self.inner.record_served(entries)
+
+    async def list_served(self) -> list[dict[str, Any]]:
+        return await self.inner.list_served()

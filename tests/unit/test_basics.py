@@ -9,6 +9,7 @@ import pydantic
 import pytest
 
 import wayline
+from wayline._core.definitions import WorkflowDefinition
 from wayline._core.ids import is_run_id, new_run_id
 from wayline._core.serde import decode, encode
 from wayline.durations import to_seconds
@@ -217,3 +218,40 @@ async def test_locked_database_is_a_clear_error(tmp_path: pytest.TempPathFactory
             other.close()
         await world.enqueue("flow", {"x": 1})  # nothing lost: it works once the lock is gone
         assert len(await world.receive("flow", wait_seconds=1)) == 1
+
+
+def _namesake_a() -> WorkflowDefinition:
+    @wayline.workflow
+    async def namesake_flow() -> str:
+        return "a"
+
+    return namesake_flow
+
+
+def _namesake_b() -> WorkflowDefinition:
+    @wayline.workflow
+    async def namesake_flow() -> str:
+        return "b"
+
+    return namesake_flow
+
+
+def test_two_workflows_with_one_name_are_refused() -> None:
+    first = _namesake_a()
+    assert _namesake_a().name == first.name  # the same function defined again is no conflict
+    with pytest.raises(ConfigurationError, match=r"two different workflows .*pass name="):
+        _namesake_b()  # at registration
+
+    @wayline.workflow(name="namesake", revision=1)
+    async def one() -> str:
+        return "1"
+
+    @wayline.workflow(name="namesake", revision=2)
+    async def two() -> str:
+        return "2"
+
+    world = wayline.LocalWorld(":unused:")
+    for make in (lambda w: wayline.Worker(world, w), lambda w: wayline.Client(world, w)):
+        with pytest.raises(ConfigurationError, match=r"two different workflows .*'namesake'"):
+            make([one, two])  # at Worker (and Client) construction: one would shadow the other
+        assert make([one, one]) is not None  # the same definition twice is harmless

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from ..durations import Duration, to_seconds
@@ -26,6 +26,8 @@ R = TypeVar("R")
 # Steps are code, found by name when a queued step message arrives. A name maps to one function;
 # re-importing the same function (a script imported again as a module) replaces it.
 _STEPS: dict[str, StepDefinition[..., Any]] = {}
+# Workflows named after their function, to refuse two different ones under one implicit name.
+_IMPLICIT_WORKFLOWS: dict[str, WorkflowDefinition[..., Any]] = {}
 
 
 class StepDefinition(Generic[P, R]):
@@ -158,19 +160,56 @@ class WorkflowDefinition(Generic[P, R]):
 def register(definition: StepDefinition[..., Any]) -> None:
     """Add a step to the registry (a name maps to one function)."""
     existing = _STEPS.get(definition.name)
-    if existing is None:
-        _STEPS[definition.name] = definition
-        return
+    if existing is not None:
+        _refuse_namesake("steps", existing, definition)
+    _STEPS[definition.name] = definition
+
+
+def _refuse_namesake(
+    kind: str,
+    existing: StepDefinition[..., Any] | WorkflowDefinition[..., Any],
+    definition: StepDefinition[..., Any] | WorkflowDefinition[..., Any],
+) -> None:
     same_function = existing.fn.__qualname__ == definition.fn.__qualname__ and (
         existing.fn.__module__ == definition.fn.__module__
         or "__main__" in (existing.fn.__module__, definition.fn.__module__)
     )  # a script imported again as a module defines the same function twice
     if not same_function:
         raise ConfigurationError(
-            f"two different steps are named {definition.name!r} "
-            f"({existing.fn.__module__} and {definition.fn.__module__}); pass name= to one"
+            f"two different {kind} are named {definition.name!r} "
+            f"({existing.fn.__module__}.{existing.fn.__qualname__} and "
+            f"{definition.fn.__module__}.{definition.fn.__qualname__}); pass name= to one"
         )
-    _STEPS[definition.name] = definition
+
+
+def workflows_by_name(
+    workflows: Iterable[WorkflowDefinition[..., Any]],
+) -> dict[str, WorkflowDefinition[..., Any]]:
+    """The workflows a worker or client serves, by name; two different ones under one name
+    are refused (one would silently shadow the other, leaving its runs blocked for good)."""
+    out: dict[str, WorkflowDefinition[..., Any]] = {}
+    for definition in workflows:
+        existing = out.get(definition.name)
+        if existing is not None and existing is not definition:
+            _refuse_namesake("workflows", existing, definition)
+            if existing.identity_record() != definition.identity_record():
+                raise ConfigurationError(
+                    f"two different workflows are named {definition.name!r} (revision "
+                    f"{existing.revision} and {definition.revision}); pass name= to one"
+                )
+        out[definition.name] = definition
+    return out
+
+
+def register_workflow(definition: WorkflowDefinition[..., Any], *, explicit_name: bool) -> None:
+    """Remember a workflow named after its function, refusing a different one under that name
+    (an explicit ``name=`` is deliberate, e.g. two revisions side by side)."""
+    if explicit_name:
+        return
+    existing = _IMPLICIT_WORKFLOWS.get(definition.name)
+    if existing is not None:
+        _refuse_namesake("workflows", existing, definition)
+    _IMPLICIT_WORKFLOWS[definition.name] = definition
 
 
 def find_step(name: str) -> StepDefinition[..., Any] | None:

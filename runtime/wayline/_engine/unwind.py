@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._core.dispatch import Action, decide
+from .._core.dispatch import Action, Decision, StepState, decide
 from .._core.events import EventType, NewEvent
 from .._core.replay import Replay
 from .._core.serde import error_to_dict
@@ -90,6 +90,16 @@ async def unwind(
             return
         forward, comp = nxt
         recovery = False
+        if comp is None and not forward.terminal:
+            # Seed 000's table holds for the unwind too: a forward body that another live
+            # delivery owns is still running, so it is waited for (its owner unwinds once it
+            # has completed; the backstop covers the owner's death). Its outcome is unknown
+            # only once the owner is provably dead: the lease expired, or this delivery is
+            # the owner's own redelivery.
+            d = _decide(h, replay, forward.cid, forward.state(), my_id, backstop)
+            if d.action is Action.ARM_BACKSTOP:
+                await _arm_backstop(h, run_id, d, stats)
+                return
         if comp is None:
             assert forward.definition is not None and forward.definition.compensation
             cid = f"{forward.cid}.c{replay.resumes}"
@@ -141,24 +151,9 @@ async def unwind(
             await h._feed(replay, appended)
             continue
         else:
-            d = decide(
-                comp.state(),
-                run_id=run_id,
-                correlation_id=comp.cid,
-                my_message_id=my_id,
-                now=time.time(),
-                lease=h.settings.lease_seconds,
-                ownership_enabled=h.settings.inline_ownership,
-                arriving_backstop_key=backstop,
-            )
+            d = _decide(h, replay, comp.cid, comp.state(), my_id, backstop)
             if d.action is Action.ARM_BACKSTOP:
-                stats.backstop_wakes_armed += 1
-                await world.enqueue(
-                    FLOW_TOPIC,
-                    {"runId": run_id, "reason": "backstop", "backstopKey": d.idempotency_key},
-                    idempotency_key=d.idempotency_key,
-                    delay_seconds=d.delay_seconds,
-                )
+                await _arm_backstop(h, run_id, d, stats)
                 return
             if d.action is Action.ENQUEUE:
                 await world.enqueue(
@@ -172,6 +167,31 @@ async def unwind(
         await h._feed(replay, events)
         if not comp.terminal:
             return  # handed off to the queue (a retry), or another owner has it
+
+
+def _decide(
+    h: Handler, replay: Replay, cid: str, state: StepState, my_id: str, backstop: str | None
+) -> Decision:
+    return decide(
+        state,
+        run_id=replay.run_id,
+        correlation_id=cid,
+        my_message_id=my_id,
+        now=time.time(),
+        lease=h.settings.lease_seconds,
+        ownership_enabled=h.settings.inline_ownership,
+        arriving_backstop_key=backstop,
+    )
+
+
+async def _arm_backstop(h: Handler, run_id: str, d: Decision, stats: _Stats) -> None:
+    stats.backstop_wakes_armed += 1
+    await h.world.enqueue(
+        FLOW_TOPIC,
+        {"runId": run_id, "reason": "backstop", "backstopKey": d.idempotency_key},
+        idempotency_key=d.idempotency_key,
+        delay_seconds=d.delay_seconds,
+    )
 
 
 async def end_unwind(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
-from .._core.definitions import StepDefinition, WorkflowDefinition, register
+from .._core.definitions import StepDefinition, WorkflowDefinition, register, register_workflow
 from ..durations import Duration
 
 P = ParamSpec("P")
@@ -93,8 +93,10 @@ def workflow(
     exact code)."""
 
     def wrap(f: Callable[..., Any]) -> WorkflowDefinition[..., Any]:
-        return WorkflowDefinition[..., Any](
+        definition = WorkflowDefinition[..., Any](
             f, name=name, revision=revision, strict_identity=strict_identity
         )
+        register_workflow(definition, explicit_name=name is not None)
+        return definition
 
     return wrap(fn) if fn is not None else wrap

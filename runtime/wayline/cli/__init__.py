@@ -104,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long in-flight deliveries may take to finish on shutdown (default 30)",
     )
+    p.add_argument(
+        "--queue",
+        metavar="NAME",
+        help="serve the runs started with --queue NAME (instead of those of the app's "
+        "workflows by name)",
+    )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.set_defaults(handler=commands.cmd_worker)
 
@@ -115,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
         "started without importing anything",
     )
     p.add_argument("--input", metavar="JSON", help="as for `wayline run`")
+    p.add_argument(
+        "--queue", metavar="NAME", help="route the run to the workers started with --queue NAME"
+    )
     p.set_defaults(handler=commands.cmd_start)
 
     runs = command(sub, "runs", "list, show and cancel runs")

@@ -25,6 +25,7 @@ from ..errors import HookNotFoundError, RunNotFoundError, WorldUnavailableError
 from ..worker import Worker
 from ..world import World
 from ..world.open import open_world
+from ..world.registry import ever_served
 from .loading import (
     UsageError,
     import_app,
@@ -215,6 +216,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             step_concurrency=args.step_concurrency,
             exit_on_invocation_deadline=True,
             shutdown_grace_seconds=args.shutdown_grace,
+            queue=args.queue,
         )
         stop = _Stop()
         remove = stop.install()
@@ -253,8 +255,14 @@ async def cmd_start(args: argparse.Namespace) -> int:
     elif looks_like_file(args.target):
         raise UsageError(f"name the workflow too: {args.target}:WORKFLOW")
     async with opened_world(args.world, create=True) as world:
+        if definition is None and not ever_served(args.target, await world.list_served()):
+            raise UsageError(
+                f"no worker has ever registered workflow {args.target!r} on {args.world}: "
+                "start one (wayline worker MODULE_OR_FILE), check the name, or name the "
+                "module too (MODULE_OR_FILE:WORKFLOW)"
+            )
         client = Client(world, definitions)
-        handle = await client.start(definition or args.target, *call_args)
+        handle = await client.start(definition or args.target, *call_args, queue=args.queue)
     print(handle.run_id)
     return 0
 
@@ -299,15 +307,17 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
         client = Client(world)
         info = await _get_run(client, args.run_id, args.world)
         events = await world.list_events(args.run_id)
+        waiting = await client.waiting_for_worker(info)
     if args.json:
         from .timeline import fold
 
         out = run_to_json(info)
+        out["waitingForWorker"] = waiting
         out.update(fold(info.run_id, events).to_json())
         out["events"] = [e.to_json() for e in events]
         print(json.dumps(out, indent=2, default=str))
     else:
-        render_show(info, events, sys.stdout, absolute_world_url(args.world))
+        render_show(info, events, sys.stdout, absolute_world_url(args.world), waiting)
     return 0
 
 

@@ -428,8 +428,14 @@ class LiveProgress:
             self._line(at, f"step {step.label} failed: {fmt_error(step.error)}")
 
 
-def render_show(info: RunInfo, events: list[Event], out: TextIO, world_url: str = "URL") -> None:
-    """The ``wayline runs show`` timeline."""
+def render_show(
+    info: RunInfo,
+    events: list[Event],
+    out: TextIO,
+    world_url: str = "URL",
+    waiting: str | None = None,
+) -> None:
+    """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it)."""
     tl = fold(info.run_id, events)
     origin = info.created_at
 
@@ -448,7 +454,7 @@ def render_show(info: RunInfo, events: list[Event], out: TextIO, world_url: str 
         code = str(definition.get("codeHash"))[:16]
         strict = " (strict)" if definition.get("strictIdentity") else ""
         p(f"identity  {ident}  code {code}{strict}")
-    p(f"status    {info.status}")
+    p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))
     if info.status.value == "blocked" and info.error:
         p(f"blocked   {info.error.get('message', '')}")
     p(f"created   {fmt_time(info.created_at)}")
@@ -512,8 +518,7 @@ def render_show(info: RunInfo, events: list[Event], out: TextIO, world_url: str 
     elif info.status == "compensation_stuck":
         p(f"stuck     a person decides: {unstick_commands(info.run_id, world_url)}")
     else:
-        waiting = [h for h in tl.hooks.values() if h.status == "waiting"]
-        for hook in waiting:
+        for hook in [h for h in tl.hooks.values() if h.status == "waiting"]:
             p(f"waiting   for hook {hook.token}")
 
 

@@ -17,12 +17,15 @@ from typing import Any
 
 from .._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from .._core.ids import MessageId
+from .routing import FLOW_TOPIC as FLOW_TOPIC
+from .routing import STEP_TOPIC as STEP_TOPIC
+from .routing import Router
 from .single_flight import SingleFlight
 
-FLOW_TOPIC = "flow"
-"""Run continuations: ``{"runId": ...}``. Replays the run."""
-STEP_TOPIC = "step"
-"""Queued step bodies: ``{"runId": ..., "stepId": ..., "stepName": ...}``."""
+# FLOW_TOPIC: run continuations, ``{"runId": ...}``; replays the run.
+# STEP_TOPIC: queued step bodies, ``{"runId": ..., "stepId": ..., "stepName": ...}``.
+# A world sends both to the run's route (``routing``): enqueue resolves it with ``router``,
+# and a delivery received on a route carries the plain topic.
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +135,9 @@ class Delivery:
     """One delivery of a queued message.
 
     ``message_id`` is stable across redeliveries of the same message; ``attempt`` counts
-    deliveries from 1. ``payload`` is None when the stored bytes were not a JSON object
-    (``raw`` keeps them for the dead-letter record).
+    deliveries from 1, graceful hand-backs (:meth:`World.release`) excepted. ``payload`` is
+    None when the stored bytes were not a JSON object (``raw`` keeps them for the dead-letter
+    record).
     """
 
     topic: str
@@ -156,6 +160,7 @@ class World(abc.ABC):
         # In-process single-flight for step bodies (seed 000). One per world instance, not per
         # process, so two workers on two worlds in one process stay apart.
         self.single_flight = SingleFlight()
+        self.router = Router(self.get_run)
         self._terminal_waiters: dict[str, set[asyncio.Future[None]]] = {}
 
     terminal_hints: bool = False
@@ -246,20 +251,29 @@ class World(abc.ABC):
     ) -> list[Delivery]:
         """Up to ``max_messages`` due deliveries, waiting at most ``wait_seconds`` for one."""
 
+    # A delivery is settled only by its holder. Once the message was redelivered (B holds
+    # attempt n+1), A's late ack, retry, renew or dead-letter changes nothing and answers
+    # False; so does a second settlement of one delivery. True: this delivery was settled.
     @abc.abstractmethod
-    async def ack(self, delivery: Delivery) -> None:
+    async def ack(self, delivery: Delivery) -> bool:
         """Done: the message is removed and its idempotency key released."""
 
     @abc.abstractmethod
-    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         """Not done: deliver the same message (same id, attempt + 1) after ``delay_seconds``."""
 
+    async def release(self, delivery: Delivery) -> bool:
+        """Hand the delivery back undone (a graceful shutdown): redelivered at once, and not
+        counted against the run's delivery budget (the next delivery's ``attempt`` is this
+        one's again). A world that cannot tell retries it."""
+        return await self.retry(delivery, 0.0)
+
     @abc.abstractmethod
-    async def renew(self, delivery: Delivery) -> None:
+    async def renew(self, delivery: Delivery) -> bool:
         """Still working: keep the delivery invisible to others for another visibility period."""
 
     @abc.abstractmethod
-    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
         """Set a message aside (kept for inspection, never redelivered) and remove it."""
 
     @abc.abstractmethod
@@ -269,6 +283,16 @@ class World(abc.ABC):
         """The runs that some stored message names (queued, delayed or in flight): each has a
         wake coming. ``None`` when the world cannot tell (recovery then re-arms every run)."""
         return None
+
+    # workers -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """A worker's heartbeat: upsert one entry per definition it serves, by ``key``
+        (see ``registry.served_entries``). Entries are never removed."""
+
+    @abc.abstractmethod
+    async def list_served(self) -> list[dict[str, Any]]:
+        """Every entry ever recorded (live or not: see its ``liveUntil``)."""
 
     # retention -----------------------------------------------------------------------------
     async def delete_runs(

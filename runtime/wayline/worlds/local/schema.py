@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS messages (
     idem_key TEXT UNIQUE,
     available_at REAL NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
+    handbacks INTEGER NOT NULL DEFAULT 0,
     holder TEXT,
     created_at REAL NOT NULL
 );
@@ -57,6 +58,10 @@ CREATE INDEX IF NOT EXISTS messages_due ON messages (topic, available_at);
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs (ended_at) WHERE ended_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS runs_archive AS SELECT * FROM runs WHERE 0;
 CREATE TABLE IF NOT EXISTS events_archive AS SELECT * FROM events WHERE 0;
+CREATE TABLE IF NOT EXISTS served (
+    key TEXT PRIMARY KEY,
+    data TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dead_letters (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL,

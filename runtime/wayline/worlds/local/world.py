@@ -43,6 +43,7 @@ from ...world import (
     run_changes,
     terminal_statuses,
 )
+from ...world.routing import plain_topic
 from .holders import current_holder, holder_alive
 from .schema import SCHEMA
 
@@ -105,6 +106,9 @@ class LocalWorld(World):
             db.execute(f"PRAGMA synchronous={self._synchronous}")
             db.execute("PRAGMA foreign_keys=OFF")
             db.executescript(SCHEMA)
+            columns = {r[1] for r in db.execute("PRAGMA table_info(messages)")}
+            if "handbacks" not in columns:  # a database from before hand-backs were counted
+                db.execute("ALTER TABLE messages ADD COLUMN handbacks INTEGER NOT NULL DEFAULT 0")
         except (sqlite3.Error, OSError) as err:
             if db is not None:
                 db.close()
@@ -311,6 +315,7 @@ class LocalWorld(World):
         idempotency_key: str | None = None,
         delay_seconds: float = 0.0,
     ) -> MessageId:
+        topic = await self.router.topic(topic, payload)
         body = json.dumps(dict(payload)).encode()
         now = time.time()
         message_id: MessageId = self._write(
@@ -380,39 +385,66 @@ class LocalWorld(World):
         rows = db.execute(
             "UPDATE messages SET attempts = attempts + 1, holder = ?, available_at = ? "
             "WHERE id IN (SELECT id FROM messages WHERE topic = ? AND available_at <= ? "
-            "ORDER BY available_at, id LIMIT ?) RETURNING id, attempts, payload",
+            "ORDER BY available_at, id LIMIT ?) RETURNING id, attempts, payload, handbacks",
             (self._holder, now + self._visibility, topic, now, limit),
         ).fetchall()
         rows.sort(key=lambda r: r[0])
         return [
-            Delivery(topic, MessageId(str(r[0])), r[1], _decode(r[2]), bytes(r[2]), r[0])
+            Delivery(
+                plain_topic(topic),
+                MessageId(str(r[0])),
+                r[1] - r[3],  # graceful hand-backs do not count against the budget
+                _decode(r[2]),
+                bytes(r[2]),
+                (r[0], r[1]),  # the claim's attempt count fences every settlement
+            )
             for r in rows
         ]
 
-    async def ack(self, delivery: Delivery) -> None:
-        self._write(lambda db: db.execute("DELETE FROM messages WHERE id = ?", (delivery.handle,)))
+    # A delivery is settled only by its holder: every settlement is fenced on the attempt
+    # count the claim set, so A's late ack after B received the redelivery changes nothing.
+    async def ack(self, delivery: Delivery) -> bool:
+        return bool(self._settle("DELETE FROM messages WHERE id = ? AND attempts = ?", delivery))
 
-    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         at = time.time() + max(0.0, delay_seconds)
-        self._write(
-            lambda db: db.execute(
-                "UPDATE messages SET available_at = ?, holder = NULL WHERE id = ?",
-                (at, delivery.handle),
-            )
+        done = self._settle(
+            "UPDATE messages SET available_at = ?, holder = NULL WHERE id = ? AND attempts = ?",
+            delivery,
+            at,
         )
         self._wake()
+        return done
 
-    async def renew(self, delivery: Delivery) -> None:
+    async def release(self, delivery: Delivery) -> bool:
+        done = self._settle(
+            "UPDATE messages SET available_at = ?, holder = NULL, handbacks = handbacks + 1 "
+            "WHERE id = ? AND attempts = ?",
+            delivery,
+            time.time(),
+        )
+        self._wake()
+        return done
+
+    async def renew(self, delivery: Delivery) -> bool:
         at = time.time() + self._visibility
-        self._write(
-            lambda db: db.execute(
-                "UPDATE messages SET available_at = ? WHERE id = ? AND holder = ?",
-                (at, delivery.handle, self._holder),
-            )
+        return self._settle(
+            "UPDATE messages SET available_at = ? WHERE id = ? AND attempts = ?", delivery, at
         )
 
-    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
-        def tx(db: sqlite3.Connection) -> None:
+    def _settle(self, sql: str, delivery: Delivery, *before: Any) -> bool:
+        params = (*before, *delivery.handle)
+        changed: int = self._write(lambda db: db.execute(sql, params).rowcount)
+        return changed > 0
+
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
+        def tx(db: sqlite3.Connection) -> bool:
+            gone = db.execute(
+                "DELETE FROM messages WHERE id = ? AND attempts = ?",
+                delivery.handle,
+            ).rowcount
+            if not gone:
+                return False
             db.execute(
                 "INSERT INTO dead_letters (message_id, topic, payload, attempts, reason, "
                 "created_at) VALUES (?,?,?,?,?,?)",
@@ -425,9 +457,10 @@ class LocalWorld(World):
                     time.time(),
                 ),
             )
-            db.execute("DELETE FROM messages WHERE id = ?", (delivery.handle,))
+            return True
 
-        self._write(tx)
+        done: bool = self._write(tx)
+        return done
 
     async def runs_with_messages(self) -> set[str] | None:
         out: set[str] = set()
@@ -457,6 +490,20 @@ class LocalWorld(World):
             }
             for r in rows
         ]
+
+    # workers -------------------------------------------------------------------------------
+    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        rows = [(str(e["key"]), json.dumps(dict(e))) for e in entries]
+        self._write(
+            lambda db: db.executemany(
+                "INSERT INTO served (key, data) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET data = excluded.data",
+                rows,
+            )
+        )
+
+    async def list_served(self) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in self._read("SELECT data FROM served ORDER BY key")]
 
     # retention -----------------------------------------------------------------------------
     async def delete_runs(

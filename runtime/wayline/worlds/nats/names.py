@@ -102,6 +102,10 @@ class Names:
         return f"{self.prefix}_idem"
 
     @property
+    def served_bucket(self) -> str:
+        return f"{self.prefix}_served"
+
+    @property
     def dlq_stream(self) -> str:
         return f"{self.prefix}_dlq"
 

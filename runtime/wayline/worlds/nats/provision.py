@@ -146,7 +146,7 @@ async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: 
         ),
         url,
     )
-    for bucket in (names.hooks_bucket, names.idem_bucket):
+    for bucket in (names.hooks_bucket, names.idem_bucket, names.served_bucket):
         try:
             await js.create_key_value(
                 KeyValueConfig(

@@ -29,11 +29,13 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..._core.ids import MessageId
 from ...errors import WorldError, WorldUnavailableError
 from ...world import Delivery
+from ...world.routing import plain_topic
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .direct import StoredMsg, connected, direct_batch
 from .names import Names, consumer_name, kv_key
@@ -43,6 +45,17 @@ log = logging.getLogger("wayline.worlds.nats")
 _KEY_HEADER = "Wayline-Key"
 _ID_HEADER = "Wayline-Id"
 _MAX_ACK_PENDING = 20_000
+
+
+@dataclass(slots=True)
+class _Held:
+    """A delivery's handle: the message, and until when (monotonic) this process holds it."""
+
+    msg: Any
+    fresh_until: float
+    settled: bool = False
+    handbacks: int = 0
+    """Graceful hand-backs of this message before this delivery (not counted as attempts)."""
 
 
 class Queue:
@@ -64,6 +77,8 @@ class Queue:
         self._url = url
         self._timeout = timeout
         self._visibility = visibility
+        # a settlement sent this long before the hold ends may arrive after it
+        self._margin = min(5.0, visibility * 0.2)
         self._replicas = replicas
         self._memory = memory
         self._stream = names.queue_stream
@@ -326,89 +341,146 @@ class Queue:
         batch = max(1, max_messages)
         try:
             await connected(self._nc, timeout=self._timeout, url=self._url)
+            sent = time.monotonic()
             msgs = await self._pull(consumer, {"batch": batch, "no_wait": True}, 0.0)
+            got = [(msg, sent) for msg in msgs]
             if not msgs and wait_seconds > 0:
                 expires = max(int(wait_seconds * 1e9), 1_000_000)
                 msgs = await self._pull(consumer, {"batch": 1, "expires": expires}, wait_seconds)
+                # delivered at some moment of a long wait: confirm the hold from now
+                got = [(msg, await self._hold_from_now(msg)) for msg in msgs]
                 if msgs and batch > 1:
-                    msgs += await self._pull(consumer, {"batch": batch - 1, "no_wait": True}, 0.0)
+                    sent = time.monotonic()
+                    more = await self._pull(consumer, {"batch": batch - 1, "no_wait": True}, 0.0)
+                    got += [(msg, sent) for msg in more]
         except WorldError:
             raise
         except Exception as err:
             raise wrap(self._url, f"receiving on topic {topic!r}", err) from err
         out = []
-        for msg in msgs:
+        for msg, sent in got:
             md = msg.metadata
             headers = msg.headers or {}
             mid = headers.get(_ID_HEADER) or str(md.sequence.stream)
             raw = bytes(msg.data or b"")
+            held = _Held(msg, sent + self._visibility)
+            if md.num_delivered > 1:
+                held.handbacks = await self._handbacks(int(md.sequence.stream))
             out.append(
                 Delivery(
-                    topic, MessageId(mid), int(md.num_delivered), decode_payload(raw), raw, msg
+                    plain_topic(topic),
+                    MessageId(mid),
+                    int(md.num_delivered) - held.handbacks,
+                    decode_payload(raw),
+                    raw,
+                    held,
                 )
             )
         return out
 
-    # settle -------------------------------------------------------------------------------
-    async def ack(self, delivery: Delivery) -> None:
-        import nats.errors
-
-        msg = delivery.handle
-        try:
-            await self._remove(delivery)
-        except nats.errors.MsgAlreadyAckdError:
-            return
-        await self._release(msg)
-
-    async def _remove(self, delivery: Delivery) -> None:
-        """Ack; if the server does not confirm (after a crash it may have forgotten this
-        delivery, and then it never answers its ack), delete the message from the stream,
-        which in a work queue is what an ack does."""
-        import nats.errors
+    # Graceful hand-backs: JetStream counts every nak as a delivery, so a hand-back is noted
+    # under ``h<stream seq>`` in the idempotency bucket (read only on a redelivery) and
+    # subtracted from the attempt; the note goes with the message's ack.
+    async def _handbacks(self, seq: int) -> int:
         import nats.js.errors
 
-        msg = delivery.handle
+        try:
+            entry = await self._idem.get(f"h{seq}")
+        except nats.js.errors.KeyNotFoundError:
+            return 0
+        except Exception as err:
+            log.warning("could not read the hand-backs of message %s: %s", seq, err)
+            return 0
+        return int(entry.value or b"0")
+
+    async def release(self, delivery: Delivery) -> bool:
+        held = self._fresh(delivery)
+        if held is None:
+            return False
+        seq = int(held.msg.metadata.sequence.stream)
+        try:
+            await self._idem.put(f"h{seq}", str(held.handbacks + 1).encode())
+        except Exception as err:
+            log.warning("could not note the hand-back of message %s: %s", seq, err)
+            return await self.retry(delivery, 0.0)
+        held.handbacks += 1
+        return await self._answer(delivery, b"-NAK", "hand-back")
+
+    async def _hold_from_now(self, msg: Any) -> float:
+        """Renew a delivery that arrived after a long wait; when its hold began (``-inf``: it
+        is unknown, and the delivery is treated as no longer held)."""
+        sent = time.monotonic()
+        try:
+            await self._nc.request(msg.reply, b"+WPI", timeout=self._timeout)
+        except Exception as err:
+            log.warning("could not confirm the delivery of %s: %s", msg.reply, err)
+            return float("-inf")
+        return sent
+
+    # settle -------------------------------------------------------------------------------
+    # JetStream acks a superseded delivery's reply subject as if it were current (measured on
+    # nats-server 2.15: A's ack after B received the redelivery removes B's message), and an
+    # in-progress or nak of it would extend or release B's hold. So a holder settles only while
+    # it provably still holds the delivery: the server redelivers no earlier than one ack wait
+    # after the delivery or after the last in-progress it confirmed, both measured from when
+    # this process sent the request. Past that, less a margin for the settlement's own trip,
+    # a settlement is a no-op answering False (the message may be another's by now; leaving it
+    # costs at most one more replay of an idempotent wake). An unconfirmed ack is never turned
+    # into a delete of the stored message: that would remove it for whoever holds it next.
+    def _fresh(self, delivery: Delivery) -> _Held | None:
+        held: _Held = delivery.handle
+        if held.settled or time.monotonic() >= held.fresh_until - self._margin:
+            return None
+        return held
+
+    async def _answer(self, delivery: Delivery, body: bytes, what: str) -> bool:
+        """Send one settlement as a request; True once the server confirmed it."""
+        import nats.errors
+
+        held = self._fresh(delivery)
+        if held is None:
+            return False
+        sent = time.monotonic()
         try:
             await connected(self._nc, timeout=self._timeout, url=self._url)
-            await msg.ack_sync(timeout=self._timeout)
-            return
-        except nats.errors.MsgAlreadyAckdError:
-            raise
-        except (nats.errors.TimeoutError, TimeoutError) as err:
-            log.warning("ack of message %s unconfirmed (%s); deleting it", delivery.message_id, err)
+            await self._nc.request(held.msg.reply, body, timeout=self._timeout)
+        except (nats.errors.TimeoutError, TimeoutError, nats.errors.NoRespondersError) as err:
+            log.warning("%s of message %s unconfirmed (%s)", what, delivery.message_id, err)
+            return False
         except Exception as err:
-            raise wrap(self._url, f"acking message {delivery.message_id}", err) from err
-        seq = int(msg.metadata.sequence.stream)
-        try:
-            await self._js.delete_msg(self._stream, seq)
-        except nats.js.errors.NotFoundError:
-            pass  # already gone: the ack did land
-        except nats.js.errors.BadRequestError as err:
-            if "no message found" not in str(err).lower():
-                raise wrap(self._url, f"removing message {delivery.message_id}", err) from err
-        except Exception as err:
-            raise wrap(self._url, f"removing message {delivery.message_id}", err) from err
-        msg._ackd = True  # nats-py's own flag: this delivery is settled
+            raise wrap(self._url, f"{what} of message {delivery.message_id}", err) from err
+        if body == b"+WPI":
+            held.fresh_until = sent + self._visibility
+        else:
+            held.settled = True
+            held.msg._ackd = True  # nats-py's own flag: this delivery is settled
+        return True
 
-    async def retry(self, delivery: Delivery, delay_seconds: float) -> None:
-        import nats.errors
+    async def ack(self, delivery: Delivery) -> bool:
+        if not await self._answer(delivery, b"+ACK", "ack"):
+            return False
+        held: _Held = delivery.handle
+        await self._release(held.msg)
+        if held.handbacks:
+            try:
+                await self._idem.delete(f"h{held.msg.metadata.sequence.stream}")
+            except Exception as err:  # stream sequences are never reused: a stray note is inert
+                log.warning("could not drop the hand-back note of %s: %s", delivery.message_id, err)
+        return True
 
-        try:
-            await delivery.handle.nak(delay=delay_seconds if delay_seconds > 0 else None)
-        except nats.errors.MsgAlreadyAckdError:
-            return
-        except Exception as err:
-            raise wrap(self._url, f"retrying message {delivery.message_id}", err) from err
+    async def retry(self, delivery: Delivery, delay_seconds: float) -> bool:
+        body = b"-NAK"
+        if delay_seconds > 0:
+            body += b" " + json.dumps({"delay": int(delay_seconds * 1e9)}).encode()
+        return await self._answer(delivery, body, "retry")
 
-    async def renew(self, delivery: Delivery) -> None:
-        try:
-            await delivery.handle.in_progress()
-        except Exception as err:
-            raise wrap(self._url, f"renewing message {delivery.message_id}", err) from err
+    async def renew(self, delivery: Delivery) -> bool:
+        return await self._answer(delivery, b"+WPI", "renewal")
 
-    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
-        import nats.errors
-
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
+        held = self._fresh(delivery)
+        if held is None:
+            return False
         record = {
             "messageId": str(delivery.message_id),
             "topic": delivery.topic,
@@ -420,18 +492,13 @@ class Queue:
             await self._js.publish(
                 self._names.dlq_subject,
                 dumps(record),
-                headers={
-                    "Nats-Msg-Id": f"dl-{self._stream}-{delivery.handle.metadata.sequence.stream}"
-                },
+                headers={"Nats-Msg-Id": f"dl-{self._stream}-{held.msg.metadata.sequence.stream}"},
                 timeout=self._timeout,
             )
         except Exception as err:
             raise wrap(self._url, f"dead-lettering message {delivery.message_id}", err) from err
-        try:
-            await self._remove(delivery)
-        except nats.errors.MsgAlreadyAckdError:
-            pass
-        await self._release(delivery.handle)
+        # set aside but not confirmed removed: a redelivery dedupes its record to this one
+        return await self.ack(delivery)
 
     async def stored(self) -> AsyncIterator[tuple[StoredMsg, dict[str, Any]]]:
         """Every stored message and pending schedule (queued, delayed or in flight), with its

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import ssl
 from collections.abc import Mapping, Sequence
@@ -12,9 +13,9 @@ from ..._core.events import Event, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ...errors import ConfigurationError, WorldUnavailableError
 from ...world import Delivery, HookInfo, RunInfo, World
-from .codec import parse_header_lines
+from .codec import parse_header_lines, wrap
 from .eventlog import EventLog
-from .names import Names
+from .names import Names, kv_key
 from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
 from .queue import Queue
@@ -100,6 +101,7 @@ class NatsWorld(World):
         self._nc: Any = None
         self._log: EventLog | None = None
         self._queue: Queue | None = None
+        self._served_kv: Any = None
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NatsWorld:
@@ -112,6 +114,47 @@ class NatsWorld(World):
     @property
     def visibility_seconds(self) -> float:
         return self._visibility
+
+    # workers -------------------------------------------------------------------------------
+    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        kv = await self._served()
+        for e in entries:
+            try:
+                await kv.put(kv_key(str(e["key"])), json.dumps(dict(e)).encode())
+            except Exception as err:
+                raise wrap(self._servers_shown, "recording a worker heartbeat", err) from err
+
+    async def list_served(self) -> list[dict[str, Any]]:
+        import nats.js.errors
+
+        kv = await self._served()
+        out: list[dict[str, Any]] = []
+        try:
+            keys = await kv.keys()
+        except nats.js.errors.NoKeysError:
+            return out
+        except Exception as err:
+            raise wrap(self._servers_shown, "listing worker heartbeats", err) from err
+        for key in keys:
+            try:
+                entry = await kv.get(key)
+            except nats.js.errors.KeyNotFoundError:
+                continue
+            except Exception as err:
+                raise wrap(self._servers_shown, "reading a worker heartbeat", err) from err
+            if entry.value:
+                out.append(json.loads(entry.value))
+        return out
+
+    async def _served(self) -> Any:
+        if self._served_kv is None:
+            if self._log is None:
+                raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
+            try:
+                self._served_kv = await self._log._js.key_value(self.names.served_bucket)
+            except Exception as err:
+                raise wrap(self._servers_shown, "opening the worker registry", err) from err
+        return self._served_kv
 
     # retention -----------------------------------------------------------------------------
     def _retention(self) -> Retention:
@@ -246,7 +289,7 @@ class NatsWorld(World):
         nc, self._nc = self._nc, None
         if self._log is not None:
             await self._log.close()
-        self._log = self._queue = None
+        self._log = self._queue = self._served_kv = None
         if nc is not None:
             await _close_quietly(nc)
 
@@ -289,6 +332,7 @@ class NatsWorld(World):
         idempotency_key: str | None = None,
         delay_seconds: float = 0.0,
     ) -> MessageId:
+        topic = await self.router.topic(topic, payload)
         result: MessageId = await self._q().enqueue(topic, payload, idempotency_key, delay_seconds)
         return result
 
@@ -298,17 +342,20 @@ class NatsWorld(World):
         result: list[Delivery] = await self._q().receive(topic, max_messages, wait_seconds)
         return result
 
-    async def ack(self, delivery: Delivery) -> None:
-        await self._q().ack(delivery)
+    async def ack(self, delivery: Delivery) -> bool:
+        return await self._q().ack(delivery)
 
-    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
-        await self._q().retry(delivery, delay_seconds)
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
+        return await self._q().retry(delivery, delay_seconds)
 
-    async def renew(self, delivery: Delivery) -> None:
-        await self._q().renew(delivery)
+    async def release(self, delivery: Delivery) -> bool:
+        return await self._q().release(delivery)
 
-    async def dead_letter(self, delivery: Delivery, reason: str) -> None:
-        await self._q().dead_letter(delivery, reason)
+    async def renew(self, delivery: Delivery) -> bool:
+        return await self._q().renew(delivery)
+
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
+        return await self._q().dead_letter(delivery, reason)
 
     async def runs_with_messages(self) -> set[str] | None:
         out: set[str] = set()

@@ -1,0 +1,73 @@
+"""Which workers serve what: each worker records, every heartbeat, the workflows it serves
+(name, definition identity, revision, queue) with a time until which it is alive. The world
+keeps one entry per definition served (not per worker, so the record stays bounded through
+any number of pod restarts) and never forgets one: "no worker has ever served X" stays a
+fact a start can refuse on, and "no live worker serves this run" is what a run that waits
+silently shows (``waiting_for_worker``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._core.definitions import WorkflowDefinition
+    from .seam import RunInfo
+
+
+def served_entries(
+    workflows: Iterable[WorkflowDefinition[..., Any]],
+    queue: str | None,
+    worker: str,
+    live_for: float,
+) -> list[dict[str, Any]]:
+    now = time.time()
+    return [
+        {
+            "key": f"{queue or ''}|{w.name}|{w.identity}|{w.revision}",
+            "workflow": w.name,
+            "identity": w.identity,
+            "revision": w.revision,
+            "queue": queue,
+            "worker": worker,
+            "seenAt": now,
+            "liveUntil": now + live_for,
+        }
+        for w in workflows
+    ]
+
+
+def ever_served(name: str, served: Sequence[Mapping[str, Any]]) -> bool:
+    return any(e.get("workflow") == name for e in served)
+
+
+def waiting_for_worker(
+    info: RunInfo, served: Sequence[Mapping[str, Any]], now: float | None = None
+) -> str | None:
+    """Why no live worker can drive ``info`` (None: one can, or the run has ended)."""
+    if info.status.terminal:
+        return None
+    now = time.time() if now is None else now
+    queue = info.attributes.get("queue") or None
+    pin = info.attributes.get("definition")
+    identity = pin.get("identity") if isinstance(pin, Mapping) else None
+    revision = pin.get("revision") if isinstance(pin, Mapping) else None
+    for e in served:
+        if float(e.get("liveUntil", 0)) < now or e.get("workflow") != info.workflow:
+            continue
+        if queue is not None and e.get("queue") != queue:
+            continue
+        if identity is not None and e.get("identity") != identity:
+            continue
+        if revision is not None and e.get("revision") != revision:
+            continue
+        return None
+    wanted = f"workflow {info.workflow!r}"
+    if identity is not None:
+        wanted += f" identity {str(identity)[:12]}"
+    if revision is not None:
+        wanted += f" revision {revision}"
+    if queue is not None:
+        wanted += f" on queue {queue!r}"
+    return f"waiting_for_worker: no live worker serves {wanted}"

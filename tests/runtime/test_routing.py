@@ -1,0 +1,108 @@
+"""Routing, not bouncing: workers of one application never receive, and so never burn the
+delivery budget of, another application's runs (counter tests on every world)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import wayline
+from tests.runtime import flows
+from tests.runtime.harness import Engine, settings
+
+
+@wayline.step(name="routing_tests.slow_add")
+async def slow_add(a: int, b: int) -> int:
+    await asyncio.sleep(0.25)
+    return a + b
+
+
+@wayline.workflow(name="routing_tests.slow_sum")
+async def slow_sum(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total = await slow_add(total, i)
+    return total
+
+
+async def test_another_applications_worker_never_burns_a_run(engine: Engine) -> None:
+    """App A (``chain``) has no worker for a while; app B (``fan_out``) has two. With a
+    delivery budget of 1, a single bounce would be fatal: none of A's runs fails, and they
+    all complete once A's worker appears."""
+    tight = settings(max_queue_deliveries=1)
+    async with (
+        engine.worker([flows.fan_out], settings=tight),
+        engine.worker([flows.fan_out], settings=tight, world=await engine.make_world()),
+    ):
+        a_runs = [await engine.client.start(flows.chain, 3) for _ in range(6)]
+        b_run = await engine.client.start(flows.fan_out, 3)
+        assert await b_run.result(timeout=20) == [0, 2, 4]
+        await asyncio.sleep(6.0)  # A is away (a rollout): B's workers see nothing of A
+        for handle in a_runs:
+            assert await handle.status() is wayline.RunStatus.PENDING
+            why = await engine.client.waiting_for_worker(handle.run_id)
+            assert why is not None and "waiting_for_worker" in why and "'chain'" in why
+        async with engine.worker([flows.chain], settings=tight):
+            assert [await h.result(timeout=30) for h in a_runs] == [3] * 6
+
+
+async def test_a_queue_groups_runs_for_the_workers_of_that_queue(engine: Engine) -> None:
+    async with engine.worker([flows.chain, flows.fan_out], queue="other"):
+        handle = await engine.client.start(flows.chain, 2, queue="payments")
+        await asyncio.sleep(1.0)
+        assert await handle.status() is wayline.RunStatus.PENDING  # not this worker's queue
+        async with engine.worker([flows.chain], queue="payments"):
+            assert await handle.result(timeout=20) == 1
+
+
+async def test_a_run_no_live_worker_serves_says_so(engine: Engine) -> None:
+    handle = await engine.client.start(flows.chain, 2)
+    why = await engine.client.waiting_for_worker(handle.run_id)
+    assert why == (
+        "waiting_for_worker: no live worker serves workflow 'chain' "
+        f"identity {flows.chain.identity[:12]} revision 1"
+    )
+    async with engine.worker([flows.chain], heartbeat_seconds=0.2):
+        assert await handle.result(timeout=20) == 1
+        other = await engine.client.start(flows.chain, 3, queue="night")
+        why = str(await engine.client.waiting_for_worker(other.run_id))
+        assert why.startswith("waiting_for_worker: no live worker serves workflow 'chain'")
+        assert why.endswith("on queue 'night'")
+        assert await engine.client.waiting_for_worker(handle.run_id) is None  # it ended
+        late = await engine.client.start(flows.fan_out, 1)
+        assert "'fan_out'" in str(await engine.client.waiting_for_worker(late.run_id))
+        async with engine.worker([flows.fan_out], heartbeat_seconds=0.2) as worker:
+            assert await late.result(timeout=20) == [0]
+            served = {e["workflow"] for e in await engine.world.list_served()}
+            assert served == {"chain", "fan_out"}
+            assert worker.worker_id in {e["worker"] for e in await engine.world.list_served()}
+    # the workers are gone: after three missed heartbeats the runs left say so again
+    paused = await engine.client.start(flows.chain, 1)
+    await asyncio.sleep(0.7)
+    assert "'chain'" in str(await engine.client.waiting_for_worker(paused.run_id))
+
+
+async def test_graceful_hand_backs_do_not_spend_the_delivery_budget(engine: Engine) -> None:
+    """Three rollouts in a row, each worker stopped gracefully mid-run (its delivery handed
+    back at the next checkpoint): with a budget of one delivery, the run still completes."""
+    tight = settings(max_queue_deliveries=1)
+    handle = await engine.client.start(slow_sum, 24)
+    for _ in range(3):
+        async with engine.worker([slow_sum], settings=tight):
+            await asyncio.sleep(0.6)
+        assert await handle.status() is wayline.RunStatus.RUNNING
+    async with engine.worker([slow_sum], settings=tight):
+        assert await handle.result(timeout=30) == sum(range(24))
+
+
+async def test_a_released_delivery_keeps_its_attempt(engine: Engine) -> None:
+    world = engine.world
+    mid = await world.enqueue("flow", {"x": 1})
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert await world.release(d) is True
+    [again] = await world.receive("flow", wait_seconds=2)
+    assert (again.message_id, again.attempt) == (mid, 1)
+    assert await world.release(d) is False  # stale: the message is held again
+    assert await world.retry(again, 0) is True
+    [third] = await world.receive("flow", wait_seconds=2)
+    assert (third.message_id, third.attempt) == (mid, 2)
+    assert await world.ack(third) is True
