@@ -155,6 +155,16 @@ class Client:
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "cancel"})
         return True
 
+    async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
+        """Remove a run's unreadable log entry (see :class:`CorruptLogError`) and wake the run
+        so it continues from its log. Returns what was done."""
+        done = await self.world.repair_run(run_id, drop_seq)
+        info = await self.get_run(run_id)
+        if not info.status.terminal:
+            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "repair"})
+            done.append("woke the run")
+        return done
+
     async def resume_compensation(self, run_id: str) -> None:
         """Try a failed compensation again (the run is ``compensation_stuck``)."""
         await self._unwind_command(run_id, EventType.RUN_COMPENSATION_RESUMED)

@@ -150,6 +150,65 @@ class HookTokenConflictError(WorldError):
     code = "HOOK_TOKEN_CONFLICT"
 
 
+class CorruptEntryError(WorldError):
+    """A stored entry the world reads does not decode as anything Wayline writes (foreign or
+    damaged bytes in a hook or idempotency bucket, a queue subject, a table row). Never retried:
+    the same bytes fail the same way. ``store`` names where, ``key`` which entry, ``why`` what
+    is wrong with it."""
+
+    code = "CORRUPT_ENTRY"
+
+    def __init__(self, message: str, *, store: str, key: str, why: str, **details: Any) -> None:
+        super().__init__(message, store=store, key=key, why=why, **details)
+        self.store = store
+        self.key = key
+        self.why = why
+
+
+class CorruptLogError(CorruptEntryError):
+    """An entry of a run's event log does not decode, or does not follow from the entries
+    before it. The run is fenced (shown ``corrupt``), its deliveries are set aside, other runs
+    are untouched; ``wayline runs repair RUN_ID --drop-seq SEQ`` removes the entry."""
+
+    code = "CORRUPT_LOG"
+
+    def __init__(
+        self, run_id: str, seq: int, why: str, *, store: str = "event log", drop: bool = True
+    ) -> None:
+        repair = f"wayline runs repair {run_id}" + (f" --drop-seq {seq}" if drop else "")
+        super().__init__(
+            f"run {run_id}: {store} entry {seq} is unreadable ({why}); `{repair}` "
+            + ("removes it" if drop else "rebuilds it from the run's events"),
+            store=store,
+            key=f"{run_id}@{seq}",
+            why=why,
+            run_id=run_id,
+            seq=seq,
+        )
+        self.run_id = run_id
+        self.seq = seq
+
+
+class PayloadTooLargeError(FatalError, WorldError):
+    """A value is over its size limit (see ``Settings``): refused before anything is written.
+    Raised from a step body it fails the step like any ``FatalError`` (no retries unless the
+    step's own handler says so)."""
+
+    code = "PAYLOAD_TOO_LARGE"
+
+    def __init__(self, what: str, size: int, limit: int, setting: str) -> None:
+        WaylineError.__init__(
+            self,
+            f"{what} is {size} bytes, over the limit of {limit} bytes ({setting})",
+            what=what,
+            size=size,
+            limit=limit,
+            setting=setting,
+        )
+        self.size = size
+        self.limit = limit
+
+
 # --- signals ---------------------------------------------------------------------------------
 
 

@@ -17,7 +17,12 @@ from types import TracebackType
 from typing import Any
 
 from .definitions import WorkflowDefinition
-from .errors import ConfigurationError, WaylineError, WorldUnavailableError
+from .errors import (
+    ConfigurationError,
+    CorruptEntryError,
+    WaylineError,
+    WorldUnavailableError,
+)
 from .events import EventType, RunStatus
 from .handler import Handler
 from .messages import Verdict
@@ -198,7 +203,10 @@ class Worker:
                     continue
                 parent = info.attributes.get("parent")
                 if isinstance(parent, dict):
-                    owner = await self.world.get_run(str(parent.get("runId")))
+                    try:
+                        owner = await self.world.get_run(str(parent.get("runId")))
+                    except CorruptEntryError:
+                        continue  # its parent is fenced: the parent re-arms it once repaired
                     if owner is not None and not owner.status.terminal:
                         continue
                     if owner is None:
@@ -208,7 +216,11 @@ class Worker:
                             info.run_id,
                             parent.get("runId"),
                         )
-                kind, idle = await self._classify(info.run_id, status)
+                try:
+                    kind, idle = await self._classify(info.run_id, status)
+                except CorruptEntryError as err:
+                    log.error("not recovering run %s: %s", info.run_id, err)
+                    continue
                 counts[kind] += 1
                 counts["total"] += 1
                 if idle or (woken is not None and info.run_id in woken):
@@ -289,6 +301,10 @@ class Worker:
                     verdict = await self.handler.handle_flow(delivery)
                 else:
                     verdict = await self.handler.handle_step(delivery)
+            except CorruptEntryError as err:
+                # the same bytes fail the same way on every delivery: set it aside, do not
+                # crash-loop (the run stays fenced until `wayline runs repair`)
+                verdict = Verdict("dead", reason=str(err))
             except WaylineError as err:
                 log.warning(
                     "delivery %s of %s failed: %s (will be redelivered)",

@@ -67,7 +67,7 @@ def dumps(value: Any) -> bytes:
 def decode_payload(raw: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

@@ -277,6 +277,9 @@ class NatsWorld(World):
     ) -> list[RunInfo]:
         return await self._events().list_runs(status, workflow, limit)
 
+    async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
+        return await self._events().repair(run_id, drop_seq)
+
     async def get_hook(self, token: str) -> HookInfo | None:
         return await self._events().get_hook(token)
 
