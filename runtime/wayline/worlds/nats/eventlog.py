@@ -619,7 +619,8 @@ class EventLog:
             except CorruptLogError:
                 return True  # a fenced run keeps what it holds until it is repaired
         status = other.entities.get(hcid)
-        if other.status is not None and other.status.terminal:
+        if other.status is None or other.status.terminal:
+            # no such run (a hook is only ever created in a run that exists), or it ended
             return False
         if status is None:  # claimed but not (yet) in the log
             return bool(time.time() - float(held.get("_at", 0.0)) < _CLAIM_GRACE)
