@@ -25,7 +25,10 @@ def open_world(url: str, **options: Any) -> World:
             raise ConfigurationError(
                 f"{url!r} needs the NATS world: pip install 'wayline[nats]' ({err})"
             ) from err
-        world: World = NatsWorld.from_url(url, **options)
+        try:
+            world: World = NatsWorld.from_url(url, **options)
+        except ValueError as err:  # urllib's own complaints (a bad IPv6 literal, a bad port)
+            raise ConfigurationError(f"invalid world URL {url!r}: {err}") from None
         return world
     raise ConfigurationError(
         f"unsupported world URL {url!r}: use sqlite:///relative.db, sqlite:////abs/path.db "
