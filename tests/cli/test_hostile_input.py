@@ -47,9 +47,7 @@ def test_hostile_input_exits_2_with_one_line(
     assert len(_one_line_error(capsys)) < 400  # the input is not echoed in full
 
 
-def test_hostile_payload_and_world_exit_2(
-    in_tmp: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_hostile_payload_and_world_exit_2(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     assert (
         main(["hooks", "resume", "t", "--payload", "[" * 50_000, "--world", "sqlite:///w.db"]) == 2
