@@ -791,7 +791,13 @@ class EventLog:
             )
             info = json.loads(resp.data)
             if "error" in info:
-                raise WorldError(f"NATS at {self._url}: stream info failed: {info['error']}")
+                error = info["error"]
+                kind = (
+                    WorldUnavailableError
+                    if isinstance(error, dict) and error.get("code") == 503
+                    else WorldError
+                )
+                raise kind(f"NATS at {self._url}: stream info failed: {error}")
             page = list((info.get("state") or {}).get("subjects") or {})
             subjects.extend(page)
             offset += len(page)
