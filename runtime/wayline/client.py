@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any
 
+from . import limits
 from .definitions import WorkflowDefinition
 from .errors import (
     EntityConflictError,
@@ -22,6 +23,7 @@ from .errors import (
 from .events import Event, EventType, NewEvent, RunStatus
 from .ids import is_run_id, new_run_id
 from .serde import decode, encode
+from .settings import Settings
 from .world import FLOW_TOPIC, RunInfo, World
 
 
@@ -75,9 +77,16 @@ class RunHandle:
 
 
 class Client:
-    def __init__(self, world: World, workflows: list[WorkflowDefinition] | None = None) -> None:
+    def __init__(
+        self,
+        world: World,
+        workflows: list[WorkflowDefinition] | None = None,
+        *,
+        settings: Settings | None = None,
+    ) -> None:
         self.world = world
         self._workflows = {w.name: w for w in workflows or []}
+        self._limits = (settings or Settings.from_env()).limits
 
     async def start(
         self,
@@ -106,6 +115,7 @@ class Client:
             run_id = new_run_id()
         elif not is_run_id(run_id):
             raise WaylineError(f"a run id is 'wf_' and 32 lowercase hex digits, not {run_id!r}")
+        limits.check(stored, "input", f"the input of workflow {name!r}", self._limits)
         data: dict[str, Any] = {"workflow": name, "input": stored}
         if definition is not None:
             data["revision"] = definition.revision
@@ -197,6 +207,9 @@ class Client:
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
         data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
+        limits.check(
+            data["payload"], "hook_payload", f"the payload for hook {token!r}", self._limits
+        )
         wake = {"runId": hook.run_id, "reason": "hook"}
         key = None if delivery_id is None else f"{hook.run_id}:hook:{delivery_id}"
         if delivery_id is not None:

@@ -189,15 +189,15 @@ class CorruptLogError(CorruptEntryError):
         self.seq = seq
 
 
-class PayloadTooLargeError(FatalError, WorldError):
+class PayloadTooLargeError(SerializationError):
     """A value is over its size limit (see ``Settings``): refused before anything is written.
-    Raised from a step body it fails the step like any ``FatalError`` (no retries unless the
-    step's own handler says so)."""
+    For a step's result it fails the step (a ``FatalError``: no automatic retries; the
+    workflow can catch the step's failure and decide)."""
 
     code = "PAYLOAD_TOO_LARGE"
 
     def __init__(self, what: str, size: int, limit: int, setting: str) -> None:
-        WaylineError.__init__(
+        SerializationError.__init__(
             self,
             f"{what} is {size} bytes, over the limit of {limit} bytes ({setting})",
             what=what,

@@ -20,6 +20,7 @@ from typing import Any
 import pydantic
 from opentelemetry import trace
 
+from . import limits
 from .children import start_child, sync_children, terminal
 from .deferred import InlineBatch, Rebuild, append_batch, flush, outcome_event
 from .definitions import WorkflowDefinition
@@ -585,6 +586,7 @@ class Handler:
         if exc is None:
             try:
                 output = encode(root.result(), what=f"result of workflow {replay.workflow.name!r}")
+                limits.check(output, "result", f"the result of workflow {replay.workflow.name!r}")
             except SerializationError as err:
                 exc = err
             else:

@@ -20,7 +20,7 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import context
+from . import context, limits
 from .dispatch import StepState
 from .durations import Duration, to_seconds
 from .errors import FatalError, HookTimeout, ReplayDivergenceError, WaylineError
@@ -575,6 +575,7 @@ class Replay:
     ) -> WFuture[Any]:
         name = definition.name
         stored = definition.signature.encode_args(args, kwargs, what=f"step {name!r}")
+        limits.check(stored, "step_args", f"the arguments of step {name!r}")
         cid = self._next("s")
         occurrence = self._occurrences.get(name, 0)
         self._occurrences[name] = occurrence + 1

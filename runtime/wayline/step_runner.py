@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from . import limits
 from .context import StepContext, _step
 from .definitions import StepDefinition
 from .errors import FatalError, RetryableError
@@ -84,7 +85,9 @@ async def run_step_body(
         else:
             context = contextvars.copy_context()
             value = await asyncio.to_thread(context.run, definition.fn, *args, **kwargs)
-        return Completed(encode(value, what=f"result of {what}"))
+        result = encode(value, what=f"result of {what}")
+        limits.check(result, "result", f"the result of {what}")
+        return Completed(result)
     except FatalError as err:
         return Failed(error_to_dict(err))
     except RetryableError as err:

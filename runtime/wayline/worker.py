@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
+from . import limits
 from .definitions import WorkflowDefinition
 from .errors import (
     ConfigurationError,
@@ -111,6 +112,7 @@ class Worker:
         if self._started:
             return
         self._started = True
+        limits.install(self.settings.limits)  # inherited by every task spawned below
         await self.world.start()
         if self.recover:
             await self.recover_runs()

@@ -99,3 +99,13 @@ def test_no_traceback_for_any_input_world_or_payload(
         out = capsys.readouterr()
         assert code in (0, 2), (argv, out.err)
         assert "Traceback" not in out.err
+
+
+def test_an_oversized_input_exits_2_naming_size_and_limit(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    big = '"' + "x" * (300 * 1024) + '"'
+    assert main(["start", "wf", "--input", big, "--world", "sqlite:///w.db"]) == 2
+    line = _one_line_error(capsys)
+    assert "over the limit of 262144 bytes" in line and "WAYLINE_MAX_INPUT_BYTES" in line
