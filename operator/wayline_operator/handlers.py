@@ -18,7 +18,7 @@ from typing import Any
 import kopf
 
 from wayline import Worker, open_world
-from wayline.errors import WorldError
+from wayline.errors import CorruptLogError, WorldError
 
 from .reconcile import HookNotReady, InvalidSpec, Reconciler, run_id_for
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
@@ -37,7 +37,12 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP, key="last-handled-configuration"
+        prefix=GROUP,
+        key="last-handled-configuration",
+        # user payloads never go into annotations (256 KiB for all of them): a large input
+        # would make every later patch of the resource fail. Both are immutable in effect (a
+        # run's input is fixed at its start, a hook delivers once), so no handler diffs them.
+        ignored_fields=["spec.input", "spec.payload"],
     )
     settings.posting.level = logging.WARNING
     settings.networking.connect_timeout = 10
@@ -125,6 +130,10 @@ async def mirror(
             await reconciler.act(uid, spec)
         seq = status.get("lastSeq")
         fresh = await reconciler.status(run_id_for(uid), seq if isinstance(seq, int) else None)
+    except CorruptLogError as err:  # fenced until `wayline runs repair`; mirrored again after
+        if status.get("phase") != "corrupt":
+            patch.status.update({"phase": "corrupt", "message": err.message, "lastSeq": None})
+        return
     except WorldError as err:
         log.warning("mirroring %s skipped: %s", uid, err)
         return

@@ -58,3 +58,16 @@ async def oversized(path: str, size: int, where: str) -> str:
 @wayline.workflow
 async def returns(size: int) -> str:
     return "z" * size
+
+
+@wayline.step
+async def one() -> int:
+    return 1
+
+
+@wayline.workflow
+async def chain_of(n: int) -> int:
+    total = 0
+    for _ in range(n):
+        total += await one()
+    return total

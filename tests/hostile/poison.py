@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import uuid
 from typing import Any
 
 from wayline.world import World
@@ -59,7 +60,7 @@ async def poison_hook(world: World, token: str, data: bytes) -> None:
             db.execute("UPDATE hooks SET active = 0 WHERE token = ?", (token,))
             db.execute(
                 "INSERT INTO hooks (token, run_id, cid, active, created_at) VALUES (?,?,?,1,?)",
-                (token, data, b"\xff", time.time()),
+                (token, data, b"\xff" + uuid.uuid4().bytes, time.time()),
             )
             db.commit()
         finally:

@@ -240,11 +240,20 @@ class LocalWorld(World):
                         raise HookTokenConflictError(
                             f"hook token {token!r} is held by another active hook", token=token
                         ) from None
-                    db.execute(
-                        "INSERT INTO hooks (token, run_id, cid, active, created_at) "
-                        "VALUES (?,?,?,1,?)",
-                        (token, run_id, cid, now),
-                    )
+                    try:
+                        db.execute(
+                            "INSERT INTO hooks (token, run_id, cid, active, created_at) "
+                            "VALUES (?,?,?,1,?)",
+                            (token, run_id, cid, now),
+                        )
+                    except sqlite3.IntegrityError:
+                        raise CorruptLogError(
+                            run_id,
+                            last_seq,
+                            f"a row the world did not write holds hook {cid}",
+                            store="hooks table",
+                            drop=False,
+                        ) from None
             elif new.type is EventType.HOOK_DISPOSED:
                 db.execute(
                     "UPDATE hooks SET active = 0 WHERE run_id = ? AND cid = ?", (run_id, cid)
@@ -791,6 +800,14 @@ def _rebuild_run(db: sqlite3.Connection, run_id: str, events: list[Event]) -> No
             db.execute(
                 "INSERT INTO entities (run_id, cid, status) VALUES (?,?,?)", (run_id, cid, st)
             )
+    # the run's hook rows follow its log: none for a hook the log does not hold
+    db.execute(
+        "DELETE FROM hooks WHERE run_id = ? AND cid NOT IN "
+        "(SELECT cid FROM entities WHERE run_id = ?)",
+        (run_id, run_id),
+    )
+    if info.status.terminal:
+        db.execute("UPDATE hooks SET active = 0 WHERE run_id = ?", (run_id,))
 
 
 _RUN_COLUMNS: dict[str, Callable[[Any], Any]] = {
