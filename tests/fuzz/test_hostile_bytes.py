@@ -228,7 +228,6 @@ async def _queued(world: World) -> int:
             db.close()
         return int(n)
     import nats
-
     from wayline.worlds.nats.names import consumer_name
 
     nc = await nats.connect(world._options.servers)  # type: ignore[attr-defined]
