@@ -93,7 +93,13 @@ def _reconciler(memo: kopf.Memo) -> Reconciler:
 @kopf.on.resume(GROUP, VERSION, PLURAL, id="start")
 @kopf.on.create(GROUP, VERSION, PLURAL, id="start")
 async def start(
-    spec: kopf.Spec, uid: str, status: kopf.Status, patch: kopf.Patch, memo: kopf.Memo, **_: Any
+    spec: kopf.Spec,
+    uid: str,
+    status: kopf.Status,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    body: kopf.Body,
+    **_: Any,
 ) -> None:
     if status.get("phase") in _TERMINAL:
         return
@@ -101,6 +107,8 @@ async def start(
         patch.status.update(await _reconciler(memo).start(uid, spec))
     except InvalidSpec as err:
         patch.status.update(invalid_status(str(err)))
+        # an Event too (kopf posts no log lines as Events unless asked): `kubectl describe`
+        kopf.warn(body, reason="InvalidSpec", message=str(err))
         raise kopf.PermanentError(str(err)) from None
     except WorldError as err:
         raise kopf.TemporaryError(str(err), delay=5) from None
