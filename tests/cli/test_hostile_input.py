@@ -109,3 +109,37 @@ def test_an_oversized_input_exits_2_naming_size_and_limit(
     assert main(["start", "wf", "--input", big, "--world", "sqlite:///w.db"]) == 2
     line = _one_line_error(capsys)
     assert "over the limit of 262144 bytes" in line and "WAYLINE_MAX_INPUT_BYTES" in line
+
+
+def test_runs_show_list_and_repair_a_corrupt_run(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import sqlite3
+
+    world = ["--world", "sqlite:///w.db"]
+    capsys.readouterr()
+    assert main(["start", "wf", *world]) == 0
+    run_id = capsys.readouterr().out.strip()
+    db = sqlite3.connect(in_tmp / "w.db")
+    db.execute(
+        "INSERT INTO events (run_id, seq, type, cid, data, created_at) VALUES (?,?,?,?,?,?)",
+        (run_id, 2, "run_started", None, b"\xff\xfe", 0.0),
+    )
+    db.commit()
+    db.close()
+    assert main(["runs", "show", run_id, *world]) == 0
+    shown = capsys.readouterr().out
+    assert "corrupt" in shown and "CORRUPT_LOG" in shown and "--drop-seq 2" in shown
+    assert main(["runs", "show", run_id, "--json", *world]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "corrupt"
+    assert main(["runs", "list", "--status", "corrupt", "--json", *world]) == 0
+    assert [r["runId"] for r in json.loads(capsys.readouterr().out)] == [run_id]
+    assert main(["runs", "cancel", run_id, *world]) == 2
+    assert "unreadable" in _one_line_error(capsys)
+    assert main(["runs", "repair", run_id, "--drop-seq", "1", *world]) == 2  # readable: refused
+    _one_line_error(capsys)
+    assert main(["runs", "repair", run_id, "--drop-seq", "2", *world]) == 0
+    assert "removed event 2" in capsys.readouterr().out
+    assert main(["runs", "show", run_id, "--json", *world]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "pending"
