@@ -11,7 +11,7 @@ from typing import Any
 import kopf
 
 from wayline import Worker, open_world
-from wayline.errors import WorldError
+from wayline.errors import CorruptLogError, WorldError
 
 from .config import settings
 from .reconcile import HookNotReady, InvalidSpec, Reconciler, run_id_for
@@ -31,7 +31,12 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP, key="last-handled-configuration"
+        prefix=GROUP,
+        key="last-handled-configuration",
+        # user payloads never go into annotations (256 KiB for all of them): a large input
+        # would make every later patch of the resource fail. Both are immutable in effect (a
+        # run's input is fixed at its start, a hook delivers once), so no handler diffs them.
+        ignored_fields=["spec.input", "spec.payload"],
     )
     settings.posting.level = logging.WARNING
     settings.networking.connect_timeout = 10
@@ -82,7 +87,13 @@ def _reconciler(memo: kopf.Memo) -> Reconciler:
 @kopf.on.resume(GROUP, VERSION, PLURAL, id="start")
 @kopf.on.create(GROUP, VERSION, PLURAL, id="start")
 async def start(
-    spec: kopf.Spec, uid: str, status: kopf.Status, patch: kopf.Patch, memo: kopf.Memo, **_: Any
+    spec: kopf.Spec,
+    uid: str,
+    status: kopf.Status,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    body: kopf.Body,
+    **_: Any,
 ) -> None:
     if status.get("phase") in _TERMINAL:
         return
@@ -90,6 +101,8 @@ async def start(
         patch.status.update(await _reconciler(memo).start(uid, spec))
     except InvalidSpec as err:
         patch.status.update(invalid_status(str(err)))
+        # an Event too (kopf posts no log lines as Events unless asked): `kubectl describe`
+        kopf.warn(body, reason="InvalidSpec", message=str(err))
         raise kopf.PermanentError(str(err)) from None
     except WorldError as err:
         raise kopf.TemporaryError(str(err), delay=5) from None
@@ -119,6 +132,10 @@ async def mirror(
             await reconciler.act(uid, spec)
         seq = status.get("lastSeq")
         fresh = await reconciler.status(run_id_for(uid), seq if isinstance(seq, int) else None)
+    except CorruptLogError as err:  # fenced until `wayline runs repair`; mirrored again after
+        if status.get("phase") != "corrupt":
+            patch.status.update({"phase": "corrupt", "message": err.message, "lastSeq": None})
+        return
     except WorldError as err:
         log.warning("mirroring %s skipped: %s", uid, err)
         return

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
+from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
@@ -23,6 +24,7 @@ from .errors import (
     WaylineError,
     WorkflowNotFoundError,
 )
+from .settings import Settings
 from .world import FLOW_TOPIC, RunInfo, World, run_changes
 from .world.registry import waiting_for_worker
 
@@ -87,10 +89,15 @@ class RunHandle(Generic[R]):
 
 class Client:
     def __init__(
-        self, world: World, workflows: list[WorkflowDefinition[..., Any]] | None = None
+        self,
+        world: World,
+        workflows: list[WorkflowDefinition[..., Any]] | None = None,
+        *,
+        settings: Settings | None = None,
     ) -> None:
         self.world = world
         self._workflows = workflows_by_name(workflows or [])
+        self._limits = (settings or Settings.from_env()).limits
 
     @overload
     async def start(
@@ -134,6 +141,7 @@ class Client:
             run_id = new_run_id()
         elif not is_run_id(run_id):
             raise WaylineError(f"a run id is 'wf_' and 32 lowercase hex digits, not {run_id!r}")
+        limits.check(stored, "input", f"the input of workflow {name!r}", self._limits)
         data: dict[str, Any] = {"workflow": name, "input": stored}
         if queue:
             data["queue"] = queue
@@ -225,6 +233,16 @@ class Client:
             f"run {run_id} kept moving under {_FENCE_ROUNDS} attempts to append", last_seq=0
         )
 
+    async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
+        """Remove a run's unreadable log entry (see :class:`CorruptLogError`) and wake the run
+        so it continues from its log. Returns what was done."""
+        done = await self.world.repair_run(run_id, drop_seq)
+        info = await self.get_run(run_id)
+        if not info.status.terminal:
+            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "repair"})
+            done.append("woke the run")
+        return done
+
     async def resume_compensation(self, run_id: str) -> None:
         """Try a failed compensation again (the run is ``compensation_stuck``)."""
         await self._unwind_command(run_id, EventType.RUN_COMPENSATION_RESUMED)
@@ -265,6 +283,9 @@ class Client:
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
         data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
+        limits.check(
+            data["payload"], "hook_payload", f"the payload for hook {token!r}", self._limits
+        )
         wake = {"runId": hook.run_id, "reason": "hook"}
         key = None if delivery_id is None else f"{hook.run_id}:hook:{delivery_id}"
         event = NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)

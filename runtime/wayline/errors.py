@@ -8,6 +8,7 @@ logs, run failures and the CLI speak the same words::
     ├── RetryableError                      a step body: try again (after ``retry_after``)
     ├── FatalError                          a step body: fail now, no retries
     │   ├── SerializationError (+Wayline)   SERIALIZATION_ERROR
+    │   │   └── PayloadTooLargeError        PAYLOAD_TOO_LARGE: over a size limit
     │   ├── StepFailedError (+Wayline)      STEP_FAILED, inside a workflow
     │   └── ChildFailedError (+Wayline)     CHILD_FAILED, inside a parent
     └── WaylineError                        WAYLINE_ERROR
@@ -30,7 +31,9 @@ logs, run failures and the CLI speak the same words::
             ├── EntityConflictError         ENTITY_CONFLICT
             ├── EntityMissingError          ENTITY_MISSING
             ├── SequenceConflictError       SEQUENCE_CONFLICT
-            └── HookTokenConflictError      HOOK_TOKEN_CONFLICT
+            ├── HookTokenConflictError      HOOK_TOKEN_CONFLICT
+            └── CorruptEntryError           CORRUPT_ENTRY: bytes Wayline did not write
+                └── CorruptLogError         CORRUPT_LOG: a run's log entry that does not decode
 
 The replay's one suspension signal (``NeedsStamp``) derives from ``BaseException`` so that a
 user's ``except Exception`` cannot swallow it; it never leaves the engine.
@@ -214,3 +217,62 @@ class SequenceConflictError(WorldError):
 
 class HookTokenConflictError(WorldError):
     code = "HOOK_TOKEN_CONFLICT"
+
+
+class CorruptEntryError(WorldError):
+    """A stored entry the world reads does not decode as anything Wayline writes (foreign or
+    damaged bytes in a hook or idempotency bucket, a queue subject, a table row). Never retried:
+    the same bytes fail the same way. ``store`` names where, ``key`` which entry, ``why`` what
+    is wrong with it."""
+
+    code = "CORRUPT_ENTRY"
+
+    def __init__(self, message: str, *, store: str, key: str, why: str, **details: Any) -> None:
+        super().__init__(message, store=store, key=key, why=why, **details)
+        self.store = store
+        self.key = key
+        self.why = why
+
+
+class CorruptLogError(CorruptEntryError):
+    """An entry of a run's event log does not decode, or does not follow from the entries
+    before it. The run is fenced (shown ``corrupt``), its deliveries are set aside, other runs
+    are untouched; ``wayline runs repair RUN_ID --drop-seq SEQ`` removes the entry."""
+
+    code = "CORRUPT_LOG"
+
+    def __init__(
+        self, run_id: str, seq: int, why: str, *, store: str = "event log", drop: bool = True
+    ) -> None:
+        repair = f"wayline runs repair {run_id}" + (f" --drop-seq {seq}" if drop else "")
+        super().__init__(
+            f"run {run_id}: {store} entry {seq} is unreadable ({why}); `{repair}` "
+            + ("removes it" if drop else "rebuilds it from the run's events"),
+            store=store,
+            key=f"{run_id}@{seq}",
+            why=why,
+            run_id=run_id,
+            seq=seq,
+        )
+        self.run_id = run_id
+        self.seq = seq
+
+
+class PayloadTooLargeError(SerializationError):
+    """A value is over its size limit (see ``Settings``): refused before anything is written.
+    For a step's result it fails the step (a ``FatalError``: no automatic retries; the
+    workflow can catch the step's failure and decide)."""
+
+    code = "PAYLOAD_TOO_LARGE"
+
+    def __init__(self, what: str, size: int, limit: int, setting: str) -> None:
+        SerializationError.__init__(
+            self,
+            f"{what} is {size} bytes, over the limit of {limit} bytes ({setting})",
+            what=what,
+            size=size,
+            limit=limit,
+            setting=setting,
+        )
+        self.size = size
+        self.limit = limit

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ._core.dispatch import MAX_LEASE_SECONDS
+from ._core.limits import Limits
 from .errors import ConfigurationError
 
 # Seed 000, "Why a fixed constant, and why 860 seconds": longer than any invocation may live
@@ -66,6 +67,24 @@ class Settings:
     """``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS``: how often a WorkflowHook whose run has not
     reached its hook yet tries again."""
 
+    # Size limits, in bytes of the stored (compact JSON) form, checked before anything is
+    # written. 256 KiB each keeps the largest message one append can make (a few inline step
+    # results in one batch; a run's output, stored in its event and its run summary) under
+    # NATS's default 1 MiB max_payload, and a WorkflowRun's input well under the Kubernetes
+    # object limit. Raise them only with the server's max_payload.
+    max_input_bytes: int = 256 * 1024
+    """``WAYLINE_MAX_INPUT_BYTES``: a run's input (``Client.start``, ``wayline start``)."""
+    max_step_args_bytes: int = 256 * 1024
+    """``WAYLINE_MAX_STEP_ARGS_BYTES``: the arguments of one step call."""
+    max_result_bytes: int = 256 * 1024
+    """``WAYLINE_MAX_RESULT_BYTES``: a step's result, and a run's output. Over it the step
+    fails with ``PAYLOAD_TOO_LARGE`` (its body is not run again)."""
+    max_hook_payload_bytes: int = 256 * 1024
+    """``WAYLINE_MAX_HOOK_PAYLOAD_BYTES``: a payload delivered to a hook."""
+    max_error_bytes: int = 8 * 1024
+    """``WAYLINE_MAX_ERROR_BYTES``: a recorded error's message is cut to this (an error must
+    always be recordable, so it is shortened, never refused)."""
+
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -86,6 +105,21 @@ class Settings:
             operator_poll_seconds=_positive(env, "WAYLINE_OPERATOR_POLL_SECONDS", 2.0),
             operator_sweep_seconds=_positive(env, "WAYLINE_OPERATOR_SWEEP_SECONDS", 60.0),
             operator_hook_retry_seconds=_positive(env, "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS", 5.0),
+            max_input_bytes=_size(env, "WAYLINE_MAX_INPUT_BYTES"),
+            max_step_args_bytes=_size(env, "WAYLINE_MAX_STEP_ARGS_BYTES"),
+            max_result_bytes=_size(env, "WAYLINE_MAX_RESULT_BYTES"),
+            max_hook_payload_bytes=_size(env, "WAYLINE_MAX_HOOK_PAYLOAD_BYTES"),
+            max_error_bytes=_size(env, "WAYLINE_MAX_ERROR_BYTES", 8 * 1024),
+        )
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            input=self.max_input_bytes,
+            step_args=self.max_step_args_bytes,
+            result=self.max_result_bytes,
+            hook_payload=self.max_hook_payload_bytes,
+            error=self.max_error_bytes,
         )
 
 
@@ -106,6 +140,13 @@ def _choice(env: Mapping[str, str], name: str, options: tuple[str, ...]) -> str:
     if raw not in options:
         raise ConfigurationError(f"{name} must be one of {', '.join(options)}, got {raw!r}")
     return raw
+
+
+def _size(env: Mapping[str, str], name: str, default: int = 256 * 1024) -> int:
+    value = _float(env, name, default)
+    if not 1024 <= value <= 1 << 30:
+        raise ConfigurationError(f"{name} must be a byte count from 1024 to 1 GiB, got {value:g}")
+    return int(value)
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:

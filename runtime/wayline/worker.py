@@ -18,12 +18,18 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
+from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import EventType, RunStatus
 from ._engine.handler import Handler
 from ._engine.messages import Verdict
 from ._engine.tasks import spawn
-from .errors import ConfigurationError, WaylineError, WorldUnavailableError
+from .errors import (
+    ConfigurationError,
+    CorruptEntryError,
+    WaylineError,
+    WorldUnavailableError,
+)
 from .settings import Settings
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
 from .world.registry import served_entries
@@ -117,6 +123,7 @@ class Worker:
         if self._started:
             return
         self._started = True
+        limits.install(self.settings.limits)  # inherited by every task spawned below
         await self.world.start()
         await self._heartbeat()
         if self.recover:
@@ -216,7 +223,10 @@ class Worker:
                     continue
                 parent = info.attributes.get("parent")
                 if isinstance(parent, dict):
-                    owner = await self.world.get_run(str(parent.get("runId")))
+                    try:
+                        owner = await self.world.get_run(str(parent.get("runId")))
+                    except CorruptEntryError:
+                        continue  # its parent is fenced: the parent re-arms it once repaired
                     if owner is not None and not owner.status.terminal:
                         continue
                     if owner is None:
@@ -226,7 +236,11 @@ class Worker:
                             info.run_id,
                             parent.get("runId"),
                         )
-                kind, idle = await self._classify(info.run_id, status)
+                try:
+                    kind, idle = await self._classify(info.run_id, status)
+                except CorruptEntryError as err:
+                    log.error("not recovering run %s: %s", info.run_id, err)
+                    continue
                 counts[kind] += 1
                 counts["total"] += 1
                 if idle or (woken is not None and info.run_id in woken):
@@ -308,6 +322,10 @@ class Worker:
                     verdict = await self.handler.handle_flow(delivery)
                 else:
                     verdict = await self.handler.handle_step(delivery)
+            except CorruptEntryError as err:
+                # the same bytes fail the same way on every delivery: set it aside, do not
+                # crash-loop (the run stays fenced until `wayline runs repair`)
+                verdict = Verdict("dead", reason=str(err))
             except WaylineError as err:
                 log.warning(
                     "delivery %s of %s failed: %s (will be redelivered)",

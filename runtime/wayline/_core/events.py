@@ -59,6 +59,8 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    CORRUPT = "corrupt"
+    """Shown, never stored: the run's log holds an entry that does not decode (CORRUPT_LOG)."""
 
     @property
     def terminal(self) -> bool:

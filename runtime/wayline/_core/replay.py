@@ -31,6 +31,7 @@ from ..errors import (
     WaylineError,
     WorkflowDeterminismError,
 )
+from . import limits
 from .current import replay_var
 from .definitions import StepDefinition, WorkflowDefinition
 from .dispatch import StepState
@@ -542,6 +543,7 @@ class Replay:
     ) -> WFuture[Any]:
         name = definition.name
         stored = definition.signature.encode_args(args, kwargs, what=f"step {name!r}")
+        limits.check(stored, "step_args", f"the arguments of step {name!r}")
         cid = self._next("s")
         occurrence = self._occurrences.get(name, 0)
         self._occurrences[name] = occurrence + 1

@@ -20,6 +20,7 @@ import pydantic
 import pydantic_core
 
 from ..errors import SerializationError, WaylineError
+from . import limits
 
 _PLAIN = (str, int, bool, type(None))
 
@@ -138,7 +139,9 @@ def error_to_dict(exc: BaseException) -> dict[str, Any]:
     code = exc.code if isinstance(exc, WaylineError) else getattr(exc, "wayline_code", None)
     return {
         "name": type(exc).__qualname__,
-        "message": str(exc) if not isinstance(exc, WaylineError) else exc.message,
+        "message": limits.clip(
+            str(exc) if not isinstance(exc, WaylineError) else exc.message, limits.current().error
+        ),
         "code": code or "USER_ERROR",
         "stack": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
     }

@@ -20,6 +20,7 @@ from typing import Any
 import pydantic
 from opentelemetry import trace
 
+from .._core import limits
 from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import Action, decide, step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
@@ -588,6 +589,7 @@ class Handler:
         if exc is None:
             try:
                 output = encode(root.result(), what=f"result of workflow {replay.workflow.name!r}")
+                limits.check(output, "result", f"the result of workflow {replay.workflow.name!r}")
             except SerializationError as err:
                 exc = err
             else:

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .._core import limits
 from .._core.definitions import StepDefinition
 from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
@@ -84,7 +85,9 @@ async def run_step_body(
         else:
             context = contextvars.copy_context()
             value = await asyncio.to_thread(context.run, definition.fn, *args, **kwargs)
-        return Completed(encode(value, what=f"result of {what}"))
+        result = encode(value, what=f"result of {what}")
+        limits.check(result, "result", f"the result of {what}")
+        return Completed(result)
     except FatalError as err:
         return Failed(error_to_dict(err))
     except RetryableError as err:

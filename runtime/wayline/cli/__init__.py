@@ -9,6 +9,7 @@
     wayline runs show RUN_ID [--json]
     wayline runs cancel RUN_ID [--wait SECONDS]
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
+    wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
     wayline hooks resume TOKEN --payload JSON
 
 Every command takes ``--world URL`` (default ``$WAYLINE_WORLD``, else
@@ -168,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run_id", metavar="RUN_ID")
     p.set_defaults(handler=commands.cmd_runs_compensation, action="abandon")
+    maintenance.add_repair(runs_sub, command)
 
     maintenance.add_commands(sub, command)
 

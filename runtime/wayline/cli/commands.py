@@ -21,9 +21,10 @@ from typing import Any
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
 from ..client import Client
-from ..errors import HookNotFoundError, RunNotFoundError, WorldUnavailableError
+from ..errors import CorruptLogError, HookNotFoundError, RunNotFoundError, WorldUnavailableError
 from ..worker import Worker
 from ..world import World
+from ..world.entries import corrupt_info
 from ..world.open import open_world
 from ..world.registry import ever_served
 from .loading import (
@@ -305,8 +306,11 @@ async def _get_run(client: Client, run_id: str, url: str) -> Any:
 async def cmd_runs_show(args: argparse.Namespace) -> int:
     async with opened_world(args.world, create=False) as world:
         client = Client(world)
-        info = await _get_run(client, args.run_id, args.world)
-        events = await world.list_events(args.run_id)
+        try:
+            info = await _get_run(client, args.run_id, args.world)
+            events = await world.list_events(args.run_id)
+        except CorruptLogError as err:
+            return _show_corrupt(args, err)
         waiting = await client.waiting_for_worker(info)
     if args.json:
         from .timeline import fold
@@ -318,6 +322,17 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2, default=str))
     else:
         render_show(info, events, sys.stdout, absolute_world_url(args.world), waiting)
+    return 0
+
+
+def _show_corrupt(args: argparse.Namespace, err: CorruptLogError) -> int:
+    """A fenced run: what is wrong and the command that repairs it (exit 0: shown)."""
+    if args.json:
+        out = run_to_json(corrupt_info(args.run_id, err))
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        print(f"run {args.run_id}\n  status  {RunStatus.CORRUPT}")
+        print(f"  error   [{err.code}] {err.message}")
     return 0
 
 

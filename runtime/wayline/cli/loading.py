@@ -141,8 +141,16 @@ def parse_json(text: str | None, option: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise UsageError(
-            f"{option} is not valid JSON ({err.msg} at position {err.pos}): {text!r}"
+            f"{option} is not valid JSON ({err.msg} at position {err.pos}): {_clip(text)}"
         ) from None
+    except (RecursionError, ValueError) as err:  # nesting or integer digits past the limits
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err).split(";")[0]
+        raise UsageError(f"{option} is not acceptable JSON ({why})") from None
+
+
+def _clip(text: str, keep: int = 200) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= keep else f"{shown[:keep]}... ({len(text)} characters)"
 
 
 def input_args(text: str | None) -> list[Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RunStatus
+from ..client import Client
 from ..durations import to_seconds
 from ..worker import Worker
 from .commands import opened_world
@@ -57,6 +58,32 @@ async def cmd_archive(args: argparse.Namespace) -> int:
         total = await world.archived_count()
     print(f"archived {moved} run{'s' if moved != 1 else ''} ({total} in the archive)")
     return 0
+
+
+async def cmd_runs_repair(args: argparse.Namespace) -> int:
+    """Remove the unreadable entry a CORRUPT_LOG error named, check the log reads again and
+    wake the run. Refuses (exit 2, nothing changed) to remove an entry that reads."""
+    async with opened_world(args.world, create=False) as world:
+        done = await Client(world).repair_run(args.run_id, args.drop_seq)
+    print(f"repaired {args.run_id}: " + "; ".join(done))
+    return 0
+
+
+def add_repair(runs_sub: argparse._SubParsersAction, command: object) -> None:  # type: ignore[type-arg]
+    p = command(  # type: ignore[operator]
+        runs_sub,
+        "repair",
+        "remove the unreadable log entry of a corrupt run (CORRUPT_LOG names it) and resume it",
+    )
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument(
+        "--drop-seq",
+        type=int,
+        metavar="N",
+        help="the entry to remove (the number the CORRUPT_LOG error names); without it, "
+        "only check the log and rebuild the run's view from it",
+    )
+    p.set_defaults(handler=cmd_runs_repair)
 
 
 def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # type: ignore[type-arg]

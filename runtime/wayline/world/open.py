@@ -52,7 +52,10 @@ def open_world(url: str, **options: Any) -> World:
             f"unsupported world URL {url!r}: use sqlite:///relative.db, sqlite:////abs/path.db "
             "or nats://host:4222"
         )
-    world = _world_class(url, scheme, target).from_url(url, **options)
+    try:
+        world = _world_class(url, scheme, target).from_url(url, **options)
+    except ValueError as err:  # urllib's own complaints (a bad IPv6 literal, a bad port)
+        raise ConfigurationError(f"invalid world URL {url!r}: {err}") from None
     if not isinstance(world, World):
         raise ConfigurationError(f"{target} built {world!r} for {url!r}, not a wayline World")
     return world

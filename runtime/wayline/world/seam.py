@@ -232,6 +232,12 @@ class World(abc.ABC):
     async def get_hook(self, token: str) -> HookInfo | None:
         """The active hook holding ``token``, or the most recent disposed one."""
 
+    async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
+        """Remove the entry ``drop_seq`` of a run's log if it is one that does not decode
+        (:class:`CorruptLogError` names it), then check the whole log reads again. Returns
+        what was done; refuses (changing nothing) to remove an entry that reads."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement repair")
+
     # queue ---------------------------------------------------------------------------------
     @abc.abstractmethod
     async def enqueue(

@@ -67,7 +67,7 @@ def dumps(value: Any) -> bytes:
 def decode_payload(raw: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -107,9 +107,12 @@ def wrap(url: str, what: str, err: BaseException) -> WorldError:
         nats.errors.StaleConnectionError,
         nats.errors.NoServersError,
         nats.js.errors.ServiceUnavailableError,
+        # "no responders" (503) on a JetStream publish: the stream has no leader right now
+        # (an election, a server restarting) - the next try may well succeed
+        nats.js.errors.NoStreamResponseError,
         TimeoutError,
         OSError,
     )
-    if isinstance(err, transient):
+    if isinstance(err, transient) or getattr(err, "code", None) == 503:
         return unavailable(url, what, err)
     return WorldError(f"NATS at {url}: {what} failed ({err})", url=url)

@@ -37,15 +37,20 @@ from ..._core.events import (
     entity_kind,
 )
 from ...errors import (
+    CorruptEntryError,
+    CorruptLogError,
     HookTokenConflictError,
+    RunNotFoundError,
     SequenceConflictError,
+    WaylineError,
     WorldError,
     WorldUnavailableError,
 )
-from ...world import HookInfo, RunInfo, fold_run
+from ...world import HookInfo, RunInfo, entries, fold_run
+from ...world.entries import corrupt_info
 from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, summary_from, wrap
 from .direct import StoredMsg, connected, direct_batch, publish_acked, read_subject
-from .names import Names, kv_key
+from .names import Names, kv_key, token_value
 
 log = logging.getLogger("wayline.worlds.nats")
 
@@ -181,15 +186,72 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
     return _Plan(body, hooks, status is not None and status.terminal)
 
 
-def _decode(run_id: str, msg: StoredMsg) -> tuple[list[Event], dict[str, Any], float]:
-    stamp = parse_stamp(msg.headers["Nats-Time-Stamp"])
-    body = json.loads(msg.data)
-    first = int(body["s"])
-    events = [
-        Event(run_id, first + i, EventType(e["t"]), e.get("c"), e.get("d") or {}, stamp)
-        for i, e in enumerate(body["e"])
-    ]
-    return events, body.get("r") or {}, stamp
+def _decode(
+    run_id: str, msg: StoredMsg, first_seq: int | None = None
+) -> tuple[list[Event], dict[str, Any], float]:
+    """One stored message of a run's log, checked (``first_seq``: the dense sequence its
+    first event must carry). Anything Wayline did not write raises :class:`CorruptLogError`."""
+    try:
+        stamp = parse_stamp(msg.headers.get("Nats-Time-Stamp", ""))
+    except (ValueError, IndexError, OverflowError):
+        raise CorruptLogError(run_id, msg.seq, "no server timestamp") from None
+    try:
+        body = entries.loads_object(msg.data)
+        first = entries.field(body, "s", int)
+        if first_seq is not None and first != first_seq:
+            raise entries.Unreadable(f"starts at seq {first}, the log is at {first_seq - 1}")
+        items = entries.field(body, "e", list)
+        if not items:
+            raise entries.Unreadable("no events")
+        events = []
+        for i, e in enumerate(items):
+            if not isinstance(e, dict):
+                raise entries.Unreadable(f"event {i} is a {type(e).__name__}")
+            events.append(
+                entries.event(run_id, first + i, e.get("t"), e.get("c"), e.get("d"), stamp)
+            )
+        summary = body.get("r") or {}
+        if not isinstance(summary, dict):
+            raise entries.Unreadable("its run summary is not an object")
+    except entries.Unreadable as err:
+        raise CorruptLogError(run_id, msg.seq, str(err)) from None
+    return events, summary, stamp
+
+
+_SUMMARY_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "runId": str,
+    "workflow": str,
+    "status": str,
+    "createdAt": (int, float),
+    "lastSeq": int,
+}
+
+
+def checked_summary(run_id: str | None, msg: StoredMsg) -> tuple[dict[str, Any], float]:
+    """The run summary a run's last message carries, checked; raises Unreadable."""
+    stamp = parse_stamp(msg.headers.get("Nats-Time-Stamp", ""))
+    body = entries.loads_object(msg.data)
+    raw = body.get("r")
+    if not isinstance(raw, dict) or not raw:
+        raise entries.Unreadable("no run summary")  # every append carries one
+    summary = summary_from(raw, stamp)
+    assert summary is not None
+    for name, kind in _SUMMARY_FIELDS.items():
+        entries.field(summary, name, kind)
+    if summary["status"] not in _STORED_STATUSES:
+        raise entries.Unreadable(f"unknown run status {str(summary['status'])[:40]!r}")
+    if run_id is not None and summary["runId"] != run_id:
+        raise entries.Unreadable(f"names run {str(summary['runId'])[:60]!r}")
+    for name in ("output", "error", "attributes", "startedAt", "endedAt"):
+        summary.setdefault(name, None)
+    if summary["error"] is not None and not isinstance(summary["error"], dict):
+        raise entries.Unreadable("its error is not an object")
+    if summary["attributes"] is not None and not isinstance(summary["attributes"], dict):
+        raise entries.Unreadable("its attributes are not an object")
+    return summary, stamp
+
+
+_STORED_STATUSES = frozenset(s.value for s in RunStatus if s is not RunStatus.CORRUPT)
 
 
 def _expire(waiter: asyncio.Future[float]) -> None:
@@ -261,8 +323,18 @@ class EventLog:
                 msgs = await self._read(st, 0)
         mine: list[Event] | None = None
         for msg in msgs:
-            events, _, _ = _decode(st.run_id, msg)
-            st.absorb(events, msg.seq)
+            try:
+                events, _, _ = _decode(st.run_id, msg, st.last_seq + 1)
+                st.absorb(events, msg.seq)
+            except CorruptLogError:
+                st.reset()  # fenced: every reader meets the same entry until it is repaired
+                raise
+            except (WaylineError, TypeError, ValueError, KeyError, AttributeError) as err:
+                st.reset()
+                why = err.message if isinstance(err, WaylineError) else repr(err)[:200]
+                raise CorruptLogError(
+                    st.run_id, msg.seq, f"does not follow from the entries before it: {why}"
+                ) from None
             if look_for is not None and msg.headers.get("Nats-Msg-Id") == look_for:
                 mine = events
         st.loaded = True
@@ -453,7 +525,7 @@ class EventLog:
         return out
 
     # hooks --------------------------------------------------------------------------------
-    async def _kv_entry(self, key: str) -> tuple[int, dict[str, Any]] | None:
+    async def _kv_entry(self, key: str) -> tuple[int, dict[str, Any] | entries.Unreadable] | None:
         import nats.js.errors
 
         bucket = self._names.hooks_bucket
@@ -466,8 +538,18 @@ class EventLog:
         headers = raw.headers or {}
         if headers.get("KV-Operation") in ("DEL", "PURGE") or not raw.data:
             return None
-        value = json.loads(raw.data)
-        value["_at"] = parse_stamp(headers["Nats-Time-Stamp"])
+        try:
+            value = entries.loads_object(raw.data)
+            for name in ("token", "run", "cid"):
+                entries.field(value, name, str)
+            entries.field(value, "active", bool)
+            if kv_key(value["token"]) != key:
+                raise entries.Unreadable(f"names token {value['token'][:60]!r}")
+            value["_at"] = parse_stamp(headers.get("Nats-Time-Stamp", ""))
+        except entries.Unreadable as err:
+            return int(raw.seq), err
+        except (ValueError, IndexError, OverflowError) as err:
+            return int(raw.seq), entries.Unreadable(f"no server timestamp ({err})")
         return int(raw.seq), value
 
     async def _claim_tokens(
@@ -493,7 +575,15 @@ class EventLog:
                 if entry is None:
                     continue
                 rev, held = entry
-                if await self._holds(st, held, cid):
+                if isinstance(held, entries.Unreadable):
+                    log.warning(
+                        "hook token %r: its entry in %s is unreadable (%s); the hook that "
+                        "claims it now overwrites it",
+                        token,
+                        self._names.hooks_bucket,
+                        held,
+                    )
+                elif await self._holds(st, held, cid):
                     raise HookTokenConflictError(
                         f"hook token {token!r} is held by another active hook", token=token
                     )
@@ -523,9 +613,13 @@ class EventLog:
             # a throwaway projection: taking the other run's lock while holding ours could
             # deadlock with an append on that run that checks a token we hold
             other = RunState(run, self._names.run_subject(run))
-            await self._catch_up(other)
+            try:
+                await self._catch_up(other)
+            except CorruptLogError:
+                return True  # a fenced run keeps what it holds until it is repaired
         status = other.entities.get(hcid)
-        if other.status is not None and other.status.terminal:
+        if other.status is None or other.status.terminal:
+            # no such run (a hook is only ever created in a run that exists), or it ended
             return False
         if status is None:  # claimed but not (yet) in the log
             return bool(time.time() - float(held.get("_at", 0.0)) < _CLAIM_GRACE)
@@ -559,6 +653,8 @@ class EventLog:
             if entry is None:
                 return
             rev, held = entry
+            if isinstance(held, entries.Unreadable):
+                return  # not ours; a claimant of the token overwrites it
             if held.get("run") != run_id or held.get("cid") != cid or not held.get("active"):
                 return
             value = dumps({"token": token, "run": run_id, "cid": cid, "active": False})
@@ -573,6 +669,8 @@ class EventLog:
         if entry is None:
             return
         rev, held = entry
+        if isinstance(held, entries.Unreadable):
+            return
         if held.get("run") != run_id or held.get("cid") != cid:
             return
         try:
@@ -585,6 +683,14 @@ class EventLog:
         if entry is None:
             return None
         _, held = entry
+        if isinstance(held, entries.Unreadable):
+            raise CorruptEntryError(
+                f"hook token {token!r}: its entry in {self._names.hooks_bucket} is unreadable "
+                f"({held}); the next hook that claims the token overwrites it",
+                store=self._names.hooks_bucket,
+                key=token,
+                why=str(held),
+            )
         run, cid, active = str(held["run"]), str(held["cid"]), bool(held.get("active"))
         if active:
             st = await self._fresh(run)
@@ -593,6 +699,40 @@ class EventLog:
                 return None
             active = status == HOOK_ACTIVE and not (st.status is not None and st.status.terminal)
         return HookInfo(token, run, cid, active)
+
+    # repair -------------------------------------------------------------------------------
+    async def repair(self, run_id: str, drop_seq: int | None) -> list[str]:
+        """Delete the stored message ``drop_seq`` from the run's log if it is the first one
+        that does not read, then read the log again (which names the next bad one, if any)."""
+        st = self._state(run_id)
+        async with st.lock:
+            probe = RunState(run_id, st.subject)
+            bad: CorruptLogError | None = None
+            try:
+                await self._catch_up(probe)
+            except CorruptLogError as err:
+                bad = err
+            done: list[str] = []
+            if drop_seq is not None:
+                if bad is None or bad.seq != drop_seq:
+                    found = "is readable" if bad is None else f"first fails at entry {bad.seq}"
+                    raise WaylineError(
+                        f"run {run_id}: its log {found}; repair only removes the entry that "
+                        "does not read"
+                    )
+                try:
+                    await self._js.delete_msg(self._stream, drop_seq)
+                except Exception as err:
+                    raise wrap(self._url, f"removing entry {drop_seq}", err) from err
+                done.append(f"removed entry {drop_seq}")
+            elif bad is not None:
+                raise bad
+            st.reset()
+            await self._catch_up(st)
+            if st.info is None:
+                raise RunNotFoundError(f"no run {run_id}")
+            done.append(f"the log reads: {st.last_seq} events")
+            return done
 
     # reads --------------------------------------------------------------------------------
     async def list_events(self, run_id: str, after_seq: int) -> list[Event]:
@@ -612,10 +752,15 @@ class EventLog:
         except Exception as err:
             raise wrap(self._url, "listing runs", err) from err
         rows: list[tuple[float, str, dict[str, Any], float, StoredMsg]] = []
+        fenced: list[RunInfo] = []
         for msg in msgs:
-            stamp = parse_stamp(msg.headers["Nats-Time-Stamp"])
-            body = json.loads(msg.data)
-            summary = summary_from(body.get("r"), stamp)
+            run_id = token_value(msg.subject.rsplit(".", 1)[-1])
+            try:
+                summary, stamp = checked_summary(run_id, msg)
+            except (entries.Unreadable, ValueError, IndexError, OverflowError) as err:
+                shown = run_id or msg.subject
+                fenced.append(corrupt_info(shown, CorruptLogError(shown, msg.seq, str(err))))
+                continue
             if not summary:
                 continue
             if status is not None and summary["status"] != str(status):
@@ -625,7 +770,12 @@ class EventLog:
             rows.append((float(summary["createdAt"]), str(summary["runId"]), summary, stamp, msg))
         rows.sort(key=lambda r: (-r[0], r[1]))
         picked = rows[: max(0, limit)]
-        return list(await asyncio.gather(*(self._run_info(s, t, m) for _, _, s, t, m in picked)))
+        out = list(await asyncio.gather(*(self._run_info(s, t, m) for _, _, s, t, m in picked)))
+        if status is not None:
+            out = [i for i in out if i.status is status]
+        if workflow is None and status in (None, RunStatus.CORRUPT):
+            out.extend(fenced)
+        return out[: max(0, limit)]
 
     async def _run_subjects(self) -> list[str]:
         """Every run subject, from the stream's (paged) subject state."""
@@ -640,7 +790,13 @@ class EventLog:
             )
             info = json.loads(resp.data)
             if "error" in info:
-                raise WorldError(f"NATS at {self._url}: stream info failed: {info['error']}")
+                error = info["error"]
+                kind = (
+                    WorldUnavailableError
+                    if isinstance(error, dict) and error.get("code") == 503
+                    else WorldError
+                )
+                raise kind(f"NATS at {self._url}: stream info failed: {error}")
             page = list((info.get("state") or {}).get("subjects") or {})
             subjects.extend(page)
             offset += len(page)
@@ -667,6 +823,14 @@ class EventLog:
 
     async def _run_info(self, summary: dict[str, Any], stamp: float, last: StoredMsg) -> RunInfo:
         run_id = str(summary["runId"])
+        try:
+            return await self._summary_info(run_id, summary, stamp, last)
+        except CorruptLogError as err:
+            return corrupt_info(run_id, err, stamp)
+
+    async def _summary_info(
+        self, run_id: str, summary: dict[str, Any], stamp: float, last: StoredMsg
+    ) -> RunInfo:
         cached = self._runs.get(run_id)
         if (
             cached is not None
@@ -674,7 +838,8 @@ class EventLog:
             and (cached.info.last_seq == summary["lastSeq"])
         ):
             return cached.info
-        if int(summary["lastSeq"]) == len(json.loads(last.data)["e"]):
+        last_events, _, _ = _decode(run_id, last)
+        if int(summary["lastSeq"]) == len(last_events):
             first = last  # the run's only message
         else:
             try:
@@ -690,19 +855,24 @@ class EventLog:
             except Exception as err:
                 raise wrap(self._url, "listing runs", err) from err
             first = msgs[0] if msgs else last
-        created = json.loads(first.data)["e"][0]
-        run_input = (created.get("d") or {}).get("input")
+        created = _decode(run_id, first, 1)[0][0]
+        if created.type is not EventType.RUN_CREATED:
+            raise CorruptLogError(run_id, first.seq, f"the log starts with {created.type}")
         return RunInfo(
             run_id=run_id,
             workflow=summary["workflow"],
             status=RunStatus(summary["status"]),
-            input=run_input,
+            input=created.data.get("input"),
             output=summary.get("output"),
             error=summary.get("error"),
             created_at=float(summary["createdAt"]),
-            started_at=summary.get("startedAt"),
-            ended_at=summary.get("endedAt"),
+            started_at=_number(summary.get("startedAt")),
+            ended_at=_number(summary.get("endedAt")),
             updated_at=stamp,
             last_seq=int(summary["lastSeq"]),
             attributes=summary.get("attributes") or {},
         )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -32,6 +32,16 @@ def subject_token(value: str) -> str:
     return "=h" + hashlib.sha256(value.encode()).hexdigest()
 
 
+def token_value(token: str) -> str | None:
+    """The value :func:`subject_token` made ``token`` from (None when it is a hash)."""
+    if not token.startswith("="):
+        return token
+    try:
+        return base64.urlsafe_b64decode(token[1:] + "=" * (-len(token[1:]) % 4)).decode()
+    except ValueError:
+        return None
+
+
 def kv_key(value: str) -> str:
     """A KV key (``[-/_=.a-zA-Z0-9]+``) that identifies ``value``."""
     return "k" + subject_token(value)

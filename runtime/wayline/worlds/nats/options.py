@@ -46,6 +46,16 @@ class ConnectOptions:
     extra: dict[str, Any] = field(default_factory=dict)
     """Passed to ``nats.connect`` as they are."""
 
+    @property
+    def asks_tls(self) -> bool:
+        """TLS was asked for (a ``tls://`` server or a TLS option), not imposed by a server."""
+        return bool(
+            self.tls is not None
+            or self.tls_ca
+            or self.tls_cert
+            or any(s.startswith("tls://") for s in self.servers)
+        )
+
     def ssl_context(self) -> ssl.SSLContext | None:
         if self.tls is not None:
             return self.tls

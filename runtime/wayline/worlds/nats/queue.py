@@ -34,7 +34,7 @@ from typing import Any
 
 from ..._core.ids import MessageId
 from ...errors import WorldError, WorldUnavailableError
-from ...world import Delivery
+from ...world import Delivery, entries
 from ...world.routing import plain_topic
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .direct import StoredMsg, connected, direct_batch
@@ -168,7 +168,9 @@ class Queue:
                 raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
         return MessageId(mid if due is not None else str(ack.seq))
 
-    async def _idem_entry(self, key: str) -> tuple[int, dict[str, Any]] | None:
+    async def _idem_entry(self, key: str) -> tuple[int, dict[str, Any] | None] | None:
+        """The key's entry (revision, checked claim); the claim is None when the stored bytes
+        are not a claim Wayline wrote, and the next enqueue with the key overwrites them."""
         import nats.js.errors
 
         bucket = self._names.idem_bucket
@@ -180,7 +182,21 @@ class Queue:
             raise wrap(self._url, "reading an idempotency key", err) from err
         if (raw.headers or {}).get("KV-Operation") in ("DEL", "PURGE") or not raw.data:
             return None
-        return int(raw.seq), json.loads(raw.data)
+        try:
+            held = entries.loads_object(raw.data)
+            entries.field(held, "mid", str)
+            entries.field(held, "topic", str)
+            body = entries.field(held, "body", str)
+            base64.b64decode(body, validate=True)
+            entries.field(held, "published", bool)
+            if held.get("due") is not None:
+                entries.field(held, "due", (int, float))
+        except (entries.Unreadable, ValueError) as err:
+            log.warning(
+                "idempotency key %s: its entry is unreadable (%s); it is overwritten", key, err
+            )
+            return int(raw.seq), None
+        return int(raw.seq), held
 
     async def _stored_id(self, topic: str, mid: str) -> MessageId | None:
         """The id of the key's message if it (or its pending schedule) is still stored."""
@@ -224,10 +240,10 @@ class Queue:
             if entry is None:
                 continue  # released meanwhile: claim again
             held_rev, held = entry
-            stored = await self._stored_id(str(held["topic"]), str(held["mid"]))
+            stored = None if held is None else await self._stored_id(held["topic"], held["mid"])
             if stored is not None:
                 return stored  # its message is queued or in flight: dedupe to it
-            if not held.get("published"):
+            if held is not None and not held.get("published"):
                 # a claim whose publish may never have happened: finish it for its owner
                 return await self._publish_claim(key, held_rev, held)
             # published and gone: acked (or dead-lettered) with the release lost; take over
@@ -285,7 +301,7 @@ class Queue:
             if entry is None:
                 return
             rev, held = entry
-            if held.get("mid") == mid:
+            if held is not None and held.get("mid") == mid:
                 await self._idem.delete(key, last=rev)
         except Exception as err:  # a lost release is repaired by enqueue
             log.warning("releasing idempotency key %s failed: %s", key, err)
@@ -519,8 +535,8 @@ class Queue:
                 raise wrap(self._url, "scanning the queue", err) from err
             for msg in msgs:
                 try:
-                    payload = json.loads(msg.data)
-                except (ValueError, UnicodeDecodeError):
+                    payload = entries.loads(msg.data)
+                except entries.Unreadable:
                     continue
                 if isinstance(payload, dict):
                     yield msg, payload
@@ -549,7 +565,19 @@ class Queue:
             raise wrap(self._url, "listing dead letters", err) from err
         out = []
         for msg in reversed(msgs):
-            record = json.loads(msg.data)
-            record["createdAt"] = parse_stamp(msg.headers["Nats-Time-Stamp"])
+            try:
+                record = entries.loads_object(msg.data)
+            except entries.Unreadable as err:
+                record = {
+                    "messageId": str(msg.seq),
+                    "topic": "",
+                    "payload": msg.data.decode(errors="replace"),
+                    "attempts": 0,
+                    "reason": f"an unreadable dead-letter record ({err})",
+                }
+            try:
+                record["createdAt"] = parse_stamp(msg.headers.get("Nats-Time-Stamp", ""))
+            except (ValueError, IndexError, OverflowError):
+                record["createdAt"] = 0.0
             out.append(record)
         return out[:limit]

@@ -12,19 +12,22 @@ projection of a deleted run notice on their next read (their last known message 
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from ..._core.events import RunStatus
-from ...errors import WorldUnavailableError
-from ...world import terminal_statuses
-from .codec import dumps, parse_stamp, summary_from, wrap
-from .direct import StoredMsg
-from .eventlog import EventLog, RunState
+from ...errors import CorruptLogError, WorldUnavailableError
+from ...world import entries, terminal_statuses
+from .codec import dumps, wrap
+from .eventlog import EventLog, RunState, checked_summary
 from .names import Names
 from .queue import Queue
+
+log = logging.getLogger("wayline.worlds.nats")
 
 _ARCHIVE_CHUNK = 256 * 1024
 """Bytes of original message bodies per archive message."""
@@ -63,7 +66,10 @@ class Retention:
             raise wrap(self._url, "listing runs", err) from err
         rows: list[tuple[float, str]] = []
         for msg in msgs:
-            summary = summary_from(json.loads(msg.data).get("r"), _stamp(msg))
+            try:
+                summary, _ = checked_summary(None, msg)
+            except (entries.Unreadable, ValueError, IndexError, OverflowError):
+                continue  # a fenced run is repaired (or deleted by hand), never swept
             if not summary or summary["status"] not in statuses:
                 continue
             ended = summary.get("endedAt")
@@ -110,7 +116,7 @@ class Retention:
                 {
                     "seq": msg.seq,
                     "time": msg.headers["Nats-Time-Stamp"],
-                    "body": json.loads(msg.data),
+                    "body": _body(msg.data),
                 }
             )
             size += len(msg.data)
@@ -133,7 +139,11 @@ class Retention:
             return
         for run_id in ids:
             st = RunState(run_id, self._names.run_subject(run_id))
-            await self._log._catch_up(st)
+            try:
+                await self._log._catch_up(st)
+            except CorruptLogError as err:
+                log.warning("not deleting run %s: %s", run_id, err)
+                continue
             try:
                 await self._js.purge_stream(self._names.events_stream, subject=st.subject)
             except Exception as err:
@@ -150,8 +160,11 @@ class Retention:
                 await self._queue.remove_stored(msg.seq, msg.subject, msg.headers)
 
 
-def _stamp(msg: StoredMsg) -> float:
-    return parse_stamp(msg.headers["Nats-Time-Stamp"])
+def _body(data: bytes) -> Any:
+    try:
+        return entries.loads(data)
+    except entries.Unreadable:
+        return {"unreadable": base64.b64encode(data).decode()}
 
 
 __all__ = ["Retention"]

@@ -15,6 +15,7 @@ from ...errors import ConfigurationError, WorldUnavailableError
 from ...world import Delivery, HookInfo, RunInfo, World
 from .codec import parse_header_lines, wrap
 from .eventlog import EventLog
+from .failures import connect_bound, hopeless
 from .names import Names, kv_key
 from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
@@ -232,21 +233,37 @@ class NatsWorld(World):
         for attempt in range(opts.connect_attempts):
             nc = Client()
             nc._parse_header_lines = parse_header_lines  # type: ignore[method-assign]
+            errors: list[BaseException] = []
+
+            async def on_error(err: Exception, errors: list[BaseException] = errors) -> None:
+                errors.append(err)  # nats-py reports a TLS failure here, then keeps waiting
+                await self._on_error(err)
+
             try:
-                await nc.connect(
-                    **opts.connect_kwargs(self._on_error),
-                    disconnected_cb=self._on_disconnect,
-                    reconnected_cb=self._on_reconnect,
+                # bounded: nats-py can wait forever on a TLS handshake that failed
+                await asyncio.wait_for(
+                    nc.connect(
+                        **opts.connect_kwargs(on_error),
+                        disconnected_cb=self._on_disconnect,
+                        reconnected_cb=self._on_reconnect,
+                    ),
+                    timeout=connect_bound(opts.connect_timeout, len(opts.servers)),
                 )
             except Exception as err:  # reported below with the URL
                 last = err
-                await _close_transport(nc)
+                await _close_transport(nc, opts.connect_timeout)
                 log.debug(
                     "connecting to %s failed (attempt %d): %r",
                     self._servers_shown,
                     attempt + 1,
                     err,
                 )
+                cause = hopeless([*errors, err], asked_tls=opts.asks_tls)
+                if cause is not None:  # the same answer every time: no retries
+                    raise ConfigurationError(
+                        f"cannot connect to NATS at {self._servers_shown}: {cause}",
+                        url=self._servers_shown,
+                    ) from err
                 if attempt + 1 < opts.connect_attempts:
                     await asyncio.sleep(delay)
                     delay = min(delay * 3, 2.0)
@@ -320,6 +337,9 @@ class NatsWorld(World):
     ) -> list[RunInfo]:
         return await self._events().list_runs(status, workflow, limit)
 
+    async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
+        return await self._events().repair(run_id, drop_seq)
+
     async def get_hook(self, token: str) -> HookInfo | None:
         return await self._events().get_hook(token)
 
@@ -370,24 +390,51 @@ class NatsWorld(World):
         return result
 
 
-async def _close_quietly(nc: Any) -> None:
+_CLOSE_SECONDS = 5.0
+"""Bound on a close (flush and drain included): a server that stopped answering must not hold
+a worker's shutdown, which has its own grace period to keep."""
+
+
+async def _close_quietly(nc: Any, bound: float = _CLOSE_SECONDS) -> None:
+    await _bounded(nc.close(), bound, "closing the NATS connection")
+
+
+async def _bounded(aw: Any, bound: float, what: str) -> bool:
+    """Await ``aw`` for at most ``bound`` seconds; False (logged) when it failed. A
+    CancelledError that is not this task's own (nats-py cancels its close waiters when a TLS
+    handshake fails) is a failure like any other."""
     try:
-        await nc.close()
+        await asyncio.wait_for(aw, timeout=bound)
+        return True
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        log.debug("%s was cancelled under it", what)
     except Exception as err:  # closing anyway
-        log.debug("closing the NATS connection failed: %r", err)
+        log.debug("%s failed: %r", what, err)
+    return False
 
 
-async def _close_transport(nc: Any) -> None:
+async def _close_transport(nc: Any, bound: float = _CLOSE_SECONDS) -> None:
     """A client whose first connection failed (say, on authorization) may still hold its
-    socket; close it so nothing leaks."""
+    socket; close it so nothing leaks. Bounded: after a failed TLS handshake nats-py's close
+    can wait forever."""
     transport = getattr(nc, "_transport", None)
-    try:
-        await nc.close()
-    except Exception as err:  # closing anyway
-        log.debug("closing a failed NATS connection: %r", err)
+    await _bounded(nc.close(), bound, "closing a failed NATS connection")
+    transport = getattr(nc, "_transport", None) or transport
     if transport is not None:
         try:
             transport.close()
-            await transport.wait_closed()
         except Exception as err:  # closing anyway
-            log.debug("closing a failed NATS transport: %r", err)
+            log.debug("closing a failed NATS transport failed: %r", err)
+        await _bounded(transport.wait_closed(), bound, "closing a failed NATS transport")
+    _abort(nc)
+
+
+def _abort(nc: Any) -> None:
+    """Cancel what a client left running after a close that did not finish."""
+    for name in ("_reading_task", "_flusher_task", "_ping_interval_task", "_reconnection_task"):
+        task = getattr(nc, name, None)
+        if isinstance(task, asyncio.Task) and not task.done():
+            task.cancel()

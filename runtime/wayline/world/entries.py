@@ -1,0 +1,116 @@
+"""Checking what a world reads back before anything trusts it.
+
+Anything that can reach the store (a NATS client with publish rights, a process with the
+SQLite file open) can write bytes Wayline never wrote. Every reader goes through these checks,
+so foreign or damaged bytes become one typed error (:class:`CorruptLogError` for a run's log,
+:class:`CorruptEntryError` elsewhere) instead of a ``JSONDecodeError``, ``KeyError`` or
+``RecursionError`` deep in a worker, and the decision what to do with it (fence the run, set
+the delivery aside, let the rightful claimant overwrite the entry) is taken once, above.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .._core.events import Event, EventType, NewEvent, RunStatus, apply_transition
+from ..errors import CorruptLogError, WaylineError
+from .seam import RunInfo
+
+_EVENT_TYPES = frozenset(t.value for t in EventType)
+
+
+class Unreadable(ValueError):
+    """Why a stored value is not something Wayline wrote (the message is the reason)."""
+
+
+def loads(raw: bytes | str) -> Any:
+    """``json.loads`` whose every failure is :class:`Unreadable`: bad UTF-8, bad JSON, nesting
+    past the interpreter's recursion limit, integers past its digit limit."""
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError as err:
+        raise Unreadable(f"not UTF-8 at byte {err.start}") from None
+    except json.JSONDecodeError as err:
+        raise Unreadable(f"not JSON ({err.msg} at char {err.pos})") from None
+    except RecursionError:
+        raise Unreadable("JSON nested too deeply") from None
+    except ValueError as err:  # e.g. "Exceeds the limit (4300 digits) for integer string"
+        raise Unreadable(f"not acceptable JSON ({err})") from None
+    except TypeError as err:
+        raise Unreadable(f"not a byte string ({err})") from None
+
+
+def loads_object(raw: bytes | str) -> dict[str, Any]:
+    value = loads(raw)
+    if not isinstance(value, dict):
+        raise Unreadable(f"a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def field(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    """``obj[name]``, which must be of ``kind`` (a bool is not an int here)."""
+    if name not in obj:
+        raise Unreadable(f"no {name!r}")
+    value = obj[name]
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise Unreadable(f"{name!r} is a bool")
+    if not isinstance(value, kind):
+        raise Unreadable(f"{name!r} is a {type(value).__name__}")
+    return value
+
+
+def event_type(value: Any) -> EventType:
+    if not isinstance(value, str) or value not in _EVENT_TYPES:
+        shown = repr(value)[:40]
+        raise Unreadable(f"unknown event type {shown}")
+    return EventType(value)
+
+
+def event(run_id: str, seq: int, type_: Any, cid: Any, data: Any, created_at: float) -> Event:
+    """One event from stored parts, each checked."""
+    if cid is not None and not isinstance(cid, str):
+        raise Unreadable(f"correlation id is a {type(cid).__name__}")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise Unreadable(f"event data is a {type(data).__name__}, not an object")
+    return Event(run_id, seq, event_type(type_), cid, data, created_at)
+
+
+def check_log(run_id: str, events: list[Event], *, store: str) -> None:
+    """Each event must follow from the ones before it (the rules every append obeys): a
+    stored entry that breaks them was not written through the world. ``events`` start at 1."""
+    status: RunStatus | None = None
+    entities: dict[str, str] = {}
+    for ev in events:
+        cid = ev.correlation_id
+        try:
+            status, after = apply_transition(
+                status, entities.get(cid) if cid else None, NewEvent(ev.type, cid, ev.data)
+            )
+        except WaylineError as err:
+            raise CorruptLogError(
+                run_id,
+                ev.seq,
+                f"does not follow from the entries before it: {err.message}",
+                store=store,
+            ) from None
+        if cid is not None:
+            if after is None:
+                entities.pop(cid, None)
+            else:
+                entities[cid] = after
+
+
+def corrupt_info(run_id: str, err: CorruptLogError, stamp: float = 0.0) -> RunInfo:
+    """How a fenced run is shown in lists and statuses."""
+    return RunInfo(
+        run_id=run_id,
+        workflow="",
+        status=RunStatus.CORRUPT,
+        error={"code": err.code, "message": err.message, "seq": err.seq, "why": err.why},
+        created_at=stamp,
+        updated_at=stamp,
+    )

@@ -1,0 +1,155 @@
+"""Connections that cannot succeed fail at once, naming the cause, on a real nats-server with
+a CA made in the test: an untrusted certificate, a hostname mismatch, nats:// against a
+TLS-only server. The CLI says it in one line with exit 2. nkey authentication works."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.nats_fixtures import NatsServer, require_nats
+from wayline.cli import main
+from wayline.errors import ConfigurationError, WorldUnavailableError
+from wayline.worlds.nats import NatsWorld
+
+
+def _openssl(command: str, cwd: Path) -> None:
+    subprocess.run(
+        ["openssl", *shlex.split(command)], cwd=cwd, check=True, capture_output=True, timeout=60
+    )
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private CA and two server certificates signed by it: ``ip.pem`` names 127.0.0.1,
+    ``other.pem`` names only ``other.invalid``."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a CA")
+    d = tmp_path_factory.mktemp("pki")
+    _openssl(
+        "req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=wayline-test-ca "
+        "-keyout ca.key -out ca.pem",
+        d,
+    )
+    _openssl("req -newkey rsa:2048 -nodes -subj /CN=wayline-test -keyout srv.key -out srv.csr", d)
+    for name, san in (("ip", "IP:127.0.0.1"), ("other", "DNS:other.invalid")):
+        (d / f"{name}.cnf").write_text(f"subjectAltName={san}\n")
+        _openssl(
+            f"x509 -req -days 1 -CAcreateserial -in srv.csr -CA ca.pem -CAkey ca.key "
+            f"-out {name}.pem -extfile {name}.cnf",
+            d,
+        )
+    return d
+
+
+def _tls_server(pki: Path, tmp: Path, cert: str) -> Iterator[NatsServer]:
+    server = NatsServer(
+        require_nats(),
+        tmp,
+        args=["--tls", "--tlscert", str(pki / cert), "--tlskey", str(pki / "srv.key")],
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def tls_server(pki: Path, tmp_path: Path) -> Iterator[NatsServer]:
+    yield from _tls_server(pki, tmp_path, "ip.pem")
+
+
+@pytest.fixture
+def tls_server_other_name(pki: Path, tmp_path: Path) -> Iterator[NatsServer]:
+    yield from _tls_server(pki, tmp_path, "other.pem")
+
+
+async def _refused(world: NatsWorld) -> str:
+    # a hang is the bug being tested: the bound here only turns one into a failure
+    with pytest.raises(ConfigurationError) as info:
+        await asyncio.wait_for(world.start(), timeout=60)
+    await world.close()
+    return str(info.value)
+
+
+async def test_an_untrusted_ca_names_certificate_verify_failed(tls_server: NatsServer) -> None:
+    url = f"tls://127.0.0.1:{tls_server.port}"
+    text = await _refused(NatsWorld(url, prefix="tls1", connect_attempts=3))
+    assert "certificate verify failed" in text and url in text and "tls_ca" in text
+
+
+async def test_a_hostname_mismatch_is_named(pki: Path, tls_server_other_name: NatsServer) -> None:
+    url = f"tls://127.0.0.1:{tls_server_other_name.port}"
+    world = NatsWorld(url, prefix="tls2", tls_ca=str(pki / "ca.pem"))
+    assert "hostname mismatch" in await _refused(world)
+
+
+async def test_plain_nats_against_a_tls_only_server_says_tls_is_required(
+    tls_server: NatsServer,
+) -> None:
+    text = await _refused(NatsWorld(tls_server.url, prefix="tls3"))
+    assert "requires TLS" in text
+
+
+async def test_the_right_ca_connects(pki: Path, tls_server: NatsServer) -> None:
+    world = NatsWorld(
+        f"tls://127.0.0.1:{tls_server.port}", prefix="tls4", tls_ca=str(pki / "ca.pem")
+    )
+    await world.start()
+    try:
+        mid = await world.enqueue("flow", {"x": 1})
+        [d] = await world.receive("flow", wait_seconds=2)
+        assert d.message_id == mid
+        await world.ack(d)
+    finally:
+        await world.close()
+
+
+def test_the_cli_says_it_in_one_line_with_exit_2(
+    tls_server: NatsServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["runs", "list", "--world", f"tls://127.0.0.1:{tls_server.port}?prefix=cli"])
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "certificate verify failed" in lines[0] and "Traceback" not in err
+
+
+async def test_nkey_authentication(tmp_path: Path) -> None:
+    import nkeys
+
+    seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
+    public = nkeys.from_seed(seed).public_key.decode()
+    conf = tmp_path / "nkey.conf"
+    conf.write_text(f"authorization {{ users = [ {{ nkey: {public} }} ] }}\n")
+    seed_file = tmp_path / "user.nk"
+    seed_file.write_bytes(seed)
+    server = NatsServer(require_nats(), tmp_path, args=["-c", str(conf)])
+    server.start()
+    try:
+        for world in (
+            NatsWorld(server.url, prefix="nk", nkeys_seed=str(seed_file)),
+            NatsWorld(server.url, prefix="nk", nkeys_seed_str=seed.decode()),
+        ):
+            await world.start()
+            try:
+                mid = await world.enqueue("flow", {})
+                [d] = await world.receive("flow", wait_seconds=2)
+                assert d.message_id == mid
+                await world.ack(d)
+            finally:
+                await world.close()
+        anonymous = NatsWorld(server.url, prefix="nk", connect_attempts=1)
+        with pytest.raises(WorldUnavailableError):
+            await anonymous.start()
+        await anonymous.close()
+    finally:
+        server.stop()

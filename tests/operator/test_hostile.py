@@ -1,0 +1,64 @@
+"""The operator and hostile sizes and bytes: an oversized ``spec.input`` is refused before a
+run exists (status ``invalid`` and an Event), and no user payload reaches an annotation; a
+run whose log is poisoned shows ``corrupt`` and comes back after a repair."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import wayline
+from tests.hostile import flows
+from tests.hostile.poison import poison_log
+from tests.operator.test_workflowrun import Cluster, cluster, crd_applied  # noqa: F401
+from tests.runtime.harness import settings, wait_for
+
+
+async def test_an_oversized_input_is_refused_and_kept_out_of_annotations(
+    cluster: Cluster,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    big = "x" * (300 * 1024)
+    manifest = {
+        "apiVersion": "wayline.dev/v1alpha1",
+        "kind": "WorkflowRun",
+        "metadata": {"name": "big"},
+        "spec": {"workflow": "gated", "input": ["/dev/null", big]},
+    }
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(manifest))
+    # `create`, not `apply`: kubectl's own last-applied annotation would carry the input
+    done = cluster.kubectl("create", "-f", str(path), check=False)
+    assert done.returncode == 0, done.stderr
+    status = await cluster.status_when("big", "invalid")
+    assert "over the limit of 262144 bytes" in status["conditions"][0]["message"]
+    assert await cluster.client.list_runs() == []
+    resource = cluster.get("big")
+    annotations = json.dumps(resource["metadata"].get("annotations") or {})
+    assert big[:1000] not in annotations
+
+    async def event_posted() -> bool:
+        found = await asyncio.to_thread(cluster.kubectl, "get", "events", "-o", "json")
+        return "over the limit" in found.stdout
+
+    await wait_for(event_posted, timeout=20, interval=0.3)
+
+
+async def test_a_poisoned_run_shows_corrupt_until_repaired(
+    cluster: Cluster,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "count")
+    async with wayline.Worker(cluster.world, [flows.gated], settings=settings()):
+        assert cluster.apply("p", {"workflow": "gated", "input": [path, "op-tok"]}).returncode == 0
+        running = await cluster.status_when("p", "running")
+        await wait_for(lambda: cluster.world.get_hook("op-tok"))
+        seq = await poison_log(cluster.world, running["runId"], b"\xff garbage")
+        status = await cluster.status_when("p", "corrupt")
+        assert "CORRUPT" in status["message"] or str(seq) in status["message"]
+        await cluster.client.repair_run(running["runId"], seq)
+        await cluster.status_when("p", "running")
+        await cluster.client.resume_hook("op-tok", "ok")
+        done = await cluster.status_when("p", "completed")
+    assert done["output"] == "ok"
