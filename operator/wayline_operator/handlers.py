@@ -101,6 +101,20 @@ async def _sweep(world: Any) -> None:
         await asyncio.sleep(SWEEP_SECONDS)
 
 
+def _detach(work: Any, memo: kopf.Memo) -> None:
+    """Run ``work`` beside the handlers (kept referenced until it ends; errors logged)."""
+    tasks: set[asyncio.Task[None]] = memo.setdefault("detached", set())
+    task: asyncio.Task[None] = asyncio.create_task(work)
+    tasks.add(task)
+
+    def done(t: asyncio.Task[None]) -> None:
+        tasks.discard(t)
+        if not t.cancelled() and t.exception() is not None:
+            log.warning("deleting an expired WorkflowRun failed: %s", t.exception())
+
+    task.add_done_callback(done)
+
+
 def _reconciler(memo: kopf.Memo) -> Reconciler:
     return memo["reconciler"]  # type: ignore[no-any-return]
 
@@ -216,7 +230,7 @@ async def mirror(
     if status.get("phase") in _TERMINAL:
         with contextlib.suppress(InvalidSpec):
             if expired(parse_spec(spec).ttlSecondsAfterFinished, status, time.time()):
-                await remove(meta)
+                _detach(remove(dict(meta)), memo)  # not from inside this timer: kopf stops it
         return
     if not status.get("runId"):
         return  # not started yet: the start handler runs first
