@@ -26,7 +26,9 @@ import kopf
 
 from wayline import Worker, open_world
 from wayline.errors import WorldError
+from wayline.settings import Settings
 
+from .decisions import apply_table
 from .notices import NORMAL, WARNING, Budget, Notice, notices
 from .reconcile import HookNotReady, InvalidSpec, Reconciler, parse_spec, run_id_for
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
@@ -239,8 +241,32 @@ async def mirror(
         with contextlib.suppress(InvalidSpec):
             await reconciler.act(uid, spec)
         await _mirror(body, meta, status, patch, memo, run_id_for(uid))
+        await _table(body, uid, patch, memo)
     except WorldError as err:
         log.warning("mirroring %s skipped: %s", uid, err)
+
+
+async def _table(body: kopf.Body, uid: str, patch: kopf.Patch, memo: kopf.Memo) -> None:
+    """Every ``SWEEP_SECONDS`` per live run: apply the decision table to its live steps
+    (``decisions``), list them in ``status.steps.live`` and say what was ensured."""
+    due: dict[str, float] = memo.setdefault("table_due", {})
+    now = time.time()
+    if now < due.get(uid, 0.0):
+        return
+    due[uid] = now + SWEEP_SECONDS
+    world = _reconciler(memo).world
+    run_id = run_id_for(uid)
+    info = await world.get_run(run_id)
+    if info is None or info.status.terminal:
+        return
+    events = await world.list_events(run_id)
+    settings = memo.get("settings") or Settings.from_env()
+    memo["settings"] = settings
+    rows, said = await apply_table(world, run_id, events, now=now, settings=settings)
+    posted: set[str] = memo.setdefault("posted_wakes", set())
+    _post(body, memo, [n for key, n in said if key not in posted])
+    posted.update(key for key, _ in said)
+    patch.status.update({"steps": {"live": rows}})
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, id="stop")
