@@ -12,10 +12,10 @@ import pydantic
 from wayline import Client
 from wayline._core.events import Event, EventType, RunStatus
 from wayline.errors import HookNotFoundError, WaylineError, WorldError
-from wayline.world import World
+from wayline.world import RunInfo, World
 
 from .resource import WorkflowHookSpec, WorkflowRunSpec
-from .status import resumes_recorded, run_status
+from .status import resumes_recorded
 
 log = logging.getLogger("wayline.operator")
 
@@ -54,8 +54,8 @@ class Reconciler:
         self.world = world
         self.client = Client(world)
 
-    async def start(self, uid: str, spec: Any) -> dict[str, Any]:
-        """Start the resource's run (idempotent) and return its status."""
+    async def start(self, uid: str, spec: Any) -> str:
+        """Start the resource's run (idempotent) and return its id."""
         parsed = parse_spec(spec)
         run_id = run_id_for(uid)
         try:
@@ -64,15 +64,20 @@ class Reconciler:
             raise  # the world's trouble, not the spec's: retried
         except WaylineError as err:
             raise InvalidSpec(err.message) from None
-        return await self.status(run_id) or {}
+        return run_id
 
     async def act(self, uid: str, spec: Any) -> None:
-        """Carry the spec's decisions to the run: a cancel, a compensation resume or abandon.
-        Each is done once however often this is called (it compares with the log)."""
+        """Carry the spec's decisions to the run: a terminate, a cancel, a compensation
+        resume or abandon. Each is done once however often this is called (it compares with
+        the log)."""
         parsed = parse_spec(spec)
         run_id = run_id_for(uid)
         info = await self.world.get_run(run_id)
         if info is None or info.status.terminal:
+            return
+        if parsed.terminate:
+            log.info("run %s: terminated by its WorkflowRun", run_id)
+            await self.client.terminate(run_id, reason="terminated by its WorkflowRun")
             return
         stuck = info.status is RunStatus.COMPENSATION_STUCK
         if not parsed.cancel and not stuck:
@@ -91,12 +96,18 @@ class Reconciler:
             log.info("run %s: compensation resumed by its WorkflowRun", run_id)
             await self.client.resume_compensation(run_id)
 
-    async def status(self, run_id: str, known_seq: int | None = None) -> dict[str, Any] | None:
-        """The run's status; None when the run does not exist or ``known_seq`` is current."""
+    async def observe(
+        self, run_id: str, known_seq: int | None = None
+    ) -> tuple[RunInfo, list[Event]] | None:
+        """The run and its log; None when the run does not exist, or when ``known_seq`` is
+        current and nothing in its status depends on the clock (a run no worker has started
+        yet may turn out to be waiting for one)."""
         info = await self.world.get_run(run_id)
-        if info is None or (known_seq is not None and info.last_seq == known_seq):
+        if info is None:
             return None
-        return run_status(info, await self.world.list_events(run_id))
+        if info.last_seq == known_seq and info.status is not RunStatus.PENDING:
+            return None
+        return info, await self.world.list_events(run_id)
 
     async def deliver(self, uid: str, spec: Any) -> dict[str, Any]:
         """Deliver a ``WorkflowHook``'s payload, once (the resource's uid is the delivery id,

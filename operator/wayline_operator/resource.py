@@ -3,7 +3,8 @@
 ``crds/`` holds the generated CRDs, checked in (``python -m wayline_operator crds`` writes
 them; a test fails when they differ). The status is written by the operator only and mirrors
 the run's log; the CRD keeps it open (``x-kubernetes-preserve-unknown-fields``) because kopf
-stores its own progress there too.
+stores its own progress there too; its fields still have a schema with descriptions, for
+``kubectl explain``.
 """
 
 from __future__ import annotations
@@ -47,11 +48,24 @@ class WorkflowRunSpec(BaseModel):
     )
     input: Any = Field(
         default=None,
-        description="A JSON array is the positional arguments; any other value is the single "
-        "argument (as `wayline start --input`).",
+        description="The workflow's arguments, any JSON value. An array is the positional "
+        "arguments ([1, 2] calls workflow(1, 2)); an object, string, number or boolean is the "
+        'single argument ({"id": 7} calls workflow({"id": 7})); so a workflow taking one list '
+        "is given [[1, 2]]. Omitted or null: no arguments. As `wayline start --input`.",
     )
     cancel: bool = Field(
         default=False, description="Ask the run to stop; its compensations (if any) run first."
+    )
+    terminate: bool = Field(
+        default=False,
+        description="Stop the run now, without running its compensations (as `temporal "
+        "workflow terminate`); it ends cancelled. Cannot be undone.",
+    )
+    ttlSecondsAfterFinished: int | None = Field(
+        default=None,
+        ge=0,
+        description="Delete this resource that many seconds after its run ended (as a Job's "
+        "field). The run's history stays in the world, under the world's cleanup policy.",
     )
     compensation: CompensationSpec = Field(default_factory=lambda: CompensationSpec())
 
@@ -71,6 +85,140 @@ class WorkflowHookSpec(BaseModel):
     payload: Any = Field(default=None, description="Any JSON value, given to the workflow.")
 
 
+class WaitingFor(BaseModel):
+    """One thing a live run waits for; ``kind`` says which fields are set."""
+
+    kind: str = Field(
+        description="person (a stuck unwind needs a decision), worker (no worker drives the "
+        "run), hook (a payload for token), child (a child run), sleep (until a time) or step "
+        "(a step body in flight)."
+    )
+    message: str | None = Field(default=None, description="For person and worker: what to do.")
+    token: str | None = Field(default=None, description="hook: the token a WorkflowHook answers.")
+    timeoutAt: str | None = Field(
+        default=None, description="hook: when the hook times out, if it has a timeout."
+    )
+    hookId: str | None = Field(default=None, description="hook: its id in the run.")
+    until: str | None = Field(default=None, description="sleep: when the run wakes.")
+    waitId: str | None = Field(default=None, description="sleep: its id in the run.")
+    childId: str | None = Field(default=None, description="child: its id in the run.")
+    deadlineAt: str | None = Field(
+        default=None, description="child: when the parent stops waiting for it, if ever."
+    )
+    runId: str | None = Field(default=None, description="child: the child run's id.")
+    workflow: str | None = Field(
+        default=None, description="child or worker: the workflow it needs."
+    )
+    name: str | None = Field(default=None, description="step: the step's name.")
+    step: str | None = Field(default=None, description="person: the step whose reversal failed.")
+    stepId: str | None = Field(default=None, description="step or person: the step's id.")
+    attempt: int | None = Field(default=None, description="step: its latest attempt.")
+    state: str | None = Field(default=None, description="step: pending, running or retrying.")
+    error: str | None = Field(default=None, description="step or person: the last error.")
+
+
+class LiveStep(BaseModel):
+    """A created, non-terminal step as the operator's decision table saw it."""
+
+    name: str | None = Field(default=None, description="The step's name.")
+    stepId: str = Field(description="The step's id in the run.")
+    attempt: int = Field(description="Its latest attempt (0: never started).")
+    owner: str | None = Field(
+        default=None, description="The message id that owns its inline execution, if any."
+    )
+    leaseRemainingSeconds: float = Field(
+        description="How long the owner's lease still runs (0: lapsed, expired or unowned)."
+    )
+    backstopArmed: bool = Field(
+        description="Whether the operator ensured a wake for it at its last reconcile."
+    )
+    action: str | None = Field(
+        default=None, description="What the decision table said: arm_backstop or enqueue."
+    )
+
+
+class StepCounts(BaseModel):
+    """Forward steps created, and steps completed and failed (compensations included)."""
+
+    created: int = Field(description="Forward steps created so far.")
+    completed: int = Field(description="Steps completed.")
+    failed: int = Field(description="Steps failed for good.")
+    live: list[LiveStep] | None = Field(
+        default=None, description="Each created, non-terminal step, with its lease."
+    )
+
+
+class Condition(BaseModel):
+    """A condition as Kubernetes API conventions (KEP-1623) have it."""
+
+    type: str = Field(description="Succeeded, Progressing or Blocked.")
+    status: str = Field(description="True, False or Unknown.")
+    reason: str = Field(description="A CamelCase reason (the phase, or why it is blocked).")
+    message: str = Field(description="A human-readable message.")
+    observedGeneration: int | None = Field(
+        default=None, description="The metadata.generation this condition was computed for."
+    )
+    lastTransitionTime: str | None = Field(
+        default=None, description="When status last changed (not when it was last written)."
+    )
+
+
+class WorkflowRunStatus(BaseModel):
+    """Written by the operator only: a mirror of the run's event log in the world (kopf keeps
+    its own keys beside these)."""
+
+    runId: str | None = Field(default=None, description="The run's id in the world.")
+    workflow: str | None = Field(default=None, description="The workflow the run runs.")
+    phase: str | None = Field(
+        default=None,
+        description="pending, running, blocked (no matching worker), compensating, "
+        "compensation_stuck (a person decides), completed, failed, cancelled, or invalid "
+        "(the spec started nothing). The run's own status words, as `wayline runs list`.",
+    )
+    message: str | None = Field(default=None, description="What is happening, for a person.")
+    lastSeq: int | None = Field(
+        default=None, description="The last event of the run's log this status reflects."
+    )
+    observedGeneration: int | None = Field(
+        default=None, description="The metadata.generation this status was computed for."
+    )
+    steps: StepCounts | None = None
+    progress: str | None = Field(default=None, description="Steps completed / created.")
+    waitingFor: list[WaitingFor] | None = Field(
+        default=None, description="What the live run waits for, most actionable first."
+    )
+    waitingForSummary: str | None = Field(
+        default=None, description="The first of waitingFor, short (the WAITING-FOR column)."
+    )
+    compensationResumes: int | None = Field(
+        default=None, description="Resumes of a stuck compensation recorded in the log."
+    )
+    createdAt: str | None = Field(default=None, description="When the run was created.")
+    startedAt: str | None = Field(default=None, description="When a worker started it.")
+    endedAt: str | None = Field(default=None, description="When it ended.")
+    duration: str | None = Field(
+        default=None, description="From start to end (to the last change while it runs)."
+    )
+    output: Any = Field(default=None, description="The workflow's return value (completed).")
+    error: Any = Field(
+        default=None, description="code, message and name of the error (failed, cancelled)."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None, description="Succeeded, Progressing and Blocked."
+    )
+
+
+class WorkflowHookStatus(BaseModel):
+    """Written by the operator only."""
+
+    phase: str | None = Field(
+        default=None,
+        description="waiting (no hook holds the token yet), delivered, or failed.",
+    )
+    runId: str | None = Field(default=None, description="The run the payload went to.")
+    message: str | None = Field(default=None, description="Why it waits or failed.")
+
+
 HOOK_KIND = "WorkflowHook"
 HOOK_PLURAL = "workflowhooks"
 
@@ -81,6 +229,13 @@ def _structural(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     if "$ref" in schema:
         target = defs[schema["$ref"].rsplit("/", 1)[-1]]
         schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    options = schema.get("anyOf")
+    if options and {"type": "null"} in options:  # Optional[X]: X, nullable
+        rest = [o for o in options if o != {"type": "null"}]
+        if len(rest) == 1:
+            merged = {**{k: v for k, v in schema.items() if k != "anyOf"}, **rest[0]}
+            return {**_structural(merged, defs), "nullable": True}
+        schema = {k: v for k, v in schema.items() if k != "anyOf"}
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key in ("title", "additionalProperties", "$defs"):
@@ -107,6 +262,23 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+def status_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The status, described for ``kubectl explain``; open, as kopf writes beside it."""
+    raw = model.model_json_schema()
+    schema = _structural(raw, raw.get("$defs", {}))
+    _drop_null_defaults(schema)
+    schema["x-kubernetes-preserve-unknown-fields"] = True
+    return schema
+
+
+def _drop_null_defaults(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+    for sub in schema.get("properties", {}).values():
+        _drop_null_defaults(sub)
+    if isinstance(schema.get("items"), dict):
+        _drop_null_defaults(schema["items"])
+
+
 def run_spec_schema() -> dict[str, Any]:
     schema = _schema(WorkflowRunSpec)
     props = schema["properties"]
@@ -115,6 +287,9 @@ def run_spec_schema() -> dict[str, Any]:
     ]
     props["cancel"]["x-kubernetes-validations"] = [
         {"rule": "self || !oldSelf", "message": "a cancelled run cannot be un-cancelled"}
+    ]
+    props["terminate"]["x-kubernetes-validations"] = [
+        {"rule": "self || !oldSelf", "message": "a terminated run cannot be un-terminated"}
     ]
     return schema
 
@@ -128,7 +303,12 @@ def hook_spec_schema() -> dict[str, Any]:
 
 
 def _crd(
-    kind: str, plural: str, short: str, spec: dict[str, Any], columns: list[dict[str, Any]]
+    kind: str,
+    plural: str,
+    short: str,
+    spec: dict[str, Any],
+    columns: list[dict[str, Any]],
+    status: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -157,10 +337,7 @@ def _crd(
                             "required": ["spec"],
                             "properties": {
                                 "spec": spec,
-                                "status": {
-                                    "type": "object",
-                                    "x-kubernetes-preserve-unknown-fields": True,
-                                },
+                                "status": status,
                             },
                         }
                     },
@@ -175,11 +352,20 @@ def crd_manifest() -> dict[str, Any]:
     columns: list[dict[str, Any]] = [
         {"name": "Workflow", "type": "string", "jsonPath": ".spec.workflow"},
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-        {"name": "Steps", "type": "integer", "jsonPath": ".status.steps.completed"},
-        {"name": "Run", "type": "string", "jsonPath": ".status.runId", "priority": 1},
+        {
+            "name": "Steps",
+            "type": "string",
+            "jsonPath": ".status.progress",
+            "description": "steps completed / created so far",
+        },
+        {"name": "Waiting-For", "type": "string", "jsonPath": ".status.waitingForSummary"},
+        {"name": "Duration", "type": "string", "jsonPath": ".status.duration"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        {"name": "Run", "type": "string", "jsonPath": ".status.runId", "priority": 1},
+        {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
     ]
-    return _crd(KIND, PLURAL, SHORT_NAMES[0], run_spec_schema(), columns)
+    status = status_schema(WorkflowRunStatus)
+    return _crd(KIND, PLURAL, SHORT_NAMES[0], run_spec_schema(), columns, status)
 
 
 def hook_crd_manifest() -> dict[str, Any]:
@@ -189,8 +375,10 @@ def hook_crd_manifest() -> dict[str, Any]:
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
         {"name": "Run", "type": "string", "jsonPath": ".status.runId"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
     ]
-    return _crd(HOOK_KIND, HOOK_PLURAL, "wfh", hook_spec_schema(), columns)
+    status = status_schema(WorkflowHookStatus)
+    return _crd(HOOK_KIND, HOOK_PLURAL, "wfh", hook_spec_schema(), columns, status)
 
 
 def crds() -> dict[str, dict[str, Any]]:

@@ -1,22 +1,47 @@
 """A ``WorkflowRun``'s status as a mirror of its run's log. Pure: unit-tested without a
-cluster; the handlers write what it returns."""
+cluster; the handlers write what it returns.
+
+Phases keep the run's own status values (``pending``, ``running``, ``blocked``,
+``compensating``, ``compensation_stuck``, ``completed``, ``failed``, ``cancelled``, plus
+``invalid`` for a spec that started nothing): the same words ``wayline runs list``, the
+worlds and every earlier status used, so a script that reads ``.status.phase`` keeps working
+and one vocabulary serves kubectl and the CLI. Conditions carry the CamelCase reasons that
+Kubernetes tooling expects (``kubectl wait --for=condition=Succeeded``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from wayline._core.events import Event, EventType, RunStatus
+from wayline.cli.timeline import fmt_error
 from wayline.world import RunInfo
 
 _DONE = {RunStatus.COMPLETED: "Succeeded", RunStatus.FAILED: "Failed"}
+MESSAGE_LIMIT = 1024
 
 
 def stamp(seconds: float | None) -> str | None:
     if seconds is None:
         return None
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def short_duration(seconds: float | None) -> str:
+    """``kubectl``'s own style: ``45s``, ``3m12s``, ``2h5m``, ``3d4h``."""
+    if seconds is None:
+        return ""
+    s = int(max(0.0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60}m"
+    return f"{s // 86400}d{s % 86400 // 3600}h"
 
 
 def step_counts(events: Sequence[Event]) -> dict[str, int]:
@@ -35,21 +60,187 @@ def resumes_recorded(events: Sequence[Event]) -> int:
     return sum(1 for e in events if e.type is EventType.RUN_COMPENSATION_RESUMED)
 
 
-def run_status(info: RunInfo, events: Sequence[Event]) -> dict[str, Any]:
-    """The status fields that mirror the run (kopf's own keys live beside them)."""
+@dataclass
+class _Open:
+    """The run's open entities, folded from its log."""
+
+    hooks: dict[str, str] = field(default_factory=dict)  # cid -> token
+    waits: dict[str, float] = field(default_factory=dict)  # cid -> resumeAt
+    children: dict[str, dict[str, Any]] = field(default_factory=dict)
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stuck: Mapping[str, Any] | None = None
+
+
+def _fold(events: Sequence[Event]) -> _Open:
+    seen = _Open()
+    for e in events:
+        cid, t, data = e.correlation_id or "", e.type, e.data
+        if t is EventType.HOOK_CREATED:
+            seen.hooks[cid] = str(data.get("token", ""))
+        elif t in (EventType.HOOK_RECEIVED, EventType.HOOK_DISPOSED):
+            seen.hooks.pop(cid, None)
+        elif t is EventType.WAIT_CREATED:
+            seen.waits[cid] = float(data.get("resumeAt") or 0.0)
+        elif t is EventType.WAIT_COMPLETED:
+            seen.waits.pop(cid, None)
+        elif t is EventType.CHILD_CREATED:
+            seen.children[cid] = {
+                "runId": data.get("childRunId"),
+                "workflow": data.get("workflow"),
+            }
+        elif t is EventType.CHILD_COMPLETED:
+            seen.children.pop(cid, None)
+        elif t is EventType.STEP_CREATED:
+            seen.steps[cid] = {
+                "name": data.get("stepName"),
+                "stepId": cid,
+                "attempt": 0,
+                "state": "pending",
+                "compensates": bool(data.get("compensates")),
+            }
+        elif t is EventType.STEP_STARTED and cid in seen.steps:
+            seen.steps[cid].update(attempt=int(data.get("attempt") or 0), state="running")
+        elif t is EventType.STEP_RETRYING and cid in seen.steps:
+            seen.steps[cid].update(state="retrying", error=fmt_error(data.get("error")))
+        elif t in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
+            seen.steps.pop(cid, None)
+        elif t is EventType.RUN_COMPENSATION_STUCK:
+            seen.stuck = data
+        elif t in (EventType.RUN_COMPENSATION_RESUMED, EventType.RUN_COMPENSATION_ABANDONED):
+            seen.stuck = None
+    return seen
+
+
+def waiting_for(
+    info: RunInfo, events: Sequence[Event], *, now: float, worker_grace: float
+) -> list[dict[str, Any]]:
+    """What the live run waits for, most actionable first: a person (a stuck unwind), a worker
+    (none serves its workflow), hooks (with the token to answer and its timeout), children,
+    sleeps, steps in flight. Empty for a run that ended."""
+    if info.status.terminal:
+        return []
+    out: list[dict[str, Any]] = []
+    seen = _fold(events)
+    if info.status is RunStatus.COMPENSATION_STUCK:
+        stuck = seen.stuck or {}
+        out.append(
+            {
+                "kind": "person",
+                "step": stuck.get("step"),
+                "stepId": stuck.get("stepId"),
+                "error": fmt_error(stuck.get("error")),
+                "message": "a compensation failed: raise spec.compensation.resumes to retry it "
+                "or set spec.compensation.abandon",
+            }
+        )
+    worker = worker_wait(info, now=now, grace=worker_grace)
+    if worker is not None:
+        out.append({"kind": "worker", "workflow": info.workflow, "message": worker})
+    for cid, token in seen.hooks.items():
+        hook: dict[str, Any] = {"kind": "hook", "token": token, "hookId": cid}
+        timeout = seen.waits.get(f"{cid}.timeout")
+        if timeout is not None:
+            hook["timeoutAt"] = stamp(timeout)
+        out.append(hook)
+    for cid, child in seen.children.items():
+        entry = {"kind": "child", "childId": cid, **child}
+        deadline = seen.waits.get(f"{cid}.deadline")
+        if deadline is not None:
+            entry["deadlineAt"] = stamp(deadline)
+        out.append(entry)
+    for cid, until in seen.waits.items():
+        if cid.endswith((".timeout", ".deadline")):
+            continue
+        out.append({"kind": "sleep", "waitId": cid, "until": stamp(until)})
+    for step in seen.steps.values():
+        out.append({"kind": "step", **{k: v for k, v in step.items() if k != "compensates"}})
+    return out
+
+
+def worker_wait(info: RunInfo, *, now: float, grace: float) -> str | None:
+    """Why no worker drives this run, or None. A blocked run says so itself (a worker with
+    another definition saw it); a run no worker has started after ``grace`` seconds most likely
+    names a workflow no worker serves."""
+    if info.status is RunStatus.BLOCKED:
+        return str((info.error or {}).get("message") or "waiting for a matching worker")
+    if info.status is RunStatus.PENDING and now - info.created_at >= grace:
+        return (
+            f"no worker has started this run in {short_duration(now - info.created_at)}: "
+            f"is a worker serving workflow {info.workflow!r} running?"
+        )
+    return None
+
+
+def summary(waits: Sequence[Mapping[str, Any]]) -> str:
+    """The short ``WAITING-FOR`` column: the first thing waited for, and how many more."""
+    if not waits:
+        return ""
+    first = waits[0]
+    kind = first["kind"]
+    what = {
+        "person": f"person ({first.get('step')})",
+        "worker": f"worker ({first.get('workflow')})",
+        "hook": f"hook {first.get('token')}",
+        "child": f"child {first.get('workflow')}",
+        "sleep": f"sleep until {first.get('until')}",
+        "step": f"step {first.get('name')}",
+    }.get(kind, kind)
+    more = len(waits) - 1
+    return f"{what} +{more}" if more else what
+
+
+def _message(info: RunInfo, waits: Sequence[Mapping[str, Any]]) -> str:
+    if info.status is RunStatus.COMPLETED:
+        return "the run completed"
+    if info.status.terminal:
+        return fmt_error(info.error)
+    if waits:
+        first = waits[0]
+        if first["kind"] in ("person", "worker"):
+            return str(first.get("message", ""))
+        if first["kind"] == "hook":
+            return f"waiting for hook {first['token']} (deliver it with a WorkflowHook)"
+        return f"waiting for {summary(waits)}"
+    return str(info.status)
+
+
+def run_status(
+    info: RunInfo,
+    events: Sequence[Event],
+    *,
+    now: float,
+    generation: int | None = None,
+    previous: Sequence[Mapping[str, Any]] = (),
+    worker_grace: float = 10.0,
+) -> dict[str, Any]:
+    """The status fields that mirror the run (kopf's own keys live beside them).
+    ``previous`` is the resource's current conditions: a condition's ``lastTransitionTime``
+    moves only when its status changes."""
+    counts = step_counts(events)
+    waits = waiting_for(info, events, now=now, worker_grace=worker_grace)
+    ended = info.ended_at if info.ended_at is not None else now
     status: dict[str, Any] = {
         "runId": info.run_id,
+        "workflow": info.workflow,
         "phase": str(info.status),
+        "message": _message(info, waits)[:MESSAGE_LIMIT],
         "lastSeq": info.last_seq,
-        "steps": step_counts(events),
+        "observedGeneration": generation,
+        "steps": counts,
+        "progress": f"{counts['completed']}/{counts['created']}",
+        "waitingFor": waits,
+        "waitingForSummary": summary(waits),
         "compensationResumes": resumes_recorded(events),
         "createdAt": stamp(info.created_at),
         "startedAt": stamp(info.started_at),
         "endedAt": stamp(info.ended_at),
+        "duration": short_duration(ended - info.started_at) if info.started_at else "",
         "output": info.output if info.status is RunStatus.COMPLETED else None,
         "error": _error(info.error) if info.status is not RunStatus.COMPLETED else None,
     }
-    status["conditions"] = [_condition(info)]
+    status["conditions"] = merge_conditions(
+        previous, conditions(info, waits), now=now, generation=generation
+    )
     return status
 
 
@@ -59,46 +250,90 @@ def _error(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: error[k] for k in ("code", "message", "name") if error.get(k) is not None}
 
 
-def _condition(info: RunInfo) -> dict[str, Any]:
-    """``Succeeded``: True when completed, False when failed or cancelled, Unknown while live
-    (with the live phase as its reason)."""
+def _camel(text: str) -> str:
+    return "".join(part.capitalize() for part in text.split("_"))
+
+
+def conditions(info: RunInfo, waits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``Succeeded`` (True completed, False failed or cancelled, Unknown while live),
+    ``Progressing`` (True while a worker can move the run on its own) and ``Blocked`` (True
+    while it needs someone: a person for a stuck unwind or a hook, or a worker)."""
     if info.status.terminal:
         ok = info.status is RunStatus.COMPLETED
         reason = _DONE.get(info.status, "Cancelled")
-        message = "" if ok else str((info.error or {}).get("message", ""))
-        return {
-            "type": "Succeeded",
-            "status": "True" if ok else "False",
-            "reason": reason,
-            "message": message[:1024],
-            "lastTransitionTime": stamp(info.ended_at),
-        }
-    reason = "".join(part.capitalize() for part in str(info.status).split("_"))
-    message = ""
-    if info.status is RunStatus.BLOCKED:
-        message = str((info.error or {}).get("message", ""))
-    elif info.status is RunStatus.COMPENSATION_STUCK:
-        message = "a compensation failed: raise spec.compensation.resumes or set abandon"
-    return {
-        "type": "Succeeded",
-        "status": "Unknown",
-        "reason": reason,
-        "message": message[:1024],
-        "lastTransitionTime": stamp(info.updated_at),
-    }
+        message = "" if ok else fmt_error(info.error)
+        return [
+            _cond("Succeeded", "True" if ok else "False", reason, message),
+            _cond("Progressing", "False", reason, "the run ended"),
+            _cond("Blocked", "False", reason, "the run ended"),
+        ]
+    kinds = [w["kind"] for w in waits]
+    blocked: tuple[str, str] | None = None
+    if "person" in kinds:
+        blocked = ("CompensationStuck", str(waits[kinds.index("person")]["message"]))
+    elif "worker" in kinds:
+        blocked = ("WaitingForWorker", str(waits[kinds.index("worker")]["message"]))
+    elif kinds and set(kinds) <= {"hook", "child"} and "hook" in kinds:
+        token = waits[kinds.index("hook")]["token"]
+        blocked = ("WaitingForHook", f"waiting for hook {token}")
+    phase = _camel(str(info.status))
+    out = [_cond("Succeeded", "Unknown", phase, "")]
+    if blocked is None:
+        out.append(_cond("Progressing", "True", phase, summary(waits)))
+        out.append(_cond("Blocked", "False", phase, ""))
+    else:
+        out.append(_cond("Progressing", "False", blocked[0], blocked[1]))
+        out.append(_cond("Blocked", "True", blocked[0], blocked[1]))
+    return out
 
 
-def invalid_status(message: str) -> dict[str, Any]:
+def _cond(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
+    return {"type": kind, "status": status, "reason": reason, "message": message[:MESSAGE_LIMIT]}
+
+
+def merge_conditions(
+    previous: Sequence[Mapping[str, Any]],
+    fresh: Sequence[Mapping[str, Any]],
+    *,
+    now: float,
+    generation: int | None,
+) -> list[dict[str, Any]]:
+    """KEP-1623: each condition gets ``observedGeneration``; its ``lastTransitionTime`` is kept
+    from ``previous`` unless its ``status`` changed."""
+    before = {str(c.get("type")): c for c in previous if isinstance(c, Mapping)}
+    out = []
+    for cond in fresh:
+        old = before.get(cond["type"])
+        moved = old is None or old.get("status") != cond["status"]
+        when = stamp(now) if moved or not old or not old.get("lastTransitionTime") else None
+        out.append(
+            {
+                **cond,
+                "observedGeneration": generation,
+                "lastTransitionTime": when or (old or {}).get("lastTransitionTime"),
+            }
+        )
+    return out
+
+
+def invalid_status(
+    message: str,
+    *,
+    now: float,
+    generation: int | None = None,
+    previous: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
     """The status of a resource whose spec cannot start a run (nothing was started)."""
+    fresh = [
+        _cond("Succeeded", "False", "InvalidSpec", message),
+        _cond("Progressing", "False", "InvalidSpec", message),
+        _cond("Blocked", "True", "InvalidSpec", message),
+    ]
     return {
         "phase": "invalid",
-        "conditions": [
-            {
-                "type": "Succeeded",
-                "status": "False",
-                "reason": "InvalidSpec",
-                "message": message[:1024],
-                "lastTransitionTime": stamp(datetime.now(UTC).timestamp()),
-            }
-        ],
+        "message": message[:MESSAGE_LIMIT],
+        "observedGeneration": generation,
+        "waitingFor": [],
+        "waitingForSummary": "",
+        "conditions": merge_conditions(previous, fresh, now=now, generation=generation),
     }

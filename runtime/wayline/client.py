@@ -243,6 +243,72 @@ class Client:
             done.append("woke the run")
         return done
 
+    async def terminate(self, run_id: str, reason: str = "terminated") -> bool:
+        """Stop a run now, without its compensations (as ``temporal workflow terminate``): it
+        ends ``cancelled`` at once, with ``terminated: true`` in its last event. False when it
+        had already ended. A step body running somewhere finishes, but its result is refused;
+        a parent waiting on this run hears of its end."""
+        info = await self.get_run(run_id)
+        try:
+            await self.world.append(
+                run_id,
+                [NewEvent(EventType.RUN_CANCELLED, data={"reason": reason, "terminated": True})],
+            )
+        except RunTerminalError:
+            return False
+        parent = info.attributes.get("parent")
+        if isinstance(parent, dict) and parent.get("runId") and parent.get("cid"):
+            report = {
+                "status": str(RunStatus.CANCELLED),
+                "childRunId": run_id,
+                "error": {"code": "RUN_CANCELLED", "message": reason},
+            }
+            try:
+                await self.world.append(
+                    str(parent["runId"]),
+                    [NewEvent(EventType.CHILD_COMPLETED, str(parent["cid"]), report)],
+                )
+            except WaylineError:
+                pass  # reported already, or the parent ended or is gone
+            else:
+                await self.world.enqueue(FLOW_TOPIC, {"runId": parent["runId"], "reason": "child"})
+        return True
+
+    async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """The hooks live runs wait on (or one run's): ``{token, runId, workflow, hookId,
+        createdAt, timeoutAt}``, oldest first. Reads each live run's log."""
+        if run_id is not None:
+            runs = [await self.get_run(run_id)]
+        else:
+            runs = [r for r in await self.world.list_runs(limit=100_000) if not r.status.terminal]
+        found: list[dict[str, Any]] = []
+        for info in runs:
+            if info.status.terminal:
+                continue
+            hooks: dict[str, dict[str, Any]] = {}
+            timeouts: dict[str, float] = {}
+            for e in await self.world.list_events(info.run_id):
+                cid = e.correlation_id or ""
+                if e.type is EventType.HOOK_CREATED:
+                    hooks[cid] = {
+                        "token": e.data.get("token"),
+                        "runId": info.run_id,
+                        "workflow": info.workflow,
+                        "hookId": cid,
+                        "createdAt": e.created_at,
+                        "timeoutAt": None,
+                    }
+                elif e.type in (EventType.HOOK_RECEIVED, EventType.HOOK_DISPOSED):
+                    hooks.pop(cid, None)
+                elif e.type is EventType.WAIT_CREATED and cid.endswith(".timeout"):
+                    timeouts[cid[: -len(".timeout")]] = float(e.data.get("resumeAt") or 0)
+                elif e.type is EventType.WAIT_COMPLETED:
+                    timeouts.pop(cid[: -len(".timeout")], None)
+            for cid, hook in hooks.items():
+                hook["timeoutAt"] = timeouts.get(cid)
+                found.append(hook)
+        return sorted(found, key=lambda h: h["createdAt"])
+
     async def resume_compensation(self, run_id: str) -> None:
         """Try a failed compensation again (the run is ``compensation_stuck``)."""
         await self._unwind_command(run_id, EventType.RUN_COMPENSATION_RESUMED)

@@ -67,6 +67,10 @@ class Settings:
     """``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS``: how often a WorkflowHook whose run has not
     reached its hook yet tries again."""
 
+    operator_worker_grace_seconds: float = 10.0
+    """``WAYLINE_OPERATOR_WORKER_GRACE_SECONDS``: how long a run may wait for its first worker
+    before its WorkflowRun says ``WaitingForWorker``."""
+
     # Size limits, in bytes of the stored (compact JSON) form, checked before anything is
     # written. 256 KiB each keeps the largest message one append can make (a few inline step
     # results in one batch; a run's output, stored in its event and its run summary) under
@@ -105,6 +109,9 @@ class Settings:
             operator_poll_seconds=_positive(env, "WAYLINE_OPERATOR_POLL_SECONDS", 2.0),
             operator_sweep_seconds=_positive(env, "WAYLINE_OPERATOR_SWEEP_SECONDS", 60.0),
             operator_hook_retry_seconds=_positive(env, "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS", 5.0),
+            operator_worker_grace_seconds=_positive(
+                env, "WAYLINE_OPERATOR_WORKER_GRACE_SECONDS", 10.0
+            ),
             max_input_bytes=_size(env, "WAYLINE_MAX_INPUT_BYTES"),
             max_step_args_bytes=_size(env, "WAYLINE_MAX_STEP_ARGS_BYTES"),
             max_result_bytes=_size(env, "WAYLINE_MAX_RESULT_BYTES"),

@@ -388,3 +388,47 @@ def test_an_interrupted_run_is_durable_and_a_worker_finishes_it(
     shown = cli.wait_status(run_id, "completed")
     assert shown["output"] == {"ticket": "i-1", "payload": "yes"}
     assert worker.stop() == 0
+
+
+def test_hooks_list_runs_watch_and_runs_terminate(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    flag = cli.cwd / "offline"  # absent: a compensation would succeed (none may run)
+    held = cli("start", f"{FLOWS}:saga", "--input", f'["a", "{flag}"]').stdout.strip()
+    asked = cli("start", f"{FLOWS}:approval", "--input", '"t-9"').stdout.strip()
+    worker = spawn("worker", "--app", str(FLOWS))
+    wait_for_hook(cli, held)
+    wait_for_hook(cli, asked)
+
+    listed = cli("hooks", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "saga:a" in listed.stdout and "approve:t-9" in listed.stdout
+    assert listed.stdout.splitlines()[0].split()[:3] == ["TOKEN", "RUN", "WORKFLOW"]
+    one = cli.json("hooks", "list", "--run", asked)
+    assert [(h["token"], h["runId"]) for h in one] == [("approve:t-9", asked)]
+    assert one[0]["timeoutAt"] is not None  # the approval times out in 10m
+    assert_clean_error(cli("hooks", "list", "--run", "wf_" + "0" * 32), "no run")
+
+    watcher = spawn("runs", "watch", asked)
+    deadline = time.monotonic() + 10
+    while "waiting for a payload" not in watcher.output()[0]:
+        assert time.monotonic() < deadline, watcher.output()
+        time.sleep(0.05)
+    assert cli("hooks", "resume", "approve:t-9", "--payload", '"ok"').returncode == 0
+    assert watcher.proc.wait(10) == 0
+    out, _ = watcher.output()
+    assert "run started" in out and 'hook approve:t-9 received "ok"' in out
+    assert "run completed" in out
+
+    stopped = cli("runs", "terminate", held)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout.strip() == f"terminated {held} (no compensations ran)"
+    shown = cli.json("runs", "show", held)
+    assert shown["status"] == "cancelled"
+    assert [s["name"] for s in shown["steps"]] == ["cli_tests.hold"]  # no compensation step
+    assert cli("hooks", "list").stdout.strip() == "no hook is waiting"
+    again = cli("runs", "terminate", held)
+    assert again.returncode == 1 and "already ended (cancelled)" in again.stderr
+    ended = cli("runs", "watch", held)
+    assert ended.returncode == 1 and "run cancelled" in ended.stdout
+    assert worker.stop() == 0

@@ -26,7 +26,14 @@ from wayline._core.ids import new_run_id
 from wayline.worlds.local import LocalWorld
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
-APPS = [flows.chain, flows.kid_waits, flows.saga_stuck]
+APPS = [
+    flows.chain,
+    flows.kid_waits,
+    flows.saga_stuck,
+    flows.saga_waits,
+    flows.retrying,
+    flows.fails,
+]
 
 
 @dataclass
@@ -53,6 +60,22 @@ class Cluster:
         path = Path(self.plane.kubeconfig).parent / f"{self.namespace}-{name}.json"
         path.write_text(json.dumps(manifest))
         return self.kubectl("apply", "-f", str(path), check=False)
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """The Kubernetes Events on one object, oldest first (what kubectl describe shows)."""
+        done = self.kubectl(
+            "get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json"
+        )
+        items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
+        return sorted(items, key=lambda e: e.get("firstTimestamp") or e.get("eventTime") or "")
+
+    async def event_when(self, name: str, reason: str, timeout: float = 20) -> dict[str, Any]:
+        async def posted() -> dict[str, Any] | None:
+            found = await asyncio.to_thread(self.events, name)
+            return next((e for e in found if e.get("reason") == reason), None)
+
+        event: dict[str, Any] = await wait_for(posted, timeout=timeout, interval=0.3)
+        return event
 
     def get(self, name: str, kind: str = "workflowrun") -> dict[str, Any]:
         return json.loads(self.kubectl("get", kind, name, "-o", "json").stdout)
@@ -86,6 +109,7 @@ def _kubeconfig_env(world_url: str, kubeconfig: Path) -> dict[str, str]:
         "WAYLINE_OPERATOR_POLL_SECONDS": "0.3",
         "WAYLINE_OPERATOR_SWEEP_SECONDS": "0.5",
         "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS": "0.5",
+        "WAYLINE_OPERATOR_WORKER_GRACE_SECONDS": "1",
     }
 
 
@@ -227,7 +251,16 @@ async def test_a_stuck_unwind_is_resumed_or_abandoned_from_the_spec(
     async with wayline.Worker(cluster.world, APPS, settings=settings()):
         cluster.apply("s1", {"workflow": "saga_stuck", "input": [log, "o1"]})
         stuck = await cluster.status_when("s1", "compensation_stuck")
-        assert "spec.compensation.resumes" in stuck["conditions"][0]["message"]
+        [person] = stuck["waitingFor"]
+        assert person["kind"] == "person" and person["step"] == "reserve_stuck"
+        assert "warehouse offline" in person["error"]
+        assert "spec.compensation.resumes" in person["message"]
+        blocked = next(c for c in stuck["conditions"] if c["type"] == "Blocked")
+        assert (blocked["status"], blocked["reason"]) == ("True", "CompensationStuck")
+        event = await cluster.event_when("s1", "CompensationStuck")
+        assert "reserve_stuck" in event["message"] and "warehouse offline" in event["message"]
+        assert event["type"] == "Warning"
+        await cluster.event_when("s1", "Compensating")
         bump = '{"spec":{"compensation":{"resumes":1}}}'
         cluster.kubectl("patch", "wfr", "s1", "--type=merge", "-p", bump)  # fails again
         await wait_for(lambda: _resumes(cluster, "s1", 1))
@@ -283,8 +316,15 @@ async def test_a_workflowhook_waits_for_its_run_to_reach_the_hook(cluster: Clust
     assert early.returncode == 0, early.stderr
     waiting = await cluster.status_when("early", "waiting", kind="workflowhook")
     assert "tok-e" in waiting["message"]
+    event = await cluster.event_when("early", "Waiting")
+    assert "tok-e" in event["message"]
     async with wayline.Worker(cluster.world, APPS, settings=settings()):
         cluster.apply("late", {"workflow": "kid_waits", "input": "tok-e"})
         await cluster.status_when("early", "delivered", kind="workflowhook")
         done = await cluster.status_when("late", "completed")
     assert done["output"] == "yes"
+    await cluster.event_when("early", "Delivered")
+    assert [e["reason"] for e in cluster.events("early")].count("Waiting") == 1
+    log = cluster.operator.log.read_text()
+    assert "failed temporarily" not in log and "Timer 'redeliver' succeeded" not in log
+    assert "Timer 'mirror' succeeded" not in log

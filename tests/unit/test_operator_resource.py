@@ -11,9 +11,11 @@ import pytest
 from wayline._core.events import Event, EventType, RunStatus
 from wayline.world import RunInfo
 from wayline_operator import crd_manifest
+from wayline_operator.notices import Budget, Notice, notices
 from wayline_operator.reconcile import InvalidSpec, parse_spec, run_id_for
 from wayline_operator.resource import as_json, crds
 from wayline_operator.status import invalid_status, run_status
+from wayline_operator.ttl import expired
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
 
@@ -33,6 +35,14 @@ def test_the_checked_in_crds_are_the_generated_ones() -> None:
         "x-kubernetes-preserve-unknown-fields": True,
     }
     assert props["compensation"]["properties"]["resumes"]["minimum"] == 0
+    assert "an object, string, number or boolean" in props["input"]["description"]
+    assert props["ttlSecondsAfterFinished"]["minimum"] == 0
+    status = spec["status"]
+    assert status["x-kubernetes-preserve-unknown-fields"] is True  # kopf writes beside it
+    for name in ("phase", "waitingFor", "conditions", "steps", "progress", "message"):
+        assert status["properties"][name]["description"], name
+    hook = status["properties"]["waitingFor"]["items"]["properties"]
+    assert {"token", "timeoutAt", "until", "runId", "kind"} <= set(hook)
 
 
 def test_spec_input_is_the_positional_arguments_or_the_single_argument() -> None:
@@ -65,42 +75,170 @@ def _ev(seq: int, t: EventType, cid: str | None = None, **data: object) -> Event
     return Event("wf_x", seq, t, cid, data, 1000.0 + seq)
 
 
-def test_status_mirrors_phase_steps_output_and_condition() -> None:
+def _ev(seq: int, t: EventType, cid: str | None = None, **data: object) -> Event:
+    return Event("wf_x", seq, t, cid, data, 1000.0 + seq)
+
+
+def _info(status: RunStatus, **kw: object) -> RunInfo:
+    return RunInfo("wf_x", "w", status, **kw)  # type: ignore[arg-type]
+
+
+def _cond(status: dict[str, object], kind: str) -> dict[str, object]:
+    conds = status["conditions"]
+    assert isinstance(conds, list)
+    found: dict[str, object] = next(c for c in conds if c["type"] == kind)
+    return found
+
+
+def test_status_mirrors_phase_steps_output_and_conditions() -> None:
     events = [
         _ev(1, EventType.RUN_CREATED, workflow="w"),
         _ev(2, EventType.RUN_STARTED),
-        _ev(3, EventType.STEP_CREATED, "s1"),
+        _ev(3, EventType.STEP_CREATED, "s1", stepName="a"),
         _ev(4, EventType.STEP_COMPLETED, "s1"),
-        _ev(5, EventType.STEP_CREATED, "s2"),
+        _ev(5, EventType.STEP_CREATED, "s2", stepName="b"),
         _ev(6, EventType.RUN_COMPLETED, output=3),
     ]
-    info = RunInfo(
-        "wf_x",
-        "w",
+    info = _info(
         RunStatus.COMPLETED,
         output=3,
         created_at=1001.0,
         started_at=1002.0,
-        ended_at=1006.0,
-        updated_at=1006.0,
+        ended_at=1066.0,
+        updated_at=1066.0,
         last_seq=6,
     )
-    status = run_status(info, events)
+    status = run_status(info, events, now=2000.0, generation=3)
     assert status["phase"] == "completed" and status["output"] == 3
     assert status["steps"] == {"created": 2, "completed": 1, "failed": 0}
-    assert status["endedAt"] == "1970-01-01T00:16:46Z"
-    [cond] = status["conditions"]
-    assert (cond["type"], cond["status"], cond["reason"]) == ("Succeeded", "True", "Succeeded")
+    assert status["progress"] == "1/2" and status["duration"] == "1m4s"
+    assert status["endedAt"] == "1970-01-01T00:17:46Z"
+    assert status["waitingFor"] == [] and status["observedGeneration"] == 3
+    succeeded = _cond(status, "Succeeded")
+    assert (succeeded["status"], succeeded["reason"]) == ("True", "Succeeded")
+    assert succeeded["observedGeneration"] == 3
+    assert _cond(status, "Progressing")["status"] == "False"
     json.dumps(status)  # a status patch is JSON
 
 
-def test_status_of_a_stuck_unwind_says_what_to_do() -> None:
-    info = RunInfo("wf_x", "w", RunStatus.COMPENSATION_STUCK, error={"message": "boom"})
-    [cond] = run_status(info, [])["conditions"]
-    assert (cond["status"], cond["reason"]) == ("Unknown", "CompensationStuck")
-    assert "spec.compensation.resumes" in cond["message"]
-    failed = RunInfo("wf_x", "w", RunStatus.FAILED, error={"code": "X", "message": "bad"})
-    status = run_status(failed, [])
+def test_waiting_for_names_hooks_with_tokens_sleeps_children_and_steps() -> None:
+    events = [
+        _ev(1, EventType.RUN_CREATED, workflow="w"),
+        _ev(2, EventType.RUN_STARTED),
+        _ev(3, EventType.HOOK_CREATED, "h1", token="approve-7"),
+        _ev(4, EventType.WAIT_CREATED, "h1.timeout", resumeAt=5000.0),
+        _ev(5, EventType.WAIT_CREATED, "w1", resumeAt=6000.0),
+        _ev(6, EventType.CHILD_CREATED, "c1", childRunId="wf_kid", workflow="kid"),
+        _ev(7, EventType.STEP_CREATED, "s1", stepName="charge"),
+        _ev(8, EventType.STEP_STARTED, "s1", attempt=2),
+        _ev(9, EventType.STEP_CREATED, "s2", stepName="done"),
+        _ev(10, EventType.STEP_COMPLETED, "s2"),
+    ]
+    status = run_status(_info(RunStatus.RUNNING, last_seq=10), events, now=1010.0)
+    kinds = [
+        (w["kind"], w.get("token") or w.get("until") or w.get("runId") or w.get("name"))
+        for w in status["waitingFor"]
+    ]
+    assert kinds == [
+        ("hook", "approve-7"),
+        ("child", "wf_kid"),
+        ("sleep", "1970-01-01T01:40:00Z"),
+        ("step", "charge"),
+    ]
+    assert status["waitingFor"][0]["timeoutAt"] == "1970-01-01T01:23:20Z"
+    assert status["waitingFor"][3]["attempt"] == 2
+    assert status["waitingForSummary"] == "hook approve-7 +3"
+    assert _cond(status, "Blocked")["status"] == "False"  # a step and a sleep move it on
+    only_hook = events[:4]
+    waiting = run_status(_info(RunStatus.RUNNING, last_seq=4), only_hook, now=1010.0)
+    assert (_cond(waiting, "Blocked")["status"], _cond(waiting, "Blocked")["reason"]) == (
+        "True",
+        "WaitingForHook",
+    )
+    assert "approve-7" in waiting["message"]
+    answered = [*only_hook, _ev(5, EventType.HOOK_RECEIVED, "h1", payload=1)]
+    assert run_status(_info(RunStatus.RUNNING), answered, now=1010.0)["waitingFor"] == []
+
+
+def test_a_stuck_unwind_waits_for_a_person_with_the_step_and_error() -> None:
+    events = [
+        _ev(1, EventType.RUN_CREATED, workflow="w"),
+        _ev(2, EventType.RUN_COMPENSATION_STUCK, step="release", error={"message": "boom"}),
+    ]
+    status = run_status(_info(RunStatus.COMPENSATION_STUCK), events, now=1010.0)
+    [person] = status["waitingFor"]
+    assert person["kind"] == "person" and person["step"] == "release"
+    assert person["error"] == "boom" and "spec.compensation.resumes" in person["message"]
+    blocked = _cond(status, "Blocked")
+    assert (blocked["status"], blocked["reason"]) == ("True", "CompensationStuck")
+    failed = _info(RunStatus.FAILED, error={"code": "X", "message": "bad"})
+    status = run_status(failed, [], now=1010.0)
     assert status["error"] == {"code": "X", "message": "bad"} and status["output"] is None
-    assert status["conditions"][0]["status"] == "False"
-    assert invalid_status("spec.workflow: missing")["phase"] == "invalid"
+    assert _cond(status, "Succeeded")["status"] == "False"
+    assert invalid_status("spec.workflow: missing", now=0)["phase"] == "invalid"
+
+
+def test_a_run_no_worker_starts_waits_for_a_worker_after_the_grace() -> None:
+    info = _info(RunStatus.PENDING, created_at=1000.0)
+    early = run_status(info, [], now=1005.0, worker_grace=10)
+    assert early["waitingFor"] == [] and _cond(early, "Blocked")["status"] == "False"
+    late = run_status(info, [], now=1030.0, worker_grace=10)
+    [worker] = late["waitingFor"]
+    assert worker["kind"] == "worker" and "'w'" in worker["message"]
+    assert _cond(late, "Blocked")["reason"] == "WaitingForWorker"
+    assert "worker" in late["message"]
+
+
+def test_last_transition_time_moves_only_when_the_status_changes() -> None:
+    info = _info(RunStatus.RUNNING)
+    first = run_status(info, [], now=1000.0, generation=1)
+    again = run_status(info, [], now=2000.0, generation=2, previous=first["conditions"])
+    for kind in ("Succeeded", "Progressing", "Blocked"):
+        assert _cond(again, kind)["lastTransitionTime"] == _cond(first, kind)["lastTransitionTime"]
+        assert _cond(again, kind)["observedGeneration"] == 2
+    done = _info(RunStatus.COMPLETED, ended_at=3000.0)
+    ended = run_status(done, [], now=3000.0, previous=again["conditions"])
+    assert _cond(ended, "Succeeded")["lastTransitionTime"] == "1970-01-01T00:50:00Z"
+    assert _cond(ended, "Blocked")["lastTransitionTime"] == "1970-01-01T00:16:40Z"  # still False
+
+
+def test_notices_say_what_the_log_says_after_a_sequence() -> None:
+    events = [
+        _ev(1, EventType.RUN_CREATED, workflow="w"),
+        _ev(2, EventType.RUN_STARTED),
+        _ev(3, EventType.STEP_CREATED, "s1", stepName="charge"),
+        _ev(4, EventType.STEP_STARTED, "s1", attempt=1, ownerMessageId="m1"),
+        _ev(5, EventType.STEP_RETRYING, "s1", error={"message": "card declined"}, retryAfter=2),
+        _ev(6, EventType.STEP_STARTED, "s1", attempt=2, ownerMessageId="m2"),
+        _ev(7, EventType.HOOK_CREATED, "h1", token="tok-9"),
+        _ev(8, EventType.RUN_FAILED, error={"code": "USER_ERROR", "message": "no"}),
+    ]
+    got = [(n.reason, n.message) for n in notices(events)]
+    assert [r for r, _ in got] == [
+        "RunStarted",
+        "StepRetrying",
+        "OwnedRecovery",
+        "WaitingForHook",
+        "RunFailed",
+    ]
+    assert "card declined" in got[1][1] and "charge" in got[1][1]
+    assert "tok-9" in got[3][1] and got[4][1] == "[USER_ERROR] no"
+    assert [n.reason for n in notices(events, after_seq=6)] == ["WaitingForHook", "RunFailed"]
+
+
+def test_the_budget_limits_notices_per_resource_and_says_what_it_dropped() -> None:
+    budget = Budget(burst=3, every=10.0)
+    batch = [Notice("Normal", f"R{i}", "m") for i in range(5)]
+    assert len(budget.admit("a", batch, now=0.0)) == 3
+    assert budget.admit("a", batch[:1], now=1.0) == []
+    assert len(budget.admit("b", batch, now=1.0)) == 3  # another resource has its own
+    later = budget.admit("a", batch[:1], now=11.0)
+    assert len(later) == 1 and "3 earlier events not posted" in later[0].message
+
+
+def test_ttl_counts_from_the_runs_end() -> None:
+    status = {"endedAt": "1970-01-01T00:16:40Z"}  # 1000
+    assert not expired(None, status, 5000.0)
+    assert not expired(30, status, 1029.0)
+    assert expired(30, status, 1030.0)
+    assert not expired(30, {}, 5000.0)

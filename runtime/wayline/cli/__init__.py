@@ -7,9 +7,12 @@
     wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON]   start only; prints the id
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
+    wayline runs watch RUN_ID                                  the live timeline until it ends
     wayline runs cancel RUN_ID [--wait SECONDS]
+    wayline runs terminate RUN_ID                              stop now, no compensations
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
+    wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
     wayline hooks resume TOKEN --payload JSON
 
 Every command takes ``--world URL`` (default ``$WAYLINE_WORLD``, else
@@ -155,6 +158,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait up to SECONDS for the run to end cancelled (exit 1 if it does not)",
     )
     p.set_defaults(handler=commands.cmd_runs_cancel)
+    p = command(runs_sub, "watch", "print a run's timeline as it happens, until it ends")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--poll", type=float, default=0.2, metavar="SECONDS", help=argparse.SUPPRESS)
+    p.set_defaults(handler=commands.cmd_runs_watch)
+    p = command(
+        runs_sub,
+        "terminate",
+        "stop a run now without running its compensations; it ends cancelled",
+    )
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--reason", default="terminated from the CLI")
+    p.set_defaults(handler=commands.cmd_runs_terminate)
     p = command(
         runs_sub,
         "resume-compensation",
@@ -173,9 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     maintenance.add_commands(sub, command)
 
-    hooks = command(sub, "hooks", "resume hooks")
+    hooks = command(sub, "hooks", "list and resume hooks")
     hooks.set_defaults(help_parser=hooks)
     hooks_sub = hooks.add_subparsers(dest="hooks_command", metavar="COMMAND", parser_class=_Parser)
+    p = command(hooks_sub, "list", "the hooks live runs wait on, with their tokens")
+    p.add_argument("--run", metavar="RUN_ID", help="only this run's hooks")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=commands.cmd_hooks_list)
     p = command(hooks_sub, "resume", "deliver a payload to the hook holding TOKEN")
     p.add_argument("token", metavar="TOKEN")
     p.add_argument("--payload", metavar="JSON", help="the payload as JSON (default: null)")

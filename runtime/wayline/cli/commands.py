@@ -380,6 +380,35 @@ async def cmd_runs_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_runs_terminate(args: argparse.Namespace) -> int:
+    """Stop a run now, without its compensations: it ends cancelled at once (no worker
+    needed). Exit 1 when it had already ended otherwise."""
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        before = await _get_run(client, args.run_id, args.world)
+        if before.status.terminal or not await client.terminate(args.run_id, args.reason):
+            info = await client.get_run(args.run_id)
+            print(
+                f"run {args.run_id} already ended ({info.status}); nothing to terminate",
+                file=sys.stderr,
+            )
+            return 1
+    print(f"terminated {args.run_id} (no compensations ran)")
+    return 0
+
+
+async def cmd_runs_watch(args: argparse.Namespace) -> int:
+    """The run's live timeline (its whole history first) until it ends; exit 0 completed,
+    1 failed or cancelled."""
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        await _get_run(client, args.run_id, args.world)
+        progress = LiveProgress(sys.stdout, absolute_world_url(args.world))
+        await follow(world, args.run_id, progress, poll=args.poll)
+        info = await client.get_run(args.run_id)
+    return 0 if info.status is RunStatus.COMPLETED else 1
+
+
 async def cmd_runs_compensation(args: argparse.Namespace) -> int:
     """``resume-compensation`` / ``abandon-compensation`` of a ``compensation_stuck`` run."""
     async with opened_world(args.world, create=False) as world:
@@ -395,6 +424,36 @@ async def cmd_runs_compensation(args: argparse.Namespace) -> int:
 
 
 # --- hooks ----------------------------------------------------------------------------------
+async def cmd_hooks_list(args: argparse.Namespace) -> int:
+    """The hooks live runs wait on, with the token a person answers."""
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        if args.run is not None:
+            await _get_run(client, args.run, args.world)
+        hooks = await client.open_hooks(args.run)
+    if args.json:
+        print(json.dumps(hooks, indent=2, default=str))
+        return 0
+    if not hooks:
+        print("no hook is waiting")
+        return 0
+    rows = [["TOKEN", "RUN", "WORKFLOW", "WAITING SINCE", "TIMES OUT"]]
+    for hook in hooks:
+        rows.append(
+            [
+                str(hook["token"]),
+                str(hook["runId"]),
+                str(hook["workflow"]),
+                fmt_time(hook["createdAt"]),
+                fmt_time(hook["timeoutAt"]),
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
 async def cmd_hooks_resume(args: argparse.Namespace) -> int:
     payload = parse_json(args.payload, "--payload") if args.payload is not None else None
     async with opened_world(args.world, create=False) as world:

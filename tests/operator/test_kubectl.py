@@ -1,0 +1,144 @@
+"""What a Kubernetes user sees of a run with kubectl alone, on a real kube-apiserver + etcd
+and on both worlds: Events (``kubectl describe``), ``status.waitingFor``, the printer
+columns, conditions, and the ``terminate`` and ``ttlSecondsAfterFinished`` fields."""
+
+# ruff: noqa: F811 - the fixtures imported from test_workflowrun are parameters here
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import wayline
+from tests.operator.test_workflowrun import (  # noqa: F401 - fixtures
+    APPS,
+    Cluster,
+    cluster,
+    crd_applied,
+)
+from tests.runtime import flows
+from tests.runtime.harness import settings, wait_for
+from wayline._core.events import EventType
+
+
+def _condition(status: dict[str, object], kind: str) -> dict[str, object]:
+    conds = status["conditions"]
+    assert isinstance(conds, list)
+    found: dict[str, object] = next(c for c in conds if c["type"] == kind)
+    return found
+
+
+async def test_describe_tells_the_runs_story(cluster: Cluster, tmp_path: Path) -> None:
+    log = str(tmp_path / "log")
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("retry", {"workflow": "retrying", "input": [log, 1]})
+        cluster.apply("fail", {"workflow": "fails"})
+        cluster.apply("wait", {"workflow": "kid_waits", "input": "tok-d"})
+        await cluster.status_when("retry", "completed")
+        failed = await cluster.status_when("fail", "failed")
+        waiting = await cluster.status_when("wait", "running")
+
+        async def hook_seen() -> dict[str, object] | None:
+            status = await asyncio.to_thread(lambda: cluster.get("wait").get("status") or {})
+            return status if status.get("waitingFor") else None
+
+        waiting = await wait_for(hook_seen, timeout=20)
+        [hook] = waiting["waitingFor"]
+        assert hook == {"kind": "hook", "token": "tok-d", "hookId": hook["hookId"]}
+        blocked = _condition(waiting, "Blocked")
+        assert (blocked["status"], blocked["reason"]) == ("True", "WaitingForHook")
+        assert _condition(waiting, "Progressing")["status"] == "False"
+        resource = cluster.get("wait")
+        assert blocked["observedGeneration"] == resource["metadata"]["generation"]
+        printed = cluster.kubectl("get", "wfr", "wait").stdout
+        header, row = printed.splitlines()
+        assert header.split() == [
+            "NAME",
+            "WORKFLOW",
+            "PHASE",
+            "STEPS",
+            "WAITING-FOR",
+            "DURATION",
+            "AGE",
+        ]
+        assert "hook tok-d" in row and "kid_waits" in row
+        wide = cluster.kubectl("get", "wfr", "wait", "-o", "wide").stdout
+        assert waiting["runId"] in wide and "deliver it with a WorkflowHook" in wide
+        event = await cluster.event_when("wait", "WaitingForHook")
+        assert "tok-d" in event["message"]
+        await cluster.event_when("wait", "RunStarted")
+        cluster.apply("yes", {"token": "tok-d", "payload": 1}, "WorkflowHook")
+        done = await cluster.status_when("wait", "completed")
+        await cluster.event_when("yes", "Delivered")
+    assert done["waitingFor"] == [] and done["progress"] == "0/0"
+    succeeded = _condition(done, "Succeeded")
+    assert succeeded["status"] == "True"
+    before = _condition(waiting, "Succeeded")["lastTransitionTime"]
+    assert _condition(done, "Blocked")["lastTransitionTime"] >= str(before)
+    await cluster.event_when("wait", "RunSucceeded")
+    retried = await cluster.event_when("retry", "StepRetrying")
+    assert "transient failure 1" in retried["message"] and "flaky" in retried["message"]
+    assert retried["type"] == "Warning"
+    assert cluster.get("retry")["status"]["progress"] == "1/1"
+    fail = await cluster.event_when("fail", "RunFailed")
+    assert "card declined" in fail["message"] and failed["error"]["code"] in fail["message"]
+    reasons = [e["reason"] for e in cluster.events("wait")]
+    assert reasons.count("RunStarted") == 1 and reasons.count("WaitingForHook") == 1
+
+
+async def test_an_unknown_workflow_says_no_worker_serves_it(cluster: Cluster) -> None:
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("typo", {"workflow": "chian", "input": [1]})
+
+        async def blocked() -> dict[str, object] | None:
+            status = await asyncio.to_thread(lambda: cluster.get("typo").get("status") or {})
+            return status if status.get("waitingFor") else None
+
+        status = await wait_for(blocked, timeout=20)
+    [worker] = status["waitingFor"]
+    assert worker["kind"] == "worker" and worker["workflow"] == "chian"
+    assert "'chian'" in status["message"]
+    condition = _condition(status, "Blocked")
+    assert (condition["status"], condition["reason"]) == ("True", "WaitingForWorker")
+    event = await cluster.event_when("typo", "WaitingForWorker")
+    assert "'chian'" in event["message"] and event["type"] == "Warning"
+    assert "worker (chian)" in cluster.kubectl("get", "wfr", "typo").stdout
+
+
+async def test_terminate_stops_the_run_without_compensations(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    log = str(tmp_path / "log")
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("t1", {"workflow": "saga_waits", "input": [log, "o1"]})
+        await wait_for(lambda: cluster.world.get_hook("saga:o1"))
+        patch = '{"spec":{"terminate":true}}'
+        cluster.kubectl("patch", "wfr", "t1", "--type=merge", "-p", patch)
+        status = await cluster.status_when("t1", "cancelled")
+        await cluster.event_when("t1", "RunTerminated")
+        await asyncio.sleep(1.0)  # time for a (wrong) unwind to run
+        undo = cluster.kubectl(
+            "patch", "wfr", "t1", "--type=merge", "-p", '{"spec":{"terminate":false}}', check=False
+        )
+    assert undo.returncode != 0 and "un-terminated" in undo.stderr
+    done = flows.lines(log)
+    assert [line.split(" key=")[0] for line in done] == ["reserve o1", "charge o1"]  # no undo
+    events = await cluster.world.list_events(status["runId"])
+    assert not any(e.type is EventType.RUN_COMPENSATING for e in events)
+    assert events[-1].data["terminated"] is True
+
+
+async def test_a_finished_run_deletes_its_resource_after_its_ttl(cluster: Cluster) -> None:
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("brief", {"workflow": "chain", "input": [2], "ttlSecondsAfterFinished": 1})
+        status = await cluster.status_when("brief", "completed")
+
+        async def gone() -> bool:
+            done = await asyncio.to_thread(cluster.kubectl, "get", "wfr", "brief", check=False)
+            return done.returncode != 0 and "NotFound" in done.stderr
+
+        await wait_for(gone, timeout=20)
+    info = await cluster.world.get_run(status["runId"])
+    assert info is not None and str(info.status) == "completed"  # history stays in the world
+    assert json.dumps(status)
