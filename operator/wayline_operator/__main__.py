@@ -5,9 +5,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import logging
+import os
+import socket
 import sys
 from collections.abc import Sequence
+
+
+def identity() -> str:
+    """This operator's peering identity: the pod's name (``POD_ID``, set by the chart from the
+    downward API), else ``user@host/pid``. kopf's own default asks ``getpass.getuser()``, which
+    raises ``KeyError`` for a uid with no passwd entry and no ``USER``/``LOGNAME`` (the
+    chart's image runs as 65532): the operator would crash at start."""
+    pod = os.environ.get("POD_ID")
+    if pod:
+        return pod
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry, no USER/LOGNAME/LNAME/USERNAME
+        user = f"uid{os.getuid()}"
+    return f"{user}@{socket.gethostname()}/{os.getpid()}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import kopf
 
     from . import handlers  # noqa: F401 - registers the handlers
+
+    os.environ["POD_ID"] = identity()  # kopf's documented override of its peering identity
 
     asyncio.run(
         kopf.operator(
