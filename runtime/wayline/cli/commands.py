@@ -22,6 +22,7 @@ from ..client import Client
 from ..definitions import WorkflowDefinition
 from ..errors import HookNotFoundError, RunNotFoundError, WorldUnavailableError
 from ..events import RUN_TERMINAL_EVENTS, RunStatus
+from ..health import HealthServer
 from ..open_world import open_world
 from ..worker import Worker
 from ..world import World
@@ -216,6 +217,11 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             exit_on_invocation_deadline=True,
             shutdown_grace_seconds=args.shutdown_grace,
         )
+        health = None
+        if args.health_port is not None:
+            health = HealthServer(worker, host=args.health_host, port=args.health_port)
+            await health.start()
+            log.info("health endpoints on %s:%d (/healthz, /readyz)", args.health_host, health.port)
         stop = _Stop()
         remove = stop.install()
         try:
@@ -235,6 +241,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             await worker.close(graceful=True)
         finally:
             remove()
+            if health is not None:
+                await health.close()
     if worker.failure is not None:
         log.error("worker failed: %s", worker.failure)
         return 1
