@@ -19,7 +19,7 @@ from tests.operator.test_workflowrun import APPS, CRDS, Operator, _kubeconfig_en
 from tests.runtime.harness import settings, wait_for
 from wayline.worlds.local import LocalWorld
 
-CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "wayline"
+CHART = Path(__file__).resolve().parents[2] / "charts" / "wayline"
 
 
 @pytest.fixture(scope="module")
