@@ -1,4 +1,5 @@
-"""``python -m wayline_operator [--namespace NS ...] [--peering NAME]``: run the operator.
+"""``python -m wayline_operator [--namespace NS ...] [--peering NAME] [--liveness URL]``: run
+the operator.
 ``python -m wayline_operator crds [DIR]``: write the CRDs (to ``crds/`` by default)."""
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wayline_operator")
     parser.add_argument("--namespace", action="append", default=[], help="watch only these")
     parser.add_argument("--peering", help="a KopfPeering name, for more than one replica")
+    parser.add_argument(
+        "--liveness",
+        metavar="URL",
+        help="kopf's liveness endpoint, e.g. http://0.0.0.0:8080/healthz (the chart's probe)",
+    )
     parser.add_argument("--verbose", action="store_true")
     opts = parser.parse_args(args)
     logging.basicConfig(
@@ -61,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             namespaces=opts.namespace,
             standalone=opts.peering is None,
             peering_name=opts.peering,
+            liveness_endpoint=opts.liveness,
         )
     )
     return 0
