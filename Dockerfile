@@ -1,7 +1,10 @@
 # The image the Helm chart runs: wayline with its NATS world and operator, and the examples.
 # Your own image: the same, with your application package installed instead of examples/.
 #   docker build -t wayline:0.1.0 .
-FROM python:3.11-slim
+# BASE: any Debian-based Python 3.11+ image with pip first on PATH (tools/cluster/images.sh
+# builds one from debootstrap where no registry is reachable).
+ARG BASE=python:3.11-slim
+FROM ${BASE}
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY runtime runtime
