@@ -99,6 +99,7 @@ rm -f /var/lib/cni/results/"$CNI_NETWORK"-* 2>/dev/null
 if [[ -f $STATE/new-paths ]]; then
 	while read -r p; do
 		[[ -d $p ]] || continue
+		find "$p" -type s -delete 2>/dev/null # sockets of stopped daemons (the kubelet's)
 		find "$p" -depth -type d -empty -delete 2>/dev/null
 		# ip-netns makes /run/netns a mount of itself
 		if [[ -d $p ]] && mountpoint -q "$p" && [[ -z $(ls -A "$p") ]]; then umount "$p" && rmdir "$p"; fi
