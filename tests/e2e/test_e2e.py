@@ -139,12 +139,22 @@ def test_the_operator_pod_deleted_while_runs_are_created(release: Release) -> No
     assert {s["output"] for s in statuses.values()} == {f"{n}=1" for n in names}
 
 
+PHASES_SEEN = ("pending", "running", "waiting", "completed", "failed", "cancelled")
+
+
+def _ended(status: dict[str, object]) -> bool:
+    return status.get("phase") in ("completed", "failed", "cancelled")
+
+
 def test_a_rolling_update_of_the_workers_while_50_runs_are_live(release: Release) -> None:
     names = [f"roll-{i}" for i in range(50)]
     for name in names:
-        release.run(name, "steady", 6)
+        release.run(name, "steady", 8)
     release.wait_phase(names, ("running", "waiting", "completed"), timeout=120)
     tag = release.cluster.tag_image("e2e-roll")
+    live = [n for n, st in release.wait_phase(names, PHASES_SEEN).items() if not _ended(st)]
+    print(f"{len(live)} of {len(names)} runs live when the rollout starts")
+    assert live, "the rollout must overlap live runs"
     old = {p.metadata.name for p in release.pods("worker")}
     release.kubectl("set", "image", "deploy/e2e-wayline-worker-default", f"worker=wayline:{tag}")
     rollout = release.kubectl(
@@ -155,4 +165,4 @@ def test_a_rolling_update_of_the_workers_while_50_runs_are_live(release: Release
     assert {p.metadata.name for p in new}.isdisjoint(old)
     assert all(p.spec.containers[0].image == f"wayline:{tag}" for p in new)
     statuses = release.wait_phase(names, ("completed",), timeout=300)
-    assert {s["output"] for s in statuses.values()} == {15}
+    assert {s["output"] for s in statuses.values()} == {28}  # 0+1+...+7
