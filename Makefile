@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean k8s-bins
+.PHONY: demo test lint typecheck unit bench clean k8s-bins node-bins e2e cluster-down
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -26,7 +26,7 @@ typecheck: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider tests/typing  # pass_*/fail_* files under mypy --strict
 
 unit: $(STAMP) k8s-bins
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q  # tests/e2e is left out (pyproject addopts): `make e2e` runs it
 
 test: lint typecheck unit
 
@@ -35,6 +35,21 @@ bench: $(STAMP)
 
 k8s-bins:  # kube-apiserver, etcd and helm for tests/operator, cached outside the repo
 	bash tools/build-k8s.sh
+
+node-bins:  # kubelet, scheduler, controller-manager, kube-proxy, pause for tools/cluster
+	bash tools/cluster/build-node.sh
+
+# The e2e suite on a real cluster: kind where Docker and kind exist, else tools/cluster (root).
+# The cluster is torn down by the suite's fixture, and once more here whatever happened to
+# pytest (a no-op when nothing is left), so a failed or killed run leaves nothing behind.
+e2e: $(STAMP) k8s-bins
+	@status=0; $(BIN)/pytest -o addopts= -p no:cacheprovider -v --durations=0 tests/e2e || status=$$?; \
+	  if [ -d "$${WAYLINE_CLUSTER_STATE:-/var/lib/wayline-cluster/wayline-e2e}" ]; then \
+	    KUBECTL=$(CURDIR)/$(BIN)/kubectl bash tools/cluster/down.sh || status=1; fi; \
+	  exit $$status
+
+cluster-down:  # tear down a local cluster left by an interrupted run, and show the check
+	KUBECTL=$(CURDIR)/$(BIN)/kubectl bash tools/cluster/down.sh
 
 clean:
 	rm -rf $(VENV) .wayline .pytest_cache .mypy_cache

@@ -142,6 +142,14 @@ class Worker:
         spawn(self._renew_loop(), "wayline-renewer", self._tasks)
         spawn(self._heartbeat_loop(), "wayline-heartbeat", self._tasks)
 
+    def consuming(self) -> bool:
+        """Started, not stopping, not failed, and both consumers (flow and step) running: the
+        half of a readiness probe that needs no round trip (``wayline.health``)."""
+        if not self._started or self._stopping.is_set() or self.failure is not None:
+            return False
+        names = {t.get_name() for t in self._tasks if not t.done()}
+        return {"wayline-flow-consumer", "wayline-step-consumer"} <= names
+
     async def run(self) -> None:
         """Consume until :meth:`close` is called (or the task is cancelled)."""
         await self.start()

@@ -19,7 +19,7 @@ from tests.operator.test_workflowrun import APPS, CRDS, Operator, _kubeconfig_en
 from tests.runtime.harness import settings, wait_for
 from wayline.worlds.local import LocalWorld
 
-CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "wayline"
+CHART = Path(__file__).resolve().parents[2] / "charts" / "wayline"
 
 
 @pytest.fixture(scope="module")
@@ -58,20 +58,108 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
     )
     container = worker["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["wayline", "worker"] and container["args"] == [
-        "--app=myapp.flows"
+        "--app=myapp.flows",
+        "--health-port=8081",
+        "--health-host=$(POD_IP)",
+        "--shutdown-grace=50",
     ]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["WAYLINE_WORLD"] == "nats://t1-wayline-nats.ns1.svc:4222?prefix=wayline&replicas=1"
 
 
-def test_the_chart_refuses_a_missing_world(helm: Path) -> None:
+def _template_error(helm: Path, *args: str) -> str:
     done = subprocess.run(
-        [str(helm), "template", "t1", str(CHART), "--set", "nats.enabled=false"],
+        [str(helm), "template", "t1", str(CHART), *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0, done.stdout[:2000]
+    return done.stderr
+
+
+def test_the_chart_refuses_an_installation_without_a_worker(helm: Path) -> None:
+    for args in ([], ["--set-json", "workers=[]"], ["--set-json", 'workers=[{"apps": []}]']):
+        error = _template_error(helm, *args)
+        assert "no worker would run" in error and "workers[0].apps" in error, error
+
+
+def test_the_values_schema_refuses_unknown_and_mistyped_values(helm: Path) -> None:
+    ok = "workers[0].apps={myapp.flows}"
+    assert "oprator" in _template_error(helm, "--set", ok, "--set", "oprator.enabled=false")
+    assert "pullPolicy" in _template_error(helm, "--set", ok, "--set", "image.pullPolicy=Sometimes")
+    assert "replicas" in _template_error(helm, "--set", ok, "--set", "workers[0].replicas=-1")
+
+
+_COMPONENTS = ("Deployment", "StatefulSet", "Service", "PodDisruptionBudget")
+
+
+def test_every_pod_is_locked_down_probed_and_budgeted(helm: Path) -> None:
+    docs = _render(helm, "ns1", "workers[0].apps={a.flows}", "workers[1].apps={b.flows}")
+    standard = {"name", "instance", "version", "part-of", "managed-by"}
+    for doc in docs:
+        if doc["kind"] == "CustomResourceDefinition":
+            continue
+        labels = doc["metadata"].get("labels", {})
+        have = {k.split("/", 1)[1] for k in labels if k.startswith("app.kubernetes.io/")}
+        expected = standard | ({"component"} if doc["kind"] in _COMPONENTS else set())
+        assert expected <= have, (doc["kind"], doc["metadata"]["name"], labels)
+    workloads = [d for d in docs if d["kind"] in ("Deployment", "StatefulSet")]
+    assert len(workloads) == 4  # operator, two workers, NATS
+    budgets = {
+        tuple(sorted(d["spec"]["selector"]["matchLabels"].items()))
+        for d in docs
+        if d["kind"] == "PodDisruptionBudget"
+    }
+    for w in workloads:
+        pod = w["spec"]["template"]["spec"]
+        component = w["metadata"]["labels"]["app.kubernetes.io/component"]
+        assert pod["securityContext"]["runAsNonRoot"] is True, w["metadata"]["name"]
+        assert pod["securityContext"]["runAsUser"] != 0
+        for c in pod["containers"]:
+            sc = c["securityContext"]
+            assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
+            assert sc["capabilities"]["drop"] == ["ALL"]
+            assert c["resources"]["requests"]["memory"] and c["resources"]["limits"]["memory"]
+            assert "livenessProbe" in c, (w["metadata"]["name"], c["name"])
+            if component != "operator":
+                assert "readinessProbe" in c, (w["metadata"]["name"], c["name"])
+        if component == "worker":
+            assert pod["automountServiceAccountToken"] is False
+            probe = pod["containers"][0]["readinessProbe"]["httpGet"]
+            assert probe["path"] == "/readyz"
+            assert "--health-host=$(POD_IP)" in pod["containers"][0]["args"]
+        if component in ("worker", "nats"):
+            selector = tuple(sorted(w["spec"]["selector"]["matchLabels"].items()))
+            assert selector in budgets, f"no PodDisruptionBudget for {w['metadata']['name']}"
+
+
+def test_the_notes_say_how_to_start_a_run_and_approve_a_hook(
+    helm: Path, control_plane: Any
+) -> None:
+    done = subprocess.run(
+        [
+            str(helm),
+            "install",
+            f"--kubeconfig={control_plane.kubeconfig}",
+            "t1",
+            str(CHART),
+            "--dry-run=client",
+            "--namespace",
+            "ns1",
+            "--set",
+            "workers[0].apps={myapp.flows}",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode != 0 and "set world.url" in done.stderr
+    assert done.returncode == 0, done.stderr
+    notes = done.stdout.split("NOTES:", 1)[1]
+    assert "kind: WorkflowRun" in notes and "kind: WorkflowHook" in notes
+    assert 'worker "default": 1 pod(s) serving myapp.flows' in notes
+
+
+def test_the_chart_refuses_a_missing_world(helm: Path) -> None:
+    error = _template_error(helm, "--set", "nats.enabled=false", "--set", "workers[0].apps={a.b}")
+    assert "set world.url" in error
 
 
 async def test_the_operator_runs_under_the_charts_service_account(

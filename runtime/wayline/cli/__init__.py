@@ -3,7 +3,7 @@
 ::
 
     wayline run    MODULE_OR_FILE:WORKFLOW [--input JSON]   start a run and drive it here
-    wayline worker --app MODULE [--app ...]                  serve runs until SIGTERM/SIGINT
+    wayline worker --app MODULE [--app ...] [--health-port N] serve runs until SIGTERM/SIGINT
     wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON]   start only; prints the id
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
@@ -113,6 +113,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="serve the runs started with --queue NAME (instead of those of the app's "
         "workflows by name)",
+    )
+    p.add_argument(
+        "--health-port",
+        type=int,
+        metavar="PORT",
+        help="serve /healthz and /readyz (ready = connected to the world and consuming) here",
+    )
+    p.add_argument(
+        "--health-host",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="address of the health endpoints (default 127.0.0.1; in a pod, the pod's IP)",
     )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.set_defaults(handler=commands.cmd_worker)

@@ -22,6 +22,7 @@ from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
 from ..client import Client
 from ..errors import CorruptLogError, HookNotFoundError, RunNotFoundError, WorldUnavailableError
+from ..health import HealthServer
 from ..worker import Worker
 from ..world import World
 from ..world.entries import corrupt_info
@@ -219,6 +220,11 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             shutdown_grace_seconds=args.shutdown_grace,
             queue=args.queue,
         )
+        health = None
+        if args.health_port is not None:
+            health = HealthServer(worker, host=args.health_host, port=args.health_port)
+            await health.start()
+            log.info("health endpoints on %s:%d (/healthz, /readyz)", args.health_host, health.port)
         stop = _Stop()
         remove = stop.install()
         try:
@@ -238,6 +244,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             await worker.close(graceful=True)
         finally:
             remove()
+            if health is not None:
+                await health.close()
     if worker.failure is not None:
         log.error("worker failed: %s", worker.failure)
         return 1

@@ -1,0 +1,299 @@
+"""The e2e suite's fixtures: one real cluster per session (tests/e2e/clusters.py), and per test
+a ``helm install`` of the chart in a namespace of its own (NATS, operator, two worker pods
+serving the examples and tests/e2e/flows.py), uninstalled with its namespace afterwards.
+
+Run with ``make e2e`` (``pytest -o addopts= tests/e2e``; ``make test`` leaves this folder
+out). A machine that can run neither kind nor tools/cluster skips, or fails with the reason
+when ``CI=true`` / ``WAYLINE_REQUIRE_ALL_COMPONENTS=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import require_all_components
+from tests.e2e.clusters import (
+    IMAGE_REPOSITORY,
+    IMAGE_TAG,
+    ROOT,
+    Cluster,
+    choose,
+    start_kind,
+    start_local,
+)
+
+CHART = ROOT / "charts" / "wayline"
+FLOWS = Path(__file__).with_name("flows.py")
+GROUP, VERSION = "wayline.dev", "v1alpha1"
+#: Short leases so a killed owner's step is recovered within the test's patience.
+WORKER_ENV = {
+    "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "15",
+    "WAYLINE_MAX_INVOCATION_SECONDS": "12",
+    "WAYLINE_VISIBILITY_SECONDS": "4",
+}
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    how, why_not = choose()
+    if how is None:
+        reason = f"e2e: this machine can run no cluster ({why_not})"
+        if require_all_components():
+            pytest.fail(f"{reason}; required because CI=true or WAYLINE_REQUIRE_ALL_COMPONENTS=1")
+        pytest.skip(reason)
+    made = start_kind() if how == "kind" else start_local()
+    try:
+        yield made
+    finally:
+        report = made.stop()
+        print(f"\n{report}", file=sys.stderr)
+
+
+def _client(cluster: Cluster) -> Any:
+    from kubernetes import config
+
+    return config.new_client_from_config(config_file=str(cluster.kubeconfig))
+
+
+@dataclass
+class Release:
+    """One installation of the chart, and what the tests do with it."""
+
+    cluster: Cluster
+    namespace: str
+    api: Any
+    name: str = "e2e"
+
+    @property
+    def core(self) -> Any:
+        from kubernetes import client
+
+        return client.CoreV1Api(self.api)
+
+    @property
+    def custom(self) -> Any:
+        from kubernetes import client
+
+        return client.CustomObjectsApi(self.api)
+
+    @property
+    def apps(self) -> Any:
+        from kubernetes import client
+
+        return client.AppsV1Api(self.api)
+
+    def kubectl(self, *args: str, **kw: Any) -> Any:
+        return self.cluster.kubectl("-n", self.namespace, *args, **kw)
+
+    # --- WorkflowRuns and WorkflowHooks, through the kubernetes client -----------------------
+    def create(self, kind: str, name: str, spec: dict[str, Any]) -> None:
+        plural = {"WorkflowRun": "workflowruns", "WorkflowHook": "workflowhooks"}[kind]
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name}}
+        self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, plural, {**body, "spec": spec}
+        )
+
+    def run(self, name: str, workflow: str, *args: Any) -> None:
+        self.create("WorkflowRun", name, {"workflow": workflow, "input": list(args)})
+
+    def status(self, name: str, plural: str = "workflowruns") -> dict[str, Any]:
+        got = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, name)
+        status: dict[str, Any] = got.get("status") or {}
+        return status
+
+    def wait_phase(
+        self, names: list[str], phases: tuple[str, ...], timeout: float = 180
+    ) -> dict[str, dict[str, Any]]:
+        """Each run's status once all of them are in one of ``phases`` (terminal phases other
+        than those fail at once)."""
+        deadline = time.monotonic() + timeout
+        seen: dict[str, dict[str, Any]] = {}
+        while True:
+            listed = self.custom.list_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, "workflowruns"
+            )
+            seen = {
+                item["metadata"]["name"]: item.get("status") or {}
+                for item in listed["items"]
+                if item["metadata"]["name"] in names
+            }
+            done = [n for n in names if seen.get(n, {}).get("phase") in phases]
+            if len(done) == len(names):
+                return seen
+            stuck = {
+                n: s
+                for n, s in seen.items()
+                if s.get("phase") in ("completed", "failed", "cancelled") and n not in done
+            }
+            assert not stuck, f"runs ended otherwise: {json.dumps(stuck)[:3000]}"
+            if time.monotonic() > deadline:
+                phases_now = {n: seen.get(n, {}).get("phase") for n in names}
+                raise AssertionError(
+                    f"not all {phases} after {timeout}s: {phases_now}\n{self.diagnose()}"
+                )
+            time.sleep(1)
+
+    # --- pods ---------------------------------------------------------------------------------
+    def pods(self, component: str) -> list[Any]:
+        selector = f"app.kubernetes.io/instance={self.name},app.kubernetes.io/component={component}"
+        listed = self.core.list_namespaced_pod(self.namespace, label_selector=selector)
+        return [p for p in listed.items if p.metadata.deletion_timestamp is None]
+
+    def ready_pods(self, component: str) -> list[Any]:
+        return [
+            p
+            for p in self.pods(component)
+            if p.status.phase == "Running"
+            and all(c.ready for c in (p.status.container_statuses or []))
+        ]
+
+    def wait_ready(self, component: str, count: int, timeout: float = 180) -> list[Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            pods = self.ready_pods(component)
+            if len(pods) >= count:
+                return pods
+            assert time.monotonic() < deadline, (
+                f"{component}: {len(pods)}/{count} ready after {timeout}s\n{self.diagnose()}"
+            )
+            time.sleep(1)
+
+    def exec(self, pod: str, *command: str) -> str:
+        done: str = self.kubectl("exec", pod, "--", *command, timeout=60).stdout
+        return done
+
+    def marks(self, key: str) -> dict[str, list[tuple[str, float]]]:
+        """The marker files of ``key`` (tests/e2e/flows.py): {"start"|"end": [(pod, time)]}."""
+        pod = self.wait_ready("worker", 1)[0].metadata.name
+        script = (
+            "import json, pathlib; print(json.dumps({p.name: p.read_text() "
+            f"for p in pathlib.Path('/marks').glob('{key}.*')}}))"
+        )
+        files = json.loads(self.exec(pod, "python", "-c", script))
+        found: dict[str, list[tuple[str, float]]] = {"start": [], "end": []}
+        for name, text in files.items():
+            _, what, pod_name, _ = name.rsplit(".", 3)
+            found[what].append((pod_name, float(text)))
+        return found
+
+    def world_runs(self, workflow: str) -> list[dict[str, Any]]:
+        """The runs of ``workflow`` in the world (NATS), as ``wayline runs list`` in a pod."""
+        pod = self.wait_ready("worker", 1)[0].metadata.name
+        out = self.exec(
+            pod, "wayline", "runs", "list", "--workflow", workflow, "--limit", "1000", "--json"
+        )
+        runs: list[dict[str, Any]] = json.loads(out)
+        return runs
+
+    def diagnose(self) -> str:
+        pods = self.kubectl("get", "pods", "-o", "wide", check=False).stdout
+        events = self.kubectl("get", "events", "--sort-by=.lastTimestamp", check=False).stdout
+        logs = self.kubectl("logs", "deploy/e2e-wayline-operator", "--tail=30", check=False).stdout
+        return f"{pods}\n{events[-3000:]}\noperator log:\n{logs}"
+
+
+@pytest.fixture
+def release(cluster: Cluster, tmp_path: Path) -> Iterator[Release]:
+    namespace = f"e2e-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "namespace", namespace)
+    rel = Release(cluster, namespace, _client(cluster))
+    try:
+        rel.kubectl("create", "configmap", "e2e-flows", f"--from-file=flows.py={FLOWS}")
+        claim = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "marks"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "64Mi"}},
+            },
+        }
+        rel.kubectl("apply", "-f", "-", input=json.dumps(claim))
+        values = {
+            "image": {"repository": IMAGE_REPOSITORY, "tag": IMAGE_TAG},
+            "operator": {
+                "namespaces": [namespace],
+                "pollSeconds": 1,
+                "sweepSeconds": 5,
+                "hookRetrySeconds": 1,
+            },
+            "workers": [
+                {
+                    "name": "default",
+                    "apps": ["examples.orders", "/e2e/flows.py"],
+                    "replicas": 2,
+                    "terminationGracePeriodSeconds": 20,
+                    "env": WORKER_ENV,
+                    "extraVolumes": [
+                        {"name": "flows", "configMap": {"name": "e2e-flows"}},
+                        {"name": "marks", "persistentVolumeClaim": {"claimName": "marks"}},
+                    ],
+                    "extraVolumeMounts": [
+                        {"name": "flows", "mountPath": "/e2e", "readOnly": True},
+                        {"name": "marks", "mountPath": "/marks"},
+                    ],
+                }
+            ],
+            **cluster.values,
+        }
+        values_file = tmp_path / "values.yaml"
+        values_file.write_text(yaml.safe_dump(values))
+        started = time.monotonic()
+        cluster.helm(
+            "install",
+            rel.name,
+            str(CHART),
+            "-n",
+            namespace,
+            "-f",
+            str(values_file),
+            "--wait",
+            "--timeout",
+            "5m",
+        )
+        print(f"helm install --wait: {time.monotonic() - started:.1f}s", file=sys.stderr)
+        yield rel
+    finally:
+        uninstall(cluster, rel)
+
+
+def uninstall(cluster: Cluster, rel: Release) -> None:
+    """Runs and hooks first, while the operator can still release their finalizers (else the
+    namespace would hang in Terminating); any it could not, by patch; then the release, then
+    the namespace."""
+    kinds = "workflowruns.wayline.dev,workflowhooks.wayline.dev"
+    rel.kubectl("delete", kinds, "--all", "--timeout=60s", check=False, timeout=90)
+    left = rel.kubectl("get", kinds, "-o", "name", check=False).stdout.split()
+    for name in left:
+        rel.kubectl(
+            "patch", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False
+        )
+    subprocess.run(
+        [
+            str(cluster.helm_bin),
+            f"--kubeconfig={cluster.kubeconfig}",
+            "uninstall",
+            rel.name,
+            "-n",
+            rel.namespace,
+            "--wait",
+            "--timeout",
+            "2m",
+        ],
+        capture_output=True,
+        timeout=180,
+    )
+    cluster.kubectl(
+        "delete", "namespace", rel.namespace, "--timeout=120s", check=False, timeout=150
+    )

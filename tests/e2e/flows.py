@@ -1,0 +1,58 @@
+"""The e2e suite's workflows, run by the worker pods: the suite puts this file in a ConfigMap
+mounted at /e2e and the chart's workers load it with ``--app /e2e/flows.py``.
+
+``slow`` leaves a marker file per body start and per body end on a shared volume (``/marks``),
+named by the pod that ran it, with the wall-clock time inside: the suite counts how many times
+a body really ran, where, and when.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+
+import wayline
+
+MARKS = Path(os.environ.get("E2E_MARKS", "/marks"))
+
+
+def _mark(key: str, what: str) -> None:
+    pod = socket.gethostname()
+    (MARKS / f"{key}.{what}.{pod}.{time.time_ns()}").write_text(f"{time.time():.3f}")
+
+
+@wayline.step(name="e2e.slow")
+def slow(key: str, seconds: float) -> str:
+    _mark(key, "start")
+    time.sleep(seconds)
+    _mark(key, "end")
+    return f"{key} done"
+
+
+@wayline.workflow
+async def marked(key: str, seconds: float) -> str:
+    """One slow inline step: the body the suite interrupts."""
+    return await slow(key, seconds)
+
+
+@wayline.step(name="e2e.add")
+def add(total: int, value: int) -> int:
+    return total + value
+
+
+@wayline.workflow
+async def quick(key: str) -> str:
+    """A run that finishes at once (a step, no wait)."""
+    return f"{key}={await add(0, 1)}"
+
+
+@wayline.workflow
+async def steady(rounds: int) -> int:
+    """Live for a while: a step and a durable sleep per round."""
+    total = 0
+    for value in range(rounds):
+        total = await add(total, value)
+        await wayline.sleep("2s")
+    return total
