@@ -34,9 +34,9 @@ def _custom_objects() -> Any:
         import kubernetes
 
         try:
-            kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
+            kubernetes.config.load_incluster_config()
         except kubernetes.config.ConfigException:
-            kubernetes.config.load_kube_config()  # type: ignore[no-untyped-call]
+            kubernetes.config.load_kube_config()
         _api = kubernetes.client.CustomObjectsApi()
     return _api
 
