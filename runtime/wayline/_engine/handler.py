@@ -613,14 +613,20 @@ class Handler:
     # --- step deliveries -----------------------------------------------------------------------
     async def malformed(self, delivery: Delivery, err: Exception) -> Verdict:
         """Set a malformed message aside (never a redelivery loop) and, when it names a run
-        that is still live, fail that run: its work can no longer be trusted to arrive."""
+        that is still live, wake that run. Wayline writes no malformed messages, so anyone who
+        can publish could forge one: failing the run it names would let them end any run.
+        The wake replays the run from its log, which re-derives every message it is due."""
         verdict = _malformed(delivery, err)
         payload = delivery.payload or {}
         run_id = payload.get("runId") if isinstance(payload, dict) else None
         if isinstance(run_id, str) and run_id:
             info = await self.world.get_run(run_id)
             if info is not None and not info.status.terminal:
-                await self._fail(run_id, "INVALID_PAYLOAD", verdict.reason)
+                await self.world.enqueue(
+                    FLOW_TOPIC,
+                    {"runId": run_id, "reason": "malformed"},
+                    idempotency_key=f"{run_id}:malformed",
+                )
         return verdict
 
     async def handle_step(self, delivery: Delivery) -> Verdict:
