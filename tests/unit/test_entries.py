@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from wayline._core.events import Event, EventType
 from wayline.errors import CorruptLogError
-from wayline.worlds import entries
+from wayline.world import entries
 from wayline.worlds.nats.failures import hopeless
 
 
