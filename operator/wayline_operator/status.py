@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from wayline._core.events import Event, EventType, RunStatus
+from wayline._core.events import Event, RunStatus
+from wayline._core.projections import fold
 from wayline.world import RunInfo
 
 _DONE = {RunStatus.COMPLETED: "Succeeded", RunStatus.FAILED: "Failed"}
@@ -20,29 +21,23 @@ def stamp(seconds: float | None) -> str | None:
 
 
 def step_counts(events: Sequence[Event]) -> dict[str, int]:
-    created = completed = failed = 0
-    for e in events:
-        if e.type is EventType.STEP_CREATED and not e.data.get("compensates"):
-            created += 1
-        elif e.type is EventType.STEP_COMPLETED:
-            completed += 1
-        elif e.type is EventType.STEP_FAILED:
-            failed += 1
-    return {"created": created, "completed": completed, "failed": failed}
+    """Forward steps created, and steps completed and failed, from the one fold of the log."""
+    return fold("", events).step_counts()
 
 
 def resumes_recorded(events: Sequence[Event]) -> int:
-    return sum(1 for e in events if e.type is EventType.RUN_COMPENSATION_RESUMED)
+    return fold("", events).compensation_resumes
 
 
 def run_status(info: RunInfo, events: Sequence[Event]) -> dict[str, Any]:
     """The status fields that mirror the run (kopf's own keys live beside them)."""
+    view = fold(info.run_id, events)
     status: dict[str, Any] = {
         "runId": info.run_id,
         "phase": str(info.status),
         "lastSeq": info.last_seq,
-        "steps": step_counts(events),
-        "compensationResumes": resumes_recorded(events),
+        "steps": view.step_counts(),
+        "compensationResumes": view.compensation_resumes,
         "createdAt": stamp(info.created_at),
         "startedAt": stamp(info.started_at),
         "endedAt": stamp(info.ended_at),
