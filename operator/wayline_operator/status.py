@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wayline._core.events import Event, EventType, RunStatus
+from wayline._core.projections import fold
 from wayline.cli.timeline import fmt_error
 from wayline.world import RunInfo
 
@@ -45,19 +46,12 @@ def short_duration(seconds: float | None) -> str:
 
 
 def step_counts(events: Sequence[Event]) -> dict[str, int]:
-    created = completed = failed = 0
-    for e in events:
-        if e.type is EventType.STEP_CREATED and not e.data.get("compensates"):
-            created += 1
-        elif e.type is EventType.STEP_COMPLETED:
-            completed += 1
-        elif e.type is EventType.STEP_FAILED:
-            failed += 1
-    return {"created": created, "completed": completed, "failed": failed}
+    """Forward steps created, and steps completed and failed, from the one fold of the log."""
+    return fold("", events).step_counts()
 
 
 def resumes_recorded(events: Sequence[Event]) -> int:
-    return sum(1 for e in events if e.type is EventType.RUN_COMPENSATION_RESUMED)
+    return fold("", events).compensation_resumes
 
 
 @dataclass
@@ -216,7 +210,8 @@ def run_status(
     """The status fields that mirror the run (kopf's own keys live beside them).
     ``previous`` is the resource's current conditions: a condition's ``lastTransitionTime``
     moves only when its status changes."""
-    counts = step_counts(events)
+    view = fold(info.run_id, events)
+    counts = view.step_counts()
     waits = waiting_for(info, events, now=now, worker_grace=worker_grace)
     ended = info.ended_at if info.ended_at is not None else now
     status: dict[str, Any] = {
@@ -230,7 +225,7 @@ def run_status(
         "progress": f"{counts['completed']}/{counts['created']}",
         "waitingFor": waits,
         "waitingForSummary": summary(waits),
-        "compensationResumes": resumes_recorded(events),
+        "compensationResumes": view.compensation_resumes,
         "createdAt": stamp(info.created_at),
         "startedAt": stamp(info.started_at),
         "endedAt": stamp(info.ended_at),

@@ -20,7 +20,8 @@ from typing import Any
 
 from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
-from ._core.events import EventType, RunStatus
+from ._core.events import RunStatus
+from ._core.projections import fold
 from ._engine.handler import Handler
 from ._engine.messages import Verdict
 from ._engine.tasks import spawn
@@ -36,33 +37,6 @@ from .world.registry import served_entries
 from .world.routing import served_topics
 
 log = logging.getLogger("wayline.worker")
-
-_OPENS = {
-    EventType.STEP_CREATED: "work",
-    EventType.HOOK_CREATED: "hook",
-    EventType.WAIT_CREATED: "timer",
-    EventType.CHILD_CREATED: "child",
-}
-_INPUTS = frozenset(
-    {
-        EventType.RUN_CREATED,
-        EventType.HOOK_RECEIVED,
-        EventType.CHILD_COMPLETED,
-        EventType.RUN_CANCEL_REQUESTED,
-        EventType.RUN_COMPENSATION_RESUMED,
-        EventType.RUN_COMPENSATION_ABANDONED,
-    }
-)
-"""Events written from outside the run's own deliveries: after one, the run has work."""
-_CLOSES = frozenset(
-    {
-        EventType.STEP_COMPLETED,
-        EventType.STEP_FAILED,
-        EventType.CHILD_COMPLETED,
-        EventType.WAIT_COMPLETED,
-        EventType.HOOK_DISPOSED,
-    }
-)
 
 
 class Worker:
@@ -267,20 +241,13 @@ class Worker:
         child, a stuck unwind), with nothing from outside in the log since (a payload, a
         child's end, a cancel request), so a wake now would only replay it."""
         events = await self.world.list_events(run_id)
-        settled = bool(events) and events[-1].type not in _INPUTS
+        view = fold(run_id, events)
+        settled = bool(events) and not view.last_is_input
         if status is RunStatus.COMPENSATION_STUCK:
             return "compensating", settled
         if status is RunStatus.COMPENSATING:
             return "compensating", False
-        open_entities: dict[str, str] = {}
-        for e in events:
-            if e.correlation_id is None:
-                continue
-            if e.type in _OPENS:
-                open_entities[e.correlation_id] = _OPENS[e.type]
-            elif e.type in _CLOSES:
-                open_entities.pop(e.correlation_id, None)
-        kinds = set(open_entities.values())
+        kinds = view.open_kinds()
         if kinds and kinds <= {"hook", "child", "timer"}:
             idle = settled and "timer" not in kinds and status is not RunStatus.BLOCKED
             return "waiting", idle

@@ -27,8 +27,13 @@ def _contracts() -> list[dict[str, object]]:
     return contracts
 
 
-def _layer_modules() -> set[str]:
-    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
+def _layer_modules(container: str | None = None) -> set[str]:
+    """The modules named by the layers contract of ``container`` (None: the top one)."""
+    (layers,) = [
+        c
+        for c in _contracts()
+        if c["type"] == "layers" and (c.get("containers") or [None])[0] == container  # type: ignore[index]
+    ]
     names: set[str] = set()
     for layer in layers["layers"]:  # type: ignore[union-attr]
         names |= {part.strip() for part in str(layer).split("|")}
@@ -63,6 +68,11 @@ def test_every_module_of_the_package_is_in_a_layer() -> None:
             continue
         name = "wayline." + path.name.removesuffix(".py")
         assert name in layered, f"{name} is in no layer of [tool.importlinter]"
+    for package in ("_engine", "_core"):
+        inner = _layer_modules(f"wayline.{package}")
+        for path in (PKG / package).glob("*.py"):
+            if path.name != "__init__.py":
+                assert path.stem in inner, f"wayline.{package}.{path.stem} is in no layer"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,11 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+FLOW_TOPIC = "flow"
+"""Run continuations: ``{"runId": ...}``. Replays the run."""
+STEP_TOPIC = "step"
+"""Queued step bodies: ``{"runId": ..., "stepId": ..., "stepName": ...}``."""
+
 MAX_LEASE_SECONDS = 900.0
 """Seed 000: the ceiling on an inline lease, so a single delayed backstop always suffices."""
 

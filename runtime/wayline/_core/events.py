@@ -220,6 +220,12 @@ def apply_transition(
     kind = _KIND_OF.get(t)
     if kind is None:  # pragma: no cover - exhaustive over EventType
         raise WorldError(f"unknown event type {t!r}")
+    return run_status, _entity_transition(kind, entity_status, event)
+
+
+def _entity_transition(kind: EntityKind, entity_status: str | None, event: NewEvent) -> str:
+    """A step's, hook's, wait's or child's status after ``event``; raises when not allowed."""
+    t = event.type
     if not event.correlation_id:
         raise WorldError(f"{t} needs a correlation id")
     if t in _CREATES:
@@ -230,7 +236,7 @@ def apply_transition(
             EntityKind.HOOK: HOOK_ACTIVE,
             EntityKind.CHILD: CHILD_RUNNING,
         }
-        return run_status, initial.get(kind, WAIT_WAITING)
+        return initial.get(kind, WAIT_WAITING)
     if entity_status is None:
         raise EntityMissingError(f"{kind} {event.correlation_id} was never created")
 
@@ -243,15 +249,15 @@ def apply_transition(
             EventType.STEP_COMPLETED: STEP_COMPLETED,
             EventType.STEP_FAILED: STEP_FAILED,
         }[t]
-        return run_status, nxt
+        return nxt
     if kind is EntityKind.HOOK:
         if entity_status == HOOK_DISPOSED:
             raise EntityConflictError(f"hook {event.correlation_id} is disposed")
-        return run_status, HOOK_DISPOSED if t is EventType.HOOK_DISPOSED else HOOK_ACTIVE
+        return HOOK_DISPOSED if t is EventType.HOOK_DISPOSED else HOOK_ACTIVE
     if kind is EntityKind.CHILD:
         if entity_status == CHILD_DONE:
             raise EntityConflictError(f"child {event.correlation_id} already reported")
-        return run_status, CHILD_DONE
+        return CHILD_DONE
     if entity_status == WAIT_COMPLETED:
         raise EntityConflictError(f"wait {event.correlation_id} already completed")
-    return run_status, WAIT_COMPLETED
+    return WAIT_COMPLETED

@@ -18,7 +18,7 @@ import random
 from collections import deque
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, assert_never
 
 from ..durations import Duration, to_seconds
 from ..errors import (
@@ -37,6 +37,33 @@ from .definitions import StepDefinition, WorkflowDefinition
 from .dispatch import StepState
 from .events import Event, EventType, NewEvent
 from .futures import WFuture
+from .projections import (
+    ChildCompleted,
+    ChildCreated,
+    HookCreated,
+    HookDisposed,
+    HookReceived,
+    RunBlocked,
+    RunCancelled,
+    RunCancelRequested,
+    RunCompensating,
+    RunCompensationAbandoned,
+    RunCompensationResumed,
+    RunCompensationStuck,
+    RunCompleted,
+    RunCreated,
+    RunFailed,
+    RunStarted,
+    RunUnblocked,
+    StepCompleted,
+    StepCreated,
+    StepFailed,
+    StepRetrying,
+    StepStarted,
+    WaitCompleted,
+    WaitCreated,
+    payload,
+)
 from .serde import decode
 
 
@@ -144,6 +171,26 @@ class Hook:
         return await fut
 
 
+@dataclass(slots=True)
+class Ending:
+    """How the run is ending besides returning: a cancel request, and the saga unwind."""
+
+    cancel_requested: bool = False
+    cancel_reason: str = ""
+    phase: str = "running"
+    """``compensating`` or ``stuck`` once the unwind began."""
+    why: dict[str, Any] = field(default_factory=dict)
+    """The ``run_compensating`` data: why the run is unwinding, and the original error."""
+    resumes: int = 0
+    """How many times a person resumed a stuck unwind (the compensation epoch)."""
+    abandoned: bool = False
+
+    @property
+    def unwinding(self) -> bool:
+        """The run must unwind (or is unwinding) rather than continue its workflow."""
+        return self.phase != "running" or self.cancel_requested
+
+
 class NeedsStamp(BaseException):
     """Raised through the workflow when it reads workflow time while the event it resumed on
     is provisional (not yet written, so its world timestamp is unknown). The replay is dead from
@@ -196,13 +243,8 @@ class Replay:
         self._order = 0
         self.root: WFuture[Any] | None = None
         self.terminal: Event | None = None
-        self.cancel_requested = False
-        self.cancel_reason = ""
-        self.phase = "running"  # "compensating" | "stuck" once the unwind began
-        self.unwind: dict[str, Any] = {}
-        """The ``run_compensating`` data: why the run is unwinding, and the original error."""
-        self.resumes = 0
-        self.abandoned = False
+        self.ending = Ending()
+        """Cancel requests and the saga unwind, as the log has them."""
         self.parent: Any = None
         """``{"runId", "cid"}`` when this run is a child."""
 
@@ -246,154 +288,166 @@ class Replay:
         self._now, self._now_known = created_at, True
 
     def _apply(self, event: Event) -> None:
-        t, cid, data = event.type, event.correlation_id or "", event.data
-        if t is EventType.RUN_CREATED:
-            self.input = data.get("input")
-        elif t is EventType.RUN_STARTED:
-            self._start_root()
-        elif t in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
-            self.terminal = event
-        elif t is EventType.RUN_CANCEL_REQUESTED:
-            self.cancel_requested = True
-            self.cancel_reason = str(data.get("reason") or "cancelled")
-        elif t is EventType.RUN_COMPENSATING:
-            self.phase, self.unwind = "compensating", dict(data)
-        elif t is EventType.RUN_COMPENSATION_STUCK:
-            self.phase = "stuck"
-        elif t is EventType.RUN_COMPENSATION_RESUMED:
-            self.phase, self.resumes = "compensating", self.resumes + 1
-        elif t is EventType.RUN_COMPENSATION_ABANDONED:
-            self.abandoned = True
-        elif t is EventType.STEP_CREATED and data.get("compensates"):
-            self._compensation_created(cid, data)
-        elif t is EventType.STEP_CREATED:
-            rec = self.steps.get(cid)
-            logged = data.get("stepName")
-            if rec is None:
-                self._diverge(f"step {logged!r} ({cid})", self._call_at("s", cid))
-            elif rec.name != logged:
-                self._diverge(f"step {logged!r} ({cid})", f"step {rec.name!r}")
-            rec.created = True
-            self.new_steps.pop(cid, None)
-            self.open_steps[cid] = rec
-        elif t is EventType.STEP_STARTED:
-            rec = self._step(cid, t)
-            rec.starts += 1
-            rec.owner = data.get("ownerMessageId")  # latest start wins; bare clears
-            rec.last_started_at = event.created_at
-        elif t is EventType.STEP_RETRYING:
-            rec = self._step(cid, t)
-            rec.saw_retrying = True  # queue-owned from now on, for good
-            rec.owner = None
-        elif t is EventType.STEP_COMPLETED:
-            rec = self._step(cid, t)
-            self._close_step(rec)
-            rec.outcome, rec.result = "completed", data.get("result")
-            if rec.compensates is not None:
-                return
-            hint = rec.definition.signature.return_hint if rec.definition else None
-            try:
-                value = decode(data.get("result"), hint, what=f"result of step {rec.name!r}")
-            except FatalError as err:
-                rec.future.set_exception(err, self._tick())
-            else:
-                rec.future.set_result(value, self._tick())
-        elif t is EventType.STEP_FAILED:
-            rec = self._step(cid, t)
-            self._close_step(rec)
-            rec.outcome, rec.result = "failed", data.get("error")
-            if rec.compensates is not None:
-                return
-            rec.future.set_exception(
-                StepFailedError(rec.name, data.get("error") or {}), self._tick()
-            )
-        elif t is EventType.HOOK_CREATED:
-            hook = self.hooks.get(cid)
-            if hook is None:
-                self._diverge(f"hook ({cid})", self._call_at("h", cid))
-            hook.created = True
-            self.new_hooks.pop(cid, None)
-        elif t is EventType.HOOK_RECEIVED:
-            hook = self.hooks.get(cid)
-            if hook is None:
-                self._diverge(f"hook payload for {cid}", "no such hook")
-            self._deliver(hook, data.get("payload"))
-        elif t is EventType.WAIT_CREATED:
-            wait = self.waits.get(cid)
-            if wait is None:
-                self._diverge(f"sleep ({cid})", self._call_at("w", cid))
-            wait.created = True
-            self.new_waits.pop(cid, None)
-            if isinstance(data.get("resumeAt"), int | float):
-                wait.resume_at = float(data["resumeAt"])
-        elif t is EventType.WAIT_COMPLETED:
-            wait = self.waits.get(cid)
-            if wait is None:
-                self._diverge(f"wake of {cid}", "no such sleep")
-            wait.completed = True
-            if wait.child is not None:
-                if not wait.child.done:
-                    wait.child.future.set_exception(
-                        ChildTimeoutError(
-                            f"child run {wait.child.run_id} of {wait.child.workflow.name!r} "
-                            "passed its deadline (it keeps running)"
-                        ),
-                        self._tick(),
-                    )
-            elif wait.hook is None:
-                wait.future.set_result(None, self._tick())
-            elif not wait.hook.payloads:
-                wait.hook.first.set_exception(
-                    HookTimeout(f"hook {wait.hook.token!r} timed out"), self._tick()
-                )
-        elif t is EventType.CHILD_CREATED:
-            child = self.children.get(cid)
-            logged = data.get("workflow")
-            if child is None:
-                self._diverge(f"child run of {logged!r} ({cid})", self._call_at("c", cid))
-            if child.workflow.name != logged:
-                self._diverge(f"child run of {logged!r} ({cid})", f"child {child.workflow.name!r}")
-            child.created, child.run_id = True, str(data.get("childRunId"))
-            self.new_children.pop(cid, None)
-            if child.deadline is not None and isinstance(data.get("deadline"), int | float):
-                child.deadline.resume_at = float(data["deadline"])
-        elif t is EventType.CHILD_COMPLETED:
-            child = self.children.get(cid)
-            if child is None or not child.created:
-                self._diverge(f"end of child {cid}", "no such child")
-            child.done = True
-            status = str(data.get("status"))
-            if status == "completed":
-                hint = child.workflow.signature.return_hint
-                try:
-                    value = decode(data.get("output"), hint, what=f"result of child {child.run_id}")
-                except FatalError as err:
-                    child.future.set_exception(err, self._tick())
-                else:
-                    child.future.set_result(value, self._tick())
-            else:
-                child.future.set_exception(
-                    ChildFailedError(str(child.run_id), status, data.get("error") or {}),
+        cid = event.correlation_id or ""
+        match p := payload(event):
+            case RunCreated():
+                self.input = p.input
+            case RunStarted():
+                self._start_root()
+            case RunCompleted() | RunFailed() | RunCancelled():
+                self.terminal = event
+            case RunCancelRequested(reason):
+                self.ending.cancel_requested = True
+                self.ending.cancel_reason = reason or "cancelled"
+            case RunCompensating(unwind):
+                self.ending.phase, self.ending.why = "compensating", dict(unwind)
+            case RunCompensationStuck():
+                self.ending.phase = "stuck"
+            case RunCompensationResumed():
+                self.ending.phase = "compensating"
+                self.ending.resumes += 1
+            case RunCompensationAbandoned():
+                self.ending.abandoned = True
+            case RunBlocked() | RunUnblocked() | HookDisposed():
+                pass  # nothing the workflow sees
+            case StepCreated(compensates=str()):
+                self._compensation_created(cid, p)
+            case StepCreated():
+                self._step_created(cid, p)
+            case StepStarted(owner_message_id=owner):
+                rec = self._step(cid, event.type)
+                rec.starts += 1
+                rec.owner = owner  # latest start wins; a bare start clears
+                rec.last_started_at = event.created_at
+            case StepRetrying():
+                rec = self._step(cid, event.type)
+                rec.saw_retrying = True  # queue-owned from now on, for good
+                rec.owner = None
+            case StepCompleted() | StepFailed():
+                self._step_ended(self._step(cid, event.type), p)
+            case HookCreated():
+                hook = self.hooks.get(cid)
+                if hook is None:
+                    self._diverge(f"hook ({cid})", self._call_at("h", cid))
+                hook.created = True
+                self.new_hooks.pop(cid, None)
+            case HookReceived(value):
+                hook = self.hooks.get(cid)
+                if hook is None:
+                    self._diverge(f"hook payload for {cid}", "no such hook")
+                self._deliver(hook, value)
+            case WaitCreated(resume_at):
+                wait = self.waits.get(cid)
+                if wait is None:
+                    self._diverge(f"sleep ({cid})", self._call_at("w", cid))
+                wait.created = True
+                self.new_waits.pop(cid, None)
+                if resume_at is not None:
+                    wait.resume_at = resume_at
+            case WaitCompleted():
+                self._wait_completed(cid)
+            case ChildCreated():
+                self._child_created(cid, p)
+            case ChildCompleted():
+                self._child_completed(cid, p)
+            case unknown:
+                assert_never(unknown)
+
+    def _step_created(self, cid: str, p: StepCreated) -> None:
+        rec = self.steps.get(cid)
+        if rec is None:
+            self._diverge(f"step {p.step_name!r} ({cid})", self._call_at("s", cid))
+        elif rec.name != p.step_name:
+            self._diverge(f"step {p.step_name!r} ({cid})", f"step {rec.name!r}")
+        rec.created = True
+        self.new_steps.pop(cid, None)
+        self.open_steps[cid] = rec
+
+    def _step_ended(self, rec: StepRecord, p: StepCompleted | StepFailed) -> None:
+        self._close_step(rec)
+        if isinstance(p, StepFailed):
+            rec.outcome, rec.result = "failed", p.error
+            if rec.compensates is None:
+                failure = StepFailedError(rec.name, p.error or {})
+                rec.future.set_exception(failure, self._tick())
+            return
+        rec.outcome, rec.result = "completed", p.result
+        if rec.compensates is not None:
+            return
+        hint = rec.definition.signature.return_hint if rec.definition else None
+        try:
+            value = decode(p.result, hint, what=f"result of step {rec.name!r}")
+        except FatalError as err:
+            rec.future.set_exception(err, self._tick())
+        else:
+            rec.future.set_result(value, self._tick())
+
+    def _wait_completed(self, cid: str) -> None:
+        wait = self.waits.get(cid)
+        if wait is None:
+            self._diverge(f"wake of {cid}", "no such sleep")
+        wait.completed = True
+        if wait.child is not None:
+            if not wait.child.done:
+                wait.child.future.set_exception(
+                    ChildTimeoutError(
+                        f"child run {wait.child.run_id} of {wait.child.workflow.name!r} "
+                        "passed its deadline (it keeps running)"
+                    ),
                     self._tick(),
                 )
-        # HOOK_DISPOSED carries nothing the workflow sees.
+        elif wait.hook is None:
+            wait.future.set_result(None, self._tick())
+        elif not wait.hook.payloads:
+            wait.hook.first.set_exception(
+                HookTimeout(f"hook {wait.hook.token!r} timed out"), self._tick()
+            )
 
-    def _compensation_created(self, cid: str, data: Mapping[str, Any]) -> None:
-        forward = self.steps.get(str(data["compensates"]))
+    def _child_created(self, cid: str, p: ChildCreated) -> None:
+        child = self.children.get(cid)
+        if child is None:
+            self._diverge(f"child run of {p.workflow!r} ({cid})", self._call_at("c", cid))
+        if child.workflow.name != p.workflow:
+            self._diverge(f"child run of {p.workflow!r} ({cid})", f"child {child.workflow.name!r}")
+        child.created, child.run_id = True, p.child_run_id
+        self.new_children.pop(cid, None)
+        if child.deadline is not None and p.deadline is not None:
+            child.deadline.resume_at = p.deadline
+
+    def _child_completed(self, cid: str, p: ChildCompleted) -> None:
+        child = self.children.get(cid)
+        if child is None or not child.created:
+            self._diverge(f"end of child {cid}", "no such child")
+        child.done = True
+        if p.status == "completed":
+            hint = child.workflow.signature.return_hint
+            try:
+                value = decode(p.output, hint, what=f"result of child {child.run_id}")
+            except FatalError as err:
+                child.future.set_exception(err, self._tick())
+            else:
+                child.future.set_result(value, self._tick())
+        else:
+            child.future.set_exception(
+                ChildFailedError(str(child.run_id), p.status, p.error or {}), self._tick()
+            )
+
+    def _compensation_created(self, cid: str, p: StepCreated) -> None:
+        forward = self.steps.get(str(p.compensates))
         if forward is None or forward.definition is None:
-            self._diverge(f"compensation of {data['compensates']}", "no such step")
+            self._diverge(f"compensation of {p.compensates}", "no such step")
         rec = StepRecord(
             cid,
-            str(data.get("stepName")),
+            p.step_name,
             forward.definition.compensation,
-            data.get("input"),
-            int(data.get("occurrence") or 0),
+            p.input,
+            p.occurrence,
             WFuture(f"compensation {cid}"),
             created=True,
             compensates=forward.cid,
-            epoch=int(data.get("epoch") or 0),
+            epoch=p.epoch,
         )
-        rec.result = data.get("forwardResult")
+        rec.result = p.forward_result
         self.steps[cid] = rec
         self.compensations.setdefault(forward.cid, []).append(rec)
 
@@ -421,7 +475,7 @@ class Replay:
                 return forward, None
             if latest.outcome == "completed":
                 continue
-            if latest.outcome == "failed" and latest.epoch < self.resumes:
+            if latest.outcome == "failed" and latest.epoch < self.ending.resumes:
                 return forward, None  # a person resumed the unwind: try it again
             return forward, latest
         return None

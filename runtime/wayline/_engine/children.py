@@ -2,66 +2,18 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-from .._core.events import EventType, NewEvent, RunStatus
+from .._core.events import EventType, NewEvent
 from .._core.replay import ChildRecord, Replay
-from ..errors import (
-    EntityConflictError,
-    EntityMissingError,
-    RunNotFoundError,
-    RunTerminalError,
-    SequenceConflictError,
-)
-from ..world import FLOW_TOPIC, RunInfo
-from .deferred import append_batch
-
-if TYPE_CHECKING:
-    from .handler import Handler
-
-log = logging.getLogger("wayline.runtime")
+from ..errors import EntityConflictError, SequenceConflictError
+from ..world import FLOW_TOPIC, World
+from .ending import report_to_parent
+from .session import RunSession
 
 
-async def terminal(h: Handler, run_id: str, event: NewEvent, replay: Replay | None = None) -> None:
-    """Append a run's terminal event; a child then reports its end to its parent. With the
-    live ``replay``, its provisional events ride in the same write (see ``deferred``)."""
-    try:
-        if replay is not None:
-            await append_batch(h.world, replay, [event])
-        else:
-            await h.world.append(run_id, [event])
-    except (RunTerminalError, RunNotFoundError, EntityConflictError):
-        return
-    info = await h.world.get_run(run_id)
-    if info is not None:
-        await report_to_parent(h, info)
-
-
-async def report_to_parent(h: Handler, info: RunInfo) -> None:
-    parent = info.attributes.get("parent")
-    if not isinstance(parent, Mapping) or not info.status.terminal:
-        return
-    data: dict[str, Any] = {"status": str(info.status), "childRunId": info.run_id}
-    if info.status is RunStatus.COMPLETED:
-        data["output"] = info.output
-    else:
-        data["error"] = dict(info.error or {})
-    try:
-        await h.world.append(
-            str(parent["runId"]),
-            [NewEvent(EventType.CHILD_COMPLETED, str(parent["cid"]), data)],
-        )
-    except (EntityConflictError, RunTerminalError, RunNotFoundError, EntityMissingError):
-        return  # already reported, or the parent is gone (then the child is an orphan)
-    await h.world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
-
-
-async def start_child(h: Handler, replay: Replay, child: ChildRecord) -> None:
+async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
     assert child.run_id is not None
     try:
-        await h.world.append(
+        await world.append(
             child.run_id,
             [
                 NewEvent(
@@ -78,22 +30,23 @@ async def start_child(h: Handler, replay: Replay, child: ChildRecord) -> None:
         )
     except (EntityConflictError, SequenceConflictError):
         pass  # a previous delivery created it already
-    await h.world.enqueue(
+    await world.enqueue(
         FLOW_TOPIC,
         {"runId": child.run_id, "reason": "start"},
         idempotency_key=f"{child.run_id}:start",
     )
 
 
-async def sync_children(h: Handler, replay: Replay) -> None:
+async def sync_children(session: RunSession) -> None:
     """Repair both crash windows of a child: claimed but never created, and ended but
     never reported to this parent."""
+    world, replay = session.world, session.replay
     for child in replay.pending_children():
         assert child.run_id is not None
-        info = await h.world.get_run(child.run_id)
+        info = await world.get_run(child.run_id)
         if info is None:
-            await start_child(h, replay, child)
+            await start_child(world, replay, child)
         elif info.status.terminal:
-            await report_to_parent(h, info)
+            await report_to_parent(world, info)
     if replay.pending_children():
-        await h._catch_up(replay)
+        await session.catch_up()

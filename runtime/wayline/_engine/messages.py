@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 import pydantic
 
-from .._core.replay import StepRecord
 from ..errors import (
     WaylineError,
 )
@@ -44,7 +42,9 @@ ACK = Verdict("ack")
 
 
 @dataclass(slots=True)
-class _Stats:
+class Stats:
+    """What one delivery did, for its ``workflow.execute`` span."""
+
     owned_recovery_steps: int = 0
     backstop_wakes_armed: int = 0
     inline_steps: int = 0
@@ -52,11 +52,7 @@ class _Stats:
     inflight_owned: set[str] = field(default_factory=set)
 
 
-def _step_payload(run_id: str, rec: StepRecord) -> dict[str, Any]:
-    return {"runId": run_id, "stepId": rec.cid, "stepName": rec.name}
-
-
-def _malformed(delivery: Delivery, err: Exception) -> Verdict:
+def malformed_verdict(delivery: Delivery, err: Exception) -> Verdict:
     raw = delivery.raw[:200].decode(errors="replace")
     detail = str(err).splitlines()[0] if isinstance(err, WaylineError) else _first_error(err)
     return Verdict("dead", reason=f"malformed {delivery.topic} payload ({detail}): {raw}")

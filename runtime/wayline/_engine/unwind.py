@@ -5,197 +5,192 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._core.dispatch import Action, Decision, StepState, decide
+from .._core.dispatch import Action, Decision, decide
 from .._core.events import EventType, NewEvent
-from .._core.replay import Replay
+from .._core.planning import backstop_send, step_send
+from .._core.replay import StepRecord
 from .._core.serde import error_to_dict
-from ..errors import (
-    EntityConflictError,
-    RunTerminalError,
-)
-from ..world import FLOW_TOPIC, STEP_TOPIC, Delivery
-from .children import terminal
+from ..errors import EntityConflictError, RunTerminalError
+from ..world import World
 from .deferred import InlineBatch
-from .messages import _Stats, _step_payload
-
-if TYPE_CHECKING:
-    from .handler import Handler
+from .ending import terminal
+from .session import RunSession
 
 log = logging.getLogger("wayline.runtime")
 
 
-async def unwind(
-    h: Handler, replay: Replay, delivery: Delivery, stats: _Stats, backstop: str | None
-) -> None:
+async def unwind(session: RunSession) -> None:
     """The saga unwind (seed 004, "Compensations"): reverse every forward step that
     completed or whose outcome is unknown, latest first, each a durable step with its own
     key; a reversal that failed parks the run for a person (resume or abandon)."""
-    world, run_id, my_id = h.world, replay.run_id, str(delivery.message_id)
-    if replay.phase == "running":
-        if replay.cancel_requested:
-            unwind: dict[str, Any] = {"reason": "cancelled", "detail": replay.cancel_reason}
-        else:
-            failure = replay.root.exception() if replay.root is not None else None
-            assert failure is not None
-            unwind = {"reason": "failed", "error": error_to_dict(failure)}
-        if not replay.compensation_plan() and not replay.pending_children():
-            await end_unwind(h, run_id, unwind)
-            return
-        try:
-            appended = await world.append(
-                run_id, [NewEvent(EventType.RUN_COMPENSATING, data=unwind)]
-            )
-        except (EntityConflictError, RunTerminalError):
-            await h._catch_up(replay)
-            if replay.terminal is not None or replay.phase == "running":
-                return
-        else:
-            await h._feed(replay, appended)
+    replay = session.replay
+    if replay.ending.phase == "running" and not await _begin(session):
+        return
     while replay.terminal is None:
-        running = [c for c in replay.pending_children()]
-        if running and replay.phase == "compensating":
-            # A child that outlived its deadline still runs: the parent waits, visibly,
-            # until it settles and a person resumes or abandons the unwind (seed 004).
-            try:
-                appended = await world.append(
-                    run_id,
-                    [
-                        NewEvent(
-                            EventType.RUN_COMPENSATION_STUCK,
-                            data={
-                                "step": f"child {running[0].run_id}",
-                                "stepId": running[0].cid,
-                                "error": {
-                                    "code": "CHILD_RUNNING",
-                                    "message": f"child run {running[0].run_id} is still running",
-                                },
-                            },
-                        )
-                    ],
-                )
-            except (EntityConflictError, RunTerminalError):
-                await h._catch_up(replay)
-                continue
-            await h._feed(replay, appended)
-            continue
-        if replay.phase == "stuck":
-            if replay.abandoned:
-                await end_unwind(h, run_id, replay.unwind, abandoned=True)
+        if not await _advance(session):
             return
-        nxt = replay.next_compensation()
-        if nxt is None:
-            await end_unwind(h, run_id, replay.unwind)
-            return
-        forward, comp = nxt
-        recovery = False
-        if comp is None and not forward.terminal:
-            # Seed 000's table holds for the unwind too: a forward body that another live
-            # delivery owns is still running, so it is waited for (its owner unwinds once it
-            # has completed; the backstop covers the owner's death). Its outcome is unknown
-            # only once the owner is provably dead: the lease expired, or this delivery is
-            # the owner's own redelivery.
-            d = _decide(h, replay, forward.cid, forward.state(), my_id, backstop)
-            if d.action is Action.ARM_BACKSTOP:
-                await _arm_backstop(h, run_id, d, stats)
-                return
+
+
+async def _append(session: RunSession, events: list[NewEvent]) -> bool:
+    """Append and feed; False (caught up from the log) when another writer got there first."""
+    try:
+        appended = await session.world.append(session.run_id, events)
+    except (EntityConflictError, RunTerminalError):
+        await session.catch_up()
+        return False
+    await session.feed(appended)
+    return True
+
+
+async def _begin(session: RunSession) -> bool:
+    """Record why the run unwinds; False when there is nothing (more) to do here."""
+    replay, ending = session.replay, session.replay.ending
+    if ending.cancel_requested:
+        why: dict[str, Any] = {"reason": "cancelled", "detail": ending.cancel_reason}
+    else:
+        failure = replay.root.exception() if replay.root is not None else None
+        assert failure is not None
+        why = {"reason": "failed", "error": error_to_dict(failure)}
+    if not replay.compensation_plan() and not replay.pending_children():
+        await end_unwind(session.world, session.run_id, why)
+        return False
+    if not await _append(session, [NewEvent(EventType.RUN_COMPENSATING, data=why)]):
+        return replay.terminal is None and ending.phase != "running"
+    return True
+
+
+async def _advance(session: RunSession) -> bool:
+    """One step of the unwind; False when the delivery is done with it."""
+    replay, ending = session.replay, session.replay.ending
+    running = replay.pending_children()
+    if running and ending.phase == "compensating":
+        # A child that outlived its deadline still runs: the parent waits, visibly, until
+        # it settles and a person resumes or abandons the unwind (seed 004).
+        child = running[0]
+        stuck = {
+            "step": f"child {child.run_id}",
+            "stepId": child.cid,
+            "error": {
+                "code": "CHILD_RUNNING",
+                "message": f"child run {child.run_id} is still running",
+            },
+        }
+        await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)])
+        return True
+    if ending.phase == "stuck":
+        if ending.abandoned:
+            await end_unwind(session.world, session.run_id, ending.why, abandoned=True)
+        return False
+    nxt = replay.next_compensation()
+    if nxt is None:
+        await end_unwind(session.world, session.run_id, ending.why)
+        return False
+    forward, comp = nxt
+    if comp is None and not forward.terminal and await _forward_running(session, forward):
+        return False
+    if comp is None:
+        comp = await _create(session, forward)
         if comp is None:
-            assert forward.definition is not None and forward.definition.compensation
-            cid = f"{forward.cid}.c{replay.resumes}"
-            data = {
-                "stepName": forward.definition.compensation.name,
-                "input": forward.input,
-                "occurrence": forward.occurrence,
-                "compensates": forward.cid,
-                "epoch": replay.resumes,
-                "forwardResult": forward.result if forward.outcome == "completed" else None,
-            }
-            try:
-                appended = await world.append(
-                    run_id,
-                    [
-                        NewEvent(EventType.STEP_CREATED, cid, data),
-                        NewEvent(
-                            EventType.STEP_STARTED, cid, {"attempt": 1, "ownerMessageId": my_id}
-                        ),
-                    ],
-                )
-            except (EntityConflictError, RunTerminalError):
-                await h._catch_up(replay)
-                continue
-            await h._feed(replay, appended)
-            comp = replay.steps[cid]
-            attempt = 1
-        elif comp.terminal:
-            error = comp.result if isinstance(comp.result, dict) else {}
-            log.error(
-                "run %s: compensation of step %s failed; the run waits for a person "
-                "(wayline runs resume-compensation / abandon-compensation)",
-                run_id,
-                forward.name,
-            )
-            try:
-                appended = await world.append(
-                    run_id,
-                    [
-                        NewEvent(
-                            EventType.RUN_COMPENSATION_STUCK,
-                            data={"step": forward.name, "stepId": forward.cid, "error": error},
-                        )
-                    ],
-                )
-            except (EntityConflictError, RunTerminalError):
-                await h._catch_up(replay)
-                continue
-            await h._feed(replay, appended)
-            continue
-        else:
-            d = _decide(h, replay, comp.cid, comp.state(), my_id, backstop)
-            if d.action is Action.ARM_BACKSTOP:
-                await _arm_backstop(h, run_id, d, stats)
-                return
-            if d.action is Action.ENQUEUE:
-                await world.enqueue(
-                    STEP_TOPIC, _step_payload(run_id, comp), idempotency_key=d.idempotency_key
-                )
-                return
-            recovery, attempt = True, comp.starts + 1
-            stats.owned_recovery_steps += 1
-        no_defer = InlineBatch(running=1, defer=False)  # the unwind records as it goes
-        events = await h._run_inline(replay, comp, attempt, my_id, stats, recovery, no_defer)
-        await h._feed(replay, events)
-        if not comp.terminal:
-            return  # handed off to the queue (a retry), or another owner has it
+            return True
+        recovery, attempt = False, 1
+    elif comp.terminal:
+        await _park(session, forward, comp)
+        return True
+    elif await _owned_here(session, comp):
+        recovery, attempt = True, comp.starts + 1
+    else:
+        return False
+    no_defer = InlineBatch(running=1, defer=False)  # the unwind records as it goes
+    await session.feed(await session.run_inline(comp, attempt, recovery, no_defer))
+    return comp.terminal  # if not: handed off to the queue (a retry), or another owner has it
 
 
-def _decide(
-    h: Handler, replay: Replay, cid: str, state: StepState, my_id: str, backstop: str | None
-) -> Decision:
+async def _create(session: RunSession, forward: StepRecord) -> StepRecord | None:
+    """Create the compensation of ``forward``, started (stamped) by this delivery."""
+    replay = session.replay
+    assert forward.definition is not None and forward.definition.compensation
+    epoch = replay.ending.resumes
+    cid = f"{forward.cid}.c{epoch}"
+    data = {
+        "stepName": forward.definition.compensation.name,
+        "input": forward.input,
+        "occurrence": forward.occurrence,
+        "compensates": forward.cid,
+        "epoch": epoch,
+        "forwardResult": forward.result if forward.outcome == "completed" else None,
+    }
+    stamp = {"attempt": 1, "ownerMessageId": session.my_id}
+    created = [
+        NewEvent(EventType.STEP_CREATED, cid, data),
+        NewEvent(EventType.STEP_STARTED, cid, stamp),
+    ]
+    if not await _append(session, created):
+        return None
+    return replay.steps[cid]
+
+
+async def _park(session: RunSession, forward: StepRecord, comp: StepRecord) -> None:
+    """A compensation failed for good: the run waits for a person."""
+    error = comp.result if isinstance(comp.result, dict) else {}
+    log.error(
+        "run %s: compensation of step %s failed; the run waits for a person "
+        "(wayline runs resume-compensation / abandon-compensation)",
+        session.run_id,
+        forward.name,
+    )
+    stuck = {"step": forward.name, "stepId": forward.cid, "error": error}
+    await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)])
+
+
+def _decide(session: RunSession, step: StepRecord) -> Decision:
+    settings = session.settings
     return decide(
-        state,
-        run_id=replay.run_id,
-        correlation_id=cid,
-        my_message_id=my_id,
+        step.state(),
+        run_id=session.run_id,
+        correlation_id=step.cid,
+        my_message_id=session.my_id,
         now=time.time(),
-        lease=h.settings.lease_seconds,
-        ownership_enabled=h.settings.inline_ownership,
-        arriving_backstop_key=backstop,
+        lease=settings.lease_seconds,
+        ownership_enabled=settings.inline_ownership,
+        arriving_backstop_key=session.backstop,
     )
 
 
-async def _arm_backstop(h: Handler, run_id: str, d: Decision, stats: _Stats) -> None:
-    stats.backstop_wakes_armed += 1
-    await h.world.enqueue(
-        FLOW_TOPIC,
-        {"runId": run_id, "reason": "backstop", "backstopKey": d.idempotency_key},
-        idempotency_key=d.idempotency_key,
-        delay_seconds=d.delay_seconds,
-    )
+async def _arm_backstop(session: RunSession, d: Decision) -> None:
+    session.stats.backstop_wakes_armed += 1
+    await session.send([backstop_send(session.run_id, d.idempotency_key, d.delay_seconds)])
+
+
+async def _forward_running(session: RunSession, forward: StepRecord) -> bool:
+    """Seed 000's table holds for the unwind too: a forward body that another live delivery
+    owns is still running, so it is waited for (its backstop armed; its owner unwinds once it
+    has completed). Its outcome is unknown only once the owner is provably dead: the lease
+    expired, or this delivery is the owner's own redelivery."""
+    d = _decide(session, forward)
+    if d.action is Action.ARM_BACKSTOP:
+        await _arm_backstop(session, d)
+        return True
+    return False
+
+
+async def _owned_here(session: RunSession, comp: StepRecord) -> bool:
+    """The decision table for a started compensation: True when this delivery owns it
+    (owned recovery); otherwise its backstop or step message is sent and it is left."""
+    d = _decide(session, comp)
+    if d.action is Action.ARM_BACKSTOP:
+        await _arm_backstop(session, d)
+        return False
+    if d.action is Action.ENQUEUE:
+        await session.send([step_send(session.run_id, comp, d.idempotency_key)])
+        return False
+    session.stats.owned_recovery_steps += 1
+    return True
 
 
 async def end_unwind(
-    h: Handler, run_id: str, unwind: Mapping[str, Any], *, abandoned: bool = False
+    world: World, run_id: str, unwind: Mapping[str, Any], *, abandoned: bool = False
 ) -> None:
     if unwind.get("reason") == "cancelled":
         event = NewEvent(
@@ -210,4 +205,4 @@ async def end_unwind(
         if abandoned:
             error["message"] = f"{error.get('message', '')} (compensation abandoned)"
         event = NewEvent(EventType.RUN_FAILED, data={"error": error})
-    await terminal(h, run_id, event)
+    await terminal(world, run_id, event)

@@ -5,12 +5,43 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TextIO
+from typing import Any, TextIO, assert_never
 
 from .._core.events import Event, EventType
+from .._core.projections import (
+    ChildCompleted,
+    ChildCreated,
+    HookCreated,
+    HookDisposed,
+    HookReceived,
+    Payload,
+    RunBlocked,
+    RunCancelled,
+    RunCancelRequested,
+    RunCompensating,
+    RunCompensationAbandoned,
+    RunCompensationResumed,
+    RunCompensationStuck,
+    RunCompleted,
+    RunCreated,
+    RunFailed,
+    RunStarted,
+    RunUnblocked,
+    RunView,
+    StepCompleted,
+    StepCreated,
+    StepFailed,
+    StepRetrying,
+    StepStarted,
+    StepView,
+    WaitCompleted,
+    WaitCreated,
+    payload,
+    timeout_of,
+)
+from .._core.projections import fold as fold
 from ..world import RunInfo
 
 
@@ -52,264 +83,24 @@ def fmt_error(error: Mapping[str, Any] | None) -> str:
     return f"[{code}] {head}" if code and code != "USER_ERROR" else head
 
 
-@dataclass
-class Attempt:
-    number: int
-    started_at: float
-    ended_at: float | None = None
-    outcome: str = "running"  # running | completed | retrying | failed
-    error: Mapping[str, Any] | None = None
-    retry_at: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "attempt": self.number,
-            "startedAt": self.started_at,
-            "endedAt": self.ended_at,
-            "outcome": self.outcome,
-            "error": dict(self.error) if self.error else None,
-            "retryAt": self.retry_at,
-        }
+Timeline = RunView
+"""A run's log as people read it: the one projection (``wayline._core.projections``)."""
 
 
-@dataclass
-class StepView:
-    cid: str
-    name: str
-    created_at: float
-    status: str = "pending"
-    attempts: list[Attempt] = field(default_factory=list)
-    ended_at: float | None = None
-    result: Any = None
-    error: Mapping[str, Any] | None = None
-    compensates: str | None = None
-    """For a compensation (saga reversal): the id of the forward step it reverses."""
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} (reverses {self.compensates})" if self.compensates else self.name
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.cid,
-            "name": self.name,
-            "compensates": self.compensates,
-            "status": self.status,
-            "createdAt": self.created_at,
-            "endedAt": self.ended_at,
-            "attempts": [a.to_json() for a in self.attempts],
-            "result": self.result,
-            "error": dict(self.error) if self.error else None,
-        }
-
-
-@dataclass
-class HookView:
-    cid: str
-    token: str
-    created_at: float
-    status: str = "waiting"  # waiting | received | timed out | disposed
-    timeout_at: float | None = None
-    received_at: float | None = None
-    payload: Any = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.cid,
-            "token": self.token,
-            "status": self.status,
-            "createdAt": self.created_at,
-            "timeoutAt": self.timeout_at,
-            "receivedAt": self.received_at,
-            "payload": self.payload,
-        }
-
-
-@dataclass
-class WaitView:
-    cid: str
-    created_at: float
-    resume_at: float
-    completed_at: float | None = None
-    decided_at: float | None = None
-    """Workflow time when the sleep was asked for (the log's time before this batch)."""
-
-    @property
-    def seconds(self) -> float:
-        return self.resume_at - (self.decided_at or self.created_at)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.cid,
-            "status": "completed" if self.completed_at is not None else "waiting",
-            "createdAt": self.created_at,
-            "resumeAt": self.resume_at,
-            "completedAt": self.completed_at,
-        }
-
-
-@dataclass
-class Timeline:
-    """A run's log folded into what a person asks about. Tolerant: an event it does not
-    expect (a newer runtime's) is skipped, never fatal."""
-
-    run_id: str
-    created_at: float | None = None
-    started_at: float | None = None
-    ended_at: float | None = None
-    status: str = "pending"
-    steps: dict[str, StepView] = field(default_factory=dict)
-    hooks: dict[str, HookView] = field(default_factory=dict)
-    waits: dict[str, WaitView] = field(default_factory=dict)
-    order: list[tuple[str, str]] = field(default_factory=list)  # (kind, cid) in creation order
-    phases: list[tuple[float, str]] = field(default_factory=list)
-    """Run-level moments between steps: cancel requests, the saga unwind and its outcome."""
-    batch_at: float | None = None
-    before_batch_at: float | None = None
-
-    def workflow_time(self) -> float | None:
-        """What ``wayline.now()`` read when the current batch was decided: the time of the
-        last event before it (one append stamps all its events with one time)."""
-        return self.before_batch_at
-
-    def apply(self, event: Event) -> None:
-        t, cid, data, at = event.type, event.correlation_id or "", event.data, event.created_at
-        if at != self.batch_at:
-            self.before_batch_at, self.batch_at = self.batch_at, at
-        if t is EventType.RUN_CREATED:
-            self.created_at = at
-        elif t is EventType.RUN_STARTED:
-            self.started_at, self.status = at, "running"
-        elif t in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
-            self.ended_at = at
-            for hook in self.hooks.values():
-                if hook.status == "waiting":
-                    hook.status = "disposed"  # an ended run's hooks take no more payloads
-            self.status = {
-                EventType.RUN_COMPLETED: "completed",
-                EventType.RUN_FAILED: "failed",
-                EventType.RUN_CANCELLED: "cancelled",
-            }[t]
-        elif t in _PHASE_EVENTS:
-            self.phases.append((at, phase_text(t, data)))
-            self.order.append(("phase", str(len(self.phases) - 1)))
-            if t in (EventType.RUN_COMPENSATING, EventType.RUN_COMPENSATION_RESUMED):
-                self.status = "compensating"
-            elif t is EventType.RUN_COMPENSATION_STUCK:
-                self.status = "compensation_stuck"
-        elif t is EventType.STEP_CREATED:
-            compensates = data.get("compensates")
-            self.steps[cid] = StepView(
-                cid,
-                str(data.get("stepName", cid)),
-                at,
-                compensates=str(compensates) if compensates else None,
-            )
-            self.order.append(("step", cid))
-        elif cid in self.steps:
-            self._apply_step(self.steps[cid], t, data, at)
-        elif t is EventType.HOOK_CREATED:
-            self.hooks[cid] = HookView(cid, str(data.get("token", "")), at)
-            self.order.append(("hook", cid))
-        elif t is EventType.HOOK_RECEIVED and cid in self.hooks:
-            hook = self.hooks[cid]
-            if hook.received_at is None:
-                hook.status, hook.received_at, hook.payload = "received", at, data.get("payload")
-        elif t is EventType.HOOK_DISPOSED and cid in self.hooks:
-            if self.hooks[cid].status == "waiting":
-                self.hooks[cid].status = "disposed"
-        elif t is EventType.WAIT_CREATED:
-            resume_at = float(data.get("resumeAt") or at)
-            timed = self.hooks.get(_timeout_of(cid))
-            if timed is not None:
-                timed.timeout_at = resume_at
-            else:
-                self.waits[cid] = WaitView(cid, at, resume_at, decided_at=self.workflow_time())
-                self.order.append(("wait", cid))
-        elif t is EventType.WAIT_COMPLETED:
-            timed = self.hooks.get(_timeout_of(cid))
-            if timed is not None:
-                if timed.status == "waiting":
-                    timed.status = "timed out"
-            elif cid in self.waits:
-                self.waits[cid].completed_at = at
-
-    @staticmethod
-    def _apply_step(step: StepView, t: EventType, data: Mapping[str, Any], at: float) -> None:
-        if t is EventType.STEP_STARTED:
-            number = int(data.get("attempt") or len(step.attempts) + 1)
-            if step.attempts and step.attempts[-1].outcome == "running":
-                step.attempts[-1].outcome = "abandoned"  # taken over (its owner died)
-                step.attempts[-1].ended_at = at
-            step.attempts.append(Attempt(number, at))
-            step.status = "running"
-        elif t in (EventType.STEP_RETRYING, EventType.STEP_COMPLETED, EventType.STEP_FAILED):
-            outcome = {
-                EventType.STEP_RETRYING: "retrying",
-                EventType.STEP_COMPLETED: "completed",
-                EventType.STEP_FAILED: "failed",
-            }[t]
-            attempt = step.attempts[-1] if step.attempts else None
-            if attempt is None or attempt.outcome != "running":
-                attempt = Attempt(len(step.attempts) + 1, at)
-                step.attempts.append(attempt)
-            attempt.ended_at, attempt.outcome = at, outcome
-            attempt.error = data.get("error")
-            if t is EventType.STEP_RETRYING:
-                retry = data.get("retryAfter")
-                attempt.retry_at = float(retry) if isinstance(retry, int | float) else None
-                step.status = "retrying"
-            else:
-                step.status, step.ended_at = outcome, at
-                step.result = data.get("result")
-                step.error = data.get("error")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "steps": [s.to_json() for s in self.steps.values()],
-            "hooks": [h.to_json() for h in self.hooks.values()],
-            "waits": [w.to_json() for w in self.waits.values()],
-        }
-
-
-_PHASE_EVENTS = frozenset(
-    {
-        EventType.RUN_CANCEL_REQUESTED,
-        EventType.RUN_COMPENSATING,
-        EventType.RUN_COMPENSATION_STUCK,
-        EventType.RUN_COMPENSATION_RESUMED,
-        EventType.RUN_COMPENSATION_ABANDONED,
-    }
-)
-
-
-def phase_text(t: EventType, data: Mapping[str, Any]) -> str:
-    if t is EventType.RUN_CANCEL_REQUESTED:
-        return f"cancel requested ({data.get('reason') or 'no reason given'})"
-    if t is EventType.RUN_COMPENSATING:
-        why = data.get("reason")
+def phase_text(p: Payload) -> str:
+    """One run-level moment (a cancel request, the unwind and its outcome) as a line."""
+    if isinstance(p, RunCancelRequested):
+        return f"cancel requested ({p.reason or 'no reason given'})"
+    if isinstance(p, RunCompensating):
+        why = p.unwind.get("reason")
         if why == "failed":
-            return f"run failed, compensating: {fmt_error(data.get('error'))}"
+            return f"run failed, compensating: {fmt_error(p.unwind.get('error'))}"
         return f"run {why or 'ended'}, compensating completed steps (latest first)"
-    if t is EventType.RUN_COMPENSATION_STUCK:
-        return (
-            f"compensation stuck: reversing step {data.get('step')} failed: "
-            f"{fmt_error(data.get('error'))}"
-        )
-    if t is EventType.RUN_COMPENSATION_RESUMED:
+    if isinstance(p, RunCompensationStuck):
+        return f"compensation stuck: reversing step {p.step} failed: {fmt_error(p.error)}"
+    if isinstance(p, RunCompensationResumed):
         return "compensation resumed"
     return "compensation abandoned"
-
-
-def _timeout_of(cid: str) -> str:
-    return cid[: -len(".timeout")] if cid.endswith(".timeout") else ""
-
-
-def fold(run_id: str, events: Iterable[Event]) -> Timeline:
-    timeline = Timeline(run_id)
-    for event in events:
-        timeline.apply(event)
-    return timeline
 
 
 def unstick_commands(run_id: str, world_url: str) -> str:
@@ -351,59 +142,78 @@ class LiveProgress:
     def _print(self, event: Event) -> None:
         tl = self.timeline
         assert tl is not None
-        t, cid, data, at = event.type, event.correlation_id or "", event.data, event.created_at
-        if t is EventType.RUN_CREATED:
-            self._line(at, f"run {event.run_id} created (workflow {data.get('workflow')})")
-        elif t is EventType.RUN_STARTED:
-            self._line(at, "run started")
-        elif t is EventType.RUN_COMPLETED:
-            took = fmt_duration(at - tl.created_at) if tl.created_at else "-"
-            self._line(at, f"run completed in {took}")
-        elif t is EventType.RUN_FAILED:
-            self._line(at, f"run failed: {fmt_error(data.get('error'))}")
-        elif t is EventType.RUN_CANCELLED:
-            self._line(at, f"run cancelled ({data.get('reason', '')})")
-        elif t in _PHASE_EVENTS:
-            self._line(at, phase_text(t, data))
-            if t is EventType.RUN_COMPENSATION_STUCK:
-                print(
-                    f"{'':11}a person decides: {unstick_commands(event.run_id, self.world_url)}",
-                    file=self.out,
-                    flush=True,
-                )
-        elif cid in tl.steps:
-            self._print_step(tl.steps[cid], t, at)
-        elif t is EventType.HOOK_CREATED:
-            self._line(at, f"hook {data.get('token')} waiting for a payload")
-            print(
-                f"{'':11}resume it with: {resume_command(str(data.get('token')), self.world_url)}",
-                file=self.out,
-                flush=True,
+        cid, at = event.correlation_id or "", event.created_at
+        match p := payload(event):
+            case RunCreated(workflow):
+                self._line(at, f"run {event.run_id} created (workflow {workflow})")
+            case RunStarted():
+                self._line(at, "run started")
+            case RunCompleted():
+                took = fmt_duration(at - tl.created_at) if tl.created_at else "-"
+                self._line(at, f"run completed in {took}")
+            case RunFailed(error):
+                self._line(at, f"run failed: {fmt_error(error)}")
+            case RunCancelled(reason):
+                self._line(at, f"run cancelled ({reason})")
+            case RunCompensationStuck():
+                self._line(at, phase_text(p))
+                self._more(f"a person decides: {unstick_commands(event.run_id, self.world_url)}")
+            case (
+                RunCancelRequested()
+                | RunCompensating()
+                | RunCompensationResumed()
+                | RunCompensationAbandoned()
+            ):
+                self._line(at, phase_text(p))
+            case StepStarted() | StepRetrying() | StepCompleted() | StepFailed():
+                if cid in tl.steps:
+                    self._print_step(tl.steps[cid], event.type, at)
+            case HookCreated(token):
+                self._line(at, f"hook {token} waiting for a payload")
+                self._more(f"resume it with: {resume_command(token, self.world_url)}")
+            case HookReceived():
+                if cid in tl.hooks:
+                    hook = tl.hooks[cid]
+                    self._line(at, f"hook {hook.token} received {fmt_json(hook.payload)}")
+            case WaitCreated(resume_at):
+                self._print_wait(cid, at if resume_at is None else resume_at, at)
+            case WaitCompleted():
+                timed = tl.hooks.get(timeout_of(cid))
+                if timed is not None:
+                    if timed.status == "timed out":
+                        self._line(at, f"hook {timed.token} timed out")
+                elif cid in tl.waits:
+                    self._line(at, f"sleep {fmt_duration(tl.waits[cid].seconds)} done")
+            case (
+                RunBlocked()
+                | RunUnblocked()
+                | StepCreated()
+                | HookDisposed()
+                | ChildCreated()
+                | ChildCompleted()
+            ):
+                pass
+            case unknown:
+                assert_never(unknown)
+
+    def _more(self, text: str) -> None:
+        print(f"{'':11}{text}", file=self.out, flush=True)
+
+    def _print_wait(self, cid: str, resume_at: float, at: float) -> None:
+        tl = self.timeline
+        assert tl is not None
+        hook = tl.hooks.get(timeout_of(cid))
+        decided = tl.workflow_time() or at
+        if hook is not None:
+            self._line(
+                at,
+                f"hook {hook.token} times out in {fmt_duration(resume_at - decided)} "
+                f"(at {fmt_clock(resume_at)})",
             )
-        elif t is EventType.HOOK_RECEIVED and cid in tl.hooks:
-            payload = tl.hooks[cid].payload
-            self._line(at, f"hook {tl.hooks[cid].token} received {fmt_json(payload)}")
-        elif t is EventType.WAIT_CREATED:
-            hook = tl.hooks.get(_timeout_of(cid))
-            resume_at = float(data.get("resumeAt") or at)
-            decided = tl.workflow_time() or at
-            if hook is not None:
-                self._line(
-                    at,
-                    f"hook {hook.token} times out in {fmt_duration(resume_at - decided)} "
-                    f"(at {fmt_clock(resume_at)})",
-                )
-            else:
-                self._line(
-                    at, f"sleep {fmt_duration(resume_at - decided)} (until {fmt_clock(resume_at)})"
-                )
-        elif t is EventType.WAIT_COMPLETED:
-            hook = tl.hooks.get(_timeout_of(cid))
-            if hook is not None:
-                if hook.status == "timed out":
-                    self._line(at, f"hook {hook.token} timed out")
-            elif cid in tl.waits:
-                self._line(at, f"sleep {fmt_duration(tl.waits[cid].seconds)} done")
+        else:
+            self._line(
+                at, f"sleep {fmt_duration(resume_at - decided)} (until {fmt_clock(resume_at)})"
+            )
 
     def _print_step(self, step: StepView, t: EventType, at: float) -> None:
         attempt = step.attempts[-1] if step.attempts else None
@@ -469,8 +279,8 @@ def render_show(
         p(f"  {rel(info.started_at):>10}  run started")
     for kind, cid in tl.order:
         if kind == "phase":
-            at, text = tl.phases[int(cid)]
-            p(f"  {rel(at):>10}  {text}")
+            at, moment = tl.phases[int(cid)]
+            p(f"  {rel(at):>10}  {phase_text(moment)}")
         elif kind == "step":
             step = tl.steps[cid]
             tries = len(step.attempts)

@@ -1,20 +1,11 @@
 """The world seam: the one contract the runtime talks to for durability (``seam``), and
-``open_world(url)`` (``open``). Concrete worlds live in ``wayline.worlds``."""
+``open_world(url)`` (``open``). Concrete worlds live in ``wayline.worlds``. A world folds its
+run views with ``fold_run``, the run part of the one projection (``_core.projections``)."""
 
+from .._core.dispatch import FLOW_TOPIC, STEP_TOPIC
+from .._core.projections import RunInfo, fold_run, new_run, pinned_definition, run_changes
 from .open import open_world
-from .seam import (
-    FLOW_TOPIC,
-    STEP_TOPIC,
-    Delivery,
-    HookInfo,
-    RunInfo,
-    World,
-    fold_run,
-    new_run,
-    pinned_definition,
-    run_changes,
-    terminal_statuses,
-)
+from .seam import Delivery, HookInfo, World, terminal_statuses
 
 __all__ = [
     "FLOW_TOPIC",

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from .._core.events import Event, EventType, NewEvent, RunStatus, apply_transition
+from .._core.projections import RunInfo
 from ..errors import CorruptLogError, WaylineError
-from .seam import RunInfo
 
 _EVENT_TYPES = {t.value: t for t in EventType}
 """A dict lookup: ``EventType(value)`` costs a few microseconds per event of every read."""

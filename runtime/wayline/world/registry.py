@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .._core.definitions import WorkflowDefinition
-    from .seam import RunInfo
+from .._core.definitions import WorkflowDefinition
+from .._core.projections import RunInfo
 
 
 def served_entries(

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .seam import RunInfo
+from .._core.projections import RunInfo
 
 FLOW_TOPIC = "flow"
 STEP_TOPIC = "step"

@@ -11,12 +11,13 @@ from __future__ import annotations
 import abc
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from .._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
+from .._core.events import Event, NewEvent, RunStatus
 from .._core.ids import MessageId
+from .._core.projections import RunInfo
 from .routing import FLOW_TOPIC as FLOW_TOPIC
 from .routing import STEP_TOPIC as STEP_TOPIC
 from .routing import Router
@@ -26,91 +27,6 @@ from .single_flight import SingleFlight
 # STEP_TOPIC: queued step bodies, ``{"runId": ..., "stepId": ..., "stepName": ...}``.
 # A world sends both to the run's route (``routing``): enqueue resolves it with ``router``,
 # and a delivery received on a route carries the plain topic.
-
-
-@dataclass(frozen=True, slots=True)
-class RunInfo:
-    run_id: str
-    workflow: str
-    status: RunStatus
-    input: Any = None
-    output: Any = None
-    error: Mapping[str, Any] | None = None
-    created_at: float = 0.0
-    started_at: float | None = None
-    ended_at: float | None = None
-    updated_at: float = 0.0
-    last_seq: int = 0
-    attributes: Mapping[str, Any] = field(default_factory=dict)
-
-
-_PHASES = {
-    EventType.RUN_COMPENSATING: RunStatus.COMPENSATING,
-    EventType.RUN_COMPENSATION_STUCK: RunStatus.COMPENSATION_STUCK,
-    EventType.RUN_COMPENSATION_RESUMED: RunStatus.COMPENSATING,
-}
-
-
-def run_changes(event: Event) -> dict[str, Any]:
-    """The run-view fields one (non-creating) event changes; shared by every world."""
-    changes: dict[str, Any] = {"updated_at": event.created_at, "last_seq": event.seq}
-    if event.type is EventType.RUN_STARTED:
-        changes.update(status=RunStatus.RUNNING, started_at=event.created_at, error=None)
-    elif event.type in _PHASES:
-        changes["status"] = _PHASES[event.type]
-    elif event.type is EventType.RUN_BLOCKED:
-        changes.update(status=RunStatus.BLOCKED, error=dict(event.data))
-    elif event.type is EventType.RUN_UNBLOCKED:
-        changes.update(status=RunStatus.RUNNING, error=None)
-    elif event.type in RUN_TERMINAL_EVENTS:
-        status = {
-            EventType.RUN_COMPLETED: RunStatus.COMPLETED,
-            EventType.RUN_FAILED: RunStatus.FAILED,
-            EventType.RUN_CANCELLED: RunStatus.CANCELLED,
-        }[event.type]
-        changes.update(status=status, ended_at=event.created_at)
-        if event.type is EventType.RUN_COMPLETED:
-            changes["output"] = event.data.get("output")
-        elif event.type is EventType.RUN_FAILED:
-            changes["error"] = dict(event.data.get("error") or {})
-        else:
-            changes["error"] = {"code": "RUN_CANCELLED", "message": event.data.get("reason", "")}
-    return changes
-
-
-def new_run(event: Event) -> RunInfo:
-    """The run view a ``run_created`` event opens."""
-    data = event.data
-    return RunInfo(
-        run_id=event.run_id,
-        workflow=str(data.get("workflow", "")),
-        status=RunStatus.PENDING,
-        input=data.get("input"),
-        created_at=event.created_at,
-        updated_at=event.created_at,
-        last_seq=event.seq,
-        attributes={k: v for k, v in data.items() if k not in ("workflow", "input")},
-    )
-
-
-def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
-    """The run view after one event; shared by every world so their views agree."""
-    if event.type is EventType.RUN_CREATED:
-        return new_run(event)
-    assert info is not None, "fold_run needs run_created first"
-    out = replace(info, **run_changes(event))
-    pin = pinned_definition(event)
-    if pin is not None and "definition" not in info.attributes:
-        out = replace(out, attributes={**info.attributes, "definition": pin})
-    return out
-
-
-def pinned_definition(event: Event) -> dict[str, Any] | None:
-    """The definition a ``run_started`` pins on a run started by name (none recorded)."""
-    if event.type is not EventType.RUN_STARTED:
-        return None
-    pin = event.data.get("definition")
-    return dict(pin) if isinstance(pin, Mapping) else None
 
 
 def terminal_statuses(statuses: Sequence[RunStatus] | None) -> list[str]:

@@ -1,0 +1,234 @@
+"""What one delivery does next with a run, decided from the replay alone (pure).
+
+The handler's loop (``_engine.handler``) asks :func:`next_move` what to do with the replay as
+it stands, and for a suspension, :func:`decision_batch` (the new hooks, waits, children and
+steps, written as one atomic batch) and then :func:`dispatch_plan` (the decision table for
+every created, non-terminal step, and the wake-ups for the waits the run is blocked on). These
+read the replay and return data; nothing here writes, enqueues or runs a body, so every path
+through a suspension is a value a test can look at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dispatch import FLOW_TOPIC, STEP_TOPIC, Action, decide, step_dispatch_key
+from .events import EventType, NewEvent
+from .replay import ChildRecord, Replay, StepRecord, WaitRecord
+
+# --- the next move --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The run has ended: nothing more to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandBack:
+    """The worker is closing: write what is provisional and hand the run back unfinished."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unwind:
+    """The run is being cancelled, or failed with something to reverse: the saga unwind."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The workflow function returned or raised with nothing to reverse: record its end."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteWaits:
+    """Waits that are due by this worker's clock: write their completions and go on."""
+
+    events: list[NewEvent]
+
+
+@dataclass(frozen=True, slots=True)
+class Suspend:
+    """The workflow is suspended on work it asked for: plan the batch and the dispatch."""
+
+    now: float
+
+
+Move = Done | HandBack | Unwind | Finish | CompleteWaits | Suspend
+
+
+def next_move(replay: Replay, *, closing: bool, now: float) -> Move:
+    if replay.terminal is not None:
+        return Done()
+    if closing:
+        return HandBack()
+    if replay.ending.unwinding:
+        return Unwind()
+    if replay.finished:
+        root = replay.root
+        failed = root is not None and root.failed()
+        if failed and (replay.compensation_plan() or replay.pending_children()):
+            return Unwind()
+        return Finish()
+    due = [w for w in replay.pending_waits() if w.resume_at <= now]
+    if due:
+        return CompleteWaits(
+            [NewEvent(EventType.WAIT_COMPLETED, w.cid, {"resumeAt": w.resume_at}) for w in due]
+        )
+    return Suspend(now)
+
+
+# --- what leaves the process ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """One queue message: ``enqueue(topic, payload, idempotency_key=key, delay_seconds=delay)``."""
+
+    topic: str
+    payload: dict[str, Any]
+    key: str
+    delay: float = 0.0
+
+
+def step_payload(run_id: str, rec: StepRecord) -> dict[str, Any]:
+    """A queued step's message."""
+    return {"runId": run_id, "stepId": rec.cid, "stepName": rec.name}
+
+
+def step_send(run_id: str, rec: StepRecord, key: str | None = None, delay: float = 0.0) -> Send:
+    return Send(
+        STEP_TOPIC, step_payload(run_id, rec), key or step_dispatch_key(run_id, rec.cid), delay
+    )
+
+
+def backstop_send(run_id: str, key: str, delay: float) -> Send:
+    return Send(FLOW_TOPIC, {"runId": run_id, "reason": "backstop", "backstopKey": key}, key, delay)
+
+
+# --- a suspension: the decision batch --------------------------------------------------------
+
+
+@dataclass(slots=True)
+class DecisionBatch:
+    events: list[NewEvent] = field(default_factory=list)
+    lazy: list[StepRecord] = field(default_factory=list)
+    """New steps created *and* started (stamped with this delivery) in the batch: run inline."""
+    sends: list[Send] = field(default_factory=list)
+    """Eager new steps: created, then queued as their own step messages."""
+    children: list[tuple[ChildRecord, str]] = field(default_factory=list)
+    """New children and the run ids chosen for them (claimed in the batch, started after)."""
+
+
+def _wait_created(wait: WaitRecord) -> NewEvent:
+    return NewEvent(EventType.WAIT_CREATED, wait.cid, {"resumeAt": wait.resume_at})
+
+
+def decision_batch(
+    replay: Replay, *, my_id: str, max_inline: int, new_run_id: Callable[[], str]
+) -> DecisionBatch:
+    """The suspension's new hooks, waits, children and steps as one atomic batch. The first
+    ``max_inline`` new steps are lazy inline: created and started in the same write, stamped
+    with ``my_id`` (seed 000, first invariant); the rest are eager."""
+    batch = DecisionBatch()
+    for hook in replay.new_hooks.values():
+        batch.events.append(NewEvent(EventType.HOOK_CREATED, hook.cid, {"token": hook.token}))
+        if hook.timeout is not None:
+            batch.events.append(_wait_created(hook.timeout))
+    for child in replay.new_children.values():
+        run_id = new_run_id()
+        batch.children.append((child, run_id))
+        data: dict[str, Any] = {"childRunId": run_id, "workflow": child.workflow.name}
+        if child.deadline is not None:
+            data["deadline"] = child.deadline.resume_at
+        batch.events.append(NewEvent(EventType.CHILD_CREATED, child.cid, data))
+        if child.deadline is not None:
+            batch.events.append(_wait_created(child.deadline))
+    batch.events += [_wait_created(wait) for wait in replay.new_waits.values()]
+    for rec in replay.new_steps.values():
+        data = {"stepName": rec.name, "input": rec.input, "occurrence": rec.occurrence}
+        batch.events.append(NewEvent(EventType.STEP_CREATED, rec.cid, data))
+        if len(batch.lazy) < max_inline:
+            stamp = {"attempt": 1, "ownerMessageId": my_id}
+            batch.events.append(NewEvent(EventType.STEP_STARTED, rec.cid, stamp))
+            batch.lazy.append(rec)
+        else:
+            batch.sends.append(step_send(replay.run_id, rec))
+    return batch
+
+
+# --- a suspension: the dispatch --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Dispatch:
+    owned: list[StepRecord] = field(default_factory=list)
+    """Owned recovery: steps this delivery owns whose body died with a previous invocation."""
+    sends: list[Send] = field(default_factory=list)
+    backstops: list[tuple[StepRecord, Send]] = field(default_factory=list)
+    """Steps owned by another live delivery, and the backstop wake armed for each."""
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """What the delivery being handled is, as far as the dispatch cares."""
+
+    message_id: str
+    backstop_key: str | None
+    payload: Mapping[str, Any]
+
+
+def dispatch_plan(
+    replay: Replay,
+    arrival: Arrival,
+    *,
+    now: float,
+    lease: float,
+    ownership: bool,
+    skip: set[str],
+    armed: set[str],
+) -> Dispatch:
+    """The decision table (``dispatch.decide``) for every created, non-terminal step not in
+    ``skip`` (this batch's lazy steps), and a wake for each wait the run is blocked on. Keys
+    in ``armed`` were sent already by this delivery; the keys planned here are added to it."""
+    run_id, plan = replay.run_id, Dispatch()
+
+    def send(message: Send) -> None:
+        armed.add(message.key)
+        plan.sends.append(message)
+
+    for rec in replay.open_steps.values():
+        if rec.cid in skip:
+            continue
+        d = decide(
+            rec.state(),
+            run_id=run_id,
+            correlation_id=rec.cid,
+            my_message_id=arrival.message_id,
+            now=now,
+            lease=lease,
+            ownership_enabled=ownership,
+            arriving_backstop_key=arrival.backstop_key,
+        )
+        if d.idempotency_key in armed:
+            continue
+        if d.action is Action.EXECUTE_OWNED:
+            plan.owned.append(rec)
+        elif d.action is Action.ARM_BACKSTOP:
+            wake = backstop_send(run_id, d.idempotency_key, d.delay_seconds)
+            plan.backstops.append((rec, wake))
+            send(wake)
+        else:
+            send(step_send(run_id, rec, d.idempotency_key))
+    for wait in replay.pending_waits():
+        key = f"{run_id}:{wait.cid}"
+        if arrival.payload.get("waitId") == wait.cid:
+            # This delivery is that wait's own wake, arriving before the wait is due by this
+            # worker's clock (behind the world's). Its key is still held while it is in
+            # flight, so a re-arm under it would be dropped: use a successor.
+            key = f"{key}:after:{arrival.message_id}"
+        if key not in armed:
+            payload = {"runId": run_id, "reason": "wait", "waitId": wait.cid}
+            send(Send(FLOW_TOPIC, payload, key, max(0.0, wait.resume_at - now)))
+    return plan

@@ -1,0 +1,692 @@
+"""The one projection of a run's log: typed event payloads and the fold every reader uses.
+
+An event's ``data`` is read in exactly one place, :func:`payload`, which turns it into one
+frozen dataclass per event type; everything else matches on those classes. :func:`run_changes`
+folds them into the run view a world stores (``RunInfo``), and :class:`RunView` folds a whole
+log into steps (with their attempts), hooks, waits, children and the run's phases: what the
+CLI timeline prints, what the operator counts, what recovery asks ("is this run idle?") and
+what a queued step delivery needs to know about its step. The replay (``replay.Replay``)
+matches the same payloads to settle the workflow's futures.
+
+Adding an event type is one ``EventType`` member, one payload class here, and a case in each
+``match`` below; ``assert_never`` makes mypy name every ``match`` that misses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, assert_never
+
+from .events import Event, EventType, RunStatus
+
+# --- typed payloads: one class per event type ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunCreated:
+    workflow: str
+    input: Any
+    attributes: Mapping[str, Any]
+    """Everything else it records: revision, definition, parent."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    definition: Mapping[str, Any] | None
+    """The definition a run started by name is pinned to (None: it recorded one already)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunCompleted:
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RunFailed:
+    error: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunCancelled:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunCancelRequested:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunCompensating:
+    unwind: Mapping[str, Any]
+    """``{"reason": "failed", "error": ...}`` or ``{"reason": "cancelled", "detail": ...}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunCompensationStuck:
+    step: str
+    error: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunCompensationResumed:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class RunCompensationAbandoned:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class RunBlocked:
+    why: Mapping[str, Any]
+    """``{"code", "message", "required"}``: which definition the run waits for."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunUnblocked:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StepCreated:
+    step_name: str
+    input: Any
+    occurrence: int
+    compensates: str | None = None
+    """For a compensation: the forward step's correlation id."""
+    epoch: int = 0
+    forward_result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepStarted:
+    attempt: int | None
+    owner_message_id: str | None
+    """Set on an inline (owned) start; a bare start clears ownership."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepRetrying:
+    error: Mapping[str, Any] | None
+    retry_after: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepCompleted:
+    result: Any
+
+
+@dataclass(frozen=True, slots=True)
+class StepFailed:
+    error: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class HookCreated:
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class HookReceived:
+    payload: Any
+
+
+@dataclass(frozen=True, slots=True)
+class HookDisposed:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class WaitCreated:
+    resume_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitCompleted:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ChildCreated:
+    child_run_id: str
+    workflow: str
+    deadline: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildCompleted:
+    status: str
+    output: Any
+    error: Mapping[str, Any] | None
+
+
+Payload = (
+    RunCreated
+    | RunStarted
+    | RunCompleted
+    | RunFailed
+    | RunCancelled
+    | RunCancelRequested
+    | RunCompensating
+    | RunCompensationStuck
+    | RunCompensationResumed
+    | RunCompensationAbandoned
+    | RunBlocked
+    | RunUnblocked
+    | StepCreated
+    | StepStarted
+    | StepRetrying
+    | StepCompleted
+    | StepFailed
+    | HookCreated
+    | HookReceived
+    | HookDisposed
+    | WaitCreated
+    | WaitCompleted
+    | ChildCreated
+    | ChildCompleted
+)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None
+
+
+def payload(event: Event) -> Payload:
+    """The event's ``data``, typed. The only reader of ``Event.data`` outside the worlds."""
+    d = event.data
+    match event.type:
+        case EventType.RUN_CREATED:
+            rest = {k: v for k, v in d.items() if k not in ("workflow", "input")}
+            return RunCreated(str(d.get("workflow", "")), d.get("input"), rest)
+        case EventType.RUN_STARTED:
+            return RunStarted(_mapping(d.get("definition")))
+        case EventType.RUN_COMPLETED:
+            return RunCompleted(d.get("output"))
+        case EventType.RUN_FAILED:
+            return RunFailed(dict(d.get("error") or {}))
+        case EventType.RUN_CANCELLED:
+            return RunCancelled(str(d.get("reason", "")))
+        case EventType.RUN_CANCEL_REQUESTED:
+            return RunCancelRequested(str(d.get("reason") or ""))
+        case EventType.RUN_COMPENSATING:
+            return RunCompensating(dict(d))
+        case EventType.RUN_COMPENSATION_STUCK:
+            return RunCompensationStuck(str(d.get("step")), dict(d.get("error") or {}))
+        case EventType.RUN_COMPENSATION_RESUMED:
+            return RunCompensationResumed()
+        case EventType.RUN_COMPENSATION_ABANDONED:
+            return RunCompensationAbandoned()
+        case EventType.RUN_BLOCKED:
+            return RunBlocked(dict(d))
+        case EventType.RUN_UNBLOCKED:
+            return RunUnblocked()
+        case EventType.STEP_CREATED:
+            compensates = d.get("compensates")
+            return StepCreated(
+                str(d.get("stepName")),
+                d.get("input"),
+                int(d.get("occurrence") or 0),
+                str(compensates) if compensates else None,
+                int(d.get("epoch") or 0),
+                d.get("forwardResult"),
+            )
+        case EventType.STEP_STARTED:
+            attempt, owner = d.get("attempt"), d.get("ownerMessageId")
+            return StepStarted(
+                int(attempt) if attempt else None, str(owner) if owner is not None else None
+            )
+        case EventType.STEP_RETRYING:
+            return StepRetrying(_mapping(d.get("error")), _number(d.get("retryAfter")))
+        case EventType.STEP_COMPLETED:
+            return StepCompleted(d.get("result"))
+        case EventType.STEP_FAILED:
+            return StepFailed(_mapping(d.get("error")))
+        case EventType.HOOK_CREATED:
+            return HookCreated(str(d.get("token", "")))
+        case EventType.HOOK_RECEIVED:
+            return HookReceived(d.get("payload"))
+        case EventType.HOOK_DISPOSED:
+            return HookDisposed()
+        case EventType.WAIT_CREATED:
+            return WaitCreated(_number(d.get("resumeAt")))
+        case EventType.WAIT_COMPLETED:
+            return WaitCompleted()
+        case EventType.CHILD_CREATED:
+            return ChildCreated(
+                str(d.get("childRunId")), str(d.get("workflow")), _number(d.get("deadline"))
+            )
+        case EventType.CHILD_COMPLETED:
+            return ChildCompleted(str(d.get("status")), d.get("output"), _mapping(d.get("error")))
+        case unknown:
+            assert_never(unknown)
+
+
+# --- the run view a world stores --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    run_id: str
+    workflow: str
+    status: RunStatus
+    input: Any = None
+    output: Any = None
+    error: Mapping[str, Any] | None = None
+    created_at: float = 0.0
+    started_at: float | None = None
+    ended_at: float | None = None
+    updated_at: float = 0.0
+    last_seq: int = 0
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+def new_run(event: Event) -> RunInfo:
+    """The run view a ``run_created`` event opens."""
+    created = payload(event)
+    assert isinstance(created, RunCreated), "a run view opens with run_created"
+    return RunInfo(
+        run_id=event.run_id,
+        workflow=created.workflow,
+        status=RunStatus.PENDING,
+        input=created.input,
+        created_at=event.created_at,
+        updated_at=event.created_at,
+        last_seq=event.seq,
+        attributes=dict(created.attributes),
+    )
+
+
+def run_changes(event: Event) -> dict[str, Any]:
+    """The run-view fields one (non-creating) event changes; shared by every world."""
+    at = event.created_at
+    changes: dict[str, Any] = {"updated_at": at, "last_seq": event.seq}
+    match payload(event):
+        case RunStarted():
+            changes.update(status=RunStatus.RUNNING, started_at=at, error=None)
+        case RunCompensating() | RunCompensationResumed():
+            changes["status"] = RunStatus.COMPENSATING
+        case RunCompensationStuck():
+            changes["status"] = RunStatus.COMPENSATION_STUCK
+        case RunBlocked(why):
+            changes.update(status=RunStatus.BLOCKED, error=dict(why))
+        case RunUnblocked():
+            changes.update(status=RunStatus.RUNNING, error=None)
+        case RunCompleted(output):
+            changes.update(status=RunStatus.COMPLETED, ended_at=at, output=output)
+        case RunFailed(error):
+            changes.update(status=RunStatus.FAILED, ended_at=at, error=dict(error))
+        case RunCancelled(reason):
+            error = {"code": "RUN_CANCELLED", "message": reason}
+            changes.update(status=RunStatus.CANCELLED, ended_at=at, error=error)
+        case (
+            RunCreated()
+            | RunCancelRequested()
+            | RunCompensationAbandoned()
+            | StepCreated()
+            | StepStarted()
+            | StepRetrying()
+            | StepCompleted()
+            | StepFailed()
+            | HookCreated()
+            | HookReceived()
+            | HookDisposed()
+            | WaitCreated()
+            | WaitCompleted()
+            | ChildCreated()
+            | ChildCompleted()
+        ):
+            pass
+        case unknown:
+            assert_never(unknown)
+    return changes
+
+
+def pinned_definition(event: Event) -> dict[str, Any] | None:
+    """The definition a ``run_started`` pins on a run started by name (none recorded)."""
+    if event.type is not EventType.RUN_STARTED:
+        return None
+    started = payload(event)
+    assert isinstance(started, RunStarted)
+    return dict(started.definition) if started.definition is not None else None
+
+
+def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
+    """The run view after one event; shared by every world so their views agree."""
+    if event.type is EventType.RUN_CREATED:
+        return new_run(event)
+    assert info is not None, "fold_run needs run_created first"
+    out = replace(info, **run_changes(event))
+    pin = pinned_definition(event)
+    if pin is not None and "definition" not in info.attributes:
+        out = replace(out, attributes={**info.attributes, "definition": pin})
+    return out
+
+
+# --- the whole log: steps, hooks, waits, children, phases -------------------------------------
+
+
+@dataclass
+class Attempt:
+    number: int
+    started_at: float
+    ended_at: float | None = None
+    outcome: str = "running"  # running | completed | retrying | failed | abandoned
+    error: Mapping[str, Any] | None = None
+    retry_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.number,
+            "startedAt": self.started_at,
+            "endedAt": self.ended_at,
+            "outcome": self.outcome,
+            "error": dict(self.error) if self.error else None,
+            "retryAt": self.retry_at,
+        }
+
+
+@dataclass
+class StepView:
+    cid: str
+    name: str
+    created_at: float
+    input: Any = None
+    occurrence: int = 0
+    status: str = "pending"
+    attempts: list[Attempt] = field(default_factory=list)
+    ended_at: float | None = None
+    result: Any = None
+    error: Mapping[str, Any] | None = None
+    compensates: str | None = None
+    """For a compensation (saga reversal): the id of the forward step it reverses."""
+    forward_result: Any = None
+    retry_after: float | None = None
+    """When the latest ``step_retrying`` asked to be tried again."""
+    starts: int = 0
+    """How many ``step_started`` events it has."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} (reverses {self.compensates})" if self.compensates else self.name
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in ("completed", "failed")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.cid,
+            "name": self.name,
+            "compensates": self.compensates,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "endedAt": self.ended_at,
+            "attempts": [a.to_json() for a in self.attempts],
+            "result": self.result,
+            "error": dict(self.error) if self.error else None,
+        }
+
+
+@dataclass
+class HookView:
+    cid: str
+    token: str
+    created_at: float
+    status: str = "waiting"  # waiting | received | timed out | disposed
+    timeout_at: float | None = None
+    received_at: float | None = None
+    payload: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.cid,
+            "token": self.token,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "timeoutAt": self.timeout_at,
+            "receivedAt": self.received_at,
+            "payload": self.payload,
+        }
+
+
+@dataclass
+class WaitView:
+    cid: str
+    created_at: float
+    resume_at: float
+    completed_at: float | None = None
+    decided_at: float | None = None
+    """Workflow time when the sleep was asked for (the log's time before this batch)."""
+
+    @property
+    def seconds(self) -> float:
+        return self.resume_at - (self.decided_at or self.created_at)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.cid,
+            "status": "completed" if self.completed_at is not None else "waiting",
+            "createdAt": self.created_at,
+            "resumeAt": self.resume_at,
+            "completedAt": self.completed_at,
+        }
+
+
+def timeout_of(cid: str) -> str:
+    """The hook whose timeout wait ``cid`` is (``h1.timeout`` -> ``h1``), or ''."""
+    return cid[: -len(".timeout")] if cid.endswith(".timeout") else ""
+
+
+# What recovery counts as open work, by the kind of entity: see ``RunView.open_kinds``.
+_WORK, _HOOK, _TIMER, _CHILD = "work", "hook", "timer", "child"
+
+
+@dataclass
+class RunView:
+    """A run's log folded into what people and recovery ask about. Tolerant: an event about
+    an entity it never saw created is skipped, never fatal (a log is read as it is)."""
+
+    run_id: str
+    run: RunInfo | None = None
+    status: str = "pending"
+    """As a person reads it: pending, running, compensating, compensation_stuck, or the end."""
+    created_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    steps: dict[str, StepView] = field(default_factory=dict)
+    hooks: dict[str, HookView] = field(default_factory=dict)
+    waits: dict[str, WaitView] = field(default_factory=dict)
+    children: dict[str, str] = field(default_factory=dict)
+    """Child runs by correlation id, while not reported back."""
+    order: list[tuple[str, str]] = field(default_factory=list)  # (kind, cid) in creation order
+    phases: list[tuple[float, Payload]] = field(default_factory=list)
+    """Run-level moments between steps: cancel requests, the saga unwind and its outcome."""
+    open: dict[str, str] = field(default_factory=dict)
+    """Entities created and not closed, by correlation id: work, hook, timer or child."""
+    compensation_resumes: int = 0
+    last_is_input: bool = False
+    """The latest event came from outside the run's own deliveries (a payload, a child's
+    end, a cancel request, a person's resume or abandon): the run has work after it."""
+    batch_at: float | None = None
+    before_batch_at: float | None = None
+
+    def workflow_time(self) -> float | None:
+        """What ``wayline.now()`` read when the current batch was decided: the time of the
+        last event before it (one append stamps all its events with one time)."""
+        return self.before_batch_at
+
+    def step_counts(self) -> dict[str, int]:
+        """Forward steps created, and steps completed and failed (the operator's counts)."""
+        forward = [s for s in self.steps.values() if s.compensates is None]
+        completed = sum(1 for s in self.steps.values() if s.status == "completed")
+        failed = sum(1 for s in self.steps.values() if s.status == "failed")
+        return {"created": len(forward), "completed": completed, "failed": failed}
+
+    def open_kinds(self) -> set[str]:
+        return set(self.open.values())
+
+    def apply(self, event: Event) -> None:
+        at, cid = event.created_at, event.correlation_id or ""
+        if at != self.batch_at:
+            self.before_batch_at, self.batch_at = self.batch_at, at
+        p = payload(event)
+        if self.run is not None or isinstance(p, RunCreated):
+            self.run = fold_run(self.run, event)
+        self.last_is_input = isinstance(
+            p,
+            RunCreated
+            | HookReceived
+            | ChildCompleted
+            | RunCancelRequested
+            | RunCompensationResumed
+            | RunCompensationAbandoned,
+        )
+        match p:
+            case RunCreated():
+                self.created_at = at
+            case RunStarted():
+                self.started_at, self.status = at, "running"
+            case RunCompleted() | RunFailed() | RunCancelled():
+                self._end(p, at)
+            case (
+                RunCancelRequested()
+                | RunCompensating()
+                | RunCompensationStuck()
+                | RunCompensationResumed()
+                | RunCompensationAbandoned()
+            ):
+                self._phase(p, at)
+            case RunBlocked() | RunUnblocked():
+                pass  # the run view (``run``) has it; the timeline shows it in the header
+            case StepCreated():
+                self._step_created(cid, p, at)
+            case StepStarted() | StepRetrying() | StepCompleted() | StepFailed():
+                if cid in self.steps:
+                    self._step_event(self.steps[cid], p, at)
+            case HookCreated(token):
+                self.hooks[cid] = HookView(cid, token, at)
+                self.order.append(("hook", cid))
+                self.open[cid] = _HOOK
+            case HookReceived(value):
+                hook = self.hooks.get(cid)
+                if hook is not None and hook.received_at is None:
+                    hook.status, hook.received_at, hook.payload = "received", at, value
+            case HookDisposed():
+                self.open.pop(cid, None)
+                if cid in self.hooks and self.hooks[cid].status == "waiting":
+                    self.hooks[cid].status = "disposed"
+            case WaitCreated(resume_at):
+                self._wait_created(cid, at if resume_at is None else resume_at, at)
+            case WaitCompleted():
+                self._wait_completed(cid, at)
+            case ChildCreated(child_run_id):
+                self.children[cid] = child_run_id
+                self.open[cid] = _CHILD
+            case ChildCompleted():
+                self.children.pop(cid, None)
+                self.open.pop(cid, None)
+            case unknown:
+                assert_never(unknown)
+
+    def _end(self, p: RunCompleted | RunFailed | RunCancelled, at: float) -> None:
+        self.ended_at = at
+        for hook in self.hooks.values():
+            if hook.status == "waiting":
+                hook.status = "disposed"  # an ended run's hooks take no more payloads
+        if isinstance(p, RunCompleted):
+            self.status = "completed"
+        else:
+            self.status = "failed" if isinstance(p, RunFailed) else "cancelled"
+
+    def _phase(self, p: Payload, at: float) -> None:
+        self.phases.append((at, p))
+        self.order.append(("phase", str(len(self.phases) - 1)))
+        if isinstance(p, RunCompensating | RunCompensationResumed):
+            self.status = "compensating"
+        elif isinstance(p, RunCompensationStuck):
+            self.status = "compensation_stuck"
+        if isinstance(p, RunCompensationResumed):
+            self.compensation_resumes += 1
+
+    def _step_created(self, cid: str, p: StepCreated, at: float) -> None:
+        self.steps[cid] = StepView(
+            cid,
+            p.step_name or cid,
+            at,
+            input=p.input,
+            occurrence=p.occurrence,
+            compensates=p.compensates,
+            forward_result=p.forward_result,
+        )
+        self.order.append(("step", cid))
+        self.open[cid] = _WORK
+
+    def _step_event(
+        self, step: StepView, p: StepStarted | StepRetrying | StepCompleted | StepFailed, at: float
+    ) -> None:
+        if isinstance(p, StepStarted):
+            number = p.attempt or len(step.attempts) + 1
+            if step.attempts and step.attempts[-1].outcome == "running":
+                step.attempts[-1].outcome = "abandoned"  # taken over (its owner died)
+                step.attempts[-1].ended_at = at
+            step.attempts.append(Attempt(number, at))
+            step.status, step.starts = "running", step.starts + 1
+            return
+        attempt = step.attempts[-1] if step.attempts else None
+        if attempt is None or attempt.outcome != "running":
+            attempt = Attempt(len(step.attempts) + 1, at)  # its start is not in the log
+            step.attempts.append(attempt)
+        attempt.ended_at = at
+        if isinstance(p, StepRetrying):
+            attempt.outcome, attempt.error, attempt.retry_at = "retrying", p.error, p.retry_after
+            step.status, step.retry_after = "retrying", p.retry_after
+            return
+        self.open.pop(step.cid, None)
+        step.ended_at = at
+        if isinstance(p, StepCompleted):
+            attempt.outcome, attempt.error = "completed", None
+            step.status, step.result, step.error = "completed", p.result, None
+        else:
+            attempt.outcome, attempt.error = "failed", p.error
+            step.status, step.result, step.error = "failed", None, p.error
+
+    def _wait_created(self, cid: str, resume_at: float, at: float) -> None:
+        self.open[cid] = _TIMER
+        timed = self.hooks.get(timeout_of(cid))
+        if timed is not None:
+            timed.timeout_at = resume_at
+        else:
+            self.waits[cid] = WaitView(cid, at, resume_at, decided_at=self.workflow_time())
+            self.order.append(("wait", cid))
+
+    def _wait_completed(self, cid: str, at: float) -> None:
+        self.open.pop(cid, None)
+        timed = self.hooks.get(timeout_of(cid))
+        if timed is not None:
+            if timed.status == "waiting":
+                timed.status = "timed out"
+        elif cid in self.waits:
+            self.waits[cid].completed_at = at
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "steps": [s.to_json() for s in self.steps.values()],
+            "hooks": [h.to_json() for h in self.hooks.values()],
+            "waits": [w.to_json() for w in self.waits.values()],
+        }
+
+
+def fold(run_id: str, events: Iterable[Event]) -> RunView:
+    """The run's whole log, folded."""
+    view = RunView(run_id)
+    for event in events:
+        view.apply(event)
+    return view

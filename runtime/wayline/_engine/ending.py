@@ -1,0 +1,93 @@
+"""How a run ends: its terminal event (a child then reports to its parent), failing it with a
+framework error, recording a step's outcome, and setting a malformed message aside."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from .._core.events import Event, EventType, NewEvent, RunStatus
+from .._core.replay import Replay
+from ..errors import (
+    EntityConflictError,
+    EntityMissingError,
+    RunNotFoundError,
+    RunTerminalError,
+)
+from ..world import FLOW_TOPIC, Delivery, RunInfo, World
+from .deferred import append_batch, outcome_event
+from .messages import Verdict, malformed_verdict
+from .step_runner import Outcome
+
+log = logging.getLogger("wayline.runtime")
+
+
+async def terminal(
+    world: World, run_id: str, event: NewEvent, replay: Replay | None = None
+) -> None:
+    """Append a run's terminal event; a child then reports its end to its parent. With the
+    live ``replay``, its provisional events ride in the same write (see ``deferred``)."""
+    try:
+        if replay is not None:
+            await append_batch(world, replay, [event])
+        else:
+            await world.append(run_id, [event])
+    except (RunTerminalError, RunNotFoundError, EntityConflictError):
+        return
+    info = await world.get_run(run_id)
+    if info is not None:
+        await report_to_parent(world, info)
+
+
+async def report_to_parent(world: World, info: RunInfo) -> None:
+    parent = info.attributes.get("parent")
+    if not isinstance(parent, Mapping) or not info.status.terminal:
+        return
+    data: dict[str, Any] = {"status": str(info.status), "childRunId": info.run_id}
+    if info.status is RunStatus.COMPLETED:
+        data["output"] = info.output
+    else:
+        data["error"] = dict(info.error or {})
+    try:
+        await world.append(
+            str(parent["runId"]),
+            [NewEvent(EventType.CHILD_COMPLETED, str(parent["cid"]), data)],
+        )
+    except (EntityConflictError, RunTerminalError, RunNotFoundError, EntityMissingError):
+        return  # already reported, or the parent is gone (then the child is an orphan)
+    await world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
+
+
+async def fail_run(world: World, run_id: str, code: str, message: str) -> None:
+    error = {"name": "WaylineError", "code": code, "message": message}
+    log.error("run %s failed: [%s] %s", run_id, code, message)
+    await terminal(world, run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
+
+
+async def record_outcome(world: World, run_id: str, cid: str, outcome: Outcome) -> list[Event]:
+    """Write a step's outcome; nothing when another attempt settled it first, or the run
+    ended (cancelled)."""
+    try:
+        return await world.append(run_id, [outcome_event(cid, outcome)])
+    except (EntityConflictError, RunTerminalError, EntityMissingError):
+        return []
+
+
+async def malformed(world: World, delivery: Delivery, err: Exception) -> Verdict:
+    """Set a malformed message aside (never a redelivery loop) and, when it names a run that
+    is still live, wake that run. Wayline writes no malformed messages, so anyone who can
+    publish could forge one: failing the run it names would let them end any run. The wake
+    replays the run from its log, which re-derives every message it is due."""
+    verdict = malformed_verdict(delivery, err)
+    payload = delivery.payload or {}
+    run_id = payload.get("runId") if isinstance(payload, dict) else None
+    if isinstance(run_id, str) and run_id:
+        info = await world.get_run(run_id)
+        if info is not None and not info.status.terminal:
+            await world.enqueue(
+                FLOW_TOPIC,
+                {"runId": run_id, "reason": "malformed"},
+                idempotency_key=f"{run_id}:malformed",
+            )
+    return verdict

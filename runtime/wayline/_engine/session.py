@@ -1,0 +1,201 @@
+"""One delivery's hold on one run: what the parts of an invocation share.
+
+The flow loop (``handler``), the saga unwind (``unwind``) and the children (``children``) all
+work on the same live replay under the same message. :class:`RunSession` is that, with the
+few writes they all make as public methods: feed the replay what was appended (or catch up
+from the log), append run inputs, send queue messages, write provisional events, and run one
+step body inline (owned recovery or a lazy new step).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from .._core.dispatch import step_dispatch_key
+from .._core.events import Event, EventType, NewEvent
+from .._core.planning import Arrival, Send, step_send
+from .._core.replay import Replay, StepRecord
+from ..errors import EntityConflictError, RunTerminalError
+from ..settings import Settings
+from ..world import Delivery, World
+from .deferred import InlineBatch, flush
+from .ending import record_outcome
+from .messages import Stats
+from .step_runner import Failed, Outcome, Retry, run_step_body
+
+log = logging.getLogger("wayline.runtime")
+
+
+class RunSession:
+    def __init__(
+        self,
+        world: World,
+        settings: Settings,
+        replay: Replay,
+        delivery: Delivery,
+        *,
+        backstop: str | None,
+        stats: Stats,
+        protected: set[asyncio.Task[Any]],
+    ) -> None:
+        self.world = world
+        self.settings = settings
+        self.replay = replay
+        self.run_id = replay.run_id
+        self.delivery = delivery
+        self.my_id = str(delivery.message_id)
+        """The delivery's message id: what an inline start is stamped with."""
+        self.backstop = backstop
+        """The backstop key this delivery was sent under, if it is a backstop wake."""
+        self.stats = stats
+        self._protected = protected
+
+    @property
+    def arrival(self) -> Arrival:
+        return Arrival(self.my_id, self.backstop, self.delivery.payload or {})
+
+    # --- the replay and the log ----------------------------------------------------------------
+    async def feed(self, events: list[Event]) -> None:
+        """Feed what this session appended; catch up from the log when it is not contiguous."""
+        replay = self.replay
+        if (
+            events
+            and events[0].seq == replay.last_seq + 1
+            and all(b.seq == a.seq + 1 for a, b in itertools.pairwise(events))
+        ):
+            replay.feed(events)
+        else:
+            await self.catch_up()
+
+    async def catch_up(self) -> None:
+        replay = self.replay
+        replay.feed(await self.world.list_events(self.run_id, after_seq=replay.last_seq))
+
+    async def flush(self) -> None:
+        """Write the replay's provisional events, if any (see ``deferred``)."""
+        await flush(self.world, self.replay)
+
+    async def append_inputs(self, events: list[NewEvent]) -> bool:
+        """Append events that may have been written already (wait completions); False when
+        the run has ended."""
+        try:
+            appended = await self.world.append(self.run_id, events)
+        except RunTerminalError:
+            return False
+        except EntityConflictError:
+            for event in events:  # one of them was already written; write the rest one by one
+                try:
+                    await self.world.append(self.run_id, [event])
+                except EntityConflictError:
+                    pass
+                except RunTerminalError:
+                    return False
+            await self.catch_up()
+            return True
+        await self.feed(appended)
+        return True
+
+    async def send(self, sends: Iterable[Send]) -> None:
+        for s in sends:
+            await self.world.enqueue(
+                s.topic, s.payload, idempotency_key=s.key, delay_seconds=s.delay
+            )
+
+    async def record(self, cid: str, outcome: Outcome) -> list[Event]:
+        return await record_outcome(self.world, self.run_id, cid, outcome)
+
+    # --- one step body, inline -----------------------------------------------------------------
+    async def run_inline(
+        self, rec: StepRecord, attempt: int, recovery: bool, group: InlineBatch
+    ) -> list[Event]:
+        """Run one step body here: a lazy new step, or owned recovery (re-stamped first).
+        Returns the events written; a deferred completion is left in ``group``."""
+        stats = self.stats
+        stats.inflight_owned.add(rec.cid)
+        counted = False
+        try:
+            events: list[Event] = []
+            if recovery:
+                assert rec.definition is not None
+                if attempt > rec.definition.max_retries + 1:
+                    return await self.record(rec.cid, _attempts_spent(rec, attempt))
+                started = await self._restamp(rec, attempt)
+                if started is None:
+                    return events
+                events += started
+            executed, outcome = await self._run_body(rec, attempt, recovery)
+            counted = True
+            eligible = not recovery and rec.compensates is None
+            if group.finished(rec.cid, outcome if executed else None, eligible=eligible):
+                return events  # written with the next batch (see ``deferred``)
+            if not executed or outcome is None:
+                return events
+            events += await self.record(rec.cid, outcome)
+            if isinstance(outcome, Retry):
+                # The retry handoff: from now on the step is queue-owned (step_retrying lapsed
+                # ownership for good) and its message is keyed by the step, never the backstop.
+                delay = max(0.0, outcome.retry_after - time.time())
+                await self.send([step_send(self.run_id, rec, delay=delay)])
+            return events
+        finally:
+            if not counted:
+                group.finished(rec.cid, None, eligible=False)
+            stats.inflight_owned.discard(rec.cid)
+
+    async def _restamp(self, rec: StepRecord, attempt: int) -> list[Event] | None:
+        """Owned recovery re-stamps its start: an unstamped one would read as unowned to a
+        later wake, which would requeue the step the owner is re-running. None when the step
+        or the run moved on meanwhile."""
+        stamp = {"attempt": attempt, "ownerMessageId": self.my_id}
+        try:
+            return await self.world.append(
+                self.run_id, [NewEvent(EventType.STEP_STARTED, rec.cid, stamp)]
+            )
+        except (EntityConflictError, RunTerminalError):
+            return None
+
+    async def _run_body(
+        self, rec: StepRecord, attempt: int, recovery: bool
+    ) -> tuple[bool, Outcome | None]:
+        definition = rec.definition
+        assert definition is not None
+
+        async def body() -> Outcome:
+            if rec.compensates is not None:
+                task = asyncio.current_task()
+                if task is not None:  # a forced close lets a compensation checkpoint
+                    self._protected.add(task)
+                    task.add_done_callback(self._protected.discard)
+            return await run_step_body(
+                definition,
+                run_id=self.run_id,
+                step_id=rec.cid,
+                stored_input=rec.input,
+                attempt=attempt,
+                occurrence=rec.occurrence,
+                forward_result=rec.result if rec.compensates else None,
+            )
+
+        if recovery or self.settings.inline_ownership:
+            key = step_dispatch_key(self.run_id, rec.cid)
+            executed, outcome = await self.world.single_flight.run(key, body)
+            return executed, outcome
+        # Kill switch: the pre-ownership behaviour, where a fresh inline body took no
+        # in-process claim (seed 000's #2780 repro fires twice in this mode).
+        return True, await body()
+
+
+def _attempts_spent(rec: StepRecord, attempt: int) -> Failed:
+    return Failed(
+        {
+            "name": "FatalError",
+            "code": "MAX_ATTEMPTS_EXCEEDED",
+            "message": f"step {rec.name!r} did not finish in {attempt - 1} attempts "
+            "(its invocations died)",
+        }
+    )

@@ -1,0 +1,215 @@
+"""The one projection of the log (``_core.projections``) and the pure planner
+(``_core.planning``): every reader's answer comes from the same fold."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tests.runtime import flows
+from wayline._core.events import Event, EventType, RunStatus
+from wayline._core.planning import (
+    Arrival,
+    CompleteWaits,
+    Done,
+    Suspend,
+    decision_batch,
+    dispatch_plan,
+    next_move,
+)
+from wayline._core.projections import RunInfo, fold, fold_run, payload
+from wayline._core.replay import Replay
+
+T = EventType
+RUN = "wf_" + "0" * 32
+
+
+def _ev(seq: int, t: EventType, cid: str | None = None, **data: Any) -> Event:
+    return Event(RUN, seq, t, cid, data, 1000.0 + seq)
+
+
+def _log(*entries: tuple[Any, ...]) -> list[Event]:
+    """Events from ``(type, correlation id, data)`` tuples (the last two optional)."""
+    out = []
+    for n, (t, *rest) in enumerate(entries, 1):
+        cid = rest[0] if rest else None
+        out.append(_ev(n, t, cid, **(rest[1] if len(rest) > 1 else {})))
+    return out
+
+
+def test_every_event_type_has_its_own_payload_class() -> None:
+    classes = set()
+    for n, t in enumerate(EventType, 1):
+        p = payload(_ev(n, t, "x1"))
+        assert dataclasses.is_dataclass(p), t
+        classes.add(type(p))
+    assert len(classes) == len(EventType)  # one class per event type, none shared
+
+
+SAGA = _log(
+    (T.RUN_CREATED, None, {"workflow": "saga", "input": {"args": [1]}, "revision": 2}),
+    (T.RUN_STARTED, None, {"definition": {"identity": "abc"}}),
+    (T.STEP_CREATED, "s1", {"stepName": "charge", "input": 1, "occurrence": 0}),
+    (T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "m1"}),
+    (T.STEP_STARTED, "s1", {"attempt": 2}),  # a take-over: attempt 1 died
+    (T.STEP_RETRYING, "s1", {"error": {"message": "flaky"}, "retryAfter": 1010.0}),
+    (T.STEP_STARTED, "s1", {"attempt": 3}),
+    (T.STEP_COMPLETED, "s1", {"result": "r1"}),
+    (T.HOOK_CREATED, "h1", {"token": "approve"}),
+    (T.WAIT_CREATED, "h1.timeout", {"resumeAt": 2000.0}),
+    (T.CHILD_CREATED, "c1", {"childRunId": "wf_kid", "workflow": "kid"}),
+    (T.RUN_CANCEL_REQUESTED, None, {"reason": "stop"}),
+    (T.HOOK_RECEIVED, "h1", {"payload": {"ok": True}}),
+    (T.RUN_COMPENSATING, None, {"reason": "cancelled", "detail": "stop"}),
+    (T.STEP_CREATED, "s1.c0", {"stepName": "charge:compensate", "compensates": "s1"}),
+    (T.STEP_STARTED, "s1.c0", {"attempt": 1}),
+    (T.STEP_FAILED, "s1.c0", {"error": {"message": "nope"}}),
+    (T.RUN_COMPENSATION_STUCK, None, {"step": "charge", "error": {"message": "nope"}}),
+    (T.RUN_COMPENSATION_RESUMED,),
+)
+
+
+def test_the_fold_answers_every_reader() -> None:
+    view = fold(RUN, SAGA)
+    step = view.steps["s1"]
+    # the CLI timeline: attempts, with the take-over and the retry
+    assert [a.outcome for a in step.attempts] == ["abandoned", "retrying", "completed"]
+    assert (step.status, step.result, step.starts, step.retry_after) == (
+        "completed",
+        "r1",
+        3,
+        1010.0,
+    )
+    assert view.hooks["h1"].status == "received" and view.hooks["h1"].timeout_at == 2000.0
+    assert view.status == "compensating" and view.compensation_resumes == 1
+    assert [type(p).__name__ for _, p in view.phases] == [
+        "RunCancelRequested",
+        "RunCompensating",
+        "RunCompensationStuck",
+        "RunCompensationResumed",
+    ]
+    # the operator: forward steps created, steps completed and failed
+    assert view.step_counts() == {"created": 1, "completed": 1, "failed": 1}
+    # recovery: what is open, and whether the last event came from outside
+    assert view.open_kinds() == {"hook", "timer", "child"}
+    assert view.last_is_input  # run_compensation_resumed: a person's decision
+    # the world's run view is the same fold
+    assert view.run is not None and view.run.status is RunStatus.COMPENSATING
+    assert view.run.attributes == {"revision": 2, "definition": {"identity": "abc"}}
+
+
+def test_the_run_view_is_the_worlds_fold() -> None:
+    info: RunInfo | None = None
+    for event in SAGA[:8]:
+        info = fold_run(info, event)
+    assert info is not None
+    assert (info.status, info.started_at, info.last_seq) == (RunStatus.RUNNING, 1002.0, 8)
+    ended = fold_run(info, _ev(9, T.RUN_CANCELLED, reason="bye"))
+    assert ended.status is RunStatus.CANCELLED and ended.error == {
+        "code": "RUN_CANCELLED",
+        "message": "bye",
+    }
+    assert fold(RUN, [*SAGA[:8], _ev(9, T.RUN_CANCELLED, reason="bye")]).run == ended
+
+
+def test_a_settled_waiting_run_is_idle_and_an_input_is_not() -> None:
+    waiting = _log(
+        (T.RUN_CREATED, None, {"workflow": "w"}),
+        (T.RUN_STARTED,),
+        (T.HOOK_CREATED, "h1", {"token": "t"}),
+    )
+    view = fold(RUN, waiting)
+    assert view.open_kinds() == {"hook"} and not view.last_is_input
+    view.apply(_ev(4, T.HOOK_RECEIVED, "h1", payload=1))
+    assert view.last_is_input
+
+
+# --- the planner ---------------------------------------------------------------------------------
+
+
+def _replay(workflow: Any, events: list[Event]) -> Replay:
+    r = Replay(workflow, RUN)
+    r.feed(events)
+    return r
+
+
+def test_a_suspension_plans_lazy_and_eager_steps_in_one_batch() -> None:
+    events = _log(
+        (T.RUN_CREATED, None, {"workflow": "fan_out", "input": {"args": [3]}}), (T.RUN_STARTED,)
+    )
+    r = _replay(flows.fan_out, events)
+    assert isinstance(next_move(r, closing=False, now=1.0), Suspend)
+    batch = decision_batch(r, my_id="m1", max_inline=2, new_run_id=lambda: "wf_new")
+    kinds = [(e.type, e.correlation_id) for e in batch.events]
+    assert kinds == [
+        (T.STEP_CREATED, "s1"),
+        (T.STEP_STARTED, "s1"),
+        (T.STEP_CREATED, "s2"),
+        (T.STEP_STARTED, "s2"),
+        (T.STEP_CREATED, "s3"),
+    ]
+    assert batch.events[1].data == {"attempt": 1, "ownerMessageId": "m1"}
+    assert [rec.cid for rec in batch.lazy] == ["s1", "s2"]
+    assert [(s.topic, s.key) for s in batch.sends] == [("step", f"{RUN}:s3")]
+
+
+def test_the_dispatch_plans_owned_recovery_backstops_and_wakes() -> None:
+    events = _log(
+        (T.RUN_CREATED, None, {"workflow": "fan_out", "input": {"args": [3]}}),
+        (T.RUN_STARTED,),
+        (T.STEP_CREATED, "s1", {"stepName": "add", "input": {"args": [0, 0]}}),
+        (T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "me"}),
+        (T.STEP_CREATED, "s2", {"stepName": "add", "input": {"args": [1, 1]}}),
+        (T.STEP_STARTED, "s2", {"attempt": 1, "ownerMessageId": "other"}),
+        (T.STEP_CREATED, "s3", {"stepName": "add", "input": {"args": [2, 2]}}),
+    )
+    r = _replay(flows.fan_out, events)
+    armed: set[str] = set()
+    plan = dispatch_plan(
+        r,
+        Arrival("me", None, {}),
+        now=1010.0,
+        lease=860.0,
+        ownership=True,
+        skip=set(),
+        armed=armed,
+    )
+    assert [rec.cid for rec in plan.owned] == ["s1"]
+    assert [rec.cid for rec, _ in plan.backstops] == ["s2"]
+    assert [(s.topic, s.payload.get("reason")) for s in plan.sends] == [
+        ("flow", "backstop"),
+        ("step", None),
+    ]
+    assert armed == {s.key for s in plan.sends}
+    again = dispatch_plan(
+        r, Arrival("me", None, {}), now=1010.0, lease=860.0, ownership=True, skip=set(), armed=armed
+    )
+    assert again.sends == []  # keys sent once by this delivery are not sent twice
+
+
+def test_due_waits_and_the_end_are_moves() -> None:
+    events = _log(
+        (T.RUN_CREATED, None, {"workflow": "sleeper", "input": {"args": [5]}}),
+        (T.RUN_STARTED,),
+        (T.WAIT_CREATED, "w1", {"resumeAt": 1008.0}),
+    )
+    r = _replay(flows.sleeper, events)
+    assert isinstance(next_move(r, closing=False, now=1000.0), Suspend)
+    wake = dispatch_plan(
+        r, Arrival("me", None, {}), now=1000.0, lease=860.0, ownership=True, skip=set(), armed=set()
+    )
+    assert [(s.topic, s.key, s.delay) for s in wake.sends] == [("flow", f"{RUN}:w1", 8.0)]
+    early = dispatch_plan(  # the wait's own wake, early by this worker's clock: a successor key
+        r,
+        Arrival("me", None, {"waitId": "w1"}),
+        now=1000.0,
+        lease=860.0,
+        ownership=True,
+        skip=set(),
+        armed=set(),
+    )
+    assert [s.key for s in early.sends] == [f"{RUN}:w1:after:me"]
+    due = next_move(r, closing=False, now=1009.0)
+    assert isinstance(due, CompleteWaits) and [e.correlation_id for e in due.events] == ["w1"]
+    r.feed([_ev(4, T.RUN_COMPLETED, output=5)])
+    assert isinstance(next_move(r, closing=True, now=0.0), Done)
