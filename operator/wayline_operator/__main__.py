@@ -19,7 +19,9 @@ def identity() -> str:
     downward API), else ``user@host/pid``. kopf's own default asks ``getpass.getuser()``, which
     raises ``KeyError`` for a uid with no passwd entry and no ``USER``/``LOGNAME`` (the
     chart's image runs as 65532): the operator would crash at start."""
-    pod = os.environ.get("POD_ID")
+    from .config import settings
+
+    pod = settings().operator_identity
     if pod:
         return pod
     try:

@@ -67,6 +67,10 @@ class Settings:
     """``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS``: how often a WorkflowHook whose run has not
     reached its hook yet tries again."""
 
+    operator_identity: str | None = None
+    """``POD_ID``: the operator's peering identity (the chart sets it to the pod's name from the
+    downward API); unset, the operator derives one that needs no passwd entry."""
+
     operator_worker_grace_seconds: float = 10.0
     """``WAYLINE_OPERATOR_WORKER_GRACE_SECONDS``: how long a run may wait for its first worker
     before its WorkflowRun says ``WaitingForWorker``."""
@@ -109,6 +113,7 @@ class Settings:
             operator_poll_seconds=_positive(env, "WAYLINE_OPERATOR_POLL_SECONDS", 2.0),
             operator_sweep_seconds=_positive(env, "WAYLINE_OPERATOR_SWEEP_SECONDS", 60.0),
             operator_hook_retry_seconds=_positive(env, "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS", 5.0),
+            operator_identity=env.get("POD_ID") or None,
             operator_worker_grace_seconds=_positive(
                 env, "WAYLINE_OPERATOR_WORKER_GRACE_SECONDS", 10.0
             ),
