@@ -389,6 +389,7 @@ class Worker:
                     try:
                         if not await self.world.renew(delivery):
                             _stale(delivery, "renewal")
+                            self._held.pop(key, None)  # not ours: never settled from here
                     except WaylineError as err:
                         log.warning("could not renew delivery %s: %s", delivery.message_id, err)
 

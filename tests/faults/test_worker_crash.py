@@ -141,3 +141,36 @@ async def test_invocation_bound_exits_the_worker_and_the_run_still_finishes(  # 
         spawn_worker(db, **{**crash_world.env, **env})
         assert await handle.result(timeout=30) == "done"
     assert flows.lines(marker) == ["attempt 1", "attempt 2"]
+
+
+async def test_a_cancel_compensates_a_dead_owners_step_as_unknown(
+    tmp_path: Path, spawn_worker, crash_world
+) -> None:  # type: ignore[no-untyped-def]
+    """The unwind waits for a running owned step, but not for a dead owner: once the owner is
+    SIGKILLed, its own redelivery compensates the step as an unknown outcome, at once (not
+    after the lease), and the forward body does not run again."""
+    db = crash_world.arg
+    marker = str(tmp_path / "m")
+    async with crash_world.open() as world:
+        client = wayline.Client(world)
+        first = spawn_worker(db, **crash_world.env)
+        handle = await client.start(flows.pay_then_wait, marker, 4.0)
+        await _until_lines(marker, 1)
+        assert await client.cancel(handle.run_id)
+
+        async def unwinding() -> bool:
+            events = await handle.events()
+            return bool(of_type(events, EventType.RUN_COMPENSATING))
+
+        await wait_for(unwinding)  # the cancel's wake saw the owned step and waits for it
+        await asyncio.sleep(0.3)
+        assert flows.lines(marker) == ["forward-start"]
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        spawn_worker(db, **crash_world.env)
+        try:
+            await handle.result(timeout=30)
+        except wayline.RunCancelledError:
+            pass
+        assert await handle.status() is wayline.RunStatus.CANCELLED
+    assert flows.lines(marker) == ["forward-start", "compensate unknown"]

@@ -474,3 +474,23 @@ async def race_hook_and_step(path: str, token: str, seconds: float) -> list[obje
     index, value = await wayline.race(wayline.create_hook(token), slow)
     await count_step(path, "step branch" if index == 1 else "hook branch")
     return [index, value, await slow]
+
+
+async def _refund_charge(path: str, seconds: float) -> None:
+    result = wayline.step_context().forward_result
+    mark(path, "compensate" if result is not None else "compensate unknown")
+
+
+@wayline.step(compensate=_refund_charge)
+async def slow_charge(path: str, seconds: float) -> str:
+    mark(path, "forward-start")
+    await asyncio.sleep(seconds)
+    mark(path, "forward-end")
+    return "ch_1"
+
+
+@wayline.workflow
+async def pay_then_wait(path: str, seconds: float) -> str:
+    """A compensable step mid-body when a cancel lands (issue: no refund before the charge)."""
+    await slow_charge(path, seconds)
+    return str(await wayline.create_hook(f"pay:{path}"))

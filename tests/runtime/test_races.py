@@ -5,9 +5,12 @@ every world)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
 from collections import Counter
+
+import pytest
 
 import wayline
 from tests.runtime import flows
@@ -71,3 +74,21 @@ async def test_resumes_from_several_processes_deliver_once(engine: Engine) -> No
     received = of_type(await engine.world.list_events(run_id), EventType.HOOK_RECEIVED)
     per_id = Counter(e.data["deliveryId"] for e in received)
     assert per_id == Counter({f"d-{i}": 1 for i in range(RACES)})
+
+
+async def test_a_workers_stale_ack_is_a_logged_no_op(
+    engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    from wayline.messages import Verdict
+
+    world = engine.world
+    mid = await world.enqueue("flow", {"runId": "nobody"})
+    [mine] = await world.receive("flow", wait_seconds=2)
+    assert await world.retry(mine, 0)  # as if its hold had lapsed: another worker has it now
+    [theirs] = await world.receive("flow", wait_seconds=2)
+    worker = wayline.Worker(world, [])
+    with caplog.at_level(logging.WARNING, logger="wayline.worker"):
+        await worker._settle(mine, Verdict("ack"))
+    assert any("was a no-op" in r.getMessage() for r in caplog.records)
+    assert await world.ack(theirs) is True  # the message was still theirs to settle
+    assert theirs.message_id == mid
