@@ -24,7 +24,8 @@ from ...events import RunStatus
 from ...world import terminal_statuses
 from .. import entries
 from .codec import dumps, wrap
-from .eventlog import EventLog, RunState, checked_summary
+from .eventlog import EventLog, RunState
+from .logcheck import checked_summary
 from .names import Names
 from .queue import Queue
 
