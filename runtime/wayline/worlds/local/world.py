@@ -14,13 +14,11 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..._core.events import (
-    HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
     Event,
     EventType,
@@ -34,9 +32,7 @@ from ...errors import (
     CorruptEntryError,
     CorruptLogError,
     HookTokenConflictError,
-    RunNotFoundError,
     SequenceConflictError,
-    WaylineError,
     WorldUnavailableError,
 )
 from ...world import (
@@ -45,7 +41,6 @@ from ...world import (
     RunInfo,
     World,
     entries,
-    fold_run,
     new_run,
     pinned_definition,
     run_changes,
@@ -53,6 +48,17 @@ from ...world import (
 )
 from ...world.routing import plain_topic
 from .holders import current_holder, holder_alive
+from .rows import (
+    EVENTS_TABLE,
+    RUN_SELECT,
+    events_from_rows,
+    free_stale_token,
+    insert_run,
+    repair_tx,
+    run_from_row,
+    run_head,
+    update_run,
+)
 from .schema import SCHEMA
 
 # In-process wake-ups: an enqueue wakes consumers of the same file in this process at once;
@@ -196,7 +202,7 @@ class LocalWorld(World):
         expected_seq: int | None,
     ) -> list[Event]:
         row = db.execute("SELECT status, last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        status, last_seq = _run_head(run_id, row)
+        status, last_seq = run_head(run_id, row)
         if expected_seq is not None and expected_seq != last_seq:
             raise SequenceConflictError(
                 f"run {run_id} is at seq {last_seq}, writer expected {expected_seq}",
@@ -232,7 +238,10 @@ class LocalWorld(World):
             except sqlite3.IntegrityError:
                 # only a row written behind the world's back holds a seq past the run's last
                 raise CorruptLogError(
-                    run_id, last_seq, "a row the world did not write holds this seq", store=_EV
+                    run_id,
+                    last_seq,
+                    "a row the world did not write holds this seq",
+                    store=EVENTS_TABLE,
                 ) from None
             if cid is not None and after != before:
                 db.execute(
@@ -250,7 +259,7 @@ class LocalWorld(World):
                         (token, run_id, cid, now),
                     )
                 except sqlite3.IntegrityError:
-                    if not _free_stale_token(db, token):
+                    if not free_stale_token(db, token):
                         raise HookTokenConflictError(
                             f"hook token {token!r} is held by another active hook", token=token
                         ) from None
@@ -275,7 +284,7 @@ class LocalWorld(World):
             elif new.type in RUN_TERMINAL_EVENTS:
                 db.execute("UPDATE hooks SET active = 0 WHERE run_id = ?", (run_id,))
             if new.type is EventType.RUN_CREATED:
-                _insert_run(db, new_run(event))
+                insert_run(db, new_run(event))
             else:
                 changes.update(run_changes(event))
                 pin = pinned_definition(event)
@@ -288,7 +297,7 @@ class LocalWorld(World):
                     )
             out.append(event)
         if changes:
-            _update_run(db, run_id, changes)
+            update_run(db, run_id, changes)
         if status is not None and status.terminal:
             self._entities.pop(run_id, None)
         else:
@@ -307,72 +316,28 @@ class LocalWorld(World):
             return []
         head = self._read("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,))
         last = head[0][0] if head else 0
-        events = _events_from_rows(run_id, rows, max(0, after_seq), last)
+        events = events_from_rows(run_id, rows, max(0, after_seq), last)
         if after_seq <= 0:
-            entries.check_log(run_id, events, store=_EV)
+            entries.check_log(run_id, events, store=EVENTS_TABLE)
         return events
 
     async def get_run(self, run_id: str) -> RunInfo | None:
-        rows = self._read(f"SELECT {_RUN_SELECT} FROM runs WHERE run_id = ?", (run_id,))
-        return _run_from_row(rows[0]) if rows else None
+        rows = self._read(f"SELECT {RUN_SELECT} FROM runs WHERE run_id = ?", (run_id,))
+        return run_from_row(rows[0]) if rows else None
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         """Remove the unreadable event row ``drop_seq`` (later rows move down one, so the log
         stays dense), then rebuild the run's row and entity statuses from its events. Refused,
         with nothing changed, when the row is readable or the remaining log does not follow."""
 
-        def tx(db: sqlite3.Connection) -> list[str]:
-            done: list[str] = []
-            if drop_seq is not None:
-                row = db.execute(
-                    "SELECT seq, type, cid, data, created_at FROM events "
-                    "WHERE run_id = ? AND seq = ?",
-                    (run_id, drop_seq),
-                ).fetchone()
-                if row is None:
-                    raise RunNotFoundError(f"run {run_id} has no event {drop_seq}")
-                head = db.execute(
-                    "SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)
-                ).fetchone()
-                last = head[0] if head is not None and isinstance(head[0], int) else 0
-                try:
-                    _events_from_rows(run_id, [row], drop_seq - 1, last)
-                except CorruptLogError:
-                    pass
-                else:
-                    raise WaylineError(
-                        f"run {run_id}: event {drop_seq} is readable; repair only removes "
-                        "entries that do not decode"
-                    )
-                db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, drop_seq))
-                # two steps, so the primary key never sees two rows with one seq
-                db.execute(
-                    "UPDATE events SET seq = -seq WHERE run_id = ? AND seq > ?", (run_id, drop_seq)
-                )
-                db.execute(
-                    "UPDATE events SET seq = -seq - 1 WHERE run_id = ? AND seq < 0", (run_id,)
-                )
-                done.append(f"removed event {drop_seq}")
-            rows = db.execute(
-                "SELECT seq, type, cid, data, created_at FROM events WHERE run_id = ? ORDER BY seq",
-                (run_id,),
-            ).fetchall()
-            if not rows:
-                raise RunNotFoundError(f"no run {run_id}")
-            events = _events_from_rows(run_id, rows, 0, len(rows))
-            entries.check_log(run_id, events, store=_EV)
-            _rebuild_run(db, run_id, events)
-            done.append(f"rebuilt the run from its {len(events)} events")
-            return done
-
-        result: list[str] = self._write(tx)
+        result: list[str] = self._write(repair_tx, run_id, drop_seq)
         self._entities.pop(run_id, None)
         return result
 
     async def list_runs(
         self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
     ) -> list[RunInfo]:
-        sql, params = f"SELECT {_RUN_SELECT} FROM runs WHERE 1=1", list[Any]()
+        sql, params = f"SELECT {RUN_SELECT} FROM runs WHERE 1=1", list[Any]()
         if status is RunStatus.CORRUPT:
             every = await self.list_runs(workflow=workflow, limit=1_000_000)
             return [i for i in every if i.status is RunStatus.CORRUPT][:limit]
@@ -387,7 +352,7 @@ class LocalWorld(World):
         out: list[RunInfo] = []
         for row in self._read(sql, params):
             try:
-                out.append(_run_from_row(row))
+                out.append(run_from_row(row))
             except CorruptLogError as err:
                 out.append(entries.corrupt_info(str(row[0]), err))
         return out
@@ -707,201 +672,3 @@ def _decode(raw: bytes) -> dict[str, Any] | None:
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
-
-
-_EV = "events table"
-_STORED = frozenset(s.value for s in RunStatus if s is not RunStatus.CORRUPT)
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else entries.loads(text)
-
-
-def _run_head(run_id: str, row: Sequence[Any] | None) -> tuple[RunStatus | None, int]:
-    if row is None:
-        return None, 0
-    if row[0] not in _STORED or not isinstance(row[1], int) or isinstance(row[1], bool):
-        raise CorruptLogError(
-            run_id,
-            0,
-            "its status or last seq is not one Wayline writes",
-            store="runs table",
-            drop=False,
-        )
-    return RunStatus(row[0]), row[1]
-
-
-_RUN_SELECT = "*, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id)"
-"""A run's row and its highest stored event: a primary-key lookup that shows a row written
-behind the world's back (past ``last_seq``) without reading the log."""
-
-
-def _run_from_row(row: Sequence[Any]) -> RunInfo:
-    (run_id, workflow, status, inp, out, err, attrs, created, started, ended, updated, last) = row[
-        :12
-    ]
-    top = row[12] if len(row) > 12 else last
-    if isinstance(last, int) and isinstance(top, int) and top > last:
-        raise CorruptLogError(
-            str(run_id),
-            last + 1,
-            "a row the world did not write, past the run's last seq",
-            store=_EV,
-        )
-    try:
-        if not isinstance(run_id, str) or not isinstance(workflow, str):
-            raise entries.Unreadable("its id or workflow is not text")
-        _run_head(str(run_id), (status, last))
-        error, attributes = _loads(err), _loads(attrs) or {}
-        if error is not None and not isinstance(error, dict):
-            raise entries.Unreadable("its error is not an object")
-        if not isinstance(attributes, dict):
-            raise entries.Unreadable("its attributes are not an object")
-        times = (created, started, ended, updated)
-        if not all(t is None or isinstance(t, int | float) for t in times):
-            raise entries.Unreadable("a timestamp is not a number")
-        return RunInfo(
-            run_id=run_id,
-            workflow=workflow,
-            status=RunStatus(status),
-            input=_loads(inp),
-            output=_loads(out),
-            error=error,
-            attributes=attributes,
-            created_at=created,
-            started_at=started,
-            ended_at=ended,
-            updated_at=updated,
-            last_seq=last,
-        )
-    except entries.Unreadable as why:
-        raise CorruptLogError(str(run_id), 0, str(why), store="runs table", drop=False) from None
-
-
-def _events_from_rows(
-    run_id: str, rows: Sequence[Sequence[Any]], after: int, last_seq: int
-) -> list[Event]:
-    """Stored rows as events, each checked: dense from ``after + 1``, none past the run's
-    ``last_seq`` (only a writer behind the world's back puts one there)."""
-    out: list[Event] = []
-    expected = after + 1
-    for seq, type_, cid, data, created in rows:
-        try:
-            if seq != expected:
-                raise entries.Unreadable(f"seq {seq} where {expected} was expected")
-            if seq > last_seq:
-                raise entries.Unreadable(f"past the run's last seq {last_seq}")
-            if not isinstance(data, str | bytes):
-                raise entries.Unreadable("its data is not text")
-            if not isinstance(created, int | float):
-                raise entries.Unreadable("its timestamp is not a number")
-            out.append(entries.event(run_id, seq, type_, cid, entries.loads(data), created))
-        except entries.Unreadable as why:
-            raise CorruptLogError(run_id, int(expected), str(why), store=_EV) from None
-        expected += 1
-    return out
-
-
-def _free_stale_token(db: sqlite3.Connection, token: str) -> bool:
-    """Deactivate the row holding ``token`` when it is not a live hook (its run is missing or
-    ended, or its log never created that hook): a row written behind the world's back must
-    not lock a token forever. True when the token is now free."""
-    row = db.execute(
-        "SELECT run_id, cid FROM hooks WHERE token = ? AND active = 1", (token,)
-    ).fetchone()
-    if row is None:
-        return True
-    run_id, cid = row
-    run = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-    live = run is not None and run[0] in _STORED and not RunStatus(run[0]).terminal
-    if live:
-        ent = db.execute(
-            "SELECT status FROM entities WHERE run_id = ? AND cid = ?", (run_id, cid)
-        ).fetchone()
-        live = ent is not None and ent[0] == HOOK_ACTIVE
-    if live:
-        return False
-    db.execute("UPDATE hooks SET active = 0 WHERE token = ? AND active = 1", (token,))
-    return True
-
-
-def _rebuild_run(db: sqlite3.Connection, run_id: str, events: list[Event]) -> None:
-    """The run's row and entity statuses, folded again from its (checked) events."""
-    info: RunInfo | None = None
-    entity: dict[str, str | None] = {}
-    status: RunStatus | None = None
-    for ev in events:
-        cid = ev.correlation_id
-        status, after = apply_transition(
-            status, entity.get(cid) if cid else None, NewEvent(ev.type, cid, ev.data)
-        )
-        if cid is not None:
-            entity[cid] = after
-        info = fold_run(info, ev)
-    assert info is not None
-    db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-    db.execute("DELETE FROM entities WHERE run_id = ?", (run_id,))
-    _insert_run(db, replace(info, status=RunStatus.PENDING))
-    changes: dict[str, Any] = {
-        "status": info.status,
-        "last_seq": info.last_seq,
-        "updated_at": info.updated_at,
-        "started_at": info.started_at,
-        "ended_at": info.ended_at,
-        "output": info.output,
-        "error": info.error,
-    }
-    _update_run(db, run_id, {k: v for k, v in changes.items() if v is not None})
-    for cid, st in entity.items():
-        if st is not None:
-            db.execute(
-                "INSERT INTO entities (run_id, cid, status) VALUES (?,?,?)", (run_id, cid, st)
-            )
-    # the run's hook rows follow its log: none for a hook the log does not hold
-    db.execute(
-        "DELETE FROM hooks WHERE run_id = ? AND cid NOT IN "
-        "(SELECT cid FROM entities WHERE run_id = ?)",
-        (run_id, run_id),
-    )
-    if info.status.terminal:
-        db.execute("UPDATE hooks SET active = 0 WHERE run_id = ?", (run_id,))
-
-
-_RUN_COLUMNS: dict[str, Callable[[Any], Any]] = {
-    "status": str,
-    "last_seq": int,
-    "updated_at": float,
-    "started_at": float,
-    "ended_at": float,
-    "output": json.dumps,
-    "error": json.dumps,
-}
-
-
-def _update_run(db: sqlite3.Connection, run_id: str, changes: dict[str, Any]) -> None:
-    cols = [c for c in _RUN_COLUMNS if c in changes]
-    db.execute(
-        f"UPDATE runs SET {', '.join(f'{c} = ?' for c in cols)} WHERE run_id = ?",
-        [_RUN_COLUMNS[c](changes[c]) for c in cols] + [run_id],
-    )
-
-
-def _insert_run(db: sqlite3.Connection, info: RunInfo) -> None:
-    db.execute(
-        "INSERT INTO runs (run_id, workflow, status, input, output, error, attributes, "
-        "created_at, started_at, ended_at, updated_at, last_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            info.run_id,
-            info.workflow,
-            str(info.status),
-            json.dumps(info.input),
-            None,
-            None,
-            json.dumps(dict(info.attributes)),
-            info.created_at,
-            None,
-            None,
-            info.updated_at,
-            info.last_seq,
-        ),
-    )

@@ -48,8 +48,9 @@ from ...errors import (
 )
 from ...world import HookInfo, RunInfo, entries, fold_run
 from ...world.entries import corrupt_info
-from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, summary_from, wrap
+from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, wrap
 from .direct import StoredMsg, connected, direct_batch, publish_acked, read_subject
+from .logcheck import as_number, checked_summary, decode_entry
 from .names import Names, kv_key, token_value
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -186,74 +187,6 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
     return _Plan(body, hooks, status is not None and status.terminal)
 
 
-def _decode(
-    run_id: str, msg: StoredMsg, first_seq: int | None = None
-) -> tuple[list[Event], dict[str, Any], float]:
-    """One stored message of a run's log, checked (``first_seq``: the dense sequence its
-    first event must carry). Anything Wayline did not write raises :class:`CorruptLogError`."""
-    try:
-        stamp = parse_stamp(msg.headers.get("Nats-Time-Stamp", ""))
-    except (ValueError, IndexError, OverflowError):
-        raise CorruptLogError(run_id, msg.seq, "no server timestamp") from None
-    try:
-        body = entries.loads_object(msg.data)
-        first = entries.field(body, "s", int)
-        if first_seq is not None and first != first_seq:
-            raise entries.Unreadable(f"starts at seq {first}, the log is at {first_seq - 1}")
-        items = entries.field(body, "e", list)
-        if not items:
-            raise entries.Unreadable("no events")
-        events = []
-        for i, e in enumerate(items):
-            if not isinstance(e, dict):
-                raise entries.Unreadable(f"event {i} is a {type(e).__name__}")
-            events.append(
-                entries.event(run_id, first + i, e.get("t"), e.get("c"), e.get("d"), stamp)
-            )
-        summary = body.get("r") or {}
-        if not isinstance(summary, dict):
-            raise entries.Unreadable("its run summary is not an object")
-    except entries.Unreadable as err:
-        raise CorruptLogError(run_id, msg.seq, str(err)) from None
-    return events, summary, stamp
-
-
-_SUMMARY_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "runId": str,
-    "workflow": str,
-    "status": str,
-    "createdAt": (int, float),
-    "lastSeq": int,
-}
-
-
-def checked_summary(run_id: str | None, msg: StoredMsg) -> tuple[dict[str, Any], float]:
-    """The run summary a run's last message carries, checked; raises Unreadable."""
-    stamp = parse_stamp(msg.headers.get("Nats-Time-Stamp", ""))
-    body = entries.loads_object(msg.data)
-    raw = body.get("r")
-    if not isinstance(raw, dict) or not raw:
-        raise entries.Unreadable("no run summary")  # every append carries one
-    summary = summary_from(raw, stamp)
-    assert summary is not None
-    for name, kind in _SUMMARY_FIELDS.items():
-        entries.field(summary, name, kind)
-    if summary["status"] not in _STORED_STATUSES:
-        raise entries.Unreadable(f"unknown run status {str(summary['status'])[:40]!r}")
-    if run_id is not None and summary["runId"] != run_id:
-        raise entries.Unreadable(f"names run {str(summary['runId'])[:60]!r}")
-    for name in ("output", "error", "attributes", "startedAt", "endedAt"):
-        summary.setdefault(name, None)
-    if summary["error"] is not None and not isinstance(summary["error"], dict):
-        raise entries.Unreadable("its error is not an object")
-    if summary["attributes"] is not None and not isinstance(summary["attributes"], dict):
-        raise entries.Unreadable("its attributes are not an object")
-    return summary, stamp
-
-
-_STORED_STATUSES = frozenset(s.value for s in RunStatus if s is not RunStatus.CORRUPT)
-
-
 def _expire(waiter: asyncio.Future[float]) -> None:
     if not waiter.done():
         waiter.set_result(math.nan)
@@ -324,7 +257,7 @@ class EventLog:
         mine: list[Event] | None = None
         for msg in msgs:
             try:
-                events, _, _ = _decode(st.run_id, msg, st.last_seq + 1)
+                events, _, _ = decode_entry(st.run_id, msg, st.last_seq + 1)
                 st.absorb(events, msg.seq)
             except CorruptLogError:
                 st.reset()  # fenced: every reader meets the same entry until it is repaired
@@ -838,7 +771,7 @@ class EventLog:
             and (cached.info.last_seq == summary["lastSeq"])
         ):
             return cached.info
-        last_events, _, _ = _decode(run_id, last)
+        last_events, _, _ = decode_entry(run_id, last)
         if int(summary["lastSeq"]) == len(last_events):
             first = last  # the run's only message
         else:
@@ -855,7 +788,7 @@ class EventLog:
             except Exception as err:
                 raise wrap(self._url, "listing runs", err) from err
             first = msgs[0] if msgs else last
-        created = _decode(run_id, first, 1)[0][0]
+        created = decode_entry(run_id, first, 1)[0][0]
         if created.type is not EventType.RUN_CREATED:
             raise CorruptLogError(run_id, first.seq, f"the log starts with {created.type}")
         return RunInfo(
@@ -866,13 +799,9 @@ class EventLog:
             output=summary.get("output"),
             error=summary.get("error"),
             created_at=float(summary["createdAt"]),
-            started_at=_number(summary.get("startedAt")),
-            ended_at=_number(summary.get("endedAt")),
+            started_at=as_number(summary.get("startedAt")),
+            ended_at=as_number(summary.get("endedAt")),
             updated_at=stamp,
             last_seq=int(summary["lastSeq"]),
             attributes=summary.get("attributes") or {},
         )
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

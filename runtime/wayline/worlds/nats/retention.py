@@ -23,7 +23,8 @@ from ..._core.events import RunStatus
 from ...errors import CorruptLogError, WorldUnavailableError
 from ...world import entries, terminal_statuses
 from .codec import dumps, wrap
-from .eventlog import EventLog, RunState, checked_summary
+from .eventlog import EventLog, RunState
+from .logcheck import checked_summary
 from .names import Names
 from .queue import Queue
 

@@ -1,0 +1,255 @@
+"""The SQLite world's rows: reading them back checked, writing the run view, and repair.
+
+Rows are read as untrusted (see ``worlds/entries.py``): a ``runs`` row or an ``events`` row
+that does not decode raises :class:`CorruptLogError`, and a row past the run's ``last_seq``
+(an append behind the world's back) is seen without reading the log.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ...errors import CorruptLogError, RunNotFoundError, WaylineError
+from ...events import HOOK_ACTIVE, Event, NewEvent, RunStatus, apply_transition
+from ...world import RunInfo, fold_run
+from .. import entries
+
+EVENTS_TABLE = "events table"
+STORED_STATUSES = frozenset(s.value for s in RunStatus if s is not RunStatus.CORRUPT)
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else entries.loads(text)
+
+
+def run_head(run_id: str, row: Sequence[Any] | None) -> tuple[RunStatus | None, int]:
+    if row is None:
+        return None, 0
+    if row[0] not in STORED_STATUSES or not isinstance(row[1], int) or isinstance(row[1], bool):
+        raise CorruptLogError(
+            run_id,
+            0,
+            "its status or last seq is not one Wayline writes",
+            store="runs table",
+            drop=False,
+        )
+    return RunStatus(row[0]), row[1]
+
+
+RUN_SELECT = "*, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id)"
+"""A run's row and its highest stored event: a primary-key lookup that shows a row written
+behind the world's back (past ``last_seq``) without reading the log."""
+
+
+def run_from_row(row: Sequence[Any]) -> RunInfo:
+    (run_id, workflow, status, inp, out, err, attrs, created, started, ended, updated, last) = row[
+        :12
+    ]
+    top = row[12] if len(row) > 12 else last
+    if isinstance(last, int) and isinstance(top, int) and top > last:
+        raise CorruptLogError(
+            str(run_id),
+            last + 1,
+            "a row the world did not write, past the run's last seq",
+            store=EVENTS_TABLE,
+        )
+    try:
+        if not isinstance(run_id, str) or not isinstance(workflow, str):
+            raise entries.Unreadable("its id or workflow is not text")
+        run_head(str(run_id), (status, last))
+        error, attributes = loads(err), loads(attrs) or {}
+        if error is not None and not isinstance(error, dict):
+            raise entries.Unreadable("its error is not an object")
+        if not isinstance(attributes, dict):
+            raise entries.Unreadable("its attributes are not an object")
+        times = (created, started, ended, updated)
+        if not all(t is None or isinstance(t, int | float) for t in times):
+            raise entries.Unreadable("a timestamp is not a number")
+        return RunInfo(
+            run_id=run_id,
+            workflow=workflow,
+            status=RunStatus(status),
+            input=loads(inp),
+            output=loads(out),
+            error=error,
+            attributes=attributes,
+            created_at=created,
+            started_at=started,
+            ended_at=ended,
+            updated_at=updated,
+            last_seq=last,
+        )
+    except entries.Unreadable as why:
+        raise CorruptLogError(str(run_id), 0, str(why), store="runs table", drop=False) from None
+
+
+def events_from_rows(
+    run_id: str, rows: Sequence[Sequence[Any]], after: int, last_seq: int
+) -> list[Event]:
+    """Stored rows as events, each checked: dense from ``after + 1``, none past the run's
+    ``last_seq`` (only a writer behind the world's back puts one there)."""
+    out: list[Event] = []
+    expected = after + 1
+    for seq, type_, cid, data, created in rows:
+        try:
+            if seq != expected:
+                raise entries.Unreadable(f"seq {seq} where {expected} was expected")
+            if seq > last_seq:
+                raise entries.Unreadable(f"past the run's last seq {last_seq}")
+            if not isinstance(data, str | bytes):
+                raise entries.Unreadable("its data is not text")
+            if not isinstance(created, int | float):
+                raise entries.Unreadable("its timestamp is not a number")
+            out.append(entries.event(run_id, seq, type_, cid, entries.loads(data), created))
+        except entries.Unreadable as why:
+            raise CorruptLogError(run_id, int(expected), str(why), store=EVENTS_TABLE) from None
+        expected += 1
+    return out
+
+
+def free_stale_token(db: sqlite3.Connection, token: str) -> bool:
+    """Deactivate the row holding ``token`` when it is not a live hook (its run is missing or
+    ended, or its log never created that hook): a row written behind the world's back must
+    not lock a token forever. True when the token is now free."""
+    row = db.execute(
+        "SELECT run_id, cid FROM hooks WHERE token = ? AND active = 1", (token,)
+    ).fetchone()
+    if row is None:
+        return True
+    run_id, cid = row
+    run = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    live = run is not None and run[0] in STORED_STATUSES and not RunStatus(run[0]).terminal
+    if live:
+        ent = db.execute(
+            "SELECT status FROM entities WHERE run_id = ? AND cid = ?", (run_id, cid)
+        ).fetchone()
+        live = ent is not None and ent[0] == HOOK_ACTIVE
+    if live:
+        return False
+    db.execute("UPDATE hooks SET active = 0 WHERE token = ? AND active = 1", (token,))
+    return True
+
+
+def rebuild_run(db: sqlite3.Connection, run_id: str, events: list[Event]) -> None:
+    """The run's row and entity statuses, folded again from its (checked) events."""
+    info: RunInfo | None = None
+    entity: dict[str, str | None] = {}
+    status: RunStatus | None = None
+    for ev in events:
+        cid = ev.correlation_id
+        status, after = apply_transition(
+            status, entity.get(cid) if cid else None, NewEvent(ev.type, cid, ev.data)
+        )
+        if cid is not None:
+            entity[cid] = after
+        info = fold_run(info, ev)
+    assert info is not None
+    db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+    db.execute("DELETE FROM entities WHERE run_id = ?", (run_id,))
+    insert_run(db, replace(info, status=RunStatus.PENDING))
+    changes: dict[str, Any] = {
+        "status": info.status,
+        "last_seq": info.last_seq,
+        "updated_at": info.updated_at,
+        "started_at": info.started_at,
+        "ended_at": info.ended_at,
+        "output": info.output,
+        "error": info.error,
+    }
+    update_run(db, run_id, {k: v for k, v in changes.items() if v is not None})
+    for cid, st in entity.items():
+        if st is not None:
+            db.execute(
+                "INSERT INTO entities (run_id, cid, status) VALUES (?,?,?)", (run_id, cid, st)
+            )
+    # the run's hook rows follow its log: none for a hook the log does not hold
+    db.execute(
+        "DELETE FROM hooks WHERE run_id = ? AND cid NOT IN "
+        "(SELECT cid FROM entities WHERE run_id = ?)",
+        (run_id, run_id),
+    )
+    if info.status.terminal:
+        db.execute("UPDATE hooks SET active = 0 WHERE run_id = ?", (run_id,))
+
+
+RUN_COLUMNS: dict[str, Callable[[Any], Any]] = {
+    "status": str,
+    "last_seq": int,
+    "updated_at": float,
+    "started_at": float,
+    "ended_at": float,
+    "output": json.dumps,
+    "error": json.dumps,
+}
+
+
+def update_run(db: sqlite3.Connection, run_id: str, changes: dict[str, Any]) -> None:
+    cols = [c for c in RUN_COLUMNS if c in changes]
+    db.execute(
+        f"UPDATE runs SET {', '.join(f'{c} = ?' for c in cols)} WHERE run_id = ?",
+        [RUN_COLUMNS[c](changes[c]) for c in cols] + [run_id],
+    )
+
+
+def insert_run(db: sqlite3.Connection, info: RunInfo) -> None:
+    db.execute(
+        "INSERT INTO runs (run_id, workflow, status, input, output, error, attributes, "
+        "created_at, started_at, ended_at, updated_at, last_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            info.run_id,
+            info.workflow,
+            str(info.status),
+            json.dumps(info.input),
+            None,
+            None,
+            json.dumps(dict(info.attributes)),
+            info.created_at,
+            None,
+            None,
+            info.updated_at,
+            info.last_seq,
+        ),
+    )
+
+
+def repair_tx(db: sqlite3.Connection, run_id: str, drop_seq: int | None) -> list[str]:
+    """``LocalWorld.repair_run`` in one transaction (see there)."""
+    done: list[str] = []
+    if drop_seq is not None:
+        row = db.execute(
+            "SELECT seq, type, cid, data, created_at FROM events WHERE run_id = ? AND seq = ?",
+            (run_id, drop_seq),
+        ).fetchone()
+        if row is None:
+            raise RunNotFoundError(f"run {run_id} has no event {drop_seq}")
+        head = db.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        last = head[0] if head is not None and isinstance(head[0], int) else 0
+        try:
+            events_from_rows(run_id, [row], drop_seq - 1, last)
+        except CorruptLogError:
+            pass
+        else:
+            raise WaylineError(
+                f"run {run_id}: event {drop_seq} is readable; repair only removes "
+                "entries that do not decode"
+            )
+        db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, drop_seq))
+        # two steps, so the primary key never sees two rows with one seq
+        db.execute("UPDATE events SET seq = -seq WHERE run_id = ? AND seq > ?", (run_id, drop_seq))
+        db.execute("UPDATE events SET seq = -seq - 1 WHERE run_id = ? AND seq < 0", (run_id,))
+        done.append(f"removed event {drop_seq}")
+    rows = db.execute(
+        "SELECT seq, type, cid, data, created_at FROM events WHERE run_id = ? ORDER BY seq",
+        (run_id,),
+    ).fetchall()
+    if not rows:
+        raise RunNotFoundError(f"no run {run_id}")
+    events = events_from_rows(run_id, rows, 0, len(rows))
+    entries.check_log(run_id, events, store=EVENTS_TABLE)
+    rebuild_run(db, run_id, events)
+    done.append(f"rebuilt the run from its {len(events)} events")
+    return done
