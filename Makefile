@@ -16,8 +16,8 @@ demo: $(STAMP)
 	$(BIN)/python examples/orders.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check runtime operator tests examples bench
-	$(BIN)/ruff format --check runtime operator tests examples bench
+	$(BIN)/ruff check runtime operator tests examples bench tools
+	$(BIN)/ruff format --check runtime operator tests examples bench tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -40,8 +40,20 @@ def sh(
     return done
 
 
+#: pytest's terminal reporter (tests/e2e/conftest.py sets it): lines written there are shown
+#: even when output is captured, e.g. the teardown check at the end of the session.
+REPORTER: Any = None
+
+
+def say(line: str) -> None:
+    if REPORTER is not None:
+        REPORTER.write_line(line)
+    else:
+        print(line, file=sys.stderr)
+
+
 def timed(what: str, started: float) -> None:
-    print(f"e2e cluster: {what} in {time.monotonic() - started:.1f}s", file=sys.stderr)
+    say(f"e2e cluster: {what} in {time.monotonic() - started:.1f}s")
 
 
 @dataclass

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.e2e.clusters import say
 from tests.e2e.conftest import Release
 
 pytestmark = pytest.mark.timeout(900)
@@ -153,7 +154,7 @@ def test_a_rolling_update_of_the_workers_while_50_runs_are_live(release: Release
     release.wait_phase(names, ("running", "waiting", "completed"), timeout=120)
     tag = release.cluster.tag_image("e2e-roll")
     live = [n for n, st in release.wait_phase(names, PHASES_SEEN).items() if not _ended(st)]
-    print(f"{len(live)} of {len(names)} runs live when the rollout starts")
+    say(f"  {len(live)} of {len(names)} runs live when the rollout starts")
     assert live, "the rollout must overlap live runs"
     old = {p.metadata.name for p in release.pods("worker")}
     release.kubectl("set", "image", "deploy/e2e-wayline-worker-default", f"worker=wayline:{tag}")
