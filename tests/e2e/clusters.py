@@ -40,14 +40,16 @@ def sh(
     return done
 
 
-#: pytest's terminal reporter (tests/e2e/conftest.py sets it): lines written there are shown
-#: even when output is captured, e.g. the teardown check at the end of the session.
-REPORTER: Any = None
+#: pytest's config (tests/e2e/conftest.py sets it): lines written to its terminal reporter
+#: are shown even when output is captured, e.g. the teardown check at the end of the session.
+CONFIG: Any = None
 
 
 def say(line: str) -> None:
-    if REPORTER is not None:
-        REPORTER.write_line(line)
+    reporter = CONFIG.pluginmanager.get_plugin("terminalreporter") if CONFIG else None
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(line)
     else:
         print(line, file=sys.stderr)
 

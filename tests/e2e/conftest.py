@@ -46,7 +46,7 @@ WORKER_ENV = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    clusters.REPORTER = config.pluginmanager.get_plugin("terminalreporter")
+    clusters.CONFIG = config
 
 
 @pytest.fixture(scope="session")
