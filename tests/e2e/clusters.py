@@ -47,11 +47,13 @@ CONFIG: Any = None
 
 def say(line: str) -> None:
     reporter = CONFIG.pluginmanager.get_plugin("terminalreporter") if CONFIG else None
-    if reporter is not None:
+    capture = CONFIG.pluginmanager.get_plugin("capturemanager") if CONFIG else None
+    if reporter is None or capture is None:
+        print(line, file=sys.stderr)
+        return
+    with capture.global_and_fixture_disabled():  # fd-level capture would swallow it
         reporter.ensure_newline()
         reporter.write_line(line)
-    else:
-        print(line, file=sys.stderr)
 
 
 def timed(what: str, started: float) -> None:

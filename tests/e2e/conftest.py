@@ -45,12 +45,9 @@ WORKER_ENV = {
 }
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    clusters.CONFIG = config
-
-
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
+def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+    clusters.CONFIG = pytestconfig
     how, why_not = choose()
     if how is None:
         reason = f"e2e: this machine can run no cluster ({why_not})"
