@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean k8s-bins node-bins e2e cluster-down
+.PHONY: demo test lint typecheck unit bench clean k8s-bins node-bins e2e cluster-down crds
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,8 +16,8 @@ demo: $(STAMP)
 	$(BIN)/python examples/orders.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check runtime operator tests examples bench
-	$(BIN)/ruff format --check runtime operator tests examples bench
+	$(BIN)/ruff check runtime operator tests examples bench tools
+	$(BIN)/ruff format --check runtime operator tests examples bench tools
 	$(BIN)/lint-imports --no-logo
 
 typecheck: $(STAMP)
@@ -47,6 +47,10 @@ e2e: $(STAMP) k8s-bins
 	  if [ -d "$${WAYLINE_CLUSTER_STATE:-/var/lib/wayline-cluster/wayline-e2e}" ]; then \
 	    KUBECTL=$(CURDIR)/$(BIN)/kubectl bash tools/cluster/down.sh || status=1; fi; \
 	  exit $$status
+
+crds:  # regenerate crds/ (the single source) and the chart's copy (a test compares the two)
+	$(BIN)/python -m wayline_operator crds crds
+	$(BIN)/python -m wayline_operator crds charts/wayline/crds
 
 cluster-down:  # tear down a local cluster left by an interrupted run, and show the check
 	KUBECTL=$(CURDIR)/$(BIN)/kubectl bash tools/cluster/down.sh

@@ -40,8 +40,24 @@ def sh(
     return done
 
 
+#: pytest's config (tests/e2e/conftest.py sets it): lines written to its terminal reporter
+#: are shown even when output is captured, e.g. the teardown check at the end of the session.
+CONFIG: Any = None
+
+
+def say(line: str) -> None:
+    reporter = CONFIG.pluginmanager.get_plugin("terminalreporter") if CONFIG else None
+    capture = CONFIG.pluginmanager.get_plugin("capturemanager") if CONFIG else None
+    if reporter is None or capture is None:
+        print(line, file=sys.stderr)
+        return
+    with capture.global_and_fixture_disabled():  # fd-level capture would swallow it
+        reporter.ensure_newline()
+        reporter.write_line(line)
+
+
 def timed(what: str, started: float) -> None:
-    print(f"e2e cluster: {what} in {time.monotonic() - started:.1f}s", file=sys.stderr)
+    say(f"e2e cluster: {what} in {time.monotonic() - started:.1f}s")
 
 
 @dataclass

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,12 +22,14 @@ import pytest
 import yaml
 
 from tests.conftest import require_all_components
+from tests.e2e import clusters
 from tests.e2e.clusters import (
     IMAGE_REPOSITORY,
     IMAGE_TAG,
     ROOT,
     Cluster,
     choose,
+    say,
     start_kind,
     start_local,
 )
@@ -45,7 +46,8 @@ WORKER_ENV = {
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
+def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+    clusters.CONFIG = pytestconfig
     how, why_not = choose()
     if how is None:
         reason = f"e2e: this machine can run no cluster ({why_not})"
@@ -57,7 +59,8 @@ def cluster() -> Iterator[Cluster]:
         yield made
     finally:
         report = made.stop()
-        print(f"\n{report}", file=sys.stderr)
+        for line in report.splitlines():
+            say(line)
 
 
 def _client(cluster: Cluster) -> Any:
@@ -262,7 +265,7 @@ def release(cluster: Cluster, tmp_path: Path) -> Iterator[Release]:
             "--timeout",
             "5m",
         )
-        print(f"helm install --wait: {time.monotonic() - started:.1f}s", file=sys.stderr)
+        say(f"  helm install --wait: {time.monotonic() - started:.1f}s")
         yield rel
     finally:
         uninstall(cluster, rel)

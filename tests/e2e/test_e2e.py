@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.e2e.clusters import say
 from tests.e2e.conftest import Release
 
 pytestmark = pytest.mark.timeout(900)
@@ -48,14 +49,15 @@ def test_pods_run_non_root_on_a_read_only_root_and_pass_their_probes(release: Re
             if component == "nats":  # an image of one binary: no shell to look inside
                 continue
             probe = (
-                "import os, pathlib\n"
-                "print(os.getuid(), os.getgid())\n"
+                "import getpass, os, pathlib\n"
+                "print(os.getuid(), os.getgid(), getpass.getuser())\n"
                 "try:\n    pathlib.Path('/probe').write_text('x')\n"
                 "except OSError as e:\n    print(e.strerror)\n"
                 "print(pathlib.Path('/var/run/secrets/kubernetes.io/serviceaccount').exists())\n"
             )
             lines = release.exec(name, "python", "-c", probe).splitlines()
-            assert lines[0] == "65532 65532", (name, lines)
+            # the image has a passwd entry for its uid (kopf asks for a user name)
+            assert lines[0] == "65532 65532 wayline", (name, lines)
             assert lines[1] == "Read-only file system", (name, lines)
             assert lines[2] == ("True" if component == "operator" else "False"), (name, lines)
     for pod in release.pods("worker"):  # the probes' own endpoints, as the kubelet sees them
@@ -153,7 +155,7 @@ def test_a_rolling_update_of_the_workers_while_50_runs_are_live(release: Release
     release.wait_phase(names, ("running", "waiting", "completed"), timeout=120)
     tag = release.cluster.tag_image("e2e-roll")
     live = [n for n, st in release.wait_phase(names, PHASES_SEEN).items() if not _ended(st)]
-    print(f"{len(live)} of {len(names)} runs live when the rollout starts")
+    say(f"  {len(live)} of {len(names)} runs live when the rollout starts")
     assert live, "the rollout must overlap live runs"
     old = {p.metadata.name for p in release.pods("worker")}
     release.kubectl("set", "image", "deploy/e2e-wayline-worker-default", f"worker=wayline:{tag}")

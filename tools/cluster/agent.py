@@ -89,7 +89,9 @@ class Agent:
                 for ep in eps.get("endpoints") or []:
                     if (ep.get("conditions") or {}).get("ready", True):
                         for address in ep.get("addresses", []):
-                            lines.append(f"{address} {svc_name}.{meta['namespace']}.svc.cluster.local")
+                            lines.append(
+                                f"{address} {svc_name}.{meta['namespace']}.svc.cluster.local"
+                            )
         for pod in objects.get("Pod", []):
             spec, ip = pod["spec"], pod.get("status", {}).get("podIP")
             if ip and spec.get("hostname") and spec.get("subdomain"):

@@ -27,8 +27,9 @@ done
 [[ ! -e $NETNS_PATH && ! -d $STATE ]] || die "a cluster $NAME exists ($STATE): run tools/cluster/down.sh first"
 
 mkdir -p "$STATE"/{pki,logs,pids,manifests,dns,pv,cni/net.d,cni/ipam,containerd,kubelet,pod-logs}
-# From here on, a failure tears down what was made.
-trap 'say "up failed; tearing down"; bash "$REPO/tools/cluster/down.sh" >&2 || true' ERR
+# From here on, a failure (a failed command or a die) tears down what was made.
+up_ok=
+trap '[[ -n $up_ok ]] || { say "up failed; tearing down"; bash "$REPO/tools/cluster/down.sh" >&2 || true; }' EXIT
 
 # --- what down.sh restores or compares with -----------------------------------------------
 sysctl -n "${NODE_SYSCTLS[@]}" | paste -d= <(printf '%s\n' "${NODE_SYSCTLS[@]}") - >"$STATE/sysctl.saved"
@@ -261,5 +262,5 @@ while IFS== read -r key value; do sysctl -qw "$key=$value"; done <"$STATE/sysctl
 for d in kube-controller-manager kube-scheduler kube-proxy dnsmasq agent; do alive "$d"; done
 wait_for 60 "the default ServiceAccount" kubectl_ns -n default get serviceaccount default
 say "cluster $NAME up in $((SECONDS - start))s: KUBECONFIG=$KUBECONFIG_HOST"
-trap - ERR
+up_ok=1
 echo "$KUBECONFIG_HOST"

@@ -13,10 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..._core.events import HOOK_ACTIVE, Event, NewEvent, RunStatus, apply_transition
 from ...errors import CorruptLogError, RunNotFoundError, WaylineError
-from ...events import HOOK_ACTIVE, Event, NewEvent, RunStatus, apply_transition
-from ...world import RunInfo, fold_run
-from .. import entries
+from ...world import RunInfo, entries, fold_run
 
 EVENTS_TABLE = "events table"
 STORED_STATUSES = frozenset(s.value for s in RunStatus if s is not RunStatus.CORRUPT)

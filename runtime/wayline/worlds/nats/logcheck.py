@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._core.events import Event, RunStatus
 from ...errors import CorruptLogError
-from ...events import Event, RunStatus
-from .. import entries
+from ...world import entries
 from .codec import parse_stamp, summary_from
 from .direct import StoredMsg
 
