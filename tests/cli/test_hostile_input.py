@@ -20,7 +20,15 @@ def in_tmp(tmp_path: Path) -> Iterator[Path]:
     here = os.getcwd()
     os.chdir(tmp_path)
     try:
-        assert main(["start", "warmup", "--world", "sqlite:///w.db"]) == 0  # the file exists
+        # a workflow to start by file (a bare name needs a worker that registered it)
+        (tmp_path / "app.py").write_text(
+            "from typing import Any\n"
+            "import wayline\n\n\n"
+            "@wayline.workflow(name='wf')\n"
+            "async def wf(*args: Any) -> None:\n"
+            "    return None\n"
+        )
+        assert main(["start", "app.py:wf", "--world", "sqlite:///w.db"]) == 0  # the file exists
         yield tmp_path
     finally:
         os.chdir(here)
@@ -43,7 +51,7 @@ def test_hostile_input_exits_2_with_one_line(
     in_tmp: Path, capsys: pytest.CaptureFixture[str], text: str
 ) -> None:
     capsys.readouterr()
-    assert main(["start", "wf", "--input", text, "--world", "sqlite:///w.db"]) == 2
+    assert main(["start", "app.py:wf", "--input", text, "--world", "sqlite:///w.db"]) == 2
     assert len(_one_line_error(capsys)) < 400  # the input is not echoed in full
 
 
@@ -85,7 +93,7 @@ def test_no_traceback_for_any_input_world_or_payload(
     in_tmp: Path, capsys: pytest.CaptureFixture[str], inp: str, world: str, payload: str
 ) -> None:
     for argv in (
-        ["start", "wf", "--input", inp, "--world", "sqlite:///w.db"],
+        ["start", "app.py:wf", "--input", inp, "--world", "sqlite:///w.db"],
         ["runs", "list", "--world", world],
         ["hooks", "resume", "tok", "--payload", payload, "--world", "sqlite:///w.db"],
     ):
@@ -106,7 +114,7 @@ def test_an_oversized_input_exits_2_naming_size_and_limit(
 ) -> None:
     capsys.readouterr()
     big = '"' + "x" * (300 * 1024) + '"'
-    assert main(["start", "wf", "--input", big, "--world", "sqlite:///w.db"]) == 2
+    assert main(["start", "app.py:wf", "--input", big, "--world", "sqlite:///w.db"]) == 2
     line = _one_line_error(capsys)
     assert "over the limit of 262144 bytes" in line and "WAYLINE_MAX_INPUT_BYTES" in line
 
@@ -119,7 +127,7 @@ def test_runs_show_list_and_repair_a_corrupt_run(
 
     world = ["--world", "sqlite:///w.db"]
     capsys.readouterr()
-    assert main(["start", "wf", *world]) == 0
+    assert main(["start", "app.py:wf", *world]) == 0
     run_id = capsys.readouterr().out.strip()
     db = sqlite3.connect(in_tmp / "w.db")
     db.execute(
