@@ -9,6 +9,7 @@ from typing import Any
 from ._core.events import Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
 from ._core.serde import decode, encode
+from ._engine.children import report_end
 from ._sdk.definitions import WorkflowDefinition
 from .errors import (
     EntityConflictError,
@@ -153,6 +154,22 @@ class Client:
         except RunTerminalError:
             return False
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "cancel"})
+        return True
+
+    async def fail(self, run_id: str, reason: str = "failed by request") -> bool:
+        """End a live run ``failed`` now (``TERMINATED``), without running its compensations:
+        the explicit end for a run that cannot go on, such as one blocked by a replay
+        divergence that no rollback will rescue. Bodies still running are not interrupted;
+        their results are dropped. False when the run had already ended."""
+        await self.get_run(run_id)
+        error = {"name": "WaylineError", "code": "TERMINATED", "message": reason}
+        try:
+            await self.world.append(
+                run_id, [NewEvent(EventType.RUN_FAILED, data={"error": error, "by": "client"})]
+            )
+        except RunTerminalError:
+            return False
+        await report_end(self.world, await self.get_run(run_id))
         return True
 
     async def resume_compensation(self, run_id: str) -> None:

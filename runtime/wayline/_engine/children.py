@@ -15,7 +15,7 @@ from ..errors import (
     RunTerminalError,
     SequenceConflictError,
 )
-from ..world import FLOW_TOPIC, RunInfo
+from ..world import FLOW_TOPIC, RunInfo, World
 from .deferred import append_batch
 
 if TYPE_CHECKING:
@@ -40,6 +40,11 @@ async def terminal(h: Handler, run_id: str, event: NewEvent, replay: Replay | No
 
 
 async def report_to_parent(h: Handler, info: RunInfo) -> None:
+    await report_end(h.world, info)
+
+
+async def report_end(world: World, info: RunInfo) -> None:
+    """A child's end, appended to its parent's log, and the parent woken."""
     parent = info.attributes.get("parent")
     if not isinstance(parent, Mapping) or not info.status.terminal:
         return
@@ -49,13 +54,13 @@ async def report_to_parent(h: Handler, info: RunInfo) -> None:
     else:
         data["error"] = dict(info.error or {})
     try:
-        await h.world.append(
+        await world.append(
             str(parent["runId"]),
             [NewEvent(EventType.CHILD_COMPLETED, str(parent["cid"]), data)],
         )
     except (EntityConflictError, RunTerminalError, RunNotFoundError, EntityMissingError):
         return  # already reported, or the parent is gone (then the child is an orphan)
-    await h.world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
+    await world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
 
 
 async def start_child(h: Handler, replay: Replay, child: ChildRecord) -> None:

@@ -36,6 +36,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, STEP_TOPIC, Delivery, RunInfo, World
+from . import divergence
 from .children import start_child, sync_children, terminal
 from .deferred import InlineBatch, Rebuild, append_batch, flush, outcome_event
 from .messages import ACK, FlowMessage, Verdict, _malformed, _Stats, _step_payload
@@ -94,7 +95,11 @@ class Handler:
         why = workflow.mismatch(info.attributes.get("definition"))
         if why is not None:
             return await self._block(info, why)
-        if info.status is RunStatus.BLOCKED and info.started_at is not None:
+        if (
+            info.status is RunStatus.BLOCKED
+            and info.started_at is not None
+            and not divergence.held(info)
+        ):
             try:
                 await world.append(run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
             except EntityConflictError:
@@ -122,6 +127,7 @@ class Handler:
                     if pin is not None and _pinned_elsewhere(pin, events):
                         return Verdict("retry", delay=0.0)  # check the new pin again
                     replay.feed(events)
+                    info = await divergence.lift(self, info)
                     await sync_children(self, replay)
                     try:
                         if replay.root is None and replay.terminal is None:
@@ -149,7 +155,7 @@ class Handler:
                         return Verdict("retry", delay=0.0)  # closing: hand the run back
                     break
             except ReplayDivergenceError as err:
-                await self._fail(run_id, err.code, err.message)
+                return await divergence.set_aside(self, info, err)
             finally:
                 if stats.inflight_owned:
                     log.error(
@@ -219,7 +225,7 @@ class Handler:
                 continue
 
             # 1. The suspension's new hooks, waits and steps: one atomic decision batch.
-            batch: list[NewEvent] = []
+            batch: list[NewEvent] = list(replay.new_patches.values())
             lazy: list[StepRecord] = []
             sends: list[tuple[str, dict[str, Any], str, float]] = []
             for hook in list(replay.new_hooks.values()):

@@ -8,6 +8,7 @@
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
     wayline runs cancel RUN_ID [--wait SECONDS]
+    wayline runs fail RUN_ID [--reason TEXT]
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline hooks resume TOKEN --payload JSON
 
@@ -145,6 +146,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait up to SECONDS for the run to end cancelled (exit 1 if it does not)",
     )
     p.set_defaults(handler=commands.cmd_runs_cancel)
+    p = command(
+        runs_sub,
+        "fail",
+        "end a live run failed now, without compensations (a run blocked by a replay "
+        "divergence that no rollback will rescue)",
+    )
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--reason", default="failed from the CLI")
+    p.set_defaults(handler=commands.cmd_runs_fail)
     p = command(
         runs_sub,
         "resume-compensation",
