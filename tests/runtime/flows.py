@@ -474,3 +474,16 @@ async def race_hook_and_step(path: str, token: str, seconds: float) -> list[obje
     index, value = await wayline.race(wayline.create_hook(token), slow)
     await count_step(path, "step branch" if index == 1 else "hook branch")
     return [index, value, await slow]
+
+
+@wayline.step
+def slow_marker_sync(path: str, seconds: float) -> str:
+    """A sync body (run in a thread, which no fence can cancel)."""
+    mark(path, f"attempt {wayline.step_context().attempt}")
+    time.sleep(seconds)
+    return "done"
+
+
+@wayline.workflow
+async def single_slow_sync(path: str, seconds: float) -> str:
+    return str(await slow_marker_sync(path, seconds))

@@ -36,9 +36,10 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, STEP_TOPIC, Delivery, RunInfo, World
-from . import divergence
+from . import divergence, handoff
 from .children import start_child, sync_children, terminal
 from .deferred import InlineBatch, Rebuild, append_batch, flush, outcome_event
+from .fencing import inline_allowed
 from .messages import ACK, FlowMessage, Verdict, _malformed, _Stats, _step_payload
 from .step_delivery import handle_step
 from .step_runner import Failed, Outcome, Retry, run_step_body
@@ -152,7 +153,7 @@ class Handler:
                             [str(e.type) for e in replay.provisional],
                         )
                     if not driven:
-                        return Verdict("retry", delay=0.0)  # closing: hand the run back
+                        return await handoff.leave(self, run_id, delivery)
                     break
             except ReplayDivergenceError as err:
                 return await divergence.set_aside(self, info, err)
@@ -193,7 +194,7 @@ class Handler:
         while True:
             if replay.terminal is not None:
                 return True
-            if self.closing:
+            if handoff.stop_here(self):
                 await flush(world, replay)
                 return False
             if replay.phase != "running" or replay.cancel_requested:
@@ -266,7 +267,8 @@ class Handler:
                         {"stepName": rec.name, "input": rec.input, "occurrence": rec.occurrence},
                     )
                 )
-                if slots > 0:  # lazy inline: created and started (stamped) in one write
+                if slots > 0 and inline_allowed(rec.definition):  # lazy inline: created and
+                    # started (stamped) in one write; a step with timeout= is queue-owned
                     slots -= 1
                     batch.append(
                         NewEvent(

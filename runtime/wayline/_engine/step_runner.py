@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +10,7 @@ from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
 from .._sdk.definitions import StepDefinition
 from ..errors import FatalError, RetryableError
+from .fencing import run_body, run_sync_body
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +79,9 @@ async def run_step_body(
     try:
         args, kwargs = definition.signature.decode_args(stored_input, what=what)
         if definition.is_async:
-            value = await definition.fn(*args, **kwargs)
+            value = await run_body(lambda: definition.fn(*args, **kwargs), definition.timeout)
         else:
-            context = contextvars.copy_context()
-            value = await asyncio.to_thread(context.run, definition.fn, *args, **kwargs)
+            value = await run_sync_body(definition.fn, definition.timeout, *args, **kwargs)
         return Completed(encode(value, what=f"result of {what}"))
     except FatalError as err:
         return Failed(error_to_dict(err))

@@ -29,9 +29,15 @@ class StepDefinition:
         retry_delay: Duration,
         compensate: Callable[..., Any] | None = None,
         compensates: StepDefinition | None = None,
+        timeout: Duration | None = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
+        self.timeout = None if timeout is None else to_seconds(timeout)
+        """Start-to-close bound of one attempt: the step never runs inline, runs queue-owned
+        and its worker renews the delivery up to this long (see ``_engine.fencing``)."""
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigurationError(f"step {fn.__qualname__}: timeout must be > 0")
         self.fn = fn
         self.name = name or fn.__qualname__
         self.max_retries = max_retries
@@ -137,6 +143,7 @@ def step(
     max_retries: int = 3,
     retry_delay: Duration = 1.0,
     compensate: Callable[..., Any] | None = None,
+    timeout: Duration | None = None,
 ) -> Callable[[Callable[..., Any]], StepDefinition]: ...
 def step(
     fn: Callable[..., Any] | None = None,
@@ -146,8 +153,15 @@ def step(
     max_retries: int = 3,
     retry_delay: Duration = 1.0,
     compensate: Callable[..., Any] | None = None,
+    timeout: Duration | None = None,
 ) -> Any:
     """Declare a durable step. ``max_retries`` counts retries after the first try.
+
+    ``timeout`` (``"2h"``, seconds) is for a step that needs longer than the worker's
+    invocation bound: it never runs inline, runs as its own queued delivery, which its worker
+    renews while the body runs and is below the timeout; past it, the attempt is cut off
+    (``INVOCATION_FENCED``) and retried like any failure. Without it, a body still running at
+    the bound is cut off the same way.
 
     ``compensate`` reverses it (a saga): when the run fails or is cancelled, every forward
     step that completed, or whose outcome is unknown, is compensated in reverse order. The
@@ -157,7 +171,12 @@ def step(
 
     def wrap(f: Callable[..., Any]) -> Any:
         definition = StepDefinition(
-            f, name=name, max_retries=max_retries, retry_delay=retry_delay, compensate=compensate
+            f,
+            name=name,
+            max_retries=max_retries,
+            retry_delay=retry_delay,
+            compensate=compensate,
+            timeout=timeout,
         )
         _register(definition)
         return definition

@@ -50,6 +50,8 @@ def shape(workflow: WorkflowDefinition) -> dict[str, Any]:
                 "retryDelay": value.retry_delay,
                 "compensates": value.compensation is not None,
             }
+            if value.timeout is not None:  # absent before it existed: old identities hold
+                steps[value.name]["timeout"] = value.timeout
         elif isinstance(value, WorkflowDefinition):
             if value is not workflow:
                 children.add(value.name)
