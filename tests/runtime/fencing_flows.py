@@ -47,3 +47,21 @@ async def overruns_once(path: str, seconds: float) -> str:
 @wayline.workflow
 async def overrun(path: str, seconds: float) -> str:
     return str(await overruns_once(path, seconds))
+
+
+@wayline.step
+async def sleepy(path: str, ms: int) -> int:
+    await _body(path, f"d{ms}", ms / 1000)
+    return ms
+
+
+@wayline.step
+async def after_race(path: str, winner: int) -> int:
+    await _body(path, "after", 0)
+    return winner
+
+
+@wayline.workflow
+async def race_of_sleeps(path: str) -> int:
+    _, ms = await wayline.race(sleepy(path, 3000), sleepy(path, 100), sleepy(path, 6000))
+    return int(await after_race(path, ms))

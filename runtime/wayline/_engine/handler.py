@@ -156,8 +156,13 @@ class Handler:
                         return await handoff.leave(self, run_id, delivery)
                     break
             except ReplayDivergenceError as err:
+                await stats.bodies.drain()
                 return await divergence.set_aside(self, info, err)
+            except asyncio.CancelledError:
+                await stats.bodies.settle(cancel=True)
+                raise
             finally:
+                await stats.bodies.settle()  # the delivery is settled only after every body
                 if stats.inflight_owned:
                     log.error(
                         "invariant violated: delivery %s returns while owned steps %s are "
@@ -194,7 +199,13 @@ class Handler:
         while True:
             if replay.terminal is not None:
                 return True
+            if stats.bodies.pending and stats.bodies.must_settle_first(replay):
+                await flush(world, replay)
+                await stats.bodies.drain()
+                await self._catch_up(replay)
+                continue
             if handoff.stop_here(self):
+                await stats.bodies.drain()  # never hand off under an owned, running body
                 await flush(world, replay)
                 return False
             if replay.phase != "running" or replay.cancel_requested:
@@ -303,8 +314,8 @@ class Handler:
             owned: list[StepRecord] = []
             lazy_ids = {r.cid for r in lazy}
             for rec in list(replay.open_steps.values()):
-                if rec.cid in lazy_ids:
-                    continue
+                if rec.cid in lazy_ids or rec.cid in stats.inflight_owned:
+                    continue  # new, or running here: this delivery executes it already
                 d = decide(
                     rec.state(),
                     run_id=run_id,
@@ -380,18 +391,22 @@ class Handler:
                     my_id,
                 )
                 stats.owned_recovery_steps += 1
+            # The run moves on as soon as one body settles; the rest keep running (``inflight``).
             inline = [(rec, 1) for rec in lazy] + [(rec, rec.starts + 1) for rec in owned]
-            if not inline:
+            if not inline and not stats.bodies.pending:
                 return True
             stats.inline_steps += len(inline)
-            group = InlineBatch(running=len(inline), defer=defer)
-            results = await asyncio.gather(
-                *(
-                    self._run_inline(replay, rec, attempt, my_id, stats, rec in owned, group)
-                    for rec, attempt in inline
+            group = InlineBatch(running=len(inline), defer=defer and not stats.bodies.pending)
+            if inline:
+                events = await stats.bodies.start(
+                    [
+                        self._run_inline(replay, rec, attempt, my_id, stats, rec in owned, group)
+                        for rec, attempt in inline
+                    ],
+                    group,
                 )
-            )
-            events = sorted((e for part in results for e in part), key=lambda e: e.seq)
+            else:
+                events = await stats.bodies.next()
             if events or group.deferred is None:
                 await self._feed(replay, events)
             if group.deferred is not None:
