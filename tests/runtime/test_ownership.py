@@ -131,28 +131,3 @@ async def test_a_body_that_would_outlive_the_lease_is_cut_off_at_the_bound(
     assert [e.data["error"]["code"] for e in retrying] == ["INVOCATION_FENCED"] * 2
     [failed] = of_type(events, EventType.STEP_FAILED)
     assert failed.data["error"]["code"] == "INVOCATION_FENCED"
-
-
-async def _has_lines(path: str, n: int) -> bool:
-    return len(flows.lines(path)) >= n
-
-
-async def test_single_flight_loser_carries_the_retry_it_absorbed(
-    engine: Engine, tmp_path: Path
-) -> None:
-    """A body outlives the lease (the documented residual); a wake after expiry queues the step;
-    that delivery loses single-flight to the live body, which then fails and hands off a retry
-    under the same key, deduped against the waiting loser. The loser must become the retry, not
-    ack it away (found by the property test)."""
-    marker = str(tmp_path / "m")
-    async with engine.worker(
-        [flows.outlives_lease],
-        settings=settings(**SHORT),
-        world=await engine.make_world(visibility_seconds=VISIBILITY),
-    ):
-        handle = await engine.client.start(flows.outlives_lease, marker, 2.6)
-        await wait_for(lambda: _has_lines(marker, 1))
-        await asyncio.sleep(2.2)  # past the 2 s lease, the body still running
-        await engine.client.resume_hook(f"outlive:{marker}", "late wake")
-        assert await handle.result(timeout=25) == ["ok", "late wake"]
-    assert flows.lines(marker) == ["attempt 1", "attempt 2"]

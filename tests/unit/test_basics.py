@@ -148,6 +148,7 @@ def test_public_api_is_pinned() -> None:
             "gather",
             "now",
             "open_world",
+            "patched",
             "race",
             "random",
             "sleep",
