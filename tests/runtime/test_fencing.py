@@ -19,7 +19,7 @@ import pytest
 import wayline
 from tests.runtime import fencing_flows as ff
 from tests.runtime.flows import lines
-from tests.runtime.harness import Engine, of_type, settings
+from tests.runtime.harness import Engine, of_type, settings, wait_for
 from wayline._core.events import EventType
 from wayline._sdk.definitions import WorkflowDefinition
 from wayline.cli.timeline import render_show
@@ -128,3 +128,33 @@ async def test_the_worker_refuses_bounds_that_break_the_lease(engine: Engine) ->
     assert "(1.5)" in message and "(1)" in message and "2.5s" in message and "(2)" in message
     with pytest.raises(wayline.ConfigurationError, match="WAYLINE_HANDOFF_SECONDS"):
         wayline.Worker(world, [ff.overrun], settings=settings(**BOUND, handoff_seconds=1.5))
+
+
+async def test_a_holder_whose_renewals_fail_stops_before_its_delivery_returns(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Renewals fail (the holder cannot reach the world's queue): the fence trips after half a
+    visibility window and cuts the body off before the delivery could be redelivered; another
+    worker then runs the retry, never beside it."""
+    path = str(tmp_path / "m")
+    sick = await engine.make_world(visibility_seconds=VISIBILITY)
+
+    async def no_renewal(delivery: Any) -> None:
+        raise wayline.WorldUnavailableError("renewals cut off (test)")
+
+    sick.renew = no_renewal  # type: ignore[method-assign]
+    async with engine.worker([ff.overrun], world=sick, settings=settings(**BOUND)):
+        handle = await engine.client.start(ff.overrun, path, 2.0)
+        await wait_for(lambda: _cut(path), timeout=15)
+    async with two_workers(engine, [ff.overrun]):
+        assert await handle.result(timeout=30) == "attempt 2"
+    runs = bodies(path)
+    assert [how for _, _, how in sorted(runs["over"])] == ["cut", "end"]
+    assert_never_concurrent(runs)
+    [retrying] = of_type(await handle.events(), EventType.STEP_RETRYING)
+    assert retrying.data["error"]["code"] == "INVOCATION_FENCED"
+    assert "not renewed" in retrying.data["error"]["message"]
+
+
+async def _cut(path: str) -> bool:
+    return any(line.startswith("cut ") for line in lines(path))
