@@ -24,8 +24,8 @@ from wayline._core.events import EventType
 from wayline._sdk.definitions import WorkflowDefinition
 from wayline.cli.timeline import render_show
 
-VISIBILITY = 0.6
-BOUND = {"max_invocation_seconds": 1.5, "lease_seconds": 3.0}
+VISIBILITY = 2.0
+BOUND = {"max_invocation_seconds": 1.5, "lease_seconds": 4.0}
 
 
 @asynccontextmanager
@@ -144,7 +144,7 @@ async def test_a_holder_whose_renewals_fail_stops_before_its_delivery_returns(
 
     sick.renew = no_renewal  # type: ignore[method-assign]
     async with engine.worker([ff.overrun], world=sick, settings=settings(**BOUND)):
-        handle = await engine.client.start(ff.overrun, path, 2.0)
+        handle = await engine.client.start(ff.overrun, path, 3.0)
         await wait_for(lambda: _cut(path), timeout=15)
     async with two_workers(engine, [ff.overrun]):
         assert await handle.result(timeout=30) == "attempt 2"
