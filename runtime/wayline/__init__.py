@@ -9,7 +9,17 @@ from ._core.events import RunStatus
 from ._core.replay import Hook
 from ._sdk.context import StepContext, step_context
 from ._sdk.decorators import step, workflow
-from ._sdk.workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4
+from ._sdk.workflow_api import (
+    child,
+    create_hook,
+    gather,
+    now,
+    patched,
+    race,
+    random,
+    sleep,
+    uuid4,
+)
 from .client import Client, RunHandle
 from .errors import (
     ChildFailedError,
@@ -73,6 +83,7 @@ __all__ = [
     "gather",
     "now",
     "open_world",
+    "patched",
     "race",
     "random",
     "sleep",

@@ -12,6 +12,7 @@ from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
 from ._core.serde import decode, encode
+from ._engine.ending import report_to_parent
 from .errors import (
     EntityConflictError,
     HookNotFoundError,
@@ -308,6 +309,22 @@ class Client:
                 hook["timeoutAt"] = timeouts.get(cid)
                 found.append(hook)
         return sorted(found, key=lambda h: h["createdAt"])
+
+    async def fail(self, run_id: str, reason: str = "failed by request") -> bool:
+        """End a live run ``failed`` now (``TERMINATED``), without running its compensations:
+        the explicit end for a run that cannot go on, such as one blocked by a replay
+        divergence that no rollback will rescue. Bodies still running are not interrupted;
+        their results are dropped. False when the run had already ended."""
+        await self.get_run(run_id)
+        error = {"name": "WaylineError", "code": "TERMINATED", "message": reason}
+        try:
+            await self.world.append(
+                run_id, [NewEvent(EventType.RUN_FAILED, data={"error": error, "by": "client"})]
+            )
+        except RunTerminalError:
+            return False
+        await report_to_parent(self.world, await self.get_run(run_id))
+        return True
 
     async def resume_compensation(self, run_id: str) -> None:
         """Try a failed compensation again (the run is ``compensation_stuck``)."""

@@ -40,6 +40,11 @@ class Settings:
     """``WAYLINE_MAX_INVOCATION_SECONDS``: the kill bound a worker enforces on one delivery, so
     that a lease longer than it proves the owner dead. Must stay below the lease."""
 
+    handoff_seconds: float | None = None
+    """``WAYLINE_HANDOFF_SECONDS``: a run driven this long under one delivery is handed off at
+    its next step boundary (ack + continue under a new message). Default: half of
+    ``max_invocation_seconds``; must be below it."""
+
     visibility_seconds: float = 30.0
     """``WAYLINE_VISIBILITY_SECONDS``: how long a held delivery stays invisible without a
     renewal. Workers renew every third of it; a dead worker's delivery returns after it."""
@@ -95,6 +100,12 @@ class Settings:
 
     extra: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def handoff_after(self) -> float:
+        if self.handoff_seconds is not None:
+            return self.handoff_seconds
+        return self.max_invocation_seconds / 2
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
@@ -106,6 +117,7 @@ class Settings:
             max_queue_deliveries=max(1, int(_float(env, "WORKFLOW_MAX_QUEUE_DELIVERIES", 48))),
             max_inline_steps=min(16, max(1, int(_float(env, "WORKFLOW_MAX_INLINE_STEPS", 3)))),
             max_invocation_seconds=_float(env, "WAYLINE_MAX_INVOCATION_SECONDS", 800.0),
+            handoff_seconds=_float(env, "WAYLINE_HANDOFF_SECONDS", 0.0) or None,
             visibility_seconds=max(0.5, _float(env, "WAYLINE_VISIBILITY_SECONDS", 30.0)),
             poll_interval_seconds=max(0.001, _float(env, "WAYLINE_POLL_INTERVAL", 0.05)),
             definition_mismatch=_choice(env, "WAYLINE_DEFINITION_MISMATCH", ("wait", "fail")),

@@ -2,8 +2,11 @@
 
 Deliveries are held (renewed every third of the visibility period) while their handler runs
 and settled only after it returns, which is after every inline body it started has settled.
-A delivery held past ``max_invocation_seconds`` is abandoned (no more renewals) so the
-lease, which must be longer, proves its owner dead (issue: kill bound).
+Each held delivery has a fence (``_engine.fencing``): at ``max_invocation_seconds`` (or a
+step's ``timeout=``), or when renewals keep failing, the worker stops renewing and cuts off
+the bodies running under it, and the run is handed off; a body that cannot be cut off and is
+still running just before the delivery could be redelivered makes the process exit, so a
+redelivery never runs beside its previous holder.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RunStatus
 from ._core.projections import fold
+from ._engine.fencing import Fence, hold
 from ._engine.handler import Handler
 from ._engine.messages import Verdict
 from ._engine.tasks import spawn
@@ -62,24 +66,18 @@ class Worker:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.settings = settings or Settings.from_env()
         self.workflows = workflows_by_name(workflows)
-        if self.settings.inline_ownership and (
-            self.settings.max_invocation_seconds >= self.settings.lease_seconds
-        ):
-            raise ConfigurationError(
-                f"WAYLINE_MAX_INVOCATION_SECONDS ({self.settings.max_invocation_seconds:g}) must "
-                f"be below WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS "
-                f"({self.settings.lease_seconds:g}): an expired lease must prove the owning "
-                "invocation dead, so no invocation may outlive it"
-            )
+        check_bounds(self.settings, world.visibility_seconds)
         self.handler = Handler(world, self.workflows, self.settings)
         self.flow_concurrency = flow_concurrency
         self.step_concurrency = step_concurrency
         self.recover = recover
         self.exit_on_invocation_deadline = exit_on_invocation_deadline
+        """Kept for compatibility, no effect: every worker fences the same way (it exits only
+        when a body that cannot be cut off would outlive its delivery)."""
         self.shutdown_grace_seconds = shutdown_grace_seconds
         self._tasks: set[asyncio.Task[Any]] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
-        self._held: dict[int, tuple[Delivery, float]] = {}
+        self._held: dict[int, tuple[Delivery, Fence]] = {}
         self._stopping = asyncio.Event()
         self._started = False
         self.failure: BaseException | None = None
@@ -160,7 +158,7 @@ class Worker:
                     task.cancel()
             if protected:
                 await asyncio.wait(protected, timeout=self.shutdown_grace_seconds)
-        held = [d for d, _ in self._held.values()]
+        held = [d for d, f in self._held.values() if f.tripped is None]
         for task in list(self._handlers) + list(self._tasks):
             task.cancel()
         pending = list(self._handlers) + list(self._tasks)
@@ -283,14 +281,16 @@ class Worker:
             for _ in range(free - len(deliveries)):
                 slots.release()
             for delivery in deliveries:
-                self._held[id(delivery)] = (delivery, time.monotonic())
-                spawn(
-                    self._handle(delivery, slots),
+                fence = Fence(self.settings.max_invocation_seconds, self.settings.handoff_after)
+                self._held[id(delivery)] = (delivery, fence)
+                fence.handler = spawn(
+                    self._handle(delivery, fence, slots),
                     f"wayline-{topic}-{delivery.message_id}",
                     self._handlers,
                 )
 
-    async def _handle(self, delivery: Delivery, slots: asyncio.Semaphore) -> None:
+    async def _handle(self, delivery: Delivery, fence: Fence, slots: asyncio.Semaphore) -> None:
+        hold(fence)  # every body the handler runs is cut off when the fence trips
         try:
             try:
                 if delivery.topic == FLOW_TOPIC:
@@ -317,7 +317,7 @@ class Worker:
                 )
                 verdict = Verdict("retry", delay=min(30.0, 0.5 * delivery.attempt))
             if self._held.pop(id(delivery), None) is None:
-                return  # abandoned past the invocation bound: its message belongs to others now
+                return  # given up at its fence's deadline: its message belongs to others now
             await self._settle(delivery, verdict)
         finally:
             self._held.pop(id(delivery), None)
@@ -368,30 +368,87 @@ class Worker:
             await self._heartbeat()
 
     async def _renew_loop(self) -> None:
-        period = max(0.05, self.world.visibility_seconds / 3)
-        bound = self.settings.max_invocation_seconds
+        """Renew held deliveries; trip a fence at its bound or when renewals keep failing;
+        give a tripped delivery up at its deadline (just before it could be redelivered),
+        exiting the process if a body that could not be cut off is still running."""
+        visibility = self.world.visibility_seconds
+        period = max(0.05, visibility / 3)
+        slack = visibility / 6
         while True:
-            await asyncio.sleep(period)
-            now = time.monotonic()
-            for key, (delivery, since) in list(self._held.items()):
-                if now - since > bound:
-                    self._held.pop(key, None)
-                    log.error(
-                        "delivery %s exceeded WAYLINE_MAX_INVOCATION_SECONDS=%g: no longer "
-                        "renewed, so it is redelivered and its lease can expire",
-                        delivery.message_id,
-                        bound,
-                    )
-                    if self.exit_on_invocation_deadline:
-                        os._exit(70)
+            await asyncio.sleep(period / 2)
+            for key, (delivery, fence) in list(self._held.items()):
+                now = time.monotonic()
+                if fence.tripped is None:
+                    elapsed = fence.elapsed()
+                    if elapsed > fence.bound:
+                        fence.trip(
+                            f"delivery {delivery.message_id} held {elapsed:.1f}s, past its bound "
+                            f"of {fence.bound:g}s (WAYLINE_MAX_INVOCATION_SECONDS, or the "
+                            "step's timeout=)"
+                        )
+                    elif now - fence.renewed > 1.5 * period:
+                        fence.trip(
+                            f"delivery {delivery.message_id} not renewed for "
+                            f"{now - fence.renewed:.1f}s (visibility {visibility:g}s)"
+                        )
+                    if fence.tripped is not None:
+                        log.error("fenced: %s; its bodies are cut off", fence.tripped)
+                        continue
+                    if now - fence.renewed >= period * 0.9:
+                        try:
+                            renewed = await self.world.renew(delivery)
+                        except WaylineError as err:
+                            log.warning("could not renew delivery %s: %s", delivery.message_id, err)
+                        else:
+                            if renewed:
+                                fence.renewed = now
+                            else:  # redelivered already: stop executing under it at once
+                                _stale(delivery, "renewal")
+                                fence.trip(
+                                    f"delivery {delivery.message_id} is no longer this "
+                                    "worker's (its renewal was refused)"
+                                )
                     continue
-                if now - since >= period * 0.9:
-                    try:
-                        if not await self.world.renew(delivery):
-                            _stale(delivery, "renewal")
-                            self._held.pop(key, None)  # not ours: never settled from here
-                    except WaylineError as err:
-                        log.warning("could not renew delivery %s: %s", delivery.message_id, err)
+                if now < fence.renewed + visibility - slack:
+                    continue  # the tripped handler winds down: it records, then hands off
+                self._held.pop(key, None)
+                if fence.executing():
+                    log.critical(
+                        "a step body under delivery %s could not be cut off (%s) and would "
+                        "run beside its redelivery: exiting the process",
+                        delivery.message_id,
+                        fence.tripped,
+                    )
+                    os._exit(70)
+                log.error(
+                    "delivery %s given up at its fence's deadline; it is redelivered",
+                    delivery.message_id,
+                )
+                if fence.handler is not None:
+                    fence.handler.cancel()
+
+
+def check_bounds(settings: Settings, visibility: float) -> None:
+    """Refuse settings under which a redelivery could run beside its previous holder, or an
+    expired lease would not prove the owning invocation stopped (see ``_engine.fencing``)."""
+    bound, lease = settings.max_invocation_seconds, settings.lease_seconds
+    handoff = settings.handoff_after
+    if bound <= 0:
+        raise ConfigurationError(f"WAYLINE_MAX_INVOCATION_SECONDS must be > 0, got {bound:g}")
+    if not 0 < handoff < bound:
+        raise ConfigurationError(
+            f"WAYLINE_HANDOFF_SECONDS ({handoff:g}) must be above 0 and below "
+            f"WAYLINE_MAX_INVOCATION_SECONDS ({bound:g}): a run hands off at a step boundary "
+            "before the bound cuts its bodies off"
+        )
+    if settings.inline_ownership and bound + visibility >= lease:
+        raise ConfigurationError(
+            f"WAYLINE_MAX_INVOCATION_SECONDS ({bound:g}) + the world's visibility timeout "
+            f"({visibility:g}) = {bound + visibility:g}s must be below "
+            f"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS ({lease:g}): a fenced holder may still "
+            "execute for up to one visibility window past the bound, and an expired lease must "
+            "prove the owning invocation stopped"
+        )
 
 
 def _stale(delivery: Delivery, what: str) -> None:

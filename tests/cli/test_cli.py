@@ -432,3 +432,23 @@ def test_hooks_list_runs_watch_and_runs_terminate(
     ended = cli("runs", "watch", held)
     assert ended.returncode == 1 and "run cancelled" in ended.stdout
     assert worker.stop() == 0
+
+
+def test_runs_fail_ends_a_live_run_without_compensations(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    flag = cli.cwd / "offline"
+    run = cli("start", f"{FLOWS}:saga", "--input", f'["f", "{flag}"]').stdout.strip()
+    worker = spawn("worker", "--app", str(FLOWS))
+    wait_for_hook(cli, run)
+    failed = cli("runs", "fail", run, "--reason", "rolled back for good")
+    assert failed.returncode == 0, failed.stderr
+    assert failed.stdout.strip() == f"failed {run}: rolled back for good"
+    shown = cli.wait_status(run, "failed")
+    assert shown["error"]["code"] == "TERMINATED"
+    assert [(s["name"], s["status"]) for s in shown["steps"]] == [("cli_tests.hold", "completed")]
+    again = cli("runs", "fail", run)
+    assert again.returncode == 1
+    assert "already ended (failed)" in again.stderr
+    assert_clean_error(cli("runs", "fail", "wf_missing"), "no run 'wf_missing'")
+    assert worker.stop() == 0

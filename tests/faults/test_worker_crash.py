@@ -95,6 +95,7 @@ async def test_sigkill_during_queued_step_is_redelivered(
 SHORT_LEASE = {
     "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "2",
     "WAYLINE_MAX_INVOCATION_SECONDS": "1.5",
+    "WAYLINE_VISIBILITY_SECONDS": "0.4",  # the bound plus it stays below the lease
 }
 
 
@@ -106,12 +107,14 @@ async def test_unstable_ids_recover_a_crashed_inline_step_by_the_backstop(  # ty
     counts = str(tmp_path / "counts")
     async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db, **crash_world.env, WAYLINE_TEST_UNSTABLE_IDS="1", **SHORT_LEASE)
+        first = spawn_worker(
+            db, **{**crash_world.env, **SHORT_LEASE}, WAYLINE_TEST_UNSTABLE_IDS="1"
+        )
         handle = await client.start(flows.crashy, counts, 1.0)
         await _until_lines(counts, 2)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
-        spawn_worker(db, **crash_world.env, WAYLINE_TEST_UNSTABLE_IDS="1", **SHORT_LEASE)
+        spawn_worker(db, **{**crash_world.env, **SHORT_LEASE}, WAYLINE_TEST_UNSTABLE_IDS="1")
         assert await handle.result(timeout=30) == ["before", "finished", "after"]
         events = await handle.events()
     assert flows.lines(counts) == ["before", "attempt 1", "attempt 2", "after"]
@@ -121,21 +124,23 @@ async def test_unstable_ids_recover_a_crashed_inline_step_by_the_backstop(  # ty
     assert starts[1].created_at - starts[0].created_at >= 1.9
 
 
-async def test_invocation_bound_exits_the_worker_and_the_run_still_finishes(  # type: ignore[no-untyped-def]
+async def test_a_body_that_cannot_be_cut_off_exits_the_worker_before_its_redelivery(  # type: ignore[no-untyped-def]
     tmp_path: Path, spawn_worker, crash_world
 ) -> None:
+    """A sync body runs in a thread, which no fence can cancel: the worker exits before its
+    delivery can be redelivered (an async body is cut off instead, see test_fencing), and
+    the redelivery's owner recovery finishes the run."""
     db = crash_world.arg
     marker = str(tmp_path / "marker")
     env = {
-        "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "3",
+        "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "3.9",
         "WAYLINE_MAX_INVOCATION_SECONDS": "0.5",
         "WAYLINE_VISIBILITY_SECONDS": "1",
-        "WAYLINE_TEST_EXIT_ON_DEADLINE": "1",
     }
     async with crash_world.open() as world:
         client = wayline.Client(world)
         first = spawn_worker(db, **{**crash_world.env, **env})
-        handle = await client.start(flows.single_slow, marker, 1.5)
+        handle = await client.start(flows.single_slow_sync, marker, 1.5)
         assert await asyncio.to_thread(first.wait, 15) == 70  # past the bound: it exits
         env["WAYLINE_MAX_INVOCATION_SECONDS"] = "2.5"
         spawn_worker(db, **{**crash_world.env, **env})

@@ -1,6 +1,7 @@
 """A worker process for fault tests: ``python -m tests.faults.worker_main DB_PATH|NATS_URL``.
 
-Runs every workflow of ``tests.runtime.flows`` on the embedded world (a path) or on JetStream
+Runs every workflow of ``tests.runtime.flows`` and ``fencing_flows`` on the embedded world (a path)
+or on JetStream
 (a ``nats://`` URL, with ``WAYLINE_TEST_PREFIX``) until killed. Settings
 come from the environment (WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS, ...), plus two test knobs:
 ``WAYLINE_TEST_UNSTABLE_IDS=1`` wraps the world so every delivery gets a fresh message id, and
@@ -15,7 +16,7 @@ import os
 import sys
 
 import wayline
-from tests.runtime import flows
+from tests.runtime import fencing_flows, flows
 from tests.runtime.unstable import UnstableIdWorld
 from wayline._core.definitions import WorkflowDefinition
 from wayline.world import World
@@ -24,7 +25,12 @@ from wayline.world import World
 async def main(path: str) -> None:
     # flows.py keeps several revisions under one name (for the identity tests); serve the
     # last of each, as one deployment would
-    named = {v.name: v for v in vars(flows).values() if isinstance(v, WorkflowDefinition)}
+    named = {
+        v.name: v
+        for module in (flows, fencing_flows)
+        for v in vars(module).values()
+        if isinstance(v, WorkflowDefinition)
+    }
     workflows = list(named.values())
     visibility = float(os.environ.get("WAYLINE_VISIBILITY_SECONDS", "30"))
     world: World

@@ -494,3 +494,16 @@ async def pay_then_wait(path: str, seconds: float) -> str:
     """A compensable step mid-body when a cancel lands (issue: no refund before the charge)."""
     await slow_charge(path, seconds)
     return str(await wayline.create_hook(f"pay:{path}"))
+
+
+@wayline.step
+def slow_marker_sync(path: str, seconds: float) -> str:
+    """A sync body (run in a thread, which no fence can cancel)."""
+    mark(path, f"attempt {wayline.step_context().attempt}")
+    time.sleep(seconds)
+    return "done"
+
+
+@wayline.workflow
+async def single_slow_sync(path: str, seconds: float) -> str:
+    return str(await slow_marker_sync(path, seconds))

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
+import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, settings, wait_for
 from wayline._core.events import EventType, NewEvent
@@ -12,6 +15,8 @@ from wayline._core.ids import new_run_id
 from wayline.world import FLOW_TOPIC
 
 SHORT = {"lease_seconds": 2.0, "max_invocation_seconds": 1.5}
+VISIBILITY = 0.4
+"""The world's visibility under SHORT: the bound plus it must stay below the lease."""
 
 
 async def test_retry_handoff_is_not_absorbed_by_a_pending_backstop(
@@ -59,7 +64,11 @@ async def test_lost_owner_message_is_recovered_after_the_lease(
     to the ghost only for the lease, then its backstop recovers the step."""
     marker = str(tmp_path / "m")
     run_id = await _ghost_owned_run(engine, marker, "ghost-1")
-    async with engine.worker([flows.single_slow], settings=settings(**SHORT)):
+    async with engine.worker(
+        [flows.single_slow],
+        settings=settings(**SHORT),
+        world=await engine.make_world(visibility_seconds=VISIBILITY),
+    ):
         await engine.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "hook"})
         assert await engine.client.handle(run_id).result(timeout=20) == "done"
     assert flows.lines(marker) == ["attempt 2"]
@@ -75,7 +84,11 @@ async def test_backstop_of_a_refreshed_epoch_publishes_its_replacement(
     recovered owner is gone nothing would ever wake the run."""
     marker = str(tmp_path / "m")
     run_id = await _ghost_owned_run(engine, marker, "ghost-1")
-    async with engine.worker([flows.single_slow], settings=settings(**SHORT)):
+    async with engine.worker(
+        [flows.single_slow],
+        settings=settings(**SHORT),
+        world=await engine.make_world(visibility_seconds=VISIBILITY),
+    ):
         await engine.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "hook"})
         await asyncio.sleep(1.0)
         # owner recovery by another (soon lost) delivery re-stamps: a new ownership epoch
@@ -93,18 +106,28 @@ async def _has_lines(path: str, n: int) -> bool:
     return len(flows.lines(path)) >= n
 
 
-async def test_single_flight_loser_carries_the_retry_it_absorbed(
+async def test_a_body_that_would_outlive_the_lease_is_cut_off_at_the_bound(
     engine: Engine, tmp_path: Path
 ) -> None:
-    """A body outlives the lease (the documented residual); a wake after expiry queues the step;
-    that delivery loses single-flight to the live body, which then fails and hands off a retry
-    under the same key, deduped against the waiting loser. The loser must become the retry, not
-    ack it away (found by the property test)."""
+    """Once the documented residual (a body outliving the lease, a late wake then queueing the
+    step beside it, the single-flight loser carrying the retry): the fence now cuts every
+    attempt off at the bound, before its delivery can be redelivered. Each attempt counts and
+    is recorded; the step fails for good when its retries are spent."""
     marker = str(tmp_path / "m")
-    async with engine.worker([flows.outlives_lease], settings=settings(**SHORT)):
+    async with engine.worker(
+        [flows.outlives_lease],
+        settings=settings(**SHORT),
+        world=await engine.make_world(visibility_seconds=VISIBILITY),
+    ):
         handle = await engine.client.start(flows.outlives_lease, marker, 2.6)
         await wait_for(lambda: _has_lines(marker, 1))
-        await asyncio.sleep(2.2)  # past the 2 s lease, the body still running
+        await asyncio.sleep(2.2)  # past the 2 s lease: the first attempt was cut off
         await engine.client.resume_hook(f"outlive:{marker}", "late wake")
-        assert await handle.result(timeout=25) == ["ok", "late wake"]
-    assert flows.lines(marker) == ["attempt 1", "attempt 2"]
+        with pytest.raises(wayline.RunFailedError):
+            await handle.result(timeout=25)
+    assert flows.lines(marker) == ["attempt 1", "attempt 2", "attempt 3"]
+    events = await handle.events()
+    retrying = of_type(events, EventType.STEP_RETRYING)
+    assert [e.data["error"]["code"] for e in retrying] == ["INVOCATION_FENCED"] * 2
+    [failed] = of_type(events, EventType.STEP_FAILED)
+    assert failed.data["error"]["code"] == "INVOCATION_FENCED"

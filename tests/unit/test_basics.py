@@ -71,7 +71,7 @@ def test_settings_from_an_injected_mapping() -> None:
 
 
 def test_worker_refuses_an_invocation_bound_not_below_the_lease() -> None:
-    world = wayline.LocalWorld(":unused:")
+    world = wayline.LocalWorld(":unused:", visibility_seconds=5)  # 50 + 5 < 60
     s = Settings.from_env(
         {"WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "60", "WAYLINE_MAX_INVOCATION_SECONDS": "60"}
     )
@@ -152,6 +152,7 @@ def test_public_api_is_pinned() -> None:
             "gather",
             "now",
             "open_world",
+            "patched",
             "race",
             "random",
             "sleep",

@@ -42,9 +42,15 @@ class StepDefinition(Generic[P, R]):
         retry_delay: Duration,
         compensate: Callable[..., Any] | None = None,
         compensates: StepDefinition[..., Any] | None = None,
+        timeout: Duration | None = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
+        self.timeout = None if timeout is None else to_seconds(timeout)
+        """Start-to-close bound of one attempt: the step never runs inline, runs queue-owned
+        and its worker renews the delivery up to this long (see ``_engine.fencing``)."""
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigurationError(f"step {fn.__qualname__}: timeout must be > 0")
         self.fn = fn
         self.name = name or fn.__qualname__
         self.max_retries = max_retries
@@ -80,6 +86,8 @@ class StepDefinition(Generic[P, R]):
             "retryDelay": self.retry_delay,
             "compensates": self.compensation is not None,
         }
+        if self.timeout is not None:  # absent before it existed: old identities hold
+            options["timeout"] = self.timeout
         return ("step", self.name, options)
 
     def __repr__(self) -> str:

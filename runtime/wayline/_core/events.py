@@ -35,6 +35,8 @@ class EventType(StrEnum):
     RUN_COMPENSATION_ABANDONED = "run_compensation_abandoned"
     RUN_BLOCKED = "run_blocked"
     RUN_UNBLOCKED = "run_unblocked"
+    PATCH_MARKED = "patch_marked"
+    """``wayline.patched(id)`` answered True on new history (seed: Temporal's markers)."""
     STEP_CREATED = "step_created"
     STEP_STARTED = "step_started"
     STEP_RETRYING = "step_retrying"
@@ -186,7 +188,7 @@ def apply_transition(
         if run_status not in (RunStatus.PENDING, RunStatus.BLOCKED):
             raise EntityConflictError("run already started")
         return RunStatus.RUNNING, None
-    if t is EventType.RUN_CANCEL_REQUESTED:
+    if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED):
         return run_status, None
     if t is EventType.RUN_BLOCKED:
         return RunStatus.BLOCKED, None

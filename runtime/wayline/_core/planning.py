@@ -130,8 +130,10 @@ def decision_batch(
 ) -> DecisionBatch:
     """The suspension's new hooks, waits, children and steps as one atomic batch. The first
     ``max_inline`` new steps are lazy inline: created and started in the same write, stamped
-    with ``my_id`` (seed 000, first invariant); the rest are eager."""
+    with ``my_id`` (seed 000, first invariant); the rest, and every step with ``timeout=``
+    (queue-owned from the start), are eager. ``wayline.patched`` markers come first."""
     batch = DecisionBatch()
+    batch.events += replay.new_patches.values()
     for hook in replay.new_hooks.values():
         batch.events.append(NewEvent(EventType.HOOK_CREATED, hook.cid, {"token": hook.token}))
         if hook.timeout is not None:
@@ -149,7 +151,8 @@ def decision_batch(
     for rec in replay.new_steps.values():
         data = {"stepName": rec.name, "input": rec.input, "occurrence": rec.occurrence}
         batch.events.append(NewEvent(EventType.STEP_CREATED, rec.cid, data))
-        if len(batch.lazy) < max_inline:
+        timed = rec.definition is not None and rec.definition.timeout is not None
+        if len(batch.lazy) < max_inline and not timed:
             stamp = {"attempt": 1, "ownerMessageId": my_id}
             batch.events.append(NewEvent(EventType.STEP_STARTED, rec.cid, stamp))
             batch.lazy.append(rec)

@@ -91,6 +91,11 @@ class RunUnblocked:
 
 
 @dataclass(frozen=True, slots=True)
+class PatchMarked:
+    patch_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class StepCreated:
     step_name: str
     input: Any
@@ -176,6 +181,7 @@ Payload = (
     | RunCompensationAbandoned
     | RunBlocked
     | RunUnblocked
+    | PatchMarked
     | StepCreated
     | StepStarted
     | StepRetrying
@@ -257,6 +263,8 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             return lambda d: RunBlocked(dict(d))
         case EventType.RUN_UNBLOCKED:
             return lambda d: RunUnblocked()
+        case EventType.PATCH_MARKED:
+            return lambda d: PatchMarked(str(d.get("patchId")))
         case EventType.STEP_CREATED:
             return _step_created
         case EventType.STEP_STARTED:
@@ -370,6 +378,7 @@ def run_changes(event: Event) -> dict[str, Any]:
             | WaitCompleted()
             | ChildCreated()
             | ChildCompleted()
+            | PatchMarked()
         ):
             pass
         case unknown:
@@ -592,7 +601,7 @@ class RunView:
                 | RunCompensationAbandoned()
             ):
                 self._phase(p, at)
-            case RunBlocked() | RunUnblocked():
+            case RunBlocked() | RunUnblocked() | PatchMarked():
                 pass  # the run view (``run``) has it; the timeline shows it in the header
             case StepCreated():
                 self._step_created(cid, p, at)

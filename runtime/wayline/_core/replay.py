@@ -43,6 +43,7 @@ from .projections import (
     HookCreated,
     HookDisposed,
     HookReceived,
+    PatchMarked,
     RunBlocked,
     RunCancelled,
     RunCancelRequested,
@@ -247,9 +248,23 @@ class Replay:
         """Cancel requests and the saga unwind, as the log has them."""
         self.parent: Any = None
         """``{"runId", "cid"}`` when this run is a child."""
+        self._patches: dict[str, bool] = {}
+        self._marked: set[str] = set()
+        """Patch ids the log records, including events fed later in the same ``feed`` call."""
+        self._log_end = 0
+        """The last seq known to be in the log: a call made before it replays old history."""
+        self.new_patches: dict[str, NewEvent] = {}
+        """Patch markers the log does not have yet: written with the next decision batch."""
 
     # --- feeding the log ---------------------------------------------------------------------
     def feed(self, events: list[Event]) -> None:
+        if events:
+            self._log_end = max(self._log_end, events[-1].seq)
+            for e in events:
+                if e.type is EventType.PATCH_MARKED:
+                    marked = payload(e)
+                    assert isinstance(marked, PatchMarked)
+                    self._marked.add(marked.patch_id)
         for event in events:
             if event.seq <= self.last_seq:
                 continue
@@ -310,6 +325,9 @@ class Replay:
                 self.ending.abandoned = True
             case RunBlocked() | RunUnblocked() | HookDisposed():
                 pass  # nothing the workflow sees
+            case PatchMarked(patch_id):
+                self._marked.add(patch_id)
+                self.new_patches.pop(patch_id, None)
             case StepCreated(compensates=str()):
                 self._compensation_created(cid, p)
             case StepCreated():
@@ -328,7 +346,7 @@ class Replay:
             case HookCreated():
                 hook = self.hooks.get(cid)
                 if hook is None:
-                    self._diverge(f"hook ({cid})", self._call_at("h", cid))
+                    self._diverge(f"hook {cid}", self._call_at("h", cid))
                 hook.created = True
                 self.new_hooks.pop(cid, None)
             case HookReceived(value):
@@ -339,7 +357,7 @@ class Replay:
             case WaitCreated(resume_at):
                 wait = self.waits.get(cid)
                 if wait is None:
-                    self._diverge(f"sleep ({cid})", self._call_at("w", cid))
+                    self._diverge(f"sleep {cid}", self._call_at("w", cid))
                 wait.created = True
                 self.new_waits.pop(cid, None)
                 if resume_at is not None:
@@ -358,7 +376,7 @@ class Replay:
         if rec is None:
             self._diverge(f"step {p.step_name!r} ({cid})", self._call_at("s", cid))
         elif rec.name != p.step_name:
-            self._diverge(f"step {p.step_name!r} ({cid})", f"step {rec.name!r}")
+            self._diverge(f"step {p.step_name!r} ({cid})", f"step {rec.name!r} ({cid})")
         rec.created = True
         self.new_steps.pop(cid, None)
         self.open_steps[cid] = rec
@@ -511,14 +529,31 @@ class Replay:
         return self._order
 
     def _call_at(self, kind: str, cid: str) -> str:
+        """What the workflow made where the log has ``cid``: the call it made instead (one
+        the log does not have), or that it made none."""
+        for rec in self.new_steps.values():
+            return f"step {rec.name!r} ({rec.cid})"
+        for hook in self.new_hooks.values():
+            return f"hook {hook.cid}"
+        for wait in self.new_waits.values():
+            return f"sleep {wait.cid}"
+        for child in self.new_children.values():
+            return f"child run of {child.workflow.name!r} ({child.cid})"
+        if self.finished:
+            return "the workflow's end"
         made = self._counters[kind]
         return f"no such call (the workflow has made {made} {kind}-calls so far)"
 
     def _diverge(self, expected: str, actual: str) -> NoReturn:
         raise ReplayDivergenceError(
-            f"replay divergence in run {self.run_id}: the log expects {expected}, the workflow "
-            f"made {actual}. The workflow code changed under a running run, or it is not "
-            "deterministic (use wayline.now/random/uuid4 and steps for side effects)."
+            f"replay divergence at seq {self.last_seq}, expected {expected}, got {actual}",
+            run_id=self.run_id,
+            seq=self.last_seq,
+            expected=expected,
+            got=actual,
+            hint="the workflow code changed under a running run, or it is not deterministic "
+            "(use wayline.now/random/uuid4 and steps for side effects; wayline.patched for "
+            "changes that must reach live runs)",
         )
 
     # --- the scheduler -----------------------------------------------------------------------
@@ -605,6 +640,28 @@ class Replay:
         self.steps[cid] = rec
         self.new_steps[cid] = rec
         return rec.future
+
+    def patched(self, patch_id: str) -> bool:
+        """Temporal's ``workflow.patched``: True when the log records the patch, or when the
+        workflow reaches this call past the end of the log (new history: the marker is then
+        written with the next decision batch); False when it replays history written before
+        the patch. The first answer for an id holds for the rest of the run."""
+        if not isinstance(patch_id, str) or not patch_id:
+            raise ValueError(f"a patch id must be a non-empty string, got {patch_id!r}")
+        known = self._patches.get(patch_id)
+        if known is not None:
+            return known
+        if patch_id in self._marked:
+            value = True
+        elif self.last_seq < self._log_end:
+            value = False
+        else:
+            value = True
+            self.new_patches[patch_id] = NewEvent(
+                EventType.PATCH_MARKED, data={"patchId": patch_id}
+            )
+        self._patches[patch_id] = value
+        return value
 
     def sleep(self, duration: Duration) -> WFuture[None]:
         seconds = to_seconds(duration)

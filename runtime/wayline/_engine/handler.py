@@ -49,6 +49,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
+from . import divergence, handoff
 from .children import start_child, sync_children
 from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, terminal
@@ -135,7 +136,11 @@ class Handler:
         why = workflow.mismatch(info.attributes.get("definition"))
         if why is not None:
             return await self._block(info, why)
-        if info.status is RunStatus.BLOCKED and info.started_at is not None:
+        if (
+            info.status is RunStatus.BLOCKED
+            and info.started_at is not None
+            and not divergence.held(info)
+        ):
             try:
                 await self.world.append(info.run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
             except EntityConflictError:
@@ -173,6 +178,7 @@ class Handler:
                     if pin is not None and _pinned_elsewhere(pin, events):
                         return Verdict("retry", delay=0.0)  # check the new pin again
                     replay.feed(events)
+                    info = await divergence.lift(self.world, info)
                     session = RunSession(
                         self.world,
                         self.settings,
@@ -187,11 +193,17 @@ class Handler:
                         defer = defer and not replay.needs_stamp
                         continue
                     if not driven:
-                        return Verdict("retry", delay=0.0)  # closing: hand the run back
+                        await stats.bodies.drain()  # never leave under a running body
+                        return await handoff.leave(self.world, self.closing, run_id, delivery)
                     break
             except ReplayDivergenceError as err:
-                await fail_run(self.world, run_id, err.code, err.message)
+                await stats.bodies.drain()
+                return await divergence.set_aside(self.world, info, err)
+            except asyncio.CancelledError:
+                await stats.bodies.settle(cancel=True)
+                raise
             finally:
+                await stats.bodies.settle()  # the delivery is settled only after every body
                 _close_span(span, stats, delivery)
         return ACK
 
@@ -234,12 +246,21 @@ class Handler:
         write (see ``deferred``); raises :class:`Rebuild` when the replay must be built
         again."""
         armed: set[str] = set()
+        bodies = session.stats.bodies
         while True:
-            move = next_move(session.replay, closing=self.closing, now=time.time())
+            if bodies.pending and bodies.must_settle_first(session.replay):
+                # about to unwind: never under a body that is still running (seed 000)
+                await session.flush()
+                await bodies.drain()
+                await session.catch_up()
+                continue
+            closing = handoff.stop_here(self.closing)
+            move = next_move(session.replay, closing=closing, now=time.time())
             match move:
                 case Done():
                     return True
                 case HandBack():
+                    await bodies.drain()  # never hand off under an owned, running body
                     await session.flush()
                     return False
                 case Unwind():
@@ -275,7 +296,8 @@ class Handler:
             now=now,
             lease=settings.lease_seconds,
             ownership=settings.inline_ownership,
-            skip={rec.cid for rec in batch.lazy},
+            # new, or running here: this delivery executes it already
+            skip={rec.cid for rec in batch.lazy} | session.stats.inflight_owned,
             armed=armed,
         )
         for rec, wake in plan.backstops:
@@ -338,17 +360,21 @@ class Handler:
             )
             stats.owned_recovery_steps += 1
         inline = [(rec, 1, False) for rec in lazy] + [(rec, rec.starts + 1, True) for rec in owned]
-        if not inline:
+        if not inline and not stats.bodies.pending:
             return False
         stats.inline_steps += len(inline)
-        group = InlineBatch(running=len(inline), defer=defer)
-        results = await asyncio.gather(
-            *(
-                session.run_inline(rec, attempt, recovery, group)
-                for rec, attempt, recovery in inline
+        # The run moves on as soon as one body settles; the rest keep running (``inflight``).
+        group = InlineBatch(running=len(inline), defer=defer and not stats.bodies.pending)
+        if inline:
+            events = await stats.bodies.start(
+                [
+                    session.run_inline(rec, attempt, recovery, group)
+                    for rec, attempt, recovery in inline
+                ],
+                group,
             )
-        )
-        events = sorted((e for part in results for e in part), key=lambda e: e.seq)
+        else:
+            events = await stats.bodies.next()
         if events or group.deferred is None:
             await session.feed(events)
         if group.deferred is not None:

@@ -11,6 +11,7 @@ from ..errors import (
     WaylineError,
 )
 from ..world import Delivery
+from .inflight import InFlight
 
 log = logging.getLogger("wayline.runtime")
 
@@ -50,6 +51,8 @@ class Stats:
     inline_steps: int = 0
     rebuilds: int = 0
     inflight_owned: set[str] = field(default_factory=set)
+    bodies: InFlight = field(default_factory=InFlight)
+    """Inline bodies still running under this delivery (see ``inflight``)."""
 
 
 def malformed_verdict(delivery: Delivery, err: Exception) -> Verdict:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +11,7 @@ from .._core.definitions import StepDefinition
 from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
 from ..errors import FatalError, RetryableError
+from .fencing import run_body, run_sync_body
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +80,9 @@ async def run_step_body(
     try:
         args, kwargs = definition.signature.decode_args(stored_input, what=what)
         if definition.is_async:
-            value = await definition.fn(*args, **kwargs)
+            value = await run_body(lambda: definition.fn(*args, **kwargs), definition.timeout)
         else:
-            context = contextvars.copy_context()
-            value = await asyncio.to_thread(context.run, definition.fn, *args, **kwargs)
+            value = await run_sync_body(definition.fn, definition.timeout, *args, **kwargs)
         result = encode(value, what=f"result of {what}")
         limits.check(result, "result", f"the result of {what}")
         return Completed(result)

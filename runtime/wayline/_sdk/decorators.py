@@ -44,6 +44,7 @@ def step(
     max_retries: int = 3,
     retry_delay: Duration = 1.0,
     compensate: Callable[..., Any] | None = None,
+    timeout: Duration | None = None,
 ) -> StepDecorator: ...
 def step(
     fn: Callable[..., Any] | None = None,
@@ -53,8 +54,15 @@ def step(
     max_retries: int = 3,
     retry_delay: Duration = 1.0,
     compensate: Callable[..., Any] | None = None,
+    timeout: Duration | None = None,
 ) -> Any:
     """Declare a durable step. ``max_retries`` counts retries after the first try.
+
+    ``timeout`` (``"2h"``, seconds) is for a step that needs longer than the worker's
+    invocation bound: it never runs inline, runs as its own queued delivery, which its worker
+    renews while the body runs and is below the timeout; past it, the attempt is cut off
+    (``INVOCATION_FENCED``) and retried like any failure. Without it, a body still running at
+    the bound is cut off the same way.
 
     ``compensate`` reverses it (a saga): when the run fails or is cancelled, every forward
     step that completed, or whose outcome is unknown, is compensated in reverse order. The
@@ -64,7 +72,12 @@ def step(
 
     def wrap(f: Callable[..., Any]) -> StepDefinition[..., Any]:
         definition = StepDefinition[..., Any](
-            f, name=name, max_retries=max_retries, retry_delay=retry_delay, compensate=compensate
+            f,
+            name=name,
+            max_retries=max_retries,
+            retry_delay=retry_delay,
+            compensate=compensate,
+            timeout=timeout,
         )
         register(definition)
         return definition

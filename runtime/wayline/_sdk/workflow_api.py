@@ -55,6 +55,18 @@ def child(  # type: ignore[misc]  # a child parameter named timeout is shadowed
     return current_replay("child").start_child(workflow, args, kwargs, timeout)
 
 
+def patched(patch_id: str) -> bool:
+    """Whether this run takes a code change made under live runs (Temporal's
+    ``workflow.patched``): True on new runs and on runs that reach this call after the change
+    was deployed, False when replaying history written before it. Keep the old branch until
+    no run started before the change is live::
+
+        if wayline.patched("fraud-check"):
+            await fraud_check(order)
+    """
+    return current_replay("patched").patched(patch_id)
+
+
 def now() -> datetime:
     """Workflow time: moves only with the log, so a replay sees the same value."""
     return datetime.fromtimestamp(current_replay("now").now, UTC)

@@ -10,6 +10,7 @@
     wayline runs watch RUN_ID                                  the live timeline until it ends
     wayline runs cancel RUN_ID [--wait SECONDS]
     wayline runs terminate RUN_ID                              stop now, no compensations
+    wayline runs fail RUN_ID [--reason TEXT]
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
@@ -182,6 +183,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--reason", default="terminated from the CLI")
     p.set_defaults(handler=commands.cmd_runs_terminate)
+    p = command(
+        runs_sub,
+        "fail",
+        "end a live run failed now, without compensations (a run blocked by a replay "
+        "divergence that no rollback will rescue)",
+    )
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--reason", default="failed from the CLI")
+    p.set_defaults(handler=commands.cmd_runs_fail)
     p = command(
         runs_sub,
         "resume-compensation",

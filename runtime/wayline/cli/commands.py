@@ -417,6 +417,22 @@ async def cmd_runs_watch(args: argparse.Namespace) -> int:
     return 0 if info.status is RunStatus.COMPLETED else 1
 
 
+async def cmd_runs_fail(args: argparse.Namespace) -> int:
+    """End a live run failed (``TERMINATED``) without compensations: exit 1 if it had ended."""
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        await _get_run(client, args.run_id, args.world)
+        if not await client.fail(args.run_id, reason=args.reason):
+            info = await client.get_run(args.run_id)
+            print(
+                f"error: run {args.run_id} already ended ({info.status}); nothing to fail",
+                file=sys.stderr,
+            )
+            return 1
+    print(f"failed {args.run_id}: {args.reason}")
+    return 0
+
+
 async def cmd_runs_compensation(args: argparse.Namespace) -> int:
     """``resume-compensation`` / ``abandon-compensation`` of a ``compensation_stuck`` run."""
     async with opened_world(args.world, create=False) as world:

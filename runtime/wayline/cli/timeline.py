@@ -16,6 +16,7 @@ from .._core.projections import (
     HookCreated,
     HookDisposed,
     HookReceived,
+    PatchMarked,
     Payload,
     RunBlocked,
     RunCancelled,
@@ -191,6 +192,7 @@ class LiveProgress:
                 | HookDisposed()
                 | ChildCreated()
                 | ChildCompleted()
+                | PatchMarked()
             ):
                 pass
             case unknown:

@@ -1,0 +1,184 @@
+"""Self-fencing: a worker stops executing under a delivery before it can be redelivered.
+
+"Redelivered" must always mean "the previous holder is no longer executing", or two workers
+run the same step bodies at once (the redelivery's handler is the owner by message id). The
+worker gives every held delivery a :class:`Fence`, set as a context variable for the
+delivery's handler, so every step body run under it (inline, owned recovery, queued) is
+registered with it. The worker trips the fence at the invocation bound (or at a step's own
+``timeout=``), and when renewals have failed for long enough that the delivery could come back
+soon; tripping cancels the delivery's async bodies. A cancelled body is an attempt that
+counts: :func:`run_body` turns it into a retry (or a failure once retries are spent) with an
+``INVOCATION_FENCED`` error, recorded by the ordinary paths, and the handler hands the run off
+at its next step boundary. A body that cannot be cancelled (a sync body in a thread) is
+waited for until just before the delivery could be redelivered; if it is still running then,
+the process exits (see ``Worker``): the only way left to stop it.
+
+The numbers (``Worker`` refuses settings that break them):
+
+- the holder renews every ``visibility / 3`` and trips at ``max_invocation_seconds`` (checked
+  every ``visibility / 6``), so a tripped fence has at least half a visibility window before
+  the delivery can return, and settles (or exits) by ``last renewal + visibility - slack``;
+- so a holder never executes longer than ``max_invocation_seconds + visibility_seconds``,
+  which must stay below the ownership lease: an expired lease then proves the owner stopped;
+- a run hands off (ack + continue under a new message) at the first step boundary after
+  ``handoff_seconds`` (half the bound by default), so a run of steps each shorter than
+  ``max_invocation_seconds - handoff_seconds`` never trips the bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+FENCED = "INVOCATION_FENCED"
+
+
+class FencedError(Exception):
+    """What a fenced body's attempt records: it was stopped, not failed by its own code."""
+
+    wayline_code = FENCED
+
+
+@dataclass(eq=False, slots=True)
+class Fence:
+    """One held delivery's execution, as the worker sees it."""
+
+    bound: float
+    """Seconds after receipt at which the fence trips (a ``timeout=`` step extends it)."""
+    handoff: float
+    """Seconds after receipt after which the run is handed off at its next step boundary."""
+    received: float = field(default_factory=time.monotonic)
+    renewed: float = field(default_factory=time.monotonic)
+    """When the delivery was last known invisible to others (receipt or a renewal)."""
+    tripped: str | None = None
+    """Why the fence tripped (None while the holder may execute)."""
+    bodies: set[asyncio.Task[Any]] = field(default_factory=set)
+    threads: set[threading.Event] = field(default_factory=set)
+    """Sync bodies still running in a thread (each event is set when its body returns)."""
+    handler: asyncio.Task[Any] | None = None
+    """The delivery's handler task (cancelled if it is still busy at the deadline)."""
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.received
+
+    def due(self) -> bool:
+        """The handler should hand the run off at this step boundary."""
+        return self.tripped is not None or self.elapsed() >= self.handoff
+
+    def extend(self, seconds: float | None) -> Callable[[], None]:
+        """A ``timeout=`` step starts: the holder may execute it for ``seconds`` more. The
+        returned function ends the extension when the body is done: the bound is back to
+        what it was (or a grace to write the outcome) and the run is handed off at its next
+        step boundary, so nothing else runs under the extended bound."""
+        if seconds is None:
+            return _nothing
+        before = self.bound
+        self.bound = max(before, self.elapsed() + seconds)
+
+        def restore() -> None:
+            self.bound = max(before, self.elapsed() + _WIND_DOWN)
+            self.handoff = 0.0
+
+        return restore
+
+    def trip(self, reason: str) -> None:
+        if self.tripped is not None:
+            return
+        self.tripped = reason
+        for task in list(self.bodies):
+            task.cancel()
+
+    def executing(self) -> bool:
+        """A body is still running under this delivery (cancelled or not)."""
+        return any(not t.done() for t in self.bodies) or any(
+            not done.is_set() for done in self.threads
+        )
+
+
+_WIND_DOWN = 5.0
+"""Seconds a holder keeps renewing after a ``timeout=`` body ended, to record its outcome and
+hand the run off (it starts no other body in that time)."""
+
+
+def _nothing() -> None:
+    return None
+
+
+def inline_allowed(definition: Any) -> bool:
+    """A step with ``timeout=`` never runs inline: it is queue-owned from the start."""
+    return getattr(definition, "timeout", None) is None
+
+
+_current: ContextVar[Fence | None] = ContextVar("wayline_fence", default=None)
+
+
+def current() -> Fence | None:
+    return _current.get()
+
+
+def hold(fence: Fence) -> None:
+    """Set ``fence`` for the calling task (the delivery's handler) and what it spawns."""
+    _current.set(fence)
+
+
+def due() -> bool:
+    fence = _current.get()
+    return fence is not None and fence.due()
+
+
+async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None) -> T:
+    """Run an async body under the current fence; raises :class:`FencedError` when the fence
+    cut it off (the caller records that as an attempt)."""
+    fence = _current.get()
+    if fence is None:
+        return await call()
+    if fence.tripped is not None:
+        raise FencedError(f"not started: {fence.tripped}")
+    restore = fence.extend(timeout)
+    task: asyncio.Task[T] = asyncio.ensure_future(call())
+    fence.bodies.add(task)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        me = asyncio.current_task()
+        if fence.tripped is not None and task.cancelled() and (me is None or not me.cancelling()):
+            raise FencedError(f"cut off: {fence.tripped}") from None
+        raise
+    finally:
+        fence.bodies.discard(task)
+        restore()
+
+
+async def run_sync_body(fn: Callable[..., T], timeout: float | None, *args: Any, **kw: Any) -> T:
+    """Run a sync body in a thread under the current fence. A thread cannot be cancelled: the
+    fence waits for it (and the worker exits the process if it outlives the delivery)."""
+    fence = _current.get()
+    context = contextvars.copy_context()
+    if fence is None:
+        return await asyncio.to_thread(context.run, fn, *args, **kw)
+    if fence.tripped is not None:
+        raise FencedError(f"not started: {fence.tripped}")
+    restore = fence.extend(timeout)
+    done = threading.Event()
+
+    def body() -> T:
+        try:
+            return context.run(fn, *args, **kw)
+        finally:
+            done.set()
+
+    fence.threads.add(done)
+    try:
+        return await asyncio.shield(asyncio.to_thread(body))
+    finally:
+        if done.is_set():
+            fence.threads.discard(done)
+        restore()

@@ -1,0 +1,90 @@
+"""Inline bodies a delivery is running: the run moves on as soon as one of them settles.
+
+``await wayline.race(d(10_000), d(100), d(20_000))`` must settle when its winner does, and
+the run go on (and even end) while the losers' inline bodies still run. So the handler does
+not wait for a whole inline batch: it feeds each completion to the replay as it is recorded
+and keeps driving; the bodies still running stay here, owned by this delivery. Three rules
+keep seed 000's invariants:
+
+- the delivery is settled (acked, handed back or off) only after every body here settled
+  (:meth:`InFlight.drain`), so no path acks the owning message while an owned step is
+  non-terminal; hand-off waits for them too;
+- a step running here is not dispatched again by this delivery's decision table (its stamp
+  names this very message, which would otherwise read as "owned recovery");
+- a body that settles after the run moved on writes its own completion (never deferred onto
+  a later write, see ``deferred``), and one that settles after the run ended is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._core.events import Event
+from .._core.replay import Replay
+from .deferred import InlineBatch
+
+
+@dataclass(slots=True)
+class InFlight:
+    tasks: dict[asyncio.Task[list[Event]], InlineBatch] = field(default_factory=dict)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.tasks)
+
+    async def start(
+        self, bodies: list[Coroutine[Any, Any, list[Event]]], group: InlineBatch
+    ) -> list[Event]:
+        """Start an inline batch; returns the events of the first bodies to settle."""
+        for body in bodies:
+            self.tasks[asyncio.ensure_future(body)] = group
+        return await self.next()
+
+    async def next(self) -> list[Event]:
+        """Wait until at least one body settles; the events they wrote, in log order. The
+        groups of bodies still running no longer defer their completions."""
+        if not self.tasks:
+            return []
+        done, _ = await asyncio.wait(list(self.tasks), return_when=asyncio.FIRST_COMPLETED)
+        events: list[Event] = []
+        for task in done:
+            self.tasks.pop(task, None)
+            events += task.result()
+        for group in self.tasks.values():
+            group.defer = False
+        return sorted(events, key=lambda e: e.seq)
+
+    async def drain(self) -> None:
+        """Wait for every body (before the delivery is settled). Their completions are
+        recorded by the bodies themselves; an error is raised after all settled."""
+        while self.tasks:
+            await self.next()
+
+    async def settle(self, *, cancel: bool = False) -> None:
+        """On the way out of the handler: wait for every body, cancelling them first when the
+        handler itself was cancelled (a forced close). Errors were the handler's to raise."""
+        tasks = list(self.tasks)
+        self.tasks.clear()
+        if not tasks:
+            return
+        if cancel:
+            for task in tasks:
+                task.cancel()
+        await asyncio.wait(tasks)
+        for task in tasks:
+            if not task.cancelled():
+                task.exception()  # retrieved: the handler already failed or returned
+
+    @staticmethod
+    def must_settle_first(replay: Replay) -> bool:
+        """The run is about to unwind (cancelled, or failed with something to compensate):
+        never under a body that is still running (seed 000's decision table)."""
+        root = replay.root
+        return (
+            replay.ending.phase != "running"
+            or replay.ending.cancel_requested
+            or (replay.finished and root is not None and root.failed())
+        )

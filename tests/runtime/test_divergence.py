@@ -1,0 +1,107 @@
+"""A changed workflow never fails a run for good (issue 16, item 8), on every world."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wayline._sdk.definitions import WorkflowDefinition
+
+import wayline
+from tests.runtime import versioning_flows as vf
+from tests.runtime.flows import lines
+from tests.runtime.harness import Engine, of_type, wait_for
+from wayline._core.events import Event, EventType
+from wayline._core.replay import Replay
+
+
+async def _at_hook(engine: Engine, flow: WorkflowDefinition, path: str, token: str) -> str:
+    handle = await engine.client.start(flow, path, token)
+    async with engine.worker([flow]):
+        await wait_for(lambda: engine.world.get_hook(token))
+    return handle.run_id
+
+
+async def _blocked(engine: Engine, run_id: str) -> wayline.RunStatus:
+    async def check() -> bool:
+        info = await engine.client.get_run(run_id)
+        return info.status is wayline.RunStatus.BLOCKED
+
+    await wait_for(check)
+    return (await engine.client.get_run(run_id)).status
+
+
+async def test_a_divergent_worker_blocks_the_run_and_a_rollback_completes_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    assert vf.versioned_v1.identity == vf.versioned_v2.identity  # order is not in the shape
+    path = str(tmp_path / "m")
+    run_id = await _at_hook(engine, vf.versioned_v1, path, "tok-v")
+    async with engine.worker([vf.versioned_v2]):
+        await engine.client.resume_hook("tok-v", "yes")
+        await _blocked(engine, run_id)
+        info = await engine.client.get_run(run_id)
+    events = await engine.world.list_events(run_id)
+    [hook] = of_type(events, EventType.HOOK_CREATED)
+    assert info.error is not None
+    assert info.error["code"] == "REPLAY_DIVERGENCE"
+    assert info.error["message"] == (
+        f"replay divergence at seq {hook.seq}, expected hook {hook.correlation_id}, "
+        "got step 'note' (s2)"
+    )
+    # untouched: nothing of the divergent replay was written or run
+    assert not of_type(events, EventType.RUN_FAILED)
+    assert [e.correlation_id for e in of_type(events, EventType.STEP_CREATED)] == ["s1"]
+    assert lines(path) == ["a"]
+    async with engine.worker([vf.versioned_v1]):  # the rollback: its recovery re-arms the run
+        assert await engine.client.handle(run_id).result(timeout=20) == "v1:a:yes:b"
+    assert lines(path) == ["a", "b"]
+    events = await engine.world.list_events(run_id)
+    assert len(of_type(events, EventType.RUN_BLOCKED)) == 1
+    assert of_type(events, EventType.RUN_UNBLOCKED)
+
+
+async def test_a_blocked_run_is_ended_explicitly(engine: Engine, tmp_path: Path) -> None:
+    path = str(tmp_path / "m")
+    run_id = await _at_hook(engine, vf.versioned_v1, path, "tok-f")
+    async with engine.worker([vf.versioned_v2]):
+        await engine.client.resume_hook("tok-f", "yes")
+        await _blocked(engine, run_id)
+        assert await engine.client.fail(run_id, "abandoned after v2 rollout") is True
+    info = await engine.client.get_run(run_id)
+    assert info.status is wayline.RunStatus.FAILED
+    assert info.error == {
+        "name": "WaylineError",
+        "code": "TERMINATED",
+        "message": "abandoned after v2 rollout",
+    }
+    assert await engine.client.fail(run_id) is False
+    assert lines(path) == ["a"]
+
+
+async def test_patched_is_false_on_old_history_and_true_past_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    old_path, new_path = str(tmp_path / "old"), str(tmp_path / "new")
+    old_run = await _at_hook(engine, vf.patchy_v1, old_path, "tok-old")
+    async with engine.worker([vf.patchy_v2]):
+        await engine.client.resume_hook("tok-old", "yes")
+        assert await engine.client.handle(old_run).result(timeout=20) == "v2:yes"
+        new = await engine.client.start(vf.patchy_v2, new_path, "tok-new")
+        await wait_for(lambda: engine.world.get_hook("tok-new"))
+        await engine.client.resume_hook("tok-new", "yes")
+        assert await new.result(timeout=20) == "v2:yes"
+    # the old run replays "extra" away (its history had none) but takes the patch after it
+    assert lines(old_path) == ["a", "after"]
+    assert lines(new_path) == ["a", "extra", "after"]
+
+    def marked(events: list[Event]) -> list[str]:
+        return [e.data["patchId"] for e in of_type(events, EventType.PATCH_MARKED)]
+
+    old_events = await engine.world.list_events(old_run)
+    new_events = await engine.world.list_events(new.run_id)
+    assert marked(old_events) == ["after-hook"]
+    assert marked(new_events) == ["extra-before-hook", "after-hook"]
+    for run_id, events in ((old_run, old_events), (new.run_id, new_events)):
+        again = Replay(vf.patchy_v2, run_id)  # a fresh replay of each log agrees with it
+        again.feed(events)
+        assert again.finished and not again.new_steps and not again.new_patches

@@ -1,0 +1,18 @@
+"""A step that says it needs longer than the invocation bound (``timeout=``). Its own module so
+that the other fencing tests import where ``timeout=`` does not exist."""
+
+from __future__ import annotations
+
+import wayline
+from tests.runtime.fencing_flows import _body
+
+
+@wayline.step(timeout="5s", max_retries=0)
+async def long_step(path: str, seconds: float) -> str:
+    await _body(path, "long", seconds)
+    return "long done"
+
+
+@wayline.workflow
+async def long_run(path: str, seconds: float) -> str:
+    return str(await long_step(path, seconds))
