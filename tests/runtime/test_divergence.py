@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wayline._sdk.definitions import WorkflowDefinition
+from wayline._core.definitions import WorkflowDefinition
 
 import wayline
 from tests.runtime import versioning_flows as vf

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wayline._sdk.definitions import WorkflowDefinition
+from wayline._core.definitions import WorkflowDefinition
 
 import wayline
 from tests.runtime import fencing_flows as ff
