@@ -57,6 +57,13 @@ CREATE INDEX IF NOT EXISTS messages_due ON messages (topic, available_at);
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs (ended_at) WHERE ended_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS runs_archive AS SELECT * FROM runs WHERE 0;
 CREATE TABLE IF NOT EXISTS events_archive AS SELECT * FROM events WHERE 0;
+-- The change feed: one row per run, renumbered (REPLACE) by each append. AUTOINCREMENT keeps
+-- numbers rising across deletes, so "every row above my high-water mark" is every run that
+-- moved since (writers are serialized by BEGIN IMMEDIATE: numbers are in commit order).
+CREATE TABLE IF NOT EXISTS run_feed (
+    gseq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS dead_letters (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL,

@@ -32,12 +32,14 @@ from ...world import (
     Delivery,
     HookInfo,
     RunInfo,
+    RunWatch,
     World,
     new_run,
     pinned_definition,
     run_changes,
     terminal_statuses,
 )
+from .feed import follow
 from .holders import current_holder, holder_alive
 from .schema import SCHEMA
 
@@ -243,6 +245,7 @@ class LocalWorld(World):
             out.append(event)
         if changes:
             _update_run(db, run_id, changes)
+        db.execute("INSERT OR REPLACE INTO run_feed (run_id) VALUES (?)", (run_id,))
         if status is not None and status.terminal:
             self._entities.pop(run_id, None)
         else:
@@ -287,6 +290,11 @@ class LocalWorld(World):
             return None
         r = rows[0]
         return HookInfo(r[0], r[1], r[2], bool(r[3]))
+
+    async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
+        """Polls the ``run_feed`` table above a high-water mark (``feed``), so appends by
+        every process are seen, within the world's poll interval."""
+        return await follow(self._read, on_change, max(self._poll, 0.05))
 
     # queue ---------------------------------------------------------------------------------
     async def enqueue(
@@ -527,7 +535,7 @@ def _drop_runs(db: sqlite3.Connection, ids: list[str]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    for table in ("events", "entities", "hooks", "runs"):
+    for table in ("events", "entities", "hooks", "runs", "run_feed"):
         db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
     # queued wakes for those runs (a backstop due in 14 minutes, say) go with them
     db.execute(

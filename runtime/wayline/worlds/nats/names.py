@@ -32,6 +32,18 @@ def subject_token(value: str) -> str:
     return "=h" + hashlib.sha256(value.encode()).hexdigest()
 
 
+def token_value(token: str) -> str | None:
+    """The string a :func:`subject_token` names, or None for a hashed one (too long to keep)."""
+    if not token.startswith("="):
+        return token
+    if token.startswith("=h"):
+        return None
+    try:
+        return base64.urlsafe_b64decode(token[1:] + "=" * (-len(token[1:]) % 4)).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
 def kv_key(value: str) -> str:
     """A KV key (``[-/_=.a-zA-Z0-9]+``) that identifies ``value``."""
     return "k" + subject_token(value)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...errors import ConfigurationError, WorldUnavailableError
 from ...events import Event, NewEvent, RunStatus
 from ...ids import MessageId
-from ...world import Delivery, HookInfo, RunInfo, World
+from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
 from .codec import parse_header_lines
 from .eventlog import EventLog
-from .names import Names
+from .names import Names, token_value
 from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
 from .queue import Queue
@@ -276,6 +276,23 @@ class NatsWorld(World):
         self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
     ) -> list[RunInfo]:
         return await self._events().list_runs(status, workflow, limit)
+
+    async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
+        """The events stream's headers-only republish (the one that carries timestamps) names
+        the run of every append, by any writer; core NATS, so a reconnect may lose some."""
+        listeners = self._events().listeners
+
+        def heard(token: str) -> None:
+            run_id = token_value(token)
+            if run_id is not None:
+                on_change(run_id)
+
+        listeners.add(heard)
+
+        async def close() -> None:
+            listeners.discard(heard)
+
+        return RunWatch(close)
 
     async def get_hook(self, token: str) -> HookInfo | None:
         return await self._events().get_hook(token)
