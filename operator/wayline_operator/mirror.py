@@ -29,6 +29,7 @@ from .decisions import apply_table
 from .notices import WARNING, Budget, Notice, notices
 from .pump import Pump
 from .reconcile import InvalidSpec, Reconciler, parse_spec, run_id_for
+from .resource import WorkflowRunSpec
 from .status import run_status
 from .ttl import due_in, ended_at
 
@@ -54,6 +55,8 @@ class Ref:
     status: dict[str, Any]
     body: dict[str, Any]
     """Enough of the resource to post an Event on it."""
+    parsed: WorkflowRunSpec | None = None
+    """The spec, validated (None if it is invalid)."""
 
 
 @dataclass
@@ -63,7 +66,7 @@ class Cadence:
     resync: float = 300.0
     sweep: float = 60.0
     worker_grace: float = 10.0
-    concurrency: int = 8
+    concurrency: int = 32
 
 
 @dataclass
@@ -171,6 +174,11 @@ class Mirror:
                 },
             },
         )
+        if old is not None and old.spec == ref.spec:
+            ref.parsed = old.parsed
+        else:
+            with contextlib.suppress(InvalidSpec):
+                ref.parsed = parse_spec(ref.spec)
         self.refs[run_id] = ref
         if old is None or old.generation != ref.generation:
             self.pump.touch(run_id)  # new to this process, or its spec changed
@@ -252,11 +260,8 @@ class Mirror:
                 self._ttl(run_id, ref, self.written[run_id])
         return True
 
-    def _spec(self, ref: Ref) -> Any:
-        try:
-            return parse_spec(ref.spec)
-        except InvalidSpec:
-            return None
+    def _spec(self, ref: Ref) -> WorkflowRunSpec | None:
+        return ref.parsed
 
     def _ttl(self, run_id: str, ref: Ref, status: Mapping[str, Any]) -> None:
         """A finished resource with a TTL: delete it when due, or come back then."""
@@ -292,7 +297,7 @@ def _settings() -> Settings:
     return _SETTINGS[0]
 
 
-def _asks_compensation(spec: Any) -> bool:
+def _asks_compensation(spec: WorkflowRunSpec) -> bool:
     return bool(spec.compensation.abandon or spec.compensation.resumes)
 
 
