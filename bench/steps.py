@@ -164,7 +164,9 @@ def write_results(results: list[dict[str, Any]], sizes: list[int], runs: int) ->
         "length); Restate reached 924 steps/s with 100 concurrent runs.",
         "",
     ]
-    RESULTS.write_text("\n".join(lines))
+    old = RESULTS.read_text() if RESULTS.exists() else ""
+    kept = old[old.find("\n## ") + 1 :] if "\n## " in old else ""  # other benches' sections
+    RESULTS.write_text("\n".join(lines) + ("\n" + kept if kept else ""))
     print(f"wrote {RESULTS}")
 
 

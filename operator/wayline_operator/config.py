@@ -3,7 +3,8 @@ environment), when the handlers module is imported, because kopf fixes a timer's
 when it registers the handler.
 
 - ``WAYLINE_WORLD``: the world URL (``nats://…`` in a cluster), as for every wayline command;
-- ``WAYLINE_OPERATOR_POLL_SECONDS`` (2): how often a live run's status is mirrored;
+- ``WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS`` (1), ``..._PATCHES_PER_SECOND`` (100),
+  ``..._RESYNC_SECONDS`` (300), ``..._CHANGE_FEED`` (on): the status pump's cadence;
 - ``WAYLINE_OPERATOR_SWEEP_SECONDS`` (60): how often runs with no wake coming are re-armed;
 - ``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS`` (5): how often a WorkflowHook whose run has not
   reached its hook yet tries again.

@@ -1,7 +1,9 @@
-"""The kopf handlers. Their settings (world URL, poll, sweep, hook-retry and worker-grace
-intervals) are ``wayline_operator.config.settings()``, read from the environment by
-``wayline.settings``.
+"""The kopf handlers. Their settings are ``wayline_operator.config.settings()``, read from the
+environment by ``wayline.settings`` (the only reader): the world URL, the status cadence
+(``WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS``, ``..._PATCHES_PER_SECOND``,
+``..._RESYNC_SECONDS``, ``..._CHANGE_FEED``), the sweep, hook-retry and worker-grace intervals.
 
+Statuses are written from the world's change feed, not per resource on a timer (``mirror``).
 Kubernetes Events (``kubectl describe``) say what happened to the run (``notices``), at most a
 burst of 20 per resource and then one every 3 s.
 """
@@ -18,24 +20,34 @@ from typing import Any
 import kopf
 
 from wayline import Worker, open_world
-from wayline.errors import CorruptLogError, WorldError
+from wayline.errors import WorldError
 
 from .config import settings
-from .decisions import apply_table
-from .notices import NORMAL, WARNING, Budget, Notice, notices
-from .reconcile import HookNotReady, InvalidSpec, Reconciler, parse_spec, run_id_for
+from .kube import patch_status
+from .mirror import Cadence, Mirror
+from .notices import NORMAL, WARNING, Budget, Notice
+from .reconcile import HookNotReady, InvalidSpec, Reconciler, run_id_for
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
-from .status import invalid_status, run_status
-from .ttl import expired, remove
+from .status import invalid_status
+from .ttl import remove
 
 log = logging.getLogger("wayline.operator")
 
 SETTINGS = settings()
-POLL_SECONDS = SETTINGS.operator_poll_seconds
 SWEEP_SECONDS = SETTINGS.operator_sweep_seconds
 HOOK_RETRY_SECONDS = SETTINGS.operator_hook_retry_seconds
 WORKER_GRACE_SECONDS = SETTINGS.operator_worker_grace_seconds
 _TERMINAL = {"completed", "failed", "cancelled", "invalid"}
+
+
+def cadence() -> Cadence:
+    return Cadence(
+        interval=SETTINGS.operator_status_interval_seconds,
+        rate=SETTINGS.operator_patches_per_second,
+        resync=SETTINGS.operator_resync_seconds,
+        sweep=SWEEP_SECONDS,
+        worker_grace=WORKER_GRACE_SECONDS,
+    )
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
@@ -57,11 +69,11 @@ def configure(settings: kopf.OperatorSettings) -> None:
     logging.getLogger("kopf.objects").addFilter(_quiet)
 
 
-_ROUTINE = ("Timer 'mirror' succeeded.", "Timer 'redeliver' succeeded.")
+_ROUTINE = ("Timer 'redeliver' succeeded.", "Handler 'seen' succeeded.")
 
 
 def _quiet(record: logging.LogRecord) -> bool:
-    """kopf logs every timer tick at INFO; a mirror that ran says nothing worth a line."""
+    """kopf logs every timer tick and watch event at INFO: routine, not worth a line."""
     return record.getMessage() not in _ROUTINE
 
 
@@ -70,8 +82,12 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     configure(settings)
     world = open_world(SETTINGS.world_url)
     await world.start()
-    memo["reconciler"] = Reconciler(world)
-    memo["budget"] = Budget()
+    reconciler = Reconciler(world)
+    memo["reconciler"] = reconciler
+    memo["budget"] = budget = Budget()
+    mirror = Mirror(reconciler, budget, _post_events, patch_status, remove, cadence())
+    await mirror.follow(SETTINGS.operator_change_feed)
+    memo["mirror"] = mirror
     memo["sweeper"] = asyncio.create_task(_sweep(world), name="wayline-operator-sweep")
 
 
@@ -82,6 +98,9 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sweeper
+    mirror = memo.get("mirror")
+    if mirror is not None:
+        await mirror.close()
     reconciler = memo.get("reconciler")
     if reconciler is not None:
         await reconciler.world.close()
@@ -101,29 +120,28 @@ async def _sweep(world: Any) -> None:
         await asyncio.sleep(SWEEP_SECONDS)
 
 
-def _detach(work: Any, memo: kopf.Memo) -> None:
-    """Run ``work`` beside the handlers (kept referenced until it ends; errors logged)."""
-    tasks: set[asyncio.Task[None]] = memo.setdefault("detached", set())
-    task: asyncio.Task[None] = asyncio.create_task(work)
-    tasks.add(task)
-
-    def done(t: asyncio.Task[None]) -> None:
-        tasks.discard(t)
-        if not t.cancelled() and t.exception() is not None:
-            log.warning("deleting an expired WorkflowRun failed: %s", t.exception())
-
-    task.add_done_callback(done)
-
-
 def _reconciler(memo: kopf.Memo) -> Reconciler:
     return memo["reconciler"]  # type: ignore[no-any-return]
+
+
+def _mirror(memo: kopf.Memo) -> Mirror:
+    return memo["mirror"]  # type: ignore[no-any-return]
 
 
 def _post(body: kopf.Body, memo: kopf.Memo, batch: Sequence[Notice]) -> None:
     """Post Events on the resource, within its budget."""
     budget: Budget = memo["budget"]
-    for notice in budget.admit(str(body.get("metadata", {}).get("uid")), batch):
-        kopf.event(body, type=notice.type, reason=notice.reason, message=notice.message[:1024])
+    _post_events(body, budget.admit(str(body.get("metadata", {}).get("uid")), batch))
+
+
+def _post_events(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
+    for notice in batch:
+        kopf.event(
+            body,  # type: ignore[arg-type]  # a plain mapping is what kopf reads of it
+            type=notice.type,
+            reason=notice.reason,
+            message=notice.message[:1024],
+        )
 
 
 def _generation(meta: Mapping[str, Any]) -> int | None:
@@ -131,45 +149,13 @@ def _generation(meta: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) else None
 
 
-async def _mirror(
-    body: kopf.Body,
-    meta: Mapping[str, Any],
-    status: Mapping[str, Any],
-    patch: kopf.Patch,
-    memo: kopf.Memo,
-    run_id: str,
-) -> None:
-    """Mirror the run's log into the status, and post Events for what happened since the
-    status was last written."""
-    seq = status.get("lastSeq")
-    known = seq if isinstance(seq, int) else None
-    seen = await _reconciler(memo).observe(run_id, known)
-    if seen is None:
-        return
-    info, events = seen
-    previous = status.get("conditions") or []
-    fresh = run_status(
-        info,
-        events,
-        now=time.time(),
-        generation=_generation(meta),
-        previous=previous,
-        worker_grace=WORKER_GRACE_SECONDS,
-    )
-    if known == fresh["lastSeq"] and _same(status, fresh):
-        return  # nothing moved (a pending run checked against the clock)
-    batch = notices(events, known or 0)
-    was = {c.get("type"): c for c in previous if isinstance(c, Mapping)}.get("Blocked") or {}
-    now_blocked = next(c for c in fresh["conditions"] if c["type"] == "Blocked")
-    if now_blocked["reason"] == "WaitingForWorker" and was.get("reason") != "WaitingForWorker":
-        batch.append(Notice(WARNING, "WaitingForWorker", now_blocked["message"]))
-    _post(body, memo, batch)
-    patch.status.update(fresh)
-
-
-def _same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    keys = ("phase", "message", "waitingForSummary", "conditions")
-    return all(old.get(k) == new.get(k) for k in keys)
+@kopf.on.event(GROUP, VERSION, PLURAL, id="seen")
+async def seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Every watch event of a WorkflowRun (the initial listing included) tells the mirror what
+    exists; a new resource or a changed spec is synced at once."""
+    mirror = _mirror(memo)
+    mirror.start()  # from inside a handler: its loops inherit what kopf.event needs
+    mirror.seen(event.get("type"), body)
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL, id="start")
@@ -200,75 +186,22 @@ async def start(
         raise kopf.PermanentError(str(err)) from None
     except WorldError as err:
         raise kopf.TemporaryError(str(err), delay=5) from None
-    await _mirror(body, meta, status, patch, memo, run_id)
+    mirror = _mirror(memo)
+    mirror.start()
+    mirror.pump.touch(run_id)
 
 
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec", id="act")
 async def act(spec: kopf.Spec, uid: str, memo: kopf.Memo, **_: Any) -> None:
+    """Carry a changed spec to the run at once (the mirror repeats it while the run is live,
+    so one lost to a crash is done later; each decision is done once)."""
     try:
         await _reconciler(memo).act(uid, spec)
     except InvalidSpec as err:
         raise kopf.PermanentError(str(err)) from None
     except WorldError as err:
         raise kopf.TemporaryError(str(err), delay=5) from None
-
-
-@kopf.timer(GROUP, VERSION, PLURAL, id="mirror", interval=POLL_SECONDS, initial_delay=0.5)
-async def mirror(
-    body: kopf.Body,
-    meta: kopf.Meta,
-    spec: kopf.Spec,
-    uid: str,
-    status: kopf.Status,
-    patch: kopf.Patch,
-    memo: kopf.Memo,
-    **_: Any,
-) -> None:
-    """Mirror the run's log into the status, and carry the spec's decisions again (an
-    ``act`` lost to a crash is repeated here; each decision is done once). A resource whose
-    run ended is deleted ``spec.ttlSecondsAfterFinished`` after its end."""
-    if status.get("phase") in _TERMINAL:
-        with contextlib.suppress(InvalidSpec):
-            if expired(parse_spec(spec).ttlSecondsAfterFinished, status, time.time()):
-                _detach(remove(dict(meta)), memo)  # not from inside this timer: kopf stops it
-        return
-    if not status.get("runId"):
-        return  # not started yet: the start handler runs first
-    reconciler = _reconciler(memo)
-    try:
-        with contextlib.suppress(InvalidSpec):
-            await reconciler.act(uid, spec)
-        await _mirror(body, meta, status, patch, memo, run_id_for(uid))
-        await _table(body, uid, patch, memo)
-    except CorruptLogError as err:  # fenced until `wayline runs repair`; mirrored again after
-        if status.get("phase") != "corrupt":
-            patch.status.update({"phase": "corrupt", "message": err.message, "lastSeq": None})
-        return
-    except WorldError as err:
-        log.warning("mirroring %s skipped: %s", uid, err)
-
-
-async def _table(body: kopf.Body, uid: str, patch: kopf.Patch, memo: kopf.Memo) -> None:
-    """Every ``SWEEP_SECONDS`` per live run: apply the decision table to its live steps
-    (``decisions``), list them in ``status.steps.live`` and say what was ensured."""
-    due: dict[str, float] = memo.setdefault("table_due", {})
-    now = time.time()
-    if now < due.get(uid, 0.0):
-        return
-    due[uid] = now + SWEEP_SECONDS
-    world = _reconciler(memo).world
-    run_id = run_id_for(uid)
-    info = await world.get_run(run_id)
-    if info is None or info.status.terminal:
-        return
-    events = await world.list_events(run_id)
-    settings = memo.get("settings") or SETTINGS
-    memo["settings"] = settings
-    rows, said = await apply_table(world, run_id, events, now=now, settings=settings)
-    posted: set[str] = memo.setdefault("posted_wakes", set())
-    _post(body, memo, [n for key, n in said if key not in posted])
-    posted.update(key for key, _ in said)
-    patch.status.update({"steps": {"live": rows}})
+    _mirror(memo).pump.touch(run_id_for(uid))
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, id="stop")

@@ -61,8 +61,22 @@ class Settings:
     world_url: str = "sqlite:///.wayline/wayline.db"
     """``WAYLINE_WORLD``: the default world for the CLI and ``open_world``."""
 
-    operator_poll_seconds: float = 2.0
-    """``WAYLINE_OPERATOR_POLL_SECONDS``: how often the operator mirrors a live run's status."""
+    operator_status_interval_seconds: float = 1.0
+    """``WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS``: at most one status write per run this often
+    (changes in between are coalesced into the next write)."""
+
+    operator_patches_per_second: float = 100.0
+    """``WAYLINE_OPERATOR_PATCHES_PER_SECOND``: at most this many status writes per second."""
+
+    operator_resync_seconds: float = 300.0
+    """``WAYLINE_OPERATOR_RESYNC_SECONDS``: how often every live run is read again, for what
+    the world's change feed missed (written only if it moved)."""
+
+    operator_change_feed: bool = True
+    """``WAYLINE_OPERATOR_CHANGE_FEED``: ``off`` follows the resync alone."""
+
+    operator_api_threads: int = 16
+    """``WAYLINE_OPERATOR_API_THREADS``: threads for the operator's own API writes."""
 
     operator_sweep_seconds: float = 60.0
     """``WAYLINE_OPERATOR_SWEEP_SECONDS``: how often the operator re-arms runs with no wake
@@ -122,7 +136,16 @@ class Settings:
             poll_interval_seconds=max(0.001, _float(env, "WAYLINE_POLL_INTERVAL", 0.05)),
             definition_mismatch=_choice(env, "WAYLINE_DEFINITION_MISMATCH", ("wait", "fail")),
             world_url=env.get("WAYLINE_WORLD") or "sqlite:///.wayline/wayline.db",
-            operator_poll_seconds=_positive(env, "WAYLINE_OPERATOR_POLL_SECONDS", 2.0),
+            operator_status_interval_seconds=_positive(
+                env, "WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS", 1.0
+            ),
+            operator_patches_per_second=_positive(
+                env, "WAYLINE_OPERATOR_PATCHES_PER_SECOND", 100.0
+            ),
+            operator_resync_seconds=_positive(env, "WAYLINE_OPERATOR_RESYNC_SECONDS", 300.0),
+            operator_change_feed=(env.get("WAYLINE_OPERATOR_CHANGE_FEED") or "on").strip().lower()
+            not in ("off", "0", "false", "no"),
+            operator_api_threads=int(_positive(env, "WAYLINE_OPERATOR_API_THREADS", 16)),
             operator_sweep_seconds=_positive(env, "WAYLINE_OPERATOR_SWEEP_SECONDS", 60.0),
             operator_hook_retry_seconds=_positive(env, "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS", 5.0),
             operator_identity=env.get("POD_ID") or None,

@@ -47,22 +47,25 @@ def test_the_checker_sees_a_read(tmp_path: Path) -> None:
 
 def test_operator_knobs_come_from_settings() -> None:
     env = {
-        "WAYLINE_OPERATOR_POLL_SECONDS": "0.3",
+        "WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS": "0.3",
         "WAYLINE_OPERATOR_SWEEP_SECONDS": "0.5",
         "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS": "7",
         "WAYLINE_WORLD": "nats://127.0.0.1:4222",
     }
     settings = Settings.from_env(env)
-    assert settings.operator_poll_seconds == 0.3
+    assert settings.operator_status_interval_seconds == 0.3
     assert settings.operator_sweep_seconds == 0.5
     assert settings.operator_hook_retry_seconds == 7.0
     assert settings.world_url == "nats://127.0.0.1:4222"
     defaults = Settings.from_env({})
-    assert (defaults.operator_poll_seconds, defaults.operator_sweep_seconds) == (2.0, 60.0)
+    assert (defaults.operator_status_interval_seconds, defaults.operator_sweep_seconds) == (
+        1.0,
+        60.0,
+    )
     assert defaults.operator_hook_retry_seconds == 5.0
 
 
 @pytest.mark.parametrize("raw", ["soon", "0", "-1"])
 def test_a_bad_operator_knob_is_a_clear_error(raw: str) -> None:
-    with pytest.raises(ConfigurationError, match="WAYLINE_OPERATOR_POLL_SECONDS"):
-        Settings.from_env({"WAYLINE_OPERATOR_POLL_SECONDS": raw})
+    with pytest.raises(ConfigurationError, match="WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS"):
+        Settings.from_env({"WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS": raw})

@@ -5,7 +5,7 @@ run views with ``fold_run``, the run part of the one projection (``_core.project
 from .._core.dispatch import FLOW_TOPIC, STEP_TOPIC
 from .._core.projections import RunInfo, fold_run, new_run, pinned_definition, run_changes
 from .open import open_world
-from .seam import Delivery, HookInfo, World, terminal_statuses
+from .seam import Delivery, HookInfo, RunWatch, World, terminal_statuses
 
 __all__ = [
     "FLOW_TOPIC",
@@ -13,6 +13,7 @@ __all__ = [
     "Delivery",
     "HookInfo",
     "RunInfo",
+    "RunWatch",
     "World",
     "fold_run",
     "new_run",

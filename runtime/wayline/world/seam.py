@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -36,6 +36,17 @@ def terminal_statuses(statuses: Sequence[RunStatus] | None) -> list[str]:
         if not RunStatus(status).terminal:
             raise ValueError(f"only terminal runs are cleaned up, not {status!r}")
     return [str(RunStatus(s)) for s in chosen]
+
+
+class RunWatch:
+    """A subscription to a world's change feed (:meth:`World.watch_runs`); ``close()`` ends
+    it."""
+
+    def __init__(self, close: Callable[[], Awaitable[None]]) -> None:
+        self._close = close
+
+    async def close(self) -> None:
+        await self._close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +113,14 @@ class World(abc.ABC):
         for fut in self._terminal_waiters.pop(run_id, ()):
             if not fut.done():
                 fut.set_result(None)
+
+    async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
+        """Call ``on_change(run_id)`` soon after any writer (any process) appends to a run's
+        log. A hint, never a promise: the caller reads the run, and resyncs now and then, as a
+        change can be missed (a reconnect, a slow consumer) or named twice. Watch before the
+        first read, so that a change between the two is not missed. None when this world has
+        no feed (the caller then polls)."""
+        return None
 
     # lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:  # noqa: B027 - optional hook

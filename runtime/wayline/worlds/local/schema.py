@@ -62,6 +62,13 @@ CREATE TABLE IF NOT EXISTS served (
     key TEXT PRIMARY KEY,
     data TEXT NOT NULL
 ) WITHOUT ROWID;
+-- The change feed: one row per run, renumbered (REPLACE) by each append. AUTOINCREMENT keeps
+-- numbers rising across deletes, so "every row above my high-water mark" is every run that
+-- moved since (writers are serialized by BEGIN IMMEDIATE: numbers are in commit order).
+CREATE TABLE IF NOT EXISTS run_feed (
+    gseq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS dead_letters (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL,

@@ -14,7 +14,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from ...world import (
     Delivery,
     HookInfo,
     RunInfo,
+    RunWatch,
     World,
     entries,
     new_run,
@@ -47,6 +48,7 @@ from ...world import (
     terminal_statuses,
 )
 from ...world.routing import plain_topic
+from .feed import follow
 from .holders import current_holder, holder_alive
 from .rows import (
     EVENTS_TABLE,
@@ -298,6 +300,7 @@ class LocalWorld(World):
             out.append(event)
         if changes:
             update_run(db, run_id, changes)
+        db.execute("INSERT OR REPLACE INTO run_feed (run_id) VALUES (?)", (run_id,))
         if status is not None and status.terminal:
             self._entities.pop(run_id, None)
         else:
@@ -374,6 +377,11 @@ class LocalWorld(World):
                 why="a column of the wrong type",
             )
         return HookInfo(r[0], r[1], r[2], bool(r[3]))
+
+    async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
+        """Polls the ``run_feed`` table above a high-water mark (``feed``), so appends by
+        every process are seen, within the world's poll interval."""
+        return await follow(self._read, on_change, max(self._poll, 0.05))
 
     # queue ---------------------------------------------------------------------------------
     async def enqueue(
@@ -657,7 +665,7 @@ def _drop_runs(db: sqlite3.Connection, ids: list[str]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    for table in ("events", "entities", "hooks", "runs"):
+    for table in ("events", "entities", "hooks", "runs", "run_feed"):
         db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
     # queued wakes for those runs (a backstop due in 14 minutes, say) go with them
     db.execute(

@@ -217,6 +217,8 @@ class EventLog:
         self._stamp_waiters: dict[int, asyncio.Future[float]] = {}
         self._inflight: dict[str, int] = {}
         self._stamp_sub: Any = None
+        self.listeners: set[Callable[[str], None]] = set()
+        """Told the subject token of every run an append moved (the world's change feed)."""
 
     async def start(self) -> None:
         self._hooks = await self._js.key_value(self._names.hooks_bucket)
@@ -293,6 +295,8 @@ class EventLog:
     # timestamps ---------------------------------------------------------------------------
     async def _on_stamp(self, msg: Any) -> None:
         headers = msg.headers or {}
+        for listener in self.listeners:
+            listener(msg.subject.rpartition(".")[2])
         ended = headers.get(_TERMINAL_HEADER)
         if ended is not None and self._on_terminal is not None:
             self._on_terminal(ended)

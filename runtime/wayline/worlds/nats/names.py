@@ -33,12 +33,14 @@ def subject_token(value: str) -> str:
 
 
 def token_value(token: str) -> str | None:
-    """The value :func:`subject_token` made ``token`` from (None when it is a hash)."""
+    """The string a :func:`subject_token` names, or None for a hashed one (too long to keep)."""
     if not token.startswith("="):
         return token
+    if token.startswith("=h"):
+        return None
     try:
         return base64.urlsafe_b64decode(token[1:] + "=" * (-len(token[1:]) % 4)).decode()
-    except ValueError:
+    except (ValueError, UnicodeDecodeError):
         return None
 
 

@@ -6,17 +6,17 @@ import asyncio
 import json
 import logging
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..._core.events import Event, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ...errors import ConfigurationError, WorldUnavailableError
-from ...world import Delivery, HookInfo, RunInfo, World
+from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
 from .codec import parse_header_lines, wrap
 from .eventlog import EventLog
 from .failures import connect_bound, hopeless
-from .names import Names, kv_key
+from .names import Names, kv_key, token_value
 from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
 from .queue import Queue
@@ -339,6 +339,23 @@ class NatsWorld(World):
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         return await self._events().repair(run_id, drop_seq)
+
+    async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
+        """The events stream's headers-only republish (the one that carries timestamps) names
+        the run of every append, by any writer; core NATS, so a reconnect may lose some."""
+        listeners = self._events().listeners
+
+        def heard(token: str) -> None:
+            run_id = token_value(token)
+            if run_id is not None:
+                on_change(run_id)
+
+        listeners.add(heard)
+
+        async def close() -> None:
+            listeners.discard(heard)
+
+        return RunWatch(close)
 
     async def get_hook(self, token: str) -> HookInfo | None:
         return await self._events().get_hook(token)

@@ -1,0 +1,79 @@
+"""The operator's own writes to the API server beside kopf's (a status from the change feed,
+a deletion after a TTL), through the official ``kubernetes`` client. It is blocking, so each
+call runs in a thread of a pool of its own (``WAYLINE_OPERATOR_API_THREADS``, 16): a write
+mostly waits for the API server, and the event loop's default pool (cores + 4 threads) would
+cap the writes per second at a few times that number over the server's latency."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from .config import settings
+from .resource import GROUP, PLURAL, VERSION
+
+log = logging.getLogger("wayline.operator")
+THREADS = settings().operator_api_threads
+_api: Any = None
+_pool: ThreadPoolExecutor | None = None
+T = TypeVar("T")
+
+
+def custom_objects() -> Any:
+    global _api
+    if _api is None:
+        import kubernetes
+
+        config = kubernetes.client.Configuration()
+        try:
+            kubernetes.config.load_incluster_config(config)
+        except kubernetes.config.ConfigException:
+            kubernetes.config.load_kube_config(client_configuration=config)
+        config.connection_pool_maxsize = THREADS  # one connection per thread, kept open
+        _api = kubernetes.client.CustomObjectsApi(kubernetes.client.ApiClient(config))
+    return _api
+
+
+async def _call(fn: Callable[[], T]) -> T:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(THREADS, thread_name_prefix="wayline-api")
+    return await asyncio.get_running_loop().run_in_executor(_pool, functools.partial(fn))
+
+
+async def patch_status(namespace: str, name: str, status: Mapping[str, Any]) -> bool:
+    """Merge ``status`` into the resource's status subresource; False if it is gone."""
+    import kubernetes
+
+    def call() -> bool:
+        try:
+            custom_objects().patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, PLURAL, name, {"status": dict(status)}
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
+    return await _call(call)
+
+
+async def delete(namespace: str, name: str) -> None:
+    """Delete the resource (its finalizer then runs as for any delete); gone is fine."""
+    import kubernetes
+
+    def call() -> None:
+        try:
+            custom_objects().delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status != 404:
+                raise
+
+    await _call(call)

@@ -1,0 +1,325 @@
+"""Status driven from the world: the operator follows the world's change feed
+(``World.watch_runs``) and writes the status of only the resources whose runs moved, through
+the :class:`~.pump.Pump` (coalesced per run, at most one write per run per
+``STATUS_INTERVAL_SECONDS``, at most ``PATCHES_PER_SECOND`` in all). What the feed misses (a
+reconnect, an operator restart) a slow resync covers: every ``RESYNC_SECONDS`` each live run is
+read again, and written only if it moved. Every ``SWEEP_SECONDS`` each live run also gets the
+dispatch decision table (``decisions``) on that same path.
+
+The resources come from kopf's watch (``seen``, called from an ``on.event`` handler): nothing
+here lists or reads them from the API server. A resource's status as this process last wrote
+it is kept, so a write is never repeated while its echo is on its way back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wayline._core.events import RunStatus
+from wayline.errors import CorruptLogError
+from wayline.settings import Settings
+from wayline.world import RunWatch, World
+
+from .config import settings
+from .decisions import apply_table
+from .notices import WARNING, Budget, Notice, notices
+from .pump import Pump
+from .reconcile import InvalidSpec, Reconciler, parse_spec, run_id_for
+from .resource import WorkflowRunSpec
+from .status import run_status
+from .ttl import due_in, ended_at
+
+log = logging.getLogger("wayline.operator")
+
+TERMINAL = {"completed", "failed", "cancelled", "invalid"}
+_KEPT = ("lastSeq", "phase", "message", "waitingForSummary", "conditions", "endedAt", "runId")
+"""The status fields a sync compares with, and the TTL reads."""
+
+Post = Callable[[Mapping[str, Any], Sequence[Notice]], None]
+Patch = Callable[[str, str, Mapping[str, Any]], Any]
+
+
+@dataclass
+class Ref:
+    """What kopf's watch last told of one resource."""
+
+    uid: str
+    name: str
+    namespace: str
+    generation: int | None
+    spec: dict[str, Any]
+    status: dict[str, Any]
+    body: dict[str, Any]
+    """Enough of the resource to post an Event on it."""
+    parsed: WorkflowRunSpec | None = None
+    """The spec, validated (None if it is invalid)."""
+
+
+@dataclass
+class Cadence:
+    interval: float = 1.0
+    rate: float = 100.0
+    resync: float = 300.0
+    sweep: float = 60.0
+    worker_grace: float = 10.0
+    concurrency: int = 32
+
+
+@dataclass
+class Mirror:
+    reconciler: Reconciler
+    budget: Budget
+    post: Post
+    patch: Patch
+    remove: Callable[[Mapping[str, Any]], Any]
+    cadence: Cadence = field(default_factory=Cadence)
+    refs: dict[str, Ref] = field(default_factory=dict)
+    written: dict[str, dict[str, Any]] = field(default_factory=dict)
+    table_due: dict[str, float] = field(default_factory=dict)
+    live_rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    posted_wakes: set[str] = field(default_factory=set)
+    removing: set[str] = field(default_factory=set)
+    pump: Pump = field(init=False)
+    _watch: RunWatch | None = None
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        c = self.cadence
+        self.pump = Pump(self.sync, interval=c.interval, rate=c.rate, concurrency=c.concurrency)
+
+    @property
+    def world(self) -> World:
+        return self.reconciler.world
+
+    # lifecycle ------------------------------------------------------------------------------
+    async def follow(self, feed: bool = True) -> None:
+        """Listen to the world's change feed (before anything is read: nothing in between is
+        missed). Without it (``feed=False``, or a world with none) the resync alone drives."""
+        if feed:
+            self._watch = await self.world.watch_runs(self._heard)
+        if self._watch is None:
+            log.warning("no change feed: statuses follow the resync (every %gs)", self.resync)
+
+    @property
+    def resync(self) -> float:
+        return self.cadence.resync
+
+    def start(self) -> None:
+        """Start the loops. Called from inside a kopf handler the first time one runs: the
+        tasks then inherit its context, which ``kopf.event`` needs to post Events."""
+        if self._tasks:
+            return
+        self._tasks = [
+            asyncio.create_task(self.pump.run(), name="wayline-operator-status"),
+            asyncio.create_task(self._every(self.cadence.resync), name="wayline-operator-resync"),
+            asyncio.create_task(self._every(self.cadence.sweep), name="wayline-operator-table"),
+        ]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        if self._watch is not None:
+            await self._watch.close()
+            self._watch = None
+
+    def _heard(self, run_id: str) -> None:
+        if run_id in self.refs:  # runs of other namespaces, or started by the CLI: not ours
+            self.pump.touch(run_id)
+
+    async def _every(self, period: float) -> None:
+        while True:
+            await asyncio.sleep(period)
+            self.pump.touch_all(
+                [
+                    k
+                    for k, ref in self.refs.items()
+                    if self._status(k, ref).get("phase") not in TERMINAL
+                ]
+            )
+
+    # what kopf's watch says -----------------------------------------------------------------
+    def seen(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        if not uid:
+            return
+        run_id = run_id_for(uid)
+        if event_type == "DELETED":
+            self.forget(run_id)
+            return
+        old = self.refs.get(run_id)
+        generation = meta.get("generation")
+        ref = Ref(
+            uid=uid,
+            name=str(meta.get("name")),
+            namespace=str(meta.get("namespace")),
+            generation=generation if isinstance(generation, int) else None,
+            spec=dict(body.get("spec") or {}),
+            status={k: v for k, v in (body.get("status") or {}).items() if k in _KEPT},
+            body={
+                "apiVersion": body.get("apiVersion"),
+                "kind": body.get("kind"),
+                "metadata": {
+                    "name": meta.get("name"),
+                    "namespace": meta.get("namespace"),
+                    "uid": uid,
+                },
+            },
+        )
+        if old is not None and old.spec == ref.spec:
+            ref.parsed = old.parsed
+        else:
+            with contextlib.suppress(InvalidSpec):
+                ref.parsed = parse_spec(ref.spec)
+        self.refs[run_id] = ref
+        if old is None or old.generation != ref.generation:
+            self.pump.touch(run_id)  # new to this process, or its spec changed
+
+    def forget(self, run_id: str) -> None:
+        self.refs.pop(run_id, None)
+        self.written.pop(run_id, None)
+        self.table_due.pop(run_id, None)
+        self.live_rows.pop(run_id, None)
+        self.removing.discard(run_id)
+        self.pump.forget(run_id)
+
+    def _status(self, run_id: str, ref: Ref) -> dict[str, Any]:
+        """The status as this process last wrote it, else as the watch last showed it."""
+        return self.written.get(run_id) or ref.status
+
+    # one resource ---------------------------------------------------------------------------
+    async def sync(self, run_id: str) -> bool:
+        """Bring one resource's status up to its run; True if a status was written."""
+        ref = self.refs.get(run_id)
+        if ref is None:
+            return False
+        status = self._status(run_id, ref)
+        if status.get("phase") in TERMINAL:
+            self._ttl(run_id, ref, status)
+            return False
+        spec = self._spec(ref)
+        if spec is not None and (spec.cancel or spec.terminate or _asks_compensation(spec)):
+            with contextlib.suppress(InvalidSpec):
+                await self.reconciler.act(ref.uid, ref.spec)
+        now = time.time()
+        table = now >= self.table_due.get(run_id, 0.0)
+        seq = status.get("lastSeq")
+        known = seq if isinstance(seq, int) else None
+        try:
+            seen = await self.reconciler.observe(run_id, None if table else known)
+        except CorruptLogError as err:  # fenced until `wayline runs repair`; mirrored after
+            if status.get("phase") == "corrupt":
+                return False
+            self.written[run_id] = {"phase": "corrupt"}
+            corrupt = {"phase": "corrupt", "message": err.message, "lastSeq": None}
+            return bool(await self.patch(ref.namespace, ref.name, corrupt))
+        if seen is None:
+            return False  # no run yet (its start is on the way), or nothing moved
+        info, events = seen
+        fresh = run_status(
+            info,
+            events,
+            now=now,
+            generation=ref.generation,
+            previous=status.get("conditions") or [],
+            worker_grace=self.cadence.worker_grace,
+        )
+        out: dict[str, Any] = {}
+        batch: list[Notice] = []
+        if not (known == fresh["lastSeq"] and _same(status, fresh)):
+            out = fresh
+            batch = notices(events, known or 0)
+            batch += _worker_notice(status, fresh)
+        if info.status.terminal:
+            if self.live_rows.pop(run_id, None):
+                out.setdefault("steps", {})["live"] = []
+        elif table:
+            self.table_due[run_id] = now + self.cadence.sweep
+            rows, said = await apply_table(
+                self.world, run_id, events, now=now, settings=_settings()
+            )
+            batch += [n for key, n in said if key not in self.posted_wakes]
+            self.posted_wakes.update(key for key, _ in said)
+            shape = [_row_shape(r) for r in rows]
+            if out or shape != self.live_rows.get(run_id, []):
+                out.setdefault("steps", dict(fresh["steps"]))["live"] = rows
+                self.live_rows[run_id] = shape
+        if info.status is RunStatus.PENDING:  # the worker grace may end without a change
+            grace = info.created_at + self.cadence.worker_grace - now
+            if grace > 0:
+                self.pump.touch(run_id, delay=grace + 0.05)
+        if not out:
+            return False
+        self.post(ref.body, self.budget.admit(ref.uid, batch))
+        if not await self.patch(ref.namespace, ref.name, out):
+            return False  # deleted meanwhile
+        if "phase" in out:
+            self.written[run_id] = {k: fresh[k] for k in _KEPT if k in fresh}
+            if info.status.terminal:
+                self._ttl(run_id, ref, self.written[run_id])
+        return True
+
+    def _spec(self, ref: Ref) -> WorkflowRunSpec | None:
+        return ref.parsed
+
+    def _ttl(self, run_id: str, ref: Ref, status: Mapping[str, Any]) -> None:
+        """A finished resource with a TTL: delete it when due, or come back then."""
+        spec = self._spec(ref)
+        if spec is None or run_id in self.removing or ended_at(status) is None:
+            return
+        left = due_in(spec.ttlSecondsAfterFinished, status, time.time())
+        if left is None:
+            return
+        if left > 0:
+            self.pump.touch(run_id, delay=left)
+            return
+        self.removing.add(run_id)
+        task = asyncio.create_task(self._remove(run_id, ref))
+        self._tasks.append(task)
+        task.add_done_callback(self._tasks.remove)
+
+    async def _remove(self, run_id: str, ref: Ref) -> None:
+        try:
+            await self.remove({"name": ref.name, "namespace": ref.namespace})
+        except Exception as err:
+            self.removing.discard(run_id)
+            log.warning("deleting an expired WorkflowRun failed: %s", err)
+            self.pump.touch(run_id, delay=5.0)
+
+
+def _settings() -> Settings:
+    return settings()
+
+
+def _asks_compensation(spec: WorkflowRunSpec) -> bool:
+    return bool(spec.compensation.abandon or spec.compensation.resumes)
+
+
+def _row_shape(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A live step's row without the lease's countdown (which alone is no reason to write)."""
+    return tuple(sorted((k, repr(v)) for k, v in row.items() if k != "leaseRemainingSeconds"))
+
+
+def _same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    keys = ("phase", "message", "waitingForSummary", "conditions")
+    return all(old.get(k) == new.get(k) for k in keys)
+
+
+def _worker_notice(old: Mapping[str, Any], fresh: Mapping[str, Any]) -> list[Notice]:
+    """``WaitingForWorker`` once, when the Blocked condition first gives that reason."""
+    previous = old.get("conditions") or []
+    was = {c.get("type"): c for c in previous if isinstance(c, Mapping)}.get("Blocked") or {}
+    now_blocked = next(c for c in fresh["conditions"] if c["type"] == "Blocked")
+    if now_blocked["reason"] == "WaitingForWorker" and was.get("reason") != "WaitingForWorker":
+        return [Notice(WARNING, "WaitingForWorker", now_blocked["message"])]
+    return []

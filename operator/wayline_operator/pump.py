@@ -1,0 +1,177 @@
+"""When to write which resource's status: a scheduler apart from kopf and the world.
+
+Keys (run ids) are *touched* when something says their run may have moved (the world's
+change feed, a new or changed resource, a timer) and *synced* (``sync(key)``: read the run,
+patch the resource if its status changed; returns whether it patched). The pump
+
+- coalesces: a key touched any number of times before its sync is synced once, and a key
+  touched while its sync runs is synced once more afterwards (never twice at once);
+- spaces: a key is synced at most once per ``interval`` seconds after a sync that patched;
+- bounds: at most ``rate`` patches per second overall (a token bucket of ``rate`` tokens), and
+  at most ``concurrency`` syncs at once;
+- prefers hot keys (touched by a change) to cold ones (a resync's re-read), oldest first, so a
+  resync of every resource never delays the status of a run that just moved;
+- runs timers: ``touch(key, delay=...)`` syncs it no earlier than that (a run waiting for a
+  worker's grace, a resource's TTL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+log = logging.getLogger("wayline.operator")
+
+Sync = Callable[[str], Awaitable[bool]]
+
+
+@dataclass
+class Counts:
+    synced: int = 0
+    """Syncs done (each read the run, at least)."""
+    patched: int = 0
+    """Syncs that wrote a status."""
+    failed: int = 0
+
+
+class Pump:
+    def __init__(
+        self,
+        sync: Sync,
+        *,
+        interval: float = 1.0,
+        rate: float = 100.0,
+        concurrency: int = 8,
+        retry_delay: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sync = sync
+        self.interval = interval
+        self.rate = rate
+        self.concurrency = max(1, concurrency)
+        self.retry_delay = retry_delay
+        self._clock = clock
+        self._hot: dict[str, None] = {}
+        self._cold: dict[str, None] = {}
+        self._timers: list[tuple[float, str]] = []
+        self._patched_at: dict[str, float] = {}
+        self._running: set[str] = set()
+        self._again: set[str] = set()
+        self._tokens = max(1.0, rate)
+        self._filled = clock()
+        self._wake = asyncio.Event()
+        self.counts = Counts()
+
+    # what callers do ------------------------------------------------------------------------
+    def touch(self, key: str, *, delay: float = 0.0, cold: bool = False) -> None:
+        """Sync ``key`` soon (``delay`` seconds from now at the earliest)."""
+        if delay > 0:
+            heapq.heappush(self._timers, (self._clock() + delay, key))
+        elif key in self._running:
+            self._again.add(key)
+        elif cold:
+            if key not in self._hot:
+                self._cold.setdefault(key)
+        else:
+            self._cold.pop(key, None)
+            self._hot.setdefault(key)
+        self._wake.set()
+
+    def touch_all(self, keys: Iterable[str], *, cold: bool = True) -> None:
+        for key in keys:
+            self.touch(key, cold=cold)
+
+    def forget(self, key: str) -> None:
+        """The resource is gone: no sync is due any more (a pending timer finds nothing)."""
+        self._hot.pop(key, None)
+        self._cold.pop(key, None)
+        self._again.discard(key)
+        self._patched_at.pop(key, None)
+
+    @property
+    def backlog(self) -> int:
+        return len(self._hot) + len(self._cold)
+
+    # the loop -------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Sync touched keys until cancelled."""
+        tasks: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                self._wake.clear()
+                now = self._clock()
+                self._promote(now)
+                self._refill(now)
+                while len(self._running) < self.concurrency and self._tokens >= 1.0:
+                    key = self._next(now)
+                    if key is None:
+                        break
+                    self._running.add(key)
+                    self._tokens -= 1.0  # reserved; given back if the sync writes nothing
+                    task = asyncio.create_task(self._one(key))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                await self._idle(now)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    def _promote(self, now: float) -> None:
+        while self._timers and self._timers[0][0] <= now:
+            _, key = heapq.heappop(self._timers)
+            self.touch(key)
+
+    def _refill(self, now: float) -> None:
+        cap = max(1.0, self.rate)
+        self._tokens = min(cap, self._tokens + (now - self._filled) * self.rate)
+        self._filled = now
+
+    def _next(self, now: float) -> str | None:
+        for queue in (self._hot, self._cold):
+            while queue:
+                key = next(iter(queue))
+                del queue[key]
+                ready = self._patched_at.get(key, -1e18) + self.interval
+                if ready > now:  # patched lately: once more when its interval is over
+                    heapq.heappush(self._timers, (ready, key))
+                    continue
+                return key
+        return None
+
+    async def _idle(self, now: float) -> None:
+        """Wait for a touch, a finished sync, the next timer or the next token."""
+        waits = [self._timers[0][0] - now] if self._timers else []
+        if self._tokens < 1.0 and (self._hot or self._cold):
+            waits.append((1.0 - self._tokens) / max(self.rate, 1e-9))
+        timeout = max(0.001, min(waits)) if waits else None
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    async def _one(self, key: str) -> None:
+        try:
+            patched = await self._sync(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # the world or the API server had trouble: later
+            self.counts.failed += 1
+            log.warning("status of run %s not written (trying again): %s", key, err)
+            heapq.heappush(self._timers, (self._clock() + self.retry_delay, key))
+        else:
+            self.counts.synced += 1
+            if patched:
+                self.counts.patched += 1
+                self._patched_at[key] = self._clock()
+            else:
+                self._tokens += 1.0
+        finally:
+            self._running.discard(key)
+            self._wake.set()
+        if key in self._again:
+            self._again.discard(key)
+            self.touch(key)

@@ -1,0 +1,51 @@
+"""The change feed (``World.watch_runs``), on every world: a watcher hears of appends made
+through another world instance on the same store (another process, in a cluster), a run
+name that needs encoding included, and nothing after it closes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.conftest import WorldFactory
+from tests.runtime.harness import wait_for
+from wayline._core.events import EventType, NewEvent
+from wayline._core.ids import new_run_id
+
+
+def _created() -> list[NewEvent]:
+    return [NewEvent(EventType.RUN_CREATED, data={"workflow": "w", "input": {"args": []}})]
+
+
+async def test_a_watcher_hears_every_writers_appends(make_world: WorldFactory) -> None:
+    watcher, writer = await make_world(), await make_world()
+    heard: list[str] = []
+    watch = await watcher.watch_runs(heard.append)
+    assert watch is not None
+    plain, odd = new_run_id(), "run with spaces/and.dots " + new_run_id()
+    for run_id in (plain, odd):
+        await writer.append(run_id, _created())
+        await writer.append(run_id, [NewEvent(EventType.RUN_STARTED)])
+
+    await wait_for(lambda: asyncio.sleep(0, {plain, odd} <= set(heard) or None), timeout=10)
+    await watch.close()
+    quiet = new_run_id()
+    await writer.append(quiet, _created())
+    await asyncio.sleep(0.5)  # time enough to hear it, were the watch still open
+    assert quiet not in heard
+
+
+async def test_a_watch_starts_at_now(make_world: WorldFactory) -> None:
+    """Appends before the watch began are not replayed: the watcher reads the runs it cares
+    about after it starts watching (the operator's initial sync)."""
+    watcher, writer = await make_world(), await make_world()
+    old = new_run_id()
+    await writer.append(old, _created())
+    await asyncio.sleep(0.3)  # the append's notice has reached the watcher's process
+    heard: list[str] = []
+    watch = await watcher.watch_runs(heard.append)
+    assert watch is not None
+    new = new_run_id()
+    await writer.append(new, _created())
+    await wait_for(lambda: asyncio.sleep(0, new in heard or None), timeout=10)
+    assert old not in heard
+    await watch.close()
