@@ -36,6 +36,14 @@ async def terminal(h: Handler, run_id: str, event: NewEvent, replay: Replay | No
         return
     info = await h.world.get_run(run_id)
     if info is not None:
+        error = info.error or {}
+        log.info(
+            "run %s %s%s",
+            run_id,
+            info.status,
+            f": [{error.get('code') or error.get('name')}] {error.get('message')}" if error else "",
+            extra={"run_id": run_id, "workflow": info.workflow},
+        )
         await report_to_parent(h, info)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import pydantic
 from opentelemetry import trace
 
+from . import metrics
 from .children import start_child, sync_children, terminal
 from .deferred import InlineBatch, Rebuild, append_batch, flush, outcome_event
 from .definitions import WorkflowDefinition
@@ -84,6 +85,7 @@ class Handler:
             )
             return Verdict("retry", delay=5.0)
         if delivery.topic == FLOW_TOPIC and delivery.attempt > self.settings.max_queue_deliveries:
+            metrics.DELIVERY_BUDGET_FAILURES.inc()
             await self._fail(
                 run_id,
                 "MAX_DELIVERIES_EXCEEDED",
@@ -118,13 +120,22 @@ class Handler:
                 while True:
                     replay = Replay(workflow, run_id)
                     replay.parent = info.attributes.get("parent")
-                    events = await world.list_events(run_id)
-                    if pin is not None and _pinned_elsewhere(pin, events):
-                        return Verdict("retry", delay=0.0)  # check the new pin again
-                    replay.feed(events)
+                    with metrics.timed(metrics.REPLAY_SECONDS):
+                        events = await world.list_events(run_id)
+                        if pin is not None and _pinned_elsewhere(pin, events):
+                            return Verdict("retry", delay=0.0)  # check the new pin again
+                        replay.feed(events)
                     await sync_children(self, replay)
                     try:
                         if replay.root is None and replay.terminal is None:
+                            if not stats.started:
+                                stats.started = True
+                                log.info(
+                                    "run %s started: workflow %s",
+                                    run_id,
+                                    workflow.name,
+                                    extra={"run_id": run_id, "workflow": workflow.name},
+                                )
                             await self._start(replay, defer, pin)
                         driven = await self._drive(replay, delivery, stats, backstop, defer)
                     except Rebuild:
@@ -159,6 +170,8 @@ class Handler:
                         delivery.message_id,
                         stats.inflight_owned,
                     )
+                metrics.OWNED_RECOVERIES.inc(stats.owned_recovery_steps)
+                metrics.BACKSTOPS_ARMED.inc(stats.backstop_wakes_armed)
                 span.set_attribute(
                     "workflow.inline_ownership.owned_recovery_steps", stats.owned_recovery_steps
                 )
@@ -489,6 +502,8 @@ class Handler:
                     attempt=attempt,
                     occurrence=rec.occurrence,
                     forward_result=rec.result if rec.compensates else None,
+                    owner=my_id,
+                    recovery=recovery,
                 )
 
             if recovery or self.settings.inline_ownership:
@@ -522,9 +537,20 @@ class Handler:
     async def _record(self, run_id: str, cid: str, outcome: Outcome, name: str) -> list[Event]:
         event = outcome_event(cid, outcome)
         try:
-            return await self.world.append(run_id, [event])
+            written = await self.world.append(run_id, [event])
         except (EntityConflictError, RunTerminalError, EntityMissingError):
             return []  # another attempt settled it first, or the run ended (cancelled)
+        if isinstance(outcome, Retry):
+            log.info(
+                "run %s step %s (%s) will be retried in %.1fs: %s",
+                run_id,
+                name,
+                cid,
+                max(0.0, outcome.retry_after - time.time()),
+                outcome.error.get("message", ""),
+                extra={"run_id": run_id, "step": name, "step_id": cid},
+            )
+        return written
 
     async def _append_inputs(self, replay: Replay, events: list[NewEvent]) -> bool:
         try:

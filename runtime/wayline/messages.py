@@ -49,6 +49,7 @@ class _Stats:
     backstop_wakes_armed: int = 0
     inline_steps: int = 0
     rebuilds: int = 0
+    started: bool = False
     inflight_owned: set[str] = field(default_factory=set)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
+from . import logs, metrics, telemetry
 from .definitions import WorkflowDefinition
 from .errors import ConfigurationError, WaylineError, WorldUnavailableError
 from .events import EventType, RunStatus
@@ -283,12 +284,21 @@ class Worker:
                 )
 
     async def _handle(self, delivery: Delivery, slots: asyncio.Semaphore) -> None:
+        if delivery.due_at is not None:
+            metrics.QUEUE_LAG_SECONDS.labels(delivery.topic).observe(
+                max(0.0, time.time() - delivery.due_at)
+            )
         try:
+            payload = delivery.payload or {}
             try:
-                if delivery.topic == FLOW_TOPIC:
-                    verdict = await self.handler.handle_flow(delivery)
-                else:
-                    verdict = await self.handler.handle_step(delivery)
+                with (
+                    telemetry.attached(payload),
+                    logs.bound(run_id=payload.get("runId"), step=payload.get("stepName")),
+                ):
+                    if delivery.topic == FLOW_TOPIC:
+                        verdict = await self.handler.handle_flow(delivery)
+                    else:
+                        verdict = await self.handler.handle_step(delivery)
             except WaylineError as err:
                 log.warning(
                     "delivery %s of %s failed: %s (will be redelivered)",
@@ -305,7 +315,9 @@ class Worker:
                 )
                 verdict = Verdict("retry", delay=min(30.0, 0.5 * delivery.attempt))
             if self._held.pop(id(delivery), None) is None:
+                metrics.DELIVERIES.labels(delivery.topic, "abandoned").inc()
                 return  # abandoned past the invocation bound: its message belongs to others now
+            metrics.DELIVERIES.labels(delivery.topic, verdict.kind).inc()
             await self._settle(delivery, verdict)
         finally:
             self._held.pop(id(delivery), None)

@@ -40,6 +40,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from .. import logs
 from ..errors import WaylineError
 from ..events import RunStatus
 from ..settings import Settings
@@ -108,6 +109,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long in-flight deliveries may take to finish on shutdown (default 30)",
     )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument(
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="json: one JSON object a line, with run_id and step when a record has them",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on this port (/metrics); needs the metrics extra",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",
+        metavar="ADDRESS",
+        help="the address the metrics server binds (default 0.0.0.0)",
+    )
     p.set_defaults(handler=commands.cmd_worker)
 
     p = command(sub, "start", "start a run (a worker executes it) and print its id")
@@ -220,11 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.world is None:
             args.world = Settings.from_env().world_url
         level = getattr(args, "log_level", "WARNING")
-        logging.basicConfig(
-            level=getattr(logging, level),
-            stream=sys.stderr,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
+        logs.configure(getattr(logging, level), getattr(args, "log_format", "text"))
         code: int = asyncio.run(args.handler(args))
         return code
     except UsageError as err:

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from .. import metrics, telemetry
 from ..client import Client
 from ..definitions import WorkflowDefinition
 from ..errors import HookNotFoundError, RunNotFoundError, WorldUnavailableError
@@ -207,6 +208,23 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     names = sorted({d.name for d in definitions})
     url = args.world
     publish_world(absolute_world_url(url))
+    shutdown_traces = telemetry.configure("wayline-worker")
+    server = None
+    if args.metrics_port is not None:
+        server = metrics.serve(args.metrics_port, args.metrics_host)
+        log.info("metrics on http://%s:%d/metrics", args.metrics_host, server.server_port)
+    try:
+        return await _serve(args, definitions, names, url)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        shutdown_traces()
+
+
+async def _serve(
+    args: argparse.Namespace, definitions: list[WorkflowDefinition], names: list[str], url: str
+) -> int:
     async with opened_world(url, create=True) as world:
         worker = Worker(
             world,

@@ -28,6 +28,7 @@ from ...events import (
     apply_transition,
 )
 from ...ids import MessageId
+from ...telemetry import carry
 from ...world import (
     Delivery,
     HookInfo,
@@ -297,7 +298,7 @@ class LocalWorld(World):
         idempotency_key: str | None = None,
         delay_seconds: float = 0.0,
     ) -> MessageId:
-        body = json.dumps(dict(payload)).encode()
+        body = json.dumps(carry(payload)).encode()
         now = time.time()
         message_id: MessageId = self._write(
             self._enqueue_tx, topic, body, idempotency_key, now + max(0.0, delay_seconds), now
@@ -363,15 +364,24 @@ class LocalWorld(World):
 
     def _claim_tx(self, db: sqlite3.Connection, topic: str, limit: int) -> list[Delivery]:
         now = time.time()
+        due = dict(
+            db.execute(
+                "SELECT id, available_at FROM messages WHERE topic = ? AND available_at <= ? "
+                "ORDER BY available_at, id LIMIT ?",
+                (topic, now, limit),
+            ).fetchall()
+        )
+        if not due:
+            return []
+        marks = ",".join("?" * len(due))
         rows = db.execute(
             "UPDATE messages SET attempts = attempts + 1, holder = ?, available_at = ? "
-            "WHERE id IN (SELECT id FROM messages WHERE topic = ? AND available_at <= ? "
-            "ORDER BY available_at, id LIMIT ?) RETURNING id, attempts, payload",
-            (self._holder, now + self._visibility, topic, now, limit),
+            f"WHERE id IN ({marks}) RETURNING id, attempts, payload",
+            (self._holder, now + self._visibility, *due),
         ).fetchall()
         rows.sort(key=lambda r: r[0])
         return [
-            Delivery(topic, MessageId(str(r[0])), r[1], _decode(r[2]), bytes(r[2]), r[0])
+            Delivery(topic, MessageId(str(r[0])), r[1], _decode(r[2]), bytes(r[2]), r[0], due[r[0]])
             for r in rows
         ]
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
 from ...ids import MessageId
+from ...telemetry import carry
 from ...world import Delivery
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .direct import StoredMsg, connected, direct_batch
@@ -112,7 +113,7 @@ class Queue:
         idempotency_key: str | None,
         delay_seconds: float,
     ) -> MessageId:
-        body = dumps(dict(payload))
+        body = dumps(carry(payload))
         due = time.time() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
         if idempotency_key is None:
@@ -342,9 +343,13 @@ class Queue:
             headers = msg.headers or {}
             mid = headers.get(_ID_HEADER) or str(md.sequence.stream)
             raw = bytes(msg.data or b"")
+            # The stream stamps a message when it is stored, which for a delayed one is when
+            # its schedule fires: due then, for a first delivery.
+            stamp = getattr(md, "timestamp", None)
+            due = stamp.timestamp() if stamp is not None and md.num_delivered == 1 else None
             out.append(
                 Delivery(
-                    topic, MessageId(mid), int(md.num_delivered), decode_payload(raw), raw, msg
+                    topic, MessageId(mid), int(md.num_delivered), decode_payload(raw), raw, msg, due
                 )
             )
         return out
