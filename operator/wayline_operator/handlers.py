@@ -29,6 +29,7 @@ from wayline.errors import WorldError
 from wayline.settings import Settings
 
 from .decisions import apply_table
+from .metrics import EVENTS, observed
 from .notices import NORMAL, WARNING, Budget, Notice, notices
 from .reconcile import HookNotReady, InvalidSpec, Reconciler, parse_spec, run_id_for
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
@@ -126,6 +127,7 @@ def _post(body: kopf.Body, memo: kopf.Memo, batch: Sequence[Notice]) -> None:
     budget: Budget = memo["budget"]
     for notice in budget.admit(str(body.get("metadata", {}).get("uid")), batch):
         kopf.event(body, type=notice.type, reason=notice.reason, message=notice.message[:1024])
+        EVENTS.labels(notice.reason).inc()
 
 
 def _generation(meta: Mapping[str, Any]) -> int | None:
@@ -176,6 +178,7 @@ def _same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 @kopf.on.resume(GROUP, VERSION, PLURAL, id="start")
 @kopf.on.create(GROUP, VERSION, PLURAL, id="start")
+@observed("start")
 async def start(
     body: kopf.Body,
     meta: kopf.Meta,
@@ -206,6 +209,7 @@ async def start(
 
 
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec", id="act")
+@observed("act")
 async def act(spec: kopf.Spec, uid: str, memo: kopf.Memo, **_: Any) -> None:
     try:
         await _reconciler(memo).act(uid, spec)
@@ -216,6 +220,7 @@ async def act(spec: kopf.Spec, uid: str, memo: kopf.Memo, **_: Any) -> None:
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, id="mirror", interval=POLL_SECONDS, initial_delay=0.5)
+@observed("mirror")
 async def mirror(
     body: kopf.Body,
     meta: kopf.Meta,
@@ -270,6 +275,7 @@ async def _table(body: kopf.Body, uid: str, patch: kopf.Patch, memo: kopf.Memo) 
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, id="stop")
+@observed("stop")
 async def stop(uid: str, memo: kopf.Memo, **_: Any) -> None:
     try:
         await _reconciler(memo).stop(uid)
@@ -309,6 +315,7 @@ async def _deliver(
 
 @kopf.on.resume(GROUP, VERSION, HOOK_PLURAL, id="deliver")
 @kopf.on.create(GROUP, VERSION, HOOK_PLURAL, id="deliver")
+@observed("deliver")
 async def deliver(
     body: kopf.Body,
     spec: kopf.Spec,
@@ -327,6 +334,7 @@ def _waiting(status: kopf.Status, **_: Any) -> bool:
 
 
 @kopf.timer(GROUP, VERSION, HOOK_PLURAL, id="redeliver", interval=HOOK_RETRY_SECONDS, when=_waiting)
+@observed("redeliver")
 async def redeliver(
     body: kopf.Body,
     spec: kopf.Spec,
