@@ -6,7 +6,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY runtime runtime
 COPY operator operator
-RUN pip install --no-cache-dir '.[nats,operator]'
+RUN pip install --no-cache-dir '.[nats,operator,metrics,otel]'
 COPY examples examples
 # the examples' fake payment provider keeps its file under .wayline/ in the working directory
 RUN mkdir -p /app/.wayline && chown 65532:65532 /app/.wayline
