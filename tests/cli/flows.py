@@ -73,12 +73,3 @@ async def saga(item: str, flag: str) -> str:
     await hold(item, flag)
     await wayline.create_hook(f"saga:{item}")
     return "kept"
-
-
-@wayline.workflow
-async def relay(text: str, seconds: float) -> list[str]:
-    """Two steps a sleep apart: the second half may run on another worker."""
-    first = await shout(text)
-    await wayline.sleep(seconds)
-    second = await shout(first + "!")
-    return [first, second]

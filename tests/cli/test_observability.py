@@ -13,6 +13,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 import wayline
 
 from .conftest import FLOWS, Background, Cli
+
+RELAY = Path(__file__).with_name("relay_flows.py")
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,8 +50,10 @@ def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return out
 
 
-def start_worker(spawn: Callable[..., Background], url: str, *extra: str) -> Background:
-    bg: Background = spawn("worker", "--app", str(FLOWS), *extra)  # on cli.world == url
+def start_worker(
+    spawn: Callable[..., Background], url: str, *extra: str, app: Path = FLOWS
+) -> Background:
+    bg: Background = spawn("worker", "--app", str(app), *extra)  # on cli.world == url
     return bg
 
 
@@ -215,9 +220,9 @@ def test_a_run_is_one_trace_across_two_worker_processes(
         OTEL_BSP_SCHEDULE_DELAY="100",
         OTEL_RESOURCE_ATTRIBUTES="wayline.test.worker=a",
     )
-    a = start_worker(spawn, world_url)
+    a = start_worker(spawn, world_url, app=RELAY)
     a.wait_for("ready on", timeout=20)
-    done = cli("start", f"{FLOWS}:relay", "--input", '["hi", 2.0]', world=world_url)
+    done = cli("start", f"{RELAY}:relay", "--input", '["hi", 2.0]', world=world_url)
     assert done.returncode == 0, done.stderr
     run_id = done.stdout.strip().split()[-1]
     deadline = time.monotonic() + 20
@@ -226,7 +231,7 @@ def test_a_run_is_one_trace_across_two_worker_processes(
         time.sleep(0.1)
     assert a.stop() == 0  # graceful: its spans are flushed on the way out
     cli.env.update(OTEL_RESOURCE_ATTRIBUTES="wayline.test.worker=b")
-    b = start_worker(spawn, world_url)
+    b = start_worker(spawn, world_url, app=RELAY)
     cli.env.clear()
     cli.env.update(base)
     cli.wait_status(run_id, "completed", timeout=20)
@@ -242,7 +247,7 @@ def test_a_run_is_one_trace_across_two_worker_processes(
     assert [s["worker"] for s in steps] == ["a", "b"]  # one span per step body, once each
     for s in steps:
         attrs = s["attributes"]
-        assert attrs["workflow.step.name"] == "cli_tests.shout"
+        assert attrs["workflow.step.name"] == "relay_tests.shout"
         assert attrs["workflow.inline_ownership.owned"] is True
         assert attrs["workflow.inline_ownership.owned_recovery"] is False
         assert attrs["workflow.inline_ownership.owner_message_id"]
