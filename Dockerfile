@@ -9,7 +9,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY runtime runtime
 COPY operator operator
-RUN pip install --no-cache-dir '.[nats,operator]'
+RUN pip install --no-cache-dir '.[nats,operator,metrics,otel]'
 COPY examples examples
 # A passwd entry for the uid the image runs as: without one, getpass.getuser() (kopf, pip, ...)
 # raises KeyError. The examples' fake payment provider keeps its file under .wayline/ in the

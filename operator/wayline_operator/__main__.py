@@ -1,6 +1,15 @@
 """``python -m wayline_operator [--namespace NS ...] [--peering NAME] [--liveness URL]``: run
 the operator.
-``python -m wayline_operator crds [DIR]``: write the CRDs (to ``crds/`` by default)."""
+``python -m wayline_operator crds [DIR]``: write the CRDs (to ``crds/`` by default).
+
+More than one replica: give them one ``--peering`` name (``WAYLINE_OPERATOR_PEERING``; its
+KopfPeering, or ClusterKopfPeering when no namespace is listed, must exist: see
+``crds/kopf-peering.json`` and docs/operator.md). The replica with the highest
+``--priority`` works, the others stand by; one that stops renewing its peering entry for
+``--peering-lifetime`` seconds is presumed dead and the next one takes over. Replicas must not
+share a priority (kopf pauses all of them then): without ``--priority`` each replica draws a
+random one.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +18,12 @@ import asyncio
 import getpass
 import logging
 import os
+import random
 import socket
 import sys
 from collections.abc import Sequence
+
+from .config import settings as wayline_settings
 
 
 def identity() -> str:
@@ -19,9 +31,7 @@ def identity() -> str:
     downward API), else ``user@host/pid``. kopf's own default asks ``getpass.getuser()``, which
     raises ``KeyError`` for a uid with no passwd entry and no ``USER``/``LOGNAME`` (the
     chart's image runs as 65532): the operator would crash at start."""
-    from .config import settings
-
-    pod = settings().operator_identity
+    pod = wayline_settings().operator_identity
     if pod:
         return pod
     try:
@@ -43,35 +53,81 @@ def main(argv: Sequence[str] | None = None) -> int:
             (folder / name).write_text(as_json(manifest))
             print(folder / name)
         return 0
+    conf = wayline_settings()
     parser = argparse.ArgumentParser(prog="python -m wayline_operator")
     parser.add_argument("--namespace", action="append", default=[], help="watch only these")
-    parser.add_argument("--peering", help="a KopfPeering name, for more than one replica")
+    parser.add_argument(
+        "--peering",
+        default=conf.operator_peering,
+        help="a (Cluster)KopfPeering name, for more than one replica (WAYLINE_OPERATOR_PEERING)",
+    )
+    parser.add_argument(
+        "--priority",
+        type=int,
+        default=conf.operator_priority,
+        help="this replica's peering priority, highest works (default: a random one)",
+    )
+    parser.add_argument(
+        "--peering-lifetime",
+        type=int,
+        default=conf.operator_peering_lifetime,
+        metavar="SECONDS",
+        help="how long a silent replica is presumed alive (default 60)",
+    )
     parser.add_argument(
         "--liveness",
         metavar="URL",
         help="kopf's liveness endpoint, e.g. http://0.0.0.0:8080/healthz (the chart's probe)",
     )
+    parser.add_argument("--metrics-port", type=int, metavar="PORT", help="serve /metrics here")
+    parser.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDRESS")
+    parser.add_argument("--log-format", default="text", choices=["text", "json"])
     parser.add_argument("--verbose", action="store_true")
     opts = parser.parse_args(args)
-    logging.basicConfig(
-        level=logging.DEBUG if opts.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+
+    from wayline import logs, metrics, telemetry
+
+    logs.configure(logging.DEBUG if opts.verbose else logging.INFO, opts.log_format)
+    log = logging.getLogger("wayline.operator")
     import kopf
 
     from . import handlers  # noqa: F401 - registers the handlers
 
     os.environ["POD_ID"] = identity()  # kopf's documented override of its peering identity
-
-    asyncio.run(
-        kopf.operator(
-            clusterwide=not opts.namespace,
-            namespaces=opts.namespace,
-            standalone=opts.peering is None,
-            peering_name=opts.peering,
-            liveness_endpoint=opts.liveness,
+    settings = kopf.OperatorSettings()
+    priority = opts.priority
+    if opts.peering is not None:
+        settings.peering.lifetime = opts.peering_lifetime
+        if priority is None:
+            priority = random.SystemRandom().randint(1, 2**31 - 1)
+        log.info(
+            "peering %r with priority %d (lifetime %ds)",
+            opts.peering,
+            priority,
+            opts.peering_lifetime,
         )
-    )
+    server = None
+    if opts.metrics_port is not None:
+        server = metrics.serve(opts.metrics_port, opts.metrics_host)
+        log.info("metrics on http://%s:%d/metrics", opts.metrics_host, server.server_port)
+    shutdown_traces = telemetry.configure("wayline-operator", conf.otel_env)
+    try:
+        asyncio.run(
+            kopf.operator(
+                settings=settings,
+                clusterwide=not opts.namespace,
+                namespaces=opts.namespace,
+                standalone=opts.peering is None,
+                peering_name=opts.peering,
+                priority=priority,
+                liveness_endpoint=opts.liveness,
+            )
+        )
+    finally:
+        shutdown_traces()
+        if server is not None:
+            server.shutdown()
+            server.server_close()
     return 0
 
 

@@ -24,6 +24,7 @@ from wayline.errors import WorldError
 
 from .config import settings
 from .kube import patch_status
+from .metrics import EVENTS, observed
 from .mirror import Cadence, Mirror
 from .notices import NORMAL, WARNING, Budget, Notice
 from .reconcile import HookNotReady, InvalidSpec, Reconciler, run_id_for
@@ -142,6 +143,7 @@ def _post_events(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
             reason=notice.reason,
             message=notice.message[:1024],
         )
+        EVENTS.labels(notice.reason).inc()
 
 
 def _generation(meta: Mapping[str, Any]) -> int | None:
@@ -160,6 +162,7 @@ async def seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL, id="start")
 @kopf.on.create(GROUP, VERSION, PLURAL, id="start")
+@observed("start")
 async def start(
     body: kopf.Body,
     meta: kopf.Meta,
@@ -192,6 +195,7 @@ async def start(
 
 
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec", id="act")
+@observed("act")
 async def act(spec: kopf.Spec, uid: str, memo: kopf.Memo, **_: Any) -> None:
     """Carry a changed spec to the run at once (the mirror repeats it while the run is live,
     so one lost to a crash is done later; each decision is done once)."""
@@ -205,6 +209,7 @@ async def act(spec: kopf.Spec, uid: str, memo: kopf.Memo, **_: Any) -> None:
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, id="stop")
+@observed("stop")
 async def stop(uid: str, memo: kopf.Memo, **_: Any) -> None:
     try:
         await _reconciler(memo).stop(uid)
@@ -244,6 +249,7 @@ async def _deliver(
 
 @kopf.on.resume(GROUP, VERSION, HOOK_PLURAL, id="deliver")
 @kopf.on.create(GROUP, VERSION, HOOK_PLURAL, id="deliver")
+@observed("deliver")
 async def deliver(
     body: kopf.Body,
     spec: kopf.Spec,
@@ -262,6 +268,7 @@ def _waiting(status: kopf.Status, **_: Any) -> bool:
 
 
 @kopf.timer(GROUP, VERSION, HOOK_PLURAL, id="redeliver", interval=HOOK_RETRY_SECONDS, when=_waiting)
+@observed("redeliver")
 async def redeliver(
     body: kopf.Body,
     spec: kopf.Spec,

@@ -90,6 +90,15 @@ class Settings:
     """``POD_ID``: the operator's peering identity (the chart sets it to the pod's name from the
     downward API); unset, the operator derives one that needs no passwd entry."""
 
+    operator_peering: str | None = None
+    """``WAYLINE_OPERATOR_PEERING``: a (Cluster)KopfPeering name shared by the replicas."""
+
+    operator_priority: int | None = None
+    """``WAYLINE_OPERATOR_PRIORITY``: this replica's peering priority (unset: a random one)."""
+
+    operator_peering_lifetime: int = 60
+    """``WAYLINE_OPERATOR_PEERING_LIFETIME``: seconds a silent replica is presumed alive."""
+
     operator_worker_grace_seconds: float = 10.0
     """``WAYLINE_OPERATOR_WORKER_GRACE_SECONDS``: how long a run may wait for its first worker
     before its WorkflowRun says ``WaitingForWorker``."""
@@ -111,6 +120,10 @@ class Settings:
     max_error_bytes: int = 8 * 1024
     """``WAYLINE_MAX_ERROR_BYTES``: a recorded error's message is cut to this (an error must
     always be recordable, so it is shortened, never refused)."""
+
+    otel_env: Mapping[str, str] = field(default_factory=dict)
+    """The standard ``OTEL_*`` variables (traces are exported when they ask for it; see
+    ``wayline.telemetry``)."""
 
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -148,7 +161,11 @@ class Settings:
             operator_api_threads=int(_positive(env, "WAYLINE_OPERATOR_API_THREADS", 16)),
             operator_sweep_seconds=_positive(env, "WAYLINE_OPERATOR_SWEEP_SECONDS", 60.0),
             operator_hook_retry_seconds=_positive(env, "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS", 5.0),
+            otel_env={k: v for k, v in env.items() if k.startswith("OTEL_")},
             operator_identity=env.get("POD_ID") or None,
+            operator_peering=env.get("WAYLINE_OPERATOR_PEERING") or None,
+            operator_priority=int(_float(env, "WAYLINE_OPERATOR_PRIORITY", 0)) or None,
+            operator_peering_lifetime=int(_positive(env, "WAYLINE_OPERATOR_PEERING_LIFETIME", 60)),
             operator_worker_grace_seconds=_positive(
                 env, "WAYLINE_OPERATOR_WORKER_GRACE_SECONDS", 10.0
             ),

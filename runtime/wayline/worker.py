@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
+from . import logs, metrics, telemetry
 from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RunStatus
@@ -291,12 +292,21 @@ class Worker:
 
     async def _handle(self, delivery: Delivery, fence: Fence, slots: asyncio.Semaphore) -> None:
         hold(fence)  # every body the handler runs is cut off when the fence trips
+        if delivery.due_at is not None:
+            metrics.QUEUE_LAG_SECONDS.labels(delivery.topic).observe(
+                max(0.0, time.time() - delivery.due_at)
+            )
         try:
+            payload = delivery.payload or {}
             try:
-                if delivery.topic == FLOW_TOPIC:
-                    verdict = await self.handler.handle_flow(delivery)
-                else:
-                    verdict = await self.handler.handle_step(delivery)
+                with (
+                    telemetry.attached(payload),
+                    logs.bound(run_id=payload.get("runId"), step=payload.get("stepName")),
+                ):
+                    if delivery.topic == FLOW_TOPIC:
+                        verdict = await self.handler.handle_flow(delivery)
+                    else:
+                        verdict = await self.handler.handle_step(delivery)
             except CorruptEntryError as err:
                 # the same bytes fail the same way on every delivery: set it aside, do not
                 # crash-loop (the run stays fenced until `wayline runs repair`)
@@ -317,7 +327,9 @@ class Worker:
                 )
                 verdict = Verdict("retry", delay=min(30.0, 0.5 * delivery.attempt))
             if self._held.pop(id(delivery), None) is None:
+                metrics.DELIVERIES.labels(delivery.topic, "abandoned").inc()
                 return  # given up at its fence's deadline: its message belongs to others now
+            metrics.DELIVERIES.labels(delivery.topic, verdict.kind).inc()
             await self._settle(delivery, verdict)
         finally:
             self._held.pop(id(delivery), None)

@@ -47,7 +47,7 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    for crd in CRDS.iterdir():
+    for crd in CRDS.glob("*.wayline.dev.json"):  # kopf-peering.json: for the chart's HA option
         assert (CHART / "crds" / crd.name).read_text() == crd.read_text()
     docs = _render(helm, "ns1", "workers[0].apps={myapp.flows}")
     kinds = sorted(d["kind"] for d in docs)

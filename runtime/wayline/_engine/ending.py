@@ -4,6 +4,7 @@ framework error, recording a step's outcome, and setting a malformed message asi
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +19,7 @@ from ..errors import (
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
 from .deferred import append_batch, outcome_event
 from .messages import Verdict, malformed_verdict
-from .step_runner import Outcome
+from .step_runner import Outcome, Retry
 
 log = logging.getLogger("wayline.runtime")
 
@@ -37,6 +38,14 @@ async def terminal(
         return
     info = await world.get_run(run_id)
     if info is not None:
+        error = info.error or {}
+        log.info(
+            "run %s %s%s",
+            run_id,
+            info.status,
+            f": [{error.get('code') or error.get('name')}] {error.get('message')}" if error else "",
+            extra={"run_id": run_id, "workflow": info.workflow},
+        )
         await report_to_parent(world, info)
 
 
@@ -65,13 +74,26 @@ async def fail_run(world: World, run_id: str, code: str, message: str) -> None:
     await terminal(world, run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
 
 
-async def record_outcome(world: World, run_id: str, cid: str, outcome: Outcome) -> list[Event]:
+async def record_outcome(
+    world: World, run_id: str, cid: str, outcome: Outcome, name: str = ""
+) -> list[Event]:
     """Write a step's outcome; nothing when another attempt settled it first, or the run
-    ended (cancelled)."""
+    ended (cancelled). A retry is logged at INFO, with the run and the step."""
     try:
-        return await world.append(run_id, [outcome_event(cid, outcome)])
+        written = await world.append(run_id, [outcome_event(cid, outcome)])
     except (EntityConflictError, RunTerminalError, EntityMissingError):
         return []
+    if isinstance(outcome, Retry):
+        log.info(
+            "run %s step %s (%s) will be retried in %.1fs: %s",
+            run_id,
+            name or cid,
+            cid,
+            max(0.0, outcome.retry_after - time.time()),
+            outcome.error.get("message", ""),
+            extra={"run_id": run_id, "step": name or cid, "step_id": cid},
+        )
+    return written
 
 
 async def malformed(world: World, delivery: Delivery, err: Exception) -> Verdict:

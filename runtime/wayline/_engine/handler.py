@@ -21,6 +21,7 @@ from typing import Any
 import pydantic
 from opentelemetry import trace
 
+from .. import metrics
 from .._core import limits
 from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
@@ -131,6 +132,7 @@ class Handler:
                 f"flow delivery attempt {delivery.attempt} exceeds "
                 f"WORKFLOW_MAX_QUEUE_DELIVERIES={limit}"
             )
+            metrics.DELIVERY_BUDGET_FAILURES.inc()
             await fail_run(self.world, info.run_id, "MAX_DELIVERIES_EXCEEDED", message)
             return ACK
         why = workflow.mismatch(info.attributes.get("definition"))
@@ -174,10 +176,11 @@ class Handler:
                 while True:
                     replay = Replay(workflow, run_id)
                     replay.parent = info.attributes.get("parent")
-                    events = await self.world.list_events(run_id)
-                    if pin is not None and _pinned_elsewhere(pin, events):
-                        return Verdict("retry", delay=0.0)  # check the new pin again
-                    replay.feed(events)
+                    with metrics.timed(metrics.REPLAY_SECONDS):
+                        events = await self.world.list_events(run_id)
+                        if pin is not None and _pinned_elsewhere(pin, events):
+                            return Verdict("retry", delay=0.0)  # check the new pin again
+                        replay.feed(events)
                     info = await divergence.lift(self.world, info)
                     session = RunSession(
                         self.world,
@@ -216,6 +219,15 @@ class Handler:
         await sync_children(session)
         try:
             if replay.root is None and replay.terminal is None:
+                if not session.stats.started:
+                    session.stats.started = True
+                    name = replay.workflow.name
+                    log.info(
+                        "run %s started: workflow %s",
+                        replay.run_id,
+                        name,
+                        extra={"run_id": replay.run_id, "workflow": name},
+                    )
                 await self._start(session, defer, pin)
             driven = await self._drive(session, defer)
         except Rebuild:
@@ -463,6 +475,8 @@ def _close_span(span: trace.Span, stats: Stats, delivery: Delivery) -> None:
             delivery.message_id,
             stats.inflight_owned,
         )
+    metrics.OWNED_RECOVERIES.inc(stats.owned_recovery_steps)
+    metrics.BACKSTOPS_ARMED.inc(stats.backstop_wakes_armed)
     span.set_attribute("workflow.inline_ownership.owned_recovery_steps", stats.owned_recovery_steps)
     span.set_attribute("workflow.inline_ownership.backstop_wakes_armed", stats.backstop_wakes_armed)
     span.set_attribute("workflow.steps.inline", stats.inline_steps)

@@ -50,6 +50,7 @@ class Stats:
     backstop_wakes_armed: int = 0
     inline_steps: int = 0
     rebuilds: int = 0
+    started: bool = False
     inflight_owned: set[str] = field(default_factory=set)
     bodies: InFlight = field(default_factory=InFlight)
     """Inline bodies still running under this delivery (see ``inflight``)."""

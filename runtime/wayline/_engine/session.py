@@ -106,8 +106,8 @@ class RunSession:
                 s.topic, s.payload, idempotency_key=s.key, delay_seconds=s.delay
             )
 
-    async def record(self, cid: str, outcome: Outcome) -> list[Event]:
-        return await record_outcome(self.world, self.run_id, cid, outcome)
+    async def record(self, cid: str, outcome: Outcome, name: str = "") -> list[Event]:
+        return await record_outcome(self.world, self.run_id, cid, outcome, name)
 
     # --- one step body, inline -----------------------------------------------------------------
     async def run_inline(
@@ -135,7 +135,7 @@ class RunSession:
                 return events  # written with the next batch (see ``deferred``)
             if not executed or outcome is None:
                 return events
-            events += await self.record(rec.cid, outcome)
+            events += await self.record(rec.cid, outcome, rec.name)
             if isinstance(outcome, Retry):
                 # The retry handoff: from now on the step is queue-owned (step_retrying lapsed
                 # ownership for good) and its message is keyed by the step, never the backstop.
@@ -179,6 +179,8 @@ class RunSession:
                 attempt=attempt,
                 occurrence=rec.occurrence,
                 forward_result=rec.result if rec.compensates else None,
+                owner=self.my_id,
+                recovery=recovery,
             )
 
         if recovery or self.settings.inline_ownership:

@@ -64,7 +64,7 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
         if isinstance(ran, Verdict | Continue):
             return ran
         outcome = ran
-    await record_outcome(world, run_id, cid, outcome)
+    await record_outcome(world, run_id, cid, outcome, step.name)
     if isinstance(outcome, Retry):
         await world.retry(delivery, max(0.0, outcome.retry_after - time.time()))
         return Verdict("none")

@@ -6,6 +6,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry import trace
+
+from .. import metrics
 from .._core import limits
 from .._core.definitions import StepDefinition
 from .._core.serde import decode, encode, error_to_dict
@@ -50,6 +53,61 @@ async def run_step_body(
     attempt: int,
     occurrence: int,
     forward_result: Any = None,
+    owner: str | None = None,
+    recovery: bool = False,
+) -> Outcome:
+    """Run the body under its own span (``workflow.step``), counted in the step metrics.
+    ``owner`` is the message that owns an inline body (seed 000), None for a queued one;
+    ``recovery`` marks an owned recovery (the owner re-runs a body a dead delivery began)."""
+    name = definition.name
+    metrics.STEP_BODIES_STARTED.labels(name).inc()
+    attributes: dict[str, Any] = {
+        "workflow.run.id": run_id,
+        "workflow.step.name": name,
+        "workflow.step.id": step_id,
+        "workflow.step.attempt": attempt,
+        "workflow.step.direction": "forward" if definition.compensates is None else "compensate",
+        "workflow.inline_ownership.owned": owner is not None,
+        "workflow.inline_ownership.owned_recovery": recovery,
+    }
+    if owner is not None:
+        attributes["workflow.inline_ownership.owner_message_id"] = owner
+    with _tracer.start_as_current_span("workflow.step", attributes=attributes) as span:
+        outcome = await _run(
+            definition,
+            run_id=run_id,
+            step_id=step_id,
+            stored_input=stored_input,
+            attempt=attempt,
+            occurrence=occurrence,
+            forward_result=forward_result,
+        )
+        if isinstance(outcome, Completed):
+            metrics.STEP_BODIES_COMPLETED.labels(name).inc()
+            span.set_attribute("workflow.step.outcome", "completed")
+        elif isinstance(outcome, Retry):
+            metrics.STEP_BODIES_RETRIED.labels(name).inc()
+            span.set_attribute("workflow.step.outcome", "retry")
+            span.set_status(trace.StatusCode.ERROR, str(outcome.error.get("message", "")))
+        else:
+            metrics.STEP_BODIES_FAILED.labels(name).inc()
+            span.set_attribute("workflow.step.outcome", "failed")
+            span.set_status(trace.StatusCode.ERROR, str(outcome.error.get("message", "")))
+        return outcome
+
+
+_tracer = trace.get_tracer("wayline")
+
+
+async def _run(
+    definition: StepDefinition[..., Any],
+    *,
+    run_id: str,
+    step_id: str,
+    stored_input: Any,
+    attempt: int,
+    occurrence: int,
+    forward_result: Any,
 ) -> Outcome:
     forward = definition.compensates
     if forward is None:

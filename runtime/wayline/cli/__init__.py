@@ -42,6 +42,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from .. import logs
 from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
@@ -128,6 +129,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="address of the health endpoints (default 127.0.0.1; in a pod, the pod's IP)",
     )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument(
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="json: one JSON object a line, with run_id and step when a record has them",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on this port (/metrics); needs the metrics extra",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",
+        metavar="ADDRESS",
+        help="the address the metrics server binds (default 0.0.0.0)",
+    )
     p.set_defaults(handler=commands.cmd_worker)
 
     p = command(sub, "start", "start a run (a worker executes it) and print its id")
@@ -253,11 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.world is None:
             args.world = Settings.from_env().world_url
         level = getattr(args, "log_level", "WARNING")
-        logging.basicConfig(
-            level=getattr(logging, level),
-            stream=sys.stderr,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
+        logs.configure(getattr(logging, level), getattr(args, "log_format", "text"))
         code: int = asyncio.run(args.handler(args))
         return code
     except UsageError as err:

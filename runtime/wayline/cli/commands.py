@@ -18,11 +18,13 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from .. import metrics, telemetry
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
 from ..client import Client
 from ..errors import CorruptLogError, HookNotFoundError, RunNotFoundError, WorldUnavailableError
 from ..health import HealthServer
+from ..settings import Settings
 from ..worker import Worker
 from ..world import World
 from ..world.entries import corrupt_info
@@ -210,6 +212,26 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     names = sorted({d.name for d in definitions})
     url = args.world
     publish_world(absolute_world_url(url))
+    shutdown_traces = telemetry.configure("wayline-worker", Settings.from_env().otel_env)
+    server = None
+    if args.metrics_port is not None:
+        server = metrics.serve(args.metrics_port, args.metrics_host)
+        log.info("metrics on http://%s:%d/metrics", args.metrics_host, server.server_port)
+    try:
+        return await _serve(args, definitions, names, url)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        shutdown_traces()
+
+
+async def _serve(
+    args: argparse.Namespace,
+    definitions: list[WorkflowDefinition[..., Any]],
+    names: list[str],
+    url: str,
+) -> int:
     async with opened_world(url, create=True) as world:
         worker = Worker(
             world,

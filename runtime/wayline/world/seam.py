@@ -74,6 +74,8 @@ class Delivery:
     raw: bytes
     handle: Any = None
     """World-private: what the world needs to ack, renew or retry this delivery."""
+    due_at: float | None = None
+    """When the message became due (epoch seconds), where the world knows: queue lag."""
 
 
 class World(abc.ABC):

@@ -14,6 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from ..metrics import SINGLE_FLIGHT_ABSORPTIONS
+
 T = TypeVar("T")
 
 log = logging.getLogger("wayline.runtime")
@@ -30,6 +32,7 @@ class SingleFlight:
         """Run ``execute`` unless ``key`` is in flight; returns ``(executed, result)``."""
         existing = self._inflight.get(key)
         if existing is not None:
+            SINGLE_FLIGHT_ABSORPTIONS.inc()
             log.warning(
                 "single-flight absorbed a would-be duplicate execution of %s; a burst of these "
                 "means leases expire under live executions (raise "

@@ -35,6 +35,7 @@ from ...errors import (
     SequenceConflictError,
     WorldUnavailableError,
 )
+from ...telemetry import carry
 from ...world import (
     Delivery,
     HookInfo,
@@ -393,7 +394,7 @@ class LocalWorld(World):
         delay_seconds: float = 0.0,
     ) -> MessageId:
         topic = await self.router.topic(topic, payload)
-        body = json.dumps(dict(payload)).encode()
+        body = json.dumps(carry(payload)).encode()
         now = time.time()
         message_id: MessageId = self._write(
             self._enqueue_tx, topic, body, idempotency_key, now + max(0.0, delay_seconds), now
@@ -459,11 +460,20 @@ class LocalWorld(World):
 
     def _claim_tx(self, db: sqlite3.Connection, topic: str, limit: int) -> list[Delivery]:
         now = time.time()
+        due = dict(
+            db.execute(
+                "SELECT id, available_at FROM messages WHERE topic = ? AND available_at <= ? "
+                "ORDER BY available_at, id LIMIT ?",
+                (topic, now, limit),
+            ).fetchall()
+        )
+        if not due:
+            return []
+        marks = ",".join("?" * len(due))
         rows = db.execute(
             "UPDATE messages SET attempts = attempts + 1, holder = ?, available_at = ? "
-            "WHERE id IN (SELECT id FROM messages WHERE topic = ? AND available_at <= ? "
-            "ORDER BY available_at, id LIMIT ?) RETURNING id, attempts, payload, handbacks",
-            (self._holder, now + self._visibility, topic, now, limit),
+            f"WHERE id IN ({marks}) RETURNING id, attempts, payload, handbacks",
+            (self._holder, now + self._visibility, *due),
         ).fetchall()
         rows.sort(key=lambda r: r[0])
         return [
@@ -474,6 +484,7 @@ class LocalWorld(World):
                 _decode(r[2]),
                 bytes(r[2]),
                 (r[0], r[1]),  # the claim's attempt count fences every settlement
+                due[r[0]],
             )
             for r in rows
         ]

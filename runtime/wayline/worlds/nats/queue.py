@@ -34,6 +34,7 @@ from typing import Any
 
 from ..._core.ids import MessageId
 from ...errors import WorldError, WorldUnavailableError
+from ...telemetry import carry
 from ...world import Delivery, entries
 from ...world.routing import plain_topic
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
@@ -127,7 +128,7 @@ class Queue:
         idempotency_key: str | None,
         delay_seconds: float,
     ) -> MessageId:
-        body = dumps(dict(payload))
+        body = dumps(carry(payload))
         due = time.time() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
         if idempotency_key is None:
@@ -382,6 +383,10 @@ class Queue:
             held = _Held(msg, sent + self._visibility)
             if md.num_delivered > 1:
                 held.handbacks = await self._handbacks(int(md.sequence.stream))
+            # The stream stamps a message when it is stored, which for a delayed one is when
+            # its schedule fires: due then, for a first delivery.
+            stamp = getattr(md, "timestamp", None)
+            due = stamp.timestamp() if stamp is not None and md.num_delivered == 1 else None
             out.append(
                 Delivery(
                     plain_topic(topic),
@@ -390,6 +395,7 @@ class Queue:
                     decode_payload(raw),
                     raw,
                     held,
+                    due,
                 )
             )
         return out

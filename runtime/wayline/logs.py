@@ -1,0 +1,73 @@
+"""Log set-up for the worker and the operator: text (the default) or one JSON object a line.
+
+Records carry ``run_id`` and ``step`` when they concern one: passed as ``extra``, or bound for
+a whole delivery with :func:`bound` (the worker binds the run id of each message it handles).
+JSON lines have ``time``, ``level``, ``logger``, ``message``, those fields when present, and
+``exception`` for a logged traceback.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+FORMATS = ("text", "json")
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+FIELDS = ("run_id", "step", "step_id", "attempt", "workflow")
+
+_bound: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "wayline_log_fields", default=None
+)
+
+
+@contextmanager
+def bound(**fields: Any) -> Iterator[None]:
+    """Add these fields (``run_id``, ``step`` ...) to every record logged inside."""
+    merged = {**(_bound.get() or {}), **{k: v for k, v in fields.items() if v is not None}}
+    token = _bound.set(merged)
+    try:
+        yield
+    finally:
+        _bound.reset(token)
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in (_bound.get() or {}).items():
+            out.setdefault(key, value)
+        for key in FIELDS:
+            value = record.__dict__.get(key)
+            if value is not None:
+                out[key] = value
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def configure(
+    level: int | str = logging.INFO, fmt: str = "text", stream: TextIO | None = None
+) -> None:
+    """Configure the root logger (replacing handlers a previous call installed)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        if getattr(old, "_wayline", False):
+            root.removeHandler(old)
+    handler._wayline = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)

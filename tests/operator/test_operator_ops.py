@@ -1,0 +1,222 @@
+"""Running the operator as a platform team does: its Prometheus metrics and JSON logs, and two
+replicas with kopf peering where the active one is SIGKILLed mid-flight (real API server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from wayline.events import EventType
+
+import wayline
+from tests.operator.test_workflowrun import (  # noqa: F401 - crd_applied is a fixture
+    APPS,
+    Cluster,
+    Operator,
+    _kubeconfig_env,
+    crd_applied,
+)
+from tests.runtime.harness import settings, wait_for
+from wayline.worlds.local import LocalWorld
+from wayline_operator.peering import peering_object
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("crd_applied")]
+
+
+class Replica(Operator):
+    """``python -m wayline_operator --namespace NS`` with extra options."""
+
+    def __init__(self, namespace: str, env: dict[str, str], log: Path, *args: str) -> None:
+        super().__init__(namespace, env, log)
+        self.args = args
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "wayline_operator",
+                    "--namespace",
+                    self.namespace,
+                    *self.args,
+                ],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    async def said(self, pattern: str, timeout: float = 30) -> re.Match[str]:
+        async def found() -> re.Match[str] | None:
+            return re.search(pattern, self.text())
+
+        match: re.Match[str] = await wait_for(found, timeout=timeout, interval=0.1)
+        return match
+
+
+@pytest.fixture
+async def cluster_of(control_plane: Any, tmp_path: Path) -> AsyncIterator[Callable[..., Cluster]]:
+    """``cluster_of(*replica_args)``: a namespace, a SQLite world and one operator process per
+    argument tuple (the first is ``cluster.operator``; all are in ``cluster.replicas``)."""
+    namespace = f"t-{uuid.uuid4().hex[:10]}"
+    done = control_plane.kubectl("create", "namespace", namespace)
+    assert done.returncode == 0, done.stderr
+    url = f"sqlite:///{tmp_path / 'wayline.db'}"
+    world = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
+    await world.start()
+    env = _kubeconfig_env(url, control_plane.kubeconfig)
+    replicas: list[Replica] = []
+
+    def make(*arg_sets: tuple[str, ...]) -> Cluster:
+        for i, args in enumerate(arg_sets):
+            replica = Replica(namespace, env, tmp_path / f"operator{i}.log", *args)
+            replicas.append(replica)
+        cluster = Cluster(control_plane, namespace, world, wayline.Client(world), replicas[0])
+        cluster.replicas = replicas  # type: ignore[attr-defined]
+        return cluster
+
+    yield make
+    for replica in replicas:
+        replica.stop()
+    await world.close()
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+async def test_operator_metrics_are_scraped_and_its_logs_are_json_lines(
+    cluster_of: Callable[..., Cluster],
+) -> None:
+    cluster = cluster_of(
+        ("--metrics-port", "0", "--metrics-host", "127.0.0.1", "--log-format", "json")
+    )
+    replica: Replica = cluster.operator  # type: ignore[assignment]
+    replica.start()
+    port = int((await replica.said(r"metrics on http://127\.0\.0\.1:(\d+)/metrics")).group(1))
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("sum", {"workflow": "chain", "input": [3]}).returncode == 0
+        await cluster.status_when("sum", "completed")
+        await cluster.event_when("sum", "RunSucceeded")
+    got = scrape(port)
+
+    def v(name: str, **labels: str) -> float:
+        return got.get((name, tuple(sorted(labels.items()))), 0.0)
+
+    assert v("wayline_operator_reconciles_total", handler="start", result="ok") == 1
+    assert v("wayline_operator_reconciles_total", handler="mirror", result="ok") >= 1
+    assert v("wayline_operator_status_patches_total", handler="start") == 1
+    assert v("wayline_operator_status_patches_total", handler="mirror") >= 1
+    assert v("wayline_operator_events_total", reason="RunStarted") == 1
+    assert v("wayline_operator_events_total", reason="RunSucceeded") == 1
+    posted = [e["reason"] for e in cluster.events("sum")]
+    assert posted.count("RunSucceeded") == 1  # the counter matches what the API server holds
+    replica.stop()
+    lines = [line for line in replica.text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line is one JSON object
+    assert all({"time", "level", "logger", "message"} <= r.keys() for r in records)
+    assert any(r["logger"].startswith("kopf") for r in records)
+
+
+LIFETIME = 8
+"""The peering lifetime in the HA test: how long a silent replica is presumed alive."""
+
+
+async def test_two_replicas_one_killed_mid_flight_start_each_run_once_and_none_stalls(
+    cluster_of: Callable[..., Cluster],
+) -> None:
+    peering = ("--peering", "wayline-ha", "--peering-lifetime", str(LIFETIME))
+    cluster = cluster_of((*peering, "--priority", "200"), (*peering, "--priority", "100"))
+    active, standby = cluster.replicas  # type: ignore[attr-defined]
+    path = Path(cluster.plane.kubeconfig).parent / f"{cluster.namespace}-peering.json"
+    path.write_text(json.dumps(peering_object("wayline-ha", cluster.namespace)))
+    cluster.kubectl("apply", "-f", str(path))
+    active.start()
+    await active.said(r"Resuming operations")  # kopf starts paused until it knows its peers
+    standby.start()
+
+    async def peers() -> bool:
+        got = await asyncio.to_thread(cluster.get, "wayline-ha", "kopfpeering")
+        return len(got.get("status") or {}) == 2
+
+    await wait_for(peers, timeout=30, interval=0.2)
+    await asyncio.sleep(1.0)
+    assert "Resuming operations" not in standby.text()  # the standby stands by
+    created: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    total, kill_after = 14, 5
+
+    async def watch() -> None:
+        while len(seen) < total:
+            listed = await asyncio.to_thread(cluster.kubectl, "get", "wfr", "-o", "json")
+            now = time.monotonic()
+            for item in json.loads(listed.stdout)["items"]:
+                name = item["metadata"]["name"]
+                if name in created and name not in seen and (item.get("status") or {}).get("runId"):
+                    seen[name] = now
+            await asyncio.sleep(0.2)
+
+    killed_at = 0.0
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        watcher = asyncio.create_task(watch())
+        for i in range(total):
+            name = f"ha-{i}"
+            done = await asyncio.to_thread(cluster.apply, name, {"workflow": "chain", "input": [3]})
+            assert done.returncode == 0, done.stderr
+            created[name] = time.monotonic()
+            if i == kill_after - 1:
+                await wait_for(lambda: _has(seen, f"ha-{kill_after - 2}"), timeout=30)
+                active.stop(signal.SIGKILL)  # the active replica dies mid-flight
+                killed_at = time.monotonic()
+            await asyncio.sleep(0.4)
+        await asyncio.wait_for(watcher, timeout=LIFETIME * 4)
+        for name in created:
+            await cluster.status_when(name, "completed", timeout=60)
+    await standby.said(r"Resuming operations")  # it took over
+    waits = {name: seen[name] - created[name] for name in created}
+    print(
+        f"\nstatus waits after creation (s): max {max(waits.values()):.1f}, "
+        f"before the kill max {max(waits[f'ha-{i}'] for i in range(kill_after - 1)):.1f}; "
+        f"takeover {max(seen.values()) - killed_at:.1f}s after the SIGKILL"
+    )
+    # Nothing stalls longer than the peering lifetime (plus the standby's relist and first
+    # handler, which the lifetime does not cover) ...
+    slack = 5.0
+    assert all(w <= LIFETIME + slack for w in waits.values()), waits
+    # ... and exactly one run per resource, each started once.
+    runs = await cluster.client.list_runs(limit=1000)
+    uids = {name: cluster.get(name)["metadata"]["uid"].replace("-", "") for name in created}
+    assert sorted(r.run_id for r in runs) == sorted(f"wf_{u}" for u in uids.values())
+    for run in runs:
+        events = await cluster.world.list_events(run.run_id)
+        kinds = [e.type for e in events]
+        assert kinds.count(EventType.RUN_CREATED) == 1 and kinds.count(EventType.RUN_STARTED) == 1
+        assert kinds.count(EventType.STEP_STARTED) == 3  # three steps, each body started once
+    for name in created:
+        posted = [e["reason"] for e in cluster.events(name)]
+        assert posted.count("RunStarted") <= 1, (name, posted)
+
+
+async def _has(seen: dict[str, float], name: str) -> bool:
+    return name in seen

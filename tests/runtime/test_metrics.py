@@ -1,0 +1,87 @@
+"""The worker's Prometheus counters on every world, read from the process's registry around
+scenarios that really make them move (the HTTP exposition is tested in tests/cli)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from prometheus_client import REGISTRY
+
+import wayline
+from tests.runtime import flows
+from tests.runtime.harness import Engine, settings, wait_for
+from wayline.errors import RunFailedError
+from wayline.world import FLOW_TOPIC
+
+
+def value(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def _lines(path: str, n: int) -> bool:
+    return len(flows.lines(path)) >= n
+
+
+async def test_a_backstop_armed_under_a_live_owner_is_counted(
+    engine: Engine, tmp_path: Path
+) -> None:
+    marker = str(tmp_path / "m")
+    before = value("wayline_backstops_armed_total")
+    started = value("wayline_step_bodies_started_total", step="slow_marker")
+    async with engine.worker([flows.hook_during_step]):
+        handle = await engine.client.start(flows.hook_during_step, marker, 1.0)
+        await wait_for(lambda: _lines(marker, 1))
+        await asyncio.sleep(0.2)
+        await engine.client.resume_hook(f"mid-step:{marker}", 1)
+        await handle.result(timeout=15)
+    assert value("wayline_backstops_armed_total") - before == 1
+    assert value("wayline_step_bodies_started_total", step="slow_marker") - started == 1
+    assert len(flows.lines(marker)) == 1  # the counter agrees with the body's own record
+
+
+async def test_owned_recovery_is_counted(engine: Engine, tmp_path: Path) -> None:
+    log = str(tmp_path / "log")
+    before = value("wayline_owned_recoveries_total")
+    worker = wayline.Worker(engine.world, [flows.looping], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(flows.looping, log, 4, 2, 30.0)
+    await wait_for(lambda: _lines(log, 3))  # blocked inside iteration 2
+    await worker.close(graceful=False)
+    assert value("wayline_owned_recoveries_total") == before
+    async with engine.worker([flows.looping]):
+        await handle.result(timeout=15)
+    assert flows.lines(log).count("2:2") == 1
+    assert value("wayline_owned_recoveries_total") - before == 1
+
+
+async def test_a_single_flight_absorption_is_counted(engine: Engine, tmp_path: Path) -> None:
+    marker = str(tmp_path / "m")
+    before = value("wayline_single_flight_absorptions_total")
+    retried = value("wayline_step_bodies_retried_total", step="long_fail_once")
+    short = settings(lease_seconds=2.0, max_invocation_seconds=1.5)
+    async with engine.worker([flows.outlives_lease], settings=short):
+        handle = await engine.client.start(flows.outlives_lease, marker, 2.6)
+        await wait_for(lambda: _lines(marker, 1))
+        await asyncio.sleep(2.2)  # past the 2 s lease, the body still running
+        await engine.client.resume_hook(f"outlive:{marker}", "late wake")
+        await handle.result(timeout=25)
+    assert flows.lines(marker) == ["attempt 1", "attempt 2"]
+    assert value("wayline_single_flight_absorptions_total") - before == 1
+    assert value("wayline_step_bodies_retried_total", step="long_fail_once") - retried == 1
+
+
+async def test_a_run_past_its_delivery_budget_is_counted(engine: Engine, tmp_path: Path) -> None:
+    before = value("wayline_delivery_budget_failures_total")
+    dead = value("wayline_deliveries_total", topic=FLOW_TOPIC, outcome="ack")
+    handle = await engine.client.start(flows.looping, str(tmp_path / "log"), 1, 1, 0.0)
+    for _ in range(3):  # three deliveries that never finished (their workers died)
+        [delivery] = await engine.world.receive(FLOW_TOPIC, max_messages=1, wait_seconds=5)
+        await engine.world.retry(delivery, 0.0)
+    async with engine.worker([flows.looping], settings=settings(max_queue_deliveries=3)):
+        with pytest.raises(RunFailedError) as failed:
+            await handle.result(timeout=15)
+    assert failed.value.error_code == "MAX_DELIVERIES_EXCEEDED"
+    assert value("wayline_delivery_budget_failures_total") - before == 1
+    assert value("wayline_deliveries_total", topic=FLOW_TOPIC, outcome="ack") - dead >= 1
