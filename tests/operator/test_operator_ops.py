@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from wayline.events import EventType
+from wayline._core.events import EventType
 
 import wayline
 from tests.operator.test_workflowrun import (  # noqa: F401 - crd_applied is a fixture
