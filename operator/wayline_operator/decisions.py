@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from wayline._core.dispatch import Action, StepState, decide, lease_remaining
-from wayline._core.events import STEP_TERMINAL_EVENTS, Event, EventType
+from wayline._core.events import Event
+from wayline._core.projections import fold
 from wayline.settings import Settings
 from wayline.world import FLOW_TOPIC, STEP_TOPIC, World
 
@@ -22,28 +23,22 @@ OPERATOR_IDENTITY = "wayline-operator"
 
 
 def live_steps(events: Sequence[Event]) -> dict[str, dict[str, Any]]:
-    """Each created, non-terminal step: ``{name, attempt, state: StepState}`` by its id."""
-    steps: dict[str, dict[str, Any]] = {}
-    for e in events:
-        cid = e.correlation_id or ""
-        if e.type is EventType.STEP_CREATED:
-            steps[cid] = {"name": e.data.get("stepName"), "attempt": 0, "state": StepState()}
-        elif cid not in steps:
-            continue
-        elif e.type is EventType.STEP_STARTED:
-            old: StepState = steps[cid]["state"]
-            steps[cid]["attempt"] = int(e.data.get("attempt") or 0)
-            steps[cid]["state"] = StepState(
-                owner_message_id=e.data.get("ownerMessageId"),
-                last_started_at=e.created_at,
-                saw_retrying=old.saw_retrying,
-            )
-        elif e.type is EventType.STEP_RETRYING:
-            old = steps[cid]["state"]
-            steps[cid]["state"] = StepState(old.owner_message_id, old.last_started_at, True)
-        elif e.type in STEP_TERMINAL_EVENTS:
-            del steps[cid]
-    return steps
+    """Each created, non-terminal step: ``{name, attempt, state: StepState}`` by its id, read
+    from the one fold of the log."""
+    view = fold(events[0].run_id if events else "", events)
+    return {
+        cid: {
+            "name": step.name,
+            "attempt": step.attempts[-1].number if step.attempts else 0,
+            "state": StepState(
+                owner_message_id=step.owner,
+                last_started_at=step.last_started_at,
+                saw_retrying=step.saw_retrying,
+            ),
+        }
+        for cid, step in view.steps.items()
+        if not step.terminal
+    }
 
 
 async def apply_table(

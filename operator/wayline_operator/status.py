@@ -12,12 +12,11 @@ Kubernetes tooling expects (``kubectl wait --for=condition=Succeeded``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from wayline._core.events import Event, EventType, RunStatus
-from wayline._core.projections import fold
+from wayline._core.events import Event, RunStatus
+from wayline._core.projections import RunView, fold
 from wayline.cli.timeline import fmt_error
 from wayline.world import RunInfo
 
@@ -54,75 +53,30 @@ def resumes_recorded(events: Sequence[Event]) -> int:
     return fold("", events).compensation_resumes
 
 
-@dataclass
-class _Open:
-    """The run's open entities, folded from its log."""
-
-    hooks: dict[str, str] = field(default_factory=dict)  # cid -> token
-    waits: dict[str, float] = field(default_factory=dict)  # cid -> resumeAt
-    children: dict[str, dict[str, Any]] = field(default_factory=dict)
-    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
-    stuck: Mapping[str, Any] | None = None
-
-
-def _fold(events: Sequence[Event]) -> _Open:
-    seen = _Open()
-    for e in events:
-        cid, t, data = e.correlation_id or "", e.type, e.data
-        if t is EventType.HOOK_CREATED:
-            seen.hooks[cid] = str(data.get("token", ""))
-        elif t in (EventType.HOOK_RECEIVED, EventType.HOOK_DISPOSED):
-            seen.hooks.pop(cid, None)
-        elif t is EventType.WAIT_CREATED:
-            seen.waits[cid] = float(data.get("resumeAt") or 0.0)
-        elif t is EventType.WAIT_COMPLETED:
-            seen.waits.pop(cid, None)
-        elif t is EventType.CHILD_CREATED:
-            seen.children[cid] = {
-                "runId": data.get("childRunId"),
-                "workflow": data.get("workflow"),
-            }
-        elif t is EventType.CHILD_COMPLETED:
-            seen.children.pop(cid, None)
-        elif t is EventType.STEP_CREATED:
-            seen.steps[cid] = {
-                "name": data.get("stepName"),
-                "stepId": cid,
-                "attempt": 0,
-                "state": "pending",
-                "compensates": bool(data.get("compensates")),
-            }
-        elif t is EventType.STEP_STARTED and cid in seen.steps:
-            seen.steps[cid].update(attempt=int(data.get("attempt") or 0), state="running")
-        elif t is EventType.STEP_RETRYING and cid in seen.steps:
-            seen.steps[cid].update(state="retrying", error=fmt_error(data.get("error")))
-        elif t in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
-            seen.steps.pop(cid, None)
-        elif t is EventType.RUN_COMPENSATION_STUCK:
-            seen.stuck = data
-        elif t in (EventType.RUN_COMPENSATION_RESUMED, EventType.RUN_COMPENSATION_ABANDONED):
-            seen.stuck = None
-    return seen
-
-
 def waiting_for(
-    info: RunInfo, events: Sequence[Event], *, now: float, worker_grace: float
+    info: RunInfo,
+    events: Sequence[Event],
+    *,
+    now: float,
+    worker_grace: float,
+    view: RunView | None = None,
 ) -> list[dict[str, Any]]:
     """What the live run waits for, most actionable first: a person (a stuck unwind), a worker
     (none serves its workflow), hooks (with the token to answer and its timeout), children,
-    sleeps, steps in flight. Empty for a run that ended."""
+    sleeps, steps in flight. Empty for a run that ended. Read from the one fold of the log
+    (``view``, folded here when not given)."""
     if info.status.terminal:
         return []
+    seen = view if view is not None else fold(info.run_id, events)
     out: list[dict[str, Any]] = []
-    seen = _fold(events)
     if info.status is RunStatus.COMPENSATION_STUCK:
-        stuck = seen.stuck or {}
+        stuck = seen.stuck
         out.append(
             {
                 "kind": "person",
-                "step": stuck.get("step"),
-                "stepId": stuck.get("stepId"),
-                "error": fmt_error(stuck.get("error")),
+                "step": stuck.step if stuck else None,
+                "stepId": stuck.step_id if stuck else None,
+                "error": fmt_error(stuck.error if stuck else None),
                 "message": "a compensation failed: raise spec.compensation.resumes to retry it "
                 "or set spec.compensation.abandon",
             }
@@ -130,24 +84,40 @@ def waiting_for(
     worker = worker_wait(info, now=now, grace=worker_grace)
     if worker is not None:
         out.append({"kind": "worker", "workflow": info.workflow, "message": worker})
-    for cid, token in seen.hooks.items():
-        hook: dict[str, Any] = {"kind": "hook", "token": token, "hookId": cid}
-        timeout = seen.waits.get(f"{cid}.timeout")
-        if timeout is not None:
-            hook["timeoutAt"] = stamp(timeout)
-        out.append(hook)
-    for cid, child in seen.children.items():
-        entry = {"kind": "child", "childId": cid, **child}
-        deadline = seen.waits.get(f"{cid}.deadline")
-        if deadline is not None:
-            entry["deadlineAt"] = stamp(deadline)
-        out.append(entry)
-    for cid, until in seen.waits.items():
-        if cid.endswith((".timeout", ".deadline")):
+    for cid, hook in seen.hooks.items():
+        if hook.status != "waiting":
             continue
-        out.append({"kind": "sleep", "waitId": cid, "until": stamp(until)})
+        entry: dict[str, Any] = {"kind": "hook", "token": hook.token, "hookId": cid}
+        if hook.timeout_at is not None:
+            entry["timeoutAt"] = stamp(hook.timeout_at)
+        out.append(entry)
+    for cid, child_run in seen.children.items():
+        entry = {
+            "kind": "child",
+            "childId": cid,
+            "runId": child_run,
+            "workflow": seen.child_workflows.get(cid),
+        }
+        deadline = seen.waits.get(f"{cid}.deadline")
+        if deadline is not None and deadline.completed_at is None:
+            entry["deadlineAt"] = stamp(deadline.resume_at)
+        out.append(entry)
+    for cid, wait in seen.waits.items():
+        if wait.completed_at is None and not cid.endswith(".deadline"):
+            out.append({"kind": "sleep", "waitId": cid, "until": stamp(wait.resume_at)})
     for step in seen.steps.values():
-        out.append({"kind": "step", **{k: v for k, v in step.items() if k != "compensates"}})
+        if step.terminal:
+            continue
+        entry = {
+            "kind": "step",
+            "name": step.name,
+            "stepId": step.cid,
+            "attempt": step.attempts[-1].number if step.attempts else 0,
+            "state": step.status,
+        }
+        if step.status == "retrying" and step.attempts:
+            entry["error"] = fmt_error(step.attempts[-1].error)
+        out.append(entry)
     return out
 
 
@@ -212,7 +182,7 @@ def run_status(
     moves only when its status changes."""
     view = fold(info.run_id, events)
     counts = view.step_counts()
-    waits = waiting_for(info, events, now=now, worker_grace=worker_grace)
+    waits = waiting_for(info, events, now=now, worker_grace=worker_grace, view=view)
     ended = info.ended_at if info.ended_at is not None else now
     status: dict[str, Any] = {
         "runId": info.run_id,

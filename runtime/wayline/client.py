@@ -11,6 +11,7 @@ from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
+from ._core.projections import fold
 from ._core.serde import decode, encode
 from ._engine.ending import report_to_parent
 from .errors import (
@@ -277,7 +278,7 @@ class Client:
 
     async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """The hooks live runs wait on (or one run's): ``{token, runId, workflow, hookId,
-        createdAt, timeoutAt}``, oldest first. Reads each live run's log."""
+        createdAt, timeoutAt}``, oldest first. Reads each live run's log (its one fold)."""
         if run_id is not None:
             runs = [await self.get_run(run_id)]
         else:
@@ -286,28 +287,19 @@ class Client:
         for info in runs:
             if info.status.terminal:
                 continue
-            hooks: dict[str, dict[str, Any]] = {}
-            timeouts: dict[str, float] = {}
-            for e in await self.world.list_events(info.run_id):
-                cid = e.correlation_id or ""
-                if e.type is EventType.HOOK_CREATED:
-                    hooks[cid] = {
-                        "token": e.data.get("token"),
-                        "runId": info.run_id,
-                        "workflow": info.workflow,
-                        "hookId": cid,
-                        "createdAt": e.created_at,
-                        "timeoutAt": None,
-                    }
-                elif e.type in (EventType.HOOK_RECEIVED, EventType.HOOK_DISPOSED):
-                    hooks.pop(cid, None)
-                elif e.type is EventType.WAIT_CREATED and cid.endswith(".timeout"):
-                    timeouts[cid[: -len(".timeout")]] = float(e.data.get("resumeAt") or 0)
-                elif e.type is EventType.WAIT_COMPLETED:
-                    timeouts.pop(cid[: -len(".timeout")], None)
-            for cid, hook in hooks.items():
-                hook["timeoutAt"] = timeouts.get(cid)
-                found.append(hook)
+            view = fold(info.run_id, await self.world.list_events(info.run_id))
+            found += [
+                {
+                    "token": hook.token,
+                    "runId": info.run_id,
+                    "workflow": info.workflow,
+                    "hookId": hook.cid,
+                    "createdAt": hook.created_at,
+                    "timeoutAt": hook.timeout_at,
+                }
+                for hook in view.hooks.values()
+                if hook.status == "waiting"
+            ]
         return sorted(found, key=lambda h: h["createdAt"])
 
     async def fail(self, run_id: str, reason: str = "failed by request") -> bool:

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from wayline._core.events import EventType
 
 import wayline
 from tests.operator.test_workflowrun import (  # noqa: F401 - crd_applied is a fixture
@@ -29,6 +28,7 @@ from tests.operator.test_workflowrun import (  # noqa: F401 - crd_applied is a f
     crd_applied,
 )
 from tests.runtime.harness import settings, wait_for
+from wayline._core.events import EventType
 from wayline.worlds.local import LocalWorld
 from wayline_operator.peering import peering_object
 

@@ -67,6 +67,7 @@ class RunCompensating:
 class RunCompensationStuck:
     step: str
     error: Mapping[str, Any]
+    step_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +255,11 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
         case EventType.RUN_COMPENSATING:
             return lambda d: RunCompensating(dict(d))
         case EventType.RUN_COMPENSATION_STUCK:
-            return lambda d: RunCompensationStuck(str(d.get("step")), dict(d.get("error") or {}))
+            return lambda d: RunCompensationStuck(
+                str(d.get("step")),
+                dict(d.get("error") or {}),
+                str(d["stepId"]) if d.get("stepId") else None,
+            )
         case EventType.RUN_COMPENSATION_RESUMED:
             return lambda d: RunCompensationResumed()
         case EventType.RUN_COMPENSATION_ABANDONED:
@@ -449,6 +454,11 @@ class StepView:
     """When the latest ``step_retrying`` asked to be tried again."""
     starts: int = 0
     """How many ``step_started`` events it has."""
+    owner: str | None = None
+    """The message its latest start was stamped with (seed 000: latest start wins)."""
+    last_started_at: float | None = None
+    saw_retrying: bool = False
+    """A ``step_retrying`` lapsed its ownership for good."""
 
     @property
     def label(self) -> str:
@@ -543,6 +553,10 @@ class RunView:
     waits: dict[str, WaitView] = field(default_factory=dict)
     children: dict[str, str] = field(default_factory=dict)
     """Child runs by correlation id, while not reported back."""
+    child_workflows: dict[str, str] = field(default_factory=dict)
+    """The workflow of each child run, by correlation id."""
+    stuck: RunCompensationStuck | None = None
+    """Why the unwind waits for a person, while it does."""
     order: list[tuple[str, str]] = field(default_factory=list)  # (kind, cid) in creation order
     phases: list[tuple[float, Payload]] = field(default_factory=list)
     """Run-level moments between steps: cancel requests, the saga unwind and its outcome."""
@@ -624,8 +638,9 @@ class RunView:
                 self._wait_created(cid, at if resume_at is None else resume_at, at)
             case WaitCompleted():
                 self._wait_completed(cid, at)
-            case ChildCreated(child_run_id):
+            case ChildCreated(child_run_id, workflow):
                 self.children[cid] = child_run_id
+                self.child_workflows[cid] = workflow
                 self.open[cid] = _CHILD
             case ChildCompleted():
                 self.children.pop(cid, None)
@@ -647,9 +662,11 @@ class RunView:
         self.phases.append((at, p))
         self.order.append(("phase", str(len(self.phases) - 1)))
         if isinstance(p, RunCompensating | RunCompensationResumed):
-            self.status = "compensating"
+            self.status, self.stuck = "compensating", None
         elif isinstance(p, RunCompensationStuck):
-            self.status = "compensation_stuck"
+            self.status, self.stuck = "compensation_stuck", p
+        elif isinstance(p, RunCompensationAbandoned):
+            self.stuck = None
         if isinstance(p, RunCompensationResumed):
             self.compensation_resumes += 1
 
@@ -676,6 +693,7 @@ class RunView:
                 step.attempts[-1].ended_at = at
             step.attempts.append(Attempt(number, at))
             step.status, step.starts = "running", step.starts + 1
+            step.owner, step.last_started_at = p.owner_message_id, at
             return
         attempt = step.attempts[-1] if step.attempts else None
         if attempt is None or attempt.outcome != "running":
@@ -685,6 +703,7 @@ class RunView:
         if isinstance(p, StepRetrying):
             attempt.outcome, attempt.error, attempt.retry_at = "retrying", p.error, p.retry_after
             step.status, step.retry_after = "retrying", p.retry_after
+            step.saw_retrying, step.owner = True, None
             return
         self.open.pop(step.cid, None)
         step.ended_at = at
