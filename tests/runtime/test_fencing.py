@@ -119,6 +119,25 @@ async def test_a_step_with_a_timeout_runs_once_beyond_the_bound(
     assert not of_type(events, EventType.STEP_RETRYING)
 
 
+async def test_a_step_past_its_own_timeout_is_cut_off_and_retried(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """`timeout="1s"` is start-to-close: an attempt still running after 1 s is cut off (well
+    inside the 1.5 s bound), counted and retried."""
+    from tests.runtime import timeout_flows as tf
+
+    path = str(tmp_path / "m")
+    async with two_workers(engine, [tf.past_its_timeout]):
+        handle = await engine.client.start(tf.past_its_timeout, path, 3.0)
+        assert await handle.result(timeout=60) == "attempt 2"
+    runs = bodies(path)
+    assert [how for _, _, how in sorted(runs["slow"])] == ["cut", "end"]
+    assert_never_concurrent(runs)
+    [retrying] = of_type(await handle.events(), EventType.STEP_RETRYING)
+    assert retrying.data["error"]["code"] == "INVOCATION_FENCED"
+    assert "past its bound of 1" in retrying.data["error"]["message"]
+
+
 async def test_the_worker_refuses_bounds_that_break_the_lease(engine: Engine) -> None:
     bad: dict[str, Any] = {"max_invocation_seconds": 1.5, "lease_seconds": 2.0}
     world = await engine.make_world(visibility_seconds=1.0)

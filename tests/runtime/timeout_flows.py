@@ -16,3 +16,15 @@ async def long_step(path: str, seconds: float) -> str:
 @wayline.workflow
 async def long_run(path: str, seconds: float) -> str:
     return str(await long_step(path, seconds))
+
+
+@wayline.step(timeout="1s", max_retries=2, retry_delay=0.2)
+async def slow_once(path: str, seconds: float) -> str:
+    attempt = wayline.step_context().attempt
+    await _body(path, "slow", seconds if attempt == 1 else 0.1)
+    return f"attempt {attempt}"
+
+
+@wayline.workflow
+async def past_its_timeout(path: str, seconds: float) -> str:
+    return str(await slow_once(path, seconds))

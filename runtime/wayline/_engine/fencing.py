@@ -74,14 +74,15 @@ class Fence:
         return self.tripped is not None or self.elapsed() >= self.handoff
 
     def extend(self, seconds: float | None) -> Callable[[], None]:
-        """A ``timeout=`` step starts: the holder may execute it for ``seconds`` more. The
-        returned function ends the extension when the body is done: the bound is back to
-        what it was (or a grace to write the outcome) and the run is handed off at its next
-        step boundary, so nothing else runs under the extended bound."""
+        """A ``timeout=`` step starts (always first thing in its own step delivery, never
+        inline): the holder executes it for ``seconds``, start to close, however that compares
+        with the invocation bound. The returned function ends that when the body is done: the
+        bound is back to what it was (or a grace to write the outcome) and the run is handed
+        off at its next step boundary, so nothing else runs under the step's bound."""
         if seconds is None:
             return _nothing
         before = self.bound
-        self.bound = max(before, self.elapsed() + seconds)
+        self.bound = self.elapsed() + seconds
 
         def restore() -> None:
             self.bound = max(before, self.elapsed() + _WIND_DOWN)
