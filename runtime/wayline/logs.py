@@ -2,8 +2,9 @@
 
 Records carry ``run_id`` and ``step`` when they concern one: passed as ``extra``, or bound for
 a whole delivery with :func:`bound` (the worker binds the run id of each message it handles).
-JSON lines have ``time``, ``level``, ``logger``, ``message``, those fields when present, and
-``exception`` for a logged traceback.
+JSON lines have ``time``, ``level``, ``logger``, ``message``, those fields when present,
+``object`` (kind, namespace, name) for the operator's per-resource records, and ``exception``
+for a logged traceback.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class JsonFormatter(logging.Formatter):
             value = record.__dict__.get(key)
             if value is not None:
                 out[key] = value
+        ref = record.__dict__.get("k8s_ref")  # kopf's per-object records
+        if isinstance(ref, dict) and ref.get("name"):
+            out["object"] = {k: ref[k] for k in ("kind", "namespace", "name") if ref.get(k)}
         if record.exc_info:
             out["exception"] = self.formatException(record.exc_info)
         return json.dumps(out, default=str)

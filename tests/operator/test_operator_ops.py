@@ -137,6 +137,8 @@ async def test_operator_metrics_are_scraped_and_its_logs_are_json_lines(
     records = [json.loads(line) for line in lines]  # every line is one JSON object
     assert all({"time", "level", "logger", "message"} <= r.keys() for r in records)
     assert any(r["logger"].startswith("kopf") for r in records)
+    about = [r for r in records if (r.get("object") or {}).get("name") == "sum"]
+    assert about and all(r["object"]["namespace"] == cluster.namespace for r in about)
 
 
 LIFETIME = 8
