@@ -7,11 +7,15 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 
 from ._core.events import RunStatus
 from ._core.replay import ChildFailedError, ChildTimeoutError, Hook, StepFailedError
+from ._sdk.combinators import any
 from ._sdk.context import StepContext, step_context
 from ._sdk.definitions import step, workflow
+from ._sdk.info import WorkflowInfo, workflow_info
+from ._sdk.retry import RetryPolicy
 from ._sdk.workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4
 from .client import Client, RunHandle
 from .errors import (
+    AllFailedError,
     ConfigurationError,
     FatalError,
     HookNotFoundError,
@@ -34,6 +38,7 @@ from .world.open import open_world
 from .worlds.local import LocalWorld
 
 __all__ = [
+    "AllFailedError",
     "ChildFailedError",
     "ChildTimeoutError",
     "Client",
@@ -46,6 +51,7 @@ __all__ = [
     "NotInStepError",
     "NotInWorkflowError",
     "ReplayDivergenceError",
+    "RetryPolicy",
     "RetryableError",
     "RunCancelledError",
     "RunFailedError",
@@ -57,9 +63,11 @@ __all__ = [
     "StepFailedError",
     "WaylineError",
     "Worker",
+    "WorkflowInfo",
     "WorkflowNotFoundError",
     "World",
     "WorldUnavailableError",
+    "any",
     "child",
     "create_hook",
     "gather",
@@ -72,6 +80,7 @@ __all__ = [
     "step_context",
     "uuid4",
     "workflow",
+    "workflow_info",
 ]
 
 

@@ -237,6 +237,10 @@ class Replay:
         self.abandoned = False
         self.parent: Any = None
         """``{"runId", "cid"}`` when this run is a child."""
+        self.started_at: float | None = None
+        """World time of ``run_started``; None while it is provisional."""
+        self.delivery_attempt = 1
+        """The queue delivery driving this replay (``workflow_info().attempt``)."""
 
     # --- feeding the log ---------------------------------------------------------------------
     def feed(self, events: list[Event]) -> None:
@@ -276,12 +280,15 @@ class Replay:
         """The provisional events are written, at the seqs they were fed with."""
         self.provisional.clear()
         self._now, self._now_known = created_at, True
+        if self.started_at is None and self.root is not None:
+            self.started_at = created_at
 
     def _apply(self, event: Event) -> None:
         t, cid, data = event.type, event.correlation_id or "", event.data
         if t is EventType.RUN_CREATED:
             self.input = data.get("input")
         elif t is EventType.RUN_STARTED:
+            self.started_at = event.created_at if self._now_known else None
             self._start_root()
         elif t in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
             self.terminal = event

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import pydantic
 from opentelemetry import trace
 
+from .._core import clock
 from .._core.dispatch import Action, decide, step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.ids import new_run_id
@@ -118,6 +118,7 @@ class Handler:
                 while True:
                     replay = Replay(workflow, run_id)
                     replay.parent = info.attributes.get("parent")
+                    replay.delivery_attempt = delivery.attempt
                     events = await world.list_events(run_id)
                     if pin is not None and _pinned_elsewhere(pin, events):
                         return Verdict("retry", delay=0.0)  # check the new pin again
@@ -206,7 +207,7 @@ class Handler:
                 else:
                     await self._finish(replay)  # carries a provisional completion
                 return True
-            now = time.time()
+            now = clock.now()
             due = [w for w in replay.pending_waits() if w.resume_at <= now]
             if due:
                 await flush(world, replay)
@@ -511,7 +512,7 @@ class Handler:
                     STEP_TOPIC,
                     _step_payload(run_id, rec),
                     idempotency_key=step_dispatch_key(run_id, rec.cid),
-                    delay_seconds=max(0.0, outcome.retry_after - time.time()),
+                    delay_seconds=max(0.0, outcome.retry_after - clock.now()),
                 )
             return events
         finally:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pydantic
 
+from .._core import clock
 from .._core.events import Event, EventType, NewEvent
 from .._sdk.definitions import find_step
 from ..errors import (
@@ -105,14 +105,14 @@ async def handle_step(h: Handler, delivery: Delivery) -> Verdict:
                 # this message becomes the retry, redelivered when it is due.
                 after = _fold_step(await world.list_events(run_id), cid)
                 if after is not None and not after.terminal:
-                    delay = max(0.0, (after.retry_after or 0.0) - time.time())
+                    delay = max(0.0, (after.retry_after or 0.0) - clock.now())
                     await world.retry(delivery, delay)
                     return Verdict("none")
                 outcome = None
         if outcome is not None:
             await h._record(run_id, cid, outcome, step.name)
             if isinstance(outcome, Retry):
-                await world.retry(delivery, max(0.0, outcome.retry_after - time.time()))
+                await world.retry(delivery, max(0.0, outcome.retry_after - clock.now()))
                 return Verdict("none")
     return await continue_run(h, run_id, delivery)
 

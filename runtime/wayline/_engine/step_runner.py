@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from .._core import clock
 from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
 from .._sdk.definitions import StepDefinition
@@ -24,6 +25,8 @@ class Retry:
     error: dict[str, Any]
     retry_after: float
     """Absolute time (epoch seconds) of the next attempt."""
+    schedule: dict[str, Any] = field(default_factory=dict)
+    """How the delay was chosen (attempt, delay, policy), recorded for ``runs show``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ async def run_step_body(
     forward_result: Any = None,
 ) -> Outcome:
     forward = definition.compensates
+    started_at = datetime.fromtimestamp(clock.now(), UTC)
     if forward is None:
         ctx = StepContext(
             run_id=run_id,
@@ -59,6 +63,7 @@ async def run_step_body(
             step_id=step_id,
             attempt=attempt,
             idempotency_key=idempotency_key(run_id, definition.name, occurrence),
+            started_at=started_at,
         )
     else:  # a compensation: its own key, and the forward step's key and result
         ctx = StepContext(
@@ -74,6 +79,7 @@ async def run_step_body(
             )
             if forward_result is not None
             else None,
+            started_at=started_at,
         )
     what = f"step {definition.name!r}"
     token = _step.set(ctx)
@@ -87,20 +93,31 @@ async def run_step_body(
         return Completed(encode(value, what=f"result of {what}"))
     except FatalError as err:
         return Failed(error_to_dict(err))
-    except RetryableError as err:
-        delay = definition.retry_delay if err.retry_after is None else err.retry_after
-        return _retry_or_fail(definition, attempt, err, delay)
+    except RetryableError as err:  # its retry_after wins over the policy, for one attempt
+        return _retry_or_fail(definition, attempt, err, err.retry_after, ctx.idempotency_key)
     except Exception as err:
-        return _retry_or_fail(definition, attempt, err, definition.retry_delay)
+        if not definition.retry.retryable(err):
+            error = error_to_dict(err)
+            error["message"] = (
+                f"{error['message']} (not retried: {type(err).__name__} is non-retryable)"
+            )
+            return Failed(error)
+        return _retry_or_fail(definition, attempt, err, None, ctx.idempotency_key)
     finally:
         _step.reset(token)
 
 
 def _retry_or_fail(
-    definition: StepDefinition, attempt: int, err: Exception, delay: float
+    definition: StepDefinition, attempt: int, err: Exception, retry_after: float | None, key: str
 ) -> Outcome:
     error = error_to_dict(err)
-    if attempt > definition.max_retries:
+    policy = definition.retry
+    if attempt > policy.max_retries:
         error["message"] = f"{error['message']} (gave up after {attempt} attempts)"
         return Failed(error)
-    return Retry(error, time.time() + delay)
+    if retry_after is None:
+        delay, source = policy.delay(attempt, key), "policy"
+    else:
+        delay, source = retry_after, "retry_after"
+    schedule = {"attempt": attempt, "delay": delay, "source": source, "policy": policy.describe()}
+    return Retry(error, clock.now() + delay, schedule)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._core import clock
 from .._core.dispatch import Action, decide
 from .._core.events import EventType, NewEvent
 from .._core.replay import Replay
@@ -146,7 +146,7 @@ async def unwind(
                 run_id=run_id,
                 correlation_id=comp.cid,
                 my_message_id=my_id,
-                now=time.time(),
+                now=clock.now(),
                 lease=h.settings.lease_seconds,
                 ownership_enabled=h.settings.inline_ownership,
                 arriving_backstop_key=backstop,

@@ -11,6 +11,7 @@ from .._core.durations import Duration, to_seconds
 from .._core.serde import Signature
 from ..errors import ConfigurationError
 from .context import maybe_replay
+from .retry import RetryPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,13 +30,18 @@ class StepDefinition:
         retry_delay: Duration,
         compensate: Callable[..., Any] | None = None,
         compensates: StepDefinition | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
         self.fn = fn
         self.name = name or fn.__qualname__
-        self.max_retries = max_retries
-        self.retry_delay = to_seconds(retry_delay)
+        # The simple form is a fixed-delay policy; max_retries/retry_delay stay readable.
+        self.retry = retry or RetryPolicy(
+            max_attempts=max_retries + 1, initial=to_seconds(retry_delay), backoff=1.0
+        )
+        self.max_retries = self.retry.max_retries
+        self.retry_delay = to_seconds(self.retry.initial)
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = Signature(fn)
         self.compensates = compensates
@@ -48,6 +54,7 @@ class StepDefinition:
                 max_retries=max_retries,
                 retry_delay=retry_delay,
                 compensates=self,
+                retry=retry,
             )
             _register(self.compensation)
         functools.update_wrapper(self, fn)
@@ -134,8 +141,9 @@ def step(fn: Callable[..., Any], /) -> StepDefinition: ...
 def step(
     *,
     name: str | None = None,
-    max_retries: int = 3,
-    retry_delay: Duration = 1.0,
+    max_retries: int | None = None,
+    retry_delay: Duration | None = None,
+    retry: RetryPolicy | None = None,
     compensate: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], StepDefinition]: ...
 def step(
@@ -143,11 +151,14 @@ def step(
     /,
     *,
     name: str | None = None,
-    max_retries: int = 3,
-    retry_delay: Duration = 1.0,
+    max_retries: int | None = None,
+    retry_delay: Duration | None = None,
+    retry: RetryPolicy | None = None,
     compensate: Callable[..., Any] | None = None,
 ) -> Any:
-    """Declare a durable step. ``max_retries`` counts retries after the first try.
+    """Declare a durable step. ``max_retries`` counts retries after the first try (default 3),
+    ``retry_delay`` is the fixed pause between them (default 1s); ``retry`` takes a
+    :class:`wayline.RetryPolicy` instead (backoff, a cap, jitter, non-retryable errors).
 
     ``compensate`` reverses it (a saga): when the run fails or is cancelled, every forward
     step that completed, or whose outcome is unknown, is compensated in reverse order. The
@@ -155,9 +166,20 @@ def step(
     ``forward_idempotency_key`` and ``forward_result`` (None when the outcome is unknown:
     reconcile by key)."""
 
+    if retry is not None and (max_retries is not None or retry_delay is not None):
+        raise ConfigurationError(
+            "@wayline.step takes retry= or max_retries=/retry_delay=, not both "
+            "(RetryPolicy(max_attempts=max_retries + 1, initial=retry_delay, backoff=1.0))"
+        )
+
     def wrap(f: Callable[..., Any]) -> Any:
         definition = StepDefinition(
-            f, name=name, max_retries=max_retries, retry_delay=retry_delay, compensate=compensate
+            f,
+            name=name,
+            max_retries=3 if max_retries is None else max_retries,
+            retry_delay=1.0 if retry_delay is None else retry_delay,
+            compensate=compensate,
+            retry=retry,
         )
         _register(definition)
         return definition

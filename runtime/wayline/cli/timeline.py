@@ -52,6 +52,22 @@ def fmt_error(error: Mapping[str, Any] | None) -> str:
     return f"[{code}] {head}" if code and code != "USER_ERROR" else head
 
 
+def fmt_schedule(data: Mapping[str, Any]) -> str:
+    """A step_retrying event's schedule: which attempt of how many, and what set the delay."""
+    policy = data.get("policy")
+    if not isinstance(policy, Mapping):
+        return ""
+    head = f"attempt {data.get('attempt')} of {policy.get('maxAttempts')}"
+    if data.get("source") == "retry_after":
+        return f"{head}, retry_after from the step"
+    parts = [f"backoff x{policy.get('backoff')}" if policy.get("backoff") != 1.0 else "fixed"]
+    if policy.get("maxInterval") is not None:
+        parts.append(f"max {fmt_duration(float(policy['maxInterval']))}")
+    if policy.get("jitter"):
+        parts.append(f"jitter {policy['jitter']}")
+    return f"{head}, {', '.join(parts)}"
+
+
 @dataclass
 class Attempt:
     number: int
@@ -60,6 +76,8 @@ class Attempt:
     outcome: str = "running"  # running | completed | retrying | failed
     error: Mapping[str, Any] | None = None
     retry_at: float | None = None
+    schedule: str = ""
+    """Why the retry waits that long ("policy 2/5, x2.0" or "retry_after"), from the log."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +87,7 @@ class Attempt:
             "outcome": self.outcome,
             "error": dict(self.error) if self.error else None,
             "retryAt": self.retry_at,
+            "schedule": self.schedule or None,
         }
 
 
@@ -258,6 +277,7 @@ class Timeline:
             if t is EventType.STEP_RETRYING:
                 retry = data.get("retryAfter")
                 attempt.retry_at = float(retry) if isinstance(retry, int | float) else None
+                attempt.schedule = fmt_schedule(data)
                 step.status = "retrying"
             else:
                 step.status, step.ended_at = outcome, at
@@ -415,6 +435,7 @@ class LiveProgress:
                 ""
                 if attempt.retry_at is None
                 else f"; retry in {fmt_duration(attempt.retry_at - at)}"
+                + (f" ({attempt.schedule})" if attempt.schedule else "")
             )
             self._line(
                 at,
@@ -481,7 +502,8 @@ def render_show(info: RunInfo, events: list[Event], out: TextIO, world_url: str 
                 if a.error and a.outcome != "completed":
                     line += f": {fmt_error(a.error)}"
                 if a.retry_at is not None and a.ended_at is not None:
-                    line += f" (retried {fmt_duration(a.retry_at - a.ended_at)} later)"
+                    line += f" (retried {fmt_duration(a.retry_at - a.ended_at)} later"
+                    line += f"; {a.schedule})" if a.schedule else ")"
                 p(line)
             if step.status == "completed":
                 p(f"{'':14}result {fmt_json(step.result)}")

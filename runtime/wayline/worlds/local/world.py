@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..._core import clock
 from ..._core.events import (
     RUN_TERMINAL_EVENTS,
     Event,
@@ -177,7 +178,7 @@ class LocalWorld(World):
                 f"run {run_id} is at seq {last_seq}, writer expected {expected_seq}",
                 last_seq=last_seq,
             )
-        now = time.time()
+        now = clock.now()
         out: list[Event] = []
         # Entity statuses this process saw at exactly this sequence are still true (nobody
         # else appended in between), so the per-event SELECT is skipped; otherwise re-read.
@@ -298,7 +299,7 @@ class LocalWorld(World):
         delay_seconds: float = 0.0,
     ) -> MessageId:
         body = json.dumps(dict(payload)).encode()
-        now = time.time()
+        now = clock.now()
         message_id: MessageId = self._write(
             self._enqueue_tx, topic, body, idempotency_key, now + max(0.0, delay_seconds), now
         )
@@ -337,7 +338,7 @@ class LocalWorld(World):
                 # the database's write lock just to find nothing due.
                 due = self._read(
                     "SELECT 1 FROM messages WHERE topic = ? AND available_at <= ? LIMIT 1",
-                    (topic, time.time()),
+                    (topic, clock.now()),
                 )
                 got: list[Delivery] = (
                     self._write(self._claim_tx, topic, max_messages) if due else []
@@ -352,7 +353,7 @@ class LocalWorld(World):
                 )
                 nap = min(remaining, self._poll)
                 if rows and rows[0][0] is not None:
-                    nap = min(nap, max(0.0, rows[0][0] - time.time()) + 0.001)
+                    nap = min(nap, max(0.0, rows[0][0] - clock.now()) + 0.001)
                 waker.clear()
                 try:
                     await asyncio.wait_for(waker.wait(), timeout=nap)
@@ -362,7 +363,7 @@ class LocalWorld(World):
             _WAKERS[self._key].discard(waker)
 
     def _claim_tx(self, db: sqlite3.Connection, topic: str, limit: int) -> list[Delivery]:
-        now = time.time()
+        now = clock.now()
         rows = db.execute(
             "UPDATE messages SET attempts = attempts + 1, holder = ?, available_at = ? "
             "WHERE id IN (SELECT id FROM messages WHERE topic = ? AND available_at <= ? "
@@ -379,7 +380,7 @@ class LocalWorld(World):
         self._write(lambda db: db.execute("DELETE FROM messages WHERE id = ?", (delivery.handle,)))
 
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> None:
-        at = time.time() + max(0.0, delay_seconds)
+        at = clock.now() + max(0.0, delay_seconds)
         self._write(
             lambda db: db.execute(
                 "UPDATE messages SET available_at = ?, holder = NULL WHERE id = ?",
@@ -389,7 +390,7 @@ class LocalWorld(World):
         self._wake()
 
     async def renew(self, delivery: Delivery) -> None:
-        at = time.time() + self._visibility
+        at = clock.now() + self._visibility
         self._write(
             lambda db: db.execute(
                 "UPDATE messages SET available_at = ? WHERE id = ? AND holder = ?",
@@ -408,7 +409,7 @@ class LocalWorld(World):
                     delivery.raw,
                     delivery.attempt,
                     reason,
-                    time.time(),
+                    clock.now(),
                 ),
             )
             db.execute("DELETE FROM messages WHERE id = ?", (delivery.handle,))
@@ -449,7 +450,7 @@ class LocalWorld(World):
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
     ) -> int:
         chosen = terminal_statuses(statuses)
-        cutoff = time.time() - max(0.0, older_than)
+        cutoff = clock.now() - max(0.0, older_than)
 
         def tx(db: sqlite3.Connection) -> int:
             ids = _ended_before(db, cutoff, chosen, None)
@@ -460,7 +461,7 @@ class LocalWorld(World):
         return deleted
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
-        cutoff = time.time() - max(0.0, older_than)
+        cutoff = clock.now() - max(0.0, older_than)
         batch = max(1, min(1000, limit))
 
         def tx(db: sqlite3.Connection) -> int:
@@ -501,7 +502,7 @@ class LocalWorld(World):
             self._write(
                 lambda db, h=holder: db.execute(
                     "UPDATE messages SET available_at = ?, holder = NULL WHERE holder = ?",
-                    (time.time(), h),
+                    (clock.now(), h),
                 )
             )
         if dead:

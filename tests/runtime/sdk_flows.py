@@ -1,0 +1,84 @@
+"""Workflows for the SDK surface tests: metadata, ``any``, retry policies, typed hooks, time
+skipping. Side effects are counted in files (see ``flows.mark``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import wayline
+from tests.runtime.flows import lines, mark
+
+
+@wayline.step
+async def stamp_step() -> dict[str, Any]:
+    ctx = wayline.step_context()
+    assert ctx.started_at is not None
+    return {"startedAt": ctx.started_at.isoformat(), "attempt": ctx.attempt}
+
+
+@wayline.workflow(name="sdk-info", revision=3)
+async def info_flow() -> dict[str, Any]:
+    before = wayline.workflow_info()
+    step = await stamp_step()
+    after = wayline.workflow_info()
+    return {
+        "runId": before.run_id,
+        "name": before.workflow_name,
+        "revision": before.revision,
+        "identity": before.definition_identity,
+        "startedAt": before.started_at.timestamp(),
+        "sameStart": before.started_at == after.started_at,
+        "attempt": before.attempt,
+        "step": step,
+    }
+
+
+@wayline.step(max_retries=0)
+async def maybe_fail(path: str, name: str, fail: bool) -> str:
+    mark(path, name)
+    if fail:
+        raise RuntimeError(f"{name} broke")
+    return name
+
+
+@wayline.workflow
+async def any_flow(path: str, fails: list[bool]) -> Any:
+    steps = [maybe_fail(path, f"p{i}", f) for i, f in enumerate(fails)]
+    try:
+        return await wayline.any(*steps)
+    except wayline.AllFailedError as err:
+        return {"allFailed": [str(e) for e in err.errors]}
+
+
+FAST_BACKOFF = wayline.RetryPolicy(
+    max_attempts=4, initial=0.05, backoff=2.0, max_interval=0.15, jitter=0.1
+)
+
+
+@wayline.step(retry=FAST_BACKOFF)
+async def backoff_step(path: str, fail_times: int) -> int:
+    mark(path)
+    attempt = wayline.step_context().attempt
+    if attempt <= fail_times:
+        raise OSError(f"flaky {attempt}")
+    return attempt
+
+
+@wayline.workflow
+async def backoff_flow(path: str, fail_times: int) -> int:
+    return await backoff_step(path, fail_times)
+
+
+@wayline.step(retry=wayline.RetryPolicy(max_attempts=5, initial=0.05, non_retryable=(ValueError,)))
+async def picky_step(path: str, kind: str) -> str:
+    mark(path)
+    if kind == "value" and len(lines(path)) < 5:
+        raise ValueError("bad input is not retried")
+    if kind == "retry_after" and len(lines(path)) < 2:
+        raise wayline.RetryableError("come back soon", retry_after=0.01)
+    return kind
+
+
+@wayline.workflow
+async def picky_flow(path: str, kind: str) -> str:
+    return await picky_step(path, kind)
