@@ -6,10 +6,11 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 """
 
 from ._core.events import RunStatus
-from ._core.replay import ChildFailedError, ChildTimeoutError, Hook, StepFailedError
+from ._core.replay import ChildFailedError, ChildTimeoutError, StepFailedError
 from ._sdk.combinators import any
 from ._sdk.context import StepContext, step_context
 from ._sdk.definitions import step, workflow
+from ._sdk.hooks import Hook
 from ._sdk.info import WorkflowInfo, workflow_info
 from ._sdk.retry import RetryPolicy
 from ._sdk.workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4

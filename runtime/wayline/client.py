@@ -10,6 +10,7 @@ from ._core.events import Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
 from ._core.serde import decode, encode
 from ._sdk.definitions import WorkflowDefinition
+from ._sdk.hooks import check_resume
 from .errors import (
     EntityConflictError,
     HookNotFoundError,
@@ -186,6 +187,7 @@ class Client:
         if hook is None or not hook.active:
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
+        await check_resume(self.world, hook, payload)  # a typed hook refuses a bad payload
         data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
         wake = {"runId": hook.run_id, "reason": "hook"}
         key = None if delivery_id is None else f"{hook.run_id}:hook:{delivery_id}"

@@ -3,7 +3,10 @@ skipping. Side effects are counted in files (see ``flows.mark``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+import pydantic
 
 import wayline
 from tests.runtime.flows import lines, mark
@@ -82,3 +85,46 @@ async def picky_step(path: str, kind: str) -> str:
 @wayline.workflow
 async def picky_flow(path: str, kind: str) -> str:
     return await picky_step(path, kind)
+
+
+class Approval(wayline.Hook, pydantic.BaseModel):
+    approved: bool
+    by: str
+
+
+@dataclasses.dataclass
+class Note(wayline.Hook):
+    text: str
+
+
+@wayline.workflow
+async def approvals(order: str, rounds: int) -> list[Any]:
+    """Waits on the same token ``rounds`` times: each wait disposes its hook, freeing it."""
+    out: list[Any] = []
+    for i in range(rounds):
+        approval = await Approval.wait(
+            f"approve:{order}", timeout="1h", metadata={"order": order, "round": i}
+        )
+        out.append([approval.approved, approval.by, type(approval).__name__])
+    note = await Note.wait(f"note:{order}")
+    out.append(note.text)
+    return out
+
+
+@wayline.workflow
+async def approval_times_out(order: str) -> str:
+    try:
+        await Approval.wait(f"late:{order}", timeout=0.2)
+    except wayline.HookTimeout:
+        pass
+    again = await Approval.wait(f"late:{order}", timeout="1h")  # the token is free again
+    return again.by
+
+
+@wayline.workflow
+async def untyped_dispose(token: str) -> list[Any]:
+    hook = wayline.create_hook(token, metadata={"why": "legacy"})
+    first = await hook
+    hook.dispose()
+    second = await wayline.create_hook(token)
+    return [first, second]

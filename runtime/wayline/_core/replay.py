@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._sdk import context
+from .._sdk.hooks import Hook
 from ..errors import FatalError, HookTimeout, ReplayDivergenceError, WaylineError
 from .dispatch import StepState
 from .durations import Duration, to_seconds
 from .events import Event, EventType, NewEvent
 from .futures import WFuture
-from .serde import decode
+from .serde import decode, encode
 
 if TYPE_CHECKING:
     from .._sdk.definitions import StepDefinition, WorkflowDefinition
@@ -144,11 +145,20 @@ class HookRecord:
     payloads: list[Any] = field(default_factory=list)
     waiters: dict[int, WFuture[Any]] = field(default_factory=dict)
     timeout: WaitRecord | None = None
+    metadata: Any = None
+    """``metadata=`` at creation, recorded in ``hook_created`` for people and tools."""
+    type_name: str | None = None
+    """A typed hook's payload class (``module:Qualname``), recorded so ``resume`` can refuse
+    a payload that does not validate."""
+    shape: Any = None
+    """A typed hook's required fields and their JSON types (``hooks.shape``)."""
+    disposed: bool = False
 
 
-class Hook:
+class HookHandle(Hook):
     """What ``wayline.create_hook`` returns: ``await hook`` gives the first payload;
-    ``async for payload in hook`` gives every payload in log order."""
+    ``async for payload in hook`` gives every payload in log order; ``hook.dispose()`` frees
+    its token (a new hook in this run or another may then hold it)."""
 
     def __init__(self, record: HookRecord) -> None:
         self._record = record
@@ -158,10 +168,15 @@ class Hook:
     def token(self) -> str:
         return self._record.token
 
+    def dispose(self) -> None:
+        """Stop receiving payloads and free the token (written before the run's next calls)."""
+        replay = context.current_replay("dispose")
+        replay.dispose_hook(self._record)
+
     def __await__(self) -> Any:
         return self._record.first.__await__()
 
-    def __aiter__(self) -> Hook:
+    def __aiter__(self) -> HookHandle:
         return self
 
     async def __anext__(self) -> Any:
@@ -220,6 +235,7 @@ class Replay:
         self.new_steps: dict[str, StepRecord] = {}
         self.new_hooks: dict[str, HookRecord] = {}
         self.new_waits: dict[str, WaitRecord] = {}
+        self.new_disposals: dict[str, HookRecord] = {}
         self.children: dict[str, ChildRecord] = {}
         self.new_children: dict[str, ChildRecord] = {}
         self._counters = {"s": 0, "h": 0, "w": 0, "c": 0}
@@ -415,7 +431,11 @@ class Replay:
                     ChildFailedError(str(child.run_id), status, data.get("error") or {}),
                     self._tick(),
                 )
-        # HOOK_DISPOSED carries nothing the workflow sees.
+        elif t is EventType.HOOK_DISPOSED:
+            hook = self.hooks.get(cid)
+            if hook is not None:
+                hook.disposed = True
+                self.new_disposals.pop(cid, None)
 
     def _compensation_created(self, cid: str, data: Mapping[str, Any]) -> None:
         forward = self.steps.get(str(data["compensates"]))
@@ -598,13 +618,23 @@ class Replay:
         self.new_waits[cid] = wait
         return wait.future
 
-    def create_hook(self, token: str | None, timeout: Duration | None, hint: Any) -> Hook:
+    def create_hook(
+        self,
+        token: str | None,
+        timeout: Duration | None,
+        hint: Any,
+        metadata: Any = None,
+        type_name: str | None = None,
+    ) -> HookHandle:
         cid = self._next("h")
         if token is None:
             token = f"hk_{self._token_rng.getrandbits(96):024x}"
         elif not isinstance(token, str) or not token:
             raise ValueError(f"a hook token must be a non-empty string, got {token!r}")
         hook = HookRecord(cid, token, hint, WFuture(f"hook {token}"))
+        if metadata is not None:
+            hook.metadata = encode(metadata, what=f"metadata of hook {token!r}")
+        hook.type_name = type_name
         if timeout is not None:
             wait = WaitRecord(f"{cid}.timeout", self.now + to_seconds(timeout), WFuture(cid))
             wait.hook = hook
@@ -612,7 +642,14 @@ class Replay:
             self.waits[wait.cid] = wait
         self.hooks[cid] = hook
         self.new_hooks[cid] = hook
-        return Hook(hook)
+        return HookHandle(hook)
+
+    def dispose_hook(self, hook: HookRecord) -> None:
+        if not hook.disposed and hook.created:
+            self.new_disposals[hook.cid] = hook
+        elif not hook.created:  # never written: nothing holds its token yet
+            hook.disposed = True
+            self.new_hooks.pop(hook.cid, None)
 
     def start_child(
         self,

@@ -38,6 +38,7 @@ from ..settings import Settings
 from ..world import FLOW_TOPIC, STEP_TOPIC, Delivery, RunInfo, World
 from .children import start_child, sync_children, terminal
 from .deferred import InlineBatch, Rebuild, append_batch, flush, outcome_event
+from .hook_events import disposals, hook_created_data
 from .messages import ACK, FlowMessage, Verdict, _malformed, _Stats, _step_payload
 from .step_delivery import handle_step
 from .step_runner import Failed, Outcome, Retry, run_step_body
@@ -219,12 +220,18 @@ class Handler:
                     return True
                 continue
 
+            if replay.new_disposals:  # before new hooks, which may take the freed tokens
+                await flush(world, replay)
+                if not await self._append_inputs(replay, disposals(replay)):
+                    return True
+                continue
+
             # 1. The suspension's new hooks, waits and steps: one atomic decision batch.
             batch: list[NewEvent] = []
             lazy: list[StepRecord] = []
             sends: list[tuple[str, dict[str, Any], str, float]] = []
             for hook in list(replay.new_hooks.values()):
-                batch.append(NewEvent(EventType.HOOK_CREATED, hook.cid, {"token": hook.token}))
+                batch.append(NewEvent(EventType.HOOK_CREATED, hook.cid, hook_created_data(hook)))
                 if hook.timeout is not None:
                     batch.append(
                         NewEvent(

@@ -131,11 +131,16 @@ class HookView:
     timeout_at: float | None = None
     received_at: float | None = None
     payload: Any = None
+    type: str | None = None
+    """A typed hook's payload class (``module:Qualname``)."""
+    metadata: Any = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.cid,
             "token": self.token,
+            "type": self.type,
+            "metadata": self.metadata,
             "status": self.status,
             "createdAt": self.created_at,
             "timeoutAt": self.timeout_at,
@@ -229,6 +234,7 @@ class Timeline:
             self._apply_step(self.steps[cid], t, data, at)
         elif t is EventType.HOOK_CREATED:
             self.hooks[cid] = HookView(cid, str(data.get("token", "")), at)
+            self.hooks[cid].type, self.hooks[cid].metadata = data.get("type"), data.get("metadata")
             self.order.append(("hook", cid))
         elif t is EventType.HOOK_RECEIVED and cid in self.hooks:
             hook = self.hooks[cid]
@@ -510,6 +516,10 @@ def render_show(info: RunInfo, events: list[Event], out: TextIO, world_url: str 
         elif kind == "hook":
             hook = tl.hooks[cid]
             p(f"  {rel(hook.created_at):>10}  hook {hook.token:<20} {hook.status}")
+            if hook.type is not None:
+                p(f"{'':14}type {hook.type}")
+            if hook.metadata is not None:
+                p(f"{'':14}metadata {fmt_json(hook.metadata)}")
             if hook.timeout_at is not None:
                 p(f"{'':14}timeout at {fmt_time(hook.timeout_at)}")
             if hook.received_at is not None:
