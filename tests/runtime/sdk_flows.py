@@ -128,3 +128,9 @@ async def untyped_dispose(token: str) -> list[Any]:
     hook.dispose()
     second = await wayline.create_hook(token)
     return [first, second]
+
+
+@wayline.workflow
+async def approval_once(order: str) -> str:
+    approval = await Approval.wait(f"approve:{order}", metadata={"order": order})
+    return approval.by
