@@ -9,6 +9,7 @@ from typing import Any
 from ._core.events import Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
 from ._core.serde import decode, encode
+from ._core.waits import is_sleep, pending_waits
 from ._sdk.definitions import WorkflowDefinition
 from ._sdk.hooks import check_resume
 from .errors import (
@@ -207,3 +208,35 @@ class Client:
             ) from None
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
+
+    async def wake_up(self, run_id: str, wait: str | None = None) -> list[str]:
+        """Fire a pending sleep now instead of at its time (the reference runtime's
+        ``wakeUp``, for tests and for operators who know the wait is over). ``wait`` names
+        one wait by correlation id (``w1``, or ``h1.timeout`` to time a hook out); without it
+        every pending sleep fires. The log records an early wake (``early: true``, stamped
+        with the real time), not a sleep that lasted its full length. Returns the woken
+        correlation ids (empty when another writer completed them first)."""
+        info = await self.get_run(run_id)
+        if info.status.terminal:
+            raise WaylineError(f"run {run_id} is {info.status}; there is nothing to wake")
+        pending = pending_waits(await self.world.list_events(run_id))
+        if wait is None:
+            targets = [cid for cid in pending if is_sleep(cid)]
+        elif wait in pending:
+            targets = [wait]
+        else:
+            listed = ", ".join(pending) or "none"
+            raise WaylineError(f"run {run_id} has no pending wait {wait!r} (pending: {listed})")
+        woken: list[str] = []
+        for cid in targets:
+            data = {"resumeAt": pending[cid], "early": True}
+            try:
+                await self.world.append(run_id, [NewEvent(EventType.WAIT_COMPLETED, cid, data)])
+            except EntityConflictError:
+                continue  # it came due and a worker completed it meanwhile
+            except RunTerminalError:
+                break
+            woken.append(cid)
+        if woken:
+            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "wake_up"})
+        return woken

@@ -73,3 +73,16 @@ async def saga(item: str, flag: str) -> str:
     await hold(item, flag)
     await wayline.create_hook(f"saga:{item}")
     return "kept"
+
+
+@dataclass
+class Go(wayline.Hook):
+    approved: bool
+    by: str
+
+
+@wayline.workflow
+async def nap_then_approve(ticket: str) -> str:
+    await wayline.sleep("1h")
+    go = await Go.wait(f"go:{ticket}", metadata={"ticket": ticket})
+    return go.by

@@ -379,3 +379,32 @@ def test_an_interrupted_run_is_durable_and_a_worker_finishes_it(
     shown = cli.wait_status(run_id, "completed")
     assert shown["output"] == {"ticket": "i-1", "payload": "yes"}
     assert worker.stop() == 0
+
+
+def test_runs_wake_and_a_typed_hook_refusing_a_bad_payload(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    started = cli("start", f"{FLOWS}:nap_then_approve", "--input", '"t-9"')
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    spawn("worker", "--app", str(FLOWS))
+    deadline = time.monotonic() + 10
+    while not cli.json("runs", "show", run_id)["waits"]:
+        assert time.monotonic() < deadline, "the sleep was never created"
+        time.sleep(0.05)
+    missing = cli("runs", "wake", run_id, "--wait", "w7")
+    assert missing.returncode == 1 and "no pending wait 'w7'" in missing.stderr
+    woke = cli("runs", "wake", run_id)
+    assert woke.returncode == 0, woke.stderr
+    assert woke.stdout.strip() == f"woke w1 of {run_id}"
+    while not cli.json("runs", "show", run_id)["hooks"]:
+        assert time.monotonic() < deadline + 10, "the hook was never created"
+        time.sleep(0.05)
+    bad = cli("hooks", "resume", "go:t-9", "--payload", '{"approved": true}')
+    assert_clean_error(bad, "go:t-9", "by: Field required")
+    good = cli("hooks", "resume", "go:t-9", "--payload", '{"approved": true, "by": "ana"}')
+    assert good.returncode == 0, good.stderr
+    assert cli.wait_status(run_id, "completed")["output"] == "ana"
+    text = cli("runs", "show", run_id).stdout
+    assert "woken early" in text
+    assert 'metadata {"ticket": "t-9"}' in text

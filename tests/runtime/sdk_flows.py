@@ -134,3 +134,43 @@ async def untyped_dispose(token: str) -> list[Any]:
 async def approval_once(order: str) -> str:
     approval = await Approval.wait(f"approve:{order}", metadata={"order": order})
     return approval.by
+
+
+@wayline.step
+async def note_time(path: str, label: str) -> float:
+    mark(path, label)
+    ctx = wayline.step_context()
+    assert ctx.started_at is not None
+    return ctx.started_at.timestamp()
+
+
+@wayline.workflow
+async def month_long(path: str) -> dict[str, float]:
+    start = wayline.now()
+    before = await note_time(path, "before")
+    await wayline.sleep("30d")
+    after = await note_time(path, "after")
+    return {
+        "slept": (wayline.now() - start).total_seconds(),
+        "stepGap": after - before,
+    }
+
+
+@wayline.workflow
+async def sleeps_an_hour() -> str:
+    await wayline.sleep("1h")
+    return "awake"
+
+
+@wayline.step(retry=wayline.RetryPolicy(max_attempts=3, initial="1h", backoff=24.0))
+async def slow_to_recover(path: str) -> int:
+    mark(path)
+    attempt = wayline.step_context().attempt
+    if attempt < 3:
+        raise OSError("down for maintenance")
+    return attempt
+
+
+@wayline.workflow
+async def recovers_after_a_day(path: str) -> int:
+    return await slow_to_recover(path)

@@ -8,6 +8,7 @@
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
     wayline runs cancel RUN_ID [--wait SECONDS]
+    wayline runs wake RUN_ID [--wait WAIT_ID]
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline hooks resume TOKEN --payload JSON
 
@@ -145,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait up to SECONDS for the run to end cancelled (exit 1 if it does not)",
     )
     p.set_defaults(handler=commands.cmd_runs_cancel)
+    p = command(runs_sub, "wake", "fire a run's pending sleeps now (recorded as an early wake)")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--wait", metavar="WAIT_ID", help="only this wait (w1, or h1.timeout)")
+    p.set_defaults(handler=commands.cmd_runs_wake)
     p = command(
         runs_sub,
         "resume-compensation",

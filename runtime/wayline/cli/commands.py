@@ -21,7 +21,7 @@ from typing import Any
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
 from .._sdk.definitions import WorkflowDefinition
 from ..client import Client
-from ..errors import HookNotFoundError, RunNotFoundError, WorldUnavailableError
+from ..errors import HookNotFoundError, RunNotFoundError, WaylineError, WorldUnavailableError
 from ..worker import Worker
 from ..world import World
 from ..world.open import open_world
@@ -308,6 +308,23 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2, default=str))
     else:
         render_show(info, events, sys.stdout, absolute_world_url(args.world))
+    return 0
+
+
+async def cmd_runs_wake(args: argparse.Namespace) -> int:
+    """``Client.wake_up``: fire pending sleeps now; exit 1 when there was nothing to wake."""
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        await _get_run(client, args.run_id, args.world)
+        try:
+            woken = await client.wake_up(args.run_id, wait=args.wait)
+        except WaylineError as err:
+            print(f"error: {err.message}", file=sys.stderr)
+            return 1
+    if not woken:
+        print(f"run {args.run_id} has no pending sleep to wake")
+        return 1
+    print(f"woke {', '.join(woken)} of {args.run_id}")
     return 0
 
 

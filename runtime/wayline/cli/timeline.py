@@ -157,6 +157,8 @@ class WaitView:
     completed_at: float | None = None
     decided_at: float | None = None
     """Workflow time when the sleep was asked for (the log's time before this batch)."""
+    early: bool = False
+    """Woken before its time (``Client.wake_up``)."""
 
     @property
     def seconds(self) -> float:
@@ -169,6 +171,7 @@ class WaitView:
             "createdAt": self.created_at,
             "resumeAt": self.resume_at,
             "completedAt": self.completed_at,
+            "early": self.early,
         }
 
 
@@ -258,6 +261,7 @@ class Timeline:
                     timed.status = "timed out"
             elif cid in self.waits:
                 self.waits[cid].completed_at = at
+                self.waits[cid].early = bool(data.get("early"))
 
     @staticmethod
     def _apply_step(step: StepView, t: EventType, data: Mapping[str, Any], at: float) -> None:
@@ -429,7 +433,8 @@ class LiveProgress:
                 if hook.status == "timed out":
                     self._line(at, f"hook {hook.token} timed out")
             elif cid in tl.waits:
-                self._line(at, f"sleep {fmt_duration(tl.waits[cid].seconds)} done")
+                early = " (woken early)" if tl.waits[cid].early else ""
+                self._line(at, f"sleep {fmt_duration(tl.waits[cid].seconds)} done{early}")
 
     def _print_step(self, step: StepView, t: EventType, at: float) -> None:
         attempt = step.attempts[-1] if step.attempts else None
@@ -530,6 +535,8 @@ def render_show(info: RunInfo, events: list[Event], out: TextIO, world_url: str 
         else:
             wait = tl.waits[cid]
             state = "done" if wait.completed_at is not None else "waiting"
+            if wait.early:
+                state = "woken early"
             p(
                 f"  {rel(wait.created_at):>10}  sleep {fmt_duration(wait.seconds):<19} {state} "
                 f"(until {fmt_time(wait.resume_at)})"
