@@ -1,0 +1,28 @@
+"""The SDK examples run to the answers their docstrings promise."""
+
+from __future__ import annotations
+
+from examples import first_success, retry_policy, time_skipping, typed_hooks
+
+
+async def test_retry_policy_example() -> None:
+    ok, gone = await retry_policy.main()
+    assert ok == "reserved BOOK-42 on attempt 3"
+    assert "OutOfStock is non-retryable" in gone
+
+
+async def test_typed_hooks_example() -> None:
+    refused, approvers = await typed_hooks.main()
+    assert "approved" in refused
+    assert approvers == ["ana", "bo"]
+
+
+async def test_first_success_example() -> None:
+    one, none = await first_success.main()
+    assert one["provider"] == "acme" and one["workflow"] == "examples.best_effort_quote"
+    assert len(none["errors"]) == 2  # type: ignore[arg-type]
+
+
+async def test_time_skipping_example() -> None:
+    out = await time_skipping.main()
+    assert out["days"] == 360 and len(out["receipts"]) == 12  # type: ignore[arg-type]
