@@ -13,6 +13,7 @@ from ._sdk.definitions import step, workflow
 from ._sdk.hooks import Hook
 from ._sdk.info import WorkflowInfo, workflow_info
 from ._sdk.retry import RetryPolicy
+from ._sdk.streams import StreamChunk, StreamClosedError, stream
 from ._sdk.workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4
 from .client import Client, RunHandle
 from .errors import (
@@ -62,6 +63,8 @@ __all__ = [
     "Settings",
     "StepContext",
     "StepFailedError",
+    "StreamChunk",
+    "StreamClosedError",
     "WaylineError",
     "Worker",
     "WorkflowInfo",
@@ -79,6 +82,7 @@ __all__ = [
     "sleep",
     "step",
     "step_context",
+    "stream",
     "uuid4",
     "workflow",
     "workflow_info",

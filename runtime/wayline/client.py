@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ._core.events import Event, EventType, NewEvent, RunStatus
@@ -12,6 +13,7 @@ from ._core.serde import decode, encode
 from ._core.waits import is_sleep, pending_waits
 from ._sdk.definitions import WorkflowDefinition
 from ._sdk.hooks import check_resume
+from ._sdk.streams import StreamChunk, follow_stream
 from .errors import (
     EntityConflictError,
     HookNotFoundError,
@@ -240,3 +242,13 @@ class Client:
         if woken:
             await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "wake_up"})
         return woken
+
+    def stream(
+        self, run_id: str, name: str, start: int = 0, *, follow: bool = True
+    ) -> AsyncIterator[StreamChunk]:
+        """``async for chunk in client.stream(run_id, "progress", start=0)``: what the run's
+        steps wrote to stream ``name`` (``wayline.stream`` inside a step), from index
+        ``start``, in order, until the writing step settles. ``follow=False`` reads only what
+        is stored now. A chunk of kind ``restart`` says the records before it from that step
+        were the partial output of an attempt that did not finish."""
+        return follow_stream(self.world, run_id, name, start, follow=follow)

@@ -3,7 +3,9 @@ skipping. Side effects are counted in files (see ``flows.mark``)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import os
 from typing import Any
 
 import pydantic
@@ -174,3 +176,48 @@ async def slow_to_recover(path: str) -> int:
 @wayline.workflow
 async def recovers_after_a_day(path: str) -> int:
     return await slow_to_recover(path)
+
+
+@wayline.step(retry=wayline.RetryPolicy(max_attempts=3, initial=0.01))
+async def produce(path: str, n: int, gate: str, crash_first: bool) -> int:
+    out = wayline.stream("progress")
+    attempt = wayline.step_context().attempt
+    for i in range(n):
+        await out.write({"i": i, "attempt": attempt})
+        if i == 1 and gate:  # wait for the test's reader to have seen the first chunks
+            while True:
+                if os.path.exists(gate):  # noqa: ASYNC240 - a tiny marker file from the test
+                    break
+                await asyncio.sleep(0.01)
+        if crash_first and attempt == 1 and i == 1:
+            raise OSError("lost the encoder")
+    mark(path, f"produced {attempt}")
+    return n
+
+
+@wayline.workflow
+async def producer(path: str, n: int, gate: str = "", crash_first: bool = False) -> int:
+    return await produce(path, n, gate, crash_first)
+
+
+@wayline.step
+def produce_sync(n: int) -> int:
+    out = wayline.stream("lines")
+    for i in range(n):
+        out.write_sync(f"line {i}")
+    return n
+
+
+@wayline.workflow
+async def sync_producer(n: int) -> int:
+    return await produce_sync(n)
+
+
+@wayline.workflow
+async def writes_after_close(path: str) -> str:
+    await produce(path, 1, "", False)
+    try:
+        await produce(path, 1, "", False)
+    except wayline.StepFailedError as err:
+        return str(err.error.get("code"))
+    return "written"

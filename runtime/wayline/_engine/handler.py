@@ -497,6 +497,7 @@ class Handler:
                     attempt=attempt,
                     occurrence=rec.occurrence,
                     forward_result=rec.result if rec.compensates else None,
+                    world=world,
                 )
 
             if recovery or self.settings.inline_ownership:

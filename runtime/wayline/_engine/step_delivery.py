@@ -93,6 +93,7 @@ async def handle_step(h: Handler, delivery: Delivery) -> Verdict:
                     attempt=attempt,
                     occurrence=step.occurrence,
                     forward_result=step.forward_result,
+                    world=world,
                 )
 
             executed, outcome = await world.single_flight.run(f"{run_id}:{cid}", body)

@@ -12,7 +12,9 @@ from .._core import clock
 from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
 from .._sdk.definitions import StepDefinition
+from .._sdk.streams import attempt_streams, close_streams
 from ..errors import FatalError, RetryableError
+from ..world import World
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,7 @@ async def run_step_body(
     attempt: int,
     occurrence: int,
     forward_result: Any = None,
+    world: World | None = None,
 ) -> Outcome:
     forward = definition.compensates
     started_at = datetime.fromtimestamp(clock.now(), UTC)
@@ -81,6 +84,16 @@ async def run_step_body(
             else None,
             started_at=started_at,
         )
+    with attempt_streams(world, run_id, step_id, attempt) as streams:
+        outcome = await _body(definition, ctx, stored_input, attempt)
+    if not isinstance(outcome, Retry):  # the step is settled: its streams end here
+        await close_streams(streams, "completed" if isinstance(outcome, Completed) else "failed")
+    return outcome
+
+
+async def _body(
+    definition: StepDefinition, ctx: StepContext, stored_input: Any, attempt: int
+) -> Outcome:
     what = f"step {definition.name!r}"
     token = _step.set(ctx)
     try:

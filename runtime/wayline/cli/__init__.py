@@ -9,6 +9,7 @@
     wayline runs show RUN_ID [--json]
     wayline runs cancel RUN_ID [--wait SECONDS]
     wayline runs wake RUN_ID [--wait WAIT_ID]
+    wayline runs tail RUN_ID --stream NAME [--start INDEX] [--no-follow]
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline hooks resume TOKEN --payload JSON
 
@@ -146,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait up to SECONDS for the run to end cancelled (exit 1 if it does not)",
     )
     p.set_defaults(handler=commands.cmd_runs_cancel)
+    p = command(runs_sub, "tail", "print what a run's steps write to a stream, as it comes")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--stream", required=True, metavar="NAME", help="the stream's name")
+    p.add_argument("--start", type=int, default=0, metavar="INDEX", help="resume from INDEX")
+    p.add_argument("--no-follow", action="store_true", help="print what is stored, then exit")
+    p.set_defaults(handler=commands.cmd_runs_tail)
     p = command(runs_sub, "wake", "fire a run's pending sleeps now (recorded as an early wake)")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--wait", metavar="WAIT_ID", help="only this wait (w1, or h1.timeout)")

@@ -311,6 +311,26 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_runs_tail(args: argparse.Namespace) -> int:
+    """Print a run's step stream, one JSON chunk a line, until the writing step settles."""
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        await _get_run(client, args.run_id, args.world)
+        async for chunk in client.stream(
+            args.run_id, args.stream, start=args.start, follow=not args.no_follow
+        ):
+            if chunk.kind == "restart":
+                print(
+                    f"# step {chunk.step_id} restarted (attempt {chunk.attempt}): the lines "
+                    "above from it were partial",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                continue
+            print(json.dumps(chunk.data, default=str), flush=True)
+    return 0
+
+
 async def cmd_runs_wake(args: argparse.Namespace) -> int:
     """``Client.wake_up``: fire pending sleeps now; exit 1 when there was nothing to wake."""
     async with opened_world(args.world, create=False) as world:

@@ -270,6 +270,20 @@ class World(abc.ABC):
         wake coming. ``None`` when the world cannot tell (recovery then re-arms every run)."""
         return None
 
+    # step streams ---------------------------------------------------------------------------
+    async def write_stream(
+        self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Append records to the run's stream ``stream``, in order. A record is a JSON
+        object (see ``wayline._sdk.streams``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not store step streams")
+
+    async def read_stream(
+        self, run_id: str, stream: str, start: int = 0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` records of the stream from index ``start`` (0-based), in order."""
+        raise NotImplementedError(f"{type(self).__name__} does not store step streams")
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None

@@ -57,6 +57,13 @@ CREATE INDEX IF NOT EXISTS messages_due ON messages (topic, available_at);
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs (ended_at) WHERE ended_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS runs_archive AS SELECT * FROM runs WHERE 0;
 CREATE TABLE IF NOT EXISTS events_archive AS SELECT * FROM events WHERE 0;
+CREATE TABLE IF NOT EXISTS stream_records (
+    run_id TEXT NOT NULL,
+    stream TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (run_id, stream, idx)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dead_letters (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL,

@@ -445,6 +445,36 @@ class LocalWorld(World):
             for r in rows
         ]
 
+    # step streams ---------------------------------------------------------------------------
+    async def write_stream(
+        self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
+    ) -> None:
+        def tx(db: sqlite3.Connection) -> None:
+            row = db.execute(
+                "SELECT COALESCE(MAX(idx) + 1, 0) FROM stream_records WHERE run_id = ? "
+                "AND stream = ?",
+                (run_id, stream),
+            ).fetchone()
+            idx = int(row[0])
+            for record in records:
+                db.execute(
+                    "INSERT INTO stream_records (run_id, stream, idx, record) VALUES (?,?,?,?)",
+                    (run_id, stream, idx, json.dumps(dict(record))),
+                )
+                idx += 1
+
+        self._write(tx)
+
+    async def read_stream(
+        self, run_id: str, stream: str, start: int = 0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT record FROM stream_records WHERE run_id = ? AND stream = ? AND idx >= ? "
+            "ORDER BY idx LIMIT ?",
+            (run_id, stream, max(0, start), max(1, limit)),
+        )
+        return [json.loads(r[0]) for r in rows]
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
@@ -528,7 +558,7 @@ def _drop_runs(db: sqlite3.Connection, ids: list[str]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    for table in ("events", "entities", "hooks", "runs"):
+    for table in ("events", "entities", "hooks", "runs", "stream_records"):
         db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
     # queued wakes for those runs (a backstop due in 14 minutes, say) go with them
     db.execute(

@@ -19,6 +19,7 @@ from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
 from .queue import Queue
 from .retention import Retention
+from .streams import Streams
 
 log = logging.getLogger("wayline.worlds.nats")
 
@@ -100,6 +101,7 @@ class NatsWorld(World):
         self._nc: Any = None
         self._log: EventLog | None = None
         self._queue: Queue | None = None
+        self._streams: Streams | None = None
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NatsWorld:
@@ -130,10 +132,40 @@ class NatsWorld(World):
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
     ) -> int:
-        return await self._retention().delete_runs(older_than, statuses)
+        retention = self._retention()
+        retention.on_drop = self._st().purge_run
+        return await retention.delete_runs(older_than, statuses)
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
-        return await self._retention().archive_runs(older_than, limit)
+        retention = self._retention()
+        retention.on_drop = self._st().purge_run
+        return await retention.archive_runs(older_than, limit)
+
+    # step streams ---------------------------------------------------------------------------
+    def _st(self) -> Streams:
+        if self._log is None or self._nc is None:
+            raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
+        if self._streams is None:
+            self._streams = Streams(
+                self._nc,
+                self._log._js,
+                self.names,
+                replicas=self.replicas,
+                memory=self.storage == "memory",
+                url=self._servers_shown,
+                timeout=self._options.request_timeout,
+            )
+        return self._streams
+
+    async def write_stream(
+        self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
+    ) -> None:
+        await self._st().write(run_id, stream, records)
+
+    async def read_stream(
+        self, run_id: str, stream: str, start: int = 0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        return await self._st().read(run_id, stream, start, limit)
 
     async def archived_count(self) -> int:
         return await self._retention().archived_count()
@@ -247,6 +279,7 @@ class NatsWorld(World):
         if self._log is not None:
             await self._log.close()
         self._log = self._queue = None
+        self._streams = None
         if nc is not None:
             await _close_quietly(nc)
 
