@@ -86,3 +86,16 @@ async def nap_then_approve(ticket: str) -> str:
     await wayline.sleep("1h")
     go = await Go.wait(f"go:{ticket}", metadata={"ticket": ticket})
     return go.by
+
+
+@wayline.step(name="cli_tests.count_up")
+async def count_up(n: int) -> int:
+    out = wayline.stream("progress")
+    for i in range(n):
+        await out.write({"done": i + 1, "of": n})
+    return n
+
+
+@wayline.workflow
+async def counting(n: int) -> int:
+    return await count_up(n)

@@ -408,3 +408,19 @@ def test_runs_wake_and_a_typed_hook_refusing_a_bad_payload(
     text = cli("runs", "show", run_id).stdout
     assert "woken early" in text
     assert 'metadata {"ticket": "t-9"}' in text
+
+
+def test_runs_tail_prints_a_step_stream(cli: Cli, spawn: Callable[..., Background]) -> None:
+    started = cli("start", f"{FLOWS}:counting", "--input", "3")
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    spawn("worker", "--app", str(FLOWS))
+    tail = cli("runs", "tail", run_id, "--stream", "progress")  # follows until the close
+    assert tail.returncode == 0, tail.stderr
+    assert [json.loads(line) for line in tail.stdout.splitlines()] == [
+        {"done": 1, "of": 3},
+        {"done": 2, "of": 3},
+        {"done": 3, "of": 3},
+    ]
+    resumed = cli("runs", "tail", run_id, "--stream", "progress", "--start", "2", "--no-follow")
+    assert resumed.stdout.splitlines() == ['{"done": 3, "of": 3}']

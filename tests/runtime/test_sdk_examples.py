@@ -26,3 +26,11 @@ async def test_first_success_example() -> None:
 async def test_time_skipping_example() -> None:
     out = await time_skipping.main()
     assert out["days"] == 360 and len(out["receipts"]) == 12  # type: ignore[arg-type]
+
+
+async def test_step_streams_example() -> None:
+    from examples import step_streams
+
+    out = await step_streams.main()
+    assert out[3] == "-- attempt 2 starts over"
+    assert out[-2:] == ["8: 100% (attempt 2)", "cat.mp4"]
