@@ -12,6 +12,7 @@ from ._sdk.context import StepContext, step_context
 from ._sdk.definitions import step, workflow
 from ._sdk.hooks import Hook
 from ._sdk.info import WorkflowInfo, workflow_info
+from ._sdk.limits import Limit
 from ._sdk.retry import RetryPolicy
 from ._sdk.streams import StreamChunk, StreamClosedError, stream
 from ._sdk.workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4
@@ -49,6 +50,7 @@ __all__ = [
     "Hook",
     "HookNotFoundError",
     "HookTimeout",
+    "Limit",
     "LocalWorld",
     "NotInStepError",
     "NotInWorkflowError",

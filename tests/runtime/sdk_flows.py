@@ -221,3 +221,21 @@ async def writes_after_close(path: str) -> str:
     except wayline.StepFailedError as err:
         return str(err.error.get("code"))
     return "written"
+
+
+@dataclasses.dataclass
+class Order:
+    customer: str
+    tag: str
+
+
+@wayline.step
+async def enter(path: str, tag: str) -> None:
+    mark(path, f"start {tag}")
+
+
+@wayline.workflow(concurrency=wayline.Limit(key=lambda order, path: order.customer, max=1))
+async def one_per_customer(order: Order, path: str) -> str:
+    await enter(path, order.tag)
+    await wayline.create_hook(f"hold:{order.tag}")
+    return order.tag

@@ -122,6 +122,7 @@ def test_public_api_is_pinned() -> None:
             "RetryPolicy",
             "WorkflowInfo",
             "workflow_info",
+            "Limit",
             "StreamChunk",
             "StreamClosedError",
             "stream",

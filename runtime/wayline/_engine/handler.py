@@ -37,6 +37,7 @@ from ..errors import (
 from ..settings import Settings
 from ..world import FLOW_TOPIC, STEP_TOPIC, Delivery, RunInfo, World
 from .children import start_child, sync_children, terminal
+from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch, flush, outcome_event
 from .hook_events import disposals, hook_created_data
 from .messages import ACK, FlowMessage, Verdict, _malformed, _Stats, _step_payload
@@ -125,6 +126,12 @@ class Handler:
                         return Verdict("retry", delay=0.0)  # check the new pin again
                     replay.feed(events)
                     await sync_children(self, replay)
+                    if (
+                        replay.root is None
+                        and replay.terminal is None
+                        and not await admit(self, info, workflow, replay, delivery)
+                    ):
+                        return ACK  # waiting for a concurrency slot (see ``concurrency``)
                     try:
                         if replay.root is None and replay.terminal is None:
                             await self._start(replay, defer, pin)

@@ -11,6 +11,7 @@ from .._core.durations import Duration, to_seconds
 from .._core.serde import Signature
 from ..errors import ConfigurationError
 from .context import maybe_replay
+from .limits import Limit
 from .retry import RetryPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -72,7 +73,13 @@ class StepDefinition:
 
 class WorkflowDefinition:
     def __init__(
-        self, fn: Callable[..., Any], *, name: str | None, revision: int, strict_identity: bool
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None,
+        revision: int,
+        strict_identity: bool,
+        concurrency: Limit | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise ConfigurationError(f"@wayline.workflow needs an async def, got {fn!r}")
@@ -80,6 +87,9 @@ class WorkflowDefinition:
         self.name = name or fn.__name__
         self.revision = revision
         self.strict_identity = strict_identity
+        if concurrency is not None and not isinstance(concurrency, Limit):
+            raise ConfigurationError(f"concurrency= takes a wayline.Limit, not {concurrency!r}")
+        self.concurrency = concurrency
         self.signature = Signature(fn)
         self._identity: str | None = None
         self._code_hash: str | None = None
@@ -208,7 +218,11 @@ def _register(definition: StepDefinition) -> None:
 def workflow(fn: Callable[..., Any], /) -> WorkflowDefinition: ...
 @overload
 def workflow(
-    *, name: str | None = None, revision: int = 1, strict_identity: bool = False
+    *,
+    name: str | None = None,
+    revision: int = 1,
+    strict_identity: bool = False,
+    concurrency: Limit | None = None,
 ) -> Callable[[Callable[..., Any]], WorkflowDefinition]: ...
 def workflow(
     fn: Callable[..., Any] | None = None,
@@ -217,15 +231,25 @@ def workflow(
     name: str | None = None,
     revision: int = 1,
     strict_identity: bool = False,
+    concurrency: Limit | None = None,
 ) -> Any:
     """Declare a durable workflow on an ``async def``.
+
+    ``concurrency=wayline.Limit(key=..., max=n)`` lets at most ``n`` runs with the same key
+    be live at once, across every worker on the world (see ``wayline.Limit``).
 
     Bump ``revision`` when behaviour changes without the shape changing; a run is only ever
     driven by a definition with its identity and revision (and, with ``strict_identity``, its
     exact code)."""
 
     def wrap(f: Callable[..., Any]) -> Any:
-        return WorkflowDefinition(f, name=name, revision=revision, strict_identity=strict_identity)
+        return WorkflowDefinition(
+            f,
+            name=name,
+            revision=revision,
+            strict_identity=strict_identity,
+            concurrency=concurrency,
+        )
 
     return wrap(fn) if fn is not None else wrap
 

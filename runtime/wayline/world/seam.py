@@ -284,6 +284,13 @@ class World(abc.ABC):
         """Up to ``limit`` records of the stream from index ``start`` (0-based), in order."""
         raise NotImplementedError(f"{type(self).__name__} does not store step streams")
 
+    # concurrency slots ----------------------------------------------------------------------
+    async def acquire_slot(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
+        """Take one of ``limit`` slots of ``key`` for ``run_id`` (again: True at once).
+        Holders whose runs have ended or are gone are dropped first. Returns whether the run
+        holds a slot now, and the holders after the attempt."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep concurrency slots")
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None

@@ -475,6 +475,37 @@ class LocalWorld(World):
         )
         return [json.loads(r[0]) for r in rows]
 
+    # concurrency slots ----------------------------------------------------------------------
+    async def acquire_slot(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
+        ended = terminal_statuses(None)
+
+        def tx(db: sqlite3.Connection) -> tuple[bool, list[str]]:
+            marks = ",".join("?" * len(ended))
+            # holders whose runs ended (or were deleted) free their slots
+            db.execute(
+                "DELETE FROM slots WHERE key = ? AND run_id NOT IN (SELECT run_id FROM runs "
+                f"WHERE status NOT IN ({marks}))",
+                (key, *ended),
+            )
+            holders = [
+                r[0]
+                for r in db.execute(
+                    "SELECT run_id FROM slots WHERE key = ? ORDER BY acquired_at, run_id", (key,)
+                ).fetchall()
+            ]
+            if run_id in holders:
+                return True, holders
+            if len(holders) >= limit:
+                return False, holders
+            db.execute(
+                "INSERT INTO slots (key, run_id, acquired_at) VALUES (?,?,?)",
+                (key, run_id, clock.now()),
+            )
+            return True, [*holders, run_id]
+
+        result: tuple[bool, list[str]] = self._write(tx)
+        return result
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
@@ -558,7 +589,7 @@ def _drop_runs(db: sqlite3.Connection, ids: list[str]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    for table in ("events", "entities", "hooks", "runs", "stream_records"):
+    for table in ("events", "entities", "hooks", "runs", "stream_records", "slots"):
         db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
     # queued wakes for those runs (a backstop due in 14 minutes, say) go with them
     db.execute(

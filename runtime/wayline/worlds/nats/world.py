@@ -19,6 +19,7 @@ from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
 from .queue import Queue
 from .retention import Retention
+from .slots import Slots
 from .streams import Streams
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -102,6 +103,7 @@ class NatsWorld(World):
         self._log: EventLog | None = None
         self._queue: Queue | None = None
         self._streams: Streams | None = None
+        self._slots: Slots | None = None
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NatsWorld:
@@ -156,6 +158,18 @@ class NatsWorld(World):
                 timeout=self._options.request_timeout,
             )
         return self._streams
+
+    async def acquire_slot(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
+        if self._slots is None:
+            self._slots = Slots(
+                self._events()._js,
+                self.names,
+                self.get_run,
+                replicas=self.replicas,
+                memory=self.storage == "memory",
+                url=self._servers_shown,
+            )
+        return await self._slots.acquire(key, run_id, limit)
 
     async def write_stream(
         self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
@@ -280,6 +294,7 @@ class NatsWorld(World):
             await self._log.close()
         self._log = self._queue = None
         self._streams = None
+        self._slots = None
         if nc is not None:
             await _close_quietly(nc)
 
