@@ -34,3 +34,14 @@ async def test_step_streams_example() -> None:
     out = await step_streams.main()
     assert out[3] == "-- attempt 2 starts over"
     assert out[-2:] == ["8: 100% (attempt 2)", "cat.mp4"]
+
+
+async def test_concurrency_limit_example() -> None:
+    from examples import concurrency_limit
+
+    log = await concurrency_limit.main()
+    ana = [line for line in log if line.split()[1] in ("o0", "o1", "o2")]
+    # one of ana's orders at a time: every pack is followed by its own packed
+    for start, end in zip(ana[::2], ana[1::2], strict=True):
+        assert start.startswith("pack ") and end == f"packed {start.split()[1]}"
+    assert len(log) == 8
