@@ -73,29 +73,3 @@ async def saga(item: str, flag: str) -> str:
     await hold(item, flag)
     await wayline.create_hook(f"saga:{item}")
     return "kept"
-
-
-@dataclass
-class Go(wayline.Hook):
-    approved: bool
-    by: str
-
-
-@wayline.workflow
-async def nap_then_approve(ticket: str) -> str:
-    await wayline.sleep("1h")
-    go = await Go.wait(f"go:{ticket}", metadata={"ticket": ticket})
-    return go.by
-
-
-@wayline.step(name="cli_tests.count_up")
-async def count_up(n: int) -> int:
-    out = wayline.stream("progress")
-    for i in range(n):
-        await out.write({"done": i + 1, "of": n})
-    return n
-
-
-@wayline.workflow
-async def counting(n: int) -> int:
-    return await count_up(n)
