@@ -5,13 +5,19 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 ``Worker`` and a world (``LocalWorld``, ``open_world``).
 """
 
+from ._core.concurrency import Limit
 from ._core.events import RunStatus
-from ._core.replay import Hook
+from ._core.retry import RetryPolicy
+from ._sdk.combinators import any
 from ._sdk.context import StepContext, step_context
 from ._sdk.decorators import step, workflow
+from ._sdk.hooks import Hook
+from ._sdk.info import WorkflowInfo, workflow_info
+from ._sdk.streams import StreamChunk, StreamClosedError, stream
 from ._sdk.workflow_api import child, create_hook, gather, now, race, random, sleep, uuid4
 from .client import Client, RunHandle
 from .errors import (
+    AllFailedError,
     ChildFailedError,
     ChildTimeoutError,
     ConfigurationError,
@@ -39,6 +45,7 @@ from .world import World, open_world
 from .worlds.local import LocalWorld
 
 __all__ = [
+    "AllFailedError",
     "ChildFailedError",
     "ChildTimeoutError",
     "Client",
@@ -49,11 +56,13 @@ __all__ = [
     "Hook",
     "HookNotFoundError",
     "HookTimeout",
+    "Limit",
     "LocalWorld",
     "NotInStepError",
     "NotInWorkflowError",
     "PayloadTooLargeError",
     "ReplayDivergenceError",
+    "RetryPolicy",
     "RetryableError",
     "RunCancelledError",
     "RunFailedError",
@@ -63,11 +72,15 @@ __all__ = [
     "Settings",
     "StepContext",
     "StepFailedError",
+    "StreamChunk",
+    "StreamClosedError",
     "WaylineError",
     "Worker",
+    "WorkflowInfo",
     "WorkflowNotFoundError",
     "World",
     "WorldUnavailableError",
+    "any",
     "child",
     "create_hook",
     "gather",
@@ -78,8 +91,10 @@ __all__ = [
     "sleep",
     "step",
     "step_context",
+    "stream",
     "uuid4",
     "workflow",
+    "workflow_info",
 ]
 
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import pydantic
 from opentelemetry import trace
 
-from .._core import limits
+from .._core import clock, limits
 from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
@@ -29,6 +28,7 @@ from .._core.ids import new_run_id
 from .._core.planning import (
     CompleteWaits,
     DecisionBatch,
+    DisposeHooks,
     Done,
     Finish,
     HandBack,
@@ -50,6 +50,7 @@ from ..errors import (
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
 from .children import start_child, sync_children
+from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, terminal
 from .messages import ACK, FlowMessage, Stats, Verdict
@@ -169,10 +170,17 @@ class Handler:
                 while True:
                     replay = Replay(workflow, run_id)
                     replay.parent = info.attributes.get("parent")
+                    replay.delivery_attempt = delivery.attempt
                     events = await self.world.list_events(run_id)
                     if pin is not None and _pinned_elsewhere(pin, events):
                         return Verdict("retry", delay=0.0)  # check the new pin again
                     replay.feed(events)
+                    if (
+                        replay.root is None
+                        and replay.terminal is None
+                        and not await admit(self.world, info, workflow, replay, delivery)
+                    ):
+                        return ACK  # waiting for a concurrency slot (see ``concurrency``)
                     session = RunSession(
                         self.world,
                         self.settings,
@@ -235,7 +243,7 @@ class Handler:
         again."""
         armed: set[str] = set()
         while True:
-            move = next_move(session.replay, closing=self.closing, now=time.time())
+            move = next_move(session.replay, closing=self.closing, now=clock.now())
             match move:
                 case Done():
                     return True
@@ -249,7 +257,7 @@ class Handler:
                 case Finish():
                     await self._finish(session)  # carries a provisional completion
                     return True
-                case CompleteWaits(events):
+                case CompleteWaits(events) | DisposeHooks(events):
                     await session.flush()
                     if not await session.append_inputs(events):
                         return True
