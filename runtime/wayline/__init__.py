@@ -5,10 +5,15 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 ``Worker`` and a world (``LocalWorld``, ``open_world``).
 """
 
+from ._core.concurrency import Limit
 from ._core.events import RunStatus
-from ._core.replay import Hook
+from ._core.retry import RetryPolicy
+from ._sdk.combinators import any
 from ._sdk.context import StepContext, step_context
 from ._sdk.decorators import step, workflow
+from ._sdk.hooks import Hook
+from ._sdk.info import WorkflowInfo, workflow_info
+from ._sdk.streams import StreamChunk, StreamClosedError, stream
 from ._sdk.workflow_api import (
     child,
     create_hook,
@@ -22,6 +27,7 @@ from ._sdk.workflow_api import (
 )
 from .client import Client, RunHandle
 from .errors import (
+    AllFailedError,
     ChildFailedError,
     ChildTimeoutError,
     ConfigurationError,
@@ -49,6 +55,7 @@ from .world import World, open_world
 from .worlds.local import LocalWorld
 
 __all__ = [
+    "AllFailedError",
     "ChildFailedError",
     "ChildTimeoutError",
     "Client",
@@ -59,11 +66,13 @@ __all__ = [
     "Hook",
     "HookNotFoundError",
     "HookTimeout",
+    "Limit",
     "LocalWorld",
     "NotInStepError",
     "NotInWorkflowError",
     "PayloadTooLargeError",
     "ReplayDivergenceError",
+    "RetryPolicy",
     "RetryableError",
     "RunCancelledError",
     "RunFailedError",
@@ -73,11 +82,15 @@ __all__ = [
     "Settings",
     "StepContext",
     "StepFailedError",
+    "StreamChunk",
+    "StreamClosedError",
     "WaylineError",
     "Worker",
+    "WorkflowInfo",
     "WorkflowNotFoundError",
     "World",
     "WorldUnavailableError",
+    "any",
     "child",
     "create_hook",
     "gather",
@@ -89,8 +102,10 @@ __all__ = [
     "sleep",
     "step",
     "step_context",
+    "stream",
     "uuid4",
     "workflow",
+    "workflow_info",
 ]
 
 

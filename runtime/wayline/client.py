@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
-from ._core.projections import fold
+from ._core.projections import fold, is_sleep
 from ._core.serde import decode, encode
 from ._engine.ending import report_to_parent
+from ._sdk.hooks import check_resume
+from ._sdk.streams import StreamChunk, follow_stream
 from .errors import (
     EntityConflictError,
     HookNotFoundError,
@@ -278,7 +280,8 @@ class Client:
 
     async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """The hooks live runs wait on (or one run's): ``{token, runId, workflow, hookId,
-        createdAt, timeoutAt}``, oldest first. Reads each live run's log (its one fold)."""
+        createdAt, timeoutAt, type, metadata}``, oldest first. Reads each live run's log (its
+        one fold)."""
         if run_id is not None:
             runs = [await self.get_run(run_id)]
         else:
@@ -296,6 +299,8 @@ class Client:
                     "hookId": hook.cid,
                     "createdAt": hook.created_at,
                     "timeoutAt": hook.timeout_at,
+                    "type": hook.type,
+                    "metadata": hook.metadata,
                 }
                 for hook in view.hooks.values()
                 if hook.status == "waiting"
@@ -357,6 +362,7 @@ class Client:
         if hook is None or not hook.active:
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
+        await check_resume(self.world, hook, payload)  # a typed hook refuses a bad payload
         data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
         limits.check(
             data["payload"], "hook_payload", f"the payload for hook {token!r}", self._limits
@@ -386,6 +392,48 @@ class Client:
             ) from None
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
+
+    async def wake_up(self, run_id: str, wait: str | None = None) -> list[str]:
+        """Fire a pending sleep now instead of at its time (the reference runtime's
+        ``wakeUp``, for tests and for operators who know the wait is over). ``wait`` names
+        one wait by correlation id (``w1``, or ``h1.timeout`` to time a hook out); without it
+        every pending sleep fires. The log records an early wake (``early: true``, stamped
+        with the real time), not a sleep that lasted its full length. Returns the woken
+        correlation ids (empty when another writer completed them first)."""
+        info = await self.get_run(run_id)
+        if info.status.terminal:
+            raise WaylineError(f"run {run_id} is {info.status}; there is nothing to wake")
+        pending = fold(run_id, await self.world.list_events(run_id)).pending_timers()
+        if wait is None:
+            targets = [cid for cid in pending if is_sleep(cid)]
+        elif wait in pending:
+            targets = [wait]
+        else:
+            listed = ", ".join(pending) or "none"
+            raise WaylineError(f"run {run_id} has no pending wait {wait!r} (pending: {listed})")
+        woken: list[str] = []
+        for cid in targets:
+            data = {"resumeAt": pending[cid], "early": True}
+            try:
+                await self.world.append(run_id, [NewEvent(EventType.WAIT_COMPLETED, cid, data)])
+            except EntityConflictError:
+                continue  # it came due and a worker completed it meanwhile
+            except RunTerminalError:
+                break
+            woken.append(cid)
+        if woken:
+            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "wake_up"})
+        return woken
+
+    def stream(
+        self, run_id: str, name: str, start: int = 0, *, follow: bool = True
+    ) -> AsyncIterator[StreamChunk]:
+        """``async for chunk in client.stream(run_id, "progress", start=0)``: what the run's
+        steps wrote to stream ``name`` (``wayline.stream`` inside a step), from index
+        ``start``, in order, until the writing step settles. ``follow=False`` reads only what
+        is stored now. A chunk of kind ``restart`` says the records before it from that step
+        were the partial output of an attempt that did not finish."""
+        return follow_stream(self.world, run_id, name, start, follow=follow)
 
 
 _FENCE_ROUNDS = 1000

@@ -116,6 +116,22 @@ class HookTimeout(WaylineError):
     code = "HOOK_TIMEOUT"
 
 
+class AllFailedError(WaylineError):
+    """Raised inside a workflow by ``wayline.any`` when every awaitable failed. ``errors``
+    holds each failure in argument order."""
+
+    code = "ALL_FAILED"
+
+    def __init__(self, errors: list[BaseException]) -> None:
+        listed = "; ".join(f"{type(e).__name__}: {e}" for e in errors)
+        super().__init__(f"all {len(errors)} awaitables failed: {listed}")
+        self.errors = errors
+
+
+class InvalidPayloadError(WaylineError):
+    code = "INVALID_PAYLOAD"
+
+
 class RunFailedError(WaylineError):
     """Raised by ``RunHandle.result()`` when the run failed."""
 

@@ -18,6 +18,8 @@ import wayline
 
 from .conftest import FLOWS, REPO, Background, Cli
 
+SDK_FLOWS = FLOWS.with_name("sdk_flows.py")
+
 pytestmark = pytest.mark.timeout(30)
 
 
@@ -452,3 +454,70 @@ def test_runs_fail_ends_a_live_run_without_compensations(
     assert "already ended (failed)" in again.stderr
     assert_clean_error(cli("runs", "fail", "wf_missing"), "no run 'wf_missing'")
     assert worker.stop() == 0
+
+
+def _events_of(cli: Cli, run_id: str) -> list[str]:
+    """The run's event types, read from the world file directly (no CLI process per poll)."""
+    path = cli.world.removeprefix("sqlite:///")
+    db = sqlite3.connect(path if path.startswith("/") else str(cli.cwd / path))
+    try:
+        rows = db.execute("SELECT type FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [r[0] for r in rows.fetchall()]
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        db.close()
+
+
+def _wait_event(cli: Cli, run_id: str, event: str, count: int = 1) -> None:
+    deadline = time.monotonic() + 20
+    while _events_of(cli, run_id).count(event) < count:
+        assert time.monotonic() < deadline, f"{event} x{count} never came for {run_id}"
+        time.sleep(0.05)
+
+
+@pytest.mark.timeout(90)
+def test_runs_wake_and_a_typed_hook_refusing_a_bad_payload(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    started = cli("start", f"{SDK_FLOWS}:nap_then_approve", "--input", '"t-9"')
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    spawn("worker", "--app", str(SDK_FLOWS))
+    _wait_event(cli, run_id, "wait_created")
+    missing = cli("runs", "wake", run_id, "--wait", "w7")
+    assert missing.returncode == 1 and "no pending wait 'w7'" in missing.stderr
+    woke = cli("runs", "wake", run_id)
+    assert woke.returncode == 0, woke.stderr
+    assert woke.stdout.strip() == f"woke w1 of {run_id}"
+    _wait_event(cli, run_id, "hook_created")
+    listed = cli.json("hooks", "list", "--run", run_id)
+    assert [(h["token"], h["metadata"]) for h in listed] == [("go:t-9", {"ticket": "t-9"})]
+    assert listed[0]["type"].endswith(":Go")
+    assert '{"ticket": "t-9"}' in cli("hooks", "list").stdout
+    bad = cli("hooks", "resume", "go:t-9", "--payload", '{"approved": true}')
+    assert_clean_error(bad, "go:t-9", "by: Field required")
+    good = cli("hooks", "resume", "go:t-9", "--payload", '{"approved": true, "by": "ana"}')
+    assert good.returncode == 0, good.stderr
+    _wait_event(cli, run_id, "run_completed")
+    text = cli("runs", "show", run_id).stdout
+    assert "woken early" in text
+    assert 'metadata {"ticket": "t-9"}' in text
+    assert 'result    "ana"' in text
+
+
+@pytest.mark.timeout(90)
+def test_runs_tail_prints_a_step_stream(cli: Cli, spawn: Callable[..., Background]) -> None:
+    started = cli("start", f"{SDK_FLOWS}:counting", "--input", "3")
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    spawn("worker", "--app", str(SDK_FLOWS))
+    tail = cli("runs", "tail", run_id, "--stream", "progress")  # follows until the close
+    assert tail.returncode == 0, tail.stderr
+    assert [json.loads(line) for line in tail.stdout.splitlines()] == [
+        {"done": 1, "of": 3},
+        {"done": 2, "of": 3},
+        {"done": 3, "of": 3},
+    ]
+    resumed = cli("runs", "tail", run_id, "--stream", "progress", "--start", "2", "--no-follow")
+    assert resumed.stdout.splitlines() == ['{"done": 3, "of": 3}']

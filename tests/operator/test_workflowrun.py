@@ -328,3 +328,23 @@ async def test_a_workflowhook_waits_for_its_run_to_reach_the_hook(cluster: Clust
     log = cluster.operator.log.read_text()
     assert "failed temporarily" not in log and "Timer 'redeliver' succeeded" not in log
     assert "Timer 'mirror' succeeded" not in log
+
+
+async def test_a_workflowhook_whose_payload_does_not_validate_is_invalid(
+    cluster: Cluster,
+) -> None:
+    from tests.runtime import sdk_flows
+
+    async with wayline.Worker(cluster.world, [sdk_flows.approval_once], settings=settings()):
+        cluster.apply("typed", {"workflow": "approval_once", "input": "op1"})
+        await cluster.status_when("typed", "running")
+        await wait_for(lambda: cluster.world.get_hook("approve:op1"))
+        bad = {"token": "approve:op1", "payload": {"approved": True}}
+        assert cluster.apply("bad", bad, "WorkflowHook").returncode == 0
+        refused = await cluster.status_when("bad", "failed", kind="workflowhook")
+        assert "by: Field required" in refused["message"]
+        good = {"token": "approve:op1", "payload": {"approved": True, "by": "ana"}}
+        assert cluster.apply("good", good, "WorkflowHook").returncode == 0
+        await cluster.status_when("good", "delivered", kind="workflowhook")
+        done = await cluster.status_when("typed", "completed")
+    assert done["output"] == "ana"

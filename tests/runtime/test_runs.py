@@ -252,7 +252,7 @@ async def test_a_wake_that_arrives_early_by_a_slow_clock_rearms_itself(
 
     class SlowClock:
         @staticmethod
-        def time() -> float:
+        def now() -> float:
             return time.time() - 1.0
 
     async with engine.worker([flows.sleeper]):
@@ -262,7 +262,7 @@ async def test_a_wake_that_arrives_early_by_a_slow_clock_rearms_itself(
             return bool(of_type(await handle.events(), EventType.WAIT_CREATED))
 
         await wait_for(armed)
-        monkeypatch.setattr(handler_module, "time", SlowClock)
+        monkeypatch.setattr(handler_module, "clock", SlowClock)
         assert await handle.result(timeout=15) >= 0.5
 
 

@@ -118,6 +118,15 @@ def test_serde_round_trips_models_and_names_the_culprit() -> None:
 def test_public_api_is_pinned() -> None:
     assert sorted(wayline.__all__) == sorted(
         [
+            "AllFailedError",
+            "any",
+            "RetryPolicy",
+            "WorkflowInfo",
+            "workflow_info",
+            "Limit",
+            "StreamChunk",
+            "StreamClosedError",
+            "stream",
             "ChildFailedError",
             "ChildTimeoutError",
             "child",

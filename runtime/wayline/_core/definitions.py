@@ -15,9 +15,11 @@ from typing import Any, Generic, ParamSpec, TypeVar
 
 from ..durations import Duration, to_seconds
 from ..errors import ConfigurationError
+from .concurrency import Limit
 from .current import replay_var
 from .identity import Entry, code_hash, digest
 from .identity import shape as walk_shape
+from .retry import RetryPolicy
 from .serde import Signature
 
 P = ParamSpec("P")
@@ -43,9 +45,12 @@ class StepDefinition(Generic[P, R]):
         compensate: Callable[..., Any] | None = None,
         compensates: StepDefinition[..., Any] | None = None,
         timeout: Duration | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigurationError(f"retry= takes a wayline.RetryPolicy, not {retry!r}")
         self.timeout = None if timeout is None else to_seconds(timeout)
         """Start-to-close bound of one attempt: the step never runs inline, runs queue-owned
         and its worker renews the delivery up to this long (see ``_engine.fencing``)."""
@@ -53,8 +58,12 @@ class StepDefinition(Generic[P, R]):
             raise ConfigurationError(f"step {fn.__qualname__}: timeout must be > 0")
         self.fn = fn
         self.name = name or fn.__qualname__
-        self.max_retries = max_retries
-        self.retry_delay = to_seconds(retry_delay)
+        # The simple form is a fixed-delay policy; max_retries/retry_delay stay readable.
+        self.retry = retry or RetryPolicy(
+            max_attempts=max_retries + 1, initial=to_seconds(retry_delay), backoff=1.0
+        )
+        self.max_retries = self.retry.max_retries
+        self.retry_delay = to_seconds(self.retry.initial)
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = Signature(fn)
         self.compensates = compensates
@@ -67,6 +76,7 @@ class StepDefinition(Generic[P, R]):
                 max_retries=max_retries,
                 retry_delay=retry_delay,
                 compensates=self,
+                retry=retry,
             )
             register(self.compensation)
         functools.update_wrapper(self, fn)
@@ -104,6 +114,7 @@ class WorkflowDefinition(Generic[P, R]):
         name: str | None,
         revision: int,
         strict_identity: bool,
+        concurrency: Limit | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise ConfigurationError(f"@wayline.workflow needs an async def, got {fn!r}")
@@ -111,6 +122,9 @@ class WorkflowDefinition(Generic[P, R]):
         self.name = name or fn.__name__
         self.revision = revision
         self.strict_identity = strict_identity
+        if concurrency is not None and not isinstance(concurrency, Limit):
+            raise ConfigurationError(f"concurrency= takes a wayline.Limit, not {concurrency!r}")
+        self.concurrency = concurrency
         self.signature = Signature(fn)
         self._identity: str | None = None
         self._code_hash: str | None = None

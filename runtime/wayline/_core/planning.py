@@ -16,7 +16,7 @@ from typing import Any
 
 from .dispatch import FLOW_TOPIC, STEP_TOPIC, Action, decide, step_dispatch_key
 from .events import EventType, NewEvent
-from .replay import ChildRecord, Replay, StepRecord, WaitRecord
+from .replay import ChildRecord, HookRecord, Replay, StepRecord, WaitRecord
 
 # --- the next move --------------------------------------------------------------------------
 
@@ -49,13 +49,22 @@ class CompleteWaits:
 
 
 @dataclass(frozen=True, slots=True)
+class DisposeHooks:
+    """Hooks the workflow disposed of: write their disposals alone, before the next batch (a
+    world frees a token when its hook's disposal is stored, and a new hook in that batch may
+    claim the same token)."""
+
+    events: list[NewEvent]
+
+
+@dataclass(frozen=True, slots=True)
 class Suspend:
     """The workflow is suspended on work it asked for: plan the batch and the dispatch."""
 
     now: float
 
 
-Move = Done | HandBack | Unwind | Finish | CompleteWaits | Suspend
+Move = Done | HandBack | Unwind | Finish | CompleteWaits | DisposeHooks | Suspend
 
 
 def next_move(replay: Replay, *, closing: bool, now: float) -> Move:
@@ -75,6 +84,10 @@ def next_move(replay: Replay, *, closing: bool, now: float) -> Move:
     if due:
         return CompleteWaits(
             [NewEvent(EventType.WAIT_COMPLETED, w.cid, {"resumeAt": w.resume_at}) for w in due]
+        )
+    if replay.new_disposals:
+        return DisposeHooks(
+            [NewEvent(EventType.HOOK_DISPOSED, h.cid) for h in replay.new_disposals.values()]
         )
     return Suspend(now)
 
@@ -121,6 +134,19 @@ class DecisionBatch:
     """New children and the run ids chosen for them (claimed in the batch, started after)."""
 
 
+def hook_created(hook: HookRecord) -> NewEvent:
+    """A new hook's ``hook_created``: its token, and for a typed hook its class and shape, and
+    the ``metadata`` it was created with (read back by ``projections.HookCreated``)."""
+    data: dict[str, Any] = {"token": hook.token}
+    if hook.type_name is not None:
+        data["type"] = hook.type_name
+    if hook.shape is not None:
+        data["shape"] = hook.shape
+    if hook.metadata is not None:
+        data["metadata"] = hook.metadata
+    return NewEvent(EventType.HOOK_CREATED, hook.cid, data)
+
+
 def _wait_created(wait: WaitRecord) -> NewEvent:
     return NewEvent(EventType.WAIT_CREATED, wait.cid, {"resumeAt": wait.resume_at})
 
@@ -135,7 +161,7 @@ def decision_batch(
     batch = DecisionBatch()
     batch.events += replay.new_patches.values()
     for hook in replay.new_hooks.values():
-        batch.events.append(NewEvent(EventType.HOOK_CREATED, hook.cid, {"token": hook.token}))
+        batch.events.append(hook_created(hook))
         if hook.timeout is not None:
             batch.events.append(_wait_created(hook.timeout))
     for child in replay.new_children.values():

@@ -118,6 +118,9 @@ class StepStarted:
 class StepRetrying:
     error: Mapping[str, Any] | None
     retry_after: float | None
+    schedule: Mapping[str, Any] | None = None
+    """How the delay was chosen: ``attempt``, ``delay``, ``source`` (``policy`` or
+    ``retry_after``) and the ``policy`` (``RetryPolicy.describe``); None in older logs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +136,12 @@ class StepFailed:
 @dataclass(frozen=True, slots=True)
 class HookCreated:
     token: str
+    type: str | None = None
+    """A typed hook's payload class (``module:Qualname``)."""
+    shape: Mapping[str, Any] | None = None
+    """A typed hook's required fields and their JSON types (``wayline._sdk.hooks.shape``)."""
+    metadata: Any = None
+    """``metadata=`` at creation, for the people and tools that resume it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +161,8 @@ class WaitCreated:
 
 @dataclass(frozen=True, slots=True)
 class WaitCompleted:
-    pass
+    early: bool = False
+    """Fired before its time by ``Client.wake_up`` (stamped with the real time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +241,24 @@ def _step_started(d: Data) -> StepStarted:
     return StepStarted(int(attempt) if attempt else None, str(owner) if owner is not None else None)
 
 
+_SCHEDULE_KEYS = ("attempt", "delay", "source", "policy")
+
+
+def _step_retrying(d: Data) -> StepRetrying:
+    schedule = {k: d[k] for k in _SCHEDULE_KEYS if k in d}
+    return StepRetrying(_mapping(d.get("error")), _number(d.get("retryAfter")), schedule or None)
+
+
+def _hook_created(d: Data) -> HookCreated:
+    kind = d.get("type")
+    return HookCreated(
+        str(d.get("token", "")),
+        str(kind) if kind else None,
+        _mapping(d.get("shape")),
+        d.get("metadata"),
+    )
+
+
 def _run_created(d: Data) -> RunCreated:
     rest = {k: v for k, v in d.items() if k not in ("workflow", "input")}
     return RunCreated(str(d.get("workflow", "")), d.get("input"), rest)
@@ -275,13 +303,13 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
         case EventType.STEP_STARTED:
             return _step_started
         case EventType.STEP_RETRYING:
-            return lambda d: StepRetrying(_mapping(d.get("error")), _number(d.get("retryAfter")))
+            return _step_retrying
         case EventType.STEP_COMPLETED:
             return lambda d: StepCompleted(d.get("result"))
         case EventType.STEP_FAILED:
             return lambda d: StepFailed(_mapping(d.get("error")))
         case EventType.HOOK_CREATED:
-            return lambda d: HookCreated(str(d.get("token", "")))
+            return _hook_created
         case EventType.HOOK_RECEIVED:
             return lambda d: HookReceived(d.get("payload"))
         case EventType.HOOK_DISPOSED:
@@ -289,7 +317,7 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
         case EventType.WAIT_CREATED:
             return lambda d: WaitCreated(_number(d.get("resumeAt")))
         case EventType.WAIT_COMPLETED:
-            return lambda d: WaitCompleted()
+            return lambda d: WaitCompleted(d.get("early") is True)
         case EventType.CHILD_CREATED:
             return lambda d: ChildCreated(
                 str(d.get("childRunId")), str(d.get("workflow")), _number(d.get("deadline"))
@@ -423,6 +451,8 @@ class Attempt:
     outcome: str = "running"  # running | completed | retrying | failed | abandoned
     error: Mapping[str, Any] | None = None
     retry_at: float | None = None
+    schedule: Mapping[str, Any] | None = None
+    """Why the retry waits that long (``StepRetrying.schedule``), from the log."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -432,6 +462,7 @@ class Attempt:
             "outcome": self.outcome,
             "error": dict(self.error) if self.error else None,
             "retryAt": self.retry_at,
+            "schedule": dict(self.schedule) if self.schedule else None,
         }
 
 
@@ -491,11 +522,16 @@ class HookView:
     timeout_at: float | None = None
     received_at: float | None = None
     payload: Any = None
+    type: str | None = None
+    """A typed hook's payload class (``module:Qualname``)."""
+    metadata: Any = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.cid,
             "token": self.token,
+            "type": self.type,
+            "metadata": self.metadata,
             "status": self.status,
             "createdAt": self.created_at,
             "timeoutAt": self.timeout_at,
@@ -512,6 +548,8 @@ class WaitView:
     completed_at: float | None = None
     decided_at: float | None = None
     """Workflow time when the sleep was asked for (the log's time before this batch)."""
+    early: bool = False
+    """Woken before its time (``Client.wake_up``)."""
 
     @property
     def seconds(self) -> float:
@@ -524,7 +562,13 @@ class WaitView:
             "createdAt": self.created_at,
             "resumeAt": self.resume_at,
             "completedAt": self.completed_at,
+            "early": self.early,
         }
+
+
+def is_sleep(cid: str) -> bool:
+    """A plain ``wayline.sleep`` wait (``w3``), not a hook's timeout or a child's deadline."""
+    return "." not in cid
 
 
 def timeout_of(cid: str) -> str:
@@ -584,6 +628,21 @@ class RunView:
     def open_kinds(self) -> set[str]:
         return set(self.open.values())
 
+    def pending_timers(self) -> dict[str, float]:
+        """``{correlation id: resume at}`` of every wait created and not completed, in
+        creation order: sleeps (``wN``), hook timeouts (``hN.timeout``) and child deadlines
+        (``cN.deadline``). What ``Client.wake_up`` may fire early."""
+        out: dict[str, float] = {}
+        for cid, kind in self.open.items():
+            if kind != _TIMER:
+                continue
+            hook = self.hooks.get(timeout_of(cid))
+            wait = self.waits.get(cid)
+            at = hook.timeout_at if hook is not None else wait.resume_at if wait else None
+            if at is not None:
+                out[cid] = at
+        return out
+
     def apply(self, event: Event) -> None:
         at, cid = event.created_at, event.correlation_id or ""
         if at != self.batch_at:
@@ -622,8 +681,8 @@ class RunView:
             case StepStarted() | StepRetrying() | StepCompleted() | StepFailed():
                 if cid in self.steps:
                     self._step_event(self.steps[cid], p, at)
-            case HookCreated(token):
-                self.hooks[cid] = HookView(cid, token, at)
+            case HookCreated(token, kind, _, metadata):
+                self.hooks[cid] = HookView(cid, token, at, type=kind, metadata=metadata)
                 self.order.append(("hook", cid))
                 self.open[cid] = _HOOK
             case HookReceived(value):
@@ -636,8 +695,8 @@ class RunView:
                     self.hooks[cid].status = "disposed"
             case WaitCreated(resume_at):
                 self._wait_created(cid, at if resume_at is None else resume_at, at)
-            case WaitCompleted():
-                self._wait_completed(cid, at)
+            case WaitCompleted(early):
+                self._wait_completed(cid, at, early)
             case ChildCreated(child_run_id, workflow):
                 self.children[cid] = child_run_id
                 self.child_workflows[cid] = workflow
@@ -702,6 +761,7 @@ class RunView:
         attempt.ended_at = at
         if isinstance(p, StepRetrying):
             attempt.outcome, attempt.error, attempt.retry_at = "retrying", p.error, p.retry_after
+            attempt.schedule = p.schedule
             step.status, step.retry_after = "retrying", p.retry_after
             step.saw_retrying, step.owner = True, None
             return
@@ -723,7 +783,7 @@ class RunView:
             self.waits[cid] = WaitView(cid, at, resume_at, decided_at=self.workflow_time())
             self.order.append(("wait", cid))
 
-    def _wait_completed(self, cid: str, at: float) -> None:
+    def _wait_completed(self, cid: str, at: float, early: bool = False) -> None:
         self.open.pop(cid, None)
         timed = self.hooks.get(timeout_of(cid))
         if timed is not None:
@@ -731,6 +791,7 @@ class RunView:
                 timed.status = "timed out"
         elif cid in self.waits:
             self.waits[cid].completed_at = at
+            self.waits[cid].early = early
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -65,7 +65,7 @@ from .projections import (
     WaitCreated,
     payload,
 )
-from .serde import decode
+from .serde import decode, encode
 
 
 @dataclass(eq=False, slots=True)
@@ -140,36 +140,14 @@ class HookRecord:
     payloads: list[Any] = field(default_factory=list)
     waiters: dict[int, WFuture[Any]] = field(default_factory=dict)
     timeout: WaitRecord | None = None
-
-
-class Hook:
-    """What ``wayline.create_hook`` returns: ``await hook`` gives the first payload;
-    ``async for payload in hook`` gives every payload in log order."""
-
-    def __init__(self, record: HookRecord) -> None:
-        self._record = record
-        self._next = 0
-
-    @property
-    def token(self) -> str:
-        return self._record.token
-
-    def __await__(self) -> Any:
-        return self._record.first.__await__()
-
-    def __aiter__(self) -> Hook:
-        return self
-
-    async def __anext__(self) -> Any:
-        index = self._next
-        self._next += 1
-        if index == 0:
-            return await self._record.first
-        rec = self._record
-        if index < len(rec.payloads):
-            return rec.payloads[index]
-        fut = rec.waiters.setdefault(index, WFuture(f"hook {rec.token}#{index}"))
-        return await fut
+    metadata: Any = None
+    """``metadata=`` at creation, recorded in ``hook_created`` for people and tools."""
+    type_name: str | None = None
+    """A typed hook's payload class (``module:Qualname``), recorded so ``resume`` can refuse
+    a payload that does not validate."""
+    shape: Any = None
+    """A typed hook's required fields and their JSON types (``hooks.shape``)."""
+    disposed: bool = False
 
 
 @dataclass(slots=True)
@@ -236,6 +214,7 @@ class Replay:
         self.new_steps: dict[str, StepRecord] = {}
         self.new_hooks: dict[str, HookRecord] = {}
         self.new_waits: dict[str, WaitRecord] = {}
+        self.new_disposals: dict[str, HookRecord] = {}
         self.children: dict[str, ChildRecord] = {}
         self.new_children: dict[str, ChildRecord] = {}
         self._counters = {"s": 0, "h": 0, "w": 0, "c": 0}
@@ -255,6 +234,10 @@ class Replay:
         """The last seq known to be in the log: a call made before it replays old history."""
         self.new_patches: dict[str, NewEvent] = {}
         """Patch markers the log does not have yet: written with the next decision batch."""
+        self.started_at: float | None = None
+        """World time of ``run_started``; None while it is provisional."""
+        self.delivery_attempt = 1
+        """The queue delivery driving this replay (``workflow_info().attempt``)."""
 
     # --- feeding the log ---------------------------------------------------------------------
     def feed(self, events: list[Event]) -> None:
@@ -301,6 +284,8 @@ class Replay:
         """The provisional events are written, at the seqs they were fed with."""
         self.provisional.clear()
         self._now, self._now_known = created_at, True
+        if self.started_at is None and self.root is not None:
+            self.started_at = created_at
 
     def _apply(self, event: Event) -> None:
         cid = event.correlation_id or ""
@@ -308,6 +293,7 @@ class Replay:
             case RunCreated():
                 self.input = p.input
             case RunStarted():
+                self.started_at = event.created_at if self._now_known else None
                 self._start_root()
             case RunCompleted() | RunFailed() | RunCancelled():
                 self.terminal = event
@@ -323,11 +309,16 @@ class Replay:
                 self.ending.resumes += 1
             case RunCompensationAbandoned():
                 self.ending.abandoned = True
-            case RunBlocked() | RunUnblocked() | HookDisposed():
+            case RunBlocked() | RunUnblocked():
                 pass  # nothing the workflow sees
             case PatchMarked(patch_id):
                 self._marked.add(patch_id)
                 self.new_patches.pop(patch_id, None)
+            case HookDisposed():
+                disposed = self.hooks.get(cid)
+                if disposed is not None:
+                    disposed.disposed = True
+                    self.new_disposals.pop(cid, None)
             case StepCreated(compensates=str()):
                 self._compensation_created(cid, p)
             case StepCreated():
@@ -671,13 +662,25 @@ class Replay:
         self.new_waits[cid] = wait
         return wait.future
 
-    def create_hook(self, token: str | None, timeout: Duration | None, hint: Any) -> Hook:
+    def create_hook(
+        self,
+        token: str | None,
+        timeout: Duration | None,
+        hint: Any,
+        metadata: Any = None,
+        type_name: str | None = None,
+    ) -> HookRecord:
+        """A new hook, written with the run's next batch (the sdk wraps it in a handle)."""
         cid = self._next("h")
         if token is None:
             token = f"hk_{self._token_rng.getrandbits(96):024x}"
         elif not isinstance(token, str) or not token:
             raise ValueError(f"a hook token must be a non-empty string, got {token!r}")
         hook = HookRecord(cid, token, hint, WFuture(f"hook {token}"))
+        if metadata is not None:
+            hook.metadata = encode(metadata, what=f"metadata of hook {token!r}")
+            limits.check(hook.metadata, "hook_payload", f"the metadata of hook {token!r}")
+        hook.type_name = type_name
         if timeout is not None:
             wait = WaitRecord(f"{cid}.timeout", self.now + to_seconds(timeout), WFuture(cid))
             wait.hook = hook
@@ -685,7 +688,14 @@ class Replay:
             self.waits[wait.cid] = wait
         self.hooks[cid] = hook
         self.new_hooks[cid] = hook
-        return Hook(hook)
+        return hook
+
+    def dispose_hook(self, hook: HookRecord) -> None:
+        if not hook.disposed and hook.created:
+            self.new_disposals[hook.cid] = hook
+        elif not hook.created:  # never written: nothing holds its token yet
+            hook.disposed = True
+            self.new_hooks.pop(hook.cid, None)
 
     def start_child(
         self,

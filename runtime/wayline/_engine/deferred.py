@@ -71,7 +71,7 @@ def outcome_event(cid: str, outcome: Outcome) -> NewEvent:
         return NewEvent(
             EventType.STEP_RETRYING,
             cid,
-            {"error": outcome.error, "retryAfter": outcome.retry_after},
+            {"error": outcome.error, "retryAfter": outcome.retry_after, **outcome.schedule},
         )
     assert isinstance(outcome, Failed)
     return NewEvent(EventType.STEP_FAILED, cid, {"error": outcome.error})

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +21,7 @@ import pydantic
 from opentelemetry import trace
 
 from .. import metrics
-from .._core import limits
+from .._core import clock, limits
 from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
@@ -30,6 +29,7 @@ from .._core.ids import new_run_id
 from .._core.planning import (
     CompleteWaits,
     DecisionBatch,
+    DisposeHooks,
     Done,
     Finish,
     HandBack,
@@ -52,6 +52,7 @@ from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
 from . import divergence, handoff
 from .children import start_child, sync_children
+from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, terminal
 from .messages import ACK, FlowMessage, Stats, Verdict
@@ -176,12 +177,19 @@ class Handler:
                 while True:
                     replay = Replay(workflow, run_id)
                     replay.parent = info.attributes.get("parent")
+                    replay.delivery_attempt = delivery.attempt
                     with metrics.timed(metrics.REPLAY_SECONDS):
                         events = await self.world.list_events(run_id)
                         if pin is not None and _pinned_elsewhere(pin, events):
                             return Verdict("retry", delay=0.0)  # check the new pin again
                         replay.feed(events)
                     info = await divergence.lift(self.world, info)
+                    if (
+                        replay.root is None
+                        and replay.terminal is None
+                        and not await admit(self.world, info, workflow, replay, delivery)
+                    ):
+                        return ACK  # waiting for a concurrency slot (see ``concurrency``)
                     session = RunSession(
                         self.world,
                         self.settings,
@@ -267,7 +275,7 @@ class Handler:
                 await session.catch_up()
                 continue
             closing = handoff.stop_here(self.closing)
-            move = next_move(session.replay, closing=closing, now=time.time())
+            move = next_move(session.replay, closing=closing, now=clock.now())
             match move:
                 case Done():
                     return True
@@ -282,7 +290,7 @@ class Handler:
                 case Finish():
                     await self._finish(session)  # carries a provisional completion
                     return True
-                case CompleteWaits(events):
+                case CompleteWaits(events) | DisposeHooks(events):
                     await session.flush()
                     if not await session.append_inputs(events):
                         return True

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any
 
+from .._core import clock
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent
 from .._core.planning import Arrival, Send, step_send
@@ -139,7 +139,7 @@ class RunSession:
             if isinstance(outcome, Retry):
                 # The retry handoff: from now on the step is queue-owned (step_retrying lapsed
                 # ownership for good) and its message is keyed by the step, never the backstop.
-                delay = max(0.0, outcome.retry_after - time.time())
+                delay = max(0.0, outcome.retry_after - clock.now())
                 await self.send([step_send(self.run_id, rec, delay=delay)])
             return events
         finally:
@@ -181,6 +181,7 @@ class RunSession:
                 forward_result=rec.result if rec.compensates else None,
                 owner=self.my_id,
                 recovery=recovery,
+                world=self.world,
             )
 
         if recovery or self.settings.inline_ownership:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
 import pydantic
 
+from .._core import clock
 from .._core.definitions import StepDefinition, find_step
 from .._core.dispatch import step_dispatch_key
 from .._core.events import EventType, NewEvent
@@ -66,7 +66,7 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
         outcome = ran
     await record_outcome(world, run_id, cid, outcome, step.name)
     if isinstance(outcome, Retry):
-        await world.retry(delivery, max(0.0, outcome.retry_after - time.time()))
+        await world.retry(delivery, max(0.0, outcome.retry_after - clock.now()))
         return Verdict("none")
     return Continue(run_id)
 
@@ -97,6 +97,7 @@ async def _run(
             attempt=attempt,
             occurrence=step.occurrence,
             forward_result=step.forward_result,
+            world=world,
         )
 
     key = step_dispatch_key(run_id, step.cid)
@@ -110,7 +111,7 @@ async def _run(
         # redelivered when it is due.
         after = fold(run_id, await world.list_events(run_id)).steps.get(step.cid)
         if after is not None and not after.terminal:
-            await world.retry(delivery, max(0.0, (after.retry_after or 0.0) - time.time()))
+            await world.retry(delivery, max(0.0, (after.retry_after or 0.0) - clock.now()))
             return Verdict("none")
         return Continue(run_id)
     assert outcome is not None

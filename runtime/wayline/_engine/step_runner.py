@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from opentelemetry import trace
 
 from .. import metrics
-from .._core import limits
+from .._core import clock, limits
 from .._core.definitions import StepDefinition
 from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
+from .._sdk.streams import StreamStore, attempt_streams, close_streams
 from ..errors import FatalError, RetryableError
 from .fencing import run_body, run_sync_body
 
@@ -27,6 +28,8 @@ class Retry:
     error: dict[str, Any]
     retry_after: float
     """Absolute time (epoch seconds) of the next attempt."""
+    schedule: dict[str, Any] = field(default_factory=dict)
+    """How the delay was chosen (attempt, delay, policy), recorded for ``runs show``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +56,15 @@ async def run_step_body(
     attempt: int,
     occurrence: int,
     forward_result: Any = None,
+    world: StreamStore | None = None,
     owner: str | None = None,
     recovery: bool = False,
 ) -> Outcome:
-    """Run the body under its own span (``workflow.step``), counted in the step metrics.
-    ``owner`` is the message that owns an inline body (seed 000), None for a queued one;
-    ``recovery`` marks an owned recovery (the owner re-runs a body a dead delivery began)."""
+    """Run one attempt of the step's body under its own span (``workflow.step``), counted in
+    the step metrics. ``world`` (when given) stores what it writes with ``wayline.stream``,
+    closed here once the step is settled. ``owner`` is the message that owns an inline body
+    (seed 000), None for a queued one; ``recovery`` marks an owned recovery (the owner re-runs
+    a body a dead delivery began)."""
     name = definition.name
     metrics.STEP_BODIES_STARTED.labels(name).inc()
     attributes: dict[str, Any] = {
@@ -73,7 +79,7 @@ async def run_step_body(
     if owner is not None:
         attributes["workflow.inline_ownership.owner_message_id"] = owner
     with _tracer.start_as_current_span("workflow.step", attributes=attributes) as span:
-        outcome = await _run(
+        outcome = await _attempt(
             definition,
             run_id=run_id,
             step_id=step_id,
@@ -81,6 +87,7 @@ async def run_step_body(
             attempt=attempt,
             occurrence=occurrence,
             forward_result=forward_result,
+            world=world,
         )
         if isinstance(outcome, Completed):
             metrics.STEP_BODIES_COMPLETED.labels(name).inc()
@@ -99,7 +106,7 @@ async def run_step_body(
 _tracer = trace.get_tracer("wayline")
 
 
-async def _run(
+async def _attempt(
     definition: StepDefinition[..., Any],
     *,
     run_id: str,
@@ -108,8 +115,10 @@ async def _run(
     attempt: int,
     occurrence: int,
     forward_result: Any,
+    world: StreamStore | None,
 ) -> Outcome:
     forward = definition.compensates
+    started_at = datetime.fromtimestamp(clock.now(), UTC)
     if forward is None:
         ctx = StepContext(
             run_id=run_id,
@@ -117,6 +126,7 @@ async def _run(
             step_id=step_id,
             attempt=attempt,
             idempotency_key=idempotency_key(run_id, definition.name, occurrence),
+            started_at=started_at,
         )
     else:  # a compensation: its own key, and the forward step's key and result
         ctx = StepContext(
@@ -132,7 +142,18 @@ async def _run(
             )
             if forward_result is not None
             else None,
+            started_at=started_at,
         )
+    with attempt_streams(world, run_id, step_id, attempt) as streams:
+        outcome = await _body(definition, ctx, stored_input, attempt)
+    if not isinstance(outcome, Retry):  # the step is settled: its streams end here
+        await close_streams(streams, "completed" if isinstance(outcome, Completed) else "failed")
+    return outcome
+
+
+async def _body(
+    definition: StepDefinition[..., Any], ctx: StepContext, stored_input: Any, attempt: int
+) -> Outcome:
     what = f"step {definition.name!r}"
     token = _step.set(ctx)
     try:
@@ -146,20 +167,35 @@ async def _run(
         return Completed(result)
     except FatalError as err:
         return Failed(error_to_dict(err))
-    except RetryableError as err:
-        delay = definition.retry_delay if err.retry_after is None else err.retry_after
-        return _retry_or_fail(definition, attempt, err, delay)
+    except RetryableError as err:  # its retry_after wins over the policy, for one attempt
+        return _retry_or_fail(definition, attempt, err, err.retry_after, ctx.idempotency_key)
     except Exception as err:
-        return _retry_or_fail(definition, attempt, err, definition.retry_delay)
+        if not definition.retry.retryable(err):
+            error = error_to_dict(err)
+            error["message"] = (
+                f"{error['message']} (not retried: {type(err).__name__} is non-retryable)"
+            )
+            return Failed(error)
+        return _retry_or_fail(definition, attempt, err, None, ctx.idempotency_key)
     finally:
         _step.reset(token)
 
 
 def _retry_or_fail(
-    definition: StepDefinition[..., Any], attempt: int, err: Exception, delay: float
+    definition: StepDefinition[..., Any],
+    attempt: int,
+    err: Exception,
+    retry_after: float | None,
+    key: str,
 ) -> Outcome:
     error = error_to_dict(err)
-    if attempt > definition.max_retries:
+    policy = definition.retry
+    if attempt > policy.max_retries:
         error["message"] = f"{error['message']} (gave up after {attempt} attempts)"
         return Failed(error)
-    return Retry(error, time.time() + delay)
+    if retry_after is None:
+        delay, source = policy.delay(attempt, key), "policy"
+    else:
+        delay, source = retry_after, "retry_after"
+    schedule = {"attempt": attempt, "delay": delay, "source": source, "policy": policy.describe()}
+    return Retry(error, clock.now() + delay, schedule)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
+from .._core import clock
 from .._core.dispatch import Action, Decision, decide
 from .._core.events import EventType, NewEvent
 from .._core.planning import backstop_send, step_send
@@ -151,7 +151,7 @@ def _decide(session: RunSession, step: StepRecord) -> Decision:
         run_id=session.run_id,
         correlation_id=step.cid,
         my_message_id=session.my_id,
-        now=time.time(),
+        now=clock.now(),
         lease=settings.lease_seconds,
         ownership_enabled=settings.inline_ownership,
         arriving_backstop_key=session.backstop,

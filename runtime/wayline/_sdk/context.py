@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from .._core.current import replay_var
@@ -28,6 +29,8 @@ class StepContext:
     direction: str = "forward"
     forward_idempotency_key: str | None = None
     forward_result: Any = None
+    started_at: datetime | None = None
+    """When this attempt's body began (the worker's clock; set for every attempt)."""
 
 
 def current_replay(api: str) -> Replay:

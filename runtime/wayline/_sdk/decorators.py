@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
+from .._core.concurrency import Limit
 from .._core.definitions import StepDefinition, WorkflowDefinition, register, register_workflow
+from .._core.retry import RetryPolicy
 from ..durations import Duration
+from ..errors import ConfigurationError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -41,8 +44,9 @@ def step(fn: Callable[P, R], /) -> StepDefinition[P, R]: ...
 def step(
     *,
     name: str | None = None,
-    max_retries: int = 3,
-    retry_delay: Duration = 1.0,
+    max_retries: int | None = None,
+    retry_delay: Duration | None = None,
+    retry: RetryPolicy | None = None,
     compensate: Callable[..., Any] | None = None,
     timeout: Duration | None = None,
 ) -> StepDecorator: ...
@@ -51,12 +55,15 @@ def step(
     /,
     *,
     name: str | None = None,
-    max_retries: int = 3,
-    retry_delay: Duration = 1.0,
+    max_retries: int | None = None,
+    retry_delay: Duration | None = None,
+    retry: RetryPolicy | None = None,
     compensate: Callable[..., Any] | None = None,
     timeout: Duration | None = None,
 ) -> Any:
-    """Declare a durable step. ``max_retries`` counts retries after the first try.
+    """Declare a durable step. ``max_retries`` counts retries after the first try (default 3),
+    ``retry_delay`` is the fixed pause between them (default 1s); ``retry`` takes a
+    :class:`wayline.RetryPolicy` instead (backoff, a cap, jitter, non-retryable errors).
 
     ``timeout`` (``"2h"``, seconds) is for a step that needs longer than the worker's
     invocation bound: it never runs inline, runs as its own queued delivery, which its worker
@@ -70,14 +77,21 @@ def step(
     ``forward_idempotency_key`` and ``forward_result`` (None when the outcome is unknown:
     reconcile by key)."""
 
+    if retry is not None and (max_retries is not None or retry_delay is not None):
+        raise ConfigurationError(
+            "@wayline.step takes retry= or max_retries=/retry_delay=, not both "
+            "(RetryPolicy(max_attempts=max_retries + 1, initial=retry_delay, backoff=1.0))"
+        )
+
     def wrap(f: Callable[..., Any]) -> StepDefinition[..., Any]:
         definition = StepDefinition[..., Any](
             f,
             name=name,
-            max_retries=max_retries,
-            retry_delay=retry_delay,
+            max_retries=3 if max_retries is None else max_retries,
+            retry_delay=1.0 if retry_delay is None else retry_delay,
             compensate=compensate,
             timeout=timeout,
+            retry=retry,
         )
         register(definition)
         return definition
@@ -89,7 +103,11 @@ def step(
 def workflow(fn: Callable[P, Awaitable[R]], /) -> WorkflowDefinition[P, R]: ...
 @overload
 def workflow(
-    *, name: str | None = None, revision: int = 1, strict_identity: bool = False
+    *,
+    name: str | None = None,
+    revision: int = 1,
+    strict_identity: bool = False,
+    concurrency: Limit | None = None,
 ) -> WorkflowDecorator: ...
 def workflow(
     fn: Callable[..., Any] | None = None,
@@ -98,8 +116,12 @@ def workflow(
     name: str | None = None,
     revision: int = 1,
     strict_identity: bool = False,
+    concurrency: Limit | None = None,
 ) -> Any:
     """Declare a durable workflow on an ``async def``.
+
+    ``concurrency=wayline.Limit(key=..., max=n)`` lets at most ``n`` runs with the same key
+    be live at once, across every worker on the world (see ``wayline.Limit``).
 
     Bump ``revision`` when behaviour changes without the shape changing; a run is only ever
     driven by a definition with its identity and revision (and, with ``strict_identity``, its
@@ -107,7 +129,11 @@ def workflow(
 
     def wrap(f: Callable[..., Any]) -> WorkflowDefinition[..., Any]:
         definition = WorkflowDefinition[..., Any](
-            f, name=name, revision=revision, strict_identity=strict_identity
+            f,
+            name=name,
+            revision=revision,
+            strict_identity=strict_identity,
+            concurrency=concurrency,
         )
         register_workflow(definition, explicit_name=name is not None)
         return definition

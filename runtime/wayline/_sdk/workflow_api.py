@@ -11,9 +11,10 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from .._core.definitions import WorkflowDefinition
 from .._core.futures import WFuture
-from .._core.replay import Hook, Replay
+from .._core.replay import Replay
 from ..durations import Duration
 from .context import current_replay
+from .hooks import HookHandle
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -25,13 +26,18 @@ def sleep(duration: Duration) -> WFuture[None]:
 
 
 def create_hook(
-    token: str | None = None, *, timeout: Duration | None = None, type: Any = None
-) -> Hook:
+    token: str | None = None,
+    *,
+    timeout: Duration | None = None,
+    type: Any = None,
+    metadata: Any = None,
+) -> HookHandle:
     """A hook that someone resumes with a payload (``Client.resume_hook`` or the CLI).
 
     ``await hook`` gives the first payload, validated as ``type`` when given; with ``timeout``
-    it raises :class:`wayline.HookTimeout` if nothing arrives in time."""
-    return current_replay("create_hook").create_hook(token, timeout, type)
+    it raises :class:`wayline.HookTimeout` if nothing arrives in time. ``metadata`` (any JSON)
+    is recorded with the hook, for the people and tools that resume it."""
+    return HookHandle(current_replay("create_hook").create_hook(token, timeout, type, metadata))
 
 
 @overload
@@ -86,7 +92,7 @@ def uuid4() -> uuid.UUID:
 def _as_future(replay: Replay, aw: Any) -> WFuture[Any]:
     if isinstance(aw, WFuture):
         return aw
-    if isinstance(aw, Hook):
+    if isinstance(aw, HookHandle):
         return aw._record.first
     if inspect.iscoroutine(aw):
         return replay.spawn(aw)

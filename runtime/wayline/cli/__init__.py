@@ -11,6 +11,8 @@
     wayline runs cancel RUN_ID [--wait SECONDS]
     wayline runs terminate RUN_ID                              stop now, no compensations
     wayline runs fail RUN_ID [--reason TEXT]
+    wayline runs wake RUN_ID [--wait WAIT_ID]
+    wayline runs tail RUN_ID --stream NAME [--start INDEX] [--no-follow]
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
@@ -202,6 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--reason", default="terminated from the CLI")
     p.set_defaults(handler=commands.cmd_runs_terminate)
+    p = command(runs_sub, "tail", "print what a run's steps write to a stream, as it comes")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--stream", required=True, metavar="NAME", help="the stream's name")
+    p.add_argument("--start", type=int, default=0, metavar="INDEX", help="resume from INDEX")
+    p.add_argument("--no-follow", action="store_true", help="print what is stored, then exit")
+    p.set_defaults(handler=commands.cmd_runs_tail)
+    p = command(runs_sub, "wake", "fire a run's pending sleeps now (recorded as an early wake)")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--wait", metavar="WAIT_ID", help="only this wait (w1, or h1.timeout)")
+    p.set_defaults(handler=commands.cmd_runs_wake)
     p = command(
         runs_sub,
         "fail",

@@ -22,7 +22,13 @@ from .. import metrics, telemetry
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
 from ..client import Client
-from ..errors import CorruptLogError, HookNotFoundError, RunNotFoundError, WorldUnavailableError
+from ..errors import (
+    CorruptLogError,
+    HookNotFoundError,
+    RunNotFoundError,
+    WaylineError,
+    WorldUnavailableError,
+)
 from ..health import HealthServer
 from ..settings import Settings
 from ..worker import Worker
@@ -40,7 +46,15 @@ from .loading import (
     split_target,
     workflows_in,
 )
-from .timeline import LiveProgress, fmt_duration, fmt_error, fmt_time, render_show, run_to_json
+from .timeline import (
+    LiveProgress,
+    fmt_duration,
+    fmt_error,
+    fmt_json,
+    fmt_time,
+    render_show,
+    run_to_json,
+)
 
 log = logging.getLogger("wayline.cli")
 
@@ -366,6 +380,43 @@ def _show_corrupt(args: argparse.Namespace, err: CorruptLogError) -> int:
     return 0
 
 
+async def cmd_runs_tail(args: argparse.Namespace) -> int:
+    """Print a run's step stream, one JSON chunk a line, until the writing step settles."""
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        await _get_run(client, args.run_id, args.world)
+        async for chunk in client.stream(
+            args.run_id, args.stream, start=args.start, follow=not args.no_follow
+        ):
+            if chunk.kind == "restart":
+                print(
+                    f"# step {chunk.step_id} restarted (attempt {chunk.attempt}): the lines "
+                    "above from it were partial",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                continue
+            print(json.dumps(chunk.data, default=str), flush=True)
+    return 0
+
+
+async def cmd_runs_wake(args: argparse.Namespace) -> int:
+    """``Client.wake_up``: fire pending sleeps now; exit 1 when there was nothing to wake."""
+    async with opened_world(args.world, create=False) as world:
+        client = Client(world)
+        await _get_run(client, args.run_id, args.world)
+        try:
+            woken = await client.wake_up(args.run_id, wait=args.wait)
+        except WaylineError as err:
+            print(f"error: {err.message}", file=sys.stderr)
+            return 1
+    if not woken:
+        print(f"run {args.run_id} has no pending sleep to wake")
+        return 1
+    print(f"woke {', '.join(woken)} of {args.run_id}")
+    return 0
+
+
 async def cmd_runs_cancel(args: argparse.Namespace) -> int:
     """Cancelling is a request: a worker stops the run, compensates its completed steps (if
     they have compensations) and records ``run_cancelled``. ``--wait`` waits for that."""
@@ -483,7 +534,7 @@ async def cmd_hooks_list(args: argparse.Namespace) -> int:
     if not hooks:
         print("no hook is waiting")
         return 0
-    rows = [["TOKEN", "RUN", "WORKFLOW", "WAITING SINCE", "TIMES OUT"]]
+    rows = [["TOKEN", "RUN", "WORKFLOW", "WAITING SINCE", "TIMES OUT", "METADATA"]]
     for hook in hooks:
         rows.append(
             [
@@ -492,6 +543,7 @@ async def cmd_hooks_list(args: argparse.Namespace) -> int:
                 str(hook["workflow"]),
                 fmt_time(hook["createdAt"]),
                 fmt_time(hook["timeoutAt"]),
+                "" if hook["metadata"] is None else fmt_json(hook["metadata"], 60),
             ]
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

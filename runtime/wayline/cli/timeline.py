@@ -88,6 +88,23 @@ Timeline = RunView
 """A run's log as people read it: the one projection (``wayline._core.projections``)."""
 
 
+def fmt_schedule(data: Mapping[str, Any]) -> str:
+    """A step_retrying event's schedule (``StepRetrying.schedule``): which attempt of how
+    many, and what set the delay."""
+    policy = data.get("policy")
+    if not isinstance(policy, Mapping):
+        return ""
+    head = f"attempt {data.get('attempt')} of {policy.get('maxAttempts')}"
+    if data.get("source") == "retry_after":
+        return f"{head}, retry_after from the step"
+    parts = [f"backoff x{policy.get('backoff')}" if policy.get("backoff") != 1.0 else "fixed"]
+    if policy.get("maxInterval") is not None:
+        parts.append(f"max {fmt_duration(float(policy['maxInterval']))}")
+    if policy.get("jitter"):
+        parts.append(f"jitter {policy['jitter']}")
+    return f"{head}, {', '.join(parts)}"
+
+
 def phase_text(p: Payload) -> str:
     """One run-level moment (a cancel request, the unwind and its outcome) as a line."""
     if isinstance(p, RunCancelRequested):
@@ -184,7 +201,8 @@ class LiveProgress:
                     if timed.status == "timed out":
                         self._line(at, f"hook {timed.token} timed out")
                 elif cid in tl.waits:
-                    self._line(at, f"sleep {fmt_duration(tl.waits[cid].seconds)} done")
+                    early = " (woken early)" if tl.waits[cid].early else ""
+                    self._line(at, f"sleep {fmt_duration(tl.waits[cid].seconds)} done{early}")
             case (
                 RunBlocked()
                 | RunUnblocked()
@@ -223,10 +241,12 @@ class LiveProgress:
             suffix = f" (attempt {attempt.number})" if attempt.number > 1 else ""
             self._line(at, f"step {step.label} started{suffix}")
         elif t is EventType.STEP_RETRYING and attempt is not None:
+            schedule = fmt_schedule(attempt.schedule or {})
             wait = (
                 ""
                 if attempt.retry_at is None
                 else f"; retry in {fmt_duration(attempt.retry_at - at)}"
+                + (f" ({schedule})" if schedule else "")
             )
             self._line(
                 at,
@@ -299,13 +319,19 @@ def render_show(
                 if a.error and a.outcome != "completed":
                     line += f": {fmt_error(a.error)}"
                 if a.retry_at is not None and a.ended_at is not None:
-                    line += f" (retried {fmt_duration(a.retry_at - a.ended_at)} later)"
+                    schedule = fmt_schedule(a.schedule or {})
+                    line += f" (retried {fmt_duration(a.retry_at - a.ended_at)} later"
+                    line += f"; {schedule})" if schedule else ")"
                 p(line)
             if step.status == "completed":
                 p(f"{'':14}result {fmt_json(step.result)}")
         elif kind == "hook":
             hook = tl.hooks[cid]
             p(f"  {rel(hook.created_at):>10}  hook {hook.token:<20} {hook.status}")
+            if hook.type is not None:
+                p(f"{'':14}type {hook.type}")
+            if hook.metadata is not None:
+                p(f"{'':14}metadata {fmt_json(hook.metadata)}")
             if hook.timeout_at is not None:
                 p(f"{'':14}timeout at {fmt_time(hook.timeout_at)}")
             if hook.received_at is not None:
@@ -316,6 +342,8 @@ def render_show(
         else:
             wait = tl.waits[cid]
             state = "done" if wait.completed_at is not None else "waiting"
+            if wait.early:
+                state = "woken early"
             p(
                 f"  {rel(wait.created_at):>10}  sleep {fmt_duration(wait.seconds):<19} {state} "
                 f"(until {fmt_time(wait.resume_at)})"

@@ -237,6 +237,27 @@ class World(abc.ABC):
     async def list_served(self) -> list[dict[str, Any]]:
         """Every entry ever recorded (live or not: see its ``liveUntil``)."""
 
+    # step streams ---------------------------------------------------------------------------
+    async def write_stream(
+        self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Append records to the run's stream ``stream``, in order. A record is a JSON
+        object (see ``wayline._sdk.streams``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not store step streams")
+
+    async def read_stream(
+        self, run_id: str, stream: str, start: int = 0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` records of the stream from index ``start`` (0-based), in order."""
+        raise NotImplementedError(f"{type(self).__name__} does not store step streams")
+
+    # concurrency slots ----------------------------------------------------------------------
+    async def acquire_slot(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
+        """Take one of ``limit`` slots of ``key`` for ``run_id`` (again: True at once).
+        Holders whose runs have ended or are gone are dropped first. Returns whether the run
+        holds a slot now, and the holders after the attempt."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep concurrency slots")
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None

@@ -69,6 +69,20 @@ CREATE TABLE IF NOT EXISTS run_feed (
     gseq INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL UNIQUE
 );
+CREATE TABLE IF NOT EXISTS stream_records (
+    run_id TEXT NOT NULL,
+    stream TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (run_id, stream, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS slots (
+    key TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    acquired_at REAL NOT NULL,
+    PRIMARY KEY (key, run_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS slots_by_run ON slots (run_id);
 CREATE TABLE IF NOT EXISTS dead_letters (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..._core import clock
 from ..._core.events import (
     RUN_TERMINAL_EVENTS,
     Event,
@@ -211,7 +212,7 @@ class LocalWorld(World):
                 f"run {run_id} is at seq {last_seq}, writer expected {expected_seq}",
                 last_seq=last_seq,
             )
-        now = time.time()
+        now = clock.now()
         out: list[Event] = []
         # Entity statuses this process saw at exactly this sequence are still true (nobody
         # else appended in between), so the per-event SELECT is skipped; otherwise re-read.
@@ -395,7 +396,7 @@ class LocalWorld(World):
     ) -> MessageId:
         topic = await self.router.topic(topic, payload)
         body = json.dumps(carry(payload)).encode()
-        now = time.time()
+        now = clock.now()
         message_id: MessageId = self._write(
             self._enqueue_tx, topic, body, idempotency_key, now + max(0.0, delay_seconds), now
         )
@@ -434,7 +435,7 @@ class LocalWorld(World):
                 # the database's write lock just to find nothing due.
                 due = self._read(
                     "SELECT 1 FROM messages WHERE topic = ? AND available_at <= ? LIMIT 1",
-                    (topic, time.time()),
+                    (topic, clock.now()),
                 )
                 got: list[Delivery] = (
                     self._write(self._claim_tx, topic, max_messages) if due else []
@@ -449,7 +450,7 @@ class LocalWorld(World):
                 )
                 nap = min(remaining, self._poll)
                 if rows and rows[0][0] is not None:
-                    nap = min(nap, max(0.0, rows[0][0] - time.time()) + 0.001)
+                    nap = min(nap, max(0.0, rows[0][0] - clock.now()) + 0.001)
                 waker.clear()
                 try:
                     await asyncio.wait_for(waker.wait(), timeout=nap)
@@ -459,7 +460,7 @@ class LocalWorld(World):
             _WAKERS[self._key].discard(waker)
 
     def _claim_tx(self, db: sqlite3.Connection, topic: str, limit: int) -> list[Delivery]:
-        now = time.time()
+        now = clock.now()
         due = dict(
             db.execute(
                 "SELECT id, available_at FROM messages WHERE topic = ? AND available_at <= ? "
@@ -495,7 +496,7 @@ class LocalWorld(World):
         return bool(self._settle("DELETE FROM messages WHERE id = ? AND attempts = ?", delivery))
 
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
-        at = time.time() + max(0.0, delay_seconds)
+        at = clock.now() + max(0.0, delay_seconds)
         done = self._settle(
             "UPDATE messages SET available_at = ?, holder = NULL WHERE id = ? AND attempts = ?",
             delivery,
@@ -509,13 +510,13 @@ class LocalWorld(World):
             "UPDATE messages SET available_at = ?, holder = NULL, handbacks = handbacks + 1 "
             "WHERE id = ? AND attempts = ?",
             delivery,
-            time.time(),
+            clock.now(),
         )
         self._wake()
         return done
 
     async def renew(self, delivery: Delivery) -> bool:
-        at = time.time() + self._visibility
+        at = clock.now() + self._visibility
         return self._settle(
             "UPDATE messages SET available_at = ? WHERE id = ? AND attempts = ?", delivery, at
         )
@@ -542,7 +543,7 @@ class LocalWorld(World):
                     delivery.raw,
                     delivery.attempt,
                     reason,
-                    time.time(),
+                    clock.now(),
                 ),
             )
             return True
@@ -593,12 +594,73 @@ class LocalWorld(World):
     async def list_served(self) -> list[dict[str, Any]]:
         return [json.loads(r[0]) for r in self._read("SELECT data FROM served ORDER BY key")]
 
+    # step streams ---------------------------------------------------------------------------
+    async def write_stream(
+        self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
+    ) -> None:
+        def tx(db: sqlite3.Connection) -> None:
+            row = db.execute(
+                "SELECT COALESCE(MAX(idx) + 1, 0) FROM stream_records WHERE run_id = ? "
+                "AND stream = ?",
+                (run_id, stream),
+            ).fetchone()
+            idx = int(row[0])
+            for record in records:
+                db.execute(
+                    "INSERT INTO stream_records (run_id, stream, idx, record) VALUES (?,?,?,?)",
+                    (run_id, stream, idx, json.dumps(dict(record))),
+                )
+                idx += 1
+
+        self._write(tx)
+
+    async def read_stream(
+        self, run_id: str, stream: str, start: int = 0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT record FROM stream_records WHERE run_id = ? AND stream = ? AND idx >= ? "
+            "ORDER BY idx LIMIT ?",
+            (run_id, stream, max(0, start), max(1, limit)),
+        )
+        return [json.loads(r[0]) for r in rows]
+
+    # concurrency slots ----------------------------------------------------------------------
+    async def acquire_slot(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
+        ended = terminal_statuses(None)
+
+        def tx(db: sqlite3.Connection) -> tuple[bool, list[str]]:
+            marks = ",".join("?" * len(ended))
+            # holders whose runs ended (or were deleted) free their slots
+            db.execute(
+                "DELETE FROM slots WHERE key = ? AND run_id NOT IN (SELECT run_id FROM runs "
+                f"WHERE status NOT IN ({marks}))",
+                (key, *ended),
+            )
+            holders = [
+                r[0]
+                for r in db.execute(
+                    "SELECT run_id FROM slots WHERE key = ? ORDER BY acquired_at, run_id", (key,)
+                ).fetchall()
+            ]
+            if run_id in holders:
+                return True, holders
+            if len(holders) >= limit:
+                return False, holders
+            db.execute(
+                "INSERT INTO slots (key, run_id, acquired_at) VALUES (?,?,?)",
+                (key, run_id, clock.now()),
+            )
+            return True, [*holders, run_id]
+
+        result: tuple[bool, list[str]] = self._write(tx)
+        return result
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
     ) -> int:
         chosen = terminal_statuses(statuses)
-        cutoff = time.time() - max(0.0, older_than)
+        cutoff = clock.now() - max(0.0, older_than)
 
         def tx(db: sqlite3.Connection) -> int:
             ids = _ended_before(db, cutoff, chosen, None)
@@ -609,7 +671,7 @@ class LocalWorld(World):
         return deleted
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
-        cutoff = time.time() - max(0.0, older_than)
+        cutoff = clock.now() - max(0.0, older_than)
         batch = max(1, min(1000, limit))
 
         def tx(db: sqlite3.Connection) -> int:
@@ -650,7 +712,7 @@ class LocalWorld(World):
             self._write(
                 lambda db, h=holder: db.execute(
                     "UPDATE messages SET available_at = ?, holder = NULL WHERE holder = ?",
-                    (time.time(), h),
+                    (clock.now(), h),
                 )
             )
         if dead:
@@ -676,7 +738,7 @@ def _drop_runs(db: sqlite3.Connection, ids: list[str]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    for table in ("events", "entities", "hooks", "runs", "run_feed"):
+    for table in ("events", "entities", "hooks", "runs", "run_feed", "stream_records", "slots"):
         db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
     # queued wakes for those runs (a backstop due in 14 minutes, say) go with them
     db.execute(

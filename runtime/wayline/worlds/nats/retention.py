@@ -16,7 +16,7 @@ import base64
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..._core.events import RunStatus
@@ -53,6 +53,8 @@ class Retention:
         self._queue = queue
         self._url = url
         self._timeout = timeout
+        self.on_drop: Callable[[str], Awaitable[None]] | None = None
+        """Called for each run dropped (the world purges the run's step streams)."""
 
     async def _candidates(
         self, older_than: float, statuses: set[str], limit: int | None
@@ -149,6 +151,8 @@ class Retention:
                 await self._js.purge_stream(self._names.events_stream, subject=st.subject)
             except Exception as err:
                 raise wrap(self._url, f"deleting run {run_id}", err) from err
+            if self.on_drop is not None:  # the run's step streams go with it
+                await self.on_drop(run_id)
             for cid, token in st.hook_tokens.items():
                 await self._log._drop_token(run_id, cid, token)
             self._log._runs.pop(run_id, None)

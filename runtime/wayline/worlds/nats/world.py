@@ -21,6 +21,8 @@ from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
 from .queue import Queue
 from .retention import Retention
+from .slots import Slots
+from .streams import Streams
 
 log = logging.getLogger("wayline.worlds.nats")
 
@@ -103,6 +105,8 @@ class NatsWorld(World):
         self._log: EventLog | None = None
         self._queue: Queue | None = None
         self._served_kv: Any = None
+        self._streams: Streams | None = None
+        self._slots: Slots | None = None
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NatsWorld:
@@ -174,10 +178,52 @@ class NatsWorld(World):
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
     ) -> int:
-        return await self._retention().delete_runs(older_than, statuses)
+        retention = self._retention()
+        retention.on_drop = self._st().purge_run
+        return await retention.delete_runs(older_than, statuses)
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
-        return await self._retention().archive_runs(older_than, limit)
+        retention = self._retention()
+        retention.on_drop = self._st().purge_run
+        return await retention.archive_runs(older_than, limit)
+
+    # step streams ---------------------------------------------------------------------------
+    def _st(self) -> Streams:
+        if self._log is None or self._nc is None:
+            raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
+        if self._streams is None:
+            self._streams = Streams(
+                self._nc,
+                self._log._js,
+                self.names,
+                replicas=self.replicas,
+                memory=self.storage == "memory",
+                url=self._servers_shown,
+                timeout=self._options.request_timeout,
+            )
+        return self._streams
+
+    async def acquire_slot(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
+        if self._slots is None:
+            self._slots = Slots(
+                self._events()._js,
+                self.names,
+                self.get_run,
+                replicas=self.replicas,
+                memory=self.storage == "memory",
+                url=self._servers_shown,
+            )
+        return await self._slots.acquire(key, run_id, limit)
+
+    async def write_stream(
+        self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
+    ) -> None:
+        await self._st().write(run_id, stream, records)
+
+    async def read_stream(
+        self, run_id: str, stream: str, start: int = 0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        return await self._st().read(run_id, stream, start, limit)
 
     async def archived_count(self) -> int:
         return await self._retention().archived_count()
@@ -307,6 +353,8 @@ class NatsWorld(World):
         if self._log is not None:
             await self._log.close()
         self._log = self._queue = self._served_kv = None
+        self._streams = None
+        self._slots = None
         if nc is not None:
             await _close_quietly(nc)
 

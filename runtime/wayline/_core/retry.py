@@ -1,0 +1,99 @@
+"""``wayline.RetryPolicy``: how a failed step is tried again (Temporal's ``RetryPolicy``, DBOS's
+``retries_allowed``/``interval_seconds``/``backoff_rate``).
+
+The delay before attempt *n + 1* is ``initial * backoff ** (n - 1)``, capped at
+``max_interval``, then spread by ``jitter``: multiplied by ``1 + jitter * u`` with ``u`` in
+[-1, 1] drawn from a generator seeded with the step's idempotency key and the attempt number.
+Both come from the log, so the schedule is the same in every process and on every replay, yet
+steps that failed together do not all come back in the same instant.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..durations import Duration, to_seconds
+from ..errors import ConfigurationError
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_attempts: int = 4
+    """Attempts in all, the first included (1: never retried)."""
+    initial: Duration = 1.0
+    """The delay before the second attempt."""
+    backoff: float = 2.0
+    """Each further delay is this many times the previous one (1.0: a fixed delay)."""
+    max_interval: Duration | None = None
+    """The longest delay between two attempts (None: no cap)."""
+    jitter: float = 0.0
+    """Spread each delay by up to this fraction either way (0.1: +-10%)."""
+    non_retryable: tuple[type[BaseException] | str, ...] = field(default=())
+    """Exception classes (or class names) that fail the step at once. A class matches its
+    subclasses; a name matches any class of that name in the exception's MRO."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise ConfigurationError(
+                f"RetryPolicy.max_attempts must be >= 1, not {self.max_attempts!r}"
+            )
+        if self.backoff < 1.0:
+            raise ConfigurationError(f"RetryPolicy.backoff must be >= 1.0, not {self.backoff!r}")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise ConfigurationError(
+                f"RetryPolicy.jitter must be within [0, 1], not {self.jitter!r}"
+            )
+        try:
+            to_seconds(self.initial)
+            if self.max_interval is not None:
+                to_seconds(self.max_interval)
+        except ValueError as err:
+            raise ConfigurationError(f"RetryPolicy: {err}") from None
+        if not isinstance(self.non_retryable, tuple):
+            object.__setattr__(self, "non_retryable", tuple(self.non_retryable))
+        for item in self.non_retryable:
+            if not isinstance(item, str) and not (
+                isinstance(item, type) and issubclass(item, BaseException)
+            ):
+                raise ConfigurationError(
+                    f"RetryPolicy.non_retryable takes exception classes or names, not {item!r}"
+                )
+
+    @property
+    def max_retries(self) -> int:
+        return self.max_attempts - 1
+
+    def delay(self, attempt: int, key: str) -> float:
+        """Seconds to wait after attempt ``attempt`` (1-based) of the step keyed ``key``."""
+        seconds = to_seconds(self.initial) * self.backoff ** max(0, attempt - 1)
+        if self.max_interval is not None:
+            seconds = min(seconds, to_seconds(self.max_interval))
+        if self.jitter:
+            u = random.Random(f"{key}#{attempt}").uniform(-1.0, 1.0)
+            seconds *= 1.0 + self.jitter * u
+        return max(0.0, seconds)
+
+    def retryable(self, err: BaseException) -> bool:
+        names = {cls.__name__ for cls in type(err).__mro__}
+        for item in self.non_retryable:
+            if isinstance(item, str):
+                if item in names:
+                    return False
+            elif isinstance(err, item):
+                return False
+        return True
+
+    def describe(self) -> dict[str, Any]:
+        """The policy as the log records it (for ``runs show``)."""
+        out: dict[str, Any] = {
+            "maxAttempts": self.max_attempts,
+            "initial": to_seconds(self.initial),
+            "backoff": self.backoff,
+        }
+        if self.max_interval is not None:
+            out["maxInterval"] = to_seconds(self.max_interval)
+        if self.jitter:
+            out["jitter"] = self.jitter
+        return out

@@ -1,0 +1,69 @@
+"""Admission under a workflow's concurrency limit (see ``wayline.Limit``): before a run's
+first ``run_started`` it takes a slot of its key in the world, or waits for one, visibly."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .._core.definitions import WorkflowDefinition
+from .._core.events import EventType, NewEvent, RunStatus
+from .._core.replay import Replay
+from ..errors import EntityConflictError, RunTerminalError
+from ..world import FLOW_TOPIC, Delivery, RunInfo, World
+from .ending import fail_run
+
+log = logging.getLogger("wayline.runtime")
+
+CODE = "CONCURRENCY_LIMIT"
+_LONGEST_PAUSE = 5.0
+
+
+async def admit(
+    world: World,
+    info: RunInfo,
+    workflow: WorkflowDefinition[..., Any],
+    replay: Replay,
+    delivery: Delivery,
+) -> bool:
+    """True when the run may start now. False: it waits (blocked, ``waitingFor:
+    concurrency``) and a later message tries again; the caller acks this one."""
+    limit = workflow.concurrency
+    if limit is None or replay.ending.cancel_requested:
+        return True  # a run cancelled while waiting ends without taking a slot's turn
+    run_id = replay.run_id
+    try:
+        args, kwargs = workflow.signature.decode_args(replay.input, what="input")
+        key = limit.key_for(workflow.name, args, kwargs)
+    except Exception as err:  # the key function failed: the run cannot be placed
+        await fail_run(
+            world,
+            run_id,
+            "CONCURRENCY_KEY",
+            f"the concurrency key of {workflow.name!r} raised {type(err).__name__}: {err}",
+        )
+        return False
+    won, holders = await world.acquire_slot(key, run_id, limit.max)
+    if won:
+        return True
+    message = (
+        f"waiting for a concurrency slot of {key!r}: {len(holders)} of {limit.max} held by "
+        f"{', '.join(holders)}"
+    )
+    if info.status is not RunStatus.BLOCKED or (info.error or {}).get("code") != CODE:
+        log.info("run %s %s", run_id, message)
+        data = {"code": CODE, "message": message, "waitingFor": "concurrency", "limit": key}
+        try:
+            await world.append(run_id, [NewEvent(EventType.RUN_BLOCKED, data=data)])
+        except (RunTerminalError, EntityConflictError):
+            return False
+    payload = delivery.payload if isinstance(delivery.payload, dict) else {}
+    tries = int(payload.get("tries") or 0) + 1
+    await world.enqueue(
+        FLOW_TOPIC,
+        {"runId": run_id, "reason": "concurrency", "tries": tries},
+        # a successor key: this delivery's own key is still held while it is in flight
+        idempotency_key=f"{run_id}:concurrency:after:{delivery.message_id}",
+        delay_seconds=min(_LONGEST_PAUSE, 0.05 * 2 ** min(tries, 7)),
+    )
+    return False

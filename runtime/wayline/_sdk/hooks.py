@@ -1,0 +1,282 @@
+"""Typed hooks: a pydantic model or a dataclass that subclasses ``wayline.Hook`` (the
+reference SDK's ``defineHook``, vercel-py's ``BaseHook``).
+
+    class Approval(wayline.Hook, pydantic.BaseModel):
+        approved: bool
+        by: str
+
+    # inside a workflow
+    approval = await Approval.wait(f"approve:{order_id}", timeout="1d")
+    # anywhere else
+    await Approval.resume(client, f"approve:{order_id}", Approval(approved=True, by="ana"))
+
+``wait`` creates the hook, returns the first payload validated as the class, and disposes the
+hook (its token is free again: the same run may wait on it once more). The class is recorded
+with the hook, so ``resume`` -- this one, ``Client.resume_hook`` or ``wayline hooks resume`` in
+a process that can import the class -- refuses a payload that does not validate, naming the
+field, before anything is written. ``wayline.Hook`` itself stays the type of what
+``wayline.create_hook`` returns (an untyped handle), so existing code keeps working.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from .._core import projections
+from .._core.events import Event
+from .._core.futures import WFuture
+from .._core.projections import HookCreated
+from .._core.replay import HookRecord
+from .._core.serde import decode, encode
+from ..durations import Duration
+from ..errors import InvalidPayloadError, SerializationError
+from .context import current_replay
+
+H = TypeVar("H", bound="Hook")
+
+
+# What this module needs of a hook's world entry, a world and a client (the world and the
+# client sit above the sdk: it names only these shapes, never their modules).
+class HookEntry(Protocol):
+    @property
+    def token(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def correlation_id(self) -> str: ...
+    @property
+    def active(self) -> bool: ...
+
+
+class EventReader(Protocol):
+    async def list_events(self, run_id: str) -> Sequence[Event]: ...
+
+
+class HookWorld(EventReader, Protocol):
+    async def get_hook(self, token: str) -> HookEntry | None: ...
+
+
+class HookClient(Protocol):
+    @property
+    def world(self) -> HookWorld: ...
+
+    async def resume_hook(
+        self, token: str, payload: Any, *, delivery_id: str | None = None
+    ) -> str: ...
+
+
+class Hook:
+    """Subclass it in a pydantic model or a dataclass to declare a typed hook payload. Without
+    fields it is the type of ``wayline.create_hook``'s handle."""
+
+    @classmethod
+    def type_name(cls) -> str:
+        return f"{cls.__module__}:{cls.__qualname__}"
+
+    @classmethod
+    def _check_typed(cls, api: str) -> None:
+        if cls is Hook or (
+            not hasattr(cls, "__dataclass_fields__") and not hasattr(cls, "model_fields")
+        ):
+            raise TypeError(
+                f"{cls.__qualname__}.{api}() needs a typed hook: subclass wayline.Hook in a "
+                "pydantic model or a dataclass"
+            )
+
+    @classmethod
+    async def wait(
+        cls: type[H],
+        token: str | None = None,
+        *,
+        timeout: Duration | None = None,
+        metadata: Any = None,
+    ) -> H:
+        """Inside a workflow: create a hook holding ``token``, wait for its first payload
+        (validated as this class; :class:`wayline.HookTimeout` after ``timeout``), then
+        dispose the hook so its token is free again."""
+        cls._check_typed("wait")
+        replay = current_replay("Hook.wait")
+        record = replay.create_hook(token, timeout, cls, metadata, cls.type_name())
+        record.shape = _shape_of(cls)
+        try:
+            value: H = await record.first
+        finally:
+            replay.dispose_hook(record)
+        return value
+
+    @classmethod
+    async def resume(
+        cls, client: HookClient, token: str, payload: Any, *, delivery_id: str | None = None
+    ) -> str:
+        """Outside a workflow: deliver ``payload`` (an instance, or a mapping that validates
+        as this class) to the hook holding ``token``; returns the run id. Raises
+        :class:`wayline.errors.InvalidPayloadError` naming the field when it does not
+        validate, or when the hook waits for another type; nothing is written then."""
+        cls._check_typed("resume")
+        hook = await client.world.get_hook(token)
+        if hook is not None and hook.active:
+            recorded = await recorded_type(client.world, hook)
+            if recorded is not None and recorded != cls.type_name():
+                raise InvalidPayloadError(
+                    f"hook {token!r} waits for {recorded}, not {cls.type_name()}", token=token
+                )
+        value = validate(cls, payload, token)
+        return await client.resume_hook(token, value, delivery_id=delivery_id)
+
+
+class HookHandle(Hook):
+    """What ``wayline.create_hook`` returns: ``await hook`` gives the first payload;
+    ``async for payload in hook`` gives every payload in log order; ``hook.dispose()`` frees
+    its token (a new hook in this run or another may then hold it)."""
+
+    def __init__(self, record: HookRecord) -> None:
+        self._record = record
+        self._next = 0
+
+    @property
+    def token(self) -> str:
+        return self._record.token
+
+    def dispose(self) -> None:
+        """Stop receiving payloads and free the token (written before the run's next calls)."""
+        current_replay("dispose").dispose_hook(self._record)
+
+    def __await__(self) -> Any:
+        return self._record.first.__await__()
+
+    def __aiter__(self) -> HookHandle:
+        return self
+
+    async def __anext__(self) -> Any:
+        index = self._next
+        self._next += 1
+        if index == 0:
+            return await self._record.first
+        rec = self._record
+        if index < len(rec.payloads):
+            return rec.payloads[index]
+        fut = rec.waiters.setdefault(index, WFuture(f"hook {rec.token}#{index}"))
+        return await fut
+
+
+_SHAPES: dict[type[Any], dict[str, Any]] = {}
+
+
+def _shape_of(cls: type[Any]) -> dict[str, Any]:
+    if cls not in _SHAPES:
+        _SHAPES[cls] = shape(cls)
+    return _SHAPES[cls]
+
+
+def validate(cls: type[Any], payload: Any, token: str) -> Any:
+    if isinstance(payload, cls):
+        return payload
+    try:
+        return decode(encode(payload, what=f"payload for hook {token!r}"), cls, what="payload")
+    except SerializationError as err:
+        raise InvalidPayloadError(
+            f"payload for hook {token!r} refused: {err.message}", token=token
+        ) from None
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def shape(cls: type[Any]) -> dict[str, Any]:
+    """The top level of the class's JSON schema -- required fields and the JSON type of each
+    field -- recorded with the hook so that a process without the class (the operator, the
+    CLI) still refuses a payload that misses a field or has the wrong kind of value."""
+    import pydantic
+
+    schema = pydantic.TypeAdapter(cls).json_schema()
+    fields: dict[str, list[str]] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        options = prop.get("anyOf", [prop])
+        kinds = [o.get("type") for o in options]
+        if all(isinstance(k, str) and k in _JSON_TYPES for k in kinds):
+            fields[name] = kinds
+        else:
+            fields[name] = []  # a nested or constrained type: checked where the class is
+    return {"required": list(schema.get("required") or []), "fields": fields}
+
+
+def check_shape(recorded: Any, payload: Any, token: str) -> None:
+    if not isinstance(recorded, Mapping):
+        return
+    if not isinstance(payload, dict):
+        raise InvalidPayloadError(
+            f"payload for hook {token!r} refused: expected an object with fields "
+            f"{', '.join(recorded.get('fields') or {})}",
+            token=token,
+        )
+    problems = [
+        f"{name}: Field required" for name in recorded.get("required") or [] if name not in payload
+    ]
+    for name, kinds in (recorded.get("fields") or {}).items():
+        if name not in payload or not kinds:
+            continue
+        value = payload[name]
+        allowed = tuple(t for k in kinds for t in _JSON_TYPES[k])
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            problems.append(f"{name}: expected {' or '.join(kinds)}, got {type(value).__name__}")
+    if problems:
+        raise InvalidPayloadError(
+            f"payload for hook {token!r} refused: {'; '.join(problems)}", token=token
+        )
+
+
+async def created(world: EventReader, hook: HookEntry) -> HookCreated | None:
+    """The ``hook_created`` event of the hook holding ``hook.token``."""
+    for e in await world.list_events(hook.run_id):
+        if e.correlation_id == hook.correlation_id:
+            p = projections.payload(e)
+            if isinstance(p, HookCreated):
+                return p
+    return None
+
+
+async def recorded_type(world: EventReader, hook: HookEntry) -> str | None:
+    data = await created(world, hook)
+    return data.type if data is not None else None
+
+
+def find_type(name: str) -> type[Any] | None:
+    """The class recorded as ``module:Qualname``, if this process has (or can import) it."""
+    module_name, _, qualname = name.partition(":")
+    module = sys.modules.get(module_name)
+    if module is None:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:  # not importable here: the workflow validates it on arrival
+            return None
+    obj: Any = module
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if isinstance(obj, type) else None
+
+
+async def check_resume(world: EventReader, hook: HookEntry, value: Any) -> None:
+    """Refuse, before anything is written, a payload that a typed hook would not accept: in
+    full where this process has the class, by its recorded shape everywhere else."""
+    data = await created(world, hook)
+    if data is None or not data.type:
+        return
+    cls = find_type(data.type)
+    if cls is not None:
+        validate(cls, value, hook.token)
+        return
+    plain = encode(value, what=f"payload for hook {hook.token!r}")
+    check_shape(data.shape, plain, hook.token)

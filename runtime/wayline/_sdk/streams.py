@@ -1,0 +1,226 @@
+"""Durable streams from steps (the reference runtime's ``getWritable``, DBOS streams).
+
+    @wayline.step
+    async def transcode(video: str) -> str:
+        progress = wayline.stream("progress")
+        for pct in range(0, 101, 10):
+            await progress.write({"pct": pct})
+        return "done"
+
+    async for chunk in client.stream(run_id, "progress", start=0):
+        print(chunk.index, chunk.data)
+
+Records are stored in the world (a subject per run and stream on NATS, a table on SQLite), in
+write order, and read from any index, so a reader resumes where it stopped. A stream is closed
+when the step that wrote it completes or fails for good: a ``close`` record ends every reader.
+
+An attempt that crashes, or raises to be retried, leaves what it wrote. The next attempt's first
+write is preceded by a ``restart`` record naming the attempt it replaces; a reader that sees
+one knows the records before it from that step were the partial output of an attempt that did
+not finish (each data record also carries its ``attempt``). Nothing is ever removed from a
+stream before cleanup removes the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .._core.projections import RunInfo
+from .._core.serde import encode
+from ..errors import FatalError, NotInStepError, WaylineError, WorldError
+from .context import step_context
+
+log = logging.getLogger("wayline.runtime")
+
+
+class StreamStore(Protocol):
+    """Where step streams are kept: what a world offers (``World.write_stream``/``read_stream``;
+    the world sits above the sdk, so the sdk names only this shape)."""
+
+    async def write_stream(
+        self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
+    ) -> None: ...
+
+    async def read_stream(
+        self, run_id: str, stream: str, start: int = 0, limit: int = 1000
+    ) -> list[dict[str, Any]]: ...
+
+
+class StreamSource(StreamStore, Protocol):
+    """A store that also tells whether the run has ended (a reader stops there)."""
+
+    async def get_run(self, run_id: str) -> RunInfo | None: ...
+
+
+class StreamClosedError(FatalError, WaylineError):
+    """A write to a stream whose step already completed (or failed for good). Fatal: a retry
+    would find it closed again."""
+
+    code = "STREAM_CLOSED"
+
+    def __init__(self, message: str) -> None:
+        WaylineError.__init__(self, message)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamChunk:
+    index: int
+    """Position in the stream (0-based): pass ``start=index + 1`` to resume after it."""
+    kind: str
+    """``data``, or ``restart`` (the records before it from ``step_id`` were partial)."""
+    data: Any
+    step_id: str
+    attempt: int
+
+
+@dataclass(slots=True)
+class _AttemptStreams:
+    world: StreamStore
+    run_id: str
+    step_id: str
+    attempt: int
+    loop: asyncio.AbstractEventLoop
+    writers: dict[str, StreamWriter] = field(default_factory=dict)
+
+
+_current: ContextVar[_AttemptStreams | None] = ContextVar("wayline_streams", default=None)
+
+
+class StreamWriter:
+    """Writes one stream of the running step attempt."""
+
+    def __init__(self, owner: _AttemptStreams, name: str) -> None:
+        self._owner = owner
+        self.name = name
+        self._checked = False
+        self._closed = False
+
+    async def write(self, chunk: Any) -> None:
+        """Store ``chunk`` (any JSON-able value) durably before returning."""
+        o = self._owner
+        if self._closed:
+            raise StreamClosedError(f"stream {self.name!r} of run {o.run_id} is closed")
+        data = encode(chunk, what=f"chunk for stream {self.name!r}")
+        records: list[dict[str, Any]] = []
+        if not self._checked:
+            records += await self._first_write()
+        records.append({"kind": "data", "data": data, "step": o.step_id, "attempt": o.attempt})
+        await o.world.write_stream(o.run_id, self.name, records)
+
+    def write_sync(self, chunk: Any) -> None:
+        """``write`` from a plain ``def`` step (it runs in a thread)."""
+        asyncio.run_coroutine_threadsafe(self.write(chunk), self._owner.loop).result()
+
+    async def _first_write(self) -> list[dict[str, Any]]:
+        o = self._owner
+        existing = await o.world.read_stream(o.run_id, self.name, 0, 1_000_000)
+        self._checked = True
+        last = existing[-1] if existing else None
+        if last is not None and last.get("kind") == "close":
+            self._closed = True
+            raise StreamClosedError(
+                f"stream {self.name!r} of run {o.run_id} was closed by step {last.get('step')}"
+            )
+        mine = [r for r in existing if r.get("step") == o.step_id]
+        earlier = sorted({int(r.get("attempt") or 0) for r in mine} - {o.attempt})
+        if earlier:
+            marker = {"kind": "restart", "step": o.step_id, "attempt": o.attempt}
+            return [{**marker, "abandoned": earlier[-1]}]
+        return []
+
+    async def close(self, outcome: str = "completed") -> None:
+        if self._closed:
+            return
+        self._closed = True
+        o = self._owner
+        record = {"kind": "close", "step": o.step_id, "attempt": o.attempt, "outcome": outcome}
+        await o.world.write_stream(o.run_id, self.name, [record])
+
+
+def stream(name: str) -> StreamWriter:
+    """Inside a step: the writer of this run's stream ``name`` (the same object for every call
+    in one attempt). Raises :class:`wayline.NotInStepError` elsewhere."""
+    owner = _current.get()
+    if owner is None:
+        step_context()  # raises NotInStepError with the usual message
+        raise NotInStepError("wayline.stream() can only be called inside a step body")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a stream name must be a non-empty string, not {name!r}")
+    writer = owner.writers.get(name)
+    if writer is None:
+        writer = owner.writers[name] = StreamWriter(owner, name)
+    return writer
+
+
+@contextmanager
+def attempt_streams(
+    world: StreamStore | None, run_id: str, step_id: str, attempt: int
+) -> Iterator[_AttemptStreams | None]:
+    """Make ``wayline.stream`` available to one step attempt's body."""
+    if world is None:
+        yield None
+        return
+    owner = _AttemptStreams(world, run_id, step_id, attempt, asyncio.get_running_loop())
+    token = _current.set(owner)
+    try:
+        yield owner
+    finally:
+        _current.reset(token)
+
+
+async def close_streams(owner: _AttemptStreams | None, outcome: str) -> None:
+    """The step completed or failed for good: close what it wrote. A failure to write the
+    close is logged, never raised: the step's outcome matters more (readers also stop at the
+    run's end)."""
+    if owner is None:
+        return
+    for writer in owner.writers.values():
+        try:
+            await writer.close(outcome)
+        except (WorldError, NotImplementedError) as err:
+            log.warning("closing stream %r of run %s failed: %s", writer.name, owner.run_id, err)
+
+
+async def follow_stream(
+    world: StreamSource,
+    run_id: str,
+    name: str,
+    start: int = 0,
+    *,
+    follow: bool = True,
+    poll: float = 0.05,
+) -> AsyncIterator[StreamChunk]:
+    """The chunks of a run's stream from ``start``, in order, until its ``close`` record (or,
+    with ``follow=False``, until what is stored now is read). A run that ends without its
+    stream being closed (its step never settled) also ends the iteration."""
+    index = max(0, start)
+    while True:
+        records = await world.read_stream(run_id, name, index, 500)
+        for record in records:
+            kind = str(record.get("kind"))
+            if kind == "close":
+                return
+            yield StreamChunk(
+                index,
+                kind,
+                record.get("data"),
+                str(record.get("step")),
+                int(record.get("attempt") or 0),
+            )
+            index += 1
+        if records:
+            continue
+        if not follow:
+            return
+        info = await world.get_run(run_id)
+        if info is None or info.status.terminal:
+            if not await world.read_stream(run_id, name, index, 1):
+                return  # nothing was written after the end (or the run is gone)
+            continue
+        await asyncio.sleep(poll)

@@ -1,0 +1,169 @@
+"""Time-skipping tests (Temporal's ``WorkflowEnvironment.start_time_skipping``, the reference
+runtime's ``wakeUp``).
+
+    async with wayline.testing.Environment([subscription]) as env:
+        handle = await env.client.start(subscription, "ana")
+        assert await handle.result(timeout=10) == "renewed"   # it slept 30 days
+
+The environment is an embedded world in a temporary directory and a worker, in this process.
+Whenever every run is idle -- no queue message is due or being handled -- the clock jumps to the
+next timer (a sleep's wake, a step's retry, a hook's timeout), so a workflow that sleeps for a
+month finishes in milliseconds. The jump moves the clock the world stamps events with and the
+engine compares with, so ``wayline.now()`` inside the workflow sees the month pass, exactly as
+it would in production; nothing in the log is a lie about time.
+
+Like Temporal's, auto-skipping also skips hook timeouts: resume the hook before the workflow
+suspends on it, or hold the clock with ``env.paused()`` while the test gets ready. The clock is
+process-wide: run one environment at a time and no other world in the same process meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import AsyncIterator, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ._core import clock
+from ._core.definitions import WorkflowDefinition
+from .client import Client
+from .durations import Duration, to_seconds
+from .settings import Settings
+from .worker import Worker
+from .worlds.local import LocalWorld
+
+__all__ = ["Environment", "TimeSkippingWorld"]
+
+
+class TimeSkippingWorld(LocalWorld):
+    """The embedded world, able to say whether anything is due or in flight, and when the
+    next queued message comes due."""
+
+    def queue_state(self) -> tuple[bool, float | None]:
+        """``(busy, next_due)``: busy when a message is due now or held by a consumer."""
+        now = clock.now()
+        rows = self._read(
+            "SELECT "
+            "  SUM(CASE WHEN available_at <= ? OR holder IS NOT NULL THEN 1 ELSE 0 END), "
+            "  MIN(CASE WHEN holder IS NULL THEN available_at END) "
+            "FROM messages",
+            (now,),
+        )
+        busy_count, next_due = rows[0] if rows else (0, None)
+        return bool(busy_count), next_due
+
+    def wake_consumers(self) -> None:
+        self._wake()
+
+
+class Environment:
+    """A world, a client and a worker whose clock skips ahead when every run is idle."""
+
+    def __init__(
+        self,
+        workflows: Iterable[WorkflowDefinition[..., Any]],
+        *,
+        path: str | Path | None = None,
+        settings: Settings | None = None,
+        auto_skip: bool = True,
+        idle_checks: int = 3,
+        check_interval: float = 0.005,
+    ) -> None:
+        self._workflows = list(workflows)
+        self._path = path
+        self._settings = settings or Settings.from_env({})
+        self.auto_skip = auto_skip
+        self._idle_checks = idle_checks
+        self._interval = check_interval
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._skipper: asyncio.Task[None] | None = None
+        self._paused = 0
+        self.skipped = 0.0
+        """Seconds the clock has been moved ahead so far."""
+        self.world: TimeSkippingWorld
+        self.client: Client
+        self.worker: Worker
+
+    async def __aenter__(self) -> Environment:
+        if clock.offset():
+            raise RuntimeError("another time-skipping environment is running in this process")
+        if self._path is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="wayline-test-")
+            self._path = Path(self._tmp.name) / "wayline.db"
+        self.world = TimeSkippingWorld(self._path, poll_interval=0.01)
+        await self.world.start()
+        self.client = Client(self.world, self._workflows)
+        self.worker = Worker(self.world, self._workflows, settings=self._settings)
+        await self.worker.start()
+        self._skipper = asyncio.create_task(self._skip_loop(), name="wayline-time-skipper")
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._skipper is not None:
+            self._skipper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._skipper
+        try:
+            await self.worker.close()
+            await self.world.close()
+        finally:
+            clock.reset()
+            if self._tmp is not None:
+                self._tmp.cleanup()
+
+    def now(self) -> datetime:
+        """The environment's time (what the world stamps events with)."""
+        return datetime.fromtimestamp(clock.now(), UTC)
+
+    def skip(self, duration: Duration) -> None:
+        """Move the clock ahead by ``duration`` now, idle or not."""
+        seconds = to_seconds(duration)
+        clock.advance(seconds)
+        self.skipped += seconds
+        self.world.wake_consumers()
+
+    @contextlib.contextmanager
+    def paused(self) -> Any:
+        """Hold the clock (no auto-skip) inside the block."""
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
+
+    async def _skip_loop(self) -> None:
+        idle_seen, last_due = 0, None
+        while True:
+            await asyncio.sleep(self._interval)
+            if not self.auto_skip or self._paused:
+                idle_seen = 0
+                continue
+            busy, next_due = self.world.queue_state()
+            if busy or next_due is None:  # a held message is a delivery being handled
+                idle_seen = 0
+                continue
+            # Idle several checks in a row with the same next timer: not a gap between a
+            # write and its enqueue.
+            idle_seen = idle_seen + 1 if next_due == last_due else 1
+            last_due = next_due
+            if idle_seen < self._idle_checks:
+                continue
+            ahead = next_due - clock.now()
+            if ahead > 0:
+                self.skip(ahead + 0.001)
+            idle_seen = 0
+
+
+@contextlib.asynccontextmanager
+async def environment(
+    workflows: Iterable[WorkflowDefinition[..., Any]], **options: Any
+) -> AsyncIterator[Environment]:
+    """``async with wayline.testing.environment([...]) as env`` (a function spelling)."""
+    async with Environment(workflows, **options) as env:
+        yield env

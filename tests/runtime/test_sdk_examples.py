@@ -1,0 +1,47 @@
+"""The SDK examples run to the answers their docstrings promise."""
+
+from __future__ import annotations
+
+from examples import first_success, retry_policy, time_skipping, typed_hooks
+
+
+async def test_retry_policy_example() -> None:
+    ok, gone = await retry_policy.main()
+    assert ok == "reserved BOOK-42 on attempt 3"
+    assert "OutOfStock is non-retryable" in gone
+
+
+async def test_typed_hooks_example() -> None:
+    refused, approvers = await typed_hooks.main()
+    assert "approved" in refused
+    assert approvers == ["ana", "bo"]
+
+
+async def test_first_success_example() -> None:
+    one, none = await first_success.main()
+    assert one["provider"] == "acme" and one["workflow"] == "examples.best_effort_quote"
+    assert len(none["errors"]) == 2  # type: ignore[arg-type]
+
+
+async def test_time_skipping_example() -> None:
+    out = await time_skipping.main()
+    assert out["days"] == 360 and len(out["receipts"]) == 12  # type: ignore[arg-type]
+
+
+async def test_step_streams_example() -> None:
+    from examples import step_streams
+
+    out = await step_streams.main()
+    assert out[3] == "-- attempt 2 starts over"
+    assert out[-2:] == ["8: 100% (attempt 2)", "cat.mp4"]
+
+
+async def test_concurrency_limit_example() -> None:
+    from examples import concurrency_limit
+
+    log = await concurrency_limit.main()
+    ana = [line for line in log if line.split()[1] in ("o0", "o1", "o2")]
+    # one of ana's orders at a time: every pack is followed by its own packed
+    for start, end in zip(ana[::2], ana[1::2], strict=True):
+        assert start.startswith("pack ") and end == f"packed {start.split()[1]}"
+    assert len(log) == 8

@@ -1,0 +1,123 @@
+"""Durable streams from steps on every world: ordered, resumable, closed when the step
+settles, partial output of a failed attempt marked, removed with the run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import wayline
+from tests.runtime import sdk_flows
+from tests.runtime.flows import lines
+from tests.runtime.harness import Engine, wait_for
+
+
+async def _collect(engine: Engine, run_id: str, name: str, start: int = 0) -> list[object]:
+    return [
+        (c.kind, c.data, c.attempt)
+        async for c in engine.client.stream(run_id, name, start=start, follow=False)
+    ]
+
+
+async def test_a_step_stream_is_ordered_resumable_and_closed(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "marks")
+    async with engine.worker([sdk_flows.producer]):
+        handle = await engine.client.start(sdk_flows.producer, path, 5)
+        assert await handle.result(timeout=10) == 5
+        # a follower started after the end still reads everything and stops at the close
+        chunks = [c async for c in engine.client.stream(handle.run_id, "progress")]
+    assert [c.data for c in chunks] == [{"i": i, "attempt": 1} for i in range(5)]
+    assert [c.index for c in chunks] == [0, 1, 2, 3, 4]
+    assert {c.kind for c in chunks} == {"data"}
+    assert [c.data for c in await _all(engine, handle.run_id, start=3)] == [
+        {"i": 3, "attempt": 1},
+        {"i": 4, "attempt": 1},
+    ]
+    raw = await engine.world.read_stream(handle.run_id, "progress")
+    assert raw[-1]["kind"] == "close" and raw[-1]["outcome"] == "completed"
+    assert lines(path) == ["produced 1"]
+
+
+async def _all(engine: Engine, run_id: str, start: int = 0) -> list[wayline.StreamChunk]:
+    return [c async for c in engine.client.stream(run_id, "progress", start=start)]
+
+
+async def test_a_reader_follows_a_stream_as_it_is_written(engine: Engine, tmp_path: Path) -> None:
+    path, gate = str(tmp_path / "marks"), tmp_path / "gate"
+    async with engine.worker([sdk_flows.producer]):
+        handle = await engine.client.start(sdk_flows.producer, path, 4, str(gate))
+        seen: list[int] = []
+
+        async def read() -> None:
+            async for chunk in engine.client.stream(handle.run_id, "progress"):
+                seen.append(chunk.data["i"])  # type: ignore[index]
+                if len(seen) == 2:
+                    gate.touch()  # the step goes on only once the reader saw two chunks
+
+        reader = asyncio.create_task(read())
+        await asyncio.wait_for(reader, timeout=15)  # ends at the close record
+        assert seen == [0, 1, 2, 3]
+        assert await handle.result(timeout=10) == 4
+
+
+async def test_the_partial_output_of_a_failed_attempt_is_marked(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "marks")
+    async with engine.worker([sdk_flows.producer]):
+        handle = await engine.client.start(sdk_flows.producer, path, 3, "", True)
+        assert await handle.result(timeout=10) == 3
+    assert await _collect(engine, handle.run_id, "progress") == [
+        ("data", {"i": 0, "attempt": 1}, 1),
+        ("data", {"i": 1, "attempt": 1}, 1),
+        ("restart", None, 2),  # what attempt 1 wrote above was partial
+        ("data", {"i": 0, "attempt": 2}, 2),
+        ("data", {"i": 1, "attempt": 2}, 2),
+        ("data", {"i": 2, "attempt": 2}, 2),
+    ]
+    assert lines(path) == ["produced 2"]
+
+
+async def test_a_sync_step_writes_a_stream(engine: Engine) -> None:
+    async with engine.worker([sdk_flows.sync_producer]):
+        handle = await engine.client.start(sdk_flows.sync_producer, 3)
+        assert await handle.result(timeout=10) == 3
+    assert [c[1] for c in await _collect(engine, handle.run_id, "lines")] == [
+        "line 0",
+        "line 1",
+        "line 2",
+    ]
+
+
+async def test_a_closed_stream_refuses_writes(engine: Engine, tmp_path: Path) -> None:
+    async with engine.worker([sdk_flows.writes_after_close]):
+        handle = await engine.client.start(sdk_flows.writes_after_close, str(tmp_path / "m"))
+        assert await handle.result(timeout=10) == "STREAM_CLOSED"
+
+
+async def test_cleanup_removes_a_runs_streams(engine: Engine, tmp_path: Path) -> None:
+    async with engine.worker([sdk_flows.producer]):
+        done = await engine.client.start(sdk_flows.producer, str(tmp_path / "m"), 2)
+        assert await done.result(timeout=10) == 2
+    assert await engine.world.read_stream(done.run_id, "progress")
+    assert await engine.world.delete_runs(older_than=0) == 1
+    assert await engine.world.read_stream(done.run_id, "progress") == []
+
+
+def test_stream_outside_a_step_is_a_named_error() -> None:
+    with pytest.raises(wayline.NotInStepError, match="inside a step"):
+        wayline.stream("progress")
+
+
+async def test_reading_a_stream_nobody_wrote_ends(engine: Engine) -> None:
+    async with engine.worker([sdk_flows.sleeps_an_hour]):
+        handle = await engine.client.start(sdk_flows.sleeps_an_hour)
+        assert await _collect(engine, handle.run_id, "nothing") == []
+        await wait_for(lambda: engine.client.wake_up(handle.run_id))
+        assert await handle.result(timeout=10) == "awake"
+        # a follower of a run that ended without writing the stream stops too
+        assert [c async for c in engine.client.stream(handle.run_id, "nothing")] == []

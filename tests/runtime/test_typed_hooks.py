@@ -1,0 +1,141 @@
+"""Typed hooks on every world: ``Approval.wait``/``Approval.resume``, refusal of a payload that
+does not validate, metadata, and a token re-created in the same run after disposal."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import wayline
+from tests.runtime import sdk_flows
+from tests.runtime.harness import Engine, of_type, wait_for
+from wayline._core.events import EventType
+from wayline.cli.timeline import render_show
+from wayline.errors import InvalidPayloadError
+from wayline.world import HookInfo
+
+Approval, Note = sdk_flows.Approval, sdk_flows.Note
+
+
+async def _active(engine: Engine, token: str, *not_cids: str) -> HookInfo:
+    """Wait until ``token`` is held by an active hook (one other than ``not_cids``)."""
+
+    async def ready() -> HookInfo | None:
+        hook = await engine.world.get_hook(token)
+        if hook is None or not hook.active or hook.correlation_id in not_cids:
+            return None
+        return hook
+
+    found: HookInfo = await wait_for(ready)
+    return found
+
+
+async def test_typed_hooks_wait_resume_and_reuse_their_token(engine: Engine) -> None:
+    client = engine.client
+    async with engine.worker([sdk_flows.approvals]):
+        handle = await client.start(sdk_flows.approvals, "o1", 2)
+        first = await _active(engine, "approve:o1")
+        await Approval.resume(client, "approve:o1", Approval(approved=True, by="ana"))
+        # the same token, a second hook in the same run: the first was disposed
+        await _active(engine, "approve:o1", first.correlation_id)
+        await Approval.resume(client, "approve:o1", {"approved": False, "by": "bo"})
+        await _active(engine, "note:o1")
+        await Note.resume(client, "note:o1", Note("ship it"))
+        assert await handle.result(timeout=10) == [
+            [True, "ana", "Approval"],
+            [False, "bo", "Approval"],
+            "ship it",
+        ]
+    events = await handle.events()
+    created = of_type(events, EventType.HOOK_CREATED)
+    assert [e.data["token"] for e in created] == ["approve:o1", "approve:o1", "note:o1"]
+    assert created[0].data["type"] == "tests.runtime.sdk_flows:Approval"
+    assert [e.data["metadata"] for e in created[:2]] == [
+        {"order": "o1", "round": 0},
+        {"order": "o1", "round": 1},
+    ]
+    # the last wait ends the run, whose end frees its tokens: no disposal is written for it
+    assert len(of_type(events, EventType.HOOK_DISPOSED)) == 2
+    out = io.StringIO()
+    render_show(await client.get_run(handle.run_id), events, out)
+    assert 'metadata {"order": "o1", "round": 1}' in out.getvalue()
+    assert "type tests.runtime.sdk_flows:Approval" in out.getvalue()
+
+
+async def test_a_payload_that_does_not_validate_is_refused_at_resume(engine: Engine) -> None:
+    client = engine.client
+    async with engine.worker([sdk_flows.approvals]):
+        handle = await client.start(sdk_flows.approvals, "o2", 1)
+        await _active(engine, "approve:o2")
+        before = len(await handle.events())
+        with pytest.raises(InvalidPayloadError, match="approved"):
+            await Approval.resume(client, "approve:o2", {"approved": "perhaps", "by": "x"})
+        # the untyped client path refuses it too: the hook recorded its type
+        with pytest.raises(InvalidPayloadError, match="by"):
+            await client.resume_hook("approve:o2", {"approved": True})
+        with pytest.raises(InvalidPayloadError, match="waits for"):
+            await Note.resume(client, "approve:o2", Note("wrong hook"))
+        assert len(await handle.events()) == before  # nothing was written
+        await Approval.resume(client, "approve:o2", Approval(approved=True, by="ana"))
+        await _active(engine, "note:o2")
+        await client.resume_hook("note:o2", {"text": "ok"})
+        assert (await handle.result(timeout=10))[0] == [True, "ana", "Approval"]
+
+
+async def test_a_timed_out_typed_hook_frees_its_token(engine: Engine) -> None:
+    async with engine.worker([sdk_flows.approval_times_out]):
+        handle = await engine.client.start(sdk_flows.approval_times_out, "o3")
+
+        async def timed_out() -> bool:
+            return bool(of_type(await handle.events(), EventType.HOOK_DISPOSED))
+
+        await wait_for(timed_out)
+        await _active(engine, "late:o3", "h1")
+        await Approval.resume(engine.client, "late:o3", Approval(approved=True, by="cy"))
+        assert await handle.result(timeout=10) == "cy"
+
+
+async def test_an_untyped_hook_disposes_and_its_token_is_reused(engine: Engine) -> None:
+    async with engine.worker([sdk_flows.untyped_dispose]):
+        handle = await engine.client.start(sdk_flows.untyped_dispose, "legacy:1")
+        first = await _active(engine, "legacy:1")
+        await engine.client.resume_hook("legacy:1", 1)
+
+        await _active(engine, "legacy:1", first.correlation_id)
+        await engine.client.resume_hook("legacy:1", 2)
+        assert await handle.result(timeout=10) == [1, 2]
+    created = of_type(await handle.events(), EventType.HOOK_CREATED)
+    assert created[0].data["metadata"] == {"why": "legacy"}
+    assert "type" not in created[0].data
+
+
+def test_hook_classes_need_fields_and_a_workflow() -> None:
+    with pytest.raises(TypeError, match="typed hook"):
+        wayline.Hook._check_typed("wait")
+    with pytest.raises(wayline.NotInWorkflowError):
+        Approval.wait("x").send(None)
+
+
+async def test_a_process_without_the_class_refuses_by_the_recorded_shape(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator and the CLI do not import the workflow's code: the hook's recorded shape
+    still names the missing or mistyped field."""
+    from wayline._sdk import hooks
+
+    client = engine.client
+    async with engine.worker([sdk_flows.approvals]):
+        handle = await client.start(sdk_flows.approvals, "o4", 1)
+        await _active(engine, "approve:o4")
+        monkeypatch.setattr(hooks, "find_type", lambda name: None)
+        with pytest.raises(InvalidPayloadError, match="by: Field required"):
+            await client.resume_hook("approve:o4", {"approved": True})
+        with pytest.raises(InvalidPayloadError, match="approved: expected boolean, got str"):
+            await client.resume_hook("approve:o4", {"approved": "yes", "by": "x"})
+        with pytest.raises(InvalidPayloadError, match="expected an object"):
+            await client.resume_hook("approve:o4", [1])
+        await client.resume_hook("approve:o4", {"approved": True, "by": "ana"})
+        await _active(engine, "note:o4")
+        await client.resume_hook("note:o4", {"text": "ok"})
+        assert (await handle.result(timeout=10))[0] == [True, "ana", "Approval"]
