@@ -4,6 +4,7 @@ nesting, integers past the interpreter's digit limit, and a Hypothesis pass over
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from wayline import LocalWorld
 from wayline.cli import main
+
+
+async def _served(path: Path, *names: str) -> None:
+    """Record that some worker once served ``names``: ``start NAME`` refuses a name no worker
+    ever registered, and these tests start runs by bare name with no worker at all."""
+    async with LocalWorld(path) as world:
+        await world.record_served([{"key": f"|{n}||1", "workflow": n} for n in names])
 
 
 @pytest.fixture
@@ -20,6 +29,7 @@ def in_tmp(tmp_path: Path) -> Iterator[Path]:
     here = os.getcwd()
     os.chdir(tmp_path)
     try:
+        asyncio.run(_served(tmp_path / "w.db", "warmup", "wf"))
         assert main(["start", "warmup", "--world", "sqlite:///w.db"]) == 0  # the file exists
         yield tmp_path
     finally:

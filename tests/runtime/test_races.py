@@ -79,7 +79,7 @@ async def test_resumes_from_several_processes_deliver_once(engine: Engine) -> No
 async def test_a_workers_stale_ack_is_a_logged_no_op(
     engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from wayline.messages import Verdict
+    from wayline._engine.messages import Verdict
 
     world = engine.world
     mid = await world.enqueue("flow", {"runId": "nobody"})
