@@ -24,9 +24,21 @@ def reserve(sku: str, *, quantity: int = 1) -> list[str]:
     return [sku] * quantity
 
 
+@wayline.step(retry=wayline.RetryPolicy(max_attempts=5, initial="1s", non_retryable=(ValueError,)))
+async def refund(order_id: str) -> bool:
+    return True
+
+
 @wayline.workflow
 async def kid(n: int) -> int:
     return n + 1
+
+
+@wayline.workflow(concurrency=wayline.Limit(key=lambda order_id: order_id, max=1))
+async def one_at_a_time(order_id: str) -> bool:
+    assert_type(await refund(order_id), bool)
+    assert_type(wayline.workflow_info().run_id, str)
+    return True
 
 
 @wayline.workflow(name="orders", revision=2)
@@ -55,4 +67,7 @@ async def start(client: Client) -> None:
 def declared_types() -> None:
     declared: StepDefinition[[str, int], Receipt] = charge
     flow: WorkflowDefinition[[str, int], str] = order
+    limited: WorkflowDefinition[[str], bool] = one_at_a_time
+    retried: StepDefinition[[str], bool] = refund
+    print(limited, retried)
     print(declared, flow)

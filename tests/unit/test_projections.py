@@ -6,18 +6,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tests.runtime import flows
+from tests.runtime import flows, sdk_flows
 from wayline._core.events import Event, EventType, RunStatus
 from wayline._core.planning import (
     Arrival,
     CompleteWaits,
+    DisposeHooks,
     Done,
     Suspend,
     decision_batch,
     dispatch_plan,
     next_move,
 )
-from wayline._core.projections import RunInfo, fold, fold_run, payload
+from wayline._core.projections import HookCreated, RunInfo, fold, fold_run, payload
 from wayline._core.replay import Replay
 
 T = EventType
@@ -213,3 +214,49 @@ def test_due_waits_and_the_end_are_moves() -> None:
     assert isinstance(due, CompleteWaits) and [e.correlation_id for e in due.events] == ["w1"]
     r.feed([_ev(4, T.RUN_COMPLETED, output=5)])
     assert isinstance(next_move(r, closing=True, now=0.0), Done)
+
+
+def test_the_sdk_event_data_is_read_by_the_one_projection() -> None:
+    schedule = {"attempt": 1, "delay": 2.0, "source": "policy", "policy": {"maxAttempts": 3}}
+    shape = {"required": ["by"], "fields": {"by": ["string"]}}
+    view = fold(
+        RUN,
+        _log(
+            (T.RUN_CREATED, None, {"workflow": "w", "input": None}),
+            (T.RUN_STARTED,),
+            (T.STEP_CREATED, "s1", {"stepName": "flaky", "input": None}),
+            (T.STEP_STARTED, "s1", {"attempt": 1}),
+            (T.STEP_RETRYING, "s1", {"error": {"message": "x"}, "retryAfter": 1.0, **schedule}),
+            (T.HOOK_CREATED, "h1", {"token": "t", "type": "m:Go", "shape": shape, "metadata": [1]}),
+            (T.WAIT_CREATED, "h1.timeout", {"resumeAt": 3000.0}),
+            (T.WAIT_CREATED, "w1", {"resumeAt": 2000.0}),
+            (T.WAIT_CREATED, "w2", {"resumeAt": 2500.0}),
+            (T.WAIT_COMPLETED, "w1", {"resumeAt": 2000.0, "early": True}),
+        ),
+    )
+    out = view.to_json()
+    assert out["steps"][0]["attempts"][0]["schedule"] == schedule
+    assert (out["hooks"][0]["type"], out["hooks"][0]["metadata"]) == ("m:Go", [1])
+    assert [(w["id"], w["early"]) for w in out["waits"]] == [("w1", True), ("w2", False)]
+    assert view.pending_timers() == {"h1.timeout": 3000.0, "w2": 2500.0}
+    created = payload(_ev(1, T.HOOK_CREATED, "h1", token="t", shape=shape))
+    assert created == HookCreated("t", None, shape, None)
+
+
+def test_a_disposed_hook_is_written_alone_before_the_next_batch() -> None:
+    events = _log(
+        (T.RUN_CREATED, None, {"workflow": "untyped_dispose", "input": {"args": ["tok"]}}),
+        (T.RUN_STARTED,),
+        (T.HOOK_CREATED, "h1", {"token": "tok", "metadata": {"why": "legacy"}}),
+        (T.HOOK_RECEIVED, "h1", {"payload": 1}),
+    )
+    r = _replay(sdk_flows.untyped_dispose, events)
+    move = next_move(r, closing=False, now=1.0)
+    assert isinstance(move, DisposeHooks)
+    assert [(e.type, e.correlation_id) for e in move.events] == [(T.HOOK_DISPOSED, "h1")]
+    r.feed([_ev(5, T.HOOK_DISPOSED, "h1")])
+    assert isinstance(next_move(r, closing=False, now=1.0), Suspend)
+    batch = decision_batch(r, my_id="m1", max_inline=0, new_run_id=lambda: "wf_new")
+    assert [(e.type, e.correlation_id, e.data) for e in batch.events] == [
+        (T.HOOK_CREATED, "h2", {"token": "tok"})
+    ]

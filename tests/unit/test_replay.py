@@ -206,3 +206,19 @@ def test_reading_time_during_a_provisional_completion_stops_the_replay() -> None
     assert r.new_steps == {}  # and it made no further call
     with pytest.raises(NeedsStamp):
         _ = r.now
+
+
+@wayline.workflow(name="big_metadata")
+async def big_metadata(size: int) -> Any:
+    return await wayline.create_hook("tok", metadata={"blob": "x" * size})
+
+
+def test_hook_metadata_over_the_payload_limit_fails_the_workflow_before_any_write() -> None:
+    r = replay(big_metadata, Log(300 * 1024))
+    assert r.finished and r.root is not None
+    err = r.root.exception()
+    assert isinstance(err, wayline.PayloadTooLargeError), err
+    assert "the metadata of hook 'tok'" in str(err) and "WAYLINE_MAX_HOOK_PAYLOAD_BYTES" in str(err)
+    assert not r.new_hooks  # nothing to write: the hook was never made
+    small = replay(big_metadata, Log(10))
+    assert [h.metadata for h in small.new_hooks.values()] == [{"blob": "x" * 10}]
