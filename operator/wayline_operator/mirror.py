@@ -28,6 +28,7 @@ from wayline.world import RunWatch, World
 
 from .config import settings
 from .decisions import apply_table
+from .metrics import PATCHES, RECONCILES
 from .notices import WARNING, Budget, Notice, notices
 from .pump import Pump
 from .reconcile import InvalidSpec, Reconciler, parse_spec, run_id_for
@@ -205,7 +206,19 @@ class Mirror:
 
     # one resource ---------------------------------------------------------------------------
     async def sync(self, run_id: str) -> bool:
-        """Bring one resource's status up to its run; True if a status was written."""
+        """Bring one resource's status up to its run; True if a status was written. Counted as
+        the ``mirror`` handler in the operator's metrics (reconciles, status patches)."""
+        result = "error"
+        try:
+            wrote = await self._sync(run_id)
+            result = "ok"
+        finally:
+            RECONCILES.labels("mirror", result).inc()
+        if wrote:
+            PATCHES.labels("mirror").inc()
+        return wrote
+
+    async def _sync(self, run_id: str) -> bool:
         ref = self.refs.get(run_id)
         if ref is None or not ref.handled:
             return False  # (kopf's patch that ends its creation touches it again)

@@ -131,14 +131,15 @@ async def test_terminate_stops_the_run_without_compensations(
 
 async def test_a_finished_run_deletes_its_resource_after_its_ttl(cluster: Cluster) -> None:
     async with wayline.Worker(cluster.world, APPS, settings=settings()):
-        cluster.apply("brief", {"workflow": "chain", "input": [2], "ttlSecondsAfterFinished": 1})
+        # long enough for the test to see the completed status before the resource goes
+        cluster.apply("brief", {"workflow": "chain", "input": [2], "ttlSecondsAfterFinished": 6})
         status = await cluster.status_when("brief", "completed")
 
         async def gone() -> bool:
             done = await asyncio.to_thread(cluster.kubectl, "get", "wfr", "brief", check=False)
             return done.returncode != 0 and "NotFound" in done.stderr
 
-        await wait_for(gone, timeout=20)
+        await wait_for(gone, timeout=40)
     info = await cluster.world.get_run(status["runId"])
     assert info is not None and str(info.status) == "completed"  # history stays in the world
     assert json.dumps(status)

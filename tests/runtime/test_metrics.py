@@ -14,6 +14,7 @@ from tests.runtime import flows
 from tests.runtime.harness import Engine, settings, wait_for
 from wayline.errors import RunFailedError
 from wayline.world import FLOW_TOPIC
+from wayline.world.routing import routed
 
 
 def value(name: str, **labels: str) -> float:
@@ -56,28 +57,40 @@ async def test_owned_recovery_is_counted(engine: Engine, tmp_path: Path) -> None
     assert value("wayline_owned_recoveries_total") - before == 1
 
 
-async def test_a_single_flight_absorption_is_counted(engine: Engine, tmp_path: Path) -> None:
-    marker = str(tmp_path / "m")
+async def test_a_single_flight_absorption_is_counted(engine: Engine) -> None:
+    """Two deliveries of one step in one process: the second waits for the first and runs
+    nothing. (Since self-fencing, a body can no longer outlive its lease, the old way to make
+    this happen in a whole run; the world's own single-flight is driven directly.)"""
     before = value("wayline_single_flight_absorptions_total")
-    retried = value("wayline_step_bodies_retried_total", step="long_fail_once")
-    short = settings(lease_seconds=2.0, max_invocation_seconds=1.5)
-    async with engine.worker([flows.outlives_lease], settings=short):
-        handle = await engine.client.start(flows.outlives_lease, marker, 2.6)
-        await wait_for(lambda: _lines(marker, 1))
-        await asyncio.sleep(2.2)  # past the 2 s lease, the body still running
-        await engine.client.resume_hook(f"outlive:{marker}", "late wake")
-        await handle.result(timeout=25)
-    assert flows.lines(marker) == ["attempt 1", "attempt 2"]
+    gate = asyncio.Event()
+    ran: list[str] = []
+
+    async def body() -> str:
+        ran.append("body")
+        await gate.wait()
+        return "done"
+
+    flight = engine.world.single_flight
+    first = asyncio.create_task(flight.run("wf_x:s1", body))
+    await asyncio.sleep(0.01)  # the first holds the key (its body is waiting on the gate)
+    assert flight.busy("wf_x:s1") and ran == ["body"]
+    second = asyncio.create_task(flight.run("wf_x:s1", body))
+    await asyncio.sleep(0.05)
+    assert not second.done()  # it waits for the winner's settlement, never returns early
+    gate.set()
+    assert await first == (True, "done")
+    assert await second == (False, None)
+    assert ran == ["body"]
     assert value("wayline_single_flight_absorptions_total") - before == 1
-    assert value("wayline_step_bodies_retried_total", step="long_fail_once") - retried == 1
 
 
 async def test_a_run_past_its_delivery_budget_is_counted(engine: Engine, tmp_path: Path) -> None:
     before = value("wayline_delivery_budget_failures_total")
     dead = value("wayline_deliveries_total", topic=FLOW_TOPIC, outcome="ack")
     handle = await engine.client.start(flows.looping, str(tmp_path / "log"), 1, 1, 0.0)
+    route = routed(FLOW_TOPIC, flows.looping.name)  # a run's messages go to its workflow's route
     for _ in range(3):  # three deliveries that never finished (their workers died)
-        [delivery] = await engine.world.receive(FLOW_TOPIC, max_messages=1, wait_seconds=5)
+        [delivery] = await engine.world.receive(route, max_messages=1, wait_seconds=5)
         await engine.world.retry(delivery, 0.0)
     async with engine.worker([flows.looping], settings=settings(max_queue_deliveries=3)):
         with pytest.raises(RunFailedError) as failed:
