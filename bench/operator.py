@@ -307,6 +307,8 @@ def bench(opts: argparse.Namespace) -> dict[str, Any]:
             "max": max(lags) if lags else None,
         }
         figures["watch_events"] = watcher.events
+        log_text = (tmp / "operator.log").read_text(errors="replace")
+        figures["kopf_creations"] = log_text.count("Creation is processed")
         figures["logs"] = str(tmp)
         (tmp / "lags.json").write_text(
             json.dumps(
@@ -343,6 +345,7 @@ def report(f: dict[str, Any]) -> list[str]:
         "- CPU seconds during the run: "
         + ", ".join(f"{k} {v:.1f}" for k, v in f["cpu"].items())
         + f"; operator peak RSS {f['operator_peak_rss_mb']:.0f} MB",
+        f"- kopf handled {f['kopf_creations']} creations for {f['runs']} resources",
     ]
     return lines
 

@@ -67,6 +67,11 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.networking.request_timeout = 60
     settings.watching.server_timeout = 600
     settings.execution.default_backoff = 5
+    # After its own patch kopf waits this long for that version's echo before it handles an
+    # older one as current. Statuses are written beside kopf's patches (``mirror``): with
+    # kopf's 5 s, a loaded API server let a status echo that came first pass for the current
+    # state, and a creation was handled twice (idempotent, but writes and a start wasted).
+    settings.persistence.consistency_timeout = 30
     logging.getLogger("kopf.objects").addFilter(_quiet)
 
 

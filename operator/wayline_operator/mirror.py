@@ -32,15 +32,13 @@ from .metrics import PATCHES, RECONCILES
 from .notices import WARNING, Budget, Notice, notices
 from .pump import Pump
 from .reconcile import InvalidSpec, Reconciler, parse_spec, run_id_for
-from .resource import GROUP, WorkflowRunSpec
+from .resource import WorkflowRunSpec
 from .status import run_status
 from .ttl import due_in, ended_at
 
 log = logging.getLogger("wayline.operator")
 
 TERMINAL = {"completed", "failed", "cancelled", "invalid"}
-HANDLED = f"{GROUP}/last-handled-configuration"
-"""kopf's diff-base annotation (``handlers.configure``): written when its creation is done."""
 _KEPT = ("lastSeq", "phase", "message", "waitingForSummary", "conditions", "endedAt", "runId")
 """The status fields a sync compares with, and the TTL reads."""
 
@@ -62,9 +60,6 @@ class Ref:
     """Enough of the resource to post an Event on it."""
     parsed: WorkflowRunSpec | None = None
     """The spec, validated (None if it is invalid)."""
-    handled: bool = True
-    """kopf has handled its creation (its diff-base annotation is there). Until then no status
-    is written: a write before kopf's own patch lands makes kopf see the creation again."""
 
 
 @dataclass
@@ -172,7 +167,6 @@ class Mirror:
             generation=generation if isinstance(generation, int) else None,
             spec=dict(body.get("spec") or {}),
             status={k: v for k, v in (body.get("status") or {}).items() if k in _KEPT},
-            handled=HANDLED in (meta.get("annotations") or {}),
             body={
                 "apiVersion": body.get("apiVersion"),
                 "kind": body.get("kind"),
@@ -189,8 +183,8 @@ class Mirror:
             with contextlib.suppress(InvalidSpec):
                 ref.parsed = parse_spec(ref.spec)
         self.refs[run_id] = ref
-        if old is None or old.generation != ref.generation or (ref.handled and not old.handled):
-            self.pump.touch(run_id)  # new here, its spec changed, or kopf is done creating it
+        if old is None or old.generation != ref.generation:
+            self.pump.touch(run_id)  # new to this process, or its spec changed
 
     def forget(self, run_id: str) -> None:
         self.refs.pop(run_id, None)
@@ -220,8 +214,8 @@ class Mirror:
 
     async def _sync(self, run_id: str) -> bool:
         ref = self.refs.get(run_id)
-        if ref is None or not ref.handled:
-            return False  # (kopf's patch that ends its creation touches it again)
+        if ref is None:
+            return False
         status = self._status(run_id, ref)
         if status.get("phase") in TERMINAL:
             self._ttl(run_id, ref, status)
