@@ -14,7 +14,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from tests.e2e.clusters import (
 
 CHART = ROOT / "charts" / "wayline"
 FLOWS = Path(__file__).with_name("flows.py")
+OTHER_APP = Path(__file__).with_name("other_app.py")
 GROUP, VERSION = "wayline.dev", "v1alpha1"
 #: Short leases so a killed owner's step is recovered within the test's patience.
 WORKER_ENV = {
@@ -77,6 +78,9 @@ class Release:
     namespace: str
     api: Any
     name: str = "e2e"
+    values: dict[str, Any] = field(default_factory=dict)
+    """What ``helm install`` was given (``add_worker`` upgrades with more)."""
+    values_file: Path | None = None
 
     @property
     def core(self) -> Any:
@@ -98,6 +102,34 @@ class Release:
 
     def kubectl(self, *args: str, **kw: Any) -> Any:
         return self.cluster.kubectl("-n", self.namespace, *args, **kw)
+
+    def add_worker(self, name: str, apps: list[str], **extra: Any) -> None:
+        """Another worker Deployment (another application) in this installation, by
+        ``helm upgrade --wait`` with the same values plus the new worker entry."""
+        assert self.values_file is not None
+        first = self.values["workers"][0]
+        entry = {
+            **{k: first[k] for k in ("env", "extraVolumes", "extraVolumeMounts")},
+            "name": name,
+            "apps": apps,
+            "replicas": 1,
+            "terminationGracePeriodSeconds": 20,
+            **extra,
+        }
+        self.values["workers"].append(entry)
+        self.values_file.write_text(yaml.safe_dump(self.values))
+        self.cluster.helm(
+            "upgrade",
+            self.name,
+            str(CHART),
+            "-n",
+            self.namespace,
+            "-f",
+            str(self.values_file),
+            "--wait",
+            "--timeout",
+            "5m",
+        )
 
     # --- WorkflowRuns and WorkflowHooks, through the kubernetes client -----------------------
     def create(self, kind: str, name: str, spec: dict[str, Any]) -> None:
@@ -212,7 +244,13 @@ def release(cluster: Cluster, tmp_path: Path) -> Iterator[Release]:
     cluster.kubectl("create", "namespace", namespace)
     rel = Release(cluster, namespace, _client(cluster))
     try:
-        rel.kubectl("create", "configmap", "e2e-flows", f"--from-file=flows.py={FLOWS}")
+        rel.kubectl(
+            "create",
+            "configmap",
+            "e2e-flows",
+            f"--from-file=flows.py={FLOWS}",
+            f"--from-file=other_app.py={OTHER_APP}",
+        )
         claim = {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
@@ -252,6 +290,7 @@ def release(cluster: Cluster, tmp_path: Path) -> Iterator[Release]:
         }
         values_file = tmp_path / "values.yaml"
         values_file.write_text(yaml.safe_dump(values))
+        rel.values, rel.values_file = values, values_file
         started = time.monotonic()
         cluster.helm(
             "install",

@@ -168,3 +168,32 @@ def test_a_rolling_update_of_the_workers_while_50_runs_are_live(release: Release
     assert all(p.spec.containers[0].image == f"wayline:{tag}" for p in new)
     statuses = release.wait_phase(names, ("completed",), timeout=300)
     assert {s["output"] for s in statuses.values()} == {28}  # 0+1+...+7
+
+
+def test_a_second_application_on_the_same_nats_never_interferes(release: Release) -> None:
+    """Two worker Deployments of different applications on one NATS. While the second
+    application has no worker at all, its runs wait (visibly) and the first application's
+    workers, with a delivery budget of 2, never receive them: before routing they bounced
+    them every 5 s and killed them with MAX_DELIVERIES_EXCEEDED. The first application's runs
+    complete meanwhile; the second's complete once their worker is back."""
+    release.add_worker("tally", ["/e2e/other_app.py"])  # it registers what it serves
+    first = "deploy/e2e-wayline-worker-default"
+    release.kubectl("set", "env", first, "WORKFLOW_MAX_QUEUE_DELIVERIES=2")
+    release.kubectl("rollout", "status", first, "--timeout=300s", timeout=320)
+    release.kubectl("scale", "deploy/e2e-wayline-worker-tally", "--replicas=0")
+    release.kubectl("rollout", "status", "deploy/e2e-wayline-worker-tally", "--timeout=120s")
+    ours = [f"a-{i}" for i in range(6)]
+    theirs = [f"b-{i}" for i in range(6)]
+    for name in theirs:
+        release.run(name, "tally", name)
+    for name in ours:
+        release.run(name, "quick", name)
+    done = release.wait_phase(ours, ("completed",), timeout=180)
+    assert {s["output"] for s in done.values()} == {f"{n}=1" for n in ours}
+    time.sleep(15)  # three bounce periods of the old behaviour: long enough to kill them
+    waiting = {n: release.status(n).get("phase") for n in theirs}
+    assert all(p in ("pending", "running", "waiting") for p in waiting.values()), waiting
+    release.kubectl("scale", "deploy/e2e-wayline-worker-tally", "--replicas=1")
+    finished = release.wait_phase(theirs, ("completed",), timeout=240)
+    assert {s["output"] for s in finished.values()} == {f"{n} counted 3" for n in theirs}
+    assert sorted(r["status"] for r in release.world_runs("tally")) == ["completed"] * 6
