@@ -444,6 +444,11 @@ def analyse(
         if r.cancel and s == "completed":
             status["completed although cancelled"] += 1
     f["status"] = dict(status)
+    lasted = sorted(i.ended_at - i.created_at for i in infos.values() if i.ended_at is not None)
+    f["run_seconds"] = {
+        "p50": lasted[len(lasted) // 2] if lasted else 0.0,
+        "max": lasted[-1] if lasted else 0.0,
+    }
     f["lost"] = lost
     f["stuck"] = stuck
     f["failed_codes"] = dict(failed_codes)
@@ -666,15 +671,24 @@ async def soak(opts: argparse.Namespace) -> dict[str, Any]:
     return figures
 
 
+_SIGNS = {
+    "self-fenced deliveries (renewals failed or the bound reached)": "fenced: ",
+    "stale acks/renews/naks refused (a no-op, logged)": "was a no-op",
+    "owned steps re-run by their own redelivery (owner dead)": "owned recovery: ",
+    "deliveries given up at their fence's deadline": "given up at its fence's deadline",
+    "tracebacks": "Traceback",
+}
+
+
 def worker_log_counts(folder: Path) -> dict[str, int]:
-    """Warnings the workers logged, by a few words of their message (for the report)."""
-    out: Counter[str] = Counter()
+    """What the workers' logs (WARNING and above) show of the fencing at work."""
+    out: Counter[str] = Counter({label: 0 for label in _SIGNS})
     for path in folder.glob("worker-*.log"):
         for line in path.read_text(errors="replace").splitlines():
-            if " WARNING " in line or " ERROR " in line or "Traceback" in line:
-                words = line.split(":", 3)[-1].strip().split()[:6]
-                out[" ".join(words)] += 1
-    return dict(out.most_common(12))
+            for label, sign in _SIGNS.items():
+                if sign in line:
+                    out[label] += 1
+    return dict(out)
 
 
 VIOLATIONS = [
@@ -703,6 +717,10 @@ def report(f: dict[str, Any]) -> list[str]:
         + ", ".join(f"{k} {v}" for k, v in sorted(status.items()))
         + f"; lost {len(f['lost'])}; stuck {len(f['stuck'])}"
         + (f"; failed by code {f['failed_codes']}" if f["failed_codes"] else ""),
+        f"- run durations (created to ended): p50 {f['run_seconds']['p50']:.1f} s, max "
+        f"{f['run_seconds']['max']:.1f} s",
+        "- in the workers' logs: "
+        + ", ".join(f"{label} {n}" for label, n in f["worker_log_lines"].items()),
         f"- cancels: {f['cancels']} sent, {f['cancels_mid_step']} while the body of a "
         f"compensable step was running (from its markers); {f['cancelled_runs_compensated']} "
         f"of those runs compensated; {f['compensations']} compensation bodies in all",
@@ -762,7 +780,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--minutes", type=float, default=15.0, help="total time cap")
     parser.add_argument(
-        "--start-window", type=float, default=120.0, help="seconds over which runs start"
+        "--start-window", type=float, default=300.0, help="seconds over which runs start"
     )
     parser.add_argument(
         "--settle", type=float, default=120.0, help="seconds before the cap the chaos stops"
