@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean k8s-bins node-bins e2e cluster-down crds
+.PHONY: demo test lint typecheck unit bench soak clean k8s-bins node-bins e2e cluster-down crds
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,12 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/steps.py
+
+# Not part of `make test`: 200 runs x 20 steps on a real nats-server, three workers of two
+# applications, SIGKILLs of workers and of the server; at most 15 minutes, then it stops
+# everything it started. A quick one: make soak SOAK_ARGS="--runs 40 --minutes 5"
+soak: $(STAMP)
+	nice $(BIN)/python bench/soak.py $(SOAK_ARGS)
 
 k8s-bins:  # kube-apiserver, etcd and helm for tests/operator, cached outside the repo
 	bash tools/build-k8s.sh
