@@ -62,10 +62,10 @@ async def test_idempotency_key_survives_a_restart_and_is_released_by_ack(
     await wait_reconnected(*open_own_world.opened)
     assert await eventually(lambda: other.enqueue("flow", {"v": 4}, idempotency_key="k1")) == first
     if not await eventually(lambda: world.ack(d)):
-        # A SIGKILLed server can come back without the delivery: the ack is unconfirmed, and
-        # it is never turned into a delete (that would remove the message for whoever holds it
-        # next). The message stays stored, its key held, until its redelivery is acked.
-        assert kill
+        # A restarted server can come back without the delivery, and a lost connection ends
+        # every hold: the ack is refused, and never turned into a delete (that would remove the
+        # message for whoever holds it next). The message stays stored, its key held, until
+        # its redelivery is acked.
         assert await other.enqueue("flow", {"v": 4}, idempotency_key="k1") == first
         d = await receive_one(world, "flow", timeout=30)
         assert (d.message_id, d.payload) == (first, {"v": 1})
@@ -159,3 +159,24 @@ async def test_an_outage_pauses_work_and_it_resumes(
     d = await receive_one(world, "flow")
     assert d.message_id == mid
     await world.ack(d)
+
+
+async def test_a_delivery_held_across_a_lost_connection_is_fenced(
+    nats_server_own: NatsServer, open_own_world: OpenWorlds
+) -> None:
+    """A server that crashed can come back without the deliveries it had handed out and
+    redeliver them to others, while it still confirms the old holder's renewals. So a lost
+    connection ends every hold: renewals and settlements answer False (the worker then cuts
+    the bodies off), and only the redelivery can settle the message."""
+    world = await open_own_world(visibility_seconds=3.0)
+    await world.enqueue("flow", {"v": 1})
+    held = await receive_one(world, "flow")
+    assert await world.renew(held)
+    nats_server_own.restart(kill=True)
+    await wait_reconnected(*open_own_world.opened)
+    assert not await world.renew(held)
+    assert not await world.ack(held)
+    again = await receive_one(world, "flow", timeout=30)
+    assert (again.message_id, again.payload) == (held.message_id, {"v": 1})
+    assert await eventually(lambda: world.ack(again))
+    assert await world.receive("flow", wait_seconds=0.3) == []

@@ -57,6 +57,8 @@ class _Held:
     settled: bool = False
     handbacks: int = 0
     """Graceful hand-backs of this message before this delivery (not counted as attempts)."""
+    epoch: int = 0
+    """The connection it was received on (``Queue.lost_connection`` ends that epoch)."""
 
 
 class Queue:
@@ -80,6 +82,7 @@ class Queue:
         self._visibility = visibility
         # a settlement sent this long before the hold ends may arrive after it
         self._margin = min(5.0, visibility * 0.2)
+        self._epoch = 0
         self._replicas = replicas
         self._memory = memory
         self._stream = names.queue_stream
@@ -380,7 +383,7 @@ class Queue:
             headers = msg.headers or {}
             mid = headers.get(_ID_HEADER) or str(md.sequence.stream)
             raw = bytes(msg.data or b"")
-            held = _Held(msg, sent + self._visibility)
+            held = _Held(msg, sent + self._visibility, epoch=self._epoch)
             if md.num_delivered > 1:
                 held.handbacks = await self._handbacks(int(md.sequence.stream))
             # The stream stamps a message when it is stored, which for a delayed one is when
@@ -449,9 +452,21 @@ class Queue:
     # a settlement is a no-op answering False (the message may be another's by now; leaving it
     # costs at most one more replay of an idempotent wake). An unconfirmed ack is never turned
     # into a delete of the stored message: that would remove it for whoever holds it next.
+    def lost_connection(self) -> None:
+        """Every delivery held so far stops being provably this process's: a server that
+        crashed can come back without them and redeliver them to others, while it still
+        confirms this process's renewals (measured by ``make soak``: two bodies of one step at
+        once after a nats-server SIGKILL). Their renewals answer False from now on, so the
+        worker fences them (cuts their bodies off) before any redelivery can run beside them."""
+        self._epoch += 1
+
     def _fresh(self, delivery: Delivery) -> _Held | None:
         held: _Held = delivery.handle
-        if held.settled or time.monotonic() >= held.fresh_until - self._margin:
+        if (
+            held.settled
+            or held.epoch != self._epoch
+            or time.monotonic() >= held.fresh_until - self._margin
+        ):
             return None
         return held
 

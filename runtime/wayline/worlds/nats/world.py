@@ -338,6 +338,8 @@ class NatsWorld(World):
         if nc is None or nc.is_closed:
             return
         log.warning("lost the connection to NATS at %s; reconnecting", self._servers_shown)
+        if self._queue is not None:
+            self._queue.lost_connection()  # held deliveries are no longer provably ours
         pending = getattr(nc, "_resp_map", None)
         if not pending:
             return
