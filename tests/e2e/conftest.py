@@ -40,7 +40,7 @@ OTHER_APP = Path(__file__).with_name("other_app.py")
 GROUP, VERSION = "wayline.dev", "v1alpha1"
 #: Short leases so a killed owner's step is recovered within the test's patience.
 WORKER_ENV = {
-    "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "15",
+    "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "20",  # above bound + visibility (12 + 4)
     "WAYLINE_MAX_INVOCATION_SECONDS": "12",
     "WAYLINE_VISIBILITY_SECONDS": "4",
 }

@@ -36,6 +36,7 @@ from ...errors import (
     SequenceConflictError,
     WorldUnavailableError,
 )
+from ...settings import Settings
 from ...telemetry import carry
 from ...world import (
     Delivery,
@@ -86,7 +87,7 @@ class LocalWorld(World):
         self,
         path: str | Path = ".wayline/wayline.db",
         *,
-        visibility_seconds: float = 30.0,
+        visibility_seconds: float | None = None,
         poll_interval: float = 0.05,
         busy_timeout: float = 5.0,
         synchronous: str = "NORMAL",
@@ -94,6 +95,8 @@ class LocalWorld(World):
         super().__init__()
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
+        if visibility_seconds is None:  # WAYLINE_VISIBILITY_SECONDS, as for every world
+            visibility_seconds = Settings.from_env().visibility_seconds
         self._visibility = visibility_seconds
         self._poll = poll_interval
         self._busy_timeout = busy_timeout

@@ -12,6 +12,7 @@ from typing import Any
 from ..._core.events import Event, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ...errors import ConfigurationError, WorldUnavailableError
+from ...settings import Settings
 from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
 from .codec import parse_header_lines, wrap
 from .eventlog import EventLog
@@ -40,7 +41,7 @@ class NatsWorld(World):
         prefix: str = "wayline",
         replicas: int = 1,
         storage: str = "file",
-        visibility_seconds: float = 30.0,
+        visibility_seconds: float | None = None,
         user: str | None = None,
         password: str | None = None,
         token: str | None = None,
@@ -70,6 +71,8 @@ class NatsWorld(World):
             raise ConfigurationError(f"NATS storage must be 'file' or 'memory', not {storage!r}")
         if replicas < 1:
             raise ConfigurationError(f"NATS replicas must be >= 1, not {replicas}")
+        if visibility_seconds is None:  # WAYLINE_VISIBILITY_SECONDS, as for every world
+            visibility_seconds = Settings.from_env().visibility_seconds
         if visibility_seconds <= 0:
             raise ConfigurationError("visibility_seconds must be > 0")
         self.names = Names(prefix)
