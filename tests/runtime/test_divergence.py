@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wayline._core.definitions import WorkflowDefinition
-
 import wayline
 from tests.runtime import versioning_flows as vf
 from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, of_type, wait_for
+from wayline._core.definitions import WorkflowDefinition
 from wayline._core.events import Event, EventType
 from wayline._core.replay import Replay
 

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wayline._core.definitions import WorkflowDefinition
 
 import wayline
 from tests.runtime import fencing_flows as ff
 from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, of_type, settings, wait_for
+from wayline._core.definitions import WorkflowDefinition
 from wayline._core.events import EventType
 from wayline.cli.timeline import render_show
 
