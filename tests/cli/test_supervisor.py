@@ -214,3 +214,16 @@ def test_the_cpu_quota_of_the_container(
 
 def test_the_default_is_at_least_one_and_at_most_the_cpus() -> None:
     assert 1 <= default_processes() <= (os.cpu_count() or 1)
+
+
+def test_sigterm_while_the_children_are_starting_is_a_clean_stop(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    sup = worker(spawn, 2)
+    deadline = time.monotonic() + 30
+    while len(STARTED.findall(sup.output()[1])) < 2:  # started, maybe not ready
+        assert time.monotonic() < deadline, sup.output()
+        time.sleep(0.01)
+    assert sup.stop(signal.SIGTERM, timeout=60) == 0
+    _, err = sup.output()
+    assert "stopped (exit 0)" in err

@@ -93,7 +93,10 @@ class Supervisor:
         finally:
             for s in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(s)
-        failed = {i: c for i, c in self.drain_codes.items() if c != 0}
+        # A child stopped before it installed its signal handlers ends by the signal itself
+        # (-15): it had not started consuming, so it held nothing and that is a clean stop.
+        clean = {0, -signal.SIGTERM, -signal.SIGINT}
+        failed = {i: c for i, c in self.drain_codes.items() if c not in clean}
         if failed and self.exit_code == 0:
             self.exit_code = 130 if self.signals > 1 else 1
         if failed:
