@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack
@@ -176,7 +177,7 @@ class NatsCalls:
         from nats.aio.client import Client
         from nats.aio.subscription import Subscription
 
-        originals = {
+        originals: dict[tuple[type, str], Callable[..., Awaitable[Any]]] = {
             (Client, "request"): Client.request,
             (Client, "publish"): Client.publish,
             (Client, "subscribe"): Client.subscribe,
@@ -245,14 +246,14 @@ async def bench_world(kind: str, url: str, cfg: Config, server_pid: int | None) 
             v["floor: SQLite commit, fsync (ms)"] = commit_floor(tmp, "FULL", 500)
         floors = ["floor: SQLite commit, no fsync (ms)", "floor: SQLite commit, fsync (ms)"]
     for name in list(v):
-        per_step = None
+        step_ms: float | None = None
         if name.startswith("N="):
-            per_step = v[name]
+            step_ms = v[name]
         elif name.endswith("(steps/s)"):
-            per_step = 1000 / v[name]
-        if per_step is not None:
+            step_ms = 1000 / v[name]
+        if step_ms is not None:
             for floor in floors:
-                v[f"{name} / {floor.split(':')[1].split('(')[0].strip()}"] = per_step / v[floor]
+                v[f"{name} / {floor.split(':')[1].split('(')[0].strip()}"] = step_ms / v[floor]
     return fig
 
 
@@ -291,7 +292,7 @@ async def bench_processes(url: str, cfg: Config) -> dict[str, float]:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for processes in (1, 2):
-            prefixed = f"{url}?prefix=benchp{processes}x{os.getpid()}"
+            prefixed = f"{url}?prefix=benchp{processes}x{uuid.uuid4().hex[:8]}"
             with worker_processes(prefixed, processes, Path(tmp) / f"w{processes}.log"):
                 world = wayline.open_world(prefixed)
                 async with world:
@@ -330,7 +331,11 @@ def fmt(values: list[float]) -> str:
 
 
 def report(
-    results: dict[str, list[dict[str, float]]], repeat: int, cfg: Config, note: str
+    results: dict[str, list[dict[str, float]]],
+    repeat: int,
+    cfg: Config,
+    note: str,
+    failures: Sequence[str] = (),
 ) -> list[str]:
     lines = [
         "# Benchmark results",
@@ -355,9 +360,14 @@ def report(
     ]
     for kind, reps in results.items():
         lines += [f"## {kind}", "", "| figure | min-max |", "|---|---|"]
-        for name in reps[0]:
-            lines.append(f"| {name} | {fmt([r[name] for r in reps])} |")
+        names = list(dict.fromkeys(name for r in reps for name in r))
+        for name in names:
+            values = [r[name] for r in reps if name in r]
+            lines.append(f"| {name} | {fmt(values)} ({len(values)} of {len(reps)}) |")
         lines.append("")
+    if failures:
+        lines += ["Failed measurements (their figures are missing above):", ""]
+        lines += [f"- {f}" for f in failures] + [""]
     return lines
 
 
@@ -373,6 +383,8 @@ async def main() -> None:
     cfg = Config.quick() if args.quick else Config()
     repeat = 1 if args.quick and args.repeat == 3 else args.repeat
     results: dict[str, list[dict[str, float]]] = {}
+    failures: list[str] = []
+    lines: list[str] = []
     with ExitStack() as stack:
         for kind in args.worlds.split(","):
             pid: int | None = None
@@ -390,12 +402,17 @@ async def main() -> None:
                     url = f"{base}?prefix=bench{rep}x{os.getpid()}"
                 figures = (await bench_world(kind, url, cfg, pid)).values
                 if kind == "nats" and not args.no_processes:
-                    figures.update(await bench_processes(base, cfg))
+                    try:
+                        figures.update(await bench_processes(base, cfg))
+                    except wayline.WaylineError as err:  # reported, the other figures kept
+                        print(f"processes: {err}", file=sys.stderr, flush=True)
+                        failures.append(f"{kind} repetition {rep + 1}, processes: {err}")
                 results.setdefault(kind, []).append(figures)
                 for name, value in figures.items():
                     print(f"{kind:5} [{rep + 1}/{repeat}] {name}: {value:.4g}", flush=True)
-    lines = report(results, repeat, cfg, args.note)
-    args.output.write_text("\n".join(lines))
+                # written after every repetition, so a late failure keeps the earlier figures
+                lines = report(results, repeat, cfg, args.note, failures)
+                args.output.write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"wrote {args.output}")
 
