@@ -39,6 +39,13 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def nats_server() -> Iterator[str]:
+    with nats_server_process() as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def nats_server_process() -> Iterator[tuple[str, int]]:
+    """The server's URL and pid (for its CPU time)."""
     store = tempfile.mkdtemp(prefix="wayline-bench-nats-")
     port = free_port()
     proc = subprocess.Popen(
@@ -52,7 +59,7 @@ def nats_server() -> Iterator[str]:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
                 break
             time.sleep(0.05)
-        yield f"nats://127.0.0.1:{port}"
+        yield f"nats://127.0.0.1:{port}", proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -1,49 +1,86 @@
-"""Per-step latency and throughput on each world. Prints figures and writes bench/RESULTS.md.
+"""What users wait for, on each world, next to the physical floor measured in the same run.
+Prints the figures and writes bench/RESULTS.md.
 
-    python bench/steps.py [--worlds local,nats] [--sizes 10,100,1000] [--runs 100]
+    python bench/steps.py [--worlds local,nats] [--repeat 3] [--quick] [--no-processes]
 
-Per-step latency is the gap between consecutive ``step_completed`` events of one run of N
-no-op inline steps, read from the world's own timestamps (so client polling never counts).
-Throughput is total steps / wall time for R concurrent runs of 10 steps, started and awaited
-at once (median of 3). For NATS the floor is measured in the same process: the median round
-trip of one acknowledged JetStream publish.
+Per world (SQLite ``local``, NATS JetStream ``nats`` on a throwaway nats-server):
+
+- start->result per step: the wall time from ``client.start`` until ``handle.result()`` returns
+  for one run of N no-op steps, divided by N; p50 / p95 over 30 sequential runs, N=10 and
+  N=1000 (one worker in the benchmark's process, as in an embedded deployment);
+- steps/s with 100 and 1,000 runs of 10 steps started at once and awaited at once;
+- CPU seconds per 1,000 steps during the 1,000-run burst: the benchmark process (client and
+  worker) and, on NATS, the nats-server process;
+- the floors, measured in the same process run: one acknowledged JetStream publish (NATS);
+  one SQLite commit of one row in WAL mode without fsync (``synchronous=NORMAL``, the local
+  world's mode) and with fsync (``FULL``). Each figure is printed with its ratio to its floor
+  (steps/s as the time per step, 1/throughput);
+- NATS messages per run of 10 steps, counted on the client side by wrapping the nats
+  client's ``request`` / ``publish`` / ``subscribe`` (``publish`` calls made inside a
+  ``request`` are not counted twice): round trips (request), one-way sends (publish: pull
+  requests, acks, replies) and subscriptions;
+- ``wayline worker --processes 2`` vs ``--processes 1`` on NATS: steps/s of 1,000 concurrent
+  runs served by worker subprocesses, the client in the benchmark's process.
+
+Every figure is measured ``--repeat`` times (each repetition measures its own floors) and
+reported as min-max. ``--quick`` uses smaller counts for a smoke run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import contextvars
 import os
 import platform
+import signal
+import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-import itertools
+from flows import bench_chain  # noqa: E402
 
-import wayline
-from wayline._core.events import EventType
+import wayline  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-
-
-@wayline.step
-async def bench_noop(i: int) -> int:
-    return i
+RESULTS = HERE / "RESULTS.md"
+_OTHERS = ("## The operator at scale", "## Soak")
+"""Sections of RESULTS.md that other benches write: kept when this one rewrites its own."""
+FLOWS = HERE / "flows.py"
 
 
-@wayline.workflow
-async def bench_chain(n: int) -> int:
-    for i in range(n):
-        await bench_noop(i)
-    return n
+@dataclass
+class Config:
+    seq_runs: int = 30
+    sizes: tuple[int, ...] = (10, 1000)
+    bursts: tuple[int, ...] = (100, 1000)
+    count_runs: int = 20
+    process_runs: int = 1000
+
+    @classmethod
+    def quick(cls) -> Config:
+        return cls(seq_runs=5, sizes=(10, 100), bursts=(100, 200), count_runs=5, process_runs=200)
+
+
+@dataclass
+class Figures:
+    """One repetition's figures of one world: name -> value, and name -> floor name."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    floors: dict[str, str] = field(default_factory=dict)
 
 
 def pct(values: Sequence[float], q: float) -> float:
@@ -51,25 +88,16 @@ def pct(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def per_step(world: wayline.World, n: int) -> dict[str, float]:
-    client = wayline.Client(world)
-    handle = await client.start(bench_chain, n)
-    await handle.result(timeout=600)
-    stamps = [e.created_at for e in await handle.events() if e.type is EventType.STEP_COMPLETED]
-    gaps = [(b - a) * 1000 for a, b in itertools.pairwise(stamps)]
-    return {"p50": statistics.median(gaps), "p95": pct(gaps, 0.95), "mean": statistics.mean(gaps)}
+def median_ms(samples: int, once: Callable[[], Any]) -> float:
+    times = []
+    for _ in range(samples):
+        t = time.perf_counter()
+        once()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
 
 
-async def throughput(world: wayline.World, runs: int, steps: int = 10) -> float:
-    """R runs started at once and awaited at once, as R concurrent callers would: total steps
-    over the wall time until the last result is in the client's hands."""
-    client = wayline.Client(world)
-    start = time.perf_counter()
-    handles = await asyncio.gather(*(client.start(bench_chain, steps) for _ in range(runs)))
-    await asyncio.gather(*(h.result(timeout=600) for h in handles))
-    return runs * steps / (time.perf_counter() - start)
-
-
+# --- floors -----------------------------------------------------------------------------------
 async def publish_floor(url: str, samples: int = 2000) -> float:
     import nats
 
@@ -88,109 +116,311 @@ async def publish_floor(url: str, samples: int = 2000) -> float:
     return statistics.median(times)
 
 
-async def bench_world(kind: str, url: str, sizes: list[int], runs: int) -> dict[str, Any]:
+def commit_floor(directory: str, synchronous: str, samples: int) -> float:
+    """One INSERT of a small row and its COMMIT, WAL mode, median ms."""
+    path = Path(directory) / f"floor-{synchronous}.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={synchronous}")
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB)")
+    payload = b"x" * 128
+
+    def once() -> None:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO t (body) VALUES (?)", (payload,))
+        db.execute("COMMIT")
+
+    for _ in range(50):
+        once()
+    floor = median_ms(samples, once)
+    db.close()
+    path.unlink()
+    return floor
+
+
+# --- what users wait for ----------------------------------------------------------------------
+async def start_to_result(client: wayline.Client, n: int, runs: int) -> list[float]:
+    """Per-step ms (start->result / N) of ``runs`` sequential runs of N steps."""
+    per_step = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        handle = await client.start(bench_chain, n)
+        await handle.result(timeout=600)
+        per_step.append((time.perf_counter() - t) * 1000 / n)
+    return per_step
+
+
+def server_cpu(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def burst(client: wayline.Client, runs: int, steps: int = 10) -> float:
+    """R runs started at once and awaited at once: total steps over the wall time until the
+    last result is in the client's hands."""
+    start = time.perf_counter()
+    handles = await asyncio.gather(*(client.start(bench_chain, steps) for _ in range(runs)))
+    await asyncio.gather(*(h.result(timeout=600) for h in handles))
+    return runs * steps / (time.perf_counter() - start)
+
+
+class NatsCalls:
+    """Counts the nats client's calls in this process: request (a round trip), publish (one
+    way; not counted again inside a request), subscribe, unsubscribe."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._inside = contextvars.ContextVar("inside_request", default=False)
+
+    @contextlib.contextmanager
+    def counting(self) -> Iterator[Counter[str]]:
+        from nats.aio.client import Client
+        from nats.aio.subscription import Subscription
+
+        originals: dict[tuple[type, str], Callable[..., Awaitable[Any]]] = {
+            (Client, "request"): Client.request,
+            (Client, "publish"): Client.publish,
+            (Client, "subscribe"): Client.subscribe,
+            (Subscription, "unsubscribe"): Subscription.unsubscribe,
+        }
+        counts, inside = self.counts, self._inside
+
+        def wrap(name: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+            async def counted(*args: Any, **kwargs: Any) -> Any:
+                if name == "request":
+                    counts[name] += 1
+                    token = inside.set(True)
+                    try:
+                        return await fn(*args, **kwargs)
+                    finally:
+                        inside.reset(token)
+                if not inside.get():
+                    counts[name] += 1
+                return await fn(*args, **kwargs)
+
+            return counted
+
+        for (cls, name), fn in originals.items():
+            setattr(cls, name, wrap(name, fn))
+        try:
+            yield counts
+        finally:
+            for (cls, name), fn in originals.items():
+                setattr(cls, name, fn)
+
+
+async def bench_world(kind: str, url: str, cfg: Config, server_pid: int | None) -> Figures:
+    fig = Figures()
+    v = fig.values
     world = wayline.open_world(url)
-    out: dict[str, Any] = {"kind": kind, "sizes": {}}
+    client = wayline.Client(world)
     async with world, wayline.Worker(world, [bench_chain]):
-        await per_step(world, 10)  # warm up
-        for n in sizes:
-            tries = [await per_step(world, n) for _ in range(3)]  # the median try, by p50
-            out["sizes"][n] = sorted(tries, key=lambda t: t["p50"])[1]
-            s = out["sizes"][n]
-            print(f"{kind:5} N={n:<5} per step p50 {s['p50']:.3f} ms  p95 {s['p95']:.3f} ms")
-        await throughput(world, runs)  # warm up
-        out["throughput"] = statistics.median([await throughput(world, runs) for _ in range(3)])
-        print(f"{kind:5} {runs} concurrent runs x 10 steps: {out['throughput']:.0f} steps/s")
+        await start_to_result(client, 10, 5)  # warm up
+        for n in cfg.sizes:
+            per_step = await start_to_result(client, n, cfg.seq_runs)
+            v[f"N={n} p50 (ms/step)"] = statistics.median(per_step)
+            v[f"N={n} p95 (ms/step)"] = pct(per_step, 0.95)
+        await burst(client, 100)  # warm up
+        for runs in cfg.bursts:
+            cpu, scpu = time.process_time(), server_cpu(server_pid)
+            rate = await burst(client, runs)
+            cpu, scpu = time.process_time() - cpu, server_cpu(server_pid) - scpu
+            v[f"{runs} runs at once (steps/s)"] = rate
+            if runs == cfg.bursts[-1]:
+                steps = runs * 10
+                v["CPU s / 1,000 steps, benchmark process"] = cpu * 1000 / steps
+                if server_pid is not None:
+                    v["CPU s / 1,000 steps, nats-server"] = scpu * 1000 / steps
+        if kind == "nats":
+            calls = NatsCalls()
+            with calls.counting() as counts:
+                await start_to_result(client, 10, cfg.count_runs)
+            for name in ("request", "publish", "subscribe", "unsubscribe"):
+                v[f"nats {name} calls per 10-step run"] = counts[name] / cfg.count_runs
     if kind == "nats":
-        out["floor"] = await publish_floor(url)
-        print(f"nats  floor: median acknowledged publish {out['floor']:.3f} ms")
+        v["floor: acknowledged JetStream publish (ms)"] = await publish_floor(url)
+        floors = ["floor: acknowledged JetStream publish (ms)"]
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            v["floor: SQLite commit, no fsync (ms)"] = commit_floor(tmp, "NORMAL", 2000)
+            v["floor: SQLite commit, fsync (ms)"] = commit_floor(tmp, "FULL", 500)
+        floors = ["floor: SQLite commit, no fsync (ms)", "floor: SQLite commit, fsync (ms)"]
+    for name in list(v):
+        step_ms: float | None = None
+        if name.startswith("N="):
+            step_ms = v[name]
+        elif name.endswith("(steps/s)"):
+            step_ms = 1000 / v[name]
+        if step_ms is not None:
+            for floor in floors:
+                v[f"{name} / {floor.split(':')[1].split('(')[0].strip()}"] = step_ms / v[floor]
+    return fig
+
+
+# --- worker processes -------------------------------------------------------------------------
+@contextlib.contextmanager
+def worker_processes(url: str, processes: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "wayline.cli", "worker", "--app", str(FLOWS)),
+                *("--world", url, "--processes", str(processes)),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while log.read_text().count(" ready on ") < processes:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker processes did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def bench_processes(url: str, cfg: Config) -> dict[str, float]:
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for processes in (1, 2):
+            prefixed = f"{url}?prefix=benchp{processes}x{uuid.uuid4().hex[:8]}"
+            with worker_processes(prefixed, processes, Path(tmp) / f"w{processes}.log"):
+                world = wayline.open_world(prefixed)
+                async with world:
+                    client = wayline.Client(world)
+                    await burst(client, 100)  # warm up
+                    rate = await burst(client, cfg.process_runs)
+            out[f"{processes} worker process(es), {cfg.process_runs} runs at once (steps/s)"] = rate
+    out["2 processes / 1"] = (
+        out[next(k for k in out if k.startswith("2 "))]
+        / out[next(k for k in out if k.startswith("1 "))]
+    )
     return out
 
 
+# --- report -----------------------------------------------------------------------------------
 def machine() -> str:
     cpu = "unknown CPU"
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, {platform.system()}"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, "
+        f"{platform.system()}; load average at the end {load}"
+    )
 
 
-def write_results(results: list[dict[str, Any]], sizes: list[int], runs: int) -> None:
+def fmt(values: list[float]) -> str:
+    lo, hi = min(values), max(values)
+    digits = 0 if hi >= 100 else 2 if hi >= 1 else 3
+    if lo == hi or len(values) == 1:
+        return f"{lo:.{digits}f}"
+    return f"{lo:.{digits}f}-{hi:.{digits}f}"
+
+
+def report(
+    results: dict[str, list[dict[str, float]]],
+    repeat: int,
+    cfg: Config,
+    note: str,
+    failures: Sequence[str] = (),
+) -> list[str]:
     lines = [
         "# Benchmark results",
         "",
-        f"Written by `bench/steps.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Written by `bench/steps.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
         f"Machine: {machine()}.",
         "",
-        "Per-step latency: gaps between consecutive `step_completed` stamps of one run of N "
-        "no-op inline steps (world time), the median of 3 runs. Throughput: 100 concurrent "
-        "runs of 10 steps, started and awaited at once, one worker process (median of 3).",
+        f"Each cell is min-max over {repeat} repetition(s) in one process run; every repetition "
+        "measured its own floors, and each ratio is taken within its repetition.",
         "",
-        "| world | "
-        + " | ".join(f"N={n} p50 / p95 (ms)" for n in sizes)
-        + f" | {runs} runs (steps/s) | floor (ms) | p50 / floor |",
-        "|---|" + "---|" * (len(sizes) + 3),
     ]
-    for r in results:
-        cells = [f"{r['sizes'][n]['p50']:.3f} / {r['sizes'][n]['p95']:.3f}" for n in sizes]
-        floor = r.get("floor")
-        ratio = f"{r['sizes'][sizes[-1]]['p50'] / floor:.2f}x" if floor else "-"
-        lines.append(
-            f"| {r['kind']} | "
-            + " | ".join(cells)
-            + f" | {r['throughput']:.0f} | {f'{floor:.3f}' if floor else '-'} | {ratio} |"
-        )
-    first, last = sizes[0], sizes[-1]
+    if note:
+        lines += [f"**{note}**", ""]
     lines += [
-        "",
-        "Growth with run length (p50 at N={} / N={}): {}.".format(
-            last,
-            first,
-            ", ".join(
-                f"{r['kind']} {r['sizes'][last]['p50'] / r['sizes'][first]['p50']:.2f}x"
-                for r in results
-            ),
-        ),
-    ]
-    lines += [
-        "",
-        "Anchors measured elsewhere on a 2-core machine, each with its default store: Restate "
-        "5.5 ms/step, bunqueue 5.1 ms, DBOS on SQLite 7.0 ms, Temporal 13.9 ms (local "
-        "activities), the reference TypeScript runtime's local world 67 ms (growing with run "
-        "length); Restate reached 924 steps/s with 100 concurrent runs.",
+        f"Start->result per step: one run of N no-op steps, (result - start) / N, p50 and p95 "
+        f"over {cfg.seq_runs} sequential runs, one worker in the benchmark's process. "
+        "Runs at once: R runs of 10 steps started and awaited at once. CPU: during the "
+        f"{cfg.bursts[-1]}-run burst. NATS calls: client-side count over {cfg.count_runs} "
+        "sequential 10-step runs (request = round trip; publish = one-way send, e.g. pull "
+        "requests and acks).",
         "",
     ]
-    old = RESULTS.read_text() if RESULTS.exists() else ""
-    kept = old[old.find("\n## ") + 1 :] if "\n## " in old else ""  # other benches' sections
-    RESULTS.write_text("\n".join(lines) + ("\n" + kept if kept else ""))
-    print(f"wrote {RESULTS}")
+    for kind, reps in results.items():
+        lines += [f"## {kind}", "", "| figure | min-max |", "|---|---|"]
+        names = list(dict.fromkeys(name for r in reps for name in r))
+        for name in names:
+            values = [r[name] for r in reps if name in r]
+            lines.append(f"| {name} | {fmt(values)} ({len(values)} of {len(reps)}) |")
+        lines.append("")
+    if failures:
+        lines += ["Failed measurements (their figures are missing above):", ""]
+        lines += [f"- {f}" for f in failures] + [""]
+    return lines
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--worlds", default="local,nats")
-    parser.add_argument("--sizes", default="10,100,1000")
-    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="smaller counts, one repetition")
+    parser.add_argument("--no-processes", action="store_true", help="skip 1 vs 2 processes")
+    parser.add_argument("--note", default="", help="a line printed above the figures")
+    parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    results = []
+    cfg = Config.quick() if args.quick else Config()
+    repeat = 1 if args.quick and args.repeat == 3 else args.repeat
+    results: dict[str, list[dict[str, float]]] = {}
+    failures: list[str] = []
+    lines: list[str] = []
     with ExitStack() as stack:
         for kind in args.worlds.split(","):
+            pid: int | None = None
             if kind == "local":
                 tmp = stack.enter_context(tempfile.TemporaryDirectory())
-                url = f"sqlite:///{tmp}/bench.db"
             elif kind == "nats":
-                from nats_server import nats_server
+                from nats_server import nats_server_process
 
-                url = stack.enter_context(nats_server())
+                base, pid = stack.enter_context(nats_server_process())
             else:
                 raise SystemExit(f"unknown world {kind!r}")
-            results.append(await bench_world(kind, url, sizes, args.runs))
-    write_results(results, sizes, args.runs)
+            for rep in range(repeat):
+                url = f"sqlite:///{tmp}/bench{rep}.db" if kind == "local" else base
+                if kind == "nats":
+                    url = f"{base}?prefix=bench{rep}x{os.getpid()}"
+                figures = (await bench_world(kind, url, cfg, pid)).values
+                if kind == "nats" and not args.no_processes:
+                    try:
+                        figures.update(await bench_processes(base, cfg))
+                    except wayline.WaylineError as err:  # reported, the other figures kept
+                        print(f"processes: {err}", file=sys.stderr, flush=True)
+                        failures.append(f"{kind} repetition {rep + 1}, processes: {err}")
+                results.setdefault(kind, []).append(figures)
+                for name, value in figures.items():
+                    print(f"{kind:5} [{rep + 1}/{repeat}] {name}: {value:.4g}", flush=True)
+                # written after every repetition, so a late failure keeps the earlier figures
+                lines = report(results, repeat, cfg, args.note, failures)
+                old = args.output.read_text() if args.output.exists() else ""
+                # other benches' sections (the operator at scale, the soak) are kept
+                marks = [old.find(h) for h in _OTHERS if h in old]
+                kept = old[min(marks) :] if marks else ""
+                args.output.write_text("\n".join(lines) + ("\n" + kept if kept else ""))
+    print("\n".join(lines))
+    print(f"wrote {args.output}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 
     wayline run    MODULE_OR_FILE:WORKFLOW [--input JSON]   start a run and drive it here
     wayline worker --app MODULE [--app ...] [--health-port N] serve runs until SIGTERM/SIGINT
+                   [--processes N]   N processes under one supervisor (default: CPU quota)
     wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON]   start only; prints the id
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
@@ -129,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="127.0.0.1",
         metavar="ADDRESS",
         help="address of the health endpoints (default 127.0.0.1; in a pod, the pod's IP)",
+    )
+    p.add_argument(
+        "--processes",
+        type=_positive,
+        metavar="N",
+        help="worker processes under one supervisor, each with its own world connection "
+        "(default: the CPUs of the container's quota, else the CPUs available)",
     )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument(

@@ -46,6 +46,7 @@ from .loading import (
     split_target,
     workflows_in,
 )
+from .supervisor import Supervisor, default_processes, orphaned
 from .timeline import (
     LiveProgress,
     fmt_duration,
@@ -217,12 +218,12 @@ async def follow(
 
 # --- worker ---------------------------------------------------------------------------------
 async def cmd_worker(args: argparse.Namespace) -> int:
-    definitions: list[WorkflowDefinition[..., Any]] = []
-    for app in args.app:
-        found = workflows_in(import_app(app))
-        if not found:
-            raise UsageError(f"{app!r} defines no workflow (decorate one with @wayline.workflow)")
-        definitions.extend(d for d in found if d not in definitions)
+    if args.processes is None or args.processes > 1:
+        processes = args.processes or default_processes()
+        if processes > 1:
+            import_apps(args.app)  # bad input fails here, once, not in every child
+            return await Supervisor(lambda i: worker_child_argv(args, i), processes).run()
+    definitions = import_apps(args.app)
     names = sorted({d.name for d in definitions})
     url = args.world
     publish_world(absolute_world_url(url))
@@ -271,6 +272,9 @@ async def _serve(
             while not stop.event.is_set() and worker.failure is None:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.event.wait(), 1.0)
+                if orphaned():
+                    log.warning("the supervisor is gone: stopping")
+                    break
             if stop.signal is not None:
                 log.info(
                     "%s: stopping (in-flight deliveries finish first, up to %gs)",
@@ -287,6 +291,33 @@ async def _serve(
         return 1
     log.info("worker stopped")
     return 0
+
+
+def import_apps(apps: list[str]) -> list[WorkflowDefinition[..., Any]]:
+    definitions: list[WorkflowDefinition[..., Any]] = []
+    for app in apps:
+        found = workflows_in(import_app(app))
+        if not found:
+            raise UsageError(f"{app!r} defines no workflow (decorate one with @wayline.workflow)")
+        definitions.extend(d for d in found if d not in definitions)
+    return definitions
+
+
+def worker_child_argv(args: argparse.Namespace, index: int) -> list[str]:
+    """The command line of child ``index`` of ``wayline worker --processes N``: the same
+    options, one process, and only the first child serves the health endpoints."""
+    argv = [sys.executable, "-m", "wayline.cli", "worker", "--processes", "1"]
+    argv += ["--world", absolute_world_url(args.world), "--log-level", args.log_level]
+    for app in args.app:
+        argv += ["--app", app]
+    argv += ["--flow-concurrency", str(args.flow_concurrency)]
+    argv += ["--step-concurrency", str(args.step_concurrency)]
+    argv += ["--shutdown-grace", repr(args.shutdown_grace)]
+    if args.queue is not None:
+        argv += ["--queue", args.queue]
+    if args.health_port is not None and index == 0:
+        argv += ["--health-port", str(args.health_port), "--health-host", args.health_host]
+    return argv
 
 
 # --- start ----------------------------------------------------------------------------------
