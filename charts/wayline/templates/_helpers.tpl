@@ -181,3 +181,13 @@ tls {
   resources: [events]
   verbs: [create]
 {{- end -}}
+
+{{/* What kopf's scanning reads cluster-wide (namespaces, CRDs): read-only. */}}
+{{- define "wayline.discoveryRules" -}}
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [get, list, watch]
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  verbs: [get, list, watch]
+{{- end -}}
