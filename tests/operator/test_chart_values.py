@@ -414,13 +414,56 @@ async def test_three_rendered_nats_nodes_form_a_cluster_and_streams_get_three_re
             tls=ctx,
         )
         try:
-            info = await nc.jetstream().stream_info("wayline_events")
-            assert info.config.num_replicas == 3
-            assert info.cluster is not None and info.cluster.name == "t1-wayline"
-            peers = {info.cluster.leader, *(r.name for r in info.cluster.replicas or [])}
-            assert peers == {f"t1-wayline-nats-{i}" for i in range(3)}
+            streams = await nc.jetstream().streams_info()
+            ours = {i.config.name: i for i in streams if i.config.name.startswith("wayline_")}
+            # the event log, queue, dead letters; KV buckets are streams too (KV_wayline_...)
+            ours |= {i.config.name: i for i in streams if i.config.name.startswith("KV_wayline")}
+            assert {"wayline_events", "wayline_queue", "KV_wayline_hooks"} <= set(ours), ours
+            for name, info in ours.items():
+                assert info.config.num_replicas == 3, name
+                assert info.cluster is not None and info.cluster.name == "t1-wayline"
+                peers = {info.cluster.leader, *(r.name for r in info.cluster.replicas or [])}
+                assert peers == {f"t1-wayline-nats-{i}" for i in range(3)}, (name, peers)
         finally:
             await nc.close()
     finally:
         for node in nodes:
             node.stop()
+
+
+def test_the_notes_name_the_cluster_the_secrets_and_the_peering(
+    helm: Path,  # noqa: F811
+    control_plane: Any,
+) -> None:
+    # helm maps the (Cluster)KopfPeering it renders against the cluster's kinds
+    crds = control_plane.kubectl("apply", "-f", str(CRDS))
+    assert crds.returncode == 0, crds.stderr
+
+    def notes(*values: str) -> str:
+        done = subprocess.run(
+            [
+                str(helm),
+                "install",
+                f"--kubeconfig={control_plane.kubeconfig}",
+                "t1",
+                str(CHART),
+                "--dry-run=client",
+                "--namespace",
+                "ns1",
+                *_values(*values),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split("NOTES:", 1)[1]
+
+    text = notes(*COMBINATIONS["nats-cluster-auth-tls"], "operator.replicas=2")
+    assert "NATS: 3 node(s), streams with 3 replica(s), password authentication" in text
+    assert "wait for these Secrets in ns1: wl-nats-auth, wl-nats-tls" in text
+    assert 'kopf peering "t1-wayline"' in text and "WARNING" not in text
+    assert "WARNING: world.replicas=1 on a 3-node cluster" in notes(
+        "nats.replicas=3", "world.replicas=1"
+    )
+    assert "world: (from Secret wl-world, key url)" in notes(*COMBINATIONS["external-world-secret"])
