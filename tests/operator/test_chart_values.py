@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import ssl
 import subprocess
@@ -367,6 +368,44 @@ async def test_the_rendered_nats_with_password_and_tls_serves_the_rendered_world
             _world_url(worker, [node.port], {**secret, "NATS_PASSWORD": "wrong"}, pki),
             connect_attempts=1,
         )
+        with pytest.raises(WorldUnavailableError):
+            await wrong.start()
+        await wrong.close()
+    finally:
+        node.stop()
+
+
+async def test_the_rendered_nats_with_an_nkey_serves_the_rendered_world_url(
+    helm: Path,  # noqa: F811
+    pki: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import nkeys
+
+    docs = _render(helm, "ns1", WORKERS, "nats.auth.secret=a", "nats.auth.type=nkey")
+    seeds = [nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER) for _ in range(2)]
+    public = nkeys.from_seed(seeds[0]).public_key.decode()
+    for i, seed in enumerate(seeds):
+        (tmp_path / f"seed{i}").write_bytes(seed)  # the Secret's seed key, as mounted
+    [node] = _start_nodes(docs, pki, tmp_path, {"NATS_NKEY": public}, monkeypatch)
+    try:
+        [(_, worker)] = [(n, c) for n, c in _containers(docs) if "worker" in n]
+        url = _world_url(worker, [node.port], {}, pki)
+        assert "/etc/wayline/nats-auth/seed" in url
+        world = NatsWorld.from_url(
+            url.replace("/etc/wayline/nats-auth/seed", str(tmp_path / "seed0"))
+        )
+        await world.start()
+        try:
+            mid = await world.enqueue("flow", {"x": 1})
+            [d] = await world.receive("flow", wait_seconds=2)
+            assert d.message_id == mid
+            await world.ack(d)
+        finally:
+            await world.close()
+        other = url.replace("/etc/wayline/nats-auth/seed", str(tmp_path / "seed1"))
+        wrong = NatsWorld.from_url(other, connect_attempts=1)  # a seed the server does not know
         with pytest.raises(WorldUnavailableError):
             await wrong.start()
         await wrong.close()
