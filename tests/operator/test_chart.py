@@ -47,11 +47,15 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    for crd in CRDS.glob("*.wayline.dev.json"):  # kopf-peering.json: for the chart's HA option
-        assert (CHART / "crds" / crd.name).read_text() == crd.read_text()
+    crds = sorted(p.name for p in CRDS.glob("*.json"))  # kopf-peering.json: operator.replicas > 1
+    assert "kopf-peering.json" in crds
+    assert sorted(p.name for p in (CHART / "crds").iterdir()) == crds
+    for name in crds:
+        assert (CHART / "crds" / name).read_text() == (CRDS / name).read_text(), name
     docs = _render(helm, "ns1", "workers[0].apps={myapp.flows}")
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds.count("CustomResourceDefinition") == 2
+    assert kinds.count("CustomResourceDefinition") == 2  # and the List of kopf's two
+    assert kinds.count("List") == 1
     assert {"Deployment", "StatefulSet", "ClusterRole", "ServiceAccount"} <= set(kinds)
     worker = next(
         d for d in docs if d["kind"] == "Deployment" and "worker" in d["metadata"]["name"]
@@ -95,7 +99,7 @@ def test_every_pod_is_locked_down_probed_and_budgeted(helm: Path) -> None:
     docs = _render(helm, "ns1", "workers[0].apps={a.flows}", "workers[1].apps={b.flows}")
     standard = {"name", "instance", "version", "part-of", "managed-by"}
     for doc in docs:
-        if doc["kind"] == "CustomResourceDefinition":
+        if doc["kind"] in ("CustomResourceDefinition", "List"):
             continue
         labels = doc["metadata"].get("labels", {})
         have = {k.split("/", 1)[1] for k in labels if k.startswith("app.kubernetes.io/")}
@@ -162,26 +166,55 @@ def test_the_chart_refuses_a_missing_world(helm: Path) -> None:
     assert "set world.url" in error
 
 
+_ACCESS = (
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "KopfPeering",
+    "ClusterKopfPeering",
+)
+
+
+@pytest.mark.parametrize("scope", ["cluster-wide", "namespaced-with-peering"])
 async def test_the_operator_runs_under_the_charts_service_account(
-    helm: Path, control_plane: Any, tmp_path: Path
+    helm: Path, control_plane: Any, tmp_path: Path, scope: str
 ) -> None:
+    """Cluster-wide: the ClusterRole. Namespaced with two replicas: a Role and a RoleBinding
+    in the watched namespace plus its KopfPeering, cluster-wide only the reading of namespaces
+    and CRDs; the operator runs with the chart's --peering name."""
     namespace = f"c-{uuid.uuid4().hex[:10]}"
     assert control_plane.kubectl("create", "namespace", namespace).returncode == 0
-    docs = _render(helm, namespace, "workers[0].apps={tests.runtime.flows}")
+    values = ["workers[0].apps={tests.runtime.flows}"]
+    if scope != "cluster-wide":
+        values += [f"operator.namespaces={{{namespace}}}", "operator.replicas=2"]
+    docs = _render(helm, namespace, *values)
+    crds = control_plane.kubectl("apply", "-f", str(CRDS))  # kopf's too: KopfPeering below
+    assert crds.returncode == 0, crds.stderr
+    objects = [d for d in docs if d["kind"] not in ("CustomResourceDefinition", "List")]
     rendered = tmp_path / "rendered.json"
-    rendered.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+    rendered.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     dry = control_plane.kubectl("apply", "--dry-run=server", "-f", str(rendered))
     assert dry.returncode == 0, dry.stderr  # every object is valid for this API server
-    access = [
-        d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
-    ]
+    access = [d for d in docs if d["kind"] in _ACCESS]
+    if scope != "cluster-wide":  # cluster-wide: reading namespaces and CRDs, nothing else
+        assert {d["kind"] for d in access} == set(_ACCESS) - {"ClusterKopfPeering"}
+        for role in (d for d in access if d["kind"] == "ClusterRole"):
+            assert {v for r in role["rules"] for v in r["verbs"]} == {"get", "list", "watch"}
+            assert {r for rule in role["rules"] for r in rule["resources"]} == {
+                "namespaces",
+                "customresourcedefinitions",
+            }
     (tmp_path / "rbac.json").write_text(
         json.dumps({"apiVersion": "v1", "kind": "List", "items": access})
     )
     applied = control_plane.kubectl("apply", "-f", str(tmp_path / "rbac.json"))
     assert applied.returncode == 0, applied.stderr
-    crds = control_plane.kubectl("apply", "-f", str(CRDS))
-    assert crds.returncode == 0, crds.stderr
+    operator_pod = next(
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")
+    )["spec"]["template"]["spec"]["containers"][0]
+    peering = [a.split("=", 1)[1] for a in operator_pod["args"] if a.startswith("--peering=")]
     account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"]
     token = control_plane.kubectl("create", "token", account, "-n", namespace)
     assert token.returncode == 0, token.stderr
@@ -190,9 +223,11 @@ async def test_the_operator_runs_under_the_charts_service_account(
     db = tmp_path / "wayline.db"
     world = LocalWorld(db, poll_interval=0.01)
     await world.start()
-    operator = Operator(
-        namespace, _kubeconfig_env(f"sqlite:///{db}", kubeconfig), tmp_path / "op.log"
-    )
+    env = _kubeconfig_env(f"sqlite:///{db}", kubeconfig)
+    if peering:  # as the pod's --peering=NAME
+        env["WAYLINE_OPERATOR_PEERING"] = peering[0]
+    assert bool(peering) == (scope != "cluster-wide"), operator_pod["args"]
+    operator = Operator(namespace, env, tmp_path / "op.log")
     operator.start()
     try:
         async with wayline.Worker(world, APPS, settings=settings()):
@@ -215,6 +250,8 @@ async def test_the_operator_runs_under_the_charts_service_account(
         await world.close()
     log = (tmp_path / "op.log").read_text()
     assert "Forbidden" not in log and "403" not in log, log[-3000:]
+    if peering:
+        assert f"peering {peering[0]!r}" in log, log[-3000:]
 
 
 def _token_kubeconfig(control_plane: Any, token: str, tmp_path: Path) -> Path:

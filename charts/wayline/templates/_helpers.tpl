@@ -25,14 +25,91 @@ app.kubernetes.io/component: {{ .component }}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
+{{/* The chart's NATS is installed: enabled, and no other world is named. */}}
+{{- define "wayline.ownNats" -}}
+{{- if and .Values.nats.enabled (not .Values.world.url) (not .Values.world.urlSecret.name) -}}true{{- end -}}
+{{- end -}}
+
+{{/* Streams' replicas: world.replicas, or (0) as many as the chart's NATS has nodes. */}}
+{{- define "wayline.streamReplicas" -}}
+{{- if .Values.world.replicas -}}{{ .Values.world.replicas }}{{- else if include "wayline.ownNats" . -}}{{ .Values.nats.replicas }}{{- else -}}1{{- end -}}
+{{- end -}}
+
+{{/* Where the client-side files of NATS authentication and TLS are mounted. */}}
+{{- define "wayline.natsAuthDir" -}}/etc/wayline/nats-auth{{- end -}}
+{{- define "wayline.natsTlsDir" -}}/etc/wayline/nats-tls{{- end -}}
+
+{{/* The world's URL as the pods see it (the chart's NATS: its peers, and the credentials
+     as $(NATS_USER)/$(NATS_PASSWORD), which Kubernetes expands from the pod's env). */}}
 {{- define "wayline.worldUrl" -}}
-{{- if .Values.world.url -}}
+{{- if .Values.world.urlSecret.name -}}
+(from Secret {{ .Values.world.urlSecret.name }}, key {{ .Values.world.urlSecret.key }})
+{{- else if .Values.world.url -}}
 {{ .Values.world.url }}
 {{- else if .Values.nats.enabled -}}
-nats://{{ include "wayline.name" . }}-nats.{{ .Release.Namespace }}.svc:4222?prefix={{ .Values.world.prefix }}&replicas={{ .Values.world.replicas }}
-{{- else -}}
-{{ fail "set world.url, or nats.enabled=true" }}
+{{- $name := printf "%s-nats" (include "wayline.name" .) -}}
+{{- $scheme := ternary "tls" "nats" (not (empty .Values.nats.tls.secret)) -}}
+{{- $creds := "" -}}
+{{- if and .Values.nats.auth.secret (eq .Values.nats.auth.type "password") -}}{{- $creds = "$(NATS_USER):$(NATS_PASSWORD)@" -}}{{- end -}}
+{{- $hosts := list -}}
+{{- if gt (int .Values.nats.replicas) 1 -}}
+{{- range $i := until (int .Values.nats.replicas) -}}
+{{- $hosts = append $hosts (printf "%s-%d.%s-headless.%s.svc:4222" $name $i $name $.Release.Namespace) -}}
 {{- end -}}
+{{- else -}}
+{{- $hosts = list (printf "%s.%s.svc:4222" $name .Release.Namespace) -}}
+{{- end -}}
+{{ $scheme }}://{{ $creds }}{{ join "," $hosts }}?prefix={{ .Values.world.prefix }}&replicas={{ include "wayline.streamReplicas" . }}
+{{- if and .Values.nats.auth.secret (eq .Values.nats.auth.type "nkey") -}}&nkeys_seed={{ include "wayline.natsAuthDir" . }}/seed{{- end -}}
+{{- if .Values.nats.tls.secret -}}&tls_ca={{ include "wayline.natsTlsDir" . }}/ca.crt{{- end -}}
+{{- else -}}
+{{ fail "set world.url or world.urlSecret.name, or nats.enabled=true" }}
+{{- end -}}
+{{- end -}}
+
+{{/* The env entries that give a pod its world (WAYLINE_WORLD and what it refers to). */}}
+{{- define "wayline.worldEnv" -}}
+{{- if .Values.world.urlSecret.name -}}
+- name: WAYLINE_WORLD
+  valueFrom: {secretKeyRef: {name: {{ .Values.world.urlSecret.name }}, key: {{ .Values.world.urlSecret.key }}}}
+{{- else -}}
+{{- if and (include "wayline.ownNats" .) .Values.nats.auth.secret (eq .Values.nats.auth.type "password") }}
+- name: NATS_USER
+  valueFrom: {secretKeyRef: {name: {{ .Values.nats.auth.secret }}, key: user}}
+- name: NATS_PASSWORD
+  valueFrom: {secretKeyRef: {name: {{ .Values.nats.auth.secret }}, key: password}}
+{{- end }}
+- {name: WAYLINE_WORLD, value: {{ include "wayline.worldUrl" . | quote }}}
+{{- end -}}
+{{- end -}}
+
+{{/* Volumes and mounts of the client side of NATS auth (nkey seed) and TLS (the CA). */}}
+{{- define "wayline.worldVolumes" -}}
+{{- if include "wayline.ownNats" . -}}
+{{- if and .Values.nats.auth.secret (eq .Values.nats.auth.type "nkey") }}
+- name: nats-auth
+  secret: {secretName: {{ .Values.nats.auth.secret }}, items: [{key: seed, path: seed}], defaultMode: 288}  # 0440
+{{- end }}
+{{- if .Values.nats.tls.secret }}
+- name: nats-tls
+  secret: {secretName: {{ .Values.nats.tls.secret }}, items: [{key: ca.crt, path: ca.crt}], defaultMode: 292}  # 0444
+{{- end }}
+{{- end -}}
+{{- end -}}
+{{- define "wayline.worldMounts" -}}
+{{- if include "wayline.ownNats" . -}}
+{{- if and .Values.nats.auth.secret (eq .Values.nats.auth.type "nkey") }}
+- {name: nats-auth, mountPath: {{ include "wayline.natsAuthDir" . }}, readOnly: true}
+{{- end }}
+{{- if .Values.nats.tls.secret }}
+- {name: nats-tls, mountPath: {{ include "wayline.natsTlsDir" . }}, readOnly: true}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* The operator's peering name (kopf), when it runs more than one replica. */}}
+{{- define "wayline.peering" -}}
+{{- if gt (int .Values.operator.replicas) 1 -}}{{ .Values.operator.peering | default (include "wayline.name" .) }}{{- end -}}
 {{- end -}}
 
 {{/* The workers that will run: entries of .Values.workers with at least one app. */}}
@@ -46,4 +123,71 @@ nats://{{ include "wayline.name" . }}-nats.{{ .Release.Namespace }}.svc:4222?pre
 {{- define "wayline.podIP" -}}
 - name: POD_IP
   valueFrom: {fieldRef: {fieldPath: status.podIP}}
+{{- end -}}
+{{/* nats-server's configuration file (no secrets: $VARIABLES come from the environment). */}}
+{{- define "wayline.natsConf" -}}
+{{- $name := printf "%s-nats" (include "wayline.name" .) -}}
+{{- $replicas := int .Values.nats.replicas -}}
+server_name: $SERVER_NAME
+port: 4222
+http_port: 8222
+jetstream {
+  store_dir: /data
+}
+{{- if gt $replicas 1 }}
+cluster {
+  name: {{ include "wayline.name" . }}
+  port: 6222
+  routes: [
+  {{- range $i := until $replicas }}
+    nats://{{ $name }}-{{ $i }}.{{ $name }}-headless.{{ $.Release.Namespace }}.svc:6222
+  {{- end }}
+  ]
+}
+{{- end }}
+{{- with .Values.nats.auth }}{{ if .secret }}
+authorization {
+  {{- if eq .type "password" }}
+  user: $NATS_USER
+  password: $NATS_PASSWORD
+  {{- else }}
+  users: [{nkey: $NATS_NKEY}]
+  {{- end }}
+}
+{{- end }}{{ end }}
+{{- if .Values.nats.tls.secret }}
+tls {
+  cert_file: /etc/nats-tls/tls.crt
+  key_file: /etc/nats-tls/tls.key
+}
+{{- end }}
+{{- end -}}
+
+{{/* The operator's rules on its own resources (a ClusterRole's or each namespace's Role's). */}}
+{{- define "wayline.operatorRules" -}}
+- apiGroups: [wayline.dev]
+  resources: [workflowruns, workflowhooks]
+  verbs: [get, list, watch, patch, update]
+- apiGroups: [wayline.dev]
+  resources: [workflowruns]
+  verbs: [delete]  # spec.ttlSecondsAfterFinished
+- apiGroups: [wayline.dev]
+  resources: [workflowruns/status, workflowhooks/status]
+  verbs: [get, patch, update]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create]
+{{- end -}}
+
+{{/* What kopf's scanning reads cluster-wide (namespaces, CRDs): read-only. */}}
+{{- define "wayline.discoveryRules" -}}
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [get, list, watch]
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  verbs: [get, list, watch]
 {{- end -}}

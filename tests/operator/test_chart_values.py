@@ -1,0 +1,508 @@
+"""The chart's values combinations: each lints, renders and is accepted object by object by a
+real API server (``kubectl apply --dry-run=server``); what each renders (a 3-node JetStream
+cluster, auth and TLS from Secrets, the world URL from a Secret, a NetworkPolicy, namespaced
+Roles and kopf peering); and the rendered NATS configuration and world URL work on real
+nats-servers: clients authenticate over TLS, and three nodes form a JetStream cluster whose
+streams the world creates with three replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import ssl
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.nats.test_tls_and_nkeys import pki  # noqa: F401 - the fixture: a CA, 127.0.0.1's cert
+from tests.nats_fixtures import NatsServer, require_nats
+from tests.operator.test_chart import CHART, _render, _template_error, helm  # noqa: F401
+from tests.operator.test_workflowrun import CRDS
+from tests.servers import free_port
+from wayline.errors import WorldUnavailableError
+from wayline.worlds.nats import NatsWorld
+from wayline.worlds.nats.options import parse_url
+
+WORKERS = "workers[0].apps={myapp.flows}"
+SPREAD = ("wl-chart-a", "wl-chart-b")  # the namespaced combination's watched namespaces
+
+COMBINATIONS: dict[str, tuple[str, ...]] = {
+    "default": (),
+    "nats-cluster-auth-tls": (
+        "nats.replicas=3",
+        "nats.auth.secret=wl-nats-auth",
+        "nats.tls.secret=wl-nats-tls",
+    ),
+    "nats-cluster-nkey": ("nats.replicas=3", "nats.auth.secret=wl-nkey", "nats.auth.type=nkey"),
+    "external-world-secret": ("world.urlSecret.name=wl-world",),
+    "namespaced-operator-2-replicas": (
+        f"operator.namespaces={{{','.join(SPREAD)}}}",
+        "operator.replicas=2",
+    ),
+    "cluster-wide-operator-2-replicas": ("operator.replicas=2",),
+}
+
+
+def _values(*values: str) -> list[str]:
+    return [a for v in (WORKERS, *values) for a in ("--set", v)]
+
+
+def _by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def _named(docs: list[dict[str, Any]], kind: str, suffix: str) -> dict[str, Any]:
+    [doc] = [d for d in _by_kind(docs, kind) if d["metadata"]["name"].endswith(suffix)]
+    return doc
+
+
+def _containers(docs: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for d in _by_kind(docs, "Deployment"):
+        yield d["metadata"]["name"], d["spec"]["template"]["spec"]["containers"][0]
+
+
+def _env(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in container["env"]}
+
+
+@pytest.mark.parametrize("combination", list(COMBINATIONS))
+def test_each_combination_lints_renders_and_passes_the_api_servers_dry_run(
+    helm: Path,  # noqa: F811
+    control_plane: Any,
+    tmp_path: Path,
+    combination: str,
+) -> None:
+    values = _values(*COMBINATIONS[combination])
+    lint = subprocess.run(
+        [str(helm), "lint", "--strict", str(CHART), "--namespace", "ns1", *values],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    namespace = f"v-{uuid.uuid4().hex[:10]}"
+    for ns in (namespace, *SPREAD):
+        made = control_plane.kubectl("create", "namespace", ns)
+        assert made.returncode == 0 or "AlreadyExists" in made.stderr, made.stderr
+    crds = control_plane.kubectl("apply", "-f", str(CRDS))  # kopf's too: (Cluster)KopfPeering
+    assert crds.returncode == 0, crds.stderr
+    docs = _render(helm, namespace, WORKERS, *COMBINATIONS[combination])
+    objects = [d for d in docs if d["kind"] not in ("CustomResourceDefinition", "List")]
+    rendered = tmp_path / "rendered.json"
+    rendered.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    dry = control_plane.kubectl("apply", "--dry-run=server", "-f", str(rendered))
+    assert dry.returncode == 0, dry.stderr  # kubectl names the object it refuses
+    accepted = [line for line in dry.stdout.splitlines() if "(server dry run)" in line]
+    assert len(accepted) == len(objects), dry.stdout
+
+
+def test_nats_cluster_with_auth_and_tls_renders_a_clustered_statefulset(
+    helm: Path,  # noqa: F811
+) -> None:
+    docs = _render(helm, "ns1", WORKERS, *COMBINATIONS["nats-cluster-auth-tls"])
+    sts = _named(docs, "StatefulSet", "-nats")
+    assert sts["spec"]["replicas"] == 3 and sts["spec"]["podManagementPolicy"] == "Parallel"
+    headless = _named(docs, "Service", "-nats-headless")
+    assert (
+        headless["spec"]["clusterIP"] == "None"
+        and sts["spec"]["serviceName"] == (headless["metadata"]["name"])
+    )
+    assert {p["port"] for p in headless["spec"]["ports"]} == {4222, 6222}
+    conf = _named(docs, "ConfigMap", "-nats-config")["data"]["nats.conf"]
+    routes = re.findall(r"nats://(\S+):6222", conf)
+    assert routes == [f"t1-wayline-nats-{i}.t1-wayline-nats-headless.ns1.svc" for i in range(3)]
+    assert "password: $NATS_PASSWORD" in conf and "cert_file: /etc/nats-tls/tls.crt" in conf
+    pod = sts["spec"]["template"]["spec"]
+    nats_env = _env(pod["containers"][0])
+    assert nats_env["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "wl-nats-auth",
+        "key": "password",
+    }
+    assert {"name": "tls", "secret": {"secretName": "wl-nats-tls", "defaultMode": 0o440}} in pod[
+        "volumes"
+    ]
+    for name, container in _containers(docs):
+        env = _env(container)
+        order = [e["name"] for e in container["env"]]
+        # Kubernetes expands $(VAR) only from entries listed before
+        assert order.index("NATS_PASSWORD") < order.index("WAYLINE_WORLD"), name
+        url = env["WAYLINE_WORLD"]["value"]
+        servers, options = parse_url(url)  # as the runtime reads it
+        assert servers == [
+            f"tls://t1-wayline-nats-{i}.t1-wayline-nats-headless.ns1.svc:4222" for i in range(3)
+        ], name
+        assert options["replicas"] == 3 and options["prefix"] == "wayline"
+        assert options["user"] == "$(NATS_USER)" and options["password"] == "$(NATS_PASSWORD)"
+        assert options["tls_ca"] == "/etc/wayline/nats-tls/ca.crt"
+        assert {"name": "nats-tls", "mountPath": "/etc/wayline/nats-tls", "readOnly": True} in (
+            container["volumeMounts"]
+        )
+    policy = _named(docs, "NetworkPolicy", "-nats")
+    assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "nats"
+    clients, peers = policy["spec"]["ingress"]
+    admitted = {
+        p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in clients["from"]
+    }
+    assert admitted == {"operator", "worker"} and clients["ports"] == [
+        {"port": "client", "protocol": "TCP"}
+    ]
+    assert [
+        p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in peers["from"]
+    ] == ["nats"]
+
+
+def test_nkey_auth_mounts_the_seed_and_names_it_in_the_url(helm: Path) -> None:  # noqa: F811
+    docs = _render(helm, "ns1", WORKERS, *COMBINATIONS["nats-cluster-nkey"])
+    conf = _named(docs, "ConfigMap", "-nats-config")["data"]["nats.conf"]
+    assert "users: [{nkey: $NATS_NKEY}]" in conf
+    for name, container in _containers(docs):
+        servers, options = parse_url(_env(container)["WAYLINE_WORLD"]["value"])
+        assert all(s.startswith("nats://") for s in servers) and "user" not in options
+        assert options["nkeys_seed"] == "/etc/wayline/nats-auth/seed", name
+        assert "NATS_PASSWORD" not in _env(container)
+
+
+def test_a_world_url_from_a_secret_installs_no_nats(helm: Path) -> None:  # noqa: F811
+    docs = _render(helm, "ns1", WORKERS, *COMBINATIONS["external-world-secret"])
+    assert not [d for d in docs if "nats" in d.get("metadata", {}).get("name", "")]
+    assert not _by_kind(docs, "NetworkPolicy") and not _by_kind(docs, "StatefulSet")
+    names = set()
+    for name, container in _containers(docs):
+        names.add(name)
+        ref = _env(container)["WAYLINE_WORLD"]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": "wl-world", "key": "url"}, name
+    assert names == {"t1-wayline-operator", "t1-wayline-worker-default"}
+
+
+def test_a_namespaced_operator_gets_roles_and_peering_and_reads_only_cluster_wide(
+    helm: Path,  # noqa: F811
+) -> None:
+    docs = _render(helm, "ns1", WORKERS, *COMBINATIONS["namespaced-operator-2-replicas"])
+    [discovery] = _by_kind(docs, "ClusterRole")  # kopf's scanning: read-only, nothing else
+    assert discovery["metadata"]["name"] == "t1-wayline-operator-discovery"
+    assert {v for r in discovery["rules"] for v in r["verbs"]} == {"get", "list", "watch"}
+    assert {r for rule in discovery["rules"] for r in rule["resources"]} == {
+        "namespaces",
+        "customresourcedefinitions",
+    }
+    [binding] = _by_kind(docs, "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == discovery["metadata"]["name"]
+    assert not _by_kind(docs, "ClusterKopfPeering")
+    for kind in ("Role", "RoleBinding", "KopfPeering"):
+        assert sorted(d["metadata"]["namespace"] for d in _by_kind(docs, kind)) == list(SPREAD)
+    for role in _by_kind(docs, "Role"):
+        resources = {r for rule in role["rules"] for r in rule["resources"]}
+        assert {"workflowruns", "workflowruns/status", "events", "kopfpeerings"} <= resources
+    for binding in _by_kind(docs, "RoleBinding"):
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "t1-wayline-operator", "namespace": "ns1"}
+        ]
+    operator = _named(docs, "Deployment", "-operator")
+    args = operator["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert [a for a in args if a.startswith(("--namespace", "--peering"))] == [
+        f"--namespace={SPREAD[0]}",
+        f"--namespace={SPREAD[1]}",
+        "--peering=t1-wayline",
+    ]
+    assert {d["metadata"]["name"] for d in _by_kind(docs, "KopfPeering")} == {"t1-wayline"}
+    assert (
+        operator["spec"]["replicas"] == 2
+        and operator["spec"]["strategy"]["type"] == "RollingUpdate"
+    )
+    assert _named(docs, "PodDisruptionBudget", "-operator")["spec"]["maxUnavailable"] == 1
+
+
+def test_a_cluster_wide_operator_with_replicas_peers_cluster_wide(helm: Path) -> None:  # noqa: F811
+    docs = _render(helm, "ns1", WORKERS, *COMBINATIONS["cluster-wide-operator-2-replicas"])
+    [peering] = _by_kind(docs, "ClusterKopfPeering")
+    assert peering["metadata"]["name"] == "t1-wayline" and "namespace" not in peering["metadata"]
+    [role] = _by_kind(docs, "ClusterRole")
+    assert any("clusterkopfpeerings" in r["resources"] for r in role["rules"])
+    single = _render(helm, "ns1", WORKERS)  # one replica: standalone, no peering at all
+    assert not _by_kind(single, "ClusterKopfPeering")
+    assert not any("--peering" in a for _, c in _containers(single) for a in c["args"])
+
+
+def test_the_values_refuse_more_stream_replicas_than_nats_nodes(helm: Path) -> None:  # noqa: F811
+    error = _template_error(helm, *_values("world.replicas=3"))
+    assert "world.replicas=3" in error and "nats.replicas=1" in error
+    assert "replicas" in _template_error(helm, *_values("nats.replicas=2"))  # 1, 3 or 5
+    assert "type" in _template_error(helm, *_values("nats.auth.type=token"))
+    docs = _render(helm, "ns1", WORKERS, "nats.replicas=3", "world.replicas=1")
+    [(_, c), *_] = list(_containers(docs))
+    assert parse_url(_env(c)["WAYLINE_WORLD"]["value"])[1]["replicas"] == 1
+
+
+# The rendered configuration on real nats-servers ------------------------------------------------
+
+
+def _local_conf(
+    conf: str,
+    node: int,
+    http: int,
+    routes: list[int],
+    store: Path,
+    pki: Path,  # noqa: F811
+) -> str:
+    """The rendered nats.conf with loopback addresses (NatsServer gives the client port with
+    -a 127.0.0.1 -p), a temporary store, the test's certificate, and the peers' route ports in
+    place of their DNS names."""
+    conf = conf.replace("http_port: 8222", f"http: 127.0.0.1:{http}")
+    conf = conf.replace("store_dir: /data", f"store_dir: {store}")
+    conf = conf.replace("/etc/nats-tls/tls.crt", str(pki / "ip.pem"))
+    conf = conf.replace("/etc/nats-tls/tls.key", str(pki / "srv.key"))
+    if routes:
+        conf = conf.replace("port: 6222", f"listen: 127.0.0.1:{routes[node]}")
+        conf = re.sub(
+            r"nats://t1-wayline-nats-(\d)\.\S+:6222",
+            lambda m: f"nats://127.0.0.1:{routes[int(m.group(1))]}",
+            conf,
+        )
+    assert "6222" not in conf and "/data" not in conf and "/etc/" not in conf, conf
+    return conf
+
+
+def _world_url(
+    container: dict[str, Any],
+    ports: list[int],
+    env: dict[str, str],
+    pki: Path,  # noqa: F811
+) -> str:
+    """The pod's WAYLINE_WORLD as Kubernetes expands it, pointed at the local servers."""
+    url = str(_env(container)["WAYLINE_WORLD"]["value"])
+    for name, value in env.items():
+        url = url.replace(f"$({name})", value)
+    url = re.sub(
+        r"t1-wayline-nats-(\d)\.t1-wayline-nats-headless\.ns1\.svc:4222",
+        lambda m: f"127.0.0.1:{ports[int(m.group(1))]}",
+        url,
+    )
+    url = url.replace("t1-wayline-nats.ns1.svc:4222", f"127.0.0.1:{ports[0]}")
+    return url.replace("/etc/wayline/nats-tls/ca.crt", str(pki / "ca.pem"))
+
+
+def _start_nodes(
+    docs: list[dict[str, Any]],
+    pki: Path,  # noqa: F811
+    tmp_path: Path,
+    env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> list[NatsServer]:
+    """The chart's StatefulSet on this machine: as many nats-servers as its replicas, each
+    with the rendered configuration and the environment its pod gets from the Secret."""
+    sts = _named(docs, "StatefulSet", "-nats")
+    conf = _named(docs, "ConfigMap", "-nats-config")["data"]["nats.conf"]
+    replicas = int(sts["spec"]["replicas"])
+    routes = [free_port() for _ in range(replicas)] if replicas > 1 else []
+    nodes: list[NatsServer] = []
+    https: list[int] = []
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        for i in range(replicas):
+            store = tmp_path / f"node{i}"
+            store.mkdir()
+            http = free_port()
+            path = store / "nats.conf"
+            path.write_text(_local_conf(conf, i, http, routes, store / "js", pki))
+            monkeypatch.setenv("SERVER_NAME", f"t1-wayline-nats-{i}")  # as the pod's name
+            node = NatsServer(require_nats(), store, jetstream=False, args=["-c", str(path)])
+            node.start()
+            nodes.append(node)
+            https.append(http)
+        probe = sts["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]
+        for http in https:  # the chart's readiness probe, as the kubelet asks it
+            _wait_ready(f"http://127.0.0.1:{http}{probe['path']}")
+    except BaseException:
+        for node in nodes:
+            node.stop()
+        raise
+    return nodes
+
+
+def _wait_ready(url: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError as err:
+            last = str(err)
+        time.sleep(0.2)
+    raise AssertionError(f"{url} not ready: {last}")
+
+
+async def test_the_rendered_nats_with_password_and_tls_serves_the_rendered_world_url(
+    helm: Path,  # noqa: F811
+    pki: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    docs = _render(helm, "ns1", WORKERS, "nats.auth.secret=a", "nats.tls.secret=t")
+    secret = {"NATS_USER": "wayline", "NATS_PASSWORD": uuid.uuid4().hex}
+    [node] = _start_nodes(docs, pki, tmp_path, secret, monkeypatch)
+    try:
+        [(_, worker)] = [(n, c) for n, c in _containers(docs) if "worker" in n]
+        url = _world_url(worker, [node.port], secret, pki)
+        assert url.startswith("tls://wayline:")
+        world = NatsWorld.from_url(url)
+        await world.start()
+        try:
+            mid = await world.enqueue("flow", {"x": 1})
+            [d] = await world.receive("flow", wait_seconds=2)
+            assert d.message_id == mid
+            await world.ack(d)
+        finally:
+            await world.close()
+        wrong = NatsWorld.from_url(
+            _world_url(worker, [node.port], {**secret, "NATS_PASSWORD": "wrong"}, pki),
+            connect_attempts=1,
+        )
+        with pytest.raises(WorldUnavailableError):
+            await wrong.start()
+        await wrong.close()
+    finally:
+        node.stop()
+
+
+async def test_the_rendered_nats_with_an_nkey_serves_the_rendered_world_url(
+    helm: Path,  # noqa: F811
+    pki: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import nkeys
+
+    docs = _render(helm, "ns1", WORKERS, "nats.auth.secret=a", "nats.auth.type=nkey")
+    seeds = [nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER) for _ in range(2)]
+    public = nkeys.from_seed(seeds[0]).public_key.decode()
+    for i, seed in enumerate(seeds):
+        (tmp_path / f"seed{i}").write_bytes(seed)  # the Secret's seed key, as mounted
+    [node] = _start_nodes(docs, pki, tmp_path, {"NATS_NKEY": public}, monkeypatch)
+    try:
+        [(_, worker)] = [(n, c) for n, c in _containers(docs) if "worker" in n]
+        url = _world_url(worker, [node.port], {}, pki)
+        assert "/etc/wayline/nats-auth/seed" in url
+        world = NatsWorld.from_url(
+            url.replace("/etc/wayline/nats-auth/seed", str(tmp_path / "seed0"))
+        )
+        await world.start()
+        try:
+            mid = await world.enqueue("flow", {"x": 1})
+            [d] = await world.receive("flow", wait_seconds=2)
+            assert d.message_id == mid
+            await world.ack(d)
+        finally:
+            await world.close()
+        other = url.replace("/etc/wayline/nats-auth/seed", str(tmp_path / "seed1"))
+        wrong = NatsWorld.from_url(other, connect_attempts=1)  # a seed the server does not know
+        with pytest.raises(WorldUnavailableError):
+            await wrong.start()
+        await wrong.close()
+    finally:
+        node.stop()
+
+
+async def test_three_rendered_nats_nodes_form_a_cluster_and_streams_get_three_replicas(
+    helm: Path,  # noqa: F811
+    pki: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import nats
+
+    docs = _render(helm, "ns1", WORKERS, *COMBINATIONS["nats-cluster-auth-tls"])
+    secret = {"NATS_USER": "wayline", "NATS_PASSWORD": uuid.uuid4().hex}
+    nodes = _start_nodes(docs, pki, tmp_path, secret, monkeypatch)
+    try:
+        [(_, operator)] = [(n, c) for n, c in _containers(docs) if n.endswith("-operator")]
+        url = _world_url(operator, [n.port for n in nodes], secret, pki)
+        world = NatsWorld.from_url(url, connect_attempts=10)
+        for _attempt in range(30):  # the meta leader may still be elected after /healthz
+            try:
+                await world.start()
+                break
+            except Exception:
+                await world.close()
+                world = NatsWorld.from_url(url, connect_attempts=10)
+                await asyncio.sleep(0.5)
+        else:
+            raise AssertionError("the world never started on the rendered cluster")
+        try:
+            mid = await world.enqueue("flow", {"x": 1})
+            [d] = await world.receive("flow", wait_seconds=5)
+            assert d.message_id == mid
+            await world.ack(d)
+        finally:
+            await world.close()
+        ctx = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+        nc = await nats.connect(
+            f"tls://127.0.0.1:{nodes[2].port}",
+            user=secret["NATS_USER"],
+            password=secret["NATS_PASSWORD"],
+            tls=ctx,
+        )
+        try:
+            streams = await nc.jetstream().streams_info()
+            ours = {i.config.name: i for i in streams if i.config.name.startswith("wayline_")}
+            # the event log, queue, dead letters; KV buckets are streams too (KV_wayline_...)
+            ours |= {i.config.name: i for i in streams if i.config.name.startswith("KV_wayline")}
+            assert {"wayline_events", "wayline_queue", "KV_wayline_hooks"} <= set(ours), ours
+            for name, info in ours.items():
+                assert info.config.num_replicas == 3, name
+                assert info.cluster is not None and info.cluster.name == "t1-wayline"
+                peers = {info.cluster.leader, *(r.name for r in info.cluster.replicas or [])}
+                assert peers == {f"t1-wayline-nats-{i}" for i in range(3)}, (name, peers)
+        finally:
+            await nc.close()
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+def test_the_notes_name_the_cluster_the_secrets_and_the_peering(
+    helm: Path,  # noqa: F811
+    control_plane: Any,
+) -> None:
+    # helm maps the (Cluster)KopfPeering it renders against the cluster's kinds
+    crds = control_plane.kubectl("apply", "-f", str(CRDS))
+    assert crds.returncode == 0, crds.stderr
+
+    def notes(*values: str) -> str:
+        done = subprocess.run(
+            [
+                str(helm),
+                "install",
+                f"--kubeconfig={control_plane.kubeconfig}",
+                "t1",
+                str(CHART),
+                "--dry-run=client",
+                "--namespace",
+                "ns1",
+                *_values(*values),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split("NOTES:", 1)[1]
+
+    text = notes(*COMBINATIONS["nats-cluster-auth-tls"], "operator.replicas=2")
+    assert "NATS: 3 node(s), streams with 3 replica(s), password authentication" in text
+    assert "wait for these Secrets in ns1: wl-nats-auth, wl-nats-tls" in text
+    assert 'kopf peering "t1-wayline"' in text and "WARNING" not in text
+    assert "WARNING: world.replicas=1 on a 3-node cluster" in notes(
+        "nats.replicas=3", "world.replicas=1"
+    )
+    assert "world: (from Secret wl-world, key url)" in notes(*COMBINATIONS["external-world-secret"])
