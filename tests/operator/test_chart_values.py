@@ -484,7 +484,7 @@ def test_the_notes_name_the_cluster_the_secrets_and_the_peering(
                 str(helm),
                 "install",
                 f"--kubeconfig={control_plane.kubeconfig}",
-                "t1",
+                "notes",  # not t1: the RBAC test applies t1's ClusterRole for real
                 str(CHART),
                 "--dry-run=client",
                 "--namespace",
@@ -501,7 +501,7 @@ def test_the_notes_name_the_cluster_the_secrets_and_the_peering(
     text = notes(*COMBINATIONS["nats-cluster-auth-tls"], "operator.replicas=2")
     assert "NATS: 3 node(s), streams with 3 replica(s), password authentication" in text
     assert "wait for these Secrets in ns1: wl-nats-auth, wl-nats-tls" in text
-    assert 'kopf peering "t1-wayline"' in text and "WARNING" not in text
+    assert 'kopf peering "notes-wayline"' in text and "WARNING" not in text
     assert "WARNING: world.replicas=1 on a 3-node cluster" in notes(
         "nats.replicas=3", "world.replicas=1"
     )
