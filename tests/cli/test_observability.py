@@ -53,7 +53,8 @@ def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 def start_worker(
     spawn: Callable[..., Background], url: str, *extra: str, app: Path = FLOWS
 ) -> Background:
-    bg: Background = spawn("worker", "--app", str(app), *extra)  # on cli.world == url
+    # one process: its metrics and log lines are the whole worker's
+    bg: Background = spawn("worker", "--app", str(app), "--processes", "1", *extra)
     return bg
 
 

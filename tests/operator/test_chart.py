@@ -63,6 +63,7 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
     container = worker["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["wayline", "worker"] and container["args"] == [
         "--app=myapp.flows",
+        "--processes=1",
         "--health-port=8081",
         "--health-host=$(POD_IP)",
         "--shutdown-grace=50",

@@ -136,8 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive,
         metavar="N",
         help="worker processes under one supervisor, each with its own world connection "
-        "(default: the CPUs of the container's quota, else the CPUs available)",
+        "(default: the CPUs of the container's quota, else the CPUs available); only the "
+        "first serves --health-port and --metrics-port",
     )
+    p.add_argument("--supervised-by", type=int, help=argparse.SUPPRESS)  # the supervisor's pid
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument(
         "--log-format",

@@ -272,7 +272,7 @@ async def _serve(
             while not stop.event.is_set() and worker.failure is None:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.event.wait(), 1.0)
-                if orphaned():
+                if orphaned(args.supervised_by):
                     log.warning("the supervisor is gone: stopping")
                     break
             if stop.signal is not None:
@@ -307,7 +307,9 @@ def worker_child_argv(args: argparse.Namespace, index: int) -> list[str]:
     """The command line of child ``index`` of ``wayline worker --processes N``: the same
     options, one process, and only the first child serves the health endpoints."""
     argv = [sys.executable, "-m", "wayline.cli", "worker", "--processes", "1"]
+    argv += ["--supervised-by", str(os.getpid())]
     argv += ["--world", absolute_world_url(args.world), "--log-level", args.log_level]
+    argv += ["--log-format", args.log_format]
     for app in args.app:
         argv += ["--app", app]
     argv += ["--flow-concurrency", str(args.flow_concurrency)]
@@ -317,6 +319,8 @@ def worker_child_argv(args: argparse.Namespace, index: int) -> list[str]:
         argv += ["--queue", args.queue]
     if args.health_port is not None and index == 0:
         argv += ["--health-port", str(args.health_port), "--health-host", args.health_host]
+    if args.metrics_port is not None and index == 0:  # one port per pod: process 0's counts
+        argv += ["--metrics-port", str(args.metrics_port), "--metrics-host", args.metrics_host]
     return argv
 
 

@@ -11,9 +11,9 @@ child drained cleanly; 2 when a child refused its input (the same arguments woul
 so the others are stopped); 1 when a child kept dying (more than ``MAX_QUICK_DEATHS`` times,
 each within ``STABLE_SECONDS`` of its start) or a child did not end its drain with 0.
 
-Only the first child serves ``--health-port`` (two processes cannot bind one port).
-A child whose supervisor is gone (killed outright) notices and drains by itself
-(``SUPERVISOR_ENV``).
+Only the first child serves ``--health-port`` and ``--metrics-port`` (two processes cannot
+bind one port). A child whose supervisor is gone (killed outright) notices and drains by itself
+(``--supervised-by``).
 """
 
 from __future__ import annotations
@@ -28,11 +28,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["SUPERVISOR_ENV", "Supervisor", "cpu_quota", "default_processes", "orphaned"]
+__all__ = ["Supervisor", "cpu_quota", "default_processes", "orphaned"]
 
 log = logging.getLogger("wayline.cli")
 
-SUPERVISOR_ENV = "WAYLINE_SUPERVISOR_PID"
 MAX_QUICK_DEATHS = 5
 STABLE_SECONDS = 30.0
 USAGE_EXIT = 2
@@ -65,10 +64,10 @@ def default_processes() -> int:
     return max(1, min(available, quota) if quota is not None else available)
 
 
-def orphaned() -> bool:
-    """In a child of a supervisor: True once that supervisor is gone (we were re-parented)."""
-    parent = os.environ.get(SUPERVISOR_ENV)
-    return parent is not None and str(os.getppid()) != parent
+def orphaned(supervisor: int | None) -> bool:
+    """In a child of the supervisor ``supervisor`` (its pid, ``--supervised-by``): True once
+    that supervisor is gone (this process was re-parented)."""
+    return supervisor is not None and os.getppid() != supervisor
 
 
 class Supervisor:
@@ -123,10 +122,9 @@ class Supervisor:
 
     async def _slot(self, index: int) -> None:
         quick_deaths = 0
-        env = {**os.environ, SUPERVISOR_ENV: str(os.getpid())}
         while not self.stopping.is_set():
             child = await asyncio.create_subprocess_exec(
-                *self.argv(index), env=env, stdin=asyncio.subprocess.DEVNULL
+                *self.argv(index), stdin=asyncio.subprocess.DEVNULL
             )
             self.children[index] = child
             started = time.monotonic()
