@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import re
 import subprocess
 import tempfile
@@ -45,11 +44,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.nats_server import nats_server
+from bench.results import write_section
 from tests.operator.control_plane import ControlPlane, default_bin_dir
 
 import wayline
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
 APP = ROOT / "bench" / "operator_app.py"
 HEADING = "## The operator at scale (bench/operator.py)"
 GROUP, VERSION, PLURAL = "wayline.dev", "v1alpha1", "workflowruns"
@@ -351,23 +350,7 @@ def report(f: dict[str, Any]) -> list[str]:
 
 
 def write(lines: list[str], note: str) -> None:
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    cpus = os.cpu_count()
-    section = [
-        HEADING,
-        "",
-        f"Written by `bench/operator.py` on {stamp}. Machine: {cpus} cores, "
-        f"Python {platform.python_version()}, shared with other work while it ran.",
-        *([note, ""] if note else [""]),
-        *lines,
-        "",
-    ]
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    start = text.find(HEADING)
-    if start >= 0:
-        end = text.find("\n## ", start + len(HEADING))
-        text = text[:start] + text[end + 1 :] if end >= 0 else text[:start]
-    RESULTS.write_text(text.rstrip("\n") + "\n\n" + "\n".join(section))
+    write_section(HEADING, "`bench/operator.py`", lines, note)
 
 
 def main() -> int:

@@ -40,7 +40,6 @@ import contextlib
 import itertools
 import json
 import os
-import platform
 import random
 import signal
 import socket
@@ -57,13 +56,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.nats_server import find_binary, free_port
+from bench.results import write_section
 from bench.soak_apps import app_a, app_b
 
 import wayline
 from wayline._core.events import EventType
 from wayline.errors import HookNotFoundError
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
 HEADING = "## Soak: many workers, many apps (bench/soak.py)"
 APPS = {"A": "bench.soak_apps.app_a", "B": "bench.soak_apps.app_b"}
 SLOTS = [("A1", "A"), ("A2", "A"), ("B1", "B")]
@@ -756,22 +755,7 @@ def violations(f: dict[str, Any]) -> list[str]:
 
 
 def write(lines: list[str], note: str) -> None:
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    section = [
-        HEADING,
-        "",
-        f"Written by `bench/soak.py` (`make soak`) on {stamp}. Machine: {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, shared with other work while it ran.",
-        *([note, ""] if note else [""]),
-        *lines,
-        "",
-    ]
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    start = text.find(HEADING)
-    if start >= 0:
-        end = text.find("\n## ", start + len(HEADING))
-        text = text[:start] + text[end + 1 :] if end >= 0 else text[:start]
-    RESULTS.write_text(text.rstrip("\n") + "\n\n" + "\n".join(section))
+    write_section(HEADING, "`bench/soak.py` (`make soak`)", lines, note)
 
 
 def main() -> int:
