@@ -265,7 +265,7 @@ def release(cluster: Cluster, tmp_path: Path) -> Iterator[Release]:
             "image": {"repository": IMAGE_REPOSITORY, "tag": IMAGE_TAG},
             "operator": {
                 "namespaces": [namespace],
-                "pollSeconds": 1,
+                "statusIntervalSeconds": 1,
                 "sweepSeconds": 5,
                 "hookRetrySeconds": 1,
             },
