@@ -18,3 +18,20 @@ def test_the_worker_command_serves_the_probes(cli: Any, spawn: Any) -> None:
     assert _get(port, "/readyz") == (200, "ok\n")
     assert _get(port, "/healthz") == (200, "ok\n")
     assert worker.stop() == 0
+
+
+def test_a_worker_waits_for_a_world_that_is_not_up_yet(
+    cli: Any, spawn: Any, nats_server_own: Any
+) -> None:
+    """A worker pod can start before its NATS: it tries again (not exit 2, which a pod would
+    count as a crash) and serves once the server is up."""
+    nats_server_own.stop()
+    cli.world = nats_server_own.url
+    worker = spawn("worker", "--app", str(FLOWS), "--processes", "1")
+    worker.wait_for("not reachable yet", timeout=30)
+    assert worker.proc.poll() is None
+    nats_server_own.start()
+    worker.wait_for("ready on", timeout=60)
+    started = cli("start", f"{FLOWS}:add", "--input", "[2, 3]")
+    assert started.returncode == 0, started.stderr
+    assert worker.stop() == 0

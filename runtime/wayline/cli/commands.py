@@ -78,19 +78,37 @@ def sqlite_path(url: str) -> Path | None:
 
 
 @contextlib.asynccontextmanager
-async def opened_world(url: str, *, create: bool) -> AsyncIterator[World]:
+async def opened_world(
+    url: str, *, create: bool, wait_seconds: float = 0.0
+) -> AsyncIterator[World]:
     """The world at ``url``, started. Without ``create`` a missing SQLite file is an error
-    rather than a new empty world (a mistyped --world should not look like "no runs")."""
+    rather than a new empty world (a mistyped --world should not look like "no runs"). With
+    ``wait_seconds``, a server world that is not reachable yet (a worker pod starting before
+    its NATS) is tried again until then, instead of failing at once."""
     path = sqlite_path(url)
     if not create and path is not None and not path.exists():
         raise UsageError(
             f"no world at {url}: {path} does not exist (check --world or WAYLINE_WORLD)"
         )
-    world = open_world(url)
-    try:
-        await world.start()
-    except OSError as err:  # worlds map their failures to WorldUnavailableError; belt and braces
-        raise UsageError(f"cannot open the world at {url}: {err}") from None
+    deadline = time.monotonic() + (wait_seconds if path is None else 0.0)
+    delay = 0.5
+    while True:
+        world = open_world(url)
+        try:
+            await world.start()
+            break
+        except OSError as err:  # worlds map their failures to WorldUnavailableError
+            raise UsageError(f"cannot open the world at {url}: {err}") from None
+        except WorldUnavailableError as err:
+            with contextlib.suppress(Exception):
+                await world.close()
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning(
+                "the world at %s is not reachable yet (%s); again in %.1fs", url, err, delay
+            )
+            await asyncio.sleep(delay)
+            delay = min(5.0, delay * 2)
     try:
         yield world
     finally:
@@ -247,7 +265,8 @@ async def _serve(
     names: list[str],
     url: str,
 ) -> int:
-    async with opened_world(url, create=True) as world:
+    # a worker waits for its world (a pod may start before its NATS is ready)
+    async with opened_world(url, create=True, wait_seconds=300.0) as world:
         worker = Worker(
             world,
             definitions,
