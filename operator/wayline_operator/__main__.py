@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = logging.getLogger("wayline.operator")
     import kopf
 
-    from . import handlers  # noqa: F401 - registers the handlers
+    from . import handlers, schedule_handlers  # noqa: F401 - registers the handlers
 
     os.environ["POD_ID"] = identity()  # kopf's documented override of its peering identity
     settings = kopf.OperatorSettings()

@@ -77,3 +77,49 @@ async def delete(namespace: str, name: str) -> None:
                 raise
 
     await _call(call)
+
+
+async def create_run(namespace: str, body: Mapping[str, Any]) -> bool:
+    """Create a WorkflowRun; False if one of that name exists already (a tick made twice)."""
+    import kubernetes
+
+    def call() -> bool:
+        try:
+            custom_objects().create_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, dict(body)
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status == 409:
+                return False
+            raise
+        return True
+
+    return await _call(call)
+
+
+async def list_runs(namespace: str, selector: str) -> list[dict[str, Any]]:
+    """The WorkflowRuns of ``namespace`` that match the label ``selector``."""
+
+    def call() -> list[dict[str, Any]]:
+        found = custom_objects().list_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, label_selector=selector
+        )
+        return list(found.get("items") or [])
+
+    return await _call(call)
+
+
+async def patch_run(namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+    """Merge ``patch`` into a WorkflowRun (its spec); gone is fine."""
+    import kubernetes
+
+    def call() -> None:
+        try:
+            custom_objects().patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, dict(patch)
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status != 404:
+                raise
+
+    await _call(call)

@@ -384,10 +384,12 @@ def hook_crd_manifest() -> dict[str, Any]:
 def crds() -> dict[str, dict[str, Any]]:
     """Every CRD, by the file name it is checked in under (in ``crds/``)."""
     from .peering import peering_crds
+    from .schedule_resource import SCHEDULE_PLURAL, schedule_crd_manifest
 
     return {
         f"{PLURAL}.{GROUP}.json": crd_manifest(),
         f"{HOOK_PLURAL}.{GROUP}.json": hook_crd_manifest(),
+        f"{SCHEDULE_PLURAL}.{GROUP}.json": schedule_crd_manifest(),
         "kopf-peering.json": peering_crds(),  # for more than one operator replica
     }
 

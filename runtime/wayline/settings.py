@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ._core import clock
 from ._core.dispatch import MAX_LEASE_SECONDS
 from ._core.limits import Limits
 from .errors import ConfigurationError
@@ -103,6 +104,18 @@ class Settings:
     """``WAYLINE_OPERATOR_WORKER_GRACE_SECONDS``: how long a run may wait for its first worker
     before its WorkflowRun says ``WaitingForWorker``."""
 
+    operator_schedule_seconds: float = 10.0
+    """``WAYLINE_OPERATOR_SCHEDULE_SECONDS``: how often each WorkflowSchedule is checked for a
+    due tick (a tick starts at most this late; 10 s as the CronJob controller)."""
+
+    schedule_clock_rate: float = 1.0
+    """``WAYLINE_SCHEDULE_CLOCK_RATE``: for tests only, schedules read a clock that runs this
+    many times faster than real time from ``schedule_clock_origin``, so every process sharing
+    the two values agrees on the time and a minute's tick comes in a second."""
+
+    schedule_clock_origin: float = 0.0
+    """``WAYLINE_SCHEDULE_CLOCK_ORIGIN``: seconds since the epoch where the fast clock starts."""
+
     # Size limits, in bytes of the stored (compact JSON) form, checked before anything is
     # written. 256 KiB each keeps the largest message one append can make (a few inline step
     # results in one batch; a run's output, stored in its event and its run summary) under
@@ -169,12 +182,21 @@ class Settings:
             operator_worker_grace_seconds=_positive(
                 env, "WAYLINE_OPERATOR_WORKER_GRACE_SECONDS", 10.0
             ),
+            operator_schedule_seconds=_positive(env, "WAYLINE_OPERATOR_SCHEDULE_SECONDS", 10.0),
+            schedule_clock_rate=_positive(env, "WAYLINE_SCHEDULE_CLOCK_RATE", 1.0),
+            schedule_clock_origin=_float(env, "WAYLINE_SCHEDULE_CLOCK_ORIGIN", 0.0),
             max_input_bytes=_size(env, "WAYLINE_MAX_INPUT_BYTES"),
             max_step_args_bytes=_size(env, "WAYLINE_MAX_STEP_ARGS_BYTES"),
             max_result_bytes=_size(env, "WAYLINE_MAX_RESULT_BYTES"),
             max_hook_payload_bytes=_size(env, "WAYLINE_MAX_HOOK_PAYLOAD_BYTES"),
             max_error_bytes=_size(env, "WAYLINE_MAX_ERROR_BYTES", 8 * 1024),
         )
+
+    def schedule_now(self) -> float:
+        """The time schedules read (``schedule_clock_rate``): the runtime's clock, sped up
+        from ``schedule_clock_origin`` in tests."""
+        origin = self.schedule_clock_origin
+        return origin + (clock.now() - origin) * self.schedule_clock_rate
 
     @property
     def limits(self) -> Limits:

@@ -166,13 +166,13 @@ tls {
 {{/* The operator's rules on its own resources (a ClusterRole's or each namespace's Role's). */}}
 {{- define "wayline.operatorRules" -}}
 - apiGroups: [wayline.dev]
-  resources: [workflowruns, workflowhooks]
+  resources: [workflowruns, workflowhooks, workflowschedules]
   verbs: [get, list, watch, patch, update]
 - apiGroups: [wayline.dev]
   resources: [workflowruns]
-  verbs: [delete]  # spec.ttlSecondsAfterFinished
+  verbs: [create, delete]  # a WorkflowSchedule's runs; spec.ttlSecondsAfterFinished, history
 - apiGroups: [wayline.dev]
-  resources: [workflowruns/status, workflowhooks/status]
+  resources: [workflowruns/status, workflowhooks/status, workflowschedules/status]
   verbs: [get, patch, update]
 - apiGroups: [""]
   resources: [events]

@@ -1,0 +1,159 @@
+"""The kopf timer of ``WorkflowSchedule``: every ``WAYLINE_OPERATOR_SCHEDULE_SECONDS`` it
+lists the schedule's WorkflowRuns (by the owner's uid label), asks the pure planner
+(``schedules.plan``) what to do, does it (create the tick's run, cancel a replaced one,
+delete history beyond the limits) and writes the status when it changed. The WorkflowRuns it
+creates are started by the ``start`` handler like any other, so a run's start stays in one
+place. An invalid spec (cron, time zone) is a ``Ready=False`` condition and one Warning Event
+``InvalidSpec``, looked at again at every tick (a fixed spec recovers)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import kopf
+import pydantic
+
+from wayline._core.cron import CronError, parse
+
+from .config import settings
+from .kube import create_run, delete, list_runs, patch_run
+from .metrics import EVENTS, observed
+from .notices import NORMAL, WARNING, Notice
+from .resource import GROUP, VERSION
+from .schedule_resource import SCHEDULE_PLURAL, WorkflowScheduleSpec
+from .schedules import (
+    SCHEDULE_LABEL,
+    OwnedRun,
+    Plan,
+    owned_run,
+    plan,
+    run_manifest,
+    run_name,
+    since,
+)
+from .status import stamp
+
+log = logging.getLogger("wayline.operator")
+SETTINGS = settings()
+
+
+def _post(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
+    for notice in batch:
+        kopf.event(
+            body,  # type: ignore[arg-type]  # a plain mapping is what kopf reads of it
+            type=notice.type,
+            reason=notice.reason,
+            message=notice.message[:1024],
+        )
+        EVENTS.labels(notice.reason).inc()
+
+
+def _ready(
+    status: Mapping[str, Any], ok: bool, reason: str, message: str, now: float
+) -> dict[str, Any]:
+    """The ``Ready`` condition, keeping its transition time while its status stays."""
+    value = "True" if ok else "False"
+    conditions: list[dict[str, Any]] = status.get("conditions") or []
+    before = next((c for c in conditions if c.get("type") == "Ready"), {})
+    moved = before.get("status") != value
+    return {
+        "type": "Ready",
+        "status": value,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": stamp(now) if moved else before.get("lastTransitionTime"),
+    }
+
+
+def _first(err: pydantic.ValidationError) -> str:
+    """The first validation error, naming its field (``spec.concurrencyPolicy: ...``)."""
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"spec.{where}: {first['msg']}"
+
+
+def _write(patch: kopf.Patch, status: Mapping[str, Any], fresh: Mapping[str, Any]) -> None:
+    if any(status.get(k) != v for k, v in fresh.items()):
+        patch.status.update(fresh)
+
+
+@kopf.timer(GROUP, VERSION, SCHEDULE_PLURAL, id="tick", interval=SETTINGS.operator_schedule_seconds)
+@observed("tick")
+async def tick(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    meta: kopf.Meta,
+    status: kopf.Status,
+    patch: kopf.Patch,
+    **_: Any,
+) -> None:
+    now = SETTINGS.schedule_now()
+    try:
+        parsed = WorkflowScheduleSpec.model_validate(dict(spec))
+        cron = parse(parsed.schedule, parsed.timeZone)
+    except (pydantic.ValidationError, CronError) as err:
+        message = str(err).splitlines()[0] if isinstance(err, CronError) else _first(err)
+        if status.get("message") != message:
+            _post(body, [Notice(WARNING, "InvalidSpec", message)])
+        ready = _ready(status, False, "InvalidSpec", message, now)
+        _write(patch, status, {"message": message, "conditions": [ready], "nextScheduleTime": None})
+        return
+    namespace, name = str(meta["namespace"]), str(meta["name"])
+    items = await list_runs(namespace, f"{SCHEDULE_LABEL}={meta['uid']}")
+    runs = [r for r in (owned_run(i) for i in items) if r is not None]
+    handled = since(status, meta.get("creationTimestamp"), runs)
+    todo = plan(parsed, cron, handled, now, runs)
+    said = await _carry_out(body, parsed, todo, namespace, name, status)
+    _write(patch, status, _status(name, status, parsed, todo, runs, said, now))
+
+
+async def _carry_out(
+    body: Mapping[str, Any],
+    spec: WorkflowScheduleSpec,
+    todo: Plan,
+    namespace: str,
+    name: str,
+    status: Mapping[str, Any],
+) -> str | None:
+    for old in todo.cancel:  # Replace: the live run stops (its compensations run) first
+        await patch_run(namespace, old, {"spec": {"cancel": True}})
+        _post(body, [Notice(NORMAL, "Replaced", f"cancelled {old}: Replace")])
+    for old in todo.delete:
+        await delete(namespace, old)
+    if todo.skipped is not None:
+        if status.get("message") != todo.skipped:
+            _post(body, [Notice(NORMAL, "Skipped", todo.skipped)])
+        return todo.skipped
+    if todo.create is None:
+        return status.get("message")
+    run = run_name(name, todo.create)
+    if await create_run(namespace, run_manifest(body, spec, todo.create)):
+        _post(body, [Notice(NORMAL, "Started", f"started {run} for {stamp(todo.create)}")])
+    return f"started {run}"
+
+
+def _status(
+    name: str,
+    status: Mapping[str, Any],
+    spec: WorkflowScheduleSpec,
+    todo: Plan,
+    runs: Sequence[OwnedRun],
+    message: str | None,
+    now: float,
+) -> dict[str, Any]:
+    ticks = [r.tick for r in runs] + ([todo.create] if todo.create is not None else [])
+    last = max(ticks, default=None)
+    active = sorted({r.name for r in runs if r.live and r.name not in todo.cancel})
+    if todo.create is not None:
+        active = sorted({*active, run_name(name, todo.create)})
+    reason = "Suspended" if spec.suspend else "Scheduling"
+    return {
+        "lastScheduleTime": stamp(last) if last is not None else status.get("lastScheduleTime"),
+        "lastRun": run_name(name, last) if last is not None else status.get("lastRun"),
+        "nextScheduleTime": None if spec.suspend else stamp(todo.next),
+        "active": active or None,
+        "message": message,
+        "conditions": [_ready(status, True, reason, message or reason, now)],
+    }
