@@ -1,0 +1,218 @@
+"""WorkflowSchedule end to end on a real kube-apiserver + etcd: the operator process (two of
+them, or one killed and restarted) ticks a schedule, and its WorkflowRuns run on a worker on
+either world. The schedule clock runs 30 times fast (``WAYLINE_SCHEDULE_CLOCK_RATE``, shared by
+every operator process through ``..._ORIGIN``): a minute's tick comes every 2 s."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import wayline
+from tests.operator.test_workflowrun import APPS, CRDS, Cluster, Operator, _kubeconfig_env
+from tests.runtime import flows
+from tests.runtime.harness import settings, wait_for
+from wayline._core.events import RunStatus
+from wayline.worlds.local import LocalWorld
+
+RATE = 30.0
+SCHEDULE_APPS = [*APPS, flows.sleeper]
+
+
+@pytest.fixture(scope="module")
+def schedule_crds(control_plane: Any) -> None:
+    done = control_plane.kubectl("apply", "-f", str(CRDS))
+    assert done.returncode == 0, done.stderr
+    for crd in ("workflowruns", "workflowhooks", "workflowschedules"):
+        done = control_plane.kubectl(
+            "wait", "--for=condition=Established", f"crd/{crd}.wayline.dev", "--timeout=30s"
+        )
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(params=["local", "nats"])
+async def cluster(
+    request: pytest.FixtureRequest,
+    control_plane: Any,
+    schedule_crds: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Cluster]:
+    namespace = f"s-{uuid.uuid4().hex[:10]}"
+    world: wayline.World
+    if request.param == "local":
+        url = f"sqlite:///{tmp_path / 'wayline.db'}"
+        world = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
+    else:
+        server = request.getfixturevalue("nats_server")
+        url = f"{server.url}?prefix={namespace.replace('-', '')}"
+        world = wayline.open_world(url)
+    monkeypatch.setenv("WAYLINE_WORLD", url)
+    done = control_plane.kubectl("create", "namespace", namespace)
+    assert done.returncode == 0, done.stderr
+    await world.start()
+    env = {
+        **_kubeconfig_env(url, control_plane.kubeconfig),
+        "WAYLINE_OPERATOR_SCHEDULE_SECONDS": "0.3",
+        "WAYLINE_SCHEDULE_CLOCK_RATE": str(RATE),
+        "WAYLINE_SCHEDULE_CLOCK_ORIGIN": str(time.time()),
+    }
+    operator = Operator(namespace, env, tmp_path / "operator.log")
+    operator.start()
+    try:
+        yield Cluster(control_plane, namespace, world, wayline.Client(world), operator)
+    finally:
+        operator.stop()
+        await world.close()
+
+
+def _runs(cluster: Cluster) -> list[dict[str, Any]]:
+    done = cluster.kubectl("get", "wfr", "-o", "json")
+    items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
+    return sorted(items, key=lambda r: r["metadata"]["name"])
+
+
+async def _count(cluster: Cluster, n: int, timeout: float = 30) -> list[dict[str, Any]]:
+    async def enough() -> list[dict[str, Any]] | None:
+        runs = await asyncio.to_thread(_runs, cluster)
+        return runs if len(runs) >= n else None
+
+    found: list[dict[str, Any]] = await wait_for(enough, timeout=timeout, interval=0.3)
+    return found
+
+
+def _schedule(**spec: Any) -> dict[str, Any]:
+    return {"schedule": "* * * * *", "workflow": "chain", "input": [1], **spec}
+
+
+async def test_every_tick_starts_one_run_across_two_operators_and_a_restart(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    second = Operator(cluster.namespace, cluster.operator.env, tmp_path / "operator2.log")
+    second.start()
+    try:
+        async with wayline.Worker(cluster.world, SCHEDULE_APPS, settings=settings()):
+            made = cluster.apply(
+                "every", _schedule(successfulRunsHistoryLimit=50), "WorkflowSchedule"
+            )
+            assert made.returncode == 0, made.stderr
+            await _count(cluster, 2)
+            cluster.operator.stop(signal.SIGKILL)  # one dies mid-schedule and comes back
+            cluster.operator.start()
+            await _count(cluster, 6)
+            cluster.kubectl(
+                "patch", "wfs", "every", "--type=merge", "-p", '{"spec":{"suspend":true}}'
+            )
+            await asyncio.sleep(1.0)  # a look in flight may still start one tick
+            runs = await asyncio.to_thread(_runs, cluster)
+            for r in runs:
+                await cluster.status_when(r["metadata"]["name"], "completed")
+    finally:
+        second.stop()
+    schedule = cluster.get("every", "wfs")
+    ticks = [int(r["metadata"]["labels"]["wayline.dev/tick"]) for r in runs]
+    assert ticks == list(range(ticks[0], ticks[0] + len(ticks)))  # no tick missed, none twice
+    assert [r["metadata"]["name"] for r in runs] == [f"every-{t}" for t in ticks]
+    for r in runs:
+        [owner] = r["metadata"]["ownerReferences"]
+        assert owner["uid"] == schedule["metadata"]["uid"] and owner["kind"] == "WorkflowSchedule"
+    # each tick's run started once in the world, and its creation was announced once
+    assert len(await cluster.client.list_runs(limit=1000)) == len(runs)
+    started = [e for e in cluster.events("every") if e["reason"] == "Started"]
+    assert sum(e.get("count", 1) for e in started) == len(runs)
+    assert schedule["status"]["lastRun"] == runs[-1]["metadata"]["name"]
+
+
+async def test_forbid_skips_ticks_while_a_run_is_live(cluster: Cluster) -> None:
+    async with wayline.Worker(cluster.world, SCHEDULE_APPS, settings=settings()):
+        spec = _schedule(workflow="sleeper", input=[5.0], concurrencyPolicy="Forbid")
+        assert cluster.apply("forbid", spec, "WorkflowSchedule").returncode == 0
+        runs = await _count(cluster, 2, timeout=40)
+        await cluster.event_when("forbid", "Skipped")
+    infos = [await cluster.world.get_run(r["status"]["runId"]) for r in runs[:2] if r.get("status")]
+    first, nxt = infos[0], infos[1] if len(infos) > 1 else None
+    assert first is not None and first.ended_at is not None
+    if nxt is not None:  # never two at once: the next run was created after the first ended
+        assert nxt.created_at >= first.ended_at
+    ticks = [int(r["metadata"]["labels"]["wayline.dev/tick"]) for r in runs]
+    assert ticks[1] - ticks[0] >= 2  # 5 s of run is 2.5 ticks: at least one was skipped
+
+
+async def test_replace_cancels_the_live_run_and_starts_the_next(cluster: Cluster) -> None:
+    async with wayline.Worker(cluster.world, SCHEDULE_APPS, settings=settings()):
+        spec = _schedule(workflow="sleeper", input=[600.0], concurrencyPolicy="Replace")
+        assert cluster.apply("replace", spec, "WorkflowSchedule").returncode == 0
+        runs = await _count(cluster, 2)
+        first = await cluster.status_when(runs[0]["metadata"]["name"], "cancelled")
+        cluster.kubectl(
+            "patch", "wfs", "replace", "--type=merge", "-p", '{"spec":{"suspend":true}}'
+        )
+        await cluster.event_when("replace", "Replaced")
+    info = await cluster.world.get_run(first["runId"])
+    assert info is not None and info.status is RunStatus.CANCELLED
+    assert (
+        cluster.get(runs[1]["metadata"]["name"])["spec"].get("cancel") is not True
+        or len(await asyncio.to_thread(_runs, cluster)) > 2
+    )
+
+
+async def test_history_limits_delete_old_runs_and_suspend_stops_ticks(cluster: Cluster) -> None:
+    async with wayline.Worker(cluster.world, SCHEDULE_APPS, settings=settings()):
+        spec = _schedule(successfulRunsHistoryLimit=2)
+        assert cluster.apply("hist", spec, "WorkflowSchedule").returncode == 0
+        await cluster.event_when("hist", "Started")
+        await wait_for(lambda: _started(cluster, "hist", 5), timeout=30, interval=0.3)
+        cluster.kubectl("patch", "wfs", "hist", "--type=merge", "-p", '{"spec":{"suspend":true}}')
+
+        async def settled() -> list[dict[str, Any]] | None:
+            runs = await asyncio.to_thread(_runs, cluster)
+            phases = [(r.get("status") or {}).get("phase") for r in runs]
+            return runs if len(runs) == 2 and phases == ["completed", "completed"] else None
+
+        kept = await wait_for(settled, timeout=20, interval=0.3)
+        before = await _started(cluster, "hist", 0)
+        await asyncio.sleep(4 * 60 / RATE)  # four ticks' worth, suspended
+        assert await _started(cluster, "hist", 0) == before
+    status = cluster.get("hist", "wfs")["status"]
+    assert "nextScheduleTime" not in status or status["nextScheduleTime"] is None
+    assert before >= 5 and [r["metadata"]["name"] for r in kept] == sorted(
+        r["metadata"]["name"] for r in kept
+    )
+    assert len(await cluster.client.list_runs(limit=100)) == before  # the world keeps history
+
+
+async def _started(cluster: Cluster, name: str, n: int) -> int:
+    events = await asyncio.to_thread(cluster.events, name)
+    total = sum(e.get("count", 1) for e in events if e["reason"] == "Started")
+    return total if total >= n else 0
+
+
+async def test_an_invalid_schedule_is_an_event_and_a_condition(cluster: Cluster) -> None:
+    bad = cluster.apply("bad", _schedule(schedule="61 * * * *"), "WorkflowSchedule")
+    assert bad.returncode == 0, bad.stderr
+    event = await cluster.event_when("bad", "InvalidSpec")
+    assert "minute" in event["message"] and event["type"] == "Warning"
+    zone = cluster.apply("zone", _schedule(timeZone="Mars/Olympus"), "WorkflowSchedule")
+    assert zone.returncode == 0, zone.stderr
+    event = await cluster.event_when("zone", "InvalidSpec")
+    assert "Mars/Olympus" in event["message"]
+    ready = cluster.get("zone", "wfs")["status"]["conditions"][0]
+    assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "False", "InvalidSpec")
+    policy = cluster.apply("policy", _schedule(concurrencyPolicy="Sometimes"), "WorkflowSchedule")
+    assert policy.returncode != 0 and "concurrencyPolicy" in policy.stderr
+    # fixed, it schedules
+    assert (
+        cluster.apply("bad", _schedule(schedule="*/1 * * * *"), "WorkflowSchedule").returncode == 0
+    )
+    await cluster.event_when("bad", "Started")
+    assert cluster.operator.proc is not None and cluster.operator.proc.poll() is None
+    printed = cluster.kubectl("get", "wfs").stdout
+    assert "SCHEDULE" in printed and "NEXT" in printed and "*/1 * * * *" in printed
