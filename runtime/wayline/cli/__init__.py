@@ -18,6 +18,7 @@
     wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
     wayline hooks resume TOKEN --payload JSON
+    wayline schedules add NAME --cron EXPR --workflow W | list | remove NAME | run  (cron)
 
 Every command takes ``--world URL`` (default ``$WAYLINE_WORLD``, else
 ``sqlite:///.wayline/wayline.db``). ``--input``: a JSON array is the positional arguments
@@ -49,7 +50,7 @@ from .. import logs
 from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
-from . import commands, maintenance
+from . import commands, maintenance, schedules
 from .loading import UsageError
 
 __all__ = ["build_parser", "main"]
@@ -250,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     maintenance.add_repair(runs_sub, command)
 
     maintenance.add_commands(sub, command)
+    schedules.add_commands(sub, command)
 
     hooks = command(sub, "hooks", "list and resume hooks")
     hooks.set_defaults(help_parser=hooks)

@@ -1,0 +1,192 @@
+"""``wayline schedules``: cron schedules on any world without Kubernetes (the WorkflowSchedule
+resource's twin)::
+
+    wayline schedules add NAME --cron '*/5 * * * *' [--tz Europe/Berlin] --workflow W
+                          [--input JSON] [--concurrency-policy Allow|Forbid|Replace]
+                          [--starting-deadline SECONDS]
+    wayline schedules list [--json]
+    wayline schedules remove NAME
+    wayline schedules run [--once] [--now ISO-TIME]   start the due ticks (every second)
+
+The schedules are kept in a file (``--file``, default ``.wayline/schedules.json``), not in the
+world: the world stays the runs' store, and a schedule is configuration, like a workflow's
+code. The file is changed under an exclusive lock (``fcntl``), so schedulers and ``add`` on one
+machine do not lose each other's writes.
+
+Exactly once per tick, with any number of schedulers: a tick's run id is derived from the
+schedule's name, its creation and the tick (``wf_`` + 32 hex digits of a SHA-256), and
+``Client.start(run_id=...)`` starts a run id only once. As the resource: only the latest
+missed tick runs (and none older than ``--starting-deadline``); Forbid skips a tick while the
+schedule's previous run is live; Replace cancels it first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .._core.cron import CronError, due, next_tick, parse
+from ..client import Client
+from ..errors import RunNotFoundError
+from ..settings import Settings
+from .commands import opened_world
+from .loading import UsageError, input_args, parse_json
+
+POLICIES = ("Allow", "Forbid", "Replace")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[dict[str, Any]]:
+    """The file's schedules by name, to read and change; written back on exit, under a lock."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            text = path.read_text() if path.exists() else ""
+            schedules: dict[str, Any] = json.loads(text) if text.strip() else {}
+        except (OSError, json.JSONDecodeError) as err:
+            raise UsageError(f"cannot read schedules from {path}: {err}") from err
+        before = json.dumps(schedules, sort_keys=True)
+        yield schedules
+        if json.dumps(schedules, sort_keys=True) != before:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(schedules, indent=2, sort_keys=True) + "\n")
+            tmp.replace(path)
+
+
+def tick_run_id(entry: dict[str, Any], tick: float) -> str:
+    key = f"schedule:{entry['name']}:{entry['created']}:{int(tick)}"
+    return "wf_" + hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def _stamp(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def cmd_add(args: argparse.Namespace) -> int:
+    try:
+        parse(args.cron, args.tz)
+    except CronError as err:
+        raise UsageError(str(err)) from err
+    parse_json(args.input, "--input")  # refused now, not at the first tick
+    with _locked(Path(args.file)) as schedules:
+        if args.name in schedules:
+            raise UsageError(f"schedule {args.name!r} exists already (remove it first)")
+        schedules[args.name] = {
+            "name": args.name,
+            "cron": args.cron,
+            "timeZone": args.tz,
+            "workflow": args.workflow,
+            "input": args.input,
+            "concurrencyPolicy": args.concurrency_policy,
+            "startingDeadlineSeconds": args.starting_deadline,
+            "created": Settings.from_env().schedule_now(),
+        }
+    print(args.name)
+    return 0
+
+
+async def cmd_remove(args: argparse.Namespace) -> int:
+    with _locked(Path(args.file)) as schedules:
+        if schedules.pop(args.name, None) is None:
+            raise UsageError(f"no schedule {args.name!r} in {args.file}")
+    return 0
+
+
+async def cmd_list(args: argparse.Namespace) -> int:
+    with _locked(Path(args.file)) as schedules:
+        entries = list(schedules.values())
+    now = Settings.from_env().schedule_now()
+    for e in entries:
+        e["next"] = _stamp(next_tick(parse(e["cron"], e["timeZone"]), now))
+    if args.json:
+        print(json.dumps(entries, indent=2))
+        return 0
+    for e in entries:
+        print(
+            f"{e['name']}  {e['cron']!r} {e['timeZone']}  {e['workflow']}  "
+            f"{e['concurrencyPolicy']}  last {_stamp(e.get('lastTick'))}  next {e['next']}"
+        )
+    return 0
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    fixed = datetime.fromisoformat(args.now).timestamp() if args.now else None
+    async with opened_world(args.world, create=True) as world:
+        client = Client(world)
+        while True:
+            now = fixed if fixed is not None else Settings.from_env().schedule_now()
+            with _locked(Path(args.file)) as schedules:
+                for entry in schedules.values():
+                    said = await _look(client, entry, now)
+                    if said:
+                        print(said, flush=True)
+            if args.once:
+                return 0
+            await asyncio.sleep(1.0)
+
+
+async def _look(client: Client, entry: dict[str, Any], now: float) -> str | None:
+    """Start the schedule's due tick, if any; what happened, for a person."""
+    cron = parse(entry["cron"], entry["timeZone"])
+    since = max(entry["created"], entry.get("lastTick") or 0.0)
+    tick = due(cron, since, now, entry.get("startingDeadlineSeconds"))
+    if tick is None:
+        return None
+    last = entry.get("lastRun")
+    if last and entry["concurrencyPolicy"] != "Allow":
+        try:
+            live = not (await client.get_run(last)).status.terminal
+        except RunNotFoundError:
+            live = False
+        if live and entry["concurrencyPolicy"] == "Forbid":
+            return f"{entry['name']}: tick {_stamp(tick)} skipped, {last} is still running"
+        if live:
+            await client.cancel(last, reason=f"replaced by schedule {entry['name']}")
+    run_id = tick_run_id(entry, tick)
+    await client.start(entry["workflow"], *input_args(entry.get("input")), run_id=run_id)
+    entry["lastTick"], entry["lastRun"] = tick, run_id
+    return f"{entry['name']}: tick {_stamp(tick)} started {run_id}"
+
+
+def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # type: ignore[type-arg]
+    make = command  # the parser's own `command(parent, name, help)` helper
+    top = make(sub, "schedules", "cron schedules that start runs (no Kubernetes needed)")  # type: ignore[operator]
+    top.set_defaults(help_parser=top)
+    inner = top.add_subparsers(dest="schedules_command", metavar="COMMAND")
+    p = make(inner, "add", "add a schedule")  # type: ignore[operator]
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--cron", required=True, metavar="EXPR", help="5 fields, e.g. '*/5 * * * *'")
+    p.add_argument("--tz", default="UTC", metavar="ZONE", help="IANA time zone (default UTC)")
+    p.add_argument("--workflow", required=True, metavar="NAME")
+    p.add_argument("--input", metavar="JSON", help="as `wayline start --input`")
+    p.add_argument("--concurrency-policy", choices=POLICIES, default="Allow")
+    p.add_argument("--starting-deadline", type=float, metavar="SECONDS")
+    p.set_defaults(handler=cmd_add)
+    p = make(inner, "list", "the schedules, with their next tick")  # type: ignore[operator]
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_list)
+    p = make(inner, "remove", "remove a schedule (its runs stay)")  # type: ignore[operator]
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(handler=cmd_remove)
+    p = make(inner, "run", "start each schedule's due tick, every second (or --once)")  # type: ignore[operator]
+    p.add_argument("--once", action="store_true", help="one look, then exit")
+    p.add_argument("--now", metavar="ISO-TIME", help="look at this time instead (with --once)")
+    p.set_defaults(handler=cmd_run)
+    for parser in (top, *inner.choices.values()):
+        parser.add_argument(
+            "--file",
+            default=argparse.SUPPRESS if parser is not top else ".wayline/schedules.json",
+            metavar="PATH",
+            help="where the schedules are kept (default .wayline/schedules.json)",
+        )

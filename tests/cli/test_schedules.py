@@ -1,0 +1,106 @@
+"""``wayline schedules`` on both worlds: a tick starts one run however many schedulers look
+(in parallel processes, or again), only the latest missed tick runs, Forbid skips and Replace
+cancels, bad input is refused with the reason. Times are fixed with ``run --once --now``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+
+import pytest
+
+from tests.cli.conftest import Cli
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture(params=["sqlite", "nats"])
+def world_url(request: pytest.FixtureRequest, cli: Cli) -> str:
+    if request.param == "sqlite":
+        return cli.world
+    from tests.nats_fixtures import require_nats
+
+    require_nats()
+    server = request.getfixturevalue("nats_server")
+    cli.world = f"{server.url}?prefix=t{uuid.uuid4().hex[:12]}"
+    return cli.world
+
+
+def _add(cli: Cli, name: str, *extra: str) -> None:
+    done = cli("schedules", "add", name, "--workflow", "add", "--input", "[1, 2]", *extra)
+    assert done.returncode == 0, done.stderr
+
+
+def _look(cli: Cli, now: str) -> str:
+    done = cli("schedules", "run", "--once", "--now", now)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _runs(cli: Cli) -> list[dict[str, object]]:
+    runs: list[dict[str, object]] = cli.json("runs", "list")
+    return runs
+
+
+def test_a_tick_starts_one_run_however_many_schedulers_look(cli: Cli, world_url: str) -> None:
+    _add(cli, "nightly", "--cron", "30 2 * * *", "--tz", "Europe/Berlin")
+    # 2099-03-29 is a spring-forward day in Berlin: 02:30 does not exist, it runs at 03:00
+    said = _look(cli, "2099-03-29T12:00:00+00:00")
+    assert "tick 2099-03-29T01:00:00Z started wf_" in said
+    assert _look(cli, "2099-03-29T12:00:00+00:00") == ""  # looked again: nothing new
+    # two schedulers at once, three days of missed ticks: one run, of the latest tick
+    procs = [
+        subprocess.Popen(
+            cli.argv("schedules", "run", "--once", "--now", "2099-04-02T06:00:00+00:00"),
+            cwd=cli.cwd,
+            env=cli.env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=30)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    runs = _runs(cli)
+    assert len(runs) == 2 and {r["workflow"] for r in runs} == {"add"}
+    assert any("tick 2099-04-02T00:30:00Z started" in out for out in outs), outs
+    listed = json.loads(cli("schedules", "list", "--json").stdout)
+    assert listed[0]["name"] == "nightly" and listed[0]["lastTick"] is not None
+
+
+def test_forbid_skips_and_replace_cancels(cli: Cli, world_url: str) -> None:
+    _add(cli, "f", "--cron", "0 * * * *", "--concurrency-policy", "Forbid")
+    _add(cli, "r", "--cron", "0 * * * *", "--concurrency-policy", "Replace")
+    first = _look(cli, "2099-01-01T10:05:00+00:00")  # no worker: both first runs stay live
+    ids = dict(line.split(": ")[0:1] + line.split()[-1:] for line in first.splitlines())
+    said = _look(cli, "2099-01-01T11:05:00+00:00")
+    assert "f: tick 2099-01-01T11:00:00Z skipped" in said
+    assert "r: tick 2099-01-01T11:00:00Z started" in said
+    runs = {str(r["runId"]): r for r in _runs(cli)}
+    assert len(runs) == 3  # f's first; r's first and its replacement
+    # r's first run got its cancellation recorded; f's was left alone
+    assert runs[ids["r"]]["updatedAt"] > runs[ids["r"]]["createdAt"]  # type: ignore[operator]
+    assert runs[ids["f"]]["updatedAt"] == runs[ids["f"]]["createdAt"]
+
+
+def test_starting_deadline_skips_a_late_tick(cli: Cli, world_url: str) -> None:
+    _add(cli, "d", "--cron", "0 * * * *", "--starting-deadline", "60")
+    assert _look(cli, "2099-01-01T10:05:00+00:00") == ""  # 5 minutes late: missed
+    assert "started" in _look(cli, "2099-01-01T11:00:30+00:00")
+    assert len(_runs(cli)) == 1
+
+
+def test_bad_input_is_refused_with_the_reason(cli: Cli) -> None:
+    bad = cli("schedules", "add", "x", "--cron", "61 * * * *", "--workflow", "add")
+    assert bad.returncode == 2 and "minute" in bad.stderr
+    zone = cli("schedules", "add", "x", "--cron", "* * * * *", "--tz", "Mars/X", "--workflow", "a")
+    assert zone.returncode == 2 and "Mars/X" in zone.stderr
+    js = cli("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a", "--input", "{")
+    assert js.returncode == 2 and "--input" in js.stderr
+    _add(cli, "x", "--cron", "* * * * *")
+    again = cli("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a")
+    assert again.returncode == 2 and "exists" in again.stderr
+    assert cli("schedules", "remove", "x").returncode == 0
+    gone = cli("schedules", "remove", "x")
+    assert gone.returncode == 2 and "no schedule" in gone.stderr
