@@ -54,7 +54,7 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
         assert (CHART / "crds" / name).read_text() == (CRDS / name).read_text(), name
     docs = _render(helm, "ns1", "workers[0].apps={myapp.flows}")
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds.count("CustomResourceDefinition") == 2  # and the List of kopf's two
+    assert kinds.count("CustomResourceDefinition") == 3  # runs, hooks, schedules (+ kopf's List)
     assert kinds.count("List") == 1
     assert {"Deployment", "StatefulSet", "ClusterRole", "ServiceAccount"} <= set(kinds)
     worker = next(
