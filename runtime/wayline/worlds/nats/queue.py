@@ -8,22 +8,22 @@ sees (and, acking, never cancels) a pending schedule. ``message_id`` is the stre
 (stable across redeliveries); a delayed message's id is its ``Wayline-Id`` header, which the
 scheduler copies onto the message it fires. ``attempt`` is the consumer's ``num_delivered``.
 
-Idempotency keys live in a KV bucket, ``key -> intent`` (mid, topic, body, due time, whether it
-was published). ``enqueue`` claims the key with ``kv.create`` before publishing, publishes with
-``Nats-Msg-Id: mid`` and then marks the claim published. A second enqueue under a held key
-answers the id of the key's message while that message (or its schedule) is stored, which is
-exactly while it is queued or in flight; a claim whose message is gone after it was published
-is stale (acked, release lost) and is taken over; a claim never marked published is completed
-by publishing its recorded intent under the same ``Nats-Msg-Id`` (so a claimer that crashed
-between claim and publish cannot wedge the key, and one still publishing is deduplicated).
-``ack`` and ``dead_letter`` release the key (a CAS delete of the claim naming this message)
-after the message is removed. All of it is stored on the server, so it survives restarts.
+A message enqueued under an idempotency key lives on the key's own subject token
+(``key_token``: a hash of the key) instead of a uuid, and is published with
+``Nats-Expected-Last-Subject-Sequence: 0`` checked over every topic's subjects of that token
+(``Nats-Expected-Last-Subject-Sequence-Subject: <prefix>.q.*.*.<token>``, schedules included).
+So one publish is the whole claim: the server stores it only while no message or schedule
+under the key is stored, which is exactly while the key's message is queued, delayed or in
+flight; a refused publish (10071) reads the stored message's id and answers it. Acking (or
+dead-lettering, or retention deleting) the message removes it and so frees the key: nothing
+to release, nothing to go stale, nothing a crashed writer can leave half done. A publish
+retried after a lost ack carries the same ``Nats-Msg-Id`` and is refused as held by the very
+message it stored. All of it is stored on the server, so it survives restarts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import time
@@ -37,13 +37,12 @@ from ...errors import WorldError, WorldUnavailableError
 from ...telemetry import carry
 from ...world import Delivery, entries
 from ...world.routing import plain_topic
-from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
+from .codec import decode_payload, dumps, is_wrong_last_sequence, parse_stamp, rfc3339, wrap
 from .direct import StoredMsg, connected, direct_batch
-from .names import Names, consumer_name, kv_key
+from .names import Names, consumer_name, key_token
 
 log = logging.getLogger("wayline.worlds.nats")
 
-_KEY_HEADER = "Wayline-Key"
 _ID_HEADER = "Wayline-Id"
 _MAX_ACK_PENDING = 20_000
 
@@ -135,22 +134,34 @@ class Queue:
         due = time.time() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
         if idempotency_key is None:
-            return await self._publish(topic, mid, body, due, None)
-        return await self._enqueue_keyed(topic, mid, body, due, kv_key(idempotency_key))
+            published = await self._publish(topic, mid, body, due)
+            assert published is not None  # only a keyed publish is refused
+            return published
+        return await self._enqueue_keyed(topic, mid, body, due, key_token(idempotency_key))
 
     async def _publish(
-        self, topic: str, mid: str, body: bytes, due: float | None, key: str | None
-    ) -> MessageId:
+        self,
+        topic: str,
+        mid: str,
+        body: bytes,
+        due: float | None,
+        token: str | None = None,
+    ) -> MessageId | None:
+        """Publish one message (``Nats-Msg-Id: mid``) on the subject token ``token`` (``mid``
+        when unkeyed); a keyed one only if no message or schedule under its token is stored,
+        else None."""
         import nats.errors
+        import nats.js.errors
 
         headers = {"Nats-Msg-Id": mid}
-        if key is not None:
-            headers[_KEY_HEADER] = key
-        target = self._names.target_subject(topic, mid)
+        if token is not None:
+            headers["Nats-Expected-Last-Subject-Sequence"] = "0"
+            headers["Nats-Expected-Last-Subject-Sequence-Subject"] = self._names.key_filter(token)
+        target = self._names.target_subject(topic, token or mid)
         if due is None:
             subject = target
         else:
-            subject = self._names.schedule_subject(topic, mid)
+            subject = self._names.schedule_subject(topic, token or mid)
             headers["Nats-Schedule"] = f"@at {rfc3339(due)}"
             headers["Nats-Schedule-Target"] = target
             headers[_ID_HEADER] = mid
@@ -159,12 +170,17 @@ class Queue:
                 await connected(self._nc, timeout=self._timeout, url=self._url)
                 ack = await self._js.publish(subject, body, headers=headers, timeout=self._timeout)
                 break
+            except nats.js.errors.BadRequestError as err:
+                if token is not None and is_wrong_last_sequence(err):
+                    return None  # the key's message is stored (maybe ours, if an ack was lost)
+                raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
             except (
                 nats.errors.TimeoutError,
                 nats.errors.ConnectionReconnectingError,
                 TimeoutError,
             ) as err:
                 # same Nats-Msg-Id: if the first publish landed, this one is deduplicated
+                # (or, keyed, refused as held: the lookup then finds the message it stored)
                 if attempt == 2:
                     raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
                 await asyncio.sleep(0.05 * (attempt + 1))
@@ -172,114 +188,42 @@ class Queue:
                 raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
         return MessageId(mid if due is not None else str(ack.seq))
 
-    async def _idem_entry(self, key: str) -> tuple[int, dict[str, Any] | None] | None:
-        """The key's entry (revision, checked claim); the claim is None when the stored bytes
-        are not a claim Wayline wrote, and the next enqueue with the key overwrites them."""
-        import nats.js.errors
-
-        bucket = self._names.idem_bucket
-        try:
-            raw = await self._js.get_msg(f"KV_{bucket}", subject=f"$KV.{bucket}.{key}", direct=True)
-        except nats.js.errors.NotFoundError:
-            return None
-        except Exception as err:
-            raise wrap(self._url, "reading an idempotency key", err) from err
-        if (raw.headers or {}).get("KV-Operation") in ("DEL", "PURGE") or not raw.data:
-            return None
-        try:
-            held = entries.loads_object(raw.data)
-            entries.field(held, "mid", str)
-            entries.field(held, "topic", str)
-            body = entries.field(held, "body", str)
-            base64.b64decode(body, validate=True)
-            entries.field(held, "published", bool)
-            if held.get("due") is not None:
-                entries.field(held, "due", (int, float))
-        except (entries.Unreadable, ValueError) as err:
-            log.warning(
-                "idempotency key %s: its entry is unreadable (%s); it is overwritten", key, err
-            )
-            return int(raw.seq), None
-        return int(raw.seq), held
-
-    async def _stored_id(self, topic: str, mid: str) -> MessageId | None:
+    async def _stored_id(self, token: str) -> MessageId | None:
         """The id of the key's message if it (or its pending schedule) is still stored."""
-        import nats.js.errors
-
-        for subject in (
-            self._names.schedule_subject(topic, mid),
-            self._names.target_subject(topic, mid),
-        ):
-            try:
-                raw = await self._js.get_msg(self._stream, subject=subject, direct=True)
-            except nats.js.errors.NotFoundError:
-                continue
-            except Exception as err:
-                raise wrap(self._url, "checking an idempotency key", err) from err
-            return MessageId((raw.headers or {}).get(_ID_HEADER) or str(raw.seq))
-        return None
+        try:
+            msgs, _ = await direct_batch(
+                self._nc,
+                self._stream,
+                {"seq": 1, "next_by_subj": self._names.key_filter(token), "batch": 1},
+                timeout=self._timeout,
+                url=self._url,
+            )
+        except WorldError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, "checking an idempotency key", err) from err
+        if not msgs:
+            return None
+        return MessageId(msgs[0].headers.get(_ID_HEADER) or str(msgs[0].seq))
 
     async def _enqueue_keyed(
-        self, topic: str, mid: str, body: bytes, due: float | None, key: str
+        self, topic: str, mid: str, body: bytes, due: float | None, token: str
     ) -> MessageId:
-        import nats.js.errors
-
-        intent = {
-            "mid": mid,
-            "topic": topic,
-            "body": base64.b64encode(body).decode(),
-            "due": due,
-            "published": False,
-        }
+        """One conditional publish on the key's subject token; a refusal names the stored
+        message, whose id is the answer (unless it was removed meanwhile: publish again)."""
         for _ in range(10):
-            try:
-                rev = await self._idem.create(key, dumps(intent))
-            except nats.js.errors.KeyWrongLastSequenceError:
-                rev = None
-            except Exception as err:
-                raise wrap(self._url, "claiming an idempotency key", err) from err
-            if rev is not None:
-                return await self._publish_claim(key, rev, intent)
-            entry = await self._idem_entry(key)
-            if entry is None:
-                continue  # released meanwhile: claim again
-            held_rev, held = entry
-            stored = None if held is None else await self._stored_id(held["topic"], held["mid"])
+            published = await self._publish(topic, mid, body, due, token)
+            if published is not None:
+                return published
+            stored = await self._stored_id(token)
             if stored is not None:
-                return stored  # its message is queued or in flight: dedupe to it
-            if held is not None and not held.get("published"):
-                # a claim whose publish may never have happened: finish it for its owner
-                return await self._publish_claim(key, held_rev, held)
-            # published and gone: acked (or dead-lettered) with the release lost; take over
-            try:
-                rev = await self._idem.update(key, dumps(intent), last=held_rev)
-            except nats.js.errors.KeyWrongLastSequenceError:
-                continue
-            except Exception as err:
-                raise wrap(self._url, "claiming an idempotency key", err) from err
-            return await self._publish_claim(key, rev, intent)
+                return stored
         raise WorldUnavailableError(
-            f"NATS at {self._url}: idempotency key {key} stayed contended", url=self._url
+            f"NATS at {self._url}: idempotency key {token} stayed contended", url=self._url
         )
 
-    async def _publish_claim(self, key: str, rev: int, intent: dict[str, Any]) -> MessageId:
-        import nats.js.errors
-
-        body = base64.b64decode(intent["body"])
-        due = intent.get("due")
-        message_id = await self._publish(str(intent["topic"]), str(intent["mid"]), body, due, key)
-        if not intent.get("published"):
-            done = dict(intent, published=True, id=message_id)
-            try:
-                await self._idem.update(key, dumps(done), last=rev)
-            except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError):
-                pass  # someone else marked it (or it was acked and released already)
-            except Exception as err:
-                raise wrap(self._url, "recording an idempotency key", err) from err
-        return message_id
-
-    async def remove_stored(self, seq: int, subject: str, headers: dict[str, str]) -> None:
-        """Delete a stored message (retention) and release its idempotency key."""
+    async def remove_stored(self, seq: int) -> None:
+        """Delete a stored message (retention); its idempotency key goes with it."""
         import nats.js.errors
 
         try:
@@ -291,24 +235,6 @@ class Queue:
                 raise wrap(self._url, f"deleting message {seq}", err) from err
         except Exception as err:
             raise wrap(self._url, f"deleting message {seq}", err) from err
-        await self._release_key(headers.get(_KEY_HEADER), subject)
-
-    async def _release(self, msg: Any) -> None:
-        await self._release_key((msg.headers or {}).get(_KEY_HEADER), msg.subject)
-
-    async def _release_key(self, key: str | None, subject: str) -> None:
-        if not key:
-            return
-        mid = subject.rsplit(".", 1)[-1]
-        try:
-            entry = await self._idem_entry(key)
-            if entry is None:
-                return
-            rev, held = entry
-            if held is not None and held.get("mid") == mid:
-                await self._idem.delete(key, last=rev)
-        except Exception as err:  # a lost release is repaired by enqueue
-            log.warning("releasing idempotency key %s failed: %s", key, err)
 
     # receive ------------------------------------------------------------------------------
     async def _pull(self, consumer: str, request: dict[str, Any], wait: float) -> list[Any]:
@@ -497,7 +423,6 @@ class Queue:
         if not await self._answer(delivery, b"+ACK", "ack"):
             return False
         held: _Held = delivery.handle
-        await self._release(held.msg)
         if held.handbacks:
             try:
                 await self._idem.delete(f"h{held.msg.metadata.sequence.stream}")
