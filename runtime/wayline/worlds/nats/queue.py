@@ -28,7 +28,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,31 @@ class _Held:
     """The connection it was received on (``Queue.lost_connection`` ends that epoch)."""
 
 
+@dataclass(slots=True)
+class _Inbox:
+    """A consumer's one reply subscription (``<prefix>.*``; pull ``n`` replies to
+    ``<prefix>.n``), restored with the connection like any subscription. Deliveries carry
+    the stream's subject, so they go to the pull in progress (one at a time per consumer)."""
+
+    prefix: str
+    sub: Any = None
+    count: int = 0
+    active: Callable[[Any], None] | None = None
+
+    async def on_msg(self, msg: Any) -> None:
+        if self.active is not None:
+            self.active(msg)
+        # else: a delivery of no pull in progress (its pull timed out and this inbox was
+        # dropped): left to be redelivered after ack_wait, never held from a guessed time
+
+
+async def _unsubscribe(sub: Any) -> None:
+    try:
+        await sub.unsubscribe()
+    except Exception as err:  # the connection is going anyway
+        log.debug("dropping a pull inbox failed: %r", err)
+
+
 class Queue:
     def __init__(
         self,
@@ -88,6 +113,8 @@ class Queue:
         self._consumers: dict[str, str] = {}
         self._consumer_lock = asyncio.Lock()
         self._idem: Any = None
+        self._inboxes: dict[str, _Inbox] = {}
+        self._pull_locks: dict[str, asyncio.Lock] = {}
 
     async def start(self) -> None:
         self._idem = await self._js.key_value(self._names.idem_bucket)
@@ -238,17 +265,29 @@ class Queue:
 
     # receive ------------------------------------------------------------------------------
     async def _pull(self, consumer: str, request: dict[str, Any], wait: float) -> list[Any]:
-        """One pull request; waits for its end (batch filled or a 404/408 status), so no
-        delivery is left behind in an abandoned inbox."""
-        inbox = self._nc.new_inbox()
+        """One pull request on the consumer's inbox (pulls on one consumer take turns); waits
+        for its end (batch filled or a 404/408 status), so no delivery is left behind."""
+        lock = self._pull_locks.setdefault(consumer, asyncio.Lock())
+        async with lock:
+            return await self._pull_locked(consumer, request, wait)
+
+    async def _pull_locked(self, consumer: str, request: dict[str, Any], wait: float) -> list[Any]:
         msgs: list[Any] = []
         done = asyncio.Event()
         batch = int(request["batch"])
         failure: list[str] = []
+        box = self._inboxes.get(consumer)
+        if box is None:
+            box = self._inboxes[consumer] = _Inbox(self._nc.new_inbox())
+            box.sub = await self._nc.subscribe(f"{box.prefix}.*", cb=box.on_msg)
+        box.count += 1
+        reply = f"{box.prefix}.{box.count}"
 
-        async def on_msg(msg: Any) -> None:
+        def on_msg(msg: Any) -> None:
             status = (msg.headers or {}).get("Status")
             if status:
+                if msg.subject != reply:
+                    return  # the end of an earlier pull
                 if status not in ("404", "408", "100"):
                     failure.append(status)
                 if status != "100":
@@ -258,12 +297,12 @@ class Queue:
             if len(msgs) >= batch:
                 done.set()
 
-        sub = await self._nc.subscribe(inbox, cb=on_msg)
+        box.active = on_msg
         try:
             await self._nc.publish(
                 f"$JS.API.CONSUMER.MSG.NEXT.{self._stream}.{consumer}",
                 json.dumps(request).encode(),
-                reply=inbox,
+                reply=reply,
             )
             try:
                 await asyncio.wait_for(done.wait(), wait + self._timeout)
@@ -273,7 +312,13 @@ class Queue:
                         f"NATS at {self._url}: no answer to a pull on {consumer}", url=self._url
                     ) from None
         finally:
-            await sub.unsubscribe()
+            box.active = None
+            if not done.is_set():
+                # timed out or cancelled: the server may still deliver to this pull. Drop the
+                # inbox, so it sees no interest and delivers nothing more (as with a pull's
+                # own inbox before), and nothing late is taken for a later pull's
+                self._inboxes.pop(consumer, None)
+                await asyncio.shield(_unsubscribe(box.sub))
         if failure and not msgs:
             log.warning("pull on %s answered status %s", consumer, failure)
             if "503" in failure or "409" in failure:  # consumer gone: create it again
@@ -285,20 +330,19 @@ class Queue:
     async def receive(self, topic: str, max_messages: int, wait_seconds: float) -> list[Delivery]:
         consumer = await self._consumer(topic)
         batch = max(1, max_messages)
+        epoch = self._epoch
         try:
             await connected(self._nc, timeout=self._timeout, url=self._url)
             sent = time.monotonic()
             msgs = await self._pull(consumer, {"batch": batch, "no_wait": True}, 0.0)
             got = [(msg, sent) for msg in msgs]
             if not msgs and wait_seconds > 0:
+                # one message, handed over as soon as it comes: the caller's next receive
+                # fills its other slots without holding this one up
                 expires = max(int(wait_seconds * 1e9), 1_000_000)
+                sent = time.monotonic()
                 msgs = await self._pull(consumer, {"batch": 1, "expires": expires}, wait_seconds)
-                # delivered at some moment of a long wait: confirm the hold from now
-                got = [(msg, await self._hold_from_now(msg)) for msg in msgs]
-                if msgs and batch > 1:
-                    sent = time.monotonic()
-                    more = await self._pull(consumer, {"batch": batch - 1, "no_wait": True}, 0.0)
-                    got += [(msg, sent) for msg in more]
+                got = [(msg, await self._hold_start(msg, sent)) for msg in msgs]
         except WorldError:
             raise
         except Exception as err:
@@ -309,7 +353,8 @@ class Queue:
             headers = msg.headers or {}
             mid = headers.get(_ID_HEADER) or str(md.sequence.stream)
             raw = bytes(msg.data or b"")
-            held = _Held(msg, sent + self._visibility, epoch=self._epoch)
+            # the epoch of before the pull: a connection lost meanwhile ends this hold too
+            held = _Held(msg, sent + self._visibility, epoch=epoch)
             if md.num_delivered > 1:
                 held.handbacks = await self._handbacks(int(md.sequence.stream))
             # The stream stamps a message when it is stored, which for a delayed one is when
@@ -357,16 +402,21 @@ class Queue:
         held.handbacks += 1
         return await self._answer(delivery, b"-NAK", "hand-back")
 
-    async def _hold_from_now(self, msg: Any) -> float:
-        """Renew a delivery that arrived after a long wait; when its hold began (``-inf``: it
-        is unknown, and the delivery is treated as no longer held)."""
-        sent = time.monotonic()
+    async def _hold_start(self, msg: Any, sent: float) -> float:
+        """When the hold of a delivery from a long pull began, as far as this process can
+        prove: the server delivered it after it had the pull request, so no earlier than
+        ``sent``. While that costs the hold less than the settlement margin, ``sent`` it is;
+        past that the hold is confirmed from now with a ``+WPI`` (``-inf`` when that fails:
+        the delivery is then treated as no longer held)."""
+        now = time.monotonic()
+        if now - sent <= self._margin:
+            return sent
         try:
             await self._nc.request(msg.reply, b"+WPI", timeout=self._timeout)
         except Exception as err:
             log.warning("could not confirm the delivery of %s: %s", msg.reply, err)
             return float("-inf")
-        return sent
+        return now
 
     # settle -------------------------------------------------------------------------------
     # JetStream acks a superseded delivery's reply subject as if it were current (measured on
