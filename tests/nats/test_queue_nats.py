@@ -17,7 +17,7 @@ from tests.nats_fixtures import NatsServer, OpenWorlds
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
-from wayline.worlds.nats.names import kv_key
+from wayline.worlds.nats.names import key_token, kv_key
 
 
 async def test_a_malformed_message_arrives_with_payload_none(open_nats_world: OpenWorlds) -> None:
@@ -53,33 +53,47 @@ async def test_topic_names_that_are_not_subject_tokens(open_nats_world: OpenWorl
     await world.ack(d)
 
 
-async def _put_claim(world: Any, key: str, **intent: Any) -> None:
-    await world._queue._idem.put(kv_key(key), json.dumps(intent).encode())
-
-
-async def test_a_key_claimed_by_a_writer_that_died_before_publishing(
+async def test_a_keyed_publish_retried_after_a_lost_ack_answers_its_own_message(
     open_nats_world: OpenWorlds,
 ) -> None:
-    """The claim holds the intended message; the next enqueue publishes it, never wedges."""
+    """The retry of a publish whose ack was lost (same Nats-Msg-Id) is refused as held by
+    the message the first attempt stored, and answers that message's id: one message."""
     world = await open_nats_world()
-    body = base64.b64encode(json.dumps({"intended": True}).encode()).decode()
-    mid = uuid.uuid4().hex
-    await _put_claim(world, "k", mid=mid, topic="flow", body=body, due=None, published=False)
-    first = await world.enqueue("flow", {"intended": False}, idempotency_key="k")
-    assert await world.enqueue("flow", {"again": True}, idempotency_key="k") == first
-    [d] = await world.receive("flow", wait_seconds=2)
-    assert (d.message_id, d.payload) == (first, {"intended": True})
+    queue = world._queue
+    mid, body = uuid.uuid4().hex, json.dumps({"once": True}).encode()
+    first = await queue._enqueue_keyed("flow", mid, body, None, key_token("k"))
+    assert await queue._enqueue_keyed("flow", mid, body, None, key_token("k")) == first
+    got = await world.receive("flow", max_messages=5, wait_seconds=1)
+    assert [(d.message_id, d.payload) for d in got] == [(first, {"once": True})]
+    await world.ack(got[0])
+
+
+async def test_a_key_is_held_across_topics_and_by_a_pending_schedule(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world()
+    delayed = await world.enqueue("a", {"v": 1}, idempotency_key="k", delay_seconds=0.5)
+    assert await world.enqueue("b", {"v": 2}, idempotency_key="k") == delayed
+    assert await world.enqueue("a", {"v": 3}, idempotency_key="k") == delayed
+    [d] = await world.receive("a", wait_seconds=3)
+    assert (d.message_id, d.payload) == (delayed, {"v": 1})
+    assert await world.enqueue("b", {"v": 4}, idempotency_key="k") == delayed  # in flight
+    assert await world.ack(d) is True
+    fresh = await world.enqueue("b", {"v": 5}, idempotency_key="k")
+    assert fresh != delayed
+    [d] = await world.receive("b", wait_seconds=2)
+    assert (d.message_id, d.payload) == (fresh, {"v": 5})
     await world.ack(d)
-    assert await world.receive("flow", wait_seconds=0.2) == []
-    assert await world.enqueue("flow", {"new": True}, idempotency_key="k") != first
+    assert await world.receive("a", wait_seconds=0.2) == []
 
 
-async def test_a_key_whose_release_was_lost_after_ack(open_nats_world: OpenWorlds) -> None:
+async def test_a_claim_left_in_the_idem_bucket_by_an_older_version_is_ignored(
+    open_nats_world: OpenWorlds,
+) -> None:
     world = await open_nats_world()
     body = base64.b64encode(b"{}").decode()
-    await _put_claim(
-        world, "k", mid=uuid.uuid4().hex, topic="flow", body=body, due=None, published=True
-    )
+    claim = {"mid": uuid.uuid4().hex, "topic": "flow", "body": body, "published": False}
+    await world._queue._idem.put(kv_key("k"), json.dumps(claim).encode())
     mid = await world.enqueue("flow", {"fresh": True}, idempotency_key="k")
     [d] = await world.receive("flow", wait_seconds=2)
     assert (d.message_id, d.payload) == (mid, {"fresh": True})

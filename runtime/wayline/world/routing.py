@@ -57,9 +57,15 @@ class Router:
             info = await self._get_run(run_id)
             if info is None:
                 return topic
-            queue = info.attributes.get("queue")
-            route = (info.workflow, str(queue) if queue else None)
-            self._routes[run_id] = route
-            if len(self._routes) > _CACHED:
-                self._routes.popitem(last=False)
+            route = self.remember(info)
         return routed(topic, *route)
+
+    def remember(self, info: RunInfo) -> tuple[str, str | None]:
+        """Note a run's route, known from its ``run_created`` (a world that just stored it
+        tells the router, so the run's first enqueue reads nothing)."""
+        queue = info.attributes.get("queue")
+        route = (info.workflow, str(queue) if queue else None)
+        self._routes[info.run_id] = route
+        if len(self._routes) > _CACHED:
+            self._routes.popitem(last=False)
+        return route

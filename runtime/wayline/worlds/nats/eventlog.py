@@ -679,6 +679,11 @@ class EventLog:
     async def get_run(self, run_id: str) -> RunInfo | None:
         return (await self._fresh(run_id)).info
 
+    def cached_info(self, run_id: str) -> RunInfo | None:
+        """This process's projection of the run, as of its last read or append (no read)."""
+        st = self._runs.get(run_id)
+        return None if st is None else st.info
+
     async def list_runs(
         self, status: RunStatus | None, workflow: str | None, limit: int
     ) -> list[RunInfo]:

@@ -49,6 +49,12 @@ def kv_key(value: str) -> str:
     return "k" + subject_token(value)
 
 
+def key_token(key: str) -> str:
+    """The subject token of an idempotency key's messages: never a uuid hex (an unkeyed
+    message's token), one token whatever the key."""
+    return "k" + hashlib.sha256(key.encode()).hexdigest()
+
+
 def consumer_name(topic: str) -> str:
     if _PLAIN.match(topic) and len(topic) <= _MAX_PLAIN:
         return "q_" + topic
@@ -108,6 +114,10 @@ class Names:
 
     def schedule_subject(self, topic: str, mid: str) -> str:
         return f"{self.prefix}.q.s.{subject_token(topic)}.{mid}"
+
+    def key_filter(self, token: str) -> str:
+        """Every message and schedule, on any topic, stored under one idempotency key."""
+        return f"{self.prefix}.q.*.*.{token}"
 
     @property
     def idem_bucket(self) -> str:

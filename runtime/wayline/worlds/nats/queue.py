@@ -8,27 +8,27 @@ sees (and, acking, never cancels) a pending schedule. ``message_id`` is the stre
 (stable across redeliveries); a delayed message's id is its ``Wayline-Id`` header, which the
 scheduler copies onto the message it fires. ``attempt`` is the consumer's ``num_delivered``.
 
-Idempotency keys live in a KV bucket, ``key -> intent`` (mid, topic, body, due time, whether it
-was published). ``enqueue`` claims the key with ``kv.create`` before publishing, publishes with
-``Nats-Msg-Id: mid`` and then marks the claim published. A second enqueue under a held key
-answers the id of the key's message while that message (or its schedule) is stored, which is
-exactly while it is queued or in flight; a claim whose message is gone after it was published
-is stale (acked, release lost) and is taken over; a claim never marked published is completed
-by publishing its recorded intent under the same ``Nats-Msg-Id`` (so a claimer that crashed
-between claim and publish cannot wedge the key, and one still publishing is deduplicated).
-``ack`` and ``dead_letter`` release the key (a CAS delete of the claim naming this message)
-after the message is removed. All of it is stored on the server, so it survives restarts.
+A message enqueued under an idempotency key lives on the key's own subject token
+(``key_token``: a hash of the key) instead of a uuid, and is published with
+``Nats-Expected-Last-Subject-Sequence: 0`` checked over every topic's subjects of that token
+(``Nats-Expected-Last-Subject-Sequence-Subject: <prefix>.q.*.*.<token>``, schedules included).
+So one publish is the whole claim: the server stores it only while no message or schedule
+under the key is stored, which is exactly while the key's message is queued, delayed or in
+flight; a refused publish (10071) reads the stored message's id and answers it. Acking (or
+dead-lettering, or retention deleting) the message removes it and so frees the key: nothing
+to release, nothing to go stale, nothing a crashed writer can leave half done. A publish
+retried after a lost ack carries the same ``Nats-Msg-Id`` and is refused as held by the very
+message it stored. All of it is stored on the server, so it survives restarts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,13 +37,12 @@ from ...errors import WorldError, WorldUnavailableError
 from ...telemetry import carry
 from ...world import Delivery, entries
 from ...world.routing import plain_topic
-from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
+from .codec import decode_payload, dumps, is_wrong_last_sequence, parse_stamp, rfc3339, wrap
 from .direct import StoredMsg, connected, direct_batch
-from .names import Names, consumer_name, kv_key
+from .names import Names, consumer_name, key_token
 
 log = logging.getLogger("wayline.worlds.nats")
 
-_KEY_HEADER = "Wayline-Key"
 _ID_HEADER = "Wayline-Id"
 _MAX_ACK_PENDING = 20_000
 
@@ -59,6 +58,31 @@ class _Held:
     """Graceful hand-backs of this message before this delivery (not counted as attempts)."""
     epoch: int = 0
     """The connection it was received on (``Queue.lost_connection`` ends that epoch)."""
+
+
+@dataclass(slots=True)
+class _Inbox:
+    """A consumer's one reply subscription (``<prefix>.*``; pull ``n`` replies to
+    ``<prefix>.n``), restored with the connection like any subscription. Deliveries carry
+    the stream's subject, so they go to the pull in progress (one at a time per consumer)."""
+
+    prefix: str
+    sub: Any = None
+    count: int = 0
+    active: Callable[[Any], None] | None = None
+
+    async def on_msg(self, msg: Any) -> None:
+        if self.active is not None:
+            self.active(msg)
+        # else: a delivery of no pull in progress (its pull timed out and this inbox was
+        # dropped): left to be redelivered after ack_wait, never held from a guessed time
+
+
+async def _unsubscribe(sub: Any) -> None:
+    try:
+        await sub.unsubscribe()
+    except Exception as err:  # the connection is going anyway
+        log.debug("dropping a pull inbox failed: %r", err)
 
 
 class Queue:
@@ -89,6 +113,8 @@ class Queue:
         self._consumers: dict[str, str] = {}
         self._consumer_lock = asyncio.Lock()
         self._idem: Any = None
+        self._inboxes: dict[str, _Inbox] = {}
+        self._pull_locks: dict[str, asyncio.Lock] = {}
 
     async def start(self) -> None:
         self._idem = await self._js.key_value(self._names.idem_bucket)
@@ -135,22 +161,34 @@ class Queue:
         due = time.time() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
         if idempotency_key is None:
-            return await self._publish(topic, mid, body, due, None)
-        return await self._enqueue_keyed(topic, mid, body, due, kv_key(idempotency_key))
+            published = await self._publish(topic, mid, body, due)
+            assert published is not None  # only a keyed publish is refused
+            return published
+        return await self._enqueue_keyed(topic, mid, body, due, key_token(idempotency_key))
 
     async def _publish(
-        self, topic: str, mid: str, body: bytes, due: float | None, key: str | None
-    ) -> MessageId:
+        self,
+        topic: str,
+        mid: str,
+        body: bytes,
+        due: float | None,
+        token: str | None = None,
+    ) -> MessageId | None:
+        """Publish one message (``Nats-Msg-Id: mid``) on the subject token ``token`` (``mid``
+        when unkeyed); a keyed one only if no message or schedule under its token is stored,
+        else None."""
         import nats.errors
+        import nats.js.errors
 
         headers = {"Nats-Msg-Id": mid}
-        if key is not None:
-            headers[_KEY_HEADER] = key
-        target = self._names.target_subject(topic, mid)
+        if token is not None:
+            headers["Nats-Expected-Last-Subject-Sequence"] = "0"
+            headers["Nats-Expected-Last-Subject-Sequence-Subject"] = self._names.key_filter(token)
+        target = self._names.target_subject(topic, token or mid)
         if due is None:
             subject = target
         else:
-            subject = self._names.schedule_subject(topic, mid)
+            subject = self._names.schedule_subject(topic, token or mid)
             headers["Nats-Schedule"] = f"@at {rfc3339(due)}"
             headers["Nats-Schedule-Target"] = target
             headers[_ID_HEADER] = mid
@@ -159,12 +197,17 @@ class Queue:
                 await connected(self._nc, timeout=self._timeout, url=self._url)
                 ack = await self._js.publish(subject, body, headers=headers, timeout=self._timeout)
                 break
+            except nats.js.errors.BadRequestError as err:
+                if token is not None and is_wrong_last_sequence(err):
+                    return None  # the key's message is stored (maybe ours, if an ack was lost)
+                raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
             except (
                 nats.errors.TimeoutError,
                 nats.errors.ConnectionReconnectingError,
                 TimeoutError,
             ) as err:
                 # same Nats-Msg-Id: if the first publish landed, this one is deduplicated
+                # (or, keyed, refused as held: the lookup then finds the message it stored)
                 if attempt == 2:
                     raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
                 await asyncio.sleep(0.05 * (attempt + 1))
@@ -172,114 +215,42 @@ class Queue:
                 raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
         return MessageId(mid if due is not None else str(ack.seq))
 
-    async def _idem_entry(self, key: str) -> tuple[int, dict[str, Any] | None] | None:
-        """The key's entry (revision, checked claim); the claim is None when the stored bytes
-        are not a claim Wayline wrote, and the next enqueue with the key overwrites them."""
-        import nats.js.errors
-
-        bucket = self._names.idem_bucket
-        try:
-            raw = await self._js.get_msg(f"KV_{bucket}", subject=f"$KV.{bucket}.{key}", direct=True)
-        except nats.js.errors.NotFoundError:
-            return None
-        except Exception as err:
-            raise wrap(self._url, "reading an idempotency key", err) from err
-        if (raw.headers or {}).get("KV-Operation") in ("DEL", "PURGE") or not raw.data:
-            return None
-        try:
-            held = entries.loads_object(raw.data)
-            entries.field(held, "mid", str)
-            entries.field(held, "topic", str)
-            body = entries.field(held, "body", str)
-            base64.b64decode(body, validate=True)
-            entries.field(held, "published", bool)
-            if held.get("due") is not None:
-                entries.field(held, "due", (int, float))
-        except (entries.Unreadable, ValueError) as err:
-            log.warning(
-                "idempotency key %s: its entry is unreadable (%s); it is overwritten", key, err
-            )
-            return int(raw.seq), None
-        return int(raw.seq), held
-
-    async def _stored_id(self, topic: str, mid: str) -> MessageId | None:
+    async def _stored_id(self, token: str) -> MessageId | None:
         """The id of the key's message if it (or its pending schedule) is still stored."""
-        import nats.js.errors
-
-        for subject in (
-            self._names.schedule_subject(topic, mid),
-            self._names.target_subject(topic, mid),
-        ):
-            try:
-                raw = await self._js.get_msg(self._stream, subject=subject, direct=True)
-            except nats.js.errors.NotFoundError:
-                continue
-            except Exception as err:
-                raise wrap(self._url, "checking an idempotency key", err) from err
-            return MessageId((raw.headers or {}).get(_ID_HEADER) or str(raw.seq))
-        return None
+        try:
+            msgs, _ = await direct_batch(
+                self._nc,
+                self._stream,
+                {"seq": 1, "next_by_subj": self._names.key_filter(token), "batch": 1},
+                timeout=self._timeout,
+                url=self._url,
+            )
+        except WorldError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, "checking an idempotency key", err) from err
+        if not msgs:
+            return None
+        return MessageId(msgs[0].headers.get(_ID_HEADER) or str(msgs[0].seq))
 
     async def _enqueue_keyed(
-        self, topic: str, mid: str, body: bytes, due: float | None, key: str
+        self, topic: str, mid: str, body: bytes, due: float | None, token: str
     ) -> MessageId:
-        import nats.js.errors
-
-        intent = {
-            "mid": mid,
-            "topic": topic,
-            "body": base64.b64encode(body).decode(),
-            "due": due,
-            "published": False,
-        }
+        """One conditional publish on the key's subject token; a refusal names the stored
+        message, whose id is the answer (unless it was removed meanwhile: publish again)."""
         for _ in range(10):
-            try:
-                rev = await self._idem.create(key, dumps(intent))
-            except nats.js.errors.KeyWrongLastSequenceError:
-                rev = None
-            except Exception as err:
-                raise wrap(self._url, "claiming an idempotency key", err) from err
-            if rev is not None:
-                return await self._publish_claim(key, rev, intent)
-            entry = await self._idem_entry(key)
-            if entry is None:
-                continue  # released meanwhile: claim again
-            held_rev, held = entry
-            stored = None if held is None else await self._stored_id(held["topic"], held["mid"])
+            published = await self._publish(topic, mid, body, due, token)
+            if published is not None:
+                return published
+            stored = await self._stored_id(token)
             if stored is not None:
-                return stored  # its message is queued or in flight: dedupe to it
-            if held is not None and not held.get("published"):
-                # a claim whose publish may never have happened: finish it for its owner
-                return await self._publish_claim(key, held_rev, held)
-            # published and gone: acked (or dead-lettered) with the release lost; take over
-            try:
-                rev = await self._idem.update(key, dumps(intent), last=held_rev)
-            except nats.js.errors.KeyWrongLastSequenceError:
-                continue
-            except Exception as err:
-                raise wrap(self._url, "claiming an idempotency key", err) from err
-            return await self._publish_claim(key, rev, intent)
+                return stored
         raise WorldUnavailableError(
-            f"NATS at {self._url}: idempotency key {key} stayed contended", url=self._url
+            f"NATS at {self._url}: idempotency key {token} stayed contended", url=self._url
         )
 
-    async def _publish_claim(self, key: str, rev: int, intent: dict[str, Any]) -> MessageId:
-        import nats.js.errors
-
-        body = base64.b64decode(intent["body"])
-        due = intent.get("due")
-        message_id = await self._publish(str(intent["topic"]), str(intent["mid"]), body, due, key)
-        if not intent.get("published"):
-            done = dict(intent, published=True, id=message_id)
-            try:
-                await self._idem.update(key, dumps(done), last=rev)
-            except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError):
-                pass  # someone else marked it (or it was acked and released already)
-            except Exception as err:
-                raise wrap(self._url, "recording an idempotency key", err) from err
-        return message_id
-
-    async def remove_stored(self, seq: int, subject: str, headers: dict[str, str]) -> None:
-        """Delete a stored message (retention) and release its idempotency key."""
+    async def remove_stored(self, seq: int) -> None:
+        """Delete a stored message (retention); its idempotency key goes with it."""
         import nats.js.errors
 
         try:
@@ -291,38 +262,32 @@ class Queue:
                 raise wrap(self._url, f"deleting message {seq}", err) from err
         except Exception as err:
             raise wrap(self._url, f"deleting message {seq}", err) from err
-        await self._release_key(headers.get(_KEY_HEADER), subject)
-
-    async def _release(self, msg: Any) -> None:
-        await self._release_key((msg.headers or {}).get(_KEY_HEADER), msg.subject)
-
-    async def _release_key(self, key: str | None, subject: str) -> None:
-        if not key:
-            return
-        mid = subject.rsplit(".", 1)[-1]
-        try:
-            entry = await self._idem_entry(key)
-            if entry is None:
-                return
-            rev, held = entry
-            if held is not None and held.get("mid") == mid:
-                await self._idem.delete(key, last=rev)
-        except Exception as err:  # a lost release is repaired by enqueue
-            log.warning("releasing idempotency key %s failed: %s", key, err)
 
     # receive ------------------------------------------------------------------------------
     async def _pull(self, consumer: str, request: dict[str, Any], wait: float) -> list[Any]:
-        """One pull request; waits for its end (batch filled or a 404/408 status), so no
-        delivery is left behind in an abandoned inbox."""
-        inbox = self._nc.new_inbox()
+        """One pull request on the consumer's inbox (pulls on one consumer take turns); waits
+        for its end (batch filled or a 404/408 status), so no delivery is left behind."""
+        lock = self._pull_locks.setdefault(consumer, asyncio.Lock())
+        async with lock:
+            return await self._pull_locked(consumer, request, wait)
+
+    async def _pull_locked(self, consumer: str, request: dict[str, Any], wait: float) -> list[Any]:
         msgs: list[Any] = []
         done = asyncio.Event()
         batch = int(request["batch"])
         failure: list[str] = []
+        box = self._inboxes.get(consumer)
+        if box is None:
+            box = self._inboxes[consumer] = _Inbox(self._nc.new_inbox())
+            box.sub = await self._nc.subscribe(f"{box.prefix}.*", cb=box.on_msg)
+        box.count += 1
+        reply = f"{box.prefix}.{box.count}"
 
-        async def on_msg(msg: Any) -> None:
+        def on_msg(msg: Any) -> None:
             status = (msg.headers or {}).get("Status")
             if status:
+                if msg.subject != reply:
+                    return  # the end of an earlier pull
                 if status not in ("404", "408", "100"):
                     failure.append(status)
                 if status != "100":
@@ -332,12 +297,12 @@ class Queue:
             if len(msgs) >= batch:
                 done.set()
 
-        sub = await self._nc.subscribe(inbox, cb=on_msg)
+        box.active = on_msg
         try:
             await self._nc.publish(
                 f"$JS.API.CONSUMER.MSG.NEXT.{self._stream}.{consumer}",
                 json.dumps(request).encode(),
-                reply=inbox,
+                reply=reply,
             )
             try:
                 await asyncio.wait_for(done.wait(), wait + self._timeout)
@@ -347,7 +312,13 @@ class Queue:
                         f"NATS at {self._url}: no answer to a pull on {consumer}", url=self._url
                     ) from None
         finally:
-            await sub.unsubscribe()
+            box.active = None
+            if not done.is_set():
+                # timed out or cancelled: the server may still deliver to this pull. Drop the
+                # inbox, so it sees no interest and delivers nothing more (as with a pull's
+                # own inbox before), and nothing late is taken for a later pull's
+                self._inboxes.pop(consumer, None)
+                await asyncio.shield(_unsubscribe(box.sub))
         if failure and not msgs:
             log.warning("pull on %s answered status %s", consumer, failure)
             if "503" in failure or "409" in failure:  # consumer gone: create it again
@@ -359,20 +330,19 @@ class Queue:
     async def receive(self, topic: str, max_messages: int, wait_seconds: float) -> list[Delivery]:
         consumer = await self._consumer(topic)
         batch = max(1, max_messages)
+        epoch = self._epoch
         try:
             await connected(self._nc, timeout=self._timeout, url=self._url)
             sent = time.monotonic()
             msgs = await self._pull(consumer, {"batch": batch, "no_wait": True}, 0.0)
             got = [(msg, sent) for msg in msgs]
             if not msgs and wait_seconds > 0:
+                # one message, handed over as soon as it comes: the caller's next receive
+                # fills its other slots without holding this one up
                 expires = max(int(wait_seconds * 1e9), 1_000_000)
+                sent = time.monotonic()
                 msgs = await self._pull(consumer, {"batch": 1, "expires": expires}, wait_seconds)
-                # delivered at some moment of a long wait: confirm the hold from now
-                got = [(msg, await self._hold_from_now(msg)) for msg in msgs]
-                if msgs and batch > 1:
-                    sent = time.monotonic()
-                    more = await self._pull(consumer, {"batch": batch - 1, "no_wait": True}, 0.0)
-                    got += [(msg, sent) for msg in more]
+                got = [(msg, await self._hold_start(msg, sent)) for msg in msgs]
         except WorldError:
             raise
         except Exception as err:
@@ -383,7 +353,8 @@ class Queue:
             headers = msg.headers or {}
             mid = headers.get(_ID_HEADER) or str(md.sequence.stream)
             raw = bytes(msg.data or b"")
-            held = _Held(msg, sent + self._visibility, epoch=self._epoch)
+            # the epoch of before the pull: a connection lost meanwhile ends this hold too
+            held = _Held(msg, sent + self._visibility, epoch=epoch)
             if md.num_delivered > 1:
                 held.handbacks = await self._handbacks(int(md.sequence.stream))
             # The stream stamps a message when it is stored, which for a delayed one is when
@@ -431,16 +402,21 @@ class Queue:
         held.handbacks += 1
         return await self._answer(delivery, b"-NAK", "hand-back")
 
-    async def _hold_from_now(self, msg: Any) -> float:
-        """Renew a delivery that arrived after a long wait; when its hold began (``-inf``: it
-        is unknown, and the delivery is treated as no longer held)."""
-        sent = time.monotonic()
+    async def _hold_start(self, msg: Any, sent: float) -> float:
+        """When the hold of a delivery from a long pull began, as far as this process can
+        prove: the server delivered it after it had the pull request, so no earlier than
+        ``sent``. While that costs the hold less than the settlement margin, ``sent`` it is;
+        past that the hold is confirmed from now with a ``+WPI`` (``-inf`` when that fails:
+        the delivery is then treated as no longer held)."""
+        now = time.monotonic()
+        if now - sent <= self._margin:
+            return sent
         try:
             await self._nc.request(msg.reply, b"+WPI", timeout=self._timeout)
         except Exception as err:
             log.warning("could not confirm the delivery of %s: %s", msg.reply, err)
             return float("-inf")
-        return sent
+        return now
 
     # settle -------------------------------------------------------------------------------
     # JetStream acks a superseded delivery's reply subject as if it were current (measured on
@@ -497,7 +473,6 @@ class Queue:
         if not await self._answer(delivery, b"+ACK", "ack"):
             return False
         held: _Held = delivery.handle
-        await self._release(held.msg)
         if held.handbacks:
             try:
                 await self._idem.delete(f"h{held.msg.metadata.sequence.stream}")

@@ -162,7 +162,7 @@ class Retention:
         """Queued messages (and pending schedules) whose payload names a deleted run."""
         async for msg, payload in self._queue.stored():
             if payload.get("runId") in ids:
-                await self._queue.remove_stored(msg.seq, msg.subject, msg.headers)
+                await self._queue.remove_stored(msg.seq)
 
 
 def _body(data: bytes) -> Any:

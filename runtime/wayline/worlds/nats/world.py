@@ -9,7 +9,7 @@ import ssl
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..._core.events import Event, NewEvent, RunStatus
+from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ...errors import ConfigurationError, WorldUnavailableError
 from ...settings import Settings
@@ -377,7 +377,12 @@ class NatsWorld(World):
     async def append(
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[Event]:
-        return await self._events().append(run_id, events, expected_seq)
+        stored = await self._events().append(run_id, events, expected_seq)
+        if stored and stored[0].type is EventType.RUN_CREATED:
+            info = self._events().cached_info(run_id)
+            if info is not None:  # this run_created is the run's: its route is fixed
+                self.router.remember(info)
+        return stored
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         return await self._events().list_events(run_id, after_seq)

@@ -1,0 +1,102 @@
+"""How many messages a run sends to NATS, counted on the client side (not timed): a
+regression that adds a round trip to every run or every step fails here.
+
+Counted, as bench/steps.py counts them: ``request`` calls (a round trip) and ``publish``
+calls not made inside a request (appends, direct gets, acks and pulls are publishes with a
+reply). Pull requests are counted apart and not bounded: how many a worker sends depends on
+how long its idle pulls wait, which is timing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import wayline
+from tests.nats_fixtures import OpenWorlds
+from wayline._core.ids import new_run_id
+
+STEPS = 10
+MAX_REQUESTS = 2
+"""``request`` calls of one run: its start's keyed publish and its delivery's ack."""
+MAX_SENDS = 2 + 1 + STEPS + 1 + 3
+"""Every send but pulls: the start (run created, keyed publish), the ack, one append per step
+and the run's end, and three reads of the run (the worker's read of the run and of its
+events, the end's read). Before the round-trip work (51dbb12): 23."""
+
+
+@wayline.step(name="rt.noop")
+async def noop(i: int) -> int:
+    return i
+
+
+@wayline.workflow(name="rt.chain")
+async def chain(n: int) -> int:
+    for i in range(n):
+        await noop(i)
+    return n
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[Counter[str]]:
+    from nats.aio.client import Client
+
+    counts: Counter[str] = Counter()
+    inside = contextvars.ContextVar("inside_request", default=False)
+    request, publish = Client.request, Client.publish
+
+    async def counted_request(self: Any, subject: str, *args: Any, **kwargs: Any) -> Any:
+        counts["request"] += 1
+        token = inside.set(True)
+        try:
+            return await request(self, subject, *args, **kwargs)
+        finally:
+            inside.reset(token)
+
+    async def counted_publish(self: Any, subject: str, *args: Any, **kwargs: Any) -> Any:
+        if not inside.get():
+            counts["pull" if ".CONSUMER.MSG.NEXT." in subject else "publish"] += 1
+        return await publish(self, subject, *args, **kwargs)
+
+    patched: dict[str, Callable[..., Awaitable[Any]]] = {
+        "request": counted_request,
+        "publish": counted_publish,
+    }
+    for name, fn in patched.items():
+        setattr(Client, name, fn)
+    try:
+        yield counts
+    finally:
+        Client.request, Client.publish = request, publish  # type: ignore[method-assign]
+
+
+async def _acked(counts: Counter[str]) -> None:
+    """Wait until the run's delivery is acked (its request is the last of the run)."""
+    for _ in range(200):
+        if counts["request"] >= MAX_REQUESTS:
+            return
+        await asyncio.sleep(0.05)
+
+
+async def test_a_ten_step_run_sends_a_bounded_number_of_messages(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world()
+    client = wayline.Client(world)
+    async with wayline.Worker(world, [chain]):
+        for _ in range(2):  # warm: consumers created, routes known
+            assert await (await client.start(chain, STEPS)).result(timeout=60) == STEPS
+        await asyncio.sleep(0.3)  # the last warm-up delivery's ack
+        with counting() as counts:
+            run_id = new_run_id()
+            ended = world.watch_terminal(run_id)  # before the start: no end goes unheard
+            handle = await client.start(chain, STEPS, run_id=run_id)
+            await asyncio.wait_for(ended, 60)
+            await _acked(counts)
+            sends = counts["request"] + counts["publish"]
+        assert await handle.result(timeout=60) == STEPS
+    assert counts["request"] <= MAX_REQUESTS, counts
+    assert sends <= MAX_SENDS, counts
