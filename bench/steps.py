@@ -25,8 +25,14 @@ Per world (SQLite ``local``, NATS JetStream ``nats`` on a throwaway nats-server)
 Every figure is measured ``--repeat`` times (each repetition measures its own floors) and
 reported as min-max. ``--quick`` uses smaller counts for a smoke run.
 """
+# ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
 
 from __future__ import annotations
+
+import sys
+
+# the script's own folder holds bench/operator.py, which would shadow the standard library's
+sys.path[:] = [p for p in sys.path if p not in ("", __file__.rpartition("/")[0])]
 
 import argparse
 import asyncio
@@ -38,7 +44,6 @@ import signal
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -50,11 +55,11 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE))
 
-from flows import bench_chain  # noqa: E402
+from flows import bench_chain
 
-import wayline  # noqa: E402
+import wayline
 
 RESULTS = HERE / "RESULTS.md"
 _OTHERS = ("## The operator at scale", "## Soak")
