@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._core.events import (
+    HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
     Event,
     EventType,
@@ -62,7 +63,10 @@ class Plan:
     status: RunStatus | None = None
     """The run's stored status after the append."""
     special: bool = False
-    """Hooks, an end or a pinned definition: written event by event, as the log orders them."""
+    """Hook rows, an end or a pinned definition to write besides the events."""
+    hooks: bool = False
+    """A hook is created: its token is judged against the hook rows event by event, and its
+    rows are written under a SAVEPOINT (a token held elsewhere fails this append alone)."""
 
 
 def read_head(db: sqlite3.Connection, run_id: str) -> Head:
@@ -111,6 +115,7 @@ def plan(
             out.status = diff.get("status", out.status)
             if pinned_definition(event) is not None or new.type in _SPECIAL:
                 out.special = True
+                out.hooks = out.hooks or new.type is EventType.HOOK_CREATED
         out.events.append(event)
     return out
 
@@ -122,9 +127,7 @@ def write(db: sqlite3.Connection, p: Plan, verified: bool) -> bool:
     """Write a plan inside the caller's transaction. False, with nothing of it written, when
     the head was not ``verified`` and the run moved (plan again from a read head). A typed
     error leaves nothing of this plan written either."""
-    guarded = p.special and any(e.type is EventType.HOOK_CREATED for e in p.events)
-    guarded = guarded or len(p.rows) > ROWS_PER_INSERT
-    if not guarded:
+    if not p.hooks and len(p.rows) <= ROWS_PER_INSERT:
         return _write(db, p, verified)
     db.execute("SAVEPOINT wayline_append")
     try:
@@ -155,16 +158,28 @@ def _write(db: sqlite3.Connection, p: Plan, verified: bool) -> bool:
                 (p.run_id, p.head.last_seq, p.events[-1].seq),
             )
         return False
-    if p.special:
+    if p.hooks:  # a token held by a hook this append disposes of is judged in log order
         for event, step in zip(p.events, p.entities, strict=True):
             if step is not None:
                 _upsert_entities(db, p.run_id, [step])
             _side_effects(db, event)
-    else:
-        final = dict(s for s in p.entities if s is not None)
-        if final:
-            _upsert_entities(db, p.run_id, list(final.items()))
+        return True
+    final = dict(s for s in p.entities if s is not None)
+    if final:
+        _upsert_entities(db, p.run_id, list(final.items()))
+    if p.special:
+        for event in p.events:
+            if event.type not in RUN_TERMINAL_EVENTS or _had_hooks(p):
+                _side_effects(db, event)
     return True
+
+
+def _had_hooks(p: Plan) -> bool:
+    """Whether the run may hold an active hook row: this world writes a hook's row and its
+    entity status together, so a run with no active hook entity has none to deactivate."""
+    return HOOK_ACTIVE in p.head.entities.values() or any(
+        s is not None and s[1] == HOOK_ACTIVE for s in p.entities
+    )
 
 
 def _insert_events(db: sqlite3.Connection, p: Plan, verified: bool) -> bool:
