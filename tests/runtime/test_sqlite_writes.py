@@ -19,6 +19,7 @@ from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
 from wayline.cli.commands import absolute_world_url, sqlite_path
 from wayline.errors import ConfigurationError, EntityConflictError, SequenceConflictError
+from wayline.world import World
 from wayline.worlds.local import LocalWorld
 
 
@@ -37,8 +38,8 @@ def _transactions(statements: list[str]) -> list[list[str]]:
     return out
 
 
-def _connection(world: LocalWorld) -> sqlite3.Connection:
-    assert world._db is not None
+def _connection(world: World) -> sqlite3.Connection:
+    assert isinstance(world, LocalWorld) and world._db is not None
     return world._db
 
 
@@ -64,7 +65,7 @@ async def test_a_step_is_at_most_six_statements(tmp_path: Path) -> None:
     assert reads == [], reads
 
 
-async def _started(world: LocalWorld) -> str:
+async def _started(world: World) -> str:
     run_id = new_run_id()
     created = NewEvent(T.RUN_CREATED, data={"workflow": "wf", "input": []})
     await world.append(run_id, [created], expected_seq=0)
@@ -141,7 +142,7 @@ async def test_a_cancelled_append_is_not_written(tmp_path: Path) -> None:
         assert [e.seq for e in await world.list_events(run_id)] == [1, 2]
 
 
-def _synchronous(world: LocalWorld) -> int:
+def _synchronous(world: World) -> int:
     return int(_connection(world).execute("PRAGMA synchronous").fetchone()[0])
 
 
