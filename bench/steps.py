@@ -2,6 +2,7 @@
 Prints the figures and writes bench/RESULTS.md.
 
     python bench/steps.py [--worlds local,nats] [--repeat 3] [--quick] [--no-processes]
+        [--sizes 10,1000] [--seq-runs 30] [--sync full|normal]
 
 Per world (SQLite ``local``, NATS JetStream ``nats`` on a throwaway nats-server):
 
@@ -13,8 +14,8 @@ Per world (SQLite ``local``, NATS JetStream ``nats`` on a throwaway nats-server)
   worker) and, on NATS, the nats-server process;
 - the floors, measured in the same process run: one acknowledged JetStream publish (NATS);
   one SQLite commit of one row in WAL mode without fsync (``synchronous=NORMAL``, the local
-  world's mode) and with fsync (``FULL``). Each figure is printed with its ratio to its floor
-  (steps/s as the time per step, 1/throughput);
+  world's mode with ``--sync normal``) and with fsync (``FULL``, its default). Each figure is
+  printed with its ratio to its floor (steps/s as the time per step, 1/throughput);
 - NATS messages per run of 10 steps, counted on the client side by wrapping the nats
   client's ``request`` / ``publish`` / ``subscribe`` (``publish`` calls made inside a
   ``request`` are not counted twice): round trips (request), one-way sends (publish: pull
@@ -386,8 +387,17 @@ async def main() -> None:
     parser.add_argument("--no-processes", action="store_true", help="skip 1 vs 2 processes")
     parser.add_argument("--note", default="", help="a line printed above the figures")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--sizes", help="N of the sequential runs, e.g. 10,1000,5000")
+    parser.add_argument("--seq-runs", type=int, help="sequential runs per N (default 30)")
+    parser.add_argument(
+        "--sync", choices=("full", "normal"), default="full", help="the SQLite world's sync="
+    )
     args = parser.parse_args()
     cfg = Config.quick() if args.quick else Config()
+    if args.sizes:
+        cfg.sizes = tuple(int(n) for n in args.sizes.split(","))
+    if args.seq_runs:
+        cfg.seq_runs = args.seq_runs
     repeat = 1 if args.quick and args.repeat == 3 else args.repeat
     results: dict[str, list[dict[str, float]]] = {}
     failures: list[str] = []
@@ -404,7 +414,7 @@ async def main() -> None:
             else:
                 raise SystemExit(f"unknown world {kind!r}")
             for rep in range(repeat):
-                url = f"sqlite:///{tmp}/bench{rep}.db" if kind == "local" else base
+                url = f"sqlite:///{tmp}/bench{rep}.db?sync={args.sync}" if kind == "local" else base
                 if kind == "nats":
                     url = f"{base}?prefix=bench{rep}x{os.getpid()}"
                 figures = (await bench_world(kind, url, cfg, pid)).values
@@ -420,9 +430,16 @@ async def main() -> None:
                 # written after every repetition, so a late failure keeps the earlier figures
                 lines = report(results, repeat, cfg, args.note, failures)
                 old = args.output.read_text() if args.output.exists() else ""
-                # other benches' sections (the operator at scale, the soak) are kept
+                # other benches' sections (the operator at scale, the soak) are kept, and so
+                # is the section of a world this run did not measure (as measured before)
                 marks = [old.find(h) for h in _OTHERS if h in old]
                 kept = old[min(marks) :] if marks else ""
+                for other in {"local", "nats"} - set(results):
+                    start = old.find(f"\n## {other}\n")
+                    if start >= 0:
+                        end = old.find("\n## ", start + 1)
+                        lines.append(old[start + 1 : end if end >= 0 else len(old)].rstrip())
+                        lines.append("")
                 args.output.write_text("\n".join(lines) + ("\n" + kept if kept else ""))
     print("\n".join(lines))
     print(f"wrote {args.output}")

@@ -65,16 +65,16 @@ SQLITE = "sqlite:///"
 def absolute_world_url(url: str) -> str:
     """A sqlite URL with an absolute path, so a printed command works from any directory."""
     if url.startswith(SQLITE):
-        path = url[len(SQLITE) :]
+        path, mark, query = url[len(SQLITE) :].partition("?")
         if path and not path.startswith("/"):
-            return SQLITE + str(Path(path).resolve())
+            return SQLITE + str(Path(path).resolve()) + mark + query
     return url
 
 
 def sqlite_path(url: str) -> Path | None:
-    if url.startswith(SQLITE) and url[len(SQLITE) :]:
-        return Path(url[len(SQLITE) :])
-    return None
+    """The database file of a sqlite URL (without its ``?sync=...`` options)."""
+    path = url[len(SQLITE) :].partition("?")[0] if url.startswith(SQLITE) else ""
+    return Path(path) if path else None
 
 
 @contextlib.asynccontextmanager

@@ -4,8 +4,11 @@ Calls run on the event loop's thread: a SQLite commit here costs tens of microse
 than a hop to a thread pool would. Contention with another process is bounded by
 ``busy_timeout``; past it the call fails with :class:`WorldUnavailableError` naming the file.
 
-Durability: WAL with ``synchronous=NORMAL`` survives any process crash (the tests SIGKILL
-workers); an OS crash may lose the last commits. Pass ``synchronous="FULL"`` to fsync each one.
+Durability: WAL with ``synchronous=FULL`` by default, so a commit is on disk (fsync) before the
+call returns and an OS crash or power loss keeps it. Appends of concurrent runs share one
+commit (``group``), so the fsync is paid per batch, not per run. ``sqlite:///x.db?sync=normal``
+(``synchronous="NORMAL"``) skips the fsync: still safe against any process crash (the tests
+SIGKILL workers), but an OS crash may lose the last commits.
 """
 
 from __future__ import annotations
@@ -17,23 +20,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 from ..._core import clock
 from ..._core.events import (
     RUN_TERMINAL_EVENTS,
     Event,
-    EventType,
     NewEvent,
     RunStatus,
-    apply_transition,
 )
 from ..._core.ids import MessageId
 from ...errors import (
     ConfigurationError,
     CorruptEntryError,
     CorruptLogError,
-    HookTokenConflictError,
-    SequenceConflictError,
     WorldUnavailableError,
 )
 from ...settings import Settings
@@ -45,30 +45,27 @@ from ...world import (
     RunWatch,
     World,
     entries,
-    new_run,
-    pinned_definition,
-    run_changes,
     terminal_statuses,
 )
 from ...world.routing import plain_topic
 from .feed import follow
+from .group import GroupWriter
 from .holders import current_holder, holder_alive
 from .rows import (
     EVENTS_TABLE,
     RUN_SELECT,
     events_from_rows,
-    free_stale_token,
-    insert_run,
     repair_tx,
     run_from_row,
-    run_head,
-    update_run,
 )
 from .schema import SCHEMA
 
 # In-process wake-ups: an enqueue wakes consumers of the same file in this process at once;
 # other processes notice within the poll interval. Keyed by resolved path.
 _WAKERS: dict[str, set[asyncio.Event]] = {}
+
+_SYNC_MODES = ("FULL", "NORMAL")
+"""``PRAGMA synchronous`` values a world accepts (WAL mode: FULL fsyncs each commit)."""
 
 _RECLAIM_EVERY = 1.0  # seconds between scans for messages held by dead local processes
 
@@ -77,10 +74,18 @@ class LocalWorld(World):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> LocalWorld:
         """``sqlite:///relative.db`` or ``sqlite:////absolute/path.db`` (as SQLAlchemy writes
-        them)."""
-        path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+        them), with ``?sync=normal`` to commit without fsync (the default is ``full``)."""
+        rest = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+        path, _, query = rest.partition("?")
         if not path:
             raise ConfigurationError(f"no database path in {url!r} (try sqlite:///wayline.db)")
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            if name != "sync":
+                raise ConfigurationError(
+                    f"unknown option {name!r} in world URL {url!r} (the one option is "
+                    "sync=full|normal)"
+                )
+            options.setdefault("synchronous", value)
         return cls(path, **options)
 
     def __init__(
@@ -90,9 +95,14 @@ class LocalWorld(World):
         visibility_seconds: float | None = None,
         poll_interval: float = 0.05,
         busy_timeout: float = 5.0,
-        synchronous: str = "NORMAL",
+        synchronous: str = "FULL",
     ) -> None:
         super().__init__()
+        if synchronous.upper() not in _SYNC_MODES:
+            raise ConfigurationError(
+                f"sync={synchronous!r} is not a SQLite world's sync mode: use full (fsync each "
+                "commit, the default) or normal (no fsync: an OS crash may lose the last commits)"
+            )
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
         if visibility_seconds is None:  # WAYLINE_VISIBILITY_SECONDS, as for every world
@@ -100,11 +110,10 @@ class LocalWorld(World):
         self._visibility = visibility_seconds
         self._poll = poll_interval
         self._busy_timeout = busy_timeout
-        self._synchronous = synchronous
+        self._synchronous = synchronous.upper()
         self._db: sqlite3.Connection | None = None
         self._holder = current_holder()
-        self._entities: dict[str, tuple[int, dict[str, str | None]]] = {}
-        self._pending_cache: tuple[str, tuple[int, dict[str, str | None]]] | None = None
+        self._writer = GroupWriter(self._conn, self._unavailable)
         self._last_reclaim = 0.0
         self._key = ""
 
@@ -186,133 +195,14 @@ class LocalWorld(World):
     async def append(
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[Event]:
+        """Validated and written with the appends of every other run of this process that
+        wait at the same moment: one transaction, one commit (``group``)."""
         if not events:
             return []
-        self._pending_cache = None
-        try:
-            result: list[Event] = self._write(self._append_tx, run_id, events, expected_seq)
-        except BaseException:
-            self._entities.pop(run_id, None)
-            raise
-        if self._pending_cache is not None:
-            key, value = self._pending_cache
-            self._entities[key] = value
+        result = await self._writer.append(run_id, events, expected_seq)
         if self._terminal_waiters and events[-1].type in RUN_TERMINAL_EVENTS:
             self._wake_terminal(run_id)
         return result
-
-    def _append_tx(
-        self,
-        db: sqlite3.Connection,
-        run_id: str,
-        events: Sequence[NewEvent],
-        expected_seq: int | None,
-    ) -> list[Event]:
-        row = db.execute("SELECT status, last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        status, last_seq = run_head(run_id, row)
-        if expected_seq is not None and expected_seq != last_seq:
-            raise SequenceConflictError(
-                f"run {run_id} is at seq {last_seq}, writer expected {expected_seq}",
-                last_seq=last_seq,
-            )
-        now = clock.now()
-        out: list[Event] = []
-        # Entity statuses this process saw at exactly this sequence are still true (nobody
-        # else appended in between), so the per-event SELECT is skipped; otherwise re-read.
-        known = self._entities.get(run_id)
-        if known is None or known[0] != last_seq:
-            known = (last_seq, {})
-        entity_cache: dict[str, str | None] = dict(known[1]) if known[1] else {}
-        trusted = set(entity_cache)
-        changes: dict[str, Any] = {}
-        for new in events:
-            cid = new.correlation_id
-            if cid is not None and cid not in trusted and cid not in entity_cache:
-                erow = db.execute(
-                    "SELECT status FROM entities WHERE run_id = ? AND cid = ?", (run_id, cid)
-                ).fetchone()
-                entity_cache[cid] = erow[0] if erow else None
-            before = entity_cache.get(cid) if cid is not None else None
-            status, after = apply_transition(status, before, new)
-            last_seq += 1
-            event = Event(run_id, last_seq, new.type, cid, dict(new.data), now)
-            try:
-                db.execute(
-                    "INSERT INTO events (run_id, seq, type, cid, data, created_at) "
-                    "VALUES (?,?,?,?,?,?)",
-                    (run_id, last_seq, str(new.type), cid, json.dumps(event.data), now),
-                )
-            except sqlite3.IntegrityError:
-                # only a row written behind the world's back holds a seq past the run's last
-                raise CorruptLogError(
-                    run_id,
-                    last_seq,
-                    "a row the world did not write holds this seq",
-                    store=EVENTS_TABLE,
-                ) from None
-            if cid is not None and after != before:
-                db.execute(
-                    "INSERT INTO entities (run_id, cid, status) VALUES (?,?,?) "
-                    "ON CONFLICT (run_id, cid) DO UPDATE SET status = excluded.status",
-                    (run_id, cid, after),
-                )
-                entity_cache[cid] = after
-            if new.type is EventType.HOOK_CREATED:
-                token = str(new.data.get("token"))
-                try:
-                    db.execute(
-                        "INSERT INTO hooks (token, run_id, cid, active, created_at) "
-                        "VALUES (?,?,?,1,?)",
-                        (token, run_id, cid, now),
-                    )
-                except sqlite3.IntegrityError:
-                    if not free_stale_token(db, token):
-                        raise HookTokenConflictError(
-                            f"hook token {token!r} is held by another active hook", token=token
-                        ) from None
-                    try:
-                        db.execute(
-                            "INSERT INTO hooks (token, run_id, cid, active, created_at) "
-                            "VALUES (?,?,?,1,?)",
-                            (token, run_id, cid, now),
-                        )
-                    except sqlite3.IntegrityError:
-                        raise CorruptLogError(
-                            run_id,
-                            last_seq,
-                            f"a row the world did not write holds hook {cid}",
-                            store="hooks table",
-                            drop=False,
-                        ) from None
-            elif new.type is EventType.HOOK_DISPOSED:
-                db.execute(
-                    "UPDATE hooks SET active = 0 WHERE run_id = ? AND cid = ?", (run_id, cid)
-                )
-            elif new.type in RUN_TERMINAL_EVENTS:
-                db.execute("UPDATE hooks SET active = 0 WHERE run_id = ?", (run_id,))
-            if new.type is EventType.RUN_CREATED:
-                insert_run(db, new_run(event))
-            else:
-                changes.update(run_changes(event))
-                pin = pinned_definition(event)
-                if pin is not None:
-                    db.execute(
-                        "UPDATE runs SET attributes = json_set(attributes, '$.definition', "
-                        "json(?)) WHERE run_id = ? AND json_extract(attributes, '$.definition') "
-                        "IS NULL",
-                        (json.dumps(pin), run_id),
-                    )
-            out.append(event)
-        if changes:
-            update_run(db, run_id, changes)
-        db.execute("INSERT OR REPLACE INTO run_feed (run_id) VALUES (?)", (run_id,))
-        if status is not None and status.terminal:
-            self._entities.pop(run_id, None)
-        else:
-            if len(self._entities) > 10_000:  # bounded: a cache, not a store
-                self._entities.clear()
-            self._pending_cache = (run_id, (last_seq, entity_cache))
-        return out
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         rows = self._read(
@@ -339,7 +229,7 @@ class LocalWorld(World):
         with nothing changed, when the row is readable or the remaining log does not follow."""
 
         result: list[str] = self._write(repair_tx, run_id, drop_seq)
-        self._entities.pop(run_id, None)
+        self._writer.forget([run_id])
         return result
 
     async def list_runs(
@@ -671,6 +561,7 @@ class LocalWorld(World):
             return len(ids)
 
         deleted: int = self._write(tx)
+        self._writer.forget()
         return deleted
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
@@ -692,6 +583,7 @@ class LocalWorld(World):
             return len(ids)
 
         moved: int = self._write(tx)
+        self._writer.forget()
         return moved
 
     async def archived_count(self) -> int:

@@ -1,0 +1,164 @@
+"""Group commit: the appends of every run in this process that are waiting at the same moment go
+into one transaction, so one commit (one fsync, under ``synchronous=FULL``) serves them all.
+
+``append`` queues its request and awaits it; the first request of a batch schedules the
+flush with ``call_soon``, so everything queued until the event loop comes round to it
+(the other runs' handlers, woken by the previous flush) is written by one ``BEGIN
+IMMEDIATE`` ... ``COMMIT``. Each request is planned and validated on its own (``appends``):
+its conflict or bad row is its own error, and its statements are taken back (or were never
+written) without touching the others in the batch. Only a failure of the transaction
+itself (the database locked past ``busy_timeout``, a disk error, the commit) fails every
+request of the batch, and then nothing of the batch is written. A request whose caller was
+cancelled before the flush is not written.
+
+The writes run on the event loop's thread, as every call of this world does (see
+``world``): the batch is what the loop gathered while the previous one was committing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..._core import clock
+from ..._core.events import Event, NewEvent
+from ...errors import WaylineError
+from .appends import Head, advance, plan, read_head, write
+
+_CACHED_RUNS = 10_000
+"""Heads kept (a cache, not a store): past this the cache starts again empty."""
+
+
+@dataclass(slots=True)
+class _Request:
+    run_id: str
+    events: Sequence[NewEvent]
+    expected_seq: int | None
+    future: asyncio.Future[list[Event]]
+
+
+class GroupWriter:
+    def __init__(
+        self,
+        conn: Callable[[], sqlite3.Connection],
+        unavailable: Callable[[BaseException], Exception],
+    ) -> None:
+        self._conn = conn
+        self._unavailable = unavailable
+        self._pending: list[_Request] = []
+        self._heads: dict[str, Head] = {}
+        self.commits = 0
+        """Transactions this writer committed (a counter for tests and benchmarks)."""
+
+    def forget(self, run_ids: Sequence[str] | None = None) -> None:
+        """Drop cached heads (all of them when ``run_ids`` is None): the next append reads."""
+        if run_ids is None:
+            self._heads.clear()
+        for run_id in run_ids or ():
+            self._heads.pop(run_id, None)
+
+    async def append(
+        self, run_id: str, events: Sequence[NewEvent], expected_seq: int | None
+    ) -> list[Event]:
+        loop = asyncio.get_running_loop()
+        request = _Request(run_id, events, expected_seq, loop.create_future())
+        if not self._pending:
+            loop.call_soon(self._flush)
+        self._pending.append(request)
+        return await request.future
+
+    def _flush(self) -> None:
+        batch = [r for r in self._pending if not r.future.done()]
+        self._pending = []
+        if not batch:
+            return
+        try:
+            db = self._conn()
+            db.execute("BEGIN IMMEDIATE")
+        except (sqlite3.Error, WaylineError) as err:
+            self._fail(batch, err)
+            return
+        outcomes: list[list[Event] | BaseException] = []
+        try:
+            now = clock.now()
+            outcomes = [self._one(db, r, now) for r in batch]
+            written = [
+                r.run_id for r, o in zip(batch, outcomes, strict=True) if isinstance(o, list)
+            ]
+            _touch_feed(db, list(dict.fromkeys(written)))
+            db.execute("COMMIT")
+        except BaseException as err:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            self._fail(batch, err)
+            if not isinstance(err, Exception):
+                raise
+            return
+        self.commits += 1
+        for request, outcome in zip(batch, outcomes, strict=True):
+            if request.future.done():
+                continue
+            if isinstance(outcome, BaseException):
+                request.future.set_exception(outcome)
+            else:
+                request.future.set_result(outcome)
+
+    def _one(self, db: sqlite3.Connection, r: _Request, now: float) -> list[Event] | Exception:
+        """One request inside the batch's transaction: its events, or its own error (nothing
+        of it written). A failure of the transaction itself is raised."""
+        head = self._heads.get(r.run_id)
+        verified = head is None or (r.expected_seq is not None and r.expected_seq != head.last_seq)
+        if verified:
+            head = read_head(db, r.run_id)
+        for _ in range(2):
+            assert head is not None
+            try:
+                p = plan(r.run_id, head, r.events, r.expected_seq, now)
+                done = write(db, p, verified)
+            except sqlite3.Error:
+                raise
+            except WaylineError as err:
+                if verified:
+                    self._heads.pop(r.run_id, None)
+                    return err
+                done = False  # judged on a cached head: judge again on the stored one
+            except Exception as err:  # the append's own data (not JSON, say): nothing written
+                self._heads.pop(r.run_id, None)
+                return err
+            if done:
+                self._keep(r.run_id, advance(p))
+                return p.events
+            head, verified = read_head(db, r.run_id), True
+        raise AssertionError("an append planned on a head read in its transaction was refused")
+
+    def _keep(self, run_id: str, head: Head) -> None:
+        if head.status is None or head.status.terminal:
+            self._heads.pop(run_id, None)
+            return
+        if run_id not in self._heads and len(self._heads) >= _CACHED_RUNS:
+            self._heads.clear()
+        self._heads[run_id] = head
+
+    def _fail(self, batch: list[_Request], err: BaseException) -> None:
+        self.forget([r.run_id for r in batch])
+        for request in batch:
+            if request.future.done():
+                continue
+            if isinstance(err, sqlite3.Error):
+                request.future.set_exception(self._unavailable(err))
+            elif isinstance(err, Exception):
+                request.future.set_exception(err)
+            else:
+                request.future.set_exception(asyncio.CancelledError())
+
+
+def _touch_feed(db: sqlite3.Connection, run_ids: list[str]) -> None:
+    """Renumber the runs' rows in the change feed (``schema``), one statement per batch."""
+    for start in range(0, len(run_ids), 500):
+        chunk = run_ids[start : start + 500]
+        db.execute(
+            "INSERT OR REPLACE INTO run_feed (run_id) VALUES " + ",".join(["(?)"] * len(chunk)),
+            chunk,
+        )

@@ -1,0 +1,174 @@
+"""The SQLite world's writes: a step costs at most six statements in the transaction that
+records it, concurrent appends of many runs share one commit (group commit) while each keeps
+its own validation result, and the world is durable (fsync per commit) unless the URL says
+``?sync=normal``. SQLite only: statements and PRAGMAs are the embedded world's own."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import wayline
+from tests.runtime import flows
+from tests.runtime.harness import settings
+from wayline._core.events import EventType as T
+from wayline._core.events import NewEvent
+from wayline._core.ids import new_run_id
+from wayline.cli.commands import absolute_world_url, sqlite_path
+from wayline.errors import ConfigurationError, EntityConflictError, SequenceConflictError
+from wayline.world import World
+from wayline.worlds.local import LocalWorld
+
+
+def _transactions(statements: list[str]) -> list[list[str]]:
+    """The traced statements grouped by write transaction (BEGIN ... COMMIT/ROLLBACK)."""
+    out: list[list[str]] = []
+    current: list[str] | None = None
+    for sql in statements:
+        if sql.startswith("BEGIN"):
+            current = [sql]
+        elif current is not None:
+            current.append(sql)
+            if sql in ("COMMIT", "ROLLBACK"):
+                out.append(current)
+                current = None
+    return out
+
+
+def _connection(world: World) -> sqlite3.Connection:
+    assert isinstance(world, LocalWorld) and world._db is not None
+    return world._db
+
+
+async def test_a_step_is_at_most_six_statements(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    async with LocalWorld(db, poll_interval=0.01) as world:  # one world, as when embedded
+        client = wayline.Client(world)
+        async with wayline.Worker(world, [flows.chain], settings=settings()):
+            await (await client.start(flows.chain, 2)).result(timeout=30)
+            traced: list[str] = []
+            _connection(world).set_trace_callback(traced.append)
+            handle = await client.start(flows.chain, 10)
+            assert await handle.result(timeout=30) == sum(range(10))
+            _connection(world).set_trace_callback(None)
+        events = await world.list_events(handle.run_id)
+    # every transaction that wrote this run's events: its creation, its steps, its end
+    appends = [tx for tx in _transactions(traced) if any("INTO events" in s for s in tx)]
+    assert [e.type for e in events].count(T.STEP_COMPLETED) == 10
+    assert len(appends) <= 10 + 2, appends  # one per step, one to create, one to end
+    assert max(len(tx) for tx in appends) <= 6, appends  # BEGIN and COMMIT included
+    # no read of entity statuses or of the run's head inside a step's write
+    reads = [s for tx in appends[1:] for s in tx if s.startswith("SELECT")]
+    assert reads == [], reads
+
+
+async def _started(world: World) -> str:
+    run_id = new_run_id()
+    created = NewEvent(T.RUN_CREATED, data={"workflow": "wf", "input": []})
+    await world.append(run_id, [created], expected_seq=0)
+    await world.append(run_id, [NewEvent(T.RUN_STARTED)], expected_seq=1)
+    return run_id
+
+
+async def test_concurrent_appends_share_commits_and_keep_their_own_errors(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    async with LocalWorld(db) as world, LocalWorld(db) as fresh:
+        runs = [await _started(world) for _ in range(30)]
+        begun: list[str] = []
+        _connection(world).set_trace_callback(
+            lambda sql: begun.append(sql) if sql.startswith("BEGIN") else None
+        )
+
+        def step(i: int) -> NewEvent:
+            return NewEvent(T.STEP_CREATED, f"s{i}", {"stepName": "a", "input": []})
+
+        async def one(i: int, run_id: str) -> list[object]:
+            if i % 3 == 0:  # a stale writer: its own conflict
+                return list(await world.append(run_id, [step(i)], expected_seq=1))
+            if i % 3 == 1:  # an invalid transition: the run is already started
+                return list(await world.append(run_id, [step(i), NewEvent(T.RUN_STARTED)]))
+            return list(await world.append(run_id, [step(i)], expected_seq=2))
+
+        outcomes = await asyncio.gather(
+            *(one(i, r) for i, r in enumerate(runs)), return_exceptions=True
+        )
+        _connection(world).set_trace_callback(None)
+        assert 1 <= len(begun) < len(runs)  # a failed append's transaction would count too
+        for i, (run_id, outcome) in enumerate(zip(runs, outcomes, strict=True)):
+            listed = await fresh.list_events(run_id)  # another connection, nothing cached
+            if i % 3 == 0:
+                assert isinstance(outcome, SequenceConflictError), outcome
+                assert "at seq 2" in str(outcome)
+                assert len(listed) == 2
+            elif i % 3 == 1:
+                assert isinstance(outcome, EntityConflictError), outcome
+                assert len(listed) == 2  # nothing of the bad append, not even its first event
+            else:
+                assert isinstance(outcome, list) and [e.seq for e in outcome] == [3]  # type: ignore[attr-defined]
+                assert [e.type for e in listed] == [T.RUN_CREATED, T.RUN_STARTED, T.STEP_CREATED]
+                assert (await fresh.get_run(run_id)).last_seq == 3  # type: ignore[union-attr]
+
+
+async def test_a_cached_head_is_checked_against_another_writer(tmp_path: Path) -> None:
+    """Two worlds on one file are two processes: each one's cached view of a run is refused
+    by the database once the other has appended, and the append lands after the other's."""
+    db = tmp_path / "w.db"
+    async with LocalWorld(db) as a, LocalWorld(db) as b:
+        run_id = await _started(a)
+        await b.append(run_id, [NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": []})])
+        started = await a.append(run_id, [NewEvent(T.STEP_STARTED, "s1", {"attempt": 1})])
+        assert [e.seq for e in started] == [4]
+        with pytest.raises(SequenceConflictError):
+            await b.append(run_id, [NewEvent(T.STEP_STARTED, "s1", {"attempt": 2})], expected_seq=3)
+        with pytest.raises(EntityConflictError):  # b learns s1 is started, from the database
+            await b.append(run_id, [NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": []})])
+        assert [e.seq for e in await b.list_events(run_id)] == [1, 2, 3, 4]
+        assert (await a.get_run(run_id)).last_seq == 4  # type: ignore[union-attr]
+
+
+async def test_a_cancelled_append_is_not_written(tmp_path: Path) -> None:
+    async with LocalWorld(tmp_path / "w.db") as world:
+        run_id = await _started(world)
+        task = asyncio.create_task(
+            world.append(run_id, [NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": []})])
+        )
+        await asyncio.sleep(0)  # queued, not yet flushed
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert [e.seq for e in await world.list_events(run_id)] == [1, 2]
+
+
+def _synchronous(world: World) -> int:
+    return int(_connection(world).execute("PRAGMA synchronous").fetchone()[0])
+
+
+async def test_durable_by_default_and_sync_normal_opts_out(tmp_path: Path) -> None:
+    full, normal = 2, 1  # PRAGMA synchronous values
+    async with wayline.open_world(f"sqlite:///{tmp_path}/a.db") as world:
+        assert isinstance(world, LocalWorld) and _synchronous(world) == full
+    async with wayline.open_world(f"sqlite:///{tmp_path}/b.db?sync=normal") as world:
+        assert isinstance(world, LocalWorld) and _synchronous(world) == normal
+        assert world.path == tmp_path / "b.db"
+    async with wayline.open_world(f"sqlite:///{tmp_path}/c.db?sync=FULL") as world:
+        assert isinstance(world, LocalWorld) and _synchronous(world) == full
+
+
+@pytest.mark.parametrize(
+    ("query", "named"), [("sync=fast", "sync='fast'"), ("sync=", "sync=''"), ("fsync=1", "fsync")]
+)
+def test_a_bad_sync_option_is_a_clear_error(tmp_path: Path, query: str, named: str) -> None:
+    url = f"sqlite:///{tmp_path}/w.db?{query}"
+    with pytest.raises(ConfigurationError) as info:
+        wayline.open_world(url)
+    assert named in str(info.value) and "normal" in str(info.value)
+    assert not (tmp_path / "w.db").exists()
+
+
+def test_the_cli_reads_the_file_of_a_url_with_options(tmp_path: Path) -> None:
+    assert sqlite_path("sqlite:///x/w.db?sync=normal") == Path("x/w.db")
+    absolute = absolute_world_url("sqlite:///x/w.db?sync=normal")
+    assert absolute.endswith("/x/w.db?sync=normal") and absolute.startswith("sqlite:////")
