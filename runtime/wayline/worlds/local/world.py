@@ -50,7 +50,9 @@ from ...world import (
     run_changes,
     terminal_statuses,
 )
+from ...world.blobs import OutOfLine
 from ...world.routing import plain_topic
+from .blobs import LocalBlobs, archive_blobs
 from .feed import follow
 from .holders import current_holder, holder_alive
 from .rows import (
@@ -91,13 +93,19 @@ class LocalWorld(World):
         poll_interval: float = 0.05,
         busy_timeout: float = 5.0,
         synchronous: str = "NORMAL",
+        inline_payload_bytes: int | None = None,
     ) -> None:
         super().__init__()
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
-        if visibility_seconds is None:  # WAYLINE_VISIBILITY_SECONDS, as for every world
-            visibility_seconds = Settings.from_env().visibility_seconds
+        if visibility_seconds is None or inline_payload_bytes is None:
+            env = Settings.from_env()  # WAYLINE_VISIBILITY_SECONDS, as for every world
+            if visibility_seconds is None:
+                visibility_seconds = env.visibility_seconds
+            if inline_payload_bytes is None:
+                inline_payload_bytes = env.inline_payload_bytes
         self._visibility = visibility_seconds
+        self.blobs = OutOfLine(LocalBlobs(self._write, self._read), inline_payload_bytes)
         self._poll = poll_interval
         self._busy_timeout = busy_timeout
         self._synchronous = synchronous
@@ -188,6 +196,13 @@ class LocalWorld(World):
     ) -> list[Event]:
         if not events:
             return []
+        return await self.blobs.append(
+            run_id, events, lambda stowed: self._append(run_id, stowed, expected_seq)
+        )
+
+    async def _append(
+        self, run_id: str, events: Sequence[NewEvent], expected_seq: int | None
+    ) -> list[Event]:
         self._pending_cache = None
         try:
             result: list[Event] = self._write(self._append_tx, run_id, events, expected_seq)
@@ -327,11 +342,11 @@ class LocalWorld(World):
         events = events_from_rows(run_id, rows, max(0, after_seq), last)
         if after_seq <= 0:
             entries.check_log(run_id, events, store=EVENTS_TABLE)
-        return events
+        return await self.blobs.resolve(run_id, events)
 
     async def get_run(self, run_id: str) -> RunInfo | None:
         rows = self._read(f"SELECT {RUN_SELECT} FROM runs WHERE run_id = ?", (run_id,))
-        return run_from_row(rows[0]) if rows else None
+        return await self.blobs.resolve_info(run_from_row(rows[0]) if rows else None)
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         """Remove the unreadable event row ``drop_seq`` (later rows move down one, so the log
@@ -688,6 +703,7 @@ class LocalWorld(World):
                     f"INSERT INTO events_archive SELECT * FROM events WHERE run_id IN ({marks})",
                     ids,
                 )
+                archive_blobs(db, ids)
                 _drop_runs(db, ids)
             return len(ids)
 
@@ -741,7 +757,8 @@ def _drop_runs(db: sqlite3.Connection, ids: list[str]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    for table in ("events", "entities", "hooks", "runs", "run_feed", "stream_records", "slots"):
+    tables = ("events", "entities", "hooks", "runs", "run_feed", "stream_records", "slots", "blobs")
+    for table in tables:
         db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
     # queued wakes for those runs (a backstop due in 14 minutes, say) go with them
     db.execute(
