@@ -61,15 +61,16 @@ def is_ref(value: Any) -> bool:
     return type(value) is dict and REF in value
 
 
-def _size(value: Any, limit: int) -> int:
-    """Bytes of ``value``'s compact JSON, or a bound at most ``limit`` when it cannot be over
-    it (most payloads are small scalars: measuring means encoding them twice)."""
+def _measure(value: Any, limit: int) -> tuple[int, bytes | None]:
+    """Bytes of ``value``'s compact JSON and that JSON, or a bound at most ``limit`` when it
+    cannot be over it (most payloads are small scalars: no need to encode them here)."""
     kind = type(value)
     if value is None or kind is bool or kind is int or kind is float:
-        return 8
+        return 8, None
     if kind is str and len(value) * 6 + 2 <= limit:  # \\uXXXX is the longest escape
-        return len(value) + 2
-    return len(dumps(value))
+        return len(value) + 2, None
+    data = dumps(value)
+    return len(data), data
 
 
 def dumps(value: Any) -> bytes:
@@ -133,9 +134,9 @@ class OutOfLine:
             return events
         out: dict[int, dict[str, Any]] = {}
         puts: dict[str, bytes] = {}
-        for i, key in chosen:
+        for i, key, encoded in chosen:
             value = events[i].data[key]
-            data = dumps(value)
+            data = encoded if encoded is not None else dumps(value)
             digest = hashlib.sha256(data).hexdigest()
             puts[digest] = data
             out.setdefault(i, dict(events[i].data))[key] = {REF: digest, "bytes": len(data)}
@@ -143,27 +144,27 @@ class OutOfLine:
         await asyncio.gather(*(self.store.put(run_id, d, b) for d, b in puts.items()))
         return [replace(new, data=out[i]) if i in out else new for i, new in enumerate(events)]
 
-    def _choose(self, events: Sequence[NewEvent]) -> list[tuple[int, str]]:
+    def _choose(self, events: Sequence[NewEvent]) -> list[tuple[int, str, bytes | None]]:
         """(event index, key) of the payloads to stow: each over the threshold or shaped like a
         reference, then the largest others while the batch's payloads add up to more than
         twice the threshold (one NATS message holds the whole batch)."""
-        chosen: list[tuple[int, str]] = []
-        rest: list[tuple[int, int, str]] = []
+        chosen: list[tuple[int, str, bytes | None]] = []
+        rest: list[tuple[int, int, str, bytes | None]] = []
         for i, new in enumerate(events):
             for key in PAYLOAD_KEYS:
                 if key not in new.data:
                     continue
                 value = new.data[key]
-                size = _size(value, self.threshold)
+                size, data = _measure(value, self.threshold)
                 if size > self.threshold or is_ref(value):
-                    chosen.append((i, key))
+                    chosen.append((i, key, data))
                 elif size > 1024:
-                    rest.append((size, i, key))
-        total = sum(size for size, _, _ in rest)
-        for size, i, key in sorted(rest, reverse=True):
+                    rest.append((size, i, key, data))
+        total = sum(r[0] for r in rest)
+        for size, i, key, data in sorted(rest, key=lambda r: -r[0]):
             if total <= 2 * self.threshold:
                 break
-            chosen.append((i, key))
+            chosen.append((i, key, data))
             total -= size
         return chosen
 
