@@ -20,6 +20,7 @@ from typing import Any
 
 from ..._core import clock
 from ..._core.events import (
+    HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
     Event,
     EventType,
@@ -57,6 +58,7 @@ from .feed import follow
 from .holders import current_holder, holder_alive
 from .rows import (
     EVENTS_TABLE,
+    LIVE_HOOK,
     RUN_SELECT,
     events_from_rows,
     free_stale_token,
@@ -396,6 +398,8 @@ class LocalWorld(World):
                 key=token,
                 why="a column of the wrong type",
             )
+        if r[3] and not self._read(LIVE_HOOK, (r[1], r[2], HOOK_ACTIVE)):
+            return None  # a row no hook of the log stands behind (written behind our back)
         return HookInfo(r[0], r[1], r[2], bool(r[3]))
 
     async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
