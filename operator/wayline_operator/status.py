@@ -11,6 +11,7 @@ Kubernetes tooling expects (``kubectl wait --for=condition=Succeeded``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,9 @@ from wayline.world import RunInfo
 
 _DONE = {RunStatus.COMPLETED: "Succeeded", RunStatus.FAILED: "Failed"}
 MESSAGE_LIMIT = 1024
+OUTPUT_LIMIT = 64 * 1024
+"""Bytes of a run's output copied into its status: an output may be up to 64 MiB (stored out of
+line), an object in etcd about 1.5 MiB; a larger one is named, not copied."""
 
 
 def stamp(seconds: float | None) -> str | None:
@@ -200,13 +204,20 @@ def run_status(
         "startedAt": stamp(info.started_at),
         "endedAt": stamp(info.ended_at),
         "duration": short_duration(ended - info.started_at) if info.started_at else "",
-        "output": info.output if info.status is RunStatus.COMPLETED else None,
+        "output": _output(info) if info.status is RunStatus.COMPLETED else None,
         "error": _error(info.error) if info.status is not RunStatus.COMPLETED else None,
     }
     status["conditions"] = merge_conditions(
         previous, conditions(info, waits), now=now, generation=generation
     )
     return status
+
+
+def _output(info: RunInfo) -> Any:
+    size = len(json.dumps(info.output, separators=(",", ":")))
+    if size <= OUTPUT_LIMIT:
+        return info.output
+    return {"omitted": f"{size} bytes, over {OUTPUT_LIMIT}: wayline runs show {info.run_id}"}
 
 
 def _error(error: Mapping[str, Any] | None) -> dict[str, Any] | None:

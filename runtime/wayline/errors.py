@@ -34,6 +34,7 @@ logs, run failures and the CLI speak the same words::
             ├── HookTokenConflictError      HOOK_TOKEN_CONFLICT
             └── CorruptEntryError           CORRUPT_ENTRY: bytes Wayline did not write
                 └── CorruptLogError         CORRUPT_LOG: a run's log entry that does not decode
+                    └── BlobMissingError    CORRUPT_LOG: an out-of-line payload it names is gone
 
 The replay's one suspension signal (``NeedsStamp``) derives from ``BaseException`` so that a
 user's ``except Exception`` cannot swallow it; it never leaves the engine.
@@ -264,6 +265,26 @@ class CorruptLogError(CorruptEntryError):
         super().__init__(
             f"run {run_id}: {store} entry {seq} is unreadable ({why}); `{repair}` "
             + ("removes it" if drop else "rebuilds it from the run's events"),
+            store=store,
+            key=f"{run_id}@{seq}",
+            why=why,
+            run_id=run_id,
+            seq=seq,
+        )
+        self.run_id = run_id
+        self.seq = seq
+
+
+class BlobMissingError(CorruptLogError):
+    """An event of a run's log refers to an out-of-line payload (a blob) that its store does
+    not hold, or holds with other bytes. Fenced like any unreadable entry (``CORRUPT_LOG``);
+    nothing can rebuild the payload, so the run is repaired by restoring the blob or deleted."""
+
+    def __init__(self, run_id: str, seq: int, why: str, *, store: str) -> None:
+        CorruptEntryError.__init__(
+            self,
+            f"run {run_id}: event {seq} refers to an out-of-line payload that is unreadable "
+            f"({why}) in {store}; restore it there, or delete the run",
             store=store,
             key=f"{run_id}@{seq}",
             why=why,

@@ -19,6 +19,7 @@ from .errors import ConfigurationError
 # (Wayline's workers enforce WAYLINE_MAX_INVOCATION_SECONDS=800 below it), and under the
 # 900 s ceiling so a single delayed backstop always suffices.
 DEFAULT_LEASE_SECONDS = 860.0
+MIB = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,19 +118,25 @@ class Settings:
     """``WAYLINE_SCHEDULE_CLOCK_ORIGIN``: seconds since the epoch where the fast clock starts."""
 
     # Size limits, in bytes of the stored (compact JSON) form, checked before anything is
-    # written. 256 KiB each keeps the largest message one append can make (a few inline step
-    # results in one batch; a run's output, stored in its event and its run summary) under
-    # NATS's default 1 MiB max_payload, and a WorkflowRun's input well under the Kubernetes
-    # object limit. Raise them only with the server's max_payload.
-    max_input_bytes: int = 256 * 1024
+    # written. A value over ``inline_payload_bytes`` is stored out of line (a JetStream Object
+    # Store bucket, a SQLite blob table) and its event carries a reference, so these bound
+    # what a worker holds in memory, not what a NATS message can carry. 64 MiB: a payload
+    # that large is read whole into the memory of every worker that replays the run.
+    max_input_bytes: int = 64 * MIB
     """``WAYLINE_MAX_INPUT_BYTES``: a run's input (``Client.start``, ``wayline start``)."""
-    max_step_args_bytes: int = 256 * 1024
+    max_step_args_bytes: int = 64 * MIB
     """``WAYLINE_MAX_STEP_ARGS_BYTES``: the arguments of one step call."""
-    max_result_bytes: int = 256 * 1024
+    max_result_bytes: int = 64 * MIB
     """``WAYLINE_MAX_RESULT_BYTES``: a step's result, and a run's output. Over it the step
     fails with ``PAYLOAD_TOO_LARGE`` (its body is not run again)."""
-    max_hook_payload_bytes: int = 256 * 1024
+    max_hook_payload_bytes: int = 64 * MIB
     """``WAYLINE_MAX_HOOK_PAYLOAD_BYTES``: a payload delivered to a hook."""
+    inline_payload_bytes: int = 256 * 1024
+    """``WAYLINE_INLINE_PAYLOAD_BYTES``: a payload (input, output, step arguments and result,
+    hook payload and metadata) larger than this is stored out of line, and so is the largest
+    of one append's payloads while they add up to more than twice this. 256 KiB keeps every
+    event-log message well under NATS's default 1 MiB ``max_payload``; raise it only with the
+    server's ``max_payload``."""
     max_error_bytes: int = 8 * 1024
     """``WAYLINE_MAX_ERROR_BYTES``: a recorded error's message is cut to this (an error must
     always be recordable, so it is shortened, never refused)."""
@@ -189,6 +196,7 @@ class Settings:
             max_step_args_bytes=_size(env, "WAYLINE_MAX_STEP_ARGS_BYTES"),
             max_result_bytes=_size(env, "WAYLINE_MAX_RESULT_BYTES"),
             max_hook_payload_bytes=_size(env, "WAYLINE_MAX_HOOK_PAYLOAD_BYTES"),
+            inline_payload_bytes=_size(env, "WAYLINE_INLINE_PAYLOAD_BYTES", 256 * 1024),
             max_error_bytes=_size(env, "WAYLINE_MAX_ERROR_BYTES", 8 * 1024),
         )
 
@@ -228,7 +236,7 @@ def _choice(env: Mapping[str, str], name: str, options: tuple[str, ...]) -> str:
     return raw
 
 
-def _size(env: Mapping[str, str], name: str, default: int = 256 * 1024) -> int:
+def _size(env: Mapping[str, str], name: str, default: int = 64 * MIB) -> int:
     value = _float(env, name, default)
     if not 1024 <= value <= 1 << 30:
         raise ConfigurationError(f"{name} must be a byte count from 1024 to 1 GiB, got {value:g}")

@@ -110,8 +110,9 @@ def test_no_traceback_for_any_input_world_or_payload(
 
 
 def test_an_oversized_input_exits_2_naming_size_and_limit(
-    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+    in_tmp: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("WAYLINE_MAX_INPUT_BYTES", "262144")  # the default is 64 MiB
     capsys.readouterr()
     big = '"' + "x" * (300 * 1024) + '"'
     assert main(["start", "app.py:wf", "--input", big, "--world", "sqlite:///w.db"]) == 2

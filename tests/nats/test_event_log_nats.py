@@ -143,7 +143,8 @@ async def test_run_ids_that_are_not_subject_tokens(open_nats_world: OpenWorlds) 
 
 async def _stale_claim(world: Any, token: str, run_id: str, cid: str) -> None:
     hooks = world._log._hooks
-    value = {"token": token, "run": run_id, "cid": cid, "active": True}
+    at = (await world._log._fresh(run_id)).stream_seq  # where its append would have landed
+    value = {"token": token, "run": run_id, "cid": cid, "active": True, "at": at}
     await hooks.put(kv_key(token), json.dumps(value).encode())
 
 

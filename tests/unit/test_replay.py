@@ -214,7 +214,15 @@ async def big_metadata(size: int) -> Any:
 
 
 def test_hook_metadata_over_the_payload_limit_fails_the_workflow_before_any_write() -> None:
-    r = replay(big_metadata, Log(300 * 1024))
+    from contextvars import copy_context
+
+    from wayline._core import limits
+
+    def tight() -> Any:
+        limits.install(limits.Limits(hook_payload=256 * 1024))  # the default is 64 MiB
+        return replay(big_metadata, Log(300 * 1024))
+
+    r = copy_context().run(tight)
     assert r.finished and r.root is not None
     err = r.root.exception()
     assert isinstance(err, wayline.PayloadTooLargeError), err

@@ -17,14 +17,18 @@ from typing import Any
 from ..errors import PayloadTooLargeError
 
 KIB = 1024
+MIB = 1024 * KIB
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    input: int = 256 * KIB
-    step_args: int = 256 * KIB
-    result: int = 256 * KIB
-    hook_payload: int = 256 * KIB
+    """The defaults are ``Settings``'s (64 MiB a payload: values over the inline threshold are
+    stored out of line, see ``wayline.world.blobs``)."""
+
+    input: int = 64 * MIB
+    step_args: int = 64 * MIB
+    result: int = 64 * MIB
+    hook_payload: int = 64 * MIB
     error: int = 8 * KIB
 
 

@@ -110,6 +110,13 @@ def events_from_rows(
     return out
 
 
+LIVE_HOOK = (
+    "SELECT 1 FROM entities e JOIN runs r ON r.run_id = e.run_id WHERE e.run_id = ? "
+    "AND e.cid = ? AND e.status = ? AND r.status NOT IN ('completed', 'failed', 'cancelled')"
+)
+"""Whether a hook-table row's hook is open in its run's log (run id, cid, HOOK_ACTIVE)."""
+
+
 def free_stale_token(db: sqlite3.Connection, token: str) -> bool:
     """Deactivate the row holding ``token`` when it is not a live hook (its run is missing or
     ended, or its log never created that hook): a row written behind the world's back must

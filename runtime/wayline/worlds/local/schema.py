@@ -83,6 +83,22 @@ CREATE TABLE IF NOT EXISTS slots (
     PRIMARY KEY (key, run_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS slots_by_run ON slots (run_id);
+-- Out-of-line payloads (wayline.world.blobs): a value's compact JSON, named by its run and
+-- its sha256, so a retried write is a no-op and a run's cleanup removes its blobs.
+CREATE TABLE IF NOT EXISTS blobs (
+    run_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    data BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, digest)
+);
+CREATE TABLE IF NOT EXISTS blobs_archive (
+    run_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    data BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, digest)
+);
 CREATE TABLE IF NOT EXISTS dead_letters (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL,

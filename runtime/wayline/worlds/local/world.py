@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl
 
 from ..._core import clock
 from ..._core.events import (
+    HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
     Event,
     NewEvent,
@@ -47,12 +48,15 @@ from ...world import (
     entries,
     terminal_statuses,
 )
+from ...world.blobs import OutOfLine
 from ...world.routing import plain_topic
+from .blobs import LocalBlobs, archive_blobs
 from .feed import follow
 from .group import GroupWriter
 from .holders import current_holder, holder_alive
 from .rows import (
     EVENTS_TABLE,
+    LIVE_HOOK,
     RUN_SELECT,
     events_from_rows,
     repair_tx,
@@ -96,6 +100,7 @@ class LocalWorld(World):
         poll_interval: float = 0.05,
         busy_timeout: float = 5.0,
         synchronous: str = "FULL",
+        inline_payload_bytes: int | None = None,
     ) -> None:
         super().__init__()
         if synchronous.upper() not in _SYNC_MODES:
@@ -105,9 +110,14 @@ class LocalWorld(World):
             )
         self.path = Path(path)
         self.url = f"sqlite:///{self.path}"
-        if visibility_seconds is None:  # WAYLINE_VISIBILITY_SECONDS, as for every world
-            visibility_seconds = Settings.from_env().visibility_seconds
+        if visibility_seconds is None or inline_payload_bytes is None:
+            env = Settings.from_env()  # WAYLINE_VISIBILITY_SECONDS, as for every world
+            if visibility_seconds is None:
+                visibility_seconds = env.visibility_seconds
+            if inline_payload_bytes is None:
+                inline_payload_bytes = env.inline_payload_bytes
         self._visibility = visibility_seconds
+        self.blobs = OutOfLine(LocalBlobs(self._write, self._read), inline_payload_bytes)
         self._poll = poll_interval
         self._busy_timeout = busy_timeout
         self._synchronous = synchronous.upper()
@@ -199,7 +209,9 @@ class LocalWorld(World):
         wait at the same moment: one transaction, one commit (``group``)."""
         if not events:
             return []
-        result = await self._writer.append(run_id, events, expected_seq)
+        result = await self.blobs.append(
+            run_id, events, lambda stowed: self._writer.append(run_id, stowed, expected_seq)
+        )
         if self._terminal_waiters and events[-1].type in RUN_TERMINAL_EVENTS:
             self._wake_terminal(run_id)
         return result
@@ -217,11 +229,11 @@ class LocalWorld(World):
         events = events_from_rows(run_id, rows, max(0, after_seq), last)
         if after_seq <= 0:
             entries.check_log(run_id, events, store=EVENTS_TABLE)
-        return events
+        return await self.blobs.resolve(run_id, events)
 
     async def get_run(self, run_id: str) -> RunInfo | None:
         rows = self._read(f"SELECT {RUN_SELECT} FROM runs WHERE run_id = ?", (run_id,))
-        return run_from_row(rows[0]) if rows else None
+        return await self.blobs.resolve_info(run_from_row(rows[0]) if rows else None)
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         """Remove the unreadable event row ``drop_seq`` (later rows move down one, so the log
@@ -271,6 +283,8 @@ class LocalWorld(World):
                 key=token,
                 why="a column of the wrong type",
             )
+        if r[3] and not self._read(LIVE_HOOK, (r[1], r[2], HOOK_ACTIVE)):
+            return None  # a row no hook of the log stands behind (written behind our back)
         return HookInfo(r[0], r[1], r[2], bool(r[3]))
 
     async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
@@ -579,6 +593,7 @@ class LocalWorld(World):
                     f"INSERT INTO events_archive SELECT * FROM events WHERE run_id IN ({marks})",
                     ids,
                 )
+                archive_blobs(db, ids)
                 _drop_runs(db, ids)
             return len(ids)
 
@@ -633,7 +648,8 @@ def _drop_runs(db: sqlite3.Connection, ids: list[str]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    for table in ("events", "entities", "hooks", "runs", "run_feed", "stream_records", "slots"):
+    tables = ("events", "entities", "hooks", "runs", "run_feed", "stream_records", "slots", "blobs")
+    for table in tables:
         db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
     # queued wakes for those runs (a backstop due in 14 minutes, say) go with them
     db.execute(

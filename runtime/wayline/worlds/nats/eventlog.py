@@ -57,7 +57,8 @@ log = logging.getLogger("wayline.worlds.nats")
 
 _CACHE_RUNS = 4096
 _CLAIM_GRACE = 30.0
-"""A hook-token claim whose hook never reached the log is honoured this long (seconds)."""
+"""A hook-token claim whose hook is not in the log yet is honoured this long (seconds), and
+only while the run's log is where the claim says its append will land (``at``)."""
 _PUBLISH_ATTEMPTS = 3
 _MAX_ROUNDS = 50
 """Validate-and-publish rounds of one append before giving up under contention."""
@@ -351,7 +352,7 @@ class EventLog:
             # (a new run is published optimistically against an empty subject: a 10071 says
             # it exists, and the catch-up that follows turns that into EntityConflictError)
             msg_id = uuid.uuid4().hex
-            claims: dict[str, tuple[str, int]] = {}
+            claims: dict[str, tuple[str, int, int]] = {}
             done = False
             try:
                 for _ in range(_MAX_ROUNDS):
@@ -490,19 +491,32 @@ class EventLog:
         return int(raw.seq), value
 
     async def _claim_tokens(
-        self, st: RunState, hooks: list[tuple[str, str]], claims: dict[str, tuple[str, int]]
+        self, st: RunState, hooks: list[tuple[str, str]], claims: dict[str, tuple[str, int, int]]
     ) -> None:
         import nats.js.errors
 
         for cid, token in hooks:
-            if token in claims:
-                continue
             key = kv_key(token)
-            value = dumps({"token": token, "run": st.run_id, "cid": cid, "active": True})
+            # ``at``: the log position this append expects (the stream sequence of the run's
+            # last message); a claim whose run has moved past it without the hook is stale
+            claim = {"token": token, "run": st.run_id, "cid": cid, "active": True}
+            value = dumps({**claim, "at": st.stream_seq})
+            if token in claims:
+                if claims[token][2] == st.stream_seq:
+                    continue
+                # another round on a moved log: the claim says so, or it would look stale
+                try:
+                    rev = await self._hooks.update(key, value, last=claims[token][1])
+                    claims[token] = (key, rev, st.stream_seq)
+                    continue
+                except nats.js.errors.KeyWrongLastSequenceError:
+                    del claims[token]  # taken over meanwhile: claim it again, as anyone would
+                except Exception as err:
+                    raise wrap(self._url, f"claiming hook token {token!r}", err) from err
             for _ in range(5):
                 try:
                     rev = await self._hooks.create(key, value)
-                    claims[token] = (key, rev)
+                    claims[token] = (key, rev, st.stream_seq)
                     break
                 except nats.js.errors.KeyWrongLastSequenceError:
                     pass
@@ -526,7 +540,7 @@ class EventLog:
                     )
                 try:  # a stale holder (disposed, terminal run, claim that never landed)
                     rev = await self._hooks.update(key, value, last=rev)
-                    claims[token] = (key, rev)
+                    claims[token] = (key, rev, st.stream_seq)
                     break
                 except nats.js.errors.KeyWrongLastSequenceError:
                     continue
@@ -559,11 +573,16 @@ class EventLog:
             # no such run (a hook is only ever created in a run that exists), or it ended
             return False
         if status is None:  # claimed but not (yet) in the log
+            # honoured only while its append can still land where it said (a forged claim
+            # naming a live run but no hook of it, or one without ``at``, holds nothing)
+            at = held.get("at")
+            if type(at) is not int or at != other.stream_seq:
+                return False
             return bool(time.time() - float(held.get("_at", 0.0)) < _CLAIM_GRACE)
         return status == HOOK_ACTIVE
 
-    async def _release_claims(self, claims: dict[str, tuple[str, int]]) -> None:
-        for key, rev in claims.values():
+    async def _release_claims(self, claims: dict[str, tuple[str, int, int]]) -> None:
+        for key, rev, _ in claims.values():
             try:
                 await self._hooks.delete(key, last=rev)
             except Exception as err:  # best effort; _holds repairs stale claims

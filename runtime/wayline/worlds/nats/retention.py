@@ -147,12 +147,14 @@ class Retention:
             except CorruptLogError as err:
                 log.warning("not deleting run %s: %s", run_id, err)
                 continue
+            # what belongs to the run (step streams, out-of-line payloads) goes first: if
+            # that fails, the run is still there for the next cleanup to finish
+            if self.on_drop is not None:
+                await self.on_drop(run_id)
             try:
                 await self._js.purge_stream(self._names.events_stream, subject=st.subject)
             except Exception as err:
                 raise wrap(self._url, f"deleting run {run_id}", err) from err
-            if self.on_drop is not None:  # the run's step streams go with it
-                await self.on_drop(run_id)
             for cid, token in st.hook_tokens.items():
                 await self._log._drop_token(run_id, cid, token)
             self._log._runs.pop(run_id, None)

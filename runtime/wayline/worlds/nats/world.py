@@ -14,6 +14,8 @@ from ..._core.ids import MessageId
 from ...errors import ConfigurationError, WorldUnavailableError
 from ...settings import Settings
 from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
+from ...world.blobs import OutOfLine
+from .blobs import NatsBlobs
 from .codec import parse_header_lines, wrap
 from .eventlog import EventLog
 from .failures import connect_bound, hopeless
@@ -61,6 +63,7 @@ class NatsWorld(World):
         ping_interval: float = 20.0,
         request_timeout: float = 5.0,
         connect_options: Mapping[str, Any] | None = None,
+        inline_payload_bytes: int | None = None,
     ) -> None:
         super().__init__()
         server_list = [servers] if isinstance(servers, str) else list(servers)
@@ -75,6 +78,10 @@ class NatsWorld(World):
             visibility_seconds = Settings.from_env().visibility_seconds
         if visibility_seconds <= 0:
             raise ConfigurationError("visibility_seconds must be > 0")
+        if inline_payload_bytes is None:  # WAYLINE_INLINE_PAYLOAD_BYTES
+            inline_payload_bytes = Settings.from_env().inline_payload_bytes
+        self._inline_bytes = inline_payload_bytes
+        self.blobs: OutOfLine | None = None
         self.names = Names(prefix)
         self.prefix = prefix
         self.replicas = replicas
@@ -110,6 +117,7 @@ class NatsWorld(World):
         self._served_kv: Any = None
         self._streams: Streams | None = None
         self._slots: Slots | None = None
+        self._blob_store: Any = None
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NatsWorld:
@@ -182,12 +190,19 @@ class NatsWorld(World):
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
     ) -> int:
         retention = self._retention()
-        retention.on_drop = self._st().purge_run
+        streams, blobs = self._st(), self._blob_store
+        stored = await blobs.names()
+
+        async def drop(run_id: str) -> None:  # its step streams and its payloads
+            await streams.purge_run(run_id)
+            await blobs.drop(run_id, stored)
+
+        retention.on_drop = drop
         return await retention.delete_runs(older_than, statuses)
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
         retention = self._retention()
-        retention.on_drop = self._st().purge_run
+        retention.on_drop = self._st().purge_run  # payloads stay: the archived events name them
         return await retention.archive_runs(older_than, limit)
 
     # step streams ---------------------------------------------------------------------------
@@ -268,6 +283,16 @@ class NatsWorld(World):
             await _close_quietly(nc)
             raise
         self._nc, self._log, self._queue = nc, event_log, queue
+        self._blob_store = NatsBlobs(
+            nc,
+            js,
+            self.names,
+            replicas=self.replicas,
+            memory=self.storage == "memory",
+            url=shown,
+            timeout=self._options.request_timeout,
+        )
+        self.blobs = OutOfLine(self._blob_store, self._inline_bytes)
 
     async def _connect(self) -> Any:
         try:
@@ -377,18 +402,27 @@ class NatsWorld(World):
     async def append(
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[Event]:
-        stored = await self._events().append(run_id, events, expected_seq)
+        log_ = self._events()
+        stored = await self._out_of_line().append(
+            run_id, events, lambda stowed: log_.append(run_id, stowed, expected_seq)
+        )
         if stored and stored[0].type is EventType.RUN_CREATED:
-            info = self._events().cached_info(run_id)
+            info = log_.cached_info(run_id)
             if info is not None:  # this run_created is the run's: its route is fixed
                 self.router.remember(info)
         return stored
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return await self._events().list_events(run_id, after_seq)
+        events = await self._events().list_events(run_id, after_seq)
+        return await self._out_of_line().resolve(run_id, events)
 
     async def get_run(self, run_id: str) -> RunInfo | None:
-        return await self._events().get_run(run_id)
+        return await self._out_of_line().resolve_info(await self._events().get_run(run_id))
+
+    def _out_of_line(self) -> OutOfLine:
+        if self.blobs is None:
+            raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
+        return self.blobs
 
     async def list_runs(
         self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100

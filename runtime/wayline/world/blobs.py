@@ -1,0 +1,220 @@
+"""Out-of-line payloads: large values live in a blob store, their events carry a reference.
+
+An event-log message must stay small (NATS's default ``max_payload`` is 1 MiB, and every
+replay reads the whole log), yet inputs, step arguments and results, hook payloads and a run's
+output may be up to their limits (64 MiB by default, ``Settings``). A world therefore passes
+every batch it appends through :meth:`OutOfLine.stow` and every event and run view it reads
+through :meth:`OutOfLine.resolve` / :meth:`OutOfLine.resolve_info`: the engine never sees a
+reference, and the rules every append obeys (``events.apply_transition``) never read payloads.
+
+A payload is one top-level value of an event's data under one of :data:`PAYLOAD_KEYS`. Stowed,
+it is replaced by ``{"$wayline.blob": "<sha256 of its compact JSON>", "bytes": n}`` and its
+JSON is put in the world's :class:`BlobStore` under ``(run id, digest)``: a retried write of
+the same value lands on the same name (idempotent), and a run's blobs are named by the run, so
+its cleanup removes them and no other run can reach them. A user value that merely looks like
+a reference is stowed too, whatever its size: a reference read back is always one Wayline
+wrote. A reference whose blob is gone, or whose bytes do not hash to its digest, raises
+:class:`BlobMissingError` (``CORRUPT_LOG``): the run is fenced like any unreadable entry.
+
+Blobs never change once written, so what was read is kept (:class:`_Cache`, bounded by bytes):
+a run is replayed many times, and each replay re-reads its log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+from .._core.events import Event, NewEvent
+from .._core.projections import RunInfo
+from ..errors import BlobMissingError
+from .entries import Unreadable, loads
+
+REF = "$wayline.blob"
+PAYLOAD_KEYS = ("input", "output", "result", "payload", "metadata", "forwardResult")
+"""The event-data fields that hold user values (every other field is Wayline's, and small)."""
+
+_CACHE_BYTES = 256 * 1024 * 1024
+"""Decoded blobs kept per world, by the size of their JSON."""
+
+
+class BlobStore(Protocol):
+    """What a world offers for out-of-line payloads. ``name`` says where, for errors."""
+
+    name: str
+
+    async def put(self, run_id: str, digest: str, data: bytes) -> None:
+        """Store ``data`` (whose sha256 is ``digest``); a no-op if it is stored already."""
+        ...
+
+    async def get(self, run_id: str, digest: str) -> bytes | None:
+        """The stored bytes, or None when there are none."""
+        ...
+
+
+def is_ref(value: Any) -> bool:
+    return type(value) is dict and REF in value
+
+
+def _measure(value: Any, limit: int) -> tuple[int, bytes | None]:
+    """Bytes of ``value``'s compact JSON and that JSON, or a bound at most ``limit`` when it
+    cannot be over it (most payloads are small scalars: no need to encode them here)."""
+    kind = type(value)
+    if value is None or kind is bool or kind is int or kind is float:
+        return 8, None
+    if kind is str and len(value) * 6 + 2 <= limit:  # \\uXXXX is the longest escape
+        return len(value) + 2, None
+    data = dumps(value)
+    return len(data), data
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+class _Cache:
+    def __init__(self, capacity: int) -> None:
+        self._items: OrderedDict[tuple[str, str], tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._capacity = capacity
+
+    def get(self, key: tuple[str, str]) -> tuple[Any, int] | None:
+        found = self._items.get(key)
+        if found is not None:
+            self._items.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, str], value: Any, size: int) -> None:
+        if size > self._capacity or key in self._items:
+            return
+        self._items[key] = (value, size)
+        self._bytes += size
+        while self._bytes > self._capacity:
+            _, (_, dropped) = self._items.popitem(last=False)
+            self._bytes -= dropped
+
+
+class OutOfLine:
+    """Stows and resolves the payloads of one world's events (see the module docstring)."""
+
+    def __init__(self, store: BlobStore, threshold: int, cache_bytes: int = _CACHE_BYTES) -> None:
+        self.store = store
+        self.threshold = threshold
+        self._cache = _Cache(cache_bytes)
+
+    # writing -------------------------------------------------------------------------------
+    async def append(
+        self,
+        run_id: str,
+        events: Sequence[NewEvent],
+        write: Callable[[Sequence[NewEvent]], Awaitable[list[Event]]],
+    ) -> list[Event]:
+        """``write`` (a world's append) of ``events`` stowed; the events it returns carry
+        the values again, as the caller gave them."""
+        stowed = await self.stow(run_id, events)
+        stored = await write(stowed)
+        if stowed is events:
+            return stored
+        return [
+            ev if new is orig else replace(ev, data=dict(orig.data))
+            for ev, new, orig in zip(stored, stowed, events, strict=False)
+        ]
+
+    async def stow(self, run_id: str, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
+        """``events`` with their large payloads replaced by references, the blobs stored
+        first (an event never names a blob that is not there yet). The same list when nothing
+        is large, which is the common case."""
+        chosen = self._choose(events)
+        if not chosen:
+            return events
+        out: dict[int, dict[str, Any]] = {}
+        puts: dict[str, bytes] = {}
+        for i, key, encoded in chosen:
+            value = events[i].data[key]
+            data = encoded if encoded is not None else dumps(value)
+            digest = hashlib.sha256(data).hexdigest()
+            puts[digest] = data
+            out.setdefault(i, dict(events[i].data))[key] = {REF: digest, "bytes": len(data)}
+            self._cache.put((run_id, digest), value, len(data))
+        await asyncio.gather(*(self.store.put(run_id, d, b) for d, b in puts.items()))
+        return [replace(new, data=out[i]) if i in out else new for i, new in enumerate(events)]
+
+    def _choose(self, events: Sequence[NewEvent]) -> list[tuple[int, str, bytes | None]]:
+        """(event index, key) of the payloads to stow: each over the threshold or shaped like a
+        reference, then the largest others while the batch's payloads add up to more than
+        twice the threshold (one NATS message holds the whole batch)."""
+        chosen: list[tuple[int, str, bytes | None]] = []
+        rest: list[tuple[int, int, str, bytes | None]] = []
+        for i, new in enumerate(events):
+            for key in PAYLOAD_KEYS:
+                if key not in new.data:
+                    continue
+                value = new.data[key]
+                size, data = _measure(value, self.threshold)
+                if size > self.threshold or is_ref(value):
+                    chosen.append((i, key, data))
+                elif size > 1024:
+                    rest.append((size, i, key, data))
+        total = sum(r[0] for r in rest)
+        for size, i, key, data in sorted(rest, key=lambda r: -r[0]):
+            if total <= 2 * self.threshold:
+                break
+            chosen.append((i, key, data))
+            total -= size
+        return chosen
+
+    # reading -------------------------------------------------------------------------------
+    async def resolve(self, run_id: str, events: list[Event]) -> list[Event]:
+        """``events`` with every reference replaced by its value."""
+        if not any(is_ref(ev.data.get(k)) for ev in events for k in PAYLOAD_KEYS):
+            return events
+        out: list[Event] = []
+        for ev in events:
+            if not any(is_ref(ev.data.get(k)) for k in PAYLOAD_KEYS):
+                out.append(ev)
+                continue
+            data = dict(ev.data)
+            for key in PAYLOAD_KEYS:
+                if is_ref(data.get(key)):
+                    data[key] = await self._value(run_id, ev.seq, data[key])
+            out.append(replace(ev, data=data))
+        return out
+
+    async def resolve_info(self, info: RunInfo | None) -> RunInfo | None:
+        """A run view whose input or output is a reference, with the value instead (a view's
+        ``last_seq`` names the event of the run's output; the input's is the first)."""
+        if info is None or not (is_ref(info.input) or is_ref(info.output)):
+            return info
+        changes: dict[str, Any] = {}
+        if is_ref(info.input):
+            changes["input"] = await self._value(info.run_id, 1, info.input)
+        if is_ref(info.output):
+            changes["output"] = await self._value(info.run_id, info.last_seq, info.output)
+        return replace(info, **changes)
+
+    async def _value(self, run_id: str, seq: int, ref: Mapping[str, Any]) -> Any:
+        digest = ref.get(REF)
+        if not isinstance(digest, str) or len(digest) != 64:
+            raise BlobMissingError(run_id, seq, "a malformed reference", store=self.store.name)
+        cached = self._cache.get((run_id, digest))
+        if cached is not None:
+            return cached[0]
+        data = await self.store.get(run_id, digest)
+        if data is None:
+            raise BlobMissingError(run_id, seq, f"no blob {digest}", store=self.store.name)
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise BlobMissingError(
+                run_id, seq, f"blob {digest} holds other bytes", store=self.store.name
+            )
+        try:
+            value = loads(data)
+        except Unreadable as err:
+            why = f"blob {digest}: {err}"
+            raise BlobMissingError(run_id, seq, why, store=self.store.name) from None
+        self._cache.put((run_id, digest), value, len(data))
+        return value

@@ -1,0 +1,55 @@
+"""Out-of-line payloads on SQLite: the ``blobs`` table (see ``wayline.world.blobs``).
+
+A blob is written in a transaction of its own before the append that names it, so a batch's
+transaction stays short; a crash in between leaves a row no event names, removed with its run
+by cleanup (rows are keyed by run). Archive moves a run's rows to ``blobs_archive``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..._core import clock
+
+BLOBS_TABLE = "blobs table"
+
+
+class LocalBlobs:
+    name = BLOBS_TABLE
+
+    def __init__(
+        self,
+        write: Callable[..., Any],
+        read: Callable[[str, Sequence[Any]], list[Any]],
+    ) -> None:
+        self._write = write
+        self._read = read
+
+    async def put(self, run_id: str, digest: str, data: bytes) -> None:
+        def tx(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT OR IGNORE INTO blobs (run_id, digest, data, created_at) VALUES (?,?,?,?)",
+                (run_id, digest, data, clock.now()),
+            )
+
+        self._write(tx)
+
+    async def get(self, run_id: str, digest: str) -> bytes | None:
+        rows = self._read(
+            "SELECT data FROM blobs WHERE run_id = ? AND digest = ? UNION ALL "
+            "SELECT data FROM blobs_archive WHERE run_id = ? AND digest = ? LIMIT 1",
+            (run_id, digest, run_id, digest),
+        )
+        if not rows or not isinstance(rows[0][0], bytes):
+            return None
+        return bytes(rows[0][0])
+
+
+def archive_blobs(db: sqlite3.Connection, ids: list[str]) -> None:
+    """Inside an archive transaction: the runs' blobs go with their events."""
+    marks = ",".join("?" * len(ids))
+    db.execute(
+        f"INSERT OR IGNORE INTO blobs_archive SELECT * FROM blobs WHERE run_id IN ({marks})", ids
+    )

@@ -1,0 +1,51 @@
+"""Workflows the out-of-line payload tests drive."""
+
+from __future__ import annotations
+
+import wayline
+
+MIB = 1024 * 1024
+
+
+@wayline.step
+async def sized(path: str, size: int) -> str:
+    """A counter (one line per body that really ran) whose result is ``size`` characters."""
+    with open(path, "a") as f:  # noqa: ASYNC230 - a tiny local marker file
+        f.write("sized\n")
+    return "r" * size
+
+
+@wayline.step
+async def measure(value: str) -> int:
+    return len(value)
+
+
+@wayline.workflow
+async def big(path: str, blob: str, size: int) -> dict[str, int]:
+    """Takes a large input, makes a large step result, passes it to a step, waits for a hook
+    whose payload may be large, and returns a summary (small) of everything it saw."""
+    result = await sized(path, size)
+    seen = await measure(result)
+    payload = await wayline.create_hook(f"tok-{path}")
+    return {"input": len(blob), "result": len(result), "seen": seen, "hook": len(str(payload))}
+
+
+@wayline.workflow
+async def echo(blob: str) -> str:
+    return blob
+
+
+@wayline.workflow
+async def sized_only(path: str, size: int) -> int:
+    return len(await sized(path, size))
+
+
+@wayline.step
+async def same(value: object) -> object:
+    return value
+
+
+@wayline.workflow
+async def echo_any(value: object) -> object:
+    """Its step result and its output are the input, as top-level payloads."""
+    return await same(value)
