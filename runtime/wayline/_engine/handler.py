@@ -50,7 +50,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
-from . import divergence, handoff
+from . import divergence, handoff, step_slots
 from .children import start_child, sync_children
 from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
@@ -143,6 +143,7 @@ class Handler:
             info.status is RunStatus.BLOCKED
             and info.started_at is not None
             and not divergence.held(info)
+            and not step_slots.waiting(info)  # lifted by the waiting step when it gets a slot
         ):
             try:
                 await self.world.append(info.run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
