@@ -66,3 +66,23 @@ def most_at_once(path: str, prefix: str = "") -> int:
 def runs_of(path: str, tag: str) -> int:
     """How many bodies of ``tag`` started."""
     return sum(1 for line in lines(path) if line.split()[:2] == ["start", tag])
+
+
+@wayline.step(
+    name="slot_flows.solo",
+    concurrency=wayline.Limit(max=1, lease="60s"),
+    retry_delay=0.1,
+)
+async def solo(path: str, tag: str) -> str:
+    mark(path, f"start {tag} {os.getpid()}")
+    hang = tag == "slow" and wayline.step_context().attempt == 1
+    try:
+        await asyncio.sleep(30 if hang else 0.1)  # the first slow attempt outlives the bound
+    finally:
+        mark(path, f"end {tag} {os.getpid()}")  # also when the body is cut off
+    return tag
+
+
+@wayline.workflow(name="slot_flows.solo_one")
+async def solo_one(path: str, tag: str) -> str:
+    return await solo(path, tag)

@@ -117,3 +117,25 @@ def test_step_limits_are_checked() -> None:
     with pytest.raises(ConfigurationError, match="Limit"):
         wayline.step(concurrency=2)(sf.render.fn)  # type: ignore[call-overload]
     assert sf.render.queued_only
+
+
+async def test_a_fenced_holder_gives_its_slot_back(engine: Engine, tmp_path: Path) -> None:
+    """The holder's body outlives the invocation bound and is cut off: its slot is free at
+    once (the lease is 60 s, longer than the test waits), and its step is retried."""
+    path = str(tmp_path / "marks")
+    world = await engine.make_world(visibility_seconds=2.0)
+    bound = settings(max_invocation_seconds=1.5, lease_seconds=4.0)
+    async with engine.worker([sf.solo_one], world=world, settings=bound):
+        slow = await engine.client.start(sf.solo_one, path, "slow")
+        await wait_for(lambda: _started(path, "slow"))
+        quick = await engine.client.start(sf.solo_one, path, "quick")
+        assert await quick.result(timeout=20) == "quick"
+        assert await slow.result(timeout=20) == "slow"
+    assert sf.most_at_once(path) == 1
+    assert sf.runs_of(path, "slow") == 2 and sf.runs_of(path, "quick") == 1
+    [retried] = of_type(await slow.events(), EventType.STEP_RETRYING)
+    assert retried.data["error"]["code"] == "INVOCATION_FENCED"
+
+
+async def _started(path: str, tag: str) -> bool:
+    return sf.runs_of(path, tag) >= 1
