@@ -153,3 +153,15 @@ async def test_a_run_pinned_to_one_revision_never_reaches_a_worker_of_another(
         async with engine.worker([flows.versioned_v1]):
             assert await late.result(timeout=20) == "v1:11"
     assert late.run_id not in to_v2
+
+
+async def test_a_delayed_hand_back_keeps_its_attempt(engine: Engine) -> None:
+    """What a step waiting for a concurrency slot does with its delivery."""
+    world = engine.world
+    mid = await world.enqueue("flow", {"x": 2})
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert await world.release(d, 2.0) is True
+    assert await world.receive("flow", wait_seconds=0.2) == []  # not yet due
+    [again] = await world.receive("flow", wait_seconds=5)
+    assert (again.message_id, again.attempt) == (mid, 1)
+    assert await world.ack(again) is True
