@@ -139,3 +139,27 @@ async def test_a_fenced_holder_gives_its_slot_back(engine: Engine, tmp_path: Pat
 
 async def _started(path: str, tag: str) -> bool:
     return sf.runs_of(path, tag) >= 1
+
+
+async def test_a_run_cancelled_while_its_step_waits_ends_without_the_body(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "marks")
+    key = "step:slot_flows.render:*"
+    for ghost in ("busy:s1", "busy:s2"):
+        assert (await engine.world.acquire_slot(key, ghost, 2, lease=30))[0]
+    async with engine.worker([sf.render_one]):
+        handle = await engine.client.start(sf.render_one, path, "never", 0.1)
+
+        async def blocked() -> bool:
+            return await handle.status() is wayline.RunStatus.BLOCKED
+
+        await wait_for(blocked)
+        await engine.client.cancel(handle.run_id)
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=15)
+        await engine.world.release_slot(key, "busy:s1")
+        await asyncio.sleep(1.5)  # the step's message comes back and finds the run ended
+    assert sf.runs_of(path, "never") == 0
+    assert not of_type(await handle.events(), EventType.STEP_STARTED)
+    assert await engine.world.acquire_slot(key, "next", 2, lease=1) == (True, ["busy:s2", "next"])
