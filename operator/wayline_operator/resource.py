@@ -90,10 +90,16 @@ class WaitingFor(BaseModel):
 
     kind: str = Field(
         description="person (a stuck unwind needs a decision), worker (no worker drives the "
-        "run), hook (a payload for token), child (a child run), sleep (until a time) or step "
+        "run), concurrency (a slot of a concurrency limit, for the run or one of its steps), "
+        "hook (a payload for token), child (a child run), sleep (until a time) or step "
         "(a step body in flight)."
     )
-    message: str | None = Field(default=None, description="For person and worker: what to do.")
+    message: str | None = Field(
+        default=None, description="For person, worker and concurrency: what is going on."
+    )
+    limit: str | None = Field(
+        default=None, description="concurrency: the limit's key (workflow or step, and key)."
+    )
     token: str | None = Field(default=None, description="hook: the token a WorkflowHook answers.")
     timeoutAt: str | None = Field(
         default=None, description="hook: when the hook times out, if it has a timeout."
@@ -109,9 +115,13 @@ class WaitingFor(BaseModel):
     workflow: str | None = Field(
         default=None, description="child or worker: the workflow it needs."
     )
-    name: str | None = Field(default=None, description="step: the step's name.")
+    name: str | None = Field(
+        default=None, description="step, or concurrency for a step: the step's name."
+    )
     step: str | None = Field(default=None, description="person: the step whose reversal failed.")
-    stepId: str | None = Field(default=None, description="step or person: the step's id.")
+    stepId: str | None = Field(
+        default=None, description="step, person, or concurrency for a step: the step's id."
+    )
     attempt: int | None = Field(default=None, description="step: its latest attempt.")
     state: str | None = Field(default=None, description="step: pending, running or retrying.")
     error: str | None = Field(default=None, description="step or person: the last error.")

@@ -85,7 +85,10 @@ def waiting_for(
                 "or set spec.compensation.abandon",
             }
         )
-    worker = worker_wait(info, now=now, grace=worker_grace)
+    slot = concurrency_wait(info)
+    if slot is not None:
+        out.append(slot)
+    worker = None if slot is not None else worker_wait(info, now=now, grace=worker_grace)
     if worker is not None:
         out.append({"kind": "worker", "workflow": info.workflow, "message": worker})
     for cid, hook in seen.hooks.items():
@@ -125,6 +128,19 @@ def waiting_for(
     return out
 
 
+def concurrency_wait(info: RunInfo) -> dict[str, Any] | None:
+    """A run blocked on a concurrency slot (``wayline.Limit``): its own (before it starts) or
+    one of its steps' (``name``/``stepId`` say which)."""
+    why = info.error or {}
+    if info.status is not RunStatus.BLOCKED or why.get("waitingFor") != "concurrency":
+        return None
+    entry: dict[str, Any] = {"kind": "concurrency", "limit": why.get("limit")}
+    if why.get("step"):
+        entry.update(name=why.get("step"), stepId=why.get("stepId"))
+    entry["message"] = why.get("message")
+    return entry
+
+
 def worker_wait(info: RunInfo, *, now: float, grace: float) -> str | None:
     """Why no worker drives this run, or None. A blocked run says so itself (a worker with
     another definition saw it); a run no worker has started after ``grace`` seconds most likely
@@ -152,6 +168,7 @@ def summary(waits: Sequence[Mapping[str, Any]]) -> str:
         "child": f"child {first.get('workflow')}",
         "sleep": f"sleep until {first.get('until')}",
         "step": f"step {first.get('name')}",
+        "concurrency": f"concurrency ({first.get('name') or first.get('limit')})",
     }.get(kind, kind)
     more = len(waits) - 1
     return f"{what} +{more}" if more else what
@@ -164,7 +181,7 @@ def _message(info: RunInfo, waits: Sequence[Mapping[str, Any]]) -> str:
         return fmt_error(info.error)
     if waits:
         first = waits[0]
-        if first["kind"] in ("person", "worker"):
+        if first["kind"] in ("person", "worker", "concurrency"):
             return str(first.get("message", ""))
         if first["kind"] == "hook":
             return f"waiting for hook {first['token']} (deliver it with a WorkflowHook)"

@@ -56,9 +56,11 @@ class Settings:
     notify other processes (SQLite). In-process enqueues wake consumers at once."""
 
     definition_mismatch: str = "wait"
-    """``WAYLINE_DEFINITION_MISMATCH``: ``wait`` (a run whose recorded definition identity this
-    worker lacks is marked blocked and left for a matching worker) or ``fail`` (it fails with
-    ``DEFINITION_MISMATCH``). Never: drive it with another definition."""
+    """``WAYLINE_DEFINITION_MISMATCH``: what a worker does with a message of a run pinned to
+    another definition (one sent before the pin, on the workflow's route: routing keeps the
+    others away): ``wait`` (it is sent on to the run's own route, for a matching worker) or
+    ``fail`` (the run fails with ``DEFINITION_MISMATCH``). Never: drive it with another
+    definition."""
 
     world_url: str = "sqlite:///.wayline/wayline.db"
     """``WAYLINE_WORLD``: the default world for the CLI and ``open_world``."""

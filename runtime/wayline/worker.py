@@ -107,7 +107,7 @@ class Worker:
             (FLOW_TOPIC, self.flow_concurrency),
             (STEP_TOPIC, self.step_concurrency),
         ):
-            topics = served_topics(kind, self.workflows, self.queue)
+            topics = served_topics(kind, self.workflows.values(), self.queue)
             slots = asyncio.Semaphore(concurrency)
             cap = max(1, concurrency // len(topics))
             for topic in topics:

@@ -16,7 +16,7 @@ import os
 import sys
 
 import wayline
-from tests.runtime import fencing_flows, flows
+from tests.runtime import fencing_flows, flows, slot_flows
 from tests.runtime.unstable import UnstableIdWorld
 from wayline._core.definitions import WorkflowDefinition
 from wayline.world import World
@@ -27,7 +27,7 @@ async def main(path: str) -> None:
     # last of each, as one deployment would
     named = {
         v.name: v
-        for module in (flows, fencing_flows)
+        for module in (flows, fencing_flows, slot_flows)
         for v in vars(module).values()
         if isinstance(v, WorkflowDefinition)
     }

@@ -351,3 +351,27 @@ async def test_a_workflowhook_whose_payload_does_not_validate_is_invalid(
         await cluster.status_when("good", "delivered", kind="workflowhook")
         done = await cluster.status_when("typed", "completed")
     assert done["output"] == "ana"
+
+
+async def test_a_step_waiting_for_a_concurrency_slot_shows_in_the_status(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    from tests.runtime import slot_flows
+
+    key = "step:slot_flows.render:*"
+    for ghost in ("elsewhere:s1", "elsewhere:s2"):  # both slots held by others
+        assert (await cluster.world.acquire_slot(key, ghost, 2, lease=60))[0]
+    marks = str(tmp_path / "marks")
+    async with wayline.Worker(cluster.world, [slot_flows.render_one], settings=settings()):
+        spec = {"workflow": "slot_flows.render_one", "input": [marks, "op", 0.1]}
+        assert cluster.apply("slot", spec).returncode == 0
+        status = await cluster.status_when("slot", "blocked")
+        [wait] = [w for w in status["waitingFor"] if w["kind"] == "concurrency"]
+        assert (wait["name"], wait["stepId"], wait["limit"]) == ("slot_flows.render", "s1", key)
+        assert "elsewhere:s1, elsewhere:s2" in wait["message"]
+        assert status["waitingForSummary"].startswith("concurrency (slot_flows.render)")
+        assert not [w for w in status["waitingFor"] if w["kind"] == "worker"]
+        assert slot_flows.runs_of(marks, "op") == 0
+        await cluster.world.release_slot(key, "elsewhere:s1")
+        status = await cluster.status_when("slot", "completed")
+    assert status["output"] == "op" and slot_flows.runs_of(marks, "op") == 1

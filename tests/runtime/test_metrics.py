@@ -14,7 +14,7 @@ from tests.runtime import flows
 from tests.runtime.harness import Engine, settings, wait_for
 from wayline.errors import RunFailedError
 from wayline.world import FLOW_TOPIC
-from wayline.world.routing import routed
+from wayline.world.routing import route_of
 
 
 def value(name: str, **labels: str) -> float:
@@ -88,7 +88,7 @@ async def test_a_run_past_its_delivery_budget_is_counted(engine: Engine, tmp_pat
     before = value("wayline_delivery_budget_failures_total")
     dead = value("wayline_deliveries_total", topic=FLOW_TOPIC, outcome="ack")
     handle = await engine.client.start(flows.looping, str(tmp_path / "log"), 1, 1, 0.0)
-    route = routed(FLOW_TOPIC, flows.looping.name)  # a run's messages go to its workflow's route
+    route = route_of(FLOW_TOPIC, flows.looping)  # a run's messages go to its workflow's route
     for _ in range(3):  # three deliveries that never finished (their workers died)
         [delivery] = await engine.world.receive(route, max_messages=1, wait_seconds=5)
         await engine.world.retry(delivery, 0.0)

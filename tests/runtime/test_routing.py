@@ -4,10 +4,12 @@ delivery budget of, another application's runs (counter tests on every world).""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, settings
+from wayline.world import Delivery
 
 
 @wayline.step(name="routing_tests.slow_add")
@@ -106,3 +108,60 @@ async def test_a_released_delivery_keeps_its_attempt(engine: Engine) -> None:
     [third] = await world.receive("flow", wait_seconds=2)
     assert (third.message_id, third.attempt) == (mid, 2)
     assert await world.ack(third) is True
+
+
+def _count_deliveries(world: wayline.World, into: list[str]) -> None:
+    """Record the run of every delivery this world connection hands its worker."""
+    receive = world.receive
+
+    async def counting(topic: str, **kw: Any) -> list[Delivery]:
+        got = await receive(topic, **kw)
+        into.extend(str((d.payload or {}).get("runId")) for d in got)
+        return got
+
+    world.receive = counting  # type: ignore[method-assign]
+
+
+async def test_a_run_pinned_to_one_revision_never_reaches_a_worker_of_another(
+    engine: Engine,
+) -> None:
+    """Workers of revisions 1 and 2 of one workflow on one world: each receives only runs
+    pinned to its own definition (deliveries counted), and a v1 run with only v2 alive waits,
+    saying for which definition, until a v1 worker returns."""
+    v2_world = await engine.make_world()
+    to_v2: list[str] = []
+    _count_deliveries(v2_world, to_v2)
+    async with (
+        engine.worker([flows.versioned_v1], heartbeat_seconds=0.2),
+        engine.worker([flows.versioned_v2], world=v2_world),
+    ):
+        v1 = [await engine.client.start(flows.versioned_v1, i) for i in range(4)]
+        v2 = [await engine.client.start(flows.versioned_v2, i) for i in range(4)]
+        assert [await h.result(timeout=20) for h in v1] == [f"v1:{i + 1}" for i in range(4)]
+        assert [await h.result(timeout=20) for h in v2] == [f"v2:{i + 2}" for i in range(4)]
+    assert {h.run_id for h in v2} <= set(to_v2)
+    assert not {h.run_id for h in v1} & set(to_v2)
+    async with engine.worker([flows.versioned_v2], world=v2_world):  # v1 is gone
+        late = await engine.client.start(flows.versioned_v1, 10)
+        await asyncio.sleep(1.0)  # v1's last heartbeat has run out; v2 sees nothing of it
+        assert await late.status() is wayline.RunStatus.PENDING
+        why = await engine.client.waiting_for_worker(late.run_id)
+        assert why == (
+            "waiting_for_worker: no live worker serves workflow 'versioned' "
+            f"identity {flows.versioned_v1.identity[:12]} revision 1"
+        )
+        async with engine.worker([flows.versioned_v1]):
+            assert await late.result(timeout=20) == "v1:11"
+    assert late.run_id not in to_v2
+
+
+async def test_a_delayed_hand_back_keeps_its_attempt(engine: Engine) -> None:
+    """What a step waiting for a concurrency slot does with its delivery."""
+    world = engine.world
+    mid = await world.enqueue("flow", {"x": 2})
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert await world.release(d, 2.0) is True
+    assert await world.receive("flow", wait_seconds=0.2) == []  # not yet due
+    [again] = await world.receive("flow", wait_seconds=5)
+    assert (again.message_id, again.attempt) == (mid, 1)
+    assert await world.ack(again) is True

@@ -12,7 +12,7 @@ from tests.runtime import flows
 from tests.runtime.harness import Engine, file_exists, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.world import FLOW_TOPIC
-from wayline.world.routing import routed
+from wayline.world.routing import route_of
 
 
 async def test_a_chain_of_steps_completes_and_logs_each_step(engine: Engine) -> None:
@@ -192,7 +192,7 @@ async def test_over_budget_delivery_fails_the_run(engine: Engine) -> None:
     run = await engine.client.start(flows.chain, 1)
     # the start message crash-looped: simulate its deliveries being spent
     for _ in range(3):
-        [d] = await engine.world.receive(routed(FLOW_TOPIC, "chain"), wait_seconds=2)
+        [d] = await engine.world.receive(route_of(FLOW_TOPIC, flows.chain), wait_seconds=2)
         await engine.world.retry(d, 0)
     async with engine.worker([flows.chain], settings=settings(max_queue_deliveries=3)):
         with pytest.raises(wayline.RunFailedError) as info:

@@ -45,3 +45,20 @@ async def test_concurrency_limit_example() -> None:
     for start, end in zip(ana[::2], ana[1::2], strict=True):
         assert start.startswith("pack ") and end == f"packed {start.split()[1]}"
     assert len(log) == 8
+
+
+async def test_step_concurrency_example() -> None:
+    from examples import step_concurrency
+
+    log = await step_concurrency.main()
+    live: set[str] = set()
+    most = 0
+    for line in log:  # at most two eu renders at once, every render once
+        what, region, job = line.split()
+        if region == "eu":
+            (live.add if what == "render" else live.discard)(job)
+            most = max(most, len(live))
+    assert most <= 2
+    assert sorted(line for line in log if line.startswith("render ")) == sorted(
+        f"render {'eu' if i < 5 else 'us'} j{i}" for i in range(7)
+    )

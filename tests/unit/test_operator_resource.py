@@ -189,6 +189,50 @@ def test_a_run_no_worker_starts_waits_for_a_worker_after_the_grace() -> None:
     assert "worker" in late["message"]
 
 
+def test_a_run_waiting_for_a_concurrency_slot_says_so_not_for_a_worker() -> None:
+    """The run's own limit (before it starts) and a step's: ``kind: concurrency``, never
+    ``worker``, and not Blocked (it moves on by itself once a slot is free)."""
+    own = _info(
+        RunStatus.BLOCKED,
+        created_at=1000.0,
+        error={
+            "code": "CONCURRENCY_LIMIT",
+            "waitingFor": "concurrency",
+            "limit": "w:ana",
+            "message": "waiting for a concurrency slot of 'w:ana'",
+        },
+    )
+    status = run_status(own, [], now=1030.0, worker_grace=10)
+    assert status["waitingFor"] == [
+        {
+            "kind": "concurrency",
+            "limit": "w:ana",
+            "message": "waiting for a concurrency slot of 'w:ana'",
+        }
+    ]
+    assert status["waitingForSummary"] == "concurrency (w:ana)"
+    assert _cond(status, "Blocked")["status"] == "False"
+    step = _info(
+        RunStatus.BLOCKED,
+        error={
+            "code": "STEP_CONCURRENCY_LIMIT",
+            "waitingFor": "concurrency",
+            "limit": "step:render:*",
+            "step": "render",
+            "stepId": "s2",
+            "message": "m",
+        },
+    )
+    [wait] = run_status(step, [], now=1030.0)["waitingFor"]
+    assert wait == {
+        "kind": "concurrency",
+        "limit": "step:render:*",
+        "name": "render",
+        "stepId": "s2",
+        "message": "m",
+    }
+
+
 def test_last_transition_time_moves_only_when_the_status_changes() -> None:
     info = _info(RunStatus.RUNNING)
     first = run_status(info, [], now=1000.0, generation=1)

@@ -46,6 +46,7 @@ class StepDefinition(Generic[P, R]):
         compensates: StepDefinition[..., Any] | None = None,
         timeout: Duration | None = None,
         retry: RetryPolicy | None = None,
+        concurrency: Limit | None = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
@@ -56,6 +57,10 @@ class StepDefinition(Generic[P, R]):
         and its worker renews the delivery up to this long (see ``_engine.fencing``)."""
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigurationError(f"step {fn.__qualname__}: timeout must be > 0")
+        _check_limit(concurrency)
+        self.concurrency = concurrency
+        """At most ``max`` bodies per key at once on the world: the step then never runs
+        inline, and its queued delivery takes a leased slot first (``_engine.step_slots``)."""
         self.fn = fn
         self.name = name or fn.__qualname__
         # The simple form is a fixed-delay policy; max_retries/retry_delay stay readable.
@@ -90,6 +95,12 @@ class StepDefinition(Generic[P, R]):
         future: Awaitable[R] = replay.call_step(self, args, kwargs)
         return future
 
+    @property
+    def queued_only(self) -> bool:
+        """Never run inline: a ``timeout=`` step (its delivery is renewed up to the timeout)
+        or a ``concurrency=`` one (its delivery takes a slot before the body starts)."""
+        return self.timeout is not None or self.concurrency is not None
+
     def identity_entry(self) -> Entry:
         options = {
             "maxRetries": self.max_retries,
@@ -102,6 +113,11 @@ class StepDefinition(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<wayline step {self.name}>"
+
+
+def _check_limit(concurrency: object) -> None:
+    if concurrency is not None and not isinstance(concurrency, Limit):
+        raise ConfigurationError(f"concurrency= takes a wayline.Limit, not {concurrency!r}")
 
 
 class WorkflowDefinition(Generic[P, R]):
@@ -122,8 +138,12 @@ class WorkflowDefinition(Generic[P, R]):
         self.name = name or fn.__name__
         self.revision = revision
         self.strict_identity = strict_identity
-        if concurrency is not None and not isinstance(concurrency, Limit):
-            raise ConfigurationError(f"concurrency= takes a wayline.Limit, not {concurrency!r}")
+        _check_limit(concurrency)
+        if concurrency is not None and concurrency.lease is not None:
+            raise ConfigurationError(
+                f"workflow {self.name!r}: Limit.lease is for steps (a run holds its slot "
+                "until it ends)"
+            )
         self.concurrency = concurrency
         self.signature = Signature(fn)
         self._identity: str | None = None

@@ -177,8 +177,8 @@ def decision_batch(
     for rec in replay.new_steps.values():
         data = {"stepName": rec.name, "input": rec.input, "occurrence": rec.occurrence}
         batch.events.append(NewEvent(EventType.STEP_CREATED, rec.cid, data))
-        timed = rec.definition is not None and rec.definition.timeout is not None
-        if len(batch.lazy) < max_inline and not timed:
+        queued = rec.definition is not None and rec.definition.queued_only
+        if len(batch.lazy) < max_inline and not queued:
             stamp = {"attempt": 1, "ownerMessageId": my_id}
             batch.events.append(NewEvent(EventType.STEP_STARTED, rec.cid, stamp))
             batch.lazy.append(rec)

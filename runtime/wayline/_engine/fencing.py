@@ -114,8 +114,9 @@ def _nothing() -> None:
 
 
 def inline_allowed(definition: Any) -> bool:
-    """A step with ``timeout=`` never runs inline: it is queue-owned from the start."""
-    return getattr(definition, "timeout", None) is None
+    """A step with ``timeout=`` (or ``concurrency=``) never runs inline: it is queue-owned
+    from the start."""
+    return not getattr(definition, "queued_only", False)
 
 
 _current: ContextVar[Fence | None] = ContextVar("wayline_fence", default=None)

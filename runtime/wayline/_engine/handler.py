@@ -49,8 +49,8 @@ from ..errors import (
     SerializationError,
 )
 from ..settings import Settings
-from ..world import FLOW_TOPIC, Delivery, RunInfo, World
-from . import divergence, handoff
+from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
+from . import divergence, handoff, step_slots
 from .children import start_child, sync_children
 from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
@@ -76,6 +76,10 @@ class Handler:
         self.settings = settings
         self.closing = False
         """Set by ``Worker.close``: reach the next checkpoint, start nothing new."""
+        self.pins = {
+            name: {routing.pin_of(w.identity_record()), None} for name, w in self.workflows.items()
+        }
+        """Per workflow, the pins whose routes this worker consumes (None: not pinned yet)."""
         self.protected: set[asyncio.Task[Any]] = set()
         """Tasks running a compensation body: a forced close lets them checkpoint."""
 
@@ -138,11 +142,12 @@ class Handler:
             return ACK
         why = workflow.mismatch(info.attributes.get("definition"))
         if why is not None:
-            return await self._block(info, why)
+            return await self._block(info, why, delivery)
         if (
             info.status is RunStatus.BLOCKED
             and info.started_at is not None
             and not divergence.held(info)
+            and not step_slots.waiting(info)  # lifted by the waiting step when it gets a slot
         ):
             try:
                 await self.world.append(info.run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
@@ -408,16 +413,30 @@ class Handler:
         return True
 
     # --- the ends of a run ---------------------------------------------------------------------
-    async def _block(self, info: RunInfo, why: str) -> Verdict:
-        """Fail closed: never drive a run with another definition. The run waits, visibly,
-        until a matching worker comes (its recovery re-arms the run), or fails when this
-        worker is told to fail such runs."""
+    async def _block(self, info: RunInfo, why: str, delivery: Delivery) -> Verdict:
+        """Fail closed: never drive a run with another definition. Routing keeps a pinned
+        run's messages from workers of other definitions (``routing``); one that still comes
+        here was sent before the run was pinned (on its workflow's route). It is sent on to
+        the run's own route, where it waits for a matching worker (``runs show`` says
+        ``waiting_for_worker`` while none is alive), or the run fails when this worker is told
+        to fail such runs. A run that recorded no identity to route by (only a code hash
+        differs) waits visibly, blocked, until a matching worker's recovery re-arms it."""
         message = (
             f"run {info.run_id} needs workflow {info.workflow!r} with {why}; "
             "waiting for a worker that has it"
         )
         if self.settings.definition_mismatch == "fail":
             await fail_run(self.world, info.run_id, "DEFINITION_MISMATCH", message)
+            return ACK
+        if routing.pin_of(info.attributes.get("definition")) not in self.pins.get(
+            info.workflow, ()
+        ):
+            log.info("run %s sent on to its own route: %s", info.run_id, message)
+            await self.world.enqueue(
+                FLOW_TOPIC,
+                {"runId": info.run_id, "reason": "route"},
+                idempotency_key=f"{info.run_id}:route:{delivery.message_id}",
+            )
             return ACK
         if info.status is not RunStatus.BLOCKED or (info.error or {}).get("message") != message:
             log.warning("%s", message)

@@ -14,7 +14,8 @@ from .._core.events import EventType, NewEvent
 from .._core.projections import StepView, fold
 from ..errors import EntityConflictError, RunTerminalError
 from ..settings import Settings
-from ..world import Delivery, World
+from ..world import Delivery, RunInfo, World
+from . import step_slots
 from .ending import malformed, record_outcome
 from .messages import ACK, StepMessage, Verdict
 from .step_runner import Failed, Outcome, Retry, run_step_body
@@ -60,7 +61,11 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
     outcome = _refused(step, definition, delivery.attempt)
     if outcome is None:
         assert definition is not None
-        ran = await _run(world, delivery, run_id, step, definition)
+        ran = await _run(world, delivery, info, step, definition)
+        if isinstance(ran, step_slots.Wait):
+            await step_slots.show_waiting(world, info, step, ran)
+            await world.release(delivery, step_slots.pause())  # no attempt, no delivery spent
+            return Verdict("none")
         if isinstance(ran, Verdict | Continue):
             return ran
         outcome = ran
@@ -74,14 +79,16 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
 async def _run(
     world: World,
     delivery: Delivery,
-    run_id: str,
+    info: RunInfo,
     step: StepView,
     definition: StepDefinition[..., object],
-) -> Outcome | Verdict | Continue:
-    """Run the body once in this process (single flight), under a bare (queue-owned) start."""
+) -> Outcome | Verdict | Continue | step_slots.Wait:
+    """Run the body once in this process (single flight), under a bare (queue-owned) start,
+    holding a slot of the step's concurrency limit when it has one."""
+    run_id = info.run_id
     attempt, started = step.starts + 1, True
 
-    async def body() -> Outcome | None:
+    async def start_and_run() -> Outcome | None:
         nonlocal started
         try:  # a bare start: queue-owned, clears any inline ownership
             start = NewEvent(EventType.STEP_STARTED, step.cid, {"attempt": attempt})
@@ -100,8 +107,20 @@ async def _run(
             world=world,
         )
 
+    async def body() -> Outcome | step_slots.Wait | None:
+        if definition.concurrency is None:
+            return await start_and_run()
+        slot = await step_slots.take(world, run_id, step, definition)
+        if not isinstance(slot, step_slots.Slot):
+            return slot  # waiting, or the key function failed (the step fails unstarted)
+        async with slot.held():
+            await step_slots.show_taken(world, info, step)
+            return await start_and_run()
+
     key = step_dispatch_key(run_id, step.cid)
     executed, outcome = await world.single_flight.run(key, body)
+    if isinstance(outcome, step_slots.Wait):
+        return outcome
     if executed and (not started or outcome is None):
         return Continue(run_id)
     if not executed:

@@ -49,6 +49,7 @@ def step(
     retry: RetryPolicy | None = None,
     compensate: Callable[..., Any] | None = None,
     timeout: Duration | None = None,
+    concurrency: Limit | None = None,
 ) -> StepDecorator: ...
 def step(
     fn: Callable[..., Any] | None = None,
@@ -60,6 +61,7 @@ def step(
     retry: RetryPolicy | None = None,
     compensate: Callable[..., Any] | None = None,
     timeout: Duration | None = None,
+    concurrency: Limit | None = None,
 ) -> Any:
     """Declare a durable step. ``max_retries`` counts retries after the first try (default 3),
     ``retry_delay`` is the fixed pause between them (default 1s); ``retry`` takes a
@@ -70,6 +72,12 @@ def step(
     renews while the body runs and is below the timeout; past it, the attempt is cut off
     (``INVOCATION_FENCED``) and retried like any failure. Without it, a body still running at
     the bound is cut off the same way.
+
+    ``concurrency=wayline.Limit(key=..., max=n)`` lets at most ``n`` bodies of the step with
+    the same key (a function of the step's arguments; none: one pool for the step) run at
+    once across every worker on the world. The step then runs as its own queued delivery,
+    which takes a leased slot before the attempt starts; waiting for one spends no retry and
+    no delivery, and shows in ``runs show`` (see ``wayline.Limit``).
 
     ``compensate`` reverses it (a saga): when the run fails or is cancelled, every forward
     step that completed, or whose outcome is unknown, is compensated in reverse order. The
@@ -92,6 +100,7 @@ def step(
             compensate=compensate,
             timeout=timeout,
             retry=retry,
+            concurrency=concurrency,
         )
         register(definition)
         return definition

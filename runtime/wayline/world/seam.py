@@ -205,11 +205,12 @@ class World(abc.ABC):
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         """Not done: deliver the same message (same id, attempt + 1) after ``delay_seconds``."""
 
-    async def release(self, delivery: Delivery) -> bool:
-        """Hand the delivery back undone (a graceful shutdown): redelivered at once, and not
-        counted against the run's delivery budget (the next delivery's ``attempt`` is this
-        one's again). A world that cannot tell retries it."""
-        return await self.retry(delivery, 0.0)
+    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
+        """Hand the delivery back undone (a graceful shutdown, or a step waiting for a
+        concurrency slot): redelivered after ``delay_seconds``, and not counted against the
+        run's delivery budget (the next delivery's ``attempt`` is this one's again). A world
+        that cannot tell retries it."""
+        return await self.retry(delivery, delay_seconds)
 
     @abc.abstractmethod
     async def renew(self, delivery: Delivery) -> bool:
@@ -252,10 +253,21 @@ class World(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} does not store step streams")
 
     # concurrency slots ----------------------------------------------------------------------
-    async def acquire_slot(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
-        """Take one of ``limit`` slots of ``key`` for ``run_id`` (again: True at once).
-        Holders whose runs have ended or are gone are dropped first. Returns whether the run
-        holds a slot now, and the holders after the attempt."""
+    async def acquire_slot(
+        self, key: str, holder: str, limit: int, *, lease: float | None = None
+    ) -> tuple[bool, list[str]]:
+        """Take one of ``limit`` slots of ``key`` for ``holder`` (again: True at once).
+
+        Without ``lease`` the holder is a run id, holding its slot while the run is live:
+        holders whose runs have ended or are gone are dropped first. With ``lease`` (seconds)
+        the holder is any name (a step of a run), holding its slot until ``lease`` seconds from
+        now; taking it again renews the lease, :meth:`release_slot` ends it, and a holder whose
+        lease ran out (it died) is dropped by whoever next looks at the key. Returns whether
+        ``holder`` holds a slot now, and the holders after the attempt."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep concurrency slots")
+
+    async def release_slot(self, key: str, holder: str) -> None:
+        """Give back ``holder``'s slot of ``key`` (a no-op when it holds none)."""
         raise NotImplementedError(f"{type(self).__name__} does not keep concurrency slots")
 
     # retention -----------------------------------------------------------------------------

@@ -80,6 +80,7 @@ CREATE TABLE IF NOT EXISTS slots (
     key TEXT NOT NULL,
     run_id TEXT NOT NULL,
     acquired_at REAL NOT NULL,
+    expires_at REAL,
     PRIMARY KEY (key, run_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS slots_by_run ON slots (run_id);

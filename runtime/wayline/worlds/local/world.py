@@ -149,6 +149,9 @@ class LocalWorld(World):
             columns = {r[1] for r in db.execute("PRAGMA table_info(messages)")}
             if "handbacks" not in columns:  # a database from before hand-backs were counted
                 db.execute("ALTER TABLE messages ADD COLUMN handbacks INTEGER NOT NULL DEFAULT 0")
+            columns = {r[1] for r in db.execute("PRAGMA table_info(slots)")}
+            if "expires_at" not in columns:  # a database from before leased (step) slots
+                db.execute("ALTER TABLE slots ADD COLUMN expires_at REAL")
         except (sqlite3.Error, OSError) as err:
             if db is not None:
                 db.close()
@@ -412,12 +415,12 @@ class LocalWorld(World):
         self._wake()
         return done
 
-    async def release(self, delivery: Delivery) -> bool:
+    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         done = self._settle(
             "UPDATE messages SET available_at = ?, holder = NULL, handbacks = handbacks + 1 "
             "WHERE id = ? AND attempts = ?",
             delivery,
-            clock.now(),
+            clock.now() + max(0.0, delay_seconds),
         )
         self._wake()
         return done
@@ -532,16 +535,19 @@ class LocalWorld(World):
         return [json.loads(r[0]) for r in rows]
 
     # concurrency slots ----------------------------------------------------------------------
-    async def acquire_slot(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
+    async def acquire_slot(
+        self, key: str, holder: str, limit: int, *, lease: float | None = None
+    ) -> tuple[bool, list[str]]:
         ended = terminal_statuses(None)
 
         def tx(db: sqlite3.Connection) -> tuple[bool, list[str]]:
+            now = clock.now()
             marks = ",".join("?" * len(ended))
-            # holders whose runs ended (or were deleted) free their slots
+            # holders whose runs ended (or were deleted), or whose leases ran out, free slots
             db.execute(
-                "DELETE FROM slots WHERE key = ? AND run_id NOT IN (SELECT run_id FROM runs "
-                f"WHERE status NOT IN ({marks}))",
-                (key, *ended),
+                "DELETE FROM slots WHERE key = ? AND (expires_at <= ? OR (expires_at IS NULL "
+                f"AND run_id NOT IN (SELECT run_id FROM runs WHERE status NOT IN ({marks}))))",
+                (key, now, *ended),
             )
             holders = [
                 r[0]
@@ -549,18 +555,30 @@ class LocalWorld(World):
                     "SELECT run_id FROM slots WHERE key = ? ORDER BY acquired_at, run_id", (key,)
                 ).fetchall()
             ]
-            if run_id in holders:
+            until = None if lease is None else now + lease
+            if holder in holders:
+                if until is not None:  # a renewal
+                    db.execute(
+                        "UPDATE slots SET expires_at = ? WHERE key = ? AND run_id = ?",
+                        (until, key, holder),
+                    )
                 return True, holders
             if len(holders) >= limit:
                 return False, holders
             db.execute(
-                "INSERT INTO slots (key, run_id, acquired_at) VALUES (?,?,?)",
-                (key, run_id, clock.now()),
+                "INSERT INTO slots (key, run_id, acquired_at, expires_at) VALUES (?,?,?,?)",
+                (key, holder, now, until),
             )
-            return True, [*holders, run_id]
+            return True, [*holders, holder]
 
         result: tuple[bool, list[str]] = self._write(tx)
         return result
+
+    async def release_slot(self, key: str, holder: str) -> None:
+        def tx(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM slots WHERE key = ? AND run_id = ?", (key, holder))
+
+        self._write(tx)
 
     # retention -----------------------------------------------------------------------------
     async def delete_runs(

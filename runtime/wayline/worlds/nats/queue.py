@@ -389,7 +389,7 @@ class Queue:
             return 0
         return int(entry.value or b"0")
 
-    async def release(self, delivery: Delivery) -> bool:
+    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         held = self._fresh(delivery)
         if held is None:
             return False
@@ -398,9 +398,9 @@ class Queue:
             await self._idem.put(f"h{seq}", str(held.handbacks + 1).encode())
         except Exception as err:
             log.warning("could not note the hand-back of message %s: %s", seq, err)
-            return await self.retry(delivery, 0.0)
+            return await self.retry(delivery, delay_seconds)
         held.handbacks += 1
-        return await self._answer(delivery, b"-NAK", "hand-back")
+        return await self._answer(delivery, _nak(delay_seconds), "hand-back")
 
     async def _hold_start(self, msg: Any, sent: float) -> float:
         """When the hold of a delivery from a long pull began, as far as this process can
@@ -481,10 +481,7 @@ class Queue:
         return True
 
     async def retry(self, delivery: Delivery, delay_seconds: float) -> bool:
-        body = b"-NAK"
-        if delay_seconds > 0:
-            body += b" " + json.dumps({"delay": int(delay_seconds * 1e9)}).encode()
-        return await self._answer(delivery, body, "retry")
+        return await self._answer(delivery, _nak(delay_seconds), "retry")
 
     async def renew(self, delivery: Delivery) -> bool:
         return await self._answer(delivery, b"+WPI", "renewal")
@@ -577,3 +574,10 @@ class Queue:
                 record["createdAt"] = 0.0
             out.append(record)
         return out[:limit]
+
+
+def _nak(delay_seconds: float) -> bytes:
+    """A nak, redelivered after ``delay_seconds``."""
+    if delay_seconds <= 0:
+        return b"-NAK"
+    return b"-NAK " + json.dumps({"delay": int(delay_seconds * 1e9)}).encode()

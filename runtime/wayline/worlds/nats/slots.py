@@ -1,11 +1,15 @@
-"""Concurrency slots on JetStream: a KV entry per limit key, ``{"holders": [run ids]}``,
-changed only by compare-and-set (create when absent, update on the revision read), so two
-workers racing for the last slot cannot both win. A holder whose run has ended (by its log) or
-is gone is dropped by whoever next looks at the key."""
+"""Concurrency slots on JetStream: a KV entry per limit key, ``{"holders": [names], "leases":
+{name: expires at}}``, changed only by compare-and-set (create when absent, update on the
+revision read), so two workers racing for the last slot cannot both win. A holder without a
+lease is a run: it is dropped by whoever next looks at the key once its run has ended (by its
+log) or is gone. A leased holder (a step) is dropped once its lease ran out (wall clock of the
+worker looking: a skew between workers shortens or lengthens a dead holder's lease by as
+much)."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -55,7 +59,34 @@ class Slots:
                 raise wrap(self._url, f"creating bucket {self.bucket}", err) from err
         return self._kv
 
-    async def acquire(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
+    async def acquire(
+        self, key: str, holder: str, limit: int, lease: float | None = None
+    ) -> tuple[bool, list[str]]:
+        def change(held: list[str], leases: dict[str, float]) -> tuple[bool, list[str]]:
+            won = holder in held or len(held) < limit
+            if won and holder not in held:
+                held = [*held, holder]
+            if won and lease is not None:
+                leases[holder] = time.time() + lease
+            return won, held
+
+        return await self._change(key, holder, change)
+
+    async def release(self, key: str, holder: str) -> None:
+        def change(held: list[str], leases: dict[str, float]) -> tuple[bool, list[str]]:
+            leases.pop(holder, None)
+            return False, [h for h in held if h != holder]
+
+        await self._change(key, holder, change)
+
+    async def _change(
+        self,
+        key: str,
+        holder: str,
+        change: Callable[[list[str], dict[str, float]], tuple[bool, list[str]]],
+    ) -> tuple[bool, list[str]]:
+        """Read the key, drop dead holders, apply ``change`` and write it back by
+        compare-and-set (again from the read when another worker wrote first)."""
         import nats.js.errors
 
         kv = await self._bucket()
@@ -67,17 +98,19 @@ class Slots:
                 entry = None
             except Exception as err:
                 raise wrap(self._url, f"reading concurrency slot {key!r}", err) from err
-            held: list[str] = []
+            stored: dict[str, Any] = {}
             if entry is not None and entry.value:
-                held = list(json.loads(entry.value).get("holders") or [])
-            live = [h for h in held if h == run_id or await self._live(h)]
-            if run_id in live and live == held:
-                return True, live
-            won = run_id in live or len(live) < limit
-            after = live + ([run_id] if won and run_id not in live else [])
-            if after == held:
+                stored = json.loads(entry.value)
+            held = list(stored.get("holders") or [])
+            leases = {str(k): float(v) for k, v in (stored.get("leases") or {}).items()}
+            now = time.time()
+            live = [h for h in held if h == holder or await self._live(h, leases, now)]
+            leases = {h: at for h, at in leases.items() if h in live}
+            before = dict(leases)
+            won, after = change(live, leases)
+            if after == held and leases == before and live == held:
                 return won, after
-            value = json.dumps({"key": key, "holders": after}).encode()
+            value = json.dumps({"key": key, "holders": after, "leases": leases}).encode()
             try:
                 if entry is None:
                     await kv.create(name, value)
@@ -90,6 +123,8 @@ class Slots:
             return won, after
         raise WorldUnavailableError(f"NATS at {self._url}: concurrency slot {key!r} is contended")
 
-    async def _live(self, run_id: str) -> bool:
-        info = await self._get_run(run_id)
+    async def _live(self, holder: str, leases: dict[str, float], now: float) -> bool:
+        if holder in leases:
+            return leases[holder] > now
+        info = await self._get_run(holder)
         return info is not None and not info.status.terminal

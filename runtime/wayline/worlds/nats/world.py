@@ -221,7 +221,7 @@ class NatsWorld(World):
             )
         return self._streams
 
-    async def acquire_slot(self, key: str, run_id: str, limit: int) -> tuple[bool, list[str]]:
+    def _slot_store(self) -> Slots:
         if self._slots is None:
             self._slots = Slots(
                 self._events()._js,
@@ -231,7 +231,15 @@ class NatsWorld(World):
                 memory=self.storage == "memory",
                 url=self._servers_shown,
             )
-        return await self._slots.acquire(key, run_id, limit)
+        return self._slots
+
+    async def acquire_slot(
+        self, key: str, holder: str, limit: int, *, lease: float | None = None
+    ) -> tuple[bool, list[str]]:
+        return await self._slot_store().acquire(key, holder, limit, lease)
+
+    async def release_slot(self, key: str, holder: str) -> None:
+        await self._slot_store().release(key, holder)
 
     async def write_stream(
         self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
@@ -477,8 +485,8 @@ class NatsWorld(World):
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         return await self._q().retry(delivery, delay_seconds)
 
-    async def release(self, delivery: Delivery) -> bool:
-        return await self._q().release(delivery)
+    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
+        return await self._q().release(delivery, delay_seconds)
 
     async def renew(self, delivery: Delivery) -> bool:
         return await self._q().renew(delivery)

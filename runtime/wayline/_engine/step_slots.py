@@ -1,0 +1,152 @@
+"""A step's concurrency slot (``@wayline.step(concurrency=wayline.Limit(...))``).
+
+Such a step never runs inline (``StepDefinition.queued_only``): its queued delivery takes a
+slot of the step's key in the world before the attempt's ``step_started``, renews the slot's
+lease while the body runs, and gives it back when the body settles. The holder is the step of
+its run (``run:stepId``), so a redelivery of the same step (its previous holder fenced or
+dead) takes its own slot again at once, and a holder killed mid-body keeps a slot no longer
+than the lease.
+
+A step that finds no free slot starts no attempt (no retry is spent) and its delivery is
+handed back for a short pause (:meth:`World.release`: no delivery is counted). The run shows
+it: ``blocked`` with ``waitingFor: concurrency`` naming the step, written once, and lifted by
+the step that was named when it takes its slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from .._core.concurrency import Limit
+from .._core.definitions import StepDefinition
+from .._core.events import EventType, NewEvent, RunStatus
+from .._core.projections import StepView
+from ..errors import EntityConflictError, RunTerminalError, WaylineError
+from ..world import RunInfo, World
+from . import fencing
+from .step_runner import Failed
+
+log = logging.getLogger("wayline.runtime")
+
+CODE = "STEP_CONCURRENCY_LIMIT"
+_PAUSE = 0.5
+"""Seconds (jittered by half either way) a waiting step's delivery is handed back for: how
+soon a freed slot is noticed, against one slot read per waiting step per pause."""
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """No free slot: the step waits (its delivery is handed back, nothing is spent)."""
+
+    key: str
+    holders: list[str]
+    max: int
+
+
+@dataclass(slots=True)
+class Slot:
+    world: World
+    key: str
+    holder: str
+    limit: Limit
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Renew the lease while the body runs (every third of it); give the slot back when
+        it ends. A renewal that finds the slot lost (this holder stalled past its lease and
+        another took it) cuts the body off through the delivery's fence."""
+        renewer = asyncio.ensure_future(self._renew())
+        try:
+            yield
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            try:
+                await self.world.release_slot(self.key, self.holder)
+            except WaylineError as err:  # its lease frees it
+                log.warning("could not give back slot %r of %s: %s", self.key, self.holder, err)
+
+    async def _renew(self) -> None:
+        lease = self.limit.lease_seconds
+        while True:
+            await asyncio.sleep(lease / 3)
+            try:
+                won, _ = await self.world.acquire_slot(
+                    self.key, self.holder, self.limit.max, lease=lease
+                )
+            except WaylineError as err:
+                log.warning("could not renew slot %r of %s: %s", self.key, self.holder, err)
+                continue
+            if not won:
+                fence = fencing.current()
+                reason = f"concurrency slot {self.key!r} of {self.holder} lost (lease {lease:g}s)"
+                log.error("%s: its body is cut off", reason)
+                if fence is not None:
+                    fence.trip(reason)
+                return
+
+
+async def take(
+    world: World, run_id: str, step: StepView, definition: StepDefinition[..., Any]
+) -> Slot | Wait | Failed:
+    """The step's slot (held, with its lease), a :class:`Wait`, or the step's failure when
+    its key function raised."""
+    limit = definition.concurrency
+    assert limit is not None
+    try:
+        args, kwargs = definition.signature.decode_args(step.input, what=f"step {step.name!r}")
+        key = limit.key_for(f"step:{definition.name}", args, kwargs)
+    except Exception as err:
+        message = f"the concurrency key of step {step.name!r} raised {type(err).__name__}: {err}"
+        return Failed({"name": "FatalError", "code": "CONCURRENCY_KEY", "message": message})
+    holder = f"{run_id}:{step.cid}"
+    won, holders = await world.acquire_slot(key, holder, limit.max, lease=limit.lease_seconds)
+    if not won:
+        return Wait(key, holders, limit.max)
+    return Slot(world, key, holder, limit)
+
+
+def pause() -> float:
+    return _PAUSE * random.uniform(0.5, 1.5)
+
+
+async def show_waiting(world: World, info: RunInfo, step: StepView, wait: Wait) -> None:
+    """Mark the run ``blocked`` with ``waitingFor: concurrency`` naming the step, unless it
+    already shows a waiting step (or is not simply running: an unwind keeps its status)."""
+    if info.status is not RunStatus.RUNNING:
+        return
+    message = (
+        f"step {step.name!r} ({step.cid}) is waiting for a concurrency slot of {wait.key!r}: "
+        f"{len(wait.holders)} of {wait.max} held by {', '.join(wait.holders)}"
+    )
+    log.info("run %s: %s", info.run_id, message)
+    data = {
+        "code": CODE,
+        "message": message,
+        "waitingFor": "concurrency",
+        "limit": wait.key,
+        "step": step.name,
+        "stepId": step.cid,
+    }
+    with contextlib.suppress(RunTerminalError, EntityConflictError):
+        await world.append(info.run_id, [NewEvent(EventType.RUN_BLOCKED, data=data)])
+
+
+def waiting(info: RunInfo) -> bool:
+    """The run is blocked by a step waiting for a slot (only that step lifts it)."""
+    return info.status is RunStatus.BLOCKED and (info.error or {}).get("code") == CODE
+
+
+async def show_taken(world: World, info: RunInfo, step: StepView) -> None:
+    """Lift the run's block if it named this step."""
+    if not waiting(info) or (info.error or {}).get("stepId") != step.cid:
+        return
+    with contextlib.suppress(RunTerminalError, EntityConflictError):
+        await world.append(info.run_id, [NewEvent(EventType.RUN_UNBLOCKED)])

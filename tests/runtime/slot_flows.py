@@ -1,0 +1,88 @@
+"""Workflows whose steps have concurrency limits (``test_step_concurrency`` and the SIGKILL
+test in ``tests/faults``). Every body writes ``start TAG PID`` and ``end TAG PID`` lines, so a
+test counts how many ran at once and how often each ran."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import wayline
+from tests.runtime.flows import lines, mark
+
+LEASE = 3.0
+
+
+@wayline.step(name="slot_flows.render", concurrency=wayline.Limit(max=2, lease=LEASE))
+async def render(path: str, tag: str, seconds: float) -> str:
+    mark(path, f"start {tag} {os.getpid()}")
+    await asyncio.sleep(seconds)
+    mark(path, f"end {tag} {os.getpid()}")
+    return tag
+
+
+@wayline.workflow(name="slot_flows.render_one")
+async def render_one(path: str, tag: str, seconds: float) -> str:
+    return await render(path, tag, seconds)
+
+
+@wayline.step(
+    name="slot_flows.in_region",
+    concurrency=wayline.Limit(key=lambda path, region, tag: region, max=1, lease=LEASE),
+)
+async def in_region(path: str, region: str, tag: str) -> str:
+    mark(path, f"start {region}/{tag} {os.getpid()}")
+    await asyncio.sleep(0.3)
+    mark(path, f"end {region}/{tag} {os.getpid()}")
+    return tag
+
+
+@wayline.workflow(name="slot_flows.regional")
+async def regional(path: str, region: str, tag: str) -> str:
+    return await in_region(path, region, tag)
+
+
+def most_at_once(path: str, prefix: str = "") -> int:
+    """The most bodies (whose tag starts with ``prefix``) running at once, by the markers; a
+    ``killed PID`` line ends every body of that process."""
+    live: set[tuple[str, str]] = set()
+    most = 0
+    for line in lines(path):
+        what, *rest = line.split()
+        if what == "killed":
+            live = {b for b in live if b[1] != rest[0]}
+            continue
+        tag, pid = rest
+        if not tag.startswith(prefix):
+            continue
+        if what == "start":
+            live.add((tag, pid))
+            most = max(most, len(live))
+        else:
+            live.discard((tag, pid))
+    return most
+
+
+def runs_of(path: str, tag: str) -> int:
+    """How many bodies of ``tag`` started."""
+    return sum(1 for line in lines(path) if line.split()[:2] == ["start", tag])
+
+
+@wayline.step(
+    name="slot_flows.solo",
+    concurrency=wayline.Limit(max=1, lease="60s"),
+    retry_delay=0.1,
+)
+async def solo(path: str, tag: str) -> str:
+    mark(path, f"start {tag} {os.getpid()}")
+    hang = tag == "slow" and wayline.step_context().attempt == 1
+    try:
+        await asyncio.sleep(30 if hang else 0.1)  # the first slow attempt outlives the bound
+    finally:
+        mark(path, f"end {tag} {os.getpid()}")  # also when the body is cut off
+    return tag
+
+
+@wayline.workflow(name="slot_flows.solo_one")
+async def solo_one(path: str, tag: str) -> str:
+    return await solo(path, tag)

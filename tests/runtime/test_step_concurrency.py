@@ -1,0 +1,165 @@
+"""Per-step concurrency limits on every world: at most ``max`` bodies of a step (per key) at
+once across workers, a waiting step spends no attempt and shows in its run, and a dead
+holder's slot comes back after its lease."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import pytest
+
+import wayline
+from tests.runtime import slot_flows as sf
+from tests.runtime.harness import Engine, of_type, settings, wait_for
+from wayline._core.events import EventType
+from wayline.cli.timeline import render_show
+from wayline.errors import ConfigurationError
+
+
+async def test_at_most_max_bodies_across_two_workers(engine: Engine, tmp_path: Path) -> None:
+    path = str(tmp_path / "marks")
+    other = await engine.make_world()
+    tight = settings(max_queue_deliveries=1)  # a counted hand-back would fail a flow
+    async with (
+        engine.worker([sf.render_one], settings=tight),
+        engine.worker([sf.render_one], world=other, settings=tight),
+    ):
+        handles = [await engine.client.start(sf.render_one, path, f"r{i}", 0.4) for i in range(6)]
+        results = [await h.result(timeout=60) for h in handles]
+    assert results == [f"r{i}" for i in range(6)]
+    assert sf.most_at_once(path) == 2  # the limit, and reached
+    assert [sf.runs_of(path, f"r{i}") for i in range(6)] == [1] * 6
+    waited = 0
+    for h in handles:
+        events = await h.events()
+        starts = of_type(events, EventType.STEP_STARTED)
+        assert [e.data["attempt"] for e in starts] == [1]  # waiting spent no attempt
+        blocks = of_type(events, EventType.RUN_BLOCKED)
+        for b in blocks:
+            assert b.data["waitingFor"] == "concurrency"
+            assert b.data["step"] == "slot_flows.render" and b.data["stepId"] == "s1"
+        waited += bool(blocks)
+    assert waited >= 1  # six bodies, two slots: someone waited, visibly
+
+
+async def test_keys_are_limited_apart(engine: Engine, tmp_path: Path) -> None:
+    path = str(tmp_path / "marks")
+    held = "step:slot_flows.in_region:eu"
+    assert (await engine.world.acquire_slot(held, "other:s1", 1, lease=30))[0]
+    async with engine.worker([sf.regional]):
+        eu = [await engine.client.start(sf.regional, path, "eu", f"e{i}") for i in range(2)]
+        us = [await engine.client.start(sf.regional, path, "us", f"u{i}") for i in range(3)]
+        assert [await h.result(timeout=30) for h in us] == ["u0", "u1", "u2"]  # not held up
+        assert [await h.status() for h in eu] == [wayline.RunStatus.BLOCKED] * 2
+        assert sf.runs_of(path, "eu/e0") == sf.runs_of(path, "eu/e1") == 0
+        await engine.world.release_slot(held, "other:s1")
+        assert [await h.result(timeout=30) for h in eu] == ["e0", "e1"]
+    assert sf.most_at_once(path, "eu/") == 1
+    assert sf.most_at_once(path, "us/") == 1
+
+
+async def test_a_dead_holders_slot_frees_after_its_lease(engine: Engine, tmp_path: Path) -> None:
+    """What a SIGKILLed holder leaves behind: slots under a lease nobody renews. The step
+    waits visibly, starts no attempt, and runs once the leases ran out."""
+    path = str(tmp_path / "marks")
+    world = engine.world
+    key = "step:slot_flows.render:*"
+    for ghost in ("gone:s1", "gone:s2"):
+        assert (await world.acquire_slot(key, ghost, 2, lease=2.5))[0]
+    async with engine.worker([sf.render_one]):
+        handle = await engine.client.start(sf.render_one, path, "late", 0.1)
+
+        async def blocked() -> bool:
+            return await handle.status() is wayline.RunStatus.BLOCKED
+
+        await wait_for(blocked)
+        info = await engine.client.get_run(handle.run_id)
+        assert info.error is not None and info.error["waitingFor"] == "concurrency"
+        out = io.StringIO()
+        render_show(info, await handle.events(), out, "test", None)
+        assert "step 'slot_flows.render' (s1) is waiting for a concurrency slot" in out.getvalue()
+        assert "gone:s1, gone:s2" in out.getvalue()
+        await asyncio.sleep(1.0)
+        assert not of_type(await handle.events(), EventType.STEP_STARTED)  # nothing spent
+        assert await handle.result(timeout=15) == "late"
+    events = await handle.events()
+    assert [e.data["attempt"] for e in of_type(events, EventType.STEP_STARTED)] == [1]
+    assert of_type(events, EventType.RUN_UNBLOCKED)
+    assert sf.runs_of(path, "late") == 1
+    assert await world.acquire_slot(key, "next", 1, lease=1) == (True, ["next"])  # given back
+
+
+async def test_the_world_semaphore_leases(engine: Engine) -> None:
+    world = engine.world
+    assert await world.acquire_slot("k", "a", 2, lease=0.6) == (True, ["a"])
+    assert await world.acquire_slot("k", "b", 2, lease=30) == (True, ["a", "b"])
+    assert await world.acquire_slot("k", "c", 2, lease=30) == (False, ["a", "b"])
+    await asyncio.sleep(0.3)
+    assert (await world.acquire_slot("k", "a", 2, lease=0.6))[0]  # renewed
+    await asyncio.sleep(0.4)
+    assert await world.acquire_slot("k", "c", 2, lease=30) == (False, ["a", "b"])  # still held
+    await asyncio.sleep(0.4)
+    assert await world.acquire_slot("k", "c", 2, lease=30) == (True, ["b", "c"])  # a expired
+    await world.release_slot("k", "b")
+    await world.release_slot("k", "b")  # twice: a no-op
+    assert await world.acquire_slot("k", "d", 2, lease=30) == (True, ["c", "d"])
+
+
+def test_step_limits_are_checked() -> None:
+    with pytest.raises(ConfigurationError, match="lease"):
+        wayline.Limit(lease=0)
+    with pytest.raises(ConfigurationError, match="lease"):
+        wayline.Limit(lease="soon")
+    with pytest.raises(ConfigurationError, match="steps"):
+        wayline.workflow(concurrency=wayline.Limit(lease=5))(sf.render_one.fn)
+    with pytest.raises(ConfigurationError, match="Limit"):
+        wayline.step(concurrency=2)(sf.render.fn)  # type: ignore[call-overload]
+    assert sf.render.queued_only
+
+
+async def test_a_fenced_holder_gives_its_slot_back(engine: Engine, tmp_path: Path) -> None:
+    """The holder's body outlives the invocation bound and is cut off: its slot is free at
+    once (the lease is 60 s, longer than the test waits), and its step is retried."""
+    path = str(tmp_path / "marks")
+    world = await engine.make_world(visibility_seconds=2.0)
+    bound = settings(max_invocation_seconds=1.5, lease_seconds=4.0)
+    async with engine.worker([sf.solo_one], world=world, settings=bound):
+        slow = await engine.client.start(sf.solo_one, path, "slow")
+        await wait_for(lambda: _started(path, "slow"))
+        quick = await engine.client.start(sf.solo_one, path, "quick")
+        assert await quick.result(timeout=20) == "quick"
+        assert await slow.result(timeout=20) == "slow"
+    assert sf.most_at_once(path) == 1
+    assert sf.runs_of(path, "slow") == 2 and sf.runs_of(path, "quick") == 1
+    [retried] = of_type(await slow.events(), EventType.STEP_RETRYING)
+    assert retried.data["error"]["code"] == "INVOCATION_FENCED"
+
+
+async def _started(path: str, tag: str) -> bool:
+    return sf.runs_of(path, tag) >= 1
+
+
+async def test_a_run_cancelled_while_its_step_waits_ends_without_the_body(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "marks")
+    key = "step:slot_flows.render:*"
+    for ghost in ("busy:s1", "busy:s2"):
+        assert (await engine.world.acquire_slot(key, ghost, 2, lease=30))[0]
+    async with engine.worker([sf.render_one]):
+        handle = await engine.client.start(sf.render_one, path, "never", 0.1)
+
+        async def blocked() -> bool:
+            return await handle.status() is wayline.RunStatus.BLOCKED
+
+        await wait_for(blocked)
+        await engine.client.cancel(handle.run_id)
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=15)
+        await engine.world.release_slot(key, "busy:s1")
+        await asyncio.sleep(1.5)  # the step's message comes back and finds the run ended
+    assert sf.runs_of(path, "never") == 0
+    assert not of_type(await handle.events(), EventType.STEP_STARTED)
+    assert await engine.world.acquire_slot(key, "next", 2, lease=1) == (True, ["busy:s2", "next"])
