@@ -127,7 +127,8 @@ async def test_operator_metrics_are_scraped_and_its_logs_are_json_lines(
     assert v("wayline_operator_reconciles_total", handler="start", result="ok") == 1
     assert v("wayline_operator_reconciles_total", handler="mirror", result="ok") >= 1
     assert v("wayline_operator_status_patches_total", handler="mirror") >= 1
-    assert v("wayline_operator_events_total", reason="RunStarted") == 1
+    # RunStarted alone, or folded into RunSucceeded when the run ended before its first status
+    assert v("wayline_operator_events_total", reason="RunStarted") <= 1
     assert v("wayline_operator_events_total", reason="RunSucceeded") == 1
     posted = [e["reason"] for e in cluster.events("sum")]
     assert posted.count("RunSucceeded") == 1  # the counter matches what the API server holds
