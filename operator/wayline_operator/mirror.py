@@ -94,6 +94,8 @@ class Mirror:
     """The world's worker registry as last read (None: not read yet)."""
     recheck: set[str] = field(default_factory=set)
     """Runs to read in full at their next sync although their log did not move."""
+    _live: frozenset[str] = frozenset()
+    """The registry's live entries at its last read (a lapse shows against these)."""
     pump: Pump = field(init=False)
     _watch: RunWatch | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -179,10 +181,8 @@ class Mirror:
         except WorldError as err:
             log.warning("worker registry not read: %s", err)
             return
-        now = time.time()
-        before = _live_keys(self.served or [], now)
-        after = _live_keys(served, now)
-        first = self.served is None
+        before, first = self._live, self.served is None
+        after = self._live = _live_keys(served, time.time())
         self.served = served
         if first or before == after:
             return
