@@ -134,9 +134,17 @@ class Watcher(threading.Thread):
                         self.completed[name] = now
                     if self.stop.is_set():
                         break
-            except Exception as err:  # an expired version: start over from a fresh list
-                print(f"  (watch restarted: {err})", file=sys.stderr)
-                version = ""
+            except Exception as err:
+                # An expired version (410) starts over from a fresh list; a connection that
+                # ended early resumes where it was: a relist of thousands of resources would
+                # count its own duration as the lag of every run that ended meanwhile.
+                expired = getattr(err, "status", None) == 410 or "too old" in str(err)
+                print(
+                    f"  (watch restarted{' from a list' if expired else ''}: {err})",
+                    file=sys.stderr,
+                )
+                if expired:
+                    version = ""
 
 
 @contextmanager
