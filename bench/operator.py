@@ -134,9 +134,17 @@ class Watcher(threading.Thread):
                         self.completed[name] = now
                     if self.stop.is_set():
                         break
-            except Exception as err:  # an expired version: start over from a fresh list
-                print(f"  (watch restarted: {err})", file=sys.stderr)
-                version = ""
+            except Exception as err:
+                # An expired version (410) starts over from a fresh list; a connection that
+                # ended early resumes where it was: a relist of thousands of resources would
+                # count its own duration as the lag of every run that ended meanwhile.
+                expired = getattr(err, "status", None) == 410 or "too old" in str(err)
+                print(
+                    f"  (watch restarted{' from a list' if expired else ''}: {err})",
+                    file=sys.stderr,
+                )
+                if expired:
+                    version = ""
 
 
 @contextmanager
@@ -335,6 +343,7 @@ def report(f: dict[str, Any]) -> list[str]:
         "- API server requests/s during the run, by verb: "
         + ", ".join(f"{v} {r:.1f}" for v, r in f["rates"].items()),
         "- the most frequent: " + ", ".join(f"{k} {r:.1f}/s" for k, _, r in f["top"]),
+        "- API writes per run: " + writes_per_run(f["top"], f["runs"]),
         f"- idle for {f['idle']['seconds']} s afterwards ({f['runs']} resources exist, none "
         "moves): requests/s by verb "
         + (", ".join(f"{v} {r:.2f}" for v, r in f["idle"]["rates"].items()) or "none")
@@ -347,6 +356,21 @@ def report(f: dict[str, Any]) -> list[str]:
         f"- kopf handled {f['kopf_creations']} creations for {f['runs']} resources",
     ]
     return lines
+
+
+_WRITES = ("POST", "PATCH", "PUT", "DELETE")
+
+
+def writes_per_run(top: Sequence[Sequence[Any]], runs: int) -> str:
+    """Writes to WorkflowRuns and Events per run (the create included), and by kind."""
+    mine = [
+        (str(k), int(c))
+        for k, c, _ in top
+        if str(k).split(" ")[0] in _WRITES
+        and str(k).split(" ")[1].split("/")[0] in ("workflowruns", "events")
+    ]
+    total = sum(c for _, c in mine) / max(1, runs)
+    return f"{total:.2f} (" + ", ".join(f"{k} {c / max(1, runs):.2f}" for k, c in mine) + ")"
 
 
 def write(lines: list[str], note: str) -> None:

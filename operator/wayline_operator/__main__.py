@@ -97,6 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = kopf.OperatorSettings()
     priority = opts.priority
     if opts.peering is not None:
+        from .peering import follow_kopf
+
+        follow_kopf()  # the status pump and the sweep pause when kopf pauses this replica
         settings.peering.lifetime = opts.peering_lifetime
         if priority is None:
             priority = random.SystemRandom().randint(1, 2**31 - 1)

@@ -1,7 +1,7 @@
 """The kopf handlers. Their settings are ``wayline_operator.config.settings()``, read from the
 environment by ``wayline.settings`` (the only reader): the world URL, the status cadence
 (``WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS``, ``..._PATCHES_PER_SECOND``,
-``..._RESYNC_SECONDS``, ``..._CHANGE_FEED``), the sweep, hook-retry and worker-grace intervals.
+``..._RESYNC_SECONDS``, ``..._CHANGE_FEED``), the sweep and hook-retry intervals.
 
 Statuses are written from the world's change feed, not per resource on a timer (``mirror``).
 Kubernetes Events (``kubectl describe``) say what happened to the run (``notices``), at most a
@@ -27,7 +27,9 @@ from .kube import patch_status
 from .metrics import EVENTS, observed
 from .mirror import Cadence, Mirror
 from .notices import NORMAL, WARNING, Budget, Notice
-from .reconcile import HookNotReady, InvalidSpec, Reconciler, run_id_for
+from .peering import GATE
+from .persistence import MemoryProgress, NoDiffBase
+from .reconcile import HookNotReady, InvalidSpec, Reconciler
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
 from .status import invalid_status
 from .ttl import remove
@@ -37,7 +39,6 @@ log = logging.getLogger("wayline.operator")
 SETTINGS = settings()
 SWEEP_SECONDS = SETTINGS.operator_sweep_seconds
 HOOK_RETRY_SECONDS = SETTINGS.operator_hook_retry_seconds
-WORKER_GRACE_SECONDS = SETTINGS.operator_worker_grace_seconds
 _TERMINAL = {"completed", "failed", "cancelled", "invalid"}
 
 
@@ -47,21 +48,15 @@ def cadence() -> Cadence:
         rate=SETTINGS.operator_patches_per_second,
         resync=SETTINGS.operator_resync_seconds,
         sweep=SWEEP_SECONDS,
-        worker_grace=WORKER_GRACE_SECONDS,
     )
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
     settings.persistence.finalizer = f"{GROUP}/finalizer"
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP,
-        key="last-handled-configuration",
-        # user payloads never go into annotations (256 KiB for all of them): a large input
-        # would make every later patch of the resource fail. Both are immutable in effect (a
-        # run's input is fixed at its start, a hook delivers once), so no handler diffs them.
-        ignored_fields=["spec.input", "spec.payload"],
-    )
+    # kopf keeps nothing on a resource but this finalizer: one write per creation instead
+    # of two (``persistence``). User payloads never went into annotations either way.
+    settings.persistence.progress_storage = MemoryProgress(prefix=GROUP)
+    settings.persistence.diffbase_storage = NoDiffBase()
     settings.posting.level = logging.WARNING
     settings.networking.connect_timeout = 10
     settings.networking.request_timeout = 60
@@ -91,7 +86,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     reconciler = Reconciler(world)
     memo["reconciler"] = reconciler
     memo["budget"] = budget = Budget()
-    mirror = Mirror(reconciler, budget, _post_events, patch_status, remove, cadence())
+    mirror = Mirror(
+        reconciler, budget, _post_events, patch_status, remove, cadence(), paused=_paused
+    )
     await mirror.follow(SETTINGS.operator_change_feed)
     memo["mirror"] = mirror
     memo["sweeper"] = asyncio.create_task(_sweep(world), name="wayline-operator-sweep")
@@ -117,6 +114,9 @@ async def _sweep(world: Any) -> None:
     coming (the same pass a worker makes when it starts)."""
     sweeper = Worker(world, [], recover=False)
     while True:
+        if GATE.paused:  # another replica sweeps
+            await asyncio.sleep(1.0)
+            continue
         try:
             counts = await sweeper.recover_runs()
             if counts["rearmed"]:
@@ -124,6 +124,10 @@ async def _sweep(world: Any) -> None:
         except WorldError as err:
             log.warning("sweep skipped: %s", err)
         await asyncio.sleep(SWEEP_SECONDS)
+
+
+def _paused() -> bool:
+    return GATE.paused
 
 
 def _reconciler(memo: kopf.Memo) -> Reconciler:
@@ -165,8 +169,13 @@ async def seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: 
     mirror.seen(event.get("type"), body)
 
 
-@kopf.on.resume(GROUP, VERSION, PLURAL, id="start")
-@kopf.on.create(GROUP, VERSION, PLURAL, id="start")
+def _unstarted(status: kopf.Status, **_: Any) -> bool:
+    """kopf sees every event as a creation (``persistence``): start only what has no run."""
+    return not status.get("runId") and status.get("phase") not in _TERMINAL
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL, id="start", when=_unstarted)
+@kopf.on.create(GROUP, VERSION, PLURAL, id="start", when=_unstarted)
 @observed("start")
 async def start(
     body: kopf.Body,
@@ -197,20 +206,6 @@ async def start(
     mirror = _mirror(memo)
     mirror.start()
     mirror.pump.touch(run_id)
-
-
-@kopf.on.update(GROUP, VERSION, PLURAL, field="spec", id="act")
-@observed("act")
-async def act(spec: kopf.Spec, uid: str, memo: kopf.Memo, **_: Any) -> None:
-    """Carry a changed spec to the run at once (the mirror repeats it while the run is live,
-    so one lost to a crash is done later; each decision is done once)."""
-    try:
-        await _reconciler(memo).act(uid, spec)
-    except InvalidSpec as err:
-        raise kopf.PermanentError(str(err)) from None
-    except WorldError as err:
-        raise kopf.TemporaryError(str(err), delay=5) from None
-    _mirror(memo).pump.touch(run_id_for(uid))
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, id="stop")
@@ -252,8 +247,13 @@ async def _deliver(
     _post(body, memo, [Notice(NORMAL, "Delivered", f"payload delivered to run {fresh['runId']}")])
 
 
-@kopf.on.resume(GROUP, VERSION, HOOK_PLURAL, id="deliver")
-@kopf.on.create(GROUP, VERSION, HOOK_PLURAL, id="deliver")
+def _undelivered(status: kopf.Status, **_: Any) -> bool:
+    """Not yet tried (a waiting hook is the ``redeliver`` timer's; ``persistence``)."""
+    return status.get("phase") not in ("delivered", "failed", "waiting")
+
+
+@kopf.on.resume(GROUP, VERSION, HOOK_PLURAL, id="deliver", when=_undelivered)
+@kopf.on.create(GROUP, VERSION, HOOK_PLURAL, id="deliver", when=_undelivered)
 @observed("deliver")
 async def deliver(
     body: kopf.Body,

@@ -21,8 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wayline._core.events import RunStatus
-from wayline.errors import CorruptLogError
+from wayline.errors import CorruptLogError, WorldError
 from wayline.settings import Settings
 from wayline.world import RunWatch, World
 
@@ -68,7 +67,10 @@ class Cadence:
     rate: float = 100.0
     resync: float = 300.0
     sweep: float = 60.0
-    worker_grace: float = 10.0
+    settle: float = 2.0
+    """How long a young run's first status waits for the run to end (``Mirror._settling``)."""
+    registry: float = 2.0
+    """How often the world's worker registry is read (a change touches the runs it concerns)."""
     concurrency: int = 32
 
 
@@ -80,19 +82,33 @@ class Mirror:
     patch: Patch
     remove: Callable[[Mapping[str, Any]], Any]
     cadence: Cadence = field(default_factory=Cadence)
+    paused: Callable[[], bool] = lambda: False
+    """True while kopf peering pauses this replica: another one writes the statuses."""
     refs: dict[str, Ref] = field(default_factory=dict)
     written: dict[str, dict[str, Any]] = field(default_factory=dict)
     table_due: dict[str, float] = field(default_factory=dict)
     live_rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
     posted_wakes: set[str] = field(default_factory=set)
     removing: set[str] = field(default_factory=set)
+    served: list[dict[str, Any]] | None = None
+    """The world's worker registry as last read (None: not read yet)."""
+    recheck: set[str] = field(default_factory=set)
+    """Runs to read in full at their next sync although their log did not move."""
+    _live: frozenset[str] = frozenset()
+    """The registry's live entries at its last read (a lapse shows against these)."""
     pump: Pump = field(init=False)
     _watch: RunWatch | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         c = self.cadence
-        self.pump = Pump(self.sync, interval=c.interval, rate=c.rate, concurrency=c.concurrency)
+        self.pump = Pump(
+            self.sync,
+            interval=c.interval,
+            rate=c.rate,
+            concurrency=c.concurrency,
+            paused=self.paused,
+        )
 
     @property
     def world(self) -> World:
@@ -104,6 +120,7 @@ class Mirror:
         missed). Without it (``feed=False``, or a world with none) the resync alone drives."""
         if feed:
             self._watch = await self.world.watch_runs(self._heard)
+        await self._read_registry()
         if self._watch is None:
             log.warning("no change feed: statuses follow the resync (every %gs)", self.resync)
 
@@ -120,6 +137,7 @@ class Mirror:
             asyncio.create_task(self.pump.run(), name="wayline-operator-status"),
             asyncio.create_task(self._every(self.cadence.resync), name="wayline-operator-resync"),
             asyncio.create_task(self._every(self.cadence.sweep), name="wayline-operator-table"),
+            asyncio.create_task(self._registry_loop(), name="wayline-operator-registry"),
         ]
 
     async def close(self) -> None:
@@ -147,6 +165,35 @@ class Mirror:
                     if self._status(k, ref).get("phase") not in TERMINAL
                 ]
             )
+
+    async def _registry_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.cadence.registry)
+            if not self.paused():
+                await self._read_registry()
+
+    async def _read_registry(self) -> None:
+        """Read which workers serve what; when the live set changed, re-read the live runs
+        that wait for a worker (one may serve them now) or, when a worker's entry lapsed, every
+        live run (it may have been the last to serve one)."""
+        try:
+            served = await self.world.list_served()
+        except WorldError as err:
+            log.warning("worker registry not read: %s", err)
+            return
+        before, first = self._live, self.served is None
+        after = self._live = _live_keys(served, time.time())
+        self.served = served
+        if first or before == after:
+            return
+        lapsed = bool(before - after)
+        for run_id, ref in self.refs.items():
+            status = self._status(run_id, ref)
+            if status.get("phase") in TERMINAL:
+                continue
+            if lapsed or str(status.get("waitingForSummary", "")).startswith("worker"):
+                self.recheck.add(run_id)
+                self.pump.touch(run_id, cold=lapsed)
 
     # what kopf's watch says -----------------------------------------------------------------
     def seen(self, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -183,6 +230,11 @@ class Mirror:
             with contextlib.suppress(InvalidSpec):
                 ref.parsed = parse_spec(ref.spec)
         self.refs[run_id] = ref
+        mine = _seq(self.written.get(run_id) or {})
+        if mine is not None and (_seq(ref.status) or 0) > mine:
+            # another replica wrote it later (this one was paused): the watch is the truth,
+            # and the Events up to there are posted
+            self.written.pop(run_id, None)
         if old is None or old.generation != ref.generation:
             self.pump.touch(run_id)  # new to this process, or its spec changed
 
@@ -192,6 +244,7 @@ class Mirror:
         self.table_due.pop(run_id, None)
         self.live_rows.pop(run_id, None)
         self.removing.discard(run_id)
+        self.recheck.discard(run_id)
         self.pump.forget(run_id)
 
     def _status(self, run_id: str, ref: Ref) -> dict[str, Any]:
@@ -226,10 +279,11 @@ class Mirror:
                 await self.reconciler.act(ref.uid, ref.spec)
         now = time.time()
         table = now >= self.table_due.get(run_id, 0.0)
-        seq = status.get("lastSeq")
-        known = seq if isinstance(seq, int) else None
+        full = table or run_id in self.recheck
+        self.recheck.discard(run_id)
+        known = _seq(status)
         try:
-            seen = await self.reconciler.observe(run_id, None if table else known)
+            seen = await self.reconciler.observe(run_id, None if full else known)
         except CorruptLogError as err:  # fenced until `wayline runs repair`; mirrored after
             if status.get("phase") == "corrupt":
                 return False
@@ -245,8 +299,10 @@ class Mirror:
             now=now,
             generation=ref.generation,
             previous=status.get("conditions") or [],
-            worker_grace=self.cadence.worker_grace,
+            served=self.served,
         )
+        if self._settling(run_id, status, info.status.terminal, fresh, now - info.created_at):
+            return False
         out: dict[str, Any] = {}
         batch: list[Notice] = []
         if not (known == fresh["lastSeq"] and _same(status, fresh)):
@@ -267,10 +323,6 @@ class Mirror:
             if out or shape != self.live_rows.get(run_id, []):
                 out.setdefault("steps", dict(fresh["steps"]))["live"] = rows
                 self.live_rows[run_id] = shape
-        if info.status is RunStatus.PENDING:  # the worker grace may end without a change
-            grace = info.created_at + self.cadence.worker_grace - now
-            if grace > 0:
-                self.pump.touch(run_id, delay=grace + 0.05)
         if not out:
             return False
         self.post(ref.body, self.budget.admit(ref.uid, batch))
@@ -280,6 +332,22 @@ class Mirror:
             self.written[run_id] = {k: fresh[k] for k in _KEPT if k in fresh}
             if info.status.terminal:
                 self._ttl(run_id, ref, self.written[run_id])
+        return True
+
+    def _settling(
+        self,
+        run_id: str,
+        status: Mapping[str, Any],
+        ended: bool,
+        fresh: Mapping[str, Any],
+        age: float,
+    ) -> bool:
+        """Hold a young run's first status for ``Cadence.settle`` seconds, unless it ended or
+        needs someone (a worker, a hook, a person: ``Blocked``). Most runs end within it, and
+        their first status is then their last: one write and one Event instead of two each."""
+        if ended or age >= self.cadence.settle or status.get("phase") or _blocked(fresh):
+            return False
+        self.pump.touch(run_id, delay=self.cadence.settle - age)
         return True
 
     def _spec(self, ref: Ref) -> WorkflowRunSpec | None:
@@ -321,6 +389,22 @@ def _asks_compensation(spec: WorkflowRunSpec) -> bool:
 def _row_shape(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """A live step's row without the lease's countdown (which alone is no reason to write)."""
     return tuple(sorted((k, repr(v)) for k, v in row.items() if k != "leaseRemainingSeconds"))
+
+
+def _live_keys(served: Sequence[Mapping[str, Any]], now: float) -> frozenset[str]:
+    return frozenset(str(e.get("key")) for e in served if float(e.get("liveUntil", 0)) >= now)
+
+
+def _seq(status: Mapping[str, Any]) -> int | None:
+    seq = status.get("lastSeq")
+    return seq if isinstance(seq, int) else None
+
+
+def _blocked(fresh: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Blocked" and c.get("status") == "True"
+        for c in fresh.get("conditions") or []
+    )
 
 
 def _same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -1,6 +1,13 @@
 """Kubernetes Events for a ``WorkflowRun``: what ``kubectl describe`` shows. Pure: which
 notices a stretch of the run's log makes, and a per-resource budget so a long run cannot
-flood etcd. The handlers post what these return (``kopf.event``)."""
+flood etcd. The handlers post what these return (``kopf.event``).
+
+One Event for a short run: when a run's start and its end reach the operator in one batch
+(the run ended before its first status write) with nothing else to say in between, its
+``RunStarted`` is folded into the end's Event (``RunSucceeded``, ``RunFailed``,
+``RunCancelled``, ``RunTerminated``), whose message then gives the start time. Every Event
+is one write to etcd, and this is the common case at scale. A run with a story (a retry, a
+hook, a recovery, a compensation) or one seen while live keeps its ``RunStarted``."""
 
 from __future__ import annotations
 
@@ -11,7 +18,10 @@ from dataclasses import dataclass
 from wayline._core.events import Event, EventType
 from wayline.cli.timeline import fmt_error
 
+from .status import stamp
+
 NORMAL, WARNING = "Normal", "Warning"
+ENDS = frozenset({"RunSucceeded", "RunFailed", "RunCancelled", "RunTerminated"})
 MESSAGE_LIMIT = 1024
 
 
@@ -27,6 +37,7 @@ def notices(events: Sequence[Event], after_seq: int = 0) -> list[Notice]:
     out: list[Notice] = []
     names: dict[str, str] = {}
     starts: dict[str, int] = {}
+    started_at = 0.0
     for e in events:
         cid, data = e.correlation_id or "", e.data
         if e.type is EventType.STEP_CREATED:
@@ -38,7 +49,17 @@ def notices(events: Sequence[Event], after_seq: int = 0) -> list[Notice]:
         notice = _notice(e, names.get(cid, cid), starts.get(cid, 0))
         if notice is not None:
             out.append(notice)
-    return out
+            if e.type is EventType.RUN_STARTED:
+                started_at = e.created_at
+    return _fold_start(out, started_at)
+
+
+def _fold_start(out: list[Notice], started_at: float) -> list[Notice]:
+    """``[RunStarted, <end>]`` becomes ``[<end> (started at ...)]`` (module docstring)."""
+    if len(out) != 2 or out[0].reason != "RunStarted" or out[1].reason not in ENDS:
+        return out
+    end = out[1]
+    return [Notice(end.type, end.reason, f"{end.message} (started {stamp(started_at)})")]
 
 
 def _notice(e: Event, step: str, starts: int) -> Notice | None:

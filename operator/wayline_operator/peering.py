@@ -88,3 +88,57 @@ RBAC_RULES: list[dict[str, Any]] = [
 ]
 """The rules the operator's role needs on top of its own, for peering (a namespaced Role may
 hold the ``kopfpeerings`` one alone when namespaces are listed)."""
+
+
+class Gate:
+    """Whether kopf's peering has paused this replica: the operator's own loops (the status
+    pump, the sweep) work only while it is active, as kopf's handlers do.
+
+    kopf keeps its pause in a toggle per peering object (``conflicts_found``) that it hands to
+    ``process_peering_event`` and to nothing public; :func:`follow_kopf` wraps that function to
+    learn the toggles, whose state is then read live. Before kopf has looked at its peers a
+    replica with mandatory peering is paused (kopf starts it so too); a standalone one never is.
+    """
+
+    def __init__(self, mandatory: bool = False) -> None:
+        self.mandatory = mandatory
+        self._toggles: list[Any] = []
+
+    def learn(self, toggle: Any) -> None:
+        if toggle is not None and all(t is not toggle for t in self._toggles):
+            self._toggles.append(toggle)
+
+    @property
+    def paused(self) -> bool:
+        if not self._toggles:
+            return self.mandatory
+        return any(t.is_on() for t in self._toggles)
+
+
+GATE = Gate()
+"""This process's gate (standalone until :func:`follow_kopf` says otherwise)."""
+
+
+def follow_kopf(gate: Gate = GATE) -> None:
+    """Make ``gate`` follow kopf's peering pause; call once, before ``kopf.operator``.
+
+    kopf looks ``peering.process_peering_event`` up on its module each time it spawns a
+    peering watcher (``orchestration.spawn_missing_peerings``), so wrapping the module
+    attribute is enough. Raises ``RuntimeError`` if this kopf has no such function (a new
+    kopf that moved it): better than a standby that pumps statuses beside the active one.
+    """
+    from kopf._core.engines import peering as kopf_peering
+
+    original = getattr(kopf_peering, "process_peering_event", None)
+    if original is None:
+        raise RuntimeError("kopf has no peering.process_peering_event: cannot follow peering")
+    if getattr(original, "wayline_gate", None) is not None:
+        return  # wrapped already (the operator started twice in one process: tests)
+    gate.mandatory = True
+
+    async def process_peering_event(*args: Any, **kwargs: Any) -> None:
+        gate.learn(kwargs.get("conflicts_found"))
+        await original(*args, **kwargs)
+
+    process_peering_event.wayline_gate = gate  # type: ignore[attr-defined]
+    kopf_peering.process_peering_event = process_peering_event

@@ -11,8 +11,9 @@ patch the resource if its status changed; returns whether it patched). The pump
   at most ``concurrency`` syncs at once;
 - prefers hot keys (touched by a change) to cold ones (a resync's re-read), oldest first, so a
   resync of every resource never delays the status of a run that just moved;
-- runs timers: ``touch(key, delay=...)`` syncs it no earlier than that (a run waiting for a
-  worker's grace, a resource's TTL).
+- runs timers: ``touch(key, delay=...)`` syncs it no earlier than that (a resource's TTL);
+- stands still while ``paused()`` says so (kopf peering paused this replica: another one
+  writes the statuses); touches are kept, and synced once it resumes.
 """
 
 from __future__ import annotations
@@ -48,8 +49,12 @@ class Pump:
         concurrency: int = 8,
         retry_delay: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        paused: Callable[[], bool] = lambda: False,
+        pause_poll: float = 0.25,
     ) -> None:
         self._sync = sync
+        self.paused = paused
+        self.pause_poll = pause_poll
         self.interval = interval
         self.rate = rate
         self.concurrency = max(1, concurrency)
@@ -102,6 +107,9 @@ class Pump:
         tasks: set[asyncio.Task[None]] = set()
         try:
             while True:
+                if self.paused():
+                    await asyncio.sleep(self.pause_poll)
+                    continue
                 self._wake.clear()
                 now = self._clock()
                 self._promote(now)

@@ -100,12 +100,11 @@ class Reconciler:
         self, run_id: str, known_seq: int | None = None
     ) -> tuple[RunInfo, list[Event]] | None:
         """The run and its log; None when the run does not exist, or when ``known_seq`` is
-        current and nothing in its status depends on the clock (a run no worker has started
-        yet may turn out to be waiting for one)."""
+        current."""
         info = await self.world.get_run(run_id)
         if info is None:
             return None
-        if info.last_seq == known_seq and info.status is not RunStatus.PENDING:
+        if info.last_seq == known_seq:
             return None
         return info, await self.world.list_events(run_id)
 

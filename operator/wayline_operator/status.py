@@ -20,6 +20,7 @@ from wayline._core.events import Event, RunStatus
 from wayline._core.projections import RunView, fold
 from wayline.cli.timeline import fmt_error
 from wayline.world import RunInfo
+from wayline.world.registry import waiting_for_worker
 
 _DONE = {RunStatus.COMPLETED: "Succeeded", RunStatus.FAILED: "Failed"}
 MESSAGE_LIMIT = 1024
@@ -62,7 +63,7 @@ def waiting_for(
     events: Sequence[Event],
     *,
     now: float,
-    worker_grace: float,
+    served: Sequence[Mapping[str, Any]] | None = None,
     view: RunView | None = None,
 ) -> list[dict[str, Any]]:
     """What the live run waits for, most actionable first: a person (a stuck unwind), a worker
@@ -88,13 +89,17 @@ def waiting_for(
     slot = concurrency_wait(info)
     if slot is not None:
         out.append(slot)
-    worker = None if slot is not None else worker_wait(info, now=now, grace=worker_grace)
+    worker = None if slot is not None else worker_wait(info, served, now=now)
     if worker is not None:
-        out.append({"kind": "worker", "workflow": info.workflow, "message": worker})
+        entry: dict[str, Any] = {"kind": "worker", "workflow": info.workflow, "message": worker}
+        pin = info.attributes.get("definition")
+        if isinstance(pin, Mapping) and pin.get("identity"):
+            entry["identity"] = str(pin["identity"])
+        out.append(entry)
     for cid, hook in seen.hooks.items():
         if hook.status != "waiting":
             continue
-        entry: dict[str, Any] = {"kind": "hook", "token": hook.token, "hookId": cid}
+        entry = {"kind": "hook", "token": hook.token, "hookId": cid}
         if hook.timeout_at is not None:
             entry["timeoutAt"] = stamp(hook.timeout_at)
         out.append(entry)
@@ -141,18 +146,19 @@ def concurrency_wait(info: RunInfo) -> dict[str, Any] | None:
     return entry
 
 
-def worker_wait(info: RunInfo, *, now: float, grace: float) -> str | None:
+def worker_wait(
+    info: RunInfo, served: Sequence[Mapping[str, Any]] | None, *, now: float
+) -> str | None:
     """Why no worker drives this run, or None. A blocked run says so itself (a worker with
-    another definition saw it); a run no worker has started after ``grace`` seconds most likely
-    names a workflow no worker serves."""
+    another definition saw it); any other live run waits for a worker as soon as no live
+    worker in the world's registry (``served``: what workers record every heartbeat) serves
+    its workflow (and the definition identity its first start pinned). ``None`` for
+    ``served``: the registry was not read (nothing is claimed)."""
     if info.status is RunStatus.BLOCKED:
         return str((info.error or {}).get("message") or "waiting for a matching worker")
-    if info.status is RunStatus.PENDING and now - info.created_at >= grace:
-        return (
-            f"no worker has started this run in {short_duration(now - info.created_at)}: "
-            f"is a worker serving workflow {info.workflow!r} running?"
-        )
-    return None
+    if served is None:
+        return None
+    return waiting_for_worker(info, served, now)
 
 
 def summary(waits: Sequence[Mapping[str, Any]]) -> str:
@@ -196,14 +202,14 @@ def run_status(
     now: float,
     generation: int | None = None,
     previous: Sequence[Mapping[str, Any]] = (),
-    worker_grace: float = 10.0,
+    served: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The status fields that mirror the run (kopf's own keys live beside them).
     ``previous`` is the resource's current conditions: a condition's ``lastTransitionTime``
     moves only when its status changes."""
     view = fold(info.run_id, events)
     counts = view.step_counts()
-    waits = waiting_for(info, events, now=now, worker_grace=worker_grace, view=view)
+    waits = waiting_for(info, events, now=now, served=served, view=view)
     ended = info.ended_at if info.ended_at is not None else now
     status: dict[str, Any] = {
         "runId": info.run_id,

@@ -103,10 +103,6 @@ class Settings:
     operator_peering_lifetime: int = 60
     """``WAYLINE_OPERATOR_PEERING_LIFETIME``: seconds a silent replica is presumed alive."""
 
-    operator_worker_grace_seconds: float = 10.0
-    """``WAYLINE_OPERATOR_WORKER_GRACE_SECONDS``: how long a run may wait for its first worker
-    before its WorkflowRun says ``WaitingForWorker``."""
-
     operator_schedule_seconds: float = 10.0
     """``WAYLINE_OPERATOR_SCHEDULE_SECONDS``: how often each WorkflowSchedule is checked for a
     due tick (a tick starts at most this late; 10 s as the CronJob controller)."""
@@ -188,9 +184,6 @@ class Settings:
             operator_peering=env.get("WAYLINE_OPERATOR_PEERING") or None,
             operator_priority=int(_float(env, "WAYLINE_OPERATOR_PRIORITY", 0)) or None,
             operator_peering_lifetime=int(_positive(env, "WAYLINE_OPERATOR_PEERING_LIFETIME", 60)),
-            operator_worker_grace_seconds=_positive(
-                env, "WAYLINE_OPERATOR_WORKER_GRACE_SECONDS", 10.0
-            ),
             operator_schedule_seconds=_positive(env, "WAYLINE_OPERATOR_SCHEDULE_SECONDS", 10.0),
             schedule_clock_rate=_positive(env, "WAYLINE_SCHEDULE_CLOCK_RATE", 1.0),
             schedule_clock_origin=_float(env, "WAYLINE_SCHEDULE_CLOCK_ORIGIN", 0.0),

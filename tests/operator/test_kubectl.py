@@ -19,7 +19,9 @@ from tests.operator.test_workflowrun import (  # noqa: F401 - fixtures
 )
 from tests.runtime import flows
 from tests.runtime.harness import settings, wait_for
+from wayline._core.definitions import workflows_by_name
 from wayline._core.events import EventType
+from wayline.world.registry import served_entries
 
 
 def _condition(status: dict[str, object], kind: str) -> dict[str, object]:
@@ -104,6 +106,44 @@ async def test_an_unknown_workflow_says_no_worker_serves_it(cluster: Cluster) ->
     event = await cluster.event_when("typo", "WaitingForWorker")
     assert "'chian'" in event["message"] and event["type"] == "Warning"
     assert "worker (chian)" in cluster.kubectl("get", "wfr", "typo").stdout
+
+
+async def test_a_run_no_registered_worker_serves_waits_for_one_until_one_registers(
+    cluster: Cluster,
+) -> None:
+    """No worker has registered ``chain`` in this world: its run says so from its first
+    status (no grace period); when a worker's heartbeat registers the workflow the wait clears
+    although the run has not moved yet; a worker then runs it."""
+    cluster.apply("early", {"workflow": "chain", "input": [2]})
+
+    async def first() -> dict[str, object] | None:
+        status = await asyncio.to_thread(lambda: cluster.get("early").get("status") or {})
+        return status if status.get("runId") else None
+
+    status = await wait_for(first, timeout=20)
+    assert status["phase"] == "pending"
+    [worker] = status["waitingFor"]
+    assert worker["kind"] == "worker" and worker["workflow"] == "chain"
+    assert "waiting_for_worker" in str(status["message"]) and "'chain'" in str(status["message"])
+    blocked = _condition(status, "Blocked")
+    assert (blocked["status"], blocked["reason"]) == ("True", "WaitingForWorker")
+    event = await cluster.event_when("early", "WaitingForWorker")
+    assert "'chain'" in event["message"]
+    # what a worker's heartbeat records, without a worker consuming: the run does not move
+    served = served_entries(workflows_by_name([flows.chain]).values(), None, "w-early", 60.0)
+    await cluster.world.record_served(served)
+
+    async def cleared() -> dict[str, object] | None:
+        status = await asyncio.to_thread(lambda: cluster.get("early").get("status") or {})
+        return status if _condition(status, "Blocked")["status"] == "False" else None
+
+    status = await wait_for(cleared, timeout=20)
+    assert status["phase"] == "pending" and status["waitingFor"] == []
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        done = await cluster.status_when("early", "completed")
+    assert done["output"] == 1  # 0 + 0, then + 1
+    reasons = [e["reason"] for e in cluster.events("early")]
+    assert reasons.count("WaitingForWorker") == 1
 
 
 async def test_terminate_stops_the_run_without_compensations(

@@ -125,3 +125,32 @@ async def test_a_missed_change_reaches_the_status_through_the_resync(cluster: Cl
         waited = await cluster.status_when("waits", "completed", timeout=30)
     assert done["output"] == 6 and waited["output"] == "late"
     assert "no change feed" in cluster.operator.log.read_text()
+
+
+SHORT = 6
+
+
+async def test_a_short_run_costs_one_kopf_patch_one_status_write_and_one_or_two_events(
+    cluster: Cluster,
+) -> None:
+    """kopf writes only its finalizer on a creation (no diff-base annotation patch), and a
+    run that ends before its first status write gets one status write and one Event (its
+    RunStarted folded into RunSucceeded); counted by the API server itself."""
+    names = [f"short-{i}" for i in range(SHORT)]
+    before = requests(cluster)
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        for name in names:
+            assert cluster.apply(name, {"workflow": "chain", "input": [3]}).returncode == 0
+        for name in names:
+            await cluster.status_when(name, "completed", timeout=60)
+        await asyncio.sleep(1.0)  # the last Events are posted
+    got = writes(before, requests(cluster))
+    assert got.get("POST workflowruns") == SHORT, got
+    assert got.get("PATCH workflowruns") == SHORT, got  # the finalizer, nothing else
+    assert SHORT <= got.get("PATCH workflowruns/status", 0) <= 3 * SHORT, got
+    for name in names:
+        posted = {e["reason"]: e["message"] for e in cluster.events(name)}
+        assert "RunSucceeded" in posted, posted
+        if "RunStarted" not in posted:  # folded: the end says when the run started
+            assert "(started " in posted["RunSucceeded"], posted
+    assert got.get("POST events", 0) <= 2 * SHORT, got

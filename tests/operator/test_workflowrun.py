@@ -109,7 +109,6 @@ def _kubeconfig_env(world_url: str, kubeconfig: Path) -> dict[str, str]:
         "WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS": "0.2",
         "WAYLINE_OPERATOR_SWEEP_SECONDS": "0.5",
         "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS": "0.5",
-        "WAYLINE_OPERATOR_WORKER_GRACE_SECONDS": "1",
         # below what the API server stores (the default, 64 MiB, is for the worlds), so that
         # the operator's own refusal of an oversized spec.input can be reached
         "WAYLINE_MAX_INPUT_BYTES": "262144",

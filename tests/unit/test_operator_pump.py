@@ -191,3 +191,19 @@ async def test_a_forgotten_key_is_not_synced(running: Callable[[Pump], None]) ->
     running(pump)
     await settle()
     assert sync.calls == ["kept"]
+
+
+async def test_a_paused_pump_syncs_nothing_and_keeps_its_touches_for_later(
+    running: Callable[[Pump], None],
+) -> None:
+    sync = Recorder()
+    paused = [True]
+    pump = Pump(sync, clock=Clock(), paused=lambda: paused[0], pause_poll=0.0)
+    running(pump)
+    pump.touch("a")
+    pump.touch("b", cold=True)
+    await settle()
+    assert sync.calls == [] and pump.backlog == 2  # kopf peering paused this replica
+    paused[0] = False
+    await settle()
+    assert sync.calls == ["a", "b"]

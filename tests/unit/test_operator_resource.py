@@ -178,15 +178,21 @@ def test_a_stuck_unwind_waits_for_a_person_with_the_step_and_error() -> None:
     assert invalid_status("spec.workflow: missing", now=0)["phase"] == "invalid"
 
 
-def test_a_run_no_worker_starts_waits_for_a_worker_after_the_grace() -> None:
+def test_a_run_no_live_worker_serves_waits_for_a_worker_at_once() -> None:
     info = _info(RunStatus.PENDING, created_at=1000.0)
-    early = run_status(info, [], now=1005.0, worker_grace=10)
-    assert early["waitingFor"] == [] and _cond(early, "Blocked")["status"] == "False"
-    late = run_status(info, [], now=1030.0, worker_grace=10)
-    [worker] = late["waitingFor"]
-    assert worker["kind"] == "worker" and "'w'" in worker["message"]
-    assert _cond(late, "Blocked")["reason"] == "WaitingForWorker"
-    assert "worker" in late["message"]
+    alive = {"workflow": "w", "identity": "abc", "revision": None, "liveUntil": 1040.0}
+    served = run_status(info, [], now=1001.0, served=[alive])
+    assert served["waitingFor"] == [] and _cond(served, "Blocked")["status"] == "False"
+    for nobody in ([], [{**alive, "workflow": "other"}], [{**alive, "liveUntil": 1000.5}]):
+        late = run_status(info, [], now=1001.0, served=nobody)
+        [worker] = late["waitingFor"]
+        assert worker["kind"] == "worker" and "'w'" in worker["message"]
+        assert _cond(late, "Blocked")["reason"] == "WaitingForWorker"
+        assert "waiting_for_worker" in late["message"]
+    pinned = _info(RunStatus.RUNNING, attributes={"definition": {"identity": "def123456789x"}})
+    [worker] = run_status(pinned, [], now=1001.0, served=[alive])["waitingFor"]
+    assert worker["identity"] == "def123456789x" and "identity def123456789" in worker["message"]
+    assert run_status(info, [], now=1001.0)["waitingFor"] == []  # registry not read: no claim
 
 
 def test_a_run_waiting_for_a_concurrency_slot_says_so_not_for_a_worker() -> None:
@@ -202,7 +208,7 @@ def test_a_run_waiting_for_a_concurrency_slot_says_so_not_for_a_worker() -> None
             "message": "waiting for a concurrency slot of 'w:ana'",
         },
     )
-    status = run_status(own, [], now=1030.0, worker_grace=10)
+    status = run_status(own, [], now=1030.0, served=[])
     assert status["waitingFor"] == [
         {
             "kind": "concurrency",
@@ -286,3 +292,21 @@ def test_ttl_counts_from_the_runs_end() -> None:
     assert not expired(30, status, 1029.0)
     assert expired(30, status, 1030.0)
     assert not expired(30, {}, 5000.0)
+
+
+def test_a_run_that_started_and_ended_in_one_batch_gets_one_event_with_its_start() -> None:
+    events = [
+        _ev(1, EventType.RUN_CREATED, workflow="w"),
+        _ev(2, EventType.RUN_STARTED),
+        _ev(3, EventType.STEP_CREATED, "s1", stepName="charge"),
+        _ev(4, EventType.STEP_STARTED, "s1", attempt=1, ownerMessageId="m1"),
+        _ev(5, EventType.RUN_COMPLETED),
+    ]
+    [only] = notices(events)
+    assert only.reason == "RunSucceeded" and "started 1970-01-01T00:" in only.message
+    # seen live first: the start was posted then, the end alone now
+    assert [n.reason for n in notices(events[:2])] == ["RunStarted"]
+    assert [n.reason for n in notices(events, after_seq=2)] == ["RunSucceeded"]
+    failed = [*events[:4], _ev(5, EventType.RUN_FAILED, error={"code": "X", "message": "no"})]
+    [end] = notices(failed)
+    assert end.reason == "RunFailed" and end.message.startswith("[X] no (started ")
