@@ -165,3 +165,21 @@ async def test_a_delayed_hand_back_keeps_its_attempt(engine: Engine) -> None:
     [again] = await world.receive("flow", wait_seconds=5)
     assert (again.message_id, again.attempt) == (mid, 1)
     assert await world.ack(again) is True
+
+
+async def test_a_queued_run_of_another_revision_waits_blocked_and_is_not_sent_round(
+    engine: Engine,
+) -> None:
+    """A queue's route is one for every definition: a v2 worker on the queue that receives a
+    v1 run must not send it on (to the same queue, so straight back to itself, forever); the
+    run waits blocked, saying for which definition, and a v1 worker on the queue drives it."""
+    v2_world = await engine.make_world()
+    to_v2: list[str] = []
+    _count_deliveries(v2_world, to_v2)
+    async with engine.worker([flows.versioned_v2], world=v2_world, queue="q"):
+        late = await engine.client.start(flows.versioned_v1, 10, queue="q")
+        await asyncio.sleep(2.0)
+        assert await late.status() is wayline.RunStatus.BLOCKED
+        assert to_v2.count(late.run_id) <= 3  # not a loop of hand-ons (hundreds a second)
+        async with engine.worker([flows.versioned_v1], queue="q"):
+            assert await late.result(timeout=30) == "v1:11"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -420,7 +421,8 @@ class Handler:
         the run's own route, where it waits for a matching worker (``runs show`` says
         ``waiting_for_worker`` while none is alive), or the run fails when this worker is told
         to fail such runs. A run that recorded no identity to route by (only a code hash
-        differs) waits visibly, blocked, until a matching worker's recovery re-arms it."""
+        differs), or that is on a ``queue`` (one route for every definition), waits visibly,
+        blocked, until a matching worker's recovery re-arms it."""
         message = (
             f"run {info.run_id} needs workflow {info.workflow!r} with {why}; "
             "waiting for a worker that has it"
@@ -428,9 +430,9 @@ class Handler:
         if self.settings.definition_mismatch == "fail":
             await fail_run(self.world, info.run_id, "DEFINITION_MISMATCH", message)
             return ACK
-        if routing.pin_of(info.attributes.get("definition")) not in self.pins.get(
-            info.workflow, ()
-        ):
+        pin = routing.pin_of(info.attributes.get("definition"))
+        if pin not in self.pins.get(info.workflow, ()) and not info.attributes.get("queue"):
+            # a queue's route is not split by definition: sent on, it would come straight back
             log.info("run %s sent on to its own route: %s", info.run_id, message)
             await self.world.enqueue(
                 FLOW_TOPIC,
@@ -451,6 +453,9 @@ class Handler:
                 )
             except (RunTerminalError, EntityConflictError):
                 pass
+        if info.attributes.get("queue"):  # another worker on the queue may have it: no attempt
+            await self.world.release(delivery, random.uniform(1.0, 3.0))
+            return Verdict("none")
         return ACK
 
     async def _start(
