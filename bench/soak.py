@@ -180,6 +180,8 @@ class Workers:
                 "WARNING",
                 "--shutdown-grace",
                 "5",
+                "--processes",  # one process: a SIGKILL kills the bodies it runs, not a supervisor
+                "1",
             ],
             cwd=ROOT,
             env=self.env,
