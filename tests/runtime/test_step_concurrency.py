@@ -107,6 +107,25 @@ async def test_the_world_semaphore_leases(engine: Engine) -> None:
     assert await world.acquire_slot("k", "d", 2, lease=30) == (True, ["c", "d"])
 
 
+async def test_a_renewal_after_the_lease_ran_out_is_lost(engine: Engine) -> None:
+    """A holder stalled past its lease (a CPU-bound body blocking its loop) while another
+    took the slot, ran and gave it back: its late renewal finds room, yet must report the
+    slot lost (its body is fenced), or both would have held one slot at once."""
+    world = engine.world
+    assert await world.acquire_slot("k", "a", 1, lease=0.4) == (True, ["a"])
+    assert await world.renew_slot("k", "a", lease=0.4)  # held, unexpired: renewed
+    await asyncio.sleep(0.6)
+    assert await world.acquire_slot("k", "b", 1, lease=30) == (True, ["b"])  # a expired
+    await world.release_slot("k", "b")
+    assert not await world.renew_slot("k", "a", lease=30)  # the slot is free, yet lost
+    assert await world.acquire_slot("k", "c", 1, lease=30) == (True, ["c"])  # a took nothing
+    assert not await world.renew_slot("k", "a", lease=30)
+    assert await world.acquire_slot("k2", "a", 1, lease=0.3) == (True, ["a"])
+    await asyncio.sleep(0.5)
+    assert not await world.renew_slot("k2", "a", lease=30)  # expired, even if untaken
+    assert not await world.renew_slot("k3", "nobody", lease=30)
+
+
 def test_step_limits_are_checked() -> None:
     with pytest.raises(ConfigurationError, match="lease"):
         wayline.Limit(lease=0)

@@ -78,9 +78,7 @@ class Slot:
         while True:
             await asyncio.sleep(lease / 3)
             try:
-                won, _ = await self.world.acquire_slot(
-                    self.key, self.holder, self.limit.max, lease=lease
-                )
+                won = await self.world.renew_slot(self.key, self.holder, lease=lease)
             except WaylineError as err:
                 log.warning("could not renew slot %r of %s: %s", self.key, self.holder, err)
                 continue
