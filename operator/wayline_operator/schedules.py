@@ -101,14 +101,18 @@ def plan(
 
 
 def _history(spec: WorkflowScheduleSpec, runs: Sequence[OwnedRun]) -> list[str]:
-    """Finished runs beyond the history limits, oldest first."""
+    """Finished runs beyond the history limits, oldest first; never the run of the newest
+    tick, even under a limit of 0: it is what :func:`since` knows the tick was handled by
+    when the status write that recorded it was lost (a crash), and deleting it would free
+    its name for a second run of the same tick."""
+    newest = max(runs, key=lambda r: r.tick, default=None)
     out: list[str] = []
     for phases, keep in (
         (SUCCEEDED, spec.successfulRunsHistoryLimit),
         (FAILED, spec.failedRunsHistoryLimit),
     ):
         done = sorted((r for r in runs if r.phase in phases), key=lambda r: r.tick)
-        out += [r.name for r in done[: max(0, len(done) - keep)]]
+        out += [r.name for r in done[: max(0, len(done) - keep)] if r is not newest]
     return out
 
 

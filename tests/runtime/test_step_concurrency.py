@@ -13,7 +13,10 @@ import pytest
 import wayline
 from tests.runtime import slot_flows as sf
 from tests.runtime.harness import Engine, of_type, settings, wait_for
-from wayline._core.events import EventType
+from wayline._core.events import EventType, NewEvent, RunStatus
+from wayline._core.ids import new_run_id
+from wayline._core.projections import StepView
+from wayline._engine import divergence, step_slots
 from wayline.cli.timeline import render_show
 from wayline.errors import ConfigurationError
 
@@ -105,6 +108,71 @@ async def test_the_world_semaphore_leases(engine: Engine) -> None:
     await world.release_slot("k", "b")
     await world.release_slot("k", "b")  # twice: a no-op
     assert await world.acquire_slot("k", "d", 2, lease=30) == (True, ["c", "d"])
+
+
+async def test_a_renewal_after_the_lease_ran_out_is_lost(engine: Engine) -> None:
+    """A holder stalled past its lease (a CPU-bound body blocking its loop) while another
+    took the slot, ran and gave it back: its late renewal finds room, yet must report the
+    slot lost (its body is fenced), or both would have held one slot at once."""
+    world = engine.world
+    assert await world.acquire_slot("k", "a", 1, lease=0.4) == (True, ["a"])
+    assert await world.renew_slot("k", "a", lease=0.4)  # held, unexpired: renewed
+    await asyncio.sleep(0.6)
+    assert await world.acquire_slot("k", "b", 1, lease=30) == (True, ["b"])  # a expired
+    await world.release_slot("k", "b")
+    assert not await world.renew_slot("k", "a", lease=30)  # the slot is free, yet lost
+    assert await world.acquire_slot("k", "c", 1, lease=30) == (True, ["c"])  # a took nothing
+    assert not await world.renew_slot("k", "a", lease=30)
+    assert await world.acquire_slot("k2", "a", 1, lease=0.3) == (True, ["a"])
+    await asyncio.sleep(0.5)
+    assert not await world.renew_slot("k2", "a", lease=30)  # expired, even if untaken
+    assert not await world.renew_slot("k3", "nobody", lease=30)
+
+
+async def _running(engine: Engine) -> str:
+    run_id = new_run_id()
+    created = NewEvent(EventType.RUN_CREATED, data={"workflow": "wf", "input": []})
+    await engine.world.append(run_id, [created], expected_seq=0)
+    await engine.world.append(run_id, [NewEvent(EventType.RUN_STARTED)], expected_seq=1)
+    return run_id
+
+
+async def test_a_waiting_steps_block_never_replaces_or_lifts_a_newer_block(
+    engine: Engine,
+) -> None:
+    """The run's status a waiting step shows is decided on the run it read: a divergence
+    block written since is neither overwritten by the step's block nor lifted when the
+    step gets its slot."""
+    world, step = engine.world, StepView("s1", "slot_flows.render", 0.0)
+    wait = step_slots.Wait("k", ["other:s1"], 1)
+    diverged = NewEvent(EventType.RUN_BLOCKED, data={"code": divergence.CODE, "message": "m"})
+    run_id = await _running(engine)
+    stale = await world.get_run(run_id)
+    assert stale is not None and stale.status is RunStatus.RUNNING
+    await world.append(run_id, [diverged])
+    await step_slots.show_waiting(world, stale, step, wait)
+    now = await world.get_run(run_id)
+    assert now is not None and divergence.held(now)  # not overwritten
+    other = await _running(engine)
+    fresh = await world.get_run(other)
+    assert fresh is not None
+    await step_slots.show_waiting(world, fresh, step, wait)
+    stale = await world.get_run(other)
+    assert stale is not None and step_slots.waiting(stale)
+    await world.append(other, [diverged])
+    await step_slots.show_taken(world, stale, step)
+    now = await world.get_run(other)
+    assert now is not None and divergence.held(now)  # not lifted
+    await world.append(other, [NewEvent(EventType.RUN_UNBLOCKED)])
+    moved = await world.get_run(other)
+    assert moved is not None
+    await step_slots.show_waiting(world, moved, step, wait)
+    stale = await world.get_run(other)
+    assert stale is not None and step_slots.waiting(stale)
+    await world.append(other, [NewEvent(EventType.STEP_CREATED, "s2", {"stepName": "b"})])
+    await step_slots.show_taken(world, stale, step)  # stale by one event: read again
+    now = await world.get_run(other)
+    assert now is not None and now.status is RunStatus.RUNNING
 
 
 def test_step_limits_are_checked() -> None:

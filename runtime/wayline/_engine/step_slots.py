@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,12 @@ from .._core.concurrency import Limit
 from .._core.definitions import StepDefinition
 from .._core.events import EventType, NewEvent, RunStatus
 from .._core.projections import StepView
-from ..errors import EntityConflictError, RunTerminalError, WaylineError
+from ..errors import (
+    EntityConflictError,
+    RunTerminalError,
+    SequenceConflictError,
+    WaylineError,
+)
 from ..world import RunInfo, World
 from . import fencing
 from .step_runner import Failed
@@ -38,6 +43,8 @@ CODE = "STEP_CONCURRENCY_LIMIT"
 _PAUSE = 0.5
 """Seconds (jittered by half either way) a waiting step's delivery is handed back for: how
 soon a freed slot is noticed, against one slot read per waiting step per pause."""
+_MARK_TRIES = 5
+"""Reads of a busy run's log a block or its lifting is decided on before it is left unshown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +85,7 @@ class Slot:
         while True:
             await asyncio.sleep(lease / 3)
             try:
-                won, _ = await self.world.acquire_slot(
-                    self.key, self.holder, self.limit.max, lease=lease
-                )
+                won = await self.world.renew_slot(self.key, self.holder, lease=lease)
             except WaylineError as err:
                 log.warning("could not renew slot %r of %s: %s", self.key, self.holder, err)
                 continue
@@ -120,13 +125,10 @@ def pause() -> float:
 async def show_waiting(world: World, info: RunInfo, step: StepView, wait: Wait) -> None:
     """Mark the run ``blocked`` with ``waitingFor: concurrency`` naming the step, unless it
     already shows a waiting step (or is not simply running: an unwind keeps its status)."""
-    if info.status is not RunStatus.RUNNING:
-        return
     message = (
         f"step {step.name!r} ({step.cid}) is waiting for a concurrency slot of {wait.key!r}: "
         f"{len(wait.holders)} of {wait.max} held by {', '.join(wait.holders)}"
     )
-    log.info("run %s: %s", info.run_id, message)
     data = {
         "code": CODE,
         "message": message,
@@ -135,8 +137,14 @@ async def show_waiting(world: World, info: RunInfo, step: StepView, wait: Wait) 
         "step": step.name,
         "stepId": step.cid,
     }
-    with contextlib.suppress(RunTerminalError, EntityConflictError):
-        await world.append(info.run_id, [NewEvent(EventType.RUN_BLOCKED, data=data)])
+
+    def block(now: RunInfo) -> NewEvent | None:
+        if now.status is not RunStatus.RUNNING:
+            return None
+        log.info("run %s: %s", now.run_id, message)
+        return NewEvent(EventType.RUN_BLOCKED, data=data)
+
+    await _mark(world, info, block)
 
 
 def waiting(info: RunInfo) -> bool:
@@ -146,7 +154,32 @@ def waiting(info: RunInfo) -> bool:
 
 async def show_taken(world: World, info: RunInfo, step: StepView) -> None:
     """Lift the run's block if it named this step."""
-    if not waiting(info) or (info.error or {}).get("stepId") != step.cid:
-        return
-    with contextlib.suppress(RunTerminalError, EntityConflictError):
-        await world.append(info.run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
+
+    def unblock(now: RunInfo) -> NewEvent | None:
+        if not waiting(now) or (now.error or {}).get("stepId") != step.cid:
+            return None
+        return NewEvent(EventType.RUN_UNBLOCKED)
+
+    await _mark(world, info, unblock)
+
+
+async def _mark(
+    world: World, info: RunInfo | None, decide: Callable[[RunInfo], NewEvent | None]
+) -> None:
+    """Append what ``decide`` makes of the run as last read, only onto that read
+    (``expected_seq``): a block written meanwhile (a divergence, another step) is never
+    overwritten or lifted by a decision made on an older read; the run is read again and
+    decided anew. Best effort: the status is only shown, so a busy log may win."""
+    for _ in range(_MARK_TRIES):
+        if info is None:
+            return
+        event = decide(info)
+        if event is None:
+            return
+        try:
+            await world.append(info.run_id, [event], expected_seq=info.last_seq)
+            return
+        except (RunTerminalError, EntityConflictError):
+            return
+        except SequenceConflictError:
+            info = await world.get_run(info.run_id)

@@ -261,9 +261,17 @@ class World(abc.ABC):
         Without ``lease`` the holder is a run id, holding its slot while the run is live:
         holders whose runs have ended or are gone are dropped first. With ``lease`` (seconds)
         the holder is any name (a step of a run), holding its slot until ``lease`` seconds from
-        now; taking it again renews the lease, :meth:`release_slot` ends it, and a holder whose
+        now; taking it again renews the lease (a holder already running renews with
+        :meth:`renew_slot`), :meth:`release_slot` ends it, and a holder whose
         lease ran out (it died) is dropped by whoever next looks at the key. Returns whether
         ``holder`` holds a slot now, and the holders after the attempt."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep concurrency slots")
+
+    async def renew_slot(self, key: str, holder: str, *, lease: float) -> bool:
+        """Extend ``holder``'s leased slot of ``key`` to ``lease`` seconds from now, only if it
+        still holds it under a lease that has not run out. False means the slot is lost: the
+        holder stalled past its lease, so another may have taken and even given back the slot
+        meanwhile (a renewal that merely found room again would overlap with it)."""
         raise NotImplementedError(f"{type(self).__name__} does not keep concurrency slots")
 
     async def release_slot(self, key: str, holder: str) -> None:

@@ -574,6 +574,18 @@ class LocalWorld(World):
         result: tuple[bool, list[str]] = self._write(tx)
         return result
 
+    async def renew_slot(self, key: str, holder: str, *, lease: float) -> bool:
+        def tx(db: sqlite3.Connection) -> bool:
+            now = clock.now()
+            renewed = db.execute(
+                "UPDATE slots SET expires_at = ? WHERE key = ? AND run_id = ? AND expires_at > ?",
+                (now + lease, key, holder, now),
+            )
+            return renewed.rowcount == 1
+
+        kept: bool = self._write(tx)
+        return kept
+
     async def release_slot(self, key: str, holder: str) -> None:
         def tx(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM slots WHERE key = ? AND run_id = ?", (key, holder))

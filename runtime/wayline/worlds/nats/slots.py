@@ -72,6 +72,21 @@ class Slots:
 
         return await self._change(key, holder, change)
 
+    async def renew(self, key: str, holder: str, lease: float) -> bool:
+        """Extend the holder's lease only while it holds an unexpired one: a holder that
+        stalled past its lease may find the slot taken and given back since, and must not
+        take it again unnoticed."""
+
+        def change(held: list[str], leases: dict[str, float]) -> tuple[bool, list[str]]:
+            now = time.time()
+            if holder not in held or leases.get(holder, 0.0) <= now:
+                return False, held
+            leases[holder] = now + lease
+            return True, held
+
+        won, _ = await self._change(key, holder, change)
+        return won
+
     async def release(self, key: str, holder: str) -> None:
         def change(held: list[str], leases: dict[str, float]) -> tuple[bool, list[str]]:
             leases.pop(holder, None)

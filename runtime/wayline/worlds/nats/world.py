@@ -238,6 +238,9 @@ class NatsWorld(World):
     ) -> tuple[bool, list[str]]:
         return await self._slot_store().acquire(key, holder, limit, lease)
 
+    async def renew_slot(self, key: str, holder: str, *, lease: float) -> bool:
+        return await self._slot_store().renew(key, holder, lease)
+
     async def release_slot(self, key: str, holder: str) -> None:
         await self._slot_store().release(key, holder)
 

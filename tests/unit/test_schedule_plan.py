@@ -1,0 +1,52 @@
+"""The WorkflowSchedule planner without a cluster: history limits never free the name of the
+newest tick's run, so a tick whose status write was lost is not planned a second time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from wayline._core.cron import parse
+from wayline_operator.schedule_resource import WorkflowScheduleSpec
+from wayline_operator.schedules import OwnedRun, plan, run_name, since
+
+CREATED = "2024-01-01T00:00:30Z"
+
+
+def at(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+def test_a_limit_of_zero_keeps_the_newest_ticks_run_when_the_status_was_lost() -> None:
+    """Crashes after the tick's run was made and again after each history deletion, before
+    any status write: the planner sees only the runs, and must not start the tick again."""
+    spec = WorkflowScheduleSpec(schedule="* * * * *", workflow="wf", successfulRunsHistoryLimit=0)
+    cron = parse(spec.schedule, spec.timeZone)
+    tick = at("2024-01-01T00:01:00")
+    runs = [OwnedRun(run_name("s", tick), tick, "completed")]
+    created: list[float] = []
+    for look in range(3):
+        todo = plan(spec, cron, since({}, CREATED, runs), tick + 10 + look, runs)
+        if todo.create is not None:
+            created.append(todo.create)
+        runs = [r for r in runs if r.name not in todo.delete]  # no status is written
+    assert created == []
+    assert [r.tick for r in runs] == [tick]
+
+
+def test_a_limit_of_zero_deletes_finished_runs_of_older_ticks() -> None:
+    spec = WorkflowScheduleSpec(
+        schedule="* * * * *", workflow="wf", successfulRunsHistoryLimit=0, failedRunsHistoryLimit=0
+    )
+    cron = parse(spec.schedule, spec.timeZone)
+    one, two, three = (at(f"2024-01-01T00:0{m}:00") for m in (1, 2, 3))
+    runs = [
+        OwnedRun(run_name("s", one), one, "completed"),
+        OwnedRun(run_name("s", two), two, "failed"),
+        OwnedRun(run_name("s", three), three, "completed"),
+    ]
+    todo = plan(spec, cron, since({}, CREATED, runs), three + 10, runs)
+    assert todo.create is None
+    assert todo.delete == [run_name("s", one), run_name("s", two)]
+    live = [*runs[:2], OwnedRun(run_name("s", three), three, None)]
+    todo = plan(spec, cron, since({}, CREATED, live), three + 10, live)
+    assert todo.delete == [run_name("s", one), run_name("s", two)]
