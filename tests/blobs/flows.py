@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import wayline
 
 MIB = 1024 * 1024
@@ -49,3 +51,41 @@ async def same(value: object) -> object:
 async def echo_any(value: object) -> object:
     """Its step result and its output are the input, as top-level payloads."""
     return await same(value)
+
+
+EMOJI = "\N{GRINNING FACE}" * 40000
+"""40,000 characters, 480,002 bytes of JSON (``ensure_ascii`` writes each as 12)."""
+
+
+@wayline.step
+async def emoji(i: int) -> str:
+    return EMOJI
+
+
+@wayline.workflow
+async def three_emoji() -> list[int]:
+    """Three large results completing together: one batch, if none is stowed."""
+    return [len(r) for r in await wayline.gather(emoji(1), emoji(2), emoji(3))]
+
+
+KEPT: list[str] = []
+"""The object :func:`kept` returns, which the test mutates after the step returned."""
+
+
+@wayline.step
+async def kept(n: int) -> Any:
+    """Returns :data:`KEPT`; ``Any``: its value reaches the workflow as it was read."""
+    KEPT[:] = ["k" * 1024 for _ in range(n)]
+    return KEPT
+
+
+@wayline.workflow
+async def mutates(token: str, n: int) -> list[int]:
+    """Mutates the large value its step returned between two hooks: every replay must still
+    be given the value the log recorded."""
+    value = await kept(n)
+    first = len(value)
+    await wayline.create_hook(f"{token}-1")
+    value.append("workflow")
+    await wayline.create_hook(f"{token}-2")
+    return [first, len(value)]

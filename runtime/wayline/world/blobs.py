@@ -17,7 +17,10 @@ wrote. A reference whose blob is gone, or whose bytes do not hash to its digest,
 :class:`BlobMissingError` (``CORRUPT_LOG``): the run is fenced like any unreadable entry.
 
 Blobs never change once written, so what was read is kept (:class:`_Cache`, bounded by bytes):
-a run is replayed many times, and each replay re-reads its log.
+a run is replayed many times, and each replay re-reads its log. It keeps a string (immutable) as
+it is and any other value as its JSON, decoded afresh for each reader: a workflow that mutates a
+value it was given, or a step body that keeps mutating the object it returned, never changes
+what a later replay reads.
 """
 
 from __future__ import annotations
@@ -61,20 +64,36 @@ def is_ref(value: Any) -> bool:
     return type(value) is dict and REF in value
 
 
+_SMALL = 1024
+"""Payloads whose JSON is at most this many bytes never count towards a batch's total."""
+
+
 def _measure(value: Any, limit: int) -> tuple[int, bytes | None]:
-    """Bytes of ``value``'s compact JSON and that JSON, or a bound at most ``limit`` when it
-    cannot be over it (most payloads are small scalars: no need to encode them here)."""
+    """Bytes of ``value``'s compact JSON and that JSON, or a bound at most ``min(limit,
+    _SMALL)`` when it can neither be over ``limit`` nor count towards a batch (most payloads
+    are small scalars and short strings: no need to encode them here). A character is at
+    most 12 bytes of JSON: ``ensure_ascii`` writes one outside the BMP as two ``\\uXXXX``."""
     kind = type(value)
     if value is None or kind is bool or kind is int or kind is float:
         return 8, None
-    if kind is str and len(value) * 6 + 2 <= limit:  # \\uXXXX is the longest escape
-        return len(value) + 2, None
+    if kind is str and len(value) * 12 + 2 <= min(limit, _SMALL):
+        return len(value) * 12 + 2, None
     data = dumps(value)
     return len(data), data
 
 
 def dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _frozen(value: Any, data: bytes) -> Any:
+    """What the cache keeps of a payload whose JSON is ``data`` (see the module docstring)."""
+    return value if type(value) is str else data
+
+
+def _thawed(kept: Any) -> Any:
+    """A reader's own copy of a cached payload (JSON never decodes to bytes)."""
+    return loads(kept) if type(kept) is bytes else kept
 
 
 class _Cache:
@@ -140,7 +159,7 @@ class OutOfLine:
             digest = hashlib.sha256(data).hexdigest()
             puts[digest] = data
             out.setdefault(i, dict(events[i].data))[key] = {REF: digest, "bytes": len(data)}
-            self._cache.put((run_id, digest), value, len(data))
+            self._cache.put((run_id, digest), _frozen(value, data), len(data))
         await asyncio.gather(*(self.store.put(run_id, d, b) for d, b in puts.items()))
         return [replace(new, data=out[i]) if i in out else new for i, new in enumerate(events)]
 
@@ -158,7 +177,7 @@ class OutOfLine:
                 size, data = _measure(value, self.threshold)
                 if size > self.threshold or is_ref(value):
                     chosen.append((i, key, data))
-                elif size > 1024:
+                elif size > _SMALL:
                     rest.append((size, i, key, data))
         total = sum(r[0] for r in rest)
         for size, i, key, data in sorted(rest, key=lambda r: -r[0]):
@@ -203,7 +222,7 @@ class OutOfLine:
             raise BlobMissingError(run_id, seq, "a malformed reference", store=self.store.name)
         cached = self._cache.get((run_id, digest))
         if cached is not None:
-            return cached[0]
+            return _thawed(cached[0])
         data = await self.store.get(run_id, digest)
         if data is None:
             raise BlobMissingError(run_id, seq, f"no blob {digest}", store=self.store.name)
@@ -216,5 +235,5 @@ class OutOfLine:
         except Unreadable as err:
             why = f"blob {digest}: {err}"
             raise BlobMissingError(run_id, seq, why, store=self.store.name) from None
-        self._cache.put((run_id, digest), value, len(data))
+        self._cache.put((run_id, digest), _frozen(value, data), len(data))
         return value

@@ -6,6 +6,14 @@ is skipped (a retried append re-uses the blob, never replaces it under a reader)
 cleanup deletes the objects named by its token (one listing per cleanup pass, so a blob whose
 append never landed goes too). Archive keeps a run's objects: the archived events name them.
 
+Two writers may put the same blob at once (parallel steps returning one large value). nats-py's
+``put`` would let the second replace the first and purge its chunks under a reader, so a put
+here writes its chunks under a fresh nuid, then the object's meta message only if the meta
+subject is still as it saw it (``Nats-Expected-Last-Subject-Sequence``): the writer that loses
+the race removes its own chunks, never the winner's. A reader that still finds fewer chunks than
+the meta names (an object deleted or replaced under it) reads the meta again before saying the
+blob is gone.
+
 Reads take the object's chunks with batch direct gets (``direct.read_subject``), bounded by the
 request timeout per batch, instead of nats-py's consumer-based ``get``, which waits forever on
 chunks that are gone and concatenates bytes quadratically.
@@ -13,10 +21,15 @@ chunks that are gone and concatenates bytes quadratically.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import logging
+import uuid
 from typing import Any
 
-from .codec import wrap
+from ...errors import WorldError
+from .codec import is_wrong_last_sequence, wrap
 from .direct import read_subject
 from .names import Names, subject_token
 
@@ -26,6 +39,9 @@ CHUNK = 256 * 1024
 """Bytes per stored chunk: well under the server's default 1 MiB ``max_payload``."""
 _BATCH = 16
 """Chunks per direct get (4 MiB a reply)."""
+_TRIES = 4
+"""Reads of an object's meta before a put gives up on a contended name, or a get on chunks
+that changed under it."""
 
 
 def blob_name(run_id: str, digest: str) -> str:
@@ -70,50 +86,100 @@ class NatsBlobs:
             self._obs = await self._js.create_object_store(self.bucket, config=config)
         return self._obs
 
-    async def _info(self, obs: Any, name: str) -> Any:
+    def _meta_subject(self, name: str) -> str:
+        return f"$O.{self.bucket}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
+
+    async def _meta(self, name: str) -> tuple[int, Any]:
+        """The stream sequence of the object's last meta message (0 when it has none) and
+        the object's info (None when there is none or it is deleted)."""
         import nats.js.errors
+        from nats.js.api import ObjectInfo
 
         try:
-            info = await obs.get_info(name)
-        except nats.js.errors.ObjectNotFoundError:
-            return None
-        return None if info.deleted else info
+            msg = await self._js.get_last_msg(f"OBJ_{self.bucket}", self._meta_subject(name))
+        except nats.js.errors.NotFoundError:
+            return 0, None
+        info = ObjectInfo.from_response(json.loads(msg.data))
+        return msg.seq, None if info.deleted else info
 
     async def put(self, run_id: str, digest: str, data: bytes) -> None:
-        from nats.js.api import ObjectMeta, ObjectMetaOptions
-
         name = blob_name(run_id, digest)
         try:
-            obs = await self._store(create=True)
-            info = await self._info(obs, name)
-            if info is not None and info.size == len(data):
-                return
-            meta = ObjectMeta(name=name, options=ObjectMetaOptions(max_chunk_size=CHUNK))
-            await obs.put(name, data, meta=meta)
+            await self._store(create=True)
+            for _ in range(_TRIES):
+                seq, info = await self._meta(name)
+                if info is not None and info.size == len(data):
+                    return
+                if await self._put_over(name, data, seq, info):
+                    return
         except Exception as err:
             raise wrap(self._url, f"storing a payload of run {run_id}", err) from err
+        raise WorldError(
+            f"NATS at {self._url}: storing a payload of run {run_id} failed (its object "
+            f"{name} changed under each of {_TRIES} writes)",
+            url=self._url,
+        )
+
+    async def _put_over(self, name: str, data: bytes, seq: int, old: Any) -> bool:
+        """Write the object if its meta subject's last message is still ``seq`` (see the
+        module docstring); False when another writer got there first. ``old`` is the object
+        it replaces (a damaged one: a sound one is never replaced), whose chunks go."""
+        from nats.js.api import ObjectInfo, ObjectMetaOptions
+
+        stream, nuid = f"OBJ_{self.bucket}", uuid.uuid4().hex
+        chunks = f"$O.{self.bucket}.C.{nuid}"
+        sent = 0
+        try:
+            for start in range(0, len(data), CHUNK):
+                await self._js.publish(chunks, data[start : start + CHUNK])
+                sent += 1
+            sha = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode()
+            info = ObjectInfo(
+                name=name,
+                bucket=self.bucket,
+                nuid=nuid,
+                size=len(data),
+                chunks=sent,
+                digest=f"SHA-256={sha}",
+                options=ObjectMetaOptions(max_chunk_size=CHUNK),
+            )
+            await self._js.publish(
+                self._meta_subject(name),
+                json.dumps(info.as_dict()).encode(),
+                headers={"Nats-Rollup": "sub", "Nats-Expected-Last-Subject-Sequence": str(seq)},
+            )
+        except Exception as err:
+            await self._js.purge_stream(stream, subject=chunks)
+            if is_wrong_last_sequence(err):
+                return False
+            raise
+        if old is not None and old.nuid:
+            await self._js.purge_stream(stream, subject=f"$O.{self.bucket}.C.{old.nuid}")
+        return True
 
     async def get(self, run_id: str, digest: str) -> bytes | None:
         name = blob_name(run_id, digest)
         try:
-            obs = await self._store(create=False)
-            info = None if obs is None else await self._info(obs, name)
-            if info is None or not info.nuid:
+            if await self._store(create=False) is None:
                 return None
-            msgs = await read_subject(
-                self._nc,
-                f"OBJ_{self.bucket}",
-                f"$O.{self.bucket}.C.{info.nuid}",
-                0,
-                timeout=self._timeout,
-                url=self._url,
-                batch=_BATCH,
-            )
+            for _ in range(_TRIES):
+                _, info = await self._meta(name)
+                if info is None or not info.nuid:
+                    return None
+                msgs = await read_subject(
+                    self._nc,
+                    f"OBJ_{self.bucket}",
+                    f"$O.{self.bucket}.C.{info.nuid}",
+                    0,
+                    timeout=self._timeout,
+                    url=self._url,
+                    batch=_BATCH,
+                )
+                if len(msgs) == info.chunks:
+                    return b"".join(m.data for m in msgs)
         except Exception as err:
             raise wrap(self._url, f"reading a payload of run {run_id}", err) from err
-        if len(msgs) != info.chunks:
-            return None
-        return b"".join(m.data for m in msgs)
+        return None
 
     async def names(self) -> list[str]:
         """Every stored object's name (one listing, for a cleanup pass)."""
