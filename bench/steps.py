@@ -268,7 +268,7 @@ async def bench_world(kind: str, url: str, cfg: Config, server_pid: int | None) 
 # --- worker processes -------------------------------------------------------------------------
 @contextlib.contextmanager
 def worker_processes(url: str, processes: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    env = dict(os.environ)  # not this folder on PYTHONPATH: its operator.py shadows the stdlib
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [
