@@ -502,7 +502,10 @@ async def slow_charge_second_try(path: str, seconds: float) -> str:
     queue-owned start: no lease in the log)."""
     if wayline.step_context().attempt == 1:
         raise RuntimeError("the first attempt fails")
-    return await slow_charge.fn(path, seconds)
+    mark(path, "forward-start")
+    await asyncio.sleep(seconds)
+    mark(path, "forward-end")
+    return "ch_1"
 
 
 @wayline.workflow
