@@ -496,6 +496,25 @@ async def pay_then_wait(path: str, seconds: float) -> str:
     return str(await wayline.create_hook(f"pay:{path}"))
 
 
+@wayline.step(compensate=_refund_charge, max_retries=2, retry_delay=0.05)
+async def slow_charge_second_try(path: str, seconds: float) -> str:
+    """Fails its first (inline) attempt, so the second runs from the step queue (a bare,
+    queue-owned start: no lease in the log)."""
+    if wayline.step_context().attempt == 1:
+        raise RuntimeError("the first attempt fails")
+    mark(path, "forward-start")
+    await asyncio.sleep(seconds)
+    mark(path, "forward-end")
+    return "ch_1"
+
+
+@wayline.workflow
+async def pay_on_retry_then_wait(path: str, seconds: float) -> str:
+    """The soak's interleaving: a cancel lands while a queued retry of the charge runs."""
+    await slow_charge_second_try(path, seconds)
+    return str(await wayline.create_hook(f"pay:{path}"))
+
+
 @wayline.step
 def slow_marker_sync(path: str, seconds: float) -> str:
     """A sync body (run in a thread, which no fence can cancel)."""

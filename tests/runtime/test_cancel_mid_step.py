@@ -34,3 +34,19 @@ async def test_a_cancel_waits_for_the_running_step_then_compensates(
     completed = [e.correlation_id for e in of_type(events, EventType.STEP_COMPLETED)]
     assert len(completed) == 2 and completed[1] == f"{completed[0]}.c0"
     assert events[-1].type is EventType.RUN_CANCELLED
+
+
+async def test_a_cancel_waits_for_a_queued_step_body(engine: Engine, tmp_path: Path) -> None:
+    """A queue-owned start (bare ``step_started``: a step worker runs the body) has no lease
+    to wait on, but its body runs all the same: the unwind waits for it (the soak's
+    compensation during a body, a forward attempt re-run from the step queue)."""
+    marker = str(tmp_path / "m")
+    async with engine.worker([flows.pay_on_retry_then_wait]):
+        handle = await engine.client.start(flows.pay_on_retry_then_wait, marker, 1.5)
+        await wait_for(file_exists(marker))
+        assert await engine.client.cancel(handle.run_id) is True
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=30)
+    assert flows.lines(marker) == ["forward-start", "forward-end", "compensate"]
+    started = of_type(await handle.events(), EventType.STEP_STARTED)
+    assert "ownerMessageId" not in started[1].data  # the second attempt was queue-owned

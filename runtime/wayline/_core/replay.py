@@ -82,6 +82,9 @@ class StepRecord:
     last_started_at: float | None = None
     saw_retrying: bool = False
     starts: int = 0
+    queued_start: bool = False
+    """The latest event is a bare (queue-owned) ``step_started``: a step worker runs the body,
+    held by its step message, with no lease in the log to read."""
     outcome: str | None = None
     """"completed" or "failed" once terminal."""
     result: Any = None
@@ -327,11 +330,12 @@ class Replay:
                 rec = self._step(cid, event.type)
                 rec.starts += 1
                 rec.owner = owner  # latest start wins; a bare start clears
+                rec.queued_start = owner is None
                 rec.last_started_at = event.created_at
             case StepRetrying():
                 rec = self._step(cid, event.type)
                 rec.saw_retrying = True  # queue-owned from now on, for good
-                rec.owner = None
+                rec.owner, rec.queued_start = None, False
             case StepCompleted() | StepFailed():
                 self._step_ended(self._step(cid, event.type), p)
             case HookCreated():
@@ -497,7 +501,7 @@ class Replay:
 
     def _close_step(self, rec: StepRecord) -> None:
         rec.terminal = True
-        rec.owner = None
+        rec.owner, rec.queued_start = None, False
         self.open_steps.pop(rec.cid, None)
 
     def _deliver(self, hook: HookRecord, raw: Any) -> None:

@@ -167,10 +167,15 @@ async def _forward_running(session: RunSession, forward: StepRecord) -> bool:
     """Seed 000's table holds for the unwind too: a forward body that another live delivery
     owns is still running, so it is waited for (its backstop armed; its owner unwinds once it
     has completed). Its outcome is unknown only once the owner is provably dead: the lease
-    expired, or this delivery is the owner's own redelivery."""
+    expired, or this delivery is the owner's own redelivery. A queue-owned start (a bare
+    ``step_started``) has no lease but runs all the same: its step message holds it, and its
+    outcome continues the run (the table's enqueue, deduplicated against that message)."""
     d = _decide(session, forward)
     if d.action is Action.ARM_BACKSTOP:
         await _arm_backstop(session, d)
+        return True
+    if forward.queued_start:
+        await session.send([step_send(session.run_id, forward, d.idempotency_key)])
         return True
     return False
 
