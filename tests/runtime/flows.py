@@ -515,6 +515,40 @@ async def pay_on_retry_then_wait(path: str, seconds: float) -> str:
     return str(await wayline.create_hook(f"pay:{path}"))
 
 
+async def _slow_release(path: str, seconds: float) -> None:
+    mark(path, "release-start")
+    await asyncio.sleep(seconds)
+    mark(path, "release-end")
+
+
+@wayline.step(compensate=_slow_release)
+async def hold_stock(path: str, seconds: float) -> str:
+    mark(path, "reserve")
+    return "r_1"
+
+
+async def _refund_retried(path: str, seconds: float) -> None:
+    mark(path, "refund")
+
+
+@wayline.step(compensate=_refund_retried, max_retries=2, retry_delay=1.0)
+async def charge_after_a_pause(path: str, seconds: float) -> str:
+    """Fails its first (inline) attempt; its retry comes from the step queue a second later."""
+    mark(path, f"charge-{wayline.step_context().attempt}")
+    if wayline.step_context().attempt == 1:
+        raise RuntimeError("the first attempt fails")
+    return "ch_2"
+
+
+@wayline.workflow
+async def reserve_then_charge(path: str, seconds: float) -> str:
+    """A cancel lands while the charge's retry waits; the reservation's release is slow, so
+    the run is still compensating when the retry's message arrives."""
+    await hold_stock(path, seconds)
+    await charge_after_a_pause(path, seconds)
+    return str(await wayline.create_hook(f"pay:{path}"))
+
+
 @wayline.step
 def slow_marker_sync(path: str, seconds: float) -> str:
     """A sync body (run in a thread, which no fence can cancel)."""

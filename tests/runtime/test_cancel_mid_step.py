@@ -3,7 +3,9 @@ applies to the unwind like to any other wake): the refund comes after the charge
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +52,28 @@ async def test_a_cancel_waits_for_a_queued_step_body(engine: Engine, tmp_path: P
     assert flows.lines(marker) == ["forward-start", "forward-end", "compensate"]
     started = of_type(await handle.events(), EventType.STEP_STARTED)
     assert "ownerMessageId" not in started[1].data  # the second attempt was queue-owned
+
+
+async def test_no_forward_body_starts_once_the_run_is_compensating(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A step's retry that arrives while the run is being compensated never runs its forward
+    body (the unwind has already dealt with the step; a charge after its refund would stand)."""
+    marker = str(tmp_path / "m")
+    async with engine.worker([flows.reserve_then_charge]):
+        handle = await engine.client.start(flows.reserve_then_charge, marker, 3.0)
+        await wait_for(_has(marker, "charge-1"))
+        assert await engine.client.cancel(handle.run_id) is True
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=30)
+        await asyncio.sleep(1.5)  # any retry still queued has come due and been handled
+    seen = flows.lines(marker)
+    assert "charge-2" not in seen, seen
+    assert seen[:2] == ["reserve", "charge-1"] and "release-end" in seen
+
+
+def _has(path: str, line: str) -> Any:
+    async def check() -> bool:
+        return line in flows.lines(path)
+
+    return check

@@ -10,9 +10,9 @@ import pydantic
 from .._core import clock
 from .._core.definitions import StepDefinition, find_step
 from .._core.dispatch import step_dispatch_key
-from .._core.events import EventType, NewEvent
+from .._core.events import EventType, NewEvent, RunStatus
 from .._core.projections import StepView, fold
-from ..errors import EntityConflictError, RunTerminalError
+from ..errors import EntityConflictError, RunTerminalError, SequenceConflictError
 from ..settings import Settings
 from ..world import Delivery, RunInfo, World
 from . import step_slots
@@ -21,6 +21,8 @@ from .messages import ACK, StepMessage, Verdict
 from .step_runner import Failed, Outcome, Retry, run_step_body
 
 log = logging.getLogger("wayline.runtime")
+_UNWINDING = (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK)
+_START_TRIES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +44,15 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
         return Verdict("dead", reason=f"step message for unknown run {run_id}")
     if info.status.terminal:
         return ACK
-    step = fold(run_id, await world.list_events(run_id)).steps.get(cid)
+    events = await world.list_events(run_id)
+    step = fold(run_id, events).steps.get(cid)
     if step is None:
         return Verdict("dead", reason=f"step message for {run_id}/{cid}, never created")
     if step.terminal:
         return Continue(run_id)
+    if info.status in _UNWINDING and not _may_start(step):
+        log.info("step %s of run %s not started: the run is being compensated", cid, run_id)
+        return ACK
     definition = find_step(step.name)
     if definition is None and delivery.attempt <= settings.max_queue_deliveries:
         # Another worker (another app sharing this world) may have it: retry later rather
@@ -61,7 +67,8 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
     outcome = _refused(step, definition, delivery.attempt)
     if outcome is None:
         assert definition is not None
-        ran = await _run(world, delivery, info, step, definition)
+        seq = events[-1].seq if events else info.last_seq
+        ran = await _run(world, delivery, info, step, definition, seq)
         if isinstance(ran, step_slots.Wait):
             await step_slots.show_waiting(world, info, step, ran)
             await world.release(delivery, step_slots.pause())  # no attempt, no delivery spent
@@ -82,6 +89,7 @@ async def _run(
     info: RunInfo,
     step: StepView,
     definition: StepDefinition[..., object],
+    seq: int,
 ) -> Outcome | Verdict | Continue | step_slots.Wait:
     """Run the body once in this process (single flight), under a bare (queue-owned) start,
     holding a slot of the step's concurrency limit when it has one."""
@@ -91,10 +99,10 @@ async def _run(
     async def start_and_run() -> Outcome | None:
         nonlocal started
         try:  # a bare start: queue-owned, clears any inline ownership
-            start = NewEvent(EventType.STEP_STARTED, step.cid, {"attempt": attempt})
-            await world.append(run_id, [start])
+            started = await _start(world, run_id, step, attempt, seq)
         except (EntityConflictError, RunTerminalError):
             started = False
+        if not started:
             return None
         return await run_step_body(
             definition,
@@ -135,6 +143,36 @@ async def _run(
         return Continue(run_id)
     assert outcome is not None
     return outcome
+
+
+def _may_start(step: StepView) -> bool:
+    """Once a run is being compensated no forward body starts: the unwind has compensated
+    (or will) a forward step that is not running. A compensation starts, and a forward step
+    already started runs on (the unwind waits for its outcome)."""
+    return step.compensates is not None or step.status == "running"
+
+
+async def _start(world: World, run_id: str, step: StepView, attempt: int, seq: int) -> bool:
+    """Append the bare start fenced on the log as read (``seq``), so that an unwind that began
+    since is seen before a forward body starts. False: the run is now being compensated (or
+    has ended) and this step must not start."""
+    start = NewEvent(EventType.STEP_STARTED, step.cid, {"attempt": attempt})
+    for _ in range(_START_TRIES):
+        try:
+            await world.append(run_id, [start], expected_seq=seq)
+            return True
+        except SequenceConflictError:
+            info = await world.get_run(run_id)
+            if info is None or info.status.terminal:
+                return False
+            if info.status in _UNWINDING and not _may_start(step):
+                log.info(
+                    "step %s of run %s not started: the run is being compensated", step.cid, run_id
+                )
+                return False
+            seq = info.last_seq
+    await world.append(run_id, [start])  # a busy log: the last check above still stands
+    return True
 
 
 def _refused(
