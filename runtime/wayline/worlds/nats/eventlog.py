@@ -386,7 +386,7 @@ class EventLog:
                     )
             finally:
                 if not done and claims:
-                    await self._release_claims(claims)
+                    await self._release_claims(st, claims)
             released = self._tokens_to_release(st, stored)
         if released:
             await asyncio.gather(*(self._dispose_token(run_id, c, t) for c, t in released))
@@ -534,7 +534,13 @@ class EventLog:
                         self._names.hooks_bucket,
                         held,
                     )
-                elif await self._holds(st, held, cid):
+                elif await self._holds(st, held):
+                    if (held.get("run"), held.get("cid")) == (st.run_id, cid):
+                        # a live claim for this very hook by another writer appending it at
+                        # the same position (an owner and a replay): share it, own nothing.
+                        # Taking it over would let our failed append delete the entry the
+                        # winner's hook resolves through.
+                        break
                     raise HookTokenConflictError(
                         f"hook token {token!r} is held by another active hook", token=token
                     )
@@ -551,13 +557,11 @@ class EventLog:
                     f"hook token {token!r} is contended; try again", token=token
                 )
 
-    async def _holds(self, st: RunState, held: dict[str, Any], cid: str) -> bool:
+    async def _holds(self, st: RunState, held: dict[str, Any]) -> bool:
         """Whether the KV holder of a token is a live hook (checked against the log)."""
         if not held.get("active"):
             return False
         run, hcid = str(held.get("run")), str(held.get("cid"))
-        if run == st.run_id and hcid == cid:
-            return False  # our own leftover claim for this very hook
         if run == st.run_id:
             other = st
         else:
@@ -581,8 +585,13 @@ class EventLog:
             return bool(time.time() - float(held.get("_at", 0.0)) < _CLAIM_GRACE)
         return status == HOOK_ACTIVE
 
-    async def _release_claims(self, claims: dict[str, tuple[str, int, int]]) -> None:
-        for key, rev, _ in claims.values():
+    async def _release_claims(self, st: RunState, claims: dict[str, tuple[str, int, int]]) -> None:
+        """Delete the claims of a failed append, except those whose hook is in the log as
+        read (another writer appended that very hook: its entry is the claim we hold)."""
+        landed = set(st.hook_tokens.values())
+        for token, (key, rev, _) in claims.items():
+            if token in landed:
+                continue
             try:
                 await self._hooks.delete(key, last=rev)
             except Exception as err:  # best effort; _holds repairs stale claims
