@@ -124,10 +124,11 @@ async def test_every_tick_starts_one_run_across_two_operators_and_a_restart(
     for r in runs:
         [owner] = r["metadata"]["ownerReferences"]
         assert owner["uid"] == schedule["metadata"]["uid"] and owner["kind"] == "WorkflowSchedule"
-    # each tick's run started once in the world, and its creation was announced once
+    # each tick's run started once in the world; its creation announced at most once (the
+    # operator SIGKILLed between creating a run and posting its Event loses that one Event)
     assert len(await cluster.client.list_runs(limit=1000)) == len(runs)
     started = [e for e in cluster.events("every") if e["reason"] == "Started"]
-    assert sum(e.get("count", 1) for e in started) == len(runs)
+    assert len(runs) - 1 <= sum(e.get("count", 1) for e in started) <= len(runs)
     assert schedule["status"]["lastRun"] == runs[-1]["metadata"]["name"]
 
 
