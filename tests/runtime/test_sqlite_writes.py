@@ -146,6 +146,61 @@ def _synchronous(world: World) -> int:
     return int(_connection(world).execute("PRAGMA synchronous").fetchone()[0])
 
 
+def _modes(statements: list[str]) -> list[tuple[str, list[str]]]:
+    """Each write transaction with the ``synchronous`` mode it committed under."""
+    mode, out, current = "FULL", [], None
+    for sql in statements:
+        if sql.startswith("PRAGMA synchronous="):
+            mode = sql.split("=", 1)[1]
+        elif sql.startswith("BEGIN"):
+            current = [sql]
+        elif current is not None:
+            current.append(sql)
+            if sql in ("COMMIT", "ROLLBACK"):
+                out.append((mode, current))
+                current = None
+    return out
+
+
+async def test_only_queue_claims_and_settlements_skip_their_fsync(tmp_path: Path) -> None:
+    """On a durable world every append and every enqueue commits under FULL (fsync); a claim
+    of a queue message and its ack commit under NORMAL (a crash that loses them only delivers
+    the message again), and the connection is FULL again afterwards."""
+    async with LocalWorld(tmp_path / "w.db", poll_interval=0.01) as world:
+        client = wayline.Client(world)
+        async with wayline.Worker(world, [flows.chain], settings=settings()):
+            await (await client.start(flows.chain, 1)).result(timeout=30)
+            traced: list[str] = []
+            _connection(world).set_trace_callback(traced.append)
+            handle = await client.start(flows.chain, 3)
+            assert await handle.result(timeout=30) == sum(range(3))
+            _connection(world).set_trace_callback(None)
+        mode = _connection(world).execute("PRAGMA synchronous").fetchone()[0]
+    assert mode == 2  # FULL
+    txs = _modes(traced)
+    writes_events = [m for m, tx in txs if any("INTO events" in s for s in tx)]
+    enqueues = [m for m, tx in txs if any("INTO messages" in s for s in tx)]
+    claims = [m for m, tx in txs if any(s.startswith("UPDATE messages SET attempts") for s in tx)]
+    acks = [m for m, tx in txs if any(s.startswith("DELETE FROM messages") for s in tx)]
+    assert writes_events and set(writes_events) == {"FULL"}, txs
+    assert enqueues and set(enqueues) == {"FULL"}, txs
+    assert claims and set(claims) == {"NORMAL"}, txs
+    assert acks and set(acks) == {"NORMAL"}, txs
+
+
+async def test_a_sync_normal_world_never_switches_modes(tmp_path: Path) -> None:
+    async with LocalWorld(tmp_path / "w.db", poll_interval=0.01, synchronous="normal") as world:
+        client = wayline.Client(world)
+        traced: list[str] = []
+        _connection(world).set_trace_callback(traced.append)
+        async with wayline.Worker(world, [flows.chain], settings=settings()):
+            assert await (await client.start(flows.chain, 2)).result(timeout=30) == 1
+        _connection(world).set_trace_callback(None)
+        mode = _connection(world).execute("PRAGMA synchronous").fetchone()[0]
+    assert mode == 1  # NORMAL
+    assert not [s for s in traced if s.startswith("PRAGMA synchronous")], traced
+
+
 async def test_durable_by_default_and_sync_normal_opts_out(tmp_path: Path) -> None:
     full, normal = 2, 1  # PRAGMA synchronous values
     async with wayline.open_world(f"sqlite:///{tmp_path}/a.db") as world:
