@@ -9,8 +9,10 @@ patch the resource if its status changed; returns whether it patched). The pump
 - spaces: a key is synced at most once per ``interval`` seconds after a sync that patched;
 - bounds: at most ``rate`` patches per second overall (a token bucket of ``rate`` tokens), and
   at most ``concurrency`` syncs at once;
-- prefers hot keys (touched by a change) to cold ones (a resync's re-read), oldest first, so a
-  resync of every resource never delays the status of a run that just moved;
+- prefers hot keys (touched by a change) to cold ones (a resync's re-read), oldest first, and
+  gives cold ones at most ``cold_concurrency`` of its syncs at once, so a resync of every
+  resource never delays the status of a run that just moved: a sweep of thousands of live
+  runs neither fills every slot nor takes the process's CPU from the hot keys that follow;
 - runs timers: ``touch(key, delay=...)`` syncs it no earlier than that (a resource's TTL);
 - stands still while ``paused()`` says so (kopf peering paused this replica: another one
   writes the statuses); touches are kept, and synced once it resumes.
@@ -47,6 +49,7 @@ class Pump:
         interval: float = 1.0,
         rate: float = 100.0,
         concurrency: int = 8,
+        cold_concurrency: int | None = None,
         retry_delay: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
         paused: Callable[[], bool] = lambda: False,
@@ -58,6 +61,7 @@ class Pump:
         self.interval = interval
         self.rate = rate
         self.concurrency = max(1, concurrency)
+        self.cold_concurrency = max(1, cold_concurrency or self.concurrency // 8)
         self.retry_delay = retry_delay
         self._clock = clock
         self._hot: dict[str, None] = {}
@@ -65,6 +69,7 @@ class Pump:
         self._timers: list[tuple[float, str]] = []
         self._patched_at: dict[str, float] = {}
         self._running: set[str] = set()
+        self._running_cold: set[str] = set()
         self._again: set[str] = set()
         self._tokens = max(1.0, rate)
         self._filled = clock()
@@ -115,10 +120,13 @@ class Pump:
                 self._promote(now)
                 self._refill(now)
                 while len(self._running) < self.concurrency and self._tokens >= 1.0:
-                    key = self._next(now)
-                    if key is None:
+                    picked = self._next(now)
+                    if picked is None:
                         break
+                    key, cold = picked
                     self._running.add(key)
+                    if cold:
+                        self._running_cold.add(key)
                     self._tokens -= 1.0  # reserved; given back if the sync writes nothing
                     task = asyncio.create_task(self._one(key))
                     tasks.add(task)
@@ -138,16 +146,18 @@ class Pump:
         self._tokens = min(cap, self._tokens + (now - self._filled) * self.rate)
         self._filled = now
 
-    def _next(self, now: float) -> str | None:
+    def _next(self, now: float) -> tuple[str, bool] | None:
+        """The next key to sync, and whether it is a cold one."""
         for queue in (self._hot, self._cold):
-            while queue:
+            cold = queue is self._cold
+            while queue and not (cold and len(self._running_cold) >= self.cold_concurrency):
                 key = next(iter(queue))
                 del queue[key]
                 ready = self._patched_at.get(key, -1e18) + self.interval
                 if ready > now:  # patched lately: once more when its interval is over
                     heapq.heappush(self._timers, (ready, key))
                     continue
-                return key
+                return key, cold
         return None
 
     async def _idle(self, now: float) -> None:
@@ -179,6 +189,7 @@ class Pump:
                 self._tokens += 1.0
         finally:
             self._running.discard(key)
+            self._running_cold.discard(key)
             self._wake.set()
         if key in self._again:
             self._again.discard(key)

@@ -162,6 +162,33 @@ async def test_hot_keys_go_before_a_resyncs_cold_ones(running: Callable[[Pump], 
     assert sync.calls == ["hot", "c2", "c1", "c3"]
 
 
+async def test_cold_keys_never_take_more_than_their_share_of_the_slots(
+    running: Callable[[Pump], None],
+) -> None:
+    """A sweep of many live runs (cold) while their syncs are slow: at most
+    ``cold_concurrency`` of them run at once, and a run that just moved (hot) is synced at
+    once, not after the sweep."""
+    sync = Recorder(patches=False)
+    sync.gate = asyncio.Event()
+    pump = Pump(sync, concurrency=8, cold_concurrency=2, clock=Clock())
+    pump.touch_all([f"c{i}" for i in range(20)], cold=True)
+    running(pump)
+    await settle()
+    assert sync.calls == ["c0", "c1"]  # two slots of eight: the other six stay free
+    pump.touch("hot")
+    await settle()
+    assert sync.calls == ["c0", "c1", "hot"]
+    sync.gate.set()
+    await settle()
+    assert sorted(sync.calls) == sorted(["hot", *(f"c{i}" for i in range(20))])
+    assert not sync.overlapped
+
+
+def test_the_cold_share_defaults_to_an_eighth_of_the_slots() -> None:
+    assert Pump(Recorder(), concurrency=32).cold_concurrency == 4
+    assert Pump(Recorder(), concurrency=4).cold_concurrency == 1
+
+
 async def test_timers_and_retries(running: Callable[[Pump], None]) -> None:
     clock = Clock()
     sync = Recorder(patches=False)
