@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = logging.getLogger("wayline.operator")
     import kopf
 
-    from . import handlers, schedule_handlers  # noqa: F401 - registers the handlers
+    from . import collector, handlers, schedule_handlers  # noqa: F401 - registers the handlers
 
     os.environ["POD_ID"] = identity()  # kopf's documented override of its peering identity
     settings = kopf.OperatorSettings()
@@ -114,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = metrics.serve(opts.metrics_port, opts.metrics_host)
         log.info("metrics on http://%s:%d/metrics", opts.metrics_host, server.server_port)
     shutdown_traces = telemetry.configure("wayline-operator", conf.otel_env)
+    collector.tune()  # long full collections would hold every status write (``collector``)
     try:
         asyncio.run(
             kopf.operator(
