@@ -234,7 +234,16 @@ def bench(opts: argparse.Namespace) -> dict[str, Any]:
         workers = [
             stack.enter_context(
                 process(
-                    [sys.executable, "-m", "wayline.cli", "worker", "--app", str(APP)],
+                    [
+                        sys.executable,
+                        "-m",
+                        "wayline.cli",
+                        "worker",
+                        "--app",
+                        str(APP),
+                        "--processes",
+                        "1",
+                    ],
                     env,
                     tmp / f"worker{i}.log",
                 )
