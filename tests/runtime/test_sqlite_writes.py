@@ -188,6 +188,37 @@ async def test_only_queue_claims_and_settlements_skip_their_fsync(tmp_path: Path
     assert acks and set(acks) == {"NORMAL"}, txs
 
 
+async def test_each_settlement_skips_its_fsync_and_a_dead_letter_keeps_it(tmp_path: Path) -> None:
+    async with LocalWorld(tmp_path / "w.db", poll_interval=0.01) as world:
+        await world.enqueue("t", {"n": 1})
+        traced: list[str] = []
+        _connection(world).set_trace_callback(traced.append)
+        modes: dict[str, set[str]] = {}
+
+        def since(name: str, start: int) -> None:
+            modes[name] = {m for m, _ in _modes(traced[start:])}
+
+        for name in ("retry", "release", "renew", "ack"):
+            if name != "ack":  # the ack settles the renewed delivery
+                [got] = await world.receive("t", wait_seconds=5)
+            start = len(traced)
+            assert await getattr(world, name)(got)
+            since(name, start)
+        await world.enqueue("t", {"n": 2})
+        [got] = await world.receive("t", wait_seconds=5)
+        start = len(traced)
+        assert await world.dead_letter(got, "a test")
+        since("dead_letter", start)
+        _connection(world).set_trace_callback(None)
+    assert modes == {
+        "retry": {"NORMAL"},
+        "release": {"NORMAL"},
+        "renew": {"NORMAL"},
+        "ack": {"NORMAL"},
+        "dead_letter": {"FULL"},
+    }, traced
+
+
 async def test_a_sync_normal_world_never_switches_modes(tmp_path: Path) -> None:
     async with LocalWorld(tmp_path / "w.db", poll_interval=0.01, synchronous="normal") as world:
         client = wayline.Client(world)

@@ -199,13 +199,27 @@ class LocalWorld(World):
         db = self._conn()
         try:
             db.execute("PRAGMA synchronous=NORMAL")
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as err:
-                raise self._unavailable(err) from err
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as err:
+            self._synced(db)
+            raise self._unavailable(err) from err
+        try:
             return self._commit(db, fn, args)
         finally:
+            self._synced(db)
+
+    def _synced(self, db: sqlite3.Connection) -> None:
+        """Back to ``synchronous=FULL``, outside any transaction (``_commit`` ended it). Should
+        that ever fail, the connection is closed rather than left writing without fsync:
+        every later call of this world then fails as unavailable."""
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        try:
             db.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as err:
+            db.close()
+            self._db = None
+            raise self._unavailable(err) from err
 
     def _commit(self, db: sqlite3.Connection, fn: Any, args: tuple[Any, ...]) -> Any:
         try:
