@@ -10,14 +10,20 @@ thresholds; only cycles wait for a collection. So the young generation is collec
 10,000 allocations instead of 700 (each pass scans at most that many objects), and a full
 collection is considered every 100 middle ones (10 million net allocations) instead of 10:
 the long pauses become rare, and a cycle that reaches the old generation lives a while longer.
+
+CPython 3.14's incremental collector has no such generations (it reads the third threshold
+as 0): there the defaults are kept.
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 
 THRESHOLDS = (10_000, 10, 100)
+GENERATIONAL = sys.version_info < (3, 14)
 
 
 def tune() -> None:
-    gc.set_threshold(*THRESHOLDS)
+    if GENERATIONAL:
+        gc.set_threshold(*THRESHOLDS)

@@ -61,7 +61,8 @@ class Pump:
         self.interval = interval
         self.rate = rate
         self.concurrency = max(1, concurrency)
-        self.cold_concurrency = max(1, cold_concurrency or self.concurrency // 8)
+        cold = self.concurrency // 8 if cold_concurrency is None else cold_concurrency
+        self.cold_concurrency = max(1, cold)
         self.retry_delay = retry_delay
         self._clock = clock
         self._hot: dict[str, None] = {}

@@ -178,10 +178,24 @@ async def test_cold_keys_never_take_more_than_their_share_of_the_slots(
     pump.touch("hot")
     await settle()
     assert sync.calls == ["c0", "c1", "hot"]
+    peak = 0
+    recorded = pump._sync
+
+    async def counting(key: str) -> bool:
+        nonlocal peak
+        sync.running.add(key)
+        peak = max(peak, sum(1 for k in sync.running if k.startswith("c")))
+        for _ in range(3):  # a slow sync: the others had their chance to start meanwhile
+            await asyncio.sleep(0)
+        sync.running.discard(key)
+        return await recorded(key)
+
+    pump._sync = counting
     sync.gate.set()
     await settle()
     assert sorted(sync.calls) == sorted(["hot", *(f"c{i}" for i in range(20))])
     assert not sync.overlapped
+    assert peak <= 2  # never more than the cold share at once, through the whole sweep
 
 
 def test_the_cold_share_defaults_to_an_eighth_of_the_slots() -> None:
