@@ -67,11 +67,13 @@ class Pump:
         self._clock = clock
         self._hot: dict[str, None] = {}
         self._cold: dict[str, None] = {}
-        self._timers: list[tuple[float, str]] = []
+        self._timers: list[tuple[float, str, bool]] = []
+        """(due, key, cold): a key keeps its temperature through a timer."""
         self._patched_at: dict[str, float] = {}
         self._running: set[str] = set()
         self._running_cold: set[str] = set()
-        self._again: set[str] = set()
+        self._again: dict[str, bool] = {}
+        """Keys touched while their sync ran, and whether every such touch was cold."""
         self._tokens = max(1.0, rate)
         self._filled = clock()
         self._wake = asyncio.Event()
@@ -81,9 +83,9 @@ class Pump:
     def touch(self, key: str, *, delay: float = 0.0, cold: bool = False) -> None:
         """Sync ``key`` soon (``delay`` seconds from now at the earliest)."""
         if delay > 0:
-            heapq.heappush(self._timers, (self._clock() + delay, key))
+            heapq.heappush(self._timers, (self._clock() + delay, key, cold))
         elif key in self._running:
-            self._again.add(key)
+            self._again[key] = self._again.get(key, True) and cold
         elif cold:
             if key not in self._hot:
                 self._cold.setdefault(key)
@@ -100,7 +102,7 @@ class Pump:
         """The resource is gone: no sync is due any more (a pending timer finds nothing)."""
         self._hot.pop(key, None)
         self._cold.pop(key, None)
-        self._again.discard(key)
+        self._again.pop(key, None)
         self._patched_at.pop(key, None)
 
     @property
@@ -139,8 +141,8 @@ class Pump:
 
     def _promote(self, now: float) -> None:
         while self._timers and self._timers[0][0] <= now:
-            _, key = heapq.heappop(self._timers)
-            self.touch(key)
+            _, key, cold = heapq.heappop(self._timers)
+            self.touch(key, cold=cold)
 
     def _refill(self, now: float) -> None:
         cap = max(1.0, self.rate)
@@ -156,7 +158,7 @@ class Pump:
                 del queue[key]
                 ready = self._patched_at.get(key, -1e18) + self.interval
                 if ready > now:  # patched lately: once more when its interval is over
-                    heapq.heappush(self._timers, (ready, key))
+                    heapq.heappush(self._timers, (ready, key, cold))
                     continue
                 return key, cold
         return None
@@ -180,7 +182,9 @@ class Pump:
         except Exception as err:  # the world or the API server had trouble: later
             self.counts.failed += 1
             log.warning("status of run %s not written (trying again): %s", key, err)
-            heapq.heappush(self._timers, (self._clock() + self.retry_delay, key))
+            # a failed cold sync (a whole resync, when the world is down) comes back cold
+            cold = key in self._running_cold
+            heapq.heappush(self._timers, (self._clock() + self.retry_delay, key, cold))
         else:
             self.counts.synced += 1
             if patched:
@@ -193,5 +197,4 @@ class Pump:
             self._running_cold.discard(key)
             self._wake.set()
         if key in self._again:
-            self._again.discard(key)
-            self.touch(key)
+            self.touch(key, cold=self._again.pop(key))

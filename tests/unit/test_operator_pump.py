@@ -223,6 +223,45 @@ async def test_timers_and_retries(running: Callable[[Pump], None]) -> None:
     assert "a" in sync.calls
 
 
+async def test_a_cold_key_stays_cold_through_a_failure_and_a_hot_touch_wins(
+    running: Callable[[Pump], None],
+) -> None:
+    """A resync's syncs that failed (the world was down) come back cold after their retry
+    delay, behind the runs that moved meanwhile; a key touched hot while its cold sync ran
+    is synced again hot."""
+    clock = Clock()
+    sync = Recorder(patches=False)
+    sync.fail.update({"c1", "c2"})
+    pump = Pump(sync, concurrency=1, cold_concurrency=1, retry_delay=5.0, clock=clock)
+    pump.touch_all(["c1", "c2"], cold=True)
+    running(pump)
+    await settle()
+    assert sync.calls == ["c1", "c2"] and pump.counts.failed == 2
+    sync.gate = asyncio.Event()
+    pump.touch("busy")  # holds the only slot while the retries fall due
+    await settle()
+    clock.now += 5.0
+    pump.touch("x")  # wakes the loop, which promotes the due retries
+    await settle()
+    pump.touch("hot")  # a run that moved after them
+    sync.gate.set()
+    await settle()
+    assert sync.calls[2:] == ["busy", "x", "hot", "c1", "c2"]
+    assert pump._cold == {} and pump._hot == {}
+    sync.gate = None
+
+    sync.calls.clear()
+    sync.gate = asyncio.Event()
+    pump.touch("c3", cold=True)
+    await settle()
+    assert sync.calls == ["c3"]
+    pump.touch("c3")  # it moved while its cold sync ran
+    pump.touch("c4", cold=True)
+    sync.gate.set()
+    await settle()
+    assert sync.calls == ["c3", "c3", "c4"]  # again, hot: before the cold c4
+
+
 async def test_a_forgotten_key_is_not_synced(running: Callable[[Pump], None]) -> None:
     sync = Recorder()
     pump = Pump(sync, clock=Clock())
