@@ -41,11 +41,19 @@ class RunHandle(Generic[R]):
     started by name)."""
 
     def __init__(
-        self, client: Client, run_id: str, workflow: WorkflowDefinition[..., Any] | None
+        self,
+        client: Client,
+        run_id: str,
+        workflow: WorkflowDefinition[..., Any] | None,
+        *,
+        fresh: bool = False,
     ) -> None:
         self.client = client
         self.run_id = run_id
         self._workflow = workflow
+        self._fresh = fresh
+        """Just created by ``start``: it cannot have ended before its first ``result`` call
+        listens, so on a world with terminal hints that call waits for one before it reads."""
 
     async def status(self) -> RunStatus:
         return (await self.client.get_run(self.run_id)).status
@@ -60,16 +68,21 @@ class RunHandle(Generic[R]):
         # A world that hears of every terminal append can be polled rarely; the poll is only
         # the fallback for a hint lost on the way.
         pause, longest = (0.05, 1.0) if world.terminal_hints else (0.002, 0.1)
+        # A run this handle just started is not read before its hint (or the first pause)
+        # comes: the read would find it running, one round trip for nothing.
+        unread, self._fresh = self._fresh and world.terminal_hints, False
         while True:
             ended = world.watch_terminal(self.run_id)
             try:
-                info = await self.client.get_run(self.run_id)
-                if info.status.terminal:
-                    return self._outcome(info)
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise ResultTimeoutError(
-                        f"run {self.run_id} still {info.status} after {timeout}s"
-                    )
+                if not unread:
+                    info = await self.client.get_run(self.run_id)
+                    if info.status.terminal:
+                        return self._outcome(info)
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise ResultTimeoutError(
+                            f"run {self.run_id} still {info.status} after {timeout}s"
+                        )
+                unread = False
                 wait = pause if deadline is None else min(pause, deadline - time.monotonic())
                 await asyncio.wait({ended}, timeout=max(0.0, wait))
             finally:
@@ -162,10 +175,13 @@ class Client:
                 raise WaylineError(
                     f"run {run_id} exists already, for workflow {existing.workflow!r}"
                 ) from None
+            fresh = False  # it may have ended long ago
+        else:
+            fresh = True
         await self.world.enqueue(
             FLOW_TOPIC, {"runId": run_id, "reason": "start"}, idempotency_key=f"{run_id}:start"
         )
-        return RunHandle(self, run_id, definition)
+        return RunHandle(self, run_id, definition, fresh=fresh)
 
     def handle(self, run_id: str) -> RunHandle[Any]:
         return RunHandle(self, run_id, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -298,3 +299,40 @@ async def test_resume_hook_with_a_delivery_id_delivers_once(engine: Engine) -> N
     with pytest.raises(wayline.HookNotFoundError) as info:
         await engine.client.resume_hook("tok-never", 1)
     assert info.value.details["known"] is False
+
+
+async def test_a_fresh_runs_result_waits_for_its_end_before_it_reads(make_world: Any) -> None:
+    """On a world whose waiters hear every terminal append (NATS), the handle ``start``
+    returned does not read the run right away (it would find it running: a round trip for
+    nothing): its first read comes with the terminal hint, or after the first pause (50 ms)
+    if the hint was lost. A handle of a run that exists already (a repeated start) reads at
+    once, as does every handle on a world without hints."""
+    from tests.runtime.harness import settings
+
+    worker_world, client_world = await make_world(), await make_world()
+    reads: list[tuple[float, bool]] = []
+    began = 0.0
+    original = client_world.get_run
+
+    async def counted(run_id: str) -> Any:
+        info = await original(run_id)
+        reads.append((time.monotonic() - began, info is not None and info.status.terminal))
+        return info
+
+    client_world.get_run = counted  # type: ignore[method-assign]
+    client = wayline.Client(client_world)
+    async with wayline.Worker(worker_world, [flows.chain], settings=settings()):
+        handle = await client.start(flows.chain, 3)
+        began = time.monotonic()
+        assert await handle.result(timeout=10) == 3
+        fresh = list(reads)
+        reads.clear()
+        again = await client.start(flows.chain, 3, run_id=handle.run_id)  # it ended already
+        reads.clear()
+        began = time.monotonic()
+        assert await again.result(timeout=10) == 3
+    assert fresh and fresh[-1][1]  # the last read found it ended
+    if client_world.terminal_hints:
+        # a read that found it running came only after the first pause, never at once
+        assert all(ended or at >= 0.05 for at, ended in fresh), fresh
+    assert len(reads) == 1 and reads[0][1]  # an ended run: one read, at once
