@@ -336,3 +336,34 @@ async def test_a_fresh_runs_result_waits_for_its_end_before_it_reads(make_world:
         # a read that found it running came only after the first pause, never at once
         assert all(ended or at >= 0.05 for at, ended in fresh), fresh
     assert len(reads) == 1 and reads[0][1]  # an ended run: one read, at once
+
+
+async def test_a_run_without_a_parent_is_not_read_back_after_its_end(
+    make_world: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The worker that writes a run's end logs it from the event it wrote: only a child's end
+    is read back (to report it to its parent). The end is still logged, with its status."""
+    from tests.runtime.harness import settings
+
+    worker_world, client_world = await make_world(), await make_world()
+    reads: list[str] = []
+    original = worker_world.get_run
+
+    async def counted(run_id: str) -> Any:
+        info = await original(run_id)
+        reads.append("terminal" if info is not None and info.status.terminal else "live")
+        return info
+
+    worker_world.get_run = counted  # type: ignore[method-assign]
+    client = wayline.Client(client_world)
+    caplog.set_level("INFO", logger="wayline.runtime")
+    async with wayline.Worker(worker_world, [flows.chain, flows.fails], settings=settings()):
+        ok = await client.start(flows.chain, 3)
+        assert await ok.result(timeout=10) == 3
+        bad = await client.start(flows.fails)
+        with pytest.raises(wayline.RunFailedError):
+            await bad.result(timeout=10)
+    assert "terminal" not in reads, reads  # nothing read the ended runs back
+    lines = [r.getMessage() for r in caplog.records if r.name == "wayline.runtime"]
+    assert f"run {ok.run_id} completed" in lines
+    assert any(m.startswith(f"run {bad.run_id} failed: [") for m in lines), lines

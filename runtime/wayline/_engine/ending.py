@@ -36,17 +36,32 @@ async def terminal(
             await world.append(run_id, [event])
     except (RunTerminalError, RunNotFoundError, EntityConflictError):
         return
+    if replay is not None and replay.parent is None and event.type in _ENDS:
+        # no parent to report to: the end is the event this call just wrote (no read back)
+        _log_end(run_id, _ENDS[event.type], event.data.get("error"), replay.workflow.name)
+        return
     info = await world.get_run(run_id)
     if info is not None:
-        error = info.error or {}
-        log.info(
-            "run %s %s%s",
-            run_id,
-            info.status,
-            f": [{error.get('code') or error.get('name')}] {error.get('message')}" if error else "",
-            extra={"run_id": run_id, "workflow": info.workflow},
-        )
+        _log_end(run_id, info.status, info.error, info.workflow)
         await report_to_parent(world, info)
+
+
+_ENDS = {
+    EventType.RUN_COMPLETED: RunStatus.COMPLETED,
+    EventType.RUN_FAILED: RunStatus.FAILED,
+}
+"""The ends a live replay writes itself (``Handler._finish``)."""
+
+
+def _log_end(run_id: str, status: RunStatus, error: Any, workflow: str) -> None:
+    error = error if isinstance(error, Mapping) else {}
+    log.info(
+        "run %s %s%s",
+        run_id,
+        status,
+        f": [{error.get('code') or error.get('name')}] {error.get('message')}" if error else "",
+        extra={"run_id": run_id, "workflow": workflow},
+    )
 
 
 async def report_to_parent(world: World, info: RunInfo) -> None:
