@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import free_port, wheel_binary
+from tests.servers import dying_with_us, free_port, wheel_binary
 
 
 def find_nats_server() -> Path | None:
@@ -80,7 +80,7 @@ class NatsServer:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process below
         try:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(dying_with_us(args), stdout=log, stderr=subprocess.STDOUT)
         finally:
             log.close()
         deadline = time.monotonic() + timeout

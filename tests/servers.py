@@ -4,6 +4,7 @@ and a free loopback port."""
 from __future__ import annotations
 
 import importlib.metadata
+import shutil
 import socket
 import sys
 import sysconfig
@@ -35,3 +36,13 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def dying_with_us(args: list[str]) -> list[str]:
+    """``args`` run so that the server is killed when the process that started it dies: a test
+    run killed mid-way (a CI timeout, SIGTERM to pytest, which runs no fixture teardown)
+    leaves no server behind. util-linux's ``setpriv --pdeathsig`` sets the kernel's
+    parent-death signal and execs the server (same pid, so signals and ``wait`` reach it).
+    Where setpriv is missing the server is started as it is."""
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    return [setpriv, "--pdeathsig", "KILL", "--", *args] if setpriv else args

@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from tests.servers import free_port, wheel_binary
+from tests.servers import dying_with_us, free_port, wheel_binary
 
 K8S_VERSION = "v1.37.2"
 ETCD_VERSION = "3.6.16"
@@ -177,7 +177,9 @@ class ControlPlane:
         log: IO[bytes] = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
         try:
             self.procs[name] = subprocess.Popen(
-                [str(self.bin_dir / name), *args], stdout=log, stderr=subprocess.STDOUT
+                dying_with_us([str(self.bin_dir / name), *args]),
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         finally:
             log.close()
