@@ -52,8 +52,8 @@ class RunHandle(Generic[R]):
         self.run_id = run_id
         self._workflow = workflow
         self._fresh = fresh
-        """Just created by ``start``: it cannot have ended before its first ``result`` call
-        listens, so on a world with terminal hints that call waits for one before it reads."""
+        """Just created by ``start``: on a world with terminal hints, its first ``result`` call
+        waits for the hint before it reads, unless the world heard the run end already."""
 
     async def status(self) -> RunStatus:
         return (await self.client.get_run(self.run_id)).status
@@ -69,8 +69,10 @@ class RunHandle(Generic[R]):
         # the fallback for a hint lost on the way.
         pause, longest = (0.05, 1.0) if world.terminal_hints else (0.002, 0.1)
         # A run this handle just started is not read before its hint (or the first pause)
-        # comes: the read would find it running, one round trip for nothing.
-        unread, self._fresh = self._fresh and world.terminal_hints, False
+        # comes: the read would find it running, one round trip for nothing. A hint heard
+        # before this call (the run ended first) means read at once.
+        unread = self._fresh and world.terminal_hints and not world.heard_ended(self.run_id)
+        self._fresh = False
         while True:
             ended = world.watch_terminal(self.run_id)
             try:

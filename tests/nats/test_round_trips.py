@@ -100,3 +100,40 @@ async def test_a_ten_step_run_sends_a_bounded_number_of_messages(
         assert await handle.result(timeout=60) == STEPS
     assert counts["request"] <= MAX_REQUESTS, counts
     assert sends <= MAX_SENDS, counts
+
+
+async def test_a_result_asked_after_the_run_ended_reads_at_once(
+    open_nats_world: OpenWorlds, monkeypatch: Any
+) -> None:
+    """A fresh handle skips its first read only while no end has been heard: once the world
+    heard the run's terminal hint, ``result()`` reads before it waits (no pause for a hint
+    that came already)."""
+    import types
+
+    from wayline import client as client_module
+
+    world = await open_nats_world()
+    client = wayline.Client(world)
+    steps: list[str] = []
+    real_get_run, real_wait = client.get_run, asyncio.wait
+
+    async def get_run(run_id: str) -> Any:
+        steps.append("read")
+        return await real_get_run(run_id)
+
+    async def wait(*args: Any, **kwargs: Any) -> Any:
+        steps.append("wait")
+        return await real_wait(*args, **kwargs)
+
+    async with wayline.Worker(world, [chain]):
+        run_id = new_run_id()
+        ended = world.watch_terminal(run_id)
+        handle = await client.start(chain, 2, run_id=run_id)
+        await asyncio.wait_for(ended, 60)
+        assert world.heard_ended(run_id)
+        monkeypatch.setattr(client, "get_run", get_run)
+        monkeypatch.setattr(
+            client_module, "asyncio", types.SimpleNamespace(wait=wait, sleep=asyncio.sleep)
+        )
+        assert await handle.result(timeout=60) == 2
+    assert steps == ["read"], steps

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -27,6 +28,9 @@ from .single_flight import SingleFlight
 # STEP_TOPIC: queued step bodies, ``{"runId": ..., "stepId": ..., "stepName": ...}``.
 # A world sends both to the run's route (``routing``): enqueue resolves it with ``router``,
 # and a delivery received on a route carries the plain topic.
+
+_HEARD_ENDED = 1024
+"""Terminal hints remembered per world (run ids), for a result asked after the end."""
 
 
 def terminal_statuses(statuses: Sequence[RunStatus] | None) -> list[str]:
@@ -91,6 +95,7 @@ class World(abc.ABC):
         self.single_flight = SingleFlight()
         self.router = Router(self.get_run)
         self._terminal_waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._heard_ended: OrderedDict[str, None] = OrderedDict()
 
     terminal_hints: bool = False
     """True when :meth:`watch_terminal` hears of every writer's terminal append, not only this
@@ -111,7 +116,17 @@ class World(abc.ABC):
             if not waiters:
                 del self._terminal_waiters[run_id]
 
+    def heard_ended(self, run_id: str) -> bool:
+        """True when this world heard a terminal hint for the run lately (the last
+        :data:`_HEARD_ENDED` runs), waiter or not: a caller about to wait for the hint reads
+        at once instead."""
+        return run_id in self._heard_ended
+
     def _wake_terminal(self, run_id: str) -> None:
+        self._heard_ended[run_id] = None
+        self._heard_ended.move_to_end(run_id)
+        if len(self._heard_ended) > _HEARD_ENDED:
+            self._heard_ended.popitem(last=False)
         for fut in self._terminal_waiters.pop(run_id, ()):
             if not fut.done():
                 fut.set_result(None)
