@@ -148,7 +148,9 @@ async def test_an_outage_pauses_work_and_it_resumes(
 
     async def come_back() -> None:
         await asyncio.sleep(1.0)
-        await asyncio.to_thread(nats_server_own.start)
+        # In this thread: the server's parent-death signal follows the thread that started
+        # it (tests.servers.dying_with_us), and an executor thread may end before the test.
+        nats_server_own.start()
 
     back = asyncio.create_task(come_back())
     # issued during the outage: waits for the reconnect instead of failing
