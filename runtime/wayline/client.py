@@ -378,6 +378,8 @@ class Client:
         the first) is not delivered again."""
         hook = await self.world.get_hook(token)
         if hook is None or not hook.active:
+            if hook is not None and await self._delivered(hook.run_id, delivery_id):
+                return hook.run_id  # a retry after the run took the payload and went on
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
         await check_resume(self.world, hook, payload)  # a typed hook refuses a bad payload
@@ -395,21 +397,25 @@ class Client:
                 data["deliveryId"] = delivery_id
 
                 def decide(events: list[Event]) -> list[NewEvent] | None:
-                    for e in events:
-                        if (
-                            e.type is EventType.HOOK_RECEIVED
-                            and e.data.get("deliveryId") == delivery_id
-                        ):
-                            return None  # delivered before; its wake is re-sent, deduped
+                    if _received(events, delivery_id):
+                        return None  # delivered before; its wake is re-sent, deduped
                     return [event]
 
                 await self._fenced_append(hook.run_id, decide)
         except RunTerminalError:
+            if await self._delivered(hook.run_id, delivery_id):
+                return hook.run_id
             raise HookNotFoundError(
                 f"cannot resume {token!r}: its run has ended", known=True
             ) from None
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
+
+    async def _delivered(self, run_id: str, delivery_id: str | None) -> bool:
+        """A payload went into the run's log under ``delivery_id`` (None: never asked)."""
+        return delivery_id is not None and _received(
+            await self.world.list_events(run_id), delivery_id
+        )
 
     async def wake_up(self, run_id: str, wait: str | None = None) -> list[str]:
         """Fire a pending sleep now instead of at its time (the reference runtime's
@@ -463,3 +469,10 @@ def _phase(event: Event, status: RunStatus) -> RunStatus:
     """The run's status after ``event``, as far as the unwind commands care."""
     changed = run_changes(event).get("status")
     return RunStatus(changed) if changed is not None else status
+
+
+def _received(events: list[Event], delivery_id: str) -> bool:
+    return any(
+        e.type is EventType.HOOK_RECEIVED and e.data.get("deliveryId") == delivery_id
+        for e in events
+    )

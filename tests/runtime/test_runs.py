@@ -301,6 +301,28 @@ async def test_resume_hook_with_a_delivery_id_delivers_once(engine: Engine) -> N
     assert info.value.details["known"] is False
 
 
+async def test_a_hook_delivery_retried_after_its_run_ended_answers_the_run_id(
+    engine: Engine,
+) -> None:
+    """The payload went in and the run took it and ended (its hook disposed) before the caller
+    heard back: the caller's retry under the same delivery id answers the run id, as it does
+    while the hook is open. Another delivery id is refused: the hook is gone."""
+    async with engine.worker([flows.kid_waits]):
+        handle = await engine.client.start(flows.kid_waits, "tok-late")
+        await wait_for(lambda: engine.world.get_hook("tok-late"))
+        first = await engine.client.resume_hook("tok-late", 7, delivery_id="d-7")
+        assert await handle.result(timeout=10) == 7
+    hook = await engine.world.get_hook("tok-late")
+    assert hook is not None and not hook.active  # kept, inactive, naming its run
+    assert await engine.client.resume_hook("tok-late", 7, delivery_id="d-7") == first
+    with pytest.raises(wayline.HookNotFoundError):
+        await engine.client.resume_hook("tok-late", 8, delivery_id="d-8")
+    with pytest.raises(wayline.HookNotFoundError):
+        await engine.client.resume_hook("tok-late", 9)
+    received = of_type(await handle.events(), EventType.HOOK_RECEIVED)
+    assert [e.data["payload"] for e in received] == [7]
+
+
 async def test_a_fresh_runs_result_waits_for_its_end_before_it_reads(make_world: Any) -> None:
     """On a world whose waiters hear every terminal append (NATS), the handle ``start``
     returned does not read the run right away (it would find it running: a round trip for
