@@ -73,6 +73,25 @@ async def test_run_view_follows_the_log(world: World) -> None:
     assert [r.run_id for r in await world.list_runs(workflow="orders")] == [run_id]
 
 
+async def test_a_run_and_its_log_read_together_agree(make_world: Any) -> None:
+    """``read_run`` (what a delivery drives from) gives what ``get_run`` and ``list_events``
+    give, also to a second instance that wrote nothing (its first read) and after more
+    appends (a catch-up); an unknown run is ``(None, [])``."""
+    writer, reader = await make_world(), await make_world()
+    run_id = await _new_run(writer, "orders")
+    await writer.append(run_id, [NewEvent(T.RUN_STARTED)])
+    for world in (writer, reader):
+        info, events = await world.read_run(run_id)
+        assert info == await world.get_run(run_id)
+        assert events == await world.list_events(run_id)
+        assert info is not None and info.last_seq == 2 and [e.seq for e in events] == [1, 2]
+    await writer.append(run_id, [NewEvent(T.RUN_COMPLETED, data={"output": 5})])
+    info, events = await reader.read_run(run_id)
+    assert info is not None and info.status is RunStatus.COMPLETED and info.output == 5
+    assert [e.type for e in events] == [T.RUN_CREATED, T.RUN_STARTED, T.RUN_COMPLETED]
+    assert await reader.read_run(new_run_id()) == (None, [])
+
+
 async def test_nothing_is_appended_to_a_terminal_run(world: World) -> None:
     run_id = await _new_run(world)
     await world.append(run_id, [NewEvent(T.RUN_STARTED)])

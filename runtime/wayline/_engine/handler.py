@@ -97,19 +97,27 @@ class Handler:
         verdict = await handle_step(self.world, self.settings, delivery)
         if not isinstance(verdict, Continue):
             return verdict
-        info = await self.world.get_run(verdict.run_id)
+        info, events = await self.world.read_run(verdict.run_id)
         if info is None or info.status.terminal:
             return ACK
         if info.workflow not in self.workflows:
             await self.world.enqueue(FLOW_TOPIC, {"runId": verdict.run_id, "reason": "step"})
             return ACK
-        return await self._flow(verdict.run_id, delivery)
+        return await self._flow(verdict.run_id, delivery, read=(info, events))
 
     async def malformed(self, delivery: Delivery, err: Exception) -> Verdict:
         return await malformed(self.world, delivery, err)
 
-    async def _flow(self, run_id: str, delivery: Delivery, backstop: str | None = None) -> Verdict:
-        info = await self.world.get_run(run_id)
+    async def _flow(
+        self,
+        run_id: str,
+        delivery: Delivery,
+        backstop: str | None = None,
+        *,
+        read: tuple[RunInfo | None, list[Event]] | None = None,
+    ) -> Verdict:
+        """Drive the run from one read of it and its log (``read``, when the caller has it)."""
+        info, events = read if read is not None else await self.world.read_run(run_id)
         if info is None:
             return Verdict("dead", reason=f"flow message for unknown run {run_id}")
         if info.status.terminal:
@@ -123,10 +131,12 @@ class Handler:
                 info.workflow,
             )
             return Verdict("retry", delay=5.0)
+        blocked = info.status is RunStatus.BLOCKED
         refused = await self._admit(info, workflow, delivery)
         if refused is not None:
             return refused
-        return await self._execute(info, workflow, delivery, backstop)
+        # _admit may have unblocked the run (an append): its log is then read again.
+        return await self._execute(info, workflow, delivery, backstop, None if blocked else events)
 
     async def _admit(
         self, info: RunInfo, workflow: WorkflowDefinition[..., Any], delivery: Delivery
@@ -164,9 +174,11 @@ class Handler:
         workflow: WorkflowDefinition[..., Any],
         delivery: Delivery,
         backstop: str | None,
+        read: list[Event] | None,
     ) -> Verdict:
-        """Replay the run and drive it, again from the log whenever the live replay must be
-        rebuilt (see ``deferred``), inside the delivery's ``workflow.execute`` span."""
+        """Replay the run and drive it, from ``read`` (the log as read with ``info``) first,
+        then again from the log whenever the live replay must be rebuilt (see ``deferred``),
+        inside the delivery's ``workflow.execute`` span."""
         run_id = info.run_id
         # A run started by name (no definition recorded) is pinned to this worker's definition
         # by its run_started: from then on, only a matching worker drives it.
@@ -185,7 +197,8 @@ class Handler:
                     replay.parent = info.attributes.get("parent")
                     replay.delivery_attempt = delivery.attempt
                     with metrics.timed(metrics.REPLAY_SECONDS):
-                        events = await self.world.list_events(run_id)
+                        events = read if read is not None else await self.world.list_events(run_id)
+                        read = None
                         if pin is not None and _pinned_elsewhere(pin, events):
                             return Verdict("retry", delay=0.0)  # check the new pin again
                         replay.feed(events)

@@ -174,6 +174,14 @@ class World(abc.ABC):
     @abc.abstractmethod
     async def get_run(self, run_id: str) -> RunInfo | None: ...
 
+    async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
+        """The run and its whole log from one read where the world can (what a delivery drives
+        from); ``(None, [])`` for an unknown run. The default reads the two in turn."""
+        info = await self.get_run(run_id)
+        if info is None:
+            return None, []
+        return info, await self.list_events(run_id)
+
     @abc.abstractmethod
     async def list_runs(
         self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100

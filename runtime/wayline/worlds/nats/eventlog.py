@@ -707,6 +707,11 @@ class EventLog:
     async def get_run(self, run_id: str) -> RunInfo | None:
         return (await self._fresh(run_id)).info
 
+    async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
+        """The run and its log from one catch-up (one read of the stream, or none)."""
+        st = await self._fresh(run_id)
+        return st.info, (list(st.events) if st.info is not None else [])
+
     def cached_info(self, run_id: str) -> RunInfo | None:
         """This process's projection of the run, as of its last read or append (no read)."""
         st = self._runs.get(run_id)

@@ -430,6 +430,11 @@ class NatsWorld(World):
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self._out_of_line().resolve_info(await self._events().get_run(run_id))
 
+    async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
+        info, events = await self._events().read_run(run_id)
+        blobs = self._out_of_line()
+        return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
+
     def _out_of_line(self) -> OutOfLine:
         if self.blobs is None:
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
