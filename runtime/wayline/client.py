@@ -378,7 +378,7 @@ class Client:
         the first) is not delivered again."""
         hook = await self.world.get_hook(token)
         if hook is None or not hook.active:
-            if hook is not None and await self._delivered(hook.run_id, delivery_id):
+            if hook is not None and await self._delivered(hook.run_id, token, delivery_id):
                 return hook.run_id  # a retry after the run took the payload and went on
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
@@ -388,7 +388,7 @@ class Client:
             data["payload"], "hook_payload", f"the payload for hook {token!r}", self._limits
         )
         wake = {"runId": hook.run_id, "reason": "hook"}
-        key = None if delivery_id is None else f"{hook.run_id}:hook:{delivery_id}"
+        key = None if delivery_id is None else f"{hook.run_id}:hook:{token}:{delivery_id}"
         event = NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)
         try:
             if delivery_id is None:
@@ -397,13 +397,13 @@ class Client:
                 data["deliveryId"] = delivery_id
 
                 def decide(events: list[Event]) -> list[NewEvent] | None:
-                    if _received(events, delivery_id):
+                    if _received(events, token, delivery_id):
                         return None  # delivered before; its wake is re-sent, deduped
                     return [event]
 
                 await self._fenced_append(hook.run_id, decide)
         except RunTerminalError:
-            if await self._delivered(hook.run_id, delivery_id):
+            if await self._delivered(hook.run_id, token, delivery_id):
                 return hook.run_id
             raise HookNotFoundError(
                 f"cannot resume {token!r}: its run has ended", known=True
@@ -411,10 +411,10 @@ class Client:
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
 
-    async def _delivered(self, run_id: str, delivery_id: str | None) -> bool:
-        """A payload went into the run's log under ``delivery_id`` (None: never asked)."""
+    async def _delivered(self, run_id: str, token: str, delivery_id: str | None) -> bool:
+        """A payload went to a hook holding ``token`` under ``delivery_id`` (None: never)."""
         return delivery_id is not None and _received(
-            await self.world.list_events(run_id), delivery_id
+            await self.world.list_events(run_id), token, delivery_id
         )
 
     async def wake_up(self, run_id: str, wait: str | None = None) -> list[str]:
@@ -471,8 +471,17 @@ def _phase(event: Event, status: RunStatus) -> RunStatus:
     return RunStatus(changed) if changed is not None else status
 
 
-def _received(events: list[Event], delivery_id: str) -> bool:
+def _received(events: list[Event], token: str, delivery_id: str) -> bool:
+    """A ``hook_received`` under ``delivery_id`` by a hook that held ``token`` (any of them: a
+    token freed and taken again in the same run is the same address to its caller)."""
+    holders = {
+        e.correlation_id
+        for e in events
+        if e.type is EventType.HOOK_CREATED and e.data.get("token") == token
+    }
     return any(
-        e.type is EventType.HOOK_RECEIVED and e.data.get("deliveryId") == delivery_id
+        e.type is EventType.HOOK_RECEIVED
+        and e.correlation_id in holders
+        and e.data.get("deliveryId") == delivery_id
         for e in events
     )

@@ -239,3 +239,25 @@ async def one_per_customer(order: Order, path: str) -> str:
     await enter(path, order.tag)
     await wayline.create_hook(f"hold:{order.tag}")
     return order.tag
+
+
+@wayline.workflow
+async def counted(token: str) -> int:
+    """A hook typed by a plain class that is not an object (``create_hook(type=int)``)."""
+    count: int = await wayline.create_hook(token, type=int)
+    return count + 1
+
+
+@wayline.workflow
+async def listed(token: str) -> int:
+    """A hook typed by an alias, not a class (``list[int]``): nothing is recorded to check a
+    payload by at resume, so a bad one fails the run when it arrives."""
+    values: list[int] = await wayline.create_hook(token, type=list[int])
+    return sum(values)
+
+
+@wayline.workflow
+async def two_hooks(key: str) -> list[Any]:
+    first = await wayline.create_hook(f"a:{key}")
+    second = await wayline.create_hook(f"b:{key}")
+    return [first, second]

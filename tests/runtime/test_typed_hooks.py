@@ -139,3 +139,50 @@ async def test_a_process_without_the_class_refuses_by_the_recorded_shape(
         await _active(engine, "note:o4")
         await client.resume_hook("note:o4", {"text": "ok"})
         assert (await handle.result(timeout=10))[0] == [True, "ana", "Approval"]
+
+
+async def test_a_create_hook_type_is_checked_at_resume_before_anything_is_written(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``create_hook(type=Model)`` records its type as a ``wayline.Hook`` does: a payload that
+    would fail the run on arrival is refused at resume, by the class where the resumer has it
+    and by the recorded shape where it does not (the operator, the CLI); the run goes on."""
+    from tests.runtime import flows
+    from wayline._sdk import hooks
+
+    client = engine.client
+    async with engine.worker([flows.typed]):
+        handle = await client.start(flows.typed, flows.Point(1, 2))
+        await _active(engine, "typed:1")
+        created = of_type(await handle.events(), EventType.HOOK_CREATED)[0]
+        assert created.data["type"] == "tests.runtime.flows:Approval"
+        assert created.data["shape"]["required"] == ["approved", "by"]
+        before = len(await handle.events())
+        with pytest.raises(InvalidPayloadError, match="approved"):
+            await client.resume_hook("typed:1", {"approved": "maybe", "by": "x"})
+        with pytest.raises(InvalidPayloadError):
+            await client.resume_hook("typed:1", None)
+        with monkeypatch.context() as m:
+            m.setattr(hooks, "find_type", lambda name: None)
+            with pytest.raises(InvalidPayloadError, match="by: Field required"):
+                await client.resume_hook("typed:1", {"approved": True})
+        assert len(await handle.events()) == before  # nothing was written
+        await client.resume_hook("typed:1", {"approved": True, "by": "ana"})
+        assert (await handle.result(timeout=10))["by"] == "ana"
+
+
+async def test_a_hook_typed_by_a_scalar_class_refuses_what_does_not_convert(
+    engine: Engine,
+) -> None:
+    client = engine.client
+    async with engine.worker([sdk_flows.counted]):
+        handle = await client.start(sdk_flows.counted, "count:1")
+        await _active(engine, "count:1")
+        created = of_type(await handle.events(), EventType.HOOK_CREATED)[0]
+        assert created.data["type"] == "builtins:int" and "shape" not in created.data
+        with pytest.raises(InvalidPayloadError):
+            await client.resume_hook("count:1", "many")
+        with pytest.raises(InvalidPayloadError):
+            await client.resume_hook("count:1", {"n": 1})
+        await client.resume_hook("count:1", 41)
+        assert await handle.result(timeout=10) == 42

@@ -171,6 +171,32 @@ def _shape_of(cls: type[Any]) -> dict[str, Any]:
     return _SHAPES[cls]
 
 
+def recorded(hint: Any) -> tuple[str | None, dict[str, Any] | None]:
+    """What ``create_hook(type=...)`` records so that a resumer refuses a bad payload before
+    anything is written (as for a :class:`Hook` subclass): the class's ``module:Qualname``,
+    and its shape when its payload is a JSON object. ``(None, None)`` for no type or a type
+    that is not a class (``list[int]``): the workflow validates those on arrival."""
+    if not isinstance(hint, type):
+        return None, None
+    if hint not in _OBJECTS:
+        try:
+            schema = _schema(hint)
+        except Exception:  # not a type pydantic can describe: checked where the class is
+            schema = {}
+        _OBJECTS[hint] = schema.get("type") == "object" and "properties" in schema
+    return f"{hint.__module__}:{hint.__qualname__}", _shape_of(hint) if _OBJECTS[hint] else None
+
+
+_OBJECTS: dict[type[Any], bool] = {}
+
+
+def _schema(cls: type[Any]) -> dict[str, Any]:
+    import pydantic
+
+    schema: dict[str, Any] = pydantic.TypeAdapter(cls).json_schema()
+    return schema
+
+
 def validate(cls: type[Any], payload: Any, token: str) -> Any:
     if isinstance(payload, cls):
         return payload
@@ -197,9 +223,7 @@ def shape(cls: type[Any]) -> dict[str, Any]:
     """The top level of the class's JSON schema -- required fields and the JSON type of each
     field -- recorded with the hook so that a process without the class (the operator, the
     CLI) still refuses a payload that misses a field or has the wrong kind of value."""
-    import pydantic
-
-    schema = pydantic.TypeAdapter(cls).json_schema()
+    schema = _schema(cls)
     fields: dict[str, list[str]] = {}
     for name, prop in (schema.get("properties") or {}).items():
         options = prop.get("anyOf", [prop])

@@ -14,7 +14,7 @@ from .._core.futures import WFuture
 from .._core.replay import Replay
 from ..durations import Duration
 from .context import current_replay
-from .hooks import HookHandle
+from .hooks import HookHandle, recorded
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,10 +34,15 @@ def create_hook(
 ) -> HookHandle:
     """A hook that someone resumes with a payload (``Client.resume_hook`` or the CLI).
 
-    ``await hook`` gives the first payload, validated as ``type`` when given; with ``timeout``
-    it raises :class:`wayline.HookTimeout` if nothing arrives in time. ``metadata`` (any JSON)
+    ``await hook`` gives the first payload, validated as ``type`` when given (and a resumer
+    -- client, CLI, operator -- refuses a payload that does not validate before anything is
+    written, as for a :class:`wayline.Hook`); with ``timeout`` it raises
+    :class:`wayline.HookTimeout` if nothing arrives in time. ``metadata`` (any JSON)
     is recorded with the hook, for the people and tools that resume it."""
-    return HookHandle(current_replay("create_hook").create_hook(token, timeout, type, metadata))
+    name, shape = recorded(type)
+    record = current_replay("create_hook").create_hook(token, timeout, type, metadata, name)
+    record.shape = shape  # with the name: a resumer refuses a bad payload before writing it
+    return HookHandle(record)
 
 
 @overload

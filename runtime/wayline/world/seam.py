@@ -176,10 +176,11 @@ class World(abc.ABC):
 
     async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
         """The run and its whole log from one read where the world can (what a delivery drives
-        from); ``(None, [])`` for an unknown run. The default reads the two in turn."""
+        from); ``(None, [])`` for an unknown run, no events for an ended one (a late message
+        needs only its status). The default reads the two in turn."""
         info = await self.get_run(run_id)
-        if info is None:
-            return None, []
+        if info is None or info.status.terminal:
+            return info, []
         return info, await self.list_events(run_id)
 
     @abc.abstractmethod

@@ -433,6 +433,8 @@ class NatsWorld(World):
     async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
         info, events = await self._events().read_run(run_id)
         blobs = self._out_of_line()
+        if info is None or info.status.terminal:  # a late message: its status is enough
+            return await blobs.resolve_info(info), []
         return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
 
     def _out_of_line(self) -> OutOfLine:
