@@ -431,6 +431,7 @@ def test_hooks_list_runs_watch_and_runs_terminate(
     assert cli("hooks", "list").stdout.strip() == "no hook is waiting"
     again = cli("runs", "terminate", held)
     assert again.returncode == 1 and "already ended (cancelled)" in again.stderr
+    assert again.stderr.startswith("error: ")
     ended = cli("runs", "watch", held)
     assert ended.returncode == 1 and "run cancelled" in ended.stdout
     assert worker.stop() == 0
@@ -521,3 +522,31 @@ def test_runs_tail_prints_a_step_stream(cli: Cli, spawn: Callable[..., Backgroun
     ]
     resumed = cli("runs", "tail", run_id, "--stream", "progress", "--start", "2", "--no-follow")
     assert resumed.stdout.splitlines() == ['{"done": 3, "of": 3}']
+
+
+def test_output_whose_reader_went_away_is_no_error(cli: Cli) -> None:
+    """``wayline runs show RUN | head -1``: the reader closes the pipe early. The CLI stops
+    writing quietly (exit 0, nothing on stderr), as other command-line tools do."""
+    import os
+
+    done = cli("run", f"{FLOWS}:add", "--input", "[2, 3]")
+    assert done.returncode == 0, done.stderr
+    run_id = cli.json("runs", "list")[0]["runId"]
+    for args in (("runs", "show", run_id), ("runs", "list")):
+        read, write = os.pipe()
+        os.close(read)  # a reader that is gone before the first line
+        try:
+            ended = subprocess.run(
+                cli.argv(*args),
+                cwd=cli.cwd,
+                env=cli.env,
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        finally:
+            os.close(write)
+        assert ended.returncode == 0, ended.stderr
+        assert ended.stderr == "", ended.stderr

@@ -104,3 +104,10 @@ def test_bad_input_is_refused_with_the_reason(cli: Cli) -> None:
     assert cli("schedules", "remove", "x").returncode == 0
     gone = cli("schedules", "remove", "x")
     assert gone.returncode == 2 and "no schedule" in gone.stderr
+
+
+def test_a_now_that_is_not_a_time_is_refused_in_one_line(cli: Cli) -> None:
+    from tests.cli.test_cli import assert_clean_error
+
+    done = cli("schedules", "run", "--once", "--now", "tomorrow")
+    assert_clean_error(done, "--now 'tomorrow'", "ISO 8601")

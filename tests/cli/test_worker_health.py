@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from tests.cli.conftest import FLOWS
@@ -35,3 +36,26 @@ def test_a_worker_waits_for_a_world_that_is_not_up_yet(
     started = cli("start", f"{FLOWS}:add", "--input", "[2, 3]")
     assert started.returncode == 0, started.stderr
     assert worker.stop() == 0
+
+
+def test_a_port_in_use_is_one_line_and_exit_2_not_a_traceback_or_restarts(cli: Any) -> None:
+    """A taken --health-port or --metrics-port: the worker says which and exits 2, with one
+    process or several (the supervisor checks before it starts any, and would not restart a
+    child that exits 2)."""
+    from tests.cli.test_cli import assert_clean_error
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for flag, host in (
+            ("--health-port", "--health-host"),
+            ("--metrics-port", "--metrics-host"),
+        ):
+            for processes in ("1", "2"):
+                done = cli(
+                    *("worker", "--app", str(FLOWS), flag, port, host, "127.0.0.1"),
+                    *("--processes", processes),
+                    timeout=60,
+                )
+                assert_clean_error(done, flag, f"127.0.0.1:{port} (")

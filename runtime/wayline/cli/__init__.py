@@ -42,6 +42,7 @@ import argparse
 import asyncio
 import importlib.metadata
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -175,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=commands.cmd_start)
 
-    runs = command(sub, "runs", "list, show and cancel runs")
+    runs = command(sub, "runs", "list, show, watch, cancel, terminate and repair runs")
     runs.set_defaults(help_parser=runs)
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND", parser_class=_Parser)
     p = command(runs_sub, "list", "list runs, newest first")
@@ -308,3 +309,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("wayline: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop writing quietly, as other tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

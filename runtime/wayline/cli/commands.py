@@ -12,9 +12,10 @@ import logging
 import os
 import shlex
 import signal
+import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -240,6 +241,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         processes = args.processes or default_processes()
         if processes > 1:
             import_apps(args.app)  # bad input fails here, once, not in every child
+            _check_ports(args)
             return await Supervisor(lambda i: worker_child_argv(args, i), processes).run()
     definitions = import_apps(args.app)
     names = sorted({d.name for d in definitions})
@@ -248,7 +250,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     shutdown_traces = telemetry.configure("wayline-worker", Settings.from_env().otel_env)
     server = None
     if args.metrics_port is not None:
-        server = metrics.serve(args.metrics_port, args.metrics_host)
+        with _port("--metrics-port", args.metrics_host, args.metrics_port):
+            server = metrics.serve(args.metrics_port, args.metrics_host)
         log.info("metrics on http://%s:%d/metrics", args.metrics_host, server.server_port)
     try:
         return await _serve(args, definitions, names, url)
@@ -257,6 +260,29 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             server.shutdown()
             server.server_close()
         shutdown_traces()
+
+
+@contextlib.contextmanager
+def _port(flag: str, host: str, port: int) -> Iterator[None]:
+    """A port that cannot be bound (in use, not allowed) is a usage error: exit 2, one line,
+    and a supervisor does not start the process again."""
+    try:
+        yield
+    except OSError as err:
+        why = err.strerror or str(err)
+        raise UsageError(f"{flag} {port}: cannot listen on {host}:{port} ({why})") from None
+
+
+def _check_ports(args: argparse.Namespace) -> None:
+    """Before any child starts: the ports process 0 will listen on can be bound now."""
+    for flag, host, port in (
+        ("--health-port", args.health_host, args.health_port),
+        ("--metrics-port", args.metrics_host, args.metrics_port),
+    ):
+        if port:
+            with _port(flag, host, port), socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind((host, port))
 
 
 async def _serve(
@@ -279,7 +305,8 @@ async def _serve(
         health = None
         if args.health_port is not None:
             health = HealthServer(worker, host=args.health_host, port=args.health_port)
-            await health.start()
+            with _port("--health-port", args.health_host, args.health_port):
+                await health.start()
             log.info("health endpoints on %s:%d (/healthz, /readyz)", args.health_host, health.port)
         stop = _Stop()
         remove = stop.install()
@@ -357,7 +384,7 @@ async def cmd_start(args: argparse.Namespace) -> int:
         if definition is None and not ever_served(args.target, await world.list_served()):
             raise UsageError(
                 f"no worker has ever registered workflow {args.target!r} on {args.world}: "
-                "start one (wayline worker MODULE_OR_FILE), check the name, or name the "
+                "start one (wayline worker --app MODULE_OR_FILE), check the name, or name the "
                 "module too (MODULE_OR_FILE:WORKFLOW)"
             )
         client = Client(world, definitions)
@@ -524,7 +551,7 @@ async def cmd_runs_terminate(args: argparse.Namespace) -> int:
         if before.status.terminal or not await client.terminate(args.run_id, args.reason):
             info = await client.get_run(args.run_id)
             print(
-                f"run {args.run_id} already ended ({info.status}); nothing to terminate",
+                f"error: run {args.run_id} already ended ({info.status}); nothing to terminate",
                 file=sys.stderr,
             )
             return 1

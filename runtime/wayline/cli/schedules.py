@@ -121,7 +121,7 @@ async def cmd_list(args: argparse.Namespace) -> int:
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
-    fixed = datetime.fromisoformat(args.now).timestamp() if args.now else None
+    fixed = _instant(args.now) if args.now else None
     async with opened_world(args.world, create=True) as world:
         client = Client(world)
         while True:
@@ -190,3 +190,14 @@ def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # t
             metavar="PATH",
             help="where the schedules are kept (default .wayline/schedules.json)",
         )
+
+
+def _instant(text: str) -> float:
+    """``--now``: an ISO 8601 time (UTC unless it names an offset)."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(
+            f"--now {text!r} is not an ISO 8601 time (e.g. 2026-12-04T09:00:00+00:00)"
+        ) from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
