@@ -1,7 +1,9 @@
 """Durable streams from steps: a step reports progress while it works; anyone can follow it.
 
     python examples/step_streams.py
-    wayline runs tail RUN_ID --stream progress      # the same, from another process
+    wayline runs tail RUN_ID --stream progress --world URL   # the same, from another process
+                                                             # (on a world both open; this
+                                                             # example's is a temporary file)
 
 ``wayline.stream("progress")`` inside a step gives a writer; each ``await w.write(chunk)`` is
 stored in the world before it returns (a subject per run and stream on NATS, a table on

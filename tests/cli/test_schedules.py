@@ -111,3 +111,5 @@ def test_a_now_that_is_not_a_time_is_refused_in_one_line(cli: Cli) -> None:
 
     done = cli("schedules", "run", "--once", "--now", "tomorrow")
     assert_clean_error(done, "--now 'tomorrow'", "ISO 8601")
+    looping = cli("schedules", "run", "--now", "2099-04-02T06:00:00+00:00")
+    assert_clean_error(looping, "--now needs --once")

@@ -121,6 +121,8 @@ async def cmd_list(args: argparse.Namespace) -> int:
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
+    if args.now and not args.once:
+        raise UsageError("--now needs --once (a looping scheduler follows the clock)")
     fixed = _instant(args.now) if args.now else None
     async with opened_world(args.world, create=True) as world:
         client = Client(world)
