@@ -39,12 +39,11 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
     except pydantic.ValidationError as err:
         return await malformed(world, delivery, err)
     run_id, cid = msg.runId, msg.stepId
-    info = await world.get_run(run_id)
+    info, events = await world.read_run(run_id)  # one read of the run and its log
     if info is None:
         return Verdict("dead", reason=f"step message for unknown run {run_id}")
     if info.status.terminal:
         return ACK
-    events = await world.list_events(run_id)
     step = fold(run_id, events).steps.get(cid)
     if step is None:
         return Verdict("dead", reason=f"step message for {run_id}/{cid}, never created")
