@@ -54,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(folder / name)
         return 0
     conf = wayline_settings()
-    parser = argparse.ArgumentParser(prog="python -m wayline_operator")
+    parser = argparse.ArgumentParser(
+        prog="python -m wayline_operator",
+        epilog="python -m wayline_operator crds [DIR]: write the CRDs (to crds/ by default)",
+    )
     parser.add_argument("--namespace", action="append", default=[], help="watch only these")
     parser.add_argument(
         "--peering",

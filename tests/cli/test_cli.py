@@ -522,6 +522,13 @@ def test_runs_tail_prints_a_step_stream(cli: Cli, spawn: Callable[..., Backgroun
     ]
     resumed = cli("runs", "tail", run_id, "--stream", "progress", "--start", "2", "--no-follow")
     assert resumed.stdout.splitlines() == ['{"done": 3, "of": 3}']
+    misspelled = cli("runs", "tail", run_id, "--stream", "progres")  # the run has ended
+    assert misspelled.returncode == 1 and misspelled.stdout == ""
+    assert "has nothing in stream 'progres'" in misspelled.stderr
+    past = cli("runs", "tail", run_id, "--stream", "progress", "--start", "9", "--no-follow")
+    assert past.returncode == 1 and "from index 9" in past.stderr
+    negative = cli("runs", "tail", run_id, "--stream", "progress", "--start", "-3")
+    assert negative.returncode == 2 and "an index counts from 0" in negative.stderr
 
 
 def test_output_whose_reader_went_away_is_no_error(cli: Cli) -> None:

@@ -219,7 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(runs_sub, "tail", "print what a run's steps write to a stream, as it comes")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--stream", required=True, metavar="NAME", help="the stream's name")
-    p.add_argument("--start", type=int, default=0, metavar="INDEX", help="resume from INDEX")
+    p.add_argument(
+        "--start", type=_index, default=0, metavar="INDEX", help="resume from INDEX (from 0)"
+    )
     p.add_argument("--no-follow", action="store_true", help="print what is stored, then exit")
     p.set_defaults(handler=commands.cmd_runs_tail)
     p = command(runs_sub, "wake", "fire a run's pending sleeps now (recorded as an early wake)")
@@ -275,14 +277,22 @@ def _version() -> str:
         return "unknown"
 
 
-def _positive(text: str) -> int:
+def _whole(text: str, least: int, why: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{why}, got {value}")
     return value
+
+
+def _index(text: str) -> int:
+    return _whole(text, 0, "an index counts from 0")
+
+
+def _positive(text: str) -> int:
+    return _whole(text, 1, "must be at least 1")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -462,7 +462,9 @@ def _show_corrupt(args: argparse.Namespace, err: CorruptLogError) -> int:
 
 
 async def cmd_runs_tail(args: argparse.Namespace) -> int:
-    """Print a run's step stream, one JSON chunk a line, until the writing step settles."""
+    """Print a run's step stream, one JSON chunk a line, until the writing step settles.
+    Exit 1, saying so, when there was nothing to print (a misspelled stream, say)."""
+    printed = False
     async with opened_world(args.world, create=False) as world:
         client = Client(world)
         await _get_run(client, args.run_id, args.world)
@@ -478,6 +480,14 @@ async def cmd_runs_tail(args: argparse.Namespace) -> int:
                 )
                 continue
             print(json.dumps(chunk.data, default=str), flush=True)
+            printed = True
+    if not printed:
+        where = f" from index {args.start}" if args.start else ""
+        print(
+            f"error: run {args.run_id} has nothing in stream {args.stream!r}{where}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
