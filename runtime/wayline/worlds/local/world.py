@@ -14,6 +14,7 @@ SIGKILL workers), but an OS crash may lose the last commits.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sqlite3
 import time
@@ -133,8 +134,25 @@ class LocalWorld(World):
 
     # lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
+        """Open the file and create what is missing, idempotently. Several processes may start
+        on a new file at once: SQLite answers some of the setup's lock conflicts (the switch
+        to WAL, a read upgraded to a write) at once, without waiting for ``busy_timeout``, so
+        a conflict is tried again until that much time has passed."""
         if self._db is not None:
             return
+        deadline = time.monotonic() + self._busy_timeout
+        for attempt in itertools.count(1):
+            try:
+                self._db = self._open()
+                break
+            except WorldUnavailableError as err:
+                if "is locked" not in err.message or time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(min(0.2, 0.01 * attempt))
+        self._key = str(self.path.resolve())
+        self._reclaim_dead_holders()
+
+    def _open(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = None
         try:
             if self.path.parent and not self.path.parent.exists():
@@ -156,9 +174,7 @@ class LocalWorld(World):
             if db is not None:
                 db.close()
             raise self._unavailable(err) from err
-        self._db = db
-        self._key = str(self.path.resolve())
-        self._reclaim_dead_holders()
+        return db
 
     async def close(self) -> None:
         if self._db is not None:

@@ -1,0 +1,47 @@
+"""Several processes starting on one new SQLite file at the same moment (a supervisor's worker
+processes do): every one opens it. SQLite answers some setup conflicts (the switch to WAL, a
+read upgraded to a write) at once instead of waiting for ``busy_timeout``; the world tries
+those again."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+PROCESSES = 6
+ROUNDS = 8
+
+
+def _open(
+    path: str, barrier: multiprocessing.synchronize.Barrier, out: multiprocessing.Queue
+) -> None:  # type: ignore[type-arg]
+    import asyncio
+
+    from wayline.world.open import open_world
+
+    async def main() -> str:
+        world = open_world(f"sqlite:///{path}")
+        barrier.wait()
+        try:
+            await world.start()
+        except Exception as err:  # reported to the test, which fails on it
+            return f"{type(err).__name__}: {err}"
+        finally:
+            await world.close()
+        return "ok"
+
+    out.put(asyncio.run(main()))
+
+
+def test_processes_starting_on_one_new_file_at_once_all_open_it(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    for round_ in range(ROUNDS):
+        path = str(tmp_path / f"w{round_}.db")
+        barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
+        procs = [ctx.Process(target=_open, args=(path, barrier, out)) for _ in range(PROCESSES)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=30)
+        assert results == ["ok"] * PROCESSES, (round_, results)
