@@ -89,6 +89,8 @@ class Mirror:
     table_due: dict[str, float] = field(default_factory=dict)
     live_rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
     posted_wakes: set[str] = field(default_factory=set)
+    announced: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What a sync posted Events for when its status write then failed (``_announced``)."""
     removing: set[str] = field(default_factory=set)
     served: list[dict[str, Any]] | None = None
     """The world's worker registry as last read (None: not read yet)."""
@@ -243,6 +245,7 @@ class Mirror:
         self.written.pop(run_id, None)
         self.table_due.pop(run_id, None)
         self.live_rows.pop(run_id, None)
+        self.announced.pop(run_id, None)
         self.removing.discard(run_id)
         self.recheck.discard(run_id)
         self.pump.forget(run_id)
@@ -307,8 +310,9 @@ class Mirror:
         batch: list[Notice] = []
         if not (known == fresh["lastSeq"] and _same(status, fresh)):
             out = fresh
-            batch = notices(events, known or 0)
-            batch += _worker_notice(status, fresh)
+            posted = self._announced(run_id, status)
+            batch = notices(events, _seq(posted) or 0)
+            batch += _worker_notice(posted, fresh)
         if info.status.terminal:
             if self.live_rows.pop(run_id, None):
                 out.setdefault("steps", {})["live"] = []
@@ -326,13 +330,28 @@ class Mirror:
         if not out:
             return False
         self.post(ref.body, self.budget.admit(ref.uid, batch))
+        if "phase" in out:
+            self.announced[run_id] = {
+                "lastSeq": fresh["lastSeq"],
+                "conditions": fresh["conditions"],
+            }
         if not await self.patch(ref.namespace, ref.name, out):
             return False  # deleted meanwhile
+        self.announced.pop(run_id, None)
         if "phase" in out:
             self.written[run_id] = {k: fresh[k] for k in _KEPT if k in fresh}
             if info.status.terminal:
                 self._ttl(run_id, ref, self.written[run_id])
         return True
+
+    def _announced(self, run_id: str, status: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The status whose Events have been posted: ``status``, or one ahead of it whose
+        write failed after its Events went out. The pump retries that sync, and the retry
+        posts only what is new since (an Event is one log entry's, said once)."""
+        said = self.announced.get(run_id)
+        if said is None or (_seq(said) or 0) < (_seq(status) or 0):
+            return status
+        return said
 
     def _settling(
         self,

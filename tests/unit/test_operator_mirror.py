@@ -1,0 +1,111 @@
+"""The operator's status mirror (``wayline_operator.mirror``) on a real SQLite world: what a
+sync posts as Events when the status write that follows them fails. The pump retries a failed
+sync; the retry must not post the same Events again (``kubectl describe`` would show each
+twice). The API server is the part replaced here: ``post`` and ``patch`` are recorders."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import wayline
+from tests.runtime import flows
+from tests.runtime.harness import settings, wait_for
+from wayline.worlds.local import LocalWorld
+from wayline_operator.mirror import Cadence, Mirror
+from wayline_operator.notices import Budget, Notice
+from wayline_operator.reconcile import Reconciler, run_id_for
+
+
+class ApiServer:
+    """Records the Events posted and the statuses written; a write fails while ``down``."""
+
+    def __init__(self) -> None:
+        self.posted: list[str] = []
+        self.written: list[dict[str, Any]] = []
+        self.down = 0
+
+    def post(self, body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
+        self.posted += [n.reason for n in batch]
+
+    async def patch(self, namespace: str, name: str, status: Mapping[str, Any]) -> bool:
+        if self.down:
+            self.down -= 1
+            raise RuntimeError("etcdserver: request timed out")
+        self.written.append(dict(status))
+        return True
+
+    async def remove(self, ref: Mapping[str, Any]) -> None:
+        raise AssertionError("nothing here has a TTL")
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[LocalWorld]:
+    w = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
+    await w.start()
+    try:
+        yield w
+    finally:
+        await w.close()
+
+
+def _mirror(world: LocalWorld, api: ApiServer) -> Mirror:
+    return Mirror(Reconciler(world), Budget(), api.post, api.patch, api.remove, Cadence(settle=0.0))
+
+
+def _resource(uid: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "wayline.dev/v1alpha1",
+        "kind": "WorkflowRun",
+        "metadata": {"name": name, "namespace": "ns", "uid": uid, "generation": 1},
+        "spec": spec,
+    }
+
+
+async def test_a_failed_status_write_does_not_post_its_events_twice(world: LocalWorld) -> None:
+    api, uid = ApiServer(), str(uuid.uuid4())
+    mirror = _mirror(world, api)
+    spec = {"workflow": "kid_waits", "input": "tok-m"}
+    mirror.seen("ADDED", _resource(uid, "wait", spec))
+    run_id = await mirror.reconciler.start(uid, spec)
+    assert run_id == run_id_for(uid)
+    async with wayline.Worker(world, [flows.kid_waits], settings=settings()):
+        await wait_for(lambda: world.get_hook("tok-m"))
+        api.down = 1
+        with pytest.raises(RuntimeError, match="timed out"):
+            await mirror.sync(run_id)  # posted, then the write failed: the pump tries again
+        assert api.posted == ["RunStarted", "WaitingForHook"] and api.written == []
+        assert await mirror.sync(run_id)
+        assert api.written[-1]["phase"] == "running"
+        assert api.posted == ["RunStarted", "WaitingForHook"]
+        await mirror.reconciler.client.resume_hook("tok-m", 1)
+        await wayline.Client(world).handle(run_id).result(timeout=10)
+    api.down = 1
+    with pytest.raises(RuntimeError):
+        await mirror.sync(run_id)
+    assert await mirror.sync(run_id)
+    assert api.written[-1]["phase"] == "completed"
+    assert api.posted == ["RunStarted", "WaitingForHook", "RunSucceeded"]
+
+
+async def test_a_failed_status_write_does_not_say_waiting_for_worker_twice(
+    world: LocalWorld,
+) -> None:
+    api, uid = ApiServer(), str(uuid.uuid4())
+    mirror = _mirror(world, api)
+    spec = {"workflow": "chian", "input": [1]}
+    mirror.seen("ADDED", _resource(uid, "typo", spec))
+    run_id = await mirror.reconciler.start(uid, spec)
+    await mirror.follow(feed=False)  # reads the (empty) worker registry
+    api.down = 1
+    with pytest.raises(RuntimeError):
+        await mirror.sync(run_id)
+    assert "WaitingForWorker" in api.posted
+    assert await mirror.sync(run_id)
+    assert api.written[-1]["waitingForSummary"].startswith("worker")
+    assert api.posted.count("WaitingForWorker") == 1
+    await mirror.close()
