@@ -162,12 +162,20 @@ class HookHandle(Hook):
         return await fut
 
 
-_SHAPES: dict[type[Any], dict[str, Any]] = {}
+_SHAPES: dict[type[Any], dict[str, Any] | None] = {}
 
 
-def _shape_of(cls: type[Any]) -> dict[str, Any]:
+def _shape_of(cls: type[Any]) -> dict[str, Any] | None:
+    """The class's ``shape``, or None when its payload is not a JSON object with fields (or
+    pydantic cannot describe the class): such a payload is checked where the class is. One
+    schema per class, cached."""
     if cls not in _SHAPES:
-        _SHAPES[cls] = shape(cls)
+        try:
+            schema = _schema(cls)
+        except Exception:
+            schema = {}
+        is_object = schema.get("type") == "object" and "properties" in schema
+        _SHAPES[cls] = _fields(schema) if is_object else None
     return _SHAPES[cls]
 
 
@@ -178,16 +186,7 @@ def recorded(hint: Any) -> tuple[str | None, dict[str, Any] | None]:
     that is not a class (``list[int]``): the workflow validates those on arrival."""
     if not isinstance(hint, type):
         return None, None
-    if hint not in _OBJECTS:
-        try:
-            schema = _schema(hint)
-        except Exception:  # not a type pydantic can describe: checked where the class is
-            schema = {}
-        _OBJECTS[hint] = schema.get("type") == "object" and "properties" in schema
-    return f"{hint.__module__}:{hint.__qualname__}", _shape_of(hint) if _OBJECTS[hint] else None
-
-
-_OBJECTS: dict[type[Any], bool] = {}
+    return f"{hint.__module__}:{hint.__qualname__}", _shape_of(hint)
 
 
 def _schema(cls: type[Any]) -> dict[str, Any]:
@@ -223,7 +222,10 @@ def shape(cls: type[Any]) -> dict[str, Any]:
     """The top level of the class's JSON schema -- required fields and the JSON type of each
     field -- recorded with the hook so that a process without the class (the operator, the
     CLI) still refuses a payload that misses a field or has the wrong kind of value."""
-    schema = _schema(cls)
+    return _fields(_schema(cls))
+
+
+def _fields(schema: Mapping[str, Any]) -> dict[str, Any]:
     fields: dict[str, list[str]] = {}
     for name, prop in (schema.get("properties") or {}).items():
         options = prop.get("anyOf", [prop])
