@@ -67,6 +67,9 @@ def test_a_tick_starts_one_run_however_many_schedulers_look(cli: Cli, world_url:
     assert any("tick 2099-04-02T00:30:00Z started" in out for out in outs), outs
     listed = json.loads(cli("schedules", "list", "--json").stdout)
     assert listed[0]["name"] == "nightly" and listed[0]["lastTick"] is not None
+    # what the scheduler starts next is after the tick it started last, not after the clock
+    assert listed[0]["next"] == "2099-04-03T00:30:00Z"
+    assert "last 2099-04-02T00:30:00Z  next 2099-04-03T00:30:00Z" in cli("schedules", "list").stdout
 
 
 def test_forbid_skips_and_replace_cancels(cli: Cli, world_url: str) -> None:

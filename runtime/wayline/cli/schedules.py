@@ -108,7 +108,10 @@ async def cmd_list(args: argparse.Namespace) -> int:
         entries = list(schedules.values())
     now = Settings.from_env().schedule_now()
     for e in entries:
-        e["next"] = _stamp(next_tick(parse(e["cron"], e["timeZone"]), now))
+        # the scheduler starts no tick at or before the last one (``_look``): after a
+        # ``run --once --now`` in the future, the next is after that one, not after now
+        after = max(now, e.get("lastTick") or 0.0)
+        e["next"] = _stamp(next_tick(parse(e["cron"], e["timeZone"]), after))
     if args.json:
         print(json.dumps(entries, indent=2))
         return 0
