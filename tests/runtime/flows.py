@@ -277,6 +277,25 @@ async def saga(path: str, order: str) -> str:
     return "shipped"
 
 
+@wayline.step
+def refund_step(path: str, order: str) -> None:
+    """A compensation handler that is a step of its own as well."""
+    refund(path, order)
+
+
+@wayline.step(compensate=refund_step)
+def charge_with_step_refund(path: str, order: str) -> str:
+    mark(path, f"charge {order} key={wayline.step_context().idempotency_key}")
+    return f"ch_{order}"
+
+
+@wayline.workflow
+async def saga_step_refund(path: str, order: str) -> str:
+    await charge_with_step_refund(path, order)
+    await ship_fails(path, order)
+    return "shipped"
+
+
 @wayline.workflow
 async def saga_waits(path: str, order: str) -> str:
     await reserve(path, order)

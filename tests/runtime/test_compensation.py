@@ -35,6 +35,29 @@ async def test_failure_compensates_completed_steps_in_reverse(
     assert of_type(events, EventType.RUN_COMPENSATING)[0].data["reason"] == "failed"
 
 
+async def test_a_step_given_as_a_compensation_reverses_its_forward_step(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """``compensate=`` a function that is a ``@wayline.step`` too: the handler is still the
+    forward step's compensation (its own key, the forward key and result), not a copy of the
+    other step (it was: no forward key, no forward result, the other step's name)."""
+    compensation = flows.charge_with_step_refund.compensation
+    assert compensation is not None
+    assert compensation.name == "charge_with_step_refund:compensate"
+    assert compensation.compensates is flows.charge_with_step_refund
+    log = str(tmp_path / "log")
+    async with engine.worker([flows.saga_step_refund]):
+        handle = await engine.client.start(flows.saga_step_refund, log, "o2")
+        with pytest.raises(wayline.RunFailedError, match="no courier"):
+            await handle.result(timeout=15)
+    rid, step = handle.run_id, "charge_with_step_refund#0"
+    assert flows.lines(log) == [
+        f"charge o2 key={rid}:{step}:forward",
+        "ship o2",
+        f"refund o2 key={rid}:{step}:compensate fwd={rid}:{step}:forward result=ch_o2",
+    ]
+
+
 async def test_cancel_runs_compensations(engine: Engine, tmp_path: Path) -> None:
     log = str(tmp_path / "log")
     async with engine.worker([flows.saga_waits]):

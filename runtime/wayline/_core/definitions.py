@@ -35,6 +35,8 @@ _IMPLICIT_WORKFLOWS: dict[str, WorkflowDefinition[..., Any]] = {}
 class StepDefinition(Generic[P, R]):
     """A declared step: ``R`` is what awaiting a call to it gives inside a workflow."""
 
+    fn: Callable[..., Any]
+
     def __init__(
         self,
         fn: Callable[P, Any],
@@ -48,6 +50,10 @@ class StepDefinition(Generic[P, R]):
         retry: RetryPolicy | None = None,
         concurrency: Limit | None = None,
     ) -> None:
+        if isinstance(compensate, StepDefinition):
+            # a step given as a compensation: its function is this step's compensation (own
+            # name and keys, the forward key and result), never a copy of that other step
+            compensate = compensate.fn
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
         if retry is not None and not isinstance(retry, RetryPolicy):
@@ -84,7 +90,7 @@ class StepDefinition(Generic[P, R]):
                 retry=retry,
             )
             register(self.compensation)
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())  # fn's __dict__ is not this step's
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         replay = replay_var.get()
