@@ -23,7 +23,7 @@ from wayline import Worker, open_world
 from wayline.errors import WorldError
 
 from .config import settings
-from .kube import patch_status
+from .kube import create_event, event_body, event_name, patch_status
 from .metrics import EVENTS, observed
 from .mirror import Cadence, Mirror
 from .notices import NORMAL, WARNING, Budget, Notice
@@ -58,6 +58,8 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.persistence.progress_storage = MemoryProgress(prefix=GROUP)
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.posting.level = logging.WARNING
+    settings.posting.reporting_component = SOURCE  # kopf's Events and ours say one source
+    settings.posting.reporting_instance = SETTINGS.operator_identity or "dev"
     settings.networking.connect_timeout = 10
     settings.networking.request_timeout = 60
     settings.watching.server_timeout = 600
@@ -145,14 +147,46 @@ def _post(body: kopf.Body, memo: kopf.Memo, batch: Sequence[Notice]) -> None:
 
 
 def _post_events(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
+    """A notice with a key is created under a name derived from it, in the background: a
+    second post of it (a retried sync, another replica, a restart) creates nothing, and an
+    HTTP retry after a create that did reach etcd cannot make a second Event. One without a
+    key goes through kopf's poster."""
+    keyed = [n for n in batch if n.key]
     for notice in batch:
-        kopf.event(
-            body,  # type: ignore[arg-type]  # a plain mapping is what kopf reads of it
-            type=notice.type,
-            reason=notice.reason,
-            message=notice.message[:1024],
-        )
+        if not notice.key:
+            kopf.event(
+                body,  # type: ignore[arg-type]  # a plain mapping is what kopf reads of it
+                type=notice.type,
+                reason=notice.reason,
+                message=notice.message[:1024],
+            )
         EVENTS.labels(notice.reason).inc()
+    if keyed:
+        task = asyncio.get_running_loop().create_task(_create_events(body, keyed))
+        _POSTING.add(task)
+        task.add_done_callback(_POSTING.discard)
+
+
+_POSTING: set[asyncio.Task[None]] = set()
+SOURCE = "wayline-operator"
+
+
+async def _create_events(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
+    uid = str((body.get("metadata") or {}).get("uid"))
+    name = str((body.get("metadata") or {}).get("name"))
+    for notice in batch:
+        event = event_body(
+            body,
+            notice.type,
+            notice.reason,
+            notice.message,
+            event_name(name, uid, notice.key, notice.reason),
+            SOURCE,
+        )
+        try:
+            await create_event(event)
+        except Exception as err:  # Events are auxiliary: the status is the record
+            log.warning("Event %s on %s not posted: %s", notice.reason, name, err)
 
 
 def _generation(meta: Mapping[str, Any]) -> int | None:

@@ -7,7 +7,9 @@ cap the writes per second at a few times that number over the server's latency."
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
+import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +21,7 @@ from .resource import GROUP, PLURAL, VERSION
 log = logging.getLogger("wayline.operator")
 THREADS = settings().operator_api_threads
 _api: Any = None
+_core: Any = None
 _pool: ThreadPoolExecutor | None = None
 T = TypeVar("T")
 
@@ -38,6 +41,16 @@ def custom_objects() -> Any:
     return _api
 
 
+def core() -> Any:
+    """The core API on the same connection pool as ``custom_objects``."""
+    global _core
+    if _core is None:
+        import kubernetes
+
+        _core = kubernetes.client.CoreV1Api(custom_objects().api_client)
+    return _core
+
+
 async def _call(fn: Callable[[], T]) -> T:
     global _pool
     if _pool is None:
@@ -45,56 +58,51 @@ async def _call(fn: Callable[[], T]) -> T:
     return await asyncio.get_running_loop().run_in_executor(_pool, functools.partial(fn))
 
 
-async def patch_status(namespace: str, name: str, status: Mapping[str, Any]) -> bool:
-    """Merge ``status`` into the resource's status subresource; False if it is gone."""
+async def _unless(status: int, fn: Callable[[], object]) -> bool:
+    """Make the request; False if the API server answers it with ``status`` (404: gone,
+    409: exists already), which is then no error."""
     import kubernetes
 
     def call() -> bool:
         try:
-            custom_objects().patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, PLURAL, name, {"status": dict(status)}
-            )
+            fn()
         except kubernetes.client.ApiException as err:
-            if err.status == 404:
+            if err.status == status:
                 return False
             raise
         return True
 
     return await _call(call)
+
+
+async def patch_status(namespace: str, name: str, status: Mapping[str, Any]) -> bool:
+    """Merge ``status`` into the resource's status subresource; False if it is gone."""
+    return await _unless(
+        404,
+        lambda: custom_objects().patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, PLURAL, name, {"status": dict(status)}
+        ),
+    )
 
 
 async def delete(namespace: str, name: str) -> None:
     """Delete the resource (its finalizer then runs as for any delete); gone is fine."""
-    import kubernetes
-
-    def call() -> None:
-        try:
-            custom_objects().delete_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name
-            )
-        except kubernetes.client.ApiException as err:
-            if err.status != 404:
-                raise
-
-    await _call(call)
+    await _unless(
+        404,
+        lambda: custom_objects().delete_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name
+        ),
+    )
 
 
 async def create_run(namespace: str, body: Mapping[str, Any]) -> bool:
     """Create a WorkflowRun; False if one of that name exists already (a tick made twice)."""
-    import kubernetes
-
-    def call() -> bool:
-        try:
-            custom_objects().create_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, dict(body)
-            )
-        except kubernetes.client.ApiException as err:
-            if err.status == 409:
-                return False
-            raise
-        return True
-
-    return await _call(call)
+    return await _unless(
+        409,
+        lambda: custom_objects().create_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, dict(body)
+        ),
+    )
 
 
 async def list_runs(namespace: str, selector: str) -> list[dict[str, Any]]:
@@ -123,3 +131,49 @@ async def patch_run(namespace: str, name: str, patch: Mapping[str, Any]) -> None
                 raise
 
     await _call(call)
+
+
+def event_name(resource: str, uid: str, key: str, reason: str) -> str:
+    """An Event's name from what it says, once: the resource's name (cut to leave room) and a
+    digest of its uid, the notice's key and reason."""
+    digest = hashlib.sha256(f"{uid}/{key}/{reason}".encode()).hexdigest()[:20]
+    return f"{resource[:200]}.{digest}"
+
+
+def event_body(
+    ref: Mapping[str, Any], notice_type: str, reason: str, message: str, name: str, source: str
+) -> dict[str, Any]:
+    """A core/v1 Event on ``ref`` (apiVersion, kind, metadata name/namespace/uid) as kopf
+    writes one, but under ``name`` instead of a generated one."""
+    meta = ref.get("metadata") or {}
+    now = datetime.datetime.now(datetime.UTC).isoformat()
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": meta.get("namespace")},
+        "type": notice_type,
+        "reason": reason,
+        "message": message[:1024],
+        "action": "Action?",
+        "reportingComponent": source,
+        "reportingInstance": settings().operator_identity or "dev",
+        "source": {"component": source},
+        "involvedObject": {
+            "apiVersion": ref.get("apiVersion"),
+            "kind": ref.get("kind"),
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+        },
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "eventTime": now,
+        "count": 1,
+    }
+
+
+async def create_event(body: Mapping[str, Any]) -> bool:
+    """Create the Event; False if one of its name exists (it was posted already: a retried
+    sync, a replica taking over, an operator restarted before its status write)."""
+    namespace = body["metadata"]["namespace"]
+    return await _unless(409, lambda: core().create_namespaced_event(namespace, dict(body)))

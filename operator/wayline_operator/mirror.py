@@ -18,7 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wayline.errors import CorruptLogError, WorldError
@@ -321,7 +321,7 @@ class Mirror:
             rows, said = await apply_table(
                 self.world, run_id, events, now=now, settings=_settings()
             )
-            batch += [n for key, n in said if key not in self.posted_wakes]
+            batch += [replace(n, key=key) for key, n in said if key not in self.posted_wakes]
             self.posted_wakes.update(key for key, _ in said)
             shape = [_row_shape(r) for r in rows]
             if out or shape != self.live_rows.get(run_id, []):

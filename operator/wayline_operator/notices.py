@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from wayline._core.events import Event, EventType
 from wayline.cli.timeline import fmt_error
@@ -30,6 +30,10 @@ class Notice:
     type: str
     reason: str
     message: str
+    key: str = ""
+    """What the notice is about, once (a log entry's seq, a wake's idempotency key): its Event
+    gets a name derived from it, so posting it again creates nothing (``kube.post_event``).
+    Empty: a notice that may recur (``WaitingForWorker``), posted under a generated name."""
 
 
 def notices(events: Sequence[Event], after_seq: int = 0) -> list[Notice]:
@@ -48,7 +52,7 @@ def notices(events: Sequence[Event], after_seq: int = 0) -> list[Notice]:
             continue
         notice = _notice(e, names.get(cid, cid), starts.get(cid, 0))
         if notice is not None:
-            out.append(notice)
+            out.append(replace(notice, key=str(e.seq)))
             if e.type is EventType.RUN_STARTED:
                 started_at = e.created_at
     return _fold_start(out, started_at)
@@ -59,7 +63,7 @@ def _fold_start(out: list[Notice], started_at: float) -> list[Notice]:
     if len(out) != 2 or out[0].reason != "RunStarted" or out[1].reason not in ENDS:
         return out
     end = out[1]
-    return [Notice(end.type, end.reason, f"{end.message} (started {stamp(started_at)})")]
+    return [replace(end, message=f"{end.message} (started {stamp(started_at)})")]
 
 
 def _notice(e: Event, step: str, starts: int) -> Notice | None:
@@ -138,10 +142,9 @@ class Budget:
             self.dropped[key] = self.dropped.get(key, 0) + skipped
         elif skipped:
             first = out[0]
-            out[0] = Notice(
-                first.type,
-                first.reason,
-                f"{first.message} ({skipped} earlier events not posted: rate limit; "
+            out[0] = replace(
+                first,
+                message=f"{first.message} ({skipped} earlier events not posted: rate limit; "
                 "`wayline runs show` has the full timeline)",
             )
         self._tokens[key], self._stamp[key] = tokens, now

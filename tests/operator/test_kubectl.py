@@ -10,6 +10,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 import wayline
 from tests.operator.test_workflowrun import (  # noqa: F401 - fixtures
     APPS,
@@ -183,3 +185,35 @@ async def test_a_finished_run_deletes_its_resource_after_its_ttl(cluster: Cluste
     info = await cluster.world.get_run(status["runId"])
     assert info is not None and str(info.status) == "completed"  # history stays in the world
     assert json.dumps(status)
+
+
+async def test_an_event_posted_again_is_not_shown_twice(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An Event about a log entry is named after it: posting it again (a retried sync, a
+    replica taking over, an HTTP retry after a create that reached etcd) creates nothing, and
+    ``kubectl describe`` shows it once."""
+    from wayline_operator import kube
+    from wayline_operator.handlers import SOURCE
+
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("wait", {"workflow": "kid_waits", "input": "tok-e"})
+        posted = await cluster.event_when("wait", "WaitingForHook")
+    resource = cluster.get("wait")
+    uid = resource["metadata"]["uid"]
+    events = await cluster.world.list_events(resource["status"]["runId"])
+    [hook] = [e for e in events if e.type is EventType.HOOK_CREATED]
+    name = kube.event_name("wait", uid, str(hook.seq), "WaitingForHook")
+    assert posted["metadata"]["name"] == name
+    assert posted["source"]["component"] == SOURCE
+    import kubernetes
+
+    config = kubernetes.client.Configuration()  # this process's client, on the test's cluster
+    kubernetes.config.load_kube_config(str(cluster.plane.kubeconfig), client_configuration=config)
+    api = kubernetes.client.CustomObjectsApi(kubernetes.client.ApiClient(config))
+    monkeypatch.setattr(kube, "_api", api)
+    monkeypatch.setattr(kube, "_core", None)
+    again = kube.event_body(resource, "Normal", "WaitingForHook", posted["message"], name, SOURCE)
+    assert await kube.create_event(again) is False
+    reasons = [e["reason"] for e in cluster.events("wait")]
+    assert reasons.count("WaitingForHook") == 1 and reasons.count("RunStarted") == 1

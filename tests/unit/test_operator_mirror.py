@@ -26,11 +26,13 @@ class ApiServer:
 
     def __init__(self) -> None:
         self.posted: list[str] = []
+        self.keys: list[str] = []
         self.written: list[dict[str, Any]] = []
         self.down = 0
 
     def post(self, body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
         self.posted += [n.reason for n in batch]
+        self.keys += [n.key for n in batch]
 
     async def patch(self, namespace: str, name: str, status: Mapping[str, Any]) -> bool:
         if self.down:
@@ -90,6 +92,10 @@ async def test_a_failed_status_write_does_not_post_its_events_twice(world: Local
     assert await mirror.sync(run_id)
     assert api.written[-1]["phase"] == "completed"
     assert api.posted == ["RunStarted", "WaitingForHook", "RunSucceeded"]
+    # each names its log entry: its Event's name comes from it (``kube.event_name``)
+    events = await world.list_events(run_id)
+    by_type = {e.type.value: str(e.seq) for e in events}
+    assert api.keys == [by_type["run_started"], by_type["hook_created"], by_type["run_completed"]]
 
 
 async def test_a_failed_status_write_does_not_say_waiting_for_worker_twice(
