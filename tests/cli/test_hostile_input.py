@@ -152,3 +152,28 @@ def test_runs_show_list_and_repair_a_corrupt_run(
     assert "removed event 2" in capsys.readouterr().out
     assert main(["runs", "show", run_id, "--json", *world]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "pending"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["worker", "--app", "app.py", "--health-port", "99999"],
+        ["worker", "--app", "app.py", "--health-port", "-1", "--processes", "1"],
+        ["worker", "--app", "app.py", "--metrics-port", "70000", "--processes", "1"],
+        ["worker", "--app", "app.py", "--shutdown-grace", "-1"],
+        ["worker", "--app", "app.py", "--shutdown-grace", "nan"],
+        ["runs", "cancel", "wf_" + "0" * 32, "--wait", "-1"],
+    ],
+    ids=["port-99999", "port-negative", "metrics-70000", "grace-negative", "grace-nan", "wait"],
+)
+def test_an_out_of_range_number_is_a_usage_error(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """A port outside 0-65535 or a negative number of seconds is refused by the parser (exit
+    2, the option named), before anything starts; a port out of range was a traceback."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--world", "sqlite:///w.db"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"argument {argv[3]}" in err, err

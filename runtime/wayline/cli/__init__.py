@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step-concurrency", type=_positive, default=64, metavar="N")
     p.add_argument(
         "--shutdown-grace",
-        type=float,
+        type=_seconds,
         default=30.0,
         metavar="SECONDS",
         help="how long in-flight deliveries may take to finish on shutdown (default 30)",
@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--health-port",
-        type=int,
+        type=_port_number,
         metavar="PORT",
         help="serve /healthz and /readyz (ready = connected to the world and consuming) here",
     )
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--metrics-port",
-        type=int,
+        type=_port_number,
         metavar="PORT",
         help="serve Prometheus metrics on this port (/metrics); needs the metrics extra",
     )
@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", default="cancelled from the CLI")
     p.add_argument(
         "--wait",
-        type=float,
+        type=_seconds,
         default=0.0,
         metavar="SECONDS",
         help="wait up to SECONDS for the run to end cancelled (exit 1 if it does not)",
@@ -293,6 +293,23 @@ def _index(text: str) -> int:
 
 def _positive(text: str) -> int:
     return _whole(text, 1, "must be at least 1")
+
+
+def _port_number(text: str) -> int:
+    port = _whole(text, 0, "a port is 0 to 65535 (0: any free one)")
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free one), got {port}")
+    return port
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):  # NaN and inf too
+        raise argparse.ArgumentTypeError(f"seconds must be 0 or more, got {text}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
