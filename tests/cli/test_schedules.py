@@ -80,6 +80,7 @@ def test_forbid_skips_and_replace_cancels(cli: Cli, world_url: str) -> None:
     said = _look(cli, "2099-01-01T11:05:00+00:00")
     assert "f: tick 2099-01-01T11:00:00Z skipped" in said
     assert "r: tick 2099-01-01T11:00:00Z started" in said
+    assert f"(cancelled {ids['r']}, still running)" in said
     runs = {str(r["runId"]): r for r in _runs(cli)}
     assert len(runs) == 3  # f's first; r's first and its replacement
     # r's first run got its cancellation recorded; f's was left alone
@@ -89,7 +90,11 @@ def test_forbid_skips_and_replace_cancels(cli: Cli, world_url: str) -> None:
 
 def test_starting_deadline_skips_a_late_tick(cli: Cli, world_url: str) -> None:
     _add(cli, "d", "--cron", "0 * * * *", "--starting-deadline", "60")
-    assert _look(cli, "2099-01-01T10:05:00+00:00") == ""  # 5 minutes late: missed
+    said = _look(cli, "2099-01-01T10:05:00+00:00")  # 5 minutes late: missed, said once
+    assert said.strip() == (
+        "d: tick 2099-01-01T10:00:00Z missed: 300s late, past its starting deadline of 60s"
+    )
+    assert _look(cli, "2099-01-01T10:05:01+00:00") == ""
     assert "started" in _look(cli, "2099-01-01T11:00:30+00:00")
     assert len(_runs(cli)) == 1
 
@@ -101,6 +106,10 @@ def test_bad_input_is_refused_with_the_reason(cli: Cli) -> None:
     assert zone.returncode == 2 and "Mars/X" in zone.stderr
     js = cli("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a", "--input", "{")
     assert js.returncode == 2 and "--input" in js.stderr
+    late = cli("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a",
+               "--starting-deadline", "-5")  # fmt: skip
+    assert late.returncode == 2 and "--starting-deadline" in late.stderr
+    assert "Traceback" not in late.stderr
     _add(cli, "x", "--cron", "* * * * *")
     again = cli("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a")
     assert again.returncode == 2 and "exists" in again.stderr

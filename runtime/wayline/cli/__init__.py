@@ -52,7 +52,7 @@ from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
 from . import commands, maintenance, schedules
-from .loading import UsageError
+from .loading import UsageError, seconds_arg
 
 __all__ = ["build_parser", "main"]
 
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step-concurrency", type=_positive, default=64, metavar="N")
     p.add_argument(
         "--shutdown-grace",
-        type=_seconds,
+        type=seconds_arg,
         default=30.0,
         metavar="SECONDS",
         help="how long in-flight deliveries may take to finish on shutdown (default 30)",
@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", default="cancelled from the CLI")
     p.add_argument(
         "--wait",
-        type=_seconds,
+        type=seconds_arg,
         default=0.0,
         metavar="SECONDS",
         help="wait up to SECONDS for the run to end cancelled (exit 1 if it does not)",
@@ -300,16 +300,6 @@ def _port_number(text: str) -> int:
     if port > 65535:
         raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free one), got {port}")
     return port
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0 or value == float("inf"):  # NaN and inf too
-        raise argparse.ArgumentTypeError(f"seconds must be 0 or more, got {text}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

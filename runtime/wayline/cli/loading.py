@@ -134,6 +134,19 @@ def load_target(
     raise UsageError(f"no workflow {name!r} in {module_spec!r} (workflows there: {names})")
 
 
+def seconds_arg(text: str) -> float:
+    """An option's number of seconds (argparse ``type=``): 0 or more, finite."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):  # NaN and inf too
+        raise argparse.ArgumentTypeError(f"seconds must be 0 or more, got {text}")
+    return value
+
+
 def parse_json(text: str | None, option: str) -> Any:
     if text is None:
         return None

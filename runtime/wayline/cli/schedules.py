@@ -33,12 +33,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._core.cron import CronError, due, next_tick, parse
+from .._core.cron import CronError, due, last_tick, next_tick, parse
 from ..client import Client
 from ..errors import RunNotFoundError
 from ..settings import Settings
 from .commands import opened_world
-from .loading import UsageError, input_args, parse_json
+from .loading import UsageError, input_args, parse_json, seconds_arg
 
 POLICIES = ("Allow", "Forbid", "Replace")
 
@@ -145,10 +145,11 @@ async def _look(client: Client, entry: dict[str, Any], now: float) -> str | None
     """Start the schedule's due tick, if any; what happened, for a person."""
     cron = parse(entry["cron"], entry["timeZone"])
     since = max(entry["created"], entry.get("lastTick") or 0.0)
-    tick = due(cron, since, now, entry.get("startingDeadlineSeconds"))
+    deadline = entry.get("startingDeadlineSeconds")
+    tick = due(cron, since, now, deadline)
     if tick is None:
-        return None
-    last = entry.get("lastRun")
+        return _missed(entry, cron, since, now)
+    last, live = entry.get("lastRun"), False
     if last and entry["concurrencyPolicy"] != "Allow":
         try:
             live = not (await client.get_run(last)).status.terminal
@@ -161,7 +162,21 @@ async def _look(client: Client, entry: dict[str, Any], now: float) -> str | None
     run_id = tick_run_id(entry, tick)
     await client.start(entry["workflow"], *input_args(entry.get("input")), run_id=run_id)
     entry["lastTick"], entry["lastRun"] = tick, run_id
-    return f"{entry['name']}: tick {_stamp(tick)} started {run_id}"
+    replaced = f" (cancelled {last}, still running)" if live else ""
+    return f"{entry['name']}: tick {_stamp(tick)} started {run_id}{replaced}"
+
+
+def _missed(entry: dict[str, Any], cron: Any, since: float, now: float) -> str | None:
+    """A tick passed over for ``--starting-deadline``, said once (the loop looks every
+    second); None when no tick is due at all."""
+    tick = last_tick(cron, now)
+    if tick is None or tick <= since or entry.get("missedTick") == tick:
+        return None
+    entry["missedTick"] = tick
+    return (
+        f"{entry['name']}: tick {_stamp(tick)} missed: {now - tick:.0f}s late, past its "
+        f"starting deadline of {entry['startingDeadlineSeconds']:g}s"
+    )
 
 
 def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # type: ignore[type-arg]
@@ -176,7 +191,12 @@ def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # t
     p.add_argument("--workflow", required=True, metavar="NAME")
     p.add_argument("--input", metavar="JSON", help="as `wayline start --input`")
     p.add_argument("--concurrency-policy", choices=POLICIES, default="Allow")
-    p.add_argument("--starting-deadline", type=float, metavar="SECONDS")
+    p.add_argument(
+        "--starting-deadline",
+        type=seconds_arg,
+        metavar="SECONDS",
+        help="a tick later than this is missed (said once), not started",
+    )
     p.set_defaults(handler=cmd_add)
     p = make(inner, "list", "the schedules, with their next tick")  # type: ignore[operator]
     p.add_argument("--json", action="store_true")
