@@ -297,9 +297,11 @@ class Client:
         return True
 
     async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """The hooks live runs wait on (or one run's): ``{token, runId, workflow, hookId,
-        createdAt, timeoutAt, type, metadata}``, oldest first. Reads each live run's log (its
-        one fold)."""
+        """The hooks of live runs that hold a token (or one run's): ``{token, runId, workflow,
+        hookId, status, createdAt, timeoutAt, type, metadata}``, oldest first. ``status`` is
+        ``waiting``, or ``received`` for a hook that had its first payload and keeps its token
+        until it is disposed or its run ends (later payloads are for ``async for``). Reads
+        each live run's log (its one fold)."""
         if run_id is not None:
             runs = [await self.get_run(run_id)]
         else:
@@ -315,13 +317,14 @@ class Client:
                     "runId": info.run_id,
                     "workflow": info.workflow,
                     "hookId": hook.cid,
+                    "status": hook.status,
                     "createdAt": hook.created_at,
                     "timeoutAt": hook.timeout_at,
                     "type": hook.type,
                     "metadata": hook.metadata,
                 }
                 for hook in view.hooks.values()
-                if hook.status == "waiting"
+                if hook.cid in view.open and hook.status in ("waiting", "received")
             ]
         return sorted(found, key=lambda h: h["createdAt"])
 

@@ -344,6 +344,15 @@ async def kid_waits(token: str) -> object:
 
 
 @wayline.workflow
+async def hook_kept(token: str) -> object:
+    """Holds its hook's token after the first payload (a second one would be kept too)."""
+    hook = wayline.create_hook(token)
+    first = await hook
+    await wayline.sleep("1h")
+    return first
+
+
+@wayline.workflow
 async def parent(n: int) -> list[object]:
     a = await wayline.child(kid, n)
     try:

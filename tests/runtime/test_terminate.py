@@ -36,6 +36,30 @@ async def test_terminate_ends_a_run_without_compensations(world: World, tmp_path
     assert [line.split(" key=")[0] for line in flows.lines(log)] == ["reserve o1", "charge o1"]
 
 
+async def test_open_hooks_lists_a_hook_that_keeps_its_token_after_a_payload(
+    world: World,
+) -> None:
+    """A hook that received its first payload still holds its token (a second payload is kept
+    for ``async for``, and another hook cannot take the token): it is listed, as received,
+    until its run ends."""
+    client = wayline.Client(world)
+    async with wayline.Worker(world, [flows.hook_kept], settings=settings()):
+        run = await client.start(flows.hook_kept, "tok-kept")
+        await wait_for(lambda: world.get_hook("tok-kept"))
+        [waiting] = await client.open_hooks()
+        assert (waiting["token"], waiting["status"]) == ("tok-kept", "waiting")
+        await client.resume_hook("tok-kept", 1)
+
+        async def received() -> list[dict[str, object]] | None:
+            hooks = await client.open_hooks()
+            return hooks if hooks and hooks[0]["status"] == "received" else None
+
+        [kept] = await wait_for(received)
+        assert (kept["token"], kept["runId"]) == ("tok-kept", run.run_id)
+        assert await client.terminate(run.run_id) is True
+        assert await client.open_hooks() == []
+
+
 async def test_a_terminated_child_reports_to_its_parent(world: World) -> None:
     client = wayline.Client(world)
     apps = [flows.parent_waits, flows.kid_waits]

@@ -613,7 +613,8 @@ async def cmd_runs_compensation(args: argparse.Namespace) -> int:
 
 # --- hooks ----------------------------------------------------------------------------------
 async def cmd_hooks_list(args: argparse.Namespace) -> int:
-    """The hooks live runs wait on, with the token a person answers."""
+    """The hooks live runs hold, with the token a person answers (received: it had a
+    payload and keeps its token)."""
     async with opened_world(args.world, create=False) as world:
         client = Client(world)
         if args.run is not None:
@@ -625,13 +626,14 @@ async def cmd_hooks_list(args: argparse.Namespace) -> int:
     if not hooks:
         print("no hook is waiting")
         return 0
-    rows = [["TOKEN", "RUN", "WORKFLOW", "WAITING SINCE", "TIMES OUT", "METADATA"]]
+    rows = [["TOKEN", "RUN", "WORKFLOW", "STATUS", "WAITING SINCE", "TIMES OUT", "METADATA"]]
     for hook in hooks:
         rows.append(
             [
                 str(hook["token"]),
                 str(hook["runId"]),
                 str(hook["workflow"]),
+                str(hook["status"]),
                 fmt_time(hook["createdAt"]),
                 fmt_time(hook["timeoutAt"]),
                 "" if hook["metadata"] is None else fmt_json(hook["metadata"], 60),
