@@ -102,6 +102,32 @@ def test_runs_show_renders_the_timeline() -> None:
     assert "hook approve:1" in text
     assert "timed out" in text
     assert "error     [HOOK_TIMEOUT] HookTimeout: too late" in text
+    assert "not reached (the run ended) (until 1970-01-01 00:03:12)" in text
+
+
+def test_an_ended_run_does_not_show_a_step_as_running() -> None:
+    """A run cancelled while a step ran: the step's body may finish later, but nothing of it
+    is recorded; the timeline says so instead of showing it running forever."""
+    events = log(
+        (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
+        (100.1, T.RUN_STARTED, None, {}),
+        (100.2, T.STEP_CREATED, "s1", {"stepName": "slow"}),
+        (100.2, T.STEP_STARTED, "s1", {"attempt": 1}),
+        (101.0, T.RUN_CANCEL_REQUESTED, None, {"reason": "no"}),
+        (101.1, T.RUN_CANCELLED, None, {"reason": "no"}),
+    )
+    info = RunInfo(RUN, "w", RunStatus.CANCELLED, created_at=100.0, started_at=100.1)
+    live = io.StringIO()
+    render_show(info, events[:4], live)
+    assert "running" in live.getvalue() and "unfinished" not in live.getvalue()
+    ended = RunInfo(
+        RUN, "w", RunStatus.CANCELLED, created_at=100.0, started_at=100.1, ended_at=101.1
+    )
+    out = io.StringIO()
+    render_show(ended, events, out)
+    text = out.getvalue()
+    assert "step slow" in text and "unfinished" in text and " running " not in text
+    assert "the run ended first: no result recorded" in text
 
 
 def test_small_formatters() -> None:

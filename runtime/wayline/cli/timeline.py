@@ -307,10 +307,15 @@ def render_show(
             step = tl.steps[cid]
             tries = len(step.attempts)
             took = fmt_duration((step.ended_at or 0) - step.created_at) if step.ended_at else "-"
+            # a step the run ended before (cancelled, terminated): it never will finish here
+            cut = bool(info.ended_at) and step.status in ("pending", "running")
             p(
-                f"  {rel(step.created_at):>10}  step {step.label:<20} {step.status:<10} "
+                f"  {rel(step.created_at):>10}  step {step.label:<20} "
+                f"{'unfinished' if cut else step.status:<10} "
                 f"{tries} attempt{'s' if tries != 1 else ''}, {took}"
             )
+            if cut:
+                p(f"{'':14}the run ended first: no result recorded")
             detailed = tries > 1 or step.status not in ("completed", "running")
             for a in step.attempts if detailed else []:
                 took = fmt_duration(a.ended_at - a.started_at) if a.ended_at else "-"
@@ -342,6 +347,8 @@ def render_show(
         else:
             wait = tl.waits[cid]
             state = "done" if wait.completed_at is not None else "waiting"
+            if wait.completed_at is None and info.ended_at:
+                state = "not reached (the run ended)"
             if wait.early:
                 state = "woken early"
             p(
