@@ -195,3 +195,40 @@ def test_runs_show_names_the_definition_and_a_block() -> None:
     text = out.getvalue()
     assert f"identity  {'ab' * 8}  code {'cd' * 8} (strict)" in text
     assert "blocked   needs workflow 'w' with revision 2" in text
+
+
+def test_child_runs_are_in_the_timeline() -> None:
+    """A child run shows in the parent's timeline (runs show, runs watch, --json): its
+    workflow, its run id and how it ended; one the parent never heard back from says so."""
+    events = log(
+        (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
+        (100.1, T.RUN_STARTED, None, {}),
+        (100.2, T.CHILD_CREATED, "c1", {"childRunId": "wf_kid1", "workflow": "kid"}),
+        (101.7, T.CHILD_COMPLETED, "c1", {"status": "completed", "output": 3}),
+        (101.8, T.CHILD_CREATED, "c2", {"childRunId": "wf_kid2", "workflow": "slow_kid"}),
+        (102.0, T.RUN_CANCEL_REQUESTED, None, {"reason": "no"}),
+        (102.1, T.RUN_CANCELLED, None, {"reason": "no"}),
+    )
+    info = RunInfo(
+        RUN, "w", RunStatus.CANCELLED, created_at=100.0, started_at=100.1, ended_at=102.1
+    )
+    out = io.StringIO()
+    render_show(info, events, out)
+    lines = [line.strip() for line in out.getvalue().splitlines()]
+    first = lines.index(next(line for line in lines if "child kid " in line))
+    assert lines[first].endswith("completed after 1.50 s")
+    assert lines[first + 1] == "run wf_kid1"
+    assert any(
+        "child slow_kid" in line and "not reported (the run ended)" in line for line in lines
+    )
+    assert "run wf_kid2" in lines
+    children = fold(RUN, events).to_json()["children"]
+    assert [(c["runId"], c["status"]) for c in children] == [
+        ("wf_kid1", "completed"),
+        ("wf_kid2", "running"),
+    ]
+    live = io.StringIO()
+    LiveProgress(live, "sqlite:///w.db").feed(events)
+    said = live.getvalue()
+    assert "child kid started: wf_kid1" in said and "child kid completed" in said
+    assert "child slow_kid started: wf_kid2" in said

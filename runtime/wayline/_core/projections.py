@@ -541,6 +541,27 @@ class HookView:
 
 
 @dataclass
+class ChildView:
+    cid: str
+    run_id: str
+    workflow: str
+    created_at: float
+    status: str = "running"
+    """``running`` until the child's end is reported: then its status."""
+    ended_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.cid,
+            "runId": self.run_id,
+            "workflow": self.workflow,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "endedAt": self.ended_at,
+        }
+
+
+@dataclass
 class WaitView:
     cid: str
     created_at: float
@@ -599,6 +620,8 @@ class RunView:
     """Child runs by correlation id, while not reported back."""
     child_workflows: dict[str, str] = field(default_factory=dict)
     """The workflow of each child run, by correlation id."""
+    child_views: dict[str, ChildView] = field(default_factory=dict)
+    """Every child run, reported back or not (the timeline's)."""
     stuck: RunCompensationStuck | None = None
     """Why the unwind waits for a person, while it does."""
     order: list[tuple[str, str]] = field(default_factory=list)  # (kind, cid) in creation order
@@ -701,9 +724,14 @@ class RunView:
                 self.children[cid] = child_run_id
                 self.child_workflows[cid] = workflow
                 self.open[cid] = _CHILD
-            case ChildCompleted():
+                self.child_views[cid] = ChildView(cid, child_run_id, workflow, at)
+                self.order.append(("child", cid))
+            case ChildCompleted(status):
                 self.children.pop(cid, None)
                 self.open.pop(cid, None)
+                child = self.child_views.get(cid)
+                if child is not None:
+                    child.status, child.ended_at = status, at
             case unknown:
                 assert_never(unknown)
 
@@ -798,6 +826,7 @@ class RunView:
             "steps": [s.to_json() for s in self.steps.values()],
             "hooks": [h.to_json() for h in self.hooks.values()],
             "waits": [w.to_json() for w in self.waits.values()],
+            "children": [c.to_json() for c in self.child_views.values()],
         }
 
 

@@ -203,15 +203,13 @@ class LiveProgress:
                 elif cid in tl.waits:
                     early = " (woken early)" if tl.waits[cid].early else ""
                     self._line(at, f"sleep {fmt_duration(tl.waits[cid].seconds)} done{early}")
-            case (
-                RunBlocked()
-                | RunUnblocked()
-                | StepCreated()
-                | HookDisposed()
-                | ChildCreated()
-                | ChildCompleted()
-                | PatchMarked()
-            ):
+            case ChildCreated(child_run_id, workflow):
+                self._line(at, f"child {workflow} started: {child_run_id}")
+            case ChildCompleted(status):
+                child = tl.child_views.get(cid)
+                name = child.workflow if child is not None else cid
+                self._line(at, f"child {name} {status}")
+            case RunBlocked() | RunUnblocked() | StepCreated() | HookDisposed() | PatchMarked():
                 pass
             case unknown:
                 assert_never(unknown)
@@ -344,6 +342,18 @@ def render_show(
                     f"{'':14}received after {fmt_duration(hook.received_at - hook.created_at)}: "
                     f"{fmt_json(hook.payload)}"
                 )
+        elif kind == "child":
+            child = tl.child_views[cid]
+            state = child.status
+            if child.ended_at is None and info.ended_at:
+                state = "not reported (the run ended)"
+            took = (
+                f" after {fmt_duration(child.ended_at - child.created_at)}"
+                if child.ended_at
+                else ""
+            )
+            p(f"  {rel(child.created_at):>10}  child {child.workflow:<19} {state}{took}")
+            p(f"{'':14}run {child.run_id}")
         else:
             wait = tl.waits[cid]
             state = "done" if wait.completed_at is not None else "waiting"
