@@ -588,3 +588,36 @@ def slow_marker_sync(path: str, seconds: float) -> str:
 @wayline.workflow
 async def single_slow_sync(path: str, seconds: float) -> str:
     return str(await slow_marker_sync(path, seconds))
+
+
+def undo_attempts(path: str, order: str) -> None:
+    mark(path, f"undo {order} fwd={wayline.step_context().forward_result}")
+
+
+@wayline.step(compensate=undo_attempts, max_retries=3, retry_delay="200ms")
+async def fails_slowly(path: str, order: str) -> str:
+    attempt = wayline.step_context().attempt
+    mark(path, f"attempt {attempt}")
+    await asyncio.sleep(0.8)
+    raise RuntimeError(f"attempt {attempt} failed")
+
+
+@wayline.workflow
+async def saga_retrying(path: str, order: str) -> str:
+    return await fails_slowly(path, order)
+
+
+def undo_limited(path: str, order: str) -> None:
+    mark(path, f"undo {order}")
+
+
+@wayline.step(compensate=undo_limited, concurrency=wayline.Limit(max=1))
+async def one_at_a_time(path: str, order: str) -> str:
+    mark(path, f"forward {order}")
+    await asyncio.sleep(1.5)
+    return order
+
+
+@wayline.workflow
+async def saga_limited(path: str, order: str) -> str:
+    return await one_at_a_time(path, order)

@@ -4,6 +4,7 @@ failed reversal that parks the run for a person."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +57,54 @@ async def test_a_step_given_as_a_compensation_reverses_its_forward_step(
         "ship o2",
         f"refund o2 key={rid}:{step}:compensate fwd={rid}:{step}:forward result=ch_o2",
     ]
+
+
+async def test_a_cancel_while_a_retried_attempt_runs_compensates_and_ends(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Cancelled while attempt 2 of a compensable step runs: the unwind waits for it, and when
+    it fails (its retry would not start while the run unwinds) the run goes on: the step is
+    compensated once and the run ends cancelled. It stayed ``compensating`` for ever: the
+    retry's delivery saw the unwind and acknowledged itself without waking the run."""
+    log = str(tmp_path / "log")
+    async with engine.worker([flows.saga_retrying]):
+        handle = await engine.client.start(flows.saga_retrying, log, "o3")
+        await wait_for(_said(log, "attempt 2"), timeout=15)
+        assert await engine.client.cancel(handle.run_id) is True
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=20)
+    lines = flows.lines(log)
+    assert lines == ["attempt 1", "attempt 2", "undo o3 fwd=None"], lines
+
+
+async def test_a_step_that_never_started_is_not_compensated(engine: Engine, tmp_path: Path) -> None:
+    """Run B waits for the slot run A holds and is cancelled: B's step never started (and,
+    once the unwind is recorded, never will), so there is nothing to undo: no compensation
+    (a refund for a charge never made) and B ends cancelled; A completes."""
+    log = str(tmp_path / "log")
+    async with engine.worker([flows.saga_limited]):
+        a = await engine.client.start(flows.saga_limited, log, "A")
+        await wait_for(_said(log, "forward A"), timeout=15)
+        b = await engine.client.start(flows.saga_limited, log, "B")
+
+        async def blocked() -> bool:
+            return any(e.type is EventType.RUN_BLOCKED for e in await b.events())
+
+        await wait_for(blocked, timeout=15)
+        assert await engine.client.cancel(b.run_id) is True
+        with pytest.raises(wayline.RunCancelledError):
+            await b.result(timeout=20)
+        assert await a.result(timeout=20) == "A"
+    assert flows.lines(log) == ["forward A"]
+    events = await b.events()
+    assert not any(e.type is EventType.STEP_STARTED for e in events)
+
+
+def _said(path: str, line: str) -> Any:
+    async def check() -> bool:
+        return line in flows.lines(path)
+
+    return check
 
 
 async def test_cancel_runs_compensations(engine: Engine, tmp_path: Path) -> None:

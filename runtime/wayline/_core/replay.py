@@ -484,6 +484,10 @@ class Replay:
         for forward in self.compensation_plan():
             attempts = self.compensations.get(forward.cid, [])
             latest = attempts[-1] if attempts else None
+            if latest is None and forward.starts == 0 and self.ending.phase != "running":
+                # never started, and now never will: once the unwind is recorded no forward
+                # body starts (a queued start is fenced on the log), so nothing is to undo
+                continue
             if latest is None:
                 return forward, None
             if latest.outcome == "completed":

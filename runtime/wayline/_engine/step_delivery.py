@@ -22,7 +22,7 @@ from .step_runner import Failed, Outcome, Retry, run_step_body
 
 log = logging.getLogger("wayline.runtime")
 _UNWINDING = (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK)
-_START_TRIES = 5
+_START_TRIES = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +50,9 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
     if step.terminal:
         return Continue(run_id)
     if info.status in _UNWINDING and not _may_start(step):
+        # the unwind may be waiting for this step to settle (a retry of it was due): it goes on
         log.info("step %s of run %s not started: the run is being compensated", cid, run_id)
-        return ACK
+        return Continue(run_id)
     definition = find_step(step.name)
     if definition is None and delivery.attempt <= settings.max_queue_deliveries:
         # Another worker (another app sharing this world) may have it: retry later rather
@@ -76,10 +77,19 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
             return ran
         outcome = ran
     await record_outcome(world, run_id, cid, outcome, step.name)
-    if isinstance(outcome, Retry):
+    if isinstance(outcome, Retry) and not await _unwinding(world, run_id, step):
         await world.retry(delivery, max(0.0, outcome.retry_after - clock.now()))
         return Verdict("none")
     return Continue(run_id)
+
+
+async def _unwinding(world: World, run_id: str, step: StepView) -> bool:
+    """The run began to unwind while this attempt ran: its retry would not start, and the
+    unwind waits for the step to settle; continuing the run now lets it go on."""
+    if step.compensates is not None:
+        return False
+    info = await world.get_run(run_id)
+    return info is None or info.status in _UNWINDING or info.status.terminal
 
 
 async def _run(
@@ -170,8 +180,11 @@ async def _start(world: World, run_id: str, step: StepView, attempt: int, seq: i
                 )
                 return False
             seq = info.last_seq
-    await world.append(run_id, [start])  # a busy log: the last check above still stands
-    return True
+    # a busy log: this delivery is tried again later (a start is never appended unfenced:
+    # an unwind may have begun meanwhile)
+    raise SequenceConflictError(
+        f"step {step.cid} of run {run_id} not started: the log moved {_START_TRIES} times"
+    )
 
 
 def _refused(
