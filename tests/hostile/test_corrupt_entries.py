@@ -78,3 +78,29 @@ async def test_garbage_under_an_idempotency_key_is_overwritten_by_the_next_enque
 async def _active(engine: Engine, token: str) -> bool:
     hook = await engine.world.get_hook(token)
     return hook is not None and hook.active
+
+
+async def test_a_deeply_nested_queue_row_does_not_stop_a_worker_starting(tmp_path: Path) -> None:
+    """Recovery at a worker's start reads every queued message's run id: a row nested past the
+    interpreter's recursion limit is passed over there (and dead-lettered when delivered), not
+    a ``RecursionError`` that stopped every worker from starting on the world."""
+    import sqlite3
+
+    import wayline
+    from tests.runtime import flows
+    from tests.runtime.harness import settings
+    from wayline.worlds.local import LocalWorld
+
+    db = tmp_path / "w.db"
+    async with LocalWorld(db) as world:
+        pass
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO messages (topic, payload, available_at, created_at) VALUES (?,?,?,?)",
+            ("flow", b"[" * 100_000, 0.0, 0.0),
+        )
+    async with LocalWorld(db) as world:
+        assert await world.runs_with_messages() == set()
+        async with wayline.Worker(world, [flows.chain], settings=settings()):
+            run = await wayline.Client(world).start(flows.chain, 3)
+            assert await run.result(timeout=15) == 3  # 0 + 1 + 2

@@ -517,8 +517,8 @@ class LocalWorld(World):
         out: set[str] = set()
         for (raw,) in self._read("SELECT payload FROM messages", ()):
             try:
-                payload = json.loads(bytes(raw))
-            except (ValueError, UnicodeDecodeError):
+                payload = entries.loads(bytes(raw))
+            except entries.Unreadable:  # dead-lettered when it is delivered
                 continue
             if isinstance(payload, dict) and isinstance(payload.get("runId"), str):
                 out.add(payload["runId"])
