@@ -379,6 +379,18 @@ class Client:
         ``delivery_id`` the call is idempotent, also under concurrency: a payload already
         delivered under that id (a caller retrying after a crash, or a second caller racing
         the first) is not delivered again."""
+        for _ in range(3):
+            try:
+                return await self._resume_once(token, payload, delivery_id)
+            except EntityConflictError:
+                # the hook holding the token was disposed meanwhile: look the token up again
+                # (a new hook may hold it now; if none does, that is said below)
+                continue
+        raise HookNotFoundError(
+            f"cannot resume {token!r}: the hook holding it was disposed", known=True
+        )
+
+    async def _resume_once(self, token: str, payload: Any, delivery_id: str | None) -> str:
         hook = await self.world.get_hook(token)
         if hook is None or not hook.active:
             if hook is not None and await self._delivered(hook.run_id, token, delivery_id):

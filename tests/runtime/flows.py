@@ -621,3 +621,13 @@ async def one_at_a_time(path: str, order: str) -> str:
 @wayline.workflow
 async def saga_limited(path: str, order: str) -> str:
     return await one_at_a_time(path, order)
+
+
+@wayline.workflow
+async def hook_disposed_after_one(token: str) -> object:
+    """Takes one payload, frees the token, and waits on."""
+    hook = wayline.create_hook(token)
+    first = await hook
+    hook.dispose()
+    await wayline.sleep("1h")
+    return first

@@ -432,3 +432,37 @@ async def test_a_run_without_a_parent_is_not_read_back_after_its_end(
     lines = [r.getMessage() for r in caplog.records if r.name == "wayline.runtime"]
     assert f"run {ok.run_id} completed" in lines
     assert any(m.startswith(f"run {bad.run_id} failed: [") for m in lines), lines
+
+
+async def test_a_resume_that_meets_a_disposed_hook_says_so(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token's hook is disposed between the resumer's look-up and its append: the resumer
+    looks the token up again and answers ``HookNotFoundError`` (known), as for any hook that
+    is gone, with or without a delivery id; it was a bare ``EntityConflictError``."""
+    world = engine.world
+    async with engine.worker([flows.hook_disposed_after_one]):
+        await engine.client.start(flows.hook_disposed_after_one, "tok-gone")
+        stale = await wait_for(lambda: world.get_hook("tok-gone"))
+        assert stale.active
+        await engine.client.resume_hook("tok-gone", 1)
+
+        async def disposed() -> bool:
+            hook = await world.get_hook("tok-gone")
+            return hook is not None and not hook.active
+
+        await wait_for(disposed)
+        real = world.get_hook
+        for delivery_id in (None, "d-late"):
+            looks: list[str] = []
+
+            async def first_stale(token: str, looks: list[str] = looks) -> Any:
+                looks.append(token)
+                return stale if len(looks) == 1 else await real(token)
+
+            monkeypatch.setattr(world, "get_hook", first_stale)
+            with pytest.raises(wayline.HookNotFoundError) as info:
+                await engine.client.resume_hook("tok-gone", 2, delivery_id=delivery_id)
+            assert info.value.details["known"] is True
+            assert len(looks) == 2  # looked up again after the refused append
+            monkeypatch.setattr(world, "get_hook", real)
