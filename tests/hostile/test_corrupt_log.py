@@ -90,3 +90,54 @@ async def test_a_poisoned_entry_fences_one_run_and_repair_resumes_it(
         await engine.client.resume_hook("tok-a", "a-payload")
         assert await a.result(timeout=15) == "a-payload"
     assert flows.count(path, "before") == 2 and flows.count(path, "after") == 2
+
+
+async def _forge_step(engine: Engine, run_id: str) -> int:
+    """A ``step_created`` that is JSON, and a valid transition, but whose ``occurrence`` is not
+    a number: it passes every check but the typed read of its fields. Returns its entry."""
+    import json
+    import sqlite3
+
+    from tests.hostile.poison import is_local
+
+    events = await engine.world.list_events(run_id)
+    data = {"stepName": "forged", "input": [], "occurrence": "zz"}
+    if is_local(engine.world):  # a row of the log rewritten in place (its step's start)
+        [created] = [e for e in events if e.type.value == "step_started"]
+        db = sqlite3.connect(engine.world.path)  # type: ignore[attr-defined]
+        try:
+            db.execute(
+                "UPDATE events SET data = ? WHERE run_id = ? AND seq = ?",
+                (json.dumps({**created.data, "attempt": "x"}), run_id, created.seq),
+            )
+            db.commit()
+        finally:
+            db.close()
+        return created.seq
+    body = {"s": len(events) + 1, "e": [{"t": "step_created", "c": "s9", "d": data}], "r": {}}
+    return await poison_log(engine.world, run_id, json.dumps(body).encode())
+
+
+async def test_a_mistyped_field_fences_its_run_and_workers_still_start(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """An entry whose fields do not have their types is ``corrupt`` when read (it crashed every
+    worker's start: recovery folded the log and met a bare ValueError), the other runs go on,
+    and ``repair --drop-seq`` takes it out."""
+    path = str(tmp_path / "count")
+    async with engine.worker([flows.gated]):
+        victim = await engine.client.start(flows.gated, path, "t-victim")
+        other = await engine.client.start(flows.gated, path, "t-other")
+        await wait_for(lambda: _hook_active(engine, "t-victim"), timeout=30)
+        await wait_for(lambda: _hook_active(engine, "t-other"), timeout=30)
+    seq = await _forge_step(engine, victim.run_id)
+    reader = await engine.make_world()
+    with pytest.raises(CorruptLogError) as info:
+        await reader.list_events(victim.run_id)  # what every replay reads
+    assert info.value.run_id == victim.run_id and "does not decode" in str(info.value)
+    async with engine.worker([flows.gated], world=reader):  # recovery reads every live run
+        await engine.client.resume_hook("t-other", "fine")
+        assert await other.result(timeout=30) == "fine"
+        await engine.client.repair_run(victim.run_id, seq)
+        await engine.client.resume_hook("t-victim", "repaired")
+        assert await victim.result(timeout=30) == "repaired"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from .._core.events import Event, EventType, NewEvent, RunStatus, apply_transition
-from .._core.projections import RunInfo
+from .._core.projections import RunInfo, payload
 from ..errors import CorruptLogError, WaylineError
 
 _EVENT_TYPES = {t.value: t for t in EventType}
@@ -77,7 +77,12 @@ def event(run_id: str, seq: int, type_: Any, cid: Any, data: Any, created_at: fl
         data = {}
     if not isinstance(data, dict):
         raise Unreadable(f"event data is a {type(data).__name__}, not an object")
-    return Event(run_id, seq, event_type(type_), cid, data, created_at)
+    ev = Event(run_id, seq, event_type(type_), cid, data, created_at)
+    try:  # its fields as every reader takes them (``projections.payload``)
+        payload(ev)
+    except (TypeError, ValueError, OverflowError, AttributeError, KeyError) as err:
+        raise Unreadable(f"{ev.type} data does not decode: {str(err)[:120]}") from None
+    return ev
 
 
 def check_log(run_id: str, events: list[Event], *, store: str) -> None:
