@@ -167,3 +167,40 @@ async def test_unwind_commands_refuse_a_run_that_is_not_stuck(engine: Engine) ->
         await engine.client.resume_compensation(handle.run_id)
     with pytest.raises(wayline.WaylineError, match="not compensation_stuck"):
         await engine.client.abandon_compensation(handle.run_id)
+
+
+async def test_a_block_lifted_during_an_unwind_starts_no_forward_step(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A run blocked and unblocked while it unwinds (a divergence set aside, then lifted) has
+    the stored status ``running`` again, but its log still says it is being compensated: a
+    queued forward step that never started must not start then (the unwind skipped it). The
+    step's delivery decided from the stored status, and started it."""
+    from tests.runtime.harness import settings
+    from wayline._core.events import NewEvent, RunStatus
+    from wayline._core.ids import new_run_id
+    from wayline._engine.step_delivery import handle_step
+    from wayline.world import Delivery
+
+    world, run_id, log = engine.world, new_run_id(), str(tmp_path / "log")
+    name = flows.one_at_a_time.name
+    created = {"workflow": "saga_limited", "input": {"args": [log, "Z"]}}
+    await world.append(run_id, [NewEvent(EventType.RUN_CREATED, data=created)], expected_seq=0)
+    await world.append(run_id, [NewEvent(EventType.RUN_STARTED)])
+    step = {"stepName": name, "input": {"args": [log, "Z"]}}
+    await world.append(run_id, [NewEvent(EventType.STEP_CREATED, "s1", step)])
+    await world.append(
+        run_id,
+        [
+            NewEvent(EventType.RUN_CANCEL_REQUESTED, data={"reason": "no"}),
+            NewEvent(EventType.RUN_COMPENSATING, data={"reason": "cancelled"}),
+        ],
+    )
+    await world.append(run_id, [NewEvent(EventType.RUN_BLOCKED, data={"message": "set aside"})])
+    await world.append(run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
+    assert (await world.get_run(run_id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
+    payload = {"runId": run_id, "stepId": "s1", "stepName": name}
+    delivery = Delivery("step", "m-1", 1, payload, b"")  # type: ignore[arg-type]
+    await handle_step(world, settings(), delivery)
+    assert flows.lines(log) == []  # the forward body did not run
+    assert not of_type(await world.list_events(run_id), EventType.STEP_STARTED)

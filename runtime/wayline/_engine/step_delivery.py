@@ -10,9 +10,9 @@ import pydantic
 from .._core import clock
 from .._core.definitions import StepDefinition, find_step
 from .._core.dispatch import step_dispatch_key
-from .._core.events import EventType, NewEvent, RunStatus
-from .._core.projections import StepView, fold
-from ..errors import EntityConflictError, RunTerminalError, SequenceConflictError
+from .._core.events import EventType, NewEvent
+from .._core.projections import RunView, StepView, fold
+from ..errors import EntityConflictError, RunTerminalError, SequenceConflictError, WaylineError
 from ..settings import Settings
 from ..world import Delivery, RunInfo, World
 from . import step_slots
@@ -21,7 +21,6 @@ from .messages import ACK, StepMessage, Verdict
 from .step_runner import Failed, Outcome, Retry, run_step_body
 
 log = logging.getLogger("wayline.runtime")
-_UNWINDING = (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK)
 _START_TRIES = 20
 
 
@@ -44,15 +43,17 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
         return Verdict("dead", reason=f"step message for unknown run {run_id}")
     if info.status.terminal:
         return ACK
-    step = fold(run_id, events).steps.get(cid)
+    view = fold(run_id, events)
+    step = view.steps.get(cid)
     if step is None:
         return Verdict("dead", reason=f"step message for {run_id}/{cid}, never created")
     if step.terminal:
         return Continue(run_id)
-    if info.status in _UNWINDING and not _may_start(step):
-        # the unwind may be waiting for this step to settle (a retry of it was due): it goes on
+    if _unwinding(view) and not _may_start(step):
         log.info("step %s of run %s not started: the run is being compensated", cid, run_id)
-        return Continue(run_id)
+        # a step that ran before (a retry was due) may be what the unwind waits for: it goes
+        # on; one that never started is skipped by the unwind, nothing waits for it
+        return Continue(run_id) if step.starts > 0 else ACK
     definition = find_step(step.name)
     if definition is None and delivery.attempt <= settings.max_queue_deliveries:
         # Another worker (another app sharing this world) may have it: retry later rather
@@ -77,19 +78,29 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
             return ran
         outcome = ran
     await record_outcome(world, run_id, cid, outcome, step.name)
-    if isinstance(outcome, Retry) and not await _unwinding(world, run_id, step):
+    if isinstance(outcome, Retry) and not await _unwound_meanwhile(world, run_id, step):
         await world.retry(delivery, max(0.0, outcome.retry_after - clock.now()))
         return Verdict("none")
     return Continue(run_id)
 
 
-async def _unwinding(world: World, run_id: str, step: StepView) -> bool:
-    """The run began to unwind while this attempt ran: its retry would not start, and the
-    unwind waits for the step to settle; continuing the run now lets it go on."""
+def _unwinding(view: RunView) -> bool:
+    """The log says the run is being compensated (its stored status may say ``blocked`` or
+    ``running`` meanwhile: a block during an unwind, lifted, does not end the unwind)."""
+    return view.status in ("compensating", "compensation_stuck")
+
+
+async def _unwound_meanwhile(world: World, run_id: str, step: StepView) -> bool:
+    """The run began to unwind (or ended) while this forward attempt ran: its retry would not
+    start, and the unwind waits for the step to settle, so the run is continued now. A read
+    that fails answers False: the retry is kept, with its delay."""
     if step.compensates is not None:
         return False
-    info = await world.get_run(run_id)
-    return info is None or info.status in _UNWINDING or info.status.terminal
+    try:
+        info, events = await world.read_run(run_id)
+    except WaylineError:
+        return False
+    return info is None or info.status.terminal or _unwinding(fold(run_id, events))
 
 
 async def _run(
@@ -171,10 +182,10 @@ async def _start(world: World, run_id: str, step: StepView, attempt: int, seq: i
             await world.append(run_id, [start], expected_seq=seq)
             return True
         except SequenceConflictError:
-            info = await world.get_run(run_id)
+            info, events = await world.read_run(run_id)
             if info is None or info.status.terminal:
                 return False
-            if info.status in _UNWINDING and not _may_start(step):
+            if _unwinding(fold(run_id, events)) and not _may_start(step):
                 log.info(
                     "step %s of run %s not started: the run is being compensated", step.cid, run_id
                 )
