@@ -379,18 +379,6 @@ class Client:
         ``delivery_id`` the call is idempotent, also under concurrency: a payload already
         delivered under that id (a caller retrying after a crash, or a second caller racing
         the first) is not delivered again."""
-        for _ in range(3):
-            try:
-                return await self._resume_once(token, payload, delivery_id)
-            except EntityConflictError:
-                # the hook holding the token was disposed meanwhile: look the token up again
-                # (a new hook may hold it now; if none does, that is said below)
-                continue
-        raise HookNotFoundError(
-            f"cannot resume {token!r}: the hook holding it was disposed", known=True
-        )
-
-    async def _resume_once(self, token: str, payload: Any, delivery_id: str | None) -> str:
         hook = await self.world.get_hook(token)
         if hook is None or not hook.active:
             if hook is not None and await self._delivered(hook.run_id, token, delivery_id):
@@ -417,12 +405,13 @@ class Client:
                     return [event]
 
                 await self._fenced_append(hook.run_id, decide)
-        except RunTerminalError:
+        except (RunTerminalError, EntityConflictError) as err:
+            # the run ended, or the hook was disposed after the look-up above: the payload
+            # goes to no other hook (one that holds the token now waits for its own)
             if await self._delivered(hook.run_id, token, delivery_id):
                 return hook.run_id
-            raise HookNotFoundError(
-                f"cannot resume {token!r}: its run has ended", known=True
-            ) from None
+            why = "its run has ended" if isinstance(err, RunTerminalError) else "it was disposed"
+            raise HookNotFoundError(f"cannot resume {token!r}: {why}", known=True) from None
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
 
