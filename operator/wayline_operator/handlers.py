@@ -106,6 +106,7 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     mirror = memo.get("mirror")
     if mirror is not None:
         await mirror.close()
+    await _drain_posting()
     reconciler = memo.get("reconciler")
     if reconciler is not None:
         await reconciler.world.close()
@@ -162,7 +163,21 @@ def _post_events(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
             )
         EVENTS.labels(notice.reason).inc()
     if keyed:
-        task = asyncio.get_running_loop().create_task(_create_events(body, keyed))
+        # built now, in the order the log says them (their times too); created in order
+        uid = str((body.get("metadata") or {}).get("uid"))
+        name = str((body.get("metadata") or {}).get("name"))
+        events = [
+            event_body(
+                body,
+                n.type,
+                n.reason,
+                n.message,
+                event_name(name, uid, n.key, n.reason),
+                SOURCE,
+            )
+            for n in keyed
+        ]
+        task = asyncio.get_running_loop().create_task(_create_events(events))
         _POSTING.add(task)
         task.add_done_callback(_POSTING.discard)
 
@@ -171,22 +186,24 @@ _POSTING: set[asyncio.Task[None]] = set()
 SOURCE = "wayline-operator"
 
 
-async def _create_events(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
-    uid = str((body.get("metadata") or {}).get("uid"))
-    name = str((body.get("metadata") or {}).get("name"))
-    for notice in batch:
-        event = event_body(
-            body,
-            notice.type,
-            notice.reason,
-            notice.message,
-            event_name(name, uid, notice.key, notice.reason),
-            SOURCE,
-        )
+async def _create_events(events: Sequence[Mapping[str, Any]]) -> None:
+    for event in events:
         try:
             await create_event(event)
         except Exception as err:  # Events are auxiliary: the status is the record
-            log.warning("Event %s on %s not posted: %s", notice.reason, name, err)
+            log.warning(
+                "Event %s on %s not posted: %s",
+                event["reason"],
+                event["involvedObject"]["name"],
+                err,
+            )
+
+
+async def _drain_posting(timeout: float = 5.0) -> None:
+    """At shutdown: let the Events being created finish (a replica that takes over would not
+    post them: its status says they were said), for at most ``timeout`` seconds."""
+    if _POSTING:
+        await asyncio.wait(list(_POSTING), timeout=timeout)
 
 
 def _generation(meta: Mapping[str, Any]) -> int | None:

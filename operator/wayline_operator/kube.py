@@ -137,7 +137,7 @@ def event_name(resource: str, uid: str, key: str, reason: str) -> str:
     """An Event's name from what it says, once: the resource's name (cut to leave room) and a
     digest of its uid, the notice's key and reason."""
     digest = hashlib.sha256(f"{uid}/{key}/{reason}".encode()).hexdigest()[:20]
-    return f"{resource[:200]}.{digest}"
+    return f"{resource[:200].rstrip('-.')}.{digest}"
 
 
 def event_body(

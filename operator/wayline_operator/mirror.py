@@ -310,9 +310,11 @@ class Mirror:
         batch: list[Notice] = []
         if not (known == fresh["lastSeq"] and _same(status, fresh)):
             out = fresh
-            posted = self._announced(run_id, status)
-            batch = notices(events, _seq(posted) or 0)
-            batch += _worker_notice(posted, fresh)
+            # notices of log entries are named after them (posted again, they create nothing,
+            # and one lost when the API server struggled is posted by the retry); the worker
+            # notice has no such name, so it follows what was announced
+            batch = notices(events, known or 0)
+            batch += _worker_notice(self._announced(run_id, status), fresh)
         if info.status.terminal:
             if self.live_rows.pop(run_id, None):
                 out.setdefault("steps", {})["live"] = []
@@ -345,9 +347,9 @@ class Mirror:
         return True
 
     def _announced(self, run_id: str, status: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The status whose Events have been posted: ``status``, or one ahead of it whose
-        write failed after its Events went out. The pump retries that sync, and the retry
-        posts only what is new since (an Event is one log entry's, said once)."""
+        """The status whose ``WaitingForWorker`` has been posted: ``status``, or one ahead of
+        it whose write failed after its Events went out (the pump retries that sync, and the
+        retry does not say it again)."""
         said = self.announced.get(run_id)
         if said is None or (_seq(said) or 0) < (_seq(status) or 0):
             return status

@@ -306,7 +306,7 @@ def render_show(
             tries = len(step.attempts)
             took = fmt_duration((step.ended_at or 0) - step.created_at) if step.ended_at else "-"
             # a step the run ended before (cancelled, terminated): it never will finish here
-            cut = bool(info.ended_at) and step.status in ("pending", "running")
+            cut = bool(info.ended_at) and step.status in ("pending", "running", "retrying")
             p(
                 f"  {rel(step.created_at):>10}  step {step.label:<20} "
                 f"{'unfinished' if cut else step.status:<10} "
