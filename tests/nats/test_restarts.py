@@ -182,3 +182,19 @@ async def test_a_delivery_held_across_a_lost_connection_is_fenced(
     assert (again.message_id, again.payload) == (held.message_id, {"v": 1})
     assert await eventually(lambda: world.ack(again))
     assert await world.receive("flow", wait_seconds=0.3) == []
+
+
+async def test_a_reconnect_wakes_every_result_waiter_to_read(
+    nats_server_own: NatsServer, open_own_world: OpenWorlds
+) -> None:
+    """A run's end is heard as a core-NATS hint, which an outage can lose: once the client
+    has reconnected, every waiter wakes and reads instead of waiting for its safety poll."""
+    world = await open_own_world()
+    run_id = new_run_id()
+    await world.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": "w", "input": None})])
+    waiter = world.watch_terminal(run_id)
+    nats_server_own.restart()
+    await wait_reconnected(world)
+    await asyncio.wait_for(waiter, 5)  # woken although the run has not ended
+    assert not world.heard_ended(run_id)
+    world.unwatch_terminal(run_id, waiter)

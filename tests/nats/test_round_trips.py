@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import pytest
+
 import wayline
 from tests.nats_fixtures import OpenWorlds
 from wayline._core.ids import new_run_id
@@ -108,13 +110,14 @@ async def test_a_result_asked_after_the_run_ended_reads_at_once(
 ) -> None:
     """A fresh handle skips its first read only while no end has been heard: once the world
     heard the run's terminal hint, ``result()`` reads before it waits (no pause for a hint
-    that came already)."""
+    that came already). The client's world is not the worker's: it hears the end as a hint
+    and holds no view of it."""
     import types
 
     from wayline import client as client_module
 
     world = await open_nats_world()
-    client = wayline.Client(world)
+    client = wayline.Client(await open_nats_world())
     steps: list[str] = []
     real_get_run, real_wait = client.get_run, asyncio.wait
 
@@ -128,13 +131,47 @@ async def test_a_result_asked_after_the_run_ended_reads_at_once(
 
     async with wayline.Worker(world, [chain]):
         run_id = new_run_id()
-        ended = world.watch_terminal(run_id)
+        ended = client.world.watch_terminal(run_id)
         handle = await client.start(chain, 2, run_id=run_id)
         await asyncio.wait_for(ended, 60)
-        assert world.heard_ended(run_id)
+        assert client.world.heard_ended(run_id)
+        assert await client.world.known_end(run_id) is None
         monkeypatch.setattr(client, "get_run", get_run)
         monkeypatch.setattr(
             client_module, "asyncio", types.SimpleNamespace(wait=wait, sleep=asyncio.sleep)
         )
         assert await handle.result(timeout=60) == 2
     assert steps == ["read"], steps
+
+
+async def test_a_result_of_a_run_this_process_ended_reads_nothing(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """Client and worker on one world (the embedded shape): the world appended the run's end
+    and holds its final view, so ``result()`` returns it without reading the run, also for a
+    failed run and for a handle found by id."""
+    world = await open_nats_world()
+    client = wayline.Client(world)
+    async with wayline.Worker(world, [chain, broken]):
+        handle = await client.start(chain, 3)
+        failed = await client.start(broken)
+        for run_id in (handle.run_id, failed.run_id):
+            ended = world.watch_terminal(run_id)
+            if not world.heard_ended(run_id):
+                await asyncio.wait_for(ended, 60)
+            world.unwatch_terminal(run_id, ended)
+        with counting() as counts:
+            assert await handle.result(timeout=60) == 3
+            assert await client.handle(handle.run_id).result(timeout=60) == 3
+            with pytest.raises(wayline.RunFailedError, match="broken on purpose"):
+                await failed.result(timeout=60)
+    # a read is a direct get (a publish with a reply); the worker's acks (requests) and
+    # pulls may fall in the window and are not the client's
+    assert counts["publish"] == 0, counts
+    known = await world.known_end(handle.run_id)
+    assert known is not None and known.output == 3
+
+
+@wayline.workflow(name="rt.broken")
+async def broken() -> None:
+    raise wayline.FatalError("broken on purpose")

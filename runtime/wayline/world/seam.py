@@ -99,7 +99,8 @@ class World(abc.ABC):
 
     terminal_hints: bool = False
     """True when :meth:`watch_terminal` hears of every writer's terminal append, not only this
-    instance's: a waiter can then poll rarely."""
+    instance's, and wakes every waiter when a hint may have been lost: a waiter then polls
+    only as a safety net."""
 
     def watch_terminal(self, run_id: str) -> asyncio.Future[None]:
         """A future set when this world hears that the run may have ended: a hint, never a
@@ -115,6 +116,15 @@ class World(abc.ABC):
             waiters.discard(fut)
             if not waiters:
                 del self._terminal_waiters[run_id]
+
+    def _hints_may_be_lost(self) -> None:
+        """A hint may have gone missing (the connection that carries them was lost, or a
+        subscriber fell behind): every waiter wakes and reads once, rather than waiting for
+        its poll."""
+        for waiters in list(self._terminal_waiters.values()):
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
 
     def heard_ended(self, run_id: str) -> bool:
         """True when this world heard a terminal hint for the run lately (the last
@@ -173,6 +183,12 @@ class World(abc.ABC):
 
     @abc.abstractmethod
     async def get_run(self, run_id: str) -> RunInfo | None: ...
+
+    async def known_end(self, run_id: str) -> RunInfo | None:
+        """The run's final view when this world instance already holds it (it appended or
+        read the run's end), without a read; None otherwise. An ended run never changes, so
+        what was seen ending is its view for good. The default knows none."""
+        return None
 
     async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
         """The run and its whole log from one read where the world can (what a delivery drives

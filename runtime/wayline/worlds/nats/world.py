@@ -367,6 +367,10 @@ class NatsWorld(World):
 
     async def _on_error(self, err: Exception) -> None:
         log.debug("nats client error on %s: %r", self._servers_shown, err)
+        import nats.errors
+
+        if isinstance(err, nats.errors.SlowConsumerError):  # messages dropped: hints too
+            self._hints_may_be_lost()
 
     async def _on_disconnect(self) -> None:
         """Fail the requests in flight at once (their replies are lost with the connection)
@@ -388,6 +392,7 @@ class NatsWorld(World):
 
     async def _on_reconnect(self) -> None:
         log.warning("reconnected to NATS at %s", self._servers_shown)
+        self._hints_may_be_lost()  # a run that ended during the outage was not heard
 
     async def close(self) -> None:
         nc, self._nc = self._nc, None
@@ -429,6 +434,14 @@ class NatsWorld(World):
 
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self._out_of_line().resolve_info(await self._events().get_run(run_id))
+
+    async def known_end(self, run_id: str) -> RunInfo | None:
+        """From this process's projection: a run whose end it appended or read is not read
+        again (a result awaited in the process that drove the run saves a round trip)."""
+        info = self._events().cached_info(run_id)
+        if info is None or not info.status.terminal:
+            return None
+        return await self._out_of_line().resolve_info(info)
 
     async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
         info, events = await self._events().read_run(run_id)
