@@ -1,13 +1,14 @@
 """The embedded world's change feed: every append renumbers its run's row in ``run_feed``
 (see ``schema``); a follower reads the rows above its high-water mark every poll interval and
-names each run once per read, however many appends it missed in between."""
+names each run once per read, however many appends it missed in between. ``Ends`` follows it
+for the runs that ended, while someone waits for one."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from ...errors import WorldError
@@ -49,3 +50,64 @@ async def _poll(read: Read, on_change: Callable[[str], None], interval: float, m
             on_change(run_id)
         if len(rows) < _BATCH:
             await asyncio.sleep(interval)
+
+
+_ENDS_INTERVAL = 0.003
+"""Seconds between reads of the feed while a result is awaited: one query for every waiter
+(a waiter polling its own run read once per waiter), so the ends of runs driven by other
+processes are heard within a few milliseconds."""
+
+
+class Ends:
+    """Hears the runs that end, whichever process wrote the end, while anyone waits for one:
+    one task reads the feed above a mark taken when the first waiter came (before that
+    waiter's own read of its run, so no end falls between the two) and tells ``heard`` each
+    waited-for run whose status is terminal. It stops when nobody waits."""
+
+    def __init__(
+        self,
+        read: Read,
+        waited: Callable[[], Collection[str]],
+        heard: Callable[[str], None],
+        terminal: Collection[str],
+    ) -> None:
+        self._read, self._waited, self._heard = read, waited, heard
+        self._terminal = frozenset(terminal)
+        self._task: asyncio.Task[None] | None = None
+
+    def wanted(self) -> None:
+        """A waiter came: follow from now, unless already following."""
+        if self._task is not None and not self._task.done():
+            return
+        try:
+            mark = int(self._read("SELECT COALESCE(MAX(gseq), 0) FROM run_feed", ())[0][0])
+        except WorldError as err:  # the waiter's own reads (its safety poll) still come
+            log.warning("reading the change feed failed: %s", err)
+            return
+        self._task = asyncio.create_task(self._follow(mark), name="wayline-run-ends")
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _follow(self, mark: int) -> None:
+        while self._waited():
+            await asyncio.sleep(_ENDS_INTERVAL)
+            try:
+                rows = self._read(
+                    "SELECT f.gseq, f.run_id, r.status FROM run_feed f "
+                    "LEFT JOIN runs r ON r.run_id = f.run_id "
+                    "WHERE f.gseq > ? ORDER BY f.gseq LIMIT ?",
+                    (mark, _BATCH),
+                )
+            except WorldError as err:  # locked for longer than busy_timeout: try again
+                log.warning("reading the change feed failed: %s", err)
+                continue
+            waited = self._waited()
+            for gseq, run_id, status in rows:
+                mark = gseq
+                if status in self._terminal and run_id in waited:
+                    self._heard(run_id)

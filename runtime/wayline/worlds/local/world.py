@@ -52,7 +52,7 @@ from ...world import (
 from ...world.blobs import OutOfLine
 from ...world.routing import plain_topic
 from .blobs import LocalBlobs, archive_blobs
-from .feed import follow
+from .feed import Ends, follow
 from .group import GroupWriter
 from .holders import current_holder, holder_alive
 from .rows import (
@@ -127,6 +127,19 @@ class LocalWorld(World):
         self._writer = GroupWriter(self._conn, self._unavailable)
         self._last_reclaim = 0.0
         self._key = ""
+        self._ends = Ends(
+            self._read, lambda: self._terminal_waiters, self._wake_terminal, terminal_statuses(None)
+        )
+
+    terminal_hints = True
+    """An end appended in this process wakes its waiters at once (``append``); one written by
+    another process is heard through the change feed (``feed.Ends``) within milliseconds."""
+
+    def watch_terminal(self, run_id: str) -> asyncio.Future[None]:
+        fut = super().watch_terminal(run_id)
+        if self._db is not None:
+            self._ends.wanted()
+        return fut
 
     @property
     def visibility_seconds(self) -> float:
@@ -177,6 +190,7 @@ class LocalWorld(World):
         return db
 
     async def close(self) -> None:
+        await self._ends.close()
         if self._db is not None:
             self._db.close()
             self._db = None
