@@ -97,6 +97,47 @@ async def test_a_run_and_its_log_read_together_agree(make_world: Any) -> None:
     assert await reader.read_run(new_run_id()) == (None, [])
 
 
+async def test_a_lifted_block_gives_the_run_back_the_status_it_was_put_over(
+    make_world: Any,
+) -> None:
+    """A run blocked while it unwinds (a divergence set aside, a worker with another
+    definition) is unwinding again once the block is lifted: its stored status is
+    ``compensating``, it cannot complete, and a reversal that failed for good parks it. A
+    block while it is parked is lifted back to ``compensation_stuck``, where a person's resume
+    is taken. Each lift is judged by an instance that did not write the block."""
+    first, second = await make_world(), await make_world()
+    run_id = await _new_run(first)
+    unwinding = [
+        NewEvent(T.RUN_STARTED),
+        NewEvent(T.RUN_CANCEL_REQUESTED, data={"reason": "no"}),
+        NewEvent(T.RUN_COMPENSATING, data={"reason": "cancelled"}),
+    ]
+    await first.append(run_id, unwinding)
+    diverged = {"code": "REPLAY_DIVERGENCE", "message": "set aside"}
+    blocked = await first.append(run_id, [NewEvent(T.RUN_BLOCKED, data=diverged)])
+    other = {"code": "DEFINITION_MISMATCH", "message": "another definition"}
+    await first.append(run_id, [NewEvent(T.RUN_BLOCKED, data=other)])  # a block over a block
+    lifted = await second.append(run_id, [NewEvent(T.RUN_UNBLOCKED)])
+    for world in (first, second):
+        info, events = await world.read_run(run_id)
+        assert info is not None and info.status is RunStatus.COMPENSATING and info.error is None
+        assert [r.run_id for r in await world.list_runs(status=RunStatus.COMPENSATING)] == [run_id]
+        assert await world.list_runs(status=RunStatus.RUNNING) == []
+        assert events[-1].data == lifted[0].data == {"status": "compensating"}
+    assert blocked[0].data == {**diverged, "statusBefore": "compensating"}
+    with pytest.raises(EntityConflictError, match="compensating run cannot complete"):
+        await first.append(run_id, [NewEvent(T.RUN_COMPLETED, data={"output": 1})])
+    stuck = {"step": "a", "stepId": "s1", "error": {"message": "offline"}}
+    await first.append(run_id, [NewEvent(T.RUN_COMPENSATION_STUCK, data=stuck)])
+    await second.append(run_id, [NewEvent(T.RUN_BLOCKED, data=other)])
+    await first.append(run_id, [NewEvent(T.RUN_UNBLOCKED)])
+    info = await second.get_run(run_id)
+    assert info is not None and info.status is RunStatus.COMPENSATION_STUCK
+    await second.append(run_id, [NewEvent(T.RUN_COMPENSATION_RESUMED)])
+    info = await first.get_run(run_id)
+    assert info is not None and info.status is RunStatus.COMPENSATING
+
+
 async def test_nothing_is_appended_to_a_terminal_run(world: World) -> None:
     run_id = await _new_run(world)
     await world.append(run_id, [NewEvent(T.RUN_STARTED)])

@@ -25,6 +25,7 @@ from typing import Any
 
 from tests.operator.conftest import _missing
 from tests.operator.test_workflowrun import CRDS, _kubeconfig_env
+from tests.servers import dying_with_us
 
 #: The users kopf's getpass.getuser() consults before the passwd database.
 _USER_VARIABLES = ("LOGNAME", "USER", "LNAME", "USERNAME", "POD_ID")
@@ -66,7 +67,9 @@ def test_the_operator_starts_as_a_uid_with_no_passwd_entry(
         log = home / "operator.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [*as_uid, sys.executable, "-m", "wayline_operator", "--namespace", namespace],
+                dying_with_us(
+                    [*as_uid, sys.executable, "-m", "wayline_operator", "--namespace", namespace]
+                ),
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -7,8 +7,6 @@ import asyncio
 import json
 import re
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 import uuid
@@ -42,21 +40,8 @@ class Replica(Operator):
         super().__init__(namespace, env, log)
         self.args = args
 
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "wayline_operator",
-                    "--namespace",
-                    self.namespace,
-                    *self.args,
-                ],
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+    def command(self) -> list[str]:
+        return [*super().command(), *self.args]
 
     def text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""

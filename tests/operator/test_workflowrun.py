@@ -21,6 +21,7 @@ import pytest
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import settings, wait_for
+from tests.servers import dying_with_us
 from wayline._core.events import EventType, NewEvent, RunStatus
 from wayline._core.ids import new_run_id
 from wayline.worlds.local import LocalWorld
@@ -123,10 +124,15 @@ class Operator:
         self.namespace, self.env, self.log = namespace, env, log
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "wayline_operator", "--namespace", self.namespace]
+
     def start(self) -> None:
+        """Started so that it dies with this process: a test run killed mid-way (which runs
+        no fixture teardown) leaves no operator behind."""
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "wayline_operator", "--namespace", self.namespace],
+                dying_with_us(self.command()),
                 env=self.env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

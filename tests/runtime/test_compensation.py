@@ -172,10 +172,10 @@ async def test_unwind_commands_refuse_a_run_that_is_not_stuck(engine: Engine) ->
 async def test_a_block_lifted_during_an_unwind_starts_no_forward_step(
     engine: Engine, tmp_path: Path
 ) -> None:
-    """A run blocked and unblocked while it unwinds (a divergence set aside, then lifted) has
-    the stored status ``running`` again, but its log still says it is being compensated: a
-    queued forward step that never started must not start then (the unwind skipped it). The
-    step's delivery decided from the stored status, and started it."""
+    """A run blocked and unblocked while it unwinds (a divergence set aside, then lifted) is
+    being compensated again: a queued forward step that never started must not start then
+    (the unwind skipped it). The step's delivery decided from the stored status, which the
+    lift set back to ``running``, and started it."""
     from tests.runtime.harness import settings
     from wayline._core.events import NewEvent, RunStatus
     from wayline._core.ids import new_run_id
@@ -198,9 +198,42 @@ async def test_a_block_lifted_during_an_unwind_starts_no_forward_step(
     )
     await world.append(run_id, [NewEvent(EventType.RUN_BLOCKED, data={"message": "set aside"})])
     await world.append(run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
-    assert (await world.get_run(run_id)).status is RunStatus.RUNNING  # type: ignore[union-attr]
+    assert (await world.get_run(run_id)).status is RunStatus.COMPENSATING  # type: ignore[union-attr]
     payload = {"runId": run_id, "stepId": "s1", "stepName": name}
     delivery = Delivery("step", "m-1", 1, payload, b"")  # type: ignore[arg-type]
     await handle_step(world, settings(), delivery)
     assert flows.lines(log) == []  # the forward body did not run
     assert not of_type(await world.list_events(run_id), EventType.STEP_STARTED)
+
+
+async def test_an_unwind_blocked_and_lifted_unwinds_on_and_parks(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A block put over an unwind (here: a worker with another definition set the run aside)
+    and lifted by a matching worker leaves the run unwinding: the reversal that fails again
+    parks it for a person, and the resumed unwind ends it. The lift set the run back to
+    ``running``, where the unwind could not park it, and it tried the reversal on and on."""
+    from wayline._core.events import NewEvent, RunStatus
+
+    log, world = str(tmp_path / "log"), engine.world
+    (tmp_path / flows.STUCK_FLAG).touch()
+    async with engine.worker([flows.saga_stuck]):
+        handle = await engine.client.start(flows.saga_stuck, log, "o7")
+
+        async def stuck() -> bool:
+            return await handle.status() is RunStatus.COMPENSATION_STUCK
+
+        await wait_for(stuck)
+    await engine.client.resume_compensation(handle.run_id)  # no worker: the unwind waits
+    aside = {"code": "DEFINITION_MISMATCH", "message": "waiting for a worker that has it"}
+    await world.append(handle.run_id, [NewEvent(EventType.RUN_BLOCKED, data=aside)])
+    assert await handle.status() is RunStatus.BLOCKED
+    async with engine.worker([flows.saga_stuck]):  # the matching worker lifts the block
+        await wait_for(stuck)
+        lifts = of_type(await world.list_events(handle.run_id), EventType.RUN_UNBLOCKED)
+        assert [e.data for e in lifts] == [{"status": "compensating"}]
+        (tmp_path / flows.STUCK_FLAG).unlink()
+        await engine.client.resume_compensation(handle.run_id)
+        with pytest.raises(wayline.RunFailedError, match="no courier"):
+            await handle.result(timeout=15)
+    assert flows.lines(log) == ["reserve o7", "ship o7"] + ["try release o7"] * 3

@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
+
 from tests.runtime import flows, sdk_flows
-from wayline._core.events import Event, EventType, RunStatus
+from wayline._core.events import Event, EventType, NewEvent, RunStatus, apply_transition
 from wayline._core.planning import (
     Arrival,
     CompleteWaits,
@@ -20,6 +22,8 @@ from wayline._core.planning import (
 )
 from wayline._core.projections import HookCreated, RunInfo, fold, fold_run, payload
 from wayline._core.replay import Replay
+from wayline.errors import CorruptLogError
+from wayline.world import entries
 
 T = EventType
 RUN = "wf_" + "0" * 32
@@ -111,6 +115,101 @@ def test_the_run_view_is_the_worlds_fold() -> None:
         "message": "bye",
     }
     assert fold(RUN, [*SAGA[:8], _ev(9, T.RUN_CANCELLED, reason="bye")]).run == ended
+
+
+# --- a block over the run's own status ----------------------------------------------------------
+
+_UNWINDING = (
+    (T.RUN_CREATED, None, {"workflow": "w"}),
+    (T.RUN_STARTED,),
+    (T.RUN_CANCEL_REQUESTED, None, {"reason": "no"}),
+    (T.RUN_COMPENSATING, None, {"reason": "cancelled"}),
+)
+_STUCK = (*_UNWINDING, (T.RUN_COMPENSATION_STUCK, None, {"step": "a", "error": {}}))
+
+
+def _lifted(before: tuple[Any, ...], status: str | None) -> list[Event]:
+    """``before``, then a block and its lift as a world records them over ``status``."""
+    block = {"code": "REPLAY_DIVERGENCE", "message": "m"}
+    lift = {}
+    if status is not None:
+        block, lift = {**block, "statusBefore": status}, {"status": status}
+    return _log(*before, (T.RUN_BLOCKED, None, block), (T.RUN_UNBLOCKED, None, lift))
+
+
+def _transitions(events: list[Event]) -> RunStatus | None:
+    """The status the append rules (``apply_transition``) reach over ``events``."""
+    status: RunStatus | None = None
+    entities: dict[str, str | None] = {}
+    for ev in events:
+        before = entities.get(ev.correlation_id) if ev.correlation_id else None
+        status, after = apply_transition(
+            status, before, NewEvent(ev.type, ev.correlation_id, ev.data)
+        )
+        if ev.correlation_id:
+            entities[ev.correlation_id] = after
+    return status
+
+
+@pytest.mark.parametrize(
+    ("before", "status"),
+    [
+        (_UNWINDING, RunStatus.COMPENSATING),
+        (_STUCK, RunStatus.COMPENSATION_STUCK),
+        (_UNWINDING[:2], RunStatus.RUNNING),
+        (_UNWINDING[:1], RunStatus.PENDING),
+    ],
+    ids=["compensating", "compensation_stuck", "running", "pending"],
+)
+def test_a_lifted_block_returns_the_run_to_the_status_it_was_put_over(
+    before: tuple[Any, ...], status: RunStatus
+) -> None:
+    events = _lifted(before, str(status))
+    blocked = fold(RUN, events[:-1]).run
+    assert blocked is not None and blocked.status is RunStatus.BLOCKED
+    lifted = fold_run(blocked, events[-1])
+    assert lifted.status is status and lifted.error is None
+    assert fold(RUN, events).run == lifted
+    assert _transitions(events) is status
+    entries.check_log(RUN, events, store="t")
+
+
+def test_a_block_from_an_older_log_still_folds_and_is_lifted_to_running() -> None:
+    """A log written before blocks recorded their status: its lift is accepted and, knowing
+    no better, returns the run to running (as it always did)."""
+    events = _lifted(_UNWINDING, None)
+    assert fold(RUN, events).run.status is RunStatus.RUNNING  # type: ignore[union-attr]
+    assert _transitions(events) is RunStatus.RUNNING
+    entries.check_log(RUN, events, store="t")
+
+
+def test_a_block_recorded_over_another_status_than_the_runs_is_refused() -> None:
+    events = _log(*_UNWINDING, (T.RUN_BLOCKED, None, {"statusBefore": "running"}))
+    with pytest.raises(CorruptLogError, match="not running as its block records"):
+        entries.check_log(RUN, events, store="t")
+    unreadable = _ev(5, T.RUN_UNBLOCKED, status="completed")
+    with pytest.raises(ValueError, match="never lifted back to 'completed'"):
+        payload(unreadable)
+
+
+def test_the_world_records_what_a_block_was_put_over() -> None:
+    """``stamped``: a block records the run's status (a block over a block, the first
+    one's), a lift the status it returns to; what a writer put there is replaced."""
+    from wayline._core.events import stamped
+
+    forged = NewEvent(T.RUN_BLOCKED, data={"message": "m", "statusBefore": "running"})
+    first = stamped(forged, RunStatus.COMPENSATING, None)
+    assert first.data == {"message": "m", "statusBefore": "compensating"}
+    again = stamped(NewEvent(T.RUN_BLOCKED, data={"message": "n"}), RunStatus.BLOCKED, first.data)
+    assert again.data == {"message": "n", "statusBefore": "compensating"}
+    lift = stamped(
+        NewEvent(T.RUN_UNBLOCKED, data={"status": "running"}), RunStatus.BLOCKED, again.data
+    )
+    assert lift.data == {"status": "compensating"}
+    older = stamped(NewEvent(T.RUN_UNBLOCKED), RunStatus.BLOCKED, {"message": "m"})
+    assert older.data == {"status": "running"}
+    step = NewEvent(T.STEP_CREATED, "s1", {"stepName": "a"})
+    assert stamped(step, RunStatus.BLOCKED, first.data) is step
 
 
 def test_a_settled_waiting_run_is_idle_and_an_input_is_not() -> None:

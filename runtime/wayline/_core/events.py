@@ -55,7 +55,8 @@ class RunStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     BLOCKED = "blocked"
-    """No worker with the run's definition identity has come yet (the reason is in error)."""
+    """No worker with the run's definition identity has come yet (the reason is in error).
+    Shown over the run's own status, which a lift gives back (see ``stamped``)."""
     COMPENSATING = "compensating"
     COMPENSATION_STUCK = "compensation_stuck"
     COMPLETED = "completed"
@@ -167,6 +168,66 @@ _CREATES = frozenset(
 )
 
 
+# A block is shown over the run's own status, which it keeps: a run blocked while it unwinds
+# (a divergence, a worker with another definition) still unwinds once the block is lifted.
+# The world records that status in the run_blocked event and the status a lift returns to in
+# run_unblocked (``stamped``), so every fold of the log reads it from the one event.
+STATUS_BEFORE = "statusBefore"
+"""run_blocked's field: the status the run had before it was blocked."""
+STATUS_AFTER = "status"
+"""run_unblocked's field: the status the run returns to."""
+_RESUMABLE = frozenset(
+    {RunStatus.PENDING, RunStatus.RUNNING, RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK}
+)
+
+
+def _resumable(value: Any) -> RunStatus | None:
+    if value is None:
+        return None
+    status = RunStatus(value) if isinstance(value, str) else None
+    if status not in _RESUMABLE:
+        raise ValueError(f"a block is never lifted back to {value!r}")
+    return status
+
+
+def status_before_block(data: Mapping[str, Any] | None) -> RunStatus | None:
+    """The status a block (run_blocked's data) was recorded over; None when a log written
+    before it was recorded does not say."""
+    return _resumable((data or {}).get(STATUS_BEFORE))
+
+
+def status_after_lift(data: Mapping[str, Any]) -> RunStatus:
+    """The status a run_unblocked returns the run to (``running`` when not recorded)."""
+    return _resumable(data.get(STATUS_AFTER)) or RunStatus.RUNNING
+
+
+def stamped(
+    new: NewEvent, run_status: RunStatus | None, block: Mapping[str, Any] | None
+) -> NewEvent:
+    """``new`` as the world records it after ``run_status``; ``block`` is the data of the block
+    in force (the blocked run's ``RunInfo.error``). A block records the status it is put over
+    (a block over a block keeps the first one's), a lift the status it returns to (``running``
+    when an older block did not record one). What a writer put there is replaced: only the
+    world knows the run's status at the append."""
+    if new.type is EventType.RUN_BLOCKED:
+        data = {k: v for k, v in new.data.items() if k != STATUS_BEFORE}
+        before = _in_force(block) if run_status is RunStatus.BLOCKED else run_status
+        if before in _RESUMABLE:
+            data[STATUS_BEFORE] = str(before)
+        return NewEvent(new.type, new.correlation_id, data)
+    if new.type is EventType.RUN_UNBLOCKED and run_status is RunStatus.BLOCKED:
+        after = _in_force(block) or RunStatus.RUNNING
+        return NewEvent(new.type, new.correlation_id, {**new.data, STATUS_AFTER: str(after)})
+    return new
+
+
+def _in_force(block: Mapping[str, Any] | None) -> RunStatus | None:
+    try:
+        return status_before_block(block)
+    except ValueError:  # not what a world records: as if an older block
+        return None
+
+
 def apply_transition(
     run_status: RunStatus | None, entity_status: str | None, event: NewEvent
 ) -> tuple[RunStatus, str | None]:
@@ -191,11 +252,14 @@ def apply_transition(
     if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED):
         return run_status, None
     if t is EventType.RUN_BLOCKED:
+        before = status_before_block(event.data)
+        if before is not None and run_status is not RunStatus.BLOCKED and before != run_status:
+            raise EntityConflictError(f"run is {run_status}, not {before} as its block records")
         return RunStatus.BLOCKED, None
     if t is EventType.RUN_UNBLOCKED:
         if run_status is not RunStatus.BLOCKED:
             raise EntityConflictError(f"run is {run_status}, not blocked")
-        return RunStatus.RUNNING, None
+        return status_after_lift(event.data), None
     if t is EventType.RUN_COMPENSATING:
         if run_status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
             raise EntityConflictError("run is already compensating")

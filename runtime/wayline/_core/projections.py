@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
-from .events import Event, EventType, RunStatus
+from .events import Event, EventType, RunStatus, status_after_lift, status_before_block
 
 # --- typed payloads: one class per event type ------------------------------------------------
 
@@ -84,11 +84,14 @@ class RunCompensationAbandoned:
 class RunBlocked:
     why: Mapping[str, Any]
     """``{"code", "message", "required"}``: which definition the run waits for."""
+    before: RunStatus | None = None
+    """The status the block was put over (``statusBefore``); None in older logs."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunUnblocked:
-    pass
+    status: RunStatus = RunStatus.RUNNING
+    """The status the run returns to: the one its block was put over (older logs: running)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,9 +296,9 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
         case EventType.RUN_COMPENSATION_ABANDONED:
             return lambda d: RunCompensationAbandoned()
         case EventType.RUN_BLOCKED:
-            return lambda d: RunBlocked(dict(d))
+            return lambda d: RunBlocked(dict(d), status_before_block(d))
         case EventType.RUN_UNBLOCKED:
-            return lambda d: RunUnblocked()
+            return lambda d: RunUnblocked(status_after_lift(d))
         case EventType.PATCH_MARKED:
             return lambda d: PatchMarked(str(d.get("patchId")))
         case EventType.STEP_CREATED:
@@ -386,8 +389,8 @@ def run_changes(event: Event) -> dict[str, Any]:
             changes["status"] = RunStatus.COMPENSATION_STUCK
         case RunBlocked(why):
             changes.update(status=RunStatus.BLOCKED, error=dict(why))
-        case RunUnblocked():
-            changes.update(status=RunStatus.RUNNING, error=None)
+        case RunUnblocked(status):
+            changes.update(status=status, error=None)
         case RunCompleted(output):
             changes.update(status=RunStatus.COMPLETED, ended_at=at, output=output)
         case RunFailed(error):

@@ -12,11 +12,10 @@ replays the run without diverging lifts the block.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 from .._core.events import EventType, NewEvent, RunStatus
 from ..errors import EntityConflictError, ReplayDivergenceError, RunTerminalError
-from ..world import RunInfo, World
+from ..world import RunInfo, World, fold_run
 from .messages import ACK, Verdict
 
 log = logging.getLogger("wayline.runtime")
@@ -58,11 +57,12 @@ async def set_aside(world: World, info: RunInfo, err: ReplayDivergenceError) -> 
 
 
 async def lift(world: World, info: RunInfo) -> RunInfo:
-    """The replay got past the divergence (a rolled-back worker): the run runs again."""
+    """The replay got past the divergence (a rolled-back worker): the run goes on with the
+    status the block was put over (running, or unwinding)."""
     if not held(info):
         return info
     try:
-        await world.append(info.run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
-    except (EntityConflictError, RunTerminalError):
-        pass
-    return replace(info, status=RunStatus.RUNNING, error=None)
+        lifted = await world.append(info.run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
+    except (EntityConflictError, RunTerminalError):  # lifted or ended meanwhile
+        return await world.get_run(info.run_id) or info
+    return fold_run(info, lifted[-1])

@@ -31,6 +31,7 @@ from ..._core.events import (
     NewEvent,
     RunStatus,
     apply_transition,
+    stamped,
 )
 from ...errors import CorruptLogError, HookTokenConflictError, SequenceConflictError
 from ...world import RunInfo, new_run, pinned_definition, run_changes
@@ -48,6 +49,9 @@ class Head:
     last_seq: int
     status: RunStatus | None
     entities: dict[str, str]
+    block: dict[str, Any] | None = None
+    """While the run is blocked: the block's data (its row's error), which records the status
+    it returns to when lifted (``events.stamped``)."""
 
 
 @dataclass(slots=True)
@@ -64,20 +68,33 @@ class Plan:
     """The run's stored status after the append."""
     special: bool = False
     """Hook rows, an end or a pinned definition to write besides the events."""
+    block: dict[str, Any] | None = None
+    """The data of the block in force after the append (see ``Head.block``)."""
     hooks: bool = False
     """A hook is created: its token is judged against the hook rows event by event, and its
     rows are written under a SAVEPOINT (a token held elsewhere fails this append alone)."""
 
 
 def read_head(db: sqlite3.Connection, run_id: str) -> Head:
-    row = db.execute("SELECT status, last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    row = db.execute(
+        "SELECT status, last_seq, error FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
     status, last_seq = run_head(run_id, row)
     entities: dict[str, str] = {}
     if status is not None:
         entities = dict(
             db.execute("SELECT cid, status FROM entities WHERE run_id = ?", (run_id,)).fetchall()
         )
-    return Head(last_seq, status, entities)
+    block = _block(row[2]) if status is RunStatus.BLOCKED else None
+    return Head(last_seq, status, entities, block)
+
+
+def _block(error: Any) -> dict[str, Any] | None:
+    try:
+        found = json.loads(error) if isinstance(error, str) else None
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def plan(
@@ -89,10 +106,13 @@ def plan(
             f"run {run_id} is at seq {head.last_seq}, writer expected {expected_seq}",
             last_seq=head.last_seq,
         )
-    out = Plan(run_id, head, status=head.status)
+    out = Plan(run_id, head, status=head.status, block=head.block)
     status, seq = head.status, head.last_seq
     changed: dict[str, str] = {}  # this append's entity statuses, over the head's (no copy)
     for new in events:
+        new = stamped(new, status, out.block)
+        if new.type is EventType.RUN_BLOCKED:
+            out.block = dict(new.data)
         cid = new.correlation_id
         before = None
         if cid is not None:
@@ -282,6 +302,7 @@ def advance(p: Plan) -> Head:
     head = p.head
     head.last_seq = p.events[-1].seq if p.events else head.last_seq
     head.status = p.status
+    head.block = p.block if p.status is RunStatus.BLOCKED else None
     for step in p.entities:
         if step is not None:
             head.entities[step[0]] = step[1]

@@ -35,6 +35,7 @@ from ..._core.events import (
     RunStatus,
     apply_transition,
     entity_kind,
+    stamped,
 )
 from ...errors import (
     CorruptEntryError,
@@ -130,6 +131,8 @@ class _Plan:
     body: bytes
     hooks: list[tuple[str, str]]
     """(correlation id, token) of the batch's hook_created events."""
+    events: list[NewEvent]
+    """The batch as recorded (``events.stamped``)."""
     terminal: bool = False
     """The batch ends the run (its message then carries ``Wayline-Terminal``)."""
 
@@ -157,7 +160,10 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
     seq = st.last_seq
     hooks: list[tuple[str, str]] = []
     wire: list[dict[str, Any]] = []
+    recorded: list[NewEvent] = []
     for new in events:
+        new = stamped(new, status, info.error if info is not None else None)
+        recorded.append(new)
         cid = new.correlation_id
         before = (overlay[cid] if cid in overlay else st.entities.get(cid)) if cid else None
         status, after = apply_transition(status, before, new)
@@ -185,7 +191,7 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
         st.summary_head,
         seq,
     )
-    return _Plan(body, hooks, status is not None and status.terminal)
+    return _Plan(body, hooks, recorded, status is not None and status.terminal)
 
 
 def _expire(waiter: asyncio.Future[float]) -> None:
@@ -373,7 +379,7 @@ class EventLog:
                         await self._catch_up(st)  # confirm against the server first
                         fresh = True
                         continue
-                    stored = await self._publish(st, plan, msg_id, events)
+                    stored = await self._publish(st, plan, msg_id)
                     if stored is None:  # another writer got there first: re-validate
                         fresh = True
                         continue
@@ -392,9 +398,7 @@ class EventLog:
             await asyncio.gather(*(self._dispose_token(run_id, c, t) for c, t in released))
         return stored
 
-    async def _publish(
-        self, st: RunState, plan: _Plan, msg_id: str, events: Sequence[NewEvent]
-    ) -> list[Event] | None:
+    async def _publish(self, st: RunState, plan: _Plan, msg_id: str) -> list[Event] | None:
         import nats.errors
         import nats.js.errors
 
@@ -451,7 +455,7 @@ class EventLog:
         first = st.last_seq + 1
         out = [
             Event(st.run_id, first + i, new.type, new.correlation_id, dict(new.data), stamp)
-            for i, new in enumerate(events)
+            for i, new in enumerate(plan.events)
         ]
         copies = json.loads(plan.body)["e"]  # the cache keeps its own copy of the data
         cached = [
