@@ -2,10 +2,10 @@
 
 ::
 
-    wayline run    MODULE_OR_FILE:WORKFLOW [--input JSON]   start a run and drive it here
+    wayline run    MODULE_OR_FILE:WORKFLOW [--input JSON|@PATH]   start a run and drive it here
     wayline worker --app MODULE [--app ...] [--health-port N] serve runs until SIGTERM/SIGINT
                    [--processes N]   N processes under one supervisor (default: CPU quota)
-    wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON]   start only; prints the id
+    wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON|@PATH]   start only; prints the id
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
     wayline runs watch RUN_ID                                  the live timeline until it ends
@@ -17,13 +17,16 @@
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
-    wayline hooks resume TOKEN --payload JSON
+    wayline hooks resume TOKEN --payload JSON|@PATH
     wayline schedules add NAME --cron EXPR --workflow W | list | remove NAME | run  (cron)
 
 Every command takes ``--world URL`` (default ``$WAYLINE_WORLD``, else
 ``sqlite:///.wayline/wayline.db``). ``--input``: a JSON array is the positional arguments
 (``'[1, 2]'``), any other JSON value is the single argument (``'{"id": 7}'``), so a workflow
-taking one list is given ``'[[1, 2]]'``.
+taking one list is given ``'[[1, 2]]'``. As curl's ``-d @file``, ``--input`` and ``--payload``
+take ``@PATH`` to read the JSON from a file (``@-``: standard input), for a payload over the
+command line's length limit; a file that cannot be read is bad input naming the option and the
+path. (JSON never starts with ``@``.)
 
 ``wayline run`` prints its live progress (each step starting, completing, retrying or
 failing; hooks waiting, with the exact command that resumes them; sleeps) on stderr and the
@@ -94,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--input",
         metavar="JSON",
-        help="a JSON array is the positional arguments; any other value is the one argument",
+        help="a JSON array is the positional arguments; any other value is the one argument "
+        "(@PATH reads the JSON from a file, @- from standard input)",
     )
     p.set_defaults(handler=commands.cmd_run)
 
@@ -265,7 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=commands.cmd_hooks_list)
     p = command(hooks_sub, "resume", "deliver a payload to the hook holding TOKEN")
     p.add_argument("token", metavar="TOKEN")
-    p.add_argument("--payload", metavar="JSON", help="the payload as JSON (default: null)")
+    p.add_argument(
+        "--payload",
+        metavar="JSON",
+        help="the payload as JSON (default: null); @PATH reads it from a file, @- from "
+        "standard input",
+    )
     p.set_defaults(handler=commands.cmd_hooks_resume)
     return parser
 
