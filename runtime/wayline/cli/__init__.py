@@ -48,21 +48,15 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from .. import logs
 from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
 from . import commands, maintenance, schedules
-from .loading import UsageError, seconds_arg
+from .loading import UsageError, UsageParser, port_arg, seconds_arg, whole_arg
 
 __all__ = ["build_parser", "main"]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
 
 
 def _add_world(parser: argparse.ArgumentParser, default: str | None) -> None:
@@ -76,17 +70,17 @@ def _add_world(parser: argparse.ArgumentParser, default: str | None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = UsageParser(
         prog="wayline",
         description="Run and inspect durable Wayline workflows.",
         epilog="Exit codes: 0 done, 1 run failed/cancelled, 2 bad input, 130 interrupted.",
     )
     _add_world(parser, None)
     parser.add_argument("--version", action="version", version=f"wayline {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
 
     def command(
-        parent: argparse._SubParsersAction[_Parser], name: str, help: str
+        parent: argparse._SubParsersAction[UsageParser], name: str, help: str
     ) -> argparse.ArgumentParser:
         p = parent.add_parser(name, help=help, description=help)
         _add_world(p, argparse.SUPPRESS)
@@ -127,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--health-port",
-        type=_port_number,
+        type=port_arg,
         metavar="PORT",
         help="serve /healthz and /readyz (ready = connected to the world and consuming) here",
     )
@@ -155,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--metrics-port",
-        type=_port_number,
+        type=port_arg,
         metavar="PORT",
         help="serve Prometheus metrics on this port (/metrics); needs the metrics extra",
     )
@@ -182,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs = command(sub, "runs", "list, show, watch, cancel, terminate and repair runs")
     runs.set_defaults(help_parser=runs)
-    runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND", parser_class=_Parser)
+    runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND", parser_class=UsageParser)
     p = command(runs_sub, "list", "list runs, newest first")
     p.add_argument("--status", choices=[s.value for s in RunStatus])
     p.add_argument("--workflow", metavar="NAME")
@@ -262,7 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     hooks = command(sub, "hooks", "list and resume hooks")
     hooks.set_defaults(help_parser=hooks)
-    hooks_sub = hooks.add_subparsers(dest="hooks_command", metavar="COMMAND", parser_class=_Parser)
+    hooks_sub = hooks.add_subparsers(
+        dest="hooks_command", metavar="COMMAND", parser_class=UsageParser
+    )
     p = command(hooks_sub, "list", "the hooks live runs wait on, with their tokens")
     p.add_argument("--run", metavar="RUN_ID", help="only this run's hooks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -286,29 +282,12 @@ def _version() -> str:
         return "unknown"
 
 
-def _whole(text: str, least: int, why: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"{why}, got {value}")
-    return value
-
-
 def _index(text: str) -> int:
-    return _whole(text, 0, "an index counts from 0")
+    return whole_arg(text, 0, "an index counts from 0")
 
 
 def _positive(text: str) -> int:
-    return _whole(text, 1, "must be at least 1")
-
-
-def _port_number(text: str) -> int:
-    port = _whole(text, 0, "a port is 0 to 65535 (0: any free one)")
-    if port > 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free one), got {port}")
-    return port
+    return whole_arg(text, 1, "must be at least 1")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

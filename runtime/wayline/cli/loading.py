@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.util
 import json
@@ -10,7 +11,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 from .._core.definitions import WorkflowDefinition
 
@@ -134,10 +135,34 @@ def load_target(
     raise UsageError(f"no workflow {name!r} in {module_spec!r} (workflows there: {names})")
 
 
+class UsageParser(argparse.ArgumentParser):
+    """A parser whose refusals are one ``error:`` line and exit 2, as every usage error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
+
+
+def whole_arg(text: str, least: int, why: str) -> int:
+    """An option's whole number (for argparse ``type=``), at least ``least`` (else ``why``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{why}, got {value}")
+    return value
+
+
+def port_arg(text: str) -> int:
+    """A port option (argparse ``type=``): 0 to 65535, 0 for any free one."""
+    port = whole_arg(text, 0, "a port is 0 to 65535 (0: any free one)")
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free one), got {port}")
+    return port
+
+
 def seconds_arg(text: str) -> float:
     """An option's number of seconds (argparse ``type=``): 0 or more, finite."""
-    import argparse
-
     try:
         value = float(text)
     except ValueError:
