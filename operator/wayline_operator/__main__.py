@@ -44,8 +44,8 @@ def identity() -> str:
 
 def liveness_url(text: str) -> str:
     """``--liveness`` (argparse ``type=``): an ``http://`` URL whose port, if any, is 0 to
-    65535. kopf reads it only once the operator runs: a bad one stopped the operator then,
-    with a traceback."""
+    65535. kopf reads it only once the operator runs, where a bad one failed its health
+    reporter with a traceback."""
     try:
         parts = urllib.parse.urlsplit(text)
         parts.port  # noqa: B018 - raises for a port out of 0-65535 or not a number
