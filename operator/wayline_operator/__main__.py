@@ -21,6 +21,7 @@ import os
 import random
 import socket
 import sys
+import urllib.parse
 from collections.abc import Sequence
 
 from .config import settings as wayline_settings
@@ -41,6 +42,20 @@ def identity() -> str:
     return f"{user}@{socket.gethostname()}/{os.getpid()}"
 
 
+def liveness_url(text: str) -> str:
+    """``--liveness`` (argparse ``type=``): an ``http://`` URL whose port, if any, is 0 to
+    65535. kopf reads it only once the operator runs, where a bad one failed its health
+    reporter with a traceback."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 - raises for a port out of 0-65535 or not a number
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{err} in {text!r}") from None
+    if parts.scheme != "http":
+        raise argparse.ArgumentTypeError(f"kopf serves http:// only, got {text!r}")
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["crds"]:
@@ -53,8 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             (folder / name).write_text(as_json(manifest))
             print(folder / name)
         return 0
+    from wayline.cli.loading import UsageParser, port_arg
+
     conf = wayline_settings()
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         prog="python -m wayline_operator",
         epilog="python -m wayline_operator crds [DIR]: write the CRDs (to crds/ by default)",
     )
@@ -80,9 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--liveness",
         metavar="URL",
+        type=liveness_url,
         help="kopf's liveness endpoint, e.g. http://0.0.0.0:8080/healthz (the chart's probe)",
     )
-    parser.add_argument("--metrics-port", type=int, metavar="PORT", help="serve /metrics here")
+    parser.add_argument("--metrics-port", type=port_arg, metavar="PORT", help="serve /metrics here")
     parser.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDRESS")
     parser.add_argument("--log-format", default="text", choices=["text", "json"])
     parser.add_argument("--verbose", action="store_true")

@@ -233,7 +233,24 @@ class SequenceConflictError(WorldError):
 
 
 class HookTokenConflictError(WorldError):
+    """A hook's token is held by another active hook. ``holder`` is the run whose hook holds
+    it, None when the world could not tell (a claim contended past its retries)."""
+
     code = "HOOK_TOKEN_CONFLICT"
+
+    def __init__(
+        self, message: str, *, token: str, holder: str | None = None, **details: Any
+    ) -> None:
+        super().__init__(message, token=token, holder=holder, **details)
+        self.token = token
+        self.holder = holder
+
+    @classmethod
+    def held_by(cls, token: str, holder: str, run_id: str) -> HookTokenConflictError:
+        """``run_id`` wanted ``token``, which an active hook of run ``holder`` holds."""
+        whose = f"run {holder}" + (" (this run)" if holder == run_id else "")
+        message = f"hook token {token!r} is held by another active hook, of {whose}"
+        return cls(message, token=token, holder=holder)
 
 
 class CorruptEntryError(WorldError):

@@ -26,12 +26,18 @@ class Cli:
     env: dict[str, str]
 
     def __call__(
-        self, *args: str, world: str | None = None, timeout: float = 20, **env: str
+        self,
+        *args: str,
+        world: str | None = None,
+        timeout: float = 20,
+        stdin: str | None = None,
+        **env: str,
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             self.argv(*args, world=world),
             cwd=self.cwd,
             env={**self.env, **env},
+            input=stdin,
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -150,6 +150,32 @@ def test_hooks_resume_from_another_process_resumes_a_waiting_run(
     assert_clean_error(again, "approve:t-7", "no longer active")
 
 
+def test_input_and_payload_are_read_from_a_file_or_standard_input(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    """``--input @PATH`` / ``--payload @PATH`` (``@-``: standard input), as curl's ``-d
+    @file``: a payload longer than one argument may be (128 KiB on Linux) can be given."""
+    payload = {"note": "x" * 200_000, "ok": True}
+    (cli.cwd / "payload.json").write_text(json.dumps(payload, indent=2))
+    (cli.cwd / "ticket.json").write_text('"t-f"\n')
+    with pytest.raises(OSError):  # what there was before: too long for argv
+        cli("hooks", "resume", "approve:t-f", "--payload", json.dumps(payload))
+    runner = spawn("run", f"{FLOWS}:approval", "--input", "@ticket.json")
+    runner.wait_for("hook approve:t-f waiting for a payload")
+    good = cli("hooks", "resume", "approve:t-f", "--payload", "@payload.json")
+    assert good.returncode == 0, good.stderr
+    assert runner.proc.wait(10) == 0
+    assert json.loads(runner.output()[0]) == {"ticket": "t-f", "payload": payload}
+
+    done = cli("run", f"{FLOWS}:add", "--input", "@-", stdin="[2, 3]")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"sum": 5, "doubled": 10}
+    started = cli("start", f"{FLOWS}:greet", "--input", "@-", stdin='{"name": "ada"}')
+    assert started.returncode == 0, started.stderr
+    shown = cli.json("runs", "show", started.stdout.strip())
+    assert shown["input"] == {"args": [{"name": "ada"}]}
+
+
 def test_runs_cancel_compensates_completed_steps(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:

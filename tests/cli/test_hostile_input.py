@@ -177,3 +177,51 @@ def test_an_out_of_range_number_is_a_usage_error(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"argument {argv[3]}" in err, err
+
+
+AT_FILE_COMMANDS = {
+    "start": ["start", "app.py:wf", "--input"],
+    "schedules-add": ["schedules", "add", "s", "--cron", "@hourly", "--workflow", "wf", "--input"],
+    "hooks-resume": ["hooks", "resume", "t", "--payload"],
+}
+AT_FILE_CASES = {
+    "missing": ("@missing.json", ["@missing.json: cannot read 'missing.json'", "No such file"]),
+    "directory": ("@folder", ["@folder: cannot read 'folder'", "Is a directory"]),
+    "no-path": ("@", ["@: no file named"]),
+    "not-utf8": ("@latin1.json", ["@latin1.json: not UTF-8 text"]),
+    "bad-json": ("@bad.json", ["@bad.json is not valid JSON", "at line 3 column 1"]),
+    "bad-stdin": ("@-", ["@- is not valid JSON"]),
+}
+
+
+@pytest.mark.parametrize("case", AT_FILE_CASES)
+@pytest.mark.parametrize("command", AT_FILE_COMMANDS)
+def test_an_unreadable_or_invalid_at_file_is_one_line_naming_option_and_path(
+    in_tmp: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    case: str,
+) -> None:
+    """``--input @PATH`` / ``--payload @PATH``: a file that cannot be read, or whose text is
+    not JSON, exits 2 with one line naming the option and the path; nothing is started or
+    added."""
+    import io
+    import json
+
+    (in_tmp / "folder").mkdir()
+    (in_tmp / "latin1.json").write_bytes('"café"'.encode("latin-1"))
+    (in_tmp / "bad.json").write_text('{"a": 1,\n "b": [2,\n')
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"{nope")))
+    value, needles = AT_FILE_CASES[case]
+    argv = [*AT_FILE_COMMANDS[command], value, "--world", "sqlite:///w.db"]
+    option = argv[-4]
+    capsys.readouterr()
+    assert main(argv) == 2
+    line = _one_line_error(capsys)
+    assert line.startswith(f"error: {option} {value}"), line
+    for needle in needles:
+        assert needle in line, line
+    assert main(["runs", "list", "--json", "--world", "sqlite:///w.db"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 1  # the fixture's run alone
+    assert not (in_tmp / ".wayline" / "schedules.json").exists()

@@ -99,6 +99,24 @@ def test_starting_deadline_skips_a_late_tick(cli: Cli, world_url: str) -> None:
     assert len(_runs(cli)) == 1
 
 
+def test_an_input_from_a_file_is_kept_as_its_text(cli: Cli) -> None:
+    """``--input @PATH`` (``@-``: standard input) is read when the schedule is added: its
+    ticks start with that JSON even once the file is gone."""
+    (cli.cwd / "in.json").write_text("[\n  4,\n  5\n]\n")
+    done = cli("schedules", "add", "a", "--cron", "0 * * * *", "--workflow", "add",
+               "--input", "@in.json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (cli.cwd / "in.json").unlink()
+    piped = cli("schedules", "add", "b", "--cron", "0 * * * *", "--workflow", "add",
+                "--input", "@-", stdin='"solo"')  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    stored = {e["name"]: e["input"] for e in cli.json("schedules", "list")}
+    assert json.loads(stored["a"]) == [4, 5] and stored["b"] == '"solo"'
+    assert _look(cli, "2099-01-01T10:05:00+00:00").count("started") == 2
+    inputs = [cli.json("runs", "show", str(r["runId"]))["input"] for r in _runs(cli)]
+    assert sorted(map(json.dumps, inputs)) == ['{"args": ["solo"]}', '{"args": [4, 5]}']
+
+
 def test_bad_input_is_refused_with_the_reason(cli: Cli) -> None:
     bad = cli("schedules", "add", "x", "--cron", "61 * * * *", "--workflow", "add")
     assert bad.returncode == 2 and "minute" in bad.stderr

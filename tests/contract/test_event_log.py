@@ -229,6 +229,27 @@ async def test_hook_tokens_are_unique_among_active_hooks(world: World) -> None:
     assert hook is not None and hook.run_id == b and hook.active
 
 
+async def test_a_hook_token_conflict_names_the_run_holding_it(world: World) -> None:
+    a, b = await _new_run(world), await _new_run(world)
+    for run in (a, b):
+        await world.append(run, [NewEvent(T.RUN_STARTED)])
+    await world.append(a, [NewEvent(T.HOOK_CREATED, "h1", {"token": "approve:7"})])
+    with pytest.raises(HookTokenConflictError) as other:
+        await world.append(b, [NewEvent(T.HOOK_CREATED, "h1", {"token": "approve:7"})])
+    assert other.value.holder == a and other.value.token == "approve:7"
+    assert other.value.message == (
+        f"hook token 'approve:7' is held by another active hook, of run {a}"
+    )
+    with pytest.raises(HookTokenConflictError) as same:  # a second hook of the holder's run
+        await world.append(a, [NewEvent(T.HOOK_CREATED, "h2", {"token": "approve:7"})])
+    assert same.value.holder == a and f"of run {a} (this run)" in same.value.message
+    twice = [NewEvent(T.HOOK_CREATED, c, {"token": "twice"}) for c in ("h2", "h3")]
+    with pytest.raises(HookTokenConflictError) as batch:  # twice in one batch
+        await world.append(b, twice)
+    assert batch.value.holder == b and f"of run {b} (this run)" in batch.value.message
+    assert await world.get_hook("twice") is None  # nothing of the batch was written
+
+
 async def test_owner_message_id_survives_storage(world: World) -> None:
     run_id = await _new_run(world)
     await world.append(

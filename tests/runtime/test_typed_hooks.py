@@ -12,7 +12,7 @@ from tests.runtime import sdk_flows
 from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.cli.timeline import render_show
-from wayline.errors import InvalidPayloadError
+from wayline.errors import InvalidPayloadError, RunFailedError
 from wayline.world import HookInfo
 
 Approval, Note = sdk_flows.Approval, sdk_flows.Note
@@ -61,6 +61,31 @@ async def test_typed_hooks_wait_resume_and_reuse_their_token(engine: Engine) -> 
     render_show(await client.get_run(handle.run_id), events, out)
     assert 'metadata {"order": "o1", "round": 1}' in out.getvalue()
     assert "type tests.runtime.sdk_flows:Approval" in out.getvalue()
+
+
+async def test_a_hook_conflict_names_the_run_holding_the_token(engine: Engine) -> None:
+    """A run waiting on a token another live run holds fails ``HOOK_CONFLICT``; its error
+    names the holder (message and ``holderRunId``), and so does ``wayline runs show``."""
+    client = engine.client
+    async with engine.worker([sdk_flows.approvals]):
+        holder = await client.start(sdk_flows.approvals, "c1", 1)
+        await _active(engine, "approve:c1")
+        late = await client.start(sdk_flows.approvals, "c1", 1)
+        with pytest.raises(RunFailedError):
+            await late.result(timeout=10)
+        info = await client.get_run(late.run_id)
+        assert info.error is not None and info.error["code"] == "HOOK_CONFLICT"
+        assert info.error["holderRunId"] == holder.run_id
+        assert info.error["token"] == "approve:c1"
+        assert f"of run {holder.run_id}" in info.error["message"]
+        out = io.StringIO()
+        render_show(info, await late.events(), out)
+        assert f"held by another active hook, of run {holder.run_id}" in out.getvalue()
+        # the holder is untouched: it still takes its payload
+        await Approval.resume(client, "approve:c1", Approval(approved=True, by="ana"))
+        await _active(engine, "note:c1")
+        await Note.resume(client, "note:c1", Note("done"))
+        assert (await holder.result(timeout=10))[-1] == "done"
 
 
 async def test_a_payload_that_does_not_validate_is_refused_at_resume(engine: Engine) -> None:

@@ -1,10 +1,11 @@
-"""``python -m wayline_operator --help`` names both ways to call it (run, and write the CRDs)."""
+"""``python -m wayline_operator --help`` names both ways to call it (run, and write the CRDs);
+a port out of range is a usage error before anything starts."""
 
 from __future__ import annotations
 
 import pytest
 
-from wayline_operator.__main__ import main
+from wayline_operator.__main__ import liveness_url, main
 
 
 def test_the_help_names_the_crds_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -13,3 +14,45 @@ def test_the_help_names_the_crds_command(capsys: pytest.CaptureFixture[str]) -> 
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "--peering" in out and "python -m wayline_operator crds [DIR]" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["--metrics-port", "70000"], ["argument --metrics-port", "0 to 65535", "70000"]),
+        (["--metrics-port", "-1"], ["argument --metrics-port", "0 to 65535", "-1"]),
+        (["--metrics-port", "x"], ["argument --metrics-port", "not a whole number: 'x'"]),
+        (
+            ["--liveness", "http://0.0.0.0:99999/healthz"],
+            ["argument --liveness", "out of range 0-65535", "99999"],
+        ),
+        (["--liveness", "http://0.0.0.0:port/healthz"], ["argument --liveness", "'port'"]),
+        (["--liveness", "https://0.0.0.0:8080/healthz"], ["argument --liveness", "http://"]),
+    ],
+    ids=[
+        "metrics-70000",
+        "metrics-negative",
+        "metrics-word",
+        "liveness-99999",
+        "liveness-word",
+        "liveness-https",
+    ],
+)
+def test_a_bad_port_is_one_usage_error_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], needles: list[str]
+) -> None:
+    """As the worker's ``--metrics-port``: exit 2 with one ``error:`` line naming the option,
+    before kopf or the metrics server start (70000 was an OverflowError from bind)."""
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for needle in needles:
+        assert needle in lines[0], err
+
+
+def test_a_good_liveness_url_is_kept_as_given() -> None:
+    for url in ("http://0.0.0.0:8080/healthz", "http://[::1]:0/h", "http://host/healthz"):
+        assert liveness_url(url) == url

@@ -83,8 +83,9 @@ async def report_to_parent(world: World, info: RunInfo) -> None:
     await world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
 
 
-async def fail_run(world: World, run_id: str, code: str, message: str) -> None:
-    error = {"name": "WaylineError", "code": code, "message": message}
+async def fail_run(world: World, run_id: str, code: str, message: str, **fields: Any) -> None:
+    """End the run failed with ``code``; ``fields`` join the error (``holderRunId``, ...)."""
+    error = {"name": "WaylineError", "code": code, "message": message, **fields}
     log.error("run %s failed: [%s] %s", run_id, code, message)
     await terminal(world, run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
 

@@ -367,7 +367,14 @@ class Handler:
             await session.catch_up()
             return None
         except HookTokenConflictError as err:
-            await fail_run(self.world, session.run_id, "HOOK_CONFLICT", err.message)
+            await fail_run(
+                self.world,
+                session.run_id,
+                "HOOK_CONFLICT",
+                err.message,
+                token=err.token,
+                holderRunId=err.holder,  # None when the world could not tell
+            )
             return False
         except RunTerminalError:
             return False

@@ -2,10 +2,10 @@
 
 ::
 
-    wayline run    MODULE_OR_FILE:WORKFLOW [--input JSON]   start a run and drive it here
+    wayline run    MODULE_OR_FILE:WORKFLOW [--input JSON|@PATH]   start a run and drive it here
     wayline worker --app MODULE [--app ...] [--health-port N] serve runs until SIGTERM/SIGINT
                    [--processes N]   N processes under one supervisor (default: CPU quota)
-    wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON]   start only; prints the id
+    wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON|@PATH]   start only; prints the id
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
     wayline runs watch RUN_ID                                  the live timeline until it ends
@@ -17,13 +17,16 @@
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
-    wayline hooks resume TOKEN --payload JSON
+    wayline hooks resume TOKEN --payload JSON|@PATH
     wayline schedules add NAME --cron EXPR --workflow W | list | remove NAME | run  (cron)
 
 Every command takes ``--world URL`` (default ``$WAYLINE_WORLD``, else
 ``sqlite:///.wayline/wayline.db``). ``--input``: a JSON array is the positional arguments
 (``'[1, 2]'``), any other JSON value is the single argument (``'{"id": 7}'``), so a workflow
-taking one list is given ``'[[1, 2]]'``.
+taking one list is given ``'[[1, 2]]'``. As curl's ``-d @file``, ``--input`` and ``--payload``
+take ``@PATH`` to read the JSON from a file (``@-``: standard input), for a payload over the
+command line's length limit; a file that cannot be read is bad input naming the option and the
+path. (JSON never starts with ``@``.)
 
 ``wayline run`` prints its live progress (each step starting, completing, retrying or
 failing; hooks waiting, with the exact command that resumes them; sleeps) on stderr and the
@@ -45,21 +48,15 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from .. import logs
 from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
 from . import commands, maintenance, schedules
-from .loading import UsageError, seconds_arg
+from .loading import UsageError, UsageParser, port_arg, seconds_arg, whole_arg
 
 __all__ = ["build_parser", "main"]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
 
 
 def _add_world(parser: argparse.ArgumentParser, default: str | None) -> None:
@@ -73,17 +70,17 @@ def _add_world(parser: argparse.ArgumentParser, default: str | None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = UsageParser(
         prog="wayline",
         description="Run and inspect durable Wayline workflows.",
         epilog="Exit codes: 0 done, 1 run failed/cancelled, 2 bad input, 130 interrupted.",
     )
     _add_world(parser, None)
     parser.add_argument("--version", action="version", version=f"wayline {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=UsageParser)
 
     def command(
-        parent: argparse._SubParsersAction[_Parser], name: str, help: str
+        parent: argparse._SubParsersAction[UsageParser], name: str, help: str
     ) -> argparse.ArgumentParser:
         p = parent.add_parser(name, help=help, description=help)
         _add_world(p, argparse.SUPPRESS)
@@ -94,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--input",
         metavar="JSON",
-        help="a JSON array is the positional arguments; any other value is the one argument",
+        help="a JSON array is the positional arguments; any other value is the one argument "
+        "(@PATH reads the JSON from a file, @- from standard input)",
     )
     p.set_defaults(handler=commands.cmd_run)
 
@@ -123,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--health-port",
-        type=_port_number,
+        type=port_arg,
         metavar="PORT",
         help="serve /healthz and /readyz (ready = connected to the world and consuming) here",
     )
@@ -151,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--metrics-port",
-        type=_port_number,
+        type=port_arg,
         metavar="PORT",
         help="serve Prometheus metrics on this port (/metrics); needs the metrics extra",
     )
@@ -178,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs = command(sub, "runs", "list, show, watch, cancel, terminate and repair runs")
     runs.set_defaults(help_parser=runs)
-    runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND", parser_class=_Parser)
+    runs_sub = runs.add_subparsers(dest="runs_command", metavar="COMMAND", parser_class=UsageParser)
     p = command(runs_sub, "list", "list runs, newest first")
     p.add_argument("--status", choices=[s.value for s in RunStatus])
     p.add_argument("--workflow", metavar="NAME")
@@ -258,14 +256,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     hooks = command(sub, "hooks", "list and resume hooks")
     hooks.set_defaults(help_parser=hooks)
-    hooks_sub = hooks.add_subparsers(dest="hooks_command", metavar="COMMAND", parser_class=_Parser)
+    hooks_sub = hooks.add_subparsers(
+        dest="hooks_command", metavar="COMMAND", parser_class=UsageParser
+    )
     p = command(hooks_sub, "list", "the hooks live runs wait on, with their tokens")
     p.add_argument("--run", metavar="RUN_ID", help="only this run's hooks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=commands.cmd_hooks_list)
     p = command(hooks_sub, "resume", "deliver a payload to the hook holding TOKEN")
     p.add_argument("token", metavar="TOKEN")
-    p.add_argument("--payload", metavar="JSON", help="the payload as JSON (default: null)")
+    p.add_argument(
+        "--payload",
+        metavar="JSON",
+        help="the payload as JSON (default: null); @PATH reads it from a file, @- from "
+        "standard input",
+    )
     p.set_defaults(handler=commands.cmd_hooks_resume)
     return parser
 
@@ -277,29 +282,12 @@ def _version() -> str:
         return "unknown"
 
 
-def _whole(text: str, least: int, why: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"{why}, got {value}")
-    return value
-
-
 def _index(text: str) -> int:
-    return _whole(text, 0, "an index counts from 0")
+    return whole_arg(text, 0, "an index counts from 0")
 
 
 def _positive(text: str) -> int:
-    return _whole(text, 1, "must be at least 1")
-
-
-def _port_number(text: str) -> int:
-    port = _whole(text, 0, "a port is 0 to 65535 (0: any free one)")
-    if port > 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free one), got {port}")
-    return port
+    return whole_arg(text, 1, "must be at least 1")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

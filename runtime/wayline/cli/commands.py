@@ -43,7 +43,7 @@ from .loading import (
     input_args,
     load_target,
     looks_like_file,
-    parse_json,
+    option_json,
     split_target,
     workflows_in,
 )
@@ -646,7 +646,7 @@ async def cmd_hooks_list(args: argparse.Namespace) -> int:
 
 
 async def cmd_hooks_resume(args: argparse.Namespace) -> int:
-    payload = parse_json(args.payload, "--payload") if args.payload is not None else None
+    _, payload = option_json(args.payload, "--payload")
     async with opened_world(args.world, create=False) as world:
         try:
             run_id = await Client(world).resume_hook(args.token, payload)

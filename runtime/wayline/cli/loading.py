@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.util
 import json
@@ -10,7 +11,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 from .._core.definitions import WorkflowDefinition
 
@@ -134,10 +135,34 @@ def load_target(
     raise UsageError(f"no workflow {name!r} in {module_spec!r} (workflows there: {names})")
 
 
+class UsageParser(argparse.ArgumentParser):
+    """A parser whose refusals are one ``error:`` line and exit 2, as every usage error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
+
+
+def whole_arg(text: str, least: int, why: str) -> int:
+    """An option's whole number (for argparse ``type=``), at least ``least`` (else ``why``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{why}, got {value}")
+    return value
+
+
+def port_arg(text: str) -> int:
+    """A port option (argparse ``type=``): 0 to 65535, 0 for any free one."""
+    port = whole_arg(text, 0, "a port is 0 to 65535 (0: any free one)")
+    if port > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free one), got {port}")
+    return port
+
+
 def seconds_arg(text: str) -> float:
     """An option's number of seconds (argparse ``type=``): 0 or more, finite."""
-    import argparse
-
     try:
         value = float(text)
     except ValueError:
@@ -147,15 +172,45 @@ def seconds_arg(text: str) -> float:
     return value
 
 
+def json_text(text: str | None, option: str) -> str | None:
+    """An option's JSON as given, or with ``@PATH`` the text of the file at PATH (``@-``:
+    standard input), as curl's ``-d @file``: a payload over argv's limit. (JSON never starts
+    with ``@``, so the two cannot be confused.) A file that cannot be read is a UsageError
+    naming the option and the path."""
+    if text is None or not text.startswith("@"):
+        return text
+    path = text[1:]
+    if not path:
+        raise UsageError(f"{option} @: no file named (@PATH reads PATH, @- standard input)")
+    try:
+        if path == "-":
+            stdin = sys.stdin
+            if stdin is None:
+                raise OSError("standard input is closed")
+            data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode()
+        else:
+            with open(path, "rb") as file:
+                data = file.read()
+        return data.decode("utf-8-sig")
+    except OSError as err:
+        where = "standard input" if path == "-" else repr(path)
+        raise UsageError(f"{option} {text}: cannot read {where}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"{option} {text}: not UTF-8 text ({err.reason} at byte {err.start})"
+        ) from None
+
+
 def parse_json(text: str | None, option: str) -> Any:
     if text is None:
         return None
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise UsageError(
-            f"{option} is not valid JSON ({err.msg} at position {err.pos}): {_clip(text)}"
-        ) from None
+        at = f"position {err.pos}"
+        if err.lineno > 1:  # a file's text: where a person looks for it
+            at = f"line {err.lineno} column {err.colno}, {at}"
+        raise UsageError(f"{option} is not valid JSON ({err.msg} at {at}): {_clip(text)}") from None
     except (RecursionError, ValueError) as err:  # nesting or integer digits past the limits
         why = "nested too deeply" if isinstance(err, RecursionError) else str(err).split(";")[0]
         raise UsageError(f"{option} is not acceptable JSON ({why})") from None
@@ -166,10 +221,21 @@ def _clip(text: str, keep: int = 200) -> str:
     return shown if len(shown) <= keep else f"{shown[:keep]}... ({len(text)} characters)"
 
 
-def input_args(text: str | None) -> list[Any]:
-    """``--input``: a JSON array is the positional arguments, any other JSON value is the one
-    argument, and no ``--input`` is no arguments. (A workflow taking one list: ``[[1, 2]]``.)"""
-    if text is None:
-        return []
-    value = parse_json(text, "--input")
+def option_json(text: str | None, option: str) -> tuple[str | None, Any]:
+    """An option's JSON text and value ((None, None) without the option), given inline or as
+    ``@PATH``/``@-`` (:func:`json_text`); invalid JSON in a file is refused as inline JSON
+    is, with the ``@PATH`` named."""
+    given = json_text(text, option)
+    return given, parse_json(given, option if given == text else f"{option} {text}")
+
+
+def as_arguments(value: Any) -> list[Any]:
+    """A JSON array is the positional arguments, any other JSON value is the one argument.
+    (A workflow taking one list: ``[[1, 2]]``.)"""
     return list(value) if isinstance(value, list) else [value]
+
+
+def input_args(text: str | None) -> list[Any]:
+    """``--input`` as given (inline JSON, ``@PATH`` or ``@-``) as a run's arguments
+    (:func:`as_arguments`); no ``--input`` is no arguments."""
+    return [] if text is None else as_arguments(option_json(text, "--input")[1])

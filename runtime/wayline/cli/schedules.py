@@ -2,7 +2,7 @@
 resource's twin)::
 
     wayline schedules add NAME --cron '*/5 * * * *' [--tz Europe/Berlin] --workflow W
-                          [--input JSON] [--concurrency-policy Allow|Forbid|Replace]
+                          [--input JSON|@PATH] [--concurrency-policy Allow|Forbid|Replace]
                           [--starting-deadline SECONDS]
     wayline schedules list [--json]
     wayline schedules remove NAME
@@ -38,7 +38,7 @@ from ..client import Client
 from ..errors import RunNotFoundError
 from ..settings import Settings
 from .commands import opened_world
-from .loading import UsageError, input_args, parse_json, seconds_arg
+from .loading import UsageError, as_arguments, option_json, parse_json, seconds_arg
 
 POLICIES = ("Allow", "Forbid", "Replace")
 
@@ -78,7 +78,8 @@ async def cmd_add(args: argparse.Namespace) -> int:
         parse(args.cron, args.tz)
     except CronError as err:
         raise UsageError(str(err)) from err
-    parse_json(args.input, "--input")  # refused now, not at the first tick
+    # a file (@PATH, @-) is read now and its text kept; bad JSON is refused now, not at a tick
+    text, _ = option_json(args.input, "--input")
     with _locked(Path(args.file)) as schedules:
         if args.name in schedules:
             raise UsageError(f"schedule {args.name!r} exists already (remove it first)")
@@ -87,7 +88,7 @@ async def cmd_add(args: argparse.Namespace) -> int:
             "cron": args.cron,
             "timeZone": args.tz,
             "workflow": args.workflow,
-            "input": args.input,
+            "input": text,
             "concurrencyPolicy": args.concurrency_policy,
             "startingDeadlineSeconds": args.starting_deadline,
             "created": Settings.from_env().schedule_now(),
@@ -160,7 +161,9 @@ async def _look(client: Client, entry: dict[str, Any], now: float) -> str | None
         if live:
             await client.cancel(last, reason=f"replaced by schedule {entry['name']}")
     run_id = tick_run_id(entry, tick)
-    await client.start(entry["workflow"], *input_args(entry.get("input")), run_id=run_id)
+    stored = entry.get("input")  # JSON text, checked by ``add``
+    args = [] if stored is None else as_arguments(parse_json(stored, "--input"))
+    await client.start(entry["workflow"], *args, run_id=run_id)
     entry["lastTick"], entry["lastRun"] = tick, run_id
     replaced = f" (cancelled {last}, still running)" if live else ""
     return f"{entry['name']}: tick {_stamp(tick)} started {run_id}{replaced}"
@@ -189,7 +192,12 @@ def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # t
     p.add_argument("--cron", required=True, metavar="EXPR", help="5 fields, e.g. '*/5 * * * *'")
     p.add_argument("--tz", default="UTC", metavar="ZONE", help="IANA time zone (default UTC)")
     p.add_argument("--workflow", required=True, metavar="NAME")
-    p.add_argument("--input", metavar="JSON", help="as `wayline start --input`")
+    p.add_argument(
+        "--input",
+        metavar="JSON",
+        help="as `wayline start --input` (@PATH or @- reads it from a file or standard input; "
+        "its text is kept in the schedule)",
+    )
     p.add_argument("--concurrency-policy", choices=POLICIES, default="Allow")
     p.add_argument(
         "--starting-deadline",

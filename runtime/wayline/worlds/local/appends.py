@@ -281,10 +281,9 @@ def _insert_hook(db: sqlite3.Connection, event: Event) -> None:
         db.execute(sql, row)
         return
     except sqlite3.IntegrityError:
-        if not free_stale_token(db, token):
-            raise HookTokenConflictError(
-                f"hook token {token!r} is held by another active hook", token=token
-            ) from None
+        holder = free_stale_token(db, token)
+        if holder is not None:
+            raise HookTokenConflictError.held_by(token, holder, event.run_id) from None
     try:
         db.execute(sql, row)
     except sqlite3.IntegrityError:

@@ -117,15 +117,15 @@ LIVE_HOOK = (
 """Whether a hook-table row's hook is open in its run's log (run id, cid, HOOK_ACTIVE)."""
 
 
-def free_stale_token(db: sqlite3.Connection, token: str) -> bool:
+def free_stale_token(db: sqlite3.Connection, token: str) -> str | None:
     """Deactivate the row holding ``token`` when it is not a live hook (its run is missing or
     ended, or its log never created that hook): a row written behind the world's back must
-    not lock a token forever. True when the token is now free."""
+    not lock a token forever. None when the token is now free, else the run holding it."""
     row = db.execute(
         "SELECT run_id, cid FROM hooks WHERE token = ? AND active = 1", (token,)
     ).fetchone()
     if row is None:
-        return True
+        return None
     run_id, cid = row
     run = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     live = run is not None and run[0] in STORED_STATUSES and not RunStatus(run[0]).terminal
@@ -135,9 +135,9 @@ def free_stale_token(db: sqlite3.Connection, token: str) -> bool:
         ).fetchone()
         live = ent is not None and ent[0] == HOOK_ACTIVE
     if live:
-        return False
+        return str(run_id)
     db.execute("UPDATE hooks SET active = 0 WHERE token = ? AND active = 1", (token,))
-    return True
+    return None
 
 
 def rebuild_run(db: sqlite3.Connection, run_id: str, events: list[Event]) -> None:

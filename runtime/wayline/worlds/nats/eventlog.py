@@ -171,10 +171,8 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
             overlay[cid] = after
         if new.type is EventType.HOOK_CREATED:
             token = str(new.data.get("token"))
-            if any(t == token for _, t in hooks):
-                raise HookTokenConflictError(
-                    f"hook token {token!r} is held by another active hook", token=token
-                )
+            if any(t == token for _, t in hooks):  # twice in this batch
+                raise HookTokenConflictError.held_by(token, st.run_id, st.run_id)
             hooks.append((str(cid), token))
         seq += 1
         if entity_kind(new.type) is None:  # every run-level event moves the run view
@@ -545,9 +543,7 @@ class EventLog:
                         # Taking it over would let our failed append delete the entry the
                         # winner's hook resolves through.
                         break
-                    raise HookTokenConflictError(
-                        f"hook token {token!r} is held by another active hook", token=token
-                    )
+                    raise HookTokenConflictError.held_by(token, str(held.get("run")), st.run_id)
                 try:  # a stale holder (disposed, terminal run, claim that never landed)
                     rev = await self._hooks.update(key, value, last=rev)
                     claims[token] = (key, rev, st.stream_seq)
