@@ -191,6 +191,8 @@ AT_FILE_CASES = {
     "not-utf8": ("@latin1.json", ["@latin1.json: not UTF-8 text"]),
     "bad-json": ("@bad.json", ["@bad.json is not valid JSON", "at line 3 column 1"]),
     "bad-stdin": ("@-", ["@- is not valid JSON"]),
+    "too-large": ("@big.json", ["@big.json: larger than 4096 bytes"]),
+    "endless": ("@/dev/zero", ["@/dev/zero: larger than 4096 bytes"]),
 }
 
 
@@ -203,15 +205,19 @@ def test_an_unreadable_or_invalid_at_file_is_one_line_naming_option_and_path(
     command: str,
     case: str,
 ) -> None:
-    """``--input @PATH`` / ``--payload @PATH``: a file that cannot be read, or whose text is
-    not JSON, exits 2 with one line naming the option and the path; nothing is started or
-    added."""
+    """``--input @PATH`` / ``--payload @PATH``: a file that cannot be read, is larger than any
+    payload a run takes (``/dev/zero`` too: it is not read whole), or whose text is not JSON,
+    exits 2 with one line naming the option and the path; nothing is started or added."""
     import io
     import json
 
     (in_tmp / "folder").mkdir()
     (in_tmp / "latin1.json").write_bytes('"café"'.encode("latin-1"))
     (in_tmp / "bad.json").write_text('{"a": 1,\n "b": [2,\n')
+    (in_tmp / "big.json").write_text(json.dumps(["x" * 500] * 10))
+    # a file is read up to four times the larger payload limit, never whole
+    monkeypatch.setenv("WAYLINE_MAX_INPUT_BYTES", "1024")
+    monkeypatch.setenv("WAYLINE_MAX_HOOK_PAYLOAD_BYTES", "1024")
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"{nope")))
     value, needles = AT_FILE_CASES[case]
     argv = [*AT_FILE_COMMANDS[command], value, "--world", "sqlite:///w.db"]

@@ -182,15 +182,25 @@ def json_text(text: str | None, option: str) -> str | None:
     path = text[1:]
     if not path:
         raise UsageError(f"{option} @: no file named (@PATH reads PATH, @- standard input)")
+    most = _most_json_bytes()
     try:
         if path == "-":
             stdin = sys.stdin
             if stdin is None:
                 raise OSError("standard input is closed")
-            data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode()
+            data = (
+                stdin.buffer.read(most + 1)
+                if hasattr(stdin, "buffer")
+                else stdin.read(most + 1).encode()
+            )
         else:
             with open(path, "rb") as file:
-                data = file.read()
+                data = file.read(most + 1)
+        if len(data) > most:  # /dev/zero, a wrong file: refused before it fills memory
+            raise UsageError(
+                f"{option} {text}: larger than {most} bytes (the largest payload a run takes, "
+                "WAYLINE_MAX_INPUT_BYTES or WAYLINE_MAX_HOOK_PAYLOAD_BYTES, as indented JSON)"
+            )
         return data.decode("utf-8-sig")
     except OSError as err:
         where = "standard input" if path == "-" else repr(path)
@@ -199,6 +209,16 @@ def json_text(text: str | None, option: str) -> str | None:
         raise UsageError(
             f"{option} {text}: not UTF-8 text ({err.reason} at byte {err.start})"
         ) from None
+
+
+def _most_json_bytes() -> int:
+    """The most an ``@PATH`` file may hold: four times the larger of the input and hook
+    payload limits (a file's JSON may be indented; the limit itself is checked on the compact
+    JSON when the value is used)."""
+    from ..settings import Settings
+
+    limits = Settings.from_env().limits
+    return 4 * max(limits.input, limits.hook_payload)
 
 
 def parse_json(text: str | None, option: str) -> Any:
