@@ -188,13 +188,20 @@ async def test_a_reconnect_wakes_every_result_waiter_to_read(
     nats_server_own: NatsServer, open_own_world: OpenWorlds
 ) -> None:
     """A run's end is heard as a core-NATS hint, which an outage can lose: once the client
-    has reconnected, every waiter wakes and reads instead of waiting for its safety poll."""
+    has reconnected, every waiter wakes and reads instead of waiting for its safety poll,
+    and the ends the world held are read again before they are trusted."""
     world = await open_own_world()
-    run_id = new_run_id()
+    run_id, done = new_run_id(), new_run_id()
     await world.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": "w", "input": None})])
+    created = NewEvent(T.RUN_CREATED, data={"workflow": "w", "input": None})
+    await world.append(done, [created, NewEvent(T.RUN_CANCELLED, data={"reason": "x"})])
+    assert await world.known_end(done) is not None
     waiter = world.watch_terminal(run_id)
     nats_server_own.restart()
     await wait_reconnected(world)
     await asyncio.wait_for(waiter, 5)  # woken although the run has not ended
     assert not world.heard_ended(run_id)
     world.unwatch_terminal(run_id, waiter)
+    # an end held from before the outage is read again: its id may have been used anew
+    assert await world.known_end(done) is None
+    assert (await world.get_run(done)).status.value == "cancelled"

@@ -20,6 +20,7 @@ import pytest
 import wayline
 from tests.nats_fixtures import OpenWorlds
 from wayline._core.ids import new_run_id
+from wayline.errors import ResultTimeoutError
 
 STEPS = 10
 MAX_REQUESTS = 2
@@ -175,3 +176,53 @@ async def test_a_result_of_a_run_this_process_ended_reads_nothing(
 @wayline.workflow(name="rt.broken")
 async def broken() -> None:
     raise wayline.FatalError("broken on purpose")
+
+
+@wayline.workflow(name="rt.echo")
+async def echo(x: int) -> int:
+    return x
+
+
+async def test_an_end_known_here_is_forgotten_when_its_run_id_is_used_again(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A run deleted by another process and started again under its id: the world that held
+    its old end hears the new run's first append and drops that view, so ``result()`` reads
+    the new run (pending) instead of returning the old output."""
+    a, b = await open_nats_world(), await open_nats_world()
+    ca, cb = wayline.Client(a), wayline.Client(b)
+    run_id = new_run_id()
+    async with wayline.Worker(a, [echo]):
+        assert await (await ca.start(echo, 1, run_id=run_id)).result(timeout=30) == 1
+    assert await a.known_end(run_id) is not None
+    assert await b.delete_runs(older_than=0) >= 1
+    await cb.start(echo, 2, run_id=run_id)  # the same id, a new run, no worker: pending
+    for _ in range(100):
+        if await a.known_end(run_id) is None:
+            break
+        await asyncio.sleep(0.05)
+    assert await a.known_end(run_id) is None
+    with pytest.raises(ResultTimeoutError, match="pending"):
+        await ca.handle(run_id).result(timeout=1)
+
+
+async def test_a_fresh_handle_whose_end_was_forgotten_waits_briefly(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The world remembers the last 1,024 ends it heard. A handle fresh from ``start`` whose
+    run ended longer ago than that waits for a hint that will not come again: its first pause
+    is 50 ms, not the safety poll's 1 s, and then it reads."""
+    from tests.runtime.harness import record_result_waits
+
+    world, client_world = await open_nats_world(), await open_nats_world()
+    client = wayline.Client(client_world)
+    async with wayline.Worker(world, [chain]):
+        run_id = new_run_id()
+        ended = client_world.watch_terminal(run_id)
+        handle = await client.start(chain, 2, run_id=run_id)
+        await asyncio.wait_for(ended, 60)
+        client_world.unwatch_terminal(run_id, ended)
+        client_world._heard_ended.clear()  # as if 1,024 other ends had been heard since
+        waits = record_result_waits(monkeypatch)
+        assert await handle.result(timeout=60) == 2
+    assert waits == [0.05], waits

@@ -63,3 +63,23 @@ def file_exists(path: str) -> Any:
 
 def of_type(events: list[Event], *types: EventType) -> list[Event]:
     return [e for e in events if e.type in types]
+
+
+def record_result_waits(monkeypatch: Any) -> list[float | None]:
+    """The timeouts of every wait ``RunHandle.result()`` makes from now on (for a hint, or
+    its poll's pause), in order; the waits themselves happen as before."""
+    import types
+
+    from wayline import client as client_module
+
+    waits: list[float | None] = []
+    real_wait = asyncio.wait
+
+    async def wait(*args: Any, **kwargs: Any) -> Any:
+        waits.append(kwargs.get("timeout"))
+        return await real_wait(*args, **kwargs)
+
+    monkeypatch.setattr(
+        client_module, "asyncio", types.SimpleNamespace(wait=wait, sleep=asyncio.sleep)
+    )
+    return waits

@@ -359,12 +359,12 @@ async def test_a_delivery_id_is_one_hooks_not_the_whole_runs(engine: Engine) -> 
 
 
 async def test_a_fresh_runs_result_waits_for_its_end_before_it_reads(make_world: Any) -> None:
-    """On a world whose waiters hear every terminal append (NATS), the handle ``start``
-    returned does not read the run right away (it would find it running: a round trip for
-    nothing): its first read comes with the terminal hint, or after the first pause (1 s)
-    if the hint was lost. A handle of a run that exists already (a repeated start) reads at
-    once, as does every handle on a world without hints, unless the world holds the run's
-    end from its own read (NATS: it read it for the first handle) and reads nothing."""
+    """On a world that hears every terminal append (NATS), the handle ``start`` returned
+    does not read the run right away (it would find it running: a round trip for nothing):
+    its first read comes with the terminal hint, or after a first pause of 50 ms if the hint
+    was lost. A handle of a run that exists already (a repeated start) reads at once, as does
+    every handle on another world (SQLite), unless the world holds the run's end from its own
+    read (NATS: it read it for the first handle) and reads nothing."""
     from tests.runtime.harness import settings
 
     worker_world, client_world = await make_world(), await make_world()
@@ -390,7 +390,7 @@ async def test_a_fresh_runs_result_waits_for_its_end_before_it_reads(make_world:
         began = time.monotonic()
         assert await again.result(timeout=10) == 3
     assert fresh and fresh[-1][1]  # the last read found it ended
-    if client_world.terminal_hints:
+    if client_world.hears_every_end:
         # a read that found it running came only after the first pause, never at once
         assert all(ended or at >= 0.05 for at, ended in fresh), fresh
     # an ended run: one read, at once, or none when the world holds its end
@@ -468,3 +468,30 @@ async def test_a_resume_that_meets_a_disposed_hook_says_so(
                 await engine.client.resume_hook("tok-gone", 2, delivery_id=delivery_id)
             assert info.value.details["known"] is True and "disposed" in str(info.value)
             monkeypatch.setattr(world, "get_hook", real)
+
+
+@pytest.mark.parametrize("same_world", [True, False], ids=["one-world", "two-worlds"])
+async def test_a_result_asked_after_the_run_ended_does_not_wait(
+    make_world: Any, monkeypatch: pytest.MonkeyPatch, same_world: bool
+) -> None:
+    """A handle fresh from ``start`` whose run ended before ``result()`` was called returns
+    without waiting for a hint or a poll: on a world that hears every end it knows the end;
+    elsewhere (SQLite: an end is heard only while someone waits) its first read is at once.
+    With the client and the worker on one world, or on two of one store."""
+    from tests.runtime.harness import record_result_waits, settings
+
+    worker_world = await make_world()
+    client_world = worker_world if same_world else await make_world()
+    client = wayline.Client(client_world)
+    async with wayline.Worker(worker_world, [flows.chain], settings=settings()):
+        handles = [await client.start(flows.chain, 3) for _ in range(3)]
+        for handle in handles:  # every run has ended; then the results are asked
+            await wait_for(lambda h=handle: _ended(client_world, h.run_id), timeout=20)
+        waits = record_result_waits(monkeypatch)
+        assert [await h.result(timeout=20) for h in handles] == [3, 3, 3]  # 0 + 1 + 2
+    assert waits == [], waits
+
+
+async def _ended(world: Any, run_id: str) -> bool:
+    info = await world.get_run(run_id)
+    return info is not None and info.status.terminal

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from wayline.world import seam
 
 
@@ -32,3 +34,46 @@ def test_a_hint_heard_again_is_kept_as_the_newest() -> None:
     world._wake_terminal("new")
     assert world.heard_ended("old")
     assert not world.heard_ended("r0")
+
+
+async def test_the_feed_of_ends_slows_down_while_nothing_is_appended(
+    monkeypatch: Any,
+) -> None:
+    """``feed.Ends`` reads the change feed every 3 ms while runs move, doubles its pause on
+    each read that finds nothing appended (up to 50 ms: a wait on a run that takes hours does
+    not read 300 times a second), is quick again as soon as something is, and wakes only the
+    waited-for runs whose status is terminal."""
+    import asyncio
+
+    from wayline.worlds.local import feed
+
+    answers: list[list[tuple[int, str, str | None]]] = [
+        *([[]] * 6),
+        [(1, "a", "running"), (2, "b", "completed")],
+        [],
+        [(3, "a", "completed"), (4, "c", "failed")],
+    ]
+    pauses: list[float] = []
+    heard: list[str] = []
+    real_sleep = asyncio.sleep
+
+    def read(sql: str, params: Any) -> list[Any]:
+        if "MAX(gseq)" in sql:
+            return [(0,)]
+        return answers.pop(0) if answers else []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+        await real_sleep(0)
+
+    waited = {"a", "b"}
+    monkeypatch.setattr(feed.asyncio, "sleep", sleep)
+    ends = feed.Ends(read, lambda: set() if "a" in heard else waited, heard.append, ["completed"])
+    ends.wanted()
+    for _ in range(100):
+        if "a" in heard:
+            break
+        await real_sleep(0)
+    await ends.close()
+    assert pauses[:9] == [0.003, 0.006, 0.012, 0.024, 0.048, 0.05, 0.05, 0.003, 0.006], pauses
+    assert heard == ["b", "a"]  # c is not waited for, a's first row was not an end

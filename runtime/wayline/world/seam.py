@@ -102,6 +102,11 @@ class World(abc.ABC):
     instance's, and wakes every waiter when a hint may have been lost: a waiter then polls
     only as a safety net."""
 
+    hears_every_end: bool = False
+    """True when this world hears every terminal append, whoever waits (``heard_ended`` knows
+    the recent ends): a handle fresh from ``start`` can then wait for its hint before its
+    first read. Elsewhere that first read is made at once."""
+
     def watch_terminal(self, run_id: str) -> asyncio.Future[None]:
         """A future set when this world hears that the run may have ended: a hint, never a
         promise (the caller reads the run again). Watch before reading, so that an end

@@ -53,9 +53,12 @@ async def _poll(read: Read, on_change: Callable[[str], None], interval: float, m
 
 
 _ENDS_INTERVAL = 0.003
-"""Seconds between reads of the feed while a result is awaited: one query for every waiter
-(a waiter polling its own run read once per waiter), so the ends of runs driven by other
-processes are heard within a few milliseconds."""
+"""Seconds between reads of the feed while a result is awaited and runs move: one query for
+every waiter (a waiter polling its own run read once per waiter), so the ends of runs driven
+by other processes are heard within a few milliseconds."""
+_ENDS_IDLE = 0.05
+"""The longest pause: each read that finds nothing appended anywhere doubles the pause up to
+this (a wait on a run that takes hours reads 20 times a second, not 300)."""
 
 
 class Ends:
@@ -94,8 +97,9 @@ class Ends:
                 await task
 
     async def _follow(self, mark: int) -> None:
+        pause = _ENDS_INTERVAL
         while self._waited():
-            await asyncio.sleep(_ENDS_INTERVAL)
+            await asyncio.sleep(pause)
             try:
                 rows = self._read(
                     "SELECT f.gseq, f.run_id, r.status FROM run_feed f "
@@ -106,6 +110,7 @@ class Ends:
             except WorldError as err:  # locked for longer than busy_timeout: try again
                 log.warning("reading the change feed failed: %s", err)
                 continue
+            pause = _ENDS_INTERVAL if rows else min(_ENDS_IDLE, pause * 2)
             waited = self._waited()
             for gseq, run_id, status in rows:
                 mark = gseq

@@ -16,6 +16,7 @@ publish, or a validation error to be confirmed). A writer whose ack was lost and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -192,6 +193,12 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
     return _Plan(body, hooks, recorded, status is not None and status.terminal)
 
 
+def _ended_and_idle(st: RunState) -> bool:
+    """A cached view of an ended run that no read or append is using (one being read is
+    rebuilt by that read, if its messages changed)."""
+    return st.status is not None and st.status.terminal and not st.lock.locked()
+
+
 def _expire(waiter: asyncio.Future[float]) -> None:
     if not waiter.done():
         waiter.set_result(math.nan)
@@ -300,8 +307,15 @@ class EventLog:
     # timestamps ---------------------------------------------------------------------------
     async def _on_stamp(self, msg: Any) -> None:
         headers = msg.headers or {}
+        token = msg.subject.rpartition(".")[2]
         for listener in self.listeners:
-            listener(msg.subject.rpartition(".")[2])
+            listener(token)
+        ended = self._runs.get(token_value(token) or "")
+        if ended is not None and _ended_and_idle(ended):
+            # an ended run takes no append: a later message means its id was used again
+            with contextlib.suppress(KeyError, ValueError):
+                if int(headers["Nats-Sequence"]) > ended.stream_seq:
+                    ended.reset()
         ended = headers.get(_TERMINAL_HEADER)
         if ended is not None and self._on_terminal is not None:
             self._on_terminal(ended)
@@ -711,6 +725,13 @@ class EventLog:
         """The run and its log from one catch-up (one read of the stream, or none)."""
         st = await self._fresh(run_id)
         return st.info, (list(st.events) if st.info is not None else [])
+
+    def forget_ended(self) -> None:
+        """Drop the views of ended runs: a run deleted and started again under its id while
+        this process could not hear it (a lost connection) must be read, not remembered."""
+        for st in self._runs.values():
+            if _ended_and_idle(st):
+                st.reset()
 
     def cached_info(self, run_id: str) -> RunInfo | None:
         """This process's projection of the run, as of its last read or append (no read)."""

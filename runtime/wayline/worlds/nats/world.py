@@ -35,6 +35,7 @@ class NatsWorld(World):
     (or ``async with``); ``from_url`` takes the ``nats://…?prefix=…`` form."""
 
     terminal_hints = True  # every terminal append's republish carries Wayline-Terminal
+    hears_every_end = True  # the republish reaches every world, waiter or not (heard_ended)
 
     def __init__(
         self,
@@ -435,9 +436,16 @@ class NatsWorld(World):
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self._out_of_line().resolve_info(await self._events().get_run(run_id))
 
+    def _hints_may_be_lost(self) -> None:
+        if self._log is not None:  # an id deleted and used again meanwhile went unheard
+            self._log.forget_ended()
+        super()._hints_may_be_lost()
+
     async def known_end(self, run_id: str) -> RunInfo | None:
         """From this process's projection: a run whose end it appended or read is not read
-        again (a result awaited in the process that drove the run saves a round trip)."""
+        again (a result awaited in the process that drove the run saves a round trip). The
+        view is dropped when an append to the run is heard (its id was deleted and used
+        again) and whenever a hint may have been lost (``_hints_may_be_lost``)."""
         info = self._events().cached_info(run_id)
         if info is None or not info.status.terminal:
             return None
