@@ -237,3 +237,46 @@ async def test_an_unwind_blocked_and_lifted_unwinds_on_and_parks(
         with pytest.raises(wayline.RunFailedError, match="no courier"):
             await handle.result(timeout=15)
     assert flows.lines(log) == ["reserve o7", "ship o7"] + ["try release o7"] * 3
+
+
+async def test_a_block_that_lands_as_the_unwind_parks_ends_the_delivery(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A worker with another definition sets the run aside just as its unwind parks it (the
+    reversal failed for good): the park is refused, and the delivery ends rather than try it
+    again and again until the block is lifted. The worker that lifts it parks the run."""
+    import asyncio
+
+    from wayline._core.events import NewEvent, RunStatus
+
+    log, world = str(tmp_path / "log"), engine.world
+    (tmp_path / flows.STUCK_FLAG).touch()
+    parks: list[int] = []
+    real_append = world.append
+
+    async def append(run_id: str, events: Any, **kw: Any) -> Any:
+        if events and events[0].type is EventType.RUN_COMPENSATION_STUCK:
+            if not parks:  # another worker's block lands first
+                aside = {"code": "DEFINITION_MISMATCH", "message": "another definition"}
+                await real_append(run_id, [NewEvent(EventType.RUN_BLOCKED, data=aside)])
+            parks.append(1)
+        return await real_append(run_id, events, **kw)
+
+    world.append = append  # type: ignore[method-assign]
+    async with engine.worker([flows.saga_stuck]):
+        handle = await engine.client.start(flows.saga_stuck, log, "o9")
+
+        async def blocked() -> bool:
+            return bool(parks) and await handle.status() is RunStatus.BLOCKED
+
+        await wait_for(blocked)
+        await asyncio.sleep(1.0)  # a delivery that tried again would have by now, many times
+        assert len(parks) == 1, len(parks)
+    world.append = real_append  # type: ignore[method-assign]
+    async with engine.worker([flows.saga_stuck]):  # the matching worker lifts and parks it
+
+        async def stuck() -> bool:
+            return await handle.status() is RunStatus.COMPENSATION_STUCK
+
+        await wait_for(stuck, timeout=20)
+    assert flows.lines(log).count("reserve o9") == 1

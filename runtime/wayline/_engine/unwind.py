@@ -77,8 +77,7 @@ async def _advance(session: RunSession) -> bool:
                 "message": f"child run {child.run_id} is still running",
             },
         }
-        await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)])
-        return True
+        return await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)])
     if ending.phase == "stuck":
         if ending.abandoned:
             await end_unwind(session.world, session.run_id, ending.why, abandoned=True)
@@ -96,8 +95,7 @@ async def _advance(session: RunSession) -> bool:
             return True
         recovery, attempt = False, 1
     elif comp.terminal:
-        await _park(session, forward, comp)
-        return True
+        return await _park(session, forward, comp)
     elif await _owned_here(session, comp):
         recovery, attempt = True, comp.starts + 1
     else:
@@ -131,8 +129,11 @@ async def _create(session: RunSession, forward: StepRecord) -> StepRecord | None
     return replay.steps[cid]
 
 
-async def _park(session: RunSession, forward: StepRecord, comp: StepRecord) -> None:
-    """A compensation failed for good: the run waits for a person."""
+async def _park(session: RunSession, forward: StepRecord, comp: StepRecord) -> bool:
+    """A compensation failed for good: the run waits for a person. False when the run could
+    not be parked: another writer parked it, or blocked it (a worker with another definition
+    set it aside), and the worker that lifts the block parks it; trying again here would
+    loop until then."""
     error = comp.result if isinstance(comp.result, dict) else {}
     log.error(
         "run %s: compensation of step %s failed; the run waits for a person "
@@ -141,7 +142,7 @@ async def _park(session: RunSession, forward: StepRecord, comp: StepRecord) -> N
         forward.name,
     )
     stuck = {"step": forward.name, "stepId": forward.cid, "error": error}
-    await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)])
+    return await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)])
 
 
 def _decide(session: RunSession, step: StepRecord) -> Decision:
