@@ -52,8 +52,9 @@ class RunHandle(Generic[R]):
         self.run_id = run_id
         self._workflow = workflow
         self._fresh = fresh
-        """Just created by ``start``: on a world with terminal hints, its first ``result`` call
-        waits for the hint before it reads, unless the world heard the run end already."""
+        """Just created by ``start``: on a world that hears every end, its first ``result``
+        call waits for the hint before it reads, unless the run may have ended since."""
+        self._mark = client.world.ends_mark()
 
     async def status(self) -> RunStatus:
         return (await self.client.get_run(self.run_id)).status
@@ -69,11 +70,15 @@ class RunHandle(Generic[R]):
         # have been lost, is polled only as a safety net: every poll of a waiting run is a
         # read (1,000 runs awaited at once read ten times each at 50 ms growing to 1 s).
         pause, longest = (1.0, 5.0) if world.terminal_hints else (0.002, 0.1)
-        # A run this handle just started is not read before its hint (or a first pause of
-        # 50 ms) comes: the read would find it running, one round trip for nothing. A hint
-        # heard before this call (the run ended first) means read at once; the short first
-        # pause covers an end heard too long ago to be remembered.
-        unread = self._fresh and world.hears_every_end and not world.heard_ended(self.run_id)
+        # A run this handle just started is not read before its hint (or the first pause)
+        # comes: the read would find it running, one round trip for nothing. It is read at
+        # once when it may have ended since the start: its hint heard (the run ended first),
+        # too many ends heard since to be sure, or a hint lost.
+        unread = (
+            self._fresh
+            and world.hears_every_end
+            and not world.may_have_ended_since(self.run_id, self._mark)
+        )
         self._fresh = False
         while True:
             ended = world.watch_terminal(self.run_id)
@@ -88,16 +93,12 @@ class RunHandle(Generic[R]):
                         raise ResultTimeoutError(
                             f"run {self.run_id} still {info.status} after {timeout}s"
                         )
-                wait = 0.05 if unread else pause
-                if deadline is not None:
-                    wait = min(wait, deadline - time.monotonic())
+                unread = False
+                wait = pause if deadline is None else min(pause, deadline - time.monotonic())
                 await asyncio.wait({ended}, timeout=max(0.0, wait))
             finally:
                 world.unwatch_terminal(self.run_id, ended)
-            if unread:
-                unread = False
-            else:
-                pause = min(longest, pause * 1.5)
+            pause = min(longest, pause * 1.5)
 
     def _outcome(self, info: RunInfo) -> R:
         if info.status is RunStatus.COMPLETED:

@@ -206,23 +206,31 @@ async def test_an_end_known_here_is_forgotten_when_its_run_id_is_used_again(
         await ca.handle(run_id).result(timeout=1)
 
 
-async def test_a_fresh_handle_whose_end_was_forgotten_waits_briefly(
+async def test_a_fresh_handle_whose_end_may_have_gone_unheard_reads_at_once(
     open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The world remembers the last 1,024 ends it heard. A handle fresh from ``start`` whose
-    run ended longer ago than that waits for a hint that will not come again: its first pause
-    is 50 ms, not the safety poll's 1 s, and then it reads."""
+    """A handle fresh from ``start`` waits for its run's hint before it reads only while the
+    world would know of the end: it remembers its last 1,024 ends, so once as many other ends
+    were heard since the start, or once a hint may have been lost (a reconnect), it reads at
+    once rather than wait out the safety poll (1 s) for a hint that came already."""
     from tests.runtime.harness import record_result_waits
 
     world, client_world = await open_nats_world(), await open_nats_world()
     client = wayline.Client(client_world)
     async with wayline.Worker(world, [chain]):
-        run_id = new_run_id()
-        ended = client_world.watch_terminal(run_id)
-        handle = await client.start(chain, 2, run_id=run_id)
-        await asyncio.wait_for(ended, 60)
-        client_world.unwatch_terminal(run_id, ended)
-        client_world._heard_ended.clear()  # as if 1,024 other ends had been heard since
-        waits = record_result_waits(monkeypatch)
-        assert await handle.result(timeout=60) == 2
-    assert waits == [0.05], waits
+        for how in ("forgotten", "lost"):
+            run_id = new_run_id()
+            ended = client_world.watch_terminal(run_id)
+            handle = await client.start(chain, 2, run_id=run_id)
+            await asyncio.wait_for(ended, 60)
+            client_world.unwatch_terminal(run_id, ended)
+            if how == "forgotten":
+                for i in range(1024):  # other runs' ends: this one's is forgotten
+                    client_world._wake_terminal(f"other-{i}")
+                assert not client_world.heard_ended(run_id)
+            else:  # as if the hint had not come: a reconnect says it may have been lost
+                client_world._heard_ended.pop(run_id)
+                client_world._hints_may_be_lost()
+            waits = record_result_waits(monkeypatch)
+            assert await handle.result(timeout=60) == 2
+            assert waits == [], (how, waits)

@@ -361,7 +361,7 @@ async def test_a_delivery_id_is_one_hooks_not_the_whole_runs(engine: Engine) -> 
 async def test_a_fresh_runs_result_waits_for_its_end_before_it_reads(make_world: Any) -> None:
     """On a world that hears every terminal append (NATS), the handle ``start`` returned
     does not read the run right away (it would find it running: a round trip for nothing):
-    its first read comes with the terminal hint, or after a first pause of 50 ms if the hint
+    its first read comes with the terminal hint, or after the first pause (1 s) if the hint
     was lost. A handle of a run that exists already (a repeated start) reads at once, as does
     every handle on another world (SQLite), unless the world holds the run's end from its own
     read (NATS: it read it for the first handle) and reads nothing."""

@@ -96,6 +96,8 @@ class World(abc.ABC):
         self.router = Router(self.get_run)
         self._terminal_waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._heard_ended: OrderedDict[str, None] = OrderedDict()
+        self._ends_heard = 0
+        self._hint_losses = 0
 
     terminal_hints: bool = False
     """True when :meth:`watch_terminal` hears of every writer's terminal append, not only this
@@ -126,6 +128,7 @@ class World(abc.ABC):
         """A hint may have gone missing (the connection that carries them was lost, or a
         subscriber fell behind): every waiter wakes and reads once, rather than waiting for
         its poll."""
+        self._hint_losses += 1
         for waiters in list(self._terminal_waiters.values()):
             for fut in waiters:
                 if not fut.done():
@@ -137,7 +140,24 @@ class World(abc.ABC):
         at once instead."""
         return run_id in self._heard_ended
 
+    def ends_mark(self) -> tuple[int, int]:
+        """Where this world's hearing stands now, for :meth:`may_have_ended_since`."""
+        return self._ends_heard, self._hint_losses
+
+    def may_have_ended_since(self, run_id: str, mark: tuple[int, int]) -> bool:
+        """False only when the run's end cannot have been heard since ``mark`` (taken when
+        the run was known not to have ended) without this world knowing: it heard no hint
+        for it, too few ends since to have forgotten one, and no hint was lost. A world
+        that hears every end (``hears_every_end``) can then wait for the hint unread."""
+        ends, losses = mark
+        return (
+            run_id in self._heard_ended
+            or self._ends_heard - ends >= _HEARD_ENDED
+            or self._hint_losses != losses
+        )
+
     def _wake_terminal(self, run_id: str) -> None:
+        self._ends_heard += 1
         self._heard_ended[run_id] = None
         self._heard_ended.move_to_end(run_id)
         if len(self._heard_ended) > _HEARD_ENDED:
