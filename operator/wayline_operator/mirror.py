@@ -88,7 +88,9 @@ class Mirror:
     written: dict[str, dict[str, Any]] = field(default_factory=dict)
     table_due: dict[str, float] = field(default_factory=dict)
     live_rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
-    posted_wakes: set[str] = field(default_factory=set)
+    posted_wakes: dict[str, set[str]] = field(default_factory=dict)
+    """By run: the keys of the wakes whose Event was posted (one Event a wake, not one a
+    sweep); dropped when the run ends or its resource goes, so it holds live runs only."""
     announced: dict[str, dict[str, Any]] = field(default_factory=dict)
     """What a sync posted Events for when its status write then failed (``_announced``)."""
     removing: set[str] = field(default_factory=set)
@@ -245,6 +247,7 @@ class Mirror:
         self.written.pop(run_id, None)
         self.table_due.pop(run_id, None)
         self.live_rows.pop(run_id, None)
+        self.posted_wakes.pop(run_id, None)
         self.announced.pop(run_id, None)
         self.removing.discard(run_id)
         self.recheck.discard(run_id)
@@ -316,6 +319,7 @@ class Mirror:
             batch = notices(events, known or 0)
             batch += _worker_notice(self._announced(run_id, status), fresh)
         if info.status.terminal:
+            self.posted_wakes.pop(run_id, None)
             if self.live_rows.pop(run_id, None):
                 out.setdefault("steps", {})["live"] = []
         elif table:
@@ -323,8 +327,9 @@ class Mirror:
             rows, said = await apply_table(
                 self.world, run_id, events, now=now, settings=_settings()
             )
-            batch += [replace(n, key=key) for key, n in said if key not in self.posted_wakes]
-            self.posted_wakes.update(key for key, _ in said)
+            posted = self.posted_wakes.setdefault(run_id, set())
+            batch += [replace(n, key=key) for key, n in said if key not in posted]
+            posted.update(key for key, _ in said)
             shape = [_row_shape(r) for r in rows]
             if out or shape != self.live_rows.get(run_id, []):
                 out.setdefault("steps", dict(fresh["steps"]))["live"] = rows

@@ -122,3 +122,33 @@ async def test_a_failed_status_write_does_not_say_waiting_for_worker_twice(
     assert api.written[-1]["waitingForSummary"].startswith("worker")
     assert api.posted.count("WaitingForWorker") == 1
     await mirror.close()
+
+
+async def test_the_wakes_it_announced_are_kept_only_while_their_run_lives(
+    world: LocalWorld, tmp_path: Path
+) -> None:
+    """The decision table's sweep arms a wake for a step whose body runs under a live lease,
+    and its Event is posted once per wake, not once per sweep. The keys that remember that are
+    kept per run and dropped when the run ends (or its resource goes): an operator that ran
+    for months kept every wake it ever armed."""
+    api, uid = ApiServer(), str(uuid.uuid4())
+    mirror = _mirror(world, api)
+    marker = str(tmp_path / "marker")
+    spec = {"workflow": "single_slow", "input": [marker, 1.5]}
+    mirror.seen("ADDED", _resource(uid, "slow", spec))
+    run_id = await mirror.reconciler.start(uid, spec)
+    async with wayline.Worker(world, [flows.single_slow], settings=settings()):
+
+        async def body_started() -> bool:
+            return bool(flows.lines(marker))
+
+        await wait_for(body_started)
+        await mirror.sync(run_id)
+        mirror.table_due.clear()  # the next sweep is due at once
+        await mirror.sync(run_id)
+        assert api.posted.count("BackstopArmed") == 1, api.posted
+        assert mirror.posted_wakes
+        await wayline.Client(world).handle(run_id).result(timeout=10)
+    assert await mirror.sync(run_id)
+    assert api.written[-1]["phase"] == "completed"
+    assert not mirror.posted_wakes
