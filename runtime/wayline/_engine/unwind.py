@@ -8,17 +8,20 @@ from typing import Any
 
 from .._core import clock
 from .._core.dispatch import Action, Decision, decide
-from .._core.events import EventType, NewEvent
-from .._core.planning import backstop_send, step_send
+from .._core.events import EventType, NewEvent, RunStatus
+from .._core.planning import Send, backstop_send, step_send
 from .._core.replay import StepRecord
 from .._core.serde import error_to_dict
 from ..errors import EntityConflictError, RunTerminalError
-from ..world import World
+from ..world import FLOW_TOPIC, World
 from .deferred import InlineBatch
 from .ending import terminal
 from .session import RunSession
 
 log = logging.getLogger("wayline.runtime")
+
+_BLOCKED_WAKE_SECONDS = 1.0
+"""How long after a park refused by a block the run is delivered again (``_park``)."""
 
 
 async def unwind(session: RunSession) -> None:
@@ -77,7 +80,10 @@ async def _advance(session: RunSession) -> bool:
                 "message": f"child run {child.run_id} is still running",
             },
         }
-        return await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)])
+        if await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)]):
+            return True
+        await _wake_if_blocked(session)
+        return False
     if ending.phase == "stuck":
         if ending.abandoned:
             await end_unwind(session.world, session.run_id, ending.why, abandoned=True)
@@ -131,9 +137,10 @@ async def _create(session: RunSession, forward: StepRecord) -> StepRecord | None
 
 async def _park(session: RunSession, forward: StepRecord, comp: StepRecord) -> bool:
     """A compensation failed for good: the run waits for a person. False when the run could
-    not be parked: another writer parked it, or blocked it (a worker with another definition
-    set it aside), and the worker that lifts the block parks it; trying again here would
-    loop until then."""
+    not be parked: another writer parked it, or blocked it meanwhile (a worker with another
+    definition set it aside). Trying again at once would loop until the block is lifted, so
+    the run gets a wake a second later instead: the delivery it brings lifts the block where
+    this definition serves the run, and parks it."""
     error = comp.result if isinstance(comp.result, dict) else {}
     log.error(
         "run %s: compensation of step %s failed; the run waits for a person "
@@ -142,7 +149,18 @@ async def _park(session: RunSession, forward: StepRecord, comp: StepRecord) -> b
         forward.name,
     )
     stuck = {"step": forward.name, "stepId": forward.cid, "error": error}
-    return await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)])
+    if await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)]):
+        return True
+    await _wake_if_blocked(session)
+    return False
+
+
+async def _wake_if_blocked(session: RunSession) -> None:
+    info = await session.world.get_run(session.run_id)
+    if info is not None and info.status is RunStatus.BLOCKED:
+        key = f"{session.run_id}:unwind-blocked:{info.last_seq}"
+        payload = {"runId": session.run_id, "reason": "unwind-blocked"}
+        await session.send([Send(FLOW_TOPIC, payload, key, _BLOCKED_WAKE_SECONDS)])
 
 
 def _decide(session: RunSession, step: StepRecord) -> Decision:
