@@ -277,3 +277,40 @@ async def test_a_block_that_lands_as_the_unwind_parks_ends_the_delivery(
     lifts = of_type(events, EventType.RUN_UNBLOCKED)
     assert [e.data for e in lifts] == [{"status": "compensating"}]
     assert flows.lines(log).count("reserve o9") == 1
+
+
+async def test_an_unwind_lifted_to_running_by_an_older_version_still_parks(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block put over an unwind and lifted by a version that recorded no status set the run
+    ``running`` (it still does for such a log). When the reversal fails for good again, the
+    park is refused ("not compensating"): the unwind is declared again, which gives the
+    stored status back, and the run is parked for a person, who can resume or abandon it.
+    It was left ``running`` with a quiet ack, out of reach of resume and abandon."""
+    import wayline.worlds.local.appends as local_appends
+    import wayline.worlds.nats.eventlog as nats_eventlog
+    from wayline._core.events import NewEvent, RunStatus
+
+    log, world = str(tmp_path / "log"), engine.world
+    (tmp_path / flows.STUCK_FLAG).touch()
+
+    async def stuck() -> bool:
+        return await engine.client.handle(run_id).status() is RunStatus.COMPENSATION_STUCK
+
+    async with engine.worker([flows.saga_stuck]):
+        run_id = (await engine.client.start(flows.saga_stuck, log, "o8")).run_id
+        await wait_for(stuck)
+    await engine.client.resume_compensation(run_id)  # no worker: the unwind waits
+    with monkeypatch.context() as older:  # the older version's block and lift
+        for module in (local_appends, nats_eventlog):
+            older.setattr(module, "stamped", lambda new, status, block: new)
+        aside = {"code": "DEFINITION_MISMATCH", "message": "another definition"}
+        await world.append(run_id, [NewEvent(EventType.RUN_BLOCKED, data=aside)])
+        await world.append(run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
+    assert await engine.client.handle(run_id).status() is RunStatus.RUNNING
+    async with engine.worker([flows.saga_stuck]):
+        await wait_for(stuck, timeout=20)
+        (tmp_path / flows.STUCK_FLAG).unlink()
+        await engine.client.abandon_compensation(run_id)
+        with pytest.raises(wayline.RunFailedError, match="no courier"):
+            await engine.client.handle(run_id).result(timeout=15)

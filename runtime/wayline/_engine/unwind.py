@@ -82,8 +82,7 @@ async def _advance(session: RunSession) -> bool:
         }
         if await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)]):
             return True
-        await _wake_if_blocked(session)
-        return False
+        return await _after_refused_park(session)
     if ending.phase == "stuck":
         if ending.abandoned:
             await end_unwind(session.world, session.run_id, ending.why, abandoned=True)
@@ -151,16 +150,28 @@ async def _park(session: RunSession, forward: StepRecord, comp: StepRecord) -> b
     stuck = {"step": forward.name, "stepId": forward.cid, "error": error}
     if await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)]):
         return True
-    await _wake_if_blocked(session)
-    return False
+    return await _after_refused_park(session)
 
 
-async def _wake_if_blocked(session: RunSession) -> None:
+async def _after_refused_park(session: RunSession) -> bool:
+    """A park was refused. Blocked meanwhile: a wake a second later (see ``_park``); False.
+    Stored ``running`` while its log unwinds (a block over the unwind lifted by a version
+    that did not record what the block was put over): the unwind is declared again, which
+    gives the stored status back; True, to park it now. Otherwise (parked by another
+    writer): False."""
     info = await session.world.get_run(session.run_id)
-    if info is not None and info.status is RunStatus.BLOCKED:
+    if info is None:
+        return False
+    if info.status is RunStatus.BLOCKED:
         key = f"{session.run_id}:unwind-blocked:{info.last_seq}"
         payload = {"runId": session.run_id, "reason": "unwind-blocked"}
         await session.send([Send(FLOW_TOPIC, payload, key, _BLOCKED_WAKE_SECONDS)])
+        return False
+    ending = session.replay.ending
+    if info.status is RunStatus.RUNNING and ending.phase == "compensating":
+        why = dict(ending.why or {})
+        return await _append(session, [NewEvent(EventType.RUN_COMPENSATING, data=why)])
+    return False
 
 
 def _decide(session: RunSession, step: StepRecord) -> Decision:
