@@ -68,7 +68,8 @@ class RunHandle(Generic[R]):
         world = self.client.world
         # A world that hears of every terminal append, and wakes its waiters when one may
         # have been lost, is polled only as a safety net: every poll of a waiting run is a
-        # read (1,000 runs awaited at once read ten times each at 50 ms growing to 1 s).
+        # read (polled from 50 ms growing to 1 s, 1,000 runs awaited at once were each read
+        # about ten times).
         pause, longest = (1.0, 5.0) if world.terminal_hints else (0.002, 0.1)
         # A run this handle just started is not read before its hint (or the first pause)
         # comes: the read would find it running, one round trip for nothing. It is read at

@@ -136,8 +136,8 @@ class World(abc.ABC):
 
     def heard_ended(self, run_id: str) -> bool:
         """True when this world heard a terminal hint for the run lately (the last
-        :data:`_HEARD_ENDED` runs), waiter or not: a caller about to wait for the hint reads
-        at once instead."""
+        :data:`_HEARD_ENDED` runs), waiter or not (one of the tests of
+        :meth:`may_have_ended_since`)."""
         return run_id in self._heard_ended
 
     def ends_mark(self) -> tuple[int, int]:
@@ -151,7 +151,7 @@ class World(abc.ABC):
         that hears every end (``hears_every_end``) can then wait for the hint unread."""
         ends, losses = mark
         return (
-            run_id in self._heard_ended
+            self.heard_ended(run_id)
             or self._ends_heard - ends >= _HEARD_ENDED
             or self._hint_losses != losses
         )

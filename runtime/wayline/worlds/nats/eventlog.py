@@ -310,12 +310,12 @@ class EventLog:
         token = msg.subject.rpartition(".")[2]
         for listener in self.listeners:
             listener(token)
-        ended = self._runs.get(token_value(token) or "")
-        if ended is not None and _ended_and_idle(ended):
+        held = self._runs.get(token_value(token) or "")
+        if held is not None and _ended_and_idle(held):
             # an ended run takes no append: a later message means its id was used again
             with contextlib.suppress(KeyError, ValueError):
-                if int(headers["Nats-Sequence"]) > ended.stream_seq:
-                    ended.reset()
+                if int(headers["Nats-Sequence"]) > held.stream_seq:
+                    held.reset()
         ended = headers.get(_TERMINAL_HEADER)
         if ended is not None and self._on_terminal is not None:
             self._on_terminal(ended)
