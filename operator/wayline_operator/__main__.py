@@ -68,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             (folder / name).write_text(as_json(manifest))
             print(folder / name)
         return 0
-    from wayline.cli.loading import UsageParser, port_arg
+    from wayline.cli.loading import UsageParser, port_arg, range_arg
+    from wayline.settings import PEERING_LIFETIME_RANGE, PRIORITY_RANGE
 
     conf = wayline_settings()
     parser = UsageParser(
@@ -83,13 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--priority",
-        type=int,
+        type=range_arg(*PRIORITY_RANGE),
         default=conf.operator_priority,
         help="this replica's peering priority, highest works (default: a random one)",
     )
     parser.add_argument(
         "--peering-lifetime",
-        type=int,
+        type=range_arg(*PEERING_LIFETIME_RANGE),
         default=conf.operator_peering_lifetime,
         metavar="SECONDS",
         help="how long a silent replica is presumed alive (default 60)",

@@ -20,6 +20,11 @@ from .errors import ConfigurationError
 # 900 s ceiling so a single delayed backstop always suffices.
 DEFAULT_LEASE_SECONDS = 860.0
 MIB = 1024 * 1024
+PRIORITY_RANGE = (-(2**31), 2**31 - 1)
+"""The operator's peering priorities (kopf compares them; a random one is drawn above 0)."""
+PEERING_LIFETIME_RANGE = (1, 2**31 - 1)
+"""Seconds a silent operator replica is presumed alive: 0 would presume every replica dead
+at once, and all of them would work."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,8 +187,10 @@ class Settings:
             otel_env={k: v for k, v in env.items() if k.startswith("OTEL_")},
             operator_identity=env.get("POD_ID") or None,
             operator_peering=env.get("WAYLINE_OPERATOR_PEERING") or None,
-            operator_priority=int(_float(env, "WAYLINE_OPERATOR_PRIORITY", 0)) or None,
-            operator_peering_lifetime=int(_positive(env, "WAYLINE_OPERATOR_PEERING_LIFETIME", 60)),
+            operator_priority=_whole(env, "WAYLINE_OPERATOR_PRIORITY", 0, *PRIORITY_RANGE) or None,
+            operator_peering_lifetime=_whole(
+                env, "WAYLINE_OPERATOR_PEERING_LIFETIME", 60, *PEERING_LIFETIME_RANGE
+            ),
             operator_schedule_seconds=_positive(env, "WAYLINE_OPERATOR_SCHEDULE_SECONDS", 10.0),
             schedule_clock_rate=_positive(env, "WAYLINE_SCHEDULE_CLOCK_RATE", 1.0),
             schedule_clock_origin=_float(env, "WAYLINE_SCHEDULE_CLOCK_ORIGIN", 0.0),
@@ -246,6 +253,19 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise ConfigurationError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _whole(env: Mapping[str, str], name: str, default: int, least: int, most: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a whole number, got {raw!r}") from None
+    if not least <= value <= most:
+        raise ConfigurationError(f"{name} must be {least} to {most}, got {value}")
+    return value
 
 
 def _positive(env: Mapping[str, str], name: str, default: float) -> float:

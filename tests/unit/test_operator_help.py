@@ -28,6 +28,11 @@ def test_the_help_names_the_crds_command(capsys: pytest.CaptureFixture[str]) -> 
         ),
         (["--liveness", "http://0.0.0.0:port/healthz"], ["argument --liveness", "'port'"]),
         (["--liveness", "https://0.0.0.0:8080/healthz"], ["argument --liveness", "http://"]),
+        (["--peering-lifetime", "0"], ["argument --peering-lifetime", "1 to 2147483647", "0"]),
+        (["--peering-lifetime", "-5"], ["argument --peering-lifetime", "1 to", "-5"]),
+        (["--peering-lifetime", "1.5"], ["argument --peering-lifetime", "'1.5'"]),
+        (["--priority", str(2**40)], ["argument --priority", "2147483647", str(2**40)]),
+        (["--priority", "high"], ["argument --priority", "'high'"]),
     ],
     ids=[
         "metrics-70000",
@@ -36,6 +41,11 @@ def test_the_help_names_the_crds_command(capsys: pytest.CaptureFixture[str]) -> 
         "liveness-99999",
         "liveness-word",
         "liveness-https",
+        "lifetime-0",
+        "lifetime-negative",
+        "lifetime-fraction",
+        "priority-huge",
+        "priority-word",
     ],
 )
 def test_a_bad_port_is_one_usage_error_line(
@@ -56,3 +66,26 @@ def test_a_bad_port_is_one_usage_error_line(
 def test_a_good_liveness_url_is_kept_as_given() -> None:
     for url in ("http://0.0.0.0:8080/healthz", "http://[::1]:0/h", "http://host/healthz"):
         assert liveness_url(url) == url
+
+
+def test_peering_numbers_are_checked_in_the_environment_too() -> None:
+    """``WAYLINE_OPERATOR_PEERING_LIFETIME=0.5`` was taken as 0 (every replica presumed dead
+    at once, so all of them worked); ``inf`` was an OverflowError."""
+    from wayline.errors import ConfigurationError
+    from wayline.settings import Settings
+
+    for name, raw in (
+        ("WAYLINE_OPERATOR_PEERING_LIFETIME", "0.5"),
+        ("WAYLINE_OPERATOR_PEERING_LIFETIME", "0"),
+        ("WAYLINE_OPERATOR_PEERING_LIFETIME", "inf"),
+        ("WAYLINE_OPERATOR_PRIORITY", "1e30"),
+        ("WAYLINE_OPERATOR_PRIORITY", "x"),
+    ):
+        with pytest.raises(ConfigurationError) as err:
+            Settings.from_env({name: raw})
+        assert name in str(err.value) and raw in str(err.value)
+    good = Settings.from_env(
+        {"WAYLINE_OPERATOR_PEERING_LIFETIME": "15", "WAYLINE_OPERATOR_PRIORITY": "-3"}
+    )
+    assert (good.operator_peering_lifetime, good.operator_priority) == (15, -3)
+    assert Settings.from_env({}).operator_priority is None

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
@@ -159,6 +160,18 @@ def port_arg(text: str) -> int:
     if port > 65535:
         raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free one), got {port}")
     return port
+
+
+def range_arg(least: int, most: int) -> Callable[[str], int]:
+    """An option's whole number from ``least`` to ``most`` (argparse ``type=``)."""
+
+    def whole_in_range(text: str) -> int:
+        value = whole_arg(text, least, f"must be {least} to {most}")
+        if value > most:
+            raise argparse.ArgumentTypeError(f"must be {least} to {most}, got {value}")
+        return value
+
+    return whole_in_range
 
 
 def seconds_arg(text: str) -> float:
