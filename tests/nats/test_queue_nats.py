@@ -235,3 +235,48 @@ async def test_an_unconfirmed_ack_leaves_the_message_to_its_next_holder(
     [d] = await world.receive("flow", wait_seconds=2)
     assert d.payload == {"x": 2}
     await world.ack(d)
+
+
+async def test_an_idle_consumer_waits_with_one_pull_and_a_backlog_is_taken_in_batches(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A receive on a consumer whose last pull left nothing pending waits at once: one pull
+    request a message, not a batch request answered "none" and then a wait. A backlog that
+    came meanwhile is still taken whole, in batches, each message once."""
+    world = await open_nats_world()
+    assert await world.receive("flow", wait_seconds=0) == []  # consumer made, nothing pending
+    pulls: list[dict[str, Any]] = []
+    nc = world._queue._nc
+    publish = nc.publish
+
+    async def counted(subject: str, payload: bytes = b"", **kwargs: Any) -> Any:
+        if ".CONSUMER.MSG.NEXT." in subject:
+            pulls.append(json.loads(payload))
+        return await publish(subject, payload, **kwargs)
+
+    nc.publish = counted
+    try:
+        for i in range(3):  # one at a time, as a worker waiting for the next run sees them
+            waiting = asyncio.ensure_future(world.receive("flow", max_messages=10, wait_seconds=5))
+            await asyncio.sleep(0.1)
+            mid = await world.enqueue("flow", {"i": i})
+            got = await asyncio.wait_for(waiting, 10)
+            assert [d.message_id for d in got] == [mid]
+            assert await world.ack(got[0])
+        assert len(pulls) == 3 and all("no_wait" not in p for p in pulls), pulls
+
+        sent = {await world.enqueue("flow", {"i": i}) for i in range(25)}
+        pulls.clear()
+        taken: list[str] = []
+        while len(taken) < len(sent):
+            got = await world.receive("flow", max_messages=10, wait_seconds=5)
+            assert got
+            for d in got:
+                taken.append(d.message_id)
+                assert await world.ack(d)
+        assert sorted(taken) == sorted(sent)
+        # the first wait hands over one message and names the backlog: batches follow
+        assert [p.get("batch") for p in pulls][:2] == [1, 10], pulls
+        assert len(pulls) <= 5, pulls
+    finally:
+        nc.publish = publish

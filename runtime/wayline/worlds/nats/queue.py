@@ -115,6 +115,10 @@ class Queue:
         self._idem: Any = None
         self._inboxes: dict[str, _Inbox] = {}
         self._pull_locks: dict[str, asyncio.Lock] = {}
+        # consumers whose last pull left nothing waiting (its last message said no more were
+        # pending, or it came back empty): their next receive waits at once, without first
+        # asking for a batch that is then answered "none" (a pull request a run, saved)
+        self._drained: set[str] = set()
 
     async def start(self) -> None:
         self._idem = await self._js.key_value(self._names.idem_bucket)
@@ -333,9 +337,13 @@ class Queue:
         epoch = self._epoch
         try:
             await connected(self._nc, timeout=self._timeout, url=self._url)
-            sent = time.monotonic()
-            msgs = await self._pull(consumer, {"batch": batch, "no_wait": True}, 0.0)
-            got = [(msg, sent) for msg in msgs]
+            msgs: list[Any] = []
+            got: list[tuple[Any, float]] = []
+            waited = wait_seconds > 0 and consumer in self._drained
+            if not waited:
+                sent = time.monotonic()
+                msgs = await self._pull(consumer, {"batch": batch, "no_wait": True}, 0.0)
+                got = [(msg, sent) for msg in msgs]
             if not msgs and wait_seconds > 0:
                 # one message, handed over as soon as it comes: the caller's next receive
                 # fills its other slots without holding this one up
@@ -343,6 +351,13 @@ class Queue:
                 sent = time.monotonic()
                 msgs = await self._pull(consumer, {"batch": 1, "expires": expires}, wait_seconds)
                 got = [(msg, await self._hold_start(msg, sent)) for msg in msgs]
+                waited = True
+            # messages pending after the last one: ask for a batch first next time (a hint
+            # only: a wrong guess costs a pull, or takes a backlog one message at a time)
+            if not msgs or msgs[-1].metadata.num_pending == 0:
+                self._drained.add(consumer)
+            else:
+                self._drained.discard(consumer)
         except WorldError:
             raise
         except Exception as err:
