@@ -248,8 +248,11 @@ def log_rows(db: sqlite3.Connection, run_id: str) -> list[Any]:
     return rows
 
 
-def repair_tx(db: sqlite3.Connection, run_id: str, drop_seq: int | None) -> list[str]:
-    """``LocalWorld.repair_run`` in one transaction (see there)."""
+def repair_tx(
+    db: sqlite3.Connection, run_id: str, drop_seq: int | None
+) -> tuple[list[str], CorruptLogError | None]:
+    """``LocalWorld.repair_run`` in one transaction (see there): what was done, and the
+    error of the next bad entry when the log still does not read after ``drop_seq`` went."""
     done: list[str] = []
     rows = log_rows(db, run_id)
     if drop_seq is not None:
@@ -270,7 +273,13 @@ def repair_tx(db: sqlite3.Connection, run_id: str, drop_seq: int | None) -> list
         db.execute("UPDATE events SET seq = -seq - 1 WHERE run_id = ? AND seq < 0", (run_id,))
         done.append(f"removed event {drop_seq}")
         rows = log_rows(db, run_id)
-    events = read_log(run_id, rows, len(rows))
+    try:
+        events = read_log(run_id, rows, len(rows))
+    except CorruptLogError as err:
+        if drop_seq is None:
+            raise
+        # the removal stands (as on NATS): the next repair removes the entry this names
+        return done, err
     rebuild_run(db, run_id, events)
     done.append(f"rebuilt the run from its {len(events)} events")
-    return done
+    return done, None

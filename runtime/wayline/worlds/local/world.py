@@ -309,10 +309,14 @@ class LocalWorld(World):
         """Remove the event row ``drop_seq`` (later rows move down one, so the log stays
         dense), then rebuild the run's row and entity statuses from its events. Refused, with
         nothing changed, unless reading the log first fails at that row (it does not decode,
-        or does not follow from the rows before it), or when the remaining log does not read."""
-        result: list[str] = self._write(repair_tx, run_id, drop_seq)
+        or does not follow from the rows before it). When the rest of the log does not read
+        either, the removal stands and the next bad row's error is raised, as on NATS."""
+        result: tuple[list[str], CorruptLogError | None] = self._write(repair_tx, run_id, drop_seq)
         self._writer.forget([run_id])
-        return result
+        done, next_bad = result
+        if next_bad is not None:
+            raise next_bad
+        return done
 
     async def list_runs(
         self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
