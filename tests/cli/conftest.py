@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +101,19 @@ def cli(tmp_path: Path) -> Cli:
     env["PYTHONUNBUFFERED"] = "1"
     env["WAYLINE_POLL_INTERVAL"] = "0.02"
     return Cli(tmp_path, f"sqlite:///{tmp_path / 'w.db'}", env)
+
+
+@pytest.fixture(params=["sqlite", "nats"])
+def world_url(request: pytest.FixtureRequest, cli: Cli) -> str:
+    """The world the ``cli`` commands use, once SQLite and once NATS (a prefix of its own)."""
+    if request.param == "sqlite":
+        return cli.world
+    from tests.nats_fixtures import require_nats
+
+    require_nats()
+    server = request.getfixturevalue("nats_server")
+    cli.world = f"{server.url}?prefix=t{uuid.uuid4().hex[:12]}"
+    return cli.world
 
 
 @pytest.fixture

@@ -1,10 +1,15 @@
-"""``wayline recover``, ``cleanup`` and ``archive`` through the CLI, and their bad input."""
+"""``wayline recover``, ``cleanup``, ``archive`` and ``runs repair`` through the CLI, and their bad
+input."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 
-from tests.cli.conftest import FLOWS, Cli
+from tests.cli.conftest import FLOWS, Background, Cli
+from tests.hostile.poison import forge_entry
+from wayline.world import open_world
 
 
 def _finished_run(cli: Cli) -> str:
@@ -53,3 +58,36 @@ def test_maintenance_bad_input(cli: Cli) -> None:
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert fragment in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert len(cli.json("runs", "list")) == 1  # nothing lost
+
+
+async def _forge_step(url: str, run_id: str) -> int:
+    world = open_world(url)
+    await world.start()
+    try:
+        return await forge_entry(world, run_id, "step_completed", "s-forged", {"output": 0})
+    finally:
+        await world.close()
+
+
+def test_runs_repair_removes_an_entry_that_does_not_follow(
+    cli: Cli, spawn: Callable[..., Background], world_url: str
+) -> None:
+    """A decodable entry that does not follow (a step result for a step never created): ``runs
+    show`` names it and the command, ``runs repair --drop-seq`` of another entry exits 2 naming
+    where the log first fails, of this one removes it, and a worker completes the run."""
+    started = cli("start", f"{FLOWS}:add", "--input", "[1, 2]")
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip().split()[-1]
+    seq = asyncio.run(_forge_step(world_url, run_id))
+    shown = cli("runs", "show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "corrupt" in shown.stdout and f"runs repair {run_id} --drop-seq {seq}" in shown.stdout
+    refused = cli("runs", "repair", run_id, "--drop-seq", str(seq - 1))
+    assert refused.returncode == 2 and f"first fails at entry {seq}" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    done = cli("runs", "repair", run_id, "--drop-seq", str(seq))
+    assert done.returncode == 0, done.stderr
+    assert f" {seq}" in done.stdout and "woke the run" in done.stdout
+    spawn("worker", "--app", str(FLOWS), "--processes", "1")
+    finished = cli.wait_status(run_id, "completed", timeout=30)
+    assert finished["output"] == {"sum": 3, "doubled": 6}

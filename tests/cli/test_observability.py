@@ -11,7 +11,6 @@ import re
 import threading
 import time
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,18 +25,6 @@ from .conftest import FLOWS, Background, Cli
 RELAY = Path(__file__).with_name("relay_flows.py")
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture(params=["sqlite", "nats"])
-def world_url(request: pytest.FixtureRequest, cli: Cli) -> str:
-    if request.param == "sqlite":
-        return cli.world
-    from tests.nats_fixtures import require_nats
-
-    require_nats()
-    server = request.getfixturevalue("nats_server")
-    cli.world = f"{server.url}?prefix=t{uuid.uuid4().hex[:12]}"
-    return cli.world
 
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

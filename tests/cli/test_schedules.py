@@ -6,25 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
 
 import pytest
 
 from tests.cli.conftest import Cli
 
 pytestmark = pytest.mark.timeout(90)
-
-
-@pytest.fixture(params=["sqlite", "nats"])
-def world_url(request: pytest.FixtureRequest, cli: Cli) -> str:
-    if request.param == "sqlite":
-        return cli.world
-    from tests.nats_fixtures import require_nats
-
-    require_nats()
-    server = request.getfixturevalue("nats_server")
-    cli.world = f"{server.url}?prefix=t{uuid.uuid4().hex[:12]}"
-    return cli.world
 
 
 def _add(cli: Cli, name: str, *extra: str) -> None:

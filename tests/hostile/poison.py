@@ -4,6 +4,7 @@ with the SQLite file open inserting rows."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 import uuid
@@ -24,10 +25,17 @@ async def _nc(world: Any) -> Any:
 
 
 async def poison_log(
-    world: World, run_id: str, data: bytes, *, type_: str = "hook_received"
+    world: World,
+    run_id: str,
+    data: bytes,
+    *,
+    type_: str = "hook_received",
+    cid: str | None = None,
+    move_last: bool = False,
 ) -> int:
     """Append ``data`` to the run's log behind the world's back; returns the entry's number
-    (the stream sequence on NATS, the row's seq on SQLite)."""
+    (the stream sequence on NATS, the row's seq on SQLite). On SQLite the row has ``type_``
+    and ``cid``, and ``move_last`` moves the run's ``last_seq`` to it, as its own append does."""
     if isinstance(world, LocalWorld):
         db = sqlite3.connect(world.path)
         try:
@@ -37,8 +45,10 @@ async def poison_log(
             db.execute(
                 "INSERT INTO events (run_id, seq, type, cid, data, created_at) "
                 "VALUES (?,?,?,?,?,?)",
-                (run_id, top + 1, type_, None, data, time.time()),
+                (run_id, top + 1, type_, cid, data, time.time()),
             )
+            if move_last:
+                db.execute("UPDATE runs SET last_seq = ? WHERE run_id = ?", (top + 1, run_id))
             db.commit()
         finally:
             db.close()
@@ -49,6 +59,22 @@ async def poison_log(
         return int(ack.seq)
     finally:
         await nc.close()
+
+
+async def forge_entry(
+    world: World, run_id: str, type_: str, cid: str | None, data: dict[str, Any]
+) -> int:
+    """Append an event that decodes but does not follow from the run's log, as a writer that
+    bypasses the world would: on SQLite a row with the next seq and the run's ``last_seq``
+    moved to it, on NATS a message on the run's subject whose event carries the next seq.
+    Only the check that each entry follows from the ones before it can catch it. Returns the
+    entry's number."""
+    if isinstance(world, LocalWorld):
+        row = json.dumps(data).encode()
+        return await poison_log(world, run_id, row, type_=type_, cid=cid, move_last=True)
+    last = len(await world.list_events(run_id))
+    body = {"s": last + 1, "e": [{"t": type_, "c": cid, "d": data}], "r": {}}
+    return await poison_log(world, run_id, json.dumps(body).encode())
 
 
 async def poison_hook(world: World, token: str, data: bytes) -> None:

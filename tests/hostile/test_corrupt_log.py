@@ -10,7 +10,7 @@ import pytest
 
 import wayline
 from tests.hostile import flows
-from tests.hostile.poison import poison_log
+from tests.hostile.poison import forge_entry, is_local, poison_log
 from tests.runtime.harness import Engine, wait_for
 from wayline.errors import CorruptLogError
 from wayline.world import FLOW_TOPIC
@@ -98,8 +98,6 @@ async def _forge_step(engine: Engine, run_id: str) -> int:
     import json
     import sqlite3
 
-    from tests.hostile.poison import is_local
-
     events = await engine.world.list_events(run_id)
     data = {"stepName": "forged", "input": [], "occurrence": "zz"}
     if is_local(engine.world):  # a row of the log rewritten in place (its step's start)
@@ -141,3 +139,73 @@ async def test_a_mistyped_field_fences_its_run_and_workers_still_start(
         await engine.client.repair_run(victim.run_id, seq)
         await engine.client.resume_hook("t-victim", "repaired")
         assert await victim.result(timeout=30) == "repaired"
+
+
+FORGED_STEP = ("step_completed", "s-forged", {"output": "forged"})
+"""A step result for a step the run never created: it decodes, it does not follow."""
+
+
+async def test_an_entry_that_does_not_follow_is_fenced_and_repair_removes_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Only the check that each entry follows from the ones before it catches this entry. The
+    fence's advice, ``repair --drop-seq N``, removes it on both worlds (SQLite refused it: it
+    removed only entries that do not decode); any other entry is refused, naming where the
+    log first fails, with nothing lost; the woken run goes on and completes."""
+    path = str(tmp_path / "count")
+    run = await engine.client.start(flows.gated, path, "t-forged")
+    seq = await forge_entry(engine.world, run.run_id, *FORGED_STEP)
+    reader = await engine.make_world()
+    with pytest.raises(CorruptLogError) as info:
+        await reader.list_events(run.run_id)  # what every replay reads
+    assert info.value.seq == seq and "does not follow" in info.value.why
+    assert f"--drop-seq {seq}" in str(info.value)
+    async with engine.worker([flows.gated]):
+        # its start is set aside: only the repair's wake can move the run on
+        async def set_aside() -> bool:
+            return any(run.run_id in str(d["reason"]) for d in await reader.list_dead_letters())
+
+        await wait_for(set_aside)
+        with pytest.raises(CorruptLogError) as again:  # without --drop-seq: the fence itself
+            await engine.client.repair_run(run.run_id)
+        assert again.value.seq == seq
+        for wrong in (seq - 1, seq + 1):
+            with pytest.raises(wayline.WaylineError) as refused:
+                await engine.client.repair_run(run.run_id, wrong)
+            assert not isinstance(refused.value, CorruptLogError)
+            assert f"first fails at entry {seq}" in refused.value.message
+        with pytest.raises(CorruptLogError) as still:  # refused: nothing changed
+            await reader.list_events(run.run_id)
+        assert still.value.seq == seq
+        done = await engine.client.repair_run(run.run_id, seq)
+        assert any(str(seq) in line for line in done) and "woke the run" in done
+        await wait_for(lambda: _hook_active(engine, "t-forged"))
+        await engine.client.resume_hook("t-forged", "after repair")
+        assert await run.result(timeout=15) == "after repair"
+    assert flows.count(path, "before") == 1 and flows.count(path, "after") == 1
+
+
+async def test_repair_removes_two_bad_entries_one_after_the_other(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Removing the first of two bad entries is kept, and the error names the next one, which
+    the next repair removes (SQLite undid the removal when the rest of the log did not read,
+    and then refused the entry it named: the first one failed first again)."""
+    path = str(tmp_path / "count")
+    async with engine.worker([flows.gated]):
+        run = await engine.client.start(flows.gated, path, "t-two")
+        await wait_for(lambda: _hook_active(engine, "t-two"))
+        first = await poison_log(engine.world, run.run_id, b"{not json", move_last=True)
+        await poison_log(engine.world, run.run_id, b"[1, 2, 3]", move_last=True)
+        with pytest.raises(CorruptLogError) as next_bad:
+            await engine.client.repair_run(run.run_id, first)
+        # SQLite moves the later rows down one; a NATS stream keeps its sequence numbers
+        assert next_bad.value.seq == (first if is_local(engine.world) else first + 1)
+        reader = await engine.make_world()
+        with pytest.raises(CorruptLogError) as fenced:  # the first is gone, the second fences
+            await reader.list_events(run.run_id)
+        assert fenced.value.seq == next_bad.value.seq and "not JSON" not in fenced.value.why
+        await engine.client.repair_run(run.run_id, next_bad.value.seq)
+        await engine.client.resume_hook("t-two", "both gone")
+        assert await run.result(timeout=15) == "both gone"
+    assert flows.count(path, "before") == 1 and flows.count(path, "after") == 1

@@ -61,8 +61,8 @@ async def cmd_archive(args: argparse.Namespace) -> int:
 
 
 async def cmd_runs_repair(args: argparse.Namespace) -> int:
-    """Remove the unreadable entry a CORRUPT_LOG error named, check the log reads again and
-    wake the run. Refuses (exit 2, nothing changed) to remove an entry that reads."""
+    """Remove the entry a CORRUPT_LOG error named, check the log reads again and wake the run.
+    Refuses (exit 2, nothing changed) to remove any entry but the one the log first fails at."""
     async with opened_world(args.world, create=False) as world:
         done = await Client(world).repair_run(args.run_id, args.drop_seq)
     print(f"repaired {args.run_id}: " + "; ".join(done))

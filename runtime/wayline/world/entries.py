@@ -112,6 +112,18 @@ def check_log(run_id: str, events: list[Event], *, store: str) -> None:
                 entities[cid] = after
 
 
+def check_drop(run_id: str, drop_seq: int, bad: CorruptLogError | None) -> None:
+    """Refuse to remove entry ``drop_seq`` unless reading the run's log first fails there
+    (``bad``: the error that reading met, or None when the whole log reads)."""
+    if bad is not None and bad.seq == drop_seq:
+        return
+    found = "reads" if bad is None else f"first fails at entry {bad.seq} ({bad.why})"
+    raise WaylineError(
+        f"run {run_id}: not removing entry {drop_seq}: its log {found}; repair removes only "
+        "the entry at which reading the log first fails"
+    )
+
+
 def corrupt_info(run_id: str, err: CorruptLogError, stamp: float = 0.0) -> RunInfo:
     """How a fenced run is shown in lists and statuses."""
     return RunInfo(

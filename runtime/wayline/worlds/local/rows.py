@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..._core.events import HOOK_ACTIVE, Event, NewEvent, RunStatus, apply_transition
-from ...errors import CorruptLogError, RunNotFoundError, WaylineError
+from ...errors import CorruptLogError, RunNotFoundError
 from ...world import RunInfo, entries, fold_run
 
 EVENTS_TABLE = "events table"
@@ -222,40 +222,64 @@ def insert_run(db: sqlite3.Connection, info: RunInfo) -> None:
     )
 
 
-def repair_tx(db: sqlite3.Connection, run_id: str, drop_seq: int | None) -> list[str]:
-    """``LocalWorld.repair_run`` in one transaction (see there)."""
-    done: list[str] = []
-    if drop_seq is not None:
-        row = db.execute(
-            "SELECT seq, type, cid, data, created_at FROM events WHERE run_id = ? AND seq = ?",
-            (run_id, drop_seq),
-        ).fetchone()
-        if row is None:
-            raise RunNotFoundError(f"run {run_id} has no event {drop_seq}")
-        head = db.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        last = head[0] if head is not None and isinstance(head[0], int) else 0
-        try:
-            events_from_rows(run_id, [row], drop_seq - 1, last)
-        except CorruptLogError:
-            pass
-        else:
-            raise WaylineError(
-                f"run {run_id}: event {drop_seq} is readable; repair only removes "
-                "entries that do not decode"
-            )
-        db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, drop_seq))
-        # two steps, so the primary key never sees two rows with one seq
-        db.execute("UPDATE events SET seq = -seq WHERE run_id = ? AND seq > ?", (run_id, drop_seq))
-        db.execute("UPDATE events SET seq = -seq - 1 WHERE run_id = ? AND seq < 0", (run_id,))
-        done.append(f"removed event {drop_seq}")
+def read_log(run_id: str, rows: Sequence[Sequence[Any]], last_seq: int) -> list[Event]:
+    """A run's whole log from its rows, as every reader takes it: each row decoded and
+    following from the ones before it. Raises the :class:`CorruptLogError` of the first entry
+    that fails either way (the one ``repair --drop-seq`` removes)."""
+    try:
+        events = events_from_rows(run_id, rows, 0, last_seq)
+    except CorruptLogError as bad:
+        # an entry before the one that does not decode may already not follow: it fails first
+        before = events_from_rows(run_id, rows[: bad.seq - 1], 0, last_seq)
+        entries.check_log(run_id, before, store=EVENTS_TABLE)
+        raise
+    entries.check_log(run_id, events, store=EVENTS_TABLE)
+    return events
+
+
+def log_rows(db: sqlite3.Connection, run_id: str) -> list[Any]:
+    """Every stored row of the run's log, in order; none is no run."""
     rows = db.execute(
         "SELECT seq, type, cid, data, created_at FROM events WHERE run_id = ? ORDER BY seq",
         (run_id,),
     ).fetchall()
     if not rows:
         raise RunNotFoundError(f"no run {run_id}")
-    events = events_from_rows(run_id, rows, 0, len(rows))
-    entries.check_log(run_id, events, store=EVENTS_TABLE)
+    return rows
+
+
+def repair_tx(
+    db: sqlite3.Connection, run_id: str, drop_seq: int | None
+) -> tuple[list[str], CorruptLogError | None]:
+    """``LocalWorld.repair_run`` in one transaction (see there): what was done, and the
+    error of the next bad entry when the log still does not read after ``drop_seq`` went."""
+    done: list[str] = []
+    rows = log_rows(db, run_id)
+    if drop_seq is not None:
+        head = db.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        # a run's row that cannot say where its log ends does not fence the events after it
+        last = head[0] if head is not None and isinstance(head[0], int) else len(rows)
+        bad: CorruptLogError | None = None
+        try:
+            read_log(run_id, rows, last)
+        except CorruptLogError as err:
+            bad = err
+        entries.check_drop(run_id, drop_seq, bad)
+        gone = db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, drop_seq))
+        if gone.rowcount != 1:  # a gap in the seqs: no row there to remove
+            raise RunNotFoundError(f"run {run_id} has no event {drop_seq}")
+        # two steps, so the primary key never sees two rows with one seq
+        db.execute("UPDATE events SET seq = -seq WHERE run_id = ? AND seq > ?", (run_id, drop_seq))
+        db.execute("UPDATE events SET seq = -seq - 1 WHERE run_id = ? AND seq < 0", (run_id,))
+        done.append(f"removed event {drop_seq}")
+        rows = log_rows(db, run_id)
+    try:
+        events = read_log(run_id, rows, len(rows))
+    except CorruptLogError as err:
+        if drop_seq is None:
+            raise
+        # the removal stands (as on NATS): the next repair removes the entry this names
+        return done, err
     rebuild_run(db, run_id, events)
     done.append(f"rebuilt the run from its {len(events)} events")
-    return done
+    return done, None

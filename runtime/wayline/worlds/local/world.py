@@ -56,10 +56,10 @@ from .feed import Ends, follow
 from .group import GroupWriter
 from .holders import current_holder, holder_alive
 from .rows import (
-    EVENTS_TABLE,
     LIVE_HOOK,
     RUN_SELECT,
     events_from_rows,
+    read_log,
     repair_tx,
     run_from_row,
 )
@@ -295,9 +295,10 @@ class LocalWorld(World):
             return []
         head = self._read("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,))
         last = head[0][0] if head else 0
-        events = events_from_rows(run_id, rows, max(0, after_seq), last)
         if after_seq <= 0:
-            entries.check_log(run_id, events, store=EVENTS_TABLE)
+            events = read_log(run_id, rows, last)
+        else:
+            events = events_from_rows(run_id, rows, after_seq, last)
         return await self.blobs.resolve(run_id, events)
 
     async def get_run(self, run_id: str) -> RunInfo | None:
@@ -305,13 +306,17 @@ class LocalWorld(World):
         return await self.blobs.resolve_info(run_from_row(rows[0]) if rows else None)
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
-        """Remove the unreadable event row ``drop_seq`` (later rows move down one, so the log
-        stays dense), then rebuild the run's row and entity statuses from its events. Refused,
-        with nothing changed, when the row is readable or the remaining log does not follow."""
-
-        result: list[str] = self._write(repair_tx, run_id, drop_seq)
+        """Remove the event row ``drop_seq`` (later rows move down one, so the log stays
+        dense), then rebuild the run's row and entity statuses from its events. Refused, with
+        nothing changed, unless reading the log first fails at that row (it does not decode,
+        or does not follow from the rows before it). When the rest of the log does not read
+        either, the removal stands and the next bad row's error is raised, as on NATS."""
+        result: tuple[list[str], CorruptLogError | None] = self._write(repair_tx, run_id, drop_seq)
         self._writer.forget([run_id])
-        return result
+        done, next_bad = result
+        if next_bad is not None:
+            raise next_bad
+        return done
 
     async def list_runs(
         self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100

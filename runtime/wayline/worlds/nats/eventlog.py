@@ -693,12 +693,7 @@ class EventLog:
                 bad = err
             done: list[str] = []
             if drop_seq is not None:
-                if bad is None or bad.seq != drop_seq:
-                    found = "is readable" if bad is None else f"first fails at entry {bad.seq}"
-                    raise WaylineError(
-                        f"run {run_id}: its log {found}; repair only removes the entry that "
-                        "does not read"
-                    )
+                entries.check_drop(run_id, drop_seq, bad)
                 try:
                     await self._js.delete_msg(self._stream, drop_seq)
                 except Exception as err:
