@@ -225,6 +225,21 @@ def insert_run(db: sqlite3.Connection, info: RunInfo) -> None:
     )
 
 
+def _first_unread(db: sqlite3.Connection, run_id: str, upto: int, last: int) -> int | None:
+    """The seq of the first of the run's events up to ``upto`` that does not read (does not
+    decode, or does not follow from the ones before it: ``entries.check_log``); None: all do."""
+    rows = db.execute(
+        "SELECT seq, type, cid, data, created_at FROM events WHERE run_id = ? AND seq <= ? "
+        "ORDER BY seq",
+        (run_id, upto),
+    ).fetchall()
+    try:
+        entries.check_log(run_id, events_from_rows(run_id, rows, 0, last), store=EVENTS_TABLE)
+    except CorruptLogError as err:
+        return err.seq
+    return None
+
+
 def repair_tx(db: sqlite3.Connection, run_id: str, drop_seq: int | None) -> list[str]:
     """``LocalWorld.repair_run`` in one transaction (see there)."""
     done: list[str] = []
@@ -242,10 +257,13 @@ def repair_tx(db: sqlite3.Connection, run_id: str, drop_seq: int | None) -> list
         except CorruptLogError:
             pass
         else:
-            raise WaylineError(
-                f"run {run_id}: event {drop_seq} is readable; repair only removes "
-                "entries that do not decode"
-            )
+            bad = _first_unread(db, run_id, drop_seq, last)
+            if bad != drop_seq:
+                found = "reads" if bad is None else f"comes after event {bad}, which does not"
+                raise WaylineError(
+                    f"run {run_id}: event {drop_seq} {found}; repair only removes the first "
+                    "entry that does not read"
+                )
         db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, drop_seq))
         # two steps, so the primary key never sees two rows with one seq
         db.execute("UPDATE events SET seq = -seq WHERE run_id = ? AND seq > ?", (run_id, drop_seq))

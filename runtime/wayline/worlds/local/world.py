@@ -305,9 +305,10 @@ class LocalWorld(World):
         return await self.blobs.resolve_info(run_from_row(rows[0]) if rows else None)
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
-        """Remove the unreadable event row ``drop_seq`` (later rows move down one, so the log
+        """Remove the unreadable event row ``drop_seq`` (one that does not decode, or the first
+        that does not follow from the rows before it; later rows move down one, so the log
         stays dense), then rebuild the run's row and entity statuses from its events. Refused,
-        with nothing changed, when the row is readable or the remaining log does not follow."""
+        with nothing changed, when the row reads or the remaining log does not follow."""
 
         result: list[str] = self._write(repair_tx, run_id, drop_seq)
         self._writer.forget([run_id])
