@@ -97,6 +97,18 @@ async def test_a_run_and_its_log_read_together_agree(make_world: Any) -> None:
     assert await reader.read_run(new_run_id()) == (None, [])
 
 
+async def _unwinding_run(world: World) -> str:
+    """A run that is being compensated (cancelled)."""
+    run_id = await _new_run(world)
+    unwinding = [
+        NewEvent(T.RUN_STARTED),
+        NewEvent(T.RUN_CANCEL_REQUESTED, data={"reason": "no"}),
+        NewEvent(T.RUN_COMPENSATING, data={"reason": "cancelled"}),
+    ]
+    await world.append(run_id, unwinding)
+    return run_id
+
+
 async def test_a_lifted_block_gives_the_run_back_the_status_it_was_put_over(
     make_world: Any,
 ) -> None:
@@ -106,13 +118,7 @@ async def test_a_lifted_block_gives_the_run_back_the_status_it_was_put_over(
     block while it is parked is lifted back to ``compensation_stuck``, where a person's resume
     is taken. Each lift is judged by an instance that did not write the block."""
     first, second = await make_world(), await make_world()
-    run_id = await _new_run(first)
-    unwinding = [
-        NewEvent(T.RUN_STARTED),
-        NewEvent(T.RUN_CANCEL_REQUESTED, data={"reason": "no"}),
-        NewEvent(T.RUN_COMPENSATING, data={"reason": "cancelled"}),
-    ]
-    await first.append(run_id, unwinding)
+    run_id = await _unwinding_run(first)
     diverged = {"code": "REPLAY_DIVERGENCE", "message": "set aside"}
     blocked = await first.append(run_id, [NewEvent(T.RUN_BLOCKED, data=diverged)])
     other = {"code": "DEFINITION_MISMATCH", "message": "another definition"}
@@ -136,6 +142,40 @@ async def test_a_lifted_block_gives_the_run_back_the_status_it_was_put_over(
     await second.append(run_id, [NewEvent(T.RUN_COMPENSATION_RESUMED)])
     info = await first.get_run(run_id)
     assert info is not None and info.status is RunStatus.COMPENSATING
+
+
+async def test_a_blocked_run_is_judged_by_the_status_under_its_block(make_world: Any) -> None:
+    """A run blocked while it unwinds cannot complete and is not started again, whichever
+    instance is asked (one that did not write the block, one that did, in the block's own
+    batch), and nothing of a refused append is written. A run blocked before it started (a
+    concurrency slot, a worker with its definition) is started; one blocked while it runs can
+    complete. Both refused appends were accepted of any blocked run."""
+    first, second = await make_world(), await make_world()
+    run_id = await _unwinding_run(first)
+    other = {"code": "DEFINITION_MISMATCH", "message": "another definition"}
+    completed = NewEvent(T.RUN_COMPLETED, data={"output": 1})
+    for then in (completed, NewEvent(T.RUN_STARTED)):
+        with pytest.raises(EntityConflictError):
+            await first.append(run_id, [NewEvent(T.RUN_BLOCKED, data=other), then])
+    await first.append(run_id, [NewEvent(T.RUN_BLOCKED, data=other)])
+    under = r" \(it is blocked over compensating\)"
+    for world in (second, first):
+        with pytest.raises(EntityConflictError, match="cannot complete" + under):
+            await world.append(run_id, [completed])
+        with pytest.raises(EntityConflictError, match="already started" + under):
+            await world.append(run_id, [NewEvent(T.RUN_STARTED)])
+    info, events = await second.read_run(run_id)
+    assert info is not None and info.status is RunStatus.BLOCKED and len(events) == 5
+    await second.append(run_id, [NewEvent(T.RUN_UNBLOCKED)])
+    assert (await first.get_run(run_id)).status is RunStatus.COMPENSATING  # type: ignore[union-attr]
+
+    waiting = {"code": "CONCURRENCY_LIMIT", "message": "waiting for a slot"}
+    pending = await _new_run(first)
+    await first.append(pending, [NewEvent(T.RUN_BLOCKED, data=waiting)])
+    await second.append(pending, [NewEvent(T.RUN_STARTED)])
+    await second.append(pending, [NewEvent(T.RUN_BLOCKED, data=other)])
+    await first.append(pending, [completed])
+    assert (await second.get_run(pending)).status is RunStatus.COMPLETED  # type: ignore[union-attr]
 
 
 async def test_nothing_is_appended_to_a_terminal_run(world: World) -> None:

@@ -77,6 +77,46 @@ async def forge_entry(
     return await poison_log(world, run_id, json.dumps(body).encode())
 
 
+async def forge_event(
+    world: World, run_id: str, type_: str, data: dict[str, Any], status: str
+) -> int:
+    """Append one well-formed event to the run's log behind the world's back, the way a writer
+    that knows the store's layout could: on SQLite the row after the last, with the run's row
+    moved to it (``last_seq``, ``status``: not a row past the run's end), on NATS a message
+    with the next seq and a run summary saying ``status``. Returns the entry's number (as
+    ``poison_log``)."""
+    info = await world.get_run(run_id)
+    assert info is not None
+    seq = info.last_seq + 1
+    if isinstance(world, LocalWorld):
+        db = sqlite3.connect(world.path)
+        try:
+            db.execute(
+                "INSERT INTO events (run_id, seq, type, cid, data, created_at) "
+                "VALUES (?,?,?,?,?,?)",
+                (run_id, seq, type_, None, json.dumps(data), time.time()),
+            )
+            db.execute(
+                "UPDATE runs SET last_seq = ?, status = ?, error = NULL WHERE run_id = ?",
+                (seq, status, run_id),
+            )
+            db.commit()
+        finally:
+            db.close()
+        return seq
+    summary = {
+        "runId": run_id,
+        "workflow": info.workflow,
+        "status": status,
+        "attributes": dict(info.attributes),
+        "createdAt": info.created_at,
+        "startedAt": info.started_at,
+        "lastSeq": seq,
+    }
+    body = {"s": seq, "e": [{"t": type_, "c": None, "d": data}], "r": summary}
+    return await poison_log(world, run_id, json.dumps(body).encode())
+
+
 async def poison_hook(world: World, token: str, data: bytes) -> None:
     """Overwrite the stored entry of a hook token with ``data`` (SQLite: a row that holds the
     token for a run that does not exist)."""

@@ -10,7 +10,7 @@ import pytest
 
 import wayline
 from tests.hostile import flows
-from tests.hostile.poison import forge_entry, is_local, poison_log
+from tests.hostile.poison import forge_entry, forge_event, is_local, poison_log
 from tests.runtime.harness import Engine, wait_for
 from wayline.errors import CorruptLogError
 from wayline.world import FLOW_TOPIC
@@ -209,3 +209,59 @@ async def test_repair_removes_two_bad_entries_one_after_the_other(
         await engine.client.resume_hook("t-two", "both gone")
         assert await run.result(timeout=15) == "both gone"
     assert flows.count(path, "before") == 1 and flows.count(path, "after") == 1
+
+
+async def test_a_forged_lift_out_of_an_unwind_fences_the_run_and_repair_resumes_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A ``run_unblocked`` written behind the world's back that lifts a block put over an
+    unwind back to ``running`` (the run could then complete without its reversals) does not
+    follow from the log, whose block records ``compensating``: every reader is fenced
+    (CORRUPT_LOG at that entry), deliveries are set aside, and ``repair --drop-seq`` takes it
+    out with nothing else lost: a worker lifts the block and the unwind ends the run. The
+    forged lift was taken, whatever status it recorded."""
+    from tests.runtime import flows as runtime_flows
+    from wayline._core.events import EventType, NewEvent
+
+    log, world = str(tmp_path / "log"), engine.world
+    flag = tmp_path / runtime_flows.STUCK_FLAG
+    flag.touch()
+
+    async def status(want: wayline.RunStatus) -> bool:
+        return await engine.client.handle(run_id).status() is want
+
+    async with engine.worker([runtime_flows.saga_stuck]):
+        run_id = (await engine.client.start(runtime_flows.saga_stuck, log, "o1")).run_id
+        await wait_for(lambda: status(wayline.RunStatus.COMPENSATION_STUCK))
+    await engine.client.resume_compensation(run_id)  # no worker: the unwind waits
+    aside = {"code": "DEFINITION_MISMATCH", "message": "another definition"}
+    await world.append(run_id, [NewEvent(EventType.RUN_BLOCKED, data=aside)])
+    before = [(e.seq, e.type, dict(e.data)) for e in await world.list_events(run_id)]
+    assert before[-1][2]["statusBefore"] == "compensating"
+    seq = await forge_event(world, run_id, "run_unblocked", {"status": "running"}, "running")
+
+    reader = await engine.make_world()  # a fresh process's view, nothing cached
+    for each in (world, reader):
+        with pytest.raises(CorruptLogError, match="blocked over compensating") as info:
+            await each.read_run(run_id)  # what every replay reads
+        assert info.value.run_id == run_id and info.value.seq == seq
+        assert info.value.code == "CORRUPT_LOG"
+    flag.unlink()
+    async with engine.worker([runtime_flows.saga_stuck], world=reader):
+        await engine.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "poke"})
+
+        async def set_aside() -> bool:
+            dead = await engine.world.list_dead_letters()
+            return any(
+                "CORRUPT_LOG" in str(d["reason"]) and run_id in str(d["reason"]) for d in dead
+            )
+
+        await wait_for(set_aside)
+        await engine.client.repair_run(run_id, seq)
+        with pytest.raises(wayline.RunFailedError, match="no courier"):
+            await engine.client.handle(run_id).result(timeout=20)
+    events = await reader.list_events(run_id)
+    assert [(e.seq, e.type, dict(e.data)) for e in events[: len(before)]] == before
+    lifts = [e.data for e in events if e.type is EventType.RUN_UNBLOCKED]
+    assert lifts == [{"status": "compensating"}]
+    assert runtime_flows.lines(log) == ["reserve o1", "ship o1"] + ["try release o1"] * 2

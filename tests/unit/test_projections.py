@@ -22,7 +22,7 @@ from wayline._core.planning import (
 )
 from wayline._core.projections import HookCreated, RunInfo, fold, fold_run, payload
 from wayline._core.replay import Replay
-from wayline.errors import CorruptLogError
+from wayline.errors import CorruptLogError, EntityConflictError
 from wayline.world import entries
 
 T = EventType
@@ -138,14 +138,17 @@ def _lifted(before: tuple[Any, ...], status: str | None) -> list[Event]:
 
 
 def _transitions(events: list[Event]) -> RunStatus | None:
-    """The status the append rules (``apply_transition``) reach over ``events``."""
+    """The status the append rules (``apply_transition``) reach over ``events``, given the
+    block in force as every world gives it."""
     status: RunStatus | None = None
     entities: dict[str, str | None] = {}
+    block = None
     for ev in events:
         before = entities.get(ev.correlation_id) if ev.correlation_id else None
         status, after = apply_transition(
-            status, before, NewEvent(ev.type, ev.correlation_id, ev.data)
+            status, before, NewEvent(ev.type, ev.correlation_id, ev.data), block
         )
+        block = ev.data if ev.type is T.RUN_BLOCKED else block
         if ev.correlation_id:
             entities[ev.correlation_id] = after
     return status
@@ -190,6 +193,106 @@ def test_a_block_recorded_over_another_status_than_the_runs_is_refused() -> None
     unreadable = _ev(5, T.RUN_UNBLOCKED, status="completed")
     with pytest.raises(ValueError, match="never lifted back to 'completed'"):
         payload(unreadable)
+
+
+def _blocked(before: tuple[Any, ...], status: str | None, *after: tuple[Any, ...]) -> list[Event]:
+    """``before``, a block as a world records it over ``status`` (None: as an older version
+    did, recording nothing), then ``after``."""
+    block: dict[str, Any] = {"code": "DEFINITION_MISMATCH", "message": "m"}
+    if status is not None:
+        block["statusBefore"] = status
+    return _log(*before, (T.RUN_BLOCKED, None, block), *after)
+
+
+@pytest.mark.parametrize(
+    ("before", "under", "forged"),
+    [
+        (_UNWINDING, "compensating", "running"),
+        (_STUCK, "compensation_stuck", "compensating"),
+        (_UNWINDING[:2], "running", "compensating"),
+        (_UNWINDING[:1], "pending", "running"),
+    ],
+    ids=["compensating", "compensation_stuck", "running", "pending"],
+)
+def test_a_lift_to_another_status_than_its_block_was_put_over_does_not_follow(
+    before: tuple[Any, ...], under: str, forged: str
+) -> None:
+    """A lift that records a status returns the run to the one its block was put over: any
+    other (written behind the world's back: a compensating run set running could complete
+    without its reversals) fences the log, and is refused as an append."""
+    events = _blocked(before, under, (T.RUN_UNBLOCKED, None, {"status": forged}))
+    with pytest.raises(CorruptLogError, match=f"blocked over {under}; a lift returns it") as info:
+        entries.check_log(RUN, events, store="t")
+    assert info.value.seq == events[-1].seq
+    with pytest.raises(EntityConflictError, match=f"not to {forged}"):
+        _transitions(events)
+    # the same over a block over the block (which keeps the first one's status)
+    again = _blocked(before, under, (T.RUN_BLOCKED, None, {"statusBefore": under}))
+    lift = len(again) + 1
+    with pytest.raises(CorruptLogError, match="a lift returns it there"):
+        entries.check_log(RUN, [*again, _ev(lift, T.RUN_UNBLOCKED, status=forged)], store="t")
+    # the lift the world writes follows
+    entries.check_log(RUN, [*again, _ev(lift, T.RUN_UNBLOCKED, status=under)], store="t")
+
+
+def test_a_lift_that_records_no_status_is_an_older_versions_and_returns_to_running() -> None:
+    """A version from before lifts recorded their status wrote ``run_unblocked`` with no
+    data, also over a block a newer version wrote (a rolling upgrade): it still reads, and
+    returns the run to running, as that version folded it (``unwind`` then declares the unwind
+    again). A block from such a version records nothing, so any lift of it follows."""
+    mixed = _blocked(_UNWINDING, "compensating", (T.RUN_UNBLOCKED,))
+    entries.check_log(RUN, mixed, store="t")
+    assert fold(RUN, mixed).run.status is RunStatus.RUNNING  # type: ignore[union-attr]
+    assert _transitions(mixed) is RunStatus.RUNNING
+    older = _blocked(_UNWINDING, None, (T.RUN_UNBLOCKED, None, {"status": "running"}))
+    entries.check_log(RUN, older, store="t")
+    assert _transitions(older) is RunStatus.RUNNING
+
+
+def test_a_block_over_a_block_keeps_the_status_the_first_was_put_over() -> None:
+    events = _blocked(
+        _UNWINDING, "compensating", (T.RUN_BLOCKED, None, {"statusBefore": "running"})
+    )
+    with pytest.raises(CorruptLogError, match="blocked over compensating, not running as its"):
+        entries.check_log(RUN, events, store="t")
+    older = _blocked(_UNWINDING, "compensating", (T.RUN_BLOCKED, None, {"message": "o"}))
+    entries.check_log(RUN, older, store="t")  # an older version's block over it records none
+
+
+_END = (T.RUN_COMPLETED, None, {"output": 1})
+_START = (T.RUN_STARTED,)
+
+
+@pytest.mark.parametrize(
+    ("before", "under", "ends", "starts"),
+    [
+        (_UNWINDING, "compensating", False, False),
+        (_STUCK, "compensation_stuck", False, False),
+        (_UNWINDING[:2], "running", True, False),
+        (_UNWINDING[:1], "pending", True, True),
+        (_UNWINDING, None, True, True),  # an older block: judged by the block alone
+    ],
+    ids=["compensating", "compensation_stuck", "running", "pending", "older-block"],
+)
+def test_a_blocked_run_ends_and_starts_as_the_status_under_its_block_allows(
+    before: tuple[Any, ...], under: str | None, ends: bool, starts: bool
+) -> None:
+    """A block does not change what the run may do: a run blocked while it unwinds cannot
+    complete, and only a run blocked before it started is started (a pending run blocked for
+    a concurrency slot or a worker with its definition). Both were accepted of any blocked
+    run."""
+    for event, allowed, why in ((_END, ends, "cannot complete"), (_START, starts, "started")):
+        events = _blocked(before, under, event)
+        if allowed:
+            entries.check_log(RUN, events, store="t")
+            assert _transitions(events) is fold(RUN, events).run.status  # type: ignore[union-attr]
+            continue
+        with pytest.raises(CorruptLogError, match=f"{why} \\(it is blocked over {under}\\)"):
+            entries.check_log(RUN, events, store="t")
+        block = events[-2].data
+        with pytest.raises(EntityConflictError, match=why):
+            apply_transition(RunStatus.BLOCKED, None, NewEvent(event[0]), block)
+        apply_transition(RunStatus.BLOCKED, None, NewEvent(event[0]))  # no block known: as before
 
 
 def test_the_world_records_what_a_block_was_put_over() -> None:

@@ -171,7 +171,9 @@ _CREATES = frozenset(
 # A block is shown over the run's own status, which it keeps: a run blocked while it unwinds
 # (a divergence, a worker with another definition) still unwinds once the block is lifted.
 # The world records that status in the run_blocked event and the status a lift returns to in
-# run_unblocked (``stamped``), so every fold of the log reads it from the one event.
+# run_unblocked (``stamped``), so every fold of the log reads it from the one event, and every
+# check judges a blocked run by it (``apply_transition``'s ``block``): a lift to another
+# status, or an end or a start the status under the block does not allow, is refused.
 STATUS_BEFORE = "statusBefore"
 """run_blocked's field: the status the run had before it was blocked."""
 STATUS_AFTER = "status"
@@ -228,13 +230,31 @@ def _in_force(block: Mapping[str, Any] | None) -> RunStatus | None:
         return None
 
 
+def _judged(run_status: RunStatus, block: Mapping[str, Any] | None) -> RunStatus | None:
+    """The status a run's lifecycle event is judged by: its own; blocked, the one its block
+    was put over, None when not known (a log from before blocks recorded it, or no ``block``
+    given): such a run is judged by the block alone, as it always was."""
+    return _in_force(block) if run_status is RunStatus.BLOCKED else run_status
+
+
+def _over(run_status: RunStatus, block: Mapping[str, Any] | None) -> str:
+    under = _in_force(block) if run_status is RunStatus.BLOCKED else None
+    return "" if under is None else f" (it is blocked over {under})"
+
+
 def apply_transition(
-    run_status: RunStatus | None, entity_status: str | None, event: NewEvent
+    run_status: RunStatus | None,
+    entity_status: str | None,
+    event: NewEvent,
+    block: Mapping[str, Any] | None = None,
 ) -> tuple[RunStatus, str | None]:
     """Validate one append and return the run's and the entity's status after it.
 
     ``run_status`` is None when the run does not exist; ``entity_status`` is None when the
-    event's correlation id has no entity yet. Raises a typed :class:`WorldError`.
+    event's correlation id has no entity yet. ``block`` is the data of the block in force
+    while the run is blocked (its last ``run_blocked``'s, what ``stamped`` takes): a blocked
+    run's lift, start, end and next block are judged by the status recorded under it (see
+    ``_judged``). Raises a typed :class:`WorldError`.
     """
     t = event.type
     if t is EventType.RUN_CREATED:
@@ -246,20 +266,30 @@ def apply_transition(
     if run_status.terminal:
         raise RunTerminalError(f"run is {run_status}; nothing more is appended")
     if t is EventType.RUN_STARTED:
-        if run_status not in (RunStatus.PENDING, RunStatus.BLOCKED):
-            raise EntityConflictError("run already started")
+        if _judged(run_status, block) not in (None, RunStatus.PENDING):
+            raise EntityConflictError(f"run already started{_over(run_status, block)}")
         return RunStatus.RUNNING, None
     if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED):
         return run_status, None
     if t is EventType.RUN_BLOCKED:
         before = status_before_block(event.data)
-        if before is not None and run_status is not RunStatus.BLOCKED and before != run_status:
-            raise EntityConflictError(f"run is {run_status}, not {before} as its block records")
+        was = _judged(run_status, block)
+        if before is not None and was is not None and before != was:
+            shown = f"blocked over {was}" if run_status is RunStatus.BLOCKED else run_status
+            raise EntityConflictError(f"run is {shown}, not {before} as its block records")
         return RunStatus.BLOCKED, None
     if t is EventType.RUN_UNBLOCKED:
         if run_status is not RunStatus.BLOCKED:
             raise EntityConflictError(f"run is {run_status}, not blocked")
-        return status_after_lift(event.data), None
+        after = status_after_lift(event.data)
+        # A lift that records no status is an older version's (a rolling upgrade: the block
+        # may be a newer one's): it returns the run to running, as that version folded it.
+        under = _in_force(block)
+        if event.data.get(STATUS_AFTER) is not None and under is not None and after != under:
+            raise EntityConflictError(
+                f"run is blocked over {under}; a lift returns it there, not to {after}"
+            )
+        return after, None
     if t is EventType.RUN_COMPENSATING:
         if run_status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
             raise EntityConflictError("run is already compensating")
@@ -275,8 +305,10 @@ def apply_transition(
             RunStatus.COMPENSATING if t is EventType.RUN_COMPENSATION_RESUMED else run_status
         ), None
     if t is EventType.RUN_COMPLETED:
-        if run_status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
-            raise EntityConflictError("a compensating run cannot complete")
+        if _judged(run_status, block) in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
+            raise EntityConflictError(
+                f"a compensating run cannot complete{_over(run_status, block)}"
+            )
         return RunStatus.COMPLETED, None
     if t is EventType.RUN_FAILED:
         return RunStatus.FAILED, None

@@ -90,13 +90,14 @@ def check_log(run_id: str, events: list[Event], *, store: str) -> None:
     stored entry that breaks them was not written through the world. ``events`` start at 1."""
     status: RunStatus | None = None
     entities: dict[str, str] = {}
+    block: Mapping[str, Any] | None = None  # the last run_blocked's data: in force while blocked
     for ev in events:
         cid = ev.correlation_id
         try:
             # an Event has every field apply_transition reads (type, correlation_id, data):
             # no NewEvent is built per stored event on every read of the log
             status, after = apply_transition(
-                status, entities.get(cid) if cid else None, cast(NewEvent, ev)
+                status, entities.get(cid) if cid else None, cast(NewEvent, ev), block
             )
         except WaylineError as err:
             raise CorruptLogError(
@@ -105,6 +106,8 @@ def check_log(run_id: str, events: list[Event], *, store: str) -> None:
                 f"does not follow from the entries before it: {err.message}",
                 store=store,
             ) from None
+        if ev.type is EventType.RUN_BLOCKED:
+            block = ev.data
         if cid is not None:
             if after is None:
                 entities.pop(cid, None)

@@ -235,9 +235,10 @@ class World(abc.ABC):
         """The active hook holding ``token``, or the most recent disposed one."""
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
-        """Remove the entry ``drop_seq`` of a run's log if it is one that does not decode
-        (:class:`CorruptLogError` names it), then check the whole log reads again. Returns
-        what was done; refuses (changing nothing) to remove an entry that reads."""
+        """Remove the entry ``drop_seq`` of a run's log if it is one that does not read (does
+        not decode, or does not follow from the entries before it; :class:`CorruptLogError`
+        names it), then check the whole log reads again. Returns what was done; refuses
+        (changing nothing) to remove an entry that reads."""
         raise NotImplementedError(f"{type(self).__name__} does not implement repair")
 
     # queue ---------------------------------------------------------------------------------

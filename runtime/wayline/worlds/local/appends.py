@@ -111,13 +111,13 @@ def plan(
     changed: dict[str, str] = {}  # this append's entity statuses, over the head's (no copy)
     for new in events:
         new = stamped(new, status, out.block)
-        if new.type is EventType.RUN_BLOCKED:
-            out.block = dict(new.data)
         cid = new.correlation_id
         before = None
         if cid is not None:
             before = changed[cid] if cid in changed else head.entities.get(cid)
-        status, after = apply_transition(status, before, new)
+        status, after = apply_transition(status, before, new, out.block)
+        if new.type is EventType.RUN_BLOCKED:
+            out.block = dict(new.data)
         seq += 1
         event = Event(run_id, seq, new.type, cid, dict(new.data), now)
         out.rows.append((run_id, seq, str(new.type), cid, json.dumps(event.data), now))

@@ -148,7 +148,10 @@ def rebuild_run(db: sqlite3.Connection, run_id: str, events: list[Event]) -> Non
     for ev in events:
         cid = ev.correlation_id
         status, after = apply_transition(
-            status, entity.get(cid) if cid else None, NewEvent(ev.type, cid, ev.data)
+            status,
+            entity.get(cid) if cid else None,
+            NewEvent(ev.type, cid, ev.data),
+            info.error if info is not None else None,  # while blocked: the block's data
         )
         if cid is not None:
             entity[cid] = after

@@ -95,8 +95,9 @@ class RunState:
         for ev in events:
             cid = ev.correlation_id
             before = self.entities.get(cid) if cid is not None else None
+            block = self.base.error if self.base is not None else None  # while blocked: its data
             self.status, after = apply_transition(
-                self.status, before, NewEvent(ev.type, cid, ev.data)
+                self.status, before, NewEvent(ev.type, cid, ev.data), block
             )
             if cid is not None and after != before:
                 if after is None:
@@ -163,11 +164,12 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
     wire: list[dict[str, Any]] = []
     recorded: list[NewEvent] = []
     for new in events:
-        new = stamped(new, status, info.error if info is not None else None)
+        block = info.error if info is not None else None  # while blocked: the block's data
+        new = stamped(new, status, block)
         recorded.append(new)
         cid = new.correlation_id
         before = (overlay[cid] if cid in overlay else st.entities.get(cid)) if cid else None
-        status, after = apply_transition(status, before, new)
+        status, after = apply_transition(status, before, new, block)
         if cid is not None and after != before:
             overlay[cid] = after
         if new.type is EventType.HOOK_CREATED:
