@@ -265,3 +265,42 @@ async def test_a_forged_lift_out_of_an_unwind_fences_the_run_and_repair_resumes_
     lifts = [e.data for e in events if e.type is EventType.RUN_UNBLOCKED]
     assert lifts == [{"status": "compensating"}]
     assert runtime_flows.lines(log) == ["reserve o1", "ship o1"] + ["try release o1"] * 2
+
+
+@pytest.mark.parametrize(
+    ("before", "written", "status"),
+    [
+        ([], ("run_started", {}), wayline.RunStatus.RUNNING),
+        ([("run_compensating", {})], ("run_completed", {"output": 1}), wayline.RunStatus.COMPLETED),
+    ],
+    ids=["second-start", "end-over-unwind"],
+)
+async def test_a_start_or_an_end_over_a_block_the_version_before_wrote_still_reads(
+    engine: Engine,
+    before: list[tuple[str, dict[str, object]]],
+    written: tuple[str, dict[str, object]],
+    status: wayline.RunStatus,
+) -> None:
+    """The version before appended a start over any block (a second delivery's deferred
+    start, after a concurrency slot blocked the first), and an end over a block put on an
+    unwind. This version refuses both appends, but a log holding one is not corrupt: fencing
+    it would stop a live run after an upgrade. Only the world's own appends are judged by the
+    status under the block."""
+    from wayline._core.events import EventType, NewEvent
+    from wayline.errors import EntityConflictError
+
+    world = engine.world
+    run_id = (await engine.client.start(flows.gated, "unused", "t-old")).run_id
+    await world.append(run_id, [NewEvent(EventType.RUN_STARTED)])
+    for type_, data in before:
+        await world.append(run_id, [NewEvent(EventType(type_), data=data)])
+    aside = {"code": "CONCURRENCY_LIMIT", "message": "waiting for a slot"}
+    await world.append(run_id, [NewEvent(EventType.RUN_BLOCKED, data=aside)])
+    with pytest.raises(EntityConflictError, match="it is blocked over"):
+        await world.append(run_id, [NewEvent(EventType(written[0]), data=written[1])])
+    seq = await forge_event(world, run_id, written[0], written[1], str(status))
+    reader = await engine.make_world()  # a fresh process's view, nothing cached
+    for each in (world, reader):
+        info, events = await each.get_run(run_id), await each.list_events(run_id)
+        assert info is not None and info.status is status
+        assert events[-1].seq == seq and events[-1].type is EventType(written[0])

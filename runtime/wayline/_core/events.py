@@ -173,7 +173,8 @@ _CREATES = frozenset(
 # The world records that status in the run_blocked event and the status a lift returns to in
 # run_unblocked (``stamped``), so every fold of the log reads it from the one event, and every
 # check judges a blocked run by it (``apply_transition``'s ``block``): a lift to another
-# status, or an end or a start the status under the block does not allow, is refused.
+# status is refused, and an append of an end or a start the status under the block does not
+# allow.
 STATUS_BEFORE = "statusBefore"
 """run_blocked's field: the status the run had before it was blocked."""
 STATUS_AFTER = "status"
@@ -247,15 +248,21 @@ def apply_transition(
     entity_status: str | None,
     event: NewEvent,
     block: Mapping[str, Any] | None = None,
+    *,
+    appending: bool = False,
 ) -> tuple[RunStatus, str | None]:
     """Validate one append and return the run's and the entity's status after it.
 
     ``run_status`` is None when the run does not exist; ``entity_status`` is None when the
     event's correlation id has no entity yet. ``block`` is the data of the block in force
     while the run is blocked (its last ``run_blocked``'s, what ``stamped`` takes): a blocked
-    run's lift, start, end and next block are judged by the status recorded under it (see
-    ``_judged``). Raises a typed :class:`WorldError`.
+    run's lift and next block are judged by the status recorded under it (see ``_judged``).
+    Its start and end are judged so only ``appending`` (the world's own appends): the
+    version before wrote a start or an end over such a block (a second delivery's start, a
+    cancel racing a finishing replay), and a log it wrote must still read. Raises a typed
+    :class:`WorldError`.
     """
+    under = block if appending else None  # what a start or an end over a block is judged by
     t = event.type
     if t is EventType.RUN_CREATED:
         if run_status is not None:
@@ -266,8 +273,8 @@ def apply_transition(
     if run_status.terminal:
         raise RunTerminalError(f"run is {run_status}; nothing more is appended")
     if t is EventType.RUN_STARTED:
-        if _judged(run_status, block) not in (None, RunStatus.PENDING):
-            raise EntityConflictError(f"run already started{_over(run_status, block)}")
+        if _judged(run_status, under) not in (None, RunStatus.PENDING):
+            raise EntityConflictError(f"run already started{_over(run_status, under)}")
         return RunStatus.RUNNING, None
     if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED):
         return run_status, None
@@ -305,9 +312,9 @@ def apply_transition(
             RunStatus.COMPENSATING if t is EventType.RUN_COMPENSATION_RESUMED else run_status
         ), None
     if t is EventType.RUN_COMPLETED:
-        if _judged(run_status, block) in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
+        if _judged(run_status, under) in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
             raise EntityConflictError(
-                f"a compensating run cannot complete{_over(run_status, block)}"
+                f"a compensating run cannot complete{_over(run_status, under)}"
             )
         return RunStatus.COMPLETED, None
     if t is EventType.RUN_FAILED:

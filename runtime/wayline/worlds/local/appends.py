@@ -115,7 +115,7 @@ def plan(
         before = None
         if cid is not None:
             before = changed[cid] if cid in changed else head.entities.get(cid)
-        status, after = apply_transition(status, before, new, out.block)
+        status, after = apply_transition(status, before, new, out.block, appending=True)
         if new.type is EventType.RUN_BLOCKED:
             out.block = dict(new.data)
         seq += 1

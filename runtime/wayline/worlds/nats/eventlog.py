@@ -169,7 +169,7 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
         recorded.append(new)
         cid = new.correlation_id
         before = (overlay[cid] if cid in overlay else st.entities.get(cid)) if cid else None
-        status, after = apply_transition(status, before, new, block)
+        status, after = apply_transition(status, before, new, block, appending=True)
         if cid is not None and after != before:
             overlay[cid] = after
         if new.type is EventType.HOOK_CREATED:
