@@ -262,7 +262,7 @@ def apply_transition(
     cancel racing a finishing replay), and a log it wrote must still read. Raises a typed
     :class:`WorldError`.
     """
-    under = block if appending else None  # what a start or an end over a block is judged by
+    ends_by = block if appending else None  # what a start or an end over a block is judged by
     t = event.type
     if t is EventType.RUN_CREATED:
         if run_status is not None:
@@ -273,8 +273,8 @@ def apply_transition(
     if run_status.terminal:
         raise RunTerminalError(f"run is {run_status}; nothing more is appended")
     if t is EventType.RUN_STARTED:
-        if _judged(run_status, under) not in (None, RunStatus.PENDING):
-            raise EntityConflictError(f"run already started{_over(run_status, under)}")
+        if _judged(run_status, ends_by) not in (None, RunStatus.PENDING):
+            raise EntityConflictError(f"run already started{_over(run_status, ends_by)}")
         return RunStatus.RUNNING, None
     if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED):
         return run_status, None
@@ -312,9 +312,9 @@ def apply_transition(
             RunStatus.COMPENSATING if t is EventType.RUN_COMPENSATION_RESUMED else run_status
         ), None
     if t is EventType.RUN_COMPLETED:
-        if _judged(run_status, under) in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
+        if _judged(run_status, ends_by) in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
             raise EntityConflictError(
-                f"a compensating run cannot complete{_over(run_status, under)}"
+                f"a compensating run cannot complete{_over(run_status, ends_by)}"
             )
         return RunStatus.COMPLETED, None
     if t is EventType.RUN_FAILED:
