@@ -278,5 +278,22 @@ async def test_an_idle_consumer_waits_with_one_pull_and_a_backlog_is_taken_in_ba
         # the first wait hands over one message and names the backlog: batches follow
         assert [p.get("batch") for p in pulls][:2] == [1, 10], pulls
         assert len(pulls) <= 5, pulls
+
+        # redeliveries are not counted as pending: one sends the next receive to batches
+        # (a review found ten handed back taken one pull each)
+        again = {await world.enqueue("flow", {"i": i}) for i in range(10)}
+        held = []
+        while len(held) < len(again):
+            held += await world.receive("flow", max_messages=10, wait_seconds=5)
+        for d in held:
+            assert await world.retry(d, 0)
+        sizes: list[int] = []
+        while sum(sizes) < len(again):
+            got = await world.receive("flow", max_messages=10, wait_seconds=5)
+            assert got and all(d.message_id in again for d in got)
+            sizes.append(len(got))
+            for d in got:
+                assert await world.ack(d)
+        assert sum(sizes) == len(again) and len(sizes) <= 3, sizes
     finally:
         nc.publish = publish

@@ -353,8 +353,11 @@ class Queue:
                 got = [(msg, await self._hold_start(msg, sent)) for msg in msgs]
                 waited = True
             # messages pending after the last one: ask for a batch first next time (a hint
-            # only: a wrong guess costs a pull, or takes a backlog one message at a time)
-            if not msgs or msgs[-1].metadata.num_pending == 0:
+            # only: a wrong guess costs a pull, or takes a backlog one message at a time).
+            # num_pending counts only messages never delivered: after a redelivery (a nak, a
+            # hold that ran out) others may be due again, so batches first
+            last = msgs[-1].metadata if msgs else None
+            if last is None or (last.num_pending == 0 and last.num_delivered == 1):
                 self._drained.add(consumer)
             else:
                 self._drained.discard(consumer)
