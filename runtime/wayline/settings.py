@@ -22,9 +22,10 @@ DEFAULT_LEASE_SECONDS = 860.0
 MIB = 1024 * 1024
 PRIORITY_RANGE = (-(2**31), 2**31 - 1)
 """The operator's peering priorities (kopf compares them; a random one is drawn above 0)."""
-PEERING_LIFETIME_RANGE = (1, 2**31 - 1)
+PEERING_LIFETIME_RANGE = (5, 2**31 - 1)
 """Seconds a silent operator replica is presumed alive: 0 would presume every replica dead
-at once, and all of them would work."""
+at once, and all of them would work. Kopf renews a replica's entry every ``lifetime - 5..10``
+seconds, at least every second: under 5 s a renewal could come after its own deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,11 +261,14 @@ def _whole(env: Mapping[str, str], name: str, default: int, least: int, most: in
     if raw is None or raw.strip() == "":
         return default
     try:
-        value = int(raw)
+        number = float(raw)  # "60.0" as 60, as these settings were read before
     except ValueError:
         raise ConfigurationError(f"{name} must be a whole number, got {raw!r}") from None
+    if not number.is_integer():  # NaN and inf too
+        raise ConfigurationError(f"{name} must be a whole number, got {raw!r}")
+    value = int(number)
     if not least <= value <= most:
-        raise ConfigurationError(f"{name} must be {least} to {most}, got {value}")
+        raise ConfigurationError(f"{name} must be {least} to {most}, got {raw!r}")
     return value
 
 

@@ -28,8 +28,8 @@ def test_the_help_names_the_crds_command(capsys: pytest.CaptureFixture[str]) -> 
         ),
         (["--liveness", "http://0.0.0.0:port/healthz"], ["argument --liveness", "'port'"]),
         (["--liveness", "https://0.0.0.0:8080/healthz"], ["argument --liveness", "http://"]),
-        (["--peering-lifetime", "0"], ["argument --peering-lifetime", "1 to 2147483647", "0"]),
-        (["--peering-lifetime", "-5"], ["argument --peering-lifetime", "1 to", "-5"]),
+        (["--peering-lifetime", "0"], ["argument --peering-lifetime", "5 to 2147483647", "0"]),
+        (["--peering-lifetime", "4"], ["argument --peering-lifetime", "5 to", "4"]),
         (["--peering-lifetime", "1.5"], ["argument --peering-lifetime", "'1.5'"]),
         (["--priority", str(2**40)], ["argument --priority", "2147483647", str(2**40)]),
         (["--priority", "high"], ["argument --priority", "'high'"]),
@@ -42,7 +42,7 @@ def test_the_help_names_the_crds_command(capsys: pytest.CaptureFixture[str]) -> 
         "liveness-word",
         "liveness-https",
         "lifetime-0",
-        "lifetime-negative",
+        "lifetime-4",
         "lifetime-fraction",
         "priority-huge",
         "priority-word",
@@ -80,6 +80,8 @@ def test_peering_numbers_are_checked_in_the_environment_too() -> None:
         ("WAYLINE_OPERATOR_PEERING_LIFETIME", "inf"),
         ("WAYLINE_OPERATOR_PRIORITY", "1e30"),
         ("WAYLINE_OPERATOR_PRIORITY", "x"),
+        ("WAYLINE_OPERATOR_PRIORITY", "nan"),
+        ("WAYLINE_OPERATOR_PEERING_LIFETIME", "4"),
     ):
         with pytest.raises(ConfigurationError) as err:
             Settings.from_env({name: raw})
@@ -88,4 +90,9 @@ def test_peering_numbers_are_checked_in_the_environment_too() -> None:
         {"WAYLINE_OPERATOR_PEERING_LIFETIME": "15", "WAYLINE_OPERATOR_PRIORITY": "-3"}
     )
     assert (good.operator_peering_lifetime, good.operator_priority) == (15, -3)
+    # a whole number written as a float was read before, and still is
+    floats = Settings.from_env(
+        {"WAYLINE_OPERATOR_PEERING_LIFETIME": "60.0", "WAYLINE_OPERATOR_PRIORITY": "100.0"}
+    )
+    assert (floats.operator_peering_lifetime, floats.operator_priority) == (60, 100)
     assert Settings.from_env({}).operator_priority is None
