@@ -113,6 +113,23 @@ async def approvals(order: str, rounds: int) -> list[Any]:
     return out
 
 
+class Address(pydantic.BaseModel):
+    city: str
+    zip: int | None = None
+
+
+class Shipment(wayline.Hook, pydantic.BaseModel):
+    by: str
+    to: Address
+    alternative: Address | None = None
+
+
+@wayline.workflow
+async def shipped(order: str) -> list[Any]:
+    shipment = await Shipment.wait(f"ship:{order}", timeout="1h")
+    return [shipment.by, shipment.to.city, shipment.alternative]
+
+
 @wayline.workflow
 async def approval_times_out(order: str) -> str:
     try:

@@ -166,6 +166,38 @@ async def test_a_process_without_the_class_refuses_by_the_recorded_shape(
         assert (await handle.result(timeout=10))[0] == [True, "ana", "Approval"]
 
 
+async def test_a_process_without_the_class_refuses_a_nested_field_by_the_recorded_shape(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorded shape follows nested models: a process without the class (the operator,
+    the CLI) refuses a payload whose nested object misses a field or mistypes one, naming
+    its path, and writes nothing (it checked the top level only, so such a payload was
+    written and failed the run on arrival)."""
+    from wayline._sdk import hooks
+
+    client = engine.client
+    async with engine.worker([sdk_flows.shipped]):
+        handle = await client.start(sdk_flows.shipped, "o5")
+        await _active(engine, "ship:o5")
+        created = of_type(await handle.events(), EventType.HOOK_CREATED)[0]
+        assert created.data["shape"]["nested"]["to"]["required"] == ["city"]
+        before = len(await handle.events())
+        monkeypatch.setattr(hooks, "find_type", lambda name: None)
+        with pytest.raises(InvalidPayloadError, match=r"to\.city: Field required"):
+            await client.resume_hook("ship:o5", {"by": "ana", "to": {"zip": 1}})
+        mistyped = r"alternative\.zip: expected integer or null"
+        with pytest.raises(InvalidPayloadError, match=mistyped):
+            await client.resume_hook(
+                "ship:o5",
+                {"by": "ana", "to": {"city": "Oslo"}, "alternative": {"city": "B", "zip": "x"}},
+            )
+        with pytest.raises(InvalidPayloadError, match="to: expected object, got str"):
+            await client.resume_hook("ship:o5", {"by": "ana", "to": "Oslo"})
+        assert len(await handle.events()) == before  # nothing was written
+        await client.resume_hook("ship:o5", {"by": "ana", "to": {"city": "Oslo"}})
+        assert await handle.result(timeout=10) == ["ana", "Oslo", None]
+
+
 async def test_a_create_hook_type_is_checked_at_resume_before_anything_is_written(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -174,8 +174,10 @@ def _shape_of(cls: type[Any]) -> dict[str, Any] | None:
             schema = _schema(cls)
         except Exception:
             schema = {}
-        is_object = schema.get("type") == "object" and "properties" in schema
-        _SHAPES[cls] = _fields(schema) if is_object else None
+        defs = schema.get("$defs") or {}
+        top = _resolved(schema, defs)  # a model that refers to itself is a $ref at the top
+        is_object = top.get("type") == "object" and "properties" in top
+        _SHAPES[cls] = _fields(top, defs) if is_object else None
     return _SHAPES[cls]
 
 
@@ -218,48 +220,102 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+_NESTED_DEPTH = 4
+"""How deep the recorded shape follows nested models (a model that contains itself stops)."""
+
+
 def shape(cls: type[Any]) -> dict[str, Any]:
-    """The top level of the class's JSON schema -- required fields and the JSON type of each
-    field -- recorded with the hook so that a process without the class (the operator, the
-    CLI) still refuses a payload that misses a field or has the wrong kind of value."""
-    return _fields(_schema(cls))
+    """The class's JSON schema as far as a process without the class can check it: required
+    fields and the JSON type of each field, and the same for each field that is a nested
+    model (``nested``, up to ``_NESTED_DEPTH`` deep), recorded with the hook so that the
+    operator and the CLI still refuse a payload that misses a field or has the wrong kind of
+    value, at any of those levels."""
+    schema = _schema(cls)
+    defs = schema.get("$defs") or {}
+    return _fields(_resolved(schema, defs), defs)
 
 
-def _fields(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _resolved(option: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``option`` with a local ``$ref`` (``#/$defs/Name``, how pydantic names a nested
+    model) replaced by its definition; anything else as it is."""
+    ref = option.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        found = defs.get(ref.removeprefix("#/$defs/"))
+        if isinstance(found, Mapping):
+            return found
+    return option
+
+
+def _fields(
+    schema: Mapping[str, Any], defs: Mapping[str, Any] | None = None, depth: int = 0
+) -> dict[str, Any]:
+    defs = (schema.get("$defs") or {}) if defs is None else defs
     fields: dict[str, list[str]] = {}
+    nested: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
-        options = prop.get("anyOf", [prop])
+        options = [_resolved(o, defs) for o in prop.get("anyOf", [prop])]
         kinds = [o.get("type") for o in options]
-        if all(isinstance(k, str) and k in _JSON_TYPES for k in kinds):
-            fields[name] = kinds
-        else:
-            fields[name] = []  # a nested or constrained type: checked where the class is
-    return {"required": list(schema.get("required") or []), "fields": fields}
+        if not all(isinstance(k, str) and k in _JSON_TYPES for k in kinds):
+            fields[name] = []  # a constrained or unnamed type: checked where the class is
+            continue
+        fields[name] = [str(k) for k in kinds]
+        models = [o for o in options if o.get("type") == "object" and "properties" in o]
+        if len(models) == 1 and depth < _NESTED_DEPTH:
+            nested[name] = _fields(models[0], defs, depth + 1)
+    out: dict[str, Any] = {"required": list(schema.get("required") or []), "fields": fields}
+    if nested:  # a key older readers do not know: they check the top level, as before
+        out["nested"] = nested
+    return out
 
 
 def check_shape(recorded: Any, payload: Any, token: str) -> None:
     if not isinstance(recorded, Mapping):
         return
     if not isinstance(payload, dict):
+        fields = recorded.get("fields")
+        names = ", ".join(str(n) for n in fields) if isinstance(fields, Mapping) else ""
         raise InvalidPayloadError(
-            f"payload for hook {token!r} refused: expected an object with fields "
-            f"{', '.join(recorded.get('fields') or {})}",
+            f"payload for hook {token!r} refused: expected an object with fields {names}",
             token=token,
         )
-    problems = [
-        f"{name}: Field required" for name in recorded.get("required") or [] if name not in payload
-    ]
-    for name, kinds in (recorded.get("fields") or {}).items():
-        if name not in payload or not kinds:
-            continue
-        value = payload[name]
-        allowed = tuple(t for k in kinds for t in _JSON_TYPES[k])
-        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-            problems.append(f"{name}: expected {' or '.join(kinds)}, got {type(value).__name__}")
+    problems = _shape_problems(recorded, payload, "", 0)
     if problems:
         raise InvalidPayloadError(
             f"payload for hook {token!r} refused: {'; '.join(problems)}", token=token
         )
+
+
+def _shape_problems(
+    recorded: Mapping[str, Any], payload: dict[str, Any], at: str, depth: int
+) -> list[str]:
+    """What ``payload`` lacks or mistypes against a recorded shape (``at``: the path of the
+    nested object, for the messages). A shape read from the log is checked as far as it is
+    well-formed: a part that is not is passed over, never a failure of the resume."""
+    required = recorded.get("required")
+    problems = [
+        f"{at}{name}: Field required"
+        for name in (required if isinstance(required, list) else [])
+        if isinstance(name, str) and name not in payload
+    ]
+    fields = recorded.get("fields")
+    for name, kinds in fields.items() if isinstance(fields, Mapping) else ():
+        if name not in payload or not isinstance(kinds, list) or not kinds:
+            continue
+        if not all(isinstance(k, str) and k in _JSON_TYPES for k in kinds):
+            continue
+        value = payload[name]
+        allowed = tuple(t for k in kinds for t in _JSON_TYPES[k])
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            problems.append(
+                f"{at}{name}: expected {' or '.join(kinds)}, got {type(value).__name__}"
+            )
+    nested = recorded.get("nested")
+    if isinstance(nested, Mapping) and depth < _NESTED_DEPTH:
+        for name, inner in nested.items():
+            value = payload.get(name)
+            if isinstance(inner, Mapping) and isinstance(value, dict):
+                problems += _shape_problems(inner, value, f"{at}{name}.", depth + 1)
+    return problems
 
 
 async def created(world: EventReader, hook: HookEntry) -> HookCreated | None:
