@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import ipaddress
 import logging
 import os
 import random
@@ -45,7 +46,9 @@ def identity() -> str:
 def liveness_url(text: str) -> str:
     """``--liveness`` (argparse ``type=``): an ``http://`` URL whose port, if any, is 0 to
     65535. kopf reads it only once the operator runs, where a bad one failed its health
-    reporter with a traceback."""
+    reporter with a traceback. An IPv6 address written without brackets (the chart's
+    ``http://$(POD_IP):PORT/...`` on an IPv6 cluster) is given its brackets."""
+    text = _bracketed(text)
     try:
         parts = urllib.parse.urlsplit(text)
         parts.port  # noqa: B018 - raises for a port out of 0-65535 or not a number
@@ -53,6 +56,22 @@ def liveness_url(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{err} in {text!r}") from None
     if parts.scheme != "http":
         raise argparse.ArgumentTypeError(f"kopf serves http:// only, got {text!r}")
+    return text
+
+
+def _bracketed(text: str) -> str:
+    """``http://fd00::5:8080/h`` as ``http://[fd00::5]:8080/h``; anything else as it is."""
+    scheme, sep, rest = text.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if not sep or "[" in netloc or netloc.count(":") < 2:
+        return text
+    host, _, port = netloc.rpartition(":")
+    for candidate, tail in ((host, f":{port}"), (netloc, "")):
+        try:
+            ipaddress.IPv6Address(candidate)
+        except ValueError:
+            continue
+        return f"{scheme}://[{candidate}]{tail}{slash}{path}"
     return text
 
 

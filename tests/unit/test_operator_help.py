@@ -68,6 +68,19 @@ def test_a_good_liveness_url_is_kept_as_given() -> None:
         assert liveness_url(url) == url
 
 
+def test_an_ipv6_pod_ip_without_brackets_is_given_them() -> None:
+    """The chart passes ``--liveness=http://$(POD_IP):PORT/healthz``: on an IPv6 cluster the
+    pod IP comes without brackets, which was refused (the operator pod crash-looped; kopf
+    could not read such a URL either). Its last group is read as the port."""
+    assert liveness_url("http://fd00:10:244::5:8080/healthz") == (
+        "http://[fd00:10:244::5]:8080/healthz"
+    )
+    assert liveness_url("http://fe80::1/healthz") == "http://[fe80::1]/healthz"
+    with pytest.raises(SystemExit) as done:  # still a usage error past 65535
+        main(["--liveness", "http://fd00::5:99999/healthz"])
+    assert done.value.code == 2
+
+
 def test_peering_numbers_are_checked_in_the_environment_too() -> None:
     """``WAYLINE_OPERATOR_PEERING_LIFETIME=0.5`` was taken as 0 (every replica presumed dead
     at once, so all of them worked); ``inf`` was an OverflowError."""
