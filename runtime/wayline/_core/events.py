@@ -278,25 +278,8 @@ def apply_transition(
         return RunStatus.RUNNING, None
     if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED):
         return run_status, None
-    if t is EventType.RUN_BLOCKED:
-        before = status_before_block(event.data)
-        was = _judged(run_status, block)
-        if before is not None and was is not None and before != was:
-            shown = f"blocked over {was}" if run_status is RunStatus.BLOCKED else run_status
-            raise EntityConflictError(f"run is {shown}, not {before} as its block records")
-        return RunStatus.BLOCKED, None
-    if t is EventType.RUN_UNBLOCKED:
-        if run_status is not RunStatus.BLOCKED:
-            raise EntityConflictError(f"run is {run_status}, not blocked")
-        after = status_after_lift(event.data)
-        # A lift that records no status is an older version's (a rolling upgrade: the block
-        # may be a newer one's): it returns the run to running, as that version folded it.
-        under = _in_force(block)
-        if event.data.get(STATUS_AFTER) is not None and under is not None and after != under:
-            raise EntityConflictError(
-                f"run is blocked over {under}; a lift returns it there, not to {after}"
-            )
-        return after, None
+    if t in (EventType.RUN_BLOCKED, EventType.RUN_UNBLOCKED):
+        return _block_transition(run_status, event, block), None
     if t is EventType.RUN_COMPENSATING:
         if run_status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
             raise EntityConflictError("run is already compensating")
@@ -326,6 +309,32 @@ def apply_transition(
     if kind is None:  # pragma: no cover - exhaustive over EventType
         raise WorldError(f"unknown event type {t!r}")
     return run_status, _entity_transition(kind, entity_status, event)
+
+
+def _block_transition(
+    run_status: RunStatus, event: NewEvent, block: Mapping[str, Any] | None
+) -> RunStatus:
+    """The run's status after a ``run_blocked`` or a ``run_unblocked`` (see
+    ``apply_transition``); raises when the status it records is not the one under the block
+    in force."""
+    if event.type is EventType.RUN_BLOCKED:
+        before = status_before_block(event.data)
+        was = _judged(run_status, block)
+        if before is not None and was is not None and before != was:
+            shown = f"blocked over {was}" if run_status is RunStatus.BLOCKED else run_status
+            raise EntityConflictError(f"run is {shown}, not {before} as its block records")
+        return RunStatus.BLOCKED
+    if run_status is not RunStatus.BLOCKED:
+        raise EntityConflictError(f"run is {run_status}, not blocked")
+    after = status_after_lift(event.data)
+    # A lift that records no status is an older version's (a rolling upgrade: the block may
+    # be a newer one's): it returns the run to running, as that version folded it.
+    under = _in_force(block)
+    if event.data.get(STATUS_AFTER) is not None and under is not None and after != under:
+        raise EntityConflictError(
+            f"run is blocked over {under}; a lift returns it there, not to {after}"
+        )
+    return after
 
 
 def _entity_transition(kind: EntityKind, entity_status: str | None, event: NewEvent) -> str:
