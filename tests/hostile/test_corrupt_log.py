@@ -304,3 +304,45 @@ async def test_a_start_or_an_end_over_a_block_the_version_before_wrote_still_rea
         info, events = await each.get_run(run_id), await each.list_events(run_id)
         assert info is not None and info.status is status
         assert events[-1].seq == seq and events[-1].type is EventType(written[0])
+
+
+async def test_a_row_deleted_from_a_sqlite_log_is_a_gap_that_repair_closes(tmp_path: Path) -> None:
+    """A row deleted from the SQLite file leaves a gap in the seqs. The fence names the
+    missing entry and advises ``--drop-seq N``, which answered "no event N": now it closes
+    the gap (the event is gone already) and keeps every other event, in order. NATS has no
+    such gap to close: a run's messages carry their own numbers."""
+    import sqlite3
+
+    from wayline._core.events import EventType
+
+    world = wayline.open_world(f"sqlite:///{tmp_path / 'w.db'}")
+    client = wayline.Client(world)
+    async with world, wayline.Worker(world, [flows.gated]):
+        run = await client.start(flows.gated, str(tmp_path / "count"), "t-gap")
+
+        async def waiting() -> bool:
+            hook = await world.get_hook("t-gap")
+            return hook is not None and hook.active
+
+        await wait_for(waiting)
+        await client.resume_hook("t-gap", "in")
+        assert await run.result(timeout=15) == "in"
+    async with world:
+        before = await world.list_events(run.run_id)
+        gone = next(e for e in before if e.type is EventType.HOOK_RECEIVED)
+        db = sqlite3.connect(tmp_path / "w.db")
+        with db:
+            db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run.run_id, gone.seq))
+        db.close()
+        with pytest.raises(CorruptLogError) as fenced:
+            await world.list_events(run.run_id)
+        assert fenced.value.seq == gone.seq and f"--drop-seq {gone.seq}" in str(fenced.value)
+        with pytest.raises(wayline.WaylineError, match=f"first fails at entry {gone.seq}"):
+            await client.repair_run(run.run_id, gone.seq + 1)
+        done = await client.repair_run(run.run_id, gone.seq)
+        assert any("closed the gap" in line for line in done), done
+        after = await world.list_events(run.run_id)
+        kept = [(e.type, e.correlation_id, e.data) for e in before if e.seq != gone.seq]
+        assert [(e.type, e.correlation_id, e.data) for e in after] == kept
+        assert [e.seq for e in after] == list(range(1, len(kept) + 1))
+        assert (await client.get_run(run.run_id)).status is wayline.RunStatus.COMPLETED

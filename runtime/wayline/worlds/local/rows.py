@@ -269,12 +269,24 @@ def repair_tx(
             bad = err
         entries.check_drop(run_id, drop_seq, bad)
         gone = db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, drop_seq))
-        if gone.rowcount != 1:  # a gap in the seqs: no row there to remove
-            raise RunNotFoundError(f"run {run_id} has no event {drop_seq}")
+        shift = 1
+        if gone.rowcount != 1:
+            # a gap: the row the log first fails at was deleted behind the world's back, and
+            # what the fence advises is to close it (the event is gone already)
+            (after,) = db.execute(
+                "SELECT MIN(seq) FROM events WHERE run_id = ? AND seq > ?", (run_id, drop_seq)
+            ).fetchone()
+            if after is None:
+                raise RunNotFoundError(f"run {run_id} has no event {drop_seq}")
+            shift = after - drop_seq
         # two steps, so the primary key never sees two rows with one seq
         db.execute("UPDATE events SET seq = -seq WHERE run_id = ? AND seq > ?", (run_id, drop_seq))
-        db.execute("UPDATE events SET seq = -seq - 1 WHERE run_id = ? AND seq < 0", (run_id,))
-        done.append(f"removed event {drop_seq}")
+        db.execute("UPDATE events SET seq = -seq - ? WHERE run_id = ? AND seq < 0", (shift, run_id))
+        done.append(
+            f"removed event {drop_seq}"
+            if gone.rowcount == 1
+            else f"closed the gap of {shift} missing event(s) at {drop_seq}"
+        )
         rows = log_rows(db, run_id)
     try:
         events = read_log(run_id, rows, len(rows))
