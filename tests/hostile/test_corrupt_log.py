@@ -346,3 +346,23 @@ async def test_a_row_deleted_from_a_sqlite_log_is_a_gap_that_repair_closes(tmp_p
         assert [(e.type, e.correlation_id, e.data) for e in after] == kept
         assert [e.seq for e in after] == list(range(1, len(kept) + 1))
         assert (await client.get_run(run.run_id)).status is wayline.RunStatus.COMPLETED
+
+        # a row written past the run's end with a hole before it is not a gap to close: it
+        # was never part of the log, and repair removes it (a review found it kept, as the
+        # event the hole stood for)
+        last = len(after)
+        db = sqlite3.connect(tmp_path / "w.db")
+        with db:
+            db.execute(
+                "INSERT INTO events (run_id, seq, type, cid, data, created_at) "
+                "VALUES (?, ?, 'run_cancel_requested', NULL, '{}', 0)",
+                (run.run_id, last + 2),
+            )
+        db.close()
+        with pytest.raises(CorruptLogError) as fenced:
+            await world.list_events(run.run_id)
+        assert fenced.value.seq == last + 1
+        done = await client.repair_run(run.run_id, last + 1)
+        assert f"removed event {last + 2}, past the run's last event {last}" in done, done
+        again = await world.list_events(run.run_id)
+        assert [(e.seq, e.type, e.data) for e in again] == [(e.seq, e.type, e.data) for e in after]

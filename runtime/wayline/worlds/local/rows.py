@@ -251,6 +251,33 @@ def log_rows(db: sqlite3.Connection, run_id: str) -> list[Any]:
     return rows
 
 
+def _remove(db: sqlite3.Connection, run_id: str, drop_seq: int, last: int) -> tuple[str, int]:
+    """Take entry ``drop_seq`` (the first that does not read) out of the run's rows: what was
+    done, and how far the later rows moved down to keep the log dense."""
+    gone = db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, drop_seq))
+    what, shift = f"removed event {drop_seq}", 1
+    if gone.rowcount != 1:  # no row there: the next one is not where the log expects it
+        (after,) = db.execute(
+            "SELECT MIN(seq) FROM events WHERE run_id = ? AND seq > ?", (run_id, drop_seq)
+        ).fetchone()
+        if after is None:
+            raise RunNotFoundError(f"run {run_id} has no event {drop_seq}")
+        if after > last:  # past the run's end: a row appended behind the world's back
+            db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, after))
+            return f"removed event {after}, past the run's last event {last}", 0
+        # a gap: rows deleted behind the world's back; closing it is all that is left to do
+        shift = after - drop_seq
+        what = f"closed the gap of {shift} deleted event(s) at {drop_seq}"
+    # two steps, so the primary key never sees two rows with one seq (only the rows moved
+    # here are negative in between)
+    db.execute("UPDATE events SET seq = -seq WHERE run_id = ? AND seq > ?", (run_id, drop_seq))
+    db.execute(
+        "UPDATE events SET seq = -seq - ? WHERE run_id = ? AND seq < ?",
+        (shift, run_id, -drop_seq),
+    )
+    return what, shift
+
+
 def repair_tx(
     db: sqlite3.Connection, run_id: str, drop_seq: int | None
 ) -> tuple[list[str], CorruptLogError | None]:
@@ -268,28 +295,13 @@ def repair_tx(
         except CorruptLogError as err:
             bad = err
         entries.check_drop(run_id, drop_seq, bad)
-        gone = db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, drop_seq))
-        shift = 1
-        if gone.rowcount != 1:
-            # a gap: the row the log first fails at was deleted behind the world's back, and
-            # what the fence advises is to close it (the event is gone already)
-            (after,) = db.execute(
-                "SELECT MIN(seq) FROM events WHERE run_id = ? AND seq > ?", (run_id, drop_seq)
-            ).fetchone()
-            if after is None:
-                raise RunNotFoundError(f"run {run_id} has no event {drop_seq}")
-            shift = after - drop_seq
-        # two steps, so the primary key never sees two rows with one seq
-        db.execute("UPDATE events SET seq = -seq WHERE run_id = ? AND seq > ?", (run_id, drop_seq))
-        db.execute("UPDATE events SET seq = -seq - ? WHERE run_id = ? AND seq < 0", (shift, run_id))
-        done.append(
-            f"removed event {drop_seq}"
-            if gone.rowcount == 1
-            else f"closed the gap of {shift} missing event(s) at {drop_seq}"
-        )
+        what, shift = _remove(db, run_id, drop_seq, last)
+        done.append(what)
+        if drop_seq <= last:  # rows past the run's end (appended behind its back) stay past it
+            last -= shift
         rows = log_rows(db, run_id)
     try:
-        events = read_log(run_id, rows, len(rows))
+        events = read_log(run_id, rows, len(rows) if drop_seq is None else last)
     except CorruptLogError as err:
         if drop_seq is None:
             raise

@@ -307,7 +307,9 @@ class LocalWorld(World):
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         """Remove the event row ``drop_seq`` (later rows move down one, so the log stays
-        dense), then rebuild the run's row and entity statuses from its events. Refused, with
+        dense; where rows were deleted behind the world's back, close that gap instead, and
+        remove a row written past the run's end), then rebuild the run's row and entity
+        statuses from its events. Refused, with
         nothing changed, unless reading the log first fails at that row (it does not decode,
         or does not follow from the rows before it). When the rest of the log does not read
         either, the removal stands and the next bad row's error is raised, as on NATS."""
