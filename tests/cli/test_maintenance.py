@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 
 from tests.cli.conftest import FLOWS, Background, Cli
-from tests.hostile.poison import forge_entry
+from tests.hostile.poison import forge_event
 from wayline.world import open_world
 
 
@@ -64,7 +64,7 @@ async def _forge_step(url: str, run_id: str) -> int:
     world = open_world(url)
     await world.start()
     try:
-        return await forge_entry(world, run_id, "step_completed", "s-forged", {"output": 0})
+        return await forge_event(world, run_id, "step_completed", {"output": 0}, cid="s-forged")
     finally:
         await world.close()
 

@@ -61,30 +61,21 @@ async def poison_log(
         await nc.close()
 
 
-async def forge_entry(
-    world: World, run_id: str, type_: str, cid: str | None, data: dict[str, Any]
-) -> int:
-    """Append an event that decodes but does not follow from the run's log, as a writer that
-    bypasses the world would: on SQLite a row with the next seq and the run's ``last_seq``
-    moved to it, on NATS a message on the run's subject whose event carries the next seq.
-    Only the check that each entry follows from the ones before it can catch it. Returns the
-    entry's number."""
-    if isinstance(world, LocalWorld):
-        row = json.dumps(data).encode()
-        return await poison_log(world, run_id, row, type_=type_, cid=cid, move_last=True)
-    last = len(await world.list_events(run_id))
-    body = {"s": last + 1, "e": [{"t": type_, "c": cid, "d": data}], "r": {}}
-    return await poison_log(world, run_id, json.dumps(body).encode())
-
-
 async def forge_event(
-    world: World, run_id: str, type_: str, data: dict[str, Any], status: str
+    world: World,
+    run_id: str,
+    type_: str,
+    data: dict[str, Any],
+    status: str | None = None,
+    *,
+    cid: str | None = None,
 ) -> int:
     """Append one well-formed event to the run's log behind the world's back, the way a writer
-    that knows the store's layout could: on SQLite the row after the last, with the run's row
-    moved to it (``last_seq``, ``status``: not a row past the run's end), on NATS a message
-    with the next seq and a run summary saying ``status``. Returns the entry's number (as
-    ``poison_log``)."""
+    that knows the store's layout could: on SQLite the row after the last, with the run's
+    ``last_seq`` moved to it (and its ``status``, when given: not a row past the run's end),
+    on NATS a message with the next seq (and a run summary saying ``status``, when given).
+    Only the check that each entry follows from the ones before it can catch one that does
+    not. Returns the entry's number (as ``poison_log``)."""
     info = await world.get_run(run_id)
     assert info is not None
     seq = info.last_seq + 1
@@ -94,26 +85,29 @@ async def forge_event(
             db.execute(
                 "INSERT INTO events (run_id, seq, type, cid, data, created_at) "
                 "VALUES (?,?,?,?,?,?)",
-                (run_id, seq, type_, None, json.dumps(data), time.time()),
+                (run_id, seq, type_, cid, json.dumps(data), time.time()),
             )
-            db.execute(
-                "UPDATE runs SET last_seq = ?, status = ?, error = NULL WHERE run_id = ?",
-                (seq, status, run_id),
-            )
+            db.execute("UPDATE runs SET last_seq = ? WHERE run_id = ?", (seq, run_id))
+            if status is not None:
+                db.execute(
+                    "UPDATE runs SET status = ?, error = NULL WHERE run_id = ?", (status, run_id)
+                )
             db.commit()
         finally:
             db.close()
         return seq
-    summary = {
-        "runId": run_id,
-        "workflow": info.workflow,
-        "status": status,
-        "attributes": dict(info.attributes),
-        "createdAt": info.created_at,
-        "startedAt": info.started_at,
-        "lastSeq": seq,
-    }
-    body = {"s": seq, "e": [{"t": type_, "c": None, "d": data}], "r": summary}
+    summary: dict[str, Any] = {}
+    if status is not None:
+        summary = {
+            "runId": run_id,
+            "workflow": info.workflow,
+            "status": status,
+            "attributes": dict(info.attributes),
+            "createdAt": info.created_at,
+            "startedAt": info.started_at,
+            "lastSeq": seq,
+        }
+    body = {"s": seq, "e": [{"t": type_, "c": cid, "d": data}], "r": summary}
     return await poison_log(world, run_id, json.dumps(body).encode())
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import wayline
 from tests.hostile import flows
-from tests.hostile.poison import forge_entry, forge_event, is_local, poison_log
+from tests.hostile.poison import forge_event, is_local, poison_log
 from tests.runtime.harness import Engine, wait_for
 from wayline.errors import CorruptLogError
 from wayline.world import FLOW_TOPIC
@@ -141,7 +141,7 @@ async def test_a_mistyped_field_fences_its_run_and_workers_still_start(
         assert await victim.result(timeout=30) == "repaired"
 
 
-FORGED_STEP = ("step_completed", "s-forged", {"output": "forged"})
+FORGED_STEP = ("step_completed", {"output": "forged"}, "s-forged")
 """A step result for a step the run never created: it decodes, it does not follow."""
 
 
@@ -154,7 +154,8 @@ async def test_an_entry_that_does_not_follow_is_fenced_and_repair_removes_it(
     log first fails, with nothing lost; the woken run goes on and completes."""
     path = str(tmp_path / "count")
     run = await engine.client.start(flows.gated, path, "t-forged")
-    seq = await forge_entry(engine.world, run.run_id, *FORGED_STEP)
+    type_, data, cid = FORGED_STEP
+    seq = await forge_event(engine.world, run.run_id, type_, data, cid=cid)
     reader = await engine.make_world()
     with pytest.raises(CorruptLogError) as info:
         await reader.list_events(run.run_id)  # what every replay reads

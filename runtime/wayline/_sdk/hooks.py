@@ -174,10 +174,9 @@ def _shape_of(cls: type[Any]) -> dict[str, Any] | None:
             schema = _schema(cls)
         except Exception:
             schema = {}
-        defs = schema.get("$defs") or {}
-        top = _resolved(schema, defs)  # a model that refers to itself is a $ref at the top
+        top = _top(schema)
         is_object = top.get("type") == "object" and "properties" in top
-        _SHAPES[cls] = _fields(top, defs) if is_object else None
+        _SHAPES[cls] = _fields(top, schema.get("$defs") or {}) if is_object else None
     return _SHAPES[cls]
 
 
@@ -231,8 +230,12 @@ def shape(cls: type[Any]) -> dict[str, Any]:
     operator and the CLI still refuse a payload that misses a field or has the wrong kind of
     value, at any of those levels."""
     schema = _schema(cls)
-    defs = schema.get("$defs") or {}
-    return _fields(_resolved(schema, defs), defs)
+    return _fields(_top(schema), schema.get("$defs") or {})
+
+
+def _top(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The schema's own object: a model that refers to itself is a ``$ref`` at the top."""
+    return _resolved(schema, schema.get("$defs") or {})
 
 
 def _resolved(option: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -246,10 +249,7 @@ def _resolved(option: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str
     return option
 
 
-def _fields(
-    schema: Mapping[str, Any], defs: Mapping[str, Any] | None = None, depth: int = 0
-) -> dict[str, Any]:
-    defs = (schema.get("$defs") or {}) if defs is None else defs
+def _fields(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
     fields: dict[str, list[str]] = {}
     nested: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
