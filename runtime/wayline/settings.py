@@ -188,7 +188,7 @@ class Settings:
             otel_env={k: v for k, v in env.items() if k.startswith("OTEL_")},
             operator_identity=env.get("POD_ID") or None,
             operator_peering=env.get("WAYLINE_OPERATOR_PEERING") or None,
-            operator_priority=_whole(env, "WAYLINE_OPERATOR_PRIORITY", 0, *PRIORITY_RANGE) or None,
+            operator_priority=_whole_or_none(env, "WAYLINE_OPERATOR_PRIORITY", *PRIORITY_RANGE),
             operator_peering_lifetime=_whole(
                 env, "WAYLINE_OPERATOR_PEERING_LIFETIME", 60, *PEERING_LIFETIME_RANGE
             ),
@@ -270,6 +270,14 @@ def _whole(env: Mapping[str, str], name: str, default: int, least: int, most: in
     if not least <= value <= most:
         raise ConfigurationError(f"{name} must be {least} to {most}, got {raw!r}")
     return value
+
+
+def _whole_or_none(env: Mapping[str, str], name: str, least: int, most: int) -> int | None:
+    """``_whole`` with no default: unset (or empty) is None, and 0 is 0."""
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    return _whole(env, name, 0, least, most)
 
 
 def _positive(env: Mapping[str, str], name: str, default: float) -> float:

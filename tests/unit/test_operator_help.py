@@ -109,3 +109,24 @@ def test_peering_numbers_are_checked_in_the_environment_too() -> None:
     )
     assert (floats.operator_peering_lifetime, floats.operator_priority) == (60, 100)
     assert Settings.from_env({}).operator_priority is None
+
+
+def test_the_command_line_takes_what_the_environment_takes() -> None:
+    """``--peering-lifetime 60.0`` was refused while ``WAYLINE_OPERATOR_PEERING_LIFETIME=60.0``
+    was read as 60; ``WAYLINE_OPERATOR_PRIORITY=0`` meant "draw one" while ``--priority 0``
+    was 0. Now both edges read a number the same way."""
+    import argparse
+
+    from wayline.cli.loading import range_arg
+    from wayline.settings import PEERING_LIFETIME_RANGE, PRIORITY_RANGE, Settings
+
+    lifetime, priority = range_arg(*PEERING_LIFETIME_RANGE), range_arg(*PRIORITY_RANGE)
+    assert lifetime("60.0") == 60 and lifetime("60") == 60 and priority("-3.0") == -3
+    for bad in ("1.5", "inf", "nan", "4.0", "x", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            lifetime(bad)
+    with pytest.raises(argparse.ArgumentTypeError):
+        priority(str(float(2**40)))
+    for raw, expected in (("0", 0), ("0.0", 0), ("7", 7), ("", None), (" ", None)):
+        settings = Settings.from_env({"WAYLINE_OPERATOR_PRIORITY": raw})
+        assert settings.operator_priority == expected, raw

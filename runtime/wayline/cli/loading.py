@@ -166,12 +166,21 @@ def range_arg(least: int, most: int) -> Callable[[str], int]:
     """An option's whole number from ``least`` to ``most`` (argparse ``type=``)."""
 
     def whole_in_range(text: str) -> int:
-        value = whole_arg(text, least, f"must be {least} to {most}")
+        value = whole_arg(_integral(text), least, f"must be {least} to {most}")
         if value > most:
             raise argparse.ArgumentTypeError(f"must be {least} to {most}, got {value}")
         return value
 
     return whole_in_range
+
+
+def _integral(text: str) -> str:
+    """``60.0`` as ``60``: a whole number written as a float, as the environment takes it."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
 
 
 def seconds_arg(text: str) -> float:
