@@ -463,3 +463,15 @@ def test_a_disposed_hook_is_written_alone_before_the_next_batch() -> None:
     assert [(e.type, e.correlation_id, e.data) for e in batch.events] == [
         (T.HOOK_CREATED, "h2", {"token": "tok"})
     ]
+
+
+def test_an_unwind_over_a_block_does_not_show_the_blocks_error() -> None:
+    """A blocked run that unwinds (a cancel, its block left in place) showed the block's
+    ``error`` for as long as it compensated, and after it ended without a failure."""
+    for before in (_UNWINDING[:3], _UNWINDING[:2]):
+        events = _blocked(before, "running", (T.RUN_COMPENSATING, None, {"reason": "cancelled"}))
+        assert _transitions(events) is RunStatus.COMPENSATING
+        run = fold(RUN, events).run
+        assert (run.status, run.error) == (RunStatus.COMPENSATING, None)
+        ended = fold(RUN, [*events, _ev(len(events) + 1, T.RUN_CANCELLED, reason="no")]).run
+        assert ended.error == {"code": "RUN_CANCELLED", "message": "no"}

@@ -383,8 +383,8 @@ def run_changes(event: Event) -> dict[str, Any]:
     match payload(event):
         case RunStarted():
             changes.update(status=RunStatus.RUNNING, started_at=at, error=None)
-        case RunCompensating() | RunCompensationResumed():
-            changes["status"] = RunStatus.COMPENSATING
+        case RunCompensating() | RunCompensationResumed():  # a block it ends shows no more
+            changes.update(status=RunStatus.COMPENSATING, error=None)
         case RunCompensationStuck():
             changes["status"] = RunStatus.COMPENSATION_STUCK
         case RunBlocked(why):
