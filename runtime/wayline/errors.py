@@ -234,7 +234,8 @@ class SequenceConflictError(WorldError):
 
 class HookTokenConflictError(WorldError):
     """A hook's token is held by another active hook. ``holder`` is the run whose hook holds
-    it, None when the world could not tell (a claim contended past its retries)."""
+    it. (A claim contended past its retries is not a conflict: the world raises
+    :class:`WorldUnavailableError`, and the worker tries the delivery again.)"""
 
     code = "HOOK_TOKEN_CONFLICT"
 

@@ -373,7 +373,7 @@ class Handler:
                 "HOOK_CONFLICT",
                 err.message,
                 token=err.token,
-                holderRunId=err.holder,  # None when the world could not tell
+                holderRunId=err.holder,
             )
             return False
         except RunTerminalError:

@@ -568,9 +568,10 @@ class EventLog:
                     continue
                 except Exception as err:
                     raise wrap(self._url, f"claiming hook token {token!r}", err) from err
-            else:
-                raise HookTokenConflictError(
-                    f"hook token {token!r} is contended; try again", token=token
+            else:  # another writer kept rewriting the entry: not a conflict, a retry
+                raise WorldUnavailableError(
+                    f"NATS at {self._url}: hook token {token!r} stayed contended; try again",
+                    url=self._url,
                 )
 
     async def _holds(self, st: RunState, held: dict[str, Any]) -> bool:
