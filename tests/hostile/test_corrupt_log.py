@@ -367,3 +367,66 @@ async def test_a_row_deleted_from_a_sqlite_log_is_a_gap_that_repair_closes(tmp_p
         assert f"removed event {last + 2}, past the run's last event {last}" in done, done
         again = await world.list_events(run.run_id)
         assert [(e.seq, e.type, e.data) for e in again] == [(e.seq, e.type, e.data) for e in after]
+
+
+async def test_reads_beside_another_connections_appends_never_see_rows_missing(
+    tmp_path: Path,
+) -> None:
+    """A run's rows and its ``last_seq`` are read from one snapshot: while another connection
+    (a thread here, with its own world) appends 200 steps, one commit each, reads of the
+    whole log, of suffixes and of the run's row never fence and always end at the run's end.
+    Read apart, a commit between the two reads pairs the rows with a later ``last_seq``, which
+    the check that a log's rows reach its run's end takes for deleted rows."""
+    import asyncio
+    import threading
+
+    from wayline._core.events import EventType, NewEvent
+    from wayline._core.ids import new_run_id
+
+    url = f"sqlite:///{tmp_path / 'w.db'}?sync=normal"
+    run_id = new_run_id()
+    created = {"workflow": "w", "input": {"args": []}}
+    begun = [NewEvent(EventType.RUN_CREATED, data=created), NewEvent(EventType.RUN_STARTED)]
+    async with wayline.open_world(url) as world:
+        await world.append(run_id, begun)
+
+    async def write() -> None:
+        async with wayline.open_world(url) as writer:
+            for i in range(200):
+                cid, data = f"s{i}", {"stepName": "step", "input": {"args": []}, "occurrence": i}
+                for new in (
+                    NewEvent(EventType.STEP_CREATED, cid, data),
+                    NewEvent(EventType.STEP_STARTED, cid, {"attempt": 1}),
+                    NewEvent(EventType.STEP_COMPLETED, cid, {"result": i}),
+                ):
+                    await writer.append(run_id, [new])
+
+    failed: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _run_catching(write(), failed))
+    reads = 0
+    async with wayline.open_world(url) as reader:
+        thread.start()
+        seen = 2
+        while thread.is_alive():
+            events = await reader.list_events(run_id)
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+            suffix = await reader.list_events(run_id, after_seq=seen)
+            assert [e.seq for e in suffix] == list(range(seen + 1, seen + 1 + len(suffix)))
+            seen = max(seen, len(events), suffix[-1].seq if suffix else 0)
+            info = await reader.get_run(run_id)
+            assert info is not None and info.last_seq >= len(events)
+            reads += 1
+            await asyncio.sleep(0)
+        thread.join()
+        assert not failed, failed
+        assert len(await reader.list_events(run_id)) == 2 + 600
+    assert reads > 20
+
+
+def _run_catching(coro: object, failed: list[BaseException]) -> None:
+    import asyncio
+
+    try:
+        asyncio.run(coro)  # type: ignore[arg-type]
+    except BaseException as err:  # reported by the test's thread
+        failed.append(err)

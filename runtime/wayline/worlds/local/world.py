@@ -270,6 +270,21 @@ class LocalWorld(World):
         except sqlite3.Error as err:
             raise self._unavailable(err) from err
 
+    def _read_together(self, *queries: tuple[str, Sequence[Any]]) -> list[list[Any]]:
+        """Several reads from one snapshot (a deferred transaction's reads all see the
+        database as its first read did): a commit by another connection in between is seen
+        by all of them or by none."""
+        db = self._conn()
+        try:
+            db.execute("BEGIN")
+            try:
+                return [db.execute(sql, params).fetchall() for sql, params in queries]
+            finally:
+                if db.in_transaction:
+                    db.execute("COMMIT")
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from err
+
     # event log ---------------------------------------------------------------------------
     async def append(
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
@@ -286,14 +301,16 @@ class LocalWorld(World):
         return result
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        rows = self._read(
-            "SELECT seq, type, cid, data, created_at FROM events "
-            "WHERE run_id = ? AND seq > ? ORDER BY seq",
-            (run_id, after_seq),
+        rows, head = self._read_together(
+            (
+                "SELECT seq, type, cid, data, created_at FROM events "
+                "WHERE run_id = ? AND seq > ? ORDER BY seq",
+                (run_id, after_seq),
+            ),
+            ("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)),
         )
         if not rows:
             return []
-        head = self._read("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,))
         last = head[0][0] if head else 0
         if after_seq <= 0:
             events = read_log(run_id, rows, last)
