@@ -4,6 +4,7 @@ on; ``repair --drop-seq`` removes the entry and the run resumes. On both worlds.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -367,3 +368,198 @@ async def test_a_row_deleted_from_a_sqlite_log_is_a_gap_that_repair_closes(tmp_p
         assert f"removed event {last + 2}, past the run's last event {last}" in done, done
         again = await world.list_events(run.run_id)
         assert [(e.seq, e.type, e.data) for e in again] == [(e.seq, e.type, e.data) for e in after]
+
+
+def _delete_rows(db_path: Path, run_id: str, *seqs: int) -> None:
+    """Event rows deleted from the SQLite file, as any process with it open could."""
+    import sqlite3
+
+    db = sqlite3.connect(db_path)
+    with db:
+        db.executemany(
+            "DELETE FROM events WHERE run_id = ? AND seq = ?", [(run_id, s) for s in seqs]
+        )
+    db.close()
+
+
+async def test_the_last_row_deleted_from_a_sqlite_log_is_fenced_and_repair_closes_it(
+    tmp_path: Path,
+) -> None:
+    """The run's last row deleted from the SQLite file of a waiting run: its rows end before
+    the run's ``last_seq``. Every reader read the one event fewer as the whole log (a worker
+    replayed it, a plain repair rebuilt the run from it). Now it is fenced as a gap is: the
+    error names the missing entry and advises ``--drop-seq N``; a delivery is set aside and
+    nothing is appended; the repair closes it (the run's row ends at the last row left, with
+    the status that log folds to) and the woken run completes, no step running twice."""
+    from wayline.world import fold_run
+
+    file, path = tmp_path / "w.db", str(tmp_path / "count")
+    world = wayline.open_world(f"sqlite:///{file}")
+    client = wayline.Client(world)
+    async with world:
+        async with wayline.Worker(world, [flows.gated]):
+            run = await client.start(flows.gated, path, "t-end")
+            await wait_for(lambda: _hook_active_in(world, "t-end"))
+        before = await world.list_events(run.run_id)
+        gone = before[-1].seq
+        _delete_rows(file, run.run_id, gone)
+
+        reader = wayline.open_world(f"sqlite:///{file}")  # a fresh process's view
+        async with reader:
+            for each in (world, reader):
+                for read in (
+                    partial(each.list_events, run.run_id),
+                    partial(each.list_events, run.run_id, after_seq=gone - 2),  # a suffix
+                    partial(each.get_run, run.run_id),
+                ):
+                    with pytest.raises(CorruptLogError) as fenced:
+                        await read()
+                    assert fenced.value.run_id == run.run_id and fenced.value.seq == gone
+                    assert f"`wayline runs repair {run.run_id} --drop-seq {gone}`" in str(
+                        fenced.value
+                    )
+                # a suffix read past what is stored (the reader has seen it all) is no fence
+                assert await each.list_events(run.run_id, after_seq=gone) == []
+            listed = {r.run_id: r for r in await reader.list_runs()}
+            assert listed[run.run_id].status is wayline.RunStatus.CORRUPT
+        with pytest.raises(CorruptLogError) as plain:  # without --drop-seq: the fence itself
+            await client.repair_run(run.run_id)
+        assert plain.value.seq == gone
+        with pytest.raises(wayline.WaylineError, match=f"first fails at entry {gone}"):
+            await client.repair_run(run.run_id, gone - 1)
+
+        async with wayline.Worker(world, [flows.gated]):
+            await world.enqueue(FLOW_TOPIC, {"runId": run.run_id, "reason": "poke"})
+
+            async def set_aside() -> list[dict[str, object]]:
+                return [
+                    d
+                    for d in await world.list_dead_letters()
+                    if "CORRUPT_LOG" in str(d["reason"]) and run.run_id in str(d["reason"])
+                ]
+
+            dead = await wait_for(set_aside)
+            assert dead[0]["attempts"] == 1
+            with pytest.raises(CorruptLogError):  # nothing was appended over the hole
+                await world.list_events(run.run_id)
+
+            done = await client.repair_run(run.run_id, gone)
+            assert f"closed the gap of 1 deleted event(s) at {gone}, the log's end" in done
+            assert "woke the run" in done
+            after = await world.list_events(run.run_id)
+            assert [(e.seq, e.type, e.data) for e in after[: gone - 1]] == [
+                (e.seq, e.type, e.data) for e in before[:-1]
+            ]
+            info = await client.get_run(run.run_id)
+            folded = None
+            for ev in after:
+                folded = fold_run(folded, ev)
+            assert folded is not None and info.status is folded.status
+            assert info.last_seq == after[-1].seq
+            await wait_for(lambda: _hook_active_in(world, "t-end"))
+            await client.resume_hook("t-end", "closed")
+            assert await run.result(timeout=15) == "closed"
+    assert flows.count(path, "before") == 1 and flows.count(path, "after") == 1
+
+
+async def test_the_end_row_deleted_from_an_ended_sqlite_run_is_fenced(tmp_path: Path) -> None:
+    """A completed run whose ``run_completed`` row is deleted: its row says completed, its
+    log does not end. ``get_run`` (all a late delivery reads of an ended run) and the list
+    fence it, naming the missing entry; the repair closes it, the run's row says what the
+    log folds to (running) and the woken run ends again from its log, no step running twice."""
+    from wayline._core.events import EventType
+
+    file, path = tmp_path / "w.db", str(tmp_path / "count")
+    world = wayline.open_world(f"sqlite:///{file}")
+    client = wayline.Client(world)
+    async with world, wayline.Worker(world, [flows.gated]):
+        run = await client.start(flows.gated, path, "t-ended")
+        await wait_for(lambda: _hook_active_in(world, "t-ended"))
+        await client.resume_hook("t-ended", "first")
+        assert await run.result(timeout=15) == "first"
+        before = await world.list_events(run.run_id)
+        assert before[-1].type is EventType.RUN_COMPLETED
+        gone = before[-1].seq
+        _delete_rows(file, run.run_id, gone)
+
+        for read in (lambda: world.get_run(run.run_id), lambda: world.list_events(run.run_id)):
+            with pytest.raises(CorruptLogError) as fenced:
+                await read()
+            assert fenced.value.seq == gone and f"--drop-seq {gone}" in str(fenced.value)
+        corrupt = await world.list_runs(status=wayline.RunStatus.CORRUPT)
+        assert [r.run_id for r in corrupt] == [run.run_id]
+
+        done = await client.repair_run(run.run_id, gone)
+        assert "woke the run" in done, done
+        assert await client.handle(run.run_id).result(timeout=15) == "first"
+        after = await world.list_events(run.run_id)
+        assert [(e.seq, e.type) for e in after] == [(e.seq, e.type) for e in before]
+    assert flows.count(path, "before") == 1 and flows.count(path, "after") == 1
+
+
+async def _hook_active_in(world: wayline.World, token: str) -> bool:
+    hook = await world.get_hook(token)
+    return hook is not None and hook.active
+
+
+async def test_reads_beside_another_connections_appends_never_see_rows_missing(
+    tmp_path: Path,
+) -> None:
+    """A run's rows and its ``last_seq`` are read from one snapshot: while another connection
+    (a thread here, with its own world) appends 200 steps, one commit each, reads of the
+    whole log, of suffixes and of the run's row never fence and always end at the run's end.
+    Read apart, a commit between the two reads pairs the rows with a later ``last_seq``, which
+    the check that a log's rows reach its run's end takes for deleted rows."""
+    import asyncio
+    import threading
+
+    from wayline._core.events import EventType, NewEvent
+    from wayline._core.ids import new_run_id
+
+    url = f"sqlite:///{tmp_path / 'w.db'}?sync=normal"
+    run_id = new_run_id()
+    created = {"workflow": "w", "input": {"args": []}}
+    begun = [NewEvent(EventType.RUN_CREATED, data=created), NewEvent(EventType.RUN_STARTED)]
+    async with wayline.open_world(url) as world:
+        await world.append(run_id, begun)
+
+    async def write() -> None:
+        async with wayline.open_world(url) as writer:
+            for i in range(200):
+                cid, data = f"s{i}", {"stepName": "step", "input": {"args": []}, "occurrence": i}
+                for new in (
+                    NewEvent(EventType.STEP_CREATED, cid, data),
+                    NewEvent(EventType.STEP_STARTED, cid, {"attempt": 1}),
+                    NewEvent(EventType.STEP_COMPLETED, cid, {"result": i}),
+                ):
+                    await writer.append(run_id, [new])
+
+    failed: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _run_catching(write(), failed))
+    reads = 0
+    async with wayline.open_world(url) as reader:
+        thread.start()
+        seen = 2
+        while thread.is_alive():
+            events = await reader.list_events(run_id)
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+            suffix = await reader.list_events(run_id, after_seq=seen)
+            assert [e.seq for e in suffix] == list(range(seen + 1, seen + 1 + len(suffix)))
+            seen = max(seen, len(events), suffix[-1].seq if suffix else 0)
+            info = await reader.get_run(run_id)
+            assert info is not None and info.last_seq >= len(events)
+            reads += 1
+            await asyncio.sleep(0)
+        thread.join()
+        assert not failed, failed
+        assert len(await reader.list_events(run_id)) == 2 + 600
+    assert reads > 20
+
+
+def _run_catching(coro: object, failed: list[BaseException]) -> None:
+    import asyncio
+
+    try:
+        asyncio.run(coro)  # type: ignore[arg-type]
+    except BaseException as err:  # reported by the test's thread
+        failed.append(err)

@@ -2,7 +2,8 @@
 
 Rows are read as untrusted (see ``worlds/entries.py``): a ``runs`` row or an ``events`` row
 that does not decode raises :class:`CorruptLogError`, and a row past the run's ``last_seq``
-(an append behind the world's back) is seen without reading the log.
+(an append behind the world's back), or rows that end before it (deleted behind its back), are
+seen without reading the log.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def run_from_row(row: Sequence[Any]) -> RunInfo:
             "a row the world did not write, past the run's last seq",
             store=EVENTS_TABLE,
         )
+    if isinstance(top, int):  # the rows end early: the run's last row deleted, say
+        check_end(str(run_id), top, last)
     try:
         if not isinstance(run_id, str) or not isinstance(workflow, str):
             raise entries.Unreadable("its id or workflow is not text")
@@ -108,6 +111,21 @@ def events_from_rows(
             raise CorruptLogError(run_id, int(expected), str(why), store=EVENTS_TABLE) from None
         expected += 1
     return out
+
+
+def check_end(run_id: str, seen: int, last_seq: Any) -> None:
+    """Fence a log whose rows end at ``seen``, before the run's ``last_seq``: every append
+    writes its rows and moves ``last_seq`` in one transaction, so the rows after ``seen`` were
+    deleted behind the world's back. Named as a gap in the rows is (the first missing entry,
+    which ``repair --drop-seq`` closes). ``seen`` and ``last_seq`` must come from one read
+    snapshot: read apart, an append committed in between looks like missing rows."""
+    if isinstance(last_seq, int) and not isinstance(last_seq, bool) and seen < last_seq:
+        raise CorruptLogError(
+            run_id,
+            seen + 1,
+            f"no row where {seen + 1} was expected, up to the run's last seq {last_seq}",
+            store=EVENTS_TABLE,
+        )
 
 
 LIVE_HOOK = (
@@ -227,8 +245,9 @@ def insert_run(db: sqlite3.Connection, info: RunInfo) -> None:
 
 def read_log(run_id: str, rows: Sequence[Sequence[Any]], last_seq: int) -> list[Event]:
     """A run's whole log from its rows, as every reader takes it: each row decoded and
-    following from the ones before it. Raises the :class:`CorruptLogError` of the first entry
-    that fails either way (the one ``repair --drop-seq`` removes)."""
+    following from the ones before it, up to the run's ``last_seq`` (``check_end``). Raises
+    the :class:`CorruptLogError` of the first entry that fails (the one ``repair --drop-seq``
+    removes, or closes when it is missing)."""
     try:
         events = events_from_rows(run_id, rows, 0, last_seq)
     except CorruptLogError as bad:
@@ -237,6 +256,7 @@ def read_log(run_id: str, rows: Sequence[Sequence[Any]], last_seq: int) -> list[
         entries.check_log(run_id, before, store=EVENTS_TABLE)
         raise
     entries.check_log(run_id, events, store=EVENTS_TABLE)
+    check_end(run_id, len(events), last_seq)
     return events
 
 
@@ -260,6 +280,9 @@ def _remove(db: sqlite3.Connection, run_id: str, drop_seq: int, last: int) -> tu
         (after,) = db.execute(
             "SELECT MIN(seq) FROM events WHERE run_id = ? AND seq > ?", (run_id, drop_seq)
         ).fetchone()
+        if after is None and drop_seq <= last:  # the rows end early: nothing to move down
+            shift = last - drop_seq + 1
+            return f"closed the gap of {shift} deleted event(s) at {drop_seq}, the log's end", shift
         if after is None:
             raise RunNotFoundError(f"run {run_id} has no event {drop_seq}")
         if after > last:  # past the run's end: a row appended behind the world's back
@@ -285,10 +308,14 @@ def repair_tx(
     error of the next bad entry when the log still does not read after ``drop_seq`` went."""
     done: list[str] = []
     rows = log_rows(db, run_id)
+    head = db.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    # a run's row that cannot say where its log ends does not fence the events after it
+    stored = head[0] if head is not None and isinstance(head[0], int) else None
+    # without --drop-seq the rows the log holds are rebuilt into the run's row, but rows
+    # missing before the end it records fence (as a gap does): rebuilding would drop them
+    last = max(len(rows), stored or 0)
     if drop_seq is not None:
-        head = db.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        # a run's row that cannot say where its log ends does not fence the events after it
-        last = head[0] if head is not None and isinstance(head[0], int) else len(rows)
+        last = len(rows) if stored is None else stored
         bad: CorruptLogError | None = None
         try:
             read_log(run_id, rows, last)
@@ -301,11 +328,14 @@ def repair_tx(
             last -= shift
         rows = log_rows(db, run_id)
     try:
-        events = read_log(run_id, rows, len(rows) if drop_seq is None else last)
+        events = read_log(run_id, rows, last)
     except CorruptLogError as err:
         if drop_seq is None:
             raise
-        # the removal stands (as on NATS): the next repair removes the entry this names
+        # the removal stands (as on NATS): the next repair removes the entry this names. The
+        # run's row ends where the rows now do, or the rows it moved down would read as missing
+        if stored is not None:
+            db.execute("UPDATE runs SET last_seq = ? WHERE run_id = ?", (last, run_id))
         return done, err
     rebuild_run(db, run_id, events)
     done.append(f"rebuilt the run from its {len(events)} events")

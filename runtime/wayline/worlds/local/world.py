@@ -58,6 +58,7 @@ from .holders import current_holder, holder_alive
 from .rows import (
     LIVE_HOOK,
     RUN_SELECT,
+    check_end,
     events_from_rows,
     read_log,
     repair_tx,
@@ -270,6 +271,21 @@ class LocalWorld(World):
         except sqlite3.Error as err:
             raise self._unavailable(err) from err
 
+    def _read_together(self, *queries: tuple[str, Sequence[Any]]) -> list[list[Any]]:
+        """Several reads from one snapshot (a deferred transaction's reads all see the
+        database as its first read did): a commit by another connection in between is seen
+        by all of them or by none."""
+        db = self._conn()
+        try:
+            db.execute("BEGIN")
+            try:
+                return [db.execute(sql, params).fetchall() for sql, params in queries]
+            finally:
+                if db.in_transaction:
+                    db.execute("COMMIT")
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from err
+
     # event log ---------------------------------------------------------------------------
     async def append(
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
@@ -286,19 +302,24 @@ class LocalWorld(World):
         return result
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        rows = self._read(
-            "SELECT seq, type, cid, data, created_at FROM events "
-            "WHERE run_id = ? AND seq > ? ORDER BY seq",
-            (run_id, after_seq),
+        """Rows that end before the run's ``last_seq`` fence it (``rows.check_end``); a suffix
+        that is empty because nothing was appended after ``after_seq`` does not."""
+        rows, head = self._read_together(
+            (
+                "SELECT seq, type, cid, data, created_at FROM events "
+                "WHERE run_id = ? AND seq > ? ORDER BY seq",
+                (run_id, after_seq),
+            ),
+            ("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)),
         )
-        if not rows:
+        if not rows and after_seq <= 0:
             return []
-        head = self._read("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,))
         last = head[0][0] if head else 0
         if after_seq <= 0:
             events = read_log(run_id, rows, last)
         else:
             events = events_from_rows(run_id, rows, after_seq, last)
+            check_end(run_id, after_seq + len(events), last)
         return await self.blobs.resolve(run_id, events)
 
     async def get_run(self, run_id: str) -> RunInfo | None:
@@ -307,11 +328,11 @@ class LocalWorld(World):
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         """Remove the event row ``drop_seq`` (later rows move down one, so the log stays
-        dense; where rows were deleted behind the world's back, close that gap instead, and
-        remove a row written past the run's end), then rebuild the run's row and entity
-        statuses from its events. Refused, with
-        nothing changed, unless reading the log first fails at that row (it does not decode,
-        or does not follow from the rows before it). When the rest of the log does not read
+        dense; where rows were deleted behind the world's back, in the log or at its end,
+        close that gap instead, and remove a row written past the run's end), then rebuild
+        the run's row and entity statuses from its events. Refused, with nothing changed,
+        unless reading the log first fails at that row (it does not decode, does not follow
+        from the rows before it, or is missing). When the rest of the log does not read
         either, the removal stands and the next bad row's error is raised, as on NATS."""
         result: tuple[list[str], CorruptLogError | None] = self._write(repair_tx, run_id, drop_seq)
         self._writer.forget([run_id])
