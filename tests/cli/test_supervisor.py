@@ -378,7 +378,7 @@ def test_without_the_parent_death_signal_an_orphan_still_stops_while_waiting_for
 def test_a_draining_child_finishes_its_drain_when_the_supervisor_is_then_killed(
     world_cli: Cli, spawn: Callable[..., Background]
 ) -> None:
-    # The kernel's parent-death SIGTERM reaches a child that drains already; it is not the
+    # The kernel's parent-death signal reaches a child that drains already; it is not a
     # second signal that exits at once, so the step in flight ends and is recorded.
     sup = worker(spawn, 2)
     pids = list(children(sup, 2).values())
@@ -407,8 +407,8 @@ def test_a_draining_child_finishes_its_drain_when_the_supervisor_is_then_killed(
 def test_a_second_sigterm_to_the_supervisor_still_ends_the_drains_at_once(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:
-    # A supervised child judges a second SIGTERM a moment later (it may be the parent-death
-    # signal): with the supervisor alive it is the passed-on second signal, and it exits.
+    # A second SIGTERM passed on by a live supervisor still exits a draining child at once
+    # (the parent-death signal is another one, which a draining child ignores).
     cli.env["WAYLINE_TEST_LEDGER"] = str(cli.cwd / "ledger")
     sup = worker(spawn, 2, "--shutdown-grace", "120")
     pids = list(children(sup, 2).values())

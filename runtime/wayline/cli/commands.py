@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 from .. import metrics, telemetry
 from .._core.definitions import WorkflowDefinition
@@ -62,6 +62,8 @@ from .timeline import (
 log = logging.getLogger("wayline.cli")
 
 SQLITE = "sqlite:///"
+PARENT_DEATH = signal.SIGHUP
+"""What a supervised child is sent when its supervisor ends (``_bound_to``)."""
 
 T = TypeVar("T")
 
@@ -139,14 +141,9 @@ class _Stop:
     """SIGINT/SIGTERM -> an event; a second signal exits at once (like a crash, which the
     runtime recovers from).
 
-    In a child of ``supervisor`` a SIGTERM may be the kernel's parent-death signal, which is
-    no second request: a draining child whose supervisor is then killed finishes its drain. The
-    kernel sends it as the supervisor's forking thread ends, which can be a moment before the
-    last of its threads (asyncio's child watchers) and so before ``getppid()`` shows the
-    re-parenting; a second SIGTERM there is therefore judged ``SETTLE_SECONDS`` later (a
-    supervisor that passes on a second signal is alive then, and the child exits)."""
-
-    SETTLE_SECONDS = 1.0
+    In a child of ``supervisor`` SIGHUP is the kernel's parent-death signal (see
+    ``_bound_to``): it stops the child as a first signal does, and is no second signal: a
+    child that drains already when its supervisor is killed finishes its drain."""
 
     def __init__(self, supervisor: int | None = None) -> None:
         self.event = asyncio.Event()
@@ -155,29 +152,19 @@ class _Stop:
 
     def install(self) -> Callable[[], None]:
         loop = asyncio.get_running_loop()
-        signals = (signal.SIGINT, signal.SIGTERM)
-        later: list[asyncio.TimerHandle] = []
-
-        def exit_now() -> NoReturn:
-            print("wayline: second signal, exiting now", file=sys.stderr, flush=True)
-            os._exit(130)
-
-        def unless_orphaned() -> None:
-            if not orphaned(self.supervisor):
-                exit_now()
-            log.info("the supervisor is gone; the drain goes on")
+        signals = [signal.SIGINT, signal.SIGTERM]
+        if self.supervisor is not None:
+            signals.append(PARENT_DEATH)
 
         def on_signal(signum: int) -> None:
-            if self.event.is_set():
-                if signum != signal.SIGTERM or self.supervisor is None:
-                    exit_now()
-                elif orphaned(self.supervisor):
-                    unless_orphaned()
-                else:
-                    later.append(loop.call_later(self.SETTLE_SECONDS, unless_orphaned))
+            if signum == PARENT_DEATH:
+                if not self.event.is_set():
+                    log.warning("the supervisor is gone: stopping")
+                    self.event.set()
                 return
-            if signum == signal.SIGTERM and orphaned(self.supervisor):
-                log.warning("the supervisor is gone: stopping")
+            if self.event.is_set():
+                print("wayline: second signal, exiting now", file=sys.stderr, flush=True)
+                os._exit(130)
             self.signal = signum
             self.event.set()
 
@@ -187,8 +174,6 @@ class _Stop:
         def remove() -> None:
             for s in signals:
                 loop.remove_signal_handler(s)
-            for handle in later:
-                handle.cancel()
 
         return remove
 
@@ -314,10 +299,12 @@ def _port(flag: str, host: str, port: int) -> Iterator[None]:
 
 def _bound_to(supervisor: int) -> bool:
     """In a child of ``supervisor``, first of all (importing the app and opening the world may
-    take minutes): on Linux the kernel sends this process SIGTERM when the supervisor ends,
-    which stops it in any phase. False when the supervisor is already gone (it died before
-    the signal was asked for, so none will come)."""
-    die_with_parent(signal.SIGTERM)  # where it cannot, _watch_supervisor's polling remains
+    take minutes): on Linux the kernel sends this process SIGHUP when the supervisor ends,
+    which stops it in any phase (before ``_Stop`` handles it, by its default action). Not
+    SIGTERM: the supervisor passes a person's SIGTERMs on, and a second one exits at once.
+    False when the supervisor is already gone (it died before the signal was asked for, so
+    none will come)."""
+    die_with_parent(PARENT_DEATH)  # where it cannot, _watch_supervisor's polling remains
     return not orphaned(supervisor)
 
 

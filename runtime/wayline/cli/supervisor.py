@@ -5,8 +5,7 @@ Each child is ``wayline worker ... --processes 1`` with its own world connection
 supervisor only starts, watches and stops them. SIGTERM/SIGINT to the supervisor is passed to
 every child, each drains (in-flight deliveries finish, up to ``--shutdown-grace``) and closes
 (a child still waiting for its world stops at once, exit 0); a second signal is passed on too
-(each child then exits at once, as after a crash, which the runtime recovers from; after a
-second SIGTERM a child first takes a second to tell it from its parent-death signal). A
+(each child then exits at once, as after a crash, which the runtime recovers from). A
 child that dies while the supervisor runs is started again, after a back-off that grows while
 it keeps dying quickly. The supervisor's exit code: 0 when every
 child drained cleanly; 2 when a child refused its input (the same arguments would fail again,
@@ -16,8 +15,9 @@ each within ``STABLE_SECONDS`` of its start) or a child did not end its drain wi
 Only the first child serves ``--health-port`` and ``--metrics-port`` (two processes cannot
 bind one port). A child whose supervisor is gone (killed outright) stops by itself
 (``--supervised-by``), in any phase, also while it still waits for its world: on Linux the
-kernel sends it SIGTERM (the parent-death signal, asked for before anything slow), elsewhere it
-notices the re-parenting within a second.
+kernel sends it SIGHUP (the parent-death signal, asked for before anything slow; not SIGTERM,
+which would read as a second signal in a child that drains already), elsewhere it notices the
+re-parenting within a second. A child that was draining finishes its drain.
 """
 
 from __future__ import annotations
