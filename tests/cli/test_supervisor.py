@@ -7,9 +7,12 @@ nats-server; each step records in a ledger file that (and how often) its body ra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -227,3 +230,201 @@ def test_sigterm_while_the_children_are_starting_is_a_clean_stop(
     assert sup.stop(signal.SIGTERM, timeout=60) == 0
     _, err = sup.output()
     assert "stopped (exit 0)" in err
+
+
+# --- a supervisor that goes while its children still wait for the world --------------------
+REACHING = "is not reachable yet"
+
+
+def unreachable(cli: Cli) -> None:
+    """A NATS URL with nothing listening: a worker waits for it (up to 300 s) before it starts."""
+    cli.world = f"nats://127.0.0.1:{free_port()}"
+
+
+def alive(pid: int) -> bool:
+    """``pid`` runs (a zombie has ended: its reaping is up to whoever it was re-parented to)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def waiting_children(sup: Background, count: int) -> list[int]:
+    """The pids of the ``count`` children once each has said it waits for the world."""
+    deadline = time.monotonic() + 30
+    while True:
+        _, err = sup.output()
+        pids = [int(pid) for _, pid in STARTED.findall(err)]
+        if len(pids) >= count and err.count(REACHING) >= count:
+            return pids
+        assert sup.proc.poll() is None, f"supervisor exited ({sup.proc.returncode}):\n{err}"
+        assert time.monotonic() < deadline, f"{count} children not waiting:\n{err}"
+        time.sleep(0.05)
+
+
+def gone(pids: list[int], timeout: float) -> list[int]:
+    """The pids still running after ``timeout`` seconds (an empty list once all are gone)."""
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+def kill_ours(pids: list[int]) -> None:
+    """Children a failed test left behind, by pid (only while they are still our workers)."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if "--supervised-by" in Path(f"/proc/{pid}/cmdline").read_text():
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_children_waiting_for_the_world_end_when_the_supervisor_is_killed(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    unreachable(cli)
+    sup = worker(spawn, 2)
+    pids = waiting_children(sup, 2)
+    try:
+        os.kill(sup.proc.pid, signal.SIGKILL)
+        sup.proc.wait(10)
+        assert gone(pids, 15) == [], sup.output()[1]
+    finally:
+        kill_ours(pids)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_sigterm_while_the_children_wait_for_the_world_stops_them_all_cleanly(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    unreachable(cli)
+    sup = worker(spawn, 2)
+    pids = waiting_children(sup, 2)
+    try:
+        assert sup.stop(signal.SIGTERM, timeout=30) == 0
+        assert gone(pids, 15) == []
+        _, err = sup.output()
+        assert err.count("SIGTERM while waiting for the world: worker stopped") == 2, err
+        assert "Traceback" not in err
+        assert "stopped (exit 0)" in err
+    finally:
+        kill_ours(pids)
+
+
+def test_sigterm_while_a_lone_worker_waits_for_the_world_is_a_clean_stop(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    unreachable(cli)
+    lone = worker(spawn, 1)
+    lone.wait_for(REACHING, timeout=30)
+    assert lone.stop(signal.SIGTERM, timeout=30) == 0
+    _, err = lone.output()
+    assert "SIGTERM while waiting for the world: worker stopped" in err
+    assert "Traceback" not in err
+
+
+def test_a_child_whose_supervisor_is_already_gone_stops_before_opening_the_world(
+    cli: Cli,
+) -> None:
+    # The supervisor died between starting this child and its asking for the parent-death
+    # signal, so no signal will come: pid 1 is not our parent, as after a re-parenting.
+    unreachable(cli)
+    done = cli("worker", "--app", str(PID_FLOWS), "--processes", "1", "--supervised-by", "1")
+    assert done.returncode == 0, done.stderr
+    assert "the supervisor is gone: stopping" in done.stderr
+    assert REACHING not in done.stderr
+
+
+ORPHANED_LATER = """
+import logging, os, sys
+import wayline.cli.commands as commands
+from wayline.cli import main
+
+commands.die_with_parent = lambda signum: False  # as where prctl is missing
+parent, waiting = os.getppid(), []
+
+class Waiting(logging.Filter):
+    def filter(self, record):
+        waiting.append("is not reachable yet" in record.getMessage())
+        return True
+
+logging.getLogger("wayline.cli").addFilter(Waiting())
+os.getppid = lambda: 1 if any(waiting) else parent  # re-parented once it waits for the world
+sys.exit(main(["worker", "--app", sys.argv[1], "--world", sys.argv[2], "--processes", "1",
+               "--supervised-by", str(parent)]))
+"""
+
+
+def test_without_the_parent_death_signal_an_orphan_still_stops_while_waiting_for_the_world(
+    cli: Cli,
+) -> None:
+    unreachable(cli)
+    done = subprocess.run(
+        [sys.executable, "-c", ORPHANED_LATER, str(PID_FLOWS), cli.world],
+        cwd=cli.cwd,
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert REACHING in done.stderr  # it was waiting when the supervisor went
+    assert "the supervisor is gone: stopping" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_draining_child_finishes_its_drain_when_the_supervisor_is_then_killed(
+    world_cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    # The kernel's parent-death signal reaches a child that drains already; it is not a
+    # second signal that exits at once, so the step in flight ends and is recorded.
+    sup = worker(spawn, 2)
+    pids = list(children(sup, 2).values())
+    try:
+        run_ids = asyncio.run(start_runs(world_cli.world, ["s0"], 3.0))
+        deadline = time.monotonic() + 30
+        while "s0" not in ledger(world_cli, started=True):
+            assert time.monotonic() < deadline, sup.output()[1]
+            time.sleep(0.02)
+        os.kill(sup.proc.pid, signal.SIGTERM)
+        sup.wait_for("SIGTERM: stopping 2 worker processes")
+        os.kill(sup.proc.pid, signal.SIGKILL)
+        sup.proc.wait(10)
+        assert gone(pids, 30) == [], sup.output()[1]
+        assert ledger(world_cli) == ["s0"]  # its body ended: the drain was not cut short
+        assert "second signal" not in sup.output()[1]
+    finally:
+        kill_ours(pids)
+    again = worker(spawn, 1)
+    children(again, 1)
+    assert len(asyncio.run(results(world_cli.world, run_ids))) == 1
+    assert ledger(world_cli) == ["s0"]  # and it ran once
+    assert again.stop() == 0
+
+
+def test_a_second_sigterm_to_the_supervisor_still_ends_the_drains_at_once(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    # A second SIGTERM passed on by a live supervisor still exits a draining child at once
+    # (the parent-death signal is another one, which a draining child ignores).
+    cli.env["WAYLINE_TEST_LEDGER"] = str(cli.cwd / "ledger")
+    sup = worker(spawn, 2, "--shutdown-grace", "120")
+    pids = list(children(sup, 2).values())
+    try:
+        asyncio.run(start_runs(cli.world, ["long"], 120.0))
+        deadline = time.monotonic() + 30
+        while "long" not in ledger(cli, started=True):
+            assert time.monotonic() < deadline, sup.output()[1]
+            time.sleep(0.02)
+        os.kill(sup.proc.pid, signal.SIGTERM)
+        while sup.output()[1].count("SIGTERM: stopping (in-flight") < 2:  # both heard the first
+            assert time.monotonic() < deadline, sup.output()[1]
+            time.sleep(0.02)
+        os.kill(sup.proc.pid, signal.SIGTERM)
+        assert sup.proc.wait(60) == 130
+        assert gone(pids, 10) == []
+        assert "wayline: second signal, exiting now" in sup.output()[1]
+    finally:
+        kill_ours(pids)

@@ -15,13 +15,14 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import metrics, telemetry
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
+from .._engine.tasks import spawn
 from ..client import Client
 from ..errors import (
     CorruptLogError,
@@ -47,7 +48,7 @@ from .loading import (
     split_target,
     workflows_in,
 )
-from .supervisor import Supervisor, default_processes, orphaned
+from .supervisor import Supervisor, default_processes, die_with_parent, orphaned
 from .timeline import (
     LiveProgress,
     fmt_duration,
@@ -61,6 +62,10 @@ from .timeline import (
 log = logging.getLogger("wayline.cli")
 
 SQLITE = "sqlite:///"
+PARENT_DEATH = signal.SIGHUP
+"""What a supervised child is sent when its supervisor ends (``_bound_to``)."""
+
+T = TypeVar("T")
 
 
 def absolute_world_url(url: str) -> str:
@@ -100,6 +105,10 @@ async def opened_world(
             break
         except OSError as err:  # worlds map their failures to WorldUnavailableError
             raise UsageError(f"cannot open the world at {url}: {err}") from None
+        except asyncio.CancelledError:  # a stop while connecting: leave nothing open
+            with contextlib.suppress(Exception):
+                await world.close()
+            raise
         except WorldUnavailableError as err:
             with contextlib.suppress(Exception):
                 await world.close()
@@ -130,17 +139,29 @@ def publish_world(url: str) -> None:
 
 class _Stop:
     """SIGINT/SIGTERM -> an event; a second signal exits at once (like a crash, which the
-    runtime recovers from)."""
+    runtime recovers from).
 
-    def __init__(self) -> None:
+    In a child of ``supervisor`` SIGHUP is the kernel's parent-death signal (see
+    ``_bound_to``): it stops the child as a first signal does, and is no second signal: a
+    child that drains already when its supervisor is killed finishes its drain."""
+
+    def __init__(self, supervisor: int | None = None) -> None:
         self.event = asyncio.Event()
         self.signal: int | None = None
+        self.supervisor = supervisor
 
     def install(self) -> Callable[[], None]:
         loop = asyncio.get_running_loop()
-        signals = (signal.SIGINT, signal.SIGTERM)
+        signals = [signal.SIGINT, signal.SIGTERM]
+        if self.supervisor is not None:
+            signals.append(PARENT_DEATH)
 
         def on_signal(signum: int) -> None:
+            if signum == PARENT_DEATH:
+                if not self.event.is_set():
+                    log.warning("the supervisor is gone: stopping")
+                    self.event.set()
+                return
             if self.event.is_set():
                 print("wayline: second signal, exiting now", file=sys.stderr, flush=True)
                 os._exit(130)
@@ -243,6 +264,9 @@ async def cmd_worker(args: argparse.Namespace) -> int:
             import_apps(args.app)  # bad input fails here, once, not in every child
             _check_ports(args)
             return await Supervisor(lambda i: worker_child_argv(args, i), processes).run()
+    if args.supervised_by is not None and not _bound_to(args.supervised_by):
+        log.warning("the supervisor is gone: stopping")
+        return 0
     definitions = import_apps(args.app)
     names = sorted({d.name for d in definitions})
     url = args.world
@@ -273,6 +297,47 @@ def _port(flag: str, host: str, port: int) -> Iterator[None]:
         raise UsageError(f"{flag} {port}: cannot listen on {host}:{port} ({why})") from None
 
 
+def _bound_to(supervisor: int) -> bool:
+    """In a child of ``supervisor``, first of all (importing the app and opening the world may
+    take minutes): on Linux the kernel sends this process SIGHUP when the supervisor ends,
+    which stops it in any phase (before ``_Stop`` handles it, by its default action). Not
+    SIGTERM: the supervisor passes a person's SIGTERMs on, and a second one exits at once.
+    False when the supervisor is already gone (it died before the signal was asked for, so
+    none will come)."""
+    die_with_parent(PARENT_DEATH)  # where it cannot, _watch_supervisor's polling remains
+    return not orphaned(supervisor)
+
+
+async def _watch_supervisor(supervisor: int, stop: _Stop) -> None:
+    """Stops the worker once its supervisor is gone, while it waits for the world too: where
+    no parent-death signal came (not Linux) the re-parenting is noticed within a second."""
+    while not stop.event.is_set():
+        if orphaned(supervisor):
+            log.warning("the supervisor is gone: stopping")
+            stop.event.set()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.event.wait(), 1.0)
+
+
+async def _unless_stopped(opening: Awaitable[T], stop: _Stop) -> T | None:
+    """What ``opening`` gives, or None when ``stop`` comes first (``opening`` is cancelled)."""
+    task = asyncio.ensure_future(opening)
+    stopped = asyncio.ensure_future(stop.event.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+    if task.cancelled():
+        return None
+    opened = task.result()  # or what opening raised
+    # Opened just as the stop came: None all the same (the caller closes what was opened).
+    return None if stop.event.is_set() else opened
+
+
 def _check_ports(args: argparse.Namespace) -> None:
     """Before any child starts: the ports process 0 will listen on can be bound now."""
     for flag, host, port in (
@@ -291,47 +356,72 @@ async def _serve(
     names: list[str],
     url: str,
 ) -> int:
-    # a worker waits for its world (a pod may start before its NATS is ready)
-    async with opened_world(url, create=True, wait_seconds=300.0) as world:
-        worker = Worker(
-            world,
-            definitions,
-            flow_concurrency=args.flow_concurrency,
-            step_concurrency=args.step_concurrency,
-            exit_on_invocation_deadline=True,
-            shutdown_grace_seconds=args.shutdown_grace,
-            queue=args.queue,
-        )
-        health = None
-        if args.health_port is not None:
-            health = HealthServer(worker, host=args.health_host, port=args.health_port)
-            with _port("--health-port", args.health_host, args.health_port):
-                await health.start()
-            log.info("health endpoints on %s:%d (/healthz, /readyz)", args.health_host, health.port)
-        stop = _Stop()
-        remove = stop.install()
-        try:
-            await worker.start()
+    stop = _Stop(args.supervised_by)
+    remove = stop.install()  # before the world: a stop while waiting for it ends the wait
+    tasks: set[asyncio.Task[Any]] = set()
+    if args.supervised_by is not None:
+        spawn(_watch_supervisor(args.supervised_by, stop), "wayline-supervisor-watch", tasks)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            # a worker waits for its world (a pod may start before its NATS is ready)
+            opening = stack.enter_async_context(opened_world(url, create=True, wait_seconds=300.0))
+            world = await _unless_stopped(opening, stop)
+            if world is None:
+                if stop.signal is None:  # the supervisor is gone (logged)
+                    log.info("worker stopped before its world was open")
+                else:
+                    name = signal.Signals(stop.signal).name
+                    log.info("%s while waiting for the world: worker stopped", name)
+                return 0
+            return await _work(args, world, definitions, names, stop)
+    finally:
+        watchers = list(tasks)
+        for task in watchers:
+            task.cancel()
+        if watchers:
+            await asyncio.wait(watchers)
+        remove()
+
+
+async def _work(
+    args: argparse.Namespace,
+    world: World,
+    definitions: list[WorkflowDefinition[..., Any]],
+    names: list[str],
+    stop: _Stop,
+) -> int:
+    """The worker on its open world until a stop (drained) or its failure."""
+    worker = Worker(
+        world,
+        definitions,
+        flow_concurrency=args.flow_concurrency,
+        step_concurrency=args.step_concurrency,
+        exit_on_invocation_deadline=True,
+        shutdown_grace_seconds=args.shutdown_grace,
+        queue=args.queue,
+    )
+    health = None
+    if args.health_port is not None:
+        health = HealthServer(worker, host=args.health_host, port=args.health_port)
+        with _port("--health-port", args.health_host, args.health_port):
+            await health.start()
+        log.info("health endpoints on %s:%d (/healthz, /readyz)", args.health_host, health.port)
+    try:
+        await worker.start()
+        log.info("worker %d ready on %s: workflows %s", os.getpid(), world.url, ", ".join(names))
+        while not stop.event.is_set() and worker.failure is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.event.wait(), 1.0)
+        if stop.signal is not None:
             log.info(
-                "worker %d ready on %s: workflows %s", os.getpid(), world.url, ", ".join(names)
+                "%s: stopping (in-flight deliveries finish first, up to %gs)",
+                signal.Signals(stop.signal).name,
+                args.shutdown_grace,
             )
-            while not stop.event.is_set() and worker.failure is None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.event.wait(), 1.0)
-                if orphaned(args.supervised_by):
-                    log.warning("the supervisor is gone: stopping")
-                    break
-            if stop.signal is not None:
-                log.info(
-                    "%s: stopping (in-flight deliveries finish first, up to %gs)",
-                    signal.Signals(stop.signal).name,
-                    args.shutdown_grace,
-                )
-            await worker.close(graceful=True)
-        finally:
-            remove()
-            if health is not None:
-                await health.close()
+        await worker.close(graceful=True)
+    finally:
+        if health is not None:
+            await health.close()
     if worker.failure is not None:
         log.error("worker failed: %s", worker.failure)
         return 1

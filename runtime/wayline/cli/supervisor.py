@@ -3,38 +3,45 @@ uses every core it is given.
 
 Each child is ``wayline worker ... --processes 1`` with its own world connection; the
 supervisor only starts, watches and stops them. SIGTERM/SIGINT to the supervisor is passed to
-every child, each drains (in-flight deliveries finish, up to ``--shutdown-grace``) and closes;
-a second signal is passed on too (each child then exits at once, as after a crash, which the
-runtime recovers from). A child that dies while the supervisor runs is started again, after
-a back-off that grows while it keeps dying quickly. The supervisor's exit code: 0 when every
+every child, each drains (in-flight deliveries finish, up to ``--shutdown-grace``) and closes
+(a child still waiting for its world stops at once, exit 0); a second signal is passed on too
+(each child then exits at once, as after a crash, which the runtime recovers from). A
+child that dies while the supervisor runs is started again, after a back-off that grows while
+it keeps dying quickly. The supervisor's exit code: 0 when every
 child drained cleanly; 2 when a child refused its input (the same arguments would fail again,
 so the others are stopped); 1 when a child kept dying (more than ``MAX_QUICK_DEATHS`` times,
 each within ``STABLE_SECONDS`` of its start) or a child did not end its drain with 0.
 
 Only the first child serves ``--health-port`` and ``--metrics-port`` (two processes cannot
-bind one port). A child whose supervisor is gone (killed outright) notices and drains by itself
-(``--supervised-by``).
+bind one port). A child whose supervisor is gone (killed outright) stops by itself
+(``--supervised-by``), in any phase, also while it still waits for its world: on Linux the
+kernel sends it SIGHUP (the parent-death signal, asked for before anything slow; not SIGTERM,
+which would read as a second signal in a child that drains already), elsewhere it notices the
+re-parenting within a second. A child that was draining finishes its drain.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import math
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["Supervisor", "cpu_quota", "default_processes", "orphaned"]
+__all__ = ["Supervisor", "cpu_quota", "default_processes", "die_with_parent", "orphaned"]
 
 log = logging.getLogger("wayline.cli")
 
 MAX_QUICK_DEATHS = 5
 STABLE_SECONDS = 30.0
 USAGE_EXIT = 2
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> int | None:
@@ -68,6 +75,23 @@ def orphaned(supervisor: int | None) -> bool:
     """In a child of the supervisor ``supervisor`` (its pid, ``--supervised-by``): True once
     that supervisor is gone (this process was re-parented)."""
     return supervisor is not None and os.getppid() != supervisor
+
+
+def die_with_parent(signum: int) -> bool:
+    """Linux: have the kernel send ``signum`` to this process when its parent ends
+    (``prctl(PR_SET_PDEATHSIG)``). False where that cannot be asked for; the caller then relies
+    on polling :func:`orphaned`.
+
+    The kernel sends it when the *thread* that forked this process ends, not the process. The
+    supervisor forks from its event loop's thread (asyncio's subprocess transport calls
+    ``Popen`` there), which is the main thread of ``wayline worker`` and lives as long as it."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)  # the libc this interpreter is linked to
+        return int(libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 class Supervisor:
