@@ -197,6 +197,16 @@ def test_runs_show_names_the_definition_and_a_block() -> None:
     assert "blocked   needs workflow 'w' with revision 2" in text
 
 
+def test_runs_show_names_the_revision_a_worker_pinned() -> None:
+    """A run started by name (``wayline start NAME``, the operator) records no revision at
+    creation; its first worker pins one in ``run_started``, and ``runs show`` names it too."""
+    pinned = {"identity": "ab" * 32, "revision": 3, "codeHash": "cd" * 32}
+    info = RunInfo(RUN, "w", RunStatus.RUNNING, created_at=100.0, attributes={"definition": pinned})
+    out = io.StringIO()
+    render_show(info, [], out)
+    assert "workflow  w (revision 3)" in out.getvalue()
+
+
 def test_child_runs_are_in_the_timeline() -> None:
     """A child run shows in the parent's timeline (runs show, runs watch, --json): its
     workflow, its run id and how it ended; one the parent never heard back from says so."""

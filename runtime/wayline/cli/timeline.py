@@ -275,10 +275,12 @@ def render_show(
     def p(text: str = "") -> None:
         print(text, file=out)
 
+    definition = info.attributes.get("definition")
     revision = info.attributes.get("revision")
+    if revision is None and isinstance(definition, dict):  # started by name: pinned later
+        revision = definition.get("revision")
     p(f"run       {info.run_id}")
     p(f"workflow  {info.workflow}" + (f" (revision {revision})" if revision else ""))
-    definition = info.attributes.get("definition")
     if isinstance(definition, dict) and definition.get("identity"):
         ident = str(definition["identity"])[:16]
         code = str(definition.get("codeHash"))[:16]
