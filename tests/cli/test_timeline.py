@@ -140,6 +140,14 @@ def test_small_formatters() -> None:
     assert human_input({"args": [1], "kwargs": {"b": 2}}) == {"args": [1], "kwargs": {"b": 2}}
 
 
+def test_a_duration_that_rounds_up_is_shown_in_the_next_unit() -> None:
+    """A 1 s retry measured as 0.9996 s reads "1.00 s", not "1000 ms"; 59.996 s "1m 00s"."""
+    assert fmt_duration(0.9996) == "1.00 s"
+    assert fmt_duration(59.996) == "1m 00s"
+    assert fmt_duration(0.9994) == "999 ms"
+    assert fmt_duration(59.994) == "59.99 s"
+
+
 def test_the_saga_unwind_is_shown_with_what_a_person_can_do() -> None:
     events = log(
         (10.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),

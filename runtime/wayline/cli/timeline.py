@@ -50,13 +50,14 @@ def fmt_duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     seconds = max(0.0, seconds)
-    if seconds < 1:
+    if seconds < 0.9995:  # what would print as "1000 ms" is "1.00 s"
         return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
+    if seconds < 59.995:  # and "60.00 s" is "1m 00s"
         return f"{seconds:.2f} s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m {int(seconds % 60):02d}s"
-    return f"{int(seconds // 3600)}h {int(seconds % 3600 // 60):02d}m"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
 
 
 def fmt_time(epoch: float | None) -> str:
