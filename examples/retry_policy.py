@@ -4,7 +4,7 @@
 
 The schedule of each retry comes from the log (the step's idempotency key and the attempt
 number), so it is the same on every worker and every replay; ``wayline runs show RUN_ID``
-prints it ("retry in 2s (attempt 2 of 5, backoff x2.0, max 1m 00s, jitter 0.1)").
+prints it ("retried 2.00 s later; attempt 2 of 5, backoff x2.0, max 1m 00s, jitter 0.1").
 ``RetryableError(retry_after=...)`` raised by the body still decides the next delay alone.
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -17,6 +18,7 @@ from ._engine.ending import report_to_parent
 from ._sdk.hooks import check_resume
 from ._sdk.streams import StreamChunk, follow_stream
 from .errors import (
+    CorruptLogError,
     EntityConflictError,
     HookNotFoundError,
     ResultTimeoutError,
@@ -31,6 +33,8 @@ from .errors import (
 from .settings import Settings
 from .world import FLOW_TOPIC, RunInfo, World, run_changes
 from .world.registry import waiting_for_worker
+
+log = logging.getLogger("wayline.client")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -311,7 +315,8 @@ class Client:
         hookId, status, createdAt, timeoutAt, type, metadata}``, oldest first. ``status`` is
         ``waiting``, or ``received`` for a hook that had its first payload and keeps its token
         until it is disposed or its run ends (later payloads are for ``async for``). Reads
-        each live run's log (its one fold)."""
+        each live run's log (its one fold); a run whose log does not read is left out of the
+        list of all (logged), not of its own."""
         if run_id is not None:
             runs = [await self.get_run(run_id)]
         else:
@@ -320,7 +325,14 @@ class Client:
         for info in runs:
             if info.status.terminal:
                 continue
-            view = fold(info.run_id, await self.world.list_events(info.run_id))
+            try:
+                events = await self.world.list_events(info.run_id)
+            except CorruptLogError as err:  # fences its own run, not every other run's hooks
+                if run_id is not None:
+                    raise
+                log.warning("hooks of run %s left out: %s", info.run_id, err.message)
+                continue
+            view = fold(info.run_id, events)
             found += [
                 {
                     "token": hook.token,

@@ -140,6 +140,14 @@ def test_small_formatters() -> None:
     assert human_input({"args": [1], "kwargs": {"b": 2}}) == {"args": [1], "kwargs": {"b": 2}}
 
 
+def test_a_duration_that_rounds_up_is_shown_in_the_next_unit() -> None:
+    """A 1 s retry measured as 0.9996 s reads "1.00 s", not "1000 ms"; 59.996 s "1m 00s"."""
+    assert fmt_duration(0.9996) == "1.00 s"
+    assert fmt_duration(59.996) == "1m 00s"
+    assert fmt_duration(0.9994) == "999 ms"
+    assert fmt_duration(59.994) == "59.99 s"
+
+
 def test_the_saga_unwind_is_shown_with_what_a_person_can_do() -> None:
     events = log(
         (10.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
@@ -195,6 +203,16 @@ def test_runs_show_names_the_definition_and_a_block() -> None:
     text = out.getvalue()
     assert f"identity  {'ab' * 8}  code {'cd' * 8} (strict)" in text
     assert "blocked   needs workflow 'w' with revision 2" in text
+
+
+def test_runs_show_names_the_revision_a_worker_pinned() -> None:
+    """A run started by name (``wayline start NAME``, the operator) records no revision at
+    creation; its first worker pins one in ``run_started``, and ``runs show`` names it too."""
+    pinned = {"identity": "ab" * 32, "revision": 3, "codeHash": "cd" * 32}
+    info = RunInfo(RUN, "w", RunStatus.RUNNING, created_at=100.0, attributes={"definition": pinned})
+    out = io.StringIO()
+    render_show(info, [], out)
+    assert "workflow  w (revision 3)" in out.getvalue()
 
 
 def test_child_runs_are_in_the_timeline() -> None:

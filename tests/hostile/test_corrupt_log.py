@@ -93,6 +93,26 @@ async def test_a_poisoned_entry_fences_one_run_and_repair_resumes_it(
     assert flows.count(path, "before") == 2 and flows.count(path, "after") == 2
 
 
+async def test_open_hooks_lists_the_other_runs_hooks_past_a_poisoned_run(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """``wayline hooks list``: a poisoned run fences itself, not the hooks of every other run
+    (asked for by its id, it still raises its CORRUPT_LOG)."""
+    path = str(tmp_path / "count")
+    async with engine.worker([flows.gated]):
+        a = await engine.client.start(flows.gated, path, "tok-a")
+        b = await engine.client.start(flows.gated, path, "tok-b")
+        await wait_for(lambda: _hook_active(engine, "tok-a"))
+        await wait_for(lambda: _hook_active(engine, "tok-b"))
+        await poison_log(engine.world, a.run_id, b"{not json")
+        client = wayline.Client(await engine.make_world())
+        assert [h["token"] for h in await client.open_hooks()] == ["tok-b"]
+        with pytest.raises(CorruptLogError):
+            await client.open_hooks(a.run_id)
+        await engine.client.resume_hook("tok-b", "b-payload")
+        assert await b.result(timeout=15) == "b-payload"
+
+
 async def _forge_step(engine: Engine, run_id: str) -> int:
     """A ``step_created`` that is JSON, and a valid transition, but whose ``occurrence`` is not
     a number: it passes every check but the typed read of its fields. Returns its entry."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ssl
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from wayline._core.events import Event, EventType
 from wayline.errors import CorruptLogError
 from wayline.world import entries
 from wayline.worlds.nats.failures import hopeless
+from wayline.worlds.nats.options import ConnectOptions
 
 
 @settings(max_examples=200, deadline=None)
@@ -65,3 +67,14 @@ def test_hopeless_names_the_tls_causes_and_leaves_outages_to_retries() -> None:
     wrapped.__cause__ = verify
     assert hopeless([wrapped]) is not None
     assert hopeless([ConnectionRefusedError(111, "refused"), TimeoutError()]) is None
+
+
+@pytest.mark.parametrize("option", ["tls_ca", "tls_cert"])
+def test_a_tls_file_that_cannot_be_read_is_named_and_not_retried(
+    option: str, tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "missing.pem")
+    opts = ConnectOptions(servers=["tls://127.0.0.1:4222"], **{option: missing})
+    with pytest.raises(OSError) as info:
+        opts.ssl_context()
+    assert hopeless([info.value]) == f"cannot read {missing} (No such file or directory)"

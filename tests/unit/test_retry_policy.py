@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import wayline
+from wayline._engine.step_runner import Failed, _retry_or_fail
 from wayline.cli.timeline import fmt_schedule
 from wayline.errors import ConfigurationError
 
@@ -62,3 +63,15 @@ def test_runs_show_describes_the_schedule() -> None:
     assert fmt_schedule(data) == "attempt 2 of 5, backoff x2.0, max 1m 00s, jitter 0.1"
     assert fmt_schedule({**data, "source": "retry_after"}).endswith("retry_after from the step")
     assert fmt_schedule({}) == ""
+
+
+@pytest.mark.parametrize(
+    ("max_retries", "said"), [(0, "after 1 attempt)"), (2, "after 3 attempts)")]
+)
+def test_the_last_failure_counts_its_attempts_in_words(max_retries: int, said: str) -> None:
+    @wayline.step(max_retries=max_retries, name="tests.gave_up_count")
+    async def count() -> None: ...
+
+    outcome = _retry_or_fail(count, max_retries + 1, OSError("reset"), None, "k")
+    assert isinstance(outcome, Failed)
+    assert outcome.error["message"] == f"reset (gave up {said}"

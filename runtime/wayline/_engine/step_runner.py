@@ -191,7 +191,8 @@ def _retry_or_fail(
     error = error_to_dict(err)
     policy = definition.retry
     if attempt > policy.max_retries:
-        error["message"] = f"{error['message']} (gave up after {attempt} attempts)"
+        attempts = "1 attempt" if attempt == 1 else f"{attempt} attempts"
+        error["message"] = f"{error['message']} (gave up after {attempts})"
         return Failed(error)
     if retry_after is None:
         delay, source = policy.delay(attempt, key), "policy"

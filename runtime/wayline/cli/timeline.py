@@ -50,13 +50,14 @@ def fmt_duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     seconds = max(0.0, seconds)
-    if seconds < 1:
+    if seconds < 0.9995:  # what would print as "1000 ms" is "1.00 s"
         return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
+    if seconds < 59.995:  # and "60.00 s" is "1m 00s"
         return f"{seconds:.2f} s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m {int(seconds % 60):02d}s"
-    return f"{int(seconds // 3600)}h {int(seconds % 3600 // 60):02d}m"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
 
 
 def fmt_time(epoch: float | None) -> str:
@@ -275,10 +276,12 @@ def render_show(
     def p(text: str = "") -> None:
         print(text, file=out)
 
+    definition = info.attributes.get("definition")
     revision = info.attributes.get("revision")
+    if revision is None and isinstance(definition, dict):  # started by name: pinned later
+        revision = definition.get("revision")
     p(f"run       {info.run_id}")
     p(f"workflow  {info.workflow}" + (f" (revision {revision})" if revision else ""))
-    definition = info.attributes.get("definition")
     if isinstance(definition, dict) and definition.get("identity"):
         ident = str(definition["identity"])[:16]
         code = str(definition.get("codeHash"))[:16]

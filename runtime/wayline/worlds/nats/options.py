@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
@@ -62,9 +63,13 @@ class ConnectOptions:
         wants_tls = any(s.startswith("tls://") for s in self.servers)
         if not (self.tls_ca or self.tls_cert or wants_tls):
             return None
-        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.tls_ca)
+        with _named(self.tls_ca):
+            ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=self.tls_ca)
         if self.tls_cert:
-            ctx.load_cert_chain(self.tls_cert, self.tls_key)
+            with _named(
+                self.tls_cert if self.tls_key is None else f"{self.tls_cert} or {self.tls_key}"
+            ):
+                ctx.load_cert_chain(self.tls_cert, self.tls_key)
         return ctx
 
     def connect_kwargs(self, error_cb: Callable[..., Any]) -> dict[str, Any]:
@@ -95,6 +100,18 @@ class ConnectOptions:
             kwargs["tls"] = ctx
         kwargs.update(self.extra)
         return kwargs
+
+
+@contextmanager
+def _named(path: str | None) -> Iterator[None]:
+    """ssl raises a missing or unreadable file's OSError without its name: give it one, so
+    the connect fails at once naming it (``failures.hopeless``) instead of being retried."""
+    try:
+        yield
+    except OSError as err:
+        if isinstance(err, ssl.SSLError) or err.filename or path is None:
+            raise
+        raise OSError(err.errno, err.strerror, path) from err
 
 
 def redact(server: str) -> str:
