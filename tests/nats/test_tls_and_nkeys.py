@@ -5,6 +5,7 @@ TLS-only server. The CLI says it in one line with exit 2. nkey authentication wo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import shutil
@@ -153,3 +154,92 @@ async def test_nkey_authentication(tmp_path: Path) -> None:
         await anonymous.close()
     finally:
         server.stop()
+
+
+# --- TLS asked for, plain text offered ---------------------------------------------------------
+class PlainListener:
+    """A listener on ``port`` that answers as a NATS server without TLS (its INFO does not
+    require it) and records what each client sends: the credentials would be in CONNECT."""
+
+    def __init__(self) -> None:
+        self.received = b""
+        self.server: asyncio.Server | None = None
+
+    async def start(self, port: int) -> None:
+        self.server = await asyncio.start_server(self._client, "127.0.0.1", port)
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        info = '{"server_id":"plain","version":"2.10.0","proto":1,"max_payload":1048576}'
+        writer.write(f"INFO {info}\r\n".encode())
+        await writer.drain()
+        try:
+            while chunk := await asyncio.wait_for(reader.read(4096), 5):
+                self.received += chunk
+                if b"PING" in chunk:
+                    writer.write(b"PONG\r\n")
+                    await writer.drain()
+        except (TimeoutError, ConnectionError):
+            pass
+        writer.close()
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+
+async def test_tls_asked_for_is_never_plain_text_against_a_server_without_tls(
+    pki: Path, nats_server: NatsServer
+) -> None:
+    """nats-py upgrades to TLS only when the server's INFO requires it: a ``tls://`` URL (or
+    ``tls_ca``) against a server without TLS connected in the clear, credentials and all."""
+    for url, options in (
+        (f"tls://127.0.0.1:{nats_server.port}", {"tls_ca": str(pki / "ca.pem")}),
+        (f"nats://127.0.0.1:{nats_server.port}", {"tls_ca": str(pki / "ca.pem")}),
+        (f"tls://127.0.0.1:{nats_server.port}", {}),
+    ):
+        text = await _refused(NatsWorld(url, prefix="tls5", connect_attempts=3, **options))
+        assert "offers no TLS" in text and "plain text" in text, text
+    listener = PlainListener()
+    port = _free_port()
+    await listener.start(port)
+    try:
+        world = NatsWorld(f"tls://127.0.0.1:{port}", prefix="tls6", user="u", password="secret-pw")
+        assert "offers no TLS" in await _refused(world)
+    finally:
+        await listener.stop()
+    assert listener.received == b"" or b"CONNECT" not in listener.received
+    assert b"secret-pw" not in listener.received
+
+
+async def test_a_reconnect_where_tls_was_asked_for_is_never_plain_text(
+    pki: Path, tmp_path: Path
+) -> None:
+    """Connected over TLS; the server goes and a server without TLS answers on its port: the
+    world keeps reconnecting and never sends CONNECT (its credentials) to it."""
+    servers = _tls_server(pki, tmp_path, "ip.pem")
+    server = next(servers)
+    world = NatsWorld(f"tls://127.0.0.1:{server.port}", prefix="tls7", tls_ca=str(pki / "ca.pem"))
+    await world.start()
+    listener = PlainListener()
+    try:
+        with contextlib.suppress(StopIteration):
+            next(servers)  # the TLS server stops
+        await listener.start(server.port)
+        for _ in range(100):  # the client tries again every second (reconnect_time_wait)
+            if listener.received or listener.server is None:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(2.5)
+        assert b"CONNECT" not in listener.received
+    finally:
+        await listener.stop()
+        await world.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

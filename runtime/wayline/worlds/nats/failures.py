@@ -11,6 +11,8 @@ from __future__ import annotations
 import ssl
 from collections.abc import Sequence
 
+from .tls_only import PlaintextOfferedError
+
 
 def connect_bound(connect_timeout: float, servers: int) -> float:
     """Seconds one connect attempt may take in all: nats-py tries each server twice (see
@@ -31,6 +33,8 @@ def hopeless(errors: Sequence[BaseException], *, asked_tls: bool = True) -> str 
 
 def _cause(errors: Sequence[BaseException]) -> str | None:
     for err in _chain(errors):
+        if isinstance(err, PlaintextOfferedError):
+            return str(err)
         if isinstance(err, ssl.SSLCertVerificationError):
             detail = err.verify_message or str(err)
             if "mismatch" in detail.lower():

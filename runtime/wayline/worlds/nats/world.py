@@ -26,6 +26,7 @@ from .queue import Queue
 from .retention import Retention
 from .slots import Slots
 from .streams import Streams
+from .tls_only import refuse_plaintext
 
 log = logging.getLogger("wayline.worlds.nats")
 
@@ -319,6 +320,8 @@ class NatsWorld(World):
         for attempt in range(opts.connect_attempts):
             nc = Client()
             nc._parse_header_lines = parse_header_lines  # type: ignore[method-assign]
+            if opts.asks_tls:
+                refuse_plaintext(nc, self._servers_shown)
             errors: list[BaseException] = []
 
             async def on_error(err: Exception, errors: list[BaseException] = errors) -> None:
