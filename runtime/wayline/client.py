@@ -112,8 +112,12 @@ class RunHandle(Generic[R]):
             return output
         if info.status is RunStatus.FAILED:
             error = dict(info.error or {})
+            message = error.get("message")
+            if error.get("code") == "USER_ERROR" and error.get("name"):
+                # the code says only "the user's code raised": the type says what it raised
+                message = f"{error['name']}: {message}"
             raise RunFailedError(
-                f"run {self.run_id} failed: [{error.get('code')}] {error.get('message')}",
+                f"run {self.run_id} failed: [{error.get('code')}] {message}",
                 error_code=str(error.get("code", "")),
                 error=error,
             )
