@@ -3,6 +3,8 @@ deadlines from the child's creation, never recovered behind the parent's back.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import wayline
@@ -126,3 +128,51 @@ async def test_recovery_leaves_children_to_their_parent_and_drives_orphans(engin
         assert await engine.client.handle(orphan).result(timeout=10) == 101
         await engine.client.resume_hook("kid-tok-2", 7)
         assert await handle.result(timeout=10) == 7
+
+
+# --- a cancel reaches the children ------------------------------------------------------------
+@wayline.workflow
+async def booked_child(path: str) -> str:
+    await flows.charge_card(path, "kid")
+    await wayline.sleep(3600)
+    return "woke"
+
+
+@wayline.workflow
+async def booking_parent(path: str) -> str:
+    await flows.reserve(path, "parent")
+    return await wayline.child(booked_child, path)
+
+
+async def test_cancelling_a_parent_cancels_its_running_child_then_unwinds_itself(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The parent was parked ``compensation_stuck`` on ``CHILD_RUNNING`` while the child slept
+    on, uncancelled, for its hour. Now the cancel reaches the child, which unwinds on its own
+    (its refund), and the child's end wakes the parent, which then releases its own step and
+    ends cancelled: each compensation once, the child's before the parent's."""
+    path = str(tmp_path / "ledger")
+    async with engine.worker([booking_parent, booked_child]):
+        parent = await engine.client.start(booking_parent, path)
+
+        async def kid() -> str | None:
+            created = of_type(await parent.events(), EventType.CHILD_CREATED)
+            if not created:
+                return None
+            run_id = str(created[0].data["childRunId"])
+            return run_id if "charge kid" in " ".join(flows.lines(path)) else None
+
+        kid_id = await wait_for(kid, timeout=20)
+        assert await engine.client.cancel(parent.run_id, "changed my mind")
+        with pytest.raises(wayline.RunCancelledError):
+            await parent.result(timeout=30)
+        with pytest.raises(wayline.RunCancelledError):
+            await engine.client.handle(kid_id).result(timeout=5)
+    child = await engine.client.get_run(kid_id)
+    assert child.status is wayline.RunStatus.CANCELLED
+    assert parent.run_id in str(child.error) and "changed my mind" in str(child.error)
+    marks = [line.split(" key=")[0] for line in flows.lines(path)]
+    assert marks == ["reserve parent", "charge kid", "refund kid", "release parent"], marks
+    info = await engine.client.get_run(parent.run_id)
+    assert info.status is wayline.RunStatus.CANCELLED
+    assert not of_type(await parent.events(), EventType.RUN_COMPENSATION_STUCK)

@@ -8,13 +8,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .._core.events import Event, EventType, NewEvent, RunStatus
-from .._core.replay import Replay
+from .._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
+from .._core.replay import ChildRecord, Replay
 from ..errors import (
+    CorruptLogError,
     EntityConflictError,
     EntityMissingError,
     RunNotFoundError,
     RunTerminalError,
+    SequenceConflictError,
 )
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
 from .deferred import append_batch, outcome_event
@@ -81,6 +83,47 @@ async def report_to_parent(world: World, info: RunInfo) -> None:
     except (EntityConflictError, RunTerminalError, RunNotFoundError, EntityMissingError):
         return  # already reported, or the parent is gone (then the child is an orphan)
     await world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
+
+
+_CANCEL_ROUNDS = 5
+
+
+async def cancel_children(world: World, children: list[ChildRecord], reason: str) -> None:
+    """A cancelled parent's unwind asks each child still running to stop: the child records
+    the request once (as ``Client.cancel`` does) and unwinds on its own; its end, reported to
+    the parent (``report_to_parent``), wakes the parent to go on. Sent again on each delivery
+    of the parent until the child ends (the request is recorded once, the wake deduplicated)."""
+    for child in children:
+        assert child.run_id is not None
+        try:
+            await _request_cancel(world, child.run_id, reason)
+        except CorruptLogError as err:  # fenced: the parent waits until a person repairs it
+            log.warning("child run %s cannot be asked to cancel: %s", child.run_id, err)
+            continue
+        except (RunNotFoundError, RunTerminalError):
+            continue  # not created yet (the parent's replay creates it) or ended meanwhile
+        await world.enqueue(
+            FLOW_TOPIC,
+            {"runId": child.run_id, "reason": "cancel"},
+            idempotency_key=f"{child.run_id}:cancel",
+        )
+
+
+async def _request_cancel(world: World, run_id: str, reason: str) -> None:
+    for _ in range(_CANCEL_ROUNDS):
+        events = await world.list_events(run_id)
+        if not events:
+            raise RunNotFoundError(f"no run {run_id}")
+        if events[-1].type in RUN_TERMINAL_EVENTS:
+            raise RunTerminalError(f"run {run_id} has ended")
+        if any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
+            return
+        request = NewEvent(EventType.RUN_CANCEL_REQUESTED, data={"reason": reason})
+        try:
+            await world.append(run_id, [request], expected_seq=events[-1].seq)
+            return
+        except (SequenceConflictError, EntityConflictError):
+            continue  # the child moved on: read it again
 
 
 async def fail_run(world: World, run_id: str, code: str, message: str, **fields: Any) -> None:

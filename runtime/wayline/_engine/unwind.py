@@ -15,7 +15,7 @@ from .._core.serde import error_to_dict
 from ..errors import EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, World
 from .deferred import InlineBatch
-from .ending import terminal
+from .ending import cancel_children, terminal
 from .session import RunSession
 
 log = logging.getLogger("wayline.runtime")
@@ -68,6 +68,11 @@ async def _advance(session: RunSession) -> bool:
     """One step of the unwind; False when the delivery is done with it."""
     replay, ending = session.replay, session.replay.ending
     running = replay.pending_children()
+    if running and ending.phase == "compensating" and ending.cancel_requested:
+        # A cancel reaches the children still running; each one's end wakes this run.
+        why = f"its parent run {session.run_id} was cancelled: {ending.cancel_reason}"
+        await cancel_children(session.world, running, why)
+        return False
     if running and ending.phase == "compensating":
         # A child that outlived its deadline still runs: the parent waits, visibly, until
         # it settles and a person resumes or abandons the unwind (seed 004).
