@@ -4,6 +4,7 @@ scenarios that really make them move (the HTTP exposition is tested in tests/cli
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,37 @@ async def test_a_run_past_its_delivery_budget_is_counted(engine: Engine, tmp_pat
     assert failed.value.error_code == "MAX_DELIVERIES_EXCEEDED"
     assert value("wayline_delivery_budget_failures_total") - before == 1
     assert value("wayline_deliveries_total", topic=FLOW_TOPIC, outcome="ack") - dead >= 1
+
+
+@wayline.step(max_retries=0)
+async def one_try(path: str) -> str:
+    flows.mark(path, f"attempt {wayline.step_context().attempt}")
+    await asyncio.sleep(30)
+    return "finished"
+
+
+@wayline.workflow
+async def one_try_flow(path: str) -> str:
+    return await one_try(path)
+
+
+async def test_an_owned_recovery_past_its_attempts_is_recorded_failed_and_logged_so(
+    engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``max_retries=0`` and the only attempt's delivery died mid-body: the owner records
+    ``MAX_ATTEMPTS_EXCEEDED`` ("did not finish in 1 attempt") without running the body again. Its warning said the attempt
+    "is re-run", which it is not."""
+    log = str(tmp_path / "log")
+    worker = wayline.Worker(engine.world, [one_try_flow], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(one_try_flow, log)
+    await wait_for(lambda: _lines(log, 1))
+    await worker.close(graceful=False)
+    with caplog.at_level(logging.WARNING, logger="wayline.runtime"):
+        async with engine.worker([one_try_flow]):
+            with pytest.raises(RunFailedError, match=r"did not finish in 1 attempt \(its"):
+                await handle.result(timeout=15)
+    assert flows.lines(log) == ["attempt 1"]  # not run again
+    recovered = [r.getMessage() for r in caplog.records if "owned recovery" in r.getMessage()]
+    assert recovered and all("past its attempts and recorded failed" in m for m in recovered)
+    assert not any("is re-run" in m for m in recovered), recovered

@@ -395,13 +395,15 @@ class Handler:
         False when there is none (the run is suspended on others)."""
         replay, stats = session.replay, session.stats
         for rec in owned:
+            spent = rec.definition is not None and rec.starts > rec.definition.max_retries
             log.warning(
-                "owned recovery: run %s step %s (%s) attempt %d is re-run by its "
-                "owning message %s; a previous delivery died mid-body",
+                "owned recovery: run %s step %s (%s) attempt %d %s by its owning message %s; "
+                "a previous delivery died mid-body",
                 replay.run_id,
                 rec.cid,
                 rec.name,
                 rec.starts + 1,
+                "is past its attempts and recorded failed" if spent else "is re-run",
                 session.my_id,
             )
             stats.owned_recovery_steps += 1

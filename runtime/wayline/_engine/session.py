@@ -198,7 +198,7 @@ def _attempts_spent(rec: StepRecord, attempt: int) -> Failed:
         {
             "name": "FatalError",
             "code": "MAX_ATTEMPTS_EXCEEDED",
-            "message": f"step {rec.name!r} did not finish in {attempt - 1} attempts "
-            "(its invocations died)",
+            "message": f"step {rec.name!r} did not finish in {attempt - 1} "
+            f"attempt{'' if attempt == 2 else 's'} (its invocations died)",
         }
     )
