@@ -117,8 +117,8 @@ async def test_an_owned_recovery_past_its_attempts_is_recorded_failed_and_logged
     engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """``max_retries=0`` and the only attempt's delivery died mid-body: the owner records
-    ``MAX_ATTEMPTS_EXCEEDED`` ("did not finish in 1 attempt") without running the body again. Its warning said the attempt
-    "is re-run", which it is not."""
+    ``MAX_ATTEMPTS_EXCEEDED`` ("did not finish in 1 attempt") without running the body
+    again. Its warning said the attempt "is re-run", which it is not."""
     log = str(tmp_path / "log")
     worker = wayline.Worker(engine.world, [one_try_flow], settings=settings())
     await worker.start()
