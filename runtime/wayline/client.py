@@ -281,6 +281,12 @@ class Client:
         if not info.status.terminal:
             await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "repair"})
             done.append("woke the run")
+        parent = info.attributes.get("parent")
+        if isinstance(parent, dict) and parent.get("runId"):
+            # a parent that could not reach this run while it was fenced (a cancel it could
+            # not pass on, an end it could not hear) asks again on this wake
+            await self.world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
+            done.append(f"woke its parent run {parent['runId']}")
         return done
 
     async def terminate(self, run_id: str, reason: str = "terminated") -> bool:

@@ -583,3 +583,22 @@ def _run_catching(coro: object, failed: list[BaseException]) -> None:
         asyncio.run(coro)  # type: ignore[arg-type]
     except BaseException as err:  # reported by the test's thread
         failed.append(err)
+
+
+async def test_every_row_deleted_from_a_sqlite_log_fences_the_run(tmp_path: Path) -> None:
+    """All of a run's rows deleted from the file, its row left (``last_seq`` 2): a whole read
+    returned no events, as for a run that does not exist, while a suffix read fenced it."""
+    from wayline._core.events import EventType as T
+    from wayline._core.events import NewEvent
+    from wayline._core.ids import new_run_id
+
+    file = tmp_path / "w.db"
+    world = wayline.open_world(f"sqlite:///{file}")
+    async with world:
+        run_id = new_run_id()
+        await world.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": "wf", "input": {}})])
+        await world.append(run_id, [NewEvent(T.RUN_STARTED)])
+        _delete_rows(file, run_id, 1, 2)
+        with pytest.raises(CorruptLogError) as info:
+            await world.list_events(run_id)
+        assert info.value.seq == 1

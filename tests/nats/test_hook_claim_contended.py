@@ -93,3 +93,20 @@ async def test_a_run_whose_claim_is_contended_waits_on_its_hook_after_a_retry(
         assert state["writes"] == 45
         await client.resume_hook("busy-run", {"ok": True})
         assert await handle.result(timeout=30) == {"ok": True}
+
+
+async def test_an_empty_entry_for_the_token_is_overwritten_not_retried_forever(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """An entry whose value is empty (a ``nats kv put`` of ""): ``create`` refuses it (the key
+    exists) and ``_kv_entry`` reads it as no entry, so every round finds nothing to judge and
+    the claim gave up as "contended" on every delivery, for ever. It holds nothing: overwrite."""
+    a, b = await open_nats_world(), await open_nats_world()
+    run_id = new_run_id()
+    await a.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": "wf", "input": {}})])
+    await a.append(run_id, [NewEvent(T.RUN_STARTED)])
+    await b._log._hooks.put(kv_key("blank"), b"")
+    hook = [NewEvent(T.HOOK_CREATED, "h1", {"token": "blank"})]
+    await a.append(run_id, hook, expected_seq=2)
+    found = await b.get_hook("blank")
+    assert found is not None and (found.run_id, found.active) == (run_id, True)

@@ -176,3 +176,37 @@ async def test_cancelling_a_parent_cancels_its_running_child_then_unwinds_itself
     info = await engine.client.get_run(parent.run_id)
     assert info.status is wayline.RunStatus.CANCELLED
     assert not of_type(await parent.events(), EventType.RUN_COMPENSATION_STUCK)
+
+
+async def test_a_child_fenced_when_its_parent_is_cancelled_is_asked_again_once_repaired(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The parent's unwind could not ask a fenced (corrupt) child to cancel: it logged a
+    warning and waited for the child's end. Once a person repaired the child, nothing asked
+    again: the child ran on uncancelled (here: for its hour) and the parent sat in
+    ``compensating`` behind it."""
+    from tests.hostile.poison import poison_log
+
+    path = str(tmp_path / "ledger")
+    async with engine.worker([booking_parent, booked_child]):
+        parent = await engine.client.start(booking_parent, path)
+
+        async def kid() -> str | None:
+            created = of_type(await parent.events(), EventType.CHILD_CREATED)
+            if not created or "charge kid" not in " ".join(flows.lines(path)):
+                return None
+            return str(created[0].data["childRunId"])
+
+        kid_id = await wait_for(kid, timeout=20)
+        seq = await poison_log(engine.world, kid_id, b"{not json")
+        assert await engine.client.cancel(parent.run_id, "changed my mind")
+
+        async def compensating() -> bool:
+            return await parent.status() is wayline.RunStatus.COMPENSATING
+
+        await wait_for(compensating, timeout=20)
+        await engine.client.repair_run(kid_id, seq)
+        with pytest.raises(wayline.RunCancelledError):
+            await engine.client.handle(kid_id).result(timeout=15)
+        with pytest.raises(wayline.RunCancelledError):
+            await parent.result(timeout=15)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from .._core.events import EventType, NewEvent
 from .._core.replay import ChildRecord, Replay
-from ..errors import EntityConflictError, SequenceConflictError
+from ..errors import CorruptLogError, EntityConflictError, SequenceConflictError
 from ..world import FLOW_TOPIC, World
 from .ending import report_to_parent
 from .session import RunSession
+
+log = logging.getLogger("wayline.runtime")
 
 
 async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
@@ -43,7 +47,14 @@ async def sync_children(session: RunSession) -> None:
     world, replay = session.world, session.replay
     for child in replay.pending_children():
         assert child.run_id is not None
-        info = await world.get_run(child.run_id)
+        try:
+            info = await world.get_run(child.run_id)
+        except CorruptLogError as err:
+            # the child's fence is the child's: the parent's delivery goes on and the parent
+            # waits for the child (its repair wakes the parent, see ``Client.repair_run``);
+            # setting the parent's message aside lost its cancel, its timers, its hooks
+            log.warning("run %s: child run %s does not read: %s", replay.run_id, child.run_id, err)
+            continue
         if info is None:
             await start_child(world, replay, child)
         elif info.status.terminal:

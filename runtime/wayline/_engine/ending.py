@@ -17,6 +17,7 @@ from ..errors import (
     RunNotFoundError,
     RunTerminalError,
     SequenceConflictError,
+    WorldUnavailableError,
 )
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
 from .deferred import append_batch, outcome_event
@@ -124,6 +125,9 @@ async def _request_cancel(world: World, run_id: str, reason: str) -> None:
             return
         except (SequenceConflictError, EntityConflictError):
             continue  # the child moved on: read it again
+    # not asked: the parent's delivery is tried again (nothing else would wake the parent
+    # before the child's own end)
+    raise WorldUnavailableError(f"run {run_id} kept moving under {_CANCEL_ROUNDS} cancel requests")
 
 
 async def fail_run(world: World, run_id: str, code: str, message: str, **fields: Any) -> None:

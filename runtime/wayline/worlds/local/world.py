@@ -312,9 +312,9 @@ class LocalWorld(World):
             ),
             ("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)),
         )
-        if not rows and after_seq <= 0:
-            return []
         last = head[0][0] if head else 0
+        if not rows and after_seq <= 0 and not last:
+            return []  # no run (a run whose every row was deleted is fenced by ``read_log``)
         if after_seq <= 0:
             events = read_log(run_id, rows, last)
         else:

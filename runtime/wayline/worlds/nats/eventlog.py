@@ -492,8 +492,10 @@ class EventLog:
         except Exception as err:
             raise wrap(self._url, "reading a hook token", err) from err
         headers = raw.headers or {}
-        if headers.get("KV-Operation") in ("DEL", "PURGE") or not raw.data:
+        if headers.get("KV-Operation") in ("DEL", "PURGE"):
             return None
+        if not raw.data:  # a PUT of nothing: ``create`` refuses the key, so it must be judged
+            return int(raw.seq), entries.Unreadable("an empty value")
         try:
             value = entries.loads_object(raw.data)
             for name in ("token", "run", "cid"):
