@@ -210,3 +210,26 @@ async def test_a_child_fenced_when_its_parent_is_cancelled_is_asked_again_once_r
             await engine.client.handle(kid_id).result(timeout=15)
         with pytest.raises(wayline.RunCancelledError):
             await parent.result(timeout=15)
+
+
+async def test_a_cancel_reaches_the_child_a_stuck_unwind_waits_for(engine: Engine) -> None:
+    """The parent's failure unwind is parked on its running child (an uncaught deadline); a
+    cancel then asks the child to stop too (it ran on, and ``cancel`` returned True for
+    nothing). The parent still waits for a person, as a stuck unwind does."""
+    async with engine.worker([flows.parent_deadline, *KIDS]):
+        handle = await engine.client.start(flows.parent_deadline, "late-3", False)
+
+        async def stuck() -> bool:
+            return await handle.status() is wayline.RunStatus.COMPENSATION_STUCK
+
+        await wait_for(stuck)
+        [kid] = await engine.world.list_runs(workflow="kid_waits")
+        assert await engine.client.cancel(handle.run_id, "no longer needed")
+        with pytest.raises(wayline.RunCancelledError):
+            await engine.client.handle(kid.run_id).result(timeout=15)
+        assert await handle.status() is wayline.RunStatus.COMPENSATION_STUCK
+        await engine.client.resume_compensation(handle.run_id)
+        with pytest.raises(wayline.WaylineError):
+            await handle.result(timeout=15)
+    child = await engine.client.get_run(kid.run_id)
+    assert "no longer needed" in str(child.error)

@@ -68,8 +68,9 @@ async def _advance(session: RunSession) -> bool:
     """One step of the unwind; False when the delivery is done with it."""
     replay, ending = session.replay, session.replay.ending
     running = replay.pending_children()
-    if running and ending.phase == "compensating" and ending.cancel_requested:
-        # A cancel reaches the children still running; each one's end wakes this run.
+    if running and ending.phase in ("compensating", "stuck") and ending.cancel_requested:
+        # A cancel reaches the children still running; each one's end wakes this run (a
+        # stuck unwind still waits for a person, but no longer for a child that runs on).
         why = f"its parent run {session.run_id} was cancelled: {ending.cancel_reason}"
         await cancel_children(session.world, running, why)
         return False
