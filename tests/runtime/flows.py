@@ -378,6 +378,19 @@ async def parent_deadline(token: str, catch: bool) -> str:
     return "child answered"
 
 
+@wayline.workflow
+async def kid_unwinds_stuck(path: str, token: str) -> object:
+    """Waits on a hook after a step whose compensation fails while ``STUCK_FLAG`` exists:
+    cancelled, it parks its own unwind for a person and does not end."""
+    await reserve_stuck(path, token)
+    return await wayline.create_hook(token)
+
+
+@wayline.workflow
+async def parent_deadline_stuck(path: str, token: str) -> object:
+    return await wayline.child(kid_unwinds_stuck, path, token, timeout="400ms")
+
+
 @wayline.workflow(name="versioned", revision=1)
 async def versioned_v1(n: int) -> str:
     return f"v1:{await add(n, 1)}"

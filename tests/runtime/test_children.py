@@ -233,3 +233,34 @@ async def test_a_cancel_reaches_the_child_a_stuck_unwind_waits_for(engine: Engin
             await handle.result(timeout=15)
     child = await engine.client.get_run(kid.run_id)
     assert "no longer needed" in str(child.error)
+
+
+async def test_abandoning_a_cancelled_stuck_unwind_ends_it_whatever_its_child_does(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The parent's unwind is parked on its running child (an uncaught deadline); a cancel is
+    passed on to the child, whose own unwind then parks (its compensation fails). A person
+    abandons the parent's unwind: it ends. It sat ``compensation_stuck`` instead, each of its
+    deliveries asking the child to cancel again and leaving before the abandon was looked at,
+    as long as the child did not end."""
+    path = str(tmp_path / "ledger")
+    (tmp_path / flows.STUCK_FLAG).touch()
+    stuck = wayline.RunStatus.COMPENSATION_STUCK
+    async with engine.worker([flows.parent_deadline_stuck, flows.kid_unwinds_stuck]):
+        handle = await engine.client.start(flows.parent_deadline_stuck, path, "late-4")
+
+        async def parent_stuck() -> bool:
+            return await handle.status() is stuck
+
+        await wait_for(parent_stuck, timeout=20)
+        [kid] = await engine.world.list_runs(workflow="kid_unwinds_stuck")
+        assert await engine.client.cancel(handle.run_id, "no longer needed")
+
+        async def kid_stuck() -> bool:
+            return await engine.client.handle(kid.run_id).status() is stuck
+
+        await wait_for(kid_stuck, timeout=20)
+        await engine.client.abandon_compensation(handle.run_id)
+        with pytest.raises(wayline.WaylineError, match="abandoned"):
+            await handle.result(timeout=15)
+        assert await engine.client.handle(kid.run_id).status() is stuck

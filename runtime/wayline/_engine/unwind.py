@@ -73,7 +73,10 @@ async def _advance(session: RunSession) -> bool:
         # stuck unwind still waits for a person, but no longer for a child that runs on).
         why = f"its parent run {session.run_id} was cancelled: {ending.cancel_reason}"
         await cancel_children(session.world, running, why)
-        return False
+        if ending.phase != "stuck" or not ending.abandoned:
+            return False
+        # the person who abandoned the unwind does not wait for the children either: one
+        # that never ends (its own unwind parked, its log fenced) held the parent for ever
     if running and ending.phase == "compensating":
         # A child that outlived its deadline still runs: the parent waits, visibly, until
         # it settles and a person resumes or abandons the unwind (seed 004).
