@@ -148,6 +148,21 @@ def test_a_duration_that_rounds_up_is_shown_in_the_next_unit() -> None:
     assert fmt_duration(59.994) == "59.99 s"
 
 
+def test_a_duration_at_the_edges_is_shown_in_one_unit() -> None:
+    """The float just under 0.9995 printed "1000 ms" (times 1000 it is 999.5, which rounds
+    up); an infinite one (``RetryPolicy(max_interval=math.inf)`` is accepted, and recorded)
+    raised OverflowError out of ``runs show``."""
+    import math
+
+    assert fmt_duration(math.nextafter(0.9995, 0)) == "1.00 s"
+    assert fmt_duration(0.99949) == "999 ms"
+    assert fmt_duration(math.inf) == "forever"
+    assert fmt_duration(math.nan) == "0 ms"
+    assert fmt_duration(-1.0) == "0 ms"
+    assert fmt_duration(3599.4) == "59m 59s"
+    assert fmt_duration(3599.6) == "1h 00m"
+
+
 def test_the_saga_unwind_is_shown_with_what_a_person_can_do() -> None:
     events = log(
         (10.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),

@@ -49,8 +49,12 @@ from ..world import RunInfo
 def fmt_duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
-    seconds = max(0.0, seconds)
-    if seconds < 0.9995:  # what would print as "1000 ms" is "1.00 s"
+    seconds = max(0.0, seconds)  # NaN too
+    if seconds == float("inf"):  # a duration may be (``max_interval=math.inf``): no round()
+        return "forever"
+    # what would print as "1000 ms" is "1.00 s"; the product is tested, as it is what prints
+    # (0.9994999999999999 < 0.9995, but times 1000 it is 999.5, which rounds up)
+    if seconds * 1000 < 999.5:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 59.995:  # and "60.00 s" is "1m 00s"
         return f"{seconds:.2f} s"
