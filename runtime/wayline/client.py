@@ -277,7 +277,9 @@ class Client:
         """Remove a run's unreadable log entry (see :class:`CorruptLogError`) and wake the run
         so it continues from its log. Returns what was done."""
         done = await self.world.repair_run(run_id, drop_seq)
-        info = await self.get_run(run_id)
+        info = await self.world.get_run(run_id)
+        if info is None:  # its only entries were removed: a run without events does not exist
+            return done
         if not info.status.terminal:
             await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "repair"})
             done.append("woke the run")

@@ -604,11 +604,6 @@ async def test_every_row_deleted_from_a_sqlite_log_fences_the_run(tmp_path: Path
         assert info.value.seq == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="repair_tx reads the rows with log_rows, which says 'no run' when there are none; "
-    "the fence names `repair --drop-seq 1` as its remedy (found by a review of bd52e52)",
-)
 async def test_a_sqlite_run_whose_every_row_was_deleted_can_be_repaired(tmp_path: Path) -> None:
     """Fenced since bd52e52 (its row says ``last_seq`` 2, no rows are left), the run names
     ``wayline runs repair RUN --drop-seq 1`` as the way out; that raised RUN_NOT_FOUND, as
@@ -627,5 +622,11 @@ async def test_a_sqlite_run_whose_every_row_was_deleted_can_be_repaired(tmp_path
         with pytest.raises(CorruptLogError) as info:
             await world.list_events(run_id)
         assert "--drop-seq 1" in info.value.message
-        await world.repair_run(run_id, 1)
-        await world.list_events(run_id)  # fenced no more: whatever is left reads
+        with pytest.raises(CorruptLogError):  # a plain repair names the fence
+            await world.repair_run(run_id)
+        with pytest.raises(wayline.WaylineError, match="first fails at entry 1"):
+            await world.repair_run(run_id, 2)
+        done = await wayline.Client(world).repair_run(run_id, 1)
+        assert done == ["removed the run: none of its events is left"]
+        assert await world.list_events(run_id) == []  # fenced no more: no such run
+        assert await world.get_run(run_id) is None

@@ -301,14 +301,42 @@ def _remove(db: sqlite3.Connection, run_id: str, drop_seq: int, last: int) -> tu
     return what, shift
 
 
+def _has_rows(db: sqlite3.Connection, run_id: str) -> bool:
+    return (
+        db.execute("SELECT 1 FROM events WHERE run_id = ? LIMIT 1", (run_id,)).fetchone()
+        is not None
+    )
+
+
+def _forget(db: sqlite3.Connection, run_id: str, drop_seq: int | None, last: Any) -> list[str]:
+    """A run's row that outlived every row of its log (deleted behind the world's back): with
+    ``--drop-seq 1`` (what its fence advises) the run goes too, as on NATS a run without
+    messages does not exist; without it, the fence is raised. A parent that claimed it as its
+    child starts it again from the claim."""
+    missing = CorruptLogError(
+        run_id,
+        1,
+        f"no row where 1 was expected, up to the run's last seq {last}",
+        store=EVENTS_TABLE,
+    )
+    if drop_seq is None:
+        raise missing
+    entries.check_drop(run_id, drop_seq, missing)
+    for table in ("runs", "entities", "hooks"):
+        db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # names fixed above
+    return ["removed the run: none of its events is left"]
+
+
 def repair_tx(
     db: sqlite3.Connection, run_id: str, drop_seq: int | None
 ) -> tuple[list[str], CorruptLogError | None]:
     """``LocalWorld.repair_run`` in one transaction (see there): what was done, and the
     error of the next bad entry when the log still does not read after ``drop_seq`` went."""
     done: list[str] = []
-    rows = log_rows(db, run_id)
     head = db.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if head is not None and not _has_rows(db, run_id):
+        return _forget(db, run_id, drop_seq, head[0]), None
+    rows = log_rows(db, run_id)
     # a run's row that cannot say where its log ends does not fence the events after it
     stored = head[0] if head is not None and isinstance(head[0], int) else None
     # without --drop-seq the rows the log holds are rebuilt into the run's row, but rows
