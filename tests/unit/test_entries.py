@@ -78,3 +78,17 @@ def test_a_tls_file_that_cannot_be_read_is_named_and_not_retried(
     with pytest.raises(OSError) as info:
         opts.ssl_context()
     assert hopeless([info.value]) == f"cannot read {missing} (No such file or directory)"
+
+
+@pytest.mark.parametrize("option", ["tls_ca", "tls_cert"])
+def test_a_tls_file_that_holds_no_certificate_is_named(option: str, tmp_path: Path) -> None:
+    """It read as "TLS handshake failed (NO_CERTIFICATE_OR_CRL_FOUND)": no file named, and no
+    handshake had taken place."""
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    opts = ConnectOptions(servers=["tls://127.0.0.1:4222"], **{option: str(garbage)})
+    with pytest.raises(OSError) as info:
+        opts.ssl_context()
+    cause = hopeless([info.value])
+    assert cause is not None and cause.startswith(f"cannot read {garbage} (no certificate"), cause
+    assert "handshake" not in cause

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import errno
 import ssl
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -104,13 +105,17 @@ class ConnectOptions:
 
 @contextmanager
 def _named(path: str | None) -> Iterator[None]:
-    """ssl raises a missing or unreadable file's OSError without its name: give it one, so
-    the connect fails at once naming it (``failures.hopeless``) instead of being retried."""
+    """ssl raises a missing or unreadable file's OSError, and a file holding no certificate's
+    SSLError, without its name: give it one, so the connect fails at once naming it
+    (``failures.hopeless``) instead of being retried or read as a failed handshake."""
     try:
         yield
     except OSError as err:
-        if isinstance(err, ssl.SSLError) or err.filename or path is None:
+        if err.filename or path is None:
             raise
+        if isinstance(err, ssl.SSLError):  # read, but holds no certificate or key it could use
+            why = f"no certificate or key ssl can load: {err.reason or err}"
+            raise OSError(errno.EINVAL, why, path) from err
         raise OSError(err.errno, err.strerror, path) from err
 
 
