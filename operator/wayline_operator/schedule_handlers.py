@@ -27,6 +27,7 @@ from .schedules import (
     SCHEDULE_LABEL,
     OwnedRun,
     Plan,
+    name_problem,
     owned_run,
     plan,
     run_manifest,
@@ -93,8 +94,10 @@ async def tick(
     try:
         parsed = WorkflowScheduleSpec.model_validate(dict(spec))
         cron = parse(parsed.schedule, parsed.timeZone)
+        message = name_problem(str(meta["name"]), now)
     except (pydantic.ValidationError, CronError) as err:
         message = str(err).splitlines()[0] if isinstance(err, CronError) else _first(err)
+    if message is not None:
         if status.get("message") != message:
             _post(body, [Notice(WARNING, "InvalidSpec", message)])
         ready = _ready(status, False, "InvalidSpec", message, now)

@@ -57,6 +57,22 @@ def run_name(schedule: str, tick: float) -> str:
     return f"{schedule}-{int(tick) // 60}"
 
 
+MAX_NAME = 253
+"""The longest name the API server takes for a WorkflowRun (a DNS subdomain)."""
+
+
+def name_problem(schedule: str, now: float) -> str | None:
+    """Why a schedule's name cannot name its runs (``<schedule>-<minute>`` is too long), or
+    None. Without it every tick's create was refused (422) and the timer failed for good."""
+    longest = MAX_NAME - len(run_name("", now))
+    if len(schedule) <= longest:
+        return None
+    return (
+        f"metadata.name: {len(schedule)} characters leave no room for its runs' names "
+        f"(<name>-<minute>, {MAX_NAME} characters at most): use at most {longest}"
+    )
+
+
 def owned_run(body: Mapping[str, Any]) -> OwnedRun | None:
     """A WorkflowRun as the planner sees it, None if it has no readable tick label."""
     meta = body.get("metadata") or {}
