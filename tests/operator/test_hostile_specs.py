@@ -1,5 +1,6 @@
 """The operator and hostile specs: a WorkflowSchedule whose name leaves no room for its runs'
-names is an ``InvalidSpec`` (a condition and a Warning Event), not a failing timer."""
+names or whose time zone names a region (``Europe``) is an ``InvalidSpec`` (a condition and a
+Warning Event), not a failing timer."""
 
 from __future__ import annotations
 
@@ -33,4 +34,13 @@ async def test_a_schedule_named_too_long_for_its_runs_is_invalid(
     assert "metadata.name" in event["message"] and event["type"] == "Warning"
     ready = cluster.get(name, "wfs")["status"]["conditions"][0]
     assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert "Traceback" not in cluster.operator.log.read_text()
+
+
+async def test_a_region_for_a_time_zone_is_invalid(cluster: Cluster) -> None:  # noqa: F811
+    """``timeZone: Europe`` (a folder of the zone database, not a zone) failed every tick."""
+    done = cluster.apply("region", _schedule(timeZone="Europe"), "WorkflowSchedule")
+    assert done.returncode == 0, done.stderr
+    event = await cluster.event_when("region", "InvalidSpec")
+    assert "unknown time zone 'Europe'" in event["message"]
     assert "Traceback" not in cluster.operator.log.read_text()

@@ -67,6 +67,14 @@ def test_an_unknown_time_zone_is_refused() -> None:
         parse("* * * * *", "Mars/Olympus")
 
 
+@pytest.mark.parametrize("name", ["Europe", "America", "x" * 300])
+def test_a_time_zone_that_is_a_folder_or_too_long_is_refused(name: str) -> None:
+    """Names the zone database cannot open as a file: a region (a folder of zones) or one
+    longer than a file name (it raised IsADirectoryError or OSError, past the operator)."""
+    with pytest.raises(CronError, match="unknown time zone"):
+        parse("* * * * *", name)
+
+
 def test_next_ticks_in_utc() -> None:
     assert ticks("*/15 * * * *", "2026-01-01 10:07", 3) == [
         "2026-01-01 10:15 UTC",

@@ -65,7 +65,8 @@ def zone(name: str) -> ZoneInfo:
     """The IANA time zone ``name`` (``UTC``, ``Europe/Berlin``); CronError if unknown."""
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as err:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as err:
+        # OSError: a region (``Europe``, a folder of the database) or a name too long for a file
         raise CronError(f"unknown time zone {name!r} (an IANA name such as Europe/Berlin)") from err
 
 
