@@ -91,3 +91,22 @@ async def test_a_runs_input_cannot_change(cluster: Cluster) -> None:  # noqa: F8
     added = cluster.apply("bare", {"workflow": "kid_waits", "input": "x", "cancel": True})
     assert added.returncode != 0 and "input cannot change" in added.stderr
     assert cluster.apply("bare", {"workflow": "kid_waits", "cancel": True}).returncode == 0
+
+
+async def test_a_workflowhook_for_a_run_that_ended_fails_with_a_reason(
+    cluster: Cluster,  # noqa: F811
+) -> None:
+    from tests.operator.test_workflowrun import APPS
+
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("gone", {"workflow": "kid_waits", "input": "tok-end"}).returncode == 0
+        await cluster.status_when("gone", "running")
+        await wait_for(lambda: cluster.world.get_hook("tok-end"))
+        done = cluster.apply("gone", {"workflow": "kid_waits", "input": "tok-end", "cancel": True})
+        assert done.returncode == 0, done.stderr
+        await cluster.status_when("gone", "cancelled")
+        made = cluster.apply("late", {"token": "tok-end", "payload": 1}, "WorkflowHook")
+        assert made.returncode == 0, made.stderr
+        hook = await cluster.status_when("late", "failed", kind="workflowhook")
+    assert hook["message"]
+    assert "Traceback" not in cluster.operator.log.read_text()
