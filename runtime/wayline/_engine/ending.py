@@ -81,9 +81,15 @@ async def report_to_parent(world: World, info: RunInfo) -> None:
             str(parent["runId"]),
             [NewEvent(EventType.CHILD_COMPLETED, str(parent["cid"]), data)],
         )
-    except (EntityConflictError, RunTerminalError, RunNotFoundError, EntityMissingError):
-        return  # already reported, or the parent is gone (then the child is an orphan)
-    await world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
+    except EntityConflictError:
+        pass  # already reported: its wake may not have been sent (a crash), so sent again
+    except (RunTerminalError, RunNotFoundError, EntityMissingError):
+        return  # the parent ended, or is gone (then the child is an orphan)
+    await world.enqueue(
+        FLOW_TOPIC,
+        {"runId": str(parent["runId"]), "reason": "child"},
+        idempotency_key=f"{info.run_id}:reported",
+    )
 
 
 _CANCEL_ROUNDS = 5

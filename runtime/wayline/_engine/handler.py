@@ -55,7 +55,7 @@ from . import divergence, handoff, step_slots
 from .children import start_child, sync_children
 from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
-from .ending import fail_run, malformed, terminal
+from .ending import fail_run, malformed, report_to_parent, terminal
 from .messages import ACK, FlowMessage, Stats, Verdict
 from .session import RunSession
 from .step_delivery import Continue, handle_step
@@ -98,8 +98,10 @@ class Handler:
         if not isinstance(verdict, Continue):
             return verdict
         info, events = await self.world.read_run(verdict.run_id)
-        if info is None or info.status.terminal:
+        if info is None:
             return ACK
+        if info.status.terminal:
+            return await _ended(self.world, info)
         if info.workflow not in self.workflows:
             await self.world.enqueue(FLOW_TOPIC, {"runId": verdict.run_id, "reason": "step"})
             return ACK
@@ -121,7 +123,7 @@ class Handler:
         if info is None:
             return Verdict("dead", reason=f"flow message for unknown run {run_id}")
         if info.status.terminal:
-            return ACK
+            return await _ended(self.world, info)
         workflow = self.workflows.get(info.workflow)
         if workflow is None:
             log.warning(
@@ -544,3 +546,11 @@ def _pinned_elsewhere(workflow: WorkflowDefinition[..., Any], events: list[Event
             recorded = e.data.get("definition")
             return isinstance(recorded, dict) and workflow.mismatch(recorded) is not None
     return False
+
+
+async def _ended(world: World, info: RunInfo) -> Verdict:
+    """A message for a run that has ended. A child reports its end again: the delivery that
+    ended it may have died before its report reached the parent (or before the parent's
+    wake), and a parent that waits on the child has nothing else to wake it."""
+    await report_to_parent(world, info)
+    return ACK
