@@ -32,6 +32,7 @@ from .errors import (
 )
 from .settings import Settings
 from .world import FLOW_TOPIC, RunInfo, World, run_changes
+from .world.cancel import ask_to_cancel
 from .world.registry import waiting_for_worker
 
 log = logging.getLogger("wayline.client")
@@ -233,22 +234,7 @@ class Client:
         interrupted, but nothing new starts. Asking twice (or concurrently) records one
         request."""
         await self.get_run(run_id)
-
-        def decide(events: list[Event]) -> list[NewEvent] | None:
-            if events and events[-1].type in RUN_TERMINAL_EVENTS:
-                raise RunTerminalError(f"run {run_id} has ended")
-            if any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
-                return None  # asked before: only its wake is re-sent
-            return [NewEvent(EventType.RUN_CANCEL_REQUESTED, data={"reason": reason})]
-
-        try:
-            await self._fenced_append(run_id, decide)
-        except RunTerminalError:
-            return False
-        await self.world.enqueue(
-            FLOW_TOPIC, {"runId": run_id, "reason": "cancel"}, idempotency_key=f"{run_id}:cancel"
-        )
-        return True
+        return await ask_to_cancel(self.world, run_id, reason, _FENCE_ROUNDS)
 
     async def _fenced_append(
         self, run_id: str, decide: Callable[[list[Event]], list[NewEvent] | None]

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
+from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.replay import ChildRecord, Replay
 from ..errors import (
     CorruptLogError,
@@ -20,6 +20,7 @@ from ..errors import (
     WorldUnavailableError,
 )
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
+from ..world.cancel import ask_to_cancel
 from .deferred import append_batch, outcome_event
 from .messages import Verdict, malformed_verdict
 from .step_runner import Outcome, Retry
@@ -103,37 +104,13 @@ async def cancel_children(world: World, children: list[ChildRecord], reason: str
     for child in children:
         assert child.run_id is not None
         try:
-            await _request_cancel(world, child.run_id, reason)
+            await ask_to_cancel(world, child.run_id, reason, _CANCEL_ROUNDS)
         except CorruptLogError as err:  # fenced: the parent waits until a person repairs it
             log.warning("child run %s cannot be asked to cancel: %s", child.run_id, err)
-            continue
-        except (RunNotFoundError, RunTerminalError):
-            continue  # not created yet (the parent's replay creates it) or ended meanwhile
-        await world.enqueue(
-            FLOW_TOPIC,
-            {"runId": child.run_id, "reason": "cancel"},
-            idempotency_key=f"{child.run_id}:cancel",
-        )
-
-
-async def _request_cancel(world: World, run_id: str, reason: str) -> None:
-    for _ in range(_CANCEL_ROUNDS):
-        events = await world.list_events(run_id)
-        if not events:
-            raise RunNotFoundError(f"no run {run_id}")
-        if events[-1].type in RUN_TERMINAL_EVENTS:
-            raise RunTerminalError(f"run {run_id} has ended")
-        if any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
-            return
-        request = NewEvent(EventType.RUN_CANCEL_REQUESTED, data={"reason": reason})
-        try:
-            await world.append(run_id, [request], expected_seq=events[-1].seq)
-            return
-        except (SequenceConflictError, EntityConflictError):
-            continue  # the child moved on: read it again
-    # not asked: the parent's delivery is tried again (nothing else would wake the parent
-    # before the child's own end)
-    raise WorldUnavailableError(f"run {run_id} kept moving under {_CANCEL_ROUNDS} cancel requests")
+        except RunNotFoundError:
+            pass  # not created yet: the parent's replay creates it
+        except SequenceConflictError as err:  # not asked: the parent's delivery is tried again
+            raise WorldUnavailableError(str(err)) from err
 
 
 async def fail_run(world: World, run_id: str, code: str, message: str, **fields: Any) -> None:
