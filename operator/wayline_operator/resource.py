@@ -391,8 +391,61 @@ def hook_crd_manifest() -> dict[str, Any]:
     return _crd(HOOK_KIND, HOOK_PLURAL, "wfh", hook_spec_schema(), columns, status)
 
 
+INPUT_POLICY = "wayline-workflowrun-input"
+INPUT_UNCHANGED = (
+    "has(object.spec.input) == has(oldObject.spec.input) && "
+    "(!has(object.spec.input) || object.spec.input == oldObject.spec.input)"
+)
+
+
+def input_policy() -> dict[str, Any]:
+    """A run keeps the input it started with, so an edited ``spec.input`` is refused. A CRD
+    rule cannot read the untyped field (``self.input`` does not compile); a
+    ValidatingAdmissionPolicy (Kubernetes 1.30+) evaluates the stored object as it is. The
+    policy and its binding as one ``List``, applied with the CRDs."""
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": INPUT_POLICY},
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {
+                        "resourceRules": [
+                            {
+                                "apiGroups": [GROUP],
+                                "apiVersions": ["*"],
+                                "operations": ["UPDATE"],
+                                "resources": [PLURAL],
+                            }
+                        ]
+                    },
+                    "validations": [
+                        {
+                            "expression": INPUT_UNCHANGED,
+                            "message": "a run's input cannot change: it started with the "
+                            "input it has; start another WorkflowRun for another input",
+                            "reason": "Invalid",
+                        }
+                    ],
+                },
+            },
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": INPUT_POLICY},
+                "spec": {"policyName": INPUT_POLICY, "validationActions": ["Deny"]},
+            },
+        ],
+    }
+
+
 def crds() -> dict[str, dict[str, Any]]:
-    """Every CRD, by the file name it is checked in under (in ``crds/``)."""
+    """Every CRD, by the file name it is checked in under (in ``crds/``), and the admission
+    policy that keeps a run's input."""
     from .peering import peering_crds
     from .schedule_resource import SCHEDULE_PLURAL, schedule_crd_manifest
 
@@ -401,6 +454,7 @@ def crds() -> dict[str, dict[str, Any]]:
         f"{HOOK_PLURAL}.{GROUP}.json": hook_crd_manifest(),
         f"{SCHEDULE_PLURAL}.{GROUP}.json": schedule_crd_manifest(),
         "kopf-peering.json": peering_crds(),  # for more than one operator replica
+        f"{PLURAL}-input-policy.json": input_policy(),  # not a CRD: applied with them
     }
 
 

@@ -56,7 +56,12 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
     docs = _render(helm, "ns1", "workers[0].apps={myapp.flows}")
     kinds = sorted(d["kind"] for d in docs)
     assert kinds.count("CustomResourceDefinition") == 3  # runs, hooks, schedules (+ kopf's List)
-    assert kinds.count("List") == 1
+    assert kinds.count("List") == 2  # kopf's peering CRDs; the run input's admission policy
+    policy = next(d for d in docs if d["kind"] == "List" and "input" in json.dumps(d))
+    assert [i["kind"] for i in policy["items"]] == [
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ]
     assert {"Deployment", "StatefulSet", "ClusterRole", "ServiceAccount"} <= set(kinds)
     worker = next(
         d for d in docs if d["kind"] == "Deployment" and "worker" in d["metadata"]["name"]

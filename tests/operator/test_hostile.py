@@ -81,3 +81,32 @@ async def test_a_workflowhook_for_a_run_that_ended_fails_with_a_reason(
         hook = await cluster.status_when("late", "failed", kind="workflowhook")
     assert hook["message"]
     assert "Traceback" not in cluster.operator.log.read_text()
+
+
+async def test_a_runs_input_cannot_change(cluster: Cluster) -> None:  # noqa: F811
+    """The run keeps the input it started with: the API server refuses an edited, added or
+    removed ``spec.input`` (the admission policy applied with the CRDs), and takes the same
+    input again and edits of the other fields."""
+    made = cluster.apply("in", {"workflow": "kid_waits", "input": "tok-in", "cancel": True})
+    assert made.returncode == 0, made.stderr
+    for spec in (
+        {"workflow": "kid_waits", "input": "tok-other", "cancel": True},
+        {"workflow": "kid_waits", "input": ["tok-in"], "cancel": True},
+        {"workflow": "kid_waits", "cancel": True},
+    ):
+        changed = cluster.apply("in", spec)
+        assert changed.returncode != 0 and "input cannot change" in changed.stderr, spec
+    same = cluster.apply("in", {"workflow": "kid_waits", "input": "tok-in", "cancel": True})
+    assert same.returncode == 0, same.stderr
+    bare = cluster.apply("bare", {"workflow": "kid_waits", "cancel": True})
+    assert bare.returncode == 0, bare.stderr
+    added = cluster.apply("bare", {"workflow": "kid_waits", "input": "x", "cancel": True})
+    assert added.returncode != 0 and "input cannot change" in added.stderr
+    nested = {"workflow": "kid_waits", "input": {"order": [1, 2.5, None, {"k": "v"}]}}
+    assert cluster.apply("deep", nested).returncode == 0
+    edited = {"workflow": "kid_waits", "input": {"order": [1, 2.5, None, {"k": "w"}]}}
+    refused = cluster.apply("deep", edited)
+    assert refused.returncode != 0 and "input cannot change" in refused.stderr
+    cancelled = cluster.apply("deep", nested | {"cancel": True})
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cluster.get("deep")["spec"]["input"] == nested["input"]

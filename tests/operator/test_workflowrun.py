@@ -5,11 +5,13 @@ everything is driven with kubectl."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -99,6 +101,34 @@ def crd_applied(control_plane: Any) -> None:
     for crd in ("crd/workflowruns.wayline.dev", "crd/workflowhooks.wayline.dev"):
         done = control_plane.kubectl("wait", "--for=condition=Established", crd, "--timeout=30s")
         assert done.returncode == 0, done.stderr
+    _wait_for_the_input_policy(control_plane)
+
+
+def _wait_for_the_input_policy(control_plane: Any, timeout: float = 30.0) -> None:
+    """The admission policy that keeps a run's input acts a moment after it is created: edit a
+    probe run (in ``default``, which no test's operator watches) until it is refused."""
+    probe = {
+        "apiVersion": "wayline.dev/v1alpha1",
+        "kind": "WorkflowRun",
+        "metadata": {"name": "input-policy-probe", "namespace": "default"},
+        "spec": {"workflow": "probe", "input": 1},
+    }
+    made = control_plane.kubectl("create", "-f", "-", input=json.dumps(probe))
+    assert made.returncode == 0, made.stderr
+    deadline = time.monotonic() + timeout
+    try:
+        for value in itertools.count(2):  # each edit a change: an unchanged input passes
+            edit = control_plane.kubectl(
+                *("patch", "wfr", "input-policy-probe", "-n", "default", "--type=merge"),
+                *("-p", json.dumps({"spec": {"input": value}})),
+            )
+            if edit.returncode != 0:
+                assert "input cannot change" in edit.stderr, edit.stderr
+                return
+            assert time.monotonic() < deadline, "the input policy never refused an edit"
+            time.sleep(0.2)
+    finally:
+        control_plane.kubectl("delete", "wfr", "input-policy-probe", "-n", "default")
 
 
 def _kubeconfig_env(world_url: str, kubeconfig: Path) -> dict[str, str]:
