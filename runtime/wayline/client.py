@@ -199,8 +199,13 @@ class Client:
             fresh = False  # it may have ended long ago
         else:
             fresh = True
+        # recoverable: run_created is durable, and a worker starting after an OS crash
+        # re-arms a live run that lost its start (Worker.recover_runs)
         await self.world.enqueue(
-            FLOW_TOPIC, {"runId": run_id, "reason": "start"}, idempotency_key=f"{run_id}:start"
+            FLOW_TOPIC,
+            {"runId": run_id, "reason": "start"},
+            idempotency_key=f"{run_id}:start",
+            recoverable=True,
         )
         return RunHandle(self, run_id, definition, fresh=fresh)
 

@@ -162,10 +162,12 @@ def _modes(statements: list[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
-async def test_only_queue_claims_and_settlements_skip_their_fsync(tmp_path: Path) -> None:
-    """On a durable world every append and every enqueue commits under FULL (fsync); a claim
-    of a queue message and its ack commit under NORMAL (a crash that loses them only delivers
-    the message again), and the connection is FULL again afterwards."""
+async def test_only_queue_claims_settlements_and_starts_skip_their_fsync(tmp_path: Path) -> None:
+    """On a durable world every append and every enqueue commits under FULL (fsync), but for
+    three: a claim of a queue message and its ack commit under NORMAL (a crash that loses them
+    only delivers the message again), and so does a start's message, written after its
+    durable ``run_created`` (a worker re-arms a live run that lost it, the next test). The
+    connection is FULL again afterwards."""
     async with LocalWorld(tmp_path / "w.db", poll_interval=0.01) as world:
         client = wayline.Client(world)
         async with wayline.Worker(world, [flows.chain], settings=settings()):
@@ -174,18 +176,36 @@ async def test_only_queue_claims_and_settlements_skip_their_fsync(tmp_path: Path
             _connection(world).set_trace_callback(traced.append)
             handle = await client.start(flows.chain, 3)
             assert await handle.result(timeout=30) == sum(range(3))
+            await world.enqueue("elsewhere", {"n": 1}, idempotency_key="a-wake")
             _connection(world).set_trace_callback(None)
         mode = _connection(world).execute("PRAGMA synchronous").fetchone()[0]
     assert mode == 2  # FULL
     txs = _modes(traced)
     writes_events = [m for m, tx in txs if any("INTO events" in s for s in tx)]
-    enqueues = [m for m, tx in txs if any("INTO messages" in s for s in tx)]
+    starts = [m for m, tx in txs if any("INTO messages" in s and ":start" in s for s in tx)]
+    enqueues = [m for m, tx in txs if any("INTO messages" in s and "a-wake" in s for s in tx)]
     claims = [m for m, tx in txs if any(s.startswith("UPDATE messages SET attempts") for s in tx)]
     acks = [m for m, tx in txs if any(s.startswith("DELETE FROM messages") for s in tx)]
     assert writes_events and set(writes_events) == {"FULL"}, txs
-    assert enqueues and set(enqueues) == {"FULL"}, txs
+    assert starts == ["NORMAL"], txs
+    assert enqueues == ["FULL"], txs
     assert claims and set(claims) == {"NORMAL"}, txs
     assert acks and set(acks) == {"NORMAL"}, txs
+
+
+async def test_a_start_whose_message_an_os_crash_lost_is_rearmed_by_the_next_worker(
+    tmp_path: Path,
+) -> None:
+    """What an OS crash can lose of a start on a durable world: its queue message (committed
+    without its own fsync), never its ``run_created``. Removed by hand here, as the crash
+    would; the next worker to start re-arms the run and it completes."""
+    async with LocalWorld(tmp_path / "w.db", poll_interval=0.01) as world:
+        handle = await wayline.Client(world).start(flows.chain, 3)
+        db = _connection(world)
+        assert db.execute("DELETE FROM messages").rowcount == 1
+        assert await world.runs_with_messages() == set()
+        async with wayline.Worker(world, [flows.chain], settings=settings()):
+            assert await handle.result(timeout=30) == sum(range(3))
 
 
 async def test_each_settlement_skips_its_fsync_and_a_dead_letter_keeps_it(tmp_path: Path) -> None:

@@ -57,9 +57,14 @@ class UnstableIdWorld(World):
         *,
         idempotency_key: str | None = None,
         delay_seconds: float = 0.0,
+        recoverable: bool = False,
     ) -> MessageId:
         return await self.inner.enqueue(
-            topic, payload, idempotency_key=idempotency_key, delay_seconds=delay_seconds
+            topic,
+            payload,
+            idempotency_key=idempotency_key,
+            delay_seconds=delay_seconds,
+            recoverable=recoverable,
         )
 
     async def receive(

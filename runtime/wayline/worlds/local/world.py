@@ -221,7 +221,8 @@ class LocalWorld(World):
 
     def _write_unsynced(self, fn: Any, *args: Any) -> Any:
         """A write whose loss in an OS crash changes nothing that matters, committed without
-        its own fsync: a claim or a settlement of a queue message (see ``_settle``). The WAL is
+        its own fsync: a claim or a settlement of a queue message (see ``_settle``), or a
+        message the log brings back (``enqueue(recoverable=True)``, a start). The WAL is
         written in order, so the next synced commit makes it durable too; a crash before that
         loses only this tail, and the message is delivered again, as it would be after any
         crash of its holder. A ``sync=normal`` world is unsynced throughout anyway."""
@@ -397,11 +398,13 @@ class LocalWorld(World):
         *,
         idempotency_key: str | None = None,
         delay_seconds: float = 0.0,
+        recoverable: bool = False,
     ) -> MessageId:
         topic = await self.router.topic(topic, payload)
         body = json.dumps(carry(payload)).encode()
         now = clock.now()
-        message_id: MessageId = self._write(
+        write = self._write_unsynced if recoverable else self._write
+        message_id: MessageId = write(
             self._enqueue_tx, topic, body, idempotency_key, now + max(0.0, delay_seconds), now
         )
         self._wake()

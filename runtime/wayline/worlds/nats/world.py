@@ -502,6 +502,7 @@ class NatsWorld(World):
         *,
         idempotency_key: str | None = None,
         delay_seconds: float = 0.0,
+        recoverable: bool = False,  # every publish is stored the same way
     ) -> MessageId:
         topic = await self.router.topic(topic, payload)
         result: MessageId = await self._q().enqueue(topic, payload, idempotency_key, delay_seconds)
