@@ -227,6 +227,48 @@ async def test_a_payload_sent_after_the_hook_timed_out_is_refused(engine: Engine
         assert await handle.result(timeout=20) == ["timeout", "ok"]
 
 
+async def test_a_hook_timed_out_by_wake_up_frees_its_token_too(engine: Engine) -> None:
+    """The same through ``Client.wake_up(run, "h1.timeout")`` (a time-skipping test's way):
+    the timeout recorded by the client, the disposal by the worker that replays it, and the
+    log holds one disposal, right after the timeout."""
+    t1, t2 = _token(), _token()
+    async with engine.worker([p2_timeout_later_then_other]):
+        handle = await engine.client.start(p2_timeout_later_then_other, t1, t2)
+        await wait_for(lambda: engine.world.get_hook(t1))
+        assert await engine.client.wake_up(handle.run_id, "h1.timeout") == ["h1.timeout"]
+        await wait_for(lambda: engine.world.get_hook(t2))
+        with pytest.raises(wayline.HookNotFoundError):
+            await engine.client.resume_hook(t1, "too late")
+        await engine.client.resume_hook(t2, "ok")
+        assert await handle.result(timeout=20) == ["timeout", "ok"]
+    kinds = [(e.type, e.correlation_id) for e in await handle.events()]
+    assert kinds.count((EventType.HOOK_DISPOSED, "h1")) == 1
+    at = kinds.index((EventType.WAIT_COMPLETED, "h1.timeout"))
+    assert kinds[at + 1] == (EventType.HOOK_DISPOSED, "h1"), kinds
+
+
+@wayline.workflow
+async def p2_timeout_later_then_other(t1: str, t2: str) -> list[Any]:
+    try:
+        first = await wayline.create_hook(t1, timeout=3600)
+    except wayline.HookTimeout:
+        first = "timeout"
+    return [first, await wayline.create_hook(t2)]
+
+
+async def test_a_timed_out_hook_is_disposed_in_the_write_of_its_timeout(engine: Engine) -> None:
+    """No payload can slip in between a hook's timeout and its disposal: both are one write."""
+    t1, t2 = _token(), _token()
+    async with engine.worker([p2_timeout_then_other]):
+        handle = await engine.client.start(p2_timeout_then_other, t1, t2)
+        await wait_for(lambda: engine.world.get_hook(t2))
+        events = await handle.events()
+    timed_out = next(e for e in events if e.type is EventType.WAIT_COMPLETED)
+    disposed = next(e for e in events if e.type is EventType.HOOK_DISPOSED)
+    assert (disposed.correlation_id, disposed.seq) == ("h1", timed_out.seq + 1)
+    assert disposed.created_at == timed_out.created_at  # one append: one stamp
+
+
 @wayline.workflow
 async def p2_recv_then_answer(token: str) -> list[Any]:
     got: list[Any] = []

@@ -82,14 +82,23 @@ def next_move(replay: Replay, *, closing: bool, now: float) -> Move:
         return Finish()
     due = [w for w in replay.pending_waits() if w.resume_at <= now]
     if due:
-        return CompleteWaits(
-            [NewEvent(EventType.WAIT_COMPLETED, w.cid, {"resumeAt": w.resume_at}) for w in due]
-        )
+        return CompleteWaits(_completions(due))
     if replay.new_disposals:
         return DisposeHooks(
             [NewEvent(EventType.HOOK_DISPOSED, h.cid) for h in replay.new_disposals.values()]
         )
     return Suspend(now)
+
+
+def _completions(due: list[WaitRecord]) -> list[NewEvent]:
+    """Each due wait's completion; a hook that times out before its first payload is disposed
+    in the same write, so no payload can reach it between its timeout and its disposal."""
+    events: list[NewEvent] = []
+    for w in due:
+        events.append(NewEvent(EventType.WAIT_COMPLETED, w.cid, {"resumeAt": w.resume_at}))
+        if w.hook is not None and w.hook.created and not w.hook.disposed:
+            events.append(NewEvent(EventType.HOOK_DISPOSED, w.hook.cid))
+    return events
 
 
 # --- what leaves the process ----------------------------------------------------------------

@@ -415,6 +415,9 @@ class Replay:
             wait.hook.first.set_exception(
                 HookTimeout(f"hook {wait.hook.token!r} timed out"), self._tick()
             )
+            # it holds its token no more: a late payload is refused, not taken and dropped,
+            # and a new hook may hold the token (written with the timeout, see planning)
+            self.dispose_hook(wait.hook)
 
     def _child_created(self, cid: str, p: ChildCreated) -> None:
         child = self.children.get(cid)
