@@ -159,8 +159,23 @@ class Worker:
                     task.cancel()
             if protected:
                 await asyncio.wait(protected, timeout=self.shutdown_grace_seconds)
-        held = [d for d, f in self._held.values() if f.tripped is None]
-        for task in list(self._handlers) + list(self._tasks):
+        holding = dict(self._held)
+        held = [d for d, f in holding.values() if f.tripped is None]
+        for task in list(self._handlers):
+            task.cancel()
+        if self._handlers:
+            await asyncio.gather(*self._handlers, return_exceptions=True)
+        # A body that cannot be cut off (a sync body in its thread) runs on after its handler
+        # was cancelled: its delivery stays held (renewed, under its fence's deadline, where
+        # the process exits if it is still running) until the thread returns, so it is never
+        # released, or redelivered, beside it.
+        threads = {k: v for k, v in holding.items() if v[1].executing()}
+        if threads:
+            self._held.update(threads)
+            while any(k in self._held and f.executing() for k, (_, f) in threads.items()):  # noqa: ASYNC110 - thread ends set no loop event
+                await asyncio.sleep(0.02)
+        held = [d for d in held if id(d) not in threads or id(d) in self._held]
+        for task in list(self._tasks):
             task.cancel()
         pending = list(self._handlers) + list(self._tasks)
         if pending:
