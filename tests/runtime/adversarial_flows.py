@@ -82,3 +82,21 @@ async def adv_async_charge(path: str, seconds: float) -> str:
     charged = await charge_async(path, seconds)
     await wayline.create_hook(f"adv-async:{path}")
     return str(charged)
+
+
+@wayline.step
+async def adv_note(path: str, text: str) -> str:
+    mark(path, text)
+    return text
+
+
+@wayline.workflow
+async def adv_hook_or_timeout(path: str, token: str) -> str:
+    try:
+        got = await wayline.create_hook(token, timeout="1h")
+    except wayline.HookTimeout:
+        outcome = "timed out"
+    else:
+        outcome = f"got {got}"
+    await adv_note(path, f"{token} {outcome}")
+    return outcome
