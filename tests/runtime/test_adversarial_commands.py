@@ -54,3 +54,59 @@ async def test_wake_up_of_a_hook_timeout_races_its_payload(engine: Engine, tmp_p
         assert result == expect, (h.run_id, [e.type for e in answers])
     lines = af.lines(marker)
     assert sorted(lines) == sorted(f"t{i} {r}" for i, r in enumerate(results))
+
+
+async def test_resume_and_abandon_of_a_stuck_unwind_race_from_two_clients(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Two people (two operator replicas, a CLI) answer the same parked unwind at once, with
+    two workers live: one answer wins; the reversal runs again only if a resume won, once."""
+    from tests.runtime import flows
+
+    log = str(tmp_path / "log")
+    (tmp_path / flows.STUCK_FLAG).touch()
+    other = wayline.Client(await engine.make_world())
+    n = 6
+    async with (
+        engine.worker([flows.saga_stuck]),
+        engine.worker([flows.saga_stuck], world=other.world),
+    ):
+        handles = [await engine.client.start(flows.saga_stuck, log, f"o{i}") for i in range(n)]
+        for h in handles:
+
+            async def stuck(h: wayline.RunHandle[str] = h) -> bool:
+                return await h.status() is wayline.RunStatus.COMPENSATION_STUCK
+
+            await wait_for(stuck, timeout=20)
+        (tmp_path / flows.STUCK_FLAG).unlink()
+
+        async def answer(call: object) -> str:
+            try:
+                await call  # type: ignore[misc]
+            except wayline.WaylineError:
+                return "refused"
+            return "done"
+
+        won: list[list[str]] = []
+        for h in handles:
+            won.append(
+                await asyncio.gather(
+                    answer(engine.client.resume_compensation(h.run_id)),
+                    answer(other.abandon_compensation(h.run_id)),
+                    answer(other.resume_compensation(h.run_id)),
+                )
+            )
+        errors = []
+        for h in handles:
+            try:
+                await h.result(timeout=20)
+            except wayline.RunFailedError as err:
+                errors.append(str(err))
+    lines = flows.lines(log)
+    for i, (h, answers, error) in enumerate(zip(handles, won, errors, strict=True)):
+        tries = lines.count(f"try release o{i}")
+        assert answers.count("done") == 1, (answers, error, tries)
+        if answers[1] == "done":
+            assert "abandoned" in error and tries == 1, (answers, error, tries)
+        else:
+            assert "abandoned" not in error and tries == 2, (answers, error, tries)
