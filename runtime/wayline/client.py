@@ -382,9 +382,21 @@ class Client:
         await self.get_run(run_id)
 
         def decide(events: list[Event]) -> list[NewEvent] | None:
-            status = RunStatus.PENDING
+            status, abandoned = RunStatus.PENDING, False
             for e in events:
                 status = _phase(e, status)
+                if e.type is EventType.RUN_COMPENSATION_STUCK:
+                    abandoned = False
+                elif e.type is EventType.RUN_COMPENSATION_ABANDONED:
+                    abandoned = True  # the run stays parked until a worker ends it
+            if abandoned and status is RunStatus.COMPENSATION_STUCK:
+                # one answer per park: an abandoned unwind is not resumed behind the back of
+                # the person who gave it up (a second abandon is that same answer again)
+                if event is EventType.RUN_COMPENSATION_ABANDONED:
+                    return None
+                raise WaylineError(
+                    f"run {run_id}: its compensation was abandoned; nothing to {verb}"
+                )
             if status is not RunStatus.COMPENSATION_STUCK:
                 raise WaylineError(
                     f"run {run_id} is {status}, not compensation_stuck; nothing to {verb}"
