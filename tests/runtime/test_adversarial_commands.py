@@ -21,7 +21,7 @@ async def test_wake_up_of_a_hook_timeout_races_its_payload(engine: Engine, tmp_p
     flow = af.adv_hook_or_timeout
     async with engine.worker([flow]), engine.worker([flow], world=other.world):
         handles = [await engine.client.start(flow, marker, f"t{i}") for i in range(RUNS)]
-        for i, h in enumerate(handles):
+        for i in range(len(handles)):
             await wait_for(lambda i=i: engine.world.get_hook(f"t{i}"))
 
         async def wake(h: wayline.RunHandle[str]) -> None:
@@ -103,7 +103,7 @@ async def test_resume_and_abandon_of_a_stuck_unwind_race_from_two_clients(
             except wayline.RunFailedError as err:
                 errors.append(str(err))
     lines = flows.lines(log)
-    for i, (h, answers, error) in enumerate(zip(handles, won, errors, strict=True)):
+    for i, (_h, answers, error) in enumerate(zip(handles, won, errors, strict=True)):
         tries = lines.count(f"try release o{i}")
         assert answers.count("done") == 1, (answers, error, tries)
         if answers[1] == "done":
