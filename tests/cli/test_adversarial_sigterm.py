@@ -6,12 +6,13 @@ own thread, and a cancel's refund never before the charge ended (both worlds).""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.cli.conftest import Background, Cli
+from tests.cli.conftest import REPO, Background, Cli
 from tests.runtime import adversarial_flows as af
 
 APP_A = "tests.runtime.adversarial_flows"
@@ -29,6 +30,8 @@ def test_sigterm_mid_sync_charge_then_cancel_keeps_charge_and_refund_apart(
     cli: Cli, world_url: str, spawn: Callable[..., Background], tmp_path: Path
 ) -> None:
     marker = str(tmp_path / "m")
+    # the application is a module of this repository's tests: importable from its root
+    cli.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), cli.env.get("PYTHONPATH")]))
     a1 = spawn("worker", "--app", APP_A, "--shutdown-grace", "0.3")
     b1 = spawn("worker", "--app", APP_B)
     a1.wait_for("ready", timeout=20)
