@@ -204,6 +204,8 @@ class Replay:
         """The last seq the log is known to have while ``provisional`` is non-empty."""
         self.last_seq = 0
         self.input: Any = None
+        self.queue: str | None = None
+        """The queue the run was started on (``queue=``): its children's too."""
         self.rng = random.Random(run_id)
         self._token_rng = random.Random(f"{run_id}:hook-tokens")
         self.steps: dict[str, StepRecord] = {}
@@ -295,6 +297,8 @@ class Replay:
         match p := payload(event):
             case RunCreated():
                 self.input = p.input
+                queue = p.attributes.get("queue")
+                self.queue = queue if isinstance(queue, str) and queue else None
             case RunStarted():
                 self.started_at = event.created_at if self._now_known else None
                 self._start_root()

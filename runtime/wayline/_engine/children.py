@@ -15,22 +15,21 @@ log = logging.getLogger("wayline.runtime")
 
 
 async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
+    """Create the claimed child and send its start. A child of a run started on a queue is on
+    that queue (as a Temporal child's task queue defaults to its parent's): the workers that
+    serve the parent's queue serve it."""
     assert child.run_id is not None
+    data = {
+        "workflow": child.workflow.name,
+        "input": child.input,
+        "revision": child.workflow.revision,
+        "parent": {"runId": replay.run_id, "cid": child.cid},
+    }
+    if replay.queue is not None:
+        data["queue"] = replay.queue
     try:
         await world.append(
-            child.run_id,
-            [
-                NewEvent(
-                    EventType.RUN_CREATED,
-                    data={
-                        "workflow": child.workflow.name,
-                        "input": child.input,
-                        "revision": child.workflow.revision,
-                        "parent": {"runId": replay.run_id, "cid": child.cid},
-                    },
-                )
-            ],
-            expected_seq=0,
+            child.run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
         )
     except (EntityConflictError, SequenceConflictError):
         pass  # a previous delivery created it already
