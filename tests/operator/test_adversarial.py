@@ -1,0 +1,107 @@
+"""The operator attacked as a Kubernetes user (or an acceptance suite) would: resources nested
+as deep as the API server takes, specs edited after the start, statuses tampered with."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import wayline
+from tests.operator.test_workflowrun import APPS, Cluster, cluster, crd_applied  # noqa: F401
+from tests.runtime.harness import settings, wait_for
+
+DEPTH = 9000
+"""Below the API server's own limit (10,000 levels), far above Python's json (1,000)."""
+
+
+def _create_raw(cluster: Cluster, path: Path, kind: str, name: str, spec: str) -> Any:
+    """Create from JSON text (json.dumps cannot write what is nested this deep)."""
+    head = {"apiVersion": "wayline.dev/v1alpha1", "kind": kind, "metadata": {"name": name}}
+    path.write_text(json.dumps(head)[:-1] + f', "spec": {spec}}}')
+    return cluster.kubectl("create", "-f", str(path), check=False)
+
+
+async def test_one_deeply_nested_resource_does_not_take_the_operator_down(
+    cluster: Cluster,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The API server stores JSON nested up to 10,000 levels; kopf reads its watch with
+    Python's json, whose recursion limit (1,000) made one such WorkflowRun (or WorkflowHook)
+    fail the watcher and so the whole operator: no other resource was served again, and a
+    restarted operator failed the same way (a crash loop)."""
+    deep = "[" * DEPTH + "]" * DEPTH
+    spec = f'{{"token": "tok-deep", "payload": {deep}}}'
+    made = _create_raw(cluster, tmp_path / "hook.json", "WorkflowHook", "deep-hook", spec)
+    assert made.returncode == 0, made.stderr
+    spec = f'{{"workflow": "nobody_serves_this", "input": {deep}}}'
+    made = _create_raw(cluster, tmp_path / "run.json", "WorkflowRun", "deep-run", spec)
+    assert made.returncode == 0, made.stderr
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("after", {"workflow": "chain", "input": [2]}).returncode == 0
+        status = await cluster.status_when("after", "completed", timeout=30)
+    assert status["output"] == 3
+    assert cluster.operator.proc is not None and cluster.operator.proc.poll() is None
+    await cluster.status_when("deep-hook", "waiting", kind="workflowhook")
+    log = cluster.operator.log.read_text()
+    assert "RecursionError" not in log, log[-2000:]
+
+
+async def test_a_finished_runs_status_observes_an_edited_spec(
+    cluster: Cluster,  # noqa: F811
+) -> None:
+    """A controller that has seen a spec says so in ``status.observedGeneration`` (kstatus,
+    which Flux and ``kubectl``-based rollouts wait with, reads a resource whose
+    observedGeneration lags its generation as still in progress). Adding a TTL to a run that
+    ended (or setting cancel on it) left the status at the old generation for good."""
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("done", {"workflow": "chain", "input": [2]}).returncode == 0
+        await cluster.status_when("done", "completed")
+    ttl = '{"spec":{"ttlSecondsAfterFinished":3600}}'
+    cluster.kubectl("patch", "wfr", "done", "--type=merge", "-p", ttl)
+
+    async def observed() -> bool:
+        body = await asyncio.to_thread(cluster.get, "done")
+        return bool(body["status"].get("observedGeneration") == body["metadata"]["generation"])
+
+    await wait_for(observed, timeout=15, interval=0.3)
+    body = cluster.get("done")
+    generation = body["metadata"]["generation"]
+    assert generation == 2
+    assert {c["observedGeneration"] for c in body["status"]["conditions"]} == {generation}
+    assert body["status"]["phase"] == "completed"
+
+
+async def test_a_status_tampered_with_is_put_right_after_a_restart(
+    cluster: Cluster,  # noqa: F811
+) -> None:
+    """The status is the operator's mirror of the log: one written by someone else
+    (``kubectl patch --subresource=status``) is put right. A live run's status set to
+    ``failed`` stayed so after an operator restart (or a peering handover), even once the run
+    completed: a status that looks terminal is never read against the world again."""
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("w", {"workflow": "kid_waits", "input": "tok-t"}).returncode == 0
+        running = await cluster.status_when("w", "running")
+        await wait_for(lambda: cluster.world.get_hook("tok-t"))
+        forged = '{"status":{"phase":"failed","message":"forged"}}'
+        cluster.kubectl("patch", "wfr", "w", "--subresource=status", "--type=merge", "-p", forged)
+        cluster.operator.stop(signal.SIGKILL)
+        cluster.operator.start()
+        await cluster.client.resume_hook("tok-t", 5)
+        info = await cluster.client.handle(running["runId"]).result(timeout=20)
+        assert info == 5
+        status = await cluster.status_when("w", "completed", timeout=20)
+    assert status["output"] == 5 and status["message"] != "forged"
+
+
+async def test_changing_a_started_runs_input_is_refused(cluster: Cluster) -> None:  # noqa: F811
+    """``spec.input`` is read once, at the start: a changed input reaches nothing (no Event, no
+    condition, the run keeps its own), as a changed ``workflow`` would not, which the API
+    server refuses. The input must be refused the same way, not silently ignored."""
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("i", {"workflow": "kid_waits", "input": "tok-i"}).returncode == 0
+        await cluster.status_when("i", "running")
+        changed = cluster.apply("i", {"workflow": "kid_waits", "input": "tok-other"})
+    assert changed.returncode != 0 and "input" in changed.stderr
