@@ -17,11 +17,11 @@ DEPTH = 9000
 """Below the API server's own limit (10,000 levels), far above Python's json (1,000)."""
 
 
-def _create_raw(cluster: Cluster, path: Path, kind: str, name: str, spec: str) -> Any:
+def _create_raw(on: Cluster, path: Path, kind: str, name: str, spec: str) -> Any:
     """Create from JSON text (json.dumps cannot write what is nested this deep)."""
     head = {"apiVersion": "wayline.dev/v1alpha1", "kind": kind, "metadata": {"name": name}}
     path.write_text(json.dumps(head)[:-1] + f', "spec": {spec}}}')
-    return cluster.kubectl("create", "-f", str(path), check=False)
+    return on.kubectl("create", "-f", str(path), check=False)
 
 
 async def test_one_deeply_nested_resource_does_not_take_the_operator_down(
@@ -40,11 +40,18 @@ async def test_one_deeply_nested_resource_does_not_take_the_operator_down(
     made = _create_raw(cluster, tmp_path / "run.json", "WorkflowRun", "deep-run", spec)
     assert made.returncode == 0, made.stderr
     async with wayline.Worker(cluster.world, APPS, settings=settings()):
-        assert cluster.apply("after", {"workflow": "chain", "input": [2]}).returncode == 0
+        assert cluster.apply("after", {"workflow": "chain", "input": [4]}).returncode == 0
         status = await cluster.status_when("after", "completed", timeout=30)
-    assert status["output"] == 3
+    assert status["output"] == 6
     assert cluster.operator.proc is not None and cluster.operator.proc.poll() is None
-    await cluster.status_when("deep-hook", "waiting", kind="workflowhook")
+
+    async def hook_waits() -> bool:  # by jsonpath: this process's json cannot read it either
+        done = await asyncio.to_thread(
+            cluster.kubectl, "get", "wfh", "deep-hook", "-o", "jsonpath={.status.phase}"
+        )
+        return bool(done.stdout == "waiting")
+
+    await wait_for(hook_waits, timeout=20, interval=0.3)
     log = cluster.operator.log.read_text()
     assert "RecursionError" not in log, log[-2000:]
 
@@ -105,3 +112,29 @@ async def test_changing_a_started_runs_input_is_refused(cluster: Cluster) -> Non
         await cluster.status_when("i", "running")
         changed = cluster.apply("i", {"workflow": "kid_waits", "input": "tok-other"})
     assert changed.returncode != 0 and "input" in changed.stderr
+
+
+async def test_a_corrupt_run_is_blocked_in_its_conditions_and_says_so_in_an_event(
+    cluster: Cluster,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A run whose log cannot be read shows ``phase: corrupt``, but its conditions were left
+    as they were (here ``Blocked`` by ``WaitingForHook``, elsewhere ``Progressing=True``) and
+    no Event said anything: ``kubectl describe``, ``kubectl wait --for=condition=...`` and an
+    alert on conditions never learnt that the run needs a repair."""
+    from tests.hostile import flows as hostile
+    from tests.hostile.poison import poison_log
+
+    path = str(tmp_path / "count")
+    async with wayline.Worker(cluster.world, [hostile.gated], settings=settings()):
+        assert cluster.apply("p", {"workflow": "gated", "input": [path, "c-tok"]}).returncode == 0
+        running = await cluster.status_when("p", "running")
+        await wait_for(lambda: cluster.world.get_hook("c-tok"))
+        await poison_log(cluster.world, running["runId"], b"\xff garbage")
+        status = await cluster.status_when("p", "corrupt")
+    conditions = {c["type"]: c for c in status["conditions"]}
+    blocked = conditions["Blocked"]
+    assert blocked["status"] == "True" and conditions["Progressing"]["status"] == "False"
+    assert "corrupt" in f"{blocked['reason']} {blocked['message']}".lower(), blocked
+    event = await cluster.event_when("p", blocked["reason"])
+    assert event["type"] == "Warning"
