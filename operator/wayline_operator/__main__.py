@@ -75,6 +75,19 @@ def _bracketed(text: str) -> str:
     return text
 
 
+API_SERVER_JSON_DEPTH = 10_000
+"""How deep the API server nests the JSON it accepts (its decoder's limit)."""
+
+
+def deep_json() -> None:
+    """Read whatever the API server stores. Python's json recurses once per level and gives up
+    at the interpreter's recursion limit (1,000): one WorkflowRun or WorkflowHook nested deeper
+    (the API server takes 10,000 levels) failed kopf's watch stream, which stopped the whole
+    operator, and again after every restart. Decoding, copying and encoding such a body takes
+    a few frames per level; 10,000 levels take about 3 MiB of an 8 MiB stack."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 6 * API_SERVER_JSON_DEPTH))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["crds"]:
@@ -156,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("metrics on http://%s:%d/metrics", opts.metrics_host, server.server_port)
     shutdown_traces = telemetry.configure("wayline-operator", conf.otel_env)
     collector.tune()  # long full collections would hold every status write (``collector``)
+    deep_json()
     try:
         asyncio.run(
             kopf.operator(
