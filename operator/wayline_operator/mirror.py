@@ -38,7 +38,16 @@ from .ttl import due_in, ended_at
 log = logging.getLogger("wayline.operator")
 
 TERMINAL = {"completed", "failed", "cancelled", "invalid"}
-_KEPT = ("lastSeq", "phase", "message", "waitingForSummary", "conditions", "endedAt", "runId")
+_KEPT = (
+    "lastSeq",
+    "phase",
+    "message",
+    "waitingForSummary",
+    "conditions",
+    "endedAt",
+    "runId",
+    "observedGeneration",
+)
 """The status fields a sync compares with, and the TTL reads."""
 
 Post = Callable[[Mapping[str, Any], Sequence[Notice]], None]
@@ -277,8 +286,9 @@ class Mirror:
             return False
         status = self._status(run_id, ref)
         if status.get("phase") in TERMINAL:
-            self._ttl(run_id, ref, status)
-            return False
+            wrote = await self._observe(run_id, ref, status)
+            self._ttl(run_id, ref, self._status(run_id, ref))
+            return wrote
         spec = self._spec(ref)
         if spec is not None and (spec.cancel or spec.terminate or _asks_compensation(spec)):
             with contextlib.suppress(InvalidSpec):
@@ -349,6 +359,25 @@ class Mirror:
             self.written[run_id] = {k: fresh[k] for k in _KEPT if k in fresh}
             if info.status.terminal:
                 self._ttl(run_id, ref, self.written[run_id])
+        return True
+
+    async def _observe(self, run_id: str, ref: Ref, status: Mapping[str, Any]) -> bool:
+        """A run that ended has nothing more to mirror, but a spec edited since (a TTL added,
+        a cancel set) is still observed: ``observedGeneration`` (the status's and its
+        conditions') follows ``metadata.generation``, or kstatus (Flux, ``kubectl``-based
+        rollouts) reads the resource as in progress for good. Only when they differ."""
+        generation = ref.generation
+        if generation is None or status.get("observedGeneration") in (None, generation):
+            return False  # None: a status from before observedGeneration, or kopf's alone
+        conditions = [
+            {**c, "observedGeneration": generation}
+            for c in status.get("conditions") or []
+            if isinstance(c, Mapping)
+        ]
+        out = {"observedGeneration": generation, "conditions": conditions}
+        if not await self.patch(ref.namespace, ref.name, out):
+            return False  # deleted meanwhile
+        self.written[run_id] = {**status, **out}
         return True
 
     def _announced(self, run_id: str, status: Mapping[str, Any]) -> Mapping[str, Any]:
