@@ -32,7 +32,7 @@ from .notices import WARNING, Budget, Notice, notices
 from .pump import Pump
 from .reconcile import InvalidSpec, Reconciler, parse_spec, run_id_for
 from .resource import WorkflowRunSpec
-from .status import run_status
+from .status import corrupt_status, run_status
 from .ttl import due_in, ended_at
 
 log = logging.getLogger("wayline.operator")
@@ -303,9 +303,18 @@ class Mirror:
         except CorruptLogError as err:  # fenced until `wayline runs repair`; mirrored after
             if status.get("phase") == "corrupt":
                 return False
-            self.written[run_id] = {"phase": "corrupt"}
-            corrupt = {"phase": "corrupt", "message": err.message, "lastSeq": None}
-            return bool(await self.patch(ref.namespace, ref.name, corrupt))
+            corrupt = corrupt_status(
+                err.message,
+                now=now,
+                generation=ref.generation,
+                previous=status.get("conditions") or [],
+            )
+            fenced = Notice(WARNING, "CorruptLog", err.message, key=f"corrupt:{err.message}")
+            self.post(ref.body, self.budget.admit(ref.uid, [fenced]))
+            if not await self.patch(ref.namespace, ref.name, corrupt):
+                return False
+            self.written[run_id] = {k: corrupt[k] for k in _KEPT if k in corrupt}
+            return True
         if seen is None:
             return False  # no run yet (its start is on the way), or nothing moved
         info, events = seen

@@ -336,3 +336,29 @@ def invalid_status(
         "waitingForSummary": "",
         "conditions": merge_conditions(previous, fresh, now=now, generation=generation),
     }
+
+
+def corrupt_status(
+    message: str,
+    *,
+    now: float,
+    generation: int | None = None,
+    previous: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The status of a run whose log cannot be read (fenced until `wayline runs repair`):
+    blocked on a person, in its conditions as in its phase, so that ``kubectl wait`` and an
+    alert on conditions see it as well as ``kubectl get``."""
+    fresh = [
+        _cond("Succeeded", "Unknown", "CorruptLog", message),
+        _cond("Progressing", "False", "CorruptLog", message),
+        _cond("Blocked", "True", "CorruptLog", message),
+    ]
+    return {
+        "phase": "corrupt",
+        "message": message[:MESSAGE_LIMIT],
+        "lastSeq": None,
+        "observedGeneration": generation,
+        "waitingFor": [],
+        "waitingForSummary": "",
+        "conditions": merge_conditions(previous, fresh, now=now, generation=generation),
+    }
