@@ -138,3 +138,59 @@ async def test_a_corrupt_run_is_blocked_in_its_conditions_and_says_so_in_an_even
     assert "corrupt" in f"{blocked['reason']} {blocked['message']}".lower(), blocked
     event = await cluster.event_when("p", blocked["reason"])
     assert event["type"] == "Warning"
+
+
+async def test_two_hooks_for_one_token_deliver_one_payload_and_an_oversized_one_fails(
+    cluster: Cluster,  # noqa: F811
+) -> None:
+    """Two WorkflowHooks applied at once for one token: one payload reaches the run, the other
+    resource fails with a reason; a payload over the world's input limit fails its resource
+    and leaves the hook open (``WAYLINE_MAX_HOOK_PAYLOAD_BYTES``)."""
+    from wayline._core.events import EventType
+
+    cluster.operator.stop()
+    cluster.operator.env["WAYLINE_MAX_HOOK_PAYLOAD_BYTES"] = "262144"
+    cluster.operator.start()
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("two", {"workflow": "kid_waits", "input": "tok-2"}).returncode == 0
+        run = await cluster.status_when("two", "running")
+        await wait_for(lambda: cluster.world.get_hook("tok-2"))
+        big = {"token": "tok-2", "payload": "x" * (300 * 1024)}
+        manifest = {
+            "apiVersion": "wayline.dev/v1alpha1",
+            "kind": "WorkflowHook",
+            "metadata": {"name": "big"},
+            "spec": big,
+        }
+        path = Path(cluster.plane.kubeconfig).parent / f"{cluster.namespace}-big.json"
+        path.write_text(json.dumps(manifest))
+        assert cluster.kubectl("create", "-f", str(path), check=False).returncode == 0
+        refused = await cluster.status_when("big", "failed", kind="workflowhook")
+        assert refused["message"]
+        assert cluster.get("two")["status"]["phase"] == "running"
+        both = [
+            asyncio.to_thread(
+                cluster.apply, name, {"token": "tok-2", "payload": name}, "WorkflowHook"
+            )
+            for name in ("h1", "h2")
+        ]
+        assert [d.returncode for d in await asyncio.gather(*both)] == [0, 0]
+        done = await cluster.status_when("two", "completed")
+        phases = {}
+        for name in ("h1", "h2"):
+
+            async def settled(name: str = name) -> str | None:
+                status = await asyncio.to_thread(lambda: cluster.get(name, "wfh").get("status"))
+                phase = (status or {}).get("phase")
+                return phase if phase in ("delivered", "failed") else None
+
+            phases[name] = await wait_for(settled, timeout=20, interval=0.3)
+    assert sorted(phases.values()) == ["delivered", "failed"]
+    assert done["output"] == next(n for n, p in phases.items() if p == "delivered")
+    received = [
+        e
+        for e in await cluster.world.list_events(run["runId"])
+        if e.type is EventType.HOOK_RECEIVED
+    ]
+    assert len(received) == 1
+    assert "Traceback" not in cluster.operator.log.read_text()
