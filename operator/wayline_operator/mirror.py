@@ -107,6 +107,8 @@ class Mirror:
     """The world's worker registry as last read (None: not read yet)."""
     recheck: set[str] = field(default_factory=set)
     """Runs to read in full at their next sync although their log did not move."""
+    confirmed: set[str] = field(default_factory=set)
+    """Ended statuses this process did not write, read against the world once (``_forged``)."""
     _live: frozenset[str] = frozenset()
     """The registry's live entries at its last read (a lapse shows against these)."""
     pump: Pump = field(init=False)
@@ -250,10 +252,42 @@ class Mirror:
             self.written.pop(run_id, None)
         if old is None or old.generation != ref.generation:
             self.pump.touch(run_id)  # new to this process, or its spec changed
+        elif run_id not in self.written and old.status.get("phase") != ref.status.get("phase"):
+            self.confirmed.discard(run_id)  # someone else wrote it: read it against the run
+            self.pump.touch(run_id)
+
+    async def _forged(self, run_id: str, status: Mapping[str, Any]) -> bool:
+        """Whether an ended status says what the run does not. One this process wrote is the
+        run's; any other (an earlier process's, another replica's, or one written with
+        ``kubectl patch --subresource=status``) is read against the world once, so a forged
+        end does not stay for good. A run the world no longer has (cleaned up) keeps its
+        status; a read that fails is tried again at the next sync."""
+        if run_id in self.written or run_id in self.confirmed:
+            return False
+        try:
+            info = await self.world.get_run(run_id)
+        except CorruptLogError:
+            return True  # shown as corrupt below
+        except WorldError as err:
+            log.warning("run %s: ended status not checked against the world: %s", run_id, err)
+            return False
+        if info is not None and (
+            not info.status.terminal or str(info.status) != status.get("phase")
+        ):
+            log.warning(
+                "run %s: status %r is not the run's (%s): mirrored again",
+                run_id,
+                status.get("phase"),
+                info.status,
+            )
+            return True
+        self.confirmed.add(run_id)
+        return False
 
     def forget(self, run_id: str) -> None:
         self.refs.pop(run_id, None)
         self.written.pop(run_id, None)
+        self.confirmed.discard(run_id)
         self.table_due.pop(run_id, None)
         self.live_rows.pop(run_id, None)
         self.posted_wakes.pop(run_id, None)
@@ -286,9 +320,11 @@ class Mirror:
             return False
         status = self._status(run_id, ref)
         if status.get("phase") in TERMINAL:
-            wrote = await self._observe(run_id, ref, status)
-            self._ttl(run_id, ref, self._status(run_id, ref))
-            return wrote
+            if not await self._forged(run_id, status):
+                wrote = await self._observe(run_id, ref, status)
+                self._ttl(run_id, ref, self._status(run_id, ref))
+                return wrote
+            status = {}  # not the run's: mirrored afresh below
         spec = self._spec(ref)
         if spec is not None and (spec.cancel or spec.terminate or _asks_compensation(spec)):
             with contextlib.suppress(InvalidSpec):

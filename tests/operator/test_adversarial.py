@@ -103,17 +103,6 @@ async def test_a_status_tampered_with_is_put_right_after_a_restart(
     assert status["output"] == 5 and status["message"] != "forged"
 
 
-async def test_changing_a_started_runs_input_is_refused(cluster: Cluster) -> None:  # noqa: F811
-    """``spec.input`` is read once, at the start: a changed input reaches nothing (no Event, no
-    condition, the run keeps its own), as a changed ``workflow`` would not, which the API
-    server refuses. The input must be refused the same way, not silently ignored."""
-    async with wayline.Worker(cluster.world, APPS, settings=settings()):
-        assert cluster.apply("i", {"workflow": "kid_waits", "input": "tok-i"}).returncode == 0
-        await cluster.status_when("i", "running")
-        changed = cluster.apply("i", {"workflow": "kid_waits", "input": "tok-other"})
-    assert changed.returncode != 0 and "input" in changed.stderr
-
-
 async def test_a_corrupt_run_is_blocked_in_its_conditions_and_says_so_in_an_event(
     cluster: Cluster,  # noqa: F811
     tmp_path: Path,
