@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 import wayline
 from tests.runtime import adversarial_flows as af
 from tests.runtime.harness import Engine, wait_for
@@ -110,3 +112,19 @@ async def test_resume_and_abandon_of_a_stuck_unwind_race_from_two_clients(
             assert "abandoned" in error and tries == 1, (answers, error, tries)
         else:
             assert "abandoned" not in error and tries == 2, (answers, error, tries)
+
+
+async def test_a_payload_after_wake_up_of_a_hook_timeout_is_refused_before_a_worker_replays(
+    engine: Engine,
+) -> None:
+    """``wake_up(run, "h1.timeout")`` records the timeout; a payload sent after it, before a
+    worker has replayed the timeout, must be refused as one sent after a timeout the worker
+    wrote is (4084ce0: "a late payload is refused"), not accepted and then dropped."""
+    flow = af.adv_hook_or_timeout
+    async with engine.worker([flow]):
+        handle = await engine.client.start(flow, "unused", "late-1")
+        await wait_for(lambda: engine.world.get_hook("late-1"))
+    # no worker: nothing replays the timeout yet
+    assert await engine.client.wake_up(handle.run_id, "h1.timeout") == ["h1.timeout"]
+    with pytest.raises(wayline.HookNotFoundError):
+        await engine.client.resume_hook("late-1", "too late")
