@@ -12,7 +12,7 @@ from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
-from ._core.projections import fold, is_sleep
+from ._core.projections import fold, is_sleep, timeout_of
 from ._core.serde import decode, encode
 from ._engine.ending import report_to_parent
 from ._sdk.hooks import check_resume
@@ -480,7 +480,11 @@ class Client:
         for cid in targets:
             data = {"resumeAt": pending[cid], "early": True}
             try:
-                await self.world.append(run_id, [NewEvent(EventType.WAIT_COMPLETED, cid, data)])
+                if timeout_of(cid):
+                    if not await self._time_hook_out(run_id, cid, data):
+                        continue  # completed meanwhile
+                else:
+                    await self.world.append(run_id, [NewEvent(EventType.WAIT_COMPLETED, cid, data)])
             except EntityConflictError:
                 continue  # it came due and a worker completed it meanwhile
             except RunTerminalError:
@@ -489,6 +493,25 @@ class Client:
         if woken:
             await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "wake_up"})
         return woken
+
+    async def _time_hook_out(self, run_id: str, cid: str, data: dict[str, Any]) -> bool:
+        """Fire the hook timeout ``cid``: a hook still waiting for its first payload is
+        disposed in the same write (as a worker writes it, ``planning._completions``), so no
+        payload can reach it between its timeout and a worker's replay of it. Fenced on the
+        log, so a payload that came first keeps its hook. False when the timeout was
+        completed meanwhile."""
+
+        def decide(events: list[Event]) -> list[NewEvent] | None:
+            view = fold(run_id, events)
+            if cid not in view.pending_timers():
+                return None
+            batch = [NewEvent(EventType.WAIT_COMPLETED, cid, data)]
+            hook = view.hooks.get(timeout_of(cid))
+            if hook is not None and hook.status == "waiting":
+                batch.append(NewEvent(EventType.HOOK_DISPOSED, hook.cid))
+            return batch
+
+        return bool(await self._fenced_append(run_id, decide))
 
     def stream(
         self, run_id: str, name: str, start: int = 0, *, follow: bool = True
