@@ -152,3 +152,30 @@ async def test_the_wakes_it_announced_are_kept_only_while_their_run_lives(
     assert await mirror.sync(run_id)
     assert api.written[-1]["phase"] == "completed"
     assert not mirror.posted_wakes
+
+
+async def test_a_resume_asked_of_an_abandoned_park_does_not_stop_the_status(
+    world: LocalWorld, tmp_path: Path
+) -> None:
+    """A person abandoned a stuck unwind (``wayline runs abandon-compensation``, or another
+    replica); until a worker ends the run it stays parked. A spec asking for a resume then
+    (``compensation.resumes: 1``, a re-applied manifest) cannot be carried out (7a7af5d refuses
+    it): the sync must not fail on it, so the status is still written."""
+    api, uid = ApiServer(), str(uuid.uuid4())
+    mirror = _mirror(world, api)
+    log = str(tmp_path / "log")
+    (tmp_path / flows.STUCK_FLAG).touch()
+    spec = {"workflow": "saga_stuck", "input": [log, "o1"]}
+    mirror.seen("ADDED", _resource(uid, "stuck", spec))
+    run_id = await mirror.reconciler.start(uid, spec)
+    client = wayline.Client(world)
+    async with wayline.Worker(world, [flows.saga_stuck], settings=settings()):
+
+        async def stuck() -> bool:
+            return await client.handle(run_id).status() is wayline.RunStatus.COMPENSATION_STUCK
+
+        await wait_for(stuck, timeout=20)
+    await client.abandon_compensation(run_id)  # no worker: it stays parked for now
+    mirror.seen("MODIFIED", _resource(uid, "stuck", spec | {"compensation": {"resumes": 1}}))
+    assert await mirror.sync(run_id)
+    assert api.written[-1]["phase"] == "compensation_stuck"
