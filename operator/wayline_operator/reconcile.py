@@ -30,6 +30,18 @@ def run_id_for(uid: str) -> str:
     return "wf_" + uid.replace("-", "").lower()
 
 
+def _abandoned(events: list[Event]) -> bool:
+    """The run's latest park was abandoned (it stays parked until a worker ends it): a resume
+    is refused from then on (``Client.resume_compensation``), and a second abandon is moot."""
+    abandoned = False
+    for e in events:
+        if e.type is EventType.RUN_COMPENSATION_STUCK:
+            abandoned = False
+        elif e.type is EventType.RUN_COMPENSATION_ABANDONED:
+            abandoned = True
+    return abandoned
+
+
 class HookNotReady(Exception):
     """No hook holds the token yet (its run has not reached it): try again later."""
 
@@ -87,11 +99,12 @@ class Reconciler:
             await self._cancel_once(run_id, events, "cancelled by its WorkflowRun")
         if not stuck:
             return
+        if _abandoned(events):
+            return  # this park was answered (abandoned); a worker ends the run, nothing to do
         wanted = parsed.compensation
         if wanted.abandon:
-            if not any(e.type is EventType.RUN_COMPENSATION_ABANDONED for e in events):
-                log.info("run %s: compensation abandoned by its WorkflowRun", run_id)
-                await self.client.abandon_compensation(run_id)
+            log.info("run %s: compensation abandoned by its WorkflowRun", run_id)
+            await self.client.abandon_compensation(run_id)
         elif wanted.resumes > resumes_recorded(events):
             log.info("run %s: compensation resumed by its WorkflowRun", run_id)
             await self.client.resume_compensation(run_id)
