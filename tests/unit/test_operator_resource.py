@@ -310,3 +310,14 @@ def test_a_run_that_started_and_ended_in_one_batch_gets_one_event_with_its_start
     failed = [*events[:4], _ev(5, EventType.RUN_FAILED, error={"code": "X", "message": "no"})]
     [end] = notices(failed)
     assert end.reason == "RunFailed" and end.message.startswith("[X] no (started ")
+
+
+def test_the_docs_say_helm_upgrade_does_not_install_the_input_policy() -> None:
+    """Helm installs ``crds/`` at ``helm install`` only, never at ``helm upgrade``: an
+    installation upgraded to the chart that brought the input policy has no policy (and its
+    edited inputs are accepted and ignored) until the policy is applied by hand."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operator.md").read_text()
+    assert "helm upgrade" in text
+    assert "kubectl apply -f crds/workflowruns-input-policy.json" in text
