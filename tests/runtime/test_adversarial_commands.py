@@ -128,3 +128,21 @@ async def test_a_payload_after_wake_up_of_a_hook_timeout_is_refused_before_a_wor
     assert await engine.client.wake_up(handle.run_id, "h1.timeout") == ["h1.timeout"]
     with pytest.raises(wayline.HookNotFoundError):
         await engine.client.resume_hook("late-1", "too late")
+
+
+async def test_an_old_log_with_a_hook_timeout_and_no_disposal_replays(engine: Engine) -> None:
+    """A log written before 4084ce0 (or by an older ``wake_up``): the timeout alone. The
+    replay disposes the hook once, after it, and the run goes on."""
+    from wayline._core.events import NewEvent
+
+    flow = af.adv_hook_or_timeout
+    async with engine.worker([flow]):
+        handle = await engine.client.start(flow, "unused-old", "old-1")
+        await wait_for(lambda: engine.world.get_hook("old-1"))
+    at = {"resumeAt": 0.0, "early": True}
+    await engine.world.append(handle.run_id, [NewEvent(EventType.WAIT_COMPLETED, "h1.timeout", at)])
+    async with engine.worker([flow]):
+        await engine.world.enqueue("flow", {"runId": handle.run_id, "reason": "test"})
+        assert await handle.result(timeout=20) == "timed out"
+    kinds = [(e.type, e.correlation_id) for e in await handle.events()]
+    assert kinds.count((EventType.HOOK_DISPOSED, "h1")) == 1, kinds
