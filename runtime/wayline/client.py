@@ -286,7 +286,8 @@ class Client:
         """Stop a run now, without its compensations (as ``temporal workflow terminate``): it
         ends ``cancelled`` at once, with ``terminated: true`` in its last event. False when it
         had already ended. A step body running somewhere finishes, but its result is refused;
-        a parent waiting on this run hears of its end."""
+        a parent waiting on this run hears of its end, and its children still running are
+        terminated too (as Temporal's default parent-close policy)."""
         info = await self.get_run(run_id)
         try:
             await self.world.append(
@@ -295,6 +296,7 @@ class Client:
             )
         except RunTerminalError:
             return False
+        await self._terminate_children(run_id, "terminated")
         parent = info.attributes.get("parent")
         if isinstance(parent, dict) and parent.get("runId") and parent.get("cid"):
             report = {
@@ -312,6 +314,22 @@ class Client:
             else:
                 await self.world.enqueue(FLOW_TOPIC, {"runId": parent["runId"], "reason": "child"})
         return True
+
+    async def _terminate_children(self, run_id: str, how: str) -> None:
+        """Terminate the children still running of a run just ended by request (and theirs in
+        turn): nobody else would stop them, as their parent will not ask for their end."""
+        try:
+            children = fold(run_id, await self.world.list_events(run_id)).children
+        except WaylineError as err:
+            log.warning("run %s %s; its children were not terminated: %s", run_id, how, err)
+            return
+        for child in children.values():
+            try:
+                await self.terminate(child, reason=f"its parent run {run_id} was {how}")
+            except RunNotFoundError:
+                pass
+            except WaylineError as err:
+                log.warning("child run %s of %s not terminated: %s", child, run_id, err)
 
     async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """The hooks of live runs that hold a token (or one run's): ``{token, runId, workflow,
@@ -357,7 +375,8 @@ class Client:
         """End a live run ``failed`` now (``TERMINATED``), without running its compensations:
         the explicit end for a run that cannot go on, such as one blocked by a replay
         divergence that no rollback will rescue. Bodies still running are not interrupted;
-        their results are dropped. False when the run had already ended."""
+        their results are dropped; its children still running are terminated. False when the
+        run had already ended."""
         await self.get_run(run_id)
         error = {"name": "WaylineError", "code": "TERMINATED", "message": reason}
         try:
@@ -366,6 +385,7 @@ class Client:
             )
         except RunTerminalError:
             return False
+        await self._terminate_children(run_id, "failed")
         await report_to_parent(self.world, await self.get_run(run_id))
         return True
 

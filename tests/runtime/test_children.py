@@ -3,6 +3,7 @@ deadlines from the child's creation, never recovered behind the parent's back.""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,35 @@ async def test_abandoning_a_cancelled_stuck_unwind_ends_it_whatever_its_child_do
         with pytest.raises(wayline.WaylineError, match="abandoned"):
             await handle.result(timeout=15)
         assert await engine.client.handle(kid.run_id).status() is stuck
+
+
+@wayline.workflow
+async def grandparent_waits(token: str) -> object:
+    return await wayline.child(flows.parent_waits, token)
+
+
+@pytest.mark.parametrize("how", ["terminate", "fail"])
+async def test_a_parent_ended_by_request_terminates_its_running_children(
+    engine: Engine, how: str
+) -> None:
+    """``runs terminate`` / ``runs fail`` of a parent end its children still running too,
+    and theirs (as Temporal's default parent-close policy): nobody else would stop them, and
+    the tokens their hooks hold are free again. Before, the child waited on its hook for good."""
+    token = f"tok-{how}-{uuid.uuid4().hex[:8]}"
+    async with engine.worker([grandparent_waits, flows.parent_waits, flows.kid_waits]):
+        top = await engine.client.start(grandparent_waits, token)
+        await wait_for(lambda: engine.world.get_hook(token))
+        runs = {r.workflow: r for r in await engine.client.list_runs()}
+        middle, leaf = runs["parent_waits"], runs["kid_waits"]
+        assert await getattr(engine.client, how)(top.run_id)
+        for child in (middle, leaf):
+            info = await engine.client.get_run(child.run_id)
+            assert info.status is wayline.RunStatus.CANCELLED, (child.workflow, info.status)
+            [end] = of_type(await engine.world.list_events(child.run_id), EventType.RUN_CANCELLED)
+            assert end.data.get("terminated") is True
+            assert "its parent run" in end.data["reason"]
+        hook = await engine.world.get_hook(token)
+        assert hook is None or not hook.active
+        with pytest.raises(wayline.HookNotFoundError):
+            await engine.client.resume_hook(token, "late")
+    assert not await getattr(engine.client, how)(top.run_id)  # ended already

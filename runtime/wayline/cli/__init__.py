@@ -209,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         runs_sub,
         "terminate",
-        "stop a run now without running its compensations; it ends cancelled",
+        "stop a run now without running its compensations; it ends cancelled (its running "
+        "children are terminated too)",
     )
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--reason", default="terminated from the CLI")
@@ -230,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         runs_sub,
         "fail",
         "end a live run failed now, without compensations (a run blocked by a replay "
-        "divergence that no rollback will rescue)",
+        "divergence that no rollback will rescue); its running children are terminated",
     )
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--reason", default="failed from the CLI")
