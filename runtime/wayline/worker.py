@@ -143,7 +143,11 @@ class Worker:
         persisted, published or started from here on (its tasks are cancelled), except a
         compensation already running, which keeps its claim long enough to checkpoint. Held
         deliveries are released at once, so a replacement worker (in this process or another)
-        continues from the last checkpoint; a body that was cut off runs again there."""
+        continues from the last checkpoint; a body that was cut off runs again there.
+
+        Either way, a body that cannot be cut off (a sync body in its thread) keeps its
+        delivery held, and renewed, until the thread returns (or its fence's deadline ends the
+        process): it is never run again, or compensated, beside itself."""
         self._stopping.set()
         self.handler.closing = True
         for task in list(self._tasks):
