@@ -4,11 +4,12 @@ does not validate, metadata, and a token re-created in the same run after dispos
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
 import wayline
-from tests.runtime import sdk_flows
+from tests.runtime import flows, sdk_flows
 from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.cli.timeline import render_show
@@ -243,3 +244,44 @@ async def test_a_hook_typed_by_a_scalar_class_refuses_what_does_not_convert(
             await client.resume_hook("count:1", {"n": 1})
         await client.resume_hook("count:1", 41)
         assert await handle.result(timeout=10) == 42
+
+
+@wayline.step
+async def hc_refund(path: str, order: str) -> None:
+    flows.mark(path, f"refund {order}")
+
+
+@wayline.step(compensate=hc_refund)
+async def hc_charge(path: str, order: str) -> str:
+    flows.mark(path, f"charge {order}")
+    return f"ch-{order}"
+
+
+@wayline.workflow
+async def hc_order(path: str, order: str, token: str) -> object:
+    await hc_charge(path, order)
+    return await wayline.create_hook(token)
+
+
+async def test_a_hook_conflict_reverses_the_completed_steps_like_any_failure(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A run that fails ``HOOK_CONFLICT`` after a step it compensates is unwound as any other
+    failure: the charge is refunded, and the run then ends failed with the conflict's error
+    (the holder named). It ended failed at once before, the charge kept."""
+    path, token = str(tmp_path / "log"), f"hc-{tmp_path.name}"
+    async with engine.worker([hc_order]):
+        holder = await engine.client.start(hc_order, path, "o1", token)
+        await _active(engine, token)
+        late = await engine.client.start(hc_order, path, "o2", token)
+        with pytest.raises(RunFailedError, match="HOOK_CONFLICT"):
+            await late.result(timeout=20)
+        info = await engine.client.get_run(late.run_id)
+        assert info.error is not None and info.error["code"] == "HOOK_CONFLICT"
+        assert info.error["holderRunId"] == holder.run_id
+        assert flows.lines(path) == ["charge o1", "charge o2", "refund o2"]
+        kinds = [e.type for e in await late.events()]
+        assert EventType.RUN_COMPENSATING in kinds
+        await engine.client.resume_hook(token, "ok")
+        assert await holder.result(timeout=10) == "ok"
+    assert flows.lines(path) == ["charge o1", "charge o2", "refund o2"]

@@ -59,7 +59,7 @@ from .ending import fail_run, malformed, report_to_parent, terminal
 from .messages import ACK, FlowMessage, Stats, Verdict
 from .session import RunSession
 from .step_delivery import Continue, handle_step
-from .unwind import unwind
+from .unwind import fail_unwinding, unwind
 
 log = logging.getLogger("wayline.runtime")
 tracer = trace.get_tracer("wayline")
@@ -368,16 +368,11 @@ class Handler:
             # plan again from what the log now says.
             await session.catch_up()
             return None
-        except HookTokenConflictError as err:
-            await fail_run(
-                self.world,
-                session.run_id,
-                "HOOK_CONFLICT",
-                err.message,
-                token=err.token,
-                holderRunId=err.holder,
+        except HookTokenConflictError as err:  # a failure of the run: unwound as any other
+            unwinding = await fail_unwinding(
+                session, "HOOK_CONFLICT", err.message, token=err.token, holderRunId=err.holder
             )
-            return False
+            return None if unwinding else False
         except RunTerminalError:
             return False
         await session.feed(appended)

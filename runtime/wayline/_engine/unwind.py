@@ -15,7 +15,7 @@ from .._core.serde import error_to_dict
 from ..errors import EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, World
 from .deferred import InlineBatch
-from .ending import cancel_children, terminal
+from .ending import cancel_children, fail_run, terminal
 from .session import RunSession
 
 log = logging.getLogger("wayline.runtime")
@@ -34,6 +34,29 @@ async def unwind(session: RunSession) -> None:
     while replay.terminal is None:
         if not await _advance(session):
             return
+
+
+async def fail_unwinding(session: RunSession, code: str, message: str, **fields: Any) -> bool:
+    """End the run failed with ``code`` as a failure of its workflow ends: its completed steps
+    reversed first (and its children waited for), when it has any; else at once. True when
+    the unwind began (the handler plans again, and goes on with it), False when the run
+    ended here."""
+    replay = session.replay
+    if replay.ending.phase != "running" or not (
+        replay.compensation_plan() or replay.pending_children()
+    ):
+        await fail_run(session.world, session.run_id, code, message, **fields)
+        return False
+    error = {"name": "WaylineError", "code": code, "message": message, **fields}
+    log.error(
+        "run %s fails: [%s] %s; its completed steps are reversed first",
+        *(session.run_id, code, message),
+    )
+    await session.flush()
+    await _append(
+        session, [NewEvent(EventType.RUN_COMPENSATING, data={"reason": "failed", "error": error})]
+    )
+    return True  # begun, or the log moved (caught up): the handler plans again
 
 
 async def _append(session: RunSession, events: list[NewEvent]) -> bool:
