@@ -278,3 +278,22 @@ def test_the_cli_reads_the_file_of_a_url_with_options(tmp_path: Path) -> None:
     assert sqlite_path("sqlite:///x/w.db?sync=normal") == Path("x/w.db")
     absolute = absolute_world_url("sqlite:///x/w.db?sync=normal")
     assert absolute.endswith("/x/w.db?sync=normal") and absolute.startswith("sqlite:////")
+
+
+def test_a_bad_sync_option_is_named_before_a_missing_file(tmp_path: Path) -> None:
+    """``wayline runs list --world 'sqlite:///missing.db?sync=bogus'``: the first mistake is
+    the option, so it is the one named (it said only "no world at ..."); exit 2 either way."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path}/missing.db?sync=bogus"
+    done = subprocess.run(
+        [sys.executable, "-m", "wayline.cli", "runs", "list", "--world", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "sync='bogus'" in done.stderr and "no world at" not in done.stderr
+    assert not (tmp_path / "missing.db").exists()

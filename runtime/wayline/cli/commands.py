@@ -93,6 +93,7 @@ async def opened_world(
     its NATS) is tried again until then, instead of failing at once."""
     path = sqlite_path(url)
     if not create and path is not None and not path.exists():
+        open_world(url)  # a bad option in the URL is named first: it is the first mistake
         raise UsageError(
             f"no world at {url}: {path} does not exist (check --world or WAYLINE_WORLD)"
         )
