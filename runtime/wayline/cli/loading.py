@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import sys
+import sysconfig
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -82,9 +83,21 @@ def _import_failure(spec: str, err: BaseException) -> str:
     if isinstance(err, SyntaxError) and err.filename:
         where = f" ({err.filename}:{err.lineno})"
     elif frames:
-        last = frames[-1]
+        # the user's line, not the library's: a decorator refusing its options raises inside
+        # wayline, and the line to fix is the one that applied it
+        outside = [f for f in frames if not f.filename.startswith(_NOT_USERS)]
+        last = (outside or frames)[-1]
         where = f" ({last.filename}:{last.lineno})"
     return f"importing {spec!r} failed: {type(err).__name__}: {err}{where}"
+
+
+_NOT_USERS = (
+    str(Path(__file__).resolve().parents[1]) + os.sep,
+    sysconfig.get_paths()["stdlib"] + os.sep,
+    "<",
+)
+"""Where no line of the application is: the wayline package, the standard library (typing's
+generic classes call the constructors), importlib's frozen modules."""
 
 
 def workflows_in(module: ModuleType) -> list[WorkflowDefinition[..., Any]]:
