@@ -513,7 +513,7 @@ def test_runs_wake_and_a_typed_hook_refusing_a_bad_payload(
     spawn("worker", "--app", str(SDK_FLOWS))
     _wait_event(cli, run_id, "wait_created")
     missing = cli("runs", "wake", run_id, "--wait", "w7")
-    assert missing.returncode == 1 and "no pending wait 'w7'" in missing.stderr
+    assert missing.returncode == 2 and "no pending wait 'w7'" in missing.stderr
     woke = cli("runs", "wake", run_id)
     assert woke.returncode == 0, woke.stderr
     assert woke.stdout.strip() == f"woke w1 of {run_id}"

@@ -34,9 +34,10 @@ run's result as JSON on stdout, so ``wayline run ... > result.json`` keeps only 
 ``run`` and ``worker`` export the world they use as ``WAYLINE_WORLD`` to user code.
 
 Exit codes: 0 done; 1 the run failed or was cancelled (``run``), or there was nothing to
-cancel; 2 bad input (unknown module, workflow, run or hook token; invalid JSON; an unsupported
-world URL or an unusable database), always as a single ``error: ...`` line on stderr;
-130 interrupted.
+cancel or wake; 2 bad input (unknown module, workflow, run, wait or hook token; invalid JSON;
+an unsupported world URL or an unusable database), always as a single ``error: ...`` line on
+stderr; 70 a sync step body outlived its delivery's deadline, so the process exits for the
+delivery to go to another worker (docs/ownership.md); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = UsageParser(
         prog="wayline",
         description="Run and inspect durable Wayline workflows.",
-        epilog="Exit codes: 0 done, 1 run failed/cancelled, 2 bad input, 130 interrupted.",
+        epilog="Exit codes: 0 done, 1 run failed/cancelled (or nothing to do), 2 bad input, "
+        "70 a sync step body outlived its deadline, 130 interrupted.",
     )
     _add_world(parser, None)
     parser.add_argument("--version", action="version", version=f"wayline {_version()}")

@@ -583,7 +583,8 @@ async def cmd_runs_tail(args: argparse.Namespace) -> int:
 
 
 async def cmd_runs_wake(args: argparse.Namespace) -> int:
-    """``Client.wake_up``: fire pending sleeps now; exit 1 when there was nothing to wake."""
+    """``Client.wake_up``: fire pending sleeps now; exit 1 when there was nothing to wake, 2
+    for a wait the run does not have (bad input, as an unknown run)."""
     async with opened_world(args.world, create=False) as world:
         client = Client(world)
         await _get_run(client, args.run_id, args.world)
@@ -591,7 +592,7 @@ async def cmd_runs_wake(args: argparse.Namespace) -> int:
             woken = await client.wake_up(args.run_id, wait=args.wait)
         except WaylineError as err:
             print(f"error: {err.message}", file=sys.stderr)
-            return 1
+            return 2 if "has no pending wait" in err.message else 1
     if not woken:
         print(f"run {args.run_id} has no pending sleep to wake")
         return 1
