@@ -31,7 +31,7 @@ def test_recover_prints_the_counts(cli: Cli) -> None:
 
 
 def test_cleanup_and_archive(cli: Cli) -> None:
-    _finished_run(cli)
+    first = _finished_run(cli)
     _finished_run(cli)
     kept = cli("cleanup", "--older-than", "7d")
     assert kept.returncode == 0 and "deleted 0 runs" in kept.stdout
@@ -40,6 +40,8 @@ def test_cleanup_and_archive(cli: Cli) -> None:
     assert "archived 2 runs (2 in the archive)" in moved.stdout
     assert cli("archive", "--count").stdout.strip() == "2"
     assert cli.json("runs", "list") == []
+    shown = cli("runs", "show", first)  # not "no such run" alone: it may be in the archive
+    assert shown.returncode == 2 and "2 ended runs are archived" in shown.stderr
     _finished_run(cli)
     gone = cli("cleanup", "--older-than", "0", "--status", "completed")
     assert gone.returncode == 0 and "deleted 1 run" in gone.stdout

@@ -516,7 +516,14 @@ async def _get_run(client: Client, run_id: str, url: str) -> Any:
     try:
         return await client.get_run(run_id)
     except RunNotFoundError:
-        raise UsageError(f"no run {run_id!r} in {url} (see: wayline runs list)") from None
+        try:
+            archived = await client.world.archived_count()
+        except NotImplementedError:  # a world without an archive
+            archived = 0
+        hint = "see: wayline runs list"
+        if archived:  # it may be one of them: say so rather than "no such run" alone
+            hint += f"; {archived} ended runs are archived (wayline archive) and not shown"
+        raise UsageError(f"no run {run_id!r} in {url} ({hint})") from None
 
 
 async def cmd_runs_show(args: argparse.Namespace) -> int:
