@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from collections.abc import Callable
 
 import pytest
 
-from tests.cli.conftest import Cli
+from tests.cli.conftest import Background, Cli
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -73,6 +75,29 @@ def test_forbid_skips_and_replace_cancels(cli: Cli, world_url: str) -> None:
     # r's first run got its cancellation recorded; f's was left alone
     assert runs[ids["r"]]["updatedAt"] > runs[ids["r"]]["createdAt"]  # type: ignore[operator]
     assert runs[ids["f"]]["updatedAt"] == runs[ids["f"]]["createdAt"]
+
+
+def test_a_looping_scheduler_says_a_forbid_skip_once_per_tick(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    """``schedules run`` looks every second: a tick that Forbid skips is said once, not at
+    every look while the previous run is live."""
+    cli.env["WAYLINE_SCHEDULE_CLOCK_RATE"] = "20"  # a minute in 3 s: ~3 looks at each tick
+    cli.env["WAYLINE_SCHEDULE_CLOCK_ORIGIN"] = repr(time.time())
+    _add(cli, "fb", "--cron", "* * * * *", "--concurrency-policy", "Forbid")
+    runner = spawn("schedules", "run")  # no worker: the first tick's run stays pending
+    deadline = time.monotonic() + 30
+    while True:
+        lines = runner.output()[0].splitlines()
+        skipped = [line for line in lines if "skipped" in line]
+        if len({line.split()[2] for line in skipped}) >= 3:  # three ticks skipped
+            break
+        assert time.monotonic() < deadline, runner.output()
+        time.sleep(0.1)
+    runner.stop()
+    assert len(skipped) == len(set(skipped)), lines
+    assert sum("started" in line for line in lines) == 1, lines
+    assert len(_runs(cli)) == 1
 
 
 def test_starting_deadline_skips_a_late_tick(cli: Cli, world_url: str) -> None:
