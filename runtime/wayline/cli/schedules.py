@@ -157,6 +157,11 @@ async def _look(client: Client, entry: dict[str, Any], now: float) -> str | None
         except RunNotFoundError:
             live = False
         if live and entry["concurrencyPolicy"] == "Forbid":
+            # said once: the loop looks every second, and the tick stays due (it runs late
+            # if the run ends within the starting deadline)
+            if entry.get("skippedTick") == tick:
+                return None
+            entry["skippedTick"] = tick
             return f"{entry['name']}: tick {_stamp(tick)} skipped, {last} is still running"
         if live:
             await client.cancel(last, reason=f"replaced by schedule {entry['name']}")
