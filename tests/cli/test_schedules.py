@@ -55,10 +55,12 @@ def test_a_tick_starts_one_run_however_many_schedulers_look(cli: Cli, world_url:
     assert len(runs) == 2 and {r["workflow"] for r in runs} == {"add"}
     assert any("tick 2099-04-02T00:30:00Z started" in out for out in outs), outs
     listed = json.loads(cli("schedules", "list", "--json").stdout)
-    assert listed[0]["name"] == "nightly" and listed[0]["lastTick"] is not None
-    # what the scheduler starts next is after the tick it started last, not after the clock
-    assert listed[0]["next"] == "2099-04-03T00:30:00Z"
-    assert "last 2099-04-02T00:30:00Z  next 2099-04-03T00:30:00Z" in cli("schedules", "list").stdout
+    # a --now ahead of the clock is a rehearsal: kept apart, not the schedule's last tick
+    assert listed[0]["name"] == "nightly" and listed[0].get("lastTick") is None
+    assert listed[0]["rehearsal"]["lastTick"] is not None
+    assert listed[0]["next"] < "2099"  # the scheduler on the clock starts its own ticks
+    assert "last -  next " in cli("schedules", "list").stdout
+    assert "(rehearsed to 2099-04-02T00:30:00Z)" in cli("schedules", "list").stdout
 
 
 def test_forbid_skips_and_replace_cancels(cli: Cli, world_url: str) -> None:
@@ -109,6 +111,27 @@ def test_starting_deadline_skips_a_late_tick(cli: Cli, world_url: str) -> None:
     assert _look(cli, "2099-01-01T10:05:01+00:00") == ""
     assert "started" in _look(cli, "2099-01-01T11:00:30+00:00")
     assert len(_runs(cli)) == 1
+
+
+def test_a_now_ahead_of_the_clock_does_not_hold_back_the_real_schedule(cli: Cli) -> None:
+    """``run --once --now`` later than the clock is a rehearsal: it starts that tick's run
+    (once, however often it looks) but does not become the schedule's last tick, so the
+    scheduler on the real clock still starts the ticks that come before it."""
+    cli.env["WAYLINE_SCHEDULE_CLOCK_RATE"] = "60"  # a minute of the schedules' clock a second
+    cli.env["WAYLINE_SCHEDULE_CLOCK_ORIGIN"] = repr(time.time())
+    _add(cli, "every", "--cron", "* * * * *")
+    said = _look(cli, "2099-01-01T10:00:30+00:00")
+    assert "every: tick 2099-01-01T10:00:00Z started wf_" in said
+    assert _look(cli, "2099-01-01T10:00:40+00:00") == ""  # looked again: nothing new
+    (listed,) = cli.json("schedules", "list")
+    assert listed.get("lastTick") is None and listed["next"] < "2099", listed
+    assert "last -" in cli("schedules", "list").stdout
+    time.sleep(1.5)  # 90 s of the schedules' clock: a real tick has come
+    real = cli("schedules", "run", "--once")
+    assert real.returncode == 0 and "started" in real.stdout, real
+    assert len(_runs(cli)) == 2
+    (listed,) = cli.json("schedules", "list")
+    assert listed["lastTick"] is not None and listed["next"] < "2099", listed
 
 
 def test_an_input_from_a_file_is_kept_as_its_text(cli: Cli) -> None:
