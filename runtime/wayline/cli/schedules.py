@@ -18,6 +18,11 @@ schedule's name, its creation and the tick (``wf_`` + 32 hex digits of a SHA-256
 ``Client.start(run_id=...)`` starts a run id only once. As the resource: only the latest
 missed tick runs (and none older than ``--starting-deadline``); Forbid skips a tick while the
 schedule's previous run is live; Replace cancels it first.
+
+``run --once --now T`` with T ahead of the clock is a rehearsal: the runs it starts are real
+(with the tick's run id, so the scheduler starts none again when the tick comes), but its
+record is kept apart (``rehearsal``), so the schedule's ``lastTick`` stays and the scheduler on
+the clock still starts every tick before T.
 """
 
 from __future__ import annotations
@@ -109,17 +114,19 @@ async def cmd_list(args: argparse.Namespace) -> int:
         entries = list(schedules.values())
     now = Settings.from_env().schedule_now()
     for e in entries:
-        # the scheduler starts no tick at or before the last one (``_look``): after a
-        # ``run --once --now`` in the future, the next is after that one, not after now
+        # the scheduler starts no tick at or before the last one (``_look``); a rehearsal
+        # (``--now`` ahead of the clock) is not the schedule's last tick
         after = max(now, e.get("lastTick") or 0.0)
         e["next"] = _stamp(next_tick(parse(e["cron"], e["timeZone"]), after))
     if args.json:
         print(json.dumps(entries, indent=2))
         return 0
     for e in entries:
+        rehearsed = (e.get("rehearsal") or {}).get("lastTick")
         print(
             f"{e['name']}  {e['cron']!r} {e['timeZone']}  {e['workflow']}  "
             f"{e['concurrencyPolicy']}  last {_stamp(e.get('lastTick'))}  next {e['next']}"
+            + (f"  (rehearsed to {_stamp(rehearsed)})" if rehearsed else "")
         )
     return 0
 
@@ -131,10 +138,11 @@ async def cmd_run(args: argparse.Namespace) -> int:
     async with opened_world(args.world, create=True) as world:
         client = Client(world)
         while True:
-            now = fixed if fixed is not None else Settings.from_env().schedule_now()
+            clock = Settings.from_env().schedule_now()
+            now = fixed if fixed is not None else clock
             with _locked(Path(args.file)) as schedules:
                 for entry in schedules.values():
-                    said = await _look(client, entry, now)
+                    said = await _look(client, entry, now, rehearsal=now > clock)
                     if said:
                         print(said, flush=True)
             if args.once:
@@ -142,15 +150,39 @@ async def cmd_run(args: argparse.Namespace) -> int:
             await asyncio.sleep(1.0)
 
 
-async def _look(client: Client, entry: dict[str, Any], now: float) -> str | None:
-    """Start the schedule's due tick, if any; what happened, for a person."""
+async def _look(
+    client: Client, entry: dict[str, Any], now: float, *, rehearsal: bool = False
+) -> str | None:
+    """Start the schedule's due tick, if any; what happened, for a person. A ``rehearsal``
+    (``--now`` ahead of the clock) writes its record in ``entry["rehearsal"]``, not in the
+    schedule's: the scheduler on the clock must still start the ticks before ``now``."""
+    if rehearsal:
+        record = dict(entry.get("rehearsal") or {})
+        try:
+            return await _look_in(client, entry, record, now)
+        finally:
+            if record:
+                entry["rehearsal"] = record
+    # the clock has caught up with a rehearsal: its record says nothing any more
+    kept = entry.get("rehearsal") or {}
+    if all((kept.get(k) or 0.0) <= now for k in ("lastTick", "missedTick", "skippedTick")):
+        entry.pop("rehearsal", None)
+    return await _look_in(client, entry, entry, now)
+
+
+async def _look_in(
+    client: Client, entry: dict[str, Any], record: dict[str, Any], now: float
+) -> str | None:
+    """``_look`` with what it finds written in ``record`` (the entry, or its rehearsal)."""
     cron = parse(entry["cron"], entry["timeZone"])
-    since = max(entry["created"], entry.get("lastTick") or 0.0)
+    real, rehearsed = entry.get("lastTick") or 0.0, record.get("lastTick") or 0.0
+    since = max(entry["created"], real, rehearsed)
     deadline = entry.get("startingDeadlineSeconds")
     tick = due(cron, since, now, deadline)
     if tick is None:
-        return _missed(entry, cron, since, now)
-    last, live = entry.get("lastRun"), False
+        return _missed(entry, record, cron, since, now)
+    # the previous run: the latest tick's, the schedule's own or its rehearsal's
+    last, live = (record if rehearsed > real else entry).get("lastRun"), False
     if last and entry["concurrencyPolicy"] != "Allow":
         try:
             live = not (await client.get_run(last)).status.terminal
@@ -159,28 +191,36 @@ async def _look(client: Client, entry: dict[str, Any], now: float) -> str | None
         if live and entry["concurrencyPolicy"] == "Forbid":
             # said once: the loop looks every second, and the tick stays due (it runs late
             # if the run ends within the starting deadline)
-            if entry.get("skippedTick") == tick:
+            if record.get("skippedTick") == tick:
                 return None
-            entry["skippedTick"] = tick
+            record["skippedTick"] = tick
             return f"{entry['name']}: tick {_stamp(tick)} skipped, {last} is still running"
         if live:
             await client.cancel(last, reason=f"replaced by schedule {entry['name']}")
     run_id = tick_run_id(entry, tick)
     stored = entry.get("input")  # JSON text, checked by ``add``
     args = [] if stored is None else as_arguments(parse_json(stored, "--input"))
-    await client.start(entry["workflow"], *args, run_id=run_id)
-    entry["lastTick"], entry["lastRun"] = tick, run_id
+    try:  # a rehearsal started it, or a scheduler stopped before it recorded the tick
+        existed = bool(await client.get_run(run_id))
+    except RunNotFoundError:
+        existed = False
+    await client.start(entry["workflow"], *args, run_id=run_id)  # once: it re-sends the start
+    record["lastTick"], record["lastRun"] = tick, run_id
+    if existed:
+        return f"{entry['name']}: tick {_stamp(tick)} had its run {run_id} already"
     replaced = f" (cancelled {last}, still running)" if live else ""
     return f"{entry['name']}: tick {_stamp(tick)} started {run_id}{replaced}"
 
 
-def _missed(entry: dict[str, Any], cron: Any, since: float, now: float) -> str | None:
+def _missed(
+    entry: dict[str, Any], record: dict[str, Any], cron: Any, since: float, now: float
+) -> str | None:
     """A tick passed over for ``--starting-deadline``, said once (the loop looks every
     second); None when no tick is due at all."""
     tick = last_tick(cron, now)
-    if tick is None or tick <= since or entry.get("missedTick") == tick:
+    if tick is None or tick <= since or record.get("missedTick") == tick:
         return None
-    entry["missedTick"] = tick
+    record["missedTick"] = tick
     return (
         f"{entry['name']}: tick {_stamp(tick)} missed: {now - tick:.0f}s late, past its "
         f"starting deadline of {entry['startingDeadlineSeconds']:g}s"
@@ -219,7 +259,13 @@ def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # t
     p.set_defaults(handler=cmd_remove)
     p = make(inner, "run", "start each schedule's due tick, every second (or --once)")  # type: ignore[operator]
     p.add_argument("--once", action="store_true", help="one look, then exit")
-    p.add_argument("--now", metavar="ISO-TIME", help="look at this time instead (with --once)")
+    p.add_argument(
+        "--now",
+        metavar="ISO-TIME",
+        help="look at this time instead (with --once); a time ahead of the clock is a "
+        "rehearsal: the runs it starts are real, but it is not recorded as the schedule's "
+        "last tick, so the scheduler still starts the ticks before it",
+    )
     p.set_defaults(handler=cmd_run)
     for parser in (top, *inner.choices.values()):
         parser.add_argument(
