@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.cli.conftest import Background, Cli
+from tests.cli.conftest import FLOWS, Background, Cli
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -150,6 +150,26 @@ def test_an_input_from_a_file_is_kept_as_its_text(cli: Cli) -> None:
     assert _look(cli, "2099-01-01T10:05:00+00:00").count("started") == 2
     inputs = [cli.json("runs", "show", str(r["runId"]))["input"] for r in _runs(cli)]
     assert sorted(map(json.dumps, inputs)) == ['{"args": ["solo"]}', '{"args": [4, 5]}']
+
+
+def test_add_warns_when_no_live_worker_serves_the_workflow(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    """A workflow no live worker serves is added (workers may come later), with a warning on
+    standard error naming it: its ticks' runs would wait. No world yet: nothing said, and no
+    world made."""
+    early = cli("schedules", "add", "early", "--cron", "@hourly", "--workflow", "add")
+    assert early.returncode == 0 and early.stdout == "early\n", early
+    assert early.stderr == "", early.stderr
+    assert not (cli.cwd / "w.db").exists()
+    spawn("worker", "--app", str(FLOWS)).wait_for("ready on")
+    served = cli("schedules", "add", "served", "--cron", "@hourly", "--workflow", "add")
+    assert served.returncode == 0 and served.stderr == "", served.stderr
+    typo = cli("schedules", "add", "typo", "--cron", "@hourly", "--workflow", "ad")
+    assert typo.returncode == 0 and typo.stdout == "typo\n", typo
+    assert "warning" in typo.stderr and "'ad'" in typo.stderr, typo.stderr
+    assert len(typo.stderr.strip().splitlines()) == 1, typo.stderr
+    assert [e["name"] for e in cli.json("schedules", "list")] == ["early", "served", "typo"]
 
 
 def test_bad_input_is_refused_with_the_reason(cli: Cli) -> None:
