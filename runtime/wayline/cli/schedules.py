@@ -33,6 +33,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +43,7 @@ from .._core.cron import CronError, due, last_tick, next_tick, parse
 from ..client import Client
 from ..errors import RunNotFoundError
 from ..settings import Settings
+from ..world.registry import ever_served, live_served
 from .commands import opened_world
 from .loading import UsageError, as_arguments, option_json, parse_json, seconds_arg
 
@@ -99,7 +101,28 @@ async def cmd_add(args: argparse.Namespace) -> int:
             "created": Settings.from_env().schedule_now(),
         }
     print(args.name)
+    await _warn_unserved(args.workflow, args.world)
     return 0
+
+
+async def _warn_unserved(workflow: str, url: str) -> None:
+    """Warn (on standard error) when no live worker in the world's registry serves the
+    workflow: each tick would start a run that waits. Not refused, as a worker may come
+    later; a world that cannot be opened (none yet) is not asked, and none is made."""
+    try:
+        async with opened_world(url, create=False) as world:
+            served = await world.list_served()
+    except Exception:  # best effort: the schedule is added all the same
+        return
+    if live_served(workflow, served):
+        return
+    before = " (one did before)" if ever_served(workflow, served) else ""
+    print(
+        f"warning: no live worker serves workflow {workflow!r} on {url}{before}: each tick's "
+        "run will wait until one does (start one: wayline worker --app MODULE_OR_FILE, or "
+        "check the name)",
+        file=sys.stderr,
+    )
 
 
 async def cmd_remove(args: argparse.Namespace) -> int:

@@ -41,6 +41,12 @@ def ever_served(name: str, served: Sequence[Mapping[str, Any]]) -> bool:
     return any(e.get("workflow") == name for e in served)
 
 
+def live_served(name: str, served: Sequence[Mapping[str, Any]], now: float | None = None) -> bool:
+    """Whether a live worker (its heartbeat's ``liveUntil`` not past) serves ``name``."""
+    now = time.time() if now is None else now
+    return any(e.get("workflow") == name and float(e.get("liveUntil", 0)) >= now for e in served)
+
+
 def waiting_for_worker(
     info: RunInfo, served: Sequence[Mapping[str, Any]], now: float | None = None
 ) -> str | None:
