@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -426,5 +426,113 @@ def test_a_second_sigterm_to_the_supervisor_still_ends_the_drains_at_once(
         assert sup.proc.wait(60) == 130
         assert gone(pids, 10) == []
         assert "wayline: second signal, exiting now" in sup.output()[1]
+    finally:
+        kill_ours(pids)
+
+
+# --- Ctrl-C: the terminal signals the whole foreground process group -----------------------
+@pytest.fixture
+def spawn_job(cli: Cli) -> Iterator[Callable[..., Background]]:
+    """``wayline ...`` started as a shell starts a foreground job: the leader of its own
+    process group, so ``os.killpg`` reaches what the terminal's Ctrl-C would (and not pytest).
+    Each is stopped by its pid afterwards."""
+    started: list[Background] = []
+
+    def start(*args: str) -> Background:
+        n = len(started)
+        out, err = cli.cwd / f"job{n}.out", cli.cwd / f"job{n}.err"
+        with out.open("w") as o, err.open("w") as e:
+            proc = subprocess.Popen(
+                cli.argv(*args),
+                cwd=cli.cwd,
+                env=cli.env,
+                stdout=o,
+                stderr=e,
+                text=True,
+                process_group=0,
+            )
+        bg = Background(proc, out, err)
+        started.append(bg)
+        return bg
+
+    yield start
+    for bg in started:
+        bg.stop(signal.SIGKILL if bg.proc.poll() is None else signal.SIGTERM)
+
+
+def ctrl_c(bg: Background) -> None:
+    """The terminal's SIGINT: to every process of the job's group."""
+    os.killpg(bg.proc.pid, signal.SIGINT)
+
+
+def pid_job(spawn_job: Callable[..., Background], processes: int) -> Background:
+    return spawn_job(
+        "worker",
+        "--app",
+        str(PID_FLOWS),
+        "--processes",
+        str(processes),
+        "--flow-concurrency",
+        "1",
+        "--step-concurrency",
+        "1",
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups")
+def test_one_ctrl_c_drains_every_child_once_and_the_step_in_flight_finishes(
+    world_cli: Cli, spawn: Callable[..., Background], spawn_job: Callable[..., Background]
+) -> None:
+    sup = pid_job(spawn_job, 2)
+    pids = list(children(sup, 2).values())
+    try:
+        run_ids = asyncio.run(start_runs(world_cli.world, ["c0"], 2.0))
+        deadline = time.monotonic() + 30
+        while "c0" not in ledger(world_cli, started=True):
+            assert time.monotonic() < deadline, sup.output()[1]
+            time.sleep(0.02)
+        ctrl_c(sup)
+        code = sup.proc.wait(60)
+        _, err = sup.output()
+        assert ledger(world_cli) == ["c0"], err  # the body in flight ended: it was drained
+        assert "second signal" not in err
+        assert "did not drain cleanly" not in err
+        assert " ERROR " not in err
+        assert err.count("SIGINT: stopping (in-flight") == 2, err  # each child heard it once
+        assert err.count("worker stopped") == 2, err
+        assert code == 0, err  # as a lone worker's drain after SIGINT
+        assert "stopped (exit 0)" in err
+        assert gone(pids, 10) == []
+    finally:
+        kill_ours(pids)
+    again = worker(spawn, 1)
+    children(again, 1)
+    assert len(asyncio.run(results(world_cli.world, run_ids))) == 1
+    assert ledger(world_cli) == ["c0"]  # and it ran once
+    assert again.stop() == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups")
+@pytest.mark.parametrize("processes", [1, 2])
+def test_ctrl_c_on_an_idle_worker_is_a_clean_stop(
+    spawn_job: Callable[..., Background], processes: int
+) -> None:
+    sup = pid_job(spawn_job, processes)
+    if processes == 1:
+        sup.wait_for(" ready on ", timeout=30)
+        pids = [sup.proc.pid]
+    else:
+        pids = list(children(sup, processes).values())
+    try:
+        ctrl_c(sup)
+        code = sup.proc.wait(60)
+        _, err = sup.output()
+        assert "second signal" not in err
+        assert "did not drain cleanly" not in err
+        assert " ERROR " not in err
+        assert err.count("SIGINT: stopping (in-flight") == processes, err
+        assert err.count("worker stopped") == processes, err
+        assert code == 0, err
+        assert gone(pids, 10) == []
     finally:
         kill_ours(pids)
