@@ -536,3 +536,32 @@ def test_ctrl_c_on_an_idle_worker_is_a_clean_stop(
         assert gone(pids, 10) == []
     finally:
         kill_ours(pids)
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups")
+def test_a_second_ctrl_c_still_ends_the_drains_at_once(
+    cli: Cli, spawn_job: Callable[..., Background]
+) -> None:
+    cli.env["WAYLINE_TEST_LEDGER"] = str(cli.cwd / "ledger")
+    sup = spawn_job(
+        "worker", "--app", str(PID_FLOWS), "--processes", "2", "--shutdown-grace", "120"
+    )
+    pids = list(children(sup, 2).values())
+    try:
+        asyncio.run(start_runs(cli.world, ["long"], 120.0))
+        deadline = time.monotonic() + 30
+        while "long" not in ledger(cli, started=True):
+            assert time.monotonic() < deadline, sup.output()[1]
+            time.sleep(0.02)
+        ctrl_c(sup)
+        while sup.output()[1].count("SIGINT: stopping (in-flight") < 2:  # both heard the first
+            assert time.monotonic() < deadline, sup.output()[1]
+            time.sleep(0.02)
+        assert "second signal" not in sup.output()[1]
+        ctrl_c(sup)
+        assert sup.proc.wait(60) == 130
+        assert gone(pids, 10) == []
+        assert "wayline: second signal, exiting now" in sup.output()[1]
+        assert "long" not in ledger(cli)  # cut off, not waited for
+    finally:
+        kill_ours(pids)

@@ -5,12 +5,16 @@ Each child is ``wayline worker ... --processes 1`` with its own world connection
 supervisor only starts, watches and stops them. SIGTERM/SIGINT to the supervisor is passed to
 every child, each drains (in-flight deliveries finish, up to ``--shutdown-grace``) and closes
 (a child still waiting for its world stops at once, exit 0); a second signal is passed on too
-(each child then exits at once, as after a crash, which the runtime recovers from). A
-child that dies while the supervisor runs is started again, after a back-off that grows while
-it keeps dying quickly. The supervisor's exit code: 0 when every
-child drained cleanly; 2 when a child refused its input (the same arguments would fail again,
-so the others are stopped); 1 when a child kept dying (more than ``MAX_QUICK_DEATHS`` times,
-each within ``STABLE_SECONDS`` of its start) or a child did not end its drain with 0.
+(each child then exits at once, as after a crash, which the runtime recovers from). Each
+child runs in a session (so a process group) of its own: a terminal's Ctrl-C, which signals
+the whole foreground process group, reaches the supervisor alone, and each child hears it
+once, from the supervisor (a drain, not a second signal). A child that dies while the
+supervisor runs is started again, after a back-off that grows while it keeps dying quickly.
+The supervisor's exit code: 0 when every child drained cleanly (after SIGTERM or SIGINT
+alike, as a lone worker); 130 when a second signal cut the drains short; 2 when a child
+refused its input (the same arguments would fail again, so the others are stopped); 1 when a
+child kept dying (more than ``MAX_QUICK_DEATHS`` times, each within ``STABLE_SECONDS`` of its
+start) or a child did not end its drain with 0.
 
 Only the first child serves ``--health-port`` and ``--metrics-port`` (two processes cannot
 bind one port). A child whose supervisor is gone (killed outright) stops by itself
@@ -147,8 +151,12 @@ class Supervisor:
     async def _slot(self, index: int) -> None:
         quick_deaths = 0
         while not self.stopping.is_set():
+            # A session of its own: a terminal's Ctrl-C (SIGINT to the whole foreground
+            # process group) reaches the supervisor only, which passes it on once; had the
+            # child heard it from the terminal too, the passed-on one would be its second
+            # signal (exit at once, its bodies cut off). Its parent-death signal is unchanged.
             child = await asyncio.create_subprocess_exec(
-                *self.argv(index), stdin=asyncio.subprocess.DEVNULL
+                *self.argv(index), stdin=asyncio.subprocess.DEVNULL, start_new_session=True
             )
             self.children[index] = child
             started = time.monotonic()
