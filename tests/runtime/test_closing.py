@@ -5,7 +5,10 @@ several worlds, one process."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
+
+import pytest
 
 import wayline
 from tests.runtime import flows
@@ -77,3 +80,52 @@ async def test_two_workers_on_two_worlds_in_one_process_stay_apart(tmp_path: Pat
             assert await hb.status() is wayline.RunStatus.PENDING  # a's worker never saw it
         async with wayline.Worker(b, [flows.chain], settings=settings()):
             assert await hb.result(timeout=10) == 6
+
+
+@wayline.step(name="closing_tests.slow_inline", max_retries=0)
+async def slow_inline(path: str, seconds: float) -> str:
+    flows.mark(path, "start")
+    await asyncio.sleep(seconds)
+    flows.mark(path, "end")
+    return "done"
+
+
+@wayline.step(name="closing_tests.slow_queued", max_retries=0, timeout=60)
+async def slow_queued(path: str, seconds: float) -> str:
+    """``timeout=``: never inline, so it runs under a step message of its own."""
+    flows.mark(path, "start")
+    await asyncio.sleep(seconds)
+    flows.mark(path, "end")
+    return "done"
+
+
+@wayline.workflow(name="closing_tests.outlives_the_grace")
+async def outlives_the_grace(path: str, seconds: float, queued: bool) -> str:
+    return await (slow_queued if queued else slow_inline)(path, seconds)
+
+
+@pytest.mark.parametrize("queued", [False, True], ids=["inline", "step-message"])
+async def test_a_body_cut_off_when_the_shutdown_grace_runs_out_is_warned_about(
+    engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture, queued: bool
+) -> None:
+    """A rolling update whose grace is shorter than a step: the operator is told which run
+    (and step) was cut off, not only "worker stopped"."""
+    log = str(tmp_path / "log")
+    worker = wayline.Worker(
+        engine.world, [outlives_the_grace], settings=settings(), shutdown_grace_seconds=0.2
+    )
+    await worker.start()
+    handle = await engine.client.start(outlives_the_grace, log, 30.0, queued)
+    await wait_for(lambda: _lines(log, 1))  # the body runs (30 s)
+    with caplog.at_level(logging.WARNING, logger="wayline.worker"):
+        await worker.close(graceful=True)
+    assert flows.lines(log) == ["start"]  # cut off, not waited for
+    warned = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and handle.run_id in r.getMessage()
+    ]
+    assert len(warned) == 1, [r.getMessage() for r in caplog.records]
+    name = "closing_tests.slow_queued" if queued else "closing_tests.slow_inline"
+    assert name in warned[0]
+    assert "shutdown grace (0.2s) ran out" in warned[0]
