@@ -138,6 +138,8 @@ class Worker:
 
         Graceful: stop receiving; each delivery reaches its next checkpoint (the inline batch
         it is running settles and is recorded) and hands its run back, within the grace period.
+        A delivery still busy when the grace runs out is cut off (handed back; the attempt of a
+        body cut off counts), with a WARNING naming its run and the steps it was running.
 
         Forced (``graceful=False``): end this worker's generation now. Nothing it was doing is
         persisted, published or started from here on (its tasks are cancelled), except a
@@ -156,6 +158,7 @@ class Worker:
         if graceful:
             if self._handlers:
                 await asyncio.wait(list(self._handlers), timeout=self.shutdown_grace_seconds)
+                self._warn_outlived_grace(self._handlers)
         else:
             protected = [t for t in self._handlers if t in self.handler.protected]
             for task in list(self._handlers):
@@ -163,6 +166,7 @@ class Worker:
                     task.cancel()
             if protected:
                 await asyncio.wait(protected, timeout=self.shutdown_grace_seconds)
+                self._warn_outlived_grace(protected)
         holding = dict(self._held)
         held = [d for d, f in holding.values() if f.tripped is None]
         for task in list(self._handlers):
@@ -190,6 +194,41 @@ class Worker:
             except WaylineError as err:
                 log.warning("could not release delivery %s: %s", delivery.message_id, err)
         self._held.clear()
+
+    def _warn_outlived_grace(self, handlers: Iterable[asyncio.Task[Any]]) -> None:
+        """One warning per delivery whose handler is still busy when the shutdown grace ran
+        out (it is cut off next), naming its run and the steps it runs: a rolling update whose
+        grace is shorter than a step must not look like a clean stop."""
+        busy = {t for t in handlers if not t.done()}
+        for delivery, fence in list(self._held.values()):
+            if fence.handler not in busy:
+                continue
+            payload = delivery.payload or {}
+            steps = list(dict.fromkeys(fence.steps))
+            if not steps and payload.get("stepName"):
+                steps = [str(payload["stepName"])]
+            what = ", ".join(repr(s) for s in steps) if steps else "no step body"
+            grace = f"the shutdown grace ({self.shutdown_grace_seconds:g}s) ran out"
+            if fence.threads and fence.executing():
+                log.warning(
+                    "%s with run %s still running (step %s, a sync body, which cannot be cut "
+                    "off): its delivery %s stays held until the thread returns, then is handed "
+                    "back",
+                    grace,
+                    payload.get("runId"),
+                    what,
+                    delivery.message_id,
+                )
+            else:
+                log.warning(
+                    "%s with run %s still running (step %s): cut off, its delivery %s is "
+                    "handed back and the step runs again elsewhere if it has retries left (the "
+                    "cut-off attempt counts); a grace above the longest step avoids this",
+                    grace,
+                    payload.get("runId"),
+                    what,
+                    delivery.message_id,
+                )
 
     async def recover_runs(self) -> dict[str, int]:
         """Re-arm the non-terminal runs that have no wake coming (recovery is automatic,

@@ -99,33 +99,50 @@ async def slow_queued(path: str, seconds: float) -> str:
     return "done"
 
 
+@wayline.step(name="closing_tests.slow_sync", max_retries=0)
+def slow_sync(path: str, seconds: float) -> str:
+    import time
+
+    flows.mark(path, "start")
+    time.sleep(seconds)
+    flows.mark(path, "end")
+    return "done"
+
+
+SLOW = {"inline": slow_inline, "step-message": slow_queued, "sync": slow_sync}
+
+
 @wayline.workflow(name="closing_tests.outlives_the_grace")
-async def outlives_the_grace(path: str, seconds: float, queued: bool) -> str:
-    return await (slow_queued if queued else slow_inline)(path, seconds)
+async def outlives_the_grace(path: str, seconds: float, kind: str) -> str:
+    return await SLOW[kind](path, seconds)
 
 
-@pytest.mark.parametrize("queued", [False, True], ids=["inline", "step-message"])
+@pytest.mark.parametrize("kind", list(SLOW))
 async def test_a_body_cut_off_when_the_shutdown_grace_runs_out_is_warned_about(
-    engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture, queued: bool
+    engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str
 ) -> None:
     """A rolling update whose grace is shorter than a step: the operator is told which run
-    (and step) was cut off, not only "worker stopped"."""
+    (and step) was cut off, not only "worker stopped" (a sync body is waited for instead)."""
     log = str(tmp_path / "log")
     worker = wayline.Worker(
         engine.world, [outlives_the_grace], settings=settings(), shutdown_grace_seconds=0.2
     )
     await worker.start()
-    handle = await engine.client.start(outlives_the_grace, log, 30.0, queued)
-    await wait_for(lambda: _lines(log, 1))  # the body runs (30 s)
+    seconds = 1.0 if kind == "sync" else 30.0
+    handle = await engine.client.start(outlives_the_grace, log, seconds, kind)
+    await wait_for(lambda: _lines(log, 1))  # the body runs
     with caplog.at_level(logging.WARNING, logger="wayline.worker"):
         await worker.close(graceful=True)
-    assert flows.lines(log) == ["start"]  # cut off, not waited for
+    if kind == "sync":  # a thread cannot be cut off: the close waited for it
+        assert flows.lines(log) == ["start", "end"]
+    else:
+        assert flows.lines(log) == ["start"]  # cut off, not waited for
     warned = [
         r.getMessage()
         for r in caplog.records
         if r.levelno == logging.WARNING and handle.run_id in r.getMessage()
     ]
     assert len(warned) == 1, [r.getMessage() for r in caplog.records]
-    name = "closing_tests.slow_queued" if queued else "closing_tests.slow_inline"
-    assert name in warned[0]
+    assert SLOW[kind].name in warned[0]
+    assert ("cannot be cut off" in warned[0]) == (kind == "sync")
     assert "shutdown grace (0.2s) ran out" in warned[0]

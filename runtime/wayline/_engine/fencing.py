@@ -28,10 +28,11 @@ The numbers (``Worker`` refuses settings that break them):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -65,6 +66,8 @@ class Fence:
     """Sync bodies still running in a thread (each event is set when its body returns)."""
     handler: asyncio.Task[Any] | None = None
     """The delivery's handler task (cancelled if it is still busy at the deadline)."""
+    steps: list[str] = field(default_factory=list)
+    """The names of the step bodies running under it (see :func:`running`), for the logs."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self.received
@@ -124,6 +127,21 @@ _current: ContextVar[Fence | None] = ContextVar("wayline_fence", default=None)
 
 def current() -> Fence | None:
     return _current.get()
+
+
+@contextlib.contextmanager
+def running(step: str) -> Iterator[None]:
+    """The current fence's delivery runs the body of step ``step`` meanwhile (a worker whose
+    shutdown grace runs out names the steps it cuts off)."""
+    fence = _current.get()
+    if fence is None:
+        yield
+        return
+    fence.steps.append(step)
+    try:
+        yield
+    finally:
+        fence.steps.remove(step)
 
 
 def hold(fence: Fence) -> None:
