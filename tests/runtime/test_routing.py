@@ -83,6 +83,45 @@ async def test_a_run_no_live_worker_serves_says_so(engine: Engine) -> None:
     assert "'chain'" in str(await engine.client.waiting_for_worker(paused.run_id))
 
 
+async def test_a_queue_worker_does_not_count_for_a_run_started_without_a_queue(
+    engine: Engine,
+) -> None:
+    """A worker started with ``queue=`` consumes that queue's route (and the plain topic),
+    never a workflow's route: a run started without a queue stays pending beside it, and says
+    it waits for a worker."""
+    async with engine.worker([flows.chain], queue="gold", heartbeat_seconds=0.2):
+        handle = await engine.client.start(flows.chain, 2)
+        await asyncio.sleep(0.8)
+        assert await handle.status() is wayline.RunStatus.PENDING
+        why = await engine.client.waiting_for_worker(handle.run_id)
+        assert why is not None
+        assert why.startswith("waiting_for_worker: no live worker serves workflow 'chain'")
+        assert "queue" not in why
+        queued = await engine.client.start(flows.chain, 2, queue="gold")
+        assert await engine.client.waiting_for_worker(queued.run_id) is None
+        assert await queued.result(timeout=20) == 1
+        async with engine.worker([flows.chain], heartbeat_seconds=0.2):
+            assert await engine.client.waiting_for_worker(handle.run_id) is None
+            assert await handle.result(timeout=20) == 1
+
+
+async def test_a_worker_stopped_gracefully_no_longer_counts_as_live(engine: Engine) -> None:
+    """A graceful close withdraws the worker from the registry at once (not three heartbeats,
+    30 s by default, later); another worker still serving the same definition still counts."""
+    async with engine.worker([flows.chain]):
+        async with engine.worker([flows.chain], world=await engine.make_world()):
+            pass  # the second worker heartbeats last, then stops
+        handle = await engine.client.start(flows.chain, 2)
+        assert await engine.client.waiting_for_worker(handle.run_id) is None
+        assert await handle.result(timeout=20) == 1
+    late = await engine.client.start(flows.chain, 2)
+    why = await engine.client.waiting_for_worker(late.run_id)
+    assert why is not None and "'chain'" in why
+    async with engine.worker([flows.chain]):
+        assert await engine.client.waiting_for_worker(late.run_id) is None
+        assert await late.result(timeout=20) == 1
+
+
 async def test_graceful_hand_backs_do_not_spend_the_delivery_budget(engine: Engine) -> None:
     """Three rollouts in a row, each worker stopped gracefully mid-run (its delivery handed
     back at the next checkpoint): with a budget of one delivery, the run still completes."""

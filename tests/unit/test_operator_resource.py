@@ -195,6 +195,23 @@ def test_a_run_no_live_worker_serves_waits_for_a_worker_at_once() -> None:
     assert run_status(info, [], now=1001.0)["waitingFor"] == []  # registry not read: no claim
 
 
+def test_a_worker_of_a_queue_does_not_serve_a_run_started_without_one() -> None:
+    """A ``--queue`` worker consumes its queue's route only, never the workflow's: a run
+    started without a queue waits for a worker beside it (and a queued run waits beside a
+    worker without one)."""
+    info = _info(RunStatus.PENDING, created_at=1000.0)
+    plain = {"workflow": "w", "identity": "abc", "revision": None, "liveUntil": 1040.0}
+    gold = {**plain, "queue": "gold"}
+    [worker] = run_status(info, [], now=1001.0, served=[gold])["waitingFor"]
+    assert worker["kind"] == "worker" and "'w'" in worker["message"]
+    assert "queue" not in worker["message"]
+    assert run_status(info, [], now=1001.0, served=[gold, plain])["waitingFor"] == []
+    queued = _info(RunStatus.PENDING, created_at=1000.0, attributes={"queue": "gold"})
+    assert run_status(queued, [], now=1001.0, served=[gold])["waitingFor"] == []
+    [worker] = run_status(queued, [], now=1001.0, served=[plain])["waitingFor"]
+    assert "on queue 'gold'" in worker["message"]
+
+
 def test_a_run_waiting_for_a_concurrency_slot_says_so_not_for_a_worker() -> None:
     """The run's own limit (before it starts) and a step's: ``kind: concurrency``, never
     ``worker``, and not Blocked (it moves on by itself once a slot is free)."""
