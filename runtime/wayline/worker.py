@@ -38,7 +38,7 @@ from .errors import (
 )
 from .settings import Settings
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
-from .world.registry import served_entries
+from .world.registry import served_entries, withdrawn_entries
 from .world.routing import served_topics
 
 log = logging.getLogger("wayline.worker")
@@ -155,6 +155,8 @@ class Worker:
         for task in list(self._tasks):
             if task.get_name() != "wayline-renewer":
                 task.cancel()
+        if graceful:
+            await self._withdraw()
         if graceful:
             if self._handlers:
                 await asyncio.wait(list(self._handlers), timeout=self.shutdown_grace_seconds)
@@ -431,6 +433,21 @@ class Worker:
             await self.world.record_served(entries)
         except WaylineError as err:
             log.warning("could not record this worker's heartbeat: %s", err)
+
+    async def _withdraw(self) -> None:
+        """A graceful close: this worker consumes nothing more, so it no longer counts as
+        serving its workflows (not for three more heartbeats): its registry entries say so now
+        (another worker of the same definitions still counts; ``registry.merge_served``)."""
+        if not self.workflows or not self._started:
+            return
+        beats = [t for t in self._tasks if t.get_name() == "wayline-heartbeat"]
+        if beats:  # cancelled above: let a heartbeat under way land first, not after
+            await asyncio.gather(*beats, return_exceptions=True)
+        entries = withdrawn_entries(self.workflows.values(), self.queue, self.worker_id)
+        try:
+            await self.world.record_served(entries)
+        except WaylineError as err:
+            log.warning("could not withdraw this worker from the registry: %s", err)
 
     async def _heartbeat_loop(self) -> None:
         while True:

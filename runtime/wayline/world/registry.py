@@ -3,7 +3,12 @@
 keeps one entry per definition served (not per worker, so the record stays bounded through
 any number of pod restarts) and never forgets one: "no worker has ever served X" stays a
 fact a start can refuse on, and "no live worker serves this run" is what a run that waits
-silently shows (``waiting_for_worker``)."""
+silently shows (``waiting_for_worker``).
+
+An entry also lists its live workers (``workers``: worker id to its ``liveUntil``; lapsed
+ones are dropped at each write, so it stays as small as the live set), and its own
+``liveUntil`` is the latest of theirs: a worker closed gracefully withdraws itself at once
+(``withdrawn_entries``) without hiding another worker that still serves the definition."""
 
 from __future__ import annotations
 
@@ -37,6 +42,56 @@ def served_entries(
     ]
 
 
+def withdrawn_entries(
+    workflows: Iterable[WorkflowDefinition[..., Any]], queue: str | None, worker: str
+) -> list[dict[str, Any]]:
+    """What a worker closed gracefully records: its entries, live until now (so no longer)."""
+    now = time.time()
+    return [
+        {**e, "liveUntil": now, "withdrawn": True}
+        for e in served_entries(workflows, queue, worker, 0.0)
+    ]
+
+
+def merge_served(
+    stored: Mapping[str, Any] | None, entry: Mapping[str, Any], now: float | None = None
+) -> dict[str, Any] | None:
+    """The entry to store when ``entry`` (a heartbeat, or a withdrawal) meets ``stored`` (the
+    entry kept under the same key, None when there is none). None: nothing to write (a
+    withdrawal of an entry never recorded)."""
+    now = time.time() if now is None else now
+    workers: dict[str, float] = {}
+    if stored is not None:
+        listed = stored.get("workers")
+        if isinstance(listed, Mapping):
+            items = list(listed.items())
+        else:  # an entry written before ``workers``: its last writer alone
+            items = [(stored.get("worker"), stored.get("liveUntil", 0))]
+        for wid, until in items:
+            try:
+                if isinstance(wid, str) and float(until) >= now:
+                    workers[wid] = float(until)
+            except (TypeError, ValueError):
+                continue
+    wid = str(entry.get("worker"))
+    until = float(entry.get("liveUntil", 0))
+    withdrawn = bool(entry.get("withdrawn"))
+    if withdrawn:
+        workers.pop(wid, None)
+        if stored is None:
+            return None
+    else:
+        workers[wid] = until
+    out = {k: v for k, v in entry.items() if k != "withdrawn"}
+    if workers:
+        last = max(workers, key=lambda w: workers[w])
+        out["worker"], out["liveUntil"] = last, workers[last]
+    else:
+        out["liveUntil"] = min(until, now)
+    out["workers"] = workers
+    return out
+
+
 def ever_served(name: str, served: Sequence[Mapping[str, Any]]) -> bool:
     return any(e.get("workflow") == name for e in served)
 
@@ -61,7 +116,10 @@ def waiting_for_worker(
     for e in served:
         if float(e.get("liveUntil", 0)) < now or e.get("workflow") != info.workflow:
             continue
-        if queue is not None and e.get("queue") != queue:
+        # A worker consumes its queue's route or, without a queue, the workflow's routes,
+        # never both (``routing.served_topics``): a queue worker drives no run started
+        # without a queue, a worker without one no run started on a queue.
+        if (e.get("queue") or None) != queue:
             continue
         if identity is not None and e.get("identity") != identity:
             continue

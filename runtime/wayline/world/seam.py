@@ -303,8 +303,9 @@ class World(abc.ABC):
     # workers -------------------------------------------------------------------------------
     @abc.abstractmethod
     async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
-        """A worker's heartbeat: upsert one entry per definition it serves, by ``key``
-        (see ``registry.served_entries``). Entries are never removed."""
+        """A worker's heartbeat (or its withdrawal on a graceful close): merge one entry per
+        definition it serves into the stored one, by ``key``, with ``registry.merge_served``,
+        atomically (workers of one definition share its key). Entries are never removed."""
 
     @abc.abstractmethod
     async def list_served(self) -> list[dict[str, Any]]:

@@ -50,6 +50,7 @@ from ...world import (
     terminal_statuses,
 )
 from ...world.blobs import OutOfLine
+from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from .blobs import LocalBlobs, archive_blobs
 from .feed import Ends, follow
@@ -589,14 +590,24 @@ class LocalWorld(World):
 
     # workers -------------------------------------------------------------------------------
     async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
-        rows = [(str(e["key"]), json.dumps(dict(e))) for e in entries]
-        self._write(
-            lambda db: db.executemany(
-                "INSERT INTO served (key, data) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET data = excluded.data",
-                rows,
-            )
-        )
+        def tx(db: sqlite3.Connection) -> None:
+            for e in entries:
+                key = str(e["key"])
+                row = db.execute("SELECT data FROM served WHERE key = ?", (key,)).fetchone()
+                try:
+                    stored = json.loads(row[0]) if row is not None else None
+                except ValueError:
+                    stored = None
+                merged = merge_served(stored if isinstance(stored, dict) else None, e)
+                if merged is None:
+                    continue
+                db.execute(
+                    "INSERT INTO served (key, data) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET data = excluded.data",
+                    (key, json.dumps(merged)),
+                )
+
+        self._write(tx)
 
     async def list_served(self) -> list[dict[str, Any]]:
         return [json.loads(r[0]) for r in self._read("SELECT data FROM served ORDER BY key")]

@@ -15,6 +15,7 @@ from ...errors import ConfigurationError, WorldUnavailableError
 from ...settings import Settings
 from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
 from ...world.blobs import OutOfLine
+from ...world.registry import merge_served
 from .blobs import NatsBlobs
 from .codec import parse_header_lines, wrap
 from .eventlog import EventLog
@@ -138,9 +139,39 @@ class NatsWorld(World):
         kv = await self._served()
         for e in entries:
             try:
-                await kv.put(kv_key(str(e["key"])), json.dumps(dict(e)).encode())
+                await self._merge_served(kv, kv_key(str(e["key"])), e)
             except Exception as err:
                 raise wrap(self._servers_shown, "recording a worker heartbeat", err) from err
+
+    @staticmethod
+    async def _merge_served(kv: Any, key: str, entry: Mapping[str, Any]) -> None:
+        """Merge ``entry`` into the stored one, compare-and-set on the key's revision (two
+        workers of one definition heartbeat into the same key; neither loses the other)."""
+        import nats.js.errors
+
+        while True:
+            try:
+                current = await kv.get(key)
+            except nats.js.errors.KeyNotFoundError:
+                current = None
+            stored: Any = None
+            if current is not None and current.value:
+                try:
+                    stored = json.loads(current.value)
+                except ValueError:
+                    stored = None
+            merged = merge_served(stored if isinstance(stored, dict) else None, entry)
+            if merged is None:
+                return
+            data = json.dumps(merged).encode()
+            try:
+                if current is None:
+                    await kv.create(key, data)
+                else:
+                    await kv.update(key, data, last=current.revision)
+                return
+            except nats.js.errors.KeyWrongLastSequenceError:
+                continue  # another worker wrote it meanwhile: merge into its entry
 
     async def list_served(self) -> list[dict[str, Any]]:
         import nats.js.errors
