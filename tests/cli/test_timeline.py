@@ -97,7 +97,8 @@ def test_runs_show_renders_the_timeline() -> None:
     assert "input     7" in text
     assert "step pay" in text
     assert "3 attempts" in text
-    assert "attempt 1: abandoned" in text
+    assert "attempt 1: abandoned (no end recorded; started +200 ms)" in text
+    assert "abandoned after" not in text
     assert "attempt 2: failed after 500 ms: OSError: reset (retried 1.00 s later)" in text
     assert "hook approve:1" in text
     assert "timed out" in text
@@ -265,3 +266,71 @@ def test_child_runs_are_in_the_timeline() -> None:
     said = live.getvalue()
     assert "child kid started: wf_kid1" in said and "child kid completed" in said
     assert "child slow_kid started: wf_kid2" in said
+
+
+def test_an_abandoned_attempt_shows_no_duration() -> None:
+    """NATS: the worker SIGKILLed 1.5 s into a 3 s body, the step taken over 27 s later;
+    SQLite: a body cut off at shutdown, its step out of attempts at recovery. Neither attempt
+    ran for the time until recovery: no end was recorded, so no duration is shown."""
+    taken_over = log(
+        (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
+        (100.1, T.RUN_STARTED, None, {}),
+        (100.2, T.STEP_CREATED, "s1", {"stepName": "slow"}),
+        (100.2, T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "m1"}),
+        (127.2, T.STEP_STARTED, "s1", {"attempt": 2, "ownerMessageId": "m1"}),
+        (130.2, T.STEP_COMPLETED, "s1", {"result": 1}),
+        (130.3, T.RUN_COMPLETED, None, {"output": 1}),
+    )
+    info = RunInfo(
+        RUN, "w", RunStatus.COMPLETED, created_at=100.0, started_at=100.1, ended_at=130.3
+    )
+    out = io.StringIO()
+    render_show(info, taken_over, out)
+    text = out.getvalue()
+    assert "attempt 1: abandoned (no end recorded; started +200 ms)" in text
+    assert "27.00 s" not in text
+    assert "attempt 2: completed after 3.00 s" in text
+    live = io.StringIO()
+    LiveProgress(live, "sqlite:///w.db").feed(taken_over)
+    said = live.getvalue()
+    assert "step slow started (attempt 2; attempt 1 abandoned, no end recorded)" in said
+    assert "step slow completed in 3.00 s" in said
+    given_up = log(
+        (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
+        (100.1, T.RUN_STARTED, None, {}),
+        (100.2, T.STEP_CREATED, "s1", {"stepName": "slow"}),
+        (100.2, T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "m1"}),
+        (
+            108.95,
+            T.STEP_FAILED,
+            "s1",
+            {
+                "error": {
+                    "name": "FatalError",
+                    "code": "MAX_ATTEMPTS_EXCEEDED",
+                    "message": "step 'slow' did not finish in 1 attempt (its invocations died)",
+                }
+            },
+        ),
+        (109.0, T.RUN_FAILED, None, {"error": {"code": "STEP_FAILED", "message": "x"}}),
+    )
+    info = RunInfo(
+        RUN,
+        "w",
+        RunStatus.FAILED,
+        created_at=100.0,
+        started_at=100.1,
+        ended_at=109.0,
+        error={"code": "STEP_FAILED", "message": "x"},
+    )
+    out = io.StringIO()
+    render_show(info, given_up, out)
+    text = out.getvalue()
+    assert "attempt 1: abandoned (no end recorded; started +200 ms)" in text
+    assert "failed after" not in text
+    assert "gave up: [MAX_ATTEMPTS_EXCEEDED] FatalError: step 'slow' did not finish" in text
+    live = io.StringIO()
+    LiveProgress(live, "sqlite:///w.db").feed(given_up)
+    said = live.getvalue()
+    assert "step slow attempt 1 abandoned (no end recorded)" in said
+    assert "step slow failed: [MAX_ATTEMPTS_EXCEEDED]" in said

@@ -475,3 +475,52 @@ def test_an_unwind_over_a_block_does_not_show_the_blocks_error() -> None:
         assert (run.status, run.error) == (RunStatus.COMPENSATING, None)
         ended = fold(RUN, [*events, _ev(len(events) + 1, T.RUN_CANCELLED, reason="no")]).run
         assert ended.error == {"code": "RUN_CANCELLED", "message": "no"}
+
+
+# --- an attempt whose end is not recorded ----------------------------------------------------
+
+
+def test_an_abandoned_attempt_has_no_end_and_no_duration() -> None:
+    """A take-over (the owner SIGKILLed mid-body, its step started again later) records no
+    end for the first attempt: its ``endedAt`` is unknown, not the next attempt's start (the
+    wait for recovery is not run time)."""
+    events = [
+        Event(RUN, 1, T.RUN_CREATED, None, {"workflow": "w"}, 100.0),
+        Event(RUN, 2, T.RUN_STARTED, None, {}, 100.1),
+        Event(RUN, 3, T.STEP_CREATED, "s1", {"stepName": "pay"}, 100.2),
+        Event(RUN, 4, T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "m1"}, 100.2),
+        Event(RUN, 5, T.STEP_STARTED, "s1", {"attempt": 2, "ownerMessageId": "m1"}, 127.2),
+        Event(RUN, 6, T.STEP_COMPLETED, "s1", {"result": 1}, 130.2),
+    ]
+    step = fold(RUN, events).steps["s1"]
+    first, second = step.attempts
+    assert (first.outcome, first.started_at, first.ended_at) == ("abandoned", 100.2, None)
+    assert (second.outcome, second.started_at, second.ended_at) == ("completed", 127.2, 130.2)
+    attempts = fold(RUN, events).to_json()["steps"][0]["attempts"]
+    assert attempts[0]["endedAt"] is None and attempts[0]["startedAt"] == 100.2
+    assert attempts[0]["outcome"] == "abandoned"
+
+
+def test_a_step_given_up_after_its_body_died_leaves_the_attempt_abandoned() -> None:
+    """Owned recovery of a step out of attempts records it failed (``MAX_ATTEMPTS_EXCEEDED``)
+    without running it: the attempt that died was not failed at that moment, it was
+    abandoned, with no end recorded."""
+    events = [
+        Event(RUN, 1, T.RUN_CREATED, None, {"workflow": "w"}, 100.0),
+        Event(RUN, 2, T.RUN_STARTED, None, {}, 100.1),
+        Event(RUN, 3, T.STEP_CREATED, "s1", {"stepName": "pay"}, 100.2),
+        Event(RUN, 4, T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "m1"}, 100.2),
+        Event(
+            RUN,
+            5,
+            T.STEP_FAILED,
+            "s1",
+            {"error": {"name": "FatalError", "code": "MAX_ATTEMPTS_EXCEEDED", "message": "x"}},
+            108.95,
+        ),
+    ]
+    step = fold(RUN, events).steps["s1"]
+    [only] = step.attempts
+    assert (only.outcome, only.ended_at) == ("abandoned", None)
+    assert step.status == "failed" and step.ended_at == 108.95
+    assert step.error is not None and step.error["code"] == "MAX_ATTEMPTS_EXCEEDED"
