@@ -69,7 +69,7 @@ def test_live_progress_prints_each_transition() -> None:
     out = io.StringIO()
     LiveProgress(out, "sqlite:////tmp/w.db").feed(EVENTS)
     text = out.getvalue()
-    assert "step pay started (attempt 2)" in text
+    assert "step pay started (attempt 2; attempt 1 abandoned, no end recorded)" in text
     assert "step pay attempt 2 failed: OSError: reset; retry in 1.00 s" in text
     assert "step pay failed: FatalError: declined" in text
     assert "hook approve:1 waiting for a payload" in text

@@ -446,11 +446,18 @@ def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
 # --- the whole log: steps, hooks, waits, children, phases -------------------------------------
 
 
+_REFUSALS = frozenset({"MAX_ATTEMPTS_EXCEEDED", "STEP_NOT_FOUND"})
+"""The codes of a ``step_failed`` a worker records without running the body (see
+``_engine.session._attempts_spent`` and ``_engine.step_delivery._refused``)."""
+
+
 @dataclass
 class Attempt:
     number: int
     started_at: float
     ended_at: float | None = None
+    """When its outcome was recorded; None while it runs, and for an ``abandoned`` attempt
+    (its body died, or was cut off, and no end was recorded: it has no duration)."""
     outcome: str = "running"  # running | completed | retrying | failed | abandoned
     error: Mapping[str, Any] | None = None
     retry_at: float | None = None
@@ -779,13 +786,27 @@ class RunView:
         if isinstance(p, StepStarted):
             number = p.attempt or len(step.attempts) + 1
             if step.attempts and step.attempts[-1].outcome == "running":
-                step.attempts[-1].outcome = "abandoned"  # taken over (its owner died)
-                step.attempts[-1].ended_at = at
+                # taken over (its owner died): its end is not recorded (not this start, which
+                # came after the wait for recovery), so it has no end and no duration
+                step.attempts[-1].outcome = "abandoned"
             step.attempts.append(Attempt(number, at))
             step.status, step.starts = "running", step.starts + 1
             step.owner, step.last_started_at = p.owner_message_id, at
             return
         attempt = step.attempts[-1] if step.attempts else None
+        if (
+            isinstance(p, StepFailed)
+            and attempt is not None
+            and attempt.outcome == "running"
+            and (p.error or {}).get("code") in _REFUSALS
+        ):
+            # recorded without running the body (out of attempts at a recovery): the body
+            # that was running died with no end recorded
+            attempt.outcome = "abandoned"
+            self.open.pop(step.cid, None)
+            step.ended_at = at
+            step.status, step.result, step.error = "failed", None, p.error
+            return
         if attempt is None or attempt.outcome != "running":
             attempt = Attempt(len(step.attempts) + 1, at)  # its start is not in the log
             step.attempts.append(attempt)

@@ -242,6 +242,12 @@ class LiveProgress:
         attempt = step.attempts[-1] if step.attempts else None
         if t is EventType.STEP_STARTED and attempt is not None:
             suffix = f" (attempt {attempt.number})" if attempt.number > 1 else ""
+            before = step.attempts[-2] if len(step.attempts) > 1 else None
+            if before is not None and before.outcome == "abandoned":  # taken over just now
+                suffix = (
+                    f" (attempt {attempt.number}; attempt {before.number} abandoned, "
+                    "no end recorded)"
+                )
             self._line(at, f"step {step.label} started{suffix}")
         elif t is EventType.STEP_RETRYING and attempt is not None:
             schedule = fmt_schedule(attempt.schedule or {})
@@ -260,6 +266,10 @@ class LiveProgress:
             took = fmt_duration(at - attempt.started_at)
             self._line(at, f"step {step.label} completed in {took}: {fmt_json(step.result, 80)}")
         elif t is EventType.STEP_FAILED:
+            if attempt is not None and attempt.outcome == "abandoned":  # given up, not run
+                self._line(
+                    at, f"step {step.label} attempt {attempt.number} abandoned (no end recorded)"
+                )
             self._line(at, f"step {step.label} failed: {fmt_error(step.error)}")
 
 
@@ -323,9 +333,14 @@ def render_show(
                 p(f"{'':14}the run ended first: no result recorded")
             detailed = tries > 1 or step.status not in ("completed", "running")
             for a in step.attempts if detailed else []:
-                took = fmt_duration(a.ended_at - a.started_at) if a.ended_at else "-"
                 outcome = "failed" if a.outcome == "retrying" else a.outcome
-                line = f"{'':14}attempt {a.number}: {outcome} after {took}"
+                if a.ended_at is None:  # running, or abandoned: no end, so no duration
+                    unknown = "no end recorded; " if a.outcome == "abandoned" else ""
+                    line = f"{'':14}attempt {a.number}: {outcome} ({unknown}"
+                    line += f"started {rel(a.started_at)})"
+                else:
+                    took = fmt_duration(a.ended_at - a.started_at)
+                    line = f"{'':14}attempt {a.number}: {outcome} after {took}"
                 if a.error and a.outcome != "completed":
                     line += f": {fmt_error(a.error)}"
                 if a.retry_at is not None and a.ended_at is not None:
@@ -333,6 +348,9 @@ def render_show(
                     line += f" (retried {fmt_duration(a.retry_at - a.ended_at)} later"
                     line += f"; {schedule})" if schedule else ")"
                 p(line)
+            last = step.attempts[-1] if step.attempts else None
+            if step.status == "failed" and detailed and (last is None or last.outcome != "failed"):
+                p(f"{'':14}gave up: {fmt_error(step.error)}")  # recorded without a body's end
             if step.status == "completed":
                 p(f"{'':14}result {fmt_json(step.result)}")
         elif kind == "hook":
