@@ -334,3 +334,79 @@ def test_an_abandoned_attempt_shows_no_duration() -> None:
     said = live.getvalue()
     assert "step slow attempt 1 abandoned (no end recorded)" in said
     assert "step slow failed: [MAX_ATTEMPTS_EXCEEDED]" in said
+
+
+def test_a_hook_timed_out_early_says_so() -> None:
+    """``wayline runs wake --wait h1.timeout`` times a hook out before its time: the timeline
+    marks it woken early, as it does a sleep (its ``wait_completed`` says ``early``)."""
+    events = log(
+        (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
+        (100.1, T.RUN_STARTED, None, {}),
+        (100.2, T.HOOK_CREATED, "h1", {"token": "approve:1"}),
+        (100.2, T.WAIT_CREATED, "h1.timeout", {"resumeAt": 3700.1}),
+        (105.0, T.WAIT_COMPLETED, "h1.timeout", {"resumeAt": 3700.1, "early": True}),
+        (105.1, T.HOOK_DISPOSED, "h1", {}),
+    )
+    view = fold(RUN, events)
+    assert view.hooks["h1"].status == "timed out"
+    assert view.to_json()["hooks"][0]["timedOutEarly"] is True
+    info = RunInfo(RUN, "w", RunStatus.RUNNING, created_at=100.0, started_at=100.1)
+    out = io.StringIO()
+    render_show(info, events, out)
+    [line] = [ln for ln in out.getvalue().splitlines() if "hook approve:1" in ln]
+    assert line.rstrip().endswith("timed out (woken early)")
+    live = io.StringIO()
+    LiveProgress(live, "sqlite:///w.db").feed(events)
+    assert "hook approve:1 timed out (woken early)" in live.getvalue()
+    # on time: no mark
+    on_time = log(*[(e.created_at, e.type, e.correlation_id, dict(e.data)) for e in events])
+    on_time[4] = Event(RUN, 5, T.WAIT_COMPLETED, "h1.timeout", {"resumeAt": 3700.1}, 3700.2)
+    assert fold(RUN, on_time).to_json()["hooks"][0]["timedOutEarly"] is False
+    live = io.StringIO()
+    LiveProgress(live, "sqlite:///w.db").feed(on_time)
+    assert "hook approve:1 timed out\n" in live.getvalue()
+
+
+def test_a_childs_deadline_is_shown_as_its_deadline_not_a_sleep() -> None:
+    """``child(..., timeout="1s")``: the parent never slept; its timeline shows the child's
+    deadline (passed: the parent stopped waiting, the child runs on), never ``sleep``."""
+    events = log(
+        (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
+        (100.1, T.RUN_STARTED, None, {}),
+        (
+            100.2,
+            T.CHILD_CREATED,
+            "c1",
+            {"childRunId": "wf_kid1", "workflow": "kid", "deadline": 101.1},
+        ),
+        (100.2, T.WAIT_CREATED, "c1.deadline", {"resumeAt": 101.1}),
+        (101.2, T.WAIT_COMPLETED, "c1.deadline", {"resumeAt": 101.1}),
+        (101.3, T.RUN_COMPLETED, None, {"output": None}),
+    )
+    info = RunInfo(
+        RUN, "w", RunStatus.COMPLETED, created_at=100.0, started_at=100.1, ended_at=101.3
+    )
+    out = io.StringIO()
+    render_show(info, events, out)
+    text = out.getvalue()
+    assert "sleep" not in text
+    lines = [line.strip() for line in text.splitlines()]
+    first = lines.index(next(line for line in lines if "child kid " in line))
+    assert lines[first + 1] == "run wf_kid1"
+    assert lines[first + 2].startswith("deadline 1.00 s passed at +1.20 s")
+    live = io.StringIO()
+    LiveProgress(live, "sqlite:///w.db").feed(events)
+    said = live.getvalue()
+    assert "sleep" not in said
+    assert "child kid deadline in 1.00 s" in said
+    assert "child kid passed its deadline of 1.00 s" in said
+    view = fold(RUN, events).to_json()
+    assert view["waits"] == []
+    [child] = view["children"]
+    assert (child["deadlineAt"], child["deadlinePassedAt"]) == (101.1, 101.2)
+    # a child that ends first: its deadline was not reached
+    done = [*events[:4], Event(RUN, 5, T.CHILD_COMPLETED, "c1", {"status": "completed"}, 100.7)]
+    out = io.StringIO()
+    render_show(RunInfo(RUN, "w", RunStatus.RUNNING, created_at=100.0), done, out)
+    text = out.getvalue()
+    assert "sleep" not in text and "deadline 1.00 s (at " in text and "passed" not in text

@@ -524,3 +524,23 @@ def test_a_step_given_up_after_its_body_died_leaves_the_attempt_abandoned() -> N
     assert (only.outcome, only.ended_at) == ("abandoned", None)
     assert step.status == "failed" and step.ended_at == 108.95
     assert step.error is not None and step.error["code"] == "MAX_ATTEMPTS_EXCEEDED"
+
+
+def test_a_hook_timed_out_early_and_a_childs_deadline_are_not_sleeps() -> None:
+    events = _log(
+        (T.RUN_CREATED, None, {"workflow": "w"}),
+        (T.RUN_STARTED,),
+        (T.HOOK_CREATED, "h1", {"token": "t"}),
+        (T.WAIT_CREATED, "h1.timeout", {"resumeAt": 5000.0}),
+        (T.WAIT_COMPLETED, "h1.timeout", {"early": True}),
+        (T.CHILD_CREATED, "c1", {"childRunId": "wf_kid", "workflow": "kid", "deadline": 1007.0}),
+        (T.WAIT_CREATED, "c1.deadline", {"resumeAt": 1007.0}),
+        (T.WAIT_COMPLETED, "c1.deadline", {}),
+    )
+    view = fold(RUN, events)
+    hook = view.hooks["h1"]
+    assert (hook.status, hook.timed_out_early) == ("timed out", True)
+    assert ("wait", "c1.deadline") not in view.order
+    child = view.child_views["c1"]
+    assert (child.deadline_at, child.deadline_passed_at) == (1007.0, 1008.0)
+    assert "c1.deadline" in view.waits  # the operator's waitingFor reads it there
