@@ -535,6 +535,8 @@ class HookView:
     type: str | None = None
     """A typed hook's payload class (``module:Qualname``)."""
     metadata: Any = None
+    timed_out_early: bool = False
+    """Timed out before its time (``Client.wake_up``, ``wayline runs wake --wait hN.timeout``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -547,6 +549,7 @@ class HookView:
             "timeoutAt": self.timeout_at,
             "receivedAt": self.received_at,
             "payload": self.payload,
+            "timedOutEarly": self.timed_out_early,
         }
 
 
@@ -559,6 +562,13 @@ class ChildView:
     status: str = "running"
     """``running`` until the child's end is reported: then its status."""
     ended_at: float | None = None
+    deadline_at: float | None = None
+    """When the parent stops waiting for it (``child(..., timeout=)``): its deadline wait
+    (``cN.deadline``), which is the child's, never a sleep of the parent."""
+    deadline_seconds: float | None = None
+    deadline_passed_at: float | None = None
+    """When the deadline passed with the child's end not reported (the child runs on)."""
+    deadline_early: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -568,6 +578,9 @@ class ChildView:
             "status": self.status,
             "createdAt": self.created_at,
             "endedAt": self.ended_at,
+            "deadlineAt": self.deadline_at,
+            "deadlinePassedAt": self.deadline_passed_at,
+            "deadlineEarly": self.deadline_early,
         }
 
 
@@ -605,6 +618,11 @@ def is_sleep(cid: str) -> bool:
 def timeout_of(cid: str) -> str:
     """The hook whose timeout wait ``cid`` is (``h1.timeout`` -> ``h1``), or ''."""
     return cid[: -len(".timeout")] if cid.endswith(".timeout") else ""
+
+
+def deadline_of(cid: str) -> str:
+    """The child whose deadline wait ``cid`` is (``c1.deadline`` -> ``c1``), or ''."""
+    return cid[: -len(".deadline")] if cid.endswith(".deadline") else ""
 
 
 # What recovery counts as open work, by the kind of entity: see ``RunView.open_kinds``.
@@ -831,8 +849,13 @@ class RunView:
         timed = self.hooks.get(timeout_of(cid))
         if timed is not None:
             timed.timeout_at = resume_at
+            return
+        wait = WaitView(cid, at, resume_at, decided_at=self.workflow_time())
+        self.waits[cid] = wait  # a child's deadline too (the operator's waitingFor reads it)
+        child = self.child_views.get(deadline_of(cid))
+        if child is not None:  # the child's deadline: shown on the child, not as a sleep
+            child.deadline_at, child.deadline_seconds = resume_at, wait.seconds
         else:
-            self.waits[cid] = WaitView(cid, at, resume_at, decided_at=self.workflow_time())
             self.order.append(("wait", cid))
 
     def _wait_completed(self, cid: str, at: float, early: bool = False) -> None:
@@ -840,16 +863,23 @@ class RunView:
         timed = self.hooks.get(timeout_of(cid))
         if timed is not None:
             if timed.status == "waiting":
-                timed.status = "timed out"
+                timed.status, timed.timed_out_early = "timed out", early
         elif cid in self.waits:
             self.waits[cid].completed_at = at
             self.waits[cid].early = early
+            child = self.child_views.get(deadline_of(cid))
+            if child is not None and child.ended_at is None:
+                child.deadline_passed_at, child.deadline_early = at, early
 
     def to_json(self) -> dict[str, Any]:
         return {
             "steps": [s.to_json() for s in self.steps.values()],
             "hooks": [h.to_json() for h in self.hooks.values()],
-            "waits": [w.to_json() for w in self.waits.values()],
+            "waits": [
+                w.to_json()
+                for w in self.waits.values()
+                if deadline_of(w.cid) not in self.child_views  # on its child instead
+            ],
             "children": [c.to_json() for c in self.child_views.values()],
         }
 

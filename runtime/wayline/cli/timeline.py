@@ -39,6 +39,7 @@ from .._core.projections import (
     StepView,
     WaitCompleted,
     WaitCreated,
+    deadline_of,
     payload,
     timeout_of,
 )
@@ -202,9 +203,19 @@ class LiveProgress:
                 self._print_wait(cid, at if resume_at is None else resume_at, at)
             case WaitCompleted():
                 timed = tl.hooks.get(timeout_of(cid))
+                child = tl.child_views.get(deadline_of(cid))
                 if timed is not None:
                     if timed.status == "timed out":
-                        self._line(at, f"hook {timed.token} timed out")
+                        early = " (woken early)" if timed.timed_out_early else ""
+                        self._line(at, f"hook {timed.token} timed out{early}")
+                elif child is not None:
+                    if child.deadline_passed_at == at:  # not when the child had ended first
+                        early = " (woken early)" if child.deadline_early else ""
+                        self._line(
+                            at,
+                            f"child {child.workflow} passed its deadline of "
+                            f"{fmt_duration(child.deadline_seconds)}{early} (it runs on)",
+                        )
                 elif cid in tl.waits:
                     early = " (woken early)" if tl.waits[cid].early else ""
                     self._line(at, f"sleep {fmt_duration(tl.waits[cid].seconds)} done{early}")
@@ -226,8 +237,15 @@ class LiveProgress:
         tl = self.timeline
         assert tl is not None
         hook = tl.hooks.get(timeout_of(cid))
+        child = tl.child_views.get(deadline_of(cid))
         decided = tl.workflow_time() or at
-        if hook is not None:
+        if child is not None:
+            self._line(
+                at,
+                f"child {child.workflow} deadline in {fmt_duration(resume_at - decided)} "
+                f"(at {fmt_clock(resume_at)})",
+            )
+        elif hook is not None:
             self._line(
                 at,
                 f"hook {hook.token} times out in {fmt_duration(resume_at - decided)} "
@@ -355,7 +373,8 @@ def render_show(
                 p(f"{'':14}result {fmt_json(step.result)}")
         elif kind == "hook":
             hook = tl.hooks[cid]
-            p(f"  {rel(hook.created_at):>10}  hook {hook.token:<20} {hook.status}")
+            early = " (woken early)" if hook.timed_out_early else ""
+            p(f"  {rel(hook.created_at):>10}  hook {hook.token:<20} {hook.status}{early}")
             if hook.type is not None:
                 p(f"{'':14}type {hook.type}")
             if hook.metadata is not None:
@@ -379,6 +398,16 @@ def render_show(
             )
             p(f"  {rel(child.created_at):>10}  child {child.workflow:<19} {state}{took}")
             p(f"{'':14}run {child.run_id}")
+            if child.deadline_at is not None:
+                deadline = f"deadline {fmt_duration(child.deadline_seconds)}"
+                if child.deadline_passed_at is not None:
+                    early = " (woken early)" if child.deadline_early else ""
+                    p(
+                        f"{'':14}{deadline} passed at {rel(child.deadline_passed_at)}{early}: "
+                        "the parent stopped waiting (the child runs on)"
+                    )
+                else:
+                    p(f"{'':14}{deadline} (at {fmt_time(child.deadline_at)})")
         else:
             wait = tl.waits[cid]
             state = "done" if wait.completed_at is not None else "waiting"
