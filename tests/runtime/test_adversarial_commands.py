@@ -115,14 +115,14 @@ async def test_resume_and_abandon_of_a_stuck_unwind_race_from_two_clients(
 
 
 async def test_a_payload_after_wake_up_of_a_hook_timeout_is_refused_before_a_worker_replays(
-    engine: Engine,
+    engine: Engine, tmp_path: Path
 ) -> None:
     """``wake_up(run, "h1.timeout")`` records the timeout; a payload sent after it, before a
     worker has replayed the timeout, must be refused as one sent after a timeout the worker
     wrote is (4084ce0: "a late payload is refused"), not accepted and then dropped."""
     flow = af.adv_hook_or_timeout
     async with engine.worker([flow]):
-        handle = await engine.client.start(flow, "unused", "late-1")
+        handle = await engine.client.start(flow, str(tmp_path / "marks"), "late-1")
         await wait_for(lambda: engine.world.get_hook("late-1"))
     # no worker: nothing replays the timeout yet
     assert await engine.client.wake_up(handle.run_id, "h1.timeout") == ["h1.timeout"]
@@ -130,14 +130,16 @@ async def test_a_payload_after_wake_up_of_a_hook_timeout_is_refused_before_a_wor
         await engine.client.resume_hook("late-1", "too late")
 
 
-async def test_an_old_log_with_a_hook_timeout_and_no_disposal_replays(engine: Engine) -> None:
+async def test_an_old_log_with_a_hook_timeout_and_no_disposal_replays(
+    engine: Engine, tmp_path: Path
+) -> None:
     """A log written before 4084ce0 (or by an older ``wake_up``): the timeout alone. The
     replay disposes the hook once, after it, and the run goes on."""
     from wayline._core.events import NewEvent
 
     flow = af.adv_hook_or_timeout
     async with engine.worker([flow]):
-        handle = await engine.client.start(flow, "unused-old", "old-1")
+        handle = await engine.client.start(flow, str(tmp_path / "marks"), "old-1")
         await wait_for(lambda: engine.world.get_hook("old-1"))
     at = {"resumeAt": 0.0, "early": True}
     await engine.world.append(handle.run_id, [NewEvent(EventType.WAIT_COMPLETED, "h1.timeout", at)])
