@@ -374,7 +374,9 @@ class Queue:
             # the epoch of before the pull: a connection lost meanwhile ends this hold too
             held = _Held(msg, sent + self._visibility, epoch=epoch)
             if md.num_delivered > 1:
-                held.handbacks = await self._handbacks(int(md.sequence.stream))
+                held.handbacks = await self._handbacks(
+                    int(md.sequence.stream), int(md.num_delivered)
+                )
             # The stream stamps a message when it is stored, which for a delayed one is when
             # its schedule fires: due then, for a first delivery.
             stamp = getattr(md, "timestamp", None)
@@ -395,7 +397,10 @@ class Queue:
     # Graceful hand-backs: JetStream counts every nak as a delivery, so a hand-back is noted
     # under ``h<stream seq>`` in the idempotency bucket (read only on a redelivery) and
     # subtracted from the attempt; the note goes with the message's ack.
-    async def _handbacks(self, seq: int) -> int:
+    async def _handbacks(self, seq: int, delivered: int) -> int:
+        """The hand-backs noted for message ``seq``: a count of earlier deliveries, so 0 to
+        ``delivered - 1``; a note that is not (bytes anyone can write into the bucket) counts
+        as none, so it can neither break the receive nor move the attempt past the budget."""
         import nats.js.errors
 
         try:
@@ -405,7 +410,12 @@ class Queue:
         except Exception as err:
             log.warning("could not read the hand-backs of message %s: %s", seq, err)
             return 0
-        return int(entry.value or b"0")
+        raw = entry.value or b"0"
+        count = int(raw) if len(raw) <= 9 and raw.isdigit() else -1
+        if not 0 <= count < delivered:
+            log.warning("ignoring the hand-back note of message %s: %r", seq, raw[:64])
+            return 0
+        return count
 
     async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         held = self._fresh(delivery)
