@@ -326,11 +326,15 @@ class Worker:
             try:
                 deliveries = await self.world.receive(topic, max_messages=free, wait_seconds=0.5)
                 backoff = 0.1
-            except WorldUnavailableError as err:
+            except WaylineError as err:
+                # unavailable, or a store changed under the world (its queue stream deleted
+                # by hand until something creates it again): a receive loop that ended here
+                # would leave this worker up and consuming nothing, so it retries, loudly
                 for _ in range(free):
                     slots.release()
+                what = "unavailable" if isinstance(err, WorldUnavailableError) else "failing"
                 log.warning(
-                    "world unavailable while receiving %s: %s (retry in %.1fs)", topic, err, backoff
+                    "world %s while receiving %s: %s (retry in %.1fs)", what, topic, err, backoff
                 )
                 await asyncio.sleep(backoff)
                 backoff = min(5.0, backoff * 2)
