@@ -369,7 +369,7 @@ class Queue:
         for msg, sent in got:
             md = msg.metadata
             headers = msg.headers or {}
-            mid = headers.get(_ID_HEADER) or str(md.sequence.stream)
+            mid = _message_id(msg.subject, headers.get(_ID_HEADER), int(md.sequence.stream))
             raw = bytes(msg.data or b"")
             # the epoch of before the pull: a connection lost meanwhile ends this hold too
             held = _Held(msg, sent + self._visibility, epoch=epoch)
@@ -602,6 +602,22 @@ class Queue:
                 record["createdAt"] = 0.0
             out.append(record)
         return out[:limit]
+
+
+def _message_id(subject: str, header: str | None, seq: int) -> str:
+    """A delivery's message id: the ``Wayline-Id`` a fired schedule carries (the uuid hex the
+    enqueue chose, which is also its subject's last token unless the message is keyed), else
+    the stream sequence. Any client that can publish can set that header: one that is not
+    such an id (a stream sequence copied from another message, say) is not honoured, so a
+    message published by hand cannot pass for the delivery that owns a running step."""
+    if header is None:
+        return str(seq)
+    token = subject.rsplit(".", 1)[-1]
+    uuid_hex = len(header) == 32 and all(c in "0123456789abcdef" for c in header)
+    if uuid_hex and (token == header or token.startswith("k")):
+        return header
+    log.warning("ignoring the Wayline-Id %r of message %s on %s", header[:64], seq, subject)
+    return str(seq)
 
 
 def _nak(delay_seconds: float) -> bytes:
