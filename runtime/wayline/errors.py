@@ -78,12 +78,23 @@ class ConfigurationError(WaylineError):
     code = "CONFIGURATION_ERROR"
 
 
-class NotInWorkflowError(WaylineError):
+class NotInWorkflowError(FatalError, WaylineError):
+    """A workflow-only call (``sleep``, ``create_hook``, ``workflow_info``...) made elsewhere:
+    a mistake no retry mends, so a step body that makes it fails at once."""
+
     code = "NOT_IN_WORKFLOW"
 
+    def __init__(self, message: str, **details: Any) -> None:
+        WaylineError.__init__(self, message, **details)
 
-class NotInStepError(WaylineError):
+
+class NotInStepError(FatalError, WaylineError):
+    """``step_context()`` called outside a step body: a mistake no retry mends."""
+
     code = "NOT_IN_STEP"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        WaylineError.__init__(self, message, **details)
 
 
 class SerializationError(FatalError, WaylineError):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import wayline
-from tests.runtime import sdk_flows
+from tests.runtime import flows, sdk_flows
 from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, of_type
 from wayline._core.events import EventType
@@ -103,3 +103,29 @@ async def test_retry_after_wins_for_one_attempt(engine: Engine, tmp_path: Path) 
         assert await handle.result(timeout=15) == "retry_after"
     (retry,) = of_type(await handle.events(), EventType.STEP_RETRYING)
     assert (retry.data["delay"], retry.data["source"]) == (0.01, "retry_after")
+
+
+@wayline.step(max_retries=3, retry_delay=0.05)
+async def sdk_sleeps_in_a_step(path: str) -> int:
+    flows.mark(path, "try")
+    await wayline.sleep("1s")  # a workflow-only call: a mistake no retry mends
+    return 1
+
+
+@wayline.workflow
+async def sdk_misplaced_sleep(path: str) -> int:
+    return await sdk_sleeps_in_a_step(path)
+
+
+async def test_a_workflow_only_call_in_a_step_fails_it_at_once(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """``wayline.sleep`` (or ``workflow_info``, ``create_hook``...) in a step body is a
+    programming error: the step fails at its first attempt with NOT_IN_WORKFLOW named, as a
+    SerializationError does, instead of being retried as a passing fault (4 attempts before)."""
+    path = str(tmp_path / "tries")
+    async with engine.worker([sdk_misplaced_sleep]):
+        handle = await engine.client.start(sdk_misplaced_sleep, path)
+        with pytest.raises(wayline.RunFailedError, match="NotInWorkflowError"):
+            await handle.result(timeout=20)
+    assert flows.lines(path) == ["try"]
