@@ -122,7 +122,9 @@ class RunHandle(Generic[R]):
                 error_code=str(error.get("code", "")),
                 error=error,
             )
-        raise RunCancelledError(f"run {self.run_id} was cancelled")
+        reason = (info.error or {}).get("message")
+        said = f": {reason}" if reason and reason != "cancelled" else ""
+        raise RunCancelledError(f"run {self.run_id} was cancelled{said}")
 
 
 class Client:

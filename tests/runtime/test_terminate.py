@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import settings, wait_for
@@ -27,6 +29,8 @@ async def test_terminate_ends_a_run_without_compensations(world: World, tmp_path
         assert await client.terminate(run.run_id) is False  # once
         info = await client.get_run(run.run_id)
         assert info.status is RunStatus.CANCELLED
+        with pytest.raises(wayline.RunCancelledError, match=r"cancelled: ops said stop$"):
+            await run.result(timeout=5)  # the reason reaches the caller, not only the log
         assert [h["token"] for h in await client.open_hooks()] == ["tok-other"]
         await client.resume_hook("tok-other", 1)
         assert await other.result(timeout=10) == 1
