@@ -270,3 +270,23 @@ def test_two_workflows_with_one_name_are_refused() -> None:
         with pytest.raises(ConfigurationError, match=r"two different workflows .*'namesake'"):
             make([one, two])  # at Worker (and Client) construction: one would shadow the other
         assert make([one, one]) is not None  # the same definition twice is harmless
+
+
+def test_a_step_defined_as_a_method_is_refused_where_it_is_declared() -> None:
+    """A method's ``self`` would never be bound (a step is not a descriptor): refused at once,
+    not as "missing a required argument" when a run calls it."""
+    with pytest.raises(wayline.ConfigurationError, match=r"method .*Svc\.charge"):
+
+        class Svc:
+            @wayline.step(name="basics.method_step")
+            async def charge(self, cents: int) -> int:
+                return cents
+
+    def factory() -> object:
+        @wayline.step(name="basics.nested_step")
+        async def nested(self: int) -> int:  # a nested function may name its first "self"
+            return self
+
+        return nested
+
+    assert factory() is not None

@@ -32,6 +32,19 @@ _STEPS: dict[str, StepDefinition[..., Any]] = {}
 _IMPLICIT_WORKFLOWS: dict[str, WorkflowDefinition[..., Any]] = {}
 
 
+def _not_a_method(fn: Callable[..., Any]) -> None:
+    """A step is a function: one defined in a class body would be called without its
+    ``self`` (a step is not bound to an instance), and fail later with a missing argument."""
+    owner, _, _ = getattr(fn, "__qualname__", "").rpartition(".")
+    params = list(inspect.signature(fn).parameters)
+    if owner and not owner.endswith("<locals>") and params[:1] in (["self"], ["cls"]):
+        raise ConfigurationError(
+            f"@wayline.step on the method {fn.__qualname__}: a step is a module-level (or "
+            "nested) function, not bound to an instance; define it outside the class and "
+            "pass what it needs as arguments"
+        )
+
+
 class StepDefinition(Generic[P, R]):
     """A declared step: ``R`` is what awaiting a call to it gives inside a workflow."""
 
@@ -56,6 +69,7 @@ class StepDefinition(Generic[P, R]):
             compensate = compensate.fn
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
+        _not_a_method(fn)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ConfigurationError(f"retry= takes a wayline.RetryPolicy, not {retry!r}")
         self.timeout = None if timeout is None else to_seconds(timeout)
