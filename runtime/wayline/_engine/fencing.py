@@ -28,11 +28,10 @@ The numbers (``Worker`` refuses settings that break them):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -129,21 +128,6 @@ def current() -> Fence | None:
     return _current.get()
 
 
-@contextlib.contextmanager
-def running(step: str) -> Iterator[None]:
-    """The current fence's delivery runs the body of step ``step`` meanwhile (a worker whose
-    shutdown grace runs out names the steps it cuts off)."""
-    fence = _current.get()
-    if fence is None:
-        yield
-        return
-    fence.steps.append(step)
-    try:
-        yield
-    finally:
-        fence.steps.remove(step)
-
-
 def hold(fence: Fence) -> None:
     """Set ``fence`` for the calling task (the delivery's handler) and what it spawns."""
     _current.set(fence)
@@ -154,9 +138,10 @@ def due() -> bool:
     return fence is not None and fence.due()
 
 
-async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None) -> T:
-    """Run an async body under the current fence; raises :class:`FencedError` when the fence
-    cut it off (the caller records that as an attempt)."""
+async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None, step: str = "") -> T:
+    """Run the async body of step ``step`` under the current fence; raises
+    :class:`FencedError` when the fence cut it off (the caller records that as an attempt).
+    Meanwhile the fence names the step (a worker whose shutdown grace runs out says which)."""
     fence = _current.get()
     if fence is None:
         return await call()
@@ -165,6 +150,7 @@ async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None) -> T
     restore = fence.extend(timeout)
     task: asyncio.Task[T] = asyncio.ensure_future(call())
     fence.bodies.add(task)
+    fence.steps.append(step)
     try:
         return await task
     except asyncio.CancelledError:
@@ -174,12 +160,16 @@ async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None) -> T
         raise
     finally:
         fence.bodies.discard(task)
+        fence.steps.remove(step)
         restore()
 
 
-async def run_sync_body(fn: Callable[..., T], timeout: float | None, *args: Any, **kw: Any) -> T:
-    """Run a sync body in a thread under the current fence. A thread cannot be cancelled: the
-    fence waits for it (and the worker exits the process if it outlives the delivery)."""
+async def run_sync_body(
+    fn: Callable[..., T], timeout: float | None, step: str, *args: Any, **kw: Any
+) -> T:
+    """Run the sync body of step ``step`` in a thread under the current fence. A thread cannot
+    be cancelled: the fence waits for it (and the worker exits the process if it outlives the
+    delivery). Meanwhile the fence names the step, as ``run_body``."""
     fence = _current.get()
     context = contextvars.copy_context()
     if fence is None:
@@ -196,9 +186,11 @@ async def run_sync_body(fn: Callable[..., T], timeout: float | None, *args: Any,
             done.set()
 
     fence.threads.add(done)
+    fence.steps.append(step)
     try:
         return await asyncio.shield(asyncio.to_thread(body))
     finally:
         if done.is_set():
             fence.threads.discard(done)
+        fence.steps.remove(step)
         restore()

@@ -15,7 +15,7 @@ from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
 from .._sdk.streams import StreamStore, attempt_streams, close_streams
 from ..errors import FatalError, RetryableError
-from .fencing import run_body, run_sync_body, running
+from .fencing import run_body, run_sync_body
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +158,11 @@ async def _body(
     token = _step.set(ctx)
     try:
         args, kwargs = definition.signature.decode_args(stored_input, what=what)
-        with running(definition.name):
-            if definition.is_async:
-                value = await run_body(lambda: definition.fn(*args, **kwargs), definition.timeout)
-            else:
-                value = await run_sync_body(definition.fn, definition.timeout, *args, **kwargs)
+        name, fn, timeout = definition.name, definition.fn, definition.timeout
+        if definition.is_async:
+            value = await run_body(lambda: fn(*args, **kwargs), timeout, step=name)
+        else:
+            value = await run_sync_body(fn, timeout, name, *args, **kwargs)
         result = encode(value, what=f"result of {what}")
         limits.check(result, "result", f"the result of {what}")
         return Completed(result)
