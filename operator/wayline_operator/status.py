@@ -323,19 +323,7 @@ def invalid_status(
     previous: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The status of a resource whose spec cannot start a run (nothing was started)."""
-    fresh = [
-        _cond("Succeeded", "False", "InvalidSpec", message),
-        _cond("Progressing", "False", "InvalidSpec", message),
-        _cond("Blocked", "True", "InvalidSpec", message),
-    ]
-    return {
-        "phase": "invalid",
-        "message": message[:MESSAGE_LIMIT],
-        "observedGeneration": generation,
-        "waitingFor": [],
-        "waitingForSummary": "",
-        "conditions": merge_conditions(previous, fresh, now=now, generation=generation),
-    }
+    return _held_status("invalid", "False", "InvalidSpec", message, now, generation, previous)
 
 
 def corrupt_status(
@@ -348,15 +336,29 @@ def corrupt_status(
     """The status of a run whose log cannot be read (fenced until `wayline runs repair`):
     blocked on a person, in its conditions as in its phase, so that ``kubectl wait`` and an
     alert on conditions see it as well as ``kubectl get``."""
+    held = _held_status("corrupt", "Unknown", "CorruptLog", message, now, generation, previous)
+    return {**held, "lastSeq": None}
+
+
+def _held_status(
+    phase: str,
+    succeeded: str,
+    reason: str,
+    message: str,
+    now: float,
+    generation: int | None,
+    previous: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """A resource that goes nowhere until a person acts: not progressing, blocked, for
+    ``reason``."""
     fresh = [
-        _cond("Succeeded", "Unknown", "CorruptLog", message),
-        _cond("Progressing", "False", "CorruptLog", message),
-        _cond("Blocked", "True", "CorruptLog", message),
+        _cond("Succeeded", succeeded, reason, message),
+        _cond("Progressing", "False", reason, message),
+        _cond("Blocked", "True", reason, message),
     ]
     return {
-        "phase": "corrupt",
+        "phase": phase,
         "message": message[:MESSAGE_LIMIT],
-        "lastSeq": None,
         "observedGeneration": generation,
         "waitingFor": [],
         "waitingForSummary": "",
