@@ -130,7 +130,8 @@ def test_hooks_resume_from_another_process_resumes_a_waiting_run(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:
     runner = spawn("run", f"{FLOWS}:approval", "--input", '"t-7"')
-    progress = runner.wait_for("resume it with:")
+    # the hook's timeout is printed after its resume command: wait for the last line
+    progress = runner.wait_for("hook approve:t-7 times out in")
     assert "hook approve:t-7 waiting for a payload" in progress
     assert f"wayline hooks resume approve:t-7 --payload 'JSON' --world {cli.world}" in progress
     assert "hook approve:t-7 times out in 10m 00s" in progress
