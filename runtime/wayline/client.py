@@ -489,7 +489,7 @@ class Client:
         correlation ids (empty when another writer completed them first)."""
         info = await self.get_run(run_id)
         if info.status.terminal:
-            raise WaylineError(f"run {run_id} is {info.status}; there is nothing to wake")
+            raise RunTerminalError(f"run {run_id} is {info.status}; there is nothing to wake")
         pending = fold(run_id, await self.world.list_events(run_id)).pending_timers()
         if wait is None:
             targets = [cid for cid in pending if is_sleep(cid)]

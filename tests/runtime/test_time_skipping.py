@@ -13,6 +13,7 @@ from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core import clock
 from wayline._core.events import EventType
+from wayline.errors import RunTerminalError
 
 DAY = 86400.0
 
@@ -69,8 +70,8 @@ async def test_wake_up_fires_a_pending_sleep_early(engine: Engine) -> None:
             await engine.client.wake_up(handle.run_id, wait="w9")
         assert await engine.client.wake_up(handle.run_id) == ["w1"]
         assert await handle.result(timeout=10) == "awake"
-        with pytest.raises(wayline.WaylineError, match="nothing to wake"):
-            await engine.client.wake_up(handle.run_id)
+        with pytest.raises(RunTerminalError, match="is completed; there is nothing to wake"):
+            await engine.client.wake_up(handle.run_id)  # as an append to an ended run
     events = await handle.events()
     (created,) = of_type(events, EventType.WAIT_CREATED)
     (woken,) = of_type(events, EventType.WAIT_COMPLETED)
