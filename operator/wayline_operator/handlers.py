@@ -31,7 +31,7 @@ from .peering import GATE
 from .persistence import MemoryProgress, NoDiffBase
 from .reconcile import HookNotReady, InvalidSpec, Reconciler
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
-from .status import invalid_status
+from .status import hook_status, invalid_status
 from .ttl import remove
 
 log = logging.getLogger("wayline.operator")
@@ -281,21 +281,35 @@ async def _deliver(
     waiting``, tried again by the ``redeliver`` timer)."""
     if status.get("phase") in ("delivered", "failed"):
         return
+
+    def update(phase: str, message: str, run_id: str | None = None) -> None:
+        patch.status.update(
+            hook_status(
+                phase,
+                message,
+                now=time.time(),
+                generation=body.metadata.get("generation"),
+                previous=status.get("conditions") or (),
+                run_id=run_id,
+            )
+        )
+
     try:
-        fresh = await _reconciler(memo).deliver(uid, spec)
+        run_id = await _reconciler(memo).deliver(uid, spec)
     except HookNotReady as err:
         if status.get("phase") != "waiting":
-            patch.status.update({"phase": "waiting", "message": str(err)})
+            update("waiting", str(err))
             _post(body, memo, [Notice(NORMAL, "Waiting", f"{err}; trying again")])
         return
     except InvalidSpec as err:
-        patch.status.update({"phase": "failed", "message": str(err)})
+        update("failed", str(err))
         _post(body, memo, [Notice(WARNING, "Failed", str(err))])
         return
     except WorldError as err:
         raise kopf.TemporaryError(str(err), delay=5) from None
-    patch.status.update(fresh)
-    _post(body, memo, [Notice(NORMAL, "Delivered", f"payload delivered to run {fresh['runId']}")])
+    delivered = f"payload delivered to run {run_id}"
+    update("delivered", delivered, run_id)
+    _post(body, memo, [Notice(NORMAL, "Delivered", delivered)])
 
 
 def _undelivered(status: kopf.Status, **_: Any) -> bool:

@@ -121,9 +121,9 @@ class Reconciler:
             return None
         return info, await self.world.list_events(run_id)
 
-    async def deliver(self, uid: str, spec: Any) -> dict[str, Any]:
+    async def deliver(self, uid: str, spec: Any) -> str:
         """Deliver a ``WorkflowHook``'s payload, once (the resource's uid is the delivery id,
-        so a retry after a crash delivers nothing twice); returns its status."""
+        so a retry after a crash delivers nothing twice); returns the run it went to."""
         parsed: WorkflowHookSpec = _parse(spec, WorkflowHookSpec)
         try:
             run_id = await self.client.resume_hook(parsed.token, parsed.payload, delivery_id=uid)
@@ -135,7 +135,7 @@ class Reconciler:
             raise
         except WaylineError as err:  # a payload that cannot be serialised, say
             raise InvalidSpec(err.message) from None
-        return {"phase": "delivered", "runId": run_id, "message": ""}
+        return run_id
 
     async def stop(self, uid: str) -> None:
         """The resource is being deleted: cancel its run (durably requested; a worker finishes

@@ -161,7 +161,9 @@ class StepCounts(BaseModel):
 class Condition(BaseModel):
     """A condition as Kubernetes API conventions (KEP-1623) have it."""
 
-    type: str = Field(description="Succeeded, Progressing or Blocked.")
+    type: str = Field(
+        description="Succeeded, Progressing, Blocked (runs); Delivered (hooks); Ready (schedules)."
+    )
     status: str = Field(description="True, False or Unknown.")
     reason: str = Field(description="A CamelCase reason (the phase, or why it is blocked).")
     message: str = Field(description="A human-readable message.")
@@ -227,6 +229,12 @@ class WorkflowHookStatus(BaseModel):
     )
     runId: str | None = Field(default=None, description="The run the payload went to.")
     message: str | None = Field(default=None, description="Why it waits or failed.")
+    observedGeneration: int | None = Field(
+        default=None, description="The metadata.generation the status was written for."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None, description="Delivered: True once the payload reached its run."
+    )
 
 
 HOOK_KIND = "WorkflowHook"

@@ -364,3 +364,28 @@ def _held_status(
         "waitingForSummary": "",
         "conditions": merge_conditions(previous, fresh, now=now, generation=generation),
     }
+
+
+_HOOK_REASONS = {"delivered": "Delivered", "waiting": "WaitingForHook", "failed": "Refused"}
+
+
+def hook_status(
+    phase: str,
+    message: str,
+    *,
+    now: float,
+    generation: int | None = None,
+    previous: Sequence[Mapping[str, Any]] = (),
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """A ``WorkflowHook``'s status: its phase, and one ``Delivered`` condition (True once its
+    payload reached the run; False while no hook holds its token, or for good when the payload
+    was refused), so that ``kubectl wait --for=condition=Delivered`` waits for it."""
+    reason = _HOOK_REASONS[phase]
+    fresh = [_cond("Delivered", "True" if phase == "delivered" else "False", reason, message)]
+    status: dict[str, Any] = {"phase": phase, "message": message[:MESSAGE_LIMIT]}
+    if run_id is not None:
+        status["runId"] = run_id
+    status["observedGeneration"] = generation
+    status["conditions"] = merge_conditions(previous, fresh, now=now, generation=generation)
+    return status

@@ -336,9 +336,18 @@ async def test_a_workflowhook_delivers_its_payload_once(cluster: Cluster) -> Non
         await wait_for(lambda: cluster.world.get_hook("tok-h"))
         made = cluster.apply("approve", {"token": "tok-h", "payload": {"ok": 1}}, "WorkflowHook")
         assert made.returncode == 0, made.stderr
+        waited = cluster.kubectl(
+            "wait", "--for=condition=Delivered", "workflowhook/approve", "--timeout=30s"
+        )
+        assert "condition met" in waited.stdout
         hook = await cluster.status_when("approve", "delivered", kind="workflowhook")
         done = await cluster.status_when("order", "completed")
     assert hook["runId"] == run["runId"] and done["output"] == {"ok": 1}
+    [delivered] = hook["conditions"]
+    assert delivered["type"] == "Delivered" and delivered["status"] == "True"
+    assert delivered["reason"] == "Delivered" and run["runId"] in delivered["message"]
+    assert delivered["observedGeneration"] == hook["observedGeneration"] == 1
+    assert delivered["lastTransitionTime"]
     received = [
         e
         for e in await cluster.world.list_events(run["runId"])
@@ -354,13 +363,23 @@ async def test_a_workflowhook_waits_for_its_run_to_reach_the_hook(cluster: Clust
     assert early.returncode == 0, early.stderr
     waiting = await cluster.status_when("early", "waiting", kind="workflowhook")
     assert "tok-e" in waiting["message"]
+    [not_yet] = waiting["conditions"]
+    assert (not_yet["type"], not_yet["status"], not_yet["reason"]) == (
+        "Delivered",
+        "False",
+        "WaitingForHook",
+    )
+    assert "tok-e" in not_yet["message"]
     event = await cluster.event_when("early", "Waiting")
     assert "tok-e" in event["message"]
     async with wayline.Worker(cluster.world, APPS, settings=settings()):
         cluster.apply("late", {"workflow": "kid_waits", "input": "tok-e"})
-        await cluster.status_when("early", "delivered", kind="workflowhook")
+        delivered = await cluster.status_when("early", "delivered", kind="workflowhook")
         done = await cluster.status_when("late", "completed")
     assert done["output"] == "yes"
+    [now] = delivered["conditions"]
+    assert (now["status"], now["reason"]) == ("True", "Delivered")
+    assert now["lastTransitionTime"] >= not_yet["lastTransitionTime"]
     await cluster.event_when("early", "Delivered")
     assert [e["reason"] for e in cluster.events("early")].count("Waiting") == 1
     log = cluster.operator.log.read_text()
@@ -381,6 +400,13 @@ async def test_a_workflowhook_whose_payload_does_not_validate_is_invalid(
         assert cluster.apply("bad", bad, "WorkflowHook").returncode == 0
         refused = await cluster.status_when("bad", "failed", kind="workflowhook")
         assert "by: Field required" in refused["message"]
+        [never] = refused["conditions"]
+        assert (never["type"], never["status"], never["reason"]) == (
+            "Delivered",
+            "False",
+            "Refused",
+        )
+        assert "by: Field required" in never["message"]
         good = {"token": "approve:op1", "payload": {"approved": True, "by": "ana"}}
         assert cluster.apply("good", good, "WorkflowHook").returncode == 0
         await cluster.status_when("good", "delivered", kind="workflowhook")
