@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._core.cron import CronError, due, last_tick, next_tick, parse
+from .._core.cron import Cron, CronError, due, last_tick, next_tick, parse
 from ..client import Client
 from ..errors import RunNotFoundError
 from ..settings import Settings
@@ -140,7 +140,10 @@ async def cmd_list(args: argparse.Namespace) -> int:
         # the scheduler starts no tick at or before the last one (``_look``); a rehearsal
         # (``--now`` ahead of the clock) is not the schedule's last tick
         after = max(now, e.get("lastTick") or 0.0)
-        e["next"] = _stamp(next_tick(parse(e["cron"], e["timeZone"]), after))
+        cron = _parsed(e)
+        e["next"] = _stamp(next_tick(cron, after) if isinstance(cron, Cron) else None)
+        if not isinstance(cron, Cron):
+            e["invalid"] = cron
     if args.json:
         print(json.dumps(entries, indent=2))
         return 0
@@ -150,6 +153,7 @@ async def cmd_list(args: argparse.Namespace) -> int:
             f"{e['name']}  {e['cron']!r} {e['timeZone']}  {e['workflow']}  "
             f"{e['concurrencyPolicy']}  last {_stamp(e.get('lastTick'))}  next {e['next']}"
             + (f"  (rehearsed to {_stamp(rehearsed)})" if rehearsed else "")
+            + (f"  (not scheduled: {e['invalid']})" if e.get("invalid") else "")
         )
     return 0
 
@@ -178,7 +182,17 @@ async def _look(
 ) -> str | None:
     """Start the schedule's due tick, if any; what happened, for a person. A ``rehearsal``
     (``--now`` ahead of the clock) writes its record in ``entry["rehearsal"]``, not in the
-    schedule's: the scheduler on the clock must still start the ticks before ``now``."""
+    schedule's: the scheduler on the clock must still start the ticks before ``now``.
+
+    The file is configuration a person may edit: a cron or time zone that no longer parses
+    is said once and the schedule skipped (the others still run), until it is fixed."""
+    cron = _parsed(entry)
+    if not isinstance(cron, Cron):
+        if entry.get("invalid") == cron:
+            return None
+        entry["invalid"] = cron
+        return f"{entry['name']}: not scheduled: {cron} (fix it in the schedules file)"
+    entry.pop("invalid", None)
     if rehearsal:
         record = dict(entry.get("rehearsal") or {})
         try:
@@ -233,6 +247,14 @@ async def _look_in(
         return f"{entry['name']}: tick {_stamp(tick)} had its run {run_id} already"
     replaced = f" (cancelled {last}, still running)" if live else ""
     return f"{entry['name']}: tick {_stamp(tick)} started {run_id}{replaced}"
+
+
+def _parsed(entry: dict[str, Any]) -> Cron | str:
+    """The schedule's cron, or why it does not parse (the file was edited by hand)."""
+    try:
+        return parse(entry["cron"], entry["timeZone"])
+    except CronError as err:
+        return str(err)
 
 
 def _missed(
