@@ -102,7 +102,9 @@ def plan(
     runs: Sequence[OwnedRun],
 ) -> Plan:
     deletes = _history(spec, runs)
-    nxt = next_tick(cron, now)
+    # no tick at or before the handled one starts (``due``), so the next is after both: the
+    # handled tick can be ahead of ``now`` (the clock set back, a replica's clock behind)
+    nxt = next_tick(cron, max(now, handled))
     deadline = spec.startingDeadlineSeconds
     tick = None if spec.suspend else due(cron, handled, now, deadline)
     if tick is None:

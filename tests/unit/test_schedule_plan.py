@@ -50,3 +50,14 @@ def test_a_limit_of_zero_deletes_finished_runs_of_older_ticks() -> None:
     live = [*runs[:2], OwnedRun(run_name("s", three), three, None)]
     todo = plan(spec, cron, since({}, CREATED, live), three + 10, live)
     assert todo.delete == [run_name("s", one), run_name("s", two)]
+
+
+def test_the_next_tick_is_after_the_handled_one_when_the_clock_is_behind_it() -> None:
+    """The clock set back (or a replica's clock behind another's): no tick at or before the
+    handled one starts, so ``nextScheduleTime`` is after it, not the clock's next minute."""
+    spec = WorkflowScheduleSpec(schedule="* * * * *", workflow="wf")
+    cron = parse(spec.schedule, spec.timeZone)
+    handled = at("2024-01-02T00:01:00")
+    runs = [OwnedRun(run_name("s", handled), handled, "completed")]
+    todo = plan(spec, cron, since({}, CREATED, runs), at("2024-01-01T00:05:10"), runs)
+    assert todo.create is None and todo.next == handled + 60
