@@ -105,6 +105,24 @@ async def create_run(namespace: str, body: Mapping[str, Any]) -> bool:
     )
 
 
+async def read_run(namespace: str, name: str) -> dict[str, Any] | None:
+    """The WorkflowRun ``name``, None if there is none."""
+    import kubernetes
+
+    def call() -> dict[str, Any] | None:
+        try:
+            found: dict[str, Any] = custom_objects().get_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        return found
+
+    return await _call(call)
+
+
 async def list_runs(namespace: str, selector: str) -> list[dict[str, Any]]:
     """The WorkflowRuns of ``namespace`` that match the label ``selector``."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import kopf
@@ -18,7 +19,7 @@ import pydantic
 from wayline._core.cron import CronError, parse
 
 from .config import settings
-from .kube import create_run, delete, list_runs, patch_run
+from .kube import create_run, delete, list_runs, patch_run, read_run
 from .metrics import EVENTS, observed
 from .notices import NORMAL, WARNING, Notice
 from .resource import GROUP, VERSION
@@ -108,7 +109,7 @@ async def tick(
     runs = [r for r in (owned_run(i) for i in items) if r is not None]
     handled = since(status, meta.get("creationTimestamp"), runs)
     todo = plan(parsed, cron, handled, now, runs)
-    said = await _carry_out(body, parsed, todo, namespace, name, status)
+    said, todo = await _carry_out(body, parsed, todo, namespace, name, status)
     _write(patch, status, _status(name, status, parsed, todo, runs, said, now))
 
 
@@ -119,7 +120,9 @@ async def _carry_out(
     namespace: str,
     name: str,
     status: Mapping[str, Any],
-) -> str | None:
+) -> tuple[str | None, Plan]:
+    """Do the plan; what to say in ``status.message``, and the plan as done (without its
+    creation when the tick's run name is another's WorkflowRun)."""
     for old in todo.cancel:  # Replace: the live run stops (its compensations run) first
         await patch_run(namespace, old, {"spec": {"cancel": True}})
         _post(body, [Notice(NORMAL, "Replaced", f"cancelled {old}: Replace")])
@@ -128,13 +131,26 @@ async def _carry_out(
     if todo.skipped is not None:
         if status.get("message") != todo.skipped:
             _post(body, [Notice(NORMAL, "Skipped", todo.skipped)])
-        return todo.skipped
+        return todo.skipped, todo
     if todo.create is None:
-        return status.get("message")
+        return status.get("message"), todo
     run = run_name(name, todo.create)
     if await create_run(namespace, run_manifest(body, spec, todo.create)):
         _post(body, [Notice(NORMAL, "Started", f"started {run} for {stamp(todo.create)}")])
-    return f"started {run}"
+        return f"started {run}", todo
+    # AlreadyExists: this tick's run made before (another replica, a restart before the status
+    # write), or a WorkflowRun someone else named so, which is not this tick's run to claim
+    taken = await read_run(namespace, run)
+    labels = ((taken or {}).get("metadata") or {}).get("labels") or {}
+    if taken is None or labels.get(SCHEDULE_LABEL) == body["metadata"]["uid"]:
+        return f"started {run}", todo
+    said = (
+        f"tick {stamp(todo.create)} not started: the WorkflowRun {run} exists and is not "
+        "this schedule's (its name is the one the tick's run takes)"
+    )
+    if status.get("message") != said:
+        _post(body, [Notice(WARNING, "NameTaken", said)])
+    return said, replace(todo, create=None)
 
 
 def _status(

@@ -8,6 +8,7 @@ way. The schedule clock runs 30 times fast (``test_workflowschedule``): a tick e
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,8 @@ from tests.operator.test_workflowschedule import (  # noqa: F401 - fixtures
     schedule_crds,
 )
 from tests.runtime.harness import wait_for
+from wayline_operator.schedule_resource import WorkflowScheduleSpec
+from wayline_operator.schedules import run_manifest
 
 # What a schedule does is the operator's and the API server's; the world only runs the runs
 # (test_workflowschedule runs on both): one world keeps these short.
@@ -57,6 +60,41 @@ async def _said(on: Cluster, name: str, reason: str, text: str) -> dict[str, Any
 
     event: dict[str, Any] = await wait_for(posted, timeout=40, interval=0.3)
     return event
+
+
+async def test_a_tick_whose_run_name_is_taken_starts_no_second_run_and_claims_no_other(
+    cluster: Cluster,  # noqa: F811
+) -> None:
+    """A tick must start at most one run: the run an operator made for a tick before it died
+    (its status write lost) is that tick's run, not made again. A WorkflowRun someone else
+    made under a tick's name is not the schedule's: the tick is not claimed as started by it
+    (CronJob: a Job of that name not owned by it), it is said in a Warning Event, and the
+    following tick starts as usual."""
+    made = cluster.apply("col", _schedule(), "WorkflowSchedule")
+    assert made.returncode == 0, made.stderr
+    schedule = cluster.get("col", "wfs")
+    minute = int(_schedule_now(cluster) // 60) + 3  # two ticks (4 s) to make both runs
+    spec = WorkflowScheduleSpec.model_validate(schedule["spec"])
+    crashed = run_manifest(schedule, spec, minute * 60.0)
+    foreign = {
+        "apiVersion": "wayline.dev/v1alpha1",
+        "kind": "WorkflowRun",
+        "metadata": {"name": f"col-{minute + 1}", "namespace": cluster.namespace},
+        "spec": {"workflow": "chain", "input": [7]},
+    }
+    for body in (crashed, foreign):
+        done = cluster.plane.kubectl("create", "-f", "-", input=json.dumps(body))
+        assert done.returncode == 0, done.stderr
+    assert _schedule_now(cluster) < minute * 60, "too slow to make the runs before the tick"
+    await _said(cluster, "col", "Started", f"col-{minute + 2} ")
+    taken = await _said(cluster, "col", "NameTaken", f"col-{minute + 1}")
+    assert taken["type"] == "Warning"
+    started = [e["message"] for e in cluster.events("col") if e["reason"] == "Started"]
+    assert not any(f"col-{m} " in s for s in started for m in (minute, minute + 1)), started
+    ticks = _ticks(cluster)
+    assert minute in ticks and minute + 1 not in ticks and minute + 2 in ticks, ticks
+    other = cluster.get(f"col-{minute + 1}")
+    assert not other["metadata"].get("ownerReferences") and other["spec"]["input"] == [7]
 
 
 async def test_a_clock_jump_starts_only_the_latest_missed_tick_and_back_starts_none_again(
