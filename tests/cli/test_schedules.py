@@ -8,6 +8,7 @@ import json
 import subprocess
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -198,3 +199,44 @@ def test_a_now_that_is_not_a_time_is_refused_in_one_line(cli: Cli) -> None:
     assert_clean_error(done, "--now 'tomorrow'", "ISO 8601")
     looping = cli("schedules", "run", "--now", "2099-04-02T06:00:00+00:00")
     assert_clean_error(looping, "--now needs --once")
+
+
+def test_a_looping_scheduler_outlives_a_nats_restart(
+    cli: Cli, spawn: Callable[..., Background], nats_server_own: Any
+) -> None:
+    """``schedules run`` is a long-lived process: its world going away (NATS restarting) is
+    said once per schedule, not a traceback that stops every schedule, and once the server is
+    back the due tick starts, once."""
+    cli.world = nats_server_own.url
+    cli.env["WAYLINE_SCHEDULE_CLOCK_RATE"] = "60"  # a minute of the schedules' clock a second
+    cli.env["WAYLINE_SCHEDULE_CLOCK_ORIGIN"] = repr(time.time())
+    _add(cli, "every", "--cron", "* * * * *")
+    runner = spawn("schedules", "run")
+
+    def started() -> list[str]:
+        return [line for line in runner.output()[0].splitlines() if " started wf_" in line]
+
+    _until(lambda: len(started()) >= 1, runner)
+    nats_server_own.stop()
+    runner.wait_for("every: not looked at:", timeout=60)
+    assert runner.proc.poll() is None, runner.output()
+    nats_server_own.start()
+    before = len(started())
+    _until(lambda: len(started()) >= before + 2, runner)  # ticks start again
+    _, err = runner.output()
+    assert err.count("every: not looked at:") == 1, err
+    assert "every: the world answers again" in err
+    assert "Traceback" not in err
+    runner.stop()
+    ticks = [line.split()[2] for line in started()]
+    assert len(ticks) == len(set(ticks)), ticks  # each tick started once
+    runs = _runs(cli)
+    assert len(runs) == len({str(r["runId"]) for r in runs}) >= len(ticks)
+
+
+def _until(done: Callable[[], bool], runner: Background, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert runner.proc.poll() is None, runner.output()
+        assert time.monotonic() < deadline, runner.output()
+        time.sleep(0.1)

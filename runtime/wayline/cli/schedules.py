@@ -41,7 +41,7 @@ from typing import Any
 
 from .._core.cron import Cron, CronError, due, last_tick, next_tick, parse
 from ..client import Client
-from ..errors import RunNotFoundError
+from ..errors import RunNotFoundError, WaylineError
 from ..settings import Settings
 from ..world.registry import ever_served, live_served
 from .commands import opened_world
@@ -162,19 +162,39 @@ async def cmd_run(args: argparse.Namespace) -> int:
     if args.now and not args.once:
         raise UsageError("--now needs --once (a looping scheduler follows the clock)")
     fixed = _instant(args.now) if args.now else None
+    failing: dict[str, str] = {}  # schedule -> the kind of world error it last met
     async with opened_world(args.world, create=True) as world:
         client = Client(world)
         while True:
             clock = Settings.from_env().schedule_now()
             now = fixed if fixed is not None else clock
             with _locked(Path(args.file)) as schedules:
-                for entry in schedules.values():
-                    said = await _look(client, entry, now, rehearsal=now > clock)
+                for name, entry in schedules.items():
+                    try:
+                        said = await _look(client, entry, now, rehearsal=now > clock)
+                    except WaylineError as err:
+                        if args.once:
+                            raise
+                        _said_failing(failing, name, err)
+                        continue
+                    if failing.pop(name, None) is not None:
+                        print(f"{name}: the world answers again", file=sys.stderr, flush=True)
                     if said:
                         print(said, flush=True)
             if args.once:
                 return 0
             await asyncio.sleep(1.0)
+
+
+def _said_failing(failing: dict[str, str], name: str, err: WaylineError) -> None:
+    """A looping scheduler outlives a world it cannot reach (NATS restarting, say): a look
+    writes its tick only once its run is started, so the tick is looked at again next second
+    and started once. Said once per schedule and kind of error, not every second."""
+    kind = type(err).__name__
+    if failing.get(name) != kind:
+        print(f"{name}: not looked at: {err} (looking again every second)", file=sys.stderr,
+              flush=True)  # fmt: skip
+    failing[name] = kind
 
 
 async def _look(
