@@ -329,7 +329,7 @@ class Client:
             try:
                 await self.terminate(child, reason=f"its parent run {run_id} was {how}")
             except RunNotFoundError:
-                pass
+                pass  # claimed, not created yet: it is terminated as it starts (by a worker)
             except WaylineError as err:
                 log.warning("child run %s of %s not terminated: %s", child, run_id, err)
 

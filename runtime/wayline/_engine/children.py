@@ -1,13 +1,15 @@
-"""Child runs (seed 004): claimed by the parent, repaired on replay, reported back."""
+"""Child runs (seed 004): claimed by the parent, repaired on replay, reported back, and
+terminated before they start when their parent was ended by request meanwhile."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
-from .._core.events import EventType, NewEvent
+from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.replay import ChildRecord, Replay
-from ..errors import CorruptLogError, EntityConflictError, SequenceConflictError
-from ..world import FLOW_TOPIC, World
+from ..errors import CorruptLogError, EntityConflictError, RunTerminalError, SequenceConflictError
+from ..world import FLOW_TOPIC, RunInfo, World
 from .ending import report_to_parent
 from .session import RunSession
 
@@ -60,3 +62,54 @@ async def sync_children(session: RunSession) -> None:
             await report_to_parent(world, info)
     if replay.pending_children():
         await session.catch_up()
+
+
+async def ended_with_its_parent(world: World, info: RunInfo) -> bool:
+    """Terminate a child that has not started yet when its parent was ended by request
+    (``Client.terminate`` / ``Client.fail``); True when it is ended here (or ended already).
+
+    A parent claims a child in its log (``child_created``) before the child's ``run_created``
+    is written (``start_child``). A parent ended by request in between finds no child run to
+    terminate (``Client._terminate_children``), and the child created after would run with
+    nobody to stop it. The parent's end is written before its children are read, and the
+    child is created before its first delivery: so a child that request did not reach is one
+    whose first delivery reads its parent ended. Costs one read of the parent, on a child's
+    deliveries before its ``run_started`` only."""
+    parent = info.attributes.get("parent")
+    if info.started_at is not None or not isinstance(parent, Mapping) or not parent.get("runId"):
+        return False
+    parent_id = str(parent["runId"])
+    try:
+        ended = await world.get_run(parent_id)
+        if ended is None or ended.status not in (RunStatus.CANCELLED, RunStatus.FAILED):
+            return False  # live, completed (a child may outlive it), or gone (an orphan runs)
+        last = await world.list_events(parent_id, after_seq=ended.last_seq - 1)
+    except CorruptLogError as err:  # the parent's fence is the parent's: the child goes on
+        log.warning("run %s: its parent run %s does not read: %s", info.run_id, parent_id, err)
+        return False
+    how = _ended_by_request(last[-1]) if last else None
+    if how is None:  # a cancel unwound it: the unwind asked this child to cancel already
+        return False
+    reason = f"its parent run {parent_id} was {how}"
+    end = NewEvent(EventType.RUN_CANCELLED, data={"reason": reason, "terminated": True})
+    try:
+        await world.append(info.run_id, [end])
+    except (RunTerminalError, EntityConflictError):
+        return True  # ended meanwhile (the request reached it after all)
+    log.info(
+        "run %s terminated before it started: %s",
+        info.run_id,
+        reason,
+        extra={"run_id": info.run_id, "workflow": info.workflow},
+    )
+    return True
+
+
+def _ended_by_request(event: Event) -> str | None:
+    """How a run's terminal event says it was ended by request: as ``Client.terminate`` and
+    ``Client.fail`` write it."""
+    if event.type is EventType.RUN_CANCELLED and event.data.get("terminated") is True:
+        return "terminated"
+    if event.type is EventType.RUN_FAILED and event.data.get("by") == "client":
+        return "failed"
+    return None

@@ -52,7 +52,7 @@ from ..errors import (
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
 from . import divergence, handoff, step_slots
-from .children import start_child, sync_children
+from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, report_to_parent, terminal
@@ -124,6 +124,8 @@ class Handler:
             return Verdict("dead", reason=f"flow message for unknown run {run_id}")
         if info.status.terminal:
             return await _ended(self.world, info)
+        if await ended_with_its_parent(self.world, info):
+            return ACK
         workflow = self.workflows.get(info.workflow)
         if workflow is None:
             log.warning(
