@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -297,3 +298,89 @@ async def test_a_parent_ended_by_request_terminates_its_running_children(
         with pytest.raises(wayline.HookNotFoundError):
             await engine.client.resume_hook(token, "late")
     assert not await getattr(engine.client, how)(top.run_id)  # ended already
+
+
+@wayline.workflow
+async def charging_kid(path: str, token: str) -> object:
+    await flows.charge_card(path, "kid")
+    return await wayline.create_hook(token)
+
+
+@wayline.workflow
+async def parent_of_charging_kid(path: str, token: str) -> object:
+    return await wayline.child(charging_kid, path, token)
+
+
+@pytest.mark.parametrize("how", ["terminate", "fail", "cancel"])
+async def test_a_parent_ended_between_claiming_its_child_and_creating_it(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The window of ``_write_batch``: the parent's ``child_created`` (its claim) is in its
+    log, the child's ``run_created`` (``start_child``) not yet. A parent terminated or failed
+    by request there found no child run to end (``RunNotFoundError``, skipped); the worker
+    then created the child, which ran with nobody to stop it: it charged, and held its hook's
+    token for good. The child is terminated when it starts instead, before its body runs. A
+    parent cancelled there creates the child in its unwind's delivery (``sync_children``)
+    and asks it to cancel: the child ends cancelled, its charge (if any) refunded, then the
+    parent."""
+    from wayline._engine.handler import Handler
+
+    path = str(tmp_path / "ledger")
+    token = f"tok-window-{how}-{uuid.uuid4().hex[:8]}"
+    world = engine.world
+    original = world.append
+    client = wayline.Client(await engine.make_world())  # its writes do not pause
+    paused: list[str] = []
+
+    async def kid_cancel_requested() -> bool:
+        events = await client.world.list_events(paused[0])
+        return bool(of_type(events, EventType.RUN_CANCEL_REQUESTED))
+
+    async def append_in_window(run_id, events, *, expected_seq=None):  # type: ignore[no-untyped-def]
+        parent = events[0].data.get("parent") if events[0].type is EventType.RUN_CREATED else None
+        if parent and not paused:
+            paused.append(run_id)
+            assert await getattr(client, how)(parent["runId"])
+            if how == "cancel":  # the cancel's delivery runs meanwhile, to its cancel_children
+                await wait_for(kid_cancel_requested, timeout=30)
+        return await original(run_id, events, expected_seq=expected_seq)
+
+    handled: list[str] = []
+    handle_flow = Handler.handle_flow
+
+    async def spy(self: Handler, delivery: Any) -> Any:
+        verdict = await handle_flow(self, delivery)
+        handled.append(str(delivery.payload.get("runId")))
+        return verdict
+
+    monkeypatch.setattr(Handler, "handle_flow", spy)
+    world.append = append_in_window  # type: ignore[method-assign]
+    async with engine.worker([parent_of_charging_kid, charging_kid]):
+        parent = await engine.client.start(parent_of_charging_kid, path, token)
+
+        async def kid_delivered() -> bool:
+            return bool(paused) and paused[0] in handled
+
+        await wait_for(kid_delivered, timeout=30)
+        kid = paused[0]
+        if how == "cancel":
+            with pytest.raises(wayline.RunCancelledError):
+                await parent.result(timeout=40)
+            with pytest.raises(wayline.RunCancelledError):
+                await engine.client.handle(kid).result(timeout=10)
+            reported = of_type(await parent.events(), EventType.CHILD_COMPLETED)
+            assert [e.data["childRunId"] for e in reported] == [kid]
+            marks = [line.split(" key=")[0] for line in flows.lines(path)]
+            assert marks in ([], ["charge kid", "refund kid"]), marks
+        else:
+            info = await engine.client.get_run(kid)
+            assert info.status is wayline.RunStatus.CANCELLED, info.status
+            events = await engine.world.list_events(kid)
+            assert not of_type(events, EventType.RUN_STARTED), [e.type for e in events]
+            [end] = of_type(events, EventType.RUN_CANCELLED)
+            assert end.data.get("terminated") is True
+            assert f"its parent run {parent.run_id}" in end.data["reason"]
+            assert flows.lines(path) == []  # never charged
+        hook = await engine.world.get_hook(token)
+        assert hook is None or not hook.active  # its token is free
+    assert len(await engine.world.list_runs(workflow="charging_kid")) == 1
