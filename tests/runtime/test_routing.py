@@ -8,7 +8,8 @@ from typing import Any
 
 import wayline
 from tests.runtime import flows
-from tests.runtime.harness import Engine, settings
+from tests.runtime.harness import Engine, of_type, settings, wait_for
+from wayline._core.events import EventType
 from wayline.world import Delivery
 
 
@@ -127,9 +128,20 @@ async def test_graceful_hand_backs_do_not_spend_the_delivery_budget(engine: Engi
     back at the next checkpoint): with a budget of one delivery, the run still completes."""
     tight = settings(max_queue_deliveries=1)
     handle = await engine.client.start(slow_sum, 24)
+
+    async def steps_done() -> int:
+        return len(of_type(await handle.events(), EventType.STEP_COMPLETED))
+
     for _ in range(3):
+        before = await steps_done()
+
+        async def progressed(before: int = before) -> bool:
+            return await steps_done() > before
+
         async with engine.worker([slow_sum], settings=tight):
-            await asyncio.sleep(0.6)
+            # this worker holds the run's delivery (a step of its own completed, the next
+            # runs): a loaded machine may take longer than a fixed pause to get there
+            await wait_for(progressed, timeout=20)
         assert await handle.status() is wayline.RunStatus.RUNNING
     async with engine.worker([slow_sum], settings=tight):
         assert await handle.result(timeout=30) == sum(range(24))
@@ -217,8 +229,14 @@ async def test_a_queued_run_of_another_revision_waits_blocked_and_is_not_sent_ro
     _count_deliveries(v2_world, to_v2)
     async with engine.worker([flows.versioned_v2], world=v2_world, queue="q"):
         late = await engine.client.start(flows.versioned_v1, 10, queue="q")
-        await asyncio.sleep(2.0)
-        assert await late.status() is wayline.RunStatus.BLOCKED
+        started = asyncio.get_running_loop().time()
+
+        async def blocked() -> bool:
+            return await late.status() is wayline.RunStatus.BLOCKED
+
+        await wait_for(blocked, timeout=20)  # the v2 worker received it (late when loaded)
+        waited = asyncio.get_running_loop().time() - started
+        await asyncio.sleep(max(0.0, 2.0 - waited))  # at least 2 s to show any loop
         assert to_v2.count(late.run_id) <= 3  # not a loop of hand-ons (hundreds a second)
         async with engine.worker([flows.versioned_v1], queue="q"):
             assert await late.result(timeout=30) == "v1:11"
