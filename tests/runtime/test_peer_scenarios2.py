@@ -838,7 +838,9 @@ async def test_a_start_with_an_input_that_does_not_match_is_refused_or_fails_cle
 @wayline.step(max_retries=0, compensate=_slow_undo)
 async def p2_slow_do(path: str, label: str) -> str:
     mark(path, f"do {label} start")
-    await asyncio.sleep(0.5)
+    # the test's terminate must land while this runs: 0.5 s is a narrow window on a loaded
+    # machine (the step would end, and "after" run, before the terminate is written)
+    await asyncio.sleep(2.0)
     mark(path, f"do {label}")
     return label
 
