@@ -96,14 +96,16 @@ async def test_a_dead_holders_slot_frees_after_its_lease(engine: Engine, tmp_pat
 
 async def test_the_world_semaphore_leases(engine: Engine) -> None:
     world = engine.world
-    assert await world.acquire_slot("k", "a", 2, lease=0.6) == (True, ["a"])
+    # a's 2 s lease, renewed after 1 s, is checked 1.2 s later: past the first lease (so held
+    # only by the renewal) with 0.8 s to spare for a loaded machine (0.6/0.3/0.4 left 0.2 s)
+    assert await world.acquire_slot("k", "a", 2, lease=2.0) == (True, ["a"])
     assert await world.acquire_slot("k", "b", 2, lease=30) == (True, ["a", "b"])
     assert await world.acquire_slot("k", "c", 2, lease=30) == (False, ["a", "b"])
-    await asyncio.sleep(0.3)
-    assert (await world.acquire_slot("k", "a", 2, lease=0.6))[0]  # renewed
-    await asyncio.sleep(0.4)
+    await asyncio.sleep(1.0)
+    assert (await world.acquire_slot("k", "a", 2, lease=2.0))[0]  # renewed
+    await asyncio.sleep(1.2)
     assert await world.acquire_slot("k", "c", 2, lease=30) == (False, ["a", "b"])  # still held
-    await asyncio.sleep(0.4)
+    await asyncio.sleep(1.0)
     assert await world.acquire_slot("k", "c", 2, lease=30) == (True, ["b", "c"])  # a expired
     await world.release_slot("k", "b")
     await world.release_slot("k", "b")  # twice: a no-op
