@@ -14,6 +14,7 @@ from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunSt
 from ._core.ids import is_run_id, new_run_id
 from ._core.projections import fold, is_sleep, timeout_of
 from ._core.serde import decode, encode
+from ._engine.children import terminate_children
 from ._engine.ending import report_to_parent
 from ._sdk.hooks import check_resume
 from ._sdk.streams import StreamChunk, follow_stream
@@ -298,7 +299,7 @@ class Client:
             )
         except RunTerminalError:
             return False
-        await self._terminate_children(run_id, "terminated")
+        await terminate_children(self.world, run_id, "terminated")
         parent = info.attributes.get("parent")
         if isinstance(parent, dict) and parent.get("runId") and parent.get("cid"):
             report = {
@@ -316,22 +317,6 @@ class Client:
             else:
                 await self.world.enqueue(FLOW_TOPIC, {"runId": parent["runId"], "reason": "child"})
         return True
-
-    async def _terminate_children(self, run_id: str, how: str) -> None:
-        """Terminate the children still running of a run just ended by request (and theirs in
-        turn): nobody else would stop them, as their parent will not ask for their end."""
-        try:
-            children = fold(run_id, await self.world.list_events(run_id)).children
-        except WaylineError as err:
-            log.warning("run %s %s; its children were not terminated: %s", run_id, how, err)
-            return
-        for child in children.values():
-            try:
-                await self.terminate(child, reason=f"its parent run {run_id} was {how}")
-            except RunNotFoundError:
-                pass  # claimed, not created yet: it is terminated as it starts (by a worker)
-            except WaylineError as err:
-                log.warning("child run %s of %s not terminated: %s", child, run_id, err)
 
     async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """The hooks of live runs that hold a token (or one run's): ``{token, runId, workflow,
@@ -387,7 +372,7 @@ class Client:
             )
         except RunTerminalError:
             return False
-        await self._terminate_children(run_id, "failed")
+        await terminate_children(self.world, run_id, "failed")
         await report_to_parent(self.world, await self.get_run(run_id))
         return True
 

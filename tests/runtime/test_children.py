@@ -384,3 +384,42 @@ async def test_a_parent_ended_between_claiming_its_child_and_creating_it(
         hook = await engine.world.get_hook(token)
         assert hook is None or not hook.active  # its token is free
     assert len(await engine.world.list_runs(workflow="charging_kid")) == 1
+
+
+async def test_a_parent_failed_by_its_delivery_budget_terminates_its_running_children(
+    engine: Engine,
+) -> None:
+    """A parent whose deliveries crash-looped past ``max_queue_deliveries`` is failed by the
+    worker at once (``MAX_DELIVERIES_EXCEEDED``: no delivery of it can be trusted to drive an
+    unwind). Its children still running are terminated with it, as by ``runs fail``: before,
+    the child waited on its hook for good, holding the token."""
+    from tests.runtime.harness import settings
+    from wayline.world.routing import route_of
+
+    token = f"tok-budget-{uuid.uuid4().hex[:8]}"
+    async with engine.worker([flows.parent_waits, flows.kid_waits]):
+        top = await engine.client.start(flows.parent_waits, token)
+        await wait_for(lambda: engine.world.get_hook(token))
+    [kid] = [r for r in await engine.client.list_runs() if r.workflow == "kid_waits"]
+    # the parent's next wake crash-loops: its deliveries are spent by hand
+    await engine.world.enqueue(FLOW_TOPIC, {"runId": top.run_id, "reason": "test"})
+    for _ in range(3):
+        [d] = await engine.world.receive(route_of(FLOW_TOPIC, flows.parent_waits), wait_seconds=5)
+        await engine.world.retry(d, 0)
+    tight = settings(max_queue_deliveries=3)
+    async with engine.worker([flows.parent_waits, flows.kid_waits], settings=tight):
+        with pytest.raises(wayline.RunFailedError) as failed:
+            await top.result(timeout=20)
+        assert failed.value.error_code == "MAX_DELIVERIES_EXCEEDED"
+
+        async def kid_ended() -> bool:
+            return (await engine.client.get_run(kid.run_id)).status.terminal
+
+        await wait_for(kid_ended)
+    info = await engine.client.get_run(kid.run_id)
+    assert info.status is wayline.RunStatus.CANCELLED, info.status
+    [end] = of_type(await engine.world.list_events(kid.run_id), EventType.RUN_CANCELLED)
+    assert end.data.get("terminated") is True
+    assert end.data["reason"] == f"its parent run {top.run_id} was failed"
+    hook = await engine.world.get_hook(token)
+    assert hook is None or not hook.active

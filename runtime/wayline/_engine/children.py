@@ -1,5 +1,6 @@
 """Child runs (seed 004): claimed by the parent, repaired on replay, reported back, and
-terminated before they start when their parent was ended by request meanwhile."""
+terminated with a parent that ended without waiting for them (by request, or failed by a
+worker that could not drive it), also when they start after that end."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ import logging
 from collections.abc import Mapping
 
 from .._core.events import Event, EventType, NewEvent, RunStatus
+from .._core.projections import fold
 from .._core.replay import ChildRecord, Replay
-from ..errors import CorruptLogError, EntityConflictError, RunTerminalError, SequenceConflictError
+from ..errors import (
+    CorruptLogError,
+    EntityConflictError,
+    RunNotFoundError,
+    RunTerminalError,
+    SequenceConflictError,
+    WaylineError,
+)
 from ..world import FLOW_TOPIC, RunInfo, World
 from .ending import report_to_parent
 from .session import RunSession
@@ -70,7 +79,7 @@ async def ended_with_its_parent(world: World, info: RunInfo) -> bool:
 
     A parent claims a child in its log (``child_created``) before the child's ``run_created``
     is written (``start_child``). A parent ended by request in between finds no child run to
-    terminate (``Client._terminate_children``), and the child created after would run with
+    terminate (``terminate_children``), and the child created after would run with
     nobody to stop it. The parent's end is written before its children are read, and the
     child is created before its first delivery: so a child that request did not reach is one
     whose first delivery reads its parent ended. Costs one read of the parent, on a child's
@@ -106,10 +115,35 @@ async def ended_with_its_parent(world: World, info: RunInfo) -> bool:
 
 
 def _ended_by_request(event: Event) -> str | None:
-    """How a run's terminal event says it was ended by request: as ``Client.terminate`` and
-    ``Client.fail`` write it."""
+    """How a run's terminal event says it ended without waiting for its children: as
+    ``Client.terminate`` and ``Client.fail`` write it, or ``fail_run(by="worker")``."""
     if event.type is EventType.RUN_CANCELLED and event.data.get("terminated") is True:
         return "terminated"
-    if event.type is EventType.RUN_FAILED and event.data.get("by") == "client":
+    if event.type is EventType.RUN_FAILED and event.data.get("by") in ("client", "worker"):
         return "failed"
     return None
+
+
+async def terminate_children(world: World, run_id: str, how: str) -> None:
+    """Terminate the children still running of a run that ended without waiting for them
+    (``how``: ``terminated`` or ``failed``), and theirs in turn, as Temporal's default
+    parent-close policy: nobody else would stop them, as their parent will not ask for their
+    end. A child claimed but not created yet is terminated when it starts
+    (``ended_with_its_parent``)."""
+    try:
+        children = fold(run_id, await world.list_events(run_id)).children
+    except WaylineError as err:
+        log.warning("run %s %s; its children were not terminated: %s", run_id, how, err)
+        return
+    reason = f"its parent run {run_id} was {how}"
+    end = NewEvent(EventType.RUN_CANCELLED, data={"reason": reason, "terminated": True})
+    for child in children.values():
+        try:
+            await world.append(child, [end])
+        except (RunTerminalError, RunNotFoundError):
+            continue  # ended meanwhile, or not created yet
+        except WaylineError as err:
+            log.warning("child run %s of %s not terminated: %s", child, run_id, err)
+            continue
+        log.info("run %s terminated: %s", child, reason, extra={"run_id": child})
+        await terminate_children(world, child, "terminated")

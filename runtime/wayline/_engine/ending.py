@@ -113,11 +113,18 @@ async def cancel_children(world: World, children: list[ChildRecord], reason: str
             raise WorldUnavailableError(str(err)) from err
 
 
-async def fail_run(world: World, run_id: str, code: str, message: str, **fields: Any) -> None:
-    """End the run failed with ``code``; ``fields`` join the error (``holderRunId``, ...)."""
+async def fail_run(
+    world: World, run_id: str, code: str, message: str, *, by: str | None = None, **fields: Any
+) -> None:
+    """End the run failed with ``code``; ``fields`` join the error (``holderRunId``, ...).
+    ``by="worker"`` marks an end that no delivery of the run could drive to an unwind (its
+    children are then terminated, ``children.terminate_children``)."""
     error = {"name": "WaylineError", "code": code, "message": message, **fields}
     log.error("run %s failed: [%s] %s", run_id, code, message)
-    await terminal(world, run_id, NewEvent(EventType.RUN_FAILED, data={"error": error}))
+    data: dict[str, Any] = {"error": error}
+    if by is not None:
+        data["by"] = by
+    await terminal(world, run_id, NewEvent(EventType.RUN_FAILED, data=data))
 
 
 async def record_outcome(
