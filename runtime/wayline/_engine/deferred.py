@@ -94,11 +94,17 @@ async def flush(world: World, replay: Replay) -> None:
     raise Rebuild
 
 
-async def append_batch(world: World, replay: Replay, batch: Sequence[NewEvent]) -> list[Event]:
+async def append_batch(
+    world: World, replay: Replay, batch: Sequence[NewEvent], *, fenced: bool = False
+) -> list[Event]:
     """Append a decision batch, carrying the provisional events in the same write when the log
-    has not moved; the events returned are the batch's own."""
+    has not moved; the events returned are the batch's own. ``fenced``: the batch itself is
+    written only on the log it was decided on (else :class:`SequenceConflictError`), so that a
+    cancel request (or a payload) that reached the log meanwhile is seen before anything new
+    starts; without it (a run's end) it is written after whatever came in between."""
+    fence = replay.last_seq if fenced else None
     if not replay.provisional:
-        return await world.append(replay.run_id, batch)
+        return await world.append(replay.run_id, batch, expected_seq=fence)
     pending = list(replay.provisional)
     try:
         stored = await world.append(
@@ -108,6 +114,7 @@ async def append_batch(world: World, replay: Replay, batch: Sequence[NewEvent]) 
         raise
     except WorldError:
         await flush(world, replay)  # raises Rebuild if the log moved
-        return await world.append(replay.run_id, batch)
+        fence = replay.last_seq if fenced else None
+        return await world.append(replay.run_id, batch, expected_seq=fence)
     replay.settle_provisional(stored[0].created_at)
     return stored[len(pending) :]

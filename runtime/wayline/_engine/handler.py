@@ -47,6 +47,7 @@ from ..errors import (
     HookTokenConflictError,
     ReplayDivergenceError,
     RunTerminalError,
+    SequenceConflictError,
     SerializationError,
 )
 from ..settings import Settings
@@ -365,10 +366,11 @@ class Handler:
         for child, run_id in batch.children:
             child.run_id = run_id
         try:
-            appended = await append_batch(self.world, session.replay, batch.events)
-        except EntityConflictError:
-            # Another replayer created some of them first (the create-claim): catch up and
-            # plan again from what the log now says.
+            appended = await append_batch(self.world, session.replay, batch.events, fenced=True)
+        except (EntityConflictError, SequenceConflictError):
+            # Another replayer created some of them first (the create-claim), or the log moved
+            # since the batch was decided (a cancel request, a payload: nothing decided on a
+            # log without them is written): catch up and plan again from what the log says.
             await session.catch_up()
             return None
         except HookTokenConflictError as err:  # a failure of the run: unwound as any other
