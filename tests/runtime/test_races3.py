@@ -171,3 +171,35 @@ async def test_a_cancel_written_before_the_next_decision_starts_nothing_new(
     log = "\n".join(f"{e.seq} {e.type} {e.correlation_id}" for e in events)
     assert "charge_c-start" not in _seen(marker), log
     _refunded_once_after(marker, "charge_a", "refund_a")
+
+
+async def test_a_cancel_recorded_before_a_queued_step_starts_keeps_it_from_starting(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queued (``timeout=``) step's message is delivered; a cancel is recorded before its
+    start is (the unwind has not begun yet). Its start, fenced on the log, must see the
+    request: the unwind skips a step that never started, so none may start now."""
+    from wayline._engine import step_delivery
+
+    marker = str(tmp_path / "m")
+    token = f"r3-queued:{marker}"
+    real = step_delivery._start
+    injected: list[bool] = []
+
+    async def cancel_first(world, run_id, step, attempt, seq):  # type: ignore[no-untyped-def]
+        if not injected:
+            injected.append(await engine.client.cancel(run_id))
+        return await real(world, run_id, step, attempt, seq)
+
+    monkeypatch.setattr(step_delivery, "_start", cancel_first)
+    async with engine.worker([r3.r3_hook_then_queued]):
+        handle = await engine.client.start(r3.r3_hook_then_queued, marker, token)
+        await wait_for(lambda: engine.world.get_hook(token), timeout=20)
+        await engine.client.resume_hook(token, 1)
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=20)
+    assert injected == [True]
+    events = await engine.world.list_events(handle.run_id)
+    log = "\n".join(f"{e.seq} {e.type} {e.correlation_id}" for e in events)
+    assert "charge_q-start" not in _seen(marker), log
+    assert not of_type(events, EventType.STEP_STARTED), log

@@ -11,7 +11,7 @@ from .._core import clock
 from .._core.definitions import StepDefinition, find_step
 from .._core.dispatch import step_dispatch_key
 from .._core.events import EventType, NewEvent
-from .._core.projections import RunView, StepView, fold
+from .._core.projections import RunCancelRequested, RunView, StepView, fold
 from ..errors import EntityConflictError, RunTerminalError, SequenceConflictError, WaylineError
 from ..settings import Settings
 from ..world import Delivery, RunInfo, World
@@ -86,8 +86,12 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
 
 def _unwinding(view: RunView) -> bool:
     """The log says the run is being compensated (its stored status may say ``blocked`` or
-    ``running`` meanwhile: a block during an unwind, lifted, does not end the unwind)."""
-    return view.status in ("compensating", "compensation_stuck")
+    ``running`` meanwhile: a block during an unwind, lifted, does not end the unwind), or asked
+    to stop: a cancel request always leads to the unwind, which skips a forward step that never
+    started, so none starts once the request is recorded."""
+    return view.status in ("compensating", "compensation_stuck") or any(
+        isinstance(p, RunCancelRequested) for _, p in view.phases
+    )
 
 
 async def _unwound_meanwhile(world: World, run_id: str, step: StepView) -> bool:
