@@ -79,6 +79,7 @@ class Worker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
         self._held: dict[int, tuple[Delivery, Fence]] = {}
+        self._closed = False  # the renewer's end: set once nothing is held any more
         self._stopping = asyncio.Event()
         self._started = False
         self.failure: BaseException | None = None
@@ -185,6 +186,7 @@ class Worker:
             while any(k in self._held and f.executing() for k, (_, f) in threads.items()):  # noqa: ASYNC110 - thread ends set no loop event
                 await asyncio.sleep(0.02)
         held = [d for d in held if id(d) not in threads or id(d) in self._held]
+        self._closed = True
         for task in list(self._tasks):
             task.cancel()
         pending = list(self._handlers) + list(self._tasks)
@@ -454,9 +456,13 @@ class Worker:
             log.warning("could not withdraw this worker from the registry: %s", err)
 
     async def _heartbeat_loop(self) -> None:
-        while True:
+        # Ends on the stop flag too, not only on its cancel: a cancel that lands as a world
+        # call completes can be lost (``asyncio.wait_for`` before Python 3.12, inside the NATS
+        # client), and a loop that outlived it kept ``close`` waiting for it for good.
+        while not self._stopping.is_set():
             await asyncio.sleep(self.heartbeat_seconds)
-            await self._heartbeat()
+            if not self._stopping.is_set():
+                await self._heartbeat()
 
     async def _renew_loop(self) -> None:
         """Renew held deliveries; trip a fence at its bound or when renewals keep failing;
@@ -465,7 +471,7 @@ class Worker:
         visibility = self.world.visibility_seconds
         period = max(0.05, visibility / 3)
         slack = visibility / 6
-        while True:
+        while not self._closed:  # the flag as well as the cancel (``_heartbeat_loop``)
             await asyncio.sleep(period / 2)
             for key, (delivery, fence) in list(self._held.items()):
                 now = time.monotonic()

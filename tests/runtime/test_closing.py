@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,3 +147,33 @@ async def test_a_body_cut_off_when_the_shutdown_grace_runs_out_is_warned_about(
     assert SLOW[kind].name in warned[0]
     assert ("cannot be cut off" in warned[0]) == (kind == "sync")
     assert "shutdown grace (0.2s) ran out" in warned[0]
+
+
+async def test_close_ends_when_a_heartbeat_loses_its_cancel(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that lands just as a world call completes can be lost (``asyncio.wait_for``
+    before Python 3.12, which the NATS client uses): seen as a ``wayline worker`` child that
+    said "the supervisor is gone: stopping" and then heartbeat for an hour, its ``close``
+    waiting for the heartbeat loop. The loops end on the worker's stop flag as well."""
+    worker = wayline.Worker(
+        engine.world, [flows.chain], settings=settings(), heartbeat_seconds=0.01
+    )
+    await worker.start()
+    record = engine.world.record_served
+    in_call = asyncio.Event()
+
+    async def losing_its_cancel(entries: Any) -> None:
+        in_call.set()
+        try:
+            await asyncio.sleep(0.2)
+        except asyncio.CancelledError:
+            pass  # the call completed as the cancel came: the cancel is gone
+        await record(entries)
+
+    monkeypatch.setattr(engine.world, "record_served", losing_its_cancel)
+    await asyncio.wait_for(in_call.wait(), 10)
+    await asyncio.wait_for(worker.close(), 20)  # it waited for good
+    handle = await engine.client.start(flows.chain, 3)  # the world still serves
+    async with engine.worker([flows.chain]):
+        assert await handle.result(timeout=20) == 3
