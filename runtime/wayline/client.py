@@ -14,8 +14,7 @@ from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunSt
 from ._core.ids import is_run_id, new_run_id
 from ._core.projections import fold, is_sleep, timeout_of
 from ._core.serde import decode, encode
-from ._engine.children import terminate_children
-from ._engine.ending import report_to_parent
+from ._engine.ending import report_to_parent, terminate_children
 from ._sdk.hooks import check_resume
 from ._sdk.streams import StreamChunk, follow_stream
 from .errors import (

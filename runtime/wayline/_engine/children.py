@@ -8,15 +8,12 @@ import logging
 from collections.abc import Mapping
 
 from .._core.events import Event, EventType, NewEvent, RunStatus
-from .._core.projections import fold
 from .._core.replay import ChildRecord, Replay
 from ..errors import (
     CorruptLogError,
     EntityConflictError,
-    RunNotFoundError,
     RunTerminalError,
     SequenceConflictError,
-    WaylineError,
 )
 from ..world import FLOW_TOPIC, RunInfo, World
 from .ending import report_to_parent
@@ -122,28 +119,3 @@ def _ended_by_request(event: Event) -> str | None:
     if event.type is EventType.RUN_FAILED and event.data.get("by") in ("client", "worker"):
         return "failed"
     return None
-
-
-async def terminate_children(world: World, run_id: str, how: str) -> None:
-    """Terminate the children still running of a run that ended without waiting for them
-    (``how``: ``terminated`` or ``failed``), and theirs in turn, as Temporal's default
-    parent-close policy: nobody else would stop them, as their parent will not ask for their
-    end. A child claimed but not created yet is terminated when it starts
-    (``ended_with_its_parent``)."""
-    try:
-        children = fold(run_id, await world.list_events(run_id)).children
-    except WaylineError as err:
-        log.warning("run %s %s; its children were not terminated: %s", run_id, how, err)
-        return
-    reason = f"its parent run {run_id} was {how}"
-    end = NewEvent(EventType.RUN_CANCELLED, data={"reason": reason, "terminated": True})
-    for child in children.values():
-        try:
-            await world.append(child, [end])
-        except (RunTerminalError, RunNotFoundError):
-            continue  # ended meanwhile, or not created yet
-        except WaylineError as err:
-            log.warning("child run %s of %s not terminated: %s", child, run_id, err)
-            continue
-        log.info("run %s terminated: %s", child, reason, extra={"run_id": child})
-        await terminate_children(world, child, "terminated")

@@ -1,5 +1,6 @@
 """How a run ends: its terminal event (a child then reports to its parent), failing it with a
-framework error, recording a step's outcome, and setting a malformed message aside."""
+framework error, terminating the children of a run that ended without waiting for them,
+recording a step's outcome, and setting a malformed message aside."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._core.events import Event, EventType, NewEvent, RunStatus
+from .._core.projections import fold
 from .._core.replay import ChildRecord, Replay
 from ..errors import (
     CorruptLogError,
@@ -17,6 +19,7 @@ from ..errors import (
     RunNotFoundError,
     RunTerminalError,
     SequenceConflictError,
+    WaylineError,
     WorldUnavailableError,
 )
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
@@ -117,14 +120,16 @@ async def fail_run(
     world: World, run_id: str, code: str, message: str, *, by: str | None = None, **fields: Any
 ) -> None:
     """End the run failed with ``code``; ``fields`` join the error (``holderRunId``, ...).
-    ``by="worker"`` marks an end that no delivery of the run could drive to an unwind (its
-    children are then terminated, ``children.terminate_children``)."""
+    ``by="worker"`` marks an end that no delivery of the run could drive to an unwind: its
+    children still running are terminated here (``terminate_children``)."""
     error = {"name": "WaylineError", "code": code, "message": message, **fields}
     log.error("run %s failed: [%s] %s", run_id, code, message)
     data: dict[str, Any] = {"error": error}
     if by is not None:
         data["by"] = by
     await terminal(world, run_id, NewEvent(EventType.RUN_FAILED, data=data))
+    if by == "worker":
+        await terminate_children(world, run_id, "failed")
 
 
 async def record_outcome(
@@ -166,3 +171,28 @@ async def malformed(world: World, delivery: Delivery, err: Exception) -> Verdict
                 idempotency_key=f"{run_id}:malformed",
             )
     return verdict
+
+
+async def terminate_children(world: World, run_id: str, how: str) -> None:
+    """Terminate the children still running of a run that ended without waiting for them
+    (``how``: ``terminated`` or ``failed``), and theirs in turn, as Temporal's default
+    parent-close policy: nobody else would stop them, as their parent will not ask for their
+    end. A child claimed but not created yet is terminated when it starts
+    (``ended_with_its_parent``)."""
+    try:
+        children = fold(run_id, await world.list_events(run_id)).children
+    except WaylineError as err:
+        log.warning("run %s %s; its children were not terminated: %s", run_id, how, err)
+        return
+    reason = f"its parent run {run_id} was {how}"
+    end = NewEvent(EventType.RUN_CANCELLED, data={"reason": reason, "terminated": True})
+    for child in children.values():
+        try:
+            await world.append(child, [end])
+        except (RunTerminalError, RunNotFoundError):
+            continue  # ended meanwhile, or not created yet
+        except WaylineError as err:
+            log.warning("child run %s of %s not terminated: %s", child, run_id, err)
+            continue
+        log.info("run %s terminated: %s", child, reason, extra={"run_id": child})
+        await terminate_children(world, child, "terminated")

@@ -53,7 +53,7 @@ from ..errors import (
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
 from . import divergence, handoff, step_slots
-from .children import ended_with_its_parent, start_child, sync_children, terminate_children
+from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, report_to_parent, terminal
@@ -155,7 +155,6 @@ class Handler:
             )
             metrics.DELIVERY_BUDGET_FAILURES.inc()
             await fail_run(self.world, info.run_id, "MAX_DELIVERIES_EXCEEDED", message, by="worker")
-            await terminate_children(self.world, info.run_id, "failed")
             return ACK
         why = workflow.mismatch(info.attributes.get("definition"))
         if why is not None:
@@ -453,7 +452,6 @@ class Handler:
         )
         if self.settings.definition_mismatch == "fail":
             await fail_run(self.world, info.run_id, "DEFINITION_MISMATCH", message, by="worker")
-            await terminate_children(self.world, info.run_id, "failed")
             return ACK
         pin = routing.pin_of(info.attributes.get("definition"))
         if pin not in self.pins.get(info.workflow, ()) and not info.attributes.get("queue"):
