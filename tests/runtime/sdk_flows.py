@@ -278,3 +278,24 @@ async def two_hooks(key: str) -> list[Any]:
     first = await wayline.create_hook(f"a:{key}")
     second = await wayline.create_hook(f"b:{key}")
     return [first, second]
+
+
+@wayline.step(max_retries=0)
+async def fail_after(path: str, name: str, seconds: float) -> str:
+    mark(path, name)
+    await asyncio.sleep(seconds)
+    raise RuntimeError(f"{name} broke")
+
+
+@wayline.workflow
+async def gather_settled_flow(path: str) -> str:
+    """Two branches that both failed before ``gather`` is called: the later argument failed
+    first in the log."""
+    slow = fail_after(path, "slow", 0.5)
+    fast = fail_after(path, "fast", 0.0)
+    await wayline.sleep("2s")
+    try:
+        await wayline.gather(slow, fast)
+    except wayline.WaylineError as err:
+        return str(err)
+    return "no failure"

@@ -129,3 +129,17 @@ async def test_a_workflow_only_call_in_a_step_fails_it_at_once(
         with pytest.raises(wayline.RunFailedError, match="NotInWorkflowError"):
             await handle.result(timeout=20)
     assert flows.lines(path) == ["try"]
+
+
+async def test_gather_raises_the_first_failure_in_log_order(engine: Engine, tmp_path: Path) -> None:
+    """Branches that settled before ``gather`` was called count in log order, as ``race`` and
+    ``any`` count them, not in argument order."""
+    path = str(tmp_path / "gather")
+    async with engine.worker([sdk_flows.gather_settled_flow]):
+        handle = await engine.client.start(sdk_flows.gather_settled_flow, path)
+        out = await handle.result(timeout=20)
+    events = await handle.events()
+    failed = [str(e.data) for e in of_type(events, EventType.STEP_FAILED)]
+    assert len(failed) == 2 and "fast broke" in failed[0], failed  # the log's order
+    assert "fast broke" in out, out
+    assert sorted(lines(path)) == ["fast", "slow"]

@@ -126,8 +126,13 @@ def gather(*awaitables: Any) -> WFuture[list[Any]]:
         if left[0] == 0:
             out.set_result(results, fut.order)
 
+    # The already-settled ones in log order first, as ``race`` and ``any`` take them: the
+    # first failure raised is the first in the log, whatever the argument order.
+    for _, i in sorted((f.order, i) for i, f in enumerate(futures) if f.done()):
+        settle(i, futures[i])
     for i, fut in enumerate(futures):
-        fut.add_done_callback(functools.partial(settle, i))
+        if not fut.done():
+            fut.add_done_callback(functools.partial(settle, i))
     return out
 
 
