@@ -565,3 +565,28 @@ def test_a_second_ctrl_c_still_ends_the_drains_at_once(
         assert "long" not in ledger(cli)  # cut off, not waited for
     finally:
         kill_ours(pids)
+
+
+def test_a_sighup_sent_by_hand_to_a_child_is_ignored_while_its_supervisor_lives(
+    world_cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    """SIGHUP is a child's parent-death signal, but anyone can send it: a child whose
+    supervisor is alive says so and goes on serving (it was stopped and replaced before)."""
+    sup = worker(spawn, 2)
+    pids = children(sup, 2)
+    target = pids[0]
+    os.kill(target, signal.SIGHUP)
+    deadline = time.monotonic() + 30
+    while "SIGHUP ignored" not in sup.output()[1]:
+        assert time.monotonic() < deadline, sup.output()[1]
+        time.sleep(0.05)
+    keys = [f"h{i}" for i in range(6)]
+    ran_in = asyncio.run(run_all(world_cli.world, keys, 0.3))
+    assert target in ran_in  # the child that got SIGHUP still takes runs
+    assert sorted(ledger(world_cli)) == sorted(keys)
+    _, err = sup.output()
+    assert f"SIGHUP ignored: the supervisor (pid {sup.proc.pid}) is alive" in err, err
+    assert "the supervisor is gone" not in err, err
+    assert "starting another" not in err, err
+    assert sup.stop(signal.SIGTERM, timeout=60) == 0
+    assert "stopped (exit 0)" in sup.output()[1]

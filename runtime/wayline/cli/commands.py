@@ -144,7 +144,9 @@ class _Stop:
 
     In a child of ``supervisor`` SIGHUP is the kernel's parent-death signal (see
     ``_bound_to``): it stops the child as a first signal does, and is no second signal: a
-    child that drains already when its supervisor is killed finishes its drain."""
+    child that drains already when its supervisor is killed finishes its drain. A SIGHUP
+    while the supervisor is alive (``kill -HUP``; the kernel re-parents a child before it
+    signals it) is said and ignored: the supervisor, not a child, is stopped by a person."""
 
     def __init__(self, supervisor: int | None = None) -> None:
         self.event = asyncio.Event()
@@ -159,7 +161,9 @@ class _Stop:
 
         def on_signal(signum: int) -> None:
             if signum == PARENT_DEATH:
-                if not self.event.is_set():
+                if not orphaned(self.supervisor):  # sent by hand: the kernel re-parents first
+                    log.warning("SIGHUP ignored: the supervisor (pid %s) is alive", self.supervisor)
+                elif not self.event.is_set():
                     log.warning("the supervisor is gone: stopping")
                     self.event.set()
                 return
