@@ -147,14 +147,32 @@ async def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(entries, indent=2))
         return 0
+    if not entries:
+        print("no schedules")
+        return 0
+    rows = [
+        ("NAME", "SCHEDULE", "TIME ZONE", "WORKFLOW", "POLICY", "LAST TICK", "NEXT TICK", "NOTE")
+    ]
     for e in entries:
         rehearsed = (e.get("rehearsal") or {}).get("lastTick")
-        print(
-            f"{e['name']}  {e['cron']!r} {e['timeZone']}  {e['workflow']}  "
-            f"{e['concurrencyPolicy']}  last {_stamp(e.get('lastTick'))}  next {e['next']}"
-            + (f"  (rehearsed to {_stamp(rehearsed)})" if rehearsed else "")
-            + (f"  (not scheduled: {e['invalid']})" if e.get("invalid") else "")
+        note = f"not scheduled: {e['invalid']}" if e.get("invalid") else ""
+        if rehearsed:
+            note = f"(rehearsed to {_stamp(rehearsed)}) {note}".rstrip()
+        rows.append(
+            (
+                str(e["name"]),
+                str(e["cron"]),
+                str(e["timeZone"]),
+                str(e["workflow"]),
+                str(e["concurrencyPolicy"]),
+                _stamp(e.get("lastTick")),
+                str(e["next"]),
+                note,
+            )
         )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return 0
 
 
