@@ -253,6 +253,14 @@ class Queue:
             f"NATS at {self._url}: idempotency key {token} stayed contended", url=self._url
         )
 
+    async def last_stored(self) -> int:
+        """The stream sequence of the newest message stored so far (0: none yet)."""
+        try:
+            info = await self._js.stream_info(self._stream)
+        except Exception as err:
+            raise wrap(self._url, "reading the queue's state", err) from err
+        return int(info.state.last_seq or 0)
+
     async def remove_stored(self, seq: int) -> None:
         """Delete a stored message (retention); its idempotency key goes with it."""
         import nats.js.errors

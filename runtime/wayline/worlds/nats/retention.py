@@ -140,6 +140,7 @@ class Retention:
     async def _drop(self, ids: list[str]) -> None:
         if not ids:
             return
+        before = await self._queue.last_stored()  # every message of the runs is up to here
         for run_id in ids:
             st = RunState(run_id, self._names.run_subject(run_id))
             try:
@@ -158,13 +159,31 @@ class Retention:
             for cid, token in st.hook_tokens.items():
                 await self._log._drop_token(run_id, cid, token)
             self._log._runs.pop(run_id, None)
-        await self._drop_messages(set(ids))
+        await self._drop_messages(set(ids), before)
 
-    async def _drop_messages(self, ids: set[str]) -> None:
-        """Queued messages (and pending schedules) whose payload names a deleted run."""
+    async def _drop_messages(self, ids: set[str], before: int) -> None:
+        """Queued messages (and pending schedules) whose payload names a deleted run. One
+        stored after ``before`` (the queue's last message before the first purge) goes only
+        if its run is still gone: the id may have been started again once its log was purged,
+        and that new run's start is not the deleted run's (removed, it left the run pending
+        with nothing to wake it)."""
+        later: dict[str, list[int]] = {}
         async for msg, payload in self._queue.stored():
-            if payload.get("runId") in ids:
+            run_id = payload.get("runId")
+            if run_id not in ids:
+                continue
+            if msg.seq <= before:
                 await self._queue.remove_stored(msg.seq)
+            else:
+                later.setdefault(str(run_id), []).append(msg.seq)
+        for run_id, seqs in later.items():
+            try:
+                again = await self._log.get_run(run_id)
+            except CorruptLogError:
+                continue  # a run is there again: its messages are its own
+            if again is None:
+                for seq in seqs:
+                    await self._queue.remove_stored(seq)
 
 
 def _body(data: bytes) -> Any:
