@@ -269,8 +269,10 @@ class Queue:
             await self._js.delete_msg(self._stream, seq)
         except nats.js.errors.NotFoundError:
             pass
-        except nats.js.errors.BadRequestError as err:
-            if "no message found" not in str(err).lower():
+        except nats.js.errors.APIError as err:
+            # gone already (acked meanwhile): the server says so with a 500, err_code 10057
+            gone = err.err_code == 10057 or "no message found" in str(err).lower()
+            if not gone:
                 raise wrap(self._url, f"deleting message {seq}", err) from err
         except Exception as err:
             raise wrap(self._url, f"deleting message {seq}", err) from err
