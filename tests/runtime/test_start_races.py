@@ -5,6 +5,10 @@ run), no step body twice, no run left without its queue message."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import sys
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -16,6 +20,8 @@ import wayline
 from tests.runtime import start_flows as sf
 from tests.runtime.harness import Engine, of_type
 from wayline._core.events import EventType
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _id() -> str:
@@ -112,4 +118,194 @@ async def test_a_start_between_a_cleanups_purge_and_its_queue_sweep_keeps_its_me
         assert woken is None or run_id in woken, "the new run has no queue message"
         busy.set()
         assert await handle.result(timeout=15) == "new"
+    assert sf.lines(path) == ["body old", "body new"]
+
+
+class _Procs:
+    """Processes of ``tests.runtime.start_proc`` for one test, killed by pid at its end."""
+
+    def __init__(self, url: str, tmp: Path) -> None:
+        self.url, self.tmp = url, tmp
+        self.procs: list[asyncio.subprocess.Process] = []
+
+    async def spawn(self, *args: str, env: dict[str, str] | None = None) -> Any:
+        log = open(self.tmp / f"proc-{len(self.procs)}.log", "wb")  # noqa: SIM115, ASYNC230
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.runtime.start_proc",
+            self.url,
+            *args,
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+            env={**os.environ, **(env or {})},
+        )
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    async def worker(self) -> Any:
+        proc = await self.spawn("worker")
+        line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        assert line.strip() == b"worker ready", line
+        return proc
+
+    async def stop(self, proc: Any) -> None:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+    async def close(self) -> None:
+        for proc in self.procs:
+            await self.stop(proc)
+
+
+@pytest.fixture
+async def procs(engine: Engine, tmp_path: Path) -> Any:
+    spawned = _Procs(engine.world.url, tmp_path)
+    yield spawned
+    await spawned.close()
+
+
+@pytest.mark.parametrize("then", ["start again", "restart the worker"])
+async def test_a_starter_killed_between_run_created_and_its_message(
+    engine: Engine, tmp_path: Path, procs: _Procs, then: str
+) -> None:
+    """The starting process is SIGKILLed after the run's ``run_created`` and before its queue
+    message, with a worker running: the run waits (pending) until its id is started again
+    (that start answers the run, not a new one) or a worker starts and re-arms it; then it
+    runs once, with the first start's input."""
+    path, run_id = str(tmp_path / "m"), _id()
+    worker = await procs.worker()
+    starter = await procs.spawn(
+        "start", path, "0", f"{run_id}:first", env={"WAYLINE_TEST_DIE_AFTER_CREATE": "1"}
+    )
+    assert await asyncio.wait_for(starter.stdout.read(), 30) == b"created\n"
+    assert await starter.wait() == -signal.SIGKILL
+    info = await engine.world.get_run(run_id)
+    assert info is not None and info.status is wayline.RunStatus.PENDING
+    woken = await engine.world.runs_with_messages()
+    assert woken is None or run_id not in woken
+    if then == "start again":
+        again = await procs.spawn("start", path, "0", f"{run_id}:second")
+        assert await asyncio.wait_for(again.stdout.read(), 30) == f"{run_id} again\n".encode()
+        assert await again.wait() == 0
+    else:
+        await procs.stop(worker)
+        await procs.worker()
+    handle = engine.client.handle(run_id)
+    assert await handle.result(timeout=30) == "first"
+    assert sf.lines(path) == ["body first"]
+
+
+async def test_starts_racing_terminates_of_their_ids(engine: Engine, tmp_path: Path) -> None:
+    """Each id is started by one client while another terminates it as soon as it exists,
+    two workers serving: every run ends (completed or terminated), each body at most once, and
+    a start repeated after the terminate answers the terminated run."""
+    path = str(tmp_path / "m")
+    other = wayline.Client(await engine.make_world())
+    ids = [_id() for _ in range(10)]
+
+    async def terminate(run_id: str) -> bool:
+        for _ in range(500):
+            try:
+                return await other.terminate(run_id)
+            except wayline.RunNotFoundError:
+                await asyncio.sleep(0.001)
+        raise AssertionError(f"run {run_id} never appeared")
+
+    async with (
+        engine.worker(sf.WORKFLOWS),
+        engine.worker(sf.WORKFLOWS, world=await engine.make_world()),
+    ):
+        raced = await asyncio.gather(
+            *(engine.client.start(sf.st_counted, path, i, run_id=i) for i in ids),
+            *(terminate(i) for i in ids),
+        )
+        handles = raced[: len(ids)]
+        outcomes: dict[str, str] = {}
+        for h in handles:
+            try:
+                outcomes[h.run_id] = await h.result(timeout=20)
+            except wayline.RunCancelledError:
+                outcomes[h.run_id] = "terminated"
+        again = [await engine.client.start(sf.st_counted, path, "x", run_id=i) for i in ids]
+        for h in again:
+            try:
+                assert await h.result(timeout=20) == outcomes[h.run_id]
+            except wayline.RunCancelledError:
+                assert outcomes[h.run_id] == "terminated"
+    bodies = Counter(sf.lines(path))
+    assert all(n == 1 for n in bodies.values()), bodies
+    for run_id, outcome in outcomes.items():
+        if outcome != "terminated":
+            assert outcome == run_id and bodies[f"body {run_id}"] == 1
+    for run_id in ids:
+        info = await engine.world.get_run(run_id)
+        assert info is not None and info.status.terminal
+
+
+async def test_three_processes_start_shared_and_own_ids_with_two_workers(
+    engine: Engine, tmp_path: Path, procs: _Procs
+) -> None:
+    """Three processes start, at one wall-clock instant, 15 ids they share (each with its own
+    input) and 15 of their own, served by two worker processes: one run per id, started
+    fresh by exactly one process, whose input won; every run ends once, every body once."""
+    path = str(tmp_path / "m")
+    shared = [_id() for _ in range(15)]
+    own = [[_id() for _ in range(15)] for _ in range(3)]
+    await procs.worker()
+    await procs.worker()
+    at = time.time() + 2.0
+    starters = [
+        await procs.spawn(
+            "start",
+            path,
+            str(at),
+            *(f"{i}:{i}-{p}" for pair in zip(shared, own[p], strict=True) for i in pair),
+        )
+        for p in range(3)
+    ]
+    outs = await asyncio.wait_for(asyncio.gather(*(s.stdout.read() for s in starters)), 60)
+    assert [await s.wait() for s in starters] == [0, 0, 0]
+    answers = Counter(line for out in outs for line in out.decode().splitlines())
+    for run_id in shared:
+        assert answers[f"{run_id} fresh"] == 1 and answers[f"{run_id} again"] == 2, answers
+    for run_id in (i for mine in own for i in mine):
+        assert answers[f"{run_id} fresh"] == 1, answers
+    results = {}
+    for run_id in shared + [i for mine in own for i in mine]:
+        results[run_id] = await engine.client.handle(run_id).result(timeout=60)
+        events = await engine.world.list_events(run_id)
+        [created] = of_type(events, EventType.RUN_CREATED)
+        assert results[run_id] in str(created.data["input"])
+        assert len(of_type(events, EventType.RUN_STARTED)) == 1
+        assert len(of_type(events, EventType.RUN_COMPLETED)) == 1
+    for p in range(3):
+        assert all(results[i] == f"{i}-{p}" for i in own[p])
+    assert Counter(sf.lines(path)) == Counter(f"body {r}" for r in results.values())
+    assert len(await engine.world.list_runs(limit=1000)) == len(results)
+
+
+@pytest.mark.parametrize("how", ["cleanup", "archive"])
+async def test_an_id_started_again_after_its_run_was_deleted_elsewhere(
+    engine: Engine, tmp_path: Path, how: str
+) -> None:
+    """The client and the worker both remember the ended run; another process deletes (or
+    archives) it; the same client starts the id again with another input: a new run, which
+    the same worker drives (neither answers from what it remembered), its input winning."""
+    path, run_id = str(tmp_path / "m"), _id()
+    janitor = await engine.make_world()
+    async with engine.worker(sf.WORKFLOWS):
+        first = await engine.client.start(sf.st_counted, path, "old", run_id=run_id)
+        assert await first.result(timeout=20) == "old"
+        assert (await engine.client.start(sf.st_counted, path, "x", run_id=run_id))._fresh is False
+        if how == "cleanup":
+            assert await janitor.delete_runs(older_than=0) == 1
+        else:
+            assert await janitor.archive_runs(older_than=0) == 1
+        again = await engine.client.start(sf.st_counted, path, "new", run_id=run_id)
+        assert again._fresh
+        assert await again.result(timeout=20) == "new"
     assert sf.lines(path) == ["body old", "body new"]
