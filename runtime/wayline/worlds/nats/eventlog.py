@@ -646,8 +646,10 @@ class EventLog:
         except Exception as err:  # best effort; get_hook checks the log
             log.debug("releasing hook token %r failed: %s", token, err)
 
-    async def _drop_token(self, run_id: str, cid: str, token: str) -> None:
-        """Delete a token's entry if it still names this run's hook (its run is deleted)."""
+    async def _drop_token(self, run_id: str, cid: str, token: str, last: int) -> None:
+        """Delete a token's entry if it still names this run's hook (its run is deleted; its
+        log ended at stream sequence ``last``). A claim made past ``last`` is a new run's
+        under the same id, started once the log was purged: it stays."""
         key = kv_key(token)
         entry = await self._kv_entry(key)
         if entry is None:
@@ -656,6 +658,9 @@ class EventLog:
         if isinstance(held, entries.Unreadable):
             return
         if held.get("run") != run_id or held.get("cid") != cid:
+            return
+        at = held.get("at")
+        if type(at) is int and at > last:
             return
         try:
             await self._hooks.delete(key, last=rev)
