@@ -309,3 +309,49 @@ async def test_an_id_started_again_after_its_run_was_deleted_elsewhere(
         assert again._fresh
         assert await again.result(timeout=20) == "new"
     assert sf.lines(path) == ["body old", "body new"]
+
+
+async def test_a_recovery_between_a_starts_two_writes_runs_the_body_once(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers start (and re-arm every live run without a message) while a start sits between
+    its ``run_created`` and its queue message: the run gets both the recovery's wake and its
+    start, two workers take them at once, and each body runs once."""
+    path = str(tmp_path / "m")
+    starter = wayline.Client(await engine.make_world())
+    created, go_on = asyncio.Event(), asyncio.Event()
+    enqueue = starter.world.enqueue
+
+    async def late(*args: Any, **kwargs: Any) -> Any:
+        created.set()
+        await go_on.wait()
+        return await enqueue(*args, **kwargs)
+
+    monkeypatch.setattr(starter.world, "enqueue", late)
+    ids = [_id() for _ in range(8)]
+    starting = asyncio.gather(*(starter.start(sf.st_counted, path, i, run_id=i) for i in ids))
+    await asyncio.wait_for(created.wait(), 10)
+    await asyncio.sleep(0.2)  # every start has its run_created
+    rearmed: list[str] = []
+    arm = engine.world.enqueue
+
+    async def spied(topic: str, payload: Any, **kwargs: Any) -> Any:
+        if payload.get("reason") == "recover":
+            rearmed.append(payload["runId"])
+        return await arm(topic, payload, **kwargs)
+
+    monkeypatch.setattr(engine.world, "enqueue", spied)
+    async with (
+        engine.worker(sf.WORKFLOWS),
+        engine.worker(sf.WORKFLOWS, world=await engine.make_world()),
+    ):
+        assert sorted(set(rearmed)) == sorted(ids)  # the first worker re-armed them all
+        go_on.set()
+        handles = await starting
+        assert await asyncio.gather(*(h.result(timeout=20) for h in handles)) == ids
+        await asyncio.sleep(0.3)  # the second wake of each run is handled too
+    assert Counter(sf.lines(path)) == Counter(f"body {i}" for i in ids)
+    for run_id in ids:
+        events = await engine.world.list_events(run_id)
+        assert len(of_type(events, EventType.RUN_STARTED)) == 1
+        assert len(of_type(events, EventType.RUN_COMPLETED)) == 1
