@@ -8,6 +8,8 @@ subject ``<prefix>.ar.<run>``, then deletes it. JetStream has no multi-stream tr
 each step is idempotent (archive copies are deduplicated by ``Nats-Msg-Id`` and counted by
 subject), so a cleanup interrupted half-way is finished by the next one. Processes holding a
 projection of a deleted run notice on their next read (their last known message is gone).
+An id started again once its log is purged is a new run: the hook claims and queued messages
+it made meanwhile are its own and stay.
 """
 
 from __future__ import annotations
