@@ -57,7 +57,7 @@ from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, report_to_parent, terminal
-from .messages import ACK, FlowMessage, Stats, Verdict
+from .messages import ACK, FlowMessage, Stats, Verdict, unseen
 from .session import RunSession
 from .step_delivery import Continue, handle_step
 from .unwind import fail_unwinding, unwind
@@ -122,7 +122,7 @@ class Handler:
         """Drive the run from one read of it and its log (``read``, when the caller has it)."""
         info, events = read if read is not None else await self.world.read_run(run_id)
         if info is None:
-            return Verdict("dead", reason=f"flow message for unknown run {run_id}")
+            return unseen(delivery, f"flow message for unknown run {run_id}")
         if info.status.terminal:
             return await _ended(self.world, info)
         if await ended_with_its_parent(self.world, info):

@@ -41,6 +41,21 @@ class Verdict:
 
 ACK = Verdict("ack")
 
+UNSEEN_TRIES = 3
+"""Deliveries of a message whose run (or step) its read does not show, before it is set
+aside. Every message is written after what it names, but a replicated NATS world's reads are
+direct gets, which any replica may answer, also one that has not applied that write yet
+(JetStream promises no read-after-write there): the next delivery reads again."""
+
+
+def unseen(delivery: Delivery, reason: str) -> Verdict:
+    """Read again a little later (``UNSEEN_TRIES`` deliveries in all), then set aside."""
+    if delivery.attempt < UNSEEN_TRIES:
+        delay = 0.5 * delivery.attempt
+        log.info("%s: reading it again in %.1fs (a replica may not have it yet)", reason, delay)
+        return Verdict("retry", delay=delay)
+    return Verdict("dead", reason=reason)
+
 
 @dataclass(slots=True)
 class Stats:

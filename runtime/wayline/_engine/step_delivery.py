@@ -17,7 +17,7 @@ from ..settings import Settings
 from ..world import Delivery, RunInfo, World
 from . import step_slots
 from .ending import malformed, record_outcome
-from .messages import ACK, StepMessage, Verdict
+from .messages import ACK, StepMessage, Verdict, unseen
 from .step_runner import Failed, Outcome, Retry, run_step_body
 
 log = logging.getLogger("wayline.runtime")
@@ -40,13 +40,13 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
     run_id, cid = msg.runId, msg.stepId
     info, events = await world.read_run(run_id)  # one read of the run and its log
     if info is None:
-        return Verdict("dead", reason=f"step message for unknown run {run_id}")
+        return unseen(delivery, f"step message for unknown run {run_id}")
     if info.status.terminal:
         return ACK
     view = fold(run_id, events)
     step = view.steps.get(cid)
     if step is None:
-        return Verdict("dead", reason=f"step message for {run_id}/{cid}, never created")
+        return unseen(delivery, f"step message for {run_id}/{cid}, never created")
     if step.terminal:
         return Continue(run_id)
     if _unwinding(view) and not _may_start(step):
