@@ -142,6 +142,48 @@ def test_a_cron_or_zone_broken_in_the_file_is_said_once_and_the_others_still_run
     assert len(_runs(cli)) == 4
 
 
+def test_a_schedules_file_of_the_wrong_shape_is_an_error_line_not_a_traceback(cli: Cli) -> None:
+    """A file edited by hand, or another file given as ``--file``: a file that is not an
+    object of schedules is refused in one line (exit 2); a schedule missing a field, or with a
+    field of the wrong type, is not scheduled (said once, shown by ``list``) and the others go
+    on, as for a broken cron."""
+    from tests.cli.test_cli import assert_clean_error
+
+    order = cli.cwd / "order.json"
+    order.write_text('[{"sku": "BOOK-42"}]')
+    for command in (("list",), ("run", "--once"), ("remove", "x")):
+        done = cli("schedules", "--file", str(order), *command)
+        assert_clean_error(done, "order.json", "not a JSON object of schedules by name")
+    order.write_text('{"x": 5}')
+    assert_clean_error(cli("schedules", "--file", str(order), "list"), "schedule 'x'")
+
+    for name in ("good", "nocron", "created", "input"):
+        _add(cli, name, "--cron", "0 * * * *")
+    file = cli.cwd / ".wayline" / "schedules.json"
+    schedules = json.loads(file.read_text())
+    del schedules["nocron"]["cron"]
+    schedules["created"]["created"] = "yesterday"
+    schedules["input"]["input"] = "{"
+    file.write_text(json.dumps(schedules))
+    said = dict(
+        line.split(": ", 1) for line in _look(cli, "2099-01-01T10:05:00+00:00").splitlines()
+    )
+    assert "started" in said.pop("good"), said
+    assert said == {
+        "nocron": "not scheduled: 'cron' is missing (fix it in the schedules file)",
+        "created": "not scheduled: 'created' is not a number (fix it in the schedules file)",
+        "input": "not scheduled: 'input' is not JSON (Expecting property name enclosed in "
+        "double quotes at position 1) (fix it in the schedules file)",
+    }
+    again = _look(cli, "2099-01-01T11:05:00+00:00")  # the broken ones said once
+    assert [line.split(":")[0] for line in again.splitlines()] == ["good"], again
+    listed = cli("schedules", "list")
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("nocron "))
+    assert row.endswith("  not scheduled: 'cron' is missing"), listed.stdout
+    assert "'created' is not a number" in listed.stdout, listed.stdout
+
+
 def test_forbid_runs_a_skipped_tick_late_when_the_run_ends_unless_past_its_deadline(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:

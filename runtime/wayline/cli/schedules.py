@@ -61,12 +61,33 @@ def _locked(path: Path) -> Iterator[dict[str, Any]]:
             schedules: dict[str, Any] = json.loads(text) if text.strip() else {}
         except (OSError, json.JSONDecodeError) as err:
             raise UsageError(f"cannot read schedules from {path}: {err}") from err
+        if not isinstance(schedules, dict):
+            raise UsageError(
+                f"cannot read schedules from {path}: not a JSON object of schedules by name "
+                f"(it holds {_json_kind(schedules)}; is --file the schedules file?)"
+            )
+        for name, entry in schedules.items():
+            if not isinstance(entry, dict):
+                raise UsageError(
+                    f"cannot read schedules from {path}: schedule {name!r} is not a JSON "
+                    f"object (it is {_json_kind(entry)})"
+                )
         before = json.dumps(schedules, sort_keys=True)
         yield schedules
         if json.dumps(schedules, sort_keys=True) != before:
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(json.dumps(schedules, indent=2, sort_keys=True) + "\n")
             tmp.replace(path)
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "an array"
 
 
 def tick_run_id(entry: dict[str, Any], tick: float) -> str:
@@ -134,16 +155,16 @@ async def cmd_remove(args: argparse.Namespace) -> int:
 
 async def cmd_list(args: argparse.Namespace) -> int:
     with _locked(Path(args.file)) as schedules:
-        entries = list(schedules.values())
+        names, entries = list(schedules), list(schedules.values())
     now = Settings.from_env().schedule_now()
     for e in entries:
         # the scheduler starts no tick at or before the last one (``_look``); a rehearsal
         # (``--now`` ahead of the clock) is not the schedule's last tick
-        after = max(now, e.get("lastTick") or 0.0)
         cron = _parsed(e)
-        e["next"] = _stamp(next_tick(cron, after) if isinstance(cron, Cron) else None)
-        if not isinstance(cron, Cron):
-            e["invalid"] = cron
+        if isinstance(cron, Cron):
+            e["next"] = _stamp(next_tick(cron, max(now, e.get("lastTick") or 0.0)))
+        else:
+            e["next"], e["invalid"] = _stamp(None), cron
     if args.json:
         print(json.dumps(entries, indent=2))
         return 0
@@ -153,14 +174,17 @@ async def cmd_list(args: argparse.Namespace) -> int:
     rows = [
         ("NAME", "SCHEDULE", "TIME ZONE", "WORKFLOW", "POLICY", "LAST TICK", "NEXT TICK", "NOTE")
     ]
-    for e in entries:
+    for name, e in zip(names, entries, strict=True):
+        if e.get("invalid") and _misshapen(e):  # its fields cannot be trusted to print
+            rows.append((name, "-", "-", "-", "-", "-", "-", f"not scheduled: {e['invalid']}"))
+            continue
         rehearsed = (e.get("rehearsal") or {}).get("lastTick")
         note = f"not scheduled: {e['invalid']}" if e.get("invalid") else ""
         if rehearsed:
             note = f"(rehearsed to {_stamp(rehearsed)}) {note}".rstrip()
         rows.append(
             (
-                str(e["name"]),
+                name,
                 str(e["cron"]),
                 str(e["timeZone"]),
                 str(e["workflow"]),
@@ -189,7 +213,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
             with _locked(Path(args.file)) as schedules:
                 for name, entry in schedules.items():
                     try:
-                        said = await _look(client, entry, now, rehearsal=now > clock)
+                        said = await _look(client, name, entry, now, rehearsal=now > clock)
                     except WaylineError as err:
                         if args.once:
                             raise
@@ -216,7 +240,7 @@ def _said_failing(failing: dict[str, str], name: str, err: WaylineError) -> None
 
 
 async def _look(
-    client: Client, entry: dict[str, Any], now: float, *, rehearsal: bool = False
+    client: Client, name: str, entry: dict[str, Any], now: float, *, rehearsal: bool = False
 ) -> str | None:
     """Start the schedule's due tick, if any; what happened, for a person. A ``rehearsal``
     (``--now`` ahead of the clock) writes its record in ``entry["rehearsal"]``, not in the
@@ -229,7 +253,7 @@ async def _look(
         if entry.get("invalid") == cron:
             return None
         entry["invalid"] = cron
-        return f"{entry['name']}: not scheduled: {cron} (fix it in the schedules file)"
+        return f"{name}: not scheduled: {cron} (fix it in the schedules file)"
     entry.pop("invalid", None)
     if rehearsal:
         record = dict(entry.get("rehearsal") or {})
@@ -289,10 +313,49 @@ async def _look_in(
 
 def _parsed(entry: dict[str, Any]) -> Cron | str:
     """The schedule's cron, or why it does not parse (the file was edited by hand)."""
+    wrong = _misshapen(entry)
+    if wrong is not None:
+        return wrong
     try:
         return parse(entry["cron"], entry["timeZone"])
     except CronError as err:
         return str(err)
+
+
+_TEXT = ("name", "cron", "timeZone", "workflow")
+_NUMBERS = ("created",)
+_OPTIONAL_NUMBERS = ("startingDeadlineSeconds", "lastTick", "missedTick", "skippedTick")
+
+
+def _misshapen(entry: dict[str, Any]) -> str | None:
+    """What is wrong with a schedule's fields, as ``add`` writes them, after an edit by hand
+    (a missing field, a number where text belongs); None when nothing is."""
+
+    def number(value: object) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    for key in _TEXT:
+        if not isinstance(entry.get(key), str):
+            return f"{key!r} is {'missing' if key not in entry else 'not a string'}"
+    for key in _NUMBERS:
+        if not number(entry.get(key)):
+            return f"{key!r} is {'missing' if key not in entry else 'not a number'}"
+    for key in _OPTIONAL_NUMBERS:
+        if entry.get(key) is not None and not number(entry[key]):
+            return f"{key!r} is not a number"
+    if entry.get("concurrencyPolicy") not in POLICIES:
+        return f"'concurrencyPolicy' is not one of {', '.join(POLICIES)}"
+    for key in ("input", "lastRun"):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            return f"{key!r} is not a string"
+    if not isinstance(entry.get("rehearsal") or {}, dict):
+        return "'rehearsal' is not an object"
+    if entry.get("input") is not None:
+        try:
+            json.loads(entry["input"])
+        except json.JSONDecodeError as err:
+            return f"'input' is not JSON ({err.msg} at position {err.pos})"
+    return None
 
 
 def _missed(
