@@ -30,6 +30,20 @@ def test_recover_prints_the_counts(cli: Cli) -> None:
     assert set(counts) == {"running", "waiting", "compensating", "orphans", "total", "rearmed"}
 
 
+def test_recover_with_an_app_that_defines_no_workflow_is_refused(cli: Cli) -> None:
+    """``--app`` narrows recovery to the app's workflows: a module with none (a typo'd file, a
+    helper module) is refused as ``wayline worker --app`` refuses it, not read as "every
+    run"."""
+    started = cli("start", f"{FLOWS}:approval", "--input", '"T-2"')
+    assert started.returncode == 0, started.stderr
+    empty = cli.cwd / "helpers.py"
+    empty.write_text("TIMEOUT = 5\n")
+    done = cli("recover", "--app", str(empty))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == "" and "Traceback" not in done.stderr, done.stdout
+    assert "defines no workflow" in done.stderr and "helpers.py" in done.stderr, done.stderr
+
+
 def test_cleanup_and_archive(cli: Cli) -> None:
     first = _finished_run(cli)
     _finished_run(cli)

@@ -27,7 +27,12 @@ async def cmd_recover(args: argparse.Namespace) -> int:
     they start)."""
     workflows: list[WorkflowDefinition[..., Any]] = []
     for module in args.app or []:
-        workflows += workflows_in(import_app(module))
+        found = workflows_in(import_app(module))
+        if not found:  # no filter is not "every run": refused as `wayline worker --app` does
+            raise UsageError(
+                f"{module!r} defines no workflow (decorate one with @wayline.workflow)"
+            )
+        workflows += found
     async with opened_world(args.world, create=False) as world:
         counts = await Worker(world, workflows, recover=False).recover_runs()
     print(json.dumps(counts))
