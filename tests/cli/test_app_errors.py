@@ -35,3 +35,22 @@ def test_an_import_failure_names_the_users_line(tmp_path: Path, case: str) -> No
     message = str(info.value)
     assert said in message
     assert f"({app}:{line})" in message, message
+
+
+@pytest.mark.parametrize("target", ["file", "module"])
+def test_an_app_given_as_module_colon_workflow_says_to_drop_the_workflow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    """``wayline run`` takes ``MODULE_OR_FILE:WORKFLOW``; ``--app`` (worker, recover) takes the
+    module alone. The form ``run`` accepted says so instead of "no module named 'x.py:w'"."""
+    from wayline.cli.commands import import_apps
+
+    app = tmp_path / "colon_app.py"
+    app.write_text("import wayline\n\n\n@wayline.workflow\nasync def w() -> None: ...\n")
+    monkeypatch.chdir(tmp_path)
+    module = "colon_app.py" if target == "file" else "colon_app"
+    with pytest.raises(UsageError) as info:
+        import_apps([f"{module}:w"])
+    message = str(info.value)
+    assert "not MODULE:WORKFLOW" in message and message.endswith(f"--app {module}"), message
+    assert [d.name for d in import_apps([module])] == ["w"]

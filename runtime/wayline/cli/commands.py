@@ -435,8 +435,16 @@ async def _work(
 
 
 def import_apps(apps: list[str]) -> list[WorkflowDefinition[..., Any]]:
+    """The workflows of ``--app`` modules (each must define one), each once."""
     definitions: list[WorkflowDefinition[..., Any]] = []
     for app in apps:
+        module, sep, name = app.rpartition(":")
+        if sep and module and name and not Path(app).exists():
+            # `wayline run` takes MODULE_OR_FILE:WORKFLOW; --app takes the module alone
+            raise UsageError(
+                f"--app {app!r}: --app takes a module or .py file, not MODULE:WORKFLOW (it "
+                f"stands for every workflow the module defines): --app {module}"
+            )
         found = workflows_in(import_app(app))
         if not found:
             raise UsageError(f"{app!r} defines no workflow (decorate one with @wayline.workflow)")

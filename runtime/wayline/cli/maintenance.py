@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
-from .._core.definitions import WorkflowDefinition
 from .._core.events import RunStatus
 from ..client import Client
 from ..durations import to_seconds
 from ..worker import Worker
-from .commands import opened_world
-from .loading import UsageError, import_app, workflows_in
+from .commands import import_apps, opened_world
+from .loading import UsageError
 
 
 def duration_arg(text: str) -> float:
@@ -25,14 +23,8 @@ def duration_arg(text: str) -> float:
 async def cmd_recover(args: argparse.Namespace) -> int:
     """Re-arm every non-terminal run that has no wake coming, now (workers also do this when
     they start)."""
-    workflows: list[WorkflowDefinition[..., Any]] = []
-    for module in args.app or []:
-        found = workflows_in(import_app(module))
-        if not found:  # no filter is not "every run": refused as `wayline worker --app` does
-            raise UsageError(
-                f"{module!r} defines no workflow (decorate one with @wayline.workflow)"
-            )
-        workflows += found
+    # a module with no workflow is refused there: no filter would be every run
+    workflows = import_apps(args.app or [])
     async with opened_world(args.world, create=False) as world:
         counts = await Worker(world, workflows, recover=False).recover_runs()
     print(json.dumps(counts))
