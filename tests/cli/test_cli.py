@@ -230,6 +230,17 @@ def test_a_stuck_compensation_waits_for_a_person(
     assert "warehouse offline" in text
     assert f"wayline runs resume-compensation {stuck} --world {cli.world}" in text
     assert_clean_error(cli("runs", "abandon-compensation", "wf_missing"), "no run 'wf_missing'")
+    # cancelling a stuck run again says who ends it (a person), not "is a worker running?",
+    # and does not wait out --wait for what no worker will do
+    began = time.monotonic()
+    waited = cli("runs", "cancel", stuck, "--wait", "10")
+    assert waited.returncode == 1 and "worker running" not in waited.stderr, waited.stderr
+    assert time.monotonic() - began < 8, waited
+    assert "compensation_stuck" in waited.stderr, waited.stderr
+    assert f"wayline runs resume-compensation {stuck} --world {cli.world}" in waited.stderr
+    again = cli("runs", "cancel", stuck)
+    assert again.returncode == 0 and "a worker stops it" not in again.stdout, again.stdout
+    assert f"wayline runs abandon-compensation {stuck} --world {cli.world}" in again.stdout
 
     flag.unlink()
     resumed = cli("runs", "resume-compensation", stuck)

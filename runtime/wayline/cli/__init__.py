@@ -201,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=seconds_arg,
         default=0.0,
         metavar="SECONDS",
-        help="wait up to SECONDS for the run to end cancelled (exit 1 if it does not)",
+        help="wait up to SECONDS for the run to end cancelled (exit 1 if it does not; at once "
+        "when its unwind is stuck, which a person resumes or abandons)",
     )
     p.set_defaults(handler=commands.cmd_runs_cancel)
     p = command(runs_sub, "watch", "print a run's timeline as it happens, until it ends")

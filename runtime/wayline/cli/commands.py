@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from .. import metrics, telemetry
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
+from .._core.projections import RunInfo
 from .._engine.tasks import spawn
 from ..client import Client
 from ..errors import (
@@ -619,6 +620,10 @@ async def cmd_runs_wake(args: argparse.Namespace) -> int:
     return 0
 
 
+def stuck(info: RunInfo) -> bool:
+    return info.status is RunStatus.COMPENSATION_STUCK
+
+
 async def cmd_runs_cancel(args: argparse.Namespace) -> int:
     """Cancelling is a request: a worker stops the run, compensates its completed steps (if
     they have compensations) and records ``run_cancelled``. ``--wait`` waits for that."""
@@ -640,7 +645,8 @@ async def cmd_runs_cancel(args: argparse.Namespace) -> int:
             return 0 if info.status is RunStatus.CANCELLED else 1
         info = await client.get_run(args.run_id)
         deadline = time.monotonic() + (args.wait or 0.0)
-        while not info.status.terminal and time.monotonic() < deadline:
+        # a stuck unwind ends only by a person's decision: no worker ends it meanwhile
+        while not info.status.terminal and time.monotonic() < deadline and not stuck(info):
             await asyncio.sleep(0.05)
             info = await client.get_run(args.run_id)
     if info.status is RunStatus.CANCELLED:
@@ -649,6 +655,16 @@ async def cmd_runs_cancel(args: argparse.Namespace) -> int:
     if info.status.terminal:
         print(f"run {args.run_id} ended {info.status} instead: {fmt_error(info.error)}")
         return 1
+    if stuck(info):
+        url = absolute_world_url(args.world)
+        print(
+            f"{'error: ' if args.wait else ''}cancel of {args.run_id} requested, but it is "
+            "compensation_stuck (wayline runs show says why): no worker ends it until a "
+            f"person decides: wayline runs resume-compensation {args.run_id} --world {url} "
+            f"(try again), or wayline runs abandon-compensation {args.run_id} --world {url}",
+            file=sys.stderr if args.wait else sys.stdout,
+        )
+        return 1 if args.wait else 0
     if args.wait:
         print(
             f"error: cancel of {args.run_id} requested, but it is still {info.status} after "
