@@ -54,3 +54,20 @@ def test_an_app_given_as_module_colon_workflow_says_to_drop_the_workflow(
     message = str(info.value)
     assert "not MODULE:WORKFLOW" in message and message.endswith(f"--app {module}"), message
     assert [d.name for d in import_apps([module])] == ["w"]
+
+
+def test_a_directory_or_a_file_without_py_says_what_to_give(tmp_path: Path) -> None:
+    """``--app examples/`` is a directory, not a missing file; ``examples/orders`` is one
+    ``.py`` short of a file that exists."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    (folder / "flows.py").write_text("x = 1\n")
+    with pytest.raises(UsageError, match="a directory") as info:
+        import_app(f"{folder}/")
+    assert "no such file" not in str(info.value)
+    with pytest.raises(UsageError, match="no such file") as info:
+        import_app(str(folder / "flows"))
+    assert str(info.value).endswith(f"(did you mean {str(folder / 'flows.py')!r}?)"), info.value
+    with pytest.raises(UsageError) as info:
+        import_app(str(folder / "other"))
+    assert str(info.value).endswith("no such file"), info.value

@@ -50,8 +50,15 @@ def import_app(spec: str) -> ModuleType:
 
 
 def _import_file(path: Path) -> ModuleType:
+    if path.is_dir():
+        raise UsageError(
+            f"cannot import {str(path)!r}: a directory (give a .py file in it, or a module's "
+            "dotted name)"
+        )
     if not path.is_file():
-        raise UsageError(f"cannot import {str(path)!r}: no such file")
+        py = path.with_name(path.name + ".py")
+        hint = f" (did you mean {str(py)!r}?)" if path.suffix != ".py" and py.is_file() else ""
+        raise UsageError(f"cannot import {str(path)!r}: no such file{hint}")
     if path.suffix != ".py":
         raise UsageError(f"cannot import {str(path)!r}: not a .py file")
     resolved = path.resolve()
