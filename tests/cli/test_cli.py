@@ -294,6 +294,16 @@ BAD_INPUT = [
     pytest.param(
         ["run", f"{FLOWS}:add", "--input", "[1]"], ["missing a required argument: 'b'"], id="arity"
     ),
+    pytest.param(  # an object is one argument: the error says how to give two
+        ["run", f"{FLOWS}:add", "--input", '{"a": 1, "b": 2}'],
+        ["missing a required argument: 'b'", "an object is one argument", "array: [1, 2])"],
+        id="input-object",
+    ),
+    pytest.param(  # an array is the arguments: the error says how to give one array
+        ["start", f"{FLOWS}:approval", "--input", '["T-1", "T-2"]'],
+        ["too many positional arguments", 'wrap it: [["T-1", "T-2"]])'],
+        id="input-array",
+    ),
     pytest.param(
         ["start", f"{FLOWS}:greet", "--input", '{"nam": "x"}'],
         ["does not match Greeting", "name: Field required"],

@@ -29,6 +29,7 @@ from ..errors import (
     CorruptLogError,
     HookNotFoundError,
     RunNotFoundError,
+    SerializationError,
     WaylineError,
     WorldUnavailableError,
 )
@@ -42,7 +43,7 @@ from ..world.registry import ever_served
 from .loading import (
     UsageError,
     import_app,
-    input_args,
+    input_given,
     load_target,
     looks_like_file,
     option_json,
@@ -127,11 +128,41 @@ async def opened_world(
         await world.close()
 
 
-def validate_input(definition: WorkflowDefinition[..., Any], args: list[Any]) -> None:
-    """Refuse input the workflow cannot take before a run exists (exit 2, not a failed run)."""
+def validate_input(
+    definition: WorkflowDefinition[..., Any], args: list[Any], given: Any = None
+) -> None:
+    """Refuse input the workflow cannot take before a run exists (exit 2, not a failed run).
+    ``given`` is the ``--input`` value: when its shape is the likely mistake (an array for a
+    workflow of one parameter, an object for one of several), the error says how to give it."""
     what = f"workflow {definition.name!r}"
-    stored = definition.signature.encode_args(tuple(args), {}, what=what)
-    definition.signature.decode_args(stored, what=f"input of {what}")
+    try:
+        stored = definition.signature.encode_args(tuple(args), {}, what=what)
+        definition.signature.decode_args(stored, what=f"input of {what}")
+    except SerializationError as err:
+        hint = _input_hint(list(definition.signature.sig.parameters), given)
+        if hint is None:
+            raise
+        raise UsageError(f"{err.message} ({hint})") from None
+
+
+def _input_hint(names: list[str], given: Any) -> str | None:
+    if isinstance(given, list) and len(names) == 1:
+        wrapped = json.dumps([given])
+        shown = wrapped if len(wrapped) <= 60 else "[[...]]"
+        return (
+            "--input: a JSON array is the positional arguments; to give the one argument "
+            f"{names[0]!r} an array, wrap it: {shown}"
+        )
+    if isinstance(given, dict) and len(names) > 1:
+        example = "[...]"
+        if set(given) <= set(names):
+            ordered = json.dumps([given[n] for n in names if n in given])
+            example = ordered if len(ordered) <= 60 else example
+        return (
+            "--input: an object is one argument, not the arguments by name; give "
+            f"{', '.join(repr(n) for n in names)} as a JSON array: {example}"
+        )
+    return None
 
 
 def publish_world(url: str) -> None:
@@ -187,8 +218,8 @@ class _Stop:
 # --- run ------------------------------------------------------------------------------------
 async def cmd_run(args: argparse.Namespace) -> int:
     definition, definitions = load_target(args.target)
-    call_args = input_args(args.input)
-    validate_input(definition, call_args)
+    call_args, given = input_given(args.input)
+    validate_input(definition, call_args, given)
     url = args.world
     publish_world(absolute_world_url(url))
     progress_out = sys.stderr
@@ -476,12 +507,12 @@ def worker_child_argv(args: argparse.Namespace, index: int) -> list[str]:
 
 # --- start ----------------------------------------------------------------------------------
 async def cmd_start(args: argparse.Namespace) -> int:
-    call_args = input_args(args.input)
+    call_args, given = input_given(args.input)
     definition: WorkflowDefinition[..., Any] | None = None
     definitions: list[WorkflowDefinition[..., Any]] = []
     if ":" in args.target:
         definition, definitions = load_target(args.target)
-        validate_input(definition, call_args)
+        validate_input(definition, call_args, given)
     elif looks_like_file(args.target):
         raise UsageError(f"name the workflow too: {args.target}:WORKFLOW")
     async with opened_world(args.world, create=True) as world:

@@ -297,7 +297,11 @@ def as_arguments(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def input_args(text: str | None) -> list[Any]:
-    """``--input`` as given (inline JSON, ``@PATH`` or ``@-``) as a run's arguments
-    (:func:`as_arguments`); no ``--input`` is no arguments."""
-    return [] if text is None else as_arguments(option_json(text, "--input")[1])
+def input_given(text: str | None) -> tuple[list[Any], Any]:
+    """``--input`` as given (inline JSON, ``@PATH`` or ``@-``, read once) as a run's arguments
+    (:func:`as_arguments`), and the JSON value it held; no ``--input`` is no arguments (and
+    None)."""
+    if text is None:
+        return [], None
+    value = option_json(text, "--input")[1]
+    return as_arguments(value), value
