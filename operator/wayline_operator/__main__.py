@@ -96,9 +96,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .resource import as_json, crds
 
         folder = Path(args[1] if len(args) > 1 else "crds")
-        for name, manifest in crds().items():
-            (folder / name).write_text(as_json(manifest))
-            print(folder / name)
+        written: list[Path] = []
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, manifest in crds().items():
+                (folder / name).write_text(as_json(manifest))
+                written.append(folder / name)
+        except OSError as err:
+            print(f"error: cannot write the CRDs to {str(folder)!r}: {err}", file=sys.stderr)
+            return 2
+        for path in written:
+            print(path)
         return 0
     from wayline.cli.loading import UsageParser, port_arg, range_arg
     from wayline.settings import PEERING_LIFETIME_RANGE, PRIORITY_RANGE

@@ -130,3 +130,22 @@ def test_the_command_line_takes_what_the_environment_takes() -> None:
     for raw, expected in (("0", 0), ("0.0", 0), ("7", 7), ("", None), (" ", None)):
         settings = Settings.from_env({"WAYLINE_OPERATOR_PRIORITY": raw})
         assert settings.operator_priority == expected, raw
+
+
+def test_crds_writes_into_a_folder_it_makes(
+    tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``crds DIR`` with a DIR that does not exist yet makes it (it was a FileNotFoundError
+    traceback); a DIR that is a file is one ``error:`` line, exit 2."""
+    from pathlib import Path
+
+    folder = Path(str(tmp_path)) / "out" / "crds"
+    assert main(["crds", str(folder)]) == 0
+    written = sorted(p.name for p in folder.iterdir())
+    assert "workflowruns.wayline.dev.json" in written, written
+    assert sorted(capsys.readouterr().out.splitlines()) == [str(folder / n) for n in written]
+    taken = Path(str(tmp_path)) / "a-file"
+    taken.write_text("x")
+    assert main(["crds", str(taken)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "a-file" in err[0], err
