@@ -88,6 +88,24 @@ def deep_json() -> None:
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 6 * API_SERVER_JSON_DEPTH))
 
 
+def _no_cluster() -> str | None:
+    """Why the operator has no credentials for an API server (in-cluster, else a kubeconfig,
+    as kopf and ``kube`` look), or None. Said in one line before kopf starts: kopf's own
+    login failure is a page of tracebacks."""
+    import kubernetes
+
+    from . import kube
+
+    try:
+        kube.custom_objects()
+    except kubernetes.config.ConfigException as err:
+        return (
+            f"not in a cluster, and no kubeconfig: {err} (KUBECONFIG, else ~/.kube/config, "
+            "names the cluster, as for kubectl)"
+        )
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["crds"]:
@@ -149,6 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from wayline import logs, metrics, telemetry
 
+    reason = _no_cluster()
+    if reason is not None:
+        print(f"error: no Kubernetes API server to work with: {reason}", file=sys.stderr)
+        return 2
     logs.configure(logging.DEBUG if opts.verbose else logging.INFO, opts.log_format)
     log = logging.getLogger("wayline.operator")
     import kopf

@@ -149,3 +149,24 @@ def test_crds_writes_into_a_folder_it_makes(
     assert main(["crds", str(taken)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "a-file" in err[0], err
+
+
+def test_no_cluster_credentials_is_one_error_line_before_kopf_starts(
+    tmp_path: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Run where there is no cluster (a laptop without a kubeconfig): one ``error:`` line and
+    exit 2, not kopf's page of LoginError tracebacks."""
+    import kopf
+
+    def not_started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("kopf started")
+
+    monkeypatch.setattr(kopf, "operator", not_started)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path}/no-such-kubeconfig")
+    assert main(["--namespace", "default"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: no Kubernetes API server"), err
+    assert "kubeconfig" in err[0], err
