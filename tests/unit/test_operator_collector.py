@@ -4,8 +4,10 @@ collection of a heap holding thousands of resources comes rarely."""
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,10 +28,18 @@ def test_tune_makes_full_collections_rarer_than_cpythons_defaults() -> None:
         gc.set_threshold(*before)
 
 
-def test_the_operator_process_runs_with_the_tuned_thresholds() -> None:
+def test_the_operator_process_runs_with_the_tuned_thresholds(tmp_path: Path) -> None:
     """The operator's entry point tunes the collector before kopf starts: run in a child
     process with ``asyncio.run`` replaced by a probe that prints the thresholds instead of
-    running kopf."""
+    running kopf (with a kubeconfig naming a server never reached, as the entry point wants
+    credentials before it starts kopf)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
     code = (
         "import gc, sys\n"
         "from wayline_operator import __main__ as entry, collector\n"
@@ -38,7 +48,12 @@ def test_the_operator_process_runs_with_the_tuned_thresholds() -> None:
         "entry.main(['--namespace', 'x'])\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
     )
     expected = collector.THRESHOLDS if collector.GENERATIONAL else gc.get_threshold()
     assert str(tuple(expected)) in done.stdout, done.stdout + done.stderr
