@@ -86,3 +86,16 @@ async def solo(path: str, tag: str) -> str:
 @wayline.workflow(name="slot_flows.solo_one")
 async def solo_one(path: str, tag: str) -> str:
     return await solo(path, tag)
+
+
+@wayline.step(name="slot_flows.renewed", concurrency=wayline.Limit(max=1, lease=0.3))
+async def renewed(marker: str) -> str:
+    """Runs until ``marker`` exists (a test makes it from inside a renewal of the slot)."""
+    while not os.path.exists(marker):  # noqa: ASYNC110, ASYNC240 - a tiny local marker file
+        await asyncio.sleep(0.01)
+    return "done"
+
+
+@wayline.workflow(name="slot_flows.renewed_one")
+async def renewed_one(marker: str) -> str:
+    return await renewed(marker)

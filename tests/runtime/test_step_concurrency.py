@@ -233,3 +233,32 @@ async def test_a_run_cancelled_while_its_step_waits_ends_without_the_body(
     assert sf.runs_of(path, "never") == 0
     assert not of_type(await handle.events(), EventType.STEP_STARTED)
     assert await engine.world.acquire_slot(key, "next", 2, lease=1) == (True, ["busy:s2", "next"])
+
+
+async def test_a_slot_renewer_that_loses_its_cancel_still_ends(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that lands just as a world call completes can be lost (``asyncio.wait_for``
+    before Python 3.12, which the NATS client uses). The slot's renewer is cancelled when its
+    body ends: had it kept renewing, the step would wait for it for good (its run never
+    finishing, its slot and delivery held)."""
+    marker = str(tmp_path / "renewing")
+    renew = engine.world.renew_slot
+    swallowed: list[bool] = []
+
+    async def losing_its_cancel(key: str, holder: str, *, lease: float) -> bool:
+        if swallowed:
+            return await renew(key, holder, lease=lease)
+        swallowed.append(False)
+        sf.mark(marker)  # the body ends now, and the renewer is cancelled in this call
+        try:
+            await asyncio.sleep(0.5)
+        except asyncio.CancelledError:
+            swallowed[0] = True  # the call completed as the cancel came: the cancel is gone
+        return await renew(key, holder, lease=lease)
+
+    monkeypatch.setattr(engine.world, "renew_slot", losing_its_cancel)
+    async with engine.worker([sf.renewed_one], shutdown_grace_seconds=1.0):
+        handle = await engine.client.start(sf.renewed_one, marker)
+        assert await handle.result(timeout=10) == "done"  # it waited for good
+    assert swallowed == [True]

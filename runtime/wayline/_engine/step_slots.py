@@ -62,6 +62,9 @@ class Slot:
     key: str
     holder: str
     limit: Limit
+    ended: bool = False
+    """The body ended: the renewer stops (on this as well as on its cancel, which a world
+    call that completes as it lands can lose: ``asyncio.wait_for`` before Python 3.12)."""
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
@@ -72,6 +75,7 @@ class Slot:
         try:
             yield
         finally:
+            self.ended = True
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
@@ -82,7 +86,7 @@ class Slot:
 
     async def _renew(self) -> None:
         lease = self.limit.lease_seconds
-        while True:
+        while not self.ended:
             await asyncio.sleep(lease / 3)
             try:
                 won = await self.world.renew_slot(self.key, self.holder, lease=lease)
