@@ -114,6 +114,9 @@ class Mirror:
     pump: Pump = field(init=False)
     _watch: RunWatch | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _closing: bool = False
+    """Ends the loops as well as their cancel, which a call that completes as it lands can
+    lose (``asyncio.wait_for`` before Python 3.12, in the NATS client and the pump)."""
 
     def __post_init__(self) -> None:
         c = self.cadence
@@ -156,6 +159,8 @@ class Mirror:
         ]
 
     async def close(self) -> None:
+        self._closing = True
+        self.pump.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -182,7 +187,7 @@ class Mirror:
             )
 
     async def _registry_loop(self) -> None:
-        while True:
+        while not self._closing:
             await asyncio.sleep(self.cadence.registry)
             if not self.paused():
                 await self._read_registry()

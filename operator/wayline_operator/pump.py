@@ -77,6 +77,7 @@ class Pump:
         self._tokens = max(1.0, rate)
         self._filled = clock()
         self._wake = asyncio.Event()
+        self._stopped = False
         self.counts = Counts()
 
     # what callers do ------------------------------------------------------------------------
@@ -109,12 +110,18 @@ class Pump:
     def backlog(self) -> int:
         return len(self._hot) + len(self._cold)
 
+    def stop(self) -> None:
+        """End :meth:`run` (before its cancel: a cancel that lands as its wait for a touch
+        ends can be lost, ``asyncio.wait_for`` before Python 3.12)."""
+        self._stopped = True
+        self._wake.set()
+
     # the loop -------------------------------------------------------------------------------
     async def run(self) -> None:
-        """Sync touched keys until cancelled."""
+        """Sync touched keys until cancelled or stopped."""
         tasks: set[asyncio.Task[None]] = set()
         try:
-            while True:
+            while not self._stopped:
                 if self.paused():
                     await asyncio.sleep(self.pause_poll)
                     continue
