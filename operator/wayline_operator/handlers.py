@@ -93,13 +93,15 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     )
     await mirror.follow(SETTINGS.operator_change_feed)
     memo["mirror"] = mirror
-    memo["sweeper"] = asyncio.create_task(_sweep(world), name="wayline-operator-sweep")
+    memo["sweep_stop"] = stop = asyncio.Event()
+    memo["sweeper"] = asyncio.create_task(_sweep(world, stop), name="wayline-operator-sweep")
 
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     sweeper = memo.get("sweeper")
     if sweeper is not None:
+        memo["sweep_stop"].set()  # as well as its cancel, which a world call can lose
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sweeper
@@ -112,11 +114,13 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         await reconciler.world.close()
 
 
-async def _sweep(world: Any) -> None:
+async def _sweep(world: Any, stop: asyncio.Event) -> None:
     """Recovery is automatic: every ``SWEEP_SECONDS`` re-arm the runs that have no wake
-    coming (the same pass a worker makes when it starts)."""
+    coming (the same pass a worker makes when it starts). Ends on ``stop`` as well as on its
+    cancel: a cancel that lands as a world call completes can be lost (``asyncio.wait_for``
+    before Python 3.12, in the NATS client), and cleanup waits for this task."""
     sweeper = Worker(world, [], recover=False)
-    while True:
+    while not stop.is_set():
         if GATE.paused:  # another replica sweeps
             await asyncio.sleep(1.0)
             continue
@@ -126,7 +130,8 @@ async def _sweep(world: Any) -> None:
                 log.info("sweep re-armed %d of %d live runs", counts["rearmed"], counts["total"])
         except WorldError as err:
             log.warning("sweep skipped: %s", err)
-        await asyncio.sleep(SWEEP_SECONDS)
+        if not stop.is_set():
+            await asyncio.sleep(SWEEP_SECONDS)
 
 
 def _paused() -> bool:

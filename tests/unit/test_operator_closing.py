@@ -6,6 +6,7 @@ waits for it returns and nothing keeps running. On a SQLite file and on a real n
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 import wayline
 from wayline.world import World
+from wayline_operator import handlers
 from wayline_operator.mirror import Cadence, Mirror
 from wayline_operator.notices import Budget, Notice
 from wayline_operator.reconcile import Reconciler
@@ -108,3 +110,20 @@ async def test_the_mirror_closes_when_its_registry_read_loses_its_cancel(
     await asyncio.wait_for(in_call.wait(), 10)
     await _returns_soon(mirror.close(), "the mirror's close")
     assert all(t.done() for t in tasks)
+
+
+async def test_the_operator_cleans_up_when_its_sweep_loses_its_cancel(
+    world_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_call = asyncio.Event()
+    recover = wayline.Worker.recover_runs
+    monkeypatch.setattr(wayline.Worker, "recover_runs", _losing_its_cancel(recover, in_call))
+    monkeypatch.setattr(
+        handlers, "SETTINGS", dataclasses.replace(handlers.SETTINGS, world_url=world_url)
+    )
+    monkeypatch.setattr(handlers, "SWEEP_SECONDS", 60.0)  # it sweeps first, then waits
+    memo: dict[str, Any] = {}
+    await handlers.startup(settings=handlers.kopf.OperatorSettings(), memo=memo)
+    await asyncio.wait_for(in_call.wait(), 10)
+    await _returns_soon(handlers.cleanup(memo=memo), "the operator's cleanup")
+    assert memo["sweeper"].done()
