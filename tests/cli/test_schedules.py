@@ -256,3 +256,41 @@ def _table(out: str) -> tuple[dict[str, str], str]:
         for i, (name, start) in enumerate(zip(names, starts, strict=True))
     }
     return cells, row
+
+
+async def test_a_looping_scheduler_stops_when_a_look_loses_its_cancel(
+    cli: Cli, world_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel (Ctrl-C: ``asyncio.run`` cancels the command) that lands just as a world call
+    completes can be lost (``asyncio.wait_for`` before Python 3.12, which the NATS client
+    uses): the scheduler stops all the same, instead of looking every second for good."""
+    import argparse
+    import asyncio
+
+    from wayline.cli import schedules
+
+    _add(cli, "every", "--cron", "* * * * *")
+    look = schedules._look
+    in_call = asyncio.Event()
+
+    async def losing_its_cancel(*args: Any, **kwargs: Any) -> str | None:
+        if not in_call.is_set():
+            in_call.set()
+            try:
+                await asyncio.sleep(5.0)
+            except asyncio.CancelledError:
+                pass  # the call completed as the cancel came: the cancel is gone
+        return await look(*args, **kwargs)
+
+    monkeypatch.setattr(schedules, "_look", losing_its_cancel)
+    path = cli.cwd / ".wayline" / "schedules.json"
+    args = argparse.Namespace(world=world_url, file=str(path), once=False, now=None)
+    task = asyncio.ensure_future(schedules.cmd_run(args))
+    await asyncio.wait_for(in_call.wait(), 30)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=10)
+    if not done:
+        task.cancel()  # a second Ctrl-C
+        await asyncio.wait({task})
+    assert done, "the scheduler kept looking after its cancel"
+    assert task.cancelled()
