@@ -128,6 +128,16 @@ async def opened_world(
         await world.close()
 
 
+def stop_if_cancelled() -> None:
+    """Raise the cancel of this task (Ctrl-C: ``asyncio.run`` cancels the command) that a world
+    call swallowed: one that lands as the call completes is lost (``asyncio.wait_for`` before
+    Python 3.12, in the NATS client), but the task still counts it (``Task.cancelling``). For
+    the loops that only a cancel ends."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 def validate_input(
     definition: WorkflowDefinition[..., Any], args: list[Any], given: Any = None
 ) -> None:
@@ -287,6 +297,7 @@ async def follow(
         if stop is not None and stop.is_set():
             return False
         if stop is None:
+            stop_if_cancelled()
             await asyncio.sleep(poll)
         else:
             with contextlib.suppress(TimeoutError):

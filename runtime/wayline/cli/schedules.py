@@ -44,7 +44,7 @@ from ..client import Client
 from ..errors import RunNotFoundError, WaylineError
 from ..settings import Settings
 from ..world.registry import ever_served, live_served
-from .commands import opened_world
+from .commands import opened_world, stop_if_cancelled
 from .loading import UsageError, as_arguments, option_json, parse_json, seconds_arg
 
 POLICIES = ("Allow", "Forbid", "Replace")
@@ -225,17 +225,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
                         print(said, flush=True)
             if args.once:
                 return 0
-            _stop_if_cancelled()
+            stop_if_cancelled()
             await asyncio.sleep(1.0)
-
-
-def _stop_if_cancelled() -> None:
-    """Raise the cancel of this task (Ctrl-C: ``asyncio.run`` cancels the command) that a world
-    call swallowed: one that lands as the call completes is lost (``asyncio.wait_for`` before
-    Python 3.12, in the NATS client), but the task still counts it (``Task.cancelling``)."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
 
 
 def _said_failing(failing: dict[str, str], name: str, err: WaylineError) -> None:
