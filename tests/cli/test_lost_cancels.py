@@ -58,3 +58,26 @@ async def test_runs_watch_stops_when_a_read_loses_its_cancel(
     args = argparse.Namespace(world=world_url, run_id=handle.run_id, poll=0.05)
     task = asyncio.ensure_future(commands.cmd_runs_watch(args))
     await _stops_on_its_cancel(task, in_call)
+
+
+async def test_a_worker_waiting_for_its_world_stops_when_a_connect_loses_its_cancel(
+    nats_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker waits up to five minutes for a server world that is not reachable yet; a stop
+    cancels that wait (``_unless_stopped``). A connect attempt that swallowed the cancel and
+    then failed left it trying again until the five minutes were over. (A SQLite world is
+    opened once, never waited for.)"""
+    from wayline.errors import WorldUnavailableError
+    from wayline.worlds.nats import NatsWorld
+
+    async def unreachable(self: NatsWorld) -> None:
+        raise WorldUnavailableError(f"cannot connect to NATS at {nats_server.url}")
+
+    in_call = asyncio.Event()
+    monkeypatch.setattr(NatsWorld, "start", _losing_its_cancel(unreachable, in_call))
+
+    async def opening() -> None:
+        async with commands.opened_world(nats_server.url, create=True, wait_seconds=300.0):
+            raise AssertionError("the world was not reachable")
+
+    await _stops_on_its_cancel(asyncio.ensure_future(opening()), in_call)

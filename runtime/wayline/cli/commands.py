@@ -117,6 +117,7 @@ async def opened_world(
                 await world.close()
             if time.monotonic() + delay > deadline:
                 raise
+            stop_if_cancelled()  # a stop that the failed attempt swallowed
             log.warning(
                 "the world at %s is not reachable yet (%s); again in %.1fs", url, err, delay
             )
