@@ -15,6 +15,7 @@ from ._core.ids import is_run_id, new_run_id
 from ._core.projections import fold, is_sleep, timeout_of
 from ._core.serde import decode, encode
 from ._engine.ending import report_to_parent, terminate_children
+from ._engine.tasks import stop_if_cancelled
 from ._sdk.hooks import check_resume
 from ._sdk.streams import StreamChunk, follow_stream
 from .errors import (
@@ -100,6 +101,7 @@ class RunHandle(Generic[R]):
                             f"run {self.run_id} still {info.status} after {timeout}s"
                         )
                 unread = False
+                stop_if_cancelled()  # a cancel the read swallowed ends the wait all the same
                 wait = pause if deadline is None else min(pause, deadline - time.monotonic())
                 await asyncio.wait({ended}, timeout=max(0.0, wait))
             finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -495,3 +496,35 @@ async def test_a_result_asked_after_the_run_ended_does_not_wait(
 async def _ended(world: Any, run_id: str) -> bool:
     info = await world.get_run(run_id)
     return info is not None and info.status.terminal
+
+
+async def test_a_result_wait_that_loses_its_cancel_still_ends(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that lands just as a read of the run completes can be lost (``asyncio.wait_for``
+    before Python 3.12, which the NATS client uses); ``asyncio.wait_for(handle.result(), t)``
+    cancels it at its timeout and waits for it. The wait ends all the same instead of polling
+    until the run ends (here: never, no worker serves it)."""
+    handle = await engine.client.start(flows.chain, 3)
+    get_run = engine.client.get_run
+    in_call = asyncio.Event()
+
+    async def losing_its_cancel(run_id: str) -> Any:
+        if not in_call.is_set():
+            in_call.set()
+            try:
+                await asyncio.sleep(5.0)
+            except asyncio.CancelledError:
+                pass  # the call completed as the cancel came: the cancel is gone
+        return await get_run(run_id)
+
+    monkeypatch.setattr(engine.client, "get_run", losing_its_cancel)
+    task = asyncio.ensure_future(handle.result())
+    await asyncio.wait_for(in_call.wait(), 30)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=10)
+    if not done:
+        task.cancel()
+        await asyncio.wait({task})
+    assert done, "the result wait carried on after its cancel"
+    assert task.cancelled()

@@ -26,3 +26,12 @@ def _done(task: asyncio.Task[Any], into: set[asyncio.Task[Any]]) -> None:
     exc = task.exception()
     if exc is not None:
         log.error("task %s exited unexpectedly: %r", task.get_name(), exc, exc_info=exc)
+
+
+def stop_if_cancelled() -> None:
+    """Raise the cancel of this task that an awaited call swallowed: one that lands as the
+    call completes is lost (``asyncio.wait_for`` before Python 3.12, in the NATS client), but
+    the task still counts it (``Task.cancelling``). For the loops that only a cancel ends."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError

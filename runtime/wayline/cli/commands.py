@@ -23,7 +23,7 @@ from .. import metrics, telemetry
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
 from .._core.projections import RunInfo
-from .._engine.tasks import spawn
+from .._engine.tasks import spawn, stop_if_cancelled
 from ..client import Client
 from ..errors import (
     CorruptLogError,
@@ -127,16 +127,6 @@ async def opened_world(
         yield world
     finally:
         await world.close()
-
-
-def stop_if_cancelled() -> None:
-    """Raise the cancel of this task (Ctrl-C: ``asyncio.run`` cancels the command) that a world
-    call swallowed: one that lands as the call completes is lost (``asyncio.wait_for`` before
-    Python 3.12, in the NATS client), but the task still counts it (``Task.cancelling``). For
-    the loops that only a cancel ends."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
 
 
 def validate_input(

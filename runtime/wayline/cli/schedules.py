@@ -40,11 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from .._core.cron import Cron, CronError, due, last_tick, next_tick, parse
+from .._engine.tasks import stop_if_cancelled
 from ..client import Client
 from ..errors import RunNotFoundError, WaylineError
 from ..settings import Settings
 from ..world.registry import ever_served, live_served
-from .commands import opened_world, stop_if_cancelled
+from .commands import opened_world
 from .loading import UsageError, as_arguments, option_json, parse_json, seconds_arg
 
 POLICIES = ("Allow", "Forbid", "Replace")
