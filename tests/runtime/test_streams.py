@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import wayline
-from tests.runtime import sdk_flows
+from tests.runtime import flows, sdk_flows
 from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, wait_for
 
@@ -121,3 +122,39 @@ async def test_reading_a_stream_nobody_wrote_ends(engine: Engine) -> None:
         assert await handle.result(timeout=10) == "awake"
         # a follower of a run that ended without writing the stream stops too
         assert [c async for c in engine.client.stream(handle.run_id, "nothing")] == []
+
+
+async def test_a_stream_reader_that_loses_its_cancel_still_ends(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that lands just as a read completes can be lost (``asyncio.wait_for`` before
+    Python 3.12, which the NATS client uses): a following reader ends all the same, instead
+    of following until the run ends (here: never, no worker serves it)."""
+    handle = await engine.client.start(flows.chain, 3)
+    read = engine.world.read_stream
+    in_call = asyncio.Event()
+
+    async def losing_its_cancel(*args: Any, **kwargs: Any) -> Any:
+        if not in_call.is_set():
+            in_call.set()
+            try:
+                await asyncio.sleep(5.0)
+            except asyncio.CancelledError:
+                pass  # the call completed as the cancel came: the cancel is gone
+        return await read(*args, **kwargs)
+
+    monkeypatch.setattr(engine.world, "read_stream", losing_its_cancel)
+
+    async def follow() -> None:
+        async for _ in engine.client.stream(handle.run_id, "progress"):
+            pass
+
+    task = asyncio.ensure_future(follow())
+    await asyncio.wait_for(in_call.wait(), 30)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=10)
+    if not done:
+        task.cancel()
+        await asyncio.wait({task})
+    assert done, "the reader followed on after its cancel"
+    assert task.cancelled()

@@ -223,4 +223,10 @@ async def follow_stream(
             if not await world.read_stream(run_id, name, index, 1):
                 return  # nothing was written after the end (or the run is gone)
             continue
+        # a cancel that a read swallowed (one that lands as the read completes is lost:
+        # ``asyncio.wait_for`` before Python 3.12, in the NATS client) still ends the reader;
+        # the task counts it (as ``_engine.tasks.stop_if_cancelled``, a layer above)
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError
         await asyncio.sleep(poll)
