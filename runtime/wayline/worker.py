@@ -345,6 +345,13 @@ class Worker:
                 for _ in range(free):
                     slots.release()
                 raise
+            if deliveries and self._stopping.is_set():
+                # received as the stop came (the receive lost its cancel): the close took
+                # stock already, so a handler spawned now would outlive it; handed back
+                for _ in range(free):
+                    slots.release()
+                await self._hand_back(deliveries)
+                return
             for _ in range(free - len(deliveries)):
                 slots.release()
             for delivery in deliveries:
@@ -355,6 +362,13 @@ class Worker:
                     f"wayline-{topic}-{delivery.message_id}",
                     self._handlers,
                 )
+
+    async def _hand_back(self, deliveries: list[Delivery]) -> None:
+        for delivery in deliveries:  # released, not acked: redelivered now with the same id
+            try:
+                await self.world.release(delivery)
+            except WaylineError as err:
+                log.warning("could not release delivery %s: %s", delivery.message_id, err)
 
     async def _handle(self, delivery: Delivery, fence: Fence, slots: asyncio.Semaphore) -> None:
         hold(fence)  # every body the handler runs is cut off when the fence trips

@@ -177,3 +177,40 @@ async def test_close_ends_when_a_heartbeat_loses_its_cancel(
     handle = await engine.client.start(flows.chain, 3)  # the world still serves
     async with engine.worker([flows.chain]):
         assert await handle.result(timeout=20) == 3
+
+
+async def test_a_delivery_received_as_a_forced_close_came_is_handed_back(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A receive that loses its cancel (a message came just as the cancel did) returns a
+    delivery after the close began; a forced close of an idle worker cancels its consumers
+    twice with nothing awaited between, so one lost cancel is all it takes. Its handler was
+    spawned after the close had taken stock: left running after ``close`` returned, on a
+    world about to close, its delivery held until its visibility ran out. It is handed back
+    at once instead, unhandled. (A SQLite world's calls do not suspend: there the handler
+    ran to its hand-back before the close went on.)"""
+    worker = wayline.Worker(engine.world, [flows.chain], settings=settings())
+    await worker.start()
+    receive = engine.world.receive
+    in_call = asyncio.Event()
+
+    async def losing_its_cancel(topic: str, **kwargs: Any) -> Any:
+        if in_call.is_set() or not topic.startswith("flow"):
+            return await receive(topic, **kwargs)
+        in_call.set()
+        try:
+            await asyncio.sleep(5.0)
+        except asyncio.CancelledError:
+            pass  # the call completed as the cancel came: the cancel is gone
+        got = await receive(topic, **kwargs)
+        await asyncio.sleep(0.1)  # the rest of the receive (a round trip on NATS)
+        return got
+
+    monkeypatch.setattr(engine.world, "receive", losing_its_cancel)
+    await asyncio.wait_for(in_call.wait(), 10)
+    handle = await engine.client.start(flows.chain, 3)
+    await asyncio.wait_for(worker.close(graceful=False), 20)
+    running = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("wayline-f")]
+    assert running == []  # no handler outlives the close
+    async with engine.worker([flows.chain]):
+        assert await handle.result(timeout=20) == 3
