@@ -3,6 +3,7 @@ deadlines from the child's creation, never recovered behind the parent's back.""
 
 from __future__ import annotations
 
+import io
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
+from wayline.cli.timeline import render_show
 from wayline.world import FLOW_TOPIC
 
 KIDS = [flows.kid, flows.kid_fails, flows.kid_waits]
@@ -26,6 +28,10 @@ async def test_parent_gets_child_results_and_failures(engine: Engine) -> None:
     assert len(created) == 2
     child = await engine.client.get_run(created[0].data["childRunId"])
     assert child.workflow == "kid" and child.attributes["parent"]["runId"] == handle.run_id
+    shown = io.StringIO()
+    render_show(child, await engine.client.handle(child.run_id).events(), shown)
+    claim = child.attributes["parent"]["cid"]
+    assert f"parent    {handle.run_id} (as its child {claim})" in shown.getvalue()
 
 
 async def test_a_parent_replay_resumes_the_existing_child(engine: Engine) -> None:

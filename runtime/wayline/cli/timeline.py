@@ -319,6 +319,9 @@ def render_show(
         code = str(definition.get("codeHash"))[:16]
         strict = " (strict)" if definition.get("strictIdentity") else ""
         p(f"identity  {ident}  code {code}{strict}")
+    parent = info.attributes.get("parent")
+    if isinstance(parent, dict) and parent.get("runId"):
+        p(f"parent    {parent['runId']} (as its child {parent.get('cid', '?')})")
     p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))
     if info.status.value == "blocked" and info.error:
         p(f"blocked   {info.error.get('message', '')}")
