@@ -294,3 +294,19 @@ async def test_a_looping_scheduler_stops_when_a_look_loses_its_cancel(
         await asyncio.wait({task})
     assert done, "the scheduler kept looking after its cancel"
     assert task.cancelled()
+
+
+def test_listing_or_running_a_schedules_file_that_does_not_exist_makes_nothing(
+    cli: Cli, world_url: str
+) -> None:
+    folder = cli.cwd / "not" / "yet"
+    file = str(folder / "schedules.json")
+    listed = cli("schedules", "--file", file, "list")
+    assert listed.returncode == 0 and listed.stdout.strip() == "no schedules", listed
+    assert cli("schedules", "--file", file, "list", "--json").stdout.strip() == "[]"
+    ran = cli("schedules", "--file", file, "run", "--once")
+    assert ran.returncode == 0 and ran.stdout == "", ran
+    assert not (cli.cwd / "not").exists()  # no folder, no file, no lock left behind
+    done = cli("schedules", "--file", file, "add", "x", "--cron", "* * * * *", "--workflow", "add")
+    assert done.returncode == 0, done.stderr
+    assert (folder / "schedules.json").exists()

@@ -52,8 +52,13 @@ POLICIES = ("Allow", "Forbid", "Replace")
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[dict[str, Any]]:
-    """The file's schedules by name, to read and change; written back on exit, under a lock."""
+def _locked(path: Path, *, create: bool = False) -> Iterator[dict[str, Any]]:
+    """The file's schedules by name, to read and change; written back on exit, under a lock.
+    A file that does not exist holds none, and only ``create`` (``add``) makes it (its
+    folders and its lock too): listing or running no schedules leaves nothing behind."""
+    if not create and not path.exists():
+        yield {}
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -109,7 +114,7 @@ async def cmd_add(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from err
     # a file (@PATH, @-) is read now and its text kept; bad JSON is refused now, not at a tick
     text, _ = option_json(args.input, "--input")
-    with _locked(Path(args.file)) as schedules:
+    with _locked(Path(args.file), create=True) as schedules:
         if args.name in schedules:
             raise UsageError(f"schedule {args.name!r} exists already (remove it first)")
         schedules[args.name] = {
