@@ -24,7 +24,7 @@ async def quote(provider: str, amount: int) -> dict[str, object]:
     if provider in DOWN:
         raise ConnectionError(f"{provider} is down")
     started = wayline.step_context().started_at
-    return {"provider": provider, "price": amount * 1.1, "askedAt": str(started)}
+    return {"provider": provider, "priceCents": amount * 110 // 100, "askedAt": str(started)}
 
 
 @wayline.workflow(name="examples.best_effort_quote")

@@ -20,6 +20,7 @@ async def test_typed_hooks_example() -> None:
 async def test_first_success_example() -> None:
     one, none = await first_success.main()
     assert one["provider"] == "acme" and one["workflow"] == "examples.best_effort_quote"
+    assert one["priceCents"] == 110  # whole cents, not 110.00000000000001
     assert len(none["errors"]) == 2  # type: ignore[arg-type]
 
 
