@@ -135,13 +135,20 @@ class Signature:
         return list(bound.args), dict(bound.kwargs)
 
 
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, WaylineError):
+        return exc.message
+    try:
+        return str(exc)
+    except Exception as err:  # a user __str__ that raises: the error is recorded all the same
+        return f"<{type(exc).__qualname__}: str() raised {type(err).__qualname__}: {err}>"
+
+
 def error_to_dict(exc: BaseException) -> dict[str, Any]:
     code = exc.code if isinstance(exc, WaylineError) else getattr(exc, "wayline_code", None)
     return {
         "name": type(exc).__qualname__,
-        "message": limits.clip(
-            str(exc) if not isinstance(exc, WaylineError) else exc.message, limits.current().error
-        ),
+        "message": limits.clip(_message(exc), limits.current().error),
         "code": code or "USER_ERROR",
         "stack": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
     }
