@@ -6,6 +6,7 @@ ports. None repeats a scenario of ``test_peer_scenarios.py`` or ``test_peer_scen
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,18 @@ import wayline
 from tests.runtime.flows import lines, mark
 from tests.runtime.harness import Engine, of_type
 from wayline._core.events import EventType
+
+
+def _token() -> str:
+    return f"p3-{uuid.uuid4().hex[:12]}"
+
+
+def _marked(path: str, label: str) -> Any:
+    async def check() -> bool:
+        return label in lines(path)
+
+    return check
+
 
 # --- errors that do not serialise (DBOS test_failures.py) ---------------------------------------
 
@@ -97,3 +110,36 @@ async def test_a_workflow_body_error_whose_str_raises_fails_the_run(engine: Engi
             await handle.result(timeout=10)
     [failed] = of_type(await handle.events(), EventType.RUN_FAILED)
     assert failed.data["error"]["name"] == "BadStr"
+
+
+class Abort(BaseException):
+    """Not an ``Exception``: what some libraries raise to unwind (gevent's ``Timeout``)."""
+
+
+@wayline.step(max_retries=1, retry_delay=0.01)
+async def p3_base_exc(path: str) -> str:
+    mark(path, "try")
+    if len(lines(path)) == 1:
+        raise Abort("not an Exception")
+    return "ok"
+
+
+@wayline.workflow
+async def p3_base_flow(path: str) -> str:
+    return await p3_base_exc(path)
+
+
+async def test_a_step_raising_a_base_exception_is_retried_by_its_policy(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """DBOS ``test_failures.py::test_keyboardinterrupt_during_retries`` (a step raising a
+    ``BaseException`` that is not an ``Exception``; the workflow still completes): the attempt
+    is recorded as failed and retried at once under the step's policy, not left unsettled
+    until its message's visibility runs out."""
+    path = str(tmp_path / "log")
+    async with engine.worker([p3_base_flow]):
+        handle = await engine.client.start(p3_base_flow, path)
+        assert await handle.result(timeout=10) == "ok"
+    assert lines(path) == ["try", "try"]
+    [retrying] = of_type(await handle.events(), EventType.STEP_RETRYING)
+    assert "Abort" in str(retrying.data)

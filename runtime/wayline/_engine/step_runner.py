@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -170,7 +171,9 @@ async def _body(
         return Failed(error_to_dict(err))
     except RetryableError as err:  # its retry_after wins over the policy, for one attempt
         return _retry_or_fail(definition, attempt, err, err.retry_after, ctx.idempotency_key)
-    except Exception as err:
+    except (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError):
+        raise  # the process or the delivery is stopping: not the body's own failure
+    except BaseException as err:  # an Exception, or another the body raised (gevent's Timeout)
         if not definition.retry.retryable(err):
             error = error_to_dict(err)
             error["message"] = (
@@ -185,7 +188,7 @@ async def _body(
 def _retry_or_fail(
     definition: StepDefinition[..., Any],
     attempt: int,
-    err: Exception,
+    err: BaseException,
     retry_after: float | None,
     key: str,
 ) -> Outcome:
