@@ -6,6 +6,7 @@ ports. None repeats a scenario of ``test_peer_scenarios.py`` or ``test_peer_scen
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
@@ -143,3 +144,31 @@ async def test_a_step_raising_a_base_exception_is_retried_by_its_policy(
     assert lines(path) == ["try", "try"]
     [retrying] = of_type(await handle.events(), EventType.STEP_RETRYING)
     assert "Abort" in str(retrying.data)
+
+
+@wayline.step(max_retries=1, retry_delay=0.01)
+async def p3_own_cancel(path: str) -> str:
+    mark(path, "try")
+    if len(lines(path)) == 1:
+        inner = asyncio.ensure_future(asyncio.sleep(60))
+        inner.cancel()
+        await inner  # the body's own task was cancelled: a CancelledError nobody asked of it
+    return "ok"
+
+
+@wayline.workflow
+async def p3_own_cancel_flow(path: str) -> str:
+    return await p3_own_cancel(path)
+
+
+async def test_a_cancelled_error_of_the_bodys_own_making_is_retried(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Temporal's activity tests tell a cancel the worker asked for from an activity that
+    lets a ``CancelledError`` of its own escape: the latter is an ordinary failure of the
+    attempt, retried by the policy; the delivery is not stopped and left unsettled."""
+    path = str(tmp_path / "log")
+    async with engine.worker([p3_own_cancel_flow]):
+        handle = await engine.client.start(p3_own_cancel_flow, path)
+        assert await handle.result(timeout=10) == "ok"
+    assert lines(path) == ["try", "try"]

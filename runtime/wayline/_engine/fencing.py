@@ -157,6 +157,12 @@ async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None, step
         me = asyncio.current_task()
         if fence.tripped is not None and task.cancelled() and (me is None or not me.cancelling()):
             raise FencedError(f"cut off: {fence.tripped}") from None
+        if fence.tripped is None and me is not None and not me.cancelling():
+            # nobody cancelled the body or this delivery: the body let a cancel of its own
+            # escape (an inner task's), an ordinary failure of the attempt
+            raise RuntimeError(
+                f"step {step!r} raised CancelledError without being cancelled"
+            ) from None
         raise
     finally:
         fence.bodies.discard(task)
