@@ -1,8 +1,9 @@
 """A third round of scenarios from other durable engines' end-to-end suites (DBOS Transact's
-``test_failures.py``, ``test_dbos.py`` and ``test_workflow_management.py``, Temporal's Python
-SDK ``tests/worker/test_workflow.py`` and ``temporalio/features``, Restate's and Inngest's SDK
-tests), ported to Wayline as black-box tests on every world. Each docstring names the test it
-ports. None repeats a scenario of ``test_peer_scenarios.py`` or ``test_peer_scenarios2.py``."""
+``test_failures.py``, ``test_dbos.py`` and ``test_queue.py``, Temporal's Python SDK
+``tests/worker/test_workflow.py`` and ``temporalio/features``, Restate's, Inngest's and
+Hatchet's SDK tests), ported to Wayline as black-box tests on every world. Each docstring names
+what it ports. None repeats a scenario of ``test_peer_scenarios.py`` or
+``test_peer_scenarios2.py``."""
 
 from __future__ import annotations
 
@@ -256,7 +257,7 @@ async def test_bytes_cross_as_their_annotation_and_binary_fails_clearly(engine: 
             await raw.result(timeout=20)
 
 
-# --- hooks: a payload before the await (Temporal features signal/basic, DBOS send/recv) -------
+# --- hooks: a payload before the await (Temporal features signal tests, DBOS send/recv) ------
 
 
 @wayline.step(max_retries=0)
@@ -280,7 +281,7 @@ async def p3_hook_then_busy(path: str, token: str) -> list[Any]:
 async def test_a_payload_sent_while_the_run_is_busy_is_kept_for_its_await(
     engine: Engine, tmp_path: Path
 ) -> None:
-    """Temporal ``features`` ``signal/basic`` (a signal that arrives before the workflow's
+    """Temporal's ``features`` signal tests (a signal that arrives before the workflow's
     ``wait_condition``) and DBOS ``test_dbos.py`` send/recv (a message sent before ``recv``):
     a hook created before a long step is resumed while the step runs; the payload waits in
     the log and the later ``await`` returns it, with the step's body run once."""
