@@ -599,3 +599,73 @@ async def test_a_concurrency_key_that_raises_fails_clearly_and_runs_nothing(
     assert out["code"] == "CONCURRENCY_KEY" and "no partition for ana" in out["message"]
     assert "no partition for bob" in str(caught.value)
     assert lines(path) == []
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for this one")
+
+
+def _unprintable_key(path: str, who: str) -> str:
+    raise _Unprintable
+
+
+@wayline.step(concurrency=wayline.Limit(key=_unprintable_key, max=1))
+async def p3_unprintable_key_step(path: str, who: str) -> str:
+    mark(path, f"ran {who}")
+    return who
+
+
+@wayline.workflow
+async def p3_unprintable_step_key(path: str) -> dict[str, Any]:
+    try:
+        await p3_unprintable_key_step(path, "ana")
+    except wayline.StepFailedError as err:
+        return {"code": err.error.get("code"), "message": err.error.get("message")}
+    return {}
+
+
+@wayline.workflow(concurrency=wayline.Limit(key=_unprintable_key, max=1))
+async def p3_unprintable_flow_key(path: str, who: str) -> str:
+    mark(path, f"flow {who}")
+    return who
+
+
+class _OddCode(Exception):
+    wayline_code = {"not": "a code"}  # a user attribute the log cannot take as a code
+
+
+@wayline.step(max_retries=0)
+async def p3_odd_code(path: str) -> str:
+    mark(path, "odd")
+    raise _OddCode("declined")
+
+
+@wayline.workflow
+async def p3_odd_code_flow(path: str) -> dict[str, Any]:
+    try:
+        await p3_odd_code(path)
+    except wayline.StepFailedError as err:
+        return {"code": err.error.get("code"), "message": err.error.get("message")}
+    return {}
+
+
+async def test_a_key_error_that_cannot_be_printed_and_a_code_that_is_not_text_fail_clearly(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The same as above with the user's error at its worst: a key function's error whose
+    ``__str__`` raises, and a step error whose ``wayline_code`` is not a string. Each fails
+    its step or run with a readable error, and nothing is left for the message's
+    visibility to time out."""
+    path = str(tmp_path / "log")
+    async with engine.worker([p3_unprintable_step_key, p3_unprintable_flow_key, p3_odd_code_flow]):
+        step = await engine.client.start(p3_unprintable_step_key, path)
+        out = await step.result(timeout=20)
+        flow = await engine.client.start(p3_unprintable_flow_key, path, "bob")
+        with pytest.raises(wayline.RunFailedError, match="CONCURRENCY_KEY") as caught:
+            await flow.result(timeout=20)
+        odd = await (await engine.client.start(p3_odd_code_flow, path)).result(timeout=20)
+    assert out["code"] == "CONCURRENCY_KEY" and "str() raised RuntimeError" in out["message"]
+    assert "_Unprintable" in str(caught.value)
+    assert odd["code"] == "USER_ERROR" and "declined" in odd["message"], odd
+    assert lines(path) == ["odd"]

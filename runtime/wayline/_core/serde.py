@@ -135,7 +135,8 @@ class Signature:
         return list(bound.args), dict(bound.kwargs)
 
 
-def _message(exc: BaseException) -> str:
+def error_message(exc: BaseException) -> str:
+    """``str(exc)``, also for an exception whose ``__str__`` raises (user code)."""
     if isinstance(exc, WaylineError):
         return exc.message
     try:
@@ -146,9 +147,11 @@ def _message(exc: BaseException) -> str:
 
 def error_to_dict(exc: BaseException) -> dict[str, Any]:
     code = exc.code if isinstance(exc, WaylineError) else getattr(exc, "wayline_code", None)
+    if not isinstance(code, str):  # a user attribute: only a string is a code the log can hold
+        code = None
     return {
         "name": type(exc).__qualname__,
-        "message": limits.clip(_message(exc), limits.current().error),
+        "message": limits.clip(error_message(exc), limits.current().error),
         "code": code or "USER_ERROR",
         "stack": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
     }

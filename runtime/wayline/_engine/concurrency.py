@@ -9,6 +9,7 @@ from typing import Any
 from .._core.definitions import WorkflowDefinition
 from .._core.events import EventType, NewEvent, RunStatus
 from .._core.replay import Replay
+from .._core.serde import error_message
 from ..errors import EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
 from .ending import fail_run
@@ -36,11 +37,12 @@ async def admit(
         args, kwargs = workflow.signature.decode_args(replay.input, what="input")
         key = limit.key_for(workflow.name, args, kwargs)
     except Exception as err:  # the key function failed: the run cannot be placed
+        why = f"{type(err).__name__}: {error_message(err)}"
         await fail_run(
             world,
             run_id,
             "CONCURRENCY_KEY",
-            f"the concurrency key of {workflow.name!r} raised {type(err).__name__}: {err}",
+            f"the concurrency key of {workflow.name!r} raised {why}",
         )
         return False
     won, holders = await world.acquire_slot(key, run_id, limit.max)

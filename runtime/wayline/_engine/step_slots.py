@@ -27,6 +27,7 @@ from .._core.concurrency import Limit
 from .._core.definitions import StepDefinition
 from .._core.events import EventType, NewEvent, RunStatus
 from .._core.projections import StepView
+from .._core.serde import error_message
 from ..errors import (
     EntityConflictError,
     RunTerminalError,
@@ -113,7 +114,8 @@ async def take(
         args, kwargs = definition.signature.decode_args(step.input, what=f"step {step.name!r}")
         key = limit.key_for(f"step:{definition.name}", args, kwargs)
     except Exception as err:
-        message = f"the concurrency key of step {step.name!r} raised {type(err).__name__}: {err}"
+        why = f"{type(err).__name__}: {error_message(err)}"
+        message = f"the concurrency key of step {step.name!r} raised {why}"
         return Failed({"name": "FatalError", "code": "CONCURRENCY_KEY", "message": message})
     holder = f"{run_id}:{step.cid}"
     won, holders = await world.acquire_slot(key, holder, limit.max, lease=limit.lease_seconds)
