@@ -19,7 +19,6 @@ from pathlib import Path
 import pydantic
 
 import wayline
-from wayline.errors import InvalidPayloadError
 
 
 class Approval(wayline.Hook, pydantic.BaseModel):
@@ -64,7 +63,7 @@ async def main() -> tuple[str, list[str]]:
                 if not refused:
                     try:
                         await Approval.resume(client, token, {"approved": "maybe", "by": by})
-                    except InvalidPayloadError as err:
+                    except wayline.InvalidPayloadError as err:
                         refused = err.message
                 await Approval.resume(client, token, Approval(approved=True, by=by))
             return refused, await handle.result(timeout=30)
