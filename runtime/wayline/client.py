@@ -15,7 +15,7 @@ from ._core.ids import is_run_id, new_run_id
 from ._core.projections import fold, is_sleep, timeout_of
 from ._core.serde import decode, encode
 from ._engine.ending import report_to_parent, terminate_children
-from ._engine.tasks import stop_if_cancelled
+from ._engine.tasks import cancels, stop_if_cancelled
 from ._sdk.hooks import check_resume
 from ._sdk.streams import StreamChunk, follow_stream
 from .errors import (
@@ -87,6 +87,7 @@ class RunHandle(Generic[R]):
             and not world.may_have_ended_since(self.run_id, self._mark)
         )
         self._fresh = False
+        handled = cancels()  # a cancel the caller caught before it asked does not end the wait
         while True:
             ended = world.watch_terminal(self.run_id)
             try:
@@ -101,7 +102,7 @@ class RunHandle(Generic[R]):
                             f"run {self.run_id} still {info.status} after {timeout}s"
                         )
                 unread = False
-                stop_if_cancelled()  # a cancel the read swallowed ends the wait all the same
+                stop_if_cancelled(handled)  # a cancel the read swallowed ends the wait all the same
                 wait = pause if deadline is None else min(pause, deadline - time.monotonic())
                 await asyncio.wait({ended}, timeout=max(0.0, wait))
             finally:

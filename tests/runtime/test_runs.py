@@ -528,3 +528,26 @@ async def test_a_result_wait_that_loses_its_cancel_still_ends(
         await asyncio.wait({task})
     assert done, "the result wait carried on after its cancel"
     assert task.cancelled()
+
+
+async def test_a_result_wait_in_a_task_that_handled_its_cancel_waits(engine: Engine) -> None:
+    """A task that handles its own cancel by waiting for its run (cleanup before it goes) is
+    not stopped by that cancel again: only a cancel that comes during the wait ends it (the
+    check for a swallowed cancel counts the cancels since the wait began)."""
+    handle = await engine.client.start(flows.chain, 3)  # no worker yet: it stays pending
+    waiting = asyncio.Event()
+
+    async def cleanup_on_cancel() -> int:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            waiting.set()
+            return await handle.result(timeout=20)
+        raise AssertionError("not cancelled")
+
+    task = asyncio.ensure_future(cleanup_on_cancel())
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.wait_for(waiting.wait(), 10)
+    async with engine.worker([flows.chain]):
+        assert await asyncio.wait_for(task, 30) == 3

@@ -158,3 +158,30 @@ async def test_a_stream_reader_that_loses_its_cancel_still_ends(
         await asyncio.wait({task})
     assert done, "the reader followed on after its cancel"
     assert task.cancelled()
+
+
+async def test_a_stream_follower_in_a_task_that_handled_its_cancel_follows(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A task that handles its own cancel by reading a stream to its end is not stopped by that
+    cancel again: only a cancel that comes while it follows ends it."""
+    path = str(tmp_path / "marks")
+    handle = await engine.client.start(sdk_flows.producer, path, 3)  # no worker yet
+    following = asyncio.Event()
+
+    async def read_on_cancel() -> list[Any]:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            following.set()
+            return [c.data async for c in engine.client.stream(handle.run_id, "progress")]
+        raise AssertionError("not cancelled")
+
+    task = asyncio.ensure_future(read_on_cancel())
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.wait_for(following.wait(), 10)
+    async with engine.worker([sdk_flows.producer]):
+        assert await handle.result(timeout=20) == 3
+        chunks = await asyncio.wait_for(task, 30)
+    assert chunks == [{"i": i, "attempt": 1} for i in range(3)]

@@ -200,6 +200,8 @@ async def follow_stream(
     with ``follow=False``, until what is stored now is read). A run that ends without its
     stream being closed (its step never settled) also ends the iteration."""
     index = max(0, start)
+    task = asyncio.current_task()
+    handled = 0 if task is None else task.cancelling()  # caught by the caller before it read
     while True:
         records = await world.read_stream(run_id, name, index, 500)
         for record in records:
@@ -226,7 +228,6 @@ async def follow_stream(
         # a cancel that a read swallowed (one that lands as the read completes is lost:
         # ``asyncio.wait_for`` before Python 3.12, in the NATS client) still ends the reader;
         # the task counts it (as ``_engine.tasks.stop_if_cancelled``, a layer above)
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
+        if task is not None and task.cancelling() > handled:
             raise asyncio.CancelledError
         await asyncio.sleep(poll)
