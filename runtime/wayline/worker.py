@@ -192,11 +192,7 @@ class Worker:
         pending = list(self._handlers) + list(self._tasks)
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-        for delivery in held:  # released, not acked: redelivered now with the same id
-            try:
-                await self.world.release(delivery)
-            except WaylineError as err:
-                log.warning("could not release delivery %s: %s", delivery.message_id, err)
+        await self._hand_back(held)
         self._held.clear()
 
     def _warn_outlived_grace(self, handlers: Iterable[asyncio.Task[Any]]) -> None:
