@@ -52,7 +52,7 @@ def unseen(delivery: Delivery, reason: str) -> Verdict:
     """Read again a little later (``UNSEEN_TRIES`` deliveries in all), then set aside."""
     if delivery.attempt < UNSEEN_TRIES:
         delay = 0.5 * delivery.attempt
-        log.info("%s: reading it again in %.1fs (a replica may not have it yet)", reason, delay)
+        log.info("%s: reading it again in %.1fs (the read may not show it yet)", reason, delay)
         return Verdict("retry", delay=delay)
     return Verdict("dead", reason=reason)
 

@@ -94,7 +94,7 @@ class Slot:
             except WaylineError as err:
                 log.warning("could not renew slot %r of %s: %s", self.key, self.holder, err)
                 continue
-            if not won:
+            if not won and not self.ended:  # a body that ended is not cut off after the fact
                 fence = fencing.current()
                 reason = f"concurrency slot {self.key!r} of {self.holder} lost (lease {lease:g}s)"
                 log.error("%s: its body is cut off", reason)
