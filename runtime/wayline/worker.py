@@ -79,6 +79,8 @@ class Worker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
         self._held: dict[int, tuple[Delivery, Fence]] = {}
+        self._late: list[Delivery] = []
+        """Received as the stop came: ``close`` hands them back once its consumers ended."""
         self._closed = False  # the renewer's end: set once nothing is held any more
         self._stopping = asyncio.Event()
         self._started = False
@@ -192,7 +194,8 @@ class Worker:
         pending = list(self._handlers) + list(self._tasks)
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-        await self._hand_back(held)
+        late, self._late = self._late, []
+        await self._hand_back(held + late)
         self._held.clear()
 
     def _warn_outlived_grace(self, handlers: Iterable[asyncio.Task[Any]]) -> None:
@@ -343,10 +346,12 @@ class Worker:
                 raise
             if deliveries and self._stopping.is_set():
                 # received as the stop came (the receive lost its cancel): the close took
-                # stock already, so a handler spawned now would outlive it; handed back
+                # stock already, so a handler spawned now would outlive it. Left to the close
+                # to hand back once this consumer ended: a release awaited here could be cut
+                # short by the close's second cancel, holding the message until visibility
                 for _ in range(free):
                     slots.release()
-                await self._hand_back(deliveries)
+                self._late.extend(deliveries)
                 return
             for _ in range(free - len(deliveries)):
                 slots.release()
