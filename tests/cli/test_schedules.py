@@ -61,8 +61,8 @@ def test_a_tick_starts_one_run_however_many_schedulers_look(cli: Cli, world_url:
     assert listed[0]["name"] == "nightly" and listed[0].get("lastTick") is None
     assert listed[0]["rehearsal"]["lastTick"] is not None
     assert listed[0]["next"] < "2099"  # the scheduler on the clock starts its own ticks
-    header, row = _table(cli("schedules", "list").stdout)
-    assert header["LAST TICK"] == "-" and header["NEXT TICK"] < "2099", header
+    cells, row = _table(cli("schedules", "list").stdout)
+    assert cells["LAST TICK"] == "-" and cells["NEXT TICK"] < "2099", cells
     assert row.endswith("(rehearsed to 2099-04-02T00:30:00Z)"), row
 
 

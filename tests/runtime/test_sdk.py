@@ -139,7 +139,9 @@ async def test_gather_raises_the_first_failure_in_log_order(engine: Engine, tmp_
         handle = await engine.client.start(sdk_flows.gather_settled_flow, path)
         out = await handle.result(timeout=20)
     events = await handle.events()
-    failed = [str(e.data) for e in of_type(events, EventType.STEP_FAILED)]
-    assert len(failed) == 2 and "fast broke" in failed[0], failed  # the log's order
+    failed = of_type(events, EventType.STEP_FAILED)
+    assert len(failed) == 2 and "fast broke" in str(failed[0].data), failed  # the log's order
+    woke = of_type(events, EventType.WAIT_COMPLETED)[0]
+    assert all(f.seq < woke.seq for f in failed), events  # both settled before gather
     assert "fast broke" in out, out
     assert sorted(lines(path)) == ["fast", "slow"]

@@ -85,15 +85,25 @@ async def test_a_start_between_a_cleanups_purge_and_its_queue_sweep_keeps_its_me
     worker_world = await engine.make_world()
     receive = worker_world.receive
 
+    receiving = [0]  # receives under way (past the hold)
+
     async def held(*args: object, **kwargs: object) -> object:
         await busy.wait()
-        return await receive(*args, **kwargs)  # type: ignore[arg-type]
+        receiving[0] += 1
+        try:
+            return await receive(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            receiving[0] -= 1
 
     monkeypatch.setattr(worker_world, "receive", held)
     async with engine.worker(sf.WORKFLOWS, world=worker_world):
         await _ended_once(engine, path, run_id, "old")
         busy.clear()
-        await asyncio.sleep(0.7)  # receives under way end (they wait at most 0.5 s)
+        for _ in range(600):  # receives under way end (each waits at most 0.5 s)
+            if receiving[0] == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert receiving[0] == 0, "a receive did not end"
         purged, go_on = asyncio.Event(), asyncio.Event()
         if engine.world.url.startswith("nats"):
             from wayline.worlds.nats.retention import Retention
