@@ -333,6 +333,17 @@ def test_bad_input_is_one_clear_line_and_exit_2(
     assert runs[0]["status"] == "pending"
 
 
+def test_an_input_array_already_wrapped_gets_no_hint_to_wrap_it(
+    cli: Cli, existing_world: str
+) -> None:
+    """``[["T-1"]]`` for a workflow of one string parameter is wrapped already: the type is
+    wrong, and the error says that alone (no advice to wrap it once more)."""
+    done = cli("start", f"{FLOWS}:approval", "--input", '[["T-1"]]')
+    assert_clean_error(done, "approval")
+    assert "wrap it" not in done.stderr, done.stderr
+    assert [r["runId"] for r in cli.json("runs", "list")] == [existing_world]
+
+
 @pytest.mark.parametrize(
     ("world", "needles"),
     [

@@ -147,7 +147,8 @@ def validate_input(
 
 
 def _input_hint(names: list[str], given: Any) -> str | None:
-    if isinstance(given, list) and len(names) == 1:
+    wrapped_already = isinstance(given, list) and len(given) == 1 and isinstance(given[0], list)
+    if isinstance(given, list) and len(names) == 1 and not wrapped_already:
         wrapped = json.dumps([given])
         shown = wrapped if len(wrapped) <= 60 else "[[...]]"
         return (
