@@ -250,11 +250,25 @@ class Mirror:
             with contextlib.suppress(InvalidSpec):
                 ref.parsed = parse_spec(ref.spec)
         self.refs[run_id] = ref
-        mine = _seq(self.written.get(run_id) or {})
+        wrote = self.written.get(run_id)
+        mine = _seq(wrote or {})
         if mine is not None and (_seq(ref.status) or 0) > mine:
             # another replica wrote it later (this one was paused): the watch is the truth,
             # and the Events up to there are posted
             self.written.pop(run_id, None)
+        elif (
+            wrote is not None
+            and _seq(ref.status) == mine
+            and ref.status.get("phase") != wrote.get("phase")
+        ):
+            # Not an echo of this process's writes (all those of one log position say one
+            # phase): someone else wrote it (``kubectl patch --subresource=status``). Read the
+            # run in full and mirror it again, or the lie stays until the run moves.
+            self.written.pop(run_id, None)
+            self.confirmed.discard(run_id)
+            self.recheck.add(run_id)
+            self.pump.touch(run_id)
+            return
         if old is None or old.generation != ref.generation:
             self.pump.touch(run_id)  # new to this process, or its spec changed
         elif run_id not in self.written and old.status.get("phase") != ref.status.get("phase"):

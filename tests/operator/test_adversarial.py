@@ -103,6 +103,25 @@ async def test_a_status_tampered_with_is_put_right_after_a_restart(
     assert status["output"] == 5 and status["message"] != "forged"
 
 
+async def test_a_live_runs_status_tampered_with_is_put_right_while_the_operator_runs(
+    cluster: Cluster,  # noqa: F811
+) -> None:
+    """The same lie told to the operator that wrote the status: it compared each sync with
+    what it had written itself, not with what the resource says, so a live run patched to
+    ``failed`` stayed ``failed`` (``kubectl wait`` on it believed it) until the run moved."""
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        assert cluster.apply("l", {"workflow": "kid_waits", "input": "tok-l"}).returncode == 0
+        await cluster.status_when("l", "running")
+        await wait_for(lambda: cluster.world.get_hook("tok-l"))
+        forged = '{"status":{"phase":"failed","message":"forged"}}'
+        cluster.kubectl("patch", "wfr", "l", "--subresource=status", "--type=merge", "-p", forged)
+        status = await cluster.status_when("l", "running", timeout=10)
+        assert status["message"] != "forged"
+        await cluster.client.resume_hook("tok-l", 3)
+        status = await cluster.status_when("l", "completed", timeout=20)
+    assert status["output"] == 3
+
+
 async def test_a_corrupt_run_is_blocked_in_its_conditions_and_says_so_in_an_event(
     cluster: Cluster,  # noqa: F811
     tmp_path: Path,
