@@ -40,6 +40,8 @@ SETTINGS = settings()
 SWEEP_SECONDS = SETTINGS.operator_sweep_seconds
 HOOK_RETRY_SECONDS = SETTINGS.operator_hook_retry_seconds
 _TERMINAL = {"completed", "failed", "cancelled", "invalid"}
+WORLD_RETRY_SECONDS = 2.0
+"""How soon a start whose world did not answer is tried again."""
 
 
 def cadence() -> Cadence:
@@ -84,7 +86,15 @@ def _quiet(record: logging.LogRecord) -> bool:
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     configure(settings)
     world = open_world(SETTINGS.world_url)
-    await world.start()
+    try:
+        await world.start()
+    except WorldError as err:
+        # A world not up yet (``helm install`` starts NATS beside the operator): try again
+        # soon. Raised as it was, kopf waited its first retry's default of 60 s (the backoff
+        # ``configure`` sets is read only for the next one), and printed a traceback.
+        with contextlib.suppress(Exception):
+            await world.close()
+        raise kopf.TemporaryError(f"{err}; trying again", delay=WORLD_RETRY_SECONDS) from None
     reconciler = Reconciler(world)
     memo["reconciler"] = reconciler
     memo["budget"] = budget = Budget()

@@ -264,3 +264,32 @@ async def _resumed_twice(replica: Replica) -> bool:
 async def _has_run(cluster: Cluster, name: str) -> bool:
     status = await asyncio.to_thread(lambda: cluster.get(name).get("status") or {})
     return bool(status.get("runId"))
+
+
+async def test_an_operator_started_before_its_world_serves_as_soon_as_the_world_is_up(
+    control_plane: Any, nats_server_own: Any, tmp_path: Path
+) -> None:
+    """``helm install`` starts NATS and the operator together: the operator's start finds no
+    world. kopf tried its start again after 60 s (its default for a first retry), with a
+    traceback each time: a fresh installation ran nothing for a minute after NATS was up."""
+    namespace = f"t-{uuid.uuid4().hex[:10]}"
+    assert control_plane.kubectl("create", "namespace", namespace).returncode == 0
+    url = nats_server_own.url
+    nats_server_own.stop()
+    env = _kubeconfig_env(url, control_plane.kubeconfig)
+    operator = Replica(namespace, env, tmp_path / "operator.log")
+    operator.start()
+    world = wayline.open_world(url)
+    try:
+        cluster = Cluster(control_plane, namespace, world, wayline.Client(world), operator)
+        assert cluster.apply("early", {"workflow": "chain", "input": [3]}).returncode == 0
+        await operator.said("WORLD_UNAVAILABLE")
+        nats_server_own.start()
+        await world.start()
+        async with wayline.Worker(world, APPS, settings=settings()):
+            status = await cluster.status_when("early", "completed", timeout=20)
+        assert status["output"] == 3
+    finally:
+        operator.stop()
+        await world.close()
+    assert "Traceback" not in operator.text()
