@@ -109,8 +109,15 @@ async def tick(
     runs = [r for r in (owned_run(i) for i in items) if r is not None]
     handled = since(status, meta.get("creationTimestamp"), runs)
     todo = plan(parsed, cron, handled, now, runs)
-    said, todo = await _carry_out(body, parsed, todo, namespace, name, status)
-    _write(patch, status, _status(name, status, parsed, todo, runs, said, now))
+    # a spec fixed since its last tick: its error is not what happened at the last tick
+    kept = {**status, "message": None} if _invalid(status) else status
+    said, todo = await _carry_out(body, parsed, todo, namespace, name, kept)
+    _write(patch, status, _status(name, kept, parsed, todo, runs, said, now))
+
+
+def _invalid(status: Mapping[str, Any]) -> bool:
+    conditions = status.get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("reason") == "InvalidSpec" for c in conditions)
 
 
 async def _carry_out(

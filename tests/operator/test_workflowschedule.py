@@ -216,3 +216,28 @@ async def test_an_invalid_schedule_is_an_event_and_a_condition(cluster: Cluster)
     assert cluster.operator.proc is not None and cluster.operator.proc.poll() is None
     printed = cluster.kubectl("get", "wfs").stdout
     assert "SCHEDULE" in printed and "NEXT" in printed and "*/1 * * * *" in printed
+
+
+async def test_a_schedule_fixed_while_suspended_no_longer_shows_its_error(
+    cluster: Cluster,
+) -> None:
+    """A time zone fixed together with ``suspend: true`` (or fixed between two ticks) left the
+    error as the status's message, and as the message of ``Ready=True``, until the next run
+    started: for a daily schedule a day of a ready schedule saying its time zone is unknown."""
+    assert (
+        cluster.apply("z", _schedule(timeZone="Mars/Olympus"), "WorkflowSchedule").returncode == 0
+    )
+    await cluster.event_when("z", "InvalidSpec")
+    fixed = '{"spec":{"timeZone":"UTC","suspend":true}}'
+    cluster.kubectl("patch", "wfs", "z", "--type=merge", "-p", fixed)
+
+    async def suspended() -> dict[str, Any] | None:
+        status = (await asyncio.to_thread(cluster.get, "z", "wfs")).get("status") or {}
+        [ready] = status.get("conditions") or [{}]
+        return status if ready.get("reason") == "Suspended" else None
+
+    status = await wait_for(suspended, timeout=15, interval=0.3)
+    [ready] = status["conditions"]
+    assert ready["status"] == "True"
+    assert "Mars" not in ready["message"] and "Mars" not in (status.get("message") or "")
+    assert not _runs(cluster)
