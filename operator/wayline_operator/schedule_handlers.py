@@ -53,9 +53,15 @@ def _post(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
 
 
 def _ready(
-    status: Mapping[str, Any], ok: bool, reason: str, message: str, now: float
+    status: Mapping[str, Any],
+    ok: bool,
+    reason: str,
+    message: str,
+    now: float,
+    generation: int | None = None,
 ) -> dict[str, Any]:
-    """The ``Ready`` condition, keeping its transition time while its status stays."""
+    """The ``Ready`` condition, keeping its transition time while its status stays, for the
+    spec's ``generation`` (KEP-1623)."""
     value = "True" if ok else "False"
     conditions: list[dict[str, Any]] = status.get("conditions") or []
     before = next((c for c in conditions if c.get("type") == "Ready"), {})
@@ -65,6 +71,7 @@ def _ready(
         "status": value,
         "reason": reason,
         "message": message,
+        "observedGeneration": generation,
         "lastTransitionTime": stamp(now) if moved else before.get("lastTransitionTime"),
     }
 
@@ -92,6 +99,7 @@ async def tick(
     **_: Any,
 ) -> None:
     now = SETTINGS.schedule_now()
+    generation = meta.get("generation")
     try:
         parsed = WorkflowScheduleSpec.model_validate(dict(spec))
         cron = parse(parsed.schedule, parsed.timeZone)
@@ -101,8 +109,9 @@ async def tick(
     if message is not None:
         if status.get("message") != message:
             _post(body, [Notice(WARNING, "InvalidSpec", message)])
-        ready = _ready(status, False, "InvalidSpec", message, now)
-        _write(patch, status, {"message": message, "conditions": [ready], "nextScheduleTime": None})
+        ready = _ready(status, False, "InvalidSpec", message, now, generation)
+        invalid = {"message": message, "conditions": [ready], "nextScheduleTime": None}
+        _write(patch, status, {**invalid, "observedGeneration": generation})
         return
     namespace, name = str(meta["namespace"]), str(meta["name"])
     items = await list_runs(namespace, f"{SCHEDULE_LABEL}={meta['uid']}")
@@ -112,7 +121,8 @@ async def tick(
     # a spec fixed since its last tick: its error is not what happened at the last tick
     kept = {**status, "message": None} if _invalid(status) else status
     said, todo = await _carry_out(body, parsed, todo, namespace, name, kept)
-    _write(patch, status, _status(name, kept, parsed, todo, runs, said, now))
+    fresh = _status(name, kept, parsed, todo, runs, said, now, generation)
+    _write(patch, status, fresh)
 
 
 def _invalid(status: Mapping[str, Any]) -> bool:
@@ -168,6 +178,7 @@ def _status(
     runs: Sequence[OwnedRun],
     message: str | None,
     now: float,
+    generation: int | None = None,
 ) -> dict[str, Any]:
     ticks = [r.tick for r in runs] + ([todo.create] if todo.create is not None else [])
     last = max(ticks, default=None)
@@ -181,5 +192,6 @@ def _status(
         "nextScheduleTime": None if spec.suspend else stamp(todo.next),
         "active": active or None,
         "message": message,
-        "conditions": [_ready(status, True, reason, message or reason, now)],
+        "observedGeneration": generation,
+        "conditions": [_ready(status, True, reason, message or reason, now, generation)],
     }

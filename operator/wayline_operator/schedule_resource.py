@@ -67,6 +67,9 @@ class WorkflowScheduleStatus(BaseModel):
     lastRun: str | None = Field(default=None, description="The WorkflowRun of the latest tick.")
     active: list[str] | None = Field(default=None, description="Its live WorkflowRuns.")
     message: str | None = Field(default=None, description="What happened at the last tick.")
+    observedGeneration: int | None = Field(
+        default=None, description="The metadata.generation this status was computed for."
+    )
     conditions: list[Condition] | None = Field(
         default=None, description="Ready (the spec schedules) and Suspended."
     )

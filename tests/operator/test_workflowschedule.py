@@ -241,3 +241,25 @@ async def test_a_schedule_fixed_while_suspended_no_longer_shows_its_error(
     assert ready["status"] == "True"
     assert "Mars" not in ready["message"] and "Mars" not in (status.get("message") or "")
     assert not _runs(cluster)
+
+
+async def test_a_schedules_status_observes_its_edited_spec(cluster: Cluster) -> None:
+    """``status.observedGeneration`` and the ``Ready`` condition's follow the spec (KEP-1623,
+    as a WorkflowRun's): a schedule had neither, so after an edit nothing told a status
+    written for the new spec from one left from the old (kstatus read it as current)."""
+    async with wayline.Worker(cluster.world, SCHEDULE_APPS, settings=settings()):
+        assert cluster.apply("g", _schedule(), "WorkflowSchedule").returncode == 0
+        await cluster.event_when("g", "Started")
+        edit = '{"spec":{"input":[2]}}'
+        cluster.kubectl("patch", "wfs", "g", "--type=merge", "-p", edit)
+
+        async def observed() -> dict[str, Any] | None:
+            body = await asyncio.to_thread(cluster.get, "g", "wfs")
+            status = body.get("status") or {}
+            seen = status.get("observedGeneration") == body["metadata"]["generation"]
+            return status if seen else None
+
+        status = await wait_for(observed, timeout=15, interval=0.3)
+    [ready] = status["conditions"]
+    assert ready["observedGeneration"] == status["observedGeneration"] == 2
+    assert ready["status"] == "True"
