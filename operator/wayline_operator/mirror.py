@@ -108,6 +108,9 @@ class Mirror:
     recheck: set[str] = field(default_factory=set)
     """Runs to read in full at their next sync although their log did not move."""
     confirmed: set[str] = field(default_factory=set)
+    suspects: dict[str, float] = field(default_factory=dict)
+    """By run: since when (monotonic) the watch has shown a status this process did not write
+    (``_suspected``)."""
     """Ended statuses this process did not write, read against the world once (``_forged``)."""
     _live: frozenset[str] = frozenset()
     """The registry's live entries at its last read (a lapse shows against these)."""
@@ -256,19 +259,14 @@ class Mirror:
             # another replica wrote it later (this one was paused): the watch is the truth,
             # and the Events up to there are posted
             self.written.pop(run_id, None)
-        elif (
-            wrote is not None
-            and _seq(ref.status) == mine
-            and ref.status.get("phase") != wrote.get("phase")
-        ):
-            # Not an echo of this process's writes (all those of one log position say one
-            # phase): someone else wrote it (``kubectl patch --subresource=status``). Read the
-            # run in full and mirror it again, or the lie stays until the run moves.
-            self.written.pop(run_id, None)
-            self.confirmed.discard(run_id)
-            self.recheck.add(run_id)
-            self.pump.touch(run_id)
-            return
+        elif wrote is not None and _differs(ref.status, wrote):
+            # Not what this process wrote last: the echo of an earlier write on its way, or
+            # someone else's write (``kubectl patch --subresource=status``, the status
+            # removed). Looked at again once the echoes are in (``_suspected``).
+            self.suspects.setdefault(run_id, time.monotonic())
+            self.pump.touch(run_id, delay=self.cadence.settle)
+        else:
+            self.suspects.pop(run_id, None)
         if old is None or old.generation != ref.generation:
             self.pump.touch(run_id)  # new to this process, or its spec changed
         elif run_id not in self.written and old.status.get("phase") != ref.status.get("phase"):
@@ -303,6 +301,31 @@ class Mirror:
         self.confirmed.add(run_id)
         return False
 
+    def _suspected(self, run_id: str, ref: Ref) -> None:
+        """The status the watch shows is still not this process's last write ``settle``
+        seconds after it first showed so: someone else wrote it. Its lie (a live run shown
+        ``failed``, a status removed) stayed until the run moved, since each sync compared
+        with what this process had written. Forget that write: the run is read in full and
+        mirrored again."""
+        since = self.suspects.get(run_id)
+        if since is None:
+            return
+        wrote = self.written.get(run_id)
+        if wrote is None or not _differs(ref.status, wrote):
+            self.suspects.pop(run_id)
+            return
+        if time.monotonic() - since < self.cadence.settle:
+            return  # its echo may be on its way; the touch ``seen`` made comes back then
+        self.suspects.pop(run_id)
+        log.warning(
+            "run %s: status %r was not written by this operator: mirrored again",
+            run_id,
+            ref.status.get("phase"),
+        )
+        self.written.pop(run_id, None)
+        self.confirmed.discard(run_id)
+        self.recheck.add(run_id)
+
     def forget(self, run_id: str) -> None:
         self.refs.pop(run_id, None)
         self.written.pop(run_id, None)
@@ -313,6 +336,7 @@ class Mirror:
         self.announced.pop(run_id, None)
         self.removing.discard(run_id)
         self.recheck.discard(run_id)
+        self.suspects.pop(run_id, None)
         self.pump.forget(run_id)
 
     def _status(self, run_id: str, ref: Ref) -> dict[str, Any]:
@@ -337,6 +361,7 @@ class Mirror:
         ref = self.refs.get(run_id)
         if ref is None:
             return False
+        self._suspected(run_id, ref)
         status = self._status(run_id, ref)
         if status.get("phase") in TERMINAL:
             if not await self._forged(run_id, status):
@@ -524,6 +549,11 @@ def _blocked(fresh: Mapping[str, Any]) -> bool:
         c.get("type") == "Blocked" and c.get("status") == "True"
         for c in fresh.get("conditions") or []
     )
+
+
+def _differs(shown: Mapping[str, Any], wrote: Mapping[str, Any]) -> bool:
+    """The status the watch shows says otherwise than this process's last write."""
+    return any(shown.get(k) != v for k, v in wrote.items())
 
 
 def _same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

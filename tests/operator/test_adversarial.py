@@ -108,7 +108,8 @@ async def test_a_live_runs_status_tampered_with_is_put_right_while_the_operator_
 ) -> None:
     """The same lie told to the operator that wrote the status: it compared each sync with
     what it had written itself, not with what the resource says, so a live run patched to
-    ``failed`` stayed ``failed`` (``kubectl wait`` on it believed it) until the run moved."""
+    ``failed`` stayed ``failed`` (``kubectl wait`` on it believed it) until the run moved, and
+    a status removed stayed removed."""
     async with wayline.Worker(cluster.world, APPS, settings=settings()):
         assert cluster.apply("l", {"workflow": "kid_waits", "input": "tok-l"}).returncode == 0
         await cluster.status_when("l", "running")
@@ -119,6 +120,11 @@ async def test_a_live_runs_status_tampered_with_is_put_right_while_the_operator_
         assert status["message"] != "forged"
         await cluster.client.resume_hook("tok-l", 3)
         status = await cluster.status_when("l", "completed", timeout=20)
+    assert status["output"] == 3
+    # the status removed: kopf started the run again (a no-op), and it stayed empty for good
+    wipe = '[{"op":"remove","path":"/status"}]'
+    cluster.kubectl("patch", "wfr", "l", "--subresource=status", "--type=json", "-p", wipe)
+    status = await cluster.status_when("l", "completed", timeout=10)
     assert status["output"] == 3
 
 
