@@ -98,6 +98,7 @@ class ControlPlane:
         self.dir: Path | None = None
         self.port = 0
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.args: dict[str, tuple[str, ...]] = {}
 
     @property
     def server(self) -> str:
@@ -172,9 +173,24 @@ class ControlPlane:
         )
         return client
 
+    def kill_apiserver(self) -> None:
+        """Crash the kube-apiserver (SIGKILL, by pid); etcd keeps the data."""
+        proc = self.procs.pop("kube-apiserver")
+        proc.kill()
+        proc.wait(timeout=10)
+
+    def start_apiserver(self, timeout: float = 60.0) -> None:
+        """Start the kube-apiserver again, as before (same port, etcd and PKI), and return once
+        ``/readyz`` answers ok. Call it from the main thread: the process dies with the thread
+        that started it (``dying_with_us``: the parent-death signal follows the thread)."""
+        assert self.dir is not None and "kube-apiserver" not in self.procs
+        self._spawn("kube-apiserver", *self.args["kube-apiserver"])
+        self._wait_ready(self.dir / "pki", timeout)
+
     def _spawn(self, name: str, *args: str) -> None:
         assert self.dir is not None
-        log: IO[bytes] = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
+        self.args[name] = args
+        log: IO[bytes] = open(self.dir / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
         try:
             self.procs[name] = subprocess.Popen(
                 dying_with_us([str(self.bin_dir / name), *args]),

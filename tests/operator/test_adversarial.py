@@ -211,3 +211,32 @@ async def test_two_hooks_racing_for_one_token_and_an_oversized_payload(
     assert len({e.data["deliveryId"] for e in received}) == len(received)
     assert done["output"] == received[0].data["payload"]
     assert "Traceback" not in cluster.operator.log.read_text()
+
+
+async def test_the_api_server_restarted_while_runs_progress(
+    cluster: Cluster,  # noqa: F811
+) -> None:
+    """The API server crashes and comes back (an upgrade of the control plane): what the runs
+    did meanwhile reaches their statuses, a resource created after it starts its run, and the
+    operator process stays up."""
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        for name in ("a0", "a1"):
+            assert (
+                cluster.apply(name, {"workflow": "kid_waits", "input": f"tok-{name}"}).returncode
+                == 0
+            )
+        for name in ("a0", "a1"):
+            await cluster.status_when(name, "running")
+            await wait_for(lambda name=name: cluster.world.get_hook(f"tok-{name}"))
+        cluster.plane.kill_apiserver()
+        try:
+            await cluster.client.resume_hook("tok-a0", 0)
+            await asyncio.sleep(3)  # the operator's writes and watches fail meanwhile
+        finally:
+            cluster.plane.start_apiserver()  # blocks this loop for its start (a few seconds)
+        assert (await cluster.status_when("a0", "completed", timeout=30))["output"] == 0
+        assert cluster.apply("after", {"workflow": "chain", "input": [3]}).returncode == 0
+        assert (await cluster.status_when("after", "completed", timeout=40))["output"] == 3
+        await cluster.client.resume_hook("tok-a1", 1)
+        assert (await cluster.status_when("a1", "completed", timeout=20))["output"] == 1
+    assert cluster.operator.proc is not None and cluster.operator.proc.poll() is None
