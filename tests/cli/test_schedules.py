@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.cli.conftest import FLOWS, Background, Cli
+from tests.lost_cancels import ends_on_its_cancel, losing_its_cancel
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -270,30 +271,12 @@ async def test_a_looping_scheduler_stops_when_a_look_loses_its_cancel(
     from wayline.cli import schedules
 
     _add(cli, "every", "--cron", "* * * * *")
-    look = schedules._look
     in_call = asyncio.Event()
-
-    async def losing_its_cancel(*args: Any, **kwargs: Any) -> str | None:
-        if not in_call.is_set():
-            in_call.set()
-            try:
-                await asyncio.sleep(5.0)
-            except asyncio.CancelledError:
-                pass  # the call completed as the cancel came: the cancel is gone
-        return await look(*args, **kwargs)
-
-    monkeypatch.setattr(schedules, "_look", losing_its_cancel)
+    monkeypatch.setattr(schedules, "_look", losing_its_cancel(schedules._look, in_call))
     path = cli.cwd / ".wayline" / "schedules.json"
     args = argparse.Namespace(world=world_url, file=str(path), once=False, now=None)
     task = asyncio.ensure_future(schedules.cmd_run(args))
-    await asyncio.wait_for(in_call.wait(), 30)
-    task.cancel()
-    done, _ = await asyncio.wait({task}, timeout=10)
-    if not done:
-        task.cancel()  # a second Ctrl-C
-        await asyncio.wait({task})
-    assert done, "the scheduler kept looking after its cancel"
-    assert task.cancelled()
+    await ends_on_its_cancel(task, in_call, "the scheduler kept looking after its cancel")
 
 
 def test_listing_or_running_a_schedules_file_that_does_not_exist_makes_nothing(

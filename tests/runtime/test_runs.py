@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import wayline
+from tests.lost_cancels import ends_on_its_cancel, losing_its_cancel
 from tests.runtime import flows
 from tests.runtime.harness import Engine, file_exists, of_type, wait_for
 from wayline._core.events import EventType
@@ -506,28 +507,10 @@ async def test_a_result_wait_that_loses_its_cancel_still_ends(
     cancels it at its timeout and waits for it. The wait ends all the same instead of polling
     until the run ends (here: never, no worker serves it)."""
     handle = await engine.client.start(flows.chain, 3)
-    get_run = engine.client.get_run
     in_call = asyncio.Event()
-
-    async def losing_its_cancel(run_id: str) -> Any:
-        if not in_call.is_set():
-            in_call.set()
-            try:
-                await asyncio.sleep(5.0)
-            except asyncio.CancelledError:
-                pass  # the call completed as the cancel came: the cancel is gone
-        return await get_run(run_id)
-
-    monkeypatch.setattr(engine.client, "get_run", losing_its_cancel)
+    monkeypatch.setattr(engine.client, "get_run", losing_its_cancel(engine.client.get_run, in_call))
     task = asyncio.ensure_future(handle.result())
-    await asyncio.wait_for(in_call.wait(), 30)
-    task.cancel()
-    done, _ = await asyncio.wait({task}, timeout=10)
-    if not done:
-        task.cancel()
-        await asyncio.wait({task})
-    assert done, "the result wait carried on after its cancel"
-    assert task.cancelled()
+    await ends_on_its_cancel(task, in_call, "the result wait carried on after its cancel")
 
 
 async def test_a_result_wait_in_a_task_that_handled_its_cancel_waits(engine: Engine) -> None:

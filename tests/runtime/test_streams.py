@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import wayline
+from tests.lost_cancels import ends_on_its_cancel, losing_its_cancel
 from tests.runtime import flows, sdk_flows
 from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, wait_for
@@ -131,33 +132,16 @@ async def test_a_stream_reader_that_loses_its_cancel_still_ends(
     Python 3.12, which the NATS client uses): a following reader ends all the same, instead
     of following until the run ends (here: never, no worker serves it)."""
     handle = await engine.client.start(flows.chain, 3)
-    read = engine.world.read_stream
     in_call = asyncio.Event()
-
-    async def losing_its_cancel(*args: Any, **kwargs: Any) -> Any:
-        if not in_call.is_set():
-            in_call.set()
-            try:
-                await asyncio.sleep(5.0)
-            except asyncio.CancelledError:
-                pass  # the call completed as the cancel came: the cancel is gone
-        return await read(*args, **kwargs)
-
-    monkeypatch.setattr(engine.world, "read_stream", losing_its_cancel)
+    read = losing_its_cancel(engine.world.read_stream, in_call)
+    monkeypatch.setattr(engine.world, "read_stream", read)
 
     async def follow() -> None:
         async for _ in engine.client.stream(handle.run_id, "progress"):
             pass
 
     task = asyncio.ensure_future(follow())
-    await asyncio.wait_for(in_call.wait(), 30)
-    task.cancel()
-    done, _ = await asyncio.wait({task}, timeout=10)
-    if not done:
-        task.cancel()
-        await asyncio.wait({task})
-    assert done, "the reader followed on after its cancel"
-    assert task.cancelled()
+    await ends_on_its_cancel(task, in_call, "the reader followed on after its cancel")
 
 
 async def test_a_stream_follower_in_a_task_that_handled_its_cancel_follows(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import wayline
+from tests.lost_cancels import losing_its_cancel
 from wayline.world import World
 from wayline_operator import handlers
 from wayline_operator.mirror import Cadence, Mirror
@@ -52,24 +53,6 @@ async def _remove(ref: Mapping[str, Any]) -> None:
     pass
 
 
-def _losing_its_cancel(call: Any, in_call: asyncio.Event) -> Any:
-    """``call``, except that its first call swallows the cancel that comes while it runs (as
-    a call that completed just as the cancel came)."""
-    swallowed: list[bool] = []
-
-    async def losing(*args: Any, **kwargs: Any) -> Any:
-        if not swallowed:
-            swallowed.append(True)
-            in_call.set()
-            try:
-                await asyncio.sleep(5.0)
-            except asyncio.CancelledError:
-                pass  # the call completed as the cancel came: the cancel is gone
-        return await call(*args, **kwargs)
-
-    return losing
-
-
 async def _returns_soon(aw: Any, what: str) -> None:
     """``aw`` returns within a bound. Not ``asyncio.wait_for``: a close that suppresses the
     ``CancelledError`` of the task it awaits swallows its own cancel too, so a timed-out
@@ -89,7 +72,7 @@ async def test_the_mirror_closes_when_its_status_pump_loses_its_cancel(
     mirror = Mirror(Reconciler(world), Budget(), _post, _patch, _remove, Cadence(settle=0.0))
     await mirror.follow()
     in_call = asyncio.Event()
-    monkeypatch.setattr(mirror.pump, "_idle", _losing_its_cancel(mirror.pump._idle, in_call))
+    monkeypatch.setattr(mirror.pump, "_idle", losing_its_cancel(mirror.pump._idle, in_call))
     mirror.start()
     tasks = list(mirror._tasks)
     await asyncio.wait_for(in_call.wait(), 10)
@@ -104,7 +87,7 @@ async def test_the_mirror_closes_when_its_registry_read_loses_its_cancel(
     mirror = Mirror(Reconciler(world), Budget(), _post, _patch, _remove, cadence)
     await mirror.follow()
     in_call = asyncio.Event()
-    monkeypatch.setattr(world, "list_served", _losing_its_cancel(world.list_served, in_call))
+    monkeypatch.setattr(world, "list_served", losing_its_cancel(world.list_served, in_call))
     mirror.start()
     tasks = list(mirror._tasks)
     await asyncio.wait_for(in_call.wait(), 10)
@@ -117,7 +100,7 @@ async def test_the_operator_cleans_up_when_its_sweep_loses_its_cancel(
 ) -> None:
     in_call = asyncio.Event()
     recover = wayline.Worker.recover_runs
-    monkeypatch.setattr(wayline.Worker, "recover_runs", _losing_its_cancel(recover, in_call))
+    monkeypatch.setattr(wayline.Worker, "recover_runs", losing_its_cancel(recover, in_call))
     monkeypatch.setattr(
         handlers, "SETTINGS", dataclasses.replace(handlers.SETTINGS, world_url=world_url)
     )
