@@ -384,6 +384,23 @@ def test_bad_settings_are_a_clean_error(cli: Cli) -> None:
     assert_clean_error(done, "WORKFLOW_INLINE_OWNERSHIP must be 0/1/true/false")
 
 
+def test_python_dash_m_wayline_is_the_wayline_command(cli: Cli) -> None:
+    cli("start", f"{FLOWS}:add", "--input", "[1, 2]")
+    argv = cli.argv("runs", "list", "--json")
+    done = subprocess.run(
+        [sys.executable, "-m", "wayline", *argv[3:]],
+        cwd=cli.cwd,
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == cli("runs", "list", "--json").stdout
+    assert len(json.loads(done.stdout)) == 1
+
+
 def test_no_command_prints_help_and_exits_2(cli: Cli) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "wayline.cli", "runs"],
