@@ -32,3 +32,22 @@ async def count_up(n: int) -> int:
 @wayline.workflow
 async def counting(n: int) -> int:
     return await count_up(n)
+
+
+@wayline.step(
+    name="cli_tests.count_twice", retry=wayline.RetryPolicy(max_attempts=2, initial="10ms")
+)
+async def count_twice(n: int) -> int:
+    """Writes ``n`` lines; the first attempt fails after them (its lines are then partial)."""
+    out = wayline.stream("progress")
+    attempt = wayline.step_context().attempt
+    for i in range(n):
+        await out.write({"done": i + 1, "attempt": attempt})
+    if attempt == 1:
+        raise RuntimeError("first attempt fails after its lines")
+    return n
+
+
+@wayline.workflow
+async def counting_twice(n: int) -> int:
+    return await count_twice(n)

@@ -607,6 +607,29 @@ def test_runs_tail_prints_a_step_stream(cli: Cli, spawn: Callable[..., Backgroun
     assert negative.returncode == 2 and "an index counts from 0" in negative.stderr
 
 
+@pytest.mark.timeout(90)
+def test_runs_tail_says_lines_were_partial_only_when_it_printed_them(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    started = cli("start", f"{SDK_FLOWS}:counting_twice", "--input", "2")
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    spawn("worker", "--app", str(SDK_FLOWS))
+    tail = cli("runs", "tail", run_id, "--stream", "progress")  # follows until the close
+    assert tail.returncode == 0, tail.stderr
+    assert [json.loads(line)["attempt"] for line in tail.stdout.splitlines()] == [1, 1, 2, 2]
+    assert "restarted (attempt 2): the lines above from it were partial" in tail.stderr
+    # from index 3 (after the restart record): nothing of attempt 1 is printed, and no restart
+    later = cli("runs", "tail", run_id, "--stream", "progress", "--start", "3", "--no-follow")
+    assert [json.loads(line)["attempt"] for line in later.stdout.splitlines()] == [2, 2]
+    assert "restarted" not in later.stderr
+    # from index 2 (the restart record itself): it is said, but no lines above are claimed
+    at = cli("runs", "tail", run_id, "--stream", "progress", "--start", "2", "--no-follow")
+    assert [json.loads(line)["attempt"] for line in at.stdout.splitlines()] == [2, 2]
+    assert "restarted (attempt 2)" in at.stderr
+    assert "partial" not in at.stderr
+
+
 def test_output_whose_reader_went_away_is_no_error(cli: Cli) -> None:
     """``wayline runs show RUN | head -1``: the reader closes the pipe early. The CLI stops
     writing quietly (exit 0, nothing on stderr), as other command-line tools do."""

@@ -610,6 +610,7 @@ async def cmd_runs_tail(args: argparse.Namespace) -> int:
     """Print a run's step stream, one JSON chunk a line, until the writing step settles.
     Exit 1, saying so, when there was nothing to print (a misspelled stream, say)."""
     printed = False
+    shown: set[str] = set()  # steps with a line printed since their last restart
     async with opened_world(args.world, create=False) as world:
         client = Client(world)
         await _get_run(client, args.run_id, args.world)
@@ -617,15 +618,15 @@ async def cmd_runs_tail(args: argparse.Namespace) -> int:
             args.run_id, args.stream, start=args.start, follow=not args.no_follow
         ):
             if chunk.kind == "restart":
-                print(
-                    f"# step {chunk.step_id} restarted (attempt {chunk.attempt}): the lines "
-                    "above from it were partial",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                said = f"# step {chunk.step_id} restarted (attempt {chunk.attempt})"
+                if chunk.step_id in shown:  # not when --start skipped all of them
+                    said += ": the lines above from it were partial"
+                    shown.discard(chunk.step_id)
+                print(said, file=sys.stderr, flush=True)
                 continue
             print(json.dumps(chunk.data, default=str), flush=True)
             printed = True
+            shown.add(chunk.step_id)
     if not printed:
         where = f" from index {args.start}" if args.start else ""
         print(
