@@ -57,22 +57,59 @@ def check(value: Any, kind: str, what: str, limits: Limits | None = None) -> Non
     """Raise :class:`PayloadTooLargeError` when the stored form of ``value`` is over the
     ``kind`` limit (``input``, ``step_args``, ``result``, ``hook_payload``)."""
     limit: int = getattr(limits or current(), kind)
-    if not _maybe_over(value, limit):
+    if 0 <= json_bound(value) <= limit:
         return
     size = len(json.dumps(value, separators=(",", ":")).encode())
     if size > limit:
         raise PayloadTooLargeError(what, size, limit, _SETTING[kind])
 
 
-def _maybe_over(value: Any, limit: int) -> bool:
-    """Cheap: False when ``value`` cannot be over ``limit`` whatever it holds (most step
-    results are small scalars, and measuring means encoding them twice)."""
+_INT64 = 1 << 63
+_WALK = 32
+"""Values a bound looks at before it gives up: past this, encoding (in C) is cheaper."""
+
+
+def json_bound(value: Any) -> int:
+    """An upper bound on the bytes of ``value``'s compact JSON (``ensure_ascii``), or -1 when
+    it cannot be told cheaply (a large or deep value: measure it by encoding). Most payloads
+    are scalars, short strings and short lists of them (a step's arguments): measuring those
+    by encoding would encode them twice."""
+    budget = [_WALK]
+    return _bound(value, budget)
+
+
+def _bound(value: Any, budget: list[int]) -> int:
+    budget[0] -= 1
+    if budget[0] < 0:
+        return -1
     kind = type(value)
-    if value is None or kind is bool or kind is int or kind is float:
-        return False  # an int's digits are capped by the interpreter at 4300
+    if value is None or kind is bool:
+        return 5
+    if kind is int:
+        return 20 if -_INT64 <= value < _INT64 else -1
+    if kind is float:
+        return 24  # repr's longest, "-2.2250738585072014e-308"; inf and nan are shorter
     if kind is str:
-        return len(value) * 6 + 2 > limit  # \\uXXXX is the longest escape
-    return True
+        return len(value) * 12 + 2  # ensure_ascii: a character past U+FFFF is two \uXXXX
+    if kind is list or kind is tuple:
+        total = 2
+        for item in value:
+            size = _bound(item, budget)
+            if size < 0:
+                return -1
+            total += size + 1
+        return total
+    if kind is dict:
+        total = 2
+        for key, item in value.items():
+            if type(key) is not str:
+                return -1
+            size = _bound(item, budget)
+            if size < 0:
+                return -1
+            total += len(key) * 12 + 2 + size + 2
+        return total
+    return -1
 
 
 def clip(text: str, limit: int) -> str:

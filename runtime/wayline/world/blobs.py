@@ -34,6 +34,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from .._core.events import Event, NewEvent
+from .._core.limits import json_bound
 from .._core.projections import RunInfo
 from ..errors import BlobMissingError
 from .entries import Unreadable, loads
@@ -73,11 +74,9 @@ def _measure(value: Any, limit: int) -> tuple[int, bytes | None]:
     _SMALL)`` when it can neither be over ``limit`` nor count towards a batch (most payloads
     are small scalars and short strings: no need to encode them here). A character is at
     most 12 bytes of JSON: ``ensure_ascii`` writes one outside the BMP as two ``\\uXXXX``."""
-    kind = type(value)
-    if value is None or kind is bool or kind is int or kind is float:
-        return 8, None
-    if kind is str and len(value) * 12 + 2 <= min(limit, _SMALL):
-        return len(value) * 12 + 2, None
+    bound = json_bound(value)
+    if 0 <= bound <= min(limit, _SMALL):
+        return bound, None
     data = dumps(value)
     return len(data), data
 
