@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from opentelemetry import trace
@@ -66,11 +67,31 @@ async def run_step_body(
     closed here once the step is settled. ``owner`` is the message that owns an inline body
     (seed 000), None for a queued one; ``recovery`` marks an owned recovery (the owner re-runs
     a body a dead delivery began)."""
-    name = definition.name
-    metrics.STEP_BODIES_STARTED.labels(name).inc()
+    started, completed, retried, failed = _counters(definition.name)
+    started.inc()
+    attempt_of = partial(
+        _attempt,
+        definition,
+        run_id=run_id,
+        step_id=step_id,
+        stored_input=stored_input,
+        attempt=attempt,
+        occurrence=occurrence,
+        forward_result=forward_result,
+        world=world,
+    )
+    if not _tracing():  # the API's no-op tracer: no span to build, name or end
+        outcome = await attempt_of()
+        if isinstance(outcome, Completed):
+            completed.inc()
+        elif isinstance(outcome, Retry):
+            retried.inc()
+        else:
+            failed.inc()
+        return outcome
     attributes: dict[str, Any] = {
         "workflow.run.id": run_id,
-        "workflow.step.name": name,
+        "workflow.step.name": definition.name,
         "workflow.step.id": step_id,
         "workflow.step.attempt": attempt,
         "workflow.step.direction": "forward" if definition.compensates is None else "compensate",
@@ -80,28 +101,46 @@ async def run_step_body(
     if owner is not None:
         attributes["workflow.inline_ownership.owner_message_id"] = owner
     with _tracer.start_as_current_span("workflow.step", attributes=attributes) as span:
-        outcome = await _attempt(
-            definition,
-            run_id=run_id,
-            step_id=step_id,
-            stored_input=stored_input,
-            attempt=attempt,
-            occurrence=occurrence,
-            forward_result=forward_result,
-            world=world,
-        )
+        outcome = await attempt_of()
         if isinstance(outcome, Completed):
-            metrics.STEP_BODIES_COMPLETED.labels(name).inc()
+            completed.inc()
             span.set_attribute("workflow.step.outcome", "completed")
         elif isinstance(outcome, Retry):
-            metrics.STEP_BODIES_RETRIED.labels(name).inc()
+            retried.inc()
             span.set_attribute("workflow.step.outcome", "retry")
             span.set_status(trace.StatusCode.ERROR, str(outcome.error.get("message", "")))
         else:
-            metrics.STEP_BODIES_FAILED.labels(name).inc()
+            failed.inc()
             span.set_attribute("workflow.step.outcome", "failed")
             span.set_status(trace.StatusCode.ERROR, str(outcome.error.get("message", "")))
         return outcome
+
+
+def _tracing() -> bool:
+    """Whether a tracer provider is installed (``telemetry.configure`` or the application's
+    own). Without one the API's tracer is a no-op, and a step skips its span altogether:
+    building, entering and leaving a span nobody records was most of a no-op step's tracing
+    cost. Asked per step, so a provider installed later is used from then on."""
+    return not isinstance(
+        trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider
+    )
+
+
+_COUNTERS: dict[str, tuple[Any, Any, Any, Any]] = {}
+
+
+def _counters(name: str) -> tuple[Any, Any, Any, Any]:
+    """The step's started / completed / retried / failed counters (one label lookup each per
+    step name, not per body)."""
+    found = _COUNTERS.get(name)
+    if found is None:
+        found = _COUNTERS[name] = (
+            metrics.STEP_BODIES_STARTED.labels(name),
+            metrics.STEP_BODIES_COMPLETED.labels(name),
+            metrics.STEP_BODIES_RETRIED.labels(name),
+            metrics.STEP_BODIES_FAILED.labels(name),
+        )
+    return found
 
 
 _tracer = trace.get_tracer("wayline")
