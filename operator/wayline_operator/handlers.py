@@ -29,7 +29,7 @@ from .mirror import Cadence, Mirror
 from .notices import NORMAL, WARNING, Budget, Notice
 from .peering import GATE
 from .persistence import MemoryProgress, NoDiffBase
-from .reconcile import HookNotReady, InvalidSpec, Reconciler
+from .reconcile import HookNotReady, InvalidSpec, Reconciler, WrongNamespace
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
 from .status import hook_status, invalid_status
 from .ttl import remove
@@ -256,7 +256,7 @@ async def start(
     if status.get("phase") in _TERMINAL:
         return
     try:
-        run_id = await _reconciler(memo).start(uid, spec)
+        run_id = await _reconciler(memo).start(uid, spec, meta.get("namespace"))
     except InvalidSpec as err:
         fresh = invalid_status(
             str(err),
@@ -297,7 +297,9 @@ async def _deliver(
     if status.get("phase") in ("delivered", "failed"):
         return
 
-    def update(phase: str, message: str, run_id: str | None = None) -> None:
+    def update(
+        phase: str, message: str, run_id: str | None = None, reason: str | None = None
+    ) -> None:
         patch.status.update(
             hook_status(
                 phase,
@@ -306,11 +308,18 @@ async def _deliver(
                 generation=body.metadata.get("generation"),
                 previous=status.get("conditions") or (),
                 run_id=run_id,
+                reason=reason,
             )
         )
 
     try:
-        run_id = await _reconciler(memo).deliver(uid, spec)
+        run_id = await _reconciler(memo).deliver(uid, spec, body.metadata.get("namespace"))
+    except WrongNamespace as err:
+        # for good, as a refused payload: tried again it would be refused again (a run's
+        # namespace never changes). The hook stays open for a WorkflowHook of its namespace.
+        update("failed", str(err), reason="WrongNamespace")
+        _post(body, memo, [Notice(WARNING, "WrongNamespace", str(err))])
+        return
     except HookNotReady as err:
         if status.get("phase") != "waiting":
             update("waiting", str(err))

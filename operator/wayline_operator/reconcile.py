@@ -11,7 +11,8 @@ import pydantic
 
 from wayline import Client
 from wayline._core.events import Event, EventType, RunStatus
-from wayline.errors import HookNotFoundError, WaylineError, WorldError
+from wayline.errors import HookNotFoundError, WaylineError, WorldError, WrongNamespaceError
+from wayline.settings import Settings
 from wayline.world import RunInfo, World
 
 from .resource import WorkflowHookSpec, WorkflowRunSpec
@@ -46,6 +47,11 @@ class HookNotReady(Exception):
     """No hook holds the token yet (its run has not reached it): try again later."""
 
 
+class WrongNamespace(Exception):
+    """The hook holding the token belongs to a run not started in the WorkflowHook's
+    namespace: nothing is delivered, and the hook stays open for its own namespace."""
+
+
 def parse_spec(spec: Any) -> WorkflowRunSpec:
     parsed: WorkflowRunSpec = _parse(spec, WorkflowRunSpec)
     return parsed
@@ -64,14 +70,29 @@ def _parse(spec: Any, model: Any) -> Any:
 class Reconciler:
     def __init__(self, world: World) -> None:
         self.world = world
-        self.client = Client(world)
+        self._settings = Settings.from_env()
+        self.client = Client(world, settings=self._settings)
+        self._clients: dict[str, Client] = {}
 
-    async def start(self, uid: str, spec: Any) -> str:
-        """Start the resource's run (idempotent) and return its id."""
+    def client_in(self, namespace: str | None) -> Client:
+        """A client of ``namespace``: the runs it starts record it (their children inherit
+        it), and it resumes only hooks of runs recorded in it. Tokens are the world's, so
+        this is what confines a namespace's WorkflowHooks to that namespace's runs."""
+        if not namespace:
+            return self.client
+        client = self._clients.get(namespace)
+        if client is None:
+            client = Client(self.world, settings=self._settings, namespace=namespace)
+            self._clients[namespace] = client
+        return client
+
+    async def start(self, uid: str, spec: Any, namespace: str | None = None) -> str:
+        """Start the resource's run (idempotent) and return its id. The run records the
+        resource's ``namespace``: only that namespace's WorkflowHooks answer its hooks."""
         parsed = parse_spec(spec)
         run_id = run_id_for(uid)
         try:
-            await self.client.start(parsed.workflow, *parsed.args(), run_id=run_id)
+            await self.client_in(namespace).start(parsed.workflow, *parsed.args(), run_id=run_id)
         except WorldError:
             raise  # the world's trouble, not the spec's: retried
         except WaylineError as err:
@@ -121,12 +142,17 @@ class Reconciler:
             return None
         return info, await self.world.list_events(run_id)
 
-    async def deliver(self, uid: str, spec: Any) -> str:
+    async def deliver(self, uid: str, spec: Any, namespace: str | None) -> str:
         """Deliver a ``WorkflowHook``'s payload, once (the resource's uid is the delivery id,
-        so a retry after a crash delivers nothing twice); returns the run it went to."""
+        so a retry after a crash delivers nothing twice); returns the run it went to. Only to
+        a run started in the hook's ``namespace`` (``WrongNamespace`` otherwise; None, as
+        outside a cluster, answers any run)."""
         parsed: WorkflowHookSpec = _parse(spec, WorkflowHookSpec)
+        client = self.client_in(namespace)
         try:
-            run_id = await self.client.resume_hook(parsed.token, parsed.payload, delivery_id=uid)
+            run_id = await client.resume_hook(parsed.token, parsed.payload, delivery_id=uid)
+        except WrongNamespaceError as err:
+            raise WrongNamespace(err.message) from None
         except HookNotFoundError as err:
             if not err.details.get("known"):
                 raise HookNotReady(err.message) from None

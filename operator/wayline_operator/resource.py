@@ -225,7 +225,9 @@ class WorkflowHookStatus(BaseModel):
 
     phase: str | None = Field(
         default=None,
-        description="waiting (no hook holds the token yet), delivered, or failed.",
+        description="waiting (no hook holds the token yet), delivered, or failed (the "
+        "hook or its run ended, the payload was refused, or the run was not started in "
+        "this namespace).",
     )
     runId: str | None = Field(default=None, description="The run the payload went to.")
     message: str | None = Field(default=None, description="Why it waits or failed.")
@@ -233,7 +235,10 @@ class WorkflowHookStatus(BaseModel):
         default=None, description="The metadata.generation the status was written for."
     )
     conditions: list[Condition] | None = Field(
-        default=None, description="Delivered: True once the payload reached its run."
+        default=None,
+        description="Delivered: True once the payload reached its run; False while waiting "
+        "(WaitingForHook) or for good (Refused, or WrongNamespace: the run waiting on the "
+        "token was not started in this namespace).",
     )
 
 

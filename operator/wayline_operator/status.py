@@ -377,11 +377,14 @@ def hook_status(
     generation: int | None = None,
     previous: Sequence[Mapping[str, Any]] = (),
     run_id: str | None = None,
+    reason: str | None = None,
 ) -> dict[str, Any]:
     """A ``WorkflowHook``'s status: its phase, and one ``Delivered`` condition (True once its
     payload reached the run; False while no hook holds its token, or for good when the payload
-    was refused), so that ``kubectl wait --for=condition=Delivered`` waits for it."""
-    reason = _HOOK_REASONS[phase]
+    was refused), so that ``kubectl wait --for=condition=Delivered`` waits for it. ``reason``
+    overrides the phase's (``WrongNamespace``: a failed hook whose run is another
+    namespace's)."""
+    reason = reason or _HOOK_REASONS[phase]
     fresh = [_cond("Delivered", "True" if phase == "delivered" else "False", reason, message)]
     status: dict[str, Any] = {"phase": phase, "message": message[:MESSAGE_LIMIT]}
     if run_id is not None:

@@ -52,6 +52,7 @@ from .errors import (
     WaylineError,
     WorkflowNotFoundError,
     WorldUnavailableError,
+    WrongNamespaceError,
 )
 from .settings import Settings
 from .worker import Worker
@@ -98,6 +99,7 @@ __all__ = [
     "WorkflowNotFoundError",
     "World",
     "WorldUnavailableError",
+    "WrongNamespaceError",
     "any",
     "child",
     "create_hook",

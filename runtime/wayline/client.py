@@ -30,6 +30,7 @@ from .errors import (
     SequenceConflictError,
     WaylineError,
     WorkflowNotFoundError,
+    WrongNamespaceError,
 )
 from .settings import Settings
 from .world import FLOW_TOPIC, RunInfo, World, run_changes
@@ -137,8 +138,16 @@ class Client:
         workflows: list[WorkflowDefinition[..., Any]] | None = None,
         *,
         settings: Settings | None = None,
+        namespace: str | None = None,
     ) -> None:
+        """With ``namespace`` (as a Temporal client's, a property of the client, not of each
+        call) every run this client starts records it (``run_created``, and its children
+        inherit it), and this client resumes only hooks of runs recorded in it: the operator
+        answers a namespace's WorkflowHooks through such a client. Without one, a client
+        starts runs of no namespace and resumes any hook: access to the world is access to
+        all of it."""
         self.world = world
+        self.namespace = namespace or None
         self._workflows = workflows_by_name(workflows or [])
         self._limits = (settings or Settings.from_env()).limits
 
@@ -188,6 +197,8 @@ class Client:
         data: dict[str, Any] = {"workflow": name, "input": stored}
         if queue:
             data["queue"] = queue
+        if self.namespace:
+            data["namespace"] = self.namespace
         if definition is not None:
             data["revision"] = definition.revision
             data["definition"] = definition.identity_record()
@@ -426,6 +437,8 @@ class Client:
         delivered under that id (a caller retrying after a crash, or a second caller racing
         the first) is not delivered again."""
         hook = await self.world.get_hook(token)
+        if hook is not None and self.namespace is not None:
+            await self._same_namespace(hook.run_id, token)
         if hook is None or not hook.active:
             if hook is not None and await self._delivered(hook.run_id, token, delivery_id):
                 return hook.run_id  # a retry after the run took the payload and went on
@@ -460,6 +473,21 @@ class Client:
             raise HookNotFoundError(f"cannot resume {token!r}: {why}", known=True) from None
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
+
+    async def _same_namespace(self, run_id: str, token: str) -> None:
+        """Refuse a hook whose run another namespace started (or none did: the CLI, a client
+        of no namespace). Checked on the run of the hook this call then appends to, so a
+        token taken over by another run in between cannot slip past it; a run's namespace
+        is written once, in its ``run_created``. The message names this client's namespace
+        only: nothing of the other run."""
+        info = await self.world.get_run(run_id)
+        recorded = None if info is None else info.attributes.get("namespace")
+        if recorded != self.namespace:
+            raise WrongNamespaceError(
+                f"cannot resume {token!r}: the run waiting on it was not started in "
+                f"namespace {self.namespace!r}",
+                namespace=self.namespace,
+            )
 
     async def _delivered(self, run_id: str, token: str, delivery_id: str | None) -> bool:
         """A payload went to a hook holding ``token`` under ``delivery_id`` (None: never)."""

@@ -20,6 +20,7 @@ logs, run failures and the CLI speak the same words::
         ├── WorkflowNotFoundError           WORKFLOW_NOT_FOUND
         ├── RunNotFoundError                RUN_NOT_FOUND
         ├── HookNotFoundError               HOOK_NOT_FOUND
+        ├── WrongNamespaceError             WRONG_NAMESPACE: a hook of another namespace's run
         ├── HookTimeout                     HOOK_TIMEOUT, inside a workflow
         ├── ChildTimeoutError               CHILD_TIMEOUT, inside a parent
         ├── RunFailedError                  RUN_FAILED, from ``RunHandle.result()``
@@ -120,6 +121,13 @@ class RunNotFoundError(WaylineError):
 
 class HookNotFoundError(WaylineError):
     code = "HOOK_NOT_FOUND"
+
+
+class WrongNamespaceError(WaylineError):
+    """A client of one namespace (``Client(world, namespace=...)``, the operator for a
+    WorkflowHook) asked to resume a hook whose run was not started in that namespace."""
+
+    code = "WRONG_NAMESPACE"
 
 
 class HookTimeout(WaylineError):

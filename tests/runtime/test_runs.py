@@ -315,6 +315,41 @@ async def test_resume_hook_with_a_delivery_id_delivers_once(engine: Engine) -> N
     assert info.value.details["known"] is False
 
 
+async def test_a_client_of_a_namespace_resumes_only_its_namespaces_hooks(
+    engine: Engine,
+) -> None:
+    """A run records the namespace of the client that started it, its child inherits it, and
+    a client of another namespace (or of none, for a run of none) resumes none of their
+    hooks: nothing is written, the hook stays open, the message names nothing of the run."""
+    ours = wayline.Client(engine.world, namespace="team-a")
+    theirs = wayline.Client(engine.world, namespace="team-b")
+    async with engine.worker([flows.parent_waits, flows.kid_waits]):
+        parent = await ours.start(flows.parent_waits, "tok-ns")
+        plain = await engine.client.start(flows.kid_waits, "tok-plain")
+        hook = await wait_for(lambda: engine.world.get_hook("tok-ns"))
+        await wait_for(lambda: engine.world.get_hook("tok-plain"))
+        kid = await engine.world.get_run(hook.run_id)
+        assert kid is not None and kid.run_id != parent.run_id
+        assert kid.attributes["namespace"] == "team-a"  # the child's, from its parent
+        for token, client in (("tok-ns", theirs), ("tok-plain", ours)):
+            with pytest.raises(wayline.WrongNamespaceError) as refused:
+                await client.resume_hook(token, "no", delivery_id="d-x")
+            assert refused.value.code == "WRONG_NAMESPACE"
+            assert client.namespace is not None and client.namespace in refused.value.message
+            if client is theirs:
+                assert "team-a" not in refused.value.message  # nothing of the other namespace
+            assert kid.run_id not in refused.value.message
+        assert await ours.resume_hook("tok-ns", "yes", delivery_id="d-a") == kid.run_id
+        assert await parent.result(timeout=10) == "yes"
+        await engine.client.resume_hook("tok-plain", "any")  # no namespace: the whole world
+        assert await plain.result(timeout=10) == "any"
+    received = of_type(await engine.world.list_events(kid.run_id), EventType.HOOK_RECEIVED)
+    assert [e.data["payload"] for e in received] == ["yes"]
+    info = await engine.world.get_run(parent.run_id)
+    assert info is not None and info.attributes["namespace"] == "team-a"
+    assert "namespace" not in (await engine.client.get_run(plain.run_id)).attributes
+
+
 async def test_a_hook_delivery_retried_after_its_run_ended_answers_the_run_id(
     engine: Engine,
 ) -> None:

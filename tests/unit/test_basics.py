@@ -161,6 +161,7 @@ def test_public_api_is_pinned() -> None:
             "WorkflowNotFoundError",
             "World",
             "WorldUnavailableError",
+            "WrongNamespaceError",
             "create_hook",
             "gather",
             "now",

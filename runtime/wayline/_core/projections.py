@@ -28,7 +28,7 @@ class RunCreated:
     workflow: str
     input: Any
     attributes: Mapping[str, Any]
-    """Everything else it records: revision, definition, parent."""
+    """Everything else it records: revision, definition, parent, queue, namespace."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -206,6 +206,8 @@ class Replay:
         self.input: Any = None
         self.queue: str | None = None
         """The queue the run was started on (``queue=``): its children's too."""
+        self.namespace: str | None = None
+        """The namespace the run was started in (``Client(namespace=)``): its children's too."""
         self.rng = random.Random(run_id)
         self._token_rng = random.Random(f"{run_id}:hook-tokens")
         self.steps: dict[str, StepRecord] = {}
@@ -299,6 +301,8 @@ class Replay:
                 self.input = p.input
                 queue = p.attributes.get("queue")
                 self.queue = queue if isinstance(queue, str) and queue else None
+                namespace = p.attributes.get("namespace")
+                self.namespace = namespace if isinstance(namespace, str) and namespace else None
             case RunStarted():
                 self.started_at = event.created_at if self._now_known else None
                 self._start_root()

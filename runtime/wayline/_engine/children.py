@@ -25,7 +25,7 @@ log = logging.getLogger("wayline.runtime")
 async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
     """Create the claimed child and send its start. A child of a run started on a queue is on
     that queue (as a Temporal child's task queue defaults to its parent's): the workers that
-    serve the parent's queue serve it."""
+    serve the parent's queue serve it. A child is in its parent's namespace too."""
     assert child.run_id is not None
     data = {
         "workflow": child.workflow.name,
@@ -35,6 +35,8 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
     }
     if replay.queue is not None:
         data["queue"] = replay.queue
+    if replay.namespace is not None:  # whose hooks a namespace's WorkflowHooks answer
+        data["namespace"] = replay.namespace
     try:
         await world.append(
             child.run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
