@@ -172,7 +172,8 @@ class Client:
         **kwargs: Any,
     ) -> RunHandle[Any]:
         """Start a run. With ``run_id`` (``wf_`` + 32 hex digits) the call is idempotent:
-        repeating it, after any crash, starts no second run and only re-sends the start.
+        repeating it, after any crash, starts no second run and only re-sends the start (none
+        once the run has ended).
         With ``queue`` the run is served by the workers started with that ``queue=``
         instead of by those serving the workflow by name."""
         if isinstance(workflow, str):
@@ -212,7 +213,13 @@ class Client:
                 raise WaylineError(
                     f"run {run_id} exists already, for workflow {existing.workflow!r}"
                 ) from None
-            fresh = False  # it may have ended long ago
+            if existing.status.terminal:
+                # it ended (maybe long ago): a start would wake no one (a run started here has
+                # no parent to report to), and outside the queue's dedup window it is one
+                # more message per repeat, e.g. each time the operator's start handler runs
+                # again for a WorkflowRun whose status was emptied
+                return RunHandle(self, run_id, definition, fresh=False)
+            fresh = False
         else:
             fresh = True
         # recoverable: run_created is durable, and a worker starting after an OS crash
