@@ -490,9 +490,15 @@ class Client:
         info = await self.world.get_run(run_id)
         recorded = None if info is None else info.attributes.get("namespace")
         if recorded != self.namespace:
+            hint = (
+                " (a run started with no namespace, by the CLI or a Client without "
+                "namespace=, is resumed with `wayline hooks resume`)"
+                if recorded is None
+                else ""
+            )
             raise WrongNamespaceError(
                 f"cannot resume {token!r}: the run waiting on it was not started in "
-                f"namespace {self.namespace!r}",
+                f"namespace {self.namespace!r}{hint}",
                 namespace=self.namespace,
             )
 

@@ -338,6 +338,9 @@ async def test_a_client_of_a_namespace_resumes_only_its_namespaces_hooks(
             assert client.namespace is not None and client.namespace in refused.value.message
             if client is theirs:
                 assert "team-a" not in refused.value.message  # nothing of the other namespace
+                assert "wayline hooks resume" not in refused.value.message
+            else:  # a run of no namespace: where it is answered from
+                assert "wayline hooks resume" in refused.value.message
             assert kid.run_id not in refused.value.message
         assert await ours.resume_hook("tok-ns", "yes", delivery_id="d-a") == kid.run_id
         assert await parent.result(timeout=10) == "yes"
