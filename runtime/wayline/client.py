@@ -222,8 +222,9 @@ class Client:
             fresh = False
         else:
             fresh = True
-        # recoverable: run_created is durable, and a worker starting after an OS crash
-        # re-arms a live run that lost its start (Worker.recover_runs)
+        # recoverable: run_created is durable, and a worker re-arms a live run that lost its
+        # start: when it starts (Worker.recover_runs), and while it runs (a starter that died
+        # between these two writes: _engine.lost_starts, under this same key)
         await self.world.enqueue(
             FLOW_TOPIC,
             {"runId": run_id, "reason": "start"},

@@ -92,6 +92,14 @@ class Settings:
     """``WAYLINE_OPERATOR_SWEEP_SECONDS``: how often the operator re-arms runs with no wake
     coming."""
 
+    start_rearm_seconds: float = 60.0
+    """``WAYLINE_START_REARM_SECONDS``: how often a running worker looks for runs of its
+    workflows left ``pending`` with no start message (a starter that died between the run's
+    ``run_created`` and its message); one found so on two looks in a row is started again.
+    So such a run moves within two periods. 60 s as the operator's sweep: each look lists the
+    runs (a read of every run's last entry on NATS). 0 turns it off (startup recovery and
+    ``wayline recover`` remain)."""
+
     operator_hook_retry_seconds: float = 5.0
     """``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS``: how often a WorkflowHook whose run has not
     reached its hook yet tries again."""
@@ -185,6 +193,7 @@ class Settings:
             operator_api_threads=int(_positive(env, "WAYLINE_OPERATOR_API_THREADS", 16)),
             operator_sweep_seconds=_positive(env, "WAYLINE_OPERATOR_SWEEP_SECONDS", 60.0),
             operator_hook_retry_seconds=_positive(env, "WAYLINE_OPERATOR_HOOK_RETRY_SECONDS", 5.0),
+            start_rearm_seconds=_not_negative(env, "WAYLINE_START_REARM_SECONDS", 60.0),
             otel_env={k: v for k, v in env.items() if k.startswith("OTEL_")},
             operator_identity=env.get("POD_ID") or None,
             operator_peering=env.get("WAYLINE_OPERATOR_PEERING") or None,
@@ -278,6 +287,13 @@ def _whole_or_none(env: Mapping[str, str], name: str, least: int, most: int) -> 
     if raw is None or raw.strip() == "":
         return None
     return _whole(env, name, 0, least, most)
+
+
+def _not_negative(env: Mapping[str, str], name: str, default: float) -> float:
+    value = _float(env, name, default)
+    if not value >= 0:
+        raise ConfigurationError(f"{name} must be 0 or a number of seconds, got {value!r}")
+    return value
 
 
 def _positive(env: Mapping[str, str], name: str, default: float) -> float:

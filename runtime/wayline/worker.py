@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import socket
 import time
 import uuid
@@ -28,6 +29,7 @@ from ._core.events import RunStatus
 from ._core.projections import fold
 from ._engine.fencing import Fence, hold
 from ._engine.handler import Handler
+from ._engine.lost_starts import LostStarts
 from ._engine.messages import Verdict
 from ._engine.tasks import spawn
 from .errors import (
@@ -60,7 +62,10 @@ class Worker:
         heartbeat_seconds: float = 10.0,
     ) -> None:
         """``queue``: consume the runs started with this ``queue=`` instead of those of
-        ``workflows`` by name (a group of workflows served by one deployment)."""
+        ``workflows`` by name (a group of workflows served by one deployment). ``recover``:
+        re-arm the live runs of ``workflows`` that have no wake coming when it starts
+        (``recover_runs``), and while it runs, now and then, those left pending by a start
+        that died between its two writes (``Settings.start_rearm_seconds``)."""
         self.world = world
         self.queue = queue
         self.heartbeat_seconds = heartbeat_seconds
@@ -117,6 +122,8 @@ class Worker:
                 spawn(self._consume(topic, slots, cap), f"wayline-{topic}-consumer", self._tasks)
         spawn(self._renew_loop(), "wayline-renewer", self._tasks)
         spawn(self._heartbeat_loop(), "wayline-heartbeat", self._tasks)
+        if self.recover and self.workflows and self.settings.start_rearm_seconds > 0:
+            spawn(self._rearm_loop(), "wayline-rearm", self._tasks)
 
     def consuming(self) -> bool:
         """Started, not stopping, not failed, and both consumers (flow and step) running: the
@@ -478,6 +485,22 @@ class Worker:
             await asyncio.sleep(self.heartbeat_seconds)
             if not self._stopping.is_set():
                 await self._heartbeat()
+
+    async def _rearm_loop(self) -> None:
+        """Re-arm the runs of this worker's workflows whose start was lost between its two
+        writes (``_engine.lost_starts``). Each pause is 1 to 1.25 periods, so that two looks are
+        at least a period apart and workers started together do not keep looking at once
+        (they would only dedupe). Ends on the stop flag too (``_heartbeat_loop``)."""
+        passes = LostStarts(self.world, self.workflows.keys())
+        period = self.settings.start_rearm_seconds
+        while not self._stopping.is_set():
+            await asyncio.sleep(period * random.uniform(1.0, 1.25))
+            if self._stopping.is_set():
+                break
+            try:
+                await passes.sweep()
+            except WaylineError as err:
+                log.warning("could not look for runs whose start was lost: %s", err)
 
     async def _renew_loop(self) -> None:
         """Renew held deliveries; trip a fence at its bound or when renewals keep failing;

@@ -18,8 +18,9 @@ import pytest
 
 import wayline
 from tests.runtime import start_flows as sf
-from tests.runtime.harness import Engine, of_type
+from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
+from wayline.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,8 +156,8 @@ class _Procs:
         self.procs.append(proc)
         return proc
 
-    async def worker(self) -> Any:
-        proc = await self.spawn("worker")
+    async def worker(self, env: dict[str, str] | None = None) -> Any:
+        proc = await self.spawn("worker", env=env)
         line = await asyncio.wait_for(proc.stdout.readline(), 30)
         assert line.strip() == b"worker ready", line
         return proc
@@ -178,35 +179,137 @@ async def procs(engine: Engine, tmp_path: Path) -> Any:
     await spawned.close()
 
 
-@pytest.mark.parametrize("then", ["start again", "restart the worker"])
+@pytest.mark.parametrize("then", ["start again", "restart the worker", "wait"])
 async def test_a_starter_killed_between_run_created_and_its_message(
     engine: Engine, tmp_path: Path, procs: _Procs, then: str
 ) -> None:
     """The starting process is SIGKILLed after the run's ``run_created`` and before its queue
     message, with a worker running: the run waits (pending) until its id is started again
-    (that start answers the run, not a new one) or a worker starts and re-arms it; then it
-    runs once, with the first start's input."""
+    (that start answers the run, not a new one), a worker starts and re-arms it, or the
+    worker already running finds it on its periodic look (``WAYLINE_START_REARM_SECONDS``:
+    before, only the first two moved it); then it runs once, with the first start's input."""
     path, run_id = str(tmp_path / "m"), _id()
-    worker = await procs.worker()
+    looks = {"WAYLINE_START_REARM_SECONDS": "0.3" if then == "wait" else "0"}
+    worker = await procs.worker(env=looks)
     starter = await procs.spawn(
         "start", path, "0", f"{run_id}:first", env={"WAYLINE_TEST_DIE_AFTER_CREATE": "1"}
     )
     assert await asyncio.wait_for(starter.stdout.read(), 30) == b"created\n"
     assert await starter.wait() == -signal.SIGKILL
-    info = await engine.world.get_run(run_id)
-    assert info is not None and info.status is wayline.RunStatus.PENDING
-    woken = await engine.world.runs_with_messages()
-    assert woken is None or run_id not in woken
+    if then != "wait":  # (the waiting worker may have re-armed it already)
+        info = await engine.world.get_run(run_id)
+        assert info is not None and info.status is wayline.RunStatus.PENDING
+        woken = await engine.world.runs_with_messages()
+        assert woken is None or run_id not in woken
     if then == "start again":
         again = await procs.spawn("start", path, "0", f"{run_id}:second")
         assert await asyncio.wait_for(again.stdout.read(), 30) == f"{run_id} again\n".encode()
         assert await again.wait() == 0
-    else:
+    elif then == "restart the worker":
         await procs.stop(worker)
         await procs.worker()
     handle = engine.client.handle(run_id)
     assert await handle.result(timeout=30) == "first"
     assert sf.lines(path) == ["body first"]
+
+
+def _rearms(monkeypatch: pytest.MonkeyPatch, world: Any, seen: list[str], both: Any) -> None:
+    """Note each periodic re-arm ``world`` sends; with ``both``, hold it until the other
+    world's arrives too (or 15 s passed), so the two publish at once."""
+    enqueue = world.enqueue
+
+    async def spied(topic: str, payload: Any, **kwargs: Any) -> Any:
+        if payload.get("reason") == "rearm":
+            seen.append(payload["runId"])
+            if both is not None:
+                both.arrived()
+                await asyncio.wait_for(both.all.wait(), 15)
+        return await enqueue(topic, payload, **kwargs)
+
+    monkeypatch.setattr(world, "enqueue", spied)
+
+
+def _looking(seconds: float) -> Settings:
+    """Settings of a worker that looks for lost starts every ``seconds``."""
+    return Settings.from_env({"WAYLINE_START_REARM_SECONDS": str(seconds)})
+
+
+class _Both:
+    def __init__(self, n: int) -> None:
+        self.n, self.all = n, asyncio.Event()
+
+    def arrived(self) -> None:
+        self.n -= 1
+        if self.n <= 0:
+            self.all.set()
+
+
+async def test_two_running_workers_rearm_a_lost_start_at_once_each_body_once(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers run before a start loses its message (the starter's queue write fails
+    after its ``run_created``); both find the run on their periodic looks and send its start
+    at the same moment: it is stored once (the start's own key), and the run starts once,
+    each step body once."""
+    path, run_id = str(tmp_path / "m"), _id()
+    starter = wayline.Client(await engine.make_world())
+
+    async def died(*args: Any, **kwargs: Any) -> Any:
+        raise wayline.WaylineError("the starter died here")
+
+    monkeypatch.setattr(starter.world, "enqueue", died)
+    worlds = [await engine.make_world(), await engine.make_world()]
+    seen: list[list[str]] = [[], []]
+    both = _Both(2)
+    for world, mine in zip(worlds, seen, strict=True):
+        _rearms(monkeypatch, world, mine, both)
+    looks = _looking(0.2)
+    async with (
+        engine.worker(sf.WORKFLOWS, world=worlds[0], settings=looks),
+        engine.worker(sf.WORKFLOWS, world=worlds[1], settings=looks),
+    ):
+        with pytest.raises(wayline.WaylineError, match="died here"):
+            await starter.start(sf.st_counted, path, "lost", run_id=run_id)
+        assert await engine.client.handle(run_id).result(timeout=30) == "lost"
+        await asyncio.sleep(1.0)  # a second wake, if any, is handled too
+    assert seen[0][:1] == seen[1][:1] == [run_id]
+    assert sf.lines(path) == ["body lost"]
+    events = await engine.world.list_events(run_id)
+    assert len(of_type(events, EventType.RUN_STARTED)) == 1
+    assert len(of_type(events, EventType.RUN_COMPLETED)) == 1
+
+
+async def test_a_slow_start_rearmed_meanwhile_runs_once(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start whose queue write is held back (a slow client, not a dead one) past a running
+    worker's two looks is re-armed; its own message comes after: deduplicated to the stored
+    one, or one more wake of a run already started. The body runs once, the run starts once."""
+    path, run_id = str(tmp_path / "m"), _id()
+    starter = wayline.Client(await engine.make_world())
+    enqueue, go_on = starter.world.enqueue, asyncio.Event()
+
+    async def slow(*args: Any, **kwargs: Any) -> Any:
+        await go_on.wait()
+        return await enqueue(*args, **kwargs)
+
+    monkeypatch.setattr(starter.world, "enqueue", slow)
+    worker_world = await engine.make_world()
+    seen: list[str] = []
+    _rearms(monkeypatch, worker_world, seen, None)
+    async with engine.worker(sf.WORKFLOWS, world=worker_world, settings=_looking(0.2)):
+        starting = asyncio.ensure_future(starter.start(sf.st_counted, path, "slow", run_id=run_id))
+        await wait_for(lambda: engine.world.get_run(run_id))
+        assert await engine.client.handle(run_id).result(timeout=30) == "slow"
+        go_on.set()
+        handle = await starting
+        assert await handle.result(timeout=10) == "slow"
+        await asyncio.sleep(1.0)  # the late start's wake, if stored, is handled too
+    assert seen == [run_id]
+    assert sf.lines(path) == ["body slow"]
+    events = await engine.world.list_events(run_id)
+    assert len(of_type(events, EventType.RUN_STARTED)) == 1
+    assert len(of_type(events, EventType.RUN_COMPLETED)) == 1
 
 
 async def test_starts_racing_terminates_of_their_ids(engine: Engine, tmp_path: Path) -> None:

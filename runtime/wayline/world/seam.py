@@ -255,8 +255,8 @@ class World(abc.ABC):
         """Queue a message. While a message with the same key is stored or in flight, the call
         is a no-op returning that message's id; the key is released when it is acked.
 
-        ``recoverable``: the log alone brings the message back if it is lost (a start: a live
-        run with no message is re-armed when a worker starts), so a world may store it
+        ``recoverable``: the log alone brings the message back if it is lost (a start: workers
+        re-arm a live run with no message, ``_engine.lost_starts``), so a world may store it
         without making it durable on its own (SQLite: no fsync of its own; the next synced
         commit makes it durable, and only an OS crash before that loses it)."""
 
