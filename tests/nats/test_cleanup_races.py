@@ -82,3 +82,93 @@ async def test_a_hook_claimed_by_a_run_started_again_during_its_cleanup_is_kept(
         assert await cleanup == 1
         await client.resume_hook(token, "new")
         assert await again.result(timeout=10) == "new"
+
+
+async def test_a_start_of_a_reused_id_kept_when_a_replica_behind_answers_the_sweeps_read(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A cleanup deletes an ended run; the id is started again after the run's log was
+    purged and before the cleanup swept the queue. The sweep keeps a message stored after
+    the purge when the run's subject holds a run again; that read is answered by the stream
+    leader, which has the new ``run_created`` (acked before its start was sent). Here the
+    reads a replica may answer (direct gets) show the subject empty, as a replica behind
+    would: the new run's start stays all the same, and the run ends. When the sweep read the
+    run with direct gets, it removed that start and the new run stayed pending. (A single
+    server cannot show a replica lagging, nor which server answers: the direct reads are made
+    to lag here; that the leader alone answers a STREAM.MSG.GET is the server's rule.)"""
+    from wayline.worlds.nats import eventlog
+    from wayline.worlds.nats.retention import Retention
+
+    world, janitor, other = [await open_nats_world() for _ in range(3)]
+    path, run_id = str(tmp_path / "m"), new_run_id()
+    async with wayline.Worker(world, sf.WORKFLOWS):  # it ends, its start acked
+        first = await wayline.Client(world).start(sf.st_counted, path, "old", run_id=run_id)
+        assert await first.result(timeout=15) == "old"
+    purged, go_on = asyncio.Event(), asyncio.Event()
+    subject = janitor.names.run_subject(run_id)
+    behind = [False]
+    read = eventlog.read_subject
+
+    async def lagging(nc: Any, stream: str, subj: str, *args: Any, **kwargs: Any) -> Any:
+        if behind[0] and subj == subject:
+            return []  # a replica that has not applied the new run_created yet
+        return await read(nc, stream, subj, *args, **kwargs)
+
+    monkeypatch.setattr(eventlog, "read_subject", lagging)
+    sweep = Retention._drop_messages
+
+    async def paused(self: Retention, *args: Any) -> None:
+        purged.set()
+        await go_on.wait()
+        behind[0] = True
+        try:
+            await sweep(self, *args)
+        finally:
+            behind[0] = False
+
+    monkeypatch.setattr(Retention, "_drop_messages", paused)
+    cleanup = asyncio.ensure_future(janitor.delete_runs(older_than=0))
+    await asyncio.wait_for(purged.wait(), 10)
+    handle = await wayline.Client(other).start(sf.st_counted, path, "new", run_id=run_id)
+    assert handle._fresh
+    go_on.set()
+    assert await cleanup == 1
+    woken = await other.runs_with_messages()
+    assert woken is not None and run_id in woken, "the new run's start was removed"
+    async with wayline.Worker(other, sf.WORKFLOWS):
+        assert await handle.result(timeout=15) == "new"
+    assert sf.lines(path) == ["body old", "body new"]
+
+
+async def test_a_wake_of_a_deleted_run_sent_during_its_cleanup_is_removed(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A wake of a deleted run sent after its log was purged (a late worker's), with no run
+    started again under the id: the stream leader shows the subject empty, and the sweep
+    removes the wake."""
+    from wayline.worlds.nats.retention import Retention
+
+    world, janitor = await open_nats_world(), await open_nats_world()
+    run_id = new_run_id()
+    async with wayline.Worker(world, sf.WORKFLOWS):
+        first = await wayline.Client(world).start(
+            sf.st_counted, str(tmp_path / "m"), "old", run_id=run_id
+        )
+        assert await first.result(timeout=15) == "old"
+    purged, go_on = asyncio.Event(), asyncio.Event()
+    sweep = Retention._drop_messages
+
+    async def paused(self: Retention, *args: Any) -> None:
+        purged.set()
+        await go_on.wait()
+        await sweep(self, *args)
+
+    monkeypatch.setattr(Retention, "_drop_messages", paused)
+    cleanup = asyncio.ensure_future(janitor.delete_runs(older_than=0))
+    await asyncio.wait_for(purged.wait(), 10)
+    await world.enqueue("flow", {"runId": run_id, "reason": "late"})
+    assert run_id in (await world.runs_with_messages() or ())
+    go_on.set()
+    assert await cleanup == 1
+    left = await world.runs_with_messages()
+    assert left is not None and run_id not in left

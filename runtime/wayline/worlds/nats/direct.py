@@ -158,6 +158,27 @@ async def publish_acked(
     return int(resp["seq"]), bool(resp.get("duplicate"))
 
 
+async def leader_first(
+    nc: Any, stream: str, subject: str, *, timeout: float, url: str
+) -> int | None:
+    """The stream sequence of the first message stored on ``subject``, or None, as the stream
+    leader has it: a ``$JS.API.STREAM.MSG.GET`` (not a direct get), which in a cluster only
+    the stream's leader answers. A direct get may be answered by any replica, one that has
+    not applied an acked write yet among them; the leader has applied every write it acked."""
+    request = json.dumps({"seq": 1, "next_by_subj": subject}).encode()
+    resp = await nc.request(f"$JS.API.STREAM.MSG.GET.{stream}", request, timeout=timeout)
+    if (resp.headers or {}).get("Status") == "503":
+        raise WorldUnavailableError(f"NATS at {url}: no JetStream answer for {stream}", url=url)
+    answer = json.loads(resp.data)
+    error = answer.get("error")
+    if error is None:
+        return int(answer["message"]["seq"])
+    if error.get("err_code") == 10037:  # no message found
+        return None
+    kind = WorldUnavailableError if error.get("code") == 503 else WorldError
+    raise kind(f"NATS at {url}: reading {subject} from the leader of {stream}: {error}")
+
+
 async def read_subject(
     nc: Any, stream: str, subject: str, after: int, *, timeout: float, url: str, batch: int = 512
 ) -> list[StoredMsg]:

@@ -22,9 +22,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..._core.events import RunStatus
-from ...errors import CorruptLogError, WorldUnavailableError
+from ...errors import CorruptLogError, WorldError, WorldUnavailableError
 from ...world import entries, terminal_statuses
 from .codec import dumps, wrap
+from .direct import connected, leader_first
 from .eventlog import EventLog, RunState
 from .logcheck import checked_summary
 from .names import Names
@@ -179,13 +180,28 @@ class Retention:
             else:
                 later.setdefault(str(run_id), []).append(msg.seq)
         for run_id, seqs in later.items():
-            try:
-                again = await self._log.get_run(run_id)
-            except CorruptLogError:
+            if not await self._gone(run_id):
                 continue  # a run is there again: its messages are its own
-            if again is None:
-                for seq in seqs:
-                    await self._queue.remove_stored(seq)
+            for seq in seqs:
+                await self._queue.remove_stored(seq)
+
+    async def _gone(self, run_id: str) -> bool:
+        """Whether the run's subject is still empty after its purge, as the stream leader has
+        it. Not a read of the run (direct gets, which any replica answers): a replica behind
+        the new run's ``run_created`` (acked before its start message was even sent) would
+        answer "no run", and the new run's start would be removed. Any stored entry counts,
+        one that does not read too: a run is there again."""
+        subject = self._names.run_subject(run_id)
+        try:
+            await connected(self._nc, timeout=self._timeout, url=self._url)
+            first = await leader_first(
+                self._nc, self._names.events_stream, subject, timeout=self._timeout, url=self._url
+            )
+        except WorldError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, f"reading run {run_id}", err) from err
+        return first is None
 
 
 def _body(data: bytes) -> Any:
