@@ -312,6 +312,38 @@ async def test_a_slow_start_rearmed_meanwhile_runs_once(
     assert len(of_type(events, EventType.RUN_COMPLETED)) == 1
 
 
+async def test_a_child_whose_start_was_lost_is_rearmed_by_a_running_worker(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parent creates its child's run and fails before sending the child's start (its
+    process died: here the send fails). The parent's redelivery finds the child created and
+    sends nothing (it creates only a child that is missing), and startup recovery leaves a
+    child to its live parent: the child stayed pending. The running worker's look re-arms it
+    with the start's own message; the child starts once and the parent ends."""
+    from tests.runtime import flows
+
+    token, parent_id = f"tok-{uuid.uuid4().hex}", _id()
+    world = await engine.make_world()
+    enqueue, lost = world.enqueue, []
+
+    async def dies_once(topic: str, payload: Any, **kwargs: Any) -> Any:
+        if payload.get("reason") == "start" and payload["runId"] != parent_id and not lost:
+            lost.append(payload["runId"])
+            raise wayline.WorldUnavailableError("the parent's process died here")
+        return await enqueue(topic, payload, **kwargs)
+
+    monkeypatch.setattr(world, "enqueue", dies_once)
+    kids = [flows.parent_waits, flows.kid_waits]
+    async with engine.worker(kids, world=world, settings=_looking(0.2)):
+        handle = await engine.client.start(flows.parent_waits, token, run_id=parent_id)
+        await wait_for(lambda: engine.world.get_hook(token), timeout=30)
+        await engine.client.resume_hook(token, "done")
+        assert await handle.result(timeout=30) == "done"
+    [child] = lost
+    events = await engine.world.list_events(child)
+    assert len(of_type(events, EventType.RUN_STARTED)) == 1
+
+
 async def test_starts_racing_terminates_of_their_ids(engine: Engine, tmp_path: Path) -> None:
     """Each id is started by one client while another terminates it as soon as it exists,
     two workers serving: every run ends (completed or terminated), each body at most once, and
