@@ -88,8 +88,23 @@ async def test_strict_identity_enforces_the_code(engine: Engine) -> None:
     async with engine.worker([flows.strict_b]):
         await asyncio.sleep(0.5)
         assert await handle.status() is wayline.RunStatus.PENDING  # its route names the code
+        # a rolling upgrade under strict identity: the live worker has the same shape and
+        # revision but other code, so it never receives the run, and the run says so
+        why = await engine.client.waiting_for_worker(handle.run_id)
+        assert why == (
+            "waiting_for_worker: no live worker serves workflow 'strict' "
+            f"identity {flows.strict_a.identity[:12]} revision 1 "
+            f"code {flows.strict_a.code_hash[:12]}"
+        )
     async with engine.worker([flows.strict_a]):
+        assert await engine.client.waiting_for_worker(handle.run_id) is None
         assert await handle.result(timeout=10) == "a:1"
+        # both codes stay in the registry, each with its own entry
+        served = [e for e in await engine.world.list_served() if e["workflow"] == "strict"]
+        assert {e["codeHash"] for e in served} == {
+            flows.strict_a.code_hash,
+            flows.strict_b.code_hash,
+        }
 
 
 async def test_without_strict_identity_a_code_fix_reaches_the_run(engine: Engine) -> None:

@@ -1,9 +1,9 @@
 """Which workers serve what: each worker records, every heartbeat, the workflows it serves
-(name, definition identity, revision, queue) with a time until which it is alive. The world
-keeps one entry per definition served (not per worker, so the record stays bounded through
-any number of pod restarts) and never forgets one: "no worker has ever served X" stays a
-fact a start can refuse on, and "no live worker serves this run" is what a run that waits
-silently shows (``waiting_for_worker``).
+(name, definition identity, revision, queue; the code hash too under ``strict_identity``) with
+a time until which it is alive. The world keeps one entry per definition served (not per
+worker, so the record stays bounded through any number of pod restarts) and never forgets
+one: "no worker has ever served X" stays a fact a start can refuse on, and "no live worker
+serves this run" is what a run that waits silently shows (``waiting_for_worker``).
 
 An entry also lists its live workers (``workers``: worker id to its ``liveUntil``; lapsed
 ones are dropped at each write, so it stays as small as the live set), and its own
@@ -29,10 +29,13 @@ def served_entries(
     now = time.time()
     return [
         {
-            "key": f"{queue or ''}|{w.name}|{w.identity}|{w.revision}",
+            "key": _key(w, queue),
             "workflow": w.name,
             "identity": w.identity,
             "revision": w.revision,
+            # under strict identity the code is part of the route (``routing.pin_of``): a
+            # worker of other code never receives the run, so it must not count as serving it
+            **({"codeHash": w.code_hash} if w.strict_identity else {}),
             "queue": queue,
             "worker": worker,
             "seenAt": now,
@@ -40,6 +43,11 @@ def served_entries(
         }
         for w in workflows
     ]
+
+
+def _key(w: WorkflowDefinition[..., Any], queue: str | None) -> str:
+    key = f"{queue or ''}|{w.name}|{w.identity}|{w.revision}"
+    return f"{key}|{w.code_hash}" if w.strict_identity else key
 
 
 def withdrawn_entries(
@@ -113,6 +121,7 @@ def waiting_for_worker(
     pin = info.attributes.get("definition")
     identity = pin.get("identity") if isinstance(pin, Mapping) else None
     revision = pin.get("revision") if isinstance(pin, Mapping) else None
+    code = pin.get("codeHash") if isinstance(pin, Mapping) and pin.get("strictIdentity") else None
     for e in served:
         if float(e.get("liveUntil", 0)) < now or e.get("workflow") != info.workflow:
             continue
@@ -125,12 +134,16 @@ def waiting_for_worker(
             continue
         if revision is not None and e.get("revision") != revision:
             continue
+        if code is not None and e.get("codeHash") != code:
+            continue
         return None
     wanted = f"workflow {info.workflow!r}"
     if identity is not None:
         wanted += f" identity {str(identity)[:12]}"
     if revision is not None:
         wanted += f" revision {revision}"
+    if code is not None:
+        wanted += f" code {str(code)[:12]}"
     if queue is not None:
         wanted += f" on queue {queue!r}"
     return f"waiting_for_worker: no live worker serves {wanted}"
