@@ -297,3 +297,30 @@ async def test_an_idle_consumer_waits_with_one_pull_and_a_backlog_is_taken_in_ba
         assert sum(sizes) == len(again) and len(sizes) <= 3, sizes
     finally:
         nc.publish = publish
+
+
+async def test_a_worker_of_a_shorter_visibility_never_shortens_what_others_hold(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A rolling upgrade that lowers ``WAYLINE_VISIBILITY_SECONDS``: the topic's consumer is
+    shared, and the new world used to write its ``ack_wait`` over it, so the server redelivered
+    (to the new worker) a message an old worker held and renews only every 10 s. The consumer
+    keeps the longest visibility asked for; a longer one raises it."""
+    old = await open_nats_world(visibility_seconds=30)
+    new = await open_nats_world(visibility_seconds=2)
+    mid = await old.enqueue("flow", {"x": 1})
+    [held] = await old.receive("flow", wait_seconds=2)
+    assert await new.receive("flow", wait_seconds=3.5) == []  # past the new world's 2 s
+    assert await old.renew(held) is True
+    await old.ack(held)
+    info = await old._queue._js.consumer_info(old.names.queue_stream, "q_flow")
+    assert info.config.ack_wait == 30
+    # the other way round: a worker of a longer visibility comes second and raises it
+    await new.enqueue("step", {"x": 2})
+    [short] = await new.receive("step", wait_seconds=2)
+    await new.ack(short)
+    longer = await open_nats_world(visibility_seconds=45)
+    assert await longer.receive("step", wait_seconds=0) == []
+    info = await old._queue._js.consumer_info(old.names.queue_stream, "q_step")
+    assert info.config.ack_wait == 45
+    assert mid == held.message_id

@@ -45,6 +45,7 @@ log = logging.getLogger("wayline.worlds.nats")
 
 _ID_HEADER = "Wayline-Id"
 _MAX_ACK_PENDING = 20_000
+_CONSUMER_EXISTS = 10148  # JSConsumerExistsErr: "consumer already exists" (action create)
 
 
 @dataclass(slots=True)
@@ -147,11 +148,73 @@ class Queue:
                 mem_storage=self._memory or None,
             )
             try:
-                await self._js.add_consumer(self._stream, config)
+                await self._ensure_consumer(topic, config)
+            except WorldError:
+                raise
             except Exception as err:
                 raise wrap(self._url, f"creating the consumer of topic {topic!r}", err) from err
             self._consumers[topic] = name
             return name
+
+    async def _ensure_consumer(self, topic: str, config: Any) -> None:
+        """Create the topic's consumer, or use the one there, never lowering its ``ack_wait``.
+
+        The consumer is shared by every worker of the topic, and its ``ack_wait`` is when the
+        server redelivers a message its holder stopped renewing; each holder renews on its own
+        visibility (every third of it) and gives a fenced delivery up just before it. A worker
+        started with a shorter ``WAYLINE_VISIBILITY_SECONDS`` (a new version rolled out beside
+        the old one) that wrote its own value over the consumer's would have the server
+        redeliver, to anyone, messages the older workers still hold and renew too rarely: two
+        handlers of one delivery. So the consumer keeps the longest visibility any worker asked
+        for: a shorter one is created only where no consumer exists (a create that fails if one
+        does), and a longer one raises it. (Two workers of two different longer visibilities
+        racing to raise it at the same moment can still end on the shorter of theirs.)"""
+        import nats.js.errors
+
+        name = config.durable_name
+        for _ in range(5):
+            try:
+                info = await self._js.consumer_info(self._stream, name, timeout=self._timeout)
+            except nats.js.errors.NotFoundError:
+                info = None
+            if info is not None:
+                kept = float(info.config.ack_wait or 0)
+                if kept + 1e-3 >= self._visibility:
+                    if kept > self._visibility + 1e-3:
+                        log.info(
+                            "the consumer of topic %r keeps ack_wait %gs (a worker with a longer "
+                            "visibility uses it), above this world's visibility %gs: a message "
+                            "whose holder died returns after %gs",
+                            topic,
+                            kept,
+                            self._visibility,
+                            kept,
+                        )
+                    return
+                await self._js.add_consumer(self._stream, config)  # raised to this visibility
+                continue  # read it back: a concurrent raise may have set another value
+            if await self._create_only(config):
+                return
+        raise WorldError(f"NATS at {self._url}: the consumer of topic {topic!r} keeps changing")
+
+    async def _create_only(self, config: Any) -> bool:
+        """Create the consumer if none of that name exists (JetStream's ``action: create``);
+        False when one does."""
+        request = {"stream_name": self._stream, "config": config.as_dict(), "action": "create"}
+        subject = f"$JS.API.CONSUMER.CREATE.{self._stream}.{config.durable_name}"
+        resp = await self._nc.request(subject, json.dumps(request).encode(), timeout=self._timeout)
+        answer = json.loads(resp.data)
+        error = answer.get("error")
+        if not error:
+            return True
+        if isinstance(error, dict) and error.get("err_code") == _CONSUMER_EXISTS:
+            return False
+        kind = (
+            WorldUnavailableError
+            if isinstance(error, dict) and error.get("code") == 503
+            else WorldError
+        )
+        raise kind(f"NATS at {self._url}: creating consumer {config.durable_name}: {error}")
 
     # enqueue ------------------------------------------------------------------------------
     async def enqueue(
