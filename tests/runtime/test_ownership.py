@@ -131,3 +131,28 @@ async def test_a_body_that_would_outlive_the_lease_is_cut_off_at_the_bound(
     assert [e.data["error"]["code"] for e in retrying] == ["INVOCATION_FENCED"] * 2
     [failed] = of_type(events, EventType.STEP_FAILED)
     assert failed.data["error"]["code"] == "INVOCATION_FENCED"
+
+
+async def test_a_worker_with_a_shorter_lease_waits_for_the_owners_own(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A rolling upgrade that shortens the lease (and the bound under it): an owner of the old
+    version may run its body for its own bound, so a new worker that reads the step must not
+    take it for dead after its own, shorter lease. ``step_started`` records the owner's lease,
+    and a reader waits for the longer of the two. (The owner consumes no step messages here,
+    and no second flow delivery while it holds the first: every wake goes to the new worker.)"""
+    marker = str(tmp_path / "m")
+    async with engine.worker([flows.single_slow], flow_concurrency=1, step_concurrency=0):
+        handle = await engine.client.start(flows.single_slow, marker, 4.0)
+        await wait_for(lambda: _has_lines(marker, 1))
+        [start] = of_type(await handle.events(), EventType.STEP_STARTED)
+        assert start.data["lease"] == settings().lease_seconds
+        async with engine.worker(
+            [flows.single_slow],
+            settings=settings(**SHORT),
+            world=await engine.make_world(visibility_seconds=VISIBILITY),
+        ):
+            await asyncio.sleep(2.5)  # past the new worker's lease, well inside the owner's
+            await engine.world.enqueue(FLOW_TOPIC, {"runId": handle.run_id, "reason": "hook"})
+            assert await handle.result(timeout=20) == "done"
+    assert flows.lines(marker) == ["attempt 1"]

@@ -255,3 +255,30 @@ def test_retry_handoff_key_is_not_the_backstop_key() -> None:
     before = len(q.sent)
     q.enqueue(handoff)
     assert len(q.sent) == before + 1
+
+
+@pytest.mark.parametrize(
+    ("owner_lease", "reader_lease", "expected"),
+    [
+        (860.0, 2.0, 800.0),  # a reader of a shorter lease waits for the owner's
+        (2.0, 860.0, 800.0),  # a recorded shorter lease never shortens the reader's
+        (None, 2.0, 0.0),  # older logs: the reader's own
+        (5000.0, 2.0, 840.0),  # still clamped to 900
+        (float("inf"), 2.0, 0.0),  # an unusable record is ignored
+        (float("nan"), 2.0, 0.0),
+    ],
+)
+def test_the_lease_is_the_longer_of_the_owners_and_the_readers(
+    owner_lease: float | None, reader_lease: float, expected: float
+) -> None:
+    state = StepState(ME, T0, owner_lease=owner_lease)
+    assert lease_remaining(state, T0 + 60, reader_lease) == pytest.approx(expected)
+
+
+def test_the_owners_lease_is_read_from_its_start_and_lapses_with_it() -> None:
+    rec = _record()
+    stamped = {"attempt": 1, "ownerMessageId": ME, "lease": 860}
+    _feed(rec, (EventType.STEP_STARTED, stamped, T0))
+    assert rec.state().owner_lease == 860
+    _feed(rec, (EventType.STEP_STARTED, {"attempt": 2}, T0 + 1))  # a bare start clears it
+    assert rec.state().owner_lease is None

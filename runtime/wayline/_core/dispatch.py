@@ -31,6 +31,8 @@ class StepState:
     """World-stamped time of the latest ``step_started``."""
     saw_retrying: bool = False
     terminal: bool = False
+    owner_lease: float | None = None
+    """The lease the owner ran under (``lease`` of its ``step_started``; None in older logs)."""
 
 
 def ownership_active(state: StepState) -> bool:
@@ -42,7 +44,15 @@ def lease_remaining(state: StepState, now: float, lease: float) -> float:
 
     The upper clamp is for clock skew: ``lastStartedAt`` is world-stamped, ``now`` is local, and
     a local clock behind the world's must never yield more than one lease.
+
+    The lease is the longer of the reader's and the owner's (recorded in its ``step_started``):
+    an owner runs under its own settings (its bound plus its visibility below its lease, see
+    ``worker.check_bounds``), so a reader of a version rolled out with a shorter lease must not
+    take it for dead sooner; a recorded lease never shortens the reader's own either.
     """
+    owned = state.owner_lease
+    if owned is not None and math.isfinite(owned) and owned > lease:
+        lease = owned
     lease = min(MAX_LEASE_SECONDS, max(0.0, lease))
     started = state.last_started_at
     if started is None or not math.isfinite(started) or started <= 0:

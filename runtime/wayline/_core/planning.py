@@ -161,7 +161,12 @@ def _wait_created(wait: WaitRecord) -> NewEvent:
 
 
 def decision_batch(
-    replay: Replay, *, my_id: str, max_inline: int, new_run_id: Callable[[], str]
+    replay: Replay,
+    *,
+    my_id: str,
+    max_inline: int,
+    new_run_id: Callable[[], str],
+    lease: float | None = None,
 ) -> DecisionBatch:
     """The suspension's new hooks, waits, children and steps as one atomic batch. The first
     ``max_inline`` new steps are lazy inline: created and started in the same write, stamped
@@ -188,12 +193,21 @@ def decision_batch(
         batch.events.append(NewEvent(EventType.STEP_CREATED, rec.cid, data))
         queued = rec.definition is not None and rec.definition.queued_only
         if len(batch.lazy) < max_inline and not queued:
-            stamp = {"attempt": 1, "ownerMessageId": my_id}
+            stamp = owner_stamp(1, my_id, lease)
             batch.events.append(NewEvent(EventType.STEP_STARTED, rec.cid, stamp))
             batch.lazy.append(rec)
         else:
             batch.sends.append(step_send(replay.run_id, rec))
     return batch
+
+
+def owner_stamp(attempt: int, my_id: str, lease: float | None) -> dict[str, Any]:
+    """An owned ``step_started``'s data: the owner's message id and the lease it runs under
+    (a reader waits for the longer of its own and this one: ``dispatch.lease_remaining``)."""
+    stamp: dict[str, Any] = {"attempt": attempt, "ownerMessageId": my_id}
+    if lease is not None:
+        stamp["lease"] = lease
+    return stamp
 
 
 # --- a suspension: the dispatch --------------------------------------------------------------

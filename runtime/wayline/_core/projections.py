@@ -115,6 +115,8 @@ class StepStarted:
     attempt: int | None
     owner_message_id: str | None
     """Set on an inline (owned) start; a bare start clears ownership."""
+    lease: float | None = None
+    """The owner's ``WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS`` (None in older logs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +243,11 @@ def _step_created(d: Data) -> StepCreated:
 
 def _step_started(d: Data) -> StepStarted:
     attempt, owner = d.get("attempt"), d.get("ownerMessageId")
-    return StepStarted(int(attempt) if attempt else None, str(owner) if owner is not None else None)
+    return StepStarted(
+        int(attempt) if attempt else None,
+        str(owner) if owner is not None else None,
+        _number(d.get("lease")),
+    )
 
 
 _SCHEDULE_KEYS = ("attempt", "delay", "source", "policy")

@@ -79,6 +79,7 @@ class StepRecord:
     created: bool = False
     terminal: bool = False
     owner: str | None = None
+    owner_lease: float | None = None
     last_started_at: float | None = None
     saw_retrying: bool = False
     starts: int = 0
@@ -95,7 +96,9 @@ class StepRecord:
     """For a compensation step: how many times the unwind had been resumed when it began."""
 
     def state(self) -> StepState:
-        return StepState(self.owner, self.last_started_at, self.saw_retrying, self.terminal)
+        return StepState(
+            self.owner, self.last_started_at, self.saw_retrying, self.terminal, self.owner_lease
+        )
 
 
 @dataclass(eq=False, slots=True)
@@ -334,16 +337,17 @@ class Replay:
                 self._compensation_created(cid, p)
             case StepCreated():
                 self._step_created(cid, p)
-            case StepStarted(owner_message_id=owner):
+            case StepStarted(owner_message_id=owner, lease=lease):
                 rec = self._step(cid, event.type)
                 rec.starts += 1
                 rec.owner = owner  # latest start wins; a bare start clears
+                rec.owner_lease = lease if owner is not None else None
                 rec.queued_start = owner is None
                 rec.last_started_at = event.created_at
             case StepRetrying():
                 rec = self._step(cid, event.type)
                 rec.saw_retrying = True  # queue-owned from now on, for good
-                rec.owner, rec.queued_start = None, False
+                rec.owner, rec.owner_lease, rec.queued_start = None, None, False
             case StepCompleted() | StepFailed():
                 self._step_ended(self._step(cid, event.type), p)
             case HookCreated():

@@ -327,7 +327,11 @@ class Handler:
         delivery is done with the run; True to plan again."""
         replay, settings = session.replay, self.settings
         batch = decision_batch(
-            replay, my_id=session.my_id, max_inline=settings.max_inline_steps, new_run_id=new_run_id
+            replay,
+            my_id=session.my_id,
+            max_inline=settings.max_inline_steps,
+            new_run_id=new_run_id,
+            lease=settings.lease_seconds,
         )
         armed.update(send.key for send in batch.sends)
         written = await self._write_batch(session, batch)

@@ -18,7 +18,7 @@ from typing import Any
 from .._core import clock
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent
-from .._core.planning import Arrival, Send, step_send
+from .._core.planning import Arrival, Send, owner_stamp, step_send
 from .._core.replay import Replay, StepRecord
 from ..errors import EntityConflictError, RunTerminalError
 from ..settings import Settings
@@ -151,7 +151,7 @@ class RunSession:
         """Owned recovery re-stamps its start: an unstamped one would read as unowned to a
         later wake, which would requeue the step the owner is re-running. None when the step
         or the run moved on meanwhile."""
-        stamp = {"attempt": attempt, "ownerMessageId": self.my_id}
+        stamp = owner_stamp(attempt, self.my_id, self.settings.lease_seconds)
         try:
             return await self.world.append(
                 self.run_id, [NewEvent(EventType.STEP_STARTED, rec.cid, stamp)]

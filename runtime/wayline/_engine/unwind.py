@@ -9,7 +9,7 @@ from typing import Any
 from .._core import clock
 from .._core.dispatch import Action, Decision, decide
 from .._core.events import EventType, NewEvent, RunStatus
-from .._core.planning import Send, backstop_send, step_send
+from .._core.planning import Send, backstop_send, owner_stamp, step_send
 from .._core.replay import StepRecord
 from .._core.serde import error_to_dict
 from ..errors import EntityConflictError, RunTerminalError
@@ -156,7 +156,7 @@ async def _create(session: RunSession, forward: StepRecord) -> StepRecord | None
         "epoch": epoch,
         "forwardResult": forward.result if forward.outcome == "completed" else None,
     }
-    stamp = {"attempt": 1, "ownerMessageId": session.my_id}
+    stamp = owner_stamp(1, session.my_id, session.settings.lease_seconds)
     created = [
         NewEvent(EventType.STEP_CREATED, cid, data),
         NewEvent(EventType.STEP_STARTED, cid, stamp),
