@@ -30,6 +30,8 @@ from .deferred import InlineBatch
 @dataclass(slots=True)
 class InFlight:
     tasks: dict[asyncio.Task[list[Event]], InlineBatch] = field(default_factory=dict)
+    _settled: asyncio.Future[None] | None = None
+    """What :meth:`next` waits on: set by a body as it settles (see :meth:`_run`)."""
 
     @property
     def pending(self) -> bool:
@@ -40,15 +42,37 @@ class InFlight:
     ) -> list[Event]:
         """Start an inline batch; returns the events of the first bodies to settle."""
         for body in bodies:
-            self.tasks[asyncio.ensure_future(body)] = group
+            task = asyncio.ensure_future(self._run(body))
+            task.add_done_callback(self._wake)  # also a task cancelled before it ran
+            self.tasks[task] = group
         return await self.next()
+
+    async def _run(self, body: Coroutine[Any, Any, list[Event]]) -> list[Event]:
+        """The body, waking :meth:`next` as it ends: the handler goes on at the next turn of
+        the loop, not two turns later (a task's done callbacks are themselves scheduled)."""
+        try:
+            return await body
+        finally:
+            self._wake()
+
+    def _wake(self, _: object = None) -> None:
+        settled = self._settled
+        if settled is not None and not settled.done():
+            settled.set_result(None)
 
     async def next(self) -> list[Event]:
         """Wait until at least one body settles; the events they wrote, in log order. The
         groups of bodies still running no longer defer their completions."""
         if not self.tasks:
             return []
-        done, _ = await asyncio.wait(list(self.tasks), return_when=asyncio.FIRST_COMPLETED)
+        done = [task for task in self.tasks if task.done()]
+        while not done:
+            self._settled = asyncio.get_running_loop().create_future()
+            try:
+                await self._settled
+            finally:
+                self._settled = None
+            done = [task for task in self.tasks if task.done()]
         events: list[Event] = []
         for task in done:
             self.tasks.pop(task, None)
