@@ -34,6 +34,7 @@ def live_steps(events: Sequence[Event]) -> dict[str, dict[str, Any]]:
                 owner_message_id=step.owner,
                 last_started_at=step.last_started_at,
                 saw_retrying=step.saw_retrying,
+                owner_lease=step.owner_lease,  # a reader waits for the longer lease
             ),
         }
         for cid, step in view.steps.items()

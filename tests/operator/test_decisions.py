@@ -15,13 +15,18 @@ from wayline.world.routing import routed
 from wayline_operator.decisions import apply_table
 
 
-async def _run_with_step(world: World, owner: str | None, retried: bool = False) -> str:
+async def _run_with_step(
+    world: World, owner: str | None, retried: bool = False, lease: float | None = None
+) -> str:
     run_id = new_run_id()
+    started: dict[str, object] = {"attempt": 1, "ownerMessageId": owner}
+    if lease is not None:
+        started["lease"] = lease
     events = [
         NewEvent(EventType.RUN_CREATED, data={"workflow": "w", "input": {"args": []}}),
         NewEvent(EventType.RUN_STARTED),
         NewEvent(EventType.STEP_CREATED, "s1", {"stepName": "charge", "input": None}),
-        NewEvent(EventType.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": owner}),
+        NewEvent(EventType.STEP_STARTED, "s1", started),
     ]
     if retried:
         events.append(NewEvent(EventType.STEP_RETRYING, "s1", {"error": {"message": "x"}}))
@@ -64,3 +69,20 @@ async def test_a_lapsed_or_expired_step_gets_its_step_message_once(world: World)
         assert (d.payload or {})["stepId"] == "s1"
         await world.ack(d)
     assert step_dispatch_key(lapsed, "s1") != step_dispatch_key(expired, "s1")
+
+
+async def test_an_owner_of_a_longer_lease_than_the_operators_keeps_its_step(world: World) -> None:
+    """The owner recorded its own lease (a worker of a longer one than the operator's, say one
+    of a version rolled out before): past the operator's lease but inside the owner's, the
+    step is still its owner's. The operator arms a backstop for the owner's lease, and sends
+    no step message, which a queued worker would run beside the owner."""
+    settings = Settings.from_env({})
+    owner_lease = settings.lease_seconds + 30  # within the 900 s cap
+    run_id = await _run_with_step(world, "msg-of-a-slow-owner", lease=owner_lease)
+    events = await world.list_events(run_id)
+    later = time.time() + settings.lease_seconds + 5  # the operator's own lease has run out
+    rows, _ = await apply_table(world, run_id, events, now=later, settings=settings)
+    [row] = rows
+    assert (row["action"], row["backstopArmed"]) == ("arm_backstop", True)
+    assert 0 < row["leaseRemainingSeconds"] <= owner_lease - settings.lease_seconds
+    assert await world.receive(routed(STEP_TOPIC, "w"), max_messages=1, wait_seconds=0.2) == []

@@ -504,6 +504,8 @@ class StepView:
     owner: str | None = None
     """The message its latest start was stamped with (seed 000: latest start wins)."""
     last_started_at: float | None = None
+    owner_lease: float | None = None
+    """The lease its owner recorded in its latest start (None: unowned, or an older log)."""
     saw_retrying: bool = False
     """A ``step_retrying`` lapsed its ownership for good."""
 
@@ -816,6 +818,7 @@ class RunView:
             step.attempts.append(Attempt(number, at))
             step.status, step.starts = "running", step.starts + 1
             step.owner, step.last_started_at = p.owner_message_id, at
+            step.owner_lease = p.lease if p.owner_message_id is not None else None
             return
         attempt = step.attempts[-1] if step.attempts else None
         if (
@@ -839,7 +842,7 @@ class RunView:
             attempt.outcome, attempt.error, attempt.retry_at = "retrying", p.error, p.retry_after
             attempt.schedule = p.schedule
             step.status, step.retry_after = "retrying", p.retry_after
-            step.saw_retrying, step.owner = True, None
+            step.saw_retrying, step.owner, step.owner_lease = True, None, None
             return
         self.open.pop(step.cid, None)
         step.ended_at = at
