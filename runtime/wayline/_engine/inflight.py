@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from .._core.events import Event
@@ -43,7 +44,7 @@ class InFlight:
         """Start an inline batch; returns the events of the first bodies to settle."""
         for body in bodies:
             task = asyncio.ensure_future(self._run(body))
-            task.add_done_callback(self._wake)  # also a task cancelled before it ran
+            task.add_done_callback(partial(self._ended, body))  # also one cancelled before it ran
             self.tasks[task] = group
         return await self.next()
 
@@ -54,6 +55,12 @@ class InFlight:
             return await body
         finally:
             self._wake()
+
+    def _ended(self, body: Coroutine[Any, Any, list[Event]], _: object) -> None:
+        # a task cancelled before its first turn never awaited ``body``: close it, as a task
+        # closes its own coroutine (a no-op on a body that ran), or the collector warns
+        body.close()
+        self._wake()
 
     def _wake(self, _: object = None) -> None:
         settled = self._settled

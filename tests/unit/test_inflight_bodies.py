@@ -1,0 +1,55 @@
+"""Inline bodies a delivery runs (``_engine.inflight``): the handler goes on as soon as one
+settles, and a forced close cancels those still running, also one not started yet."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import warnings
+
+from wayline._core.events import Event
+from wayline._engine.deferred import InlineBatch
+from wayline._engine.inflight import InFlight
+
+
+async def test_a_body_cancelled_before_it_ran_is_closed() -> None:
+    """A forced close (``settle(cancel=True)``) may cancel a body's task before its first
+    turn: the body coroutine is then closed (as a task closes its own), never left
+    un-awaited for the garbage collector to warn about."""
+    ran: list[str] = []
+
+    async def body() -> list[Event]:
+        ran.append("body")
+        return []
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inflight = InFlight()
+        starter = asyncio.ensure_future(inflight.start([body()], InlineBatch(1, False)))
+        await asyncio.sleep(0)  # the starter made the body's task and waits; it has not run
+        starter.cancel()  # the handler is cancelled (a forced close) ...
+        await inflight.settle(cancel=True)  # ... and cancels its bodies before they ran
+        assert (await asyncio.gather(starter, return_exceptions=True))[0].__class__ is (
+            asyncio.CancelledError
+        )
+        gc.collect()
+    assert ran == []
+    assert [str(w.message) for w in caught] == []
+
+
+async def test_a_settled_body_wakes_next_and_a_cancelled_next_loses_no_body() -> None:
+    gate = asyncio.Event()
+
+    async def body() -> list[Event]:
+        await gate.wait()
+        return []
+
+    inflight = InFlight()
+    first = asyncio.ensure_future(inflight.start([body()], InlineBatch(1, False)))
+    await asyncio.sleep(0)
+    first.cancel()  # the handler gives up waiting: the body stays in flight
+    await asyncio.gather(first, return_exceptions=True)
+    assert inflight.pending
+    gate.set()
+    assert await asyncio.wait_for(inflight.next(), 5) == []
+    assert not inflight.pending
