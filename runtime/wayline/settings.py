@@ -96,9 +96,11 @@ class Settings:
     """``WAYLINE_START_REARM_SECONDS``: how often a running worker looks for runs of its
     workflows left ``pending`` with no start message (a starter that died between the run's
     ``run_created`` and its message); one found so on two looks in a row is started again.
-    So such a run moves within two periods. 60 s as the operator's sweep: each look lists the
-    runs (a read of every run's last entry on NATS). 0 turns it off (startup recovery and
-    ``wayline recover`` remain)."""
+    So such a run moves within two to two and a half periods (each pause is 1 to 1.25 of it).
+    60 s as the operator's sweep: each look lists the pending runs (a read of every run's last
+    entry on NATS) and, when one of them is this worker's, reads every stored queue message (as
+    startup recovery does; on SQLite on the worker's event loop). 0 turns it off (startup
+    recovery and ``wayline recover`` remain)."""
 
     operator_hook_retry_seconds: float = 5.0
     """``WAYLINE_OPERATOR_HOOK_RETRY_SECONDS``: how often a WorkflowHook whose run has not
