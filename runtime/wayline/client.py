@@ -248,7 +248,7 @@ class Client:
         info = run if isinstance(run, RunInfo) else await self.get_run(run)
         if info.status.terminal:
             return None
-        return waiting_for_worker(info, await self.world.list_served())
+        return waiting_for_worker(info, await self.world.list_served(), self.world.now())
 
     async def list_runs(
         self, status: RunStatus | str | None = None, limit: int = 100

@@ -455,7 +455,11 @@ class Worker:
         if not self.workflows:
             return
         entries = served_entries(
-            self.workflows.values(), self.queue, self.worker_id, 3 * self.heartbeat_seconds
+            self.workflows.values(),
+            self.queue,
+            self.worker_id,
+            3 * self.heartbeat_seconds,
+            self.world.now(),
         )
         try:
             await self.world.record_served(entries)
@@ -471,7 +475,9 @@ class Worker:
         beats = [t for t in self._tasks if t.get_name() == "wayline-heartbeat"]
         if beats:  # cancelled above: let a heartbeat under way land first, not after
             await asyncio.gather(*beats, return_exceptions=True)
-        entries = withdrawn_entries(self.workflows.values(), self.queue, self.worker_id)
+        entries = withdrawn_entries(
+            self.workflows.values(), self.queue, self.worker_id, self.world.now()
+        )
         try:
             await self.world.record_served(entries)
         except WaylineError as err:

@@ -263,13 +263,6 @@ async def test_a_wake_that_arrives_early_by_a_slow_clock_rearms_itself(
     """The wake was armed by a worker with the world's clock; the worker that receives it runs
     1 s behind, so the wake looks early. Its re-arm must not dedupe against itself (it is
     still in flight), or the run would wedge."""
-    import wayline._engine.handler as handler_module
-
-    class SlowClock:
-        @staticmethod
-        def now() -> float:
-            return time.time() - 1.0
-
     async with engine.worker([flows.sleeper]):
         handle = await engine.client.start(flows.sleeper, 0.5)
 
@@ -277,7 +270,7 @@ async def test_a_wake_that_arrives_early_by_a_slow_clock_rearms_itself(
             return bool(of_type(await handle.events(), EventType.WAIT_CREATED))
 
         await wait_for(armed)
-        monkeypatch.setattr(handler_module, "clock", SlowClock)
+        monkeypatch.setattr(engine.world, "now", lambda: time.time() - 1.0)
         assert await handle.result(timeout=15) >= 0.5
 
 

@@ -25,6 +25,9 @@ class UnstableIdWorld(World):
     def visibility_seconds(self) -> float:
         return self.inner.visibility_seconds
 
+    def now(self) -> float:
+        return self.inner.now()
+
     async def start(self) -> None:
         await self.inner.start()
 

@@ -22,7 +22,7 @@ import pydantic
 from opentelemetry import trace
 
 from .. import metrics
-from .._core import clock, limits
+from .._core import limits
 from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
@@ -299,7 +299,7 @@ class Handler:
                 await session.catch_up()
                 continue
             closing = handoff.stop_here(self.closing)
-            move = next_move(session.replay, closing=closing, now=clock.now())
+            move = next_move(session.replay, closing=closing, now=self.world.now())
             match move:
                 case Done():
                     return True

@@ -6,7 +6,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from .._core import clock
 from .._core.dispatch import Action, Decision, decide
 from .._core.events import EventType, NewEvent, RunStatus
 from .._core.planning import Send, backstop_send, owner_stamp, step_send
@@ -213,7 +212,7 @@ def _decide(session: RunSession, step: StepRecord) -> Decision:
         run_id=session.run_id,
         correlation_id=step.cid,
         my_message_id=session.my_id,
-        now=clock.now(),
+        now=session.world.now(),
         lease=settings.lease_seconds,
         ownership_enabled=settings.inline_ownership,
         arriving_backstop_key=session.backstop,

@@ -25,8 +25,11 @@ def served_entries(
     queue: str | None,
     worker: str,
     live_for: float,
+    now: float | None = None,
 ) -> list[dict[str, Any]]:
-    now = time.time()
+    """``now``: the world's time (``World.now``), which every reader compares with; a
+    worker's own clock minutes off the server's would make it look dead, or alive too long."""
+    now = time.time() if now is None else now
     return [
         {
             "key": _key(w, queue),
@@ -51,13 +54,16 @@ def _key(w: WorkflowDefinition[..., Any], queue: str | None) -> str:
 
 
 def withdrawn_entries(
-    workflows: Iterable[WorkflowDefinition[..., Any]], queue: str | None, worker: str
+    workflows: Iterable[WorkflowDefinition[..., Any]],
+    queue: str | None,
+    worker: str,
+    now: float | None = None,
 ) -> list[dict[str, Any]]:
     """What a worker closed gracefully records: its entries, live until now (so no longer)."""
-    now = time.time()
+    now = time.time() if now is None else now
     return [
         {**e, "liveUntil": now, "withdrawn": True}
-        for e in served_entries(workflows, queue, worker, 0.0)
+        for e in served_entries(workflows, queue, worker, 0.0, now)
     ]
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from .._core import clock
 from .._core.events import Event, NewEvent, RunStatus
 from .._core.ids import MessageId
 from .._core.projections import RunInfo
@@ -372,3 +373,11 @@ class World(abc.ABC):
     @property
     def visibility_seconds(self) -> float:
         return 30.0
+
+    def now(self) -> float:
+        """The world's time (seconds since the epoch), as this process best knows it: what
+        a wait's ``resumeAt``, a step's lease and a delayed message are measured against,
+        since the events they come from are stamped by the world. The embedded world stamps
+        with this process's clock; a world stamped by a server (NATS) corrects this process's
+        clock by the offset its own appends showed (``worlds/nats/skew.py``)."""
+        return clock.now()

@@ -20,13 +20,13 @@ import contextlib
 import json
 import logging
 import math
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..._core import clock
 from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
@@ -54,6 +54,7 @@ from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, wrap
 from .direct import StoredMsg, connected, direct_batch, publish_acked, read_subject
 from .logcheck import as_number, checked_summary, decode_entry
 from .names import Names, kv_key, token_value
+from .skew import Skew
 
 log = logging.getLogger("wayline.worlds.nats")
 
@@ -216,7 +217,10 @@ class EventLog:
         url: str,
         timeout: float,
         on_terminal: Callable[[str], None] | None = None,
+        skew: Skew | None = None,
     ) -> None:
+        self.skew = Skew() if skew is None else skew
+        """Learns the server's clock from each append's stamp (``skew.py``)."""
         self._on_terminal = on_terminal
         """Told the run id of every terminal append on the stream, by whichever writer."""
         self._nc = nc
@@ -426,12 +430,15 @@ class EventLog:
         self._inflight[subject] = self._inflight.get(subject, 0) + 1
         try:
             seq, duplicate = 0, False
+            sent = acked = math.nan
             for attempt in range(_PUBLISH_ATTEMPTS):
                 try:
                     await connected(self._nc, timeout=self._timeout, url=self._url)
+                    sent = clock.now()
                     seq, duplicate = await publish_acked(
                         self._nc, subject, plan.body, headers, self._timeout
                     )
+                    acked = clock.now()
                     break
                 except nats.js.errors.BadRequestError as err:
                     if not is_wrong_last_sequence(err):
@@ -460,6 +467,8 @@ class EventLog:
             if duplicate:
                 return await self._catch_up(st, look_for=msg_id)
             stamp = await self._stamp(seq)
+            if attempt == 0:  # a retried publish may have been stored by an earlier one
+                self.skew.sample(sent, acked, stamp)
         finally:
             left = self._inflight.get(subject, 1) - 1
             if left:
@@ -601,7 +610,7 @@ class EventLog:
             at = held.get("at")
             if type(at) is not int or at != other.stream_seq:
                 return False
-            return bool(time.time() - float(held.get("_at", 0.0)) < _CLAIM_GRACE)
+            return bool(self.skew.now() - float(held.get("_at", 0.0)) < _CLAIM_GRACE)
         return status == HOOK_ACTIVE
 
     async def _release_claims(self, st: RunState, claims: dict[str, tuple[str, int, int]]) -> None:

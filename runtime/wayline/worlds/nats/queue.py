@@ -98,7 +98,11 @@ class Queue:
         visibility: float,
         replicas: int,
         memory: bool,
+        now: Callable[[], float],
     ) -> None:
+        self._now = now
+        """The server's clock as this process knows it (``skew.py``): an ``@at`` schedule
+        fires by the server's clock, so a delay is counted from it."""
         self._nc = nc
         self._js = js
         self._names = names
@@ -225,7 +229,7 @@ class Queue:
         delay_seconds: float,
     ) -> MessageId:
         body = dumps(carry(payload))
-        due = time.time() + delay_seconds if delay_seconds > 0 else None
+        due = self._now() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
         if idempotency_key is None:
             published = await self._publish(topic, mid, body, due)

@@ -9,7 +9,6 @@ much)."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,8 +30,10 @@ class Slots:
         replicas: int,
         memory: bool,
         url: str,
+        now: Callable[[], float],
     ) -> None:
         self._js, self._names, self._get_run = js, names, get_run
+        self._now = now  # the server's clock, as this process knows it (``skew.py``)
         self._replicas, self._memory, self._url = replicas, memory, url
         self._kv: Any = None
 
@@ -67,7 +68,7 @@ class Slots:
             if won and holder not in held:
                 held = [*held, holder]
             if won and lease is not None:
-                leases[holder] = time.time() + lease
+                leases[holder] = self._now() + lease
             return won, held
 
         return await self._change(key, holder, change)
@@ -78,7 +79,7 @@ class Slots:
         take it again unnoticed."""
 
         def change(held: list[str], leases: dict[str, float]) -> tuple[bool, list[str]]:
-            now = time.time()
+            now = self._now()
             if holder not in held or leases.get(holder, 0.0) <= now:
                 return False, held
             leases[holder] = now + lease
@@ -118,7 +119,7 @@ class Slots:
                 stored = json.loads(entry.value)
             held = list(stored.get("holders") or [])
             leases = {str(k): float(v) for k, v in (stored.get("leases") or {}).items()}
-            now = time.time()
+            now = self._now()
             live = [h for h in held if h == holder or await self._live(h, leases, now)]
             leases = {h: at for h, at in leases.items() if h in live}
             before = dict(leases)

@@ -9,6 +9,7 @@ import ssl
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..._core import clock
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ...errors import ConfigurationError, WorldUnavailableError
@@ -17,7 +18,7 @@ from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
 from ...world.blobs import OutOfLine
 from ...world.registry import merge_served
 from .blobs import NatsBlobs
-from .codec import parse_header_lines, wrap
+from .codec import parse_header_lines, parse_stamp, wrap
 from .eventlog import EventLog
 from .failures import connect_bound, hopeless
 from .names import Names, kv_key, token_value
@@ -25,6 +26,7 @@ from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
 from .queue import Queue
 from .retention import Retention
+from .skew import Skew
 from .slots import Slots
 from .streams import Streams
 from .tls_only import refuse_plaintext
@@ -120,6 +122,7 @@ class NatsWorld(World):
         self._served_kv: Any = None
         self._streams: Streams | None = None
         self._slots: Slots | None = None
+        self.skew = Skew()
         self._blob_store: Any = None
 
     @classmethod
@@ -134,19 +137,27 @@ class NatsWorld(World):
     def visibility_seconds(self) -> float:
         return self._visibility
 
+    def now(self) -> float:
+        """The server's clock, as this process's appends have shown it (``skew.py``)."""
+        return self.skew.now()
+
     # workers -------------------------------------------------------------------------------
     async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
         kv = await self._served()
-        for e in entries:
+        for i, e in enumerate(entries):
             try:
-                await self._merge_served(kv, kv_key(str(e["key"])), e)
+                await self._merge_served(kv, kv_key(str(e["key"])), e, sample=i == 0)
             except Exception as err:
                 raise wrap(self._servers_shown, "recording a worker heartbeat", err) from err
 
-    @staticmethod
-    async def _merge_served(kv: Any, key: str, entry: Mapping[str, Any]) -> None:
+    async def _merge_served(
+        self, kv: Any, key: str, entry: Mapping[str, Any], *, sample: bool = False
+    ) -> None:
         """Merge ``entry`` into the stored one, compare-and-set on the key's revision (two
-        workers of one definition heartbeat into the same key; neither loses the other)."""
+        workers of one definition heartbeat into the same key; neither loses the other).
+        With ``sample``, the write's server stamp is also a sample of the server's clock
+        (``skew.py``): a worker starts with one before it takes a delivery, and one every
+        heartbeat keeps it current when the worker appends nothing."""
         import nats.js.errors
 
         while True:
@@ -160,18 +171,32 @@ class NatsWorld(World):
                     stored = json.loads(current.value)
                 except ValueError:
                     stored = None
-            merged = merge_served(stored if isinstance(stored, dict) else None, entry)
+            merged = merge_served(stored if isinstance(stored, dict) else None, entry, self.now())
             if merged is None:
                 return
             data = json.dumps(merged).encode()
             try:
+                sent = clock.now()
                 if current is None:
-                    await kv.create(key, data)
+                    revision = await kv.create(key, data)
                 else:
-                    await kv.update(key, data, last=current.revision)
-                return
+                    revision = await kv.update(key, data, last=current.revision)
+                acked = clock.now()
             except nats.js.errors.KeyWrongLastSequenceError:
                 continue  # another worker wrote it meanwhile: merge into its entry
+            if sample:
+                await self._sample_clock(sent, acked, revision)
+            return
+
+    async def _sample_clock(self, sent: float, acked: float, revision: int) -> None:
+        bucket = self.names.served_bucket
+        try:
+            raw = await self._events()._js.get_msg(f"KV_{bucket}", revision, direct=True)
+            stamp = parse_stamp((raw.headers or {}).get("Nats-Time-Stamp", ""))
+        except Exception as err:  # a sample is only a hint: the next one will do
+            log.debug("no clock sample from the worker registry: %s", err)
+            return
+        self.skew.sample(sent, acked, stamp)
 
     async def list_served(self) -> list[dict[str, Any]]:
         import nats.js.errors
@@ -263,6 +288,7 @@ class NatsWorld(World):
                 replicas=self.replicas,
                 memory=self.storage == "memory",
                 url=self._servers_shown,
+                now=self.skew.now,
             )
         return self._slots
 
@@ -309,6 +335,7 @@ class NatsWorld(World):
                 url=shown,
                 timeout=self._options.request_timeout,
                 on_terminal=self._wake_terminal,
+                skew=self.skew,
             )
             await event_log.start()
             queue = Queue(
@@ -320,6 +347,7 @@ class NatsWorld(World):
                 visibility=self._visibility,
                 replicas=self.replicas,
                 memory=self.storage == "memory",
+                now=self.skew.now,
             )
             await queue.start()
         except BaseException:
