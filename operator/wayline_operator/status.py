@@ -32,7 +32,10 @@ line), an object in etcd about 1.5 MiB; a larger one is named, not copied."""
 def stamp(seconds: float | None) -> str | None:
     if seconds is None:
         return None
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, ValueError, OSError):  # past the year 9999 (an older version's)
+        return None
 
 
 def short_duration(seconds: float | None) -> str:

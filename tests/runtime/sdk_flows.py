@@ -299,3 +299,18 @@ async def gather_settled_flow(path: str) -> str:
     except wayline.WaylineError as err:
         return str(err)
     return "no failure"
+
+
+@wayline.workflow
+async def waits_of(kind: str, duration: Any) -> str:
+    """A sleep, hook timeout or child timeout of ``duration``; what the call said of it."""
+    try:
+        if kind == "sleep":
+            await wayline.sleep(duration)
+        elif kind == "hook":
+            await wayline.create_hook(timeout=duration)
+        else:
+            await wayline.child(sleeps_an_hour, timeout=duration)
+    except ValueError as err:
+        return f"refused: {err}"
+    return "waited"

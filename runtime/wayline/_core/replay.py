@@ -67,6 +67,9 @@ from .projections import (
 )
 from .serde import decode, encode
 
+LATEST_WAIT_END = 253402300799.0
+"""9999-12-31T23:59:59Z: the latest time ``datetime`` holds, so the latest a wait may end."""
+
 
 @dataclass(eq=False, slots=True)
 class StepRecord:
@@ -680,10 +683,24 @@ class Replay:
     def sleep(self, duration: Duration) -> WFuture[None]:
         seconds = to_seconds(duration)
         cid = self._next("w")
-        wait = WaitRecord(cid, self.now + seconds, WFuture(f"sleep {cid}"))
+        wait = WaitRecord(cid, self._wait_end(seconds, "a sleep"), WFuture(f"sleep {cid}"))
         self.waits[cid] = wait
         self.new_waits[cid] = wait
         return wait.future
+
+    def _wait_end(self, seconds: float, what: str) -> float:
+        """When a wait of ``seconds`` from now ends. Refused (``ValueError``, as a negative
+        duration is) when that is not a time: ``inf`` (``"inf"``, ``1e400``) or past the year
+        9999, which no reader of the log (``runs show``, a WorkflowRun's status) can print
+        and no JSON reader but Python's can parse. A wait with no end is a hook without
+        ``timeout``."""
+        end = self.now + seconds
+        if not end <= LATEST_WAIT_END:
+            raise ValueError(
+                f"{what} of {seconds!r} s would end after the year 9999 "
+                "(for a wait with no end, use a hook without a timeout)"
+            )
+        return end
 
     def create_hook(
         self,
@@ -705,7 +722,8 @@ class Replay:
             limits.check(hook.metadata, "hook_payload", f"the metadata of hook {token!r}")
         hook.type_name = type_name
         if timeout is not None:
-            wait = WaitRecord(f"{cid}.timeout", self.now + to_seconds(timeout), WFuture(cid))
+            end = self._wait_end(to_seconds(timeout), "a hook timeout")
+            wait = WaitRecord(f"{cid}.timeout", end, WFuture(cid))
             wait.hook = hook
             hook.timeout = wait
             self.waits[wait.cid] = wait
@@ -734,7 +752,8 @@ class Replay:
         child = ChildRecord(cid, workflow, stored, WFuture(f"child {workflow.name}"))
         if timeout is not None:
             child.timeout = to_seconds(timeout)
-            wait = WaitRecord(f"{cid}.deadline", self.now + child.timeout, WFuture(cid))
+            end = self._wait_end(child.timeout, "a child timeout")
+            wait = WaitRecord(f"{cid}.deadline", end, WFuture(cid))
             wait.child = child
             child.deadline = wait
             self.waits[wait.cid] = wait

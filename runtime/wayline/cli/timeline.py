@@ -68,11 +68,20 @@ def fmt_duration(seconds: float | None) -> str:
 def fmt_time(epoch: float | None) -> str:
     if epoch is None or epoch <= 0:
         return "-"
-    return datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return _local(epoch, "%Y-%m-%d %H:%M:%S")
 
 
 def fmt_clock(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch).astimezone().strftime("%H:%M:%S")
+    return _local(epoch, "%H:%M:%S")
+
+
+def _local(epoch: float, fmt: str) -> str:
+    """A time in the local zone; one no ``datetime`` holds (a wait past the year 9999, or
+    ``inf``, which versions before ``replay.LATEST_WAIT_END`` recorded) is said, not raised."""
+    try:
+        return datetime.fromtimestamp(epoch).astimezone().strftime(fmt)
+    except (OverflowError, ValueError, OSError):
+        return "never" if epoch == float("inf") else "after the year 9999"
 
 
 def fmt_json(value: Any, limit: int = 100) -> str:
