@@ -94,3 +94,17 @@ async def test_wake_up_can_time_a_hook_out(engine: Engine) -> None:
         assert await engine.client.wake_up(handle.run_id, wait="h2.timeout") == ["h2.timeout"]
         with pytest.raises(wayline.RunFailedError, match="HOOK_TIMEOUT"):
             await handle.result(timeout=10)
+
+
+async def test_a_retry_is_logged_with_its_own_delay_after_the_clock_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The second retry (24 h) is decided after a 1 h skip; its log line said 25 h, the
+    delay counted from the real clock instead of the skipped one."""
+    caplog.set_level("INFO", logger="wayline")
+    async with wayline.testing.Environment([sdk_flows.recovers_after_a_day]) as env:
+        handle = await env.client.start(sdk_flows.recovers_after_a_day, str(tmp_path / "m"))
+        assert await handle.result(timeout=20) == 3
+    said = [r.getMessage() for r in caplog.records if "will be retried in" in r.getMessage()]
+    delays = [float(m.split("will be retried in ")[1].split("s")[0]) for m in said]
+    assert len(delays) == 2 and delays[1] <= 24 * 3600, said

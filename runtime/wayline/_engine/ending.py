@@ -5,10 +5,10 @@ recording a step's outcome, and setting a malformed message aside."""
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
+from .._core import clock
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.projections import fold
 from .._core.replay import ChildRecord, Replay
@@ -147,7 +147,7 @@ async def record_outcome(
             run_id,
             name or cid,
             cid,
-            max(0.0, outcome.retry_after - time.time()),
+            max(0.0, outcome.retry_after - clock.now()),
             outcome.error.get("message", ""),
             extra={"run_id": run_id, "step": name or cid, "step_id": cid},
         )
