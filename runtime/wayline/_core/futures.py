@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
 _PENDING, _DONE, _FAILED = 0, 1, 2
+
+_closing: ContextVar[bool] = ContextVar("wayline_closing", default=False)
+
+
+@contextmanager
+def closing() -> Iterator[None]:
+    """While a replay closes its workflow's coroutines (``Replay.close``): awaiting a future
+    not settled ends the coroutine (``GeneratorExit``) instead of suspending it again."""
+    token = _closing.set(True)
+    try:
+        yield
+    finally:
+        _closing.reset(token)
 
 
 class WFuture(Generic[T]):
@@ -61,6 +76,10 @@ class WFuture(Generic[T]):
 
     def __await__(self) -> Generator[Any, None, T]:
         if self._state == _PENDING:
+            if _closing.get():
+                # awaited by a ``finally`` of a workflow its replay is closing (see
+                # ``Replay.close``): nothing more of the workflow runs
+                raise GeneratorExit
             yield self
         return self.result()
 

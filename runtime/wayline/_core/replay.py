@@ -36,7 +36,7 @@ from .current import replay_var
 from .definitions import StepDefinition, WorkflowDefinition
 from .dispatch import StepState
 from .events import Event, EventType, NewEvent
-from .futures import WFuture
+from .futures import WFuture, closing
 from .projections import (
     ChildCompleted,
     ChildCreated,
@@ -233,6 +233,9 @@ class Replay:
         self._counters = {"s": 0, "h": 0, "w": 0, "c": 0}
         self._occurrences: dict[str, int] = {}
         self._ready: deque[tuple[_Fiber, WFuture[Any] | None]] = deque()
+        self._fibers: list[_Fiber] = []
+        self.closed = False
+        """Set by :meth:`close`: the replay is being dropped; its workflow awaits no more."""
         self._order = 0
         self.root: WFuture[Any] | None = None
         self.terminal: Event | None = None
@@ -590,8 +593,38 @@ class Replay:
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> WFuture[Any]:
         future: WFuture[Any] = WFuture("task")
-        self._ready.append((_Fiber(coro, future), None))
+        fiber = _Fiber(coro, future)
+        self._fibers.append(fiber)
+        self._ready.append((fiber, None))
         return future
+
+    def close(self) -> None:
+        """Close the workflow's coroutines that still wait, as the replay is dropped (the
+        delivery ends with the run suspended, or the replay is rebuilt).
+
+        Left to the garbage collector, each would be closed wherever collection happens to
+        run, its ``finally`` blocks and ``async with`` exits with it: a step called there
+        found no replay and ran its body as a plain call, a side effect no log recorded, once
+        for every replay dropped while the run waited. Closed here, under this replay, such a
+        call is recorded nowhere (nothing is written from a closed replay) and awaiting it
+        ends the block (see ``futures.closing``)."""
+        if self.closed:
+            return
+        self.closed = True
+        token = replay_var.set(self)
+        try:
+            with closing():
+                for fiber in reversed(self._fibers):  # the latest (innermost) first
+                    if fiber.future.done():
+                        continue
+                    try:
+                        fiber.coro.close()
+                    except Exception:
+                        # its ``finally`` raised: nothing to report or write for a replay
+                        # being dropped (a live replay runs that code again)
+                        continue
+        finally:
+            replay_var.reset(token)
 
     def _run(self) -> None:
         ready = self._ready

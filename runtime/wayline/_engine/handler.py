@@ -196,8 +196,11 @@ class Handler:
         }
         with tracer.start_as_current_span("workflow.execute", attributes=attributes) as span:
             defer = True
+            replay: Replay | None = None
             try:
                 while True:
+                    if replay is not None:
+                        replay.close()  # rebuilt: the old one's waiting coroutines end here
                     replay = Replay(workflow, run_id)
                     replay.parent = info.attributes.get("parent")
                     replay.delivery_attempt = delivery.attempt
@@ -239,6 +242,8 @@ class Handler:
                 raise
             finally:
                 await stats.bodies.settle()  # the delivery is settled only after every body
+                if replay is not None:
+                    replay.close()
                 _close_span(span, stats, delivery)
         return ACK
 
