@@ -89,6 +89,36 @@ async def test_a_step_in_a_finally_block_runs_when_the_workflow_gets_there_only(
     assert lines(cpath) == ["before"]
 
 
+# --- asyncio.timeout in a workflow (Temporal: asyncio timeouts are durable timers there) ------
+
+
+@wayline.step(max_retries=0)
+async def p4_slowish(n: int) -> int:
+    await asyncio.sleep(0.3)
+    return n
+
+
+@wayline.workflow
+async def p4_asyncio_timeout(n: int) -> int:
+    async with asyncio.timeout(0.05):
+        return await p4_slowish(n)
+
+
+async def test_asyncio_timeout_in_a_workflow_fails_the_run_clearly(engine: Engine) -> None:
+    """Temporal's Python SDK runs workflows on its own event loop, where ``asyncio.timeout``
+    and ``wait_for`` become durable timers. Wayline's replay is no asyncio task: the timeout
+    armed a cancel of the worker's delivery, which cut off the step running under it and
+    left the run stuck for the step's lease. It now fails the run at once
+    (``NON_DETERMINISTIC_AWAIT``) saying what to use, and the worker serves on."""
+    async with engine.worker([p4_asyncio_timeout, p4_plain]):
+        handle = await engine.client.start(p4_asyncio_timeout, 1)
+        with pytest.raises(wayline.RunFailedError, match="NON_DETERMINISTIC_AWAIT") as caught:
+            await handle.result(timeout=20)
+        assert "asyncio.timeout" in str(caught.value) and "wayline.race" in str(caught.value)
+        assert await (await engine.client.start(p4_plain, 2)).result(timeout=20) == 2
+    assert not of_type(await handle.events(), EventType.STEP_CREATED)
+
+
 # --- a step error turned into the workflow's own (Inngest change_step_error) ------------------
 
 

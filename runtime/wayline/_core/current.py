@@ -7,7 +7,9 @@ that ``definitions`` (below ``replay``) can read it without importing it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
 
@@ -21,3 +23,29 @@ class StepCaller(Protocol):
 
 
 replay_var: ContextVar[StepCaller | None] = ContextVar("wayline_replay", default=None)
+
+
+@contextmanager
+def outside_any_task() -> Iterator[None]:
+    """No asyncio task is current while workflow code runs in here.
+
+    A workflow is stepped by its replay, not by the event loop: the task that happens to be
+    current is the worker's delivery, which is not the workflow's. ``asyncio.timeout`` (and
+    ``wait_for`` on 3.12+) in a workflow armed a cancel of that task, which later cut off
+    the delivery in the middle of a step and left the run stuck until its step's lease ran
+    out, again on every retry. With no current task they raise at once instead (see
+    ``Replay._step_fiber``)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # a replay fed outside any loop (tests, tools)
+        yield
+        return
+    task = asyncio.current_task(loop)
+    if task is None:
+        yield
+        return
+    asyncio.tasks._leave_task(loop, task)
+    try:
+        yield
+    finally:
+        asyncio.tasks._enter_task(loop, task)

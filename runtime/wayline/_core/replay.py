@@ -32,7 +32,7 @@ from ..errors import (
     WorkflowDeterminismError,
 )
 from . import limits
-from .current import replay_var
+from .current import outside_any_task, replay_var
 from .definitions import StepDefinition, WorkflowDefinition
 from .dispatch import StepState
 from .events import Event, EventType, NewEvent
@@ -192,6 +192,26 @@ class _Fiber:
     def __init__(self, coro: Coroutine[Any, Any, Any], future: WFuture[Any]) -> None:
         self.coro = coro
         self.future = future
+
+
+def _explained(err: BaseException) -> BaseException:
+    """The workflow's error, or for the asyncio call that refused to run outside a task
+    (``asyncio.timeout``, ``wait_for``; see ``outside_any_task``) one that says what to use."""
+    if not isinstance(err, RuntimeError):
+        return err
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_globals.get("__name__") != "asyncio.timeouts":
+        return err
+    problem = WorkflowDeterminismError(
+        "a workflow used asyncio.timeout (or asyncio.wait_for), which is not durable: a "
+        "workflow is stepped by its replay, not by an asyncio task (a step's own deadline: "
+        "@wayline.step(timeout=...); a wait with a deadline: wayline.race(..., "
+        "wayline.sleep(...)), create_hook(..., timeout=...), child(..., timeout=...))"
+    )
+    problem.__cause__ = err
+    return problem
 
 
 class Replay:
@@ -613,7 +633,7 @@ class Replay:
         self.closed = True
         token = replay_var.set(self)
         try:
-            with closing():
+            with outside_any_task(), closing():
                 for fiber in reversed(self._fibers):  # the latest (innermost) first
                     if fiber.future.done():
                         continue
@@ -630,9 +650,10 @@ class Replay:
         ready = self._ready
         token = replay_var.set(self)
         try:
-            while ready and not self.needs_stamp:
-                fiber, resumed = ready.popleft()
-                self._step_fiber(fiber, resumed)
+            with outside_any_task():
+                while ready and not self.needs_stamp:
+                    fiber, resumed = ready.popleft()
+                    self._step_fiber(fiber, resumed)
         finally:
             replay_var.reset(token)
 
@@ -643,7 +664,7 @@ class Replay:
             fiber.future.set_result(stop.value, self._tick())
             return
         except BaseException as err:  # the workflow raised: its task fails
-            fiber.future.set_exception(err, self._tick())
+            fiber.future.set_exception(_explained(err), self._tick())
             return
         if isinstance(yielded, WFuture):
             if yielded.done():
