@@ -152,7 +152,8 @@ class Worker:
         body cut off counts), with a WARNING naming its run and the steps it was running.
 
         Forced (``graceful=False``): end this worker's generation now. Nothing it was doing is
-        persisted, published or started from here on (its tasks are cancelled), except a
+        persisted, published or started from here on (its tasks are cancelled, and cancelled
+        again each second while they run on: a cancel can be lost in a world call), except a
         compensation already running, which keeps its claim long enough to checkpoint. Held
         deliveries are released at once, so a replacement worker (in this process or another)
         continues from the last checkpoint; a body that was cut off runs again there.
@@ -181,10 +182,7 @@ class Worker:
                 self._warn_outlived_grace(protected)
         holding = dict(self._held)
         held = [d for d, f in holding.values() if f.tripped is None]
-        for task in list(self._handlers):
-            task.cancel()
-        if self._handlers:
-            await asyncio.gather(*self._handlers, return_exceptions=True)
+        await _cancel_until_ended(list(self._handlers))
         # A body that cannot be cut off (a sync body in its thread) runs on after its handler
         # was cancelled: its delivery stays held (renewed, under its fence's deadline, where
         # the process exits if it is still running) until the thread returns, so it is never
@@ -601,3 +599,23 @@ def _stale(delivery: Delivery, what: str) -> None:
         delivery.attempt,
         delivery.topic,
     )
+
+
+_RECANCEL_SECONDS = 1.0
+"""How long a cancelled handler may take to end before it is cancelled again. Its cancel may
+have been lost (one that lands as a world call completes, ``asyncio.wait_for`` before Python
+3.12 in the NATS client): the handler then went on driving the run, into a step body the
+close would have waited out. A handler that got its cancel ends in milliseconds (it cancels
+its bodies and waits for them), so a second cancel within a second only meets a lost one."""
+
+
+async def _cancel_until_ended(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait for them, cancelling again any still running a second on."""
+    pending = set(tasks)
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=_RECANCEL_SECONDS)
+    for task in tasks:  # retrieved here, as a gather would: they are the handlers' to log
+        if not task.cancelled():
+            task.exception()

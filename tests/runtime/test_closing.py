@@ -214,3 +214,51 @@ async def test_a_delivery_received_as_a_forced_close_came_is_handed_back(
     assert running == []  # no handler outlives the close
     async with engine.worker([flows.chain]):
         assert await handle.result(timeout=20) == 3
+
+
+@wayline.step(name="closing_tests.hangs_once", max_retries=1, retry_delay=0.01)
+async def hangs_once(path: str) -> str:
+    first = not flows.lines(path)
+    flows.mark(path, "start")
+    if first:
+        await asyncio.sleep(60)  # cut off by the forced close
+    return "done"
+
+
+@wayline.workflow(name="closing_tests.hanging")
+async def hanging(path: str) -> str:
+    return await hangs_once(path)
+
+
+async def test_a_forced_close_whose_cancel_a_handler_lost_still_cuts_its_body_off(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handler whose cancel was lost in a world call (``asyncio.wait_for`` before Python
+    3.12, in the NATS client) as a forced close came went on to run its step's body, and the
+    close waited for that body to end (a minute here), then let the dead generation record
+    it. The close cancels a handler again until it ends: the body is cut off at once, and
+    the replacement runs it again."""
+    path = str(tmp_path / "log")
+    append = engine.world.append
+    in_call = asyncio.Event()
+
+    async def losing_its_cancel(run_id: str, events: Any, **kwargs: Any) -> Any:
+        starts = any(e.type.value == "step_started" for e in events)
+        if in_call.is_set() or not starts:
+            return await append(run_id, events, **kwargs)
+        in_call.set()
+        try:
+            await asyncio.sleep(1.0)
+        except asyncio.CancelledError:
+            pass  # the call completed as the cancel came: the cancel is gone
+        return await append(run_id, events, **kwargs)
+
+    monkeypatch.setattr(engine.world, "append", losing_its_cancel)
+    worker = wayline.Worker(engine.world, [hanging], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(hanging, path)
+    await asyncio.wait_for(in_call.wait(), 10)
+    await asyncio.wait_for(worker.close(graceful=False), 20)
+    async with engine.worker([hanging]):
+        assert await handle.result(timeout=20) == "done"
+    assert flows.lines(path) == ["start", "start"]
