@@ -630,3 +630,66 @@ async def test_the_first_of_two_hooks_wins_and_the_other_still_takes_its_payload
         await engine.client.resume_hook(approve, {"by": "approver"})
         await engine.client.resume_hook(reject, {"by": "auditor"})
         assert await handle.result(timeout=20) == [{"by": "approver"}, {"by": "auditor"}]
+
+
+# --- an async context manager around a wait (Temporal: activities in __aexit__) --------------
+
+
+class _P4Lease:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    async def __aenter__(self) -> _P4Lease:
+        await p4_mark(self.path, "take lease")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await p4_mark(self.path, "give lease back")
+
+
+@wayline.workflow
+async def p4_leased(path: str, token: str) -> Any:
+    async with _P4Lease(path):
+        return await wayline.create_hook(token)
+
+
+async def test_an_async_with_exit_runs_its_step_once_when_the_block_ends(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Temporal workflows that start an activity in an async context manager's
+    ``__aexit__``: the exit's step runs when the block really ends, once, and not each time
+    the run's replay is dropped while it waits inside the block."""
+    path, token = str(tmp_path / "log"), _token()
+    async with engine.worker([p4_leased]):
+        handle = await engine.client.start(p4_leased, path, token)
+        await wait_for(lambda: engine.world.get_hook(token))
+        await asyncio.sleep(0.2)
+        assert lines(path) == ["take lease"]
+        await engine.client.resume_hook(token, "ok")
+        assert await handle.result(timeout=20) == "ok"
+    assert lines(path) == ["take lease", "give lease back"]
+
+
+# --- default arguments (DBOS: a workflow started without its optional arguments) -------------
+
+
+@wayline.workflow
+async def p4_defaults(token: str, n: int = 2, *, label: str = "x") -> list[Any]:
+    first = await p4_quick(n)
+    await wayline.create_hook(token)  # the rest runs in a replay of the first part
+    return [first, await p4_quick(n + 1), label]
+
+
+async def test_a_workflows_default_arguments_hold_across_its_replays(engine: Engine) -> None:
+    """DBOS starts a workflow without its optional arguments and recovers it the same way:
+    the defaults of positional and keyword-only parameters apply on the first run and on
+    every replay, and an explicit keyword overrides one."""
+    token, other = _token(), _token()
+    async with engine.worker([p4_defaults]):
+        plain = await engine.client.start(p4_defaults, token)
+        given = await engine.client.start(p4_defaults, other, label="y")
+        for t in (token, other):
+            await wait_for(lambda t=t: engine.world.get_hook(t))
+            await engine.client.resume_hook(t, None)
+        assert await plain.result(timeout=20) == [2, 3, "x"]
+        assert await given.result(timeout=20) == [2, 3, "y"]
