@@ -262,3 +262,43 @@ async def test_a_forced_close_whose_cancel_a_handler_lost_still_cuts_its_body_of
     async with engine.worker([hanging]):
         assert await handle.result(timeout=20) == "done"
     assert flows.lines(path) == ["start", "start"]
+
+
+@wayline.step(name="closing_tests.loses_a_cancel", max_retries=1, retry_delay=0.01)
+async def loses_a_cancel(path: str) -> str:
+    first = not flows.lines(path)
+    flows.mark(path, "start")
+    if first:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            flows.mark(path, "lost")  # the call completed as the cancel came: it is gone
+        try:
+            await asyncio.sleep(60)  # cut off by the next cancel
+        finally:
+            flows.mark(path, "ended")
+    return "done"
+
+
+@wayline.workflow(name="closing_tests.losing")
+async def losing(path: str) -> str:
+    return await loses_a_cancel(path)
+
+
+async def test_a_forced_close_whose_cancel_a_step_body_lost_cuts_the_body_off_too(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A body can lose its cancel as a handler can (in a world call). The close cancels the
+    handler again; the handler, waiting for its bodies, must pass that cancel on to them, not
+    end under a body still running: its delivery would be handed back, and the step run again
+    by a replacement, beside the old generation's body."""
+    path = str(tmp_path / "log")
+    worker = wayline.Worker(engine.world, [losing], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(losing, path)
+    await wait_for(lambda: _lines(path, 1))
+    await asyncio.wait_for(worker.close(graceful=False), 20)
+    assert flows.lines(path) == ["start", "lost", "ended"]  # no body outlives the close
+    async with engine.worker([losing]):
+        assert await handle.result(timeout=20) == "done"
+    assert flows.lines(path) == ["start", "lost", "ended", "start"]

@@ -104,7 +104,20 @@ class InFlight:
         if cancel:
             for task in tasks:
                 task.cancel()
-        await asyncio.wait(tasks)
+        cancelled = False
+        while True:
+            try:
+                await asyncio.wait(tasks)
+                break
+            except asyncio.CancelledError:
+                # a forced close cancels the handler again while a body runs on: a body can
+                # lose its cancel in a world call as the handler can, so it is passed on, and
+                # the handler still never ends under a running body
+                cancelled = True
+                for task in tasks:
+                    task.cancel()
+        if cancelled:
+            raise asyncio.CancelledError
         for task in tasks:
             if not task.cancelled():
                 task.exception()  # retrieved: the handler already failed or returned
