@@ -230,3 +230,41 @@ def test_hook_metadata_over_the_payload_limit_fails_the_workflow_before_any_writ
     assert not r.new_hooks  # nothing to write: the hook was never made
     small = replay(big_metadata, Log(10))
     assert [h.metadata for h in small.new_hooks.values()] == [{"blob": "x" * 10}]
+
+
+@wayline.step(name="unit_replay.closing_one")
+async def closing_one() -> int:
+    return 1
+
+
+_closing_seen: list[Any] = []
+
+
+async def _sleeps_then_reads_time() -> None:
+    try:
+        await wayline.sleep(3600)
+    finally:
+        _closing_seen.append(wayline.now())
+
+
+@wayline.workflow(name="unit_replay.closing_reads_time")
+async def closing_reads_time() -> Any:
+    return await wayline.gather(_sleeps_then_reads_time(), closing_one())
+
+
+def test_closing_a_replay_whose_finally_reads_time_during_a_provisional_event() -> None:
+    """A replay dropped with a provisional event unwritten (the log moved under it, or the
+    write failed) closes its waiting coroutines: a ``finally`` that reads workflow time there
+    meets NeedsStamp, which must end that block as the await of a new call does, not escape
+    the close (a BaseException: it crashed the delivery's handler, which then settled
+    nothing)."""
+    log = Log()
+    log.add(T.WAIT_CREATED, "w1", {"resumeAt": 1002.0 + 3600})
+    log.add(T.STEP_CREATED, "s1", {"stepName": "unit_replay.closing_one", "input": None})
+    log.add(T.STEP_STARTED, "s1", {"attempt": 1, "ownerMessageId": "1"})
+    r = replay(closing_reads_time, log)
+    r.feed_provisional(NewEvent(T.STEP_COMPLETED, "s1", {"result": 1}))
+    assert not r.finished and not r.needs_stamp
+    _closing_seen.clear()
+    r.close()
+    assert _closing_seen == []  # the block ended at the time read

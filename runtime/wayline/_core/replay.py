@@ -639,8 +639,9 @@ class Replay:
                         continue
                     try:
                         fiber.coro.close()
-                    except Exception:
-                        # its ``finally`` raised: nothing to report or write for a replay
+                    except (Exception, NeedsStamp):
+                        # its ``finally`` raised, or read time during a provisional event the
+                        # replay is dropped with: nothing to report or write for a replay
                         # being dropped (a live replay runs that code again)
                         continue
         finally:
