@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import warnings
 from typing import Any
 
 import pytest
@@ -268,3 +270,32 @@ def test_closing_a_replay_whose_finally_reads_time_during_a_provisional_event() 
     _closing_seen.clear()
     r.close()
     assert _closing_seen == []  # the block ended at the time read
+
+
+async def _cleans_up() -> None:
+    await closing_one()
+
+
+async def _sleeps_then_gathers() -> None:
+    try:
+        await wayline.sleep(3600)
+    finally:
+        await wayline.gather(_cleans_up())
+
+
+@wayline.workflow(name="unit_replay.closing_gathers")
+async def closing_gathers() -> Any:
+    return await _sleeps_then_gathers()
+
+
+def test_closing_a_replay_closes_the_coroutines_its_finally_blocks_spawn() -> None:
+    """A ``finally`` that gathers coroutines spawns fibers as the replay closes: they are
+    closed too, never left unstarted for the collector (which warned, never awaited)."""
+    r = replay(closing_gathers, Log())
+    assert not r.finished
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r.close()
+        del r
+        gc.collect()
+    assert [str(w.message) for w in caught] == []

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, assert_never
 
@@ -634,7 +634,7 @@ class Replay:
         token = replay_var.set(self)
         try:
             with outside_any_task(), closing():
-                for fiber in reversed(self._fibers):  # the latest (innermost) first
+                for fiber in self._closing_order():
                     if fiber.future.done():
                         continue
                     try:
@@ -646,6 +646,15 @@ class Replay:
                         continue
         finally:
             replay_var.reset(token)
+
+    def _closing_order(self) -> Iterator[_Fiber]:
+        """The fibers to close, the latest (innermost) first, then those their ``finally``
+        blocks spawned meanwhile (a ``gather`` of coroutines there), never left unstarted for
+        the collector, which warns that they were never awaited."""
+        seen = 0
+        while seen < len(self._fibers):
+            batch, seen = self._fibers[seen:], len(self._fibers)
+            yield from reversed(batch)
 
     def _run(self) -> None:
         ready = self._ready
