@@ -299,3 +299,35 @@ def test_closing_a_replay_closes_the_coroutines_its_finally_blocks_spawn() -> No
         del r
         gc.collect()
     assert [str(w.message) for w in caught] == []
+
+
+@wayline.workflow(name="unit_replay.sleeps_forever")
+async def sleeps_forever() -> str:
+    await wayline.sleep(float("inf"))
+    return "woken"
+
+
+def test_a_wait_past_the_year_9999_an_older_version_recorded_still_replays() -> None:
+    """Such a wait is refused when the workflow asks for it now; one an older version recorded
+    (``resumeAt: Infinity``, a run sleeping until woken or cancelled) is history: its replay
+    must not raise where the log has the wait (a divergence, and the run set aside)."""
+    log = Log().add(T.WAIT_CREATED, "w1", {"resumeAt": float("inf")})
+    r = replay(sleeps_forever, log)
+    assert not r.finished and [w.cid for w in r.pending_waits()] == ["w1"]
+    r.feed(log.add(T.WAIT_COMPLETED, "w1", {"early": True}).events[-1:])
+    assert r.root is not None and r.root.result() == "woken"
+
+
+@wayline.workflow(name="unit_replay.refused_then_steps")
+async def refused_then_steps() -> Any:
+    try:
+        await wayline.sleep(float("inf"))
+    except ValueError:
+        return await closing_one()
+    return "slept"
+
+
+def test_a_refused_wait_is_refused_again_when_its_history_replays() -> None:
+    log = Log().add(T.STEP_CREATED, "s1", {"stepName": "unit_replay.closing_one", "input": None})
+    r = replay(refused_then_steps, log)
+    assert not r.finished and list(r.steps) == ["s1"]

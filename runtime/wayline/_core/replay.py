@@ -70,6 +70,8 @@ from .serde import decode, encode
 LATEST_WAIT_END = 253402300799.0
 """9999-12-31T23:59:59Z: the latest time ``datetime`` holds, so the latest a wait may end."""
 
+_TIMED = (EventType.WAIT_CREATED, EventType.HOOK_CREATED, EventType.CHILD_CREATED)
+
 
 @dataclass(eq=False, slots=True)
 class StepRecord:
@@ -268,6 +270,8 @@ class Replay:
         """Patch ids the log records, including events fed later in the same ``feed`` call."""
         self._log_end = 0
         """The last seq known to be in the log: a call made before it replays old history."""
+        self._created: set[str] = set()
+        """Ids of the waits, hooks and children the log records (as ``_marked``)."""
         self.new_patches: dict[str, NewEvent] = {}
         """Patch markers the log does not have yet: written with the next decision batch."""
         self.started_at: float | None = None
@@ -284,6 +288,8 @@ class Replay:
                     marked = payload(e)
                     assert isinstance(marked, PatchMarked)
                     self._marked.add(marked.patch_id)
+                elif e.type in _TIMED and e.correlation_id is not None:
+                    self._created.add(e.correlation_id)
         for event in events:
             if event.seq <= self.last_seq:
                 continue
@@ -747,19 +753,20 @@ class Replay:
     def sleep(self, duration: Duration) -> WFuture[None]:
         seconds = to_seconds(duration)
         cid = self._next("w")
-        wait = WaitRecord(cid, self._wait_end(seconds, "a sleep"), WFuture(f"sleep {cid}"))
+        wait = WaitRecord(cid, self._wait_end(seconds, "a sleep", cid), WFuture(f"sleep {cid}"))
         self.waits[cid] = wait
         self.new_waits[cid] = wait
         return wait.future
 
-    def _wait_end(self, seconds: float, what: str) -> float:
+    def _wait_end(self, seconds: float, what: str, cid: str) -> float:
         """When a wait of ``seconds`` from now ends. Refused (``ValueError``, as a negative
         duration is) when that is not a time: ``inf`` (``"inf"``, ``1e400``) or past the year
         9999, which no reader of the log (``runs show``, a WorkflowRun's status) can print
         and no JSON reader but Python's can parse. A wait with no end is a hook without
-        ``timeout``."""
+        ``timeout``. One the log records (wait, hook or child ``cid``) is not refused: an
+        older version recorded it (its logged ``resumeAt`` holds), and the run goes on."""
         end = self.now + seconds
-        if not end <= LATEST_WAIT_END:
+        if not end <= LATEST_WAIT_END and cid not in self._created:
             raise ValueError(
                 f"{what} of {seconds!r} s would end after the year 9999 "
                 "(for a wait with no end, use a hook without a timeout)"
@@ -786,7 +793,7 @@ class Replay:
             limits.check(hook.metadata, "hook_payload", f"the metadata of hook {token!r}")
         hook.type_name = type_name
         if timeout is not None:
-            end = self._wait_end(to_seconds(timeout), "a hook timeout")
+            end = self._wait_end(to_seconds(timeout), "a hook timeout", cid)
             wait = WaitRecord(f"{cid}.timeout", end, WFuture(cid))
             wait.hook = hook
             hook.timeout = wait
@@ -816,7 +823,7 @@ class Replay:
         child = ChildRecord(cid, workflow, stored, WFuture(f"child {workflow.name}"))
         if timeout is not None:
             child.timeout = to_seconds(timeout)
-            end = self._wait_end(child.timeout, "a child timeout")
+            end = self._wait_end(child.timeout, "a child timeout", cid)
             wait = WaitRecord(f"{cid}.deadline", end, WFuture(cid))
             wait.child = child
             child.deadline = wait
