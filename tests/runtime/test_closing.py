@@ -5,6 +5,7 @@ several worlds, one process."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, settings, wait_for
+from wayline._core.replay import Replay
 
 
 async def _lines(path: str, n: int) -> bool:
@@ -302,3 +304,54 @@ async def test_a_forced_close_whose_cancel_a_step_body_lost_cuts_the_body_off_to
     async with engine.worker([losing]):
         assert await handle.result(timeout=20) == "done"
     assert flows.lines(path) == ["start", "lost", "ended", "start"]
+
+
+@wayline.step(name="closing_tests.slow_loser", max_retries=0)
+async def slow_loser(path: str) -> str:
+    flows.mark(path, "loser")
+    await asyncio.sleep(60)  # still running when the run ends; cut off by the forced close
+    return "late"
+
+
+@wayline.step(name="closing_tests.quick_winner", max_retries=0)
+async def quick_winner() -> str:
+    return "won"
+
+
+@wayline.step(name="closing_tests.loser_cleanup", max_retries=0)
+async def loser_cleanup(path: str) -> None:
+    flows.mark(path, "cleanup")
+
+
+async def _loses(path: str) -> str:
+    try:
+        return await slow_loser(path)
+    finally:
+        await loser_cleanup(path)
+
+
+@wayline.workflow(name="closing_tests.race_then_close")
+async def race_then_close(path: str) -> Any:
+    return await wayline.race(_loses(path), quick_winner())
+
+
+async def test_a_forced_close_while_a_race_loser_runs_on_still_closes_the_replay(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The run ends while a race loser's body runs on inline; the delivery waits for it, and a
+    forced close cancels it there. The replay is still closed under itself: left to the
+    garbage collector, the loser's ``finally`` ran its step as a plain call, unrecorded."""
+    path = str(tmp_path / "log")
+    worker = wayline.Worker(engine.world, [race_then_close], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(race_then_close, path)
+    assert await handle.result(timeout=20) == [1, "won"]
+    await wait_for(lambda: _lines(path, 1))
+    await asyncio.wait_for(worker.close(graceful=False), 20)
+    # not closed, it waits for the collector: found alive and open, or collected and the
+    # loser's cleanup run as a plain call
+    replays = [o for o in gc.get_objects() if isinstance(o, Replay)]
+    assert all(r.closed for r in replays if r.run_id == handle.run_id)
+    del replays
+    gc.collect()
+    assert flows.lines(path) == ["loser"]

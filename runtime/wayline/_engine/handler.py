@@ -241,10 +241,12 @@ class Handler:
                 await stats.bodies.settle(cancel=True)
                 raise
             finally:
-                await stats.bodies.settle()  # the delivery is settled only after every body
-                if replay is not None:
-                    replay.close()
-                _close_span(span, stats, delivery)
+                try:
+                    await stats.bodies.settle()  # the delivery is settled only after every body
+                finally:  # a forced close may cancel the handler there: still closed here
+                    if replay is not None:
+                        replay.close()
+                    _close_span(span, stats, delivery)
         return ACK
 
     async def _invoke(
