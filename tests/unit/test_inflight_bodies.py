@@ -53,3 +53,29 @@ async def test_a_settled_body_wakes_next_and_a_cancelled_next_loses_no_body() ->
     gate.set()
     assert await asyncio.wait_for(inflight.next(), 5) == []
     assert not inflight.pending
+
+
+async def test_bodies_started_beside_a_settled_one_have_begun_when_start_returns() -> None:
+    """A body of an earlier batch settled while the handler was busy elsewhere; the handler
+    starts a new batch and ``start`` hands back the settled one's events at once. The new
+    bodies must have had their first turn by then: a body registers itself as running here
+    (``inflight_owned``) in it, and a handler that drove on before saw its own step as
+    started with no body running, and re-ran it as owned recovery: one body twice."""
+    begun: list[str] = []
+
+    async def settled() -> list[Event]:
+        return []
+
+    async def new_body() -> list[Event]:
+        begun.append("new")  # what run_inline does first: inflight_owned.add(cid)
+        await asyncio.sleep(3600)
+        return []
+
+    inflight = InFlight()
+    leftover = asyncio.ensure_future(settled())  # an earlier batch's body ...
+    inflight.tasks[leftover] = InlineBatch(1, False)
+    await asyncio.sleep(0)
+    assert leftover.done()  # ... settled while the handler wrote something else
+    assert await inflight.start([new_body()], InlineBatch(1, False)) == []
+    assert begun == ["new"]
+    await inflight.settle(cancel=True)

@@ -73,6 +73,14 @@ class InFlight:
         if not self.tasks:
             return []
         done = [task for task in self.tasks if task.done()]
+        if done:
+            # Never return without a turn of the loop (as asyncio.wait did): bodies started
+            # just before take their first step in it, where each registers itself as running
+            # here (``RunSession.run_inline``). Returned before that, the handler drove on
+            # seeing its own new step started with no body running, and re-ran it as owned
+            # recovery: one body twice.
+            await asyncio.sleep(0)
+            done = [task for task in self.tasks if task.done()]
         while not done:
             self._settled = asyncio.get_running_loop().create_future()
             try:
