@@ -79,3 +79,20 @@ async def test_bodies_started_beside_a_settled_one_have_begun_when_start_returns
     assert await inflight.start([new_body()], InlineBatch(1, False)) == []
     assert begun == ["new"]
     await inflight.settle(cancel=True)
+
+
+def test_the_last_body_does_not_defer_while_a_siblings_outcome_is_being_written() -> None:
+    """Two bodies of one batch: the first to finish writes its own completion; the last may
+    carry its completion on the run's next write only once that write is done. Deferred
+    while it was under way, its provisional completion was fed at the seq the sibling's write
+    took, the carrying write found the log moved, and the replay was rebuilt under running
+    bodies."""
+    from wayline._engine.step_runner import Completed
+
+    batch = InlineBatch(running=2, defer=True)
+    assert not batch.finished("s1", Completed(1), eligible=True)  # not the last: writes itself
+    batch.writing += 1  # ... and that write is under way
+    assert not batch.finished("s2", Completed(2), eligible=True)
+    assert batch.deferred is None
+    alone = InlineBatch(running=1, defer=True)
+    assert alone.finished("s1", Completed(1), eligible=True)  # no sibling: it defers

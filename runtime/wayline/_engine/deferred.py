@@ -47,15 +47,22 @@ class InlineBatch:
     running: int
     defer: bool
     deferred: NewEvent | None = None
+    writing: int = 0
+    """Bodies of the batch whose own outcome is being written: the last body to finish does
+    not defer while one is. Its provisional completion is fed at the seq after the log the
+    replay has seen, which a sibling's write still under way takes first: the carrying
+    write then found the log moved, and the replay was rebuilt under running bodies."""
 
     def finished(self, cid: str, outcome: Outcome | None, *, eligible: bool) -> bool:
         """Count a finished body; True when its completion is deferred (it was the last of
-        the batch to finish, and deferring is allowed for it)."""
+        the batch to finish, no sibling's outcome is still being written, and deferring is
+        allowed for it)."""
         self.running -= 1
         if (
             not self.defer
             or not eligible
             or self.running
+            or self.writing
             or self.deferred is not None
             or not isinstance(outcome, Completed | Failed)
         ):

@@ -135,7 +135,11 @@ class RunSession:
                 return events  # written with the next batch (see ``deferred``)
             if not executed or outcome is None:
                 return events
-            events += await self.record(rec.cid, outcome, rec.name)
+            group.writing += 1
+            try:
+                events += await self.record(rec.cid, outcome, rec.name)
+            finally:
+                group.writing -= 1
             if isinstance(outcome, Retry):
                 # The retry handoff: from now on the step is queue-owned (step_retrying lapsed
                 # ownership for good) and its message is keyed by the step, never the backstop.
