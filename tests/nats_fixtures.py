@@ -11,6 +11,7 @@ PYTEST_DONT_REWRITE: conftest imports this module before registering it as a plu
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -245,3 +246,20 @@ async def wait_reconnected(*worlds: Any, timeout: float = 15.0) -> None:
                 raise TimeoutError("the NATS client did not reconnect")
             await asyncio.sleep(0.05)
         await nc.flush(timeout=timeout)
+
+
+def hold_sweep(monkeypatch: Any) -> tuple[asyncio.Event, asyncio.Event]:
+    """Hold a NATS cleanup between its purge and its sweep of the queue: the first event is
+    set when the purge is done, the sweep goes on once the second is set."""
+    from wayline.worlds.nats.retention import Retention
+
+    purged, go_on = asyncio.Event(), asyncio.Event()
+    sweep = Retention._drop_messages
+
+    async def paused(self: Retention, *args: Any) -> None:
+        purged.set()
+        await go_on.wait()
+        await sweep(self, *args)
+
+    monkeypatch.setattr(Retention, "_drop_messages", paused)
+    return purged, go_on

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import wayline
-from tests.nats_fixtures import OpenWorlds
+from tests.nats_fixtures import OpenWorlds, hold_sweep
 from tests.runtime import flows
 from tests.runtime import start_flows as sf
 from tests.runtime.harness import wait_for
@@ -146,7 +146,6 @@ async def test_a_wake_of_a_deleted_run_sent_during_its_cleanup_is_removed(
     """A wake of a deleted run sent after its log was purged (a late worker's), with no run
     started again under the id: the stream leader shows the subject empty, and the sweep
     removes the wake."""
-    from wayline.worlds.nats.retention import Retention
 
     world, janitor = await open_nats_world(), await open_nats_world()
     run_id = new_run_id()
@@ -155,15 +154,7 @@ async def test_a_wake_of_a_deleted_run_sent_during_its_cleanup_is_removed(
             sf.st_counted, str(tmp_path / "m"), "old", run_id=run_id
         )
         assert await first.result(timeout=15) == "old"
-    purged, go_on = asyncio.Event(), asyncio.Event()
-    sweep = Retention._drop_messages
-
-    async def paused(self: Retention, *args: Any) -> None:
-        purged.set()
-        await go_on.wait()
-        await sweep(self, *args)
-
-    monkeypatch.setattr(Retention, "_drop_messages", paused)
+    purged, go_on = hold_sweep(monkeypatch)
     cleanup = asyncio.ensure_future(janitor.delete_runs(older_than=0))
     await asyncio.wait_for(purged.wait(), 10)
     await world.enqueue("flow", {"runId": run_id, "reason": "late"})

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import wayline
+from tests.nats_fixtures import hold_sweep
 from tests.runtime import start_flows as sf
 from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
@@ -105,19 +106,10 @@ async def test_a_start_between_a_cleanups_purge_and_its_queue_sweep_keeps_its_me
                 break
             await asyncio.sleep(0.05)
         assert receiving[0] == 0, "a receive did not end"
-        purged, go_on = asyncio.Event(), asyncio.Event()
         if engine.world.url.startswith("nats"):
-            from wayline.worlds.nats.retention import Retention
-
-            sweep = Retention._drop_messages
-
-            async def paused(self: Retention, *args: Any) -> None:
-                purged.set()
-                await go_on.wait()
-                await sweep(self, *args)
-
-            monkeypatch.setattr(Retention, "_drop_messages", paused)
+            purged, go_on = hold_sweep(monkeypatch)
         else:
+            purged, go_on = asyncio.Event(), asyncio.Event()
             purged.set()
         cleanup = asyncio.ensure_future(engine.world.delete_runs(older_than=0))
         await asyncio.wait_for(purged.wait(), 10)

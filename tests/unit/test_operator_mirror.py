@@ -7,7 +7,7 @@ API server is the part replaced here: ``post`` and ``patch`` are recorders."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,16 +44,6 @@ class ApiServer:
 
     async def remove(self, ref: Mapping[str, Any]) -> None:
         raise AssertionError("nothing here has a TTL")
-
-
-@pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[LocalWorld]:
-    w = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
-    await w.start()
-    try:
-        yield w
-    finally:
-        await w.close()
 
 
 def _mirror(world: LocalWorld, api: ApiServer) -> Mirror:

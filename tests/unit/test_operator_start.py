@@ -6,8 +6,6 @@ every call still reaches the world."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,16 +16,6 @@ from tests.runtime.harness import settings
 from wayline.world import FLOW_TOPIC
 from wayline.worlds.local import LocalWorld
 from wayline_operator.reconcile import Reconciler
-
-
-@pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[LocalWorld]:
-    w = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
-    await w.start()
-    try:
-        yield w
-    finally:
-        await w.close()
 
 
 def _count_starts(world: LocalWorld, monkeypatch: pytest.MonkeyPatch) -> list[str]:
