@@ -17,6 +17,7 @@ from ..errors import (
 )
 from ..world import FLOW_TOPIC, RunInfo, World
 from .ending import report_to_parent
+from .messages import start_message
 from .session import RunSession
 
 log = logging.getLogger("wayline.runtime")
@@ -42,10 +43,12 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
             child.run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
         )
     except (EntityConflictError, SequenceConflictError):
-        pass  # a previous delivery created it already
+        created = False  # a previous delivery created it already
+    else:
+        created = True
     await world.enqueue(
         FLOW_TOPIC,
-        {"runId": child.run_id, "reason": "start"},
+        start_message(world, child.run_id, created),
         idempotency_key=f"{child.run_id}:start",
     )
 

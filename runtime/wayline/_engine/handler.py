@@ -91,7 +91,10 @@ class Handler:
             msg = FlowMessage.model_validate(delivery.payload)
         except pydantic.ValidationError as err:
             return await self.malformed(delivery, err)
-        return await self._flow(msg.runId, delivery, msg.backstopKey)
+        read = None
+        if msg.reason == "start" and msg.log is not None and delivery.attempt == 1:
+            read = await self.world.read_started(msg.runId, msg.log)  # no read, where it serves
+        return await self._flow(msg.runId, delivery, msg.backstopKey, read=read)
 
     async def handle_step(self, delivery: Delivery) -> Verdict:
         """A queued step body (see ``step_delivery``), then the run under the same message."""

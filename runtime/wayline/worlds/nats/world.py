@@ -520,6 +520,17 @@ class NatsWorld(World):
             return await blobs.resolve_info(info), []
         return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
 
+    def start_hint(self, run_id: str) -> dict[str, Any] | None:
+        return None if self._log is None else self._log.start_hint(run_id)
+
+    async def read_started(self, run_id: str, hint: Any) -> tuple[RunInfo | None, list[Event]]:
+        read = await self._events().read_started(run_id, hint)
+        if read is None:
+            return await self.read_run(run_id)
+        blobs = self._out_of_line()
+        info, events = read
+        return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
+
     def _out_of_line(self) -> OutOfLine:
         if self.blobs is None:
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
