@@ -173,8 +173,9 @@ async def burst(client: wayline.Client, runs: int, steps: int = 10) -> float:
 
 
 class NatsCalls:
-    """Counts the nats client's calls in this process: request (a round trip), publish (one
-    way; not counted again inside a request), subscribe, unsubscribe."""
+    """Counts the nats client's calls in this process: request (a round trip), publish (not
+    counted again inside a request; ``publish+reply`` when it names a reply subject, as an
+    acknowledged JetStream publish or a pull does: a round trip too), subscribe, unsubscribe."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -203,7 +204,8 @@ class NatsCalls:
                     finally:
                         inside.reset(token)
                 if not inside.get():
-                    counts[name] += 1
+                    reply = kwargs.get("reply", args[3] if len(args) > 3 else "")
+                    counts[f"{name}+reply" if name == "publish" and reply else name] += 1
                 return await fn(*args, **kwargs)
 
             return counted
@@ -243,8 +245,10 @@ async def bench_world(kind: str, url: str, cfg: Config, server_pid: int | None) 
             calls = NatsCalls()
             with calls.counting() as counts:
                 await start_to_result(client, 10, cfg.count_runs)
-            for name in ("request", "publish", "subscribe", "unsubscribe"):
+            for name in ("request", "publish+reply", "publish", "subscribe", "unsubscribe"):
                 v[f"nats {name} calls per 10-step run"] = counts[name] / cfg.count_runs
+            trips = counts["request"] + counts["publish+reply"]
+            v["nats round trips per 10-step run"] = trips / cfg.count_runs
     if kind == "nats":
         v["floor: acknowledged JetStream publish (ms)"] = await publish_floor(url)
         floors = ["floor: acknowledged JetStream publish (ms)"]
@@ -394,8 +398,8 @@ def report(
         f"over {cfg.seq_runs} sequential runs, one worker in the benchmark's process. "
         "Runs at once: R runs of 10 steps started and awaited at once. CPU: during the "
         f"{cfg.bursts[-1]}-run burst. NATS calls: client-side count over {cfg.count_runs} "
-        "sequential 10-step runs (request = round trip; publish = one-way send, e.g. pull "
-        "requests and acks).",
+        "sequential 10-step runs (request, and publish+reply: an acknowledged publish or a "
+        "pull, are round trips; publish = a one-way send, e.g. an ack).",
         "",
     ]
     for kind, reps in results.items():

@@ -263,3 +263,16 @@ def hold_sweep(monkeypatch: Any) -> tuple[asyncio.Event, asyncio.Event]:
 
     monkeypatch.setattr(Retention, "_drop_messages", paused)
     return purged, go_on
+
+
+async def queue_emptied(world: Any, timeout: float = 5.0) -> None:
+    """Wait until the world's queue stream holds no message: an ack is sent without waiting
+    for a reply, and the server removes the message (freeing its key) once it has read it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info = await world._queue._js.stream_info(world.names.queue_stream)
+        if info.state.messages == 0:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{info.state.messages} message(s) still stored after {timeout}s")
+        await asyncio.sleep(0.02)

@@ -13,7 +13,7 @@ import time
 import uuid
 from typing import Any
 
-from tests.nats_fixtures import NatsServer, OpenWorlds
+from tests.nats_fixtures import NatsServer, OpenWorlds, queue_emptied
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
@@ -207,34 +207,58 @@ async def test_a_deleted_consumer_is_created_again(open_nats_world: OpenWorlds) 
     await world.ack(got[0])
 
 
-async def test_an_unconfirmed_ack_leaves_the_message_to_its_next_holder(
+async def test_an_ack_the_server_never_read_leaves_the_message_to_its_next_holder(
     open_nats_world: OpenWorlds,
 ) -> None:
-    """After a server crash the consumer may have forgotten a delivery and never answer its
-    ack. The message is then not deleted from the stream (that would remove it for whoever
-    holds it next): the ack answers False, the message comes back, and its next holder's ack
-    removes it and releases its key."""
+    """After a server crash the consumer may have forgotten a delivery, and an ack sent then
+    is never read. The message is then not deleted from the stream (that would remove it for
+    whoever holds it next): it comes back, and its next holder's ack removes it and releases
+    its key. An ack is sent without waiting for a reply, so ``ack`` answers True (sent while
+    held); it cannot tell a lost one, and needs not: the message's return is the remedy."""
     world = await open_nats_world(request_timeout=1.0, visibility_seconds=1.0)
     mid = await world.enqueue("flow", {"x": 1}, idempotency_key="k")
     [d] = await world.receive("flow", wait_seconds=2)
     lost = d.handle.msg.reply + ".lost"
-    d.handle.msg.reply = lost  # no one answers on this subject: the ack goes unconfirmed
-    assert await world.ack(d) is False
+    d.handle.msg.reply = lost  # no one reads this subject: the ack is lost
+    assert await world.ack(d) is True
+    assert await world.ack(d) is False  # settled once
     assert await world.enqueue("flow", {"x": 2}, idempotency_key="k") == mid  # still held
     [again] = await world.receive("flow", wait_seconds=5)
     assert (again.message_id, again.attempt) == (mid, 2)
     assert await world.ack(again) is True
+    await queue_emptied(world)
     fresh = await world.enqueue("flow", {"x": 3}, idempotency_key="k")
     assert fresh != mid
     [d] = await world.receive("flow", wait_seconds=2)
     assert d.payload == {"x": 3}
     await world.ack(d)
+    await queue_emptied(world)
     assert await world.receive("flow", wait_seconds=0.3) == []
     again = await world.enqueue("flow", {"x": 2}, idempotency_key="k")
     assert again != mid
     [d] = await world.receive("flow", wait_seconds=2)
     assert d.payload == {"x": 2}
     await world.ack(d)
+
+
+async def test_an_ack_of_a_handed_back_message_waits_for_the_servers_confirmation(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A message handed back (a graceful shutdown) has a note counting its hand-backs, removed
+    after its ack: that ack waits for the server's reply, and one that goes unconfirmed answers
+    False and leaves the note (the message's next delivery still is not an attempt more)."""
+    world = await open_nats_world(request_timeout=1.0, visibility_seconds=1.0)
+    await world.enqueue("flow", {"x": 1})
+    [d] = await world.receive("flow", wait_seconds=2)
+    assert await world.release(d) is True
+    [d] = await world.receive("flow", wait_seconds=5)
+    assert d.handle.handbacks == 1 and d.attempt == 1
+    d.handle.msg.reply = d.handle.msg.reply + ".lost"  # unconfirmed
+    assert await world.ack(d) is False
+    [d] = await world.receive("flow", wait_seconds=5)
+    assert d.attempt == 2 and d.handle.handbacks == 1  # the note survived
+    assert await world.ack(d) is True
+    await queue_emptied(world)
 
 
 async def test_an_idle_consumer_waits_with_one_pull_and_a_backlog_is_taken_in_batches(

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.nats_fixtures import NatsServer, OpenWorlds, wait_reconnected
+from tests.nats_fixtures import NatsServer, OpenWorlds, queue_emptied, wait_reconnected
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
@@ -70,6 +70,7 @@ async def test_idempotency_key_survives_a_restart_and_is_released_by_ack(
         d = await receive_one(world, "flow", timeout=30)
         assert (d.message_id, d.payload) == (first, {"v": 1})
         assert await eventually(lambda: world.ack(d))
+    await queue_emptied(world)  # the server read the ack (sent without waiting for a reply)
     # acked: released, and the release itself survives a restart
     nats_server_own.restart(kill=kill)
     await wait_reconnected(*open_own_world.opened)

@@ -287,7 +287,10 @@ class World(abc.ABC):
     # False; so does a second settlement of one delivery. True: this delivery was settled.
     @abc.abstractmethod
     async def ack(self, delivery: Delivery) -> bool:
-        """Done: the message is removed and its idempotency key released."""
+        """Done: the message is removed and its idempotency key released. A world may send
+        the ack without waiting for its store to confirm it (NATS): the removal then follows
+        shortly, and a lost ack brings the message back after its visibility timeout, one
+        more delivery of what is done (True then says the ack was sent while held)."""
 
     @abc.abstractmethod
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:

@@ -533,6 +533,11 @@ class Queue:
     # a settlement is a no-op answering False (the message may be another's by now; leaving it
     # costs at most one more replay of an idempotent wake). An unconfirmed ack is never turned
     # into a delete of the stored message: that would remove it for whoever holds it next.
+    # An ack is told, not asked: no reply is awaited (one round trip less per delivery). A
+    # lost one (a connection lost before the server read it) brings the message back after
+    # its ack wait, one more wake of what is already done (the run's log, the step's record,
+    # say so), as any redelivery can. An ack whose hand-back note is removed after it waits
+    # for the server's confirmation (the note must outlive the message).
     def lost_connection(self) -> None:
         """Every delivery held so far stops being provably this process's: a server that
         crashed can come back without them and redeliver them to others, while it still
@@ -550,6 +555,21 @@ class Queue:
         ):
             return None
         return held
+
+    async def _tell(self, delivery: Delivery, body: bytes, what: str) -> bool:
+        """Send one settlement without waiting for a reply; True once it was sent while this
+        process still held the delivery."""
+        held = self._fresh(delivery)
+        if held is None:
+            return False
+        try:
+            await connected(self._nc, timeout=self._timeout, url=self._url)
+            await self._nc.publish(held.msg.reply, body)
+        except Exception as err:
+            raise wrap(self._url, f"{what} of message {delivery.message_id}", err) from err
+        held.settled = True
+        held.msg._ackd = True  # nats-py's own flag: this delivery is settled
+        return True
 
     async def _answer(self, delivery: Delivery, body: bytes, what: str) -> bool:
         """Send one settlement as a request; True once the server confirmed it."""
@@ -575,9 +595,13 @@ class Queue:
         return True
 
     async def ack(self, delivery: Delivery) -> bool:
+        held: _Held = delivery.handle
+        if not held.handbacks:
+            return await self._tell(delivery, b"+ACK", "ack")
+        # its hand-back note goes once the message is provably gone: a lost ack with the note
+        # gone would count the next delivery's hand-backs as attempts
         if not await self._answer(delivery, b"+ACK", "ack"):
             return False
-        held: _Held = delivery.handle
         if held.handbacks:
             try:
                 await self._idem.delete(f"h{held.msg.metadata.sequence.stream}")
