@@ -656,3 +656,23 @@ def test_output_whose_reader_went_away_is_no_error(cli: Cli) -> None:
             os.close(write)
         assert ended.returncode == 0, ended.stderr
         assert ended.stderr == "", ended.stderr
+
+
+def test_start_with_a_namespace_records_it_and_refuses_a_name_kubernetes_would(
+    cli: Cli, world_url: str
+) -> None:
+    """`wayline start --namespace NAME` starts the run in that namespace (its WorkflowHooks
+    answer the run's hooks, as for a WorkflowRun created there); a name no namespace can have
+    is refused before anything is written."""
+    started = cli("start", f"{FLOWS}:greet", "--input", '{"name": "ns"}', "--namespace", "team-a")
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    assert cli.json("runs", "show", run_id)["attributes"]["namespace"] == "team-a"
+    plain = cli("start", f"{FLOWS}:greet", "--input", '{"name": "ns"}').stdout.strip()
+    assert "namespace" not in cli.json("runs", "show", plain)["attributes"]
+    for bad in ("Team-A", "team_a", "-a", "a" * 64, ""):
+        refused = cli("start", f"{FLOWS}:greet", "--input", '{"name": "ns"}', f"--namespace={bad}")
+        assert refused.returncode == 2, (bad, refused.stderr)
+        assert "is not a namespace name" in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert {r["runId"] for r in cli.json("runs", "list")} == {run_id, plain}

@@ -47,6 +47,7 @@ import asyncio
 import importlib.metadata
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -174,6 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--queue", metavar="NAME", help="route the run to the workers started with --queue NAME"
     )
+    p.add_argument(
+        "--namespace",
+        type=_namespace,
+        metavar="NAME",
+        help="start the run in a Kubernetes namespace: that namespace's WorkflowHooks answer "
+        "its hooks (as for a WorkflowRun created there); default: none",
+    )
     p.set_defaults(handler=commands.cmd_start)
 
     runs = command(sub, "runs", "list, show, watch, cancel, terminate and repair runs")
@@ -288,6 +296,16 @@ def _version() -> str:
 
 def _index(text: str) -> int:
     return whole_arg(text, 0, "an index counts from 0")
+
+
+def _namespace(text: str) -> str:
+    """A Kubernetes namespace name (an RFC 1123 label)."""
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a namespace name: at most 63 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return text
 
 
 def _positive(text: str) -> int:

@@ -525,7 +525,7 @@ async def cmd_start(args: argparse.Namespace) -> int:
                 "start one (wayline worker --app MODULE_OR_FILE), check the name, or name the "
                 "module too (MODULE_OR_FILE:WORKFLOW)"
             )
-        client = Client(world, definitions)
+        client = Client(world, definitions, namespace=args.namespace)
         handle = await client.start(definition or args.target, *call_args, queue=args.queue)
     print(handle.run_id)
     return 0
