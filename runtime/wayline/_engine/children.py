@@ -17,7 +17,6 @@ from ..errors import (
 )
 from ..world import FLOW_TOPIC, RunInfo, World
 from .ending import report_to_parent
-from .messages import start_message
 from .session import RunSession
 
 log = logging.getLogger("wayline.runtime")
@@ -43,12 +42,12 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
             child.run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
         )
     except (EntityConflictError, SequenceConflictError):
-        created = False  # a previous delivery created it already
-    else:
-        created = True
+        pass  # a previous delivery created it already
+    # no hint of its log (``start_message``): a child's first delivery reads it, since a
+    # child ended before it (terminated with a report to its parent lost) reports from there
     await world.enqueue(
         FLOW_TOPIC,
-        start_message(world, child.run_id, created),
+        {"runId": child.run_id, "reason": "start"},
         idempotency_key=f"{child.run_id}:start",
     )
 

@@ -101,8 +101,10 @@ class RunState:
     origin: bytes | None = None
     """The body of the run's first message, when this process wrote it (``start_hint``)."""
     hinted: Event | None = None
-    """The run_created a start message's hint seeded the projection with, until an append
-    proves it (``read_started``)."""
+    """The run_created a start message's hint seeded the projection with (``read_started``),
+    until an append proves it or finds the log's first entry is another (``_prove``). A reset
+    keeps it: a view read again must still be checked against it before anything is written
+    from a replay built on the hint."""
 
     def absorb(self, events: list[Event], stream_seq: int) -> None:
         for ev in events:
@@ -132,7 +134,6 @@ class RunState:
         self.entities, self.hook_tokens, self.events = {}, {}, []
         self.loaded = False
         self.origin = None
-        self.hinted = None
 
     @property
     def info(self) -> RunInfo | None:
@@ -215,6 +216,7 @@ def _prove(st: RunState, hinted: Event | None) -> None:
     any stale view), or another (the caller's view of the run was never the run's)."""
     if hinted is None:
         return
+    st.hinted = None
     first = st.events[0] if st.events else None
     if first is None or (first.type, first.data) != (hinted.type, hinted.data):
         raise _RefutedHint(
@@ -334,6 +336,8 @@ class EventLog:
     async def _fresh(self, run_id: str) -> RunState:
         st = self._state(run_id)
         async with st.lock:
+            if st.hinted is not None and st.events and st.events[0] is st.hinted:
+                st.reset()  # a view no append proved yet (a start's hint): read it all
             await self._catch_up(st)
         return st
 
@@ -402,7 +406,10 @@ class EventLog:
                 fresh = True
             # (a new run is published optimistically against an empty subject: a 10071 says
             # it exists, and the catch-up that follows turns that into EntityConflictError)
-            hinted = st.hinted
+            hinted = st.hinted if events[0].type is not EventType.RUN_CREATED else None
+            if hinted is not None and not (st.events and st.events[0] is hinted):
+                _prove(st, hinted)  # the view was read again since it was seeded: check it
+                hinted = None
             msg_id = uuid.uuid4().hex
             claims: dict[str, tuple[str, int, int]] = {}
             done = False
@@ -422,6 +429,8 @@ class EventLog:
                     except WorldError:
                         if fresh:
                             raise
+                        if hinted is not None:
+                            st.reset()  # no part of an unproven view is a base to read on
                         await self._catch_up(st)  # confirm against the server first
                         _prove(st, hinted)
                         hinted = None
@@ -429,8 +438,11 @@ class EventLog:
                         continue
                     stored = await self._publish(st, plan, msg_id)
                     if stored is None:  # another writer got there first: re-validate
-                        _prove(st, hinted)
-                        hinted = None
+                        if hinted is not None:  # read the whole log: its first entry too
+                            st.reset()
+                            await self._catch_up(st)
+                            _prove(st, hinted)
+                            hinted = None
                         fresh = True
                         continue
                     done = True
@@ -797,13 +809,15 @@ class EventLog:
             seq = entries.field(hint, "seq", int)
             at = float(entries.field(hint, "at", (int, float)))
             entry = entries.field(hint, "entry", str)
-            if seq <= 0 or not math.isfinite(at) or len(entry) > _HINT_BYTES:
+            if not 0 < seq < 2**63 or not math.isfinite(at) or len(entry) > _HINT_BYTES:
                 return None
             events, _, _ = decode_body(run_id, seq, entry.encode(), at, 1)
         except (entries.Unreadable, CorruptLogError, UnicodeError, OverflowError):
             return None
         if len(events) != 1 or events[0].type is not EventType.RUN_CREATED:
             return None
+        if events[0].data.get("parent") is not None:
+            return None  # a child's first delivery reads (a parent waits on its report)
         st = self._state(run_id)
         async with st.lock:
             if st.loaded and st.stream_seq > seq:

@@ -12,7 +12,7 @@ from typing import Any
 from ..._core import clock
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
-from ...errors import ConfigurationError, WorldUnavailableError
+from ...errors import ConfigurationError, CorruptEntryError, WorldUnavailableError
 from ...settings import Settings
 from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
 from ...world.blobs import OutOfLine
@@ -529,7 +529,10 @@ class NatsWorld(World):
             return await self.read_run(run_id)
         blobs = self._out_of_line()
         info, events = read
-        return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
+        try:
+            return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
+        except CorruptEntryError:  # a hint naming a blob that is not there: read the run
+            return await self.read_run(run_id)
 
     def _out_of_line(self) -> OutOfLine:
         if self.blobs is None:
