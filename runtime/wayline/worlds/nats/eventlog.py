@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import math
@@ -78,6 +79,22 @@ class _RefutedHint(WaylineError):
 
 
 @dataclass(slots=True)
+class _Hint:
+    """A delivery's duty to prove the hint its replay was built on (``read_started``): held
+    by the delivery (its task's context; its bodies' tasks share the object), not by the
+    run's view, which other deliveries and clients of this process read and write too."""
+
+    run_id: str
+    seq: int
+    event: Event
+    done: bool = False
+    refuted: bool = False
+
+
+_HINT: contextvars.ContextVar[_Hint | None] = contextvars.ContextVar("wayline_hint", default=None)
+
+
+@dataclass(slots=True)
 class RunState:
     """This process's projection of one run's log (see the module docstring)."""
 
@@ -100,11 +117,10 @@ class RunState:
     """``summary_of``'s stored summary without ``lastSeq``, as JSON minus its closing brace."""
     origin: bytes | None = None
     """The body of the run's first message, when this process wrote it (``start_hint``)."""
-    hinted: Event | None = None
-    """The run_created a start message's hint seeded the projection with (``read_started``),
-    until an append proves it or finds the log's first entry is another (``_prove``). A reset
-    keeps it: a view read again must still be checked against it before anything is written
-    from a replay built on the hint."""
+    seeded: Event | None = None
+    """The run_created a start message's hint seeded this view with (``read_started``), until
+    an append from it lands: no one but the delivery that seeded it reads on from it or
+    writes on it (they read the log whole first)."""
 
     def absorb(self, events: list[Event], stream_seq: int) -> None:
         for ev in events:
@@ -134,6 +150,7 @@ class RunState:
         self.entities, self.hook_tokens, self.events = {}, {}, []
         self.loaded = False
         self.origin = None
+        self.seeded = None
 
     @property
     def info(self) -> RunInfo | None:
@@ -211,14 +228,14 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
     return _Plan(body, hooks, recorded, status is not None and status.terminal)
 
 
-def _prove(st: RunState, hinted: Event | None) -> None:
-    """After a catch-up: the log read is the hint's, moved on (the writer caught up, as from
-    any stale view), or another (the caller's view of the run was never the run's)."""
-    if hinted is None:
-        return
-    st.hinted = None
+def _prove(st: RunState, hint: _Hint) -> None:
+    """After a read of the whole log: its first entry is the hint's (the log moved on since,
+    and the delivery catches up as from any stale view), or another (the delivery's replay was
+    never the run's: it fails, and every later append of it does)."""
+    hint.done = True
     first = st.events[0] if st.events else None
-    if first is None or (first.type, first.data) != (hinted.type, hinted.data):
+    if first is None or (first.type, first.data) != (hint.event.type, hint.event.data):
+        hint.refuted = True
         raise _RefutedHint(
             f"run {st.run_id}: its start message described a log it does not have (a hint "
             f"copied from another run, or forged); its redelivery reads the run"
@@ -336,7 +353,7 @@ class EventLog:
     async def _fresh(self, run_id: str) -> RunState:
         st = self._state(run_id)
         async with st.lock:
-            if st.hinted is not None and st.events and st.events[0] is st.hinted:
+            if st.seeded is not None:
                 st.reset()  # a view no append proved yet (a start's hint): read it all
             await self._catch_up(st)
         return st
@@ -401,15 +418,24 @@ class EventLog:
         st = self._state(run_id)
         async with st.lock:
             fresh = False
+            # (a new run is published optimistically against an empty subject: a 10071 says
+            # it exists, and the catch-up that follows turns that into EntityConflictError)
+            hint = _HINT.get()
+            if hint is not None and hint.run_id != run_id:
+                hint = None
+            if hint is not None and hint.refuted:
+                raise _RefutedHint(f"run {run_id}: this delivery's view of it was refuted")
+            if hint is not None and hint.done:
+                hint = None
+            own = hint is not None and st.seeded is hint.event and st.stream_seq == hint.seq
+            if st.seeded is not None and not own:
+                st.reset()  # another delivery's unproven view: read the log whole
             if not st.loaded and events[0].type is not EventType.RUN_CREATED:
                 await self._catch_up(st)
                 fresh = True
-            # (a new run is published optimistically against an empty subject: a 10071 says
-            # it exists, and the catch-up that follows turns that into EntityConflictError)
-            hinted = st.hinted if events[0].type is not EventType.RUN_CREATED else None
-            if hinted is not None and not (st.events and st.events[0] is hinted):
-                _prove(st, hinted)  # the view was read again since it was seeded: check it
-                hinted = None
+            if hint is not None and not own:
+                _prove(st, hint)  # the view was read again since this delivery seeded it
+                hint = None
             msg_id = uuid.uuid4().hex
             claims: dict[str, tuple[str, int, int]] = {}
             done = False
@@ -429,23 +455,26 @@ class EventLog:
                     except WorldError:
                         if fresh:
                             raise
-                        if hinted is not None:
+                        if hint is not None:
                             st.reset()  # no part of an unproven view is a base to read on
                         await self._catch_up(st)  # confirm against the server first
-                        _prove(st, hinted)
-                        hinted = None
+                        if hint is not None:
+                            _prove(st, hint)
+                            hint = None
                         fresh = True
                         continue
                     stored = await self._publish(st, plan, msg_id)
                     if stored is None:  # another writer got there first: re-validate
-                        if hinted is not None:  # read the whole log: its first entry too
+                        if hint is not None:  # read the whole log: its first entry too
                             st.reset()
                             await self._catch_up(st)
-                            _prove(st, hinted)
-                            hinted = None
+                            _prove(st, hint)
+                            hint = None
                         fresh = True
                         continue
                     done = True
+                    if hint is not None:
+                        hint.done = True  # its stream sequence was the log's last
                     break
                 else:
                     raise SequenceConflictError(
@@ -530,7 +559,7 @@ class EventLog:
             for e, c in zip(out, copies, strict=True)
         ]
         st.origin = plan.body if first == 1 and len(plan.body) <= _HINT_BYTES else None
-        st.hinted = None
+        st.seeded = None  # the conditional publish proved the view's last stream sequence
         st.absorb(cached, seq)
         st.loaded = True  # the expected-sequence check proved the projection was complete
         return out
@@ -820,17 +849,19 @@ class EventLog:
             return None  # a child's first delivery reads (a parent waits on its report)
         st = self._state(run_id)
         async with st.lock:
-            if st.loaded and st.stream_seq > seq:
-                return None  # this process knows a later message: it reads
-            if not (st.loaded and st.stream_seq == seq):
+            if st.loaded and st.seeded is None and st.stream_seq >= seq:
+                if st.stream_seq > seq:
+                    return None  # this process knows a later message: it reads
+                return st.info, list(st.events)  # this process's own view of the run
+            st.reset()  # (another delivery's seeded view: its own append proves its hint)
+            try:
+                st.absorb(events, seq)
+            except (WaylineError, TypeError, ValueError, KeyError, AttributeError):
                 st.reset()
-                try:
-                    st.absorb(events, seq)
-                except (WaylineError, TypeError, ValueError, KeyError, AttributeError):
-                    st.reset()
-                    return None
-                st.loaded = True
-                st.hinted = events[0]
+                return None
+            st.loaded = True
+            st.seeded = events[0]
+            _HINT.set(_Hint(run_id, seq, events[0]))
             return st.info, list(st.events)
 
     def forget_ended(self) -> None:
