@@ -15,7 +15,6 @@ from ._core.ids import is_run_id, new_run_id
 from ._core.projections import fold, is_sleep, timeout_of
 from ._core.serde import decode, encode
 from ._engine.ending import report_to_parent, terminate_children
-from ._engine.messages import start_message
 from ._engine.tasks import cancels, stop_if_cancelled
 from ._sdk.hooks import check_resume
 from ._sdk.streams import StreamChunk, follow_stream
@@ -228,7 +227,7 @@ class Client:
         # between these two writes: _engine.lost_starts, under this same key)
         await self.world.enqueue(
             FLOW_TOPIC,
-            start_message(self.world, run_id, fresh),
+            {"runId": run_id, "reason": "start"},
             idempotency_key=f"{run_id}:start",
             recoverable=True,
         )

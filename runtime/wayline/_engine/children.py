@@ -43,8 +43,6 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         )
     except (EntityConflictError, SequenceConflictError):
         pass  # a previous delivery created it already
-    # no hint of its log (``start_message``): a child's first delivery reads it, since a
-    # child ended before it (terminated with a report to its parent lost) reports from there
     await world.enqueue(
         FLOW_TOPIC,
         {"runId": child.run_id, "reason": "start"},

@@ -91,13 +91,7 @@ class Handler:
             msg = FlowMessage.model_validate(delivery.payload)
         except pydantic.ValidationError as err:
             return await self.malformed(delivery, err)
-        read = None
-        if msg.reason == "start" and msg.log is not None and delivery.attempt == 1:
-            read = await self.world.read_started(msg.runId, msg.log)  # no read, where it serves
-            workflow = self.workflows.get(read[0].workflow) if read[0] is not None else None
-            if workflow is not None and workflow.concurrency is not None:
-                read = None  # admission takes a slot before any append proves the hint: read
-        return await self._flow(msg.runId, delivery, msg.backstopKey, read=read)
+        return await self._flow(msg.runId, delivery, msg.backstopKey)
 
     async def handle_step(self, delivery: Delivery) -> Verdict:
         """A queued step body (see ``step_delivery``), then the run under the same message."""

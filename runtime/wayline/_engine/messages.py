@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 import pydantic
 
 from ..errors import (
     WaylineError,
 )
-from ..world import Delivery, World
+from ..world import Delivery
 from .inflight import InFlight
 
 log = logging.getLogger("wayline.runtime")
@@ -22,19 +21,6 @@ class FlowMessage(pydantic.BaseModel):
     runId: str = pydantic.Field(min_length=1)
     reason: str | None = None
     backstopKey: str | None = None
-    log: Any = None
-    """A start's hint of the run's log (``World.start_hint``): checked by the world, never
-    trusted blindly, and a bad one only costs a read (so it is any JSON here)."""
-
-
-def start_message(world: World, run_id: str, created: bool) -> dict[str, Any]:
-    """A run's start message; with the world's hint of its log when this process has just
-    created it (``created``), so that the worker taking it drives the run without a read."""
-    message: dict[str, Any] = {"runId": run_id, "reason": "start"}
-    hint = world.start_hint(run_id) if created else None
-    if hint is not None:
-        message["log"] = hint
-    return message
 
 
 class StepMessage(pydantic.BaseModel):

@@ -225,21 +225,6 @@ class World(abc.ABC):
             return info, []
         return info, await self.list_events(run_id)
 
-    def start_hint(self, run_id: str) -> dict[str, Any] | None:
-        """What the start message of a run this instance has just created may carry so that
-        the worker taking it need not read the run (:meth:`read_started`); None (the default):
-        the worker reads it."""
-        return None
-
-    async def read_started(self, run_id: str, hint: Any) -> tuple[RunInfo | None, list[Event]]:
-        """:meth:`read_run` for the first delivery of a start message carrying ``hint`` (what
-        :meth:`start_hint` gave, or any bytes someone wrote there). A world may answer from a
-        hint it checks without reading, where its next append of the run is conditional on the
-        log being exactly the hint's: a delivery's first move on a run that has not started is
-        an append (its ``run_started``), so a hint that is out of date costs a failed append
-        and a read, never a decision taken on a log that moved. The default reads."""
-        return await self.read_run(run_id)
-
     @abc.abstractmethod
     async def list_runs(
         self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100

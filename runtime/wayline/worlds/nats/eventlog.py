@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import logging
 import math
@@ -53,15 +52,13 @@ from ...world import HookInfo, RunInfo, entries, fold_run
 from ...world.entries import corrupt_info
 from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, wrap
 from .direct import StoredMsg, connected, direct_batch, publish_acked, read_subject
-from .logcheck import as_number, checked_summary, decode_body, decode_entry
+from .logcheck import as_number, checked_summary, decode_entry
 from .names import Names, kv_key, token_value
 from .skew import Skew
 
 log = logging.getLogger("wayline.worlds.nats")
 
 _CACHE_RUNS = 4096
-_HINT_BYTES = 4096
-"""A run's first message longer than this is not carried by its start message (``start_hint``)."""
 _CLAIM_GRACE = 30.0
 """A hook-token claim whose hook is not in the log yet is honoured this long (seconds), and
 only while the run's log is where the claim says its append will land (``at``)."""
@@ -71,27 +68,6 @@ _MAX_ROUNDS = 50
 _MULTI_LAST = 500
 _TERMINAL_HEADER = "Wayline-Terminal"
 """Subjects per multi_last direct get (the server answers 413 past 1024 matches)."""
-
-
-class _RefutedHint(WaylineError):
-    """A start message's hint described a log the run does not have (copied from another run,
-    or forged): the delivery fails, and its redelivery reads the run."""
-
-
-@dataclass(slots=True)
-class _Hint:
-    """A delivery's duty to prove the hint its replay was built on (``read_started``): held
-    by the delivery (its task's context; its bodies' tasks share the object), not by the
-    run's view, which other deliveries and clients of this process read and write too."""
-
-    run_id: str
-    seq: int
-    event: Event
-    done: bool = False
-    refuted: bool = False
-
-
-_HINT: contextvars.ContextVar[_Hint | None] = contextvars.ContextVar("wayline_hint", default=None)
 
 
 @dataclass(slots=True)
@@ -115,12 +91,6 @@ class RunState:
     summary_of: RunInfo | None = None
     summary_head: bytes = b""
     """``summary_of``'s stored summary without ``lastSeq``, as JSON minus its closing brace."""
-    origin: bytes | None = None
-    """The body of the run's first message, when this process wrote it (``start_hint``)."""
-    seeded: Event | None = None
-    """The run_created a start message's hint seeded this view with (``read_started``), until
-    an append from it lands: no one but the delivery that seeded it reads on from it or
-    writes on it (they read the log whole first)."""
 
     def absorb(self, events: list[Event], stream_seq: int) -> None:
         for ev in events:
@@ -149,8 +119,6 @@ class RunState:
         self.status = self.base = None
         self.entities, self.hook_tokens, self.events = {}, {}, []
         self.loaded = False
-        self.origin = None
-        self.seeded = None
 
     @property
     def info(self) -> RunInfo | None:
@@ -226,20 +194,6 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
         seq,
     )
     return _Plan(body, hooks, recorded, status is not None and status.terminal)
-
-
-def _prove(st: RunState, hint: _Hint) -> None:
-    """After a read of the whole log: its first entry is the hint's (the log moved on since,
-    and the delivery catches up as from any stale view), or another (the delivery's replay was
-    never the run's: it fails, and every later append of it does)."""
-    hint.done = True
-    first = st.events[0] if st.events else None
-    if first is None or (first.type, first.data) != (hint.event.type, hint.event.data):
-        hint.refuted = True
-        raise _RefutedHint(
-            f"run {st.run_id}: its start message described a log it does not have (a hint "
-            f"copied from another run, or forged); its redelivery reads the run"
-        )
 
 
 def _ended_and_idle(st: RunState) -> bool:
@@ -353,8 +307,6 @@ class EventLog:
     async def _fresh(self, run_id: str) -> RunState:
         st = self._state(run_id)
         async with st.lock:
-            if st.seeded is not None:
-                st.reset()  # a view no append proved yet (a start's hint): read it all
             await self._catch_up(st)
         return st
 
@@ -418,24 +370,11 @@ class EventLog:
         st = self._state(run_id)
         async with st.lock:
             fresh = False
-            # (a new run is published optimistically against an empty subject: a 10071 says
-            # it exists, and the catch-up that follows turns that into EntityConflictError)
-            hint = _HINT.get()
-            if hint is not None and hint.run_id != run_id:
-                hint = None
-            if hint is not None and hint.refuted:
-                raise _RefutedHint(f"run {run_id}: this delivery's view of it was refuted")
-            if hint is not None and hint.done:
-                hint = None
-            own = hint is not None and st.seeded is hint.event and st.stream_seq == hint.seq
-            if st.seeded is not None and not own:
-                st.reset()  # another delivery's unproven view: read the log whole
             if not st.loaded and events[0].type is not EventType.RUN_CREATED:
                 await self._catch_up(st)
                 fresh = True
-            if hint is not None and not own:
-                _prove(st, hint)  # the view was read again since this delivery seeded it
-                hint = None
+            # (a new run is published optimistically against an empty subject: a 10071 says
+            # it exists, and the catch-up that follows turns that into EntityConflictError)
             msg_id = uuid.uuid4().hex
             claims: dict[str, tuple[str, int, int]] = {}
             done = False
@@ -455,26 +394,14 @@ class EventLog:
                     except WorldError:
                         if fresh:
                             raise
-                        if hint is not None:
-                            st.reset()  # no part of an unproven view is a base to read on
                         await self._catch_up(st)  # confirm against the server first
-                        if hint is not None:
-                            _prove(st, hint)
-                            hint = None
                         fresh = True
                         continue
                     stored = await self._publish(st, plan, msg_id)
                     if stored is None:  # another writer got there first: re-validate
-                        if hint is not None:  # read the whole log: its first entry too
-                            st.reset()
-                            await self._catch_up(st)
-                            _prove(st, hint)
-                            hint = None
                         fresh = True
                         continue
                     done = True
-                    if hint is not None:
-                        hint.done = True  # its stream sequence was the log's last
                     break
                 else:
                     raise SequenceConflictError(
@@ -558,8 +485,6 @@ class EventLog:
             Event(e.run_id, e.seq, e.type, e.correlation_id, c["d"], stamp)
             for e, c in zip(out, copies, strict=True)
         ]
-        st.origin = plan.body if first == 1 and len(plan.body) <= _HINT_BYTES else None
-        st.seeded = None  # the conditional publish proved the view's last stream sequence
         st.absorb(cached, seq)
         st.loaded = True  # the expected-sequence check proved the projection was complete
         return out
@@ -814,55 +739,6 @@ class EventLog:
         """The run and its log from one catch-up (one read of the stream, or none)."""
         st = await self._fresh(run_id)
         return st.info, (list(st.events) if st.info is not None else [])
-
-    def start_hint(self, run_id: str) -> dict[str, Any] | None:
-        """The run's log as this process wrote it, for its start message to carry: its one
-        message (stream sequence, server stamp, body). None unless this process created the run
-        and the log is that message alone (as far as it knows), or when it is long."""
-        st = self._runs.get(run_id)
-        if st is None or not st.loaded or st.origin is None or len(st.events) != 1:
-            return None
-        return {"seq": st.stream_seq, "at": st.events[0].created_at, "entry": st.origin.decode()}
-
-    async def read_started(
-        self, run_id: str, hint: Any
-    ) -> tuple[RunInfo | None, list[Event]] | None:
-        """The run as a start message's ``hint`` (:meth:`start_hint`) says its log is, with no
-        read; None when the hint does not serve (the caller reads). Checked as a stored message
-        is (anyone can write a queue message): it must be one ``run_created`` of this run.
-        That it is still the whole log is proven by the next append, whose expected last
-        sequence is the hint's: a moved log fails it (10071), and the writer catches up."""
-        try:
-            if not isinstance(hint, dict):
-                return None
-            seq = entries.field(hint, "seq", int)
-            at = float(entries.field(hint, "at", (int, float)))
-            entry = entries.field(hint, "entry", str)
-            if not 0 < seq < 2**63 or not math.isfinite(at) or len(entry) > _HINT_BYTES:
-                return None
-            events, _, _ = decode_body(run_id, seq, entry.encode(), at, 1)
-        except (entries.Unreadable, CorruptLogError, UnicodeError, OverflowError):
-            return None
-        if len(events) != 1 or events[0].type is not EventType.RUN_CREATED:
-            return None
-        if events[0].data.get("parent") is not None:
-            return None  # a child's first delivery reads (a parent waits on its report)
-        st = self._state(run_id)
-        async with st.lock:
-            if st.loaded and st.seeded is None and st.stream_seq >= seq:
-                if st.stream_seq > seq:
-                    return None  # this process knows a later message: it reads
-                return st.info, list(st.events)  # this process's own view of the run
-            st.reset()  # (another delivery's seeded view: its own append proves its hint)
-            try:
-                st.absorb(events, seq)
-            except (WaylineError, TypeError, ValueError, KeyError, AttributeError):
-                st.reset()
-                return None
-            st.loaded = True
-            st.seeded = events[0]
-            _HINT.set(_Hint(run_id, seq, events[0]))
-            return st.info, list(st.events)
 
     def forget_ended(self) -> None:
         """Drop the views of ended runs: a run deleted and started again under its id while

@@ -25,16 +25,8 @@ def decode_entry(
         stamp = parse_stamp(msg.headers.get("Nats-Time-Stamp", ""))
     except (ValueError, IndexError, OverflowError):
         raise CorruptLogError(run_id, msg.seq, "no server timestamp") from None
-    return decode_body(run_id, msg.seq, msg.data, stamp, first_seq)
-
-
-def decode_body(
-    run_id: str, seq: int, data: bytes, stamp: float, first_seq: int | None = None
-) -> tuple[list[Event], dict[str, Any], float]:
-    """:func:`decode_entry` of a message's body stored at stream sequence ``seq`` at
-    ``stamp``, checked the same way."""
     try:
-        body = entries.loads_object(data)
+        body = entries.loads_object(msg.data)
         first = entries.field(body, "s", int)
         if first_seq is not None and first != first_seq:
             raise entries.Unreadable(f"starts at seq {first}, the log is at {first_seq - 1}")
@@ -52,7 +44,7 @@ def decode_body(
         if not isinstance(summary, dict):
             raise entries.Unreadable("its run summary is not an object")
     except entries.Unreadable as err:
-        raise CorruptLogError(run_id, seq, str(err)) from None
+        raise CorruptLogError(run_id, msg.seq, str(err)) from None
     return events, summary, stamp
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..._core import clock
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
-from ...errors import ConfigurationError, CorruptEntryError, WorldUnavailableError
+from ...errors import ConfigurationError, WorldUnavailableError
 from ...settings import Settings
 from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
 from ...world.blobs import OutOfLine
@@ -519,20 +519,6 @@ class NatsWorld(World):
         if info is None or info.status.terminal:  # a late message: its status is enough
             return await blobs.resolve_info(info), []
         return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
-
-    def start_hint(self, run_id: str) -> dict[str, Any] | None:
-        return None if self._log is None else self._log.start_hint(run_id)
-
-    async def read_started(self, run_id: str, hint: Any) -> tuple[RunInfo | None, list[Event]]:
-        read = await self._events().read_started(run_id, hint)
-        if read is None:
-            return await self.read_run(run_id)
-        blobs = self._out_of_line()
-        info, events = read
-        try:
-            return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
-        except CorruptEntryError:  # a hint naming a blob that is not there: read the run
-            return await self.read_run(run_id)
 
     def _out_of_line(self) -> OutOfLine:
         if self.blobs is None:
