@@ -11,7 +11,7 @@ import pytest
 
 from tests.runtime import fencing_flows as ff
 from tests.runtime.flows import lines
-from tests.runtime.harness import Engine, of_type
+from tests.runtime.harness import Engine, of_type, wait_for
 from tests.runtime.test_fencing import bodies
 from wayline._core.events import EventType
 
@@ -32,7 +32,11 @@ async def test_a_race_settles_when_its_winner_does(
     # ... and its delivery was still held for them; settled once they were done
     if held is not None:
         assert handle.run_id in held
-        assert handle.run_id not in (await engine.world.runs_with_messages() or set())
+
+        async def settled() -> bool:  # once the world read the ack (NATS sends it one way)
+            return handle.run_id not in (await engine.world.runs_with_messages() or set())
+
+        await wait_for(settled, timeout=5)
     runs = bodies(path)
     assert {k: [how for _, _, how in v] for k, v in runs.items()} == {
         "d3000": ["end"],

@@ -45,7 +45,11 @@ async def test_a_run_waiting_on_a_person_is_left_alone_until_input_arrives(
         handle = await engine.client.start(flows.kid_waits, "rec-tok")
         await wait_for(lambda: engine.world.get_hook("rec-tok"))
     worker = wayline.Worker(engine.world, [flows.kid_waits])
-    assert await engine.world.runs_with_messages() == set()
+
+    async def settled() -> bool:  # once the world read the start's ack (NATS: one way)
+        return await engine.world.runs_with_messages() == set()
+
+    await wait_for(settled, timeout=5)
     counts = await worker.recover_runs()
     assert (counts["waiting"], counts["rearmed"]) == (1, 0)
     hook = await engine.world.get_hook("rec-tok")
