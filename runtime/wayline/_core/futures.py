@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
+
+from ..errors import WorkflowDeterminismError
 
 T = TypeVar("T")
 
@@ -23,6 +26,15 @@ def closing() -> Iterator[None]:
         yield
     finally:
         _closing.reset(token)
+
+
+def _in_an_asyncio_task() -> bool:
+    """Workflow code runs with no asyncio task current (``current.outside_any_task``): one that
+    is current runs a coroutine the workflow handed to asyncio."""
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no running loop: a replay fed outside any loop (tests, tools)
+        return False
 
 
 class WFuture(Generic[T]):
@@ -80,6 +92,12 @@ class WFuture(Generic[T]):
                 # awaited by a ``finally`` of a workflow its replay is closing (see
                 # ``Replay.close``): nothing more of the workflow runs
                 raise GeneratorExit
+            if _in_an_asyncio_task():
+                raise WorkflowDeterminismError(
+                    f"a workflow awaited {self.label} in an asyncio task (asyncio.gather, "
+                    "create_task or ensure_future), which is not durable: use wayline.gather "
+                    "or wayline.race"
+                )
             yield self
         return self.result()
 

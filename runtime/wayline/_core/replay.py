@@ -14,6 +14,7 @@ sequence that disagrees with the log is a :class:`ReplayDivergenceError`, never 
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import deque
 from collections.abc import Coroutine, Iterator, Mapping
@@ -194,6 +195,13 @@ class _Fiber:
     def __init__(self, coro: Coroutine[Any, Any, Any], future: WFuture[Any]) -> None:
         self.coro = coro
         self.future = future
+
+
+def _outcome_read(fut: asyncio.Future[Any]) -> None:
+    """Take the outcome of an asyncio future a failed workflow awaited, so that nothing logs
+    it as never retrieved."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _explained(err: BaseException) -> BaseException:
@@ -696,6 +704,9 @@ class Replay:
             self._ready.append((fiber, None))
         else:
             what = type(yielded).__qualname__
+            if asyncio.isfuture(yielded):  # asyncio.gather / ensure_future in the workflow
+                yielded.add_done_callback(_outcome_read)  # asyncio logs nothing at collection
+                yielded.cancel()  # tasks not started yet never run
             problem = WorkflowDeterminismError(
                 f"a workflow awaited {what}, which is not durable; workflows may only await "
                 "wayline steps, wayline.sleep, hooks, wayline.gather/race and child runs "
