@@ -248,21 +248,27 @@ async def wait_reconnected(*worlds: Any, timeout: float = 15.0) -> None:
         await nc.flush(timeout=timeout)
 
 
+def hold_before(monkeypatch: Any, cls: type, name: str) -> tuple[asyncio.Event, asyncio.Event]:
+    """Hold every call of the method ``cls.name``: the first event is set when one is reached,
+    and the calls go on once the second is set."""
+    reached, go_on = asyncio.Event(), asyncio.Event()
+    method = getattr(cls, name)
+
+    async def paused(self: Any, *args: Any) -> Any:
+        reached.set()
+        await go_on.wait()
+        return await method(self, *args)
+
+    monkeypatch.setattr(cls, name, paused)
+    return reached, go_on
+
+
 def hold_sweep(monkeypatch: Any) -> tuple[asyncio.Event, asyncio.Event]:
     """Hold a NATS cleanup between its purge and its sweep of the queue: the first event is
     set when the purge is done, the sweep goes on once the second is set."""
     from wayline.worlds.nats.retention import Retention
 
-    purged, go_on = asyncio.Event(), asyncio.Event()
-    sweep = Retention._drop_messages
-
-    async def paused(self: Retention, *args: Any) -> None:
-        purged.set()
-        await go_on.wait()
-        await sweep(self, *args)
-
-    monkeypatch.setattr(Retention, "_drop_messages", paused)
-    return purged, go_on
+    return hold_before(monkeypatch, Retention, "_drop_messages")
 
 
 async def queue_emptied(world: Any, timeout: float = 5.0) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import wayline
-from tests.nats_fixtures import OpenWorlds, hold_sweep
+from tests.nats_fixtures import OpenWorlds, hold_before, hold_sweep
 from tests.runtime import flows
 from tests.runtime import start_flows as sf
 from tests.runtime.harness import wait_for
@@ -59,15 +59,7 @@ async def test_a_hook_claimed_by_a_run_started_again_during_its_cleanup_is_kept(
         await wait_for(lambda: world.get_hook(token))
         await client.resume_hook(token, "old")
         assert await first.result(timeout=10) == "old"
-        purged, go_on = asyncio.Event(), asyncio.Event()
-        drop = EventLog._drop_token
-
-        async def paused(self: EventLog, *args: Any) -> None:
-            purged.set()
-            await go_on.wait()
-            await drop(self, *args)
-
-        monkeypatch.setattr(EventLog, "_drop_token", paused)
+        purged, go_on = hold_before(monkeypatch, EventLog, "_drop_token")
         cleanup = asyncio.ensure_future(janitor.delete_runs(older_than=0))
         await asyncio.wait_for(purged.wait(), 10)
         again = await client.start(flows.kid_waits, token, run_id=run_id)

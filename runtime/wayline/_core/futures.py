@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -26,15 +25,6 @@ def closing() -> Iterator[None]:
         yield
     finally:
         _closing.reset(token)
-
-
-def _in_an_asyncio_task() -> bool:
-    """Workflow code runs with no asyncio task current (``current.outside_any_task``): one that
-    is current runs a coroutine the workflow handed to asyncio."""
-    try:
-        return asyncio.current_task() is not None
-    except RuntimeError:  # no running loop: a replay fed outside any loop (tests, tools)
-        return False
 
 
 class WFuture(Generic[T]):
@@ -92,13 +82,16 @@ class WFuture(Generic[T]):
                 # awaited by a ``finally`` of a workflow its replay is closing (see
                 # ``Replay.close``): nothing more of the workflow runs
                 raise GeneratorExit
-            if _in_an_asyncio_task():
+            try:
+                yield self
+            except RuntimeError as err:  # thrown in by an asyncio task that stepped this await
+                if not str(err).startswith("Task got bad yield"):
+                    raise
                 raise WorkflowDeterminismError(
                     f"a workflow awaited {self.label} in an asyncio task (asyncio.gather, "
                     "create_task or ensure_future), which is not durable: use wayline.gather "
                     "or wayline.race"
-                )
-            yield self
+                ) from None
         return self.result()
 
     def __repr__(self) -> str:

@@ -556,23 +556,11 @@ class Queue:
             return None
         return held
 
-    async def _tell(self, delivery: Delivery, body: bytes, what: str) -> bool:
-        """Send one settlement without waiting for a reply; True once it was sent while this
-        process still held the delivery."""
-        held = self._fresh(delivery)
-        if held is None:
-            return False
-        try:
-            await connected(self._nc, timeout=self._timeout, url=self._url)
-            await self._nc.publish(held.msg.reply, body)
-        except Exception as err:
-            raise wrap(self._url, f"{what} of message {delivery.message_id}", err) from err
-        held.settled = True
-        held.msg._ackd = True  # nats-py's own flag: this delivery is settled
-        return True
-
-    async def _answer(self, delivery: Delivery, body: bytes, what: str) -> bool:
-        """Send one settlement as a request; True once the server confirmed it."""
+    async def _answer(
+        self, delivery: Delivery, body: bytes, what: str, *, confirm: bool = True
+    ) -> bool:
+        """Send one settlement: as a request, True once the server confirmed it; without
+        ``confirm``, one way, True once sent while this process still held the delivery."""
         import nats.errors
 
         held = self._fresh(delivery)
@@ -581,7 +569,10 @@ class Queue:
         sent = time.monotonic()
         try:
             await connected(self._nc, timeout=self._timeout, url=self._url)
-            await self._nc.request(held.msg.reply, body, timeout=self._timeout)
+            if confirm:
+                await self._nc.request(held.msg.reply, body, timeout=self._timeout)
+            else:
+                await self._nc.publish(held.msg.reply, body)
         except (nats.errors.TimeoutError, TimeoutError, nats.errors.NoRespondersError) as err:
             log.warning("%s of message %s unconfirmed (%s)", what, delivery.message_id, err)
             return False
@@ -596,11 +587,9 @@ class Queue:
 
     async def ack(self, delivery: Delivery) -> bool:
         held: _Held = delivery.handle
-        if not held.handbacks:
-            return await self._tell(delivery, b"+ACK", "ack")
-        # its hand-back note goes once the message is provably gone: a lost ack with the note
-        # gone would count the next delivery's hand-backs as attempts
-        if not await self._answer(delivery, b"+ACK", "ack"):
+        # a hand-back note goes once the message is provably gone (a lost ack with the note
+        # gone would count the next delivery's hand-backs as attempts): that ack is confirmed
+        if not await self._answer(delivery, b"+ACK", "ack", confirm=bool(held.handbacks)):
             return False
         if held.handbacks:
             try:
