@@ -175,7 +175,9 @@ async def burst(client: wayline.Client, runs: int, steps: int = 10) -> float:
 class NatsCalls:
     """Counts the nats client's calls in this process: request (a round trip), publish (not
     counted again inside a request; ``publish+reply`` when it names a reply subject, as an
-    acknowledged JetStream publish or a pull does: a round trip too), subscribe, unsubscribe."""
+    acknowledged JetStream publish or a pull does: a round trip too), subscribe, unsubscribe.
+    The world's own publishes go through ``worlds/nats/wire.publish`` (written to the socket
+    at once): counted there, as publishes, and not again if it hands one to nats-py's."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -186,18 +188,26 @@ class NatsCalls:
         from nats.aio.client import Client
         from nats.aio.subscription import Subscription
 
-        originals: dict[tuple[type, str], Callable[..., Awaitable[Any]]] = {
+        from wayline.worlds.nats import wire
+
+        originals: dict[tuple[Any, str], Callable[..., Awaitable[Any]]] = {
             (Client, "request"): Client.request,
             (Client, "publish"): Client.publish,
             (Client, "subscribe"): Client.subscribe,
             (Subscription, "unsubscribe"): Subscription.unsubscribe,
+            (wire, "publish"): wire.publish,
         }
         counts, inside = self.counts, self._inside
 
         def wrap(name: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def counted(*args: Any, **kwargs: Any) -> Any:
-                if name == "request":
-                    counts[name] += 1
+                if name == "request" or fn is wire_publish:
+                    if fn is wire_publish:
+                        if inside.get():
+                            return await fn(*args, **kwargs)
+                        counts["publish+reply" if kwargs.get("reply") else "publish"] += 1
+                    else:
+                        counts[name] += 1
                     token = inside.set(True)
                     try:
                         return await fn(*args, **kwargs)
@@ -210,6 +220,7 @@ class NatsCalls:
 
             return counted
 
+        wire_publish = wire.publish
         for (cls, name), fn in originals.items():
             setattr(cls, name, wrap(name, fn))
         try:

@@ -17,6 +17,7 @@ from tests.nats_fixtures import NatsServer, OpenWorlds, queue_emptied
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
+from wayline.worlds.nats import wire
 from wayline.worlds.nats.names import key_token, kv_key
 
 
@@ -270,15 +271,14 @@ async def test_an_idle_consumer_waits_with_one_pull_and_a_backlog_is_taken_in_ba
     world = await open_nats_world()
     assert await world.receive("flow", wait_seconds=0) == []  # consumer made, nothing pending
     pulls: list[dict[str, Any]] = []
-    nc = world._queue._nc
-    publish = nc.publish
+    publish = wire.publish  # what the world sends its pulls with
 
-    async def counted(subject: str, payload: bytes = b"", **kwargs: Any) -> Any:
+    async def counted(nc: Any, subject: str, payload: bytes = b"", **kwargs: Any) -> Any:
         if ".CONSUMER.MSG.NEXT." in subject:
             pulls.append(json.loads(payload))
-        return await publish(subject, payload, **kwargs)
+        return await publish(nc, subject, payload, **kwargs)
 
-    nc.publish = counted
+    wire.publish = counted  # type: ignore[assignment]
     try:
         for i in range(3):  # one at a time, as a worker waiting for the next run sees them
             waiting = asyncio.ensure_future(world.receive("flow", max_messages=10, wait_seconds=5))
@@ -320,7 +320,7 @@ async def test_an_idle_consumer_waits_with_one_pull_and_a_backlog_is_taken_in_ba
                 assert await world.ack(d)
         assert sum(sizes) == len(again) and len(sizes) <= 3, sizes
     finally:
-        nc.publish = publish
+        wire.publish = publish  # type: ignore[assignment]
 
 
 async def test_a_worker_of_a_shorter_visibility_never_shortens_what_others_hold(

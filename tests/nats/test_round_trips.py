@@ -1,9 +1,10 @@
 """How many messages a run sends to NATS, counted on the client side (not timed): a
 regression that adds a round trip to every run or every step fails here.
 
-Counted, as bench/steps.py counts them: ``request`` calls and ``publish`` calls not made
-inside a request that name a reply subject (appends and direct gets) are round trips; a
-``publish`` without one (an ack) is a one-way send. Pull requests are counted apart and not
+Counted, as bench/steps.py counts them: ``request`` calls and ``publish`` calls (nats-py's,
+or the world's own ``wire.publish``, each counted once) not made inside a request that name a
+reply subject (appends and direct gets) are round trips; a ``publish`` without one (an ack)
+is a one-way send. Pull requests are counted apart and not
 bounded: how many a worker sends depends on how long its idle pulls wait, which is timing."""
 
 from __future__ import annotations
@@ -50,9 +51,11 @@ async def chain(n: int) -> int:
 def counting() -> Iterator[Counter[str]]:
     from nats.aio.client import Client
 
+    from wayline.worlds.nats import wire
+
     counts: Counter[str] = Counter()
     inside = contextvars.ContextVar("inside_request", default=False)
-    request, publish = Client.request, Client.publish
+    request, publish, wire_publish = Client.request, Client.publish, wire.publish
 
     async def counted_request(self: Any, subject: str, *args: Any, **kwargs: Any) -> Any:
         counts["request"] += 1
@@ -62,18 +65,30 @@ def counting() -> Iterator[Counter[str]]:
         finally:
             inside.reset(token)
 
+    def count(subject: str, reply: str) -> None:
+        if inside.get():
+            return
+        if ".CONSUMER.MSG.NEXT." in subject:
+            counts["pull"] += 1
+        else:
+            counts["publish+reply" if reply else "publish"] += 1
+        if ".DIRECT.GET." in subject:
+            counts["read"] += 1
+        if subject.startswith("$JS.ACK."):
+            counts["ack"] += 1
+
     async def counted_publish(self: Any, subject: str, *args: Any, **kwargs: Any) -> Any:
-        if not inside.get():
-            reply = kwargs.get("reply", args[1] if len(args) > 1 else "")
-            if ".CONSUMER.MSG.NEXT." in subject:
-                counts["pull"] += 1
-            else:
-                counts["publish+reply" if reply else "publish"] += 1
-            if ".DIRECT.GET." in subject:
-                counts["read"] += 1
-            if subject.startswith("$JS.ACK."):
-                counts["ack"] += 1
+        count(subject, kwargs.get("reply", args[1] if len(args) > 1 else ""))
         return await publish(self, subject, *args, **kwargs)
+
+    async def counted_wire(nc: Any, subject: str, *args: Any, **kwargs: Any) -> Any:
+        """The world's publishes, written to the socket at once (not again if handed on)."""
+        count(subject, kwargs.get("reply", ""))
+        token = inside.set(True)
+        try:
+            return await wire_publish(nc, subject, *args, **kwargs)
+        finally:
+            inside.reset(token)
 
     patched: dict[str, Callable[..., Awaitable[Any]]] = {
         "request": counted_request,
@@ -81,10 +96,12 @@ def counting() -> Iterator[Counter[str]]:
     }
     for name, fn in patched.items():
         setattr(Client, name, fn)
+    wire.publish = counted_wire  # type: ignore[assignment]
     try:
         yield counts
     finally:
         Client.request, Client.publish = request, publish  # type: ignore[method-assign]
+        wire.publish = wire_publish  # type: ignore[assignment]
 
 
 def _sent(counts: Counter[str]) -> int:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
+from . import wire
 
 
 class StoredMsg:
@@ -28,8 +29,9 @@ class StoredMsg:
 
 class Inbox:
     """One wildcard subscription that takes the replies of many requests, each request on
-    its own subject below it: no SUB/UNSUB (and no nats-py task) per request. One per
-    connection (see :func:`inbox`), restored with it on reconnect like any subscription."""
+        its own subject below it: no SUB/UNSUB (and no nats-py task) per request, each reply handed
+    over by the connection's reader (:func:`wire.subscribe`). One per
+        connection (see :func:`inbox`), restored with it on reconnect like any subscription."""
 
     def __init__(self, nc: Any) -> None:
         self._nc = nc
@@ -44,7 +46,7 @@ class Inbox:
         if self._sub is None:
             async with self._lock:
                 if self._sub is None:
-                    self._sub = await self._nc.subscribe(f"{self._prefix}.*", cb=self._on_msg)
+                    self._sub = await wire.subscribe(self._nc, f"{self._prefix}.*", self._on_msg)
         self._count += 1
         subject = f"{self._prefix}.{self._count}"
         self._handlers[subject] = handler
@@ -53,7 +55,7 @@ class Inbox:
     def close(self, subject: str) -> None:
         self._handlers.pop(subject, None)
 
-    async def _on_msg(self, msg: Any) -> None:
+    def _on_msg(self, msg: Any) -> None:
         handler = self._handlers.get(msg.subject)
         if handler is not None:
             handler(msg)
@@ -106,7 +108,9 @@ async def direct_batch(
     box = inbox(nc)
     reply = await box.open(on_msg)
     try:
-        await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=reply)
+        await wire.publish(
+            nc, f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=reply
+        )
         try:
             pending = await asyncio.wait_for(done, timeout)
         except TimeoutError as err:
@@ -143,7 +147,7 @@ async def publish_acked(
     reply = await box.open(on_answer)
     timer = loop.call_later(timeout, _no_answer, answer)
     try:
-        await nc.publish(subject, payload, reply=reply, headers=headers)
+        await wire.publish(nc, subject, payload, reply=reply, headers=headers)
         msg = await answer
     finally:
         timer.cancel()

@@ -50,6 +50,7 @@ from ...errors import (
 )
 from ...world import HookInfo, RunInfo, entries, fold_run
 from ...world.entries import corrupt_info
+from . import wire
 from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, wrap
 from .direct import StoredMsg, connected, direct_batch, publish_acked, read_subject
 from .logcheck import as_number, checked_summary, decode_entry
@@ -162,7 +163,7 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
     info = st.base
     seq = st.last_seq
     hooks: list[tuple[str, str]] = []
-    wire: list[dict[str, Any]] = []
+    batch: list[dict[str, Any]] = []
     recorded: list[NewEvent] = []
     for new in events:
         block = info.error if info is not None else None  # while blocked: the block's data
@@ -181,7 +182,7 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
         seq += 1
         if entity_kind(new.type) is None:  # every run-level event moves the run view
             info = fold_run(info, Event(st.run_id, seq, new.type, cid, new.data, HERE))
-        wire.append({"t": str(new.type), "c": cid, "d": dict(new.data)})
+        batch.append({"t": str(new.type), "c": cid, "d": dict(new.data)})
     assert info is not None
     if st.summary_of is not info:  # most batches move no run-level field: encode it once
         summary = _summary(info)
@@ -189,7 +190,7 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
         st.summary_of, st.summary_head = info, dumps(summary)[:-1]
     body = b'{"s":%d,"e":%s,"r":%s,"lastSeq":%d}}' % (
         st.last_seq + 1,
-        dumps(wire),
+        dumps(batch),
         st.summary_head,
         seq,
     )
@@ -240,7 +241,8 @@ class EventLog:
 
     async def start(self) -> None:
         self._hooks = await self._js.key_value(self._names.hooks_bucket)
-        self._stamp_sub = await self._nc.subscribe(self._names.stamps_wildcard, cb=self._on_stamp)
+        stamps = self._names.stamps_wildcard
+        self._stamp_sub = await wire.subscribe(self._nc, stamps, self._on_stamp)
 
     async def close(self) -> None:
         if self._stamp_sub is not None:
@@ -311,7 +313,7 @@ class EventLog:
         return st
 
     # timestamps ---------------------------------------------------------------------------
-    async def _on_stamp(self, msg: Any) -> None:
+    def _on_stamp(self, msg: Any) -> None:
         headers = msg.headers or {}
         token = msg.subject.rpartition(".")[2]
         for listener in self.listeners:

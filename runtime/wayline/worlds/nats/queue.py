@@ -37,8 +37,9 @@ from ...errors import WorldError, WorldUnavailableError
 from ...telemetry import carry
 from ...world import Delivery, entries
 from ...world.routing import plain_topic
+from . import wire
 from .codec import decode_payload, dumps, is_wrong_last_sequence, parse_stamp, rfc3339, wrap
-from .direct import StoredMsg, connected, direct_batch
+from .direct import StoredMsg, connected, direct_batch, publish_acked
 from .names import Names, consumer_name, key_token
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -72,7 +73,7 @@ class _Inbox:
     count: int = 0
     active: Callable[[Any], None] | None = None
 
-    async def on_msg(self, msg: Any) -> None:
+    def on_msg(self, msg: Any) -> None:
         if self.active is not None:
             self.active(msg)
         # else: a delivery of no pull in progress (its pull timed out and this inbox was
@@ -266,7 +267,7 @@ class Queue:
         for attempt in range(3):
             try:
                 await connected(self._nc, timeout=self._timeout, url=self._url)
-                ack = await self._js.publish(subject, body, headers=headers, timeout=self._timeout)
+                seq, _ = await publish_acked(self._nc, subject, body, headers, self._timeout)
                 break
             except nats.js.errors.BadRequestError as err:
                 if token is not None and is_wrong_last_sequence(err):
@@ -284,7 +285,7 @@ class Queue:
                 await asyncio.sleep(0.05 * (attempt + 1))
             except Exception as err:
                 raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
-        return MessageId(mid if due is not None else str(ack.seq))
+        return MessageId(mid if due is not None else str(seq))
 
     async def _stored_id(self, token: str) -> MessageId | None:
         """The id of the key's message if it (or its pending schedule) is still stored."""
@@ -360,7 +361,7 @@ class Queue:
         box = self._inboxes.get(consumer)
         if box is None:
             box = self._inboxes[consumer] = _Inbox(self._nc.new_inbox())
-            box.sub = await self._nc.subscribe(f"{box.prefix}.*", cb=box.on_msg)
+            box.sub = await wire.subscribe(self._nc, f"{box.prefix}.*", box.on_msg)
         box.count += 1
         reply = f"{box.prefix}.{box.count}"
 
@@ -380,7 +381,8 @@ class Queue:
 
         box.active = on_msg
         try:
-            await self._nc.publish(
+            await wire.publish(
+                self._nc,
                 f"$JS.API.CONSUMER.MSG.NEXT.{self._stream}.{consumer}",
                 json.dumps(request).encode(),
                 reply=reply,
@@ -572,7 +574,7 @@ class Queue:
             if confirm:
                 await self._nc.request(held.msg.reply, body, timeout=self._timeout)
             else:
-                await self._nc.publish(held.msg.reply, body)
+                await wire.publish(self._nc, held.msg.reply, body)
         except (nats.errors.TimeoutError, TimeoutError, nats.errors.NoRespondersError) as err:
             log.warning("%s of message %s unconfirmed (%s)", what, delivery.message_id, err)
             return False
