@@ -12,7 +12,8 @@ Per world (SQLite ``local``, NATS JetStream ``nats`` on a throwaway nats-server)
 - steps/s with 100 and 1,000 runs of 10 steps started at once and awaited at once;
 - CPU seconds per 1,000 steps during the 1,000-run burst: the benchmark process (client and
   worker) and, on NATS, the nats-server process;
-- the floors, measured in the same process run: one acknowledged JetStream publish (NATS);
+- the floors, measured in the same process run: one acknowledged JetStream publish (NATS;
+  the faster of nats-py's ``js.publish`` and the world's own publish, both printed);
   one SQLite commit of one row in WAL mode without fsync (``synchronous=NORMAL``, the local
   world's mode with ``--sync normal``) and with fsync (``FULL``, its default). Each figure is
   printed with its ratio to its floor (steps/s as the time per step, 1/throughput);
@@ -104,22 +105,36 @@ def median_ms(samples: int, once: Callable[[], Any]) -> float:
 
 
 # --- floors -----------------------------------------------------------------------------------
-async def publish_floor(url: str, samples: int = 2000) -> float:
+async def publish_floor(url: str, samples: int = 2000) -> tuple[float, float]:
+    """Median ms of one acknowledged JetStream publish of 128 bytes, two ways, interleaved:
+    nats-py's ``js.publish``, and the world's own (``direct.publish_acked``: written at once,
+    its reply handed over by the connection's reader). The floor is the faster of the two."""
     import nats
+    from wayline.worlds.nats.direct import publish_acked
 
     nc = await nats.connect(url)
     js = nc.jetstream()
     await js.add_stream(name="BENCHFLOOR", subjects=["benchfloor.>"])
+    body = b"x" * 128
+
+    async def own() -> None:
+        await publish_acked(nc, "benchfloor.x", body, {}, 5.0)
+
+    async def nats_py() -> None:
+        await js.publish("benchfloor.x", body)
+
     for _ in range(200):
-        await js.publish("benchfloor.x", b"x" * 128)
-    times = []
-    for _ in range(samples):
-        t = time.perf_counter()
-        await js.publish("benchfloor.x", b"x" * 128)
-        times.append((time.perf_counter() - t) * 1000)
+        await own()
+        await nats_py()
+    times: dict[Any, list[float]] = {own: [], nats_py: []}
+    for _ in range(samples // 2):
+        for publish, out in times.items():
+            t = time.perf_counter()
+            await publish()
+            out.append((time.perf_counter() - t) * 1000)
     await js.delete_stream("BENCHFLOOR")
     await nc.close()
-    return statistics.median(times)
+    return statistics.median(times[own]), statistics.median(times[nats_py])
 
 
 def commit_floor(directory: str, synchronous: str, samples: int) -> float:
@@ -261,7 +276,10 @@ async def bench_world(kind: str, url: str, cfg: Config, server_pid: int | None) 
             trips = counts["request"] + counts["publish+reply"]
             v["nats round trips per 10-step run"] = trips / cfg.count_runs
     if kind == "nats":
-        v["floor: acknowledged JetStream publish (ms)"] = await publish_floor(url)
+        own, nats_py = await publish_floor(url)
+        v["acknowledged publish, nats-py js.publish (ms)"] = nats_py
+        v["acknowledged publish, the world's own (ms)"] = own
+        v["floor: acknowledged JetStream publish (ms)"] = min(own, nats_py)
         floors = ["floor: acknowledged JetStream publish (ms)"]
     else:
         with tempfile.TemporaryDirectory() as tmp:
