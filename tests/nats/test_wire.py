@@ -37,8 +37,17 @@ async def _writer_and_reader(server: NatsServer) -> AsyncIterator[tuple[Any, Any
 async def _collect(nc: Any, subject: str) -> tuple[Any, list[Any]]:
     got: list[Any] = []
     sub = await nc.subscribe(subject, cb=_append_to(got))
-    await nc.flush()
+    await _subscribed(nc)
     return sub, got
+
+
+async def _subscribed(nc: Any) -> None:
+    """The server has the connection's subscriptions: nats-py's flusher writes a SUB at the
+    next turn, and ``flush`` writes its PING to the socket at once, so a PONG right after
+    ``subscribe`` can come back before the SUB was even sent (and another connection's
+    publishes can reach the server first)."""
+    await asyncio.sleep(0)
+    await nc.flush()
 
 
 def _append_to(got: list[Any]) -> Any:
@@ -176,7 +185,7 @@ async def test_a_handed_off_subscription_takes_every_message_in_order(
     try:
         nc._error_cb = on_error
         sub = await wire.subscribe(nc, "wire.sub", handler)
-        await nc.flush()
+        await _subscribed(nc)
         # more bytes than a subscription may hold pending (64 MiB by default): the hand-off
         # holds none, so none is dropped as a slow consumer's
         big = b"y" * (nc.max_payload - 1024)
@@ -222,7 +231,7 @@ async def test_both_paths_work_across_a_server_restart(nats_server_own: NatsServ
     got: list[bytes] = []
     try:
         sub = await wire.subscribe(nc, "wire.restart", lambda msg: got.append(msg.data))
-        await nc.flush()
+        await _subscribed(nc)
         await wire.publish(writer, "wire.restart", b"before")
         await _until(lambda: got == [b"before"])
         nats_server_own.restart()

@@ -40,6 +40,8 @@ class Inbox:
         self._count = 0
         self._sub: Any = None
         self._lock = asyncio.Lock()
+        self.acks: dict[str, asyncio.Future[Any]] = {}
+        """The acknowledged publishes waiting for their reply (see :func:`lost_replies`)."""
 
     async def open(self, handler: Callable[[Any], None]) -> str:
         """A fresh reply subject whose messages go to ``handler`` until :meth:`close`."""
@@ -54,6 +56,7 @@ class Inbox:
 
     def close(self, subject: str) -> None:
         self._handlers.pop(subject, None)
+        self.acks.pop(subject, None)
 
     def _on_msg(self, msg: Any) -> None:
         handler = self._handlers.get(msg.subject)
@@ -62,6 +65,18 @@ class Inbox:
 
 
 _inboxes: weakref.WeakKeyDictionary[Any, Inbox] = weakref.WeakKeyDictionary()
+
+
+def lost_replies(nc: Any, error: Callable[[], BaseException]) -> None:
+    """The connection was lost: the replies of the acknowledged publishes in flight on it
+    are lost with it. Each fails at once with ``error()`` (the callers retry under the same
+    ``Nats-Msg-Id`` once reconnected) instead of waiting out its timeout."""
+    box = _inboxes.get(nc)
+    if box is None:
+        return
+    for answer in list(box.acks.values()):
+        if not answer.done():
+            answer.set_exception(error())
 
 
 def inbox(nc: Any) -> Inbox:
@@ -145,6 +160,7 @@ async def publish_acked(
             answer.set_result(msg)
 
     reply = await box.open(on_answer)
+    box.acks[reply] = answer
     timer = loop.call_later(timeout, _no_answer, answer)
     try:
         await wire.publish(nc, subject, payload, reply=reply, headers=headers)

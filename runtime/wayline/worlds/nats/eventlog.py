@@ -464,6 +464,8 @@ class EventLog:
                     if attempt == _PUBLISH_ATTEMPTS - 1:
                         raise wrap(self._url, f"appending to run {st.run_id}", err) from err
                     await asyncio.sleep(0.05 * (attempt + 1))
+                except WorldError:  # not connected in time: already the caller's error
+                    raise
                 except Exception as err:
                     raise wrap(self._url, f"appending to run {st.run_id}", err) from err
             if duplicate:

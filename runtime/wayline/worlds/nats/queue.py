@@ -276,6 +276,7 @@ class Queue:
             except (
                 nats.errors.TimeoutError,
                 nats.errors.ConnectionReconnectingError,
+                nats.errors.NoRespondersError,  # no stream leader this instant (a restart)
                 TimeoutError,
             ) as err:
                 # same Nats-Msg-Id: if the first publish landed, this one is deduplicated
@@ -283,6 +284,8 @@ class Queue:
                 if attempt == 2:
                     raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
                 await asyncio.sleep(0.05 * (attempt + 1))
+            except WorldError:  # not connected in time: already the caller's error
+                raise
             except Exception as err:
                 raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
         return MessageId(mid if due is not None else str(seq))

@@ -115,7 +115,11 @@ async def publish(
     transport.writelines(pending)
     _gathering.add(nc)
     asyncio.get_running_loop().call_soon(_end_of_turn, nc)
-    await transport.drain()  # no turn of the loop unless the socket's buffer is full
+    try:
+        await transport.drain()  # no turn of the loop unless the socket's buffer is full
+    except OSError as err:  # the connection is gone (nats-py's reader may not know yet):
+        await nc._process_op_err(err)  # as nats-py's flusher does, reconnect; the publish is
+        # lost with the connection, as one nats-py had buffered and flushed into it would be
 
 
 _gathering: weakref.WeakSet[Any] = weakref.WeakSet()

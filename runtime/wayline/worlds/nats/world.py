@@ -19,6 +19,7 @@ from ...world.blobs import OutOfLine
 from ...world.registry import merge_served
 from .blobs import NatsBlobs
 from .codec import parse_header_lines, parse_stamp, wrap
+from .direct import lost_replies
 from .eventlog import EventLog
 from .failures import connect_bound, hopeless
 from .names import Names, kv_key, token_value
@@ -446,10 +447,8 @@ class NatsWorld(World):
         log.warning("lost the connection to NATS at %s; reconnecting", self._servers_shown)
         if self._queue is not None:
             self._queue.lost_connection()  # held deliveries are no longer provably ours
-        pending = getattr(nc, "_resp_map", None)
-        if not pending:
-            return
-        for future in list(pending.values()):
+        lost_replies(nc, nats.errors.ConnectionReconnectingError)  # the world's own publishes
+        for future in list((getattr(nc, "_resp_map", None) or {}).values()):  # nats-py's
             if not future.done():
                 future.set_exception(nats.errors.ConnectionReconnectingError())
 
