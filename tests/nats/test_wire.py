@@ -115,7 +115,17 @@ async def test_publishes_of_one_turn_after_the_first_go_out_together(
         await asyncio.sleep(0)
         assert nc._pending == [] and nc._pending_data_size == 0  # ... at the next turn
         await _until(lambda: len(got) == 50)
-        assert [int(m.data) for m in got] == list(range(50))
+        # a busy connection (its last turn made several): the turn's first waits for the
+        # rest, all in one send at its end
+        await wire.publish(nc, "wire.turn", b"50")
+        assert len(nc._pending) == 1
+        await asyncio.sleep(0)
+        assert nc._pending == []
+        # that turn made one: quiet again, the next turn's first is written at once
+        await wire.publish(nc, "wire.turn", b"51")
+        assert nc._pending == []
+        await _until(lambda: len(got) == 52)
+        assert [int(m.data) for m in got] == list(range(52))
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

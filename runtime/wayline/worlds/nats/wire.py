@@ -10,7 +10,8 @@ step, and its CPU. Here:
   up on TCP (or TLS); otherwise (reconnecting, draining, closed, a websocket) it is nats-py's
   own publish, which buffers, refuses or raises as it always did. The first publish of a turn
   of the loop is written at once; those after it in the same turn are written together at the
-  start of the next (one send for many, as nats-py's flusher does);
+  start of the next (one send for many, as nats-py's flusher does), and on a connection whose
+  last turn made several, all of the turn's go in that one send;
 - :func:`subscribe` hands each message to a plain function from the connection's reader as
   it is read, instead of queueing it for a subscription task. The function must be quick and
   must not raise (what it raises is logged, never let into the reader).
@@ -107,28 +108,39 @@ async def publish(
     nc.stats["out_bytes"] += len(payload)
     pending = nc._pending
     pending.append(cmd)
-    if nc in _gathering:  # another publish of this turn was written: this one goes with the
-        nc._pending_data_size += len(cmd)  # rest of the turn's, at the start of the next
-        return
-    nc._pending = []
-    nc._pending_data_size = 0
-    transport.writelines(pending)
-    _gathering.add(nc)
-    asyncio.get_running_loop().call_soon(_end_of_turn, nc)
-    try:
-        await transport.drain()  # no turn of the loop unless the socket's buffer is full
-    except OSError as err:  # the connection is gone (nats-py's reader may not know yet):
-        await nc._process_op_err(err)  # as nats-py's flusher does, reconnect; the publish is
-        # lost with the connection, as one nats-py had buffered and flushed into it would be
+    made = _this_turn.get(nc)
+    if made is None:  # the turn's first publish on this connection: its send is scheduled
+        _this_turn[nc] = 1
+        asyncio.get_running_loop().call_soon(_end_of_turn, nc)
+        if nc not in _busy:  # a quiet connection: written now, a turn earlier
+            nc._pending = []
+            nc._pending_data_size = 0
+            transport.writelines(pending)
+            try:
+                await transport.drain()  # no turn of the loop unless the buffer is full
+            except OSError as err:  # the connection is gone (nats-py's reader may not know
+                await nc._process_op_err(err)  # yet): reconnect, as nats-py's flusher does;
+                # the publish is lost with the connection, as one nats-py had flushed would be
+            return
+    else:
+        _this_turn[nc] = made + 1
+    nc._pending_data_size += len(cmd)  # sent with the rest of the turn's, at its end
 
 
-_gathering: weakref.WeakSet[Any] = weakref.WeakSet()
-"""Connections that wrote a publish in this turn of the loop."""
+_this_turn: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+"""Publishes made in this turn of the loop, per connection with a send scheduled."""
+_busy: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Connections whose last turn made more than one publish: while so, a turn's publishes all
+go in one send at its end (as nats-py's flusher sends them), not the first at once and the
+rest after: under load one send a turn, not two, for this process and the server."""
 
 
 def _end_of_turn(nc: Any) -> None:
-    """The publishes made after the first in one turn, written together (one send)."""
-    _gathering.discard(nc)
+    """The turn's publishes not written yet, written together (one send)."""
+    if _this_turn.pop(nc, 0) > 1:
+        _busy.add(nc)
+    else:
+        _busy.discard(nc)
     pending = nc._pending
     if pending and nc.is_connected and getattr(nc, "_transport", None) is not None:
         nc._pending = []
