@@ -110,9 +110,10 @@ async def proxied(nats_server: NatsServer) -> Any:
     proxy = ResetProxy(nats_server.port)
     await proxy.start()
     worlds: list[Any] = []
+    prefix = "r" + uuid.uuid4().hex[:12]  # every world of one test shares it
 
     async def open_world(**options: Any) -> Any:
-        world = await _world(proxy, "r" + uuid.uuid4().hex[:12], **options)
+        world = await _world(proxy, prefix, **options)
         worlds.append(world)
         return world
 
@@ -127,7 +128,7 @@ async def test_an_enqueue_made_right_after_a_reset_is_retried(proxied: Any) -> N
     written into the dead socket. Its drain's error starts the reconnect (as nats-py's flusher
     does), the lost reply fails the publish at once, and the enqueue is retried."""
     proxy, open_world = proxied
-    world = await open_world()
+    world = await open_world(request_timeout=30.0)  # a reply waited out would fail this
     await world.enqueue("flow", {"warm": True})  # the shared reply inbox exists
     await proxy.reset_now()
     await asyncio.wait_for(world.enqueue("flow", {"after": "reset"}), 15)
@@ -141,7 +142,7 @@ async def test_an_enqueue_made_right_after_a_reset_is_retried(proxied: Any) -> N
 
 async def test_an_append_made_right_after_a_reset_is_retried(proxied: Any) -> None:
     proxy, open_world = proxied
-    world = await open_world()
+    world = await open_world(request_timeout=30.0)
     run_id = new_run_id()
     await world.append(run_id, [NewEvent(EventType.RUN_CREATED, data={"workflow": "w"})])
     await proxy.reset_now()
@@ -180,6 +181,31 @@ async def test_an_enqueue_in_flight_when_the_connection_drops_does_not_wait_its_
     await asyncio.wait_for(task, 15)  # (it waited the 30 s out before)
 
 
+async def test_a_read_in_flight_when_the_connection_drops_fails_at_once(proxied: Any) -> None:
+    """A direct get (a run's log read by a world that has not loaded it) whose request was
+    held, then the connection reset: it fails as unavailable (what its timeout would raise)
+    when the connection is lost, not 30 s later, and reads once reconnected."""
+    proxy, open_world = proxied
+    writer = await open_world()
+    run_id = new_run_id()
+    await writer.append(run_id, [NewEvent(EventType.RUN_CREATED, data={"workflow": "w"})])
+    reader = await open_world(request_timeout=30.0)  # no projection of the run: it must read
+    proxy.hold = True
+    task = asyncio.ensure_future(reader.list_events(run_id))
+    await asyncio.sleep(0.3)
+    proxy.hold = False
+    proxy.reset()
+    with pytest.raises(WorldUnavailableError):
+        await asyncio.wait_for(task, 15)
+    for _ in range(100):  # once reconnected, the read goes through
+        try:
+            events = await reader.list_events(run_id)
+            break
+        except WorldUnavailableError:
+            await asyncio.sleep(0.1)
+    assert [e.type for e in events] == [EventType.RUN_CREATED]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kill", [True, False], ids=["sigkill", "sigterm"])
 async def test_enqueues_under_load_across_a_server_restart(
@@ -187,7 +213,8 @@ async def test_enqueues_under_load_across_a_server_restart(
 ) -> None:
     """40 callers enqueue in a loop while the server crashes (or stops) and comes back: no
     enqueue fails (those in flight are retried under their own message id, a stream with no
-    leader yet answers 503 and is asked again), and each message is stored once."""
+    leader yet answers 503 and is asked again), and each enqueue (one key each) is answered
+    with a message of its own."""
     world = await open_own_world()
     await world.enqueue("flow", {"warm": True})
     stop = asyncio.Event()

@@ -40,8 +40,9 @@ class Inbox:
         self._count = 0
         self._sub: Any = None
         self._lock = asyncio.Lock()
-        self.acks: dict[str, asyncio.Future[Any]] = {}
-        """The acknowledged publishes waiting for their reply (see :func:`lost_replies`)."""
+        self.waiting: dict[str, asyncio.Future[Any]] = {}
+        """The requests waiting for their reply (acknowledged publishes and direct gets),
+        failed at once when the connection is lost (:func:`lost_replies`)."""
 
     async def open(self, handler: Callable[[Any], None]) -> str:
         """A fresh reply subject whose messages go to ``handler`` until :meth:`close`."""
@@ -56,7 +57,7 @@ class Inbox:
 
     def close(self, subject: str) -> None:
         self._handlers.pop(subject, None)
-        self.acks.pop(subject, None)
+        self.waiting.pop(subject, None)
 
     def _on_msg(self, msg: Any) -> None:
         handler = self._handlers.get(msg.subject)
@@ -68,13 +69,14 @@ _inboxes: weakref.WeakKeyDictionary[Any, Inbox] = weakref.WeakKeyDictionary()
 
 
 def lost_replies(nc: Any, error: Callable[[], BaseException]) -> None:
-    """The connection was lost: the replies of the acknowledged publishes in flight on it
-    are lost with it. Each fails at once with ``error()`` (the callers retry under the same
-    ``Nats-Msg-Id`` once reconnected) instead of waiting out its timeout."""
+    """The connection was lost: the replies of the requests in flight on its inbox are lost
+    with it. Each fails at once with ``error()`` instead of waiting out its timeout: an
+    acknowledged publish is retried under the same ``Nats-Msg-Id`` once reconnected, a direct
+    get fails as unavailable (what its timeout would have raised, later)."""
     box = _inboxes.get(nc)
     if box is None:
         return
-    for answer in list(box.acks.values()):
+    for answer in list(box.waiting.values()):
         if not answer.done():
             answer.set_exception(error())
 
@@ -120,8 +122,11 @@ async def direct_batch(
             )
         )
 
+    import nats.errors
+
     box = inbox(nc)
     reply = await box.open(on_msg)
+    box.waiting[reply] = done
     try:
         await wire.publish(
             nc, f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=reply
@@ -131,6 +136,11 @@ async def direct_batch(
         except TimeoutError as err:
             raise WorldUnavailableError(
                 f"NATS at {url}: direct get on {stream} timed out after {timeout:g}s", url=url
+            ) from err
+        except nats.errors.ConnectionReconnectingError as err:
+            raise WorldUnavailableError(
+                f"NATS at {url}: the connection was lost during a direct get on {stream}",
+                url=url,
             ) from err
     finally:
         box.close(reply)
@@ -160,7 +170,7 @@ async def publish_acked(
             answer.set_result(msg)
 
     reply = await box.open(on_answer)
-    box.acks[reply] = answer
+    box.waiting[reply] = answer
     timer = loop.call_later(timeout, _no_answer, answer)
     try:
         await wire.publish(nc, subject, payload, reply=reply, headers=headers)
