@@ -29,9 +29,9 @@ class StoredMsg:
 
 class Inbox:
     """One wildcard subscription that takes the replies of many requests, each request on
-        its own subject below it: no SUB/UNSUB (and no nats-py task) per request, each reply handed
-    over by the connection's reader (:func:`wire.subscribe`). One per
-        connection (see :func:`inbox`), restored with it on reconnect like any subscription."""
+    its own subject below it: no SUB/UNSUB (and no nats-py task) per request, each reply
+    handed over by the connection's reader (:func:`wire.subscribe`). One per connection (see
+    :func:`inbox`), restored with it on reconnect like any subscription."""
 
     def __init__(self, nc: Any) -> None:
         self._nc = nc
