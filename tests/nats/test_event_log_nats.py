@@ -12,7 +12,7 @@ from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent, RunStatus
 from wayline._core.ids import new_run_id
 from wayline.errors import HookTokenConflictError, RunNotFoundError, SequenceConflictError
-from wayline.worlds.nats import eventlog
+from wayline.worlds.nats import direct, eventlog
 from wayline.worlds.nats.names import kv_key
 
 
@@ -31,7 +31,7 @@ def _lose_acks(
     """Make the next ``times`` event publishes land on the server but lose their ack."""
     import nats.errors
 
-    real = eventlog.publish_acked
+    real = direct.publish_acked
     lost: list[int] = []
 
     async def publish(nc: Any, subject: str, payload: bytes, *args: Any) -> Any:
@@ -43,7 +43,7 @@ def _lose_acks(
             raise nats.errors.TimeoutError
         return ack
 
-    monkeypatch.setattr(eventlog, "publish_acked", publish)
+    monkeypatch.setattr(direct, "publish_acked", publish)
     return lost
 
 

@@ -15,7 +15,7 @@ from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
 from wayline.errors import WorldError
-from wayline.worlds.nats import eventlog
+from wayline.worlds.nats import direct
 from wayline.worlds.nats.names import kv_key
 
 
@@ -53,7 +53,7 @@ async def _check(a: Any, b: Any, run_id: str, token: str, outcome: list[Any]) ->
 def _first_publishes_between(monkeypatch: pytest.MonkeyPatch) -> None:
     """Hold the first of two racing event publishes until the second writer is about to
     publish (it has claimed the token by then); release the second once the first landed."""
-    real = eventlog.publish_acked
+    real = direct.publish_acked
     state: dict[str, Any] = {"n": 0}
     second, first_done = asyncio.Event(), asyncio.Event()
 
@@ -73,7 +73,7 @@ def _first_publishes_between(monkeypatch: pytest.MonkeyPatch) -> None:
         first_done.clear()
         return await real(nc, subject, payload, *args)
 
-    monkeypatch.setattr(eventlog, "publish_acked", publish)
+    monkeypatch.setattr(direct, "publish_acked", publish)
 
 
 async def test_the_loser_of_an_ordered_hook_race_keeps_the_winners_token(
@@ -103,7 +103,7 @@ async def test_a_writer_that_fails_first_leaves_the_shared_claim(
     import nats.errors
 
     a, b = await open_nats_world(), await open_nats_world()
-    real = eventlog.publish_acked
+    real = direct.publish_acked
     b_gave_up = asyncio.Event()
 
     async def publish(nc: Any, subject: str, payload: bytes, *args: Any) -> Any:
@@ -117,7 +117,7 @@ async def test_a_writer_that_fails_first_leaves_the_shared_claim(
     await b.list_events(run_id)
     hook = [NewEvent(T.HOOK_CREATED, "h1", {"token": "first"})]
     first = asyncio.create_task(a.append(run_id, hook, expected_seq=2))
-    monkeypatch.setattr(eventlog, "publish_acked", publish)
+    monkeypatch.setattr(direct, "publish_acked", publish)
     await wait_for(lambda: a._log._kv_entry(kv_key("first")))  # the first writer claimed
     try:
         with pytest.raises(WorldError):

@@ -11,10 +11,12 @@ import asyncio
 import json
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
+from ..._core import clock
 from ...errors import WorldError, WorldUnavailableError
 from . import wire
+from .codec import is_wrong_last_sequence, wrap
 
 
 class StoredMsg:
@@ -137,7 +139,7 @@ async def direct_batch(
             raise WorldUnavailableError(
                 f"NATS at {url}: direct get on {stream} timed out after {timeout:g}s", url=url
             ) from err
-        except nats.errors.ConnectionReconnectingError as err:
+        except (nats.errors.ConnectionReconnectingError, nats.errors.ConnectionClosedError) as err:
             raise WorldUnavailableError(
                 f"NATS at {url}: the connection was lost during a direct get on {stream}",
                 url=url,
@@ -186,6 +188,66 @@ async def publish_acked(
     if "error" in resp:
         raise nats.js.errors.APIError.from_error(resp["error"])
     return int(resp["seq"]), bool(resp.get("duplicate"))
+
+
+class Acked(NamedTuple):
+    """A stored publish: its stream sequence, whether the server deduplicated it, and the
+    wall clock around the answered attempt (``first``: no earlier attempt may have stored it)."""
+
+    seq: int
+    duplicate: bool
+    sent: float
+    acked: float
+    first: bool
+
+
+PUBLISH_ATTEMPTS = 3
+
+
+async def publish_retried(
+    nc: Any,
+    subject: str,
+    payload: bytes,
+    headers: dict[str, str],
+    *,
+    timeout: float,
+    url: str,
+    doing: str,
+) -> Acked | None:
+    """:func:`publish_acked`, asked again while its answer may be lost (a timeout, the
+    connection lost, no stream leader this instant: a restart), each time under the same
+    ``Nats-Msg-Id`` and headers, so a publish that landed is deduplicated or, conditional,
+    refused. None when the server refused the expected last sequence (10071): what that
+    means is the caller's. Every other failure is a :class:`WorldError` naming ``doing``
+    (unavailable when it may pass)."""
+    import nats.errors
+    import nats.js.errors
+
+    retried = (
+        nats.errors.TimeoutError,
+        nats.errors.ConnectionReconnectingError,
+        nats.errors.NoRespondersError,
+        TimeoutError,
+    )
+    for attempt in range(PUBLISH_ATTEMPTS):
+        try:
+            await connected(nc, timeout=timeout, url=url)
+            sent = clock.now()
+            seq, duplicate = await publish_acked(nc, subject, payload, headers, timeout)
+            return Acked(seq, duplicate, sent, clock.now(), attempt == 0)
+        except nats.js.errors.BadRequestError as err:
+            if is_wrong_last_sequence(err):
+                return None
+            raise wrap(url, doing, err) from err
+        except retried as err:
+            if attempt == PUBLISH_ATTEMPTS - 1:
+                raise wrap(url, doing, err) from err
+            await asyncio.sleep(0.05 * (attempt + 1))
+        except WorldError:  # not connected in time: already the caller's error
+            raise
+        except Exception as err:
+            raise wrap(url, doing, err) from err
+    raise AssertionError("unreachable")  # the last attempt returns or raises
 
 
 async def leader_first(

@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..._core import clock
 from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
@@ -51,8 +50,8 @@ from ...errors import (
 from ...world import HookInfo, RunInfo, entries, fold_run
 from ...world.entries import corrupt_info
 from . import wire
-from .codec import HERE, dumps, is_wrong_last_sequence, parse_stamp, wrap
-from .direct import StoredMsg, connected, direct_batch, publish_acked, read_subject
+from .codec import HERE, dumps, parse_stamp, wrap
+from .direct import StoredMsg, connected, direct_batch, publish_retried, read_subject
 from .logcheck import as_number, checked_summary, decode_entry
 from .names import Names, kv_key, token_value
 from .skew import Skew
@@ -63,7 +62,6 @@ _CACHE_RUNS = 4096
 _CLAIM_GRACE = 30.0
 """A hook-token claim whose hook is not in the log yet is honoured this long (seconds), and
 only while the run's log is where the claim says its append will land (``at``)."""
-_PUBLISH_ATTEMPTS = 3
 _MAX_ROUNDS = 50
 """Validate-and-publish rounds of one append before giving up under contention."""
 _MULTI_LAST = 500
@@ -419,9 +417,6 @@ class EventLog:
         return stored
 
     async def _publish(self, st: RunState, plan: _Plan, msg_id: str) -> list[Event] | None:
-        import nats.errors
-        import nats.js.errors
-
         headers = {
             "Nats-Msg-Id": msg_id,
             "Nats-Expected-Last-Subject-Sequence": str(st.stream_seq),
@@ -431,48 +426,32 @@ class EventLog:
         subject = st.subject
         self._inflight[subject] = self._inflight.get(subject, 0) + 1
         try:
-            seq, duplicate = 0, False
-            sent = acked = math.nan
-            for attempt in range(_PUBLISH_ATTEMPTS):
-                try:
-                    await connected(self._nc, timeout=self._timeout, url=self._url)
-                    sent = clock.now()
-                    seq, duplicate = await publish_acked(
-                        self._nc, subject, plan.body, headers, self._timeout
-                    )
-                    acked = clock.now()
-                    break
-                except nats.js.errors.BadRequestError as err:
-                    if not is_wrong_last_sequence(err):
-                        raise wrap(self._url, f"appending to run {st.run_id}", err) from err
-                    before = st.stream_seq
+            # a retry carries the same Nats-Msg-Id and expected sequence: an earlier attempt
+            # that landed makes it a duplicate or a 10071
+            acked = await publish_retried(
+                self._nc,
+                subject,
+                plan.body,
+                headers,
+                timeout=self._timeout,
+                url=self._url,
+                doing=f"appending to run {st.run_id}",
+            )
+            if acked is None:  # 10071: someone else's message (or our own, answer lost)
+                before = st.stream_seq
+                mine = await self._catch_up(st, look_for=msg_id)
+                if mine is None and st.stream_seq == before:
+                    # nothing new, yet the server disagrees: messages were removed
+                    # behind our back. Rebuild the projection from what is stored.
+                    st.reset()
                     mine = await self._catch_up(st, look_for=msg_id)
-                    if mine is None and st.stream_seq == before:
-                        # nothing new, yet the server disagrees: messages were removed
-                        # behind our back. Rebuild the projection from what is stored.
-                        st.reset()
-                        mine = await self._catch_up(st, look_for=msg_id)
-                    return mine
-                except (
-                    nats.errors.TimeoutError,
-                    nats.errors.ConnectionReconnectingError,
-                    nats.errors.NoRespondersError,
-                    TimeoutError,
-                ) as err:
-                    # The ack may be lost while the write landed; the retry carries the same
-                    # Nats-Msg-Id and expected sequence, so it is either deduped or a 10071.
-                    if attempt == _PUBLISH_ATTEMPTS - 1:
-                        raise wrap(self._url, f"appending to run {st.run_id}", err) from err
-                    await asyncio.sleep(0.05 * (attempt + 1))
-                except WorldError:  # not connected in time: already the caller's error
-                    raise
-                except Exception as err:
-                    raise wrap(self._url, f"appending to run {st.run_id}", err) from err
-            if duplicate:
+                return mine
+            if acked.duplicate:
                 return await self._catch_up(st, look_for=msg_id)
+            seq = acked.seq
             stamp = await self._stamp(seq)
-            if attempt == 0:  # a retried publish may have been stored by an earlier one
-                self.skew.sample(sent, acked, stamp)
+            if acked.first:  # a retried publish may have been stored by an earlier one
+                self.skew.sample(acked.sent, acked.acked, stamp)
         finally:
             left = self._inflight.get(subject, 1) - 1
             if left:

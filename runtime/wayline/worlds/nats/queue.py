@@ -38,8 +38,8 @@ from ...telemetry import carry
 from ...world import Delivery, entries
 from ...world.routing import plain_topic
 from . import wire
-from .codec import decode_payload, dumps, is_wrong_last_sequence, parse_stamp, rfc3339, wrap
-from .direct import StoredMsg, connected, direct_batch, publish_acked
+from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
+from .direct import StoredMsg, connected, direct_batch, publish_retried
 from .names import Names, consumer_name, key_token
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -249,9 +249,6 @@ class Queue:
         """Publish one message (``Nats-Msg-Id: mid``) on the subject token ``token`` (``mid``
         when unkeyed); a keyed one only if no message or schedule under its token is stored,
         else None."""
-        import nats.errors
-        import nats.js.errors
-
         headers = {"Nats-Msg-Id": mid}
         if token is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = "0"
@@ -264,31 +261,18 @@ class Queue:
             headers["Nats-Schedule"] = f"@at {rfc3339(due)}"
             headers["Nats-Schedule-Target"] = target
             headers[_ID_HEADER] = mid
-        for attempt in range(3):
-            try:
-                await connected(self._nc, timeout=self._timeout, url=self._url)
-                seq, _ = await publish_acked(self._nc, subject, body, headers, self._timeout)
-                break
-            except nats.js.errors.BadRequestError as err:
-                if token is not None and is_wrong_last_sequence(err):
-                    return None  # the key's message is stored (maybe ours, if an ack was lost)
-                raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
-            except (
-                nats.errors.TimeoutError,
-                nats.errors.ConnectionReconnectingError,
-                nats.errors.NoRespondersError,  # no stream leader this instant (a restart)
-                TimeoutError,
-            ) as err:
-                # same Nats-Msg-Id: if the first publish landed, this one is deduplicated
-                # (or, keyed, refused as held: the lookup then finds the message it stored)
-                if attempt == 2:
-                    raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
-                await asyncio.sleep(0.05 * (attempt + 1))
-            except WorldError:  # not connected in time: already the caller's error
-                raise
-            except Exception as err:
-                raise wrap(self._url, f"enqueueing on topic {topic!r}", err) from err
-        return MessageId(mid if due is not None else str(seq))
+        acked = await publish_retried(
+            self._nc,
+            subject,
+            body,
+            headers,
+            timeout=self._timeout,
+            url=self._url,
+            doing=f"enqueueing on topic {topic!r}",
+        )
+        if acked is None:  # keyed: the key's message is stored (maybe ours, if an ack was lost)
+            return None
+        return MessageId(mid if due is not None else str(acked.seq))
 
     async def _stored_id(self, token: str) -> MessageId | None:
         """The id of the key's message if it (or its pending schedule) is still stored."""

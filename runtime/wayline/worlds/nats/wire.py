@@ -40,13 +40,20 @@ _SUBJECT_INVALID = re.compile(r"[\s\x00]")
 
 
 def available(nc: Any) -> bool:
-    """This connection's nats-py has what the fast paths use."""
-    return (
-        isinstance(getattr(nc, "_pending", None), list)
-        and hasattr(nc, "_pending_data_size")
-        and hasattr(nc, "_transport")
-        and isinstance(getattr(nc, "stats", None), dict)
-    )
+    """This connection's nats-py has what the fast paths use: a fact of the client's class,
+    looked at on its first connection and remembered."""
+    known = _available.get(type(nc))
+    if known is None:
+        known = _available[type(nc)] = (
+            isinstance(getattr(nc, "_pending", None), list)
+            and hasattr(nc, "_pending_data_size")
+            and hasattr(nc, "_transport")
+            and isinstance(getattr(nc, "stats", None), dict)
+        )
+    return known
+
+
+_available: dict[type, bool] = {}
 
 
 @functools.cache
