@@ -272,3 +272,33 @@ async def test_an_enqueue_that_finds_no_connection_in_time_is_unavailable(
             )
     finally:
         nats_server_own.start()
+
+
+async def test_a_world_closed_with_requests_in_flight_fails_them_at_once(proxied: Any) -> None:
+    """``close()`` while an enqueue, an append and a read wait for replies that cannot come
+    (what the client sent is held): each fails as unavailable when the world closes, not
+    after its 30 s request timeout, and the close itself does not wait for them."""
+    proxy, open_world = proxied
+    writer = await open_world()
+    run_id = new_run_id()
+    await writer.append(run_id, [NewEvent(EventType.RUN_CREATED, data={"workflow": "w"})])
+    world = await open_world(request_timeout=30.0)
+    await world.enqueue("flow", {"warm": True})  # the shared reply inbox exists
+    other = new_run_id()
+    await world.append(other, [NewEvent(EventType.RUN_CREATED, data={"workflow": "w"})])
+    proxy.hold = True  # what the client sends is held: no reply comes
+    tasks = [
+        asyncio.ensure_future(world.enqueue("flow", {"in": "flight"})),
+        asyncio.ensure_future(
+            world.append(other, [NewEvent(EventType.RUN_STARTED)], expected_seq=1)
+        ),
+        asyncio.ensure_future(world.list_events(run_id)),  # not loaded here: a read
+    ]
+    await asyncio.sleep(0.3)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await asyncio.wait_for(world.close(), 15)
+    outcomes = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 15)
+    assert loop.time() - began < 15
+    for outcome in outcomes:
+        assert isinstance(outcome, WorldUnavailableError), outcomes

@@ -447,10 +447,7 @@ class NatsWorld(World):
         log.warning("lost the connection to NATS at %s; reconnecting", self._servers_shown)
         if self._queue is not None:
             self._queue.lost_connection()  # held deliveries are no longer provably ours
-        lost_replies(nc, nats.errors.ConnectionReconnectingError)  # the world's own publishes
-        for future in list((getattr(nc, "_resp_map", None) or {}).values()):  # nats-py's
-            if not future.done():
-                future.set_exception(nats.errors.ConnectionReconnectingError())
+        _fail_in_flight(nc, nats.errors.ConnectionReconnectingError)
 
     async def _on_reconnect(self) -> None:
         log.warning("reconnected to NATS at %s", self._servers_shown)
@@ -464,7 +461,12 @@ class NatsWorld(World):
         self._streams = None
         self._slots = None
         if nc is not None:
+            import nats.errors
+
             await _close_quietly(nc)
+            # what still waits for a reply waits for nothing now: unavailable at once, not
+            # after its request timeout
+            _fail_in_flight(nc, nats.errors.ConnectionClosedError)
 
     def _events(self) -> EventLog:
         if self._log is None:
@@ -603,6 +605,15 @@ class NatsWorld(World):
 _CLOSE_SECONDS = 5.0
 """Bound on a close (flush and drain included): a server that stopped answering must not hold
 a worker's shutdown, which has its own grace period to keep."""
+
+
+def _fail_in_flight(nc: Any, error: Callable[[], BaseException]) -> None:
+    """The requests waiting on the connection's replies fail with ``error()``: the world's
+    own (acknowledged publishes, direct gets) and nats-py's."""
+    lost_replies(nc, error)
+    for future in list((getattr(nc, "_resp_map", None) or {}).values()):
+        if not future.done():
+            future.set_exception(error())
 
 
 async def _close_quietly(nc: Any, bound: float = _CLOSE_SECONDS) -> None:
