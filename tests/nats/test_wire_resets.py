@@ -302,3 +302,46 @@ async def test_a_world_closed_with_requests_in_flight_fails_them_at_once(proxied
     assert loop.time() - began < 15
     for outcome in outcomes:
         assert isinstance(outcome, WorldUnavailableError), outcomes
+
+
+async def test_a_pull_in_flight_when_the_connection_drops_ends_at_once(proxied: Any) -> None:
+    """A receive waiting 20 s for a message when the connection is reset: its pull is lost
+    with the connection (the server forgets it), so it ends at once with nothing instead of
+    waiting out its wait and the request timeout, and the next receive, once reconnected,
+    takes what was enqueued meanwhile."""
+    proxy, open_world = proxied
+    world = await open_world(request_timeout=30.0)
+    sender = await open_world()
+    await world.enqueue("flow", {"warm": True})
+    [warm] = await world.receive("flow", max_messages=1, wait_seconds=2)
+    assert await world.ack(warm)
+    loop = asyncio.get_running_loop()
+    waiting = asyncio.ensure_future(world.receive("flow", max_messages=1, wait_seconds=20))
+    await asyncio.sleep(0.5)  # the pull is with the server
+    began = loop.time()
+    proxy.reset()
+    assert await asyncio.wait_for(waiting, 15) == []
+    assert loop.time() - began < 15
+    await sender.enqueue("flow", {"after": "reset"})
+    got: list[Any] = []
+    for _ in range(20):
+        try:
+            got += await world.receive("flow", max_messages=1, wait_seconds=1)
+        except WorldUnavailableError:  # not reconnected yet
+            await asyncio.sleep(0.1)
+        if got:
+            break
+    assert [d.payload for d in got] == [{"after": "reset"}]
+
+
+async def test_a_world_closed_with_a_pull_in_flight_ends_it_at_once(proxied: Any) -> None:
+    """``close()`` while a receive waits 20 s: the pull ends with the world, at once."""
+    _, open_world = proxied
+    world = await open_world(request_timeout=30.0)
+    await world.enqueue("flow", {"warm": True})
+    [warm] = await world.receive("flow", max_messages=1, wait_seconds=2)
+    assert await world.ack(warm)
+    waiting = asyncio.ensure_future(world.receive("flow", max_messages=1, wait_seconds=20))
+    await asyncio.sleep(0.5)
+    await asyncio.wait_for(world.close(), 15)
+    assert await asyncio.wait_for(waiting, 5) == []

@@ -72,6 +72,8 @@ class _Inbox:
     sub: Any = None
     count: int = 0
     active: Callable[[Any], None] | None = None
+    cut: Callable[[], None] | None = None
+    """Ends the pull in progress at once: the connection it was asked on is lost."""
 
     def on_msg(self, msg: Any) -> None:
         if self.active is not None:
@@ -366,7 +368,13 @@ class Queue:
             if len(msgs) >= batch:
                 done.set()
 
-        box.active = on_msg
+        lost: list[bool] = []
+
+        def cut() -> None:
+            lost.append(True)
+            done.set()
+
+        box.active, box.cut = on_msg, cut
         try:
             await wire.publish(
                 self._nc,
@@ -382,11 +390,11 @@ class Queue:
                         f"NATS at {self._url}: no answer to a pull on {consumer}", url=self._url
                     ) from None
         finally:
-            box.active = None
-            if not done.is_set():
-                # timed out or cancelled: the server may still deliver to this pull. Drop the
-                # inbox, so it sees no interest and delivers nothing more (as with a pull's
-                # own inbox before), and nothing late is taken for a later pull's
+            box.active = box.cut = None
+            if not done.is_set() or lost:
+                # timed out, cancelled or cut off: the server may still deliver to this pull.
+                # Drop the inbox, so it sees no interest and delivers nothing more (as with a
+                # pull's own inbox before), and nothing late is taken for a later pull's
                 self._inboxes.pop(consumer, None)
                 await asyncio.shield(_unsubscribe(box.sub))
         if failure and not msgs:
@@ -532,8 +540,13 @@ class Queue:
         crashed can come back without them and redeliver them to others, while it still
         confirms this process's renewals (measured by ``make soak``: two bodies of one step at
         once after a nats-server SIGKILL). Their renewals answer False from now on, so the
-        worker fences them (cuts their bodies off) before any redelivery can run beside them."""
+        worker fences them (cuts their bodies off) before any redelivery can run beside them.
+        A pull in progress ends at once with what it got (its answer is lost with the
+        connection), instead of waiting out its wait and the request timeout."""
         self._epoch += 1
+        for box in list(self._inboxes.values()):
+            if box.cut is not None:
+                box.cut()
 
     def _fresh(self, delivery: Delivery) -> _Held | None:
         held: _Held = delivery.handle

@@ -455,6 +455,8 @@ class NatsWorld(World):
 
     async def close(self) -> None:
         nc, self._nc = self._nc, None
+        if self._queue is not None:
+            self._queue.lost_connection()  # a pull in progress ends now, as on a lost one
         if self._log is not None:
             await self._log.close()
         self._log = self._queue = self._served_kv = None
