@@ -108,6 +108,16 @@ def world_url(request: pytest.FixtureRequest, cli: Cli) -> str:
     """The world the ``cli`` commands use, once SQLite and once NATS (a prefix of its own)."""
     if request.param == "sqlite":
         return cli.world
+    return _on_nats(request, cli)
+
+
+@pytest.fixture
+def nats_world(request: pytest.FixtureRequest, cli: Cli) -> str:
+    """The ``cli`` commands on NATS only (a prefix of their own)."""
+    return _on_nats(request, cli)
+
+
+def _on_nats(request: pytest.FixtureRequest, cli: Cli) -> str:
     from tests.nats_fixtures import require_nats
 
     require_nats()

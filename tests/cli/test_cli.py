@@ -365,6 +365,31 @@ def test_unusable_worlds_are_one_clear_line_and_exit_2(
         assert_clean_error(cli(*argv, world=world), *needles)
 
 
+def test_a_mistyped_nats_prefix_is_refused_by_commands_that_read(cli: Cli, nats_world: str) -> None:
+    """``runs list`` (and every command that only reads or acts on what exists) against a
+    NATS prefix where no world was ever created is an error, as an absent SQLite file is
+    (test_unusable_worlds_are_one_clear_line_and_exit_2), and creates nothing; ``start``
+    creates the world, and the commands then see it."""
+    import nats
+
+    world_url = nats_world
+
+    for argv in (["runs", "list"], ["hooks", "list"], ["runs", "cancel", "wf_absent"]):
+        assert_clean_error(cli(*argv), "no world at", "does not exist", "prefix")
+    prefix = world_url.partition("prefix=")[2]
+
+    async def streams() -> list[str]:
+        nc = await nats.connect(world_url.partition("?")[0])
+        try:
+            return [info.config.name for info in await nc.jetstream().streams_info()]
+        finally:
+            await nc.close()
+
+    assert not [name for name in asyncio.run(streams()) if name.startswith(prefix)]
+    run_id = cli("start", f"{FLOWS}:add", "--input", "[1, 2]").stdout.strip()
+    assert [r["runId"] for r in cli.json("runs", "list")] == [run_id]
+
+
 def test_a_locked_database_is_reported_not_waited_on_forever(cli: Cli, existing_world: str) -> None:
     holder = sqlite3.connect(cli.cwd / "w.db", isolation_level=None)
     try:

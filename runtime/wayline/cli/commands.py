@@ -89,8 +89,9 @@ def sqlite_path(url: str) -> Path | None:
 async def opened_world(
     url: str, *, create: bool, wait_seconds: float = 0.0
 ) -> AsyncIterator[World]:
-    """The world at ``url``, started. Without ``create`` a missing SQLite file is an error
-    rather than a new empty world (a mistyped --world should not look like "no runs"). With
+    """The world at ``url``, started. Without ``create`` a missing SQLite file (or a NATS
+    world's missing stream) is an error rather than a new empty world (a mistyped --world
+    should not look like "no runs"). With
     ``wait_seconds``, a server world that is not reachable yet (a worker pod starting before
     its NATS) is tried again until then, instead of failing at once."""
     path = sqlite_path(url)
@@ -101,8 +102,10 @@ async def opened_world(
         )
     deadline = time.monotonic() + (wait_seconds if path is None else 0.0)
     delay = 0.5
+    # a NATS world without its streams is refused too, not created (its prefix mistyped)
+    options = {} if create or url.partition("://")[0] not in ("nats", "tls") else {"create": False}
     while True:
-        world = open_world(url)
+        world = open_world(url, **options)
         try:
             await world.start()
             break

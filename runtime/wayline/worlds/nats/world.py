@@ -70,6 +70,7 @@ class NatsWorld(World):
         request_timeout: float = 5.0,
         connect_options: Mapping[str, Any] | None = None,
         inline_payload_bytes: int | None = None,
+        create: bool = True,
     ) -> None:
         super().__init__()
         server_list = [servers] if isinstance(servers, str) else list(servers)
@@ -87,6 +88,9 @@ class NatsWorld(World):
         if inline_payload_bytes is None:  # WAYLINE_INLINE_PAYLOAD_BYTES
             inline_payload_bytes = Settings.from_env().inline_payload_bytes
         self._inline_bytes = inline_payload_bytes
+        self._create = create
+        """False: a world whose event stream is missing is refused at start, not created (a
+        mistyped prefix in a command that only reads must not look like "no runs")."""
         self.blobs: OutOfLine | None = None
         self.names = Names(prefix)
         self.prefix = prefix
@@ -328,6 +332,8 @@ class NatsWorld(World):
             shown = self._servers_shown
             check_version(nc, shown)
             await check_jetstream(nc, js, shown, self._options.request_timeout)
+            if not self._create:
+                await _refuse_missing(js, self.names.events_stream, self.prefix, shown)
             await provision(js, self.names, replicas=self.replicas, storage=self.storage, url=shown)
             event_log = EventLog(
                 nc,
@@ -607,6 +613,22 @@ class NatsWorld(World):
 _CLOSE_SECONDS = 5.0
 """Bound on a close (flush and drain included): a server that stopped answering must not hold
 a worker's shutdown, which has its own grace period to keep."""
+
+
+async def _refuse_missing(js: Any, stream: str, prefix: str, url: str) -> None:
+    import nats.js.errors
+
+    try:
+        await js.stream_info(stream)
+    except nats.js.errors.NotFoundError:
+        raise ConfigurationError(
+            f"no world at {url} with prefix {prefix!r}: its stream {stream} does not exist "
+            "(check the prefix in --world or WAYLINE_WORLD; a worker or `wayline start` "
+            "creates it)",
+            url=url,
+        ) from None
+    except Exception as err:
+        raise wrap(url, f"looking for stream {stream}", err) from err
 
 
 def _fail_in_flight(nc: Any, error: Callable[[], BaseException]) -> None:
