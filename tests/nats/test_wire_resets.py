@@ -345,3 +345,76 @@ async def test_a_world_closed_with_a_pull_in_flight_ends_it_at_once(proxied: Any
     await asyncio.sleep(0.5)
     await asyncio.wait_for(world.close(), 15)
     assert await asyncio.wait_for(waiting, 5) == []
+
+
+async def test_a_world_closed_while_it_connects_does_not_open(nats_server: NatsServer) -> None:
+    """``close()`` while ``start()`` is still connecting: the start fails as unavailable and
+    leaves no connection open (it opened one after the close had returned, which nobody
+    closed); the world can be started again afterwards."""
+    from wayline.worlds.nats import NatsWorld
+
+    world = NatsWorld(nats_server.url, prefix="c" + uuid.uuid4().hex[:12])
+    starting = asyncio.ensure_future(world.start())
+    await asyncio.sleep(0)  # connecting
+    await world.close()
+    with pytest.raises(WorldUnavailableError):
+        await asyncio.wait_for(starting, 15)
+    with pytest.raises(WorldUnavailableError):
+        await world.enqueue("flow", {"x": 1})
+    await world.start()
+    try:
+        assert await world.enqueue("flow", {"x": 2})
+    finally:
+        await world.close()
+
+
+async def test_a_request_begun_as_the_world_closes_leaves_no_unretrieved_future(
+    proxied: Any,
+) -> None:
+    """An operation's next nats-py request made while the connection closes: its publish
+    raises ``ConnectionClosedError`` to the caller and leaves its reply future behind, which
+    ``close()`` then fails with the rest. asyncio must not log it as never retrieved."""
+    import gc
+
+    _, open_world = proxied
+    world = await open_world()
+    nc = world._nc
+    await world.enqueue("flow", {"warm": True})
+    loop = asyncio.get_running_loop()
+    seen: list[str] = []
+    old = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, ctx: seen.append(str(ctx.get("message"))))
+    try:
+        closing = asyncio.ensure_future(world.close())
+        while not nc.is_closed:  # noqa: ASYNC110 - nats-py sets no event for it
+            await asyncio.sleep(0)
+        with pytest.raises(nats.errors.ConnectionClosedError):
+            await nc.request("$JS.API.INFO", b"", timeout=5)
+        await closing
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gc.collect()
+    finally:
+        loop.set_exception_handler(old)
+    assert not [m for m in seen if "never retrieved" in m], seen
+
+
+async def test_an_unkeyed_enqueue_answered_wrong_last_sequence_is_a_world_error(
+    proxied: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 10071 can only answer a publish that expected a sequence; one for an unkeyed
+    enqueue (which expects none) is the server's error, reported as ``WorldError``."""
+    from wayline.errors import WorldError
+    from wayline.worlds.nats import direct
+
+    _, open_world = proxied
+    world = await open_world()
+
+    async def refused(*_args: Any, **_kwargs: Any) -> Any:
+        raise nats.js.errors.BadRequestError(
+            code=400, err_code=10071, description="wrong last sequence: 7"
+        )
+
+    monkeypatch.setattr(direct, "publish_acked", refused)
+    with pytest.raises(WorldError, match="expected none"):
+        await world.enqueue("flow", {"unkeyed": True})

@@ -81,6 +81,7 @@ def lost_replies(nc: Any, error: Callable[[], BaseException]) -> None:
     for answer in list(box.waiting.values()):
         if not answer.done():
             answer.set_exception(error())
+            answer.exception()  # retrieved, should its waiter be gone
 
 
 def inbox(nc: Any) -> Inbox:

@@ -272,8 +272,14 @@ class Queue:
             url=self._url,
             doing=f"enqueueing on topic {topic!r}",
         )
-        if acked is None:  # keyed: the key's message is stored (maybe ours, if an ack was lost)
-            return None
+        if acked is None:
+            if token is None:  # refused a sequence it never asked for: the server's mistake
+                raise WorldError(
+                    f"NATS at {self._url}: enqueueing on topic {topic!r} failed (the server "
+                    "answered wrong last sequence to a publish that expected none)",
+                    url=self._url,
+                )
+            return None  # the key's message is stored (maybe ours, if an ack was lost)
         return MessageId(mid if due is not None else str(acked.seq))
 
     async def _stored_id(self, token: str) -> MessageId | None:

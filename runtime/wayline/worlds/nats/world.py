@@ -89,6 +89,8 @@ class NatsWorld(World):
             inline_payload_bytes = Settings.from_env().inline_payload_bytes
         self._inline_bytes = inline_payload_bytes
         self._create = create
+        self._closes = 0
+        """How many times close() was called: a start() connecting across one gives up."""
         """False: a world whose event stream is missing is refused at start, not created (a
         mistyped prefix in a command that only reads must not look like "no runs")."""
         self.blobs: OutOfLine | None = None
@@ -325,7 +327,13 @@ class NatsWorld(World):
     async def start(self) -> None:
         if self._nc is not None:
             return
+        closes = self._closes
         nc = await self._connect()
+        if closes != self._closes:  # close() came while connecting: it closes this too
+            await _close_quietly(nc)
+            raise WorldUnavailableError(
+                f"world {self.url} was closed while it started", url=self._servers_shown
+            )
         self._nc = nc
         try:
             js = nc.jetstream(timeout=self._options.request_timeout)
@@ -460,6 +468,7 @@ class NatsWorld(World):
         self._hints_may_be_lost()  # a run that ended during the outage was not heard
 
     async def close(self) -> None:
+        self._closes += 1
         nc, self._nc = self._nc, None
         if self._queue is not None:
             self._queue.lost_connection()  # a pull in progress ends now, as on a lost one
@@ -638,6 +647,8 @@ def _fail_in_flight(nc: Any, error: Callable[[], BaseException]) -> None:
     for future in list((getattr(nc, "_resp_map", None) or {}).values()):
         if not future.done():
             future.set_exception(error())
+            future.exception()  # retrieved: one whose request raised at its publish (a
+            # request begun as the connection closed) is awaited by no one
 
 
 async def _close_quietly(nc: Any, bound: float = _CLOSE_SECONDS) -> None:
