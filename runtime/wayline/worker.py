@@ -104,11 +104,15 @@ class Worker:
         if self._started:
             return
         self._started = True
-        limits.install(self.settings.limits)  # inherited by every task spawned below
-        await self.world.start()
-        await self._heartbeat()
-        if self.recover:
-            await self.recover_runs()
+        try:
+            limits.install(self.settings.limits)  # inherited by every task spawned below
+            await self.world.start()
+            await self._heartbeat()
+            if self.recover:
+                await self.recover_runs()
+        except BaseException:  # nothing was spawned yet: a later start() begins again
+            self._started = False
+            raise
         # Routing, not bouncing: one consumer per route this worker serves (and the plain
         # topic), sharing one concurrency budget per kind.
         for kind, concurrency in (
@@ -160,7 +164,24 @@ class Worker:
 
         Either way, a body that cannot be cut off (a sync body in its thread) keeps its
         delivery held, and renewed, until the thread returns (or its fence's deadline ends the
-        process): it is never run again, or compensated, beside itself."""
+        process): it is never run again, or compensated, beside itself.
+
+        A graceful close that is cancelled (a caller bounding the shutdown, a second Ctrl-C)
+        ends as a forced one before the cancel goes through: nothing of the worker runs on
+        after ``close`` returns or raises."""
+        try:
+            await self._close(graceful)
+        except asyncio.CancelledError:
+            ending = asyncio.ensure_future(self._close(graceful=False))
+            while not ending.done():
+                try:
+                    await asyncio.shield(ending)
+                except asyncio.CancelledError:
+                    continue  # the forced close is bounded: it ends first, then the cancel
+            ending.result()
+            raise
+
+    async def _close(self, graceful: bool) -> None:
         self._stopping.set()
         self.handler.closing = True
         for task in list(self._tasks):

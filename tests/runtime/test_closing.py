@@ -355,3 +355,61 @@ async def test_a_forced_close_while_a_race_loser_runs_on_still_closes_the_replay
     del replays
     gc.collect()
     assert flows.lines(path) == ["loser"]
+
+
+async def test_a_graceful_close_cancelled_again_ends_as_a_forced_one(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The task holding ``async with Worker`` is cancelled (a graceful close begins, waiting
+    up to 30 s for the running body), then cancelled again by a caller bounding the shutdown
+    to half a second: the close ends as a forced one (the body cut off, the run handed back)
+    before the cancel goes through, and nothing of the worker runs on after the block was
+    left. A replacement continues from the last checkpoint."""
+    log = str(tmp_path / "log")
+    inside = asyncio.Event()
+
+    async def hold() -> None:
+        worker = wayline.Worker(
+            engine.world, [flows.looping], settings=settings(), shutdown_grace_seconds=30
+        )
+        async with worker:
+            inside.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.ensure_future(hold())
+    await asyncio.wait_for(inside.wait(), 10)
+    handle = await engine.client.start(flows.looping, log, 4, 1, 30.0)
+    await wait_for(lambda: _lines(log, 2))  # iteration 1 is running (30 s)
+    task.cancel()
+    with pytest.raises((asyncio.CancelledError, TimeoutError)):
+        await asyncio.wait_for(task, 0.5)
+    assert task.done()
+    left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("wayline")]
+    assert not left, left
+    before = flows.lines(log)
+    await asyncio.sleep(0.3)
+    assert flows.lines(log) == before  # nothing of the old worker carries on
+    async with engine.worker([flows.looping]):
+        assert await handle.result(timeout=15) == 0 + 2
+    assert flows.lines(log) == ["0:1", "1:1", "1:2", "2:1", "3:1"]
+
+
+async def test_a_worker_whose_start_failed_can_start_again(tmp_path: Path) -> None:
+    """``start()`` failed (the world could not be opened): a later ``start()`` starts the
+    worker for real, where it did nothing (the worker counted itself started)."""
+    blocker = tmp_path / "dir"
+    blocker.write_text("a file where the world's directory should be")
+    world = wayline.LocalWorld(blocker / "wayline.db")
+    worker = wayline.Worker(world, [flows.chain], settings=settings())
+    with pytest.raises(wayline.WorldUnavailableError):
+        await worker.start()
+    assert not worker.consuming()
+    blocker.unlink()
+    await worker.start()
+    try:
+        assert worker.consuming()
+        handle = await wayline.Client(world).start(flows.chain, 3)
+        assert await handle.result(timeout=15) == 0 + 1 + 2
+    finally:
+        await worker.close()
+        await world.close()
