@@ -64,6 +64,8 @@ async def test_from_url_parses_servers_credentials_and_options() -> None:
         parse_url("http://h:4222")
     with pytest.raises(ConfigurationError):
         parse_url("nats://h:4222?bogus=1")
+    with pytest.raises(ConfigurationError, match="prefix= is given twice"):
+        parse_url("nats://h:4222?prefix=a&prefix=b")
     with pytest.raises(ConfigurationError):
         NatsWorld("nats://h:4222", prefix="has.dot")
 

@@ -263,6 +263,13 @@ async def test_durable_by_default_and_sync_normal_opts_out(tmp_path: Path) -> No
         assert isinstance(world, LocalWorld) and _synchronous(world) == full
 
 
+def test_sync_given_twice_is_a_clear_error(tmp_path: Path) -> None:
+    """Which of two would apply is anyone's guess: neither does, and nothing is created."""
+    with pytest.raises(ConfigurationError, match="given twice"):
+        wayline.open_world(f"sqlite:///{tmp_path}/w.db?sync=normal&sync=full")
+    assert not (tmp_path / "w.db").exists()
+
+
 @pytest.mark.parametrize(
     ("query", "named"), [("sync=fast", "sync='fast'"), ("sync=", "sync=''"), ("fsync=1", "fsync")]
 )

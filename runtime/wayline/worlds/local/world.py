@@ -86,13 +86,18 @@ class LocalWorld(World):
         path, _, query = rest.partition("?")
         if not path:
             raise ConfigurationError(f"no database path in {url!r} (try sqlite:///wayline.db)")
+        given: str | None = None
         for name, value in parse_qsl(query, keep_blank_values=True):
             if name != "sync":
                 raise ConfigurationError(
                     f"unknown option {name!r} in world URL {url!r} (the one option is "
                     "sync=full|normal)"
                 )
-            options.setdefault("synchronous", value)
+            if given is not None:
+                raise ConfigurationError(f"sync= is given twice in world URL {url!r}")
+            given = value
+        if given is not None:
+            options.setdefault("synchronous", given)
         return cls(path, **options)
 
     def __init__(

@@ -170,7 +170,11 @@ def parse_url(url: str) -> tuple[list[str], dict[str, Any]]:
     if not hosts:
         raise ConfigurationError(f"NATS URL names no server: {url!r}", url=url)
     servers = [f"{parts.scheme}://{h if ':' in h else h + ':4222'}" for h in hosts]
+    seen: set[str] = set()
     for key, value in parse_qsl(parts.query, keep_blank_values=False):
+        if key in seen:
+            raise ConfigurationError(f"{key}= is given twice in NATS URL {url!r}", url=url)
+        seen.add(key)
         try:
             if key in _INT:
                 options[key] = int(value)
