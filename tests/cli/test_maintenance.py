@@ -68,6 +68,7 @@ def test_maintenance_bad_input(cli: Cli) -> None:
         (["cleanup"], "--older-than"),
         (["cleanup", "--older-than", "1d", "--status", "running"], "invalid choice"),
         (["archive"], "--older-than"),
+        (["archive", "--older-than", "0", "--count"], "archives nothing"),  # not ignored
         (["recover", "--app", "no_such_module_xyz"], "no_such_module_xyz"),
     ]:
         done = cli(*args)

@@ -40,6 +40,11 @@ async def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 async def cmd_archive(args: argparse.Namespace) -> int:
+    if args.count and args.older_than is not None:
+        raise UsageError(
+            "--count prints how many runs the archive holds and archives nothing: give it "
+            "alone, or --older-than alone"
+        )
     async with opened_world(args.world, create=False) as world:
         if args.count:
             print(await world.archived_count())
@@ -105,5 +110,9 @@ def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # t
     p.set_defaults(handler=cmd_cleanup)
     p = make(sub, "archive", "move terminal runs older than a duration to the archive")  # type: ignore[operator]
     p.add_argument("--older-than", type=duration_arg, metavar="DURATION")
-    p.add_argument("--count", action="store_true", help="print how many runs are archived")
+    p.add_argument(
+        "--count",
+        action="store_true",
+        help="print how many runs the archive holds, and archive nothing",
+    )
     p.set_defaults(handler=cmd_archive)
