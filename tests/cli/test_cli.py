@@ -493,6 +493,41 @@ def test_an_interrupted_run_is_durable_and_a_worker_finishes_it(
     assert worker.stop() == 0
 
 
+def test_an_interrupted_run_whose_unwind_is_stuck_names_what_a_person_does(
+    cli: Cli, spawn: Callable[..., Background]
+) -> None:
+    """A run interrupted while its compensation is stuck: no worker moves it on, so the
+    message names the person's commands (resume or abandon), not a worker to start."""
+    flag = cli.cwd / "offline"
+    flag.write_text("the warehouse is offline")
+    runner = spawn("run", f"{FLOWS}:saga", "--input", f'["c", "{flag}"]')
+    runner.wait_for("resume it with:")
+    run_id = cli.json("runs", "list")[0]["runId"]
+    assert cli("runs", "cancel", run_id).returncode == 0
+    cli.wait_status(run_id, "compensation_stuck")
+    assert runner.stop(signal.SIGINT) == 130
+    _, err = runner.output()
+    assert f"interrupted; run {run_id} is durable and waits for a person" in err, err
+    assert f"wayline runs resume-compensation {run_id} --world {cli.world}" in err, err
+    assert f"wayline runs abandon-compensation {run_id} --world {cli.world}" in err, err
+    assert "wayline worker --app" not in err, err
+
+
+def test_start_takes_a_files_only_workflow_as_run_does(cli: Cli) -> None:
+    """``wayline start FILE`` (no ``:WORKFLOW``) starts the file's one workflow, as ``run``
+    takes it, and lists the choices when the file has several."""
+    one = cli.cwd / "one.py"
+    one.write_text(
+        "import wayline\n\n\n@wayline.workflow(name='one.double')\n"
+        "async def double(x: int) -> int:\n    return 2 * x\n"
+    )
+    started = cli("start", str(one), "--input", "[21]")
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    assert cli.json("runs", "show", run_id)["workflow"] == "one.double"
+    assert_clean_error(cli("start", str(FLOWS), "--input", "[1]"), "defines several workflows")
+
+
 def test_hooks_list_runs_watch_and_runs_terminate(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:

@@ -90,7 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = command(sub, "run", "start a run and drive it in this process until it ends")
-    p.add_argument("target", metavar="MODULE_OR_FILE:WORKFLOW")
+    p.add_argument(
+        "target",
+        metavar="MODULE_OR_FILE:WORKFLOW",
+        help="without :WORKFLOW, the module's or file's one workflow",
+    )
     p.add_argument(
         "--input",
         metavar="JSON",
@@ -168,8 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "target",
         metavar="MODULE_OR_FILE:WORKFLOW|NAME",
-        help="with a module, the input is checked against the workflow; a bare NAME is "
-        "started without importing anything",
+        help="with a module, the input is checked against the workflow; a FILE.py alone "
+        "names its one workflow (as for `wayline run`); a bare NAME is started without "
+        "importing anything",
     )
     p.add_argument("--input", metavar="JSON", help="as for `wayline run`")
     p.add_argument(

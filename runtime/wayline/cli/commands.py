@@ -59,6 +59,7 @@ from .timeline import (
     fmt_time,
     render_show,
     run_to_json,
+    unstick_commands,
 )
 
 log = logging.getLogger("wayline.cli")
@@ -242,11 +243,18 @@ async def cmd_run(args: argparse.Namespace) -> int:
             remove()
         if not ended:
             module = shlex.quote(split_target(args.target)[0])
-            where = shlex.quote(absolute_world_url(url))
+            where = absolute_world_url(url)
+            now = await client.get_run(handle.run_id)
+            if now is not None and now.status is RunStatus.COMPENSATION_STUCK:
+                # no worker moves it on: a person resumes or abandons its unwind first
+                then = f"waits for a person: {unstick_commands(handle.run_id, where)}"
+            else:
+                then = (
+                    "carries on when a worker runs: "
+                    f"wayline worker --app {module} --world {shlex.quote(where)}"
+                )
             print(
-                f"wayline: interrupted; run {handle.run_id} is durable and carries on when a "
-                f"worker runs: wayline worker --app {module} --world {where}",
-                file=sys.stderr,
+                f"wayline: interrupted; run {handle.run_id} is durable and {then}", file=sys.stderr
             )
             return 130
         info = await client.get_run(handle.run_id)
@@ -516,11 +524,9 @@ async def cmd_start(args: argparse.Namespace) -> int:
     call_args, given = input_given(args.input)
     definition: WorkflowDefinition[..., Any] | None = None
     definitions: list[WorkflowDefinition[..., Any]] = []
-    if ":" in args.target:
+    if ":" in args.target or looks_like_file(args.target):  # a file alone: its one workflow
         definition, definitions = load_target(args.target)
         validate_input(definition, call_args, given)
-    elif looks_like_file(args.target):
-        raise UsageError(f"name the workflow too: {args.target}:WORKFLOW")
     async with opened_world(args.world, create=True) as world:
         if definition is None and not ever_served(args.target, await world.list_served()):
             raise UsageError(
