@@ -367,6 +367,33 @@ def test_a_hook_timed_out_early_says_so() -> None:
     assert "hook approve:1 timed out\n" in live.getvalue()
 
 
+def test_every_payload_a_hook_received_is_shown() -> None:
+    """A hook takes payloads until it is disposed: a second one (a person resuming again)
+    is in the log, so ``runs show``, its JSON and the live timeline show it with its own
+    payload (the live line repeated the first payload; show listed only the first)."""
+    events = log(
+        (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
+        (100.1, T.RUN_STARTED, None, {}),
+        (100.2, T.HOOK_CREATED, "h1", {"token": "approve:1"}),
+        (102.0, T.HOOK_RECEIVED, "h1", {"payload": {"by": "a"}}),
+        (107.0, T.HOOK_RECEIVED, "h1", {"payload": {"by": "b"}}),
+    )
+    view = fold(RUN, events)
+    [hook] = view.to_json()["hooks"]
+    assert hook["payload"] == {"by": "a"}
+    assert hook["later"] == [{"receivedAt": events[4].created_at, "payload": {"by": "b"}}]
+    info = RunInfo(RUN, "w", RunStatus.RUNNING, created_at=100.0, started_at=100.1)
+    out = io.StringIO()
+    render_show(info, events, out)
+    received = [ln.strip() for ln in out.getvalue().splitlines() if "received after" in ln]
+    assert len(received) == 2 and received[1].endswith('{"by": "b"}'), received
+    live = io.StringIO()
+    LiveProgress(live, "sqlite:///w.db").feed(events)
+    said = live.getvalue()
+    assert 'hook approve:1 received {"by": "a"}' in said
+    assert 'hook approve:1 received {"by": "b"}' in said, said
+
+
 def test_a_childs_deadline_is_shown_as_its_deadline_not_a_sleep() -> None:
     """``child(..., timeout="1s")``: the parent never slept; its timeline shows the child's
     deadline (passed: the parent stopped waiting, the child runs on), never ``sleep``."""

@@ -545,6 +545,9 @@ class HookView:
     metadata: Any = None
     timed_out_early: bool = False
     """Timed out before its time (``Client.wake_up``, ``wayline runs wake --wait hN.timeout``)."""
+    later: list[tuple[float, Any]] = field(default_factory=list)
+    """Payloads received after the first (a hook takes payloads until it is disposed), with
+    when: ``(received at, payload)``."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -558,6 +561,7 @@ class HookView:
             "receivedAt": self.received_at,
             "payload": self.payload,
             "timedOutEarly": self.timed_out_early,
+            "later": [{"receivedAt": at, "payload": payload} for at, payload in self.later],
         }
 
 
@@ -748,6 +752,8 @@ class RunView:
                 hook = self.hooks.get(cid)
                 if hook is not None and hook.received_at is None:
                     hook.status, hook.received_at, hook.payload = "received", at, value
+                elif hook is not None:
+                    hook.later.append((at, value))
             case HookDisposed():
                 self.open.pop(cid, None)
                 if cid in self.hooks and self.hooks[cid].status == "waiting":

@@ -204,10 +204,9 @@ class LiveProgress:
             case HookCreated(token):
                 self._line(at, f"hook {token} waiting for a payload")
                 self._more(f"resume it with: {resume_command(token, self.world_url)}")
-            case HookReceived():
+            case HookReceived(value):
                 if cid in tl.hooks:
-                    hook = tl.hooks[cid]
-                    self._line(at, f"hook {hook.token} received {fmt_json(hook.payload)}")
+                    self._line(at, f"hook {tl.hooks[cid].token} received {fmt_json(value)}")
             case WaitCreated(resume_at):
                 self._print_wait(cid, at if resume_at is None else resume_at, at)
             case WaitCompleted():
@@ -394,10 +393,11 @@ def render_show(
             if hook.timeout_at is not None:
                 p(f"{'':14}timeout at {fmt_time(hook.timeout_at)}")
             if hook.received_at is not None:
-                p(
-                    f"{'':14}received after {fmt_duration(hook.received_at - hook.created_at)}: "
-                    f"{fmt_json(hook.payload)}"
-                )
+                for at, payload in [(hook.received_at, hook.payload), *hook.later]:
+                    p(
+                        f"{'':14}received after {fmt_duration(at - hook.created_at)}: "
+                        f"{fmt_json(payload)}"
+                    )
         elif kind == "child":
             child = tl.child_views[cid]
             state = child.status
