@@ -418,3 +418,35 @@ async def test_an_unkeyed_enqueue_answered_wrong_last_sequence_is_a_world_error(
     monkeypatch.setattr(direct, "publish_acked", refused)
     with pytest.raises(WorldError, match="expected none"):
         await world.enqueue("flow", {"unkeyed": True})
+
+
+async def test_a_world_closed_while_it_provisions_does_not_stay_open(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """close() lands while start() is past its connect (its last request's answer is in,
+    start() not resumed yet): the close returned, so the world must not end up started on
+    the connection the close closed."""
+    from wayline.worlds.nats import NatsWorld
+    from wayline.worlds.nats import queue as queue_mod
+
+    gate, reached = asyncio.Event(), asyncio.Event()
+    real = queue_mod.Queue.start
+
+    async def gated(self: Any) -> None:
+        await real(self)
+        reached.set()
+        await gate.wait()  # the answer is in; the close runs before start() resumes
+
+    monkeypatch.setattr(queue_mod.Queue, "start", gated)
+    world = NatsWorld(nats_server.url, prefix="c" + uuid.uuid4().hex[:12])
+    starting = asyncio.ensure_future(world.start())
+    await asyncio.wait_for(reached.wait(), 15)
+    await world.close()
+    gate.set()
+    outcome = await asyncio.gather(asyncio.wait_for(starting, 15), return_exceptions=True)
+    state = (world._nc is not None, world._nc.is_closed if world._nc else None)
+    await world.start()  # a later start: a no-op while _nc is set
+    again = await asyncio.gather(world.enqueue("flow", {"x": 1}), return_exceptions=True)
+    await world.close()
+    assert state == (False, None), f"start()={outcome}; (_nc set, closed)={state}; then {again!r}"
+    assert isinstance(outcome[0], WorldUnavailableError)

@@ -329,13 +329,9 @@ class NatsWorld(World):
             return
         closes = self._closes
         nc = await self._connect()
-        if closes != self._closes:  # close() came while connecting: it closes this too
-            await _close_quietly(nc)
-            raise WorldUnavailableError(
-                f"world {self.url} was closed while it started", url=self._servers_shown
-            )
-        self._nc = nc
         try:
+            self._refuse_if_closed(closes)  # close() came while connecting
+            self._nc = nc
             js = nc.jetstream(timeout=self._options.request_timeout)
             shown = self._servers_shown
             check_version(nc, shown)
@@ -365,8 +361,10 @@ class NatsWorld(World):
                 now=self.skew.now,
             )
             await queue.start()
+            self._refuse_if_closed(closes)  # close() came while provisioning: nc is closed
         except BaseException:
-            self._nc = None
+            if self._nc is nc:
+                self._nc = None
             await _close_quietly(nc)
             raise
         self._nc, self._log, self._queue = nc, event_log, queue
@@ -380,6 +378,13 @@ class NatsWorld(World):
             timeout=self._options.request_timeout,
         )
         self.blobs = OutOfLine(self._blob_store, self._inline_bytes)
+
+    def _refuse_if_closed(self, closes: int) -> None:
+        """A start() that ``close()`` crossed ends as unavailable: nothing of it stays open."""
+        if closes != self._closes:
+            raise WorldUnavailableError(
+                f"world {self.url} was closed while it started", url=self._servers_shown
+            )
 
     async def _connect(self) -> Any:
         try:
