@@ -85,6 +85,9 @@ class Worker:
         self._handlers: set[asyncio.Task[Any]] = set()
         self._held: dict[int, tuple[Delivery, Fence]] = {}
         self._late: list[Delivery] = []
+        self._handing_back: list[Delivery] = []
+        """What the close in progress hands back at its end (kept for the forced close that
+        follows one cancelled midway)."""
         """Received as the stop came: ``close`` hands them back once its consumers ended."""
         self._closed = False  # the renewer's end: set once nothing is held any more
         self._stopping = asyncio.Event()
@@ -177,7 +180,9 @@ class Worker:
                 try:
                     await asyncio.shield(ending)
                 except asyncio.CancelledError:
-                    continue  # the forced close is bounded: it ends first, then the cancel
+                    continue  # the forced close ends first, then the cancel (a sync body
+                    # in its thread holds it until the thread returns, or its fence's
+                    # deadline ends the process, as any close)
             ending.result()
             raise
 
@@ -203,6 +208,10 @@ class Worker:
                 self._warn_outlived_grace(protected)
         holding = dict(self._held)
         held = [d for d, f in holding.values() if f.tripped is None]
+        # what a close cancelled after taking stock had to hand back (its handlers, cut off,
+        # left self._held since): handed back by this one
+        held += [d for d in self._handing_back if all(d is not h for h in held)]
+        self._handing_back = held
         await _cancel_until_ended(list(self._handlers))
         # A body that cannot be cut off (a sync body in its thread) runs on after its handler
         # was cancelled: its delivery stays held (renewed, under its fence's deadline, where
@@ -213,7 +222,7 @@ class Worker:
             self._held.update(threads)
             while any(k in self._held and f.executing() for k, (_, f) in threads.items()):  # noqa: ASYNC110 - thread ends set no loop event
                 await asyncio.sleep(0.02)
-        held = [d for d in held if id(d) not in threads or id(d) in self._held]
+        held = self._handing_back = [d for d in held if id(d) not in threads or id(d) in self._held]
         self._closed = True
         for task in list(self._tasks):
             task.cancel()
@@ -221,7 +230,9 @@ class Worker:
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         late, self._late = self._late, []
-        await self._hand_back(held + late)
+        self._handing_back = held + late
+        await self._hand_back(self._handing_back)
+        self._handing_back = []
         self._held.clear()
 
     def _warn_outlived_grace(self, handlers: Iterable[asyncio.Task[Any]]) -> None:

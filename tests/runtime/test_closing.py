@@ -413,3 +413,37 @@ async def test_a_worker_whose_start_failed_can_start_again(tmp_path: Path) -> No
     finally:
         await worker.close()
         await world.close()
+
+
+async def test_a_graceful_close_cancelled_while_a_sync_body_runs_hands_back_the_cut_off_run(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A sync body and an async body run; the graceful close's grace (0.2 s) runs out, the
+    async one is cut off; the close waits for the thread and is cancelled then. It ends as a
+    forced one, which hands held deliveries back at once: the cut-off run's too (its handler
+    had left the worker's held list, so the forced close did not see it)."""
+    a, s = str(tmp_path / "a"), str(tmp_path / "s")
+    worker = wayline.Worker(
+        engine.world, [outlives_the_grace], settings=settings(), shutdown_grace_seconds=0.2
+    )
+    await worker.start()
+    released: list[Any] = []
+    real = engine.world.release
+
+    async def recording(delivery: Any, *args: Any, **kw: Any) -> bool:
+        released.append((delivery.payload or {}).get("runId"))
+        return await real(delivery, *args, **kw)
+
+    engine.world.release = recording  # type: ignore[method-assign]
+    ha = await engine.client.start(outlives_the_grace, a, 30.0, "inline")
+    hs = await engine.client.start(outlives_the_grace, s, 1.5, "sync")
+    await wait_for(lambda: _lines(a, 1))
+    await wait_for(lambda: _lines(s, 1))
+    closing = asyncio.ensure_future(worker.close(graceful=True))
+    await asyncio.sleep(0.7)  # the grace ran out; the async body is cut off; the thread runs
+    assert not closing.done()
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    assert hs.run_id in released, released
+    assert ha.run_id in released, released  # the cut-off async run handed back too
