@@ -244,7 +244,10 @@ async def cmd_run(args: argparse.Namespace) -> int:
         if not ended:
             module = shlex.quote(split_target(args.target)[0])
             where = absolute_world_url(url)
-            now = await client.get_run(handle.run_id)
+            try:  # one look, bounded: the person pressed Ctrl-C
+                now = await asyncio.wait_for(client.get_run(handle.run_id), 2.0)
+            except (WaylineError, TimeoutError):  # the world is away: the usual word, then
+                now = None
             if now is not None and now.status is RunStatus.COMPENSATION_STUCK:
                 # no worker moves it on: a person resumes or abandons its unwind first
                 then = f"waits for a person: {unstick_commands(handle.run_id, where)}"
