@@ -319,7 +319,9 @@ BAD_INPUT = [
     pytest.param(["runs", "list", "--status", "bogus"], ["invalid choice: 'bogus'"], id="status"),
     pytest.param(["worker", "--app", "json"], ["'json' defines no workflow"], id="worker-app"),
     pytest.param(["worker"], ["--app"], id="worker-no-app"),
-    pytest.param(["start", "examples/orders.py"], ["examples/orders.py:WORKFLOW"], id="start-file"),
+    pytest.param(
+        ["start", "examples/orders.py"], ["'examples/orders.py': no such file"], id="start-file"
+    ),
 ]
 
 
