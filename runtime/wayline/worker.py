@@ -85,10 +85,10 @@ class Worker:
         self._handlers: set[asyncio.Task[Any]] = set()
         self._held: dict[int, tuple[Delivery, Fence]] = {}
         self._late: list[Delivery] = []
+        """Received as the stop came: ``close`` hands them back once its consumers ended."""
         self._handing_back: list[Delivery] = []
         """What the close in progress hands back at its end (kept for the forced close that
         follows one cancelled midway)."""
-        """Received as the stop came: ``close`` hands them back once its consumers ended."""
         self._closed = False  # the renewer's end: set once nothing is held any more
         self._stopping = asyncio.Event()
         self._started = False
