@@ -89,10 +89,10 @@ class NatsWorld(World):
             inline_payload_bytes = Settings.from_env().inline_payload_bytes
         self._inline_bytes = inline_payload_bytes
         self._create = create
-        self._closes = 0
-        """How many times close() was called: a start() connecting across one gives up."""
         """False: a world whose event stream is missing is refused at start, not created (a
         mistyped prefix in a command that only reads must not look like "no runs")."""
+        self._closes = 0
+        """How many times close() was called: a start() that one crossed gives up."""
         self.blobs: OutOfLine | None = None
         self.names = Names(prefix)
         self.prefix = prefix
