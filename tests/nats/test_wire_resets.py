@@ -445,7 +445,7 @@ async def test_a_world_closed_while_it_provisions_does_not_stay_open(
     gate.set()
     outcome = await asyncio.gather(asyncio.wait_for(starting, 15), return_exceptions=True)
     state = (world._nc is not None, world._nc.is_closed if world._nc else None)
-    await world.start()  # a later start: a no-op while _nc is set
+    await world.start()  # a later start opens the world again (it was a no-op)
     again = await asyncio.gather(world.enqueue("flow", {"x": 1}), return_exceptions=True)
     await world.close()
     assert state == (False, None), f"start()={outcome}; (_nc set, closed)={state}; then {again!r}"
