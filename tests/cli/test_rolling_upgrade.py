@@ -138,12 +138,15 @@ def test_a_code_change_reaches_runs_mid_sleep_and_mid_step_through_a_rolling_upg
     marker = tmp_path / "m"
     v1, v2 = _app(tmp_path, "v1", V1), _app(tmp_path, "v2", V2_CODE)
     old = [_worker(spawn, v1), _worker(spawn, v1)]
-    asleep = [_start(cli, "up_flow", str(marker), f"s{i}", 0.0, 3.0) for i in range(3)]
     _start(cli, "up_flow", str(marker), "held", 30.0, 0.0)
     _until(lambda: "a-start held" in _lines(marker))
+    # the sleeps outlast the three starts and the kills on a loaded machine: no v1 worker may
+    # reach a step after them (a wake it took before its SIGTERM, it would drive on)
+    asleep = [_start(cli, "up_flow", str(marker), f"s{i}", 0.0, 8.0) for i in range(3)]
     _until(lambda: all(f"a-end s{i}" in _lines(marker) for i in range(3)))
     old[0].stop(signal.SIGKILL)
     old[1].stop(signal.SIGTERM)  # a drain of the long step ends in SIGKILL after 10 s
+    assert not [line for line in _lines(marker) if line.startswith("b ")], "slept too little"
     new = [_worker(spawn, v2), _worker(spawn, v2)]
     for i, run_id in enumerate(asleep):
         assert cli.wait_status(run_id, "completed", timeout=60)["output"] == f"v2:S{i}"
