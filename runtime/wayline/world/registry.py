@@ -106,6 +106,17 @@ def merge_served(
     return out
 
 
+def readable(value: Any) -> dict[str, Any] | None:
+    """A stored entry as the readers below take it, or None for what is not one (anyone can
+    write into a NATS bucket): a mapping whose ``liveUntil`` is a number."""
+    if not isinstance(value, dict):
+        return None
+    until = value.get("liveUntil")
+    if isinstance(until, bool) or not isinstance(until, int | float):
+        return None
+    return value
+
+
 def ever_served(name: str, served: Sequence[Mapping[str, Any]]) -> bool:
     return any(e.get("workflow") == name for e in served)
 

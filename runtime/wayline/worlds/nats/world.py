@@ -16,10 +16,10 @@ from ...errors import ConfigurationError, WorldUnavailableError
 from ...settings import Settings
 from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
 from ...world.blobs import OutOfLine
-from ...world.registry import merge_served
+from ...world.registry import merge_served, readable
 from .blobs import NatsBlobs
 from .codec import parse_header_lines, parse_stamp, wrap
-from .direct import lost_replies
+from .direct import connected, lost_replies, read_subject
 from .eventlog import EventLog
 from .failures import connect_bound, hopeless
 from .names import Names, kv_key, token_value
@@ -206,25 +206,40 @@ class NatsWorld(World):
         self.skew.sample(sent, acked, stamp)
 
     async def list_served(self) -> list[dict[str, Any]]:
-        import nats.js.errors
-
-        kv = await self._served()
-        out: list[dict[str, Any]] = []
+        """Every registry entry: each key's stored message, read in stream order. Not the KV
+        client's key listing (a watcher), which misses a key written while it lists: a live
+        worker's heartbeat then made it look gone. In stream order a rewrite stores the key's
+        new message past the one it removes, so the read meets one of the two. Bytes that
+        are not an entry (anyone can write into the bucket) are passed over."""
+        await self._served()  # the bucket exists (or the usual error)
+        nc, bucket = self._nc, self.names.served_bucket
+        if nc is None:  # closed meanwhile
+            raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
         try:
-            keys = await kv.keys()
-        except nats.js.errors.NoKeysError:
-            return out
+            await connected(nc, timeout=self._options.request_timeout, url=self._servers_shown)
+            msgs = await read_subject(
+                nc,
+                f"KV_{bucket}",
+                f"$KV.{bucket}.>",
+                0,
+                timeout=self._options.request_timeout,
+                url=self._servers_shown,
+            )
+        except WorldUnavailableError:
+            raise
         except Exception as err:
             raise wrap(self._servers_shown, "listing worker heartbeats", err) from err
-        for key in keys:
-            try:
-                entry = await kv.get(key)
-            except nats.js.errors.KeyNotFoundError:
+        last = {m.subject: m for m in msgs}  # in stream order: a key's newest message wins
+        out: list[dict[str, Any]] = []
+        for m in last.values():
+            if m.headers.get("KV-Operation") in ("DEL", "PURGE") or not m.data:
                 continue
-            except Exception as err:
-                raise wrap(self._servers_shown, "reading a worker heartbeat", err) from err
-            if entry.value:
-                out.append(json.loads(entry.value))
+            try:
+                entry = readable(json.loads(m.data))
+            except ValueError:
+                continue
+            if entry is not None:
+                out.append(entry)
         return out
 
     async def _served(self) -> Any:
