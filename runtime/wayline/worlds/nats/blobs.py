@@ -30,7 +30,7 @@ from typing import Any
 
 from ...errors import WorldError
 from .codec import is_wrong_last_sequence, wrap
-from .direct import read_subject
+from .direct import last_by_subject, read_subject
 from .names import Names, subject_token
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -182,18 +182,29 @@ class NatsBlobs:
         return None
 
     async def names(self) -> list[str]:
-        """Every stored object's name (one listing, for a cleanup pass)."""
+        """Every stored object's name (one listing, for a cleanup pass; ``last_by_subject``)."""
         import nats.js.errors
 
         try:
             obs = await self._store(create=False)
             if obs is None:
                 return []
-            return [i.name for i in await obs.list(ignore_deletes=True) if not i.deleted]
+            where = (f"OBJ_{self.bucket}", f"$O.{self.bucket}.M.>")  # every object's meta
+            metas = await last_by_subject(self._nc, *where, timeout=self._timeout, url=self._url)
         except nats.js.errors.NotFoundError:
             return []  # an empty bucket
         except Exception as err:
             raise wrap(self._url, "listing stored payloads", err) from err
+        names = []
+        for m in metas:  # what is not an object's meta (anyone can write here) is passed over
+            try:
+                meta = json.loads(m.data)
+            except ValueError:
+                continue
+            named = isinstance(meta, dict) and isinstance(meta.get("name"), str)
+            if named and not meta.get("deleted"):
+                names.append(meta["name"])
+        return names
 
     async def drop(self, run_id: str, names: list[str]) -> None:
         """Delete the run's objects among ``names``."""

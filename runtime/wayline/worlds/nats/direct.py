@@ -292,6 +292,19 @@ async def read_subject(
         start = msgs[-1].seq + 1
 
 
+async def last_by_subject(
+    nc: Any, stream: str, wildcard: str, *, timeout: float, url: str
+) -> list[StoredMsg]:
+    """The newest stored message of each subject under ``wildcard``: a listing of a KV or
+    object store bucket that cannot miss a key rewritten while it reads, as nats-py's watcher
+    listings (``KeyValue.keys``, ``ObjectStore.list``) can. Read in stream order, a rewrite
+    stores the key's new message past the one it removes, so the read meets one of the two."""
+    newest = {
+        m.subject: m for m in await read_subject(nc, stream, wildcard, 0, timeout=timeout, url=url)
+    }
+    return list(newest.values())
+
+
 async def connected(nc: Any, *, timeout: float, url: str) -> None:
     """Wait out a reconnect before a request: one buffered while reconnecting can lose its
     reply (the reply subscription is restored after the buffer is flushed)."""

@@ -19,7 +19,7 @@ from ...world.blobs import OutOfLine
 from ...world.registry import merge_served, readable
 from .blobs import NatsBlobs
 from .codec import parse_header_lines, parse_stamp, wrap
-from .direct import connected, lost_replies, read_subject
+from .direct import connected, last_by_subject, lost_replies
 from .eventlog import EventLog
 from .failures import connect_bound, hopeless
 from .names import Names, kv_key, token_value
@@ -206,22 +206,19 @@ class NatsWorld(World):
         self.skew.sample(sent, acked, stamp)
 
     async def list_served(self) -> list[dict[str, Any]]:
-        """Every registry entry: each key's stored message, read in stream order. Not the KV
-        client's key listing (a watcher), which misses a key written while it lists: a live
-        worker's heartbeat then made it look gone. In stream order a rewrite stores the key's
-        new message past the one it removes, so the read meets one of the two. Bytes that
-        are not an entry (anyone can write into the bucket) are passed over."""
+        """Every registry entry (``direct.last_by_subject``: the KV client's key listing missed
+        a key written while it listed, and a live worker's heartbeat made it look gone). Bytes
+        that are not an entry (anyone can write into the bucket) are passed over."""
         await self._served()  # the bucket exists (or the usual error)
         nc, bucket = self._nc, self.names.served_bucket
         if nc is None:  # closed meanwhile
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
         try:
             await connected(nc, timeout=self._options.request_timeout, url=self._servers_shown)
-            msgs = await read_subject(
+            last = await last_by_subject(
                 nc,
                 f"KV_{bucket}",
                 f"$KV.{bucket}.>",
-                0,
                 timeout=self._options.request_timeout,
                 url=self._servers_shown,
             )
@@ -229,9 +226,8 @@ class NatsWorld(World):
             raise
         except Exception as err:
             raise wrap(self._servers_shown, "listing worker heartbeats", err) from err
-        last = {m.subject: m for m in msgs}  # in stream order: a key's newest message wins
         out: list[dict[str, Any]] = []
-        for m in last.values():
+        for m in last:
             if m.headers.get("KV-Operation") in ("DEL", "PURGE") or not m.data:
                 continue
             try:

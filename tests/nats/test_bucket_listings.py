@@ -1,6 +1,7 @@
-"""The worker registry as NATS lists it (``list_served``, real nats-server): a live worker's
-entry is listed while that worker heartbeats into it, and bytes written into the bucket that
-are not an entry are passed over, never raised to the operator, a client or the CLI."""
+"""Listings of NATS buckets (real nats-server): the worker registry (``list_served``) lists a
+live worker's entry while that worker heartbeats into it, and bytes written into the registry
+or the payload store that are not what the world wrote there are passed over, never raised to
+the operator, a client, the CLI or a cleanup pass."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import asyncio
 import json
 import time
 
+import wayline
+from tests.blobs import flows
+from tests.blobs.stores import blobs_of, stored
 from tests.nats_fixtures import OpenWorlds
+from tests.runtime.harness import settings
 from wayline.world import registry
 from wayline.worlds.nats.names import kv_key
 
@@ -77,3 +82,20 @@ async def test_bytes_that_are_not_an_entry_are_passed_over(open_nats_world: Open
     listed = await world.list_served()
     assert [e["workflow"] for e in listed] == ["good"]
     assert registry.live_served("good", listed) and not registry.live_served("bad", listed)
+
+
+async def test_a_cleanup_pass_passes_over_junk_in_the_payload_store(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world()
+    value = "g" * (2 * flows.MIB)
+    async with wayline.Worker(world, [flows.echo], settings=settings()):
+        run = await wayline.Client(world).start(flows.echo, value)
+        assert await run.result(timeout=60) == value
+    bucket = blobs_of(world).store.bucket
+    js = world._log._js
+    for i, junk in enumerate([b"\xff not json", b"[1]", b'{"size": 3}', b'{"name": 7}']):
+        await js.publish(f"$O.{bucket}.M.junk{i}", junk)
+    assert await stored(world, run.run_id, value)
+    assert await world.delete_runs(older_than=0) == 1
+    assert not await stored(world, run.run_id, value)
