@@ -17,6 +17,8 @@ from tests.runtime.harness import settings
 from wayline.world import registry
 from wayline.worlds.nats.names import kv_key
 
+HUGE = b"9" * 400  # a JSON integer no float holds: json.loads reads it, float() overflows
+
 
 def _entry(worker: str, workflow: str = "wf") -> dict[str, object]:
     now = time.time()
@@ -82,6 +84,36 @@ async def test_bytes_that_are_not_an_entry_are_passed_over(open_nats_world: Open
     listed = await world.list_served()
     assert [e["workflow"] for e in listed] == ["good"]
     assert registry.live_served("good", listed) and not registry.live_served("bad", listed)
+
+
+async def test_a_registry_time_past_any_float_is_passed_over(open_nats_world: OpenWorlds) -> None:
+    """An entry whose ``liveUntil`` no float holds (or is not finite) is no entry: every reader
+    (the operator's registry loop and status sync, ``waiting_for_worker``, ``runs show``,
+    ``schedules add``) took ``float()`` of it and raised OverflowError."""
+    world = await open_nats_world()
+    await world.record_served([_entry("w1", "good")])
+    kv = await world._served()
+    await kv.put(kv_key("huge"), b'{"workflow": "bad", "liveUntil": ' + HUGE + b"}")
+    await kv.put(kv_key("nan"), b'{"workflow": "bad", "liveUntil": NaN}')
+    await kv.put(kv_key("inf"), b'{"workflow": "bad", "liveUntil": Infinity}')
+    listed = await world.list_served()
+    assert [e["workflow"] for e in listed] == ["good"]
+    assert registry.live_served("good", listed) and not registry.live_served("bad", listed)
+
+
+async def test_a_heartbeat_overwrites_a_time_past_any_float_under_its_own_key(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """Junk under the worker's own key is merged away, not raised on every heartbeat (the
+    worker then never heartbeat again, and looked gone)."""
+    world = await open_nats_world()
+    kv = await world._served()
+    await kv.put(kv_key("|good|id|1"), b'{"workers": {"w0": ' + HUGE + b"}}")
+    await world.record_served([_entry("w1", "good")])
+    assert registry.live_served("good", await world.list_served())
+    await kv.put(kv_key("|good|id|1"), b'{"worker": "w0", "liveUntil": ' + HUGE + b"}")
+    await world.record_served([_entry("w1", "good")])
+    assert registry.live_served("good", await world.list_served())
 
 
 async def test_a_cleanup_pass_passes_over_junk_in_the_payload_store(

@@ -12,6 +12,7 @@ ones are dropped at each write, so it stays as small as the live set), and its o
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -82,11 +83,9 @@ def merge_served(
         else:  # an entry written before ``workers``: its last writer alone
             items = [(stored.get("worker"), stored.get("liveUntil", 0))]
         for wid, until in items:
-            try:
-                if isinstance(wid, str) and float(until) >= now:
-                    workers[wid] = float(until)
-            except (TypeError, ValueError):
-                continue
+            seconds = _time(until)
+            if isinstance(wid, str) and seconds is not None and seconds >= now:
+                workers[wid] = seconds
     wid = str(entry.get("worker"))
     until = float(entry.get("liveUntil", 0))
     withdrawn = bool(entry.get("withdrawn"))
@@ -108,13 +107,22 @@ def merge_served(
 
 def readable(value: Any) -> dict[str, Any] | None:
     """A stored entry as the readers below take it, or None for what is not one (anyone can
-    write into a NATS bucket): a mapping whose ``liveUntil`` is a number."""
+    write into a NATS bucket): a mapping whose ``liveUntil`` is a finite number."""
     if not isinstance(value, dict):
         return None
-    until = value.get("liveUntil")
-    if isinstance(until, bool) or not isinstance(until, int | float):
+    return value if _time(value.get("liveUntil")) is not None else None
+
+
+def _time(value: Any) -> float | None:
+    """``value`` as a finite number of seconds, or None (a bool, a string, an int past any
+    float, NaN or infinity)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return value
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 def ever_served(name: str, served: Sequence[Mapping[str, Any]]) -> bool:
