@@ -623,17 +623,40 @@ class Queue:
             "attempts": delivery.attempt,
             "reason": reason,
         }
+        mid = f"dl-{self._stream}-{held.msg.metadata.sequence.stream}"
         try:
-            await self._js.publish(
+            ack = await self._js.publish(
                 self._names.dlq_subject,
                 dumps(record),
-                headers={"Nats-Msg-Id": f"dl-{self._stream}-{held.msg.metadata.sequence.stream}"},
+                headers={"Nats-Msg-Id": mid},
                 timeout=self._timeout,
             )
+            if ack.duplicate and not await self._dead_letter_of(ack.seq, record):
+                # someone else's bytes under the id: this record is stored under a fresh one
+                await self._js.publish(
+                    self._names.dlq_subject,
+                    dumps(record),
+                    headers={"Nats-Msg-Id": f"{mid}-{uuid.uuid4().hex}"},
+                    timeout=self._timeout,
+                )
         except Exception as err:
             raise wrap(self._url, f"dead-lettering message {delivery.message_id}", err) from err
         # set aside but not confirmed removed: a redelivery dedupes its record to this one
         return await self.ack(delivery)
+
+    async def _dead_letter_of(self, seq: int, record: Mapping[str, Any]) -> bool:
+        """Whether the DLQ's message ``seq`` is a record of the same message (an earlier
+        dead-lettering of it, whose ack was lost: its attempt count may differ)."""
+        stored = await self._js.get_msg(self._names.dlq_stream, seq)
+        try:
+            earlier = entries.loads(stored.data)
+        except entries.Unreadable:
+            return False
+        return (
+            stored.subject == self._names.dlq_subject
+            and isinstance(earlier, dict)
+            and all(earlier.get(k) == record[k] for k in ("messageId", "topic", "payload"))
+        )
 
     async def stored(self) -> AsyncIterator[tuple[StoredMsg, dict[str, Any]]]:
         """Every stored message and pending schedule (queued, delayed or in flight), with its

@@ -94,10 +94,9 @@ class Retention:
     async def archive_runs(self, older_than: float, limit: int) -> int:
         batch = max(1, min(1000, limit))
         ids = await self._candidates(older_than, set(terminal_statuses(None)), batch)
-        for run_id in ids:
-            await self._archive(run_id)
-        await self._drop(ids)
-        return len(ids)
+        copied = [run_id for run_id in ids if await self._archive(run_id)]
+        await self._drop(copied)
+        return len(copied)
 
     async def archived_count(self) -> int:
         try:
@@ -109,7 +108,11 @@ class Retention:
         info = json.loads(resp.data)
         return int((info.get("state") or {}).get("num_subjects") or 0)
 
-    async def _archive(self, run_id: str) -> None:
+    async def _archive(self, run_id: str) -> bool:
+        """Copy the run's messages into the archive. False (the run is kept, with a warning)
+        when a copy the server took for one already stored is not: anyone can publish under
+        the archive's deterministic ``Nats-Msg-Id`` first, and the run must not be dropped on
+        the strength of someone else's bytes."""
         st = RunState(run_id, self._names.run_subject(run_id))
         msgs = await self._log._read(st, 0)
         chunks: list[list[dict[str, Any]]] = [[]]
@@ -130,15 +133,29 @@ class Retention:
         for i, chunk in enumerate(chunks):
             if not chunk:
                 continue
+            body = dumps({"runId": run_id, "part": i, "messages": chunk})
             try:
-                await self._js.publish(
+                ack = await self._js.publish(
                     subject,
-                    dumps({"runId": run_id, "part": i, "messages": chunk}),
+                    body,
                     headers={"Nats-Msg-Id": f"ar-{run_id}-{i}-{chunk[0]['seq']}"},
                     timeout=self._timeout,
                 )
+                stored = None
+                if ack.duplicate:  # an earlier pass's copy, or someone else's bytes
+                    stored = await self._js.get_msg(self._names.archive_stream, ack.seq)
             except Exception as err:
                 raise wrap(self._url, f"archiving run {run_id}", err) from err
+            if stored is not None and (stored.subject != subject or stored.data != body):
+                log.warning(
+                    "not archiving run %s: the archive's message %d carries the id of its "
+                    "copy (part %d) but other bytes; the run is kept",
+                    run_id,
+                    ack.seq,
+                    i,
+                )
+                return False
+        return True
 
     async def _drop(self, ids: list[str]) -> None:
         if not ids:

@@ -1,0 +1,75 @@
+"""Bytes an outsider writes, on a connection of its own, into the NATS world's stores other
+than the event log and the registry (``test_bucket_listings``), on a real nats-server. Each is
+passed over, overwritten or refused with a clear error; nothing of a run is lost or decided
+from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nats
+import wayline
+from tests.nats_fixtures import OpenWorlds
+from tests.runtime.harness import settings
+from wayline.worlds.nats.direct import read_subject
+
+
+async def _outsider(world: Any) -> Any:
+    return await nats.connect(world._options.servers, max_reconnect_attempts=0)
+
+
+@wayline.workflow
+async def hostile_archived() -> int:
+    return 1
+
+
+async def test_a_forged_archive_copy_keeps_the_run(open_nats_world: OpenWorlds) -> None:
+    """The archive's copies carry a ``Nats-Msg-Id`` anyone can work out; junk published under
+    it first made the real copy a duplicate, and the run was purged with nothing archived. The
+    run is now kept (and archived once the forged id is out of the dedupe window)."""
+    world = await open_nats_world()
+    async with wayline.Worker(world, [hostile_archived], settings=settings()):
+        run = await wayline.Client(world).start(hostile_archived)
+        assert await run.result(timeout=20) == 1
+    names = world.names
+    first = (
+        await read_subject(
+            world._nc, names.events_stream, names.run_subject(run.run_id), 0, timeout=5, url="n"
+        )
+    )[0].seq
+    nc = await _outsider(world)
+    try:
+        await nc.jetstream().publish(
+            names.archive_subject(run.run_id),
+            b"junk",
+            headers={"Nats-Msg-Id": f"ar-{run.run_id}-0-{first}"},
+        )
+    finally:
+        await nc.close()
+    assert await world.archive_runs(older_than=0) == 0
+    info = await world.get_run(run.run_id)
+    assert info is not None and info.output == 1
+
+
+async def test_a_forged_dead_letter_record_does_not_replace_the_real_one(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A dead-letter record's ``Nats-Msg-Id`` names the queue message's sequence: junk
+    published under it first made the real record a duplicate, and the message was acked
+    away with no record of it."""
+    world = await open_nats_world()
+    await world.enqueue("jobs", {"runId": "x"})
+    [delivery] = await world.receive("jobs", wait_seconds=2)
+    nc = await _outsider(world)
+    try:
+        await nc.jetstream().publish(
+            world.names.dlq_subject,
+            b'{"messageId": "forged"}',
+            headers={"Nats-Msg-Id": f"dl-{world.names.queue_stream}-{delivery.message_id}"},
+        )
+    finally:
+        await nc.close()
+    assert await world.dead_letter(delivery, "poison")
+    records = await world.list_dead_letters()
+    ours = [r for r in records if r.get("messageId") == str(delivery.message_id)]
+    assert [r["reason"] for r in ours] == ["poison"], records
