@@ -71,6 +71,7 @@ async def test_bytes_that_are_not_an_entry_are_passed_over(open_nats_world: Open
     for i, junk in enumerate(
         [
             b"\xff\xfe not json",
+            b"[" * 100_000 + b"]" * 100_000,  # past the interpreter's recursion limit
             b"[1, 2]",
             b'"text"',
             json.dumps({"workflow": "bad", "liveUntil": "soon"}).encode(),

@@ -29,6 +29,7 @@ import uuid
 from typing import Any
 
 from ...errors import WorldError
+from ...world import entries
 from .codec import is_wrong_last_sequence, wrap
 from .direct import last_by_subject, read_subject
 from .names import Names, subject_token
@@ -198,8 +199,8 @@ class NatsBlobs:
         names = []
         for m in metas:  # what is not an object's meta (anyone can write here) is passed over
             try:
-                meta = json.loads(m.data)
-            except ValueError:
+                meta = entries.loads(m.data)
+            except entries.Unreadable:
                 continue
             named = isinstance(meta, dict) and isinstance(meta.get("name"), str)
             if named and not meta.get("deleted"):

@@ -14,7 +14,7 @@ from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ...errors import ConfigurationError, WorldUnavailableError
 from ...settings import Settings
-from ...world import Delivery, HookInfo, RunInfo, RunWatch, World
+from ...world import Delivery, HookInfo, RunInfo, RunWatch, World, entries
 from ...world.blobs import OutOfLine
 from ...world.registry import merge_served, readable
 from .blobs import NatsBlobs
@@ -175,8 +175,8 @@ class NatsWorld(World):
             stored: Any = None
             if current is not None and current.value:
                 try:
-                    stored = json.loads(current.value)
-                except ValueError:
+                    stored = entries.loads(current.value)
+                except entries.Unreadable:
                     stored = None
             merged = merge_served(stored if isinstance(stored, dict) else None, entry, self.now())
             if merged is None:
@@ -231,8 +231,8 @@ class NatsWorld(World):
             if m.headers.get("KV-Operation") in ("DEL", "PURGE") or not m.data:
                 continue
             try:
-                entry = readable(json.loads(m.data))
-            except ValueError:
+                entry = readable(entries.loads(m.data))
+            except entries.Unreadable:
                 continue
             if entry is not None:
                 out.append(entry)
