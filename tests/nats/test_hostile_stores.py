@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 import nats
 import wayline
 from tests.nats_fixtures import OpenWorlds
 from tests.runtime.harness import settings
+from wayline._core.ids import new_run_id
 from wayline.worlds.nats.direct import read_subject
+from wayline.worlds.nats.names import key_token
 
 
 async def _outsider(world: Any) -> Any:
@@ -73,3 +77,26 @@ async def test_a_forged_dead_letter_record_does_not_replace_the_real_one(
     records = await world.list_dead_letters()
     ours = [r for r in records if r.get("messageId") == str(delivery.message_id)]
     assert [r["reason"] for r in ours] == ["poison"], records
+
+
+@pytest.mark.parametrize("where", ["q.s.jobs", "q.t.nobody"])
+async def test_junk_under_an_idempotency_key_does_not_swallow_the_enqueue(
+    open_nats_world: OpenWorlds, where: str
+) -> None:
+    """Junk under a key's subject (on a schedule subject without a schedule, or a topic no
+    one consumes) held the key for good: the keyed enqueue answered with the junk's id and
+    stored nothing (a start keyed ``<run>:start`` left its run pending, and each re-send of
+    the lost-start pass was swallowed too)."""
+    world = await open_nats_world()
+    key = f"{new_run_id()}:start"
+    nc = await _outsider(world)
+    try:
+        await nc.jetstream().publish(f"{world.prefix}.{where}.{key_token(key)}", b"junk")
+    finally:
+        await nc.close()
+    await world.enqueue("jobs", {"runId": "x"}, idempotency_key=key)
+    got = await world.receive("jobs", wait_seconds=2)
+    assert [d.payload for d in got] == [{"runId": "x"}]
+    # the key holds again, now for the real message
+    again = await world.enqueue("jobs", {"runId": "y"}, idempotency_key=key)
+    assert again == got[0].message_id

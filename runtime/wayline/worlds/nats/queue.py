@@ -298,7 +298,21 @@ class Queue:
             raise wrap(self._url, "checking an idempotency key", err) from err
         if not msgs:
             return None
-        return MessageId(msgs[0].headers.get(_ID_HEADER) or str(msgs[0].seq))
+        msg = msgs[0]
+        if not _queued(msg, f"{self._names.prefix}.q.s."):
+            # someone else's bytes under the key (anyone can publish to the stream): while
+            # they are stored, the key's conditional publish is refused, and nothing ever
+            # consumes them, so they are removed and the caller publishes again
+            log.warning(
+                "removing message %d on %s: not a message or schedule this world wrote, it "
+                "held idempotency key %s",
+                msg.seq,
+                msg.subject,
+                token,
+            )
+            await self.remove_stored(msg.seq)
+            return None
+        return MessageId(msg.headers.get(_ID_HEADER) or str(msg.seq))
 
     async def _enqueue_keyed(
         self, topic: str, mid: str, body: bytes, due: float | None, token: str
@@ -746,3 +760,14 @@ def _nak(delay_seconds: float) -> bytes:
     if delay_seconds <= 0:
         return b"-NAK"
     return b"-NAK " + json.dumps({"delay": int(delay_seconds * 1e9)}).encode()
+
+
+def _queued(msg: StoredMsg, schedules: str) -> bool:
+    """Whether a message stored under an idempotency key is one an enqueue made: a JSON
+    object, on a schedule subject only with its schedule (a plain message there is never
+    delivered)."""
+    try:
+        entries.loads_object(msg.data)
+    except entries.Unreadable:
+        return False
+    return not msg.subject.startswith(schedules) or "Nats-Schedule" in msg.headers
