@@ -5,6 +5,8 @@ from it."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -12,10 +14,15 @@ import pytest
 import nats
 import wayline
 from tests.nats_fixtures import OpenWorlds
-from tests.runtime.harness import settings
+from tests.runtime.harness import settings, wait_for
+from wayline._core.events import EventType, NewEvent
 from wayline._core.ids import new_run_id
+from wayline.worlds.nats import eventlog
+from wayline.worlds.nats.codec import parse_stamp
 from wayline.worlds.nats.direct import read_subject
 from wayline.worlds.nats.names import key_token
+
+FORGED = 978307200.0  # 2001-01-01T00:00:00Z
 
 
 async def _outsider(world: Any) -> Any:
@@ -100,3 +107,56 @@ async def test_junk_under_an_idempotency_key_does_not_swallow_the_enqueue(
     # the key holds again, now for the real message
     again = await world.enqueue("jobs", {"runId": "y"}, idempotency_key=key)
     assert again == got[0].message_id
+
+
+async def test_a_forged_stamp_is_not_taken_as_the_events_time(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The events' time comes from the server's republish of each stored message, on a core
+    subject anyone can publish to: a stamp forged for the sequence an append is about to get
+    became the events' time (durably: a sleep computed from it ended at once)."""
+    world = await open_nats_world()
+    nc = await _outsider(world)
+    real = eventlog.publish_retried
+    log = world._events()
+
+    async def then_forge(*args: Any, **kwargs: Any) -> Any:
+        acked = await real(*args, **kwargs)
+        await asyncio.sleep(0.3)  # the real republish is in: the forged one replaces it
+        await nc.publish(
+            f"{world.prefix}.evts.x",
+            b"",
+            headers={
+                "Nats-Subject": args[1],
+                "Nats-Sequence": str(acked.seq),
+                "Nats-Time-Stamp": "2001-01-01T00:00:00Z",
+            },
+        )
+        await nc.flush()
+
+        async def forged_in() -> bool:
+            return log._stamps.get(acked.seq) == FORGED
+
+        await wait_for(forged_in, timeout=5)
+        return acked
+
+    monkeypatch.setattr(eventlog, "publish_retried", then_forge)
+    try:
+        data = {"workflow": "wf", "input": {"args": []}}
+        [created] = await world.append(
+            new_run_id(), [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
+        )
+    finally:
+        await nc.close()
+    assert abs(created.created_at - time.time()) < 60
+
+
+def test_a_stamp_whose_fraction_is_not_digits_is_refused() -> None:
+    assert parse_stamp("2026-12-02T12:33:03.187948414Z") == pytest.approx(1796214783.187948414)
+    for bad in (
+        "2001-01-01T00:00:00.1e999Z",
+        "2001-01-01T00:00:00.nanZ",
+        "2001-01-01T00:00:00.-1Z",
+    ):
+        with pytest.raises(ValueError):
+            parse_stamp(bad)

@@ -15,10 +15,13 @@ HERE = -1.0
 
 
 def parse_stamp(text: str) -> float:
-    """RFC 3339 as the server writes it (``2026-12-02T12:33:03.187948414Z``) → epoch seconds."""
+    """RFC 3339 as the server writes it (``2026-12-02T12:33:03.187948414Z``) → epoch seconds.
+    ValueError for anything else (a fraction that is not digits: ``.1e999`` read as infinity)."""
     text = text.strip()
     if text.endswith("Z") and len(text) >= 20 and text[19] in ".Z":
         base, frac = text[:19], text[20:-1]
+        if frac and not (frac.isascii() and frac.isdigit()):
+            raise ValueError(f"not a timestamp: {text[:64]!r}")
         whole = calendar.timegm(
             (
                 int(base[0:4]),

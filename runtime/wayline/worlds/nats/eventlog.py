@@ -51,7 +51,7 @@ from ...world import HookInfo, RunInfo, entries, fold_run
 from ...world.entries import corrupt_info
 from . import wire
 from .codec import HERE, dumps, parse_stamp, wrap
-from .direct import StoredMsg, connected, direct_batch, publish_retried, read_subject
+from .direct import Acked, StoredMsg, connected, direct_batch, publish_retried, read_subject
 from .logcheck import as_number, checked_summary, decode_entry
 from .names import Names, kv_key, token_value
 from .skew import Skew
@@ -65,8 +65,11 @@ only while the run's log is where the claim says its append will land (``at``)."
 _MAX_ROUNDS = 50
 """Validate-and-publish rounds of one append before giving up under contention."""
 _MULTI_LAST = 500
-_TERMINAL_HEADER = "Wayline-Terminal"
 """Subjects per multi_last direct get (the server answers 413 past 1024 matches)."""
+_TERMINAL_HEADER = "Wayline-Terminal"
+_STAMP_SLACK = 1.0
+"""Seconds a republished stamp may lie outside its publish's window on the server's clock as
+learnt so far (``skew.py``: the offset is known to about half the best round trip)."""
 
 
 @dataclass(slots=True)
@@ -340,22 +343,31 @@ class EventLog:
                 self._stamps.clear()
             self._stamps[seq] = stamp
 
-    async def _stamp(self, seq: int) -> float:
+    async def _stamp(self, acked: Acked) -> float:
+        """The server's timestamp of the stored message ``acked``: its republish (the
+        events stream's headers-only copy, on core NATS) when it came in time and is
+        plausible, else the stored message's. Anyone can publish on the republish subjects:
+        a stamp outside the publish's own window (on the server's clock as learnt so far,
+        give or take ``_STAMP_SLACK``) is read from the store instead, never taken as the
+        events' time (a forged one made a sleep end at once)."""
+        seq = acked.seq
         stamp = self._stamps.pop(seq, None)
-        if stamp is not None:
-            return stamp
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[float] = loop.create_future()
-        self._stamp_waiters[seq] = waiter
-        timer = loop.call_later(0.2, _expire, waiter)
-        try:
-            stamp = await waiter
-        finally:
-            timer.cancel()
-            self._stamp_waiters.pop(seq, None)
-        if stamp == stamp:  # NaN: the republish did not come in time
-            return stamp
-        try:  # the republish was lost (reconnect, slow consumer): ask for the stored message
+        if stamp is None:
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[float] = loop.create_future()
+            self._stamp_waiters[seq] = waiter
+            timer = loop.call_later(0.2, _expire, waiter)
+            try:
+                stamp = await waiter
+            finally:
+                timer.cancel()
+                self._stamp_waiters.pop(seq, None)
+        offset = self.skew.offset
+        if acked.first and (
+            acked.sent + offset - _STAMP_SLACK <= stamp <= acked.acked + offset + _STAMP_SLACK
+        ):
+            return stamp  # (NaN, a republish that did not come in time, is never in)
+        try:  # the republish was lost (reconnect, slow consumer) or is not plausible
             raw = await self._js.get_msg(self._stream, seq, direct=True)
         except Exception as err:
             raise wrap(self._url, "reading a stored timestamp", err) from err
@@ -449,7 +461,7 @@ class EventLog:
             if acked.duplicate:
                 return await self._catch_up(st, look_for=msg_id)
             seq = acked.seq
-            stamp = await self._stamp(seq)
+            stamp = await self._stamp(acked)
             if acked.first:  # a retried publish may have been stored by an earlier one
                 self.skew.sample(acked.sent, acked.acked, stamp)
         finally:
