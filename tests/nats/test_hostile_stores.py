@@ -20,7 +20,7 @@ from wayline._core.ids import new_run_id
 from wayline.worlds.nats import eventlog
 from wayline.worlds.nats.codec import parse_stamp
 from wayline.worlds.nats.direct import read_subject
-from wayline.worlds.nats.names import key_token
+from wayline.worlds.nats.names import key_token, kv_key
 
 FORGED = 978307200.0  # 2001-01-01T00:00:00Z
 
@@ -160,3 +160,37 @@ def test_a_stamp_whose_fraction_is_not_digits_is_refused() -> None:
     ):
         with pytest.raises(ValueError):
             parse_stamp(bad)
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        b"\xff not json",
+        b"[" * 100_000 + b"]" * 100_000,
+        b"[1, 2]",
+        b'{"holders": 5}',
+        b'{"holders": [1, {"x": 1}]}',
+        b'{"holders": ["a"], "leases": {"a": "soon"}}',
+        b'{"holders": ["a"], "leases": [1]}',
+        b'{"holders": ["a"], "leases": {"a": ' + b"9" * 400 + b"}}",
+    ],
+    ids=lambda j: repr(j[:24]),
+)
+async def test_junk_under_a_slot_key_holds_no_slot(
+    open_nats_world: OpenWorlds, junk: bytes
+) -> None:
+    """Junk under a concurrency limit's key raised (JSONDecodeError, TypeError, OverflowError
+    ...) in every delivery that took or gave back a slot of the key: its runs stayed pending
+    and its steps running, for good. Junk holds nothing, and the next write replaces it."""
+    world = await open_nats_world()
+    assert (await world.acquire_slot("warm", "h0", 1, lease=5))[0]  # the bucket exists
+    nc = await _outsider(world)
+    try:
+        kv = await nc.jetstream().key_value(f"{world.prefix}_slots")
+        await kv.put(kv_key("wf:k"), junk)
+    finally:
+        await nc.close()
+    assert await world.acquire_slot("wf:k", "h1", 1, lease=30) == (True, ["h1"])
+    assert await world.acquire_slot("wf:k", "h2", 1, lease=30) == (False, ["h1"])
+    await world.release_slot("wf:k", "h1")
+    assert await world.acquire_slot("wf:k", "h2", 1, lease=30) == (True, ["h2"])

@@ -11,6 +11,7 @@ the delivery aside, let the rightful claimant overwrite the entry) is taken once
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -48,6 +49,18 @@ def loads_object(raw: bytes | str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise Unreadable(f"a JSON {type(value).__name__}, not an object")
     return value
+
+
+def seconds(value: Any) -> float | None:
+    """``value`` as a finite number (a time, a lease), or None: a bool, a string, an integer
+    past any float, NaN or infinity, which JSON can all carry."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 def field(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:

@@ -12,13 +12,13 @@ ones are dropped at each write, so it stays as small as the live set), and its o
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._core.definitions import WorkflowDefinition
 from .._core.projections import RunInfo
+from . import entries
 
 
 def served_entries(
@@ -83,7 +83,7 @@ def merge_served(
         else:  # an entry written before ``workers``: its last writer alone
             items = [(stored.get("worker"), stored.get("liveUntil", 0))]
         for wid, until in items:
-            seconds = _time(until)
+            seconds = entries.seconds(until)
             if isinstance(wid, str) and seconds is not None and seconds >= now:
                 workers[wid] = seconds
     wid = str(entry.get("worker"))
@@ -110,19 +110,7 @@ def readable(value: Any) -> dict[str, Any] | None:
     write into a NATS bucket): a mapping whose ``liveUntil`` is a finite number."""
     if not isinstance(value, dict):
         return None
-    return value if _time(value.get("liveUntil")) is not None else None
-
-
-def _time(value: Any) -> float | None:
-    """``value`` as a finite number of seconds, or None (a bool, a string, an int past any
-    float, NaN or infinity)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        out = float(value)
-    except OverflowError:
-        return None
-    return out if math.isfinite(out) else None
+    return value if entries.seconds(value.get("liveUntil")) is not None else None
 
 
 def ever_served(name: str, served: Sequence[Mapping[str, Any]]) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ...errors import WorldUnavailableError
-from ...world import RunInfo
+from ...world import RunInfo, entries
 from .codec import wrap
 from .names import Names, kv_key
 
@@ -114,11 +114,7 @@ class Slots:
                 entry = None
             except Exception as err:
                 raise wrap(self._url, f"reading concurrency slot {key!r}", err) from err
-            stored: dict[str, Any] = {}
-            if entry is not None and entry.value:
-                stored = json.loads(entry.value)
-            held = list(stored.get("holders") or [])
-            leases = {str(k): float(v) for k, v in (stored.get("leases") or {}).items()}
+            held, leases = _read(entry.value if entry is not None else None)
             now = self._now()
             live = [h for h in held if h == holder or await self._live(h, leases, now)]
             leases = {h: at for h, at in leases.items() if h in live}
@@ -144,3 +140,22 @@ class Slots:
             return leases[holder] > now
         info = await self._get_run(holder)
         return info is not None and not info.status.terminal
+
+
+def _read(value: bytes | None) -> tuple[list[str], dict[str, float]]:
+    """A stored entry's holders and leases. Anyone can write into the bucket: what is not a
+    holder's name, or a lease's finite time, holds nothing (the next write replaces it)."""
+    try:
+        stored = entries.loads(value) if value else {}
+    except entries.Unreadable:
+        stored = {}
+    if not isinstance(stored, dict):
+        stored = {}
+    listed, timed = stored.get("holders"), stored.get("leases")
+    held = [h for h in listed if isinstance(h, str)] if isinstance(listed, list) else []
+    leases: dict[str, float] = {}
+    for name, at in timed.items() if isinstance(timed, dict) else ():
+        until = entries.seconds(at)
+        if until is not None:
+            leases[name] = until
+    return list(dict.fromkeys(held)), leases
