@@ -21,6 +21,7 @@ from wayline.worlds.nats import eventlog
 from wayline.worlds.nats.codec import parse_stamp
 from wayline.worlds.nats.direct import read_subject
 from wayline.worlds.nats.names import key_token, kv_key
+from wayline.worlds.nats.streams import subject as stream_subject
 
 FORGED = 978307200.0  # 2001-01-01T00:00:00Z
 
@@ -194,3 +195,45 @@ async def test_junk_under_a_slot_key_holds_no_slot(
     assert await world.acquire_slot("wf:k", "h2", 1, lease=30) == (False, ["h1"])
     await world.release_slot("wf:k", "h1")
     assert await world.acquire_slot("wf:k", "h2", 1, lease=30) == (True, ["h2"])
+
+
+@wayline.step
+async def hostile_stream_writer(n: int) -> int:
+    out = wayline.stream("out")
+    for i in range(n):
+        await out.write({"i": i})
+    await out.close()
+    return n
+
+
+@wayline.workflow
+async def hostile_streams(n: int) -> int:
+    return await hostile_stream_writer(n)
+
+
+async def test_junk_in_a_step_stream_is_no_record(open_nats_world: OpenWorlds) -> None:
+    """A step stream's subject takes anyone's bytes: junk there failed the step that writes
+    the stream (its first write reads the stream: JSONDecodeError, a healthy run FAILED after
+    its retries), and made `runs tail` and ``Client.stream`` raise. Readers and the writer now
+    pass over what is not a record, and its index goes to the next real one."""
+    world = await open_nats_world()
+    await world.write_stream("wf_" + "2" * 32, "warm", [{"kind": "data"}])  # the stream exists
+    run_id = new_run_id()
+    nc = await _outsider(world)
+    try:
+        for junk in (
+            b"not json",
+            b"[1]",
+            b'{"kind": "data", "attempt": "x", "step": "s1"}',
+            b'{"kind": "close"}',
+        ):
+            await nc.jetstream().publish(stream_subject(world.names, run_id, "out"), junk)
+    finally:
+        await nc.close()
+    async with wayline.Worker(world, [hostile_streams], settings=settings()):
+        run = await wayline.Client(world).start(hostile_streams, 3, run_id=run_id)
+        assert await run.result(timeout=30) == 3
+    chunks = [c async for c in wayline.Client(world).stream(run_id, "out", follow=False)]
+    assert [(c.index, c.data) for c in chunks] == [(0, {"i": 0}), (1, {"i": 1}), (2, {"i": 2})]
+    later = [c async for c in wayline.Client(world).stream(run_id, "out", 2, follow=False)]
+    assert [c.data for c in later] == [{"i": 2}]

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...world import entries
 from .codec import wrap
 from .direct import direct_batch
 from .names import Names, subject_token
@@ -91,10 +92,13 @@ class Streams:
                 self._nc, stream_name(self._names), request, timeout=self._timeout, url=self._url
             )
             for msg in msgs:
-                if index >= start and len(out) < want:
-                    out.append(json.loads(msg.data))
-                index += 1
                 seq = msg.seq + 1
+                record = _record(msg.data)
+                if record is None:
+                    continue  # not a record a step wrote (anyone can publish here): no index
+                if index >= start and len(out) < want:
+                    out.append(record)
+                index += 1
             if not msgs or pending == 0:
                 break
         return out
@@ -107,3 +111,21 @@ class Streams:
             )
         except Exception as err:
             raise wrap(self._url, f"deleting the streams of {run_id}", err) from err
+
+
+def _record(data: bytes) -> dict[str, Any] | None:
+    """A stored stream record, or None for bytes that are not one: a JSON object whose kind,
+    step and attempt are what ``_sdk.streams`` writes."""
+    try:
+        record = entries.loads_object(data)
+    except entries.Unreadable:
+        return None
+    attempt = record.get("attempt")
+    if (
+        record.get("kind") not in ("data", "restart", "close")
+        or not isinstance(record.get("step"), str)
+        or isinstance(attempt, bool)
+        or not isinstance(attempt, int)
+    ):
+        return None
+    return record
