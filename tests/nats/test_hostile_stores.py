@@ -13,11 +13,15 @@ import pytest
 
 import nats
 import wayline
+from tests.blobs import flows
+from tests.blobs.stores import blobs_of, digest_of
 from tests.nats_fixtures import OpenWorlds
 from tests.runtime.harness import settings, wait_for
 from wayline._core.events import EventType, NewEvent
 from wayline._core.ids import new_run_id
+from wayline.errors import BlobMissingError
 from wayline.worlds.nats import eventlog
+from wayline.worlds.nats.blobs import blob_name
 from wayline.worlds.nats.codec import parse_stamp
 from wayline.worlds.nats.direct import read_subject
 from wayline.worlds.nats.names import key_token, kv_key
@@ -237,3 +241,31 @@ async def test_junk_in_a_step_stream_is_no_record(open_nats_world: OpenWorlds) -
     assert [(c.index, c.data) for c in chunks] == [(0, {"i": 0}), (1, {"i": 1}), (2, {"i": 2})]
     later = [c async for c in wayline.Client(world).stream(run_id, "out", 2, follow=False)]
     assert [c.data for c in later] == [{"i": 2}]
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [b"[1]", b'{"name": 5}', b'{"name": "x", "nuid": ">", "chunks": 1, "size": 3}'],
+    ids=["list", "wrong-types", "wildcard-nuid"],
+)
+async def test_junk_over_a_payloads_meta_fences_its_run(
+    open_nats_world: OpenWorlds, meta: bytes
+) -> None:
+    """Junk written over an out-of-line payload's meta message made every read of the run a
+    plain WorldError (retried as if the server were away, for good); the payload is missing,
+    and its run is fenced as such, as when the object is deleted."""
+    world = await open_nats_world()
+    value = "m" * flows.MIB
+    async with wayline.Worker(world, [flows.echo], settings=settings()):
+        run = await wayline.Client(world).start(flows.echo, value)
+        assert await run.result(timeout=60) == value
+    store = blobs_of(world).store
+    subject = store._meta_subject(blob_name(run.run_id, digest_of(value)))
+    nc = await _outsider(world)
+    try:
+        await nc.jetstream().publish(subject, meta)
+    finally:
+        await nc.close()
+    fresh = await open_nats_world()  # nothing cached
+    with pytest.raises(BlobMissingError):
+        await fresh.list_events(run.run_id)

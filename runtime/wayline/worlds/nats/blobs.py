@@ -92,7 +92,9 @@ class NatsBlobs:
 
     async def _meta(self, name: str) -> tuple[int, Any]:
         """The stream sequence of the object's last meta message (0 when it has none) and
-        the object's info (None when there is none or it is deleted)."""
+        the object's info (None when there is none, it is deleted, or the message is not an
+        object's meta: anyone can write here, and such bytes hold no object; a put writes
+        over them, a get finds the blob missing)."""
         import nats.js.errors
         from nats.js.api import ObjectInfo
 
@@ -100,8 +102,16 @@ class NatsBlobs:
             msg = await self._js.get_last_msg(f"OBJ_{self.bucket}", self._meta_subject(name))
         except nats.js.errors.NotFoundError:
             return 0, None
-        info = ObjectInfo.from_response(json.loads(msg.data))
-        return msg.seq, None if info.deleted else info
+        try:
+            info = ObjectInfo.from_response(entries.loads_object(msg.data))
+        except (entries.Unreadable, TypeError, ValueError, KeyError, AttributeError):
+            info = None
+        if info is not None and info.deleted:
+            return msg.seq, None
+        if info is None or not _readable(info):
+            log.warning("object %s: its meta message %d is not an object's", name, msg.seq)
+            return msg.seq, None
+        return msg.seq, info
 
     async def put(self, run_id: str, digest: str, data: bytes) -> None:
         name = blob_name(run_id, digest)
@@ -222,3 +232,15 @@ class NatsBlobs:
                 pass  # deleted by a cleanup running beside this one
             except Exception as err:
                 raise wrap(self._url, f"deleting the payloads of run {run_id}", err) from err
+
+
+def _readable(info: Any) -> bool:
+    """Whether an object's meta names its chunks as a put writes them (a nuid that is one
+    subject token, whole counts): a ``>`` for a nuid would read every object's chunks."""
+    nuid, chunks, size = info.nuid, info.chunks, info.size
+    return (
+        isinstance(nuid, str)
+        and nuid.isascii()
+        and nuid.isalnum()
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (chunks, size))
+    )
