@@ -30,6 +30,9 @@ from .step_runner import Failed, Outcome, Retry, run_step_body
 
 log = logging.getLogger("wayline.runtime")
 
+_SENDS_AT_ONCE = 64
+"""Queue messages one replay enqueues at once (``RunSession.send``)."""
+
 
 class RunSession:
     def __init__(
@@ -101,10 +104,19 @@ class RunSession:
         return True
 
     async def send(self, sends: Iterable[Send]) -> None:
-        for s in sends:
-            await self.world.enqueue(
-                s.topic, s.payload, idempotency_key=s.key, delay_seconds=s.delay
-            )
+        """Enqueue ``sends``, up to ``_SENDS_AT_ONCE`` at a time: every replay re-sends each
+        open queued step's message under its key (deduped by the world), so a wide ``gather``
+        re-sent hundreds, one round trip (or one SQLite commit) after the other."""
+        pending = list(sends)
+        for i in range(0, len(pending), _SENDS_AT_ONCE):
+            calls = [
+                self.world.enqueue(s.topic, s.payload, idempotency_key=s.key, delay_seconds=s.delay)
+                for s in pending[i : i + _SENDS_AT_ONCE]
+            ]
+            if len(calls) == 1:
+                await calls[0]
+            else:
+                await asyncio.gather(*calls)
 
     async def record(self, cid: str, outcome: Outcome, name: str = "") -> list[Event]:
         return await record_outcome(self.world, self.run_id, cid, outcome, name)

@@ -69,7 +69,7 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
     if outcome is None:
         assert definition is not None
         seq = events[-1].seq if events else info.last_seq
-        ran = await _run(world, delivery, info, step, definition, seq)
+        ran = await _run(world, delivery, info, step, definition, seq, view)
         if isinstance(ran, step_slots.Wait):
             await step_slots.show_waiting(world, info, step, ran)
             await world.release(delivery, step_slots.pause())  # no attempt, no delivery spent
@@ -114,6 +114,7 @@ async def _run(
     step: StepView,
     definition: StepDefinition[..., object],
     seq: int,
+    view: RunView,
 ) -> Outcome | Verdict | Continue | step_slots.Wait:
     """Run the body once in this process (single flight), under a bare (queue-owned) start,
     holding a slot of the step's concurrency limit when it has one."""
@@ -123,7 +124,7 @@ async def _run(
     async def start_and_run() -> Outcome | None:
         nonlocal started
         try:  # a bare start: queue-owned, clears any inline ownership
-            started = await _start(world, run_id, step, attempt, seq)
+            started = await _start(world, run_id, step, attempt, seq, view)
         except (EntityConflictError, RunTerminalError):
             started = False
         if not started:
@@ -176,25 +177,42 @@ def _may_start(step: StepView) -> bool:
     return step.compensates is not None or step.status == "running"
 
 
-async def _start(world: World, run_id: str, step: StepView, attempt: int, seq: int) -> bool:
-    """Append the bare start fenced on the log as read (``seq``), so that an unwind that began
-    since is seen before a forward body starts. False: the run is now being compensated (or
-    has ended) and this step must not start."""
+async def _start(
+    world: World, run_id: str, step: StepView, attempt: int, seq: int, view: RunView
+) -> bool:
+    """Append the bare start fenced on the log as read (``seq``, folded into ``view``), so
+    that an unwind that began since is seen before a forward body starts. False: the run is
+    now being compensated (or has ended) and this step must not start.
+
+    The starts of one run's steps in this process take turns (a wide ``gather`` queues them
+    all at once: each refused the others' appends, and each refusal read and folded the whole
+    log again); a refused one folds only what was appended since it read."""
     start = NewEvent(EventType.STEP_STARTED, step.cid, {"attempt": attempt})
-    for _ in range(_START_TRIES):
-        try:
-            await world.append(run_id, [start], expected_seq=seq)
-            return True
-        except SequenceConflictError:
-            info, events = await world.read_run(run_id)
-            if info is None or info.status.terminal:
-                return False
-            if _unwinding(fold(run_id, events)) and not _may_start(step):
-                log.info(
-                    "step %s of run %s not started: the run is being compensated", step.cid, run_id
-                )
-                return False
-            seq = info.last_seq
+    async with world.single_flight.turn(f"{run_id}:start"):
+        for _ in range(_START_TRIES):
+            try:
+                await world.append(run_id, [start], expected_seq=seq)
+                return True
+            except SequenceConflictError:
+                since = await world.list_events(run_id, after_seq=seq)
+                if since and since[0].seq == seq + 1:
+                    for event in since:
+                        view.apply(event)
+                    seq = since[-1].seq
+                else:  # not the log as read (removed behind our back): read it whole
+                    info, events = await world.read_run(run_id)
+                    if info is None or info.status.terminal:
+                        return False
+                    view, seq = fold(run_id, events), info.last_seq
+                if view.ended_at is not None:
+                    return False
+                if _unwinding(view) and not _may_start(step):
+                    log.info(
+                        "step %s of run %s not started: the run is being compensated",
+                        step.cid,
+                        run_id,
+                    )
+                    return False
     # a busy log: this delivery is tried again later (a start is never appended unfenced:
     # an unwind may have begun meanwhile)
     raise SequenceConflictError(

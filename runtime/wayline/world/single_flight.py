@@ -10,8 +10,9 @@ step with no message left to drive it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 from ..metrics import SINGLE_FLIGHT_ABSORPTIONS
@@ -24,6 +25,21 @@ log = logging.getLogger("wayline.runtime")
 class SingleFlight:
     def __init__(self) -> None:
         self._inflight: dict[str, asyncio.Future[None]] = {}
+        self._turns: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+
+    @contextlib.asynccontextmanager
+    async def turn(self, key: str) -> AsyncIterator[None]:
+        """One holder at a time for ``key`` in this process, in arrival order (writers of one
+        run's log that would otherwise refuse each other's conditional appends)."""
+        lock, users = self._turns.get(key) or self._turns.setdefault(key, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                self._turns.pop(key, None)
 
     def busy(self, key: str) -> bool:
         return key in self._inflight
