@@ -135,7 +135,25 @@ async def test_a_step_past_its_own_timeout_is_cut_off_and_retried(
     assert_never_concurrent(runs)
     [retrying] = of_type(await handle.events(), EventType.STEP_RETRYING)
     assert retrying.data["error"]["code"] == "INVOCATION_FENCED"
-    assert "past its bound of 1" in retrying.data["error"]["message"]
+    # tripped by the step's own timer, not at the renewal loop's next look
+    assert "past its timeout of 1s" in retrying.data["error"]["message"]
+
+
+async def test_a_sync_step_past_its_own_timeout_is_not_taken_when_its_thread_returns(
+    engine: Engine,
+) -> None:
+    """A plain ``def`` body cannot be cut off, only outlived: the attempt that ran 2.5 s under
+    ``timeout="1s"`` is recorded as cut off (its late result was recorded as the step's), and
+    the step is retried. The renewal loop checks every visibility/6 (5 s here): the trip is the
+    step's own timer."""
+    from tests.runtime import timeout_flows as tf
+
+    async with engine.worker([tf.thread_past_its_timeout]):
+        handle = await engine.client.start(tf.thread_past_its_timeout, 2.5)
+        assert await handle.result(timeout=60) == "attempt 2"
+    [retrying] = of_type(await handle.events(), EventType.STEP_RETRYING)
+    assert retrying.data["error"]["code"] == "INVOCATION_FENCED"
+    assert "past its timeout of 1s" in retrying.data["error"]["message"]
 
 
 async def test_the_worker_refuses_bounds_that_break_the_lease(engine: Engine) -> None:

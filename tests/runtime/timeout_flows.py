@@ -3,6 +3,8 @@ that the other fencing tests import where ``timeout=`` does not exist."""
 
 from __future__ import annotations
 
+import time
+
 import wayline
 from tests.runtime.fencing_flows import _body
 
@@ -28,3 +30,15 @@ async def slow_once(path: str, seconds: float) -> str:
 @wayline.workflow
 async def past_its_timeout(path: str, seconds: float) -> str:
     return str(await slow_once(path, seconds))
+
+
+@wayline.step(timeout="1s", max_retries=2, retry_delay=0.2)
+def slow_once_in_a_thread(seconds: float) -> str:
+    attempt = wayline.step_context().attempt
+    time.sleep(seconds if attempt == 1 else 0.01)
+    return f"attempt {attempt}"
+
+
+@wayline.workflow
+async def thread_past_its_timeout(seconds: float) -> str:
+    return str(await slow_once_in_a_thread(seconds))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -37,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+log = logging.getLogger("wayline.runtime")
 
 FENCED = "INVOCATION_FENCED"
 
@@ -85,12 +88,21 @@ class Fence:
             return _nothing
         before = self.bound
         self.bound = self.elapsed() + seconds
+        # tripped at the timeout itself, not at the renewal loop's next look (up to a sixth
+        # of the visibility window later: a 1 s timeout cut off after 5 s)
+        timer = asyncio.get_running_loop().call_later(seconds, self._timed_out, seconds)
 
         def restore() -> None:
+            timer.cancel()
             self.bound = max(before, self.elapsed() + _WIND_DOWN)
             self.handoff = 0.0
 
         return restore
+
+    def _timed_out(self, seconds: float) -> None:
+        if self.tripped is None:
+            self.trip(f"the step ran past its timeout of {seconds:g}s")
+            log.error("fenced: %s (%s); its body is cut off", self.tripped, ", ".join(self.steps))
 
     def trip(self, reason: str) -> None:
         if self.tripped is not None:
@@ -194,9 +206,16 @@ async def run_sync_body(
     fence.threads.add(done)
     fence.steps.append(step)
     try:
-        return await asyncio.shield(asyncio.to_thread(body))
+        out = await asyncio.shield(asyncio.to_thread(body))
+    except Exception:
+        if fence.tripped is None:
+            raise
+        out = None  # what a body cut off raised or returned is not its attempt's outcome
     finally:
         if done.is_set():
             fence.threads.discard(done)
         fence.steps.remove(step)
         restore()
+    if fence.tripped is not None:  # the thread could not be cut off, only outlived
+        raise FencedError(f"cut off: {fence.tripped} (its thread returned after)")
+    return out
