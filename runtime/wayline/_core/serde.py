@@ -19,7 +19,7 @@ from typing import Any, get_type_hints
 import pydantic
 import pydantic_core
 
-from ..errors import SerializationError, WaylineError
+from ..errors import ChildFailedError, SerializationError, StepFailedError, WaylineError
 from . import limits
 
 _PLAIN = (str, int, bool, type(None))
@@ -157,9 +157,20 @@ def error_to_dict(exc: BaseException) -> dict[str, Any]:
     code = exc.code if isinstance(exc, WaylineError) else getattr(exc, "wayline_code", None)
     if not isinstance(code, str):  # a user attribute: only a string is a code the log can hold
         code = None
-    return {
+    out: dict[str, Any] = {
         "name": type(exc).__qualname__,
         "message": limits.clip(error_message(exc), limits.current().error),
         "code": code or "USER_ERROR",
         "stack": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
     }
+    if isinstance(exc, StepFailedError | ChildFailedError):
+        out["cause"] = _cause(exc.error)  # the step's (or child's) own code reaches the caller
+    return out
+
+
+def _cause(error: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded error's name, code and message (and its own cause), without its stack."""
+    out = {k: error[k] for k in ("name", "code", "message") if k in error}
+    if isinstance(error.get("cause"), Mapping):
+        out["cause"] = _cause(error["cause"])
+    return out
