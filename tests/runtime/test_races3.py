@@ -182,10 +182,10 @@ async def test_a_cancel_recorded_before_a_queued_step_starts_keeps_it_from_start
     real = step_delivery._start
     injected: list[bool] = []
 
-    async def cancel_first(world, run_id, step, attempt, seq):  # type: ignore[no-untyped-def]
+    async def cancel_first(world, run_id, *rest):  # type: ignore[no-untyped-def]
         if not injected:
             injected.append(await engine.client.cancel(run_id))
-        return await real(world, run_id, step, attempt, seq)
+        return await real(world, run_id, *rest)
 
     monkeypatch.setattr(step_delivery, "_start", cancel_first)
     async with engine.worker([r3.r3_hook_then_queued]):
