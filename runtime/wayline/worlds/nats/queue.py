@@ -748,8 +748,7 @@ def _message_id(subject: str, header: str | None, seq: int) -> str:
     if header is None:
         return str(seq)
     token = subject.rsplit(".", 1)[-1]
-    uuid_hex = len(header) == 32 and all(c in "0123456789abcdef" for c in header)
-    if uuid_hex and (token == header or token.startswith("k")):
+    if _hex_id(header) and (token == header or token.startswith("k")):
         return header
     log.warning("ignoring the Wayline-Id %r of message %s on %s", header[:64], seq, subject)
     return str(seq)
@@ -763,11 +762,24 @@ def _nak(delay_seconds: float) -> bytes:
 
 
 def _queued(msg: StoredMsg, schedules: str) -> bool:
-    """Whether a message stored under an idempotency key is one an enqueue made: a JSON
-    object, on a schedule subject only with its schedule (a plain message there is never
-    delivered)."""
-    try:
-        entries.loads_object(msg.data)
-    except entries.Unreadable:
+    """Whether a message stored under an idempotency key is one an enqueue made: the id it
+    chose in its headers (``Nats-Msg-Id`` on a message, ``Wayline-Id`` on a schedule and on the
+    message the server fires from it), a JSON object for a payload, and on a schedule subject
+    its schedule (a plain message there is never delivered). Bytes that merely look like one
+    are not told apart: this is what a publish by hand leaves most often."""
+    headers = msg.headers
+    if not (_hex_id(headers.get("Nats-Msg-Id")) or _hex_id(headers.get(_ID_HEADER))):
         return False
-    return not msg.subject.startswith(schedules) or "Nats-Schedule" in msg.headers
+    if msg.subject.startswith(schedules) and "Nats-Schedule" not in headers:
+        return False
+    try:
+        return isinstance(json.loads(msg.data), dict)
+    except RecursionError:  # JSON nested past this reader's stack: not judged here
+        return msg.data.lstrip()[:1] == b"{"
+    except ValueError:
+        return False
+
+
+def _hex_id(value: str | None) -> bool:
+    """A message id an enqueue chooses (``uuid.uuid4().hex``)."""
+    return value is not None and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
