@@ -8,13 +8,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
+
+import pytest
 
 import wayline
 from tests.blobs import flows
 from tests.blobs.stores import blobs_of, stored
 from tests.nats_fixtures import OpenWorlds
 from tests.runtime.harness import settings
+from wayline.errors import WorldUnavailableError
 from wayline.world import registry
+from wayline.worlds.nats import direct
 from wayline.worlds.nats.names import kv_key
 
 HUGE = b"9" * 400  # a JSON integer no float holds: json.loads reads it, float() overflows
@@ -132,3 +137,23 @@ async def test_a_cleanup_pass_passes_over_junk_in_the_payload_store(
     assert await stored(world, run.run_id, value)
     assert await world.delete_runs(older_than=0) == 1
     assert not await stored(world, run.run_id, value)
+
+
+async def test_a_listing_cut_short_by_a_timeout_is_unavailable(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the server did not answer in time is unavailable (tried again), not an error:
+    the payload store's listing turned it into a plain WorldError."""
+    world = await open_nats_world()
+    async with wayline.Worker(world, [flows.echo], settings=settings()):
+        run = await wayline.Client(world).start(flows.echo, "v" * flows.MIB)
+        await run.result(timeout=60)
+
+    async def timed_out(*args: Any, **kwargs: Any) -> Any:
+        raise WorldUnavailableError("NATS at x: direct get timed out after 5s", url="x")
+
+    monkeypatch.setattr(direct, "direct_batch", timed_out)
+    with pytest.raises(WorldUnavailableError):
+        await blobs_of(world).store.names()
+    with pytest.raises(WorldUnavailableError):
+        await world.list_served()

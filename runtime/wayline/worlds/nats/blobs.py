@@ -28,7 +28,7 @@ import logging
 import uuid
 from typing import Any
 
-from ...errors import WorldError
+from ...errors import WorldError, WorldUnavailableError
 from ...world import entries
 from .codec import is_wrong_last_sequence, wrap
 from .direct import last_by_subject, read_subject
@@ -67,6 +67,8 @@ class NatsBlobs:
         self._replicas, self._memory = replicas, memory
         self._url, self._timeout = url, timeout
         self._obs: Any = None
+        self._claims: dict[str, set[str]] = {}
+        """By nuid: the names whose meta named it, in the last listing (:meth:`names`)."""
 
     async def _store(self, create: bool) -> Any:
         import nats.js.errors
@@ -193,7 +195,8 @@ class NatsBlobs:
         return None
 
     async def names(self) -> list[str]:
-        """Every stored object's name (one listing, for a cleanup pass; ``last_by_subject``)."""
+        """Every stored object's name (one listing, for a cleanup pass; ``last_by_subject``).
+        It also notes which names each chunk subject is claimed by, for :meth:`drop`."""
         import nats.js.errors
 
         try:
@@ -204,9 +207,11 @@ class NatsBlobs:
             metas = await last_by_subject(self._nc, *where, timeout=self._timeout, url=self._url)
         except nats.js.errors.NotFoundError:
             return []  # an empty bucket
+        except WorldUnavailableError:
+            raise
         except Exception as err:
             raise wrap(self._url, "listing stored payloads", err) from err
-        names = []
+        names, self._claims = [], {}
         for m in metas:  # what is not an object's meta (anyone can write here) is passed over
             try:
                 meta = entries.loads(m.data)
@@ -215,23 +220,28 @@ class NatsBlobs:
             named = isinstance(meta, dict) and isinstance(meta.get("name"), str)
             if named and not meta.get("deleted"):
                 names.append(meta["name"])
+                self._claims.setdefault(str(meta.get("nuid")), set()).add(meta["name"])
         return names
 
     async def drop(self, run_id: str, names: list[str]) -> None:
-        """Delete the run's objects among ``names``."""
-        import nats.js.errors
-
+        """Delete the run's objects among ``names``: each one's chunks, then its meta. Not
+        nats-py's ``delete``, which purges whatever chunk subject the meta names: a meta
+        written by hand naming ``>`` (or another object's nuid) would take every object's
+        chunks (or that object's) with it. Chunks are purged only under a nuid a put writes
+        and that no other object's meta (in the last listing) names."""
         prefix = subject_token(run_id) + "/"
-        obs = await self._store(create=False)
-        for name in names:
-            if not name.startswith(prefix):
-                continue
-            try:
-                await obs.delete(name)
-            except nats.js.errors.ObjectNotFoundError:
-                pass  # deleted by a cleanup running beside this one
-            except Exception as err:
-                raise wrap(self._url, f"deleting the payloads of run {run_id}", err) from err
+        stream = f"OBJ_{self.bucket}"
+        try:
+            for name in names:
+                if not name.startswith(prefix):
+                    continue
+                _, info = await self._meta(name)
+                others = self._claims.get(info.nuid, set()) if info is not None else set()
+                if info is not None and all(n.startswith(prefix) for n in others):
+                    await self._js.purge_stream(stream, subject=f"$O.{self.bucket}.C.{info.nuid}")
+                await self._js.purge_stream(stream, subject=self._meta_subject(name))
+        except Exception as err:
+            raise wrap(self._url, f"deleting the payloads of run {run_id}", err) from err
 
 
 def _readable(info: Any) -> bool:
