@@ -6,6 +6,7 @@ from it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 import nats
 import wayline
 from tests.blobs import flows
-from tests.blobs.stores import blobs_of, digest_of
+from tests.blobs.stores import blobs_of, digest_of, stored
 from tests.nats_fixtures import OpenWorlds
 from tests.runtime.harness import settings, wait_for
 from wayline._core.events import EventType, NewEvent
@@ -32,6 +33,23 @@ FORGED = 978307200.0  # 2001-01-01T00:00:00Z
 
 async def _outsider(world: Any) -> Any:
     return await nats.connect(world._options.servers, max_reconnect_attempts=0)
+
+
+async def _forge(world: Any, subject: str, data: bytes) -> None:
+    """Publish ``data`` on ``subject`` as an outsider does: a connection of its own."""
+    nc = await _outsider(world)
+    try:
+        await nc.jetstream().publish(subject, data)
+    finally:
+        await nc.close()
+
+
+async def _echoed(world: Any, value: str) -> Any:
+    """A run of ``flows.echo`` with ``value`` (out of line), to its end."""
+    async with wayline.Worker(world, [flows.echo], settings=settings()):
+        run = await wayline.Client(world).start(flows.echo, value)
+        assert await run.result(timeout=60) == value
+    return run
 
 
 @wayline.workflow
@@ -91,9 +109,12 @@ async def test_a_forged_dead_letter_record_does_not_replace_the_real_one(
     assert [r["reason"] for r in ours] == ["poison"], records
 
 
-@pytest.mark.parametrize("where", ["q.s.jobs", "q.t.nobody"])
+@pytest.mark.parametrize(
+    ("where", "junk"),
+    [("q.s.jobs", b"junk"), ("q.t.nobody", b"junk"), ("q.t.nobody", b"{}")],
+)
 async def test_junk_under_an_idempotency_key_does_not_swallow_the_enqueue(
-    open_nats_world: OpenWorlds, where: str
+    open_nats_world: OpenWorlds, where: str, junk: bytes
 ) -> None:
     """Junk under a key's subject (on a schedule subject without a schedule, or a topic no
     one consumes) held the key for good: the keyed enqueue answered with the junk's id and
@@ -103,7 +124,7 @@ async def test_junk_under_an_idempotency_key_does_not_swallow_the_enqueue(
     key = f"{new_run_id()}:start"
     nc = await _outsider(world)
     try:
-        await nc.jetstream().publish(f"{world.prefix}.{where}.{key_token(key)}", b"junk")
+        await nc.jetstream().publish(f"{world.prefix}.{where}.{key_token(key)}", junk)
     finally:
         await nc.close()
     await world.enqueue("jobs", {"runId": "x"}, idempotency_key=key)
@@ -218,8 +239,9 @@ async def hostile_streams(n: int) -> int:
 async def test_junk_in_a_step_stream_is_no_record(open_nats_world: OpenWorlds) -> None:
     """A step stream's subject takes anyone's bytes: junk there failed the step that writes
     the stream (its first write reads the stream: JSONDecodeError, a healthy run FAILED after
-    its retries), and made `runs tail` and ``Client.stream`` raise. Readers and the writer now
-    pass over what is not a record, and its index goes to the next real one."""
+    its retries), and made `runs tail` and ``Client.stream`` raise. Bytes that are not a JSON
+    object are no record (no index); an object a step did not write is skipped by the
+    readers and the writer."""
     world = await open_nats_world()
     await world.write_stream("wf_" + "2" * 32, "warm", [{"kind": "data"}])  # the stream exists
     run_id = new_run_id()
@@ -238,8 +260,10 @@ async def test_junk_in_a_step_stream_is_no_record(open_nats_world: OpenWorlds) -
         run = await wayline.Client(world).start(hostile_streams, 3, run_id=run_id)
         assert await run.result(timeout=30) == 3
     chunks = [c async for c in wayline.Client(world).stream(run_id, "out", follow=False)]
-    assert [(c.index, c.data) for c in chunks] == [(0, {"i": 0}), (1, {"i": 1}), (2, {"i": 2})]
-    later = [c async for c in wayline.Client(world).stream(run_id, "out", 2, follow=False)]
+    assert [c.data for c in chunks] == [{"i": 0}, {"i": 1}, {"i": 2}]
+    # the JSON objects hold indexes (a record is any object, on both worlds), the rest none
+    assert [c.index for c in chunks] == [2, 3, 4]
+    later = [c async for c in wayline.Client(world).stream(run_id, "out", 4, follow=False)]
     assert [c.data for c in later] == [{"i": 2}]
 
 
@@ -256,16 +280,72 @@ async def test_junk_over_a_payloads_meta_fences_its_run(
     and its run is fenced as such, as when the object is deleted."""
     world = await open_nats_world()
     value = "m" * flows.MIB
-    async with wayline.Worker(world, [flows.echo], settings=settings()):
-        run = await wayline.Client(world).start(flows.echo, value)
-        assert await run.result(timeout=60) == value
+    run = await _echoed(world, value)
     store = blobs_of(world).store
-    subject = store._meta_subject(blob_name(run.run_id, digest_of(value)))
-    nc = await _outsider(world)
-    try:
-        await nc.jetstream().publish(subject, meta)
-    finally:
-        await nc.close()
+    await _forge(world, store._meta_subject(blob_name(run.run_id, digest_of(value))), meta)
     fresh = await open_nats_world()  # nothing cached
     with pytest.raises(BlobMissingError):
         await fresh.list_events(run.run_id)
+
+
+@pytest.mark.parametrize("nuid", [">", "another"])
+async def test_a_forged_meta_does_not_make_a_cleanup_take_another_runs_payload(
+    open_nats_world: OpenWorlds, nuid: str
+) -> None:
+    """A cleanup deleted a run's objects with nats-py's delete, which purges whatever chunk
+    subject the meta names: a meta written by hand over an ended run's payload naming ``>``
+    (or a live run's nuid) took every object's chunks (or the live run's) with it."""
+    world = await open_nats_world()
+    ended, live = "a" * flows.MIB, "b" * flows.MIB
+    done = await _echoed(world, ended)
+    waiting = await wayline.Client(world).start(flows.echo, live)  # no worker: not ended
+    store = blobs_of(world).store
+    input_name = blob_name(waiting.run_id, digest_of({"args": [live]}))
+    _, info = await store._meta(input_name)
+    assert info is not None
+    forged = {
+        "name": blob_name(done.run_id, digest_of(ended)),
+        "bucket": store.bucket,
+        "nuid": ">" if nuid == ">" else info.nuid,
+        "size": 1,
+        "chunks": 1,
+    }
+    await _forge(world, store._meta_subject(str(forged["name"])), json.dumps(forged).encode())
+    assert await world.delete_runs(older_than=0) == 1
+    assert await stored(world, waiting.run_id, {"args": [live]})
+
+
+async def test_a_meta_without_its_chunks_named_does_not_stop_a_cleanup(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world()
+    value = "c" * flows.MIB
+    run = await _echoed(world, value)
+    store = blobs_of(world).store
+    name = blob_name(run.run_id, digest_of(value))
+    await _forge(world, store._meta_subject(name), json.dumps({"name": name}).encode())
+    assert await world.delete_runs(older_than=0) == 1
+
+
+def _nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+async def test_a_keyed_message_nested_deep_keeps_its_key(open_nats_world: OpenWorlds) -> None:
+    """A payload that encodes but is nested past what a reader deeper in the stack decodes is
+    still a message this world wrote: its key is not taken for junk (and it is not removed)."""
+    world = await open_nats_world()
+    key = f"deep-{new_run_id()}"
+    for depth in range(1000, 800, -1):  # the deepest payload the enqueue itself encodes
+        try:
+            first = await world.enqueue(
+                "jobs", {"runId": "x", "p": _nested(depth)}, idempotency_key=key
+            )
+            break
+        except RecursionError:
+            continue
+    again = await world.enqueue("jobs", {"runId": "x", "p": _nested(depth)}, idempotency_key=key)
+    assert again == first

@@ -119,7 +119,8 @@ class StreamWriter:
 
     async def _first_write(self) -> list[dict[str, Any]]:
         o = self._owner
-        existing = await o.world.read_stream(o.run_id, self.name, 0, 1_000_000)
+        stored = await o.world.read_stream(o.run_id, self.name, 0, 1_000_000)
+        existing = [r for r in stored if _written_by_a_step(r)]
         self._checked = True
         last = existing[-1] if existing else None
         if last is not None and last.get("kind") == "close":
@@ -205,6 +206,9 @@ async def follow_stream(
     while True:
         records = await world.read_stream(run_id, name, index, 500)
         for record in records:
+            if not _written_by_a_step(record):
+                index += 1  # someone else's bytes: no chunk (the indexes stay the world's)
+                continue
             kind = str(record.get("kind"))
             if kind == "close":
                 return
@@ -231,3 +235,15 @@ async def follow_stream(
         if task is not None and task.cancelling() > handled:
             raise asyncio.CancelledError
         await asyncio.sleep(poll)
+
+
+def _written_by_a_step(record: Mapping[str, Any]) -> bool:
+    """A record as a step writes it (anyone who can write to the world can write others: a
+    NATS step stream takes anyone's bytes): a known kind, its step's id and attempt."""
+    attempt = record.get("attempt")
+    return (
+        record.get("kind") in ("data", "restart", "close")
+        and isinstance(record.get("step"), str)
+        and isinstance(attempt, int)
+        and not isinstance(attempt, bool)
+    )

@@ -114,18 +114,9 @@ class Streams:
 
 
 def _record(data: bytes) -> dict[str, Any] | None:
-    """A stored stream record, or None for bytes that are not one: a JSON object whose kind,
-    step and attempt are what ``_sdk.streams`` writes."""
+    """A stored stream record (a JSON object, what ``write_stream`` stores), or None for
+    bytes that are not one. What a record says is the reader's to check (``_sdk.streams``)."""
     try:
-        record = entries.loads_object(data)
+        return entries.loads_object(data)
     except entries.Unreadable:
         return None
-    attempt = record.get("attempt")
-    if (
-        record.get("kind") not in ("data", "restart", "close")
-        or not isinstance(record.get("step"), str)
-        or isinstance(attempt, bool)
-        or not isinstance(attempt, int)
-    ):
-        return None
-    return record
