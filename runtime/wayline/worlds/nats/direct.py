@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from ..._core import clock
 from ...errors import WorldError, WorldUnavailableError
 from . import wire
-from .codec import is_wrong_last_sequence, wrap
+from .codec import is_wrong_last_sequence, parse_stamp, wrap
 
 
 class StoredMsg:
@@ -270,6 +270,22 @@ async def leader_first(
         return None
     kind = WorldUnavailableError if error.get("code") == 503 else WorldError
     raise kind(f"NATS at {url}: reading {subject} from the leader of {stream}: {error}")
+
+
+async def leader_stamp(nc: Any, stream: str, seq: int, *, timeout: float, url: str) -> float:
+    """The server's timestamp of stored message ``seq``, as the stream's leader has it (a
+    ``$JS.API.STREAM.MSG.GET``: a direct get may be answered by a replica that has not applied
+    the write yet, and answer that it has no such message)."""
+    request = json.dumps({"seq": seq}).encode()
+    resp = await nc.request(f"$JS.API.STREAM.MSG.GET.{stream}", request, timeout=timeout)
+    if (resp.headers or {}).get("Status") == "503":
+        raise WorldUnavailableError(f"NATS at {url}: no JetStream answer for {stream}", url=url)
+    answer = json.loads(resp.data)
+    if answer.get("error") is not None:
+        error = answer["error"]
+        kind = WorldUnavailableError if error.get("code") == 503 else WorldError
+        raise kind(f"NATS at {url}: reading message {seq} of {stream}: {error}")
+    return parse_stamp(str(answer["message"]["time"]))
 
 
 async def read_subject(

@@ -51,7 +51,15 @@ from ...world import HookInfo, RunInfo, entries, fold_run
 from ...world.entries import corrupt_info
 from . import wire
 from .codec import HERE, dumps, parse_stamp, wrap
-from .direct import Acked, StoredMsg, connected, direct_batch, publish_retried, read_subject
+from .direct import (
+    Acked,
+    StoredMsg,
+    connected,
+    direct_batch,
+    leader_stamp,
+    publish_retried,
+    read_subject,
+)
 from .logcheck import as_number, checked_summary, decode_entry
 from .names import Names, kv_key, token_value
 from .skew import Skew
@@ -368,10 +376,13 @@ class EventLog:
         ):
             return stamp  # (NaN, a republish that did not come in time, is never in)
         try:  # the republish was lost (reconnect, slow consumer) or is not plausible
-            raw = await self._js.get_msg(self._stream, seq, direct=True)
+            return await leader_stamp(
+                self._nc, self._stream, seq, timeout=self._timeout, url=self._url
+            )
+        except WorldError:
+            raise
         except Exception as err:
             raise wrap(self._url, "reading a stored timestamp", err) from err
-        return parse_stamp(raw.headers["Nats-Time-Stamp"])
 
     # append -------------------------------------------------------------------------------
     async def append(
