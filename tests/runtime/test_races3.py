@@ -199,3 +199,31 @@ async def test_a_cancel_recorded_before_a_queued_step_starts_keeps_it_from_start
     log = "\n".join(f"{e.seq} {e.type} {e.correlation_id}" for e in events)
     assert "charge_q-start" not in _seen(marker), log
     assert not of_type(events, EventType.STEP_STARTED), log
+
+
+async def test_a_step_started_elsewhere_before_a_cancel_does_not_start_again_here(
+    engine: Engine,
+) -> None:
+    """A delivery read the step unstarted; another delivery of it starts it, then a cancel is
+    recorded; this delivery's start is refused and folds both. The step is running elsewhere,
+    but this delivery read it unstarted: it must not start it (again) after the cancel. (The
+    fold moved the step it had read to ``running``, and a second start went in.)"""
+    from wayline._core.events import NewEvent
+    from wayline._core.ids import new_run_id
+    from wayline._core.projections import fold
+    from wayline._engine import step_delivery
+
+    world, run_id = engine.world, new_run_id()
+    created = {"workflow": "w", "input": {"args": []}}
+    await world.append(run_id, [NewEvent(EventType.RUN_CREATED, None, created)], expected_seq=0)
+    await world.append(run_id, [NewEvent(EventType.RUN_STARTED, None, {})])
+    step_data = {"stepName": "x", "input": {"args": []}, "occurrence": 0}
+    await world.append(run_id, [NewEvent(EventType.STEP_CREATED, "s1", step_data)])
+    _, events = await world.read_run(run_id)
+    view = fold(run_id, events)
+    await world.append(run_id, [NewEvent(EventType.STEP_STARTED, "s1", {"attempt": 1})])
+    await world.append(run_id, [NewEvent(EventType.RUN_CANCEL_REQUESTED, None, {"reason": "x"})])
+    started = await step_delivery._start(world, run_id, view.steps["s1"], 1, events[-1].seq, view)
+    assert started is False
+    after = await world.list_events(run_id)
+    assert len(of_type(after, EventType.STEP_STARTED)) == 1

@@ -188,6 +188,9 @@ async def _start(
     all at once: each refused the others' appends, and each refusal read and folded the whole
     log again); a refused one folds only what was appended since it read."""
     start = NewEvent(EventType.STEP_STARTED, step.cid, {"attempt": attempt})
+    # as the step was read: folding later events moves ``step`` (it is ``view``'s), and a
+    # start by another delivery meanwhile must not let this one start after a cancel
+    may_start = _may_start(step)
     async with world.single_flight.turn(f"{run_id}:start"):
         for _ in range(_START_TRIES):
             try:
@@ -206,7 +209,7 @@ async def _start(
                     view, seq = fold(run_id, events), info.last_seq
                 if view.ended_at is not None:
                     return False
-                if _unwinding(view) and not _may_start(step):
+                if _unwinding(view) and not may_start:
                     log.info(
                         "step %s of run %s not started: the run is being compensated",
                         step.cid,
