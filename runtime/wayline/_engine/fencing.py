@@ -187,7 +187,10 @@ async def run_sync_body(
 ) -> T:
     """Run the sync body of step ``step`` in a thread under the current fence. A thread cannot
     be cancelled: the fence waits for it (and the worker exits the process if it outlives the
-    delivery). Meanwhile the fence names the step, as ``run_body``."""
+    delivery), and its outcome is recorded, unless the body ran past its own ``timeout=``:
+    then the attempt was cut off (``FencedError``), whatever the thread returned or raised
+    after (judged by when the thread ended, not by when the loop resumed the caller).
+    Meanwhile the fence names the step, as ``run_body``."""
     fence = _current.get()
     context = contextvars.copy_context()
     if fence is None:
@@ -196,26 +199,38 @@ async def run_sync_body(
         raise FencedError(f"not started: {fence.tripped}")
     restore = fence.extend(timeout)
     done = threading.Event()
+    began, took = time.monotonic(), [0.0]
 
     def body() -> T:
         try:
             return context.run(fn, *args, **kw)
         finally:
+            took[0] = time.monotonic() - began
             done.set()
+
+    def late() -> bool:
+        return timeout is not None and took[0] > timeout
 
     fence.threads.add(done)
     fence.steps.append(step)
+
+    def past() -> FencedError:  # what a body past its timeout returned or raised is not its
+        return FencedError(  # attempt's outcome
+            f"cut off: the step ran past its timeout of {timeout or 0:g}s (its thread, which "
+            f"cannot be stopped, returned after {took[0]:.1f}s)"
+        )
+
     try:
         out = await asyncio.shield(asyncio.to_thread(body))
     except Exception:
-        if fence.tripped is None:
-            raise
-        out = None  # what a body cut off raised or returned is not its attempt's outcome
+        if late():
+            raise past() from None
+        raise
     finally:
         if done.is_set():
             fence.threads.discard(done)
         fence.steps.remove(step)
         restore()
-    if fence.tripped is not None:  # the thread could not be cut off, only outlived
-        raise FencedError(f"cut off: {fence.tripped} (its thread returned after)")
+    if late():
+        raise past()
     return out
