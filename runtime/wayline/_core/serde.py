@@ -41,14 +41,6 @@ def encode(value: Any, *, what: str) -> Any:
     """A JSON-compatible copy of ``value``; raises naming ``what`` and the offending type."""
     if _plain(value):
         return list(value) if type(value) is list else value
-    if inspect.isgenerator(value) or inspect.isasyncgen(value):
-        # pydantic would run a generator to its end here, on the event loop (a plain ``def``
-        # step's work, which belongs in its thread), unbounded by any timeout
-        raise SerializationError(
-            f"{what} cannot be serialised: a {type(value).__qualname__} is not a value (a "
-            "generator function's call; return a list)",
-            type=type(value).__qualname__,
-        )
     try:
         plain = pydantic_core.to_jsonable_python(value)
         json.dumps(plain, allow_nan=False)

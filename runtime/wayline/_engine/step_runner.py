@@ -201,9 +201,14 @@ async def _body(
         name, fn, timeout = definition.name, definition.fn, definition.timeout
         if definition.is_async:
             value = await run_body(lambda: fn(*args, **kwargs), timeout, step=name)
+            result = encode(value, what=f"result of {what}")
         else:
-            value = await run_sync_body(fn, timeout, name, *args, **kwargs)
-        result = encode(value, what=f"result of {what}")
+
+            def encoded() -> Any:  # in the body's thread: encoding may run the body's work
+                # (a generator's rows), which must not block the loop or escape its timeout
+                return encode(fn(*args, **kwargs), what=f"result of {what}")
+
+            result = await run_sync_body(encoded, timeout, name)
         limits.check(result, "result", f"the result of {what}")
         return Completed(result)
     except FatalError as err:
