@@ -49,3 +49,19 @@ async def test_the_failing_steps_code_reaches_the_client(engine: Engine) -> None
     assert outer["code"] == "CHILD_FAILED"
     assert outer["cause"]["code"] == "STEP_FAILED"
     assert outer["cause"]["cause"]["code"] == "CARD_DECLINED"
+
+
+def test_a_cause_built_by_hand_is_json_and_bounded() -> None:
+    import json
+
+    from wayline._core.serde import error_to_dict
+
+    inner: dict[str, object] = {"code": 402, "message": ValueError("boom"), "name": None}
+    for _ in range(10):
+        inner = {"name": "StepFailedError", "code": "STEP_FAILED", "message": "m", "cause": inner}
+    recorded = error_to_dict(wayline.StepFailedError("s", inner))
+    json.dumps(recorded)  # raised TypeError (a ValueError in the message)
+    depth, cause = 0, recorded.get("cause")
+    while isinstance(cause, dict):
+        depth, cause = depth + 1, cause.get("cause")
+    assert depth == 4

@@ -160,9 +160,16 @@ def error_to_dict(exc: BaseException) -> dict[str, Any]:
     return out
 
 
-def _cause(error: Mapping[str, Any]) -> dict[str, Any]:
-    """A recorded error's name, code and message (and its own cause), without its stack."""
-    out = {k: error[k] for k in ("name", "code", "message") if k in error}
-    if isinstance(error.get("cause"), Mapping):
-        out["cause"] = _cause(error["cause"])
+def _cause(error: Mapping[str, Any], depth: int = 4) -> dict[str, Any]:
+    """A recorded error's name, code and message (and its own cause, ``depth`` levels at
+    most), as strings, without its stack: the error of a run failed by a child of a child
+    stays small, and one built by hand (``StepFailedError("s", {"message": exc})``) stays
+    JSON."""
+    out: dict[str, Any] = {
+        k: str(error[k]) for k in ("name", "code", "message") if error.get(k) is not None
+    }
+    if "message" in out:
+        out["message"] = limits.clip(out["message"], limits.current().error)
+    if depth > 1 and isinstance(error.get("cause"), Mapping):
+        out["cause"] = _cause(error["cause"], depth - 1)
     return out
