@@ -251,41 +251,45 @@ async def publish_retried(
     raise AssertionError("unreachable")  # the last attempt returns or raises
 
 
-async def leader_first(
-    nc: Any, stream: str, subject: str, *, timeout: float, url: str
-) -> int | None:
-    """The stream sequence of the first message stored on ``subject``, or None, as the stream
-    leader has it: a ``$JS.API.STREAM.MSG.GET`` (not a direct get), which in a cluster only
-    the stream's leader answers. A direct get may be answered by any replica, one that has
-    not applied an acked write yet among them; the leader has applied every write it acked."""
-    request = json.dumps({"seq": 1, "next_by_subj": subject}).encode()
-    resp = await nc.request(f"$JS.API.STREAM.MSG.GET.{stream}", request, timeout=timeout)
+async def _leader_get(
+    nc: Any, stream: str, request: dict[str, Any], *, timeout: float, url: str, what: str
+) -> dict[str, Any] | None:
+    """One stored message as the stream's leader has it (``$JS.API.STREAM.MSG.GET``, not a
+    direct get: in a cluster only the leader answers it, and the leader has applied every write
+    it acked, where a direct get may be answered by a replica that has not). None: no such
+    message."""
+    data = json.dumps(request).encode()
+    resp = await nc.request(f"$JS.API.STREAM.MSG.GET.{stream}", data, timeout=timeout)
     if (resp.headers or {}).get("Status") == "503":
         raise WorldUnavailableError(f"NATS at {url}: no JetStream answer for {stream}", url=url)
     answer = json.loads(resp.data)
     error = answer.get("error")
     if error is None:
-        return int(answer["message"]["seq"])
+        return dict(answer["message"])
     if error.get("err_code") == 10037:  # no message found
         return None
     kind = WorldUnavailableError if error.get("code") == 503 else WorldError
-    raise kind(f"NATS at {url}: reading {subject} from the leader of {stream}: {error}")
+    raise kind(f"NATS at {url}: reading {what} from the leader of {stream}: {error}")
+
+
+async def leader_first(
+    nc: Any, stream: str, subject: str, *, timeout: float, url: str
+) -> int | None:
+    """The stream sequence of the first message stored on ``subject``, or None, as the stream
+    leader has it (``_leader_get``)."""
+    request = {"seq": 1, "next_by_subj": subject}
+    found = await _leader_get(nc, stream, request, timeout=timeout, url=url, what=subject)
+    return None if found is None else int(found["seq"])
 
 
 async def leader_stamp(nc: Any, stream: str, seq: int, *, timeout: float, url: str) -> float:
-    """The server's timestamp of stored message ``seq``, as the stream's leader has it (a
-    ``$JS.API.STREAM.MSG.GET``: a direct get may be answered by a replica that has not applied
-    the write yet, and answer that it has no such message)."""
-    request = json.dumps({"seq": seq}).encode()
-    resp = await nc.request(f"$JS.API.STREAM.MSG.GET.{stream}", request, timeout=timeout)
-    if (resp.headers or {}).get("Status") == "503":
-        raise WorldUnavailableError(f"NATS at {url}: no JetStream answer for {stream}", url=url)
-    answer = json.loads(resp.data)
-    if answer.get("error") is not None:
-        error = answer["error"]
-        kind = WorldUnavailableError if error.get("code") == 503 else WorldError
-        raise kind(f"NATS at {url}: reading message {seq} of {stream}: {error}")
-    return parse_stamp(str(answer["message"]["time"]))
+    """The server's timestamp of stored message ``seq``, as the stream's leader has it
+    (``_leader_get``: a direct get might say it has no such message yet)."""
+    what = f"message {seq}"
+    found = await _leader_get(nc, stream, {"seq": seq}, timeout=timeout, url=url, what=what)
+    if found is None:
+        raise WorldError(f"NATS at {url}: the leader of {stream} has no {what}")
+    return parse_stamp(str(found["time"]))
 
 
 async def read_subject(
