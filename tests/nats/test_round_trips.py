@@ -153,6 +153,32 @@ async def test_a_ten_step_run_sends_a_bounded_number_of_messages(
     assert one_way <= MAX_ONE_WAY, counts
 
 
+async def test_a_run_started_beside_its_worker_is_driven_without_a_read(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """Client and worker on one world (the embedded shape): the start message carries where
+    the world's view of the run ends after its own append (``logMark``), so the worker drives
+    the run from that view: no read of the run, one round trip fewer than across processes."""
+    world = await open_nats_world()
+    client = wayline.Client(world)
+    async with wayline.Worker(world, [chain]):
+        with counting() as warming:
+            for _ in range(2):
+                assert await (await client.start(chain, STEPS)).result(timeout=60) == STEPS
+            await _quiet(warming)
+        with counting() as counts:
+            run_id = new_run_id()
+            ended = world.watch_terminal(run_id)
+            handle = await client.start(chain, STEPS, run_id=run_id)
+            await asyncio.wait_for(ended, 60)
+            await _acked(counts)
+            trips = counts["request"] + counts["publish+reply"]
+            reads = counts["read"]
+        assert await handle.result(timeout=60) == STEPS
+    assert reads == 0, counts
+    assert trips <= MAX_ROUND_TRIPS - MAX_READS, counts
+
+
 async def test_a_result_asked_after_the_run_ended_reads_at_once(
     open_nats_world: OpenWorlds, monkeypatch: Any
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.replay import ChildRecord, Replay
@@ -37,17 +38,18 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         data["queue"] = replay.queue
     if replay.namespace is not None:  # whose hooks a namespace's WorkflowHooks answer
         data["namespace"] = replay.namespace
+    start: dict[str, Any] = {"runId": child.run_id, "reason": "start"}
     try:
         await world.append(
             child.run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
         )
     except (EntityConflictError, SequenceConflictError):
         pass  # a previous delivery created it already
-    await world.enqueue(
-        FLOW_TOPIC,
-        {"runId": child.run_id, "reason": "start"},
-        idempotency_key=f"{child.run_id}:start",
-    )
+    else:
+        mark = world.log_mark(child.run_id)
+        if mark is not None:  # see World.log_mark
+            start["logMark"] = mark
+    await world.enqueue(FLOW_TOPIC, start, idempotency_key=f"{child.run_id}:start")
 
 
 async def sync_children(session: RunSession) -> None:

@@ -80,6 +80,7 @@ async def report_to_parent(world: World, info: RunInfo) -> None:
         data["output"] = info.output
     else:
         data["error"] = dict(info.error or {})
+    wake: dict[str, Any] = {"runId": str(parent["runId"]), "reason": "child"}
     try:
         await world.append(
             str(parent["runId"]),
@@ -89,11 +90,11 @@ async def report_to_parent(world: World, info: RunInfo) -> None:
         pass  # already reported: its wake may not have been sent (a crash), so sent again
     except (RunTerminalError, RunNotFoundError, EntityMissingError):
         return  # the parent ended, or is gone (then the child is an orphan)
-    await world.enqueue(
-        FLOW_TOPIC,
-        {"runId": str(parent["runId"]), "reason": "child"},
-        idempotency_key=f"{info.run_id}:reported",
-    )
+    else:
+        mark = world.log_mark(wake["runId"])
+        if mark is not None:  # see World.log_mark
+            wake["logMark"] = mark
+    await world.enqueue(FLOW_TOPIC, wake, idempotency_key=f"{info.run_id}:reported")
 
 
 _CANCEL_ROUNDS = 5

@@ -91,7 +91,7 @@ class Handler:
             msg = FlowMessage.model_validate(delivery.payload)
         except pydantic.ValidationError as err:
             return await self.malformed(delivery, err)
-        return await self._flow(msg.runId, delivery, msg.backstopKey)
+        return await self._flow(msg.runId, delivery, msg.backstopKey, mark=_log_mark(delivery))
 
     async def handle_step(self, delivery: Delivery) -> Verdict:
         """A queued step body (see ``step_delivery``), then the run under the same message."""
@@ -118,9 +118,15 @@ class Handler:
         backstop: str | None = None,
         *,
         read: tuple[RunInfo | None, list[Event]] | None = None,
+        mark: str | None = None,
     ) -> Verdict:
-        """Drive the run from one read of it and its log (``read``, when the caller has it)."""
-        info, events = read if read is not None else await self.world.read_run(run_id)
+        """Drive the run from one read of it and its log (``read``, when the caller has it;
+        none when this process's view still ends at the message's ``mark``)."""
+        if read is None:
+            read = await (
+                self.world.read_run_at(run_id, mark) if mark else self.world.read_run(run_id)
+            )
+        info, events = read
         if info is None:
             return unseen(delivery, f"flow message for unknown run {run_id}")
         if info.status.terminal:
@@ -564,3 +570,12 @@ async def _ended(world: World, info: RunInfo) -> Verdict:
     wake), and a parent that waits on the child has nothing else to wake it."""
     await report_to_parent(world, info)
     return ACK
+
+
+def _log_mark(delivery: Delivery) -> str | None:
+    """The message's ``logMark`` (``World.log_mark``) on its first delivery; anything else
+    in that field is passed over (a mark only spares a read)."""
+    mark = (delivery.payload or {}).get("logMark")
+    if delivery.attempt != 1 or not isinstance(mark, str) or not 0 < len(mark) <= 64:
+        return None
+    return mark

@@ -216,6 +216,21 @@ class World(abc.ABC):
         what was seen ending is its view for good. The default knows none."""
         return None
 
+    def log_mark(self, run_id: str) -> str | None:
+        """An opaque mark of where this world instance's own view of the run's log ends, when
+        it holds one (None otherwise; the default holds none). A message sent right after the
+        caller's own append to the run may carry it (``logMark``): :meth:`read_run_at` given
+        that mark in a process whose view still ends there, and is current, answers from that
+        view without a read. Safe because every write is fenced against the log's end: a view
+        that missed a later entry has its next append refused and read again, and the
+        message's own cause (the append before it) is in the view (docs/nats.md)."""
+        return None
+
+    async def read_run_at(self, run_id: str, mark: str) -> tuple[RunInfo | None, list[Event]]:
+        """:meth:`read_run`, answered from this instance's view of the run when it still ends
+        at ``mark`` (a delivery's ``logMark``, see :meth:`log_mark`). The default reads."""
+        return await self.read_run(run_id)
+
     async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
         """The run and its whole log from one read where the world can (what a delivery drives
         from); ``(None, [])`` for an unknown run, no events for an ended one (a late message

@@ -20,6 +20,7 @@ import contextlib
 import json
 import logging
 import math
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -75,6 +76,9 @@ _MAX_ROUNDS = 50
 _MULTI_LAST = 500
 """Subjects per multi_last direct get (the server answers 413 past 1024 matches)."""
 _TERMINAL_HEADER = "Wayline-Terminal"
+_CURRENT_FOR = 1.0
+"""Seconds a view proved complete is taken for current (``EventLog._current``) when nothing
+past it was heard."""
 _STAMP_SLACK = 1.0
 """Seconds a republished stamp may lie outside its publish's window on the server's clock as
 learnt so far (``skew.py``: the offset is known to about half the best round trip)."""
@@ -97,12 +101,24 @@ class RunState:
     updated_at: float = 0.0
     events: list[Event] = field(default_factory=list)
     loaded: bool = False
+    last_id: str = ""
+    """The Nats-Msg-Id of the last message folded in (``mark``): unique per append."""
+    heard: int = 0
+    """The highest stream sequence heard appended to the run (its republish), by anyone."""
+    epoch: int = -1
+    """The hearing epoch (``EventLog.hints_lost``) in which the view was last proved complete
+    (a catch-up, or a fenced append), counted from before that read or append began."""
+    proved_at: float = -math.inf
+    """When (monotonic) that read or append began."""
+    appended_id: str = ""
+    """The Nats-Msg-Id of this view's own last append (a mark names only a view that ends
+    with its sender's append)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     summary_of: RunInfo | None = None
     summary_head: bytes = b""
     """``summary_of``'s stored summary without ``lastSeq``, as JSON minus its closing brace."""
 
-    def absorb(self, events: list[Event], stream_seq: int) -> None:
+    def absorb(self, events: list[Event], stream_seq: int, msg_id: str) -> None:
         for ev in events:
             cid = ev.correlation_id
             before = self.entities.get(cid) if cid is not None else None
@@ -123,12 +139,16 @@ class RunState:
             self.updated_at = ev.created_at
         self.events.extend(events)
         self.stream_seq = stream_seq
+        self.last_id = msg_id
 
     def reset(self) -> None:
         self.stream_seq = self.last_seq = 0
         self.status = self.base = None
         self.entities, self.hook_tokens, self.events = {}, {}, []
         self.loaded = False
+        self.last_id = self.appended_id = ""
+        self.epoch = -1
+        self.proved_at = -math.inf
 
     @property
     def info(self) -> RunInfo | None:
@@ -245,6 +265,8 @@ class EventLog:
         self._stamp_waiters: dict[int, asyncio.Future[float]] = {}
         self._inflight: dict[str, int] = {}
         self._stamp_sub: Any = None
+        self._hearing = 0
+        """Bumped whenever a republish may have been missed (``hints_lost``)."""
         self.listeners: set[Callable[[str], None]] = set()
         """Told the subject token of every run an append moved (the world's change feed)."""
 
@@ -276,6 +298,7 @@ class EventLog:
     async def _catch_up(self, st: RunState, look_for: str | None = None) -> list[Event] | None:
         """Read what the server has after the projection; return the events of the message
         whose Nats-Msg-Id is ``look_for`` if it is among them."""
+        epoch, began = self._hearing, time.monotonic()
         msgs = await self._read(st, max(0, st.stream_seq - 1))
         if st.stream_seq:
             # the read starts at the last message we know: if it is gone, the run was deleted
@@ -289,7 +312,7 @@ class EventLog:
         for msg in msgs:
             try:
                 events, _, _ = decode_entry(st.run_id, msg, st.last_seq + 1)
-                st.absorb(events, msg.seq)
+                st.absorb(events, msg.seq, msg.headers.get("Nats-Msg-Id") or "")
             except CorruptLogError:
                 st.reset()  # fenced: every reader meets the same entry until it is repaired
                 raise
@@ -302,6 +325,7 @@ class EventLog:
             if look_for is not None and msg.headers.get("Nats-Msg-Id") == look_for:
                 mine = events
         st.loaded = True
+        st.epoch, st.proved_at = epoch, began
         return mine
 
     async def _read(self, st: RunState, after: int) -> list[StoredMsg]:
@@ -325,13 +349,25 @@ class EventLog:
     def _on_stamp(self, msg: Any) -> None:
         headers = msg.headers or {}
         token = msg.subject.rpartition(".")[2]
-        for listener in self.listeners:
-            listener(token)
+        try:
+            self._heard(token, headers)
+        finally:  # a watcher that raises takes nothing from the others, nor from this log
+            for listener in list(self.listeners):
+                try:
+                    listener(token)
+                except Exception as err:
+                    log.warning("a run watcher failed on %s: %r", token, err, exc_info=True)
+
+    def _heard(self, token: str, headers: dict[str, str]) -> None:
+        """An append to the run ``token`` was stored (its republish): what it tells."""
         held = self._runs.get(token_value(token) or "")
-        if held is not None and _ended_and_idle(held):
-            # an ended run takes no append: a later message means its id was used again
+        if held is not None:
             with contextlib.suppress(KeyError, ValueError):
-                if int(headers["Nats-Sequence"]) > held.stream_seq:
+                appended = int(headers["Nats-Sequence"])
+                held.heard = max(held.heard, appended)
+                if _ended_and_idle(held) and appended > held.stream_seq:
+                    # an ended run takes no append: a later message means its id was used
+                    # again
                     held.reset()
         ended = headers.get(_TERMINAL_HEADER)
         if ended is not None and self._on_terminal is not None:
@@ -370,6 +406,8 @@ class EventLog:
             finally:
                 timer.cancel()
                 self._stamp_waiters.pop(seq, None)
+            if math.isnan(stamp):  # our own republish did not come: others' may be lost too
+                self.hints_lost()
         offset = self.skew.offset
         if acked.first and (
             acked.sent + offset - _STAMP_SLACK <= stamp <= acked.acked + offset + _STAMP_SLACK
@@ -447,6 +485,7 @@ class EventLog:
         if plan.terminal:
             headers[_TERMINAL_HEADER] = st.run_id
         subject = st.subject
+        epoch, began = self._hearing, time.monotonic()
         self._inflight[subject] = self._inflight.get(subject, 0) + 1
         try:
             # a retry carries the same Nats-Msg-Id and expected sequence: an earlier attempt
@@ -491,8 +530,9 @@ class EventLog:
             Event(e.run_id, e.seq, e.type, e.correlation_id, c["d"], stamp)
             for e, c in zip(out, copies, strict=True)
         ]
-        st.absorb(cached, seq)
+        st.absorb(cached, seq, msg_id)
         st.loaded = True  # the expected-sequence check proved the projection was complete
+        st.epoch, st.proved_at, st.appended_id = epoch, began, msg_id
         return out
 
     # hooks --------------------------------------------------------------------------------
@@ -745,6 +785,49 @@ class EventLog:
         """The run and its log from one catch-up (one read of the stream, or none)."""
         st = await self._fresh(run_id)
         return st.info, (list(st.events) if st.info is not None else [])
+
+    def view_at(self, run_id: str, mark: str) -> tuple[RunInfo, list[Event]] | None:
+        """This process's view of the run when it still ends at ``mark`` and is current
+        (``_current``); None otherwise (read it). See ``World.log_mark``."""
+        st = self._runs.get(run_id)
+        if st is None or not mark or st.last_id != mark or not self._current(st):
+            return None
+        info = st.info
+        assert info is not None  # (_current)
+        self._runs.move_to_end(run_id)
+        return info, list(st.events)
+
+    def mark(self, run_id: str) -> str | None:
+        """Where this process's view of the run ends (its last message's Nats-Msg-Id), when
+        that is the view's own last append and the view is current (``_current``)."""
+        st = self._runs.get(run_id)
+        if st is None or st.last_id != st.appended_id or not self._current(st):
+            return None
+        return st.last_id
+
+    def _current(self, st: RunState) -> bool:
+        """The view was proved complete (read, or a fenced append) less than ``_CURRENT_FOR``
+        ago, and no append past it has been heard since: every append's republish reaches
+        this process (the stamps subscription), and one that may have been missed (a lost
+        connection, a slow consumer, an own republish that did not come) starts a new
+        epoch. Core NATS may still drop one unseen (a route between servers): the time bound
+        keeps such a view from being taken for current for long. A write not heard yet is
+        one a read made a moment earlier would miss too."""
+        return (
+            st.loaded
+            and bool(st.last_id)
+            and st.info is not None
+            and self._stamp_sub is not None
+            and st.epoch == self._hearing
+            and st.heard <= st.stream_seq
+            and time.monotonic() - st.proved_at < _CURRENT_FOR
+            and not st.lock.locked()
+        )
+
+    def hints_lost(self) -> None:
+        """A republish may have been missed (a lost connection, a slow consumer): no view is
+        taken for current until it is read or appended to again."""
+        self._hearing += 1
 
     def forget_ended(self) -> None:
         """Drop the views of ended runs: a run deleted and started again under its id while

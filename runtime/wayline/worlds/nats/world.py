@@ -475,6 +475,8 @@ class NatsWorld(World):
         if nc is None or nc.is_closed:
             return
         log.warning("lost the connection to NATS at %s; reconnecting", self._servers_shown)
+        if self._log is not None:  # appends made meanwhile go unheard
+            self._log.hints_lost()
         if self._queue is not None:
             self._queue.lost_connection()  # held deliveries are no longer provably ours
         _fail_in_flight(nc, nats.errors.ConnectionReconnectingError)
@@ -535,6 +537,7 @@ class NatsWorld(World):
     def _hints_may_be_lost(self) -> None:
         if self._log is not None:  # an id deleted and used again meanwhile went unheard
             self._log.forget_ended()
+            self._log.hints_lost()
         super()._hints_may_be_lost()
 
     async def known_end(self, run_id: str) -> RunInfo | None:
@@ -547,8 +550,22 @@ class NatsWorld(World):
             return None
         return await self._out_of_line().resolve_info(info)
 
+    def log_mark(self, run_id: str) -> str | None:
+        return None if self._log is None else self._log.mark(run_id)
+
+    async def read_run_at(self, run_id: str, mark: str) -> tuple[RunInfo | None, list[Event]]:
+        held = self._events().view_at(run_id, mark)
+        if held is None:
+            return await self.read_run(run_id)
+        return await self._resolved(run_id, *held)
+
     async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
         info, events = await self._events().read_run(run_id)
+        return await self._resolved(run_id, info, events)
+
+    async def _resolved(
+        self, run_id: str, info: RunInfo | None, events: list[Event]
+    ) -> tuple[RunInfo | None, list[Event]]:
         blobs = self._out_of_line()
         if info is None or info.status.terminal:  # a late message: its status is enough
             return await blobs.resolve_info(info), []
