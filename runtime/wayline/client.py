@@ -33,7 +33,7 @@ from .errors import (
     WrongNamespaceError,
 )
 from .settings import Settings
-from .world import FLOW_TOPIC, RunInfo, World, run_changes
+from .world import FLOW_TOPIC, RunInfo, World, flow_message, run_changes
 from .world.cancel import ask_to_cancel
 from .world.registry import waiting_for_worker
 
@@ -225,12 +225,11 @@ class Client:
         # recoverable: run_created is durable, and a worker re-arms a live run that lost its
         # start: when it starts (Worker.recover_runs), and while it runs (a starter that died
         # between these two writes: _engine.lost_starts, under this same key)
-        start: dict[str, Any] = {"runId": run_id, "reason": "start"}
-        mark = self.world.log_mark(run_id) if fresh else None
-        if mark is not None:  # a worker in this process drives it from the view just written
-            start["logMark"] = mark
         await self.world.enqueue(
-            FLOW_TOPIC, start, idempotency_key=f"{run_id}:start", recoverable=True
+            FLOW_TOPIC,
+            flow_message(self.world, run_id, "start", after_own_append=fresh),
+            idempotency_key=f"{run_id}:start",
+            recoverable=True,
         )
         return RunHandle(self, run_id, definition, fresh=fresh)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.replay import ChildRecord, Replay
@@ -16,7 +15,7 @@ from ..errors import (
     RunTerminalError,
     SequenceConflictError,
 )
-from ..world import FLOW_TOPIC, RunInfo, World
+from ..world import FLOW_TOPIC, RunInfo, World, flow_message
 from .ending import report_to_parent
 from .session import RunSession
 
@@ -38,17 +37,14 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         data["queue"] = replay.queue
     if replay.namespace is not None:  # whose hooks a namespace's WorkflowHooks answer
         data["namespace"] = replay.namespace
-    start: dict[str, Any] = {"runId": child.run_id, "reason": "start"}
+    created = True
     try:
         await world.append(
             child.run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
         )
     except (EntityConflictError, SequenceConflictError):
-        pass  # a previous delivery created it already
-    else:
-        mark = world.log_mark(child.run_id)
-        if mark is not None:  # see World.log_mark
-            start["logMark"] = mark
+        created = False  # a previous delivery created it already
+    start = flow_message(world, child.run_id, "start", after_own_append=created)
     await world.enqueue(FLOW_TOPIC, start, idempotency_key=f"{child.run_id}:start")
 
 

@@ -22,7 +22,7 @@ from ..errors import (
     WaylineError,
     WorldUnavailableError,
 )
-from ..world import FLOW_TOPIC, Delivery, RunInfo, World
+from ..world import FLOW_TOPIC, Delivery, RunInfo, World, flow_message
 from ..world.cancel import ask_to_cancel
 from .deferred import append_batch, outcome_event
 from .messages import Verdict, malformed_verdict
@@ -80,20 +80,16 @@ async def report_to_parent(world: World, info: RunInfo) -> None:
         data["output"] = info.output
     else:
         data["error"] = dict(info.error or {})
-    wake: dict[str, Any] = {"runId": str(parent["runId"]), "reason": "child"}
+    parent_id, appended = str(parent["runId"]), True
     try:
         await world.append(
-            str(parent["runId"]),
-            [NewEvent(EventType.CHILD_COMPLETED, str(parent["cid"]), data)],
+            parent_id, [NewEvent(EventType.CHILD_COMPLETED, str(parent["cid"]), data)]
         )
     except EntityConflictError:
-        pass  # already reported: its wake may not have been sent (a crash), so sent again
+        appended = False  # already reported: its wake may not have been sent (a crash), so again
     except (RunTerminalError, RunNotFoundError, EntityMissingError):
         return  # the parent ended, or is gone (then the child is an orphan)
-    else:
-        mark = world.log_mark(wake["runId"])
-        if mark is not None:  # see World.log_mark
-            wake["logMark"] = mark
+    wake = flow_message(world, parent_id, "child", after_own_append=appended)
     await world.enqueue(FLOW_TOPIC, wake, idempotency_key=f"{info.run_id}:reported")
 
 

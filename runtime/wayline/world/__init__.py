@@ -5,7 +5,7 @@ run views with ``fold_run``, the run part of the one projection (``_core.project
 from .._core.dispatch import FLOW_TOPIC, STEP_TOPIC
 from .._core.projections import RunInfo, fold_run, new_run, pinned_definition, run_changes
 from .open import open_world
-from .seam import Delivery, HookInfo, RunWatch, World, terminal_statuses
+from .seam import Delivery, HookInfo, RunWatch, World, flow_message, terminal_statuses
 
 __all__ = [
     "FLOW_TOPIC",
@@ -15,6 +15,7 @@ __all__ = [
     "RunInfo",
     "RunWatch",
     "World",
+    "flow_message",
     "fold_run",
     "new_run",
     "open_world",

@@ -399,3 +399,16 @@ class World(abc.ABC):
         with this process's clock; a world stamped by a server (NATS) corrects this process's
         clock by the offset its own appends showed (``worlds/nats/skew.py``)."""
         return clock.now()
+
+
+def flow_message(
+    world: World, run_id: str, reason: str, *, after_own_append: bool = False
+) -> dict[str, Any]:
+    """A flow message's payload; ``after_own_append``: sent right after the caller's own
+    append to the run, so it carries the world's ``logMark`` when it holds one
+    (:meth:`World.log_mark`)."""
+    payload: dict[str, Any] = {"runId": run_id, "reason": reason}
+    mark = world.log_mark(run_id) if after_own_append else None
+    if mark is not None:
+        payload["logMark"] = mark
+    return payload

@@ -16,7 +16,6 @@ publish, or a validation error to be confirmed). A writer whose ack was lost and
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import math
@@ -360,22 +359,21 @@ class EventLog:
 
     def _heard(self, token: str, headers: dict[str, str]) -> None:
         """An append to the run ``token`` was stored (its republish): what it tells."""
+        try:
+            seq: int | None = int(headers["Nats-Sequence"])
+        except (KeyError, ValueError):
+            seq = None
         held = self._runs.get(token_value(token) or "")
-        if held is not None:
-            with contextlib.suppress(KeyError, ValueError):
-                appended = int(headers["Nats-Sequence"])
-                held.heard = max(held.heard, appended)
-                if _ended_and_idle(held) and appended > held.stream_seq:
-                    # an ended run takes no append: a later message means its id was used
-                    # again
-                    held.reset()
+        if held is not None and seq is not None:
+            held.heard = max(held.heard, seq)
+            if _ended_and_idle(held) and seq > held.stream_seq:
+                held.reset()  # an ended run takes no append: its id was used again
         ended = headers.get(_TERMINAL_HEADER)
         if ended is not None and self._on_terminal is not None:
             self._on_terminal(ended)
-        if headers.get("Nats-Subject") not in self._inflight:
+        if seq is None or headers.get("Nats-Subject") not in self._inflight:
             return
         try:
-            seq = int(headers["Nats-Sequence"])
             stamp = parse_stamp(headers["Nats-Time-Stamp"])
         except (KeyError, ValueError):
             return
