@@ -71,8 +71,12 @@ def _notice(e: Event, step: str, starts: int) -> Notice | None:
     if t is EventType.RUN_STARTED:
         return Notice(NORMAL, "RunStarted", f"run {e.run_id} started")
     if t is EventType.STEP_RETRYING:
+        # ``retryAfter`` is the instant the next attempt is due (epoch seconds), not a delay:
+        # the message gives the delay from the event's own time, which kubectl shows beside it.
         after = data.get("retryAfter")
-        when = f"; next attempt in {after:g}s" if isinstance(after, int | float) else ""
+        when = ""
+        if isinstance(after, int | float) and not isinstance(after, bool):
+            when = f"; next attempt in {max(0.0, after - e.created_at):.3g}s"
         return Notice(
             WARNING, "StepRetrying", f"step {step} failed: {fmt_error(data.get('error'))}{when}"
         )

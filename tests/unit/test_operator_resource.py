@@ -275,7 +275,7 @@ def test_notices_say_what_the_log_says_after_a_sequence() -> None:
         _ev(2, EventType.RUN_STARTED),
         _ev(3, EventType.STEP_CREATED, "s1", stepName="charge"),
         _ev(4, EventType.STEP_STARTED, "s1", attempt=1, ownerMessageId="m1"),
-        _ev(5, EventType.STEP_RETRYING, "s1", error={"message": "card declined"}, retryAfter=2),
+        _ev(5, EventType.STEP_RETRYING, "s1", error={"message": "declined"}, retryAfter=1007.5),
         _ev(6, EventType.STEP_STARTED, "s1", attempt=2, ownerMessageId="m2"),
         _ev(7, EventType.HOOK_CREATED, "h1", token="tok-9"),
         _ev(8, EventType.RUN_FAILED, error={"code": "USER_ERROR", "message": "no"}),
@@ -288,7 +288,9 @@ def test_notices_say_what_the_log_says_after_a_sequence() -> None:
         "WaitingForHook",
         "RunFailed",
     ]
-    assert "card declined" in got[1][1] and "charge" in got[1][1]
+    assert "declined" in got[1][1] and "charge" in got[1][1]
+    # retryAfter is the instant the attempt is due: the Event says the delay from its own time.
+    assert got[1][1].endswith("; next attempt in 2.5s"), got[1][1]
     assert "tok-9" in got[3][1] and got[4][1] == "[USER_ERROR] no"
     assert [n.reason for n in notices(events, after_seq=6)] == ["WaitingForHook", "RunFailed"]
 
