@@ -123,3 +123,28 @@ async def test_a_stream_closed_by_a_settled_step_refuses_a_late_body_of_that_ste
     with late, pytest.raises(wayline.StreamClosedError, match="closed by step"):
         await wayline.stream("progress").write({"late": True})
     assert await engine.world.read_stream(handle.run_id, "progress") == stored
+
+
+async def test_a_restart_written_after_a_final_close_is_not_read(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Anyone who can write to the world can append records in a step's shape (a NATS stream
+    takes anyone's bytes): a restart after the close of the attempt whose outcome is recorded
+    is not the step's, and readers still end at that close."""
+    async with engine.worker([sdk_flows.producer]):
+        handle = await engine.client.start(sdk_flows.producer, str(tmp_path / "m"), 2)
+        assert await handle.result(timeout=10) == 2
+    [done] = of_type(await handle.events(), EventType.STEP_COMPLETED)
+    step = done.correlation_id or ""
+    await engine.world.write_stream(
+        handle.run_id,
+        "progress",
+        [
+            {"kind": "restart", "step": step, "attempt": 2, "abandoned": 1},
+            {"kind": "data", "data": "forged", "step": step, "attempt": 2},
+        ],
+    )
+    expected = [("data", {"i": i, "attempt": 1}, 1) for i in range(2)]
+    for follow in (False, True):
+        chunks = engine.client.stream(handle.run_id, "progress", follow=follow)
+        assert [(c.kind, c.data, c.attempt) async for c in chunks] == expected

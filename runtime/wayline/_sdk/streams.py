@@ -23,9 +23,10 @@ stream before cleanup removes the run.
 
 The close is written before the step's outcome is recorded (``_engine.step_runner``), so an
 attempt can die between the two. Its step then runs again, and the stream's last record is its
-own close: the next attempt writes a ``restart`` after it and goes on, and a reader that stopped
-at that close reads on past it. A close by another step, or by a step whose outcome is
-recorded, is final.
+own close: the next attempt writes a ``restart`` after it and goes on, and a reader reads on past
+that close into the restart. A writer finds a close final when another step wrote it or when
+its step's outcome is recorded; a reader finds it final when the outcome recorded is that of the
+attempt that wrote it.
 """
 
 from __future__ import annotations
@@ -135,16 +136,17 @@ class StreamWriter:
         mine = [r for r in existing if r.get("step") == o.step_id]
         earlier = sorted({int(r.get("attempt") or 0) for r in mine} - {o.attempt})
         if last is not None and last.get("kind") == "close":
-            if last.get("step") != o.step_id or await _settled(o.world, o.run_id, o.step_id):
+            by = last.get("step")
+            if by != o.step_id or await _settled_by(o.world, o.run_id, o.step_id) is not None:
                 self._checked = self._closed = True
                 raise StreamClosedError(
-                    f"stream {self.name!r} of run {o.run_id} was closed by step {last.get('step')}"
+                    f"stream {self.name!r} of run {o.run_id} was closed by step {by}"
                 )
             # This step closed the stream and its outcome is not recorded: the attempt that
             # wrote the close died before the step's completion was written, and this attempt
-            # runs because that outcome is unknown. It writes on after a restart record, which
-            # a reader needs to read past the close even if the attempt number came round again.
-            earlier = earlier or [int(last.get("attempt") or 0)]
+            # runs because that outcome is unknown. Its start was recorded after the dead
+            # one's, so its number is higher and ``earlier`` holds the dead attempt: it writes
+            # on after a restart record, as any re-run does.
         self._checked = True
         if earlier:
             marker = {"kind": "restart", "step": o.step_id, "attempt": o.attempt}
@@ -229,7 +231,7 @@ async def follow_stream(
                 index += 1  # someone else's bytes: no chunk (the indexes stay the world's)
                 continue
             kind = str(record.get("kind"))
-            if close is not None and (kind != "restart" or record.get("step") != close["step"]):
+            if close is not None and not await _reopens(world, run_id, close, record):
                 return  # not a new attempt of the closing step: the close stands
             close = record if kind == "close" else None
             if close is not None:
@@ -252,8 +254,8 @@ async def follow_stream(
             if not await world.read_stream(run_id, name, index, 1):
                 return  # nothing was written after the end (or the run is gone)
             continue
-        if close is not None and await _settled(world, run_id, str(close["step"])):
-            return
+        if close is not None and await _settled_by(world, run_id, close["step"]) is not None:
+            return  # its step has its outcome: no attempt comes after this close
         # a cancel that a read swallowed (one that lands as the read completes is lost:
         # ``asyncio.wait_for`` before Python 3.12, in the NATS client) still ends the reader;
         # the task counts it (as ``_engine.tasks.stop_if_cancelled``, a layer above)
@@ -262,10 +264,27 @@ async def follow_stream(
         await asyncio.sleep(poll)
 
 
-async def _settled(world: StreamStore, run_id: str, step_id: str) -> bool:
-    """Whether the step's outcome (completed, or failed for good) is in the run's log."""
+async def _settled_by(world: StreamStore, run_id: str, step_id: str) -> int | None:
+    """The attempt whose outcome (completed, or failed for good) the run's log holds for the
+    step: None while it has none, 0 when no body's outcome settled it (a step failed for running
+    out of attempts, say)."""
     step = fold(run_id, await world.list_events(run_id)).steps.get(step_id)
-    return step is not None and step.terminal
+    if step is None or not step.terminal:
+        return None
+    ended = [a.number for a in step.attempts if a.outcome in ("completed", "failed")]
+    return ended[-1] if ended else 0
+
+
+async def _reopens(
+    world: StreamStore, run_id: str, close: Mapping[str, Any], record: Mapping[str, Any]
+) -> bool:
+    """Whether ``record``, the next after ``close``, is a later attempt of the closing step:
+    that step's restart, written after an attempt that closed the stream died before its
+    outcome was recorded. Not when the closing attempt's own outcome is in the log (anyone
+    can write to a NATS stream: a restart written after a final close is not the step's)."""
+    if record.get("kind") != "restart" or record.get("step") != close["step"]:
+        return False
+    return await _settled_by(world, run_id, close["step"]) != int(close["attempt"])
 
 
 def _written_by_a_step(record: Mapping[str, Any]) -> bool:
