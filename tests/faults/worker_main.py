@@ -1,22 +1,26 @@
 """A worker process for fault tests: ``python -m tests.faults.worker_main DB_PATH|NATS_URL``.
 
-Runs every workflow of ``tests.runtime.flows`` and ``fencing_flows`` on the embedded world (a path)
-or on JetStream
+Runs every workflow of ``tests.runtime.flows``, ``fencing_flows``, ``slot_flows`` and
+``stream_flows`` on the embedded world (a path) or on JetStream
 (a ``nats://`` URL, with ``WAYLINE_TEST_PREFIX``) until killed. Settings
-come from the environment (WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS, ...), plus two test knobs:
-``WAYLINE_TEST_UNSTABLE_IDS=1`` wraps the world so every delivery gets a fresh message id, and
+come from the environment (WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS, ...), plus three test knobs:
+``WAYLINE_TEST_UNSTABLE_IDS=1`` wraps the world so every delivery gets a fresh message id,
 ``WAYLINE_TEST_EXIT_ON_DEADLINE=1`` makes the invocation bound exit the process (as
-``wayline worker`` does)."""
+``wayline worker`` does), and ``WAYLINE_TEST_DIE_AFTER_STREAM_CLOSE=1`` makes the process
+SIGKILL itself as soon as a step stream's ``close`` record is stored (before the step's
+completion is recorded)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
+import signal
 import sys
+from typing import Any
 
 import wayline
-from tests.runtime import fencing_flows, flows, slot_flows
+from tests.runtime import fencing_flows, flows, slot_flows, stream_flows
 from tests.runtime.unstable import UnstableIdWorld
 from wayline._core.definitions import WorkflowDefinition
 from wayline.world import World
@@ -27,7 +31,7 @@ async def main(path: str) -> None:
     # last of each, as one deployment would
     named = {
         v.name: v
-        for module in (flows, fencing_flows, slot_flows)
+        for module in (flows, fencing_flows, slot_flows, stream_flows)
         for v in vars(module).values()
         if isinstance(v, WorkflowDefinition)
     }
@@ -44,6 +48,8 @@ async def main(path: str) -> None:
         world = wayline.LocalWorld(path, poll_interval=0.02, visibility_seconds=visibility)
     if os.environ.get("WAYLINE_TEST_UNSTABLE_IDS") == "1":
         world = UnstableIdWorld(world)
+    if os.environ.get("WAYLINE_TEST_DIE_AFTER_STREAM_CLOSE") == "1":
+        _die_after_stream_close(world)
     async with world:
         worker = wayline.Worker(
             world,
@@ -52,6 +58,17 @@ async def main(path: str) -> None:
         )
         print("worker ready", flush=True)
         await worker.run()
+
+
+def _die_after_stream_close(world: World) -> None:
+    write = world.write_stream
+
+    async def write_then_die(run_id: str, stream: str, records: Any) -> None:
+        await write(run_id, stream, records)
+        if any(r.get("kind") == "close" for r in records):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    world.write_stream = write_then_die  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

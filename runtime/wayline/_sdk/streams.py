@@ -12,13 +12,21 @@
 
 Records are stored in the world (a subject per run and stream on NATS, a table on SQLite), in
 write order, and read from any index, so a reader resumes where it stopped. A stream is closed
-when the step that wrote it completes or fails for good: a ``close`` record ends every reader.
+when the step that wrote it completes or fails for good: a ``close`` record ends every reader
+once the step's outcome is recorded.
 
 An attempt that crashes, or raises to be retried, leaves what it wrote. The next attempt's first
 write is preceded by a ``restart`` record naming the attempt it replaces; a reader that sees
 one knows the records before it from that step were the partial output of an attempt that did
 not finish (each data record also carries its ``attempt``). Nothing is ever removed from a
 stream before cleanup removes the run.
+
+The close is written before the step's outcome is recorded (``_engine.step_runner``), so an
+attempt can die between the two. Its step then runs again, and the stream's last record is its
+own close: the next attempt writes a ``restart`` after it and goes on, and a reader reads on past
+that close into the restart. A writer finds a close final when another step wrote it or when
+its step's outcome is recorded; a reader finds it final when the outcome recorded is that of the
+attempt that wrote it.
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._core.projections import RunInfo
+from .._core.events import Event
+from .._core.projections import RunInfo, fold
 from .._core.serde import encode
 from ..errors import FatalError, NotInStepError, WaylineError, WorldError
 from .context import step_context
@@ -51,6 +60,8 @@ class StreamStore(Protocol):
         self, run_id: str, stream: str, start: int = 0, limit: int = 1000
     ) -> list[dict[str, Any]]: ...
 
+    async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]: ...
+
 
 class StreamSource(StreamStore, Protocol):
     """A store that also tells whether the run has ended (a reader stops there)."""
@@ -59,8 +70,8 @@ class StreamSource(StreamStore, Protocol):
 
 
 class StreamClosedError(FatalError, WaylineError):
-    """A write to a stream whose step already completed (or failed for good). Fatal: a retry
-    would find it closed again."""
+    """A write to a stream whose step already completed (or failed for good), from another
+    step or after that outcome was recorded. Fatal: a retry would find it closed again."""
 
     code = "STREAM_CLOSED"
 
@@ -121,15 +132,22 @@ class StreamWriter:
         o = self._owner
         stored = await o.world.read_stream(o.run_id, self.name, 0, 1_000_000)
         existing = [r for r in stored if _written_by_a_step(r)]
-        self._checked = True
         last = existing[-1] if existing else None
-        if last is not None and last.get("kind") == "close":
-            self._closed = True
-            raise StreamClosedError(
-                f"stream {self.name!r} of run {o.run_id} was closed by step {last.get('step')}"
-            )
         mine = [r for r in existing if r.get("step") == o.step_id]
         earlier = sorted({int(r.get("attempt") or 0) for r in mine} - {o.attempt})
+        if last is not None and last.get("kind") == "close":
+            by = last.get("step")
+            if by != o.step_id or await _settled_by(o.world, o.run_id, o.step_id) is not None:
+                self._checked = self._closed = True
+                raise StreamClosedError(
+                    f"stream {self.name!r} of run {o.run_id} was closed by step {by}"
+                )
+            # This step closed the stream and its outcome is not recorded: the attempt that
+            # wrote the close died before the step's completion was written, and this attempt
+            # runs because that outcome is unknown. Its start was recorded after the dead
+            # one's, so its number is higher and ``earlier`` holds the dead attempt: it writes
+            # on after a restart record, as any re-run does.
+        self._checked = True
         if earlier:
             marker = {"kind": "restart", "step": o.step_id, "attempt": o.attempt}
             return [{**marker, "abandoned": earlier[-1]}]
@@ -198,11 +216,14 @@ async def follow_stream(
     poll: float = 0.05,
 ) -> AsyncIterator[StreamChunk]:
     """The chunks of a run's stream from ``start``, in order, until its ``close`` record (or,
-    with ``follow=False``, until what is stored now is read). A run that ends without its
-    stream being closed (its step never settled) also ends the iteration."""
+    with ``follow=False``, until what is stored now is read). A close is final once its step's
+    outcome is recorded; until then the attempt that wrote it may have died, and a follower
+    waits at it for the step's next attempt, whose ``restart`` record comes next. A run that
+    ends without its stream being closed (its step never settled) also ends the iteration."""
     index = max(0, start)
     task = asyncio.current_task()
     handled = 0 if task is None else task.cancelling()  # caught by the caller before it read
+    close: Mapping[str, Any] | None = None  # the close read last, if nothing came after it
     while True:
         records = await world.read_stream(run_id, name, index, 500)
         for record in records:
@@ -210,8 +231,12 @@ async def follow_stream(
                 index += 1  # someone else's bytes: no chunk (the indexes stay the world's)
                 continue
             kind = str(record.get("kind"))
-            if kind == "close":
-                return
+            if close is not None and not await _reopens(world, run_id, close, record):
+                return  # not a new attempt of the closing step: the close stands
+            close = record if kind == "close" else None
+            if close is not None:
+                index += 1
+                continue
             yield StreamChunk(
                 index,
                 kind,
@@ -229,12 +254,37 @@ async def follow_stream(
             if not await world.read_stream(run_id, name, index, 1):
                 return  # nothing was written after the end (or the run is gone)
             continue
+        if close is not None and await _settled_by(world, run_id, close["step"]) is not None:
+            return  # its step has its outcome: no attempt comes after this close
         # a cancel that a read swallowed (one that lands as the read completes is lost:
         # ``asyncio.wait_for`` before Python 3.12, in the NATS client) still ends the reader;
         # the task counts it (as ``_engine.tasks.stop_if_cancelled``, a layer above)
         if task is not None and task.cancelling() > handled:
             raise asyncio.CancelledError
         await asyncio.sleep(poll)
+
+
+async def _settled_by(world: StreamStore, run_id: str, step_id: str) -> int | None:
+    """The attempt whose outcome (completed, or failed for good) the run's log holds for the
+    step: None while it has none, 0 when no body's outcome settled it (a step failed for running
+    out of attempts, say)."""
+    step = fold(run_id, await world.list_events(run_id)).steps.get(step_id)
+    if step is None or not step.terminal:
+        return None
+    ended = [a.number for a in step.attempts if a.outcome in ("completed", "failed")]
+    return ended[-1] if ended else 0
+
+
+async def _reopens(
+    world: StreamStore, run_id: str, close: Mapping[str, Any], record: Mapping[str, Any]
+) -> bool:
+    """Whether ``record``, the next after ``close``, is a later attempt of the closing step:
+    that step's restart, written after an attempt that closed the stream died before its
+    outcome was recorded. Not when the closing attempt's own outcome is in the log (anyone
+    can write to a NATS stream: a restart written after a final close is not the step's)."""
+    if record.get("kind") != "restart" or record.get("step") != close["step"]:
+        return False
+    return await _settled_by(world, run_id, close["step"]) != int(close["attempt"])
 
 
 def _written_by_a_step(record: Mapping[str, Any]) -> bool:
