@@ -204,6 +204,51 @@ def test_a_now_that_is_not_a_time_is_refused_in_one_line(cli: Cli) -> None:
     assert_clean_error(looping, "--now needs --once")
 
 
+@pytest.mark.parametrize(
+    "now",
+    [
+        "9999-12-31T23:59:00",
+        "0001-01-01T00:00:00",
+        "9999-12-31T23:59:00-01:00",  # an instant in the year 10000
+        "0001-01-01T00:00:00+01:00",  # an instant in the year 0
+        "1969-12-31T23:59:59+00:00",
+    ],
+)
+def test_a_now_outside_the_span_schedules_are_looked_at_is_refused_in_one_line(
+    cli: Cli, now: str
+) -> None:
+    """A schedule's ticks are computed from the epoch up to 9990-01-01, 9 years (its search
+    ahead) before the calendar ends: a --now beyond is refused, and nothing is started."""
+    from tests.cli.test_cli import assert_clean_error
+
+    _add(cli, "every", "--cron", "* * * * *")
+    path = cli.cwd / ".wayline" / "schedules.json"
+    before = path.read_text()
+    done = cli("schedules", "run", "--once", "--now", now)
+    assert_clean_error(done, f"--now {now!r} is out of range", "9990-01-01T00:00:00Z")
+    assert path.read_text() == before  # refused before anything is looked at or written
+    assert not (cli.cwd / "w.db").exists()
+    assert "every" in _look(cli, "9989-12-31T23:59:00+00:00")  # the span's end is looked at
+
+
+def test_a_time_off_the_calendar_in_the_schedules_file_is_said_not_raised(cli: Cli) -> None:
+    """A hand-edited time the calendar does not hold (``lastTick`` 1e300) leaves its schedule
+    unscheduled with the reason, in ``list`` and ``run``; the others still run."""
+    _add(cli, "edited", "--cron", "* * * * *")
+    _add(cli, "kept", "--cron", "* * * * *")
+    path = cli.cwd / ".wayline" / "schedules.json"
+    stored = json.loads(path.read_text())
+    stored["edited"]["lastTick"] = 1e300
+    stored["kept"]["rehearsal"] = {"lastTick": 253402300740.0}  # 9999-12-31T23:59:00Z: kept
+    path.write_text(json.dumps(stored))
+    listed = cli("schedules", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "'lastTick' is not a time between the years 1 and 9999" in listed.stdout
+    assert "rehearsed to 9999-12-31T23:59:00Z" in listed.stdout
+    said = _look(cli, "2099-04-02T06:00:00+00:00")
+    assert "edited: not scheduled: 'lastTick'" in said
+
+
 def test_a_looping_scheduler_outlives_a_nats_restart(
     cli: Cli, spawn: Callable[..., Background], nats_server_own: Any
 ) -> None:

@@ -172,3 +172,24 @@ def test_instants_are_utc_based() -> None:
     cron = parse("*/5 * * * *", "Asia/Kolkata")  # +05:30
     nxt = next_tick(cron, datetime(2026, 1, 1, tzinfo=UTC).timestamp())
     assert nxt is not None and nxt % 60 == 0 and nxt % 300 == 0
+
+
+def test_ticks_at_the_ends_of_the_calendar_are_found_or_none_never_an_error() -> None:
+    """The calendar (``datetime``) holds the years 1 to 9999: a search that runs off it finds
+    no tick there, in any time zone, instead of raising (a time a person wrote in a schedules
+    file or a status may lie anywhere on it, or off it)."""
+    minute, yearly = parse("* * * * *"), parse("@yearly")
+    assert next_tick(minute, at("9999-12-31 23:58")) == at("9999-12-31 23:59")
+    assert next_tick(minute, at("9999-12-31 23:59")) is None
+    assert next_tick(yearly, at("9995-06-01 00:00")) == at("9996-01-01 00:00")
+    assert next_tick(yearly, at("9999-06-01 00:00")) is None
+    # 19:00 on 9999-12-31 in New York is an instant in the year 10000: no tick
+    west = parse("* * * * *", "America/New_York")
+    assert next_tick(west, at("9999-12-31 18:58", "America/New_York")) == at("9999-12-31 23:59")
+    assert next_tick(west, at("9999-12-31 18:59", "America/New_York")) is None
+    assert last_tick(minute, at("9999-12-31 23:59:30")) == at("9999-12-31 23:59")
+    assert last_tick(minute, at("0001-01-01 02:00")) == at("0001-01-01 02:00")
+    assert last_tick(minute, at("0001-01-01 00:30")) is None  # its look back leaves the calendar
+    for off in (1e20, -1e20, float("nan"), float("inf")):
+        assert next_tick(minute, off) is None and last_tick(minute, off) is None
+        assert due(minute, 0.0, off) is None

@@ -61,3 +61,25 @@ def test_the_next_tick_is_after_the_handled_one_when_the_clock_is_behind_it() ->
     runs = [OwnedRun(run_name("s", handled), handled, "completed")]
     todo = plan(spec, cron, since({}, CREATED, runs), at("2024-01-01T00:05:10"), runs)
     assert todo.create is None and todo.next == handled + 60
+
+
+def test_a_tick_label_or_status_off_the_calendar_plans_no_tick_and_raises_nothing() -> None:
+    """Anyone who may label a WorkflowRun or patch a schedule's status can write a tick past
+    the year 9999 (the label is minutes since the epoch): the planner finds no next tick after
+    it, as the cron finds none off the calendar, instead of failing every pass."""
+    spec = WorkflowScheduleSpec(schedule="* * * * *", workflow="wf")
+    cron = parse(spec.schedule, spec.timeZone)
+    runs = [owned for owned in [_labelled("9" * 20)] if owned is not None]
+    now = at("2026-01-01T00:00:30")
+    todo = plan(spec, cron, since({}, CREATED, runs), now, runs)
+    assert todo.create is None and todo.next is None
+    status = {"lastScheduleTime": "9999-12-31T23:59:00Z"}
+    todo = plan(spec, cron, since(status, CREATED, []), now, [])
+    assert todo.create is None and todo.next is None
+
+
+def _labelled(minutes: str) -> OwnedRun | None:
+    from wayline_operator.schedules import TICK_LABEL, owned_run
+
+    body = {"metadata": {"name": "s-x", "labels": {TICK_LABEL: minutes}}, "status": {}}
+    return owned_run(body)

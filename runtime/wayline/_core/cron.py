@@ -36,6 +36,14 @@ MACROS = {
 SEARCH_YEARS = 9
 """How far ahead a tick is looked for: Feb 29 on a given weekday can be 8 years away. A
 schedule with no tick in that span (``0 0 30 2 *``) never fires and is refused at parse."""
+EARLIEST = 0.0
+"""The first instant a schedule is looked at: the epoch (no schedule is created before it)."""
+LATEST = datetime(9999 - SEARCH_YEARS, 1, 1, tzinfo=UTC).timestamp()
+"""The last instant a schedule is looked at (9990-01-01T00:00:00Z): its next tick is looked for
+up to ``SEARCH_YEARS`` ahead, and the calendar (``datetime``) ends with the year 9999."""
+_OFF_THE_CALENDAR = (OverflowError, ValueError, OSError)
+"""What ``datetime`` raises for a time before the year 1 or after 9999 (``OSError``: past the
+platform's ``time_t``)."""
 
 
 class CronError(ValueError):
@@ -128,18 +136,24 @@ def _number(text: str, names: tuple[str, ...], first: int, what: str) -> int:
 def _next_wall(cron: Cron, start: datetime) -> datetime | None:
     """The first naive wall time at or after ``start`` (whole minutes) that matches."""
     t = start.replace(second=0, microsecond=0)
-    end = t.replace(year=t.year + SEARCH_YEARS, month=1, day=1)
+    if t.year + SEARCH_YEARS > datetime.max.year:
+        end = datetime.max  # the search stops where the calendar does
+    else:
+        end = t.replace(year=t.year + SEARCH_YEARS, month=1, day=1)
     while t < end:
-        if t.month not in cron.months:
-            t = (t.replace(day=1) + timedelta(days=32)).replace(day=1, hour=0, minute=0)
-        elif not cron.day_matches(t):
-            t = (t + timedelta(days=1)).replace(hour=0, minute=0)
-        elif t.hour not in cron.hours:
-            t = (t + timedelta(hours=1)).replace(minute=0)
-        elif t.minute not in cron.minutes:
-            t += timedelta(minutes=1)
-        else:
-            return t
+        try:
+            if t.month not in cron.months:
+                t = (t.replace(day=1) + timedelta(days=32)).replace(day=1, hour=0, minute=0)
+            elif not cron.day_matches(t):
+                t = (t + timedelta(days=1)).replace(hour=0, minute=0)
+            elif t.hour not in cron.hours:
+                t = (t + timedelta(hours=1)).replace(minute=0)
+            elif t.minute not in cron.minutes:
+                t += timedelta(minutes=1)
+            else:
+                return t
+        except OverflowError:  # the next candidate is past 9999-12-31: there is none
+            return None
     return None
 
 
@@ -158,7 +172,16 @@ def instant(wall: datetime, tz: ZoneInfo) -> float:
 
 
 def next_tick(cron: Cron, after: float) -> float | None:
-    """The first tick strictly after the instant ``after`` (seconds since the epoch)."""
+    """The first tick strictly after the instant ``after`` (seconds since the epoch); None when
+    there is none within ``SEARCH_YEARS`` and the calendar (years 1 to 9999: an instant off it,
+    as a time a person wrote in a status or a schedules file, has no tick either)."""
+    try:
+        return _next_tick(cron, after)
+    except _OFF_THE_CALENDAR:
+        return None
+
+
+def _next_tick(cron: Cron, after: float) -> float | None:
     wall = datetime.fromtimestamp(after, cron.tz).replace(tzinfo=None, second=0, microsecond=0)
     # walls map to instants in order (``instant``), and no wall before ``after``'s own maps
     # past it, so the first wall from there whose instant is past ``after`` is the tick
@@ -178,6 +201,8 @@ def last_tick(cron: Cron, at: float) -> float | None:
     """The latest tick at or before the instant ``at``; None if there is none in the search
     span. Looks back in widening windows, so an every-minute schedule costs a few steps."""
     for window in _WINDOWS:
+        # a window reaching before the calendar's first year finds no tick (``next_tick``):
+        # the wider ones find none either, so the search ends with None
         tick = next_tick(cron, at - window)
         if tick is None or tick > at:
             continue

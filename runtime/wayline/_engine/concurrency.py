@@ -1,5 +1,9 @@
 """Admission under a workflow's concurrency limit (see ``wayline.Limit``): before a run's
-first ``run_started`` it takes a slot of its key in the world, or waits for one, visibly."""
+first ``run_started`` it takes a slot of its key in the world, or waits for one, visibly.
+
+A holder whose log cannot be read (``CORRUPT_LOG``) keeps its slot until it is repaired and
+ends, as a fenced run keeps its hook tokens: the world cannot tell that it ended. Its damage is
+its own, so the waiting run names it (``unreadable`` in its block) and waits on."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from .._core.definitions import WorkflowDefinition
 from .._core.events import EventType, NewEvent, RunStatus
 from .._core.replay import Replay
 from .._core.serde import error_message
-from ..errors import EntityConflictError, RunTerminalError
+from ..errors import CorruptLogError, EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
 from .ending import fail_run
 
@@ -52,9 +56,24 @@ async def admit(
         f"waiting for a concurrency slot of {key!r}: {len(holders)} of {limit.max} held by "
         f"{', '.join(holders)}"
     )
-    if info.status is not RunStatus.BLOCKED or (info.error or {}).get("code") != CODE:
+    fenced = await _unreadable(world, holders)
+    for holder, bad in fenced.items():
+        message += f"; {holder} keeps its slot until it is repaired and ends: {bad}"
+    shown = info.error or {}
+    if (
+        info.status is not RunStatus.BLOCKED
+        or shown.get("code") != CODE
+        or shown.get("unreadable", []) != list(fenced)
+    ):
         log.info("run %s %s", run_id, message)
-        data = {"code": CODE, "message": message, "waitingFor": "concurrency", "limit": key}
+        data: dict[str, Any] = {
+            "code": CODE,
+            "message": message,
+            "waitingFor": "concurrency",
+            "limit": key,
+        }
+        if fenced:
+            data["unreadable"] = list(fenced)
         try:
             await world.append(run_id, [NewEvent(EventType.RUN_BLOCKED, data=data)])
         except (RunTerminalError, EntityConflictError):
@@ -69,3 +88,15 @@ async def admit(
         delay_seconds=min(_LONGEST_PAUSE, 0.05 * 2 ** min(tries, 7)),
     )
     return False
+
+
+async def _unreadable(world: World, holders: list[str]) -> dict[str, CorruptLogError]:
+    """The holders whose logs cannot be read, with the error each read meets. Only a run that
+    has to wait asks: a person reading its block learns which repair would let it start."""
+    fenced: dict[str, CorruptLogError] = {}
+    for holder in holders:
+        try:
+            await world.get_run(holder)
+        except CorruptLogError as err:
+            fenced[holder] = err
+    return fenced

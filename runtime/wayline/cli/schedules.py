@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._core.cron import Cron, CronError, due, last_tick, next_tick, parse
+from .._core.cron import EARLIEST, LATEST, Cron, CronError, due, last_tick, next_tick, parse
 from .._engine.tasks import stop_if_cancelled
 from ..client import Client
 from ..errors import RunNotFoundError, WaylineError
@@ -332,6 +332,7 @@ def _parsed(entry: dict[str, Any]) -> Cron | str:
 _TEXT = ("name", "cron", "timeZone", "workflow")
 _NUMBERS = ("created",)
 _OPTIONAL_NUMBERS = ("startingDeadlineSeconds", "lastTick", "missedTick", "skippedTick")
+_TIMES = ("created", "lastTick", "missedTick", "skippedTick")
 
 
 def _misshapen(entry: dict[str, Any]) -> str | None:
@@ -350,13 +351,22 @@ def _misshapen(entry: dict[str, Any]) -> str | None:
     for key in _OPTIONAL_NUMBERS:
         if entry.get(key) is not None and not number(entry[key]):
             return f"{key!r} is not a number"
+    for key in _TIMES:  # an instant off the calendar would end a look in a traceback
+        if entry.get(key) is not None and not _on_calendar(entry[key]):
+            return f"{key!r} is not a time between the years 1 and 9999"
     if entry.get("concurrencyPolicy") not in POLICIES:
         return f"'concurrencyPolicy' is not one of {', '.join(POLICIES)}"
     for key in ("input", "lastRun"):
         if entry.get(key) is not None and not isinstance(entry[key], str):
             return f"{key!r} is not a string"
-    if not isinstance(entry.get("rehearsal") or {}, dict):
+    rehearsal = entry.get("rehearsal") or {}
+    if not isinstance(rehearsal, dict):
         return "'rehearsal' is not an object"
+    for key in _TIMES[1:]:
+        if rehearsal.get(key) is not None and not (
+            number(rehearsal[key]) and _on_calendar(rehearsal[key])
+        ):
+            return f"'rehearsal' {key!r} is not a time between the years 1 and 9999"
     if entry.get("input") is not None:
         try:
             json.loads(entry["input"])
@@ -430,11 +440,35 @@ def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # t
 
 
 def _instant(text: str) -> float:
-    """``--now``: an ISO 8601 time (UTC unless it names an offset)."""
+    """``--now``: an ISO 8601 time (UTC unless it names an offset), within the span a schedule
+    is looked at (``cron.EARLIEST`` to ``cron.LATEST``)."""
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
         raise UsageError(
             f"--now {text!r} is not an ISO 8601 time (e.g. 2026-12-04T09:00:00+00:00)"
         ) from None
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+    # an aware time's timestamp is a subtraction: it is defined even where its UTC date is not
+    at = (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+    if not _in_span(at):
+        raise UsageError(
+            f"--now {text!r} is out of range: a schedule is looked at from {_stamp(EARLIEST)} "
+            f"to {_stamp(LATEST)} (its next tick is looked for up to 9 years ahead, and the "
+            "calendar ends with the year 9999)"
+        )
+    return at
+
+
+def _in_span(at: float) -> bool:
+    """Whether ``at`` is an instant a schedule is looked at (NaN is not)."""
+    return EARLIEST <= at <= LATEST
+
+
+def _on_calendar(at: float) -> bool:
+    """Whether ``at`` (a time in the schedules file, which a person may edit) has a date, so
+    it can be shown (``_stamp``); the cron then finds its ticks, or none, without failing."""
+    try:
+        datetime.fromtimestamp(at, UTC)
+    except (OverflowError, ValueError, OSError):
+        return False
+    return True

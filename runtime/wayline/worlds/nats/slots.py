@@ -2,9 +2,9 @@
 {name: expires at}}``, changed only by compare-and-set (create when absent, update on the
 revision read), so two workers racing for the last slot cannot both win. A holder without a
 lease is a run: it is dropped by whoever next looks at the key once its run has ended (by its
-log) or is gone. A leased holder (a step) is dropped once its lease ran out (wall clock of the
-worker looking: a skew between workers shortens or lengthens a dead holder's lease by as
-much)."""
+log) or is gone; a run whose log cannot be read holds on until it is repaired. A leased holder
+(a step) is dropped once its lease ran out (wall clock of the worker looking: a skew between
+workers shortens or lengthens a dead holder's lease by as much)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ...errors import WorldUnavailableError
+from ...errors import CorruptLogError, WorldUnavailableError
 from ...world import RunInfo, entries
 from .codec import wrap
 from .names import Names, kv_key
@@ -138,7 +138,12 @@ class Slots:
     async def _live(self, holder: str, leases: dict[str, float], now: float) -> bool:
         if holder in leases:
             return leases[holder] > now
-        info = await self._get_run(holder)
+        try:
+            info = await self._get_run(holder)
+        except CorruptLogError:
+            # A fenced run keeps what it holds until it is repaired (as its hook tokens): its
+            # end cannot be read, and the error is the holder's, never the asking run's.
+            return True
         return info is not None and not info.status.terminal
 
 
