@@ -75,7 +75,9 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
         "--shutdown-grace=50",
     ]
     env = {e["name"]: e.get("value") for e in container["env"]}
-    assert env["WAYLINE_WORLD"] == "nats://t1-wayline-nats.ns1.svc:4222?prefix=wayline&replicas=1"
+    assert env["WAYLINE_WORLD"] == (  # the generated credentials, as Kubernetes expands them
+        "nats://$(NATS_USER):$(NATS_PASSWORD)@t1-wayline-nats.ns1.svc:4222?prefix=wayline&replicas=1"
+    )
 
 
 def _template_error(helm: Path, *args: str) -> str:

@@ -8,6 +8,7 @@ streams the world creates with three replicas."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -36,6 +37,7 @@ SPREAD = ("wl-chart-a", "wl-chart-b")  # the namespaced combination's watched na
 
 COMBINATIONS: dict[str, tuple[str, ...]] = {
     "default": (),
+    "nats-cluster": ("nats.replicas=3",),  # the generated credentials
     "nats-cluster-auth-tls": (
         "nats.replicas=3",
         "nats.auth.secret=wl-nats-auth",
@@ -62,6 +64,16 @@ def _by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def _named(docs: list[dict[str, Any]], kind: str, suffix: str) -> dict[str, Any]:
     [doc] = [d for d in _by_kind(docs, kind) if d["metadata"]["name"].endswith(suffix)]
     return doc
+
+
+def _conf(docs: list[dict[str, Any]]) -> str:
+    """The rendered nats.conf: a Secret, since the route URLs carry the routes' password."""
+    return str(_named(docs, "Secret", "-nats-config")["stringData"]["nats.conf"])
+
+
+def _route_password(docs: list[dict[str, Any]]) -> str:
+    data = _named(docs, "Secret", "-nats-credentials")["data"]
+    return base64.b64decode(data["routePassword"]).decode()
 
 
 def _containers(docs: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -116,10 +128,15 @@ def test_nats_cluster_with_auth_and_tls_renders_a_clustered_statefulset(
         and sts["spec"]["serviceName"] == (headless["metadata"]["name"])
     )
     assert {p["port"] for p in headless["spec"]["ports"]} == {4222, 6222}
-    conf = _named(docs, "ConfigMap", "-nats-config")["data"]["nats.conf"]
-    routes = re.findall(r"nats://(\S+):6222", conf)
-    assert routes == [f"t1-wayline-nats-{i}.t1-wayline-nats-headless.ns1.svc" for i in range(3)]
+    conf = _conf(docs)
+    [route_password] = re.findall(r'password: "(\w{32})"', conf)
+    assert _route_password(docs) == route_password
+    routes = re.findall(r"nats://route:(\w+)@(\S+):6222", conf)
+    assert routes == [
+        (route_password, f"t1-wayline-nats-{i}.t1-wayline-nats-headless.ns1.svc") for i in range(3)
+    ]
     assert "password: $NATS_PASSWORD" in conf and "cert_file: /etc/nats-tls/tls.crt" in conf
+    assert "ca_file: /etc/nats-tls/ca.crt" in conf and "verify: true" in conf  # routes' TLS
     pod = sts["spec"]["template"]["spec"]
     nats_env = _env(pod["containers"][0])
     assert nats_env["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
@@ -161,7 +178,7 @@ def test_nats_cluster_with_auth_and_tls_renders_a_clustered_statefulset(
 
 def test_nkey_auth_mounts_the_seed_and_names_it_in_the_url(helm: Path) -> None:  # noqa: F811
     docs = _render(helm, "ns1", WORKERS, *COMBINATIONS["nats-cluster-nkey"])
-    conf = _named(docs, "ConfigMap", "-nats-config")["data"]["nats.conf"]
+    conf = _conf(docs)
     assert "users: [{nkey: $NATS_NKEY}]" in conf
     for name, container in _containers(docs):
         servers, options = parse_url(_env(container)["WAYLINE_WORLD"]["value"])
@@ -173,7 +190,15 @@ def test_nkey_auth_mounts_the_seed_and_names_it_in_the_url(helm: Path) -> None: 
 def test_a_world_url_from_a_secret_installs_no_nats(helm: Path) -> None:  # noqa: F811
     docs = _render(helm, "ns1", WORKERS, *COMBINATIONS["external-world-secret"])
     assert not [d for d in docs if "nats" in d.get("metadata", {}).get("name", "")]
-    assert not _by_kind(docs, "NetworkPolicy") and not _by_kind(docs, "StatefulSet")
+    assert not _by_kind(docs, "StatefulSet")
+    # the operator's and the workers' policies stay; the operator reaches any address for
+    # a world the chart does not know
+    operator = _named(docs, "NetworkPolicy", "-operator")
+    assert operator["spec"]["egress"][-1] == {}
+    assert {p["metadata"]["name"] for p in _by_kind(docs, "NetworkPolicy")} == {
+        "t1-wayline-operator",
+        "t1-wayline-workers",
+    }
     names = set()
     for name, container in _containers(docs):
         names.add(name)
@@ -259,11 +284,12 @@ def _local_conf(
     conf = conf.replace("store_dir: /data", f"store_dir: {store}")
     conf = conf.replace("/etc/nats-tls/tls.crt", str(pki / "ip.pem"))
     conf = conf.replace("/etc/nats-tls/tls.key", str(pki / "srv.key"))
+    conf = conf.replace("/etc/nats-tls/ca.crt", str(pki / "ca.pem"))
     if routes:
         conf = conf.replace("port: 6222", f"listen: 127.0.0.1:{routes[node]}")
         conf = re.sub(
-            r"nats://t1-wayline-nats-(\d)\.\S+:6222",
-            lambda m: f"nats://127.0.0.1:{routes[int(m.group(1))]}",
+            r"nats://(route:\w+@)t1-wayline-nats-(\d)\.\S+:6222",
+            lambda m: f"nats://{m.group(1)}127.0.0.1:{routes[int(m.group(2))]}",
             conf,
         )
     assert "6222" not in conf and "/data" not in conf and "/etc/" not in conf, conf
@@ -299,7 +325,7 @@ def _start_nodes(
     """The chart's StatefulSet on this machine: as many nats-servers as its replicas, each
     with the rendered configuration and the environment its pod gets from the Secret."""
     sts = _named(docs, "StatefulSet", "-nats")
-    conf = _named(docs, "ConfigMap", "-nats-config")["data"]["nats.conf"]
+    conf = _conf(docs)
     replicas = int(sts["spec"]["replicas"])
     routes = [free_port() for _ in range(replicas)] if replicas > 1 else []
     nodes: list[NatsServer] = []
@@ -468,6 +494,221 @@ async def test_three_rendered_nats_nodes_form_a_cluster_and_streams_get_three_re
     finally:
         for node in nodes:
             node.stop()
+
+
+def test_the_default_install_generates_nats_credentials_and_every_pod_uses_them(
+    helm: Path,  # noqa: F811
+) -> None:
+    docs = _render(helm, "ns1", WORKERS)
+    data = _named(docs, "Secret", "-nats-credentials")["data"]
+    user, password = (base64.b64decode(data[k]).decode() for k in ("user", "password"))
+    assert user == "wayline" and re.fullmatch(r"\w{32}", password), password
+    assert "password: $NATS_PASSWORD" in _conf(docs) and "cluster {" not in _conf(docs)
+    for name, container in _containers(docs):
+        env = _env(container)
+        ref = env["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": "t1-wayline-nats-credentials", "key": "password"}, name
+        _, options = parse_url(env["WAYLINE_WORLD"]["value"])
+        assert options["user"] == "$(NATS_USER)" and options["password"] == "$(NATS_PASSWORD)"
+    # the operator goes out to DNS, the API server and the chart's NATS only; the workers
+    # anywhere (their steps call outside systems); nothing comes in to either but probes
+    operator = _named(docs, "NetworkPolicy", "-operator")["spec"]
+    assert operator["policyTypes"] == ["Ingress", "Egress"]
+    assert operator["ingress"] == [{"ports": [{"port": "liveness", "protocol": "TCP"}]}]
+    dns, api, nats = operator["egress"]
+    assert {p["port"] for p in dns["ports"]} == {53} and "to" not in dns
+    assert [p["port"] for p in api["ports"]] == [443, 6443]
+    [to] = nats["to"]
+    assert to["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "nats"
+    assert nats["ports"] == [{"port": 4222, "protocol": "TCP"}]
+    workers = _named(docs, "NetworkPolicy", "-workers")["spec"]
+    assert workers["policyTypes"] == ["Ingress"] and "egress" not in workers
+    assert workers["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "worker"
+    restricted = _render(helm, "ns1", WORKERS, "networkPolicy.workerEgress[0].ports[0].port=443")
+    workers = _named(restricted, "NetworkPolicy", "-workers")["spec"]
+    assert workers["policyTypes"] == ["Ingress", "Egress"]
+    assert workers["egress"][-1] == {"ports": [{"port": 443}]} and len(workers["egress"]) == 3
+
+
+def test_without_generated_credentials_nats_lets_anyone_in_and_the_notes_warn(
+    helm: Path,  # noqa: F811
+    control_plane: Any,
+) -> None:
+    docs = _render(helm, "ns1", WORKERS, "nats.auth.generate=false")
+    assert "authorization" not in _conf(docs)
+    assert "user" not in _named(docs, "Secret", "-nats-credentials")["data"]
+    for name, container in _containers(docs):
+        assert "NATS_PASSWORD" not in _env(container), name
+    done = subprocess.run(
+        [
+            *(str(helm), "install", f"--kubeconfig={control_plane.kubeconfig}", "open"),
+            *(str(CHART), "--dry-run=client", "--namespace", "ns1"),
+            *_values("nats.auth.generate=false"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "WARNING: nats.auth.generate=false and no nats.auth.secret" in done.stdout
+    error = _template_error(helm, *_values("nats.auth.type=nkey"))
+    assert "nats.auth.type=nkey needs nats.auth.secret" in error
+
+
+def test_the_generated_credentials_are_kept_across_upgrades(
+    helm: Path,  # noqa: F811
+    control_plane: Any,
+) -> None:
+    """A real install and upgrade on the API server: the upgrade reads the Secret back
+    (helm's lookup) instead of generating new passwords under running pods."""
+    namespace = f"creds-{uuid.uuid4().hex[:8]}"
+    assert control_plane.kubectl("create", "namespace", namespace).returncode == 0
+
+    def helm_run(verb: str, *values: str) -> None:
+        done = subprocess.run(
+            [
+                *(str(helm), verb, f"--kubeconfig={control_plane.kubeconfig}", "creds"),
+                *(str(CHART), "--namespace", namespace, "--skip-crds", *_values(*values)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+
+    def stored() -> tuple[dict[str, str], str]:
+        got = control_plane.kubectl(
+            "-n", namespace, "get", "secret", "-o", "json",
+            "creds-wayline-nats-credentials", "creds-wayline-nats-config",
+        )  # fmt: skip
+        assert got.returncode == 0, got.stderr
+        credentials, config = json.loads(got.stdout)["items"]
+        conf = base64.b64decode(config["data"]["nats.conf"]).decode()
+        return credentials["data"], conf
+
+    try:
+        helm_run("install")
+        first, _ = stored()
+        assert set(first) == {"user", "password", "routePassword"}
+        helm_run("upgrade", "nats.replicas=3")
+        again, conf = stored()
+        assert again == first
+        route_password = base64.b64decode(first["routePassword"]).decode()
+        assert f"nats://route:{route_password}@creds-wayline-nats-0." in conf
+    finally:
+        subprocess.run(
+            [str(helm), "uninstall", f"--kubeconfig={control_plane.kubeconfig}", "creds",
+             "--namespace", namespace],
+            capture_output=True,
+            timeout=120,
+        )  # fmt: skip
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+async def _start_world_on(nodes: list[NatsServer], url: str) -> None:
+    """Creates the world's streams on a fresh cluster (its meta leader may still be elected
+    after /healthz answers), then writes one message to the queue."""
+    for _attempt in range(30):
+        world = NatsWorld.from_url(url, connect_attempts=10)
+        try:
+            await world.start()
+            await world.enqueue("flow", {"x": 1})
+            return
+        except Exception:
+            await asyncio.sleep(0.5)
+        finally:
+            await world.close()
+    raise AssertionError("the world never started on the rendered cluster")
+
+
+def _node_ports(node: NatsServer) -> tuple[int, int]:
+    """(route port, monitoring port) of a node that _start_nodes started, from its config."""
+    conf = (node.store / "nats.conf").read_text()
+    route = re.search(r"listen: 127\.0\.0\.1:(\d+)", conf)
+    http = re.search(r"http: 127\.0\.0\.1:(\d+)", conf)
+    assert route and http, conf
+    return int(route.group(1)), int(http.group(1))
+
+
+def _route_names(http: int) -> set[str]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{http}/routez", timeout=5) as answer:
+        routez = json.load(answer)
+    return {str(r.get("remote_name", "")) for r in routez.get("routes") or []}
+
+
+async def _stray_reads_the_log(stray: NatsServer) -> bool:
+    """Whether a client of the stray server, with no credentials, reaches the event log."""
+    from nats.errors import NoRespondersError
+    from nats.errors import TimeoutError as NatsTimeout
+    from nats.js.errors import ServiceUnavailableError
+
+    import nats
+
+    nc = await nats.connect(stray.url, connect_timeout=2, allow_reconnect=False)
+    try:
+        for _attempt in range(10):  # a joining server learns the cluster's interest in a moment
+            try:
+                info = await nc.jetstream(timeout=1).stream_info("wayline_events")
+                return info.config.name == "wayline_events"
+            except (NoRespondersError, NatsTimeout, ServiceUnavailableError):
+                await asyncio.sleep(0.3)
+        return False
+    finally:
+        await nc.close()
+
+
+@pytest.mark.parametrize("combination", ["nats-cluster", "nats-cluster-auth-tls"])
+async def test_a_stray_server_that_knows_only_the_route_addresses_cannot_join(
+    helm: Path,  # noqa: F811
+    pki: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    combination: str,
+) -> None:
+    """A server started elsewhere with ``--routes`` at the nodes' cluster port (and no
+    password) is refused, so a client of it, with no credentials, reads nothing of the world;
+    on the cluster without TLS the same server given the routes' password joins and reads the
+    log, so it is the password that keeps it out."""
+    docs = _render(helm, "ns1", WORKERS, *COMBINATIONS[combination])
+    if combination == "nats-cluster-auth-tls":
+        secret = {"NATS_USER": "wayline", "NATS_PASSWORD": uuid.uuid4().hex}
+    else:  # the Secret the chart generated
+        data = _named(docs, "Secret", "-nats-credentials")["data"]
+        secret = {
+            "NATS_USER": base64.b64decode(data["user"]).decode(),
+            "NATS_PASSWORD": base64.b64decode(data["password"]).decode(),
+        }
+    nodes = _start_nodes(docs, pki, tmp_path, secret, monkeypatch)
+    strays: list[NatsServer] = []
+    try:
+        [(_, operator)] = [(n, c) for n, c in _containers(docs) if n.endswith("-operator")]
+        await _start_world_on(nodes, _world_url(operator, [n.port for n in nodes], secret, pki))
+        route, http = _node_ports(nodes[0])
+        peers = _route_names(http)
+        assert peers == {"t1-wayline-nats-1", "t1-wayline-nats-2"}, peers
+
+        def stray(name: str, route_url: str) -> NatsServer:
+            store = tmp_path / name
+            store.mkdir()
+            args = ["-n", name, "--cluster_name", "t1-wayline"]
+            args += ["--cluster", f"nats://127.0.0.1:{free_port()}", "--routes", route_url]
+            server = NatsServer(require_nats(), store, jetstream=False, args=args)
+            server.start()
+            strays.append(server)
+            return server
+
+        bare = stray("stray", f"nats://127.0.0.1:{route}")
+        assert not await _stray_reads_the_log(bare)
+        assert _route_names(http) == peers
+        if combination == "nats-cluster-auth-tls":
+            return
+        password = _route_password(docs)
+        told = stray("told", f"nats://route:{password}@127.0.0.1:{route}")
+        assert await _stray_reads_the_log(told)  # the harm the password prevents
+        assert "told" in _route_names(http)
+    finally:
+        for server in [*strays, *nodes]:
+            server.stop()
 
 
 def test_the_notes_name_the_cluster_the_secrets_and_the_peering(

@@ -39,6 +39,17 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "wayline.natsAuthDir" -}}/etc/wayline/nats-auth{{- end -}}
 {{- define "wayline.natsTlsDir" -}}/etc/wayline/nats-tls{{- end -}}
 
+{{/* The Secret with the clients' NATS credentials: the one nats.auth.secret names, else the
+     one the chart generates for its own NATS (nats.auth.generate, the default; password type
+     only). Empty: the chart's NATS lets any client in (generate: false and no Secret). */}}
+{{- define "wayline.natsAuthSecret" -}}
+{{- if .Values.nats.auth.secret -}}
+{{ .Values.nats.auth.secret }}
+{{- else if and .Values.nats.enabled .Values.nats.auth.generate (eq .Values.nats.auth.type "password") -}}
+{{ include "wayline.name" . }}-nats-credentials
+{{- end -}}
+{{- end -}}
+
 {{/* The world's URL as the pods see it (the chart's NATS: its peers, and the credentials
      as $(NATS_USER)/$(NATS_PASSWORD), which Kubernetes expands from the pod's env). */}}
 {{- define "wayline.worldUrl" -}}
@@ -50,7 +61,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- $name := printf "%s-nats" (include "wayline.name" .) -}}
 {{- $scheme := ternary "tls" "nats" (not (empty .Values.nats.tls.secret)) -}}
 {{- $creds := "" -}}
-{{- if and .Values.nats.auth.secret (eq .Values.nats.auth.type "password") -}}{{- $creds = "$(NATS_USER):$(NATS_PASSWORD)@" -}}{{- end -}}
+{{- if and (include "wayline.natsAuthSecret" .) (eq .Values.nats.auth.type "password") -}}{{- $creds = "$(NATS_USER):$(NATS_PASSWORD)@" -}}{{- end -}}
 {{- $hosts := list -}}
 {{- if gt (int .Values.nats.replicas) 1 -}}
 {{- range $i := until (int .Values.nats.replicas) -}}
@@ -73,11 +84,11 @@ app.kubernetes.io/component: {{ .component }}
 - name: WAYLINE_WORLD
   valueFrom: {secretKeyRef: {name: {{ .Values.world.urlSecret.name }}, key: {{ .Values.world.urlSecret.key }}}}
 {{- else -}}
-{{- if and (include "wayline.ownNats" .) .Values.nats.auth.secret (eq .Values.nats.auth.type "password") }}
+{{- if and (include "wayline.ownNats" .) (include "wayline.natsAuthSecret" .) (eq .Values.nats.auth.type "password") }}
 - name: NATS_USER
-  valueFrom: {secretKeyRef: {name: {{ .Values.nats.auth.secret }}, key: user}}
+  valueFrom: {secretKeyRef: {name: {{ include "wayline.natsAuthSecret" . }}, key: user}}
 - name: NATS_PASSWORD
-  valueFrom: {secretKeyRef: {name: {{ .Values.nats.auth.secret }}, key: password}}
+  valueFrom: {secretKeyRef: {name: {{ include "wayline.natsAuthSecret" . }}, key: password}}
 {{- end }}
 - {name: WAYLINE_WORLD, value: {{ include "wayline.worldUrl" . | quote }}}
 {{- end -}}
@@ -125,9 +136,13 @@ app.kubernetes.io/component: {{ .component }}
   valueFrom: {fieldRef: {fieldPath: status.podIP}}
 {{- end -}}
 {{/* nats-server's configuration file (no secrets: $VARIABLES come from the environment). */}}
+{{/* nats.conf, from (dict "root" $ "routePassword" P): P is the routes' password, which the
+     chart generates and keeps (nats.yaml). It stands in the route URLs themselves, because
+     nats-server expands no environment variable inside a string: so the file is a Secret. */}}
 {{- define "wayline.natsConf" -}}
-{{- $name := printf "%s-nats" (include "wayline.name" .) -}}
-{{- $replicas := int .Values.nats.replicas -}}
+{{- $root := .root -}}
+{{- $name := printf "%s-nats" (include "wayline.name" $root) -}}
+{{- $replicas := int $root.Values.nats.replicas -}}
 server_name: $SERVER_NAME
 port: 4222
 http_port: 8222
@@ -136,26 +151,43 @@ jetstream {
 }
 {{- if gt $replicas 1 }}
 cluster {
-  name: {{ include "wayline.name" . }}
+  name: {{ include "wayline.name" $root }}
   port: 6222
+  # A route must authenticate: a server that only knows the nodes' addresses cannot join
+  # the cluster and read the streams through it.
+  authorization {
+    user: route
+    password: {{ .routePassword | quote }}
+    timeout: 2
+  }
   routes: [
   {{- range $i := until $replicas }}
-    nats://{{ $name }}-{{ $i }}.{{ $name }}-headless.{{ $.Release.Namespace }}.svc:6222
+    nats://route:{{ $.routePassword }}@{{ $name }}-{{ $i }}.{{ $name }}-headless.{{ $root.Release.Namespace }}.svc:6222
   {{- end }}
   ]
+  {{- if $root.Values.nats.tls.secret }}
+  # Routes use TLS too, both ways: each node shows the release's certificate (it names
+  # *.<release>-wayline-nats-headless) and checks its peer's against the CA.
+  tls {
+    cert_file: /etc/nats-tls/tls.crt
+    key_file: /etc/nats-tls/tls.key
+    ca_file: /etc/nats-tls/ca.crt
+    verify: true
+  }
+  {{- end }}
 }
 {{- end }}
-{{- with .Values.nats.auth }}{{ if .secret }}
+{{- if include "wayline.natsAuthSecret" $root }}
 authorization {
-  {{- if eq .type "password" }}
+  {{- if eq $root.Values.nats.auth.type "password" }}
   user: $NATS_USER
   password: $NATS_PASSWORD
   {{- else }}
   users: [{nkey: $NATS_NKEY}]
   {{- end }}
 }
-{{- end }}{{ end }}
-{{- if .Values.nats.tls.secret }}
+{{- end }}
+{{- if $root.Values.nats.tls.secret }}
 tls {
   cert_file: /etc/nats-tls/tls.crt
   key_file: /etc/nats-tls/tls.key
