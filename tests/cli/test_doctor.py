@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.nats.test_tls_and_nkeys import pki, tls_server  # noqa: F401 - the fixtures
 from tests.nats_fixtures import NatsServer, monitored_server
 from tests.servers import free_port
 from wayline.cli import main
@@ -152,3 +153,17 @@ def test_a_sqlite_world_reports_its_sync_mode(
     [warning] = _lines(lines, "warn  sync:")
     assert code == 0 and "acknowledges writes before they are on disk" in warning, lines
     assert "drop ?sync=normal" in warning, lines
+
+
+def test_tls_is_checked_with_the_options_the_url_gives(
+    pki: Path,  # noqa: F811
+    tls_server: NatsServer,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = f"tls://127.0.0.1:{tls_server.port}"
+    code, lines, _ = doctor(capsys, "--world", url)  # a CA this client does not trust
+    [failed] = _lines(lines, "fail  tls:")
+    assert code == 1 and "certificate verify failed" in failed, lines
+    code, lines, _ = doctor(capsys, "--world", f"{url}?tls_ca={pki / 'ca.pem'}")
+    assert _lines(lines, "ok    tls:") and "verified" in _lines(lines, "ok    tls:")[0], lines
+    assert not _lines(lines, "fail"), lines
