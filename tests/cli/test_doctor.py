@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.nats.test_tls_and_nkeys import pki, tls_server  # noqa: F401 - the fixtures
-from tests.nats_fixtures import NatsServer, monitored_server
+from tests.nats_fixtures import NatsServer, monitored_server, require_nats
 from tests.servers import free_port
 from wayline.cli import main
 from wayline.worlds.local import LocalWorld
@@ -153,6 +153,12 @@ def test_a_sqlite_world_reports_its_sync_mode(
     [warning] = _lines(lines, "warn  sync:")
     assert code == 0 and "acknowledges writes before they are on disk" in warning, lines
     assert "drop ?sync=normal" in warning, lines
+    garbage = tmp_path / "not-a.db"
+    garbage.write_bytes(b"not a database, " * 512)
+    code, lines, _ = doctor(capsys, "--world", f"sqlite:///{garbage}")
+    [failed] = _lines(lines, "fail  database:")
+    assert code == 1 and "not a database" in failed, lines
+    assert garbage.read_bytes() == b"not a database, " * 512  # read-only: nothing written
 
 
 def test_tls_is_checked_with_the_options_the_url_gives(
@@ -167,3 +173,39 @@ def test_tls_is_checked_with_the_options_the_url_gives(
     code, lines, _ = doctor(capsys, "--world", f"{url}?tls_ca={pki / 'ca.pem'}")
     assert _lines(lines, "ok    tls:") and "verified" in _lines(lines, "ok    tls:")[0], lines
     assert not _lines(lines, "fail"), lines
+
+
+def test_the_account_limits_come_from_the_jetstream_account_info(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An account limited to 2 streams: the limit is read from the server, and a full one
+    warns (the world's own streams would be refused)."""
+    conf = tmp_path / "accounts.conf"
+    conf.write_text(
+        "accounts { W: { jetstream: {max_streams: 2, max_file: 10MB, max_mem: 1MB},"
+        " users: [{user: w, password: p}] } }\n"
+    )
+    server = NatsServer(require_nats(), tmp_path, args=["-c", str(conf)])
+    server.start()
+    try:
+        url = f"nats://w:p@127.0.0.1:{server.port}"
+        code, lines, _ = doctor(capsys, "--world", url)
+        [limits] = _lines(lines, "ok    jetstream:")
+        assert code == 0 and "streams 0 of 2" in limits and "storage 0 of 10485760" in limits
+        asyncio.run(_streams(url, "a", "b"))
+        code, lines, _ = doctor(capsys, "--world", url)
+        [full] = _lines(lines, "warn  jetstream:")
+        assert code == 0 and "streams 2 of 2" in full and "streams at 90%" in full, lines
+    finally:
+        server.stop()
+
+
+async def _streams(url: str, *names: str) -> None:
+    import nats
+
+    nc = await nats.connect(url)
+    try:
+        for name in names:
+            await nc.jetstream().add_stream(name=name, subjects=[f"{name}.>"], max_bytes=10**6)
+    finally:
+        await nc.close()
