@@ -44,12 +44,24 @@ def nats_server() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def nats_server_process() -> Iterator[tuple[str, int]]:
-    """The server's URL and pid (for its CPU time)."""
+def nats_server_process(sync_interval: str | None = None) -> Iterator[tuple[str, int]]:
+    """The server's URL and pid (for its CPU time). ``sync_interval``: JetStream's setting
+    (``always``: fsync before each acknowledgement); None keeps the server's default (2 min).
+    It has no command-line flag, so it goes into a configuration file."""
     store = tempfile.mkdtemp(prefix="wayline-bench-nats-")
     port = free_port()
+    args = [find_binary(), "-a", "127.0.0.1", "-p", str(port)]
+    if sync_interval is None:
+        args += ["-js", "-sd", store]
+    else:
+        conf = Path(store) / "nats.conf"
+        # quoted: the configuration's parser reads a bare 2m as the number 2,000,000
+        conf.write_text(
+            f'jetstream {{ store_dir: "{store}/js", sync_interval: "{sync_interval}" }}\n'
+        )
+        args += ["-c", str(conf)]
     proc = subprocess.Popen(
-        [find_binary(), "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", store],
+        args,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -1,10 +1,13 @@
 """What users wait for, on each world, next to the physical floor measured in the same run.
 Prints the figures and writes bench/RESULTS.md.
 
-    python bench/steps.py [--worlds local,nats] [--repeat 3] [--quick] [--no-processes]
+    python bench/steps.py [--worlds local,nats,nats-always] [--repeat 3] [--quick] [--no-processes]
         [--sizes 10,1000] [--seq-runs 30] [--sync full|normal]
 
-Per world (SQLite ``local``, NATS JetStream ``nats`` on a throwaway nats-server):
+Per world (SQLite ``local``; NATS JetStream ``nats`` on a throwaway nats-server with the
+server's default ``sync_interval`` of 2 minutes, so a publish is acknowledged before it is on
+disk; ``nats-always`` on one with ``sync_interval: always``, which fsyncs before each
+acknowledgement, as the chart's NATS does):
 
 - start->result per step: the wall time from ``client.start`` until ``handle.result()`` returns
   for one run of N no-op steps, divided by N; p50 / p95 over 30 sequential runs, N=10 and
@@ -12,8 +15,9 @@ Per world (SQLite ``local``, NATS JetStream ``nats`` on a throwaway nats-server)
 - steps/s with 100 and 1,000 runs of 10 steps started at once and awaited at once;
 - CPU seconds per 1,000 steps during the 1,000-run burst: the benchmark process (client and
   worker) and, on NATS, the nats-server process;
-- the floors, measured in the same process run: one acknowledged JetStream publish (NATS;
-  the faster of nats-py's ``js.publish`` and the world's own publish, both printed);
+- the floors, measured in the same process run: one acknowledged JetStream publish on the
+  world's own server (NATS; the faster of nats-py's ``js.publish`` and the world's own
+  publish, both printed: so each NATS world is measured against its own sync setting);
   one SQLite commit of one row in WAL mode without fsync (``synchronous=NORMAL``, the local
   world's mode with ``--sync normal``) and with fsync (``FULL``, its default). Each figure is
   printed with its ratio to its floor (steps/s as the time per step, 1/throughput);
@@ -64,7 +68,7 @@ from flows import bench_chain
 import wayline
 
 RESULTS = HERE / "RESULTS.md"
-_OTHERS = ("## The operator at scale", "## Soak")
+_OTHERS = ("## The operator at scale", "## Soak", "## NATS sync setting")
 """Sections of RESULTS.md that other benches write: kept when this one rewrites its own."""
 FLOWS = HERE / "flows.py"
 
@@ -267,7 +271,7 @@ async def bench_world(kind: str, url: str, cfg: Config, server_pid: int | None) 
                 v["CPU s / 1,000 steps, benchmark process"] = cpu * 1000 / steps
                 if server_pid is not None:
                     v["CPU s / 1,000 steps, nats-server"] = scpu * 1000 / steps
-        if kind == "nats":
+        if kind.startswith("nats"):
             calls = NatsCalls()
             with calls.counting() as counts:
                 await start_to_result(client, 10, cfg.count_runs)
@@ -275,7 +279,7 @@ async def bench_world(kind: str, url: str, cfg: Config, server_pid: int | None) 
                 v[f"nats {name} calls per 10-step run"] = counts[name] / cfg.count_runs
             trips = counts["request"] + counts["publish+reply"]
             v["nats round trips per 10-step run"] = trips / cfg.count_runs
-    if kind == "nats":
+    if kind.startswith("nats"):
         own, nats_py = await publish_floor(url)
         v["acknowledged publish, nats-py js.publish (ms)"] = nats_py
         v["acknowledged publish, the world's own (ms)"] = own
@@ -446,7 +450,7 @@ def report(
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--worlds", default="local,nats")
+    parser.add_argument("--worlds", default="local,nats,nats-always")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller counts, one repetition")
     parser.add_argument("--no-processes", action="store_true", help="skip 1 vs 2 processes")
@@ -472,18 +476,19 @@ async def main() -> None:
             pid: int | None = None
             if kind == "local":
                 tmp = stack.enter_context(tempfile.TemporaryDirectory())
-            elif kind == "nats":
+            elif kind in ("nats", "nats-always"):
                 from nats_server import nats_server_process
 
-                base, pid = stack.enter_context(nats_server_process())
+                sync = "always" if kind == "nats-always" else None
+                base, pid = stack.enter_context(nats_server_process(sync))
             else:
                 raise SystemExit(f"unknown world {kind!r}")
             for rep in range(repeat):
                 url = f"sqlite:///{tmp}/bench{rep}.db?sync={args.sync}" if kind == "local" else base
-                if kind == "nats":
+                if kind != "local":
                     url = f"{base}?prefix=bench{rep}x{os.getpid()}"
                 figures = (await bench_world(kind, url, cfg, pid)).values
-                if kind == "nats" and not args.no_processes:
+                if kind != "local" and not args.no_processes:
                     try:
                         figures.update(await bench_processes(base, cfg, pid))
                     except wayline.WaylineError as err:  # reported, the other figures kept
@@ -499,7 +504,7 @@ async def main() -> None:
                 # is the section of a world this run did not measure (as measured before)
                 marks = [old.find(h) for h in _OTHERS if h in old]
                 kept = old[min(marks) :] if marks else ""
-                for other in {"local", "nats"} - set(results):
+                for other in {"local", "nats", "nats-always"} - set(results):
                     start = old.find(f"\n## {other}\n")
                     if start >= 0:
                         end = old.find("\n## ", start + 1)

@@ -12,6 +12,7 @@ PYTEST_DONT_REWRITE: conftest imports this module before registering it as a plu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -166,6 +167,27 @@ def nats_server_no_jetstream() -> Iterator[NatsServer]:
 def nats_server_auth() -> Iterator[NatsServer]:
     """A server that wants user ``wayline`` with password ``s3cret:pw``."""
     yield from _server(args=["--user", "wayline", "--pass", "s3cret:pw"])
+
+
+@contextlib.contextmanager
+def monitored_server(sync_interval: str | None) -> Iterator[tuple[NatsServer, str]]:
+    """A server of its own and its monitoring URL (on loopback), with JetStream's
+    ``sync_interval`` set in a configuration file (it has no command-line flag; the file merges
+    with ``-js -sd``). None keeps the server's default (2 minutes)."""
+    binary = require_nats()
+    with tempfile.TemporaryDirectory(prefix="wayline-nats-") as tmp:
+        http = free_port()
+        conf = Path(tmp) / "sync.conf"
+        lines = [f"http: 127.0.0.1:{http}"]
+        if sync_interval is not None:  # quoted: a bare 2m is read as the number 2,000,000
+            lines.append(f'jetstream {{ sync_interval: "{sync_interval}" }}')
+        conf.write_text("\n".join(lines) + "\n")
+        server = NatsServer(binary, Path(tmp), args=["-c", str(conf)])
+        server.start()
+        try:
+            yield server, f"http://127.0.0.1:{http}"
+        finally:
+            server.stop()
 
 
 NatsWorldFactory = Callable[..., Awaitable[Any]]

@@ -71,6 +71,13 @@ class Settings:
     world_url: str = "sqlite:///.wayline/wayline.db"
     """``WAYLINE_WORLD``: the default world for the CLI and ``open_world``."""
 
+    nats_monitors: tuple[str, ...] = ()
+    """``WAYLINE_NATS_MONITOR``: the monitoring URLs (``http://HOST:8222``, comma-separated,
+    one per node) of the NATS servers the world writes to. A worker reads their sync setting
+    at start and logs one warning line when a server acknowledges writes before they are on
+    disk (docs/nats.md, "What each sync setting loses"): the client protocol does not tell,
+    so without them a worker says nothing. ``wayline doctor`` takes them too."""
+
     operator_status_interval_seconds: float = 1.0
     """``WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS``: at most one status write per run this often
     (changes in between are coalesced into the next write)."""
@@ -183,6 +190,9 @@ class Settings:
             poll_interval_seconds=max(0.001, _float(env, "WAYLINE_POLL_INTERVAL", 0.05)),
             definition_mismatch=_choice(env, "WAYLINE_DEFINITION_MISMATCH", ("wait", "fail")),
             world_url=env.get("WAYLINE_WORLD") or "sqlite:///.wayline/wayline.db",
+            nats_monitors=tuple(
+                u.strip() for u in env.get("WAYLINE_NATS_MONITOR", "").split(",") if u.strip()
+            ),
             operator_status_interval_seconds=_positive(
                 env, "WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS", 1.0
             ),

@@ -110,6 +110,7 @@ class Worker:
         try:
             limits.install(self.settings.limits)  # inherited by every task spawned below
             await self.world.start()
+            await self._warn_if_lazy()
             await self._heartbeat()
             if self.recover:
                 await self.recover_runs()
@@ -131,6 +132,21 @@ class Worker:
         spawn(self._heartbeat_loop(), "wayline-heartbeat", self._tasks)
         if self.recover and self.workflows and self.settings.start_rearm_seconds > 0:
             spawn(self._rearm_loop(), "wayline-rearm", self._tasks)
+
+    async def _warn_if_lazy(self) -> None:
+        """One warning line when the store acknowledges writes before they are on disk: an
+        acknowledged append is a recorded step result, and such a store loses it in an OS
+        crash, so the step runs again. A check that cannot be made is logged and skipped;
+        it never stops the worker. Bounded: a NATS world asks each monitoring endpoint of
+        ``WAYLINE_NATS_MONITOR`` once (and nothing without them)."""
+        monitors = self.settings.nats_monitors
+        try:
+            line = await asyncio.wait_for(self.world.sync_warning(monitors), 5.0)
+        except Exception as err:  # a diagnosis, never a reason to stop
+            log.warning("cannot check the store's sync setting: %s", getattr(err, "message", err))
+            return
+        if line is not None:
+            log.warning("%s", line)
 
     def consuming(self) -> bool:
         """Started, not stopping, not failed, and both consumers (flow and step) running: the

@@ -144,30 +144,33 @@ def test_every_pod_is_locked_down_probed_and_budgeted(helm: Path) -> None:
             assert selector in budgets, f"no PodDisruptionBudget for {w['metadata']['name']}"
 
 
-def test_the_notes_say_how_to_start_a_run_and_approve_a_hook(
-    helm: Path, control_plane: Any
-) -> None:
+def notes(helm: Path, control_plane: Any, *values: str, release: str = "notes") -> str:
+    """The chart's NOTES as ``helm install`` prints them (a client-side dry run), with each of
+    ``values`` given to ``--set``. The default release is not t1: the RBAC test applies t1's
+    ClusterRole for real."""
+    # helm maps the (Cluster)KopfPeering it renders against the cluster's kinds
+    crds = control_plane.kubectl("apply", "-f", str(CRDS))
+    assert crds.returncode == 0, crds.stderr
     done = subprocess.run(
         [
-            str(helm),
-            "install",
-            f"--kubeconfig={control_plane.kubeconfig}",
-            "t1",
-            str(CHART),
-            "--dry-run=client",
-            "--namespace",
-            "ns1",
-            "--set",
-            "workers[0].apps={myapp.flows}",
+            *(str(helm), "install", f"--kubeconfig={control_plane.kubeconfig}", release),
+            *(str(CHART), "--dry-run=client", "--namespace", "ns1"),
+            *(a for v in values for a in ("--set", v)),
         ],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    notes = done.stdout.split("NOTES:", 1)[1]
-    assert "kind: WorkflowRun" in notes and "kind: WorkflowHook" in notes
-    assert 'worker "default": 1 pod(s) serving myapp.flows' in notes
+    return done.stdout.split("NOTES:", 1)[1]
+
+
+def test_the_notes_say_how_to_start_a_run_and_approve_a_hook(
+    helm: Path, control_plane: Any
+) -> None:
+    text = notes(helm, control_plane, "workers[0].apps={myapp.flows}", release="t1")
+    assert "kind: WorkflowRun" in text and "kind: WorkflowHook" in text
+    assert 'worker "default": 1 pod(s) serving myapp.flows' in text
 
 
 def test_the_chart_refuses_a_missing_world(helm: Path) -> None:

@@ -25,7 +25,7 @@ import pytest
 
 from tests.nats.test_tls_and_nkeys import pki  # noqa: F401 - the fixture: a CA, 127.0.0.1's cert
 from tests.nats_fixtures import NatsServer, require_nats
-from tests.operator.test_chart import CHART, _render, _template_error, helm  # noqa: F401
+from tests.operator.test_chart import CHART, _render, _template_error, helm, notes  # noqa: F401
 from tests.operator.test_workflowrun import CRDS
 from tests.servers import free_port
 from wayline.errors import WorldUnavailableError
@@ -715,35 +715,15 @@ def test_the_notes_name_the_cluster_the_secrets_and_the_peering(
     helm: Path,  # noqa: F811
     control_plane: Any,
 ) -> None:
-    # helm maps the (Cluster)KopfPeering it renders against the cluster's kinds
-    crds = control_plane.kubectl("apply", "-f", str(CRDS))
-    assert crds.returncode == 0, crds.stderr
+    def notes_of(*values: str) -> str:
+        return notes(helm, control_plane, WORKERS, *values)
 
-    def notes(*values: str) -> str:
-        done = subprocess.run(
-            [
-                str(helm),
-                "install",
-                f"--kubeconfig={control_plane.kubeconfig}",
-                "notes",  # not t1: the RBAC test applies t1's ClusterRole for real
-                str(CHART),
-                "--dry-run=client",
-                "--namespace",
-                "ns1",
-                *_values(*values),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout.split("NOTES:", 1)[1]
-
-    text = notes(*COMBINATIONS["nats-cluster-auth-tls"], "operator.replicas=2")
+    text = notes_of(*COMBINATIONS["nats-cluster-auth-tls"], "operator.replicas=2")
     assert "NATS: 3 node(s), streams with 3 replica(s), password authentication" in text
     assert "wait for these Secrets in ns1: wl-nats-auth, wl-nats-tls" in text
     assert 'kopf peering "notes-wayline"' in text and "WARNING" not in text
-    assert "WARNING: world.replicas=1 on a 3-node cluster" in notes(
+    assert "WARNING: world.replicas=1 on a 3-node cluster" in notes_of(
         "nats.replicas=3", "world.replicas=1"
     )
-    assert "world: (from Secret wl-world, key url)" in notes(*COMBINATIONS["external-world-secret"])
+    external = notes_of(*COMBINATIONS["external-world-secret"])
+    assert "world: (from Secret wl-world, key url)" in external

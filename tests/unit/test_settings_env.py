@@ -69,3 +69,9 @@ def test_operator_knobs_come_from_settings() -> None:
 def test_a_bad_operator_knob_is_a_clear_error(raw: str) -> None:
     with pytest.raises(ConfigurationError, match="WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS"):
         Settings.from_env({"WAYLINE_OPERATOR_STATUS_INTERVAL_SECONDS": raw})
+
+
+def test_the_nats_monitors_are_a_comma_separated_list() -> None:
+    given = {"WAYLINE_NATS_MONITOR": " http://a:8222, ,http://b:8222 "}
+    assert Settings.from_env(given).nats_monitors == ("http://a:8222", "http://b:8222")
+    assert Settings.from_env({}).nats_monitors == ()

@@ -148,6 +148,8 @@ port: 4222
 http_port: 8222
 jetstream {
   store_dir: /data
+  # quoted: the configuration's parser reads a bare 2m as the number 2,000,000
+  sync_interval: {{ $root.Values.nats.syncInterval | quote }}
 }
 {{- if gt $replicas 1 }}
 cluster {

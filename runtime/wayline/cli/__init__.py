@@ -19,6 +19,8 @@
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
     wayline hooks resume TOKEN --payload JSON|@PATH
     wayline schedules add NAME --cron EXPR --workflow W | list | remove NAME | run  (cron)
+    wayline doctor [--monitor http://HOST:8222] [--strict]   reachability, auth, TLS, limits,
+                   and whether the store fsyncs before it acknowledges a write
 
 Every command takes ``--world URL`` (default ``$WAYLINE_WORLD``, else
 ``sqlite:///.wayline/wayline.db``). ``--input``: a JSON array is the positional arguments
@@ -34,10 +36,11 @@ run's result as JSON on stdout, so ``wayline run ... > result.json`` keeps only 
 ``run`` and ``worker`` export the world they use as ``WAYLINE_WORLD`` to user code.
 
 Exit codes: 0 done; 1 the run failed or was cancelled (``run``), or there was nothing to
-cancel or wake; 2 bad input (unknown module, workflow, run, wait or hook token; invalid JSON;
-an unsupported world URL or an unusable database), always as a single ``error: ...`` line on
-stderr; 70 a sync step body outlived its delivery's deadline, so the process exits for the
-delivery to go to another worker (docs/ownership.md); 130 interrupted.
+cancel or wake, or a ``doctor`` check failed (with ``--strict``, warned); 2 bad input (unknown
+module, workflow, run, wait or hook token; invalid JSON; an unsupported world URL or an
+unusable database), always as a single ``error: ...`` line on stderr; 70 a sync step body
+outlived its delivery's deadline, so the process exits for the delivery to go to another
+worker (docs/ownership.md); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from .. import logs
 from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
-from . import commands, maintenance, schedules
+from . import commands, doctor, maintenance, schedules
 from .loading import UsageError, UsageParser, port_arg, seconds_arg, whole_arg
 
 __all__ = ["build_parser", "main"]
@@ -75,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = UsageParser(
         prog="wayline",
         description="Run and inspect durable Wayline workflows.",
-        epilog="Exit codes: 0 done, 1 run failed/cancelled (or nothing to do), 2 bad input, "
+        epilog="Exit codes: 0 done, 1 run failed/cancelled (or nothing to do, or a doctor "
+        "check failed), 2 bad input, "
         "70 a sync step body outlived its deadline, 130 interrupted.",
     )
     _add_world(parser, None)
@@ -270,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     maintenance.add_commands(sub, command)
     schedules.add_commands(sub, command)
+    doctor.add_doctor(sub, command)
 
     hooks = command(sub, "hooks", "list and resume hooks")
     hooks.set_defaults(help_parser=hooks)

@@ -4,6 +4,7 @@ run views with ``fold_run``, the run part of the one projection (``_core.project
 
 from .._core.dispatch import FLOW_TOPIC, STEP_TOPIC
 from .._core.projections import RunInfo, fold_run, new_run, pinned_definition, run_changes
+from .checkup import Finding
 from .open import open_world
 from .seam import Delivery, HookInfo, RunWatch, World, flow_message, terminal_statuses
 
@@ -11,6 +12,7 @@ __all__ = [
     "FLOW_TOPIC",
     "STEP_TOPIC",
     "Delivery",
+    "Finding",
     "HookInfo",
     "RunInfo",
     "RunWatch",

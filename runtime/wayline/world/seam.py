@@ -20,6 +20,7 @@ from .._core import clock
 from .._core.events import Event, NewEvent, RunStatus
 from .._core.ids import MessageId
 from .._core.projections import RunInfo
+from .checkup import Finding
 from .routing import FLOW_TOPIC as FLOW_TOPIC
 from .routing import STEP_TOPIC as STEP_TOPIC
 from .routing import Router
@@ -181,6 +182,21 @@ class World(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections. Safe to call twice."""
+
+    async def checkup(self, monitors: Sequence[str] = ()) -> list[Finding]:
+        """What ``wayline doctor`` prints: whether this process can reach and use the store
+        (address, credentials, TLS, limits) and whether the store fsyncs a write before it
+        acknowledges it (``world.checkup``). Called on an unstarted world: it opens what it
+        needs itself and creates nothing. What it finds is reported, not raised; it raises
+        only for a bad argument (``monitors``: the NATS servers' monitoring URLs)."""
+        return [Finding("world", "ok", f"{self.url}: this world has no checks")]
+
+    async def sync_warning(self, monitors: Sequence[str] = ()) -> str | None:
+        """On a started world, one line when the store acknowledges writes before they are on
+        disk (a worker logs it at start); None when it fsyncs first or this world cannot tell.
+        ``monitors`` as for :meth:`checkup`; an endpoint that does not answer raises
+        :class:`WorldUnavailableError`."""
+        return None
 
     async def __aenter__(self) -> World:
         await self.start()

@@ -42,6 +42,7 @@ from ...settings import Settings
 from ...telemetry import carry
 from ...world import (
     Delivery,
+    Finding,
     HookInfo,
     RunInfo,
     RunWatch,
@@ -52,6 +53,7 @@ from ...world import (
 from ...world.blobs import OutOfLine
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
+from . import checkup
 from .blobs import LocalBlobs, archive_blobs
 from .feed import Ends, follow
 from .group import GroupWriter
@@ -151,6 +153,14 @@ class LocalWorld(World):
     @property
     def visibility_seconds(self) -> float:
         return self._visibility
+
+    async def checkup(self, monitors: Sequence[str] = ()) -> list[Finding]:
+        """The file (read-only) and the sync mode of this world's URL (``checkup.py``); a
+        SQLite world has no monitoring endpoint, so ``monitors`` is ignored."""
+        return await asyncio.to_thread(checkup.checkup, self.path, self._synchronous)
+
+    async def sync_warning(self, monitors: Sequence[str] = ()) -> str | None:
+        return checkup.sync_warning(self.path, self._synchronous)
 
     # lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:

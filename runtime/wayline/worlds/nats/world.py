@@ -12,12 +12,13 @@ from typing import Any
 from ..._core import clock
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
-from ...errors import ConfigurationError, WorldUnavailableError
+from ...errors import ConfigurationError, WaylineError, WorldUnavailableError
 from ...settings import Settings
-from ...world import Delivery, HookInfo, RunInfo, RunWatch, World, entries
+from ...world import Delivery, Finding, HookInfo, RunInfo, RunWatch, World, entries
 from ...world.blobs import OutOfLine
 from ...world.registry import merge_served, readable
 from .blobs import NatsBlobs
+from .checkup import check_connected, connect_failure, monitor_base, read_varz, sync_line
 from .codec import parse_header_lines, parse_stamp, wrap
 from .direct import connected, last_by_subject, lost_replies
 from .eventlog import EventLog
@@ -396,6 +397,32 @@ class NatsWorld(World):
             raise WorldUnavailableError(
                 f"world {self.url} was closed while it started", url=self._servers_shown
             )
+
+    async def checkup(self, monitors: Sequence[str] = ()) -> list[Finding]:
+        """``wayline doctor``: a connection of its own (the world need not be started, and
+        nothing is created), then the server, its JetStream account and the sync setting of
+        each monitoring endpoint (``checkup.py``)."""
+        for monitor in monitors:
+            monitor_base(monitor)  # a malformed URL is bad input, before any connection
+        try:
+            nc = await self._connect()
+        except WaylineError as err:
+            return [connect_failure(err.message)]
+        try:
+            return await check_connected(
+                nc, self._options, self.names, self.prefix, self._servers_shown, monitors
+            )
+        finally:
+            await _close_quietly(nc)
+
+    async def sync_warning(self, monitors: Sequence[str] = ()) -> str | None:
+        """The first monitored server that acknowledges before fsync, as one line (a HTTP GET
+        per endpoint: the client protocol does not tell)."""
+        for monitor in monitors:
+            line = sync_line(await read_varz(monitor), monitor)
+            if line is not None:
+                return line
+        return None
 
     async def _connect(self) -> Any:
         try:
