@@ -281,8 +281,10 @@ class Worker:
         woken now. That is one more wake, which only replays the run: the timer's own wake is
         re-sent under its key, which the world holds while it is stored, so it is not doubled
         and still fires at its time. A child whose parent is alive is left to its parent,
-        which re-arms it (seed 004: a child is never driven behind its parent's back); a
-        child whose parent vanished is an orphan, re-armed and counted. An idle run (see
+        which re-arms it (seed 004: a child is never driven behind its parent's back), unless
+        a divergence blocks it: its parent, waiting on it, is idle and would never wake it,
+        and a wake only replays the child (its log keeps each step body to one run). A child
+        whose parent vanished is an orphan, re-armed and counted. An idle run (see
         ``_classify``) is left alone.
         Returns ``{running, waiting, compensating, orphans, total, rearmed}``: the runs found
         by kind, and how many got a new wake."""
@@ -312,7 +314,8 @@ class Worker:
                         owner = await self.world.get_run(str(parent.get("runId")))
                     except CorruptEntryError:
                         continue  # its parent is fenced: the parent re-arms it once repaired
-                    if owner is not None and not owner.status.terminal:
+                    live = owner is not None and not owner.status.terminal
+                    if live and not divergence.held(info):
                         continue
                     if owner is None:
                         counts["orphans"] += 1

@@ -196,3 +196,25 @@ async def test_the_timeout_of_a_rolled_back_run_fires_once_and_not_before_its_ti
     [timeout] = _timeouts(events)
     assert "early" not in timeout.data
     assert timeout.created_at >= timeout.data["resumeAt"]
+
+
+async def test_a_rollback_completes_a_diverged_child_whose_parent_waits_on_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # The parent waits on its child, with nothing else to wake it: recovery leaves a child to
+    # its parent, but not one a divergence blocks, which only a worker with its code lifts.
+    path = str(tmp_path / "m")
+    handle = await engine.client.start(vf.versioned_parent, path, "tok-c")
+    async with engine.worker([vf.versioned_parent, vf.versioned_v1]):
+        await wait_for(lambda: engine.world.get_hook("tok-c"))
+    async with engine.worker([vf.versioned_v2]):
+        await engine.client.resume_hook("tok-c", "yes")
+
+        async def child_blocked() -> bool:
+            return bool(await engine.world.list_runs(status=wayline.RunStatus.BLOCKED))
+
+        await wait_for(child_blocked)
+    assert lines(path) == ["a"]
+    async with engine.worker([vf.versioned_parent, vf.versioned_v1]):
+        assert await handle.result(timeout=20) == "v1:a:yes:b"
+    assert lines(path) == ["a", "b"]  # each body once

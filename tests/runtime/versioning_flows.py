@@ -48,6 +48,11 @@ async def patchy_v2(path: str, token: str) -> str:
     return f"v2:{answer}"
 
 
+@wayline.workflow(name="versioned_parent")
+async def versioned_parent(path: str, token: str) -> str:
+    return await wayline.child(versioned_v1, path, token)
+
+
 # Two versions that part before a wait which also has a timer (a hook's timeout, a sleep), so
 # that a run blocked by the divergence still has a delayed wake stored when it is rolled back.
 @wayline.workflow(name="timed")
