@@ -27,6 +27,7 @@ from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RunStatus
 from ._core.projections import fold
+from ._engine import divergence
 from ._engine.fencing import Fence, hold
 from ._engine.handler import Handler
 from ._engine.lost_starts import LostStarts
@@ -291,9 +292,16 @@ class Worker:
         never a manual call).
 
         A run that some stored message names (queued, delayed or in flight) is left to that
-        message. A child whose parent is alive is left to its parent, which re-arms it (seed
-        004: a child is never driven behind its parent's back); a child whose parent vanished
-        is an orphan, re-armed and counted. An idle run (see ``_classify``) is left alone.
+        message, unless a replay divergence blocks it: only a worker with its code lifts that
+        block, and the message may be a hook's timeout or a sleep hours off, so the run is
+        woken now. That is one more wake, which only replays the run: the timer's own wake is
+        re-sent under its key, which the world holds while it is stored, so it is not doubled
+        and still fires at its time. A child whose parent is alive is left to its parent,
+        which re-arms it (seed 004: a child is never driven behind its parent's back), unless
+        a divergence blocks it: its parent, waiting on it, is idle and would never wake it,
+        and a wake only replays the child (its log keeps each step body to one run). A child
+        whose parent vanished is an orphan, re-armed and counted. An idle run (see
+        ``_classify``) is left alone.
         Returns ``{running, waiting, compensating, orphans, total, rearmed}``: the runs found
         by kind, and how many got a new wake."""
         counts = {
@@ -322,7 +330,8 @@ class Worker:
                         owner = await self.world.get_run(str(parent.get("runId")))
                     except CorruptEntryError:
                         continue  # its parent is fenced: the parent re-arms it once repaired
-                    if owner is not None and not owner.status.terminal:
+                    live = owner is not None and not owner.status.terminal
+                    if live and not divergence.held(info):
                         continue
                     if owner is None:
                         counts["orphans"] += 1
@@ -338,8 +347,10 @@ class Worker:
                     continue
                 counts[kind] += 1
                 counts["total"] += 1
-                if idle or (woken is not None and info.run_id in woken):
-                    continue  # nothing to do until someone acts, or its wake is coming
+                if idle:
+                    continue  # nothing to do until someone acts
+                if woken is not None and info.run_id in woken and not divergence.held(info):
+                    continue  # its wake is coming
                 counts["rearmed"] += 1
                 await self.world.enqueue(
                     FLOW_TOPIC,

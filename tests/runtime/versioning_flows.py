@@ -46,3 +46,60 @@ async def patchy_v2(path: str, token: str) -> str:
     if wayline.patched("after-hook"):
         await note(path, "after")
     return f"v2:{answer}"
+
+
+@wayline.workflow(name="versioned_parent")
+async def versioned_parent(path: str, token: str) -> str:
+    return await wayline.child(versioned_v1, path, token)
+
+
+# Two versions that part before a wait which also has a timer (a hook's timeout, a sleep), so
+# that a run blocked by the divergence still has a delayed wake stored when it is rolled back.
+@wayline.workflow(name="timed")
+async def timed_v1(path: str, token: str, timeout: str) -> str:
+    a = await note(path, "a")
+    try:
+        answer = await wayline.create_hook(token, timeout=timeout)
+    except wayline.HookTimeout:
+        answer = "timed out"
+    b = await note(path, "b")
+    return f"v1:{a}:{answer}:{b}"
+
+
+@wayline.workflow(name="timed")
+async def timed_v2(path: str, token: str, timeout: str) -> str:
+    a = await note(path, "a")
+    await note(path, "extra")
+    answer = await wayline.create_hook(token, timeout=timeout)
+    b = await note(path, "b")
+    return f"v2:{a}:{answer}:{b}"
+
+
+@wayline.workflow(name="two_waits")
+async def two_waits_v1(path: str, token: str, second: str, timeout: str) -> str:
+    a = await note(path, "a")
+    first = wayline.create_hook(token)
+    if second == "sleep":
+        later: object = wayline.sleep(timeout)
+    else:
+        later = wayline.create_hook(second, timeout=timeout)
+    try:
+        answer, other = await wayline.gather(first, later)
+    except wayline.HookTimeout:
+        answer, other = "?", "timed out"
+    b = await note(path, "b")
+    return f"v1:{a}:{answer}:{other}:{b}"
+
+
+@wayline.workflow(name="two_waits")
+async def two_waits_v2(path: str, token: str, second: str, timeout: str) -> str:
+    a = await note(path, "a")
+    await note(path, "extra")
+    first = wayline.create_hook(token)
+    if second == "sleep":
+        later: object = wayline.sleep(timeout)
+    else:
+        later = wayline.create_hook(second, timeout=timeout)
+    answer, other = await wayline.gather(first, later)
+    b = await note(path, "b")
+    return f"v2:{a}:{answer}:{other}:{b}"
