@@ -1,13 +1,15 @@
 """Which resources an operator instance owns (``wayline_operator.instance``): a label names
 one owner, an unlabelled resource belongs to the namespaced operator that watches it and to
 no cluster-wide one; each instance has a finalizer of its own; the world recorded beside the
-instance carries no credentials."""
+instance carries no credentials; a schedule's runs carry its label."""
 
 from __future__ import annotations
 
 import re
 
 from wayline_operator.instance import LABEL, Ownership, finalizer_for, world_name
+from wayline_operator.schedule_resource import WorkflowScheduleSpec
+from wayline_operator.schedules import run_manifest
 
 
 def _run(labels: dict[str, str] | None = None) -> dict[str, object]:
@@ -40,3 +42,18 @@ def test_the_world_is_named_without_credentials() -> None:
     assert world_name(url) == "nats://a.svc:4222,b.svc:4222?prefix=wl"
     assert world_name("sqlite:////var/w.db") == "sqlite:////var/w.db"
     assert world_name("tls://$(NATS_USER):$(NATS_PASSWORD)@n:4222") == "tls://n:4222"
+
+
+def test_a_schedules_runs_carry_its_instance_label_so_they_have_its_owner() -> None:
+    spec = WorkflowScheduleSpec.model_validate({"schedule": "* * * * *", "workflow": "w"})
+    schedule = {
+        "apiVersion": "wayline.dev/v1alpha1",
+        "kind": "WorkflowSchedule",
+        "metadata": {"name": "s", "namespace": "prod", "uid": "u1", "labels": {LABEL: "wl"}},
+    }
+    labelled = run_manifest(schedule, spec, 600.0)
+    assert labelled["metadata"]["labels"][LABEL] == "wl"
+    assert Ownership("wl").owns(labelled) and not Ownership("prod", True).owns(labelled)
+    del schedule["metadata"]["labels"]  # type: ignore[attr-defined]
+    plain = run_manifest(schedule, spec, 600.0)
+    assert LABEL not in plain["metadata"]["labels"]
