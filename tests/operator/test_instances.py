@@ -17,6 +17,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import wayline
 from tests.operator.test_workflowrun import (  # noqa: F401
     Cluster,
@@ -48,9 +50,9 @@ def _namespace(plane: Any) -> str:
     return name
 
 
-def _env(plane: Any, db: Path, instance: str) -> dict[str, str]:
+def _env(plane: Any, world: str, instance: str) -> dict[str, str]:
     return {
-        **_kubeconfig_env(f"sqlite:///{db}", plane.kubeconfig),
+        **_kubeconfig_env(world, plane.kubeconfig),
         "WAYLINE_OPERATOR_INSTANCE": instance,
     }
 
@@ -90,8 +92,8 @@ async def _all_mirrored(plane: Any, namespace: str, timeout: float) -> list[dict
     return found
 
 
-async def _run_ids(db: Path) -> set[str]:
-    world = LocalWorld(db)
+async def _run_ids(url: str) -> set[str]:
+    world = wayline.open_world(url)
     await world.start()
     try:
         return {r.run_id for r in await world.list_runs(limit=10 * RUNS)}
@@ -105,9 +107,9 @@ async def test_two_releases_each_start_only_their_own_runs(
     tmp_path: Path,
 ) -> None:
     wl_ns, prod_ns = _namespace(control_plane), _namespace(control_plane)
-    wl_db, prod_db = tmp_path / "wl.db", tmp_path / "prod.db"
-    wl = ClusterWideOperator("", _env(control_plane, wl_db, "wl"), tmp_path / "wl.log")
-    prod = Operator(prod_ns, _env(control_plane, prod_db, "prod"), tmp_path / "prod.log")
+    wl_url, prod_url = f"sqlite:///{tmp_path / 'wl.db'}", f"sqlite:///{tmp_path / 'prod.db'}"
+    wl = ClusterWideOperator("", _env(control_plane, wl_url, "wl"), tmp_path / "wl.log")
+    prod = Operator(prod_ns, _env(control_plane, prod_url, "prod"), tmp_path / "prod.log")
     wl.start()
     prod.start()
     try:
@@ -117,7 +119,7 @@ async def test_two_releases_each_start_only_their_own_runs(
         prod_runs = await _all_mirrored(control_plane, prod_ns, timeout=180)
         wl_ids = {run_id_for(r["metadata"]["uid"]) for r in wl_runs}
         prod_ids = {run_id_for(r["metadata"]["uid"]) for r in prod_runs}
-        in_wl, in_prod = await _run_ids(wl_db), await _run_ids(prod_db)
+        in_wl, in_prod = await _run_ids(wl_url), await _run_ids(prod_url)
         stolen = len(in_wl & prod_ids), len(in_prod & wl_ids)
         assert stolen == (0, 0), f"runs started by the other release (wl, prod): {stolen}"
         assert (in_wl, in_prod) == (wl_ids, prod_ids)
@@ -133,16 +135,24 @@ async def test_two_releases_each_start_only_their_own_runs(
         assert "Traceback" not in log.read_text()
 
 
+@pytest.mark.parametrize("own_world", ["local", "nats"])
 async def test_a_run_started_by_the_wrong_release_is_started_again_by_its_own(
+    request: pytest.FixtureRequest,
     control_plane: Any,
     crd_applied: None,  # noqa: F811
     tmp_path: Path,
+    own_world: str,
 ) -> None:
     """The wrong start as an operator that knew no instances made it: the run is in the other
     world, and the resource's status names it, with no worker there. Its owner starts it in
-    its own world under the same id, says so, and writes the status afresh."""
+    its own world (SQLite, or a prefix on a real nats-server) under the same id, says so, and
+    writes the status afresh."""
     namespace = _namespace(control_plane)
-    wrong_db, own_db = tmp_path / "wl.db", tmp_path / "prod.db"
+    wrong_db = tmp_path / "wl.db"
+    own_url = f"sqlite:///{tmp_path / 'prod.db'}"
+    if own_world == "nats":
+        server = request.getfixturevalue("nats_server")
+        own_url = f"{server.url}?prefix={namespace.replace('-', '')}"
     plane = Cluster(control_plane, namespace, None, None, None)  # type: ignore[arg-type]
     resource = {
         "apiVersion": "wayline.dev/v1alpha1",
@@ -169,10 +179,10 @@ async def test_a_run_started_by_the_wrong_release_is_started_again_by_its_own(
     )
     assert patched.returncode == 0, patched.stderr
 
-    own = Operator(namespace, _env(control_plane, own_db, "prod"), tmp_path / "prod.log")
+    own = Operator(namespace, _env(control_plane, own_url, "prod"), tmp_path / "prod.log")
     own.start()
     try:
-        assert await wait_for(lambda: _has(own_db, run_id), timeout=60, interval=0.5)
+        assert await wait_for(lambda: _has(own_url, run_id), timeout=60, interval=0.5)
         event = await plane.event_when("stolen", "WrongInstance", timeout=60)
         assert event["type"] == "Warning" and run_id in event["message"]
 
@@ -181,8 +191,8 @@ async def test_a_run_started_by_the_wrong_release_is_started_again_by_its_own(
             return status if status.get("instance") == "prod" else None
 
         status = await wait_for(rewritten, timeout=60, interval=0.5)
-        assert status["runId"] == run_id and status["world"] == f"sqlite:///{own_db}"
-        assert await _has(wrong_db, run_id)  # the other world's run is left as it was
+        assert status["runId"] == run_id and status["world"] == own_url
+        assert await _has(f"sqlite:///{wrong_db}", run_id)  # the other world's run stays
         # its owner releases the old shared finalizer beside its own: the delete completes
         gone = plane.kubectl("delete", "wfr", "stolen", "--timeout=60s", check=False)
         assert gone.returncode == 0, gone.stderr
@@ -191,5 +201,5 @@ async def test_a_run_started_by_the_wrong_release_is_started_again_by_its_own(
     assert "Traceback" not in own.log.read_text()
 
 
-async def _has(db: Path, run_id: str) -> bool:
+async def _has(db: str, run_id: str) -> bool:
     return run_id in await _run_ids(db)
