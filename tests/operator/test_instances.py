@@ -128,6 +128,9 @@ async def test_two_releases_each_start_only_their_own_runs(
                 status = item["status"]
                 assert status["runId"] == run_id_for(item["metadata"]["uid"])
                 assert status.get("instance") == instance, (item["metadata"]["name"], status)
+                # the other operator wrote nothing on it, not even a finalizer of its own
+                finalizers = item["metadata"].get("finalizers") or []
+                assert len(finalizers) == 1 and finalizers[0].startswith("wayline.dev/"), item
     finally:
         prod.stop()
         wl.stop()
