@@ -26,6 +26,7 @@ import urllib.parse
 from collections.abc import Sequence
 
 from .config import settings as wayline_settings
+from .instance import DEFAULT_INSTANCE, instance_arg
 
 
 def identity() -> str:
@@ -136,6 +137,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--namespace", action="append", default=[], help="watch only these")
     parser.add_argument(
+        "--instance",
+        type=instance_arg,
+        default=conf.operator_instance or DEFAULT_INSTANCE,
+        help="this operator's instance id: it owns the resources labelled "
+        "wayline.dev/instance=ID and, watching --namespace, the unlabelled ones there "
+        "(WAYLINE_OPERATOR_INSTANCE; default: default)",
+    )
+    parser.add_argument(
         "--peering",
         default=conf.operator_peering,
         help="a (Cluster)KopfPeering name, for more than one replica (WAYLINE_OPERATOR_PEERING)",
@@ -176,6 +185,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     import kopf
 
     from . import collector, handlers, schedule_handlers  # noqa: F401 - registers the handlers
+    from .instance import Ownership, configure
+
+    configure(Ownership(opts.instance, namespaced=bool(opts.namespace)))
+    log.info(
+        "instance %r: owns WorkflowRuns labelled %s=%s%s",
+        opts.instance,
+        "wayline.dev/instance",
+        opts.instance,
+        " and the unlabelled ones of " + ", ".join(opts.namespace) if opts.namespace else "",
+    )
 
     os.environ["POD_ID"] = identity()  # kopf's documented override of its peering identity
     settings = kopf.OperatorSettings()

@@ -23,13 +23,14 @@ from wayline import Worker, open_world
 from wayline.errors import WorldError
 
 from .config import settings
+from .instance import LEGACY_FINALIZER, current, world_name
 from .kube import create_event, event_body, event_name, patch_status
 from .metrics import EVENTS, observed
 from .mirror import Cadence, Mirror
 from .notices import NORMAL, WARNING, Budget, Notice
 from .peering import GATE
 from .persistence import MemoryProgress, NoDiffBase
-from .reconcile import HookNotReady, InvalidSpec, Reconciler, WrongNamespace
+from .reconcile import HookNotReady, InvalidSpec, Reconciler, WrongNamespace, run_id_for
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
 from .status import hook_status, invalid_status
 from .ttl import remove
@@ -54,7 +55,9 @@ def cadence() -> Cadence:
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
-    settings.persistence.finalizer = f"{GROUP}/finalizer"
+    # one finalizer per instance: kopf releases its finalizer from every resource its filters
+    # exclude, so a shared one would be released by each operator that does not own the run
+    settings.persistence.finalizer = current().finalizer
     # kopf keeps nothing on a resource but this finalizer: one write per creation instead
     # of two (``persistence``). User payloads never went into annotations either way.
     settings.persistence.progress_storage = MemoryProgress(prefix=GROUP)
@@ -99,7 +102,15 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo["reconciler"] = reconciler
     memo["budget"] = budget = Budget()
     mirror = Mirror(
-        reconciler, budget, _post_events, patch_status, remove, cadence(), paused=_paused
+        reconciler,
+        budget,
+        _post_events,
+        patch_status,
+        remove,
+        cadence(),
+        paused=_paused,
+        instance=current().instance,
+        world_name=world_name(SETTINGS.world_url),
     )
     await mirror.follow(SETTINGS.operator_change_feed)
     memo["mirror"] = mirror
@@ -232,12 +243,20 @@ async def seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: 
     exists; a new resource or a changed spec is synced at once."""
     mirror = _mirror(memo)
     mirror.start()  # from inside a handler: its loops inherit what kopf.event needs
-    mirror.seen(event.get("type"), body)
+    if current().owns(body):
+        mirror.seen(event.get("type"), body)
+    else:  # another instance's (its label says so, or it was relabelled): not mirrored here
+        mirror.forget(run_id_for(str(body.get("metadata", {}).get("uid"))))
 
 
-def _unstarted(status: kopf.Status, **_: Any) -> bool:
+def _owned(body: kopf.Body, **_: Any) -> bool:
+    """This operator's resource (``instance``): every other handler runs for these only."""
+    return current().owns(body)
+
+
+def _unstarted(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
     """kopf sees every event as a creation (``persistence``): start only what has no run."""
-    return not status.get("runId") and status.get("phase") not in _TERMINAL
+    return _owned(body) and not status.get("runId") and status.get("phase") not in _TERMINAL
 
 
 @kopf.on.resume(GROUP, VERSION, PLURAL, id="start", when=_unstarted)
@@ -274,14 +293,23 @@ async def start(
     mirror.pump.touch(run_id)
 
 
-@kopf.on.delete(GROUP, VERSION, PLURAL, id="stop")
+@kopf.on.delete(GROUP, VERSION, PLURAL, id="stop", when=_owned)
 @observed("stop")
-async def stop(uid: str, memo: kopf.Memo, **_: Any) -> None:
+async def stop(uid: str, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
     try:
         await _reconciler(memo).stop(uid)
     except WorldError as err:
         raise kopf.TemporaryError(str(err), delay=5) from None
     memo["budget"].forget(uid)
+    # A resource created under an earlier version carries the finalizer all operators then
+    # shared; its owner releases it with its own (in the same patch as kopf's).
+    patch.fns.append(_release_legacy)
+
+
+def _release_legacy(body: kopf.RawBody) -> None:
+    finalizers = (body.get("metadata") or {}).get("finalizers") or []
+    if LEGACY_FINALIZER in finalizers:
+        body["metadata"]["finalizers"] = [f for f in finalizers if f != LEGACY_FINALIZER]
 
 
 async def _deliver(
@@ -336,9 +364,9 @@ async def _deliver(
     _post(body, memo, [Notice(NORMAL, "Delivered", delivered)])
 
 
-def _undelivered(status: kopf.Status, **_: Any) -> bool:
+def _undelivered(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
     """Not yet tried (a waiting hook is the ``redeliver`` timer's; ``persistence``)."""
-    return status.get("phase") not in ("delivered", "failed", "waiting")
+    return _owned(body) and status.get("phase") not in ("delivered", "failed", "waiting")
 
 
 @kopf.on.resume(GROUP, VERSION, HOOK_PLURAL, id="deliver", when=_undelivered)
@@ -357,8 +385,8 @@ async def deliver(
     await _deliver(body, spec, uid, status, patch, memo)
 
 
-def _waiting(status: kopf.Status, **_: Any) -> bool:
-    return status.get("phase") == "waiting"
+def _waiting(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
+    return _owned(body) and status.get("phase") == "waiting"
 
 
 @kopf.timer(GROUP, VERSION, HOOK_PLURAL, id="redeliver", interval=HOOK_RETRY_SECONDS, when=_waiting)

@@ -27,6 +27,7 @@ from wayline.world import RunWatch, World
 
 from .config import settings
 from .decisions import apply_table
+from .instance import DEFAULT_INSTANCE
 from .metrics import PATCHES, RECONCILES
 from .notices import WARNING, Budget, Notice, notices
 from .pump import Pump
@@ -47,6 +48,7 @@ _KEPT = (
     "endedAt",
     "runId",
     "observedGeneration",
+    "instance",
 )
 """The status fields a sync compares with, and the TTL reads."""
 
@@ -93,6 +95,13 @@ class Mirror:
     cadence: Cadence = field(default_factory=Cadence)
     paused: Callable[[], bool] = lambda: False
     """True while kopf peering pauses this replica: another one writes the statuses."""
+    instance: str = DEFAULT_INSTANCE
+    """This operator's instance id, recorded in every status it writes (``instance``)."""
+    world_name: str = ""
+    """The world's URL without credentials, recorded beside the instance."""
+    at_home: set[str] = field(default_factory=set)
+    """Runs whose status another instance (or an earlier version) wrote, found in this
+    operator's world all the same: not looked for again (``_repair``)."""
     refs: dict[str, Ref] = field(default_factory=dict)
     written: dict[str, dict[str, Any]] = field(default_factory=dict)
     table_due: dict[str, float] = field(default_factory=dict)
@@ -337,6 +346,7 @@ class Mirror:
         self.removing.discard(run_id)
         self.recheck.discard(run_id)
         self.suspects.pop(run_id, None)
+        self.at_home.discard(run_id)
         self.pump.forget(run_id)
 
     def _status(self, run_id: str, ref: Ref) -> dict[str, Any]:
@@ -369,6 +379,9 @@ class Mirror:
                 self._ttl(run_id, ref, self._status(run_id, ref))
                 return wrote
             status = {}  # not the run's: mirrored afresh below
+        elif status.get("runId") and status.get("instance") != self.instance:
+            await self._repair(run_id, ref, status)
+            status = {}  # another instance's words (or an earlier version's): written afresh
         spec = self._spec(ref)
         if spec is not None and (spec.cancel or spec.terminate or _asks_compensation(spec)):
             with contextlib.suppress(InvalidSpec):
@@ -406,6 +419,7 @@ class Mirror:
             previous=status.get("conditions") or [],
             served=self.served,
         )
+        fresh["instance"], fresh["world"] = self.instance, self.world_name
         if self._settling(run_id, status, info.status.terminal, fresh, now - info.created_at):
             return False
         out: dict[str, Any] = {}
@@ -449,6 +463,36 @@ class Mirror:
             if info.status.terminal:
                 self._ttl(run_id, ref, self.written[run_id])
         return True
+
+    async def _repair(self, run_id: str, ref: Ref, status: Mapping[str, Any]) -> None:
+        """A live status that another operator instance wrote: that instance started the run
+        in its world, although this one owns the resource (``instance``). If this operator's
+        world lacks the run, start it here (the start is idempotent by the resource's uid, so
+        a repeated repair starts nothing twice) and say so in a Warning Event. The other
+        world's run is left as it is: this operator cannot reach that world."""
+        if run_id in self.at_home:
+            return
+        info = await self.world.get_run(run_id)
+        if info is not None:  # written by an earlier version of this operator, say
+            self.at_home.add(run_id)
+            return
+        other = status.get("instance") or "(one that records none)"
+        try:
+            await self.reconciler.start(ref.uid, ref.spec, ref.namespace)
+        except InvalidSpec:
+            return  # its start handler says why, on the resource
+        where = f" (world {status['world']})" if status.get("world") else ""
+        message = (
+            f"run {run_id} was started by operator instance {other}{where}, which does not own "
+            f"this WorkflowRun: started again in the world of instance {self.instance} "
+            f"({self.world_name}) under the same id; the other world's run is left as it is"
+        )
+        log.warning("%s/%s: %s", ref.namespace, ref.name, message)
+        notice = Notice(WARNING, "WrongInstance", message, key=f"repair:{other}")
+        self.post(ref.body, self.budget.admit(ref.uid, [notice]))
+        self.at_home.add(run_id)
+        self.written.pop(run_id, None)
+        self.recheck.add(run_id)
 
     async def _observe(self, run_id: str, ref: Ref, status: Mapping[str, Any]) -> bool:
         """A run that ended has nothing more to mirror, but a spec edited since (a TTL added,

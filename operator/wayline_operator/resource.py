@@ -180,6 +180,14 @@ class WorkflowRunStatus(BaseModel):
     its own keys beside these)."""
 
     runId: str | None = Field(default=None, description="The run's id in the world.")
+    instance: str | None = Field(
+        default=None,
+        description="The operator instance that started the run and writes this status "
+        "(the label wayline.dev/instance names a resource's owner).",
+    )
+    world: str | None = Field(
+        default=None, description="The world that holds the run (its URL, no credentials)."
+    )
     workflow: str | None = Field(default=None, description="The workflow the run runs.")
     phase: str | None = Field(
         default=None,

@@ -19,6 +19,7 @@ import pydantic
 from wayline._core.cron import CronError, parse
 
 from .config import settings
+from .instance import current
 from .kube import create_run, delete, list_runs, patch_run, read_run
 from .metrics import EVENTS, observed
 from .notices import NORMAL, WARNING, Notice
@@ -88,7 +89,19 @@ def _write(patch: kopf.Patch, status: Mapping[str, Any], fresh: Mapping[str, Any
         patch.status.update(fresh)
 
 
-@kopf.timer(GROUP, VERSION, SCHEDULE_PLURAL, id="tick", interval=SETTINGS.operator_schedule_seconds)
+def _owned(body: kopf.Body, **_: Any) -> bool:
+    """This operator's schedule (``instance``); its runs carry its label, so they are too."""
+    return current().owns(body)
+
+
+@kopf.timer(
+    GROUP,
+    VERSION,
+    SCHEDULE_PLURAL,
+    id="tick",
+    interval=SETTINGS.operator_schedule_seconds,
+    when=_owned,
+)
 @observed("tick")
 async def tick(
     body: kopf.Body,

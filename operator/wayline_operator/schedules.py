@@ -20,6 +20,7 @@ from typing import Any
 
 from wayline._core.cron import Cron, due, next_tick
 
+from .instance import LABEL as INSTANCE_LABEL
 from .schedule_resource import WorkflowScheduleSpec
 from .status import stamp
 
@@ -138,15 +139,18 @@ def run_manifest(
     schedule: Mapping[str, Any], spec: WorkflowScheduleSpec, tick: float
 ) -> dict[str, Any]:
     """The tick's WorkflowRun: owned by the schedule (deleted with it by the garbage
-    collector), labelled with the tick and the schedule's uid."""
+    collector), labelled with the tick and the schedule's uid, and with the schedule's
+    operator instance if it has one (the run then has the schedule's owner)."""
     meta = schedule["metadata"]
+    owner = (meta.get("labels") or {}).get(INSTANCE_LABEL)
+    labels = {SCHEDULE_LABEL: meta["uid"], TICK_LABEL: str(int(tick) // 60)}
     return {
         "apiVersion": schedule["apiVersion"],
         "kind": "WorkflowRun",
         "metadata": {
             "name": run_name(meta["name"], tick),
             "namespace": meta["namespace"],
-            "labels": {SCHEDULE_LABEL: meta["uid"], TICK_LABEL: str(int(tick) // 60)},
+            "labels": labels | ({} if owner is None else {INSTANCE_LABEL: owner}),
             "annotations": {"wayline.dev/scheduled-time": stamp(tick)},
             "ownerReferences": [
                 {

@@ -120,6 +120,11 @@ class Settings:
     operator_peering: str | None = None
     """``WAYLINE_OPERATOR_PEERING``: a (Cluster)KopfPeering name shared by the replicas."""
 
+    operator_instance: str | None = None
+    """``WAYLINE_OPERATOR_INSTANCE``: the operator's instance id, which the label
+    ``wayline.dev/instance`` of the resources it owns names (the chart: the release's
+    ``<namespace>.<name>``); unset, ``default``. See ``wayline_operator.instance``."""
+
     operator_priority: int | None = None
     """``WAYLINE_OPERATOR_PRIORITY``: this replica's peering priority (unset: a random one)."""
 
@@ -209,6 +214,7 @@ class Settings:
             otel_env={k: v for k, v in env.items() if k.startswith("OTEL_")},
             operator_identity=env.get("POD_ID") or None,
             operator_peering=env.get("WAYLINE_OPERATOR_PEERING") or None,
+            operator_instance=env.get("WAYLINE_OPERATOR_INSTANCE") or None,
             operator_priority=_whole_or_none(env, "WAYLINE_OPERATOR_PRIORITY", *PRIORITY_RANGE),
             operator_peering_lifetime=_whole(
                 env, "WAYLINE_OPERATOR_PEERING_LIFETIME", 60, *PEERING_LIFETIME_RANGE

@@ -199,7 +199,9 @@ async def test_the_operator_runs_under_the_charts_service_account(
     namespace = f"c-{uuid.uuid4().hex[:10]}"
     assert control_plane.kubectl("create", "namespace", namespace).returncode == 0
     values = ["workers[0].apps={tests.runtime.flows}"]
-    if scope != "cluster-wide":
+    if scope == "cluster-wide":
+        values += ["operator.clusterWide=true"]
+    else:
         values += [f"operator.namespaces={{{namespace}}}", "operator.replicas=2"]
     docs = _render(helm, namespace, *values)
     crds = control_plane.kubectl("apply", "-f", str(CRDS))  # kopf's too: KopfPeering below

@@ -49,7 +49,7 @@ COMBINATIONS: dict[str, tuple[str, ...]] = {
         f"operator.namespaces={{{','.join(SPREAD)}}}",
         "operator.replicas=2",
     ),
-    "cluster-wide-operator-2-replicas": ("operator.replicas=2",),
+    "cluster-wide-operator-2-replicas": ("operator.clusterWide=true", "operator.replicas=2"),
 }
 
 

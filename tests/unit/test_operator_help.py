@@ -33,6 +33,7 @@ def test_the_help_names_the_crds_command(capsys: pytest.CaptureFixture[str]) -> 
         (["--peering-lifetime", "1.5"], ["argument --peering-lifetime", "'1.5'"]),
         (["--priority", str(2**40)], ["argument --priority", "2147483647", str(2**40)]),
         (["--priority", "high"], ["argument --priority", "'high'"]),
+        (["--instance", "ns/release"], ["argument --instance", "not a label value"]),
     ],
     ids=[
         "metrics-70000",
@@ -46,6 +47,7 @@ def test_the_help_names_the_crds_command(capsys: pytest.CaptureFixture[str]) -> 
         "lifetime-fraction",
         "priority-huge",
         "priority-word",
+        "instance-slash",
     ],
 )
 def test_a_bad_port_is_one_usage_error_line(

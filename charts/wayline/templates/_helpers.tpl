@@ -119,6 +119,21 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/* The operator's peering name (kopf), when it runs more than one replica. */}}
+{{/* The operator's instance id: operator.instance, else <namespace>.<release> (a label value:
+     one too long keeps its first 54 characters and a digest of the whole). */}}
+{{- define "wayline.instance" -}}
+{{- $id := .Values.operator.instance | default (printf "%s.%s" .Release.Namespace .Release.Name) -}}
+{{- if gt (len $id) 63 -}}{{ trunc 54 $id }}-{{ sha256sum $id | trunc 8 }}{{- else -}}{{ $id }}{{- end -}}
+{{- end -}}
+
+{{/* The namespaces a namespaced operator watches, one a line: operator.namespaces, else the
+     release's own. */}}
+{{- define "wayline.operatorNamespaces" -}}
+{{- range (.Values.operator.namespaces | default (list .Release.Namespace)) }}
+{{ . }}
+{{- end -}}
+{{- end -}}
+
 {{- define "wayline.peering" -}}
 {{- if gt (int .Values.operator.replicas) 1 -}}{{ .Values.operator.peering | default (include "wayline.name" .) }}{{- end -}}
 {{- end -}}
