@@ -7,6 +7,7 @@ Both workers run in this process, so every body's start and stop are on one mono
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,54 @@ async def test_a_cut_off_slot_holder_stops_before_its_lease_can_be_taken(
     ]
     [retrying] = of_type(events, EventType.STEP_RETRYING)
     assert retrying.data["error"]["code"] == "INVOCATION_FENCED"
+
+
+async def test_a_cut_off_slot_holder_whose_sync_body_runs_on_exits_before_its_lease_can_be_taken(
+    nats_server: NatsServer, toxiproxy: Toxiproxy, tmp_path: Path, spawn_worker: Any
+) -> None:
+    """The same partition, with a sync body (in its thread, which no cancel reaches) in a
+    worker process of its own: the process exits (70) before its slot can be taken, and the
+    waiting run's body starts only after that; the holder's step is retried elsewhere."""
+    path = str(tmp_path / "marks")
+    link = toxiproxy.proxy(nats_server.url)
+    prefix = "p" + uuid.uuid4().hex[:10]
+    env = {"WAYLINE_TEST_PREFIX": prefix, "WAYLINE_VISIBILITY_SECONDS": str(VISIBILITY)}
+    direct, own = (
+        NatsWorld(nats_server.url, prefix=prefix, visibility_seconds=VISIBILITY) for _ in "12"
+    )
+    try:
+        for w in (direct, own):
+            await w.start()
+        client = wayline.Client(own)
+        doomed = spawn_worker(link.url, **env)
+        holding = await client.start(sf.held_sync_one, path, "a", BODY)
+        await wait_for(lambda: _started(path, "a"), timeout=20)  # only it could take it
+        async with wayline.Worker(direct, [sf.held_sync_one], settings=settings()):
+            link.disable()
+            try:
+                waiting = await client.start(sf.held_sync_one, path, "b", 1.0)
+                await wait_for(lambda: _ended(doomed, path), timeout=20)
+                exited = time.monotonic()  # no earlier than the exit itself
+            finally:
+                link.enable()
+            results = [await h.result(timeout=90) for h in (holding, waiting)]
+    finally:
+        for w in (own, direct):
+            await w.close()
+    assert sf.overlaps(path, died=exited) == [], sf.spans(path, died=exited)
+    assert doomed.poll() == 70
+    assert [what for _, _, what in sf.spans(path, died=exited)] == [
+        "a 1 died",
+        "b 1 end",
+        "a 2 end",
+    ]
+    assert results == ["a attempt 2", "b attempt 1"]
+
+
+async def _ended(proc: Any, path: str) -> bool:
+    """The holder's process exited, or its body (which would have run beside the waiting run's
+    had the process not exited) ended."""
+    return proc.poll() is not None or any(line.startswith("end a ") for line in lines(path))
 
 
 async def _started(path: str, tag: str) -> bool:

@@ -127,9 +127,29 @@ async def held_one(path: str, tag: str, seconds: float) -> str:
     return await held(path, tag, seconds)
 
 
-def spans(path: str) -> list[tuple[float, float, str]]:
+@wayline.step(
+    name="slot_flows.held_sync",
+    concurrency=wayline.Limit(key="one", max=1, lease=LEASE),
+    retry_delay=0.1,
+)
+def held_sync(path: str, tag: str, seconds: float) -> str:
+    """``held`` as a sync body, in its thread, which no cancel reaches. CLOCK_MONOTONIC is one
+    clock for every process of the machine, so its lines compare with another process's."""
+    attempt = wayline.step_context().attempt
+    mark(path, f"start {tag} {attempt} {time.monotonic():.6f}")
+    time.sleep(seconds if attempt == 1 else 0.1)
+    mark(path, f"end {tag} {attempt} {time.monotonic():.6f}")
+    return f"{tag} attempt {attempt}"
+
+
+@wayline.workflow(name="slot_flows.held_sync_one")
+async def held_sync_one(path: str, tag: str, seconds: float) -> str:
+    return await held_sync(path, tag, seconds)
+
+
+def spans(path: str, died: float | None = None) -> list[tuple[float, float, str]]:
     """(start, stop, "TAG ATTEMPT HOW") of every body of ``held``, by their lines; a body that
-    has not stopped yet stops now."""
+    has no stop line stops at ``died`` (when its process was seen dead) or, alive, now."""
     open_: dict[str, float] = {}
     out: list[tuple[float, float, str]] = []
     for line in lines(path):
@@ -138,14 +158,15 @@ def spans(path: str) -> list[tuple[float, float, str]]:
             open_[f"{tag} {attempt}"] = float(at)
         else:
             out.append((open_.pop(f"{tag} {attempt}"), float(at), f"{tag} {attempt} {what}"))
-    out += [(start, time.monotonic(), f"{body} running") for body, start in open_.items()]
+    stop, how = (time.monotonic(), "running") if died is None else (died, "died")
+    out += [(start, stop, f"{body} {how}") for body, start in open_.items()]
     return sorted(out)
 
 
-def overlaps(path: str) -> list[tuple[str, str, float]]:
+def overlaps(path: str, died: float | None = None) -> list[tuple[str, str, float]]:
     """Every pair of ``held`` bodies that ran at the same time, with how long they did."""
     found = []
-    bodies = spans(path)
+    bodies = spans(path, died)
     for i, (start, stop, what) in enumerate(bodies):
         for other_start, other_stop, other in bodies[i + 1 :]:
             both = min(stop, other_stop) - max(start, other_start)
