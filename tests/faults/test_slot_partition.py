@@ -9,16 +9,20 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 import wayline
 from tests.nats_fixtures import NatsServer, wait_reconnected
 from tests.runtime import slot_flows as sf
 from tests.runtime.flows import lines
 from tests.runtime.harness import of_type, settings, wait_for
-from tests.toxiproxy import Toxiproxy
+from tests.toxiproxy import Proxy, Toxiproxy
 from wayline._core.events import EventType
+from wayline._engine import step_slots
 from wayline.worlds.nats import NatsWorld
 
 PARTITION = 9.0
@@ -28,9 +32,14 @@ VISIBILITY = 30.0
 lease (3 s) runs out, so only the slot's fence can stop the holder in time."""
 
 
+@pytest.mark.parametrize("how", ["disabled", "blackholed"])
 async def test_a_cut_off_slot_holder_stops_before_its_lease_can_be_taken(
-    nats_server: NatsServer, toxiproxy: Toxiproxy, tmp_path: Path
+    nats_server: NatsServer, toxiproxy: Toxiproxy, tmp_path: Path, how: str
 ) -> None:
+    """The link is cut by disabling the proxy (connections closed, new ones refused) or by a
+    blackhole (``timeout`` toxics both ways: connections stay open, no byte gets through). The
+    holder's worker runs one step at a time, so the waiting run's step is the direct worker's,
+    and waiting (``blocked``) before the cut."""
     path = str(tmp_path / "marks")
     link = toxiproxy.proxy(nats_server.url)
     prefix = "p" + uuid.uuid4().hex[:10]
@@ -44,17 +53,17 @@ async def test_a_cut_off_slot_holder_stops_before_its_lease_can_be_taken(
         for w in (cut_off, direct, own):
             await w.start()
         client = wayline.Client(own)
-        async with wayline.Worker(cut_off, flows, settings=settings()):
+        async with wayline.Worker(cut_off, flows, step_concurrency=1, settings=settings()):
             holding = await client.start(sf.held_one, path, "a", BODY)
             await wait_for(lambda: _started(path, "a"), timeout=20)  # only it could take it
             async with wayline.Worker(direct, flows, settings=settings()):
-                link.disable()
+                waiting = await client.start(sf.held_one, path, "b", 1.0)
+                await wait_for(lambda: _waiting(own, waiting.run_id), timeout=20)
+                heal = _cut(link, how)
                 try:
-                    # started once the holder is cut off: only the direct worker receives it
-                    waiting = await client.start(sf.held_one, path, "b", 1.0)
                     await asyncio.sleep(PARTITION)
                 finally:
-                    link.enable()
+                    heal()
                 await wait_reconnected(cut_off, timeout=30)
                 results = [await h.result(timeout=90) for h in (holding, waiting)]
         events = await holding.events()
@@ -69,6 +78,26 @@ async def test_a_cut_off_slot_holder_stops_before_its_lease_can_be_taken(
     ]
     [retrying] = of_type(events, EventType.STEP_RETRYING)
     assert retrying.data["error"]["code"] == "INVOCATION_FENCED"
+
+
+def _cut(link: Proxy, how: str) -> Callable[[], None]:
+    """Cut the link; the function returned restores it."""
+    if how == "disabled":
+        link.disable()
+        return link.enable
+    for stream in ("downstream", "upstream"):
+        link.add_toxic(f"blackhole-{stream}", "timeout", stream, timeout=0)
+
+    def heal() -> None:
+        for stream in ("downstream", "upstream"):
+            link.remove_toxic(f"blackhole-{stream}")
+
+    return heal
+
+
+async def _waiting(world: NatsWorld, run_id: str) -> bool:
+    info = await world.get_run(run_id)
+    return info is not None and step_slots.waiting(info)
 
 
 async def test_a_cut_off_slot_holder_whose_sync_body_runs_on_exits_before_its_lease_can_be_taken(
