@@ -28,7 +28,7 @@ from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RunStatus
 from ._core.projections import fold
 from ._engine import divergence
-from ._engine.fencing import Fence, hold
+from ._engine.fencing import Fence, exit_if_executing, hold
 from ._engine.handler import Handler
 from ._engine.lost_starts import LostStarts
 from ._engine.messages import Verdict
@@ -610,14 +610,9 @@ class Worker:
                 if now < fence.renewed + visibility - slack:
                     continue  # the tripped handler winds down: it records, then hands off
                 self._held.pop(key, None)
-                if fence.executing():
-                    log.critical(
-                        "a step body under delivery %s could not be cut off (%s) and would "
-                        "run beside its redelivery: exiting the process",
-                        delivery.message_id,
-                        fence.tripped,
-                    )
-                    os._exit(70)
+                exit_if_executing(
+                    fence, f"delivery {delivery.message_id}: {fence.tripped}", "its redelivery"
+                )
                 log.error(
                     "delivery %s given up at its fence's deadline; it is redelivered",
                     delivery.message_id,

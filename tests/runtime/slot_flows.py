@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 import wayline
 from tests.runtime.flows import lines, mark
@@ -99,3 +100,76 @@ async def renewed(marker: str) -> str:
 @wayline.workflow(name="slot_flows.renewed_one")
 async def renewed_one(marker: str) -> str:
     return await renewed(marker)
+
+
+@wayline.step(
+    name="slot_flows.held",
+    concurrency=wayline.Limit(key="one", max=1, lease=LEASE),
+    retry_delay=0.1,
+)
+async def held(path: str, tag: str, seconds: float) -> str:
+    """Holds the one slot for ``seconds``; writes ``start``/``end`` (or ``cut``, when the body
+    is cut off) lines with the attempt and this process's monotonic clock, which every worker
+    of an in-process test shares."""
+    attempt = wayline.step_context().attempt
+    mark(path, f"start {tag} {attempt} {time.monotonic():.6f}")
+    how = "cut"
+    try:
+        await asyncio.sleep(seconds if attempt == 1 else 0.1)
+        how = "end"
+    finally:
+        mark(path, f"{how} {tag} {attempt} {time.monotonic():.6f}")
+    return f"{tag} attempt {attempt}"
+
+
+@wayline.workflow(name="slot_flows.held_one")
+async def held_one(path: str, tag: str, seconds: float) -> str:
+    return await held(path, tag, seconds)
+
+
+@wayline.step(
+    name="slot_flows.held_sync",
+    concurrency=wayline.Limit(key="one", max=1, lease=LEASE),
+    retry_delay=0.1,
+)
+def held_sync(path: str, tag: str, seconds: float) -> str:
+    """``held`` as a sync body, in its thread, which no cancel reaches. CLOCK_MONOTONIC is one
+    clock for every process of the machine, so its lines compare with another process's."""
+    attempt = wayline.step_context().attempt
+    mark(path, f"start {tag} {attempt} {time.monotonic():.6f}")
+    time.sleep(seconds if attempt == 1 else 0.1)
+    mark(path, f"end {tag} {attempt} {time.monotonic():.6f}")
+    return f"{tag} attempt {attempt}"
+
+
+@wayline.workflow(name="slot_flows.held_sync_one")
+async def held_sync_one(path: str, tag: str, seconds: float) -> str:
+    return await held_sync(path, tag, seconds)
+
+
+def spans(path: str, died: float | None = None) -> list[tuple[float, float, str]]:
+    """(start, stop, "TAG ATTEMPT HOW") of every body of ``held``, by their lines; a body that
+    has no stop line stops at ``died`` (when its process was seen dead) or, alive, now."""
+    open_: dict[str, float] = {}
+    out: list[tuple[float, float, str]] = []
+    for line in lines(path):
+        what, tag, attempt, at = line.split()
+        if what == "start":
+            open_[f"{tag} {attempt}"] = float(at)
+        else:
+            out.append((open_.pop(f"{tag} {attempt}"), float(at), f"{tag} {attempt} {what}"))
+    stop, how = (time.monotonic(), "running") if died is None else (died, "died")
+    out += [(start, stop, f"{body} {how}") for body, start in open_.items()]
+    return sorted(out)
+
+
+def overlaps(path: str, died: float | None = None) -> list[tuple[str, str, float]]:
+    """Every pair of ``held`` bodies that ran at the same time, with how long they did."""
+    found = []
+    bodies = spans(path, died)
+    for i, (start, stop, what) in enumerate(bodies):
+        for other_start, other_stop, other in bodies[i + 1 :]:
+            both = min(stop, other_stop) - max(start, other_start)
+            if both > 0:
+                found.append((what, other, round(both, 3)))
+    return found

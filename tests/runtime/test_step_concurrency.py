@@ -211,6 +211,40 @@ async def _started(path: str, tag: str) -> bool:
     return sf.runs_of(path, tag) >= 1
 
 
+async def test_a_holder_whose_renewals_fail_stops_before_its_lease_runs_out(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The holder cannot renew its slot (it cannot reach the world's slots; its delivery
+    renews, with 30 s of visibility, so only the slot's own fence can stop it in time): its
+    body is cut off before the lease (3 s) runs out, and gives the slot back (the world is
+    reachable): the waiting run and the cut-off attempt's retry then take it in turn.
+    (tests/faults/test_slot_partition.py cuts the holder off the network instead.)"""
+    path = str(tmp_path / "marks")
+    sick = await engine.make_world(visibility_seconds=30.0)
+
+    async def no_renewal(key: str, holder: str, *, lease: float) -> bool:
+        raise wayline.WorldUnavailableError("slot renewals cut off (test)")
+
+    sick.renew_slot = no_renewal  # type: ignore[method-assign]
+    async with engine.worker([sf.held_one], world=sick):
+        holding = await engine.client.start(sf.held_one, path, "a", 10.0)
+        await wait_for(lambda: _held(path, "a"), timeout=20)  # only it could take the slot
+        async with engine.worker([sf.held_one]):
+            waiting = await engine.client.start(sf.held_one, path, "b", 1.0)
+            results = [await h.result(timeout=30) for h in (holding, waiting)]
+    assert sf.overlaps(path) == [], sf.spans(path)
+    assert results == ["a attempt 2", "b attempt 1"]
+    bodies = [what for _, _, what in sf.spans(path)]
+    assert sorted(bodies) == ["a 1 cut", "a 2 end", "b 1 end"] and bodies[0] == "a 1 cut"
+    [retrying] = of_type(await holding.events(), EventType.STEP_RETRYING)
+    assert retrying.data["error"]["code"] == "INVOCATION_FENCED"
+    assert "not renewed" in retrying.data["error"]["message"]
+
+
+async def _held(path: str, tag: str) -> bool:
+    return any(what.startswith(f"{tag} ") for _, _, what in sf.spans(path))
+
+
 async def test_a_run_cancelled_while_its_step_waits_ends_without_the_body(
     engine: Engine, tmp_path: Path
 ) -> None:

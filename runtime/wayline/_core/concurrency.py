@@ -21,9 +21,10 @@ every call of the step, across all runs). The step never runs inline: its queued
 takes a slot before the body's attempt starts and gives it back when the body settles. The
 holder is the step of its run, under a lease (``lease``, 30 s by default) that its worker
 renews while the body runs, so a worker killed mid-body holds the slot at most ``lease``
-seconds more. A step that finds no free slot starts no attempt (no retry is spent) and hands
-its delivery back for later (no delivery is counted); its run shows ``blocked`` with
-``waitingFor: concurrency`` naming the step until a slot is free.
+seconds more, and a worker that cannot renew cuts its body off (a fenced attempt, retried)
+before its lease runs out. A step that finds no free slot starts no attempt (no retry is
+spent) and hands its delivery back for later (no delivery is counted); its run shows
+``blocked`` with ``waitingFor: concurrency`` naming the step until a slot is free.
 """
 
 from __future__ import annotations

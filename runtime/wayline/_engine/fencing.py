@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -125,6 +126,19 @@ hand the run off (it starts no other body in that time)."""
 
 def _nothing() -> None:
     return None
+
+
+def exit_if_executing(fence: Fence, why: str, beside: str) -> None:
+    """The last instant a body under ``fence`` may run has come (``why``): one still running
+    (a sync body in its thread, which no cancel reaches, or an async body that ignored its
+    cancel) would run beside ``beside``, so the process exits, the only way left to stop it."""
+    if fence.executing():
+        log.critical(
+            "a step body could not be cut off (%s) and would run beside %s: exiting the process",
+            why,
+            beside,
+        )
+        os._exit(70)
 
 
 def inline_allowed(definition: Any) -> bool:

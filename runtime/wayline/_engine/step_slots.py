@@ -5,7 +5,8 @@ slot of the step's key in the world before the attempt's ``step_started``, renew
 lease while the body runs, and gives it back when the body settles. The holder is the step of
 its run (``run:stepId``), so a redelivery of the same step (its previous holder fenced or
 dead) takes its own slot again at once, and a holder killed mid-body keeps a slot no longer
-than the lease.
+than the lease. A live holder that cannot renew stops its body before the lease it last proved
+runs out (:class:`Slot`), so no other worker takes the slot while the body still runs.
 
 A step that finds no free slot starts no attempt (no retry is spent) and its delivery is
 handed back for a short pause (:meth:`World.release`: no delivery is counted). The run shows
@@ -19,8 +20,9 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._core.concurrency import Limit
@@ -57,26 +59,49 @@ class Wait:
     max: int
 
 
+_CUT = 5 / 6
+"""Of the lease, after the send of the last renewal the holder saw succeed, at which it cuts
+its body off (the margin, a sixth of the lease, covers the timer firing late on a busy loop and
+the other workers reading the server's time a little apart)."""
+_LAST = 11 / 12
+"""Of the lease, likewise, at which a body still running (a sync body in its thread, which no
+cancel reaches) makes the process exit: past it, another worker may take the slot."""
+
+
 @dataclass(slots=True)
 class Slot:
     world: World
     key: str
     holder: str
     limit: Limit
+    proven: float = field(default_factory=time.monotonic)
+    """When (monotonic) the holder sent the take or renewal that last succeeded: the world's
+    lease runs from no earlier than that, so this holder may execute until ``proven + lease``
+    on its own clock, whatever happened to its later renewals."""
     ended: bool = False
     """The body ended: the renewer stops (on this as well as on its cancel, which a world
     call that completes as it lands can lose: ``asyncio.wait_for`` before Python 3.12)."""
+    cut: bool = False
+    """The lease ran out unrenewed and the body was cut off: renewals stop."""
+    _timer: asyncio.TimerHandle | None = field(default=None, init=False, repr=False)
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
         """Renew the lease while the body runs (every third of it); give the slot back when
-        it ends. A renewal that finds the slot lost (this holder stalled past its lease and
-        another took it) cuts the body off through the delivery's fence."""
-        renewer = asyncio.ensure_future(self._renew())
+        it ends. The body is cut off through the delivery's fence when the holder cannot show
+        that it still holds the slot: a renewal finds it lost (this holder stalled past its
+        lease and another took it), or none succeeded for five sixths of the lease, counted
+        from the send of the last one that did (the holder is cut off from the world, and
+        once the lease runs out another worker may take the slot)."""
+        fence = fencing.current()
+        self._arm(fence)
+        renewer = asyncio.ensure_future(self._renew(fence))
         try:
             yield
         finally:
             self.ended = True
+            if self._timer is not None:
+                self._timer.cancel()
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
@@ -85,22 +110,61 @@ class Slot:
             except WaylineError as err:  # its lease frees it
                 log.warning("could not give back slot %r of %s: %s", self.key, self.holder, err)
 
-    async def _renew(self) -> None:
+    def _arm(self, fence: fencing.Fence | None) -> None:
+        """(Re)set the timer that cuts the body off ``_CUT`` of the lease after ``proven``."""
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = self.proven + self.limit.lease_seconds * _CUT - time.monotonic()
+        self._timer = asyncio.get_running_loop().call_later(max(0.0, delay), self._expire, fence)
+
+    def _expire(self, fence: fencing.Fence | None) -> None:
+        if self.ended or self.cut:
+            return
+        self.cut = True
         lease = self.limit.lease_seconds
-        while not self.ended:
-            await asyncio.sleep(lease / 3)
+        reason = (
+            f"concurrency slot {self.key!r} of {self.holder} not renewed for "
+            f"{time.monotonic() - self.proven:.1f}s (lease {lease:g}s): another worker may "
+            "take it soon"
+        )
+        self._lost(fence, reason)
+        if fence is not None:
+            delay = self.proven + lease * _LAST - time.monotonic()
+            self._timer = asyncio.get_running_loop().call_later(
+                max(0.0, delay), self._outlived, fence, reason
+            )
+
+    def _outlived(self, fence: fencing.Fence, reason: str) -> None:
+        if not self.ended:
+            fencing.exit_if_executing(fence, reason, "the slot's next holder")
+
+    def _lost(self, fence: fencing.Fence | None, reason: str) -> None:
+        log.error("%s: its body is cut off", reason)
+        if fence is not None:
+            fence.trip(reason)
+
+    async def _renew(self, fence: fencing.Fence | None) -> None:
+        lease = self.limit.lease_seconds
+        due = self.proven + lease / 3
+        while not self.ended and not self.cut:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            sent = time.monotonic()
             try:
                 won = await self.world.renew_slot(self.key, self.holder, lease=lease)
             except WaylineError as err:
                 log.warning("could not renew slot %r of %s: %s", self.key, self.holder, err)
+                due = time.monotonic() + lease / 12  # soon again: the cut is not far
                 continue
-            if not won and not self.ended:  # a body that ended is not cut off after the fact
-                fence = fencing.current()
-                reason = f"concurrency slot {self.key!r} of {self.holder} lost (lease {lease:g}s)"
-                log.error("%s: its body is cut off", reason)
-                if fence is not None:
-                    fence.trip(reason)
+            if self.ended or self.cut:  # a body that ended is not cut off after the fact
                 return
+            if not won:
+                self.cut = True
+                lost = f"concurrency slot {self.key!r} of {self.holder} lost (lease {lease:g}s)"
+                self._lost(fence, lost)
+                return
+            self.proven = sent
+            self._arm(fence)
+            due = sent + lease / 3
 
 
 async def take(
@@ -118,10 +182,11 @@ async def take(
         message = f"the concurrency key of step {step.name!r} raised {why}"
         return Failed({"name": "FatalError", "code": "CONCURRENCY_KEY", "message": message})
     holder = f"{run_id}:{step.cid}"
+    sent = time.monotonic()
     won, holders = await world.acquire_slot(key, holder, limit.max, lease=limit.lease_seconds)
     if not won:
         return Wait(key, holders, limit.max)
-    return Slot(world, key, holder, limit)
+    return Slot(world, key, holder, limit, proven=sent)
 
 
 def pause() -> float:
