@@ -24,8 +24,9 @@ from typing import Any
 from ..._core.events import RunStatus
 from ...errors import CorruptLogError, WorldError, WorldUnavailableError
 from ...world import entries, terminal_statuses
+from ...world.blobs import INCARNATION, PAYLOAD_KEYS, REF, is_incarnation, is_ref
 from .codec import dumps, wrap
-from .direct import connected, leader_first
+from .direct import connected, leader_first, read_subject
 from .eventlog import EventLog, RunState
 from .logcheck import checked_summary
 from .names import Names
@@ -56,8 +57,9 @@ class Retention:
         self._queue = queue
         self._url = url
         self._timeout = timeout
-        self.on_drop: Callable[[str], Awaitable[None]] | None = None
-        """Called for each run dropped (the world purges the run's step streams)."""
+        self.on_drop: Callable[[str, str | None], Awaitable[None]] | None = None
+        """Called for each run dropped, with its incarnation (``blobs.py``): the world purges
+        the run's step streams and, on cleanup, its out-of-line payloads."""
 
     async def _candidates(
         self, older_than: float, statuses: set[str], limit: int | None
@@ -107,6 +109,35 @@ class Retention:
             raise wrap(self._url, "counting archived runs", err) from err
         info = json.loads(resp.data)
         return int((info.get("state") or {}).get("num_subjects") or 0)
+
+    async def archived(self, run_id: str) -> set[str] | None:
+        """The digests that the archive's copies of the run id name without an incarnation
+        (references written before incarnations were named, ``blobs.py``); None when a copy
+        does not read, and so may name any. Most ids were never archived: one empty read."""
+        try:
+            msgs = await read_subject(
+                self._nc,
+                self._names.archive_stream,
+                self._names.archive_subject(run_id),
+                0,
+                timeout=self._timeout,
+                url=self._url,
+            )
+        except WorldUnavailableError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, f"reading the archive of run {run_id}", err) from err
+        named: set[str] = set()
+        for msg in msgs:
+            try:
+                copies = entries.field(entries.loads_object(msg.data), "messages", list)
+                for copy in copies:
+                    for event in entries.field(copy["body"], "e", list):
+                        data = event.get("d") or {}
+                        named.update(_unnamed_refs(data))
+            except (entries.Unreadable, TypeError, KeyError, AttributeError):
+                return None
+        return named
 
     async def _archive(self, run_id: str) -> bool:
         """Copy the run's messages into the archive. False (the run is kept, with a warning)
@@ -171,7 +202,7 @@ class Retention:
             # what belongs to the run (step streams, out-of-line payloads) goes first: if
             # that fails, the run is still there for the next cleanup to finish
             if self.on_drop is not None:
-                await self.on_drop(run_id)
+                await self.on_drop(run_id, st.first_id if is_incarnation(st.first_id) else None)
             try:
                 await self._js.purge_stream(self._names.events_stream, subject=st.subject)
             except Exception as err:
@@ -219,6 +250,12 @@ class Retention:
         except Exception as err:
             raise wrap(self._url, f"reading run {run_id}", err) from err
         return first is None
+
+
+def _unnamed_refs(data: dict[str, Any]) -> list[str]:
+    """The digests of an event's references that name no incarnation."""
+    refs = [r for r in (data.get(key) for key in PAYLOAD_KEYS) if is_ref(r)]
+    return [str(r[REF]) for r in refs if isinstance(r, dict) and r.get(INCARNATION) is None]
 
 
 def _body(data: bytes) -> Any:
