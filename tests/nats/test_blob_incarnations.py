@@ -20,6 +20,7 @@ from wayline._core.events import EventType, NewEvent
 from wayline._core.ids import new_run_id
 from wayline.errors import BlobMissingError
 from wayline.world.blobs import INCARNATION, REF, dumps
+from wayline.worlds.nats.retention import Retention
 
 INPUT = 300 * 1024
 
@@ -153,3 +154,41 @@ async def test_a_repeated_start_of_a_taken_id_stores_no_blob(open_nats_world: Op
     assert again.run_id == run_id
     assert not await stored(world, run_id, {"args": [second]})
     assert await stored(world, run_id, {"args": [first]})
+
+
+@pytest.mark.parametrize("how", ["archived", "deleted"])
+async def test_a_cleanup_that_listed_the_old_run_leaves_the_id_started_again(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A cleanup lists the ended runs, then deletes them one by one. Between the two, another
+    process archives (or deletes) one and its id is started again: the cleanup dropped the
+    new, live run (its input, its log, its start) for the ended one it had listed."""
+    world, other = await open_nats_world(), await open_nats_world()
+    value, run_id = "l" * INPUT, new_run_id()
+    async with wayline.Worker(world, [flows.echo], settings=settings()):
+        old = await wayline.Client(world).start(flows.echo, value, run_id=run_id)
+        assert await old.result(timeout=60) == value
+    listed = Retention._candidates
+    meanwhile: list[str] = []
+
+    async def listing(self: Retention, *args: Any, **kwargs: Any) -> list[str]:
+        ids = await listed(self, *args, **kwargs)
+        if not meanwhile:
+            meanwhile.append(run_id)
+            if how == "archived":
+                assert await other.archive_runs(older_than=0) == 1
+            else:
+                assert await other.delete_runs(older_than=0) == 1
+            await wayline.Client(other).start(flows.echo, value, run_id=run_id)  # pending
+        return ids
+
+    monkeypatch.setattr(Retention, "_candidates", listing)
+    deleted = await world.delete_runs(older_than=0)
+    fresh = await open_nats_world()
+    info = await fresh.get_run(run_id)
+    assert info is not None and info.input == {"args": [value]}
+    assert deleted == 0
+    if how == "archived":
+        assert await archived_input(fresh, run_id) == {"args": [value]}
+    async with wayline.Worker(fresh, [flows.echo], settings=settings()):  # its start is there
+        assert await wayline.Client(fresh).handle(run_id).result(timeout=60) == value
