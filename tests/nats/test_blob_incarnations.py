@@ -192,3 +192,16 @@ async def test_a_cleanup_that_listed_the_old_run_leaves_the_id_started_again(
         assert await archived_input(fresh, run_id) == {"args": [value]}
     async with wayline.Worker(fresh, [flows.echo], settings=settings()):  # its start is there
         assert await wayline.Client(fresh).handle(run_id).result(timeout=60) == value
+
+
+async def test_an_archived_copy_that_does_not_read_keeps_the_old_blobs(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """Bytes on the id's archive subject that are no copy Wayline wrote may stand for one
+    naming any old blob: the cleanup keeps the id's objects named without an incarnation."""
+    world = await open_nats_world()
+    run_id, value = new_run_id(), "j" * INPUT
+    await _old_run(world, run_id, value, "out " * 80000)
+    await world._log._js.publish(world.names.archive_subject(run_id), b"not a copy")
+    assert await world.delete_runs(older_than=0) == 1
+    assert await stored(world, run_id, value) and await stored(world, run_id, "out " * 80000)
