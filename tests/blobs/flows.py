@@ -89,3 +89,10 @@ async def mutates(token: str, n: int) -> list[int]:
     value.append("workflow")
     await wayline.create_hook(f"{token}-2")
     return [first, len(value)]
+
+
+@wayline.workflow
+async def held(blob: str, token: str) -> int:
+    """Waits on the hook ``token`` (so the run stays live), then returns its input's size."""
+    await wayline.create_hook(token)
+    return len(blob)

@@ -15,14 +15,13 @@ import pytest
 import nats
 import wayline
 from tests.blobs import flows
-from tests.blobs.stores import blobs_of, digest_of, stored
+from tests.blobs.stores import blobs_of, object_names, stored
 from tests.nats_fixtures import OpenWorlds
 from tests.runtime.harness import settings, wait_for
 from wayline._core.events import EventType, NewEvent
 from wayline._core.ids import new_run_id
 from wayline.errors import BlobMissingError
 from wayline.worlds.nats import eventlog
-from wayline.worlds.nats.blobs import blob_name
 from wayline.worlds.nats.codec import parse_stamp
 from wayline.worlds.nats.direct import read_subject
 from wayline.worlds.nats.names import key_token, kv_key
@@ -282,7 +281,8 @@ async def test_junk_over_a_payloads_meta_fences_its_run(
     value = "m" * flows.MIB
     run = await _echoed(world, value)
     store = blobs_of(world).store
-    await _forge(world, store._meta_subject(blob_name(run.run_id, digest_of(value))), meta)
+    (name,) = await object_names(world, run.run_id, value)
+    await _forge(world, store._meta_subject(name), meta)
     fresh = await open_nats_world()  # nothing cached
     with pytest.raises(BlobMissingError):
         await fresh.list_events(run.run_id)
@@ -300,11 +300,12 @@ async def test_a_forged_meta_does_not_make_a_cleanup_take_another_runs_payload(
     done = await _echoed(world, ended)
     waiting = await wayline.Client(world).start(flows.echo, live)  # no worker: not ended
     store = blobs_of(world).store
-    input_name = blob_name(waiting.run_id, digest_of({"args": [live]}))
+    (input_name,) = await object_names(world, waiting.run_id, {"args": [live]})
     _, info = await store._meta(input_name)
     assert info is not None
+    (ended_name,) = await object_names(world, done.run_id, ended)
     forged = {
-        "name": blob_name(done.run_id, digest_of(ended)),
+        "name": ended_name,
         "bucket": store.bucket,
         "nuid": ">" if nuid == ">" else info.nuid,
         "size": 1,
@@ -322,7 +323,7 @@ async def test_a_meta_without_its_chunks_named_does_not_stop_a_cleanup(
     value = "c" * flows.MIB
     run = await _echoed(world, value)
     store = blobs_of(world).store
-    name = blob_name(run.run_id, digest_of(value))
+    (name,) = await object_names(world, run.run_id, value)
     await _forge(world, store._meta_subject(name), json.dumps({"name": name}).encode())
     assert await world.delete_runs(older_than=0) == 1
 

@@ -11,7 +11,13 @@ A payload is one top-level value of an event's data under one of :data:`PAYLOAD_
 it is replaced by ``{"$wayline.blob": "<sha256 of its compact JSON>", "bytes": n}`` and its
 JSON is put in the world's :class:`BlobStore` under ``(run id, digest)``: a retried write of
 the same value lands on the same name (idempotent), and a run's blobs are named by the run, so
-its cleanup removes them and no other run can reach them. A user value that merely looks like
+its cleanup removes them and no other run can reach them. A world whose store outlives a run
+id's log (NATS keeps an archived run's objects in the bucket the live runs use) also names the
+run's incarnation: the reference then carries ``"incarnation": "<id>"``, and the blob is stored
+under ``(run id, incarnation, digest)``, so a run id started again after its archive never
+shares an object with the archived run, and the cleanup of one incarnation never deletes
+another's. A reference without one (written before incarnations were named, or by a world that
+does not name them) is read under ``(run id, digest)``. A user value that merely looks like
 a reference is stowed too, whatever its size: a reference read back is always one Wayline
 wrote. A reference whose blob is gone, or whose bytes do not hash to its digest, raises
 :class:`BlobMissingError` (``CORRUPT_LOG``): the run is fenced like any unreadable entry.
@@ -40,6 +46,8 @@ from ..errors import BlobMissingError
 from .entries import Unreadable, loads
 
 REF = "$wayline.blob"
+INCARNATION = "incarnation"
+"""The field of a reference naming the incarnation of the run id its blob was stored for."""
 PAYLOAD_KEYS = ("input", "output", "result", "payload", "metadata", "forwardResult")
 """The event-data fields that hold user values (every other field is Wayline's, and small)."""
 
@@ -52,13 +60,39 @@ class BlobStore(Protocol):
 
     name: str
 
-    async def put(self, run_id: str, digest: str, data: bytes) -> None:
-        """Store ``data`` (whose sha256 is ``digest``); a no-op if it is stored already."""
+    async def put(
+        self, run_id: str, digest: str, data: bytes, *, incarnation: str | None = None
+    ) -> None:
+        """Store ``data`` (whose sha256 is ``digest``) for the run's ``incarnation`` (None: the
+        name without one); a no-op if it is stored already."""
         ...
 
-    async def get(self, run_id: str, digest: str) -> bytes | None:
+    async def get(
+        self, run_id: str, digest: str, *, incarnation: str | None = None
+    ) -> bytes | None:
         """The stored bytes, or None when there are none."""
         ...
+
+
+Incarnation = Callable[[], Awaitable[str | None]]
+"""What an append asks, only when it stows a payload: the incarnation of the run it appends
+to (None: blobs named by run and digest alone)."""
+
+
+def incarnation_of(ref: Mapping[str, Any]) -> str | None:
+    """The incarnation a reference names; raises ValueError when it names one no writer
+    makes (anyone who can write the log can write a reference)."""
+    found = ref.get(INCARNATION)
+    if found is None:
+        return None
+    if not is_incarnation(found):
+        raise ValueError(f"incarnation {str(found)[:40]!r}")
+    return str(found)
+
+
+def is_incarnation(value: Any) -> bool:
+    """An incarnation is one plain name segment: 1 to 64 ASCII letters and digits."""
+    return isinstance(value, str) and 0 < len(value) <= 64 and value.isascii() and value.isalnum()
 
 
 def is_ref(value: Any) -> bool:
@@ -131,10 +165,12 @@ class OutOfLine:
         run_id: str,
         events: Sequence[NewEvent],
         write: Callable[[Sequence[NewEvent]], Awaitable[list[Event]]],
+        incarnation: Incarnation | None = None,
     ) -> list[Event]:
         """``write`` (a world's append) of ``events`` stowed; the events it returns carry
-        the values again, as the caller gave them."""
-        stowed = await self.stow(run_id, events)
+        the values again, as the caller gave them. ``incarnation`` is asked only when a
+        payload is stowed."""
+        stowed = await self.stow(run_id, events, incarnation)
         stored = await write(stowed)
         if stowed is events:
             return stored
@@ -143,13 +179,16 @@ class OutOfLine:
             for ev, new, orig in zip(stored, stowed, events, strict=False)
         ]
 
-    async def stow(self, run_id: str, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
+    async def stow(
+        self, run_id: str, events: Sequence[NewEvent], incarnation: Incarnation | None = None
+    ) -> Sequence[NewEvent]:
         """``events`` with their large payloads replaced by references, the blobs stored
         first (an event never names a blob that is not there yet). The same list when nothing
         is large, which is the common case."""
         chosen = self._choose(events)
         if not chosen:
             return events
+        named = await incarnation() if incarnation is not None else None
         out: dict[int, dict[str, Any]] = {}
         puts: dict[str, bytes] = {}
         for i, key, encoded in chosen:
@@ -157,9 +196,14 @@ class OutOfLine:
             data = encoded if encoded is not None else dumps(value)
             digest = hashlib.sha256(data).hexdigest()
             puts[digest] = data
-            out.setdefault(i, dict(events[i].data))[key] = {REF: digest, "bytes": len(data)}
+            ref: dict[str, Any] = {REF: digest, "bytes": len(data)}
+            if named is not None:
+                ref[INCARNATION] = named
+            out.setdefault(i, dict(events[i].data))[key] = ref
             self._cache.put((run_id, digest), _frozen(value, data), len(data))
-        await asyncio.gather(*(self.store.put(run_id, d, b) for d, b in puts.items()))
+        await asyncio.gather(
+            *(self.store.put(run_id, d, b, incarnation=named) for d, b in puts.items())
+        )
         return [replace(new, data=out[i]) if i in out else new for i, new in enumerate(events)]
 
     def _choose(self, events: Sequence[NewEvent]) -> list[tuple[int, str, bytes | None]]:
@@ -217,12 +261,17 @@ class OutOfLine:
 
     async def _value(self, run_id: str, seq: int, ref: Mapping[str, Any]) -> Any:
         digest = ref.get(REF)
+        try:
+            named = incarnation_of(ref)
+        except ValueError:
+            named, digest = None, None
         if not isinstance(digest, str) or len(digest) != 64:
             raise BlobMissingError(run_id, seq, "a malformed reference", store=self.store.name)
+        # keyed without the incarnation: a digest names the same bytes in every incarnation
         cached = self._cache.get((run_id, digest))
         if cached is not None:
             return _thawed(cached[0])
-        data = await self.store.get(run_id, digest)
+        data = await self.store.get(run_id, digest, incarnation=named)
         if data is None:
             raise BlobMissingError(run_id, seq, f"no blob {digest}", store=self.store.name)
         if hashlib.sha256(data).hexdigest() != digest:

@@ -3,6 +3,11 @@
 A blob is written in a transaction of its own before the append that names it, so a batch's
 transaction stays short; a crash in between leaves a row no event names, removed with its run
 by cleanup (rows are keyed by run). Archive moves a run's rows to ``blobs_archive``.
+
+No incarnation is named here (``wayline.world.blobs``): the ``blobs`` table holds only the live
+run of each id (archive moves an ended run's rows out, in the transaction that moves its
+events), so a run id started again after its archive writes rows of its own, and its cleanup
+deletes from ``blobs`` alone, never from ``blobs_archive``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ class LocalBlobs:
         self._write = write
         self._read = read
 
-    async def put(self, run_id: str, digest: str, data: bytes) -> None:
+    async def put(
+        self, run_id: str, digest: str, data: bytes, *, incarnation: str | None = None
+    ) -> None:
         def tx(db: sqlite3.Connection) -> None:
             db.execute(
                 "INSERT OR IGNORE INTO blobs (run_id, digest, data, created_at) VALUES (?,?,?,?)",
@@ -36,7 +43,9 @@ class LocalBlobs:
 
         self._write(tx)
 
-    async def get(self, run_id: str, digest: str) -> bytes | None:
+    async def get(
+        self, run_id: str, digest: str, *, incarnation: str | None = None
+    ) -> bytes | None:
         rows = self._read(
             "SELECT data FROM blobs WHERE run_id = ? AND digest = ? UNION ALL "
             "SELECT data FROM blobs_archive WHERE run_id = ? AND digest = ? LIMIT 1",

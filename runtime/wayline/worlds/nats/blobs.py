@@ -1,10 +1,16 @@
 """Out-of-line payloads on JetStream: the Object Store bucket ``<prefix>_blobs`` (see
 ``wayline.world.blobs``).
 
-An object is named ``<run subject token>/<sha256>``: a write that finds its name stored already
-is skipped (a retried append re-uses the blob, never replaces it under a reader), and a run's
-cleanup deletes the objects named by its token (one listing per cleanup pass, so a blob whose
-append never landed goes too). Archive keeps a run's objects: the archived events name them.
+An object is named ``<run subject token>/<incarnation>/<sha256>``: a write that finds its name
+stored already is skipped (a retried append re-uses the blob, never replaces it under a reader).
+The incarnation is the ``Nats-Msg-Id`` of the run's first message (its ``run_created``), so a
+run id started again once its log was archived (whose objects stay: the archived events name
+them) or deleted stores its objects under a name of its own. A run's cleanup deletes the
+objects of its own incarnation (one listing per cleanup pass, so a blob whose append never
+landed goes too), never another's: not an archived run's, nor one a start of the same id is
+writing that moment. An object named ``<run token>/<sha256>`` was written before incarnations
+were named (both incarnations of a reused id may name it): it is read as before, and a cleanup
+deletes it only when the archive's copies of the id do not name it.
 
 Two writers may put the same blob at once (parallel steps returning one large value). nats-py's
 ``put`` would let the second replace the first and purge its chunks under a reader, so a put
@@ -26,6 +32,7 @@ import hashlib
 import json
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
@@ -45,8 +52,10 @@ _TRIES = 4
 that changed under it."""
 
 
-def blob_name(run_id: str, digest: str) -> str:
-    return f"{subject_token(run_id)}/{digest}"
+def blob_name(run_id: str, digest: str, incarnation: str | None = None) -> str:
+    if incarnation is None:  # written before incarnations were named
+        return f"{subject_token(run_id)}/{digest}"
+    return f"{subject_token(run_id)}/{incarnation}/{digest}"
 
 
 class NatsBlobs:
@@ -82,7 +91,7 @@ class NatsBlobs:
             if not create:
                 return None
             config = ObjectStoreConfig(
-                description="Wayline out-of-line payloads: <run>/<sha256>",
+                description="Wayline out-of-line payloads: <run>/<incarnation>/<sha256>",
                 storage=StorageType.MEMORY if self._memory else StorageType.FILE,
                 replicas=self._replicas,
             )
@@ -115,8 +124,10 @@ class NatsBlobs:
             return msg.seq, None
         return msg.seq, info
 
-    async def put(self, run_id: str, digest: str, data: bytes) -> None:
-        name = blob_name(run_id, digest)
+    async def put(
+        self, run_id: str, digest: str, data: bytes, *, incarnation: str | None = None
+    ) -> None:
+        name = blob_name(run_id, digest, incarnation)
         try:
             await self._store(create=True)
             for _ in range(_TRIES):
@@ -170,8 +181,10 @@ class NatsBlobs:
             await self._js.purge_stream(stream, subject=f"$O.{self.bucket}.C.{old.nuid}")
         return True
 
-    async def get(self, run_id: str, digest: str) -> bytes | None:
-        name = blob_name(run_id, digest)
+    async def get(
+        self, run_id: str, digest: str, *, incarnation: str | None = None
+    ) -> bytes | None:
+        name = blob_name(run_id, digest, incarnation)
         try:
             if await self._store(create=False) is None:
                 return None
@@ -223,21 +236,37 @@ class NatsBlobs:
                 self._claims.setdefault(str(meta.get("nuid")), set()).add(meta["name"])
         return names
 
-    async def drop(self, run_id: str, names: list[str]) -> None:
-        """Delete the run's objects among ``names``: each one's chunks, then its meta. Not
-        nats-py's ``delete``, which purges whatever chunk subject the meta names: a meta
-        written by hand naming ``>`` (or another object's nuid) would take every object's
-        chunks (or that object's) with it. Chunks are purged only under a nuid a put writes
-        and that no other object's meta (in the last listing) names."""
-        prefix = subject_token(run_id) + "/"
+    async def drop(
+        self,
+        run_id: str,
+        incarnation: str | None,
+        names: list[str],
+        archived: Callable[[], Awaitable[set[str] | None]],
+    ) -> None:
+        """Delete, among ``names``, the objects of the run's ``incarnation`` and those named
+        without one that ``archived`` (the digests the archive's copies of the run id name
+        without an incarnation; None: the archive holds copies it cannot read, so all are
+        kept) does not name. ``archived`` is asked only when there are such objects.
+
+        Each object's chunks go, then its meta. Not nats-py's ``delete``, which purges whatever
+        chunk subject the meta names: a meta written by hand naming ``>`` (or another object's
+        nuid) would take every object's chunks (or that object's) with it. Chunks are purged
+        only under a nuid a put writes and that no object kept (in the last listing) names."""
+        token = subject_token(run_id)
+        own = f"{token}/{incarnation}/" if incarnation is not None else None
+        doomed = [n for n in names if own is not None and n.startswith(own)]
+        unnamed = [n for n in names if n.startswith(f"{token}/") and n.count("/") == 1]
+        if unnamed:
+            kept = await archived()
+            if kept is not None:
+                doomed += [n for n in unnamed if n.rsplit("/", 1)[1] not in kept]
         stream = f"OBJ_{self.bucket}"
+        going = set(doomed)
         try:
-            for name in names:
-                if not name.startswith(prefix):
-                    continue
+            for name in doomed:
                 _, info = await self._meta(name)
                 others = self._claims.get(info.nuid, set()) if info is not None else set()
-                if info is not None and all(n.startswith(prefix) for n in others):
+                if info is not None and others <= going:
                     await self._js.purge_stream(stream, subject=f"$O.{self.bucket}.C.{info.nuid}")
                 await self._js.purge_stream(stream, subject=self._meta_subject(name))
         except Exception as err:

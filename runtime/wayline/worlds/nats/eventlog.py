@@ -48,6 +48,7 @@ from ...errors import (
     WorldUnavailableError,
 )
 from ...world import HookInfo, RunInfo, entries, fold_run
+from ...world.blobs import is_incarnation
 from ...world.entries import corrupt_info
 from . import wire
 from .codec import HERE, dumps, parse_stamp, wrap
@@ -112,6 +113,8 @@ class RunState:
     appended_id: str = ""
     """The Nats-Msg-Id of this view's own last append (a mark names only a view that ends
     with its sender's append)."""
+    first_id: str = ""
+    """The Nats-Msg-Id of the run's first message: its incarnation (``blobs.py``)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     summary_of: RunInfo | None = None
     summary_head: bytes = b""
@@ -136,6 +139,8 @@ class RunState:
                 self.base = fold_run(self.base, ev)
             self.last_seq = ev.seq
             self.updated_at = ev.created_at
+        if events and events[0].seq == 1:
+            self.first_id = msg_id
         self.events.extend(events)
         self.stream_seq = stream_seq
         self.last_id = msg_id
@@ -145,7 +150,7 @@ class RunState:
         self.status = self.base = None
         self.entities, self.hook_tokens, self.events = {}, {}, []
         self.loaded = False
-        self.last_id = self.appended_id = ""
+        self.last_id = self.appended_id = self.first_id = ""
         self.epoch = -1
         self.proved_at = -math.inf
 
@@ -338,6 +343,26 @@ class EventLog:
         except Exception as err:
             raise wrap(self._url, f"reading run {st.run_id}", err) from err
 
+    async def incarnation(self, run_id: str, events: Sequence[NewEvent], msg_id: str) -> str | None:
+        """The incarnation under which an append of ``events`` (published as ``msg_id``)
+        stores its out-of-line payloads (``blobs.py``): ``msg_id`` for the run's
+        ``run_created``, else the Nats-Msg-Id of the run's first message (None when it has
+        none a name can hold: a log Wayline did not write, whose blobs are named without).
+
+        A ``run_created`` is checked against the server first, and refused as its append
+        would be when the run exists: a start repeated with the same id (idempotent, and a
+        large input is the rule for some callers) stores nothing for a run that is not its
+        own. Asked only when a payload is stowed, so a small append costs no read."""
+        st = self._state(run_id)
+        async with st.lock:
+            creating = events[0].type is EventType.RUN_CREATED
+            if creating or not st.loaded:
+                await self._catch_up(st)
+            if creating:
+                _plan(st, events)
+                return msg_id
+            return st.first_id if is_incarnation(st.first_id) else None
+
     async def _fresh(self, run_id: str) -> RunState:
         st = self._state(run_id)
         async with st.lock:
@@ -422,7 +447,11 @@ class EventLog:
 
     # append -------------------------------------------------------------------------------
     async def append(
-        self, run_id: str, events: Sequence[NewEvent], expected_seq: int | None
+        self,
+        run_id: str,
+        events: Sequence[NewEvent],
+        expected_seq: int | None,
+        msg_id: str | None = None,
     ) -> list[Event]:
         if not events:
             return []
@@ -434,7 +463,7 @@ class EventLog:
                 fresh = True
             # (a new run is published optimistically against an empty subject: a 10071 says
             # it exists, and the catch-up that follows turns that into EntityConflictError)
-            msg_id = uuid.uuid4().hex
+            msg_id = msg_id or uuid.uuid4().hex
             claims: dict[str, tuple[str, int, int]] = {}
             done = False
             try:

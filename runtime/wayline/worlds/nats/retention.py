@@ -9,7 +9,8 @@ each step is idempotent (archive copies are deduplicated by ``Nats-Msg-Id`` and 
 subject), so a cleanup interrupted half-way is finished by the next one. Processes holding a
 projection of a deleted run notice on their next read (their last known message is gone).
 An id started again once its log is purged is a new run: the hook claims and queued messages
-it made meanwhile are its own and stay.
+it made meanwhile are its own and stay, and so is the run when the purge was another process's
+(each listed run is read again, as it is deleted, for the end the listing chose).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from typing import Any
 from ..._core.events import RunStatus
 from ...errors import CorruptLogError, WorldError, WorldUnavailableError
 from ...world import entries, terminal_statuses
+from ...world.blobs import INCARNATION, PAYLOAD_KEYS, REF, is_incarnation, is_ref
 from .codec import dumps, wrap
-from .direct import connected, leader_first
+from .direct import connected, leader_first, read_subject
 from .eventlog import EventLog, RunState
 from .logcheck import checked_summary
 from .names import Names
@@ -56,14 +58,14 @@ class Retention:
         self._queue = queue
         self._url = url
         self._timeout = timeout
-        self.on_drop: Callable[[str], Awaitable[None]] | None = None
-        """Called for each run dropped (the world purges the run's step streams)."""
+        self.on_drop: Callable[[str, str | None], Awaitable[None]] | None = None
+        """Called for each run dropped, with its incarnation (``blobs.py``): the world purges
+        the run's step streams and, on cleanup, its out-of-line payloads."""
 
     async def _candidates(
         self, older_than: float, statuses: set[str], limit: int | None
     ) -> list[str]:
-        # 0 takes every terminal run, even one the server stamped a moment "ahead" of us
-        cutoff = float("inf") if older_than <= 0 else time.time() - older_than
+        cutoff = _cutoff(older_than)
         try:
             msgs = await self._log._last_messages()
         except WorldUnavailableError:
@@ -88,15 +90,14 @@ class Retention:
     async def delete_runs(self, older_than: float, statuses: Sequence[RunStatus] | None) -> int:
         chosen = set(terminal_statuses(statuses))
         ids = await self._candidates(older_than, chosen, None)
-        await self._drop(ids)
-        return len(ids)
+        return len(await self._drop(ids, chosen, _cutoff(older_than)))
 
     async def archive_runs(self, older_than: float, limit: int) -> int:
         batch = max(1, min(1000, limit))
-        ids = await self._candidates(older_than, set(terminal_statuses(None)), batch)
+        chosen = set(terminal_statuses(None))
+        ids = await self._candidates(older_than, chosen, batch)
         copied = [run_id for run_id in ids if await self._archive(run_id)]
-        await self._drop(copied)
-        return len(copied)
+        return len(await self._drop(copied, chosen, _cutoff(older_than)))
 
     async def archived_count(self) -> int:
         try:
@@ -107,6 +108,35 @@ class Retention:
             raise wrap(self._url, "counting archived runs", err) from err
         info = json.loads(resp.data)
         return int((info.get("state") or {}).get("num_subjects") or 0)
+
+    async def archived(self, run_id: str) -> set[str] | None:
+        """The digests that the archive's copies of the run id name without an incarnation
+        (references written before incarnations were named, ``blobs.py``); None when a copy
+        does not read, and so may name any. Most ids were never archived: one empty read."""
+        try:
+            msgs = await read_subject(
+                self._nc,
+                self._names.archive_stream,
+                self._names.archive_subject(run_id),
+                0,
+                timeout=self._timeout,
+                url=self._url,
+            )
+        except WorldUnavailableError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, f"reading the archive of run {run_id}", err) from err
+        named: set[str] = set()
+        for msg in msgs:
+            try:
+                copies = entries.field(entries.loads_object(msg.data), "messages", list)
+                for copy in copies:
+                    for event in entries.field(copy["body"], "e", list):
+                        data = event.get("d") or {}
+                        named.update(_unnamed_refs(data))
+            except (entries.Unreadable, TypeError, KeyError, AttributeError):
+                return None
+        return named
 
     async def _archive(self, run_id: str) -> bool:
         """Copy the run's messages into the archive. False (the run is kept, with a warning)
@@ -157,10 +187,13 @@ class Retention:
                 return False
         return True
 
-    async def _drop(self, ids: list[str]) -> None:
+    async def _drop(self, ids: list[str], statuses: set[str], cutoff: float) -> list[str]:
+        """Delete the runs ``ids`` that are still what the listing chose (an end in
+        ``statuses`` at or before ``cutoff``), and return those deleted."""
         if not ids:
-            return
+            return []
         before = await self._queue.last_stored()  # every message of the runs is up to here
+        dropped: list[str] = []
         for run_id in ids:
             st = RunState(run_id, self._names.run_subject(run_id))
             try:
@@ -168,10 +201,19 @@ class Retention:
             except CorruptLogError as err:
                 log.warning("not deleting run %s: %s", run_id, err)
                 continue
+            info = st.info
+            ended = info.ended_at if info is not None else None
+            if info is None or info.status.value not in statuses or ended is None or ended > cutoff:
+                # Another process deleted or archived the run since the listing, and the id
+                # may be in use again: that run, its payloads and its messages are not the
+                # ended run chosen, and a purge would take them all.
+                log.info("not deleting run %s: it is no longer the ended run listed", run_id)
+                continue
+            dropped.append(run_id)
             # what belongs to the run (step streams, out-of-line payloads) goes first: if
             # that fails, the run is still there for the next cleanup to finish
             if self.on_drop is not None:
-                await self.on_drop(run_id)
+                await self.on_drop(run_id, st.first_id if is_incarnation(st.first_id) else None)
             try:
                 await self._js.purge_stream(self._names.events_stream, subject=st.subject)
             except Exception as err:
@@ -179,7 +221,8 @@ class Retention:
             for cid, token in st.hook_tokens.items():
                 await self._log._drop_token(run_id, cid, token, st.stream_seq)
             self._log._runs.pop(run_id, None)
-        await self._drop_messages(set(ids), before)
+        await self._drop_messages(set(dropped), before)
+        return dropped
 
     async def _drop_messages(self, ids: set[str], before: int) -> None:
         """Queued messages (and pending schedules) whose payload names a deleted run. One
@@ -219,6 +262,18 @@ class Retention:
         except Exception as err:
             raise wrap(self._url, f"reading run {run_id}", err) from err
         return first is None
+
+
+def _cutoff(older_than: float) -> float:
+    """The latest end a cleanup or archive of runs ended ``older_than`` seconds ago takes: 0
+    takes every ended run, even one the server stamped a moment "ahead" of this clock."""
+    return float("inf") if older_than <= 0 else time.time() - older_than
+
+
+def _unnamed_refs(data: dict[str, Any]) -> list[str]:
+    """The digests of an event's references that name no incarnation."""
+    refs = [r for r in (data.get(key) for key in PAYLOAD_KEYS) if is_ref(r)]
+    return [str(r[REF]) for r in refs if isinstance(r, dict) and r.get(INCARNATION) is None]
 
 
 def _body(data: bytes) -> Any:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import ssl
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -270,16 +271,21 @@ class NatsWorld(World):
         streams, blobs = self._st(), self._blob_store
         stored = await blobs.names()
 
-        async def drop(run_id: str) -> None:  # its step streams and its payloads
+        async def drop(run_id: str, incarnation: str | None) -> None:  # streams, payloads
             await streams.purge_run(run_id)
-            await blobs.drop(run_id, stored)
+            await blobs.drop(run_id, incarnation, stored, lambda: retention.archived(run_id))
 
         retention.on_drop = drop
         return await retention.delete_runs(older_than, statuses)
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
         retention = self._retention()
-        retention.on_drop = self._st().purge_run  # payloads stay: the archived events name them
+        streams = self._st()
+
+        async def drop(run_id: str, incarnation: str | None) -> None:
+            await streams.purge_run(run_id)  # payloads stay: the archived events name them
+
+        retention.on_drop = drop
         return await retention.archive_runs(older_than, limit)
 
     # step streams ---------------------------------------------------------------------------
@@ -545,8 +551,16 @@ class NatsWorld(World):
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[Event]:
         log_ = self._events()
+        msg_id = uuid.uuid4().hex  # chosen here: a run_created's names its incarnation
+
+        async def incarnation() -> str | None:
+            return await log_.incarnation(run_id, events, msg_id)
+
         stored = await self._out_of_line().append(
-            run_id, events, lambda stowed: log_.append(run_id, stowed, expected_seq)
+            run_id,
+            events,
+            lambda stowed: log_.append(run_id, stowed, expected_seq, msg_id),
+            incarnation,
         )
         if stored and stored[0].type is EventType.RUN_CREATED:
             info = log_.cached_info(run_id)
