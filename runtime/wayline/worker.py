@@ -554,8 +554,13 @@ class Worker:
         exiting the process if a body that could not be cut off is still running."""
         visibility = self.world.visibility_seconds
         period = max(0.05, visibility / 3)
+        pause = period / 2
         while not self._closed:  # the flag as well as the cancel (``_heartbeat_loop``)
-            await asyncio.sleep(period / 2)
+            await asyncio.sleep(pause)
+            # A renewal that went unanswered (a consumer electing its leader answers none for
+            # seconds) is asked again soon: waiting the usual half period would leave it one
+            # more try before its fence trips at one and a half periods without a renewal.
+            pause = period / 2
             for key, (delivery, fence) in list(self._held.items()):
                 now = time.monotonic()
                 if fence.tripped is None:
@@ -579,6 +584,7 @@ class Worker:
                             renewed = await self.world.renew(delivery)
                         except WaylineError as err:
                             log.warning("could not renew delivery %s: %s", delivery.message_id, err)
+                            pause = period / 10
                         else:
                             if renewed:
                                 fence.renewed = now
