@@ -16,7 +16,8 @@ import pytest
 
 import wayline
 from tests.nats_fixtures import NatsCluster
-from tests.runtime.harness import settings, wait_for
+from tests.runtime.harness import of_type, settings, wait_for
+from wayline._core.events import EventType
 from wayline.worlds.nats import NatsWorld
 
 pytestmark = pytest.mark.slow
@@ -118,6 +119,11 @@ async def test_a_killed_event_log_leader_reruns_no_finished_step(nats_cluster: N
         reruns = _reruns(labels)
         print(f"leader crash: stall {stall:.1f}s, bodies run again after they ended: {reruns}")
         assert reruns == []
+        for handle in handles:  # each retried append stored once: one completion a step
+            events = await handle.events()
+            assert [e.seq for e in events] == list(range(1, len(events) + 1))
+            completed = [e.correlation_id for e in of_type(events, EventType.STEP_COMPLETED)]
+            assert len(completed) == len(set(completed)) == STEPS
     finally:
         for w in worlds:
             await w.close()
