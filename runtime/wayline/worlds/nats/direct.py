@@ -207,9 +207,9 @@ PUBLISH_ATTEMPTS = 3
 """Attempts of a publish whose caller holds nothing (``patience.remaining()`` is 0)."""
 
 _PAUSE_CAP = 0.5
-"""The longest pause between attempts: a stream elects a leader in about two seconds (three
-nats-servers on loopback, and on pods), and the first attempt after it should not wait
-much longer."""
+"""The longest pause between attempts: a stream elects a leader in seconds (about 2 s on
+pods, 5 s with three nats-servers on one loaded machine), and the first attempt after it
+should not wait much longer."""
 
 _SHORTEST_WAIT = 0.5
 """Seconds: a further attempt that could wait no longer than this for its answer within the
