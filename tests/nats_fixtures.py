@@ -190,6 +190,60 @@ def monitored_server(sync_interval: str | None) -> Iterator[tuple[NatsServer, st
             server.stop()
 
 
+class NatsCluster:
+    """Three nats-servers of our own on loopback, routed to each other as one JetStream
+    cluster (streams with ``replicas=3`` live on all three). Each keeps its ports and store
+    across a restart, as a pod of a StatefulSet does, and dies with the test session."""
+
+    def __init__(self, binary: Path, store: Path, size: int = 3) -> None:
+        names = [f"n{i}" for i in range(size)]
+        routes = [free_port() for _ in names]
+        solicit = ",".join(f"nats://127.0.0.1:{port}" for port in routes)
+        self.servers: list[NatsServer] = []
+        for name, route in zip(names, routes, strict=True):
+            own = store / name
+            own.mkdir()
+            args = ["-n", name, "--cluster_name", "wayline-test"]
+            args += ["--cluster", f"nats://127.0.0.1:{route}", "--routes", solicit]
+            self.servers.append(NatsServer(binary, own, args=args))
+
+    @property
+    def urls(self) -> list[str]:
+        return [server.url for server in self.servers]
+
+    def by_name(self, name: str) -> NatsServer:
+        [server] = [s for s in self.servers if s.store.name == name]
+        return server
+
+    def start(self, timeout: float = 30.0) -> None:
+        for server in self.servers:
+            server.start(timeout=timeout)
+        # JetStream answers only once the servers have elected a metadata leader
+        deadline = time.monotonic() + timeout
+        while not all(b"metadata leader" in s.log_path.read_bytes() for s in self.servers):
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the nats-server cluster elected no JetStream leader")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+
+@pytest.fixture
+def nats_cluster() -> Iterator[NatsCluster]:
+    """A three-node JetStream cluster of this test's own, free to SIGKILL node by node."""
+    binary = require_nats()
+    with tempfile.TemporaryDirectory(prefix="wayline-nats-cluster-") as tmp:
+        cluster = NatsCluster(binary, Path(tmp))
+        try:
+            cluster.start()
+            yield cluster
+        finally:
+            cluster.stop()
+
+
 NatsWorldFactory = Callable[..., Awaitable[Any]]
 
 

@@ -40,7 +40,7 @@ from .errors import (
     WorldUnavailableError,
 )
 from .settings import Settings
-from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World
+from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World, patience
 from .world.registry import served_entries, withdrawn_entries
 from .world.routing import served_topics
 
@@ -437,6 +437,9 @@ class Worker:
 
     async def _handle(self, delivery: Delivery, fence: Fence, slots: asyncio.Semaphore) -> None:
         hold(fence)  # every body the handler runs is cut off when the fence trips
+        # A write that fails for a moment (a stream electing a leader) is asked again until
+        # the handler's deadline, not lost with its attempt (a step's completion rides on it).
+        patience.hold_until(lambda: self._deadline(fence))
         if delivery.due_at is not None:
             metrics.QUEUE_LAG_SECONDS.labels(delivery.topic).observe(
                 max(0.0, time.time() - delivery.due_at)
@@ -565,15 +568,26 @@ class Worker:
             except WaylineError as err:
                 log.warning("could not look for runs whose start was lost: %s", err)
 
+    def _deadline(self, fence: Fence) -> float:
+        """When a delivery is given up (``time.monotonic``): its holder provably holds it
+        until one visibility after its last renewal; a sixth of that is left for the last
+        thing under way to end before it could be redelivered."""
+        visibility = self.world.visibility_seconds
+        return fence.renewed + visibility - visibility / 6
+
     async def _renew_loop(self) -> None:
         """Renew held deliveries; trip a fence at its bound or when renewals keep failing;
         give a tripped delivery up at its deadline (just before it could be redelivered),
         exiting the process if a body that could not be cut off is still running."""
         visibility = self.world.visibility_seconds
         period = max(0.05, visibility / 3)
-        slack = visibility / 6
+        pause = period / 2
         while not self._closed:  # the flag as well as the cancel (``_heartbeat_loop``)
-            await asyncio.sleep(period / 2)
+            await asyncio.sleep(pause)
+            # A renewal that went unanswered (a consumer electing its leader answers none for
+            # seconds) is asked again soon: waiting the usual half period would leave it one
+            # more try before its fence trips at one and a half periods without a renewal.
+            pause = period / 2
             for key, (delivery, fence) in list(self._held.items()):
                 now = time.monotonic()
                 if fence.tripped is None:
@@ -597,6 +611,7 @@ class Worker:
                             renewed = await self.world.renew(delivery)
                         except WaylineError as err:
                             log.warning("could not renew delivery %s: %s", delivery.message_id, err)
+                            pause = period / 10
                         else:
                             if renewed:
                                 fence.renewed = now
@@ -607,7 +622,7 @@ class Worker:
                                     "worker's (its renewal was refused)"
                                 )
                     continue
-                if now < fence.renewed + visibility - slack:
+                if now < self._deadline(fence):
                     continue  # the tripped handler winds down: it records, then hands off
                 self._held.pop(key, None)
                 exit_if_executing(

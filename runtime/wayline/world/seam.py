@@ -321,7 +321,10 @@ class World(abc.ABC):
 
     @abc.abstractmethod
     async def renew(self, delivery: Delivery) -> bool:
-        """Still working: keep the delivery invisible to others for another visibility period."""
+        """Still working: keep the delivery invisible to others for another visibility period.
+        False: the delivery is no longer this holder's (its holder stops executing under it);
+        a renewal the store did not answer raises :class:`WorldUnavailableError` instead (the
+        holder keeps the hold its last renewal proved)."""
 
     @abc.abstractmethod
     async def dead_letter(self, delivery: Delivery, reason: str) -> bool:

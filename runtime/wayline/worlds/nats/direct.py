@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from ..._core import clock
 from ...errors import WorldError, WorldUnavailableError
+from ...world import patience
 from . import wire
 from .codec import is_wrong_last_sequence, parse_stamp, wrap
 
@@ -203,6 +204,16 @@ class Acked(NamedTuple):
 
 
 PUBLISH_ATTEMPTS = 3
+"""Attempts of a publish whose caller holds nothing (``patience.remaining()`` is 0)."""
+
+_PAUSE_CAP = 0.5
+"""The longest pause between attempts: a stream elects a leader in seconds (about 2 s on
+pods, 5 s with three nats-servers on one loaded machine), and the first attempt after it
+should not wait much longer."""
+
+_SHORTEST_WAIT = 0.5
+"""Seconds: a further attempt that could wait no longer than this for its answer within the
+caller's hold is not made (a loaded server answers a publish in milliseconds)."""
 
 
 async def publish_retried(
@@ -216,11 +227,13 @@ async def publish_retried(
     doing: str,
 ) -> Acked | None:
     """:func:`publish_acked`, asked again while its answer may be lost (a timeout, the
-    connection lost, no stream leader this instant: a restart), each time under the same
-    ``Nats-Msg-Id`` and headers, so a publish that landed is deduplicated or, conditional,
-    refused. None when the server refused the expected last sequence (10071): what that
-    means is the caller's. Every other failure is a :class:`WorldError` naming ``doing``
-    (unavailable when it may pass)."""
+    connection lost, no stream leader this instant: a restart, an election), each time under
+    the same ``Nats-Msg-Id`` and headers, so a publish that landed is deduplicated or,
+    conditional, refused. A caller that holds a delivery (``patience``) has it asked again
+    past the usual attempts for as long as each further attempt ends within its hold; others
+    fail after :data:`PUBLISH_ATTEMPTS`. None when the server refused the expected last
+    sequence (10071): what that means is the caller's. Every other failure is a
+    :class:`WorldError` naming ``doing`` (unavailable when it may pass)."""
     import nats.errors
     import nats.js.errors
 
@@ -228,27 +241,39 @@ async def publish_retried(
         nats.errors.TimeoutError,
         nats.errors.ConnectionReconnectingError,
         nats.errors.NoRespondersError,
+        nats.js.errors.ServiceUnavailableError,
         TimeoutError,
     )
-    for attempt in range(PUBLISH_ATTEMPTS):
+    attempt, wait = 0, timeout
+    while True:
         try:
-            await connected(nc, timeout=timeout, url=url)
+            await connected(nc, timeout=wait, url=url)
             sent = clock.now()
-            seq, duplicate = await publish_acked(nc, subject, payload, headers, timeout)
+            seq, duplicate = await publish_acked(nc, subject, payload, headers, wait)
             return Acked(seq, duplicate, sent, clock.now(), attempt == 0)
         except nats.js.errors.BadRequestError as err:
             if is_wrong_last_sequence(err):
                 return None
             raise wrap(url, doing, err) from err
         except retried as err:
-            if attempt == PUBLISH_ATTEMPTS - 1:
-                raise wrap(url, doing, err) from err
-            await asyncio.sleep(0.05 * (attempt + 1))
-        except WorldError:  # not connected in time: already the caller's error
+            failure: WorldError = wrap(url, doing, err)
+            failure.__cause__ = err
+        except WorldUnavailableError as err:  # not connected in time: asked again only
+            failure = err  # within a hold (a wait for the connection is long already)
+            attempt = max(attempt, PUBLISH_ATTEMPTS - 1)
+        except WorldError:
             raise
         except Exception as err:
             raise wrap(url, doing, err) from err
-    raise AssertionError("unreachable")  # the last attempt returns or raises
+        attempt += 1
+        pause = min(_PAUSE_CAP, 0.05 * attempt)
+        if attempt >= PUBLISH_ATTEMPTS:
+            # a further attempt may wait for a connection, then for its answer: both end
+            # within the hold, or it is not made
+            wait = min(timeout, (patience.remaining() - pause) / 2)
+            if wait < _SHORTEST_WAIT:
+                raise failure
+        await asyncio.sleep(pause)
 
 
 async def _leader_get(

@@ -596,6 +596,12 @@ class Queue:
             else:
                 await wire.publish(self._nc, held.msg.reply, body)
         except (nats.errors.TimeoutError, TimeoutError, nats.errors.NoRespondersError) as err:
+            if body == b"+WPI":
+                # Unconfirmed is not refused: a consumer electing its leader answers nothing
+                # for seconds. The delivery stays this process's until one ack wait after
+                # its last confirmed renewal, and the worker fences it only if renewals keep
+                # failing; a False here would cut its bodies off at once.
+                raise wrap(self._url, f"{what} of message {delivery.message_id}", err) from err
             log.warning("%s of message %s unconfirmed (%s)", what, delivery.message_id, err)
             return False
         except Exception as err:
