@@ -194,3 +194,31 @@ async def test_the_example_files_applied_as_they_are_ship_the_order(
     assert status["output"]["approved_by"] == "grace"
     hook = cluster.get(yaml.safe_load(HOOK_FILE.read_text())["metadata"]["name"], "workflowhook")
     assert hook["status"]["phase"] == "delivered"
+
+
+def _install(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """install.sh, stopped before it builds or brings up anything: with no helm it would
+    refuse next, so a check that failed to refuse still starts nothing."""
+    state = tmp_path / "clusters" / "wayline-dev"
+    base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(tmp_path)}
+    base |= {"HELM": str(tmp_path / "no-helm"), "WAYLINE_CLUSTER_STATE": str(state)}
+    return subprocess.run(
+        ["bash", str(TOOLS / "install.sh")],
+        env=base | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_make_cluster_refuses_the_e2e_suites_cluster_and_a_second_cluster(
+    tmp_path: Path,
+) -> None:
+    e2e = _install(tmp_path, WAYLINE_CLUSTER_NAME="wayline-e2e")
+    assert e2e.returncode != 0 and "wayline-e2e is the e2e suite's cluster" in e2e.stderr
+    (tmp_path / "clusters" / "wayline-e2e").mkdir(parents=True)  # the e2e suite's, running
+    second = _install(tmp_path)
+    assert second.returncode != 0, second.stderr
+    assert "another local cluster is up" in second.stderr, second.stderr
+    assert "make cluster-down CLUSTER=wayline-e2e" in second.stderr
+    assert not (tmp_path / "clusters" / "wayline-dev").exists()  # nothing was made

@@ -19,28 +19,27 @@ HELM=${HELM:-$CP_BIN/helm}
 export KUBECTL
 
 [[ $NAME != wayline-e2e ]] || die "wayline-e2e is the e2e suite's cluster (its fixture tears it down): pick another WAYLINE_CLUSTER_NAME"
+other=$(other_cluster) # checked again by up.sh, but before minutes of image builds here
+[[ -z $other ]] || die "another local cluster is up ($other): one at a time (make cluster-down CLUSTER=$(basename "$other"))"
 reason=$(cluster_unsupported)
 [[ -z $reason ]] || die "this machine cannot run the local cluster: $reason"
 [[ -x $HELM ]] || die "no helm at $HELM: make k8s-bins"
-# Two clusters at once would share the kubelet's cgroups and the fixed paths down.sh cleans.
-for other in "$(dirname "$STATE")"/*/; do
-	[[ ! -d $other || ${other%/} == "$STATE" ]] ||
-		die "another local cluster is up ($other): one at a time (WAYLINE_CLUSTER_NAME=$(basename "$other") make cluster-down)"
-done
 
 bash "$REPO/tools/cluster/deps.sh" >&2
 bash "$REPO/tools/cluster/build-node.sh" >&2
+images=$(bash "$REPO/tools/cluster/images.sh" "$TAG") # "IMAGE=TAR" lines
 archives=()
 while IFS= read -r line; do
-	[[ $line == *=* ]] && archives+=("${line#*=}")
-done < <(bash "$REPO/tools/cluster/images.sh" "$TAG")
+	[[ $line != *=* ]] || archives+=("${line#*=}")
+done <<<"$images"
 kubeconfig=$(bash "$REPO/tools/cluster/up.sh" "${archives[@]}" | tail -1)
 
 values=$STATE/values.yaml
 bash "$REPO/tools/cluster/values.sh" "$TAG" >"$values"
 say "helm install $RELEASE in namespace $NAMESPACE (values: $values)"
 "$HELM" --kubeconfig "$kubeconfig" install "$RELEASE" "$REPO/charts/wayline" \
-	--namespace "$NAMESPACE" --create-namespace -f "$values" --wait --timeout 5m >&2
+	--namespace "$NAMESPACE" --create-namespace -f "$values" --wait --timeout 5m >&2 ||
+	die "helm install failed; the cluster stays up for a look (KUBECONFIG=$kubeconfig; make cluster-down removes it)"
 
 cat <<EOF
 
