@@ -4,7 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench soak clean k8s-bins toxiproxy-bins node-bins e2e cluster-down crds
+.PHONY: demo test lint typecheck unit bench soak clean k8s-bins toxiproxy-bins node-bins e2e cluster cluster-down crds
+
+# The cluster `make cluster` brings up: never the e2e suite's wayline-e2e (`make e2e` tears that
+# one down), so a test run and a first install do not remove each other's cluster.
+CLUSTER ?= wayline-dev
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -61,8 +65,15 @@ crds:  # regenerate crds/ (the single source) and the chart's copy (a test compa
 	$(BIN)/python -m wayline_operator crds crds
 	$(BIN)/python -m wayline_operator crds charts/wayline/crds
 
-cluster-down:  # tear down a local cluster left by an interrupted run, and show the check
-	KUBECTL=$(CURDIR)/$(BIN)/kubectl bash tools/cluster/down.sh
+# A first install (root, Linux): images, the one-node cluster $(CLUSTER), the chart with values
+# that match the images; prints the KUBECONFIG to export and where helm and kubectl are.
+cluster: $(STAMP) k8s-bins
+	WAYLINE_CLUSTER_NAME=$(CLUSTER) KUBECTL=$(CURDIR)/$(BIN)/kubectl bash tools/cluster/install.sh
+
+# Tear down `make cluster`'s cluster, or (CLUSTER=wayline-e2e) one an interrupted e2e run left,
+# and show the check.
+cluster-down:
+	WAYLINE_CLUSTER_NAME=$(CLUSTER) KUBECTL=$(CURDIR)/$(BIN)/kubectl bash tools/cluster/down.sh
 
 clean:
 	rm -rf $(VENV) .wayline .pytest_cache .mypy_cache

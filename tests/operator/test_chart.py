@@ -73,6 +73,8 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
         "--health-port=8081",
         "--health-host=$(POD_IP)",
         "--shutdown-grace=50",
+        "--metrics-port=9090",
+        "--log-format=text",
     ]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["WAYLINE_WORLD"] == (  # the generated credentials, as Kubernetes expands them

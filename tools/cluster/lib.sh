@@ -44,6 +44,15 @@ in_ns() { nsenter --net="$NETNS_PATH" -- "$@"; }
 ctr_() { ctr --address "$STATE/containerd/containerd.sock" --namespace k8s.io "$@"; }
 kubectl_ns() { in_ns "$KUBECTL" --kubeconfig "$STATE/pki/admin-in-ns.kubeconfig" "$@"; }
 
+# Another cluster's state directory beside ours, or nothing. Two clusters at once would share
+# the kubelet's cgroups and the fixed paths down.sh cleans: one at a time.
+other_cluster() {
+	local dir
+	for dir in "$(dirname "$STATE")"/*/; do
+		[[ ! -d $dir || ${dir%/} == "$STATE" ]] || { echo "${dir%/}"; return; }
+	done
+}
+
 # Why this machine cannot run the local cluster, or nothing when it can.
 cluster_unsupported() {
 	[[ $(uname -s) == Linux ]] || { echo "not Linux"; return; }

@@ -25,6 +25,8 @@ for b in containerd runc socat dnsmasq iptables conntrack; do
 	command -v "$b" >/dev/null || die "missing $b: run tools/cluster/deps.sh"
 done
 [[ ! -e $NETNS_PATH && ! -d $STATE ]] || die "a cluster $NAME exists ($STATE): run tools/cluster/down.sh first"
+other=$(other_cluster)
+[[ -z $other ]] || die "another local cluster is up ($other): one at a time (WAYLINE_CLUSTER_NAME=$(basename "$other") tools/cluster/down.sh)"
 
 mkdir -p "$STATE"/{pki,logs,pids,manifests,dns,pv,cni/net.d,cni/ipam,containerd,kubelet,pod-logs}
 # From here on, a failure (a failed command or a die) tears down what was made.
