@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench soak clean k8s-bins node-bins e2e cluster-down crds
+.PHONY: demo test lint typecheck unit bench soak clean k8s-bins fuse node-bins e2e cluster-down crds
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,7 +25,7 @@ typecheck: $(STAMP)
 	MYPYPATH=runtime $(BIN)/mypy --strict examples  # user code type-checks against the SDK
 	$(BIN)/pytest -q -p no:cacheprovider tests/typing  # pass_*/fail_* files under mypy --strict
 
-unit: $(STAMP) k8s-bins
+unit: $(STAMP) k8s-bins fuse
 	$(BIN)/pytest -q  # tests/e2e is left out (pyproject addopts): `make e2e` runs it
 
 test: lint typecheck unit
@@ -41,6 +41,9 @@ soak: $(STAMP)
 
 k8s-bins:  # kube-apiserver, etcd and helm for tests/operator, cached outside the repo
 	bash tools/build-k8s.sh
+
+fuse:  # fuse3 for tests/powercut's power-loss filesystem (mfusepy loads its libfuse3); once
+	@command -v fusermount3 >/dev/null || { apt-get update -q && apt-get install -y -q fuse3; }
 
 node-bins:  # kubelet, scheduler, controller-manager, kube-proxy, pause for tools/cluster
 	bash tools/cluster/build-node.sh
