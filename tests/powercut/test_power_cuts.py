@@ -12,7 +12,7 @@ from tests.powercut.harness import Figures, cut_once
 from tests.powercut.mount import LazyMount
 from tests.powercut.stores import NatsStore, SqliteStore
 
-RUNS, STEPS, CUT_AFTER = 12, 40, 150
+RUNS, STEPS, CUT_AFTER = 12, 60, 400
 
 
 def _store(kind: str, mount: Path) -> SqliteStore | NatsStore:
