@@ -15,18 +15,20 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import wayline
 from tests.powercut.mount import LazyMount
 from tests.powercut.workload import hook_token, open_world
 from tests.servers import dying_with_us
 from wayline._core.events import RUN_TERMINAL_EVENTS, Event, EventType
+from wayline.world import World
 
 ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 
 
 class Store(Protocol):
@@ -35,6 +37,11 @@ class Store(Protocol):
     def start(self) -> None: ...
 
     def kill(self) -> None: ...
+
+
+Fault = Callable[[list[subprocess.Popen[bytes]], Path], Awaitable[None]]
+"""A cut given the workload's processes and its acks file: it must end with those processes
+dead (``kill``) and every mount cut or up."""
 
 
 @dataclasses.dataclass
@@ -87,17 +94,33 @@ def kill(procs: list[subprocess.Popen[bytes]]) -> None:
 
 
 def spawn(procs: list[subprocess.Popen[bytes]], log: Path, *args: str) -> None:
-    with open(log, "ab") as err:
-        proc = subprocess.Popen(
-            dying_with_us([sys.executable, "-m", "tests.powercut.workload", *args]),
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=err,
-        )
-    procs.append(proc)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    assert line in (b"worker ready", b"driver started"), f"{args[0]} failed: {log.read_text()}"
+    """Start a workload process and wait until it says it is ready; one that exits first (a
+    cluster whose streams have no leader yet) is started again, three times at most."""
+    for _ in range(3):
+        with open(log, "ab") as err:
+            proc = subprocess.Popen(
+                dying_with_us([sys.executable, "-m", "tests.powercut.workload", *args]),
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
+        procs.append(proc)
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() in (b"worker ready", b"driver started"):
+            return
+        proc.wait(timeout=10)
+    raise AssertionError(f"{args[0]} failed: {tail(log)}")
+
+
+async def steps_acked(acks: Path, n: int, log: Path, bound: float = 30.0) -> None:
+    deadline = time.monotonic() + bound
+    while sum(a.startswith("step ") for a in lines(acks)) < n:
+        assert time.monotonic() < deadline, f"no progress: {tail(log)}"
+        await asyncio.sleep(0.02)
+
+
+def tail(log: Path) -> str:
+    return log.read_text()[-3000:] if log.exists() else ""
 
 
 def lines(path: Path) -> list[str]:
@@ -105,50 +128,101 @@ def lines(path: Path) -> list[str]:
 
 
 async def cut_once(
-    disk: LazyMount, store: Store, work: Path, *, runs: int, steps: int, cut_after: int
+    disks: list[LazyMount],
+    store: Store,
+    work: Path,
+    *,
+    runs: int,
+    steps: int,
+    cut_after: int,
+    fault: Fault | None = None,
+) -> Figures:
+    try:
+        return await _cut_once(disks, store, work, runs, steps, cut_after, fault)
+    finally:
+        store.kill()
+
+
+async def _cut_once(
+    disks: list[LazyMount],
+    store: Store,
+    work: Path,
+    runs: int,
+    steps: int,
+    cut_after: int,
+    fault: Fault | None,
 ) -> Figures:
     acks, bodies, log = work / "acks", work / "bodies", work / "procs.log"
     store.start()
     with processes() as procs:
         spawn(procs, log, "worker", store.target)
         spawn(procs, log, "driver", store.target, str(acks), str(bodies), str(runs), str(steps))
-        deadline = time.monotonic() + 30
-        while sum(a.startswith("step ") for a in lines(acks)) < cut_after:
-            assert time.monotonic() < deadline, f"no progress: {log.read_text()[-3000:]}"
-            await asyncio.sleep(0.02)
-        # The cut: every process writing to the mount dies at once, then the disk's cache.
-        kill(procs)
-        store.kill()
-        disk.cut()
+        await steps_acked(acks, cut_after, log)
+        if fault is None:
+            # The cut: every process writing to the mounts dies at once, then the disks' caches.
+            kill(procs)
+            store.kill()
+            for disk in disks:
+                disk.cut()
+        else:
+            await fault(procs, acks)
     acked = lines(acks)
     before = len(lines(bodies))
     restarted = time.monotonic()
-    disk.start()
+    for disk in disks:
+        if not disk.up:
+            disk.start()
     store.start()
     figures = Figures(acked=len(acked))
+    started = [a.split()[1] for a in acked if a.startswith("start ")]
     with processes() as procs:
-        async with open_world(store.target) as world:
+        world = await patiently(lambda: _started(store.target))
+        try:
             client = wayline.Client(world)
-            started = [a.split()[1] for a in acked if a.startswith("start ")]
-            kept = {run: await client.handle(run).events() for run in started}
+            kept = {run: await patiently(client.handle(run).events) for run in started}
             figures.lost = [a for a in acked if not _kept(a, kept)]
             figures.runs_lost = sum(not events for events in kept.values())
             spawn(procs, log, "worker", store.target)
             figures.stuck = await _finish(client, [r for r, e in kept.items() if e])
             figures.recovery_seconds = time.monotonic() - restarted
-        recorded = {
-            (e.run_id, str(e.correlation_id))
-            for events in kept.values()
-            for e in events
-            if e.type is EventType.STEP_COMPLETED
-        }
-        seen = {tuple(a.split()[1:3]) for a in acked if a.startswith("step ")}
-        for body in lines(bodies)[before:]:
-            run, step, _ = body.split()
-            figures.rerun_after_recorded += (run, step) in recorded
-            figures.rerun_after_acked += (run, step) in seen
-    store.kill()
+        finally:
+            await world.close()
+    recorded = {
+        (e.run_id, str(e.correlation_id))
+        for events in kept.values()
+        for e in events
+        if e.type is EventType.STEP_COMPLETED
+    }
+    seen = {tuple(a.split()[1:3]) for a in acked if a.startswith("step ")}
+    for body in lines(bodies)[before:]:
+        run, step, _ = body.split()
+        figures.rerun_after_recorded += (run, step) in recorded
+        figures.rerun_after_acked += (run, step) in seen
     return figures
+
+
+async def _started(target: str) -> World:
+    world = open_world(target)
+    try:
+        await world.start()
+    except BaseException:
+        await world.close()
+        raise
+    return world
+
+
+async def patiently(call: Callable[[], Awaitable[T]], bound: float = 30.0) -> T:
+    """``call()``, again while the world is unavailable (a cluster electing its stream
+    leaders after a restart), as a caller would, for at most ``bound`` seconds."""
+    deadline = time.monotonic() + bound
+    while True:
+        try:
+            return await call()
+        # (TimeoutError too: a NatsWorld's start lets nats' own timeout through.)
+        except (wayline.WorldUnavailableError, TimeoutError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
 
 
 def _kept(ack: str, kept: dict[str, list[Event]]) -> bool:
@@ -177,14 +251,14 @@ async def _finish(client: wayline.Client, runs: list[str], bound: float = 40.0) 
     open_runs = set(runs)
     while open_runs and time.monotonic() < deadline:
         for run in list(open_runs):
-            events = await client.handle(run).events()
+            events = await patiently(client.handle(run).events)
             if any(e.type in RUN_TERMINAL_EVENTS for e in events):
                 open_runs.discard(run)
             elif any(e.type is EventType.HOOK_CREATED for e in events) and not any(
                 e.type is EventType.HOOK_RECEIVED for e in events
             ):
                 try:
-                    await client.resume_hook(hook_token(run), 1)
+                    await patiently(lambda run=run: client.resume_hook(hook_token(run), 1))
                 except wayline.HookNotFoundError:
                     pass
         await asyncio.sleep(0.1)

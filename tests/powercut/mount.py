@@ -65,6 +65,10 @@ class LazyMount:
                 raise RuntimeError(f"lazyfs did not mount: {self._log.read_text()[-2000:]}")
             time.sleep(0.05)
 
+    @property
+    def up(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None and mounted(self.mount)
+
     def cut(self) -> None:
         """The power cut: the layer's process dies with every unsynced write in its memory,
         and the mount goes. Stop the processes writing here first (they die in the same cut);

@@ -22,9 +22,9 @@ def _store(kind: str, mount: Path) -> SqliteStore | NatsStore:
         case "sqlite-normal":
             return SqliteStore(mount, "?sync=normal")
         case "nats-always":
-            return NatsStore(mount, sync_always=True)
+            return NatsStore([mount], sync_always=True)
         case _:
-            return NatsStore(mount, sync_always=False)
+            return NatsStore([mount], sync_always=False)
 
 
 async def _cut(
@@ -34,7 +34,7 @@ async def _cut(
     work = tmp_path / f"work{n}"
     work.mkdir()
     figures = await cut_once(
-        disk, _store(kind, disk.mount), work, runs=RUNS, steps=STEPS, cut_after=CUT_AFTER
+        [disk], _store(kind, disk.mount), work, runs=RUNS, steps=STEPS, cut_after=CUT_AFTER
     )
     print(f"{kind}: {figures.line()}")
     return figures

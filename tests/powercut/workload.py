@@ -8,9 +8,9 @@
     the world accepted, a run's end. It resumes each run's hook and cancels every fourth run,
     then keeps reading until killed.
 
-TARGET is a SQLite world URL or a ``nats://`` URL. Step bodies append ``RUN STEP ATTEMPT`` to
-BODIES, a file outside the power-loss mount, so every body that ran is counted whatever the
-cut kept."""
+TARGET is a SQLite world URL or a ``nats://`` URL (servers and options, no prefix). Step
+bodies append ``RUN STEP ATTEMPT`` to BODIES, a file outside the power-loss mount, so every
+body that ran is counted whatever the cut kept."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def open_world(target: str) -> World:
     if target.startswith("nats://"):
         from wayline.worlds.nats import NatsWorld
 
-        return NatsWorld(target, prefix="pc", visibility_seconds=VISIBILITY)
+        url = f"{target}{'&' if '?' in target else '?'}prefix=pc"
+        return NatsWorld.from_url(url, visibility_seconds=VISIBILITY)
     return wayline.LocalWorld.from_url(target, poll_interval=0.02, visibility_seconds=VISIBILITY)
 
 
