@@ -37,6 +37,8 @@ async def _cut(
         # resumes (both in cut_once, after the workload is stopped).
         leader = store.leader("pc_events")
         followers = [node for node in store.nodes if node.name != leader]
+        # The one fewer clients talk to is paused, so that the writes really go on.
+        followers.sort(key=lambda n: (n.monitor("connz") or {}).get("num_connections", 0))
         paused, cut = followers
         paused.pause()
         try:
