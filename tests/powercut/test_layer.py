@@ -32,3 +32,22 @@ def test_a_cut_keeps_exactly_what_was_fsynced(lazy_mount: Callable[[str], LazyMo
     assert (disk.backing / "lost").read_bytes() == b""
     assert (disk.backing / "shrunk").read_bytes() == b"x" * 9000
     assert (disk.backing / "osync").read_bytes() == b"written through"
+
+
+def test_a_file_cut_short_and_grown_again_reads_zeros_where_it_was_cut(
+    lazy_mount: Callable[[str], LazyMount],
+) -> None:
+    disk = lazy_mount("store")
+    path = disk.mount / "regrown"
+    with open(path, "wb") as fh:
+        fh.write(b"x" * 9000)
+        os.fsync(fh.fileno())
+        fh.truncate(10)
+        fh.seek(6000)
+        fh.write(b"end")
+        fh.flush()
+        expected = b"x" * 10 + bytes(5990) + b"end"
+        assert path.read_bytes() == expected  # before the sync, through the layer
+        os.fsync(fh.fileno())
+    disk.cut()
+    assert (disk.backing / "regrown").read_bytes() == expected
