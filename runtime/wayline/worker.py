@@ -454,31 +454,61 @@ class Worker:
             slots.release()
 
     async def _settle(self, delivery: Delivery, verdict: Verdict) -> None:
-        try:
-            if verdict.kind == "ack":
-                done = await self.world.ack(delivery)
-            elif verdict.kind == "retry" and verdict.delay == 0 and self.handler.closing:
-                done = await self.world.release(delivery)  # a hand-back: not an attempt
-            elif verdict.kind == "retry":
-                done = await self.world.retry(delivery, verdict.delay)
-            elif verdict.kind == "dead":
-                log.error(
-                    "set aside %s message %s: %s",
-                    delivery.topic,
-                    delivery.message_id,
-                    verdict.reason,
-                )
-                done = await self.world.dead_letter(delivery, verdict.reason)
-            else:
+        """Settle the delivery as ``verdict`` says. A store that cannot take the settlement
+        now (unavailable, or full: ``STORE_FULL``) is asked again, backing off, for up to half
+        the visibility window, while this worker runs: left unsettled, the message would
+        stay held by this worker until its visibility lapsed (30 s by default), so runs would
+        wait that long after the store came back. A settlement that lands after the message
+        was delivered elsewhere changes nothing (the world refuses it as stale)."""
+        deadline = time.monotonic() + self.world.visibility_seconds / 2
+        backoff = 0.1
+        while True:
+            try:
+                await self._settle_once(delivery, verdict)
                 return
-            if not done:
-                _stale(delivery, verdict.kind)
-        except WaylineError as err:
-            log.warning(
-                "could not settle delivery %s: %s (it will be redelivered)",
+            except WorldUnavailableError as err:
+                if self._stopping.is_set() or time.monotonic() + backoff > deadline:
+                    log.warning(
+                        "could not settle delivery %s: %s (it will be redelivered)",
+                        delivery.message_id,
+                        err,
+                    )
+                    return
+                log.warning(
+                    "could not settle delivery %s yet: %s (retry in %.1fs)",
+                    delivery.message_id,
+                    err,
+                    backoff,
+                )
+            except WaylineError as err:
+                log.warning(
+                    "could not settle delivery %s: %s (it will be redelivered)",
+                    delivery.message_id,
+                    err,
+                )
+                return
+            await asyncio.sleep(backoff)
+            backoff = min(2.0, backoff * 2)
+
+    async def _settle_once(self, delivery: Delivery, verdict: Verdict) -> None:
+        if verdict.kind == "ack":
+            done = await self.world.ack(delivery)
+        elif verdict.kind == "retry" and verdict.delay == 0 and self.handler.closing:
+            done = await self.world.release(delivery)  # a hand-back: not an attempt
+        elif verdict.kind == "retry":
+            done = await self.world.retry(delivery, verdict.delay)
+        elif verdict.kind == "dead":
+            log.error(
+                "set aside %s message %s: %s",
+                delivery.topic,
                 delivery.message_id,
-                err,
+                verdict.reason,
             )
+            done = await self.world.dead_letter(delivery, verdict.reason)
+        else:
+            return
+        if not done:
+            _stale(delivery, verdict.kind)
 
     async def _heartbeat(self) -> None:
         """Record in the world what this worker serves, alive for three heartbeats."""
