@@ -12,6 +12,7 @@ redelivery never runs beside its previous holder.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -36,6 +37,7 @@ from .errors import (
     ConfigurationError,
     CorruptEntryError,
     WaylineError,
+    WorldStorageFullError,
     WorldUnavailableError,
 )
 from .settings import Settings
@@ -421,10 +423,7 @@ class Worker:
                     telemetry.attached(payload),
                     logs.bound(run_id=payload.get("runId"), step=payload.get("stepName")),
                 ):
-                    if delivery.topic == FLOW_TOPIC:
-                        verdict = await self.handler.handle_flow(delivery)
-                    else:
-                        verdict = await self.handler.handle_step(delivery)
+                    verdict = await self._drive(delivery, fence)
             except CorruptEntryError as err:
                 # the same bytes fail the same way on every delivery: set it aside, do not
                 # crash-loop (the run stays fenced until `wayline runs repair`)
@@ -452,6 +451,35 @@ class Worker:
         finally:
             self._held.pop(id(delivery), None)
             slots.release()
+
+    async def _drive(self, delivery: Delivery, fence: Fence) -> Verdict:
+        """Handle the delivery; while the store is full (``STORE_FULL``), handle it again
+        here, backing off from 0.5 s to 5 s, still held (renewed) by this worker. Each
+        redelivery would count against the run's delivery budget
+        (``WORKFLOW_MAX_QUEUE_DELIVERIES``), so a store full for some minutes would fail every
+        run it held once space was freed (``MAX_DELIVERIES_EXCEEDED``); a full store says
+        nothing about the run. The worker stops trying here when it closes or when the fence
+        trips (a renewal that keeps failing, the delivery's bound): the error is then raised
+        and the delivery retried as before."""
+        backoff = 0.5
+        while True:
+            try:
+                if delivery.topic == FLOW_TOPIC:
+                    return await self.handler.handle_flow(delivery)
+                return await self.handler.handle_step(delivery)
+            except WorldStorageFullError as err:
+                if self._stopping.is_set() or self.handler.closing or fence.tripped is not None:
+                    raise
+                log.warning(
+                    "delivery %s of %s: %s (tried again in %.1fs, still held)",
+                    delivery.message_id,
+                    delivery.topic,
+                    err,
+                    backoff,
+                )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), backoff)
+            backoff = min(5.0, backoff * 2)
 
     async def _settle(self, delivery: Delivery, verdict: Verdict) -> None:
         """Settle the delivery as ``verdict`` says. A store that cannot take the settlement

@@ -18,6 +18,7 @@ import pytest
 import wayline
 from tests.nats_fixtures import NatsServer, require_nats, wait_reconnected
 from tests.runtime.flows import lines, mark
+from tests.runtime.harness import settings
 from tests.small_disk import SmallDisk
 from wayline._core.events import EventType
 from wayline.errors import WaylineError, WorldStorageFullError, WorldUnavailableError
@@ -30,6 +31,12 @@ GATED = 2
 every run is mid-step when the disk fills."""
 PAYLOAD = 64 * 1024
 """Each step's result: large enough that recording it needs new blocks of the filesystem."""
+BUDGET = 3
+"""The flow delivery budget of the workers (``WORKFLOW_MAX_QUEUE_DELIVERIES``, 48 by default),
+small so that a full store spending it would fail the runs within the test's ``FULL_FOR``."""
+FULL_FOR = 5.0
+"""Seconds the store stays full once the worker met it: long enough for more than ``BUDGET``
+redeliveries, each after 0.5 s times its attempt."""
 
 
 @wayline.step
@@ -95,6 +102,12 @@ async def _wait(predicate: Callable[[], Awaitable[bool]], timeout: float) -> Non
         await asyncio.sleep(0.05)
 
 
+def _worker(world: wayline.World) -> wayline.Worker:
+    """A worker whose delivery budget a full store would spend within ``FULL_FOR``: the store
+    being full must not count against it (``Worker._drive``)."""
+    return wayline.Worker(world, [filling], settings=settings(max_queue_deliveries=BUDGET))
+
+
 class _Runs:
     """``RUNS`` runs of ``filling`` on one world, driven by one worker of this process."""
 
@@ -127,7 +140,7 @@ class _Runs:
             return any(isinstance(e, kind) for e in _errors(self.caplog.records))
 
         await _wait(seen_kind, 20)
-        await asyncio.sleep(1.0)  # a few more tries against the full store
+        await asyncio.sleep(FULL_FOR)
         seen = _errors(self.caplog.records)
         leaked = [e for e in seen if not isinstance(e, WaylineError)]
         assert not leaked, leaked  # never a sqlite3.Error, an OSError or a nats error
@@ -145,7 +158,7 @@ async def test_a_sqlite_world_on_a_full_disk_fails_typed_and_resumes_when_freed(
     small_disk: SmallDisk, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     world = LocalWorld(small_disk.path / "wayline.db", poll_interval=0.01)
-    async with world, wayline.Worker(world, [filling]):
+    async with world, _worker(world):
         runs = _Runs(world, tmp_path, caplog)
         await runs.to_the_gate()
         small_disk.fill()
@@ -198,7 +211,7 @@ async def test_a_nats_store_at_its_limit_fails_typed_and_resumes_when_freed(
     filler = await nats.connect(server.url)
     try:
         world = _nats_world(server)
-        async with world, wayline.Worker(world, [filling]):
+        async with world, _worker(world):
             runs = _Runs(world, tmp_path, caplog)
             await runs.to_the_gate()
             js = filler.jetstream()
