@@ -231,10 +231,11 @@ class WorldUnavailableError(WorldError):
 class WorldStorageFullError(WorldUnavailableError):
     """The store refused a write for want of space: the SQLite file's filesystem is full
     (``SQLITE_FULL``, ``ENOSPC``), or JetStream's file store is at its limit (the server's
-    ``max_file_store`` or the account's storage quota: "insufficient resources"). Nothing of
-    the refused write is stored. It is an unavailability, not a failure of the run: the worker
-    tries the delivery again, backing off, and every run moves on once space is freed (a NATS
-    server whose own disk filled needs a restart as well; ``docs/durability.md``)."""
+    ``max_file_store``: err_code 10023 "insufficient resources", or 10047 for a stream's
+    reservation). Nothing of the refused write is stored. It is an unavailability, not a
+    failure of the run: the worker handles the delivery again, backing off, without spending
+    the run's delivery budget, and every run moves on once space is freed (a NATS server whose
+    own filesystem filled needs a restart as well; ``docs/durability.md``, "A full disk")."""
 
     code = "STORE_FULL"
 

@@ -94,7 +94,8 @@ def is_wrong_last_sequence(err: BaseException) -> bool:
 STORE_FULL_CODES = frozenset({10023, 10047})
 """JetStream's answers to a write its file store has no room for: 10023 "insufficient
 resources" (the server's ``max_file_store`` reached; observed with nats-server 2.15) and
-10047 "insufficient storage resources available" (a stream that would not fit)."""
+10047 "insufficient storage resources available" (a stream's reservation, its ``max_bytes``,
+that the limit has no room for)."""
 
 
 def unavailable(url: str, what: str, err: BaseException) -> WorldUnavailableError:
@@ -132,6 +133,7 @@ def wrap(url: str, what: str, err: BaseException) -> WorldError:
         TimeoutError,
         OSError,
     )
-    if isinstance(err, transient) or getattr(err, "code", None) == 503:
+    full = getattr(err, "err_code", None) in STORE_FULL_CODES  # 10047 is a 500
+    if full or isinstance(err, transient) or getattr(err, "code", None) == 503:
         return unavailable(url, what, err)
     return WorldError(f"NATS at {url}: {what} failed ({err})", url=url)
