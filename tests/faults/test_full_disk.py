@@ -264,3 +264,39 @@ async def test_a_nats_server_whose_disk_fills_resumes_after_space_is_freed_and_a
             await runs.complete("nats, disk full", freed)
     finally:
         server.stop()
+
+
+async def test_a_group_commit_on_a_full_disk_fails_every_append_of_its_batch_and_writes_none(
+    small_disk: SmallDisk,
+) -> None:
+    """Appends of several runs made at one moment share one SQLite transaction (group
+    commit). On a full disk every one of them fails typed, none is told it was written, and
+    nothing of any is stored; once space is freed the same appends land, each once."""
+    from wayline._core.events import NewEvent
+    from wayline._core.ids import new_run_id
+
+    async with LocalWorld(small_disk.path / "wayline.db") as world:
+        ids = [new_run_id() for _ in range(6)]
+        for run_id in ids:
+            created = {"workflow": "w", "input": {"args": []}}
+            await world.append(run_id, [NewEvent(EventType.RUN_CREATED, data=created)])
+            await world.append(run_id, [NewEvent(EventType.RUN_STARTED)])
+
+        def appends() -> list[Awaitable[object]]:
+            data = {"stepName": "a", "input": ["x" * 50_000]}
+            step = NewEvent(EventType.STEP_CREATED, "s1", data)
+            return [world.append(run_id, [step]) for run_id in ids]
+
+        small_disk.fill()
+        refused = await asyncio.gather(*appends(), return_exceptions=True)
+        assert all(isinstance(r, WorldStorageFullError) for r in refused), refused
+        for run_id in ids:
+            events = await world.list_events(run_id)
+            assert [e.type for e in events] == [EventType.RUN_CREATED, EventType.RUN_STARTED]
+
+        small_disk.free()
+        landed = await asyncio.gather(*appends())
+        assert [[e.seq for e in events] for events in landed] == [[3]] * len(ids)
+    async with LocalWorld(small_disk.path / "wayline.db") as reopened:
+        for run_id in ids:
+            assert [e.seq for e in await reopened.list_events(run_id)] == [1, 2, 3]
