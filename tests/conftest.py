@@ -12,7 +12,7 @@ import pytest
 
 from wayline.world import World
 
-pytest_plugins = ["tests.nats_fixtures", "tests.toxiproxy"]
+pytest_plugins = ["tests.nats_fixtures", "tests.toxiproxy", "tests.small_disk"]
 
 WorldFactory = Callable[..., Awaitable[World]]
 

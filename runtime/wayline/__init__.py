@@ -51,6 +51,7 @@ from .errors import (
     StepFailedError,
     WaylineError,
     WorkflowNotFoundError,
+    WorldStorageFullError,
     WorldUnavailableError,
     WrongNamespaceError,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "WorkflowInfo",
     "WorkflowNotFoundError",
     "World",
+    "WorldStorageFullError",
     "WorldUnavailableError",
     "WrongNamespaceError",
     "any",

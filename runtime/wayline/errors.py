@@ -28,6 +28,7 @@ logs, run failures and the CLI speak the same words::
         ├── ResultTimeoutError              RESULT_TIMEOUT
         └── WorldError                      WORLD_ERROR: what a world call can answer
             ├── WorldUnavailableError       WORLD_UNAVAILABLE
+            │   └── WorldStorageFullError   STORE_FULL: the store's disk or quota is full
             ├── RunTerminalError            RUN_TERMINAL
             ├── EntityConflictError         ENTITY_CONFLICT
             ├── EntityMissingError          ENTITY_MISSING
@@ -225,6 +226,18 @@ class WorldUnavailableError(WorldError):
     """The store cannot be reached, read or written (locked, unreadable, server down)."""
 
     code = "WORLD_UNAVAILABLE"
+
+
+class WorldStorageFullError(WorldUnavailableError):
+    """The store refused a write for want of space: the SQLite file's filesystem is full
+    (``SQLITE_FULL``, ``ENOSPC``), or JetStream's file store is at its limit (the server's
+    ``max_file_store``: err_code 10023 "insufficient resources", or 10047 for a stream's
+    reservation). Nothing of the refused write is stored. It is an unavailability, not a
+    failure of the run: the worker handles the delivery again, backing off, without spending
+    the run's delivery budget, and every run moves on once space is freed (a NATS server whose
+    own filesystem filled needs a restart as well; ``docs/durability.md``, "A full disk")."""
+
+    code = "STORE_FULL"
 
 
 class RunTerminalError(WorldError):

@@ -12,6 +12,7 @@ redelivery never runs beside its previous holder.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -37,6 +38,7 @@ from .errors import (
     ConfigurationError,
     CorruptEntryError,
     WaylineError,
+    WorldStorageFullError,
     WorldUnavailableError,
 )
 from .settings import Settings
@@ -451,10 +453,7 @@ class Worker:
                     telemetry.attached(payload),
                     logs.bound(run_id=payload.get("runId"), step=payload.get("stepName")),
                 ):
-                    if delivery.topic == FLOW_TOPIC:
-                        verdict = await self.handler.handle_flow(delivery)
-                    else:
-                        verdict = await self.handler.handle_step(delivery)
+                    verdict = await self._drive(delivery, fence)
             except CorruptEntryError as err:
                 # the same bytes fail the same way on every delivery: set it aside, do not
                 # crash-loop (the run stays fenced until `wayline runs repair`)
@@ -483,32 +482,91 @@ class Worker:
             self._held.pop(id(delivery), None)
             slots.release()
 
-    async def _settle(self, delivery: Delivery, verdict: Verdict) -> None:
-        try:
-            if verdict.kind == "ack":
-                done = await self.world.ack(delivery)
-            elif verdict.kind == "retry" and verdict.delay == 0 and self.handler.closing:
-                done = await self.world.release(delivery)  # a hand-back: not an attempt
-            elif verdict.kind == "retry":
-                done = await self.world.retry(delivery, verdict.delay)
-            elif verdict.kind == "dead":
-                log.error(
-                    "set aside %s message %s: %s",
-                    delivery.topic,
+    async def _drive(self, delivery: Delivery, fence: Fence) -> Verdict:
+        """Handle the delivery; while the store is full (``STORE_FULL``), handle it again
+        here, backing off from 0.5 s to 5 s, still held (renewed) by this worker. Each
+        redelivery would count against the run's delivery budget
+        (``WORKFLOW_MAX_QUEUE_DELIVERIES``), so a store full for some minutes would fail every
+        run it held once space was freed (``MAX_DELIVERIES_EXCEEDED``); a full store says
+        nothing about the run. The worker stops trying here when it closes or when the fence
+        trips (a renewal that keeps failing, the delivery's bound): the error is then raised
+        and the delivery retried as before."""
+        backoff = 0.5
+        while True:
+            try:
+                if delivery.topic == FLOW_TOPIC:
+                    return await self.handler.handle_flow(delivery)
+                return await self.handler.handle_step(delivery)
+            except WorldStorageFullError as err:
+                if self._stopping.is_set() or self.handler.closing or fence.tripped is not None:
+                    raise
+                log.warning(
+                    "delivery %s of %s: %s (tried again in %.1fs, still held)",
                     delivery.message_id,
-                    verdict.reason,
+                    delivery.topic,
+                    err,
+                    backoff,
                 )
-                done = await self.world.dead_letter(delivery, verdict.reason)
-            else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), backoff)
+            backoff = min(5.0, backoff * 2)
+
+    async def _settle(self, delivery: Delivery, verdict: Verdict) -> None:
+        """Settle the delivery as ``verdict`` says. A store that cannot take the settlement
+        now (unavailable, or full: ``STORE_FULL``) is asked again, backing off, for up to half
+        the visibility window, while this worker runs: left unsettled, the message would
+        stay held by this worker until its visibility lapsed (30 s by default), so runs would
+        wait that long after the store came back. A settlement that lands after the message
+        was delivered elsewhere changes nothing (the world refuses it as stale)."""
+        deadline = time.monotonic() + self.world.visibility_seconds / 2
+        backoff = 0.1
+        while True:
+            try:
+                await self._settle_once(delivery, verdict)
                 return
-            if not done:
-                _stale(delivery, verdict.kind)
-        except WaylineError as err:
-            log.warning(
-                "could not settle delivery %s: %s (it will be redelivered)",
+            except WorldUnavailableError as err:
+                if self._stopping.is_set() or time.monotonic() + backoff > deadline:
+                    log.warning(
+                        "could not settle delivery %s: %s (it will be redelivered)",
+                        delivery.message_id,
+                        err,
+                    )
+                    return
+                log.warning(
+                    "could not settle delivery %s yet: %s (retry in %.1fs)",
+                    delivery.message_id,
+                    err,
+                    backoff,
+                )
+            except WaylineError as err:
+                log.warning(
+                    "could not settle delivery %s: %s (it will be redelivered)",
+                    delivery.message_id,
+                    err,
+                )
+                return
+            await asyncio.sleep(backoff)
+            backoff = min(2.0, backoff * 2)
+
+    async def _settle_once(self, delivery: Delivery, verdict: Verdict) -> None:
+        if verdict.kind == "ack":
+            done = await self.world.ack(delivery)
+        elif verdict.kind == "retry" and verdict.delay == 0 and self.handler.closing:
+            done = await self.world.release(delivery)  # a hand-back: not an attempt
+        elif verdict.kind == "retry":
+            done = await self.world.retry(delivery, verdict.delay)
+        elif verdict.kind == "dead":
+            log.error(
+                "set aside %s message %s: %s",
+                delivery.topic,
                 delivery.message_id,
-                err,
+                verdict.reason,
             )
+            done = await self.world.dead_letter(delivery, verdict.reason)
+        else:
+            return
+        if not done:
+            _stale(delivery, verdict.kind)
 
     async def _heartbeat(self) -> None:
         """Record in the world what this worker serves, alive for three heartbeats."""

@@ -160,6 +160,7 @@ def test_public_api_is_pinned() -> None:
             "Worker",
             "WorkflowNotFoundError",
             "World",
+            "WorldStorageFullError",
             "WorldUnavailableError",
             "WrongNamespaceError",
             "create_hook",

@@ -153,8 +153,11 @@ def write(db: sqlite3.Connection, p: Plan, verified: bool) -> bool:
     try:
         done = _write(db, p, verified)
     except BaseException:
-        db.execute("ROLLBACK TO wayline_append")
-        db.execute("RELEASE wayline_append")
+        # on a full disk SQLite may have ended the whole transaction, savepoint and all: the
+        # caller's rollback then finds nothing to undo, and the error raised is the disk's
+        if db.in_transaction:
+            db.execute("ROLLBACK TO wayline_append")
+            db.execute("RELEASE wayline_append")
         raise
     if not done:
         db.execute("ROLLBACK TO wayline_append")

@@ -26,6 +26,7 @@ from ..._core import clock
 from ..._core.events import Event, NewEvent
 from ...errors import WaylineError
 from .appends import Head, advance, plan, read_head, write
+from .failures import rollback
 
 _CACHED_RUNS = 10_000
 """Heads kept (a cache, not a store): past this the cache starts again empty."""
@@ -90,8 +91,9 @@ class GroupWriter:
             _touch_feed(db, list(dict.fromkeys(written)))
             db.execute("COMMIT")
         except BaseException as err:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
+            # every request of the batch is failed, none told it was written: on a full disk
+            # SQLite may have rolled the transaction back itself (``failures.rollback``)
+            rollback(db)
             self._fail(batch, err)
             if not isinstance(err, Exception):
                 raise

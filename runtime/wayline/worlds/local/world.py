@@ -55,6 +55,7 @@ from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from . import checkup
 from .blobs import LocalBlobs, archive_blobs
+from .failures import rollback, unavailable
 from .feed import Ends, follow
 from .group import GroupWriter
 from .holders import current_holder, holder_alive
@@ -218,14 +219,7 @@ class LocalWorld(World):
         return self._db
 
     def _unavailable(self, err: BaseException) -> WorldUnavailableError:
-        text = str(err)
-        if "locked" in text or "busy" in text:
-            why = f"is locked by another process (waited {self._busy_timeout:g}s)"
-        elif isinstance(err, sqlite3.DatabaseError) and "not a database" in text:
-            why = "is not a SQLite database"
-        else:
-            why = f"cannot be opened or written ({text})"
-        return WorldUnavailableError(f"database file {self.path} {why}", path=str(self.path))
+        return unavailable(self.path, err, self._busy_timeout)
 
     def _write(self, fn: Any, *args: Any) -> Any:
         db = self._conn()
@@ -260,8 +254,7 @@ class LocalWorld(World):
         """Back to ``synchronous=FULL``, outside any transaction (``_commit`` ended it). Should
         that ever fail, the connection is closed rather than left writing without fsync:
         every later call of this world then fails as unavailable."""
-        if db.in_transaction:
-            db.execute("ROLLBACK")
+        rollback(db)
         try:
             db.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as err:
@@ -270,16 +263,17 @@ class LocalWorld(World):
             raise self._unavailable(err) from err
 
     def _commit(self, db: sqlite3.Connection, fn: Any, args: tuple[Any, ...]) -> Any:
+        """Run ``fn`` in the open transaction and commit it; on any failure nothing of it is
+        stored. A failure of the file (a full disk) under ``fn`` or at the commit is raised as
+        the world's error, never as ``sqlite3``'s."""
         try:
             result = fn(db, *args)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        try:
             db.execute("COMMIT")
-        except sqlite3.Error as err:
-            db.execute("ROLLBACK")
-            raise self._unavailable(err) from err
+        except BaseException as err:
+            rollback(db)
+            if isinstance(err, sqlite3.Error):
+                raise self._unavailable(err) from err
+            raise
         return result
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import WorldError, WorldUnavailableError
+from ...errors import WorldError, WorldStorageFullError, WorldUnavailableError
 
 HERE = -1.0
 """In a stored run summary: "the timestamp of this very message" (unknown when it is written)."""
@@ -91,8 +91,25 @@ def is_wrong_last_sequence(err: BaseException) -> bool:
     return code == 10071 or "wrong last sequence" in str(err)
 
 
+STORE_FULL_CODES = frozenset({10023, 10047})
+"""JetStream's answers to a write its file store has no room for: 10023 "insufficient
+resources" (the server's ``max_file_store`` reached; observed with nats-server 2.15) and
+10047 "insufficient storage resources available" (a stream's reservation, its ``max_bytes``,
+that the limit has no room for)."""
+
+
 def unavailable(url: str, what: str, err: BaseException) -> WorldUnavailableError:
     detail = str(err) or type(err).__name__
+    code = getattr(err, "err_code", None)
+    if code in STORE_FULL_CODES:
+        description = getattr(err, "description", None) or detail
+        return WorldStorageFullError(
+            f"NATS at {url}: {what} failed: JetStream's store is full ({description}, "
+            f"err_code {code}); nothing of it was stored, and it succeeds again once the "
+            "store has room",
+            url=url,
+            err_code=code,
+        )
     return WorldUnavailableError(f"NATS at {url}: {what} failed ({detail})", url=url)
 
 
@@ -116,6 +133,7 @@ def wrap(url: str, what: str, err: BaseException) -> WorldError:
         TimeoutError,
         OSError,
     )
-    if isinstance(err, transient) or getattr(err, "code", None) == 503:
+    full = getattr(err, "err_code", None) in STORE_FULL_CODES  # 10047 is a 500
+    if full or isinstance(err, transient) or getattr(err, "code", None) == 503:
         return unavailable(url, what, err)
     return WorldError(f"NATS at {url}: {what} failed ({err})", url=url)
