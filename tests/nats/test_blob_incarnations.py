@@ -7,6 +7,7 @@ archive's copies of the id do not name it. Real nats-server."""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import pytest
@@ -95,11 +96,8 @@ async def _two_incarnations(world: Any, value: str) -> tuple[str, Any, Any]:
 async def _drop(world: Any, run_id: str, incarnation: str) -> None:
     """What a cleanup of that incarnation does to the bucket."""
     store = blobs_of(world).store
-
-    async def nothing_archived() -> set[str]:
-        return set()
-
-    await store.drop(run_id, incarnation, await store.names(), nothing_archived)
+    retention = world._retention()
+    await store.drop(run_id, incarnation, await store.names(), lambda: retention.archived(run_id))
 
 
 async def _blob(world: Any, run_id: str, ref: dict[str, Any]) -> bytes | None:
@@ -205,3 +203,40 @@ async def test_an_archived_copy_that_does_not_read_keeps_the_old_blobs(
     await world._log._js.publish(world.names.archive_subject(run_id), b"not a copy")
     assert await world.delete_runs(older_than=0) == 1
     assert await stored(world, run_id, value) and await stored(world, run_id, "out " * 80000)
+
+
+async def test_the_previous_version_reads_a_payload_this_one_stores(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A worker of the version before incarnations (still running during a rolling update,
+    or rolled back to) looks a reference up as ``<run>/<sha256>`` and ignores its incarnation:
+    the object is stored under that name too, and the run's cleanup deletes both."""
+    world = await open_nats_world()
+    run_id, value = new_run_id(), "p" * INPUT
+    await wayline.Client(world).start(flows.echo, value, run_id=run_id)  # pending: no worker
+    ref = (await world._events().list_events(run_id, 0))[0].data["input"]
+    assert ref[INCARNATION]
+    store = blobs_of(await open_nats_world()).store
+    legacy = await store.get(run_id, ref[REF])  # the look-up the previous version makes
+    assert legacy is not None and json.loads(legacy) == {"args": [value]}
+    await wayline.Client(world).fail(run_id, "test")
+    assert await world.delete_runs(older_than=0) == 1
+    assert await store.get(run_id, ref[REF]) is None
+    assert await store.get(run_id, ref[REF], incarnation=ref[INCARNATION]) is None
+
+
+async def test_a_cleanup_keeps_the_name_the_previous_version_reads_an_archived_run_by(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """The archived run and the live run of one id share the object named without an
+    incarnation (the same input): the live run's cleanup leaves it, since the previous
+    version reads the archived run's input by that name."""
+    world = await open_nats_world()
+    value = "k" * INPUT
+    run_id, archived, live = await _two_incarnations(world, value)
+    await wayline.Client(world).fail(run_id, "test")
+    assert await world.delete_runs(older_than=0) == 1
+    store = blobs_of(await open_nats_world()).store
+    assert await store.get(run_id, live[REF], incarnation=live[INCARNATION]) is None
+    legacy = await store.get(run_id, archived[REF])
+    assert legacy is not None and json.loads(legacy) == {"args": [value]}

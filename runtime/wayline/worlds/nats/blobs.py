@@ -5,12 +5,20 @@ An object is named ``<run subject token>/<incarnation>/<sha256>``: a write that 
 stored already is skipped (a retried append re-uses the blob, never replaces it under a reader).
 The incarnation is the ``Nats-Msg-Id`` of the run's first message (its ``run_created``), so a
 run id started again once its log was archived (whose objects stay: the archived events name
-them) or deleted stores its objects under a name of its own. A run's cleanup deletes the
-objects of its own incarnation (one listing per cleanup pass, so a blob whose append never
-landed goes too), never another's: not an archived run's, nor one a start of the same id is
-writing that moment. An object named ``<run token>/<sha256>`` was written before incarnations
-were named (both incarnations of a reused id may name it): it is read as before, and a cleanup
-deletes it only when the archive's copies of the id do not name it.
+them) or deleted stores its objects under a name of its own. An object named
+``<run token>/<sha256>`` was written before incarnations were named (both incarnations of a
+reused id may name it): it is read as before.
+
+Each object is also stored under that older name (``legacy``): a process of the version before
+incarnations (during a rolling update, or after a rollback) ignores a reference's incarnation
+and reads the older name. This dual write stays until no version before incarnations needs to
+read the bucket (``docs/durability.md``); it costs a second copy of each out-of-line payload
+(one per run id and digest, shared by the id's incarnations).
+
+A run's cleanup (:meth:`NatsBlobs.drop`, one listing per cleanup pass) deletes the objects of
+its own incarnation, never another's: not an archived run's, nor one a start of the same id is
+writing that moment. It deletes an object named without an incarnation only when the archive's
+copies of the id name no reference of its digest (the previous version reads any by that name).
 
 Two writers may put the same blob at once (parallel steps returning one large value). nats-py's
 ``put`` would let the second replace the first and purge its chunks under a reader, so a put
@@ -33,6 +41,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
@@ -50,6 +59,22 @@ _BATCH = 16
 _TRIES = 4
 """Reads of an object's meta before a put gives up on a contended name, or a get on chunks
 that changed under it."""
+
+
+@dataclass(frozen=True)
+class Archived:
+    """What the archive's copies of a run id name (``Retention.archived``)."""
+
+    digests: frozenset[str]
+    """Every reference's digest: the older name a previous version reads any of them by."""
+    incarnations: frozenset[str]
+
+    def names(self, name: str) -> bool:
+        """Whether one of the id's object names is one these copies name."""
+        parts = name.split("/")
+        if len(parts) == 2:
+            return parts[1] in self.digests
+        return len(parts) != 3 or parts[1] in self.incarnations  # not a name a put writes
 
 
 def blob_name(run_id: str, digest: str, incarnation: str | None = None) -> str:
@@ -127,15 +152,16 @@ class NatsBlobs:
     async def put(
         self, run_id: str, digest: str, data: bytes, *, incarnation: str | None = None
     ) -> None:
-        name = blob_name(run_id, digest, incarnation)
+        named = [blob_name(run_id, digest, incarnation)]
+        if incarnation is not None:  # the dual write (module docstring), after the new name
+            named.append(blob_name(run_id, digest))
         try:
             await self._store(create=True)
-            for _ in range(_TRIES):
-                seq, info = await self._meta(name)
-                if info is not None and info.size == len(data):
-                    return
-                if await self._put_over(name, data, seq, info):
-                    return
+            for name in named:
+                if not await self._put_named(name, data):
+                    break
+            else:
+                return
         except Exception as err:
             raise wrap(self._url, f"storing a payload of run {run_id}", err) from err
         raise WorldError(
@@ -143,6 +169,17 @@ class NatsBlobs:
             f"{name} changed under each of {_TRIES} writes)",
             url=self._url,
         )
+
+    async def _put_named(self, name: str, data: bytes) -> bool:
+        """Store the object ``name`` unless it is stored; False when it changed under each
+        of :data:`_TRIES` writes."""
+        for _ in range(_TRIES):
+            seq, info = await self._meta(name)
+            if info is not None and info.size == len(data):
+                return True
+            if await self._put_over(name, data, seq, info):
+                return True
+        return False
 
     async def _put_over(self, name: str, data: bytes, seq: int, old: Any) -> bool:
         """Write the object if its meta subject's last message is still ``seq`` (see the
@@ -241,12 +278,12 @@ class NatsBlobs:
         run_id: str,
         incarnation: str | None,
         names: list[str],
-        archived: Callable[[], Awaitable[set[str] | None]],
+        archived: Callable[[], Awaitable[Archived | None]],
     ) -> None:
         """Delete, among ``names``, the objects of the run's ``incarnation`` and those named
-        without one that ``archived`` (the digests the archive's copies of the run id name
-        without an incarnation; None: the archive holds copies it cannot read, so all are
-        kept) does not name. ``archived`` is asked only when there are such objects.
+        without one that ``archived`` (what the archive's copies of the run id name; None: the
+        archive holds copies it cannot read, so all are kept) does not name. ``archived`` is
+        asked only when there are such objects.
 
         Each object's chunks go, then its meta. Not nats-py's ``delete``, which purges whatever
         chunk subject the meta names: a meta written by hand naming ``>`` (or another object's
@@ -259,7 +296,7 @@ class NatsBlobs:
         if unnamed:
             kept = await archived()
             if kept is not None:
-                doomed += [n for n in unnamed if n.rsplit("/", 1)[1] not in kept]
+                doomed += [n for n in unnamed if not kept.names(n)]
         stream = f"OBJ_{self.bucket}"
         going = set(doomed)
         try:
