@@ -16,9 +16,11 @@ read the bucket (``docs/durability.md``); it costs a second copy of each out-of-
 (one per run id and digest, shared by the id's incarnations).
 
 A run's cleanup (:meth:`NatsBlobs.drop`, one listing per cleanup pass) deletes the objects of
-its own incarnation, never another's: not an archived run's, nor one a start of the same id is
-writing that moment. It deletes an object named without an incarnation only when the archive's
-copies of the id name no reference of its digest (the previous version reads any by that name).
+its own incarnation, and the id's other objects but those another run may still need: those
+the archive's copies of the id name (by incarnation, or by digest for an older name) and those
+stored after the run ended (a start of the same id under way, which lands once the ended run
+is purged). So a blob whose append never landed (its ``run_created`` lost the race for the id,
+or was retried under another message id) goes too.
 
 Two writers may put the same blob at once (parallel steps returning one large value). nats-py's
 ``put`` would let the second replace the first and purge its chunks under a reader, so a put
@@ -39,6 +41,7 @@ import base64
 import hashlib
 import json
 import logging
+import math
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -46,7 +49,7 @@ from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
 from ...world import entries
-from .codec import is_wrong_last_sequence, wrap
+from .codec import is_wrong_last_sequence, parse_stamp, wrap
 from .direct import last_by_subject, read_subject
 from .names import Names, subject_token
 
@@ -103,6 +106,8 @@ class NatsBlobs:
         self._obs: Any = None
         self._claims: dict[str, set[str]] = {}
         """By nuid: the names whose meta named it, in the last listing (:meth:`names`)."""
+        self._stamps: dict[str, float] = {}
+        """By name: when the server stored its meta, in the last listing (:meth:`names`)."""
 
     async def _store(self, create: bool) -> Any:
         import nats.js.errors
@@ -261,7 +266,7 @@ class NatsBlobs:
             raise
         except Exception as err:
             raise wrap(self._url, "listing stored payloads", err) from err
-        names, self._claims = [], {}
+        names, self._claims, self._stamps = [], {}, {}
         for m in metas:  # what is not an object's meta (anyone can write here) is passed over
             try:
                 meta = entries.loads(m.data)
@@ -270,6 +275,7 @@ class NatsBlobs:
             named = isinstance(meta, dict) and isinstance(meta.get("name"), str)
             if named and not meta.get("deleted"):
                 names.append(meta["name"])
+                self._stamps[meta["name"]] = _stamp(m.headers)
                 self._claims.setdefault(str(meta.get("nuid")), set()).add(meta["name"])
         return names
 
@@ -277,13 +283,15 @@ class NatsBlobs:
         self,
         run_id: str,
         incarnation: str | None,
+        ended: float,
         names: list[str],
         archived: Callable[[], Awaitable[Archived | None]],
     ) -> None:
-        """Delete, among ``names``, the objects of the run's ``incarnation`` and those named
-        without one that ``archived`` (what the archive's copies of the run id name; None: the
-        archive holds copies it cannot read, so all are kept) does not name. ``archived`` is
-        asked only when there are such objects.
+        """Delete, among ``names``, the objects of the run's ``incarnation``, and the id's
+        other objects that were stored by the time the run ``ended`` (server time) and that
+        ``archived`` (what the archive's copies of the id name; None: the archive holds copies
+        it cannot read, so those others are all kept) does not name. ``archived`` is asked
+        only when there are such objects.
 
         Each object's chunks go, then its meta. Not nats-py's ``delete``, which purges whatever
         chunk subject the meta names: a meta written by hand naming ``>`` (or another object's
@@ -291,12 +299,13 @@ class NatsBlobs:
         only under a nuid a put writes and that no object kept (in the last listing) names."""
         token = subject_token(run_id)
         own = f"{token}/{incarnation}/" if incarnation is not None else None
-        doomed = [n for n in names if own is not None and n.startswith(own)]
-        unnamed = [n for n in names if n.startswith(f"{token}/") and n.count("/") == 1]
-        if unnamed:
+        ids = [n for n in names if n.startswith(f"{token}/")]
+        doomed = [n for n in ids if own is not None and n.startswith(own)]
+        before = [n for n in ids if n not in doomed and self._stamps.get(n, math.inf) <= ended]
+        if before:
             kept = await archived()
             if kept is not None:
-                doomed += [n for n in unnamed if not kept.names(n)]
+                doomed += [n for n in before if not kept.names(n)]
         stream = f"OBJ_{self.bucket}"
         going = set(doomed)
         try:
@@ -308,6 +317,15 @@ class NatsBlobs:
                 await self._js.purge_stream(stream, subject=self._meta_subject(name))
         except Exception as err:
             raise wrap(self._url, f"deleting the payloads of run {run_id}", err) from err
+
+
+def _stamp(headers: Any) -> float:
+    """When the server stored a listed message; infinity (a time after any run's end) when
+    it does not say."""
+    try:
+        return parse_stamp(str((headers or {})["Nats-Time-Stamp"]))
+    except (KeyError, ValueError, TypeError):
+        return math.inf
 
 
 def _readable(info: Any) -> bool:

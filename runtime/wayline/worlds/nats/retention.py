@@ -59,9 +59,9 @@ class Retention:
         self._queue = queue
         self._url = url
         self._timeout = timeout
-        self.on_drop: Callable[[str, str | None], Awaitable[None]] | None = None
-        """Called for each run dropped, with its incarnation (``blobs.py``): the world purges
-        the run's step streams and, on cleanup, its out-of-line payloads."""
+        self.on_drop: Callable[[str, str | None, float], Awaitable[None]] | None = None
+        """Called for each run dropped, with its incarnation (``blobs.py``) and its end: the
+        world purges the run's step streams and, on cleanup, its out-of-line payloads."""
 
     async def _candidates(
         self, older_than: float, statuses: set[str], limit: int | None
@@ -217,7 +217,8 @@ class Retention:
             # what belongs to the run (step streams, out-of-line payloads) goes first: if
             # that fails, the run is still there for the next cleanup to finish
             if self.on_drop is not None:
-                await self.on_drop(run_id, st.first_id if is_incarnation(st.first_id) else None)
+                incarnation = st.first_id if is_incarnation(st.first_id) else None
+                await self.on_drop(run_id, incarnation, ended)
             try:
                 await self._js.purge_stream(self._names.events_stream, subject=st.subject)
             except Exception as err:
