@@ -65,6 +65,13 @@ async def object_names(world: World, run_id: str, value: Any) -> list[str]:
     return [blob_name(run_id, digest_of(value), i) for i in found]
 
 
+async def object_name(world: World, run_id: str, value: Any) -> str:
+    """The name of the one NATS object that this version reads ``value`` of the run id by (the
+    one named by an incarnation; the copy without one is for the previous version)."""
+    (name,) = [n for n in await object_names(world, run_id, value) if n.count("/") == 2]
+    return name
+
+
 async def remove_blob(world: World, run_id: str, value: Any) -> None:
     """Delete the blob of ``value`` behind the world's back."""
     if isinstance(world, LocalWorld):

@@ -7,6 +7,9 @@ archive's copies of the id do not name it. Real nats-server."""
 from __future__ import annotations
 
 import hashlib
+import json
+import time
+import uuid
 from typing import Any
 
 import pytest
@@ -78,28 +81,29 @@ async def test_a_cleanup_keeps_an_old_blob_the_archive_names_and_deletes_the_oth
     assert not await stored(fresh, run_id, "second output " * 30000)
 
 
-async def _two_incarnations(world: Any, value: str) -> tuple[str, Any, Any]:
+async def _two_incarnations(world: Any, value: str) -> tuple[str, Any, Any, float]:
     """An id whose run (input ``value``) was archived and started again with the same input
-    (pending: no worker), with the references of the archived and the live input."""
+    (pending: no worker), with the references of the archived and the live input and a time
+    between the two runs."""
     run_id, client = new_run_id(), wayline.Client(world)
     async with wayline.Worker(world, [flows.echo], settings=settings()):
         assert await (await client.start(flows.echo, value, run_id=run_id)).result(60) == value
     assert await world.archive_runs(older_than=0) == 1
+    between = time.time()
     await client.start(flows.echo, value, run_id=run_id)
     archived = (await archived_events(world, run_id))[0].data["input"]
     live = (await world._events().list_events(run_id, 0))[0].data["input"]
     assert archived[REF] == live[REF] and archived[INCARNATION] != live[INCARNATION]
-    return run_id, archived, live
+    return run_id, archived, live, between
 
 
-async def _drop(world: Any, run_id: str, incarnation: str) -> None:
-    """What a cleanup of that incarnation does to the bucket."""
+async def _drop(world: Any, run_id: str, incarnation: str, ended: float) -> None:
+    """What a cleanup of that incarnation, ended at ``ended``, does to the bucket."""
     store = blobs_of(world).store
-
-    async def nothing_archived() -> set[str]:
-        return set()
-
-    await store.drop(run_id, incarnation, await store.names(), nothing_archived)
+    retention = world._retention()
+    await store.drop(
+        run_id, incarnation, ended, await store.names(), lambda: retention.archived(run_id)
+    )
 
 
 async def _blob(world: Any, run_id: str, ref: dict[str, Any]) -> bytes | None:
@@ -114,9 +118,9 @@ async def test_the_drop_of_one_incarnation_leaves_the_others_objects(
     dropped as a cleanup drops it: the other's input still reads."""
     world = await open_nats_world()
     value = "r" * INPUT
-    run_id, archived, live = await _two_incarnations(world, value)
-    gone = archived if dropped == "archived" else live
-    await _drop(world, run_id, gone[INCARNATION])
+    run_id, archived, live, between = await _two_incarnations(world, value)
+    gone, ended = (archived, between) if dropped == "archived" else (live, time.time())
+    await _drop(world, run_id, gone[INCARNATION], ended)
     assert await _blob(world, run_id, gone) is None
     fresh = await open_nats_world()
     if dropped == "archived":
@@ -205,3 +209,77 @@ async def test_an_archived_copy_that_does_not_read_keeps_the_old_blobs(
     await world._log._js.publish(world.names.archive_subject(run_id), b"not a copy")
     assert await world.delete_runs(older_than=0) == 1
     assert await stored(world, run_id, value) and await stored(world, run_id, "out " * 80000)
+
+
+async def test_the_previous_version_reads_a_payload_this_one_stores(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A worker of the version before incarnations (still running during a rolling update,
+    or rolled back to) looks a reference up as ``<run>/<sha256>`` and ignores its incarnation:
+    the object is stored under that name too, and the run's cleanup deletes both."""
+    world = await open_nats_world()
+    run_id, value = new_run_id(), "p" * INPUT
+    await wayline.Client(world).start(flows.echo, value, run_id=run_id)  # pending: no worker
+    ref = (await world._events().list_events(run_id, 0))[0].data["input"]
+    assert ref[INCARNATION]
+    store = blobs_of(await open_nats_world()).store
+    legacy = await store.get(run_id, ref[REF])  # the look-up the previous version makes
+    assert legacy is not None and json.loads(legacy) == {"args": [value]}
+    await wayline.Client(world).fail(run_id, "test")
+    assert await world.delete_runs(older_than=0) == 1
+    assert await store.get(run_id, ref[REF]) is None
+    assert await store.get(run_id, ref[REF], incarnation=ref[INCARNATION]) is None
+
+
+async def test_a_cleanup_keeps_the_name_the_previous_version_reads_an_archived_run_by(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """The archived run and the live run of one id share the object named without an
+    incarnation (the same input): the live run's cleanup leaves it, since the previous
+    version reads the archived run's input by that name."""
+    world = await open_nats_world()
+    value = "k" * INPUT
+    run_id, archived, live, _ = await _two_incarnations(world, value)
+    await wayline.Client(world).fail(run_id, "test")
+    assert await world.delete_runs(older_than=0) == 1
+    store = blobs_of(await open_nats_world()).store
+    assert await store.get(run_id, live[REF], incarnation=live[INCARNATION]) is None
+    legacy = await store.get(run_id, archived[REF])
+    assert legacy is not None and json.loads(legacy) == {"args": [value]}
+
+
+async def _stray_blob(world: Any, run_id: str, value: Any) -> None:
+    """Store ``value`` under an incarnation no run of the id has: what a ``run_created``
+    leaves that stored its input and then did not land (it lost the race for the id, or its
+    publish failed and the start was retried under another message id)."""
+    data = dumps(value)
+    digest = hashlib.sha256(data).hexdigest()
+    await blobs_of(world).store.put(run_id, digest, data, incarnation=uuid.uuid4().hex)
+
+
+async def test_a_cleanup_deletes_the_blob_of_a_start_that_never_landed(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world()
+    run_id, lost, won = new_run_id(), {"args": ["x" * INPUT]}, "y" * INPUT
+    await _stray_blob(world, run_id, lost)
+    await wayline.Client(world).start(flows.echo, won, run_id=run_id)  # pending: no worker
+    await wayline.Client(world).fail(run_id, "test")
+    assert await world.delete_runs(older_than=0) == 1
+    fresh = await open_nats_world()
+    assert not await stored(fresh, run_id, lost)
+    assert not await stored(fresh, run_id, {"args": [won]})
+
+
+async def test_a_cleanup_keeps_another_incarnations_blob_stored_after_the_run_ended(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """An object of another incarnation stored once the run had ended may be a start of the
+    same id under way, whose ``run_created`` lands once the ended run is purged: it stays."""
+    world = await open_nats_world()
+    run_id, later = new_run_id(), {"args": ["z" * INPUT]}
+    await wayline.Client(world).start(flows.echo, "w" * INPUT, run_id=run_id)
+    await wayline.Client(world).fail(run_id, "test")
+    await _stray_blob(world, run_id, later)
+    assert await world.delete_runs(older_than=0) == 1
+    assert await stored(await open_nats_world(), run_id, later)

@@ -15,7 +15,7 @@ import pytest
 import nats
 import wayline
 from tests.blobs import flows
-from tests.blobs.stores import blobs_of, object_names, stored
+from tests.blobs.stores import blobs_of, object_name, stored
 from tests.nats_fixtures import OpenWorlds
 from tests.runtime.harness import settings, wait_for
 from wayline._core.events import EventType, NewEvent
@@ -281,7 +281,7 @@ async def test_junk_over_a_payloads_meta_fences_its_run(
     value = "m" * flows.MIB
     run = await _echoed(world, value)
     store = blobs_of(world).store
-    (name,) = await object_names(world, run.run_id, value)
+    name = await object_name(world, run.run_id, value)
     await _forge(world, store._meta_subject(name), meta)
     fresh = await open_nats_world()  # nothing cached
     with pytest.raises(BlobMissingError):
@@ -300,10 +300,10 @@ async def test_a_forged_meta_does_not_make_a_cleanup_take_another_runs_payload(
     done = await _echoed(world, ended)
     waiting = await wayline.Client(world).start(flows.echo, live)  # no worker: not ended
     store = blobs_of(world).store
-    (input_name,) = await object_names(world, waiting.run_id, {"args": [live]})
+    input_name = await object_name(world, waiting.run_id, {"args": [live]})
     _, info = await store._meta(input_name)
     assert info is not None
-    (ended_name,) = await object_names(world, done.run_id, ended)
+    ended_name = await object_name(world, done.run_id, ended)
     forged = {
         "name": ended_name,
         "bucket": store.bucket,
@@ -323,7 +323,7 @@ async def test_a_meta_without_its_chunks_named_does_not_stop_a_cleanup(
     value = "c" * flows.MIB
     run = await _echoed(world, value)
     store = blobs_of(world).store
-    (name,) = await object_names(world, run.run_id, value)
+    name = await object_name(world, run.run_id, value)
     await _forge(world, store._meta_subject(name), json.dumps({"name": name}).encode())
     assert await world.delete_runs(older_than=0) == 1
 

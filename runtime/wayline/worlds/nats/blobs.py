@@ -5,12 +5,22 @@ An object is named ``<run subject token>/<incarnation>/<sha256>``: a write that 
 stored already is skipped (a retried append re-uses the blob, never replaces it under a reader).
 The incarnation is the ``Nats-Msg-Id`` of the run's first message (its ``run_created``), so a
 run id started again once its log was archived (whose objects stay: the archived events name
-them) or deleted stores its objects under a name of its own. A run's cleanup deletes the
-objects of its own incarnation (one listing per cleanup pass, so a blob whose append never
-landed goes too), never another's: not an archived run's, nor one a start of the same id is
-writing that moment. An object named ``<run token>/<sha256>`` was written before incarnations
-were named (both incarnations of a reused id may name it): it is read as before, and a cleanup
-deletes it only when the archive's copies of the id do not name it.
+them) or deleted stores its objects under a name of its own. An object named
+``<run token>/<sha256>`` was written before incarnations were named (both incarnations of a
+reused id may name it): it is read as before.
+
+Each object is also stored under that older name (``legacy``): a process of the version before
+incarnations (during a rolling update, or after a rollback) ignores a reference's incarnation
+and reads the older name. This dual write stays until no version before incarnations needs to
+read the bucket (``docs/durability.md``); it costs a second copy of each out-of-line payload
+(one per run id and digest, shared by the id's incarnations).
+
+A run's cleanup (:meth:`NatsBlobs.drop`, one listing per cleanup pass) deletes the objects of
+its own incarnation, and the id's other objects but those another run may still need: those
+the archive's copies of the id name (by incarnation, or by digest for an older name) and those
+stored after the run ended (a start of the same id under way, which lands once the ended run
+is purged). So a blob whose append never landed (its ``run_created`` lost the race for the id,
+or was retried under another message id) goes too.
 
 Two writers may put the same blob at once (parallel steps returning one large value). nats-py's
 ``put`` would let the second replace the first and purge its chunks under a reader, so a put
@@ -31,13 +41,15 @@ import base64
 import hashlib
 import json
 import logging
+import math
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
 from ...world import entries
-from .codec import is_wrong_last_sequence, wrap
+from .codec import is_wrong_last_sequence, parse_stamp, wrap
 from .direct import last_by_subject, read_subject
 from .names import Names, subject_token
 
@@ -50,6 +62,22 @@ _BATCH = 16
 _TRIES = 4
 """Reads of an object's meta before a put gives up on a contended name, or a get on chunks
 that changed under it."""
+
+
+@dataclass(frozen=True)
+class Archived:
+    """What the archive's copies of a run id name (``Retention.archived``)."""
+
+    digests: frozenset[str]
+    """Every reference's digest: the older name a previous version reads any of them by."""
+    incarnations: frozenset[str]
+
+    def names(self, name: str) -> bool:
+        """Whether one of the id's object names is one these copies name."""
+        parts = name.split("/")
+        if len(parts) == 2:
+            return parts[1] in self.digests
+        return len(parts) != 3 or parts[1] in self.incarnations  # not a name a put writes
 
 
 def blob_name(run_id: str, digest: str, incarnation: str | None = None) -> str:
@@ -78,6 +106,8 @@ class NatsBlobs:
         self._obs: Any = None
         self._claims: dict[str, set[str]] = {}
         """By nuid: the names whose meta named it, in the last listing (:meth:`names`)."""
+        self._stamps: dict[str, float] = {}
+        """By name: when the server stored its meta, in the last listing (:meth:`names`)."""
 
     async def _store(self, create: bool) -> Any:
         import nats.js.errors
@@ -127,15 +157,16 @@ class NatsBlobs:
     async def put(
         self, run_id: str, digest: str, data: bytes, *, incarnation: str | None = None
     ) -> None:
-        name = blob_name(run_id, digest, incarnation)
+        named = [blob_name(run_id, digest, incarnation)]
+        if incarnation is not None:  # the dual write (module docstring), after the new name
+            named.append(blob_name(run_id, digest))
         try:
             await self._store(create=True)
-            for _ in range(_TRIES):
-                seq, info = await self._meta(name)
-                if info is not None and info.size == len(data):
-                    return
-                if await self._put_over(name, data, seq, info):
-                    return
+            for name in named:
+                if not await self._put_named(name, data):
+                    break
+            else:
+                return
         except Exception as err:
             raise wrap(self._url, f"storing a payload of run {run_id}", err) from err
         raise WorldError(
@@ -143,6 +174,17 @@ class NatsBlobs:
             f"{name} changed under each of {_TRIES} writes)",
             url=self._url,
         )
+
+    async def _put_named(self, name: str, data: bytes) -> bool:
+        """Store the object ``name`` unless it is stored; False when it changed under each
+        of :data:`_TRIES` writes."""
+        for _ in range(_TRIES):
+            seq, info = await self._meta(name)
+            if info is not None and info.size == len(data):
+                return True
+            if await self._put_over(name, data, seq, info):
+                return True
+        return False
 
     async def _put_over(self, name: str, data: bytes, seq: int, old: Any) -> bool:
         """Write the object if its meta subject's last message is still ``seq`` (see the
@@ -224,7 +266,7 @@ class NatsBlobs:
             raise
         except Exception as err:
             raise wrap(self._url, "listing stored payloads", err) from err
-        names, self._claims = [], {}
+        names, self._claims, self._stamps = [], {}, {}
         for m in metas:  # what is not an object's meta (anyone can write here) is passed over
             try:
                 meta = entries.loads(m.data)
@@ -233,6 +275,7 @@ class NatsBlobs:
             named = isinstance(meta, dict) and isinstance(meta.get("name"), str)
             if named and not meta.get("deleted"):
                 names.append(meta["name"])
+                self._stamps[meta["name"]] = _stamp(m.headers)
                 self._claims.setdefault(str(meta.get("nuid")), set()).add(meta["name"])
         return names
 
@@ -240,13 +283,15 @@ class NatsBlobs:
         self,
         run_id: str,
         incarnation: str | None,
+        ended: float,
         names: list[str],
-        archived: Callable[[], Awaitable[set[str] | None]],
+        archived: Callable[[], Awaitable[Archived | None]],
     ) -> None:
-        """Delete, among ``names``, the objects of the run's ``incarnation`` and those named
-        without one that ``archived`` (the digests the archive's copies of the run id name
-        without an incarnation; None: the archive holds copies it cannot read, so all are
-        kept) does not name. ``archived`` is asked only when there are such objects.
+        """Delete, among ``names``, the objects of the run's ``incarnation``, and the id's
+        other objects that were stored by the time the run ``ended`` (server time) and that
+        ``archived`` (what the archive's copies of the id name; None: the archive holds copies
+        it cannot read, so those others are all kept) does not name. ``archived`` is asked
+        only when there are such objects.
 
         Each object's chunks go, then its meta. Not nats-py's ``delete``, which purges whatever
         chunk subject the meta names: a meta written by hand naming ``>`` (or another object's
@@ -254,12 +299,13 @@ class NatsBlobs:
         only under a nuid a put writes and that no object kept (in the last listing) names."""
         token = subject_token(run_id)
         own = f"{token}/{incarnation}/" if incarnation is not None else None
-        doomed = [n for n in names if own is not None and n.startswith(own)]
-        unnamed = [n for n in names if n.startswith(f"{token}/") and n.count("/") == 1]
-        if unnamed:
+        ids = [n for n in names if n.startswith(f"{token}/")]
+        doomed = [n for n in ids if own is not None and n.startswith(own)]
+        before = [n for n in ids if n not in doomed and self._stamps.get(n, math.inf) <= ended]
+        if before:
             kept = await archived()
             if kept is not None:
-                doomed += [n for n in unnamed if n.rsplit("/", 1)[1] not in kept]
+                doomed += [n for n in before if not kept.names(n)]
         stream = f"OBJ_{self.bucket}"
         going = set(doomed)
         try:
@@ -271,6 +317,15 @@ class NatsBlobs:
                 await self._js.purge_stream(stream, subject=self._meta_subject(name))
         except Exception as err:
             raise wrap(self._url, f"deleting the payloads of run {run_id}", err) from err
+
+
+def _stamp(headers: Any) -> float:
+    """When the server stored a listed message; infinity (a time after any run's end) when
+    it does not say."""
+    try:
+        return parse_stamp(str((headers or {})["Nats-Time-Stamp"]))
+    except (KeyError, ValueError, TypeError):
+        return math.inf
 
 
 def _readable(info: Any) -> bool:

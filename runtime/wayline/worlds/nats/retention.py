@@ -26,6 +26,7 @@ from ..._core.events import RunStatus
 from ...errors import CorruptLogError, WorldError, WorldUnavailableError
 from ...world import entries, terminal_statuses
 from ...world.blobs import INCARNATION, PAYLOAD_KEYS, REF, is_incarnation, is_ref
+from .blobs import Archived
 from .codec import dumps, wrap
 from .direct import connected, leader_first, read_subject
 from .eventlog import EventLog, RunState
@@ -58,9 +59,9 @@ class Retention:
         self._queue = queue
         self._url = url
         self._timeout = timeout
-        self.on_drop: Callable[[str, str | None], Awaitable[None]] | None = None
-        """Called for each run dropped, with its incarnation (``blobs.py``): the world purges
-        the run's step streams and, on cleanup, its out-of-line payloads."""
+        self.on_drop: Callable[[str, str | None, float], Awaitable[None]] | None = None
+        """Called for each run dropped, with its incarnation (``blobs.py``) and its end: the
+        world purges the run's step streams and, on cleanup, its out-of-line payloads."""
 
     async def _candidates(
         self, older_than: float, statuses: set[str], limit: int | None
@@ -109,10 +110,10 @@ class Retention:
         info = json.loads(resp.data)
         return int((info.get("state") or {}).get("num_subjects") or 0)
 
-    async def archived(self, run_id: str) -> set[str] | None:
-        """The digests that the archive's copies of the run id name without an incarnation
-        (references written before incarnations were named, ``blobs.py``); None when a copy
-        does not read, and so may name any. Most ids were never archived: one empty read."""
+    async def archived(self, run_id: str) -> Archived | None:
+        """The digests and incarnations that the references of the archive's copies of the run
+        id name (``blobs.py``); None when a copy does not read, and so may name any. Most ids
+        were never archived: one empty read."""
         try:
             msgs = await read_subject(
                 self._nc,
@@ -126,17 +127,20 @@ class Retention:
             raise
         except Exception as err:
             raise wrap(self._url, f"reading the archive of run {run_id}", err) from err
-        named: set[str] = set()
+        refs: list[dict[str, Any]] = []
         for msg in msgs:
             try:
                 copies = entries.field(entries.loads_object(msg.data), "messages", list)
                 for copy in copies:
                     for event in entries.field(copy["body"], "e", list):
-                        data = event.get("d") or {}
-                        named.update(_unnamed_refs(data))
+                        refs += _refs(event.get("d") or {})
             except (entries.Unreadable, TypeError, KeyError, AttributeError):
                 return None
-        return named
+        incarnations = (r.get(INCARNATION) for r in refs)
+        return Archived(
+            digests=frozenset(str(r[REF]) for r in refs),
+            incarnations=frozenset(str(i) for i in incarnations if is_incarnation(i)),
+        )
 
     async def _archive(self, run_id: str) -> bool:
         """Copy the run's messages into the archive. False (the run is kept, with a warning)
@@ -213,7 +217,8 @@ class Retention:
             # what belongs to the run (step streams, out-of-line payloads) goes first: if
             # that fails, the run is still there for the next cleanup to finish
             if self.on_drop is not None:
-                await self.on_drop(run_id, st.first_id if is_incarnation(st.first_id) else None)
+                incarnation = st.first_id if is_incarnation(st.first_id) else None
+                await self.on_drop(run_id, incarnation, ended)
             try:
                 await self._js.purge_stream(self._names.events_stream, subject=st.subject)
             except Exception as err:
@@ -270,10 +275,10 @@ def _cutoff(older_than: float) -> float:
     return float("inf") if older_than <= 0 else time.time() - older_than
 
 
-def _unnamed_refs(data: dict[str, Any]) -> list[str]:
-    """The digests of an event's references that name no incarnation."""
-    refs = [r for r in (data.get(key) for key in PAYLOAD_KEYS) if is_ref(r)]
-    return [str(r[REF]) for r in refs if isinstance(r, dict) and r.get(INCARNATION) is None]
+def _refs(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """An event's references."""
+    found = (data.get(key) for key in PAYLOAD_KEYS)
+    return [r for r in found if isinstance(r, dict) and is_ref(r)]
 
 
 def _body(data: bytes) -> Any:

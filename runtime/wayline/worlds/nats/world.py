@@ -271,9 +271,9 @@ class NatsWorld(World):
         streams, blobs = self._st(), self._blob_store
         stored = await blobs.names()
 
-        async def drop(run_id: str, incarnation: str | None) -> None:  # streams, payloads
-            await streams.purge_run(run_id)
-            await blobs.drop(run_id, incarnation, stored, lambda: retention.archived(run_id))
+        async def drop(run_id: str, incarnation: str | None, ended: float) -> None:
+            await streams.purge_run(run_id)  # its step streams, then its payloads
+            await blobs.drop(run_id, incarnation, ended, stored, lambda: retention.archived(run_id))
 
         retention.on_drop = drop
         return await retention.delete_runs(older_than, statuses)
@@ -282,7 +282,7 @@ class NatsWorld(World):
         retention = self._retention()
         streams = self._st()
 
-        async def drop(run_id: str, incarnation: str | None) -> None:
+        async def drop(run_id: str, incarnation: str | None, ended: float) -> None:
             await streams.purge_run(run_id)  # payloads stay: the archived events name them
 
         retention.on_drop = drop
