@@ -198,6 +198,8 @@ def test_a_stamp_whose_fraction_is_not_digits_is_refused() -> None:
         b'{"holders": ["a"], "leases": {"a": "soon"}}',
         b'{"holders": ["a"], "leases": [1]}',
         b'{"holders": ["a"], "leases": {"a": ' + b"9" * 400 + b"}}",
+        b'{"holders": ["a"], "tokens": [1]}',
+        b'{"holders": ["a"], "tokens": {"a": 5}}',
     ],
     ids=lambda j: repr(j[:24]),
 )

@@ -147,6 +147,26 @@ async def held_sync_one(path: str, tag: str, seconds: float) -> str:
     return await held_sync(path, tag, seconds)
 
 
+@wayline.step(
+    name="slot_flows.redelivered", concurrency=wayline.Limit(key="one", max=1, lease="30s")
+)
+async def redelivered(path: str, tag: str, seconds: float) -> str:
+    """Holds the one slot for ``seconds`` in every attempt; writes ``held``'s lines (``end``
+    also when the body is cut off)."""
+    attempt = wayline.step_context().attempt
+    mark(path, f"start {tag} {attempt} {time.monotonic():.6f}")
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        mark(path, f"end {tag} {attempt} {time.monotonic():.6f}")
+    return f"{tag} attempt {attempt}"
+
+
+@wayline.workflow(name="slot_flows.redelivered_one")
+async def redelivered_one(path: str, tag: str, seconds: float) -> str:
+    return await redelivered(path, tag, seconds)
+
+
 def spans(path: str, died: float | None = None) -> list[tuple[float, float, str]]:
     """(start, stop, "TAG ATTEMPT HOW") of every body of ``held``, by their lines; a body that
     has no stop line stops at ``died`` (when its process was seen dead) or, alive, now."""

@@ -304,3 +304,27 @@ def test_a_bad_sync_option_is_named_before_a_missing_file(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stderr
     assert "sync='bogus'" in done.stderr and "no world at" not in done.stderr
     assert not (tmp_path / "missing.db").exists()
+
+
+async def test_a_database_from_before_slot_tokens_is_migrated(tmp_path: Path) -> None:
+    """A ``slots`` table without the ``token`` column (an older world's) gains it when opened;
+    the holder an older worker wrote (no token) answers to any take, as it did."""
+    db = tmp_path / "w.db"
+    old = sqlite3.connect(db)
+    old.execute(
+        "CREATE TABLE slots (key TEXT NOT NULL, run_id TEXT NOT NULL, acquired_at REAL NOT NULL,"
+        " expires_at REAL, PRIMARY KEY (key, run_id)) WITHOUT ROWID"
+    )
+    old.execute("INSERT INTO slots VALUES ('k', 'run1:s1', 0, 1e12)")
+    old.commit()
+    old.close()
+    async with LocalWorld(db) as world:
+        assert await world.acquire_slot("k", "run2:s1", 1, lease=30, token="b") == (
+            False,
+            ["run1:s1"],
+        )
+        assert await world.renew_slot("k", "run1:s1", lease=30, token="a")
+        await world.release_slot("k", "run1:s1", token="a")
+        assert (await world.acquire_slot("k", "run2:s1", 1, lease=30, token="b"))[0]
+        await world.release_slot("k", "run2:s1", token="stale")  # another take's: a no-op
+        assert await world.acquire_slot("k", "run3:s1", 1, lease=30) == (False, ["run2:s1"])

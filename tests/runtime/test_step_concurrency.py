@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,7 +223,7 @@ async def test_a_holder_whose_renewals_fail_stops_before_its_lease_runs_out(
     path = str(tmp_path / "marks")
     sick = await engine.make_world(visibility_seconds=30.0)
 
-    async def no_renewal(key: str, holder: str, *, lease: float) -> bool:
+    async def no_renewal(key: str, holder: str, *, lease: float, token: str | None) -> bool:
         raise wayline.WorldUnavailableError("slot renewals cut off (test)")
 
     sick.renew_slot = no_renewal  # type: ignore[method-assign]
@@ -286,16 +287,16 @@ async def test_a_slot_renewer_that_loses_its_cancel_still_ends(
     renew = engine.world.renew_slot
     swallowed: list[bool] = []
 
-    async def losing_its_cancel(key: str, holder: str, *, lease: float) -> bool:
+    async def losing_its_cancel(key: str, holder: str, *, lease: float, token: str | None) -> bool:
         if swallowed:
-            return await renew(key, holder, lease=lease)
+            return await renew(key, holder, lease=lease, token=token)
         swallowed.append(False)
         sf.mark(marker)  # the body ends now, and the renewer is cancelled in this call
         try:
             await asyncio.sleep(0.5)
         except asyncio.CancelledError:
             swallowed[0] = True  # the call completed as the cancel came: the cancel is gone
-        return await renew(key, holder, lease=lease) and won
+        return await renew(key, holder, lease=lease, token=token) and won
 
     monkeypatch.setattr(engine.world, "renew_slot", losing_its_cancel)
     async with engine.worker([sf.renewed_one], shutdown_grace_seconds=1.0):
@@ -303,3 +304,53 @@ async def test_a_slot_renewer_that_loses_its_cancel_still_ends(
         assert await handle.result(timeout=10) == "done"  # it waited for good
     assert swallowed == [True]
     assert "its body is cut off" not in caplog.text
+
+
+async def test_a_stale_attempt_leaves_its_redelivery_the_slot(
+    make_world: Any, tmp_path: Path
+) -> None:
+    """Worker A's delivery renewals stall past the visibility, so the step's delivery goes to
+    worker B, whose attempt 2 takes the step's slot again (the same holder, ``run:stepId``);
+    A's attempt 1 is then cut off and gives its slot back. That gave back attempt 2's slot
+    too: another run's step took the ``max=1`` slot while attempt 2's body still ran."""
+    path = str(tmp_path / "marks")
+    # the first world opened sets the queue's visibility (on NATS, the consumer's ack wait)
+    stalled = await make_world(visibility_seconds=2.0)
+    other = await make_world(visibility_seconds=2.0)
+    renew = stalled.renew
+    stalls: list[float] = []
+
+    async def stalling(delivery: Any) -> bool:
+        if not stalls:  # the first renewal hangs past the visibility: the delivery lapses
+            stalls.append(1.0)
+            await asyncio.sleep(4.0)
+        return await renew(delivery)
+
+    stalled.renew = stalling
+    receive = stalled.receive
+
+    async def deaf(topic: str, *args: Any, **kwargs: Any) -> Any:
+        # once attempt 1 runs, worker A takes no more deliveries: on NATS it would otherwise
+        # be handed the redelivery itself, and its in-process single flight would absorb it
+        if await _body(path, "start r1 1"):
+            await asyncio.sleep(0.2)
+            return []
+        return await receive(topic, *args, **kwargs)
+
+    stalled.receive = deaf
+    client = wayline.Client(other)
+    bound = settings(max_invocation_seconds=20)
+    async with wayline.Worker(stalled, [sf.redelivered_one], settings=bound):
+        first = await client.start(sf.redelivered_one, path, "r1", 6.0)
+        await wait_for(lambda: _body(path, "start r1 1"), timeout=20)
+        async with wayline.Worker(other, [sf.redelivered_one], settings=bound):
+            await wait_for(lambda: _body(path, "start r1 2"), timeout=20)  # the redelivery
+            await wait_for(lambda: _body(path, "end r1 1"), timeout=20)  # A cut off, gave back
+            second = await client.start(sf.redelivered_one, path, "r2", 0.5)
+            assert await second.result(timeout=30) == "r2 attempt 1"
+            assert await first.result(timeout=30) == "r1 attempt 2"
+    assert [o for o in sf.overlaps(path) if "r2" in o[0] + o[1]] == [], sf.spans(path)
+
+
+async def _body(path: str, start: str) -> bool:
+    return any(line.startswith(start + " ") for line in sf.lines(path))

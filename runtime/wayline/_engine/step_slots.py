@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -74,6 +75,9 @@ class Slot:
     key: str
     holder: str
     limit: Limit
+    token: str | None = None
+    """This take's token: renewals and the give-back act only on the slot while this take holds
+    it (a redelivery of the step takes the same holder under a new one)."""
     proven: float = field(default_factory=time.monotonic)
     """When (monotonic) the holder sent the take or renewal that last succeeded: the world's
     lease runs from no earlier than that, so this holder may execute until ``proven + lease``
@@ -106,7 +110,7 @@ class Slot:
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
             try:
-                await self.world.release_slot(self.key, self.holder)
+                await self.world.release_slot(self.key, self.holder, token=self.token)
             except WaylineError as err:  # its lease frees it
                 log.warning("could not give back slot %r of %s: %s", self.key, self.holder, err)
 
@@ -150,7 +154,9 @@ class Slot:
             await asyncio.sleep(max(0.0, due - time.monotonic()))
             sent = time.monotonic()
             try:
-                won = await self.world.renew_slot(self.key, self.holder, lease=lease)
+                won = await self.world.renew_slot(
+                    self.key, self.holder, lease=lease, token=self.token
+                )
             except WaylineError as err:
                 log.warning("could not renew slot %r of %s: %s", self.key, self.holder, err)
                 due = time.monotonic() + lease / 12  # soon again: the cut is not far
@@ -181,12 +187,19 @@ async def take(
         why = f"{type(err).__name__}: {error_message(err)}"
         message = f"the concurrency key of step {step.name!r} raised {why}"
         return Failed({"name": "FatalError", "code": "CONCURRENCY_KEY", "message": message})
-    holder = f"{run_id}:{step.cid}"
+    return await acquire(world, key, f"{run_id}:{step.cid}", limit)
+
+
+async def acquire(world: World, key: str, holder: str, limit: Limit) -> Slot | Wait:
+    """Take a slot of ``key`` for ``holder`` under a fresh token (see the module's doc)."""
+    token = secrets.token_hex(8)
     sent = time.monotonic()
-    won, holders = await world.acquire_slot(key, holder, limit.max, lease=limit.lease_seconds)
+    won, holders = await world.acquire_slot(
+        key, holder, limit.max, lease=limit.lease_seconds, token=token
+    )
     if not won:
         return Wait(key, holders, limit.max)
-    return Slot(world, key, holder, limit, proven=sent)
+    return Slot(world, key, holder, limit, token=token, proven=sent)
 
 
 def pause() -> float:

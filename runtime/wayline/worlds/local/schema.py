@@ -76,11 +76,14 @@ CREATE TABLE IF NOT EXISTS stream_records (
     record TEXT NOT NULL,
     PRIMARY KEY (run_id, stream, idx)
 ) WITHOUT ROWID;
+-- Concurrency slots: a row per holder of a key. A leased (step) holder's token names the take
+-- that holds it now, so an older take of the same holder cannot renew or give it back.
 CREATE TABLE IF NOT EXISTS slots (
     key TEXT NOT NULL,
     run_id TEXT NOT NULL,
     acquired_at REAL NOT NULL,
     expires_at REAL,
+    token TEXT,
     PRIMARY KEY (key, run_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS slots_by_run ON slots (run_id);

@@ -78,6 +78,10 @@ _SYNC_MODES = ("FULL", "NORMAL")
 """``PRAGMA synchronous`` values a world accepts (WAL mode: FULL fsyncs each commit)."""
 
 _RECLAIM_EVERY = 1.0  # seconds between scans for messages held by dead local processes
+_SAME_TAKE = "(token IS NULL OR ? IS NULL OR token = ?)"
+"""A renewal or give-back acts on the take that holds the slot now (its ``token``), not on an
+older take of the same holder: a stale attempt whose redelivery took the step's slot again.
+A row from before tokens (NULL), or a caller without one, matches any."""
 
 
 class LocalWorld(World):
@@ -201,6 +205,8 @@ class LocalWorld(World):
             columns = {r[1] for r in db.execute("PRAGMA table_info(slots)")}
             if "expires_at" not in columns:  # a database from before leased (step) slots
                 db.execute("ALTER TABLE slots ADD COLUMN expires_at REAL")
+            if "token" not in columns:  # a database from before a take's token was kept
+                db.execute("ALTER TABLE slots ADD COLUMN token TEXT")
         except (sqlite3.Error, OSError) as err:
             if db is not None:
                 db.close()
@@ -653,7 +659,13 @@ class LocalWorld(World):
 
     # concurrency slots ----------------------------------------------------------------------
     async def acquire_slot(
-        self, key: str, holder: str, limit: int, *, lease: float | None = None
+        self,
+        key: str,
+        holder: str,
+        limit: int,
+        *,
+        lease: float | None = None,
+        token: str | None = None,
     ) -> tuple[bool, list[str]]:
         ended = terminal_statuses(None)
 
@@ -674,38 +686,45 @@ class LocalWorld(World):
             ]
             until = None if lease is None else now + lease
             if holder in holders:
-                if until is not None:  # a renewal
+                if until is not None:  # taken again: the lease and the take's token are new
                     db.execute(
-                        "UPDATE slots SET expires_at = ? WHERE key = ? AND run_id = ?",
-                        (until, key, holder),
+                        "UPDATE slots SET expires_at = ?, token = ? WHERE key = ? AND run_id = ?",
+                        (until, token, key, holder),
                     )
                 return True, holders
             if len(holders) >= limit:
                 return False, holders
             db.execute(
-                "INSERT INTO slots (key, run_id, acquired_at, expires_at) VALUES (?,?,?,?)",
-                (key, holder, now, until),
+                "INSERT INTO slots (key, run_id, acquired_at, expires_at, token) "
+                "VALUES (?,?,?,?,?)",
+                (key, holder, now, until, token if until is not None else None),
             )
             return True, [*holders, holder]
 
         result: tuple[bool, list[str]] = self._write(tx)
         return result
 
-    async def renew_slot(self, key: str, holder: str, *, lease: float) -> bool:
+    async def renew_slot(
+        self, key: str, holder: str, *, lease: float, token: str | None = None
+    ) -> bool:
         def tx(db: sqlite3.Connection) -> bool:
             now = clock.now()
             renewed = db.execute(
-                "UPDATE slots SET expires_at = ? WHERE key = ? AND run_id = ? AND expires_at > ?",
-                (now + lease, key, holder, now),
+                "UPDATE slots SET expires_at = ? WHERE key = ? AND run_id = ? AND expires_at > ? "
+                f"AND {_SAME_TAKE}",
+                (now + lease, key, holder, now, token, token),
             )
             return renewed.rowcount == 1
 
         kept: bool = self._write(tx)
         return kept
 
-    async def release_slot(self, key: str, holder: str) -> None:
+    async def release_slot(self, key: str, holder: str, *, token: str | None = None) -> None:
         def tx(db: sqlite3.Connection) -> None:
-            db.execute("DELETE FROM slots WHERE key = ? AND run_id = ?", (key, holder))
+            db.execute(
+                f"DELETE FROM slots WHERE key = ? AND run_id = ? AND {_SAME_TAKE}",
+                (key, holder, token, token),
+            )
 
         self._write(tx)
 

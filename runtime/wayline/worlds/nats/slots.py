@@ -1,15 +1,22 @@
 """Concurrency slots on JetStream: a KV entry per limit key, ``{"holders": [names], "leases":
-{name: expires at}}``, changed only by compare-and-set (create when absent, update on the
-revision read), so two workers racing for the last slot cannot both win. A holder without a
-lease is a run: it is dropped by whoever next looks at the key once its run has ended (by its
-log) or is gone; a run whose log cannot be read holds on until it is repaired. A leased holder
-(a step) is dropped once its lease ran out (wall clock of the worker looking: a skew between
-workers shortens or lengthens a dead holder's lease by as much)."""
+{name: expires at}, "tokens": {name: token}}``, changed only by compare-and-set (create when
+absent, update on the revision read), so two workers racing for the last slot cannot both win.
+A holder without a lease is a run: it is dropped by whoever next looks at the key once its run
+has ended (by its log) or is gone; a run whose log cannot be read holds on until it is
+repaired. A leased holder (a step) is dropped once its lease ran out (wall clock of the worker
+looking: a skew between workers shortens or lengthens a dead holder's lease by as much).
+
+A leased holder's token names the take that holds it now (a redelivery of a step takes its
+holder again under a new one): a renewal or a give-back under another token is a stale
+attempt's and changes nothing. A holder without a token (written by a worker from before
+tokens, whose reader ignores the field and whose writes drop it) is renewed or given back under
+any, as before."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import CorruptLogError, WorldUnavailableError
@@ -61,26 +68,32 @@ class Slots:
         return self._kv
 
     async def acquire(
-        self, key: str, holder: str, limit: int, lease: float | None = None
+        self, key: str, holder: str, limit: int, lease: float | None, token: str | None
     ) -> tuple[bool, list[str]]:
-        def change(held: list[str], leases: dict[str, float]) -> tuple[bool, list[str]]:
+        def change(entry: _Entry) -> tuple[bool, list[str]]:
+            held = entry.holders
             won = holder in held or len(held) < limit
             if won and holder not in held:
                 held = [*held, holder]
             if won and lease is not None:
-                leases[holder] = self._now() + lease
+                entry.leases[holder] = self._now() + lease
+                _take_token(entry.tokens, holder, token)
             return won, held
 
         return await self._change(key, holder, change)
 
-    async def renew(self, key: str, holder: str, lease: float) -> bool:
-        """Extend the holder's lease only while it holds an unexpired one: a holder that
-        stalled past its lease may find the slot taken and given back since, and must not
-        take it again unnoticed."""
+    async def renew(self, key: str, holder: str, lease: float, token: str | None) -> bool:
+        """Extend the holder's lease only while it holds an unexpired one under this take's
+        token: a holder that stalled past its lease may find the slot taken and given back
+        since, and must not take it again unnoticed; a stale attempt whose redelivery took
+        the holder again must not keep the redelivery's lease alive as its own."""
 
-        def change(held: list[str], leases: dict[str, float]) -> tuple[bool, list[str]]:
+        def change(entry: _Entry) -> tuple[bool, list[str]]:
             now = self._now()
+            held, leases = entry.holders, entry.leases
             if holder not in held or leases.get(holder, 0.0) <= now:
+                return False, held
+            if not _matches(entry.tokens, holder, token):
                 return False, held
             leases[holder] = now + lease
             return True, held
@@ -88,10 +101,13 @@ class Slots:
         won, _ = await self._change(key, holder, change)
         return won
 
-    async def release(self, key: str, holder: str) -> None:
-        def change(held: list[str], leases: dict[str, float]) -> tuple[bool, list[str]]:
-            leases.pop(holder, None)
-            return False, [h for h in held if h != holder]
+    async def release(self, key: str, holder: str, token: str | None) -> None:
+        def change(entry: _Entry) -> tuple[bool, list[str]]:
+            if not _matches(entry.tokens, holder, token):  # the redelivery's slot now
+                return False, entry.holders
+            entry.leases.pop(holder, None)
+            entry.tokens.pop(holder, None)
+            return False, [h for h in entry.holders if h != holder]
 
         await self._change(key, holder, change)
 
@@ -99,7 +115,7 @@ class Slots:
         self,
         key: str,
         holder: str,
-        change: Callable[[list[str], dict[str, float]], tuple[bool, list[str]]],
+        change: Callable[[_Entry], tuple[bool, list[str]]],
     ) -> tuple[bool, list[str]]:
         """Read the key, drop dead holders, apply ``change`` and write it back by
         compare-and-set (again from the read when another worker wrote first)."""
@@ -114,15 +130,21 @@ class Slots:
                 entry = None
             except Exception as err:
                 raise wrap(self._url, f"reading concurrency slot {key!r}", err) from err
-            held, leases = _read(entry.value if entry is not None else None)
+            held, leases, tokens = _read(entry.value if entry is not None else None)
             now = self._now()
             live = [h for h in held if h == holder or await self._live(h, leases, now)]
             leases = {h: at for h, at in leases.items() if h in live}
-            before = dict(leases)
-            won, after = change(live, leases)
-            if after == held and leases == before and live == held:
+            tokens = {h: t for h, t in tokens.items() if h in live}
+            seen = _Entry(list(live), dict(leases), dict(tokens))
+            current = _Entry(live, leases, tokens)
+            won, after = change(current)
+            current.holders = after
+            if current == seen and live == held:
                 return won, after
-            value = json.dumps({"key": key, "holders": after, "leases": leases}).encode()
+            stored: dict[str, Any] = {"key": key, "holders": after, "leases": leases}
+            if tokens:
+                stored["tokens"] = tokens
+            value = json.dumps(stored).encode()
             try:
                 if entry is None:
                     await kv.create(name, value)
@@ -147,20 +169,49 @@ class Slots:
         return info is not None and not info.status.terminal
 
 
-def _read(value: bytes | None) -> tuple[list[str], dict[str, float]]:
-    """A stored entry's holders and leases. Anyone can write into the bucket: what is not a
-    holder's name, or a lease's finite time, holds nothing (the next write replaces it)."""
+@dataclass(slots=True)
+class _Entry:
+    """A key's live holders, their leases and their takes' tokens, as ``change`` leaves them."""
+
+    holders: list[str]
+    leases: dict[str, float]
+    tokens: dict[str, str]
+
+
+def _take_token(tokens: dict[str, str], holder: str, token: str | None) -> None:
+    """Record the take's token (a take without one leaves the holder open to any)."""
+    if token is None:
+        tokens.pop(holder, None)
+    else:
+        tokens[holder] = token
+
+
+def _matches(tokens: dict[str, str], holder: str, token: str | None) -> bool:
+    """The holder was taken under ``token`` (or either side has none: older writers)."""
+    mine = tokens.get(holder)
+    return mine is None or token is None or mine == token
+
+
+def _read(value: bytes | None) -> tuple[list[str], dict[str, float], dict[str, str]]:
+    """A stored entry's holders, leases and tokens. Anyone can write into the bucket: what is
+    not a holder's name, a lease's finite time or a token's string holds nothing (the next
+    write replaces it)."""
     try:
         stored = entries.loads(value) if value else {}
     except entries.Unreadable:
         stored = {}
     if not isinstance(stored, dict):
         stored = {}
-    listed, timed = stored.get("holders"), stored.get("leases")
+    listed, timed, named = stored.get("holders"), stored.get("leases"), stored.get("tokens")
     held = [h for h in listed if isinstance(h, str)] if isinstance(listed, list) else []
     leases: dict[str, float] = {}
     for name, at in timed.items() if isinstance(timed, dict) else ():
         until = entries.seconds(at)
         if until is not None:
             leases[name] = until
-    return list(dict.fromkeys(held)), leases
+    tokens = {
+        name: token
+        for name, token in (named.items() if isinstance(named, dict) else ())
+        if isinstance(name, str) and isinstance(token, str)
+    }
+    return list(dict.fromkeys(held)), leases, tokens

@@ -318,15 +318,23 @@ class NatsWorld(World):
         return self._slots
 
     async def acquire_slot(
-        self, key: str, holder: str, limit: int, *, lease: float | None = None
+        self,
+        key: str,
+        holder: str,
+        limit: int,
+        *,
+        lease: float | None = None,
+        token: str | None = None,
     ) -> tuple[bool, list[str]]:
-        return await self._slot_store().acquire(key, holder, limit, lease)
+        return await self._slot_store().acquire(key, holder, limit, lease, token)
 
-    async def renew_slot(self, key: str, holder: str, *, lease: float) -> bool:
-        return await self._slot_store().renew(key, holder, lease)
+    async def renew_slot(
+        self, key: str, holder: str, *, lease: float, token: str | None = None
+    ) -> bool:
+        return await self._slot_store().renew(key, holder, lease, token)
 
-    async def release_slot(self, key: str, holder: str) -> None:
-        await self._slot_store().release(key, holder)
+    async def release_slot(self, key: str, holder: str, *, token: str | None = None) -> None:
+        await self._slot_store().release(key, holder, token)
 
     async def write_stream(
         self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
