@@ -54,9 +54,11 @@ def cadence() -> Cadence:
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
+    # kopf's finalizer goes only where a timer runs (a waiting WorkflowHook, a
+    # WorkflowSchedule): no WorkflowRun handler needs one (``stop``), and kopf removes it from
+    # a WorkflowRun an earlier version gave it. Nothing else of kopf's is kept on a resource
+    # (``persistence``); user payloads never went into annotations either way.
     settings.persistence.finalizer = f"{GROUP}/finalizer"
-    # kopf keeps nothing on a resource but this finalizer: one write per creation instead
-    # of two (``persistence``). User payloads never went into annotations either way.
     settings.persistence.progress_storage = MemoryProgress(prefix=GROUP)
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.posting.level = logging.WARNING
@@ -229,10 +231,14 @@ def _generation(meta: Mapping[str, Any]) -> int | None:
 @kopf.on.event(GROUP, VERSION, PLURAL, id="seen")
 async def seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Every watch event of a WorkflowRun (the initial listing included) tells the mirror what
-    exists; a new resource or a changed spec is synced at once."""
+    exists; a new resource or a changed spec is synced at once. A deleted one (or one whose
+    deletion waits on someone else's finalizer) has its run cancelled."""
     mirror = _mirror(memo)
     mirror.start()  # from inside a handler: its loops inherit what kopf.event needs
     mirror.seen(event.get("type"), body)
+    meta = body.get("metadata") or {}
+    if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
+        await stop(str(meta.get("uid")), memo)
 
 
 def _unstarted(status: kopf.Status, **_: Any) -> bool:
@@ -274,13 +280,30 @@ async def start(
     mirror.pump.touch(run_id)
 
 
-@kopf.on.delete(GROUP, VERSION, PLURAL, id="stop")
+STOP_ATTEMPTS = 5
+"""How often a deleted resource's cancel is tried while its world does not answer (every
+``WORLD_RETRY_SECONDS``): no later watch event of a deleted resource would try it again."""
+
+
 @observed("stop")
-async def stop(uid: str, memo: kopf.Memo, **_: Any) -> None:
-    try:
-        await _reconciler(memo).stop(uid)
-    except WorldError as err:
-        raise kopf.TemporaryError(str(err), delay=5) from None
+async def stop(uid: str, memo: kopf.Memo) -> None:
+    """The resource was deleted: cancel its run. WorkflowRuns carry no finalizer (kopf adds
+    none: no handler needs one), so a delete never waits for this operator; it is seen on the
+    watch instead. A finalizer made every delete wait for an operator, hung for good once the
+    operator was uninstalled, and its removal raced the status writes of a bulk delete (kopf
+    removes it with a JSON patch that tests the resourceVersion: one HTTP 422 and another
+    round per write in between). What that gives up: a resource deleted while no operator
+    watches leaves its run as it is (``docs/operator.md``, Delete)."""
+    for attempt in range(1, STOP_ATTEMPTS + 1):
+        try:
+            await _reconciler(memo).stop(uid)
+            break
+        except WorldError as err:
+            if attempt == STOP_ATTEMPTS:
+                log.error("WorkflowRun %s deleted, its run not cancelled: %s", uid, err)
+                break
+            log.warning("WorkflowRun %s deleted, its run's cancel tried again: %s", uid, err)
+            await asyncio.sleep(WORLD_RETRY_SECONDS)
     memo["budget"].forget(uid)
 
 

@@ -86,7 +86,7 @@ async def patch_status(namespace: str, name: str, status: Mapping[str, Any]) -> 
 
 
 async def delete(namespace: str, name: str) -> None:
-    """Delete the resource (its finalizer then runs as for any delete); gone is fine."""
+    """Delete the resource; gone is fine."""
     await _unless(
         404,
         lambda: custom_objects().delete_namespaced_custom_object(
