@@ -305,6 +305,14 @@ def _drop_null_defaults(schema: dict[str, Any]) -> None:
 def run_spec_schema() -> dict[str, Any]:
     schema = _schema(WorkflowRunSpec)
     props = schema["properties"]
+    # Unknown fields are kept, not pruned, so that the admission policy (``input_policy``)
+    # sees a typo and refuses it for every client. Pruned, a client that asks for no strict
+    # field validation (the Python client, kubectl --validate=false) had ``inputs:`` dropped
+    # in silence and its run started with no input; only kubectl's default refused it. A CRD
+    # rule cannot list the keys of an object its schema types (``self.all(k, ...)`` does not
+    # compile there). Without the policy the operator refuses them (``phase: invalid``).
+    schema["x-kubernetes-preserve-unknown-fields"] = True
+    props["compensation"]["x-kubernetes-preserve-unknown-fields"] = True
     props["workflow"]["x-kubernetes-validations"] = [
         {"rule": "self == oldSelf", "message": "a run's workflow cannot change"}
     ]
@@ -411,9 +419,30 @@ INPUT_UNCHANGED = (
 )
 
 
+def _known(model: type[BaseModel]) -> str:
+    return json.dumps(sorted(model.model_fields))
+
+
+def _only_known(path: str, model: type[BaseModel]) -> dict[str, Any]:
+    """A validation refusing any field of the object at ``path`` (under ``object.``) that
+    ``model`` does not have, naming them and the known ones."""
+    known = _known(model)
+    target = f"object.{path}"
+    guard = "" if path == "spec" else f"!has({target}) || "
+    return {
+        "expression": f"{guard}{target}.all(k, k in {known})",
+        "messageExpression": f"'unknown field(s) in {path}: ' + "
+        f"{target}.filter(k, !(k in {known})).join(', ') + "
+        f"' (known: {', '.join(sorted(model.model_fields))})'",
+        "reason": "Invalid",
+    }
+
+
 def input_policy() -> dict[str, Any]:
-    """A run keeps the input it started with, so an edited ``spec.input`` is refused. A CRD
-    rule cannot read the untyped field (``self.input`` does not compile); a
+    """A run keeps the input it started with, so an edited ``spec.input`` is refused; and a
+    spec with a field the resource does not have (a typo: ``inputs``) is refused at its
+    creation and at any update, whatever the client. A CRD rule can do neither: it cannot read
+    the untyped field (``self.input`` does not compile), nor list a typed object's keys; a
     ValidatingAdmissionPolicy (Kubernetes 1.30+) evaluates the stored object as it is. The
     policy and its binding as one ``List``, applied with the CRDs."""
     return {
@@ -431,18 +460,20 @@ def input_policy() -> dict[str, Any]:
                             {
                                 "apiGroups": [GROUP],
                                 "apiVersions": ["*"],
-                                "operations": ["UPDATE"],
+                                "operations": ["CREATE", "UPDATE"],
                                 "resources": [PLURAL],
                             }
                         ]
                     },
                     "validations": [
+                        _only_known("spec", WorkflowRunSpec),
+                        _only_known("spec.compensation", CompensationSpec),
                         {
-                            "expression": INPUT_UNCHANGED,
+                            "expression": f"request.operation != 'UPDATE' || ({INPUT_UNCHANGED})",
                             "message": "a run's input cannot change: it started with the "
                             "input it has; start another WorkflowRun for another input",
                             "reason": "Invalid",
-                        }
+                        },
                     ],
                 },
             },
