@@ -209,7 +209,9 @@ class WorkflowRunStatus(BaseModel):
     startedAt: str | None = Field(default=None, description="When a worker started it.")
     endedAt: str | None = Field(default=None, description="When it ended.")
     duration: str | None = Field(
-        default=None, description="From start to end (to the last change while it runs)."
+        default=None,
+        description="From start to end, once the run ended (the Started column's age says "
+        "how long a live run has run).",
     )
     output: Any = Field(default=None, description="The workflow's return value (completed).")
     error: Any = Field(
@@ -390,8 +392,29 @@ def crd_manifest() -> dict[str, Any]:
             "description": "steps completed / created so far",
         },
         {"name": "Waiting-For", "type": "string", "jsonPath": ".status.waitingForSummary"},
-        {"name": "Duration", "type": "string", "jsonPath": ".status.duration"},
+        # Dates, not a duration string: kubectl computes their ages at every `get`, so a run
+        # that waits shows its time running growing with no status write (a string was
+        # written only when the run moved, and froze in between).
+        {
+            "name": "Started",
+            "type": "date",
+            "jsonPath": ".status.startedAt",
+            "description": "when a worker started the run",
+        },
+        {
+            "name": "Ended",
+            "type": "date",
+            "jsonPath": ".status.endedAt",
+            "description": "when the run ended",
+        },
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        {
+            "name": "Duration",
+            "type": "string",
+            "jsonPath": ".status.duration",
+            "priority": 1,
+            "description": "from start to end, once the run ended",
+        },
         {"name": "Run", "type": "string", "jsonPath": ".status.runId", "priority": 1},
         {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
     ]

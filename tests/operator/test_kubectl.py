@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,18 @@ def _condition(status: dict[str, object], kind: str) -> dict[str, object]:
     assert isinstance(conds, list)
     found: dict[str, object] = next(c for c in conds if c["type"] == kind)
     return found
+
+
+AGE = r"\d+(s|m\d*s?)"
+"""A short age or duration as kubectl prints it: ``4s``, ``1m``, ``1m3s``."""
+
+
+def _columns(printed: str) -> dict[str, str]:
+    """The one row of ``kubectl get``, by column (an empty cell is ``""``)."""
+    header, row = printed.splitlines()
+    starts = [m.start() for m in re.finditer(r"\S+", header)]
+    ends = [*starts[1:], None]
+    return {header[a:b].strip(): row[a:b].strip() for a, b in zip(starts, ends, strict=True)}
 
 
 async def test_describe_tells_the_runs_story(cluster: Cluster, tmp_path: Path) -> None:
@@ -63,10 +76,16 @@ async def test_describe_tells_the_runs_story(cluster: Cluster, tmp_path: Path) -
             "PHASE",
             "STEPS",
             "WAITING-FOR",
-            "DURATION",
+            "STARTED",
+            "ENDED",
             "AGE",
         ]
         assert "hook tok-d" in row and "kid_waits" in row
+        # kubectl computes the ages of the date columns itself: a live run's time running
+        # is STARTED's age, nothing the operator writes (so nothing freezes between writes)
+        shown = _columns(printed)
+        assert re.fullmatch(AGE, shown["STARTED"]), printed
+        assert shown["ENDED"] == "" and waiting["duration"] == "", printed
         wide = cluster.kubectl("get", "wfr", "wait", "-o", "wide").stdout
         assert waiting["runId"] in wide and "deliver it with a WorkflowHook" in wide
         event = await cluster.event_when("wait", "WaitingForHook")
@@ -76,6 +95,12 @@ async def test_describe_tells_the_runs_story(cluster: Cluster, tmp_path: Path) -
         done = await cluster.status_when("wait", "completed")
         await cluster.event_when("yes", "Delivered")
     assert done["waitingFor"] == [] and done["progress"] == "0/0"
+    assert re.fullmatch(AGE, done["duration"]), done
+    assert re.fullmatch(AGE, _columns(cluster.kubectl("get", "wfr", "wait").stdout)["ENDED"])
+    columns = cluster.kubectl("get", "crd", "workflowruns.wayline.dev", "-o", "json").stdout
+    [version] = json.loads(columns)["spec"]["versions"]
+    dates = {c["name"] for c in version["additionalPrinterColumns"] if c["type"] == "date"}
+    assert dates == {"Started", "Ended", "Age"}
     succeeded = _condition(done, "Succeeded")
     assert succeeded["status"] == "True"
     before = _condition(waiting, "Succeeded")["lastTransitionTime"]

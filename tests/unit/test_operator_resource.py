@@ -119,6 +119,9 @@ def test_status_mirrors_phase_steps_output_and_conditions() -> None:
     assert succeeded["observedGeneration"] == 3
     assert _cond(status, "Progressing")["status"] == "False"
     json.dumps(status)  # a status patch is JSON
+    live = _info(RunStatus.RUNNING, created_at=1001.0, started_at=1002.0, last_seq=5)
+    # a live run has no duration (it would freeze between writes; kubectl ages startedAt)
+    assert run_status(live, events[:5], now=2000.0)["duration"] == ""
 
 
 def test_waiting_for_names_hooks_with_tokens_sleeps_children_and_steps() -> None:
