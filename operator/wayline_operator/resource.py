@@ -148,11 +148,14 @@ class LiveStep(BaseModel):
 
 
 class StepCounts(BaseModel):
-    """Forward steps created, and steps completed and failed (compensations included)."""
+    """Forward steps created, completed and failed; compensation steps apart."""
 
     created: int = Field(description="Forward steps created so far.")
-    completed: int = Field(description="Steps completed.")
-    failed: int = Field(description="Steps failed for good.")
+    completed: int = Field(description="Forward steps completed.")
+    failed: int = Field(description="Forward steps failed for good.")
+    compensations: int | None = Field(
+        default=None, description="Compensation steps created (an unwind's), not counted above."
+    )
     live: list[LiveStep] | None = Field(
         default=None, description="Each created, non-terminal step, with its lease."
     )

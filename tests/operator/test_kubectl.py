@@ -242,3 +242,24 @@ async def test_an_event_posted_again_is_not_shown_twice(
     assert await kube.create_event(again) is False
     reasons = [e["reason"] for e in cluster.events("wait")]
     assert reasons.count("WaitingForHook") == 1 and reasons.count("RunStarted") == 1
+
+
+async def test_a_cancelled_run_counts_its_compensations_apart_from_its_steps(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """STEPS is forward steps completed / created: an unwound run's compensations made it
+    read 4/2 (each compensation counted as a completed step)."""
+    log = str(tmp_path / "log")
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("unwound", {"workflow": "saga_waits", "input": [log, "o1"]})
+        await wait_for(lambda: cluster.world.get_hook("saga:o1"), timeout=20)
+        patch = '{"spec":{"cancel":true}}'
+        cluster.kubectl("patch", "wfr", "unwound", "--type=merge", "-p", patch)
+        status = await cluster.status_when("unwound", "cancelled", timeout=30)
+    marks = flows.lines(log)
+    assert marks.count("release o1") == 1
+    assert len([m for m in marks if m.startswith("refund o1")]) == 1
+    counts = {k: v for k, v in status["steps"].items() if k != "live"}
+    assert counts == {"created": 2, "completed": 2, "failed": 0, "compensations": 2}
+    assert status["progress"] == "2/2"
+    assert _columns(cluster.kubectl("get", "wfr", "unwound").stdout)["STEPS"] == "2/2"

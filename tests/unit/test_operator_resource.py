@@ -110,7 +110,7 @@ def test_status_mirrors_phase_steps_output_and_conditions() -> None:
     )
     status = run_status(info, events, now=2000.0, generation=3)
     assert status["phase"] == "completed" and status["output"] == 3
-    assert status["steps"] == {"created": 2, "completed": 1, "failed": 0}
+    assert status["steps"] == {"created": 2, "completed": 1, "failed": 0, "compensations": 0}
     assert status["progress"] == "1/2" and status["duration"] == "1m4s"
     assert status["endedAt"] == "1970-01-01T00:17:46Z"
     assert status["waitingFor"] == [] and status["observedGeneration"] == 3
