@@ -186,9 +186,12 @@ class WorkflowRunStatus(BaseModel):
     workflow: str | None = Field(default=None, description="The workflow the run runs.")
     phase: str | None = Field(
         default=None,
-        description="pending, running, blocked (no matching worker), compensating, "
-        "compensation_stuck (a person decides), completed, failed, cancelled, or invalid "
-        "(the spec started nothing). The run's own status words, as `wayline runs list`.",
+        description="pending, running, blocked (held: waiting for a slot of a concurrency "
+        "limit, for a worker of the definition the run pinned, or after a replay "
+        "divergence; the message says which), compensating, compensation_stuck (a person "
+        "decides), completed, failed, cancelled, corrupt (a log entry cannot be read), or "
+        "invalid (the spec started nothing). The run's own status words, as `wayline runs "
+        "list`.",
     )
     message: str | None = Field(default=None, description="What is happening, for a person.")
     lastSeq: int | None = Field(

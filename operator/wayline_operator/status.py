@@ -2,11 +2,12 @@
 cluster; the handlers write what it returns.
 
 Phases keep the run's own status values (``pending``, ``running``, ``blocked``,
-``compensating``, ``compensation_stuck``, ``completed``, ``failed``, ``cancelled``, plus
-``invalid`` for a spec that started nothing): the same words ``wayline runs list``, the
-worlds and every earlier status used, so a script that reads ``.status.phase`` keeps working
-and one vocabulary serves kubectl and the CLI. Conditions carry the CamelCase reasons that
-Kubernetes tooling expects (``kubectl wait --for=condition=Succeeded``).
+``compensating``, ``compensation_stuck``, ``completed``, ``failed``, ``cancelled``,
+``corrupt``, plus ``invalid`` for a spec that started nothing): the same words ``wayline
+runs list``, the worlds and every earlier status used, so a script that reads
+``.status.phase`` keeps working and one vocabulary serves kubectl and the CLI. Conditions
+carry the CamelCase reasons that Kubernetes tooling expects (``kubectl wait
+--for=condition=Succeeded``).
 """
 
 from __future__ import annotations

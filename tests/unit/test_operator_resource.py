@@ -4,6 +4,7 @@ specs are refused with messages that name the field, and the status mirrors the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -343,3 +344,17 @@ def test_the_docs_say_helm_upgrade_does_not_install_the_input_policy() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "operator.md").read_text()
     assert "helm upgrade" in text
     assert "kubectl apply -f crds/workflowruns-input-policy.json" in text
+
+
+def test_the_docs_and_the_crd_name_every_phase_and_no_other() -> None:
+    """Every phase the operator writes (the run's statuses, ``corrupt`` included, and
+    ``invalid``) is named where phases are listed, and nothing else is: ``blocked`` is a
+    run's status (a concurrency slot, a definition, a divergence), not a missing worker."""
+    phases = {str(s) for s in RunStatus} | {"invalid"}
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operator.md").read_text()
+    listed = text.split("**Phases keep the run's own words** (", 1)[1].split(")", 1)[0]
+    assert set(re.findall(r"`(\w+)`", listed)) == phases
+    spec = crd_manifest()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    described = spec["properties"]["status"]["properties"]["phase"]["description"]
+    named = {p for p in re.findall(r"[a-z_]+", described) if p in phases}
+    assert named == phases and "no matching worker" not in described
