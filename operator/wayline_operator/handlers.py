@@ -74,14 +74,28 @@ def configure(settings: kopf.OperatorSettings) -> None:
     # state, and a creation was handled twice (idempotent, but writes and a start wasted).
     settings.persistence.consistency_timeout = 30
     logging.getLogger("kopf.objects").addFilter(_quiet)
+    logging.getLogger("kopf.activities.startup").addFilter(_retried_is_a_warning)
 
 
-_ROUTINE = ("Timer 'redeliver' succeeded.", "Handler 'seen' succeeded.")
+_ROUTINE = (
+    "Timer 'redeliver' succeeded.",
+    "Timer 'tick' succeeded.",  # every WAYLINE_OPERATOR_SCHEDULE_SECONDS, per schedule
+    "Handler 'seen' succeeded.",
+)
 
 
 def _quiet(record: logging.LogRecord) -> bool:
     """kopf logs every timer tick and watch event at INFO: routine, not worth a line."""
     return record.getMessage() not in _ROUTINE
+
+
+def _retried_is_a_warning(record: logging.LogRecord) -> bool:
+    """kopf logs a start it will try again at ERROR. The only one ``startup`` raises is a
+    world not up yet, which every ``helm install`` meets (NATS starts beside the operator):
+    a warning, so that an ERROR line at install means something is wrong."""
+    if record.levelno == logging.ERROR and "failed temporarily" in record.getMessage():
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
 
 
 @kopf.on.startup()
