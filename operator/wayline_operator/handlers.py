@@ -23,6 +23,8 @@ from wayline import Worker, open_world
 from wayline.errors import WorldError
 
 from .config import settings
+from .inputs import InputNotFound
+from .inputs import resolve as resolve_input
 from .kube import create_event, event_body, event_name, patch_status
 from .metrics import EVENTS, observed
 from .mirror import Cadence, Mirror
@@ -42,6 +44,8 @@ HOOK_RETRY_SECONDS = SETTINGS.operator_hook_retry_seconds
 _TERMINAL = {"completed", "failed", "cancelled", "invalid"}
 WORLD_RETRY_SECONDS = 2.0
 """How soon a start whose world did not answer is tried again."""
+INPUT_RETRY_SECONDS = 5.0
+"""How soon a start whose ``spec.inputFrom`` was not there is tried again."""
 
 
 def cadence() -> Cadence:
@@ -275,8 +279,13 @@ async def start(
 ) -> None:
     if status.get("phase") in _TERMINAL:
         return
+    namespace = meta.get("namespace")
     try:
-        run_id = await _reconciler(memo).start(uid, spec, meta.get("namespace"))
+        resolved = await resolve_input(spec, namespace)
+        run_id = await _reconciler(memo).start(uid, resolved, namespace)
+    except InputNotFound as err:
+        _post(body, memo, [Notice(WARNING, "InputNotFound", str(err), key="input-from")])
+        raise kopf.TemporaryError(f"{err}; trying again", delay=INPUT_RETRY_SECONDS) from None
     except InvalidSpec as err:
         fresh = invalid_status(
             str(err),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 GROUP = "wayline.dev"
 VERSION = "v1alpha1"
@@ -38,6 +38,41 @@ class CompensationSpec(BaseModel):
     )
 
 
+class KeyRef(BaseModel):
+    """One key of a ConfigMap or Secret in the resource's namespace."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="The ConfigMap's or Secret's name.")
+    key: str = Field(min_length=1, description="The key whose value (JSON) is the input.")
+
+
+class InputFrom(BaseModel):
+    """Where the input is, for one too large for ``kubectl apply`` (its last-applied
+    annotation holds at most 256 KiB): read once, when the run starts; the run keeps it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    configMapKeyRef: KeyRef | None = Field(
+        default=None, description="A ConfigMap key (kubectl create configmap --from-file)."
+    )
+    secretKeyRef: KeyRef | None = Field(default=None, description="A Secret key.")
+
+    @model_validator(mode="after")
+    def _one(self) -> InputFrom:
+        if (self.configMapKeyRef is None) == (self.secretKeyRef is None):
+            raise ValueError("name one of configMapKeyRef or secretKeyRef")
+        return self
+
+    @property
+    def ref(self) -> tuple[str, KeyRef]:
+        """``("configmap" or "secret", its key ref)``."""
+        if self.configMapKeyRef is not None:
+            return "configmap", self.configMapKeyRef
+        assert self.secretKeyRef is not None  # ``_one``
+        return "secret", self.secretKeyRef
+
+
 class WorkflowRunSpec(BaseModel):
     """One run of a registered workflow. Creating the resource starts exactly one run."""
 
@@ -52,6 +87,11 @@ class WorkflowRunSpec(BaseModel):
         "arguments ([1, 2] calls workflow(1, 2)); an object, string, number or boolean is the "
         'single argument ({"id": 7} calls workflow({"id": 7})); so a workflow taking one list '
         "is given [[1, 2]]. Omitted or null: no arguments. As `wayline start --input`.",
+    )
+    inputFrom: InputFrom | None = Field(
+        default=None,
+        description="The input's JSON from a ConfigMap or Secret key, instead of input (for "
+        "an input too large for kubectl apply's annotation); read when the run starts.",
     )
     cancel: bool = Field(
         default=False, description="Ask the run to stop; its compensations (if any) run first."
@@ -68,6 +108,12 @@ class WorkflowRunSpec(BaseModel):
         "field). The run's history stays in the world, under the world's cleanup policy.",
     )
     compensation: CompensationSpec = Field(default_factory=lambda: CompensationSpec())
+
+    @model_validator(mode="after")
+    def _input_or_input_from(self) -> WorkflowRunSpec:
+        if self.input is not None and self.inputFrom is not None:
+            raise ValueError("give input or inputFrom, not both")
+        return self
 
     def args(self) -> list[Any]:
         if self.input is None:
@@ -321,6 +367,14 @@ def run_spec_schema() -> dict[str, Any]:
     # compile there). Without the policy the operator refuses them (``phase: invalid``).
     schema["x-kubernetes-preserve-unknown-fields"] = True
     props["compensation"]["x-kubernetes-preserve-unknown-fields"] = True
+    _drop_null_defaults(props["inputFrom"])  # a null default would set the absent key
+    props["inputFrom"]["x-kubernetes-preserve-unknown-fields"] = True
+    props["inputFrom"]["x-kubernetes-validations"] = [
+        {
+            "rule": "has(self.configMapKeyRef) != has(self.secretKeyRef)",
+            "message": "name one of configMapKeyRef or secretKeyRef",
+        }
+    ]
     props["workflow"]["x-kubernetes-validations"] = [
         {"rule": "self == oldSelf", "message": "a run's workflow cannot change"}
     ]
@@ -442,10 +496,14 @@ def hook_crd_manifest() -> dict[str, Any]:
 
 
 INPUT_POLICY = "wayline-workflowrun-input"
-INPUT_UNCHANGED = (
-    "has(object.spec.input) == has(oldObject.spec.input) && "
-    "(!has(object.spec.input) || object.spec.input == oldObject.spec.input)"
-)
+
+
+def _unchanged(field: str) -> str:
+    new, old = f"object.spec.{field}", f"oldObject.spec.{field}"
+    return f"has({new}) == has({old}) && (!has({new}) || {new} == {old})"
+
+
+INPUT_UNCHANGED = f"{_unchanged('input')} && {_unchanged('inputFrom')}"
 
 
 def _known(model: type[BaseModel]) -> str:
@@ -497,6 +555,12 @@ def input_policy() -> dict[str, Any]:
                     "validations": [
                         _only_known("spec", WorkflowRunSpec),
                         _only_known("spec.compensation", CompensationSpec),
+                        _only_known("spec.inputFrom", InputFrom),
+                        {
+                            "expression": "!has(object.spec.input) || !has(object.spec.inputFrom)",
+                            "message": "give spec.input or spec.inputFrom, not both",
+                            "reason": "Invalid",
+                        },
                         {
                             "expression": f"request.operation != 'UPDATE' || ({INPUT_UNCHANGED})",
                             "message": "a run's input cannot change: it started with the "
