@@ -263,3 +263,27 @@ async def test_a_cancelled_run_counts_its_compensations_apart_from_its_steps(
     assert counts == {"created": 2, "completed": 2, "failed": 0, "compensations": 2}
     assert status["progress"] == "2/2"
     assert _columns(cluster.kubectl("get", "wfr", "unwound").stdout)["STEPS"] == "2/2"
+
+
+async def test_the_first_run_after_a_fresh_install_does_not_wait_for_a_ready_worker(
+    cluster: Cluster,
+) -> None:
+    """A fresh installation: the operator starts before any worker (it read an empty
+    registry then) and sees no WorkflowRun for a while. The first run, applied once the
+    worker is up, got a WaitingForWorker Warning from that first, stale read."""
+
+    async def operator_up() -> bool:
+        log = await asyncio.to_thread(cluster.operator.log.read_text)
+        return "Activity 'startup' succeeded" in log
+
+    await wait_for(operator_up, timeout=30, interval=0.2)
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        await asyncio.sleep(2.5)  # the worker is up, and the operator's read is over 2 s old
+        cluster.apply("first", {"workflow": "kid_waits", "input": "tok-first"})
+        await cluster.event_when("first", "WaitingForHook")
+        status = await cluster.status_when("first", "running")
+        await cluster.client.resume_hook("tok-first", "ok")
+        await cluster.status_when("first", "completed")
+    assert not [w for w in status.get("waitingFor") or [] if w["kind"] == "worker"], status
+    reasons = [e["reason"] for e in cluster.events("first")]
+    assert "WaitingForWorker" not in reasons, reasons
