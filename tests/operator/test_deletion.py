@@ -76,3 +76,24 @@ async def test_with_no_operator_a_workflowrun_deletes_at_once_and_its_run_is_lef
         assert info is not None and info.status is RunStatus.RUNNING
         await cluster.client.resume_hook("tok-l", "still here")
         assert await cluster.client.handle(status["runId"]).result(timeout=20) == "still here"
+
+
+async def test_the_finalizer_an_earlier_version_added_is_removed(cluster: Cluster) -> None:
+    body = {
+        "apiVersion": "wayline.dev/v1alpha1",
+        "kind": "WorkflowRun",
+        "metadata": {"name": "older", "finalizers": ["wayline.dev/finalizer"]},
+        "spec": {"workflow": "kid_waits", "input": "tok-o"},
+    }
+    done = cluster.plane.kubectl(
+        "-n", cluster.namespace, "create", "-f", "-", input=json.dumps(body)
+    )
+    assert done.returncode == 0, done.stderr
+
+    async def released() -> bool:
+        meta = (await asyncio.to_thread(cluster.get, "older"))["metadata"]
+        return not meta.get("finalizers")
+
+    await wait_for(released, timeout=30, interval=0.3)
+    deleted = cluster.kubectl("delete", "wfr", "older", "--timeout=15s", check=False)
+    assert deleted.returncode == 0, deleted.stderr
