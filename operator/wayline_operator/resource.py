@@ -389,6 +389,7 @@ def run_spec_schema() -> dict[str, Any]:
 
 def hook_spec_schema() -> dict[str, Any]:
     schema = _schema(WorkflowHookSpec)
+    schema["x-kubernetes-preserve-unknown-fields"] = True  # refused by ``input_policy``
     schema["x-kubernetes-validations"] = [
         {"rule": "self == oldSelf", "message": "a delivered payload cannot change"}
     ]
@@ -496,6 +497,7 @@ def hook_crd_manifest() -> dict[str, Any]:
 
 
 INPUT_POLICY = "wayline-workflowrun-input"
+HOOK_POLICY = "wayline-workflowhook-fields"
 
 
 def _unchanged(field: str) -> str:
@@ -528,56 +530,64 @@ def _only_known(path: str, model: type[BaseModel]) -> dict[str, Any]:
 def input_policy() -> dict[str, Any]:
     """A run keeps the input it started with, so an edited ``spec.input`` is refused; and a
     spec with a field the resource does not have (a typo: ``inputs``) is refused at its
-    creation and at any update, whatever the client. A CRD rule can do neither: it cannot read
-    the untyped field (``self.input`` does not compile), nor list a typed object's keys; a
+    creation and at any update, whatever the client; a WorkflowHook's too (``payloads:``
+    would have delivered no payload). A CRD rule can do neither: it cannot read the untyped
+    field (``self.input`` does not compile), nor list a typed object's keys; a
     ValidatingAdmissionPolicy (Kubernetes 1.30+) evaluates the stored object as it is. The
-    policy and its binding as one ``List``, applied with the CRDs."""
+    policies and their bindings as one ``List``, applied with the CRDs."""
+    run = [
+        _only_known("spec", WorkflowRunSpec),
+        _only_known("spec.compensation", CompensationSpec),
+        _only_known("spec.inputFrom", InputFrom),
+        {
+            "expression": "!has(object.spec.input) || !has(object.spec.inputFrom)",
+            "message": "give spec.input or spec.inputFrom, not both",
+            "reason": "Invalid",
+        },
+        {
+            "expression": f"request.operation != 'UPDATE' || ({INPUT_UNCHANGED})",
+            "message": "a run's input cannot change: it started with the "
+            "input it has; start another WorkflowRun for another input",
+            "reason": "Invalid",
+        },
+    ]
+    hook = [_only_known("spec", WorkflowHookSpec)]
     return {
         "apiVersion": "v1",
         "kind": "List",
-        "items": [
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingAdmissionPolicy",
-                "metadata": {"name": INPUT_POLICY},
-                "spec": {
-                    "failurePolicy": "Fail",
-                    "matchConstraints": {
-                        "resourceRules": [
-                            {
-                                "apiGroups": [GROUP],
-                                "apiVersions": ["*"],
-                                "operations": ["CREATE", "UPDATE"],
-                                "resources": [PLURAL],
-                            }
-                        ]
-                    },
-                    "validations": [
-                        _only_known("spec", WorkflowRunSpec),
-                        _only_known("spec.compensation", CompensationSpec),
-                        _only_known("spec.inputFrom", InputFrom),
-                        {
-                            "expression": "!has(object.spec.input) || !has(object.spec.inputFrom)",
-                            "message": "give spec.input or spec.inputFrom, not both",
-                            "reason": "Invalid",
-                        },
-                        {
-                            "expression": f"request.operation != 'UPDATE' || ({INPUT_UNCHANGED})",
-                            "message": "a run's input cannot change: it started with the "
-                            "input it has; start another WorkflowRun for another input",
-                            "reason": "Invalid",
-                        },
-                    ],
-                },
-            },
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": {"name": INPUT_POLICY},
-                "spec": {"policyName": INPUT_POLICY, "validationActions": ["Deny"]},
-            },
-        ],
+        "items": [*_policy(INPUT_POLICY, PLURAL, run), *_policy(HOOK_POLICY, HOOK_PLURAL, hook)],
     }
+
+
+def _policy(name: str, plural: str, validations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy on creations and updates of ``plural``, and its binding."""
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [GROUP],
+                            "apiVersions": ["*"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": [plural],
+                        }
+                    ]
+                },
+                "validations": validations,
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        },
+    ]
 
 
 def crds() -> dict[str, dict[str, Any]]:

@@ -6,6 +6,7 @@ input), kubectl with ``--validate=false``, and kubectl as it comes; a nested typ
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 
@@ -100,3 +101,33 @@ def test_an_update_cannot_add_an_unknown_field(
         assert "cancle" not in kept["spec"] and kept["spec"]["input"] == [4]
     finally:
         control_plane.kubectl("delete", "wfr", name, "-n", "default", "--wait=false")
+
+
+def test_a_workflowhook_with_an_unknown_field_is_refused(
+    control_plane: Any,
+    crd_applied: None,  # noqa: F811
+) -> None:
+    """``payloads:`` for ``payload:`` had its payload pruned, and null was delivered."""
+    import kubernetes
+
+    api = _python_client(control_plane)
+    deadline = time.monotonic() + 30  # the policy acts a moment after it is created
+    while True:
+        name = f"typo-{uuid.uuid4().hex[:8]}"
+        hook = {
+            "apiVersion": "wayline.dev/v1alpha1",
+            "kind": "WorkflowHook",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"token": "t", "payloads": {"approved": True}},
+        }
+        try:
+            api.create_namespaced_custom_object(
+                "wayline.dev", "v1alpha1", "default", "workflowhooks", hook
+            )
+        except kubernetes.client.ApiException as refused:
+            assert refused.status == 422, refused.body
+            assert "unknown field(s) in spec: payloads" in json.loads(refused.body)["message"]
+            return
+        control_plane.kubectl("delete", "wfh", name, "-n", "default", "--wait=false")
+        assert time.monotonic() < deadline, "a WorkflowHook with payloads: was created"
+        time.sleep(0.3)
