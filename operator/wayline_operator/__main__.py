@@ -181,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: no Kubernetes API server to work with: {reason}", file=sys.stderr)
         return 2
     logs.configure(logging.DEBUG if opts.verbose else logging.INFO, opts.log_format)
+    # kopf's liveness endpoint is aiohttp's: one access line per probe (every 10 s from the
+    # chart's livenessProbe) said nothing but that the kubelet asked.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     log = logging.getLogger("wayline.operator")
     import kopf
 

@@ -23,8 +23,10 @@ from wayline import Worker, open_world
 from wayline.errors import WorldError
 
 from .config import settings
+from .inputs import InputNotFound
+from .inputs import resolve as resolve_input
 from .instance import LEGACY_FINALIZER, current, world_name
-from .kube import create_event, event_body, event_name, patch_status
+from .kube import create_event, event_body, event_name, patch_run, patch_status
 from .metrics import EVENTS, observed
 from .mirror import Cadence, Mirror
 from .notices import NORMAL, WARNING, Budget, Notice
@@ -43,6 +45,8 @@ HOOK_RETRY_SECONDS = SETTINGS.operator_hook_retry_seconds
 _TERMINAL = {"completed", "failed", "cancelled", "invalid"}
 WORLD_RETRY_SECONDS = 2.0
 """How soon a start whose world did not answer is tried again."""
+INPUT_RETRY_SECONDS = 5.0
+"""How soon a start whose ``spec.inputFrom`` was not there is tried again."""
 
 
 def cadence() -> Cadence:
@@ -55,11 +59,13 @@ def cadence() -> Cadence:
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
-    # one finalizer per instance: kopf releases its finalizer from every resource its filters
-    # exclude, so a shared one would be released by each operator that does not own the run
+    # kopf's finalizer goes only where a timer runs (a waiting WorkflowHook, a
+    # WorkflowSchedule): no WorkflowRun handler needs one (``stop``). Its name is this
+    # instance's: kopf releases its finalizer from every resource its filters exclude, so a
+    # shared one would be released by each operator that does not own the resource. Nothing
+    # else of kopf's is kept on a resource (``persistence``); user payloads never went into
+    # annotations either way.
     settings.persistence.finalizer = current().finalizer
-    # kopf keeps nothing on a resource but this finalizer: one write per creation instead
-    # of two (``persistence``). User payloads never went into annotations either way.
     settings.persistence.progress_storage = MemoryProgress(prefix=GROUP)
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.posting.level = logging.WARNING
@@ -75,14 +81,28 @@ def configure(settings: kopf.OperatorSettings) -> None:
     # state, and a creation was handled twice (idempotent, but writes and a start wasted).
     settings.persistence.consistency_timeout = 30
     logging.getLogger("kopf.objects").addFilter(_quiet)
+    logging.getLogger("kopf.activities.startup").addFilter(_retried_is_a_warning)
 
 
-_ROUTINE = ("Timer 'redeliver' succeeded.", "Handler 'seen' succeeded.")
+_ROUTINE = (
+    "Timer 'redeliver' succeeded.",
+    "Timer 'tick' succeeded.",  # every WAYLINE_OPERATOR_SCHEDULE_SECONDS, per schedule
+    "Handler 'seen' succeeded.",
+)
 
 
 def _quiet(record: logging.LogRecord) -> bool:
     """kopf logs every timer tick and watch event at INFO: routine, not worth a line."""
     return record.getMessage() not in _ROUTINE
+
+
+def _retried_is_a_warning(record: logging.LogRecord) -> bool:
+    """kopf logs a start it will try again at ERROR. The only one ``startup`` raises is a
+    world not up yet, which every ``helm install`` meets (NATS starts beside the operator):
+    a warning, so that an ERROR line at install means something is wrong."""
+    if record.levelno == logging.ERROR and "failed temporarily" in record.getMessage():
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
 
 
 @kopf.on.startup()
@@ -240,13 +260,19 @@ def _generation(meta: Mapping[str, Any]) -> int | None:
 @kopf.on.event(GROUP, VERSION, PLURAL, id="seen")
 async def seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Every watch event of a WorkflowRun (the initial listing included) tells the mirror what
-    exists; a new resource or a changed spec is synced at once."""
+    exists; a new resource or a changed spec is synced at once. A deleted one (or one whose
+    deletion waits on someone else's finalizer) has its run cancelled."""
     mirror = _mirror(memo)
     mirror.start()  # from inside a handler: its loops inherit what kopf.event needs
-    if current().owns(body):
-        mirror.seen(event.get("type"), body)
-    else:  # another instance's (its label says so, or it was relabelled): not mirrored here
-        mirror.forget(run_id_for(str(body.get("metadata", {}).get("uid"))))
+    meta = body.get("metadata") or {}
+    if not current().owns(body):  # another instance's (its label says so, or it was relabelled)
+        mirror.forget(run_id_for(str(meta.get("uid"))))
+        return
+    mirror.seen(event.get("type"), body)
+    if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
+        await stop(str(meta.get("uid")), memo)
+    if event.get("type") != "DELETED" and LEGACY_FINALIZER in (meta.get("finalizers") or []):
+        await _release_legacy(meta)
 
 
 def _owned(body: kopf.Body, **_: Any) -> bool:
@@ -274,8 +300,13 @@ async def start(
 ) -> None:
     if status.get("phase") in _TERMINAL:
         return
+    namespace = meta.get("namespace")
     try:
-        run_id = await _reconciler(memo).start(uid, spec, meta.get("namespace"))
+        resolved = await resolve_input(spec, namespace)
+        run_id = await _reconciler(memo).start(uid, resolved, namespace)
+    except InputNotFound as err:
+        _post(body, memo, [Notice(WARNING, "InputNotFound", str(err), key="input-from")])
+        raise kopf.TemporaryError(f"{err}; trying again", delay=INPUT_RETRY_SECONDS) from None
     except InvalidSpec as err:
         fresh = invalid_status(
             str(err),
@@ -293,23 +324,47 @@ async def start(
     mirror.pump.touch(run_id)
 
 
-@kopf.on.delete(GROUP, VERSION, PLURAL, id="stop", when=_owned)
+STOP_ATTEMPTS = 5
+"""How often a deleted resource's cancel is tried while its world does not answer (every
+``WORLD_RETRY_SECONDS``): no later watch event of a deleted resource would try it again."""
+
+
 @observed("stop")
-async def stop(uid: str, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
-    try:
-        await _reconciler(memo).stop(uid)
-    except WorldError as err:
-        raise kopf.TemporaryError(str(err), delay=5) from None
+async def stop(uid: str, memo: kopf.Memo) -> None:
+    """The resource was deleted: cancel its run. WorkflowRuns carry no finalizer (kopf adds
+    none: no handler needs one), so a delete never waits for this operator; it is seen on the
+    watch instead. A finalizer made every delete wait for an operator, hung for good once the
+    operator was uninstalled, and its removal raced the status writes of a bulk delete (kopf
+    removes it with a JSON patch that tests the resourceVersion: one HTTP 422 and another
+    round per write in between). What that gives up: a resource deleted while no operator
+    watches leaves its run as it is (``docs/operator.md``, Delete)."""
+    for attempt in range(1, STOP_ATTEMPTS + 1):
+        try:
+            await _reconciler(memo).stop(uid)
+            break
+        except WorldError as err:
+            if attempt == STOP_ATTEMPTS:
+                log.error("WorkflowRun %s deleted, its run not cancelled: %s", uid, err)
+                break
+            log.warning("WorkflowRun %s deleted, its run's cancel tried again: %s", uid, err)
+            await asyncio.sleep(WORLD_RETRY_SECONDS)
     memo["budget"].forget(uid)
-    # A resource created under an earlier version carries the finalizer all operators then
-    # shared; its owner releases it with its own (in the same patch as kopf's).
-    patch.fns.append(_release_legacy)
 
 
-def _release_legacy(body: kopf.RawBody) -> None:
-    finalizers = (body.get("metadata") or {}).get("finalizers") or []
-    if LEGACY_FINALIZER in finalizers:
-        body["metadata"]["finalizers"] = [f for f in finalizers if f != LEGACY_FINALIZER]
+async def _release_legacy(meta: Mapping[str, Any]) -> None:
+    """A WorkflowRun created under an earlier version carries the finalizer every operator then
+    shared (``LEGACY_FINALIZER``), which no operator of this version adds or kopf releases (its
+    finalizer is the instance's own): the run's owner takes it off, so a delete never waits
+    for it. The patch names the resource's version, so it never overwrites a list that changed
+    meanwhile (the next watch event tries again)."""
+    import kubernetes
+
+    finalizers = [f for f in meta.get("finalizers") or [] if f != LEGACY_FINALIZER]
+    patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}}
+    try:
+        await patch_run(str(meta.get("namespace")), str(meta.get("name")), patch)
+    except kubernetes.client.ApiException as err:  # 409: changed meanwhile
+        log.info("WorkflowRun %s: its earlier finalizer stays for now: %s", meta.get("name"), err)
 
 
 async def _deliver(

@@ -7,6 +7,7 @@ cap the writes per second at a few times that number over the server's latency."
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import functools
 import hashlib
@@ -85,8 +86,34 @@ async def patch_status(namespace: str, name: str, status: Mapping[str, Any]) -> 
     )
 
 
+async def read_key(kind: str, namespace: str, name: str, key: str) -> tuple[str, str | None]:
+    """The text at ``key`` of ConfigMap (``kind`` "configmap") or Secret ``name``: ``("",
+    text)``, or ``(why not, None)`` when it, or its key, is absent or may not be read."""
+    import kubernetes
+
+    def call() -> tuple[str, str | None]:
+        try:
+            if kind == "configmap":
+                data = core().read_namespaced_config_map(name, namespace).data or {}
+                text = data.get(key)
+            else:
+                raw = core().read_namespaced_secret(name, namespace).data or {}
+                text = None if key not in raw else base64.b64decode(raw[key]).decode()
+        except kubernetes.client.ApiException as err:
+            if err.status == 404:
+                return "does not exist", None
+            if err.status == 403:
+                return "may not be read by the operator (RBAC: get on it)", None
+            raise
+        except UnicodeDecodeError:
+            return f"key {key!r} is not UTF-8 text", None
+        return (f"has no key {key!r}", None) if text is None else ("", text)
+
+    return await _call(call)
+
+
 async def delete(namespace: str, name: str) -> None:
-    """Delete the resource (its finalizer then runs as for any delete); gone is fine."""
+    """Delete the resource; gone is fine."""
     await _unless(
         404,
         lambda: custom_objects().delete_namespaced_custom_object(

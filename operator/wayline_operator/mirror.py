@@ -127,6 +127,9 @@ class Mirror:
     _watch: RunWatch | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _closing: bool = False
+    _registry_at: float = float("-inf")
+    """When (monotonic) the registry was last read."""
+    _registry_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Ends the loops as well as their cancel, which a call that completes as it lands can
     lose (``asyncio.wait_for`` before Python 3.12, in the NATS client and the pump)."""
 
@@ -204,6 +207,16 @@ class Mirror:
             if not self.paused():
                 await self._read_registry()
 
+    async def _fresh_registry(self) -> None:
+        """Read the registry again if its last read is older than its cadence. Its loop
+        starts with the first WorkflowRun the watch shows (``start``) and skips a paused
+        replica's turns: on a fresh installation the first run was judged by the read made
+        at the operator's start, before any worker was up, and got a WaitingForWorker
+        Warning while its worker was Ready."""
+        async with self._registry_lock:
+            if time.monotonic() - self._registry_at > self.cadence.registry:
+                await self._read_registry()
+
     async def _read_registry(self) -> None:
         """Read which workers serve what; when the live set changed, re-read the live runs
         that wait for a worker (one may serve them now) or, when a worker's entry lapsed, every
@@ -216,6 +229,7 @@ class Mirror:
         before, first = self._live, self.served is None
         after = self._live = _live_keys(served, time.time())
         self.served = served
+        self._registry_at = time.monotonic()
         if first or before == after:
             return
         lapsed = bool(before - after)
@@ -411,6 +425,7 @@ class Mirror:
         if seen is None:
             return False  # no run yet (its start is on the way), or nothing moved
         info, events = seen
+        await self._fresh_registry()
         fresh = run_status(
             info,
             events,

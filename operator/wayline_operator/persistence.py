@@ -1,6 +1,7 @@
-"""What kopf keeps on a resource: nothing but its finalizer. Every write to a resource is a write
-to etcd, and at scale the operator's own bookkeeping was a third of them (a creation cost the
-finalizer patch, then a second patch for kopf's diff base and progress annotations).
+"""What kopf keeps on a resource: nothing (a finalizer only where a timer runs: ``handlers``).
+Every write to a resource is a write to etcd, and at scale the operator's own bookkeeping was
+a third of them (a creation cost the finalizer patch, then a second patch for kopf's diff base
+and progress annotations).
 
 - **No diff base** (:class:`NoDiffBase`): no handler reacts to a *change* of a spec (the
   status pump carries a changed spec to the run: ``Mirror.seen`` syncs a resource whose

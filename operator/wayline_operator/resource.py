@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 GROUP = "wayline.dev"
 VERSION = "v1alpha1"
@@ -38,6 +38,41 @@ class CompensationSpec(BaseModel):
     )
 
 
+class KeyRef(BaseModel):
+    """One key of a ConfigMap or Secret in the resource's namespace."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="The ConfigMap's or Secret's name.")
+    key: str = Field(min_length=1, description="The key whose value (JSON) is the input.")
+
+
+class InputFrom(BaseModel):
+    """Where the input is, for one too large for ``kubectl apply`` (its last-applied
+    annotation holds at most 256 KiB): read once, when the run starts; the run keeps it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    configMapKeyRef: KeyRef | None = Field(
+        default=None, description="A ConfigMap key (kubectl create configmap --from-file)."
+    )
+    secretKeyRef: KeyRef | None = Field(default=None, description="A Secret key.")
+
+    @model_validator(mode="after")
+    def _one(self) -> InputFrom:
+        if (self.configMapKeyRef is None) == (self.secretKeyRef is None):
+            raise ValueError("name one of configMapKeyRef or secretKeyRef")
+        return self
+
+    @property
+    def ref(self) -> tuple[str, KeyRef]:
+        """``("configmap" or "secret", its key ref)``."""
+        if self.configMapKeyRef is not None:
+            return "configmap", self.configMapKeyRef
+        assert self.secretKeyRef is not None  # ``_one``
+        return "secret", self.secretKeyRef
+
+
 class WorkflowRunSpec(BaseModel):
     """One run of a registered workflow. Creating the resource starts exactly one run."""
 
@@ -52,6 +87,11 @@ class WorkflowRunSpec(BaseModel):
         "arguments ([1, 2] calls workflow(1, 2)); an object, string, number or boolean is the "
         'single argument ({"id": 7} calls workflow({"id": 7})); so a workflow taking one list '
         "is given [[1, 2]]. Omitted or null: no arguments. As `wayline start --input`.",
+    )
+    inputFrom: InputFrom | None = Field(
+        default=None,
+        description="The input's JSON from a ConfigMap or Secret key, instead of input (for "
+        "an input too large for kubectl apply's annotation); read when the run starts.",
     )
     cancel: bool = Field(
         default=False, description="Ask the run to stop; its compensations (if any) run first."
@@ -68,6 +108,12 @@ class WorkflowRunSpec(BaseModel):
         "field). The run's history stays in the world, under the world's cleanup policy.",
     )
     compensation: CompensationSpec = Field(default_factory=lambda: CompensationSpec())
+
+    @model_validator(mode="after")
+    def _input_or_input_from(self) -> WorkflowRunSpec:
+        if self.input is not None and self.inputFrom is not None:
+            raise ValueError("give input or inputFrom, not both")
+        return self
 
     def args(self) -> list[Any]:
         if self.input is None:
@@ -148,11 +194,14 @@ class LiveStep(BaseModel):
 
 
 class StepCounts(BaseModel):
-    """Forward steps created, and steps completed and failed (compensations included)."""
+    """Forward steps created, completed and failed; compensation steps apart."""
 
     created: int = Field(description="Forward steps created so far.")
-    completed: int = Field(description="Steps completed.")
-    failed: int = Field(description="Steps failed for good.")
+    completed: int = Field(description="Forward steps completed.")
+    failed: int = Field(description="Forward steps failed for good.")
+    compensations: int | None = Field(
+        default=None, description="Compensation steps created (an unwind's), not counted above."
+    )
     live: list[LiveStep] | None = Field(
         default=None, description="Each created, non-terminal step, with its lease."
     )
@@ -191,9 +240,12 @@ class WorkflowRunStatus(BaseModel):
     workflow: str | None = Field(default=None, description="The workflow the run runs.")
     phase: str | None = Field(
         default=None,
-        description="pending, running, blocked (no matching worker), compensating, "
-        "compensation_stuck (a person decides), completed, failed, cancelled, or invalid "
-        "(the spec started nothing). The run's own status words, as `wayline runs list`.",
+        description="pending, running, blocked (held: waiting for a slot of a concurrency "
+        "limit, for a worker of the definition the run pinned, or after a replay "
+        "divergence; the message says which), compensating, compensation_stuck (a person "
+        "decides), completed, failed, cancelled, corrupt (a log entry cannot be read), or "
+        "invalid (the spec started nothing). The run's own status words, as `wayline runs "
+        "list`.",
     )
     message: str | None = Field(default=None, description="What is happening, for a person.")
     lastSeq: int | None = Field(
@@ -217,7 +269,9 @@ class WorkflowRunStatus(BaseModel):
     startedAt: str | None = Field(default=None, description="When a worker started it.")
     endedAt: str | None = Field(default=None, description="When it ended.")
     duration: str | None = Field(
-        default=None, description="From start to end (to the last change while it runs)."
+        default=None,
+        description="From start to end, once the run ended (the Started column's age says "
+        "how long a live run has run).",
     )
     output: Any = Field(default=None, description="The workflow's return value (completed).")
     error: Any = Field(
@@ -313,6 +367,22 @@ def _drop_null_defaults(schema: dict[str, Any]) -> None:
 def run_spec_schema() -> dict[str, Any]:
     schema = _schema(WorkflowRunSpec)
     props = schema["properties"]
+    # Unknown fields are kept, not pruned, so that the admission policy (``input_policy``)
+    # sees a typo and refuses it for every client. Pruned, a client that asks for no strict
+    # field validation (the Python client, kubectl --validate=false) had ``inputs:`` dropped
+    # in silence and its run started with no input; only kubectl's default refused it. A CRD
+    # rule cannot list the keys of an object its schema types (``self.all(k, ...)`` does not
+    # compile there). Without the policy the operator refuses them (``phase: invalid``).
+    schema["x-kubernetes-preserve-unknown-fields"] = True
+    props["compensation"]["x-kubernetes-preserve-unknown-fields"] = True
+    _drop_null_defaults(props["inputFrom"])  # a null default would set the absent key
+    props["inputFrom"]["x-kubernetes-preserve-unknown-fields"] = True
+    props["inputFrom"]["x-kubernetes-validations"] = [
+        {
+            "rule": "has(self.configMapKeyRef) != has(self.secretKeyRef)",
+            "message": "name one of configMapKeyRef or secretKeyRef",
+        }
+    ]
     props["workflow"]["x-kubernetes-validations"] = [
         {"rule": "self == oldSelf", "message": "a run's workflow cannot change"}
     ]
@@ -327,6 +397,7 @@ def run_spec_schema() -> dict[str, Any]:
 
 def hook_spec_schema() -> dict[str, Any]:
     schema = _schema(WorkflowHookSpec)
+    schema["x-kubernetes-preserve-unknown-fields"] = True  # refused by ``input_policy``
     schema["x-kubernetes-validations"] = [
         {"rule": "self == oldSelf", "message": "a delivered payload cannot change"}
     ]
@@ -390,8 +461,29 @@ def crd_manifest() -> dict[str, Any]:
             "description": "steps completed / created so far",
         },
         {"name": "Waiting-For", "type": "string", "jsonPath": ".status.waitingForSummary"},
-        {"name": "Duration", "type": "string", "jsonPath": ".status.duration"},
+        # Dates, not a duration string: kubectl computes their ages at every `get`, so a run
+        # that waits shows its time running growing with no status write (a string was
+        # written only when the run moved, and froze in between).
+        {
+            "name": "Started",
+            "type": "date",
+            "jsonPath": ".status.startedAt",
+            "description": "when a worker started the run",
+        },
+        {
+            "name": "Ended",
+            "type": "date",
+            "jsonPath": ".status.endedAt",
+            "description": "when the run ended",
+        },
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        {
+            "name": "Duration",
+            "type": "string",
+            "jsonPath": ".status.duration",
+            "priority": 1,
+            "description": "from start to end, once the run ended",
+        },
         {"name": "Run", "type": "string", "jsonPath": ".status.runId", "priority": 1},
         {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
     ]
@@ -413,55 +505,97 @@ def hook_crd_manifest() -> dict[str, Any]:
 
 
 INPUT_POLICY = "wayline-workflowrun-input"
-INPUT_UNCHANGED = (
-    "has(object.spec.input) == has(oldObject.spec.input) && "
-    "(!has(object.spec.input) || object.spec.input == oldObject.spec.input)"
-)
+HOOK_POLICY = "wayline-workflowhook-fields"
+
+
+def _unchanged(field: str) -> str:
+    new, old = f"object.spec.{field}", f"oldObject.spec.{field}"
+    return f"has({new}) == has({old}) && (!has({new}) || {new} == {old})"
+
+
+INPUT_UNCHANGED = f"{_unchanged('input')} && {_unchanged('inputFrom')}"
+
+
+def _known(model: type[BaseModel]) -> str:
+    return json.dumps(sorted(model.model_fields))
+
+
+def _only_known(path: str, model: type[BaseModel]) -> dict[str, Any]:
+    """A validation refusing any field of the object at ``path`` (under ``object.``) that
+    ``model`` does not have, naming them and the known ones."""
+    known = _known(model)
+    target = f"object.{path}"
+    guard = "" if path == "spec" else f"!has({target}) || "
+    return {
+        "expression": f"{guard}{target}.all(k, k in {known})",
+        "messageExpression": f"'unknown field(s) in {path}: ' + "
+        f"{target}.filter(k, !(k in {known})).join(', ') + "
+        f"' (known: {', '.join(sorted(model.model_fields))})'",
+        "reason": "Invalid",
+    }
 
 
 def input_policy() -> dict[str, Any]:
-    """A run keeps the input it started with, so an edited ``spec.input`` is refused. A CRD
-    rule cannot read the untyped field (``self.input`` does not compile); a
+    """A run keeps the input it started with, so an edited ``spec.input`` is refused; and a
+    spec with a field the resource does not have (a typo: ``inputs``) is refused at its
+    creation and at any update, whatever the client; a WorkflowHook's too (``payloads:``
+    would have delivered no payload). A CRD rule can do neither: it cannot read the untyped
+    field (``self.input`` does not compile), nor list a typed object's keys; a
     ValidatingAdmissionPolicy (Kubernetes 1.30+) evaluates the stored object as it is. The
-    policy and its binding as one ``List``, applied with the CRDs."""
+    policies and their bindings as one ``List``, applied with the CRDs."""
+    run = [
+        _only_known("spec", WorkflowRunSpec),
+        _only_known("spec.compensation", CompensationSpec),
+        _only_known("spec.inputFrom", InputFrom),
+        {
+            "expression": "!has(object.spec.input) || !has(object.spec.inputFrom)",
+            "message": "give spec.input or spec.inputFrom, not both",
+            "reason": "Invalid",
+        },
+        {
+            "expression": f"request.operation != 'UPDATE' || ({INPUT_UNCHANGED})",
+            "message": "a run's input cannot change: it started with the "
+            "input it has; start another WorkflowRun for another input",
+            "reason": "Invalid",
+        },
+    ]
+    hook = [_only_known("spec", WorkflowHookSpec)]
     return {
         "apiVersion": "v1",
         "kind": "List",
-        "items": [
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingAdmissionPolicy",
-                "metadata": {"name": INPUT_POLICY},
-                "spec": {
-                    "failurePolicy": "Fail",
-                    "matchConstraints": {
-                        "resourceRules": [
-                            {
-                                "apiGroups": [GROUP],
-                                "apiVersions": ["*"],
-                                "operations": ["UPDATE"],
-                                "resources": [PLURAL],
-                            }
-                        ]
-                    },
-                    "validations": [
-                        {
-                            "expression": INPUT_UNCHANGED,
-                            "message": "a run's input cannot change: it started with the "
-                            "input it has; start another WorkflowRun for another input",
-                            "reason": "Invalid",
-                        }
-                    ],
-                },
-            },
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": {"name": INPUT_POLICY},
-                "spec": {"policyName": INPUT_POLICY, "validationActions": ["Deny"]},
-            },
-        ],
+        "items": [*_policy(INPUT_POLICY, PLURAL, run), *_policy(HOOK_POLICY, HOOK_PLURAL, hook)],
     }
+
+
+def _policy(name: str, plural: str, validations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy on creations and updates of ``plural``, and its binding."""
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [GROUP],
+                            "apiVersions": ["*"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": [plural],
+                        }
+                    ]
+                },
+                "validations": validations,
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        },
+    ]
 
 
 def crds() -> dict[str, dict[str, Any]]:

@@ -2,11 +2,12 @@
 cluster; the handlers write what it returns.
 
 Phases keep the run's own status values (``pending``, ``running``, ``blocked``,
-``compensating``, ``compensation_stuck``, ``completed``, ``failed``, ``cancelled``, plus
-``invalid`` for a spec that started nothing): the same words ``wayline runs list``, the
-worlds and every earlier status used, so a script that reads ``.status.phase`` keeps working
-and one vocabulary serves kubectl and the CLI. Conditions carry the CamelCase reasons that
-Kubernetes tooling expects (``kubectl wait --for=condition=Succeeded``).
+``compensating``, ``compensation_stuck``, ``completed``, ``failed``, ``cancelled``,
+``corrupt``, plus ``invalid`` for a spec that started nothing): the same words ``wayline
+runs list``, the worlds and every earlier status used, so a script that reads
+``.status.phase`` keeps working and one vocabulary serves kubectl and the CLI. Conditions
+carry the CamelCase reasons that Kubernetes tooling expects (``kubectl wait
+--for=condition=Succeeded``).
 """
 
 from __future__ import annotations
@@ -213,7 +214,6 @@ def run_status(
     view = fold(info.run_id, events)
     counts = view.step_counts()
     waits = waiting_for(info, events, now=now, served=served, view=view)
-    ended = info.ended_at if info.ended_at is not None else now
     status: dict[str, Any] = {
         "runId": info.run_id,
         "workflow": info.workflow,
@@ -229,7 +229,9 @@ def run_status(
         "createdAt": stamp(info.created_at),
         "startedAt": stamp(info.started_at),
         "endedAt": stamp(info.ended_at),
-        "duration": short_duration(ended - info.started_at) if info.started_at else "",
+        # Only once ended: a live run's would freeze between writes (kubectl's Started
+        # column counts a live run's time instead).
+        "duration": _duration(info),
         "output": _output(info) if info.status is RunStatus.COMPLETED else None,
         "error": _error(info.error) if info.status is not RunStatus.COMPLETED else None,
     }
@@ -237,6 +239,12 @@ def run_status(
         previous, conditions(info, waits), now=now, generation=generation
     )
     return status
+
+
+def _duration(info: RunInfo) -> str:
+    if info.started_at is None or info.ended_at is None:
+        return ""
+    return short_duration(info.ended_at - info.started_at)
 
 
 def _output(info: RunInfo) -> Any:

@@ -41,7 +41,7 @@ def expired(ttl: int | None, status: Mapping[str, Any], now: float) -> bool:
 
 
 async def remove(meta: Mapping[str, Any]) -> None:
-    """Delete the resource (its finalizer then runs as for any delete)."""
+    """Delete the resource (its run, ended, needs no cancel)."""
     name, namespace = str(meta.get("name")), str(meta.get("namespace"))
     log.info("deleting WorkflowRun %s/%s: its ttlSecondsAfterFinished passed", namespace, name)
     await delete(namespace, name)

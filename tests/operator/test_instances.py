@@ -128,9 +128,8 @@ async def test_two_releases_each_start_only_their_own_runs(
                 status = item["status"]
                 assert status["runId"] == run_id_for(item["metadata"]["uid"])
                 assert status.get("instance") == instance, (item["metadata"]["name"], status)
-                # the other operator wrote nothing on it, not even a finalizer of its own
-                finalizers = item["metadata"].get("finalizers") or []
-                assert len(finalizers) == 1 and finalizers[0].startswith("wayline.dev/"), item
+                # a WorkflowRun carries no finalizer, and the other operator wrote none either
+                assert not item["metadata"].get("finalizers"), item
     finally:
         prod.stop()
         wl.stop()
@@ -196,7 +195,7 @@ async def test_a_run_started_by_the_wrong_release_is_started_again_by_its_own(
         status = await wait_for(rewritten, timeout=60, interval=0.5)
         assert status["runId"] == run_id and status["world"] == own_url
         assert await _has(f"sqlite:///{wrong_db}", run_id)  # the other world's run stays
-        # its owner releases the old shared finalizer beside its own: the delete completes
+        # its owner takes off the old shared finalizer: the delete completes
         gone = plane.kubectl("delete", "wfr", "stolen", "--timeout=60s", check=False)
         assert gone.returncode == 0, gone.stderr
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,18 @@ def _condition(status: dict[str, object], kind: str) -> dict[str, object]:
     assert isinstance(conds, list)
     found: dict[str, object] = next(c for c in conds if c["type"] == kind)
     return found
+
+
+AGE = r"\d+(s|m\d*s?)"
+"""A short age or duration as kubectl prints it: ``4s``, ``1m``, ``1m3s``."""
+
+
+def _columns(printed: str) -> dict[str, str]:
+    """The one row of ``kubectl get``, by column (an empty cell is ``""``)."""
+    header, row = printed.splitlines()
+    starts = [m.start() for m in re.finditer(r"\S+", header)]
+    ends = [*starts[1:], None]
+    return {header[a:b].strip(): row[a:b].strip() for a, b in zip(starts, ends, strict=True)}
 
 
 async def test_describe_tells_the_runs_story(cluster: Cluster, tmp_path: Path) -> None:
@@ -63,10 +76,16 @@ async def test_describe_tells_the_runs_story(cluster: Cluster, tmp_path: Path) -
             "PHASE",
             "STEPS",
             "WAITING-FOR",
-            "DURATION",
+            "STARTED",
+            "ENDED",
             "AGE",
         ]
         assert "hook tok-d" in row and "kid_waits" in row
+        # kubectl computes the ages of the date columns itself: a live run's time running
+        # is STARTED's age, nothing the operator writes (so nothing freezes between writes)
+        shown = _columns(printed)
+        assert re.fullmatch(AGE, shown["STARTED"]), printed
+        assert shown["ENDED"] == "" and waiting["duration"] == "", printed
         wide = cluster.kubectl("get", "wfr", "wait", "-o", "wide").stdout
         assert waiting["runId"] in wide and "deliver it with a WorkflowHook" in wide
         event = await cluster.event_when("wait", "WaitingForHook")
@@ -76,6 +95,12 @@ async def test_describe_tells_the_runs_story(cluster: Cluster, tmp_path: Path) -
         done = await cluster.status_when("wait", "completed")
         await cluster.event_when("yes", "Delivered")
     assert done["waitingFor"] == [] and done["progress"] == "0/0"
+    assert re.fullmatch(AGE, done["duration"]), done
+    assert re.fullmatch(AGE, _columns(cluster.kubectl("get", "wfr", "wait").stdout)["ENDED"])
+    columns = cluster.kubectl("get", "crd", "workflowruns.wayline.dev", "-o", "json").stdout
+    [version] = json.loads(columns)["spec"]["versions"]
+    dates = {c["name"] for c in version["additionalPrinterColumns"] if c["type"] == "date"}
+    assert dates == {"Started", "Ended", "Age"}
     succeeded = _condition(done, "Succeeded")
     assert succeeded["status"] == "True"
     before = _condition(waiting, "Succeeded")["lastTransitionTime"]
@@ -217,3 +242,48 @@ async def test_an_event_posted_again_is_not_shown_twice(
     assert await kube.create_event(again) is False
     reasons = [e["reason"] for e in cluster.events("wait")]
     assert reasons.count("WaitingForHook") == 1 and reasons.count("RunStarted") == 1
+
+
+async def test_a_cancelled_run_counts_its_compensations_apart_from_its_steps(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """STEPS is forward steps completed / created: an unwound run's compensations made it
+    read 4/2 (each compensation counted as a completed step)."""
+    log = str(tmp_path / "log")
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("unwound", {"workflow": "saga_waits", "input": [log, "o1"]})
+        await wait_for(lambda: cluster.world.get_hook("saga:o1"), timeout=20)
+        patch = '{"spec":{"cancel":true}}'
+        cluster.kubectl("patch", "wfr", "unwound", "--type=merge", "-p", patch)
+        status = await cluster.status_when("unwound", "cancelled", timeout=30)
+    marks = flows.lines(log)
+    assert marks.count("release o1") == 1
+    assert len([m for m in marks if m.startswith("refund o1")]) == 1
+    counts = {k: v for k, v in status["steps"].items() if k != "live"}
+    assert counts == {"created": 2, "completed": 2, "failed": 0, "compensations": 2}
+    assert status["progress"] == "2/2"
+    assert _columns(cluster.kubectl("get", "wfr", "unwound").stdout)["STEPS"] == "2/2"
+
+
+async def test_the_first_run_after_a_fresh_install_does_not_wait_for_a_ready_worker(
+    cluster: Cluster,
+) -> None:
+    """A fresh installation: the operator starts before any worker (it read an empty
+    registry then) and sees no WorkflowRun for a while. The first run, applied once the
+    worker is up, got a WaitingForWorker Warning from that first, stale read."""
+
+    async def operator_up() -> bool:
+        log = await asyncio.to_thread(cluster.operator.log.read_text)
+        return "Activity 'startup' succeeded" in log
+
+    await wait_for(operator_up, timeout=30, interval=0.2)
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        await asyncio.sleep(2.5)  # the worker is up, and the operator's read is over 2 s old
+        cluster.apply("first", {"workflow": "kid_waits", "input": "tok-first"})
+        await cluster.event_when("first", "WaitingForHook")
+        status = await cluster.status_when("first", "running")
+        await cluster.client.resume_hook("tok-first", "ok")
+        await cluster.status_when("first", "completed")
+    assert not [w for w in status.get("waitingFor") or [] if w["kind"] == "worker"], status
+    reasons = [e["reason"] for e in cluster.events("first")]
+    assert "WaitingForWorker" not in reasons, reasons

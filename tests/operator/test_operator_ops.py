@@ -28,6 +28,7 @@ from tests.operator.test_workflowrun import (  # noqa: F401 - crd_applied is a f
     crd_applied,
 )
 from tests.runtime.harness import settings, wait_for
+from tests.servers import free_port
 from wayline._core.events import EventType
 from wayline.worlds.local import LocalWorld
 from wayline_operator.peering import peering_object
@@ -342,7 +343,8 @@ async def test_an_operator_started_before_its_world_serves_as_soon_as_the_world_
     try:
         cluster = Cluster(control_plane, namespace, world, wayline.Client(world), operator)
         assert cluster.apply("early", {"workflow": "chain", "input": [3]}).returncode == 0
-        await operator.said("WORLD_UNAVAILABLE")
+        said = await operator.said(r"(\w+) kopf.activities.startup: .*WORLD_UNAVAILABLE")
+        assert said[1] == "WARNING", said[0]  # every helm install meets it: not an ERROR
         nats_server_own.start()
         await world.start()
         async with wayline.Worker(world, APPS, settings=settings()):
@@ -352,3 +354,42 @@ async def test_an_operator_started_before_its_world_serves_as_soon_as_the_world_
         operator.stop()
         await world.close()
     assert "Traceback" not in operator.text()
+
+
+async def test_probes_and_schedule_ticks_write_no_log_lines(
+    control_plane: Any, cluster_of: Callable[..., Cluster]
+) -> None:
+    """At INFO the operator said a line per liveness probe (aiohttp's access log, every 10 s
+    from the chart's probe) and one per schedule per tick (kopf's ``Timer 'tick'
+    succeeded``, every 10 s): routine, and they buried what mattered."""
+    port = free_port()
+    cluster = cluster_of(("--liveness", f"http://127.0.0.1:{port}/healthz"))
+    replica: Replica = cluster.operator  # type: ignore[assignment]
+    replica.env = {**replica.env, "WAYLINE_OPERATOR_SCHEDULE_SECONDS": "0.2"}
+    replica.start()
+    schedule = {"schedule": "0 0 1 1 *", "workflow": "chain", "input": [1]}
+    assert cluster.apply("yearly", schedule, "WorkflowSchedule").returncode == 0
+
+    def probed() -> bool:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:
+            return bool(answer.status == 200)
+
+    async def answered() -> bool:
+        try:
+            return await asyncio.to_thread(probed)
+        except OSError:
+            return False
+
+    await wait_for(answered, timeout=30, interval=0.2)
+    for _ in range(3):
+        assert await asyncio.to_thread(probed)
+    ticked = await wait_for(lambda: _ticks(cluster, "yearly"), timeout=30, interval=0.2)
+    await asyncio.sleep(1.0)  # five more ticks of the schedule
+    assert ticked
+    text = replica.text()
+    assert "/healthz" not in text and "Timer 'tick'" not in text, text
+
+
+async def _ticks(cluster: Cluster, name: str) -> bool:
+    status = await asyncio.to_thread(lambda: cluster.get(name, "wfs").get("status") or {})
+    return bool(status.get("nextScheduleTime"))

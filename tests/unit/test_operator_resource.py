@@ -4,6 +4,7 @@ specs are refused with messages that name the field, and the status mirrors the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -110,7 +111,7 @@ def test_status_mirrors_phase_steps_output_and_conditions() -> None:
     )
     status = run_status(info, events, now=2000.0, generation=3)
     assert status["phase"] == "completed" and status["output"] == 3
-    assert status["steps"] == {"created": 2, "completed": 1, "failed": 0}
+    assert status["steps"] == {"created": 2, "completed": 1, "failed": 0, "compensations": 0}
     assert status["progress"] == "1/2" and status["duration"] == "1m4s"
     assert status["endedAt"] == "1970-01-01T00:17:46Z"
     assert status["waitingFor"] == [] and status["observedGeneration"] == 3
@@ -119,6 +120,9 @@ def test_status_mirrors_phase_steps_output_and_conditions() -> None:
     assert succeeded["observedGeneration"] == 3
     assert _cond(status, "Progressing")["status"] == "False"
     json.dumps(status)  # a status patch is JSON
+    live = _info(RunStatus.RUNNING, created_at=1001.0, started_at=1002.0, last_seq=5)
+    # a live run has no duration (it would freeze between writes; kubectl ages startedAt)
+    assert run_status(live, events[:5], now=2000.0)["duration"] == ""
 
 
 def test_waiting_for_names_hooks_with_tokens_sleeps_children_and_steps() -> None:
@@ -340,3 +344,17 @@ def test_the_docs_say_helm_upgrade_does_not_install_the_input_policy() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "operator.md").read_text()
     assert "helm upgrade" in text
     assert "kubectl apply -f crds/workflowruns-input-policy.json" in text
+
+
+def test_the_docs_and_the_crd_name_every_phase_and_no_other() -> None:
+    """Every phase the operator writes (the run's statuses, ``corrupt`` included, and
+    ``invalid``) is named where phases are listed, and nothing else is: ``blocked`` is a
+    run's status (a concurrency slot, a definition, a divergence), not a missing worker."""
+    phases = {str(s) for s in RunStatus} | {"invalid"}
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operator.md").read_text()
+    listed = text.split("**Phases keep the run's own words** (", 1)[1].split(")", 1)[0]
+    assert set(re.findall(r"`(\w+)`", listed)) == phases
+    spec = crd_manifest()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    described = spec["properties"]["status"]["properties"]["phase"]["description"]
+    named = {p for p in re.findall(r"[a-z_]+", described) if p in phases}
+    assert named == phases and "no matching worker" not in described

@@ -226,6 +226,9 @@ tls {
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get]  # spec.inputFrom.configMapKeyRef (a Secret's is granted by name, by you)
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create]

@@ -682,11 +682,16 @@ class RunView:
         return self.before_batch_at
 
     def step_counts(self) -> dict[str, int]:
-        """Forward steps created, and steps completed and failed (the operator's counts)."""
+        """Forward steps created, completed and failed, and compensation steps created (the
+        operator's counts). Compensations are counted apart: counted as completed steps they
+        made an unwound run's ``completed/created`` read 3/2."""
         forward = [s for s in self.steps.values() if s.compensates is None]
-        completed = sum(1 for s in self.steps.values() if s.status == "completed")
-        failed = sum(1 for s in self.steps.values() if s.status == "failed")
-        return {"created": len(forward), "completed": completed, "failed": failed}
+        return {
+            "created": len(forward),
+            "completed": sum(1 for s in forward if s.status == "completed"),
+            "failed": sum(1 for s in forward if s.status == "failed"),
+            "compensations": len(self.steps) - len(forward),
+        }
 
     def open_kinds(self) -> set[str]:
         return set(self.open.values())
