@@ -210,17 +210,40 @@ class Release:
 
     def marks(self, key: str) -> dict[str, list[tuple[str, float]]]:
         """The marker files of ``key`` (tests/e2e/flows.py): {"start"|"end": [(pod, time)]}."""
+        return self.marks_matching(f"{key}.*").get(key, {"start": [], "end": []})
+
+    def marks_matching(self, pattern: str) -> dict[str, dict[str, list[tuple[str, float]]]]:
+        """The marker files whose names match the glob ``pattern``, read in one exec, by key:
+        {key: {"start"|"end": [(pod, time)]}}."""
         pod = self.wait_ready("worker", 1)[0].metadata.name
         script = (
             "import json, pathlib; print(json.dumps({p.name: p.read_text() "
-            f"for p in pathlib.Path('/marks').glob('{key}.*')}}))"
+            f"for p in pathlib.Path('/marks').glob('{pattern}')}}))"
         )
         files = json.loads(self.exec(pod, "python", "-c", script))
-        found: dict[str, list[tuple[str, float]]] = {"start": [], "end": []}
+        found: dict[str, dict[str, list[tuple[str, float]]]] = {}
         for name, text in files.items():
-            _, what, pod_name, _ = name.rsplit(".", 3)
-            found[what].append((pod_name, float(text)))
+            key, what, pod_name, _ = name.rsplit(".", 3)
+            found.setdefault(key, {"start": [], "end": []})[what].append((pod_name, float(text)))
         return found
+
+    def stream_leader(self) -> str:
+        """The server that leads the world's event log stream, as JetStream tells a worker pod
+        (with the pod's own world URL); the chart names each NATS server after its pod."""
+        pod = self.wait_ready("worker", 1)[0].metadata.name
+        script = (
+            "import asyncio, os, nats\n"
+            "from wayline.worlds.nats import NatsWorld\n"
+            "async def ignore(err): pass\n"
+            "async def main():\n"
+            "    world = NatsWorld.from_url(os.environ['WAYLINE_WORLD'])\n"
+            "    nc = await nats.connect(**world._options.connect_kwargs(ignore))\n"
+            "    info = await nc.jetstream().stream_info(world.names.events_stream)\n"
+            "    print(info.cluster.leader or '')\n"
+            "    await nc.close()\n"
+            "asyncio.run(main())\n"
+        )
+        return self.exec(pod, "python", "-c", script).strip()
 
     def world_runs(self, workflow: str) -> list[dict[str, Any]]:
         """The runs of ``workflow`` in the world (NATS), as ``wayline runs list`` in a pod."""
@@ -238,8 +261,33 @@ class Release:
         return f"{pods}\n{events[-3000:]}\noperator log:\n{logs}"
 
 
+@dataclass(frozen=True)
+class Install:
+    """What a test asks of its installation beyond the suite's defaults."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    """Chart values, merged over the suite's."""
+    worker_env: dict[str, str] = field(default_factory=lambda: dict(WORKER_ENV))
+    """The worker pods' environment (the suite's short leases unless the test says)."""
+
+
+def merged(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``more``'s values, nested mappings merged key by key (as helm does)."""
+    out = dict(base)
+    for key, value in more.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 @pytest.fixture
-def release(cluster: Cluster, tmp_path: Path) -> Iterator[Release]:
+def release(cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Release]:
+    """The chart installed with the suite's values. A test parametrised indirectly with an
+    :class:`Install` (``@pytest.mark.parametrize("release", [Install(...)], indirect=True)``)
+    adds its own values to them, and gives the workers its own environment."""
+    install: Install = getattr(request, "param", Install())
     namespace = f"e2e-{uuid.uuid4().hex[:8]}"
     cluster.kubectl("create", "namespace", namespace)
     rel = Release(cluster, namespace, _client(cluster))
@@ -261,7 +309,7 @@ def release(cluster: Cluster, tmp_path: Path) -> Iterator[Release]:
             },
         }
         rel.kubectl("apply", "-f", "-", input=json.dumps(claim))
-        values = {
+        values: dict[str, Any] = {
             "image": {"repository": IMAGE_REPOSITORY, "tag": IMAGE_TAG},
             "operator": {
                 "namespaces": [namespace],
@@ -275,7 +323,7 @@ def release(cluster: Cluster, tmp_path: Path) -> Iterator[Release]:
                     "apps": ["examples.orders", "/e2e/flows.py"],
                     "replicas": 2,
                     "terminationGracePeriodSeconds": 20,
-                    "env": WORKER_ENV,
+                    "env": install.worker_env,
                     "extraVolumes": [
                         {"name": "flows", "configMap": {"name": "e2e-flows"}},
                         {"name": "marks", "persistentVolumeClaim": {"claimName": "marks"}},
@@ -286,8 +334,8 @@ def release(cluster: Cluster, tmp_path: Path) -> Iterator[Release]:
                     ],
                 }
             ],
-            **cluster.values,
         }
+        values = merged(merged(values, cluster.values), install.values)
         values_file = tmp_path / "values.yaml"
         values_file.write_text(yaml.safe_dump(values))
         rel.values, rel.values_file = values, values_file

@@ -1,13 +1,14 @@
 """The e2e suite's workflows, run by the worker pods: the suite puts this file in a ConfigMap
 mounted at /e2e and the chart's workers load it with ``--app /e2e/flows.py``.
 
-``slow`` leaves a marker file per body start and per body end on a shared volume (``/marks``),
-named by the pod that ran it, with the wall-clock time inside: the suite counts how many times
-a body really ran, where, and when.
+``slow`` and ``paced`` leave a marker file per body start and per body end on a shared volume
+(``/marks``), named by the pod that ran it, with the wall-clock time inside: the suite counts
+how many times a body really ran, where, and when.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
@@ -56,3 +57,21 @@ async def steady(rounds: int) -> int:
         total = await add(total, value)
         await wayline.sleep("2s")
     return total
+
+
+@wayline.step(name="e2e.paced")
+async def paced(key: str, seconds: float) -> str:
+    _mark(key, "start")
+    await asyncio.sleep(seconds)
+    _mark(key, "end")
+    return key
+
+
+@wayline.workflow
+async def stepped(key: str, steps: int, seconds: float) -> int:
+    """``steps`` marked steps of ``seconds`` each, keyed ``<key>-<i>``: a run whose bodies keep
+    ending, so one ends during any outage of the world. Async, so that many runs' bodies run at
+    once on a worker instead of queueing for threads."""
+    for i in range(steps):
+        await paced(f"{key}-{i}", seconds)
+    return steps
