@@ -21,12 +21,13 @@ from tests.toxiproxy import Toxiproxy
 
 pytestmark = pytest.mark.slow
 
+# 1 s bodies: a run of 6 steps is still in them when a 4 s fault ends
 SHORT = {
-    "latency": network.Shape(fault_seconds=4.0),
-    "bandwidth": network.Shape(fault_seconds=4.0),
-    "reset": network.Shape(fault_seconds=4.0),
-    "blackhole": network.Shape(fault_seconds=8.0),
-    "partition": network.Shape(fault_seconds=8.0),
+    "latency": network.Shape(step_seconds=1.0, fault_seconds=4.0),
+    "bandwidth": network.Shape(step_seconds=1.0, fault_seconds=4.0),
+    "reset": network.Shape(step_seconds=1.0, fault_seconds=4.0),
+    "blackhole": network.Shape(step_seconds=1.0, fault_seconds=8.0),
+    "partition": network.Shape(step_seconds=1.0, fault_seconds=8.0),
 }
 
 

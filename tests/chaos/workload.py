@@ -64,8 +64,8 @@ class Figures:
     stuck: int = 0
     reruns: int = 0
     moving_again: float = 0.0
-    """Seconds from the fault's end until every run not yet ended had started a step body or
-    ended."""
+    """Seconds from the fault's end until every run not yet ended then had moved: a step body
+    started, or an event appended to its log."""
     all_complete: float = 0.0
     """Seconds from the fault's end until every run had ended."""
     notes: list[str] = field(default_factory=list)
@@ -130,6 +130,7 @@ async def read_back(
         await asyncio.sleep(0.2)
     figures.started = len(handles)
     outcomes: dict[str, RunStatus | None] = {}
+    progress: dict[str, float] = {}  # each run's first event recorded after the fault's end
     for label, handle in handles.items():
         try:
             info = await client.get_run(handle.run_id)
@@ -137,7 +138,11 @@ async def read_back(
             if info.status == RunStatus.COMPLETED and info.output != expected(steps):
                 figures.notes.append(f"{label}: wrong result {info.output!r}")
                 outcomes[label] = RunStatus.FAILED
-            figures.reruns += reruns_after_completion(label, steps, await handle.events())
+            events = await handle.events()
+            figures.reruns += reruns_after_completion(label, steps, events)
+            after = [e.created_at for e in events if e.created_at > healed]
+            if after:
+                progress[label] = min(after)
         except Exception as err:
             figures.notes.append(f"{label}: {type(err).__name__}: {err}")
             outcomes[label] = None
