@@ -4,7 +4,8 @@ be partitioned from its peers while its clients still reach it.
 Each node solicits every peer through a proxy of its own for that pair (``n0 -> n1`` is one
 proxy, ``n1 -> n0`` another): a route between two nodes is one connection (or one pool of
 connections) opened by either side, so cutting a node means disabling every proxy to and from
-it. The nodes' client ports are not proxied.
+it. The nodes' client ports are not proxied, and no node advertises a route address its peers
+could reach around the proxies.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ class RoutedCluster:
             solicit = ",".join(p.url for (a, _), p in self.routes.items() if a == name)
             args = ["-n", name, "--cluster_name", "wayline-chaos", "-m", str(self.monitor[name])]
             args += ["--cluster", f"nats://127.0.0.1:{cluster_ports[name]}", "--routes", solicit]
+            # A node tells its peers the route address of every node it knows, and a peer not
+            # yet routed to that node connects there directly (an implicit route), around the
+            # proxies: seen as n0 still routed to n2 after the cut. Port 1 refuses every
+            # connection, so only the routes through the proxies are ever made.
+            args += ["--cluster_advertise", "127.0.0.1:1"]
             self.servers[name] = NatsServer(binary, own, args=args)
 
     def url(self, name: str) -> str:
