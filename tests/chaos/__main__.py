@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -118,7 +119,7 @@ NOTE = (
     "stuck. Stuck: not ended {bound:.0f} s after the fault. Re-run: a step body started after "
     "the log recorded that step's completion. Moving: a body started or an event appended "
     "(to within one 1 s body). "
-    "Times are min-max over the repetitions."
+    "Times are min-max over the repetitions. Load average at the end: {load} ({cores} cores)."
 )
 
 
@@ -144,7 +145,12 @@ async def main(argv: list[str]) -> int:
         broken += sum(f.lost + f.stuck + f.reruns for f in figures)
         if not args.no_write:
             note = NOTE.format(
-                runs=args.runs, other=OTHER_FAULTS, hole=BLACK_HOLE, bound=_shape("x", 0).bound
+                runs=args.runs,
+                other=OTHER_FAULTS,
+                hole=BLACK_HOLE,
+                bound=_shape("x", 0).bound,
+                load=", ".join(f"{v:.1f}" for v in os.getloadavg()),
+                cores=os.cpu_count(),
             )
             write_section(heading, "`python -m tests.chaos`", lines, note)
     return 1 if broken else 0
