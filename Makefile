@@ -47,8 +47,11 @@ soak: $(STAMP)
 # tests/chaos/__main__.py's SUITES (network faults through toxiproxy today), each fault three
 # times, on real servers; writes its table to bench/RESULTS.md. Exit status 1 on a lost, stuck
 # or re-run body. A quick one: make chaos CHAOS_ARGS="--repeat 1 --runs 10 --only latency"
-chaos: $(STAMP) toxiproxy-bins
+# The long fault suites: networks (tests.chaos writes its table to bench/RESULTS.md), then the
+# power cuts and full disks, whose figures the tests print (-s) for their tables there.
+chaos: $(STAMP) toxiproxy-bins fuse
 	nice $(BIN)/python -m tests.chaos $(CHAOS_ARGS)
+	WAYLINE_REQUIRE_ALL_COMPONENTS=1 nice $(BIN)/pytest -q -s -p no:cacheprovider tests/powercut tests/faults/test_full_disk.py
 
 k8s-bins:  # kube-apiserver, etcd and helm for tests/operator, cached outside the repo
 	bash tools/build-k8s.sh
