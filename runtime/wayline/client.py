@@ -185,7 +185,9 @@ class Client:
         else:
             definition, name = workflow, workflow.name
         if definition is not None:
-            stored = definition.signature.encode_args(args, kwargs, what=f"workflow {name!r}")
+            # the check `wayline start` makes: a bad input is refused here, not by a run
+            # that fails on a worker (SERIALIZATION_ERROR) after it was written
+            stored = definition.encode_input(args, kwargs)
         else:
             stored = {"args": encode(list(args), what=f"workflow {name!r} arguments")}
             if kwargs:

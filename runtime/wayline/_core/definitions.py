@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from ..durations import Duration, to_seconds
@@ -169,6 +169,22 @@ class WorkflowDefinition(Generic[P, R]):
         self._identity: str | None = None
         self._code_hash: str | None = None
         functools.update_wrapper(self, fn)
+
+    def encode_input(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, what: str | None = None
+    ) -> Any:
+        """The stored form of a run's input, refused with :class:`SerializationError` unless
+        the worker will decode it against the signature: the one check of ``Client.start``,
+        ``wayline start``/``run`` and ``wayline.child``, so a bad input is refused before a run
+        exists, with the same message wherever it was given."""
+        what = what or f"workflow {self.name!r}"
+        stored = self.signature.encode_args(args, kwargs, what=what)
+        self.check_input(stored, what=what)
+        return stored
+
+    def check_input(self, stored: Any, *, what: str) -> None:
+        """Decode an encoded input as a worker will (the second half of ``encode_input``)."""
+        self.signature.decode_args(stored, what=f"input of {what}")
 
     @property
     def identity(self) -> str:

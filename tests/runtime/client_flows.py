@@ -1,0 +1,20 @@
+"""Workflows for the client-surface tests: input checked before a run exists, hooks waited
+for, handles that cancel and wake."""
+
+from __future__ import annotations
+
+import wayline
+
+
+@wayline.workflow
+async def takes_list(items: list[str]) -> int:
+    return len(items)
+
+
+@wayline.workflow
+async def starts_bad_child() -> str:
+    try:
+        await wayline.child(takes_list, "not a list")  # type: ignore[arg-type]
+    except wayline.SerializationError as err:
+        return err.message
+    return "started"
