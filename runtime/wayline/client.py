@@ -18,10 +18,12 @@ from ._engine.ending import report_to_parent, terminate_children
 from ._engine.tasks import cancels, stop_if_cancelled
 from ._sdk.hooks import check_resume
 from ._sdk.streams import StreamChunk, follow_stream
+from .durations import Duration, to_seconds
 from .errors import (
     CorruptLogError,
     EntityConflictError,
     HookNotFoundError,
+    HookWaitTimeoutError,
     ResultTimeoutError,
     RunCancelledError,
     RunFailedError,
@@ -33,7 +35,7 @@ from .errors import (
     WrongNamespaceError,
 )
 from .settings import Settings
-from .world import FLOW_TOPIC, RunInfo, World, flow_message, run_changes
+from .world import FLOW_TOPIC, HookInfo, RunInfo, World, flow_message, run_changes
 from .world.cancel import ask_to_cancel
 from .world.registry import waiting_for_worker
 
@@ -483,6 +485,39 @@ class Client:
             raise HookNotFoundError(f"cannot resume {token!r}: {why}", known=True) from None
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
+
+    async def wait_for_hook(self, token: str, *, timeout: Duration | None = None) -> HookInfo:
+        """Wait until a run waits on ``token``: a hook holding it has not had its first payload
+        yet (the moment to resume it, where a resume sent earlier raises
+        :class:`HookNotFoundError`). Returns that hook (its ``run_id`` and ``correlation_id``);
+        a hook that took its first payload and still holds the token is waited past, so a
+        loop that resumes a run waiting on one token again and again finds each new wait.
+        A client of a namespace waits only for hooks of runs recorded in it. Raises
+        :class:`HookWaitTimeoutError` after ``timeout`` (seconds, a ``timedelta`` or
+        ``"10s"``; None waits for ever)."""
+        seconds = None if timeout is None else to_seconds(timeout)
+        deadline = None if seconds is None else time.monotonic() + seconds
+        pause = 0.02  # grows to 0.5 s: each look is a read, two when a hook holds the token
+        while True:
+            hook = await self.world.get_hook(token)
+            if hook is not None and hook.active and await self._waits_on(hook):
+                return hook
+            if deadline is not None and time.monotonic() >= deadline:
+                raise HookWaitTimeoutError(f"no run waited on hook {token!r} within {timeout}")
+            wait = pause if deadline is None else min(pause, deadline - time.monotonic())
+            await asyncio.sleep(max(0.0, wait))
+            pause = min(0.5, pause * 1.5)
+
+    async def _waits_on(self, hook: HookInfo) -> bool:
+        """``hook`` has not had its first payload, and its run is of this client's namespace
+        (if it has one; another namespace's hook is not this client's to see)."""
+        if self.namespace is not None:
+            info = await self.world.get_run(hook.run_id)
+            if info is None or info.attributes.get("namespace") != self.namespace:
+                return False
+        view = fold(hook.run_id, await self.world.list_events(hook.run_id))
+        found = view.hooks.get(hook.correlation_id)
+        return found is not None and found.status == "waiting"
 
     async def _same_namespace(self, run_id: str, token: str) -> None:
         """Refuse a hook whose run another namespace started (or none did: the CLI, a client

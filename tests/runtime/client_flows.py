@@ -18,3 +18,13 @@ async def starts_bad_child() -> str:
     except wayline.SerializationError as err:
         return err.message
     return "started"
+
+
+@wayline.workflow
+async def approvals(token: str, rounds: int) -> list[str]:
+    said: list[str] = []
+    for _ in range(rounds):
+        hook = wayline.create_hook(token, timeout="1h")
+        said.append(str(await hook))
+        hook.dispose()
+    return said
