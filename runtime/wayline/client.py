@@ -71,6 +71,25 @@ class RunHandle(Generic[R]):
     async def events(self) -> list[Event]:
         return await self.client.world.list_events(self.run_id)
 
+    # The run's commands, as Temporal's and DBOS's handles have them: each is the Client
+    # method of the same name, for this run.
+    async def cancel(self, reason: str = "cancelled") -> bool:
+        """:meth:`Client.cancel`: ask the run to stop (compensations run); False if it ended."""
+        return await self.client.cancel(self.run_id, reason)
+
+    async def terminate(self, reason: str = "terminated") -> bool:
+        """:meth:`Client.terminate`: end the run now, without compensations; False if it
+        ended."""
+        return await self.client.terminate(self.run_id, reason)
+
+    async def wake(self, wait: str | None = None) -> list[str]:
+        """:meth:`Client.wake_up`: fire the run's pending sleeps (or the wait ``wait``) now."""
+        return await self.client.wake_up(self.run_id, wait)
+
+    async def resume(self) -> None:
+        """:meth:`Client.resume_compensation`: try the run's failed compensation again."""
+        await self.client.resume_compensation(self.run_id)
+
     async def result(self, timeout: float | None = None) -> R:
         """The run's output; raises the run's failure (or cancellation)."""
         deadline = None if timeout is None else time.monotonic() + timeout

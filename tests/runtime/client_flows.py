@@ -28,3 +28,9 @@ async def approvals(token: str, rounds: int) -> list[str]:
         said.append(str(await hook))
         hook.dispose()
     return said
+
+
+@wayline.workflow
+async def naps(hours: int) -> str:
+    await wayline.sleep(hours * 3600)
+    return "awake"
