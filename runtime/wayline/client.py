@@ -208,16 +208,16 @@ class Client:
         if definition is not None:
             # the check `wayline start` makes: a bad input is refused here, not by a run
             # that fails on a worker (SERIALIZATION_ERROR) after it was written
-            stored = definition.encode_input(args, kwargs)
+            stored = definition.encode_input(args, kwargs, limits=self._limits)
         else:
             stored = {"args": encode(list(args), what=f"workflow {name!r} arguments")}
             if kwargs:
                 stored["kwargs"] = encode(kwargs, what=f"workflow {name!r} arguments")
+            limits.check(stored, "input", f"the input of workflow {name!r}", self._limits)
         if run_id is None:
             run_id = new_run_id()
         elif not is_run_id(run_id):
             raise WaylineError(f"a run id is 'wf_' and 32 lowercase hex digits, not {run_id!r}")
-        limits.check(stored, "input", f"the input of workflow {name!r}", self._limits)
         data: dict[str, Any] = {"workflow": name, "input": stored}
         if queue:
             data["queue"] = queue

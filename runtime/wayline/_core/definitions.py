@@ -19,6 +19,8 @@ from .concurrency import Limit
 from .current import replay_var
 from .identity import Entry, code_hash, digest
 from .identity import shape as walk_shape
+from .limits import Limits
+from .limits import check as check_size
 from .retry import RetryPolicy
 from .serde import Signature
 
@@ -171,14 +173,21 @@ class WorkflowDefinition(Generic[P, R]):
         functools.update_wrapper(self, fn)
 
     def encode_input(
-        self, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, what: str | None = None
+        self,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        *,
+        limits: Limits | None = None,
     ) -> Any:
-        """The stored form of a run's input, refused with :class:`SerializationError` unless
-        the worker will decode it against the signature: the one check of ``Client.start``,
-        ``wayline start``/``run`` and ``wayline.child``, so a bad input is refused before a run
-        exists, with the same message wherever it was given."""
-        what = what or f"workflow {self.name!r}"
+        """The stored form of a run's input, refused unless the worker will decode it against
+        the signature (:class:`SerializationError`): the one check of ``Client.start`` and
+        ``wayline start``/``run`` (``wayline.child`` makes its second half, ``check_input``),
+        so a bad input is refused before a run exists, with the same message wherever it was
+        given. The size limit is checked first (:class:`PayloadTooLargeError`): an oversized
+        input is not decoded."""
+        what = f"workflow {self.name!r}"
         stored = self.signature.encode_args(args, kwargs, what=what)
+        check_size(stored, "input", f"the input of {what}", limits)
         self.check_input(stored, what=what)
         return stored
 
