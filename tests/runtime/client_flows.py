@@ -21,7 +21,7 @@ async def starts_bad_child() -> str:
 
 
 @wayline.workflow
-async def approvals(token: str, rounds: int) -> list[str]:
+async def hook_rounds(token: str, rounds: int) -> list[str]:
     said: list[str] = []
     for _ in range(rounds):
         hook = wayline.create_hook(token, timeout="1h")

@@ -14,8 +14,8 @@ from tests.runtime.harness import Engine
 
 async def test_wait_for_hook_returns_each_wait_of_a_run(engine: Engine) -> None:
     client = engine.client
-    async with engine.worker([client_flows.approvals]):
-        handle = await client.start(client_flows.approvals, "tok", 2)
+    async with engine.worker([client_flows.hook_rounds]):
+        handle = await client.start(client_flows.hook_rounds, "tok", 2)
         first = await client.wait_for_hook("tok", timeout="10s")
         assert isinstance(first, wayline.HookInfo)
         assert (first.run_id, first.token, first.active) == (handle.run_id, "tok", True)
@@ -36,8 +36,8 @@ async def test_wait_for_hook_times_out_with_a_typed_error(engine: Engine) -> Non
 
 
 async def test_wait_for_hook_of_a_namespace_sees_only_its_runs(engine: Engine) -> None:
-    async with engine.worker([client_flows.approvals]):
-        handle = await engine.client.start(client_flows.approvals, "shared", 1)
+    async with engine.worker([client_flows.hook_rounds]):
+        handle = await engine.client.start(client_flows.hook_rounds, "shared", 1)
         await engine.client.wait_for_hook("shared", timeout=10)  # no namespace: sees it
         team = wayline.Client(engine.world, namespace="team-a")
         with pytest.raises(wayline.HookWaitTimeoutError):
