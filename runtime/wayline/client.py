@@ -114,7 +114,9 @@ class RunHandle(Generic[R]):
             ended = world.watch_terminal(self.run_id)
             try:
                 if not unread:  # an end this world appended or read is not read again
-                    info = await world.known_end(self.run_id) or await self.client.get_run(
+                    # polled as cheaply as the world reads a run (on SQLite its row alone,
+                    # not the whole log Client.get_run checks)
+                    info = await world.known_end(self.run_id) or await self.client._summary(
                         self.run_id
                     )
                     if info.status.terminal:
@@ -260,6 +262,21 @@ class Client:
         return RunHandle(self, run_id, None)
 
     async def get_run(self, run_id: str) -> RunInfo:
+        """The run as its log has it. Raises :class:`CorruptLogError` when an entry of the
+        log does not read, wherever it is: on a world whose ``get_run`` reads a summary row
+        (SQLite) the log is read too, so a damaged entry inside an ended run's log is not
+        hidden behind the status its row kept."""
+        info = await self._summary(run_id)
+        await self._check_log(run_id)
+        return info
+
+    async def _check_log(self, run_id: str) -> None:
+        """Raise the run's ``CorruptLogError`` where reading its summary did not read its log."""
+        if not self.world.get_run_reads_log:
+            await self.world.list_events(run_id)
+
+    async def _summary(self, run_id: str) -> RunInfo:
+        """The world's view of the run as cheaply as it gives it (what a poll reads)."""
         info = await self.world.get_run(run_id)
         if info is None:
             raise RunNotFoundError(f"no run {run_id}")
