@@ -36,3 +36,13 @@ async def test_a_child_with_input_it_cannot_take_is_refused_in_the_parent(engine
     assert "input of child workflow 'takes_list' argument 'items' does not match" in said
     runs = await engine.world.list_runs()
     assert [r.run_id for r in runs] == [handle.run_id]  # no child run was written
+
+
+def test_the_cli_check_measures_the_input_against_the_environments_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CLI checks before it opens a world, with the limits its client will read."""
+    monkeypatch.setenv("WAYLINE_MAX_INPUT_BYTES", "1024")
+    with pytest.raises(wayline.PayloadTooLargeError, match="over the limit of 1024 bytes"):
+        validate_input(client_flows.takes_list, [["x" * 2000]])
+    validate_input(client_flows.takes_list, [["x" * 500]])

@@ -183,8 +183,8 @@ class WorkflowDefinition(Generic[P, R]):
         the signature (:class:`SerializationError`): the one check of ``Client.start`` and
         ``wayline start``/``run`` (``wayline.child`` makes its second half, ``check_input``),
         so a bad input is refused before a run exists, with the same message wherever it was
-        given. The size limit is checked first (:class:`PayloadTooLargeError`): an oversized
-        input is not decoded."""
+        given. The size limit is checked first (:class:`PayloadTooLargeError`; ``limits`` are
+        the caller's settings', else the defaults): an oversized input is not decoded."""
         what = f"workflow {self.name!r}"
         stored = self.signature.encode_args(args, kwargs, what=what)
         check_size(stored, "input", f"the input of {what}", limits)

@@ -141,7 +141,8 @@ def validate_input(
     ``given`` is the ``--input`` value: when its shape is the likely mistake (an array for a
     workflow of one parameter, an object for one of several), the error says how to give it."""
     try:
-        definition.encode_input(tuple(args), {})
+        # the limits the client that starts the run reads (Client(world), from the environment)
+        definition.encode_input(tuple(args), {}, limits=Settings.from_env().limits)
     except SerializationError as err:
         hint = _input_hint(list(definition.signature.sig.parameters), given)
         if hint is None:
