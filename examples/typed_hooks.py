@@ -7,6 +7,7 @@ Inside the workflow ``await Approval.wait(token, timeout=...)`` returns a valida
 payload that does not validate is refused at ``resume`` with the field named (also through
 ``Client.resume_hook``, ``wayline hooks resume`` and a WorkflowHook resource, which check the
 shape the hook recorded), and nothing is written. ``metadata=`` is shown by ``runs show``.
+``client.wait_for_hook(token)`` returns once the run waits on the token, the moment to resume.
 Each ``wait`` disposes its hook after the payload, so the run may wait on the token again.
 """
 
@@ -41,15 +42,6 @@ async def expense(claim_id: str, amount: int) -> list[str]:
     return approvers
 
 
-async def _next_hook(world: wayline.World, token: str, previous: str) -> str:
-    """Wait until an active hook other than ``previous`` holds ``token``; its id."""
-    while True:
-        hook = await world.get_hook(token)
-        if hook is not None and hook.active and hook.correlation_id != previous:
-            return hook.correlation_id
-        await asyncio.sleep(0.02)
-
-
 async def main() -> tuple[str, list[str]]:
     with tempfile.TemporaryDirectory() as tmp:
         world = wayline.LocalWorld(Path(tmp) / "wayline.db")
@@ -57,9 +49,9 @@ async def main() -> tuple[str, list[str]]:
             client = wayline.Client(world)
             handle = await client.start(expense, "c-7", 2500)
             token = "expense:c-7"
-            refused, seen = "", ""
+            refused = ""
             for by in ("ana", "bo"):
-                seen = await _next_hook(world, token, seen)  # the run reached the hook
+                await client.wait_for_hook(token, timeout="30s")  # the run reached the hook
                 if not refused:
                     try:
                         await Approval.resume(client, token, {"approved": "maybe", "by": by})

@@ -36,6 +36,7 @@ from .errors import (
     FatalError,
     HookNotFoundError,
     HookTimeout,
+    HookWaitTimeoutError,
     InvalidPayloadError,
     NotInStepError,
     NotInWorkflowError,
@@ -57,7 +58,7 @@ from .errors import (
 )
 from .settings import Settings
 from .worker import Worker
-from .world import World, open_world
+from .world import HookInfo, World, open_world
 from .worlds.local import LocalWorld
 
 __all__ = [
@@ -70,8 +71,10 @@ __all__ = [
     "CorruptLogError",
     "FatalError",
     "Hook",
+    "HookInfo",
     "HookNotFoundError",
     "HookTimeout",
+    "HookWaitTimeoutError",
     "InvalidPayloadError",
     "Limit",
     "LocalWorld",

@@ -18,10 +18,12 @@ from ._engine.ending import report_to_parent, terminate_children
 from ._engine.tasks import cancels, stop_if_cancelled
 from ._sdk.hooks import check_resume
 from ._sdk.streams import StreamChunk, follow_stream
+from .durations import Duration, to_seconds
 from .errors import (
     CorruptLogError,
     EntityConflictError,
     HookNotFoundError,
+    HookWaitTimeoutError,
     ResultTimeoutError,
     RunCancelledError,
     RunFailedError,
@@ -33,7 +35,7 @@ from .errors import (
     WrongNamespaceError,
 )
 from .settings import Settings
-from .world import FLOW_TOPIC, RunInfo, World, flow_message, run_changes
+from .world import FLOW_TOPIC, HookInfo, RunInfo, World, flow_message, run_changes
 from .world.cancel import ask_to_cancel
 from .world.registry import waiting_for_worker
 
@@ -69,6 +71,25 @@ class RunHandle(Generic[R]):
     async def events(self) -> list[Event]:
         return await self.client.world.list_events(self.run_id)
 
+    # The run's commands, as Temporal's and DBOS's handles have them: each is the Client
+    # method of the same name, for this run.
+    async def cancel(self, reason: str = "cancelled") -> bool:
+        """:meth:`Client.cancel`: ask the run to stop (compensations run); False if it ended."""
+        return await self.client.cancel(self.run_id, reason)
+
+    async def terminate(self, reason: str = "terminated") -> bool:
+        """:meth:`Client.terminate`: end the run now, without compensations; False if it
+        ended."""
+        return await self.client.terminate(self.run_id, reason)
+
+    async def wake(self, wait: str | None = None) -> list[str]:
+        """:meth:`Client.wake_up`: fire the run's pending sleeps (or the wait ``wait``) now."""
+        return await self.client.wake_up(self.run_id, wait)
+
+    async def resume(self) -> None:
+        """:meth:`Client.resume_compensation`: try the run's failed compensation again."""
+        await self.client.resume_compensation(self.run_id)
+
     async def result(self, timeout: float | None = None) -> R:
         """The run's output; raises the run's failure (or cancellation)."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -93,7 +114,9 @@ class RunHandle(Generic[R]):
             ended = world.watch_terminal(self.run_id)
             try:
                 if not unread:  # an end this world appended or read is not read again
-                    info = await world.known_end(self.run_id) or await self.client.get_run(
+                    # polled as cheaply as the world reads a run (on SQLite its row alone,
+                    # not the whole log Client.get_run checks)
+                    info = await world.known_end(self.run_id) or await self.client._summary(
                         self.run_id
                     )
                     if info.status.terminal:
@@ -185,16 +208,18 @@ class Client:
         else:
             definition, name = workflow, workflow.name
         if definition is not None:
-            stored = definition.signature.encode_args(args, kwargs, what=f"workflow {name!r}")
+            # the check `wayline start` makes: a bad input is refused here, not by a run
+            # that fails on a worker (SERIALIZATION_ERROR) after it was written
+            stored = definition.encode_input(args, kwargs, limits=self._limits)
         else:
             stored = {"args": encode(list(args), what=f"workflow {name!r} arguments")}
             if kwargs:
                 stored["kwargs"] = encode(kwargs, what=f"workflow {name!r} arguments")
+            limits.check(stored, "input", f"the input of workflow {name!r}", self._limits)
         if run_id is None:
             run_id = new_run_id()
         elif not is_run_id(run_id):
             raise WaylineError(f"a run id is 'wf_' and 32 lowercase hex digits, not {run_id!r}")
-        limits.check(stored, "input", f"the input of workflow {name!r}", self._limits)
         data: dict[str, Any] = {"workflow": name, "input": stored}
         if queue:
             data["queue"] = queue
@@ -237,6 +262,21 @@ class Client:
         return RunHandle(self, run_id, None)
 
     async def get_run(self, run_id: str) -> RunInfo:
+        """The run as its log has it. Raises :class:`CorruptLogError` when an entry of the
+        log does not read, wherever it is: on a world whose ``get_run`` reads a summary row
+        (SQLite) the log is read too, so a damaged entry inside an ended run's log is not
+        hidden behind the status its row kept."""
+        info = await self._summary(run_id)
+        await self._check_log(run_id)
+        return info
+
+    async def _check_log(self, run_id: str) -> None:
+        """Raise the run's ``CorruptLogError`` where reading its summary did not read its log."""
+        if not self.world.get_run_reads_log:
+            await self.world.list_events(run_id)
+
+    async def _summary(self, run_id: str) -> RunInfo:
+        """The world's view of the run as cheaply as it gives it (what a poll reads)."""
         info = await self.world.get_run(run_id)
         if info is None:
             raise RunNotFoundError(f"no run {run_id}")
@@ -481,6 +521,39 @@ class Client:
             raise HookNotFoundError(f"cannot resume {token!r}: {why}", known=True) from None
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
+
+    async def wait_for_hook(self, token: str, *, timeout: Duration | None = None) -> HookInfo:
+        """Wait until a run waits on ``token``: a hook holding it has not had its first payload
+        yet (the moment to resume it, where a resume sent earlier raises
+        :class:`HookNotFoundError`). Returns that hook (its ``run_id`` and ``correlation_id``);
+        a hook that took its first payload and still holds the token is waited past, so a
+        loop that resumes a run waiting on one token again and again finds each new wait.
+        A client of a namespace waits only for hooks of runs recorded in it. Raises
+        :class:`HookWaitTimeoutError` after ``timeout`` (seconds, a ``timedelta`` or
+        ``"10s"``; None waits for ever)."""
+        seconds = None if timeout is None else to_seconds(timeout)
+        deadline = None if seconds is None else time.monotonic() + seconds
+        pause = 0.02  # grows to 0.5 s: each look is a read, two when a hook holds the token
+        while True:
+            hook = await self.world.get_hook(token)
+            if hook is not None and hook.active and await self._waits_on(hook):
+                return hook
+            if deadline is not None and time.monotonic() >= deadline:
+                raise HookWaitTimeoutError(f"no run waited on hook {token!r} within {timeout}")
+            wait = pause if deadline is None else min(pause, deadline - time.monotonic())
+            await asyncio.sleep(max(0.0, wait))
+            pause = min(0.5, pause * 1.5)
+
+    async def _waits_on(self, hook: HookInfo) -> bool:
+        """``hook`` has not had its first payload, and its run is of this client's namespace
+        (if it has one; another namespace's hook is not this client's to see)."""
+        if self.namespace is not None:
+            info = await self.world.get_run(hook.run_id)
+            if info is None or info.attributes.get("namespace") != self.namespace:
+                return False
+        view = fold(hook.run_id, await self.world.list_events(hook.run_id))
+        found = view.hooks.get(hook.correlation_id)
+        return found is not None and found.status == "waiting"
 
     async def _same_namespace(self, run_id: str, token: str) -> None:
         """Refuse a hook whose run another namespace started (or none did: the CLI, a client

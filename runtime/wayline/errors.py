@@ -172,6 +172,12 @@ class ResultTimeoutError(WaylineError):
     code = "RESULT_TIMEOUT"
 
 
+class HookWaitTimeoutError(WaylineError):
+    """``Client.wait_for_hook`` gave up: no run waited on the token within its ``timeout``."""
+
+    code = "HOOK_WAIT_TIMEOUT"
+
+
 # --- raised inside a workflow function -------------------------------------------------------
 
 

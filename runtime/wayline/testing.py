@@ -22,21 +22,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from ._core import clock
-from ._core.definitions import WorkflowDefinition
+from ._core.definitions import StepDefinition, WorkflowDefinition
+from ._engine.step_runner import idempotency_key as step_key
+from ._sdk.context import StepContext, entered
 from .client import Client
 from .durations import Duration, to_seconds
 from .settings import Settings
 from .worker import Worker
 from .worlds.local import LocalWorld
 
-__all__ = ["Environment", "TimeSkippingWorld"]
+__all__ = ["Environment", "TimeSkippingWorld", "step_context"]
+
+TEST_RUN_ID = "wf_" + "0" * 32
+"""The run id a step context made for a unit test has unless it is given one."""
 
 
 class TimeSkippingWorld(LocalWorld):
@@ -167,3 +172,45 @@ async def environment(
     """``async with wayline.testing.environment([...]) as env`` (a function spelling)."""
     async with Environment(workflows, **options) as env:
         yield env
+
+
+@contextlib.contextmanager
+def step_context(
+    step: StepDefinition[..., Any] | str = "step",
+    *,
+    run_id: str = TEST_RUN_ID,
+    step_id: str = "s1",
+    attempt: int = 1,
+    occurrence: int = 0,
+    idempotency_key: str | None = None,
+    started_at: datetime | None = None,
+    forward_result: Any = None,
+) -> Iterator[StepContext]:
+    """Call a step's function in a unit test as a worker would, for its ``step_context()``::
+
+        with wayline.testing.step_context(charge, attempt=2) as ctx:
+            receipt = await charge("o-1", 1250)   # outside a workflow: the plain function
+        assert receipt.key == ctx.idempotency_key
+
+    ``step`` is the step (or its name); a compensation step (``charge.compensation``) gets the
+    compensation's context: ``direction="compensate"``, its own key, the forward step's key and
+    ``forward_result``. The idempotency key is the one a worker derives from the run id, the
+    step's name and ``occurrence`` (which call of that step in the run, from 0) unless
+    ``idempotency_key`` is given; ``started_at`` is now unless given. The context holds for the
+    block (in the task or thread that enters it) and the one before is back after it."""
+    forward = step.compensates if isinstance(step, StepDefinition) else None
+    name = step if isinstance(step, str) else (forward or step).name
+    direction = "forward" if forward is None else "compensate"
+    ctx = StepContext(
+        run_id=run_id,
+        step_name=name,
+        step_id=step_id,
+        attempt=attempt,
+        idempotency_key=idempotency_key or step_key(run_id, name, occurrence, direction),
+        direction=direction,
+        forward_idempotency_key=None if forward is None else step_key(run_id, name, occurrence),
+        forward_result=forward_result,
+        started_at=started_at or datetime.now(UTC),
+    )
+    with entered(ctx):
+        yield ctx

@@ -193,7 +193,7 @@ async def test_a_result_asked_after_the_run_ended_reads_at_once(
     world = await open_nats_world()
     client = wayline.Client(await open_nats_world())
     steps: list[str] = []
-    real_get_run, real_wait = client.get_run, asyncio.wait
+    real_get_run, real_wait = client.world.get_run, asyncio.wait
 
     async def get_run(run_id: str) -> Any:
         steps.append("read")
@@ -210,7 +210,7 @@ async def test_a_result_asked_after_the_run_ended_reads_at_once(
         await asyncio.wait_for(ended, 60)
         assert client.world.heard_ended(run_id)
         assert await client.world.known_end(run_id) is None
-        monkeypatch.setattr(client, "get_run", get_run)
+        monkeypatch.setattr(client.world, "get_run", get_run)
         monkeypatch.setattr(
             client_module, "asyncio", types.SimpleNamespace(wait=wait, sleep=asyncio.sleep)
         )

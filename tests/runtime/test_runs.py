@@ -539,7 +539,7 @@ async def test_a_result_wait_that_loses_its_cancel_still_ends(
     until the run ends (here: never, no worker serves it)."""
     handle = await engine.client.start(flows.chain, 3)
     in_call = asyncio.Event()
-    monkeypatch.setattr(engine.client, "get_run", losing_its_cancel(engine.client.get_run, in_call))
+    monkeypatch.setattr(engine.world, "get_run", losing_its_cancel(engine.world.get_run, in_call))
     task = asyncio.ensure_future(handle.result())
     await ends_on_its_cancel(task, in_call, "the result wait carried on after its cancel")
 

@@ -136,8 +136,10 @@ def test_public_api_is_pinned() -> None:
             "CorruptLogError",
             "FatalError",
             "Hook",
+            "HookInfo",
             "HookNotFoundError",
             "HookTimeout",
+            "HookWaitTimeoutError",
             "InvalidPayloadError",
             "LocalWorld",
             "NotInStepError",
@@ -197,6 +199,7 @@ def test_retryable_error_takes_durations() -> None:
 def test_errors_have_stable_codes() -> None:
     assert wayline.ReplayDivergenceError("x").code == "REPLAY_DIVERGENCE"
     assert wayline.HookTimeout("x").code == "HOOK_TIMEOUT"
+    assert wayline.HookWaitTimeoutError("x").code == "HOOK_WAIT_TIMEOUT"
     assert issubclass(wayline.SerializationError, wayline.FatalError)
     assert issubclass(wayline.WorldUnavailableError, wayline.WaylineError)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from ..durations import Duration, to_seconds
@@ -19,6 +19,8 @@ from .concurrency import Limit
 from .current import replay_var
 from .identity import Entry, code_hash, digest
 from .identity import shape as walk_shape
+from .limits import Limits
+from .limits import check as check_size
 from .retry import RetryPolicy
 from .serde import Signature
 
@@ -169,6 +171,29 @@ class WorkflowDefinition(Generic[P, R]):
         self._identity: str | None = None
         self._code_hash: str | None = None
         functools.update_wrapper(self, fn)
+
+    def encode_input(
+        self,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        *,
+        limits: Limits | None = None,
+    ) -> Any:
+        """The stored form of a run's input, refused unless the worker will decode it against
+        the signature (:class:`SerializationError`): the one check of ``Client.start`` and
+        ``wayline start``/``run`` (``wayline.child`` makes its second half, ``check_input``),
+        so a bad input is refused before a run exists, with the same message wherever it was
+        given. The size limit is checked first (:class:`PayloadTooLargeError`; ``limits`` are
+        the caller's settings', else the defaults): an oversized input is not decoded."""
+        what = f"workflow {self.name!r}"
+        stored = self.signature.encode_args(args, kwargs, what=what)
+        check_size(stored, "input", f"the input of {what}", limits)
+        self.check_input(stored, what=what)
+        return stored
+
+    def check_input(self, stored: Any, *, what: str) -> None:
+        """Decode an encoded input as a worker will (the second half of ``encode_input``)."""
+        self.signature.decode_args(stored, what=f"input of {what}")
 
     @property
     def identity(self) -> str:

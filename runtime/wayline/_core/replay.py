@@ -827,10 +827,14 @@ class Replay:
         kwargs: Mapping[str, Any],
         timeout: Duration | None,
     ) -> WFuture[Any]:
-        stored = workflow.signature.encode_args(
-            args, kwargs, what=f"child workflow {workflow.name!r}"
-        )
+        what = f"child workflow {workflow.name!r}"
+        stored = workflow.signature.encode_args(args, kwargs, what=what)
         cid = self._next("c")
+        if cid not in self._created:
+            # as Client.start: an input the child cannot take raises here, in the parent
+            # (catchable), and no child run is written. A child the log records already
+            # (written before this check existed) replays as it was recorded.
+            workflow.check_input(stored, what=what)
         child = ChildRecord(cid, workflow, stored, WFuture(f"child {workflow.name}"))
         if timeout is not None:
             child.timeout = to_seconds(timeout)

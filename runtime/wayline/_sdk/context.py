@@ -6,6 +6,8 @@ named error elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,3 +48,14 @@ def step_context() -> StepContext:
     if ctx is None:
         raise NotInStepError("wayline.step_context() can only be called inside a step body")
     return ctx
+
+
+@contextmanager
+def entered(ctx: StepContext) -> Iterator[StepContext]:
+    """Run the block as the step ``ctx`` describes: ``step_context()`` returns ``ctx`` in it,
+    and the step in force before is back after it."""
+    token = _step.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _step.reset(token)

@@ -136,13 +136,13 @@ async def opened_world(
 def validate_input(
     definition: WorkflowDefinition[..., Any], args: list[Any], given: Any = None
 ) -> None:
-    """Refuse input the workflow cannot take before a run exists (exit 2, not a failed run).
+    """Refuse input the workflow cannot take before a run exists (exit 2, not a failed run),
+    with the check and message of ``Client.start`` (``WorkflowDefinition.encode_input``).
     ``given`` is the ``--input`` value: when its shape is the likely mistake (an array for a
     workflow of one parameter, an object for one of several), the error says how to give it."""
-    what = f"workflow {definition.name!r}"
     try:
-        stored = definition.signature.encode_args(tuple(args), {}, what=what)
-        definition.signature.decode_args(stored, what=f"input of {what}")
+        # the limits the client that starts the run reads (Client(world), from the environment)
+        definition.encode_input(tuple(args), {}, limits=Settings.from_env().limits)
     except SerializationError as err:
         hint = _input_hint(list(definition.signature.sig.parameters), given)
         if hint is None:

@@ -111,6 +111,11 @@ class World(abc.ABC):
     the recent ends): a handle fresh from ``start`` can then wait for its hint before its
     first read. Elsewhere that first read is made at once."""
 
+    get_run_reads_log: bool = False
+    """True when :meth:`get_run` folds the run's whole log, so an entry that does not read
+    anywhere in it raises ``CorruptLogError``. Where it reads a summary row instead (SQLite),
+    ``Client.get_run`` reads the log as well, as docs/hostile-input.md promises."""
+
     def watch_terminal(self, run_id: str) -> asyncio.Future[None]:
         """A future set when this world hears that the run may have ended: a hint, never a
         promise (the caller reads the run again). Watch before reading, so that an end

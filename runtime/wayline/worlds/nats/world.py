@@ -43,6 +43,7 @@ class NatsWorld(World):
 
     terminal_hints = True  # every terminal append's republish carries Wayline-Terminal
     hears_every_end = True  # the republish reaches every world, waiter or not (heard_ended)
+    get_run_reads_log = True  # a run's summary is the fold of its log, caught up on each read
 
     def __init__(
         self,
