@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..._core import clock
-from ...errors import WorldError, WorldUnavailableError
+from ...errors import WorldError, WorldStorageFullError, WorldUnavailableError
 from ...world import patience
 from . import wire
 from .codec import is_wrong_last_sequence, parse_stamp, wrap
@@ -258,6 +258,10 @@ async def publish_retried(
         except retried as err:
             failure: WorldError = wrap(url, doing, err)
             failure.__cause__ = err
+            if isinstance(failure, WorldStorageFullError):
+                # A full store is no election: asking again at once only fills the hold. The
+                # worker handles the delivery again in place, backing off, until there is room.
+                raise failure from err
         except WorldUnavailableError as err:  # not connected in time: asked again only
             failure = err  # within a hold (a wait for the connection is long already)
             attempt = max(attempt, PUBLISH_ATTEMPTS - 1)
