@@ -629,7 +629,11 @@ class Worker:
     def _deadline(self, fence: Fence) -> float:
         """When a delivery is given up (``time.monotonic``): its holder provably holds it
         until one visibility after its last renewal; a sixth of that is left for the last
-        thing under way to end before it could be redelivered."""
+        thing under way to end before it could be redelivered. A refused renewal ends the hold
+        when it came: the delivery may be redelivered already, so a sync body still running is
+        ended with the process, and writes are no longer asked again (``patience``)."""
+        if fence.lost is not None:
+            return fence.lost
         visibility = self.world.visibility_seconds
         return fence.renewed + visibility - visibility / 6
 
@@ -675,12 +679,13 @@ class Worker:
                                 fence.renewed = now
                             else:  # redelivered already: stop executing under it at once
                                 _stale(delivery, "renewal")
-                                fence.trip(
+                                fence.lose(
                                     f"delivery {delivery.message_id} is no longer this "
                                     "worker's (its renewal was refused)"
                                 )
-                    continue
-                if now < self._deadline(fence):
+                    if fence.lost is None:
+                        continue
+                if time.monotonic() < self._deadline(fence):
                     continue  # the tripped handler winds down: it records, then hands off
                 self._held.pop(key, None)
                 exit_if_executing(

@@ -64,6 +64,9 @@ class Fence:
     """When the delivery was last known invisible to others (receipt or a renewal)."""
     tripped: str | None = None
     """Why the fence tripped (None while the holder may execute)."""
+    lost: float | None = None
+    """When the world refused a renewal (``time.monotonic``): the delivery may be redelivered
+    already, so its deadline is then, not one visibility after the last renewal."""
     bodies: set[asyncio.Task[Any]] = field(default_factory=set)
     threads: set[threading.Event] = field(default_factory=set)
     """Sync bodies still running in a thread (each event is set when its body returns)."""
@@ -111,6 +114,11 @@ class Fence:
         self.tripped = reason
         for task in list(self.bodies):
             task.cancel()
+
+    def lose(self, reason: str) -> None:
+        """The world refused a renewal: trip, and end the hold now (see ``lost``)."""
+        self.lost = time.monotonic()
+        self.trip(reason)
 
     def executing(self) -> bool:
         """A body is still running under this delivery (cancelled or not)."""
