@@ -93,3 +93,35 @@ async def test_a_refused_renewal_ends_a_sync_body_before_the_old_deadline(
         f"the sync body ran on {exits[0] - refused[0]:.1f}s beside the redelivery"
     )
     assert worker._deadline(fence) <= exits[0]  # and patience for writes ended with it
+
+
+async def test_unanswered_renewals_of_others_do_not_delay_a_fenced_exit(
+    exits: list[float],
+) -> None:
+    """Two other deliveries' renewals go unanswered (a consumer electing its leader; each
+    call ends after a request timeout, scaled here to 0.5 s of a 3 s visibility): a tripped
+    delivery whose sync body still runs is given up, and the process exited, before that
+    delivery could be redelivered, not once the loop is done waiting for the others."""
+
+    async def unanswered(_: Any) -> bool:
+        await asyncio.sleep(0.5)
+        raise wayline.WorldUnavailableError("renewal of message unconfirmed (no responders)")
+
+    world = RenewOnlyWorld(3.0, unanswered)  # renewals every 1 s; deadline at 2.5 s
+    worker = _worker(world)
+    start = time.monotonic()
+    for name, age in (("d1", 0.9), ("d2", 0.4)):  # their renewals come due one after other
+        fence = Fence(bound=100.0, handoff=50.0)
+        fence.renewed = start - age
+        _hold(worker, name, fence)
+    tripped = Fence(bound=100.0, handoff=50.0)
+    tripped.renewed = start - 2.0
+    tripped.trip("not renewed (test)")
+    _running_sync_body(tripped)
+    _hold(worker, "s", tripped)
+    redeliverable = tripped.renewed + world.visibility_seconds
+    await _run_loop(worker, 2.5)
+    assert exits, "never exited"
+    assert exits[0] < redeliverable, (
+        f"exited {exits[0] - redeliverable:.2f}s after the delivery could be redelivered"
+    )

@@ -16,8 +16,9 @@ the process exits (see ``Worker``): the only way left to stop it.
 The numbers (``Worker`` refuses settings that break them):
 
 - the holder renews every ``visibility / 3`` and trips at ``max_invocation_seconds`` (checked
-  every ``visibility / 6``), so a tripped fence has at least half a visibility window before
-  the delivery can return, and settles (or exits) by ``last renewal + visibility - slack``;
+  every ``visibility / 30``), so a tripped fence has at least half a visibility window before
+  the delivery can return, and settles (or exits) by ``last renewal + visibility - slack``
+  (a refused renewal: at once);
 - so a holder never executes longer than ``max_invocation_seconds + visibility_seconds``,
   which must stay below the ownership lease: an expired lease then proves the owner stopped;
 - a run hands off (ack + continue under a new message) at the first step boundary after
@@ -92,8 +93,8 @@ class Fence:
             return _nothing
         before = self.bound
         self.bound = self.elapsed() + seconds
-        # tripped at the timeout itself, not at the renewal loop's next look (up to a sixth
-        # of the visibility window later: a 1 s timeout cut off after 5 s)
+        # tripped at the timeout itself, not at the renewal loop's next look (up to a
+        # thirtieth of the visibility window later: a 1 s timeout cut off after 2 s)
         timer = asyncio.get_running_loop().call_later(seconds, self._timed_out, seconds)
 
         def restore() -> None:
