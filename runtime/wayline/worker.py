@@ -422,7 +422,14 @@ class Worker:
             for _ in range(free - len(deliveries)):
                 slots.release()
             for delivery in deliveries:
-                fence = Fence(self.settings.max_invocation_seconds, self.settings.handoff_after)
+                # timed from the world's hold, which may have begun well before this (a
+                # NATS pull answered late): the deadline must come before its redelivery
+                fence = Fence(
+                    self.settings.max_invocation_seconds,
+                    self.settings.handoff_after,
+                    received=delivery.held_since,
+                    renewed=delivery.held_since,
+                )
                 self._held[id(delivery)] = (delivery, fence)
                 fence.handler = spawn(
                     self._handle(delivery, fence, slots),
