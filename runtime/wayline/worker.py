@@ -422,7 +422,14 @@ class Worker:
             for _ in range(free - len(deliveries)):
                 slots.release()
             for delivery in deliveries:
-                fence = Fence(self.settings.max_invocation_seconds, self.settings.handoff_after)
+                # timed from the world's hold, which may have begun well before this (a
+                # NATS pull answered late): the deadline must come before its redelivery
+                fence = Fence(
+                    self.settings.max_invocation_seconds,
+                    self.settings.handoff_after,
+                    received=delivery.held_since,
+                    renewed=delivery.held_since,
+                )
                 self._held[id(delivery)] = (delivery, fence)
                 fence.handler = spawn(
                     self._handle(delivery, fence, slots),
@@ -629,69 +636,111 @@ class Worker:
     def _deadline(self, fence: Fence) -> float:
         """When a delivery is given up (``time.monotonic``): its holder provably holds it
         until one visibility after its last renewal; a sixth of that is left for the last
-        thing under way to end before it could be redelivered."""
+        thing under way to end before it could be redelivered. A refused renewal ends the hold
+        when it came: the delivery may be redelivered already, so a sync body still running is
+        ended with the process, and writes are no longer asked again (``patience``)."""
+        if fence.lost is not None:
+            return fence.lost
         visibility = self.world.visibility_seconds
         return fence.renewed + visibility - visibility / 6
 
     async def _renew_loop(self) -> None:
         """Renew held deliveries; trip a fence at its bound or when renewals keep failing;
         give a tripped delivery up at its deadline (just before it could be redelivered),
-        exiting the process if a body that could not be cut off is still running."""
+        exiting the process if a body that could not be cut off is still running.
+
+        Each look only reads the clock and the fences, and the renewals it finds due run
+        beside it, each bounded: a renewal the world leaves unanswered (a consumer electing
+        its leader answers none for seconds) holds back neither the other deliveries'
+        renewals nor the give-up of a tripped one. The looks come every thirtieth of the
+        visibility, well within the sixth left between a deadline and the delivery's return."""
         visibility = self.world.visibility_seconds
         period = max(0.05, visibility / 3)
-        pause = period / 2
-        while not self._closed:  # the flag as well as the cancel (``_heartbeat_loop``)
-            await asyncio.sleep(pause)
-            # A renewal that went unanswered (a consumer electing its leader answers none for
-            # seconds) is asked again soon: waiting the usual half period would leave it one
-            # more try before its fence trips at one and a half periods without a renewal.
-            pause = period / 2
-            for key, (delivery, fence) in list(self._held.items()):
+        pause = max(0.02, visibility / 30)
+        renewals: set[asyncio.Task[Any]] = set()
+        renewing: dict[int, asyncio.Task[Any]] = {}
+        try:
+            while not self._closed:  # the flag as well as the cancel (``_heartbeat_loop``)
+                await asyncio.sleep(pause)
                 now = time.monotonic()
-                if fence.tripped is None:
-                    elapsed = fence.elapsed()
-                    if elapsed > fence.bound:
-                        fence.trip(
-                            f"delivery {delivery.message_id} held {elapsed:.1f}s, past its bound "
-                            f"of {fence.bound:g}s (WAYLINE_MAX_INVOCATION_SECONDS, or the "
-                            "step's timeout=)"
-                        )
-                    elif now - fence.renewed > 1.5 * period:
-                        fence.trip(
-                            f"delivery {delivery.message_id} not renewed for "
-                            f"{now - fence.renewed:.1f}s (visibility {visibility:g}s)"
-                        )
+                for key, (delivery, fence) in list(self._held.items()):
+                    if fence.tripped is None:
+                        self._trip_if_over(delivery, fence, now, period)
                     if fence.tripped is not None:
-                        log.error("fenced: %s; its bodies are cut off", fence.tripped)
+                        if now >= self._deadline(fence):
+                            self._give_up(key, delivery, fence)
                         continue
-                    if now - fence.renewed >= period * 0.9:
-                        try:
-                            renewed = await self.world.renew(delivery)
-                        except WaylineError as err:
-                            log.warning("could not renew delivery %s: %s", delivery.message_id, err)
-                            pause = period / 10
-                        else:
-                            if renewed:
-                                fence.renewed = now
-                            else:  # redelivered already: stop executing under it at once
-                                _stale(delivery, "renewal")
-                                fence.trip(
-                                    f"delivery {delivery.message_id} is no longer this "
-                                    "worker's (its renewal was refused)"
-                                )
-                    continue
-                if now < self._deadline(fence):
-                    continue  # the tripped handler winds down: it records, then hands off
-                self._held.pop(key, None)
-                exit_if_executing(
-                    fence, f"delivery {delivery.message_id}: {fence.tripped}", "its redelivery"
-                )
-                log.error(
-                    "delivery %s given up at its fence's deadline; it is redelivered",
-                    delivery.message_id,
-                )
-                if fence.handler is not None:
-                    fence.handler.cancel()
+                    busy = renewing.get(key)
+                    if (busy is None or busy.done()) and now - fence.renewed >= period * 0.9:
+                        # An unanswered renewal is asked again at the next look: waiting
+                        # the usual period would leave it one more try before its fence
+                        # trips at one and a half periods without a renewal.
+                        renewing[key] = spawn(
+                            self._renew(key, delivery, fence, period / 4),
+                            f"wayline-renew-{delivery.message_id}",
+                            renewals,
+                        )
+                for key in [k for k, t in renewing.items() if t.done()]:
+                    del renewing[key]
+        finally:
+            for task in list(renewals):
+                task.cancel()
+            await asyncio.gather(*renewals, return_exceptions=True)
+
+    def _trip_if_over(self, delivery: Delivery, fence: Fence, now: float, period: float) -> None:
+        """Trip ``fence`` past its bound, or when renewals have failed for too long."""
+        elapsed = fence.elapsed()
+        if elapsed > fence.bound:
+            fence.trip(
+                f"delivery {delivery.message_id} held {elapsed:.1f}s, past its bound "
+                f"of {fence.bound:g}s (WAYLINE_MAX_INVOCATION_SECONDS, or the "
+                "step's timeout=)"
+            )
+        elif now - fence.renewed > 1.5 * period:
+            fence.trip(
+                f"delivery {delivery.message_id} not renewed for "
+                f"{now - fence.renewed:.1f}s (visibility {self.world.visibility_seconds:g}s)"
+            )
+        if fence.tripped is not None:
+            log.error("fenced: %s; its bodies are cut off", fence.tripped)
+
+    async def _renew(self, key: int, delivery: Delivery, fence: Fence, timeout: float) -> None:
+        """Renew one held delivery, waiting at most ``timeout`` for the world's answer. A
+        refused renewal ends its hold at once (``_deadline``)."""
+        sent = time.monotonic()
+        try:
+            renewed = await asyncio.wait_for(self.world.renew(delivery), timeout)
+        except (WaylineError, TimeoutError) as err:
+            log.warning(
+                "could not renew delivery %s: %s",
+                delivery.message_id,
+                err if isinstance(err, WaylineError) else f"no answer within {timeout:g}s",
+            )
+            return
+        held = self._held.get(key)
+        if held is None or held[1] is not fence or fence.tripped is not None:
+            return  # settled, given up or tripped meanwhile: the answer changes nothing
+        if renewed:
+            fence.renewed = max(fence.renewed, sent)
+            return
+        _stale(delivery, "renewal")  # redelivered already: stop executing under it at once
+        fence.lose(
+            f"delivery {delivery.message_id} is no longer this worker's (its renewal was refused)"
+        )
+        self._give_up(key, delivery, fence)
+
+    def _give_up(self, key: int, delivery: Delivery, fence: Fence) -> None:
+        """The tripped delivery's deadline has come: it is left to its redelivery."""
+        self._held.pop(key, None)
+        exit_if_executing(
+            fence, f"delivery {delivery.message_id}: {fence.tripped}", "its redelivery"
+        )
+        log.error(
+            "delivery %s given up at its fence's deadline; it is redelivered",
+            delivery.message_id,
+        )
+        if fence.handler is not None:
+            fence.handler.cancel()
 
 
 def check_bounds(settings: Settings, visibility: float) -> None:

@@ -16,8 +16,9 @@ the process exits (see ``Worker``): the only way left to stop it.
 The numbers (``Worker`` refuses settings that break them):
 
 - the holder renews every ``visibility / 3`` and trips at ``max_invocation_seconds`` (checked
-  every ``visibility / 6``), so a tripped fence has at least half a visibility window before
-  the delivery can return, and settles (or exits) by ``last renewal + visibility - slack``;
+  every ``visibility / 30``), so a tripped fence has at least half a visibility window before
+  the delivery can return, and settles (or exits) by ``last renewal + visibility - slack``
+  (a refused renewal: at once);
 - so a holder never executes longer than ``max_invocation_seconds + visibility_seconds``,
   which must stay below the ownership lease: an expired lease then proves the owner stopped;
 - a run hands off (ack + continue under a new message) at the first step boundary after
@@ -64,6 +65,9 @@ class Fence:
     """When the delivery was last known invisible to others (receipt or a renewal)."""
     tripped: str | None = None
     """Why the fence tripped (None while the holder may execute)."""
+    lost: float | None = None
+    """When the world refused a renewal (``time.monotonic``): the delivery may be redelivered
+    already, so its deadline is then, not one visibility after the last renewal."""
     bodies: set[asyncio.Task[Any]] = field(default_factory=set)
     threads: set[threading.Event] = field(default_factory=set)
     """Sync bodies still running in a thread (each event is set when its body returns)."""
@@ -89,8 +93,8 @@ class Fence:
             return _nothing
         before = self.bound
         self.bound = self.elapsed() + seconds
-        # tripped at the timeout itself, not at the renewal loop's next look (up to a sixth
-        # of the visibility window later: a 1 s timeout cut off after 5 s)
+        # tripped at the timeout itself, not at the renewal loop's next look (up to a
+        # thirtieth of the visibility window later: a 1 s timeout cut off after 2 s)
         timer = asyncio.get_running_loop().call_later(seconds, self._timed_out, seconds)
 
         def restore() -> None:
@@ -111,6 +115,11 @@ class Fence:
         self.tripped = reason
         for task in list(self.bodies):
             task.cancel()
+
+    def lose(self, reason: str) -> None:
+        """The world refused a renewal: trip, and end the hold now (see ``lost``)."""
+        self.lost = time.monotonic()
+        self.trip(reason)
 
     def executing(self) -> bool:
         """A body is still running under this delivery (cancelled or not)."""

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -82,6 +83,10 @@ class Delivery:
     """World-private: what the world needs to ack, renew or retry this delivery."""
     due_at: float | None = None
     """When the message became due (epoch seconds), where the world knows: queue lag."""
+    held_since: float = field(default_factory=time.monotonic)
+    """When the world's hold of this delivery began (``time.monotonic``): the worker times
+    the hold, its deadline and its patience for writes from it. A world whose hold can begin
+    well before the delivery is made (a NATS pull answered late) sets it; otherwise now."""
 
 
 class World(abc.ABC):

@@ -484,6 +484,7 @@ class Queue:
                     raw,
                     held,
                     due,
+                    held_since=sent,
                 )
             )
         return out
