@@ -67,6 +67,9 @@ the other workers reading the server's time a little apart)."""
 _LAST = 11 / 12
 """Of the lease, likewise, at which a body still running (a sync body in its thread, which no
 cancel reaches) makes the process exit: past it, another worker may take the slot."""
+_SETTLE = 0.1
+"""Seconds, at least, that cancelled async bodies get to end after their slot was found lost
+before a body still running makes the process exit."""
 
 
 @dataclass(slots=True)
@@ -138,6 +141,24 @@ class Slot:
                 max(0.0, delay), self._outlived, fence, reason
             )
 
+    def _doom(self, fence: fencing.Fence | None, reason: str) -> None:
+        """The slot was found lost: its next holder may run already (a redelivery of this very
+        step takes it under a new token), and the ``_expire`` timer, which ends on ``cut``,
+        will not fire. A sync body in its thread, which no cancel reaches, makes the process
+        exit at once; async bodies, cancelled by the trip, get until the lease this holder
+        last proved nearly runs out (at least a moment) to end before the process exits."""
+        if fence is None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        if any(not done.is_set() for done in fence.threads):
+            self._outlived(fence, reason)
+            return
+        delay = self.proven + self.limit.lease_seconds * _LAST - time.monotonic()
+        self._timer = asyncio.get_running_loop().call_later(
+            max(_SETTLE, delay), self._outlived, fence, reason
+        )
+
     def _outlived(self, fence: fencing.Fence, reason: str) -> None:
         if not self.ended:
             fencing.exit_if_executing(fence, reason, "the slot's next holder")
@@ -167,6 +188,7 @@ class Slot:
                 self.cut = True
                 lost = f"concurrency slot {self.key!r} of {self.holder} lost (lease {lease:g}s)"
                 self._lost(fence, lost)
+                self._doom(fence, lost)
                 return
             self.proven = sent
             self._arm(fence)
