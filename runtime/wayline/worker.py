@@ -212,11 +212,7 @@ class Worker:
             if task.get_name() != "wayline-renewer":
                 task.cancel()
         if graceful:
-            await self._withdraw()
-        if graceful:
-            if self._handlers:
-                await asyncio.wait(list(self._handlers), timeout=self.shutdown_grace_seconds)
-                self._warn_outlived_grace(self._handlers)
+            await self._let_handlers_settle()
         else:
             protected = [t for t in self._handlers if t in self.handler.protected]
             for task in list(self._handlers):
@@ -253,6 +249,28 @@ class Worker:
         await self._hand_back(self._handing_back)
         self._handing_back = []
         self._held.clear()
+
+    async def _let_handlers_settle(self) -> None:
+        """A graceful close: wait, within the grace, for the handlers to reach their next
+        checkpoint, and meanwhile withdraw this worker from the registry. The withdrawal is a
+        world write (on NATS a read per served route, each up to a request timeout): a store
+        that does not answer must not stretch the close past its grace, where a pod is killed
+        mid-step, so it runs alongside the handlers and is cut off with them."""
+        grace = self.shutdown_grace_seconds
+        withdrawing = asyncio.ensure_future(self._withdraw())
+        try:
+            await asyncio.wait([*self._handlers, withdrawing], timeout=grace)
+            if self._handlers:
+                self._warn_outlived_grace(self._handlers)
+            if not withdrawing.done():
+                log.warning(
+                    "could not withdraw this worker from the registry within the shutdown "
+                    "grace (%gs): it counts as serving its workflows until its last heartbeat "
+                    "lapses",
+                    grace,
+                )
+        finally:
+            await _cancel_until_ended([withdrawing])
 
     def _warn_outlived_grace(self, handlers: Iterable[asyncio.Task[Any]]) -> None:
         """One warning per delivery whose handler is still busy when the shutdown grace ran

@@ -181,6 +181,29 @@ async def test_close_ends_when_a_heartbeat_loses_its_cancel(
         assert await handle.result(timeout=20) == 3
 
 
+async def test_a_graceful_close_with_nothing_held_ends_within_its_grace(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The registry withdrawal is a world write (on NATS a read per served route, each up to
+    a request timeout). It ran before the grace began, with no bound of its own: a store that
+    did not answer kept a close with a 1 s grace, and nothing held, for 10 s."""
+    worker = wayline.Worker(
+        engine.world, [flows.chain], settings=settings(), shutdown_grace_seconds=1.0
+    )
+    await worker.start()
+
+    async def unanswered(entries: Any) -> None:
+        await asyncio.sleep(10.0)
+
+    monkeypatch.setattr(engine.world, "record_served", unanswered)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await worker.close()
+    took = loop.time() - began
+    assert took < 6.0, f"a graceful close with a 1 s grace took {took:.1f}s"
+    assert "could not withdraw this worker from the registry within" in caplog.text
+
+
 async def test_a_delivery_received_as_a_forced_close_came_is_handed_back(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

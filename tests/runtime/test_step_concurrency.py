@@ -354,3 +354,36 @@ async def test_a_stale_attempt_leaves_its_redelivery_the_slot(
 
 async def _body(path: str, start: str) -> bool:
     return any(line.startswith(start + " ") for line in sf.lines(path))
+
+
+async def test_a_close_keeps_the_slot_of_a_sync_body_still_running(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The close cancels the handler once its grace runs out; the sync body runs on in its
+    thread, its delivery kept held, and so is its slot: no other holder takes the ``max=1``
+    slot until the body ends, and the slot is given back then."""
+    path = str(tmp_path / "marks")
+    key = "step:slot_flows.held_sync:one"
+    worker = wayline.Worker(
+        engine.world, [sf.held_sync_one], settings=settings(), shutdown_grace_seconds=0.3
+    )
+    await worker.start()
+    await engine.client.start(sf.held_sync_one, path, "a", 4.0)
+    await wait_for(lambda: _held(path, "a"), timeout=20)
+    closing = asyncio.ensure_future(worker.close())
+    try:
+        await asyncio.sleep(1.5)  # past the grace: the handler was cancelled
+        assert not closing.done()
+        [(_, _, body)] = sf.spans(path)
+        assert body == "a 1 running"
+        won, holders = await engine.world.acquire_slot(key, "another:step", 1, lease=3.0)
+        assert not won, f"another took the slot while the body still ran (holders {holders})"
+    finally:
+        await closing
+
+    async def given_back() -> bool:
+        return (await engine.world.acquire_slot(key, "another:step", 1, lease=3.0))[0]
+
+    await wait_for(given_back)
+    [(_, _, body)] = sf.spans(path)
+    assert body == "a 1 end"

@@ -40,6 +40,7 @@ from ..errors import (
 from ..world import RunInfo, World
 from . import fencing
 from .step_runner import Failed
+from .tasks import spawn
 
 log = logging.getLogger("wayline.runtime")
 
@@ -67,6 +68,14 @@ the other workers reading the server's time a little apart)."""
 _LAST = 11 / 12
 """Of the lease, likewise, at which a body still running (a sync body in its thread, which no
 cancel reaches) makes the process exit: past it, another worker may take the slot."""
+_KEEP_POLL = 0.02
+"""Seconds between looks at whether a body that outlived its handler has ended (a thread's
+end sets no loop event)."""
+_KEEPERS: set[asyncio.Task[Any]] = set()
+"""The tasks keeping the slots of bodies that outlived their handlers (:meth:`Slot._keep`)."""
+_SETTLE = 0.1
+"""Seconds, at least, that cancelled async bodies get to end after their slot was found lost
+before a body still running makes the process exit."""
 
 
 @dataclass(slots=True)
@@ -103,16 +112,44 @@ class Slot:
         try:
             yield
         finally:
-            self.ended = True
-            if self._timer is not None:
-                self._timer.cancel()
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
-            try:
-                await self.world.release_slot(self.key, self.holder, token=self.token)
-            except WaylineError as err:  # its lease frees it
-                log.warning("could not give back slot %r of %s: %s", self.key, self.holder, err)
+            if fence is not None and fence.executing():
+                # A close cancelled the handler while a body that no cancel reaches (a sync
+                # body in its thread) runs on, its delivery kept held: the slot is kept too,
+                # renewed and under its timers, until the body ends, or another worker would
+                # take it beside the body.
+                log.warning(
+                    "slot %r of %s is kept until its step body, which could not be cut off, ends",
+                    self.key,
+                    self.holder,
+                )
+                spawn(self._keep(fence, renewer), f"wayline-slot-keeper-{self.key}", _KEEPERS)
+            else:
+                await self._give_back(renewer)
+
+    async def _keep(self, fence: fencing.Fence, renewer: asyncio.Future[None]) -> None:
+        """Hold the slot (its renewer and timers run on) while a body under ``fence`` runs."""
+        try:
+            while fence.executing():  # noqa: ASYNC110 - thread ends set no loop event
+                await asyncio.sleep(_KEEP_POLL)
+        except asyncio.CancelledError:  # the loop ends with the body still running: the
+            self._stop(renewer)  # slot is not given back beside it; its lease frees it
+            raise
+        await self._give_back(renewer)
+
+    def _stop(self, renewer: asyncio.Future[None]) -> None:
+        self.ended = True
+        if self._timer is not None:
+            self._timer.cancel()
+        renewer.cancel()
+
+    async def _give_back(self, renewer: asyncio.Future[None]) -> None:
+        self._stop(renewer)
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewer
+        try:
+            await self.world.release_slot(self.key, self.holder, token=self.token)
+        except WaylineError as err:  # its lease frees it
+            log.warning("could not give back slot %r of %s: %s", self.key, self.holder, err)
 
     def _arm(self, fence: fencing.Fence | None) -> None:
         """(Re)set the timer that cuts the body off ``_CUT`` of the lease after ``proven``."""
@@ -137,6 +174,24 @@ class Slot:
             self._timer = asyncio.get_running_loop().call_later(
                 max(0.0, delay), self._outlived, fence, reason
             )
+
+    def _doom(self, fence: fencing.Fence | None, reason: str) -> None:
+        """The slot was found lost: its next holder may run already (a redelivery of this very
+        step takes it under a new token), and the ``_expire`` timer, which ends on ``cut``,
+        will not fire. A sync body in its thread, which no cancel reaches, makes the process
+        exit at once; async bodies, cancelled by the trip, get until the lease this holder
+        last proved nearly runs out (at least a moment) to end before the process exits."""
+        if fence is None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        if any(not done.is_set() for done in fence.threads):
+            self._outlived(fence, reason)
+            return
+        delay = self.proven + self.limit.lease_seconds * _LAST - time.monotonic()
+        self._timer = asyncio.get_running_loop().call_later(
+            max(_SETTLE, delay), self._outlived, fence, reason
+        )
 
     def _outlived(self, fence: fencing.Fence, reason: str) -> None:
         if not self.ended:
@@ -167,6 +222,7 @@ class Slot:
                 self.cut = True
                 lost = f"concurrency slot {self.key!r} of {self.holder} lost (lease {lease:g}s)"
                 self._lost(fence, lost)
+                self._doom(fence, lost)
                 return
             self.proven = sent
             self._arm(fence)
