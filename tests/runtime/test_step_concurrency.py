@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from pathlib import Path
 from typing import Any
 
@@ -321,8 +322,11 @@ async def test_a_stale_attempt_leaves_its_redelivery_the_slot(
     stalls: list[float] = []
 
     async def stalling(delivery: Any) -> bool:
-        if not stalls:  # the first renewal hangs past the visibility: the delivery lapses
-            stalls.append(1.0)
+        # Every renewal asked in the first 4 s hangs (the worker gives up waiting for one and
+        # asks again): none gets through within the visibility, and the delivery lapses.
+        if not stalls:
+            stalls.append(time.monotonic())
+        if time.monotonic() - stalls[0] < 4.0:
             await asyncio.sleep(4.0)
         return await renew(delivery)
 
