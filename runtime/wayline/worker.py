@@ -662,6 +662,14 @@ class Worker:
         visibility = self.world.visibility_seconds
         return fence.renewed + visibility - visibility / 6
 
+    def _give_up_at(self, fence: Fence) -> float:
+        """When a tripped delivery is given up: at its deadline; after a refused renewal, a
+        moment later, for the async bodies its trip cancelled to end (a cancel takes effect
+        at the body's next await). A sync body still running then makes the process exit."""
+        if fence.lost is not None:
+            return fence.lost + _SETTLE
+        return self._deadline(fence)
+
     async def _renew_loop(self) -> None:
         """Renew held deliveries; trip a fence at its bound or when renewals keep failing;
         give a tripped delivery up at its deadline (just before it could be redelivered),
@@ -685,7 +693,7 @@ class Worker:
                     if fence.tripped is None:
                         self._trip_if_over(delivery, fence, now, period)
                     if fence.tripped is not None:
-                        if now >= self._deadline(fence):
+                        if now >= self._give_up_at(fence):
                             self._give_up(key, delivery, fence)
                         continue
                     busy = renewing.get(key)
@@ -745,7 +753,11 @@ class Worker:
         fence.lose(
             f"delivery {delivery.message_id} is no longer this worker's (its renewal was refused)"
         )
-        self._give_up(key, delivery, fence)
+        if any(not done.is_set() for done in fence.threads):
+            # no cancel reaches a sync body: it would run beside the redelivery
+            self._give_up(key, delivery, fence)
+        # else the cancelled async bodies end within ``_SETTLE``; the loop gives the
+        # delivery up then (``_give_up_at``)
 
     def _give_up(self, key: int, delivery: Delivery, fence: Fence) -> None:
         """The tripped delivery's deadline has come: it is left to its redelivery."""
@@ -794,6 +806,10 @@ def _stale(delivery: Delivery, what: str) -> None:
         delivery.topic,
     )
 
+
+_SETTLE = 0.1
+"""Seconds, at least, that async bodies cancelled by a refused renewal get to end before a
+body still running makes the process exit (``_give_up_at``)."""
 
 _RECANCEL_SECONDS = 1.0
 """How long a cancelled handler may take to end before it is cancelled again. Its cancel may

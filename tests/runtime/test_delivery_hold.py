@@ -125,3 +125,61 @@ async def test_unanswered_renewals_of_others_do_not_delay_a_fenced_exit(
     assert exits[0] < redeliverable, (
         f"exited {exits[0] - redeliverable:.2f}s after the delivery could be redelivered"
     )
+
+
+async def test_a_refused_renewal_cuts_an_async_body_off_without_exiting(
+    exits: list[float],
+) -> None:
+    """A refused renewal (every one after a lost connection, e.g. the server a worker was
+    connected to crashed) cancels the delivery's async bodies: a cancel takes effect at the
+    body's next await, so the body is given that moment to end, and the process does not
+    exit for a body that is already ending (it did: the check ran in the same loop turn as
+    the cancel, and ``os._exit(70)`` took down every run the worker held)."""
+
+    async def refuse(_: Any) -> bool:
+        return False
+
+    worker = _worker(RenewOnlyWorld(6.0, refuse))
+    fence = Fence(bound=100.0, handoff=50.0)
+    fence.renewed = time.monotonic() - 1.9  # a renewal is due at the loop's first look
+    body = asyncio.ensure_future(asyncio.sleep(60))
+    fence.bodies.add(body)
+    _hold(worker, "a1", fence)
+    await _run_loop(worker, 1.5)
+    assert fence.tripped is not None and "refused" in fence.tripped
+    assert body.cancelled(), "the async body was not cut off"
+    assert not worker._held, "the delivery was not given up"
+    assert exits == [], "the process exited for an async body that its cancel was ending"
+
+
+async def test_a_refused_renewal_exits_for_an_async_body_that_ignores_its_cancel(
+    exits: list[float],
+) -> None:
+    """An async body that swallows its cancel and runs on would run beside the redelivery:
+    the process still exits for it, a moment after the refusal."""
+
+    async def refuse(_: Any) -> bool:
+        return False
+
+    stop = False
+
+    async def stubborn() -> None:
+        while not stop:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                continue
+
+    worker = _worker(RenewOnlyWorld(6.0, refuse))
+    fence = Fence(bound=100.0, handoff=50.0)
+    fence.renewed = time.monotonic() - 1.9
+    body = asyncio.ensure_future(stubborn())
+    fence.bodies.add(body)
+    _hold(worker, "a2", fence)
+    try:
+        await _run_loop(worker, 1.5)
+        assert exits, "the process did not exit for a body that ignored its cancel"
+    finally:
+        stop = True
+        body.cancel()
+        await asyncio.gather(body, return_exceptions=True)
