@@ -389,10 +389,14 @@ class NatsWorld(World):
             )
             await queue.start()
             self._refuse_if_closed(closes)  # close() came while provisioning: nc is closed
-        except BaseException:
+        except BaseException as err:
             if self._nc is nc:
                 self._nc = None
             await _close_quietly(nc)
+            if isinstance(err, Exception) and not isinstance(err, WaylineError):
+                # e.g. a bucket lookup timing out while a fresh cluster elects its streams'
+                # leaders: the caller handles world errors, not the client library's
+                raise wrap(self._servers_shown, "starting the world", err) from err
             raise
         self._nc, self._log, self._queue = nc, event_log, queue
         self._blob_store = NatsBlobs(
