@@ -37,6 +37,7 @@ from .errors import (
     HookNotFoundError,
     HookTimeout,
     HookWaitTimeoutError,
+    InvalidIdError,
     InvalidPayloadError,
     NotInStepError,
     NotInWorkflowError,
@@ -44,6 +45,7 @@ from .errors import (
     ReplayDivergenceError,
     ResultTimeoutError,
     RetryableError,
+    RunAlreadyExistsError,
     RunCancelledError,
     RunFailedError,
     RunNotFoundError,
@@ -59,6 +61,7 @@ from .errors import (
 from .settings import Settings
 from .worker import Worker
 from .world import HookInfo, World, open_world
+from .world.business_ids import IdConflictPolicy, IdReusePolicy
 from .worlds.local import LocalWorld
 
 __all__ = [
@@ -75,6 +78,9 @@ __all__ = [
     "HookNotFoundError",
     "HookTimeout",
     "HookWaitTimeoutError",
+    "IdConflictPolicy",
+    "IdReusePolicy",
+    "InvalidIdError",
     "InvalidPayloadError",
     "Limit",
     "LocalWorld",
@@ -85,6 +91,7 @@ __all__ = [
     "ResultTimeoutError",
     "RetryPolicy",
     "RetryableError",
+    "RunAlreadyExistsError",
     "RunCancelledError",
     "RunFailedError",
     "RunHandle",

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from ._core import limits
@@ -25,6 +26,7 @@ from .errors import (
     HookNotFoundError,
     HookWaitTimeoutError,
     ResultTimeoutError,
+    RunAlreadyExistsError,
     RunCancelledError,
     RunFailedError,
     RunNotFoundError,
@@ -36,6 +38,15 @@ from .errors import (
 )
 from .settings import Settings
 from .world import FLOW_TOPIC, HookInfo, RunInfo, World, flow_message, run_changes
+from .world.business_ids import (
+    IdConflictPolicy,
+    IdReusePolicy,
+    check_business_id,
+    check_start_ids,
+    generation_run_id,
+    may_start_anew,
+    newest_generation,
+)
 from .world.cancel import ask_to_cancel
 from .world.registry import waiting_for_worker
 
@@ -47,7 +58,13 @@ R = TypeVar("R")
 
 class RunHandle(Generic[R]):
     """A started run. ``R`` is its workflow's result type (``Any`` for a run found by id or
-    started by name)."""
+    started by name).
+
+    ``id`` is what the handle was made with: the business id of a run started or looked up
+    by one, else its run id. ``run_id`` is the run's ``wf_`` id; a handle that
+    ``Client.handle`` made from a business id holds that id there until its first call
+    resolves it to the newest run of that id, and then stays on that run, as a handle that
+    ``start`` returned does."""
 
     def __init__(
         self,
@@ -56,43 +73,52 @@ class RunHandle(Generic[R]):
         workflow: WorkflowDefinition[..., Any] | None,
         *,
         fresh: bool = False,
+        id: str | None = None,
     ) -> None:
         self.client = client
         self.run_id = run_id
+        self.id = id or run_id
         self._workflow = workflow
         self._fresh = fresh
         """Just created by ``start``: on a world that hears every end, its first ``result``
         call waits for the hint before it reads, unless the run may have ended since."""
         self._mark = client.world.ends_mark()
 
+    async def _run(self) -> str:
+        """The run's id, resolved (once) when the handle was made from a business id."""
+        if not is_run_id(self.run_id):
+            self.run_id = await self.client.resolve(self.run_id)
+        return self.run_id
+
     async def status(self) -> RunStatus:
-        return (await self.client.get_run(self.run_id)).status
+        return (await self.client.get_run(await self._run())).status
 
     async def events(self) -> list[Event]:
-        return await self.client.world.list_events(self.run_id)
+        return await self.client.world.list_events(await self._run())
 
     # The run's commands, as Temporal's and DBOS's handles have them: each is the Client
     # method of the same name, for this run.
     async def cancel(self, reason: str = "cancelled") -> bool:
         """:meth:`Client.cancel`: ask the run to stop (compensations run); False if it ended."""
-        return await self.client.cancel(self.run_id, reason)
+        return await self.client.cancel(await self._run(), reason)
 
     async def terminate(self, reason: str = "terminated") -> bool:
         """:meth:`Client.terminate`: end the run now, without compensations; False if it
         ended."""
-        return await self.client.terminate(self.run_id, reason)
+        return await self.client.terminate(await self._run(), reason)
 
     async def wake(self, wait: str | None = None) -> list[str]:
         """:meth:`Client.wake_up`: fire the run's pending sleeps (or the wait ``wait``) now."""
-        return await self.client.wake_up(self.run_id, wait)
+        return await self.client.wake_up(await self._run(), wait)
 
     async def resume(self) -> None:
         """:meth:`Client.resume_compensation`: try the run's failed compensation again."""
-        await self.client.resume_compensation(self.run_id)
+        await self.client.resume_compensation(await self._run())
 
     async def result(self, timeout: float | None = None) -> R:
         """The run's output; raises the run's failure (or cancellation)."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        await self._run()
         world = self.client.world
         # A world that hears of every terminal append, and wakes its waiters when one may
         # have been lost, is polled only as a safety net: every poll of a waiting run is a
@@ -180,25 +206,70 @@ class Client:
     ) -> RunHandle[R]: ...
     @overload
     async def start(
-        self, workflow: WorkflowDefinition[..., R], /, *args: Any, run_id: str, **kwargs: Any
+        self,
+        workflow: WorkflowDefinition[..., R],
+        /,
+        *args: Any,
+        run_id: str,
+        id_conflict: IdConflictPolicy = "use_existing",
+        **kwargs: Any,
     ) -> RunHandle[R]: ...
     @overload
     async def start(
-        self, workflow: str, /, *args: Any, run_id: str | None = None, **kwargs: Any
+        self,
+        workflow: WorkflowDefinition[..., R],
+        /,
+        *args: Any,
+        id: str,
+        id_conflict: IdConflictPolicy = "use_existing",
+        id_reuse: IdReusePolicy = "reject_duplicate",
+        **kwargs: Any,
+    ) -> RunHandle[R]: ...
+    @overload
+    async def start(
+        self,
+        workflow: str,
+        /,
+        *args: Any,
+        run_id: str | None = None,
+        id: str | None = None,
+        id_conflict: IdConflictPolicy = "use_existing",
+        id_reuse: IdReusePolicy = "reject_duplicate",
+        **kwargs: Any,
     ) -> RunHandle[Any]: ...
-    async def start(  # type: ignore[misc]  # a workflow parameter named run_id is shadowed
+    async def start(  # type: ignore[misc]  # a workflow parameter named run_id or id is shadowed
         self,
         workflow: WorkflowDefinition[..., Any] | str,
         *args: Any,
         run_id: str | None = None,
+        id: str | None = None,
+        id_conflict: IdConflictPolicy = "use_existing",
+        id_reuse: IdReusePolicy = "reject_duplicate",
         queue: str | None = None,
         **kwargs: Any,
     ) -> RunHandle[Any]:
         """Start a run. With ``run_id`` (``wf_`` + 32 hex digits) the call is idempotent:
         repeating it, after any crash, starts no second run and only re-sends the start (none
         once the run has ended).
+
+        With ``id`` (a business id such as ``"order-123"``: 1 to 256 printable characters,
+        no leading or trailing space, not itself a ``wf_`` run id) the run id is derived from
+        ``id`` and this client's namespace, and ``id`` is recorded as the run's
+        ``business_id``; every call that takes a run id takes ``id`` too. When the newest run
+        of ``id`` has ended, ``id_reuse`` decides whether a new run starts under it:
+        ``"allow_duplicate"`` always, ``"allow_duplicate_failed_only"`` only after a run that
+        failed or was cancelled, ``"reject_duplicate"`` (the default) never. When a run of
+        ``id`` (or ``run_id``) exists and none is started, ``id_conflict`` decides:
+        ``"use_existing"`` (the default) returns its handle (re-sending its start while it is
+        live, as a repeated ``run_id`` start does), ``"fail"`` raises
+        :class:`RunAlreadyExistsError`. So by default ``start(wf, id="order-123")`` starts
+        one run per id, ever, and returns that run to every later call, ended or not.
+
         With ``queue`` the run is served by the workers started with that ``queue=``
-        instead of by those serving the workflow by name."""
+        instead of by those serving the workflow by name. A workflow parameter named as one
+        of these options (``run_id``, ``id``, ``id_conflict``, ``id_reuse``, ``queue``) is
+        given positionally."""
+        check_start_ids(run_id, id, id_conflict, id_reuse)  # before anything is written
         if isinstance(workflow, str):
             definition = self._workflows.get(workflow)
             if definition is None and self._workflows:
@@ -216,37 +287,79 @@ class Client:
             if kwargs:
                 stored["kwargs"] = encode(kwargs, what=f"workflow {name!r} arguments")
             limits.check(stored, "input", f"the input of workflow {name!r}", self._limits)
-        if run_id is None:
-            run_id = new_run_id()
-        elif not is_run_id(run_id):
-            raise WaylineError(f"a run id is 'wf_' and 32 lowercase hex digits, not {run_id!r}")
         data: dict[str, Any] = {"workflow": name, "input": stored}
         if queue:
             data["queue"] = queue
         if self.namespace:
             data["namespace"] = self.namespace
+        if id is not None:
+            data["businessId"] = id
         if definition is not None:
             data["revision"] = definition.revision
             data["definition"] = definition.identity_record()
+        start = _Start(name, definition, data, id_conflict, id)
+        if id is None:
+            run_id = run_id or new_run_id()
+            if await self._create(run_id, start):
+                return await self._send_start(run_id, start, fresh=True)
+            return await self._existing(await self.get_run(run_id), start)
+        return await self._start_by_id(id, start, id_reuse)
+
+    async def _start_by_id(self, id: str, start: _Start, id_reuse: str) -> RunHandle[Any]:
+        """Start a new generation of business id ``id``, or apply the policies to its newest.
+        Two starters racing for generation n+1 both append its ``run_created`` expecting an
+        empty log: one wins, and the other finds the winner's run as the newest and applies
+        the policies to it (``use_existing``: the winner's handle)."""
+        generation = await newest_generation(self.world, id, self.namespace)
+        for _ in range(_FENCE_ROUNDS):
+            if generation >= 0:
+                newest = await self.get_run(generation_run_id(id, self.namespace, generation))
+                if not (newest.status.terminal and may_start_anew(id_reuse, newest.status)):
+                    return await self._existing(newest, start)
+            run_id = generation_run_id(id, self.namespace, generation + 1)
+            if await self._create(run_id, start):
+                return await self._send_start(run_id, start, fresh=True)
+            generation = await newest_generation(self.world, id, self.namespace, generation + 1)
+        raise SequenceConflictError(
+            f"id {id!r} kept gaining runs under {_FENCE_ROUNDS} attempts to start one", last_seq=0
+        )
+
+    async def _create(self, run_id: str, start: _Start) -> bool:
+        """Append the run's ``run_created`` as its first event; False when it exists already."""
+        event = NewEvent(EventType.RUN_CREATED, data=start.data)
         try:
-            await self.world.append(
-                run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
-            )
+            await self.world.append(run_id, [event], expected_seq=0)
         except (EntityConflictError, SequenceConflictError):
-            existing = await self.get_run(run_id)
-            if existing.workflow != name:
-                raise WaylineError(
-                    f"run {run_id} exists already, for workflow {existing.workflow!r}"
-                ) from None
-            if existing.status.terminal:
-                # it ended (maybe long ago): a start would wake no one (a run started here has
-                # no parent to report to), and outside the queue's dedup window it is one
-                # more message per repeat, e.g. each time the operator's start handler runs
-                # again for a WorkflowRun whose status was emptied
-                return RunHandle(self, run_id, definition, fresh=False)
-            fresh = False
-        else:
-            fresh = True
+            return False
+        return True
+
+    async def _existing(self, existing: RunInfo, start: _Start) -> RunHandle[Any]:
+        """The answer to a start that found ``existing`` under its id and starts no run."""
+        run_id = existing.run_id
+        named = "" if start.business_id is None else f" (id {start.business_id!r})"
+        if existing.workflow != start.name:
+            raise RunAlreadyExistsError(
+                f"run {run_id}{named} exists already, for workflow {existing.workflow!r}",
+                run_id=run_id,
+                status=str(existing.status),
+                business_id=start.business_id,
+            )
+        if start.id_conflict == "fail":
+            raise RunAlreadyExistsError(
+                f"run {run_id}{named} exists already ({existing.status})",
+                run_id=run_id,
+                status=str(existing.status),
+                business_id=start.business_id,
+            )
+        if existing.status.terminal:
+            # it ended (maybe long ago): a start would wake no one (a run started here has
+            # no parent to report to), and outside the queue's dedup window it is one
+            # more message per repeat, e.g. each time the operator's start handler runs
+            # again for a WorkflowRun whose status was emptied
+            return RunHandle(self, run_id, start.definition, id=start.business_id)
+        return await self._send_start(run_id, start, fresh=False)
+
+    async def _send_start(self, run_id: str, start: _Start, *, fresh: bool) -> RunHandle[Any]:
         # recoverable: run_created is durable, and a worker re-arms a live run that lost its
         # start: when it starts (Worker.recover_runs), and while it runs (a starter that died
         # between these two writes: _engine.lost_starts, under this same key)
@@ -256,16 +369,35 @@ class Client:
             idempotency_key=f"{run_id}:start",
             recoverable=True,
         )
-        return RunHandle(self, run_id, definition, fresh=fresh)
+        return RunHandle(self, run_id, start.definition, fresh=fresh, id=start.business_id)
+
+    async def resolve(self, id: str) -> str:
+        """The run id that ``id`` names: ``id`` itself when it is a run id (``wf_`` and 32
+        lowercase hex digits), else the newest run started under business id ``id`` by a
+        client of this client's namespace. Every call that takes a run id resolves it so.
+        Raises :class:`RunNotFoundError` when no run has that id, :class:`InvalidIdError`
+        for an id no run can have. Finding a business id's newest run reads each of its runs
+        once (one read for an id started once)."""
+        if is_run_id(id):
+            return id
+        check_business_id(id)
+        generation = await newest_generation(self.world, id, self.namespace)
+        if generation < 0:
+            raise RunNotFoundError(f"no run {id!r}")
+        return generation_run_id(id, self.namespace, generation)
 
     def handle(self, run_id: str) -> RunHandle[Any]:
+        """The handle of the run ``run_id`` names: a run id, or a business id, which the
+        handle's first call resolves to the newest run of that id (see :meth:`resolve`)."""
         return RunHandle(self, run_id, None)
 
     async def get_run(self, run_id: str) -> RunInfo:
-        """The run as its log has it. Raises :class:`CorruptLogError` when an entry of the
+        """The run as its log has it (``run_id``: a run id or a business id, see
+        :meth:`resolve`). Raises :class:`CorruptLogError` when an entry of the
         log does not read, wherever it is: on a world whose ``get_run`` reads a summary row
         (SQLite) the log is read too, so a damaged entry inside an ended run's log is not
         hidden behind the status its row kept."""
+        run_id = await self.resolve(run_id)
         info = await self._summary(run_id)
         await self._check_log(run_id)
         return info
@@ -302,7 +434,7 @@ class Client:
         its compensations (if any) and records ``run_cancelled``. Running step bodies are not
         interrupted, but nothing new starts. Asking twice (or concurrently) records one
         request."""
-        await self.get_run(run_id)
+        run_id = (await self.get_run(run_id)).run_id
         return await ask_to_cancel(self.world, run_id, reason, _FENCE_ROUNDS)
 
     async def _fenced_append(
@@ -331,6 +463,7 @@ class Client:
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         """Remove a run's unreadable log entry (see :class:`CorruptLogError`) and wake the run
         so it continues from its log. Returns what was done."""
+        run_id = await self.resolve(run_id)
         done = await self.world.repair_run(run_id, drop_seq)
         info = await self.world.get_run(run_id)
         if info is None:  # its only entries were removed: a run without events does not exist
@@ -353,6 +486,7 @@ class Client:
         a parent waiting on this run hears of its end, and its children still running are
         terminated too (as Temporal's default parent-close policy)."""
         info = await self.get_run(run_id)
+        run_id = info.run_id
         try:
             await self.world.append(
                 run_id,
@@ -388,6 +522,7 @@ class Client:
         list of all (logged), not of its own."""
         if run_id is not None:
             runs = [await self.get_run(run_id)]
+            run_id = runs[0].run_id
         else:
             runs = [r for r in await self.world.list_runs(limit=100_000) if not r.status.terminal]
         found: list[dict[str, Any]] = []
@@ -425,7 +560,7 @@ class Client:
         divergence that no rollback will rescue. Bodies still running are not interrupted;
         their results are dropped; its children still running are terminated. False when the
         run had already ended."""
-        await self.get_run(run_id)
+        run_id = (await self.get_run(run_id)).run_id
         error = {"name": "WaylineError", "code": "TERMINATED", "message": reason}
         try:
             await self.world.append(
@@ -447,7 +582,7 @@ class Client:
 
     async def _unwind_command(self, run_id: str, event: EventType) -> None:
         verb = "resume" if event is EventType.RUN_COMPENSATION_RESUMED else "abandon"
-        await self.get_run(run_id)
+        run_id = (await self.get_run(run_id)).run_id
 
         def decide(events: list[Event]) -> list[NewEvent] | None:
             status, abandoned = RunStatus.PENDING, False
@@ -590,6 +725,7 @@ class Client:
         with the real time), not a sleep that lasted its full length. Returns the woken
         correlation ids (empty when another writer completed them first)."""
         info = await self.get_run(run_id)
+        run_id = info.run_id
         if info.status.terminal:
             raise RunTerminalError(f"run {run_id} is {info.status}; there is nothing to wake")
         pending = fold(run_id, await self.world.list_events(run_id)).pending_timers()
@@ -644,8 +780,32 @@ class Client:
         steps wrote to stream ``name`` (``wayline.stream`` inside a step), from index
         ``start``, in order, until the writing step settles. ``follow=False`` reads only what
         is stored now. A chunk of kind ``restart`` says the records before it from that step
-        were the partial output of an attempt that did not finish."""
-        return follow_stream(self.world, run_id, name, start, follow=follow)
+        were the partial output of an attempt that did not finish. ``run_id`` may be a
+        business id (see :meth:`resolve`)."""
+        if is_run_id(run_id):
+            return follow_stream(self.world, run_id, name, start, follow=follow)
+        return self._stream_by_id(run_id, name, start, follow)
+
+    async def _stream_by_id(
+        self, id: str, name: str, start: int, follow: bool
+    ) -> AsyncIterator[StreamChunk]:
+        chunks = follow_stream(self.world, await self.resolve(id), name, start, follow=follow)
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            await chunks.aclose()  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class _Start:
+    """What one ``start`` call writes, and how it answers a run it finds under its id."""
+
+    name: str
+    definition: WorkflowDefinition[..., Any] | None
+    data: dict[str, Any]
+    id_conflict: str
+    business_id: str | None
 
 
 _FENCE_ROUNDS = 1000

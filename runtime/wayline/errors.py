@@ -19,6 +19,8 @@ logs, run failures and the CLI speak the same words::
         ├── WorkflowDeterminismError        NON_DETERMINISTIC_AWAIT
         ├── WorkflowNotFoundError           WORKFLOW_NOT_FOUND
         ├── RunNotFoundError                RUN_NOT_FOUND
+        ├── InvalidIdError                  INVALID_ID: not a run id or business id
+        ├── RunAlreadyExistsError           RUN_ALREADY_EXISTS: ``start(id_conflict="fail")``
         ├── HookNotFoundError               HOOK_NOT_FOUND
         ├── WrongNamespaceError             WRONG_NAMESPACE: a hook of another namespace's run
         ├── HookTimeout                     HOOK_TIMEOUT, inside a workflow
@@ -118,6 +120,30 @@ class WorkflowNotFoundError(WaylineError):
 
 class RunNotFoundError(WaylineError):
     code = "RUN_NOT_FOUND"
+
+
+class InvalidIdError(WaylineError):
+    """An id ``Client.start`` (or the CLI) cannot take: a ``run_id=`` that is not ``wf_`` and
+    32 lowercase hex digits, or a business id out of its limits (docs/sdk.md, "Business
+    ids"), or an unknown id policy. Raised before anything is written."""
+
+    code = "INVALID_ID"
+
+
+class RunAlreadyExistsError(WaylineError):
+    """``Client.start`` found a run under the id it was given and does not start another:
+    ``id_conflict="fail"``, or the run is of another workflow. ``run_id`` and ``status`` are
+    the existing run's; ``business_id`` is the id it was asked for (None for a ``run_id=``)."""
+
+    code = "RUN_ALREADY_EXISTS"
+
+    def __init__(
+        self, message: str, *, run_id: str, status: str, business_id: str | None = None
+    ) -> None:
+        super().__init__(message, run_id=run_id, status=status, business_id=business_id)
+        self.run_id = run_id
+        self.status = status
+        self.business_id = business_id
 
 
 class HookNotFoundError(WaylineError):

@@ -19,3 +19,4 @@ async def parent(order_id: str) -> int:
 async def run(client: wayline.Client) -> None:
     await client.start(parent, 42)  # E: No overload variant of "start" of "Client" matches argument types "WorkflowDefinition[[str], int]", "int"
     await client.start(parent)  # E: No overload variant of "start" of "Client" matches argument type "WorkflowDefinition[[str], int]"
+    await client.start(parent, "o-1", id="o-1", id_reuse="sometimes")  # E: Unexpected keyword argument "id_reuse"

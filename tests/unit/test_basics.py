@@ -140,6 +140,9 @@ def test_public_api_is_pinned() -> None:
             "HookNotFoundError",
             "HookTimeout",
             "HookWaitTimeoutError",
+            "IdConflictPolicy",
+            "IdReusePolicy",
+            "InvalidIdError",
             "InvalidPayloadError",
             "LocalWorld",
             "NotInStepError",
@@ -148,6 +151,7 @@ def test_public_api_is_pinned() -> None:
             "ReplayDivergenceError",
             "ResultTimeoutError",
             "RetryableError",
+            "RunAlreadyExistsError",
             "RunCancelledError",
             "RunFailedError",
             "RunHandle",
@@ -200,6 +204,9 @@ def test_errors_have_stable_codes() -> None:
     assert wayline.ReplayDivergenceError("x").code == "REPLAY_DIVERGENCE"
     assert wayline.HookTimeout("x").code == "HOOK_TIMEOUT"
     assert wayline.HookWaitTimeoutError("x").code == "HOOK_WAIT_TIMEOUT"
+    assert wayline.InvalidIdError("x").code == "INVALID_ID"
+    exists = wayline.RunAlreadyExistsError("x", run_id="wf_1", status="running")
+    assert (exists.code, exists.run_id, exists.status) == ("RUN_ALREADY_EXISTS", "wf_1", "running")
     assert issubclass(wayline.SerializationError, wayline.FatalError)
     assert issubclass(wayline.WorldUnavailableError, wayline.WaylineError)
 

@@ -28,7 +28,8 @@ class RunCreated:
     workflow: str
     input: Any
     attributes: Mapping[str, Any]
-    """Everything else it records: revision, definition, parent, queue, namespace."""
+    """Everything else it records: revision, definition, parent, queue, namespace,
+    businessId."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,6 +360,12 @@ class RunInfo:
     updated_at: float = 0.0
     last_seq: int = 0
     attributes: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def business_id(self) -> str | None:
+        """The business id the run was started under (``Client.start(id=...)``), else None."""
+        found = self.attributes.get("businessId")
+        return found if isinstance(found, str) else None
 
 
 def new_run(event: Event) -> RunInfo:

@@ -6,6 +6,7 @@
     wayline worker --app MODULE [--app ...] [--health-port N] serve runs until SIGTERM/SIGINT
                    [--processes N]   N processes under one supervisor (default: CPU quota)
     wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON|@PATH]   start only; prints the id
+                   [--id ID [--id-conflict P] [--id-reuse P]]   once per business id
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
     wayline runs watch RUN_ID                                  the live timeline until it ends
@@ -21,6 +22,10 @@
     wayline schedules add NAME --cron EXPR --workflow W | list | remove NAME | run  (cron)
     wayline doctor [--monitor http://HOST:8222] [--strict]   reachability, auth, TLS, limits,
                    and whether the store fsyncs before it acknowledges a write
+
+A RUN_ID is a run id (``wf_`` and 32 hex digits) or the business id a run was started with
+(``wayline start --id order-123``; with ``--namespace NAME`` for one started in a namespace),
+which names the newest run started with it.
 
 Every command takes ``--world URL`` (default ``$WAYLINE_WORLD``, else
 ``sqlite:///.wayline/wayline.db``). ``--input``: a JSON array is the positional arguments
@@ -50,7 +55,6 @@ import asyncio
 import importlib.metadata
 import logging
 import os
-import re
 import sys
 from collections.abc import Sequence
 
@@ -58,8 +62,18 @@ from .. import logs
 from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
+from ..world.business_ids import ID_CONFLICT_POLICIES, ID_REUSE_POLICIES
 from . import commands, doctor, maintenance, schedules
-from .loading import UsageError, UsageParser, port_arg, seconds_arg, whole_arg
+from .loading import (
+    UsageError,
+    UsageParser,
+    add_run_argument,
+    business_id_arg,
+    namespace_arg,
+    port_arg,
+    seconds_arg,
+    whole_arg,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -186,10 +200,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--namespace",
-        type=_namespace,
+        type=namespace_arg,
         metavar="NAME",
         help="start the run in a Kubernetes namespace: that namespace's WorkflowHooks answer "
         "its hooks (as for a WorkflowRun created there); default: none",
+    )
+    p.add_argument(
+        "--id",
+        type=business_id_arg,
+        metavar="ID",
+        help="a business id (such as order-123: 1 to 256 printable characters): the run is "
+        "found by it (wayline runs show ID) and started once per id (see --id-reuse)",
+    )
+    p.add_argument(
+        "--id-conflict",
+        choices=ID_CONFLICT_POLICIES,
+        default="use_existing",
+        help="when a run of --id exists and none is started: print its id (use_existing, "
+        "the default) or fail (exit 1)",
+    )
+    p.add_argument(
+        "--id-reuse",
+        choices=ID_REUSE_POLICIES,
+        default="reject_duplicate",
+        help="when the newest run of --id has ended: start a new one (allow_duplicate), only "
+        "if it failed or was cancelled (allow_duplicate_failed_only), or never "
+        "(reject_duplicate, the default)",
     )
     p.set_defaults(handler=commands.cmd_start)
 
@@ -203,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=commands.cmd_runs_list)
     p = command(runs_sub, "show", "a run's timeline: steps, attempts, hooks, sleeps, result")
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.add_argument("--json", action="store_true", help="machine-readable output with the events")
     p.set_defaults(handler=commands.cmd_runs_show)
     p = command(
@@ -211,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cancel",
         "cancel a run: a worker stops it and runs the compensations of its completed steps",
     )
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.add_argument("--reason", default="cancelled from the CLI")
     p.add_argument(
         "--wait",
@@ -223,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=commands.cmd_runs_cancel)
     p = command(runs_sub, "watch", "print a run's timeline as it happens, until it ends")
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.add_argument("--poll", type=float, default=0.2, metavar="SECONDS", help=argparse.SUPPRESS)
     p.set_defaults(handler=commands.cmd_runs_watch)
     p = command(
@@ -232,11 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
         "stop a run now without running its compensations; it ends cancelled (its running "
         "children are terminated too)",
     )
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.add_argument("--reason", default="terminated from the CLI")
     p.set_defaults(handler=commands.cmd_runs_terminate)
     p = command(runs_sub, "tail", "print what a run's steps write to a stream, as it comes")
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.add_argument("--stream", required=True, metavar="NAME", help="the stream's name")
     p.add_argument(
         "--start", type=_index, default=0, metavar="INDEX", help="resume from INDEX (from 0)"
@@ -244,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-follow", action="store_true", help="print what is stored, then exit")
     p.set_defaults(handler=commands.cmd_runs_tail)
     p = command(runs_sub, "wake", "fire a run's pending sleeps now (recorded as an early wake)")
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.add_argument("--wait", metavar="WAIT_ID", help="only this wait (w1, or h1.timeout)")
     p.set_defaults(handler=commands.cmd_runs_wake)
     p = command(
@@ -253,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
         "end a live run failed now, without compensations (a run blocked by a replay "
         "divergence that no rollback will rescue); its running children are terminated",
     )
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.add_argument("--reason", default="failed from the CLI")
     p.set_defaults(handler=commands.cmd_runs_fail)
     p = command(
@@ -261,14 +297,14 @@ def build_parser() -> argparse.ArgumentParser:
         "resume-compensation",
         "try the failed reversal of a compensation_stuck run again",
     )
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.set_defaults(handler=commands.cmd_runs_compensation, action="resume")
     p = command(
         runs_sub,
         "abandon-compensation",
         "give up the unwind of a compensation_stuck run; it ends failed or cancelled",
     )
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.set_defaults(handler=commands.cmd_runs_compensation, action="abandon")
     maintenance.add_repair(runs_sub, command)
 
@@ -306,16 +342,6 @@ def _version() -> str:
 
 def _index(text: str) -> int:
     return whole_arg(text, 0, "an index counts from 0")
-
-
-def _namespace(text: str) -> str:
-    """A Kubernetes namespace name (an RFC 1123 label)."""
-    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", text):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a namespace name: at most 63 lowercase letters, digits and '-', "
-            "starting and ending with a letter or digit"
-        )
-    return text
 
 
 def _positive(text: str) -> int:

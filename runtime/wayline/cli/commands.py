@@ -28,6 +28,7 @@ from ..client import Client
 from ..errors import (
     CorruptLogError,
     HookNotFoundError,
+    RunAlreadyExistsError,
     RunNotFoundError,
     SerializationError,
     WaylineError,
@@ -538,7 +539,18 @@ async def cmd_start(args: argparse.Namespace) -> int:
                 "module too (MODULE_OR_FILE:WORKFLOW)"
             )
         client = Client(world, definitions, namespace=args.namespace)
-        handle = await client.start(definition or args.target, *call_args, queue=args.queue)
+        try:
+            handle = await client.start(
+                definition or args.target,
+                *call_args,
+                queue=args.queue,
+                id=args.id,
+                id_conflict=args.id_conflict,
+                id_reuse=args.id_reuse,
+            )
+        except RunAlreadyExistsError as err:
+            print(f"error: {err.message}", file=sys.stderr)
+            return 1
     print(handle.run_id)
     return 0
 
@@ -558,36 +570,58 @@ async def cmd_runs_list(args: argparse.Namespace) -> int:
         print("no runs" + (f" with status {args.status}" if args.status else ""))
         return 0
     now = time.time()
-    rows = [("RUN ID", "WORKFLOW", "STATUS", "CREATED", "DURATION")]
+    # the ID column only where a listed run was started with a business id: a list of runs
+    # that have none keeps its columns
+    ids = any(r.business_id is not None for r in runs)
+    rows = [("RUN ID", *(("ID",) if ids else ()), "WORKFLOW", "STATUS", "CREATED", "DURATION")]
     for r in runs:
         if r.ended_at:
             took = fmt_duration(r.ended_at - r.created_at)
         else:
             took = fmt_duration(now - r.created_at) + " so far"
-        rows.append((r.run_id, r.workflow, str(r.status), fmt_time(r.created_at), took))
+        named = (r.business_id or "-",) if ids else ()
+        rows.append((r.run_id, *named, r.workflow, str(r.status), fmt_time(r.created_at), took))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return 0
 
 
+async def run_client(world: World, args: argparse.Namespace) -> Client:
+    """The client of a command that acts on the run ``args.run_id`` names, which it makes
+    that run's own id: a business id (of ``--namespace``) names the newest run started with
+    it, and what the command then reads, does and prints is that run's."""
+    # a Namespace built without the option (by a caller of the command function, not the
+    # parser) names a run of no namespace, as the option's default does
+    client = Client(world, namespace=getattr(args, "namespace", None))
+    try:
+        args.run_id = await client.resolve(args.run_id)
+    except RunNotFoundError:
+        raise await _no_run(client, args.run_id, args.world) from None
+    return client
+
+
 async def _get_run(client: Client, run_id: str, url: str) -> Any:
     try:
         return await client.get_run(run_id)
     except RunNotFoundError:
-        try:
-            archived = await client.world.archived_count()
-        except NotImplementedError:  # a world without an archive
-            archived = 0
-        hint = "see: wayline runs list"
-        if archived:  # it may be one of them: say so rather than "no such run" alone
-            hint += f"; {archived} ended runs are archived (wayline archive) and not shown"
-        raise UsageError(f"no run {run_id!r} in {url} ({hint})") from None
+        raise await _no_run(client, run_id, url) from None
+
+
+async def _no_run(client: Client, run_id: str, url: str) -> UsageError:
+    try:
+        archived = await client.world.archived_count()
+    except NotImplementedError:  # a world without an archive
+        archived = 0
+    hint = "see: wayline runs list"
+    if archived:  # it may be one of them: say so rather than "no such run" alone
+        hint += f"; {archived} ended runs are archived (wayline archive) and not shown"
+    return UsageError(f"no run {run_id!r} in {url} ({hint})")
 
 
 async def cmd_runs_show(args: argparse.Namespace) -> int:
     async with opened_world(args.world, create=False) as world:
-        client = Client(world)
+        client = await run_client(world, args)
         try:
             info = await _get_run(client, args.run_id, args.world)
             events = await world.list_events(args.run_id)
@@ -624,7 +658,7 @@ async def cmd_runs_tail(args: argparse.Namespace) -> int:
     printed = False
     shown: set[str] = set()  # steps with a line printed since their last restart
     async with opened_world(args.world, create=False) as world:
-        client = Client(world)
+        client = await run_client(world, args)
         await _get_run(client, args.run_id, args.world)
         async for chunk in client.stream(
             args.run_id, args.stream, start=args.start, follow=not args.no_follow
@@ -653,7 +687,7 @@ async def cmd_runs_wake(args: argparse.Namespace) -> int:
     """``Client.wake_up``: fire pending sleeps now; exit 1 when there was nothing to wake, 2
     for a wait the run does not have (bad input, as an unknown run)."""
     async with opened_world(args.world, create=False) as world:
-        client = Client(world)
+        client = await run_client(world, args)
         await _get_run(client, args.run_id, args.world)
         try:
             woken = await client.wake_up(args.run_id, wait=args.wait)
@@ -675,7 +709,7 @@ async def cmd_runs_cancel(args: argparse.Namespace) -> int:
     """Cancelling is a request: a worker stops the run, compensates its completed steps (if
     they have compensations) and records ``run_cancelled``. ``--wait`` waits for that."""
     async with opened_world(args.world, create=False) as world:
-        client = Client(world)
+        client = await run_client(world, args)
         before = await _get_run(client, args.run_id, args.world)
         if before.status.terminal:
             if before.status is RunStatus.CANCELLED:
@@ -730,7 +764,7 @@ async def cmd_runs_terminate(args: argparse.Namespace) -> int:
     """Stop a run now, without its compensations: it ends cancelled at once (no worker
     needed). Exit 1 when it had already ended otherwise."""
     async with opened_world(args.world, create=False) as world:
-        client = Client(world)
+        client = await run_client(world, args)
         before = await _get_run(client, args.run_id, args.world)
         if before.status.terminal or not await client.terminate(args.run_id, args.reason):
             info = await client.get_run(args.run_id)
@@ -747,7 +781,7 @@ async def cmd_runs_watch(args: argparse.Namespace) -> int:
     """The run's live timeline (its whole history first) until it ends; exit 0 completed,
     1 failed or cancelled."""
     async with opened_world(args.world, create=False) as world:
-        client = Client(world)
+        client = await run_client(world, args)
         await _get_run(client, args.run_id, args.world)
         progress = LiveProgress(sys.stdout, absolute_world_url(args.world))
         await follow(world, args.run_id, progress, poll=args.poll)
@@ -758,7 +792,7 @@ async def cmd_runs_watch(args: argparse.Namespace) -> int:
 async def cmd_runs_fail(args: argparse.Namespace) -> int:
     """End a live run failed (``TERMINATED``) without compensations: exit 1 if it had ended."""
     async with opened_world(args.world, create=False) as world:
-        client = Client(world)
+        client = await run_client(world, args)
         await _get_run(client, args.run_id, args.world)
         if not await client.fail(args.run_id, reason=args.reason):
             info = await client.get_run(args.run_id)
@@ -774,7 +808,7 @@ async def cmd_runs_fail(args: argparse.Namespace) -> int:
 async def cmd_runs_compensation(args: argparse.Namespace) -> int:
     """``resume-compensation`` / ``abandon-compensation`` of a ``compensation_stuck`` run."""
     async with opened_world(args.world, create=False) as world:
-        client = Client(world)
+        client = await run_client(world, args)
         await _get_run(client, args.run_id, args.world)
         if args.action == "resume":
             await client.resume_compensation(args.run_id)

@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import sysconfig
 import traceback
@@ -16,6 +17,9 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from .._core.definitions import WorkflowDefinition
+from .._core.ids import is_run_id
+from ..errors import WaylineError
+from ..world.business_ids import check_business_id
 
 
 class UsageError(Exception):
@@ -201,6 +205,48 @@ def _integral(text: str) -> str:
     except ValueError:
         return text
     return str(int(number)) if number.is_integer() else text
+
+
+def namespace_arg(text: str) -> str:
+    """A Kubernetes namespace name (an RFC 1123 label; argparse ``type=``)."""
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a namespace name: at most 63 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return text
+
+
+def business_id_arg(text: str) -> str:
+    """``--id`` (argparse ``type=``): a business id within its limits."""
+    try:
+        return check_business_id(text)
+    except WaylineError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
+
+
+def run_arg(text: str) -> str:
+    """A RUN_ID argument (argparse ``type=``): a run id, or a business id within its limits."""
+    return text if is_run_id(text) else business_id_arg(text)
+
+
+def add_run_argument(parser: argparse.ArgumentParser, dest: str = "run_id") -> None:
+    """The RUN_ID argument of every command that acts on one run, and the ``--namespace`` a
+    business id given there was started in."""
+    parser.add_argument(
+        dest,
+        metavar="RUN_ID",
+        type=run_arg,
+        help="a run id (wf_...), or the id it was started with (wayline start --id), which "
+        "names the newest run started with it",
+    )
+    parser.add_argument(
+        "--namespace",
+        type=namespace_arg,
+        metavar="NAME",
+        help="the namespace a business id was started in (wayline start --namespace); "
+        "default: none",
+    )
 
 
 def seconds_arg(text: str) -> float:

@@ -6,11 +6,10 @@ import argparse
 import json
 
 from .._core.events import RunStatus
-from ..client import Client
 from ..durations import to_seconds
 from ..worker import Worker
-from .commands import import_apps, opened_world
-from .loading import UsageError
+from .commands import import_apps, opened_world, run_client
+from .loading import UsageError, add_run_argument
 
 
 def duration_arg(text: str) -> float:
@@ -66,7 +65,7 @@ async def cmd_runs_repair(args: argparse.Namespace) -> int:
     """Remove the entry a CORRUPT_LOG error named, check the log reads again and wake the run.
     Refuses (exit 2, nothing changed) to remove any entry but the one the log first fails at."""
     async with opened_world(args.world, create=False) as world:
-        done = await Client(world).repair_run(args.run_id, args.drop_seq)
+        done = await (await run_client(world, args)).repair_run(args.run_id, args.drop_seq)
     print(f"repaired {args.run_id}: " + "; ".join(done))
     return 0
 
@@ -77,7 +76,7 @@ def add_repair(runs_sub: argparse._SubParsersAction, command: object) -> None:  
         "repair",
         "remove the unreadable log entry of a corrupt run (CORRUPT_LOG names it) and resume it",
     )
-    p.add_argument("run_id", metavar="RUN_ID")
+    add_run_argument(p)
     p.add_argument(
         "--drop-seq",
         type=int,

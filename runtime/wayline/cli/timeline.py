@@ -321,6 +321,8 @@ def render_show(
     if revision is None and isinstance(definition, dict):  # started by name: pinned later
         revision = definition.get("revision")
     p(f"run       {info.run_id}")
+    if info.business_id is not None:
+        p(f"id        {info.business_id}")
     p(f"workflow  {info.workflow}" + (f" (revision {revision})" if revision else ""))
     if isinstance(definition, dict) and definition.get("identity"):
         ident = str(definition["identity"])[:16]
@@ -457,6 +459,7 @@ def human_input(stored: Any) -> Any:
 def run_to_json(info: RunInfo) -> dict[str, Any]:
     return {
         "runId": info.run_id,
+        "businessId": info.business_id,
         "workflow": info.workflow,
         "status": str(info.status),
         "input": info.input,
