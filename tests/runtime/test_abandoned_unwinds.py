@@ -61,6 +61,11 @@ async def test_an_abandon_lists_the_reversals_it_leaves_untried_and_they_never_r
     info = await client.get_run(handle.run_id)
     render_show(info, events, out, "sqlite:////w.db")
     assert (
+        "failed: FatalError: seat desk offline; waiting to run: "
+        "trip_charge_card:compensate (reverses s2), "
+        "trip_book_flight:compensate (reverses s1)"
+    ) in out.getvalue()
+    assert (
         "compensation abandoned; not run: "
         "trip_charge_card:compensate (reverses s2), "
         "trip_book_flight:compensate (reverses s1)"

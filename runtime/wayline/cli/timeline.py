@@ -131,7 +131,8 @@ def phase_text(p: Payload) -> str:
             return f"run failed, compensating: {fmt_error(p.unwind.get('error'))}"
         return f"run {why or 'ended'}, compensating completed steps (latest first)"
     if isinstance(p, RunCompensationStuck):
-        return f"compensation stuck: reversing step {p.step} failed: {fmt_error(p.error)}"
+        waiting = f"; waiting to run: {', '.join(map(str, p.not_run))}" if p.not_run else ""
+        return f"compensation stuck: reversing step {p.step} failed: {fmt_error(p.error)}{waiting}"
     if isinstance(p, RunCompensationResumed):
         return "compensation resumed"
     if isinstance(p, RunCompensationAbandoned):
