@@ -7,6 +7,7 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 
 from ._core.concurrency import Limit
 from ._core.events import RunStatus
+from ._core.projections import Reversal
 from ._core.retry import RetryPolicy
 from ._sdk.combinators import any
 from ._sdk.context import StepContext, step_context
@@ -91,6 +92,7 @@ __all__ = [
     "ResultTimeoutError",
     "RetryPolicy",
     "RetryableError",
+    "Reversal",
     "RunAlreadyExistsError",
     "RunCancelledError",
     "RunFailedError",

@@ -13,7 +13,15 @@ from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
-from ._core.projections import fold, is_sleep, timeout_of
+from ._core.projections import (
+    Reversal,
+    RunCompensationAbandoned,
+    RunCompensationStuck,
+    fold,
+    is_sleep,
+    payload,
+    timeout_of,
+)
 from ._core.serde import decode, encode
 from ._engine.ending import report_to_parent, terminate_children
 from ._engine.tasks import cancels, stop_if_cancelled
@@ -576,22 +584,30 @@ class Client:
         """Try a failed compensation again (the run is ``compensation_stuck``)."""
         await self._unwind_command(run_id, EventType.RUN_COMPENSATION_RESUMED)
 
-    async def abandon_compensation(self, run_id: str) -> None:
-        """Give up the unwind of a ``compensation_stuck`` run; it ends failed or cancelled."""
-        await self._unwind_command(run_id, EventType.RUN_COMPENSATION_ABANDONED)
+    async def abandon_compensation(self, run_id: str) -> tuple[Reversal, ...] | None:
+        """Give up the unwind of a ``compensation_stuck`` run; it ends failed or cancelled.
+        Returns the reversals given up without being tried (latest first, the failed one
+        not among them), as the worker that parked the run listed them; the abandon records
+        them in the run's log. None when the park did not list them (a worker of a version
+        before the list). A second abandon of the same park returns the same list."""
+        return await self._unwind_command(run_id, EventType.RUN_COMPENSATION_ABANDONED)
 
-    async def _unwind_command(self, run_id: str, event: EventType) -> None:
+    async def _unwind_command(self, run_id: str, event: EventType) -> tuple[Reversal, ...] | None:
         verb = "resume" if event is EventType.RUN_COMPENSATION_RESUMED else "abandon"
         run_id = (await self.get_run(run_id)).run_id
+        not_run: tuple[Reversal, ...] | None = None
 
         def decide(events: list[Event]) -> list[NewEvent] | None:
+            nonlocal not_run
             status, abandoned = RunStatus.PENDING, False
             for e in events:
                 status = _phase(e, status)
-                if e.type is EventType.RUN_COMPENSATION_STUCK:
-                    abandoned = False
-                elif e.type is EventType.RUN_COMPENSATION_ABANDONED:
+                p = payload(e) if e.type in _UNWIND_COMMAND_EVENTS else None
+                if isinstance(p, RunCompensationStuck):
+                    abandoned, not_run = False, p.not_run
+                elif isinstance(p, RunCompensationAbandoned):
                     abandoned = True  # the run stays parked until a worker ends it
+                    not_run = p.not_run
             if abandoned and status is RunStatus.COMPENSATION_STUCK:
                 # one answer per park: an abandoned unwind is not resumed behind the back of
                 # the person who gave it up (a second abandon is that same answer again)
@@ -604,6 +620,8 @@ class Client:
                 raise WaylineError(
                     f"run {run_id} is {status}, not compensation_stuck; nothing to {verb}"
                 )
+            if event is EventType.RUN_COMPENSATION_ABANDONED and not_run is not None:
+                return [NewEvent(event, data={"notRun": [r.to_json() for r in not_run]})]
             return [NewEvent(event)]
 
         try:
@@ -611,6 +629,7 @@ class Client:
         except (RunTerminalError, EntityConflictError) as err:
             raise WaylineError(f"run {run_id}: {err}") from err
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": str(event)})
+        return not_run
 
     async def resume_hook(
         self, token: str, payload: Any = None, *, delivery_id: str | None = None
@@ -811,6 +830,12 @@ class _Start:
 _FENCE_ROUNDS = 1000
 """Fenced appends retried on a busy run before giving up (each round reads only the events
 added since the last)."""
+
+
+_UNWIND_COMMAND_EVENTS = frozenset(
+    {EventType.RUN_COMPENSATION_STUCK, EventType.RUN_COMPENSATION_ABANDONED}
+)
+"""The events whose data the unwind commands read (the rest need no decoding)."""
 
 
 def _phase(event: Event, status: RunStatus) -> RunStatus:

@@ -1,7 +1,7 @@
 """A worker process for fault tests: ``python -m tests.faults.worker_main DB_PATH|NATS_URL``.
 
-Runs every workflow of ``tests.runtime.flows``, ``fencing_flows``, ``slot_flows`` and
-``stream_flows`` on the embedded world (a path) or on JetStream
+Runs every workflow of ``tests.runtime.flows``, ``fencing_flows``, ``slot_flows``,
+``stream_flows`` and ``compensation_retry_flows`` on the embedded world (a path) or on JetStream
 (a ``nats://`` URL, with ``WAYLINE_TEST_PREFIX``) until killed. Settings
 come from the environment (WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS, ...), plus three test knobs:
 ``WAYLINE_TEST_UNSTABLE_IDS=1`` wraps the world so every delivery gets a fresh message id,
@@ -20,7 +20,13 @@ import sys
 from typing import Any
 
 import wayline
-from tests.runtime import fencing_flows, flows, slot_flows, stream_flows
+from tests.runtime import (
+    compensation_retry_flows,
+    fencing_flows,
+    flows,
+    slot_flows,
+    stream_flows,
+)
 from tests.runtime.unstable import UnstableIdWorld
 from wayline._core.definitions import WorkflowDefinition
 from wayline.world import World
@@ -31,7 +37,7 @@ async def main(path: str) -> None:
     # last of each, as one deployment would
     named = {
         v.name: v
-        for module in (flows, fencing_flows, slot_flows, stream_flows)
+        for module in (flows, fencing_flows, slot_flows, stream_flows, compensation_retry_flows)
         for v in vars(module).values()
         if isinstance(v, WorkflowDefinition)
     }

@@ -63,3 +63,14 @@ async def test_step_concurrency_example() -> None:
     assert sorted(line for line in log if line.startswith("render ")) == sorted(
         f"render {'eu' if i < 5 else 'us'} j{i}" for i in range(7)
     )
+
+
+async def test_trip_saga_example() -> None:
+    from examples import trip_saga
+
+    out = await trip_saga.main()
+    assert out[:2] == [
+        "examples.charge_card:compensate (reverses s2)",
+        "examples.book_flight:compensate (reverses s1)",
+    ]
+    assert "no room left (compensation abandoned)" in out[2]

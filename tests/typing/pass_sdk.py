@@ -29,6 +29,24 @@ async def refund(order_id: str) -> bool:
     return True
 
 
+def unbook(flight: str) -> None:
+    pass
+
+
+@wayline.step(
+    compensate=unbook,
+    compensate_retry=wayline.RetryPolicy(max_attempts=10, initial="5s"),
+    max_retries=1,
+)
+def book(flight: str) -> str:
+    return flight
+
+
+@wayline.step(compensate=refund, max_retries=0)
+def charge_once(order_id: str) -> str:
+    return order_id
+
+
 @wayline.workflow
 async def kid(n: int) -> int:
     return n + 1

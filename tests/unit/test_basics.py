@@ -121,6 +121,7 @@ def test_public_api_is_pinned() -> None:
             "AllFailedError",
             "any",
             "RetryPolicy",
+            "Reversal",
             "WorkflowInfo",
             "workflow_info",
             "Limit",

@@ -51,6 +51,8 @@ class StepDefinition(Generic[P, R]):
     """A declared step: ``R`` is what awaiting a call to it gives inside a workflow."""
 
     fn: Callable[..., Any]
+    retry: RetryPolicy
+    retry_declared: bool
 
     def __init__(
         self,
@@ -64,16 +66,34 @@ class StepDefinition(Generic[P, R]):
         timeout: Duration | None = None,
         retry: RetryPolicy | None = None,
         concurrency: Limit | None = None,
+        compensate_retry: RetryPolicy | None = None,
+        retry_declared: bool = False,
     ) -> None:
+        if compensate_retry is not None and not isinstance(compensate_retry, RetryPolicy):
+            raise ConfigurationError(
+                f"step {fn.__qualname__}: compensate_retry= takes a wayline.RetryPolicy, "
+                f"not {compensate_retry!r}"
+            )
+        if compensate_retry is not None and compensate is None:
+            raise ConfigurationError(
+                f"step {fn.__qualname__}: compensate_retry= without compensate= "
+                "(there is no compensation to retry)"
+            )
         if isinstance(compensate, StepDefinition):
             # a step given as a compensation: its function is this step's compensation (own
-            # name and keys, the forward key and result), never a copy of that other step
+            # name and keys, the forward key and result), never a copy of that other step;
+            # a retry policy that step declared is the one thing it lends the compensation
+            if compensate_retry is None and compensate.retry_declared:
+                compensate_retry = compensate.retry
             compensate = compensate.fn
         if max_retries < 0:
             raise ConfigurationError(f"step {fn.__qualname__}: max_retries must be >= 0")
         _not_a_method(fn)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ConfigurationError(f"retry= takes a wayline.RetryPolicy, not {retry!r}")
+        self.retry_declared = retry_declared or retry is not None
+        """The step was declared with retry=, max_retries= or retry_delay= (not the
+        defaults): given as another step's ``compensate=``, its policy goes with it."""
         self.timeout = None if timeout is None else to_seconds(timeout)
         """Start-to-close bound of one attempt: the step never runs inline, runs queue-owned
         and its worker renews the delivery up to this long (see ``_engine.fencing``)."""
@@ -96,6 +116,8 @@ class StepDefinition(Generic[P, R]):
         self.compensates = compensates
         """For a compensation handler: the forward step it reverses."""
         self.compensation: StepDefinition[..., Any] | None = None
+        self.own_compensation_retry = compensate_retry is not None
+        """The compensation has a policy of its own; without one it takes this step's."""
         if compensate is not None:
             self.compensation = StepDefinition[..., Any](
                 compensate,
@@ -103,7 +125,7 @@ class StepDefinition(Generic[P, R]):
                 max_retries=max_retries,
                 retry_delay=retry_delay,
                 compensates=self,
-                retry=retry,
+                retry=compensate_retry or self.retry,
             )
             register(self.compensation)
         functools.update_wrapper(self, fn, updated=())  # fn's __dict__ is not this step's
@@ -124,13 +146,21 @@ class StepDefinition(Generic[P, R]):
         return self.timeout is not None or self.concurrency is not None
 
     def identity_entry(self) -> Entry:
-        options = {
+        options: dict[str, Any] = {
             "maxRetries": self.max_retries,
             "retryDelay": self.retry_delay,
             "compensates": self.compensation is not None,
         }
         if self.timeout is not None:  # absent before it existed: old identities hold
             options["timeout"] = self.timeout
+        if self.compensation is not None and self.own_compensation_retry:
+            # recorded as this step's own policy is, and only when it is not this step's
+            # (absent before it existed: old identities hold), so a worker whose
+            # compensation retries otherwise does not take over the run's unwind
+            options["compensateRetry"] = {
+                "maxRetries": self.compensation.max_retries,
+                "retryDelay": self.compensation.retry_delay,
+            }
         return ("step", self.name, options)
 
     def __repr__(self) -> str:

@@ -65,10 +65,40 @@ class RunCompensating:
 
 
 @dataclass(frozen=True, slots=True)
+class Reversal:
+    """A compensation the unwind has not run: the compensation step's name, and the forward
+    step it would reverse (its name and correlation id)."""
+
+    step: str
+    forward: str
+    forward_id: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"step": self.step, "forward": self.forward, "forwardId": self.forward_id}
+
+    def __str__(self) -> str:
+        return f"{self.step} (reverses {self.forward_id})"
+
+
+def _reversals(value: Any) -> tuple[Reversal, ...] | None:
+    """The ``notRun`` list of a park or an abandon; None when the event has none (a log
+    written before the list was recorded, or a park by a worker that did not record it)."""
+    if not isinstance(value, list):
+        return None
+    return tuple(
+        Reversal(str(r.get("step")), str(r.get("forward")), str(r.get("forwardId")))
+        for r in value
+        if isinstance(r, Mapping)
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class RunCompensationStuck:
     step: str
     error: Mapping[str, Any]
     step_id: str | None = None
+    not_run: tuple[Reversal, ...] | None = None
+    """The reversals after this one that the unwind has yet to run (None in older logs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +108,9 @@ class RunCompensationResumed:
 
 @dataclass(frozen=True, slots=True)
 class RunCompensationAbandoned:
-    pass
+    not_run: tuple[Reversal, ...] | None = None
+    """The reversals the abandon gave up without running them, as the park listed them
+    (None in older logs, or when the park did not list them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,11 +329,12 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
                 str(d.get("step")),
                 dict(d.get("error") or {}),
                 str(d["stepId"]) if d.get("stepId") else None,
+                _reversals(d.get("notRun")),
             )
         case EventType.RUN_COMPENSATION_RESUMED:
             return lambda d: RunCompensationResumed()
         case EventType.RUN_COMPENSATION_ABANDONED:
-            return lambda d: RunCompensationAbandoned()
+            return lambda d: RunCompensationAbandoned(_reversals(d.get("notRun")))
         case EventType.RUN_BLOCKED:
             return lambda d: RunBlocked(dict(d), status_before_block(d))
         case EventType.RUN_UNBLOCKED:

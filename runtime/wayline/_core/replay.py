@@ -552,6 +552,22 @@ class Replay:
             return forward, latest
         return None
 
+    def untried_compensations(self, stuck: str | None = None) -> list[StepRecord]:
+        """The forward steps whose reversal the unwind has yet to run, latest first, besides
+        ``stuck`` (the forward step whose reversal parks the run): what a person who abandons
+        the unwind gives up without it being tried. The same rules as ``next_compensation``:
+        a forward step that never started has nothing to undo, a reversal that completed is
+        done, and one that failed before a resume would be tried again."""
+        out = []
+        for forward in self.compensation_plan():
+            attempts = self.compensations.get(forward.cid, [])
+            latest = attempts[-1] if attempts else None
+            if forward.cid == stuck or (latest is None and forward.starts == 0):
+                continue
+            if latest is None or latest.outcome != "completed":
+                out.append(forward)
+        return out
+
     def _step(self, cid: str, t: EventType) -> StepRecord:
         rec = self.steps.get(cid)
         if rec is None or not rec.created:

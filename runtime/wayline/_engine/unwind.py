@@ -9,6 +9,7 @@ from typing import Any
 from .._core.dispatch import Action, Decision, decide
 from .._core.events import EventType, NewEvent, RunStatus
 from .._core.planning import Send, backstop_send, owner_stamp, step_send
+from .._core.projections import Reversal
 from .._core.replay import StepRecord
 from .._core.serde import error_to_dict
 from ..errors import EntityConflictError, RunTerminalError
@@ -110,6 +111,7 @@ async def _advance(session: RunSession) -> bool:
                 "code": "CHILD_RUNNING",
                 "message": f"child run {child.run_id} is still running",
             },
+            "notRun": _not_run(session, None),
         }
         if await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)]):
             return True
@@ -178,10 +180,27 @@ async def _park(session: RunSession, forward: StepRecord, comp: StepRecord) -> b
         session.run_id,
         forward.name,
     )
-    stuck = {"step": forward.name, "stepId": forward.cid, "error": error}
+    stuck = {
+        "step": forward.name,
+        "stepId": forward.cid,
+        "error": error,
+        "notRun": _not_run(session, forward.cid),
+    }
     if await _append(session, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)]):
         return True
     return await _after_refused_park(session)
+
+
+def _not_run(session: RunSession, stuck: str | None) -> list[dict[str, str]]:
+    """The reversals a park leaves untried, recorded on it: only this worker has the
+    definitions that say which forward steps compensate, so a person's abandon (a client
+    with no code) copies this list into its own event and shows what it gives up."""
+    out = []
+    for forward in session.replay.untried_compensations(stuck):
+        assert forward.definition is not None and forward.definition.compensation is not None
+        reversal = Reversal(forward.definition.compensation.name, forward.name, forward.cid)
+        out.append(reversal.to_json())
+    return out
 
 
 async def _after_refused_park(session: RunSession) -> bool:

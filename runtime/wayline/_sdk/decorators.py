@@ -48,6 +48,7 @@ def step(
     retry_delay: Duration | None = None,
     retry: RetryPolicy | None = None,
     compensate: Callable[..., Any] | None = None,
+    compensate_retry: RetryPolicy | None = None,
     timeout: Duration | None = None,
     concurrency: Limit | None = None,
 ) -> StepDecorator: ...
@@ -60,6 +61,7 @@ def step(
     retry_delay: Duration | None = None,
     retry: RetryPolicy | None = None,
     compensate: Callable[..., Any] | None = None,
+    compensate_retry: RetryPolicy | None = None,
     timeout: Duration | None = None,
     concurrency: Limit | None = None,
 ) -> Any:
@@ -83,7 +85,13 @@ def step(
     step that completed, or whose outcome is unknown, is compensated in reverse order. The
     handler gets the forward step's arguments; ``step_context()`` inside it has
     ``forward_idempotency_key`` and ``forward_result`` (None when the outcome is unknown:
-    reconcile by key)."""
+    reconcile by key).
+
+    ``compensate_retry`` takes a :class:`wayline.RetryPolicy` for the compensation alone.
+    Without it the compensation is retried as this step is (its ``retry``, or its
+    ``max_retries``/``retry_delay``), unless ``compensate`` is itself a ``@wayline.step``
+    declared with ``retry=``, ``max_retries=`` or ``retry_delay=``: then that step's policy
+    applies. ``compensate_retry`` wins over both."""
 
     if retry is not None and (max_retries is not None or retry_delay is not None):
         raise ConfigurationError(
@@ -101,6 +109,10 @@ def step(
             timeout=timeout,
             retry=retry,
             concurrency=concurrency,
+            compensate_retry=compensate_retry,
+            retry_declared=(
+                retry is not None or max_retries is not None or retry_delay is not None
+            ),
         )
         register(definition)
         return definition

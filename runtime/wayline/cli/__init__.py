@@ -302,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         runs_sub,
         "abandon-compensation",
-        "give up the unwind of a compensation_stuck run; it ends failed or cancelled",
+        "give up the unwind of a compensation_stuck run; it ends failed or cancelled, and "
+        "the reversals still waiting are never run (it prints them)",
     )
     add_run_argument(p)
     p.set_defaults(handler=commands.cmd_runs_compensation, action="abandon")

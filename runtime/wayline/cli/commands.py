@@ -54,6 +54,7 @@ from .loading import (
 from .supervisor import Supervisor, default_processes, die_with_parent, orphaned
 from .timeline import (
     LiveProgress,
+    abandoned_text,
     fmt_duration,
     fmt_error,
     fmt_json,
@@ -814,8 +815,8 @@ async def cmd_runs_compensation(args: argparse.Namespace) -> int:
             await client.resume_compensation(args.run_id)
             print(f"compensation of {args.run_id} resumed: a worker tries the reversal again")
         else:
-            await client.abandon_compensation(args.run_id)
-            print(f"compensation of {args.run_id} abandoned: a worker ends the run")
+            not_run = await client.abandon_compensation(args.run_id)
+            print(abandoned_text(args.run_id, not_run))
     return 0
 
 

@@ -18,6 +18,7 @@ from .._core.projections import (
     HookReceived,
     PatchMarked,
     Payload,
+    Reversal,
     RunBlocked,
     RunCancelled,
     RunCancelRequested,
@@ -130,10 +131,34 @@ def phase_text(p: Payload) -> str:
             return f"run failed, compensating: {fmt_error(p.unwind.get('error'))}"
         return f"run {why or 'ended'}, compensating completed steps (latest first)"
     if isinstance(p, RunCompensationStuck):
-        return f"compensation stuck: reversing step {p.step} failed: {fmt_error(p.error)}"
+        waiting = f"; waiting to run: {', '.join(map(str, p.not_run))}" if p.not_run else ""
+        return f"compensation stuck: reversing step {p.step} failed: {fmt_error(p.error)}{waiting}"
     if isinstance(p, RunCompensationResumed):
         return "compensation resumed"
+    if isinstance(p, RunCompensationAbandoned):
+        return f"compensation abandoned{not_run_text(p.not_run)}"
     return "compensation abandoned"
+
+
+def not_run_text(not_run: tuple[Reversal, ...] | None) -> str:
+    """What an abandon gave up without trying, as a tail of its line ('' in an older log,
+    which did not record it)."""
+    if not_run is None:
+        return ""
+    if not not_run:
+        return "; every other reversal had run"
+    return f"; not run: {', '.join(str(r) for r in not_run)}"
+
+
+def abandoned_text(run_id: str, not_run: tuple[Reversal, ...] | None) -> str:
+    """What ``wayline runs abandon-compensation`` prints: the reversals it gives up untried."""
+    head = f"compensation of {run_id} abandoned: a worker ends the run"
+    if not_run is None:
+        return f"{head}\n(the worker that parked it did not record which reversals were left)"
+    if not not_run:
+        return f"{head}\nno reversal is left untried: every other one had run"
+    listed = "".join(f"\n  {r}" for r in not_run)
+    return f"{head}\nnot run, and never will be (latest first):{listed}"
 
 
 def unstick_commands(run_id: str, world_url: str) -> str:
