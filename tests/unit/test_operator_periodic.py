@@ -87,3 +87,28 @@ async def test_no_look_while_paused() -> None:
         await wait_for(_now(lambda: bool(looks.seen)))
     finally:
         await periodic.close()
+
+
+async def test_a_look_under_way_learns_that_its_resource_was_deleted() -> None:
+    """A schedule's tick asks ``kept()`` before it creates a run: deleted meanwhile, it
+    creates none."""
+    started, release = asyncio.Event(), asyncio.Event()
+    answers: list[bool] = []
+
+    async def look(body: Mapping[str, Any], kept: Callable[[], bool]) -> None:
+        answers.append(kept())
+        started.set()
+        await release.wait()
+        answers.append(kept())
+
+    periodic = Periodic("tick", 0.05, look, lambda: False)
+    periodic.start()
+    try:
+        periodic.seen("ADDED", _body("d"), True)
+        await asyncio.wait_for(started.wait(), 10)
+        periodic.seen("DELETED", _body("d"), True)
+        release.set()
+        await wait_for(_now(lambda: len(answers) == 2))
+    finally:
+        await periodic.close()
+    assert answers == [True, False]
