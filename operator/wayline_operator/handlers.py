@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import functools
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import kopf
@@ -25,12 +27,13 @@ from wayline.errors import WorldError
 from .config import settings
 from .inputs import InputNotFound
 from .inputs import resolve as resolve_input
-from .instance import LEGACY_FINALIZER, current, world_name
-from .kube import create_event, event_body, event_name, patch_run, patch_status
+from .instance import current, world_name
+from .kube import create_event, event_body, event_name, patch_status, release_legacy
 from .metrics import EVENTS, observed
 from .mirror import Cadence, Mirror
 from .notices import NORMAL, WARNING, Budget, Notice
 from .peering import GATE
+from .periodic import Periodic
 from .persistence import MemoryProgress, NoDiffBase
 from .reconcile import HookNotReady, InvalidSpec, Reconciler, WrongNamespace, run_id_for
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
@@ -59,12 +62,13 @@ def cadence() -> Cadence:
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
-    # kopf's finalizer goes only where a timer runs (a waiting WorkflowHook, a
-    # WorkflowSchedule): no WorkflowRun handler needs one (``stop``). Its name is this
-    # instance's: kopf releases its finalizer from every resource its filters exclude, so a
-    # shared one would be released by each operator that does not own the resource. Nothing
-    # else of kopf's is kept on a resource (``persistence``); user payloads never went into
-    # annotations either way.
+    # kopf puts its finalizer on no resource: no handler needs one (no ``on.delete``, no kopf
+    # timer: ``periodic``), so a delete never waits for an operator. The name stays this
+    # instance's, the one earlier versions put on a waiting WorkflowHook and a
+    # WorkflowSchedule: kopf takes its finalizer off every resource it sees that no handler
+    # needs it on, so those lose it at this version's first look. Nothing else of kopf's is
+    # kept on a resource (``persistence``); user payloads never went into annotations either
+    # way.
     settings.persistence.finalizer = current().finalizer
     settings.persistence.progress_storage = MemoryProgress(prefix=GROUP)
     settings.persistence.diffbase_storage = NoDiffBase()
@@ -85,14 +89,14 @@ def configure(settings: kopf.OperatorSettings) -> None:
 
 
 _ROUTINE = (
-    "Timer 'redeliver' succeeded.",
-    "Timer 'tick' succeeded.",  # every WAYLINE_OPERATOR_SCHEDULE_SECONDS, per schedule
     "Handler 'seen' succeeded.",
+    "Handler 'hook-seen' succeeded.",
+    "Handler 'schedule-seen' succeeded.",
 )
 
 
 def _quiet(record: logging.LogRecord) -> bool:
-    """kopf logs every timer tick and watch event at INFO: routine, not worth a line."""
+    """kopf logs every watch event's handler at INFO: routine, not worth a line."""
     return record.getMessage() not in _ROUTINE
 
 
@@ -134,6 +138,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     )
     await mirror.follow(SETTINGS.operator_change_feed)
     memo["mirror"] = mirror
+    memo["hooks"] = Periodic("redeliver", HOOK_RETRY_SECONDS, _redeliverer(memo), _paused)
     memo["sweep_stop"] = stop = asyncio.Event()
     memo["sweeper"] = asyncio.create_task(_sweep(world, stop), name="wayline-operator-sweep")
 
@@ -146,6 +151,9 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sweeper
+    hooks = memo.get("hooks")
+    if hooks is not None:
+        await hooks.close()
     mirror = memo.get("mirror")
     if mirror is not None:
         await mirror.close()
@@ -187,7 +195,7 @@ def _mirror(memo: kopf.Memo) -> Mirror:
     return memo["mirror"]  # type: ignore[no-any-return]
 
 
-def _post(body: kopf.Body, memo: kopf.Memo, batch: Sequence[Notice]) -> None:
+def _post(body: Mapping[str, Any], memo: kopf.Memo, batch: Sequence[Notice]) -> None:
     """Post Events on the resource, within its budget."""
     budget: Budget = memo["budget"]
     _post_events(body, budget.admit(str(body.get("metadata", {}).get("uid")), batch))
@@ -271,8 +279,7 @@ async def seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: 
     mirror.seen(event.get("type"), body)
     if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
         await stop(str(meta.get("uid")), memo)
-    if event.get("type") != "DELETED" and LEGACY_FINALIZER in (meta.get("finalizers") or []):
-        await _release_legacy(meta)
+    await release_legacy(event.get("type"), meta, PLURAL)
 
 
 def _owned(body: kopf.Body, **_: Any) -> bool:
@@ -351,76 +358,62 @@ async def stop(uid: str, memo: kopf.Memo) -> None:
     memo["budget"].forget(uid)
 
 
-async def _release_legacy(meta: Mapping[str, Any]) -> None:
-    """A WorkflowRun created under an earlier version carries the finalizer every operator then
-    shared (``LEGACY_FINALIZER``), which no operator of this version adds or kopf releases (its
-    finalizer is the instance's own): the run's owner takes it off, so a delete never waits
-    for it. The patch names the resource's version, so it never overwrites a list that changed
-    meanwhile (the next watch event tries again)."""
-    import kubernetes
-
-    finalizers = [f for f in meta.get("finalizers") or [] if f != LEGACY_FINALIZER]
-    patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}}
-    try:
-        await patch_run(str(meta.get("namespace")), str(meta.get("name")), patch)
-    except kubernetes.client.ApiException as err:  # 409: changed meanwhile
-        log.info("WorkflowRun %s: its earlier finalizer stays for now: %s", meta.get("name"), err)
-
-
 async def _deliver(
-    body: kopf.Body,
-    spec: kopf.Spec,
+    body: Mapping[str, Any],
+    spec: Mapping[str, Any],
     uid: str,
-    status: kopf.Status,
-    patch: kopf.Patch,
+    status: Mapping[str, Any],
     memo: kopf.Memo,
-) -> None:
+) -> dict[str, Any] | None:
     """Deliver the hook's payload once; until its run reaches the hook it waits (``phase:
-    waiting``, tried again by the ``redeliver`` timer)."""
+    waiting``, tried again by the ``redeliver`` pass). The status to write, if any."""
     if status.get("phase") in ("delivered", "failed"):
-        return
+        return None
+    fresh: dict[str, Any] = {}
 
     def update(
         phase: str, message: str, run_id: str | None = None, reason: str | None = None
     ) -> None:
-        patch.status.update(
+        fresh.update(
             hook_status(
                 phase,
                 message,
                 now=time.time(),
-                generation=body.metadata.get("generation"),
+                generation=(body.get("metadata") or {}).get("generation"),
                 previous=status.get("conditions") or (),
                 run_id=run_id,
                 reason=reason,
             )
         )
 
+    namespace = (body.get("metadata") or {}).get("namespace")
     try:
-        run_id = await _reconciler(memo).deliver(uid, spec, body.metadata.get("namespace"))
+        run_id = await _reconciler(memo).deliver(uid, spec, namespace)
     except WrongNamespace as err:
         # for good, as a refused payload: tried again it would be refused again (a run's
         # namespace never changes). The hook stays open for a WorkflowHook of its namespace.
         update("failed", str(err), reason="WrongNamespace")
         _post(body, memo, [Notice(WARNING, "WrongNamespace", str(err))])
-        return
+        return fresh
     except HookNotReady as err:
         if status.get("phase") != "waiting":
             update("waiting", str(err))
             _post(body, memo, [Notice(NORMAL, "Waiting", f"{err}; trying again")])
-        return
+        return fresh or None
     except InvalidSpec as err:
         update("failed", str(err))
         _post(body, memo, [Notice(WARNING, "Failed", str(err))])
-        return
+        return fresh
     except WorldError as err:
         raise kopf.TemporaryError(str(err), delay=5) from None
     delivered = f"payload delivered to run {run_id}"
     update("delivered", delivered, run_id)
     _post(body, memo, [Notice(NORMAL, "Delivered", delivered)])
+    return fresh
 
 
 def _undelivered(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
-    """Not yet tried (a waiting hook is the ``redeliver`` timer's; ``persistence``)."""
+    """Not yet tried (a waiting hook is the ``redeliver`` pass's; ``persistence``)."""
     return _owned(body) and status.get("phase") not in ("delivered", "failed", "waiting")
 
 
@@ -437,26 +430,40 @@ async def deliver(
     **_: Any,
 ) -> None:
     """A ``WorkflowHook`` delivers its payload once."""
-    await _deliver(body, spec, uid, status, patch, memo)
+    fresh = await _deliver(body, spec, uid, status, memo)
+    if fresh:
+        patch.status.update(fresh)
 
 
-def _waiting(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
-    return _owned(body) and status.get("phase") == "waiting"
+@kopf.on.event(GROUP, VERSION, HOOK_PLURAL, id="hook-seen")
+async def hook_seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Every watch event of a WorkflowHook: a waiting one joins the ``redeliver`` pass, any
+    other (delivered, failed, deleted, another instance's) leaves it; the legacy finalizer of
+    an owned one is taken off."""
+    hooks: Periodic = memo["hooks"]
+    hooks.start()  # from inside a handler: its looks inherit what kopf.event needs
+    owned = _owned(body)
+    waiting = owned and (body.get("status") or {}).get("phase") == "waiting"
+    hooks.seen(event.get("type"), copy.deepcopy(dict(body)) if waiting else body, waiting)
+    if owned:
+        await release_legacy(event.get("type"), body.get("metadata") or {}, HOOK_PLURAL)
 
 
-@kopf.timer(GROUP, VERSION, HOOK_PLURAL, id="redeliver", interval=HOOK_RETRY_SECONDS, when=_waiting)
-@observed("redeliver")
-async def redeliver(
-    body: kopf.Body,
-    spec: kopf.Spec,
-    uid: str,
-    status: kopf.Status,
-    patch: kopf.Patch,
+def _redeliverer(
     memo: kopf.Memo,
-    **_: Any,
-) -> None:
-    """A waiting ``WorkflowHook`` tries again (quietly: waiting is not a failure)."""
-    try:
-        await _deliver(body, spec, uid, status, patch, memo)
-    except kopf.TemporaryError as err:
-        log.warning("hook %s: %s", uid, err)
+) -> Callable[[Mapping[str, Any], Callable[[], bool]], Awaitable[None]]:
+    """The ``redeliver`` pass's look at one waiting hook, with the operator's ``memo``."""
+    return functools.partial(redeliver, memo=memo)
+
+
+@observed("redeliver")
+async def redeliver(body: Mapping[str, Any], kept: Callable[[], bool], memo: kopf.Memo) -> None:
+    """A waiting ``WorkflowHook`` tries again (quietly: waiting is not a failure). One the
+    watch no longer shows (deleted since its look was due) delivers nothing."""
+    if not kept():
+        return
+    meta = body.get("metadata") or {}
+    status = body.get("status") or {}
+    fresh = await _deliver(body, body.get("spec") or {}, str(meta.get("uid")), status, memo)
+    if fresh:
+        await patch_status(str(meta.get("namespace")), str(meta.get("name")), fresh, HOOK_PLURAL)

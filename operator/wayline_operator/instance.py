@@ -11,9 +11,9 @@ gives the release's ``<namespace>.<name>``). A resource is owned by exactly one 
   namespaced operator serves that namespace, and taking one is how a default installation
   used to start another release's runs in its own world, where no worker served them.
 
-Each instance keeps its own finalizer (``finalizer_for``): kopf removes its finalizer from any
-resource its filters exclude, so with one shared name an operator that does not own a resource
-would release the owner's finalizer, and the owner would add it again, without end.
+No resource carries a finalizer of this version. Earlier ones put an instance's own
+(``finalizer_for``) on a waiting WorkflowHook and a WorkflowSchedule: kopf, configured with that
+name, takes it off every resource the instance's operator sees (``handlers.configure``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ DEFAULT_INSTANCE = "default"
 """The instance of an operator started without ``--instance``."""
 
 LEGACY_FINALIZER = "wayline.dev/finalizer"
-"""The one finalizer every operator shared before instances: released by the owner at deletion
-(``handlers.stop``), so a resource created under an earlier version can still be deleted."""
+"""The one finalizer every operator shared before instances: taken off by the resource's owner
+(``kube.release_legacy``), so a resource created under an earlier version can be deleted."""
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -51,7 +51,8 @@ def instance_arg(text: str) -> str:
 
 
 def finalizer_for(instance: str) -> str:
-    """This instance's finalizer (a digest: an instance id may be too long for a name)."""
+    """The finalizer earlier versions gave this instance (a digest: an instance id may be too
+    long for a name); kopf's, which this version puts on no resource."""
     return f"wayline.dev/finalizer-{hashlib.sha256(instance.encode()).hexdigest()[:12]}"
 
 

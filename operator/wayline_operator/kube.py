@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from .config import settings
+from .instance import LEGACY_FINALIZER
 from .resource import GROUP, PLURAL, VERSION
 
 log = logging.getLogger("wayline.operator")
@@ -76,12 +77,15 @@ async def _unless(status: int, fn: Callable[[], object]) -> bool:
     return await _call(call)
 
 
-async def patch_status(namespace: str, name: str, status: Mapping[str, Any]) -> bool:
-    """Merge ``status`` into the resource's status subresource; False if it is gone."""
+async def patch_status(
+    namespace: str, name: str, status: Mapping[str, Any], plural: str = PLURAL
+) -> bool:
+    """Merge ``status`` into the resource's status subresource (a WorkflowRun's unless
+    ``plural`` says); False if it is gone."""
     return await _unless(
         404,
         lambda: custom_objects().patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, PLURAL, name, {"status": dict(status)}
+            GROUP, VERSION, namespace, plural, name, {"status": dict(status)}
         ),
     )
 
@@ -162,20 +166,47 @@ async def list_runs(namespace: str, selector: str) -> list[dict[str, Any]]:
     return await _call(call)
 
 
-async def patch_run(namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-    """Merge ``patch`` into a WorkflowRun (its spec); gone is fine."""
+async def patch_run(
+    namespace: str, name: str, patch: Mapping[str, Any], plural: str = PLURAL
+) -> None:
+    """Merge ``patch`` into a WorkflowRun (a resource of ``plural`` if given); gone is fine."""
     import kubernetes
 
     def call() -> None:
         try:
             custom_objects().patch_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name, dict(patch)
+                GROUP, VERSION, namespace, plural, name, dict(patch)
             )
         except kubernetes.client.ApiException as err:
             if err.status != 404:
                 raise
 
     await _call(call)
+
+
+async def release_finalizer(meta: Mapping[str, Any], plural: str, finalizer: str) -> None:
+    """Take ``finalizer`` off the resource of ``plural`` that ``meta`` describes. The patch
+    names the resource's version, so it never overwrites a list that changed meanwhile: that
+    one is left for the next watch event to try again."""
+    import kubernetes
+
+    finalizers = [f for f in meta.get("finalizers") or [] if f != finalizer]
+    patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}}
+    name = str(meta.get("name"))
+    try:
+        await patch_run(str(meta.get("namespace")), name, patch, plural)
+    except kubernetes.client.ApiException as err:  # 409: changed meanwhile
+        log.info("%s %s: finalizer %s stays for now: %s", plural, name, finalizer, err)
+
+
+async def release_legacy(event_type: str | None, meta: Mapping[str, Any], plural: str) -> None:
+    """A resource created under an earlier version carries the finalizer every operator then
+    shared (``LEGACY_FINALIZER``), which no operator of this version adds or kopf releases (its
+    finalizer is the instance's own): the resource's owner calls this at each watch event, and
+    takes it off, so a delete never waits for it."""
+    finalizers = meta.get("finalizers") or []
+    if event_type != "DELETED" and LEGACY_FINALIZER in finalizers:
+        await release_finalizer(meta, plural, LEGACY_FINALIZER)
 
 
 def event_name(resource: str, uid: str, key: str, reason: str) -> str:

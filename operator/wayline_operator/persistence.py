@@ -1,4 +1,4 @@
-"""What kopf keeps on a resource: nothing (a finalizer only where a timer runs: ``handlers``).
+"""What kopf keeps on a resource: nothing (no finalizer either: ``handlers``, ``periodic``).
 Every write to a resource is a write to etcd, and at scale the operator's own bookkeeping was
 a third of them (a creation cost the finalizer patch, then a second patch for kopf's diff base
 and progress annotations).

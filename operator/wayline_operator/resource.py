@@ -506,6 +506,7 @@ def hook_crd_manifest() -> dict[str, Any]:
 
 INPUT_POLICY = "wayline-workflowrun-input"
 HOOK_POLICY = "wayline-workflowhook-fields"
+SCHEDULE_POLICY = "wayline-workflowschedule-fields"
 
 
 def _unchanged(field: str) -> str:
@@ -539,7 +540,8 @@ def input_policy() -> dict[str, Any]:
     """A run keeps the input it started with, so an edited ``spec.input`` is refused; and a
     spec with a field the resource does not have (a typo: ``inputs``) is refused at its
     creation and at any update, whatever the client; a WorkflowHook's too (``payloads:``
-    would have delivered no payload). A CRD rule can do neither: it cannot read the untyped
+    would have delivered no payload), and a WorkflowSchedule's (``schedul:`` or ``inputs:``
+    started a schedule without it). A CRD rule can do neither: it cannot read the untyped
     field (``self.input`` does not compile), nor list a typed object's keys; a
     ValidatingAdmissionPolicy (Kubernetes 1.30+) evaluates the stored object as it is. The
     policies and their bindings as one ``List``, applied with the CRDs."""
@@ -560,10 +562,17 @@ def input_policy() -> dict[str, Any]:
         },
     ]
     hook = [_only_known("spec", WorkflowHookSpec)]
+    from .schedule_resource import SCHEDULE_PLURAL, WorkflowScheduleSpec
+
+    schedule = [_only_known("spec", WorkflowScheduleSpec)]
     return {
         "apiVersion": "v1",
         "kind": "List",
-        "items": [*_policy(INPUT_POLICY, PLURAL, run), *_policy(HOOK_POLICY, HOOK_PLURAL, hook)],
+        "items": [
+            *_policy(INPUT_POLICY, PLURAL, run),
+            *_policy(HOOK_POLICY, HOOK_PLURAL, hook),
+            *_policy(SCHEDULE_POLICY, SCHEDULE_PLURAL, schedule),
+        ],
     }
 
 

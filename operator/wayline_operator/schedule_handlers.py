@@ -1,15 +1,17 @@
-"""The kopf timer of ``WorkflowSchedule``: every ``WAYLINE_OPERATOR_SCHEDULE_SECONDS`` it
-lists the schedule's WorkflowRuns (by the owner's uid label), asks the pure planner
-(``schedules.plan``) what to do, does it (create the tick's run, cancel a replaced one,
-delete history beyond the limits) and writes the status when it changed. The WorkflowRuns it
-creates are started by the ``start`` handler like any other, so a run's start stays in one
-place. An invalid spec (cron, time zone) is a ``Ready=False`` condition and one Warning Event
-``InvalidSpec``, looked at again at every tick (a fixed spec recovers)."""
+"""The tick of ``WorkflowSchedule``: every ``WAYLINE_OPERATOR_SCHEDULE_SECONDS`` it looks at
+each schedule the watch shows (``periodic``: no kopf timer, so no finalizer), lists the
+schedule's WorkflowRuns (by the owner's uid label), asks the pure planner (``schedules.plan``)
+what to do, does it (create the tick's run, cancel a replaced one, delete history beyond the
+limits) and writes the status when it changed. The WorkflowRuns it creates are started by the
+``start`` handler like any other, so a run's start stays in one place. An invalid spec (cron,
+time zone) is a ``Ready=False`` condition and one Warning Event ``InvalidSpec``, looked at
+again at every tick (a fixed spec recovers)."""
 
 from __future__ import annotations
 
+import copy
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,9 +22,19 @@ from wayline._core.cron import CronError, parse
 
 from .config import settings
 from .instance import current
-from .kube import create_run, delete, list_runs, patch_run, read_run
+from .kube import (
+    create_run,
+    delete,
+    list_runs,
+    patch_run,
+    patch_status,
+    read_run,
+    release_legacy,
+)
 from .metrics import EVENTS, observed
 from .notices import NORMAL, WARNING, Notice
+from .peering import GATE
+from .periodic import Periodic
 from .resource import GROUP, VERSION
 from .schedule_resource import SCHEDULE_PLURAL, WorkflowScheduleSpec
 from .schedules import (
@@ -84,33 +96,49 @@ def _first(err: pydantic.ValidationError) -> str:
     return f"spec.{where}: {first['msg']}"
 
 
-def _write(patch: kopf.Patch, status: Mapping[str, Any], fresh: Mapping[str, Any]) -> None:
-    if any(status.get(k) != v for k, v in fresh.items()):
-        patch.status.update(fresh)
-
-
-def _owned(body: kopf.Body, **_: Any) -> bool:
-    """This operator's schedule (``instance``); its runs carry its label, so they are too."""
-    return current().owns(body)
-
-
-@kopf.timer(
-    GROUP,
-    VERSION,
-    SCHEDULE_PLURAL,
-    id="tick",
-    interval=SETTINGS.operator_schedule_seconds,
-    when=_owned,
-)
-@observed("tick")
-async def tick(
-    body: kopf.Body,
-    spec: kopf.Spec,
-    meta: kopf.Meta,
-    status: kopf.Status,
-    patch: kopf.Patch,
-    **_: Any,
+async def _write(
+    meta: Mapping[str, Any], status: Mapping[str, Any], fresh: Mapping[str, Any]
 ) -> None:
+    if any(status.get(k) != v for k, v in fresh.items()):
+        namespace, name = str(meta["namespace"]), str(meta["name"])
+        await patch_status(namespace, name, fresh, SCHEDULE_PLURAL)
+
+
+@kopf.on.startup(id="schedules")
+async def startup(memo: kopf.Memo, **_: Any) -> None:
+    memo["schedules"] = Periodic(
+        "tick", SETTINGS.operator_schedule_seconds, tick, lambda: GATE.paused
+    )
+
+
+@kopf.on.cleanup(id="schedules")
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    schedules: Periodic | None = memo.get("schedules")
+    if schedules is not None:
+        await schedules.close()
+
+
+@kopf.on.event(GROUP, VERSION, SCHEDULE_PLURAL, id="schedule-seen")
+async def seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Every watch event of a WorkflowSchedule: one of this operator's (``instance``) joins the
+    ticks, one deleted or being deleted leaves them; the legacy finalizer of an owned one is
+    taken off."""
+    schedules: Periodic = memo["schedules"]
+    schedules.start()  # from inside a handler: its looks inherit what kopf.event needs
+    owned = current().owns(body)
+    schedules.seen(event.get("type"), copy.deepcopy(dict(body)) if owned else body, owned)
+    if owned:
+        await release_legacy(event.get("type"), body.get("metadata") or {}, SCHEDULE_PLURAL)
+
+
+@observed("tick")
+async def tick(body: Mapping[str, Any], kept: Callable[[], bool]) -> None:
+    """One look at a schedule. ``kept`` says whether the watch still shows it: a look under
+    way when the schedule is deleted creates no run after that (one created just before is
+    the schedule's, deleted with it by the garbage collector: its owner reference)."""
+    meta: Mapping[str, Any] = body["metadata"]
+    spec: Mapping[str, Any] = body.get("spec") or {}
+    status: Mapping[str, Any] = body.get("status") or {}
     now = SETTINGS.schedule_now()
     generation = meta.get("generation")
     try:
@@ -124,7 +152,7 @@ async def tick(
             _post(body, [Notice(WARNING, "InvalidSpec", message)])
         ready = _ready(status, False, "InvalidSpec", message, now, generation)
         invalid = {"message": message, "conditions": [ready], "nextScheduleTime": None}
-        _write(patch, status, {**invalid, "observedGeneration": generation})
+        await _write(meta, status, {**invalid, "observedGeneration": generation})
         return
     namespace, name = str(meta["namespace"]), str(meta["name"])
     items = await list_runs(namespace, f"{SCHEDULE_LABEL}={meta['uid']}")
@@ -132,10 +160,10 @@ async def tick(
     handled = since(status, meta.get("creationTimestamp"), runs)
     todo = plan(parsed, cron, handled, now, runs)
     # a spec fixed since its last tick: its error is not what happened at the last tick
-    kept = {**status, "message": None} if _invalid(status) else status
-    said, todo = await _carry_out(body, parsed, todo, namespace, name, kept)
-    fresh = _status(name, kept, parsed, todo, runs, said, now, generation)
-    _write(patch, status, fresh)
+    kept_status = {**status, "message": None} if _invalid(status) else status
+    said, todo = await _carry_out(body, parsed, todo, namespace, name, kept_status, kept)
+    fresh = _status(name, kept_status, parsed, todo, runs, said, now, generation)
+    await _write(meta, status, fresh)
 
 
 def _invalid(status: Mapping[str, Any]) -> bool:
@@ -150,6 +178,7 @@ async def _carry_out(
     namespace: str,
     name: str,
     status: Mapping[str, Any],
+    kept: Callable[[], bool],
 ) -> tuple[str | None, Plan]:
     """Do the plan; what to say in ``status.message``, and the plan as done (without its
     creation when the tick's run name is another's WorkflowRun)."""
@@ -162,8 +191,8 @@ async def _carry_out(
         if status.get("message") != todo.skipped:
             _post(body, [Notice(NORMAL, "Skipped", todo.skipped)])
         return todo.skipped, todo
-    if todo.create is None:
-        return status.get("message"), todo
+    if todo.create is None or not kept():
+        return status.get("message"), replace(todo, create=None)
     run = run_name(name, todo.create)
     if await create_run(namespace, run_manifest(body, spec, todo.create)):
         _post(body, [Notice(NORMAL, "Started", f"started {run} for {stamp(todo.create)}")])

@@ -88,6 +88,10 @@ def schedule_crd_manifest() -> dict[str, Any]:
         {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
     ]
     spec = _schema(WorkflowScheduleSpec)
+    # Unknown fields are kept, not pruned, so that the admission policy refuses a typo for
+    # every client (``resource.input_policy``): pruned, a client that asks for no strict field
+    # validation (the Python client) had ``schedul:`` or ``inputs:`` dropped in silence.
+    spec["x-kubernetes-preserve-unknown-fields"] = True
     return _crd(
         SCHEDULE_KIND,
         SCHEDULE_PLURAL,

@@ -1,6 +1,6 @@
 """What a ``WorkflowSchedule`` does at one look, pure: from its spec, the time, and the
 WorkflowRuns it owns, which tick to start, which live runs to cancel (Replace), which finished
-runs to delete (history limits), and what to say. The kopf timer (``schedule_handlers``)
+runs to delete (history limits), and what to say. The tick (``schedule_handlers``)
 carries it out.
 
 Exactly once per tick without any lock: a tick's WorkflowRun is named after it

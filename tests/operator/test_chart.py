@@ -58,12 +58,15 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
     assert kinds.count("CustomResourceDefinition") == 3  # runs, hooks, schedules (+ kopf's List)
     assert kinds.count("List") == 2  # kopf's peering CRDs; the run input's admission policy
     policy = next(d for d in docs if d["kind"] == "List" and "input" in json.dumps(d))
-    # the run's input and spec fields, and the hook's spec fields: a policy and its binding each
+    # the run's input and spec fields, the hook's and the schedule's spec fields: a policy and
+    # its binding each
     assert [(i["kind"], i["metadata"]["name"]) for i in policy["items"]] == [
         ("ValidatingAdmissionPolicy", "wayline-workflowrun-input"),
         ("ValidatingAdmissionPolicyBinding", "wayline-workflowrun-input"),
         ("ValidatingAdmissionPolicy", "wayline-workflowhook-fields"),
         ("ValidatingAdmissionPolicyBinding", "wayline-workflowhook-fields"),
+        ("ValidatingAdmissionPolicy", "wayline-workflowschedule-fields"),
+        ("ValidatingAdmissionPolicyBinding", "wayline-workflowschedule-fields"),
     ]
     assert {"Deployment", "StatefulSet", "ClusterRole", "ServiceAccount"} <= set(kinds)
     worker = next(

@@ -103,31 +103,61 @@ def test_an_update_cannot_add_an_unknown_field(
         control_plane.kubectl("delete", "wfr", name, "-n", "default", "--wait=false")
 
 
+def _refused_by_the_python_client(plane: Any, kind: str, spec: dict[str, Any]) -> str:
+    """Create a ``kind`` with the Python client until the API server refuses it (its CRD and
+    its policy act a moment after they are created); the refusal's message. A creation that
+    goes through is deleted, and tried again within 30 s."""
+    import kubernetes
+
+    api = _python_client(plane)
+    plural = f"{kind.lower()}s"
+    deadline = time.monotonic() + 30
+    while True:
+        name = f"typo-{uuid.uuid4().hex[:8]}"
+        body = {
+            "apiVersion": "wayline.dev/v1alpha1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": spec,
+        }
+        try:
+            api.create_namespaced_custom_object("wayline.dev", "v1alpha1", "default", plural, body)
+        except kubernetes.client.ApiException as refused:
+            if refused.status == 404 and time.monotonic() < deadline:  # not established yet
+                time.sleep(0.3)
+                continue
+            assert refused.status == 422, refused.body
+            gone = plane.kubectl("get", plural, name, "-n", "default")
+            assert gone.returncode != 0 and "NotFound" in gone.stderr
+            message: str = json.loads(refused.body)["message"]
+            return message
+        plane.kubectl("delete", plural, name, "-n", "default", "--wait=false")
+        assert time.monotonic() < deadline, f"a {kind} with {sorted(spec)} was created"
+        time.sleep(0.3)
+
+
 def test_a_workflowhook_with_an_unknown_field_is_refused(
     control_plane: Any,
     crd_applied: None,  # noqa: F811
 ) -> None:
     """``payloads:`` for ``payload:`` had its payload pruned, and null was delivered."""
-    import kubernetes
+    spec = {"token": "t", "payloads": {"approved": True}}
+    message = _refused_by_the_python_client(control_plane, "WorkflowHook", spec)
+    assert "unknown field(s) in spec: payloads" in message, message
 
-    api = _python_client(control_plane)
-    deadline = time.monotonic() + 30  # the policy acts a moment after it is created
-    while True:
-        name = f"typo-{uuid.uuid4().hex[:8]}"
-        hook = {
-            "apiVersion": "wayline.dev/v1alpha1",
-            "kind": "WorkflowHook",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"token": "t", "payloads": {"approved": True}},
-        }
-        try:
-            api.create_namespaced_custom_object(
-                "wayline.dev", "v1alpha1", "default", "workflowhooks", hook
-            )
-        except kubernetes.client.ApiException as refused:
-            assert refused.status == 422, refused.body
-            assert "unknown field(s) in spec: payloads" in json.loads(refused.body)["message"]
-            return
-        control_plane.kubectl("delete", "wfh", name, "-n", "default", "--wait=false")
-        assert time.monotonic() < deadline, "a WorkflowHook with payloads: was created"
-        time.sleep(0.3)
+
+@pytest.mark.parametrize(
+    ("typo", "value"),
+    [("inputs", [4]), ("timezone", "Europe/Berlin"), ("suspended", True)],
+)
+def test_the_python_client_cannot_create_a_workflowschedule_with_an_unknown_field(
+    control_plane: Any,
+    crd_applied: None,  # noqa: F811
+    typo: str,
+    value: Any,
+) -> None:
+    """``inputs:`` for ``input:`` was pruned, and every tick started its run with no input;
+    ``timezone:`` ticked in UTC; ``suspended: true`` ticked on."""
+    spec = {"schedule": "* * * * *", "workflow": "chain", typo: value}
+    message = _refused_by_the_python_client(control_plane, "WorkflowSchedule", spec)
+    assert f"unknown field(s) in spec: {typo}" in message, message

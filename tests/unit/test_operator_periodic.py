@@ -1,0 +1,114 @@
+"""The operator's own periodic looks (a schedule's tick, a waiting hook's retry), without an
+API server: a resource is looked at while the watch shows it, and never once it was seen
+deleted, being deleted, or no longer wanted; a failed look is tried again; none while paused."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tests.runtime.harness import wait_for
+from wayline_operator.periodic import Periodic
+
+
+def _body(uid: str, **meta: Any) -> dict[str, Any]:
+    return {"metadata": {"uid": uid, "name": f"r-{uid}", **meta}}
+
+
+def _now(check: Callable[[], bool]) -> Callable[[], Any]:
+    """A ``wait_for`` predicate from a plain check."""
+
+    async def predicate() -> bool:
+        return check()
+
+    return predicate
+
+
+class Looks:
+    def __init__(self, fail_first: int = 0) -> None:
+        self.seen: list[str] = []
+        self.kept: list[bool] = []
+        self.fail_first = fail_first
+
+    async def __call__(self, body: Mapping[str, Any], kept: Callable[[], bool]) -> None:
+        self.seen.append(body["metadata"]["uid"])
+        self.kept.append(kept())
+        if self.fail_first:
+            self.fail_first -= 1
+            raise RuntimeError("the API server did not answer")
+
+
+async def test_a_resource_is_looked_at_until_it_is_deleted_and_never_after() -> None:
+    looks = Looks()
+    periodic = Periodic("tick", 0.05, looks, lambda: False)
+    periodic.start()
+    try:
+        periodic.seen(None, _body("a"), True)  # the initial listing
+        periodic.seen("ADDED", _body("b"), True)
+        await wait_for(_now(lambda: looks.seen.count("a") >= 2 and looks.seen.count("b") >= 2))
+        periodic.seen("MODIFIED", _body("a", deletionTimestamp="2026-01-01T00:00:00Z"), True)
+        periodic.seen("DELETED", _body("b"), True)
+        assert "a" not in periodic and "b" not in periodic
+        after = len(looks.seen)
+        periodic.seen("ADDED", _body("c"), True)
+        await wait_for(_now(lambda: looks.seen.count("c") >= 3))
+        assert set(looks.seen[after:]) == {"c"}
+    finally:
+        await periodic.close()
+    assert all(looks.kept)
+
+
+async def test_a_resource_no_longer_wanted_leaves_and_a_failed_look_is_tried_again() -> None:
+    looks = Looks(fail_first=2)
+    periodic = Periodic("redeliver", 0.05, looks, lambda: False)
+    periodic.start()
+    try:
+        periodic.seen("ADDED", _body("w"), True)
+        await wait_for(_now(lambda: looks.seen.count("w") >= 3))  # two failed, then one more
+        periodic.seen("MODIFIED", _body("w"), False)  # delivered: no longer waiting
+        after = len(looks.seen)
+        await asyncio.sleep(0.3)  # six intervals
+        assert looks.seen[after:] == []
+    finally:
+        await periodic.close()
+
+
+async def test_no_look_while_paused() -> None:
+    looks = Looks()
+    paused = [True]
+    periodic = Periodic("tick", 0.05, looks, lambda: paused[0])
+    periodic.start()
+    try:
+        periodic.seen("ADDED", _body("p"), True)
+        await asyncio.sleep(0.3)
+        assert looks.seen == []
+        paused[0] = False
+        await wait_for(_now(lambda: bool(looks.seen)))
+    finally:
+        await periodic.close()
+
+
+async def test_a_look_under_way_learns_that_its_resource_was_deleted() -> None:
+    """A schedule's tick asks ``kept()`` before it creates a run: deleted meanwhile, it
+    creates none."""
+    started, release = asyncio.Event(), asyncio.Event()
+    answers: list[bool] = []
+
+    async def look(body: Mapping[str, Any], kept: Callable[[], bool]) -> None:
+        answers.append(kept())
+        started.set()
+        await release.wait()
+        answers.append(kept())
+
+    periodic = Periodic("tick", 0.05, look, lambda: False)
+    periodic.start()
+    try:
+        periodic.seen("ADDED", _body("d"), True)
+        await asyncio.wait_for(started.wait(), 10)
+        periodic.seen("DELETED", _body("d"), True)
+        release.set()
+        await wait_for(_now(lambda: len(answers) == 2))
+    finally:
+        await periodic.close()
+    assert answers == [True, False]
