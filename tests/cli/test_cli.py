@@ -278,7 +278,7 @@ BAD_INPUT = [
     pytest.param(["run", "missing.py:wf"], ["'missing.py'", "no such file"], id="file"),
     pytest.param(
         ["run", f"{FLOWS}:nope"],
-        ["no workflow 'nope'", "workflows there: add, approval, broken, greet, saga"],
+        ["no workflow 'nope'", "workflows there: add, approval, broken, greet, lingering, saga"],
         id="workflow",
     ),
     pytest.param(

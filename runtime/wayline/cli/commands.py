@@ -594,6 +594,7 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
         except CorruptLogError as err:
             return _show_corrupt(args, err)
         waiting = await client.waiting_for_worker(info)
+        now, visibility = world.now(), world.visibility_seconds
     if args.json:
         from .timeline import fold
 
@@ -603,7 +604,15 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
         out["events"] = [e.to_json() for e in events]
         print(json.dumps(out, indent=2, default=str))
     else:
-        render_show(info, events, sys.stdout, absolute_world_url(args.world), waiting)
+        render_show(
+            info,
+            events,
+            sys.stdout,
+            absolute_world_url(args.world),
+            waiting,
+            now=now,
+            visibility_seconds=visibility,
+        )
     return 0
 
 
