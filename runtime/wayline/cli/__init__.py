@@ -13,7 +13,7 @@
     wayline runs terminate RUN_ID                              stop now, no compensations
     wayline runs fail RUN_ID [--reason TEXT]
     wayline runs wake RUN_ID [--wait WAIT_ID]
-    wayline runs tail RUN_ID --stream NAME [--start INDEX] [--no-follow]
+    wayline runs tail RUN_ID --stream NAME [--start INDEX] [--no-follow] [--show-index]
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
@@ -242,6 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--start", type=_index, default=0, metavar="INDEX", help="resume from INDEX (from 0)"
     )
     p.add_argument("--no-follow", action="store_true", help="print what is stored, then exit")
+    p.add_argument(
+        "--show-index",
+        action="store_true",
+        help="print each record as INDEX<TAB>JSON (INDEX + 1 is where --start resumes after it)",
+    )
     p.set_defaults(handler=commands.cmd_runs_tail)
     p = command(runs_sub, "wake", "fire a run's pending sleeps now (recorded as an early wake)")
     p.add_argument("run_id", metavar="RUN_ID")

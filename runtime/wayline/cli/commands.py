@@ -640,12 +640,17 @@ async def cmd_runs_tail(args: argparse.Namespace) -> int:
         ):
             if chunk.kind == "restart":
                 said = f"# step {chunk.step_id} restarted (attempt {chunk.attempt})"
+                if args.show_index:
+                    said = f"{chunk.index}\t{said}"
                 if chunk.step_id in shown:  # not when --start skipped all of them
                     said += ": the lines above from it were partial"
                     shown.discard(chunk.step_id)
                 print(said, file=sys.stderr, flush=True)
                 continue
-            print(json.dumps(chunk.data, default=str), flush=True)
+            line = json.dumps(chunk.data, default=str)
+            # the index is what --start takes; only under the flag, so a line stays one JSON
+            # value for a script that reads the stream's records
+            print(f"{chunk.index}\t{line}" if args.show_index else line, flush=True)
             printed = True
             shown.add(chunk.step_id)
     if not printed:
