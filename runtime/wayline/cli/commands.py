@@ -617,14 +617,15 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
 
 
 def _show_corrupt(args: argparse.Namespace, err: CorruptLogError) -> int:
-    """A fenced run: what is wrong and the command that repairs it (exit 0: shown)."""
+    """A fenced run cannot be shown: one ``error:`` line naming the entry and the command that
+    repairs it, exit 2 as for every command refused by the damage (``--json``: the fenced view,
+    status ``corrupt``, on stdout, with the same exit, for a tool that reads it)."""
     if args.json:
         out = run_to_json(corrupt_info(args.run_id, err))
         print(json.dumps(out, indent=2, default=str))
     else:
-        print(f"run {args.run_id}\n  status  {RunStatus.CORRUPT}")
-        print(f"  error   [{err.code}] {err.message}")
-    return 0
+        print(f"error: [{err.code}] {' '.join(err.message.split())}", file=sys.stderr)
+    return 2
 
 
 async def cmd_runs_tail(args: argparse.Namespace) -> int:
