@@ -394,7 +394,7 @@ def render_show(
                 if not detailed:  # the attempts above name it otherwise
                     started = rel(last.started_at)
                     p(f"{'':14}attempt {last.number}: running (started {started})")
-                p(f"{'':14}no outcome recorded yet: " + in_flight(step, now, visibility_seconds))
+                p(f"{'':14}no outcome recorded yet: " + in_flight(now, visibility_seconds))
         elif kind == "hook":
             hook = tl.hooks[cid]
             early = " (woken early)" if hook.timed_out_early else ""
@@ -464,18 +464,17 @@ def render_show(
             p(f"waiting   for hook {hook.token} (id {hook.cid})")
 
 
-def in_flight(step: StepView, now: float | None, visibility_seconds: float | None) -> str:
+def in_flight(now: float | None, visibility_seconds: float | None) -> str:
     """What a step whose body started and recorded no outcome waits for. The log says when
     the body started, not whether the worker holding its delivery is alive: a live worker
     renews the delivery (every third of the visibility), a dead one stops, and the world
     redelivers the step one visibility after the last renewal, which was no later than now.
-    So ``now + visibility`` bounds the redelivery of a holder that has died; where the start
-    recorded an ownership lease, a redelivery also waits for that lease to run out."""
+    So ``now + visibility`` bounds the redelivery of a holder that has died. The ownership
+    lease a start records (docs/ownership.md) does not delay it: the redelivered message is the
+    owner's own and runs the body again at once; the lease bounds only other deliveries."""
     if now is None or visibility_seconds is None:
         return "waits for the worker that holds it"
     due = now + visibility_seconds
-    if step.owner_lease is not None and step.last_started_at is not None:
-        due = max(due, step.last_started_at + step.owner_lease)
     return (
         "waits for the worker that holds it; if that worker died, a redelivery runs it again, "
         f"due by {fmt_time(due)}\n{'':14}(the world redelivers a step "
