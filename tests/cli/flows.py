@@ -76,7 +76,7 @@ async def saga(item: str, flag: str) -> str:
     return "kept"
 
 
-@wayline.step(name="cli_tests.linger", max_retries=0)
+@wayline.step(name="cli_tests.linger", max_retries=1)
 async def linger(seconds: float) -> float:
     """A step body that takes ``seconds``: long enough to kill its worker while it runs."""
     await asyncio.sleep(seconds)

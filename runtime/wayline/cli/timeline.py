@@ -4,6 +4,7 @@ live while it runs (``wayline run``) or as a timeline afterwards (``wayline runs
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from collections.abc import Mapping
 from datetime import datetime
@@ -474,7 +475,7 @@ def in_flight(now: float | None, visibility_seconds: float | None) -> str:
     owner's own and runs the body again at once; the lease bounds only other deliveries."""
     if now is None or visibility_seconds is None:
         return "waits for the worker that holds it"
-    due = now + visibility_seconds
+    due = math.ceil(now + visibility_seconds)  # shown to the second: never before the bound
     return (
         "waits for the worker that holds it; if that worker died, a redelivery runs it again, "
         f"due by {fmt_time(due)}\n{'':14}(the world redelivers a step "
