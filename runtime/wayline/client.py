@@ -437,15 +437,16 @@ class Client:
         await report_to_parent(self.world, await self.get_run(run_id))
         return True
 
-    async def resume_compensation(self, run_id: str) -> None:
+    async def resume_compensation(self, run_id: str) -> bool:
         """Try a failed compensation again (the run is ``compensation_stuck``)."""
-        await self._unwind_command(run_id, EventType.RUN_COMPENSATION_RESUMED)
+        return await self._unwind_command(run_id, EventType.RUN_COMPENSATION_RESUMED)
 
-    async def abandon_compensation(self, run_id: str) -> None:
-        """Give up the unwind of a ``compensation_stuck`` run; it ends failed or cancelled."""
-        await self._unwind_command(run_id, EventType.RUN_COMPENSATION_ABANDONED)
+    async def abandon_compensation(self, run_id: str) -> bool:
+        """Give up the unwind of a ``compensation_stuck`` run; it ends failed or cancelled.
+        False when it had been abandoned already (the same answer again: nothing recorded)."""
+        return await self._unwind_command(run_id, EventType.RUN_COMPENSATION_ABANDONED)
 
-    async def _unwind_command(self, run_id: str, event: EventType) -> None:
+    async def _unwind_command(self, run_id: str, event: EventType) -> bool:
         verb = "resume" if event is EventType.RUN_COMPENSATION_RESUMED else "abandon"
         await self.get_run(run_id)
 
@@ -472,10 +473,11 @@ class Client:
             return [NewEvent(event)]
 
         try:
-            await self._fenced_append(run_id, decide)
+            appended = await self._fenced_append(run_id, decide)
         except (RunTerminalError, EntityConflictError) as err:
             raise WaylineError(f"run {run_id}: {err}") from err
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": str(event)})
+        return bool(appended)
 
     async def resume_hook(
         self, token: str, payload: Any = None, *, delivery_id: str | None = None
