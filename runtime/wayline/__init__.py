@@ -26,7 +26,7 @@ from ._sdk.workflow_api import (
     sleep,
     uuid4,
 )
-from .client import Client, RunHandle
+from .client import Abandonment, Client, RunHandle
 from .errors import (
     AllFailedError,
     ChildFailedError,
@@ -66,6 +66,7 @@ from .world.business_ids import IdConflictPolicy, IdReusePolicy
 from .worlds.local import LocalWorld
 
 __all__ = [
+    "Abandonment",
     "AllFailedError",
     "ChildFailedError",
     "ChildTimeoutError",

@@ -188,6 +188,18 @@ class RunHandle(Generic[R]):
         raise RunCancelledError(f"run {self.run_id} was cancelled{said}")
 
 
+@dataclass(frozen=True, slots=True)
+class Abandonment:
+    """What ``Client.abandon_compensation`` did."""
+
+    recorded: bool
+    """True when this call recorded the abandon; False when the unwind had been abandoned
+    already (nothing to do)."""
+    not_run: tuple[Reversal, ...] | None
+    """The reversals given up untried; None when the worker that parked the run did not
+    list them."""
+
+
 class Client:
     def __init__(
         self,
@@ -580,19 +592,24 @@ class Client:
         await report_to_parent(self.world, await self.get_run(run_id))
         return True
 
-    async def resume_compensation(self, run_id: str) -> None:
+    async def resume_compensation(self, run_id: str) -> bool:
         """Try a failed compensation again (the run is ``compensation_stuck``)."""
-        await self._unwind_command(run_id, EventType.RUN_COMPENSATION_RESUMED)
+        recorded, _ = await self._unwind_command(run_id, EventType.RUN_COMPENSATION_RESUMED)
+        return recorded
 
-    async def abandon_compensation(self, run_id: str) -> tuple[Reversal, ...] | None:
+    async def abandon_compensation(self, run_id: str) -> Abandonment:
         """Give up the unwind of a ``compensation_stuck`` run; it ends failed or cancelled.
-        Returns the reversals given up without being tried (latest first, the failed one
-        not among them), as the worker that parked the run listed them; the abandon records
-        them in the run's log. None when the park did not list them (a worker of a version
-        before the list). A second abandon of the same park returns the same list."""
-        return await self._unwind_command(run_id, EventType.RUN_COMPENSATION_ABANDONED)
+        The answer says whether this call recorded the abandon (False when the unwind had
+        been abandoned already: the same answer again, nothing recorded) and which reversals
+        are given up without being tried (latest first, the failed one not among them), as
+        the worker that parked the run listed them; None when the park did not list them (a
+        worker of a version before the list). A second abandon names the same list."""
+        recorded, not_run = await self._unwind_command(run_id, EventType.RUN_COMPENSATION_ABANDONED)
+        return Abandonment(recorded, not_run)
 
-    async def _unwind_command(self, run_id: str, event: EventType) -> tuple[Reversal, ...] | None:
+    async def _unwind_command(
+        self, run_id: str, event: EventType
+    ) -> tuple[bool, tuple[Reversal, ...] | None]:
         verb = "resume" if event is EventType.RUN_COMPENSATION_RESUMED else "abandon"
         run_id = (await self.get_run(run_id)).run_id
         not_run: tuple[Reversal, ...] | None = None
@@ -625,11 +642,11 @@ class Client:
             return [NewEvent(event)]
 
         try:
-            await self._fenced_append(run_id, decide)
+            appended = await self._fenced_append(run_id, decide)
         except (RunTerminalError, EntityConflictError) as err:
             raise WaylineError(f"run {run_id}: {err}") from err
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": str(event)})
-        return not_run
+        return bool(appended), not_run
 
     async def resume_hook(
         self, token: str, payload: Any = None, *, delivery_id: str | None = None

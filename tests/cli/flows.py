@@ -3,6 +3,7 @@ as ``flows`` from the test's working directory)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,3 +74,15 @@ async def saga(item: str, flag: str) -> str:
     await hold(item, flag)
     await wayline.create_hook(f"saga:{item}")
     return "kept"
+
+
+@wayline.step(name="cli_tests.linger", max_retries=1)
+async def linger(seconds: float) -> float:
+    """A step body that takes ``seconds``: long enough to kill its worker while it runs."""
+    await asyncio.sleep(seconds)
+    return seconds
+
+
+@wayline.workflow
+async def lingering(seconds: float) -> float:
+    return await linger(seconds)

@@ -147,8 +147,10 @@ def test_hooks_resume_from_another_process_resumes_a_waiting_run(
     assert json.loads(out) == {"ticket": "t-7", "payload": {"ok": True, "by": "grace"}}
     assert 'hook approve:t-7 received {"ok": true, "by": "grace"}' in err
 
-    again = cli("hooks", "resume", "approve:t-7", "--payload", "{}")
-    assert_clean_error(again, "approve:t-7", "no longer active")
+    again = cli("hooks", "resume", "approve:t-7", "--payload", "{}")  # answered: nothing to do
+    assert again.returncode == 1, (again.stdout, again.stderr)
+    assert again.stderr.strip().startswith("error: ") and "Traceback" not in again.stderr
+    assert "approve:t-7" in again.stderr and "no longer active" in again.stderr
 
 
 def test_input_and_payload_are_read_from_a_file_or_standard_input(
@@ -200,13 +202,14 @@ def test_runs_cancel_compensates_completed_steps(
     assert "cancel requested (cancelled from the CLI)" in text
     assert "compensating completed steps" in text
     assert "step cli_tests.hold:compensate (reverses s1)" in text
+    # an ended run: nothing to do (exit 1, one line), as docs/cli.md says of every verb
     again = cli("runs", "cancel", kept)
-    assert again.returncode == 0
-    assert "already cancelled" in again.stdout
-    assert_clean_error(
-        cli("runs", "resume-compensation", kept), "not compensation_stuck", "nothing to resume"
-    )
-    assert_clean_error(cli("hooks", "resume", "saga:a", "--payload", "{}"), "saga:a")
+    assert again.returncode == 1
+    assert again.stderr.strip() == f"error: run {kept} already ended (cancelled); nothing to cancel"
+    unstuck = cli("runs", "resume-compensation", kept)
+    assert unstuck.returncode == 1 and "not compensation_stuck" in unstuck.stderr
+    answered = cli("hooks", "resume", "saga:a", "--payload", "{}")
+    assert answered.returncode == 1 and "saga:a" in answered.stderr
 
     finished = cli("runs", "cancel", done)
     assert finished.returncode == 1
@@ -278,7 +281,7 @@ BAD_INPUT = [
     pytest.param(["run", "missing.py:wf"], ["'missing.py'", "no such file"], id="file"),
     pytest.param(
         ["run", f"{FLOWS}:nope"],
-        ["no workflow 'nope'", "workflows there: add, approval, broken, greet, saga"],
+        ["no workflow 'nope'", "workflows there: add, approval, broken, greet, lingering, saga"],
         id="workflow",
     ),
     pytest.param(

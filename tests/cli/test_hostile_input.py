@@ -137,10 +137,10 @@ def test_runs_show_list_and_repair_a_corrupt_run(
     )
     db.commit()
     db.close()
-    assert main(["runs", "show", run_id, *world]) == 0
-    shown = capsys.readouterr().out
-    assert "corrupt" in shown and "CORRUPT_LOG" in shown and "--drop-seq 2" in shown
-    assert main(["runs", "show", run_id, "--json", *world]) == 0
+    assert main(["runs", "show", run_id, *world]) == 2
+    shown = _one_line_error(capsys)
+    assert "CORRUPT_LOG" in shown and "--drop-seq 2" in shown
+    assert main(["runs", "show", run_id, "--json", *world]) == 2
     assert json.loads(capsys.readouterr().out)["status"] == "corrupt"
     assert main(["runs", "list", "--status", "corrupt", "--json", *world]) == 0
     assert [r["runId"] for r in json.loads(capsys.readouterr().out)] == [run_id]

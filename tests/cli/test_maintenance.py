@@ -97,8 +97,9 @@ def test_runs_repair_removes_an_entry_that_does_not_follow(
     run_id = started.stdout.strip().split()[-1]
     seq = asyncio.run(_forge_step(world_url, run_id))
     shown = cli("runs", "show", run_id)
-    assert shown.returncode == 0, shown.stderr
-    assert "corrupt" in shown.stdout and f"runs repair {run_id} --drop-seq {seq}" in shown.stdout
+    assert shown.returncode == 2, shown.stdout
+    assert "CORRUPT_LOG" in shown.stderr
+    assert f"runs repair {run_id} --drop-seq {seq}" in shown.stderr
     refused = cli("runs", "repair", run_id, "--drop-seq", str(seq - 1))
     assert refused.returncode == 2 and f"first fails at entry {seq}" in refused.stderr
     assert "Traceback" not in refused.stderr

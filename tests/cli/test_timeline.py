@@ -437,3 +437,14 @@ def test_a_childs_deadline_is_shown_as_its_deadline_not_a_sleep() -> None:
     render_show(RunInfo(RUN, "w", RunStatus.RUNNING, created_at=100.0), done, out)
     text = out.getvalue()
     assert "sleep" not in text and "deadline 1.00 s (at " in text and "passed" not in text
+
+
+def test_runs_show_names_each_sleep_by_the_id_runs_wake_takes() -> None:
+    info = RunInfo(
+        run_id=RUN, workflow="w", status=RunStatus.FAILED, input=None, created_at=100.0,
+        started_at=100.1, ended_at=162.9, error={"code": "HOOK_TIMEOUT", "message": "too late"},
+    )  # fmt: skip
+    out = io.StringIO()
+    render_show(info, EVENTS, out)
+    [line] = [ln for ln in out.getvalue().splitlines() if " sleep " in ln]
+    assert "sleep 30.00 s (id w1)" in line, line

@@ -38,8 +38,10 @@ async def test_an_abandon_lists_the_reversals_it_leaves_untried_and_they_never_r
         handle = await client.start(saga_flows.trip, log, "t1")
         await wait_for(stuck, timeout=20)
     # no worker runs now: the abandon is recorded, and asked twice gives the same answer
-    assert await client.abandon_compensation(handle.run_id) == UNTRIED
-    assert await client.abandon_compensation(handle.run_id) == UNTRIED
+    first = await client.abandon_compensation(handle.run_id)
+    assert first.recorded and first.not_run == UNTRIED
+    again = await client.abandon_compensation(handle.run_id)  # nothing to do: same list
+    assert not again.recorded and again.not_run == UNTRIED
     async with engine.worker([saga_flows.trip]):
         with pytest.raises(wayline.RunFailedError, match="compensation abandoned"):
             await handle.result(timeout=20)
@@ -93,7 +95,7 @@ async def test_an_abandon_of_a_park_that_listed_nothing_still_ends_the_run(
     await world.append(run_id, [NewEvent(EventType.RUN_COMPENSATING, data=why)])
     stuck = {"step": "trip_hold_seat", "stepId": "trip_hold_seat#0", "error": {}}
     await world.append(run_id, [NewEvent(EventType.RUN_COMPENSATION_STUCK, data=stuck)])
-    assert await engine.client.abandon_compensation(run_id) is None
+    assert (await engine.client.abandon_compensation(run_id)).not_run is None
     events = await engine.client.handle(run_id).events()
     assert dict(of_type(events, EventType.RUN_COMPENSATION_ABANDONED)[0].data) == {}
     out = io.StringIO()

@@ -159,6 +159,26 @@ async def test_abandoning_a_stuck_unwind_ends_the_run(engine: Engine, tmp_path: 
     assert flows.lines(log).count("try release o4") == 1
 
 
+async def test_a_second_abandon_says_it_recorded_nothing(engine: Engine, tmp_path: Path) -> None:
+    """``abandon_compensation`` records nothing for an unwind abandoned already (the CLI exits 1:
+    nothing to do), True when it recorded the answer."""
+    (tmp_path / flows.STUCK_FLAG).touch()
+    async with engine.worker([flows.saga_stuck]):
+        handle = await engine.client.start(flows.saga_stuck, str(tmp_path / "log"), "o9")
+        parked = wayline.RunStatus.COMPENSATION_STUCK
+        await wait_for(lambda: _has_status(handle, parked))
+    # no worker now: the abandoned run stays parked, so the second answer meets the first
+    assert (await engine.client.abandon_compensation(handle.run_id)).recorded is True
+    assert (await engine.client.abandon_compensation(handle.run_id)).recorded is False
+    async with engine.worker([flows.saga_stuck]):
+        with pytest.raises(wayline.RunFailedError, match="abandoned"):
+            await handle.result(timeout=15)
+
+
+async def _has_status(handle: Any, status: wayline.RunStatus) -> bool:
+    return await handle.status() is status
+
+
 async def test_unwind_commands_refuse_a_run_that_is_not_stuck(engine: Engine) -> None:
     async with engine.worker([flows.chain]):
         handle = await engine.client.start(flows.chain, 1)

@@ -122,6 +122,7 @@ def test_public_api_is_pinned() -> None:
             "any",
             "RetryPolicy",
             "Reversal",
+            "Abandonment",
             "WorkflowInfo",
             "workflow_info",
             "Limit",

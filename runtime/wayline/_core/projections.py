@@ -51,6 +51,8 @@ class RunFailed:
 @dataclass(frozen=True, slots=True)
 class RunCancelled:
     reason: str
+    terminated: bool = False
+    """Ended by ``terminate`` (no compensations ran), not by a cancel a worker carried out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +321,7 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
         case EventType.RUN_FAILED:
             return lambda d: RunFailed(dict(d.get("error") or {}))
         case EventType.RUN_CANCELLED:
-            return lambda d: RunCancelled(str(d.get("reason", "")))
+            return lambda d: RunCancelled(str(d.get("reason", "")), d.get("terminated") is True)
         case EventType.RUN_CANCEL_REQUESTED:
             return lambda d: RunCancelRequested(str(d.get("reason") or ""))
         case EventType.RUN_COMPENSATING:
@@ -710,6 +712,8 @@ class RunView:
     open: dict[str, str] = field(default_factory=dict)
     """Entities created and not closed, by correlation id: work, hook, timer or child."""
     compensation_resumes: int = 0
+    terminated: bool = False
+    """The run was ended by ``terminate``: it ended ``cancelled`` without compensations."""
     last_is_input: bool = False
     """The latest event came from outside the run's own deliveries (a payload, a child's
     end, a cancel request, a person's resume or abandon): the run has work after it."""
@@ -831,6 +835,7 @@ class RunView:
             self.status = "completed"
         else:
             self.status = "failed" if isinstance(p, RunFailed) else "cancelled"
+            self.terminated = isinstance(p, RunCancelled) and p.terminated
 
     def _phase(self, p: Payload, at: float) -> None:
         self.phases.append((at, p))
@@ -941,6 +946,7 @@ class RunView:
                 if deadline_of(w.cid) not in self.child_views  # on its child instead
             ],
             "children": [c.to_json() for c in self.child_views.values()],
+            "terminated": self.terminated,
         }
 
 

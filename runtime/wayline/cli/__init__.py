@@ -14,7 +14,7 @@
     wayline runs terminate RUN_ID                              stop now, no compensations
     wayline runs fail RUN_ID [--reason TEXT]
     wayline runs wake RUN_ID [--wait WAIT_ID]
-    wayline runs tail RUN_ID --stream NAME [--start INDEX] [--no-follow]
+    wayline runs tail RUN_ID --stream NAME [--start INDEX] [--no-follow] [--show-index]
     wayline runs resume-compensation RUN_ID | abandon-compensation RUN_ID
     wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
@@ -40,10 +40,12 @@ failing; hooks waiting, with the exact command that resumes them; sleeps) on std
 run's result as JSON on stdout, so ``wayline run ... > result.json`` keeps only the result.
 ``run`` and ``worker`` export the world they use as ``WAYLINE_WORLD`` to user code.
 
-Exit codes: 0 done; 1 the run failed or was cancelled (``run``), or there was nothing to
-cancel or wake, or a ``doctor`` check failed (with ``--strict``, warned); 2 bad input (unknown
-module, workflow, run, wait or hook token; invalid JSON; an unsupported world URL or an
-unusable database), always as a single ``error: ...`` line on stderr; 70 a sync step body
+Exit codes (docs/cli.md has each verb's cases): 0 done; 1 nothing to do (the run had ended,
+the wait had fired, the hook was answered; one ``error: ...`` line on stderr), or the run failed
+or was cancelled (``run``, ``runs watch``), or a ``doctor`` check failed (with ``--strict``,
+warned); 2 refused or bad input (unknown module, workflow, run, wait, hook token or schedule
+name; invalid JSON; an unsupported world URL or an unusable database; a run whose log does not
+read), always as a single ``error: ...`` line on stderr; 70 a sync step body
 outlived its delivery's deadline, so the process exits for the delivery to go to another
 worker (docs/ownership.md); 130 interrupted.
 """
@@ -92,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = UsageParser(
         prog="wayline",
         description="Run and inspect durable Wayline workflows.",
-        epilog="Exit codes: 0 done, 1 run failed/cancelled (or nothing to do, or a doctor "
-        "check failed), 2 bad input, "
+        epilog="Exit codes: 0 done, 1 nothing to do (or the run failed/cancelled, or a doctor "
+        "check failed), 2 refused or bad input, "
         "70 a sync step body outlived its deadline, 130 interrupted.",
     )
     _add_world(parser, None)
@@ -278,6 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--start", type=_index, default=0, metavar="INDEX", help="resume from INDEX (from 0)"
     )
     p.add_argument("--no-follow", action="store_true", help="print what is stored, then exit")
+    p.add_argument(
+        "--show-index",
+        action="store_true",
+        help="print each record as INDEX<TAB>JSON (INDEX + 1 is where --start resumes after it)",
+    )
     p.set_defaults(handler=commands.cmd_runs_tail)
     p = command(runs_sub, "wake", "fire a run's pending sleeps now (recorded as an early wake)")
     add_run_argument(p)

@@ -1,6 +1,7 @@
-"""What each ``wayline`` subcommand does. Each returns the process exit code: 0 done, 1 the
-run (or the action) failed, 2 bad input (raised as :class:`UsageError` or a WaylineError and
-printed by ``main`` as one ``error:`` line)."""
+"""What each ``wayline`` subcommand does. Each returns the process exit code (docs/cli.md): 0
+done, 1 nothing to do (said in one ``error:`` line on stderr) or the run failed, 2 refused or
+bad input (raised as :class:`UsageError` or a WaylineError and printed by ``main`` as one
+``error:`` line)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any, TypeVar
 from .. import metrics, telemetry
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
-from .._core.projections import RunInfo
+from .._core.projections import RunInfo, fold, timeout_of
 from .._engine.tasks import spawn, stop_if_cancelled
 from ..client import Client
 from ..errors import (
@@ -629,6 +630,7 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
         except CorruptLogError as err:
             return _show_corrupt(args, err)
         waiting = await client.waiting_for_worker(info)
+        now, visibility = world.now(), world.visibility_seconds
     if args.json:
         from .timeline import fold
 
@@ -638,19 +640,28 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
         out["events"] = [e.to_json() for e in events]
         print(json.dumps(out, indent=2, default=str))
     else:
-        render_show(info, events, sys.stdout, absolute_world_url(args.world), waiting)
+        render_show(
+            info,
+            events,
+            sys.stdout,
+            absolute_world_url(args.world),
+            waiting,
+            now=now,
+            visibility_seconds=visibility,
+        )
     return 0
 
 
 def _show_corrupt(args: argparse.Namespace, err: CorruptLogError) -> int:
-    """A fenced run: what is wrong and the command that repairs it (exit 0: shown)."""
+    """A fenced run cannot be shown: one ``error:`` line naming the entry and the command that
+    repairs it, exit 2 as for every command refused by the damage (``--json``: the fenced view,
+    status ``corrupt``, on stdout, with the same exit, for a tool that reads it)."""
     if args.json:
         out = run_to_json(corrupt_info(args.run_id, err))
         print(json.dumps(out, indent=2, default=str))
     else:
-        print(f"run {args.run_id}\n  status  {RunStatus.CORRUPT}")
-        print(f"  error   [{err.code}] {err.message}")
-    return 0
+        print(f"error: [{err.code}] {' '.join(err.message.split())}", file=sys.stderr)
+    return 2
 
 
 async def cmd_runs_tail(args: argparse.Namespace) -> int:
@@ -666,12 +677,17 @@ async def cmd_runs_tail(args: argparse.Namespace) -> int:
         ):
             if chunk.kind == "restart":
                 said = f"# step {chunk.step_id} restarted (attempt {chunk.attempt})"
+                if args.show_index:
+                    said = f"{chunk.index}\t{said}"
                 if chunk.step_id in shown:  # not when --start skipped all of them
                     said += ": the lines above from it were partial"
                     shown.discard(chunk.step_id)
                 print(said, file=sys.stderr, flush=True)
                 continue
-            print(json.dumps(chunk.data, default=str), flush=True)
+            line = json.dumps(chunk.data, default=str)
+            # the index is what --start takes; only under the flag, so a line stays one JSON
+            # value for a script that reads the stream's records
+            print(f"{chunk.index}\t{line}" if args.show_index else line, flush=True)
             printed = True
             shown.add(chunk.step_id)
     if not printed:
@@ -694,12 +710,26 @@ async def cmd_runs_wake(args: argparse.Namespace) -> int:
             woken = await client.wake_up(args.run_id, wait=args.wait)
         except WaylineError as err:
             print(f"error: {err.message}", file=sys.stderr)
-            return 2 if "has no pending wait" in err.message else 1
+            if "has no pending wait" not in err.message:
+                return 1  # the run has ended: nothing to wake
+            # a wait the run had and that has fired is nothing to do; one it never had is
+            # bad input, as an unknown run is
+            return 1 if await _had_wait(world, args.run_id, args.wait) else 2
     if not woken:
-        print(f"run {args.run_id} has no pending sleep to wake")
+        print(f"error: run {args.run_id} has no pending sleep; nothing to wake", file=sys.stderr)
         return 1
     print(f"woke {', '.join(woken)} of {args.run_id}")
     return 0
+
+
+async def _had_wait(world: World, run_id: str, wait: str | None) -> bool:
+    """The run created the wait ``wait`` (a sleep, a child's deadline or a hook's timeout),
+    pending or not."""
+    if wait is None:
+        return False
+    view = fold(run_id, await world.list_events(run_id))
+    hook = view.hooks.get(timeout_of(wait))
+    return wait in view.waits or (hook is not None and hook.timeout_at is not None)
 
 
 def stuck(info: RunInfo) -> bool:
@@ -712,10 +742,7 @@ async def cmd_runs_cancel(args: argparse.Namespace) -> int:
     async with opened_world(args.world, create=False) as world:
         client = await run_client(world, args)
         before = await _get_run(client, args.run_id, args.world)
-        if before.status.terminal:
-            if before.status is RunStatus.CANCELLED:
-                print(f"{args.run_id} was already cancelled")
-                return 0
+        if before.status.terminal:  # nothing to do: exit 1, as every verb (docs/cli.md)
             print(
                 f"error: run {args.run_id} already ended ({before.status}); nothing to cancel",
                 file=sys.stderr,
@@ -723,8 +750,12 @@ async def cmd_runs_cancel(args: argparse.Namespace) -> int:
             return 1
         if not await client.cancel(args.run_id, reason=args.reason):
             info = await client.get_run(args.run_id)  # it ended in between
-            print(f"run {args.run_id} ended ({info.status}) before the cancel landed")
-            return 0 if info.status is RunStatus.CANCELLED else 1
+            print(
+                f"error: run {args.run_id} ended ({info.status}) before the cancel landed; "
+                "nothing to cancel",
+                file=sys.stderr,
+            )
+            return 1
         info = await client.get_run(args.run_id)
         deadline = time.monotonic() + (args.wait or 0.0)
         # a stuck unwind ends only by a person's decision: no worker ends it meanwhile
@@ -811,12 +842,30 @@ async def cmd_runs_compensation(args: argparse.Namespace) -> int:
     async with opened_world(args.world, create=False) as world:
         client = await run_client(world, args)
         await _get_run(client, args.run_id, args.world)
-        if args.action == "resume":
-            await client.resume_compensation(args.run_id)
-            print(f"compensation of {args.run_id} resumed: a worker tries the reversal again")
-        else:
-            not_run = await client.abandon_compensation(args.run_id)
-            print(abandoned_text(args.run_id, not_run))
+        try:
+            if args.action == "resume":
+                done = await client.resume_compensation(args.run_id)
+                not_run = None
+            else:
+                abandonment = await client.abandon_compensation(args.run_id)
+                done, not_run = abandonment.recorded, abandonment.not_run
+        except WaylineError as err:
+            if type(err) is not WaylineError:  # a world's or the log's error: as any command
+                raise
+            # the client's plain error: the run is not (or no longer) compensation_stuck, or
+            # its unwind was abandoned; there is nothing to resume or abandon
+            print(f"error: {err.message}", file=sys.stderr)
+            return 1
+    if not done:
+        print(
+            f"error: the compensation of {args.run_id} was abandoned already; nothing to abandon",
+            file=sys.stderr,
+        )
+        return 1
+    if args.action == "resume":
+        print(f"compensation of {args.run_id} resumed: a worker tries the reversal again")
+    else:
+        print(abandoned_text(args.run_id, not_run))
     return 0
 
 
@@ -860,6 +909,10 @@ async def cmd_hooks_resume(args: argparse.Namespace) -> int:
         try:
             run_id = await Client(world).resume_hook(args.token, payload)
         except HookNotFoundError as err:
-            raise UsageError(f"{err.message} (in {args.world})") from None
+            if not err.details.get("known"):  # no hook ever held the token: bad input
+                raise UsageError(f"{err.message} (in {args.world})") from None
+            # answered, disposed, or its run ended: nothing to resume
+            print(f"error: {err.message}; nothing to resume", file=sys.stderr)
+            return 1
     print(f"resumed hook {args.token} of run {run_id}")
     return 0

@@ -4,12 +4,13 @@ live while it runs (``wayline run``) or as a timeline afterwards (``wayline runs
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TextIO, assert_never
 
-from .._core.events import Event, EventType
+from .._core.events import Event, EventType, RunStatus
 from .._core.projections import (
     ChildCompleted,
     ChildCreated,
@@ -211,8 +212,9 @@ class LiveProgress:
                 self._line(at, f"run completed in {took}")
             case RunFailed(error):
                 self._line(at, f"run failed: {fmt_error(error)}")
-            case RunCancelled(reason):
-                self._line(at, f"run cancelled ({reason})")
+            case RunCancelled(reason, terminated):
+                how = "terminated, no compensations ran: " if terminated else ""
+                self._line(at, f"run cancelled ({how}{reason})")
             case RunCompensationStuck():
                 self._line(at, phase_text(p))
                 self._more(f"a person decides: {unstick_commands(event.run_id, self.world_url)}")
@@ -330,8 +332,13 @@ def render_show(
     out: TextIO,
     world_url: str = "URL",
     waiting: str | None = None,
+    *,
+    now: float | None = None,
+    visibility_seconds: float | None = None,
 ) -> None:
-    """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it)."""
+    """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it).
+    ``now`` and ``visibility_seconds`` (the world's) bound when a step whose body started and
+    recorded no outcome is run again if the worker holding it died."""
     tl = fold(info.run_id, events)
     origin = info.created_at
 
@@ -357,6 +364,8 @@ def render_show(
     parent = info.attributes.get("parent")
     if isinstance(parent, dict) and parent.get("runId"):
         p(f"parent    {parent['runId']} (as its child {parent.get('cid', '?')})")
+    if tl.terminated and info.status is RunStatus.CANCELLED:
+        waiting = "terminated: no compensations ran"  # an ended run waits for nothing
     p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))
     if info.status.value == "blocked" and info.error:
         p(f"blocked   {info.error.get('message', '')}")
@@ -409,16 +418,22 @@ def render_show(
                 p(f"{'':14}gave up: {fmt_error(step.error)}")  # recorded without a body's end
             if step.status == "completed":
                 p(f"{'':14}result {fmt_json(step.result)}")
+            if not cut and last is not None and last.outcome == "running":
+                if not detailed:  # the attempts above name it otherwise
+                    started = rel(last.started_at)
+                    p(f"{'':14}attempt {last.number}: running (started {started})")
+                p(f"{'':14}no outcome recorded yet: " + in_flight(now, visibility_seconds))
         elif kind == "hook":
             hook = tl.hooks[cid]
             early = " (woken early)" if hook.timed_out_early else ""
-            p(f"  {rel(hook.created_at):>10}  hook {hook.token:<20} {hook.status}{early}")
+            named = f"{hook.token} (id {hook.cid})"  # the id `runs wake --wait` names it by
+            p(f"  {rel(hook.created_at):>10}  hook {named:<20} {hook.status}{early}")
             if hook.type is not None:
                 p(f"{'':14}type {hook.type}")
             if hook.metadata is not None:
                 p(f"{'':14}metadata {fmt_json(hook.metadata)}")
-            if hook.timeout_at is not None:
-                p(f"{'':14}timeout at {fmt_time(hook.timeout_at)}")
+            if hook.timeout_at is not None:  # its wait id is what `runs wake --wait` takes
+                p(f"{'':14}timeout at {fmt_time(hook.timeout_at)} (wait id {hook.cid}.timeout)")
             if hook.received_at is not None:
                 for at, payload in [(hook.received_at, hook.payload), *hook.later]:
                     p(
@@ -446,7 +461,10 @@ def render_show(
                         "the parent stopped waiting (the child runs on)"
                     )
                 else:
-                    p(f"{'':14}{deadline} (at {fmt_time(child.deadline_at)})")
+                    p(
+                        f"{'':14}{deadline} (at {fmt_time(child.deadline_at)}, "
+                        f"wait id {cid}.deadline)"
+                    )
         else:
             wait = tl.waits[cid]
             state = "done" if wait.completed_at is not None else "waiting"
@@ -454,12 +472,14 @@ def render_show(
                 state = "not reached (the run ended)"
             if wait.early:
                 state = "woken early"
+            named = f"{fmt_duration(wait.seconds)} (id {cid})"  # as `runs wake --wait` takes
             p(
-                f"  {rel(wait.created_at):>10}  sleep {fmt_duration(wait.seconds):<19} {state} "
+                f"  {rel(wait.created_at):>10}  sleep {named:<19} {state} "
                 f"(until {fmt_time(wait.resume_at)})"
             )
     if info.ended_at:
-        p(f"  {rel(info.ended_at):>10}  run {info.status}")
+        how = " by terminate (no compensations ran)" if tl.terminated else ""
+        p(f"  {rel(info.ended_at):>10}  run {info.status}{how}")
     p()
     if info.status == "completed":
         p(f"result    {json.dumps(info.output, indent=2, default=str)}")
@@ -469,7 +489,25 @@ def render_show(
         p(f"stuck     a person decides: {unstick_commands(info.run_id, world_url)}")
     else:
         for hook in [h for h in tl.hooks.values() if h.status == "waiting"]:
-            p(f"waiting   for hook {hook.token}")
+            p(f"waiting   for hook {hook.token} (id {hook.cid})")
+
+
+def in_flight(now: float | None, visibility_seconds: float | None) -> str:
+    """What a step whose body started and recorded no outcome waits for. The log says when
+    the body started, not whether the worker holding its delivery is alive: a live worker
+    renews the delivery (every third of the visibility), a dead one stops, and the world
+    redelivers the step one visibility after the last renewal, which was no later than now.
+    So ``now + visibility`` bounds the redelivery of a holder that has died. The ownership
+    lease a start records (docs/ownership.md) does not delay it: the redelivered message is the
+    owner's own and runs the body again at once; the lease bounds only other deliveries."""
+    if now is None or visibility_seconds is None:
+        return "waits for the worker that holds it"
+    due = math.ceil(now + visibility_seconds)  # shown to the second: never before the bound
+    return (
+        "waits for the worker that holds it; if that worker died, a redelivery runs it again, "
+        f"due by {fmt_time(due)}\n{'':14}(the world redelivers a step "
+        f"{fmt_duration(visibility_seconds)} after its worker's last renewal of it)"
+    )
 
 
 def human_input(stored: Any) -> Any:

@@ -1,0 +1,87 @@
+"""The one rule for the exit codes of ``wayline runs``, ``hooks`` and ``schedules`` verbs, on
+both worlds: 0 done, 1 nothing to do (the run ended, the wait fired, the hook was answered), 2
+refused or bad input (an unknown run, wait, hook token or schedule name). docs/cli.md."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+
+import pytest
+
+from .conftest import FLOWS, Background, Cli
+
+SDK_FLOWS = FLOWS.with_name("sdk_flows.py")
+MISSING = "wf_" + "0" * 32
+
+pytestmark = pytest.mark.timeout(120)  # a hang guard on a loaded machine, not a timing
+
+
+def _nothing_to_do(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    for needle in needles:
+        assert needle in line, line
+
+
+def _refused(done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and done.stderr.startswith("error: ")
+
+
+def test_each_verb_on_an_ended_run_has_nothing_to_do(cli: Cli, world_url: str) -> None:
+    done = cli("run", f"{FLOWS}:add", "--input", "[1, 2]")
+    assert done.returncode == 0, done.stderr
+    [ended] = [r["runId"] for r in cli.json("runs", "list")]
+    _nothing_to_do(cli("runs", "cancel", ended), "nothing to cancel")
+    _nothing_to_do(cli("runs", "terminate", ended), "nothing to terminate")
+    _nothing_to_do(cli("runs", "fail", ended), "nothing to fail")
+    _nothing_to_do(cli("runs", "wake", ended), "nothing to wake")
+    _nothing_to_do(cli("runs", "tail", ended, "--stream", "none", "--no-follow"), "nothing in")
+    _nothing_to_do(cli("runs", "resume-compensation", ended), "nothing to resume")
+    _nothing_to_do(cli("runs", "abandon-compensation", ended), "nothing to abandon")
+    for verb in ["cancel", "terminate", "fail", "wake", "resume-compensation", "show", "watch"]:
+        _refused(cli("runs", verb, MISSING))
+
+    # a cancelled run (terminated here) is ended too: cancelling it again does nothing
+    started = cli("start", f"{FLOWS}:approval", "--input", '"t-3"')
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    _nothing_to_do(cli("runs", "wake", run_id), "no pending sleep")  # a live run, no sleep
+    _refused(cli("runs", "wake", run_id, "--wait", "w9"))  # a wait it never had
+    assert cli("runs", "terminate", run_id).returncode == 0
+    _nothing_to_do(cli("runs", "cancel", run_id), "already ended (cancelled)", "nothing to")
+
+
+def test_a_fired_wait_and_an_answered_hook_are_nothing_to_do(
+    cli: Cli, spawn: Callable[..., Background], world_url: str
+) -> None:
+    started = cli("start", f"{SDK_FLOWS}:nap_then_approve", "--input", '"t-4"')
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    spawn("worker", "--app", str(SDK_FLOWS), "--processes", "1")
+    deadline = time.monotonic() + 30
+    while not cli.json("runs", "show", run_id)["waits"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert cli("runs", "wake", run_id, "--wait", "w1").returncode == 0
+    _nothing_to_do(cli("runs", "wake", run_id, "--wait", "w1"), "no pending wait 'w1'")
+    while not cli.json("runs", "show", run_id)["hooks"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    payload = '{"approved": true, "by": "ana"}'
+    _refused(cli("hooks", "resume", "go:nobody", "--payload", payload))  # no such token
+    assert cli("hooks", "resume", "go:t-4", "--payload", payload).returncode == 0
+    _nothing_to_do(cli("hooks", "resume", "go:t-4", "--payload", payload), "nothing to resume")
+
+
+def test_schedules_verbs_follow_the_rule(cli: Cli, world_url: str) -> None:
+    add = ["schedules", "add", "nightly", "--cron", "0 3 * * *", "--workflow", "approval"]
+    assert cli(*add).returncode == 0
+    _refused(cli(*add))  # the name is taken: refused, not overwritten
+    _refused(cli("schedules", "remove", "weekly"))  # no such schedule
+    ran = cli("schedules", "run", "--once")  # a pass with no tick due did what it is for
+    assert ran.returncode == 0, ran.stderr
+    assert cli("schedules", "remove", "nightly").returncode == 0
