@@ -36,7 +36,7 @@ async def describe(client: wayline.Client, run_id: str) -> str:
 
 def annotated(
     wait: Duration,
-    hook: HookHandle,
+    hook: HookHandle[int],
     policy: RetryPolicy,
     step: StepDefinition[[str], int],
     flow: WorkflowDefinition[[str], None],
