@@ -258,8 +258,18 @@ class Client:
         )
         return RunHandle(self, run_id, definition, fresh=fresh)
 
-    def handle(self, run_id: str) -> RunHandle[Any]:
-        return RunHandle(self, run_id, None)
+    @overload
+    def handle(self, workflow: WorkflowDefinition[..., R], run_id: str, /) -> RunHandle[R]: ...
+    @overload
+    def handle(self, run_id: str, /) -> RunHandle[Any]: ...
+    def handle(self, *args: Any) -> RunHandle[Any]:
+        """A handle on a run by id. Given the run's workflow first, its ``result`` is typed and
+        decoded as the workflow's result type, as a started run's is."""
+        if len(args) == 1 and isinstance(args[0], str):
+            return RunHandle(self, args[0], None)
+        if len(args) == 2 and isinstance(args[0], WorkflowDefinition):
+            return RunHandle(self, args[1], args[0])
+        raise TypeError(f"Client.handle takes (run_id) or (workflow, run_id), not {args!r}")
 
     async def get_run(self, run_id: str) -> RunInfo:
         """The run as its log has it. Raises :class:`CorruptLogError` when an entry of the
