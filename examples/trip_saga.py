@@ -75,7 +75,7 @@ async def main() -> list[str]:
                 if await handle.status() is wayline.RunStatus.COMPENSATION_STUCK:
                     break
                 await asyncio.sleep(0.05)
-            not_run = await client.abandon_compensation(handle.run_id) or ()
+            not_run = (await client.abandon_compensation(handle.run_id)).not_run or ()
             try:
                 await handle.result(timeout=30)
             except wayline.RunFailedError as err:

@@ -5,14 +5,17 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 ``Worker`` and a world (``LocalWorld``, ``open_world``).
 """
 
+from typing import TYPE_CHECKING
+
 from ._core.concurrency import Limit
+from ._core.definitions import StepDefinition, WorkflowDefinition
 from ._core.events import RunStatus
 from ._core.projections import Reversal
 from ._core.retry import RetryPolicy
 from ._sdk.combinators import any
 from ._sdk.context import StepContext, step_context
 from ._sdk.decorators import step, workflow
-from ._sdk.hooks import Hook
+from ._sdk.hooks import Hook, HookHandle
 from ._sdk.info import WorkflowInfo, workflow_info
 from ._sdk.streams import StreamChunk, StreamClosedError, stream
 from ._sdk.workflow_api import (
@@ -27,6 +30,7 @@ from ._sdk.workflow_api import (
     uuid4,
 )
 from .client import Abandonment, Client, RunHandle
+from .durations import Duration
 from .errors import (
     AllFailedError,
     ChildFailedError,
@@ -61,9 +65,15 @@ from .errors import (
 )
 from .settings import Settings
 from .worker import Worker
-from .world import HookInfo, World, open_world
+from .world import HookInfo, RunInfo, World, open_world
 from .world.business_ids import IdConflictPolicy, IdReusePolicy
 from .worlds.local import LocalWorld
+
+if TYPE_CHECKING:
+    # What a type checker sees of the NATS world; at run time ``__getattr__`` below imports it
+    # on first use, so that ``import wayline`` works without the ``nats`` extra installed.
+    # For the same reason it is not in ``__all__``: ``from wayline import *`` would import it.
+    from .worlds.nats import NatsWorld as NatsWorld
 
 __all__ = [
     "Abandonment",
@@ -74,8 +84,10 @@ __all__ = [
     "ConfigurationError",
     "CorruptEntryError",
     "CorruptLogError",
+    "Duration",
     "FatalError",
     "Hook",
+    "HookHandle",
     "HookInfo",
     "HookNotFoundError",
     "HookTimeout",
@@ -98,17 +110,20 @@ __all__ = [
     "RunCancelledError",
     "RunFailedError",
     "RunHandle",
+    "RunInfo",
     "RunNotFoundError",
     "RunStatus",
     "RunTerminalError",
     "SerializationError",
     "Settings",
     "StepContext",
+    "StepDefinition",
     "StepFailedError",
     "StreamChunk",
     "StreamClosedError",
     "WaylineError",
     "Worker",
+    "WorkflowDefinition",
     "WorkflowInfo",
     "WorkflowNotFoundError",
     "World",
@@ -134,9 +149,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    if name == "NatsWorld":
-        from .worlds.nats import NatsWorld
+if not TYPE_CHECKING:
+    # Hidden from type checkers: a module ``__getattr__`` would make every misspelt name
+    # (``wayline.slep``) an attribute of type ``object`` instead of an error.
+    def __getattr__(name: str) -> object:
+        if name == "NatsWorld":
+            from .worlds.nats import NatsWorld
 
-        return NatsWorld
-    raise AttributeError(f"module 'wayline' has no attribute {name!r}")
+            return NatsWorld
+        raise AttributeError(f"module 'wayline' has no attribute {name!r}")

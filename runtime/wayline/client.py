@@ -406,10 +406,20 @@ class Client:
             raise RunNotFoundError(f"no run {id!r}")
         return generation_run_id(id, self.namespace, generation)
 
-    def handle(self, run_id: str) -> RunHandle[Any]:
-        """The handle of the run ``run_id`` names: a run id, or a business id, which the
-        handle's first call resolves to the newest run of that id (see :meth:`resolve`)."""
-        return RunHandle(self, run_id, None)
+    @overload
+    def handle(self, workflow: WorkflowDefinition[..., R], run_id: str, /) -> RunHandle[R]: ...
+    @overload
+    def handle(self, run_id: str, /) -> RunHandle[Any]: ...
+    def handle(self, *args: Any) -> RunHandle[Any]:
+        """A handle on a run by id: a run id, or a business id, which the handle's first call
+        resolves to the newest run of that id (see :meth:`resolve`). Given the run's workflow
+        first, its ``result`` is typed and decoded as the workflow's result type, as a started
+        run's is."""
+        if len(args) == 1 and isinstance(args[0], str):
+            return RunHandle(self, args[0], None)
+        if len(args) == 2 and isinstance(args[0], WorkflowDefinition):
+            return RunHandle(self, args[1], args[0])
+        raise TypeError(f"Client.handle takes (run_id) or (workflow, run_id), not {args!r}")
 
     async def get_run(self, run_id: str) -> RunInfo:
         """The run as its log has it (``run_id``: a run id or a business id, see

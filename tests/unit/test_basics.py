@@ -123,6 +123,11 @@ def test_public_api_is_pinned() -> None:
             "RetryPolicy",
             "Reversal",
             "Abandonment",
+            "Duration",
+            "HookHandle",
+            "RunInfo",
+            "StepDefinition",
+            "WorkflowDefinition",
             "WorkflowInfo",
             "workflow_info",
             "Limit",
@@ -187,6 +192,11 @@ def test_public_api_is_pinned() -> None:
     )
     for name in wayline.__all__:
         assert getattr(wayline, name) is not None
+    # The NATS world is imported on first use (it needs the nats extra), and is the only name
+    # found that way: a misspelt one is an AttributeError, as a type checker says it is.
+    assert wayline.NatsWorld.__name__ == "NatsWorld"
+    with pytest.raises(AttributeError, match="slep"):
+        wayline.slep  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_open_world_urls(tmp_path: object) -> None:

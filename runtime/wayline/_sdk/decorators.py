@@ -30,6 +30,22 @@ class StepDecorator(Protocol):
     def __call__(self, fn: Callable[P, R], /) -> StepDefinition[P, R]: ...
 
 
+class CompensatedStepDecorator(Protocol[P]):
+    """What ``@wayline.step(compensate=undo, ...)`` returns: it takes only a function that
+    accepts every call ``undo`` accepts, since a compensation is called with the forward
+    step's arguments (a mismatch would otherwise show only when the run unwinds).
+
+    The check runs that way round, and the step is typed by ``undo``'s parameters, because
+    ``P`` is fixed by ``undo`` before the step's function is seen: a type checker cannot then
+    take the step's own parameters and ask ``undo`` to accept them. With ``undo`` taking the
+    step's parameters, as it should, both are the same."""
+
+    @overload
+    def __call__(self, fn: Callable[P, Awaitable[R]], /) -> StepDefinition[P, R]: ...
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> StepDefinition[P, R]: ...
+
+
 class WorkflowDecorator(Protocol):
     """What ``@wayline.workflow(...)`` with options returns."""
 
@@ -47,7 +63,19 @@ def step(
     max_retries: int | None = None,
     retry_delay: Duration | None = None,
     retry: RetryPolicy | None = None,
-    compensate: Callable[..., Any] | None = None,
+    compensate: Callable[P, Any],
+    compensate_retry: RetryPolicy | None = None,
+    timeout: Duration | None = None,
+    concurrency: Limit | None = None,
+) -> CompensatedStepDecorator[P]: ...
+@overload
+def step(
+    *,
+    name: str | None = None,
+    max_retries: int | None = None,
+    retry_delay: Duration | None = None,
+    retry: RetryPolicy | None = None,
+    compensate: None = None,
     compensate_retry: RetryPolicy | None = None,
     timeout: Duration | None = None,
     concurrency: Limit | None = None,
@@ -85,7 +113,8 @@ def step(
     step that completed, or whose outcome is unknown, is compensated in reverse order. The
     handler gets the forward step's arguments; ``step_context()`` inside it has
     ``forward_idempotency_key`` and ``forward_result`` (None when the outcome is unknown:
-    reconcile by key).
+    reconcile by key). A type checker refuses a step whose arguments the handler cannot take
+    (see ``CompensatedStepDecorator``).
 
     ``compensate_retry`` takes a :class:`wayline.RetryPolicy` for the compensation alone.
     Without it the compensation is retried as this step is (its ``retry``, or its

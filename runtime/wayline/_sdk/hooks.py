@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 from .._core import projections
 from .._core.events import Event
@@ -36,6 +36,7 @@ from ..errors import InvalidPayloadError, SerializationError
 from .context import current_replay
 
 H = TypeVar("H", bound="Hook")
+T = TypeVar("T")
 
 
 # What this module needs of a hook's world entry, a world and a client (the world and the
@@ -127,10 +128,11 @@ class Hook:
         return await client.resume_hook(token, value, delivery_id=delivery_id)
 
 
-class HookHandle(Hook):
+class HookHandle(Hook, Generic[T]):
     """What ``wayline.create_hook`` returns: ``await hook`` gives the first payload;
     ``async for payload in hook`` gives every payload in log order; ``hook.dispose()`` frees
-    its token (a new hook in this run or another may then hold it)."""
+    its token (a new hook in this run or another may then hold it). ``T`` is the payload's
+    type: the ``type=`` given to ``create_hook``, else ``Any``."""
 
     def __init__(self, record: HookRecord) -> None:
         self._record = record
@@ -144,21 +146,24 @@ class HookHandle(Hook):
         """Stop receiving payloads and free the token (written before the run's next calls)."""
         current_replay("dispose").dispose_hook(self._record)
 
-    def __await__(self) -> Any:
-        return self._record.first.__await__()
+    def __await__(self) -> Generator[Any, None, T]:
+        first: WFuture[T] = self._record.first
+        return first.__await__()
 
-    def __aiter__(self) -> HookHandle:
+    def __aiter__(self) -> HookHandle[T]:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> T:
         index = self._next
         self._next += 1
-        if index == 0:
-            return await self._record.first
         rec = self._record
+        if index == 0:
+            first: WFuture[T] = rec.first
+            return await first
         if index < len(rec.payloads):
-            return rec.payloads[index]
-        fut = rec.waiters.setdefault(index, WFuture(f"hook {rec.token}#{index}"))
+            payload: T = rec.payloads[index]
+            return payload
+        fut: WFuture[T] = rec.waiters.setdefault(index, WFuture(f"hook {rec.token}#{index}"))
         return await fut
 
 

@@ -3,9 +3,11 @@ through a context variable and raises :class:`NotInWorkflowError` elsewhere."""
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import uuid
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar, overload
 
@@ -18,6 +20,13 @@ from .hooks import HookHandle, recorded
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+T1 = TypeVar("T1")
+T2 = TypeVar("T2")
+T3 = TypeVar("T3")
+T4 = TypeVar("T4")
+T5 = TypeVar("T5")
+T6 = TypeVar("T6")
 
 
 def sleep(duration: Duration) -> WFuture[None]:
@@ -25,13 +34,29 @@ def sleep(duration: Duration) -> WFuture[None]:
     return current_replay("sleep").sleep(duration)
 
 
+@overload
+def create_hook(
+    token: str | None = None,
+    *,
+    timeout: Duration | None = None,
+    type: builtins.type[T],
+    metadata: Any = None,
+) -> HookHandle[T]: ...
+@overload
 def create_hook(
     token: str | None = None,
     *,
     timeout: Duration | None = None,
     type: Any = None,
     metadata: Any = None,
-) -> HookHandle:
+) -> HookHandle[Any]: ...
+def create_hook(
+    token: str | None = None,
+    *,
+    timeout: Duration | None = None,
+    type: Any = None,
+    metadata: Any = None,
+) -> HookHandle[Any]:
     """A hook that someone resumes with a payload (``Client.resume_hook`` or the CLI).
 
     ``await hook`` gives the first payload, validated as ``type`` when given (and a resumer
@@ -94,7 +119,7 @@ def uuid4() -> uuid.UUID:
     return uuid.UUID(int=rng.getrandbits(128), version=4)
 
 
-def _as_future(replay: Replay, aw: Any) -> WFuture[Any]:
+def _as_future(replay: Replay, aw: Awaitable[Any]) -> WFuture[Any]:
     if isinstance(aw, WFuture):
         return aw
     if isinstance(aw, HookHandle):
@@ -104,15 +129,53 @@ def _as_future(replay: Replay, aw: Any) -> WFuture[Any]:
     raise TypeError(f"wayline.gather/race take steps, sleeps, hooks or coroutines, not {aw!r}")
 
 
-def gather(*awaitables: Any) -> WFuture[list[Any]]:
-    """Wait for all; the results in argument order. The first failure in log order is raised."""
+# One overload per count up to six keeps each argument's type in its place of the result
+# (typeshed's ``asyncio.gather`` does the same); more, or a starred list, share one type.
+@overload
+def gather() -> WFuture[tuple[()]]: ...
+@overload
+def gather(a1: Awaitable[T1], /) -> WFuture[tuple[T1]]: ...
+@overload
+def gather(a1: Awaitable[T1], a2: Awaitable[T2], /) -> WFuture[tuple[T1, T2]]: ...
+@overload
+def gather(
+    a1: Awaitable[T1], a2: Awaitable[T2], a3: Awaitable[T3], /
+) -> WFuture[tuple[T1, T2, T3]]: ...
+@overload
+def gather(
+    a1: Awaitable[T1], a2: Awaitable[T2], a3: Awaitable[T3], a4: Awaitable[T4], /
+) -> WFuture[tuple[T1, T2, T3, T4]]: ...
+@overload
+def gather(
+    a1: Awaitable[T1],
+    a2: Awaitable[T2],
+    a3: Awaitable[T3],
+    a4: Awaitable[T4],
+    a5: Awaitable[T5],
+    /,
+) -> WFuture[tuple[T1, T2, T3, T4, T5]]: ...
+@overload
+def gather(
+    a1: Awaitable[T1],
+    a2: Awaitable[T2],
+    a3: Awaitable[T3],
+    a4: Awaitable[T4],
+    a5: Awaitable[T5],
+    a6: Awaitable[T6],
+    /,
+) -> WFuture[tuple[T1, T2, T3, T4, T5, T6]]: ...
+@overload
+def gather(*awaitables: Awaitable[T]) -> WFuture[tuple[T, ...]]: ...
+def gather(*awaitables: Awaitable[Any]) -> WFuture[tuple[Any, ...]]:
+    """Wait for all; a tuple of the results in argument order. The first failure in log order
+    is raised."""
     replay = current_replay("gather")
     futures = [_as_future(replay, aw) for aw in awaitables]
-    out: WFuture[list[Any]] = WFuture("gather")
+    out: WFuture[tuple[Any, ...]] = WFuture("gather")
     results: list[Any] = [None] * len(futures)
     left = [len(futures)]
     if not futures:
-        out.set_result([])
+        out.set_result(())
 
     def settle(index: int, fut: WFuture[Any]) -> None:
         if out.done():
@@ -124,7 +187,7 @@ def gather(*awaitables: Any) -> WFuture[list[Any]]:
         results[index] = fut.result()
         left[0] -= 1
         if left[0] == 0:
-            out.set_result(results, fut.order)
+            out.set_result(tuple(results), fut.order)
 
     # The already-settled ones in log order first, as ``race`` and ``any`` take them: the
     # first failure raised is the first in the log, whatever the argument order.
@@ -136,7 +199,40 @@ def gather(*awaitables: Any) -> WFuture[list[Any]]:
     return out
 
 
-def race(*awaitables: Any) -> WFuture[tuple[int, Any]]:
+@overload
+def race(a1: Awaitable[T1], /) -> WFuture[tuple[int, T1]]: ...
+@overload
+def race(a1: Awaitable[T1], a2: Awaitable[T2], /) -> WFuture[tuple[int, T1 | T2]]: ...
+@overload
+def race(
+    a1: Awaitable[T1], a2: Awaitable[T2], a3: Awaitable[T3], /
+) -> WFuture[tuple[int, T1 | T2 | T3]]: ...
+@overload
+def race(
+    a1: Awaitable[T1], a2: Awaitable[T2], a3: Awaitable[T3], a4: Awaitable[T4], /
+) -> WFuture[tuple[int, T1 | T2 | T3 | T4]]: ...
+@overload
+def race(
+    a1: Awaitable[T1],
+    a2: Awaitable[T2],
+    a3: Awaitable[T3],
+    a4: Awaitable[T4],
+    a5: Awaitable[T5],
+    /,
+) -> WFuture[tuple[int, T1 | T2 | T3 | T4 | T5]]: ...
+@overload
+def race(
+    a1: Awaitable[T1],
+    a2: Awaitable[T2],
+    a3: Awaitable[T3],
+    a4: Awaitable[T4],
+    a5: Awaitable[T5],
+    a6: Awaitable[T6],
+    /,
+) -> WFuture[tuple[int, T1 | T2 | T3 | T4 | T5 | T6]]: ...
+@overload
+def race(*awaitables: Awaitable[T]) -> WFuture[tuple[int, T]]: ...
+def race(*awaitables: Awaitable[Any]) -> WFuture[tuple[int, Any]]:
     """``(index, value)`` of the first to settle in log order (a failure is raised)."""
     replay = current_replay("race")
     futures = [_as_future(replay, aw) for aw in awaitables]
