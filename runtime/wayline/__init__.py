@@ -13,9 +13,11 @@ from ._sdk.context import StepContext, step_context
 from ._sdk.decorators import step, workflow
 from ._sdk.hooks import Hook
 from ._sdk.info import WorkflowInfo, workflow_info
+from ._sdk.options import ChildOptions
 from ._sdk.streams import StreamChunk, StreamClosedError, stream
 from ._sdk.workflow_api import (
     child,
+    child_with,
     create_hook,
     gather,
     now,
@@ -59,6 +61,7 @@ from .errors import (
     WrongNamespaceError,
 )
 from .settings import Settings
+from .start_options import StartOptions
 from .worker import Worker
 from .world import HookInfo, World, open_world
 from .world.business_ids import IdConflictPolicy, IdReusePolicy
@@ -67,6 +70,7 @@ from .worlds.local import LocalWorld
 __all__ = [
     "AllFailedError",
     "ChildFailedError",
+    "ChildOptions",
     "ChildTimeoutError",
     "Client",
     "ConfigurationError",
@@ -100,6 +104,7 @@ __all__ = [
     "RunTerminalError",
     "SerializationError",
     "Settings",
+    "StartOptions",
     "StepContext",
     "StepFailedError",
     "StreamChunk",
@@ -114,6 +119,7 @@ __all__ = [
     "WrongNamespaceError",
     "any",
     "child",
+    "child_with",
     "create_hook",
     "gather",
     "now",
