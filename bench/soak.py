@@ -345,7 +345,9 @@ async def drive(
     first = clients[run.index % 2]
 
     async def start() -> Any:
-        return await first.start(flow, run.tag, run.plan, HOOK_AT, run.nap, run_id=run.run_id)
+        return await first.start_with(
+            wayline.StartOptions(run_id=run.run_id), flow, run.tag, run.plan, HOOK_AT, run.nap
+        )
 
     await retrying(f"start {run.run_id}", start, deadline)
     run.started = True

@@ -9,7 +9,7 @@ from typing import Any
 
 import pydantic
 
-from wayline import Client
+from wayline import Client, StartOptions
 from wayline._core.events import Event, EventType, RunStatus
 from wayline.errors import HookNotFoundError, WaylineError, WorldError, WrongNamespaceError
 from wayline.settings import Settings
@@ -92,7 +92,8 @@ class Reconciler:
         parsed = parse_spec(spec)
         run_id = run_id_for(uid)
         try:
-            await self.client_in(namespace).start(parsed.workflow, *parsed.args(), run_id=run_id)
+            client = self.client_in(namespace)
+            await client.start_with(StartOptions(run_id=run_id), parsed.workflow, *parsed.args())
         except WorldError:
             raise  # the world's trouble, not the spec's: retried
         except WaylineError as err:

@@ -17,9 +17,11 @@ from ._sdk.context import StepContext, step_context
 from ._sdk.decorators import step, workflow
 from ._sdk.hooks import Hook, HookHandle
 from ._sdk.info import WorkflowInfo, workflow_info
+from ._sdk.options import ChildOptions
 from ._sdk.streams import StreamChunk, StreamClosedError, stream
 from ._sdk.workflow_api import (
     child,
+    child_with,
     create_hook,
     gather,
     now,
@@ -64,6 +66,7 @@ from .errors import (
     WrongNamespaceError,
 )
 from .settings import Settings
+from .start_options import StartOptions
 from .worker import Worker
 from .world import HookInfo, RunInfo, World, open_world
 from .world.business_ids import IdConflictPolicy, IdReusePolicy
@@ -79,6 +82,7 @@ __all__ = [
     "Abandonment",
     "AllFailedError",
     "ChildFailedError",
+    "ChildOptions",
     "ChildTimeoutError",
     "Client",
     "ConfigurationError",
@@ -116,6 +120,7 @@ __all__ = [
     "RunTerminalError",
     "SerializationError",
     "Settings",
+    "StartOptions",
     "StepContext",
     "StepDefinition",
     "StepFailedError",
@@ -132,6 +137,7 @@ __all__ = [
     "WrongNamespaceError",
     "any",
     "child",
+    "child_with",
     "create_hook",
     "gather",
     "now",

@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
+from typing_extensions import deprecated
+
 from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
@@ -26,6 +28,7 @@ from ._core.serde import decode, encode
 from ._engine.ending import report_to_parent, terminate_children
 from ._engine.tasks import cancels, stop_if_cancelled
 from ._sdk.hooks import check_resume
+from ._sdk.options import take_option_keywords
 from ._sdk.streams import StreamChunk, follow_stream
 from .durations import Duration, to_seconds
 from .errors import (
@@ -45,12 +48,12 @@ from .errors import (
     WrongNamespaceError,
 )
 from .settings import Settings
+from .start_options import START_OPTION_NAMES, StartOptions
 from .world import FLOW_TOPIC, HookInfo, RunInfo, World, flow_message, run_changes
 from .world.business_ids import (
     IdConflictPolicy,
     IdReusePolicy,
     check_business_id,
-    check_start_ids,
     generation_run_id,
     may_start_anew,
     newest_generation,
@@ -225,6 +228,7 @@ class Client:
         self, workflow: WorkflowDefinition[P, R], /, *args: P.args, **kwargs: P.kwargs
     ) -> RunHandle[R]: ...
     @overload
+    @deprecated("start(wf, ..., run_id=) is deprecated: use start_with(StartOptions(run_id=), wf)")
     async def start(
         self,
         workflow: WorkflowDefinition[..., R],
@@ -232,9 +236,11 @@ class Client:
         *args: Any,
         run_id: str,
         id_conflict: IdConflictPolicy = "use_existing",
+        queue: str | None = None,
         **kwargs: Any,
     ) -> RunHandle[R]: ...
     @overload
+    @deprecated("start(wf, ..., id=) is deprecated: use start_with(StartOptions(id=), wf)")
     async def start(
         self,
         workflow: WorkflowDefinition[..., R],
@@ -243,61 +249,104 @@ class Client:
         id: str,
         id_conflict: IdConflictPolicy = "use_existing",
         id_reuse: IdReusePolicy = "reject_duplicate",
+        queue: str | None = None,
         **kwargs: Any,
     ) -> RunHandle[R]: ...
     @overload
+    @deprecated("start(wf, ..., queue=) is deprecated: use start_with(StartOptions(queue=), wf)")
     async def start(
+        self, workflow: WorkflowDefinition[..., R], /, *args: Any, queue: str, **kwargs: Any
+    ) -> RunHandle[R]: ...
+    @overload
+    @deprecated(
+        "start(name, ..., run_id=) is deprecated: use start_with(StartOptions(run_id=), name)"
+    )
+    async def start(
+        self, workflow: str, /, *args: Any, run_id: str, **kwargs: Any
+    ) -> RunHandle[Any]: ...
+    @overload
+    @deprecated("start(name, ..., id=) is deprecated: use start_with(StartOptions(id=), name)")
+    async def start(
+        self, workflow: str, /, *args: Any, id: str, **kwargs: Any
+    ) -> RunHandle[Any]: ...
+    @overload
+    @deprecated(
+        "start(name, ..., queue=) is deprecated: use start_with(StartOptions(queue=), name)"
+    )
+    async def start(
+        self, workflow: str, /, *args: Any, queue: str, **kwargs: Any
+    ) -> RunHandle[Any]: ...
+    @overload
+    async def start(self, workflow: str, /, *args: Any, **kwargs: Any) -> RunHandle[Any]: ...
+    async def start(
+        self, workflow: WorkflowDefinition[..., Any] | str, /, *args: Any, **kwargs: Any
+    ) -> RunHandle[Any]:
+        """Start a run of ``workflow`` (a definition, or a workflow's name) with the
+        workflow's own arguments; :meth:`start_with` starts one with options.
+
+        Deprecated: the options given as keywords here (``run_id``, ``id``, ``id_conflict``,
+        ``id_reuse``, ``queue``), which :meth:`start_with` takes as :class:`StartOptions`.
+        Such a keyword still acts as the option, with a ``DeprecationWarning``, unless the
+        workflow has a parameter of that name: then it is the workflow's argument."""
+        definition = self._definition(workflow)
+        given = take_option_keywords(
+            definition,
+            kwargs,
+            START_OPTION_NAMES,
+            call="Client.start",
+            new_form="Client.start_with(wayline.StartOptions(...), workflow, ...)",
+            stacklevel=2,
+        )
+        return await self._start(StartOptions(**given), workflow, definition, args, kwargs)
+
+    @overload
+    async def start_with(
         self,
-        workflow: str,
+        options: StartOptions,
+        workflow: WorkflowDefinition[P, R],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> RunHandle[R]: ...
+    @overload
+    async def start_with(
+        self, options: StartOptions, workflow: str, /, *args: Any, **kwargs: Any
+    ) -> RunHandle[Any]: ...
+    async def start_with(
+        self,
+        options: StartOptions,
+        workflow: WorkflowDefinition[..., Any] | str,
         /,
         *args: Any,
-        run_id: str | None = None,
-        id: str | None = None,
-        id_conflict: IdConflictPolicy = "use_existing",
-        id_reuse: IdReusePolicy = "reject_duplicate",
-        **kwargs: Any,
-    ) -> RunHandle[Any]: ...
-    async def start(  # type: ignore[misc]  # a workflow parameter named run_id or id is shadowed
-        self,
-        workflow: WorkflowDefinition[..., Any] | str,
-        *args: Any,
-        run_id: str | None = None,
-        id: str | None = None,
-        id_conflict: IdConflictPolicy = "use_existing",
-        id_reuse: IdReusePolicy = "reject_duplicate",
-        queue: str | None = None,
         **kwargs: Any,
     ) -> RunHandle[Any]:
-        """Start a run. With ``run_id`` (``wf_`` + 32 hex digits) the call is idempotent:
-        repeating it, after any crash, starts no second run and only re-sends the start (none
-        once the run has ended).
+        """Start a run of ``workflow`` as ``options`` say (see :class:`StartOptions`: an id,
+        a run id, a queue); every argument after ``workflow`` is the workflow's own."""
+        if not isinstance(options, StartOptions):
+            raise TypeError(f"start_with takes a wayline.StartOptions first, not {options!r}")
+        return await self._start(options, workflow, self._definition(workflow), args, kwargs)
 
-        With ``id`` (a business id such as ``"order-123"``: 1 to 256 printable characters,
-        no leading or trailing space, not itself a ``wf_`` run id) the run id is derived from
-        ``id`` and this client's namespace, and ``id`` is recorded as the run's
-        ``business_id``; every call that takes a run id takes ``id`` too. When the newest run
-        of ``id`` has ended, ``id_reuse`` decides whether a new run starts under it:
-        ``"allow_duplicate"`` always, ``"allow_duplicate_failed_only"`` only after a run that
-        failed or was cancelled, ``"reject_duplicate"`` (the default) never. When a run of
-        ``id`` (or ``run_id``) exists and none is started, ``id_conflict`` decides:
-        ``"use_existing"`` (the default) returns its handle (re-sending its start while it is
-        live, as a repeated ``run_id`` start does), ``"fail"`` raises
-        :class:`RunAlreadyExistsError`. So by default ``start(wf, id="order-123")`` starts
-        one run per id, ever, and returns that run to every later call, ended or not.
+    def _definition(
+        self, workflow: WorkflowDefinition[..., Any] | str
+    ) -> WorkflowDefinition[..., Any] | None:
+        """The definition of ``workflow``; None for a name this client was not given."""
+        if not isinstance(workflow, str):
+            return workflow
+        definition = self._workflows.get(workflow)
+        if definition is None and self._workflows:
+            known = ", ".join(sorted(self._workflows)) or "none"
+            raise WorkflowNotFoundError(f"unknown workflow {workflow!r} (known: {known})")
+        return definition
 
-        With ``queue`` the run is served by the workers started with that ``queue=``
-        instead of by those serving the workflow by name. A workflow parameter named as one
-        of these options (``run_id``, ``id``, ``id_conflict``, ``id_reuse``, ``queue``) is
-        given positionally."""
-        check_start_ids(run_id, id, id_conflict, id_reuse)  # before anything is written
-        if isinstance(workflow, str):
-            definition = self._workflows.get(workflow)
-            if definition is None and self._workflows:
-                known = ", ".join(sorted(self._workflows)) or "none"
-                raise WorkflowNotFoundError(f"unknown workflow {workflow!r} (known: {known})")
-            name = workflow
-        else:
-            definition, name = workflow, workflow.name
+    async def _start(
+        self,
+        options: StartOptions,
+        workflow: WorkflowDefinition[..., Any] | str,
+        definition: WorkflowDefinition[..., Any] | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> RunHandle[Any]:
+        name = workflow if isinstance(workflow, str) else workflow.name
         if definition is not None:
             # the check `wayline start` makes: a bad input is refused here, not by a run
             # that fails on a worker (SERIALIZATION_ERROR) after it was written
@@ -308,22 +357,22 @@ class Client:
                 stored["kwargs"] = encode(kwargs, what=f"workflow {name!r} arguments")
             limits.check(stored, "input", f"the input of workflow {name!r}", self._limits)
         data: dict[str, Any] = {"workflow": name, "input": stored}
-        if queue:
-            data["queue"] = queue
+        if options.queue:
+            data["queue"] = options.queue
         if self.namespace:
             data["namespace"] = self.namespace
-        if id is not None:
-            data["businessId"] = id
+        if options.id is not None:
+            data["businessId"] = options.id
         if definition is not None:
             data["revision"] = definition.revision
             data["definition"] = definition.identity_record()
-        start = _Start(name, definition, data, id_conflict, id)
-        if id is None:
-            run_id = run_id or new_run_id()
+        start = _Start(name, definition, data, options.id_conflict, options.id)
+        if options.id is None:
+            run_id = options.run_id or new_run_id()
             if await self._create(run_id, start):
                 return await self._send_start(run_id, start, fresh=True)
             return await self._existing(await self.get_run(run_id), start)
-        return await self._start_by_id(id, start, id_reuse)
+        return await self._start_by_id(options.id, start, options.id_reuse)
 
     async def _start_by_id(self, id: str, start: _Start, id_reuse: str) -> RunHandle[Any]:
         """Start a new generation of business id ``id``, or apply the policies to its newest.

@@ -20,7 +20,7 @@ logs, run failures and the CLI speak the same words::
         ├── WorkflowNotFoundError           WORKFLOW_NOT_FOUND
         ├── RunNotFoundError                RUN_NOT_FOUND
         ├── InvalidIdError                  INVALID_ID: not a run id or business id
-        ├── RunAlreadyExistsError           RUN_ALREADY_EXISTS: ``start(id_conflict="fail")``
+        ├── RunAlreadyExistsError           RUN_ALREADY_EXISTS: ``StartOptions(id_conflict="fail")``
         ├── HookNotFoundError               HOOK_NOT_FOUND
         ├── WrongNamespaceError             WRONG_NAMESPACE: a hook of another namespace's run
         ├── HookTimeout                     HOOK_TIMEOUT, inside a workflow

@@ -33,10 +33,12 @@ async def test_cleanup_of_a_reused_id_keeps_the_archived_runs_input(
     second = first if again == "same input" else "b" * INPUT
     run_id = new_run_id()
     async with engine.worker([flows.echo]):
-        old = await engine.client.start(flows.echo, first, run_id=run_id)
+        old = await engine.client.start_with(wayline.StartOptions(run_id=run_id), flows.echo, first)
         assert await old.result(timeout=60) == first
         assert await engine.world.archive_runs(older_than=0) == 1
-        new = await engine.client.start(flows.echo, second, run_id=run_id)
+        new = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), flows.echo, second
+        )
         assert await new.result(timeout=60) == second
     assert await engine.world.delete_runs(older_than=0) == 1
     assert await engine.world.get_run(run_id) is None
@@ -60,12 +62,16 @@ async def test_a_live_run_of_a_reused_id_and_the_archived_run_keep_their_inputs(
     value = "c" * INPUT
     run_id = new_run_id()
     async with engine.worker([flows.held, flows.echo]):
-        old = await engine.client.start(flows.held, value, f"old-{run_id}", run_id=run_id)
+        old = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), flows.held, value, f"old-{run_id}"
+        )
         await wait_for(lambda: _hook_open(engine.world, f"old-{run_id}"), timeout=60)
         await engine.client.resume_hook(f"old-{run_id}", None)
         assert await old.result(timeout=60) == INPUT
         assert await engine.world.archive_runs(older_than=0) == 1
-        new = await engine.client.start(flows.held, value, f"new-{run_id}", run_id=run_id)
+        new = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), flows.held, value, f"new-{run_id}"
+        )
         await wait_for(lambda: _hook_open(engine.world, f"new-{run_id}"), timeout=60)
         expired = await engine.client.start(flows.echo, "e" * INPUT)
         assert await expired.result(timeout=60) == "e" * INPUT

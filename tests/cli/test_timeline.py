@@ -395,8 +395,9 @@ def test_every_payload_a_hook_received_is_shown() -> None:
 
 
 def test_a_childs_deadline_is_shown_as_its_deadline_not_a_sleep() -> None:
-    """``child(..., timeout="1s")``: the parent never slept; its timeline shows the child's
-    deadline (passed: the parent stopped waiting, the child runs on), never ``sleep``."""
+    """``child_with(ChildOptions(timeout="1s"), ...)``: the parent never slept; its timeline
+    shows the child's deadline (passed: the parent stopped waiting, the child runs on), never
+    ``sleep``."""
     events = log(
         (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
         (100.1, T.RUN_STARTED, None, {}),

@@ -161,7 +161,9 @@ async def test_idempotency_store_garbage(engine: Engine, tmp_path: Path) -> None
         for i, data in enumerate(samples):
             run_id = new_run_id()
             await poison_idem(engine.world, f"{run_id}:start", data)
-            run = await engine.client.start(flows.chain_of, i + 1, run_id=run_id)
+            run = await engine.client.start_with(
+                wayline.StartOptions(run_id=run_id), flows.chain_of, i + 1
+            )
             assert await run.result(timeout=30) == i + 1
             _note("idempotency keys", engine.world, "overwritten by the enqueue, completed")
         _alive(worker)

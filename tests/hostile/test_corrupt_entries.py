@@ -68,7 +68,9 @@ async def test_garbage_under_an_idempotency_key_is_overwritten_by_the_next_enque
     await poison_idem(engine.world, f"{run_id}:start", garbage)
     path = str(tmp_path / "count")
     async with engine.worker([flows.gated]):
-        run = await engine.client.start(flows.gated, path, "t-idem", run_id=run_id)
+        run = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), flows.gated, path, "t-idem"
+        )
         await wait_for(lambda: _active(engine, "t-idem"))
         await engine.client.resume_hook("t-idem", 7)
         assert await run.result(timeout=15) == 7

@@ -87,10 +87,11 @@ async def _two_incarnations(world: Any, value: str) -> tuple[str, Any, Any, floa
     between the two runs."""
     run_id, client = new_run_id(), wayline.Client(world)
     async with wayline.Worker(world, [flows.echo], settings=settings()):
-        assert await (await client.start(flows.echo, value, run_id=run_id)).result(60) == value
+        handle = await client.start_with(wayline.StartOptions(run_id=run_id), flows.echo, value)
+        assert await handle.result(60) == value
     assert await world.archive_runs(older_than=0) == 1
     between = time.time()
-    await client.start(flows.echo, value, run_id=run_id)
+    await client.start_with(wayline.StartOptions(run_id=run_id), flows.echo, value)
     archived = (await archived_events(world, run_id))[0].data["input"]
     live = (await world._events().list_events(run_id, 0))[0].data["input"]
     assert archived[REF] == live[REF] and archived[INCARNATION] != live[INCARNATION]
@@ -153,8 +154,11 @@ async def test_a_repeated_start_of_a_taken_id_stores_no_blob(open_nats_world: Op
     world = await open_nats_world()
     run_id, first, second = new_run_id(), "f" * INPUT, "g" * INPUT
     client = wayline.Client(world)
-    await client.start(flows.echo, first, run_id=run_id)  # no worker: it stays pending
-    again = await wayline.Client(await open_nats_world()).start(flows.echo, second, run_id=run_id)
+    # no worker: it stays pending
+    await client.start_with(wayline.StartOptions(run_id=run_id), flows.echo, first)
+    again = await wayline.Client(await open_nats_world()).start_with(
+        wayline.StartOptions(run_id=run_id), flows.echo, second
+    )
     assert again.run_id == run_id
     assert not await stored(world, run_id, {"args": [second]})
     assert await stored(world, run_id, {"args": [first]})
@@ -170,7 +174,9 @@ async def test_a_cleanup_that_listed_the_old_run_leaves_the_id_started_again(
     world, other = await open_nats_world(), await open_nats_world()
     value, run_id = "l" * INPUT, new_run_id()
     async with wayline.Worker(world, [flows.echo], settings=settings()):
-        old = await wayline.Client(world).start(flows.echo, value, run_id=run_id)
+        old = await wayline.Client(world).start_with(
+            wayline.StartOptions(run_id=run_id), flows.echo, value
+        )
         assert await old.result(timeout=60) == value
     listed = Retention._candidates
     meanwhile: list[str] = []
@@ -183,7 +189,10 @@ async def test_a_cleanup_that_listed_the_old_run_leaves_the_id_started_again(
                 assert await other.archive_runs(older_than=0) == 1
             else:
                 assert await other.delete_runs(older_than=0) == 1
-            await wayline.Client(other).start(flows.echo, value, run_id=run_id)  # pending
+            # pending
+            await wayline.Client(other).start_with(
+                wayline.StartOptions(run_id=run_id), flows.echo, value
+            )
         return ids
 
     monkeypatch.setattr(Retention, "_candidates", listing)
@@ -219,7 +228,8 @@ async def test_the_previous_version_reads_a_payload_this_one_stores(
     the object is stored under that name too, and the run's cleanup deletes both."""
     world = await open_nats_world()
     run_id, value = new_run_id(), "p" * INPUT
-    await wayline.Client(world).start(flows.echo, value, run_id=run_id)  # pending: no worker
+    # pending: no worker
+    await wayline.Client(world).start_with(wayline.StartOptions(run_id=run_id), flows.echo, value)
     ref = (await world._events().list_events(run_id, 0))[0].data["input"]
     assert ref[INCARNATION]
     store = blobs_of(await open_nats_world()).store
@@ -263,7 +273,8 @@ async def test_a_cleanup_deletes_the_blob_of_a_start_that_never_landed(
     world = await open_nats_world()
     run_id, lost, won = new_run_id(), {"args": ["x" * INPUT]}, "y" * INPUT
     await _stray_blob(world, run_id, lost)
-    await wayline.Client(world).start(flows.echo, won, run_id=run_id)  # pending: no worker
+    # pending: no worker
+    await wayline.Client(world).start_with(wayline.StartOptions(run_id=run_id), flows.echo, won)
     await wayline.Client(world).fail(run_id, "test")
     assert await world.delete_runs(older_than=0) == 1
     fresh = await open_nats_world()
@@ -278,7 +289,9 @@ async def test_a_cleanup_keeps_another_incarnations_blob_stored_after_the_run_en
     same id under way, whose ``run_created`` lands once the ended run is purged: it stays."""
     world = await open_nats_world()
     run_id, later = new_run_id(), {"args": ["z" * INPUT]}
-    await wayline.Client(world).start(flows.echo, "w" * INPUT, run_id=run_id)
+    await wayline.Client(world).start_with(
+        wayline.StartOptions(run_id=run_id), flows.echo, "w" * INPUT
+    )
     await wayline.Client(world).fail(run_id, "test")
     await _stray_blob(world, run_id, later)
     assert await world.delete_runs(older_than=0) == 1

@@ -25,7 +25,9 @@ async def test_a_message_acked_while_the_cleanup_sweeps_is_no_error(
     world = await open_nats_world()
     client = wayline.Client(world)
     run_id = new_run_id()
-    await client.start(sf.st_counted, str(tmp_path / "m"), "t", run_id=run_id)
+    await client.start_with(
+        wayline.StartOptions(run_id=run_id), sf.st_counted, str(tmp_path / "m"), "t"
+    )
     assert await client.terminate(run_id)  # ended, its start message still queued
     topic = await world.router.topic("flow", {"runId": run_id})
     [held] = await world.receive(topic, wait_seconds=2)  # a worker holds it
@@ -55,14 +57,14 @@ async def test_a_hook_claimed_by_a_run_started_again_during_its_cleanup_is_kept(
     client = wayline.Client(world)
     run_id, token = new_run_id(), f"tok-{new_run_id()}"
     async with wayline.Worker(world, [flows.kid_waits]):
-        first = await client.start(flows.kid_waits, token, run_id=run_id)
+        first = await client.start_with(wayline.StartOptions(run_id=run_id), flows.kid_waits, token)
         await wait_for(lambda: world.get_hook(token))
         await client.resume_hook(token, "old")
         assert await first.result(timeout=10) == "old"
         purged, go_on = hold_before(monkeypatch, EventLog, "_drop_token")
         cleanup = asyncio.ensure_future(janitor.delete_runs(older_than=0))
         await asyncio.wait_for(purged.wait(), 10)
-        again = await client.start(flows.kid_waits, token, run_id=run_id)
+        again = await client.start_with(wayline.StartOptions(run_id=run_id), flows.kid_waits, token)
         assert again._fresh
 
         async def claimed() -> bool:
@@ -94,7 +96,9 @@ async def test_a_start_of_a_reused_id_kept_when_a_replica_behind_answers_the_swe
     world, janitor, other = [await open_nats_world() for _ in range(3)]
     path, run_id = str(tmp_path / "m"), new_run_id()
     async with wayline.Worker(world, sf.WORKFLOWS):  # it ends, its start acked
-        first = await wayline.Client(world).start(sf.st_counted, path, "old", run_id=run_id)
+        first = await wayline.Client(world).start_with(
+            wayline.StartOptions(run_id=run_id), sf.st_counted, path, "old"
+        )
         assert await first.result(timeout=15) == "old"
     purged, go_on = asyncio.Event(), asyncio.Event()
     subject = janitor.names.run_subject(run_id)
@@ -121,7 +125,9 @@ async def test_a_start_of_a_reused_id_kept_when_a_replica_behind_answers_the_swe
     monkeypatch.setattr(Retention, "_drop_messages", paused)
     cleanup = asyncio.ensure_future(janitor.delete_runs(older_than=0))
     await asyncio.wait_for(purged.wait(), 10)
-    handle = await wayline.Client(other).start(sf.st_counted, path, "new", run_id=run_id)
+    handle = await wayline.Client(other).start_with(
+        wayline.StartOptions(run_id=run_id), sf.st_counted, path, "new"
+    )
     assert handle._fresh
     go_on.set()
     assert await cleanup == 1
@@ -142,8 +148,8 @@ async def test_a_wake_of_a_deleted_run_sent_during_its_cleanup_is_removed(
     world, janitor = await open_nats_world(), await open_nats_world()
     run_id = new_run_id()
     async with wayline.Worker(world, sf.WORKFLOWS):
-        first = await wayline.Client(world).start(
-            sf.st_counted, str(tmp_path / "m"), "old", run_id=run_id
+        first = await wayline.Client(world).start_with(
+            wayline.StartOptions(run_id=run_id), sf.st_counted, str(tmp_path / "m"), "old"
         )
         assert await first.result(timeout=15) == "old"
     purged, go_on = hold_sweep(monkeypatch)

@@ -258,7 +258,9 @@ async def test_junk_in_a_step_stream_is_no_record(open_nats_world: OpenWorlds) -
     finally:
         await nc.close()
     async with wayline.Worker(world, [hostile_streams], settings=settings()):
-        run = await wayline.Client(world).start(hostile_streams, 3, run_id=run_id)
+        run = await wayline.Client(world).start_with(
+            wayline.StartOptions(run_id=run_id), hostile_streams, 3
+        )
         assert await run.result(timeout=30) == 3
     chunks = [c async for c in wayline.Client(world).stream(run_id, "out", follow=False)]
     assert [c.data for c in chunks] == [{"i": 0}, {"i": 1}, {"i": 2}]

@@ -300,14 +300,14 @@ async def test_a_run_id_used_again_is_driven_with_its_own_input(
     monkeypatch.setattr(eventlog, "_CURRENT_FOR", 60.0)
     a, b = await open_nats_world(), await open_nats_world()
     run_id = new_run_id()
-    await wayline.Client(a).start(flow, "old", run_id=run_id)
+    await wayline.Client(a).start_with(wayline.StartOptions(run_id=run_id), flow, "old")
     other = wayline.Client(b)
     assert await other.terminate(run_id)
     # a cleanup's purge of the run's log, cut short before it removed the run's messages
     assert b._log is not None
     await b._log._js.purge_stream(b.names.events_stream, subject=b.names.run_subject(run_id))
     b._log._runs.pop(run_id, None)
-    handle = await other.start(flow, "new", run_id=run_id)
+    handle = await other.start_with(wayline.StartOptions(run_id=run_id), flow, "new")
     async with wayline.Worker(a, [flow], recover=False):
         assert await handle.result(timeout=30) == "new"
 

@@ -141,7 +141,7 @@ async def test_a_ten_step_run_sends_a_bounded_number_of_messages(
         with counting() as counts:
             run_id = new_run_id()
             ended = world.watch_terminal(run_id)  # before the start: no end goes unheard
-            handle = await client.start(chain, STEPS, run_id=run_id)
+            handle = await client.start_with(wayline.StartOptions(run_id=run_id), chain, STEPS)
             await asyncio.wait_for(ended, 60)
             await _acked(counts)
             trips = counts["request"] + counts["publish+reply"]
@@ -169,7 +169,7 @@ async def test_a_run_started_beside_its_worker_is_driven_without_a_read(
         with counting() as counts:
             run_id = new_run_id()
             ended = world.watch_terminal(run_id)
-            handle = await client.start(chain, STEPS, run_id=run_id)
+            handle = await client.start_with(wayline.StartOptions(run_id=run_id), chain, STEPS)
             await asyncio.wait_for(ended, 60)
             await _acked(counts)
             trips = counts["request"] + counts["publish+reply"]
@@ -206,7 +206,7 @@ async def test_a_result_asked_after_the_run_ended_reads_at_once(
     async with wayline.Worker(world, [chain]):
         run_id = new_run_id()
         ended = client.world.watch_terminal(run_id)
-        handle = await client.start(chain, 2, run_id=run_id)
+        handle = await client.start_with(wayline.StartOptions(run_id=run_id), chain, 2)
         await asyncio.wait_for(ended, 60)
         assert client.world.heard_ended(run_id)
         assert await client.world.known_end(run_id) is None
@@ -266,10 +266,12 @@ async def test_an_end_known_here_is_forgotten_when_its_run_id_is_used_again(
     ca, cb = wayline.Client(a), wayline.Client(b)
     run_id = new_run_id()
     async with wayline.Worker(a, [echo]):
-        assert await (await ca.start(echo, 1, run_id=run_id)).result(timeout=30) == 1
+        handle = await ca.start_with(wayline.StartOptions(run_id=run_id), echo, 1)
+        assert await handle.result(timeout=30) == 1
     assert await a.known_end(run_id) is not None
     assert await b.delete_runs(older_than=0) >= 1
-    await cb.start(echo, 2, run_id=run_id)  # the same id, a new run, no worker: pending
+    # the same id, a new run, no worker: pending
+    await cb.start_with(wayline.StartOptions(run_id=run_id), echo, 2)
     for _ in range(100):
         if await a.known_end(run_id) is None:
             break
@@ -294,7 +296,7 @@ async def test_a_fresh_handle_whose_end_may_have_gone_unheard_reads_at_once(
         for how in ("forgotten", "lost"):
             run_id = new_run_id()
             ended = client_world.watch_terminal(run_id)
-            handle = await client.start(chain, 2, run_id=run_id)
+            handle = await client.start_with(wayline.StartOptions(run_id=run_id), chain, 2)
             await asyncio.wait_for(ended, 60)
             client_world.unwatch_terminal(run_id, ended)
             if how == "forgotten":

@@ -38,7 +38,9 @@ async def test_starts_across_a_server_restart_each_run_once(
         while True:
             try:
                 began = time.monotonic()
-                handle = await client.start(sf.st_counted, path, run_id, run_id=run_id)
+                handle = await client.start_with(
+                    wayline.StartOptions(run_id=run_id), sf.st_counted, path, run_id
+                )
                 spans.append((began, time.monotonic()))
                 return handle
             except wayline.WaylineError as err:

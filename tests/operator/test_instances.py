@@ -170,7 +170,9 @@ async def test_a_run_started_by_the_wrong_release_is_started_again_by_its_own(
     wrong = LocalWorld(wrong_db)
     await wrong.start()
     try:
-        await wayline.Client(wrong, namespace=namespace).start("nowhere", 7, run_id=run_id)
+        await wayline.Client(wrong, namespace=namespace).start_with(
+            wayline.StartOptions(run_id=run_id), "nowhere", 7
+        )
     finally:
         await wrong.close()
     stale = {"runId": run_id, "phase": "pending", "workflow": "nowhere", "lastSeq": 1}

@@ -370,7 +370,7 @@ async def parent_waits(token: str) -> object:
 @wayline.workflow
 async def parent_deadline(token: str, catch: bool) -> str:
     try:
-        await wayline.child(kid_waits, token, timeout="400ms")
+        await wayline.child_with(wayline.ChildOptions(timeout="400ms"), kid_waits, token)
     except wayline.ChildTimeoutError:
         if catch:
             return "timed out"
@@ -388,7 +388,9 @@ async def kid_unwinds_stuck(path: str, token: str) -> object:
 
 @wayline.workflow
 async def parent_deadline_stuck(path: str, token: str) -> object:
-    return await wayline.child(kid_unwinds_stuck, path, token, timeout="400ms")
+    return await wayline.child_with(
+        wayline.ChildOptions(timeout="400ms"), kid_unwinds_stuck, path, token
+    )
 
 
 @wayline.workflow(name="versioned", revision=1)

@@ -310,7 +310,7 @@ async def waits_of(kind: str, duration: Any) -> str:
         elif kind == "hook":
             await wayline.create_hook(timeout=duration)
         else:
-            await wayline.child(sleeps_an_hour, timeout=duration)
+            await wayline.child_with(wayline.ChildOptions(timeout=duration), sleeps_an_hour)
     except ValueError as err:
         return f"refused: {err}"
     return "waited"

@@ -39,7 +39,9 @@ async def _start(url: str, path: str, start_at: float, runs: list[str]) -> None:
         await asyncio.sleep(max(0.0, start_at - time.time()))
         for item in runs:
             run_id, _, tag = item.partition(":")
-            handle = await client.start(start_flows.st_counted, path, tag, run_id=run_id)
+            handle = await client.start_with(
+                wayline.StartOptions(run_id=run_id), start_flows.st_counted, path, tag
+            )
             print(run_id, "fresh" if handle._fresh else "again", flush=True)
 
 

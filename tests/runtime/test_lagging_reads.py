@@ -15,6 +15,7 @@ import pytest
 from tests.runtime import timeout_flows
 from tests.runtime.flows import lines
 from tests.runtime.harness import Engine
+from wayline import StartOptions
 from wayline._core.events import EventType
 from wayline._core.ids import new_run_id
 
@@ -58,7 +59,9 @@ async def test_a_message_read_before_its_write_shows_is_read_again(
     run_id = new_run_id()
     played = _lagging(monkeypatch, engine, run_id, step=step)
     async with engine.worker([timeout_flows.long_run]):
-        handle = await engine.client.start(timeout_flows.long_run, path, 0.05, run_id=run_id)
+        handle = await engine.client.start_with(
+            StartOptions(run_id=run_id), timeout_flows.long_run, path, 0.05
+        )
         assert await handle.result(timeout=30) == "long done"
     assert played == (["no step"] if step else ["no run"])
     assert await engine.world.list_dead_letters(limit=100) == []

@@ -399,12 +399,18 @@ async def test_a_start_with_the_same_run_id_returns_the_same_run_and_result(
     path = str(tmp_path / "log")
     run_id = "wf_" + uuid.uuid4().hex
     async with engine.worker([peer_counted]):
-        first = await engine.client.start(peer_counted, path, "once", run_id=run_id)
-        again = await engine.client.start(peer_counted, path, "once", run_id=run_id)
+        first = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), peer_counted, path, "once"
+        )
+        again = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), peer_counted, path, "once"
+        )
         assert first.run_id == again.run_id == run_id
         assert await again.result(timeout=20) == "once"
         assert await first.result(timeout=20) == "once"
-        later = await engine.client.start(peer_counted, path, "once", run_id=run_id)
+        later = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), peer_counted, path, "once"
+        )
         assert await later.result(timeout=20) == "once"
         await asyncio.sleep(0.2)
     assert lines(path) == ["once"]
@@ -646,7 +652,12 @@ async def test_concurrent_starts_with_one_run_id_make_one_run(
     run_id = "wf_" + uuid.uuid4().hex
     async with engine.worker([peer_counted]):
         handles = await asyncio.gather(
-            *[engine.client.start(peer_counted, path, "one", run_id=run_id) for _ in range(10)]
+            *[
+                engine.client.start_with(
+                    wayline.StartOptions(run_id=run_id), peer_counted, path, "one"
+                )
+                for _ in range(10)
+            ]
         )
         assert {h.run_id for h in handles} == {run_id}
         assert await asyncio.gather(*[h.result(timeout=20) for h in handles]) == ["one"] * 10

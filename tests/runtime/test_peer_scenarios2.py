@@ -470,11 +470,15 @@ async def test_a_run_id_reused_for_another_workflow_is_refused(
     the first run (``test_idempotency``)."""
     path, run_id = str(tmp_path / "log"), "wf_" + uuid.uuid4().hex
     async with engine.worker([p2_one, p2_other]):
-        first = await engine.client.start(p2_one, path, "first", run_id=run_id)
+        first = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), p2_one, path, "first"
+        )
         assert await first.result(timeout=20) == "first"
         with pytest.raises(wayline.WaylineError, match="p2_one"):
-            await engine.client.start(p2_other, path, "x", run_id=run_id)
-        again = await engine.client.start(p2_one, path, "second", run_id=run_id)
+            await engine.client.start_with(wayline.StartOptions(run_id=run_id), p2_other, path, "x")
+        again = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), p2_one, path, "second"
+        )
         assert await again.result(timeout=20) == "first"
         await asyncio.sleep(0.1)
     assert lines(path) == ["first"]
@@ -564,7 +568,9 @@ async def test_a_child_of_a_queued_run_is_served_by_the_queues_workers(engine: E
     task queue defaults to its parent's, so the deployment that serves the queue runs the
     child too (DBOS: a child of an enqueued workflow runs on the same executor)."""
     async with engine.worker([p2_queued_parent, p2_square_child], queue="p2-q"):
-        handle = await engine.client.start(p2_queued_parent, 7, queue="p2-q")
+        handle = await engine.client.start_with(
+            wayline.StartOptions(queue="p2-q"), p2_queued_parent, 7
+        )
         assert await handle.result(timeout=10) == 49
 
 

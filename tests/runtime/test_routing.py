@@ -50,7 +50,9 @@ async def test_another_applications_worker_never_burns_a_run(engine: Engine) -> 
 
 async def test_a_queue_groups_runs_for_the_workers_of_that_queue(engine: Engine) -> None:
     async with engine.worker([flows.chain, flows.fan_out], queue="other"):
-        handle = await engine.client.start(flows.chain, 2, queue="payments")
+        handle = await engine.client.start_with(
+            wayline.StartOptions(queue="payments"), flows.chain, 2
+        )
         await asyncio.sleep(1.0)
         assert await handle.status() is wayline.RunStatus.PENDING  # not this worker's queue
         async with engine.worker([flows.chain], queue="payments"):
@@ -66,7 +68,7 @@ async def test_a_run_no_live_worker_serves_says_so(engine: Engine) -> None:
     )
     async with engine.worker([flows.chain], heartbeat_seconds=0.2):
         assert await handle.result(timeout=20) == 1
-        other = await engine.client.start(flows.chain, 3, queue="night")
+        other = await engine.client.start_with(wayline.StartOptions(queue="night"), flows.chain, 3)
         why = str(await engine.client.waiting_for_worker(other.run_id))
         assert why.startswith("waiting_for_worker: no live worker serves workflow 'chain'")
         assert why.endswith("on queue 'night'")
@@ -98,7 +100,7 @@ async def test_a_queue_worker_does_not_count_for_a_run_started_without_a_queue(
         assert why is not None
         assert why.startswith("waiting_for_worker: no live worker serves workflow 'chain'")
         assert "queue" not in why
-        queued = await engine.client.start(flows.chain, 2, queue="gold")
+        queued = await engine.client.start_with(wayline.StartOptions(queue="gold"), flows.chain, 2)
         assert await engine.client.waiting_for_worker(queued.run_id) is None
         assert await queued.result(timeout=20) == 1
         async with engine.worker([flows.chain], heartbeat_seconds=0.2):
@@ -228,7 +230,9 @@ async def test_a_queued_run_of_another_revision_waits_blocked_and_is_not_sent_ro
     to_v2: list[str] = []
     _count_deliveries(v2_world, to_v2)
     async with engine.worker([flows.versioned_v2], world=v2_world, queue="q"):
-        late = await engine.client.start(flows.versioned_v1, 10, queue="q")
+        late = await engine.client.start_with(
+            wayline.StartOptions(queue="q"), flows.versioned_v1, 10
+        )
         started = asyncio.get_running_loop().time()
 
         async def blocked() -> bool:

@@ -132,9 +132,8 @@ async def test_deterministic_helpers(engine: Engine) -> None:
         handle = await engine.client.start(flows.deterministic)
         ts, rnd, uid, after = await handle.result(timeout=10)
     events = await handle.events()
-    assert ts == pytest.approx(
-        events[1].created_at, abs=1e-5
-    )  # run_started stamp: time moves only with the log
+    # run_started stamp: time moves only with the log
+    assert ts == pytest.approx(events[1].created_at, abs=1e-5)
     assert after == pytest.approx(of_type(events, EventType.STEP_COMPLETED)[0].created_at, abs=1e-5)
     assert 0 <= rnd < 1 and len(uid) == 36
 
@@ -278,17 +277,18 @@ async def test_a_start_with_a_run_id_is_idempotent(engine: Engine) -> None:
     from wayline._core.ids import new_run_id
 
     run_id = new_run_id()
-    first = await engine.client.start(flows.chain, 3, run_id=run_id)
-    again = await engine.client.start(flows.chain, 3, run_id=run_id)  # a retried start
+    first = await engine.client.start_with(wayline.StartOptions(run_id=run_id), flows.chain, 3)
+    # a retried start
+    again = await engine.client.start_with(wayline.StartOptions(run_id=run_id), flows.chain, 3)
     assert first.run_id == again.run_id == run_id
     async with engine.worker([flows.chain]):
         assert await first.result(timeout=10) == 3
     assert len(await engine.world.list_runs()) == 1
     assert len(of_type(await first.events(), EventType.RUN_STARTED)) == 1
     with pytest.raises(wayline.WaylineError, match="exists already"):
-        await engine.client.start(flows.fan_out, 1, run_id=run_id)
+        await engine.client.start_with(wayline.StartOptions(run_id=run_id), flows.fan_out, 1)
     with pytest.raises(wayline.WaylineError, match="32 lowercase hex"):
-        await engine.client.start(flows.chain, 1, run_id="my-run")
+        await engine.client.start_with(wayline.StartOptions(run_id="my-run"), flows.chain, 1)
 
 
 async def test_resume_hook_with_a_delivery_id_delivers_once(engine: Engine) -> None:
@@ -418,7 +418,8 @@ async def test_a_fresh_runs_result_waits_for_its_end_before_it_reads(make_world:
         assert await handle.result(timeout=10) == 3
         fresh = list(reads)
         reads.clear()
-        again = await client.start(flows.chain, 3, run_id=handle.run_id)  # it ended already
+        # it ended already
+        again = await client.start_with(wayline.StartOptions(run_id=handle.run_id), flows.chain, 3)
         reads.clear()
         began = time.monotonic()
         assert await again.result(timeout=10) == 3

@@ -42,7 +42,9 @@ async def test_clients_racing_one_id_with_other_inputs_get_the_first_run(
     ):
         handles = await asyncio.gather(
             *(
-                c.start(sf.st_counted, path, f"{run_id}-{n}", run_id=run_id)
+                c.start_with(
+                    wayline.StartOptions(run_id=run_id), sf.st_counted, path, f"{run_id}-{n}"
+                )
                 for run_id in ids
                 for n, c in enumerate(clients + clients[:1])  # one client twice
             )
@@ -68,7 +70,9 @@ async def test_clients_racing_one_id_with_other_inputs_get_the_first_run(
 
 
 async def _ended_once(engine: Engine, path: str, run_id: str, tag: str) -> None:
-    handle = await engine.client.start(sf.st_counted, path, tag, run_id=run_id)
+    handle = await engine.client.start_with(
+        wayline.StartOptions(run_id=run_id), sf.st_counted, path, tag
+    )
     assert await handle.result(timeout=20) == tag
 
 
@@ -114,7 +118,9 @@ async def test_a_start_between_a_cleanups_purge_and_its_queue_sweep_keeps_its_me
         cleanup = asyncio.ensure_future(engine.world.delete_runs(older_than=0))
         await asyncio.wait_for(purged.wait(), 10)
         other = wayline.Client(await engine.make_world())
-        handle = await other.start(sf.st_counted, path, "new", run_id=run_id)
+        handle = await other.start_with(
+            wayline.StartOptions(run_id=run_id), sf.st_counted, path, "new"
+        )
         go_on.set()
         assert await cleanup == 1
         woken = await engine.world.runs_with_messages()
@@ -261,7 +267,9 @@ async def test_two_running_workers_rearm_a_lost_start_at_once_each_body_once(
         engine.worker(sf.WORKFLOWS, world=worlds[1], settings=looks),
     ):
         with pytest.raises(wayline.WaylineError, match="died here"):
-            await starter.start(sf.st_counted, path, "lost", run_id=run_id)
+            await starter.start_with(
+                wayline.StartOptions(run_id=run_id), sf.st_counted, path, "lost"
+            )
         assert await engine.client.handle(run_id).result(timeout=30) == "lost"
         await asyncio.sleep(1.0)  # a second wake, if any, is handled too
     assert seen[0][:1] == seen[1][:1] == [run_id]
@@ -290,7 +298,9 @@ async def test_a_slow_start_rearmed_meanwhile_runs_once(
     seen: list[str] = []
     _rearms(monkeypatch, worker_world, seen, None)
     async with engine.worker(sf.WORKFLOWS, world=worker_world, settings=_looking(0.2)):
-        starting = asyncio.ensure_future(starter.start(sf.st_counted, path, "slow", run_id=run_id))
+        starting = asyncio.ensure_future(
+            starter.start_with(wayline.StartOptions(run_id=run_id), sf.st_counted, path, "slow")
+        )
         await wait_for(lambda: engine.world.get_run(run_id))
         assert await engine.client.handle(run_id).result(timeout=30) == "slow"
         go_on.set()
@@ -327,7 +337,9 @@ async def test_a_child_whose_start_was_lost_is_rearmed_by_a_running_worker(
     monkeypatch.setattr(world, "enqueue", dies_once)
     kids = [flows.parent_waits, flows.kid_waits]
     async with engine.worker(kids, world=world, settings=_looking(0.2)):
-        handle = await engine.client.start(flows.parent_waits, token, run_id=parent_id)
+        handle = await engine.client.start_with(
+            wayline.StartOptions(run_id=parent_id), flows.parent_waits, token
+        )
         await wait_for(lambda: engine.world.get_hook(token), timeout=30)
         await engine.client.resume_hook(token, "done")
         assert await handle.result(timeout=30) == "done"
@@ -357,7 +369,10 @@ async def test_starts_racing_terminates_of_their_ids(engine: Engine, tmp_path: P
         engine.worker(sf.WORKFLOWS, world=await engine.make_world()),
     ):
         raced = await asyncio.gather(
-            *(engine.client.start(sf.st_counted, path, i, run_id=i) for i in ids),
+            *(
+                engine.client.start_with(wayline.StartOptions(run_id=i), sf.st_counted, path, i)
+                for i in ids
+            ),
             *(terminate(i) for i in ids),
         )
         handles = raced[: len(ids)]
@@ -367,7 +382,10 @@ async def test_starts_racing_terminates_of_their_ids(engine: Engine, tmp_path: P
                 outcomes[h.run_id] = await h.result(timeout=20)
             except wayline.RunCancelledError:
                 outcomes[h.run_id] = "terminated"
-        again = [await engine.client.start(sf.st_counted, path, "x", run_id=i) for i in ids]
+        again = [
+            await engine.client.start_with(wayline.StartOptions(run_id=i), sf.st_counted, path, "x")
+            for i in ids
+        ]
         for h in again:
             try:
                 assert await h.result(timeout=20) == outcomes[h.run_id]
@@ -435,14 +453,22 @@ async def test_an_id_started_again_after_its_run_was_deleted_elsewhere(
     path, run_id = str(tmp_path / "m"), _id()
     janitor = await engine.make_world()
     async with engine.worker(sf.WORKFLOWS):
-        first = await engine.client.start(sf.st_counted, path, "old", run_id=run_id)
+        first = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), sf.st_counted, path, "old"
+        )
         assert await first.result(timeout=20) == "old"
-        assert (await engine.client.start(sf.st_counted, path, "x", run_id=run_id))._fresh is False
+        assert (
+            await engine.client.start_with(
+                wayline.StartOptions(run_id=run_id), sf.st_counted, path, "x"
+            )
+        )._fresh is False
         if how == "cleanup":
             assert await janitor.delete_runs(older_than=0) == 1
         else:
             assert await janitor.archive_runs(older_than=0) == 1
-        again = await engine.client.start(sf.st_counted, path, "new", run_id=run_id)
+        again = await engine.client.start_with(
+            wayline.StartOptions(run_id=run_id), sf.st_counted, path, "new"
+        )
         assert again._fresh
         assert await again.result(timeout=20) == "new"
     assert sf.lines(path) == ["body old", "body new"]
@@ -466,7 +492,9 @@ async def test_a_recovery_between_a_starts_two_writes_runs_the_body_once(
 
     monkeypatch.setattr(starter.world, "enqueue", late)
     ids = [_id() for _ in range(8)]
-    starting = asyncio.gather(*(starter.start(sf.st_counted, path, i, run_id=i) for i in ids))
+    starting = asyncio.gather(
+        *(starter.start_with(wayline.StartOptions(run_id=i), sf.st_counted, path, i) for i in ids)
+    )
     await asyncio.wait_for(created.wait(), 10)
     await asyncio.sleep(0.2)  # every start has its run_created
     rearmed: list[str] = []

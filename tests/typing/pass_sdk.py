@@ -66,7 +66,7 @@ async def order(order_id: str, amount: int) -> str:
     skus = await reserve("BOOK", quantity=2)
     assert_type(skus, list[str])
     assert_type(await wayline.child(kid, 1), int)
-    assert_type(await wayline.child(kid, 2, timeout="5m"), int)
+    assert_type(await wayline.child_with(wayline.ChildOptions(timeout="5m"), kid, 2), int)
     await wayline.sleep("1s")
     return f"{receipt.amount}:{len(skus)}"
 
@@ -75,9 +75,11 @@ async def start(client: Client) -> None:
     handle = await client.start(order, "o-1", 1250)
     assert_type(handle, RunHandle[str])
     assert_type(await handle.result(), str)
-    pinned = await client.start(order, "o-1", 1250, run_id="wf_" + "0" * 32)
+    pinned = await client.start_with(wayline.StartOptions(run_id="wf_" + "0" * 32), order, "o-1", 1250)
     assert_type(await pinned.result(timeout=1.0), str)
-    by_id = await client.start(order, "o-1", 1250, id="o-1", id_reuse="allow_duplicate")
+    by_id = await client.start_with(
+        wayline.StartOptions(id="o-1", id_reuse="allow_duplicate"), order, "o-1", 1250
+    )
     assert_type(await by_id.result(), str)
     assert_type(await client.resolve("o-1"), str)
     by_name = await client.start("orders", "o-1", 1250)

@@ -398,7 +398,7 @@ class RunInfo:
 
     @property
     def business_id(self) -> str | None:
-        """The business id the run was started under (``Client.start(id=...)``), else None."""
+        """The business id the run was started under (``StartOptions(id=...)``), else None."""
         found = self.attributes.get("businessId")
         return found if isinstance(found, str) else None
 
@@ -617,7 +617,7 @@ class ChildView:
     """``running`` until the child's end is reported: then its status."""
     ended_at: float | None = None
     deadline_at: float | None = None
-    """When the parent stops waiting for it (``child(..., timeout=)``): its deadline wait
+    """When the parent stops waiting for it (``ChildOptions(timeout=)``): its deadline wait
     (``cN.deadline``), which is the child's, never a sleep of the parent."""
     deadline_seconds: float | None = None
     deadline_passed_at: float | None = None

@@ -218,7 +218,8 @@ def _explained(err: BaseException) -> BaseException:
         "a workflow used asyncio.timeout (or asyncio.wait_for), which is not durable: a "
         "workflow is stepped by its replay, not by an asyncio task (a step's own deadline: "
         "@wayline.step(timeout=...); a wait with a deadline: wayline.race(..., "
-        "wayline.sleep(...)), create_hook(..., timeout=...), child(..., timeout=...))"
+        "wayline.sleep(...)), create_hook(..., timeout=...), "
+        "child_with(ChildOptions(timeout=...), ...))"
     )
     problem.__cause__ = err
     return problem

@@ -11,12 +11,15 @@ from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar, overload
 
+from typing_extensions import deprecated
+
 from .._core.definitions import WorkflowDefinition
 from .._core.futures import WFuture
 from .._core.replay import Replay
 from ..durations import Duration
 from .context import current_replay
 from .hooks import HookHandle, recorded
+from .options import ChildOptions, take_option_keywords
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -75,20 +78,47 @@ def child(
     workflow: WorkflowDefinition[P, R], /, *args: P.args, **kwargs: P.kwargs
 ) -> WFuture[R]: ...
 @overload
+@deprecated("child(wf, ..., timeout=) is deprecated: use child_with(ChildOptions(timeout=), wf)")
 def child(
     workflow: WorkflowDefinition[..., R], /, *args: Any, timeout: Duration, **kwargs: Any
 ) -> WFuture[R]: ...
-def child(  # type: ignore[misc]  # a child parameter named timeout is shadowed
-    workflow: Any, *args: Any, timeout: Duration | None = None, **kwargs: Any
-) -> WFuture[Any]:
-    """Start ``workflow`` as a child run owned by this one and wait for its result.
+def child(workflow: Any, /, *args: Any, **kwargs: Any) -> WFuture[Any]:
+    """Start ``workflow`` as a child run owned by this one and wait for its result; every
+    argument after ``workflow`` is the child's own. :func:`child_with` starts one with
+    options.
 
-    The parent claims the child before waiting on it, so a replay resumes the same child. With
-    ``timeout`` the wait ends with :class:`ChildTimeoutError` that long after the child was
-    created (a restart grants no fresh window); the child is not cancelled."""
+    The parent claims the child before waiting on it, so a replay resumes the same child.
+    Deprecated: ``timeout=`` as the option (now ``ChildOptions(timeout=...)``); it still acts
+    as one, with a ``DeprecationWarning``, unless the child has a parameter named
+    ``timeout``: then it is the child's argument."""
+    _check_child(workflow)
+    given = take_option_keywords(
+        workflow,
+        kwargs,
+        ("timeout",),
+        call="wayline.child",
+        new_form="wayline.child_with(wayline.ChildOptions(timeout=...), workflow, ...)",
+        stacklevel=2,
+    )
+    return child_with(ChildOptions(**given), workflow, *args, **kwargs)
+
+
+def child_with(
+    options: ChildOptions, workflow: WorkflowDefinition[P, R], /, *args: P.args, **kwargs: P.kwargs
+) -> WFuture[R]:
+    """:func:`child` as ``options`` say (see :class:`ChildOptions`: a timeout on the wait)."""
+    if not isinstance(options, ChildOptions):
+        raise TypeError(f"wayline.child_with takes a wayline.ChildOptions first, not {options!r}")
+    _check_child(workflow)
+    future: WFuture[R] = current_replay("child").start_child(
+        workflow, args, kwargs, options.timeout
+    )
+    return future
+
+
+def _check_child(workflow: object) -> None:
     if not isinstance(workflow, WorkflowDefinition):
         raise TypeError(f"wayline.child needs a @wayline.workflow, got {workflow!r}")
-    return current_replay("child").start_child(workflow, args, kwargs, timeout)
 
 
 def patched(patch_id: str) -> bool:

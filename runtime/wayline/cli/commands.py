@@ -37,6 +37,7 @@ from ..errors import (
 )
 from ..health import HealthServer
 from ..settings import Settings
+from ..start_options import StartOptions
 from ..worker import Worker
 from ..world import World
 from ..world.entries import corrupt_info
@@ -542,14 +543,10 @@ async def cmd_start(args: argparse.Namespace) -> int:
             )
         client = Client(world, definitions, namespace=args.namespace)
         try:
-            handle = await client.start(
-                definition or args.target,
-                *call_args,
-                queue=args.queue,
-                id=args.id,
-                id_conflict=args.id_conflict,
-                id_reuse=args.id_reuse,
+            options = StartOptions(
+                id=args.id, queue=args.queue, id_conflict=args.id_conflict, id_reuse=args.id_reuse
             )
+            handle = await client.start_with(options, definition or args.target, *call_args)
         except RunAlreadyExistsError as err:
             print(f"error: {err.message}", file=sys.stderr)
             return 1

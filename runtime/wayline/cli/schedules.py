@@ -15,7 +15,7 @@ machine do not lose each other's writes.
 
 Exactly once per tick, with any number of schedulers: a tick's run id is derived from the
 schedule's name, its creation and the tick (``wf_`` + 32 hex digits of a SHA-256), and
-``Client.start(run_id=...)`` starts a run id only once. As the resource: only the latest
+``StartOptions(run_id=...)`` starts a run id only once. As the resource: only the latest
 missed tick runs (and none older than ``--starting-deadline``); Forbid skips a tick while the
 schedule's previous run is live; Replace cancels it first.
 
@@ -44,6 +44,7 @@ from .._engine.tasks import stop_if_cancelled
 from ..client import Client
 from ..errors import RunNotFoundError, WaylineError
 from ..settings import Settings
+from ..start_options import StartOptions
 from ..world.registry import ever_served, live_served
 from .commands import opened_world
 from .loading import UsageError, as_arguments, option_json, parse_json, seconds_arg
@@ -310,7 +311,8 @@ async def _look_in(
         existed = bool(await client.get_run(run_id))
     except RunNotFoundError:
         existed = False
-    await client.start(entry["workflow"], *args, run_id=run_id)  # once: it re-sends the start
+    # once: a repeat re-sends the start
+    await client.start_with(StartOptions(run_id=run_id), entry["workflow"], *args)
     record["lastTick"], record["lastRun"] = tick, run_id
     if existed:
         return f"{entry['name']}: tick {_stamp(tick)} had its run {run_id} already"

@@ -1,0 +1,69 @@
+"""Engine options kept apart from a workflow's own arguments: ``ChildOptions`` and the one
+rule that reads the old option keywords (``child(wf, timeout=...)``, ``start(wf, queue=...)``).
+
+An option given as a keyword shares its namespace with the workflow's parameters, so a
+workflow parameter named ``timeout`` or ``queue`` was swallowed by the option. The options
+objects go first, before the workflow, and everything after the workflow is the workflow's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from .._core.definitions import WorkflowDefinition
+from ..durations import Duration, to_seconds
+
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+@dataclass(frozen=True)
+class ChildOptions:
+    """How :func:`wayline.child_with` starts and awaits a child run.
+
+    ``timeout``: the wait for the child's result ends with :class:`ChildTimeoutError` that
+    long after the child was created (a restart grants no fresh window); the child is not
+    cancelled. A duration as ``wayline.sleep`` takes it; a bad one raises ``ValueError``
+    here, before any child is written."""
+
+    timeout: Duration | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None:
+            to_seconds(self.timeout)
+
+
+def take_option_keywords(
+    definition: WorkflowDefinition[..., Any] | None,
+    kwargs: dict[str, Any],
+    names: tuple[str, ...],
+    *,
+    call: str,
+    new_form: str,
+    stacklevel: int,
+) -> dict[str, Any]:
+    """Remove from ``kwargs`` and return the keywords of ``names`` that are options (the old
+    form of ``call``), warning that the form is deprecated. A keyword that ``definition``
+    takes as a parameter of that name stays in ``kwargs``: it is the workflow's argument.
+    Without a definition (a start by a name this client does not know) every such keyword
+    is an option, as it always was."""
+    taken: dict[str, Any] = {}
+    for name in names:
+        if name not in kwargs:
+            continue
+        if definition is not None:
+            parameter = definition.signature.sig.parameters.get(name)
+            if parameter is not None and parameter.kind in _BY_KEYWORD:
+                continue
+        taken[name] = kwargs.pop(name)
+    if taken:
+        given = ", ".join(f"{name}=" for name in taken)
+        warnings.warn(
+            f"{call}(..., {given}) is deprecated: use {new_form}, so the workflow's own "
+            "arguments are never taken for options",
+            DeprecationWarning,
+            stacklevel=stacklevel + 1,
+        )
+    return taken

@@ -1,0 +1,46 @@
+"""``StartOptions``: how ``Client.start_with`` starts a run, apart from the workflow's
+arguments (see ``_sdk/options.py`` for why options no longer share their keywords)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .world.business_ids import IdConflictPolicy, IdReusePolicy, check_start_ids
+
+START_OPTION_NAMES = ("run_id", "id", "id_conflict", "id_reuse", "queue")
+"""The fields of :class:`StartOptions`, once keywords of ``Client.start``."""
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """How :meth:`Client.start_with` starts a run. Refused at construction, before anything
+    is written: an id no run can have, an unknown policy, ``id`` with ``run_id``, and
+    ``id_reuse`` without ``id`` (:class:`InvalidIdError`).
+
+    ``run_id`` (``wf_`` + 32 hex digits) makes the start idempotent: repeating it, after any
+    crash, starts no second run and only re-sends the start (none once the run has ended).
+
+    ``id`` (a business id such as ``"order-123"``: 1 to 256 printable characters, no leading
+    or trailing space, not itself a ``wf_`` run id) derives the run id from ``id`` and the
+    client's namespace, and records ``id`` as the run's ``business_id``; every call that
+    takes a run id takes ``id`` too. When the newest run of ``id`` has ended, ``id_reuse``
+    decides whether a new run starts under it: ``"allow_duplicate"`` always,
+    ``"allow_duplicate_failed_only"`` only after a run that failed or was cancelled,
+    ``"reject_duplicate"`` (the default) never. When a run of ``id`` (or ``run_id``) exists
+    and none is started, ``id_conflict`` decides: ``"use_existing"`` (the default) returns
+    its handle (re-sending its start while it is live, as a repeated ``run_id`` start does),
+    ``"fail"`` raises :class:`RunAlreadyExistsError`. So by default
+    ``start_with(StartOptions(id="order-123"), wf)`` starts one run per id, ever, and
+    returns that run to every later call, ended or not.
+
+    ``queue``: the run is served by the workers started with that ``queue=`` instead of by
+    those serving the workflow by name."""
+
+    id: str | None = None
+    run_id: str | None = None
+    queue: str | None = None
+    id_conflict: IdConflictPolicy = "use_existing"
+    id_reuse: IdReusePolicy = "reject_duplicate"
+
+    def __post_init__(self) -> None:
+        check_start_ids(self.run_id, self.id, self.id_conflict, self.id_reuse)
