@@ -336,3 +336,14 @@ async def temporal_named_step(path: str) -> None:
 @wayline.workflow
 async def temporal_named_flow(path: str) -> None:
     await temporal_named_step(path)
+
+
+@wayline.workflow
+async def napping_flow() -> str:
+    await wayline.sleep("1h")
+    return "awake"
+
+
+@wayline.workflow
+async def prompt_flow(x: int) -> int:
+    return x + 1
