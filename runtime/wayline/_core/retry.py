@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from ..durations import Duration, to_seconds
@@ -34,7 +34,7 @@ class _Unset(enum.Enum):
 _UNSET: Final = _Unset.UNSET
 
 
-def _pick(name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
+def _pick(name: str, value: Any, alias: str, alias_value: Any) -> Any:
     """The value of one field given by its Wayline ``name`` or its Temporal ``alias``."""
     if value is not _UNSET and alias_value is not _UNSET:
         raise ConfigurationError(
@@ -44,7 +44,8 @@ def _pick(name: str, value: Any, alias: str, alias_value: Any, default: Any) -> 
         return value
     if alias_value is not _UNSET:
         return alias_value
-    return default
+    # the defaults are the fields' own, written once in the class below
+    return next(f.default for f in fields(RetryPolicy) if f.name == name)
 
 
 # init=False: the constructor below also takes Temporal's names, yet the fields, equality, repr
@@ -97,29 +98,16 @@ class RetryPolicy:
             if non_retryable_error_types is _UNSET
             else tuple(non_retryable_error_types)
         )
-        set_ = object.__setattr__
-        set_(
-            self,
-            "max_attempts",
-            _pick("max_attempts", max_attempts, "maximum_attempts", maximum_attempts, 4),
+        pairs = (
+            ("max_attempts", max_attempts, "maximum_attempts", maximum_attempts),
+            ("initial", initial, "initial_interval", initial_interval),
+            ("backoff", backoff, "backoff_coefficient", backoff_coefficient),
+            ("max_interval", max_interval, "maximum_interval", maximum_interval),
+            ("non_retryable", non_retryable, "non_retryable_error_types", names),
         )
-        set_(self, "initial", _pick("initial", initial, "initial_interval", initial_interval, 1.0))
-        set_(
-            self,
-            "backoff",
-            _pick("backoff", backoff, "backoff_coefficient", backoff_coefficient, 2.0),
-        )
-        set_(
-            self,
-            "max_interval",
-            _pick("max_interval", max_interval, "maximum_interval", maximum_interval, None),
-        )
-        set_(self, "jitter", jitter)
-        set_(
-            self,
-            "non_retryable",
-            _pick("non_retryable", non_retryable, "non_retryable_error_types", names, ()),
-        )
+        for name, value, alias, alias_value in pairs:
+            object.__setattr__(self, name, _pick(name, value, alias, alias_value))
+        object.__setattr__(self, "jitter", jitter)
         self.__post_init__()
 
     def __post_init__(self) -> None:
