@@ -126,9 +126,12 @@ class RunHandle(Generic[R]):
         """:meth:`Client.resume_compensation`: try the run's failed compensation again."""
         await self.client.resume_compensation(await self._run())
 
-    async def result(self, timeout: float | None = None) -> R:
-        """The run's output; raises the run's failure (or cancellation)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+    async def result(self, timeout: Duration | None = None) -> R:
+        """The run's output; raises the run's failure (or cancellation). Raises
+        :class:`ResultTimeoutError` after ``timeout`` (seconds, a ``timedelta`` or ``"10s"``;
+        None waits for ever); a bad ``timeout`` raises ``ValueError`` before anything is read."""
+        seconds = None if timeout is None else to_seconds(timeout)
+        deadline = None if seconds is None else time.monotonic() + seconds
         await self._run()
         world = self.client.world
         # A world that hears of every terminal append, and wakes its waiters when one may
@@ -160,7 +163,7 @@ class RunHandle(Generic[R]):
                         return self._outcome(info)
                     if deadline is not None and time.monotonic() >= deadline:
                         raise ResultTimeoutError(
-                            f"run {self.run_id} still {info.status} after {timeout}s"
+                            f"run {self.run_id} still {info.status} after {seconds}s"
                         )
                 unread = False
                 stop_if_cancelled(handled)  # a cancel the read swallowed ends the wait all the same

@@ -76,14 +76,14 @@ class Environment:
         settings: Settings | None = None,
         auto_skip: bool = True,
         idle_checks: int = 3,
-        check_interval: float = 0.005,
+        check_interval: Duration = 0.005,
     ) -> None:
+        self._interval = to_seconds(check_interval)  # a bad one is refused before anything opens
         self._workflows = list(workflows)
         self._path = path
         self._settings = settings or Settings.from_env({})
         self.auto_skip = auto_skip
         self._idle_checks = idle_checks
-        self._interval = check_interval
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._skipper: asyncio.Task[None] | None = None
         self._paused = 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from datetime import timedelta
 from typing import Any
 
 import pydantic
@@ -314,3 +315,35 @@ async def waits_of(kind: str, duration: Any) -> str:
     except ValueError as err:
         return f"refused: {err}"
     return "waited"
+
+
+# Temporal's field names: 3 attempts in all (Temporal counts the first), 20 ms apart.
+TEMPORAL_NAMED = wayline.RetryPolicy(
+    maximum_attempts=3,
+    initial_interval=timedelta(milliseconds=20),
+    backoff_coefficient=1.0,
+    maximum_interval="1s",
+    non_retryable_error_types=["ValueError"],
+)
+
+
+@wayline.step(retry=TEMPORAL_NAMED)
+async def temporal_named_step(path: str) -> None:
+    mark(path)
+    raise OSError(f"still down (attempt {wayline.step_context().attempt})")
+
+
+@wayline.workflow
+async def temporal_named_flow(path: str) -> None:
+    await temporal_named_step(path)
+
+
+@wayline.workflow
+async def napping_flow() -> str:
+    await wayline.sleep("1h")
+    return "awake"
+
+
+@wayline.workflow
+async def prompt_flow(x: int) -> int:
+    return x + 1

@@ -16,4 +16,5 @@ async def command(client: wayline.Client) -> str:
     said: str = await handle.cancel()  # E: Incompatible types in assignment
     await handle.resume("now")  # E: Too many arguments
     await client.wait_for_hook("t", timeout=[1])  # E: incompatible type "list[int]"
+    await handle.result(timeout=[1])  # E: incompatible type "list[int]"
     return said

@@ -6,19 +6,51 @@ The delay before attempt *n + 1* is ``initial * backoff ** (n - 1)``, capped at
 [-1, 1] drawn from a generator seeded with the step's idempotency key and the attempt number.
 Both come from the log, so the schedule is the same in every process and on every replay, yet
 steps that failed together do not all come back in the same instant.
+
+The constructor also takes Temporal's field names (``maximum_attempts``, ``initial_interval``,
+``backoff_coefficient``, ``maximum_interval``, ``non_retryable_error_types``) as keyword-only
+aliases: they fill the same fields, so a policy written either way equals, prints and is
+recorded in a step's definition identity exactly as the other.
 """
 
 from __future__ import annotations
 
+import enum
 import random
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Final
 
 from ..durations import Duration, to_seconds
 from ..errors import ConfigurationError
 
 
-@dataclass(frozen=True, slots=True)
+class _Unset(enum.Enum):
+    """A keyword not given (None is a value for ``max_interval``, so it cannot mean that)."""
+
+    UNSET = enum.auto()
+
+
+_UNSET: Final = _Unset.UNSET
+
+
+def _pick(name: str, value: Any, alias: str, alias_value: Any) -> Any:
+    """The value of one field given by its Wayline ``name`` or its Temporal ``alias``."""
+    if value is not _UNSET and alias_value is not _UNSET:
+        raise ConfigurationError(
+            f"RetryPolicy: give {name}= or Temporal's {alias}=, not both (they are one field)"
+        )
+    if value is not _UNSET:
+        return value
+    if alias_value is not _UNSET:
+        return alias_value
+    # the defaults are the fields' own, written once in the class below
+    return next(f.default for f in fields(RetryPolicy) if f.name == name)
+
+
+# init=False: the constructor below also takes Temporal's names, yet the fields, equality, repr
+# and dataclasses.replace() stay the dataclass's own.
+@dataclass(frozen=True, slots=True, init=False)
 class RetryPolicy:
     max_attempts: int = 4
     """Attempts in all, the first included (1: never retried)."""
@@ -33,6 +65,50 @@ class RetryPolicy:
     non_retryable: tuple[type[BaseException] | str, ...] = field(default=())
     """Exception classes (or class names) that fail the step at once. A class matches its
     subclasses; a name matches any class of that name in the exception's MRO."""
+
+    def __init__(
+        self,
+        max_attempts: int | _Unset = _UNSET,
+        initial: Duration | _Unset = _UNSET,
+        backoff: float | _Unset = _UNSET,
+        max_interval: Duration | _Unset | None = _UNSET,
+        jitter: float = 0.0,
+        non_retryable: tuple[type[BaseException] | str, ...] | _Unset = _UNSET,
+        *,
+        maximum_attempts: int | _Unset = _UNSET,
+        initial_interval: Duration | _Unset = _UNSET,
+        backoff_coefficient: float | _Unset = _UNSET,
+        maximum_interval: Duration | _Unset | None = _UNSET,
+        non_retryable_error_types: Sequence[str] | _Unset = _UNSET,
+    ) -> None:
+        if maximum_attempts == 0:
+            # Temporal reads 0 as "retry for ever"; a Wayline step always has a last attempt,
+            # after which its failure reaches the workflow, so 0 is refused, not guessed at.
+            raise ConfigurationError(
+                "RetryPolicy.maximum_attempts=0 means unlimited attempts in Temporal; Wayline "
+                "needs a bound: give the number of attempts in all (>= 1)"
+            )
+        if isinstance(non_retryable_error_types, str):
+            raise ConfigurationError(
+                "RetryPolicy.non_retryable_error_types takes a list of names, not the string "
+                f"{non_retryable_error_types!r}"
+            )
+        names = (
+            non_retryable_error_types
+            if non_retryable_error_types is _UNSET
+            else tuple(non_retryable_error_types)
+        )
+        pairs = (
+            ("max_attempts", max_attempts, "maximum_attempts", maximum_attempts),
+            ("initial", initial, "initial_interval", initial_interval),
+            ("backoff", backoff, "backoff_coefficient", backoff_coefficient),
+            ("max_interval", max_interval, "maximum_interval", maximum_interval),
+            ("non_retryable", non_retryable, "non_retryable_error_types", names),
+        )
+        for name, value, alias, alias_value in pairs:
+            object.__setattr__(self, name, _pick(name, value, alias, alias_value))
+        object.__setattr__(self, "jitter", jitter)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
