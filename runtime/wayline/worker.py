@@ -662,14 +662,6 @@ class Worker:
         visibility = self.world.visibility_seconds
         return fence.renewed + visibility - visibility / 6
 
-    def _give_up_at(self, fence: Fence) -> float:
-        """When a tripped delivery is given up: at its deadline; after a refused renewal, a
-        moment later, for the async bodies its trip cancelled to end (a cancel takes effect
-        at the body's next await). A sync body still running then makes the process exit."""
-        if fence.lost is not None:
-            return fence.lost + _SETTLE
-        return self._deadline(fence)
-
     async def _renew_loop(self) -> None:
         """Renew held deliveries; trip a fence at its bound or when renewals keep failing;
         give a tripped delivery up at its deadline (just before it could be redelivered),
@@ -693,7 +685,7 @@ class Worker:
                     if fence.tripped is None:
                         self._trip_if_over(delivery, fence, now, period)
                     if fence.tripped is not None:
-                        if now >= self._give_up_at(fence):
+                        if now >= self._deadline(fence):
                             self._give_up(key, delivery, fence)
                         continue
                     busy = renewing.get(key)
@@ -753,22 +745,25 @@ class Worker:
         fence.lose(
             f"delivery {delivery.message_id} is no longer this worker's (its renewal was refused)"
         )
-        if any(not done.is_set() for done in fence.threads):
-            # no cancel reaches a sync body: it would run beside the redelivery
-            self._give_up(key, delivery, fence)
-        # else the cancelled async bodies end within ``_SETTLE``; the loop gives the
-        # delivery up then (``_give_up_at``)
+        # The hold ends now. A sync body, which no cancel reaches, would run beside the
+        # redelivery: the process exits at once. The async bodies the trip cancelled end at
+        # their next await, so whether one still runs is looked at a moment later.
+        threads = any(not done.is_set() for done in fence.threads)
+        self._give_up(key, delivery, fence, settle=0.0 if threads else _SETTLE)
 
-    def _give_up(self, key: int, delivery: Delivery, fence: Fence) -> None:
-        """The tripped delivery's deadline has come: it is left to its redelivery."""
+    def _give_up(self, key: int, delivery: Delivery, fence: Fence, settle: float = 0.0) -> None:
+        """The tripped delivery's deadline has come (or its renewal was refused): it is left
+        to its redelivery, and its handler cancelled. A body still running ``settle`` seconds
+        later makes the process exit."""
         self._held.pop(key, None)
-        exit_if_executing(
-            fence, f"delivery {delivery.message_id}: {fence.tripped}", "its redelivery"
-        )
-        log.error(
-            "delivery %s given up at its fence's deadline; it is redelivered",
-            delivery.message_id,
-        )
+        why = f"delivery {delivery.message_id}: {fence.tripped}"
+        if settle <= 0:
+            exit_if_executing(fence, why, "its redelivery")
+        else:
+            asyncio.get_running_loop().call_later(
+                settle, exit_if_executing, fence, why, "its redelivery"
+            )
+        log.error("delivery %s given up; it is redelivered", delivery.message_id)
         if fence.handler is not None:
             fence.handler.cancel()
 
@@ -808,8 +803,8 @@ def _stale(delivery: Delivery, what: str) -> None:
 
 
 _SETTLE = 0.1
-"""Seconds, at least, that async bodies cancelled by a refused renewal get to end before a
-body still running makes the process exit (``_give_up_at``)."""
+"""Seconds that async bodies cancelled by a refused renewal get to end before a body still
+running makes the process exit (``Worker._renew``)."""
 
 _RECANCEL_SECONDS = 1.0
 """How long a cancelled handler may take to end before it is cancelled again. Its cancel may

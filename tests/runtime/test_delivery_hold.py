@@ -144,10 +144,12 @@ async def test_a_refused_renewal_cuts_an_async_body_off_without_exiting(
     fence.renewed = time.monotonic() - 1.9  # a renewal is due at the loop's first look
     body = asyncio.ensure_future(asyncio.sleep(60))
     fence.bodies.add(body)
+    fence.handler = asyncio.ensure_future(asyncio.sleep(60))  # the delivery's handler
     _hold(worker, "a1", fence)
     await _run_loop(worker, 1.5)
     assert fence.tripped is not None and "refused" in fence.tripped
     assert body.cancelled(), "the async body was not cut off"
+    assert fence.handler.cancelled(), "the handler went on writing under a lost delivery"
     assert not worker._held, "the delivery was not given up"
     assert exits == [], "the process exited for an async body that its cancel was ending"
 
