@@ -28,7 +28,7 @@ from .config import settings
 from .inputs import InputNotFound
 from .inputs import resolve as resolve_input
 from .instance import current, world_name
-from .kube import create_event, event_body, event_name, patch_status, release_legacy
+from .kube import create_event, event_body, event_name, exists, patch_status, release_legacy
 from .metrics import EVENTS, observed
 from .mirror import Cadence, Mirror
 from .notices import NORMAL, WARNING, Budget, Notice
@@ -138,7 +138,13 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     )
     await mirror.follow(SETTINGS.operator_change_feed)
     memo["mirror"] = mirror
-    memo["hooks"] = Periodic("redeliver", HOOK_RETRY_SECONDS, _redeliverer(memo), _paused)
+    memo["hooks"] = Periodic(
+        "redeliver",
+        HOOK_RETRY_SECONDS,
+        _redeliverer(memo),
+        _paused,
+        functools.partial(exists, plural=HOOK_PLURAL),
+    )
     memo["sweep_stop"] = stop = asyncio.Event()
     memo["sweeper"] = asyncio.create_task(_sweep(world, stop), name="wayline-operator-sweep")
 

@@ -90,6 +90,18 @@ async def patch_status(
     )
 
 
+async def exists(body: Mapping[str, Any], plural: str) -> bool:
+    """Whether the resource ``body`` describes is still there (False: 404)."""
+    meta = body.get("metadata") or {}
+    namespace, name = str(meta.get("namespace")), str(meta.get("name"))
+    return await _unless(
+        404,
+        lambda: custom_objects().get_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, name
+        ),
+    )
+
+
 async def read_key(kind: str, namespace: str, name: str, key: str) -> tuple[str, str | None]:
     """The text at ``key`` of ConfigMap (``kind`` "configmap") or Secret ``name``: ``("",
     text)``, or ``(why not, None)`` when it, or its key, is absent or may not be read."""

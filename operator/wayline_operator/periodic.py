@@ -23,6 +23,8 @@ from typing import Any
 log = logging.getLogger("wayline.operator")
 
 Look = Callable[[Mapping[str, Any], Callable[[], bool]], Awaitable[None]]
+Exists = Callable[[Mapping[str, Any]], Awaitable[bool]]
+"""Whether a resource is still there (asked of the API server)."""
 """A look at one resource: its body, and whether the watch still shows it (it may be deleted
 while the look is under way)."""
 
@@ -30,11 +32,24 @@ while the look is under way)."""
 class Periodic:
     """Calls ``look(body, kept)`` for every resource in the set, each ``interval`` seconds after its
     last look ended (as a kopf timer did), the first look as soon as it joins. One look per
-    resource at a time; none while ``paused()`` (another replica works)."""
+    resource at a time; none while ``paused()`` (another replica works).
 
-    def __init__(self, name: str, interval: float, look: Look, paused: Callable[[], bool]) -> None:
+    While paused, kopf neither watches nor lists, so a resource deleted then sends no event:
+    after a pause, each resource the watch has not shown again is asked of the API server
+    (``exists``) before its next look, and dropped if it is gone."""
+
+    def __init__(
+        self,
+        name: str,
+        interval: float,
+        look: Look,
+        paused: Callable[[], bool],
+        exists: Exists | None = None,
+    ) -> None:
         self.name, self.interval = name, interval
-        self._look, self._paused = look, paused
+        self._look, self._paused, self._exists = look, paused, exists
+        self._confirmed: set[str] = set()
+        """Resources the watch has shown since the last pause."""
         self._bodies: dict[str, Mapping[str, Any]] = {}
         self._due: dict[str, float] = {}
         self._running: set[str] = set()
@@ -48,13 +63,18 @@ class Periodic:
         meta = body.get("metadata") or {}
         uid = str(meta.get("uid"))
         if event_type == "DELETED" or meta.get("deletionTimestamp") or not wanted:
-            self._bodies.pop(uid, None)
-            self._due.pop(uid, None)
+            self._drop(uid)
             return
         self._bodies[uid] = body
+        self._confirmed.add(uid)
         if uid not in self._due:
             self._due[uid] = time.monotonic()
             self._wake.set()
+
+    def _drop(self, uid: str) -> None:
+        self._bodies.pop(uid, None)
+        self._due.pop(uid, None)
+        self._confirmed.discard(uid)
 
     def __contains__(self, uid: object) -> bool:
         return uid in self._bodies
@@ -77,7 +97,10 @@ class Periodic:
     async def _loop(self) -> None:
         while True:
             now = time.monotonic()
-            if not self._paused():
+            paused = self._paused()
+            if paused:
+                self._confirmed.clear()
+            else:
                 for uid, at in list(self._due.items()):
                     if at <= now and uid not in self._running:
                         self._begin(uid)
@@ -86,8 +109,10 @@ class Periodic:
                 default=now + self.interval,
             )
             self._wake.clear()
-            # a pause is looked at again within a second, as the sweep does (``handlers``)
-            wait = max(0.0, min(soonest - time.monotonic(), self.interval, 1.0))
+            # a pause is looked at again within a second, as the sweep does (``handlers``);
+            # while paused nothing is begun, so the looks due do not shorten the wait
+            wait = min(self.interval, 1.0) if paused else soonest - time.monotonic()
+            wait = max(0.0, min(wait, self.interval, 1.0))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
 
@@ -100,6 +125,11 @@ class Periodic:
     async def _one(self, uid: str) -> None:
         try:
             body = self._bodies.get(uid)
+            if body is not None and self._exists is not None and uid not in self._confirmed:
+                if not await self._exists(body):
+                    self._drop(uid)  # deleted while the watch was paused
+                    return
+                self._confirmed.add(uid)
             if body is not None:
                 await self._look(body, lambda: uid in self._bodies)
         except Exception as err:  # the next look tries again, as kopf retried a timer

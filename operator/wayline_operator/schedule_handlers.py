@@ -10,6 +10,7 @@ again at every tick (a fixed spec recovers)."""
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -25,6 +26,7 @@ from .instance import current
 from .kube import (
     create_run,
     delete,
+    exists,
     list_runs,
     patch_run,
     patch_status,
@@ -107,7 +109,11 @@ async def _write(
 @kopf.on.startup(id="schedules")
 async def startup(memo: kopf.Memo, **_: Any) -> None:
     memo["schedules"] = Periodic(
-        "tick", SETTINGS.operator_schedule_seconds, tick, lambda: GATE.paused
+        "tick",
+        SETTINGS.operator_schedule_seconds,
+        tick,
+        lambda: GATE.paused,
+        functools.partial(exists, plural=SCHEDULE_PLURAL),
     )
 
 
