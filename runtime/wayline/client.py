@@ -299,6 +299,7 @@ class Client:
             call="Client.start",
             new_form="Client.start_with(wayline.StartOptions(...), workflow, ...)",
             stacklevel=2,
+            unknown=("run_id", "queue"),  # the options start took before business ids
         )
         return await self._start(StartOptions(**given), workflow, definition, args, kwargs)
 

@@ -69,6 +69,26 @@ async def test_a_workflow_parameter_named_as_a_start_option_is_its_argument(
     assert "queue" not in created.data
 
 
+async def test_a_start_by_name_passes_id_to_the_workflow_as_before_business_ids(
+    engine: Engine,
+) -> None:
+    """A client that knows no definition reads only the keywords ``start`` took as options
+    before business ids (``run_id=``, ``queue=``): ``id=`` stays the workflow's argument, as it
+    was, instead of quietly naming the run (every later start with that value then returned
+    the first run and processed nothing)."""
+    async with engine.worker([opt_named_as_options]):
+        with pytest.warns(DeprecationWarning, match="run_id="):
+            handle = await engine.client.start(
+                "opt_named_as_options", "o-2", id="A-17", run_id=new_run_id(), queue=""
+            )
+        with pytest.raises(wayline.RunFailedError, match="missing a required argument"):
+            await handle.result(timeout=20)  # run_id and queue were taken as options
+    info = await engine.client.get_run(handle.run_id)
+    assert info.business_id is None  # "A-17" did not name the run
+    [created] = [e for e in await handle.events() if e.type is EventType.RUN_CREATED]
+    assert created.data["input"]["kwargs"] == {"id": "A-17"}
+
+
 async def test_a_child_parameter_named_timeout_is_its_argument(engine: Engine) -> None:
     """Before, ``child(wf, timeout=2.5)`` took 2.5 for the deadline and the child, which needs
     it, was refused its input."""

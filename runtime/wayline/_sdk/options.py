@@ -43,15 +43,20 @@ def take_option_keywords(
     call: str,
     new_form: str,
     stacklevel: int,
+    unknown: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """Remove from ``kwargs`` and return the keywords of ``names`` that are options (the old
     form of ``call``), warning that the form is deprecated. A keyword that ``definition``
     takes as a parameter of that name stays in ``kwargs``: it is the workflow's argument.
-    Without a definition (a start by a name this client does not know) every such keyword
-    is an option, as it always was."""
+    Without a definition (a start by a name this client does not know) the keywords of
+    ``unknown`` (default: all of ``names``) are options, as they always were, and any other
+    is the workflow's: ``id=`` given to a start by name went to the workflow before business
+    ids existed, and still does."""
     taken: dict[str, Any] = {}
     for name in names:
         if name not in kwargs:
+            continue
+        if definition is None and unknown is not None and name not in unknown:
             continue
         if definition is not None:
             parameter = definition.signature.sig.parameters.get(name)
