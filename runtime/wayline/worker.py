@@ -736,11 +736,14 @@ class Worker:
             )
             return
         held = self._held.get(key)
-        if held is None or held[1] is not fence or fence.tripped is not None:
-            return  # settled, given up or tripped meanwhile: the answer changes nothing
+        if held is None or held[1] is not fence:
+            return  # settled or given up meanwhile: the answer changes nothing
         if renewed:
-            fence.renewed = max(fence.renewed, sent)
+            if fence.tripped is None:  # a tripped fence's deadline is not put off
+                fence.renewed = max(fence.renewed, sent)
             return
+        # refused, even after the fence tripped meanwhile: the delivery may be redelivered
+        # already, so the hold ends now, not at the tripped fence's deadline
         _stale(delivery, "renewal")  # redelivered already: stop executing under it at once
         fence.lose(
             f"delivery {delivery.message_id} is no longer this worker's (its renewal was refused)"

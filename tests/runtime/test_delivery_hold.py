@@ -185,3 +185,30 @@ async def test_a_refused_renewal_exits_for_an_async_body_that_ignores_its_cancel
         stop = True
         body.cancel()
         await asyncio.gather(body, return_exceptions=True)
+
+
+async def test_a_renewal_refused_after_the_fence_tripped_still_ends_the_hold_at_once(
+    exits: list[float],
+) -> None:
+    """A renewal under way when its fence trips (past its bound, say) and then refused: the
+    delivery may be redelivered already, so a sync body still running ends with the process
+    now, not at the tripped fence's deadline (the refusal was ignored, the body ran on for up
+    to 5/6 of a visibility beside the redelivery)."""
+    fence = Fence(bound=100.0, handoff=50.0)
+    answered: list[float] = []
+
+    async def refuse_late(_: Any) -> bool:
+        fence.trip("past its bound (test)")  # the fence trips while the renewal is under way
+        await asyncio.sleep(0.3)
+        answered.append(time.monotonic())
+        return False
+
+    worker = _worker(RenewOnlyWorld(6.0, refuse_late))
+    fence.renewed = time.monotonic() - 1.9
+    _running_sync_body(fence)
+    _hold(worker, "t1", fence)
+    old_deadline = fence.renewed + 5.0
+    await _run_loop(worker, 2.0)
+    assert answered, "the renewal was never answered"
+    assert exits and exits[0] < old_deadline - 1.0, "the refusal was ignored"
+    assert fence.lost is not None
