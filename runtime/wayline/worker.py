@@ -654,11 +654,8 @@ class Worker:
     def _deadline(self, fence: Fence) -> float:
         """When a delivery is given up (``time.monotonic``): its holder provably holds it
         until one visibility after its last renewal; a sixth of that is left for the last
-        thing under way to end before it could be redelivered. A refused renewal ends the hold
-        when it came: the delivery may be redelivered already, so a sync body still running is
-        ended with the process, and writes are no longer asked again (``patience``)."""
-        if fence.lost is not None:
-            return fence.lost
+        thing under way to end before it could be redelivered. A refused renewal does not
+        bring it forward (``_renew``): it ends the bodies, not the writes of what they did."""
         visibility = self.world.visibility_seconds
         return fence.renewed + visibility - visibility / 6
 
@@ -742,30 +739,31 @@ class Worker:
             if fence.tripped is None:  # a tripped fence's deadline is not put off
                 fence.renewed = max(fence.renewed, sent)
             return
-        # refused, even after the fence tripped meanwhile: the delivery may be redelivered
-        # already, so the hold ends now, not at the tripped fence's deadline
-        _stale(delivery, "renewal")  # redelivered already: stop executing under it at once
+        # Refused (even after the fence tripped meanwhile): the delivery may be redelivered
+        # already (on NATS every renewal is refused after the connection was lost, the server
+        # may have crashed), so no body runs on under it: the trip cancels the async ones, and a
+        # sync body, which no cancel reaches, ends with the process at once. The delivery
+        # stays held until its deadline all the same: what its bodies did before is still
+        # recorded, its appends asked again through a leader election (``patience``). The log
+        # takes each append at its expected sequence only, so a redelivery that wrote first
+        # makes them conflict, never doubles them; given up at once, a completion the election
+        # held back was lost, and the step ran again after the visibility window.
+        _stale(delivery, "renewal")
         fence.lose(
-            f"delivery {delivery.message_id} is no longer this worker's (its renewal was refused)"
+            f"delivery {delivery.message_id} may no longer be this worker's (its renewal was "
+            "refused)"
         )
-        # The hold ends now. A sync body, which no cancel reaches, would run beside the
-        # redelivery: the process exits at once. The async bodies the trip cancelled end at
-        # their next await, so whether one still runs is looked at a moment later.
-        threads = any(not done.is_set() for done in fence.threads)
-        self._give_up(key, delivery, fence, settle=0.0 if threads else _SETTLE)
+        if any(not done.is_set() for done in fence.threads):
+            self._give_up(key, delivery, fence)
 
-    def _give_up(self, key: int, delivery: Delivery, fence: Fence, settle: float = 0.0) -> None:
-        """The tripped delivery's deadline has come (or its renewal was refused): it is left
-        to its redelivery, and its handler cancelled. A body still running ``settle`` seconds
-        later makes the process exit."""
+    def _give_up(self, key: int, delivery: Delivery, fence: Fence) -> None:
+        """The tripped delivery's deadline has come (or its renewal was refused with a sync body
+        running): it is left to its redelivery, and its handler cancelled. A body still running
+        makes the process exit."""
         self._held.pop(key, None)
-        why = f"delivery {delivery.message_id}: {fence.tripped}"
-        if settle <= 0:
-            exit_if_executing(fence, why, "its redelivery")
-        else:
-            asyncio.get_running_loop().call_later(
-                settle, exit_if_executing, fence, why, "its redelivery"
-            )
+        exit_if_executing(
+            fence, f"delivery {delivery.message_id}: {fence.tripped}", "its redelivery"
+        )
         log.error("delivery %s given up; it is redelivered", delivery.message_id)
         if fence.handler is not None:
             fence.handler.cancel()
@@ -804,10 +802,6 @@ def _stale(delivery: Delivery, what: str) -> None:
         delivery.topic,
     )
 
-
-_SETTLE = 0.1
-"""Seconds that async bodies cancelled by a refused renewal get to end before a body still
-running makes the process exit (``Worker._renew``)."""
 
 _RECANCEL_SECONDS = 1.0
 """How long a cancelled handler may take to end before it is cancelled again. Its cancel may

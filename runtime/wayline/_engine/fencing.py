@@ -18,7 +18,7 @@ The numbers (``Worker`` refuses settings that break them):
 - the holder renews every ``visibility / 3`` and trips at ``max_invocation_seconds`` (checked
   every ``visibility / 30``), so a tripped fence has at least half a visibility window before
   the delivery can return, and settles (or exits) by ``last renewal + visibility - slack``
-  (a refused renewal: at once);
+  (a refused renewal ends its bodies at once: a sync one with the process);
 - so a holder never executes longer than ``max_invocation_seconds + visibility_seconds``,
   which must stay below the ownership lease: an expired lease then proves the owner stopped;
 - a run hands off (ack + continue under a new message) at the first step boundary after
@@ -67,7 +67,7 @@ class Fence:
     """Why the fence tripped (None while the holder may execute)."""
     lost: float | None = None
     """When the world refused a renewal (``time.monotonic``): the delivery may be redelivered
-    already, so its deadline is then, not one visibility after the last renewal."""
+    already, so no body may run on under it (the worker's ``_renew``)."""
     bodies: set[asyncio.Task[Any]] = field(default_factory=set)
     threads: set[threading.Event] = field(default_factory=set)
     """Sync bodies still running in a thread (each event is set when its body returns)."""
@@ -117,7 +117,7 @@ class Fence:
             task.cancel()
 
     def lose(self, reason: str) -> None:
-        """The world refused a renewal: trip, and end the hold now (see ``lost``)."""
+        """The world refused a renewal: trip (see ``lost``)."""
         self.lost = time.monotonic()
         self.trip(reason)
 
