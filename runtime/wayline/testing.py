@@ -30,15 +30,17 @@ from typing import Any
 
 from ._core import clock
 from ._core.definitions import StepDefinition, WorkflowDefinition
+from ._core.histories import History, ReplayResult, check, parse_history
 from ._engine.step_runner import idempotency_key as step_key
 from ._sdk.context import StepContext, entered
 from .client import Client
 from .durations import Duration, to_seconds
+from .errors import ReplayDivergenceError
 from .settings import Settings
 from .worker import Worker
 from .worlds.local import LocalWorld
 
-__all__ = ["Environment", "TimeSkippingWorld", "step_context"]
+__all__ = ["Environment", "History", "ReplayResult", "TimeSkippingWorld", "replay", "step_context"]
 
 TEST_RUN_ID = "wf_" + "0" * 32
 """The run id a step context made for a unit test has unless it is given one."""
@@ -214,3 +216,38 @@ def step_context(
     )
     with entered(ctx):
         yield ctx
+
+
+def replay(
+    histories: str | Path | Iterable[History | str],
+    workflows: Iterable[WorkflowDefinition[..., Any]],
+    *,
+    raise_on_failure: bool = True,
+) -> list[ReplayResult]:
+    """Replay recorded histories against ``workflows`` with no world (Temporal's
+    ``Replayer``), as ``wayline replay`` does: a file of ``wayline runs export`` lines, or the
+    lines or :class:`History` values themselves. Each result says ``ok``, ``diverged`` (the
+    message a worker would record), ``not served`` (the run is pinned to another definition
+    identity) or ``unknown workflow``. With ``raise_on_failure`` the first result that is not
+    ``ok`` raises :class:`ReplayDivergenceError` carrying it (``details["result"]``)::
+
+        def test_the_new_code_replays_production_runs() -> None:
+            wayline.testing.replay(Path(__file__).parent / "histories.jsonl", [orders])
+    """
+    if isinstance(histories, str | Path):
+        where = str(histories)
+        lines: Iterable[History | str] = Path(histories).read_text(encoding="utf-8").splitlines()
+    else:
+        where, lines = "history", histories
+    known = list(workflows)
+    results: list[ReplayResult] = []
+    for number, item in enumerate(lines, 1):
+        if isinstance(item, str):
+            if not item.strip():
+                continue
+            item = parse_history(item, f"{where}:{number}")
+        results.append(check(item, known))
+    failed = next((r for r in results if not r.ok), None)
+    if raise_on_failure and failed is not None:
+        raise ReplayDivergenceError(str(failed), result=failed)
+    return results

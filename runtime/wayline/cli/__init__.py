@@ -65,7 +65,7 @@ from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
 from ..world.business_ids import ID_CONFLICT_POLICIES, ID_REUSE_POLICIES
-from . import commands, doctor, maintenance, schedules
+from . import commands, doctor, maintenance, replay, schedules
 from .loading import (
     UsageError,
     UsageParser,
@@ -315,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_argument(p)
     p.set_defaults(handler=commands.cmd_runs_compensation, action="abandon")
     maintenance.add_repair(runs_sub, command)
+    replay.add_commands(sub, runs_sub, command)
 
     maintenance.add_commands(sub, command)
     schedules.add_commands(sub, command)
