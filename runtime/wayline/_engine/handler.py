@@ -79,7 +79,8 @@ class Handler:
         self.closing = False
         """Set by ``Worker.close``: reach the next checkpoint, start nothing new."""
         self.pins = {
-            name: {routing.pin_of(w.identity_record()), None} for name, w in self.workflows.items()
+            name: {*(routing.pin_of(r) for r in w.identity_records()), None}
+            for name, w in self.workflows.items()
         }
         """Per workflow, the pins whose routes this worker consumes (None: not pinned yet)."""
         self.protected: set[asyncio.Task[Any]] = set()
