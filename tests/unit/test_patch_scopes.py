@@ -61,3 +61,24 @@ def test_more_patches_than_a_worker_serves_is_a_clear_error() -> None:
     found = {f"s{i}": {frozenset({f"p{i}"})} for i in range(5)}
     with pytest.raises(ValueError, match="5 patches add steps or children"):
         patch_scopes.older_shapes(found, 4)
+
+
+@wayline.workflow(name="pv_retired")
+async def retired(n: int) -> int:
+    n = await pv_new(n)  # the patch of ``pv_patched`` made unconditional
+    return await pv_base(n)
+
+
+@wayline.workflow(name="pv_retired")
+async def pv_patched(n: int) -> int:
+    if wayline.patched("p"):
+        n = await pv_new(n)
+    return await pv_base(n)
+
+
+def test_a_retired_patch_keeps_the_identity_of_the_runs_that_took_it() -> None:
+    """Making a branch unconditional once no run predates it: the runs pinned to the patched
+    code (which took the branch) are served by the new code, the older ones no longer."""
+    assert retired.identity == pv_patched.identity
+    assert retired.identities == (retired.identity,)
+    assert len(pv_patched.identities) == 2
