@@ -15,6 +15,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 
 from ..durations import Duration, to_seconds
 from ..errors import ConfigurationError
+from . import patch_scopes
 from .concurrency import Limit
 from .current import replay_var
 from .identity import Entry, code_hash, digest
@@ -30,6 +31,9 @@ R = TypeVar("R")
 # Steps are code, found by name when a queued step message arrives. A name maps to one function;
 # re-importing the same function (a script imported again as a module) replaces it.
 _STEPS: dict[str, StepDefinition[..., Any]] = {}
+MOST_PATCHES = 4
+"""How many step-adding patches one workflow may carry at once: a worker serves the identity
+of every combination of them (2**4 = 16 routes per workflow at most, each a consumer)."""
 # Workflows named after their function, to refuse two different ones under one implicit name.
 _IMPLICIT_WORKFLOWS: dict[str, WorkflowDefinition[..., Any]] = {}
 
@@ -199,6 +203,7 @@ class WorkflowDefinition(Generic[P, R]):
         self.concurrency = concurrency
         self.signature = Signature(fn)
         self._identity: str | None = None
+        self._identities: tuple[str, ...] | None = None
         self._code_hash: str | None = None
         functools.update_wrapper(self, fn)
 
@@ -234,6 +239,29 @@ class WorkflowDefinition(Generic[P, R]):
         return self._identity
 
     @property
+    def identities(self) -> tuple[str, ...]:
+        """The identities this definition can drive: its own first, then those of its older
+        shapes, without the steps and children that only ``patched`` branches refer to (a run
+        pinned before a patch never takes its branch; docs/durability.md, "Adding a step to a
+        live workflow"). Under ``strict_identity`` its own only: the code is part of the pin.
+        :class:`ConfigurationError` when more than ``MOST_PATCHES`` patches add steps."""
+        if self._identities is None:
+            older: list[str] = []
+            if not self.strict_identity:
+                found = patch_scopes.scopes(self.fn)
+                try:
+                    left = patch_scopes.older_shapes(found, MOST_PATCHES)
+                except ValueError as err:
+                    raise ConfigurationError(f"workflow {self.name!r}: {err}") from None
+                older = [digest(shape(self, leave_out)) for leave_out in left]
+            self._identities = tuple(dict.fromkeys([self.identity, *older]))
+        return self._identities
+
+    def identity_records(self) -> list[dict[str, Any]]:
+        """``identity_record`` for each of ``identities``: the pins whose runs it drives."""
+        return [{**self.identity_record(), "identity": i} for i in self.identities]
+
+    @property
     def code_hash(self) -> str:
         if self._code_hash is None:
             self._code_hash = code_hash(self)
@@ -253,7 +281,7 @@ class WorkflowDefinition(Generic[P, R]):
         if not isinstance(recorded, dict):
             return None
         wanted, rev = recorded.get("identity"), recorded.get("revision")
-        if wanted is not None and wanted != self.identity:
+        if wanted is not None and wanted not in self.identities:
             return f"identity {str(wanted)[:12]} (this worker has {self.identity[:12]})"
         if rev is not None and rev != self.revision:
             return f"revision {rev} (this worker has revision {self.revision})"
@@ -339,9 +367,11 @@ def _entry(value: Any) -> Entry | None:
     return None
 
 
-def shape(workflow: WorkflowDefinition[..., Any]) -> dict[str, Any]:
+def shape(
+    workflow: WorkflowDefinition[..., Any], leave_out: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """The steps and children a workflow's code refers to (``identity.shape``)."""
-    return walk_shape(workflow, _entry)
+    return walk_shape(workflow, _entry, leave_out)
 
 
 def definition_identity(workflow: WorkflowDefinition[..., Any]) -> str:

@@ -5,7 +5,9 @@ A workflow's identity is a SHA-256 over its canonically serialised shape: its na
 by walking the function's code objects and resolving the names they use. The author's explicit
 ``revision`` is recorded beside it, for behaviour changes that do not change the shape, and so
 is a hash of the code itself, which is enforced only with ``strict_identity=True``: a harmless
-fix can still reach a month-long run, while replay divergence catches a harmful one.
+fix can still reach a month-long run, while replay divergence catches a harmful one. A
+workflow's older shapes, without what only its ``patched`` branches use (``patch_scopes``), are
+identities its workers serve too.
 """
 
 from __future__ import annotations
@@ -43,11 +45,16 @@ def _package(module: str | None) -> str:
     return (module or "").split(".", 1)[0]
 
 
-def shape(workflow: Declared, entry: Callable[[Any], Entry | None]) -> dict[str, Any]:
+def shape(
+    workflow: Declared,
+    entry: Callable[[Any], Entry | None],
+    leave_out: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     """Steps and children the workflow's code refers to: by name, as attributes of modules
     and classes it names (``payments.charge``), and through plain helper functions of its own
     top-level package (followed to a bounded depth). ``entry`` tells a step or workflow
-    definition from any other value."""
+    definition from any other value. ``leave_out``: names of the workflow function itself
+    not to follow (those it uses only inside ``patched`` branches, for an older shape)."""
 
     steps: dict[str, dict[str, Any]] = {}
     children: set[str] = set()
@@ -79,7 +86,7 @@ def shape(workflow: Declared, entry: Callable[[Any], Entry | None]) -> dict[str,
             return
         seen.add(id(code))
         scope = {**fn.__globals__, **inspect.getclosurevars(fn).nonlocals}
-        names = sorted(_names(code))
+        names = sorted(_names(code) - (leave_out if depth == 0 else frozenset()))
         for name in names:
             if name in scope:
                 visit(scope[name], names, depth)

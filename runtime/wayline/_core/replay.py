@@ -138,6 +138,8 @@ class ChildRecord:
     created: bool = False
     run_id: str | None = None
     """The child's run id, chosen when the parent claims it (``child_created``)."""
+    business_id: str | None = None
+    """``ChildOptions(id=...)``: the engine names the run after it when it claims the child."""
     done: bool = False
     deadline: WaitRecord | None = None
 
@@ -843,6 +845,7 @@ class Replay:
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
         timeout: Duration | None,
+        business_id: str | None = None,
     ) -> WFuture[Any]:
         what = f"child workflow {workflow.name!r}"
         stored = workflow.signature.encode_args(args, kwargs, what=what)
@@ -853,6 +856,7 @@ class Replay:
             # (written before this check existed) replays as it was recorded.
             workflow.check_input(stored, what=what)
         child = ChildRecord(cid, workflow, stored, WFuture(f"child {workflow.name}"))
+        child.business_id = business_id
         if timeout is not None:
             child.timeout = to_seconds(timeout)
             end = self._wait_end(child.timeout, "a child timeout", cid)

@@ -16,6 +16,7 @@ from ..errors import (
     SequenceConflictError,
 )
 from ..world import FLOW_TOPIC, RunInfo, World, flow_message
+from . import child_ids
 from .ending import report_to_parent
 from .session import RunSession
 
@@ -37,12 +38,16 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         data["queue"] = replay.queue
     if replay.namespace is not None:  # whose hooks a namespace's WorkflowHooks answer
         data["namespace"] = replay.namespace
+    if child.business_id is not None:
+        data["businessId"] = child.business_id
     created = True
     try:
         await world.append(
             child.run_id, [NewEvent(EventType.RUN_CREATED, data=data)], expected_seq=0
         )
     except (EntityConflictError, SequenceConflictError):
+        if await child_ids.refuse(world, replay, child):
+            return  # another start took the business id's generation first
         created = False  # a previous delivery created it already
     start = flow_message(world, child.run_id, "start", after_own_append=created)
     await world.enqueue(FLOW_TOPIC, start, idempotency_key=f"{child.run_id}:start")

@@ -52,7 +52,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
-from . import divergence, handoff, step_slots
+from . import child_ids, divergence, handoff, step_slots
 from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
@@ -79,7 +79,8 @@ class Handler:
         self.closing = False
         """Set by ``Worker.close``: reach the next checkpoint, start nothing new."""
         self.pins = {
-            name: {routing.pin_of(w.identity_record()), None} for name, w in self.workflows.items()
+            name: {*(routing.pin_of(r) for r in w.identity_records()), None}
+            for name, w in self.workflows.items()
         }
         """Per workflow, the pins whose routes this worker consumes (None: not pinned yet)."""
         self.protected: set[asyncio.Task[Any]] = set()
@@ -379,6 +380,7 @@ class Handler:
         replayer created some of it first (caught up); False: the run has ended."""
         if not batch.events:
             return True
+        refused = await child_ids.name_children(self.world, session.replay, batch)
         for child, run_id in batch.children:
             child.run_id = run_id
         try:
@@ -399,6 +401,7 @@ class Handler:
         await session.feed(appended)
         for child, _ in batch.children:  # claimed in the parent's log first, then started
             await start_child(self.world, session.replay, child)
+        await child_ids.wake_refused(self.world, session.replay, refused)
         return True
 
     async def _inline(

@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from .._core.business_keys import check_business_id
 from .._core.definitions import WorkflowDefinition
 from ..durations import Duration, to_seconds
 
@@ -26,13 +27,25 @@ class ChildOptions:
     ``timeout``: the wait for the child's result ends with :class:`ChildTimeoutError` that
     long after the child was created (a restart grants no fresh window); the child is not
     cancelled. A duration as ``wayline.sleep`` takes it; a bad one raises ``ValueError``
-    here, before any child is written."""
+    here, before any child is written.
+
+    ``id``: a business id for the child (as ``StartOptions(id=...)``, in the parent's
+    namespace), so ``wayline runs show <id>`` and every call that takes a run id find it. The
+    parent records the child's run id when it claims the child, so a replay resumes the same
+    run. The child is the id's next run when the id names none or only ended ones (Temporal's
+    default reuse policy); while a run under the id is live, no child is started and the
+    parent's wait raises :class:`ChildFailedError` with ``error["code"] ==
+    "RUN_ALREADY_EXISTS"`` (Temporal's "workflow already started"). A bad id raises
+    :class:`InvalidIdError` here."""
 
     timeout: Duration | None = None
+    id: str | None = None
 
     def __post_init__(self) -> None:
         if self.timeout is not None:
             to_seconds(self.timeout)
+        if self.id is not None:
+            check_business_id(self.id)
 
 
 def take_option_keywords(

@@ -106,12 +106,13 @@ def child(workflow: Any, /, *args: Any, **kwargs: Any) -> WFuture[Any]:
 def child_with(
     options: ChildOptions, workflow: WorkflowDefinition[P, R], /, *args: P.args, **kwargs: P.kwargs
 ) -> WFuture[R]:
-    """:func:`child` as ``options`` say (see :class:`ChildOptions`: a timeout on the wait)."""
+    """:func:`child` as ``options`` say (see :class:`ChildOptions`: a timeout on the wait, a
+    business id for the child)."""
     if not isinstance(options, ChildOptions):
         raise TypeError(f"wayline.child_with takes a wayline.ChildOptions first, not {options!r}")
     _check_child(workflow)
     future: WFuture[R] = current_replay("child").start_child(
-        workflow, args, kwargs, options.timeout
+        workflow, args, kwargs, options.timeout, business_id=options.id
     )
     return future
 

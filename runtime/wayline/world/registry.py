@@ -33,9 +33,9 @@ def served_entries(
     now = time.time() if now is None else now
     return [
         {
-            "key": _key(w, queue),
+            "key": _key(w, identity, queue),
             "workflow": w.name,
-            "identity": w.identity,
+            "identity": identity,
             "revision": w.revision,
             # under strict identity the code is part of the route (``routing.pin_of``): a
             # worker of other code never receives the run, so it must not count as serving it
@@ -46,11 +46,14 @@ def served_entries(
             "liveUntil": now + live_for,
         }
         for w in workflows
+        # one entry per identity it drives: an older one it still serves (a run pinned before
+        # a ``patched`` step) must count as served, or the run would say waiting_for_worker
+        for identity in w.identities
     ]
 
 
-def _key(w: WorkflowDefinition[..., Any], queue: str | None) -> str:
-    key = f"{queue or ''}|{w.name}|{w.identity}|{w.revision}"
+def _key(w: WorkflowDefinition[..., Any], identity: str, queue: str | None) -> str:
+    key = f"{queue or ''}|{w.name}|{identity}|{w.revision}"
     return f"{key}|{w.code_hash}" if w.strict_identity else key
 
 

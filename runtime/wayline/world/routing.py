@@ -50,8 +50,14 @@ def routed(topic: str, workflow: str, queue: str | None = None, pin: str | None 
 
 
 def route_of(topic: str, workflow: WorkflowDefinition[..., Any]) -> str:
-    """The route of ``topic`` for runs pinned to ``workflow``'s definition."""
+    """The route of ``topic`` for runs pinned to ``workflow``'s own definition."""
     return routed(topic, workflow.name, pin=pin_of(workflow.identity_record()))
+
+
+def routes_of(topic: str, workflow: WorkflowDefinition[..., Any]) -> list[str]:
+    """The routes of ``topic`` for runs pinned to ``workflow``'s definition: its own, then
+    those of the older identities it still serves (``WorkflowDefinition.identities``)."""
+    return [routed(topic, workflow.name, pin=pin_of(r)) for r in workflow.identity_records()]
 
 
 def plain_topic(topic: str) -> str:
@@ -63,11 +69,12 @@ def served_topics(
     topic: str, workflows: Iterable[WorkflowDefinition[..., Any]], queue: str | None
 ) -> list[str]:
     """What a worker serving ``workflows`` (on ``queue``) consumes for ``topic``: the routes
-    (for each workflow, its runs pinned to its definition and its runs not pinned yet), then
+    (for each workflow, its runs pinned to its definition or to an older identity it still
+    serves, and its runs not pinned yet), then
     the plain topic (messages for runs the world does not know)."""
     if queue:
         return [routed(topic, "", queue), topic]
-    routes = [r for w in workflows for r in (route_of(topic, w), routed(topic, w.name))]
+    routes = [r for w in workflows for r in (*routes_of(topic, w), routed(topic, w.name))]
     return [*routes, topic]
 
 
