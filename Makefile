@@ -29,8 +29,13 @@ typecheck: $(STAMP)
 	MYPYPATH=runtime $(BIN)/mypy --strict examples  # user code type-checks against the SDK
 	$(BIN)/pytest -q -p no:cacheprovider tests/typing  # pass_*/fail_* files under mypy --strict
 
+# The suite spends most of its time waiting (timers, leases, processes starting), so it runs in
+# PYTEST_WORKERS processes, a test file per process at a time (tests of one file share its
+# fixtures and order). PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= 3
+
 unit: $(STAMP) k8s-bins toxiproxy-bins fuse
-	$(BIN)/pytest -q  # tests/e2e is left out (pyproject addopts): `make e2e` runs it
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile  # tests/e2e is left out (pyproject addopts): `make e2e` runs it
 
 test: lint typecheck unit
 
