@@ -179,16 +179,7 @@ class RunHandle(Generic[R]):
             output: R = decode(info.output, hint, what=f"result of run {self.run_id}")
             return output
         if info.status is RunStatus.FAILED:
-            error = dict(info.error or {})
-            message = error.get("message")
-            if error.get("code") == "USER_ERROR" and error.get("name"):
-                # the code says only "the user's code raised": the type says what it raised
-                message = f"{error['name']}: {message}"
-            raise RunFailedError(
-                f"run {self.run_id} failed: [{error.get('code')}] {message}",
-                error_code=str(error.get("code", "")),
-                error=error,
-            )
+            raise RunFailedError(error=info.error or {}, run_id=self.run_id)
         reason = (info.error or {}).get("message")
         said = f": {reason}" if reason and reason != "cancelled" else ""
         raise RunCancelledError(f"run {self.run_id} was cancelled{said}")
