@@ -122,9 +122,11 @@ class RunHandle(Generic[R]):
         """:meth:`Client.wake_up`: fire the run's pending sleeps (or the wait ``wait``) now."""
         return await self.client.wake_up(await self._run(), wait)
 
-    async def resume(self) -> None:
-        """:meth:`Client.resume_compensation`: try the run's failed compensation again."""
-        await self.client.resume_compensation(await self._run())
+    async def resume(self) -> bool:
+        """:meth:`Client.resume_compensation`: try the run's failed compensation again; True
+        when this call recorded the resume, as the client answers (it returned None before,
+        unlike every other command of the handle). A run with nothing to resume raises."""
+        return await self.client.resume_compensation(await self._run())
 
     async def result(self, timeout: Duration | None = None) -> R:
         """The run's output; raises the run's failure (or cancellation). Raises
