@@ -48,7 +48,8 @@ async def reservation(sku: str) -> str:
     try:
         done: str = await reserve(sku)
     except wayline.StepFailedError as err:
-        return f"not reserved: {err.error['message']}"
+        # one sentence: the step, what it raised, which attempt and why it was the last
+        return f"not reserved: {err}"
     return done
 
 

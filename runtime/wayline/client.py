@@ -122,9 +122,11 @@ class RunHandle(Generic[R]):
         """:meth:`Client.wake_up`: fire the run's pending sleeps (or the wait ``wait``) now."""
         return await self.client.wake_up(await self._run(), wait)
 
-    async def resume(self) -> None:
-        """:meth:`Client.resume_compensation`: try the run's failed compensation again."""
-        await self.client.resume_compensation(await self._run())
+    async def resume(self) -> bool:
+        """:meth:`Client.resume_compensation`: try the run's failed compensation again; True
+        when this call recorded the resume, as the client answers (it returned None before,
+        unlike every other command of the handle). A run with nothing to resume raises."""
+        return await self.client.resume_compensation(await self._run())
 
     async def result(self, timeout: Duration | None = None) -> R:
         """The run's output; raises the run's failure (or cancellation). Raises
@@ -179,16 +181,7 @@ class RunHandle(Generic[R]):
             output: R = decode(info.output, hint, what=f"result of run {self.run_id}")
             return output
         if info.status is RunStatus.FAILED:
-            error = dict(info.error or {})
-            message = error.get("message")
-            if error.get("code") == "USER_ERROR" and error.get("name"):
-                # the code says only "the user's code raised": the type says what it raised
-                message = f"{error['name']}: {message}"
-            raise RunFailedError(
-                f"run {self.run_id} failed: [{error.get('code')}] {message}",
-                error_code=str(error.get("code", "")),
-                error=error,
-            )
+            raise RunFailedError(error=info.error or {}, run_id=self.run_id)
         reason = (info.error or {}).get("message")
         said = f": {reason}" if reason and reason != "cancelled" else ""
         raise RunCancelledError(f"run {self.run_id} was cancelled{said}")

@@ -46,8 +46,12 @@ user's ``except Exception`` cannot swallow it; it never leaves the engine.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from typing_extensions import deprecated
 
 from .durations import Duration, to_seconds
 
@@ -65,9 +69,12 @@ class FatalError(Exception):
 
 
 class WaylineError(Exception):
-    """Root of every framework error. ``code`` is stable and documented."""
+    """Root of every framework error. ``code`` is stable and documented; ``message`` is the
+    text alone, without the code; ``cause`` is what made it (an :class:`ErrorCause` chain),
+    None where nothing recorded did."""
 
     code = "WAYLINE_ERROR"
+    cause: ErrorCause | None = None
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -76,6 +83,133 @@ class WaylineError(Exception):
 
     def __str__(self) -> str:
         return f"[{self.code}] {self.message}"
+
+
+# Before recorded errors carried these as fields, the engine appended them to the user's
+# message; a log written then still reads, with the text split back into the fields.
+_GAVE_UP = re.compile(r" \(gave up after (\d+) attempts?\)$")
+_NON_RETRYABLE = re.compile(r" \(not retried: (\w+ is non-retryable)\)$")
+_ABANDONED = " (compensation abandoned)"
+_OLD_STEP = re.compile(r"^step '(.*)' failed: ", re.DOTALL)
+_OLD_CHILD = re.compile(r"^child run (\S+) (\w+): ", re.DOTALL)
+RETRIES_EXHAUSTED = "retries exhausted"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCause:
+    """One link of a failure's chain, read from what the run's log recorded. ``message`` is
+    the text the raiser gave, untouched; the engine's own words are in the other fields.
+
+    A run failed by a step reads ``RunFailedError.cause`` = ``STEP_FAILED`` (``step`` names
+    it) whose ``cause`` is the step body's error (its ``name``, ``code``, ``attempt`` of
+    ``attempts``, and ``not_retried_because``); a run failed by a child reads ``CHILD_FAILED``
+    (``run_id`` is the child's) whose ``cause`` is the child's own failure, and so on."""
+
+    code: str
+    """A Wayline code (``STEP_FAILED``...), the body's ``wayline_code``, or ``USER_ERROR``."""
+    message: str
+    """The raiser's own text."""
+    name: str | None = None
+    """The exception's class name (``"ValueError"``)."""
+    step: str | None = None
+    """The failed step's name, on a ``STEP_FAILED`` link."""
+    run_id: str | None = None
+    """The child run's id, on a ``CHILD_FAILED`` link."""
+    attempt: int | None = None
+    """The attempt of the step that failed (1 for the first)."""
+    attempts: int | None = None
+    """How many attempts the step's retry policy allowed."""
+    not_retried_because: str | None = None
+    """Why that attempt was the last: ``"retries exhausted"``, ``"ValueError is
+    non-retryable"``, ``"FatalError is never retried"``."""
+    compensation_abandoned: bool = False
+    """The run's unwind was abandoned (``Client.abandon_compensation``)."""
+    cause: ErrorCause | None = None
+    """What caused this one, if anything recorded it."""
+
+    @classmethod
+    def from_recorded(cls, error: Mapping[str, Any], depth: int = 8) -> ErrorCause:
+        """Read a recorded error mapping (a ``run_failed`` or ``step_failed`` event's
+        ``error``), of this release or an older one."""
+        inner = error.get("cause")
+        cause = (
+            cls.from_recorded(inner, depth - 1)
+            if depth > 1 and isinstance(inner, Mapping)
+            else None
+        )
+        message = str(error.get("message", ""))
+        abandoned = bool(error.get("compensationAbandoned"))
+        if message.endswith(_ABANDONED):
+            message, abandoned = message[: -len(_ABANDONED)], True
+        attempt, attempts = _int(error.get("attempt")), _int(error.get("attempts"))
+        why = error.get("notRetriedBecause")
+        why = str(why) if why is not None else None
+        if (m := _GAVE_UP.search(message)) is not None:
+            message, why = message[: m.start()], RETRIES_EXHAUSTED
+            attempt = attempts = int(m.group(1))
+        elif (m := _NON_RETRYABLE.search(message)) is not None:
+            message, why = message[: m.start()], m.group(1)
+        code = str(error.get("code") or "USER_ERROR")
+        step, run_id = error.get("step"), error.get("runId")
+        if code == "STEP_FAILED" and step is None and (m := _OLD_STEP.match(message)):
+            step, message = m.group(1), cause.message if cause else message[m.end() :]
+        if code == "CHILD_FAILED" and run_id is None and (m := _OLD_CHILD.match(message)):
+            run_id, message = m.group(1), cause.message if cause else message[m.end() :]
+        name = error.get("name")
+        return cls(
+            code=code,
+            message=message,
+            name=str(name) if name is not None else None,
+            step=str(step) if step is not None else None,
+            run_id=str(run_id) if run_id is not None else None,
+            attempt=attempt,
+            attempts=attempts,
+            not_retried_because=why,
+            compensation_abandoned=abandoned,
+            cause=cause,
+        )
+
+    @property
+    def root(self) -> ErrorCause:
+        """The first error of the chain: what the user's code (or the engine) raised."""
+        link = self
+        while link.cause is not None:
+            link = link.cause
+        return link
+
+    def __str__(self) -> str:
+        """One clause: ``step 'charge' raised ValueError: card declined (attempt 3 of 3,
+        retries exhausted)``."""
+        if self.code == "STEP_FAILED" and self.step is not None:
+            return f"step {self.step!r} raised {self.cause or self._plain()}"
+        if self.code == "CHILD_FAILED" and self.run_id is not None:
+            if self.cause is not None and self.cause.code == "RUN_CANCELLED":
+                return f"child run {self.run_id} was cancelled ({self.cause.message})"
+            return f"child run {self.run_id} failed because {self.cause or self._plain()}"
+        return self._plain()
+
+    @property
+    def notes(self) -> str:
+        """The engine's words on this link alone, ``"attempt 3 of 3, retries exhausted"``,
+        or ``""``."""
+        notes = []
+        if self.attempt is not None:
+            of = f" of {self.attempts}" if self.attempts is not None else ""
+            notes.append(f"attempt {self.attempt}{of}")
+        if self.not_retried_because:
+            notes.append(self.not_retried_because)
+        return ", ".join(notes)
+
+    def _plain(self) -> str:
+        label = self.code if self.name in (None, "WaylineError") else self.name
+        if label != self.code and self.code != "USER_ERROR":  # the code is what to match on
+            label = f"{label} [{self.code}]"
+        text = f"{label}: {self.message}" if self.message else str(label)
+        return f"{text} ({self.notes})" if self.notes else text
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class ConfigurationError(WaylineError):
@@ -180,14 +314,40 @@ class InvalidPayloadError(WaylineError):
 
 
 class RunFailedError(WaylineError):
-    """Raised by ``RunHandle.result()`` when the run failed."""
+    """Raised by ``RunHandle.result()`` when the run failed. ``code`` is ``RUN_FAILED``;
+    ``cause`` is the run's recorded error as an :class:`ErrorCause` (``cause.code`` is
+    ``STEP_FAILED``, ``CHILD_FAILED``, ``MAX_DELIVERIES_EXCEEDED``...); ``message`` is the
+    text its first error was raised with, untouched; ``error`` is the recorded mapping."""
 
     code = "RUN_FAILED"
+    cause: ErrorCause
 
-    def __init__(self, message: str, *, error_code: str, error: dict[str, Any]) -> None:
-        super().__init__(message, error_code=error_code)
-        self.error_code = error_code
-        self.error = error
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        error: Mapping[str, Any],
+        run_id: str | None = None,
+        error_code: str | None = None,
+    ) -> None:
+        cause = ErrorCause.from_recorded(error)
+        super().__init__(cause.root.message if message is None else message, run_id=run_id)
+        self.run_id = run_id
+        self.error = dict(error)
+        self.cause = cause
+        # ``error_code=`` was the constructor's before ``cause``; a caller's value still wins
+        self._error_code = cause.code if error_code is None else error_code
+
+    @property
+    @deprecated("RunFailedError.error_code is deprecated: use err.cause.code")
+    def error_code(self) -> str:
+        """Deprecated: ``err.cause.code`` (``deprecated`` warns at each read)."""
+        return self._error_code
+
+    def __str__(self) -> str:
+        run = f"run {self.run_id}" if self.run_id else "the run"
+        end = ", and its compensation was abandoned" if self.cause.compensation_abandoned else ""
+        return f"{run} failed: {self.cause}{end}"
 
 
 class RunCancelledError(WaylineError):
@@ -209,31 +369,43 @@ class HookWaitTimeoutError(WaylineError):
 
 class StepFailedError(FatalError, WaylineError):
     """Raised inside a workflow when a step failed for good (its retries are spent, or it
-    raised :class:`FatalError`). ``error`` holds the step's recorded error."""
+    raised :class:`FatalError`). ``message`` is the step body's own text, untouched;
+    ``cause`` is the step's recorded error (name, code, attempt, why not retried) and
+    ``error`` the recorded mapping."""
 
     code = "STEP_FAILED"
+    cause: ErrorCause
 
     def __init__(self, step_name: str, error: Mapping[str, Any]) -> None:
-        WaylineError.__init__(
-            self,
-            f"step {step_name!r} failed: {error.get('name', 'Error')}: {error.get('message', '')}",
-        )
+        cause = ErrorCause.from_recorded(error)
+        WaylineError.__init__(self, cause.message)
         self.step_name = step_name
         self.error = dict(error)
+        self.cause = cause
+
+    def __str__(self) -> str:
+        return f"step {self.step_name!r} raised {self.cause}"
 
 
 class ChildFailedError(FatalError, WaylineError):
-    """Raised inside a parent when its child run failed or was cancelled."""
+    """Raised inside a parent when its child run failed or was cancelled. ``message`` is the
+    text the child's first error was raised with; ``cause`` is the child's recorded error."""
 
     code = "CHILD_FAILED"
+    cause: ErrorCause
 
     def __init__(self, child_run_id: str, status: str, error: Mapping[str, Any]) -> None:
-        WaylineError.__init__(
-            self, f"child run {child_run_id} {status}: {error.get('message', '')}"
-        )
+        cause = ErrorCause.from_recorded(error)
+        WaylineError.__init__(self, cause.root.message)
         self.child_run_id = child_run_id
         self.status = status
         self.error = dict(error)
+        self.cause = cause
+
+    def __str__(self) -> str:
+        if self.status == "failed":
+            return f"child run {self.child_run_id} failed because {self.cause}"
+        return f"child run {self.child_run_id} {self.status}: {self.message}"
 
 
 class ChildTimeoutError(WaylineError):

@@ -60,7 +60,7 @@ async def test_a_run_output_over_the_limit_fails_the_run(engine: Engine) -> None
         run = await tight(engine).start(flows.returns, OVER)
         with pytest.raises(wayline.RunFailedError) as info:
             await run.result(timeout=20)
-    assert info.value.error_code == "PAYLOAD_TOO_LARGE"
+    assert info.value.cause.code == "PAYLOAD_TOO_LARGE"
 
 
 async def test_an_oversized_hook_payload_is_refused_and_the_hook_still_waits(

@@ -43,7 +43,7 @@ async def test_an_abandon_lists_the_reversals_it_leaves_untried_and_they_never_r
     again = await client.abandon_compensation(handle.run_id)  # nothing to do: same list
     assert not again.recorded and again.not_run == UNTRIED
     async with engine.worker([saga_flows.trip]):
-        with pytest.raises(wayline.RunFailedError, match="compensation abandoned"):
+        with pytest.raises(wayline.RunFailedError, match="compensation was abandoned"):
             await handle.result(timeout=20)
 
     events = await handle.events()
@@ -63,7 +63,7 @@ async def test_an_abandon_lists_the_reversals_it_leaves_untried_and_they_never_r
     info = await client.get_run(handle.run_id)
     render_show(info, events, out, "sqlite:////w.db")
     assert (
-        "failed: FatalError: seat desk offline; waiting to run: "
+        "failed: FatalError: seat desk offline (FatalError is never retried); waiting to run: "
         "trip_charge_card:compensate (reverses s2), "
         "trip_book_flight:compensate (reverses s1)"
     ) in out.getvalue()

@@ -416,7 +416,7 @@ async def test_a_parent_failed_by_its_delivery_budget_terminates_its_running_chi
     async with engine.worker([flows.parent_waits, flows.kid_waits], settings=tight):
         with pytest.raises(wayline.RunFailedError) as failed:
             await top.result(timeout=20)
-        assert failed.value.error_code == "MAX_DELIVERIES_EXCEEDED"
+        assert failed.value.cause.code == "MAX_DELIVERIES_EXCEEDED"
 
         async def kid_ended() -> bool:
             return (await engine.client.get_run(kid.run_id)).status.terminal

@@ -43,7 +43,10 @@ async def test_the_failing_steps_code_reaches_the_client(engine: Engine) -> None
     assert error["cause"] == {
         "name": "CardDeclined",
         "code": "CARD_DECLINED",
-        "message": "insufficient funds (gave up after 1 attempt)",
+        "message": "insufficient funds",
+        "attempt": 1,
+        "attempts": 1,
+        "notRetriedBecause": "retries exhausted",
     }
     outer = parent_failed.value.error
     assert outer["code"] == "CHILD_FAILED"

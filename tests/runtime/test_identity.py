@@ -78,7 +78,7 @@ async def test_mismatch_can_fail_the_run_when_told_to(engine: Engine) -> None:
     async with engine.worker([flows.versioned_v1], settings=settings(definition_mismatch="fail")):
         with pytest.raises(wayline.RunFailedError) as info:
             await handle.result(timeout=10)
-    assert info.value.error_code == "DEFINITION_MISMATCH"
+    assert info.value.cause.code == "DEFINITION_MISMATCH"
 
 
 async def test_strict_identity_enforces_the_code(engine: Engine) -> None:

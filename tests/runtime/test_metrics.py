@@ -96,7 +96,7 @@ async def test_a_run_past_its_delivery_budget_is_counted(engine: Engine, tmp_pat
     async with engine.worker([flows.looping], settings=settings(max_queue_deliveries=3)):
         with pytest.raises(RunFailedError) as failed:
             await handle.result(timeout=15)
-    assert failed.value.error_code == "MAX_DELIVERIES_EXCEEDED"
+    assert failed.value.cause.code == "MAX_DELIVERIES_EXCEEDED"
     assert value("wayline_delivery_budget_failures_total") - before == 1
     assert value("wayline_deliveries_total", topic=FLOW_TOPIC, outcome="ack") - dead >= 1
 

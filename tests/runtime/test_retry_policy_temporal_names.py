@@ -19,6 +19,6 @@ async def test_a_temporal_named_policy_runs_maximum_attempts_in_all(
     path = str(tmp_path / "attempts")
     async with engine.worker([sdk_flows.temporal_named_flow]):
         handle = await engine.client.start(sdk_flows.temporal_named_flow, path)
-        with pytest.raises(wayline.RunFailedError, match="gave up after 3 attempts"):
+        with pytest.raises(wayline.RunFailedError, match="attempt 3 of 3, retries exhausted"):
             await handle.result(timeout=15)
     assert len(lines(path)) == 3  # maximum_attempts=3: the first try and two retries

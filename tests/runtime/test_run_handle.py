@@ -3,10 +3,12 @@ every world: the handle a caller already holds is enough."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import wayline
-from tests.runtime import client_flows
+from tests.runtime import client_flows, saga_flows
 from tests.runtime.harness import Engine, wait_for
 
 
@@ -39,3 +41,21 @@ async def test_a_handle_resumes_only_a_stuck_compensation(engine: Engine) -> Non
     handle = await engine.client.start(client_flows.hook_rounds, "r", 1)
     with pytest.raises(wayline.WaylineError, match="not compensation_stuck; nothing to resume"):
         await handle.resume()
+
+
+async def test_a_handle_resume_answers_as_the_clients_does(engine: Engine, tmp_path: Path) -> None:
+    """``RunHandle.resume()`` answered None where ``Client.resume_compensation`` (and every
+    other command of the handle) answers whether it recorded something."""
+    offline = tmp_path / saga_flows.SEAT_DESK_OFFLINE
+    offline.touch()
+    async with engine.worker([saga_flows.trip]):
+        handle = await engine.client.start(saga_flows.trip, str(tmp_path / "log"), "t1")
+
+        async def stuck() -> bool:
+            return await handle.status() is wayline.RunStatus.COMPENSATION_STUCK
+
+        await wait_for(stuck, timeout=20)
+        offline.unlink()  # the seat desk is back: the resumed unwind goes through
+        assert await handle.resume() is True
+        with pytest.raises(wayline.RunFailedError, match="raised FatalError: no hotel"):
+            await handle.result(timeout=20)

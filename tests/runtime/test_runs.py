@@ -54,7 +54,7 @@ async def test_retries_are_bounded_then_the_run_fails(engine: Engine, tmp_path: 
         handle = await engine.client.start(flows.retrying, log, 99)
         with pytest.raises(wayline.RunFailedError) as info:
             await handle.result(timeout=15)
-    assert info.value.error_code == "STEP_FAILED"
+    assert info.value.cause.code == "STEP_FAILED"
     assert len(flows.lines(log)) == 4  # max_retries=3 counts retries after the first try
 
 
@@ -159,7 +159,7 @@ async def test_unserialisable_step_argument_names_the_step_and_type(engine: Engi
         handle = await engine.client.start(flows.bad_argument)
         with pytest.raises(wayline.RunFailedError) as info:
             await handle.result(timeout=10)
-    assert info.value.error_code == "SERIALIZATION_ERROR"
+    assert info.value.cause.code == "SERIALIZATION_ERROR"
     assert "echo" in str(info.value) and "object" in str(info.value)
 
 
@@ -204,7 +204,7 @@ async def test_over_budget_delivery_fails_the_run(engine: Engine) -> None:
     async with engine.worker([flows.chain], settings=settings(max_queue_deliveries=3)):
         with pytest.raises(wayline.RunFailedError) as info:
             await run.result(timeout=10)
-    assert info.value.error_code == "MAX_DELIVERIES_EXCEEDED"
+    assert info.value.cause.code == "MAX_DELIVERIES_EXCEEDED"
 
 
 async def test_inline_continuation_does_not_reread_the_log(engine: Engine) -> None:
@@ -468,7 +468,9 @@ async def test_a_run_without_a_parent_is_not_read_back_after_its_end(
     assert "terminal" not in reads, reads  # nothing read the ended runs back
     lines = [r.getMessage() for r in caplog.records if r.name == "wayline.runtime"]
     assert f"run {ok.run_id} completed" in lines
-    assert any(m.startswith(f"run {bad.run_id} failed: [") for m in lines), lines
+    # the recorded message is the user's text alone; the line still names the step
+    failed = f"run {bad.run_id} failed: [STEP_FAILED] step 'fatal_step' raised"
+    assert any(m.startswith(failed) and "card declined" in m for m in lines), lines
 
 
 async def test_a_resume_that_meets_a_disposed_hook_says_so(

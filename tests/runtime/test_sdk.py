@@ -81,7 +81,7 @@ async def test_a_retry_policy_is_bounded(engine: Engine, tmp_path: Path) -> None
     path = str(tmp_path / "backoff")
     async with engine.worker([sdk_flows.backoff_flow]):
         handle = await engine.client.start(sdk_flows.backoff_flow, path, 99)
-        with pytest.raises(wayline.RunFailedError, match="gave up after 4 attempts"):
+        with pytest.raises(wayline.RunFailedError, match="attempt 4 of 4, retries exhausted"):
             await handle.result(timeout=15)
     assert len(lines(path)) == 4
 

@@ -8,7 +8,10 @@ from examples import first_success, retry_policy, time_skipping, typed_hooks
 async def test_retry_policy_example() -> None:
     ok, gone = await retry_policy.main()
     assert ok == "reserved BOOK-42 on attempt 3"
-    assert "OutOfStock is non-retryable" in gone
+    assert gone == (
+        "not reserved: step 'examples.reserve' raised OutOfStock: GONE "
+        "(attempt 1 of 5, OutOfStock is non-retryable)"
+    )
 
 
 async def test_typed_hooks_example() -> None:
@@ -73,4 +76,7 @@ async def test_trip_saga_example() -> None:
         "examples.charge_card:compensate (reverses s2)",
         "examples.book_flight:compensate (reverses s1)",
     ]
-    assert "no room left (compensation abandoned)" in out[2]
+    assert out[2].endswith(
+        "failed: step 'examples.book_hotel' raised FatalError: no room left "
+        "(attempt 1 of 1, FatalError is never retried), and its compensation was abandoned"
+    )

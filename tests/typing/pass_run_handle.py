@@ -20,7 +20,7 @@ async def command(client: wayline.Client) -> None:
     assert_type(await handle.cancel(), bool)
     assert_type(await handle.cancel("no longer needed"), bool)
     assert_type(await handle.terminate(reason="stop"), bool)
-    assert_type(await handle.resume(), None)
+    assert_type(await handle.resume(), bool)
     assert_type(await handle.result(), str)
     hook = await client.wait_for_hook("approve:1", timeout="10s")
     assert_type(hook, wayline.HookInfo)

@@ -119,6 +119,7 @@ def test_public_api_is_pinned() -> None:
     assert sorted(wayline.__all__) == sorted(
         [
             "AllFailedError",
+            "ErrorCause",
             "any",
             "RetryPolicy",
             "Reversal",

@@ -155,9 +155,17 @@ def error_to_dict(exc: BaseException) -> dict[str, Any]:
         "code": code or "USER_ERROR",
         "stack": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
     }
+    if isinstance(exc, StepFailedError):
+        out["step"] = exc.step_name
+    elif isinstance(exc, ChildFailedError):
+        out["runId"] = exc.child_run_id
     if isinstance(exc, StepFailedError | ChildFailedError):
         out["cause"] = _cause(exc.error)  # the step's (or child's) own code reaches the caller
     return out
+
+
+_CAUSE_TEXT = ("name", "code", "message", "step", "runId", "notRetriedBecause")
+_CAUSE_NUMBERS = ("attempt", "attempts")
 
 
 def _cause(error: Mapping[str, Any], depth: int = 4) -> dict[str, Any]:
@@ -165,9 +173,14 @@ def _cause(error: Mapping[str, Any], depth: int = 4) -> dict[str, Any]:
     most), as strings, without its stack: the error of a run failed by a child of a child
     stays small, and one built by hand (``StepFailedError("s", {"message": exc})``) stays
     JSON."""
-    out: dict[str, Any] = {
-        k: str(error[k]) for k in ("name", "code", "message") if error.get(k) is not None
-    }
+    out: dict[str, Any] = {k: str(error[k]) for k in _CAUSE_TEXT if error.get(k) is not None}
+    out.update(
+        (k, error[k])
+        for k in _CAUSE_NUMBERS
+        if isinstance(error.get(k), int) and not isinstance(error[k], bool)
+    )
+    if error.get("compensationAbandoned") is True:
+        out["compensationAbandoned"] = True
     if "message" in out:
         out["message"] = limits.clip(out["message"], limits.current().error)
     if depth > 1 and isinstance(error.get("cause"), Mapping):

@@ -16,6 +16,7 @@ from ..errors import (
     CorruptLogError,
     EntityConflictError,
     EntityMissingError,
+    ErrorCause,
     RunNotFoundError,
     RunTerminalError,
     SequenceConflictError,
@@ -62,11 +63,15 @@ _ENDS = {
 
 def _log_end(run_id: str, status: RunStatus, error: Any, workflow: str) -> None:
     error = error if isinstance(error, Mapping) else {}
+    # the recorded message is the user's text alone: a chain also says which step raised it
+    cause = ErrorCause.from_recorded(error)
+    text = cause if cause.step is not None or cause.run_id is not None else cause.message
+    said = f": [{error.get('code') or error.get('name')}] {text}"
     log.info(
         "run %s %s%s",
         run_id,
         status,
-        f": [{error.get('code') or error.get('name')}] {error.get('message')}" if error else "",
+        said if error else "",
         extra={"run_id": run_id, "workflow": workflow},
     )
 

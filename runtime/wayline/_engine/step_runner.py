@@ -16,7 +16,7 @@ from .._core.definitions import StepDefinition
 from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
 from .._sdk.streams import StreamStore, attempt_streams, close_streams
-from ..errors import FatalError, RetryableError
+from ..errors import RETRIES_EXHAUSTED, FatalError, RetryableError
 from .fencing import run_body, run_sync_body
 
 
@@ -212,18 +212,14 @@ async def _body(
         limits.check(result, "result", f"the result of {what}")
         return Completed(result)
     except FatalError as err:
-        return Failed(error_to_dict(err))
+        return _failed(definition, attempt, err, f"{type(err).__name__} is never retried")
     except RetryableError as err:  # its retry_after wins over the policy, for one attempt
         return _retry_or_fail(definition, attempt, err, err.retry_after, ctx.idempotency_key)
     except (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError):
         raise  # the process or the delivery is stopping: not the body's own failure
     except BaseException as err:  # an Exception, or another the body raised (gevent's Timeout)
         if not definition.retry.retryable(err):
-            error = error_to_dict(err)
-            error["message"] = (
-                f"{error['message']} (not retried: {type(err).__name__} is non-retryable)"
-            )
-            return Failed(error)
+            return _failed(definition, attempt, err, f"{type(err).__name__} is non-retryable")
         return _retry_or_fail(definition, attempt, err, None, ctx.idempotency_key)
     finally:
         _step.reset(token)
@@ -236,15 +232,26 @@ def _retry_or_fail(
     retry_after: float | None,
     key: str,
 ) -> Outcome:
-    error = error_to_dict(err)
     policy = definition.retry
     if attempt > policy.max_retries:
-        attempts = "1 attempt" if attempt == 1 else f"{attempt} attempts"
-        error["message"] = f"{error['message']} (gave up after {attempts})"
-        return Failed(error)
+        return _failed(definition, attempt, err, RETRIES_EXHAUSTED)
+    error = error_to_dict(err)
     if retry_after is None:
         delay, source = policy.delay(attempt, key), "policy"
     else:
         delay, source = retry_after, "retry_after"
     schedule = {"attempt": attempt, "delay": delay, "source": source, "policy": policy.describe()}
     return Retry(error, clock.now() + delay, schedule)
+
+
+def _failed(
+    definition: StepDefinition[..., Any], attempt: int, err: BaseException, why: str
+) -> Failed:
+    """The step's last attempt failed: its error keeps the body's message untouched, and
+    says which attempt of how many it was and why no other follows, each in its own field
+    (``wayline.ErrorCause``)."""
+    error = error_to_dict(err)
+    error["attempt"] = attempt
+    error["attempts"] = definition.retry.max_retries + 1
+    error["notRetriedBecause"] = why
+    return Failed(error)

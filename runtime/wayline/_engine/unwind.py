@@ -287,7 +287,7 @@ async def end_unwind(
         )
     else:
         error = dict(unwind.get("error") or {})
-        if abandoned:
-            error["message"] = f"{error.get('message', '')} (compensation abandoned)"
+        if abandoned:  # a field of its own: the message stays the raiser's text
+            error["compensationAbandoned"] = True
         event = NewEvent(EventType.RUN_FAILED, data={"error": error})
     await terminal(world, run_id, event)

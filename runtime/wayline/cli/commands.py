@@ -271,12 +271,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
     if info.status is RunStatus.CANCELLED:
         print(f"error: run {info.run_id} was cancelled", file=sys.stderr)
         return 1
-    error = dict(info.error or {})
-    print(
-        f"error: run {info.run_id} failed: {error.get('code', 'UNKNOWN')}: "
-        f"{error.get('message', '')}",
-        file=sys.stderr,
-    )
+    # as `runs show` prints it: the code, then the step (or child) and what it raised
+    print(f"error: run {info.run_id} failed: {fmt_error(info.error)}", file=sys.stderr)
     return 1
 
 

@@ -46,6 +46,7 @@ from .._core.projections import (
     timeout_of,
 )
 from .._core.projections import fold as fold
+from ..errors import ErrorCause
 from ..world import RunInfo
 
 
@@ -94,11 +95,18 @@ def fmt_json(value: Any, limit: int = 100) -> str:
 def fmt_error(error: Mapping[str, Any] | None) -> str:
     if not error:
         return "unknown error"
-    code = error.get("code")
-    name = error.get("name")
-    message = str(error.get("message", ""))
-    head = f"{name}: {message}" if name and name != code else message
-    return f"[{code}] {head}" if code and code != "USER_ERROR" else head
+    cause = ErrorCause.from_recorded(error)  # a log of an older release reads the same way
+    code, name = cause.code, cause.name
+    if cause.step is not None or cause.run_id is not None:  # a chain: one sentence says it
+        text = f"[{code}] {cause}"
+    else:
+        head = f"{name}: {cause.message}" if name and name != code else cause.message
+        text = f"[{code}] {head}" if code != "USER_ERROR" else head
+        # which attempt it was, the timeline's attempt lines say already
+        why = cause.not_retried_because
+        text += f" ({why})" if why else ""
+    abandoned = cause.compensation_abandoned
+    return text + (", and its compensation was abandoned" if abandoned else "")
 
 
 Timeline = RunView
