@@ -5,7 +5,6 @@ stream, and one that sleeps until it is cancelled."""
 from __future__ import annotations
 
 import asyncio
-import os
 
 import pydantic
 
@@ -38,19 +37,29 @@ async def approve(order: str) -> str:
     return await ship(order, approval.by)
 
 
+_GATES: dict[str, asyncio.Event] = {}
+
+
+def release(name: str) -> None:
+    """Let the step waiting on ``name`` end (the worker runs in the test's own event loop)."""
+    _GATES.setdefault(name, asyncio.Event()).set()
+
+
 @wayline.step
-async def wait_for_file(path: str) -> str:
-    # Bounded: a test that never writes the marker fails on its own wait, not on a hung step.
-    for _ in range(600):
-        if os.path.exists(path):  # noqa: ASYNC240 - a tiny local marker file
-            return "released"
-        await asyncio.sleep(0.05)
-    raise wayline.FatalError(f"{path} never appeared")
+async def wait_for_release(name: str) -> str:
+    # Bounded: a test that never releases the gate fails on its own wait, not on a hung step.
+    try:
+        await asyncio.wait_for(_GATES.setdefault(name, asyncio.Event()).wait(), 30)
+    except TimeoutError:
+        raise wayline.FatalError(f"gate {name} was never released") from None
+    finally:
+        _GATES.pop(name, None)
+    return "released"
 
 
 @wayline.workflow
-async def gated(path: str) -> str:
-    return await wait_for_file(path)
+async def gated(name: str) -> str:
+    return await wait_for_release(name)
 
 
 @wayline.step

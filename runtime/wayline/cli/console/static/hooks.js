@@ -17,9 +17,13 @@ async function load() {
     const body = document.querySelector("#hooks tbody");
     const shown = new Set();
     for (const tr of body.querySelectorAll("tr")) {
-      // a form someone is typing in stays; an answered hook's row goes
-      if (!hooks.some((h) => h.token === tr.dataset.token && h.status === "waiting")) tr.remove();
-      else shown.add(tr.dataset.token);
+      // A form someone is typing in stays as it is. An answered hook's row stays too, its
+      // form closed, so that whoever answered it still reads what the server said.
+      shown.add(tr.dataset.token);
+      if (!hooks.some((h) => h.token === tr.dataset.token && h.status === "waiting")) {
+        tr.classList.add("answered");
+        for (const control of tr.querySelectorAll("textarea, button")) control.disabled = true;
+      }
     }
     for (const hook of hooks.filter((h) => h.status === "waiting" && !shown.has(h.token))) {
       const tr = document.createElement("tr");
@@ -32,7 +36,7 @@ async function load() {
                 wl.text("td", wl.time(hook.createdAt)), formCell);
       body.append(tr);
     }
-    document.getElementById("none").hidden = body.children.length > 0;
+    document.getElementById("none").hidden = body.querySelector("tr:not(.answered)") !== null;
   } catch (err) {
     document.getElementById("message").textContent = err.message;
   }
