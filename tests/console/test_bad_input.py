@@ -4,9 +4,11 @@ bodies over the cap, routes and methods that do not exist."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
-from tests.console.conftest import AUTH, Console
+from tests.console.conftest import AUTH, TOKEN, Console
+from wayline.cli.console import create_app
 from wayline.cli.console.requests import MAX_BODY_BYTES
 
 RUN = "wf_" + "0" * 32
@@ -69,3 +71,14 @@ async def test_a_bad_hook_resume_is_a_typed_4xx(console: Console) -> None:
     assert no_payload.json()["error"]["code"] == "BAD_REQUEST"
     no_run = await console.http.post(f"/api/runs/{RUN}/cancel", headers=AUTH)
     assert no_run.status_code == 404
+
+
+async def test_the_body_cap_is_the_consoles_own(console: Console) -> None:
+    app = create_app(console.engine.client, token=TOKEN, max_body_bytes=1024)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://small") as http:
+        body = {"workflow": "greet", "args": ["x" * 1024]}
+        answer = await http.post("/api/runs", json=body, headers=AUTH)
+        assert answer.status_code == 413
+        assert "over 1024 bytes" in answer.json()["error"]["message"]
+    assert await console.engine.client.list_runs() == []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..client import Client
 from .commands import absolute_world_url, opened_world
-from .loading import UsageError, port_arg
+from .loading import UsageError, port_arg, range_arg
 
 
 def read_token(path: str | None) -> str | None:
@@ -48,7 +48,13 @@ async def cmd_console(args: argparse.Namespace) -> int:
     url = absolute_world_url(args.world)
     async with opened_world(args.world, create=False) as world:
         closing = asyncio.Event()
-        app = create_app(Client(world), world_url=url, token=token, closing=closing)
+        app = create_app(
+            Client(world),
+            world_url=url,
+            token=token,
+            closing=closing,
+            max_body_bytes=args.max_body_bytes,
+        )
         host, port = sock.getsockname()[:2]
         mode = "actions need the token" if token else "read-only"
         print(f"wayline console on http://{host}:{port}/ ({mode}), world {url}", file=sys.stderr)
@@ -74,5 +80,13 @@ def add_console(sub: argparse._SubParsersAction, command: object) -> None:  # ty
         metavar="PATH",
         help="a file holding the bearer token that cancel, terminate, start and hook resumes "
         "need (at least 16 characters); without it the console is read-only",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=range_arg(1024, 64 * 1024 * 1024),
+        default=1024 * 1024,
+        metavar="N",
+        help="the largest request body read (default 1 MiB; a start's input or a hook "
+        "payload over it is refused with PAYLOAD_TOO_LARGE)",
     )
     p.set_defaults(handler=cmd_console)

@@ -8,7 +8,10 @@ Starlette serves it (under uvicorn): a small, well-kept ASGI toolkit whose only 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
@@ -23,6 +26,7 @@ from ...client import Client
 from .api import Console
 from .errors import error_response
 from .openapi import document
+from .requests import MAX_BODY_BYTES
 
 __all__ = ["create_app", "serve", "server"]
 
@@ -36,11 +40,12 @@ def create_app(
     token: str | None = None,
     poll_seconds: float = 0.5,
     closing: asyncio.Event | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Starlette:
     """The console's ASGI app over ``client``'s world. Without ``token`` it is read-only:
     every action answers 403 ``READ_ONLY``. ``closing``, once set, ends every live feed (a
     server shutting down does not wait for browsers to hang up)."""
-    console = Console(client, world_url, token, poll_seconds, closing)
+    console = Console(client, world_url, token, poll_seconds, closing, max_body_bytes)
     api = console.endpoint
 
     async def page(request: Request) -> Response:
@@ -79,18 +84,41 @@ def create_app(
     return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
 
 
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signals to its caller. Uvicorn's own handlers raise the
+    signal again after a clean shutdown, so the process would end killed by it rather than
+    exit 0 as every other ``wayline`` command does on SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 def server(app: Starlette) -> uvicorn.Server:
-    """A uvicorn server for ``app``: ``await server.serve(sockets=[sock])`` until SIGINT or
-    SIGTERM (or ``server.should_exit = True``). Its shutdown waits at most two seconds for open
+    """A uvicorn server for ``app``: ``await server.serve(sockets=[sock])`` until
+    ``server.should_exit = True``. Its shutdown waits at most two seconds for open
     connections: a browser's live feed never hangs up by itself."""
     config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
-    return uvicorn.Server(config)
+    return _Server(config)
 
 
 async def serve(app: Starlette, sock: socket.socket, closing: asyncio.Event) -> None:
     """Serve ``app`` on the bound ``sock`` until SIGINT or SIGTERM; then ``closing`` (the one
-    the app was made with) ends the live feeds that the bounded shutdown cut off."""
+    the app was made with) ends every live feed, and the server stops."""
+    running = server(app)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for signum in signals:
+        loop.add_signal_handler(signum, stop.set)
+    task = asyncio.create_task(running.serve(sockets=[sock]), name="wayline-console")
+    stopping = asyncio.create_task(stop.wait(), name="wayline-console-stop")
     try:
-        await server(app).serve(sockets=[sock])
+        await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
     finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+        stopping.cancel()
         closing.set()
+        running.should_exit = True
+        await task

@@ -21,6 +21,7 @@ from ...world import RunInfo
 from ..timeline import fold, render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .requests import (
+    MAX_BODY_BYTES,
     check_token,
     decode_cursor,
     encode_cursor,
@@ -49,13 +50,15 @@ Handler = Callable[[Request], Awaitable[Response]]
 @dataclass
 class Console:
     """What every handler needs: the client, the token that allows actions (None: read-only),
-    how often a live feed looks for changes, and the event that ends every feed at shutdown."""
+    how often a live feed looks for changes, the event that ends every feed at shutdown, and
+    the largest request body read."""
 
     client: Client
     world_url: str
     token: str | None = None
     poll_seconds: float = 0.5
     closing: asyncio.Event | None = None
+    max_body_bytes: int = MAX_BODY_BYTES
 
     def endpoint(self, handler: Handler) -> Handler:
         """Bad input and framework refusals become typed error bodies, never a 500."""
@@ -135,7 +138,7 @@ class Console:
     # --- acting -------------------------------------------------------------------------
     async def start(self, request: Request) -> Response:
         check_token(request, self.token)
-        body = await json_body(request)
+        body = await json_body(request, self.max_body_bytes)
         workflow = text_field(body, "workflow")
         if not workflow:
             raise ApiError(400, "BAD_REQUEST", "workflow (the workflow's name) is required")
@@ -157,14 +160,14 @@ class Console:
     ) -> Response:
         """Cancel or terminate: ``{runId, cancelled|terminated}``, false when it had ended."""
         check_token(request, self.token)
-        body = await json_body(request)
+        body = await json_body(request, self.max_body_bytes)
         info = await self._run(request)
         reason = text_field(body, "reason") or f"{done} from the console"
         return Reply({"runId": info.run_id, done: await stop(info.run_id, reason)})
 
     async def resume_hook(self, request: Request) -> Response:
         check_token(request, self.token)
-        body = await json_body(request)
+        body = await json_body(request, self.max_body_bytes)
         if "payload" not in body:
             raise ApiError(400, "BAD_REQUEST", 'the body must be {"payload": <any JSON>}')
         delivery = request.headers.get("idempotency-key") or None

@@ -16,8 +16,10 @@ from ..._core.events import RunStatus
 from .errors import ApiError
 
 MAX_BODY_BYTES = 1024 * 1024
-"""The largest request body read (1 MiB): a hook payload or a start's input bigger than the
-world takes (docs/hostile-input.md's limits are lower) is refused before it fills memory."""
+"""The largest request body a console reads by default (1 MiB; ``--max-body-bytes``). The world
+takes values up to 64 MiB (docs/hostile-input.md), but a server that anyone on the network can
+reach should not buffer that much per request before it knows the request is any good: a
+larger input or payload goes through ``wayline start`` or the client, or a raised cap."""
 
 
 def status_param(request: Request) -> RunStatus | None:
