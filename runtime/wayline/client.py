@@ -506,10 +506,15 @@ class Client:
         return waiting_for_worker(info, await self.world.list_served(), self.world.now())
 
     async def list_runs(
-        self, status: RunStatus | str | None = None, limit: int = 100
+        self,
+        status: RunStatus | str | None = None,
+        limit: int = 100,
+        *,
+        workflow: str | None = None,
     ) -> list[RunInfo]:
+        """The newest ``limit`` runs, of one status and one workflow (by name) when given."""
         return await self.world.list_runs(
-            status=RunStatus(status) if status is not None else None, limit=limit
+            status=RunStatus(status) if status is not None else None, workflow=workflow, limit=limit
         )
 
     async def cancel(self, run_id: str, reason: str = "cancelled") -> bool:

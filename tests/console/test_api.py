@@ -37,6 +37,8 @@ async def test_runs_list_by_status_with_counts_and_a_cursor(console: Console) ->
     assert sorted(r["runId"] for r in page["runs"]) == sorted(h.run_id for h in done)
     assert page["counts"] == {"completed": 3, "pending": 2}
     assert page["nextCursor"] is None
+    naps = (await console.http.get("/api/runs", params={"workflow": "naps"})).json()
+    assert sorted(r["runId"] for r in naps["runs"]) == sorted(pending)
 
     seen: list[str] = []
     cursor: str | None = None

@@ -1,6 +1,6 @@
 """The console's HTTP API (docs/openapi.json): what the pages use, and what any language can
-call. Every handler goes through the public :class:`wayline.Client`; the one exception is the
-change feed, which polls the world's run list as ``wayline runs list`` does."""
+call. Every handler reads and acts through the public :class:`wayline.Client`; only the clock
+and the visibility that the ``runs show`` story names come from its world, as in the CLI."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ class Console:
         workflow = request.query_params.get("workflow") or None
         limit = int_param(request, "limit", 50, 1, 500)
         after = decode_cursor(request)
-        every = await self.client.world.list_runs(workflow=workflow, limit=SCAN_LIMIT)
+        every = await self.client.list_runs(limit=SCAN_LIMIT, workflow=workflow)
         counts: dict[str, int] = {}
         for run in every:
             counts[str(run.status)] = counts.get(str(run.status), 0) + 1
@@ -202,7 +202,7 @@ class Console:
                 info = await self.client.get_run(run_id)
                 events = await self.client.handle(run_id).events()
                 return str(info.status), info.updated_at, len(events)
-            runs = await self.client.world.list_runs(limit=SCAN_LIMIT)
+            runs = await self.client.list_runs(limit=SCAN_LIMIT)
             return [(r.run_id, str(r.status), r.updated_at) for r in runs]
 
         async def sse() -> AsyncIterator[str]:
