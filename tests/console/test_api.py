@@ -159,3 +159,21 @@ async def test_a_stream_reads_as_server_sent_events(console: Console) -> None:
         (None, "end"),
     ]
     assert [json.loads(p["data"]).get("data") for p in parsed[:2]] == [{"line": 1}, {"line": 2}]
+
+
+async def test_workers_show_what_is_served_and_the_runs_nobody_can_drive(
+    console: Console,
+) -> None:
+    client = console.engine.client
+    async with console.engine.worker([flows.greet]):
+        orphan = await client.start("naps")  # nobody serves naps here
+        workers = (await console.http.get("/api/workers")).json()
+        [greet] = [e for e in workers["served"] if e["workflow"] == "greet"]
+        assert greet["live"] is True and len(greet["workers"]) == 1
+        assert [(r["runId"], r["workflow"]) for r in workers["waiting"]] == [
+            (orphan.run_id, "naps")
+        ]
+        assert "naps" in workers["waiting"][0]["why"]
+    # a worker closed gracefully withdraws itself at once
+    after = (await console.http.get("/api/workers")).json()
+    assert [e["live"] for e in after["served"] if e["workflow"] == "greet"] == [False]

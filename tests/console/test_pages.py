@@ -1,7 +1,7 @@
 """The console's pages in a real browser (headless Chromium), on every world: the runs page
-and its counts, a run whose step completes while the page is open, a typed hook resumed
-through its form after a bad payload is refused, and a run cancelled from its page. Each
-page's screenshot is what docs/console.md shows."""
+and its counts, a run whose step completes while the page is open, the workers page, a typed
+hook resumed through its form after a bad payload is refused, and a run cancelled from its
+page. Each page's screenshot is what docs/console.md shows."""
 
 from __future__ import annotations
 
@@ -37,6 +37,12 @@ async def test_the_runs_page_and_a_step_that_completes_while_it_is_watched(
         assert await page.script("return window.stillTheSamePage") is True
         await page.text("#story", 'result    "released"')
         await page.screenshot("run-completed.png")
+
+        orphan = await client.start("naps")  # no worker here serves naps
+        await page.open("/workers")
+        await page.text('#served tr[data-workflow="gated"]', "live")
+        await page.text(f'#waiting tr[data-run-id="{orphan.run_id}"]', "naps")
+        await page.screenshot("workers.png")
 
 
 async def test_a_hook_answered_through_its_form_and_a_run_cancelled_from_its_page(

@@ -59,6 +59,7 @@ def create_app(
         Route("/", page),
         Route("/runs/{run_id}", page),
         Route("/hooks", page),
+        Route("/workers", page),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Route("/api/openapi.json", openapi),
         Route("/api/info", api(console.info)),
@@ -71,6 +72,7 @@ def create_app(
         Route("/api/runs/{run_id}/terminate", api(console.terminate), methods=["POST"]),
         Route("/api/runs/{run_id}/streams/{name}", api(console.stream)),
         Route("/api/hooks", api(console.hooks)),
+        Route("/api/workers", api(console.workers)),
         Route("/api/hooks/{token}/resume", api(console.resume_hook), methods=["POST"]),
     ]
 

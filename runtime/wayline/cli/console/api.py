@@ -135,6 +135,16 @@ class Console:
         run_id = None if run is None else await self.client.resolve(run)
         return Reply({"hooks": await self.client.open_hooks(run_id)})
 
+    async def workers(self, request: Request) -> Response:
+        waiting = await self.client.runs_waiting_for_worker(SCAN_LIMIT)
+        return Reply(
+            {
+                "now": self.client.world.now(),
+                "served": await self.client.list_served(),
+                "waiting": [{**run_to_json(info), "why": why} for info, why in waiting],
+            }
+        )
+
     # --- acting -------------------------------------------------------------------------
     async def start(self, request: Request) -> Response:
         check_token(request, self.token)

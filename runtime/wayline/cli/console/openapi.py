@@ -214,6 +214,13 @@ def document() -> dict[str, Any]:
                     },
                 }
             },
+            "/api/workers": {
+                "get": {
+                    "operationId": "listWorkers",
+                    "summary": "what workers serve, and the live runs no live worker can drive",
+                    "responses": {"200": _json(_ref("Workers"))},
+                }
+            },
             "/api/hooks/{token}/resume": {
                 "post": {
                     "operationId": "resumeHook",
@@ -320,6 +327,42 @@ def document() -> dict[str, Any]:
                             },
                         },
                     ]
+                },
+                "Workers": {
+                    "type": "object",
+                    "required": ["now", "served", "waiting"],
+                    "properties": {
+                        "now": {"type": "number"},
+                        "served": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["workflow", "live"],
+                                "properties": {
+                                    "workflow": {"type": "string"},
+                                    "identity": {"type": "string"},
+                                    "revision": {"type": ["integer", "string", "null"]},
+                                    "queue": {"type": ["string", "null"]},
+                                    "workers": {
+                                        "type": "object",
+                                        "additionalProperties": {"type": "number"},
+                                    },
+                                    "seenAt": {"type": "number"},
+                                    "liveUntil": {"type": "number"},
+                                    "live": {"type": "boolean"},
+                                },
+                            },
+                        },
+                        "waiting": {
+                            "type": "array",
+                            "items": {
+                                "allOf": [
+                                    _ref("Run"),
+                                    {"type": "object", "properties": {"why": {"type": "string"}}},
+                                ]
+                            },
+                        },
+                    },
                 },
                 "StartRequest": {
                     "type": "object",
