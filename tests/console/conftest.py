@@ -54,9 +54,14 @@ def chromium() -> Iterator[WebDriver]:
 
 
 @pytest.fixture
-async def page(console: Console, chromium: WebDriver, tmp_path: Path) -> AsyncIterator[Page]:
+async def page(
+    console: Console, chromium: WebDriver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Page]:
     """The console served over HTTP on 127.0.0.1 (uvicorn, on the test's loop), with the
-    session's browser pointed at it; every live feed ends before the server stops."""
+    session's browser pointed at it; every live feed ends before the server stops. Its
+    schedules file is ``schedules.json`` in the test's folder, named as a person would give
+    it (relative), so the page and its screenshot show no path of the machine."""
+    monkeypatch.chdir(tmp_path)
     closing = asyncio.Event()
     app = create_app(
         console.engine.client,
@@ -64,6 +69,7 @@ async def page(console: Console, chromium: WebDriver, tmp_path: Path) -> AsyncIt
         token=TOKEN,
         poll_seconds=0.1,
         closing=closing,
+        schedules_file=Path("schedules.json"),
     )
     sock = socket.create_server(("127.0.0.1", 0))
     running = server(app)

@@ -1,18 +1,22 @@
 """The console's pages in a real browser (headless Chromium), on every world: the runs page
-and its counts, a run whose step completes while the page is open, the workers page, a typed
-hook resumed through its form after a bad payload is refused, and a run cancelled from its
-page. Each page's screenshot is what docs/console.md shows."""
+and its counts, a run whose step completes while the page is open, the workers and schedules
+pages, a typed hook resumed through its form after a bad payload is refused, and a run
+cancelled from its page. Each page's screenshot is what docs/console.md shows."""
 
 from __future__ import annotations
+
+import asyncio
+from pathlib import Path
 
 from tests.console import flows
 from tests.console.browser import Page
 from tests.console.conftest import TOKEN, Console
 from tests.runtime.harness import wait_for
+from wayline.cli import main
 
 
 async def test_the_runs_page_and_a_step_that_completes_while_it_is_watched(
-    console: Console, page: Page
+    console: Console, page: Page, tmp_path: Path
 ) -> None:
     client = console.engine.client
     async with console.engine.worker([flows.greet, flows.gated]):
@@ -43,6 +47,14 @@ async def test_the_runs_page_and_a_step_that_completes_while_it_is_watched(
         await page.text('#served tr[data-workflow="gated"]', "live")
         await page.text(f'#waiting tr[data-run-id="{orphan.run_id}"]', "naps")
         await page.screenshot("workers.png")
+
+    nowhere = f"sqlite:///{tmp_path / 'none.db'}"  # the add's "no worker" look finds no world
+    added = ["schedules", "add", "nightly", "--cron", "0 2 * * *", "--workflow", "greet"]
+    file = "schedules.json"  # the page fixture's, in the test's folder
+    assert await asyncio.to_thread(main, [*added, "--file", file, "--world", nowhere]) == 0
+    await page.open("/schedules")
+    await page.text('#schedules tr[data-name="nightly"]', "T02:00:00Z")
+    await page.screenshot("schedules.png")
 
 
 async def test_a_hook_answered_through_its_form_and_a_run_cancelled_from_its_page(

@@ -54,6 +54,7 @@ async def cmd_console(args: argparse.Namespace) -> int:
             token=token,
             closing=closing,
             max_body_bytes=args.max_body_bytes,
+            schedules_file=Path(args.schedules_file),
         )
         host, port = sock.getsockname()[:2]
         mode = "actions need the token" if token else "read-only"
@@ -88,5 +89,12 @@ def add_console(sub: argparse._SubParsersAction, command: object) -> None:  # ty
         metavar="N",
         help="the largest request body read (default 1 MiB; a start's input or a hook "
         "payload over it is refused with PAYLOAD_TOO_LARGE)",
+    )
+    p.add_argument(
+        "--schedules-file",
+        default=".wayline/schedules.json",
+        metavar="PATH",
+        help="the file of `wayline schedules` whose schedules the schedules page shows "
+        "(default .wayline/schedules.json)",
     )
     p.set_defaults(handler=cmd_console)

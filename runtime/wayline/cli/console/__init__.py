@@ -41,11 +41,14 @@ def create_app(
     poll_seconds: float = 0.5,
     closing: asyncio.Event | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    schedules_file: Path | None = None,
 ) -> Starlette:
     """The console's ASGI app over ``client``'s world. Without ``token`` it is read-only:
     every action answers 403 ``READ_ONLY``. ``closing``, once set, ends every live feed (a
     server shutting down does not wait for browsers to hang up)."""
-    console = Console(client, world_url, token, poll_seconds, closing, max_body_bytes)
+    console = Console(
+        client, world_url, token, poll_seconds, closing, max_body_bytes, schedules_file
+    )
     api = console.endpoint
 
     async def page(request: Request) -> Response:
@@ -60,6 +63,7 @@ def create_app(
         Route("/runs/{run_id}", page),
         Route("/hooks", page),
         Route("/workers", page),
+        Route("/schedules", page),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         Route("/api/openapi.json", openapi),
         Route("/api/info", api(console.info)),
@@ -73,6 +77,7 @@ def create_app(
         Route("/api/runs/{run_id}/streams/{name}", api(console.stream)),
         Route("/api/hooks", api(console.hooks)),
         Route("/api/workers", api(console.workers)),
+        Route("/api/schedules", api(console.schedules)),
         Route("/api/hooks/{token}/resume", api(console.resume_hook), methods=["POST"]),
     ]
 

@@ -9,15 +9,18 @@ import io
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ...client import Client
-from ...errors import WaylineError
+from ...errors import RunNotFoundError, WaylineError
 from ...start_options import StartOptions
 from ...world import RunInfo
+from ..loading import UsageError
+from ..schedules import listed, tick_run_id
 from ..timeline import fold, render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .requests import (
@@ -59,6 +62,7 @@ class Console:
     poll_seconds: float = 0.5
     closing: asyncio.Event | None = None
     max_body_bytes: int = MAX_BODY_BYTES
+    schedules_file: Path | None = None
 
     def endpoint(self, handler: Handler) -> Handler:
         """Bad input and framework refusals become typed error bodies, never a 500."""
@@ -144,6 +148,29 @@ class Console:
                 "waiting": [{**run_to_json(info), "why": why} for info, why in waiting],
             }
         )
+
+    async def schedules(self, request: Request) -> Response:
+        """The schedules of ``wayline schedules`` (kept in a file, not in the world), each with
+        its next tick and the run its last tick started."""
+        if self.schedules_file is None:
+            return Reply({"file": None, "schedules": []})
+        try:
+            names, entries = await asyncio.to_thread(listed, self.schedules_file)
+        except UsageError as err:  # a file the schedulers could not read either
+            raise ApiError(503, "CONFIGURATION_ERROR", str(err)) from None
+        shown = []
+        for name, entry in zip(names, entries, strict=True):
+            last, status = entry.get("lastTick"), None
+            run_id = (
+                tick_run_id({**entry, "name": name}, last) if last and "created" in entry else None
+            )
+            if run_id is not None:
+                try:
+                    status = str((await self.client.get_run(run_id)).status)
+                except RunNotFoundError:  # cleaned up since, or the tick started no run
+                    run_id = None
+            shown.append({**entry, "name": name, "lastRunId": run_id, "lastRunStatus": status})
+        return Reply({"file": str(self.schedules_file), "schedules": shown})
 
     # --- acting -------------------------------------------------------------------------
     async def start(self, request: Request) -> Response:

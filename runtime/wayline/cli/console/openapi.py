@@ -221,6 +221,25 @@ def document() -> dict[str, Any]:
                     "responses": {"200": _json(_ref("Workers"))},
                 }
             },
+            "/api/schedules": {
+                "get": {
+                    "operationId": "listSchedules",
+                    "summary": "the schedules of `wayline schedules`: next ticks, last runs",
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["file", "schedules"],
+                                "properties": {
+                                    "file": {"type": ["string", "null"]},
+                                    "schedules": {"type": "array", "items": _ref("Schedule")},
+                                },
+                            }
+                        ),
+                        **_errors(503),
+                    },
+                }
+            },
             "/api/hooks/{token}/resume": {
                 "post": {
                     "operationId": "resumeHook",
@@ -362,6 +381,22 @@ def document() -> dict[str, Any]:
                                 ]
                             },
                         },
+                    },
+                },
+                "Schedule": {
+                    "type": "object",
+                    "required": ["name", "cron", "workflow", "next"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "cron": {"type": "string"},
+                        "timeZone": {"type": "string"},
+                        "workflow": {"type": "string"},
+                        "concurrencyPolicy": {"type": "string"},
+                        "lastTick": nullable_number,
+                        "next": {"type": "string", "description": "ISO time, or - when none"},
+                        "invalid": {"type": "string"},
+                        "lastRunId": {"type": ["string", "null"]},
+                        "lastRunStatus": {"type": ["string", "null"]},
                     },
                 },
                 "StartRequest": {

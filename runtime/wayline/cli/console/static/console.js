@@ -81,6 +81,24 @@ wl.live = (query, reload) => {
   return source;
 };
 
+// Draws the page now, whenever the change feed says so and, with `every` (ms), on a timer too
+// (for what changes no run, such as a worker's heartbeat); a failure is said in #message.
+wl.start = (query, draw, every) => {
+  const message = () => document.getElementById("message");
+  const load = async () => {
+    try {
+      await draw();
+      message().textContent = "";
+    } catch (err) {
+      message().textContent = err.message;
+    }
+  };
+  wl.header().then(() => {
+    wl.live(query, load);
+    if (every) setInterval(load, every);
+  });
+};
+
 // A form that resumes one hook with a JSON payload; the server validates typed hooks.
 wl.hookForm = (hook, after) => {
   const form = document.createElement("form");
