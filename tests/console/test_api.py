@@ -69,12 +69,19 @@ async def test_a_run_reads_as_runs_show_tells_it(console: Console) -> None:
 async def test_actions_need_the_token_and_a_console_without_one_is_read_only(
     console: Console,
 ) -> None:
+    async with console.engine.worker([flows.greet]):
+        pass  # a worker has served greet: a start by its name is not a misspelling
     body = {"workflow": "greet", "args": ["bo"]}
     refused = await console.http.post("/api/runs", json=body)
     assert refused.status_code == 401
     assert refused.json()["error"]["code"] == "UNAUTHORIZED"
-    wrong = await console.http.post("/api/runs", json=body, headers={"Authorization": "Bearer x"})
-    assert wrong.status_code == 401
+    # a header beyond ASCII (UTF-8 read as Latin-1 by the server) is a wrong token, not a 500
+    for guess in (b"Bearer x", "Bearer \u00e9t\u00e9".encode(), b"Basic abc"):
+        wrong = await console.http.post("/api/runs", json=body, headers={"Authorization": guess})
+        assert wrong.status_code == 401
+    unknown = await console.http.post("/api/runs", json={"workflow": "greeet"}, headers=AUTH)
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "WORKFLOW_NOT_FOUND"
     assert (await console.engine.client.list_runs()) == []  # nothing was started
 
     started = await console.http.post("/api/runs", json=body, headers=AUTH)

@@ -16,9 +16,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ...client import Client
-from ...errors import RunNotFoundError, WaylineError
+from ...errors import RunNotFoundError, WaylineError, WorkflowNotFoundError
 from ...start_options import StartOptions
 from ...world import RunInfo
+from ...world.business_ids import check_business_id
 from ..loading import UsageError
 from ..schedules import listed, tick_run_id
 from ..timeline import fold, render_show, run_to_json
@@ -182,7 +183,16 @@ class Console:
         args, kwargs = body.get("args", []), body.get("kwargs", {})
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             raise ApiError(400, "BAD_REQUEST", "args must be a JSON array, kwargs an object")
-        options = StartOptions(id=text_field(body, "id"), queue=text_field(body, "queue"))
+        business_id = text_field(body, "id")
+        if business_id is not None:
+            check_business_id(business_id)  # refused here, before the name is looked up
+        options = StartOptions(id=business_id, queue=text_field(body, "queue"))
+        served = await self.client.list_served()
+        if not any(entry.get("workflow") == workflow for entry in served):
+            # as `wayline start NAME`: a misspelled name would start a run nobody ever drives
+            raise WorkflowNotFoundError(
+                f"no worker has ever registered workflow {workflow!r}: start one, or check the name"
+            )
         handle = await self.client.start_with(options, workflow, *args, **kwargs)
         return Reply({"runId": handle.run_id}, status_code=201)
 

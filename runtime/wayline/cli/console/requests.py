@@ -76,8 +76,10 @@ def check_token(request: Request, token: str | None) -> None:
             403, "READ_ONLY", "this console is read-only (start it with --token-file to act)"
         )
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
-    # compare_digest: the time taken does not say how much of a guess was right
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(), token):
+    # compare_digest: the time taken does not say how much of a guess was right. On bytes,
+    # since on text it raises for a character outside ASCII, which a header may well hold.
+    guess = given.strip().encode("utf-8", "surrogateescape")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(guess, token.encode()):
         raise ApiError(401, "UNAUTHORIZED", "an action needs the console's bearer token")
 
 
