@@ -75,6 +75,22 @@ async def streams(lines: int) -> int:
     return await write_lines(lines)
 
 
+_TRIES: dict[str, int] = {}
+
+
+@wayline.step(max_retries=2, retry_delay=0.01)
+async def flaky(key: str) -> str:
+    _TRIES[key] = _TRIES.get(key, 0) + 1
+    if _TRIES[key] == 1:
+        raise RuntimeError("the card service timed out")
+    return "charged"
+
+
+@wayline.workflow
+async def retries(key: str) -> str:
+    return await flaky(key)
+
+
 @wayline.workflow
 async def naps() -> str:
     await wayline.sleep(3600)

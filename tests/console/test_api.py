@@ -5,6 +5,7 @@ and a stream read as server-sent events."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import httpx
@@ -64,6 +65,18 @@ async def test_a_run_reads_as_runs_show_tells_it(console: Console) -> None:
     events = (await console.http.get(f"/api/runs/{handle.run_id}/events")).json()["events"]
     assert len(events) == run["eventCount"]
     assert events[0]["type"] == "run_created"
+
+
+async def test_a_retried_step_shows_each_attempt_and_its_error(console: Console) -> None:
+    async with console.engine.worker([flows.retries]):
+        # a key of its own: the counter of tries is the process's, across both worlds
+        handle = await console.engine.client.start(flows.retries, uuid.uuid4().hex)
+        assert await handle.result(timeout=10) == "charged"
+    run = (await console.http.get(f"/api/runs/{handle.run_id}")).json()
+    [step] = run["steps"]
+    assert [a["outcome"] for a in step["attempts"]] == ["retrying", "completed"]
+    assert "the card service timed out" in step["attempts"][0]["error"]["message"]
+    assert "attempt 1: failed" in run["story"]
 
 
 async def test_actions_need_the_token_and_a_console_without_one_is_read_only(
