@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench soak chaos clean k8s-bins toxiproxy-bins fuse node-bins e2e cluster cluster-down crds
+.PHONY: demo test lint typecheck unit bench soak chaos clean k8s-bins toxiproxy-bins fuse browser node-bins e2e cluster cluster-down crds
 
 # The cluster `make cluster` brings up: never the e2e suite's wayline-e2e (`make e2e` tears that
 # one down), so a test run and a first install do not remove each other's cluster.
@@ -34,7 +34,7 @@ typecheck: $(STAMP)
 # fixtures and order). PYTEST_WORKERS=0 runs it in this process.
 PYTEST_WORKERS ?= 3
 
-unit: $(STAMP) k8s-bins toxiproxy-bins fuse
+unit: $(STAMP) k8s-bins toxiproxy-bins fuse browser
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile  # tests/e2e is left out (pyproject addopts): `make e2e` runs it
 
 test: lint typecheck unit
@@ -66,6 +66,10 @@ toxiproxy-bins:  # toxiproxy-server for the network-fault tests, cached outside 
 
 fuse:  # fuse3 for tests/powercut's power-loss filesystem (mfusepy loads its libfuse3); once
 	@command -v fusermount3 >/dev/null || { apt-get update -q && apt-get install -y -q fuse3; }
+
+browser:  # Debian's headless chromium and its chromedriver for tests/console's browser tests; once
+	@{ command -v chromium && command -v chromedriver; } >/dev/null || \
+	  { apt-get update -q && apt-get install -y -q chromium chromium-driver; }
 
 node-bins:  # kubelet, scheduler, controller-manager, kube-proxy, pause for tools/cluster
 	bash tools/cluster/build-node.sh

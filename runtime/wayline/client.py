@@ -498,11 +498,38 @@ class Client:
             return None
         return waiting_for_worker(info, await self.world.list_served(), self.world.now())
 
+    async def list_served(self) -> list[dict[str, Any]]:
+        """What workers serve: one entry per definition a worker ever served (``workflow``,
+        ``identity``, ``revision``, ``queue``), with the workers serving it now (``workers``:
+        worker id to the time it is live until), when one was last heard (``seenAt``), and
+        ``live``: whether a worker serves it now, by the world's clock."""
+        now = self.world.now()
+        return [
+            {**entry, "live": float(entry.get("liveUntil", 0)) >= now}
+            for entry in await self.world.list_served()
+        ]
+
+    async def runs_waiting_for_worker(self, limit: int = 10_000) -> list[tuple[RunInfo, str]]:
+        """The live runs among the newest ``limit`` that no live worker can drive, each with
+        why (as :meth:`waiting_for_worker` says it), newest first."""
+        served, now = await self.world.list_served(), self.world.now()
+        found = []
+        for info in await self.world.list_runs(limit=limit):
+            why = waiting_for_worker(info, served, now)
+            if why is not None:
+                found.append((info, why))
+        return found
+
     async def list_runs(
-        self, status: RunStatus | str | None = None, limit: int = 100
+        self,
+        status: RunStatus | str | None = None,
+        limit: int = 100,
+        *,
+        workflow: str | None = None,
     ) -> list[RunInfo]:
+        """The newest ``limit`` runs, of one status and one workflow (by name) when given."""
         return await self.world.list_runs(
-            status=RunStatus(status) if status is not None else None, limit=limit
+            status=RunStatus(status) if status is not None else None, workflow=workflow, limit=limit
         )
 
     async def cancel(self, run_id: str, reason: str = "cancelled") -> bool:

@@ -20,6 +20,7 @@
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
     wayline hooks resume TOKEN --payload JSON|@PATH
     wayline schedules add NAME --cron EXPR --workflow W | list | remove NAME | run  (cron)
+    wayline console [--port N] [--host ADDRESS] [--token-file PATH]   web console and HTTP API
     wayline doctor [--monitor http://HOST:8222] [--strict]   reachability, auth, TLS, limits,
                    and whether the store fsyncs before it acknowledges a write
 
@@ -65,7 +66,7 @@ from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
 from ..world.business_ids import ID_CONFLICT_POLICIES, ID_REUSE_POLICIES
-from . import commands, doctor, maintenance, replay, schedules
+from . import commands, doctor, maintenance, replay, schedules, web
 from .loading import (
     UsageError,
     UsageParser,
@@ -320,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     maintenance.add_commands(sub, command)
     schedules.add_commands(sub, command)
     doctor.add_doctor(sub, command)
+    web.add_console(sub, command)
 
     hooks = command(sub, "hooks", "list and resume hooks")
     hooks.set_defaults(help_parser=hooks)

@@ -160,8 +160,10 @@ async def cmd_remove(args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_list(args: argparse.Namespace) -> int:
-    with _locked(Path(args.file)) as schedules:
+def listed(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """The schedules of the file, by name, each with its ``next`` tick (``-`` for one that is
+    not scheduled, with why in ``invalid``): what ``schedules list`` and the console show."""
+    with _locked(path) as schedules:
         names, entries = list(schedules), list(schedules.values())
     now = Settings.from_env().schedule_now()
     for e in entries:
@@ -172,6 +174,11 @@ async def cmd_list(args: argparse.Namespace) -> int:
             e["next"] = _stamp(next_tick(cron, max(now, e.get("lastTick") or 0.0)))
         else:
             e["next"], e["invalid"] = _stamp(None), cron
+    return names, entries
+
+
+async def cmd_list(args: argparse.Namespace) -> int:
+    names, entries = listed(Path(args.file))
     if args.json:
         print(json.dumps(entries, indent=2))
         return 0

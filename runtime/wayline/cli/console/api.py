@@ -1,0 +1,279 @@
+"""The console's HTTP API (docs/openapi.json): what the pages use, and what any language can
+call. Every handler reads and acts through the public :class:`wayline.Client`; only the clock
+and the visibility that the ``runs show`` story names come from its world, as in the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from ...client import Client
+from ...errors import RunNotFoundError, WaylineError, WorkflowNotFoundError
+from ...start_options import StartOptions
+from ...world import RunInfo
+from ...world.business_ids import check_business_id
+from ..loading import UsageError
+from ..schedules import listed, tick_run_id
+from ..timeline import fold, render_show, run_to_json
+from .errors import ApiError, from_api_error, from_wayline_error
+from .requests import (
+    MAX_BODY_BYTES,
+    check_token,
+    decode_cursor,
+    encode_cursor,
+    int_param,
+    json_body,
+    status_param,
+    text_field,
+)
+
+SCAN_LIMIT = 10_000
+"""How many of the newest runs a list page and the counts look at. Pages deeper than that are
+not reached yet: a cursor the world itself answers is the next slice's (docs/console.md)."""
+
+
+class Reply(JSONResponse):
+    """JSON whose values the world gave (a timestamp, a stored payload) as the CLI prints
+    them: what JSON has no type for is written as its text."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, default=str, separators=(",", ":")).encode()
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass
+class Console:
+    """What every handler needs: the client, the token that allows actions (None: read-only),
+    how often a live feed looks for changes, the event that ends every feed at shutdown, and
+    the largest request body read."""
+
+    client: Client
+    world_url: str
+    token: str | None = None
+    poll_seconds: float = 0.5
+    closing: asyncio.Event | None = None
+    max_body_bytes: int = MAX_BODY_BYTES
+    schedules_file: Path | None = None
+
+    def endpoint(self, handler: Handler) -> Handler:
+        """Bad input and framework refusals become typed error bodies, never a 500."""
+
+        async def wrapped(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except ApiError as err:
+                return from_api_error(err)
+            except WaylineError as err:
+                return from_wayline_error(err)
+
+        return wrapped
+
+    # --- reading ------------------------------------------------------------------------
+    async def info(self, request: Request) -> Response:
+        return Reply({"readOnly": self.token is None, "world": self.world_url})
+
+    async def list_runs(self, request: Request) -> Response:
+        status = status_param(request)
+        workflow = request.query_params.get("workflow") or None
+        limit = int_param(request, "limit", 50, 1, 500)
+        after = decode_cursor(request)
+        every = await self.client.list_runs(limit=SCAN_LIMIT, workflow=workflow)
+        counts: dict[str, int] = {}
+        for run in every:
+            counts[str(run.status)] = counts.get(str(run.status), 0) + 1
+        chosen = sorted(
+            (r for r in every if status is None or r.status is status),
+            key=lambda r: (-r.created_at, r.run_id),
+        )
+        if after is not None:
+            chosen = [r for r in chosen if (-r.created_at, r.run_id) > (-after[0], after[1])]
+        page = chosen[:limit]
+        more = len(chosen) > limit
+        cursor = encode_cursor(page[-1].created_at, page[-1].run_id) if more else None
+        return Reply(
+            {"runs": [run_to_json(r) for r in page], "nextCursor": cursor, "counts": counts}
+        )
+
+    async def _run(self, request: Request) -> RunInfo:
+        run_id = await self.client.resolve(request.path_params["run_id"])
+        return await self.client.get_run(run_id)
+
+    async def get_run(self, request: Request) -> Response:
+        info = await self._run(request)
+        events = await self.client.handle(info.run_id).events()
+        waiting = await self.client.waiting_for_worker(info)
+        story = io.StringIO()
+        world = self.client.world
+        render_show(
+            info,
+            events,
+            story,
+            self.world_url,
+            waiting,
+            now=world.now(),
+            visibility_seconds=world.visibility_seconds,
+        )
+        out = run_to_json(info)
+        out["waitingForWorker"] = waiting
+        out.update(fold(info.run_id, events).to_json())
+        out["story"] = story.getvalue()
+        out["eventCount"] = len(events)
+        return Reply(out)
+
+    async def events(self, request: Request) -> Response:
+        info = await self._run(request)
+        events = await self.client.handle(info.run_id).events()
+        return Reply({"events": [e.to_json() for e in events]})
+
+    async def hooks(self, request: Request) -> Response:
+        run = request.query_params.get("run") or None
+        run_id = None if run is None else await self.client.resolve(run)
+        return Reply({"hooks": await self.client.open_hooks(run_id)})
+
+    async def workers(self, request: Request) -> Response:
+        waiting = await self.client.runs_waiting_for_worker(SCAN_LIMIT)
+        return Reply(
+            {
+                "now": self.client.world.now(),
+                "served": await self.client.list_served(),
+                "waiting": [{**run_to_json(info), "why": why} for info, why in waiting],
+            }
+        )
+
+    async def schedules(self, request: Request) -> Response:
+        """The schedules of ``wayline schedules`` (kept in a file, not in the world), each with
+        its next tick and the run its last tick started."""
+        if self.schedules_file is None:
+            return Reply({"file": None, "schedules": []})
+        try:
+            names, entries = await asyncio.to_thread(listed, self.schedules_file)
+        except UsageError as err:  # a file the schedulers could not read either
+            raise ApiError(503, "CONFIGURATION_ERROR", str(err)) from None
+        shown = []
+        for name, entry in zip(names, entries, strict=True):
+            last, status = entry.get("lastTick"), None
+            run_id = (
+                tick_run_id({**entry, "name": name}, last) if last and "created" in entry else None
+            )
+            if run_id is not None:
+                try:
+                    status = str((await self.client.get_run(run_id)).status)
+                except RunNotFoundError:  # cleaned up since, or the tick started no run
+                    run_id = None
+            shown.append({**entry, "name": name, "lastRunId": run_id, "lastRunStatus": status})
+        return Reply({"file": str(self.schedules_file), "schedules": shown})
+
+    # --- acting -------------------------------------------------------------------------
+    async def start(self, request: Request) -> Response:
+        check_token(request, self.token)
+        body = await json_body(request, self.max_body_bytes)
+        workflow = text_field(body, "workflow")
+        if not workflow:
+            raise ApiError(400, "BAD_REQUEST", "workflow (the workflow's name) is required")
+        args, kwargs = body.get("args", []), body.get("kwargs", {})
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise ApiError(400, "BAD_REQUEST", "args must be a JSON array, kwargs an object")
+        business_id = text_field(body, "id")
+        if business_id is not None:
+            check_business_id(business_id)  # refused here, before the name is looked up
+        options = StartOptions(id=business_id, queue=text_field(body, "queue"))
+        served = await self.client.list_served()
+        if not any(entry.get("workflow") == workflow for entry in served):
+            # as `wayline start NAME`: a misspelled name would start a run nobody ever drives
+            raise WorkflowNotFoundError(
+                f"no worker has ever registered workflow {workflow!r}: start one, or check the name"
+            )
+        handle = await self.client.start_with(options, workflow, *args, **kwargs)
+        return Reply({"runId": handle.run_id}, status_code=201)
+
+    async def cancel(self, request: Request) -> Response:
+        return await self._stop(request, "cancelled", self.client.cancel)
+
+    async def terminate(self, request: Request) -> Response:
+        return await self._stop(request, "terminated", self.client.terminate)
+
+    async def _stop(
+        self, request: Request, done: str, stop: Callable[[str, str], Awaitable[bool]]
+    ) -> Response:
+        """Cancel or terminate: ``{runId, cancelled|terminated}``, false when it had ended."""
+        check_token(request, self.token)
+        body = await json_body(request, self.max_body_bytes)
+        info = await self._run(request)
+        reason = text_field(body, "reason") or f"{done} from the console"
+        return Reply({"runId": info.run_id, done: await stop(info.run_id, reason)})
+
+    async def resume_hook(self, request: Request) -> Response:
+        check_token(request, self.token)
+        body = await json_body(request, self.max_body_bytes)
+        if "payload" not in body:
+            raise ApiError(400, "BAD_REQUEST", 'the body must be {"payload": <any JSON>}')
+        delivery = request.headers.get("idempotency-key") or None
+        run_id = await self.client.resume_hook(
+            request.path_params["token"], body["payload"], delivery_id=delivery
+        )
+        return Reply({"runId": run_id})
+
+    # --- live ---------------------------------------------------------------------------
+    async def stream(self, request: Request) -> Response:
+        info = await self._run(request)
+        start = int_param(request, "start", 0, 0, 2**53)
+        follow = request.query_params.get("follow", "true") != "false"
+        chunks = self.client.stream(info.run_id, request.path_params["name"], start, follow=follow)
+
+        async def sse() -> AsyncIterator[str]:
+            async for chunk in chunks:
+                data = {"data": chunk.data, "stepId": chunk.step_id, "attempt": chunk.attempt}
+                yield _sse(chunk.kind, data, event_id=str(chunk.index))
+            yield _sse("end", {})
+
+        return _event_stream(sse())
+
+    async def live(self, request: Request) -> Response:
+        """``change`` whenever what the page shows may differ: the newest runs' statuses, or
+        one run's log length. A hint: the page reads the API again."""
+        run = request.query_params.get("run") or None
+        run_id = None if run is None else await self.client.resolve(run)
+
+        async def look() -> Any:
+            if run_id is not None:
+                info = await self.client.get_run(run_id)
+                events = await self.client.handle(run_id).events()
+                return str(info.status), info.updated_at, len(events)
+            runs = await self.client.list_runs(limit=SCAN_LIMIT)
+            return [(r.run_id, str(r.status), r.updated_at) for r in runs]
+
+        async def sse() -> AsyncIterator[str]:
+            seen = await look()
+            yield _sse("change", {"runId": run_id})  # the page's first read comes after this
+            while True:
+                if self.closing is not None and self.closing.is_set():
+                    return
+                await asyncio.sleep(self.poll_seconds)
+                now = await look()
+                if now != seen:
+                    seen = now
+                    yield _sse("change", {"runId": run_id})
+                else:
+                    yield ": still here\n\n"  # a comment: finds a closed connection
+
+        return _event_stream(sse())
+
+
+def _sse(event: str, data: Any, event_id: str | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+def _event_stream(body: AsyncIterator[str]) -> StreamingResponse:
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(body, media_type="text/event-stream", headers=headers)

@@ -1,0 +1,430 @@
+"""The console API's OpenAPI document, served at ``/api/openapi.json`` and checked into
+docs/openapi.json (a test keeps the two equal, and every route of the app in it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._core.events import RunStatus
+
+_ERROR = {"$ref": "#/components/responses/Error"}
+_RUN_ID = {
+    "name": "run_id",
+    "in": "path",
+    "required": True,
+    "description": "a run id (wf_ and 32 hex digits) or a business id (its newest run)",
+    "schema": {"type": "string"},
+}
+_AUTH: list[dict[str, list[str]]] = [{"bearer": []}]
+
+
+def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _sse(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _body(schema: dict[str, Any], required: bool = False) -> dict[str, Any]:
+    return {"required": required, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    return {str(s): _ERROR for s in statuses}
+
+
+_REASON = _body({"type": "object", "properties": {"reason": {"type": "string"}}})
+
+
+def _action(op: str, summary: str, flag: str) -> dict[str, Any]:
+    return {
+        "post": {
+            "operationId": op,
+            "summary": summary,
+            "security": _AUTH,
+            "parameters": [_RUN_ID],
+            "requestBody": _REASON,
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "required": ["runId", flag],
+                        "properties": {"runId": {"type": "string"}, flag: {"type": "boolean"}},
+                    },
+                    f"{flag}: false when the run had already ended",
+                ),
+                **_errors(400, 401, 403, 404, 413),
+            },
+        }
+    }
+
+
+def document() -> dict[str, Any]:
+    nullable_number = {"type": ["number", "null"]}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Wayline console API",
+            "version": "1",
+            "description": "Runs, their events and streams, hooks; actions need the console's "
+            "bearer token (docs/console.md). Every refusal is an Error body with a stable code.",
+        },
+        "paths": {
+            "/api/info": {
+                "get": {
+                    "operationId": "info",
+                    "summary": "whether actions are allowed, and the world served",
+                    "responses": {"200": _json(_ref("Info"))},
+                }
+            },
+            "/api/runs": {
+                "get": {
+                    "operationId": "listRuns",
+                    "summary": "runs, newest first, a page at a time, with counts by status",
+                    "parameters": [
+                        {
+                            "name": "status",
+                            "in": "query",
+                            "schema": {"type": "string", "enum": [s.value for s in RunStatus]},
+                        },
+                        {"name": "workflow", "in": "query", "schema": {"type": "string"}},
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 500},
+                        },
+                        {
+                            "name": "cursor",
+                            "in": "query",
+                            "description": "the nextCursor of the page before",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "responses": {"200": _json(_ref("RunPage")), **_errors(400)},
+                },
+                "post": {
+                    "operationId": "startRun",
+                    "summary": "start a run of a workflow by its name",
+                    "security": _AUTH,
+                    "requestBody": _body(_ref("StartRequest"), required=True),
+                    "responses": {
+                        "201": _json(
+                            {
+                                "type": "object",
+                                "required": ["runId"],
+                                "properties": {"runId": {"type": "string"}},
+                            },
+                            "started (or, with an id, the run already started with it)",
+                        ),
+                        **_errors(400, 401, 403, 409, 413, 422),
+                    },
+                },
+            },
+            "/api/live": {
+                "get": {
+                    "operationId": "live",
+                    "summary": "server-sent change events: read the runs (or the run) again",
+                    "parameters": [{"name": "run", "in": "query", "schema": {"type": "string"}}],
+                    "responses": {"200": _sse("event: change, data: {runId}"), **_errors(404)},
+                }
+            },
+            "/api/runs/{run_id}": {
+                "get": {
+                    "operationId": "getRun",
+                    "summary": "a run, folded from its log: steps, hooks, waits, children",
+                    "parameters": [_RUN_ID],
+                    "responses": {"200": _json(_ref("RunDetail")), **_errors(400, 404, 409)},
+                }
+            },
+            "/api/runs/{run_id}/events": {
+                "get": {
+                    "operationId": "listEvents",
+                    "summary": "a run's event log, in order",
+                    "parameters": [_RUN_ID],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["events"],
+                                "properties": {
+                                    "events": {"type": "array", "items": {"type": "object"}}
+                                },
+                            }
+                        ),
+                        **_errors(400, 404, 409),
+                    },
+                }
+            },
+            "/api/runs/{run_id}/cancel": _action(
+                "cancelRun", "ask a run to stop; its compensations run", "cancelled"
+            ),
+            "/api/runs/{run_id}/terminate": _action(
+                "terminateRun", "stop a run now, without its compensations", "terminated"
+            ),
+            "/api/runs/{run_id}/streams/{name}": {
+                "get": {
+                    "operationId": "readStream",
+                    "summary": "what a run's steps write to a stream, as server-sent events",
+                    "parameters": [
+                        _RUN_ID,
+                        {
+                            "name": "name",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "start",
+                            "in": "query",
+                            "schema": {"type": "integer", "minimum": 0},
+                        },
+                        {"name": "follow", "in": "query", "schema": {"type": "boolean"}},
+                    ],
+                    "responses": {
+                        "200": _sse(
+                            "event: data or restart (id: the index), data: {data, stepId, "
+                            "attempt}; a last event: end"
+                        ),
+                        **_errors(400, 404),
+                    },
+                }
+            },
+            "/api/hooks": {
+                "get": {
+                    "operationId": "listHooks",
+                    "summary": "the hooks live runs wait on, oldest first",
+                    "parameters": [{"name": "run", "in": "query", "schema": {"type": "string"}}],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["hooks"],
+                                "properties": {"hooks": {"type": "array", "items": _ref("Hook")}},
+                            }
+                        ),
+                        **_errors(400, 404),
+                    },
+                }
+            },
+            "/api/workers": {
+                "get": {
+                    "operationId": "listWorkers",
+                    "summary": "what workers serve, and the live runs no live worker can drive",
+                    "responses": {"200": _json(_ref("Workers"))},
+                }
+            },
+            "/api/schedules": {
+                "get": {
+                    "operationId": "listSchedules",
+                    "summary": "the schedules of `wayline schedules`: next ticks, last runs",
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["file", "schedules"],
+                                "properties": {
+                                    "file": {"type": ["string", "null"]},
+                                    "schedules": {"type": "array", "items": _ref("Schedule")},
+                                },
+                            }
+                        ),
+                        **_errors(503),
+                    },
+                }
+            },
+            "/api/hooks/{token}/resume": {
+                "post": {
+                    "operationId": "resumeHook",
+                    "summary": "deliver a payload to the hook holding the token",
+                    "security": _AUTH,
+                    "parameters": [
+                        {
+                            "name": "token",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "Idempotency-Key",
+                            "in": "header",
+                            "description": "the delivery id: a retry with it delivers once",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "requestBody": _body(
+                        {"type": "object", "required": ["payload"], "properties": {"payload": {}}},
+                        required=True,
+                    ),
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["runId"],
+                                "properties": {"runId": {"type": "string"}},
+                            }
+                        ),
+                        **_errors(400, 401, 403, 404, 409, 413, 422),
+                    },
+                }
+            },
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "responses": {"Error": _json(_ref("Error"), "refused: the body says why")},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["code", "message"],
+                            "properties": {
+                                "code": {"type": "string", "examples": ["RUN_NOT_FOUND"]},
+                                "message": {"type": "string"},
+                            },
+                        }
+                    },
+                },
+                "Info": {
+                    "type": "object",
+                    "required": ["readOnly", "world"],
+                    "properties": {"readOnly": {"type": "boolean"}, "world": {"type": "string"}},
+                },
+                "Run": {
+                    "type": "object",
+                    "required": ["runId", "workflow", "status", "createdAt"],
+                    "properties": {
+                        "runId": {"type": "string"},
+                        "businessId": {"type": ["string", "null"]},
+                        "workflow": {"type": "string"},
+                        "status": {"type": "string", "enum": [s.value for s in RunStatus]},
+                        "input": {},
+                        "output": {},
+                        "error": {"type": ["object", "null"]},
+                        "createdAt": {"type": "number"},
+                        "startedAt": nullable_number,
+                        "endedAt": nullable_number,
+                        "updatedAt": nullable_number,
+                        "attributes": {"type": "object"},
+                    },
+                },
+                "RunPage": {
+                    "type": "object",
+                    "required": ["runs", "nextCursor", "counts"],
+                    "properties": {
+                        "runs": {"type": "array", "items": _ref("Run")},
+                        "nextCursor": {"type": ["string", "null"]},
+                        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+                    },
+                },
+                "RunDetail": {
+                    "allOf": [
+                        _ref("Run"),
+                        {
+                            "type": "object",
+                            "properties": {
+                                "steps": {"type": "array", "items": {"type": "object"}},
+                                "hooks": {"type": "array", "items": {"type": "object"}},
+                                "waits": {"type": "array", "items": {"type": "object"}},
+                                "children": {"type": "array", "items": {"type": "object"}},
+                                "terminated": {"type": "boolean"},
+                                "waitingForWorker": {"type": ["string", "null"]},
+                                "story": {
+                                    "type": "string",
+                                    "description": "the timeline `wayline runs show` prints",
+                                },
+                                "eventCount": {"type": "integer"},
+                            },
+                        },
+                    ]
+                },
+                "Workers": {
+                    "type": "object",
+                    "required": ["now", "served", "waiting"],
+                    "properties": {
+                        "now": {"type": "number"},
+                        "served": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["workflow", "live"],
+                                "properties": {
+                                    "workflow": {"type": "string"},
+                                    "identity": {"type": "string"},
+                                    "revision": {"type": ["integer", "string", "null"]},
+                                    "queue": {"type": ["string", "null"]},
+                                    "workers": {
+                                        "type": "object",
+                                        "additionalProperties": {"type": "number"},
+                                    },
+                                    "seenAt": {"type": "number"},
+                                    "liveUntil": {"type": "number"},
+                                    "live": {"type": "boolean"},
+                                },
+                            },
+                        },
+                        "waiting": {
+                            "type": "array",
+                            "items": {
+                                "allOf": [
+                                    _ref("Run"),
+                                    {"type": "object", "properties": {"why": {"type": "string"}}},
+                                ]
+                            },
+                        },
+                    },
+                },
+                "Schedule": {
+                    "type": "object",
+                    "required": ["name", "cron", "workflow", "next"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "cron": {"type": "string"},
+                        "timeZone": {"type": "string"},
+                        "workflow": {"type": "string"},
+                        "concurrencyPolicy": {"type": "string"},
+                        "lastTick": nullable_number,
+                        "next": {"type": "string", "description": "ISO time, or - when none"},
+                        "invalid": {"type": "string"},
+                        "lastRunId": {"type": ["string", "null"]},
+                        "lastRunStatus": {"type": ["string", "null"]},
+                    },
+                },
+                "StartRequest": {
+                    "type": "object",
+                    "required": ["workflow"],
+                    "properties": {
+                        "workflow": {"type": "string"},
+                        "args": {"type": "array"},
+                        "kwargs": {"type": "object"},
+                        "id": {"type": "string", "description": "a business id"},
+                        "queue": {"type": "string"},
+                    },
+                },
+                "Hook": {
+                    "type": "object",
+                    "required": ["token", "runId", "workflow", "hookId", "status"],
+                    "properties": {
+                        "token": {"type": "string"},
+                        "runId": {"type": "string"},
+                        "workflow": {"type": "string"},
+                        "hookId": {"type": "string"},
+                        "status": {"type": "string", "enum": ["waiting", "received"]},
+                        "createdAt": {"type": "number"},
+                        "timeoutAt": nullable_number,
+                        "type": {"type": ["string", "null"]},
+                        "metadata": {},
+                    },
+                },
+            },
+        },
+    }

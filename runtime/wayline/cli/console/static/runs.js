@@ -1,0 +1,63 @@
+// The runs page: its markup, then what fills it.
+"use strict";
+
+document.getElementById("page").innerHTML = `
+<div class="counts" id="counts"></div>
+<table id="runs">
+<thead><tr><th>Run</th><th>Id</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th></tr></thead>
+<tbody></tbody>
+</table>
+<p><button id="more" hidden>Older runs</button></p>
+<div class="error" id="message"></div>
+`;
+
+const params = new URLSearchParams(location.search);
+let status = params.get("status") || "";
+let cursor = null;
+
+function row(run) {
+  const tr = document.createElement("tr");
+  tr.dataset.runId = run.runId;
+  const end = run.endedAt || Date.now() / 1000;
+  tr.append(wl.runCell(run.runId), wl.text("td", run.businessId || ""), wl.text("td", run.workflow),
+            wl.text("td", run.status, "status " + run.status), wl.text("td", wl.time(run.createdAt)),
+            wl.text("td", wl.duration(end - run.createdAt) + (run.endedAt ? "" : " so far")));
+  return tr;
+}
+
+function counts(byStatus) {
+  const box = document.getElementById("counts");
+  box.replaceChildren();
+  const total = Object.values(byStatus).reduce((a, b) => a + b, 0);
+  for (const [name, n] of [["", total], ...Object.entries(byStatus).sort()]) {
+    const b = wl.text("button", `${name || "all"} ${n}`, name === status ? "on" : "");
+    b.dataset.status = name;
+    b.addEventListener("click", () => {
+      status = name;
+      history.replaceState(null, "", name ? "?status=" + name : "/");
+      load();
+    });
+    box.append(b);
+  }
+}
+
+async function load(more = false) {
+  const q = new URLSearchParams({ limit: "50" });
+  if (status) q.set("status", status);
+  if (more && cursor) q.set("cursor", cursor);
+  try {
+    const page = await wl.api("/api/runs?" + q);
+    const body = document.querySelector("#runs tbody");
+    if (!more) body.replaceChildren();
+    for (const run of page.runs) body.append(row(run));
+    cursor = page.nextCursor;
+    document.getElementById("more").hidden = !cursor;
+    counts(page.counts);
+    document.getElementById("message").textContent = "";
+  } catch (err) {
+    document.getElementById("message").textContent = err.message;
+  }
+}
+
+document.getElementById("more").addEventListener("click", () => load(true));
+wl.header().then(() => wl.live("", () => load()));

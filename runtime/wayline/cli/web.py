@@ -1,0 +1,100 @@
+"""``wayline console``: serve the web console and its HTTP API over one world
+(docs/console.md). The web framework is an optional extra, imported only when the command
+runs, so every other command works without it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+from ..client import Client
+from .commands import absolute_world_url, opened_world
+from .loading import UsageError, port_arg, range_arg
+
+
+def read_token(path: str | None) -> str | None:
+    """The bearer token actions need, from a file (a mounted Secret); None: read-only."""
+    if path is None:
+        return None
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"--token-file {path!r} cannot be read: {err}") from None
+    if len(token) < 16:
+        # a short token is guessed: refuse it rather than serve actions behind it
+        raise UsageError(f"--token-file {path!r} holds a token of fewer than 16 characters")
+    return token
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        return socket.create_server((host, port))
+    except OSError as err:
+        raise UsageError(f"--port {port}: cannot listen on {host}:{port}: {err}") from None
+
+
+async def cmd_console(args: argparse.Namespace) -> int:
+    try:
+        from .console import create_app, serve
+    except ImportError as err:
+        raise UsageError(
+            f"the console needs the console extra: pip install 'wayline[console]' ({err})"
+        ) from None
+    token = read_token(args.token_file)
+    sock = _bind(args.host, args.port)
+    url = absolute_world_url(args.world)
+    async with opened_world(args.world, create=False) as world:
+        closing = asyncio.Event()
+        app = create_app(
+            Client(world),
+            world_url=url,
+            token=token,
+            closing=closing,
+            max_body_bytes=args.max_body_bytes,
+            schedules_file=Path(args.schedules_file),
+        )
+        host, port = sock.getsockname()[:2]
+        mode = "actions need the token" if token else "read-only"
+        print(f"wayline console on http://{host}:{port}/ ({mode}), world {url}", file=sys.stderr)
+        await serve(app, sock, closing)
+    return 0
+
+
+def add_console(sub: argparse._SubParsersAction, command: object) -> None:  # type: ignore[type-arg]
+    p = command(  # type: ignore[operator]
+        sub,
+        "console",
+        "serve the web console and its HTTP API (read-only unless --token-file is given)",
+    )
+    p.add_argument("--port", type=port_arg, default=8233, help="default 8233 (0: any free one)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="the address to listen on (default 127.0.0.1; in a pod, 0.0.0.0)",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="a file holding the bearer token that cancel, terminate, start and hook resumes "
+        "need (at least 16 characters); without it the console is read-only",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=range_arg(1024, 64 * 1024 * 1024),
+        default=1024 * 1024,
+        metavar="N",
+        help="the largest request body read (default 1 MiB; a start's input or a hook "
+        "payload over it is refused with PAYLOAD_TOO_LARGE)",
+    )
+    p.add_argument(
+        "--schedules-file",
+        default=".wayline/schedules.json",
+        metavar="PATH",
+        help="the file of `wayline schedules` whose schedules the schedules page shows "
+        "(default .wayline/schedules.json)",
+    )
+    p.set_defaults(handler=cmd_console)

@@ -1,0 +1,54 @@
+"""``wayline console`` as a process: it serves the API on the port it prints, acts with the
+token of --token-file, and exits 0 on SIGTERM; a token file it cannot use is bad input (exit
+2, one line) before anything is served."""
+
+from __future__ import annotations
+
+import re
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.cli.conftest import FLOWS, Background, Cli
+from wayline.cli import main
+
+
+def test_the_console_serves_the_world_and_stops_on_sigterm(
+    cli: Cli, world_url: str, spawn: Callable[..., Background], tmp_path: Path
+) -> None:
+    started = cli("start", f"{FLOWS}:add", "--input", "[1, 2]")  # no worker: it waits
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    token = tmp_path / "token"
+    token.write_text("a-console-token-of-some-length\n")
+    console = spawn("console", "--port", "0", "--token-file", str(token))
+    said = console.wait_for("wayline console on http://")
+    found = re.search(r"http://127\.0\.0\.1:(\d+)/ \(actions need the token\)", said)
+    assert found is not None, said
+    base = f"http://127.0.0.1:{found.group(1)}"
+    with httpx.Client(base_url=base, timeout=10) as http:
+        assert [r["runId"] for r in http.get("/api/runs").json()["runs"]] == [run_id]
+        assert "Wayline" in http.get("/").text
+        auth = {"Authorization": "Bearer a-console-token-of-some-length"}
+        cancelled = http.post(f"/api/runs/{run_id}/cancel", headers=auth)
+        assert cancelled.json() == {"runId": run_id, "cancelled": True}
+    assert console.stop(signal.SIGTERM) == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(None, "cannot be read"), ("short\n", "fewer than 16 characters")],
+)
+def test_a_token_file_it_cannot_use_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, said: str
+) -> None:
+    token = tmp_path / "token"
+    if content is not None:
+        token.write_text(content)
+    world = f"sqlite:///{tmp_path / 'w.db'}"
+    assert main(["console", "--world", world, "--token-file", str(token)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --token-file") and said in err[0]

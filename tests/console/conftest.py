@@ -1,0 +1,89 @@
+"""The console's app over the parametrised world, called in-process (httpx's ASGI transport on
+the test's own event loop, where the world's connections live), and served over HTTP to one
+headless Chromium for the browser tests."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from tests.conftest import require_all_components
+from tests.console.browser import Page, missing, open_chromium
+from tests.runtime.harness import Engine
+from wayline.cli.console import create_app, server
+
+TOKEN = "console-test-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@dataclass
+class Console:
+    engine: Engine
+    http: httpx.AsyncClient
+
+
+@pytest.fixture
+async def console(engine: Engine) -> AsyncIterator[Console]:
+    app = create_app(engine.client, world_url="test://world", token=TOKEN, poll_seconds=0.05)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+        yield Console(engine, http)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[WebDriver]:
+    """One headless Chromium for the whole session. Missing: a failure where every component
+    is required (CI), else a skip that names what to install."""
+    absent = missing()
+    if absent is not None:
+        if require_all_components():
+            pytest.fail(absent, pytrace=False)
+        pytest.skip(absent)
+    driver = open_chromium()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+async def page(
+    console: Console, chromium: WebDriver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Page]:
+    """The console served over HTTP on 127.0.0.1 (uvicorn, on the test's loop), with the
+    session's browser pointed at it; every live feed ends before the server stops. Its
+    schedules file is ``schedules.json`` in the test's folder, named as a person would give
+    it (relative), so the page and its screenshot show no path of the machine."""
+    monkeypatch.chdir(tmp_path)
+    closing = asyncio.Event()
+    app = create_app(
+        console.engine.client,
+        world_url="test://world",
+        token=TOKEN,
+        poll_seconds=0.1,
+        closing=closing,
+        schedules_file=Path("schedules.json"),
+    )
+    sock = socket.create_server(("127.0.0.1", 0))
+    running = server(app)
+    task = asyncio.create_task(running.serve(sockets=[sock]), name="console-under-test")
+    try:
+        while not running.started:
+            if task.done():
+                task.result()  # the server could not start: say why
+            await asyncio.sleep(0.01)
+        yield Page(chromium, f"http://127.0.0.1:{sock.getsockname()[1]}", tmp_path)
+    finally:
+        # leave the pages first: a browser holding a live feed would hold the shutdown up
+        await asyncio.to_thread(chromium.get, "about:blank")
+        closing.set()
+        running.should_exit = True
+        await task
+        sock.close()

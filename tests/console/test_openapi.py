@@ -1,0 +1,31 @@
+"""The OpenAPI document checked into docs/ is the one the server serves, and it names every
+route of the API with its methods (regenerate: docs/console.md says how)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from starlette.routing import Route
+
+from tests.console.conftest import Console
+from wayline.cli.console import create_app
+
+DOC = Path(__file__).parents[2] / "docs" / "openapi.json"
+
+
+async def test_the_checked_in_document_is_the_served_one(console: Console) -> None:
+    served = (await console.http.get("/api/openapi.json")).json()
+    assert json.loads(DOC.read_text()) == served
+
+
+def test_every_api_route_is_in_the_document() -> None:
+    app = create_app(None)  # type: ignore[arg-type]  # the routes only: nothing is called
+    documented = json.loads(DOC.read_text())["paths"]
+    routes: dict[str, set[str]] = {}
+    for route in app.routes:
+        if isinstance(route, Route) and route.path.startswith("/api/"):
+            methods = {m.lower() for m in route.methods or ()} - {"head"}
+            routes.setdefault(route.path, set()).update(methods)
+    routes.pop("/api/openapi.json")
+    assert {path: set(ops) for path, ops in documented.items()} == routes
