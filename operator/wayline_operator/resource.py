@@ -242,7 +242,9 @@ class WorkflowRunStatus(BaseModel):
         default=None,
         description="pending, running, blocked (held: waiting for a slot of a concurrency "
         "limit, for a worker of the definition the run pinned, or after a replay "
-        "divergence; the message says which), compensating, compensation_stuck (a person "
+        "divergence; the message says which), paused (by a person or spec.paused, or by a "
+        "step out of attempts with on_exhausted=pause; nothing new starts until unpaused), "
+        "compensating, compensation_stuck (a person "
         "decides), completed, failed, cancelled, corrupt (a log entry cannot be read), or "
         "invalid (the spec started nothing). The run's own status words, as `wayline runs "
         "list`.",

@@ -18,7 +18,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
-from .events import Event, EventType, RunStatus, status_after_lift, status_before_block
+from .events import (
+    STATUS_AFTER,
+    STATUS_BEFORE,
+    Event,
+    EventType,
+    RunStatus,
+    status_after_lift,
+    status_before_block,
+)
 
 # --- typed payloads: one class per event type ------------------------------------------------
 
@@ -130,6 +138,39 @@ class RunUnblocked:
 
 
 @dataclass(frozen=True, slots=True)
+class RunPaused:
+    reason: str
+    by: str
+    """Who asked: ``client`` (a person, through the client or the CLI), ``retry`` (a step's
+    ``on_exhausted="pause"``), or what the caller named."""
+    before: RunStatus = RunStatus.RUNNING
+    """The status the run was paused from, which the unpause returns it to."""
+    step_id: str | None = None
+    """The step whose attempts ran out (``by == "retry"``); it gets a fresh budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunUnpaused:
+    reason: str
+    by: str
+    status: RunStatus = RunStatus.RUNNING
+    """The status the run returns to: the one it was paused from."""
+
+
+def _paused(d: Data) -> RunPaused:
+    return RunPaused(
+        str(d.get("reason") or ""),
+        str(d.get("by") or "client"),
+        _pausable(d.get(STATUS_BEFORE)),
+        str(d["stepId"]) if d.get("stepId") else None,
+    )
+
+
+def _pausable(value: Any) -> RunStatus:
+    return RunStatus.PENDING if value == str(RunStatus.PENDING) else RunStatus.RUNNING
+
+
+@dataclass(frozen=True, slots=True)
 class PatchMarked:
     patch_id: str
 
@@ -232,6 +273,8 @@ Payload = (
     | RunCompensationAbandoned
     | RunBlocked
     | RunUnblocked
+    | RunPaused
+    | RunUnpaused
     | PatchMarked
     | StepCreated
     | StepStarted
@@ -341,6 +384,14 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             return lambda d: RunBlocked(dict(d), status_before_block(d))
         case EventType.RUN_UNBLOCKED:
             return lambda d: RunUnblocked(status_after_lift(d))
+        case EventType.RUN_PAUSED:
+            return _paused
+        case EventType.RUN_UNPAUSED:
+            return lambda d: RunUnpaused(
+                str(d.get("reason") or ""),
+                str(d.get("by") or "client"),
+                _pausable(d.get(STATUS_AFTER)),
+            )
         case EventType.PATCH_MARKED:
             return lambda d: PatchMarked(str(d.get("patchId")))
         case EventType.STEP_CREATED:
@@ -438,6 +489,13 @@ def run_changes(event: Event) -> dict[str, Any]:
         case RunBlocked(why):
             changes.update(status=RunStatus.BLOCKED, error=dict(why))
         case RunUnblocked(status):
+            changes.update(status=status, error=None)
+        case RunPaused(reason, by, _, step_id):
+            why = {"code": "PAUSED", "message": reason, "by": by}
+            if step_id:
+                why["stepId"] = step_id
+            changes.update(status=RunStatus.PAUSED, error=why)
+        case RunUnpaused(_, _, status):
             changes.update(status=status, error=None)
         case RunCompleted(output):
             changes.update(status=RunStatus.COMPLETED, ended_at=at, output=output)
@@ -769,7 +827,9 @@ class RunView:
             | ChildCompleted
             | RunCancelRequested
             | RunCompensationResumed
-            | RunCompensationAbandoned,
+            | RunCompensationAbandoned
+            | RunPaused
+            | RunUnpaused,
         )
         match p:
             case RunCreated():
@@ -784,6 +844,8 @@ class RunView:
                 | RunCompensationStuck()
                 | RunCompensationResumed()
                 | RunCompensationAbandoned()
+                | RunPaused()
+                | RunUnpaused()
             ):
                 self._phase(p, at)
             case RunBlocked() | RunUnblocked() | PatchMarked():
@@ -846,6 +908,10 @@ class RunView:
             self.status, self.stuck = "compensation_stuck", p
         elif isinstance(p, RunCompensationAbandoned):
             self.stuck = None
+        elif isinstance(p, RunPaused):
+            self.status = "paused"
+        elif isinstance(p, RunUnpaused):
+            self.status = str(p.status)
         if isinstance(p, RunCompensationResumed):
             self.compensation_resumes += 1
 

@@ -55,8 +55,10 @@ from .projections import (
     RunCompleted,
     RunCreated,
     RunFailed,
+    RunPaused,
     RunStarted,
     RunUnblocked,
+    RunUnpaused,
     StepCompleted,
     StepCreated,
     StepFailed,
@@ -175,6 +177,8 @@ class Ending:
     resumes: int = 0
     """How many times a person resumed a stuck unwind (the compensation epoch)."""
     abandoned: bool = False
+    paused: bool = False
+    """Paused (``run_paused`` not yet followed by ``run_unpaused``): nothing new starts."""
 
     @property
     def unwinding(self) -> bool:
@@ -338,15 +342,18 @@ class Replay:
         if self.started_at is None and self.root is not None:
             self.started_at = created_at
 
+    def _open(self, p: RunCreated) -> None:
+        self.input = p.input
+        queue = p.attributes.get("queue")
+        self.queue = queue if isinstance(queue, str) and queue else None
+        namespace = p.attributes.get("namespace")
+        self.namespace = namespace if isinstance(namespace, str) and namespace else None
+
     def _apply(self, event: Event) -> None:
         cid = event.correlation_id or ""
         match p := payload(event):
             case RunCreated():
-                self.input = p.input
-                queue = p.attributes.get("queue")
-                self.queue = queue if isinstance(queue, str) and queue else None
-                namespace = p.attributes.get("namespace")
-                self.namespace = namespace if isinstance(namespace, str) and namespace else None
+                self._open(p)
             case RunStarted():
                 self.started_at = event.created_at if self._now_known else None
                 self._start_root()
@@ -366,6 +373,8 @@ class Replay:
                 self.ending.abandoned = True
             case RunBlocked() | RunUnblocked():
                 pass  # nothing the workflow sees
+            case RunPaused() | RunUnpaused():
+                self.ending.paused = isinstance(p, RunPaused)
             case PatchMarked(patch_id):
                 self._marked.add(patch_id)
                 self.new_patches.pop(patch_id, None)

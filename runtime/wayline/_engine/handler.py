@@ -34,6 +34,7 @@ from .._core.planning import (
     Done,
     Finish,
     HandBack,
+    Paused,
     Suspend,
     Unwind,
     decision_batch,
@@ -133,6 +134,8 @@ class Handler:
             return await _ended(self.world, info)
         if await ended_with_its_parent(self.world, info):
             return ACK
+        if info.status is RunStatus.PAUSED:
+            return ACK  # its unpause (or a cancel, which lifts the pause) sends the next wake
         workflow = self.workflows.get(info.workflow)
         if workflow is None:
             log.warning(
@@ -315,6 +318,9 @@ class Handler:
             move = next_move(session.replay, closing=closing, now=self.world.now())
             match move:
                 case Done():
+                    return True
+                case Paused():
+                    await session.flush()  # a completion carried provisionally is written
                     return True
                 case HandBack():
                     await bodies.drain()  # never hand off under an owned, running body

@@ -30,8 +30,10 @@ from .._core.projections import (
     RunCompleted,
     RunCreated,
     RunFailed,
+    RunPaused,
     RunStarted,
     RunUnblocked,
+    RunUnpaused,
     RunView,
     StepCompleted,
     StepCreated,
@@ -138,6 +140,11 @@ def phase_text(p: Payload) -> str:
         return "compensation resumed"
     if isinstance(p, RunCompensationAbandoned):
         return f"compensation abandoned{not_run_text(p.not_run)}"
+    if isinstance(p, RunPaused):
+        step = f" (step {p.step_id} ran out of attempts)" if p.step_id else ""
+        return f"paused by {p.by}{step}: {p.reason or 'no reason given'}"
+    if isinstance(p, RunUnpaused):
+        return f"unpaused by {p.by}: {p.reason or 'no reason given'}"
     return "compensation abandoned"
 
 
@@ -223,6 +230,8 @@ class LiveProgress:
                 | RunCompensating()
                 | RunCompensationResumed()
                 | RunCompensationAbandoned()
+                | RunPaused()
+                | RunUnpaused()
             ):
                 self._line(at, phase_text(p))
             case StepStarted() | StepRetrying() | StepCompleted() | StepFailed():
@@ -369,6 +378,8 @@ def render_show(
     p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))
     if info.status.value == "blocked" and info.error:
         p(f"blocked   {info.error.get('message', '')}")
+    if info.status is RunStatus.PAUSED and info.error:
+        p(f"paused    by {info.error.get('by', '?')}: {info.error.get('message', '')}")
     p(f"created   {fmt_time(info.created_at)}")
     if info.started_at:
         p(f"started   {fmt_time(info.started_at)}")
