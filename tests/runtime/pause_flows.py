@@ -4,7 +4,7 @@ what started while the run was paused."""
 from __future__ import annotations
 
 import wayline
-from tests.runtime.flows import mark
+from tests.runtime.flows import lines, mark
 from tests.runtime.harness import file_exists, wait_for
 
 
@@ -40,3 +40,17 @@ async def nap_then_step(path: str, seconds: float) -> str:
 async def step_then_hook(path: str, hold: str, token: str) -> object:
     await slow_step(path, "a", hold)
     return await wayline.create_hook(token)
+
+
+@wayline.step(retry=wayline.RetryPolicy(max_attempts=2, initial=0.05, on_exhausted="pause"))
+async def call_provider(path: str, fixed: str) -> str:
+    """Fails until the file ``fixed`` exists (the outside world is fixed)."""
+    mark(path, f"try-{wayline.step_context().attempt}")
+    if not lines(fixed):
+        raise RuntimeError("provider down")
+    return "charged"
+
+
+@wayline.workflow
+async def charge(path: str, fixed: str) -> str:
+    return await call_provider(path, fixed)

@@ -133,3 +133,39 @@ async def test_an_ended_run_is_not_paused(engine: Engine, tmp_path: Path) -> Non
 
 async def _has(path: str, line: str) -> bool:
     return line in lines(path)
+
+
+async def test_a_step_out_of_attempts_pauses_the_run_and_gets_a_fresh_budget(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """``RetryPolicy(on_exhausted="pause")``: the last attempt's failure pauses the run
+    instead of failing the step; each unpause gives the step its attempts again."""
+    path, fixed = str(tmp_path / "m"), str(tmp_path / "fixed")
+
+    async def paused() -> bool:
+        return (await engine.client.get_run(handle.run_id)).status is RunStatus.PAUSED
+
+    async with engine.worker([pause_flows.charge]):
+        handle = await engine.client.start(pause_flows.charge, path, fixed)
+        await wait_for(paused, timeout=20)
+        assert lines(path) == ["try-1", "try-2"]
+        info = await engine.client.get_run(handle.run_id)
+        assert info.error is not None and info.error["by"] == "retry"
+        assert "ran out of attempts" in info.error["message"]
+        assert await handle.unpause("not fixed yet") is True  # a fresh budget of 2 attempts
+        await _recorded(engine, handle.run_id, EventType.RUN_PAUSED, 2)
+        await wait_for(paused, timeout=20)
+        assert lines(path) == ["try-1", "try-2", "try-1", "try-2"]
+        mark(fixed)
+        assert await handle.unpause("provider fixed") is True
+        assert await handle.result(timeout=20) == "charged"
+    assert lines(path) == ["try-1", "try-2", "try-1", "try-2", "try-1"]
+    events = await handle.events()
+    assert not of_type(events, EventType.STEP_FAILED)
+    pauses = of_type(events, EventType.RUN_PAUSED)
+    assert [p.data["by"] for p in pauses] == ["retry", "retry"]
+    exhausted = [
+        e for e in of_type(events, EventType.STEP_RETRYING) if e.data["source"] == "exhausted"
+    ]
+    # each pause is written with the retry that asked for it, in one append
+    assert [e.seq + 1 for e in exhausted] == [p.seq for p in pauses]

@@ -27,6 +27,7 @@ from .events import (
     status_after_lift,
     status_before_block,
 )
+from .retry import EXHAUSTED
 
 # --- typed payloads: one class per event type ------------------------------------------------
 
@@ -200,8 +201,15 @@ class StepRetrying:
     error: Mapping[str, Any] | None
     retry_after: float | None
     schedule: Mapping[str, Any] | None = None
-    """How the delay was chosen: ``attempt``, ``delay``, ``source`` (``policy`` or
-    ``retry_after``) and the ``policy`` (``RetryPolicy.describe``); None in older logs."""
+    """How the delay was chosen: ``attempt``, ``delay``, ``source`` (``policy``,
+    ``retry_after``, or ``exhausted``) and the ``policy`` (``RetryPolicy.describe``); None in
+    older logs."""
+
+    @property
+    def fresh(self) -> bool:
+        """The attempts ran out and the run paused (``on_exhausted="pause"``): the step's
+        next attempt starts a fresh budget."""
+        return (self.schedule or {}).get("source") == EXHAUSTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -601,6 +609,9 @@ class StepView:
     """When the latest ``step_retrying`` asked to be tried again."""
     starts: int = 0
     """How many ``step_started`` events it has."""
+    spent: int = 0
+    """The starts of its current retry budget: those since the retry that paused the run
+    when its attempts ran out (``on_exhausted="pause"``), else all of them."""
     owner: str | None = None
     """The message its latest start was stamped with (seed 000: latest start wins)."""
     last_started_at: float | None = None
@@ -938,7 +949,7 @@ class RunView:
                 # came after the wait for recovery), so it has no end and no duration
                 step.attempts[-1].outcome = "abandoned"
             step.attempts.append(Attempt(number, at))
-            step.status, step.starts = "running", step.starts + 1
+            step.status, step.starts, step.spent = "running", step.starts + 1, step.spent + 1
             step.owner, step.last_started_at = p.owner_message_id, at
             step.owner_lease = p.lease if p.owner_message_id is not None else None
             return
@@ -965,6 +976,7 @@ class RunView:
             attempt.schedule = p.schedule
             step.status, step.retry_after = "retrying", p.retry_after
             step.saw_retrying, step.owner, step.owner_lease = True, None, None
+            step.spent = 0 if p.fresh else step.spent
             return
         self.open.pop(step.cid, None)
         step.ended_at = at

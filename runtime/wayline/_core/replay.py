@@ -91,6 +91,8 @@ class StepRecord:
     last_started_at: float | None = None
     saw_retrying: bool = False
     starts: int = 0
+    spent: int = 0
+    """The starts of its current retry budget (``StepView.spent``)."""
     queued_start: bool = False
     """The latest event is a bare (queue-owned) ``step_started``: a step worker runs the body,
     held by its step message, with no lease in the log to read."""
@@ -390,12 +392,14 @@ class Replay:
             case StepStarted(owner_message_id=owner, lease=lease):
                 rec = self._step(cid, event.type)
                 rec.starts += 1
+                rec.spent += 1
                 rec.owner = owner  # latest start wins; a bare start clears
                 rec.owner_lease = lease if owner is not None else None
                 rec.queued_start = owner is None
                 rec.last_started_at = event.created_at
             case StepRetrying():
                 rec = self._step(cid, event.type)
+                rec.spent = 0 if p.fresh else rec.spent
                 rec.saw_retrying = True  # queue-owned from now on, for good
                 rec.owner, rec.owner_lease, rec.queued_start = None, None, False
             case StepCompleted() | StepFailed():

@@ -419,19 +419,19 @@ class Handler:
         False when there is none (the run is suspended on others)."""
         replay, stats = session.replay, session.stats
         for rec in owned:
-            spent = rec.definition is not None and rec.starts > rec.definition.max_retries
+            spent = rec.definition is not None and rec.spent > rec.definition.max_retries
             log.warning(
                 "owned recovery: run %s step %s (%s) attempt %d %s by its owning message %s; "
                 "a previous delivery died mid-body",
                 replay.run_id,
                 rec.cid,
                 rec.name,
-                rec.starts + 1,
+                rec.spent + 1,
                 "is past its attempts and recorded failed" if spent else "is re-run",
                 session.my_id,
             )
             stats.owned_recovery_steps += 1
-        inline = [(rec, 1, False) for rec in lazy] + [(rec, rec.starts + 1, True) for rec in owned]
+        inline = [(rec, 1, False) for rec in lazy] + [(rec, rec.spent + 1, True) for rec in owned]
         if not inline and not stats.bodies.pending:
             return False
         stats.inline_steps += len(inline)

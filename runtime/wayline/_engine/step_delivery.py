@@ -122,7 +122,7 @@ async def _run(
     """Run the body once in this process (single flight), under a bare (queue-owned) start,
     holding a slot of the step's concurrency limit when it has one."""
     run_id = info.run_id
-    attempt, started = step.starts + 1, True
+    attempt, started = step.spent + 1, True
 
     async def start_and_run() -> Outcome | None:
         nonlocal started
@@ -249,7 +249,7 @@ def _refused(
                 f"received it ({deliveries} deliveries)",
             }
         )
-    attempt = step.starts + 1
+    attempt = step.spent + 1
     if attempt > definition.max_retries + 1:
         return Failed(
             {

@@ -13,6 +13,7 @@ from opentelemetry import trace
 from .. import metrics
 from .._core import clock, limits
 from .._core.definitions import StepDefinition
+from .._core.retry import EXHAUSTED
 from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
 from .._sdk.streams import StreamStore, attempt_streams, close_streams
@@ -32,6 +33,9 @@ class Retry:
     """Absolute time (epoch seconds) of the next attempt."""
     schedule: dict[str, Any] = field(default_factory=dict)
     """How the delay was chosen (attempt, delay, policy), recorded for ``runs show``."""
+    pause: bool = False
+    """The attempts ran out under ``on_exhausted="pause"``: the run pauses with this retry
+    (``ending.record_outcome``), and the step's next attempt has a fresh budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +244,10 @@ def _retry_or_fail(
     policy = definition.retry
     if attempt > policy.max_retries:
         attempts = "1 attempt" if attempt == 1 else f"{attempt} attempts"
+        if policy.on_exhausted == "pause":
+            error["message"] = f"{error['message']} (paused the run after {attempts})"
+            exhausted = {"attempt": attempt, "delay": 0.0, "source": EXHAUSTED}
+            return Retry(error, clock.now(), exhausted | {"policy": policy.describe()}, True)
         error["message"] = f"{error['message']} (gave up after {attempts})"
         return Failed(error)
     if retry_after is None:
