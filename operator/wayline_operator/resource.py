@@ -96,6 +96,12 @@ class WorkflowRunSpec(BaseModel):
     cancel: bool = Field(
         default=False, description="Ask the run to stop; its compensations (if any) run first."
     )
+    paused: bool = Field(
+        default=False,
+        description="Pause the run: it starts no new step, child, hook or sleep (a step "
+        "already running finishes) until this is set back to false, which unpauses a pause "
+        "this field made (as `wayline runs pause` and `runs unpause`).",
+    )
     terminate: bool = Field(
         default=False,
         description="Stop the run now, without running its compensations (as `temporal "

@@ -529,23 +529,25 @@ class Client:
         run_id = (await self.get_run(run_id)).run_id
         return await ask_to_cancel(self.world, run_id, reason, _FENCE_ROUNDS)
 
-    async def pause(self, run_id: str, reason: str = "paused") -> bool:
+    async def pause(self, run_id: str, reason: str = "paused", *, by: str = "client") -> bool:
         """Pause a pending or running run: it starts no new step, child, hook or sleep until
         :meth:`unpause`. A step body already running finishes and records its result; a sleep
         that falls due meanwhile fires on the unpause. The log records who asked and
         ``reason``. False when the run was paused already (nothing recorded). Raises
         ``RunTerminalError`` for a run that has ended, and ``WaylineError`` for one that is
-        blocked, being compensated or being cancelled. A cancel of a paused run cancels it."""
+        blocked, being compensated or being cancelled. A cancel of a paused run cancels it.
+        ``by`` names who asked, in the log and the run's status (the operator says
+        ``operator``)."""
         run_id = (await self.get_run(run_id)).run_id
-        return await pause_run(self.world, run_id, reason, "client", _FENCE_ROUNDS)
+        return await pause_run(self.world, run_id, reason, by, _FENCE_ROUNDS)
 
-    async def unpause(self, run_id: str, reason: str = "unpaused") -> bool:
+    async def unpause(self, run_id: str, reason: str = "unpaused", *, by: str = "client") -> bool:
         """Lift a run's pause and wake it: it goes on from where it stopped (a step paused by
         ``on_exhausted="pause"`` starts again with a fresh retry budget). False when the run
         was not paused (nothing recorded). Raises ``RunTerminalError`` for a run that has
         ended."""
         run_id = (await self.get_run(run_id)).run_id
-        return await unpause_run(self.world, run_id, reason, "client", _FENCE_ROUNDS)
+        return await unpause_run(self.world, run_id, reason, by, _FENCE_ROUNDS)
 
     async def _fenced_append(
         self, run_id: str, decide: Callable[[list[Event]], list[NewEvent] | None]
