@@ -162,7 +162,9 @@ async def _paused_with(
     written alone and the step's fresh budget waits for no one."""
     if not isinstance(outcome, Retry) or not outcome.pause:
         return []
-    why = f"step {name or cid} ran out of attempts: {outcome.error.get('message', '')}"
+    error = outcome.error
+    said = f"{error['name']}: " if error.get("name") else ""
+    why = f"step {name or cid} ran out of attempts: {said}{error.get('message', '')}"
     pause = pause_event(RunStatus.RUNNING, why, "retry", stepId=cid)
     try:
         written = await world.append(run_id, [outcome_event(cid, outcome), pause])

@@ -245,7 +245,7 @@ def _retry_or_fail(
     if attempt > policy.max_retries:
         attempts = "1 attempt" if attempt == 1 else f"{attempt} attempts"
         if policy.on_exhausted == "pause":
-            error["message"] = f"{error['message']} (paused the run after {attempts})"
+            error["message"] = f"{error['message']} (after {attempts})"
             exhausted = {"attempt": attempt, "delay": 0.0, "source": EXHAUSTED}
             return Retry(error, clock.now(), exhausted | {"policy": policy.describe()}, True)
         error["message"] = f"{error['message']} (gave up after {attempts})"

@@ -48,6 +48,7 @@ from .._core.projections import (
     timeout_of,
 )
 from .._core.projections import fold as fold
+from .._core.retry import EXHAUSTED
 from ..world import RunInfo
 
 
@@ -141,8 +142,7 @@ def phase_text(p: Payload) -> str:
     if isinstance(p, RunCompensationAbandoned):
         return f"compensation abandoned{not_run_text(p.not_run)}"
     if isinstance(p, RunPaused):
-        step = f" (step {p.step_id} ran out of attempts)" if p.step_id else ""
-        return f"paused by {p.by}{step}: {p.reason or 'no reason given'}"
+        return f"paused by {p.by}: {p.reason or 'no reason given'}"
     if isinstance(p, RunUnpaused):
         return f"unpaused by {p.by}: {p.reason or 'no reason given'}"
     return "compensation abandoned"
@@ -419,7 +419,9 @@ def render_show(
                     line = f"{'':14}attempt {a.number}: {outcome} after {took}"
                 if a.error and a.outcome != "completed":
                     line += f": {fmt_error(a.error)}"
-                if a.retry_at is not None and a.ended_at is not None:
+                if (a.schedule or {}).get("source") == EXHAUSTED:
+                    line += " (the run paused: the step's next attempt has a fresh budget)"
+                elif a.retry_at is not None and a.ended_at is not None:
                     schedule = fmt_schedule(a.schedule or {})
                     line += f" (retried {fmt_duration(a.retry_at - a.ended_at)} later"
                     line += f"; {schedule})" if schedule else ")"
@@ -494,7 +496,7 @@ def render_show(
     p()
     if info.status == "completed":
         p(f"result    {json.dumps(info.output, indent=2, default=str)}")
-    elif info.error:
+    elif info.error and info.status is not RunStatus.PAUSED:  # its own line says why
         p(f"error     {fmt_error(info.error)}")
     elif info.status == "compensation_stuck":
         p(f"stuck     a person decides: {unstick_commands(info.run_id, world_url)}")
