@@ -54,3 +54,14 @@ async def call_provider(path: str, fixed: str) -> str:
 @wayline.workflow
 async def charge(path: str, fixed: str) -> str:
     return await call_provider(path, fixed)
+
+
+@wayline.workflow
+async def pause_kid(path: str) -> str:
+    return await quick_step(path, "kid")
+
+
+@wayline.workflow
+async def step_then_child(path: str, hold: str) -> str:
+    await slow_step(path, "a", hold)
+    return await wayline.child(pause_kid, path)

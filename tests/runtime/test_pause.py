@@ -1,6 +1,7 @@
 """Pause and unpause on both worlds: a paused run starts no new step, child or hook wait; a
 body already running finishes and records its result; a sleep that falls due while paused
-fires on the unpause; a cancel of a paused run cancels it; an ended run is not paused."""
+fires on the unpause; a cancel of a paused run cancels it; an ended run is not paused; a
+step out of attempts under ``on_exhausted="pause"`` pauses the run."""
 
 from __future__ import annotations
 
@@ -26,6 +27,17 @@ async def _recorded(engine: Engine, run_id: str, event: EventType, n: int = 1) -
         return len(of_type(await engine.world.list_events(run_id), event)) >= n
 
     await wait_for(check, timeout=20)
+
+
+async def _paused_after_its_first_step(engine: Engine, path: str, hold: str) -> None:
+    """Pause the run while its first step (``slow_step``) runs, then let the body end; returns
+    once its result is recorded and the worker has had time to start what comes next."""
+    await wait_for(lambda: _has(path, "a-start"), timeout=20)
+    [run] = await engine.client.list_runs()
+    assert await engine.client.pause(run.run_id) is True
+    mark(hold)
+    await _recorded(engine, run.run_id, EventType.STEP_COMPLETED)
+    await asyncio.sleep(_QUIET)
 
 
 async def test_a_running_body_finishes_while_paused_and_the_next_step_waits(
@@ -85,11 +97,7 @@ async def test_no_hook_wait_starts_while_paused(engine: Engine, tmp_path: Path) 
     token = f"approve:{tmp_path.name}"
     async with engine.worker([pause_flows.step_then_hook]):
         handle = await engine.client.start(pause_flows.step_then_hook, path, hold, token)
-        await wait_for(lambda: _has(path, "a-start"), timeout=20)
-        assert await handle.pause() is True
-        mark(hold)
-        await _recorded(engine, handle.run_id, EventType.STEP_COMPLETED)
-        await asyncio.sleep(_QUIET)
+        await _paused_after_its_first_step(engine, path, hold)
         assert not of_type(await handle.events(), EventType.HOOK_CREATED)
         assert await engine.client.open_hooks(handle.run_id) == []
         assert await handle.unpause() is True
@@ -98,14 +106,24 @@ async def test_no_hook_wait_starts_while_paused(engine: Engine, tmp_path: Path) 
         assert await handle.result(timeout=20) == {"ok": True}
 
 
+async def test_no_child_starts_while_paused(engine: Engine, tmp_path: Path) -> None:
+    path, hold = str(tmp_path / "m"), str(tmp_path / "hold")
+    flows = [pause_flows.step_then_child, pause_flows.pause_kid]
+    async with engine.worker(flows):
+        handle = await engine.client.start(pause_flows.step_then_child, path, hold)
+        await _paused_after_its_first_step(engine, path, hold)
+        assert not of_type(await handle.events(), EventType.CHILD_CREATED)
+        assert [r.run_id for r in await engine.client.list_runs()] == [handle.run_id]
+        assert await handle.unpause() is True
+        assert await handle.result(timeout=20) == "kid"
+    assert lines(path) == ["a-start", "a-end", "kid"]
+
+
 async def test_a_cancel_of_a_paused_run_cancels_it(engine: Engine, tmp_path: Path) -> None:
     path, hold = str(tmp_path / "m"), str(tmp_path / "hold")
     async with engine.worker([pause_flows.two_steps]):
         handle = await engine.client.start(pause_flows.two_steps, path, hold)
-        await wait_for(lambda: _has(path, "a-start"), timeout=20)
-        assert await handle.pause() is True
-        mark(hold)
-        await _recorded(engine, handle.run_id, EventType.STEP_COMPLETED)
+        await _paused_after_its_first_step(engine, path, hold)
         assert await handle.cancel("not needed any more") is True
         with pytest.raises(wayline.RunCancelledError):
             await handle.result(timeout=20)
@@ -169,3 +187,21 @@ async def test_a_step_out_of_attempts_pauses_the_run_and_gets_a_fresh_budget(
     ]
     # each pause is written with the retry that asked for it, in one append
     assert [e.seq + 1 for e in exhausted] == [p.seq for p in pauses]
+
+
+async def test_a_run_paused_before_it_started_starts_on_unpause(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "m")
+    handle = await engine.client.start(pause_flows.nap_then_step, path, 0.0)
+    assert await handle.pause("not yet") is True  # pending: no worker has seen it
+    async with engine.worker([pause_flows.nap_then_step]):
+        await asyncio.sleep(_QUIET)
+        assert not of_type(await handle.events(), EventType.RUN_STARTED)
+        assert (await handle.status()) is RunStatus.PAUSED
+        assert await handle.unpause() is True
+        assert (await handle.status()) is not RunStatus.PAUSED
+        assert await handle.result(timeout=20) == "after-sleep"
+    events = await handle.events()
+    [paused] = of_type(events, EventType.RUN_PAUSED)
+    assert paused.data["statusBefore"] == "pending"

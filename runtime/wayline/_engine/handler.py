@@ -266,7 +266,9 @@ class Handler:
         replay = session.replay
         await sync_children(session)
         try:
-            if replay.root is None and replay.terminal is None:
+            # a run paused before it started is started by the delivery after its unpause:
+            # a start written over the pause is refused, and would be tried again and again
+            if replay.root is None and replay.terminal is None and not replay.ending.paused:
                 if not session.stats.started:
                     session.stats.started = True
                     name = replay.workflow.name
