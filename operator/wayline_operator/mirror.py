@@ -397,7 +397,9 @@ class Mirror:
             await self._repair(run_id, ref, status)
             status = {}  # another instance's words (or an earlier version's): written afresh
         spec = self._spec(ref)
-        if spec is not None and (spec.cancel or spec.terminate or _asks_compensation(spec)):
+        # a paused phase is read too: spec.paused set back to false lifts the pause it made
+        asks = spec is not None and (spec.cancel or spec.terminate or spec.paused)
+        if spec is not None and (asks or _asks_compensation(spec) or _paused(status)):
             with contextlib.suppress(InvalidSpec):
                 await self.reconciler.act(ref.uid, ref.spec)
         now = time.time()
@@ -583,6 +585,10 @@ class Mirror:
 
 def _settings() -> Settings:
     return settings()
+
+
+def _paused(status: Mapping[str, Any]) -> bool:
+    return status.get("phase") == "paused"
 
 
 def _asks_compensation(spec: WorkflowRunSpec) -> bool:

@@ -116,6 +116,12 @@ def _notice(e: Event, step: str, starts: int) -> Notice | None:
         return Notice(WARNING, kind, str(data.get("reason") or "cancelled"))
     if t is EventType.RUN_BLOCKED:
         return Notice(WARNING, "WaitingForWorker", str(data.get("message", "")))
+    if t is EventType.RUN_PAUSED:
+        said = f"paused by {data.get('by', 'client')}: {data.get('reason') or 'no reason given'}"
+        return Notice(WARNING, "Paused", said)
+    if t is EventType.RUN_UNPAUSED:
+        said = f"unpaused by {data.get('by', 'client')}: {data.get('reason') or 'no reason given'}"
+        return Notice(NORMAL, "Unpaused", said)
     return None
 
 

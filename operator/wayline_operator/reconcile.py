@@ -10,8 +10,14 @@ from typing import Any
 import pydantic
 
 from wayline import Client, StartOptions
-from wayline._core.events import Event, EventType, RunStatus
-from wayline.errors import HookNotFoundError, WaylineError, WorldError, WrongNamespaceError
+from wayline._core.events import PAUSABLE, Event, EventType, RunStatus
+from wayline.errors import (
+    HookNotFoundError,
+    RunTerminalError,
+    WaylineError,
+    WorldError,
+    WrongNamespaceError,
+)
 from wayline.settings import Settings
 from wayline.world import RunInfo, World
 
@@ -19,6 +25,8 @@ from .resource import WorkflowHookSpec, WorkflowRunSpec
 from .status import resumes_recorded
 
 log = logging.getLogger("wayline.operator")
+_BY = "operator"
+"""Who the log says paused a run for its ``spec.paused``: only such a pause is lifted by it."""
 
 
 class InvalidSpec(Exception):
@@ -113,6 +121,7 @@ class Reconciler:
             log.info("run %s: terminated by its WorkflowRun", run_id)
             await self.client.terminate(run_id, reason="terminated by its WorkflowRun")
             return
+        await self._pause_as_asked(run_id, info, parsed.paused)
         stuck = info.status is RunStatus.COMPENSATION_STUCK
         if not parsed.cancel and not stuck:
             return  # nothing asked of a live run: no need to read its log
@@ -130,6 +139,28 @@ class Reconciler:
         elif wanted.resumes > resumes_recorded(events):
             log.info("run %s: compensation resumed by its WorkflowRun", run_id)
             await self.client.resume_compensation(run_id)
+
+    async def _pause_as_asked(self, run_id: str, info: RunInfo, paused: bool) -> None:
+        """``spec.paused``: pause a pending or running run, and lift a pause this field made
+        once it is false again (a person's own pause, from the CLI, is theirs to lift). A run
+        that cannot be paused now (blocked, compensating) is paused on a later look."""
+        by = (info.error or {}).get("by") if info.status is RunStatus.PAUSED else None
+        if paused and info.status in PAUSABLE:
+            log.info("run %s: paused by its WorkflowRun", run_id)
+            try:
+                await self.client.pause(run_id, "spec.paused set on its WorkflowRun", by=_BY)
+            except RunTerminalError:
+                pass  # ended meanwhile: its status says so on the next look
+            except WorldError:
+                raise  # the world's trouble: retried
+            except WaylineError as err:  # cancelled, or blocked meanwhile
+                log.info("run %s: not paused now: %s", run_id, err.message)
+        elif not paused and by == _BY:
+            log.info("run %s: unpaused by its WorkflowRun", run_id)
+            try:
+                await self.client.unpause(run_id, "spec.paused cleared on its WorkflowRun", by=_BY)
+            except RunTerminalError:
+                pass
 
     async def observe(
         self, run_id: str, known_seq: int | None = None

@@ -96,6 +96,12 @@ class WorkflowRunSpec(BaseModel):
     cancel: bool = Field(
         default=False, description="Ask the run to stop; its compensations (if any) run first."
     )
+    paused: bool = Field(
+        default=False,
+        description="Pause the run: it starts no new step, child, hook or sleep (a step "
+        "already running finishes) until this is set back to false, which unpauses a pause "
+        "this field made (as `wayline runs pause` and `runs unpause`).",
+    )
     terminate: bool = Field(
         default=False,
         description="Stop the run now, without running its compensations (as `temporal "
@@ -242,7 +248,9 @@ class WorkflowRunStatus(BaseModel):
         default=None,
         description="pending, running, blocked (held: waiting for a slot of a concurrency "
         "limit, for a worker of the definition the run pinned, or after a replay "
-        "divergence; the message says which), compensating, compensation_stuck (a person "
+        "divergence; the message says which), paused (by a person or spec.paused, or by a "
+        "step out of attempts with on_exhausted=pause; nothing new starts until unpaused), "
+        "compensating, compensation_stuck (a person "
         "decides), completed, failed, cancelled, corrupt (a log entry cannot be read), or "
         "invalid (the spec started nothing). The run's own status words, as `wayline runs "
         "list`.",

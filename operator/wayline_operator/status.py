@@ -279,7 +279,10 @@ def conditions(info: RunInfo, waits: Sequence[Mapping[str, Any]]) -> list[dict[s
         ]
     kinds = [w["kind"] for w in waits]
     blocked: tuple[str, str] | None = None
-    if "person" in kinds:
+    if info.status is RunStatus.PAUSED:
+        why = info.error or {}
+        blocked = ("Paused", f"paused by {why.get('by', 'client')}: {why.get('message', '')}")
+    elif "person" in kinds:
         blocked = ("CompensationStuck", str(waits[kinds.index("person")]["message"]))
     elif "worker" in kinds:
         blocked = ("WaitingForWorker", str(waits[kinds.index("worker")]["message"]))

@@ -59,6 +59,7 @@ from .world.business_ids import (
     newest_generation,
 )
 from .world.cancel import ask_to_cancel
+from .world.pausing import pause_run, unpause_run
 from .world.registry import waiting_for_worker
 
 log = logging.getLogger("wayline.client")
@@ -117,6 +118,14 @@ class RunHandle(Generic[R]):
         """:meth:`Client.terminate`: end the run now, without compensations; False if it
         ended."""
         return await self.client.terminate(await self._run(), reason)
+
+    async def pause(self, reason: str = "paused") -> bool:
+        """:meth:`Client.pause`: start nothing new until unpaused; False if paused already."""
+        return await self.client.pause(await self._run(), reason)
+
+    async def unpause(self, reason: str = "unpaused") -> bool:
+        """:meth:`Client.unpause`: let the paused run go on; False if it was not paused."""
+        return await self.client.unpause(await self._run(), reason)
 
     async def wake(self, wait: str | None = None) -> list[str]:
         """:meth:`Client.wake_up`: fire the run's pending sleeps (or the wait ``wait``) now."""
@@ -539,6 +548,26 @@ class Client:
         request."""
         run_id = (await self.get_run(run_id)).run_id
         return await ask_to_cancel(self.world, run_id, reason, _FENCE_ROUNDS)
+
+    async def pause(self, run_id: str, reason: str = "paused", *, by: str = "client") -> bool:
+        """Pause a pending or running run: it starts no new step, child, hook or sleep until
+        :meth:`unpause`. A step body already running finishes and records its result; a sleep
+        that falls due meanwhile fires on the unpause. The log records who asked and
+        ``reason``. False when the run was paused already (nothing recorded). Raises
+        ``RunTerminalError`` for a run that has ended, and ``WaylineError`` for one that is
+        blocked, being compensated or being cancelled. A cancel of a paused run cancels it.
+        ``by`` names who asked, in the log and the run's status (the operator says
+        ``operator``)."""
+        run_id = (await self.get_run(run_id)).run_id
+        return await pause_run(self.world, run_id, reason, by, _FENCE_ROUNDS)
+
+    async def unpause(self, run_id: str, reason: str = "unpaused", *, by: str = "client") -> bool:
+        """Lift a run's pause and wake it: it goes on from where it stopped (a step paused by
+        ``on_exhausted="pause"`` starts again with a fresh retry budget). False when the run
+        was not paused (nothing recorded). Raises ``RunTerminalError`` for a run that has
+        ended."""
+        run_id = (await self.get_run(run_id)).run_id
+        return await unpause_run(self.world, run_id, reason, by, _FENCE_ROUNDS)
 
     async def _fenced_append(
         self, run_id: str, decide: Callable[[list[Event]], list[NewEvent] | None]

@@ -281,6 +281,33 @@ async def test_cancel_in_the_spec_and_deleting_the_resource_cancel_the_run(
     assert info is not None and info.status is RunStatus.CANCELLED
 
 
+async def test_spec_paused_pauses_the_run_and_clearing_it_lets_the_run_go_on(
+    cluster: Cluster,
+) -> None:
+    async with wayline.Worker(cluster.world, APPS, settings=settings()):
+        cluster.apply("p1", {"workflow": "kid_waits", "input": "tok-p1"})
+        running = await cluster.status_when("p1", "running")
+        await cluster.client.wait_for_hook("tok-p1", timeout=20)
+        cluster.kubectl("patch", "wfr", "p1", "--type=merge", "-p", '{"spec":{"paused":true}}')
+        paused = await cluster.status_when("p1", "paused")
+        blocked = next(c for c in paused["conditions"] if c["type"] == "Blocked")
+        assert (blocked["status"], blocked["reason"]) == ("True", "Paused")
+        assert "paused by operator: spec.paused set on its WorkflowRun" in blocked["message"]
+        event = await cluster.event_when("p1", "Paused")
+        assert event["type"] == "Warning" and "by operator" in event["message"]
+        # a payload is kept while paused; the run takes it up only once unpaused
+        await cluster.client.resume_hook("tok-p1", {"ok": True})
+        info = await cluster.client.get_run(running["runId"])
+        assert info.status is RunStatus.PAUSED
+        cluster.kubectl("patch", "wfr", "p1", "--type=merge", "-p", '{"spec":{"paused":false}}')
+        status = await cluster.status_when("p1", "completed")
+        await cluster.event_when("p1", "Unpaused")
+    assert status["output"] == {"ok": True}
+    events = await cluster.client.world.list_events(running["runId"])
+    kinds = [e.type for e in events]
+    assert kinds.index(EventType.RUN_UNPAUSED) < kinds.index(EventType.RUN_COMPLETED)
+
+
 async def test_a_stuck_unwind_is_resumed_or_abandoned_from_the_spec(
     cluster: Cluster, tmp_path: Path
 ) -> None:

@@ -35,6 +35,9 @@ class EventType(StrEnum):
     RUN_COMPENSATION_ABANDONED = "run_compensation_abandoned"
     RUN_BLOCKED = "run_blocked"
     RUN_UNBLOCKED = "run_unblocked"
+    RUN_PAUSED = "run_paused"
+    """A person (or a step's ``on_exhausted="pause"``) paused the run: nothing new starts."""
+    RUN_UNPAUSED = "run_unpaused"
     PATCH_MARKED = "patch_marked"
     """``wayline.patched(id)`` answered True on new history (seed: Temporal's markers)."""
     STEP_CREATED = "step_created"
@@ -57,6 +60,9 @@ class RunStatus(StrEnum):
     BLOCKED = "blocked"
     """No worker with the run's definition identity has come yet (the reason is in error).
     Shown over the run's own status, which a lift gives back (see ``stamped``)."""
+    PAUSED = "paused"
+    """Paused by a person or by a step out of attempts: no new step, child or wait starts
+    until ``unpause`` returns the run to the status it was paused from (see ``pause``)."""
     COMPENSATING = "compensating"
     COMPENSATION_STUCK = "compensation_stuck"
     COMPLETED = "completed"
@@ -180,7 +186,13 @@ STATUS_BEFORE = "statusBefore"
 STATUS_AFTER = "status"
 """run_unblocked's field: the status the run returns to."""
 _RESUMABLE = frozenset(
-    {RunStatus.PENDING, RunStatus.RUNNING, RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK}
+    {
+        RunStatus.PENDING,
+        RunStatus.RUNNING,
+        RunStatus.PAUSED,  # a block over a pause is lifted back to the pause, never past it
+        RunStatus.COMPENSATING,
+        RunStatus.COMPENSATION_STUCK,
+    }
 )
 
 
@@ -243,6 +255,31 @@ def _over(run_status: RunStatus, block: Mapping[str, Any] | None) -> str:
     return "" if under is None else f" (it is blocked over {under})"
 
 
+# A pause is recorded over a pending or running run and remembers which (``statusBefore``,
+# written by the one who pauses, from a fenced read of the log); the unpause returns the run
+# there (its ``status``). Nothing else may lift it, so a worker's block or unblock never
+# ends a pause a person asked for.
+PAUSABLE = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
+
+
+def _pause_transition(run_status: RunStatus, event: NewEvent) -> RunStatus:
+    if event.type is EventType.RUN_PAUSED:
+        if run_status is RunStatus.PAUSED:
+            raise EntityConflictError("run is already paused")
+        if run_status not in PAUSABLE:
+            raise EntityConflictError(f"run is {run_status}; only a pending or running run pauses")
+        before = event.data.get(STATUS_BEFORE)
+        if before is not None and before != str(run_status):
+            raise EntityConflictError(f"run is {run_status}, not {before} as its pause records")
+        return RunStatus.PAUSED
+    if run_status is not RunStatus.PAUSED:
+        raise EntityConflictError(f"run is {run_status}, not paused")
+    after = event.data.get(STATUS_AFTER)
+    if after not in (None, *(str(s) for s in PAUSABLE)):
+        raise EntityConflictError(f"an unpause returns a run to pending or running, not {after}")
+    return RunStatus(after) if isinstance(after, str) else RunStatus.RUNNING
+
+
 def apply_transition(
     run_status: RunStatus | None,
     entity_status: str | None,
@@ -278,6 +315,8 @@ def apply_transition(
         return RunStatus.RUNNING, None
     if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED):
         return run_status, None
+    if t in (EventType.RUN_PAUSED, EventType.RUN_UNPAUSED):
+        return _pause_transition(run_status, event), None
     if t in (EventType.RUN_BLOCKED, EventType.RUN_UNBLOCKED):
         return _block_transition(run_status, event, block), None
     if t is EventType.RUN_COMPENSATING:

@@ -32,6 +32,12 @@ class HandBack:
 
 
 @dataclass(frozen=True, slots=True)
+class Paused:
+    """The run is paused: nothing new is decided, started or completed (a body already
+    running records its result; a wait that fell due completes on the unpause's wake)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Unwind:
     """The run is being cancelled, or failed with something to reverse: the saga unwind."""
 
@@ -64,7 +70,7 @@ class Suspend:
     now: float
 
 
-Move = Done | HandBack | Unwind | Finish | CompleteWaits | DisposeHooks | Suspend
+Move = Done | HandBack | Paused | Unwind | Finish | CompleteWaits | DisposeHooks | Suspend
 
 
 def next_move(replay: Replay, *, closing: bool, now: float) -> Move:
@@ -72,6 +78,8 @@ def next_move(replay: Replay, *, closing: bool, now: float) -> Move:
         return Done()
     if closing:
         return HandBack()
+    if replay.ending.paused:
+        return Paused()
     if replay.ending.unwinding:
         return Unwind()
     if replay.finished:

@@ -18,7 +18,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
-from .events import Event, EventType, RunStatus, status_after_lift, status_before_block
+from .events import (
+    STATUS_AFTER,
+    STATUS_BEFORE,
+    Event,
+    EventType,
+    RunStatus,
+    status_after_lift,
+    status_before_block,
+)
+from .retry import EXHAUSTED
 
 # --- typed payloads: one class per event type ------------------------------------------------
 
@@ -130,6 +139,39 @@ class RunUnblocked:
 
 
 @dataclass(frozen=True, slots=True)
+class RunPaused:
+    reason: str
+    by: str
+    """Who asked: ``client`` (a person, through the client or the CLI), ``retry`` (a step's
+    ``on_exhausted="pause"``), or what the caller named."""
+    before: RunStatus = RunStatus.RUNNING
+    """The status the run was paused from, which the unpause returns it to."""
+    step_id: str | None = None
+    """The step whose attempts ran out (``by == "retry"``); it gets a fresh budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunUnpaused:
+    reason: str
+    by: str
+    status: RunStatus = RunStatus.RUNNING
+    """The status the run returns to: the one it was paused from."""
+
+
+def _paused(d: Data) -> RunPaused:
+    return RunPaused(
+        str(d.get("reason") or ""),
+        str(d.get("by") or "client"),
+        _pausable(d.get(STATUS_BEFORE)),
+        str(d["stepId"]) if d.get("stepId") else None,
+    )
+
+
+def _pausable(value: Any) -> RunStatus:
+    return RunStatus.PENDING if value == str(RunStatus.PENDING) else RunStatus.RUNNING
+
+
+@dataclass(frozen=True, slots=True)
 class PatchMarked:
     patch_id: str
 
@@ -159,8 +201,15 @@ class StepRetrying:
     error: Mapping[str, Any] | None
     retry_after: float | None
     schedule: Mapping[str, Any] | None = None
-    """How the delay was chosen: ``attempt``, ``delay``, ``source`` (``policy`` or
-    ``retry_after``) and the ``policy`` (``RetryPolicy.describe``); None in older logs."""
+    """How the delay was chosen: ``attempt``, ``delay``, ``source`` (``policy``,
+    ``retry_after``, or ``exhausted``) and the ``policy`` (``RetryPolicy.describe``); None in
+    older logs."""
+
+    @property
+    def fresh(self) -> bool:
+        """The attempts ran out and the run paused (``on_exhausted="pause"``): the step's
+        next attempt starts a fresh budget."""
+        return (self.schedule or {}).get("source") == EXHAUSTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +281,8 @@ Payload = (
     | RunCompensationAbandoned
     | RunBlocked
     | RunUnblocked
+    | RunPaused
+    | RunUnpaused
     | PatchMarked
     | StepCreated
     | StepStarted
@@ -341,6 +392,14 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             return lambda d: RunBlocked(dict(d), status_before_block(d))
         case EventType.RUN_UNBLOCKED:
             return lambda d: RunUnblocked(status_after_lift(d))
+        case EventType.RUN_PAUSED:
+            return _paused
+        case EventType.RUN_UNPAUSED:
+            return lambda d: RunUnpaused(
+                str(d.get("reason") or ""),
+                str(d.get("by") or "client"),
+                _pausable(d.get(STATUS_AFTER)),
+            )
         case EventType.PATCH_MARKED:
             return lambda d: PatchMarked(str(d.get("patchId")))
         case EventType.STEP_CREATED:
@@ -438,6 +497,13 @@ def run_changes(event: Event) -> dict[str, Any]:
         case RunBlocked(why):
             changes.update(status=RunStatus.BLOCKED, error=dict(why))
         case RunUnblocked(status):
+            changes.update(status=status, error=None)
+        case RunPaused(reason, by, _, step_id):
+            why = {"code": "PAUSED", "message": reason, "by": by}
+            if step_id:
+                why["stepId"] = step_id
+            changes.update(status=RunStatus.PAUSED, error=why)
+        case RunUnpaused(_, _, status):
             changes.update(status=status, error=None)
         case RunCompleted(output):
             changes.update(status=RunStatus.COMPLETED, ended_at=at, output=output)
@@ -543,6 +609,9 @@ class StepView:
     """When the latest ``step_retrying`` asked to be tried again."""
     starts: int = 0
     """How many ``step_started`` events it has."""
+    spent: int = 0
+    """The starts of its current retry budget: those since the retry that paused the run
+    when its attempts ran out (``on_exhausted="pause"``), else all of them."""
     owner: str | None = None
     """The message its latest start was stamped with (seed 000: latest start wins)."""
     last_started_at: float | None = None
@@ -769,7 +838,9 @@ class RunView:
             | ChildCompleted
             | RunCancelRequested
             | RunCompensationResumed
-            | RunCompensationAbandoned,
+            | RunCompensationAbandoned
+            | RunPaused
+            | RunUnpaused,
         )
         match p:
             case RunCreated():
@@ -784,6 +855,8 @@ class RunView:
                 | RunCompensationStuck()
                 | RunCompensationResumed()
                 | RunCompensationAbandoned()
+                | RunPaused()
+                | RunUnpaused()
             ):
                 self._phase(p, at)
             case RunBlocked() | RunUnblocked() | PatchMarked():
@@ -846,6 +919,10 @@ class RunView:
             self.status, self.stuck = "compensation_stuck", p
         elif isinstance(p, RunCompensationAbandoned):
             self.stuck = None
+        elif isinstance(p, RunPaused):
+            self.status = "paused"
+        elif isinstance(p, RunUnpaused):
+            self.status = str(p.status)
         if isinstance(p, RunCompensationResumed):
             self.compensation_resumes += 1
 
@@ -872,7 +949,7 @@ class RunView:
                 # came after the wait for recovery), so it has no end and no duration
                 step.attempts[-1].outcome = "abandoned"
             step.attempts.append(Attempt(number, at))
-            step.status, step.starts = "running", step.starts + 1
+            step.status, step.starts, step.spent = "running", step.starts + 1, step.spent + 1
             step.owner, step.last_started_at = p.owner_message_id, at
             step.owner_lease = p.lease if p.owner_message_id is not None else None
             return
@@ -899,6 +976,7 @@ class RunView:
             attempt.schedule = p.schedule
             step.status, step.retry_after = "retrying", p.retry_after
             step.saw_retrying, step.owner, step.owner_lease = True, None, None
+            step.spent = 0 if p.fresh else step.spent
             return
         self.open.pop(step.cid, None)
         step.ended_at = at

@@ -55,8 +55,10 @@ from .projections import (
     RunCompleted,
     RunCreated,
     RunFailed,
+    RunPaused,
     RunStarted,
     RunUnblocked,
+    RunUnpaused,
     StepCompleted,
     StepCreated,
     StepFailed,
@@ -89,6 +91,8 @@ class StepRecord:
     last_started_at: float | None = None
     saw_retrying: bool = False
     starts: int = 0
+    spent: int = 0
+    """The starts of its current retry budget (``StepView.spent``)."""
     queued_start: bool = False
     """The latest event is a bare (queue-owned) ``step_started``: a step worker runs the body,
     held by its step message, with no lease in the log to read."""
@@ -177,6 +181,8 @@ class Ending:
     resumes: int = 0
     """How many times a person resumed a stuck unwind (the compensation epoch)."""
     abandoned: bool = False
+    paused: bool = False
+    """Paused (``run_paused`` not yet followed by ``run_unpaused``): nothing new starts."""
 
     @property
     def unwinding(self) -> bool:
@@ -340,15 +346,18 @@ class Replay:
         if self.started_at is None and self.root is not None:
             self.started_at = created_at
 
+    def _open(self, p: RunCreated) -> None:
+        self.input = p.input
+        queue = p.attributes.get("queue")
+        self.queue = queue if isinstance(queue, str) and queue else None
+        namespace = p.attributes.get("namespace")
+        self.namespace = namespace if isinstance(namespace, str) and namespace else None
+
     def _apply(self, event: Event) -> None:
         cid = event.correlation_id or ""
         match p := payload(event):
             case RunCreated():
-                self.input = p.input
-                queue = p.attributes.get("queue")
-                self.queue = queue if isinstance(queue, str) and queue else None
-                namespace = p.attributes.get("namespace")
-                self.namespace = namespace if isinstance(namespace, str) and namespace else None
+                self._open(p)
             case RunStarted():
                 self.started_at = event.created_at if self._now_known else None
                 self._start_root()
@@ -368,6 +377,8 @@ class Replay:
                 self.ending.abandoned = True
             case RunBlocked() | RunUnblocked():
                 pass  # nothing the workflow sees
+            case RunPaused() | RunUnpaused():
+                self.ending.paused = isinstance(p, RunPaused)
             case PatchMarked(patch_id):
                 self._marked.add(patch_id)
                 self.new_patches.pop(patch_id, None)
@@ -383,12 +394,14 @@ class Replay:
             case StepStarted(owner_message_id=owner, lease=lease):
                 rec = self._step(cid, event.type)
                 rec.starts += 1
+                rec.spent += 1
                 rec.owner = owner  # latest start wins; a bare start clears
                 rec.owner_lease = lease if owner is not None else None
                 rec.queued_start = owner is None
                 rec.last_started_at = event.created_at
             case StepRetrying():
                 rec = self._step(cid, event.type)
+                rec.spent = 0 if p.fresh else rec.spent
                 rec.saw_retrying = True  # queue-owned from now on, for good
                 rec.owner, rec.owner_lease, rec.queued_start = None, None, False
             case StepCompleted() | StepFailed():

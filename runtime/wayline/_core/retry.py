@@ -19,7 +19,7 @@ import enum
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ..durations import Duration, to_seconds
 from ..errors import ConfigurationError
@@ -32,6 +32,11 @@ class _Unset(enum.Enum):
 
 
 _UNSET: Final = _Unset.UNSET
+
+OnExhausted = Literal["fail", "pause"]
+EXHAUSTED = "exhausted"
+"""A ``step_retrying``'s ``source`` when its attempts ran out and it paused the run
+(``on_exhausted="pause"``): the step's next attempt starts a fresh budget."""
 
 
 def _pick(name: str, value: Any, alias: str, alias_value: Any) -> Any:
@@ -65,6 +70,11 @@ class RetryPolicy:
     non_retryable: tuple[type[BaseException] | str, ...] = field(default=())
     """Exception classes (or class names) that fail the step at once. A class matches its
     subclasses; a name matches any class of that name in the exception's MRO."""
+    on_exhausted: OnExhausted = "fail"
+    """What a retryable failure of the last attempt does: ``fail`` the step (its failure
+    reaches the workflow), or ``pause`` the run, so a person can fix what the step calls and
+    unpause it; the step then starts again with a fresh budget of ``max_attempts``. A
+    non-retryable error fails the step either way."""
 
     def __init__(
         self,
@@ -80,6 +90,7 @@ class RetryPolicy:
         backoff_coefficient: float | _Unset = _UNSET,
         maximum_interval: Duration | _Unset | None = _UNSET,
         non_retryable_error_types: Sequence[str] | _Unset = _UNSET,
+        on_exhausted: OnExhausted = "fail",
     ) -> None:
         if maximum_attempts == 0:
             # Temporal reads 0 as "retry for ever"; a Wayline step always has a last attempt,
@@ -108,6 +119,7 @@ class RetryPolicy:
         for name, value, alias, alias_value in pairs:
             object.__setattr__(self, name, _pick(name, value, alias, alias_value))
         object.__setattr__(self, "jitter", jitter)
+        object.__setattr__(self, "on_exhausted", on_exhausted)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -127,6 +139,10 @@ class RetryPolicy:
                 to_seconds(self.max_interval)
         except ValueError as err:
             raise ConfigurationError(f"RetryPolicy: {err}") from None
+        if self.on_exhausted not in ("fail", "pause"):
+            raise ConfigurationError(
+                f"RetryPolicy.on_exhausted is 'fail' or 'pause', not {self.on_exhausted!r}"
+            )
         if not isinstance(self.non_retryable, tuple):
             object.__setattr__(self, "non_retryable", tuple(self.non_retryable))
         for item in self.non_retryable:
@@ -172,4 +188,6 @@ class RetryPolicy:
             out["maxInterval"] = to_seconds(self.max_interval)
         if self.jitter:
             out["jitter"] = self.jitter
+        if self.on_exhausted != "fail":
+            out["onExhausted"] = self.on_exhausted
         return out

@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, flow_message
 from ..world.cancel import ask_to_cancel
+from ..world.pausing import pause_event
 from .deferred import append_batch, outcome_event
 from .messages import Verdict, malformed_verdict
 from .step_runner import Outcome, Retry
@@ -138,9 +139,11 @@ async def record_outcome(
     world: World, run_id: str, cid: str, outcome: Outcome, name: str = ""
 ) -> list[Event]:
     """Write a step's outcome; nothing when another attempt settled it first, or the run
-    ended (cancelled). A retry is logged at INFO, with the run and the step."""
+    ended (cancelled). A retry is logged at INFO, with the run and the step. A retry that
+    pauses the run (``on_exhausted="pause"``) is written with the pause, in one append."""
+    written = await _paused_with(world, run_id, cid, outcome, name)
     try:
-        written = await world.append(run_id, [outcome_event(cid, outcome)])
+        written = written or await world.append(run_id, [outcome_event(cid, outcome)])
     except (EntityConflictError, RunTerminalError, EntityMissingError):
         return []
     if isinstance(outcome, Retry):
@@ -153,6 +156,26 @@ async def record_outcome(
             outcome.error.get("message", ""),
             extra={"run_id": run_id, "step": name or cid, "step_id": cid},
         )
+    return written
+
+
+async def _paused_with(
+    world: World, run_id: str, cid: str, outcome: Outcome, name: str
+) -> list[Event]:
+    """The retry and the pause it asks for, as one append; nothing when the run cannot be
+    paused now (paused already by a person, blocked, or being compensated): the retry is then
+    written alone and the step's fresh budget waits for no one."""
+    if not isinstance(outcome, Retry) or not outcome.pause:
+        return []
+    error = outcome.error
+    said = f"{error['name']}: " if error.get("name") else ""
+    why = f"step {name or cid} ran out of attempts: {said}{error.get('message', '')}"
+    pause = pause_event(RunStatus.RUNNING, why, "retry", stepId=cid)
+    try:
+        written = await world.append(run_id, [outcome_event(cid, outcome), pause])
+    except EntityConflictError:
+        return []
+    log.warning("run %s paused: %s", run_id, why, extra={"run_id": run_id, "step_id": cid})
     return written
 
 

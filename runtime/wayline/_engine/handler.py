@@ -34,6 +34,7 @@ from .._core.planning import (
     Done,
     Finish,
     HandBack,
+    Paused,
     Suspend,
     Unwind,
     decision_batch,
@@ -134,6 +135,8 @@ class Handler:
             return await _ended(self.world, info)
         if await ended_with_its_parent(self.world, info):
             return ACK
+        if info.status is RunStatus.PAUSED:
+            return ACK  # its unpause (or a cancel, which lifts the pause) sends the next wake
         workflow = self.workflows.get(info.workflow)
         if workflow is None:
             log.warning(
@@ -264,7 +267,9 @@ class Handler:
         replay = session.replay
         await sync_children(session)
         try:
-            if replay.root is None and replay.terminal is None:
+            # a run paused before it started is started by the delivery after its unpause:
+            # a start written over the pause is refused, and would be tried again and again
+            if replay.root is None and replay.terminal is None and not replay.ending.paused:
                 if not session.stats.started:
                     session.stats.started = True
                     name = replay.workflow.name
@@ -316,6 +321,9 @@ class Handler:
             move = next_move(session.replay, closing=closing, now=self.world.now())
             match move:
                 case Done():
+                    return True
+                case Paused():
+                    await session.flush()  # a completion carried provisionally is written
                     return True
                 case HandBack():
                     await bodies.drain()  # never hand off under an owned, running body
@@ -416,19 +424,19 @@ class Handler:
         False when there is none (the run is suspended on others)."""
         replay, stats = session.replay, session.stats
         for rec in owned:
-            spent = rec.definition is not None and rec.starts > rec.definition.max_retries
+            spent = rec.definition is not None and rec.spent > rec.definition.max_retries
             log.warning(
                 "owned recovery: run %s step %s (%s) attempt %d %s by its owning message %s; "
                 "a previous delivery died mid-body",
                 replay.run_id,
                 rec.cid,
                 rec.name,
-                rec.starts + 1,
+                rec.spent + 1,
                 "is past its attempts and recorded failed" if spent else "is re-run",
                 session.my_id,
             )
             stats.owned_recovery_steps += 1
-        inline = [(rec, 1, False) for rec in lazy] + [(rec, rec.starts + 1, True) for rec in owned]
+        inline = [(rec, 1, False) for rec in lazy] + [(rec, rec.spent + 1, True) for rec in owned]
         if not inline and not stats.bodies.pending:
             return False
         stats.inline_steps += len(inline)

@@ -54,6 +54,9 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
         # a step that ran before (a retry was due) may be what the unwind waits for: it goes
         # on; one that never started is skipped by the unwind, nothing waits for it
         return Continue(run_id) if step.starts > 0 else ACK
+    if _held(view, step):
+        log.info("step %s of run %s not started: the run is paused", cid, run_id)
+        return ACK  # the unpause's wake sends the step again
     definition = find_step(step.name)
     if definition is None and delivery.attempt <= settings.max_queue_deliveries:
         # Another worker (another app sharing this world) may have it: retry later rather
@@ -119,7 +122,7 @@ async def _run(
     """Run the body once in this process (single flight), under a bare (queue-owned) start,
     holding a slot of the step's concurrency limit when it has one."""
     run_id = info.run_id
-    attempt, started = step.starts + 1, True
+    attempt, started = step.spent + 1, True
 
     async def start_and_run() -> Outcome | None:
         nonlocal started
@@ -170,6 +173,12 @@ async def _run(
     return outcome
 
 
+def _held(view: RunView, step: StepView) -> bool:
+    """The run is paused and ``step`` is a forward step: no attempt of it starts (a
+    compensation does: a paused run being unwound was cancelled, which lifts the pause)."""
+    return view.status == "paused" and step.compensates is None
+
+
 def _may_start(step: StepView) -> bool:
     """Once a run is being compensated no forward body starts: the unwind has compensated
     (or will) a forward step that is not running. A compensation starts, and a forward step
@@ -209,6 +218,9 @@ async def _start(
                     view, seq = fold(run_id, events), info.last_seq
                 if view.ended_at is not None:
                     return False
+                if _held(view, step):
+                    log.info("step %s of run %s not started: the run is paused", step.cid, run_id)
+                    return False
                 if _unwinding(view) and not may_start:
                     log.info(
                         "step %s of run %s not started: the run is being compensated",
@@ -237,7 +249,7 @@ def _refused(
                 f"received it ({deliveries} deliveries)",
             }
         )
-    attempt = step.starts + 1
+    attempt = step.spent + 1
     if attempt > definition.max_retries + 1:
         return Failed(
             {

@@ -13,6 +13,7 @@ from opentelemetry import trace
 from .. import metrics
 from .._core import clock, limits
 from .._core.definitions import StepDefinition
+from .._core.retry import EXHAUSTED
 from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
 from .._sdk.streams import StreamStore, attempt_streams, close_streams
@@ -32,6 +33,9 @@ class Retry:
     """Absolute time (epoch seconds) of the next attempt."""
     schedule: dict[str, Any] = field(default_factory=dict)
     """How the delay was chosen (attempt, delay, policy), recorded for ``runs show``."""
+    pause: bool = False
+    """The attempts ran out under ``on_exhausted="pause"``: the run pauses with this retry
+    (``ending.record_outcome``), and the step's next attempt has a fresh budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +238,12 @@ def _retry_or_fail(
 ) -> Outcome:
     policy = definition.retry
     if attempt > policy.max_retries:
+        if policy.on_exhausted == "pause":
+            # the run pauses instead of failing: the error says which attempt ran out, in
+            # its own fields, as a failure's does, and the unpause grants a fresh budget
+            error = _failed(definition, attempt, err, RETRIES_EXHAUSTED).error
+            exhausted = {"attempt": attempt, "delay": 0.0, "source": EXHAUSTED}
+            return Retry(error, clock.now(), exhausted | {"policy": policy.describe()}, True)
         return _failed(definition, attempt, err, RETRIES_EXHAUSTED)
     error = error_to_dict(err)
     if retry_after is None:

@@ -12,6 +12,8 @@
     wayline runs watch RUN_ID                                  the live timeline until it ends
     wayline runs cancel RUN_ID [--wait SECONDS]
     wayline runs terminate RUN_ID                              stop now, no compensations
+    wayline runs pause RUN_ID [--reason R]                     start nothing new until unpaused
+    wayline runs unpause RUN_ID [--reason R]                   let a paused run go on
     wayline runs fail RUN_ID [--reason TEXT]
     wayline runs wake RUN_ID [--wait WAIT_ID]
     wayline runs tail RUN_ID --stream NAME [--start INDEX] [--no-follow] [--show-index]
@@ -66,7 +68,7 @@ from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
 from ..world.business_ids import ID_CONFLICT_POLICIES, ID_REUSE_POLICIES
-from . import commands, doctor, maintenance, replay, schedules, web
+from . import commands, doctor, maintenance, pausing, replay, schedules, web
 from .loading import (
     UsageError,
     UsageParser,
@@ -274,6 +276,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_argument(p)
     p.add_argument("--reason", default="terminated from the CLI")
     p.set_defaults(handler=commands.cmd_runs_terminate)
+    p = command(
+        runs_sub,
+        "pause",
+        "hold a pending or running run: it starts no new step, child, hook or sleep until "
+        "unpaused (a step already running finishes)",
+    )
+    add_run_argument(p)
+    p.add_argument("--reason", default="paused from the CLI", help="recorded in the run's log")
+    p.set_defaults(handler=pausing.cmd_runs_pause)
+    p = command(runs_sub, "unpause", "let a paused run go on from where it stopped")
+    add_run_argument(p)
+    p.add_argument("--reason", default="unpaused from the CLI", help="recorded in the run's log")
+    p.set_defaults(handler=pausing.cmd_runs_unpause)
     p = command(runs_sub, "tail", "print what a run's steps write to a stream, as it comes")
     add_run_argument(p)
     p.add_argument("--stream", required=True, metavar="NAME", help="the stream's name")

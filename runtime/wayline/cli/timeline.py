@@ -30,8 +30,10 @@ from .._core.projections import (
     RunCompleted,
     RunCreated,
     RunFailed,
+    RunPaused,
     RunStarted,
     RunUnblocked,
+    RunUnpaused,
     RunView,
     StepCompleted,
     StepCreated,
@@ -46,6 +48,7 @@ from .._core.projections import (
     timeout_of,
 )
 from .._core.projections import fold as fold
+from .._core.retry import EXHAUSTED
 from ..errors import ErrorCause
 from ..world import RunInfo
 
@@ -146,6 +149,10 @@ def phase_text(p: Payload) -> str:
         return "compensation resumed"
     if isinstance(p, RunCompensationAbandoned):
         return f"compensation abandoned{not_run_text(p.not_run)}"
+    if isinstance(p, RunPaused):
+        return f"paused by {p.by}: {p.reason or 'no reason given'}"
+    if isinstance(p, RunUnpaused):
+        return f"unpaused by {p.by}: {p.reason or 'no reason given'}"
     return "compensation abandoned"
 
 
@@ -231,6 +238,8 @@ class LiveProgress:
                 | RunCompensating()
                 | RunCompensationResumed()
                 | RunCompensationAbandoned()
+                | RunPaused()
+                | RunUnpaused()
             ):
                 self._line(at, phase_text(p))
             case StepStarted() | StepRetrying() | StepCompleted() | StepFailed():
@@ -377,6 +386,8 @@ def render_show(
     p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))
     if info.status.value == "blocked" and info.error:
         p(f"blocked   {info.error.get('message', '')}")
+    if info.status is RunStatus.PAUSED and info.error:
+        p(f"paused    by {info.error.get('by', '?')}: {info.error.get('message', '')}")
     p(f"created   {fmt_time(info.created_at)}")
     if info.started_at:
         p(f"started   {fmt_time(info.started_at)}")
@@ -416,7 +427,9 @@ def render_show(
                     line = f"{'':14}attempt {a.number}: {outcome} after {took}"
                 if a.error and a.outcome != "completed":
                     line += f": {fmt_error(a.error)}"
-                if a.retry_at is not None and a.ended_at is not None:
+                if (a.schedule or {}).get("source") == EXHAUSTED:
+                    line += " (the run paused: the step's next attempt has a fresh budget)"
+                elif a.retry_at is not None and a.ended_at is not None:
                     schedule = fmt_schedule(a.schedule or {})
                     line += f" (retried {fmt_duration(a.retry_at - a.ended_at)} later"
                     line += f"; {schedule})" if schedule else ")"
@@ -491,7 +504,7 @@ def render_show(
     p()
     if info.status == "completed":
         p(f"result    {json.dumps(info.output, indent=2, default=str)}")
-    elif info.error:
+    elif info.error and info.status is not RunStatus.PAUSED:  # its own line says why
         p(f"error     {fmt_error(info.error)}")
     elif info.status == "compensation_stuck":
         p(f"stuck     a person decides: {unstick_commands(info.run_id, world_url)}")

@@ -1,0 +1,58 @@
+"""The rules a pause follows in every world (``apply_transition``) and the policy field that
+asks for one (``RetryPolicy.on_exhausted``): pure, no world needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from wayline import RetryPolicy
+from wayline._core.events import EventType, NewEvent, RunStatus, apply_transition
+from wayline.errors import ConfigurationError, EntityConflictError, RunTerminalError
+
+
+def _paused(before: str) -> NewEvent:
+    return NewEvent(EventType.RUN_PAUSED, data={"reason": "r", "statusBefore": before})
+
+
+def test_a_pause_holds_a_pending_or_running_run_and_the_unpause_returns_it_there() -> None:
+    for status in (RunStatus.PENDING, RunStatus.RUNNING):
+        paused, _ = apply_transition(status, None, _paused(str(status)))
+        assert paused is RunStatus.PAUSED
+        back = NewEvent(EventType.RUN_UNPAUSED, data={"status": str(status)})
+        assert apply_transition(paused, None, back) == (status, None)
+
+
+@pytest.mark.parametrize(
+    ("status", "refusal"),
+    [
+        (RunStatus.PAUSED, "already paused"),
+        (RunStatus.COMPENSATING, "only a pending or running run pauses"),
+        (RunStatus.BLOCKED, "only a pending or running run pauses"),
+    ],
+)
+def test_a_pause_is_refused_over_anything_else(status: RunStatus, refusal: str) -> None:
+    with pytest.raises(EntityConflictError, match=refusal):
+        apply_transition(status, None, _paused("running"))
+
+
+def test_a_pause_that_records_another_status_than_the_runs_is_refused() -> None:
+    with pytest.raises(EntityConflictError, match="not pending as its pause records"):
+        apply_transition(RunStatus.RUNNING, None, _paused("pending"))
+
+
+def test_an_unpause_needs_a_pause_and_an_ended_run_takes_neither() -> None:
+    unpause = NewEvent(EventType.RUN_UNPAUSED, data={"status": "running"})
+    with pytest.raises(EntityConflictError, match="not paused"):
+        apply_transition(RunStatus.RUNNING, None, unpause)
+    with pytest.raises(EntityConflictError, match="not compensating"):
+        bad = NewEvent(EventType.RUN_UNPAUSED, data={"status": "compensating"})
+        apply_transition(RunStatus.PAUSED, None, bad)
+    with pytest.raises(RunTerminalError):
+        apply_transition(RunStatus.COMPLETED, None, _paused("running"))
+
+
+def test_on_exhausted_takes_fail_or_pause() -> None:
+    assert RetryPolicy().on_exhausted == "fail"
+    assert RetryPolicy(on_exhausted="pause").describe()["onExhausted"] == "pause"
+    with pytest.raises(ConfigurationError, match="'fail' or 'pause', not 'retry'"):
+        RetryPolicy(on_exhausted="retry")  # type: ignore[arg-type]
