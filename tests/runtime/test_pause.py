@@ -170,6 +170,7 @@ async def test_a_step_out_of_attempts_pauses_the_run_and_gets_a_fresh_budget(
         info = await engine.client.get_run(handle.run_id)
         assert info.error is not None and info.error["by"] == "retry"
         assert "ran out of attempts" in info.error["message"]
+        assert info.error["message"].endswith("(after 2 attempts)")  # the step's attempt field
         assert await handle.unpause("not fixed yet") is True  # a fresh budget of 2 attempts
         await _recorded(engine, handle.run_id, EventType.RUN_PAUSED, 2)
         await wait_for(paused, timeout=20)

@@ -169,7 +169,9 @@ async def _paused_with(
         return []
     error = outcome.error
     said = f"{error['name']}: " if error.get("name") else ""
-    why = f"step {name or cid} ran out of attempts: {said}{error.get('message', '')}"
+    tried = error.get("attempt")
+    after = "" if tried is None else f" (after {tried} attempt{'s' if tried != 1 else ''})"
+    why = f"step {name or cid} ran out of attempts: {said}{error.get('message', '')}{after}"
     pause = pause_event(RunStatus.RUNNING, why, "retry", stepId=cid)
     try:
         written = await world.append(run_id, [outcome_event(cid, outcome), pause])
