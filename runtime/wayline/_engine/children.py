@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.replay import ChildRecord, Replay
+from .._core.search_attributes import SEARCH_KEY
 from ..errors import (
     CorruptLogError,
     EntityConflictError,
@@ -37,6 +38,8 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         data["queue"] = replay.queue
     if replay.namespace is not None:  # whose hooks a namespace's WorkflowHooks answer
         data["namespace"] = replay.namespace
+    if child.workflow.attributes:  # its definition's, as a start by a client gives them
+        data[SEARCH_KEY] = dict(child.workflow.attributes)
     created = True
     try:
         await world.append(
