@@ -13,7 +13,7 @@ import pytest
 
 import wayline
 from tests.runtime.harness import Engine, of_type, wait_for
-from wayline._core.events import EventType
+from wayline._core.events import EventType, NewEvent
 
 
 @wayline.workflow(attributes={"team": "billing", "tier": 1})
@@ -231,3 +231,22 @@ def test_a_workflow_with_bad_attributes_is_refused_where_it_is_declared() -> Non
         @wayline.workflow(name=f"sa_bad_{uuid.uuid4().hex[:6]}", attributes={"-x": 1})
         async def bad() -> None:
             return None
+
+
+async def test_an_append_the_world_refuses_changes_no_answer(engine: Engine) -> None:
+    """SQLite writes the index rows in the append's transaction, JetStream checks every
+    entry against the log: a refused ``attributes_set`` is found by neither."""
+    client = engine.client
+    run = await client.start_with(_opts(tenant="acme"), sa_plain, 1)
+    await client.terminate(run.run_id)
+    moved = NewEvent(EventType.ATTRIBUTES_SET, data={"set": {"tenant": "globex"}})
+    with pytest.raises(wayline.RunTerminalError):
+        await engine.world.append(run.run_id, [moved])
+    assert await _ids(engine, "tenant=globex") == set()
+    assert await _ids(engine, "tenant=acme") == {run.run_id}
+    assert (await client.get_run(run.run_id)).search_attributes == {"tenant": "acme"}
+
+
+def test_set_attributes_outside_a_workflow_is_a_named_error() -> None:
+    with pytest.raises(wayline.NotInWorkflowError):
+        wayline.set_attributes(tenant="acme")

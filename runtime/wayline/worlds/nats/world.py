@@ -590,8 +590,17 @@ class NatsWorld(World):
             if info is not None:  # this run_created is the run's: its route is fixed
                 self.router.remember(info)
         if indexed:  # renewed after the append, so a stale-entry purge never takes it
-            await self._index().write(run_id, indexed)
+            await self._renew_index(run_id, indexed)
         return stored
+
+    async def _renew_index(self, run_id: str, values: Mapping[str, Any]) -> None:
+        """The entries' second publish. The append has landed: a failure here is logged,
+        not raised (the caller must not take the append for failed), and costs only the
+        protection the renewal gives against a purge (see ``attribute_index``)."""
+        try:
+            await self._index().write(run_id, values)
+        except WaylineError as err:
+            log.warning("run %s: search attribute index not renewed: %s", run_id, err)
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         events = await self._events().list_events(run_id, after_seq)
