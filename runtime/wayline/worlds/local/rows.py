@@ -42,7 +42,7 @@ def run_head(run_id: str, row: Sequence[Any] | None) -> tuple[RunStatus | None, 
     return RunStatus(row[0]), row[1]
 
 
-RUN_SELECT = "*, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id)"
+RUN_SELECT = "runs.*, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id)"
 """A run's row and its highest stored event: a primary-key lookup that shows a row written
 behind the world's back (past ``last_seq``) without reading the log."""
 

@@ -369,6 +369,8 @@ class LocalWorld(World):
         since: float | None = None,
     ) -> list[RunInfo]:
         sql, params = f"SELECT {RUN_SELECT} FROM runs WHERE 1=1", list[Any]()
+        if where:
+            sql, params = attribute_index.query(where, RUN_SELECT)
         if status is RunStatus.CORRUPT:
             every = await self.list_runs(
                 workflow=workflow, limit=1_000_000, where=where, since=since
@@ -383,9 +385,6 @@ class LocalWorld(World):
         if since is not None:
             sql += " AND created_at >= ?"
             params.append(since)
-        found, more = attribute_index.clauses(where)
-        sql += found
-        params += more
         sql += " ORDER BY created_at DESC, run_id LIMIT ?"
         params.append(limit)
         out: list[RunInfo] = []
