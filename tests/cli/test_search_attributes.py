@@ -72,7 +72,7 @@ def test_where_with_status_since_and_workflow(run: Run) -> None:
     )
     assert (code, out.strip()) == (
         0,
-        "no runs with status failed where tenant=acme and amount>100.0",
+        "no runs with status failed where tenant=acme and amount>100",
     )
     code, out, _ = run("runs", "list", "--where", "tenant=acme", "--since", "1h")
     assert code == 0 and failed in out and live in out

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -197,10 +197,12 @@ class Where:
     kind: Kind
     num: float | None = None
     text: str | None = None
+    source: str = ""
+    """The expression as it was written, for messages."""
 
     def __str__(self) -> str:
         shown_value = self.text if self.kind == "str" else self.num
-        return f"{self.key}{self.op}{shown_value}"
+        return self.source or f"{self.key}{self.op}{shown_value}"
 
     def holds(self, row: IndexRow) -> bool:
         """Whether one index row of the key satisfies the comparison (``!=`` asks ``=``)."""
@@ -245,7 +247,7 @@ def parse_where(expression: str) -> Where:
     where = _literal(key, op, literal)  # type: ignore[arg-type]
     if where.kind == "bool" and op not in ("=", "!="):
         raise InvalidQueryError(f"where {expression!r}: a boolean compares with = and != only")
-    return where
+    return replace(where, source=expression.strip())
 
 
 def _literal(key: str, op: Op, literal: str) -> Where:

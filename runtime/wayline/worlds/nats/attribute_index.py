@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..._core import search_attributes
+from ..._core.events import EventType
 from ..._core.search_attributes import IndexRow, Kind, Where
 from ...errors import WorldError, WorldUnavailableError
 from .codec import parse_stamp, wrap
@@ -88,8 +89,6 @@ def entry_subjects(names: Names, run_id: str, values: Mapping[str, Any]) -> list
 
 def values_set(events: Iterable[Any]) -> dict[str, Any]:
     """The values an append sets (its ``run_created``'s and its ``attributes_set``s')."""
-    from ..._core.events import EventType
-
     out: dict[str, Any] = {}
     for new in events:
         if new.type is EventType.RUN_CREATED:
