@@ -250,3 +250,32 @@ async def test_an_append_the_world_refuses_changes_no_answer(engine: Engine) -> 
 def test_set_attributes_outside_a_workflow_is_a_named_error() -> None:
     with pytest.raises(wayline.NotInWorkflowError):
         wayline.set_attributes(tenant="acme")
+
+
+@wayline.step
+def sa_undo(n: int) -> None:
+    return None
+
+
+@wayline.step(compensate=sa_undo)
+def sa_do(n: int) -> int:
+    return n
+
+
+@wayline.workflow
+async def sa_saga(n: int) -> None:
+    await sa_do(n)
+    wayline.set_attributes(stage="failing")
+    raise wayline.FatalError("after the attributes")
+
+
+async def test_attributes_set_just_before_a_failure_that_unwinds_are_recorded(
+    engine: Engine,
+) -> None:
+    run = await engine.client.start(sa_saga, 1)
+    async with engine.worker([sa_saga]):
+        with pytest.raises(wayline.RunFailedError):
+            await run.result(timeout=20)
+    info = await engine.client.get_run(run.run_id)
+    assert info.search_attributes == {"stage": "failing"}
+    assert await _ids(engine, "stage=failing") == {run.run_id}
