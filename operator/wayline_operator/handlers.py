@@ -28,7 +28,15 @@ from .config import settings
 from .inputs import InputNotFound
 from .inputs import resolve as resolve_input
 from .instance import current, world_name
-from .kube import create_event, event_body, event_name, exists, patch_status, release_legacy
+from .kube import (
+    create_event,
+    event_body,
+    event_name,
+    exists,
+    patch_run,
+    patch_status,
+    release_legacy,
+)
 from .metrics import EVENTS, observed
 from .mirror import Cadence, Mirror
 from .notices import NORMAL, WARNING, Budget, Notice
@@ -135,6 +143,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
         paused=_paused,
         instance=current().instance,
         world_name=world_name(SETTINGS.world_url),
+        relabel=patch_run,
     )
     await mirror.follow(SETTINGS.operator_change_feed)
     memo["mirror"] = mirror

@@ -28,6 +28,7 @@ from wayline.world import RunWatch, World
 from .config import settings
 from .decisions import apply_table
 from .instance import DEFAULT_INSTANCE
+from .labels import attribute_labels, labels_patch
 from .metrics import PATCHES, RECONCILES
 from .notices import WARNING, Budget, Notice, notices
 from .pump import Pump
@@ -70,6 +71,8 @@ class Ref:
     """Enough of the resource to post an Event on it."""
     parsed: WorkflowRunSpec | None = None
     """The spec, validated (None if it is invalid)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """The resource's labels as the watch last showed them."""
 
 
 @dataclass
@@ -99,6 +102,11 @@ class Mirror:
     """This operator's instance id, recorded in every status it writes (``instance``)."""
     world_name: str = ""
     """The world's URL without credentials, recorded beside the instance."""
+    relabel: Patch | None = None
+    """Merges a patch into the resource itself (its metadata): the run's search attributes as
+    labels (``labels``). None: not mirrored."""
+    labelled: dict[str, dict[str, str]] = field(default_factory=dict)
+    """By run: the attribute labels this process last wrote (not written again meanwhile)."""
     at_home: set[str] = field(default_factory=set)
     """Runs whose status another instance (or an earlier version) wrote, found in this
     operator's world all the same: not looked for again (``_repair``)."""
@@ -260,6 +268,7 @@ class Mirror:
             generation=generation if isinstance(generation, int) else None,
             spec=dict(body.get("spec") or {}),
             status={k: v for k, v in (body.get("status") or {}).items() if k in _KEPT},
+            labels=dict(meta.get("labels") or {}),
             body={
                 "apiVersion": body.get("apiVersion"),
                 "kind": body.get("kind"),
@@ -361,6 +370,7 @@ class Mirror:
         self.recheck.discard(run_id)
         self.suspects.pop(run_id, None)
         self.at_home.discard(run_id)
+        self.labelled.pop(run_id, None)
         self.pump.forget(run_id)
 
     def _status(self, run_id: str, ref: Ref) -> dict[str, Any]:
@@ -427,6 +437,7 @@ class Mirror:
         if seen is None:
             return False  # no run yet (its start is on the way), or nothing moved
         info, events = seen
+        await self._label(run_id, ref, info.search_attributes)
         await self._fresh_registry()
         fresh = run_status(
             info,
@@ -529,6 +540,17 @@ class Mirror:
             return False  # deleted meanwhile
         self.written[run_id] = {**status, **out}
         return True
+
+    async def _label(self, run_id: str, ref: Ref, attributes: Mapping[str, Any]) -> None:
+        """The run's search attributes as the resource's labels, where they changed."""
+        if self.relabel is None:
+            return
+        wanted = attribute_labels(attributes)
+        patch = labels_patch(ref.labels, wanted)
+        if not patch or self.labelled.get(run_id) == wanted:
+            return
+        await self.relabel(ref.namespace, ref.name, {"metadata": {"labels": patch}})
+        self.labelled[run_id] = wanted
 
     def _announced(self, run_id: str, status: Mapping[str, Any]) -> Mapping[str, Any]:
         """The status whose ``WaitingForWorker`` has been posted: ``status``, or one ahead of

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from typing_extensions import deprecated
 
-from ._core import limits
+from ._core import limits, search_attributes
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
@@ -372,6 +373,12 @@ class Client:
         if definition is not None:
             data["revision"] = definition.revision
             data["definition"] = definition.identity_record()
+        search = {
+            **(definition.attributes if definition is not None else {}),
+            **search_attributes.encode(options.attributes or {}),
+        }
+        if search:
+            data[search_attributes.SEARCH_KEY] = search_attributes.checked_count(search)
         start = _Start(name, definition, data, options.id_conflict, options.id)
         if options.id is None:
             run_id = options.run_id or new_run_id()
@@ -534,11 +541,28 @@ class Client:
         status: RunStatus | str | None = None,
         limit: int = 100,
         *,
+        where: str | Sequence[str] | None = None,
+        since: Duration | datetime | None = None,
         workflow: str | None = None,
     ) -> list[RunInfo]:
-        """The newest ``limit`` runs, of one status and one workflow (by name) when given."""
+        """Runs, newest first. ``where``: one expression or several, all of which hold
+        (``"tenant=acme"``, ``"amount>100"``; docs/sdk.md, "Search attributes"), answered
+        from the world's attribute index; ``since``: created in the last duration (``"1h"``)
+        or after a datetime; ``workflow``: of that workflow. A bad expression raises
+        :class:`InvalidQueryError` before anything is read."""
+        clauses = search_attributes.parse_all(where)
+        if isinstance(since, datetime):
+            if since.tzinfo is None:
+                raise ValueError("since= needs a timezone-aware datetime")
+            after: float | None = since.timestamp()
+        else:
+            after = None if since is None else self.world.now() - to_seconds(since)
         return await self.world.list_runs(
-            status=RunStatus(status) if status is not None else None, workflow=workflow, limit=limit
+            status=RunStatus(status) if status is not None else None,
+            workflow=workflow,
+            limit=limit,
+            where=clauses,
+            since=after,
         )
 
     async def cancel(self, run_id: str, reason: str = "cancelled") -> bool:

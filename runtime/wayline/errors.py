@@ -264,6 +264,21 @@ class InvalidIdError(WaylineError):
     code = "INVALID_ID"
 
 
+class InvalidAttributesError(WaylineError, ValueError):
+    """Search attributes a run cannot take: a name outside the documented pattern, a value of
+    a type that is not indexed, or a count or size over its limit (docs/sdk.md, "Search
+    attributes"). Raised before anything is written."""
+
+    code = "INVALID_ATTRIBUTES"
+
+
+class InvalidQueryError(WaylineError, ValueError):
+    """A ``where`` expression of ``list_runs`` (or ``runs list --where``) that does not parse:
+    not ``key OP value``, an unknown operator, or an order comparison of a boolean."""
+
+    code = "INVALID_QUERY"
+
+
 class RunAlreadyExistsError(WaylineError):
     """``Client.start`` found a run under the id it was given and does not start another:
     ``id_conflict="fail"``, or the run is of another workflow. ``run_id`` and ``status`` are

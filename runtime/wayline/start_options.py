@@ -3,8 +3,11 @@ arguments (see ``_sdk/options.py`` for why options no longer share their keyword
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from ._core import search_attributes
 from .world.business_ids import IdConflictPolicy, IdReusePolicy, check_start_ids
 
 START_OPTION_NAMES = ("run_id", "id", "id_conflict", "id_reuse", "queue")
@@ -34,13 +37,26 @@ class StartOptions:
     returns that run to every later call, ended or not.
 
     ``queue``: the run is served by the workers started with that ``queue=`` instead of by
-    those serving the workflow by name."""
+    those serving the workflow by name.
+
+    ``attributes``: search attributes the run starts with (str, int, float, bool, a
+    timezone-aware datetime, a list of str), over those of ``@workflow(attributes=...)`` key
+    by key; a bad name or value is an :class:`InvalidAttributesError` here. A start that
+    finds its run already there (``id_conflict="use_existing"``) changes none of its
+    attributes."""
 
     id: str | None = None
     run_id: str | None = None
     queue: str | None = None
     id_conflict: IdConflictPolicy = "use_existing"
     id_reuse: IdReusePolicy = "reject_duplicate"
+    attributes: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         check_start_ids(self.run_id, self.id, self.id_conflict, self.id_reuse)
+        if self.attributes is not None:
+            if not isinstance(self.attributes, Mapping):
+                raise TypeError(
+                    f"attributes is a mapping of names to values, not {self.attributes!r}"
+                )
+            search_attributes.encode(self.attributes)

@@ -144,3 +144,40 @@ def spawn(cli: Cli) -> Iterator[Callable[..., Background]]:
     yield start
     for bg in started:
         bg.stop(signal.SIGKILL if bg.proc.poll() is None else signal.SIGTERM)
+
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def run(
+    world_url: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Run]:
+    """``run(*argv)``: the exit code, stdout and stderr of ``wayline ARGV --world URL``,
+    in-process, in a directory holding an app of its own, ``app.py`` (an in-process import of
+    ``tests/cli/flows.py`` would clash with the workflows of the same names the runtime tests
+    import, and each test's app names its workflow anew, as one process registers a name
+    once)."""
+    from wayline.cli import main
+
+    (tmp_path / "app.py").write_text(
+        "import wayline\n\n\n"
+        "@wayline.workflow\n"
+        f"async def greet_{uuid.uuid4().hex[:12]}(name: str) -> str:\n"
+        "    return name\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            code = main([*argv, "--world", world_url])
+        except SystemExit as refused:  # argparse refuses a bad argument so
+            code = int(refused.code or 0)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    yield run

@@ -10,6 +10,7 @@ from typing import Any
 
 from wayline._core.events import Event, NewEvent, RunStatus
 from wayline._core.ids import MessageId
+from wayline._core.search_attributes import Where
 from wayline.world import Delivery, HookInfo, RunInfo, World
 
 
@@ -46,9 +47,17 @@ class UnstableIdWorld(World):
         return await self.inner.get_run(run_id)
 
     async def list_runs(
-        self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
+        self,
+        *,
+        status: RunStatus | None = None,
+        workflow: str | None = None,
+        limit: int = 100,
+        where: Sequence[Where] = (),
+        since: float | None = None,
     ) -> list[RunInfo]:
-        return await self.inner.list_runs(status=status, workflow=workflow, limit=limit)
+        return await self.inner.list_runs(
+            status=status, workflow=workflow, limit=limit, where=where, since=since
+        )
 
     async def get_hook(self, token: str) -> HookInfo | None:
         return await self.inner.get_hook(token)

@@ -15,7 +15,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 
 from ..durations import Duration, to_seconds
 from ..errors import ConfigurationError
-from . import patch_scopes
+from . import patch_scopes, search_attributes
 from .concurrency import Limit
 from .current import replay_var
 from .identity import Entry, code_hash, digest
@@ -187,11 +187,15 @@ class WorkflowDefinition(Generic[P, R]):
         revision: int,
         strict_identity: bool,
         concurrency: Limit | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise ConfigurationError(f"@wayline.workflow needs an async def, got {fn!r}")
         self.fn = fn
         self.name = name or fn.__name__
+        self.attributes = search_attributes.encode(attributes or {})
+        """The search attributes every run of it starts with (stored form); a start's own
+        ``StartOptions(attributes=...)`` win over them key by key."""
         self.revision = revision
         self.strict_identity = strict_identity
         _check_limit(concurrency)

@@ -40,6 +40,8 @@ class EventType(StrEnum):
     RUN_UNPAUSED = "run_unpaused"
     PATCH_MARKED = "patch_marked"
     """``wayline.patched(id)`` answered True on new history (seed: Temporal's markers)."""
+    ATTRIBUTES_SET = "attributes_set"
+    """``wayline.set_attributes(...)``: search attributes set (or, as None, removed)."""
     STEP_CREATED = "step_created"
     STEP_STARTED = "step_started"
     STEP_RETRYING = "step_retrying"
@@ -313,7 +315,7 @@ def apply_transition(
         if _judged(run_status, ends_by) not in (None, RunStatus.PENDING):
             raise EntityConflictError(f"run already started{_over(run_status, ends_by)}")
         return RunStatus.RUNNING, None
-    if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED):
+    if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED, EventType.ATTRIBUTES_SET):
         return run_status, None
     if t in (EventType.RUN_PAUSED, EventType.RUN_UNPAUSED):
         return _pause_transition(run_status, event), None

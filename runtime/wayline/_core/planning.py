@@ -182,6 +182,7 @@ def decision_batch(
     (queue-owned from the start), are eager. ``wayline.patched`` markers come first."""
     batch = DecisionBatch()
     batch.events += replay.new_patches.values()
+    batch.events += replay.new_attributes
     for hook in replay.new_hooks.values():
         batch.events.append(hook_created(hook))
         if hook.timeout is not None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
+from . import search_attributes
 from .events import (
     STATUS_AFTER,
     STATUS_BEFORE,
@@ -177,6 +178,12 @@ class PatchMarked:
 
 
 @dataclass(frozen=True, slots=True)
+class AttributesSet:
+    values: Mapping[str, Any]
+    """The stored values set (``search_attributes.encode``); None removes one."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepCreated:
     step_name: str
     input: Any
@@ -284,6 +291,7 @@ Payload = (
     | RunPaused
     | RunUnpaused
     | PatchMarked
+    | AttributesSet
     | StepCreated
     | StepStarted
     | StepRetrying
@@ -402,6 +410,8 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             )
         case EventType.PATCH_MARKED:
             return lambda d: PatchMarked(str(d.get("patchId")))
+        case EventType.ATTRIBUTES_SET:
+            return lambda d: AttributesSet(_mapping(d.get("set")) or {})
         case EventType.STEP_CREATED:
             return _step_created
         case EventType.STEP_STARTED:
@@ -454,6 +464,11 @@ class RunInfo:
     updated_at: float = 0.0
     last_seq: int = 0
     attributes: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def search_attributes(self) -> dict[str, Any]:
+        """The run's search attributes, typed again (a datetime is a ``datetime``)."""
+        return search_attributes.decoded(self.attributes)
 
     @property
     def business_id(self) -> str | None:
@@ -529,6 +544,7 @@ def run_changes(event: Event) -> dict[str, Any]:
             | ChildCreated()
             | ChildCompleted()
             | PatchMarked()
+            | AttributesSet()
         ):
             pass
         case unknown:
@@ -554,7 +570,17 @@ def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
     pin = pinned_definition(event)
     if pin is not None and "definition" not in info.attributes:
         out = replace(out, attributes={**info.attributes, "definition": pin})
+    if event.type is EventType.ATTRIBUTES_SET:
+        out = replace(out, attributes=with_search(info.attributes, event))
     return out
+
+
+def with_search(attributes: Mapping[str, Any], event: Event) -> dict[str, Any]:
+    """A run's ``attributes`` after an ``attributes_set``: its search attributes merged."""
+    update = payload(event)
+    assert isinstance(update, AttributesSet)
+    search = search_attributes.merged(search_attributes.stored(attributes), update.values)
+    return {**attributes, search_attributes.SEARCH_KEY: search}
 
 
 # --- the whole log: steps, hooks, waits, children, phases -------------------------------------
@@ -859,7 +885,7 @@ class RunView:
                 | RunUnpaused()
             ):
                 self._phase(p, at)
-            case RunBlocked() | RunUnblocked() | PatchMarked():
+            case RunBlocked() | RunUnblocked() | PatchMarked() | AttributesSet():
                 pass  # the run view (``run``) has it; the timeline shows it in the header
             case StepCreated():
                 self._step_created(cid, p, at)

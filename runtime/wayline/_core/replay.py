@@ -32,13 +32,14 @@ from ..errors import (
     WaylineError,
     WorkflowDeterminismError,
 )
-from . import limits
+from . import limits, search_attributes
 from .current import outside_any_task, replay_var
 from .definitions import StepDefinition, WorkflowDefinition
 from .dispatch import StepState
 from .events import Event, EventType, NewEvent
 from .futures import WFuture, closing
 from .projections import (
+    AttributesSet,
     ChildCompleted,
     ChildCreated,
     HookCreated,
@@ -291,6 +292,14 @@ class Replay:
         """Ids of the waits, hooks and children the log records (as ``_marked``)."""
         self.new_patches: dict[str, NewEvent] = {}
         """Patch markers the log does not have yet: written with the next decision batch."""
+        self.search: dict[str, Any] = {}
+        """The run's search attributes (stored form), as of the calls made so far."""
+        self._attributes_logged: set[int] = set()
+        """Seqs of the ``attributes_set`` events the log holds (as ``_marked``)."""
+        self._attribute_calls = 0
+        self.new_attributes: list[NewEvent] = []
+        """``set_attributes`` calls the log does not have yet: written, in call order, with
+        the next decision batch or the run's end."""
         self.started_at: float | None = None
         """World time of ``run_started``; None while it is provisional."""
         self.delivery_attempt = 1
@@ -305,6 +314,8 @@ class Replay:
                     marked = payload(e)
                     assert isinstance(marked, PatchMarked)
                     self._marked.add(marked.patch_id)
+                elif e.type is EventType.ATTRIBUTES_SET:
+                    self._attributes_logged.add(e.seq)
                 elif e.type in _TIMED and e.correlation_id is not None:
                     self._created.add(e.correlation_id)
         for event in events:
@@ -346,18 +357,11 @@ class Replay:
         if self.started_at is None and self.root is not None:
             self.started_at = created_at
 
-    def _open(self, p: RunCreated) -> None:
-        self.input = p.input
-        queue = p.attributes.get("queue")
-        self.queue = queue if isinstance(queue, str) and queue else None
-        namespace = p.attributes.get("namespace")
-        self.namespace = namespace if isinstance(namespace, str) and namespace else None
-
     def _apply(self, event: Event) -> None:
         cid = event.correlation_id or ""
         match p := payload(event):
             case RunCreated():
-                self._open(p)
+                self._run_created(p)
             case RunStarted():
                 self.started_at = event.created_at if self._now_known else None
                 self._start_root()
@@ -382,6 +386,8 @@ class Replay:
             case PatchMarked(patch_id):
                 self._marked.add(patch_id)
                 self.new_patches.pop(patch_id, None)
+            case AttributesSet(values):
+                self._attributes_set(event.seq, values)
             case HookDisposed():
                 disposed = self.hooks.get(cid)
                 if disposed is not None:
@@ -752,6 +758,21 @@ class Replay:
     def finished(self) -> bool:
         return self.root is not None and self.root.done()
 
+    def _run_created(self, p: RunCreated) -> None:
+        self.input = p.input
+        queue = p.attributes.get("queue")
+        self.queue = queue if isinstance(queue, str) and queue else None
+        namespace = p.attributes.get("namespace")
+        self.namespace = namespace if isinstance(namespace, str) and namespace else None
+        self.search = search_attributes.stored(p.attributes)
+
+    def _attributes_set(self, seq: int, values: Mapping[str, Any]) -> None:
+        self._attributes_logged.add(seq)
+        if self.new_attributes and self.new_attributes[0].data.get("set") == values:
+            self.new_attributes.pop(0)  # ours, written (the calls are in log order)
+        else:
+            self.search = search_attributes.merged(self.search, values)
+
     # --- calls made by the workflow (through wayline.* functions) ------------------------------
     def _next(self, kind: str) -> str:
         self._counters[kind] += 1
@@ -792,6 +813,19 @@ class Replay:
             )
         self._patches[patch_id] = value
         return value
+
+    def set_attributes(self, values: Mapping[str, Any]) -> None:
+        """``wayline.set_attributes``: the n-th call of a run is the log's n-th
+        ``attributes_set``. A call the log holds (history replayed) writes nothing again; a
+        call past it is written with the next decision batch or the run's end. Checked
+        before anything is recorded, so a bad value fails the workflow at the call."""
+        update = search_attributes.encode(values, unset=True)
+        after = search_attributes.checked_count(search_attributes.merged(self.search, update))
+        self._attribute_calls += 1
+        if self._attribute_calls <= len(self._attributes_logged):
+            return  # replayed: the log has it, and feeding it merged it already
+        self.search = after
+        self.new_attributes.append(NewEvent(EventType.ATTRIBUTES_SET, data={"set": update}))
 
     def sleep(self, duration: Duration) -> WFuture[None]:
         seconds = to_seconds(duration)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.replay import ChildRecord, Replay
+from .._core.search_attributes import SEARCH_KEY
 from ..errors import (
     CorruptLogError,
     EntityConflictError,
@@ -40,6 +41,8 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         data["namespace"] = replay.namespace
     if child.business_id is not None:
         data["businessId"] = child.business_id
+    if child.workflow.attributes:  # its definition's, as a start by a client gives them
+        data[SEARCH_KEY] = dict(child.workflow.attributes)
     created = True
     try:
         await world.append(

@@ -40,7 +40,8 @@ async def terminal(
     live ``replay``, its provisional events ride in the same write (see ``deferred``)."""
     try:
         if replay is not None:
-            await append_batch(world, replay, [event])
+            # attributes set since the last decision batch are recorded with the end
+            await append_batch(world, replay, [*replay.new_attributes, event])
         else:
             await world.append(run_id, [event])
     except (RunTerminalError, RunNotFoundError, EntityConflictError):

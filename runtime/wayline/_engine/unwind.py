@@ -82,7 +82,10 @@ async def _begin(session: RunSession) -> bool:
     if not replay.compensation_plan() and not replay.pending_children():
         await end_unwind(session.world, session.run_id, why)
         return False
-    if not await _append(session, [NewEvent(EventType.RUN_COMPENSATING, data=why)]):
+    # attributes the workflow set after its last decision batch are recorded before the
+    # unwind begins: no batch of the workflow's own comes after it
+    begun = NewEvent(EventType.RUN_COMPENSATING, data=why)
+    if not await _append(session, [*replay.new_attributes, begun]):
         return replay.terminal is None and ending.phase != "running"
     return True
 

@@ -8,7 +8,7 @@ The decorators keep the declared function's signature (``ParamSpec``/``TypeVar``
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from .._core.concurrency import Limit
@@ -158,6 +158,7 @@ def workflow(
     revision: int = 1,
     strict_identity: bool = False,
     concurrency: Limit | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> WorkflowDecorator: ...
 def workflow(
     fn: Callable[..., Any] | None = None,
@@ -167,11 +168,16 @@ def workflow(
     revision: int = 1,
     strict_identity: bool = False,
     concurrency: Limit | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> Any:
     """Declare a durable workflow on an ``async def``.
 
     ``concurrency=wayline.Limit(key=..., max=n)`` lets at most ``n`` runs with the same key
     be live at once, across every worker on the world (see ``wayline.Limit``).
+
+    ``attributes={"team": "billing"}``: search attributes every run of it starts with
+    (docs/sdk.md, "Search attributes"); a start's own ``StartOptions(attributes=...)`` win
+    key by key. Checked here: a bad name or value is an :class:`InvalidAttributesError`.
 
     Bump ``revision`` when behaviour changes without the shape changing; a run is only ever
     driven by a definition with its identity and revision (and, with ``strict_identity``, its
@@ -184,6 +190,7 @@ def workflow(
             revision=revision,
             strict_identity=strict_identity,
             concurrency=concurrency,
+            attributes=attributes,
         )
         register_workflow(definition, explicit_name=name is not None)
         return definition

@@ -134,6 +134,18 @@ def patched(patch_id: str) -> bool:
     return current_replay("patched").patched(patch_id)
 
 
+def set_attributes(**values: Any) -> None:
+    """Set search attributes of this run (Temporal's ``upsert_search_attributes``): str,
+    int, float, bool, a timezone-aware datetime or a list of str; None removes one. Recorded
+    in the log with the run's next write, so a replay sets the same values and writes nothing
+    again; ``Client.list_runs(where=...)`` and ``wayline runs list --where`` find the run by
+    them. A bad name or value raises :class:`InvalidAttributesError` at the call::
+
+        wayline.set_attributes(tenant=order.tenant, amount=order.total)
+    """
+    current_replay("set_attributes").set_attributes(values)
+
+
 def now() -> datetime:
     """Workflow time: moves only with the log, so a replay sees the same value."""
     return datetime.fromtimestamp(current_replay("now").now, UTC)

@@ -73,12 +73,15 @@ from .loading import (
     UsageError,
     UsageParser,
     add_run_argument,
+    attr_arg,
     business_id_arg,
     namespace_arg,
     port_arg,
     seconds_arg,
+    where_arg,
     whole_arg,
 )
+from .maintenance import duration_arg
 
 __all__ = ["build_parser", "main"]
 
@@ -232,6 +235,15 @@ def build_parser() -> argparse.ArgumentParser:
         "if it failed or was cancelled (allow_duplicate_failed_only), or never "
         "(reject_duplicate, the default)",
     )
+    p.add_argument(
+        "--attr",
+        type=attr_arg,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a search attribute of the run (repeatable): a number, true/false, an ISO date, "
+        '[a,b] for a list of strings, "quoted" or any other text for a string',
+    )
     p.set_defaults(handler=commands.cmd_start)
 
     runs = command(sub, "runs", "list, show, watch, cancel, terminate and repair runs")
@@ -240,6 +252,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(runs_sub, "list", "list runs, newest first")
     p.add_argument("--status", choices=[s.value for s in RunStatus])
     p.add_argument("--workflow", metavar="NAME")
+    p.add_argument(
+        "--where",
+        type=where_arg,
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="runs whose search attributes satisfy KEY OP VALUE (OP: = != > >= < <=; "
+        "repeatable, all must hold), e.g. --where tenant=acme --where 'amount>100'",
+    )
+    p.add_argument(
+        "--since",
+        type=duration_arg,
+        metavar="DURATION",
+        help="runs created in the last DURATION (30s, 15m, 1h, 2d)",
+    )
     p.add_argument("--limit", type=_positive, default=50, metavar="N")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=commands.cmd_runs_list)

@@ -540,7 +540,11 @@ async def cmd_start(args: argparse.Namespace) -> int:
         client = Client(world, definitions, namespace=args.namespace)
         try:
             options = StartOptions(
-                id=args.id, queue=args.queue, id_conflict=args.id_conflict, id_reuse=args.id_reuse
+                id=args.id,
+                queue=args.queue,
+                id_conflict=args.id_conflict,
+                id_reuse=args.id_reuse,
+                attributes=dict(getattr(args, "attr", None) or []) or None,
             )
             handle = await client.start_with(options, definition or args.target, *call_args)
         except RunAlreadyExistsError as err:
@@ -553,16 +557,19 @@ async def cmd_start(args: argparse.Namespace) -> int:
 # --- runs -----------------------------------------------------------------------------------
 async def cmd_runs_list(args: argparse.Namespace) -> int:
     async with opened_world(args.world, create=False) as world:
+        since = getattr(args, "since", None)
         runs = await world.list_runs(
             status=RunStatus(args.status) if args.status else None,
             workflow=args.workflow,
             limit=args.limit,
+            where=getattr(args, "where", None) or (),
+            since=None if since is None else world.now() - since,
         )
     if args.json:
         print(json.dumps([run_to_json(r) for r in runs], indent=2, default=str))
         return 0
     if not runs:
-        print("no runs" + (f" with status {args.status}" if args.status else ""))
+        print("no runs" + _filters_shown(args))
         return 0
     now = time.time()
     # the ID column only where a listed run was started with a business id: a list of runs
@@ -580,6 +587,19 @@ async def cmd_runs_list(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return 0
+
+
+def _filters_shown(args: argparse.Namespace) -> str:
+    """`` with status failed where tenant=acme``: what an empty list was asked for."""
+    said = [f"with status {args.status}"] if args.status else []
+    if args.workflow:
+        said.append(f"of workflow {args.workflow}")
+    wheres = getattr(args, "where", None) or []
+    if wheres:
+        said.append("where " + " and ".join(str(w) for w in wheres))
+    if getattr(args, "since", None) is not None:
+        said.append(f"created in the last {fmt_duration(args.since)}")
+    return "".join(f" {part}" for part in said)
 
 
 async def run_client(world: World, args: argparse.Namespace) -> Client:

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from .._core.definitions import WorkflowDefinition
 from .._core.ids import is_run_id
+from .._core.search_attributes import Where, encode, parse_assignment, parse_where
 from ..errors import WaylineError
 from ..world.business_ids import check_business_id
 
@@ -247,6 +248,24 @@ def add_run_argument(parser: argparse.ArgumentParser, dest: str = "run_id") -> N
         help="the namespace a business id was started in (wayline start --namespace); "
         "default: none",
     )
+
+
+def where_arg(text: str) -> Where:
+    """``--where`` (argparse ``type=``): ``key OP value``; a bad one exits 2 naming why."""
+    try:
+        return parse_where(text)
+    except WaylineError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
+
+
+def attr_arg(text: str) -> tuple[str, Any]:
+    """``--attr key=value`` (argparse ``type=``): a search attribute, typed and checked."""
+    try:
+        name, value = parse_assignment(text)
+        encode({name: value})
+    except WaylineError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
+    return name, value
 
 
 def seconds_arg(text: str) -> float:

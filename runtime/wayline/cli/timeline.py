@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TextIO, assert_never
 
+from .._core import search_attributes
 from .._core.events import Event, EventType, RunStatus
 from .._core.projections import (
+    AttributesSet,
     ChildCompleted,
     ChildCreated,
     HookCreated,
@@ -277,6 +279,12 @@ class LiveProgress:
                 child = tl.child_views.get(cid)
                 name = child.workflow if child is not None else cid
                 self._line(at, f"child {name} {status}")
+            case AttributesSet(values):
+                shown = ", ".join(
+                    f"{k}={'(removed)' if v is None else search_attributes.shown(v)}"
+                    for k, v in values.items()
+                )
+                self._line(at, f"attributes set: {shown}")
             case RunBlocked() | RunUnblocked() | StepCreated() | HookDisposed() | PatchMarked():
                 pass
             case unknown:
@@ -384,6 +392,8 @@ def render_show(
     if tl.terminated and info.status is RunStatus.CANCELLED:
         waiting = "terminated: no compensations ran"  # an ended run waits for nothing
     p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))
+    for name, value in sorted(search_attributes.stored(info.attributes).items()):
+        p(f"attribute {name}={search_attributes.shown(value)}")
     if info.status.value == "blocked" and info.error:
         p(f"blocked   {info.error.get('message', '')}")
     if info.status is RunStatus.PAUSED and info.error:
@@ -554,4 +564,10 @@ def run_to_json(info: RunInfo) -> dict[str, Any]:
         "endedAt": info.ended_at,
         "updatedAt": info.updated_at,
         "attributes": dict(info.attributes),
+        "searchAttributes": {
+            k: search_attributes.shown(v)
+            if isinstance(search_attributes.decode_value(v), datetime)
+            else v
+            for k, v in search_attributes.stored(info.attributes).items()
+        },
     }

@@ -21,6 +21,7 @@ from .._core import clock
 from .._core.events import Event, NewEvent, RunStatus
 from .._core.ids import MessageId
 from .._core.projections import RunInfo
+from .._core.search_attributes import Where
 from .checkup import Finding
 from .routing import FLOW_TOPIC as FLOW_TOPIC
 from .routing import STEP_TOPIC as STEP_TOPIC
@@ -268,9 +269,17 @@ class World(abc.ABC):
 
     @abc.abstractmethod
     async def list_runs(
-        self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
+        self,
+        *,
+        status: RunStatus | None = None,
+        workflow: str | None = None,
+        limit: int = 100,
+        where: Sequence[Where] = (),
+        since: float | None = None,
     ) -> list[RunInfo]:
-        """Newest first."""
+        """Newest first. ``where``: search attribute expressions that all hold, answered from
+        the world's attribute index (``search_attributes.matches`` is the rule); ``since``:
+        created at or after this time (epoch seconds)."""
 
     @abc.abstractmethod
     async def get_hook(self, token: str) -> HookInfo | None:

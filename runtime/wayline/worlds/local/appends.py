@@ -33,8 +33,10 @@ from ..._core.events import (
     apply_transition,
     stamped,
 )
+from ..._core.projections import AttributesSet, payload
 from ...errors import CorruptLogError, HookTokenConflictError, SequenceConflictError
 from ...world import RunInfo, new_run, pinned_definition, run_changes
+from . import attribute_index
 from .rows import EVENTS_TABLE, RUN_COLUMNS, free_stale_token, insert_run, run_head
 
 ROWS_PER_INSERT = 150
@@ -140,7 +142,14 @@ def plan(
     return out
 
 
-_SPECIAL = frozenset({EventType.HOOK_CREATED, EventType.HOOK_DISPOSED, *RUN_TERMINAL_EVENTS})
+_SPECIAL = frozenset(
+    {
+        EventType.HOOK_CREATED,
+        EventType.HOOK_DISPOSED,
+        EventType.ATTRIBUTES_SET,
+        *RUN_TERMINAL_EVENTS,
+    }
+)
 
 
 def write(db: sqlite3.Connection, p: Plan, verified: bool) -> bool:
@@ -267,6 +276,10 @@ def _side_effects(db: sqlite3.Connection, event: Event) -> None:
         db.execute("UPDATE hooks SET active = 0 WHERE run_id = ? AND cid = ?", (run_id, cid))
     elif event.type in RUN_TERMINAL_EVENTS:
         db.execute("UPDATE hooks SET active = 0 WHERE run_id = ?", (run_id,))
+    elif event.type is EventType.ATTRIBUTES_SET:
+        update = payload(event)
+        assert isinstance(update, AttributesSet)
+        attribute_index.set_attributes(db, run_id, update.values)
     pin = pinned_definition(event)
     if pin is not None:
         db.execute(

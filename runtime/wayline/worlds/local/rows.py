@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..._core import search_attributes
 from ..._core.events import HOOK_ACTIVE, Event, NewEvent, RunStatus, apply_transition
 from ...errors import CorruptLogError, RunNotFoundError
 from ...world import RunInfo, entries, fold_run
+from . import attribute_index
 
 EVENTS_TABLE = "events table"
 STORED_STATUSES = frozenset(s.value for s in RunStatus if s is not RunStatus.CORRUPT)
@@ -40,7 +42,7 @@ def run_head(run_id: str, row: Sequence[Any] | None) -> tuple[RunStatus | None, 
     return RunStatus(row[0]), row[1]
 
 
-RUN_SELECT = "*, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id)"
+RUN_SELECT = "runs.*, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id)"
 """A run's row and its highest stored event: a primary-key lookup that shows a row written
 behind the world's back (past ``last_seq``) without reading the log."""
 
@@ -177,6 +179,7 @@ def rebuild_run(db: sqlite3.Connection, run_id: str, events: list[Event]) -> Non
     assert info is not None
     db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
     db.execute("DELETE FROM entities WHERE run_id = ?", (run_id,))
+    db.execute("DELETE FROM run_attributes WHERE run_id = ?", (run_id,))
     insert_run(db, replace(info, status=RunStatus.PENDING))
     changes: dict[str, Any] = {
         "status": info.status,
@@ -241,6 +244,7 @@ def insert_run(db: sqlite3.Connection, info: RunInfo) -> None:
             info.last_seq,
         ),
     )
+    attribute_index.index(db, info.run_id, search_attributes.stored(info.attributes))
 
 
 def read_log(run_id: str, rows: Sequence[Sequence[Any]], last_seq: int) -> list[Event]:

@@ -32,6 +32,7 @@ from ..._core.events import (
     RunStatus,
 )
 from ..._core.ids import MessageId
+from ..._core.search_attributes import Where
 from ...errors import (
     ConfigurationError,
     CorruptEntryError,
@@ -53,7 +54,7 @@ from ...world import (
 from ...world.blobs import OutOfLine
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
-from . import checkup
+from . import attribute_index, checkup
 from .blobs import LocalBlobs, archive_blobs
 from .failures import rollback, unavailable
 from .feed import Ends, follow
@@ -198,7 +199,7 @@ class LocalWorld(World):
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={self._synchronous}")
             db.execute("PRAGMA foreign_keys=OFF")
-            db.executescript(SCHEMA)
+            db.executescript(SCHEMA + attribute_index.SCHEMA)
             columns = {r[1] for r in db.execute("PRAGMA table_info(messages)")}
             if "handbacks" not in columns:  # a database from before hand-backs were counted
                 db.execute("ALTER TABLE messages ADD COLUMN handbacks INTEGER NOT NULL DEFAULT 0")
@@ -359,11 +360,21 @@ class LocalWorld(World):
         return done
 
     async def list_runs(
-        self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
+        self,
+        *,
+        status: RunStatus | None = None,
+        workflow: str | None = None,
+        limit: int = 100,
+        where: Sequence[Where] = (),
+        since: float | None = None,
     ) -> list[RunInfo]:
         sql, params = f"SELECT {RUN_SELECT} FROM runs WHERE 1=1", list[Any]()
+        if where:
+            sql, params = attribute_index.query(where, RUN_SELECT)
         if status is RunStatus.CORRUPT:
-            every = await self.list_runs(workflow=workflow, limit=1_000_000)
+            every = await self.list_runs(
+                workflow=workflow, limit=1_000_000, where=where, since=since
+            )
             return [i for i in every if i.status is RunStatus.CORRUPT][:limit]
         if status is not None:
             sql += " AND status = ?"
@@ -371,6 +382,9 @@ class LocalWorld(World):
         if workflow is not None:
             sql += " AND workflow = ?"
             params.append(workflow)
+        if since is not None:
+            sql += " AND created_at >= ?"
+            params.append(since)
         sql += " ORDER BY created_at DESC, run_id LIMIT ?"
         params.append(limit)
         out: list[RunInfo] = []
@@ -814,7 +828,17 @@ def _drop_runs(db: sqlite3.Connection, ids: list[str]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    tables = ("events", "entities", "hooks", "runs", "run_feed", "stream_records", "slots", "blobs")
+    tables = (
+        "events",
+        "entities",
+        "hooks",
+        "runs",
+        "run_feed",
+        "stream_records",
+        "slots",
+        "blobs",
+        "run_attributes",
+    )
     for table in tables:
         db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
     # queued wakes for those runs (a backstop due in 14 minutes, say) go with them

@@ -22,10 +22,11 @@ import math
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..._core import search_attributes
 from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
@@ -37,6 +38,7 @@ from ..._core.events import (
     entity_kind,
     stamped,
 )
+from ..._core.search_attributes import Where
 from ...errors import (
     CorruptEntryError,
     CorruptLogError,
@@ -228,6 +230,11 @@ def _plan(st: RunState, events: Sequence[NewEvent]) -> _Plan:
         seq,
     )
     return _Plan(body, hooks, recorded, status is not None and status.terminal)
+
+
+def _search_holds(where: Sequence[Where], attributes: Any) -> bool:
+    held = search_attributes.stored(attributes) if isinstance(attributes, Mapping) else {}
+    return search_attributes.matches(where, held)
 
 
 def _ended_and_idle(st: RunState) -> bool:
@@ -869,14 +876,33 @@ class EventLog:
         return None if st is None else st.info
 
     async def list_runs(
-        self, status: RunStatus | None, workflow: str | None, limit: int
+        self,
+        status: RunStatus | None,
+        workflow: str | None,
+        limit: int,
+        *,
+        since: float | None = None,
+        where: Sequence[Where] = (),
+        run_ids: Iterable[str] | None = None,
+        checked: Callable[[str, Mapping[str, Any] | None], None] | None = None,
     ) -> list[RunInfo]:
+        """Newest first. ``run_ids``: only those runs (the search attribute index's
+        candidates), each judged by its log's summary against ``where``; ``checked`` is told
+        each candidate's attributes as its log has them (None: no such run)."""
+        wanted = None if run_ids is None else list(run_ids)
         try:
-            msgs = await self._last_messages()
+            if wanted is None:
+                msgs = await self._last_messages()
+            else:
+                msgs = await self._last_of([self._names.run_subject(r) for r in wanted])
         except WorldUnavailableError:
             raise
         except Exception as err:
             raise wrap(self._url, "listing runs", err) from err
+        if checked is not None and wanted is not None:
+            read = {token_value(m.subject.rsplit(".", 1)[-1]) or "" for m in msgs}
+            for missing in set(wanted) - read:
+                checked(missing, None)
         rows: list[tuple[float, str, dict[str, Any], float, StoredMsg]] = []
         fenced: list[RunInfo] = []
         for msg in msgs:
@@ -889,9 +915,18 @@ class EventLog:
                 continue
             if not summary:
                 continue
+            if checked is not None:
+                attributes = summary.get("attributes")
+                checked(
+                    str(summary["runId"]), attributes if isinstance(attributes, Mapping) else {}
+                )
             if status is not None and summary["status"] != str(status):
                 continue
             if workflow is not None and summary["workflow"] != workflow:
+                continue
+            if since is not None and float(summary["createdAt"]) < since:
+                continue
+            if where and not _search_holds(where, summary.get("attributes")):
                 continue
             rows.append((float(summary["createdAt"]), str(summary["runId"]), summary, stamp, msg))
         rows.sort(key=lambda r: (-r[0], r[1]))
@@ -899,7 +934,7 @@ class EventLog:
         out = list(await asyncio.gather(*(self._run_info(s, t, m) for _, _, s, t, m in picked)))
         if status is not None:
             out = [i for i in out if i.status is status]
-        if workflow is None and status in (None, RunStatus.CORRUPT):
+        if workflow is None and status in (None, RunStatus.CORRUPT) and not where:
             out.extend(fenced)
         return out[: max(0, limit)]
 
@@ -931,7 +966,10 @@ class EventLog:
 
     async def _last_messages(self) -> list[StoredMsg]:
         """The last message of every run (multi_last, at most _MULTI_LAST subjects a request)."""
-        subjects = await self._run_subjects()
+        return await self._last_of(await self._run_subjects())
+
+    async def _last_of(self, subjects: list[str]) -> list[StoredMsg]:
+        """The last message of each of ``subjects`` that has one."""
         chunks = [subjects[i : i + _MULTI_LAST] for i in range(0, len(subjects), _MULTI_LAST)]
         results = await asyncio.gather(
             *(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
+from . import attribute_index
 from .codec import wrap
 from .names import Names
 
@@ -142,6 +143,20 @@ async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: 
             retention=RetentionPolicy.LIMITS,
             storage=store,
             num_replicas=replicas,
+            allow_direct=True,
+        ),
+        url,
+    )
+    await _ensure_stream(
+        js,
+        StreamConfig(
+            name=attribute_index.stream_name(names),
+            description="Wayline search attribute index: a subject per attribute value and run",
+            subjects=[attribute_index.wildcard(names)],
+            retention=RetentionPolicy.LIMITS,
+            storage=store,
+            num_replicas=replicas,
+            max_msgs_per_subject=1,
             allow_direct=True,
         ),
         url,

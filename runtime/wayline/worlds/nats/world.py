@@ -10,14 +10,17 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..._core import clock
+from ..._core import clock, search_attributes
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
+from ..._core.search_attributes import Where
 from ...errors import ConfigurationError, WaylineError, WorldUnavailableError
 from ...settings import Settings
 from ...world import Delivery, Finding, HookInfo, RunInfo, RunWatch, World, entries
 from ...world.blobs import OutOfLine
 from ...world.registry import merge_served, readable
+from . import attribute_index
+from .attribute_index import AttributeIndex
 from .blobs import NatsBlobs
 from .checkup import check_connected, connect_failure, monitor_base, read_varz, sync_line
 from .codec import parse_header_lines, parse_stamp, wrap
@@ -127,6 +130,7 @@ class NatsWorld(World):
         self.url = display_url(server_list, prefix)
         self._servers_shown = ",".join(redact(s) for s in server_list)
         self._nc: Any = None
+        self._attributes: AttributeIndex | None = None
         self._log: EventLog | None = None
         self._queue: Queue | None = None
         self._served_kv: Any = None
@@ -274,6 +278,7 @@ class NatsWorld(World):
 
         async def drop(run_id: str, incarnation: str | None, ended: float) -> None:
             await streams.purge_run(run_id)  # its step streams, then its payloads
+            await self._index().forget_run(run_id)
             await blobs.drop(run_id, incarnation, ended, stored, lambda: retention.archived(run_id))
 
         retention.on_drop = drop
@@ -285,6 +290,7 @@ class NatsWorld(World):
 
         async def drop(run_id: str, incarnation: str | None, ended: float) -> None:
             await streams.purge_run(run_id)  # payloads stay: the archived events name them
+            await self._index().forget_run(run_id)
 
         retention.on_drop = drop
         return await retention.archive_runs(older_than, limit)
@@ -540,6 +546,7 @@ class NatsWorld(World):
             await self._log.close()
         self._log = self._queue = self._served_kv = None
         self._streams = None
+        self._attributes = None
         self._slots = None
         if nc is not None:
             import nats.errors
@@ -565,6 +572,9 @@ class NatsWorld(World):
     ) -> list[Event]:
         log_ = self._events()
         msg_id = uuid.uuid4().hex  # chosen here: a run_created's names its incarnation
+        indexed = attribute_index.values_set(events)
+        if indexed:  # first: the index stays a superset of the log (see attribute_index)
+            await self._index().write(run_id, indexed)
 
         async def incarnation() -> str | None:
             return await log_.incarnation(run_id, events, msg_id)
@@ -579,7 +589,18 @@ class NatsWorld(World):
             info = log_.cached_info(run_id)
             if info is not None:  # this run_created is the run's: its route is fixed
                 self.router.remember(info)
+        if indexed:  # renewed after the append, so a stale-entry purge never takes it
+            await self._renew_index(run_id, indexed)
         return stored
+
+    async def _renew_index(self, run_id: str, values: Mapping[str, Any]) -> None:
+        """The entries' second publish. The append has landed: a failure here is logged,
+        not raised (the caller must not take the append for failed), and costs only the
+        protection the renewal gives against a purge (see ``attribute_index``)."""
+        try:
+            await self._index().write(run_id, values)
+        except WaylineError as err:
+            log.warning("run %s: search attribute index not renewed: %s", run_id, err)
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         events = await self._events().list_events(run_id, after_seq)
@@ -625,15 +646,57 @@ class NatsWorld(World):
             return await blobs.resolve_info(info), []
         return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
 
+    def _index(self) -> AttributeIndex:
+        if self._log is None or self._nc is None:
+            raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
+        if self._attributes is None:
+            self._attributes = AttributeIndex(
+                self._nc,
+                self._log._js,
+                self.names,
+                url=self._servers_shown,
+                timeout=self._options.request_timeout,
+            )
+        return self._attributes
+
     def _out_of_line(self) -> OutOfLine:
         if self.blobs is None:
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
         return self.blobs
 
     async def list_runs(
-        self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
+        self,
+        *,
+        status: RunStatus | None = None,
+        workflow: str | None = None,
+        limit: int = 100,
+        where: Sequence[Where] = (),
+        since: float | None = None,
     ) -> list[RunInfo]:
-        return await self._events().list_runs(status, workflow, limit)
+        if not where:
+            return await self._events().list_runs(status, workflow, limit, since=since)
+        index = self._index()
+        # Every "=" names its runs exactly; an order or "!=" names every run holding the key,
+        # so it only narrows the candidates when no "=" is given.
+        exact = [w for w in where if w.op == "="] or [where[0]]
+        found = await asyncio.gather(*(index.candidates(w) for w in exact))
+        run_ids = set(found[0]).intersection(*found[1:])
+        entries = {run_id: [e for f in found for e in f[run_id]] for run_id in run_ids}
+        stale: list[str] = []
+
+        def checked(run_id: str, attributes: Mapping[str, Any] | None) -> None:
+            held = search_attributes.stored(attributes or {})
+            for subject, row in entries.get(run_id, ()):
+                key = subject.rsplit(".", 3)[-3]
+                if row not in search_attributes.index_rows(held.get(key)):
+                    stale.append(subject)
+
+        out = await self._events().list_runs(
+            status, workflow, limit, since=since, where=where, run_ids=run_ids, checked=checked
+        )
+        if stale:
+            await index.repair(stale, self.now())
+        return out
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         return await self._events().repair(run_id, drop_seq)
