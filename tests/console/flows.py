@@ -16,22 +16,22 @@ class Approval(pydantic.BaseModel):
     by: str
 
 
-@wayline.step
+@wayline.step(name="console.hello")
 async def hello(name: str) -> str:
     return f"hello {name}"
 
 
-@wayline.workflow
+@wayline.workflow(name="greet")  # explicit: other test modules have namesakes
 async def greet(name: str) -> str:
     return await hello(name)
 
 
-@wayline.step
+@wayline.step(name="console.ship")
 async def ship(order: str, by: str) -> str:
     return f"{order} shipped, approved by {by}"
 
 
-@wayline.workflow
+@wayline.workflow(name="approve")  # explicit: other test modules have namesakes
 async def approve(order: str) -> str:
     approval = await wayline.create_hook(f"approve:{order}", type=Approval)
     return await ship(order, approval.by)
@@ -45,7 +45,7 @@ def release(name: str) -> None:
     _GATES.setdefault(name, asyncio.Event()).set()
 
 
-@wayline.step
+@wayline.step(name="console.wait_for_release")
 async def wait_for_release(name: str) -> str:
     # Bounded: a test that never releases the gate fails on its own wait, not on a hung step.
     try:
@@ -57,12 +57,12 @@ async def wait_for_release(name: str) -> str:
     return "released"
 
 
-@wayline.workflow
+@wayline.workflow(name="gated")  # explicit: other test modules have namesakes
 async def gated(name: str) -> str:
     return await wait_for_release(name)
 
 
-@wayline.step
+@wayline.step(name="console.write_lines")
 async def write_lines(lines: int) -> int:
     out = wayline.stream("lines")
     for i in range(lines):
@@ -70,7 +70,7 @@ async def write_lines(lines: int) -> int:
     return lines
 
 
-@wayline.workflow
+@wayline.workflow(name="streams")  # explicit: other test modules have namesakes
 async def streams(lines: int) -> int:
     return await write_lines(lines)
 
@@ -78,7 +78,7 @@ async def streams(lines: int) -> int:
 _TRIES: dict[str, int] = {}
 
 
-@wayline.step(max_retries=2, retry_delay=0.01)
+@wayline.step(name="console.flaky", max_retries=2, retry_delay=0.01)
 async def flaky(key: str) -> str:
     _TRIES[key] = _TRIES.get(key, 0) + 1
     if _TRIES[key] == 1:
@@ -86,12 +86,12 @@ async def flaky(key: str) -> str:
     return "charged"
 
 
-@wayline.workflow
+@wayline.workflow(name="retries")  # explicit: other test modules have namesakes
 async def retries(key: str) -> str:
     return await flaky(key)
 
 
-@wayline.workflow
+@wayline.workflow(name="naps")  # explicit: other test modules have namesakes
 async def naps() -> str:
     await wayline.sleep(3600)
     return "awake"

@@ -60,8 +60,8 @@ async def test_a_run_reads_as_runs_show_tells_it(console: Console) -> None:
         assert await handle.result(timeout=10) == "hello ana"
     run = (await console.http.get(f"/api/runs/{handle.run_id}")).json()
     assert run["status"] == "completed" and run["output"] == "hello ana"
-    assert [(s["name"], s["status"]) for s in run["steps"]] == [("hello", "completed")]
-    assert "step hello" in run["story"] and 'result    "hello ana"' in run["story"]
+    assert [(s["name"], s["status"]) for s in run["steps"]] == [("console.hello", "completed")]
+    assert "step console.hello" in run["story"] and 'result    "hello ana"' in run["story"]
     events = (await console.http.get(f"/api/runs/{handle.run_id}/events")).json()["events"]
     assert len(events) == run["eventCount"]
     assert events[0]["type"] == "run_created"

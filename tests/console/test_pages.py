@@ -31,12 +31,12 @@ async def test_the_runs_page_and_a_step_that_completes_while_it_is_watched(
         await page.screenshot("runs.png")
 
         await page.click(f'tr[data-run-id="{gated.run_id}"] a')
-        await page.text('#timeline tr[data-key="wait_for_release"] .status', "running")
+        await page.text('#timeline tr[data-key="console.wait_for_release"] .status', "running")
         await page.script("window.stillTheSamePage = true")
         await page.screenshot("run-running.png")
         flows.release("order-1")
         # the page learns of it over its change feed: no reload (the mark set above stays)
-        await page.text('#timeline tr[data-key="wait_for_release"] .status', "completed")
+        await page.text('#timeline tr[data-key="console.wait_for_release"] .status', "completed")
         await page.text("#status", "completed")
         assert await page.script("return window.stillTheSamePage") is True
         await page.text("#story", 'result    "released"')

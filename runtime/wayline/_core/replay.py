@@ -397,14 +397,8 @@ class Replay:
                 self._compensation_created(cid, p)
             case StepCreated():
                 self._step_created(cid, p)
-            case StepStarted(owner_message_id=owner, lease=lease):
-                rec = self._step(cid, event.type)
-                rec.starts += 1
-                rec.spent += 1
-                rec.owner = owner  # latest start wins; a bare start clears
-                rec.owner_lease = lease if owner is not None else None
-                rec.queued_start = owner is None
-                rec.last_started_at = event.created_at
+            case StepStarted():
+                self._step_started(self._step(cid, event.type), p, event.created_at)
             case StepRetrying():
                 rec = self._step(cid, event.type)
                 rec.spent = 0 if p.fresh else rec.spent
@@ -439,6 +433,15 @@ class Replay:
                 self._child_completed(cid, p)
             case unknown:
                 assert_never(unknown)
+
+    @staticmethod
+    def _step_started(rec: StepRecord, p: StepStarted, at: float) -> None:
+        rec.starts += 1
+        rec.spent += 1
+        rec.owner = p.owner_message_id  # latest start wins; a bare start clears
+        rec.owner_lease = p.lease if p.owner_message_id is not None else None
+        rec.queued_start = p.owner_message_id is None
+        rec.last_started_at = at
 
     def _step_created(self, cid: str, p: StepCreated) -> None:
         rec = self.steps.get(cid)
