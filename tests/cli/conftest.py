@@ -144,3 +144,35 @@ def spawn(cli: Cli) -> Iterator[Callable[..., Background]]:
     yield start
     for bg in started:
         bg.stop(signal.SIGKILL if bg.proc.poll() is None else signal.SIGTERM)
+
+
+InProcess = Callable[..., tuple[int, str, str]]
+
+
+def in_process(
+    world_url: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    app: tuple[str, str],
+) -> InProcess:
+    """``run(*argv)``: the exit code, stdout and stderr of ``wayline ARGV --world URL`` run
+    in-process, in ``tmp_path`` holding the app file ``app`` (name, source). An app of its own
+    per test: an in-process import of ``tests/cli/flows.py`` would clash with the workflows of
+    the same names the runtime tests import, and one process registers a name once."""
+    from wayline.cli import main
+
+    name, source = app
+    (tmp_path / name).write_text(source)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            code = main([*argv, "--world", world_url])
+        except SystemExit as refused:  # argparse refuses a bad argument so
+            code = int(refused.code or 0)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from wayline._core.ids import is_run_id
-from wayline.cli import main
 
-Run = Callable[..., tuple[int, str, str]]
+from .conftest import InProcess, in_process
+
+Run = InProcess
 START = ["start", "bid_app.py", "--input", '"bob"']  # a file alone: its one workflow
 
 
@@ -23,29 +23,15 @@ def run(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Run]:
-    """``run(*argv)``: the exit code, stdout and stderr of ``wayline ARGV --world URL``, in a
-    directory holding an app of its own (an in-process import of ``tests/cli/flows.py`` would
-    clash with the workflows of the same names the runtime tests import, and each test's app
-    names its workflow anew, as one process registers a name once)."""
-    (tmp_path / "bid_app.py").write_text(
+) -> Run:
+    """``run(*argv)`` in a directory holding an app whose one workflow is named anew."""
+    source = (
         "import wayline\n\n\n"
         "@wayline.workflow\n"
         f"async def greet_{uuid.uuid4().hex[:12]}(name: str) -> str:\n"
         "    return name\n"
     )
-    monkeypatch.chdir(tmp_path)
-    capsys.readouterr()
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        try:
-            code = main([*argv, "--world", world_url])
-        except SystemExit as refused:  # argparse refuses a bad argument so
-            code = int(refused.code or 0)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    yield run
+    return in_process(world_url, capsys, tmp_path, monkeypatch, ("bid_app.py", source))
 
 
 def _one_error_line(err: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import abc
 import logging
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import HookBufferOccupiedError
@@ -108,9 +109,10 @@ def to_store(existing: BufferedPayload | None, new: BufferedPayload, now: float)
         return False
     if existing.taken_by is not None:
         return True  # a tombstone of a payload delivered already: the token is free again
+    until = datetime.fromtimestamp(existing.expires_at, UTC).isoformat(timespec="seconds")
     raise HookBufferOccupiedError(
-        f"a payload for hook {new.token!r} is buffered already (until "
-        f"{existing.expires_at:.0f}); it has to be taken or expire before another is buffered",
+        f"a payload for hook {new.token!r} is buffered already (until {until} UTC); it has "
+        "to be taken or expire before another is buffered",
         token=new.token,
     )
 
