@@ -852,7 +852,9 @@ class Client:
         )
         stored = await self.world.hook_buffer().store(entry)
         if stored.taken_by is not None:
-            return stored.taken_by  # a repeat of a delivery id whose payload a hook took
+            # a repeat of a delivery id whose payload was taken: had its taker died before
+            # the append, the hook would still hold the token and the look above resumed it
+            return stored.taken_by
         return await self.deliver_buffered(token)
 
     async def deliver_buffered(self, token: str) -> str | None:

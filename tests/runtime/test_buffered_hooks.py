@@ -15,6 +15,7 @@ from tests.runtime import buffered_hook_flows as flows
 from tests.runtime.harness import Engine, wait_for
 from tests.runtime.sdk_flows import Approval
 from wayline._core.events import Event, EventType
+from wayline.world.hook_buffer import BufferedPayload
 
 
 def _received(events: list[Event]) -> list[Event]:
@@ -173,3 +174,25 @@ async def test_a_buffered_resume_to_a_waiting_hook_is_a_live_resume(engine: Engi
         assert await client.resume_hook("now", "here", buffer="1m") == handle.run_id
         assert await handle.result(timeout=10) == "here"
     assert await engine.world.hook_buffer().get("", "now") is None
+
+
+async def test_a_resend_delivers_a_payload_whose_taker_died_before_its_append(
+    engine: Engine,
+) -> None:
+    """A taker that dies between the take and the ``hook_received`` leaves the entry taken
+    and undelivered: the resend under the same delivery id finds the hook holding the token
+    and resumes it, once."""
+    client, store = engine.client, engine.world.hook_buffer()
+    async with engine.worker([flows.first_payload]):
+        handle = await client.start(flows.first_payload, "crash")
+        await client.wait_for_hook("crash", timeout=10)
+        now = engine.world.now()
+        entry = BufferedPayload("", "crash", "d-9", "sent", now, now + 60)
+        await store.store(entry)
+        assert await store.take("", "crash", handle.run_id) is not None  # and then it died
+        again = await client.resume_hook("crash", "sent", delivery_id="d-9", buffer="1m")
+        assert again == handle.run_id
+        repeat = await client.resume_hook("crash", "sent", delivery_id="d-9", buffer="1m")
+        assert repeat == handle.run_id
+        assert await handle.result(timeout=10) == "sent"
+    assert len(_received(await handle.events())) == 1

@@ -109,7 +109,7 @@ def to_store(existing: BufferedPayload | None, new: BufferedPayload, now: float)
         return False
     if existing.taken_by is not None:
         return True  # a tombstone of a payload delivered already: the token is free again
-    until = datetime.fromtimestamp(existing.expires_at, UTC).isoformat(timespec="seconds")
+    until = datetime.fromtimestamp(existing.expires_at, UTC).strftime("%Y-%m-%d %H:%M:%S")
     raise HookBufferOccupiedError(
         f"a payload for hook {new.token!r} is buffered already (until {until} UTC); it has "
         "to be taken or expire before another is buffered",
