@@ -196,3 +196,17 @@ async def test_a_resend_delivers_a_payload_whose_taker_died_before_its_append(
         assert repeat == handle.run_id
         assert await handle.result(timeout=10) == "sent"
     assert len(_received(await handle.events())) == 1
+
+
+async def test_a_typed_hook_leaves_an_untyped_payload_it_refuses_buffered(engine: Engine) -> None:
+    """Buffered without its class (``Client.resume_hook``), a payload the typed hook would
+    refuse is not delivered: the worker gives it back and the hook waits for a good one."""
+    client = engine.client
+    assert await client.resume_hook("approve:2", {"approved": "maybe"}, buffer="1m") is None
+    async with engine.worker([flows.typed_approval]):
+        handle = await client.start(flows.typed_approval, "approve:2")
+        await client.wait_for_hook("approve:2", timeout=10)
+        await Approval.resume(client, "approve:2", Approval(approved=False, by="bo"))
+        assert await handle.result(timeout=10) == [False, "bo"]
+    entry = await engine.world.hook_buffer().get("", "approve:2")
+    assert entry is not None and entry.taken_by is None
