@@ -210,3 +210,29 @@ async def test_a_typed_hook_leaves_an_untyped_payload_it_refuses_buffered(engine
         assert await handle.result(timeout=10) == [False, "bo"]
     entry = await engine.world.hook_buffer().get("", "approve:2")
     assert entry is not None and entry.taken_by is None
+
+
+async def test_a_redelivery_takes_the_payload_its_dead_delivery_did_not(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delivery that dies between writing a hook and taking its payload leaves the hook
+    waiting; the redelivery of its message looks for the payload of every waiting hook."""
+    from wayline._engine import handler
+
+    taken = handler.take_buffered
+    died: list[str] = []
+
+    async def dies_once(world: wayline.World, run_id: str, *args: object) -> int:
+        if not died:
+            died.append(run_id)
+            raise RuntimeError("the delivery died after writing its hook")
+        return await taken(world, run_id, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(handler, "take_buffered", dies_once)
+    client = engine.client
+    assert await client.resume_hook("dies", "kept", buffer="1m") is None
+    async with engine.worker([flows.first_payload]):
+        handle = await client.start(flows.first_payload, "dies")
+        assert await handle.result(timeout=20) == "kept"
+    assert died == [handle.run_id]
+    assert len(_received(await handle.events())) == 1

@@ -1,7 +1,8 @@
 """Payloads sent before the wait, on the worker's side (``wayline.world.hook_buffer``).
 
 Right after the decision batch that creates hooks is written, each new hook takes the payload
-buffered for its token in the run's namespace, if one waits, and the worker appends it as a
+buffered for its token in the run's namespace, if one waits (a redelivery looks again for every
+hook still waiting), and the worker appends it as a
 ``hook_received`` whose delivery id is the entry's id, then wakes the run. The hook exists in
 the log before the take, so a resumer that stores a payload after this take finds the hook
 when it looks again, and takes and delivers the payload itself (``Client.resume_hook``):
@@ -15,13 +16,27 @@ from collections.abc import Sequence
 
 from .._core.dispatch import FLOW_TOPIC
 from .._core.events import EventType, NewEvent
-from .._core.replay import HookRecord
+from .._core.replay import HookRecord, Replay
 from .._sdk.hooks import check_shape, validate
 from ..errors import EntityConflictError, InvalidPayloadError, RunTerminalError
 from ..world import World, flow_message
 from ..world.hook_buffer import BufferedPayload
 
 log = logging.getLogger("wayline.runtime")
+
+
+def waiting_hooks(replay: Replay) -> list[HookRecord]:
+    """The run's hooks that were written and have had no payload yet: what a redelivery
+    looks for payloads for, in case the delivery before it died between writing a hook and
+    taking its payload (a take finds nothing for a hook whose payload was taken)."""
+    return [
+        hook
+        for hook in replay.hooks.values()
+        if hook.created
+        and not hook.payloads
+        and not hook.disposed
+        and hook.cid not in replay.new_hooks
+    ]
 
 
 def _refused(hook: HookRecord, entry: BufferedPayload) -> str | None:

@@ -53,7 +53,7 @@ from ..errors import (
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
 from . import divergence, handoff, step_slots
-from .buffered_hooks import take_buffered
+from .buffered_hooks import take_buffered, waiting_hooks
 from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
@@ -350,6 +350,9 @@ class Handler:
         )
         armed.update(send.key for send in batch.sends)
         created = list(replay.new_hooks.values())
+        if not session.hooks_looked:
+            session.hooks_looked = True
+            created += waiting_hooks(replay)
         written = await self._write_batch(session, batch)
         if written is not True:
             return written is None  # None: conflict, caught up, plan again

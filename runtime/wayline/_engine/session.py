@@ -60,6 +60,10 @@ class RunSession:
         self._protected = protected
         self.namespace = namespace
         """The namespace the run was started in (its ``run_created``), or None."""
+        self.hooks_looked = delivery.attempt <= 1
+        """Whether the run's waiting hooks had their buffered payloads looked for: a
+        redelivery looks once, as the delivery before it may have died between writing a
+        hook and taking its payload (``buffered_hooks``)."""
 
     @property
     def arrival(self) -> Arrival:
