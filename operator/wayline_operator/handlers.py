@@ -17,6 +17,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import kopf
@@ -43,7 +44,14 @@ from .notices import NORMAL, WARNING, Budget, Notice
 from .peering import GATE
 from .periodic import Periodic
 from .persistence import MemoryProgress, NoDiffBase
-from .reconcile import HookNotReady, InvalidSpec, Reconciler, WrongNamespace, run_id_for
+from .reconcile import (
+    HookBuffered,
+    HookNotReady,
+    InvalidSpec,
+    Reconciler,
+    WrongNamespace,
+    run_id_for,
+)
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
 from .status import hook_status, invalid_status
 from .ttl import remove
@@ -402,8 +410,9 @@ async def _deliver(
         )
 
     namespace = (body.get("metadata") or {}).get("namespace")
+    created = _timestamp((body.get("metadata") or {}).get("creationTimestamp"))
     try:
-        run_id = await _reconciler(memo).deliver(uid, spec, namespace)
+        run_id = await _reconciler(memo).deliver(uid, spec, namespace, created)
     except WrongNamespace as err:
         # for good, as a refused payload: tried again it would be refused again (a run's
         # namespace never changes). The hook stays open for a WorkflowHook of its namespace.
@@ -412,8 +421,12 @@ async def _deliver(
         return fresh
     except HookNotReady as err:
         if status.get("phase") != "waiting":
-            update("waiting", str(err))
-            _post(body, memo, [Notice(NORMAL, "Waiting", f"{err}; trying again")])
+            if isinstance(err, HookBuffered):
+                update("waiting", str(err), reason="Buffered")
+                _post(body, memo, [Notice(NORMAL, "Buffered", str(err))])
+            else:
+                update("waiting", str(err))
+                _post(body, memo, [Notice(NORMAL, "Waiting", f"{err}; trying again")])
         return fresh or None
     except InvalidSpec as err:
         update("failed", str(err))
@@ -425,6 +438,16 @@ async def _deliver(
     update("delivered", delivered, run_id)
     _post(body, memo, [Notice(NORMAL, "Delivered", delivered)])
     return fresh
+
+
+def _timestamp(value: Any) -> float | None:
+    """A Kubernetes timestamp (``2026-12-06T16:25:38Z``) in seconds; None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def _undelivered(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:

@@ -11,6 +11,7 @@ import pydantic
 
 from wayline import Client, StartOptions
 from wayline._core.events import PAUSABLE, Event, EventType, RunStatus
+from wayline.durations import to_seconds
 from wayline.errors import (
     HookNotFoundError,
     RunTerminalError,
@@ -53,6 +54,11 @@ def _abandoned(events: list[Event]) -> bool:
 
 class HookNotReady(Exception):
     """No hook holds the token yet (its run has not reached it): try again later."""
+
+
+class HookBuffered(HookNotReady):
+    """No hook holds the token yet, and the payload is stored for the hook to come
+    (``spec.buffer``): looked at again until a run takes it or it expires."""
 
 
 class WrongNamespace(Exception):
@@ -174,7 +180,9 @@ class Reconciler:
             return None
         return info, await self.world.list_events(run_id)
 
-    async def deliver(self, uid: str, spec: Any, namespace: str | None) -> str:
+    async def deliver(
+        self, uid: str, spec: Any, namespace: str | None, created: float | None = None
+    ) -> str:
         """Deliver a ``WorkflowHook``'s payload, once (the resource's uid is the delivery id,
         so a retry after a crash delivers nothing twice); returns the run it went to. Only to
         a run started in the hook's ``namespace`` (``WrongNamespace`` otherwise; None, as
@@ -182,6 +190,8 @@ class Reconciler:
         parsed: WorkflowHookSpec = _parse(spec, WorkflowHookSpec)
         client = self.client_in(namespace)
         try:
+            if parsed.buffer is not None:
+                return await self._buffered(client, parsed, uid, created)
             run_id = await client.resume_hook(parsed.token, parsed.payload, delivery_id=uid)
         except WrongNamespaceError as err:
             raise WrongNamespace(err.message) from None
@@ -193,6 +203,39 @@ class Reconciler:
             raise
         except WaylineError as err:  # a payload that cannot be serialised, say
             raise InvalidSpec(err.message) from None
+        return run_id
+
+    async def _buffered(
+        self, client: Client, spec: WorkflowHookSpec, uid: str, created: float | None
+    ) -> str:
+        """``spec.buffer``: store the payload (under the resource's uid, so a look again
+        stores nothing twice) unless a hook holds the token, and on each later look answer
+        where it went: the run that took it, still waiting, or expired (``created``: when the
+        resource was made, so that an expired entry swept away is not stored anew)."""
+        try:
+            seconds = to_seconds(spec.buffer or "")
+        except ValueError as err:
+            raise InvalidSpec(f"spec.buffer: {err}") from None
+        token, now = spec.token, self.world.now()
+        entry = await self.world.hook_buffer().get(client.namespace or "", token)
+        if entry is not None and entry.entry_id == uid:
+            if entry.taken_by is not None:
+                return entry.taken_by
+            if not entry.expired(now):
+                found = await client.deliver_buffered(token)
+                if found is not None:
+                    return found
+                raise HookBuffered(f"payload for hook {token} buffered for {spec.buffer}")
+        if (entry is not None and entry.entry_id == uid) or (
+            created is not None and created + seconds <= now
+        ):
+            raise InvalidSpec(
+                f"the payload buffered for hook {token} expired after {spec.buffer}: no run "
+                "created a hook for the token in time"
+            )
+        run_id = await client.resume_hook(token, spec.payload, delivery_id=uid, buffer=seconds)
+        if run_id is None:
+            raise HookBuffered(f"payload for hook {token} buffered for {spec.buffer}")
         return run_id
 
     async def stop(self, uid: str) -> None:

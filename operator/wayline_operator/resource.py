@@ -135,6 +135,13 @@ class WorkflowHookSpec(BaseModel):
 
     token: str = Field(min_length=1, description="The token the workflow's hook waits on.")
     payload: Any = Field(default=None, description="Any JSON value, given to the workflow.")
+    buffer: str | None = Field(
+        default=None,
+        description="A duration (10m, 1h30m, at most 7d). While no hook holds the token, the "
+        "payload is stored this long instead of waiting here, and the first hook a run of this "
+        "namespace creates for the token receives it at once (phase waiting, reason Buffered, "
+        "until then; failed once it expired untaken).",
+    )
 
 
 class WaitingFor(BaseModel):
@@ -307,7 +314,8 @@ class WorkflowHookStatus(BaseModel):
     conditions: list[Condition] | None = Field(
         default=None,
         description="Delivered: True once the payload reached its run; False while waiting "
-        "(WaitingForHook) or for good (Refused, or WrongNamespace: the run waiting on the "
+        "(WaitingForHook, or Buffered: spec.buffer stored the payload for the hook to come) "
+        "or for good (Refused, or WrongNamespace: the run waiting on the "
         "token was not started in this namespace).",
     )
 

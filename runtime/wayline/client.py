@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
@@ -37,6 +38,7 @@ from .errors import (
     EntityConflictError,
     HookNotFoundError,
     HookWaitTimeoutError,
+    InvalidPayloadError,
     ResultTimeoutError,
     RunAlreadyExistsError,
     RunCancelledError,
@@ -60,6 +62,7 @@ from .world.business_ids import (
     newest_generation,
 )
 from .world.cancel import ask_to_cancel
+from .world.hook_buffer import MAX_BUFFER_SECONDS, BufferedPayload
 from .world.pausing import pause_run, unpause_run
 from .world.registry import waiting_for_worker
 
@@ -379,7 +382,15 @@ class Client:
         }
         if search:
             data[search_attributes.SEARCH_KEY] = search_attributes.checked_count(search)
-        start = _Start(name, definition, data, options.id_conflict, options.id)
+        start = _Start(
+            name,
+            definition,
+            data,
+            options.id_conflict,
+            options.id,
+            {token: self._plain(token, value) for token, value in options.hooks.items()},
+            to_seconds(options.hooks_buffer),
+        )
         if options.id is None:
             run_id = options.run_id or new_run_id()
             if await self._create(run_id, start):
@@ -407,7 +418,22 @@ class Client:
         )
 
     async def _create(self, run_id: str, start: _Start) -> bool:
-        """Append the run's ``run_created`` as its first event; False when it exists already."""
+        """Append the run's ``run_created`` as its first event; False when it exists already.
+        The payloads of ``StartOptions(hooks=)`` are stored first, for this run id alone, so
+        that no hook of the run can be created before them; a start that finds the run
+        exists leaves them to that run, as a signal-with-start signals the run it finds."""
+        now = self.world.now()
+        for token, plain in start.hooks.items():
+            entry = BufferedPayload(
+                self.namespace or "",
+                token,
+                f"start:{run_id}:{token}",  # a repeated start stores it once
+                plain,
+                now,
+                now + start.hooks_seconds,
+                for_run=run_id,
+            )
+            await self.world.hook_buffer().store(entry)
         event = NewEvent(EventType.RUN_CREATED, data=start.data)
         try:
             await self.world.append(run_id, [event], expected_seq=0)
@@ -784,13 +810,48 @@ class Client:
         await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": str(event)})
         return bool(appended), not_run
 
+    @overload
     async def resume_hook(
-        self, token: str, payload: Any = None, *, delivery_id: str | None = None
-    ) -> str:
+        self,
+        token: str,
+        payload: Any = None,
+        *,
+        delivery_id: str | None = None,
+        buffer: None = None,
+    ) -> str: ...
+    @overload
+    async def resume_hook(
+        self,
+        token: str,
+        payload: Any = None,
+        *,
+        delivery_id: str | None = None,
+        buffer: Duration | None,
+    ) -> str | None: ...
+    async def resume_hook(
+        self,
+        token: str,
+        payload: Any = None,
+        *,
+        delivery_id: str | None = None,
+        buffer: Duration | None = None,
+    ) -> str | None:
         """Deliver ``payload`` to the hook holding ``token``; returns the run id. With
         ``delivery_id`` the call is idempotent, also under concurrency: a payload already
         delivered under that id (a caller retrying after a crash, or a second caller racing
-        the first) is not delivered again."""
+        the first) is not delivered again.
+
+        With ``buffer`` (a duration: seconds, a ``timedelta`` or ``"10m"``, at most a week),
+        a token that no hook holds yet is no error: the payload is stored for that long, and
+        the first hook that a run of this client's namespace creates for the token receives
+        it at once, exactly once. Returns None when the payload was stored, the run id when
+        it reached a hook now. One payload waits per token: a second one under another
+        delivery id raises :class:`HookBufferOccupiedError` (docs/day2.md)."""
+        if buffer is not None:
+            return await self._resume_or_buffer(token, payload, delivery_id, buffer)
+        return await self._resume_now(token, payload, delivery_id)
+
+    async def _resume_now(self, token: str, payload: Any, delivery_id: str | None) -> str:
         hook = await self.world.get_hook(token)
         if hook is not None and self.namespace is not None:
             await self._same_namespace(hook.run_id, token)
@@ -800,10 +861,19 @@ class Client:
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
         await check_resume(self.world, hook, payload)  # a typed hook refuses a bad payload
-        data = {"payload": encode(payload, what=f"payload for hook {token!r}")}
-        limits.check(
-            data["payload"], "hook_payload", f"the payload for hook {token!r}", self._limits
-        )
+        return await self._deliver(hook, self._plain(token, payload), delivery_id)
+
+    def _plain(self, token: str, payload: Any) -> Any:
+        """``payload`` as stored, refused (before anything is written) when it does not
+        encode or is over the size limit."""
+        plain = encode(payload, what=f"payload for hook {token!r}")
+        limits.check(plain, "hook_payload", f"the payload for hook {token!r}", self._limits)
+        return plain
+
+    async def _deliver(self, hook: HookInfo, plain: Any, delivery_id: str | None) -> str:
+        """Append ``plain`` as a ``hook_received`` of ``hook`` and wake its run."""
+        token = hook.token
+        data = {"payload": plain}
         wake = {"runId": hook.run_id, "reason": "hook"}
         key = None if delivery_id is None else f"{hook.run_id}:hook:{token}:{delivery_id}"
         event = NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)
@@ -828,6 +898,61 @@ class Client:
             raise HookNotFoundError(f"cannot resume {token!r}: {why}", known=True) from None
         await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
+
+    async def _resume_or_buffer(
+        self, token: str, payload: Any, delivery_id: str | None, buffer: Duration
+    ) -> str | None:
+        """``resume_hook(..., buffer=)``: resume the hook holding ``token`` now if there is
+        one, else store the payload, then look for a hook once more. A worker takes a stored
+        payload right after it writes a new hook (``_engine.buffered_hooks``), so a hook
+        written before this store is found by the look after it, and one written after it
+        takes the payload itself; the take is atomic, so exactly one of the two delivers."""
+        seconds = to_seconds(buffer)
+        if not 0 < seconds <= MAX_BUFFER_SECONDS:
+            raise ValueError(
+                f"buffer= is more than 0 and at most {MAX_BUFFER_SECONDS:.0f} seconds, "
+                f"not {buffer!r}"
+            )
+        hook = await self.world.get_hook(token)
+        if hook is not None and hook.active:
+            return await self._resume_now(token, payload, delivery_id)
+        if hook is not None and await self._delivered(hook.run_id, token, delivery_id):
+            return hook.run_id  # a retry after a hook took the payload live and went on
+        plain = self._plain(token, payload)
+        now = self.world.now()
+        entry = BufferedPayload(
+            self.namespace or "", token, delivery_id or uuid.uuid4().hex, plain, now, now + seconds
+        )
+        stored = await self.world.hook_buffer().store(entry)
+        if stored.taken_by is not None:
+            # a repeat of a delivery id whose payload was taken: had its taker died before
+            # the append, the hook would still hold the token and the look above resumed it
+            return stored.taken_by
+        return await self.deliver_buffered(token)
+
+    async def deliver_buffered(self, token: str) -> str | None:
+        """Take the payload buffered for ``token`` in this client's namespace and deliver it,
+        if a hook of a run of that namespace holds the token now; returns that run's id, or
+        the id of the run that took it before (None: it still waits). What the operator calls
+        for a WorkflowHook that buffered its payload, and ``resume_hook`` after its store."""
+        store, namespace = self.world.hook_buffer(), self.namespace or ""
+        hook = await self.world.get_hook(token)
+        if hook is not None and hook.active and await self._of_namespace(hook.run_id):
+            entry = await store.take(namespace, token, hook.run_id)
+            if entry is not None:
+                try:
+                    await check_resume(self.world, hook, entry.payload)
+                    return await self._deliver(hook, entry.payload, entry.entry_id)
+                except (HookNotFoundError, InvalidPayloadError):
+                    await store.give_back(entry)  # it waits on, for a hook that takes it
+                    raise
+        found = await store.get(namespace, token)
+        return None if found is None else found.taken_by
+
+    async def _of_namespace(self, run_id: str) -> bool:
+        info = await self.world.get_run(run_id)
+        recorded = None if info is None else info.attributes.get("namespace")
+        return (recorded or None) == self.namespace
 
     async def wait_for_hook(self, token: str, *, timeout: Duration | None = None) -> HookInfo:
         """Wait until a run waits on ``token``: a hook holding it has not had its first payload
@@ -978,6 +1103,10 @@ class _Start:
     data: dict[str, Any]
     id_conflict: str
     business_id: str | None
+    hooks: dict[str, Any] = field(default_factory=dict)
+    """``StartOptions(hooks=)``, each payload encoded: buffered for the run before it is
+    created."""
+    hooks_seconds: float = 0.0
 
 
 _FENCE_ROUNDS = 1000

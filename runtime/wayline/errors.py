@@ -22,6 +22,7 @@ logs, run failures and the CLI speak the same words::
         ├── InvalidIdError                  INVALID_ID: not a run id or business id
         ├── RunAlreadyExistsError           RUN_ALREADY_EXISTS: ``StartOptions(id_conflict="fail")``
         ├── HookNotFoundError               HOOK_NOT_FOUND
+        ├── HookBufferOccupiedError         HOOK_BUFFER_OCCUPIED: a payload waits for the token
         ├── WrongNamespaceError             WRONG_NAMESPACE: a hook of another namespace's run
         ├── HookTimeout                     HOOK_TIMEOUT, inside a workflow
         ├── ChildTimeoutError               CHILD_TIMEOUT, inside a parent
@@ -297,6 +298,13 @@ class RunAlreadyExistsError(WaylineError):
 
 class HookNotFoundError(WaylineError):
     code = "HOOK_NOT_FOUND"
+
+
+class HookBufferOccupiedError(WaylineError):
+    """``resume_hook(..., buffer=)`` for a token that has a buffered payload waiting already
+    (under another delivery id): one payload waits per token and namespace."""
+
+    code = "HOOK_BUFFER_OCCUPIED"
 
 
 class WrongNamespaceError(WaylineError):

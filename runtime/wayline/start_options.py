@@ -4,14 +4,16 @@ arguments (see ``_sdk/options.py`` for why options no longer share their keyword
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._core import search_attributes
+from .durations import Duration, to_seconds
 from .world.business_ids import IdConflictPolicy, IdReusePolicy, check_start_ids
+from .world.hook_buffer import MAX_BUFFER_SECONDS
 
 START_OPTION_NAMES = ("run_id", "id", "id_conflict", "id_reuse", "queue")
-"""The fields of :class:`StartOptions`, once keywords of ``Client.start``."""
+"""The fields of :class:`StartOptions` that were once keywords of ``Client.start``."""
 
 
 @dataclass(frozen=True)
@@ -43,17 +45,34 @@ class StartOptions:
     timezone-aware datetime, a list of str), over those of ``@workflow(attributes=...)`` key
     by key; a bad name or value is an :class:`InvalidAttributesError` here. A start that
     finds its run already there (``id_conflict="use_existing"``) changes none of its
-    attributes."""
+    attributes.
+
+    ``hooks`` (``{token: payload}``, signal-with-start) stores each payload before the run is
+    created, for the started run alone: its first hook holding the token receives it at once.
+    A payload its run never waits for is dropped after ``hooks_buffer`` (a duration, one day
+    by default, at most a week). Stored as ``Client.resume_hook(..., buffer=)`` stores, so a
+    token with a payload waiting already is refused (:class:`HookBufferOccupiedError`)."""
 
     id: str | None = None
     run_id: str | None = None
     queue: str | None = None
     id_conflict: IdConflictPolicy = "use_existing"
     id_reuse: IdReusePolicy = "reject_duplicate"
+    hooks: Mapping[str, Any] = field(default_factory=dict)
+    hooks_buffer: Duration = "1d"
     attributes: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         check_start_ids(self.run_id, self.id, self.id_conflict, self.id_reuse)
+        for token in self.hooks:
+            if not isinstance(token, str) or not token:
+                raise ValueError(f"a hook token in hooks= is a non-empty string, not {token!r}")
+        seconds = to_seconds(self.hooks_buffer)
+        if not 0 < seconds <= MAX_BUFFER_SECONDS:
+            raise ValueError(
+                f"hooks_buffer= is more than 0 and at most {MAX_BUFFER_SECONDS:.0f} seconds, "
+                f"not {self.hooks_buffer!r}"
+            )
         if self.attributes is not None:
             if not isinstance(self.attributes, Mapping):
                 raise TypeError(

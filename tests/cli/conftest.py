@@ -146,29 +146,25 @@ def spawn(cli: Cli) -> Iterator[Callable[..., Background]]:
         bg.stop(signal.SIGKILL if bg.proc.poll() is None else signal.SIGTERM)
 
 
-Run = Callable[..., tuple[int, str, str]]
+InProcess = Callable[..., tuple[int, str, str]]
+Run = InProcess
 
 
-@pytest.fixture
-def run(
+def in_process(
     world_url: str,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Run]:
-    """``run(*argv)``: the exit code, stdout and stderr of ``wayline ARGV --world URL``,
-    in-process, in a directory holding an app of its own, ``app.py`` (an in-process import of
-    ``tests/cli/flows.py`` would clash with the workflows of the same names the runtime tests
-    import, and each test's app names its workflow anew, as one process registers a name
-    once)."""
+    app: tuple[str, str],
+) -> InProcess:
+    """``run(*argv)``: the exit code, stdout and stderr of ``wayline ARGV --world URL`` run
+    in-process, in ``tmp_path`` holding the app file ``app`` (name, source). An app of its own
+    per test: an in-process import of ``tests/cli/flows.py`` would clash with the workflows of
+    the same names the runtime tests import, and one process registers a name once."""
     from wayline.cli import main
 
-    (tmp_path / "app.py").write_text(
-        "import wayline\n\n\n"
-        "@wayline.workflow\n"
-        f"async def greet_{uuid.uuid4().hex[:12]}(name: str) -> str:\n"
-        "    return name\n"
-    )
+    name, source = app
+    (tmp_path / name).write_text(source)
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
 
@@ -180,4 +176,22 @@ def run(
         out, err = capsys.readouterr()
         return code, out, err
 
-    yield run
+    return run
+
+
+@pytest.fixture
+def run(
+    world_url: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Run:
+    """``run(*argv)`` in a directory holding ``app.py``, whose one workflow is named anew for
+    each test."""
+    source = (
+        "import wayline\n\n\n"
+        "@wayline.workflow\n"
+        f"async def greet_{uuid.uuid4().hex[:12]}(name: str) -> str:\n"
+        "    return name\n"
+    )
+    return in_process(world_url, capsys, tmp_path, monkeypatch, ("app.py", source))

@@ -146,6 +146,7 @@ def test_public_api_is_pinned() -> None:
             "CorruptLogError",
             "FatalError",
             "Hook",
+            "HookBufferOccupiedError",
             "HookInfo",
             "HookNotFoundError",
             "HookTimeout",

@@ -54,6 +54,7 @@ from ..errors import (
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
 from . import child_ids, divergence, handoff, step_slots
+from .buffered_hooks import take_buffered, waiting_hooks
 from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
 from .deferred import InlineBatch, Rebuild, append_batch
@@ -235,6 +236,7 @@ class Handler:
                         backstop=backstop,
                         stats=stats,
                         protected=self.protected,
+                        namespace=_namespace(info),
                     )
                     driven = await self._invoke(session, defer, pin)
                     if driven is None:  # rebuilt: the first rebuild ends deferral if it read time
@@ -356,10 +358,16 @@ class Handler:
             lease=settings.lease_seconds,
         )
         armed.update(send.key for send in batch.sends)
+        created = list(replay.new_hooks.values())
+        if not session.hooks_looked:
+            session.hooks_looked = True
+            created += waiting_hooks(replay)
         written = await self._write_batch(session, batch)
         if written is not True:
             return written is None  # None: conflict, caught up, plan again
         await session.flush()  # nothing below may leave before the completion
+        if created and await take_buffered(self.world, replay.run_id, session.namespace, created):
+            await session.catch_up()  # the payloads sent before the wait, taken just now
         plan = dispatch_plan(
             replay,
             session.arrival,
@@ -581,6 +589,11 @@ async def _ended(world: World, info: RunInfo) -> Verdict:
     wake), and a parent that waits on the child has nothing else to wake it."""
     await report_to_parent(world, info)
     return ACK
+
+
+def _namespace(info: RunInfo) -> str | None:
+    namespace = info.attributes.get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else None
 
 
 def _log_mark(delivery: Delivery) -> str | None:

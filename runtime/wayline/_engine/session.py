@@ -45,6 +45,7 @@ class RunSession:
         backstop: str | None,
         stats: Stats,
         protected: set[asyncio.Task[Any]],
+        namespace: str | None = None,
     ) -> None:
         self.world = world
         self.settings = settings
@@ -57,6 +58,12 @@ class RunSession:
         """The backstop key this delivery was sent under, if it is a backstop wake."""
         self.stats = stats
         self._protected = protected
+        self.namespace = namespace
+        """The namespace the run was started in (its ``run_created``), or None."""
+        self.hooks_looked = delivery.attempt <= 1
+        """Whether the run's waiting hooks had their buffered payloads looked for: a
+        redelivery looks once, as the delivery before it may have died between writing a
+        hook and taking its payload (``buffered_hooks``)."""
 
     @property
     def arrival(self) -> Arrival:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from .._core import projections
 from .._core.events import Event
@@ -65,8 +65,13 @@ class HookClient(Protocol):
     def world(self) -> HookWorld: ...
 
     async def resume_hook(
-        self, token: str, payload: Any, *, delivery_id: str | None = None
-    ) -> str: ...
+        self,
+        token: str,
+        payload: Any,
+        *,
+        delivery_id: str | None = None,
+        buffer: Duration | None,
+    ) -> str | None: ...
 
 
 class Hook:
@@ -108,14 +113,44 @@ class Hook:
             replay.dispose_hook(record)
         return value
 
+    @overload
     @classmethod
     async def resume(
-        cls, client: HookClient, token: str, payload: Any, *, delivery_id: str | None = None
-    ) -> str:
+        cls,
+        client: HookClient,
+        token: str,
+        payload: Any,
+        *,
+        delivery_id: str | None = None,
+        buffer: None = None,
+    ) -> str: ...
+    @overload
+    @classmethod
+    async def resume(
+        cls,
+        client: HookClient,
+        token: str,
+        payload: Any,
+        *,
+        delivery_id: str | None = None,
+        buffer: Duration | None,
+    ) -> str | None: ...
+    @classmethod
+    async def resume(
+        cls,
+        client: HookClient,
+        token: str,
+        payload: Any,
+        *,
+        delivery_id: str | None = None,
+        buffer: Duration | None = None,
+    ) -> str | None:
         """Outside a workflow: deliver ``payload`` (an instance, or a mapping that validates
         as this class) to the hook holding ``token``; returns the run id. Raises
         :class:`wayline.errors.InvalidPayloadError` naming the field when it does not
-        validate, or when the hook waits for another type; nothing is written then."""
+        validate, or when the hook waits for another type; nothing is written then. With
+        ``buffer`` the payload, validated as this class first, waits for a hook that does not
+        exist yet (``Client.resume_hook``); None when it was stored."""
         cls._check_typed("resume")
         hook = await client.world.get_hook(token)
         if hook is not None and hook.active:
@@ -125,7 +160,7 @@ class Hook:
                     f"hook {token!r} waits for {recorded}, not {cls.type_name()}", token=token
                 )
         value = validate(cls, payload, token)
-        return await client.resume_hook(token, value, delivery_id=delivery_id)
+        return await client.resume_hook(token, value, delivery_id=delivery_id, buffer=buffer)
 
 
 class HookHandle(Hook, Generic[T]):

@@ -382,6 +382,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="the payload as JSON (default: null); @PATH reads it from a file, @- from "
         "standard input",
     )
+    p.add_argument(
+        "--buffer",
+        metavar="DURATION",
+        help="when no hook holds TOKEN yet, keep the payload this long (e.g. 10m, at most 7d) "
+        "for the first hook a run creates for it, instead of failing",
+    )
+    p.add_argument(
+        "--delivery-id",
+        metavar="ID",
+        help="deliver (or buffer) the payload once under this id, however often the command "
+        "is repeated",
+    )
     p.set_defaults(handler=commands.cmd_hooks_resume)
     return parser
 

@@ -26,6 +26,7 @@ from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
 from .._core.projections import RunInfo, fold, timeout_of
 from .._engine.tasks import spawn, stop_if_cancelled
 from ..client import Client
+from ..durations import to_seconds
 from ..errors import (
     CorruptLogError,
     HookNotFoundError,
@@ -41,6 +42,7 @@ from ..start_options import StartOptions
 from ..worker import Worker
 from ..world import World
 from ..world.entries import corrupt_info
+from ..world.hook_buffer import MAX_BUFFER_SECONDS
 from ..world.open import open_world
 from ..world.registry import ever_served
 from .loading import (
@@ -916,11 +918,36 @@ async def cmd_hooks_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def duration_option(value: str, option: str) -> float:
+    """A duration option (``10m``, ``90s``, ``1h30m``) in seconds; bad input is refused."""
+    try:
+        seconds = to_seconds(value)
+    except ValueError as err:
+        raise UsageError(f"{option}: {err}") from None
+    if not 0 < seconds <= MAX_BUFFER_SECONDS:
+        raise UsageError(f"{option} is more than 0 and at most 7d, not {value!r}")
+    return seconds
+
+
 async def cmd_hooks_resume(args: argparse.Namespace) -> int:
     _, payload = option_json(args.payload, "--payload")
+    buffer = None if args.buffer is None else duration_option(args.buffer, "--buffer")
     async with opened_world(args.world, create=False) as world:
         try:
-            run_id = await Client(world).resume_hook(args.token, payload)
+            client = Client(world)
+            if buffer is None:
+                run_id = await client.resume_hook(args.token, payload, delivery_id=args.delivery_id)
+            else:
+                found = await client.resume_hook(
+                    args.token, payload, delivery_id=args.delivery_id, buffer=buffer
+                )
+                if found is None:
+                    print(
+                        f"buffered a payload for hook {args.token} for {args.buffer}: the "
+                        "first hook a run creates for it receives it"
+                    )
+                    return 0
+                run_id = found
         except HookNotFoundError as err:
             if not err.details.get("known"):  # no hook ever held the token: bad input
                 raise UsageError(f"{err.message} (in {args.world})") from None

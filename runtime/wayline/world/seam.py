@@ -23,6 +23,7 @@ from .._core.ids import MessageId
 from .._core.projections import RunInfo
 from .._core.search_attributes import Where
 from .checkup import Finding
+from .hook_buffer import HookBuffer
 from .routing import FLOW_TOPIC as FLOW_TOPIC
 from .routing import STEP_TOPIC as STEP_TOPIC
 from .routing import Router
@@ -291,6 +292,11 @@ class World(abc.ABC):
         names it), then check the whole log reads again. Returns what was done; refuses
         (changing nothing) to remove an entry that reads."""
         raise NotImplementedError(f"{type(self).__name__} does not implement repair")
+
+    def hook_buffer(self) -> HookBuffer:
+        """The store of payloads sent before the wait (``hook_buffer``): what
+        ``resume_hook(..., buffer=)`` stores and a new hook takes."""
+        raise NotImplementedError(f"{type(self).__name__} does not buffer hook payloads")
 
     # queue ---------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -69,6 +69,15 @@ CREATE TABLE IF NOT EXISTS run_feed (
     gseq INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL UNIQUE
 );
+-- Payloads sent before the wait (world/hook_buffer.py): the entry's JSON per key; expires_at
+-- repeats the entry's expiry so that a sweep is one DELETE.
+CREATE TABLE IF NOT EXISTS hook_buffer (
+    namespace TEXT NOT NULL,
+    token TEXT NOT NULL,
+    data TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    PRIMARY KEY (namespace, token)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS stream_records (
     run_id TEXT NOT NULL,
     stream TEXT NOT NULL,

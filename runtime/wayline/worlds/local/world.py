@@ -60,6 +60,7 @@ from .failures import rollback, unavailable
 from .feed import Ends, follow
 from .group import GroupWriter
 from .holders import current_holder, holder_alive
+from .hook_buffer import LocalHookBuffer
 from .rows import (
     LIVE_HOOK,
     RUN_SELECT,
@@ -134,6 +135,7 @@ class LocalWorld(World):
                 inline_payload_bytes = env.inline_payload_bytes
         self._visibility = visibility_seconds
         self.blobs = OutOfLine(LocalBlobs(self._write, self._read), inline_payload_bytes)
+        self._hook_buffer = LocalHookBuffer(self._write, self._read)
         self._poll = poll_interval
         self._busy_timeout = busy_timeout
         self._synchronous = synchronous.upper()
@@ -414,6 +416,9 @@ class LocalWorld(World):
         if r[3] and not self._read(LIVE_HOOK, (r[1], r[2], HOOK_ACTIVE)):
             return None  # a row no hook of the log stands behind (written behind our back)
         return HookInfo(r[0], r[1], r[2], bool(r[3]))
+
+    def hook_buffer(self) -> LocalHookBuffer:
+        return self._hook_buffer
 
     async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
         """Polls the ``run_feed`` table above a high-water mark (``feed``), so appends by

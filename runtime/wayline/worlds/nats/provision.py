@@ -17,6 +17,26 @@ MIN_SERVER = (2, 12)
 """Message schedules (delays) arrived in nats-server 2.12."""
 
 
+async def kv_bucket(
+    js: Any, bucket: str, *, replicas: int, memory: bool, url: str, ttl: float | None = None
+) -> Any:
+    """Create (or open, when it exists with this configuration) a KV bucket of one value per
+    key, read directly from any replica: what a store made lazily on first use opens (the
+    concurrency slots, the buffered hook payloads). ``ttl``: seconds a key is kept after its
+    last write (None: for ever)."""
+    from nats.js.api import KeyValueConfig, StorageType
+
+    store = StorageType.MEMORY if memory else StorageType.FILE
+    try:
+        return await js.create_key_value(
+            KeyValueConfig(
+                bucket=bucket, history=1, ttl=ttl, storage=store, replicas=replicas, direct=True
+            )
+        )
+    except Exception as err:
+        raise wrap(url, f"creating bucket {bucket}", err) from err
+
+
 def check_version(nc: Any, url: str) -> None:
     version = nc.connected_server_version
     found = (int(version.major), int(version.minor))

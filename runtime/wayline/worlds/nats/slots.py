@@ -23,6 +23,7 @@ from ...errors import CorruptLogError, WorldUnavailableError
 from ...world import RunInfo, entries
 from .codec import wrap
 from .names import Names, kv_key
+from .provision import kv_bucket
 
 _ATTEMPTS = 20
 
@@ -50,21 +51,13 @@ class Slots:
 
     async def _bucket(self) -> Any:
         if self._kv is None:
-            from nats.js.api import KeyValueConfig, StorageType
-
-            store = StorageType.MEMORY if self._memory else StorageType.FILE
-            try:
-                self._kv = await self._js.create_key_value(
-                    KeyValueConfig(
-                        bucket=self.bucket,
-                        history=1,
-                        storage=store,
-                        replicas=self._replicas,
-                        direct=True,
-                    )
-                )
-            except Exception as err:
-                raise wrap(self._url, f"creating bucket {self.bucket}", err) from err
+            self._kv = await kv_bucket(
+                self._js,
+                self.bucket,
+                replicas=self._replicas,
+                memory=self._memory,
+                url=self._url,
+            )
         return self._kv
 
     async def acquire(

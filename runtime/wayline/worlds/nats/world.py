@@ -27,6 +27,7 @@ from .codec import parse_header_lines, parse_stamp, wrap
 from .direct import connected, last_by_subject, lost_replies
 from .eventlog import EventLog
 from .failures import connect_bound, hopeless
+from .hook_buffer import NatsHookBuffer
 from .names import Names, kv_key, token_value
 from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
@@ -136,6 +137,7 @@ class NatsWorld(World):
         self._served_kv: Any = None
         self._streams: Streams | None = None
         self._slots: Slots | None = None
+        self._hook_buf: NatsHookBuffer | None = None
         self.skew = Skew()
         self._blob_store: Any = None
 
@@ -310,6 +312,18 @@ class NatsWorld(World):
                 timeout=self._options.request_timeout,
             )
         return self._streams
+
+    def hook_buffer(self) -> NatsHookBuffer:
+        if self._hook_buf is None:
+            self._hook_buf = NatsHookBuffer(
+                self._events()._js,
+                self.names,
+                replicas=self.replicas,
+                memory=self.storage == "memory",
+                url=self._servers_shown,
+                now=self.skew.now,
+            )
+        return self._hook_buf
 
     def _slot_store(self) -> Slots:
         if self._slots is None:
@@ -548,6 +562,7 @@ class NatsWorld(World):
         self._streams = None
         self._attributes = None
         self._slots = None
+        self._hook_buf = None
         if nc is not None:
             import nats.errors
 

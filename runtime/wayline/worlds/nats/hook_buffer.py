@@ -1,0 +1,162 @@
+"""Payloads sent before the wait on JetStream: a KV entry per ``(namespace, token)`` in the
+``<prefix>_hookbuf`` bucket, holding the entry's JSON (``wayline.world.hook_buffer``).
+
+Every change is a compare-and-set: create when the key is absent, else update on the revision
+read, and read again when another writer came first. So a take is atomic: of two racing
+takers, the second's update is refused and its next read finds the entry taken. Anyone with
+publish rights can write into the bucket: a value that is not an entry is passed over with a
+log line, and the next store for its key replaces it.
+
+The bucket keeps an entry at most ``MAX_BUFFER_SECONDS`` after its last write (the bucket's
+``max_age``): the server drops what a sweep never reached.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ...errors import WorldUnavailableError
+from ...world.hook_buffer import (
+    MAX_BUFFER_SECONDS,
+    BufferedPayload,
+    HookBuffer,
+    read_entry,
+    to_store,
+    to_take,
+)
+from .codec import wrap
+from .names import Names, kv_key
+from .provision import kv_bucket
+
+_ATTEMPTS = 20
+"""Compare-and-set rounds before a change gives up as contended (as for concurrency slots)."""
+
+_Change = Callable[[BufferedPayload | None], tuple[BufferedPayload | None, Any]]
+
+
+def _key(namespace: str, token: str) -> str:
+    return kv_key(json.dumps([namespace, token]))
+
+
+class NatsHookBuffer(HookBuffer):
+    def __init__(
+        self,
+        js: Any,
+        names: Names,
+        *,
+        replicas: int,
+        memory: bool,
+        url: str,
+        now: Callable[[], float],
+    ) -> None:
+        self._js, self._names, self._now = js, names, now
+        self._replicas, self._memory, self._url = replicas, memory, url
+        self._kv: Any = None
+
+    @property
+    def bucket(self) -> str:
+        return f"{self._names.prefix}_hookbuf"
+
+    async def _bucket(self) -> Any:
+        if self._kv is None:
+            self._kv = await kv_bucket(
+                self._js,
+                self.bucket,
+                replicas=self._replicas,
+                memory=self._memory,
+                url=self._url,
+                ttl=MAX_BUFFER_SECONDS,
+            )
+        return self._kv
+
+    async def _read(self, key: str, where: str) -> tuple[BufferedPayload | None, int | None]:
+        """The entry under ``key`` and its revision (None: absent or deleted)."""
+        import nats.js.errors
+
+        kv = await self._bucket()
+        try:
+            found = await kv.get(key)
+        except nats.js.errors.KeyNotFoundError:
+            return None, None
+        except Exception as err:
+            raise wrap(self._url, f"reading buffered payload {where}", err) from err
+        if not found.value:
+            return None, found.revision
+        return read_entry(found.value, where), found.revision
+
+    async def _change(self, namespace: str, token: str, change: _Change) -> Any:
+        import nats.js.errors
+
+        kv, key, where = await self._bucket(), _key(namespace, token), f"{namespace!r}/{token!r}"
+        for _ in range(_ATTEMPTS):
+            existing, revision = await self._read(key, where)
+            new, result = change(existing)
+            if new is None:
+                return result
+            value = json.dumps(new.to_json()).encode()
+            try:
+                if revision is None:
+                    await kv.create(key, value)
+                else:
+                    await kv.update(key, value, last=revision)
+            except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError):
+                continue  # another writer changed the entry first: read it again
+            except Exception as err:
+                raise wrap(self._url, f"writing buffered payload {where}", err) from err
+            return result
+        raise WorldUnavailableError(f"NATS at {self._url}: buffered payload {where} is contended")
+
+    async def store(self, entry: BufferedPayload) -> BufferedPayload:
+        def change(existing: BufferedPayload | None) -> tuple[BufferedPayload | None, Any]:
+            if to_store(existing, entry, self._now()):
+                return entry, entry
+            return None, existing
+
+        stored: BufferedPayload = await self._change(entry.namespace, entry.token, change)
+        return stored
+
+    async def get(self, namespace: str, token: str) -> BufferedPayload | None:
+        entry, _ = await self._read(_key(namespace, token), f"{namespace!r}/{token!r}")
+        return entry
+
+    async def take(self, namespace: str, token: str, run_id: str) -> BufferedPayload | None:
+        def change(existing: BufferedPayload | None) -> tuple[BufferedPayload | None, Any]:
+            taken = to_take(existing, run_id, self._now())
+            return taken, taken
+
+        taken: BufferedPayload | None = await self._change(namespace, token, change)
+        return taken
+
+    async def give_back(self, entry: BufferedPayload) -> None:
+        def change(existing: BufferedPayload | None) -> tuple[BufferedPayload | None, Any]:
+            return (replace(entry, taken_by=None) if existing == entry else None), None
+
+        await self._change(entry.namespace, entry.token, change)
+
+    async def sweep(self) -> int:
+        """Delete every expired entry (one read per key: a sweep is for maintenance, never on
+        the path of a resume or a hook)."""
+        import nats.js.errors
+
+        kv, now, swept = await self._bucket(), self._now(), 0
+        try:
+            keys = await kv.keys()
+        except nats.js.errors.NoKeysError:
+            return 0
+        except Exception as err:
+            raise wrap(self._url, f"listing bucket {self.bucket}", err) from err
+        for key in keys:
+            entry, revision = await self._read(key, key)
+            if entry is None or revision is None or not entry.expired(now):
+                continue
+            try:
+                await kv.delete(key, last=revision)
+            except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError):
+                continue  # stored again meanwhile
+            except Exception as err:
+                raise wrap(self._url, f"sweeping bucket {self.bucket}", err) from err
+            swept += 1
+        return swept
