@@ -199,7 +199,7 @@ async def test_a_bad_value_set_by_the_workflow_fails_the_run_with_its_code(engin
     async with engine.worker([sa_bad_value]):
         with pytest.raises(wayline.RunFailedError) as failed:
             await run.result(timeout=20)
-    assert failed.value.error_code == "INVALID_ATTRIBUTES"
+    assert failed.value.cause is not None and failed.value.cause.code == "INVALID_ATTRIBUTES"
     assert "needs a timezone" in str(failed.value)
     events = await engine.world.list_events(run.run_id)
     assert of_type(events, EventType.ATTRIBUTES_SET) == []
