@@ -75,9 +75,9 @@ class MemoryStore:
     streams: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     slots: dict[str, dict[str, Slot]] = field(default_factory=dict)
     archived: int = 0
-    peers: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+    peers: list[weakref.ref[Any]] = field(default_factory=list)
     """The worlds opened on this store: an append wakes their waiters and watchers, as a
-    change feed would."""
+    change feed would. A list, so that they are woken in the order they were opened."""
 
     def append(
         self, run_id: str, events: Sequence[NewEvent], expected_seq: int | None, now: float

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -39,16 +40,18 @@ class MemoryWorld(World):
         if visibility_seconds is None:
             visibility_seconds = Settings.from_env().visibility_seconds
         self._visibility = visibility_seconds
-        self._wakers: set[asyncio.Event] = set()
-        self._watchers: set[Callable[[str], None]] = set()
-        self.store.peers.add(self)
+        # Ordered (a dict, not a set of objects hashed by address), so that who is woken first
+        # is the same in every run: the simulator replays a seed from it.
+        self._wakers: dict[asyncio.Event, None] = {}
+        self._watchers: dict[Callable[[str], None], None] = {}
+        self.store.peers.append(weakref.ref(self))
 
     @property
     def visibility_seconds(self) -> float:
         return self._visibility
 
     def _peers(self) -> list[MemoryWorld]:
-        return list(self.store.peers)
+        return [w for w in (ref() for ref in self.store.peers) if w is not None]
 
     # event log ---------------------------------------------------------------------------
     async def append(
@@ -88,10 +91,10 @@ class MemoryWorld(World):
         return None if row is None else HookInfo(row.token, row.run_id, row.cid, row.active)
 
     async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
-        self._watchers.add(on_change)
+        self._watchers[on_change] = None
 
         async def close() -> None:
-            self._watchers.discard(on_change)
+            self._watchers.pop(on_change, None)
 
         return RunWatch(close)
 
@@ -127,7 +130,7 @@ class MemoryWorld(World):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         waker = asyncio.Event()
-        self._wakers.add(waker)
+        self._wakers[waker] = None
         try:
             while True:
                 got = self._claim(topic, max_messages)
@@ -144,7 +147,7 @@ class MemoryWorld(World):
                 except TimeoutError:
                     pass
         finally:
-            self._wakers.discard(waker)
+            self._wakers.pop(waker, None)
 
     def _claim(self, topic: str, limit: int) -> list[Delivery]:
         now = clock.now()
