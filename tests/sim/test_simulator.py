@@ -18,8 +18,8 @@ from wayline.sim.trace import Trace
 from wayline.testing import step_context
 from wayline.worlds.memory import MemoryStore
 
-CI_SEEDS = range(25)
-"""About 6 seconds of CPU: the seeds every test run checks (``make sim`` runs more)."""
+CI_SEEDS = range(16)
+"""About 4 seconds of CPU: the seeds every test run checks (``make sim`` runs more)."""
 
 
 def test_a_fixed_budget_of_seeds_keeps_every_invariant() -> None:

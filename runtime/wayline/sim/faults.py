@@ -18,7 +18,7 @@ from typing import Any
 from .._core.events import Event, NewEvent
 from .._core.ids import MessageId
 from ..errors import WorldUnavailableError
-from ..world import Delivery
+from ..world import Delivery, HookInfo, RunInfo
 from ..worlds.memory import MemoryStore, MemoryWorld
 from .trace import Trace
 
@@ -73,9 +73,40 @@ class FaultyWorld(MemoryWorld):
     def _chance(self, p: float) -> bool:
         return p > 0 and self.rng.random() < p
 
+    async def _latency(self) -> None:
+        """A round trip to the store: at least one loop turn, now and then a few virtual
+        milliseconds, so that other tasks run between a read and the write that follows it,
+        as they do against a real store."""
+        await asyncio.sleep(self.rng.choice((0.0, 0.0, self.rng.uniform(0.0, 0.01))))
+
+    async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        await self._latency()
+        return await super().list_events(run_id, after_seq)
+
+    async def get_run(self, run_id: str) -> RunInfo | None:
+        await self._latency()
+        return await super().get_run(run_id)
+
+    async def get_hook(self, token: str) -> HookInfo | None:
+        await self._latency()
+        return await super().get_hook(token)
+
+    async def acquire_slot(
+        self,
+        key: str,
+        holder: str,
+        limit: int,
+        *,
+        lease: float | None = None,
+        token: str | None = None,
+    ) -> tuple[bool, list[str]]:
+        await self._latency()
+        return await super().acquire_slot(key, holder, limit, lease=lease, token=token)
+
     async def append(
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[Event]:
+        await self._latency()
         if self._chance(self.plan.slow_append):
             await asyncio.sleep(self.rng.uniform(0.0, 3.0))
         if self._chance(self.plan.refuse_append):
@@ -95,6 +126,7 @@ class FaultyWorld(MemoryWorld):
         delay_seconds: float = 0.0,
         recoverable: bool = False,
     ) -> MessageId:
+        await self._latency()
         if self._chance(self.plan.delay_message):
             delay_seconds += self.rng.uniform(0.0, 5.0)
         mid = await super().enqueue(
@@ -115,6 +147,7 @@ class FaultyWorld(MemoryWorld):
         return got
 
     async def ack(self, delivery: Delivery) -> bool:
+        await self._latency()
         if self._chance(self.plan.lose_ack):
             self.trace.note(f"{self.name} ack id={delivery.message_id} lost (fault)")
             return self._held(delivery) is not None
