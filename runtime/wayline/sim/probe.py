@@ -30,7 +30,7 @@ from .loop import PROCESS
 from .trace import Trace
 
 _STEP_ENDS = frozenset({EventType.STEP_COMPLETED, EventType.STEP_FAILED})
-_VISIBLY_STUCK = frozenset({RunStatus.COMPENSATION_STUCK, RunStatus.BLOCKED})
+VISIBLY_STUCK = frozenset({RunStatus.COMPENSATION_STUCK, RunStatus.BLOCKED})
 """States that wait for an operator, and say so: a run left there is not lost."""
 
 
@@ -131,7 +131,7 @@ class Probe:
             if n > 1:
                 self.violate(f"hook {short}/{cid} received delivery {delivery} {n} times")
         info = self.store.runs.get(run_id)
-        if info is None or info.status.terminal or info.status in _VISIBLY_STUCK:
+        if info is None or info.status.terminal or info.status in VISIBLY_STUCK:
             return
         entities = self.store.entities.get(run_id, {})
         if not any(s in (HOOK_ACTIVE, WAIT_WAITING) for s in entities.values()):

@@ -21,7 +21,7 @@ from . import workload
 from .determinism import patched
 from .faults import FaultPlan, FaultyWorld
 from .loop import PROCESS, StuckError, VirtualLoop
-from .probe import Probe
+from .probe import VISIBLY_STUCK, Probe
 from .trace import Trace
 
 HORIZON = 6 * 3600.0
@@ -162,9 +162,9 @@ async def _main(
 
 
 def _settled(store: MemoryStore) -> bool:
+    """Every run ended, or waits for an operator (nothing more happens to it by itself)."""
     return bool(store.runs) and all(
-        i.status.terminal or i.status.value.startswith("compensation_stuck")
-        for i in store.runs.values()
+        i.status.terminal or i.status in VISIBLY_STUCK for i in store.runs.values()
     )
 
 
