@@ -1,10 +1,11 @@
 """Faults the seed chooses, injected at the world's edge: what the engine must survive.
 
 Each seed draws a :class:`FaultPlan` (how likely each fault is, some seeds none at all), and
-a :class:`FaultyWorld` consults it on every call. Every fault is one the World contract
-allows: an append refused (the store did not answer) or slow, a message delivered late, a
-publish repeated (two messages with one payload), an ack lost (the message comes back after
-its visibility timeout), a renewal unanswered.
+a :class:`FaultyWorld` consults it on every call, and gives every call a round trip's latency.
+Every fault is one the World contract allows: an append refused (the store did not answer)
+or slow, a message delivered late, a publish repeated (two messages with one payload), an
+ack lost (the message comes back after its visibility timeout), a renewal of a delivery or of
+a slot unanswered.
 """
 
 from __future__ import annotations
@@ -154,6 +155,15 @@ class FaultyWorld(MemoryWorld):
         done = await super().ack(delivery)
         self.trace.note(f"{self.name} ack id={delivery.message_id} {done}")
         return done
+
+    async def renew_slot(
+        self, key: str, holder: str, *, lease: float, token: str | None = None
+    ) -> bool:
+        await self._latency()
+        if self._chance(self.plan.lose_renewal):
+            self.trace.note(f"{self.name} renew slot {key} of {holder[-9:]} unanswered (fault)")
+            raise WorldUnavailableError("simulated: the store did not answer the slot renewal")
+        return await super().renew_slot(key, holder, lease=lease, token=token)
 
     async def renew(self, delivery: Delivery) -> bool:
         if self._chance(self.plan.lose_renewal):
