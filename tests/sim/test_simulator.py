@@ -8,8 +8,15 @@ import asyncio
 import contextvars
 import random
 import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 from wayline._core import clock
+from wayline._core.events import RUN_TERMINAL_EVENTS, Event, NewEvent
+from wayline.client import Client
+from wayline.errors import RunTerminalError
 from wayline.sim import run_seed
 from wayline.sim.determinism import patched
 from wayline.sim.loop import PROCESS, VirtualLoop
@@ -38,6 +45,30 @@ def test_a_seed_replays_its_trace_byte_for_byte() -> None:
     assert "crash-stopped" in first.trace and "(fault)" in first.trace
     assert first.trace.encode() == second.trace.encode()
     assert run_seed(5).trace != first.trace
+
+
+def test_a_race_put_back_is_caught_and_its_failing_seed_replays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The client's check-and-append made two writes again, as before 4794f6c: two clients
+    racing to resume one hook under one delivery id both see it undelivered, and both append
+    it. Seed 43 is the first seed that catches it (docs/simulation.md)."""
+
+    async def unfenced(
+        self: Client, run_id: str, decide: Callable[[list[Event]], list[NewEvent] | None]
+    ) -> Any:
+        events = await self.world.list_events(run_id)
+        batch = decide(events)
+        if not batch:
+            return []
+        if events[-1].type in RUN_TERMINAL_EVENTS:
+            raise RunTerminalError(f"run {run_id} has ended")
+        return await self.world.append(run_id, batch)
+
+    monkeypatch.setattr(Client, "_fenced_append", unfenced)
+    first, second = run_seed(43), run_seed(43)
+    assert any("received delivery d1 2 times" in v for v in first.violations), first.violations
+    assert first.trace.encode() == second.trace.encode()
 
 
 def test_the_loop_jumps_its_clock_and_the_engine_clock_follows() -> None:
