@@ -78,6 +78,7 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         self.dead: set[int] = set()
         """Crash-stopped processes: their callbacks are parked."""
         self.parked: list[asyncio.Handle] = []
+        self._sweep = False
 
     def time(self) -> float:
         return self._now
@@ -97,6 +98,7 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         """Stop every task of ``process`` where it stands, for good: its callbacks are parked,
         never run (until :meth:`revive_parked`, once the seed is judged)."""
         self.dead.add(process)
+        self._sweep = True
 
     def revive_parked(self) -> None:
         """Put the parked callbacks back, so that the tasks of crashed processes can at last
@@ -115,11 +117,14 @@ class VirtualLoop(asyncio.SelectorEventLoop):
                 (self.parked if self._of_dead(handle) else kept).append(handle)
             ready.clear()
             ready.extend(kept)
+            # The timers are swept once per crash: a parked process sets no timer after it,
+            # and a live one that wakes a dead task does so through the ready queue.
             timers: list[asyncio.TimerHandle] = self._scheduled  # type: ignore[attr-defined]
-            if any(self._of_dead(t) for t in timers):
+            if self._sweep and any(self._of_dead(t) for t in timers):
                 self.parked.extend(t for t in timers if self._of_dead(t))
                 timers[:] = [t for t in timers if not self._of_dead(t)]
                 heapq.heapify(timers)
+            self._sweep = False
         if self.shuffle and len(ready) > 1:
             order = list(ready)
             self.rng.shuffle(order)
