@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench soak chaos clean k8s-bins toxiproxy-bins fuse browser node-bins e2e cluster cluster-down crds
+.PHONY: demo test lint typecheck unit bench sim soak chaos clean k8s-bins toxiproxy-bins fuse browser node-bins e2e cluster cluster-down crds
 
 # The cluster `make cluster` brings up: never the e2e suite's wayline-e2e (`make e2e` tears that
 # one down), so a test run and a first install do not remove each other's cluster.
@@ -41,6 +41,15 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/steps.py
+
+# The deterministic simulator (wayline.sim): `make sim SEEDS=N` runs seeds 0..N-1 (FIRST=S
+# starts elsewhere), `make sim SEED=s` runs one seed and prints its full trace. The hash seed
+# is fixed because the order of a set of strings depends on it: with it, a seed replays the
+# same trace in any process.
+SEEDS ?= 100
+FIRST ?= 0
+sim: $(STAMP)
+	PYTHONHASHSEED=0 $(BIN)/python -m wayline.sim $(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --first $(FIRST))
 
 # Not part of `make test`: 200 runs x 20 steps on a real nats-server, three workers of two
 # applications, SIGKILLs of workers and of the server; at most 15 minutes, then it stops

@@ -62,21 +62,29 @@ async def make_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
     kind = request.param
 
     async def factory(**options: Any) -> World:
-        world: World
-        if kind == "local":
-            from wayline.worlds.local import LocalWorld
-
-            world = LocalWorld(tmp_path / "wayline.db", **_local_options(options))
-        else:
-            nats_factory = request.getfixturevalue("nats_world_factory")
-            world = await nats_factory(**options)
-        await world.start()
+        world = await open_world_of_kind(request, tmp_path, kind, options)
         opened.append(world)
         return world
 
     yield factory
     for world in reversed(opened):
         await world.close()
+
+
+async def open_world_of_kind(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str, options: dict[str, Any]
+) -> World:
+    """A started world of ``kind`` on the test's store (one file, or one NATS domain)."""
+    world: World
+    if kind == "local":
+        from wayline.worlds.local import LocalWorld
+
+        world = LocalWorld(tmp_path / "wayline.db", **_local_options(options))
+    else:
+        nats_factory = request.getfixturevalue("nats_world_factory")
+        world = await nats_factory(**options)
+    await world.start()
+    return world
 
 
 def _local_options(options: dict[str, Any]) -> dict[str, Any]:

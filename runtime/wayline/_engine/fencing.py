@@ -60,8 +60,8 @@ class Fence:
     """Seconds after receipt at which the fence trips (a ``timeout=`` step extends it)."""
     handoff: float
     """Seconds after receipt after which the run is handed off at its next step boundary."""
-    received: float = field(default_factory=time.monotonic)
-    renewed: float = field(default_factory=time.monotonic)
+    received: float = field(default_factory=lambda: time.monotonic())
+    renewed: float = field(default_factory=lambda: time.monotonic())
     """When the delivery was last known invisible to others (receipt or a renewal)."""
     tripped: str | None = None
     """Why the fence tripped (None while the holder may execute)."""

@@ -87,7 +87,7 @@ class Slot:
     token: str | None = None
     """This take's token: renewals and the give-back act only on the slot while this take holds
     it (a redelivery of the step takes the same holder under a new one)."""
-    proven: float = field(default_factory=time.monotonic)
+    proven: float = field(default_factory=lambda: time.monotonic())
     """When (monotonic) the holder sent the take or renewal that last succeeded: the world's
     lease runs from no earlier than that, so this holder may execute until ``proven + lease``
     on its own clock, whatever happened to its later renewals."""

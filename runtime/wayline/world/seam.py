@@ -85,7 +85,7 @@ class Delivery:
     """World-private: what the world needs to ack, renew or retry this delivery."""
     due_at: float | None = None
     """When the message became due (epoch seconds), where the world knows: queue lag."""
-    held_since: float = field(default_factory=time.monotonic)
+    held_since: float = field(default_factory=lambda: time.monotonic())
     """When the world's hold of this delivery began (``time.monotonic``): the worker times
     the hold, its deadline and its patience for writes from it. A world whose hold can begin
     well before the delivery is made (a NATS pull answered late) sets it; otherwise now."""

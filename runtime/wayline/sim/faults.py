@@ -1,0 +1,179 @@
+"""Faults the seed chooses, injected at the world's edge: what the engine must survive.
+
+Each seed draws a :class:`FaultPlan` (how likely each fault is, some seeds none at all), and
+a :class:`FaultyWorld` consults it on every call, and gives every call a round trip's latency.
+Every fault is one the World contract allows: an append refused (the store did not answer)
+or slow, a message delivered late, a publish repeated (two messages with one payload), an
+ack lost (the message comes back after its visibility timeout), a renewal of a delivery or of
+a slot unanswered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._core.events import Event, NewEvent
+from .._core.ids import MessageId
+from ..errors import WorldUnavailableError
+from ..world import Delivery, HookInfo, RunInfo
+from ..worlds.memory import MemoryStore, MemoryWorld
+from .trace import Trace
+
+
+@dataclass(frozen=True, slots=True)
+class FaultPlan:
+    refuse_append: float = 0.0
+    slow_append: float = 0.0
+    delay_message: float = 0.0
+    repeat_publish: float = 0.0
+    lose_ack: float = 0.0
+    lose_renewal: float = 0.0
+    crashes: int = 0
+    """Worker processes crash-stopped during the run (each replaced by a fresh one)."""
+
+    @classmethod
+    def draw(cls, rng: random.Random) -> FaultPlan:
+        """A quiet seed now and then (a fault-free run must pass too), else each fault with a
+        probability of its own, up to a rate the engine meets in a bad hour."""
+        if rng.random() < 0.15:
+            return cls()
+
+        def p(top: float) -> float:
+            return rng.choice((0.0, rng.uniform(0.0, top)))
+
+        return cls(
+            refuse_append=p(0.1),
+            slow_append=p(0.2),
+            delay_message=p(0.2),
+            repeat_publish=p(0.1),
+            lose_ack=p(0.2),
+            lose_renewal=p(0.2),
+            crashes=rng.choice((0, 0, 1, 2)),
+        )
+
+
+class FaultyWorld(MemoryWorld):
+    """A memory world whose calls fail as the plan says, and are traced."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        plan: FaultPlan,
+        rng: random.Random,
+        trace: Trace,
+        name: str,
+        **options: Any,
+    ) -> None:
+        super().__init__(store, **options)
+        self.plan, self.rng, self.trace, self.name = plan, rng, trace, name
+
+    def _chance(self, p: float) -> bool:
+        return p > 0 and self.rng.random() < p
+
+    async def _latency(self) -> None:
+        """A round trip to the store: at least one loop turn, now and then a few virtual
+        milliseconds, so that other tasks run between a read and the write that follows it,
+        as they do against a real store."""
+        await asyncio.sleep(self.rng.choice((0.0, 0.0, self.rng.uniform(0.0, 0.01))))
+
+    async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        await self._latency()
+        return await super().list_events(run_id, after_seq)
+
+    async def get_run(self, run_id: str) -> RunInfo | None:
+        await self._latency()
+        return await super().get_run(run_id)
+
+    async def get_hook(self, token: str) -> HookInfo | None:
+        await self._latency()
+        return await super().get_hook(token)
+
+    async def acquire_slot(
+        self,
+        key: str,
+        holder: str,
+        limit: int,
+        *,
+        lease: float | None = None,
+        token: str | None = None,
+    ) -> tuple[bool, list[str]]:
+        await self._latency()
+        return await super().acquire_slot(key, holder, limit, lease=lease, token=token)
+
+    async def append(
+        self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[Event]:
+        await self._latency()
+        if self._chance(self.plan.slow_append):
+            await asyncio.sleep(self.rng.uniform(0.0, 3.0))
+        if self._chance(self.plan.refuse_append):
+            self.trace.note(f"{self.name} append {run_id[-6:]} refused (fault)")
+            raise WorldUnavailableError("simulated: the store did not answer the append")
+        out = await super().append(run_id, events, expected_seq=expected_seq)
+        kinds = ",".join(f"{e.type}#{e.seq}" for e in out)
+        self.trace.note(f"{self.name} append {run_id[-6:]} {kinds}")
+        return out
+
+    async def enqueue(
+        self,
+        topic: str,
+        payload: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        delay_seconds: float = 0.0,
+        recoverable: bool = False,
+    ) -> MessageId:
+        await self._latency()
+        if self._chance(self.plan.delay_message):
+            delay_seconds += self.rng.uniform(0.0, 5.0)
+        mid = await super().enqueue(
+            topic, payload, idempotency_key=idempotency_key, delay_seconds=delay_seconds
+        )
+        self.trace.note(f"{self.name} enqueue {topic} {_what(payload)} id={mid}")
+        if idempotency_key is None and self._chance(self.plan.repeat_publish):
+            again = await super().enqueue(topic, payload, delay_seconds=delay_seconds)
+            self.trace.note(f"{self.name} enqueue repeated id={again} (fault)")
+        return mid
+
+    async def receive(
+        self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
+    ) -> list[Delivery]:
+        got = await super().receive(topic, max_messages=max_messages, wait_seconds=wait_seconds)
+        for d in got:
+            self.trace.note(f"{self.name} deliver {d.topic} id={d.message_id} #{d.attempt}")
+        return got
+
+    async def ack(self, delivery: Delivery) -> bool:
+        await self._latency()
+        if self._chance(self.plan.lose_ack):
+            self.trace.note(f"{self.name} ack id={delivery.message_id} lost (fault)")
+            return self._held(delivery) is not None
+        done = await super().ack(delivery)
+        self.trace.note(f"{self.name} ack id={delivery.message_id} {done}")
+        return done
+
+    async def renew_slot(
+        self, key: str, holder: str, *, lease: float, token: str | None = None
+    ) -> bool:
+        await self._latency()
+        if self._chance(self.plan.lose_renewal):
+            self.trace.note(f"{self.name} renew slot {key} of {holder[-9:]} unanswered (fault)")
+            raise WorldUnavailableError("simulated: the store did not answer the slot renewal")
+        return await super().renew_slot(key, holder, lease=lease, token=token)
+
+    async def renew(self, delivery: Delivery) -> bool:
+        if self._chance(self.plan.lose_renewal):
+            self.trace.note(f"{self.name} renew id={delivery.message_id} unanswered (fault)")
+            raise WorldUnavailableError("simulated: the store did not answer the renewal")
+        return await super().renew(delivery)
+
+
+def _what(payload: Mapping[str, Any]) -> str:
+    run = payload.get("runId")
+    step = payload.get("stepId")
+    out = f"run={str(run)[-6:]}" if isinstance(run, str) else ""
+    return f"{out} step={step}" if step is not None else out

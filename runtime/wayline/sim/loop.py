@@ -1,0 +1,137 @@
+"""An asyncio event loop on virtual time, whose every choice comes from one seed.
+
+``time()`` is a number the loop moves itself: its selector never blocks, and when nothing is
+ready it jumps the clock to the next timer, so a 30-second visibility timeout costs no real
+time. The ready callbacks of one turn run in an order drawn from the seed (asyncio promises no
+order between tasks, and an engine that depends on one has a race), and a simulated process
+can be crash-stopped: the callbacks of its tasks are parked from then on, so none of its
+tasks runs again, not even its ``finally`` blocks.
+
+A process is a ``contextvars`` value (:data:`PROCESS`): a task inherits its creator's, so every
+task a worker spawns belongs to the process that started the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import heapq
+import random
+import selectors
+from collections.abc import Mapping
+from typing import Any
+
+PROCESS: contextvars.ContextVar[int] = contextvars.ContextVar("wayline_sim_process", default=0)
+"""The simulated process a task belongs to (0: the simulator itself, which never crashes)."""
+
+EPOCH = 1_800_000_000.0
+"""The virtual wall clock at the start of every run (a fixed date, so stamps replay)."""
+
+
+class StuckError(RuntimeError):
+    """Nothing is ready and no timer is set: every task waits for something that never comes."""
+
+
+class _Selector(selectors.BaseSelector):
+    """Registers what asyncio asks for (its self-pipe) and never reports an event: nothing in
+    a simulation does real I/O. A wait of ``timeout`` seconds moves the clock instead."""
+
+    def __init__(self) -> None:
+        self._keys: dict[Any, selectors.SelectorKey] = {}
+        self.loop: VirtualLoop | None = None
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        key = selectors.SelectorKey(fileobj, _fd(fileobj), events, data)
+        self._keys[fileobj] = key
+        return key
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        return self._keys.pop(fileobj)
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        assert self.loop is not None
+        if timeout is None:
+            raise StuckError("the simulation is stuck: nothing is ready and no timer is set")
+        self.loop.advance(timeout)
+        return []
+
+    def get_map(self) -> Mapping[Any, selectors.SelectorKey]:
+        return self._keys
+
+    def close(self) -> None:
+        self._keys.clear()
+
+
+def _fd(fileobj: Any) -> int:
+    return fileobj if isinstance(fileobj, int) else int(fileobj.fileno())
+
+
+class VirtualLoop(asyncio.SelectorEventLoop):
+    def __init__(self, rng: random.Random, *, shuffle: bool = True) -> None:
+        selector = _Selector()
+        super().__init__(selector)
+        selector.loop = self
+        self.rng = rng
+        self.shuffle = shuffle
+        self._now = 1_000.0
+        self._start = self._now
+        self.dead: set[int] = set()
+        """Crash-stopped processes: their callbacks are parked."""
+        self.parked: list[asyncio.Handle] = []
+        self._sweep = False
+
+    def time(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        if seconds > 0:
+            self._now += seconds
+
+    def wall(self) -> float:
+        """The virtual wall clock (seconds since the epoch), for ``time.time``."""
+        return EPOCH + (self._now - self._start)
+
+    def elapsed(self) -> float:
+        return self._now - self._start
+
+    def crash(self, process: int) -> None:
+        """Stop every task of ``process`` where it stands, for good: its callbacks are parked,
+        never run (until :meth:`revive_parked`, once the seed is judged)."""
+        self.dead.add(process)
+        self._sweep = True
+
+    def revive_parked(self) -> None:
+        """Put the parked callbacks back, so that the tasks of crashed processes can at last
+        be cancelled and end (a task whose next step was parked would otherwise never run
+        again, not even to take its cancellation)."""
+        self.dead.clear()
+        ready: Any = self._ready  # type: ignore[attr-defined]
+        ready.extend(self.parked)
+        self.parked.clear()
+
+    def _run_once(self) -> None:
+        ready: Any = self._ready  # type: ignore[attr-defined]
+        if self.dead:
+            kept: list[asyncio.Handle] = []
+            for handle in ready:
+                (self.parked if self._of_dead(handle) else kept).append(handle)
+            ready.clear()
+            ready.extend(kept)
+            # The timers are swept once per crash: a parked process sets no timer after it,
+            # and a live one that wakes a dead task does so through the ready queue.
+            timers: list[asyncio.TimerHandle] = self._scheduled  # type: ignore[attr-defined]
+            if self._sweep and any(self._of_dead(t) for t in timers):
+                self.parked.extend(t for t in timers if self._of_dead(t))
+                timers[:] = [t for t in timers if not self._of_dead(t)]
+                heapq.heapify(timers)
+            self._sweep = False
+        if self.shuffle and len(ready) > 1:
+            order = list(ready)
+            self.rng.shuffle(order)
+            ready.clear()
+            ready.extend(order)
+        super()._run_once()  # type: ignore[misc]
+
+    def _of_dead(self, handle: asyncio.Handle) -> bool:
+        context: contextvars.Context | None = getattr(handle, "_context", None)
+        return context is not None and context.get(PROCESS, 0) in self.dead

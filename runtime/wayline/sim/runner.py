@@ -1,0 +1,195 @@
+"""One seed, start to end: the world, the worker processes, the faults and the clients, all
+on one :class:`~.loop.VirtualLoop` and all drawn from ``random.Random(seed)``; then the
+invariants. The same seed gives the same trace, byte for byte, in any process started with
+the same ``PYTHONHASHSEED``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ..client import Client
+from ..settings import Settings
+from ..worker import Worker
+from ..worlds.memory import MemoryStore
+from . import workload
+from .determinism import patched
+from .faults import FaultPlan, FaultyWorld
+from .loop import PROCESS, StuckError, VirtualLoop
+from .probe import VISIBLY_STUCK, Probe
+from .trace import Trace
+
+HORIZON = 6 * 3600.0
+"""Virtual seconds a seed may take before its runs are judged (a hook's timeout is 1h)."""
+VISIBILITY = 30.0
+RUNS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    seed: int
+    plan: FaultPlan
+    trace: str
+    violations: list[str]
+    bodies: int
+    virtual_seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+class _Processes:
+    """The simulated worker processes: each a world opened on the shared store and a worker,
+    every task of it tagged with its process number."""
+
+    def __init__(
+        self,
+        loop: VirtualLoop,
+        store: MemoryStore,
+        plan: FaultPlan,
+        rng: random.Random,
+        trace: Trace,
+        probe: Probe,
+    ) -> None:
+        self.loop, self.store, self.plan, self.rng = loop, store, plan, rng
+        self.trace, self.probe = trace, probe
+        self.workers: dict[int, Worker] = {}
+        self.count = 0
+
+    def boot(self) -> None:
+        self.count += 1
+        process = self.count
+        world = FaultyWorld(
+            self.store,
+            self.plan,
+            self.rng,
+            self.trace,
+            f"p{process}",
+            visibility_seconds=VISIBILITY,
+        )
+        worker = Worker(world, workload.WORKFLOWS, settings=Settings.from_env({}))
+        self.workers[process] = worker
+        context = contextvars.copy_context()
+        context.run(PROCESS.set, process)
+        self.trace.note(f"p{process} boots")
+        self.loop.create_task(worker.start(), name=f"sim-boot-p{process}", context=context)
+
+    def crash(self) -> None:
+        process = self.rng.choice(sorted(self.workers))
+        self.workers.pop(process)
+        self.loop.crash(process)
+        self.probe.crashed(process)
+        self.trace.note(f"p{process} crash-stopped")
+        self.boot()
+
+    def exited(self, process: int) -> None:
+        """A process exited itself (``os._exit``): it is gone, as after a crash."""
+        self.trace.note(f"p{process} exits (os._exit)")
+        if self.workers.pop(process, None) is not None:
+            self.probe.crashed(process)
+            self.loop.call_soon(self.boot)
+
+
+def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
+    rng = random.Random(seed)
+    plan = FaultPlan.draw(rng)
+    loop = VirtualLoop(random.Random(rng.getrandbits(64)))
+    loop.set_exception_handler(lambda _loop, _context: None)
+    trace = Trace(loop.elapsed)
+    store = MemoryStore()
+    probe = Probe(store, trace, dict(workload.LIMITS))
+    processes = _Processes(loop, store, plan, random.Random(rng.getrandbits(64)), trace, probe)
+    trace.note(f"seed {seed}: {plan}")
+    quiet = logging.getLogger("wayline")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        with patched(loop, random.Random(rng.getrandbits(64)), processes.exited):
+            workload.Stage.probe, workload.Stage.rng = probe, random.Random(rng.getrandbits(64))
+            try:
+                loop.run_until_complete(_main(loop, store, processes, rng, trace, probe, runs))
+            except StuckError as err:
+                probe.violate(str(err))
+            probe.judge_logs()
+            _end(loop)
+    finally:
+        quiet.setLevel(level)
+        workload.Stage.probe = None
+    return Outcome(seed, plan, trace.text(), probe.violations, probe.bodies, loop.elapsed())
+
+
+async def _main(
+    loop: VirtualLoop,
+    store: MemoryStore,
+    processes: _Processes,
+    rng: random.Random,
+    trace: Trace,
+    probe: Probe,
+    runs: int,
+) -> None:
+    for _ in range(2):
+        processes.boot()
+    client = Client(
+        FaultyWorld(store, FaultPlan(), rng, trace, "client", visibility_seconds=VISIBILITY),
+        workload.WORKFLOWS,
+    )
+    crashes = [
+        loop.call_later(rng.uniform(1.0, 60.0), processes.crash)
+        for _ in range(processes.plan.crashes)
+    ]
+    drivers = [
+        workload.drive(client, random.Random(rng.getrandbits(64)), trace, f"o{i}")
+        for i in range(runs)
+    ]
+    await asyncio.gather(*drivers)
+    # A poll, not an event: "every run ended" has no one place that could set one, and a
+    # poll on virtual time costs one loop turn per ten seconds.
+    while loop.elapsed() < HORIZON and not _settled(store):  # noqa: ASYNC110
+        await asyncio.sleep(10.0)
+    for timer in crashes:
+        timer.cancel()
+    trace.note(f"settled after {loop.elapsed():.0f}s virtual" if _settled(store) else "horizon")
+    for process, worker in sorted(processes.workers.items()):
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(worker.close(), 120.0)
+        trace.note(f"p{process} closed")
+
+
+def _settled(store: MemoryStore) -> bool:
+    """Every run ended, or waits for an operator (nothing more happens to it by itself)."""
+    return bool(store.runs) and all(
+        i.status.terminal or i.status in VISIBLY_STUCK for i in store.runs.values()
+    )
+
+
+def _end(loop: VirtualLoop) -> None:
+    """Let nothing outlive the seed: the tasks of crashed processes are cancelled too, now that
+    the seed is judged (their ``finally`` blocks run against a store nobody reads again). A
+    task that swallows a cancellation is cancelled again, a few rounds at most."""
+    loop.revive_parked()
+    for _ in range(5):
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if not pending:
+            break
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.wait(pending, timeout=60.0))
+    left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    if left:
+        _GRAVEYARD.extend(left)
+        del _GRAVEYARD[:-_GRAVEYARD_SIZE]
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
+
+
+_GRAVEYARD: list[asyncio.Task[Any]] = []
+"""Tasks that would not end: kept from the garbage collector, which would close their
+coroutines outside any loop and report what their ``finally`` blocks raise."""
+_GRAVEYARD_SIZE = 10_000
