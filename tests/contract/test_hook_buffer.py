@@ -72,6 +72,8 @@ async def test_a_take_given_back_can_be_taken_again(world: World) -> None:
 
 
 async def test_bytes_that_are_not_an_entry_are_passed_over(world: World) -> None:
+    if type(world).__name__ == "MemoryWorld":
+        pytest.skip("the in-memory world keeps entries as values: nobody can write bytes there")
     await _write_foreign(world, "ns", "t", b"\xff not json")
     store = world.hook_buffer()
     assert await store.get("ns", "t") is None

@@ -26,6 +26,7 @@ from ..._core.events import (
 )
 from ...errors import HookTokenConflictError, SequenceConflictError
 from ...world import RunInfo, fold_run
+from .hook_buffer import MemoryHookBuffer
 
 
 @dataclass(slots=True)
@@ -75,6 +76,7 @@ class MemoryStore:
     streams: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     slots: dict[str, dict[str, Slot]] = field(default_factory=dict)
     archived: int = 0
+    hook_buffer: MemoryHookBuffer = field(default_factory=MemoryHookBuffer)
     peers: list[weakref.ref[Any]] = field(default_factory=list)
     """The worlds opened on this store: an append wakes their waiters and watchers, as a
     change feed would. A list, so that they are woken in the order they were opened."""

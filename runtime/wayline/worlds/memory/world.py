@@ -15,14 +15,16 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..._core import clock
+from ..._core import clock, search_attributes
 from ..._core.events import RUN_TERMINAL_EVENTS, Event, NewEvent, RunStatus
 from ..._core.ids import MessageId
+from ..._core.search_attributes import Where
 from ...settings import Settings
 from ...telemetry import carry
 from ...world import Delivery, HookInfo, RunInfo, RunWatch, World, terminal_statuses
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
+from .hook_buffer import MemoryHookBuffer
 from .store import MemoryStore, Message, Slot, run_of
 
 
@@ -75,16 +77,30 @@ class MemoryWorld(World):
         return self.store.runs.get(run_id)
 
     async def list_runs(
-        self, *, status: RunStatus | None = None, workflow: str | None = None, limit: int = 100
+        self,
+        *,
+        status: RunStatus | None = None,
+        workflow: str | None = None,
+        limit: int = 100,
+        where: Sequence[Where] = (),
+        since: float | None = None,
     ) -> list[RunInfo]:
+        # a scan: the simulator's worlds hold a few runs, and the other worlds' index answers
+        # exactly what this filter does (the contract suite holds all three to it)
         found = [
             i
             for i in self.store.runs.values()
-            if status in (None, i.status) and workflow in (None, i.workflow)
+            if status in (None, i.status)
+            and workflow in (None, i.workflow)
+            and (since is None or i.created_at >= since)
+            and search_attributes.matches(where, search_attributes.stored(i.attributes))
         ]
         found.sort(key=lambda i: i.run_id)
         found.sort(key=lambda i: i.created_at, reverse=True)
         return found[:limit]
+
+    def hook_buffer(self) -> MemoryHookBuffer:
+        return self.store.hook_buffer
 
     async def get_hook(self, token: str) -> HookInfo | None:
         row = self.store.hook(token)
