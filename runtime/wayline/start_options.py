@@ -3,8 +3,10 @@ arguments (see ``_sdk/options.py`` for why options no longer share their keyword
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .errors import InvalidPayloadError
 from .world.business_ids import IdConflictPolicy, IdReusePolicy, check_start_ids
 
 START_OPTION_NAMES = ("run_id", "id", "id_conflict", "id_reuse", "queue")
@@ -34,13 +36,46 @@ class StartOptions:
     returns that run to every later call, ended or not.
 
     ``queue``: the run is served by the workers started with that ``queue=`` instead of by
-    those serving the workflow by name."""
+    those serving the workflow by name.
+
+    ``memo`` (Temporal's memo): up to 16 string keys and values that the run's ``run_created``
+    records and ``RunInfo.attributes["memo"]`` shows; nothing else reads them. Written once,
+    with the run: a start that finds the run existing keeps the memo it was created with, so
+    a memo tells who created a run (the operator records its WorkflowRun's uid there)."""
 
     id: str | None = None
     run_id: str | None = None
     queue: str | None = None
     id_conflict: IdConflictPolicy = "use_existing"
     id_reuse: IdReusePolicy = "reject_duplicate"
+    memo: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         check_start_ids(self.run_id, self.id, self.id_conflict, self.id_reuse)
+        if self.memo is not None:
+            check_memo(self.memo)
+
+
+MAX_MEMO_ENTRIES = 16
+MAX_MEMO_CHARS = 256
+"""Per key and per value: a memo names who or what created a run, it carries no payload
+(that is the input's job, with its own limits)."""
+
+
+def check_memo(memo: object) -> None:
+    """Refuse a memo that is not a small mapping of strings to strings, saying why."""
+    if not isinstance(memo, Mapping):
+        raise InvalidPayloadError(f"a memo maps strings to strings, not {type(memo).__name__}")
+    if len(memo) > MAX_MEMO_ENTRIES:
+        raise InvalidPayloadError(f"a memo has at most {MAX_MEMO_ENTRIES} entries, not {len(memo)}")
+    for key, value in memo.items():
+        for what, text in (("key", key), ("value", value)):
+            if not isinstance(text, str):
+                raise InvalidPayloadError(
+                    f"memo {what} {text!r} is a {type(text).__name__}, not a string"
+                )
+            if len(text) > MAX_MEMO_CHARS or (what == "key" and not text):
+                raise InvalidPayloadError(
+                    f"a memo {what} has {'1' if what == 'key' else '0'} to {MAX_MEMO_CHARS} "
+                    f"characters, not {len(text)}: {text[:40]!r}"
+                )
