@@ -11,7 +11,14 @@ import pydantic
 
 from wayline import Client, StartOptions
 from wayline._core.events import Event, EventType, RunStatus
-from wayline.errors import HookNotFoundError, WaylineError, WorldError, WrongNamespaceError
+from wayline.errors import (
+    HookNotFoundError,
+    RunAlreadyExistsError,
+    RunNotFoundError,
+    WaylineError,
+    WorldError,
+    WrongNamespaceError,
+)
 from wayline.settings import Settings
 from wayline.world import RunInfo, World
 
@@ -26,9 +33,26 @@ class InvalidSpec(Exception):
 
 
 def run_id_for(uid: str) -> str:
-    """The run's id is the resource's uid: a retried create (operator crash, resume after a
-    restart) names the same run, and ``Client.start(run_id=...)`` starts it only once."""
+    """The run id derived from the resource's uid: the id of every run that operators before
+    business ids started, and of a run started with no resource name (``Reconciler.start``
+    without ``name``). Such a run keeps its id: a resource's ``status.runId`` names it."""
     return "wf_" + uid.replace("-", "").lower()
+
+
+OWNER_MEMO = "wayline.dev/workflowrun-uid"
+"""The memo key (``StartOptions.memo``) under which a run records the uid of the WorkflowRun
+that started it: a start retried after a crash finds its own run by it, and tells it from the
+run of an earlier resource of the same name."""
+
+
+class IdInUse(Exception):
+    """The resource's name is the business id of a live run that another resource (an earlier
+    one of the same name, deleted since) or another client started: nothing is started until
+    that run ends."""
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 def _abandoned(events: list[Event]) -> bool:
@@ -86,26 +110,83 @@ class Reconciler:
             self._clients[namespace] = client
         return client
 
-    async def start(self, uid: str, spec: Any, namespace: str | None = None) -> str:
+    async def start(
+        self,
+        uid: str,
+        spec: Any,
+        namespace: str | None = None,
+        name: str | None = None,
+        known: str | None = None,
+    ) -> str:
         """Start the resource's run (idempotent) and return its id. The run records the
-        resource's ``namespace``: only that namespace's WorkflowHooks answer its hooks."""
+        resource's ``namespace``: only that namespace's WorkflowHooks answer its hooks.
+
+        With ``name`` (the resource's ``metadata.name``) the name is the run's business id in
+        the client namespace ``namespace``, so ``wayline runs show NAME --namespace NS``
+        finds it; the run's memo records ``uid``. A run already started for this resource (an
+        operator that crashed before it wrote ``status.runId``, or one from before business
+        ids, whose id is the uid's) is returned as it is. An ended run of the name that
+        another resource started leaves the name to this one (a new run under it); a live one
+        raises :class:`IdInUse`. Without ``name``, or when the status already names the uid's
+        run id (``known``: a resource from before business ids, its run started again in this
+        world), the run id is the uid's (``run_id_for``)."""
         parsed = parse_spec(spec)
-        run_id = run_id_for(uid)
+        client = self.client_in(namespace)
         try:
-            client = self.client_in(namespace)
-            await client.start_with(StartOptions(run_id=run_id), parsed.workflow, *parsed.args())
+            run_id = run_id_for(uid)
+            if name is None or known == run_id:
+                await client.start_with(
+                    StartOptions(run_id=run_id), parsed.workflow, *parsed.args()
+                )
+                return run_id
+            return await self._start_by_name(client, uid, name, parsed)
         except WorldError:
             raise  # the world's trouble, not the spec's: retried
         except WaylineError as err:
             raise InvalidSpec(err.message) from None
-        return run_id
 
-    async def act(self, uid: str, spec: Any) -> None:
-        """Carry the spec's decisions to the run: a terminate, a cancel, a compensation
-        resume or abandon. Each is done once however often this is called (it compares with
-        the log)."""
+    async def _start_by_name(
+        self, client: Client, uid: str, name: str, parsed: WorkflowRunSpec
+    ) -> str:
+        legacy = run_id_for(uid)
+        if await self.world.get_run(legacy) is not None:
+            return legacy  # started by an operator from before business ids
+        newest = await self._newest(client, name)
+        if newest is not None and _owner(newest) == uid:
+            return newest.run_id  # this resource's own run, started before a crash
+        # A new run under the name, unless a live one holds it. The policies make the check
+        # and the start one fenced step: of two operators racing, one creates the run and
+        # the other finds it live (fail) and then sees it is its own resource's.
+        options = StartOptions(
+            id=name, id_conflict="fail", id_reuse="allow_duplicate", memo={OWNER_MEMO: uid}
+        )
+        try:
+            handle = await client.start_with(options, parsed.workflow, *parsed.args())
+        except RunAlreadyExistsError as err:
+            held = str(err.details.get("run_id"))
+            info = await self.world.get_run(held)
+            if info is not None and _owner(info) == uid:
+                return held
+            raise IdInUse(
+                f"the name {name!r} is the id of run {held} ({err.details.get('status')}), "
+                "which another WorkflowRun or client started and which has not ended: this "
+                "resource starts its run once that one has ended",
+                held,
+            ) from None
+        return handle.run_id
+
+    async def _newest(self, client: Client, name: str) -> RunInfo | None:
+        try:
+            run_id = await client.resolve(name)
+        except RunNotFoundError:
+            return None
+        return await self.world.get_run(run_id)
+
+    async def act(self, run_id: str, spec: Any) -> None:
+        """Carry the spec's decisions to the resource's run ``run_id``: a terminate, a cancel,
+        a compensation resume or abandon. Each is done once however often this is called (it
+        compares with the log)."""
         parsed = parse_spec(spec)
-        run_id = run_id_for(uid)
         info = await self.world.get_run(run_id)
         if info is None or info.status.terminal:
             return
@@ -164,10 +245,10 @@ class Reconciler:
             raise InvalidSpec(err.message) from None
         return run_id
 
-    async def stop(self, uid: str) -> None:
-        """The resource is being deleted: cancel its run (durably requested; a worker finishes
-        it, compensations included). A run that ended, or never started, needs nothing."""
-        run_id = run_id_for(uid)
+    async def stop(self, run_id: str) -> None:
+        """The resource is being deleted: cancel its run ``run_id`` (durably requested; a
+        worker finishes it, compensations included). A run that ended, or never started,
+        needs nothing."""
         info = await self.world.get_run(run_id)
         if info is None or info.status.terminal:
             return
@@ -178,3 +259,10 @@ class Reconciler:
         if not any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
             log.info("run %s: %s", run_id, reason)
             await self.client.cancel(run_id, reason=reason)
+
+
+def _owner(info: RunInfo) -> str | None:
+    """The uid of the WorkflowRun that started the run (its memo), if one did."""
+    memo = info.attributes.get("memo")
+    owner = memo.get(OWNER_MEMO) if isinstance(memo, dict) else None
+    return owner if isinstance(owner, str) else None
