@@ -148,12 +148,17 @@ class Reconciler:
     async def _start_by_name(
         self, client: Client, uid: str, name: str, parsed: WorkflowRunSpec
     ) -> str:
-        legacy = run_id_for(uid)
-        if await self.world.get_run(legacy) is not None:
-            return legacy  # started by an operator from before business ids
-        newest = await self._newest(client, name)
-        if newest is not None and _owner(newest) == uid:
-            return newest.run_id  # this resource's own run, started before a crash
+        found = run_id_for(uid)  # started by an operator from before business ids?
+        if await self.world.get_run(found) is None:
+            newest = await self._newest(client, name)
+            ours = newest is not None and _owner(newest) == uid
+            found = newest.run_id if newest is not None and ours else ""
+        if found:
+            # This resource's own run, started before a crash or a restart: started again by
+            # its run id, which re-sends the start of a live run (it may have lost it) and
+            # sends nothing for one that ended.
+            await client.start_with(StartOptions(run_id=found), parsed.workflow, *parsed.args())
+            return found
         # A new run under the name, unless a live one holds it. The policies make the check
         # and the start one fenced step: of two operators racing, one creates the run and
         # the other finds it live (fail) and then sees it is its own resource's.
