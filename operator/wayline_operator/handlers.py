@@ -343,7 +343,8 @@ async def start(
             generation=_generation(meta),
             previous=status.get("conditions") or [],
         )
-        patch.status.update(held)
+        if status.get("message") != held["message"]:  # once, not at every retry
+            patch.status.update(held)
         _post(body, memo, [Notice(WARNING, "IdInUse", str(err), key=f"id-in-use:{err.run_id}")])
         raise kopf.TemporaryError(f"{err}; trying again", delay=ID_RETRY_SECONDS) from None
     except WorldError as err:
