@@ -21,6 +21,7 @@ from wayline.errors import (
 )
 from wayline.settings import Settings
 from wayline.world import RunInfo, World
+from wayline.world.business_ids import IdReusePolicy
 
 from .resource import WorkflowHookSpec, WorkflowRunSpec
 from .status import resumes_recorded
@@ -43,6 +44,10 @@ OWNER_MEMO = "wayline.dev/workflowrun-uid"
 """The memo key (``StartOptions.memo``) under which a run records the uid of the WorkflowRun
 that started it: a start retried after a crash finds its own run by it, and tells it from the
 run of an earlier resource of the same name."""
+
+
+_START_ROUNDS = 5
+"""Rounds of reading the name's newest run and starting one, while other starters race."""
 
 
 class IdInUse(Exception):
@@ -148,37 +153,41 @@ class Reconciler:
     async def _start_by_name(
         self, client: Client, uid: str, name: str, parsed: WorkflowRunSpec
     ) -> str:
-        found = run_id_for(uid)  # started by an operator from before business ids?
-        if await self.world.get_run(found) is None:
+        if await self.world.get_run(run_id_for(uid)) is not None:
+            return await self._again(client, run_id_for(uid), parsed)  # from before names
+        for _ in range(_START_ROUNDS):
             newest = await self._newest(client, name)
-            ours = newest is not None and _owner(newest) == uid
-            found = newest.run_id if newest is not None and ours else ""
-        if found:
-            # This resource's own run, started before a crash or a restart: started again by
-            # its run id, which re-sends the start of a live run (it may have lost it) and
-            # sends nothing for one that ended.
-            await client.start_with(StartOptions(run_id=found), parsed.workflow, *parsed.args())
-            return found
-        # A new run under the name, unless a live one holds it. The policies make the check
-        # and the start one fenced step: of two operators racing, one creates the run and
-        # the other finds it live (fail) and then sees it is its own resource's.
-        options = StartOptions(
-            id=name, id_conflict="fail", id_reuse="allow_duplicate", memo={OWNER_MEMO: uid}
-        )
-        try:
-            handle = await client.start_with(options, parsed.workflow, *parsed.args())
-        except RunAlreadyExistsError as err:
-            held = str(err.details.get("run_id"))
-            info = await self.world.get_run(held)
-            if info is not None and _owner(info) == uid:
-                return held
-            raise IdInUse(
-                f"the name {name!r} is the id of run {held} ({err.details.get('status')}), "
-                "which another WorkflowRun or client started and which has not ended: this "
-                "resource starts its run once that one has ended",
-                held,
-            ) from None
-        return handle.run_id
+            if newest is not None and _owner(newest) == uid:
+                return await self._again(client, newest.run_id, parsed)
+            if newest is not None and not newest.status.terminal:
+                raise IdInUse(
+                    f"the name {name!r} is the id of run {newest.run_id} ({newest.status}), "
+                    "which another WorkflowRun or client started and which has not ended: "
+                    "this resource starts its run once that one has ended",
+                    newest.run_id,
+                )
+            # A new run under the name, fenced on what was just read: with nothing read, a
+            # start refuses any run found meanwhile (reject_duplicate); after an ended run of
+            # someone else's, it starts the next one. A run that two operators (or a start
+            # retried while the first was under way) created meanwhile makes the start fail,
+            # and the next round finds it: its own resource's is then this one's.
+            reuse: IdReusePolicy = "reject_duplicate" if newest is None else "allow_duplicate"
+            options = StartOptions(
+                id=name, id_conflict="fail", id_reuse=reuse, memo={OWNER_MEMO: uid}
+            )
+            try:
+                handle = await client.start_with(options, parsed.workflow, *parsed.args())
+            except RunAlreadyExistsError:
+                continue
+            return handle.run_id
+        raise WorldError(f"the runs of name {name!r} kept changing while a run was started")
+
+    async def _again(self, client: Client, run_id: str, parsed: WorkflowRunSpec) -> str:
+        """This resource's own run, started before a crash or a restart: started again by its
+        run id, which re-sends the start of a live run (it may have lost it) and sends
+        nothing for one that ended."""
+        await client.start_with(StartOptions(run_id=run_id), parsed.workflow, *parsed.args())
+        return run_id
 
     async def _newest(self, client: Client, name: str) -> RunInfo | None:
         try:
