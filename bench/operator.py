@@ -183,17 +183,13 @@ def by_resource(
 
 
 async def run_ends(url: str, uids: dict[str, str], limit: int) -> dict[str, float]:
-    """Each resource's run end (the ``run_completed`` stamp), by resource name."""
+    """Each resource's run end (the ``run_completed`` stamp), by resource name: a run's
+    business id is its resource's name."""
     world = wayline.open_world(url)
     async with world:
         runs = await world.list_runs(limit=limit)
-    ends = {r.run_id: r.ended_at for r in runs if r.ended_at is not None}
-    out = {}
-    for name, uid in uids.items():
-        ended = ends.get("wf_" + uid.replace("-", ""))
-        if ended is not None:
-            out[name] = ended
-    return out
+    ends = {r.business_id: r.ended_at for r in runs if r.ended_at is not None}
+    return {name: ends[name] for name in uids if ends.get(name) is not None}
 
 
 def bench(opts: argparse.Namespace) -> dict[str, Any]:

@@ -47,13 +47,13 @@ from .persistence import MemoryProgress, NoDiffBase
 from .reconcile import (
     HookBuffered,
     HookNotReady,
+    IdInUse,
     InvalidSpec,
     Reconciler,
     WrongNamespace,
-    run_id_for,
 )
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
-from .status import hook_status, invalid_status
+from .status import hook_status, id_in_use_status, invalid_status
 from .ttl import remove
 
 log = logging.getLogger("wayline.operator")
@@ -66,6 +66,9 @@ WORLD_RETRY_SECONDS = 2.0
 """How soon a start whose world did not answer is tried again."""
 INPUT_RETRY_SECONDS = 5.0
 """How soon a start whose ``spec.inputFrom`` was not there is tried again."""
+ID_RETRY_SECONDS = 2.0
+"""How soon a start whose name a live run holds is tried again: that run is usually the one
+of a resource of the same name just deleted, which ends as soon as a worker cancels it."""
 
 
 def cadence() -> Cadence:
@@ -297,11 +300,11 @@ async def seen(event: Mapping[str, Any], body: kopf.Body, memo: kopf.Memo, **_: 
     mirror.start()  # from inside a handler: its loops inherit what kopf.event needs
     meta = body.get("metadata") or {}
     if not current().owns(body):  # another instance's (its label says so, or it was relabelled)
-        mirror.forget(run_id_for(str(meta.get("uid"))))
+        mirror.forget_resource(str(meta.get("uid")))
         return
-    mirror.seen(event.get("type"), body)
-    if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
-        await stop(str(meta.get("uid")), memo)
+    run_id = mirror.seen(event.get("type"), body)
+    if run_id is not None and (event.get("type") == "DELETED" or meta.get("deletionTimestamp")):
+        await stop(str(meta.get("uid")), run_id, memo)
     await release_legacy(event.get("type"), meta, PLURAL)
 
 
@@ -333,7 +336,7 @@ async def start(
     namespace = meta.get("namespace")
     try:
         resolved = await resolve_input(spec, namespace)
-        run_id = await _reconciler(memo).start(uid, resolved, namespace)
+        run_id = await _reconciler(memo).start(uid, resolved, namespace, meta.get("name"))
     except InputNotFound as err:
         _post(body, memo, [Notice(WARNING, "InputNotFound", str(err), key="input-from")])
         raise kopf.TemporaryError(f"{err}; trying again", delay=INPUT_RETRY_SECONDS) from None
@@ -347,11 +350,25 @@ async def start(
         patch.status.update(fresh)
         _post(body, memo, [Notice(WARNING, "InvalidSpec", str(err))])
         raise kopf.PermanentError(str(err)) from None
+    except IdInUse as err:
+        # The name's live run is another resource's (deleted, its run still cancelling) or a
+        # client's: this resource waits for it to end, as a kubectl user who deletes and
+        # re-applies a WorkflowRun expects its run to start again (docs/operator.md).
+        held = id_in_use_status(
+            str(err),
+            now=time.time(),
+            generation=_generation(meta),
+            previous=status.get("conditions") or [],
+        )
+        if status.get("message") != held["message"]:  # once, not at every retry
+            patch.status.update(held)
+        _post(body, memo, [Notice(WARNING, "IdInUse", str(err), key=f"id-in-use:{err.run_id}")])
+        raise kopf.TemporaryError(f"{err}; trying again", delay=ID_RETRY_SECONDS) from None
     except WorldError as err:
         raise kopf.TemporaryError(str(err), delay=5) from None
     mirror = _mirror(memo)
     mirror.start()
-    mirror.pump.touch(run_id)
+    mirror.bind(uid, run_id)
 
 
 STOP_ATTEMPTS = 5
@@ -360,7 +377,7 @@ STOP_ATTEMPTS = 5
 
 
 @observed("stop")
-async def stop(uid: str, memo: kopf.Memo) -> None:
+async def stop(uid: str, run_id: str, memo: kopf.Memo) -> None:
     """The resource was deleted: cancel its run. WorkflowRuns carry no finalizer (kopf adds
     none: no handler needs one), so a delete never waits for this operator; it is seen on the
     watch instead. A finalizer made every delete wait for an operator, hung for good once the
@@ -370,7 +387,7 @@ async def stop(uid: str, memo: kopf.Memo) -> None:
     watches leaves its run as it is (``docs/operator.md``, Delete)."""
     for attempt in range(1, STOP_ATTEMPTS + 1):
         try:
-            await _reconciler(memo).stop(uid)
+            await _reconciler(memo).stop(run_id)
             break
         except WorldError as err:
             if attempt == STOP_ATTEMPTS:

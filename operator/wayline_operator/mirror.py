@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from wayline._core.ids import is_run_id
 from wayline.errors import CorruptLogError, WorldError
 from wayline.settings import Settings
 from wayline.world import RunWatch, World
@@ -32,7 +33,7 @@ from .labels import attribute_labels, labels_patch
 from .metrics import PATCHES, RECONCILES
 from .notices import WARNING, Budget, Notice, notices
 from .pump import Pump
-from .reconcile import InvalidSpec, Reconciler, parse_spec, run_id_for
+from .reconcile import IdInUse, InvalidSpec, Reconciler, parse_spec, run_id_for
 from .resource import WorkflowRunSpec
 from .status import corrupt_status, run_status
 from .ttl import due_in, ended_at
@@ -111,6 +112,9 @@ class Mirror:
     """Runs whose status another instance (or an earlier version) wrote, found in this
     operator's world all the same: not looked for again (``_repair``)."""
     refs: dict[str, Ref] = field(default_factory=dict)
+    """By run id: what the watch showed of the resource whose run it is."""
+    runs: dict[str, str] = field(default_factory=dict)
+    """By resource uid: the run id its ``refs`` entry is under (``run_of``)."""
     written: dict[str, dict[str, Any]] = field(default_factory=dict)
     table_due: dict[str, float] = field(default_factory=dict)
     live_rows: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
@@ -250,15 +254,47 @@ class Mirror:
                 self.pump.touch(run_id, cold=lapsed)
 
     # what kopf's watch says -----------------------------------------------------------------
-    def seen(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+    def run_of(self, uid: str, status: Mapping[str, Any] | None = None) -> str:
+        """The id of the resource's run. A business-id run's id depends on the runs the world
+        held when it started, so it is never computed again: it is ``status.runId`` (written
+        with the first status), else what this process's start said (``bind``), else the
+        uid's id (``run_id_for``: a resource from before business ids, or not started yet)."""
+        written = (status or {}).get("runId")
+        if isinstance(written, str) and is_run_id(written):
+            return written
+        return self.runs.get(uid) or run_id_for(uid)
+
+    def bind(self, uid: str, run_id: str) -> None:
+        """The resource ``uid`` has started run ``run_id``: its entry moves there, and the
+        run is synced."""
+        before = self.runs.get(uid)
+        self.runs[uid] = run_id
+        if before is not None and before != run_id:
+            ref = self.refs.get(before)
+            self.forget(before)
+            if ref is not None:
+                self.refs[run_id] = ref
+        self.pump.touch(run_id)
+
+    def forget_resource(self, uid: str) -> None:
+        """The resource is gone (or another instance's): forget it and its run."""
+        run_id = self.runs.pop(uid, None) or run_id_for(uid)
+        self.forget(run_id)
+
+    def seen(self, event_type: str | None, body: Mapping[str, Any]) -> str | None:
+        """Take in one watch event; the run id of the resource (None without a uid)."""
         meta = body.get("metadata") or {}
         uid = str(meta.get("uid") or "")
         if not uid:
-            return
-        run_id = run_id_for(uid)
+            return None
+        run_id = self.run_of(uid, body.get("status"))
         if event_type == "DELETED":
-            self.forget(run_id)
-            return
+            self.forget_resource(uid)
+            return run_id
+        before = self.runs.get(uid)
+        if before is not None and before != run_id:
+            self.bind(uid, run_id)  # its status names its run now
+        self.runs[uid] = run_id
         old = self.refs.get(run_id)
         generation = meta.get("generation")
         ref = Ref(
@@ -304,6 +340,7 @@ class Mirror:
         elif run_id not in self.written and old.status.get("phase") != ref.status.get("phase"):
             self.confirmed.discard(run_id)  # someone else wrote it: read it against the run
             self.pump.touch(run_id)
+        return run_id
 
     async def _forged(self, run_id: str, status: Mapping[str, Any]) -> bool:
         """Whether an ended status says what the run does not. One this process wrote is the
@@ -411,7 +448,7 @@ class Mirror:
         asks = spec is not None and (spec.cancel or spec.terminate or spec.paused)
         if spec is not None and (asks or _asks_compensation(spec) or _paused(status)):
             with contextlib.suppress(InvalidSpec):
-                await self.reconciler.act(ref.uid, ref.spec)
+                await self.reconciler.act(run_id, ref.spec)
         now = time.time()
         table = now >= self.table_due.get(run_id, 0.0)
         full = table or run_id in self.recheck
@@ -495,8 +532,9 @@ class Mirror:
     async def _repair(self, run_id: str, ref: Ref, status: Mapping[str, Any]) -> None:
         """A live status that another operator instance wrote: that instance started the run
         in its world, although this one owns the resource (``instance``). If this operator's
-        world lacks the run, start it here (the start is idempotent by the resource's uid, so
-        a repeated repair starts nothing twice) and say so in a Warning Event. The other
+        world lacks the run, start it here (the start is idempotent by the resource's uid,
+        which the run records, so a repeated repair starts nothing twice) and say so in a
+        Warning Event. The other
         world's run is left as it is: this operator cannot reach that world."""
         if run_id in self.at_home:
             return
@@ -506,14 +544,21 @@ class Mirror:
             return
         other = status.get("instance") or "(one that records none)"
         try:
-            await self.reconciler.start(ref.uid, ref.spec, ref.namespace)
-        except InvalidSpec:
+            started = await self.reconciler.start(
+                ref.uid, ref.spec, ref.namespace, ref.name, known=run_id
+            )
+        except (InvalidSpec, IdInUse):
             return  # its start handler says why, on the resource
+        if started != run_id:
+            # under its name, this world's run may be of another generation than the other
+            # world's: the status names it from the next write on
+            self.bind(ref.uid, started)
+            run_id = started
         where = f" (world {status['world']})" if status.get("world") else ""
         message = (
             f"run {run_id} was started by operator instance {other}{where}, which does not own "
             f"this WorkflowRun: started again in the world of instance {self.instance} "
-            f"({self.world_name}) under the same id; the other world's run is left as it is"
+            f"({self.world_name}) as run {run_id}; the other world's run is left as it is"
         )
         log.warning("%s/%s: %s", ref.namespace, ref.name, message)
         notice = Notice(WARNING, "WrongInstance", message, key=f"repair:{other}")

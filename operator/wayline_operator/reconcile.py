@@ -14,6 +14,8 @@ from wayline._core.events import PAUSABLE, Event, EventType, RunStatus
 from wayline.durations import to_seconds
 from wayline.errors import (
     HookNotFoundError,
+    RunAlreadyExistsError,
+    RunNotFoundError,
     RunTerminalError,
     WaylineError,
     WorldError,
@@ -21,6 +23,7 @@ from wayline.errors import (
 )
 from wayline.settings import Settings
 from wayline.world import RunInfo, World
+from wayline.world.business_ids import IdReusePolicy
 
 from .resource import WorkflowHookSpec, WorkflowRunSpec
 from .status import resumes_recorded
@@ -35,9 +38,30 @@ class InvalidSpec(Exception):
 
 
 def run_id_for(uid: str) -> str:
-    """The run's id is the resource's uid: a retried create (operator crash, resume after a
-    restart) names the same run, and ``Client.start(run_id=...)`` starts it only once."""
+    """The run id derived from the resource's uid: the id of every run that operators before
+    business ids started, and of a run started with no resource name (``Reconciler.start``
+    without ``name``). Such a run keeps its id: a resource's ``status.runId`` names it."""
     return "wf_" + uid.replace("-", "").lower()
+
+
+OWNER_MEMO = "wayline.dev/workflowrun-uid"
+"""The memo key (``StartOptions.memo``) under which a run records the uid of the WorkflowRun
+that started it: a start retried after a crash finds its own run by it, and tells it from the
+run of an earlier resource of the same name."""
+
+
+_START_ROUNDS = 5
+"""Rounds of reading the name's newest run and starting one, while other starters race."""
+
+
+class IdInUse(Exception):
+    """The resource's name is the business id of a live run that another resource (an earlier
+    one of the same name, deleted since) or another client started: nothing is started until
+    that run ends."""
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 def _abandoned(events: list[Event]) -> bool:
@@ -100,26 +124,92 @@ class Reconciler:
             self._clients[namespace] = client
         return client
 
-    async def start(self, uid: str, spec: Any, namespace: str | None = None) -> str:
+    async def start(
+        self,
+        uid: str,
+        spec: Any,
+        namespace: str | None = None,
+        name: str | None = None,
+        known: str | None = None,
+    ) -> str:
         """Start the resource's run (idempotent) and return its id. The run records the
-        resource's ``namespace``: only that namespace's WorkflowHooks answer its hooks."""
+        resource's ``namespace``: only that namespace's WorkflowHooks answer its hooks.
+
+        With ``name`` (the resource's ``metadata.name``) the name is the run's business id in
+        the client namespace ``namespace``, so ``wayline runs show NAME --namespace NS``
+        finds it; the run's memo records ``uid``. A run already started for this resource (an
+        operator that crashed before it wrote ``status.runId``, or one from before business
+        ids, whose id is the uid's) is returned as it is. An ended run of the name that
+        another resource started leaves the name to this one (a new run under it); a live one
+        raises :class:`IdInUse`. Without ``name``, or when the status already names the uid's
+        run id (``known``: a resource from before business ids, its run started again in this
+        world), the run id is the uid's (``run_id_for``)."""
         parsed = parse_spec(spec)
-        run_id = run_id_for(uid)
+        client = self.client_in(namespace)
         try:
-            client = self.client_in(namespace)
-            await client.start_with(StartOptions(run_id=run_id), parsed.workflow, *parsed.args())
+            run_id = run_id_for(uid)
+            if name is None or known == run_id:
+                await client.start_with(
+                    StartOptions(run_id=run_id), parsed.workflow, *parsed.args()
+                )
+                return run_id
+            return await self._start_by_name(client, uid, name, parsed)
         except WorldError:
             raise  # the world's trouble, not the spec's: retried
         except WaylineError as err:
             raise InvalidSpec(err.message) from None
+
+    async def _start_by_name(
+        self, client: Client, uid: str, name: str, parsed: WorkflowRunSpec
+    ) -> str:
+        if await self.world.get_run(run_id_for(uid)) is not None:
+            return await self._again(client, run_id_for(uid), parsed)  # from before names
+        for _ in range(_START_ROUNDS):
+            newest = await self._newest(client, name)
+            if newest is not None and _owner(newest) == uid:
+                return await self._again(client, newest.run_id, parsed)
+            if newest is not None and not newest.status.terminal:
+                raise IdInUse(
+                    f"the name {name!r} is the id of run {newest.run_id} ({newest.status}), "
+                    "which another WorkflowRun or client started and which has not ended: "
+                    "this resource starts its run once that one has ended",
+                    newest.run_id,
+                )
+            # A new run under the name, fenced on what was just read: with nothing read, a
+            # start refuses any run found meanwhile (reject_duplicate); after an ended run of
+            # someone else's, it starts the next one. A run that two operators (or a start
+            # retried while the first was under way) created meanwhile makes the start fail,
+            # and the next round finds it: its own resource's is then this one's.
+            reuse: IdReusePolicy = "reject_duplicate" if newest is None else "allow_duplicate"
+            options = StartOptions(
+                id=name, id_conflict="fail", id_reuse=reuse, memo={OWNER_MEMO: uid}
+            )
+            try:
+                handle = await client.start_with(options, parsed.workflow, *parsed.args())
+            except RunAlreadyExistsError:
+                continue
+            return handle.run_id
+        raise WorldError(f"the runs of name {name!r} kept changing while a run was started")
+
+    async def _again(self, client: Client, run_id: str, parsed: WorkflowRunSpec) -> str:
+        """This resource's own run, started before a crash or a restart: started again by its
+        run id, which re-sends the start of a live run (it may have lost it) and sends
+        nothing for one that ended."""
+        await client.start_with(StartOptions(run_id=run_id), parsed.workflow, *parsed.args())
         return run_id
 
-    async def act(self, uid: str, spec: Any) -> None:
-        """Carry the spec's decisions to the run: a terminate, a cancel, a compensation
-        resume or abandon. Each is done once however often this is called (it compares with
-        the log)."""
+    async def _newest(self, client: Client, name: str) -> RunInfo | None:
+        try:
+            run_id = await client.resolve(name)
+        except RunNotFoundError:
+            return None
+        return await self.world.get_run(run_id)
+
+    async def act(self, run_id: str, spec: Any) -> None:
+        """Carry the spec's decisions to the resource's run ``run_id``: a terminate, a cancel,
+        a compensation resume or abandon. Each is done once however often this is called (it
+        compares with the log)."""
         parsed = parse_spec(spec)
-        run_id = run_id_for(uid)
         info = await self.world.get_run(run_id)
         if info is None or info.status.terminal:
             return
@@ -238,10 +328,10 @@ class Reconciler:
             raise HookBuffered(f"payload for hook {token} buffered for {spec.buffer}")
         return run_id
 
-    async def stop(self, uid: str) -> None:
-        """The resource is being deleted: cancel its run (durably requested; a worker finishes
-        it, compensations included). A run that ended, or never started, needs nothing."""
-        run_id = run_id_for(uid)
+    async def stop(self, run_id: str) -> None:
+        """The resource is being deleted: cancel its run ``run_id`` (durably requested; a
+        worker finishes it, compensations included). A run that ended, or never started,
+        needs nothing."""
         info = await self.world.get_run(run_id)
         if info is None or info.status.terminal:
             return
@@ -252,3 +342,10 @@ class Reconciler:
         if not any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events):
             log.info("run %s: %s", run_id, reason)
             await self.client.cancel(run_id, reason=reason)
+
+
+def _owner(info: RunInfo) -> str | None:
+    """The uid of the WorkflowRun that started the run (its memo), if one did."""
+    memo = info.attributes.get("memo")
+    owner = memo.get(OWNER_MEMO) if isinstance(memo, dict) else None
+    return owner if isinstance(owner, str) else None

@@ -340,6 +340,18 @@ def invalid_status(
     return _held_status("invalid", "False", "InvalidSpec", message, now, generation, previous)
 
 
+def id_in_use_status(
+    message: str,
+    *,
+    now: float,
+    generation: int | None = None,
+    previous: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The status of a resource whose name a live run of someone else holds: ``pending``
+    (nothing started yet), blocked until that run ends (its start is tried again)."""
+    return _held_status("pending", "Unknown", "IdInUse", message, now, generation, previous)
+
+
 def corrupt_status(
     message: str,
     *,

@@ -373,6 +373,8 @@ class Client:
             data["namespace"] = self.namespace
         if options.id is not None:
             data["businessId"] = options.id
+        if options.memo:
+            data["memo"] = dict(options.memo)
         if definition is not None:
             data["revision"] = definition.revision
             data["definition"] = definition.identity_record()

@@ -9,6 +9,7 @@ from typing import Any
 
 from ._core import search_attributes
 from .durations import Duration, to_seconds
+from .errors import InvalidPayloadError
 from .world.business_ids import IdConflictPolicy, IdReusePolicy, check_start_ids
 from .world.hook_buffer import MAX_BUFFER_SECONDS
 
@@ -51,7 +52,12 @@ class StartOptions:
     created, for the started run alone: its first hook holding the token receives it at once.
     A payload its run never waits for is dropped after ``hooks_buffer`` (a duration, one day
     by default, at most a week). Stored as ``Client.resume_hook(..., buffer=)`` stores, so a
-    token with a payload waiting already is refused (:class:`HookBufferOccupiedError`)."""
+    token with a payload waiting already is refused (:class:`HookBufferOccupiedError`).
+
+    ``memo`` (Temporal's memo): up to 16 string keys and values that the run's ``run_created``
+    records and ``RunInfo.attributes["memo"]`` shows; nothing else reads them. Written once,
+    with the run: a start that finds the run existing keeps the memo it was created with, so
+    a memo tells who created a run (the operator records its WorkflowRun's uid there)."""
 
     id: str | None = None
     run_id: str | None = None
@@ -61,6 +67,7 @@ class StartOptions:
     hooks: Mapping[str, Any] = field(default_factory=dict)
     hooks_buffer: Duration = "1d"
     attributes: Mapping[str, Any] | None = None
+    memo: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         check_start_ids(self.run_id, self.id, self.id_conflict, self.id_reuse)
@@ -79,3 +86,30 @@ class StartOptions:
                     f"attributes is a mapping of names to values, not {self.attributes!r}"
                 )
             search_attributes.encode(self.attributes)
+        if self.memo is not None:
+            check_memo(self.memo)
+
+
+MAX_MEMO_ENTRIES = 16
+MAX_MEMO_CHARS = 256
+"""Per key and per value: a memo names who or what created a run, it carries no payload
+(that is the input's job, with its own limits)."""
+
+
+def check_memo(memo: object) -> None:
+    """Refuse a memo that is not a small mapping of strings to strings, saying why."""
+    if not isinstance(memo, Mapping):
+        raise InvalidPayloadError(f"a memo maps strings to strings, not {type(memo).__name__}")
+    if len(memo) > MAX_MEMO_ENTRIES:
+        raise InvalidPayloadError(f"a memo has at most {MAX_MEMO_ENTRIES} entries, not {len(memo)}")
+    for key, value in memo.items():
+        for what, text in (("key", key), ("value", value)):
+            if not isinstance(text, str):
+                raise InvalidPayloadError(
+                    f"memo {what} {text!r} is a {type(text).__name__}, not a string"
+                )
+            if len(text) > MAX_MEMO_CHARS or (what == "key" and not text):
+                raise InvalidPayloadError(
+                    f"a memo {what} has {'1' if what == 'key' else '0'} to {MAX_MEMO_CHARS} "
+                    f"characters, not {len(text)}: {text[:40]!r}"
+                )

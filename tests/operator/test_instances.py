@@ -27,6 +27,7 @@ from tests.operator.test_workflowrun import (  # noqa: F401
     crd_applied,
 )
 from tests.runtime.harness import wait_for
+from wayline.world.business_ids import generation_run_id
 from wayline.worlds.local import LocalWorld
 from wayline_operator.reconcile import run_id_for
 
@@ -117,8 +118,8 @@ async def test_two_releases_each_start_only_their_own_runs(
         _create_runs(control_plane, prod_ns, {}, tmp_path)  # unlabelled: its namespace's
         wl_runs = await _all_mirrored(control_plane, wl_ns, timeout=180)
         prod_runs = await _all_mirrored(control_plane, prod_ns, timeout=180)
-        wl_ids = {run_id_for(r["metadata"]["uid"]) for r in wl_runs}
-        prod_ids = {run_id_for(r["metadata"]["uid"]) for r in prod_runs}
+        wl_ids = {_named(r) for r in wl_runs}
+        prod_ids = {_named(r) for r in prod_runs}
         in_wl, in_prod = await _run_ids(wl_url), await _run_ids(prod_url)
         stolen = len(in_wl & prod_ids), len(in_prod & wl_ids)
         assert stolen == (0, 0), f"runs started by the other release (wl, prod): {stolen}"
@@ -126,7 +127,7 @@ async def test_two_releases_each_start_only_their_own_runs(
         for instance, items in (("wl", wl_runs), ("prod", prod_runs)):
             for item in items:
                 status = item["status"]
-                assert status["runId"] == run_id_for(item["metadata"]["uid"])
+                assert status["runId"] == _named(item)
                 assert status.get("instance") == instance, (item["metadata"]["name"], status)
                 # a WorkflowRun carries no finalizer, and the other operator wrote none either
                 assert not item["metadata"].get("finalizers"), item
@@ -135,6 +136,12 @@ async def test_two_releases_each_start_only_their_own_runs(
         wl.stop()
     for log in (wl.log, prod.log):
         assert "Traceback" not in log.read_text()
+
+
+def _named(resource: dict[str, Any]) -> str:
+    """The run id of a resource's run: its name's first, in its namespace."""
+    meta = resource["metadata"]
+    return generation_run_id(meta["name"], meta["namespace"], 0)
 
 
 @pytest.mark.parametrize("own_world", ["local", "nats"])

@@ -30,6 +30,7 @@ from tests.operator.test_workflowrun import (  # noqa: F401 - crd_applied is a f
 from tests.runtime.harness import settings, wait_for
 from tests.servers import free_port
 from wayline._core.events import EventType
+from wayline.world.business_ids import generation_run_id
 from wayline.worlds.local import LocalWorld
 from wayline_operator.peering import peering_object
 
@@ -196,8 +197,8 @@ async def test_two_replicas_one_killed_mid_flight_start_each_run_once_and_none_s
     assert all(w <= LIFETIME + slack for w in waits.values()), waits
     # ... and exactly one run per resource, each started once.
     runs = await cluster.client.list_runs(limit=1000)
-    uids = {name: cluster.get(name)["metadata"]["uid"].replace("-", "") for name in created}
-    assert sorted(r.run_id for r in runs) == sorted(f"wf_{u}" for u in uids.values())
+    named = [generation_run_id(name, cluster.namespace, 0) for name in created]
+    assert sorted(r.run_id for r in runs) == sorted(named)
     for run in runs:
         events = await cluster.world.list_events(run.run_id)
         kinds = [e.type for e in events]

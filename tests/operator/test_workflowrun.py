@@ -26,6 +26,7 @@ from tests.runtime.harness import settings, wait_for
 from tests.servers import dying_with_us
 from wayline._core.events import EventType, NewEvent, RunStatus
 from wayline._core.ids import new_run_id
+from wayline.world.business_ids import generation_run_id
 from wayline.worlds.local import LocalWorld
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
@@ -218,9 +219,8 @@ async def test_applying_a_workflowrun_runs_it_once_and_mirrors_it(cluster: Clust
     async with wayline.Worker(cluster.world, APPS, settings=settings()):
         assert cluster.apply("sum", {"workflow": "chain", "input": [4]}).returncode == 0
         status = await cluster.status_when("sum", "completed")
-    resource = cluster.get("sum")
     assert status["output"] == 6 and status["steps"]["completed"] == 4
-    assert status["runId"] == "wf_" + resource["metadata"]["uid"].replace("-", "")
+    assert status["runId"] == generation_run_id("sum", cluster.namespace, 0)
     assert status["conditions"][0]["status"] == "True"
     assert [r.run_id for r in await cluster.client.list_runs()] == [status["runId"]]
     printed = cluster.kubectl("get", "wfr", "sum").stdout

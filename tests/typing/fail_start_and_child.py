@@ -34,3 +34,4 @@ async def run_with_options(client: wayline.Client) -> None:
     await client.start_with(options, parent, 42)  # E: No overload variant of "start_with" of "Client" matches argument types "StartOptions", "WorkflowDefinition[[str], int]", "int"
     await client.start_with(options, parent, order_id="o", queue="eu")  # E: No overload variant of "start_with"
     wayline.StartOptions(id_reuse="sometimes")  # E: Argument "id_reuse" to "StartOptions" has incompatible type
+    wayline.StartOptions(memo={"attempt": 2})  # E: Dict entry 0 has incompatible type "str": "int"

@@ -35,7 +35,7 @@ async def start(client: Client) -> None:
     options = StartOptions(id="order-123", id_conflict="fail", id_reuse="allow_duplicate")
     handle = await client.start_with(options, routed, "o-1", "eu", 7, "r")
     assert_type(handle, RunHandle[str])
-    pinned = StartOptions(run_id="wf_" + "0" * 32, queue="eu")
+    pinned = StartOptions(run_id="wf_" + "0" * 32, queue="eu", memo={"owner": "billing"})
     assert_type(await client.start_with(pinned, parent, "o-1"), RunHandle[int])
     assert_type(await client.start_with(StartOptions(), "parent", 1, x=2), RunHandle[Any])
     plain = await client.start(routed, "o-1", queue="eu", id=7, run_id="r")  # its arguments
