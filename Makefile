@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench soak chaos clean k8s-bins toxiproxy-bins fuse node-bins e2e cluster cluster-down crds
+.PHONY: demo test lint typecheck unit bench steady soak chaos clean k8s-bins toxiproxy-bins fuse node-bins e2e cluster cluster-down crds
 
 # The cluster `make cluster` brings up: never the e2e suite's wayline-e2e (`make e2e` tears that
 # one down), so a test run and a first install do not remove each other's cluster.
@@ -36,6 +36,11 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/steps.py
+
+# Loop turns, tasks, futures, syscalls (strace), WAL page writes and round trips per step; an
+# interleaved A/B against another commit: make steady STEADY_ARGS="--against main"
+steady: $(STAMP)
+	$(BIN)/python bench/steady.py $(STEADY_ARGS)
 
 # Not part of `make test`: 200 runs x 20 steps on a real nats-server, three workers of two
 # applications, SIGKILLs of workers and of the server; at most 15 minutes, then it stops
