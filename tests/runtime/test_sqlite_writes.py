@@ -60,8 +60,11 @@ async def test_a_step_is_at_most_six_statements(tmp_path: Path) -> None:
     assert [e.type for e in events].count(T.STEP_COMPLETED) == 10
     assert len(appends) <= 10 + 2, appends  # one per step, one to create, one to end
     assert max(len(tx) for tx in appends) <= 6, appends  # BEGIN and COMMIT included
-    # no read of entity statuses or of the run's head inside a step's write
-    reads = [s for tx in appends[1:] for s in tx if s.startswith("SELECT")]
+    # no read of entity statuses or of the run's head inside a step's write (only the look
+    # for a follower of every append, which decides whether the change feed is renumbered)
+    reads = [
+        s for tx in appends[1:] for s in tx if s.startswith("SELECT") and "feed_followers" not in s
+    ]
     assert reads == [], reads
 
 

@@ -1,13 +1,22 @@
-"""The embedded world's change feed: every append renumbers its run's row in ``run_feed``
-(see ``schema``); a follower reads the rows above its high-water mark every poll interval and
-names each run once per read, however many appends it missed in between. ``Ends`` follows it
-for the runs that ended, while someone waits for one."""
+"""The embedded world's change feed: an append renumbers its run's row in ``run_feed`` (see
+``schema``) when it changes the run's status, and every append does while someone follows them
+all; a follower reads the rows above its high-water mark every poll interval and names each run
+once per read, however many appends it missed in between. ``Ends`` follows it for the runs that
+ended, while someone waits for one: a status change is all it needs, so a step's appends, which
+leave the status as it was, write nothing to the feed while nobody follows every append.
+
+A follower of every append (``follow``) says so with a row of ``feed_followers``, written in the
+transaction that takes its high-water mark: a writer checks for such a row inside its own
+transaction, and writers are serialized, so each append is either below the mark or sees the
+row and renumbers its run."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import sqlite3
+import uuid
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -20,19 +29,42 @@ _BATCH = 5000
 """Rows per read: a follower far behind catches up in several reads, not one large one."""
 
 Read = Callable[[str, Sequence[Any]], list[Any]]
+Write = Callable[[Callable[[sqlite3.Connection], Any]], Any]
 
 
-async def follow(read: Read, on_change: Callable[[str], None], interval: float) -> RunWatch:
-    """Start following from now (the current high-water mark) and return the watch."""
-    mark = int(read("SELECT COALESCE(MAX(gseq), 0) FROM run_feed", ())[0][0])
+async def follow(
+    write: Write, read: Read, holder: str, on_change: Callable[[str], None], interval: float
+) -> RunWatch:
+    """Start following every append from now (the current high-water mark) and return the
+    watch; closing it drops its row of ``feed_followers``."""
+    follower = f"{holder}:{uuid.uuid4().hex}"
+
+    def register(db: sqlite3.Connection) -> int:
+        db.execute(
+            "INSERT INTO feed_followers (follower, holder) VALUES (?, ?)", (follower, holder)
+        )
+        return int(db.execute("SELECT COALESCE(MAX(gseq), 0) FROM run_feed").fetchone()[0])
+
+    mark = write(register)
     task = asyncio.create_task(_poll(read, on_change, interval, mark), name="wayline-run-feed")
 
     async def close() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        # A row left behind (the world closed first) costs only speed: writers renumber every
+        # append until the process's rows are dropped as a dead holder's.
+        with contextlib.suppress(WorldError):
+            write(
+                lambda db: db.execute("DELETE FROM feed_followers WHERE follower = ?", (follower,))
+            )
 
     return RunWatch(close)
+
+
+def followed(db: sqlite3.Connection) -> bool:
+    """Whether anyone follows every append, read inside the writer's transaction."""
+    return db.execute("SELECT 1 FROM feed_followers LIMIT 1").fetchone() is not None
 
 
 async def _poll(read: Read, on_change: Callable[[str], None], interval: float, mark: int) -> None:

@@ -27,6 +27,7 @@ from ..._core.events import Event, NewEvent
 from ...errors import WaylineError
 from .appends import Head, advance, plan, read_head, write
 from .failures import rollback
+from .feed import followed
 
 _CACHED_RUNS = 10_000
 """Heads kept (a cache, not a store): past this the cache starts again empty."""
@@ -84,11 +85,15 @@ class GroupWriter:
         outcomes: list[list[Event] | BaseException] = []
         try:
             now = clock.now()
-            outcomes = [self._one(db, r, now) for r in batch]
-            written = [
-                r.run_id for r, o in zip(batch, outcomes, strict=True) if isinstance(o, list)
-            ]
-            _touch_feed(db, list(dict.fromkeys(written)))
+            moved: list[str] = []
+            outcomes = [self._one(db, r, now, moved) for r in batch]
+            written = {
+                r.run_id: None for r, o in zip(batch, outcomes, strict=True) if isinstance(o, list)
+            }
+            # the look for a follower is spared when every run written is renumbered anyway
+            if len(set(moved)) < len(written) and followed(db):
+                moved = list(written)
+            _touch_feed(db, list(dict.fromkeys(moved)))
             db.execute("COMMIT")
         except BaseException as err:
             # every request of the batch is failed, none told it was written: on a full disk
@@ -107,9 +112,12 @@ class GroupWriter:
             else:
                 request.future.set_result(outcome)
 
-    def _one(self, db: sqlite3.Connection, r: _Request, now: float) -> list[Event] | Exception:
+    def _one(
+        self, db: sqlite3.Connection, r: _Request, now: float, moved: list[str]
+    ) -> list[Event] | Exception:
         """One request inside the batch's transaction: its events, or its own error (nothing
-        of it written). A failure of the transaction itself is raised."""
+        of it written). A failure of the transaction itself is raised. A written append that
+        changed the run's status adds the run to ``moved`` (for the change feed)."""
         head = self._heads.get(r.run_id)
         verified = head is None or (r.expected_seq is not None and r.expected_seq != head.last_seq)
         if verified:
@@ -130,6 +138,8 @@ class GroupWriter:
                 self._heads.pop(r.run_id, None)
                 return err
             if done:
+                if p.status is not p.head.status:
+                    moved.append(r.run_id)
                 self._keep(r.run_id, advance(p))
                 return p.events
             head, verified = read_head(db, r.run_id), True
@@ -157,7 +167,7 @@ class GroupWriter:
 
 
 def _touch_feed(db: sqlite3.Connection, run_ids: list[str]) -> None:
-    """Renumber the runs' rows in the change feed (``schema``), one statement per batch."""
+    """Renumber the runs' rows in the change feed (``feed``), one statement per batch."""
     for start in range(0, len(run_ids), 500):
         chunk = run_ids[start : start + 500]
         db.execute(

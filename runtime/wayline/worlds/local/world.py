@@ -404,7 +404,7 @@ class LocalWorld(World):
     async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
         """Polls the ``run_feed`` table above a high-water mark (``feed``), so appends by
         every process are seen, within the world's poll interval."""
-        return await follow(self._read, on_change, max(self._poll, 0.05))
+        return await follow(self._write, self._read, self._holder, on_change, max(self._poll, 0.05))
 
     # queue ---------------------------------------------------------------------------------
     async def enqueue(
@@ -793,6 +793,16 @@ class LocalWorld(World):
             )
         if dead:
             self._wake()
+        # A dead process's watch of every append would make each writer renumber the feed on
+        # every append for nobody.
+        followers = self._read("SELECT DISTINCT holder FROM feed_followers")
+        for (holder,) in followers:
+            if holder != self._holder and not holder_alive(holder):
+                self._write(
+                    lambda db, h=holder: db.execute(
+                        "DELETE FROM feed_followers WHERE holder = ?", (h,)
+                    )
+                )
 
 
 def _ended_before(
