@@ -134,15 +134,31 @@ async def test_a_cached_head_is_checked_against_another_writer(tmp_path: Path) -
 
 async def test_a_cancelled_append_is_not_written(tmp_path: Path) -> None:
     async with LocalWorld(tmp_path / "w.db") as world:
-        run_id = await _started(world)
-        task = asyncio.create_task(
-            world.append(run_id, [NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": []})])
-        )
+        lone, run_id = await _started(world), await _started(world)
+        step = NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": []})
+        first = asyncio.create_task(world.append(lone, [step]))
+        task = asyncio.create_task(world.append(run_id, [step]))
+        # both run in this turn: the first commits inline, the second is concurrent with it
         await asyncio.sleep(0)  # queued, not yet flushed
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        assert [e.seq for e in await first] == [3]
         assert [e.seq for e in await world.list_events(run_id)] == [1, 2]
+
+
+async def test_a_lone_append_commits_without_a_turn_of_the_loop(tmp_path: Path) -> None:
+    """Nothing else appends: the append is written before it returns, never suspended on a
+    future that a flush in a later loop turn would resolve (SQLite's group commit)."""
+    async with LocalWorld(tmp_path / "w.db") as world:
+        run_id = await _started(world)
+        await asyncio.sleep(0)  # a new turn: the previous append's turn is over
+        step = NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": []})
+        append = world.append(run_id, [step], expected_seq=2)
+        with pytest.raises(StopIteration) as done:  # finished without suspending once
+            append.send(None)
+        assert [e.seq for e in done.value.value] == [3]
+        assert [e.seq for e in await world.list_events(run_id)] == [1, 2, 3]
 
 
 def _synchronous(world: World) -> int:

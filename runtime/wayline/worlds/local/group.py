@@ -1,15 +1,18 @@
 """Group commit: the appends of every run in this process that are waiting at the same moment go
 into one transaction, so one commit (one fsync, under ``synchronous=FULL``) serves them all.
 
-``append`` queues its request and awaits it; the first request of a batch schedules the
-flush with ``call_soon``, so everything queued until the event loop comes round to it
-(the other runs' handlers, woken by the previous flush) is written by one ``BEGIN
-IMMEDIATE`` ... ``COMMIT``. Each request is planned and validated on its own (``appends``):
-its conflict or bad row is its own error, and its statements are taken back (or were never
-written) without touching the others in the batch. Only a failure of the transaction
-itself (the database locked past ``busy_timeout``, a disk error, the commit) fails every
-request of the batch, and then nothing of the batch is written. A request whose caller was
-cancelled before the flush is not written.
+A lone writer (nothing queued, no other append in this turn of the event loop) commits at
+once, inline: deferring it would gather nobody and cost a future and two loop turns. An append
+that comes in the same loop turn as another is concurrent with it: it queues its request and
+awaits it; the first request of a batch schedules the flush with ``call_soon``, so everything
+queued until the event loop comes round to it (the other runs' handlers, woken by the previous
+flush) is written by one ``BEGIN IMMEDIATE`` ... ``COMMIT``. Each request is planned and
+validated on its own (``appends``): its conflict or bad row is its own error, and its
+statements are taken back (or were never written) without touching the others in the batch.
+Only a failure of the transaction itself (the database locked past ``busy_timeout``, a disk
+error, the commit) fails every request of the batch, and then nothing of the batch is written.
+A queued request whose caller was cancelled before the flush is not written (an inline one is
+written before its caller can be cancelled).
 
 The writes run on the event loop's thread, as every call of this world does (see
 ``world``): the batch is what the loop gathered while the previous one was committing.
@@ -38,7 +41,8 @@ class _Request:
     run_id: str
     events: Sequence[NewEvent]
     expected_seq: int | None
-    future: asyncio.Future[list[Event]]
+    future: asyncio.Future[list[Event]] | None = None
+    """Set for a request queued for the flush; an inline one has none."""
 
 
 class GroupWriter:
@@ -51,6 +55,8 @@ class GroupWriter:
         self._unavailable = unavailable
         self._pending: list[_Request] = []
         self._heads: dict[str, Head] = {}
+        self._turn_busy = False
+        """An append was made in this turn of the event loop (cleared at the next turn)."""
         self.commits = 0
         """Transactions this writer committed (a counter for tests and benchmarks)."""
 
@@ -65,24 +71,57 @@ class GroupWriter:
         self, run_id: str, events: Sequence[NewEvent], expected_seq: int | None
     ) -> list[Event]:
         loop = asyncio.get_running_loop()
+        if not self._pending and not self._turn_busy:
+            # A lone writer: nothing is queued and no other append came in this turn of the
+            # loop, so a deferred flush would gather nobody else; it commits at once, without
+            # a future and the two loop turns of its round trip. An append that comes later
+            # in this same turn is concurrent with it and is queued for one grouped flush.
+            self._turn_busy = True
+            loop.call_soon(self._turn_over)
+            outcome = self._commit([_Request(run_id, events, expected_seq)])[0]
+            if isinstance(outcome, BaseException):
+                raise outcome
+            return outcome
         request = _Request(run_id, events, expected_seq, loop.create_future())
         if not self._pending:
             loop.call_soon(self._flush)
         self._pending.append(request)
+        assert request.future is not None
         return await request.future
 
+    def _turn_over(self) -> None:
+        self._turn_busy = False
+
     def _flush(self) -> None:
-        batch = [r for r in self._pending if not r.future.done()]
+        batch = [r for r in self._pending if r.future is not None and not r.future.done()]
         self._pending = []
         if not batch:
             return
         try:
+            outcomes = self._commit(batch)
+        except BaseException:
+            for request in batch:
+                if request.future is not None and not request.future.done():
+                    request.future.set_exception(asyncio.CancelledError())
+            raise
+        for request, outcome in zip(batch, outcomes, strict=True):
+            if request.future is None or request.future.done():
+                continue
+            if isinstance(outcome, BaseException):
+                request.future.set_exception(outcome)
+            else:
+                request.future.set_result(outcome)
+
+    def _commit(self, batch: list[_Request]) -> list[list[Event] | Exception]:
+        """The batch in one transaction: each request's events or its own error. A failure of
+        the transaction itself fails every request with it (nothing of the batch written); a
+        ``BaseException`` that is not an ``Exception`` is raised, after the rollback."""
+        try:
             db = self._conn()
             db.execute("BEGIN IMMEDIATE")
         except (sqlite3.Error, WaylineError) as err:
-            self._fail(batch, err)
-            return
-        outcomes: list[list[Event] | BaseException] = []
+            return self._failed(batch, err)
+        outcomes: list[list[Event] | Exception] = []
         try:
             now = clock.now()
             moved: list[str] = []
@@ -99,18 +138,12 @@ class GroupWriter:
             # every request of the batch is failed, none told it was written: on a full disk
             # SQLite may have rolled the transaction back itself (``failures.rollback``)
             rollback(db)
-            self._fail(batch, err)
             if not isinstance(err, Exception):
+                self.forget([r.run_id for r in batch])
                 raise
-            return
+            return self._failed(batch, err)
         self.commits += 1
-        for request, outcome in zip(batch, outcomes, strict=True):
-            if request.future.done():
-                continue
-            if isinstance(outcome, BaseException):
-                request.future.set_exception(outcome)
-            else:
-                request.future.set_result(outcome)
+        return outcomes
 
     def _one(
         self, db: sqlite3.Connection, r: _Request, now: float, moved: list[str]
@@ -153,17 +186,10 @@ class GroupWriter:
             self._heads.clear()
         self._heads[run_id] = head
 
-    def _fail(self, batch: list[_Request], err: BaseException) -> None:
+    def _failed(self, batch: list[_Request], err: Exception) -> list[list[Event] | Exception]:
         self.forget([r.run_id for r in batch])
-        for request in batch:
-            if request.future.done():
-                continue
-            if isinstance(err, sqlite3.Error):
-                request.future.set_exception(self._unavailable(err))
-            elif isinstance(err, Exception):
-                request.future.set_exception(err)
-            else:
-                request.future.set_exception(asyncio.CancelledError())
+        failure = self._unavailable(err) if isinstance(err, sqlite3.Error) else err
+        return [failure] * len(batch)
 
 
 def _touch_feed(db: sqlite3.Connection, run_ids: list[str]) -> None:
