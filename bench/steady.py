@@ -3,7 +3,7 @@ tasks and futures made, syscalls by kind, WAL page writes (SQLite), NATS round t
 per process. With ``--against COMMIT``, an interleaved A/B of this tree and another commit.
 
     python bench/steady.py [--worlds local,nats] [--steps 10] [--runs 20] [--rounds 3]
-        [--against COMMIT] [--no-strace] [--write]
+        [--against COMMIT] [--no-strace] [--sync full|normal] [--write]
 
 Each measurement runs in a child process (``--child``) that imports the ``wayline`` of one
 tree, so two commits can be measured by one run of this script: the other commit's
@@ -24,7 +24,10 @@ does: the client and the worker share one process and one event loop), warms up,
 - traced by ``strace -f`` attached to the child for this part only: syscalls by kind, and
   (SQLite) the page-sized ``pwrite64`` calls on the ``-wal`` file, one per WAL page written.
 
-Every figure is divided by the steps run (runs x steps).
+Every figure is divided by the steps run (runs x steps). ``--write`` puts the tables at the
+top of ``bench/RESULTS.md`` as its headline; the headline they replace moves under the earlier
+headlines below it. Measure against the commit of the previous headline, so the headline's
+ratios say what changed since.
 """
 # ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
 
@@ -300,6 +303,9 @@ def main() -> None:
     parser.add_argument("--against", help="a commit to compare with, interleaved")
     parser.add_argument("--no-strace", action="store_true", help="skip the syscall counts")
     parser.add_argument("--sync", choices=("full", "normal"), default="normal")
+    parser.add_argument(
+        "--write", action="store_true", help="the tables become RESULTS.md's headline"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tree", default=str(ROOT), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -350,6 +356,39 @@ def main() -> None:
         + "\n"
     )
     print("\n".join(table(results, list(trees), worlds)))
+    if args.write:
+        from results import write_headline
+
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "runtime"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        write_headline(
+            [
+                f"Written by `bench/steady.py` on {stamp}"
+                f" at {head}{' (runtime changed since)' if dirty else ''}; {os.cpu_count()} cores, "
+                f"load average at the end {load}. Per step: {args.runs} sequential runs of "
+                f"{args.steps} no-op steps, one worker in the client's process; min-max over "
+                f"{args.rounds} round(s); SQLite sync={args.sync}."
+                + (
+                    f" A/B: {args.against} (old) and this tree (new) alternating, each ratio "
+                    "new/old taken within its round."
+                    if args.against
+                    else ""
+                ),
+                "",
+                *table(results, list(trees), worlds),
+            ]
+        )
+        print("wrote the headline of bench/RESULTS.md")
 
 
 if __name__ == "__main__":
