@@ -287,7 +287,7 @@ def table(
             cells = [fmt([r.get(name, 0.0) for r in reps[t]]) for t in trees]
             if len(trees) == 2:
                 pairs = zip(reps[trees[0]], reps[trees[1]], strict=True)
-                ratios = [b.get(name, 0.0) / a[name] for a, b in pairs if a.get(name)]
+                ratios = [b[name] / a[name] for a, b in pairs if a.get(name) and name in b]
                 cells.append(fmt(ratios) if ratios else "-")
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
