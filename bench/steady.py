@@ -255,7 +255,11 @@ def measure(
 
 @contextlib.contextmanager
 def exported(commit: str) -> Iterator[Path]:
-    """The commit's ``runtime`` folder in a temporary folder (``git archive``)."""
+    """The commit's ``runtime`` folder in a temporary folder (``git archive``); a folder that
+    holds a ``runtime`` folder (another checkout) is used as it is."""
+    if (Path(commit) / "runtime" / "wayline").is_dir():
+        yield Path(commit).resolve()
+        return
     with tempfile.TemporaryDirectory(prefix="wayline-ab-") as tmp:
         archive = subprocess.run(
             ["git", "-C", str(ROOT), "archive", "--format=tar", commit, "runtime"],
@@ -300,7 +304,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10, help="steps per run (N)")
     parser.add_argument("--runs", type=int, default=20, help="sequential runs measured")
     parser.add_argument("--rounds", type=int, default=3, help="repetitions (alternated in A/B)")
-    parser.add_argument("--against", help="a commit to compare with, interleaved")
+    parser.add_argument(
+        "--against", help="a commit (or a checkout's folder) to compare with, interleaved"
+    )
     parser.add_argument("--no-strace", action="store_true", help="skip the syscall counts")
     parser.add_argument("--sync", choices=("full", "normal"), default="normal")
     parser.add_argument(
