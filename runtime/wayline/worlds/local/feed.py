@@ -89,15 +89,19 @@ _ENDS_INTERVAL = 0.003
 every waiter (a waiter polling its own run read once per waiter), so the ends of runs driven
 by other processes are heard within a few milliseconds."""
 _ENDS_IDLE = 0.05
-"""The longest pause: each read that finds nothing appended anywhere doubles the pause up to
-this (a wait on a run that takes hours reads 20 times a second, not 300)."""
+"""The longest pause: each read that finds nothing another process appended doubles the pause
+up to this (a wait on a run that takes hours reads 20 times a second, not 300)."""
+_OWN_KEPT = 10_000
+"""Feed numbers this process wrote and ``Ends`` has not read yet; past this the memory starts
+again empty (a row then counts as another process's: one read at the quick pace too many)."""
 
 
 class Ends:
     """Hears the runs that end, whichever process wrote the end, while anyone waits for one:
     one task reads the feed above a mark taken when the first waiter came (before that
     waiter's own read of its run, so no end falls between the two) and tells ``heard`` each
-    waited-for run whose status is terminal. It stops when nobody waits."""
+    waited-for run whose status is terminal. It stops when nobody waits. Its pace quickens
+    only for rows another process wrote: this process's own are told to it (``written``)."""
 
     def __init__(
         self,
@@ -109,6 +113,14 @@ class Ends:
         self._read, self._waited, self._heard = read, waited, heard
         self._terminal = frozenset(terminal)
         self._task: asyncio.Task[None] | None = None
+        self._own: set[int] = set()
+
+    def written(self, gseqs: Sequence[int]) -> None:
+        """Feed rows this process wrote (``GroupWriter``): the ends among them woke their
+        waiters as they were appended, so finding them is no reason to read again soon."""
+        if len(self._own) + len(gseqs) > _OWN_KEPT:
+            self._own.clear()
+        self._own.update(gseqs)
 
     def wanted(self) -> None:
         """A waiter came: follow from now, unless already following."""
@@ -142,9 +154,15 @@ class Ends:
             except WorldError as err:  # locked for longer than busy_timeout: try again
                 log.warning("reading the change feed failed: %s", err)
                 continue
-            pause = _ENDS_INTERVAL if rows else min(_ENDS_IDLE, pause * 2)
-            waited = self._waited()
+            waited, foreign = self._waited(), False
             for gseq, run_id, status in rows:
                 mark = gseq
+                if gseq in self._own:
+                    self._own.discard(gseq)
+                else:
+                    foreign = True
                 if status in self._terminal and run_id in waited:
                     self._heard(run_id)
+            # Only another process's rows keep the pace quick: an end written here woke its
+            # waiters when it was appended (``LocalWorld.append``), without this read.
+            pause = _ENDS_INTERVAL if foreign else min(_ENDS_IDLE, pause * 2)

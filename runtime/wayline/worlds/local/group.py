@@ -50,9 +50,12 @@ class GroupWriter:
         self,
         conn: Callable[[], sqlite3.Connection],
         unavailable: Callable[[BaseException], Exception],
+        on_feed: Callable[[list[int]], None] = lambda gseqs: None,
     ) -> None:
         self._conn = conn
         self._unavailable = unavailable
+        self._on_feed = on_feed
+        """Told the change feed's numbers each commit wrote (``feed.Ends.written``)."""
         self._pending: list[_Request] = []
         self._heads: dict[str, Head] = {}
         self._turn_busy = False
@@ -132,7 +135,7 @@ class GroupWriter:
             # the look for a follower is spared when every run written is renumbered anyway
             if len(set(moved)) < len(written) and followed(db):
                 moved = list(written)
-            _touch_feed(db, list(dict.fromkeys(moved)))
+            gseqs = _touch_feed(db, list(dict.fromkeys(moved)))
             db.execute("COMMIT")
         except BaseException as err:
             # every request of the batch is failed, none told it was written: on a full disk
@@ -143,6 +146,8 @@ class GroupWriter:
                 raise
             return self._failed(batch, err)
         self.commits += 1
+        if gseqs:
+            self._on_feed(gseqs)
         return outcomes
 
     def _one(
@@ -192,11 +197,19 @@ class GroupWriter:
         return [failure] * len(batch)
 
 
-def _touch_feed(db: sqlite3.Connection, run_ids: list[str]) -> None:
-    """Renumber the runs' rows in the change feed (``feed``), one statement per batch."""
+def _touch_feed(db: sqlite3.Connection, run_ids: list[str]) -> list[int]:
+    """Renumber the runs' rows in the change feed (``feed``), one statement per batch, and
+    return their new numbers."""
+    gseqs: list[int] = []
     for start in range(0, len(run_ids), 500):
         chunk = run_ids[start : start + 500]
-        db.execute(
-            "INSERT OR REPLACE INTO run_feed (run_id) VALUES " + ",".join(["(?)"] * len(chunk)),
-            chunk,
-        )
+        gseqs += [
+            int(row[0])
+            for row in db.execute(
+                "INSERT OR REPLACE INTO run_feed (run_id) VALUES "
+                + ",".join(["(?)"] * len(chunk))
+                + " RETURNING gseq",
+                chunk,
+            )
+        ]
+    return gseqs

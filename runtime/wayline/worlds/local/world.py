@@ -138,12 +138,12 @@ class LocalWorld(World):
         self._synchronous = synchronous.upper()
         self._db: sqlite3.Connection | None = None
         self._holder = current_holder()
-        self._writer = GroupWriter(self._conn, self._unavailable)
         self._last_reclaim = 0.0
         self._key = ""
         self._ends = Ends(
             self._read, lambda: self._terminal_waiters, self._wake_terminal, terminal_statuses(None)
         )
+        self._writer = GroupWriter(self._conn, self._unavailable, self._ends.written)
 
     terminal_hints = True
     """An end appended in this process wakes its waiters at once (``append``); one written by
