@@ -161,6 +161,27 @@ async def test_a_lone_append_commits_without_a_turn_of_the_loop(tmp_path: Path) 
         assert [e.seq for e in await world.list_events(run_id)] == [1, 2, 3]
 
 
+async def test_each_wave_of_concurrent_appends_shares_one_commit(tmp_path: Path) -> None:
+    """Once a flush has served several appends, the next wave (the handlers its commit woke)
+    is gathered whole: its first append is not sent ahead alone, which would cost a commit,
+    and an fsync, of its own."""
+    async with LocalWorld(tmp_path / "w.db") as world:
+        runs = [await _started(world) for _ in range(10)]
+
+        def step(i: int) -> NewEvent:
+            return NewEvent(T.STEP_CREATED, f"s{i}", {"stepName": "a", "input": []})
+
+        await asyncio.gather(*(world.append(r, [step(1)]) for r in runs))
+        begun: list[str] = []
+        _connection(world).set_trace_callback(
+            lambda sql: begun.append(sql) if sql.startswith("BEGIN") else None
+        )
+        written = await asyncio.gather(*(world.append(r, [step(2)]) for r in runs))
+        _connection(world).set_trace_callback(None)
+        assert [[e.seq for e in w] for w in written] == [[4]] * len(runs)
+        assert len(begun) == 1, begun
+
+
 def _synchronous(world: World) -> int:
     return int(_connection(world).execute("PRAGMA synchronous").fetchone()[0])
 

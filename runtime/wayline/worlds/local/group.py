@@ -1,12 +1,13 @@
 """Group commit: the appends of every run in this process that are waiting at the same moment go
 into one transaction, so one commit (one fsync, under ``synchronous=FULL``) serves them all.
 
-A lone writer (nothing queued, no other append in this turn of the event loop) commits at
-once, inline: deferring it would gather nobody and cost a future and two loop turns. An append
-that comes in the same loop turn as another is concurrent with it: it queues its request and
-awaits it; the first request of a batch schedules the flush with ``call_soon``, so everything
-queued until the event loop comes round to it (the other runs' handlers, woken by the previous
-flush) is written by one ``BEGIN IMMEDIATE`` ... ``COMMIT``. Each request is planned and
+A lone writer (nothing queued, no other append in this turn of the event loop, and the last
+flush served one request) commits at once, inline: deferring it would gather nobody and cost
+a future and two loop turns. An append that comes in the same loop turn as another, or
+while flushes serve several requests, is concurrent: it queues its request and awaits it; the
+first request of a batch schedules the flush with ``call_soon``, so everything queued until
+the event loop comes round to it (the other runs' handlers, woken by the previous flush) is
+written by one ``BEGIN IMMEDIATE`` ... ``COMMIT``. Each request is planned and
 validated on its own (``appends``): its conflict or bad row is its own error, and its
 statements are taken back (or were never written) without touching the others in the batch.
 Only a failure of the transaction itself (the database locked past ``busy_timeout``, a disk
@@ -60,6 +61,9 @@ class GroupWriter:
         self._heads: dict[str, Head] = {}
         self._turn_busy = False
         """An append was made in this turn of the event loop (cleared at the next turn)."""
+        self._grouping = False
+        """The last flush served more than one request: appends are concurrent now, and each
+        wave of them (the handlers its commit woke) is gathered whole, none sent ahead."""
         self.commits = 0
         """Transactions this writer committed (a counter for tests and benchmarks)."""
 
@@ -74,11 +78,14 @@ class GroupWriter:
         self, run_id: str, events: Sequence[NewEvent], expected_seq: int | None
     ) -> list[Event]:
         loop = asyncio.get_running_loop()
-        if not self._pending and not self._turn_busy:
-            # A lone writer: nothing is queued and no other append came in this turn of the
-            # loop, so a deferred flush would gather nobody else; it commits at once, without
-            # a future and the two loop turns of its round trip. An append that comes later
-            # in this same turn is concurrent with it and is queued for one grouped flush.
+        if not self._pending and not self._turn_busy and not self._grouping:
+            # A lone writer: nothing is queued, no other append came in this turn of the loop
+            # and the last flush served one request, so a deferred flush would gather nobody
+            # else; it commits at once, without a future and the two loop turns of its round
+            # trip. An append that comes later in this same turn is concurrent with it and is
+            # queued for one grouped flush. While flushes serve several requests, the first
+            # append of each wave is queued too: sent ahead alone it would cost a commit (an
+            # fsync under synchronous=FULL) of its own.
             self._turn_busy = True
             loop.call_soon(self._turn_over)
             outcome = self._commit([_Request(run_id, events, expected_seq)])[0]
@@ -98,6 +105,7 @@ class GroupWriter:
     def _flush(self) -> None:
         batch = [r for r in self._pending if r.future is not None and not r.future.done()]
         self._pending = []
+        self._grouping = len(batch) > 1
         if not batch:
             return
         try:
