@@ -2,7 +2,7 @@
 tasks and futures made, syscalls by kind, WAL page writes (SQLite), NATS round trips, and CPU
 per process. With ``--against COMMIT``, an interleaved A/B of this tree and another commit.
 
-    python bench/steady.py [--worlds local,nats] [--steps 10] [--runs 20] [--rounds 3]
+    python bench/steady.py [--worlds local,nats] [--steps 10] [--runs 20] [--at-once] [--rounds 3]
         [--against COMMIT] [--no-strace] [--sync full|normal] [--write]
 
 Each measurement runs in a child process (``--child``) that imports the ``wayline`` of one
@@ -14,7 +14,8 @@ ratio whatever the machine's floor does meanwhile.
 
 A child opens the world, starts one worker in its own process (as an embedded deployment
 does: the client and the worker share one process and one event loop), warms up, then runs
-``--runs`` sequential runs of ``--steps`` no-op steps twice:
+``--runs`` sequential runs (``--at-once``: started and awaited at once) of ``--steps`` no-op
+steps twice:
 
 - untraced: CPU of this process and of nats-server (from ``/proc``), event-loop turns
   (``_run_once`` calls; those whose ``select`` could block, i.e. had no callback ready, are
@@ -105,7 +106,9 @@ def _hear() -> str:
     return sys.stdin.readline().strip()
 
 
-async def child(url: str, steps: int, runs: int, server_pid: int | None) -> None:
+async def child(
+    url: str, steps: int, runs: int, server_pid: int | None, at_once: bool = False
+) -> None:
     import wayline
 
     sys.path.append(str(HERE))
@@ -118,6 +121,10 @@ async def child(url: str, steps: int, runs: int, server_pid: int | None) -> None
     client = wayline.Client(world)
 
     async def chain() -> None:
+        if at_once:  # started at once and awaited at once: appends and ends overlap
+            handles = await asyncio.gather(*(client.start(bench_chain, steps) for _ in range(runs)))
+            await asyncio.gather(*(h.result(timeout=120) for h in handles))
+            return
         for _ in range(runs):
             handle = await client.start(bench_chain, steps)
             await handle.result(timeout=120)
@@ -159,7 +166,9 @@ def child_main(args: argparse.Namespace) -> None:
         raise SystemExit(f"imported wayline from {where}, not from {tree}")
     loop = CountingLoop()
     try:
-        loop.run_until_complete(child(args.url, args.steps, args.runs, args.server_pid))
+        loop.run_until_complete(
+            child(args.url, args.steps, args.runs, args.server_pid, args.at_once)
+        )
     finally:
         loop.close()
 
@@ -182,7 +191,13 @@ def parse_strace(path: Path, page_size: int = 4096) -> Counter[str]:
 
 
 def measure(
-    tree: Path, url: str, steps: int, runs: int, server_pid: int | None, strace: str | None
+    tree: Path,
+    url: str,
+    steps: int,
+    runs: int,
+    server_pid: int | None,
+    strace: str | None,
+    at_once: bool = False,
 ) -> dict[str, float]:
     """One child: its untraced figures and, with strace, its syscalls; per step."""
     proc = subprocess.Popen(
@@ -191,6 +206,7 @@ def measure(
             str(Path(__file__).resolve()),
             *("--child", "--tree", str(tree), "--url", url),
             *("--steps", str(steps), "--runs", str(runs)),
+            *(("--at-once",) if at_once else ()),
             *(("--server-pid", str(server_pid)) if server_pid else ()),
         ],
         stdin=subprocess.PIPE,
@@ -303,6 +319,9 @@ def main() -> None:
     parser.add_argument("--worlds", default="local,nats")
     parser.add_argument("--steps", type=int, default=10, help="steps per run (N)")
     parser.add_argument("--runs", type=int, default=20, help="sequential runs measured")
+    parser.add_argument(
+        "--at-once", action="store_true", help="the runs started and awaited at once"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="repetitions (alternated in A/B)")
     parser.add_argument(
         "--against", help="a commit (or a checkout's folder) to compare with, interleaved"
@@ -349,14 +368,15 @@ def main() -> None:
                     else:
                         base, pid = servers[world]
                         url = f"{base}?prefix={tag}"
-                    figures = measure(tree, url, args.steps, args.runs, pid, strace)
+                    figures = measure(tree, url, args.steps, args.runs, pid, strace, args.at_once)
                     results.setdefault((name, world), []).append(figures)
                     shown = ", ".join(
                         f"{k} {v:.3g}" for k, v in figures.items() if not k.startswith("syscalls: ")
                     )
                     print(f"[{rnd + 1}/{args.rounds}] {world} {name}: {shown}", flush=True)
     print(
-        f"\nPer step: {args.runs} sequential runs of {args.steps} no-op steps, "
+        f"\nPer step: {args.runs} {'runs at once' if args.at_once else 'sequential runs'} of "
+        f"{args.steps} no-op steps, "
         f"min-max over {args.rounds} round(s); SQLite sync={args.sync}."
         + (f" A/B: {args.against} (old) and this tree (new), alternating." if args.against else "")
         + "\n"
@@ -381,7 +401,8 @@ def main() -> None:
             [
                 f"Written by `bench/steady.py` on {stamp}"
                 f" at {head}{' (runtime changed since)' if dirty else ''}; {os.cpu_count()} cores, "
-                f"load average at the end {load}. Per step: {args.runs} sequential runs of "
+                f"load average at the end {load}. Per step: {args.runs} "
+                f"{'runs at once' if args.at_once else 'sequential runs'} of "
                 f"{args.steps} no-op steps, one worker in the client's process; min-max over "
                 f"{args.rounds} round(s); SQLite sync={args.sync}."
                 + (
