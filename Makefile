@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench sim soak chaos clean k8s-bins toxiproxy-bins fuse browser node-bins e2e cluster cluster-down crds
+.PHONY: demo test lint typecheck unit bench sim steady soak chaos clean k8s-bins toxiproxy-bins fuse browser node-bins e2e cluster cluster-down crds
 
 # The cluster `make cluster` brings up: never the e2e suite's wayline-e2e (`make e2e` tears that
 # one down), so a test run and a first install do not remove each other's cluster.
@@ -50,6 +50,11 @@ SEEDS ?= 100
 FIRST ?= 0
 sim: $(STAMP)
 	PYTHONHASHSEED=0 $(BIN)/python -m wayline.sim $(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --first $(FIRST))
+
+# Loop turns, tasks, futures, syscalls (strace), WAL page writes and round trips per step; an
+# interleaved A/B against another commit: make steady STEADY_ARGS="--against main"
+steady: $(STAMP)
+	$(BIN)/python bench/steady.py $(STEADY_ARGS)
 
 # Not part of `make test`: 200 runs x 20 steps on a real nats-server, three workers of two
 # applications, SIGKILLs of workers and of the server; at most 15 minutes, then it stops

@@ -64,6 +64,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE))
 
 from flows import bench_chain
+from results import headline_sections
 
 import wayline
 
@@ -504,6 +505,9 @@ async def main() -> None:
                 # is the section of a world this run did not measure (as measured before)
                 marks = [old.find(h) for h in _OTHERS if h in old]
                 kept = old[min(marks) :] if marks else ""
+                top = headline_sections(old)  # steady.py's headline stays first
+                if top:
+                    lines[1:1] = ["", top.rstrip("\n")]
                 for other in {"local", "nats", "nats-always"} - set(results):
                     start = old.find(f"\n## {other}\n")
                     if start >= 0:

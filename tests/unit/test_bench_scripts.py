@@ -12,7 +12,9 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-@pytest.mark.parametrize("script", ["steps.py", "soak.py", "operator.py", "attributes.py"])
+@pytest.mark.parametrize(
+    "script", ["steps.py", "steady.py", "soak.py", "operator.py", "attributes.py"]
+)
 def test_a_bench_script_starts_from_its_path(script: str) -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH / script), "--help"],

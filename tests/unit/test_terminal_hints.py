@@ -36,25 +36,17 @@ def test_a_hint_heard_again_is_kept_as_the_newest() -> None:
     assert not world.heard_ended("r0")
 
 
-async def test_the_feed_of_ends_slows_down_while_nothing_is_appended(
-    monkeypatch: Any,
-) -> None:
-    """``feed.Ends`` reads the change feed every 3 ms while runs move, doubles its pause on
-    each read that finds nothing appended (up to 50 ms: a wait on a run that takes hours does
-    not read 300 times a second), is quick again as soon as something is, and wakes only the
-    waited-for runs whose status is terminal."""
+def _paced(
+    monkeypatch: Any, answers: list[list[tuple[int, str, str | None]]]
+) -> tuple[Any, list[float], Any]:
+    """``feed.asyncio.sleep`` recording its pauses without waiting, a read of the feed that
+    answers ``answers`` in turn (nothing once they are spent), and the real ``sleep`` for
+    the test's own turns of the loop."""
     import asyncio
 
     from wayline.worlds.local import feed
 
-    answers: list[list[tuple[int, str, str | None]]] = [
-        *([[]] * 6),
-        [(1, "a", "running"), (2, "b", "completed")],
-        [],
-        [(3, "a", "completed"), (4, "c", "failed")],
-    ]
     pauses: list[float] = []
-    heard: list[str] = []
     real_sleep = asyncio.sleep
 
     def read(sql: str, params: Any) -> list[Any]:
@@ -66,8 +58,30 @@ async def test_the_feed_of_ends_slows_down_while_nothing_is_appended(
         pauses.append(seconds)
         await real_sleep(0)
 
-    waited = {"a", "b"}
     monkeypatch.setattr(feed.asyncio, "sleep", sleep)
+    return read, pauses, real_sleep
+
+
+async def test_the_feed_of_ends_slows_down_while_nothing_is_appended(
+    monkeypatch: Any,
+) -> None:
+    """``feed.Ends`` reads the change feed every 3 ms while runs move, doubles its pause on
+    each read that finds nothing appended (up to 50 ms: a wait on a run that takes hours does
+    not read 300 times a second), is quick again as soon as something is, and wakes only the
+    waited-for runs whose status is terminal."""
+    from wayline.worlds.local import feed
+
+    read, pauses, real_sleep = _paced(
+        monkeypatch,
+        [
+            *([[]] * 6),
+            [(1, "a", "running"), (2, "b", "completed")],
+            [],
+            [(3, "a", "completed"), (4, "c", "failed")],
+        ],
+    )
+    heard: list[str] = []
+    waited = {"a", "b"}
     ends = feed.Ends(read, lambda: set() if "a" in heard else waited, heard.append, ["completed"])
     ends.wanted()
     for _ in range(100):
@@ -77,3 +91,24 @@ async def test_the_feed_of_ends_slows_down_while_nothing_is_appended(
     await ends.close()
     assert pauses[:9] == [0.003, 0.006, 0.012, 0.024, 0.048, 0.05, 0.05, 0.003, 0.006], pauses
     assert heard == ["b", "a"]  # c is not waited for, a's first row was not an end
+
+
+async def test_rows_this_process_wrote_let_the_feed_of_ends_slow_down(monkeypatch: Any) -> None:
+    """A row of the feed this process wrote (``Ends.written``) was an end that woke its
+    waiters as it was appended: finding it is no reason to read again soon. Only another
+    process's row brings the quick pace back."""
+    from wayline.worlds.local import feed
+
+    read, pauses, real_sleep = _paced(
+        monkeypatch,
+        [[], [(1, "a", "completed")], [(2, "b", "running")], []],
+    )
+    ends = feed.Ends(read, lambda: {"x"}, lambda run_id: None, ["completed"])
+    ends.written([1])
+    ends.wanted()
+    for _ in range(100):
+        if len(pauses) >= 5:
+            break
+        await real_sleep(0)
+    await ends.close()
+    assert pauses[:5] == [0.003, 0.006, 0.012, 0.003, 0.006], pauses

@@ -62,9 +62,11 @@ CREATE TABLE IF NOT EXISTS served (
     key TEXT PRIMARY KEY,
     data TEXT NOT NULL
 ) WITHOUT ROWID;
--- The change feed: one row per run, renumbered (REPLACE) by each append. AUTOINCREMENT keeps
--- numbers rising across deletes, so "every row above my high-water mark" is every run that
--- moved since (writers are serialized by BEGIN IMMEDIATE: numbers are in commit order).
+-- The change feed: one row per run, renumbered (REPLACE) by an append that changes the run's
+-- status, and by every append while a row of feed_followers says someone follows them all.
+-- AUTOINCREMENT keeps numbers rising across deletes, so "every row above my high-water mark"
+-- is every run that moved since (writers are serialized by BEGIN IMMEDIATE: numbers are in
+-- commit order).
 CREATE TABLE IF NOT EXISTS run_feed (
     gseq INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL UNIQUE
@@ -77,6 +79,12 @@ CREATE TABLE IF NOT EXISTS hook_buffer (
     data TEXT NOT NULL,
     expires_at REAL NOT NULL,
     PRIMARY KEY (namespace, token)
+) WITHOUT ROWID;
+-- The watches of every append (World.watch_runs), one row each, named by the process that
+-- holds it so a dead process's row can be dropped (holders.py).
+CREATE TABLE IF NOT EXISTS feed_followers (
+    follower TEXT PRIMARY KEY,
+    holder TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS stream_records (
     run_id TEXT NOT NULL,

@@ -141,12 +141,12 @@ class LocalWorld(World):
         self._synchronous = synchronous.upper()
         self._db: sqlite3.Connection | None = None
         self._holder = current_holder()
-        self._writer = GroupWriter(self._conn, self._unavailable)
         self._last_reclaim = 0.0
         self._key = ""
         self._ends = Ends(
             self._read, lambda: self._terminal_waiters, self._wake_terminal, terminal_statuses(None)
         )
+        self._writer = GroupWriter(self._conn, self._unavailable, self._ends.written)
 
     terminal_hints = True
     """An end appended in this process wakes its waiters at once (``append``); one written by
@@ -423,7 +423,7 @@ class LocalWorld(World):
     async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
         """Polls the ``run_feed`` table above a high-water mark (``feed``), so appends by
         every process are seen, within the world's poll interval."""
-        return await follow(self._read, on_change, max(self._poll, 0.05))
+        return await follow(self._write, self._read, self._holder, on_change, max(self._poll, 0.05))
 
     # queue ---------------------------------------------------------------------------------
     async def enqueue(
@@ -812,6 +812,16 @@ class LocalWorld(World):
             )
         if dead:
             self._wake()
+        # A dead process's watch of every append would make each writer renumber the feed on
+        # every append for nobody.
+        followers = self._read("SELECT DISTINCT holder FROM feed_followers")
+        for (holder,) in followers:
+            if holder != self._holder and not holder_alive(holder):
+                self._write(
+                    lambda db, h=holder: db.execute(
+                        "DELETE FROM feed_followers WHERE holder = ?", (h,)
+                    )
+                )
 
 
 def _ended_before(
