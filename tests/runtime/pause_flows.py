@@ -65,3 +65,16 @@ async def pause_kid(path: str) -> str:
 async def step_then_child(path: str, hold: str) -> str:
     await slow_step(path, "a", hold)
     return await wayline.child(pause_kid, path)
+
+
+@wayline.step(retry=wayline.RetryPolicy(max_attempts=1, on_exhausted="pause"))
+async def fails_when_released(path: str, hold: str) -> str:
+    """Marks its start, waits for ``hold``, then fails: its one attempt is spent."""
+    mark(path, "f-start")
+    await wait_for(file_exists(hold), timeout=60)
+    raise RuntimeError("provider down")
+
+
+@wayline.workflow
+async def cancelled_while_exhausting(path: str, hold: str) -> str:
+    return await fails_when_released(path, hold)

@@ -206,3 +206,24 @@ async def test_a_run_paused_before_it_started_starts_on_unpause(
     events = await handle.events()
     [paused] = of_type(events, EventType.RUN_PAUSED)
     assert paused.data["statusBefore"] == "pending"
+
+
+async def test_a_step_out_of_attempts_after_a_cancel_fails_and_the_run_ends_cancelled(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A cancel asked for while the step's last attempt runs: the attempt's failure is the
+    step's (``on_exhausted="pause"`` does not pause a run that is to stop), and the run ends
+    cancelled instead of staying paused with nobody to unpause it."""
+    path, hold = str(tmp_path / "marks"), str(tmp_path / "hold")
+    async with engine.worker([pause_flows.cancelled_while_exhausting]):
+        handle = await engine.client.start(pause_flows.cancelled_while_exhausting, path, hold)
+        await wait_for(lambda: _has(path, "f-start"), timeout=20)
+        assert await handle.cancel("no longer wanted") is True
+        mark(hold)
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=20)
+        events = await engine.world.list_events(handle.run_id)
+        assert of_type(events, EventType.RUN_PAUSED) == []
+        # the run may end before the body does (it has nothing to reverse): then the world
+        # refuses the late failure; either way the step has one outcome at most
+        assert len(of_type(events, EventType.STEP_FAILED)) <= 1

@@ -28,7 +28,7 @@ from ..world.cancel import ask_to_cancel
 from ..world.pausing import pause_event
 from .deferred import append_batch, outcome_event
 from .messages import Verdict, malformed_verdict
-from .step_runner import Outcome, Retry
+from .step_runner import Failed, Outcome, Retry
 
 log = logging.getLogger("wayline.runtime")
 
@@ -142,9 +142,10 @@ async def record_outcome(
     """Write a step's outcome; nothing when another attempt settled it first, or the run
     ended (cancelled). A retry is logged at INFO, with the run and the step. A retry that
     pauses the run (``on_exhausted="pause"``) is written with the pause, in one append."""
-    written = await _paused_with(world, run_id, cid, outcome, name)
     try:
-        written = written or await world.append(run_id, [outcome_event(cid, outcome)])
+        if isinstance(outcome, Retry) and outcome.pause:
+            return await _paused_with(world, run_id, cid, outcome, name)
+        written = await world.append(run_id, [outcome_event(cid, outcome)])
     except (EntityConflictError, RunTerminalError, EntityMissingError):
         return []
     if isinstance(outcome, Retry):
@@ -161,25 +162,41 @@ async def record_outcome(
 
 
 async def _paused_with(
-    world: World, run_id: str, cid: str, outcome: Outcome, name: str
+    world: World, run_id: str, cid: str, outcome: Retry, name: str
 ) -> list[Event]:
-    """The retry and the pause it asks for, as one append; nothing when the run cannot be
-    paused now (paused already by a person, blocked, or being compensated): the retry is then
-    written alone and the step's fresh budget waits for no one."""
-    if not isinstance(outcome, Retry) or not outcome.pause:
-        return []
+    """A step out of attempts under ``on_exhausted="pause"``: the retry and the pause it asks
+    for, as one append fenced on the log read just before it. A run that cannot be paused
+    now (a cancel was asked for, it unwinds, it is blocked or paused already) gets the step's
+    failure instead, as without the policy: a retry written alone would give the step a
+    fresh budget that nobody granted, and a pause over a cancel would hold a run nobody
+    means to unpause."""
     error = outcome.error
     said = f"{error['name']}: " if error.get("name") else ""
     tried = error.get("attempt")
     after = "" if tried is None else f" (after {tried} attempt{'s' if tried != 1 else ''})"
     why = f"step {name or cid} ran out of attempts: {said}{error.get('message', '')}{after}"
     pause = pause_event(RunStatus.RUNNING, why, "retry", stepId=cid)
-    try:
-        written = await world.append(run_id, [outcome_event(cid, outcome), pause])
-    except EntityConflictError:
-        return []
-    log.warning("run %s paused: %s", run_id, why, extra={"run_id": run_id, "step_id": cid})
-    return written
+    for _ in range(3):  # a log that keeps moving under it: fail the step, as without a pause
+        events = await world.list_events(run_id)
+        view = fold(run_id, events)
+        asked_to_stop = any(e.type is EventType.RUN_CANCEL_REQUESTED for e in events)
+        if not asked_to_stop and view.status == RunStatus.PAUSED:
+            # paused by someone already: the retry waits for that unpause, which lets the
+            # step go on with the fresh budget a pause by this policy would have given it
+            return await world.append(run_id, [outcome_event(cid, outcome)])
+        if asked_to_stop or view.status != RunStatus.RUNNING:
+            break
+        try:
+            written = await world.append(
+                run_id, [outcome_event(cid, outcome), pause], expected_seq=events[-1].seq
+            )
+        except SequenceConflictError:
+            continue  # the log moved (a cancel, another outcome): decide again on it
+        except EntityConflictError:
+            break
+        log.warning("run %s paused: %s", run_id, why, extra={"run_id": run_id, "step_id": cid})
+        return written
+    return await world.append(run_id, [outcome_event(cid, Failed(error))])
 
 
 async def malformed(world: World, delivery: Delivery, err: Exception) -> Verdict:
