@@ -422,8 +422,21 @@ class Client:
     async def _create(self, run_id: str, start: _Start) -> bool:
         """Append the run's ``run_created`` as its first event; False when it exists already.
         The payloads of ``StartOptions(hooks=)`` are stored first, for this run id alone, so
-        that no hook of the run can be created before them; a start that finds the run
-        exists leaves them to that run, as a signal-with-start signals the run it finds."""
+        that no hook of the run can be created before them. A start that finds the run
+        existing stores nothing here: ``_existing`` decides whether the run it found gets
+        them (a live run under ``use_existing``, as a signal-with-start signals the run it
+        finds) or the start is refused and nothing is stored."""
+        if start.hooks and await self.world.get_run(run_id) is not None:
+            return False
+        await self._store_start_hooks(run_id, start)
+        event = NewEvent(EventType.RUN_CREATED, data=start.data)
+        try:
+            await self.world.append(run_id, [event], expected_seq=0)
+        except (EntityConflictError, SequenceConflictError):
+            return False
+        return True
+
+    async def _store_start_hooks(self, run_id: str, start: _Start) -> None:
         now = self.world.now()
         for token, plain in start.hooks.items():
             entry = BufferedPayload(
@@ -436,12 +449,6 @@ class Client:
                 for_run=run_id,
             )
             await self.world.hook_buffer().store(entry)
-        event = NewEvent(EventType.RUN_CREATED, data=start.data)
-        try:
-            await self.world.append(run_id, [event], expected_seq=0)
-        except (EntityConflictError, SequenceConflictError):
-            return False
-        return True
 
     async def _existing(self, existing: RunInfo, start: _Start) -> RunHandle[Any]:
         """The answer to a start that found ``existing`` under its id and starts no run."""
@@ -467,6 +474,10 @@ class Client:
             # more message per repeat, e.g. each time the operator's start handler runs
             # again for a WorkflowRun whose status was emptied
             return RunHandle(self, run_id, start.definition, id=start.business_id)
+        if start.hooks:  # signal-with-start of a live run: its hooks get them, waiting or not
+            await self._store_start_hooks(run_id, start)
+            for token in start.hooks:
+                await self.deliver_buffered(token)
         return await self._send_start(run_id, start, fresh=False)
 
     async def _send_start(self, run_id: str, start: _Start, *, fresh: bool) -> RunHandle[Any]:

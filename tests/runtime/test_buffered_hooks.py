@@ -158,6 +158,45 @@ async def test_signal_with_start_payloads_are_the_started_runs_alone(engine: Eng
     assert entry is not None and entry.taken_by is None and entry.for_run == started.run_id
 
 
+async def test_signal_with_start_of_a_live_run_by_business_id_reaches_its_waiting_hook(
+    engine: Engine,
+) -> None:
+    """A second start under a business id whose run is live and already waits on the token:
+    the payloads given with it go to that run (signal-with-start signals the run it finds),
+    including the hook it waits on now."""
+    client = engine.client
+    async with engine.worker([flows.first_payload]):
+        first = await client.start_with(
+            wayline.StartOptions(id="order-sws"), flows.first_payload, "sws-live"
+        )
+        await client.wait_for_hook("sws-live", timeout=10)
+        again = wayline.StartOptions(id="order-sws", hooks={"sws-live": "signalled"})
+        second = await client.start_with(again, flows.first_payload, "sws-live")
+        assert second.run_id == first.run_id
+        assert await first.result(timeout=10) == "signalled"
+    assert len(_received(await first.events())) == 1
+
+
+async def test_a_refused_start_stores_none_of_its_payloads(engine: Engine) -> None:
+    """A start refused because its run id is taken (``id_conflict="fail"``) signals nobody:
+    the token stays free for a buffered resume of its own."""
+    client = engine.client
+    async with engine.worker([flows.first_payload]):
+        run_id = "wf_" + "5e" * 16
+        first = await client.start_with(
+            wayline.StartOptions(run_id=run_id), flows.first_payload, "other-token"
+        )
+        refused = wayline.StartOptions(
+            run_id=run_id, id_conflict="fail", hooks={"sws-refused": "not for anyone"}
+        )
+        with pytest.raises(wayline.RunAlreadyExistsError):
+            await client.start_with(refused, flows.first_payload, "other-token")
+        assert await engine.world.hook_buffer().get("", "sws-refused") is None
+        await client.wait_for_hook("other-token", timeout=10)
+        await client.resume_hook("other-token", "done")
+        assert await first.result(timeout=10) == "done"
+
+
 async def test_a_bad_buffer_duration_is_refused_and_stores_nothing(engine: Engine) -> None:
     with pytest.raises(ValueError, match="buffer="):
         await engine.client.resume_hook("t", "x", buffer="30d")
