@@ -88,7 +88,7 @@ class WaylineError(Exception):
 
 # Before recorded errors carried these as fields, the engine appended them to the user's
 # message; a log written then still reads, with the text split back into the fields.
-_GAVE_UP = re.compile(r" \(gave up after (\d+) attempts?\)$")
+_GAVE_UP = re.compile(r" \(gave up after (\d{1,9}) attempts?\)$")
 _NON_RETRYABLE = re.compile(r" \(not retried: (\w+ is non-retryable)\)$")
 _ABANDONED = " (compensation abandoned)"
 _OLD_STEP = re.compile(r"^step '(.*)' failed: ", re.DOTALL)
@@ -140,15 +140,21 @@ class ErrorCause:
         )
         message = str(error.get("message", ""))
         abandoned = bool(error.get("compensationAbandoned"))
-        if message.endswith(_ABANDONED):
-            message, abandoned = message[: -len(_ABANDONED)], True
         attempt, attempts = _int(error.get("attempt")), _int(error.get("attempts"))
         why = error.get("notRetriedBecause")
         why = str(why) if why is not None else None
-        if (m := _GAVE_UP.search(message)) is not None:
+        # An older release appended these notes to the message. A record of this one keeps
+        # them in fields and the message as the user wrote it, even when the user's own text
+        # happens to end like one of them: only a record without the fields is parsed.
+        old = not {"compensationAbandoned", "attempt", "notRetriedBecause", "step", "runId"} & (
+            error.keys()
+        )
+        if old and message.endswith(_ABANDONED):
+            message, abandoned = message[: -len(_ABANDONED)], True
+        if old and (m := _GAVE_UP.search(message)) is not None:
             message, why = message[: m.start()], RETRIES_EXHAUSTED
             attempt = attempts = int(m.group(1))
-        elif (m := _NON_RETRYABLE.search(message)) is not None:
+        elif old and (m := _NON_RETRYABLE.search(message)) is not None:
             message, why = message[: m.start()], m.group(1)
         code = str(error.get("code") or "USER_ERROR")
         step, run_id = error.get("step"), error.get("runId")
