@@ -156,6 +156,8 @@ def index_rows(value: Any) -> list[IndexRow]:
     stores: it can be shown, not searched)."""
     if isinstance(value, bool):
         return [("bool", float(value), None)]
+    if isinstance(value, int) and abs(value) > 2**53:
+        return []  # not a value a writer of this version stores (float() would overflow)
     if isinstance(value, int | float):
         return [("num", float(value), None)] if math.isfinite(value) else []
     if isinstance(value, str):
