@@ -197,3 +197,23 @@ async def test_workers_show_what_is_served_and_the_runs_nobody_can_drive(
     # a worker closed gracefully withdraws itself at once
     after = (await console.http.get("/api/workers")).json()
     assert [e["live"] for e in after["served"] if e["workflow"] == "greet"] == [False]
+
+
+async def test_a_request_for_another_host_name_is_refused(console: Console) -> None:
+    """A console told its host names (on loopback, ``wayline console`` is by default) answers
+    no request naming another host: reads need no token, so a page elsewhere must not reach it
+    through a name that resolves to 127.0.0.1."""
+    app = create_app(console.engine.client, allowed_hosts=["127.0.0.1", "localhost"])
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8233") as http:
+        assert (await http.get("/api/info")).status_code == 200
+        rebound = await http.get("/api/runs", headers={"Host": "attacker.example:8233"})
+        assert rebound.status_code == 400
+
+
+def test_the_command_answers_loopback_names_alone_on_a_loopback_address() -> None:
+    from wayline.cli.web import allowed_hosts
+
+    assert allowed_hosts("127.0.0.1", None) == ["127.0.0.1", "localhost", "[::1]", "::1"]
+    assert allowed_hosts("0.0.0.0", None) is None
+    assert allowed_hosts("0.0.0.0", ["console.example"]) == ["console.example"]

@@ -29,6 +29,19 @@ def read_token(path: str | None) -> str | None:
     return token
 
 
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+def allowed_hosts(host: str, given: list[str] | None) -> list[str] | None:
+    """The ``Host`` names the console answers: those given with ``--allowed-host``; else, on
+    a loopback address, the loopback names alone (a page elsewhere cannot reach it through a
+    name of its own); else any (a pod behind an Ingress, whose names the console cannot
+    know)."""
+    if given:
+        return given
+    return list(LOOPBACK_NAMES) if host in LOOPBACK_NAMES else None
+
+
 def _bind(host: str, port: int) -> socket.socket:
     try:
         return socket.create_server((host, port))
@@ -55,6 +68,7 @@ async def cmd_console(args: argparse.Namespace) -> int:
             closing=closing,
             max_body_bytes=args.max_body_bytes,
             schedules_file=Path(args.schedules_file),
+            allowed_hosts=allowed_hosts(args.host, args.allowed_host),
         )
         host, port = sock.getsockname()[:2]
         mode = "actions need the token" if token else "read-only"
@@ -75,6 +89,13 @@ def add_console(sub: argparse._SubParsersAction, command: object) -> None:  # ty
         default="127.0.0.1",
         metavar="ADDRESS",
         help="the address to listen on (default 127.0.0.1; in a pod, 0.0.0.0)",
+    )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME",
+        help="a Host name the console answers (repeatable); default: the loopback names when "
+        "--host is a loopback address, else any",
     )
     p.add_argument(
         "--token-file",

@@ -11,12 +11,14 @@ import asyncio
 import contextlib
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -42,10 +44,14 @@ def create_app(
     closing: asyncio.Event | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     schedules_file: Path | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """The console's ASGI app over ``client``'s world. Without ``token`` it is read-only:
     every action answers 403 ``READ_ONLY``. ``closing``, once set, ends every live feed (a
-    server shutting down does not wait for browsers to hang up)."""
+    server shutting down does not wait for browsers to hang up). With ``allowed_hosts``, a
+    request whose ``Host`` header names another host is refused (400): reads need no token,
+    so a web page a developer visits could otherwise read a console on 127.0.0.1 through a
+    name it points there (DNS rebinding)."""
     console = Console(
         client, world_url, token, poll_seconds, closing, max_body_bytes, schedules_file
     )
@@ -88,7 +94,14 @@ def create_app(
             exc.status_code, code, f"{request.method} {request.url.path}: {exc.detail}"
         )
 
-    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    middleware = (
+        []
+        if allowed_hosts is None
+        else [Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))]
+    )
+    return Starlette(
+        routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error}
+    )
 
 
 class _Server(uvicorn.Server):
