@@ -31,11 +31,14 @@ def label_value(value: Any) -> str | None:
 
 
 def attribute_labels(attributes: Mapping[str, Any]) -> dict[str, str]:
-    """The labels a run with these (typed) search attributes carries."""
+    """The labels a run with these (typed) search attributes carries. A name that is not a
+    label's name (bytes written into the log by someone else: ``set_attributes`` refuses
+    such names) is left out, as a value that is not a label's value is, so the labels
+    patch never fails on it."""
     out = {}
     for name, value in attributes.items():
         shown = label_value(value)
-        if shown is not None:
+        if shown is not None and isinstance(name, str) and name and _VALUE.fullmatch(name):
             out[PREFIX + name] = shown
     return out
 

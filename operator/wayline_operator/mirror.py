@@ -594,7 +594,13 @@ class Mirror:
         patch = labels_patch(ref.labels, wanted)
         if not patch or self.labelled.get(run_id) == wanted:
             return
-        await self.relabel(ref.namespace, ref.name, {"metadata": {"labels": patch}})
+        try:
+            await self.relabel(ref.namespace, ref.name, {"metadata": {"labels": patch}})
+        except Exception as err:  # labels mirror the world: the status is written regardless
+            log.warning(
+                "run %s: labels of %s/%s not written: %s", run_id, ref.namespace, ref.name, err
+            )
+            return
         self.labelled[run_id] = wanted
 
     def _announced(self, run_id: str, status: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -37,3 +37,11 @@ def test_the_patch_sets_what_changed_and_removes_only_attribute_labels_that_went
     wanted = {PREFIX + "tenant": "acme", PREFIX + "amount": "5"}
     assert labels_patch(current, wanted) == {PREFIX + "stage": None, PREFIX + "amount": "5"}
     assert labels_patch(wanted, wanted) == {}
+
+
+def test_a_name_that_cannot_be_a_label_name_is_left_out() -> None:
+    """Names ``set_attributes`` refuses can still be written into a log by someone else: the
+    labels patch leaves them out rather than fail (the API server refuses such a label, and
+    the resource's status would be written no more)."""
+    written = {"tenant": "acme", "bad name": "x", "-edge": "y", "a" * 64: "z", "": "e"}
+    assert attribute_labels(written) == {PREFIX + "tenant": "acme"}
