@@ -387,7 +387,13 @@ async def stop(uid: str, run_id: str, memo: kopf.Memo) -> None:
     watches leaves its run as it is (``docs/operator.md``, Delete)."""
     for attempt in range(1, STOP_ATTEMPTS + 1):
         try:
-            await _reconciler(memo).stop(run_id)
+            reconciler = _reconciler(memo)
+            if not await reconciler.owns(uid, run_id):
+                log.warning(
+                    "WorkflowRun %s deleted: run %s is not its own; not cancelled", uid, run_id
+                )
+                break
+            await reconciler.stop(run_id)
             break
         except WorldError as err:
             if attempt == STOP_ATTEMPTS:

@@ -447,8 +447,15 @@ class Mirror:
         # a paused phase is read too: spec.paused set back to false lifts the pause it made
         asks = spec is not None and (spec.cancel or spec.terminate or spec.paused)
         if spec is not None and (asks or _asks_compensation(spec) or _paused(status)):
-            with contextlib.suppress(InvalidSpec):
-                await self.reconciler.act(run_id, ref.spec)
+            if await self.reconciler.owns(ref.uid, run_id):
+                with contextlib.suppress(InvalidSpec):
+                    await self.reconciler.act(run_id, ref.spec)
+            else:
+                log.warning(
+                    "WorkflowRun %s: run %s is not its own; its spec acts on nothing",
+                    ref.uid,
+                    run_id,
+                )
         now = time.time()
         table = now >= self.table_due.get(run_id, 0.0)
         full = table or run_id in self.recheck

@@ -328,6 +328,16 @@ class Reconciler:
             raise HookBuffered(f"payload for hook {token} buffered for {spec.buffer}")
         return run_id
 
+    async def owns(self, uid: str, run_id: str) -> bool:
+        """Whether the run ``run_id`` is the resource ``uid``'s to act on: its uid's own id (a
+        resource from before business ids), or a run whose memo names the resource. A
+        ``status.runId`` is written by whoever may patch the status subresource, so it never
+        decides alone which run a cancel, a terminate or a pause reaches."""
+        if run_id == run_id_for(uid):
+            return True
+        info = await self.world.get_run(run_id)
+        return info is None or _owner(info) == uid
+
     async def stop(self, run_id: str) -> None:
         """The resource is being deleted: cancel its run ``run_id`` (durably requested; a
         worker finishes it, compensations included). A run that ended, or never started,

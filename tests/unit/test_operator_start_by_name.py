@@ -75,3 +75,16 @@ async def test_a_run_started_under_the_uid_is_kept(make_world: WorldFactory) -> 
         await wait_for(lambda: world.get_hook("tok-l"))
         await client.resume_hook("tok-l", {"ok": True})
         assert await client.handle(legacy).result(timeout=20) == {"ok": True}
+
+
+async def test_a_resource_acts_only_on_a_run_it_started(make_world: WorldFactory) -> None:
+    """A ``status.runId`` naming another resource's run (anyone who may patch the status can
+    write one) does not make that run this resource's: ``owns`` says so before a cancel, a
+    terminate or a pause."""
+    world = await make_world()
+    reconciler, mine, theirs = Reconciler(world), str(uuid.uuid4()), str(uuid.uuid4())
+    my_run = await reconciler.start(mine, SPEC, "shop", "order-own")
+    their_run = await reconciler.start(theirs, SPEC, "shop", "order-theirs")
+    assert await reconciler.owns(mine, my_run)
+    assert not await reconciler.owns(mine, their_run)
+    assert await reconciler.owns(mine, run_id_for(mine))  # a resource from before names
