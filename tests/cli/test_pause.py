@@ -77,3 +77,58 @@ def test_pause_and_unpause_a_run(
         assert ended.returncode == 1, (ended.stdout, ended.stderr)
         assert f"already ended (cancelled); nothing to {verb}" in ended.stderr
         assert "Traceback" not in ended.stderr
+
+
+def test_pause_and_unpause_every_run_a_where_matches(
+    world_url: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``runs pause --where`` holds every pending or running run whose search attributes
+    match (``--dry-run`` names them and changes none), ``runs unpause --where`` lets the
+    paused ones go; a where that matches nothing is nothing to do (1), and a RUN_ID with a
+    where, or neither, is refused (2)."""
+    (tmp_path / "bulk_app.py").write_text(
+        "import wayline\n\n\n"
+        "@wayline.workflow\n"
+        f"async def held_{uuid.uuid4().hex[:12]}(ticket: str) -> object:\n"
+        "    return await wayline.create_hook(ticket)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+
+    def cli(*argv: str) -> _Done:
+        code = main([*argv, "--world", world_url])
+        out, err = capsys.readouterr()
+        return _Done(code, out, err)
+
+    def start(tenant: str) -> str:
+        done = cli("start", "bulk_app.py", "--input", '"t"', "--attr", f"tenant={tenant}")
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    acme = {start("acme"), start("acme")}
+    other = start("other")
+    dry = cli("runs", "pause", "--where", "tenant=acme", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert {line.split()[2] for line in dry.stdout.splitlines()[:-1]} == acme
+    assert json.loads(cli("runs", "list", "--status", "paused", "--json").stdout) == []
+
+    paused = cli("runs", "pause", "--where", "tenant=acme", "--reason", "acme's outage")
+    assert paused.returncode == 0, paused.stderr
+    assert paused.stdout.splitlines()[-1] == "paused 2 of 2 runs"
+    listed = json.loads(cli("runs", "list", "--status", "paused", "--json").stdout)
+    assert {row["runId"] for row in listed} == acme and other not in paused.stdout
+
+    unpaused = cli("runs", "unpause", "--where", "tenant=acme")
+    assert unpaused.returncode == 0, unpaused.stderr
+    assert unpaused.stdout.splitlines()[-1] == "unpaused 2 of 2 runs"
+    assert json.loads(cli("runs", "list", "--status", "paused", "--json").stdout) == []
+
+    none = cli("runs", "pause", "--where", "tenant=nobody")
+    assert none.returncode == 1 and "no run to pause matches --where tenant=nobody" in none.stderr
+    both = cli("runs", "pause", other, "--where", "tenant=acme")
+    assert both.returncode == 2 and "not both" in both.stderr
+    neither = cli("runs", "pause")
+    assert neither.returncode == 2 and "give a RUN_ID" in neither.stderr

@@ -309,12 +309,14 @@ def build_parser() -> argparse.ArgumentParser:
         "hold a pending or running run: it starts no new step, child, hook or sleep until "
         "unpaused (a step already running finishes)",
     )
-    add_run_argument(p)
+    add_run_argument(p, optional=True)
     p.add_argument("--reason", default="paused from the CLI", help="recorded in the run's log")
+    pausing.add_bulk(p, where_arg, "pending and running")
     p.set_defaults(handler=pausing.cmd_runs_pause)
     p = command(runs_sub, "unpause", "let a paused run go on from where it stopped")
-    add_run_argument(p)
+    add_run_argument(p, optional=True)
     p.add_argument("--reason", default="unpaused from the CLI", help="recorded in the run's log")
+    pausing.add_bulk(p, where_arg, "paused")
     p.set_defaults(handler=pausing.cmd_runs_unpause)
     p = command(runs_sub, "tail", "print what a run's steps write to a stream, as it comes")
     add_run_argument(p)

@@ -231,12 +231,16 @@ def run_arg(text: str) -> str:
     return text if is_run_id(text) else business_id_arg(text)
 
 
-def add_run_argument(parser: argparse.ArgumentParser, dest: str = "run_id") -> None:
+def add_run_argument(
+    parser: argparse.ArgumentParser, dest: str = "run_id", *, optional: bool = False
+) -> None:
     """The RUN_ID argument of every command that acts on one run, and the ``--namespace`` a
-    business id given there was started in."""
+    business id given there was started in. ``optional``: a command that can name its runs
+    another way (``--where``) takes none too."""
     parser.add_argument(
         dest,
         metavar="RUN_ID",
+        nargs="?" if optional else None,
         type=run_arg,
         help="a run id (wf_...), or the id it was started with (wayline start --id), which "
         "names the newest run started with it",
