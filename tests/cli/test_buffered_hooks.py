@@ -5,6 +5,7 @@ token no hook holds yet is kept for the first hook a run creates for it, where w
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 
@@ -51,3 +52,17 @@ def test_hooks_resume_with_buffer_keeps_the_payload_for_the_hook_to_come(run: Ru
     code, out, err = run("run", "hook_app.py", "--input", '"t-9"')
     assert code == 0, err
     assert json.loads(out) == {"ok": True}
+
+
+def test_cleanup_sweeps_payloads_whose_buffer_expired(run: Run) -> None:
+    code, _, err = run("start", "hook_app.py", "--input", '"t-0"')  # the world exists now
+    assert code == 0, err
+    resume = ["hooks", "resume", "approve:never", "--payload", "1", "--buffer", "1s"]
+    code, _, err = run(*resume)
+    assert code == 0, err
+    time.sleep(1.2)  # the buffer's own duration: nothing shorter expires it
+    code, out, err = run("cleanup", "--older-than", "1d")
+    assert code == 0, err
+    assert out.splitlines() == ["deleted 0 runs", "swept 1 expired hook payload"]
+    code, out, _ = run("cleanup", "--older-than", "1d")
+    assert out.splitlines() == ["deleted 0 runs"]

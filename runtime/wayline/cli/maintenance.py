@@ -34,7 +34,13 @@ async def cmd_cleanup(args: argparse.Namespace) -> int:
     statuses = [RunStatus(s) for s in args.status] if args.status else None
     async with opened_world(args.world, create=False) as world:
         deleted = await world.delete_runs(older_than=args.older_than, statuses=statuses)
+        try:  # payloads sent before a wait that never came: NATS keeps them until swept
+            swept = await world.hook_buffer().sweep()
+        except NotImplementedError:  # a world without the store
+            swept = 0
     print(f"deleted {deleted} run{'s' if deleted != 1 else ''}")
+    if swept:
+        print(f"swept {swept} expired hook payload{'s' if swept != 1 else ''}")
     return 0
 
 
