@@ -137,6 +137,14 @@ class NatsStore:
                 node.start()
         self.wait_healthy(timeout)
         if len(self.nodes) > 1:
+            # A meta leader is not enough to place a stream of three replicas: the leader must
+            # also see every other node as a current peer, or a stream the cut lost cannot be
+            # created again ("no suitable peers for placement"). Waited for a while, as below.
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not any(
+                self._sees_every_peer(node) for node in self.nodes
+            ):
+                time.sleep(0.2)
             # Then, for a while, until every stream and consumer has its leader again (a
             # stream the cut broke never gets one: the world then finds it so).
             deadline = time.monotonic() + 20
@@ -144,6 +152,14 @@ class NatsStore:
                 (node.monitor("healthz") or {}).get("status") == "ok" for node in self.nodes
             ):
                 time.sleep(0.2)
+
+    def _sees_every_peer(self, node: NatsNode) -> bool:
+        """``node`` leads the meta group and counts every other node as a current peer."""
+        meta = (node.monitor("jsz") or {}).get("meta_cluster") or {}
+        if meta.get("leader") != node.name:
+            return False
+        peers = [p for p in meta.get("replicas") or [] if p.get("current")]
+        return len(peers) >= len(self.nodes) - 1
 
     def wait_healthy(self, timeout: float = 40.0) -> None:
         deadline = time.monotonic() + timeout
