@@ -23,6 +23,9 @@ from ..world import Delivery, HookInfo, RunInfo
 from ..worlds.memory import MemoryStore, MemoryWorld
 from .trace import Trace
 
+#: How long a simulated receive waits for a message before it answers empty (virtual seconds).
+IDLE_POLL_SECONDS = 60.0
+
 
 @dataclass(frozen=True, slots=True)
 class FaultPlan:
@@ -142,6 +145,11 @@ class FaultyWorld(MemoryWorld):
     async def receive(
         self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
     ) -> list[Delivery]:
+        # A long poll, as a server holds a pull open: the engine's short receive wait only
+        # bounds how soon a stopping worker notices, and a stop cancels the receive anyway.
+        # Each empty return costs a turn of every idle consumer; in virtual time, where the
+        # clock jumps hours between events, those turns were half of a seed's CPU.
+        wait_seconds = max(wait_seconds, IDLE_POLL_SECONDS)
         got = await super().receive(topic, max_messages=max_messages, wait_seconds=wait_seconds)
         for d in got:
             self.trace.note(f"{self.name} deliver {d.topic} id={d.message_id} #{d.attempt}")
