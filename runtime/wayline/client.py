@@ -65,6 +65,7 @@ from .world.business_ids import (
 from .world.cancel import ask_to_cancel
 from .world.hook_buffer import MAX_BUFFER_SECONDS, BufferedPayload
 from .world.pausing import pause_run, unpause_run
+from .world.redriving import Redrive, redrive_run
 from .world.registry import waiting_for_worker
 
 log = logging.getLogger("wayline.client")
@@ -131,6 +132,10 @@ class RunHandle(Generic[R]):
     async def unpause(self, reason: str = "unpaused") -> bool:
         """:meth:`Client.unpause`: let the paused run go on; False if it was not paused."""
         return await self.client.unpause(await self._run(), reason)
+
+    async def redrive(self, reason: str = "redriven", *, by: str = "client") -> Redrive:
+        """:meth:`Client.redrive`: run this failed run again from its failed step, in place."""
+        return await self.client.redrive(await self._run(), reason, by=by)
 
     async def fork(
         self, from_step: str, *, occurrence: int | None = None, id: str | None = None
@@ -701,6 +706,25 @@ class Client:
         ended."""
         run_id = (await self.get_run(run_id)).run_id
         return await unpause_run(self.world, run_id, reason, by, _FENCE_ROUNDS)
+
+    async def redrive(
+        self,
+        run_id: str,
+        reason: str = "redriven",
+        *,
+        by: str = "client",
+        dry_run: bool = False,
+    ) -> Redrive:
+        """Re-drive a failed run in place from its failed step: the run is running again, the
+        step runs again with a fresh attempt budget (numbered from 1) and the idempotency key
+        of its first attempt, and the steps that completed before it keep their results. The
+        log records ``by`` (who asked), ``reason`` and the step. Returns the run and the step;
+        ``dry_run`` checks and records nothing. Raises :class:`RedriveRefusedError`, recording
+        nothing, for a run that has not failed, failed outside a step, ran its compensations,
+        is a child, has a hook or child still open, or whose definition identity no live
+        worker serves (docs/day2.md, "Fork and redrive")."""
+        run_id = (await self.get_run(run_id)).run_id
+        return await redrive_run(self.world, run_id, reason, by, _FENCE_ROUNDS, dry_run=dry_run)
 
     async def _fenced_append(
         self, run_id: str, decide: Callable[[list[Event]], list[NewEvent] | None]

@@ -5,9 +5,25 @@ redrive."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 import wayline
 from tests.runtime.flows import mark
 from tests.runtime.harness import file_exists
+
+
+async def failed_run(
+    client: wayline.Client, workflow: wayline.WorkflowDefinition[..., Any], path: str
+) -> wayline.RunHandle[Any]:
+    """A run of ``workflow`` that failed at its charge (the file ``broken`` exists, and is
+    left for the caller to remove: the fix)."""
+    mark(path + ".broken")
+    handle = await client.start(workflow, path)
+    with pytest.raises(wayline.RunFailedError):
+        await handle.result(timeout=20)
+    return handle
 
 
 @wayline.step(name="fork_flows.reserve")
@@ -18,9 +34,20 @@ async def reserve(path: str, item: str) -> str:
 
 @wayline.step(name="fork_flows.charge", max_retries=0)
 async def charge(path: str, amount: int) -> str:
-    mark(path, f"charge {amount} {wayline.step_context().idempotency_key}")
+    ctx = wayline.step_context()
+    mark(path, f"charge {amount} attempt-{ctx.attempt} {ctx.idempotency_key}")
     if await file_exists(path + ".broken")():
         raise wayline.FatalError("card declined")
+    return f"charged {amount}"
+
+
+@wayline.step(name="fork_flows.flaky_charge", max_retries=1, retry_delay=0.01)
+async def flaky_charge(path: str, amount: int) -> str:
+    """Retried once: it runs out of attempts while ``broken`` exists."""
+    ctx = wayline.step_context()
+    mark(path, f"flaky {amount} attempt-{ctx.attempt} {ctx.idempotency_key}")
+    if await file_exists(path + ".broken")():
+        raise RuntimeError("gateway timeout")
     return f"charged {amount}"
 
 
@@ -37,6 +64,11 @@ async def order(path: str) -> list[str]:
     done.append(await charge(path, 12))
     done.append(await ship(path))
     return done
+
+
+@wayline.workflow(name="fork_flows.flaky_order")
+async def flaky_order(path: str) -> list[str]:
+    return [await reserve(path, "book"), await flaky_charge(path, 7), await ship(path)]
 
 
 @wayline.workflow(name="fork_flows.nap_order")

@@ -11,17 +11,14 @@ import pytest
 
 import wayline
 from tests.runtime import fork_flows
-from tests.runtime.flows import lines, mark
+from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, of_type
 from wayline._core.events import EventType, RunStatus
 
 
 async def _failed_order(engine: Engine, path: str) -> wayline.RunHandle[list[str]]:
     """An order whose charge failed (the card was declined): the run failed."""
-    mark(path + ".broken")
-    handle = await engine.client.start(fork_flows.order, path)
-    with pytest.raises(wayline.RunFailedError):
-        await handle.result(timeout=20)
+    handle = await fork_flows.failed_run(engine.client, fork_flows.order, path)
     Path(path + ".broken").unlink()  # noqa: ASYNC240 - the fix: the fork's charge succeeds
     return handle
 
@@ -94,8 +91,8 @@ async def test_an_occurrence_picks_the_nth_call_of_a_step(engine: Engine, tmp_pa
         assert info.attributes["forkedFrom"]["occurrence"] == 2
     ran = [line.rsplit(" ", 1)[0] for line in lines(path)]  # without the key
     assert ran == [
-        *["reserve book", "reserve pen", "charge 12", "ship"],
-        *["reserve pen", "charge 12", "ship"],  # the fork: from the second reservation on
+        *["reserve book", "reserve pen", "charge 12 attempt-1", "ship"],
+        *["reserve pen", "charge 12 attempt-1", "ship"],  # the fork: from the second reservation on
     ]
 
 
