@@ -473,7 +473,8 @@ class Client:
             data["namespace"] = self.namespace
         else:
             data.pop("namespace", None)
-        history = forked_history(old.run_id, events, point, data, None)
+        ended = old.status.terminal
+        history = forked_history(old.run_id, events, point, data, None, ended=ended)
         start = _Start(old.workflow, definition, data, "fail", id, history=tuple(history[1:]))
         if id is not None:
             return await self._start_by_id(id, start, "allow_duplicate")

@@ -71,6 +71,18 @@ async def flaky_order(path: str) -> list[str]:
     return [await reserve(path, "book"), await flaky_charge(path, 7), await ship(path)]
 
 
+@wayline.workflow(name="fork_flows.approved_order")
+async def approved_order(path: str, token: str, dispose: bool) -> list[str]:
+    """A hook answered before the charge; ``dispose``: freed once answered, else held until
+    the run ends."""
+    first = await reserve(path, "book")
+    hook = wayline.create_hook(token)
+    approval = await hook
+    if dispose:
+        hook.dispose()
+    return [first, str(approval), await charge(path, 9)]
+
+
 @wayline.workflow(name="fork_flows.nap_order")
 async def nap_order(path: str) -> list[str]:
     """A completed sleep before the fork point: the fork reuses it as recorded."""

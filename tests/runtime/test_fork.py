@@ -130,3 +130,22 @@ async def test_a_completed_sleep_before_the_fork_point_is_reused(
     assert len(of_type(events, EventType.WAIT_CREATED)) == 1
     assert len(of_type(events, EventType.WAIT_COMPLETED)) == 1
     assert [line.split()[0] for line in lines(path)] == ["reserve", "charge", "charge"]
+
+
+@pytest.mark.parametrize("dispose", [True, False], ids=["disposed", "held-until-the-end"])
+async def test_an_answered_hook_before_the_fork_point_is_reused(
+    engine: Engine, tmp_path: Path, dispose: bool
+) -> None:
+    path, token = str(tmp_path / "m"), f"approve-{tmp_path.name}"
+    async with engine.worker([fork_flows.approved_order]):
+        old = await engine.client.start(fork_flows.approved_order, path, token, dispose)
+        await engine.client.wait_for_hook(token, timeout=20)
+        await engine.client.resume_hook(token, "yes")
+        await old.result(timeout=20)
+        fork = await engine.client.fork(old.run_id, from_step="fork_flows.charge")
+        assert await fork.result(timeout=20) == ["reserved book", "yes", "charged 9"]
+    events = await fork.events()
+    assert len(of_type(events, EventType.HOOK_RECEIVED)) == 1  # the old run's answer
+    # disposed in the old run, or recorded so by the fork: the old run's end freed its token
+    assert len(of_type(events, EventType.HOOK_DISPOSED)) == 1
+    assert [line.split()[0] for line in lines(path)] == ["reserve", "charge", "charge"]

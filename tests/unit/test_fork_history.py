@@ -65,6 +65,19 @@ def test_an_open_hook_or_child_before_the_fork_point_refuses_the_fork(
         forked_history(_RUN, events, fork_point(_RUN, events, "c"), {}, None)
 
 
+def test_a_hook_of_an_ended_run_is_carried_with_its_disposal() -> None:
+    hook = (EventType.HOOK_CREATED, "h1", {"token": "t"})
+    answered = (EventType.HOOK_RECEIVED, "h1", {"payload": "yes"})
+    events = _log(*_BASE, hook, answered, _step("s3", "c", 0))
+    point = fork_point(_RUN, events, "c")
+    carried = forked_history(_RUN, events, point, {}, None, ended=True)
+    assert [(e.type, e.correlation_id) for e in carried[-3:]] == [
+        (EventType.HOOK_CREATED, "h1"),
+        (EventType.HOOK_RECEIVED, "h1"),
+        (EventType.HOOK_DISPOSED, "h1"),  # the old run's end freed its token
+    ]
+
+
 def test_a_step_is_named_with_its_occurrence_counted_from_one() -> None:
     assert parse_step("charge") == ("charge", 1)
     assert parse_step("billing#charge#2") == ("billing#charge", 2)

@@ -10,9 +10,11 @@ by kind (docs/day2.md, "Fork and redrive"):
   its creation, so the fork runs it again;
 - a sleep, a hook's timeout or a child's deadline keeps its creation, and its completion if
   it fired (one still pending fires in the fork at the time it was set for);
-- a hook is carried only once it is disposed (a token still held by the old run would be
-  claimed twice), and a child only once its end is reported (the child runs under the old
-  run as its parent); either one still open before the fork point refuses the fork;
+- a hook is carried once it is disposed, or once the old run has ended (its token was freed
+  with the end: the fork records the hook's disposal after what it carries of it), never
+  while the old run holds its token, which would be claimed twice; a child is carried only
+  once its end is reported (the child runs under the old run as its parent); a hook or child
+  still open before the fork point refuses the fork;
 - ``run_started``, patch markers and search attributes are carried; the run's other phases
   (a pause, a block, a cancel request, the saga unwind) belong to the old run and are not.
 
@@ -101,12 +103,15 @@ def forked_history(
     point: ForkPoint,
     created: Mapping[str, Any],
     definition: Mapping[str, Any] | None,
+    *,
+    ended: bool = False,
 ) -> list[NewEvent]:
     """The fork's log: ``run_created`` with ``created``'s data, then what the old run recorded
     before ``point``, by the rules of the module docstring. ``definition``: the identity the
-    fork's ``run_started`` pins (None: it pins none, and a worker of the name drives it)."""
+    fork's ``run_started`` pins (None: it pins none, and a worker of the name drives it).
+    ``ended``: the old run has ended (its hooks' tokens are free)."""
     before = [e for e in events if e.seq < point.seq]
-    kept = _kept_entities(run_id, events, before)
+    kept, undisposed = _kept_entities(run_id, events, before, ended)
     out = [NewEvent(EventType.RUN_CREATED, data=dict(created))]
     for event in events:
         cid = event.correlation_id
@@ -120,11 +125,15 @@ def forked_history(
             out.append(NewEvent(EventType.RUN_STARTED, data=data))
         elif event.type in (EventType.PATCH_MARKED, EventType.ATTRIBUTES_SET):
             out.append(NewEvent(event.type, cid, dict(event.data)))
+    out += [NewEvent(EventType.HOOK_DISPOSED, cid) for cid in undisposed]
     return out
 
 
-def _kept_entities(run_id: str, events: Sequence[Event], before: Sequence[Event]) -> set[str]:
-    """The correlation ids whose events the fork carries; refuses an open hook or child."""
+def _kept_entities(
+    run_id: str, events: Sequence[Event], before: Sequence[Event], ended: bool
+) -> tuple[set[str], list[str]]:
+    """The correlation ids whose events the fork carries, and the hooks of an ended run it
+    records the disposal of; refuses an open hook or child."""
     created: dict[str, EventType] = {}
     compensations: set[str] = set()
     for event in before:
@@ -132,23 +141,26 @@ def _kept_entities(run_id: str, events: Sequence[Event], before: Sequence[Event]
             created[event.correlation_id] = event.type
             if event.data.get("compensates"):
                 compensations.add(event.correlation_id)
-    ended = {
+    closed = {
         str(e.correlation_id)
         for e in events
         if e.type in (EventType.HOOK_DISPOSED, EventType.CHILD_COMPLETED)
     }
+    undisposed = []
     for cid, kind in created.items():
-        if kind is EventType.HOOK_CREATED and cid not in ended:
+        if kind is EventType.HOOK_CREATED and cid not in closed and ended:
+            undisposed.append(cid)
+        elif kind is EventType.HOOK_CREATED and cid not in closed:
             raise ForkRefusedError(
                 f"hook {cid} of run {run_id} is still open before the fork point; fork from a "
                 "step before it, or once the run is past it"
             )
-        if kind is EventType.CHILD_CREATED and cid not in ended:
+        if kind is EventType.CHILD_CREATED and cid not in closed:
             raise ForkRefusedError(
                 f"child {cid} of run {run_id} has not ended; fork from a step before it, or "
                 "once the child has ended"
             )
-    return set(created) - compensations
+    return set(created) - compensations, undisposed
 
 
 _CREATES = frozenset(
