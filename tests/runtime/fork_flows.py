@@ -83,6 +83,14 @@ async def approved_order(path: str, token: str, dispose: bool) -> list[str]:
     return [first, str(approval), await charge(path, 9)]
 
 
+@wayline.workflow(name="fork_flows.slow_order")
+async def slow_order(path: str, seconds: float) -> list[str]:
+    """A run that sleeps between its reservation and its charge: live while it sleeps."""
+    first = await reserve(path, "book")
+    await wayline.sleep(seconds)
+    return [first, await charge(path, 3)]
+
+
 @wayline.workflow(name="fork_flows.nap_order")
 async def nap_order(path: str) -> list[str]:
     """A completed sleep before the fork point: the fork reuses it as recorded."""

@@ -12,7 +12,7 @@ import pytest
 import wayline
 from tests.runtime import fork_flows
 from tests.runtime.flows import lines
-from tests.runtime.harness import Engine, of_type
+from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType, RunStatus
 
 
@@ -115,6 +115,27 @@ async def test_an_unknown_step_or_occurrence_is_refused_and_nothing_is_created(
     with pytest.raises(wayline.ForkRefusedError, match="NAME#N"):
         await engine.client.fork(old.run_id, from_step="fork_flows.reserve#0")
     assert [r.run_id for r in await engine.client.list_runs()] == [old.run_id]
+
+
+async def test_a_live_run_is_forked_without_being_touched(engine: Engine, tmp_path: Path) -> None:
+    path = str(tmp_path / "m")
+    async with engine.worker([fork_flows.slow_order]):
+        old = await engine.client.start(fork_flows.slow_order, path, 600.0)
+
+        await wait_for(lambda: _sleeping(engine, old.run_id), timeout=20)
+        before = await old.events()
+        fork = await engine.client.fork(old.run_id, from_step="fork_flows.reserve")
+        await wait_for(lambda: _sleeping(engine, fork.run_id), timeout=20)
+        assert await fork.wake() == ["w1"]  # the fork's own sleep, fired early
+        assert await fork.result(timeout=20) == ["reserved book", "charged 3"]
+        assert await old.events() == before  # the old run was only read
+        assert await old.status() is RunStatus.RUNNING
+        await old.terminate("done with it")
+    assert [line.split()[0] for line in lines(path)] == ["reserve", "reserve", "charge"]
+
+
+async def _sleeping(engine: Engine, run_id: str) -> bool:
+    return bool(of_type(await engine.world.list_events(run_id), EventType.WAIT_CREATED))
 
 
 async def test_a_completed_sleep_before_the_fork_point_is_reused(
