@@ -5,6 +5,7 @@ nothing is recorded."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,20 @@ async def test_a_run_no_live_worker_serves_is_refused_naming_it(
     # a dry run checks the same and records nothing
     with pytest.raises(wayline.RedriveRefusedError):
         await engine.client.redrive(handle.run_id, dry_run=True)
+
+
+async def test_two_redrives_at_once_record_one(engine: Engine, tmp_path: Path) -> None:
+    path = str(tmp_path / "m")
+    async with engine.worker([fork_flows.order]):
+        handle = await fork_flows.failed_run(engine.client, fork_flows.order, path)
+        _unbreak(path)
+        both = await asyncio.gather(
+            engine.client.redrive(handle.run_id, "one", by="alice"),
+            engine.client.redrive(handle.run_id, "two", by="bob"),
+            return_exceptions=True,
+        )
+        await handle.result(timeout=20)
+    refused = [r for r in both if isinstance(r, wayline.RedriveRefusedError)]
+    assert len(refused) == 1 and "only a failed run is redriven" in refused[0].message
+    assert len(of_type(await handle.events(), EventType.RUN_REDRIVEN)) == 1
+    assert [line.split()[0] for line in lines(path)].count("charge") == 2
