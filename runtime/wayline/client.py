@@ -16,6 +16,7 @@ from typing_extensions import deprecated
 from ._core import limits, search_attributes
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
+from ._core.forks import fork_point, forked_data, forked_from, forked_history, parse_step
 from ._core.ids import is_run_id, new_run_id
 from ._core.projections import (
     Reversal,
@@ -64,6 +65,7 @@ from .world.business_ids import (
 from .world.cancel import ask_to_cancel
 from .world.hook_buffer import MAX_BUFFER_SECONDS, BufferedPayload
 from .world.pausing import pause_run, unpause_run
+from .world.redriving import Redrive, redrive_run
 from .world.registry import waiting_for_worker
 
 log = logging.getLogger("wayline.client")
@@ -130,6 +132,18 @@ class RunHandle(Generic[R]):
     async def unpause(self, reason: str = "unpaused") -> bool:
         """:meth:`Client.unpause`: let the paused run go on; False if it was not paused."""
         return await self.client.unpause(await self._run(), reason)
+
+    async def redrive(self, reason: str = "redriven", *, by: str = "client") -> Redrive:
+        """:meth:`Client.redrive`: run this failed run again from its failed step, in place."""
+        return await self.client.redrive(await self._run(), reason, by=by)
+
+    async def fork(
+        self, from_step: str, *, occurrence: int | None = None, id: str | None = None
+    ) -> RunHandle[Any]:
+        """:meth:`Client.fork`: a new run from this one's log up to step ``from_step``."""
+        return await self.client.fork(
+            await self._run(), from_step=from_step, occurrence=occurrence, id=id
+        )
 
     async def wake(self, wait: str | None = None) -> list[str]:
         """:meth:`Client.wake_up`: fire the run's pending sleeps (or the wait ``wait``) now."""
@@ -419,6 +433,68 @@ class Client:
             f"id {id!r} kept gaining runs under {_FENCE_ROUNDS} attempts to start one", last_seq=0
         )
 
+    async def fork(
+        self,
+        run_id: str,
+        *,
+        from_step: str,
+        occurrence: int | None = None,
+        id: str | None = None,
+    ) -> RunHandle[Any]:
+        """Start a new run of the same workflow and input whose log is run ``run_id``'s up to
+        the first attempt of step ``from_step`` (``NAME`` or ``NAME#N``, the Nth call of that
+        name counted from 1; ``occurrence`` says N apart): what was recorded before it is
+        reused, and that step and every later one run again with the code the workers run
+        now. The new run gets a fresh run id, or business id ``id`` (as ``StartOptions(id=)``:
+        refused while a live run holds it), and records the link (``forked_from`` of its
+        ``RunInfo``). The old run is only read, so a live one may be forked. Raises
+        :class:`ForkRefusedError`, creating nothing, for a step or occurrence the run has not
+        called (naming those it has) or a hook or child before it still open; the steps
+        re-run keep the idempotency keys they had in the old run (docs/day2.md, "Fork and
+        redrive")."""
+        old = await self.get_run(run_id)
+        events = await self.world.list_events(old.run_id)
+        step, nth = parse_step(from_step)
+        point = fork_point(old.run_id, events, step, nth if occurrence is None else occurrence)
+        created = events[0].data if events and events[0].type is EventType.RUN_CREATED else {}
+        if id is not None:
+            check_business_id(id)
+        data = forked_data(created, old.run_id, point, id)
+        # The fork runs the code the workers run now: the definition this client was given
+        # for the workflow, else none (a worker serving the name drives it, as one started
+        # by name whose start pins nothing).
+        data.pop("definition", None)
+        data.pop("revision", None)
+        definition = self._workflows.get(old.workflow)
+        if definition is not None:
+            data["revision"] = definition.revision
+            data["definition"] = definition.identity_record()
+        if self.namespace:
+            data["namespace"] = self.namespace
+        else:
+            data.pop("namespace", None)
+        ended = old.status.terminal
+        history = forked_history(old.run_id, events, point, data, None, ended=ended)
+        start = _Start(old.workflow, definition, data, "fail", id, history=tuple(history[1:]))
+        if id is not None:
+            return await self._start_by_id(id, start, "allow_duplicate")
+        new_id = new_run_id()
+        if not await self._create(new_id, start):  # pragma: no cover - a fresh id is unique
+            raise RunAlreadyExistsError(f"run {new_id} exists already", run_id=new_id, status="")
+        return await self._send_start(new_id, start, fresh=True)
+
+    async def forks_of(self, run_id: str, limit: int = 1000) -> list[RunInfo]:
+        """The runs forked from ``run_id``, oldest first, among the newest ``limit`` runs of
+        its workflow (a fork records its link in its own log; the old run is never
+        written)."""
+        old = await self.get_run(run_id)
+        found = [
+            info
+            for info in await self.world.list_runs(workflow=old.workflow, limit=limit)
+            if (forked_from(info.attributes) or {}).get("runId") == old.run_id
+        ]
+        return sorted(found, key=lambda info: info.created_at)
+
     async def _create(self, run_id: str, start: _Start) -> bool:
         """Append the run's ``run_created`` as its first event; False when it exists already.
         The payloads of ``StartOptions(hooks=)`` are stored first, for this run id alone, so
@@ -431,7 +507,7 @@ class Client:
         await self._store_start_hooks(run_id, start)
         event = NewEvent(EventType.RUN_CREATED, data=start.data)
         try:
-            await self.world.append(run_id, [event], expected_seq=0)
+            await self.world.append(run_id, [event, *start.history], expected_seq=0)
         except (EntityConflictError, SequenceConflictError):
             return False
         return True
@@ -631,6 +707,25 @@ class Client:
         ended."""
         run_id = (await self.get_run(run_id)).run_id
         return await unpause_run(self.world, run_id, reason, by, _FENCE_ROUNDS)
+
+    async def redrive(
+        self,
+        run_id: str,
+        reason: str = "redriven",
+        *,
+        by: str = "client",
+        dry_run: bool = False,
+    ) -> Redrive:
+        """Re-drive a failed run in place from its failed step: the run is running again, the
+        step runs again with a fresh attempt budget (numbered from 1) and the idempotency key
+        of its first attempt, and the steps that completed before it keep their results. The
+        log records ``by`` (who asked), ``reason`` and the step. Returns the run and the step;
+        ``dry_run`` checks and records nothing. Raises :class:`RedriveRefusedError`, recording
+        nothing, for a run that has not failed, failed outside a step, ran its compensations,
+        is a child, has a hook or child still open, or whose definition identity no live
+        worker serves (docs/day2.md, "Fork and redrive")."""
+        run_id = (await self.get_run(run_id)).run_id
+        return await redrive_run(self.world, run_id, reason, by, _FENCE_ROUNDS, dry_run=dry_run)
 
     async def _fenced_append(
         self, run_id: str, decide: Callable[[list[Event]], list[NewEvent] | None]
@@ -1120,6 +1215,8 @@ class _Start:
     """``StartOptions(hooks=)``, each payload encoded: buffered for the run before it is
     created."""
     hooks_seconds: float = 0.0
+    history: tuple[NewEvent, ...] = ()
+    """A fork's log after its ``run_created``, appended with it in one write."""
 
 
 _FENCE_ROUNDS = 1000

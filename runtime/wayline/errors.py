@@ -302,6 +302,20 @@ class RunAlreadyExistsError(WaylineError):
         self.business_id = business_id
 
 
+class ForkRefusedError(WaylineError, ValueError):
+    """``Client.fork`` cannot fork as asked: the run has not called the step (or not that many
+    times), or a hook or child before it is still open. Nothing was created."""
+
+    code = "FORK_REFUSED"
+
+
+class RedriveRefusedError(WaylineError):
+    """``Client.redrive`` refuses the run: it has not failed, it failed with no failed step to
+    run again, or no live worker serves its definition identity. Nothing was recorded."""
+
+    code = "REDRIVE_REFUSED"
+
+
 class HookNotFoundError(WaylineError):
     code = "HOOK_NOT_FOUND"
 

@@ -38,6 +38,9 @@ class EventType(StrEnum):
     RUN_PAUSED = "run_paused"
     """A person (or a step's ``on_exhausted="pause"``) paused the run: nothing new starts."""
     RUN_UNPAUSED = "run_unpaused"
+    RUN_REDRIVEN = "run_redriven"
+    """A person re-drove a failed run from its failed step (its correlation id), in place:
+    the run is running again and the step gets a fresh attempt budget."""
     PATCH_MARKED = "patch_marked"
     """``wayline.patched(id)`` answered True on new history (seed: Temporal's markers)."""
     ATTRIBUTES_SET = "attributes_set"
@@ -309,6 +312,8 @@ def apply_transition(
         return RunStatus.PENDING, None
     if run_status is None:
         raise RunNotFoundError("run does not exist")
+    if t is EventType.RUN_REDRIVEN:
+        return _redrive_transition(run_status, entity_status, event)
     if run_status.terminal:
         raise RunTerminalError(f"run is {run_status}; nothing more is appended")
     if t is EventType.RUN_STARTED:
@@ -350,6 +355,23 @@ def apply_transition(
     if kind is None:  # pragma: no cover - exhaustive over EventType
         raise WorldError(f"unknown event type {t!r}")
     return run_status, _entity_transition(kind, entity_status, event)
+
+
+def _redrive_transition(
+    run_status: RunStatus, entity_status: str | None, event: NewEvent
+) -> tuple[RunStatus, str]:
+    """A redrive reopens a failed run (the one append a terminal run takes) and its failed
+    step, which goes back to pending for a fresh attempt (docs/day2.md, "Fork and
+    redrive")."""
+    if run_status is not RunStatus.FAILED:
+        raise EntityConflictError(f"run is {run_status}; only a failed run is redriven")
+    if not event.correlation_id:
+        raise WorldError("run_redriven needs the failed step's correlation id")
+    if entity_status != STEP_FAILED:
+        raise EntityConflictError(
+            f"step {event.correlation_id} is {entity_status or 'not in the log'}, not failed"
+        )
+    return RunStatus.RUNNING, STEP_PENDING
 
 
 def _block_transition(

@@ -159,12 +159,33 @@ class RunUnpaused:
     """The status the run returns to: the one it was paused from."""
 
 
+@dataclass(frozen=True, slots=True)
+class RunRedriven:
+    """A failed run re-driven in place from its failed step (``step_id``): running again,
+    the step with a fresh attempt budget (its attempts are numbered from 1 again)."""
+
+    reason: str
+    by: str
+    step_id: str
+    step: str
+    """The step's name."""
+
+
 def _paused(d: Data) -> RunPaused:
     return RunPaused(
         str(d.get("reason") or ""),
         str(d.get("by") or "client"),
         _pausable(d.get(STATUS_BEFORE)),
         str(d["stepId"]) if d.get("stepId") else None,
+    )
+
+
+def _redriven(d: Data) -> RunRedriven:
+    return RunRedriven(
+        str(d.get("reason") or ""),
+        str(d.get("by") or "client"),
+        str(d.get("stepId") or ""),
+        str(d.get("step") or ""),
     )
 
 
@@ -290,6 +311,7 @@ Payload = (
     | RunUnblocked
     | RunPaused
     | RunUnpaused
+    | RunRedriven
     | PatchMarked
     | AttributesSet
     | StepCreated
@@ -408,6 +430,8 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
                 str(d.get("by") or "client"),
                 _pausable(d.get(STATUS_AFTER)),
             )
+        case EventType.RUN_REDRIVEN:
+            return _redriven
         case EventType.PATCH_MARKED:
             return lambda d: PatchMarked(str(d.get("patchId")))
         case EventType.ATTRIBUTES_SET:
@@ -520,6 +544,8 @@ def run_changes(event: Event) -> dict[str, Any]:
             changes.update(status=RunStatus.PAUSED, error=why)
         case RunUnpaused(_, _, status):
             changes.update(status=status, error=None)
+        case RunRedriven():
+            changes.update(status=RunStatus.RUNNING, ended_at=None, error=None, output=None)
         case RunCompleted(output):
             changes.update(status=RunStatus.COMPLETED, ended_at=at, output=output)
         case RunFailed(error):
@@ -866,7 +892,8 @@ class RunView:
             | RunCompensationResumed
             | RunCompensationAbandoned
             | RunPaused
-            | RunUnpaused,
+            | RunUnpaused
+            | RunRedriven,
         )
         match p:
             case RunCreated():
@@ -875,6 +902,8 @@ class RunView:
                 self.started_at, self.status = at, "running"
             case RunCompleted() | RunFailed() | RunCancelled():
                 self._end(p, at)
+            case RunRedriven(step_id=step_id):
+                self._redriven(p, at, self.steps.get(step_id))
             case (
                 RunCancelRequested()
                 | RunCompensating()
@@ -935,6 +964,16 @@ class RunView:
         else:
             self.status = "failed" if isinstance(p, RunFailed) else "cancelled"
             self.terminated = isinstance(p, RunCancelled) and p.terminated
+
+    def _redriven(self, p: RunRedriven, at: float, step: StepView | None) -> None:
+        """The run is running again and its failed step open, with a fresh budget: its failed
+        attempt stays in its history, and the next is numbered from 1 again."""
+        self.ended_at, self.status = None, "running"
+        self.phases.append((at, p))
+        self.order.append(("phase", str(len(self.phases) - 1)))
+        if step is not None and step.status == "failed":
+            step.status, step.ended_at, step.error, step.spent = "pending", None, None, 0
+            self.open[step.cid] = _WORK
 
     def _phase(self, p: Payload, at: float) -> None:
         self.phases.append((at, p))

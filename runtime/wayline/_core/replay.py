@@ -57,6 +57,7 @@ from .projections import (
     RunCreated,
     RunFailed,
     RunPaused,
+    RunRedriven,
     RunStarted,
     RunUnblocked,
     RunUnpaused,
@@ -69,6 +70,7 @@ from .projections import (
     WaitCreated,
     payload,
 )
+from .redrives import redriven_failures
 from .serde import decode, encode
 
 LATEST_WAIT_END = 253402300799.0
@@ -297,6 +299,8 @@ class Replay:
         self._attributes_logged: set[int] = set()
         """Seqs of the ``attributes_set`` events the log holds (as ``_marked``)."""
         self._attribute_calls = 0
+        self._redriven: set[int] = set()
+        """Seqs of the ``step_failed`` events a later ``run_redriven`` gave a fresh budget."""
         self.new_attributes: list[NewEvent] = []
         """``set_attributes`` calls the log does not have yet: written, in call order, with
         the next decision batch or the run's end."""
@@ -309,6 +313,7 @@ class Replay:
     def feed(self, events: list[Event]) -> None:
         if events:
             self._log_end = max(self._log_end, events[-1].seq)
+            self._redriven |= redriven_failures(events)
             for e in events:
                 if e.type is EventType.PATCH_MARKED:
                     marked = payload(e)
@@ -367,6 +372,8 @@ class Replay:
                 self._start_root()
             case RunCompleted() | RunFailed() | RunCancelled():
                 self.terminal = event
+            case RunRedriven():
+                self.terminal = None  # its failed step, never settled here, runs again
             case RunCancelRequested(reason):
                 self.ending.cancel_requested = True
                 self.ending.cancel_reason = reason or "cancelled"
@@ -400,10 +407,11 @@ class Replay:
             case StepStarted():
                 self._step_started(self._step(cid, event.type), p, event.created_at)
             case StepRetrying():
-                rec = self._step(cid, event.type)
-                rec.spent = 0 if p.fresh else rec.spent
-                rec.saw_retrying = True  # queue-owned from now on, for good
-                rec.owner, rec.owner_lease, rec.queued_start = None, None, False
+                self._step_retrying(self._step(cid, event.type), p.fresh)
+            case StepFailed() if event.seq in self._redriven:
+                # a later redrive gave the step a fresh budget: the workflow never sees this
+                # failure, as if the step had been retried with a new budget at once
+                self._step_retrying(self._step(cid, event.type), fresh=True)
             case StepCompleted() | StepFailed():
                 self._step_ended(self._step(cid, event.type), p)
             case HookCreated():
@@ -433,6 +441,12 @@ class Replay:
                 self._child_completed(cid, p)
             case unknown:
                 assert_never(unknown)
+
+    @staticmethod
+    def _step_retrying(rec: StepRecord, fresh: bool) -> None:
+        rec.spent = 0 if fresh else rec.spent
+        rec.saw_retrying = True  # queue-owned from now on, for good
+        rec.owner, rec.owner_lease, rec.queued_start = None, None, False
 
     @staticmethod
     def _step_started(rec: StepRecord, p: StepStarted, at: float) -> None:

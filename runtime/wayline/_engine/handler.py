@@ -26,6 +26,7 @@ from .._core import limits
 from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
+from .._core.forks import key_run_id
 from .._core.ids import new_run_id
 from .._core.planning import (
     CompleteWaits,
@@ -237,6 +238,7 @@ class Handler:
                         stats=stats,
                         protected=self.protected,
                         namespace=_namespace(info),
+                        key_run=key_run_id(run_id, info.attributes),
                     )
                     driven = await self._invoke(session, defer, pin)
                     if driven is None:  # rebuilt: the first rebuild ends deferral if it read time

@@ -46,6 +46,7 @@ class RunSession:
         stats: Stats,
         protected: set[asyncio.Task[Any]],
         namespace: str | None = None,
+        key_run: str | None = None,
     ) -> None:
         self.world = world
         self.settings = settings
@@ -60,6 +61,8 @@ class RunSession:
         self._protected = protected
         self.namespace = namespace
         """The namespace the run was started in (its ``run_created``), or None."""
+        self.key_run = key_run
+        """The run id its steps' idempotency keys are made of, when not its own (a fork's)."""
         self.hooks_looked = delivery.attempt <= 1
         """Whether the run's waiting hooks had their buffered payloads looked for: a
         redelivery looks once, as the delivery before it may have died between writing a
@@ -205,6 +208,7 @@ class RunSession:
                 owner=self.my_id,
                 recovery=recovery,
                 world=self.world,
+                key_run=self.key_run,
             )
 
         if recovery or self.settings.inline_ownership:

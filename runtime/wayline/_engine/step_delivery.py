@@ -11,6 +11,7 @@ from .._core import clock
 from .._core.definitions import StepDefinition, find_step
 from .._core.dispatch import step_dispatch_key
 from .._core.events import EventType, NewEvent
+from .._core.forks import key_run_id
 from .._core.projections import RunCancelRequested, RunView, StepView, fold
 from ..errors import EntityConflictError, RunTerminalError, SequenceConflictError, WaylineError
 from ..settings import Settings
@@ -141,6 +142,7 @@ async def _run(
             occurrence=step.occurrence,
             forward_result=step.forward_result,
             world=world,
+            key_run=key_run_id(run_id, info.attributes),
         )
 
     async def body() -> Outcome | step_slots.Wait | None:

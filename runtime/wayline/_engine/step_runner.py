@@ -65,12 +65,15 @@ async def run_step_body(
     world: StreamStore | None = None,
     owner: str | None = None,
     recovery: bool = False,
+    key_run: str | None = None,
 ) -> Outcome:
     """Run one attempt of the step's body under its own span (``workflow.step``), counted in
     the step metrics. ``world`` (when given) stores what it writes with ``wayline.stream``,
     closed here once the step is settled. ``owner`` is the message that owns an inline body
     (seed 000), None for a queued one; ``recovery`` marks an owned recovery (the owner re-runs
-    a body a dead delivery began)."""
+    a body a dead delivery began). ``key_run``: the run id the idempotency key is made of, when
+    it is not ``run_id`` (a fork's steps keep the keys of the run it was forked from:
+    ``_core.forks.KEY_RUN``)."""
     started, completed, retried, failed = _counters(definition.name)
     started.inc()
     attempt_of = partial(
@@ -83,6 +86,7 @@ async def run_step_body(
         occurrence=occurrence,
         forward_result=forward_result,
         world=world,
+        key_run=key_run or run_id,
     )
     if not _tracing():  # the API's no-op tracer: no span to build, name or end
         outcome = await attempt_of()
@@ -160,6 +164,7 @@ async def _attempt(
     occurrence: int,
     forward_result: Any,
     world: StreamStore | None,
+    key_run: str,
 ) -> Outcome:
     forward = definition.compensates
     started_at = datetime.fromtimestamp(clock.now(), UTC)
@@ -169,7 +174,7 @@ async def _attempt(
             step_name=definition.name,
             step_id=step_id,
             attempt=attempt,
-            idempotency_key=idempotency_key(run_id, definition.name, occurrence),
+            idempotency_key=idempotency_key(key_run, definition.name, occurrence),
             started_at=started_at,
         )
     else:  # a compensation: its own key, and the forward step's key and result
@@ -178,9 +183,9 @@ async def _attempt(
             step_name=forward.name,
             step_id=step_id,
             attempt=attempt,
-            idempotency_key=idempotency_key(run_id, forward.name, occurrence, "compensate"),
+            idempotency_key=idempotency_key(key_run, forward.name, occurrence, "compensate"),
             direction="compensate",
-            forward_idempotency_key=idempotency_key(run_id, forward.name, occurrence),
+            forward_idempotency_key=idempotency_key(key_run, forward.name, occurrence),
             forward_result=decode(
                 forward_result, forward.signature.return_hint, what=f"result of {forward.name!r}"
             )

@@ -14,6 +14,9 @@
     wayline runs terminate RUN_ID                              stop now, no compensations
     wayline runs pause RUN_ID [--reason R]                     start nothing new until unpaused
     wayline runs unpause RUN_ID [--reason R]                   let a paused run go on
+    wayline runs fork RUN_ID --from-step NAME[#N] [--id ID]    a new run from a step on
+    wayline runs redrive RUN_ID... | --where EXPR --status failed [--dry-run]
+                   [--reason R] [--by WHO]   failed runs again from their failed step
     wayline runs fail RUN_ID [--reason TEXT]
     wayline runs wake RUN_ID [--wait WAIT_ID]
     wayline runs tail RUN_ID --stream NAME [--start INDEX] [--no-follow] [--show-index]
@@ -68,7 +71,7 @@ from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
 from ..world.business_ids import ID_CONFLICT_POLICIES, ID_REUSE_POLICIES
-from . import commands, doctor, maintenance, pausing, replay, schedules, web
+from . import commands, doctor, forking, maintenance, pausing, replay, schedules, web
 from .loading import (
     UsageError,
     UsageParser,
@@ -318,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", default="unpaused from the CLI", help="recorded in the run's log")
     pausing.add_bulk(p, where_arg, "paused")
     p.set_defaults(handler=pausing.cmd_runs_unpause)
+    forking.add_commands(runs_sub, command, where_arg, duration_arg)
     p = command(runs_sub, "tail", "print what a run's steps write to a stream, as it comes")
     add_run_argument(p)
     p.add_argument("--stream", required=True, metavar="NAME", help="the stream's name")

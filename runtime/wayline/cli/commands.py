@@ -645,12 +645,14 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
         except CorruptLogError as err:
             return _show_corrupt(args, err)
         waiting = await client.waiting_for_worker(info)
+        forks = [fork.run_id for fork in await client.forks_of(info.run_id)]
         now, visibility = world.now(), world.visibility_seconds
     if args.json:
         from .timeline import fold
 
         out = run_to_json(info)
         out["waitingForWorker"] = waiting
+        out["forks"] = forks
         out.update(fold(info.run_id, events).to_json())
         out["events"] = [e.to_json() for e in events]
         print(json.dumps(out, indent=2, default=str))
@@ -663,6 +665,7 @@ async def cmd_runs_show(args: argparse.Namespace) -> int:
             waiting,
             now=now,
             visibility_seconds=visibility,
+            forks=forks,
         )
     return 0
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TextIO, assert_never
 
 from .._core import search_attributes
 from .._core.events import Event, EventType, RunStatus
+from .._core.forks import forked_from
 from .._core.projections import (
     AttributesSet,
     ChildCompleted,
@@ -33,6 +34,7 @@ from .._core.projections import (
     RunCreated,
     RunFailed,
     RunPaused,
+    RunRedriven,
     RunStarted,
     RunUnblocked,
     RunUnpaused,
@@ -155,6 +157,9 @@ def phase_text(p: Payload) -> str:
         return f"paused by {p.by}: {p.reason or 'no reason given'}"
     if isinstance(p, RunUnpaused):
         return f"unpaused by {p.by}: {p.reason or 'no reason given'}"
+    if isinstance(p, RunRedriven):
+        why = p.reason or "no reason given"
+        return f"redriven by {p.by} from step {p.step} ({p.step_id}), a fresh budget: {why}"
     return "compensation abandoned"
 
 
@@ -242,6 +247,7 @@ class LiveProgress:
                 | RunCompensationAbandoned()
                 | RunPaused()
                 | RunUnpaused()
+                | RunRedriven()
             ):
                 self._line(at, phase_text(p))
             case StepStarted() | StepRetrying() | StepCompleted() | StepFailed():
@@ -360,8 +366,10 @@ def render_show(
     *,
     now: float | None = None,
     visibility_seconds: float | None = None,
+    forks: Sequence[str] = (),
 ) -> None:
-    """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it).
+    """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it;
+    ``forks``: the runs forked from it).
     ``now`` and ``visibility_seconds`` (the world's) bound when a step whose body started and
     recorded no outcome is run again if the worker holding it died."""
     tl = fold(info.run_id, events)
@@ -389,6 +397,14 @@ def render_show(
     parent = info.attributes.get("parent")
     if isinstance(parent, dict) and parent.get("runId"):
         p(f"parent    {parent['runId']} (as its child {parent.get('cid', '?')})")
+    link = forked_from(info.attributes)
+    if link is not None:
+        p(
+            f"forked    from {link['runId']} at step {link.get('step')}#"
+            f"{link.get('occurrence')} ({link.get('stepId')})"
+        )
+    for fork in forks:
+        p(f"fork      {fork}")
     if tl.terminated and info.status is RunStatus.CANCELLED:
         waiting = "terminated: no compensations ran"  # an ended run waits for nothing
     p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))

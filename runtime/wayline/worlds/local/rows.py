@@ -211,7 +211,7 @@ RUN_COLUMNS: dict[str, Callable[[Any], Any]] = {
     "last_seq": int,
     "updated_at": float,
     "started_at": float,
-    "ended_at": float,
+    "ended_at": lambda v: None if v is None else float(v),  # None: a redrive reopened it
     "output": json.dumps,
     "error": json.dumps,
 }
