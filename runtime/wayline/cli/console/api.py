@@ -15,6 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..._sdk.webhooks import verify
 from ...client import Client
 from ...errors import RunNotFoundError, WaylineError, WorkflowNotFoundError
 from ...start_options import StartOptions
@@ -31,6 +32,8 @@ from .requests import (
     encode_cursor,
     int_param,
     json_body,
+    parse_json,
+    raw_body,
     status_param,
     text_field,
 )
@@ -64,6 +67,7 @@ class Console:
     closing: asyncio.Event | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     schedules_file: Path | None = None
+    webhook_secrets: tuple[str, ...] = ()
 
     def endpoint(self, handler: Handler) -> Handler:
         """Bad input and framework refusals become typed error bodies, never a 500."""
@@ -221,6 +225,28 @@ class Console:
         run_id = await self.client.resume_hook(
             request.path_params["token"], body["payload"], delivery_id=delivery
         )
+        return Reply({"runId": run_id})
+
+    async def webhook(self, request: Request) -> Response:
+        """``POST /hooks/{token}/webhook?sig=``: the signature is the credential, no bearer
+        token. The body is the payload itself; the hook takes one payload (``once``), and an
+        ``Idempotency-Key`` makes a retried POST answer as the first did."""
+        token = request.path_params["token"]
+        if not self.webhook_secrets:
+            raise ApiError(
+                503,
+                "CONFIGURATION_ERROR",
+                "this console has no webhook key (WAYLINE_WEBHOOK_SECRET)",
+            )
+        if not verify(self.webhook_secrets, token, request.query_params.get("sig", "")):
+            # the same answer for any token: a refusal does not say whether the hook exists
+            raise ApiError(403, "BAD_SIGNATURE", "the URL's signature is not this hook's")
+        raw = await raw_body(request, self.max_body_bytes)
+        if not raw.strip():
+            raise ApiError(400, "BAD_REQUEST", "the body must be the payload, as JSON")
+        payload = parse_json(raw)
+        delivery = request.headers.get("idempotency-key") or None
+        run_id = await self.client.resume_hook(token, payload, delivery_id=delivery, once=True)
         return Reply({"runId": run_id})
 
     # --- live ---------------------------------------------------------------------------

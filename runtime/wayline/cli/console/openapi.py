@@ -275,6 +275,46 @@ def document() -> dict[str, Any]:
                     },
                 }
             },
+            "/hooks/{token}/webhook": {
+                "post": {
+                    "operationId": "webhook",
+                    "summary": "resume a hook created with webhook=True, once; the URL's "
+                    "signature is the credential (no bearer token)",
+                    "parameters": [
+                        {
+                            "name": "token",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "sig",
+                            "in": "query",
+                            "required": True,
+                            "description": "the signature the hook's webhook_url carries",
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "Idempotency-Key",
+                            "in": "header",
+                            "description": "the delivery id: a retry with it answers as the "
+                            "first POST did and delivers nothing more",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "requestBody": _body({"description": "the payload, any JSON"}, required=True),
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["runId"],
+                                "properties": {"runId": {"type": "string"}},
+                            }
+                        ),
+                        **_errors(400, 403, 404, 409, 413, 422, 503),
+                    },
+                }
+            },
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
