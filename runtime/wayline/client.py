@@ -710,7 +710,7 @@ class Client:
 
     async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """The hooks of live runs that hold a token (or one run's): ``{token, runId, workflow,
-        hookId, status, createdAt, timeoutAt, type, metadata}``, oldest first. ``status`` is
+        hookId, status, createdAt, timeoutAt, type, shape, metadata}``, oldest first. ``status`` is
         ``waiting``, or ``received`` for a hook that had its first payload and keeps its token
         until it is disposed or its run ends (later payloads are for ``async for``). Reads
         each live run's log (its one fold); a run whose log does not read is left out of the
@@ -742,6 +742,7 @@ class Client:
                     "createdAt": hook.created_at,
                     "timeoutAt": hook.timeout_at,
                     "type": hook.type,
+                    "shape": hook.shape,
                     "metadata": hook.metadata,
                 }
                 for hook in view.hooks.values()
