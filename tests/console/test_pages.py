@@ -55,6 +55,11 @@ async def test_the_runs_page_and_a_step_that_completes_while_it_is_watched(
     await page.open("/schedules")
     await page.text('#schedules tr[data-name="nightly"]', "T02:00:00Z")
     await page.screenshot("schedules.png")
+    await page.type("#token", TOKEN + "\t")  # the tab ends the field: the page keeps it
+    await page.click('#schedules tr[data-name="nightly"] button.suspend')
+    await page.text('#schedules tr[data-name="nightly"]', "suspended")
+    await page.click('#schedules tr[data-name="nightly"] button.resume')
+    await page.text('#schedules tr[data-name="nightly"]', "T02:00:00Z")
 
 
 async def test_a_run_cancelled_from_its_page(console: Console, page: Page) -> None:

@@ -93,6 +93,8 @@ def create_app(
         Route("/api/hooks", api(console.hooks)),
         Route("/api/workers", api(console.workers)),
         Route("/api/schedules", api(console.schedules)),
+        Route("/api/schedules/{name}/suspend", api(console.suspend_schedule), methods=["POST"]),
+        Route("/api/schedules/{name}/resume", api(console.resume_schedule), methods=["POST"]),
         Route("/api/hooks/{token}/resume", api(console.resume_hook), methods=["POST"]),
         # a token may hold a slash: the path convertor takes it whole
         Route("/hooks/{token:path}/webhook", api(console.webhook), methods=["POST"]),

@@ -22,7 +22,7 @@ from ...start_options import StartOptions
 from ...world import RunInfo
 from ...world.business_ids import check_business_id
 from ..loading import UsageError
-from ..schedules import listed, tick_run_id
+from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import fold, render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .requests import (
@@ -176,6 +176,26 @@ class Console:
                     run_id = None
             shown.append({**entry, "name": name, "lastRunId": run_id, "lastRunStatus": status})
         return Reply({"file": str(self.schedules_file), "schedules": shown})
+
+    async def suspend_schedule(self, request: Request) -> Response:
+        return await self._set_suspended(request, True)
+
+    async def resume_schedule(self, request: Request) -> Response:
+        return await self._set_suspended(request, False)
+
+    async def _set_suspended(self, request: Request, suspended: bool) -> Response:
+        """Suspend or resume a schedule of ``--schedules-file``: ``{name, suspended}``."""
+        check_token(request, self.token)
+        name = request.path_params["name"]
+        if self.schedules_file is None or not self.schedules_file.exists():
+            raise ApiError(404, "SCHEDULE_NOT_FOUND", f"no schedule {name!r}")
+        try:
+            await asyncio.to_thread(set_suspended, self.schedules_file, name, suspended)
+        except NoSuchSchedule:
+            raise ApiError(404, "SCHEDULE_NOT_FOUND", f"no schedule {name!r}") from None
+        except UsageError as err:  # a file the schedulers could not read either
+            raise ApiError(503, "CONFIGURATION_ERROR", str(err)) from None
+        return Reply({"name": name, "suspended": suspended})
 
     # --- acting -------------------------------------------------------------------------
     async def start(self, request: Request) -> Response:

@@ -67,6 +67,24 @@ def _action(op: str, summary: str, flag: str) -> dict[str, Any]:
     }
 
 
+def _schedule_action(op: str, summary: str, suspended: bool) -> dict[str, Any]:
+    name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+    answer = {
+        "type": "object",
+        "required": ["name", "suspended"],
+        "properties": {"name": {"type": "string"}, "suspended": {"const": suspended}},
+    }
+    return {
+        "post": {
+            "operationId": op,
+            "summary": summary,
+            "security": _AUTH,
+            "parameters": [name],
+            "responses": {"200": _json(answer), **_errors(401, 403, 404, 503)},
+        }
+    }
+
+
 def document() -> dict[str, Any]:
     nullable_number = {"type": ["number", "null"]}
     return {
@@ -240,6 +258,12 @@ def document() -> dict[str, Any]:
                     },
                 }
             },
+            "/api/schedules/{name}/suspend": _schedule_action(
+                "suspendSchedule", "start none of the schedule's ticks until it is resumed", True
+            ),
+            "/api/schedules/{name}/resume": _schedule_action(
+                "resumeSchedule", "start its ticks again (the latest one missed first)", False
+            ),
             "/api/hooks/{token}/resume": {
                 "post": {
                     "operationId": "resumeHook",
@@ -435,6 +459,10 @@ def document() -> dict[str, Any]:
                         "lastTick": nullable_number,
                         "next": {"type": "string", "description": "ISO time, or - when none"},
                         "invalid": {"type": "string"},
+                        "suspended": {
+                            "type": "boolean",
+                            "description": "present (true) while no tick starts",
+                        },
                         "lastRunId": {"type": ["string", "null"]},
                         "lastRunStatus": {"type": ["string", "null"]},
                     },
