@@ -46,6 +46,7 @@ async def test_the_runs_page_and_a_step_that_completes_while_it_is_watched(
         await page.open("/workers")
         await page.text('#served tr[data-workflow="gated"]', "live")
         await page.text(f'#waiting tr[data-run-id="{orphan.run_id}"]', "naps")
+        await page.text('#queues tr[data-topic="flow:w:naps"]', "1")  # nobody takes it
         await page.screenshot("workers.png")
 
     nowhere = f"sqlite:///{tmp_path / 'none.db'}"  # the add's "no worker" look finds no world

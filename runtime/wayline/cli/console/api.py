@@ -25,6 +25,7 @@ from ..loading import UsageError
 from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import fold, render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
+from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
     check_token,
@@ -146,10 +147,12 @@ class Console:
 
     async def workers(self, request: Request) -> Response:
         waiting = await self.client.runs_waiting_for_worker(SCAN_LIMIT)
+        depths = await self.client.world.queue_depths()
         return Reply(
             {
                 "now": self.client.world.now(),
-                "served": await self.client.list_served(),
+                "served": with_lag(await self.client.list_served(), depths),
+                "queues": queues_json(depths),
                 "waiting": [{**run_to_json(info), "why": why} for info, why in waiting],
             }
         )

@@ -433,6 +433,25 @@ def document() -> dict[str, Any]:
                                     "seenAt": {"type": "number"},
                                     "liveUntil": {"type": "number"},
                                     "live": {"type": "boolean"},
+                                    "ready": {
+                                        "type": ["integer", "null"],
+                                        "description": "messages ready on the routes its "
+                                        "workers take (null: the world cannot tell)",
+                                    },
+                                    "oldestReadyAt": nullable_number,
+                                },
+                            },
+                        },
+                        "queues": {
+                            "type": ["array", "null"],
+                            "description": "every topic with a ready message",
+                            "items": {
+                                "type": "object",
+                                "required": ["topic", "ready", "oldestReadyAt"],
+                                "properties": {
+                                    "topic": {"type": "string"},
+                                    "ready": {"type": "integer"},
+                                    "oldestReadyAt": {"type": "number"},
                                 },
                             },
                         },
