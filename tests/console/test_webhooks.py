@@ -138,6 +138,25 @@ async def test_a_webhook_url_resumes_its_hook_once(served: Served) -> None:
     ]
 
 
+async def test_of_two_racing_webhook_deliveries_one_is_taken(served: Served) -> None:
+    key = uuid.uuid4().hex
+    client = served.engine.client
+    async with served.engine.worker([once]):
+        handle = await client.start(once, key)
+        url = await _url(key)
+        answers = await asyncio.gather(
+            *(
+                served.http.post(url, json={"n": n}, headers={"Idempotency-Key": f"race-{n}"})
+                for n in range(4)
+            )
+        )
+        assert sorted(a.status_code for a in answers) == [200, 409, 409, 409]
+        await client.resume_hook(f"done:{key}", None)
+        taken = [a for a in answers if a.status_code == 200]
+        sent = answers.index(taken[0])
+        assert await handle.result(timeout=10) == {"n": sent}
+
+
 async def test_a_webhook_refuses_bad_input_and_the_run_keeps_waiting(served: Served) -> None:
     key = uuid.uuid4().hex
     client = served.engine.client
