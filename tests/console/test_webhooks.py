@@ -10,6 +10,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -20,8 +21,10 @@ import pytest
 import wayline
 from tests.runtime.harness import Engine, wait_for
 from wayline._core.events import EventType
-from wayline._sdk.webhooks import signature
+from wayline._sdk.webhooks import signature, verify
 from wayline.cli.console import create_app, server
+from wayline.cli.loading import UsageError
+from wayline.cli.web import webhook_secrets
 
 SECRET = "webhook-test-key-0123456789"
 
@@ -209,3 +212,25 @@ async def test_a_console_without_a_key_refuses_every_webhook(served: Served) -> 
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
         answer = await http.post(f"/hooks/t/webhook?sig={signature(SECRET, 't')}", json=1)
     assert _error(answer) == (503, "CONFIGURATION_ERROR")
+
+
+def test_keys_come_from_a_file_and_a_rotation_keeps_old_urls_until_the_old_key_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WAYLINE_WEBHOOK_SECRET", raising=False)
+    keys = tmp_path / "webhook-keys"
+    keys.write_text("new-webhook-key-0123456789\nold-webhook-key-0123456789\n")
+    monkeypatch.setenv("WAYLINE_WEBHOOK_SECRET_FILE", str(keys))
+    secrets = webhook_secrets()
+    assert secrets == ("new-webhook-key-0123456789", "old-webhook-key-0123456789")
+    old_url_sig = signature("old-webhook-key-0123456789", "t")
+    assert verify(secrets, "t", old_url_sig)  # during the rotation
+    assert not verify(secrets[:1], "t", old_url_sig)  # once the old key is dropped
+    assert not verify(secrets, "u", old_url_sig)  # never another token's
+
+    keys.write_text("short\n")
+    with pytest.raises(UsageError, match="fewer than 16"):
+        webhook_secrets()
+    monkeypatch.setenv("WAYLINE_WEBHOOK_SECRET_FILE", str(tmp_path / "absent"))
+    with pytest.raises(UsageError, match="cannot be read"):
+        webhook_secrets()
