@@ -805,7 +805,7 @@ class Client:
 
     async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """The hooks of live runs that hold a token (or one run's): ``{token, runId, workflow,
-        hookId, status, createdAt, timeoutAt, type, metadata}``, oldest first. ``status`` is
+        hookId, status, createdAt, timeoutAt, type, shape, metadata}``, oldest first. ``status`` is
         ``waiting``, or ``received`` for a hook that had its first payload and keeps its token
         until it is disposed or its run ends (later payloads are for ``async for``). Reads
         each live run's log (its one fold); a run whose log does not read is left out of the
@@ -837,6 +837,7 @@ class Client:
                     "createdAt": hook.created_at,
                     "timeoutAt": hook.timeout_at,
                     "type": hook.type,
+                    "shape": hook.shape,
                     "metadata": hook.metadata,
                 }
                 for hook in view.hooks.values()
@@ -926,6 +927,7 @@ class Client:
         *,
         delivery_id: str | None = None,
         buffer: None = None,
+        once: bool = False,
     ) -> str: ...
     @overload
     async def resume_hook(
@@ -935,6 +937,7 @@ class Client:
         *,
         delivery_id: str | None = None,
         buffer: Duration | None,
+        once: bool = False,
     ) -> str | None: ...
     async def resume_hook(
         self,
@@ -943,6 +946,7 @@ class Client:
         *,
         delivery_id: str | None = None,
         buffer: Duration | None = None,
+        once: bool = False,
     ) -> str | None:
         """Deliver ``payload`` to the hook holding ``token``; returns the run id. With
         ``delivery_id`` the call is idempotent, also under concurrency: a payload already
@@ -954,12 +958,22 @@ class Client:
         the first hook that a run of this client's namespace creates for the token receives
         it at once, exactly once. Returns None when the payload was stored, the run id when
         it reached a hook now. One payload waits per token: a second one under another
-        delivery id raises :class:`HookBufferOccupiedError` (docs/day2.md)."""
-        if buffer is not None:
-            return await self._resume_or_buffer(token, payload, delivery_id, buffer)
-        return await self._resume_now(token, payload, delivery_id)
+        delivery id raises :class:`HookBufferOccupiedError` (docs/day2.md).
 
-    async def _resume_now(self, token: str, payload: Any, delivery_id: str | None) -> str:
+        With ``once`` (a webhook's delivery) only the hook's first payload is taken: a hook
+        that received one already refuses another with :class:`HookNotFoundError` (its
+        ``known`` detail set), unless that payload came under this ``delivery_id``, which
+        answers as the first call did. The check and the write are one fenced append, so of
+        two racing deliveries one is refused."""
+        if buffer is not None:
+            if once:
+                raise ValueError("resume_hook takes buffer= or once=, not both")
+            return await self._resume_or_buffer(token, payload, delivery_id, buffer)
+        return await self._resume_now(token, payload, delivery_id, once)
+
+    async def _resume_now(
+        self, token: str, payload: Any, delivery_id: str | None, once: bool = False
+    ) -> str:
         hook = await self.world.get_hook(token)
         if hook is not None and self.namespace is not None:
             await self._same_namespace(hook.run_id, token)
@@ -969,7 +983,7 @@ class Client:
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
         await check_resume(self.world, hook, payload)  # a typed hook refuses a bad payload
-        return await self._deliver(hook, self._plain(token, payload), delivery_id)
+        return await self._deliver(hook, self._plain(token, payload), delivery_id, once)
 
     def _plain(self, token: str, payload: Any) -> Any:
         """``payload`` as stored, refused (before anything is written) when it does not
@@ -978,22 +992,34 @@ class Client:
         limits.check(plain, "hook_payload", f"the payload for hook {token!r}", self._limits)
         return plain
 
-    async def _deliver(self, hook: HookInfo, plain: Any, delivery_id: str | None) -> str:
-        """Append ``plain`` as a ``hook_received`` of ``hook`` and wake its run."""
+    async def _deliver(
+        self, hook: HookInfo, plain: Any, delivery_id: str | None, once: bool = False
+    ) -> str:
+        """Append ``plain`` as a ``hook_received`` of ``hook`` and wake its run (with
+        ``once``, only if the hook has received nothing yet)."""
         token = hook.token
         data = {"payload": plain}
         wake = {"runId": hook.run_id, "reason": "hook"}
         key = None if delivery_id is None else f"{hook.run_id}:hook:{token}:{delivery_id}"
         event = NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)
         try:
-            if delivery_id is None:
+            if delivery_id is None and not once:
                 await self.world.append(hook.run_id, [event])
             else:
-                data["deliveryId"] = delivery_id
+                if delivery_id is not None:
+                    data["deliveryId"] = delivery_id
 
                 def decide(events: list[Event]) -> list[NewEvent] | None:
-                    if _received(events, token, delivery_id):
+                    if delivery_id is not None and _received(events, token, delivery_id):
                         return None  # delivered before; its wake is re-sent, deduped
+                    if once and any(
+                        e.type is EventType.HOOK_RECEIVED
+                        and e.correlation_id == hook.correlation_id
+                        for e in events
+                    ):
+                        raise HookNotFoundError(
+                            f"cannot resume {token!r}: the hook has had its payload", known=True
+                        )
                     return [event]
 
                 await self._fenced_append(hook.run_id, decide)

@@ -71,6 +71,17 @@ class Settings:
     world_url: str = "sqlite:///.wayline/wayline.db"
     """``WAYLINE_WORLD``: the default world for the CLI and ``open_world``."""
 
+    console_url: str | None = None
+    """``WAYLINE_CONSOLE_URL``: the console's address as callers outside reach it
+    (``https://wayline.example.com``); a hook created with ``webhook=True`` gets its URL under
+    it (docs/console.md, "Webhook URLs"). Unset: ``webhook=True`` is refused at creation."""
+
+    webhook_secrets: tuple[str, ...] = ()
+    """``WAYLINE_WEBHOOK_SECRET`` (comma-separated), else the lines of the file
+    ``WAYLINE_WEBHOOK_SECRET_FILE`` names: the keys of the webhook URLs' signatures, shared by
+    the workers and the console. The first signs, any of them verifies, so a rotation adds
+    the new key first, then drops the old one once no URL signed with it is still wanted."""
+
     nats_monitors: tuple[str, ...] = ()
     """``WAYLINE_NATS_MONITOR``: the monitoring URLs (``http://HOST:8222``, comma-separated,
     one per node) of the NATS servers the world writes to. A worker reads their sync setting
@@ -195,6 +206,8 @@ class Settings:
             poll_interval_seconds=max(0.001, _float(env, "WAYLINE_POLL_INTERVAL", 0.05)),
             definition_mismatch=_choice(env, "WAYLINE_DEFINITION_MISMATCH", ("wait", "fail")),
             world_url=env.get("WAYLINE_WORLD") or "sqlite:///.wayline/wayline.db",
+            console_url=env.get("WAYLINE_CONSOLE_URL") or None,
+            webhook_secrets=_secrets(env),
             nats_monitors=tuple(
                 u.strip() for u in env.get("WAYLINE_NATS_MONITOR", "").split(",") if u.strip()
             ),
@@ -319,3 +332,23 @@ def _positive(env: Mapping[str, str], name: str, default: float) -> float:
     if not value > 0:
         raise ConfigurationError(f"{name} must be a positive number of seconds, got {value!r}")
     return value
+
+
+def _secrets(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The webhook keys: the variable's, else its file's (a mounted Secret), one per line.
+    A file that cannot be read is a configuration error, not an empty list: a console would
+    otherwise refuse every webhook and a worker every ``webhook=True`` with a vaguer reason."""
+    given = env.get("WAYLINE_WEBHOOK_SECRET")
+    if given:
+        return tuple(k.strip() for k in given.split(",") if k.strip())
+    path = env.get("WAYLINE_WEBHOOK_SECRET_FILE")
+    if not path:
+        return ()
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigurationError(
+            f"WAYLINE_WEBHOOK_SECRET_FILE {path!r} cannot be read: {err}"
+        ) from None
+    return tuple(k.strip() for k in text.splitlines() if k.strip())

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.console import flows
-from tests.console.conftest import Console
+from tests.console.conftest import AUTH, TOKEN, Console
 from wayline import StartOptions
 from wayline.cli import main
 from wayline.cli.console import create_app
@@ -52,3 +52,52 @@ async def test_schedules_with_their_next_tick_and_last_run(
         broken = await http.get("/api/schedules")
         assert broken.status_code == 503
         assert broken.json()["error"]["code"] == "CONFIGURATION_ERROR"
+
+
+async def test_a_schedule_suspended_and_resumed_through_the_api(
+    console: Console, tmp_path: Path
+) -> None:
+    file = tmp_path / "schedules.json"
+    nowhere = f"sqlite:///{tmp_path / 'ticks.db'}"  # the scheduler's own world: no worker
+    added = ["schedules", "add", "hourly", "--cron", "0 * * * *", "--workflow", "greet"]
+    assert await asyncio.to_thread(main, [*added, "--file", str(file), "--world", nowhere]) == 0
+    stored = json.loads(file.read_text())
+    stored["hourly"]["created"] -= 2 * 3600  # so that a tick is due now, on the clock
+    file.write_text(json.dumps(stored))
+    run_once = ["schedules", "run", "--once", "--file", str(file), "--world", nowhere]
+
+    read_only = create_app(console.engine.client, schedules_file=file)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=read_only), base_url="http://console"
+    ) as http:
+        refused = await http.post("/api/schedules/hourly/suspend")
+        assert (refused.status_code, refused.json()["error"]["code"]) == (403, "READ_ONLY")
+
+    app = create_app(console.engine.client, token=TOKEN, schedules_file=file)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://console"
+    ) as http:
+        no_token = await http.post("/api/schedules/hourly/suspend")
+        assert no_token.status_code == 401
+        unknown = await http.post("/api/schedules/weekly/suspend", headers=AUTH)
+        assert (unknown.status_code, unknown.json()["error"]["code"]) == (
+            404,
+            "SCHEDULE_NOT_FOUND",
+        )
+        done = await http.post("/api/schedules/hourly/suspend", headers=AUTH)
+        assert done.json() == {"name": "hourly", "suspended": True}
+        [shown] = (await http.get("/api/schedules")).json()["schedules"]
+        assert (shown["suspended"], shown["next"]) == (True, "-")
+
+        # a suspended schedule's due tick is not started
+        assert await asyncio.to_thread(main, run_once) == 0
+        assert "lastRun" not in json.loads(file.read_text())["hourly"]
+
+        done = await http.post("/api/schedules/hourly/resume", headers=AUTH)
+        assert done.json() == {"name": "hourly", "suspended": False}
+        [shown] = (await http.get("/api/schedules")).json()["schedules"]
+        assert "suspended" not in shown and shown["next"].endswith(":00:00Z")
+
+    # resumed: the latest tick missed meanwhile starts
+    assert await asyncio.to_thread(main, run_once) == 0
+    assert json.loads(file.read_text())["hourly"]["lastRun"].startswith("wf_")

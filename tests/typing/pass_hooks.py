@@ -28,5 +28,8 @@ async def approve(order_id: str) -> bool:
     assert_type(free, HookHandle[Any])
     assert_type(await free, Any)
     plain: wayline.Hook = free  # what create_hook returned before it was generic
+    called = wayline.create_hook("called", type=Approval, webhook=True)
+    assert_type(called, HookHandle[Approval])
+    assert_type(called.webhook_url, str | None)
     print(plain)
     return (await hook).approved

@@ -705,6 +705,9 @@ class HookView:
     payload: Any = None
     type: str | None = None
     """A typed hook's payload class (``module:Qualname``)."""
+    shape: Mapping[str, Any] | None = None
+    """A typed hook's required fields and their JSON types, as recorded: the console builds
+    its form from it."""
     metadata: Any = None
     timed_out_early: bool = False
     """Timed out before its time (``Client.wake_up``, ``wayline runs wake --wait hN.timeout``)."""
@@ -717,6 +720,7 @@ class HookView:
             "id": self.cid,
             "token": self.token,
             "type": self.type,
+            "shape": self.shape,
             "metadata": self.metadata,
             "status": self.status,
             "createdAt": self.created_at,
@@ -921,8 +925,10 @@ class RunView:
             case StepStarted() | StepRetrying() | StepCompleted() | StepFailed():
                 if cid in self.steps:
                     self._step_event(self.steps[cid], p, at)
-            case HookCreated(token, kind, _, metadata):
-                self.hooks[cid] = HookView(cid, token, at, type=kind, metadata=metadata)
+            case HookCreated(token, kind, shape, metadata):
+                self.hooks[cid] = HookView(
+                    cid, token, at, type=kind, shape=shape, metadata=metadata
+                )
                 self.order.append(("hook", cid))
                 self.open[cid] = _HOOK
             case HookReceived(value):

@@ -169,13 +169,20 @@ class HookHandle(Hook, Generic[T]):
     its token (a new hook in this run or another may then hold it). ``T`` is the payload's
     type: the ``type=`` given to ``create_hook``, else ``Any``."""
 
-    def __init__(self, record: HookRecord) -> None:
+    def __init__(self, record: HookRecord, webhook_url: str | None = None) -> None:
         self._record = record
         self._next = 0
+        self._webhook_url = webhook_url
 
     @property
     def token(self) -> str:
         return self._record.token
+
+    @property
+    def webhook_url(self) -> str | None:
+        """The signed URL that resumes this hook with a POST of JSON, for a hook created with
+        ``webhook=True``; None otherwise (docs/console.md, "Webhook URLs")."""
+        return self._webhook_url
 
     def dispose(self) -> None:
         """Stop receiving payloads and free the token (written before the run's next calls)."""

@@ -17,9 +17,11 @@ from .._core.definitions import WorkflowDefinition
 from .._core.futures import WFuture
 from .._core.replay import Replay
 from ..durations import Duration
+from ..settings import Settings
 from .context import current_replay
 from .hooks import HookHandle, recorded
 from .options import ChildOptions, take_option_keywords
+from .webhooks import webhook_base, webhook_url
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -44,6 +46,7 @@ def create_hook(
     timeout: Duration | None = None,
     type: builtins.type[T],
     metadata: Any = None,
+    webhook: bool = False,
 ) -> HookHandle[T]: ...
 @overload
 def create_hook(
@@ -52,6 +55,7 @@ def create_hook(
     timeout: Duration | None = None,
     type: Any = None,
     metadata: Any = None,
+    webhook: bool = False,
 ) -> HookHandle[Any]: ...
 def create_hook(
     token: str | None = None,
@@ -59,6 +63,7 @@ def create_hook(
     timeout: Duration | None = None,
     type: Any = None,
     metadata: Any = None,
+    webhook: bool = False,
 ) -> HookHandle[Any]:
     """A hook that someone resumes with a payload (``Client.resume_hook`` or the CLI).
 
@@ -66,11 +71,20 @@ def create_hook(
     -- client, CLI, operator -- refuses a payload that does not validate before anything is
     written, as for a :class:`wayline.Hook`); with ``timeout`` it raises
     :class:`wayline.HookTimeout` if nothing arrives in time. ``metadata`` (any JSON)
-    is recorded with the hook, for the people and tools that resume it."""
+    is recorded with the hook, for the people and tools that resume it.
+
+    With ``webhook=True`` the handle's ``webhook_url`` is a signed URL under the console's
+    address: a POST of JSON to it resumes the hook once, with no bearer token (docs/console.md,
+    "Webhook URLs"). It needs ``WAYLINE_CONSOLE_URL`` and ``WAYLINE_WEBHOOK_SECRET``; without
+    them this raises :class:`wayline.errors.ConfigurationError` and creates no hook."""
+    replay = current_replay("create_hook")
+    # checked first: a hook whose URL cannot be given is not created
+    signing = webhook_base(Settings.from_env()) if webhook else None
     name, shape = recorded(type)
-    record = current_replay("create_hook").create_hook(token, timeout, type, metadata, name)
+    record = replay.create_hook(token, timeout, type, metadata, name)
     record.shape = shape  # with the name: a resumer refuses a bad payload before writing it
-    return HookHandle(record)
+    url = None if signing is None else webhook_url(*signing, record.token)
+    return HookHandle(record, url)
 
 
 @overload

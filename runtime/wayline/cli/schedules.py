@@ -6,6 +6,7 @@ resource's twin)::
                           [--starting-deadline SECONDS]
     wayline schedules list [--json]
     wayline schedules remove NAME
+    wayline schedules suspend NAME | resume NAME
     wayline schedules run [--once] [--now ISO-TIME]   start the due ticks (every second)
 
 The schedules are kept in a file (``--file``, default ``.wayline/schedules.json``), not in the
@@ -160,6 +161,31 @@ async def cmd_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+class NoSuchSchedule(UsageError):
+    """The file has no schedule by the name given."""
+
+
+def set_suspended(path: Path, name: str, suspended: bool) -> dict[str, Any]:
+    """Suspend or resume the schedule ``name``; its entry as it is now. While suspended the
+    scheduler starts none of its ticks; once resumed, only the latest tick missed meanwhile
+    runs (and not one older than its starting deadline), as for a WorkflowSchedule's
+    ``spec.suspend``."""
+    with _locked(path) as schedules:
+        entry = schedules.get(name)
+        if entry is None:
+            raise NoSuchSchedule(f"no schedule {name!r} in {path}")
+        if suspended:
+            entry["suspended"] = True
+        else:
+            entry.pop("suspended", None)
+        return {**entry, "name": name}
+
+
+async def cmd_suspend(args: argparse.Namespace) -> int:
+    set_suspended(Path(args.file), args.name, args.schedules_command == "suspend")
+    return 0
+
+
 def listed(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
     """The schedules of the file, by name, each with its ``next`` tick (``-`` for one that is
     not scheduled, with why in ``invalid``): what ``schedules list`` and the console show."""
@@ -170,7 +196,9 @@ def listed(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
         # the scheduler starts no tick at or before the last one (``_look``); a rehearsal
         # (``--now`` ahead of the clock) is not the schedule's last tick
         cron = _parsed(e)
-        if isinstance(cron, Cron):
+        if isinstance(cron, Cron) and e.get("suspended"):
+            e["next"] = _stamp(None)  # none starts until it is resumed
+        elif isinstance(cron, Cron):
             e["next"] = _stamp(next_tick(cron, max(now, e.get("lastTick") or 0.0)))
         else:
             e["next"], e["invalid"] = _stamp(None), cron
@@ -194,6 +222,8 @@ async def cmd_list(args: argparse.Namespace) -> int:
             continue
         rehearsed = (e.get("rehearsal") or {}).get("lastTick")
         note = f"not scheduled: {e['invalid']}" if e.get("invalid") else ""
+        if e.get("suspended"):
+            note = f"suspended {note}".rstrip()
         if rehearsed:
             note = f"(rehearsed to {_stamp(rehearsed)}) {note}".rstrip()
         rows.append(
@@ -270,6 +300,8 @@ async def _look(
         entry["invalid"] = cron
         return f"{name}: not scheduled: {cron} (fix it in the schedules file)"
     entry.pop("invalid", None)
+    if entry.get("suspended"):
+        return None  # its missed ticks are looked at once it is resumed (``due``)
     if rehearsal:
         record = dict(entry.get("rehearsal") or {})
         try:
@@ -426,9 +458,14 @@ def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # t
     p = make(inner, "list", "the schedules, with their next tick")  # type: ignore[operator]
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_list)
-    p = make(inner, "remove", "remove a schedule (its runs stay)")  # type: ignore[operator]
-    p.add_argument("name", metavar="NAME")
-    p.set_defaults(handler=cmd_remove)
+    for verb, what, handler in (
+        ("remove", "remove a schedule (its runs stay)", cmd_remove),
+        ("suspend", "start none of a schedule's ticks until it is resumed", cmd_suspend),
+        ("resume", "start a suspended schedule's ticks again", cmd_suspend),
+    ):
+        p = make(inner, verb, what)  # type: ignore[operator]
+        p.add_argument("name", metavar="NAME")
+        p.set_defaults(handler=handler)
     p = make(inner, "run", "start each schedule's due tick, every second (or --once)")  # type: ignore[operator]
     p.add_argument("--once", action="store_true", help="one look, then exit")
     p.add_argument(

@@ -10,7 +10,10 @@ import socket
 import sys
 from pathlib import Path
 
+from .._sdk.webhooks import check_secrets
 from ..client import Client
+from ..errors import ConfigurationError
+from ..settings import Settings
 from .commands import absolute_world_url, opened_world
 from .loading import UsageError, port_arg, range_arg
 
@@ -27,6 +30,18 @@ def read_token(path: str | None) -> str | None:
         # a short token is guessed: refuse it rather than serve actions behind it
         raise UsageError(f"--token-file {path!r} holds a token of fewer than 16 characters")
     return token
+
+
+def webhook_secrets() -> tuple[str, ...]:
+    """The keys that verify webhook URLs (WAYLINE_WEBHOOK_SECRET or its file); none: every
+    webhook is refused. A key too short to be safe stops the console at start."""
+    try:
+        secrets = Settings.from_env().webhook_secrets
+        if secrets:
+            check_secrets(secrets, "the console")
+    except ConfigurationError as err:
+        raise UsageError(err.message) from None
+    return secrets
 
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -57,6 +72,7 @@ async def cmd_console(args: argparse.Namespace) -> int:
             f"the console needs the console extra: pip install 'wayline[console]' ({err})"
         ) from None
     token = read_token(args.token_file)
+    secrets = webhook_secrets()
     sock = _bind(args.host, args.port)
     url = absolute_world_url(args.world)
     async with opened_world(args.world, create=False) as world:
@@ -69,6 +85,7 @@ async def cmd_console(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             schedules_file=Path(args.schedules_file),
             allowed_hosts=allowed_hosts(args.host, args.allowed_host),
+            webhook_secrets=secrets,
         )
         host, port = sock.getsockname()[:2]
         mode = "actions need the token" if token else "read-only"

@@ -6,7 +6,15 @@ from .._core.dispatch import FLOW_TOPIC, STEP_TOPIC
 from .._core.projections import RunInfo, fold_run, new_run, pinned_definition, run_changes
 from .checkup import Finding
 from .open import open_world
-from .seam import Delivery, HookInfo, RunWatch, World, flow_message, terminal_statuses
+from .seam import (
+    Delivery,
+    HookInfo,
+    QueueDepth,
+    RunWatch,
+    World,
+    flow_message,
+    terminal_statuses,
+)
 
 __all__ = [
     "FLOW_TOPIC",
@@ -14,6 +22,7 @@ __all__ = [
     "Delivery",
     "Finding",
     "HookInfo",
+    "QueueDepth",
     "RunInfo",
     "RunWatch",
     "World",

@@ -66,6 +66,18 @@ class HookInfo:
     active: bool
 
 
+@dataclass(frozen=True, slots=True)
+class QueueDepth:
+    """What waits on one topic: the console's queue lag (docs/console.md, "Workers")."""
+
+    topic: str
+    ready: int
+    """Messages due now that no worker holds (delayed and in-flight ones are not counted)."""
+    oldest_ready_at: float
+    """When the longest-waiting of them became due (epoch seconds): ``now - oldest_ready_at``
+    is how long the topic's workers are behind."""
+
+
 @dataclass(slots=True)
 class Delivery:
     """One delivery of a queued message.
@@ -361,6 +373,11 @@ class World(abc.ABC):
     async def runs_with_messages(self) -> set[str] | None:
         """The runs that some stored message names (queued, delayed or in flight): each has a
         wake coming. ``None`` when the world cannot tell (recovery then re-arms every run)."""
+        return None
+
+    async def queue_depths(self) -> list[QueueDepth] | None:
+        """Every topic with a ready message, by topic. ``None`` when the world cannot tell
+        (the console then shows no lag rather than a wrong one)."""
         return None
 
     # workers -------------------------------------------------------------------------------

@@ -45,15 +45,24 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     schedules_file: Path | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    webhook_secrets: Sequence[str] = (),
 ) -> Starlette:
     """The console's ASGI app over ``client``'s world. Without ``token`` it is read-only:
     every action answers 403 ``READ_ONLY``. ``closing``, once set, ends every live feed (a
     server shutting down does not wait for browsers to hang up). With ``allowed_hosts``, a
     request whose ``Host`` header names another host is refused (400): reads need no token,
     so a web page a developer visits could otherwise read a console on 127.0.0.1 through a
-    name it points there (DNS rebinding)."""
+    name it points there (DNS rebinding). ``webhook_secrets`` verify the signatures of
+    webhook URLs (``wayline._sdk.webhooks``); without them every webhook answers 503."""
     console = Console(
-        client, world_url, token, poll_seconds, closing, max_body_bytes, schedules_file
+        client,
+        world_url,
+        token,
+        poll_seconds,
+        closing,
+        max_body_bytes,
+        schedules_file,
+        tuple(webhook_secrets),
     )
     api = console.endpoint
 
@@ -84,7 +93,11 @@ def create_app(
         Route("/api/hooks", api(console.hooks)),
         Route("/api/workers", api(console.workers)),
         Route("/api/schedules", api(console.schedules)),
+        Route("/api/schedules/{name}/suspend", api(console.suspend_schedule), methods=["POST"]),
+        Route("/api/schedules/{name}/resume", api(console.resume_schedule), methods=["POST"]),
         Route("/api/hooks/{token}/resume", api(console.resume_hook), methods=["POST"]),
+        # a token may hold a slash: the path convertor takes it whole
+        Route("/hooks/{token:path}/webhook", api(console.webhook), methods=["POST"]),
     ]
 
     async def http_error(request: Request, exc: Exception) -> Response:

@@ -15,15 +15,17 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..._sdk.webhooks import verify
 from ...client import Client
 from ...errors import RunNotFoundError, WaylineError, WorkflowNotFoundError
 from ...start_options import StartOptions
 from ...world import RunInfo
 from ...world.business_ids import check_business_id
 from ..loading import UsageError
-from ..schedules import listed, tick_run_id
+from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import fold, render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
+from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
     check_token,
@@ -31,6 +33,8 @@ from .requests import (
     encode_cursor,
     int_param,
     json_body,
+    parse_json,
+    raw_body,
     status_param,
     text_field,
 )
@@ -64,6 +68,7 @@ class Console:
     closing: asyncio.Event | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     schedules_file: Path | None = None
+    webhook_secrets: tuple[str, ...] = ()
 
     def endpoint(self, handler: Handler) -> Handler:
         """Bad input and framework refusals become typed error bodies, never a 500."""
@@ -142,10 +147,12 @@ class Console:
 
     async def workers(self, request: Request) -> Response:
         waiting = await self.client.runs_waiting_for_worker(SCAN_LIMIT)
+        depths = await self.client.world.queue_depths()
         return Reply(
             {
                 "now": self.client.world.now(),
-                "served": await self.client.list_served(),
+                "served": with_lag(await self.client.list_served(), depths),
+                "queues": queues_json(depths),
                 "waiting": [{**run_to_json(info), "why": why} for info, why in waiting],
             }
         )
@@ -172,6 +179,26 @@ class Console:
                     run_id = None
             shown.append({**entry, "name": name, "lastRunId": run_id, "lastRunStatus": status})
         return Reply({"file": str(self.schedules_file), "schedules": shown})
+
+    async def suspend_schedule(self, request: Request) -> Response:
+        return await self._set_suspended(request, True)
+
+    async def resume_schedule(self, request: Request) -> Response:
+        return await self._set_suspended(request, False)
+
+    async def _set_suspended(self, request: Request, suspended: bool) -> Response:
+        """Suspend or resume a schedule of ``--schedules-file``: ``{name, suspended}``."""
+        check_token(request, self.token)
+        name = request.path_params["name"]
+        if self.schedules_file is None or not self.schedules_file.exists():
+            raise ApiError(404, "SCHEDULE_NOT_FOUND", f"no schedule {name!r}")
+        try:
+            await asyncio.to_thread(set_suspended, self.schedules_file, name, suspended)
+        except NoSuchSchedule:
+            raise ApiError(404, "SCHEDULE_NOT_FOUND", f"no schedule {name!r}") from None
+        except UsageError as err:  # a file the schedulers could not read either
+            raise ApiError(503, "CONFIGURATION_ERROR", str(err)) from None
+        return Reply({"name": name, "suspended": suspended})
 
     # --- acting -------------------------------------------------------------------------
     async def start(self, request: Request) -> Response:
@@ -221,6 +248,28 @@ class Console:
         run_id = await self.client.resume_hook(
             request.path_params["token"], body["payload"], delivery_id=delivery
         )
+        return Reply({"runId": run_id})
+
+    async def webhook(self, request: Request) -> Response:
+        """``POST /hooks/{token}/webhook?sig=``: the signature is the credential, no bearer
+        token. The body is the payload itself; the hook takes one payload (``once``), and an
+        ``Idempotency-Key`` makes a retried POST answer as the first did."""
+        token = request.path_params["token"]
+        if not self.webhook_secrets:
+            raise ApiError(
+                503,
+                "CONFIGURATION_ERROR",
+                "this console has no webhook key (WAYLINE_WEBHOOK_SECRET)",
+            )
+        if not verify(self.webhook_secrets, token, request.query_params.get("sig", "")):
+            # the same answer for any token: a refusal does not say whether the hook exists
+            raise ApiError(403, "BAD_SIGNATURE", "the URL's signature is not this hook's")
+        raw = await raw_body(request, self.max_body_bytes)
+        if not raw.strip():
+            raise ApiError(400, "BAD_REQUEST", "the body must be the payload, as JSON")
+        payload = parse_json(raw)
+        delivery = request.headers.get("idempotency-key") or None
+        run_id = await self.client.resume_hook(token, payload, delivery_id=delivery, once=True)
         return Reply({"runId": run_id})
 
     # --- live ---------------------------------------------------------------------------

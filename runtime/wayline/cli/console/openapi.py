@@ -67,6 +67,24 @@ def _action(op: str, summary: str, flag: str) -> dict[str, Any]:
     }
 
 
+def _schedule_action(op: str, summary: str, suspended: bool) -> dict[str, Any]:
+    name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
+    answer = {
+        "type": "object",
+        "required": ["name", "suspended"],
+        "properties": {"name": {"type": "string"}, "suspended": {"const": suspended}},
+    }
+    return {
+        "post": {
+            "operationId": op,
+            "summary": summary,
+            "security": _AUTH,
+            "parameters": [name],
+            "responses": {"200": _json(answer), **_errors(401, 403, 404, 503)},
+        }
+    }
+
+
 def document() -> dict[str, Any]:
     nullable_number = {"type": ["number", "null"]}
     return {
@@ -240,6 +258,12 @@ def document() -> dict[str, Any]:
                     },
                 }
             },
+            "/api/schedules/{name}/suspend": _schedule_action(
+                "suspendSchedule", "start none of the schedule's ticks until it is resumed", True
+            ),
+            "/api/schedules/{name}/resume": _schedule_action(
+                "resumeSchedule", "start its ticks again (the latest one missed first)", False
+            ),
             "/api/hooks/{token}/resume": {
                 "post": {
                     "operationId": "resumeHook",
@@ -272,6 +296,46 @@ def document() -> dict[str, Any]:
                             }
                         ),
                         **_errors(400, 401, 403, 404, 409, 413, 422),
+                    },
+                }
+            },
+            "/hooks/{token}/webhook": {
+                "post": {
+                    "operationId": "webhook",
+                    "summary": "resume a hook created with webhook=True, once; the URL's "
+                    "signature is the credential (no bearer token)",
+                    "parameters": [
+                        {
+                            "name": "token",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "sig",
+                            "in": "query",
+                            "required": True,
+                            "description": "the signature the hook's webhook_url carries",
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "Idempotency-Key",
+                            "in": "header",
+                            "description": "the delivery id: a retry with it answers as the "
+                            "first POST did and delivers nothing more",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "requestBody": _body({"description": "the payload, any JSON"}, required=True),
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["runId"],
+                                "properties": {"runId": {"type": "string"}},
+                            }
+                        ),
+                        **_errors(400, 403, 404, 409, 413, 422, 503),
                     },
                 }
             },
@@ -369,6 +433,25 @@ def document() -> dict[str, Any]:
                                     "seenAt": {"type": "number"},
                                     "liveUntil": {"type": "number"},
                                     "live": {"type": "boolean"},
+                                    "ready": {
+                                        "type": ["integer", "null"],
+                                        "description": "messages ready on the routes its "
+                                        "workers take (null: the world cannot tell)",
+                                    },
+                                    "oldestReadyAt": nullable_number,
+                                },
+                            },
+                        },
+                        "queues": {
+                            "type": ["array", "null"],
+                            "description": "every topic with a ready message",
+                            "items": {
+                                "type": "object",
+                                "required": ["topic", "ready", "oldestReadyAt"],
+                                "properties": {
+                                    "topic": {"type": "string"},
+                                    "ready": {"type": "integer"},
+                                    "oldestReadyAt": {"type": "number"},
                                 },
                             },
                         },
@@ -395,6 +478,10 @@ def document() -> dict[str, Any]:
                         "lastTick": nullable_number,
                         "next": {"type": "string", "description": "ISO time, or - when none"},
                         "invalid": {"type": "string"},
+                        "suspended": {
+                            "type": "boolean",
+                            "description": "present (true) while no tick starts",
+                        },
                         "lastRunId": {"type": ["string", "null"]},
                         "lastRunStatus": {"type": ["string", "null"]},
                     },

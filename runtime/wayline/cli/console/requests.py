@@ -83,22 +83,32 @@ def check_token(request: Request, token: str | None) -> None:
         raise ApiError(401, "UNAUTHORIZED", "an action needs the console's bearer token")
 
 
-async def json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
-    """The request's JSON object (an empty body is ``{}``). Read in chunks and refused as
-    soon as it passes ``max_bytes``, whatever Content-Length claims."""
+async def raw_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> bytes:
+    """The request's body, read in chunks and refused as soon as it passes ``max_bytes``,
+    whatever Content-Length claims."""
     size, chunks = 0, []
     async for chunk in request.stream():
         size += len(chunk)
         if size > max_bytes:
             raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {max_bytes} bytes")
         chunks.append(chunk)
-    raw = b"".join(chunks)
-    if not raw.strip():
-        return {}
+    return b"".join(chunks)
+
+
+def parse_json(raw: bytes) -> Any:
     try:
-        body = json.loads(raw)
+        return json.loads(raw)
     except (UnicodeDecodeError, ValueError) as err:
         raise ApiError(400, "BAD_REQUEST", f"the request body is not JSON: {err}") from None
+
+
+async def json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
+    """The request's JSON object (an empty body is ``{}``), read no further than
+    ``max_bytes``."""
+    raw = await raw_body(request, max_bytes)
+    if not raw.strip():
+        return {}
+    body = parse_json(raw)
     if not isinstance(body, dict):
         raise ApiError(400, "BAD_REQUEST", "the request body must be a JSON object")
     return body

@@ -45,6 +45,7 @@ from ...world import (
     Delivery,
     Finding,
     HookInfo,
+    QueueDepth,
     RunInfo,
     RunWatch,
     World,
@@ -603,6 +604,15 @@ class LocalWorld(World):
             if isinstance(payload, dict) and isinstance(payload.get("runId"), str):
                 out.add(payload["runId"])
         return out
+
+    async def queue_depths(self) -> list[QueueDepth] | None:
+        # a held message's available_at is its visibility deadline: not ready until then
+        rows = self._read(
+            "SELECT topic, COUNT(*), MIN(available_at) FROM messages WHERE available_at <= ? "
+            "GROUP BY topic ORDER BY topic",
+            (self.now(),),
+        )
+        return [QueueDepth(str(r[0]), int(r[1]), float(r[2])) for r in rows]
 
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         rows = self._read(

@@ -21,7 +21,15 @@ from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
 from ...settings import Settings
 from ...telemetry import carry
-from ...world import Delivery, HookInfo, RunInfo, RunWatch, World, terminal_statuses
+from ...world import (
+    Delivery,
+    HookInfo,
+    QueueDepth,
+    RunInfo,
+    RunWatch,
+    World,
+    terminal_statuses,
+)
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from .hook_buffer import MemoryHookBuffer
@@ -251,6 +259,15 @@ class MemoryWorld(World):
     async def runs_with_messages(self) -> set[str] | None:
         found = (run_of(m.body) for m in self.store.messages.values())
         return {r for r in found if r is not None}
+
+    async def queue_depths(self) -> list[QueueDepth] | None:
+        now, found = clock.now(), dict[str, tuple[int, float]]()
+        for m in self.store.messages.values():
+            # a held message's available_at is its visibility deadline: not ready until then
+            if m.available_at <= now:
+                count, oldest = found.get(m.topic, (0, m.available_at))
+                found[m.topic] = (count + 1, min(oldest, m.available_at))
+        return [QueueDepth(t, n, at) for t, (n, at) in sorted(found.items())]
 
     def _wake_all(self) -> None:
         for peer in self._peers():

@@ -35,12 +35,12 @@ from typing import Any
 from ..._core.ids import MessageId
 from ...errors import WorldError, WorldUnavailableError
 from ...telemetry import carry
-from ...world import Delivery, entries
+from ...world import Delivery, QueueDepth, entries
 from ...world.routing import plain_topic
 from . import wire
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .direct import StoredMsg, connected, direct_batch, publish_retried
-from .names import Names, consumer_name, key_token
+from .names import Names, consumer_name, key_token, token_value
 
 log = logging.getLogger("wayline.worlds.nats")
 
@@ -706,6 +706,40 @@ class Queue:
             if not msgs or pending <= 0:
                 return
             start = msgs[-1].seq + 1
+
+    async def depths(self) -> list[QueueDepth]:
+        """The messages on each topic's target subjects that its consumer has not delivered
+        yet (a pending schedule is delayed, not ready). A delivered message is held, or waits
+        for its redelivery, so it is not counted: after its holder died it is counted again
+        only once delivered again (a consumer's redeliveries have no sequence to compare)."""
+        import nats.js.errors
+
+        delivered: dict[str, int] = {}
+        found: dict[str, tuple[int, float]] = {}
+        async for msg, _ in self.stored():
+            parts = msg.subject.split(".")
+            topic = token_value(parts[3]) if len(parts) == 5 and parts[2] == "t" else None
+            if topic is None:  # a schedule, or a topic too long to name (hashed)
+                continue
+            if topic not in delivered:
+                try:
+                    info = await self._js.consumer_info(
+                        self._stream, consumer_name(topic), timeout=self._timeout
+                    )
+                    delivered[topic] = int(info.delivered.stream_seq or 0)
+                except nats.js.errors.NotFoundError:  # no worker ever consumed the topic
+                    delivered[topic] = 0
+                except Exception as err:
+                    raise wrap(self._url, f"reading the consumer of topic {topic!r}", err) from err
+            if msg.seq <= delivered[topic]:
+                continue
+            try:
+                at = parse_stamp(str(msg.headers.get("Nats-Time-Stamp", "")))
+            except ValueError:
+                continue
+            count, oldest = found.get(topic, (0, at))
+            found[topic] = (count + 1, min(oldest, at))
+        return [QueueDepth(t, n, at) for t, (n, at) in sorted(found.items())]
 
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:

@@ -16,7 +16,16 @@ from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
 from ...errors import ConfigurationError, WaylineError, WorldUnavailableError
 from ...settings import Settings
-from ...world import Delivery, Finding, HookInfo, RunInfo, RunWatch, World, entries
+from ...world import (
+    Delivery,
+    Finding,
+    HookInfo,
+    QueueDepth,
+    RunInfo,
+    RunWatch,
+    World,
+    entries,
+)
 from ...world.blobs import OutOfLine
 from ...world.registry import merge_served, readable
 from . import attribute_index
@@ -778,6 +787,9 @@ class NatsWorld(World):
             if isinstance(run_id, str):
                 out.add(run_id)
         return out
+
+    async def queue_depths(self) -> list[QueueDepth] | None:
+        return await self._q().depths()
 
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = await self._q().list_dead_letters(limit)

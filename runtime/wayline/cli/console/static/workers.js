@@ -4,9 +4,15 @@
 document.getElementById("page").innerHTML = `
 <h2>What workers serve</h2>
 <table id="served">
-<thead><tr><th>Workflow</th><th>Revision</th><th>Identity</th><th>Queue</th><th>Live workers</th><th>Last heard</th><th>Status</th></tr></thead>
+<thead><tr><th>Workflow</th><th>Revision</th><th>Identity</th><th>Queue</th><th>Live workers</th><th>Last heard</th><th>Status</th><th>Ready</th><th>Oldest waits</th></tr></thead>
 <tbody></tbody>
 </table>
+<h2>Queues</h2>
+<table id="queues">
+<thead><tr><th>Topic</th><th>Ready</th><th>Oldest waits</th></tr></thead>
+<tbody></tbody>
+</table>
+<p class="muted" id="empty" hidden>No message is waiting.</p>
 <h2>Runs waiting for a worker</h2>
 <table id="waiting">
 <thead><tr><th>Run</th><th>Workflow</th><th>Status</th><th>Why</th></tr></thead>
@@ -17,7 +23,8 @@ document.getElementById("page").innerHTML = `
 `;
 
 async function draw() {
-  const { now, served, waiting } = await wl.api("/api/workers");
+  const { now, served, queues, waiting } = await wl.api("/api/workers");
+  const age = (at) => (at === null || at === undefined ? "" : wl.duration(Math.max(0, now - at)));
   const rows = document.querySelector("#served tbody");
   rows.replaceChildren();
   for (const entry of served.sort((a, b) => a.workflow.localeCompare(b.workflow))) {
@@ -29,9 +36,19 @@ async function draw() {
               wl.text("td", entry.queue || ""),
               wl.text("td", live.map(([id]) => id).join(", "), "mono"),
               wl.text("td", wl.time(entry.seenAt)),
-              wl.text("td", entry.live ? "live" : "gone", "status " + (entry.live ? "completed" : "cancelled")));
+              wl.text("td", entry.live ? "live" : "gone", "status " + (entry.live ? "completed" : "cancelled")),
+              wl.text("td", entry.ready ?? "?"), wl.text("td", age(entry.oldestReadyAt)));
     rows.append(tr);
   }
+  const topics = document.querySelector("#queues tbody");
+  topics.replaceChildren();
+  for (const q of queues || []) {
+    const tr = document.createElement("tr");
+    tr.dataset.topic = q.topic;
+    tr.append(wl.text("td", q.topic, "mono"), wl.text("td", q.ready), wl.text("td", age(q.oldestReadyAt)));
+    topics.append(tr);
+  }
+  document.getElementById("empty").hidden = !queues || queues.length > 0;
   const body = document.querySelector("#waiting tbody");
   body.replaceChildren();
   for (const run of waiting) {
