@@ -16,6 +16,7 @@ from .._core.replay import Replay
 from .._core.serde import error_message
 from ..errors import CorruptLogError, EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
+from ..world.ports import EventLog
 from .ending import fail_run
 
 log = logging.getLogger("wayline.runtime")
@@ -90,7 +91,7 @@ async def admit(
     return False
 
 
-async def _unreadable(world: World, holders: list[str]) -> dict[str, CorruptLogError]:
+async def _unreadable(world: EventLog, holders: list[str]) -> dict[str, CorruptLogError]:
     """The holders whose logs cannot be read, with the error each read meets. Only a run that
     has to wait asks: a person reading its block learns which repair would let it start."""
     fenced: dict[str, CorruptLogError] = {}
