@@ -65,6 +65,7 @@ from .world.cancel import ask_to_cancel
 from .world.hook_buffer import MAX_BUFFER_SECONDS, BufferedPayload
 from .world.pausing import pause_run, unpause_run
 from .world.registry import waiting_for_worker
+from .world.terminal_hints import TerminalHints
 
 log = logging.getLogger("wayline.client")
 
@@ -98,7 +99,7 @@ class RunHandle(Generic[R]):
         self._fresh = fresh
         """Just created by ``start``: on a world that hears every end, its first ``result``
         call waits for the hint before it reads, unless the run may have ended since."""
-        self._mark = client.world.ends_mark()
+        self._mark = client.ends.ends_mark()
 
     async def _run(self) -> str:
         """The run's id, resolved (once) when the handle was made from a business id."""
@@ -161,12 +162,12 @@ class RunHandle(Generic[R]):
         unread = (
             self._fresh
             and world.hears_every_end
-            and not world.may_have_ended_since(self.run_id, self._mark)
+            and not self.client.ends.may_have_ended_since(self.run_id, self._mark)
         )
         self._fresh = False
         handled = cancels()  # a cancel the caller caught before it asked does not end the wait
         while True:
-            ended = world.watch_terminal(self.run_id)
+            ended = self.client.ends.watch(self.run_id)
             try:
                 if not unread:  # an end this world appended or read is not read again
                     # polled as cheaply as the world reads a run (on SQLite its row alone,
@@ -185,7 +186,7 @@ class RunHandle(Generic[R]):
                 wait = pause if deadline is None else min(pause, deadline - time.monotonic())
                 await asyncio.wait({ended}, timeout=max(0.0, wait))
             finally:
-                world.unwatch_terminal(self.run_id, ended)
+                self.client.ends.unwatch(self.run_id, ended)
             pause = min(longest, pause * 1.5)
 
     def _outcome(self, info: RunInfo) -> R:
@@ -228,6 +229,9 @@ class Client:
         starts runs of no namespace and resumes any hook: access to the world is access to
         all of it."""
         self.world = world
+        self.ends = TerminalHints.of(world)
+        """What this process heard of runs' ends, and who waits for one (a result): the
+        world only tells it what it hears; every client of one world shares it."""
         self.namespace = namespace or None
         self._workflows = workflows_by_name(workflows or [])
         self._limits = (settings or Settings.from_env()).limits

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+import contextlib
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._core.events import RunStatus
 from .ports import (
     ChangeFeed,
     Clock,
+    EndListener,
     EventLog,
     HookPayloads,
     Lifecycle,
@@ -37,10 +39,10 @@ from .routing import STEP_TOPIC as STEP_TOPIC
 from .routing import Router
 from .single_flight import SingleFlight
 
-# FLOW_TOPIC and STEP_TOPIC: see ``ports.queue``.
+if TYPE_CHECKING:
+    from .terminal_hints import TerminalHints
 
-_HEARD_ENDED = 1024
-"""Terminal hints remembered per world (run ids), for a result asked after the end."""
+# FLOW_TOPIC and STEP_TOPIC: see ``ports.queue``.
 
 
 def terminal_statuses(statuses: Sequence[RunStatus] | None) -> list[str]:
@@ -69,84 +71,85 @@ class World(
     module docstring and DESIGN "The World contract".
 
     A world implements every port; what a world holds for this process alone (single-flight,
-    routing, terminal hints) is kept here, above the ports."""
+    routing, the listeners of the ends it hears) is kept here. The terminal hints' bookkeeping
+    (who waits for a run's end, which ends were heard) is above the seam, the client's
+    (``terminal_hints``); a world only tells it what it hears (:meth:`on_ended`)."""
 
     def __init__(self) -> None:
         # In-process single-flight for step bodies (seed 000). One per world instance, not per
         # process, so two workers on two worlds in one process stay apart.
         self.single_flight = SingleFlight()
         self.router = Router(self.get_run)
-        self._terminal_waiters: dict[str, set[asyncio.Future[None]]] = {}
-        self._heard_ended: OrderedDict[str, None] = OrderedDict()
-        self._ends_heard = 0
-        self._hint_losses = 0
+        # Who is told of the ends this world hears (``on_ended``): the terminal hints of its
+        # clients, whose bookkeeping lives above the seam (``terminal_hints``).
+        self._end_listeners: list[EndListener] = []
 
     terminal_hints: bool = False
-    """True when :meth:`watch_terminal` hears of every writer's terminal append, not only this
-    instance's, and wakes every waiter when a hint may have been lost: a waiter then polls
-    only as a safety net."""
+    """True when this world tells its end listeners (:meth:`on_ended`) of every writer's
+    terminal append, not only this instance's, and of every hint that may have been lost: a
+    waiter then polls only as a safety net."""
 
     hears_every_end: bool = False
-    """True when this world hears every terminal append, whoever waits (``heard_ended`` knows
-    the recent ends): a handle fresh from ``start`` can then wait for its hint before its
-    first read. Elsewhere that first read is made at once."""
+    """True when this world hears every terminal append, whoever waits (so that
+    ``TerminalHints.heard_ended`` knows the recent ends): a handle fresh from ``start`` can
+    then wait for its hint before its first read. Elsewhere that first read is made at once."""
 
-    def watch_terminal(self, run_id: str) -> asyncio.Future[None]:
-        """A future set when this world hears that the run may have ended: a hint, never a
-        promise (the caller reads the run again). Watch before reading, so that an end
-        between the read and the wait is not missed; :meth:`unwatch_terminal` after."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._terminal_waiters.setdefault(run_id, set()).add(fut)
-        return fut
+    def on_ended(self, listener: EndListener) -> Callable[[], None]:
+        self._end_listeners.append(listener)
 
-    def unwatch_terminal(self, run_id: str, fut: asyncio.Future[None]) -> None:
-        waiters = self._terminal_waiters.get(run_id)
-        if waiters is not None:
-            waiters.discard(fut)
-            if not waiters:
-                del self._terminal_waiters[run_id]
+        def stop() -> None:
+            with contextlib.suppress(ValueError):
+                self._end_listeners.remove(listener)
 
-    def _hints_may_be_lost(self) -> None:
-        """A hint may have gone missing (the connection that carries them was lost, or a
-        subscriber fell behind): every waiter wakes and reads once, rather than waiting for
-        its poll."""
-        self._hint_losses += 1
-        for waiters in list(self._terminal_waiters.values()):
-            for fut in waiters:
-                if not fut.done():
-                    fut.set_result(None)
-
-    def heard_ended(self, run_id: str) -> bool:
-        """True when this world heard a terminal hint for the run lately (the last
-        :data:`_HEARD_ENDED` runs), waiter or not (one of the tests of
-        :meth:`may_have_ended_since`)."""
-        return run_id in self._heard_ended
-
-    def ends_mark(self) -> tuple[int, int]:
-        """Where this world's hearing stands now, for :meth:`may_have_ended_since`."""
-        return self._ends_heard, self._hint_losses
-
-    def may_have_ended_since(self, run_id: str, mark: tuple[int, int]) -> bool:
-        """False only when the run's end cannot have been heard since ``mark`` (taken when
-        the run was known not to have ended) without this world knowing: it heard no hint
-        for it, too few ends since to have forgotten one, and no hint was lost. A world
-        that hears every end (``hears_every_end``) can then wait for the hint unread."""
-        ends, losses = mark
-        return (
-            self.heard_ended(run_id)
-            or self._ends_heard - ends >= _HEARD_ENDED
-            or self._hint_losses != losses
-        )
+        return stop
 
     def _wake_terminal(self, run_id: str) -> None:
-        self._ends_heard += 1
-        self._heard_ended[run_id] = None
-        self._heard_ended.move_to_end(run_id)
-        if len(self._heard_ended) > _HEARD_ENDED:
-            self._heard_ended.popitem(last=False)
-        for fut in self._terminal_waiters.pop(run_id, ()):
-            if not fut.done():
-                fut.set_result(None)
+        """This world heard a terminal append to the run: every listener is told."""
+        for listener in list(self._end_listeners):
+            listener.ended(run_id)
+
+    def _hints_may_be_lost(self) -> None:
+        """A hint may have gone missing: every listener is told (its waiters read once)."""
+        for listener in list(self._end_listeners):
+            listener.may_be_lost()
+
+    def _waited_ends(self) -> set[str]:
+        """The runs some listener waits for now."""
+        return {run_id for listener in self._end_listeners for run_id in listener.waited()}
+
+    # Deprecated: the terminal hints are the client's now (``terminal_hints.TerminalHints``).
+    def watch_terminal(self, run_id: str) -> asyncio.Future[None]:
+        """Deprecated: ``TerminalHints.of(world).watch``."""
+        return _deprecated(self, "watch_terminal", "watch").watch(run_id)
+
+    def unwatch_terminal(self, run_id: str, fut: asyncio.Future[None]) -> None:
+        """Deprecated: ``TerminalHints.of(world).unwatch``."""
+        _deprecated(self, "unwatch_terminal", "unwatch").unwatch(run_id, fut)
+
+    def heard_ended(self, run_id: str) -> bool:
+        """Deprecated: ``TerminalHints.of(world).heard_ended``."""
+        return _deprecated(self, "heard_ended", "heard_ended").heard_ended(run_id)
+
+    def ends_mark(self) -> tuple[int, int]:
+        """Deprecated: ``TerminalHints.of(world).ends_mark``."""
+        return _deprecated(self, "ends_mark", "ends_mark").ends_mark()
+
+    def may_have_ended_since(self, run_id: str, mark: tuple[int, int]) -> bool:
+        """Deprecated: ``TerminalHints.of(world).may_have_ended_since``."""
+        book = _deprecated(self, "may_have_ended_since", "may_have_ended_since")
+        return book.may_have_ended_since(run_id, mark)
+
+
+def _deprecated(world: World, old: str, new: str) -> TerminalHints:
+    from .terminal_hints import TerminalHints
+
+    warnings.warn(
+        f"World.{old} is deprecated: use wayline.world.terminal_hints.TerminalHints.of(world)"
+        f".{new} (the client's terminal hints, Client.ends)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return TerminalHints.of(world)
 
 
 def flow_message(

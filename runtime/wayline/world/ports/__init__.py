@@ -8,7 +8,7 @@ world. A port whose every method has a default (a world may offer none of it: th
 simulator keeps no step streams) is a plain class rather than an abstract one.
 """
 
-from .change_feed import ChangeFeed, RunWatch
+from .change_feed import ChangeFeed, EndListener, RunWatch
 from .clock import Clock
 from .event_log import EventLog, HookInfo
 from .hook_payloads import HookPayloads
@@ -23,6 +23,7 @@ __all__ = [
     "ChangeFeed",
     "Clock",
     "Delivery",
+    "EndListener",
     "EventLog",
     "HookInfo",
     "HookPayloads",
