@@ -17,6 +17,7 @@ from ._core import limits, search_attributes
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.ids import is_run_id, new_run_id
+from ._core.messages import Wake, WakeReason
 from ._core.projections import (
     Reversal,
     RunCompensationAbandoned,
@@ -490,7 +491,7 @@ class Client:
         # between these two writes: _engine.lost_starts, under this same key)
         await self.world.enqueue(
             FLOW_TOPIC,
-            flow_message(self.world, run_id, "start", after_own_append=fresh),
+            flow_message(self.world, run_id, WakeReason.START, after_own_append=fresh),
             idempotency_key=f"{run_id}:start",
             recoverable=True,
         )
@@ -668,13 +669,15 @@ class Client:
         if info is None:  # its only entries were removed: a run without events does not exist
             return done
         if not info.status.terminal:
-            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "repair"})
+            await self.world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason.REPAIR).to_wire())
             done.append("woke the run")
         parent = info.attributes.get("parent")
         if isinstance(parent, dict) and parent.get("runId"):
             # a parent that could not reach this run while it was fenced (a cancel it could
             # not pass on, an end it could not hear) asks again on this wake
-            await self.world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
+            await self.world.enqueue(
+                FLOW_TOPIC, Wake(str(parent["runId"]), WakeReason.CHILD).to_wire()
+            )
             done.append(f"woke its parent run {parent['runId']}")
         return done
 
@@ -709,7 +712,9 @@ class Client:
             except WaylineError:
                 pass  # reported already, or the parent ended or is gone
             else:
-                await self.world.enqueue(FLOW_TOPIC, {"runId": parent["runId"], "reason": "child"})
+                await self.world.enqueue(
+                    FLOW_TOPIC, Wake(parent["runId"], WakeReason.CHILD).to_wire()
+                )
         return True
 
     async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -824,7 +829,7 @@ class Client:
             appended = await self._fenced_append(run_id, decide)
         except (RunTerminalError, EntityConflictError) as err:
             raise WaylineError(f"run {run_id}: {err}") from err
-        await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": str(event)})
+        await self.world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason(str(event))).to_wire())
         return bool(appended), not_run
 
     @overload
@@ -891,7 +896,7 @@ class Client:
         """Append ``plain`` as a ``hook_received`` of ``hook`` and wake its run."""
         token = hook.token
         data = {"payload": plain}
-        wake = {"runId": hook.run_id, "reason": "hook"}
+        wake = Wake(hook.run_id, WakeReason.HOOK).to_wire()
         key = None if delivery_id is None else f"{hook.run_id}:hook:{token}:{delivery_id}"
         event = NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)
         try:
@@ -1065,7 +1070,7 @@ class Client:
                 break
             woken.append(cid)
         if woken:
-            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "wake_up"})
+            await self.world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason.WAKE_UP).to_wire())
         return woken
 
     async def _time_hook_out(self, run_id: str, cid: str, data: dict[str, Any]) -> bool:

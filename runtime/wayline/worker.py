@@ -27,6 +27,7 @@ from . import logs, metrics, telemetry
 from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RunStatus
+from ._core.messages import Wake, WakeReason
 from ._core.projections import fold
 from ._engine import divergence
 from ._engine.fencing import Fence, exit_if_executing, hold
@@ -375,7 +376,7 @@ class Worker:
                 counts["rearmed"] += 1
                 await self.world.enqueue(
                     FLOW_TOPIC,
-                    {"runId": info.run_id, "reason": "recover"},
+                    Wake(info.run_id, WakeReason.RECOVER).to_wire(),
                     idempotency_key=f"{info.run_id}:recover",
                 )
         return counts

@@ -12,6 +12,7 @@ from typing import Any
 
 from .._core.definitions import WorkflowDefinition
 from .._core.events import EventType, NewEvent, RunStatus
+from .._core.messages import ConcurrencyRetry
 from .._core.replay import Replay
 from .._core.serde import error_message
 from ..errors import CorruptLogError, EntityConflictError, RunTerminalError
@@ -83,7 +84,7 @@ async def admit(
     tries = int(payload.get("tries") or 0) + 1
     await world.enqueue(
         FLOW_TOPIC,
-        {"runId": run_id, "reason": "concurrency", "tries": tries},
+        ConcurrencyRetry(run_id, tries).to_wire(),
         # a successor key: this delivery's own key is still held while it is in flight
         idempotency_key=f"{run_id}:concurrency:after:{delivery.message_id}",
         delay_seconds=min(_LONGEST_PAUSE, 0.05 * 2 ** min(tries, 7)),

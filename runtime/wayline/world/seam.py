@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._core.events import RunStatus
+from .._core.messages import Wake, WakeReason
 from .ports import (
     ChangeFeed,
     Clock,
@@ -153,13 +154,10 @@ def _deprecated(world: World, old: str, new: str) -> TerminalHints:
 
 
 def flow_message(
-    world: World, run_id: str, reason: str, *, after_own_append: bool = False
+    world: World, run_id: str, reason: WakeReason, *, after_own_append: bool = False
 ) -> dict[str, Any]:
     """A flow message's payload; ``after_own_append``: sent right after the caller's own
     append to the run, so it carries the world's ``logMark`` when it holds one
     (:meth:`World.log_mark`)."""
-    payload: dict[str, Any] = {"runId": run_id, "reason": reason}
     mark = world.log_mark(run_id) if after_own_append else None
-    if mark is not None:
-        payload["logMark"] = mark
-    return payload
+    return Wake(run_id, reason, log_mark=mark).to_wire()
