@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in written:
             print(path)
         return 0
-    from wayline.cli.loading import UsageParser, port_arg, range_arg
+    from wayline.arguments import UsageParser, port_arg, range_arg
     from wayline.settings import PEERING_LIFETIME_RANGE, PRIORITY_RANGE
 
     conf = wayline_settings()

@@ -1,5 +1,5 @@
 """The reconciler applies the dispatch decision table (seed 000) to a live run: for every
-created, non-terminal step it calls the same pure :func:`wayline._core.dispatch.decide` the workers
+created, non-terminal step it calls the same pure :func:`wayline.history.decide` the workers
 use, with the operator's own identity as "my message" (so it never executes anything): an
 owned step under an active lease gets its epoch-keyed backstop ensured; a lapsed, expired or
 kill-switched step gets its step message ensured (idempotency key = the step's). Both are
@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from wayline._core.dispatch import Action, StepState, decide, lease_remaining
-from wayline._core.events import Event
-from wayline._core.projections import fold
+from wayline.history import Action, Event, StepState, decide, fold, lease_remaining
 from wayline.settings import Settings
 from wayline.world import FLOW_TOPIC, STEP_TOPIC, World
 

@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wayline._core.ids import is_run_id
 from wayline.errors import CorruptLogError, WorldError
+from wayline.history import is_run_id
 from wayline.settings import Settings
 from wayline.world import RunWatch, World
 

@@ -15,8 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from wayline._core.events import Event, EventType
-from wayline.cli.timeline import fmt_error
+from wayline.history import Event, EventType, fmt_error
 
 from .status import stamp
 

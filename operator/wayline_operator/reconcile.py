@@ -9,8 +9,7 @@ from typing import Any
 
 import pydantic
 
-from wayline import Client, StartOptions
-from wayline._core.events import PAUSABLE, Event, EventType, RunStatus
+from wayline import Client, IdReusePolicy, StartOptions
 from wayline.durations import to_seconds
 from wayline.errors import (
     HookNotFoundError,
@@ -21,9 +20,9 @@ from wayline.errors import (
     WorldError,
     WrongNamespaceError,
 )
+from wayline.history import PAUSABLE, Event, EventType, RunStatus
 from wayline.settings import Settings
 from wayline.world import RunInfo, World
-from wayline.world.business_ids import IdReusePolicy
 
 from .resource import WorkflowHookSpec, WorkflowRunSpec
 from .status import resumes_recorded

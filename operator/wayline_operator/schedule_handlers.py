@@ -19,7 +19,7 @@ from typing import Any
 import kopf
 import pydantic
 
-from wayline._core.cron import CronError, parse
+from wayline.cron import CronError, parse
 
 from .config import settings
 from .instance import current

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from wayline._core.cron import Cron, due, next_tick
+from wayline.cron import Cron, due, next_tick
 
 from .instance import LABEL as INSTANCE_LABEL
 from .schedule_resource import WorkflowScheduleSpec

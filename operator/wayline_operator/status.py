@@ -17,11 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from wayline._core.events import Event, RunStatus
-from wayline._core.projections import RunView, fold
-from wayline.cli.timeline import fmt_error
-from wayline.world import RunInfo
-from wayline.world.registry import waiting_for_worker
+from wayline.history import Event, RunInfo, RunStatus, RunView, fmt_error, fold, waiting_for_worker
 
 _DONE = {RunStatus.COMPLETED: "Succeeded", RunStatus.FAILED: "Failed"}
 MESSAGE_LIMIT = 1024

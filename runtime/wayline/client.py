@@ -18,6 +18,7 @@ from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.forks import fork_point, forked_data, forked_from, forked_history, parse_step
 from ._core.ids import is_run_id, new_run_id
+from ._core.messages import Wake, WakeReason
 from ._core.projections import (
     Reversal,
     RunCompensationAbandoned,
@@ -67,6 +68,7 @@ from .world.hook_buffer import MAX_BUFFER_SECONDS, BufferedPayload
 from .world.pausing import pause_run, unpause_run
 from .world.redriving import Redrive, redrive_run
 from .world.registry import waiting_for_worker
+from .world.terminal_hints import TerminalHints
 
 log = logging.getLogger("wayline.client")
 
@@ -100,7 +102,7 @@ class RunHandle(Generic[R]):
         self._fresh = fresh
         """Just created by ``start``: on a world that hears every end, its first ``result``
         call waits for the hint before it reads, unless the run may have ended since."""
-        self._mark = client.world.ends_mark()
+        self._mark = client.ends.ends_mark()
 
     async def _run(self) -> str:
         """The run's id, resolved (once) when the handle was made from a business id."""
@@ -175,12 +177,12 @@ class RunHandle(Generic[R]):
         unread = (
             self._fresh
             and world.hears_every_end
-            and not world.may_have_ended_since(self.run_id, self._mark)
+            and not self.client.ends.may_have_ended_since(self.run_id, self._mark)
         )
         self._fresh = False
         handled = cancels()  # a cancel the caller caught before it asked does not end the wait
         while True:
-            ended = world.watch_terminal(self.run_id)
+            ended = self.client.ends.watch(self.run_id)
             try:
                 if not unread:  # an end this world appended or read is not read again
                     # polled as cheaply as the world reads a run (on SQLite its row alone,
@@ -199,7 +201,7 @@ class RunHandle(Generic[R]):
                 wait = pause if deadline is None else min(pause, deadline - time.monotonic())
                 await asyncio.wait({ended}, timeout=max(0.0, wait))
             finally:
-                world.unwatch_terminal(self.run_id, ended)
+                self.client.ends.unwatch(self.run_id, ended)
             pause = min(longest, pause * 1.5)
 
     def _outcome(self, info: RunInfo) -> R:
@@ -242,6 +244,9 @@ class Client:
         starts runs of no namespace and resumes any hook: access to the world is access to
         all of it."""
         self.world = world
+        self.ends = TerminalHints.of(world)
+        """What this process heard of runs' ends, and who waits for one (a result): the
+        world only tells it what it hears; every client of one world shares it."""
         self.namespace = namespace or None
         self._workflows = workflows_by_name(workflows or [])
         self._limits = (settings or Settings.from_env()).limits
@@ -562,7 +567,7 @@ class Client:
         # between these two writes: _engine.lost_starts, under this same key)
         await self.world.enqueue(
             FLOW_TOPIC,
-            flow_message(self.world, run_id, "start", after_own_append=fresh),
+            flow_message(self.world, run_id, WakeReason.START, after_own_append=fresh),
             idempotency_key=f"{run_id}:start",
             recoverable=True,
         )
@@ -759,13 +764,15 @@ class Client:
         if info is None:  # its only entries were removed: a run without events does not exist
             return done
         if not info.status.terminal:
-            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "repair"})
+            await self.world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason.REPAIR).to_wire())
             done.append("woke the run")
         parent = info.attributes.get("parent")
         if isinstance(parent, dict) and parent.get("runId"):
             # a parent that could not reach this run while it was fenced (a cancel it could
             # not pass on, an end it could not hear) asks again on this wake
-            await self.world.enqueue(FLOW_TOPIC, {"runId": str(parent["runId"]), "reason": "child"})
+            await self.world.enqueue(
+                FLOW_TOPIC, Wake(str(parent["runId"]), WakeReason.CHILD).to_wire()
+            )
             done.append(f"woke its parent run {parent['runId']}")
         return done
 
@@ -800,7 +807,9 @@ class Client:
             except WaylineError:
                 pass  # reported already, or the parent ended or is gone
             else:
-                await self.world.enqueue(FLOW_TOPIC, {"runId": parent["runId"], "reason": "child"})
+                await self.world.enqueue(
+                    FLOW_TOPIC, Wake(parent["runId"], WakeReason.CHILD).to_wire()
+                )
         return True
 
     async def open_hooks(self, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -916,7 +925,7 @@ class Client:
             appended = await self._fenced_append(run_id, decide)
         except (RunTerminalError, EntityConflictError) as err:
             raise WaylineError(f"run {run_id}: {err}") from err
-        await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": str(event)})
+        await self.world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason(str(event))).to_wire())
         return bool(appended), not_run
 
     @overload
@@ -999,7 +1008,7 @@ class Client:
         ``once``, only if the hook has received nothing yet)."""
         token = hook.token
         data = {"payload": plain}
-        wake = {"runId": hook.run_id, "reason": "hook"}
+        wake = Wake(hook.run_id, WakeReason.HOOK).to_wire()
         key = None if delivery_id is None else f"{hook.run_id}:hook:{token}:{delivery_id}"
         event = NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, data)
         try:
@@ -1182,7 +1191,7 @@ class Client:
                 break
             woken.append(cid)
         if woken:
-            await self.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "wake_up"})
+            await self.world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason.WAKE_UP).to_wire())
         return woken
 
     async def _time_hook_out(self, run_id: str, cid: str, data: dict[str, Any]) -> bool:

@@ -27,6 +27,7 @@ from . import logs, metrics, telemetry
 from ._core import limits
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RunStatus
+from ._core.messages import Wake, WakeReason
 from ._core.projections import fold
 from ._engine import divergence
 from ._engine.fencing import Fence, exit_if_executing, hold
@@ -43,6 +44,7 @@ from .errors import (
 )
 from .settings import Settings
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World, patience
+from .world.ports import WorkQueue
 from .world.registry import served_entries, withdrawn_entries
 from .world.routing import served_topics
 
@@ -374,7 +376,7 @@ class Worker:
                 counts["rearmed"] += 1
                 await self.world.enqueue(
                     FLOW_TOPIC,
-                    {"runId": info.run_id, "reason": "recover"},
+                    Wake(info.run_id, WakeReason.RECOVER).to_wire(),
                     idempotency_key=f"{info.run_id}:recover",
                 )
         return counts
@@ -574,24 +576,7 @@ class Worker:
             backoff = min(2.0, backoff * 2)
 
     async def _settle_once(self, delivery: Delivery, verdict: Verdict) -> None:
-        if verdict.kind == "ack":
-            done = await self.world.ack(delivery)
-        elif verdict.kind == "retry" and verdict.delay == 0 and self.handler.closing:
-            done = await self.world.release(delivery)  # a hand-back: not an attempt
-        elif verdict.kind == "retry":
-            done = await self.world.retry(delivery, verdict.delay)
-        elif verdict.kind == "dead":
-            log.error(
-                "set aside %s message %s: %s",
-                delivery.topic,
-                delivery.message_id,
-                verdict.reason,
-            )
-            done = await self.world.dead_letter(delivery, verdict.reason)
-        else:
-            return
-        if not done:
-            _stale(delivery, verdict.kind)
+        await settle(self.world, delivery, verdict, closing=self.handler.closing)
 
     async def _heartbeat(self) -> None:
         """Record in the world what this worker serves, alive for three heartbeats."""
@@ -821,3 +806,26 @@ async def _cancel_until_ended(tasks: list[asyncio.Task[Any]]) -> None:
     for task in tasks:  # retrieved here, as a gather would: they are the handlers' to log
         if not task.cancelled():
             task.exception()
+
+
+async def settle(queue: WorkQueue, delivery: Delivery, verdict: Verdict, *, closing: bool) -> None:
+    """Settle ``delivery`` on the queue as ``verdict`` says; a retry with no delay asked while
+    the worker is ``closing`` is a hand-back, not an attempt."""
+    if verdict.kind == "ack":
+        done = await queue.ack(delivery)
+    elif verdict.kind == "retry" and verdict.delay == 0 and closing:
+        done = await queue.release(delivery)
+    elif verdict.kind == "retry":
+        done = await queue.retry(delivery, verdict.delay)
+    elif verdict.kind == "dead":
+        log.error(
+            "set aside %s message %s: %s",
+            delivery.topic,
+            delivery.message_id,
+            verdict.reason,
+        )
+        done = await queue.dead_letter(delivery, verdict.reason)
+    else:
+        return
+    if not done:
+        _stale(delivery, verdict.kind)

@@ -303,24 +303,3 @@ async def test_owner_message_id_survives_storage(world: World) -> None:
     events = await world.list_events(run_id)
     assert events[2].data == {"stepName": "a", "input": {"args": [1]}}
     assert events[3].data["ownerMessageId"] == "77"
-
-
-async def test_a_terminal_append_wakes_whoever_watches_the_run(make_world: Any) -> None:
-    """``watch_terminal`` is set by a terminal append (this instance's, and on a world with
-    ``terminal_hints`` another instance's too), never by a run's other events."""
-    world = await make_world()
-    other = await make_world() if world.terminal_hints else world
-    run_id = await _new_run(world)
-    quiet = await _new_run(world)
-    ended = world.watch_terminal(run_id)
-    unrelated = world.watch_terminal(quiet)
-    await other.append(run_id, [NewEvent(T.RUN_STARTED)])
-    await other.append(quiet, [NewEvent(T.RUN_STARTED)])
-    await asyncio.sleep(0.2)
-    assert not ended.done()  # a non-terminal event is no hint
-    await other.append(run_id, [NewEvent(T.RUN_COMPLETED, data={"output": 1})])
-    await asyncio.wait_for(ended, 5)
-    assert not unrelated.done()
-    world.unwatch_terminal(run_id, ended)
-    world.unwatch_terminal(quiet, unrelated)
-    assert not world._terminal_waiters  # nothing left behind

@@ -20,7 +20,7 @@ from wayline._core.ids import new_run_id
 from wayline._core.serde import encode
 from wayline._engine.ending import terminal
 from wayline.world import FLOW_TOPIC, HookInfo
-from wayline.worlds.nats import eventlog
+from wayline.worlds.nats import eventlog, run_cache
 
 ran: list[str] = []
 
@@ -326,7 +326,7 @@ async def test_a_mark_names_a_view_that_holds_the_senders_own_append(
         await asyncio.sleep(0.3)
     log = a._log
     assert log is not None
-    monkeypatch.setattr(eventlog, "_CACHE_RUNS", 2)
+    monkeypatch.setattr(run_cache, "CACHE_RUNS", 2)
     monkeypatch.setattr(eventlog, "_CURRENT_FOR", 60.0)
     real_publish = log._publish
     before: list[str] = []

@@ -14,6 +14,7 @@ from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
 from wayline.errors import WorldUnavailableError
+from wayline.world.terminal_hints import TerminalHints
 
 R = TypeVar("R")
 
@@ -197,12 +198,13 @@ async def test_a_reconnect_wakes_every_result_waiter_to_read(
     created = NewEvent(T.RUN_CREATED, data={"workflow": "w", "input": None})
     await world.append(done, [created, NewEvent(T.RUN_CANCELLED, data={"reason": "x"})])
     assert await world.known_end(done) is not None
-    waiter = world.watch_terminal(run_id)
+    hints = TerminalHints.of(world)
+    waiter = hints.watch(run_id)
     nats_server_own.restart()
     await wait_reconnected(world)
     await asyncio.wait_for(waiter, 5)  # woken although the run has not ended
-    assert not world.heard_ended(run_id)
-    world.unwatch_terminal(run_id, waiter)
+    assert not hints.heard_ended(run_id)
+    hints.unwatch(run_id, waiter)
     # an end held from before the outage is read again: its id may have been used anew
     assert await world.known_end(done) is None
     assert (await world.get_run(done)).status.value == "cancelled"

@@ -22,6 +22,7 @@ import wayline
 from tests.nats_fixtures import OpenWorlds
 from wayline._core.ids import new_run_id
 from wayline.errors import ResultTimeoutError
+from wayline.world.terminal_hints import TerminalHints
 
 STEPS = 10
 MAX_ROUND_TRIPS = 2 + 1 + STEPS + 1
@@ -140,7 +141,7 @@ async def test_a_ten_step_run_sends_a_bounded_number_of_messages(
             await _quiet(warming)  # the last warm-up delivery's ack is not counted below
         with counting() as counts:
             run_id = new_run_id()
-            ended = world.watch_terminal(run_id)  # before the start: no end goes unheard
+            ended = TerminalHints.of(world).watch(run_id)  # before the start: no end unheard
             handle = await client.start_with(wayline.StartOptions(run_id=run_id), chain, STEPS)
             await asyncio.wait_for(ended, 60)
             await _acked(counts)
@@ -168,7 +169,7 @@ async def test_a_run_started_beside_its_worker_is_driven_without_a_read(
             await _quiet(warming)
         with counting() as counts:
             run_id = new_run_id()
-            ended = world.watch_terminal(run_id)
+            ended = TerminalHints.of(world).watch(run_id)
             handle = await client.start_with(wayline.StartOptions(run_id=run_id), chain, STEPS)
             await asyncio.wait_for(ended, 60)
             await _acked(counts)
@@ -205,10 +206,10 @@ async def test_a_result_asked_after_the_run_ended_reads_at_once(
 
     async with wayline.Worker(world, [chain]):
         run_id = new_run_id()
-        ended = client.world.watch_terminal(run_id)
+        ended = client.ends.watch(run_id)
         handle = await client.start_with(wayline.StartOptions(run_id=run_id), chain, 2)
         await asyncio.wait_for(ended, 60)
-        assert client.world.heard_ended(run_id)
+        assert client.ends.heard_ended(run_id)
         assert await client.world.known_end(run_id) is None
         monkeypatch.setattr(client.world, "get_run", get_run)
         monkeypatch.setattr(
@@ -230,10 +231,10 @@ async def test_a_result_of_a_run_this_process_ended_reads_nothing(
         handle = await client.start(chain, 3)
         failed = await client.start(broken)
         for run_id in (handle.run_id, failed.run_id):
-            ended = world.watch_terminal(run_id)
-            if not world.heard_ended(run_id):
+            ended = client.ends.watch(run_id)
+            if not client.ends.heard_ended(run_id):
                 await asyncio.wait_for(ended, 60)
-            world.unwatch_terminal(run_id, ended)
+            client.ends.unwatch(run_id, ended)
         with counting() as counts:
             assert await handle.result(timeout=60) == 3
             assert await client.handle(handle.run_id).result(timeout=60) == 3
@@ -295,16 +296,16 @@ async def test_a_fresh_handle_whose_end_may_have_gone_unheard_reads_at_once(
     async with wayline.Worker(world, [chain]):
         for how in ("forgotten", "lost"):
             run_id = new_run_id()
-            ended = client_world.watch_terminal(run_id)
+            ended = client.ends.watch(run_id)
             handle = await client.start_with(wayline.StartOptions(run_id=run_id), chain, 2)
             await asyncio.wait_for(ended, 60)
-            client_world.unwatch_terminal(run_id, ended)
+            client.ends.unwatch(run_id, ended)
             if how == "forgotten":
                 for i in range(1024):  # other runs' ends: this one's is forgotten
                     client_world._wake_terminal(f"other-{i}")
-                assert not client_world.heard_ended(run_id)
+                assert not client.ends.heard_ended(run_id)
             else:  # as if the hint had not come: a reconnect says it may have been lost
-                client_world._heard_ended.pop(run_id)
+                client.ends._heard.pop(run_id)
                 client_world._hints_may_be_lost()
             waits = record_result_waits(monkeypatch)
             assert await handle.result(timeout=60) == 2

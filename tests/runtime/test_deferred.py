@@ -124,8 +124,8 @@ async def test_result_does_not_depend_on_the_terminal_hint(engine: Engine) -> No
     """A hint lost on the way (a dropped republish, another process's write) only delays the
     answer to the next poll."""
     loop = asyncio.get_running_loop()
-    engine.world.watch_terminal = lambda run_id: loop.create_future()  # type: ignore[method-assign]
-    engine.world.unwatch_terminal = lambda run_id, fut: None  # type: ignore[method-assign]
+    engine.client.ends.watch = lambda run_id: loop.create_future()  # type: ignore[method-assign]
+    engine.client.ends.unwatch = lambda run_id, fut: None  # type: ignore[method-assign]
     async with engine.worker([flows.chain]):
         handle = await engine.client.start(flows.chain, 2)
         assert await handle.result(timeout=20) == 1

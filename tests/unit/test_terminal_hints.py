@@ -1,39 +1,97 @@
-"""A world's memory of terminal hints: bounded, newest kept (pure bookkeeping, no server)."""
+"""The terminal hints above the seam (``world.terminal_hints``): bounded, newest kept, fed by
+the world through ``on_ended`` alone (pure bookkeeping, no server)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import pytest
+
 from wayline.world import seam
+from wayline.world.terminal_hints import HEARD_ENDED, TerminalHints
 
 
 class _Hinted(seam.World):
-    """Only the hint bookkeeping is exercised; the log and queue are never called."""
+    """Only the feeding of ends is exercised; the log and queue are never called."""
 
 
 _Hinted.__abstractmethods__ = frozenset()
 
 
-def test_a_world_remembers_a_bounded_number_of_ended_runs() -> None:
+def test_the_hints_remember_a_bounded_number_of_ended_runs() -> None:
     world = _Hinted()
-    for i in range(seam._HEARD_ENDED + 10):
+    hints = TerminalHints.of(world)
+    for i in range(HEARD_ENDED + 10):
         world._wake_terminal(f"r{i}")
-    assert not world.heard_ended("r0")
-    assert not world.heard_ended("r9")
-    assert world.heard_ended("r10")
-    assert world.heard_ended(f"r{seam._HEARD_ENDED + 9}")
-    assert len(world._heard_ended) == seam._HEARD_ENDED
+    assert not hints.heard_ended("r0")
+    assert not hints.heard_ended("r9")
+    assert hints.heard_ended("r10")
+    assert hints.heard_ended(f"r{HEARD_ENDED + 9}")
+    assert len(hints._heard) == HEARD_ENDED
 
 
 def test_a_hint_heard_again_is_kept_as_the_newest() -> None:
     world = _Hinted()
+    hints = TerminalHints.of(world)
     world._wake_terminal("old")
-    for i in range(seam._HEARD_ENDED - 1):
+    for i in range(HEARD_ENDED - 1):
         world._wake_terminal(f"r{i}")
     world._wake_terminal("old")  # heard again: moves to the newest end
     world._wake_terminal("new")
-    assert world.heard_ended("old")
-    assert not world.heard_ended("r0")
+    assert hints.heard_ended("old")
+    assert not hints.heard_ended("r0")
+
+
+async def test_every_client_of_a_world_shares_its_hints_and_the_world_only_feeds_them() -> None:
+    """The world keeps no bookkeeping of its own: it tells each listener of an end, and of a
+    hint that may have been lost; one book serves every client of a world."""
+    import wayline
+
+    world = _Hinted()
+    first, second = wayline.Client(world), wayline.Client(world)
+    assert first.ends is second.ends is TerminalHints.of(world)
+    heard: list[str] = []
+
+    class _Listener:
+        def ended(self, run_id: str) -> None:
+            heard.append(run_id)
+
+        def may_be_lost(self) -> None:
+            heard.append("lost")
+
+        def waited(self) -> set[str]:
+            return {"waited"}
+
+    stop = world.on_ended(_Listener())
+    waiter = first.ends.watch("r1")
+    assert world._waited_ends() == {"r1", "waited"}
+    world._wake_terminal("r1")
+    await asyncio.wait_for(waiter, 1)
+    lost = first.ends.watch("r2")
+    world._hints_may_be_lost()
+    await asyncio.wait_for(lost, 1)
+    first.ends.unwatch("r2", lost)
+    stop()
+    world._wake_terminal("r3")
+    assert heard == ["r1", "lost"]
+    assert first.ends.heard_ended("r3") and not first.ends.waited()
+
+
+async def test_the_worlds_old_hint_methods_still_work_and_say_they_are_deprecated() -> None:
+    world = _Hinted()
+    with pytest.warns(DeprecationWarning, match="World.watch_terminal is deprecated"):
+        fut = world.watch_terminal("r1")
+    world._wake_terminal("r1")
+    await asyncio.wait_for(fut, 1)
+    with pytest.warns(DeprecationWarning, match="World.heard_ended is deprecated"):
+        assert world.heard_ended("r1")
+    with pytest.warns(DeprecationWarning, match="World.ends_mark is deprecated"):
+        mark = world.ends_mark()
+    with pytest.warns(DeprecationWarning, match="World.may_have_ended_since is deprecated"):
+        assert not world.may_have_ended_since("r2", mark)
+    with pytest.warns(DeprecationWarning, match="World.unwatch_terminal is deprecated"):
+        world.unwatch_terminal("r1", fut)
 
 
 def _paced(

@@ -16,6 +16,7 @@ from typing import Any
 
 from .dispatch import FLOW_TOPIC, STEP_TOPIC, Action, decide, step_dispatch_key
 from .events import EventType, NewEvent
+from .messages import Backstop, StepStart, WaitDue
 from .replay import ChildRecord, HookRecord, Replay, StepRecord, WaitRecord
 
 # --- the next move --------------------------------------------------------------------------
@@ -124,7 +125,7 @@ class Send:
 
 def step_payload(run_id: str, rec: StepRecord) -> dict[str, Any]:
     """A queued step's message."""
-    return {"runId": run_id, "stepId": rec.cid, "stepName": rec.name}
+    return StepStart(run_id, rec.cid, rec.name).to_wire()
 
 
 def step_send(run_id: str, rec: StepRecord, key: str | None = None, delay: float = 0.0) -> Send:
@@ -134,7 +135,7 @@ def step_send(run_id: str, rec: StepRecord, key: str | None = None, delay: float
 
 
 def backstop_send(run_id: str, key: str, delay: float) -> Send:
-    return Send(FLOW_TOPIC, {"runId": run_id, "reason": "backstop", "backstopKey": key}, key, delay)
+    return Send(FLOW_TOPIC, Backstop(run_id, key).to_wire(), key, delay)
 
 
 # --- a suspension: the decision batch --------------------------------------------------------
@@ -290,6 +291,6 @@ def dispatch_plan(
             # flight, so a re-arm under it would be dropped: use a successor.
             key = f"{key}:after:{arrival.message_id}"
         if key not in armed:
-            payload = {"runId": run_id, "reason": "wait", "waitId": wait.cid}
+            payload = WaitDue(run_id, wait.cid).to_wire()
             send(Send(FLOW_TOPIC, payload, key, max(0.0, wait.resume_at - now)))
     return plan

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from .._core.dispatch import FLOW_TOPIC
 from .._core.events import EventType, NewEvent
+from .._core.messages import WakeReason
 from .._core.replay import HookRecord, Replay
 from .._sdk.hooks import check_shape, validate
 from ..errors import EntityConflictError, InvalidPayloadError, RunTerminalError
@@ -80,6 +81,8 @@ async def take_buffered(
             await store.give_back(entry)
             continue
         key = f"{run_id}:hook:{hook.token}:{entry.entry_id}"
-        await world.enqueue(FLOW_TOPIC, flow_message(world, run_id, "hook"), idempotency_key=key)
+        await world.enqueue(
+            FLOW_TOPIC, flow_message(world, run_id, WakeReason.HOOK), idempotency_key=key
+        )
         delivered += 1
     return delivered

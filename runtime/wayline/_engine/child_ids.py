@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._core.events import EventType, NewEvent
+from .._core.messages import WakeReason
 from .._core.planning import DecisionBatch
 from .._core.replay import ChildRecord, Replay
 from ..errors import CorruptLogError, EntityConflictError, RunTerminalError
@@ -54,7 +55,7 @@ async def name_children(world: World, replay: Replay, batch: DecisionBatch) -> l
 async def wake_refused(world: World, replay: Replay, refused: list[str]) -> None:
     """Wake the parent whose batch recorded refused children, to go on past their failure."""
     for cid in refused:
-        wake = flow_message(world, replay.run_id, "child", after_own_append=True)
+        wake = flow_message(world, replay.run_id, WakeReason.CHILD, after_own_append=True)
         key = f"{replay.run_id}:{cid}:refused"
         await world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
 
@@ -113,6 +114,6 @@ async def refuse(world: World, replay: Replay, child: ChildRecord) -> bool:
         appended = False  # refused already: wake the parent again all the same
     except RunTerminalError:
         return True
-    wake = flow_message(world, replay.run_id, "child", after_own_append=appended)
+    wake = flow_message(world, replay.run_id, WakeReason.CHILD, after_own_append=appended)
     await world.enqueue(FLOW_TOPIC, wake, idempotency_key=f"{replay.run_id}:{child.cid}:refused")
     return True

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Mapping
 
 from .._core.events import Event, EventType, NewEvent, RunStatus
+from .._core.messages import WakeReason
 from .._core.replay import ChildRecord, Replay
 from .._core.search_attributes import SEARCH_KEY
 from ..errors import (
@@ -52,7 +53,7 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         if await child_ids.refuse(world, replay, child):
             return  # another start took the business id's generation first
         created = False  # a previous delivery created it already
-    start = flow_message(world, child.run_id, "start", after_own_append=created)
+    start = flow_message(world, child.run_id, WakeReason.START, after_own_append=created)
     await world.enqueue(FLOW_TOPIC, start, idempotency_key=f"{child.run_id}:start")
 
 

@@ -12,10 +12,12 @@ from typing import Any
 
 from .._core.definitions import WorkflowDefinition
 from .._core.events import EventType, NewEvent, RunStatus
+from .._core.messages import ConcurrencyRetry
 from .._core.replay import Replay
 from .._core.serde import error_message
 from ..errors import CorruptLogError, EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
+from ..world.ports import EventLog
 from .ending import fail_run
 
 log = logging.getLogger("wayline.runtime")
@@ -82,7 +84,7 @@ async def admit(
     tries = int(payload.get("tries") or 0) + 1
     await world.enqueue(
         FLOW_TOPIC,
-        {"runId": run_id, "reason": "concurrency", "tries": tries},
+        ConcurrencyRetry(run_id, tries).to_wire(),
         # a successor key: this delivery's own key is still held while it is in flight
         idempotency_key=f"{run_id}:concurrency:after:{delivery.message_id}",
         delay_seconds=min(_LONGEST_PAUSE, 0.05 * 2 ** min(tries, 7)),
@@ -90,7 +92,7 @@ async def admit(
     return False
 
 
-async def _unreadable(world: World, holders: list[str]) -> dict[str, CorruptLogError]:
+async def _unreadable(world: EventLog, holders: list[str]) -> dict[str, CorruptLogError]:
     """The holders whose logs cannot be read, with the error each read meets. Only a run that
     has to wait asks: a person reading its block learns which repair would let it start."""
     fenced: dict[str, CorruptLogError] = {}

@@ -10,6 +10,7 @@ from typing import Any
 
 from .._core import clock
 from .._core.events import Event, EventType, NewEvent, RunStatus
+from .._core.messages import Wake, WakeReason
 from .._core.projections import fold
 from .._core.replay import ChildRecord, Replay
 from ..errors import (
@@ -96,7 +97,7 @@ async def report_to_parent(world: World, info: RunInfo) -> None:
         appended = False  # already reported: its wake may not have been sent (a crash), so again
     except (RunTerminalError, RunNotFoundError, EntityMissingError):
         return  # the parent ended, or is gone (then the child is an orphan)
-    wake = flow_message(world, parent_id, "child", after_own_append=appended)
+    wake = flow_message(world, parent_id, WakeReason.CHILD, after_own_append=appended)
     await world.enqueue(FLOW_TOPIC, wake, idempotency_key=f"{info.run_id}:reported")
 
 
@@ -212,7 +213,7 @@ async def malformed(world: World, delivery: Delivery, err: Exception) -> Verdict
         if info is not None and not info.status.terminal:
             await world.enqueue(
                 FLOW_TOPIC,
-                {"runId": run_id, "reason": "malformed"},
+                Wake(run_id, WakeReason.MALFORMED).to_wire(),
                 idempotency_key=f"{run_id}:malformed",
             )
     return verdict

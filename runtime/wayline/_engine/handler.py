@@ -28,6 +28,7 @@ from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.forks import key_run_id
 from .._core.ids import new_run_id
+from .._core.messages import Wake, WakeReason
 from .._core.planning import (
     CompleteWaits,
     DecisionBatch,
@@ -108,7 +109,7 @@ class Handler:
         if info.status.terminal:
             return await _ended(self.world, info)
         if info.workflow not in self.workflows:
-            await self.world.enqueue(FLOW_TOPIC, {"runId": verdict.run_id, "reason": "step"})
+            await self.world.enqueue(FLOW_TOPIC, Wake(verdict.run_id, WakeReason.STEP).to_wire())
             return ACK
         return await self._flow(verdict.run_id, delivery, read=(info, events))
 
@@ -497,7 +498,7 @@ class Handler:
             log.info("run %s sent on to its own route: %s", info.run_id, message)
             await self.world.enqueue(
                 FLOW_TOPIC,
-                {"runId": info.run_id, "reason": "route"},
+                Wake(info.run_id, WakeReason.ROUTE).to_wire(),
                 idempotency_key=f"{info.run_id}:route:{delivery.message_id}",
             )
             return ACK

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from .._core.messages import Wake, WakeReason
 from ..world import FLOW_TOPIC, Delivery, World
 from . import fencing
 from .messages import ACK, Verdict
@@ -38,7 +39,7 @@ async def leave(world: World, closing: bool, run_id: str, delivery: Delivery) ->
     )
     await world.enqueue(
         FLOW_TOPIC,
-        {"runId": run_id, "reason": "handoff"},
+        Wake(run_id, WakeReason.HANDOFF).to_wire(),
         idempotency_key=f"{run_id}:handoff:{delivery.message_id}",
     )
     return ACK

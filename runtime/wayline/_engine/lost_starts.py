@@ -22,6 +22,7 @@ import logging
 from collections.abc import Collection, Mapping
 
 from .._core.events import RunStatus
+from .._core.messages import Wake, WakeReason
 from ..world import FLOW_TOPIC, World
 
 log = logging.getLogger("wayline.worker")
@@ -69,7 +70,7 @@ class LostStarts:
             )
             await self.world.enqueue(
                 FLOW_TOPIC,
-                {"runId": run_id, "reason": "rearm"},
+                Wake(run_id, WakeReason.REARM).to_wire(),
                 idempotency_key=f"{run_id}:start",
                 recoverable=True,
             )

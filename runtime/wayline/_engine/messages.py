@@ -1,4 +1,5 @@
-"""What travels on the queue, and what a handler tells the worker to do with a delivery."""
+"""What travels on the queue, as read back, and what a handler tells the worker to do with a
+delivery. Messages are built by their typed constructors (``_core.messages``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ log = logging.getLogger("wayline.runtime")
 class FlowMessage(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="allow")
     runId: str = pydantic.Field(min_length=1)
+    # Text, not a ``WakeReason``: a reason from a newer release (a rolling upgrade) still
+    # wakes the run, which reads its log whatever the reason says.
     reason: str | None = None
     backstopKey: str | None = None
 

@@ -37,7 +37,8 @@ from ..errors import (
     SequenceConflictError,
     WaylineError,
 )
-from ..world import RunInfo, World
+from ..world import RunInfo
+from ..world.ports import EventLog, Slots
 from . import fencing
 from .step_runner import Failed
 from .tasks import spawn
@@ -80,7 +81,7 @@ before a body still running makes the process exit."""
 
 @dataclass(slots=True)
 class Slot:
-    world: World
+    world: Slots
     key: str
     holder: str
     limit: Limit
@@ -230,7 +231,7 @@ class Slot:
 
 
 async def take(
-    world: World, run_id: str, step: StepView, definition: StepDefinition[..., Any]
+    world: Slots, run_id: str, step: StepView, definition: StepDefinition[..., Any]
 ) -> Slot | Wait | Failed:
     """The step's slot (held, with its lease), a :class:`Wait`, or the step's failure when
     its key function raised."""
@@ -246,7 +247,7 @@ async def take(
     return await acquire(world, key, f"{run_id}:{step.cid}", limit)
 
 
-async def acquire(world: World, key: str, holder: str, limit: Limit) -> Slot | Wait:
+async def acquire(world: Slots, key: str, holder: str, limit: Limit) -> Slot | Wait:
     """Take a slot of ``key`` for ``holder`` under a fresh token (see the module's doc)."""
     token = secrets.token_hex(8)
     sent = time.monotonic()
@@ -262,7 +263,7 @@ def pause() -> float:
     return _PAUSE * random.uniform(0.5, 1.5)
 
 
-async def show_waiting(world: World, info: RunInfo, step: StepView, wait: Wait) -> None:
+async def show_waiting(world: EventLog, info: RunInfo, step: StepView, wait: Wait) -> None:
     """Mark the run ``blocked`` with ``waitingFor: concurrency`` naming the step, unless it
     already shows a waiting step (or is not simply running: an unwind keeps its status)."""
     message = (
@@ -292,7 +293,7 @@ def waiting(info: RunInfo) -> bool:
     return info.status is RunStatus.BLOCKED and (info.error or {}).get("code") == CODE
 
 
-async def show_taken(world: World, info: RunInfo, step: StepView) -> None:
+async def show_taken(world: EventLog, info: RunInfo, step: StepView) -> None:
     """Lift the run's block if it named this step."""
 
     def unblock(now: RunInfo) -> NewEvent | None:
@@ -304,7 +305,7 @@ async def show_taken(world: World, info: RunInfo, step: StepView) -> None:
 
 
 async def _mark(
-    world: World, info: RunInfo | None, decide: Callable[[RunInfo], NewEvent | None]
+    world: EventLog, info: RunInfo | None, decide: Callable[[RunInfo], NewEvent | None]
 ) -> None:
     """Append what ``decide`` makes of the run as last read, only onto that read
     (``expected_seq``): a block written meanwhile (a divergence, another step) is never

@@ -8,6 +8,7 @@ from typing import Any
 
 from .._core.dispatch import Action, Decision, decide
 from .._core.events import EventType, NewEvent, RunStatus
+from .._core.messages import Wake, WakeReason
 from .._core.planning import Send, backstop_send, owner_stamp, step_send
 from .._core.projections import Reversal
 from .._core.replay import StepRecord
@@ -217,7 +218,7 @@ async def _after_refused_park(session: RunSession) -> bool:
         return False
     if info.status is RunStatus.BLOCKED:
         key = f"{session.run_id}:unwind-blocked:{info.last_seq}"
-        payload = {"runId": session.run_id, "reason": "unwind-blocked"}
+        payload = Wake(session.run_id, WakeReason.UNWIND_BLOCKED).to_wire()
         await session.send([Send(FLOW_TOPIC, payload, key, _BLOCKED_WAKE_SECONDS)])
         return False
     ending = session.replay.ending

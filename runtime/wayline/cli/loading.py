@@ -11,14 +11,17 @@ import re
 import sys
 import sysconfig
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any
 
 from .._core.definitions import WorkflowDefinition
 from .._core.ids import is_run_id
 from .._core.search_attributes import Where, encode, parse_assignment, parse_where
+from ..arguments import UsageParser as UsageParser
+from ..arguments import port_arg as port_arg
+from ..arguments import range_arg as range_arg
+from ..arguments import whole_arg as whole_arg
 from ..errors import WaylineError
 from ..world.business_ids import check_business_id
 
@@ -159,53 +162,6 @@ def load_target(
             return definition, found
     names = ", ".join(sorted({w.name for w in found}))
     raise UsageError(f"no workflow {name!r} in {module_spec!r} (workflows there: {names})")
-
-
-class UsageParser(argparse.ArgumentParser):
-    """A parser whose refusals are one ``error:`` line and exit 2, as every usage error."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
-
-
-def whole_arg(text: str, least: int, why: str) -> int:
-    """An option's whole number (for argparse ``type=``), at least ``least`` (else ``why``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"{why}, got {value}")
-    return value
-
-
-def port_arg(text: str) -> int:
-    """A port option (argparse ``type=``): 0 to 65535, 0 for any free one."""
-    port = whole_arg(text, 0, "a port is 0 to 65535 (0: any free one)")
-    if port > 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free one), got {port}")
-    return port
-
-
-def range_arg(least: int, most: int) -> Callable[[str], int]:
-    """An option's whole number from ``least`` to ``most`` (argparse ``type=``)."""
-
-    def whole_in_range(text: str) -> int:
-        value = whole_arg(_integral(text), least, f"must be {least} to {most}")
-        if value > most:
-            raise argparse.ArgumentTypeError(f"must be {least} to {most}, got {value}")
-        return value
-
-    return whole_in_range
-
-
-def _integral(text: str) -> str:
-    """``60.0`` as ``60``: a whole number written as a float, as the environment takes it."""
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return str(int(number)) if number.is_integer() else text
 
 
 def namespace_arg(text: str) -> str:

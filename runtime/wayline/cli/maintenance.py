@@ -8,6 +8,7 @@ import json
 from .._core.events import RunStatus
 from ..durations import to_seconds
 from ..worker import Worker
+from ..world.ports import Retention
 from .commands import import_apps, opened_world, run_client
 from .loading import UsageError, add_run_argument
 
@@ -56,15 +57,21 @@ async def cmd_archive(args: argparse.Namespace) -> int:
             return 0
         if args.older_than is None:
             raise UsageError("archive needs --older-than DURATION (or --count)")
-        moved = 0
-        while True:  # each call is one transaction of at most 1000 runs
-            batch = await world.archive_runs(older_than=args.older_than, limit=1000)
-            moved += batch
-            if batch == 0:
-                break
-        total = await world.archived_count()
+        moved, total = await archive_all(world, args.older_than)
     print(f"archived {moved} run{'s' if moved != 1 else ''} ({total} in the archive)")
     return 0
+
+
+async def archive_all(retention: Retention, older_than: float) -> tuple[int, int]:
+    """Archive every run that ended ``older_than`` seconds ago or more: how many were moved,
+    and how many the archive holds now."""
+    moved = 0
+    while True:  # each call is one transaction of at most 1000 runs
+        batch = await retention.archive_runs(older_than=older_than, limit=1000)
+        moved += batch
+        if batch == 0:
+            break
+    return moved, await retention.archived_count()
 
 
 async def cmd_runs_repair(args: argparse.Namespace) -> int:

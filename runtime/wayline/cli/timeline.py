@@ -53,7 +53,7 @@ from .._core.projections import (
 )
 from .._core.projections import fold as fold
 from .._core.retry import EXHAUSTED
-from ..errors import ErrorCause
+from ..history import fmt_error as fmt_error
 from ..world import RunInfo
 
 
@@ -97,23 +97,6 @@ def _local(epoch: float, fmt: str) -> str:
 def fmt_json(value: Any, limit: int = 100) -> str:
     text = json.dumps(value, separators=(", ", ": "), default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def fmt_error(error: Mapping[str, Any] | None) -> str:
-    if not error:
-        return "unknown error"
-    cause = ErrorCause.from_recorded(error)  # a log of an older release reads the same way
-    code, name = cause.code, cause.name
-    if cause.step is not None or cause.run_id is not None:  # a chain: one sentence says it
-        text = f"[{code}] {cause}"
-    else:
-        head = f"{name}: {cause.message}" if name and name != code else cause.message
-        text = f"[{code}] {head}" if code != "USER_ERROR" else head
-        # which attempt it was, the timeline's attempt lines say already
-        why = cause.not_retried_because
-        text += f" ({why})" if why else ""
-    abandoned = cause.compensation_abandoned
-    return text + (", and its compensation was abandoned" if abandoned else "")
 
 
 Timeline = RunView

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .._core.dispatch import FLOW_TOPIC
 from .._core.events import RUN_TERMINAL_EVENTS, EventType, NewEvent
+from .._core.messages import Wake, WakeReason
 from ..errors import EntityConflictError, RunNotFoundError, SequenceConflictError
 from .pausing import paused_from, unpause_event
 from .seam import World
@@ -42,6 +43,6 @@ async def ask_to_cancel(world: World, run_id: str, reason: str, rounds: int) -> 
             f"run {run_id} kept moving under {rounds} cancel requests", last_seq=0
         )
     await world.enqueue(
-        FLOW_TOPIC, {"runId": run_id, "reason": "cancel"}, idempotency_key=f"{run_id}:cancel"
+        FLOW_TOPIC, Wake(run_id, WakeReason.CANCEL).to_wire(), idempotency_key=f"{run_id}:cancel"
     )
     return True

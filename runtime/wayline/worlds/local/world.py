@@ -145,7 +145,7 @@ class LocalWorld(World):
         self._last_reclaim = 0.0
         self._key = ""
         self._ends = Ends(
-            self._read, lambda: self._terminal_waiters, self._wake_terminal, terminal_statuses(None)
+            self._read, self._waited_ends, self._wake_terminal, terminal_statuses(None)
         )
         self._writer = GroupWriter(self._conn, self._unavailable, self._ends.written)
 
@@ -153,11 +153,9 @@ class LocalWorld(World):
     """An end appended in this process wakes its waiters at once (``append``); one written by
     another process is heard through the change feed (``feed.Ends``) within milliseconds."""
 
-    def watch_terminal(self, run_id: str) -> asyncio.Future[None]:
-        fut = super().watch_terminal(run_id)
+    def ends_wanted(self) -> None:
         if self._db is not None:
             self._ends.wanted()
-        return fut
 
     @property
     def visibility_seconds(self) -> float:
@@ -318,7 +316,7 @@ class LocalWorld(World):
         result = await self.blobs.append(
             run_id, events, lambda stowed: self._writer.append(run_id, stowed, expected_seq)
         )
-        if self._terminal_waiters and events[-1].type in RUN_TERMINAL_EVENTS:
+        if self._end_listeners and events[-1].type in RUN_TERMINAL_EVENTS:
             self._wake_terminal(run_id)
         return result
 

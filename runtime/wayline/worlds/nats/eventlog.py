@@ -21,9 +21,8 @@ import logging
 import math
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..._core import search_attributes
@@ -65,11 +64,11 @@ from .direct import (
 )
 from .logcheck import as_number, checked_summary, decode_entry
 from .names import Names, kv_key, token_value
+from .run_cache import RunCache, RunState
 from .skew import Skew
 
 log = logging.getLogger("wayline.worlds.nats")
 
-_CACHE_RUNS = 4096
 _CLAIM_GRACE = 30.0
 """A hook-token claim whose hook is not in the log yet is honoured this long (seconds), and
 only while the run's log is where the claim says its append will land (``at``)."""
@@ -84,85 +83,6 @@ past it was heard."""
 _STAMP_SLACK = 1.0
 """Seconds a republished stamp may lie outside its publish's window on the server's clock as
 learnt so far (``skew.py``: the offset is known to about half the best round trip)."""
-
-
-@dataclass(slots=True)
-class RunState:
-    """This process's projection of one run's log (see the module docstring)."""
-
-    run_id: str
-    subject: str
-    stream_seq: int = 0
-    last_seq: int = 0
-    status: RunStatus | None = None
-    entities: dict[str, str] = field(default_factory=dict)
-    hook_tokens: dict[str, str] = field(default_factory=dict)
-    base: RunInfo | None = None
-    """The run view folded through the last run-level event (entity events only move
-    ``last_seq`` and ``updated_at``, which ``info`` applies lazily)."""
-    updated_at: float = 0.0
-    events: list[Event] = field(default_factory=list)
-    loaded: bool = False
-    last_id: str = ""
-    """The Nats-Msg-Id of the last message folded in (``mark``): unique per append."""
-    heard: int = 0
-    """The highest stream sequence heard appended to the run (its republish), by anyone."""
-    epoch: int = -1
-    """The hearing epoch (``EventLog.hints_lost``) in which the view was last proved complete
-    (a catch-up, or a fenced append), counted from before that read or append began."""
-    proved_at: float = -math.inf
-    """When (monotonic) that read or append began."""
-    appended_id: str = ""
-    """The Nats-Msg-Id of this view's own last append (a mark names only a view that ends
-    with its sender's append)."""
-    first_id: str = ""
-    """The Nats-Msg-Id of the run's first message: its incarnation (``blobs.py``)."""
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    summary_of: RunInfo | None = None
-    summary_head: bytes = b""
-    """``summary_of``'s stored summary without ``lastSeq``, as JSON minus its closing brace."""
-
-    def absorb(self, events: list[Event], stream_seq: int, msg_id: str) -> None:
-        for ev in events:
-            cid = ev.correlation_id
-            before = self.entities.get(cid) if cid is not None else None
-            block = self.base.error if self.base is not None else None  # while blocked: its data
-            self.status, after = apply_transition(
-                self.status, before, NewEvent(ev.type, cid, ev.data), block
-            )
-            if cid is not None and after != before:
-                if after is None:
-                    self.entities.pop(cid, None)
-                else:
-                    self.entities[cid] = after
-            if ev.type is EventType.HOOK_CREATED and cid is not None:
-                self.hook_tokens[cid] = str(ev.data.get("token"))
-            if entity_kind(ev.type) is None:  # every run-level event moves the run view
-                self.base = fold_run(self.base, ev)
-            self.last_seq = ev.seq
-            self.updated_at = ev.created_at
-        if events and events[0].seq == 1:
-            self.first_id = msg_id
-        self.events.extend(events)
-        self.stream_seq = stream_seq
-        self.last_id = msg_id
-
-    def reset(self) -> None:
-        self.stream_seq = self.last_seq = 0
-        self.status = self.base = None
-        self.entities, self.hook_tokens, self.events = {}, {}, []
-        self.loaded = False
-        self.last_id = self.appended_id = self.first_id = ""
-        self.epoch = -1
-        self.proved_at = -math.inf
-
-    @property
-    def info(self) -> RunInfo | None:
-        base = self.base
-        if base is None or base.last_seq == self.last_seq:
-            return base
-        self.base = replace(base, last_seq=self.last_seq, updated_at=self.updated_at)
-        return self.base
 
 
 @dataclass(slots=True)
@@ -270,7 +190,7 @@ class EventLog:
         self._url = url
         self._timeout = timeout
         self._stream = names.events_stream
-        self._runs: OrderedDict[str, RunState] = OrderedDict()
+        self._runs = RunCache()
         self._hooks: Any = None
         self._stamps: dict[int, float] = {}
         self._stamp_waiters: dict[int, asyncio.Future[float]] = {}
@@ -296,15 +216,7 @@ class EventLog:
 
     # projection ---------------------------------------------------------------------------
     def _state(self, run_id: str) -> RunState:
-        st = self._runs.get(run_id)
-        if st is None:
-            st = RunState(run_id, self._names.run_subject(run_id))
-            self._runs[run_id] = st
-            while len(self._runs) > _CACHE_RUNS:
-                self._runs.popitem(last=False)
-        else:
-            self._runs.move_to_end(run_id)
-        return st
+        return self._runs.state(run_id, self._names.run_subject(run_id))
 
     async def _catch_up(self, st: RunState, look_for: str | None = None) -> list[Event] | None:
         """Read what the server has after the projection; return the events of the message

@@ -29,10 +29,11 @@ from ...world.blobs import INCARNATION, PAYLOAD_KEYS, REF, is_incarnation, is_re
 from .blobs import Archived
 from .codec import dumps, wrap
 from .direct import connected, leader_first, read_subject
-from .eventlog import EventLog, RunState
+from .eventlog import EventLog
 from .logcheck import checked_summary
 from .names import Names
 from .queue import Queue
+from .run_cache import RunState
 
 log = logging.getLogger("wayline.worlds.nats")
 

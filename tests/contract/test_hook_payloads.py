@@ -1,7 +1,7 @@
-"""World contract: the store of payloads sent before the wait. A take is atomic (of many
-racing takers exactly one gets the entry), an expired entry is never taken, a taken one is
-kept (for a repeated delivery id) until it expires, and bytes in the store that are not an
-entry are passed over, never raised to a worker."""
+"""World contract, the hook-payload port: the store of payloads sent before the wait. A take
+is atomic (of many racing takers exactly one gets the entry), an expired entry is never taken,
+a taken one is kept (for a repeated delivery id) until it expires, and bytes in the store that
+are not an entry are passed over, never raised to a worker."""
 
 from __future__ import annotations
 

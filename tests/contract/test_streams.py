@@ -1,4 +1,4 @@
-"""World contract: step streams. A record is any JSON object ``write_stream`` stored: both
+"""World contract, the step-stream port. A record is any JSON object ``write_stream`` stored: both
 worlds read back the same records at the same indexes, whatever keys they carry (what a
 record says is the SDK reader's to check)."""
 

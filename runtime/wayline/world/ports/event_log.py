@@ -1,0 +1,102 @@
+"""The event-log port: append a run's events with validation and optimistic concurrency,
+read them back, list runs and find hooks by token."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..._core.events import Event, NewEvent, RunStatus
+from ..._core.projections import RunInfo
+from ..._core.search_attributes import Where
+
+
+@dataclass(frozen=True, slots=True)
+class HookInfo:
+    token: str
+    run_id: str
+    correlation_id: str
+    active: bool
+
+
+class EventLog(abc.ABC):
+    """Every run's log of events, and the views folded from it (``_core.projections``)."""
+
+    get_run_reads_log: bool = False
+    """True when :meth:`get_run` folds the run's whole log, so an entry that does not read
+    anywhere in it raises ``CorruptLogError``. Where it reads a summary row instead (SQLite),
+    ``Client.get_run`` reads the log as well, as docs/hostile-input.md promises."""
+
+    @abc.abstractmethod
+    async def append(
+        self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[Event]:
+        """Append ``events`` atomically, in order, validated by ``events.apply_transition``.
+
+        With ``expected_seq`` the batch is appended only if the run's last sequence is exactly
+        that number (0 for a new run), else :class:`SequenceConflictError`. A terminal run
+        event also disposes the run's active hooks (their tokens become free).
+        """
+
+    @abc.abstractmethod
+    async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """Events with ``seq > after_seq``, in order."""
+
+    @abc.abstractmethod
+    async def get_run(self, run_id: str) -> RunInfo | None: ...
+
+    async def known_end(self, run_id: str) -> RunInfo | None:
+        """The run's final view when this world instance already holds it (it appended or
+        read the run's end), without a read; None otherwise. An ended run never changes, so
+        what was seen ending is its view for good. The default knows none."""
+        return None
+
+    def log_mark(self, run_id: str) -> str | None:
+        """An opaque mark of where this world instance's own view of the run's log ends, when
+        it holds one (None otherwise; the default holds none). A message sent right after the
+        caller's own append to the run may carry it (``logMark``): :meth:`read_run_at` given
+        that mark in a process whose view still ends there, and is current, answers from that
+        view without a read. Safe because every write is fenced against the log's end: a view
+        that missed a later entry has its next append refused and read again, and the
+        message's own cause (the append before it) is in the view (docs/nats.md)."""
+        return None
+
+    async def read_run_at(self, run_id: str, mark: str) -> tuple[RunInfo | None, list[Event]]:
+        """:meth:`read_run`, answered from this instance's view of the run when it still ends
+        at ``mark`` (a delivery's ``logMark``, see :meth:`log_mark`). The default reads."""
+        return await self.read_run(run_id)
+
+    async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
+        """The run and its whole log from one read where the world can (what a delivery drives
+        from); ``(None, [])`` for an unknown run, no events for an ended one (a late message
+        needs only its status). The default reads the two in turn."""
+        info = await self.get_run(run_id)
+        if info is None or info.status.terminal:
+            return info, []
+        return info, await self.list_events(run_id)
+
+    @abc.abstractmethod
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        workflow: str | None = None,
+        limit: int = 100,
+        where: Sequence[Where] = (),
+        since: float | None = None,
+    ) -> list[RunInfo]:
+        """Newest first. ``where``: search attribute expressions that all hold, answered from
+        the world's attribute index (``search_attributes.matches`` is the rule); ``since``:
+        created at or after this time (epoch seconds)."""
+
+    @abc.abstractmethod
+    async def get_hook(self, token: str) -> HookInfo | None:
+        """The active hook holding ``token``, or the most recent disposed one."""
+
+    async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
+        """Remove the entry ``drop_seq`` of a run's log if it is one that does not read (does
+        not decode, or does not follow from the entries before it; :class:`CorruptLogError`
+        names it), then check the whole log reads again. Returns what was done; refuses
+        (changing nothing) to remove an entry that reads."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement repair")

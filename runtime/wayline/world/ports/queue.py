@@ -1,0 +1,135 @@
+"""The work-queue port: messages with idempotency keys and delays, and deliveries with a
+stable message id and an attempt count.
+
+FLOW_TOPIC: run continuations, ``{"runId": ...}``; replays the run.
+STEP_TOPIC: queued step bodies, ``{"runId": ..., "stepId": ..., "stepName": ...}``.
+A world sends both to the run's route (``routing``): enqueue resolves it with ``router``,
+and a delivery received on a route carries the plain topic.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..._core.ids import MessageId
+
+
+@dataclass(slots=True)
+class Delivery:
+    """One delivery of a queued message.
+
+    ``message_id`` is stable across redeliveries of the same message; ``attempt`` counts
+    deliveries from 1, graceful hand-backs (:meth:`World.release`) excepted. ``payload`` is
+    None when the stored bytes were not a JSON object (``raw`` keeps them for the dead-letter
+    record).
+    """
+
+    topic: str
+    message_id: MessageId
+    attempt: int
+    payload: dict[str, Any] | None
+    raw: bytes
+    handle: Any = None
+    """World-private: what the world needs to ack, renew or retry this delivery."""
+    due_at: float | None = None
+    """When the message became due (epoch seconds), where the world knows: queue lag."""
+    held_since: float = field(default_factory=lambda: time.monotonic())
+    """When the world's hold of this delivery began (``time.monotonic``): the worker times
+    the hold, its deadline and its patience for writes from it. A world whose hold can begin
+    well before the delivery is made (a NATS pull answered late) sets it; otherwise now."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDepth:
+    """What waits on one topic: the console's queue lag (docs/console.md, "Workers")."""
+
+    topic: str
+    ready: int
+    """Messages due now that no worker holds (delayed and in-flight ones are not counted)."""
+    oldest_ready_at: float
+    """When the longest-waiting of them became due (epoch seconds): ``now - oldest_ready_at``
+    is how long the topic's workers are behind."""
+
+
+class WorkQueue(abc.ABC):
+    """The queue a worker receives from and settles deliveries on."""
+
+    unstable_message_ids: bool = False
+    """True for worlds that mint a fresh id per delivery (the degraded mode of seed 000)."""
+
+    @abc.abstractmethod
+    async def enqueue(
+        self,
+        topic: str,
+        payload: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        delay_seconds: float = 0.0,
+        recoverable: bool = False,
+    ) -> MessageId:
+        """Queue a message. While a message with the same key is stored or in flight, the call
+        is a no-op returning that message's id; the key is released when it is acked.
+
+        ``recoverable``: the log alone brings the message back if it is lost (a start: workers
+        re-arm a live run with no message, ``_engine.lost_starts``), so a world may store it
+        without making it durable on its own (SQLite: no fsync of its own; the next synced
+        commit makes it durable, and only an OS crash before that loses it)."""
+
+    @abc.abstractmethod
+    async def receive(
+        self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
+    ) -> list[Delivery]:
+        """Up to ``max_messages`` due deliveries, waiting at most ``wait_seconds`` for one."""
+
+    # A delivery is settled only by its holder. Once the message was redelivered (B holds
+    # attempt n+1), A's late ack, retry, renew or dead-letter changes nothing and answers
+    # False; so does a second settlement of one delivery. True: this delivery was settled.
+    @abc.abstractmethod
+    async def ack(self, delivery: Delivery) -> bool:
+        """Done: the message is removed and its idempotency key released. A world may send
+        the ack without waiting for its store to confirm it (NATS): the removal then follows
+        shortly, and a lost ack brings the message back after its visibility timeout, one
+        more delivery of what is done (True then says the ack was sent while held)."""
+
+    @abc.abstractmethod
+    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
+        """Not done: deliver the same message (same id, attempt + 1) after ``delay_seconds``."""
+
+    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
+        """Hand the delivery back undone (a graceful shutdown, or a step waiting for a
+        concurrency slot): redelivered after ``delay_seconds``, and not counted against the
+        run's delivery budget (the next delivery's ``attempt`` is this one's again). A world
+        that cannot tell retries it."""
+        return await self.retry(delivery, delay_seconds)
+
+    @abc.abstractmethod
+    async def renew(self, delivery: Delivery) -> bool:
+        """Still working: keep the delivery invisible to others for another visibility period.
+        False: the delivery is no longer this holder's (its holder stops executing under it);
+        a renewal the store did not answer raises :class:`WorldUnavailableError` instead (the
+        holder keeps the hold its last renewal proved)."""
+
+    @abc.abstractmethod
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
+        """Set a message aside (kept for inspection, never redelivered) and remove it."""
+
+    @abc.abstractmethod
+    async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]: ...
+
+    async def runs_with_messages(self) -> set[str] | None:
+        """The runs that some stored message names (queued, delayed or in flight): each has a
+        wake coming. ``None`` when the world cannot tell (recovery then re-arms every run)."""
+        return None
+
+    async def queue_depths(self) -> list[QueueDepth] | None:
+        """Every topic with a ready message, by topic. ``None`` when the world cannot tell
+        (the console then shows no lag rather than a wrong one)."""
+        return None
+
+    @property
+    def visibility_seconds(self) -> float:
+        return 30.0

@@ -1,0 +1,21 @@
+"""The registry port: which workers serve which definitions (``world.registry``)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class Registry(abc.ABC):
+    """Workers' heartbeats, one merged entry per definition they serve."""
+
+    @abc.abstractmethod
+    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """A worker's heartbeat (or its withdrawal on a graceful close): merge one entry per
+        definition it serves into the stored one, by ``key``, with ``registry.merge_served``,
+        atomically (workers of one definition share its key). Entries are never removed."""
+
+    @abc.abstractmethod
+    async def list_served(self) -> list[dict[str, Any]]:
+        """Every entry ever recorded (live or not: see its ``liveUntil``)."""

@@ -1,0 +1,28 @@
+"""The retention port: delete or archive runs that ended long enough ago."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..._core.events import RunStatus
+
+
+class Retention:
+    """What ``wayline cleanup`` and ``wayline archive`` ask of a world."""
+
+    async def delete_runs(
+        self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
+    ) -> int:
+        """Delete terminal runs that ended at least ``older_than`` seconds ago (inclusive:
+        0 takes every terminal run, even one that ended this millisecond), with their events,
+        hooks and queued messages. Returns how many runs were deleted."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement cleanup yet")
+
+    async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
+        """Move up to ``limit`` (at most 1000) terminal runs that ended at least
+        ``older_than`` seconds ago, with their events, to the archive in one transaction.
+        Returns how many were moved; call again until it returns 0."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement archive yet")
+
+    async def archived_count(self) -> int:
+        raise NotImplementedError(f"{type(self).__name__} does not implement archive yet")
