@@ -32,7 +32,7 @@ from ..errors import (
     WaylineError,
     WorkflowDeterminismError,
 )
-from . import limits, search_attributes
+from . import limits, ordering, search_attributes
 from .current import outside_any_task, replay_var
 from .definitions import StepDefinition, WorkflowDefinition
 from .dispatch import StepState
@@ -254,6 +254,9 @@ class Replay:
         """The queue the run was started on (``queue=``): its children's too."""
         self.namespace: str | None = None
         """The namespace the run was started in (``Client(namespace=)``): its children's too."""
+        self.ordering = ordering.DEFAULT
+        """How the run's work is ordered (``StartOptions(priority=, fairness_key=)``): its
+        children's too."""
         self.rng = random.Random(run_id)
         self._token_rng = random.Random(f"{run_id}:hook-tokens")
         self.steps: dict[str, StepRecord] = {}
@@ -767,6 +770,7 @@ class Replay:
         self.queue = queue if isinstance(queue, str) and queue else None
         namespace = p.attributes.get("namespace")
         self.namespace = namespace if isinstance(namespace, str) and namespace else None
+        self.ordering = ordering.of_record(p.attributes)
         self.search = search_attributes.stored(p.attributes)
 
     def _attributes_set(self, seq: int, values: Mapping[str, Any]) -> None:

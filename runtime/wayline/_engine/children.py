@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from .._core import ordering
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.replay import ChildRecord, Replay
 from .._core.search_attributes import SEARCH_KEY
@@ -41,6 +42,7 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         data["namespace"] = replay.namespace
     if child.business_id is not None:
         data["businessId"] = child.business_id
+    data.update(ordering.record_fields(replay.ordering))  # its parent's, as its queue is
     if child.workflow.attributes:  # its definition's, as a start by a client gives them
         data[SEARCH_KEY] = dict(child.workflow.attributes)
     created = True
@@ -53,6 +55,7 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
             return  # another start took the business id's generation first
         created = False  # a previous delivery created it already
     start = flow_message(world, child.run_id, "start", after_own_append=created)
+    start.update(replay.ordering.fields())
     await world.enqueue(FLOW_TOPIC, start, idempotency_key=f"{child.run_id}:start")
 
 
