@@ -74,6 +74,21 @@ async def test_work_that_waited_long_enough_goes_before_newer_urgent_work(
     assert names(await take(world, 4)) == ["patient", "urgent0", "urgent1", "urgent2"]
 
 
+async def test_a_backlog_older_than_the_aging_period_still_takes_turns(
+    open_ordered: Any,
+) -> None:
+    """Aging lifts levels, never messages within one: a key's backlog that waited longer
+    than the aging period does not go before a newer key's work of the same priority."""
+    world = await open_ordered(aging_seconds=0.05)
+    for i in range(20):
+        await world.enqueue("flow", message(f"a{i}", ordering.Ordering(fairness_key="a")))
+    await asyncio.sleep(0.3)
+    for i in range(3):
+        await world.enqueue("flow", message(f"b{i}", ordering.Ordering(fairness_key="b")))
+    got = names(await take(world, 6))
+    assert sorted(n for n in got if n.startswith("b")) == ["b0", "b1", "b2"], got
+
+
 async def test_without_waiting_low_priority_work_stays_behind(open_ordered: Any) -> None:
     world = await open_ordered()  # aging of a minute: nothing here waits that long
     await world.enqueue("flow", message("patient", ordering.Ordering(priority=9)))

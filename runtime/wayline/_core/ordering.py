@@ -9,10 +9,12 @@ children's starts carry them too.
 Among the ready messages of one topic, a world that orders (SQLite, the in-memory world)
 serves:
 
-1. the lowest *level* first. A message starts at its priority's level and goes up one level
-   (towards 0) for each :data:`AGING_SECONDS` it has been ready and not served, so work that
-   waited ``(p - q) * AGING_SECONDS`` at priority ``p`` is served before work of priority
-   ``q`` that became ready after it: no priority starves;
+1. the most urgent *level* first: a message's level is its priority, and a level counts as
+   one level more urgent (towards 0) for each :data:`AGING_SECONDS` its longest-waiting ready
+   message has waited, so work that waited ``(p - q) * AGING_SECONDS`` at priority ``p`` is
+   served before work of priority ``q`` that became ready after it: no priority starves. The
+   aging moves whole levels, never messages within one, so it cannot undo rule 2 among work
+   of one priority however deep the backlog;
 2. within a level, the lowest *fair tag* first (start-time fair queuing). Each fairness key
    has a virtual clock per topic: a message's tag is ``max(topic clock, the key's last
    finish)``, and its key's finish becomes ``tag + 1 / weight``; the topic clock follows the
@@ -24,7 +26,7 @@ serves:
 
 The order holds per topic (the flow topic and the step topic are received separately by a
 worker, each on its own slots), and it is the order of *receipt*: a message handed back or
-retried keeps its level and its tag.
+retried keeps its tag, and waits again from when it is due.
 """
 
 from __future__ import annotations
@@ -168,11 +170,18 @@ def stamp(payload: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def levels_gained(waited: float, aging_seconds: float) -> int:
-    """How many levels a message ready for ``waited`` seconds has gone up."""
-    if waited <= 0 or aging_seconds <= 0:
-        return 0
-    return int(waited // aging_seconds)
+def level_order(oldest: Mapping[int, float], now: float, aging_seconds: float) -> list[int]:
+    """The levels with ready work in the order they are served (rule 1): ``oldest`` maps each
+    level to when its longest-waiting ready message became ready. A level counts as one level
+    more urgent for each ``aging_seconds`` that message waited (never above 0); ties go to the
+    level whose work waited longest, then to the more urgent level."""
+
+    def rank(level: int) -> tuple[int, float, int]:
+        waited = now - oldest[level]
+        lift = int(waited // aging_seconds) if aging_seconds > 0 and waited > 0 else 0
+        return (max(MIN_PRIORITY, level - lift), oldest[level], level)
+
+    return sorted(oldest, key=rank)
 
 
 class FairClock:

@@ -153,12 +153,12 @@ ALTER TABLE messages ADD COLUMN fair_tag REAL NOT NULL DEFAULT 0;
 UPDATE messages SET ready_at = available_at;
 """
 """What a database from before ready work was ordered gains: its messages keep the default
-priority and the order they were sent in, and age from when they became due."""
+priority and the order they were sent in, and wait from when they became due."""
 
 ORDERING_INDEXES = """
 CREATE INDEX IF NOT EXISTS messages_order ON messages (topic, level, fair_tag, id);
-CREATE INDEX IF NOT EXISTS messages_aging ON messages (topic, ready_at) WHERE level > 0;
+CREATE INDEX IF NOT EXISTS messages_aging ON messages (topic, level, ready_at);
 """
-"""Receive reads ready work in this order (level, fair tag, id) and lifts the levels of work
-that waited, from an index each, so a deep queue costs a claim no scan. Created after the
+"""Receive finds each level's longest-waiting work and reads a level's work in its order
+(fair tag, id), from an index each, so a deep queue costs a claim no scan. Created after the
 columns, which an older database gains only then."""

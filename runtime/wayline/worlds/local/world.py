@@ -531,21 +531,28 @@ class LocalWorld(World):
 
     def _claim_tx(self, db: sqlite3.Connection, topic: str, limit: int) -> list[Delivery]:
         now = clock.now()
-        if self._aging > 0:
-            # Aging (ordering, rule 1): each AGING period a ready message waited lifts it one
-            # level; ready_at moves on by the periods counted, so none is counted twice.
-            db.execute(
-                "UPDATE messages SET "
-                "level = MAX(0, level - CAST((?1 - ready_at) / ?2 AS INTEGER)), "
-                "ready_at = ready_at + CAST((?1 - ready_at) / ?2 AS INTEGER) * ?2 "
-                "WHERE topic = ?3 AND level > 0 AND ready_at <= ?1 - ?2 AND available_at <= ?1",
-                (now, self._aging, topic),
-            )
-        picked = db.execute(
-            "SELECT id, available_at, fair_tag FROM messages WHERE topic = ? AND available_at <= ? "
-            "ORDER BY level, fair_tag, id LIMIT ?",
-            (topic, now, limit),
-        ).fetchall()
+        # Rule 1 of ordering: each level's longest-waiting ready message, from messages_aging
+        # (one short index walk per level: held messages are the only rows skipped).
+        oldest: dict[int, float] = {}
+        for level in range(ordering.MIN_PRIORITY, ordering.MAX_PRIORITY + 1):
+            row = db.execute(
+                "SELECT ready_at FROM messages WHERE topic = ? AND level = ? "
+                "AND +available_at <= ? ORDER BY ready_at LIMIT 1",
+                (topic, level, now),
+            ).fetchone()
+            if row is not None:
+                oldest[level] = row[0]
+        picked: list[Any] = []
+        for level in ordering.level_order(oldest, now, self._aging):
+            # Rule 2 within the level, down messages_order; the unary + keeps the planner off
+            # messages_due, whose range would need every due message sorted.
+            picked += db.execute(
+                "SELECT id, available_at, fair_tag FROM messages WHERE topic = ? AND level = ? "
+                "AND +available_at <= ? ORDER BY fair_tag, id LIMIT ?",
+                (topic, level, now, limit - len(picked)),
+            ).fetchall()
+            if len(picked) >= limit:
+                break
         if not picked:
             return []
         due = {r[0]: r[1] for r in picked}

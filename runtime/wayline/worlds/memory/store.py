@@ -51,9 +51,9 @@ class Message:
     handbacks: int = 0
     held: bool = False
     level: int = ordering.DEFAULT_PRIORITY
-    """Its priority, lifted by the time it waited ready (``_core/ordering.py``)."""
+    """Its priority (``_core/ordering.py``)."""
     ready_at: float = 0.0
-    """Since when it has waited at ``level``."""
+    """Since when it has waited ready: its level's aging counts from its oldest."""
     fair_tag: float = 0.0
 
 

@@ -187,12 +187,11 @@ class MemoryWorld(World):
         ready = [
             m for m in self.store.messages.values() if m.topic == topic and m.available_at <= now
         ]
-        for m in ready:  # aging, as SQLite lifts the levels before a claim
-            gained = ordering.levels_gained(now - m.ready_at, self._aging) if m.level > 0 else 0
-            if gained:
-                m.level = max(0, m.level - gained)
-                m.ready_at += gained * self._aging
-        due = sorted(ready, key=lambda m: (m.level, m.fair_tag, m.id))[:limit]
+        oldest: dict[int, float] = {}
+        for m in ready:
+            oldest[m.level] = min(oldest.get(m.level, m.ready_at), m.ready_at)
+        place = {level: i for i, level in enumerate(ordering.level_order(oldest, now, self._aging))}
+        due = sorted(ready, key=lambda m: (place[m.level], m.fair_tag, m.id))[:limit]
         if due:
             self.store.fair_clocks[topic].served(max(m.fair_tag for m in due))
         out: list[Delivery] = []
