@@ -31,6 +31,11 @@ async def parent(label: str) -> str:
     return await wayline.child(kid, label)
 
 
+@wayline.workflow(name="priority_tests.parent_of_urgent")
+async def parent_of_urgent(label: str) -> str:
+    return await wayline.child_with(wayline.ChildOptions(priority=0), kid, label)
+
+
 async def test_urgent_runs_queued_last_start_first(ordered_engine: Engine) -> None:
     client = ordered_engine.client
     labels: dict[str, str] = {}
@@ -77,6 +82,24 @@ async def test_a_child_runs_at_its_parents_priority(ordered_engine: Engine) -> N
     [child] = runs
     assert child.ordering == Ordering(priority=2, fairness_key="acme")
     assert (await client.get_run(handle.run_id)).ordering == child.ordering
+
+
+async def test_a_child_given_its_own_priority_keeps_its_parents_fairness_key(
+    ordered_engine: Engine,
+) -> None:
+    client = ordered_engine.client
+    options = wayline.StartOptions(priority=7, fairness_key="acme")
+    async with ordered_engine.worker([parent_of_urgent, kid]):
+        handle = await client.start_with(options, parent_of_urgent, "y")
+        assert await handle.result(timeout=30) == "y"
+    children = await client.list_runs(workflow="priority_tests.kid")
+    [child] = [c for c in children if c.attributes.get("parent", {}).get("runId") == handle.run_id]
+    assert child.ordering == Ordering(priority=0, fairness_key="acme")
+
+
+def test_a_child_priority_out_of_bounds_is_refused() -> None:
+    with pytest.raises(ValueError, match="priority is 0 \\(served first\\) to 9, not 12"):
+        wayline.ChildOptions(priority=12)
 
 
 @pytest.mark.parametrize(

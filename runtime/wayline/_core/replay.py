@@ -145,6 +145,8 @@ class ChildRecord:
     """The child's run id, chosen when the parent claims it (``child_created``)."""
     business_id: str | None = None
     """``ChildOptions(id=...)``: the engine names the run after it when it claims the child."""
+    priority: int | None = None
+    """``ChildOptions(priority=...)``: the child's, instead of its parent's."""
     done: bool = False
     deadline: WaitRecord | None = None
 
@@ -900,6 +902,7 @@ class Replay:
         kwargs: Mapping[str, Any],
         timeout: Duration | None,
         business_id: str | None = None,
+        priority: int | None = None,
     ) -> WFuture[Any]:
         what = f"child workflow {workflow.name!r}"
         stored = workflow.signature.encode_args(args, kwargs, what=what)
@@ -911,6 +914,7 @@ class Replay:
             workflow.check_input(stored, what=what)
         child = ChildRecord(cid, workflow, stored, WFuture(f"child {workflow.name}"))
         child.business_id = business_id
+        child.priority = priority
         if timeout is not None:
             child.timeout = to_seconds(timeout)
             end = self._wait_end(child.timeout, "a child timeout", cid)
