@@ -5,6 +5,7 @@ parent's priority; and a priority no run can have is refused before anything is 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -72,29 +73,27 @@ async def test_a_run_that_waited_long_enough_starts_before_newer_urgent_runs(
     assert [labels[run_id] for run_id in started] == ["patient", "urgent0", "urgent1", "urgent2"]
 
 
-async def test_a_child_runs_at_its_parents_priority(ordered_engine: Engine) -> None:
-    client = ordered_engine.client
-    options = wayline.StartOptions(priority=2, fairness_key="acme")
-    async with ordered_engine.worker([parent, kid]):
-        handle = await client.start_with(options, parent, "x")
-        assert await handle.result(timeout=30) == "x"
-    runs = await client.list_runs(workflow="priority_tests.kid")
-    [child] = runs
-    assert child.ordering == Ordering(priority=2, fairness_key="acme")
-    assert (await client.get_run(handle.run_id)).ordering == child.ordering
-
-
-async def test_a_child_given_its_own_priority_keeps_its_parents_fairness_key(
-    ordered_engine: Engine,
+@pytest.mark.parametrize(
+    ("parent_workflow", "expected"),
+    [
+        # a child runs at its parent's priority and fairness key
+        (parent, Ordering(priority=2, fairness_key="acme")),
+        # ChildOptions(priority=) gives it its own priority; the key stays its parent's
+        (parent_of_urgent, Ordering(priority=0, fairness_key="acme")),
+    ],
+)
+async def test_a_childs_priority_and_fairness_key(
+    ordered_engine: Engine, parent_workflow: Any, expected: Ordering
 ) -> None:
     client = ordered_engine.client
-    options = wayline.StartOptions(priority=7, fairness_key="acme")
-    async with ordered_engine.worker([parent_of_urgent, kid]):
-        handle = await client.start_with(options, parent_of_urgent, "y")
-        assert await handle.result(timeout=30) == "y"
-    children = await client.list_runs(workflow="priority_tests.kid")
-    [child] = [c for c in children if c.attributes.get("parent", {}).get("runId") == handle.run_id]
-    assert child.ordering == Ordering(priority=0, fairness_key="acme")
+    options = wayline.StartOptions(priority=2, fairness_key="acme")
+    async with ordered_engine.worker([parent_workflow, kid]):
+        handle = await client.start_with(options, parent_workflow, "x")
+        assert await handle.result(timeout=30) == "x"
+    [child] = await client.list_runs(workflow="priority_tests.kid")
+    assert child.attributes["parent"]["runId"] == handle.run_id
+    assert child.ordering == expected
+    assert (await client.get_run(handle.run_id)).ordering.fairness_key == "acme"
 
 
 def test_a_child_priority_out_of_bounds_is_refused() -> None:
