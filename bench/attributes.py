@@ -25,15 +25,11 @@ sys.path[:] = [p for p in sys.path if not p.endswith("bench")]
 
 import argparse
 import asyncio
-import contextlib
 import os
 import platform
 import random
 import statistics
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 
 import wayline
 from wayline._core.events import EventType, NewEvent
@@ -95,18 +91,6 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, list[float]]:
         await world.close()
 
 
-@contextlib.contextmanager
-def world_url(kind: str) -> Iterator[str]:
-    if kind == "local":
-        with tempfile.TemporaryDirectory(prefix="wayline-bench-attrs-") as folder:
-            yield f"sqlite:///{folder}/wayline.db"
-        return
-    from nats_server import nats_server
-
-    with nats_server() as base:
-        yield f"{base}?prefix=b{uuid.uuid4().hex[:8]}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worlds", default="local,nats")
@@ -116,13 +100,15 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=10)
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for nats_server
+    from nats_server import world_url
+
     print(
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}; load average {os.getloadavg()}"
     )
     for kind in args.worlds.split(","):
         print(f"{kind}: {args.runs} runs, {args.tenants} tenants", flush=True)
-        with world_url(kind) as url:
+        with world_url(kind, "attrs") as url:
             figures = asyncio.run(bench(url, args))
         for name, values in figures.items():
             print(f"{kind} {name} query (ms): {min(values):.2f}-{max(values):.2f}")

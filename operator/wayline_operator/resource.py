@@ -14,6 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from wayline._core.ordering import (
+    DEFAULT_PRIORITY,
+    MAX_FAIRNESS_KEY_CHARS,
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+)
+
 GROUP = "wayline.dev"
 VERSION = "v1alpha1"
 KIND = "WorkflowRun"
@@ -113,6 +120,23 @@ class WorkflowRunSpec(BaseModel):
         description="Delete this resource that many seconds after its run ended (as a Job's "
         "field). The run's history stays in the world, under the world's cleanup policy.",
     )
+    priority: int | None = Field(
+        default=None,
+        ge=MIN_PRIORITY,
+        le=MAX_PRIORITY,
+        description=f"How soon the run's work is served among all ready work: {MIN_PRIORITY} "
+        f"(first) to {MAX_PRIORITY}, {DEFAULT_PRIORITY} when omitted; work that waited is "
+        "lifted one level a minute, so none starves (StartOptions(priority=), docs/sdk.md "
+        '"Priority and fairness"). Read when the run starts.',
+    )
+    fairnessKey: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_FAIRNESS_KEY_CHARS,
+        description="The tenant the run's work is served for: within a priority, the keys "
+        "with ready work take turns, so one key's backlog does not hold another's back "
+        "(StartOptions(fairness_key=)). Read when the run starts.",
+    )
     compensation: CompensationSpec = Field(default_factory=lambda: CompensationSpec())
 
     @model_validator(mode="after")
@@ -120,6 +144,15 @@ class WorkflowRunSpec(BaseModel):
         if self.input is not None and self.inputFrom is not None:
             raise ValueError("give input or inputFrom, not both")
         return self
+
+    def ordering(self) -> dict[str, Any]:
+        """The ``StartOptions`` fields this spec sets of the run's ordering."""
+        out: dict[str, Any] = {}
+        if self.priority is not None:
+            out["priority"] = self.priority
+        if self.fairnessKey is not None:
+            out["fairness_key"] = self.fairnessKey
+        return out
 
     def args(self) -> list[Any]:
         if self.input is None:
@@ -251,6 +284,12 @@ class WorkflowRunStatus(BaseModel):
         default=None, description="The world that holds the run (its URL, no credentials)."
     )
     workflow: str | None = Field(default=None, description="The workflow the run runs.")
+    priority: int | None = Field(
+        default=None, description="The priority the run's work is served at (as it started)."
+    )
+    fairnessKey: str | None = Field(
+        default=None, description="The fairness key (tenant) the run's work is served for."
+    )
     phase: str | None = Field(
         default=None,
         description="pending, running, blocked (held: waiting for a slot of a concurrency "
@@ -501,6 +540,14 @@ def crd_manifest() -> dict[str, Any]:
             "description": "from start to end, once the run ended",
         },
         {"name": "Run", "type": "string", "jsonPath": ".status.runId", "priority": 1},
+        {
+            "name": "Priority",
+            "type": "integer",
+            "description": "0 is served first",
+            "jsonPath": ".status.priority",
+            "priority": 1,
+        },
+        {"name": "Tenant", "type": "string", "jsonPath": ".status.fairnessKey", "priority": 1},
         {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
     ]
     status = status_schema(WorkflowRunStatus)

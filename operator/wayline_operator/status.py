@@ -213,6 +213,8 @@ def run_status(
     status: dict[str, Any] = {
         "runId": info.run_id,
         "workflow": info.workflow,
+        "priority": info.ordering.priority,
+        "fairnessKey": info.ordering.fairness_key or None,
         "phase": str(info.status),
         "message": _message(info, waits)[:MESSAGE_LIMIT],
         "lastSeq": info.last_seq,

@@ -13,7 +13,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from typing_extensions import deprecated
 
-from ._core import limits, search_attributes
+from ._core import limits, ordering, search_attributes
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.forks import fork_point, forked_data, forked_from, forked_history, parse_step
@@ -394,6 +394,13 @@ class Client:
             data["businessId"] = options.id
         if options.memo:
             data["memo"] = dict(options.memo)
+        data.update(
+            ordering.record_fields(
+                ordering.Ordering(
+                    options.priority, options.fairness_key or "", options.fairness_weight
+                )
+            )
+        )
         if definition is not None:
             data["revision"] = definition.revision
             data["definition"] = definition.identity_record()
@@ -565,9 +572,10 @@ class Client:
         # recoverable: run_created is durable, and a worker re-arms a live run that lost its
         # start: when it starts (Worker.recover_runs), and while it runs (a starter that died
         # between these two writes: _engine.lost_starts, under this same key)
+        message = flow_message(self.world, run_id, WakeReason.START, after_own_append=fresh)
         await self.world.enqueue(
             FLOW_TOPIC,
-            flow_message(self.world, run_id, WakeReason.START, after_own_append=fresh),
+            {**message, **ordering.of_record(start.data).fields()},
             idempotency_key=f"{run_id}:start",
             recoverable=True,
         )

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._core import search_attributes
+from ._core import ordering, search_attributes
 from .durations import Duration, to_seconds
 from .errors import InvalidPayloadError
 from .world.business_ids import IdConflictPolicy, IdReusePolicy, check_start_ids
@@ -57,7 +57,16 @@ class StartOptions:
     ``memo`` (Temporal's memo): up to 16 string keys and values that the run's ``run_created``
     records and ``RunInfo.attributes["memo"]`` shows; nothing else reads them. Written once,
     with the run: a start that finds the run existing keeps the memo it was created with, so
-    a memo tells who created a run (the operator records its WorkflowRun's uid there)."""
+    a memo tells who created a run (the operator records its WorkflowRun's uid there).
+
+    ``priority`` (0 to 9, lower first; 5 by default), ``fairness_key`` (a tenant's name, 1 to
+    256 characters) and ``fairness_weight`` (1 to 100, 1 by default): how the run's work is
+    ordered among the ready work of every run, as docs/sdk.md "Priority and fairness" says.
+    A worker with a free slot takes the lowest priority first, lifting work one level for
+    each ``wayline._core.ordering.AGING_SECONDS`` it waited, and within a level serves the
+    fairness keys in turn, ``fairness_weight`` turns per round. Recorded in the run's
+    ``run_created`` and carried by every message of the run, its children's included. A value
+    out of bounds is a ``ValueError`` here."""
 
     id: str | None = None
     run_id: str | None = None
@@ -68,9 +77,13 @@ class StartOptions:
     hooks_buffer: Duration = "1d"
     attributes: Mapping[str, Any] | None = None
     memo: Mapping[str, str] | None = None
+    priority: int = ordering.DEFAULT_PRIORITY
+    fairness_key: str | None = None
+    fairness_weight: int = 1
 
     def __post_init__(self) -> None:
         check_start_ids(self.run_id, self.id, self.id_conflict, self.id_reuse)
+        ordering.check(self.priority, self.fairness_key, self.fairness_weight)
         for token in self.hooks:
             if not isinstance(token, str) or not token:
                 raise ValueError(f"a hook token in hooks= is a non-empty string, not {token!r}")

@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from . import logs, metrics, telemetry
-from ._core import limits
+from ._core import limits, ordering
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RunStatus
 from ._core.messages import Wake, WakeReason
@@ -478,6 +478,7 @@ class Worker:
             try:
                 with (
                     telemetry.attached(payload),
+                    ordering.attached(ordering.of_payload(payload)),
                     logs.bound(run_id=payload.get("runId"), step=payload.get("stepName")),
                 ):
                     verdict = await self._drive(delivery, fence)

@@ -8,32 +8,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import WORLD_KINDS, WorldFactory, open_world_of_kind
-from wayline.world import World
+from tests.conftest import WORLD_KINDS, WorldFactory, world_factory
 
 
 @pytest.fixture(params=[*WORLD_KINDS, "memory"])
 async def make_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[WorldFactory]:
-    opened: list[World] = []
-    store: Any = None
-
-    async def factory(**options: Any) -> World:
-        nonlocal store
-        if request.param != "memory":
-            world = await open_world_of_kind(request, tmp_path, request.param, options)
-        else:
-            from wayline.worlds.memory import MemoryStore, MemoryWorld
-
-            store = store or MemoryStore()
-            world = MemoryWorld(store, **options)
-            await world.start()
-        opened.append(world)
-        return world
-
-    yield factory
-    for world in reversed(opened):
-        await world.close()
+    async for factory in world_factory(request, tmp_path):
+        yield factory

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
+from . import ordering as ordering_of_work
 from . import search_attributes
 from .events import (
     STATUS_AFTER,
@@ -499,6 +500,12 @@ class RunInfo:
         """The business id the run was started under (``StartOptions(id=...)``), else None."""
         found = self.attributes.get("businessId")
         return found if isinstance(found, str) else None
+
+    @property
+    def ordering(self) -> ordering_of_work.Ordering:
+        """How the run's work is ordered among all ready work: its priority, fairness key
+        and weight (``StartOptions(priority=, fairness_key=, fairness_weight=)``)."""
+        return ordering_of_work.of_record(self.attributes)
 
 
 def new_run(event: Event) -> RunInfo:

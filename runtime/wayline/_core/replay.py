@@ -32,7 +32,7 @@ from ..errors import (
     WaylineError,
     WorkflowDeterminismError,
 )
-from . import limits, search_attributes
+from . import limits, ordering, search_attributes
 from .current import outside_any_task, replay_var
 from .definitions import StepDefinition, WorkflowDefinition
 from .dispatch import StepState
@@ -147,6 +147,8 @@ class ChildRecord:
     """The child's run id, chosen when the parent claims it (``child_created``)."""
     business_id: str | None = None
     """``ChildOptions(id=...)``: the engine names the run after it when it claims the child."""
+    priority: int | None = None
+    """``ChildOptions(priority=...)``: the child's, instead of its parent's."""
     done: bool = False
     deadline: WaitRecord | None = None
 
@@ -256,6 +258,9 @@ class Replay:
         """The queue the run was started on (``queue=``): its children's too."""
         self.namespace: str | None = None
         """The namespace the run was started in (``Client(namespace=)``): its children's too."""
+        self.ordering = ordering.DEFAULT
+        """How the run's work is ordered (``StartOptions(priority=, fairness_key=)``): its
+        children's too."""
         self.rng = random.Random(run_id)
         self._token_rng = random.Random(f"{run_id}:hook-tokens")
         self.steps: dict[str, StepRecord] = {}
@@ -781,6 +786,7 @@ class Replay:
         self.queue = queue if isinstance(queue, str) and queue else None
         namespace = p.attributes.get("namespace")
         self.namespace = namespace if isinstance(namespace, str) and namespace else None
+        self.ordering = ordering.of_record(p.attributes)
         self.search = search_attributes.stored(p.attributes)
 
     def _attributes_set(self, seq: int, values: Mapping[str, Any]) -> None:
@@ -910,6 +916,7 @@ class Replay:
         kwargs: Mapping[str, Any],
         timeout: Duration | None,
         business_id: str | None = None,
+        priority: int | None = None,
     ) -> WFuture[Any]:
         what = f"child workflow {workflow.name!r}"
         stored = workflow.signature.encode_args(args, kwargs, what=what)
@@ -921,6 +928,7 @@ class Replay:
             workflow.check_input(stored, what=what)
         child = ChildRecord(cid, workflow, stored, WFuture(f"child {workflow.name}"))
         child.business_id = business_id
+        child.priority = priority
         if timeout is not None:
             child.timeout = to_seconds(timeout)
             end = self._wait_end(child.timeout, "a child timeout", cid)

@@ -4,9 +4,11 @@ worker that could not drive it), also when they start after that end."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 
+from .._core import ordering
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.messages import WakeReason
 from .._core.replay import ChildRecord, Replay
@@ -42,6 +44,11 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         data["namespace"] = replay.namespace
     if child.business_id is not None:
         data["businessId"] = child.business_id
+    # its parent's, as its queue is, unless ChildOptions(priority=) gave its own
+    order = replay.ordering
+    if child.priority is not None:
+        order = dataclasses.replace(order, priority=child.priority)
+    data.update(ordering.record_fields(order))
     if child.workflow.attributes:  # its definition's, as a start by a client gives them
         data[SEARCH_KEY] = dict(child.workflow.attributes)
     created = True
@@ -54,6 +61,7 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
             return  # another start took the business id's generation first
         created = False  # a previous delivery created it already
     start = flow_message(world, child.run_id, WakeReason.START, after_own_append=created)
+    start.update(order.fields())
     await world.enqueue(FLOW_TOPIC, start, idempotency_key=f"{child.run_id}:start")
 
 

@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from .._core import ordering
 from .._core.business_keys import check_business_id
 from .._core.definitions import WorkflowDefinition
 from ..durations import Duration, to_seconds
@@ -36,12 +37,18 @@ class ChildOptions:
     default reuse policy); while a run under the id is live, no child is started and the
     parent's wait raises :class:`ChildFailedError` with ``error["code"] ==
     "RUN_ALREADY_EXISTS"`` (Temporal's "workflow already started"). A bad id raises
-    :class:`InvalidIdError` here."""
+    :class:`InvalidIdError` here.
+
+    ``priority``: the child's priority (0 to 9, as ``StartOptions(priority=)``) instead of its
+    parent's; its fairness key stays its parent's. A bad one raises ``ValueError`` here."""
 
     timeout: Duration | None = None
     id: str | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
+        if self.priority is not None:
+            ordering.check(self.priority, None, 1)
         if self.timeout is not None:
             to_seconds(self.timeout)
         if self.id is not None:

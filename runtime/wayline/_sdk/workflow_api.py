@@ -126,7 +126,7 @@ def child_with(
         raise TypeError(f"wayline.child_with takes a wayline.ChildOptions first, not {options!r}")
     _check_child(workflow)
     future: WFuture[R] = current_replay("child").start_child(
-        workflow, args, kwargs, options.timeout, business_id=options.id
+        workflow, args, kwargs, options.timeout, business_id=options.id, priority=options.priority
     )
     return future
 

@@ -391,6 +391,11 @@ def render_show(
     if tl.terminated and info.status is RunStatus.CANCELLED:
         waiting = "terminated: no compensations ran"  # an ended run waits for nothing
     p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))
+    order = info.ordering
+    p(f"priority  {order.priority}")
+    if order.fairness_key:
+        weight = f" (weight {order.fairness_weight})" if order.fairness_weight != 1 else ""
+        p(f"fairness  {order.fairness_key}{weight}")
     for name, value in sorted(search_attributes.stored(info.attributes).items()):
         p(f"attribute {name}={search_attributes.shown(value)}")
     if info.status.value == "blocked" and info.error:
@@ -554,6 +559,9 @@ def run_to_json(info: RunInfo) -> dict[str, Any]:
         "runId": info.run_id,
         "businessId": info.business_id,
         "workflow": info.workflow,
+        "priority": info.ordering.priority,
+        "fairnessKey": info.ordering.fairness_key or None,
+        "fairnessWeight": info.ordering.fairness_weight,
         "status": str(info.status),
         "input": info.input,
         "output": info.output,

@@ -52,7 +52,10 @@ CREATE TABLE IF NOT EXISTS messages (
     attempts INTEGER NOT NULL DEFAULT 0,
     handbacks INTEGER NOT NULL DEFAULT 0,
     holder TEXT,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    level INTEGER NOT NULL DEFAULT 5,
+    ready_at REAL NOT NULL DEFAULT 0,
+    fair_tag REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS messages_due ON messages (topic, available_at);
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs (ended_at) WHERE ended_at IS NOT NULL;
@@ -120,6 +123,18 @@ CREATE TABLE IF NOT EXISTS blobs_archive (
     created_at REAL NOT NULL,
     PRIMARY KEY (run_id, digest)
 );
+-- The fair queuing of ready work (_core/ordering.py, rule 2): per topic, the clock (the tag
+-- of the work served last) and each key's last finish.
+CREATE TABLE IF NOT EXISTS fair_clock (
+    topic TEXT PRIMARY KEY,
+    vtime REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fair_flows (
+    topic TEXT NOT NULL,
+    key TEXT NOT NULL,
+    finish REAL NOT NULL,
+    PRIMARY KEY (topic, key)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dead_letters (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL,
@@ -130,3 +145,20 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     created_at REAL NOT NULL
 );
 """
+
+ORDERING_COLUMNS = """
+ALTER TABLE messages ADD COLUMN level INTEGER NOT NULL DEFAULT 5;
+ALTER TABLE messages ADD COLUMN ready_at REAL NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN fair_tag REAL NOT NULL DEFAULT 0;
+UPDATE messages SET ready_at = available_at;
+"""
+"""What a database from before ready work was ordered gains: its messages keep the default
+priority and the order they were sent in, and wait from when they became due."""
+
+ORDERING_INDEXES = """
+CREATE INDEX IF NOT EXISTS messages_order ON messages (topic, level, fair_tag, id);
+CREATE INDEX IF NOT EXISTS messages_aging ON messages (topic, level, ready_at);
+"""
+"""Receive finds each level's longest-waiting work and reads a level's work in its order
+(fair tag, id), from an index each, so a deep queue costs a claim no scan. Created after the
+columns, which an older database gains only then."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from ..._core import clock
+from ..._core import clock, ordering
 from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
@@ -71,7 +71,7 @@ from .rows import (
     repair_tx,
     run_from_row,
 )
-from .schema import SCHEMA
+from .schema import ORDERING_COLUMNS, ORDERING_INDEXES, SCHEMA
 
 # In-process wake-ups: an enqueue wakes consumers of the same file in this process at once;
 # other processes notice within the poll interval. Keyed by resolved path.
@@ -119,6 +119,7 @@ class LocalWorld(World):
         busy_timeout: float = 5.0,
         synchronous: str = "FULL",
         inline_payload_bytes: int | None = None,
+        aging_seconds: float = ordering.AGING_SECONDS,
     ) -> None:
         super().__init__()
         if synchronous.upper() not in _SYNC_MODES:
@@ -135,6 +136,7 @@ class LocalWorld(World):
             if inline_payload_bytes is None:
                 inline_payload_bytes = env.inline_payload_bytes
         self._visibility = visibility_seconds
+        self._aging = aging_seconds
         self.blobs = OutOfLine(LocalBlobs(self._write, self._read), inline_payload_bytes)
         self._hook_buffer = LocalHookBuffer(self._write, self._read)
         self._poll = poll_interval
@@ -204,6 +206,9 @@ class LocalWorld(World):
             columns = {r[1] for r in db.execute("PRAGMA table_info(messages)")}
             if "handbacks" not in columns:  # a database from before hand-backs were counted
                 db.execute("ALTER TABLE messages ADD COLUMN handbacks INTEGER NOT NULL DEFAULT 0")
+            if "level" not in columns:  # a database from before ready work was ordered
+                db.executescript(ORDERING_COLUMNS)
+            db.executescript(ORDERING_INDEXES)
             columns = {r[1] for r in db.execute("PRAGMA table_info(slots)")}
             if "expires_at" not in columns:  # a database from before leased (step) slots
                 db.execute("ALTER TABLE slots ADD COLUMN expires_at REAL")
@@ -435,11 +440,18 @@ class LocalWorld(World):
         recoverable: bool = False,
     ) -> MessageId:
         topic = await self.router.topic(topic, payload)
-        body = json.dumps(carry(payload)).encode()
+        stored = ordering.stamp(carry(payload))
+        body = json.dumps(stored).encode()
         now = clock.now()
         write = self._write_unsynced if recoverable else self._write
         message_id: MessageId = write(
-            self._enqueue_tx, topic, body, idempotency_key, now + max(0.0, delay_seconds), now
+            self._enqueue_tx,
+            topic,
+            body,
+            idempotency_key,
+            now + max(0.0, delay_seconds),
+            now,
+            ordering.of_payload(stored),
         )
         self._wake()
         return message_id
@@ -452,14 +464,30 @@ class LocalWorld(World):
         key: str | None,
         available_at: float,
         now: float,
+        order: ordering.Ordering,
     ) -> MessageId:
+        # The message's fair tag (ordering.FairClock.tag, in two tables): the later of the
+        # topic's clock and its key's last finish.
+        clock_row = db.execute(
+            "SELECT MAX(COALESCE((SELECT vtime FROM fair_clock WHERE topic = ?), 0), "
+            "COALESCE((SELECT finish FROM fair_flows WHERE topic = ? AND key = ?), 0))",
+            (topic, topic, order.fairness_key),
+        ).fetchone()
+        tag = float(clock_row[0])
         row = db.execute(
-            "INSERT INTO messages (topic, payload, idem_key, available_at, created_at) "
-            "VALUES (?,?,?,?,?) ON CONFLICT (idem_key) DO NOTHING RETURNING id",
-            (topic, body, key, available_at, now),
+            "INSERT INTO messages (topic, payload, idem_key, available_at, created_at, level, "
+            "ready_at, fair_tag) VALUES (?,?,?,?,?,?,?,?) "
+            "ON CONFLICT (idem_key) DO NOTHING RETURNING id",
+            (topic, body, key, available_at, now, order.priority, available_at, tag),
         ).fetchone()
         if row is None:  # the key is held by a stored or in-flight message: dedupe to it
             row = db.execute("SELECT id FROM messages WHERE idem_key = ?", (key,)).fetchone()
+        else:
+            db.execute(
+                "INSERT INTO fair_flows (topic, key, finish) VALUES (?,?,?) "
+                "ON CONFLICT (topic, key) DO UPDATE SET finish = excluded.finish",
+                (topic, order.fairness_key, tag + 1.0 / order.fairness_weight),
+            )
         return MessageId(str(row[0]))
 
     async def receive(
@@ -502,22 +530,51 @@ class LocalWorld(World):
 
     def _claim_tx(self, db: sqlite3.Connection, topic: str, limit: int) -> list[Delivery]:
         now = clock.now()
-        due = dict(
-            db.execute(
-                "SELECT id, available_at FROM messages WHERE topic = ? AND available_at <= ? "
-                "ORDER BY available_at, id LIMIT ?",
-                (topic, now, limit),
+        # Rule 1 of ordering: each level's longest-waiting ready message, from messages_aging
+        # (one short index walk per level: held messages are the only rows skipped).
+        oldest: dict[int, float] = {}
+        for level in range(ordering.MIN_PRIORITY, ordering.MAX_PRIORITY + 1):
+            row = db.execute(
+                "SELECT ready_at FROM messages WHERE topic = ? AND level = ? "
+                "AND +available_at <= ? ORDER BY ready_at LIMIT 1",
+                (topic, level, now),
+            ).fetchone()
+            if row is not None:
+                oldest[level] = row[0]
+        picked: list[Any] = []
+        for level in ordering.level_order(oldest, now, self._aging):
+            # Rule 2 within the level, down messages_order; the unary + keeps the planner off
+            # messages_due, whose range would need every due message sorted.
+            picked += db.execute(
+                "SELECT id, available_at, fair_tag FROM messages WHERE topic = ? AND level = ? "
+                "AND +available_at <= ? ORDER BY fair_tag, id LIMIT ?",
+                (topic, level, now, limit - len(picked)),
             ).fetchall()
-        )
-        if not due:
+            if len(picked) >= limit:
+                break
+        if not picked:
             return []
+        due = {r[0]: r[1] for r in picked}
+        served = max(r[2] for r in picked)
+        db.execute(
+            "INSERT INTO fair_clock (topic, vtime) VALUES (?,?) "
+            "ON CONFLICT (topic) DO UPDATE SET vtime = MAX(vtime, excluded.vtime)",
+            (topic, served),
+        )
+        # a key whose finish the clock passed would start from the clock anyway
+        db.execute(
+            "DELETE FROM fair_flows WHERE topic = ? AND finish <= "
+            "(SELECT vtime FROM fair_clock WHERE topic = ?)",
+            (topic, topic),
+        )
         marks = ",".join("?" * len(due))
         rows = db.execute(
             "UPDATE messages SET attempts = attempts + 1, holder = ?, available_at = ? "
             f"WHERE id IN ({marks}) RETURNING id, attempts, payload, handbacks",
             (self._holder, now + self._visibility, *due),
         ).fetchall()
-        rows.sort(key=lambda r: r[0])
+        place = {r[0]: i for i, r in enumerate(picked)}
+        rows.sort(key=lambda r: place[r[0]])  # a batch is handed out in the order picked
         return [
             Delivery(
                 plain_topic(topic),
@@ -539,7 +596,8 @@ class LocalWorld(World):
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         at = clock.now() + max(0.0, delay_seconds)
         done = self._settle(
-            "UPDATE messages SET available_at = ?, holder = NULL WHERE id = ? AND attempts = ?",
+            "UPDATE messages SET available_at = ?1, ready_at = ?1, holder = NULL "
+            "WHERE id = ?2 AND attempts = ?3",
             delivery,
             at,
         )
@@ -548,8 +606,8 @@ class LocalWorld(World):
 
     async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         done = self._settle(
-            "UPDATE messages SET available_at = ?, holder = NULL, handbacks = handbacks + 1 "
-            "WHERE id = ? AND attempts = ?",
+            "UPDATE messages SET available_at = ?1, ready_at = ?1, holder = NULL, "
+            "handbacks = handbacks + 1 WHERE id = ?2 AND attempts = ?3",
             delivery,
             clock.now() + max(0.0, delay_seconds),
         )

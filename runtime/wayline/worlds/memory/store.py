@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..._core import ordering
 from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
@@ -49,6 +50,11 @@ class Message:
     attempts: int = 0
     handbacks: int = 0
     held: bool = False
+    level: int = ordering.DEFAULT_PRIORITY
+    """Its priority (``_core/ordering.py``)."""
+    ready_at: float = 0.0
+    """Since when it has waited ready: its level's aging counts from its oldest."""
+    fair_tag: float = 0.0
 
 
 @dataclass(slots=True)
@@ -73,6 +79,8 @@ class MemoryStore:
     next_message: int = 1
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
     served: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fair_clocks: dict[str, ordering.FairClock] = field(default_factory=dict)
+    """Per topic: the fair queuing of its ready work (``_core/ordering.py``, rule 2)."""
     streams: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     slots: dict[str, dict[str, Slot]] = field(default_factory=dict)
     archived: int = 0

@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..._core import clock, search_attributes
+from ..._core import clock, ordering, search_attributes
 from ..._core.events import RUN_TERMINAL_EVENTS, Event, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
@@ -43,9 +43,14 @@ class MemoryWorld(World):
     hears_every_end = True
 
     def __init__(
-        self, store: MemoryStore | None = None, *, visibility_seconds: float | None = None
+        self,
+        store: MemoryStore | None = None,
+        *,
+        visibility_seconds: float | None = None,
+        aging_seconds: float = ordering.AGING_SECONDS,
     ) -> None:
         super().__init__()
+        self._aging = aging_seconds
         self.store = store if store is not None else MemoryStore()
         if visibility_seconds is None:
             visibility_seconds = Settings.from_env().visibility_seconds
@@ -139,9 +144,21 @@ class MemoryWorld(World):
         now = clock.now()
         mid = store.next_message
         store.next_message += 1
-        body = json.dumps(carry(payload)).encode()
+        stored = ordering.stamp(carry(payload))
+        body = json.dumps(stored).encode()
+        order = ordering.of_payload(stored)
+        at = now + max(0.0, delay_seconds)
+        fair = store.fair_clocks.setdefault(topic, ordering.FairClock())
         store.messages[mid] = Message(
-            mid, topic, body, idempotency_key, now + max(0.0, delay_seconds), now
+            mid,
+            topic,
+            body,
+            idempotency_key,
+            at,
+            now,
+            level=order.priority,
+            ready_at=at,
+            fair_tag=fair.tag(order.fairness_key, order.fairness_weight),
         )
         if idempotency_key is not None:
             store.keys[idempotency_key] = mid
@@ -175,10 +192,16 @@ class MemoryWorld(World):
 
     def _claim(self, topic: str, limit: int) -> list[Delivery]:
         now = clock.now()
-        due = sorted(
-            (m for m in self.store.messages.values() if m.topic == topic and m.available_at <= now),
-            key=lambda m: (m.available_at, m.id),
-        )[:limit]
+        ready = [
+            m for m in self.store.messages.values() if m.topic == topic and m.available_at <= now
+        ]
+        oldest: dict[int, float] = {}
+        for m in ready:
+            oldest[m.level] = min(oldest.get(m.level, m.ready_at), m.ready_at)
+        place = {level: i for i, level in enumerate(ordering.level_order(oldest, now, self._aging))}
+        due = sorted(ready, key=lambda m: (place[m.level], m.fair_tag, m.id))[:limit]
+        if due:
+            self.store.fair_clocks[topic].served(max(m.fair_tag for m in due))
         out: list[Delivery] = []
         for m in due:
             due_at = m.available_at
@@ -223,6 +246,7 @@ class MemoryWorld(World):
         if message is None:
             return False
         message.available_at = clock.now() + max(0.0, delay_seconds)
+        message.ready_at = message.available_at
         message.held = False
         if not counted:
             message.handbacks += 1
