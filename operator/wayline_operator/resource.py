@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from wayline._core.ordering import (
+from wayline.start_options import (
     DEFAULT_PRIORITY,
     MAX_FAIRNESS_KEY_CHARS,
     MAX_PRIORITY,

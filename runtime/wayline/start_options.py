@@ -8,6 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._core import ordering, search_attributes
+from ._core.ordering import (
+    DEFAULT_PRIORITY as DEFAULT_PRIORITY,
+)
+from ._core.ordering import (
+    MAX_FAIRNESS_KEY_CHARS as MAX_FAIRNESS_KEY_CHARS,
+)
+from ._core.ordering import (
+    MAX_PRIORITY as MAX_PRIORITY,
+)
+from ._core.ordering import (
+    MIN_PRIORITY as MIN_PRIORITY,
+)
 from .durations import Duration, to_seconds
 from .errors import InvalidPayloadError
 from .world.business_ids import IdConflictPolicy, IdReusePolicy, check_start_ids
