@@ -26,6 +26,7 @@ from ..timeline import fold, render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .requests import (
     MAX_BODY_BYTES,
+    check_bearer,
     check_token,
     decode_cursor,
     encode_cursor,
@@ -64,12 +65,24 @@ class Console:
     closing: asyncio.Event | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     schedules_file: Path | None = None
+    read_only: bool = False
+    reads_need_token: bool = False
+
+    @property
+    def action_token(self) -> str | None:
+        """The token actions need; None: every action is refused as read-only, which a
+        console given a token for its reads alone (``--read-only``) is too."""
+        return None if self.read_only else self.token
 
     def endpoint(self, handler: Handler) -> Handler:
         """Bad input and framework refusals become typed error bodies, never a 500."""
 
         async def wrapped(request: Request) -> Response:
             try:
+                if self.reads_need_token and self.token is not None:
+                    # a console reachable by more than its users (a pod behind a Service)
+                    # shows runs' inputs and results only to whoever holds the token
+                    check_bearer(request, self.token, "this console's API needs its bearer token")
                 return await handler(request)
             except ApiError as err:
                 return from_api_error(err)
@@ -80,7 +93,7 @@ class Console:
 
     # --- reading ------------------------------------------------------------------------
     async def info(self, request: Request) -> Response:
-        return Reply({"readOnly": self.token is None, "world": self.world_url})
+        return Reply({"readOnly": self.action_token is None, "world": self.world_url})
 
     async def list_runs(self, request: Request) -> Response:
         status = status_param(request)
@@ -175,7 +188,7 @@ class Console:
 
     # --- acting -------------------------------------------------------------------------
     async def start(self, request: Request) -> Response:
-        check_token(request, self.token)
+        check_token(request, self.action_token)
         body = await json_body(request, self.max_body_bytes)
         workflow = text_field(body, "workflow")
         if not workflow:
@@ -206,14 +219,14 @@ class Console:
         self, request: Request, done: str, stop: Callable[[str, str], Awaitable[bool]]
     ) -> Response:
         """Cancel or terminate: ``{runId, cancelled|terminated}``, false when it had ended."""
-        check_token(request, self.token)
+        check_token(request, self.action_token)
         body = await json_body(request, self.max_body_bytes)
         info = await self._run(request)
         reason = text_field(body, "reason") or f"{done} from the console"
         return Reply({"runId": info.run_id, done: await stop(info.run_id, reason)})
 
     async def resume_hook(self, request: Request) -> Response:
-        check_token(request, self.token)
+        check_token(request, self.action_token)
         body = await json_body(request, self.max_body_bytes)
         if "payload" not in body:
             raise ApiError(400, "BAD_REQUEST", 'the body must be {"payload": <any JSON>}')

@@ -75,7 +75,9 @@ def document() -> dict[str, Any]:
             "title": "Wayline console API",
             "version": "1",
             "description": "Runs, their events and streams, hooks; actions need the console's "
-            "bearer token (docs/console.md). Every refusal is an Error body with a stable code.",
+            "bearer token, and so does every request to a console started with "
+            "--reads-need-token (docs/console.md). Every refusal is an Error body with a "
+            "stable code.",
         },
         "paths": {
             "/api/info": {
