@@ -1,15 +1,18 @@
 """A console deployed where more than its users reach it (a pod behind a Service): with
 ``reads_need_token`` every API request needs the bearer token, ``read_only`` refuses actions
-even with it, and ``/healthz`` answers the pod's probes without one."""
+even with it, and ``/healthz`` answers the pod's probes without one; in a browser, the pages
+ask for the token and read the live feed with it."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
+from selenium.webdriver.remote.webdriver import WebDriver
 
-from tests.console.conftest import AUTH, TOKEN, Console
+from tests.console.conftest import AUTH, TOKEN, Console, served_page
 from wayline.cli.console import create_app
 
 
@@ -46,3 +49,20 @@ async def test_a_read_only_console_refuses_actions_even_with_the_token(console: 
         assert answer.json()["error"]["code"] == "READ_ONLY"
         # reads stay open unless asked otherwise, and the run was left as it was
         assert (await http.get(f"/api/runs/{run_id}")).json()["status"] == "pending"
+
+
+async def test_the_pages_ask_for_the_token_and_follow_the_live_feed_with_it(
+    console: Console, chromium: WebDriver, tmp_path: Path
+) -> None:
+    client = console.engine.client
+    first = (await client.start("read-token-nobody-serves")).run_id
+    async with served_page(console, chromium, tmp_path, reads_need_token=True) as page:
+        await page.open("/")
+        await page.text("#message", "needs its bearer token")
+        await page.type("#token", TOKEN + "\n")  # the page is drawn again with it
+        await page.text(f'tr[data-run-id="{first}"] .status', "pending")
+        await page.script("window.stillTheSamePage = true")
+        # the change feed, read with the token, brings a new run in without a reload
+        second = (await client.start("read-token-nobody-serves")).run_id
+        await page.text(f'tr[data-run-id="{second}"] .status', "pending")
+        assert await page.script("return window.stillTheSamePage") is True
