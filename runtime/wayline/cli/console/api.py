@@ -37,8 +37,7 @@ from .requests import (
 )
 
 SCAN_LIMIT = 10_000
-"""How many of the newest runs a list page and the counts look at. Pages deeper than that are
-not reached yet: a cursor the world itself answers is the next slice's (docs/console.md)."""
+"""How many of the newest runs the workers page and the live feed look at."""
 
 
 class Reply(JSONResponse):
@@ -98,18 +97,14 @@ class Console:
     async def list_runs(self, request: Request) -> Response:
         status = status_param(request)
         workflow = request.query_params.get("workflow") or None
+        where = request.query_params.getlist("where") or None
         limit = int_param(request, "limit", 50, 1, 500)
         after = decode_cursor(request)
-        every = await self.client.list_runs(limit=SCAN_LIMIT, workflow=workflow)
-        counts: dict[str, int] = {}
-        for run in every:
-            counts[str(run.status)] = counts.get(str(run.status), 0) + 1
-        chosen = sorted(
-            (r for r in every if status is None or r.status is status),
-            key=lambda r: (-r.created_at, r.run_id),
+        # one more than the page: whether a next page exists, without counting the rest
+        chosen = await self.client.runs_page(
+            after, limit + 1, status=status, where=where, workflow=workflow
         )
-        if after is not None:
-            chosen = [r for r in chosen if (-r.created_at, r.run_id) > (-after[0], after[1])]
+        counts = await self.client.count_runs(where=where, workflow=workflow)
         page = chosen[:limit]
         more = len(chosen) > limit
         cursor = encode_cursor(page[-1].created_at, page[-1].run_id) if more else None

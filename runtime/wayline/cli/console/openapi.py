@@ -99,6 +99,13 @@ def document() -> dict[str, Any]:
                         },
                         {"name": "workflow", "in": "query", "schema": {"type": "string"}},
                         {
+                            "name": "where",
+                            "in": "query",
+                            "description": "a search attribute expression (tenant=acme, "
+                            "amount>100); repeated, all of them hold",
+                            "schema": {"type": "string"},
+                        },
+                        {
                             "name": "limit",
                             "in": "query",
                             "schema": {"type": "integer", "minimum": 1, "maximum": 500},
