@@ -1,4 +1,5 @@
-# The image the Helm chart runs: wayline with its NATS world and operator, and the examples.
+# The image the Helm chart runs: wayline with its NATS world, operator and console (the
+# console's pages ship inside the wheel), and the examples.
 # Your own image: the same, with your application package installed instead of examples/.
 #   docker build -t wayline:0.1.0 .
 # BASE: any Debian-based Python 3.11+ image with pip first on PATH (tools/cluster/images.sh
@@ -9,7 +10,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY runtime runtime
 COPY operator operator
-RUN pip install --no-cache-dir '.[nats,operator,metrics,otel]'
+RUN pip install --no-cache-dir '.[nats,operator,metrics,otel,console]'
 COPY examples examples
 # A passwd entry for the uid the image runs as: without one, getpass.getuser() (kopf, pip, ...)
 # raises KeyError. The examples' fake payment provider keeps its file under .wayline/ in the

@@ -693,6 +693,37 @@ class Client:
             since=after,
         )
 
+    async def runs_page(
+        self,
+        after: tuple[float, str] | None,
+        limit: int = 100,
+        *,
+        status: RunStatus | str | None = None,
+        where: str | Sequence[str] | None = None,
+        workflow: str | None = None,
+    ) -> list[RunInfo]:
+        """The runs :meth:`list_runs` would list, from just past ``after``: the
+        ``(created_at, run_id)`` of the last run of the page before (None: the first page).
+        A page deep in the list costs what the first one does where the world has an index
+        (SQLite), instead of reading every run before it."""
+        return await self.world.runs_page(
+            after=after,
+            limit=limit,
+            status=RunStatus(status) if status is not None else None,
+            workflow=workflow,
+            where=search_attributes.parse_all(where),
+        )
+
+    async def count_runs(
+        self, *, where: str | Sequence[str] | None = None, workflow: str | None = None
+    ) -> dict[str, int]:
+        """How many runs of the world (of ``workflow``, matching ``where``) have each status,
+        counted over every run: ``{"completed": 90, "pending": 10}``."""
+        counts = await self.world.count_runs(
+            workflow=workflow, where=search_attributes.parse_all(where)
+        )
+        return {str(status): n for status, n in counts.items()}
+
     async def cancel(self, run_id: str, reason: str = "cancelled") -> bool:
         """Ask a run to stop; False when it had already ended. A worker then stops it, runs
         its compensations (if any) and records ``run_cancelled``. Running step bodies are not

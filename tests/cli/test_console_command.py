@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.cli.conftest import FLOWS, Background, Cli
+from tests.nats_fixtures import NatsServer
 from wayline.cli import main
 
 
@@ -36,6 +37,44 @@ def test_the_console_serves_the_world_and_stops_on_sigterm(
         cancelled = http.post(f"/api/runs/{run_id}/cancel", headers=auth)
         assert cancelled.json() == {"runId": run_id, "cancelled": True}
     assert console.stop(signal.SIGTERM) == 0
+
+
+def test_a_console_for_a_pod_hides_the_worlds_password_and_guards_reads(
+    cli: Cli, nats_server_auth: NatsServer, spawn: Callable[..., Background], tmp_path: Path
+) -> None:
+    """As the chart runs it: the world's URL carries NATS credentials, every API request needs
+    the token, and actions are refused even with it."""
+    cli.world = f"nats://wayline:s3cret%3Apw@127.0.0.1:{nats_server_auth.port}?prefix=cpw"
+    started = cli("start", f"{FLOWS}:add", "--input", "[1, 2]")
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    token = tmp_path / "token"
+    token.write_text("a-console-token-of-some-length\n")
+    console = spawn(
+        "console", "--port", "0", "--token-file", str(token), "--reads-need-token", "--read-only"
+    )
+    said = console.wait_for("wayline console on http://")
+    found = re.search(r"http://127\.0\.0\.1:(\d+)/ \(read-only, reads need the token\)", said)
+    assert found is not None, said
+    assert "s3cret" not in said
+    auth = {"Authorization": "Bearer a-console-token-of-some-length"}
+    with httpx.Client(base_url=f"http://127.0.0.1:{found.group(1)}", timeout=10) as http:
+        assert http.get("/api/runs").status_code == 401
+        assert [r["runId"] for r in http.get("/api/runs", headers=auth).json()["runs"]] == [run_id]
+        info = http.get("/api/info", headers=auth).json()
+        assert info["readOnly"] is True and "s3cret" not in info["world"], info
+        assert http.post(f"/api/runs/{run_id}/cancel", headers=auth).status_code == 403
+        assert http.get("/healthz").status_code == 200
+    assert console.stop(signal.SIGTERM) == 0
+
+
+def test_reads_that_need_a_token_need_a_token_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = f"sqlite:///{tmp_path / 'w.db'}"
+    assert main(["console", "--world", world, "--reads-need-token"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "--reads-need-token needs --token-file" in err[0], err
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,15 @@ async def page(
     schedules file is ``schedules.json`` in the test's folder, named as a person would give
     it (relative), so the page and its screenshot show no path of the machine."""
     monkeypatch.chdir(tmp_path)
+    async with served_page(console, chromium, tmp_path) as opened:
+        yield opened
+
+
+@asynccontextmanager
+async def served_page(
+    console: Console, chromium: WebDriver, shots: Path, **options: bool
+) -> AsyncIterator[Page]:
+    """:func:`page`'s server, with ``options`` for :func:`create_app` (``reads_need_token``)."""
     closing = asyncio.Event()
     app = create_app(
         console.engine.client,
@@ -70,6 +80,7 @@ async def page(
         poll_seconds=0.1,
         closing=closing,
         schedules_file=Path("schedules.json"),
+        **options,
     )
     sock = socket.create_server(("127.0.0.1", 0))
     running = server(app)
@@ -79,7 +90,7 @@ async def page(
             if task.done():
                 task.result()  # the server could not start: say why
             await asyncio.sleep(0.01)
-        yield Page(chromium, f"http://127.0.0.1:{sock.getsockname()[1]}", tmp_path)
+        yield Page(chromium, f"http://127.0.0.1:{sock.getsockname()[1]}", shots)
     finally:
         # leave the pages first: a browser holding a live feed would hold the shutdown up
         await asyncio.to_thread(chromium.get, "about:blank")

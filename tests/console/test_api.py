@@ -13,6 +13,8 @@ import httpx
 from tests.console import flows
 from tests.console.conftest import AUTH, Console
 from tests.runtime.harness import wait_for
+from wayline._core.events import EventType, NewEvent
+from wayline._core.ids import new_run_id
 from wayline.cli.console import create_app
 
 
@@ -217,3 +219,29 @@ def test_the_command_answers_loopback_names_alone_on_a_loopback_address() -> Non
     assert allowed_hosts("127.0.0.1", None) == ["127.0.0.1", "localhost", "[::1]", "::1"]
     assert allowed_hosts("0.0.0.0", None) is None
     assert allowed_hosts("0.0.0.0", ["console.example"]) == ["console.example"]
+
+
+async def test_runs_list_by_search_attribute_with_its_counts_and_cursor(console: Console) -> None:
+    world = console.engine.client.world
+    made: dict[str, list[str]] = {"acme": [], "globex": []}
+    for i in range(5):
+        tenant = "acme" if i % 2 == 0 else "globex"
+        data = {"workflow": "console-attrs", "input": [i], "search": {"tenant": tenant}}
+        events = [NewEvent(EventType.RUN_CREATED, data=data)]
+        if i == 0:
+            events.append(NewEvent(EventType.RUN_COMPLETED, data={"output": i}))
+        run_id = new_run_id()
+        await world.append(run_id, events, expected_seq=0)
+        made[tenant].append(run_id)
+    seen: list[str] = []
+    params: dict[str, str] = {"where": "tenant=acme", "limit": "2"}
+    for _ in range(3):
+        page = (await console.http.get("/api/runs", params=params)).json()
+        assert page["counts"] == {"completed": 1, "pending": 2}  # of acme's runs, every page
+        seen += [r["runId"] for r in page["runs"]]
+        if page["nextCursor"] is None:
+            break
+        params["cursor"] = page["nextCursor"]
+    assert sorted(seen) == sorted(made["acme"])
+    refused = await console.http.get("/api/runs", params={"where": "tenant=="})
+    assert refused.status_code == 400, refused.text

@@ -152,6 +152,24 @@ def test_every_pod_is_locked_down_probed_and_budgeted(helm: Path) -> None:
             assert selector in budgets, f"no PodDisruptionBudget for {w['metadata']['name']}"
 
 
+def helm_release(
+    helm: Path, control_plane: Any, verb: str, release: str, namespace: str, *values: str
+) -> None:
+    """``helm install`` or ``upgrade`` of the chart on the control plane, for real (without
+    its CRDs: the tests apply them), with each of ``values`` given to ``--set``."""
+    done = subprocess.run(
+        [
+            *(str(helm), verb, f"--kubeconfig={control_plane.kubeconfig}", release),
+            *(str(CHART), "--namespace", namespace, "--skip-crds"),
+            *(a for v in values for a in ("--set", v)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def notes(helm: Path, control_plane: Any, *values: str, release: str = "notes") -> str:
     """The chart's NOTES as ``helm install`` prints them (a client-side dry run), with each of
     ``values`` given to ``--set``. The default release is not t1: the RBAC test applies t1's

@@ -25,7 +25,14 @@ import pytest
 
 from tests.nats.test_tls_and_nkeys import pki  # noqa: F401 - the fixture: a CA, 127.0.0.1's cert
 from tests.nats_fixtures import NatsServer, require_nats
-from tests.operator.test_chart import CHART, _render, _template_error, helm, notes  # noqa: F401
+from tests.operator.test_chart import (  # noqa: F401
+    CHART,
+    _render,
+    _template_error,
+    helm,
+    helm_release,
+    notes,
+)
 from tests.operator.test_workflowrun import CRDS
 from tests.servers import free_port
 from wayline.errors import WorldUnavailableError
@@ -50,6 +57,13 @@ COMBINATIONS: dict[str, tuple[str, ...]] = {
         "operator.replicas=2",
     ),
     "cluster-wide-operator-2-replicas": ("operator.clusterWide=true", "operator.replicas=2"),
+    "console": ("console.enabled=true",),
+    "console-own-token-over-tls": (
+        "console.enabled=true",
+        "console.auth.secret=wl-console",
+        "console.readOnly=false",
+        "nats.tls.secret=wl-nats-tls",
+    ),
 }
 
 
@@ -568,16 +582,7 @@ def test_the_generated_credentials_are_kept_across_upgrades(
     assert control_plane.kubectl("create", "namespace", namespace).returncode == 0
 
     def helm_run(verb: str, *values: str) -> None:
-        done = subprocess.run(
-            [
-                *(str(helm), verb, f"--kubeconfig={control_plane.kubeconfig}", "creds"),
-                *(str(CHART), "--namespace", namespace, "--skip-crds", *_values(*values)),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
+        helm_release(helm, control_plane, verb, "creds", namespace, WORKERS, *values)
 
     def stored() -> tuple[dict[str, str], str]:
         got = control_plane.kubectl(

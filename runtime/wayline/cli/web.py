@@ -73,9 +73,13 @@ async def cmd_console(args: argparse.Namespace) -> int:
         ) from None
     token = read_token(args.token_file)
     secrets = webhook_secrets()
+    if args.reads_need_token and token is None:
+        raise UsageError("--reads-need-token needs --token-file (the token reads then need)")
     sock = _bind(args.host, args.port)
-    url = absolute_world_url(args.world)
-    async with opened_world(args.world, create=False) as world:
+    async with opened_world(args.world, create=False, wait_seconds=args.wait_seconds) as world:
+        # the world's own URL hides a password the given one may hold (a pod's NATS URL
+        # does): the console shows it on every page and prints it to the log
+        url = world.url or absolute_world_url(args.world)
         closing = asyncio.Event()
         app = create_app(
             Client(world),
@@ -86,9 +90,13 @@ async def cmd_console(args: argparse.Namespace) -> int:
             schedules_file=Path(args.schedules_file),
             allowed_hosts=allowed_hosts(args.host, args.allowed_host),
             webhook_secrets=secrets,
+            read_only=args.read_only,
+            reads_need_token=args.reads_need_token,
         )
         host, port = sock.getsockname()[:2]
-        mode = "actions need the token" if token else "read-only"
+        mode = "read-only" if token is None or args.read_only else "actions need the token"
+        if args.reads_need_token:
+            mode += ", reads need the token"
         print(f"wayline console on http://{host}:{port}/ ({mode}), world {url}", file=sys.stderr)
         await serve(app, sock, closing)
     return 0
@@ -119,6 +127,26 @@ def add_console(sub: argparse._SubParsersAction, command: object) -> None:  # ty
         metavar="PATH",
         help="a file holding the bearer token that cancel, terminate, start and hook resumes "
         "need (at least 16 characters); without it the console is read-only",
+    )
+    p.add_argument(
+        "--wait-seconds",
+        type=range_arg(0, 3600),
+        default=0,
+        metavar="N",
+        help="how long a NATS world that cannot be reached yet is tried again (a pod starting "
+        "before its NATS; default 0: fail at once)",
+    )
+    p.add_argument(
+        "--read-only",
+        action="store_true",
+        help="refuse every action (403 READ_ONLY) even with --token-file, whose token then "
+        "serves --reads-need-token alone",
+    )
+    p.add_argument(
+        "--reads-need-token",
+        action="store_true",
+        help="every API request, reads included, needs the --token-file token (401 without "
+        "it); /healthz and the pages' files stay open",
     )
     p.add_argument(
         "--max-body-bytes",

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -46,6 +46,8 @@ def create_app(
     schedules_file: Path | None = None,
     allowed_hosts: Sequence[str] | None = None,
     webhook_secrets: Sequence[str] = (),
+    read_only: bool = False,
+    reads_need_token: bool = False,
 ) -> Starlette:
     """The console's ASGI app over ``client``'s world. Without ``token`` it is read-only:
     every action answers 403 ``READ_ONLY``. ``closing``, once set, ends every live feed (a
@@ -53,7 +55,10 @@ def create_app(
     request whose ``Host`` header names another host is refused (400): reads need no token,
     so a web page a developer visits could otherwise read a console on 127.0.0.1 through a
     name it points there (DNS rebinding). ``webhook_secrets`` verify the signatures of
-    webhook URLs (``wayline._sdk.webhooks``); without them every webhook answers 503."""
+    webhook URLs (``wayline._sdk.webhooks``); without them every webhook answers 503.
+    ``read_only`` refuses actions even with a token;
+    ``reads_need_token`` makes every API request need it. ``/healthz`` is always open: it is
+    what a pod's probes call."""
     console = Console(
         client,
         world_url,
@@ -63,6 +68,8 @@ def create_app(
         max_body_bytes,
         schedules_file,
         tuple(webhook_secrets),
+        read_only,
+        reads_need_token,
     )
     api = console.endpoint
 
@@ -73,8 +80,15 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(document())
 
+    async def healthz(request: Request) -> Response:
+        # the process serves: what a liveness or readiness probe asks; a world that cannot be
+        # reached shows as 503 on the API calls themselves, and restarting the pod would not
+        # bring it back
+        return PlainTextResponse("ok\n")
+
     routes = [
         Route("/", page),
+        Route("/healthz", healthz),
         Route("/runs/{run_id}", page),
         Route("/hooks", page),
         Route("/workers", page),
@@ -97,7 +111,7 @@ def create_app(
         Route("/api/schedules/{name}/resume", api(console.resume_schedule), methods=["POST"]),
         Route("/api/hooks/{token}/resume", api(console.resume_hook), methods=["POST"]),
         # a token may hold a slash: the path convertor takes it whole
-        Route("/hooks/{token:path}/webhook", api(console.webhook), methods=["POST"]),
+        Route("/hooks/{token:path}/webhook", api(console.webhook, signed=True), methods=["POST"]),
     ]
 
     async def http_error(request: Request, exc: Exception) -> Response:

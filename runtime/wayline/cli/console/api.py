@@ -28,6 +28,7 @@ from .errors import ApiError, from_api_error, from_wayline_error
 from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
+    check_bearer,
     check_token,
     decode_cursor,
     encode_cursor,
@@ -40,8 +41,7 @@ from .requests import (
 )
 
 SCAN_LIMIT = 10_000
-"""How many of the newest runs a list page and the counts look at. Pages deeper than that are
-not reached yet: a cursor the world itself answers is the next slice's (docs/console.md)."""
+"""How many of the newest runs the workers page and the live feed look at."""
 
 
 class Reply(JSONResponse):
@@ -69,12 +69,26 @@ class Console:
     max_body_bytes: int = MAX_BODY_BYTES
     schedules_file: Path | None = None
     webhook_secrets: tuple[str, ...] = ()
+    read_only: bool = False
+    reads_need_token: bool = False
 
-    def endpoint(self, handler: Handler) -> Handler:
-        """Bad input and framework refusals become typed error bodies, never a 500."""
+    @property
+    def action_token(self) -> str | None:
+        """The token actions need; None: every action is refused as read-only, which a
+        console given a token for its reads alone (``--read-only``) is too."""
+        return None if self.read_only else self.token
+
+    def endpoint(self, handler: Handler, *, signed: bool = False) -> Handler:
+        """Bad input and framework refusals become typed error bodies, never a 500.
+        ``signed``: the request carries its own credential (a webhook URL's signature), so
+        ``reads_need_token`` does not ask it for the bearer token too."""
 
         async def wrapped(request: Request) -> Response:
             try:
+                if self.reads_need_token and self.token is not None and not signed:
+                    # a console reachable by more than its users (a pod behind a Service)
+                    # shows runs' inputs and results only to whoever holds the token
+                    check_bearer(request, self.token, "this console's API needs its bearer token")
                 return await handler(request)
             except ApiError as err:
                 return from_api_error(err)
@@ -85,23 +99,19 @@ class Console:
 
     # --- reading ------------------------------------------------------------------------
     async def info(self, request: Request) -> Response:
-        return Reply({"readOnly": self.token is None, "world": self.world_url})
+        return Reply({"readOnly": self.action_token is None, "world": self.world_url})
 
     async def list_runs(self, request: Request) -> Response:
         status = status_param(request)
         workflow = request.query_params.get("workflow") or None
+        where = request.query_params.getlist("where") or None
         limit = int_param(request, "limit", 50, 1, 500)
         after = decode_cursor(request)
-        every = await self.client.list_runs(limit=SCAN_LIMIT, workflow=workflow)
-        counts: dict[str, int] = {}
-        for run in every:
-            counts[str(run.status)] = counts.get(str(run.status), 0) + 1
-        chosen = sorted(
-            (r for r in every if status is None or r.status is status),
-            key=lambda r: (-r.created_at, r.run_id),
+        # one more than the page: whether a next page exists, without counting the rest
+        chosen = await self.client.runs_page(
+            after, limit + 1, status=status, where=where, workflow=workflow
         )
-        if after is not None:
-            chosen = [r for r in chosen if (-r.created_at, r.run_id) > (-after[0], after[1])]
+        counts = await self.client.count_runs(where=where, workflow=workflow)
         page = chosen[:limit]
         more = len(chosen) > limit
         cursor = encode_cursor(page[-1].created_at, page[-1].run_id) if more else None
@@ -188,7 +198,7 @@ class Console:
 
     async def _set_suspended(self, request: Request, suspended: bool) -> Response:
         """Suspend or resume a schedule of ``--schedules-file``: ``{name, suspended}``."""
-        check_token(request, self.token)
+        check_token(request, self.action_token)
         name = request.path_params["name"]
         if self.schedules_file is None or not self.schedules_file.exists():
             raise ApiError(404, "SCHEDULE_NOT_FOUND", f"no schedule {name!r}")
@@ -202,7 +212,7 @@ class Console:
 
     # --- acting -------------------------------------------------------------------------
     async def start(self, request: Request) -> Response:
-        check_token(request, self.token)
+        check_token(request, self.action_token)
         body = await json_body(request, self.max_body_bytes)
         workflow = text_field(body, "workflow")
         if not workflow:
@@ -233,14 +243,14 @@ class Console:
         self, request: Request, done: str, stop: Callable[[str, str], Awaitable[bool]]
     ) -> Response:
         """Cancel or terminate: ``{runId, cancelled|terminated}``, false when it had ended."""
-        check_token(request, self.token)
+        check_token(request, self.action_token)
         body = await json_body(request, self.max_body_bytes)
         info = await self._run(request)
         reason = text_field(body, "reason") or f"{done} from the console"
         return Reply({"runId": info.run_id, done: await stop(info.run_id, reason)})
 
     async def resume_hook(self, request: Request) -> Response:
-        check_token(request, self.token)
+        check_token(request, self.action_token)
         body = await json_body(request, self.max_body_bytes)
         if "payload" not in body:
             raise ApiError(400, "BAD_REQUEST", 'the body must be {"payload": <any JSON>}')

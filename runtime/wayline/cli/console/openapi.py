@@ -93,7 +93,9 @@ def document() -> dict[str, Any]:
             "title": "Wayline console API",
             "version": "1",
             "description": "Runs, their events and streams, hooks; actions need the console's "
-            "bearer token (docs/console.md). Every refusal is an Error body with a stable code.",
+            "bearer token, and so does every request to a console started with "
+            "--reads-need-token (docs/console.md). Every refusal is an Error body with a "
+            "stable code.",
         },
         "paths": {
             "/api/info": {
@@ -114,6 +116,13 @@ def document() -> dict[str, Any]:
                             "schema": {"type": "string", "enum": [s.value for s in RunStatus]},
                         },
                         {"name": "workflow", "in": "query", "schema": {"type": "string"}},
+                        {
+                            "name": "where",
+                            "in": "query",
+                            "description": "a search attribute expression (tenant=acme, "
+                            "amount>100); repeated, all of them hold",
+                            "schema": {"type": "string"},
+                        },
                         {
                             "name": "limit",
                             "in": "query",

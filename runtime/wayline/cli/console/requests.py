@@ -75,12 +75,17 @@ def check_token(request: Request, token: str | None) -> None:
         raise ApiError(
             403, "READ_ONLY", "this console is read-only (start it with --token-file to act)"
         )
+    check_bearer(request, token, "an action needs the console's bearer token")
+
+
+def check_bearer(request: Request, token: str, why: str) -> None:
+    """The request's ``Authorization: Bearer`` is ``token``, else 401 ``UNAUTHORIZED``."""
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     # compare_digest: the time taken does not say how much of a guess was right. On bytes,
     # since on text it raises for a character outside ASCII, which a header may well hold.
     guess = given.strip().encode("utf-8", "surrogateescape")
     if scheme.lower() != "bearer" or not hmac.compare_digest(guess, token.encode()):
-        raise ApiError(401, "UNAUTHORIZED", "an action needs the console's bearer token")
+        raise ApiError(401, "UNAUTHORIZED", why)
 
 
 async def raw_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> bytes:

@@ -20,6 +20,16 @@ class HookInfo:
     active: bool
 
 
+ALL = 2**62
+"""A ``limit`` that no world reaches: the whole list."""
+
+
+def past(after: tuple[float, str], run: RunInfo) -> bool:
+    """Whether ``run`` comes after the run at ``after`` in the runs' order (newest first,
+    then by run id)."""
+    return (-run.created_at, run.run_id) > (-after[0], after[1])
+
+
 class EventLog(abc.ABC):
     """Every run's log of events, and the views folded from it (``_core.projections``)."""
 
@@ -89,6 +99,32 @@ class EventLog(abc.ABC):
         """Newest first. ``where``: search attribute expressions that all hold, answered from
         the world's attribute index (``search_attributes.matches`` is the rule); ``since``:
         created at or after this time (epoch seconds)."""
+
+    async def runs_page(
+        self,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        status: RunStatus | None = None,
+        workflow: str | None = None,
+        where: Sequence[Where] = (),
+    ) -> list[RunInfo]:
+        """:meth:`list_runs`' order (newest first, then by run id) from just past ``after``
+        (the ``(created_at, run_id)`` of the last run a page showed): a cursor whose page
+        stays as fast deep in the list as at its head where the world has an index. This
+        default reads the whole filtered list and slices it (the in-memory world's few runs)."""
+        every = await self.list_runs(status=status, workflow=workflow, where=where, limit=ALL)
+        return [r for r in every if after is None or past(after, r)][:limit]
+
+    async def count_runs(
+        self, *, workflow: str | None = None, where: Sequence[Where] = ()
+    ) -> dict[RunStatus, int]:
+        """How many runs have each status (a status none has is left out), over every run,
+        not a page. This default counts the whole list; a world with an index counts there."""
+        counts: dict[RunStatus, int] = {}
+        for run in await self.list_runs(workflow=workflow, where=where, limit=ALL):
+            counts[run.status] = counts.get(run.status, 0) + 1
+        return counts
 
     @abc.abstractmethod
     async def get_hook(self, token: str) -> HookInfo | None:

@@ -18,6 +18,8 @@ CREATE TABLE IF NOT EXISTS runs (
     last_seq INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, created_at);
+-- the runs list's order and its cursor (runs_page): newest first, then by run id
+CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_at, run_id);
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL,
     seq INTEGER NOT NULL,

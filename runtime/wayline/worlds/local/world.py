@@ -374,27 +374,54 @@ class LocalWorld(World):
         where: Sequence[Where] = (),
         since: float | None = None,
     ) -> list[RunInfo]:
-        sql, params = f"SELECT {RUN_SELECT} FROM runs WHERE 1=1", list[Any]()
-        if where:
-            sql, params = attribute_index.query(where, RUN_SELECT)
         if status is RunStatus.CORRUPT:
             every = await self.list_runs(
                 workflow=workflow, limit=1_000_000, where=where, since=since
             )
             return [i for i in every if i.status is RunStatus.CORRUPT][:limit]
-        if status is not None:
-            sql += " AND status = ?"
-            params.append(str(status))
-        if workflow is not None:
-            sql += " AND workflow = ?"
-            params.append(workflow)
+        sql, params = _runs_where(RUN_SELECT, status, workflow, where)
         if since is not None:
             sql += " AND created_at >= ?"
             params.append(since)
+        return self._run_rows(sql, params, limit)
+
+    async def runs_page(
+        self,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        status: RunStatus | None = None,
+        workflow: str | None = None,
+        where: Sequence[Where] = (),
+    ) -> list[RunInfo]:
+        if status is RunStatus.CORRUPT:  # read from each run's log, not its row
+            return await super().runs_page(
+                after=after, limit=limit, status=status, workflow=workflow, where=where
+            )
+        sql, params = _runs_where(RUN_SELECT, status, workflow, where)
+        if after is not None:
+            # keyset: the (created_at, run_id) index walks on from the cursor, so a deep
+            # page reads as few rows as the first one (an OFFSET would read every row before)
+            sql += " AND (runs.created_at < ? OR (runs.created_at = ? AND runs.run_id > ?))"
+            params += [after[0], after[0], after[1]]
+        return self._run_rows(sql, params, limit)
+
+    async def count_runs(
+        self, *, workflow: str | None = None, where: Sequence[Where] = ()
+    ) -> dict[RunStatus, int]:
+        sql, params = _runs_where("status, COUNT(*)", None, workflow, where)
+        counts: dict[RunStatus, int] = {}
+        for status, count in self._read(sql + " GROUP BY status", params):
+            try:
+                counts[RunStatus(status)] = int(count)
+            except ValueError:  # a row written behind the world's back: its log says
+                counts[RunStatus.CORRUPT] = counts.get(RunStatus.CORRUPT, 0) + int(count)
+        return counts
+
+    def _run_rows(self, sql: str, params: list[Any], limit: int) -> list[RunInfo]:
         sql += " ORDER BY created_at DESC, run_id LIMIT ?"
-        params.append(limit)
         out: list[RunInfo] = []
-        for row in self._read(sql, params):
+        for row in self._read(sql, [*params, limit]):
             try:
                 out.append(run_from_row(row))
             except CorruptLogError as err:
@@ -935,3 +962,20 @@ def _decode(raw: bytes) -> dict[str, Any] | None:
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def _runs_where(
+    select: str, status: RunStatus | None, workflow: str | None, where: Sequence[Where]
+) -> tuple[str, list[Any]]:
+    """``SELECT select FROM runs`` narrowed by status, workflow and search attributes (from
+    the attribute index), open to more ``AND`` clauses."""
+    sql, params = f"SELECT {select} FROM runs WHERE 1=1", list[Any]()
+    if where:
+        sql, params = attribute_index.query(where, select)
+    if status is not None:
+        sql += " AND status = ?"
+        params.append(str(status))
+    if workflow is not None:
+        sql += " AND workflow = ?"
+        params.append(workflow)
+    return sql, params

@@ -797,10 +797,12 @@ class EventLog:
         where: Sequence[Where] = (),
         run_ids: Iterable[str] | None = None,
         checked: Callable[[str, Mapping[str, Any] | None], None] | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[RunInfo]:
         """Newest first. ``run_ids``: only those runs (the search attribute index's
         candidates), each judged by its log's summary against ``where``; ``checked`` is told
-        each candidate's attributes as its log has them (None: no such run)."""
+        each candidate's attributes as its log has them (None: no such run); ``after``: only
+        the runs past that ``(created_at, run_id)`` in the order (a page's cursor)."""
         wanted = None if run_ids is None else list(run_ids)
         try:
             if wanted is None:
@@ -840,7 +842,10 @@ class EventLog:
                 continue
             if where and not _search_holds(where, summary.get("attributes")):
                 continue
-            rows.append((float(summary["createdAt"]), str(summary["runId"]), summary, stamp, msg))
+            created, run = float(summary["createdAt"]), str(summary["runId"])
+            if after is not None and (-created, run) <= (-after[0], after[1]):
+                continue
+            rows.append((created, run, summary, stamp, msg))
         rows.sort(key=lambda r: (-r[0], r[1]))
         picked = rows[: max(0, limit)]
         out = list(await asyncio.gather(*(self._run_info(s, t, m) for _, _, s, t, m in picked)))
@@ -849,6 +854,29 @@ class EventLog:
         if workflow is None and status in (None, RunStatus.CORRUPT) and not where:
             out.extend(fenced)
         return out[: max(0, limit)]
+
+    async def count_statuses(self, workflow: str | None) -> dict[RunStatus, int]:
+        """How many runs have each status, from each run's last message (its summary), with
+        no run's log read: what the runs list's counts need. A message that does not read
+        counts as a corrupt run."""
+        try:
+            msgs = await self._last_messages()
+        except WorldUnavailableError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, "counting runs", err) from err
+        counts: dict[RunStatus, int] = {}
+        for msg in msgs:
+            run_id = token_value(msg.subject.rsplit(".", 1)[-1])
+            try:
+                summary, _ = checked_summary(run_id, msg)
+                status = RunStatus(summary["status"]) if summary else None
+            except (entries.Unreadable, ValueError, IndexError, OverflowError):
+                status = RunStatus.CORRUPT if workflow is None else None
+            if status is None or (workflow is not None and summary["workflow"] != workflow):
+                continue
+            counts[status] = counts.get(status, 0) + 1
+        return counts
 
     async def _run_subjects(self) -> list[str]:
         """Every run subject, from the stream's (paged) subject state."""

@@ -697,8 +697,39 @@ class NatsWorld(World):
         where: Sequence[Where] = (),
         since: float | None = None,
     ) -> list[RunInfo]:
+        return await self._list(status, workflow, limit, where, since, None)
+
+    async def runs_page(
+        self,
+        *,
+        after: tuple[float, str] | None,
+        limit: int,
+        status: RunStatus | None = None,
+        workflow: str | None = None,
+        where: Sequence[Where] = (),
+    ) -> list[RunInfo]:
+        # the summaries are filtered past the cursor before any run's log is read, so a deep
+        # page reads as many logs as the first one (the scan of last messages is the same)
+        return await self._list(status, workflow, limit, where, None, after)
+
+    async def count_runs(
+        self, *, workflow: str | None = None, where: Sequence[Where] = ()
+    ) -> dict[RunStatus, int]:
+        if where:  # the attribute index narrows the runs first, as for a list
+            return await super().count_runs(workflow=workflow, where=where)
+        return await self._events().count_statuses(workflow)
+
+    async def _list(
+        self,
+        status: RunStatus | None,
+        workflow: str | None,
+        limit: int,
+        where: Sequence[Where],
+        since: float | None,
+        after: tuple[float, str] | None,
+    ) -> list[RunInfo]:
         if not where:
-            return await self._events().list_runs(status, workflow, limit, since=since)
+            return await self._events().list_runs(status, workflow, limit, since=since, after=after)
         index = self._index()
         # Every "=" names its runs exactly; an order or "!=" names every run holding the key,
         # so it only narrows the candidates when no "=" is given.
@@ -716,7 +747,14 @@ class NatsWorld(World):
                     stale.append(subject)
 
         out = await self._events().list_runs(
-            status, workflow, limit, since=since, where=where, run_ids=run_ids, checked=checked
+            status,
+            workflow,
+            limit,
+            since=since,
+            where=where,
+            run_ids=run_ids,
+            checked=checked,
+            after=after,
         )
         if stale:
             await index.repair(stale, self.now())

@@ -44,41 +44,89 @@ wl.duration = (seconds) => {
   return `${Math.round(seconds / 60)}m`;
 };
 
-// The header: links, and the token that actions need (kept for this tab only).
+// The header: links, and the token that actions need (kept for this tab only). A console whose
+// reads need the token too (a pod's, `--reads-need-token`) answers 401 until one is given:
+// the field then asks for it, and the page is drawn again once it is.
+wl.tokenField = (placeholder, reload) => {
+  const input = document.createElement("input");
+  input.type = "password";
+  input.id = "token";
+  input.placeholder = placeholder;
+  input.value = wl.token();
+  input.addEventListener("change", () => {
+    sessionStorage.setItem("wayline-token", input.value);
+    if (reload) window.location.reload();
+  });
+  return input;
+};
+
 wl.header = async () => {
-  const info = await wl.api("/api/info");
   const header = document.querySelector("header");
   const auth = wl.text("span", null, "auth");
+  header.append(auth);
+  let info;
+  try {
+    info = await wl.api("/api/info");
+  } catch (err) {
+    if (!err.body || !err.body.error || err.body.error.code !== "UNAUTHORIZED") throw err;
+    auth.append(wl.tokenField("bearer token to read", true));
+    const said = "this console needs its bearer token: paste it at the top right";
+    const box = document.getElementById("message");
+    if (box) box.textContent = said;
+    throw new Error(said);
+  }
   if (info.readOnly) {
     auth.append(wl.text("span", "read-only console", "muted"));
   } else {
-    const input = document.createElement("input");
-    input.type = "password";
-    input.id = "token";
-    input.placeholder = "bearer token for actions";
-    input.value = wl.token();
-    input.addEventListener("change", () => sessionStorage.setItem("wayline-token", input.value));
-    auth.append(input);
+    auth.append(wl.tokenField("bearer token for actions", false));
   }
-  header.append(auth);
   wl.readOnly = info.readOnly;
   document.getElementById("world").textContent = info.world;
   return info;
 };
 
-// Calls `reload` now and whenever the change feed says so; a dropped feed reconnects by itself.
+// Calls `reload` now and whenever the change feed says so. The feed is read with fetch rather
+// than EventSource, which cannot send the Authorization header a console whose reads need the
+// token asks for; a dropped feed is opened again after a second.
 wl.live = (query, reload) => {
-  const source = new EventSource("/api/live" + query);
-  let busy = false, again = false;
-  source.addEventListener("change", async () => {
+  let busy = false, again = false, stopped = false;
+  const changed = async () => {
     if (busy) { again = true; return; }
     busy = true;
     try {
       do { again = false; await reload(); } while (again);
     } finally { busy = false; }
-  });
-  window.addEventListener("beforeunload", () => source.close());
-  return source;
+  };
+  const controller = new AbortController();
+  const follow = async () => {
+    while (!stopped) {
+      try {
+        const headers = wl.token() ? { Authorization: "Bearer " + wl.token() } : {};
+        const response = await fetch("/api/live" + query, { headers, signal: controller.signal });
+        if (!response.ok || !response.body) throw new Error(response.statusText);
+        const reader = response.body.getReader();
+        const decoder = new TextDecoder();
+        let buffered = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffered += decoder.decode(value, { stream: true });
+          let end;
+          while ((end = buffered.indexOf("\n\n")) >= 0) {
+            const message = buffered.slice(0, end);
+            buffered = buffered.slice(end + 2);
+            if (message.split("\n").includes("event: change")) changed();
+          }
+        }
+      } catch (err) {
+        if (stopped) return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  };
+  follow();
+  window.addEventListener("beforeunload", () => { stopped = true; controller.abort(); });
+  return { close: () => { stopped = true; controller.abort(); } };
 };
 
 // Draws the page now, whenever the change feed says so and, with `every` (ms), on a timer too
