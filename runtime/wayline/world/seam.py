@@ -363,6 +363,12 @@ class World(abc.ABC):
         wake coming. ``None`` when the world cannot tell (recovery then re-arms every run)."""
         return None
 
+    async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
+        """How many messages of each of ``topics`` are due and not held by a worker (a
+        backlog: what the operator scales a WorkflowWorker's version on). Delayed messages
+        are not counted until they are due. Every topic asked for is in the answer."""
+        raise NotImplementedError(f"{type(self).__name__} does not count ready messages")
+
     # workers -------------------------------------------------------------------------------
     @abc.abstractmethod
     async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
