@@ -628,11 +628,13 @@ def crds() -> dict[str, dict[str, Any]]:
     policy that keeps a run's input."""
     from .peering import peering_crds
     from .schedule_resource import SCHEDULE_PLURAL, schedule_crd_manifest
+    from .worker_resource import WORKER_PLURAL, worker_crd_manifest
 
     return {
         f"{PLURAL}.{GROUP}.json": crd_manifest(),
         f"{HOOK_PLURAL}.{GROUP}.json": hook_crd_manifest(),
         f"{SCHEDULE_PLURAL}.{GROUP}.json": schedule_crd_manifest(),
+        f"{WORKER_PLURAL}.{GROUP}.json": worker_crd_manifest(),
         "kopf-peering.json": peering_crds(),  # for more than one operator replica
         f"{PLURAL}-input-policy.json": input_policy(),  # not a CRD: applied with them
     }
