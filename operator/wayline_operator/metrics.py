@@ -60,6 +60,6 @@ def observed(handler: str) -> Callable[[F], F]:
 WORKER_BACKLOG = gauge(
     "wayline_operator_worker_backlog",
     "Ready messages of a WorkflowWorker's current version (what its replicas follow), by "
-    "namespace, worker and version",
-    ("namespace", "worker", "version"),
+    "namespace and worker",
+    ("namespace", "worker"),
 )

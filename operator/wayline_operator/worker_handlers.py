@@ -132,7 +132,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
     remembered = (rows.get(version) or {}).get("topics") or []
     topics = sorted({*version_topics(served, version, world.now()), *remembered})
     backlog = sum((await world.ready_messages(topics)).values()) if topics else 0
-    WORKER_BACKLOG.labels(namespace, name, version).set(backlog)
+    WORKER_BACKLOG.labels(namespace, name).set(backlog)
     now = world.now()
     todo = plan(
         spec,
@@ -159,6 +159,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
         "readyReplicas": sum(int(r.get("readyReplicas") or 0) for r in todo.rows),
         "pinnedRuns": sum(int(r.get("pinnedRuns") or 0) for r in todo.rows),
         "backlog": backlog,
+        "selector": f"{OWNER_LABEL}={meta['uid']},{VERSION_LABEL}={version}",
         "lastScaleTime": stamp(now) if todo.scaled else status.get("lastScaleTime"),
         "message": None,
         "observedGeneration": generation,

@@ -106,6 +106,9 @@ class WorkflowWorkerStatus(BaseModel):
         default=None, description="Live runs that only an old version serves."
     )
     backlog: int | None = Field(default=None, description="The current version's ready messages.")
+    selector: str | None = Field(
+        default=None, description="The label selector of the current version's pods."
+    )
     lastScaleTime: str | None = Field(default=None, description="When replicas last changed.")
     observedGeneration: int | None = Field(
         default=None, description="The metadata.generation this status was computed for."
