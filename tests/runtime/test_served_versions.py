@@ -42,6 +42,33 @@ async def test_a_workers_version_is_recorded_and_withdrawn(make_world: WorldFact
     assert version_identities(await world.list_served(), world.now()) == {}
 
 
+@wayline.workflow(name="served-versions-held")
+async def served_versions_held(token: str) -> object:
+    await served_versions_step(1)
+    return await wayline.create_hook(token)
+
+
+async def test_a_run_left_by_its_version_names_that_version(make_world: WorldFactory) -> None:
+    """The version's pods went (a retired version: its Deployment deleted, its workers
+    withdrawn on SIGTERM): the run pinned to it says which version served it last."""
+    world = await make_world()
+    client = wayline.Client(world)
+    worker = wayline.Worker(
+        world, [served_versions_held], settings=settings(worker_version="v1"), heartbeat_seconds=0.2
+    )
+    async with worker:
+        run = await client.start(served_versions_held, "served-versions-left")
+
+        async def waiting() -> bool:
+            info = await world.get_run(run.run_id)
+            return info is not None and info.status is wayline.RunStatus.RUNNING
+
+        await wait_for(waiting, timeout=10)
+        assert await client.waiting_for_worker(run.run_id) is None
+    said = await client.waiting_for_worker(run.run_id)
+    assert said is not None and said.endswith("(last served by WorkflowWorker version v1)"), said
+
+
 def _beat(worker: str, until: float, version: str | None) -> dict[str, Any]:
     entry = {"key": "k", "workflow": "w", "identity": "i1", "worker": worker, "liveUntil": until}
     return {**entry, "version": version} if version else entry

@@ -108,6 +108,11 @@ def merge_served(
     version = entry.get("version")
     if isinstance(version, str) and wid in workers:
         versions[wid] = version
+    if not versions and isinstance((stored or {}).get("versions"), Mapping):
+        # No live worker of a version is left (a version retired or scaled away): the last
+        # ones are kept, so a run left waiting can say which version served it
+        # (``waiting_for_worker``); they are not live, so nobody counts them as serving.
+        versions = dict((stored or {})["versions"])
     if versions:
         out["versions"] = versions
     if workers:
@@ -211,8 +216,9 @@ def waiting_for_worker(
     identity = pin.get("identity") if isinstance(pin, Mapping) else None
     revision = pin.get("revision") if isinstance(pin, Mapping) else None
     code = pin.get("codeHash") if isinstance(pin, Mapping) and pin.get("strictIdentity") else None
+    last: set[str] = set()
     for e in served:
-        if float(e.get("liveUntil", 0)) < now or e.get("workflow") != info.workflow:
+        if e.get("workflow") != info.workflow:
             continue
         # A worker consumes its queue's route or, without a queue, the workflow's routes,
         # never both (``routing.served_topics``): a queue worker drives no run started
@@ -225,7 +231,11 @@ def waiting_for_worker(
             continue
         if code is not None and e.get("codeHash") != code:
             continue
-        return None
+        if float(e.get("liveUntil", 0)) >= now:
+            return None
+        versions = e.get("versions")
+        if identity is not None and isinstance(versions, Mapping):
+            last |= {v for v in versions.values() if isinstance(v, str)}
     wanted = f"workflow {info.workflow!r}"
     if identity is not None:
         wanted += f" identity {str(identity)[:12]}"
@@ -235,4 +245,9 @@ def waiting_for_worker(
         wanted += f" code {str(code)[:12]}"
     if queue is not None:
         wanted += f" on queue {queue!r}"
-    return f"waiting_for_worker: no live worker serves {wanted}"
+    said = f"waiting_for_worker: no live worker serves {wanted}"
+    if last:
+        # the pods of these WorkflowWorker versions served it last: one retired, or scaled
+        # away, is what a person looks for (docs/operator.md, "WorkflowWorker")
+        said += f" (last served by WorkflowWorker version {', '.join(sorted(last))})"
+    return said
