@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,9 @@ from typing import Any
 import pytest
 
 import wayline
-from tests.operator.test_workflowrun import CRDS, Cluster, Operator, _kubeconfig_env
+from tests.operator.operated import operated
+from tests.operator.test_workflowrun import CRDS, Cluster
 from tests.runtime.harness import settings, wait_for
-from wayline.worlds.local import LocalWorld
 from wayline_operator.deployments import VERSION_ENV
 
 
@@ -59,30 +58,9 @@ async def cluster(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[Cluster]:
-    namespace = f"w-{uuid.uuid4().hex[:10]}"
-    world: wayline.World
-    if request.param == "local":
-        url = f"sqlite:///{tmp_path / 'wayline.db'}"
-        world = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
-    else:
-        server = request.getfixturevalue("nats_server")
-        url = f"{server.url}?prefix={namespace.replace('-', '')}"
-        world = wayline.open_world(url)
-    monkeypatch.setenv("WAYLINE_WORLD", url)
-    done = control_plane.kubectl("create", "namespace", namespace)
-    assert done.returncode == 0, done.stderr
-    await world.start()
-    env = {
-        **_kubeconfig_env(url, control_plane.kubeconfig),
-        "WAYLINE_OPERATOR_WORKER_SECONDS": "0.3",
-    }
-    operator = Operator(namespace, env, tmp_path / "operator.log")
-    operator.start()
-    try:
-        yield Cluster(control_plane, namespace, world, wayline.Client(world), operator)
-    finally:
-        operator.stop()
-        await world.close()
+    env = {"WAYLINE_OPERATOR_WORKER_SECONDS": "0.3"}
+    async with operated(request, control_plane, tmp_path, monkeypatch, "w", env) as made:
+        yield made
 
 
 def _spec(image: str, **more: Any) -> dict[str, Any]:
