@@ -128,6 +128,9 @@ def worker_crd_manifest() -> dict[str, Any]:
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
     spec = _schema(WorkflowWorkerSpec)
+    # Unknown fields are kept, not pruned, so that the admission policy refuses a typo for
+    # every client (``resource.input_policy``), and the operator too where it is not applied.
+    spec["x-kubernetes-preserve-unknown-fields"] = True
     for field in ("resources", "template"):
         spec["properties"][field] = {
             "type": "object",

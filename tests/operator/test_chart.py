@@ -86,6 +86,8 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
         ("ValidatingAdmissionPolicyBinding", "wayline-workflowhook-fields"),
         ("ValidatingAdmissionPolicy", "wayline-workflowschedule-fields"),
         ("ValidatingAdmissionPolicyBinding", "wayline-workflowschedule-fields"),
+        ("ValidatingAdmissionPolicy", "wayline-workflowworker-fields"),
+        ("ValidatingAdmissionPolicyBinding", "wayline-workflowworker-fields"),
     ]
     assert {"Deployment", "StatefulSet", "ClusterRole", "ServiceAccount"} <= set(kinds)
     worker = next(

@@ -218,3 +218,16 @@ async def test_a_backlog_scales_the_current_version_up_and_drained_down(cluster:
         "PINNED",
         "AGE",
     ]
+
+
+def test_a_misspelt_field_is_refused_naming_it(control_plane: Any, worker_crds: None) -> None:
+    """Pruned, ``minReplica: 3`` ran the default of one replica in silence."""
+    manifest = {
+        "apiVersion": "wayline.dev/v1alpha1",
+        "kind": "WorkflowWorker",
+        "metadata": {"name": "typo", "namespace": "default"},
+        "spec": {"image": "shop:1", "apps": ["shop.flows"], "minReplica": 3},
+    }
+    done = control_plane.kubectl("create", "-f", "-", input=json.dumps(manifest))
+    assert done.returncode != 0
+    assert "unknown field(s) in spec: minReplica" in done.stderr, done.stderr
