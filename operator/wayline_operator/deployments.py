@@ -4,6 +4,8 @@ are in ``kube``)."""
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +17,16 @@ OWNER_LABEL = "wayline.dev/workflowworker"
 may be longer than a label value's 63 characters)."""
 VERSION_LABEL = "wayline.dev/worker-version"
 VERSION_ENV = "WAYLINE_WORKER_VERSION"
+TEMPLATE_ANNOTATION = "wayline.dev/template-hash"
+"""A hash of the pod template the operator last wrote: a change of what is not part of the
+version (resources, probes, volumes) is written over the current version's Deployment, which
+then rolls its pods in place."""
+
+
+def template_hash(made: Mapping[str, Any]) -> str:
+    """The hash of a Deployment's pod template, as ``deployment`` makes it."""
+    text = json.dumps(made["spec"]["template"], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def deployment_name(worker: str, version: str) -> str:
@@ -49,7 +61,7 @@ def deployment(
     container["env"] = [*env, {"name": VERSION_ENV, "value": version}]
     if spec.resources is not None:
         container["resources"] = spec.resources
-    return {
+    made: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {
@@ -78,3 +90,5 @@ def deployment(
             "template": template,
         },
     }
+    made["metadata"]["annotations"] = {TEMPLATE_ANNOTATION: template_hash(made)}
+    return made

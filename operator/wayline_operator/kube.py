@@ -297,6 +297,20 @@ async def scale_deployment(namespace: str, name: str, replicas: int) -> bool:
     return await _unless(404, lambda: _apps().patch_namespaced_deployment(name, namespace, patch))
 
 
+async def replace_template(
+    namespace: str, name: str, template: Mapping[str, Any], digest: str
+) -> bool:
+    """Write ``template`` over the Deployment's pod template (a JSON patch: lists are replaced,
+    not merged, so a variable or volume taken out goes) with its hash; False if it is gone."""
+    from .deployments import TEMPLATE_ANNOTATION
+
+    patch = [
+        {"op": "replace", "path": "/spec/template", "value": dict(template)},
+        {"op": "add", "path": "/metadata/annotations", "value": {TEMPLATE_ANNOTATION: digest}},
+    ]
+    return await _unless(404, lambda: _apps().patch_namespaced_deployment(name, namespace, patch))
+
+
 async def delete_deployment(namespace: str, name: str) -> bool:
     """Delete it (its pods get SIGTERM and drain); False if it was gone."""
     return await _unless(404, lambda: _apps().delete_namespaced_deployment(name, namespace))

@@ -22,7 +22,14 @@ from wayline.world.registry import version_identities, version_topics
 
 from .announce import first_error, post
 from .config import settings
-from .deployments import OWNER_LABEL, VERSION_LABEL, deployment, deployment_name
+from .deployments import (
+    OWNER_LABEL,
+    TEMPLATE_ANNOTATION,
+    VERSION_LABEL,
+    deployment,
+    deployment_name,
+    template_hash,
+)
 from .instance import current
 from .kube import (
     create_deployment,
@@ -30,6 +37,7 @@ from .kube import (
     exists,
     list_deployments,
     patch_status,
+    replace_template,
     scale_deployment,
 )
 from .metrics import WORKER_BACKLOG, observed
@@ -119,9 +127,12 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
     version = version_of(spec)
     items = await list_deployments(namespace, f"{OWNER_LABEL}={meta['uid']}")
     deployed: dict[str, Deployed] = {}
+    written: dict[str, str | None] = {}
     for item in items:
         label = ((item.get("metadata") or {}).get("labels") or {}).get(VERSION_LABEL)
         if isinstance(label, str):
+            annotations = (item.get("metadata") or {}).get("annotations") or {}
+            written[label] = annotations.get(TEMPLATE_ANNOTATION)
             deployed[label] = Deployed(
                 int((item.get("spec") or {}).get("replicas") or 0),
                 int((item.get("status") or {}).get("readyReplicas") or 0),
@@ -151,6 +162,8 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
     if not kept():
         return
     await _carry_out(body, spec, version, todo)
+    if version in deployed:
+        await _roll_in_place(body, spec, version, written.get(version))
     post(body, todo.notices)
     fresh = {
         "current": version,
@@ -178,6 +191,19 @@ async def _carry_out(
         await scale_deployment(namespace, deployment_name(name, old), replicas)
     for old in todo.delete:
         await delete_deployment(namespace, deployment_name(name, old))
+
+
+async def _roll_in_place(
+    body: Mapping[str, Any], spec: WorkflowWorkerSpec, version: str, written: str | None
+) -> None:
+    """The current version's pod template as the spec now makes it, written over its
+    Deployment when it differs (resources, probes, volumes: not part of the version)."""
+    made = deployment(body, spec, version, 0)
+    digest = template_hash(made)
+    if digest != written:
+        meta = body["metadata"]
+        name = deployment_name(str(meta["name"]), version)
+        await replace_template(str(meta["namespace"]), name, made["spec"]["template"], digest)
 
 
 async def _write(

@@ -220,6 +220,31 @@ async def test_a_backlog_scales_the_current_version_up_and_drained_down(cluster:
     ]
 
 
+async def test_a_change_outside_the_version_rolls_the_current_deployment(cluster: Cluster) -> None:
+    """Resources are not part of a version: the same Deployment takes them (its pods roll), and
+    a variable taken out of the template goes (the template is replaced, not merged)."""
+    template = {"spec": {"containers": [{"name": "worker", "env": [{"name": "X", "value": "1"}]}]}}
+    assert (
+        cluster.apply("roll", _spec("shop:1", template=template), kind="WorkflowWorker").returncode
+        == 0
+    )
+    [first] = await _until(cluster, lambda: list(_deployments(cluster).values()) or None)
+    limits = {"limits": {"memory": "300Mi"}}
+    changed = _spec(
+        "shop:1", resources=limits, template={"spec": {"containers": [{"name": "worker"}]}}
+    )
+    assert cluster.apply("roll", changed, kind="WorkflowWorker").returncode == 0
+
+    def rolled() -> dict[str, Any] | None:
+        [only] = list(_deployments(cluster).values())
+        [container] = only["spec"]["template"]["spec"]["containers"]
+        return container if container.get("resources") == limits else None
+
+    container = await _until(cluster, rolled)
+    assert [e["name"] for e in container["env"]] == [VERSION_ENV]
+    assert list(_deployments(cluster)) == [first["metadata"]["name"]]
+
+
 def test_a_misspelt_field_is_refused_naming_it(control_plane: Any, worker_crds: None) -> None:
     """Pruned, ``minReplica: 3`` ran the default of one replica in silence."""
     manifest = {
