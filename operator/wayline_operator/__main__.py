@@ -187,7 +187,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = logging.getLogger("wayline.operator")
     import kopf
 
-    from . import collector, handlers, schedule_handlers  # noqa: F401 - registers the handlers
+    from . import (  # noqa: F401 - registers the handlers
+        collector,
+        handlers,
+        schedule_handlers,
+        worker_handlers,
+    )
     from .instance import Ownership, configure
 
     configure(Ownership(opts.instance, namespaced=bool(opts.namespace)))

@@ -17,7 +17,6 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 import kopf
@@ -25,6 +24,7 @@ import kopf
 from wayline import Worker, open_world
 from wayline.errors import WorldError
 
+from .announce import post
 from .config import settings
 from .inputs import InputNotFound
 from .inputs import resolve as resolve_input
@@ -53,7 +53,7 @@ from .reconcile import (
     WrongNamespace,
 )
 from .resource import GROUP, HOOK_PLURAL, PLURAL, VERSION
-from .status import hook_status, id_in_use_status, invalid_status
+from .status import hook_status, id_in_use_status, invalid_status, seconds_of
 from .ttl import remove
 
 log = logging.getLogger("wayline.operator")
@@ -233,14 +233,8 @@ def _post_events(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
     HTTP retry after a create that did reach etcd cannot make a second Event. One without a
     key goes through kopf's poster."""
     keyed = [n for n in batch if n.key]
-    for notice in batch:
-        if not notice.key:
-            kopf.event(
-                body,  # type: ignore[arg-type]  # a plain mapping is what kopf reads of it
-                type=notice.type,
-                reason=notice.reason,
-                message=notice.message[:1024],
-            )
+    post(body, [n for n in batch if not n.key])
+    for notice in keyed:
         EVENTS.labels(notice.reason).inc()
     if keyed:
         # built now, in the order the log says them (their times too); created in order
@@ -433,7 +427,7 @@ async def _deliver(
         )
 
     namespace = (body.get("metadata") or {}).get("namespace")
-    created = _timestamp((body.get("metadata") or {}).get("creationTimestamp"))
+    created = seconds_of((body.get("metadata") or {}).get("creationTimestamp"))
     try:
         run_id = await _reconciler(memo).deliver(uid, spec, namespace, created)
     except WrongNamespace as err:
@@ -461,16 +455,6 @@ async def _deliver(
     update("delivered", delivered, run_id)
     _post(body, memo, [Notice(NORMAL, "Delivered", delivered)])
     return fresh
-
-
-def _timestamp(value: Any) -> float | None:
-    """A Kubernetes timestamp (``2026-12-06T16:25:38Z``) in seconds; None when it is not one."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _undelivered(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:

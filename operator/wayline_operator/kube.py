@@ -265,3 +265,52 @@ async def create_event(body: Mapping[str, Any]) -> bool:
     sync, a replica taking over, an operator restarted before its status write)."""
     namespace = body["metadata"]["namespace"]
     return await _unless(409, lambda: core().create_namespaced_event(namespace, dict(body)))
+
+
+def _apps() -> Any:
+    import kubernetes
+
+    return kubernetes.client.AppsV1Api(custom_objects().api_client)
+
+
+async def list_deployments(namespace: str, selector: str) -> list[dict[str, Any]]:
+    """The Deployments of ``namespace`` that match the label ``selector``, as plain JSON."""
+
+    def call() -> list[dict[str, Any]]:
+        api = _apps()
+        found = api.list_namespaced_deployment(namespace, label_selector=selector)
+        items: list[dict[str, Any]] = api.api_client.sanitize_for_serialization(found.items)
+        return items
+
+    return await _call(call)
+
+
+async def create_deployment(body: Mapping[str, Any]) -> bool:
+    """Create it; False if it exists already (another look made it)."""
+    namespace = body["metadata"]["namespace"]
+    return await _unless(409, lambda: _apps().create_namespaced_deployment(namespace, dict(body)))
+
+
+async def scale_deployment(namespace: str, name: str, replicas: int) -> bool:
+    """Set its replicas; False if it is gone."""
+    patch = {"spec": {"replicas": replicas}}
+    return await _unless(404, lambda: _apps().patch_namespaced_deployment(name, namespace, patch))
+
+
+async def replace_template(
+    namespace: str, name: str, template: Mapping[str, Any], digest: str
+) -> bool:
+    """Write ``template`` over the Deployment's pod template (a JSON patch: lists are replaced,
+    not merged, so a variable or volume taken out goes) with its hash; False if it is gone."""
+    from .deployments import TEMPLATE_ANNOTATION
+
+    patch = [
+        {"op": "replace", "path": "/spec/template", "value": dict(template)},
+        {"op": "add", "path": "/metadata/annotations", "value": {TEMPLATE_ANNOTATION: digest}},
+    ]
+    return await _unless(404, lambda: _apps().patch_namespaced_deployment(name, namespace, patch))
+
+
+async def delete_deployment(namespace: str, name: str) -> bool:
+    """Delete it (its pods get SIGTERM and drain); False if it was gone."""
+    return await _unless(404, lambda: _apps().delete_namespaced_deployment(name, namespace))

@@ -1,5 +1,6 @@
 """The operator's Prometheus metrics (``--metrics-port``): handler runs (reconciles) by
-handler and result, status patches by handler, and Events posted by reason."""
+handler and result, status patches by handler, Events posted by reason, and each
+WorkflowWorker's backlog (what a KEDA ScaledObject can scale on)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, TypeVar
 
 import kopf
 
-from wayline.metrics import counter
+from wayline.metrics import counter, gauge
 
 RECONCILES = counter(
     "wayline_operator_reconciles",
@@ -54,3 +55,11 @@ def observed(handler: str) -> Callable[[F], F]:
         return run  # type: ignore[return-value]
 
     return wrap
+
+
+WORKER_BACKLOG = gauge(
+    "wayline_operator_worker_backlog",
+    "Ready messages of a WorkflowWorker's current version (what its replicas follow), by "
+    "namespace and worker",
+    ("namespace", "worker"),
+)

@@ -570,6 +570,7 @@ def hook_crd_manifest() -> dict[str, Any]:
 INPUT_POLICY = "wayline-workflowrun-input"
 HOOK_POLICY = "wayline-workflowhook-fields"
 SCHEDULE_POLICY = "wayline-workflowschedule-fields"
+WORKER_POLICY = "wayline-workflowworker-fields"
 
 
 def _unchanged(field: str) -> str:
@@ -603,9 +604,10 @@ def input_policy() -> dict[str, Any]:
     """A run keeps the input it started with, so an edited ``spec.input`` is refused; and a
     spec with a field the resource does not have (a typo: ``inputs``) is refused at its
     creation and at any update, whatever the client; a WorkflowHook's too (``payloads:``
-    would have delivered no payload), and a WorkflowSchedule's (``schedul:`` or ``inputs:``
-    started a schedule without it). A CRD rule can do neither: it cannot read the untyped
-    field (``self.input`` does not compile), nor list a typed object's keys; a
+    would have delivered no payload), a WorkflowSchedule's (``schedul:`` or ``inputs:``
+    started a schedule without it), and a WorkflowWorker's (``minReplica:`` ran its default).
+    A CRD rule can do neither: it cannot read the untyped field (``self.input`` does not
+    compile), nor list a typed object's keys; a
     ValidatingAdmissionPolicy (Kubernetes 1.30+) evaluates the stored object as it is. The
     policies and their bindings as one ``List``, applied with the CRDs."""
     run = [
@@ -628,6 +630,9 @@ def input_policy() -> dict[str, Any]:
     from .schedule_resource import SCHEDULE_PLURAL, WorkflowScheduleSpec
 
     schedule = [_only_known("spec", WorkflowScheduleSpec)]
+    from .worker_resource import WORKER_PLURAL, WorkflowWorkerSpec
+
+    worker = [_only_known("spec", WorkflowWorkerSpec)]
     return {
         "apiVersion": "v1",
         "kind": "List",
@@ -635,6 +640,7 @@ def input_policy() -> dict[str, Any]:
             *_policy(INPUT_POLICY, PLURAL, run),
             *_policy(HOOK_POLICY, HOOK_PLURAL, hook),
             *_policy(SCHEDULE_POLICY, SCHEDULE_PLURAL, schedule),
+            *_policy(WORKER_POLICY, WORKER_PLURAL, worker),
         ],
     }
 
@@ -675,11 +681,13 @@ def crds() -> dict[str, dict[str, Any]]:
     policy that keeps a run's input."""
     from .peering import peering_crds
     from .schedule_resource import SCHEDULE_PLURAL, schedule_crd_manifest
+    from .worker_resource import WORKER_PLURAL, worker_crd_manifest
 
     return {
         f"{PLURAL}.{GROUP}.json": crd_manifest(),
         f"{HOOK_PLURAL}.{GROUP}.json": hook_crd_manifest(),
         f"{SCHEDULE_PLURAL}.{GROUP}.json": schedule_crd_manifest(),
+        f"{WORKER_PLURAL}.{GROUP}.json": worker_crd_manifest(),
         "kopf-peering.json": peering_crds(),  # for more than one operator replica
         f"{PLURAL}-input-policy.json": input_policy(),  # not a CRD: applied with them
     }

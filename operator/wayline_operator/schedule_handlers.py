@@ -21,6 +21,7 @@ import pydantic
 
 from wayline.cron import CronError, parse
 
+from .announce import first_error, post
 from .config import settings
 from .instance import current
 from .kube import (
@@ -33,7 +34,7 @@ from .kube import (
     read_run,
     release_legacy,
 )
-from .metrics import EVENTS, observed
+from .metrics import observed
 from .notices import NORMAL, WARNING, Notice
 from .peering import GATE
 from .periodic import Periodic
@@ -54,17 +55,6 @@ from .status import stamp
 
 log = logging.getLogger("wayline.operator")
 SETTINGS = settings()
-
-
-def _post(body: Mapping[str, Any], batch: Sequence[Notice]) -> None:
-    for notice in batch:
-        kopf.event(
-            body,  # type: ignore[arg-type]  # a plain mapping is what kopf reads of it
-            type=notice.type,
-            reason=notice.reason,
-            message=notice.message[:1024],
-        )
-        EVENTS.labels(notice.reason).inc()
 
 
 def _ready(
@@ -89,13 +79,6 @@ def _ready(
         "observedGeneration": generation,
         "lastTransitionTime": stamp(now) if moved else before.get("lastTransitionTime"),
     }
-
-
-def _first(err: pydantic.ValidationError) -> str:
-    """The first validation error, naming its field (``spec.concurrencyPolicy: ...``)."""
-    first = err.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    return f"spec.{where}: {first['msg']}"
 
 
 async def _write(
@@ -152,10 +135,10 @@ async def tick(body: Mapping[str, Any], kept: Callable[[], bool]) -> None:
         cron = parse(parsed.schedule, parsed.timeZone)
         message = name_problem(str(meta["name"]), now)
     except (pydantic.ValidationError, CronError) as err:
-        message = str(err).splitlines()[0] if isinstance(err, CronError) else _first(err)
+        message = str(err).splitlines()[0] if isinstance(err, CronError) else first_error(err)
     if message is not None:
         if status.get("message") != message:
-            _post(body, [Notice(WARNING, "InvalidSpec", message)])
+            post(body, [Notice(WARNING, "InvalidSpec", message)])
         ready = _ready(status, False, "InvalidSpec", message, now, generation)
         invalid = {"message": message, "conditions": [ready], "nextScheduleTime": None}
         await _write(meta, status, {**invalid, "observedGeneration": generation})
@@ -190,18 +173,18 @@ async def _carry_out(
     creation when the tick's run name is another's WorkflowRun)."""
     for old in todo.cancel:  # Replace: the live run stops (its compensations run) first
         await patch_run(namespace, old, {"spec": {"cancel": True}})
-        _post(body, [Notice(NORMAL, "Replaced", f"cancelled {old}: Replace")])
+        post(body, [Notice(NORMAL, "Replaced", f"cancelled {old}: Replace")])
     for old in todo.delete:
         await delete(namespace, old)
     if todo.skipped is not None:
         if status.get("message") != todo.skipped:
-            _post(body, [Notice(NORMAL, "Skipped", todo.skipped)])
+            post(body, [Notice(NORMAL, "Skipped", todo.skipped)])
         return todo.skipped, todo
     if todo.create is None or not kept():
         return status.get("message"), replace(todo, create=None)
     run = run_name(name, todo.create)
     if await create_run(namespace, run_manifest(body, spec, todo.create)):
-        _post(body, [Notice(NORMAL, "Started", f"started {run} for {stamp(todo.create)}")])
+        post(body, [Notice(NORMAL, "Started", f"started {run} for {stamp(todo.create)}")])
         return f"started {run}", todo
     # AlreadyExists: this tick's run made before (another replica, a restart before the status
     # write), or a WorkflowRun someone else named so, which is not this tick's run to claim
@@ -214,7 +197,7 @@ async def _carry_out(
         "this schedule's (its name is the one the tick's run takes)"
     )
     if status.get("message") != said:
-        _post(body, [Notice(WARNING, "NameTaken", said)])
+        post(body, [Notice(WARNING, "NameTaken", said)])
     return said, replace(todo, create=None)
 
 

@@ -26,6 +26,16 @@ OUTPUT_LIMIT = 64 * 1024
 line), an object in etcd about 1.5 MiB; a larger one is named, not copied."""
 
 
+def seconds_of(value: Any) -> float | None:
+    """A Kubernetes timestamp (``2026-12-06T16:25:38Z``) in seconds; None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def stamp(seconds: float | None) -> str | None:
     if seconds is None:
         return None

@@ -31,11 +31,20 @@ class _Noop:
     def observe(self, amount: float) -> None:
         pass
 
+    def set(self, value: float) -> None:
+        pass
+
 
 def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Any:
     if _prom is None:
         return _Noop()
     return _prom.Counter(name, doc, labels)
+
+
+def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Any:
+    if _prom is None:
+        return _Noop()
+    return _prom.Gauge(name, doc, labels)
 
 
 def histogram(name: str, doc: str, labels: tuple[str, ...] = (), buckets: Any = None) -> Any:

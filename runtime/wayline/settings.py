@@ -154,6 +154,15 @@ class Settings:
     schedule_clock_origin: float = 0.0
     """``WAYLINE_SCHEDULE_CLOCK_ORIGIN``: seconds since the epoch where the fast clock starts."""
 
+    operator_worker_seconds: float = 10.0
+    """``WAYLINE_OPERATOR_WORKER_SECONDS``: how often each WorkflowWorker's versions are looked
+    at (a drained version is deleted, a backlog is scaled for, at most this late)."""
+
+    worker_version: str | None = None
+    """``WAYLINE_WORKER_VERSION``: the WorkflowWorker version a worker belongs to (the operator
+    sets it in the version's pods); its registry entries record it, so the operator learns
+    which definition identities each version serves. None: a worker of no version."""
+
     # Size limits, in bytes of the stored (compact JSON) form, checked before anything is
     # written. A value over ``inline_payload_bytes`` is stored out of line (a JetStream Object
     # Store bucket, a SQLite blob table) and its event carries a reference, so these bound
@@ -235,6 +244,8 @@ class Settings:
             operator_schedule_seconds=_positive(env, "WAYLINE_OPERATOR_SCHEDULE_SECONDS", 10.0),
             schedule_clock_rate=_positive(env, "WAYLINE_SCHEDULE_CLOCK_RATE", 1.0),
             schedule_clock_origin=_float(env, "WAYLINE_SCHEDULE_CLOCK_ORIGIN", 0.0),
+            operator_worker_seconds=_positive(env, "WAYLINE_OPERATOR_WORKER_SECONDS", 10.0),
+            worker_version=(env.get("WAYLINE_WORKER_VERSION") or "").strip() or None,
             max_input_bytes=_size(env, "WAYLINE_MAX_INPUT_BYTES"),
             max_step_args_bytes=_size(env, "WAYLINE_MAX_STEP_ARGS_BYTES"),
             max_result_bytes=_size(env, "WAYLINE_MAX_RESULT_BYTES"),

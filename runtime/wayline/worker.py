@@ -589,6 +589,7 @@ class Worker:
             self.worker_id,
             3 * self.heartbeat_seconds,
             self.world.now(),
+            self.settings.worker_version,
         )
         try:
             await self.world.record_served(entries)

@@ -311,6 +311,9 @@ def release(cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest) ->
         rel.kubectl("apply", "-f", "-", input=json.dumps(claim))
         values: dict[str, Any] = {
             "image": {"repository": IMAGE_REPOSITORY, "tag": IMAGE_TAG},
+            # these tests drive the worker Deployments by name (set image, scale) and wait for
+            # them with helm --wait: the plain Deployments, not WorkflowWorkers' versions
+            "workerResource": "Deployment",
             "operator": {
                 "namespaces": [namespace],
                 "statusIntervalSeconds": 1,

@@ -19,6 +19,9 @@ from tests.operator.conftest import _missing
 from tests.operator.test_workflowrun import APPS, CRDS, Operator, _kubeconfig_env
 from tests.runtime.harness import settings, wait_for
 from wayline.worlds.local import LocalWorld
+from wayline_operator.deployments import deployment
+from wayline_operator.worker_resource import WorkflowWorkerSpec
+from wayline_operator.worker_versions import version_of
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "wayline"
 
@@ -32,12 +35,27 @@ def helm(control_plane: Any) -> Path:
 
 
 def _render(helm: Path, namespace: str, *values: str) -> list[dict[str, Any]]:
+    """The rendered documents; each WorkflowWorker is followed by the Deployment the operator
+    makes of it (``deployments.deployment``, under the resource's own name, so a test finds a
+    worker's pods as it did when the chart rendered Deployments)."""
     args = [str(helm), "template", "t1", str(CHART), "--namespace", namespace, "--include-crds"]
     for v in values:
         args += ["--set", v]
     done = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
+    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    return [made for d in docs for made in (d, *_deployed(d))]
+
+
+def _deployed(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    if doc["kind"] != "WorkflowWorker":
+        return []
+    spec = WorkflowWorkerSpec.model_validate(doc["spec"])  # what the operator accepts
+    body = {"metadata": {**doc["metadata"], "uid": "uid-1"}}
+    made = deployment(body, spec, version_of(spec), spec.minReplicas)
+    made["metadata"]["name"] = doc["metadata"]["name"]
+    made["metadata"]["labels"] = doc["metadata"]["labels"]
+    return [made]
 
 
 def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
@@ -55,7 +73,8 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
         assert (CHART / "crds" / name).read_text() == (CRDS / name).read_text(), name
     docs = _render(helm, "ns1", "workers[0].apps={myapp.flows}")
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds.count("CustomResourceDefinition") == 3  # runs, hooks, schedules (+ kopf's List)
+    assert kinds.count("CustomResourceDefinition") == 4  # runs, hooks, schedules, workers
+    assert kinds.count("WorkflowWorker") == 1
     assert kinds.count("List") == 2  # kopf's peering CRDs; the run input's admission policy
     policy = next(d for d in docs if d["kind"] == "List" and "input" in json.dumps(d))
     # the run's input and spec fields, the hook's and the schedule's spec fields: a policy and
@@ -67,6 +86,8 @@ def test_the_chart_lints_and_carries_the_generated_crds(helm: Path) -> None:
         ("ValidatingAdmissionPolicyBinding", "wayline-workflowhook-fields"),
         ("ValidatingAdmissionPolicy", "wayline-workflowschedule-fields"),
         ("ValidatingAdmissionPolicyBinding", "wayline-workflowschedule-fields"),
+        ("ValidatingAdmissionPolicy", "wayline-workflowworker-fields"),
+        ("ValidatingAdmissionPolicyBinding", "wayline-workflowworker-fields"),
     ]
     assert {"Deployment", "StatefulSet", "ClusterRole", "ServiceAccount"} <= set(kinds)
     worker = next(
@@ -148,8 +169,43 @@ def test_every_pod_is_locked_down_probed_and_budgeted(helm: Path) -> None:
             assert probe["path"] == "/readyz"
             assert "--health-host=$(POD_IP)" in pod["containers"][0]["args"]
         if component in ("worker", "nats"):
-            selector = tuple(sorted(w["spec"]["selector"]["matchLabels"].items()))
-            assert selector in budgets, f"no PodDisruptionBudget for {w['metadata']['name']}"
+            # a budget selects the pods (of every version of a WorkflowWorker)
+            labels = w["spec"]["template"]["metadata"]["labels"].items()
+            budgeted = any(set(b) <= labels for b in budgets)
+            assert budgeted, f"no PodDisruptionBudget for {w['metadata']['name']}"
+
+
+def test_workers_render_as_workflow_workers_or_as_plain_deployments(helm: Path) -> None:
+    """A WorkflowWorker by default; without the operator (or with workerResource Deployment)
+    the Deployment of earlier releases, with the same pod; a KEDA ScaledObject only when
+    asked for, scaling the WorkflowWorker on the operator's backlog metric."""
+    worker = ("workers[0].apps={myapp.flows}", "workers[0].env.TIER=gold")
+    [resource] = [d for d in _render(helm, "ns1", *worker) if d["kind"] == "WorkflowWorker"]
+    assert resource["spec"]["env"] == {"TIER": "gold"}
+    assert (resource["spec"]["minReplicas"], resource["spec"]["maxReplicas"]) == (1, 1)
+    operated = _deployed(resource)[0]["spec"]["template"]
+    for values in (("workerResource=Deployment",), ("operator.enabled=false",)):
+        docs = _render(helm, "ns1", *worker, *values)
+        assert not [d for d in docs if d["kind"] == "WorkflowWorker"]
+        [plain] = [
+            d
+            for d in docs
+            if d["kind"] == "Deployment" and d["metadata"]["name"] == "t1-wayline-worker-default"
+        ]
+        pod = plain["spec"]["template"]["spec"]["containers"][0]
+        mine = operated["spec"]["containers"][0]
+        assert pod["args"] == mine["args"] and pod["image"] == mine["image"]
+        assert pod["env"] == [e for e in mine["env"] if e["name"] != "WAYLINE_WORKER_VERSION"]
+    assert not [d for d in _render(helm, "ns1", *worker) if d["kind"] == "ScaledObject"]
+    [scaled] = [
+        d for d in _render(helm, "ns1", *worker, "keda.enabled=true") if d["kind"] == "ScaledObject"
+    ]
+    assert scaled["spec"]["scaleTargetRef"]["kind"] == "WorkflowWorker"
+    query = scaled["spec"]["triggers"][0]["metadata"]["query"]
+    assert (
+        'wayline_operator_worker_backlog{namespace="ns1",worker="t1-wayline-worker-default"}'
+        in query
+    )
 
 
 def helm_release(

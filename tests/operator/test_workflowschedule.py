@@ -9,7 +9,6 @@ import asyncio
 import json
 import signal
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,11 @@ from typing import Any
 import pytest
 
 import wayline
-from tests.operator.test_workflowrun import APPS, CRDS, Cluster, Operator, _kubeconfig_env
+from tests.operator.operated import operated
+from tests.operator.test_workflowrun import APPS, CRDS, Cluster, Operator
 from tests.runtime import flows
 from tests.runtime.harness import settings, wait_for
 from wayline._core.events import RunStatus
-from wayline.worlds.local import LocalWorld
 
 RATE = 30.0
 SCHEDULE_APPS = [*APPS, flows.sleeper]
@@ -46,32 +45,13 @@ async def cluster(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[Cluster]:
-    namespace = f"s-{uuid.uuid4().hex[:10]}"
-    world: wayline.World
-    if request.param == "local":
-        url = f"sqlite:///{tmp_path / 'wayline.db'}"
-        world = LocalWorld(tmp_path / "wayline.db", poll_interval=0.01)
-    else:
-        server = request.getfixturevalue("nats_server")
-        url = f"{server.url}?prefix={namespace.replace('-', '')}"
-        world = wayline.open_world(url)
-    monkeypatch.setenv("WAYLINE_WORLD", url)
-    done = control_plane.kubectl("create", "namespace", namespace)
-    assert done.returncode == 0, done.stderr
-    await world.start()
     env = {
-        **_kubeconfig_env(url, control_plane.kubeconfig),
         "WAYLINE_OPERATOR_SCHEDULE_SECONDS": "0.3",
         "WAYLINE_SCHEDULE_CLOCK_RATE": str(RATE),
         "WAYLINE_SCHEDULE_CLOCK_ORIGIN": str(time.time()),
     }
-    operator = Operator(namespace, env, tmp_path / "operator.log")
-    operator.start()
-    try:
-        yield Cluster(control_plane, namespace, world, wayline.Client(world), operator)
-    finally:
-        operator.stop()
-        await world.close()
+    async with operated(request, control_plane, tmp_path, monkeypatch, "s", env) as made:
+        yield made
 
 
 def _runs(cluster: Cluster) -> list[dict[str, Any]]:

@@ -215,14 +215,17 @@ tls {
 {{/* The operator's rules on its own resources (a ClusterRole's or each namespace's Role's). */}}
 {{- define "wayline.operatorRules" -}}
 - apiGroups: [wayline.dev]
-  resources: [workflowruns, workflowhooks, workflowschedules]
+  resources: [workflowruns, workflowhooks, workflowschedules, workflowworkers]
   verbs: [get, list, watch, patch, update]
 - apiGroups: [wayline.dev]
   resources: [workflowruns]
   verbs: [create, delete]  # a WorkflowSchedule's runs; spec.ttlSecondsAfterFinished, history
 - apiGroups: [wayline.dev]
-  resources: [workflowruns/status, workflowhooks/status, workflowschedules/status]
+  resources: [workflowruns/status, workflowhooks/status, workflowschedules/status, workflowworkers/status]
   verbs: [get, patch, update]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, create, patch, delete]  # a WorkflowWorker's versions
 - apiGroups: [""]
   resources: [events]
   verbs: [create]

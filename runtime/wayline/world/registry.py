@@ -19,6 +19,7 @@ from typing import Any
 from .._core.definitions import WorkflowDefinition
 from .._core.projections import RunInfo
 from . import entries
+from .routing import FLOW_TOPIC, STEP_TOPIC, pin_of, routed
 
 
 def served_entries(
@@ -27,9 +28,12 @@ def served_entries(
     worker: str,
     live_for: float,
     now: float | None = None,
+    version: str | None = None,
 ) -> list[dict[str, Any]]:
     """``now``: the world's time (``World.now``), which every reader compares with; a
-    worker's own clock minutes off the server's would make it look dead, or alive too long."""
+    worker's own clock minutes off the server's would make it look dead, or alive too long.
+    ``version``: the WorkflowWorker version the worker belongs to (``versions`` of the stored
+    entry maps each live worker to its version)."""
     now = time.time() if now is None else now
     return [
         {
@@ -44,6 +48,7 @@ def served_entries(
             "worker": worker,
             "seenAt": now,
             "liveUntil": now + live_for,
+            **({"version": version} if version else {}),
         }
         for w in workflows
         # one entry per identity it drives: an older one it still serves (a run pinned before
@@ -98,7 +103,18 @@ def merge_served(
             return None
     else:
         workers[wid] = until
-    out = {k: v for k, v in entry.items() if k != "withdrawn"}
+    out = {k: v for k, v in entry.items() if k not in ("withdrawn", "version")}
+    versions = _versions(stored, workers)
+    version = entry.get("version")
+    if isinstance(version, str) and wid in workers:
+        versions[wid] = version
+    if not versions and isinstance((stored or {}).get("versions"), Mapping):
+        # No live worker of a version is left (a version retired or scaled away): the last
+        # ones are kept, so a run left waiting can say which version served it
+        # (``waiting_for_worker``); they are not live, so nobody counts them as serving.
+        versions = dict((stored or {})["versions"])
+    if versions:
+        out["versions"] = versions
     if workers:
         last = max(workers, key=lambda w: workers[w])
         out["worker"], out["liveUntil"] = last, workers[last]
@@ -106,6 +122,68 @@ def merge_served(
         out["liveUntil"] = min(until, now)
     out["workers"] = workers
     return out
+
+
+def _versions(stored: Mapping[str, Any] | None, workers: Mapping[str, float]) -> dict[str, str]:
+    """The stored entry's worker versions, of the workers still live only, so the map stays
+    as small as the live set."""
+    listed = (stored or {}).get("versions")
+    if not isinstance(listed, Mapping):
+        return {}
+    return {w: v for w, v in listed.items() if w in workers and isinstance(v, str)}
+
+
+def _by_version(
+    served: Sequence[Mapping[str, Any]], now: float | None
+) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    """Each entry with each WorkflowWorker version one of its live workers belongs to."""
+    now = time.time() if now is None else now
+    for e in served:
+        workers, versions = e.get("workers"), e.get("versions")
+        if not isinstance(workers, Mapping) or not isinstance(versions, Mapping):
+            continue
+        live = set()
+        for wid, version in versions.items():
+            until = entries.seconds(workers.get(wid))
+            if isinstance(version, str) and until is not None and until >= now:
+                live.add(version)
+        for version in live:
+            yield version, e
+
+
+def version_identities(
+    served: Sequence[Mapping[str, Any]], now: float | None = None
+) -> dict[str, set[str]]:
+    """The definition identities each WorkflowWorker version serves, by version, from the
+    entries' live workers (a version none of whose workers is live is absent)."""
+    out: dict[str, set[str]] = {}
+    for version, e in _by_version(served, now):
+        if isinstance(e.get("identity"), str):
+            out.setdefault(version, set()).add(e["identity"])
+    return out
+
+
+def version_topics(
+    served: Sequence[Mapping[str, Any]], version: str, now: float | None = None
+) -> list[str]:
+    """The topics the live workers of ``version`` consume runs from (``routing``): per
+    definition, the route of its pinned runs and the one of its runs not pinned yet, for flow
+    and step messages; a queue worker's queue routes instead."""
+    topics: set[str] = set()
+    for found, e in _by_version(served, now):
+        if found != version or not isinstance(e.get("workflow"), str):
+            continue
+        queue = e.get("queue") or None
+        record = {
+            "identity": e.get("identity"),
+            "revision": e.get("revision"),
+            "strictIdentity": "codeHash" in e,
+            "codeHash": e.get("codeHash"),
+        }
+        for topic in (FLOW_TOPIC, STEP_TOPIC):
+            topics.add(routed(topic, e["workflow"], queue, pin_of(record)))
+            topics.add(routed(topic, e["workflow"], queue))
+    return sorted(topics)
 
 
 def readable(value: Any) -> dict[str, Any] | None:
@@ -138,8 +216,9 @@ def waiting_for_worker(
     identity = pin.get("identity") if isinstance(pin, Mapping) else None
     revision = pin.get("revision") if isinstance(pin, Mapping) else None
     code = pin.get("codeHash") if isinstance(pin, Mapping) and pin.get("strictIdentity") else None
+    last: set[str] = set()
     for e in served:
-        if float(e.get("liveUntil", 0)) < now or e.get("workflow") != info.workflow:
+        if e.get("workflow") != info.workflow:
             continue
         # A worker consumes its queue's route or, without a queue, the workflow's routes,
         # never both (``routing.served_topics``): a queue worker drives no run started
@@ -152,7 +231,11 @@ def waiting_for_worker(
             continue
         if code is not None and e.get("codeHash") != code:
             continue
-        return None
+        if float(e.get("liveUntil", 0)) >= now:
+            return None
+        versions = e.get("versions")
+        if identity is not None and isinstance(versions, Mapping):
+            last |= {v for v in versions.values() if isinstance(v, str)}
     wanted = f"workflow {info.workflow!r}"
     if identity is not None:
         wanted += f" identity {str(identity)[:12]}"
@@ -162,4 +245,9 @@ def waiting_for_worker(
         wanted += f" code {str(code)[:12]}"
     if queue is not None:
         wanted += f" on queue {queue!r}"
-    return f"waiting_for_worker: no live worker serves {wanted}"
+    said = f"waiting_for_worker: no live worker serves {wanted}"
+    if last:
+        # the pods of these WorkflowWorker versions served it last: one retired, or scaled
+        # away, is what a person looks for (docs/operator.md, "WorkflowWorker")
+        said += f" (last served by WorkflowWorker version {', '.join(sorted(last))})"
+    return said

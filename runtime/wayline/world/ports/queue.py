@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +124,12 @@ class WorkQueue(abc.ABC):
         """The runs that some stored message names (queued, delayed or in flight): each has a
         wake coming. ``None`` when the world cannot tell (recovery then re-arms every run)."""
         return None
+
+    async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
+        """How many messages of each of ``topics`` are due and not held by a worker (a
+        backlog: what the operator scales a WorkflowWorker's version on). Delayed messages
+        are not counted until they are due. Every topic asked for is in the answer."""
+        raise NotImplementedError(f"{type(self).__name__} does not count ready messages")
 
     async def queue_depths(self) -> list[QueueDepth] | None:
         """Every topic with a ready message, by topic. ``None`` when the world cannot tell

@@ -697,6 +697,22 @@ class LocalWorld(World):
         )
         return [QueueDepth(str(r[0]), int(r[1]), float(r[2])) for r in rows]
 
+    async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
+        out = dict.fromkeys(topics, 0)
+        wanted = list(out)
+        for start in range(0, len(wanted), 500):  # under SQLite's bound on parameters
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            # a held message's available_at is its holder's visibility deadline: not counted
+            # until that lapses and it is due again
+            for topic, count in self._read(
+                f"SELECT topic, COUNT(*) FROM messages WHERE topic IN ({marks}) "
+                "AND available_at <= ? GROUP BY topic",
+                (*chunk, clock.now()),
+            ):
+                out[topic] = int(count)
+        return out
+
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         rows = self._read(
             "SELECT message_id, topic, payload, attempts, reason, created_at FROM dead_letters "

@@ -293,6 +293,15 @@ class MemoryWorld(World):
                 found[m.topic] = (count + 1, min(oldest, m.available_at))
         return [QueueDepth(t, n, at) for t, (n, at) in sorted(found.items())]
 
+    async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
+        out = dict.fromkeys(topics, 0)
+        now = clock.now()
+        for m in self.store.messages.values():
+            # a held message's available_at is its visibility deadline (as in ``_claim``)
+            if m.topic in out and m.available_at <= now:
+                out[m.topic] += 1
+        return out
+
     def _wake_all(self) -> None:
         for peer in self._peers():
             for waker in peer._wakers:

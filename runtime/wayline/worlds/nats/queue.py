@@ -741,6 +741,28 @@ class Queue:
             found[topic] = (count + 1, min(oldest, at))
         return [QueueDepth(t, n, at) for t, (n, at) in sorted(found.items())]
 
+    async def ready(self, topic: str) -> int:
+        """The topic's messages never delivered yet (its consumer's ``num_pending``). A topic
+        no worker has consumed has no consumer: every message stored on it counts. Delayed
+        messages are schedules on another subject until they fire, so they are not counted."""
+        import nats.js.errors
+
+        try:
+            try:
+                info = await self._js.consumer_info(
+                    self._stream, consumer_name(topic), timeout=self._timeout
+                )
+                return int(info.num_pending or 0)
+            except nats.js.errors.NotFoundError:
+                stream = await self._js.stream_info(
+                    self._stream, subjects_filter=self._names.target_filter(topic)
+                )
+                return sum((stream.state.subjects or {}).values())
+        except WorldUnavailableError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, f"counting the ready messages of topic {topic!r}", err) from err
+
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:
             return []

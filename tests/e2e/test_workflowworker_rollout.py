@@ -1,0 +1,124 @@
+"""A WorkflowWorker rollout on real pods: runs pinned to version 1 finish on version 1's pods
+while version 2 takes the new runs, no run ever waits for a worker, and version 1's Deployment
+is deleted once its last run has ended. The timeline (versions, replicas, pinned runs) is
+printed for docs/operator.md."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.clusters import say
+from tests.e2e.conftest import Install, Release
+
+FLOWS_V2 = Path(__file__).with_name("flows_v2.py")
+WORKER = "e2e-wayline-worker-default"
+RUNS = 20
+"""Runs pinned to version 1 (the issue asks for 50; 20 keep the test within its budget on a
+two-core machine, and the rule is the same for one run as for fifty)."""
+ROUNDS = 20
+"""``steady`` rounds: about 40 s a run, long enough to outlive version 2's start."""
+
+
+def _worker(release: Release) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(release.kubectl("get", "wfw", WORKER, "-o", "json").stdout)
+    return found
+
+
+def _rows(release: Release) -> dict[str, dict[str, Any]]:
+    status = _worker(release).get("status") or {}
+    return {r["name"]: r for r in status.get("versions") or []}
+
+
+def _until(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(1)
+    raise AssertionError(f"{what}: not within {timeout}s")
+
+
+def _waiting_for_worker(release: Release, names: list[str]) -> list[str]:
+    listed = release.custom.list_namespaced_custom_object(
+        "wayline.dev", "v1alpha1", release.namespace, "workflowruns"
+    )
+    return [
+        item["metadata"]["name"]
+        for item in listed["items"]
+        if item["metadata"]["name"] in names
+        and any(
+            w.get("kind") == "worker" for w in (item.get("status") or {}).get("waitingFor") or []
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "release", [Install(values={"workerResource": "WorkflowWorker"})], indirect=True
+)
+def test_a_rollout_keeps_version_1_until_its_pinned_runs_end(release: Release) -> None:
+    def serving() -> dict[str, Any] | None:
+        rows = list(_rows(release).values())
+        return (
+            rows[0]
+            if len(rows) == 1 and rows[0]["identities"] and rows[0]["readyReplicas"]
+            else None
+        )
+
+    v1 = _until(serving, 240, "version 1 ready")["name"]
+    data = {"data": {"flows_v2.py": FLOWS_V2.read_text()}}
+    release.kubectl("patch", "configmap", "e2e-flows", "--type=merge", "-p", json.dumps(data))
+    old = [f"pinned-{i}" for i in range(RUNS)]
+    for name in old:
+        release.run(name, "steady", ROUNDS)
+    release.wait_phase(old, ("running", "waiting"), timeout=120)
+    apps = {"spec": {"apps": ["examples.orders", "/e2e/flows_v2.py"]}}
+    started = time.monotonic()
+    release.kubectl("patch", "wfw", WORKER, "--type=merge", "-p", json.dumps(apps))
+    timeline: list[tuple[float, list[tuple[str, str, int, int]]]] = []
+    waited: set[str] = set()
+    new: list[str] = []
+    v2 = None
+    while True:
+        rows = _rows(release)
+        snapshot = [
+            (n, r["state"], r.get("pinnedRuns") or 0, r.get("readyReplicas") or 0)
+            for n, r in sorted(rows.items())
+        ]
+        if not timeline or timeline[-1][1] != snapshot:
+            timeline.append((round(time.monotonic() - started, 1), snapshot))
+        waited |= set(_waiting_for_worker(release, old + new))
+        current = next((n for n, r in rows.items() if r["state"] == "Current"), None)
+        if v2 is None and current != v1 and (rows.get(current or "") or {}).get("readyReplicas"):
+            v2 = current
+            new = [f"fresh-{i}" for i in range(3)]
+            for name in new:
+                release.run(name, "steady", 2)
+        if v2 is not None and v1 not in rows:
+            break
+        assert time.monotonic() - started < 360, f"no end to the rollout: {timeline}"
+        time.sleep(1)
+    for t, snapshot in timeline:
+        say(
+            f"  {t:6.1f}s  " + "  ".join(f"{n} {s} pinned={p} ready={r}" for n, s, p, r in snapshot)
+        )
+    assert not waited, f"runs waited for a worker: {sorted(waited)}"
+    finished = release.wait_phase(old, ("completed",), timeout=60)
+    assert {s["output"] for s in finished.values()} == {sum(range(ROUNDS))}  # version 1's code
+    fresh = release.wait_phase(new, ("completed",), timeout=120)
+    # A run started by name is pinned by the first worker that takes it: while version 1's pods
+    # drain they may still take one (said, not asserted: docs/operator.md, "Not yet").
+    on_v2 = sum(s["output"] == 1 + 1000 for s in fresh.values())
+    say(f"  {on_v2} of {len(new)} runs started after the rollout ran version 2's code")
+    assert {s["output"] for s in fresh.values()} <= {1, 1 + 1000}
+    assert any(
+        v1 in [n for n, *_ in snap] and any(p for _, _, p, _ in snap) for _, snap in timeline
+    )
+    deployments = release.kubectl("get", "deployments", "-o", "name").stdout.split()
+    assert f"deployment.apps/{WORKER}-{v1}" not in deployments
+    assert f"deployment.apps/{WORKER}-{v2}" in deployments

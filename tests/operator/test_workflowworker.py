@@ -1,0 +1,258 @@
+"""WorkflowWorker on a real kube-apiserver + etcd, on either world. There is no kubelet here,
+so a version's "pods" are workers in this process started with the version the operator put in
+the Deployment (``WAYLINE_WORKER_VERSION``), as a pod of it would be: what the operator sees of
+them is what real pods write, their registry entries. A rollout keeps the old version's
+Deployment while a run pinned to it lives and deletes it after the run ends; a retired
+version's run is shown as blocked; a backlog scales the current version up and, drained, down."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import wayline
+from tests.operator.operated import operated
+from tests.operator.test_workflowrun import CRDS, Cluster
+from tests.runtime.harness import settings, wait_for
+from wayline_operator.deployments import VERSION_ENV
+
+
+@wayline.step(name="wfw-op-step")
+async def wfw_op_step(n: int) -> int:
+    return n + 1
+
+
+@wayline.workflow(name="wfw-op-held")
+async def wfw_op_held(token: str) -> object:
+    """A run pinned to version 1's definition that lives until its hook is resumed."""
+    await wfw_op_step(1)
+    return await wayline.create_hook(token)
+
+
+@wayline.workflow(name="wfw-op-new")
+async def wfw_op_new(n: int) -> int:
+    """What version 2 serves: another definition, so a run of version 1 is pinned to it."""
+    return await wfw_op_step(n)
+
+
+@pytest.fixture(scope="module")
+def worker_crds(control_plane: Any) -> None:
+    done = control_plane.kubectl("apply", "-f", str(CRDS))
+    assert done.returncode == 0, done.stderr
+    done = control_plane.kubectl(
+        "wait", "--for=condition=Established", "crd/workflowworkers.wayline.dev", "--timeout=30s"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(params=["local", "nats"])
+async def cluster(
+    request: pytest.FixtureRequest,
+    control_plane: Any,
+    worker_crds: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Cluster]:
+    env = {"WAYLINE_OPERATOR_WORKER_SECONDS": "0.3"}
+    async with operated(request, control_plane, tmp_path, monkeypatch, "w", env) as made:
+        yield made
+
+
+def _spec(image: str, **more: Any) -> dict[str, Any]:
+    return {"image": image, "apps": ["shop.flows"], "cooldownSeconds": 0, **more}
+
+
+def _deployments(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    done = cluster.kubectl("get", "deployments", "-o", "json")
+    return {d["metadata"]["name"]: d for d in json.loads(done.stdout)["items"]}
+
+
+def _worker(cluster: Cluster, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(cluster.kubectl("get", "wfw", name, "-o", "json").stdout)
+    return found
+
+
+def _events(cluster: Cluster, name: str) -> list[str]:
+    done = cluster.kubectl(
+        "get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json"
+    )
+    return [e["reason"] for e in json.loads(done.stdout)["items"]]
+
+
+async def _until(cluster: Cluster, check: Any, timeout: float = 30) -> Any:
+    async def once() -> Any:
+        return await asyncio.to_thread(check)
+
+    return await wait_for(once, timeout=timeout, interval=0.3)
+
+
+def _version_of(deployment: dict[str, Any]) -> str:
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    return next(e["value"] for e in container["env"] if e["name"] == VERSION_ENV)
+
+
+def _pod(cluster: Cluster, version: str, flows: list[Any]) -> wayline.Worker:
+    """A worker as a pod of ``version`` runs it."""
+    return wayline.Worker(
+        cluster.world, flows, settings=settings(worker_version=version), heartbeat_seconds=0.2
+    )
+
+
+async def _rolled_out(cluster: Cluster, name: str) -> tuple[str, str]:
+    """Version 1 deployed and serving a live pinned run, then the image changed: (v1, v2)."""
+    assert cluster.apply(name, _spec("shop:1"), kind="WorkflowWorker").returncode == 0
+    [first] = await _until(cluster, lambda: list(_deployments(cluster).values()) or None)
+    return _version_of(first), first["metadata"]["name"]
+
+
+async def test_a_rollout_keeps_the_old_version_until_its_pinned_run_ends(cluster: Cluster) -> None:
+    v1, first = await _rolled_out(cluster, "shop")
+    assert first == f"shop-{v1}"
+    async with _pod(cluster, v1, [wfw_op_held]):
+        run = await cluster.client.start(wfw_op_held, "wfw-op-rollout")
+        await wait_for(lambda: _status_is(cluster, run.run_id, wayline.RunStatus.RUNNING))
+        assert cluster.apply("shop", _spec("shop:2"), kind="WorkflowWorker").returncode == 0
+
+        def both() -> dict[str, dict[str, Any]] | None:
+            found = _deployments(cluster)
+            return found if len(found) == 2 else None
+
+        deployed = await _until(cluster, both)
+        [second] = [d for d in deployed.values() if d["metadata"]["name"] != first]
+        v2 = _version_of(second)
+        async with _pod(cluster, v2, [wfw_op_new]):
+
+            def draining() -> dict[str, Any] | None:
+                rows = {
+                    r["name"]: r for r in _worker(cluster, "shop")["status"].get("versions") or []
+                }
+                old = rows.get(v1)
+                return (
+                    rows if old and old["state"] == "Draining" and old["pinnedRuns"] == 1 else None
+                )
+
+            rows = await _until(cluster, draining)
+            assert rows[v2]["state"] == "Current"
+            await asyncio.sleep(1.0)  # several looks: v1 stays while its run lives
+            assert set(_deployments(cluster)) == {first, f"shop-{v2}"}
+            await cluster.client.resume_hook("wfw-op-rollout", "done")
+            assert await run.result(timeout=30) == "done"
+            # the run ended on version 1's worker; then version 1's Deployment goes
+            await _until(cluster, lambda: set(_deployments(cluster)) == {f"shop-{v2}"} or None)
+
+    def deleted() -> list[str] | None:
+        reasons = _events(cluster, "shop")
+        return reasons if "VersionDeleted" in reasons else None
+
+    reasons = await _until(cluster, deleted)
+    assert {"VersionCreated", "VersionDraining", "VersionDeleted"} <= set(reasons)
+    status = _worker(cluster, "shop")["status"]
+    assert (status["current"], status["versionCount"]) == (v2, 1)
+
+
+async def _status_is(cluster: Cluster, run_id: str, status: wayline.RunStatus) -> bool:
+    info = await cluster.world.get_run(run_id)
+    return info is not None and info.status is status
+
+
+async def test_a_retired_version_is_deleted_and_its_run_shown_blocked(cluster: Cluster) -> None:
+    v1, first = await _rolled_out(cluster, "till")
+    async with _pod(cluster, v1, [wfw_op_held]):
+        run = await cluster.client.start(wfw_op_held, "wfw-op-retired")
+        await wait_for(lambda: _status_is(cluster, run.run_id, wayline.RunStatus.RUNNING))
+        assert cluster.apply("till", _spec("shop:2"), kind="WorkflowWorker").returncode == 0
+        await _until(cluster, lambda: len(_deployments(cluster)) == 2 or None)
+        retired = _spec("shop:2", retire=[v1])
+        assert cluster.apply("till", retired, kind="WorkflowWorker").returncode == 0
+
+        def blocked() -> dict[str, Any] | None:
+            rows = {r["name"]: r for r in _worker(cluster, "till")["status"].get("versions") or []}
+            return rows.get(v1) if (rows.get(v1) or {}).get("state") == "Retired" else None
+
+        row = await _until(cluster, blocked)
+        assert row["blockedRuns"] == [run.run_id] and row["pinnedRuns"] == 1
+        assert first not in _deployments(cluster)
+        assert "VersionRetired" in _events(cluster, "till")
+        await cluster.client.resume_hook("wfw-op-retired", "late")  # its pod still runs here
+        await run.result(timeout=30)
+    # the run ended: the retired version's row goes
+    await _until(cluster, lambda: _worker(cluster, "till")["status"]["versionCount"] == 1 or None)
+
+
+async def test_a_backlog_scales_the_current_version_up_and_drained_down(cluster: Cluster) -> None:
+    spec = _spec("shop:1", minReplicas=0, maxReplicas=3, scaleToZero=True, backlogPerReplica=2)
+    assert cluster.apply("bulk", spec, kind="WorkflowWorker").returncode == 0
+    [first] = await _until(cluster, lambda: list(_deployments(cluster).values()) or None)
+    v1 = _version_of(first)
+    async with _pod(cluster, v1, [wfw_op_new]):  # its topics are learnt, then it stops
+        await _until(
+            cluster, lambda: _worker(cluster, "bulk")["status"]["versions"][0]["topics"] or None
+        )
+    runs = [await cluster.client.start(wfw_op_new, n) for n in range(6)]
+    scaled = await _until(
+        cluster,
+        lambda: _deployments(cluster)[first["metadata"]["name"]]["spec"]["replicas"] == 3 or None,
+    )
+    assert scaled and _worker(cluster, "bulk")["status"]["backlog"] >= 5
+    async with _pod(cluster, v1, [wfw_op_new]):
+        for run in runs:
+            await run.result(timeout=30)
+        await _until(
+            cluster,
+            lambda: (
+                _deployments(cluster)[first["metadata"]["name"]]["spec"]["replicas"] == 0 or None
+            ),
+        )
+    assert "Scaled" in _events(cluster, "bulk")
+    printed = cluster.kubectl("get", "wfw", "bulk").stdout
+    assert printed.split("\n")[0].split() == [
+        "NAME",
+        "CURRENT",
+        "VERSIONS",
+        "READY",
+        "PINNED",
+        "AGE",
+    ]
+
+
+async def test_a_change_outside_the_version_rolls_the_current_deployment(cluster: Cluster) -> None:
+    """Resources are not part of a version: the same Deployment takes them (its pods roll), and
+    a variable taken out of the template goes (the template is replaced, not merged)."""
+    template = {"spec": {"containers": [{"name": "worker", "env": [{"name": "X", "value": "1"}]}]}}
+    assert (
+        cluster.apply("roll", _spec("shop:1", template=template), kind="WorkflowWorker").returncode
+        == 0
+    )
+    [first] = await _until(cluster, lambda: list(_deployments(cluster).values()) or None)
+    limits = {"limits": {"memory": "300Mi"}}
+    changed = _spec(
+        "shop:1", resources=limits, template={"spec": {"containers": [{"name": "worker"}]}}
+    )
+    assert cluster.apply("roll", changed, kind="WorkflowWorker").returncode == 0
+
+    def rolled() -> dict[str, Any] | None:
+        [only] = list(_deployments(cluster).values())
+        [container] = only["spec"]["template"]["spec"]["containers"]
+        return container if container.get("resources") == limits else None
+
+    container = await _until(cluster, rolled)
+    assert [e["name"] for e in container["env"]] == [VERSION_ENV]
+    assert list(_deployments(cluster)) == [first["metadata"]["name"]]
+
+
+def test_a_misspelt_field_is_refused_naming_it(control_plane: Any, worker_crds: None) -> None:
+    """Pruned, ``minReplica: 3`` ran the default of one replica in silence."""
+    manifest = {
+        "apiVersion": "wayline.dev/v1alpha1",
+        "kind": "WorkflowWorker",
+        "metadata": {"name": "typo", "namespace": "default"},
+        "spec": {"image": "shop:1", "apps": ["shop.flows"], "minReplica": 3},
+    }
+    done = control_plane.kubectl("create", "-f", "-", input=json.dumps(manifest))
+    assert done.returncode != 0
+    assert "unknown field(s) in spec: minReplica" in done.stderr, done.stderr
