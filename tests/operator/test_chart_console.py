@@ -67,7 +67,8 @@ def test_the_console_runs_over_the_workers_world_in_a_locked_down_probed_pod(
         assert arg in args, args
     assert "--token-file=/etc/wayline/console/token" in args
     # the same world, credentials and all, as the workers get it; none of it in the args
-    assert container["env"] == [e for e in worker["containers"][0]["env"] if e["name"] != "POD_IP"]
+    own = ("POD_IP", "WAYLINE_WORKER_VERSION")  # a worker pod's own, not the world's
+    assert container["env"] == [e for e in worker["containers"][0]["env"] if e["name"] not in own]
     assert not any("NATS" in a or "nats://" in a for a in args), args
     assert pod["securityContext"] == worker["securityContext"]
     assert container["securityContext"] == worker["containers"][0]["securityContext"]
