@@ -28,6 +28,9 @@ class EventType(StrEnum):
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"
+    RUN_CONTINUED_AS_NEW = "run_continued_as_new"
+    """``wayline.continue_as_new(...)``: the run ended and its next run (``nextRunId``) goes on
+    under the same identity (see ``_engine.continuation``)."""
     RUN_CANCEL_REQUESTED = "run_cancel_requested"
     RUN_COMPENSATING = "run_compensating"
     RUN_COMPENSATION_STUCK = "run_compensation_stuck"
@@ -70,6 +73,8 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    CONTINUED_AS_NEW = "continued_as_new"
+    """Ended by ``wayline.continue_as_new``: its next run carries on (``RunInfo.continued_as``)."""
     CORRUPT = "corrupt"
     """Shown, never stored: the run's log holds an entry that does not decode (CORRUPT_LOG)."""
 
@@ -78,10 +83,17 @@ class RunStatus(StrEnum):
         return self in _TERMINAL_RUN
 
 
-_TERMINAL_RUN = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+_TERMINAL_RUN = frozenset(
+    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.CONTINUED_AS_NEW}
+)
 
 RUN_TERMINAL_EVENTS = frozenset(
-    {EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED}
+    {
+        EventType.RUN_COMPLETED,
+        EventType.RUN_FAILED,
+        EventType.RUN_CANCELLED,
+        EventType.RUN_CONTINUED_AS_NEW,
+    }
 )
 STEP_TERMINAL_EVENTS = frozenset({EventType.STEP_COMPLETED, EventType.STEP_FAILED})
 
@@ -95,6 +107,7 @@ DECISION_EVENTS = frozenset(
         EventType.WAIT_CREATED,
         EventType.CHILD_CREATED,
         EventType.RUN_COMPLETED,
+        EventType.RUN_CONTINUED_AS_NEW,
     }
 )
 
@@ -335,11 +348,13 @@ def apply_transition(
         return (
             RunStatus.COMPENSATING if t is EventType.RUN_COMPENSATION_RESUMED else run_status
         ), None
-    if t is EventType.RUN_COMPLETED:
+    if t in (EventType.RUN_COMPLETED, EventType.RUN_CONTINUED_AS_NEW):
         if _judged(run_status, ends_by) in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
             raise EntityConflictError(
                 f"a compensating run cannot complete{_over(run_status, ends_by)}"
             )
+        if t is EventType.RUN_CONTINUED_AS_NEW:
+            return RunStatus.CONTINUED_AS_NEW, None
         return RunStatus.COMPLETED, None
     if t is EventType.RUN_FAILED:
         return RunStatus.FAILED, None

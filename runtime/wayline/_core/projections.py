@@ -66,6 +66,15 @@ class RunCancelled:
 
 
 @dataclass(frozen=True, slots=True)
+class RunContinuedAsNew:
+    next_run_id: str
+    """The run that goes on under the same identity (``wayline.continue_as_new``)."""
+    next: Mapping[str, Any]
+    """The next run's ``run_created`` data, recorded with the end so that a delivery after a
+    crash creates that run exactly as the first one would have."""
+
+
+@dataclass(frozen=True, slots=True)
 class RunCancelRequested:
     reason: str
 
@@ -281,6 +290,7 @@ Payload = (
     | RunCompleted
     | RunFailed
     | RunCancelled
+    | RunContinuedAsNew
     | RunCancelRequested
     | RunCompensating
     | RunCompensationStuck
@@ -381,6 +391,10 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             return lambda d: RunFailed(dict(d.get("error") or {}))
         case EventType.RUN_CANCELLED:
             return lambda d: RunCancelled(str(d.get("reason", "")), d.get("terminated") is True)
+        case EventType.RUN_CONTINUED_AS_NEW:
+            return lambda d: RunContinuedAsNew(
+                str(d.get("nextRunId")), _mapping(d.get("next")) or {}
+            )
         case EventType.RUN_CANCEL_REQUESTED:
             return lambda d: RunCancelRequested(str(d.get("reason") or ""))
         case EventType.RUN_COMPENSATING:
@@ -476,6 +490,26 @@ class RunInfo:
         found = self.attributes.get("businessId")
         return found if isinstance(found, str) else None
 
+    @property
+    def continued_as(self) -> str | None:
+        """The next run of the chain when this one ended by ``wayline.continue_as_new``."""
+        if self.status is not RunStatus.CONTINUED_AS_NEW or not isinstance(self.output, Mapping):
+            return None
+        found = self.output.get(NEXT_RUN_ID)
+        return found if isinstance(found, str) else None
+
+    @property
+    def continued_from(self) -> str | None:
+        """The run this one continues (``wayline.continue_as_new``), else None."""
+        found = self.attributes.get(CONTINUED_FROM)
+        return found if isinstance(found, str) else None
+
+
+NEXT_RUN_ID = "nextRunId"
+"""The field of a continued run's output (and of its end event) naming its next run."""
+CONTINUED_FROM = "continuedFrom"
+"""The field of a continuing run's ``run_created`` naming the run it continues."""
+
 
 def new_run(event: Event) -> RunInfo:
     """The run view a ``run_created`` event opens."""
@@ -527,6 +561,11 @@ def run_changes(event: Event) -> dict[str, Any]:
         case RunCancelled(reason):
             error = {"code": "RUN_CANCELLED", "message": reason}
             changes.update(status=RunStatus.CANCELLED, ended_at=at, error=error)
+        case RunContinuedAsNew(next_run_id):
+            # the next run's id is kept where a world stores a run's end (its output), so a
+            # handle follows the chain from the run's row alone
+            output = {NEXT_RUN_ID: next_run_id}
+            changes.update(status=RunStatus.CONTINUED_AS_NEW, ended_at=at, output=output)
         case (
             RunCreated()
             | RunCancelRequested()
@@ -873,7 +912,7 @@ class RunView:
                 self.created_at = at
             case RunStarted():
                 self.started_at, self.status = at, "running"
-            case RunCompleted() | RunFailed() | RunCancelled():
+            case RunCompleted() | RunFailed() | RunCancelled() | RunContinuedAsNew():
                 self._end(p, at)
             case (
                 RunCancelRequested()
@@ -925,12 +964,16 @@ class RunView:
             case unknown:
                 assert_never(unknown)
 
-    def _end(self, p: RunCompleted | RunFailed | RunCancelled, at: float) -> None:
+    def _end(
+        self, p: RunCompleted | RunFailed | RunCancelled | RunContinuedAsNew, at: float
+    ) -> None:
         self.ended_at = at
         for hook in self.hooks.values():
             if hook.status == "waiting":
                 hook.status = "disposed"  # an ended run's hooks take no more payloads
-        if isinstance(p, RunCompleted):
+        if isinstance(p, RunContinuedAsNew):
+            self.status = "continued_as_new"
+        elif isinstance(p, RunCompleted):
             self.status = "completed"
         else:
             self.status = "failed" if isinstance(p, RunFailed) else "cancelled"

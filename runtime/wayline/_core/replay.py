@@ -54,6 +54,7 @@ from .projections import (
     RunCompensationResumed,
     RunCompensationStuck,
     RunCompleted,
+    RunContinuedAsNew,
     RunCreated,
     RunFailed,
     RunPaused,
@@ -292,6 +293,8 @@ class Replay:
         """Ids of the waits, hooks and children the log records (as ``_marked``)."""
         self.new_patches: dict[str, NewEvent] = {}
         """Patch markers the log does not have yet: written with the next decision batch."""
+        self.created: Mapping[str, Any] = {}
+        """Everything the run's ``run_created`` records besides its workflow and input."""
         self.search: dict[str, Any] = {}
         """The run's search attributes (stored form), as of the calls made so far."""
         self._attributes_logged: set[int] = set()
@@ -365,7 +368,7 @@ class Replay:
             case RunStarted():
                 self.started_at = event.created_at if self._now_known else None
                 self._start_root()
-            case RunCompleted() | RunFailed() | RunCancelled():
+            case RunCompleted() | RunFailed() | RunCancelled() | RunContinuedAsNew():
                 self.terminal = event
             case RunCancelRequested(reason):
                 self.ending.cancel_requested = True
@@ -763,6 +766,7 @@ class Replay:
 
     def _run_created(self, p: RunCreated) -> None:
         self.input = p.input
+        self.created = p.attributes
         queue = p.attributes.get("queue")
         self.queue = queue if isinstance(queue, str) and queue else None
         namespace = p.attributes.get("namespace")

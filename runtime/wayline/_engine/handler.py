@@ -23,6 +23,7 @@ from opentelemetry import trace
 
 from .. import metrics
 from .._core import limits
+from .._core.continuation import ContinueAsNew
 from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
@@ -57,6 +58,7 @@ from . import child_ids, divergence, handoff, step_slots
 from .buffered_hooks import take_buffered, waiting_hooks
 from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
+from .continuation import continue_as_new, start_next
 from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, report_to_parent, terminal
 from .messages import ACK, FlowMessage, Stats, Verdict, unseen
@@ -544,6 +546,9 @@ class Handler:
         root = replay.root
         assert root is not None
         exc = root.exception()
+        if isinstance(exc, ContinueAsNew):
+            await continue_as_new(self.world, replay, exc)
+            return
         if exc is None:
             try:
                 output = encode(root.result(), what=f"result of workflow {replay.workflow.name!r}")
@@ -588,6 +593,7 @@ async def _ended(world: World, info: RunInfo) -> Verdict:
     ended it may have died before its report reached the parent (or before the parent's
     wake), and a parent that waits on the child has nothing else to wake it."""
     await report_to_parent(world, info)
+    await start_next(world, info)  # a continue whose delivery died before its next run began
     return ACK
 
 

@@ -30,6 +30,7 @@ from .._core.projections import (
     RunCompensationResumed,
     RunCompensationStuck,
     RunCompleted,
+    RunContinuedAsNew,
     RunCreated,
     RunFailed,
     RunPaused,
@@ -232,6 +233,8 @@ class LiveProgress:
             case RunCancelled(reason, terminated):
                 how = "terminated, no compensations ran: " if terminated else ""
                 self._line(at, f"run cancelled ({how}{reason})")
+            case RunContinuedAsNew(next_run_id):
+                self._line(at, f"run continued as new \u2192 {next_run_id}")
             case RunCompensationStuck():
                 self._line(at, phase_text(p))
                 self._more(f"a person decides: {unstick_commands(event.run_id, self.world_url)}")
@@ -389,6 +392,8 @@ def render_show(
     parent = info.attributes.get("parent")
     if isinstance(parent, dict) and parent.get("runId"):
         p(f"parent    {parent['runId']} (as its child {parent.get('cid', '?')})")
+    if info.continued_from is not None:
+        p(f"chain     continued from {info.continued_from}")
     if tl.terminated and info.status is RunStatus.CANCELLED:
         waiting = "terminated: no compensations ran"  # an ended run waits for nothing
     p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))
@@ -512,7 +517,9 @@ def render_show(
         how = " by terminate (no compensations ran)" if tl.terminated else ""
         p(f"  {rel(info.ended_at):>10}  run {info.status}{how}")
     p()
-    if info.status == "completed":
+    if info.continued_as is not None:
+        p(f"chain     continued as new \u2192 {info.continued_as}")
+    elif info.status == "completed":
         p(f"result    {json.dumps(info.output, indent=2, default=str)}")
     elif info.error and info.status is not RunStatus.PAUSED:  # its own line says why
         p(f"error     {fmt_error(info.error)}")
