@@ -45,6 +45,9 @@ class EventType(StrEnum):
     """``wayline.patched(id)`` answered True on new history (seed: Temporal's markers)."""
     ATTRIBUTES_SET = "attributes_set"
     """``wayline.set_attributes(...)``: search attributes set (or, as None, removed)."""
+    HISTORY_LARGE = "history_large"
+    """The run's log passed ``WAYLINE_HISTORY_WARN_EVENTS``: recorded once, as a warning to
+    end it with ``wayline.continue_as_new`` (see ``_engine.history_limits``)."""
     STEP_CREATED = "step_created"
     STEP_STARTED = "step_started"
     STEP_RETRYING = "step_retrying"
@@ -295,6 +298,17 @@ def _pause_transition(run_status: RunStatus, event: NewEvent) -> RunStatus:
     return RunStatus(after) if isinstance(after, str) else RunStatus.RUNNING
 
 
+_RUN_NOTES = frozenset(
+    {
+        EventType.RUN_CANCEL_REQUESTED,
+        EventType.PATCH_MARKED,
+        EventType.ATTRIBUTES_SET,
+        EventType.HISTORY_LARGE,
+    }
+)
+"""Events that change neither the run's status nor an entity's."""
+
+
 def apply_transition(
     run_status: RunStatus | None,
     entity_status: str | None,
@@ -328,7 +342,7 @@ def apply_transition(
         if _judged(run_status, ends_by) not in (None, RunStatus.PENDING):
             raise EntityConflictError(f"run already started{_over(run_status, ends_by)}")
         return RunStatus.RUNNING, None
-    if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED, EventType.ATTRIBUTES_SET):
+    if t in _RUN_NOTES:
         return run_status, None
     if t in (EventType.RUN_PAUSED, EventType.RUN_UNPAUSED):
         return _pause_transition(run_status, event), None

@@ -193,6 +193,14 @@ class AttributesSet:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryLarge:
+    events: int
+    """How many events the log held when the warning was recorded."""
+    threshold: int
+    """``WAYLINE_HISTORY_WARN_EVENTS`` as the worker that recorded it had it."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepCreated:
     step_name: str
     input: Any
@@ -302,6 +310,7 @@ Payload = (
     | RunUnpaused
     | PatchMarked
     | AttributesSet
+    | HistoryLarge
     | StepCreated
     | StepStarted
     | StepRetrying
@@ -377,6 +386,10 @@ def _run_created(d: Data) -> RunCreated:
     return RunCreated(str(d.get("workflow", "")), d.get("input"), rest)
 
 
+def _continued(d: Data) -> RunContinuedAsNew:
+    return RunContinuedAsNew(str(d.get(NEXT_RUN_ID)), _mapping(d.get("next")) or {})
+
+
 def _decoder(t: EventType) -> Callable[[Data], Payload]:
     """How ``data`` of type ``t`` is read. Built into a table once (a ``match`` on enum values
     costs a lookup per case); the ``match`` is what makes mypy check every type is covered."""
@@ -392,9 +405,7 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
         case EventType.RUN_CANCELLED:
             return lambda d: RunCancelled(str(d.get("reason", "")), d.get("terminated") is True)
         case EventType.RUN_CONTINUED_AS_NEW:
-            return lambda d: RunContinuedAsNew(
-                str(d.get("nextRunId")), _mapping(d.get("next")) or {}
-            )
+            return _continued
         case EventType.RUN_CANCEL_REQUESTED:
             return lambda d: RunCancelRequested(str(d.get("reason") or ""))
         case EventType.RUN_COMPENSATING:
@@ -426,6 +437,8 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             return lambda d: PatchMarked(str(d.get("patchId")))
         case EventType.ATTRIBUTES_SET:
             return lambda d: AttributesSet(_mapping(d.get("set")) or {})
+        case EventType.HISTORY_LARGE:
+            return lambda d: HistoryLarge(int(d.get("events") or 0), int(d.get("threshold") or 0))
         case EventType.STEP_CREATED:
             return _step_created
         case EventType.STEP_STARTED:
@@ -584,6 +597,7 @@ def run_changes(event: Event) -> dict[str, Any]:
             | ChildCompleted()
             | PatchMarked()
             | AttributesSet()
+            | HistoryLarge()
         ):
             pass
         case unknown:
@@ -846,6 +860,8 @@ class RunView:
     open: dict[str, str] = field(default_factory=dict)
     """Entities created and not closed, by correlation id: work, hook, timer or child."""
     compensation_resumes: int = 0
+    history_large: HistoryLarge | None = None
+    """The warning that the log grew past ``WAYLINE_HISTORY_WARN_EVENTS``, once recorded."""
     terminated: bool = False
     """The run was ended by ``terminate``: it ended ``cancelled`` without compensations."""
     last_is_input: bool = False
@@ -926,6 +942,8 @@ class RunView:
                 self._phase(p, at)
             case RunBlocked() | RunUnblocked() | PatchMarked() | AttributesSet():
                 pass  # the run view (``run``) has it; the timeline shows it in the header
+            case HistoryLarge():
+                self.history_large = p
             case StepCreated():
                 self._step_created(cid, p, at)
             case StepStarted() | StepRetrying() | StepCompleted() | StepFailed():

@@ -42,6 +42,7 @@ from .projections import (
     AttributesSet,
     ChildCompleted,
     ChildCreated,
+    HistoryLarge,
     HookCreated,
     HookDisposed,
     HookReceived,
@@ -293,6 +294,8 @@ class Replay:
         """Ids of the waits, hooks and children the log records (as ``_marked``)."""
         self.new_patches: dict[str, NewEvent] = {}
         """Patch markers the log does not have yet: written with the next decision batch."""
+        self.history_warned = False
+        """The log records its ``history_large`` warning (see ``_engine.history_limits``)."""
         self.created: Mapping[str, Any] = {}
         """Everything the run's ``run_created`` records besides its workflow and input."""
         self.search: dict[str, Any] = {}
@@ -386,6 +389,8 @@ class Replay:
                 pass  # nothing the workflow sees
             case RunPaused() | RunUnpaused():
                 self.ending.paused = isinstance(p, RunPaused)
+            case HistoryLarge():
+                self.history_warned = True
             case PatchMarked(patch_id):
                 self._marked.add(patch_id)
                 self.new_patches.pop(patch_id, None)

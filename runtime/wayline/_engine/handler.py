@@ -54,7 +54,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
-from . import child_ids, divergence, handoff, step_slots
+from . import child_ids, divergence, handoff, history_limits, step_slots
 from .buffered_hooks import take_buffered, waiting_hooks
 from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
@@ -321,6 +321,8 @@ class Handler:
                 await bodies.drain()
                 await session.catch_up()
                 continue
+            if await history_limits.check(session):
+                return True  # failed: past the limit of one run's log
             closing = handoff.stop_here(self.closing)
             move = next_move(session.replay, closing=closing, now=self.world.now())
             match move:

@@ -16,6 +16,7 @@ from .._core.projections import (
     AttributesSet,
     ChildCompleted,
     ChildCreated,
+    HistoryLarge,
     HookCreated,
     HookDisposed,
     HookReceived,
@@ -288,6 +289,8 @@ class LiveProgress:
                     for k, v in values.items()
                 )
                 self._line(at, f"attributes set: {shown}")
+            case HistoryLarge(events, threshold):
+                self._line(at, f"history large: {events} events (warned at {threshold})")
             case RunBlocked() | RunUnblocked() | StepCreated() | HookDisposed() | PatchMarked():
                 pass
             case unknown:
@@ -392,6 +395,12 @@ def render_show(
     parent = info.attributes.get("parent")
     if isinstance(parent, dict) and parent.get("runId"):
         p(f"parent    {parent['runId']} (as its child {parent.get('cid', '?')})")
+    if tl.history_large is not None:
+        large = tl.history_large
+        p(
+            f"history   large: {large.events} events when warned (at {large.threshold}); "
+            "end it with wayline.continue_as_new"
+        )
     if info.continued_from is not None:
         p(f"chain     continued from {info.continued_from}")
     if tl.terminated and info.status is RunStatus.CANCELLED:
