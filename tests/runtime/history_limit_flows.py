@@ -27,3 +27,12 @@ async def hl_rolling(rounds: int, per_round: int) -> int:
     if rounds > 1:
         wayline.continue_as_new(rounds - 1, per_round)
     return rounds
+
+
+@wayline.workflow(name="hl_sleepy")
+async def hl_sleepy(count: int) -> int:
+    """A step, then a short sleep, ``count`` times: each wake is a delivery of its own."""
+    for i in range(count):
+        await hl_tick(i)
+        await wayline.sleep(0.001)
+    return count

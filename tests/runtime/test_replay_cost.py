@@ -4,6 +4,7 @@ same whether the run has 20 steps or 200 (``bench/long_history.py`` measures the
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from typing import Any
 
@@ -50,3 +51,26 @@ async def test_the_events_read_back_do_not_grow_with_the_log(engine: Engine) -> 
     # what was read back besides the final read above is the same for both runs: the log
     # as the first delivery found it, never the log again per step
     assert read[long.run_id] - long_log <= read[short.run_id] + 5
+
+
+async def test_a_wake_reads_the_log_from_its_first_event_once(engine: Engine) -> None:
+    """A wake after a sleep that follows a step rebuilds its replay (the sleep read time
+    while the step's completion was provisional): the rebuild reads only the events after
+    those the delivery read, not the whole log a second time. The delivery's own read of the
+    log (``read_run``) is made before the replay is built; a whole read made while the replay
+    is built (``Handler._execute``) is a second one."""
+    world = engine.world
+    whole: list[int] = []
+    list_events = world.list_events
+
+    async def list_counted(run_id: str, after_seq: int = 0) -> Any:
+        events = await list_events(run_id, after_seq)
+        if not after_seq and any(f.function == "_execute" for f in inspect.stack()):
+            whole.append(len(events))
+        return events
+
+    async with engine.worker([flows.hl_sleepy]):
+        handle = await engine.client.start(flows.hl_sleepy, 10)
+        world.list_events = list_counted  # type: ignore[method-assign]
+        assert await handle.result(timeout=60) == 10
+    assert whole == []

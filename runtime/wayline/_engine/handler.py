@@ -210,6 +210,7 @@ class Handler:
         with tracer.start_as_current_span("workflow.execute", attributes=attributes) as span:
             defer = True
             replay: Replay | None = None
+            known: list[Event] = []  # the log as last read: a rebuild reads only what follows
             try:
                 while True:
                     if replay is not None:
@@ -218,8 +219,8 @@ class Handler:
                     replay.parent = info.attributes.get("parent")
                     replay.delivery_attempt = delivery.attempt
                     with metrics.timed(metrics.REPLAY_SECONDS):
-                        events = read if read is not None else await self.world.list_events(run_id)
-                        read = None
+                        events = read if read is not None else await _log(self.world, run_id, known)
+                        read, known = None, events
                         if pin is not None and _pinned_elsewhere(pin, events):
                             return Verdict("retry", delay=0.0)  # check the new pin again
                         replay.feed(events)
@@ -579,6 +580,16 @@ def _close_span(span: trace.Span, stats: Stats, delivery: Delivery) -> None:
     span.set_attribute("workflow.inline_ownership.backstop_wakes_armed", stats.backstop_wakes_armed)
     span.set_attribute("workflow.steps.inline", stats.inline_steps)
     span.set_attribute("workflow.replay.rebuilds", stats.rebuilds)
+
+
+async def _log(world: World, run_id: str, known: list[Event]) -> list[Event]:
+    """The run's log, reading only what came after ``known``, the log as this delivery read it
+    before a rebuild: a log only grows, so what was read is still its head. A rebuild comes
+    on nearly every wake of a run that reads time while a step's completion is provisional
+    (a sleep after a step): reading the whole log again made each wake read it twice."""
+    if not known:
+        return await world.list_events(run_id)
+    return [*known, *await world.list_events(run_id, after_seq=known[-1].seq)]
 
 
 def _pinned_elsewhere(workflow: WorkflowDefinition[..., Any], events: list[Event]) -> bool:
