@@ -297,7 +297,8 @@ class WorkflowRunStatus(BaseModel):
         "divergence; the message says which), paused (by a person or spec.paused, or by a "
         "step out of attempts with on_exhausted=pause; nothing new starts until unpaused), "
         "compensating, compensation_stuck (a person "
-        "decides), completed, failed, cancelled, corrupt (a log entry cannot be read), or "
+        "decides), completed, failed, cancelled, continued_as_new (the run went on in a next "
+        "run: wayline.continue_as_new), corrupt (a log entry cannot be read), or "
         "invalid (the spec started nothing). The run's own status words, as `wayline runs "
         "list`.",
     )

@@ -8,6 +8,7 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 from typing import TYPE_CHECKING
 
 from ._core.concurrency import Limit
+from ._core.continuation import ContinueAsNewError
 from ._core.definitions import StepDefinition, WorkflowDefinition
 from ._core.events import RunStatus
 from ._core.projections import Reversal
@@ -22,6 +23,7 @@ from ._sdk.streams import StreamChunk, StreamClosedError, stream
 from ._sdk.workflow_api import (
     child,
     child_with,
+    continue_as_new,
     create_hook,
     gather,
     now,
@@ -93,6 +95,7 @@ __all__ = [
     "ChildTimeoutError",
     "Client",
     "ConfigurationError",
+    "ContinueAsNewError",
     "CorruptEntryError",
     "CorruptLogError",
     "Duration",
@@ -151,6 +154,7 @@ __all__ = [
     "any",
     "child",
     "child_with",
+    "continue_as_new",
     "create_hook",
     "gather",
     "now",

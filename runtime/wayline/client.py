@@ -84,7 +84,13 @@ class RunHandle(Generic[R]):
     by one, else its run id. ``run_id`` is the run's ``wf_`` id; a handle that
     ``Client.handle`` made from a business id holds that id there until its first call
     resolves it to the newest run of that id, and then stays on that run, as a handle that
-    ``start`` returned does."""
+    ``start`` returned does.
+
+    A run that continues as new (``wayline.continue_as_new``) is one link of a chain:
+    ``first_run_id`` stays the run the handle was made for, while ``run_id`` moves on to the
+    latest run of the chain that ``result`` (or a command) has seen. ``result`` follows the
+    chain to its last run's outcome; ``cancel``, ``terminate``, ``pause`` and ``unpause`` act
+    on the chain's latest run."""
 
     def __init__(
         self,
@@ -98,6 +104,7 @@ class RunHandle(Generic[R]):
         self.client = client
         self.run_id = run_id
         self.id = id or run_id
+        self._first: str | None = run_id if is_run_id(run_id) else None
         self._workflow = workflow
         self._fresh = fresh
         """Just created by ``start``: on a world that hears every end, its first ``result``
@@ -108,6 +115,20 @@ class RunHandle(Generic[R]):
         """The run's id, resolved (once) when the handle was made from a business id."""
         if not is_run_id(self.run_id):
             self.run_id = await self.client.resolve(self.run_id)
+        if self._first is None:
+            self._first = self.run_id
+        return self.run_id
+
+    @property
+    def first_run_id(self) -> str:
+        """The run the handle was made for: the first of its chain that this handle knows
+        (``run_id`` moves on when the run continues as new). A handle made from a business id
+        holds that id here until its first call resolves it."""
+        return self._first or self.run_id
+
+    async def _latest(self) -> str:
+        """The latest run of the chain, which ``run_id`` then names."""
+        self.run_id = await self.client.latest_run(await self._run())
         return self.run_id
 
     async def status(self) -> RunStatus:
@@ -120,24 +141,24 @@ class RunHandle(Generic[R]):
     # method of the same name, for this run.
     async def cancel(self, reason: str = "cancelled") -> bool:
         """:meth:`Client.cancel`: ask the run to stop (compensations run); False if it ended."""
-        return await self.client.cancel(await self._run(), reason)
+        return await self.client.cancel(await self._latest(), reason)
 
     async def terminate(self, reason: str = "terminated") -> bool:
         """:meth:`Client.terminate`: end the run now, without compensations; False if it
         ended."""
-        return await self.client.terminate(await self._run(), reason)
+        return await self.client.terminate(await self._latest(), reason)
 
     async def pause(self, reason: str = "paused") -> bool:
         """:meth:`Client.pause`: start nothing new until unpaused; False if paused already."""
-        return await self.client.pause(await self._run(), reason)
+        return await self.client.pause(await self._latest(), reason)
 
     async def unpause(self, reason: str = "unpaused") -> bool:
         """:meth:`Client.unpause`: let the paused run go on; False if it was not paused."""
-        return await self.client.unpause(await self._run(), reason)
+        return await self.client.unpause(await self._latest(), reason)
 
     async def redrive(self, reason: str = "redriven", *, by: str = "client") -> Redrive:
         """:meth:`Client.redrive`: run this failed run again from its failed step, in place."""
-        return await self.client.redrive(await self._run(), reason, by=by)
+        return await self.client.redrive(await self._latest(), reason, by=by)
 
     async def fork(
         self, from_step: str, *, occurrence: int | None = None, id: str | None = None
@@ -181,28 +202,41 @@ class RunHandle(Generic[R]):
         )
         self._fresh = False
         handled = cancels()  # a cancel the caller caught before it asked does not end the wait
+        followed = False
         while True:
-            ended = self.client.ends.watch(self.run_id)
+            watched, soon = self.run_id, False
+            ended = self.client.ends.watch(watched)
             try:
                 if not unread:  # an end this world appended or read is not read again
                     # polled as cheaply as the world reads a run (on SQLite its row alone,
                     # not the whole log Client.get_run checks)
-                    info = await world.known_end(self.run_id) or await self.client._summary(
-                        self.run_id
-                    )
-                    if info.status.terminal:
+                    info = await world.known_end(watched) or await self._poll(watched, followed)
+                    if info is not None and info.continued_as is not None:
+                        # the chain goes on: its next run's end is the one to wait for
+                        self.run_id, followed = info.continued_as, True
+                        continue
+                    if info is not None and info.status.terminal:
                         return self._outcome(info)
                     if deadline is not None and time.monotonic() >= deadline:
-                        raise ResultTimeoutError(
-                            f"run {self.run_id} still {info.status} after {seconds}s"
-                        )
+                        shown = "not created yet" if info is None else f"still {info.status}"
+                        raise ResultTimeoutError(f"run {watched} {shown} after {seconds}s")
+                    # a next run not created yet is, a moment after its predecessor's end
+                    soon = info is None
                 unread = False
                 stop_if_cancelled(handled)  # a cancel the read swallowed ends the wait all the same
-                wait = pause if deadline is None else min(pause, deadline - time.monotonic())
+                wait = min(pause, _NEXT_RUN_POLL) if soon else pause
+                wait = wait if deadline is None else min(wait, deadline - time.monotonic())
                 await asyncio.wait({ended}, timeout=max(0.0, wait))
             finally:
-                self.client.ends.unwatch(self.run_id, ended)
+                self.client.ends.unwatch(watched, ended)
             pause = min(longest, pause * 1.5)
+
+    async def _poll(self, run_id: str, followed: bool) -> RunInfo | None:
+        """The run's view for ``result``; None for a run of the chain (``followed``) that is
+        not created yet: the end before it names it before its creation is written."""
+        if followed:
+            return await self.client.world.get_run(run_id)
+        return await self.client._summary(run_id)
 
     def _outcome(self, info: RunInfo) -> R:
         if info.status is RunStatus.COMPLETED:
@@ -435,6 +469,8 @@ class Client:
         for _ in range(_FENCE_ROUNDS):
             if generation >= 0:
                 newest = await self.get_run(generation_run_id(id, self.namespace, generation))
+                # A run that continued as new is one whose next generation is due: its chain
+                # is live, and a start here would take the generation its continuation needs.
                 if not (newest.status.terminal and may_start_anew(id_reuse, newest.status)):
                     return await self._existing(newest, start)
             run_id = generation_run_id(id, self.namespace, generation + 1)
@@ -728,9 +764,27 @@ class Client:
         """Ask a run to stop; False when it had already ended. A worker then stops it, runs
         its compensations (if any) and records ``run_cancelled``. Running step bodies are not
         interrupted, but nothing new starts. Asking twice (or concurrently) records one
-        request."""
+        request. A run that continued as new is followed to the latest run of its chain,
+        which is asked (also when it continues while it is asked)."""
         run_id = (await self.get_run(run_id)).run_id
-        return await ask_to_cancel(self.world, run_id, reason, _FENCE_ROUNDS)
+        while True:
+            run_id = await self.latest_run(run_id)
+            if await ask_to_cancel(self.world, run_id, reason, _FENCE_ROUNDS):
+                return True
+            if await self.latest_run(run_id) == run_id:
+                return False
+
+    async def latest_run(self, run_id: str) -> str:
+        """The latest run of ``run_id``'s chain: ``run_id`` itself unless it continued as new
+        (``wayline.continue_as_new``), else its next run's latest, as far as it is created.
+        One read per run of the chain from ``run_id`` on."""
+        for _ in range(_CHAIN_READS):
+            info = await self.world.known_end(run_id) or await self.world.get_run(run_id)
+            following = None if info is None else info.continued_as
+            if following is None or await self.world.get_run(following) is None:
+                return run_id  # the end (or the next run not created yet: its start is due)
+            run_id = following
+        raise WaylineError(f"run {run_id}'s chain is longer than {_CHAIN_READS} runs from here")
 
     async def pause(self, run_id: str, reason: str = "paused", *, by: str = "client") -> bool:
         """Pause a pending or running run: it starts no new step, child, hook or sleep until
@@ -1292,6 +1346,14 @@ class _Start:
     history: tuple[NewEvent, ...] = ()
     """A fork's log after its ``run_created``, appended with it in one write."""
 
+
+_NEXT_RUN_POLL = 0.05
+"""Seconds ``RunHandle.result`` waits before it reads again for the next run of a chain that
+is not created yet (it is, a moment after the end that names it)."""
+
+_CHAIN_READS = 1_000_000
+"""Runs of a chain ``latest_run`` follows before it gives up (a bound, never reached in use:
+a loop in a chain would need a run id that hashes to an older one)."""
 
 _FENCE_ROUNDS = 1000
 """Fenced appends retried on a busy run before giving up (each round reads only the events

@@ -85,6 +85,15 @@ DELIVERY_BUDGET_FAILURES = counter(
     "wayline_delivery_budget_failures",
     "Runs failed because a flow message exceeded WORKFLOW_MAX_QUEUE_DELIVERIES",
 )
+HISTORIES_LARGE = counter(
+    "wayline_histories_large",
+    "Runs whose log passed WAYLINE_HISTORY_WARN_EVENTS (each counted once, when its warning "
+    "event is recorded)",
+)
+HISTORY_LIMIT_FAILURES = counter(
+    "wayline_history_limit_failures",
+    "Runs failed because their log passed WAYLINE_HISTORY_LIMIT_EVENTS",
+)
 REPLAY_SECONDS = histogram(
     "wayline_replay_seconds", "Time to read a run's log and replay it to its suspension"
 )

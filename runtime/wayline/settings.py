@@ -40,6 +40,17 @@ class Settings:
     """``WORKFLOW_MAX_QUEUE_DELIVERIES``: a flow delivery beyond this attempt fails the run
     (``MAX_DELIVERIES_EXCEEDED``) instead of crash-looping forever. 48 as the reference."""
 
+    history_warn_events: int = 10_240
+    """``WAYLINE_HISTORY_WARN_EVENTS``: events in one run's log past which a worker records
+    one ``history_large`` warning event and counts it (``wayline_histories_large``); 0 never
+    warns. 10,240 as Temporal warns: a log that long is read whole on every replay that
+    starts from the log (a worker restart, a rebuild), so it asks for ``continue_as_new``."""
+
+    history_limit_events: int = 51_200
+    """``WAYLINE_HISTORY_LIMIT_EVENTS``: events in one run's log past which a worker fails
+    the run (``HISTORY_LIMIT_EXCEEDED``, naming ``wayline.continue_as_new``); 0 never fails
+    one. 51,200 as Temporal's hard limit: past it, one replay from the log reads tens of MB."""
+
     max_inline_steps: int = 3
     """``WORKFLOW_MAX_INLINE_STEPS``, 1..16: new steps run lazily inline per suspension; the
     rest are created eagerly and queued. 3 as the reference runtime."""
@@ -209,6 +220,8 @@ class Settings:
             lease_seconds=lease,
             max_queue_deliveries=max(1, int(_float(env, "WORKFLOW_MAX_QUEUE_DELIVERIES", 48))),
             max_inline_steps=min(16, max(1, int(_float(env, "WORKFLOW_MAX_INLINE_STEPS", 3)))),
+            history_warn_events=_events(env, "WAYLINE_HISTORY_WARN_EVENTS", 10_240),
+            history_limit_events=_events(env, "WAYLINE_HISTORY_LIMIT_EVENTS", 51_200),
             max_invocation_seconds=_float(env, "WAYLINE_MAX_INVOCATION_SECONDS", 800.0),
             handoff_seconds=_float(env, "WAYLINE_HANDOFF_SECONDS", 0.0) or None,
             visibility_seconds=max(0.5, _float(env, "WAYLINE_VISIBILITY_SECONDS", 30.0)),
@@ -329,6 +342,19 @@ def _whole_or_none(env: Mapping[str, str], name: str, least: int, most: int) -> 
     if raw is None or raw.strip() == "":
         return None
     return _whole(env, name, 0, least, most)
+
+
+def _events(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ConfigurationError(f"{name} must be 0 (off) or a number of events, got {raw!r}")
+    return value
 
 
 def _not_negative(env: Mapping[str, str], name: str, default: float) -> float:

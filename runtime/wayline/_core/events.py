@@ -28,6 +28,9 @@ class EventType(StrEnum):
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"
+    RUN_CONTINUED_AS_NEW = "run_continued_as_new"
+    """``wayline.continue_as_new(...)``: the run ended and its next run (``nextRunId``) goes on
+    under the same identity (see ``_engine.continuation``)."""
     RUN_CANCEL_REQUESTED = "run_cancel_requested"
     RUN_COMPENSATING = "run_compensating"
     RUN_COMPENSATION_STUCK = "run_compensation_stuck"
@@ -45,6 +48,9 @@ class EventType(StrEnum):
     """``wayline.patched(id)`` answered True on new history (seed: Temporal's markers)."""
     ATTRIBUTES_SET = "attributes_set"
     """``wayline.set_attributes(...)``: search attributes set (or, as None, removed)."""
+    HISTORY_LARGE = "history_large"
+    """The run's log passed ``WAYLINE_HISTORY_WARN_EVENTS``: recorded once, as a warning to
+    end it with ``wayline.continue_as_new`` (see ``_engine.history_limits``)."""
     STEP_CREATED = "step_created"
     STEP_STARTED = "step_started"
     STEP_RETRYING = "step_retrying"
@@ -73,6 +79,8 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    CONTINUED_AS_NEW = "continued_as_new"
+    """Ended by ``wayline.continue_as_new``: its next run carries on (``RunInfo.continued_as``)."""
     CORRUPT = "corrupt"
     """Shown, never stored: the run's log holds an entry that does not decode (CORRUPT_LOG)."""
 
@@ -81,10 +89,17 @@ class RunStatus(StrEnum):
         return self in _TERMINAL_RUN
 
 
-_TERMINAL_RUN = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+_TERMINAL_RUN = frozenset(
+    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.CONTINUED_AS_NEW}
+)
 
 RUN_TERMINAL_EVENTS = frozenset(
-    {EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED}
+    {
+        EventType.RUN_COMPLETED,
+        EventType.RUN_FAILED,
+        EventType.RUN_CANCELLED,
+        EventType.RUN_CONTINUED_AS_NEW,
+    }
 )
 STEP_TERMINAL_EVENTS = frozenset({EventType.STEP_COMPLETED, EventType.STEP_FAILED})
 
@@ -98,6 +113,7 @@ DECISION_EVENTS = frozenset(
         EventType.WAIT_CREATED,
         EventType.CHILD_CREATED,
         EventType.RUN_COMPLETED,
+        EventType.RUN_CONTINUED_AS_NEW,
     }
 )
 
@@ -285,6 +301,17 @@ def _pause_transition(run_status: RunStatus, event: NewEvent) -> RunStatus:
     return RunStatus(after) if isinstance(after, str) else RunStatus.RUNNING
 
 
+_RUN_NOTES = frozenset(
+    {
+        EventType.RUN_CANCEL_REQUESTED,
+        EventType.PATCH_MARKED,
+        EventType.ATTRIBUTES_SET,
+        EventType.HISTORY_LARGE,
+    }
+)
+"""Events that change neither the run's status nor an entity's."""
+
+
 def apply_transition(
     run_status: RunStatus | None,
     entity_status: str | None,
@@ -320,7 +347,7 @@ def apply_transition(
         if _judged(run_status, ends_by) not in (None, RunStatus.PENDING):
             raise EntityConflictError(f"run already started{_over(run_status, ends_by)}")
         return RunStatus.RUNNING, None
-    if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED, EventType.ATTRIBUTES_SET):
+    if t in _RUN_NOTES:
         return run_status, None
     if t in (EventType.RUN_PAUSED, EventType.RUN_UNPAUSED):
         return _pause_transition(run_status, event), None
@@ -340,11 +367,13 @@ def apply_transition(
         return (
             RunStatus.COMPENSATING if t is EventType.RUN_COMPENSATION_RESUMED else run_status
         ), None
-    if t is EventType.RUN_COMPLETED:
+    if t in (EventType.RUN_COMPLETED, EventType.RUN_CONTINUED_AS_NEW):
         if _judged(run_status, ends_by) in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
             raise EntityConflictError(
                 f"a compensating run cannot complete{_over(run_status, ends_by)}"
             )
+        if t is EventType.RUN_CONTINUED_AS_NEW:
+            return RunStatus.CONTINUED_AS_NEW, None
         return RunStatus.COMPLETED, None
     if t is EventType.RUN_FAILED:
         return RunStatus.FAILED, None

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .continuation import ContinueAsNew
 from .dispatch import FLOW_TOPIC, STEP_TOPIC, Action, decide, step_dispatch_key
 from .events import EventType, NewEvent
 from .messages import Backstop, StepStart, WaitDue
@@ -86,6 +87,8 @@ def next_move(replay: Replay, *, closing: bool, now: float) -> Move:
     if replay.finished:
         root = replay.root
         failed = root is not None and root.failed()
+        if root is not None and isinstance(root.exception(), ContinueAsNew):
+            return Finish()  # an end the workflow asked for: nothing to reverse
         if failed and (replay.compensation_plan() or replay.pending_children()):
             return Unwind()
         return Finish()

@@ -67,6 +67,15 @@ class RunCancelled:
 
 
 @dataclass(frozen=True, slots=True)
+class RunContinuedAsNew:
+    next_run_id: str
+    """The run that goes on under the same identity (``wayline.continue_as_new``)."""
+    next: Mapping[str, Any]
+    """The next run's ``run_created`` data, recorded with the end so that a delivery after a
+    crash creates that run exactly as the first one would have."""
+
+
+@dataclass(frozen=True, slots=True)
 class RunCancelRequested:
     reason: str
 
@@ -206,6 +215,14 @@ class AttributesSet:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryLarge:
+    events: int
+    """How many events the log held when the warning was recorded."""
+    threshold: int
+    """``WAYLINE_HISTORY_WARN_EVENTS`` as the worker that recorded it had it."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepCreated:
     step_name: str
     input: Any
@@ -303,6 +320,7 @@ Payload = (
     | RunCompleted
     | RunFailed
     | RunCancelled
+    | RunContinuedAsNew
     | RunCancelRequested
     | RunCompensating
     | RunCompensationStuck
@@ -315,6 +333,7 @@ Payload = (
     | RunRedriven
     | PatchMarked
     | AttributesSet
+    | HistoryLarge
     | StepCreated
     | StepStarted
     | StepRetrying
@@ -390,6 +409,10 @@ def _run_created(d: Data) -> RunCreated:
     return RunCreated(str(d.get("workflow", "")), d.get("input"), rest)
 
 
+def _continued(d: Data) -> RunContinuedAsNew:
+    return RunContinuedAsNew(str(d.get(NEXT_RUN_ID)), _mapping(d.get("next")) or {})
+
+
 def _decoder(t: EventType) -> Callable[[Data], Payload]:
     """How ``data`` of type ``t`` is read. Built into a table once (a ``match`` on enum values
     costs a lookup per case); the ``match`` is what makes mypy check every type is covered."""
@@ -404,6 +427,8 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             return lambda d: RunFailed(dict(d.get("error") or {}))
         case EventType.RUN_CANCELLED:
             return lambda d: RunCancelled(str(d.get("reason", "")), d.get("terminated") is True)
+        case EventType.RUN_CONTINUED_AS_NEW:
+            return _continued
         case EventType.RUN_CANCEL_REQUESTED:
             return lambda d: RunCancelRequested(str(d.get("reason") or ""))
         case EventType.RUN_COMPENSATING:
@@ -437,6 +462,8 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             return lambda d: PatchMarked(str(d.get("patchId")))
         case EventType.ATTRIBUTES_SET:
             return lambda d: AttributesSet(_mapping(d.get("set")) or {})
+        case EventType.HISTORY_LARGE:
+            return lambda d: HistoryLarge(int(d.get("events") or 0), int(d.get("threshold") or 0))
         case EventType.STEP_CREATED:
             return _step_created
         case EventType.STEP_STARTED:
@@ -507,6 +534,26 @@ class RunInfo:
         and weight (``StartOptions(priority=, fairness_key=, fairness_weight=)``)."""
         return ordering_of_work.of_record(self.attributes)
 
+    @property
+    def continued_as(self) -> str | None:
+        """The next run of the chain when this one ended by ``wayline.continue_as_new``."""
+        if self.status is not RunStatus.CONTINUED_AS_NEW or not isinstance(self.output, Mapping):
+            return None
+        found = self.output.get(NEXT_RUN_ID)
+        return found if isinstance(found, str) else None
+
+    @property
+    def continued_from(self) -> str | None:
+        """The run this one continues (``wayline.continue_as_new``), else None."""
+        found = self.attributes.get(CONTINUED_FROM)
+        return found if isinstance(found, str) else None
+
+
+NEXT_RUN_ID = "nextRunId"
+"""The field of a continued run's output (and of its end event) naming its next run."""
+CONTINUED_FROM = "continuedFrom"
+"""The field of a continuing run's ``run_created`` naming the run it continues."""
+
 
 def new_run(event: Event) -> RunInfo:
     """The run view a ``run_created`` event opens."""
@@ -560,6 +607,11 @@ def run_changes(event: Event) -> dict[str, Any]:
         case RunCancelled(reason):
             error = {"code": "RUN_CANCELLED", "message": reason}
             changes.update(status=RunStatus.CANCELLED, ended_at=at, error=error)
+        case RunContinuedAsNew(next_run_id):
+            # the next run's id is kept where a world stores a run's end (its output), so a
+            # handle follows the chain from the run's row alone
+            output = {NEXT_RUN_ID: next_run_id}
+            changes.update(status=RunStatus.CONTINUED_AS_NEW, ended_at=at, output=output)
         case (
             RunCreated()
             | RunCancelRequested()
@@ -578,6 +630,7 @@ def run_changes(event: Event) -> dict[str, Any]:
             | ChildCompleted()
             | PatchMarked()
             | AttributesSet()
+            | HistoryLarge()
         ):
             pass
         case unknown:
@@ -844,6 +897,8 @@ class RunView:
     open: dict[str, str] = field(default_factory=dict)
     """Entities created and not closed, by correlation id: work, hook, timer or child."""
     compensation_resumes: int = 0
+    history_large: HistoryLarge | None = None
+    """The warning that the log grew past ``WAYLINE_HISTORY_WARN_EVENTS``, once recorded."""
     terminated: bool = False
     """The run was ended by ``terminate``: it ended ``cancelled`` without compensations."""
     last_is_input: bool = False
@@ -911,7 +966,7 @@ class RunView:
                 self.created_at = at
             case RunStarted():
                 self.started_at, self.status = at, "running"
-            case RunCompleted() | RunFailed() | RunCancelled():
+            case RunCompleted() | RunFailed() | RunCancelled() | RunContinuedAsNew():
                 self._end(p, at)
             case RunRedriven(step_id=step_id):
                 self._redriven(p, at, self.steps.get(step_id))
@@ -927,6 +982,8 @@ class RunView:
                 self._phase(p, at)
             case RunBlocked() | RunUnblocked() | PatchMarked() | AttributesSet():
                 pass  # the run view (``run``) has it; the timeline shows it in the header
+            case HistoryLarge():
+                self.history_large = p
             case StepCreated():
                 self._step_created(cid, p, at)
             case StepStarted() | StepRetrying() | StepCompleted() | StepFailed():
@@ -967,12 +1024,16 @@ class RunView:
             case unknown:
                 assert_never(unknown)
 
-    def _end(self, p: RunCompleted | RunFailed | RunCancelled, at: float) -> None:
+    def _end(
+        self, p: RunCompleted | RunFailed | RunCancelled | RunContinuedAsNew, at: float
+    ) -> None:
         self.ended_at = at
         for hook in self.hooks.values():
             if hook.status == "waiting":
                 hook.status = "disposed"  # an ended run's hooks take no more payloads
-        if isinstance(p, RunCompleted):
+        if isinstance(p, RunContinuedAsNew):
+            self.status = "continued_as_new"
+        elif isinstance(p, RunCompleted):
             self.status = "completed"
         else:
             self.status = "failed" if isinstance(p, RunFailed) else "cancelled"

@@ -42,6 +42,7 @@ from .projections import (
     AttributesSet,
     ChildCompleted,
     ChildCreated,
+    HistoryLarge,
     HookCreated,
     HookDisposed,
     HookReceived,
@@ -54,6 +55,7 @@ from .projections import (
     RunCompensationResumed,
     RunCompensationStuck,
     RunCompleted,
+    RunContinuedAsNew,
     RunCreated,
     RunFailed,
     RunPaused,
@@ -299,6 +301,10 @@ class Replay:
         """Ids of the waits, hooks and children the log records (as ``_marked``)."""
         self.new_patches: dict[str, NewEvent] = {}
         """Patch markers the log does not have yet: written with the next decision batch."""
+        self.history_warned = False
+        """The log records its ``history_large`` warning (see ``_engine.history_limits``)."""
+        self.created: Mapping[str, Any] = {}
+        """Everything the run's ``run_created`` records besides its workflow and input."""
         self.search: dict[str, Any] = {}
         """The run's search attributes (stored form), as of the calls made so far."""
         self._attributes_logged: set[int] = set()
@@ -375,7 +381,7 @@ class Replay:
             case RunStarted():
                 self.started_at = event.created_at if self._now_known else None
                 self._start_root()
-            case RunCompleted() | RunFailed() | RunCancelled():
+            case RunCompleted() | RunFailed() | RunCancelled() | RunContinuedAsNew():
                 self.terminal = event
             case RunRedriven():
                 self.terminal = None  # its failed step, never settled here, runs again
@@ -395,6 +401,8 @@ class Replay:
                 pass  # nothing the workflow sees
             case RunPaused() | RunUnpaused():
                 self.ending.paused = isinstance(p, RunPaused)
+            case HistoryLarge():
+                self.history_warned = True
             case PatchMarked(patch_id):
                 self._marked.add(patch_id)
                 self.new_patches.pop(patch_id, None)
@@ -782,6 +790,7 @@ class Replay:
 
     def _run_created(self, p: RunCreated) -> None:
         self.input = p.input
+        self.created = p.attributes
         queue = p.attributes.get("queue")
         self.queue = queue if isinstance(queue, str) and queue else None
         namespace = p.attributes.get("namespace")

@@ -83,6 +83,8 @@ async def report_to_parent(world: World, info: RunInfo) -> None:
     parent = info.attributes.get("parent")
     if not isinstance(parent, Mapping) or not info.status.terminal:
         return
+    if info.status is RunStatus.CONTINUED_AS_NEW:
+        return  # its next run carries the parent on: the chain's last run reports
     data: dict[str, Any] = {"status": str(info.status), "childRunId": info.run_id}
     if info.status is RunStatus.COMPLETED:
         data["output"] = info.output

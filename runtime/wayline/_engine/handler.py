@@ -23,6 +23,7 @@ from opentelemetry import trace
 
 from .. import metrics
 from .._core import limits
+from .._core.continuation import ContinueAsNew
 from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
@@ -55,10 +56,11 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
-from . import child_ids, divergence, handoff, step_slots
+from . import child_ids, divergence, handoff, history_limits, step_slots
 from .buffered_hooks import take_buffered, waiting_hooks
 from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
+from .continuation import continue_as_new, start_next
 from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, report_to_parent, terminal
 from .messages import ACK, FlowMessage, Stats, Verdict, unseen
@@ -210,6 +212,7 @@ class Handler:
         with tracer.start_as_current_span("workflow.execute", attributes=attributes) as span:
             defer = True
             replay: Replay | None = None
+            known: list[Event] = []  # the log as last read: a rebuild reads only what follows
             try:
                 while True:
                     if replay is not None:
@@ -218,8 +221,8 @@ class Handler:
                     replay.parent = info.attributes.get("parent")
                     replay.delivery_attempt = delivery.attempt
                     with metrics.timed(metrics.REPLAY_SECONDS):
-                        events = read if read is not None else await self.world.list_events(run_id)
-                        read = None
+                        events = read if read is not None else await _log(self.world, run_id, known)
+                        read, known = None, events
                         if pin is not None and _pinned_elsewhere(pin, events):
                             return Verdict("retry", delay=0.0)  # check the new pin again
                         replay.feed(events)
@@ -322,6 +325,8 @@ class Handler:
                 await bodies.drain()
                 await session.catch_up()
                 continue
+            if await history_limits.check(session):
+                return True  # failed: past the limit of one run's log
             closing = handoff.stop_here(self.closing)
             move = next_move(session.replay, closing=closing, now=self.world.now())
             match move:
@@ -547,6 +552,9 @@ class Handler:
         root = replay.root
         assert root is not None
         exc = root.exception()
+        if isinstance(exc, ContinueAsNew):
+            await continue_as_new(self.world, replay, exc)
+            return
         if exc is None:
             try:
                 output = encode(root.result(), what=f"result of workflow {replay.workflow.name!r}")
@@ -577,6 +585,16 @@ def _close_span(span: trace.Span, stats: Stats, delivery: Delivery) -> None:
     span.set_attribute("workflow.replay.rebuilds", stats.rebuilds)
 
 
+async def _log(world: World, run_id: str, known: list[Event]) -> list[Event]:
+    """The run's log, reading only what came after ``known``, the log as this delivery read it
+    before a rebuild: a log only grows, so what was read is still its head. A rebuild comes
+    on nearly every wake of a run that reads time while a step's completion is provisional
+    (a sleep after a step): reading the whole log again made each wake read it twice."""
+    if not known:
+        return await world.list_events(run_id)
+    return [*known, *await world.list_events(run_id, after_seq=known[-1].seq)]
+
+
 def _pinned_elsewhere(workflow: WorkflowDefinition[..., Any], events: list[Event]) -> bool:
     """The run was started meanwhile by a worker whose definition this one does not match."""
     for e in events[:3]:
@@ -591,6 +609,7 @@ async def _ended(world: World, info: RunInfo) -> Verdict:
     ended it may have died before its report reached the parent (or before the parent's
     wake), and a parent that waits on the child has nothing else to wake it."""
     await report_to_parent(world, info)
+    await start_next(world, info)  # a continue whose delivery died before its next run began
     return ACK
 
 

@@ -9,10 +9,11 @@ import inspect
 import uuid
 from collections.abc import Awaitable
 from datetime import UTC, datetime
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, NoReturn, ParamSpec, TypeVar, overload
 
 from typing_extensions import deprecated
 
+from .._core.continuation import ContinueAsNew, ContinueAsNewError
 from .._core.definitions import WorkflowDefinition
 from .._core.futures import WFuture
 from .._core.replay import Replay
@@ -158,6 +159,29 @@ def set_attributes(**values: Any) -> None:
         wayline.set_attributes(tenant=order.tenant, amount=order.total)
     """
     current_replay("set_attributes").set_attributes(values)
+
+
+def continue_as_new(*args: Any, **kwargs: Any) -> NoReturn:
+    """End this run and go on in a fresh run of the same workflow with ``args`` and
+    ``kwargs``, as Temporal's ``continue_as_new``: the run ends ``continued_as_new`` naming
+    its next run, whose log starts empty, so a workflow that loops for ever keeps a bounded
+    log. The next run keeps the run's business id (as its next generation), queue, memo,
+    parent and search attributes; ``RunHandle.result()`` follows the chain to its last run.
+
+    Raises :class:`ContinueAsNewError` while a child run started here is still running (wait
+    for it first: its end would have no run to report to). Hooks still waiting end with the
+    run, and a step started and not awaited is not waited for. Never returns: it raises a
+    signal the engine catches, which an ``except Exception`` does not swallow."""
+    replay = current_replay("continue_as_new")
+    running = [
+        c.cid for c in (*replay.children.values(), *replay.new_children.values()) if not c.done
+    ]
+    if running:
+        raise ContinueAsNewError(
+            f"continue_as_new with child runs still running ({', '.join(sorted(set(running)))}): "
+            "await them (or let them end) first"
+        )
+    raise ContinueAsNew(args, kwargs)
 
 
 def now() -> datetime:

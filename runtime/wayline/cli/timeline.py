@@ -17,6 +17,7 @@ from .._core.projections import (
     AttributesSet,
     ChildCompleted,
     ChildCreated,
+    HistoryLarge,
     HookCreated,
     HookDisposed,
     HookReceived,
@@ -31,6 +32,7 @@ from .._core.projections import (
     RunCompensationResumed,
     RunCompensationStuck,
     RunCompleted,
+    RunContinuedAsNew,
     RunCreated,
     RunFailed,
     RunPaused,
@@ -220,6 +222,8 @@ class LiveProgress:
             case RunCancelled(reason, terminated):
                 how = "terminated, no compensations ran: " if terminated else ""
                 self._line(at, f"run cancelled ({how}{reason})")
+            case RunContinuedAsNew(next_run_id):
+                self._line(at, f"run continued as new \u2192 {next_run_id}")
             case RunCompensationStuck():
                 self._line(at, phase_text(p))
                 self._more(f"a person decides: {unstick_commands(event.run_id, self.world_url)}")
@@ -274,6 +278,8 @@ class LiveProgress:
                     for k, v in values.items()
                 )
                 self._line(at, f"attributes set: {shown}")
+            case HistoryLarge(events, threshold):
+                self._line(at, f"history large: {events} events (warned at {threshold})")
             case RunBlocked() | RunUnblocked() | StepCreated() | HookDisposed() | PatchMarked():
                 pass
             case unknown:
@@ -388,6 +394,14 @@ def render_show(
         )
     for fork in forks:
         p(f"fork      {fork}")
+    if tl.history_large is not None:
+        large = tl.history_large
+        p(
+            f"history   large: {large.events} events when warned (at {large.threshold}); "
+            "end it with wayline.continue_as_new"
+        )
+    if info.continued_from is not None:
+        p(f"chain     continued from {info.continued_from}")
     if tl.terminated and info.status is RunStatus.CANCELLED:
         waiting = "terminated: no compensations ran"  # an ended run waits for nothing
     p(f"status    {info.status}" + (f" ({waiting})" if waiting else ""))
@@ -516,7 +530,9 @@ def render_show(
         how = " by terminate (no compensations ran)" if tl.terminated else ""
         p(f"  {rel(info.ended_at):>10}  run {info.status}{how}")
     p()
-    if info.status == "completed":
+    if info.continued_as is not None:
+        p(f"chain     continued as new \u2192 {info.continued_as}")
+    elif info.status == "completed":
         p(f"result    {json.dumps(info.output, indent=2, default=str)}")
     elif info.error and info.status is not RunStatus.PAUSED:  # its own line says why
         p(f"error     {fmt_error(info.error)}")

@@ -61,7 +61,11 @@ async def newest_generation(
 
 
 def may_start_anew(policy: str, status: RunStatus) -> bool:
-    """Whether ``policy`` starts a new generation after one that ended ``status``."""
+    """Whether ``policy`` starts a new generation after one that ended ``status``. Never
+    after a run that continued as new: its chain goes on in the next generation, which its
+    continuation creates (only in the moment before that creation is it the newest)."""
+    if status is RunStatus.CONTINUED_AS_NEW:
+        return False
     if policy == "allow_duplicate":
         return True
     if policy == "allow_duplicate_failed_only":
