@@ -90,7 +90,7 @@ def waiting_for(
                 "or set spec.compensation.abandon",
             }
         )
-    slot = concurrency_wait(info)
+    slot = limit_wait(info)
     if slot is not None:
         out.append(slot)
     worker = None if slot is not None else worker_wait(info, served, now=now)
@@ -137,13 +137,17 @@ def waiting_for(
     return out
 
 
-def concurrency_wait(info: RunInfo) -> dict[str, Any] | None:
-    """A run blocked on a concurrency slot (``wayline.Limit``): its own (before it starts) or
-    one of its steps' (``name``/``stepId`` say which)."""
+def limit_wait(info: RunInfo) -> dict[str, Any] | None:
+    """A run blocked on a concurrency slot (``wayline.Limit``) or on a rate limit's next token
+    (``wayline.RateLimit``, with ``until``: when it is due): its own (before it starts) or one
+    of its steps' (``name``/``stepId`` say which)."""
     why = info.error or {}
-    if info.status is not RunStatus.BLOCKED or why.get("waitingFor") != "concurrency":
+    kind = why.get("waitingFor")
+    if info.status is not RunStatus.BLOCKED or kind not in ("concurrency", "rate_limit"):
         return None
-    entry: dict[str, Any] = {"kind": "concurrency", "limit": why.get("limit")}
+    entry: dict[str, Any] = {"kind": kind, "limit": why.get("limit")}
+    if kind == "rate_limit":
+        entry["until"] = why.get("until")
     if why.get("step"):
         entry.update(name=why.get("step"), stepId=why.get("stepId"))
     entry["message"] = why.get("message")
@@ -179,6 +183,8 @@ def summary(waits: Sequence[Mapping[str, Any]]) -> str:
         "sleep": f"sleep until {first.get('until')}",
         "step": f"step {first.get('name')}",
         "concurrency": f"concurrency ({first.get('name') or first.get('limit')})",
+        "rate_limit": f"rate limit ({first.get('name') or first.get('limit')}) until "
+        f"{first.get('until')}",
     }.get(kind, kind)
     more = len(waits) - 1
     return f"{what} +{more}" if more else what
@@ -191,7 +197,7 @@ def _message(info: RunInfo, waits: Sequence[Mapping[str, Any]]) -> str:
         return fmt_error(info.error)
     if waits:
         first = waits[0]
-        if first["kind"] in ("person", "worker", "concurrency"):
+        if first["kind"] in ("person", "worker", "concurrency", "rate_limit"):
             return str(first.get("message", ""))
         if first["kind"] == "hook":
             return f"waiting for hook {first['token']} (deliver it with a WorkflowHook)"

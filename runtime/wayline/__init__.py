@@ -11,6 +11,7 @@ from ._core.concurrency import Limit
 from ._core.definitions import StepDefinition, WorkflowDefinition
 from ._core.events import RunStatus
 from ._core.projections import Reversal
+from ._core.rate_limits import RateLimit
 from ._core.retry import RetryPolicy
 from ._sdk.combinators import any
 from ._sdk.context import StepContext, step_context
@@ -114,6 +115,7 @@ __all__ = [
     "NotInStepError",
     "NotInWorkflowError",
     "PayloadTooLargeError",
+    "RateLimit",
     "ReplayDivergenceError",
     "ResultTimeoutError",
     "RetryPolicy",

@@ -132,6 +132,7 @@ def test_public_api_is_pinned() -> None:
             "WorkflowInfo",
             "workflow_info",
             "Limit",
+            "RateLimit",
             "StreamChunk",
             "StreamClosedError",
             "stream",

@@ -260,6 +260,40 @@ def test_a_run_waiting_for_a_concurrency_slot_says_so_not_for_a_worker() -> None
     }
 
 
+def test_a_run_waiting_for_a_rate_limits_token_says_until_when() -> None:
+    """A step's rate limit (``wayline.RateLimit``): ``kind: rate_limit`` with the key and when
+    the next token is due, never ``worker``, and not Blocked (it moves on by itself)."""
+    info = _info(
+        RunStatus.BLOCKED,
+        created_at=1000.0,
+        error={
+            "code": "STEP_RATE_LIMIT",
+            "waitingFor": "rate_limit",
+            "limit": "step:notify:ana",
+            "rate": "30/m",
+            "until": "2026-12-06T19:40:00.000+00:00",
+            "step": "notify",
+            "stepId": "s1",
+            "message": "m",
+        },
+    )
+    status = run_status(info, [], now=1030.0, served=[])
+    assert status["waitingFor"] == [
+        {
+            "kind": "rate_limit",
+            "limit": "step:notify:ana",
+            "until": "2026-12-06T19:40:00.000+00:00",
+            "name": "notify",
+            "stepId": "s1",
+            "message": "m",
+        }
+    ]
+    assert status["waitingForSummary"] == (
+        "rate limit (notify) until 2026-12-06T19:40:00.000+00:00"
+    )
+    assert _cond(status, "Blocked")["status"] == "False"
+
+
 def test_last_transition_time_moves_only_when_the_status_changes() -> None:
     info = _info(RunStatus.RUNNING)
     first = run_status(info, [], now=1000.0, generation=1)

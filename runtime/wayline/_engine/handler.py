@@ -53,7 +53,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
-from . import child_ids, divergence, handoff, step_slots
+from . import child_ids, divergence, handoff, rate_waits, step_slots
 from .buffered_hooks import take_buffered, waiting_hooks
 from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
@@ -175,6 +175,7 @@ class Handler:
             and info.started_at is not None
             and not divergence.held(info)
             and not step_slots.waiting(info)  # lifted by the waiting step when it gets a slot
+            and not rate_waits.step_waiting(info)  # or a token
         ):
             try:
                 await self.world.append(info.run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
@@ -225,9 +226,12 @@ class Handler:
                     if (
                         replay.root is None
                         and replay.terminal is None
-                        and not await admit(self.world, info, workflow, replay, delivery)
+                        and not (
+                            await admit(self.world, info, workflow, replay, delivery)
+                            and await rate_waits.admit(self.world, info, workflow, replay, delivery)
+                        )
                     ):
-                        return ACK  # waiting for a concurrency slot (see ``concurrency``)
+                        return ACK  # waiting for a concurrency slot or a rate limit's token
                     session = RunSession(
                         self.world,
                         self.settings,

@@ -430,6 +430,15 @@ class World(abc.ABC):
         any)."""
         raise NotImplementedError(f"{type(self).__name__} does not keep concurrency slots")
 
+    # rate limits ---------------------------------------------------------------------------
+    async def take_token(self, key: str, per_second: float, burst: int) -> float:
+        """Take one token from the bucket of ``key`` (``wayline.RateLimit``): it holds at most
+        ``burst`` tokens, starts full and gains ``per_second`` of them a second, by the world's
+        clock, shared by every worker on the world (the arithmetic is
+        ``wayline._core.rate_limits.take``). Returns 0.0 when a token was taken, else the
+        seconds until the next one is due (nothing is changed then)."""
+        raise NotImplementedError(f"{type(self).__name__} does not keep rate limits")
+
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None

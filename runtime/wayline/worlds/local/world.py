@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from ..._core import clock
+from ..._core import clock, rate_limits
 from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
@@ -746,6 +746,22 @@ class LocalWorld(World):
             )
 
         self._write(tx)
+
+    # rate limits ---------------------------------------------------------------------------
+    async def take_token(self, key: str, per_second: float, burst: int) -> float:
+        def tx(db: sqlite3.Connection) -> float:
+            row = db.execute("SELECT tokens, at FROM rate_buckets WHERE key = ?", (key,)).fetchone()
+            before = None if row is None else rate_limits.Bucket(float(row[0]), float(row[1]))
+            bucket, wait = rate_limits.take(before, clock.now(), per_second, burst)
+            if bucket is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO rate_buckets (key, tokens, at) VALUES (?,?,?)",
+                    (key, bucket.tokens, bucket.at),
+                )
+            return wait
+
+        wait: float = self._write(tx)
+        return wait
 
     # retention -----------------------------------------------------------------------------
     async def delete_runs(
