@@ -30,6 +30,18 @@ async def test_tokens_refill(world: World) -> None:
     raise AssertionError("no token came back in 20 waits of the time it was due")
 
 
+async def test_a_waiter_takes_the_token_reserved_for_it(make_world: WorldFactory) -> None:
+    """Kept by the world, shared: a waiter told to come back at its token's time finds it
+    kept for it, even when another worker's taker asked in between."""
+    one, two = await make_world(), await make_world()
+    assert await one.take_token("q", 4.0, 1, "a") == 0.0
+    wait = await one.take_token("q", 4.0, 1, "b")
+    assert 0 < wait <= 0.25
+    assert await two.take_token("q", 4.0, 1, "c") > wait  # c queues behind b
+    await asyncio.sleep(wait + 0.01)
+    assert await two.take_token("q", 4.0, 1, "b") == 0.0
+
+
 async def test_worlds_on_one_store_share_a_bucket(make_world: WorldFactory) -> None:
     """Takers on two worlds of one store race for 5 tokens: exactly 5 win (compare-and-set
     on NATS, a transaction on SQLite), and the losers learn when the next is due."""

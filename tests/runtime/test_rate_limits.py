@@ -58,7 +58,7 @@ async def test_a_waiting_step_shows_its_key_and_when_the_token_is_due(
 ) -> None:
     """The bucket of user "ana" is emptied first: her step waits (``blocked``, ``waitingFor:
     rate_limit`` with ``until``) in ``runs show`` and the operator's status, starts no attempt
-    meanwhile, and runs once the next token is due; another user is not held up."""
+    meanwhile, and runs once its token is due; another user is not held up."""
     path = str(tmp_path / "marks")
     key = "step:rate_limit_flows.per_user:ana"
     assert await engine.world.take_token(key, rf.SLOW.per_second, rf.SLOW.capacity) == 0.0
@@ -77,7 +77,7 @@ async def test_a_waiting_step_shows_its_key_and_when_the_token_is_due(
         out = io.StringIO()
         render_show(info, await ana.events(), out, "test", None)
         shown = out.getvalue()
-        assert f"is waiting for rate limit {key!r} (30/m): the next token is due at" in shown
+        assert f"is waiting for rate limit {key!r} (30/m): its token is due at" in shown
         assert info.error["until"] in shown
         wait, *rest = run_status(info, await ana.events(), now=engine.world.now())["waitingFor"]
         assert [w["kind"] for w in rest] == ["step"]  # the step itself, not started yet

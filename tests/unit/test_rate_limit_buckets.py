@@ -8,7 +8,7 @@ import re
 import pytest
 
 import wayline
-from wayline._core.rate_limits import Bucket, parse_rate, take
+from wayline._core.rate_limits import RESERVATION_SECONDS, Bucket, parse_rate, take
 from wayline.errors import ConfigurationError
 
 
@@ -81,6 +81,38 @@ def test_tokens_refill_at_the_rate_up_to_the_burst() -> None:
     assert take(empty, 100.25, 2.0, 3) == (None, pytest.approx(0.25))  # half a token
     assert take(empty, 100.5, 2.0, 3) == (Bucket(0.0, 100.5), 0.0)  # one token, taken
     assert take(empty, 1000.0, 2.0, 3) == (Bucket(2.0, 1000.0), 0.0)  # capped at the burst
+
+
+def test_a_waiter_reserves_the_next_free_token_and_takes_it_when_due() -> None:
+    """Waiters come back one at a time, each at its own token's time, instead of all at the
+    next token (a herd of which one wins)."""
+    bucket, wait = take(None, 100.0, 2.0, 1, "a")
+    assert wait == 0.0
+    bucket, wait = take(bucket, 100.0, 2.0, 1, "b")
+    assert wait == pytest.approx(0.5) and bucket is not None
+    assert bucket.reserved == {"b": pytest.approx(100.5)} and bucket.tokens == -1.0
+    bucket, wait = take(bucket, 100.0, 2.0, 1, "c")  # behind b
+    assert wait == pytest.approx(1.0) and bucket is not None
+    assert take(bucket, 100.25, 2.0, 1, "b") == (None, pytest.approx(0.25))  # not yet: no write
+    bucket, wait = take(bucket, 100.5, 2.0, 1, "b")
+    assert wait == 0.0 and bucket is not None and set(bucket.reserved) == {"c"}
+    bucket, wait = take(bucket, 100.5, 2.0, 1, "d")  # c's token is not d's
+    assert wait == pytest.approx(1.0)
+    bucket, wait = take(bucket, 101.0, 2.0, 1, "c")
+    assert wait == 0.0 and bucket is not None and set(bucket.reserved) == {"d"}
+
+
+def test_a_reservation_nobody_takes_lapses() -> None:
+    """A waiter that never comes back (its run cancelled) loses its token a minute after it
+    was due, and the bucket forgets it."""
+    bucket, _ = take(Bucket(0.0, 100.0), 100.0, 1.0, 1, "gone")
+    assert bucket is not None and "gone" in bucket.reserved
+    later, wait = take(bucket, 100.0 + 1 + RESERVATION_SECONDS + 1, 1.0, 1, "next")
+    assert wait == 0.0 and later is not None and later.reserved == {}
+
+
+def test_without_a_holder_nothing_is_reserved() -> None:
+    assert take(Bucket(0.0, 100.0), 100.0, 1.0, 1) == (None, pytest.approx(1.0))
 
 
 def test_a_clock_behind_the_buckets_refills_nothing() -> None:

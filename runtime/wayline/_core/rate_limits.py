@@ -12,9 +12,10 @@ one. The bucket lives in the world (a table on SQLite, a KV entry per key on NAT
 compare-and-set), so the rate holds across every worker and process on the world.
 
 A step that finds no token starts no attempt (no retry is spent, nothing is recorded that a
-replay reads) and its delivery is handed back until the next token is due; a run that finds
-none before it starts waits likewise. The run shows ``blocked`` with ``waitingFor:
-rate_limit``, the key and the time the next token is due, while it waits.
+replay reads): the bucket reserves the next free token for it, and its delivery is handed
+back until that token is due; a run that finds none before it starts waits likewise. The run
+shows ``blocked`` with ``waitingFor: rate_limit``, the key and the time its token is due,
+while it waits.
 
 The arithmetic here is pure (:func:`take`): the worlds keep a :class:`Bucket` per key and
 apply it inside their own transaction or compare-and-set.
@@ -24,8 +25,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigurationError
@@ -105,24 +106,54 @@ class RateLimit:
         return limit_keys.key_for(self.key, name, args, kwargs)
 
 
+RESERVATION_SECONDS = 60.0
+"""Seconds past its due time a token reserved for a waiter is kept for it. A waiter comes back
+when its token is due (its delivery was handed back until then); one that never does (its run
+was cancelled or deleted meanwhile) loses the token after this, and the bucket forgets it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Bucket:
-    """A key's tokens as of ``at`` (the world's clock, seconds since the epoch)."""
+    """A key's tokens as of ``at`` (the world's clock, seconds since the epoch), and the tokens
+    reserved for waiters (``holder``: when it is due). ``tokens`` is below zero while tokens
+    are reserved ahead of the refill: it is what the next refills pay back first."""
 
     tokens: float
     at: float
+    reserved: Mapping[str, float] = field(default_factory=dict)
 
 
 def take(
-    bucket: Bucket | None, now: float, per_second: float, burst: int
+    bucket: Bucket | None, now: float, per_second: float, burst: int, holder: str | None = None
 ) -> tuple[Bucket | None, float]:
-    """Take one token at ``now``: the bucket to store and 0.0, or None (nothing to store)
-    and the seconds until a token is due. A key never seen starts full. A clock behind the
-    bucket's (another worker's, a little apart) refills nothing rather than draining it."""
+    """Take one token at ``now`` for ``holder``: the bucket to store (None: nothing changed)
+    and 0.0 when it was taken, or the seconds until it is due.
+
+    A key never seen starts full. A clock behind the bucket's (another worker's, a little
+    apart) refills nothing rather than draining it. A holder that finds no token has the next
+    free one reserved for it, due when the refill reaches it, so that the waiters on a key
+    come back one at a time as their tokens fall due instead of all at every token (a herd,
+    of which one wins); coming back at or after that time it takes its reservation. Without a
+    ``holder`` nothing is reserved: the answer is when the next token is due."""
+    at = now if bucket is None else max(now, bucket.at)
     if bucket is None:
         tokens = float(burst)
     else:
         tokens = min(float(burst), bucket.tokens + max(0.0, now - bucket.at) * per_second)
+    reserved = {} if bucket is None else dict(bucket.reserved)
+    stale = [h for h, due in reserved.items() if due < now - RESERVATION_SECONDS]
+    for gone in stale:
+        del reserved[gone]
+    if holder is not None and holder in reserved:
+        due = reserved[holder]
+        if due > now:
+            return (Bucket(tokens, at, reserved) if stale else None), due - now
+        del reserved[holder]  # paid for when it was reserved
+        return Bucket(tokens, at, reserved), 0.0
     if tokens >= 1.0:
-        return Bucket(tokens - 1.0, max(now, bucket.at if bucket is not None else now)), 0.0
-    return None, (1.0 - tokens) / per_second
+        return Bucket(tokens - 1.0, at, reserved), 0.0
+    wait = (1.0 - tokens) / per_second
+    if holder is None:
+        return (Bucket(tokens, at, reserved) if stale else None), wait
+    reserved[holder] = now + wait
+    return Bucket(tokens - 1.0, at, reserved), wait

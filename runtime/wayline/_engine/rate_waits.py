@@ -3,20 +3,19 @@
 A step with ``rate_limit=`` never runs inline (``StepDefinition.queued_only``): its queued
 delivery takes a token of its key before the attempt's ``step_started``. With none, no attempt
 starts (no retry is spent) and the delivery is handed back (:meth:`World.release`: no delivery
-is counted) until the next token is due, with a jitter so that the steps that all wait on one
-key do not come back at one instant. The run shows it: ``blocked`` with ``waitingFor:
-rate_limit``, the key and when the next token is due, lifted by that step when it takes one.
-Nothing else is written, so a replay never meets the wait.
+is counted) until the token the bucket reserved for it is due, so that the steps waiting on
+one key come back one at a time, each when its own token falls due. The run shows it:
+``blocked`` with ``waitingFor: rate_limit``, the key and when the step's token is due, lifted
+by that step when it takes it. Nothing else is written, so a replay never meets the wait.
 
 A workflow with ``rate_limit=`` takes a token before its run's first ``run_started`` (after its
 concurrency slot, so a run that waits for both never spends a token it cannot use); a run that
-finds none is ``blocked`` likewise and a flow message comes back when the token is due.
+finds none is ``blocked`` likewise and a flow message comes back when its token is due.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -36,11 +35,9 @@ log = logging.getLogger("wayline.runtime")
 
 STEP_CODE = "STEP_RATE_LIMIT"
 RUN_CODE = "RATE_LIMIT"
-_JITTER = 0.5
-"""Of the wait (at least ``_LEAST_JITTER`` seconds), the most a hand-back is lengthened by at
-random: waiters on one key spread out instead of all reading the bucket when the token is
-due, of whom one wins."""
-_LEAST_JITTER = 0.02
+_LATE = 0.005
+"""Seconds a hand-back outlasts the wait, so that the delivery comes back once its reserved
+token is due rather than a moment before (which costs one more read and hand-back)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,24 +51,25 @@ class Wait:
 
     @property
     def delay(self) -> float:
-        """Seconds to hand the delivery back for: the wait and a jitter."""
-        return self.seconds + random.uniform(0.0, max(self.seconds, _LEAST_JITTER) * _JITTER)
+        """Seconds to hand the delivery back for: until its reserved token is due."""
+        return self.seconds + _LATE
 
     @property
     def until_text(self) -> str:
         return datetime.fromtimestamp(self.until, UTC).isoformat(timespec="milliseconds")
 
 
-async def take(world: World, key: str, limit: RateLimit) -> Wait | None:
-    """A token of ``key`` taken (None), or how long until one is due."""
-    seconds = await world.take_token(key, limit.per_second, limit.capacity)
+async def take(world: World, key: str, limit: RateLimit, holder: str) -> Wait | None:
+    """A token of ``key`` taken for ``holder`` (None), or how long until the one reserved for
+    it is due."""
+    seconds = await world.take_token(key, limit.per_second, limit.capacity, holder)
     if seconds <= 0.0:
         return None
     return Wait(key, limit.rate, seconds, world.now() + seconds)
 
 
 async def take_for_step(
-    world: World, step: StepView, definition: StepDefinition[..., Any]
+    world: World, run_id: str, step: StepView, definition: StepDefinition[..., Any]
 ) -> Wait | Failed | None:
     """A token for the step's body (None), a :class:`Wait`, or the step's failure when its
     key function raised."""
@@ -80,7 +78,7 @@ async def take_for_step(
     key = step_key(step, definition, limit, "rate_limit")
     if isinstance(key, Failed):
         return key
-    return await take(world, key, limit)
+    return await take(world, key, limit, f"{run_id}:{step.cid}")
 
 
 def step_waiting(info: RunInfo) -> bool:
@@ -89,12 +87,12 @@ def step_waiting(info: RunInfo) -> bool:
 
 
 async def show_step_waiting(world: World, info: RunInfo, step: StepView, wait: Wait) -> None:
-    """Mark the run ``blocked`` with ``waitingFor: rate_limit`` naming the step and when the
-    next token is due, when it is simply running, or shows this step's rate wait with a due
-    time that has passed (the step came back and found none again: the new time is shown)."""
+    """Mark the run ``blocked`` with ``waitingFor: rate_limit`` naming the step and when its
+    token is due, when it is simply running, or shows this step's rate wait with an earlier
+    due time (its reservation lapsed and it has a new one: the new time is shown)."""
     message = (
         f"step {step.name!r} ({step.cid}) is waiting for rate limit {wait.key!r} "
-        f"({wait.rate}): the next token is due at {wait.until_text}"
+        f"({wait.rate}): its token is due at {wait.until_text}"
     )
     data = {
         "code": STEP_CODE,
@@ -134,7 +132,7 @@ async def admit(
 ) -> bool:
     """True when the run may start now (it took a token, or its workflow has no rate limit).
     False: it waits (blocked, ``waitingFor: rate_limit``) and a flow message comes back when
-    the next token is due; the caller acks this one."""
+    the token reserved for it is due; the caller acks this one."""
     limit = workflow.rate_limit
     if limit is None or replay.ending.cancel_requested:
         return True  # a run cancelled while waiting ends without spending a token
@@ -142,11 +140,11 @@ async def admit(
     key = await run_key(world, workflow, replay, limit, "rate_limit")
     if key is None:
         return False
-    wait = await take(world, key, limit)
+    wait = await take(world, key, limit, run_id)
     if wait is None:
         return True
     message = (
-        f"waiting for rate limit {key!r} ({limit.rate}): the next token is due at {wait.until_text}"
+        f"waiting for rate limit {key!r} ({limit.rate}): its token is due at {wait.until_text}"
     )
     shown = info.error or {}
     if (

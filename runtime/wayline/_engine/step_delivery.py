@@ -152,7 +152,7 @@ async def _run(
     async def with_token() -> Outcome | rate_waits.Wait | None:
         if definition.rate_limit is None:
             return await start_and_run()
-        token = await rate_waits.take_for_step(world, step, definition)
+        token = await rate_waits.take_for_step(world, run_id, step, definition)
         if token is not None:
             return token  # waiting, or the key function failed (the step fails unstarted)
         await rate_waits.show_step_taken(world, info, step)

@@ -117,7 +117,7 @@ def step(
     with the same key start at most at that rate across every worker on the world (a token
     bucket in the world). The step then runs as its own queued delivery, which takes a token
     before the attempt starts; waiting for one spends no retry and no delivery, and shows in
-    ``runs show`` with the time the next token is due (see ``wayline.RateLimit``).
+    ``runs show`` with the time its token is due (see ``wayline.RateLimit``).
 
     ``compensate`` reverses it (a saga): when the run fails or is cancelled, every forward
     step that completed, or whose outcome is unknown, is compensated in reverse order. The

@@ -748,15 +748,22 @@ class LocalWorld(World):
         self._write(tx)
 
     # rate limits ---------------------------------------------------------------------------
-    async def take_token(self, key: str, per_second: float, burst: int) -> float:
+    async def take_token(
+        self, key: str, per_second: float, burst: int, holder: str | None = None
+    ) -> float:
         def tx(db: sqlite3.Connection) -> float:
-            row = db.execute("SELECT tokens, at FROM rate_buckets WHERE key = ?", (key,)).fetchone()
-            before = None if row is None else rate_limits.Bucket(float(row[0]), float(row[1]))
-            bucket, wait = rate_limits.take(before, clock.now(), per_second, burst)
+            row = db.execute(
+                "SELECT tokens, at, reserved FROM rate_buckets WHERE key = ?", (key,)
+            ).fetchone()
+            before = None
+            if row is not None:
+                before = rate_limits.Bucket(float(row[0]), float(row[1]), json.loads(row[2]))
+            bucket, wait = rate_limits.take(before, clock.now(), per_second, burst, holder)
             if bucket is not None:
                 db.execute(
-                    "INSERT OR REPLACE INTO rate_buckets (key, tokens, at) VALUES (?,?,?)",
-                    (key, bucket.tokens, bucket.at),
+                    "INSERT OR REPLACE INTO rate_buckets (key, tokens, at, reserved) "
+                    "VALUES (?,?,?,?)",
+                    (key, bucket.tokens, bucket.at, json.dumps(dict(bucket.reserved))),
                 )
             return wait
 

@@ -332,8 +332,12 @@ class MemoryWorld(World):
             del slots[holder]
 
     # rate limits ---------------------------------------------------------------------------
-    async def take_token(self, key: str, per_second: float, burst: int) -> float:
-        bucket, wait = rate_limits.take(self.store.buckets.get(key), clock.now(), per_second, burst)
+    async def take_token(
+        self, key: str, per_second: float, burst: int, holder: str | None = None
+    ) -> float:
+        bucket, wait = rate_limits.take(
+            self.store.buckets.get(key), clock.now(), per_second, burst, holder
+        )
         if bucket is not None:
             self.store.buckets[key] = bucket
         return wait

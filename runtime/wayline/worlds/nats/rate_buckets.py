@@ -1,7 +1,9 @@
 """Rate limits on JetStream: a KV entry per key in the ``<prefix>_rates`` bucket, ``{"tokens":
-float, "at": seconds}`` (``wayline.RateLimit``), changed only by compare-and-set (create when
-absent, update on the revision read), so of two workers racing for the last token only one
-takes it and the other reads the bucket again. A take that finds no token writes nothing.
+float, "at": seconds, "reserved": {holder: due}}`` (``wayline.RateLimit``), changed only by
+compare-and-set (create when absent, update on the revision read), so of two workers racing
+for the last token only one takes it and the other reads the bucket again. A take that finds
+no token reserves the next one for its holder (a write); one whose reservation is not due yet
+writes nothing.
 
 The time is the server's as this process knows it (``skew.py``), so workers whose clocks are
 apart refill the bucket alike. Anyone with publish rights can write into the bucket: a value
@@ -56,7 +58,7 @@ class RateBuckets:
             )
         return self._kv
 
-    async def take(self, key: str, per_second: float, burst: int) -> float:
+    async def take(self, key: str, per_second: float, burst: int, holder: str | None) -> float:
         import nats.js.errors
 
         kv = await self._bucket()
@@ -69,10 +71,13 @@ class RateBuckets:
             except Exception as err:
                 raise wrap(self._url, f"reading rate limit {key!r}", err) from err
             before = _read(entry.value if entry is not None else None)
-            bucket, wait = rate_limits.take(before, self._now(), per_second, burst)
+            bucket, wait = rate_limits.take(before, self._now(), per_second, burst, holder)
             if bucket is None:
                 return wait
-            value = json.dumps({"key": key, "tokens": bucket.tokens, "at": bucket.at}).encode()
+            stored: dict[str, Any] = {"key": key, "tokens": bucket.tokens, "at": bucket.at}
+            if bucket.reserved:
+                stored["reserved"] = dict(bucket.reserved)
+            value = json.dumps(stored).encode()
             try:
                 if entry is None:
                     await kv.create(name, value)
@@ -82,7 +87,7 @@ class RateBuckets:
                 continue  # another worker took a token first: look again
             except Exception as err:
                 raise wrap(self._url, f"taking a token of rate limit {key!r}", err) from err
-            return 0.0
+            return wait
         raise WorldUnavailableError(f"NATS at {self._url}: rate limit {key!r} is contended")
 
 
@@ -97,4 +102,10 @@ def _read(value: bytes | None) -> rate_limits.Bucket | None:
     tokens, at = entries.seconds(stored.get("tokens")), entries.seconds(stored.get("at"))
     if tokens is None or at is None:
         return None
-    return rate_limits.Bucket(tokens, at)
+    listed = stored.get("reserved")
+    reserved: dict[str, float] = {}
+    for holder, due in listed.items() if isinstance(listed, dict) else ():
+        when = entries.seconds(due)
+        if isinstance(holder, str) and when is not None:
+            reserved[holder] = when
+    return rate_limits.Bucket(tokens, at, reserved)

@@ -340,7 +340,9 @@ class NatsWorld(World):
             )
         return self._slots
 
-    async def take_token(self, key: str, per_second: float, burst: int) -> float:
+    async def take_token(
+        self, key: str, per_second: float, burst: int, holder: str | None = None
+    ) -> float:
         if self._rates is None:
             self._rates = RateBuckets(
                 self._events()._js,
@@ -350,7 +352,7 @@ class NatsWorld(World):
                 url=self._servers_shown,
                 now=self.skew.now,
             )
-        return await self._rates.take(key, per_second, burst)
+        return await self._rates.take(key, per_second, burst, holder)
 
     async def acquire_slot(
         self,
