@@ -8,6 +8,7 @@ Inside a workflow: await steps, ``sleep``, hooks, ``gather``/``race``; use ``now
 from typing import TYPE_CHECKING
 
 from ._core.concurrency import Limit
+from ._core.debounce import Debounce
 from ._core.definitions import StepDefinition, WorkflowDefinition
 from ._core.events import RunStatus
 from ._core.projections import Reversal
@@ -94,6 +95,7 @@ __all__ = [
     "ConfigurationError",
     "CorruptEntryError",
     "CorruptLogError",
+    "Debounce",
     "Duration",
     "ErrorCause",
     "FatalError",

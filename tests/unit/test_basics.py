@@ -133,6 +133,7 @@ def test_public_api_is_pinned() -> None:
             "workflow_info",
             "Limit",
             "RateLimit",
+            "Debounce",
             "StreamChunk",
             "StreamClosedError",
             "stream",

@@ -18,6 +18,7 @@ from ..errors import ConfigurationError
 from . import patch_scopes, search_attributes
 from .concurrency import Limit
 from .current import replay_var
+from .debounce import Debounce
 from .identity import Entry, code_hash, digest
 from .identity import shape as walk_shape
 from .limits import Limits
@@ -203,6 +204,7 @@ class WorkflowDefinition(Generic[P, R]):
         concurrency: Limit | None = None,
         attributes: Mapping[str, Any] | None = None,
         rate_limit: RateLimit | None = None,
+        debounce: Debounce | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise ConfigurationError(f"@wayline.workflow needs an async def, got {fn!r}")
@@ -224,6 +226,11 @@ class WorkflowDefinition(Generic[P, R]):
         self.rate_limit = rate_limit
         """Runs started per key and second on the world: a run takes a token before its first
         event of work, after its concurrency slot (``_engine.rate_waits``)."""
+        if debounce is not None and not isinstance(debounce, Debounce):
+            raise ConfigurationError(f"debounce= takes a wayline.Debounce, not {debounce!r}")
+        self.debounce = debounce
+        """Starts with one key within the quiet period collapse into one run, which begins
+        after it with the last input (``Client.start``; ``wayline.Debounce``)."""
         self.signature = Signature(fn)
         self._identity: str | None = None
         self._identities: tuple[str, ...] | None = None

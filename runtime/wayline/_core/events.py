@@ -42,6 +42,9 @@ class EventType(StrEnum):
     """``wayline.patched(id)`` answered True on new history (seed: Temporal's markers)."""
     ATTRIBUTES_SET = "attributes_set"
     """``wayline.set_attributes(...)``: search attributes set (or, as None, removed)."""
+    RUN_DEBOUNCED = "run_debounced"
+    """A start of a debounced workflow (``wayline.Debounce``) collapsed into this run, which has
+    not begun: its input replaces the run's, and its quiet period starts again."""
     STEP_CREATED = "step_created"
     STEP_STARTED = "step_started"
     STEP_RETRYING = "step_retrying"
@@ -316,6 +319,10 @@ def apply_transition(
             raise EntityConflictError(f"run already started{_over(run_status, ends_by)}")
         return RunStatus.RUNNING, None
     if t in (EventType.RUN_CANCEL_REQUESTED, EventType.PATCH_MARKED, EventType.ATTRIBUTES_SET):
+        return run_status, None
+    if t is EventType.RUN_DEBOUNCED:
+        if run_status is not RunStatus.PENDING:  # it began (or waits to): a start is a new run
+            raise EntityConflictError(f"run is {run_status}: its input is read already")
         return run_status, None
     if t in (EventType.RUN_PAUSED, EventType.RUN_UNPAUSED):
         return _pause_transition(run_status, event), None

@@ -178,6 +178,12 @@ class PatchMarked:
 
 
 @dataclass(frozen=True, slots=True)
+class RunDebounced:
+    input: Any
+    """The stored input that replaces the run's (``wayline.Debounce``: the last start's)."""
+
+
+@dataclass(frozen=True, slots=True)
 class AttributesSet:
     values: Mapping[str, Any]
     """The stored values set (``search_attributes.encode``); None removes one."""
@@ -292,6 +298,7 @@ Payload = (
     | RunUnpaused
     | PatchMarked
     | AttributesSet
+    | RunDebounced
     | StepCreated
     | StepStarted
     | StepRetrying
@@ -412,6 +419,8 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             return lambda d: PatchMarked(str(d.get("patchId")))
         case EventType.ATTRIBUTES_SET:
             return lambda d: AttributesSet(_mapping(d.get("set")) or {})
+        case EventType.RUN_DEBOUNCED:
+            return lambda d: RunDebounced(d.get("input"))
         case EventType.STEP_CREATED:
             return _step_created
         case EventType.STEP_STARTED:
@@ -527,6 +536,8 @@ def run_changes(event: Event) -> dict[str, Any]:
         case RunCancelled(reason):
             error = {"code": "RUN_CANCELLED", "message": reason}
             changes.update(status=RunStatus.CANCELLED, ended_at=at, error=error)
+        case RunDebounced(replaced):
+            changes["input"] = replaced
         case (
             RunCreated()
             | RunCancelRequested()
@@ -885,7 +896,7 @@ class RunView:
                 | RunUnpaused()
             ):
                 self._phase(p, at)
-            case RunBlocked() | RunUnblocked() | PatchMarked() | AttributesSet():
+            case RunBlocked() | RunUnblocked() | PatchMarked() | AttributesSet() | RunDebounced():
                 pass  # the run view (``run``) has it; the timeline shows it in the header
             case StepCreated():
                 self._step_created(cid, p, at)

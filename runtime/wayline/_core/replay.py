@@ -55,6 +55,7 @@ from .projections import (
     RunCompensationStuck,
     RunCompleted,
     RunCreated,
+    RunDebounced,
     RunFailed,
     RunPaused,
     RunStarted,
@@ -388,6 +389,8 @@ class Replay:
                 self.new_patches.pop(patch_id, None)
             case AttributesSet(values):
                 self._attributes_set(event.seq, values)
+            case RunDebounced(replaced):
+                self.input = replaced  # the last start's, before the run began
             case HookDisposed():
                 disposed = self.hooks.get(cid)
                 if disposed is not None:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from .._core.concurrency import Limit
+from .._core.debounce import Debounce
 from .._core.definitions import StepDefinition, WorkflowDefinition, register, register_workflow
 from .._core.rate_limits import RateLimit
 from .._core.retry import RetryPolicy
@@ -171,6 +172,7 @@ def workflow(
     concurrency: Limit | None = None,
     attributes: Mapping[str, Any] | None = None,
     rate_limit: RateLimit | None = None,
+    debounce: Debounce | None = None,
 ) -> WorkflowDecorator: ...
 def workflow(
     fn: Callable[..., Any] | None = None,
@@ -182,6 +184,7 @@ def workflow(
     concurrency: Limit | None = None,
     attributes: Mapping[str, Any] | None = None,
     rate_limit: RateLimit | None = None,
+    debounce: Debounce | None = None,
 ) -> Any:
     """Declare a durable workflow on an ``async def``.
 
@@ -192,6 +195,11 @@ def workflow(
     key start at most at that rate across every worker on the world: a run takes a token
     before its first event of work (after its concurrency slot) and waits, ``blocked`` with
     ``waitingFor: rate_limit``, until one is due (see ``wayline.RateLimit``).
+
+    ``debounce=wayline.Debounce(key=..., period="30s")``: a ``Client.start`` that finds a run
+    with the same key not yet begun returns that run's handle and replaces its input with its
+    own; the run begins once ``period`` passed with no further start for the key (see
+    ``wayline.Debounce``).
 
     ``attributes={"team": "billing"}``: search attributes every run of it starts with
     (docs/sdk.md, "Search attributes"); a start's own ``StartOptions(attributes=...)`` win
@@ -210,6 +218,7 @@ def workflow(
             concurrency=concurrency,
             attributes=attributes,
             rate_limit=rate_limit,
+            debounce=debounce,
         )
         register_workflow(definition, explicit_name=name is not None)
         return definition

@@ -31,6 +31,7 @@ from .._core.projections import (
     RunCompensationStuck,
     RunCompleted,
     RunCreated,
+    RunDebounced,
     RunFailed,
     RunPaused,
     RunStarted,
@@ -285,6 +286,8 @@ class LiveProgress:
                     for k, v in values.items()
                 )
                 self._line(at, f"attributes set: {shown}")
+            case RunDebounced():
+                self._line(at, "debounced: a later start replaced the input")
             case RunBlocked() | RunUnblocked() | StepCreated() | HookDisposed() | PatchMarked():
                 pass
             case unknown:

@@ -214,6 +214,7 @@ RUN_COLUMNS: dict[str, Callable[[Any], Any]] = {
     "ended_at": float,
     "output": json.dumps,
     "error": json.dumps,
+    "input": json.dumps,
 }
 
 
