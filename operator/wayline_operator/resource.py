@@ -150,17 +150,19 @@ class WaitingFor(BaseModel):
     kind: str = Field(
         description="person (a stuck unwind needs a decision), worker (no worker drives the "
         "run), concurrency (a slot of a concurrency limit, for the run or one of its steps), "
-        "rate_limit (the next token of a rate limit, for the run or one of its steps), hook "
+        "rate_limit (the next token of a rate limit, for the run or one of its steps), "
+        "debounce (a debounced run's quiet period, until it begins), hook "
         "(a payload for token), child (a child run), sleep (until a time) or step "
         "(a step body in flight)."
     )
     message: str | None = Field(
         default=None,
-        description="For person, worker, concurrency and rate_limit: what is going on.",
+        description="For person, worker, concurrency, rate_limit and debounce: what is going on.",
     )
     limit: str | None = Field(
         default=None,
-        description="concurrency or rate_limit: the limit's key (workflow or step, and key).",
+        description="concurrency, rate_limit or debounce: the limit's key (workflow or step, "
+        "and key).",
     )
     token: str | None = Field(default=None, description="hook: the token a WorkflowHook answers.")
     timeoutAt: str | None = Field(
@@ -169,7 +171,8 @@ class WaitingFor(BaseModel):
     hookId: str | None = Field(default=None, description="hook: its id in the run.")
     until: str | None = Field(
         default=None,
-        description="sleep: when the run wakes; rate_limit: when the next token is due.",
+        description="sleep: when the run wakes; rate_limit: when its token is due; debounce: "
+        "when the run begins unless started again.",
     )
     waitId: str | None = Field(default=None, description="sleep: its id in the run.")
     childId: str | None = Field(default=None, description="child: its id in the run.")

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wayline._core.events import Event, RunStatus
-from wayline._core.projections import RunView, fold
+from wayline._core.projections import RunView, debounced_until, fold
 from wayline.cli.timeline import fmt_error
 from wayline.world import RunInfo
 from wayline.world.registry import waiting_for_worker
@@ -90,7 +90,7 @@ def waiting_for(
                 "or set spec.compensation.abandon",
             }
         )
-    slot = limit_wait(info)
+    slot = limit_wait(info) or debounce_wait(info, events)
     if slot is not None:
         out.append(slot)
     worker = None if slot is not None else worker_wait(info, served, now=now)
@@ -154,6 +154,22 @@ def limit_wait(info: RunInfo) -> dict[str, Any] | None:
     return entry
 
 
+def debounce_wait(info: RunInfo, events: Sequence[Event]) -> dict[str, Any] | None:
+    """A debounced run that has not begun (``wayline.Debounce``): it begins at ``until``
+    unless another start with its key comes first, and moves on by itself."""
+    until = debounced_until(info, events)
+    if until is None:
+        return None
+    key = (info.attributes.get("debounce") or {}).get("key")
+    shown = stamp(until)
+    return {
+        "kind": "debounce",
+        "limit": key,
+        "until": shown,
+        "message": f"debounced: begins at {shown} unless started again with key {key!r}",
+    }
+
+
 def worker_wait(
     info: RunInfo, served: Sequence[Mapping[str, Any]] | None, *, now: float
 ) -> str | None:
@@ -185,6 +201,7 @@ def summary(waits: Sequence[Mapping[str, Any]]) -> str:
         "concurrency": f"concurrency ({first.get('name') or first.get('limit')})",
         "rate_limit": f"rate limit ({first.get('name') or first.get('limit')}) until "
         f"{first.get('until')}",
+        "debounce": f"debounce ({first.get('limit')}) until {first.get('until')}",
     }.get(kind, kind)
     more = len(waits) - 1
     return f"{what} +{more}" if more else what
@@ -197,7 +214,7 @@ def _message(info: RunInfo, waits: Sequence[Mapping[str, Any]]) -> str:
         return fmt_error(info.error)
     if waits:
         first = waits[0]
-        if first["kind"] in ("person", "worker", "concurrency", "rate_limit"):
+        if first["kind"] in ("person", "worker", "concurrency", "rate_limit", "debounce"):
             return str(first.get("message", ""))
         if first["kind"] == "hook":
             return f"waiting for hook {first['token']} (deliver it with a WorkflowHook)"

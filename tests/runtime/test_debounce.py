@@ -4,6 +4,7 @@ start after the run began starts a new run."""
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import wayline
 from tests.runtime import debounce_flows as df
 from tests.runtime.harness import Engine, of_type
 from wayline._core.events import EventType
+from wayline.cli.timeline import render_show
 from wayline.errors import ConfigurationError
+from wayline_operator.status import run_status
 
 
 async def test_starts_within_the_period_collapse_into_one_run_with_the_last_input(
@@ -62,6 +65,16 @@ async def test_a_debounced_run_waits_out_its_period_before_it_begins(
         again = await engine.client.start(df.reindex, path, "doc-d", 2)
         assert again.run_id == handle.run_id
         assert df.ran(path) == []  # the period (1 s) has not passed since the last start
+        info = await engine.client.get_run(handle.run_id)
+        events = await handle.events()
+        if info.status is wayline.RunStatus.PENDING:  # not begun yet (a loaded machine may be late)
+            out = io.StringIO()
+            render_show(info, events, out, "test", None)
+            shown = out.getvalue()
+            assert "debounced until " in shown and "'debounce_flows.reindex:doc-d'" in shown
+            wait = run_status(info, events, now=engine.world.now())["waitingFor"][0]
+            assert wait["kind"] == "debounce" and wait["until"]
+            assert wait["limit"] == "debounce_flows.reindex:doc-d"
         assert await handle.result(timeout=30) == "doc-d@2"
     events = await handle.events()
     [started] = of_type(events, EventType.RUN_STARTED)

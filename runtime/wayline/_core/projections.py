@@ -14,7 +14,7 @@ Adding an event type is one ``EventType`` member, one payload class here, and a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
@@ -561,6 +561,22 @@ def run_changes(event: Event) -> dict[str, Any]:
         case unknown:
             assert_never(unknown)
     return changes
+
+
+def debounced_until(info: RunInfo, events: Sequence[Event]) -> float | None:
+    """When a debounced run that has not begun may begin (the world's time: one period after
+    its last start, ``run_created`` or ``run_debounced``), or None: it is not debounced or it
+    began (``wayline.Debounce``)."""
+    debounce = info.attributes.get("debounce")
+    if not isinstance(debounce, Mapping) or info.status is not RunStatus.PENDING:
+        return None
+    period = debounce.get("period")
+    if isinstance(period, bool) or not isinstance(period, int | float):
+        return None
+    starts = [
+        e.created_at for e in events if e.type in (EventType.RUN_CREATED, EventType.RUN_DEBOUNCED)
+    ]
+    return (max(starts) if starts else info.created_at) + float(period)
 
 
 def pinned_definition(event: Event) -> dict[str, Any] | None:

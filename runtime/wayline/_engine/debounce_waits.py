@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from .._core.events import Event, EventType
+from .._core.events import Event
+from .._core.projections import debounced_until
 from .._core.replay import Replay
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
 
@@ -20,26 +21,12 @@ _LATE = 0.005
 """Seconds the message comes back after the period ends, so that it finds it ended."""
 
 
-def quiet_until(info: RunInfo, events: Sequence[Event]) -> float | None:
-    """When the debounced run may begin (the world's time), or None: it is not debounced."""
-    debounce = info.attributes.get("debounce")
-    if not isinstance(debounce, dict):
-        return None
-    period = debounce.get("period")
-    if isinstance(period, bool) or not isinstance(period, int | float):
-        return None
-    starts = [
-        e.created_at for e in events if e.type in (EventType.RUN_CREATED, EventType.RUN_DEBOUNCED)
-    ]
-    return (max(starts) if starts else info.created_at) + float(period)
-
-
 async def waited(
     world: World, info: RunInfo, events: Sequence[Event], replay: Replay, delivery: Delivery
 ) -> bool:
     """True when the run waits out its quiet period (its start comes back later; the caller
     acks this message). A run cancelled meanwhile goes on to end at once."""
-    due = quiet_until(info, events)
+    due = debounced_until(info, events)
     if due is None or replay.ending.cancel_requested:
         return False
     left = due - world.now()

@@ -47,6 +47,7 @@ from .._core.projections import (
     WaitCompleted,
     WaitCreated,
     deadline_of,
+    debounced_until,
     payload,
     timeout_of,
 )
@@ -399,6 +400,10 @@ def render_show(
         p(f"attribute {name}={search_attributes.shown(value)}")
     if info.status.value == "blocked" and info.error:
         p(f"blocked   {info.error.get('message', '')}")
+    until = debounced_until(info, events)
+    if until is not None:
+        key = (info.attributes.get("debounce") or {}).get("key")
+        p(f"debounced until {fmt_time(until)} unless started again with key {key!r}")
     if info.status is RunStatus.PAUSED and info.error:
         p(f"paused    by {info.error.get('by', '?')}: {info.error.get('message', '')}")
     p(f"created   {fmt_time(info.created_at)}")
