@@ -52,3 +52,20 @@ def starts(path: str) -> list[tuple[str, float]]:
         _, tag, at = line.split()
         out.append((tag, float(at)))
     return out
+
+
+def _no_key(path: str, user: str) -> str:
+    raise LookupError(f"no bucket for {user}")
+
+
+@wayline.step(
+    name="rate_limit_flows.unkeyed", rate_limit=wayline.RateLimit(rate="1/s", key=_no_key)
+)
+async def unkeyed(path: str, user: str) -> str:
+    mark(path, f"start {user} {time.time()}")
+    return user
+
+
+@wayline.workflow(name="rate_limit_flows.notify_unkeyed")
+async def notify_unkeyed(path: str, user: str) -> str:
+    return await unkeyed(path, user)

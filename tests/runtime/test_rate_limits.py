@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 import wayline
 from tests.runtime import rate_limit_flows as rf
 from tests.runtime.harness import Engine, of_type, settings, wait_for
@@ -107,3 +109,18 @@ async def test_a_run_over_its_workflows_rate_waits_before_it_starts(engine: Engi
         assert "waiting for rate limit" in info.error["message"]
         assert not of_type(await handle.events(), EventType.RUN_STARTED)
         assert await handle.result(timeout=30) == "late"
+
+
+async def test_a_key_function_that_raises_fails_the_step_unstarted(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "marks")
+    async with engine.worker([rf.notify_unkeyed]):
+        handle = await engine.client.start(rf.notify_unkeyed, path, "ana")
+        with pytest.raises(wayline.RunFailedError):
+            await handle.result(timeout=30)
+    events = await handle.events()
+    [failed] = of_type(events, EventType.STEP_FAILED)
+    assert failed.data["error"]["code"] == "RATE_LIMIT_KEY"
+    assert "LookupError: no bucket for ana" in failed.data["error"]["message"]
+    assert not of_type(events, EventType.STEP_STARTED) and rf.starts(path) == []
