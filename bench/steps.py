@@ -305,12 +305,14 @@ async def bench_world(kind: str, url: str, cfg: Config, server_pid: int | None) 
 
 # --- worker processes -------------------------------------------------------------------------
 @contextlib.contextmanager
-def worker_processes(url: str, processes: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def worker_processes(
+    url: str, processes: int, log: Path, app: Path = FLOWS
+) -> Iterator[subprocess.Popen[bytes]]:
     env = dict(os.environ)  # not this folder on PYTHONPATH: its operator.py shadows the stdlib
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [
-                *(sys.executable, "-m", "wayline.cli", "worker", "--app", str(FLOWS)),
+                *(sys.executable, "-m", "wayline.cli", "worker", "--app", str(app)),
                 *("--world", url, "--processes", str(processes)),
             ],
             stdout=subprocess.DEVNULL,

@@ -183,21 +183,30 @@ class WaitingFor(BaseModel):
     kind: str = Field(
         description="person (a stuck unwind needs a decision), worker (no worker drives the "
         "run), concurrency (a slot of a concurrency limit, for the run or one of its steps), "
-        "hook (a payload for token), child (a child run), sleep (until a time) or step "
+        "rate_limit (the next token of a rate limit, for the run or one of its steps), "
+        "debounce (a debounced run's quiet period, until it begins), hook "
+        "(a payload for token), child (a child run), sleep (until a time) or step "
         "(a step body in flight)."
     )
     message: str | None = Field(
-        default=None, description="For person, worker and concurrency: what is going on."
+        default=None,
+        description="For person, worker, concurrency, rate_limit and debounce: what is going on.",
     )
     limit: str | None = Field(
-        default=None, description="concurrency: the limit's key (workflow or step, and key)."
+        default=None,
+        description="concurrency, rate_limit or debounce: the limit's key (workflow or step, "
+        "and key).",
     )
     token: str | None = Field(default=None, description="hook: the token a WorkflowHook answers.")
     timeoutAt: str | None = Field(
         default=None, description="hook: when the hook times out, if it has a timeout."
     )
     hookId: str | None = Field(default=None, description="hook: its id in the run.")
-    until: str | None = Field(default=None, description="sleep: when the run wakes.")
+    until: str | None = Field(
+        default=None,
+        description="sleep: when the run wakes; rate_limit: when its token is due; debounce: "
+        "when the run begins unless started again.",
+    )
     waitId: str | None = Field(default=None, description="sleep: its id in the run.")
     childId: str | None = Field(default=None, description="child: its id in the run.")
     deadlineAt: str | None = Field(
@@ -208,11 +217,12 @@ class WaitingFor(BaseModel):
         default=None, description="child or worker: the workflow it needs."
     )
     name: str | None = Field(
-        default=None, description="step, or concurrency for a step: the step's name."
+        default=None, description="step, or concurrency or rate_limit for a step: its name."
     )
     step: str | None = Field(default=None, description="person: the step whose reversal failed.")
     stepId: str | None = Field(
-        default=None, description="step, person, or concurrency for a step: the step's id."
+        default=None,
+        description="step, person, or concurrency or rate_limit for a step: the step's id.",
     )
     attempt: int | None = Field(default=None, description="step: its latest attempt.")
     state: str | None = Field(default=None, description="step: pending, running or retrying.")
@@ -293,14 +303,14 @@ class WorkflowRunStatus(BaseModel):
     phase: str | None = Field(
         default=None,
         description="pending, running, blocked (held: waiting for a slot of a concurrency "
-        "limit, for a worker of the definition the run pinned, or after a replay "
-        "divergence; the message says which), paused (by a person or spec.paused, or by a "
-        "step out of attempts with on_exhausted=pause; nothing new starts until unpaused), "
-        "compensating, compensation_stuck (a person "
-        "decides), completed, failed, cancelled, continued_as_new (the run went on in a next "
-        "run: wayline.continue_as_new), corrupt (a log entry cannot be read), or "
-        "invalid (the spec started nothing). The run's own status words, as `wayline runs "
-        "list`.",
+        "limit or a rate limit's next token, for a worker of the definition the run "
+        "pinned, or after a replay "
+        "divergence; the message says which), paused (by a person or spec.paused, or by a step "
+        "out of attempts with on_exhausted=pause; nothing new starts until unpaused), "
+        "compensating, compensation_stuck (a person decides), completed, failed, cancelled, "
+        "continued_as_new (the run went on in a next run: wayline.continue_as_new), "
+        "corrupt (a log entry cannot be read), or invalid (the spec started nothing). The "
+        "run's own status words, as `wayline runs list`.",
     )
     message: str | None = Field(default=None, description="What is happening, for a person.")
     lastSeq: int | None = Field(

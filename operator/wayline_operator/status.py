@@ -17,7 +17,16 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from wayline.history import Event, RunInfo, RunStatus, RunView, fmt_error, fold, waiting_for_worker
+from wayline.history import (
+    Event,
+    RunInfo,
+    RunStatus,
+    RunView,
+    debounced_until,
+    fmt_error,
+    fold,
+    waiting_for_worker,
+)
 
 _DONE = {RunStatus.COMPLETED: "Succeeded", RunStatus.FAILED: "Failed"}
 MESSAGE_LIMIT = 1024
@@ -96,7 +105,7 @@ def waiting_for(
                 "or set spec.compensation.abandon",
             }
         )
-    slot = concurrency_wait(info)
+    slot = limit_wait(info) or debounce_wait(info, events)
     if slot is not None:
         out.append(slot)
     worker = None if slot is not None else worker_wait(info, served, now=now)
@@ -143,17 +152,37 @@ def waiting_for(
     return out
 
 
-def concurrency_wait(info: RunInfo) -> dict[str, Any] | None:
-    """A run blocked on a concurrency slot (``wayline.Limit``): its own (before it starts) or
-    one of its steps' (``name``/``stepId`` say which)."""
+def limit_wait(info: RunInfo) -> dict[str, Any] | None:
+    """A run blocked on a concurrency slot (``wayline.Limit``) or on a rate limit's next token
+    (``wayline.RateLimit``, with ``until``: when it is due): its own (before it starts) or one
+    of its steps' (``name``/``stepId`` say which)."""
     why = info.error or {}
-    if info.status is not RunStatus.BLOCKED or why.get("waitingFor") != "concurrency":
+    kind = why.get("waitingFor")
+    if info.status is not RunStatus.BLOCKED or kind not in ("concurrency", "rate_limit"):
         return None
-    entry: dict[str, Any] = {"kind": "concurrency", "limit": why.get("limit")}
+    entry: dict[str, Any] = {"kind": kind, "limit": why.get("limit")}
+    if kind == "rate_limit":
+        entry["until"] = why.get("until")
     if why.get("step"):
         entry.update(name=why.get("step"), stepId=why.get("stepId"))
     entry["message"] = why.get("message")
     return entry
+
+
+def debounce_wait(info: RunInfo, events: Sequence[Event]) -> dict[str, Any] | None:
+    """A debounced run that has not begun (``wayline.Debounce``): it begins at ``until``
+    unless another start with its key comes first, and moves on by itself."""
+    until = debounced_until(info, events)
+    if until is None:
+        return None
+    key = (info.attributes.get("debounce") or {}).get("key")
+    shown = stamp(until)
+    return {
+        "kind": "debounce",
+        "limit": key,
+        "until": shown,
+        "message": f"debounced: begins at {shown} unless started again with key {key!r}",
+    }
 
 
 def worker_wait(
@@ -185,6 +214,9 @@ def summary(waits: Sequence[Mapping[str, Any]]) -> str:
         "sleep": f"sleep until {first.get('until')}",
         "step": f"step {first.get('name')}",
         "concurrency": f"concurrency ({first.get('name') or first.get('limit')})",
+        "rate_limit": f"rate limit ({first.get('name') or first.get('limit')}) until "
+        f"{first.get('until')}",
+        "debounce": f"debounce ({first.get('limit')}) until {first.get('until')}",
     }.get(kind, kind)
     more = len(waits) - 1
     return f"{what} +{more}" if more else what
@@ -197,7 +229,7 @@ def _message(info: RunInfo, waits: Sequence[Mapping[str, Any]]) -> str:
         return fmt_error(info.error)
     if waits:
         first = waits[0]
-        if first["kind"] in ("person", "worker", "concurrency"):
+        if first["kind"] in ("person", "worker", "concurrency", "rate_limit", "debounce"):
             return str(first.get("message", ""))
         if first["kind"] == "hook":
             return f"waiting for hook {first['token']} (deliver it with a WorkflowHook)"

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 
 from ._core.concurrency import Limit
 from ._core.continuation import ContinueAsNewError
+from ._core.debounce import Debounce
 from ._core.definitions import StepDefinition, WorkflowDefinition
 from ._core.events import RunStatus
 from ._core.projections import Reversal
+from ._core.rate_limits import RateLimit
 from ._core.retry import RetryPolicy
 from ._sdk.combinators import any
 from ._sdk.context import StepContext, step_context
@@ -98,6 +100,7 @@ __all__ = [
     "ContinueAsNewError",
     "CorruptEntryError",
     "CorruptLogError",
+    "Debounce",
     "Duration",
     "ErrorCause",
     "FatalError",
@@ -120,6 +123,7 @@ __all__ = [
     "NotInStepError",
     "NotInWorkflowError",
     "PayloadTooLargeError",
+    "RateLimit",
     "RedriveRefusedError",
     "ReplayDivergenceError",
     "ResultTimeoutError",

@@ -36,6 +36,7 @@ from ._sdk.options import take_option_keywords
 from ._sdk.streams import StreamChunk, follow_stream
 from .durations import Duration, to_seconds
 from .errors import (
+    ConfigurationError,
     CorruptLogError,
     EntityConflictError,
     HookNotFoundError,
@@ -453,12 +454,69 @@ class Client:
             {token: self._plain(token, value) for token, value in options.hooks.items()},
             to_seconds(options.hooks_buffer),
         )
+        if definition is not None and definition.debounce is not None:
+            if options.id is not None or options.run_id is not None:
+                raise ConfigurationError(
+                    f"workflow {name!r} is debounced: its runs are named by its Debounce key, "
+                    "so a start takes no id"
+                )
+            return await self._start_debounced(definition, start, args, kwargs)
         if options.id is None:
             run_id = options.run_id or new_run_id()
             if await self._create(run_id, start):
                 return await self._send_start(run_id, start, fresh=True)
             return await self._existing(await self.get_run(run_id), start)
         return await self._start_by_id(options.id, start, options.id_reuse)
+
+    async def _start_debounced(
+        self,
+        definition: WorkflowDefinition[..., Any],
+        start: _Start,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> RunHandle[Any]:
+        """The handle of the run of this start's debounce key that has not begun, its input
+        replaced by this start's (``run_debounced``), or of a new such run whose start message
+        is due after the quiet period (``wayline.Debounce``). The runs of a key are the
+        generations of the business id ``debounce:<key>``; the world refuses ``run_debounced``
+        once the run began, and that start makes the next generation."""
+        debounce = definition.debounce
+        assert debounce is not None
+        key = debounce.key_for(definition.name, list(args), kwargs)
+        chain = f"debounce:{key}"
+        start.data["debounce"] = {"key": key, "period": debounce.seconds}
+        replaced = NewEvent(EventType.RUN_DEBOUNCED, data={"input": start.data["input"]})
+        generation = await newest_generation(self.world, chain, self.namespace)
+        for _ in range(_FENCE_ROUNDS):
+            if generation >= 0:
+                run_id = generation_run_id(chain, self.namespace, generation)
+                info = await self.world.get_run(run_id)
+                if info is not None and info.status is RunStatus.PENDING:
+                    try:
+                        await self.world.append(run_id, [replaced], expected_seq=info.last_seq)
+                    except SequenceConflictError:
+                        continue  # another start (or the run's begin) came first: read again
+                    except (EntityConflictError, RunTerminalError):
+                        pass  # it began or ended meanwhile: this start makes the next run
+                    else:
+                        return RunHandle(self, run_id, definition)
+            run_id = generation_run_id(chain, self.namespace, generation + 1)
+            if await self._create(run_id, start):
+                await self.world.enqueue(
+                    FLOW_TOPIC,
+                    {
+                        **flow_message(self.world, run_id, WakeReason.START, after_own_append=True),
+                        **ordering.of_record(start.data).fields(),
+                    },
+                    idempotency_key=f"{run_id}:start",
+                    delay_seconds=debounce.seconds,
+                    recoverable=True,
+                )
+                return RunHandle(self, run_id, definition, fresh=True)
+            generation = await newest_generation(self.world, chain, self.namespace, generation + 1)
+        raise SequenceConflictError(
+            f"debounce key {key!r} kept gaining runs under {_FENCE_ROUNDS} attempts", last_seq=0
+        )
 
     async def _start_by_id(self, id: str, start: _Start, id_reuse: str) -> RunHandle[Any]:
         """Start a new generation of business id ``id``, or apply the policies to its newest.

@@ -17,7 +17,7 @@ from typing import Any
 from ._core.dispatch import Action, StepState, decide, lease_remaining
 from ._core.events import PAUSABLE, Event, EventType, RunStatus
 from ._core.ids import is_run_id
-from ._core.projections import RunInfo, RunView, fold
+from ._core.projections import RunInfo, RunView, debounced_until, fold
 from .errors import ErrorCause
 from .world.registry import waiting_for_worker
 
@@ -30,6 +30,7 @@ __all__ = [
     "RunStatus",
     "RunView",
     "StepState",
+    "debounced_until",
     "decide",
     "fmt_error",
     "fold",

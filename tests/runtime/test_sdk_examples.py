@@ -80,3 +80,18 @@ async def test_trip_saga_example() -> None:
         "failed: step 'examples.book_hotel' raised FatalError: no room left "
         "(attempt 1 of 1, FatalError is never retried), and its compensation was abandoned"
     )
+
+
+async def test_rate_limit_example() -> None:
+    from examples import rate_limit
+
+    sent = await rate_limit.main()
+    ana = sorted(at for user, at in sent if user == "ana")
+    assert len(ana) == 4 and [user for user, _ in sent].count("bob") == 1
+    assert ana[-1] - ana[0] >= 0.5 * 3 / 5  # "5/s", burst 1: four starts span 0.6 s at least
+
+
+async def test_debounce_example() -> None:
+    from examples import debounce
+
+    assert sorted(await debounce.main()) == ["changelog v1", "readme v5"]

@@ -59,6 +59,23 @@ async def one_at_a_time(order_id: str) -> bool:
     return True
 
 
+@wayline.step(rate_limit=wayline.RateLimit(key=lambda user, text: user, rate="10/s", burst=5))
+async def notify(user: str, text: str) -> int:
+    return len(text)
+
+
+@wayline.step(compensate=unbook, rate_limit=wayline.RateLimit(rate="1000/h"))
+def book_slowly(flight: str) -> str:
+    return flight
+
+
+@wayline.workflow(rate_limit=wayline.RateLimit(rate="30/min", key="imports"))
+async def paced_import(user: str) -> int:
+    assert_type(await notify(user, "done"), int)
+    assert_type(await book_slowly("LH1"), str)
+    return 1
+
+
 @wayline.workflow(name="orders", revision=2)
 async def order(order_id: str, amount: int) -> str:
     receipt = await charge(order_id, amount)

@@ -132,6 +132,8 @@ def test_public_api_is_pinned() -> None:
             "WorkflowInfo",
             "workflow_info",
             "Limit",
+            "RateLimit",
+            "Debounce",
             "StreamChunk",
             "StreamClosedError",
             "stream",

@@ -15,7 +15,7 @@ from wayline_operator import crd_manifest
 from wayline_operator.notices import Budget, Notice, notices
 from wayline_operator.reconcile import InvalidSpec, parse_spec, run_id_for
 from wayline_operator.resource import as_json, crds
-from wayline_operator.status import invalid_status, run_status
+from wayline_operator.status import invalid_status, run_status, stamp
 from wayline_operator.ttl import expired
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
@@ -258,6 +258,59 @@ def test_a_run_waiting_for_a_concurrency_slot_says_so_not_for_a_worker() -> None
         "stepId": "s2",
         "message": "m",
     }
+
+
+def test_a_run_waiting_for_a_rate_limits_token_says_until_when() -> None:
+    """A step's rate limit (``wayline.RateLimit``): ``kind: rate_limit`` with the key and when
+    the next token is due, never ``worker``, and not Blocked (it moves on by itself)."""
+    info = _info(
+        RunStatus.BLOCKED,
+        created_at=1000.0,
+        error={
+            "code": "STEP_RATE_LIMIT",
+            "waitingFor": "rate_limit",
+            "limit": "step:notify:ana",
+            "rate": "30/m",
+            "until": "2026-12-06T19:40:00.000+00:00",
+            "step": "notify",
+            "stepId": "s1",
+            "message": "m",
+        },
+    )
+    status = run_status(info, [], now=1030.0, served=[])
+    assert status["waitingFor"] == [
+        {
+            "kind": "rate_limit",
+            "limit": "step:notify:ana",
+            "until": "2026-12-06T19:40:00.000+00:00",
+            "name": "notify",
+            "stepId": "s1",
+            "message": "m",
+        }
+    ]
+    assert status["waitingForSummary"] == (
+        "rate limit (notify) until 2026-12-06T19:40:00.000+00:00"
+    )
+    assert _cond(status, "Blocked")["status"] == "False"
+
+
+def test_a_debounced_run_not_begun_says_until_when() -> None:
+    """``wayline.Debounce``: ``kind: debounce`` with the key and when the run begins (one period
+    after its last start), not Blocked; once it began, nothing of it."""
+    attributes = {"debounce": {"key": "w:doc", "period": 30.0}}
+    info = _info(RunStatus.PENDING, created_at=1000.0, attributes=attributes)
+    events = [
+        _ev(1, EventType.RUN_CREATED, workflow="w", debounce=attributes["debounce"]),
+        _ev(2, EventType.RUN_DEBOUNCED, input={"args": [2]}),
+    ]
+    status = run_status(info, events, now=1001.0, served=[])
+    [wait] = status["waitingFor"]
+    assert wait["kind"] == "debounce" and wait["limit"] == "w:doc"
+    assert wait["until"] == stamp(events[1].created_at + 30.0)
+    assert status["waitingForSummary"] == f"debounce (w:doc) until {wait['until']}"
+    assert _cond(status, "Blocked")["status"] == "False"
+    began = _info(RunStatus.RUNNING, created_at=1000.0, attributes=attributes)
+    assert run_status(began, events, now=1001.0)["waitingFor"] == []
 
 
 def test_last_transition_time_moves_only_when_the_status_changes() -> None:

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..durations import Duration, to_seconds
 from ..errors import ConfigurationError
+from . import limit_keys
 
 DEFAULT_STEP_LEASE = 30.0
 """Seconds a step's slot outlives a holder that stopped renewing it (renewed every third)."""
@@ -70,10 +71,4 @@ class Limit:
 
     def key_for(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> str:
         """The slot key for a call of the workflow or step ``name`` with these arguments."""
-        if self.key is None:
-            part = "*"
-        elif isinstance(self.key, str):
-            part = self.key
-        else:
-            part = str(self.key(*args, **kwargs))
-        return f"{name}:{part}"
+        return limit_keys.key_for(self.key, name, args, kwargs)

@@ -18,10 +18,12 @@ from ..errors import ConfigurationError
 from . import patch_scopes, search_attributes
 from .concurrency import Limit
 from .current import replay_var
+from .debounce import Debounce
 from .identity import Entry, code_hash, digest
 from .identity import shape as walk_shape
 from .limits import Limits
 from .limits import check as check_size
+from .rate_limits import RateLimit
 from .retry import RetryPolicy
 from .serde import Signature
 
@@ -72,6 +74,7 @@ class StepDefinition(Generic[P, R]):
         concurrency: Limit | None = None,
         compensate_retry: RetryPolicy | None = None,
         retry_declared: bool = False,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         if compensate_retry is not None and not isinstance(compensate_retry, RetryPolicy):
             raise ConfigurationError(
@@ -107,6 +110,10 @@ class StepDefinition(Generic[P, R]):
         self.concurrency = concurrency
         """At most ``max`` bodies per key at once on the world: the step then never runs
         inline, and its queued delivery takes a leased slot first (``_engine.step_slots``)."""
+        _check_rate_limit(rate_limit)
+        self.rate_limit = rate_limit
+        """Bodies started per key and second on the world: the step then never runs inline,
+        and its queued delivery takes a token first (``_engine.rate_waits``)."""
         self.fn = fn
         self.name = name or fn.__qualname__
         # The simple form is a fixed-delay policy; max_retries/retry_delay stay readable.
@@ -146,8 +153,11 @@ class StepDefinition(Generic[P, R]):
     @property
     def queued_only(self) -> bool:
         """Never run inline: a ``timeout=`` step (its delivery is renewed up to the timeout)
-        or a ``concurrency=`` one (its delivery takes a slot before the body starts)."""
-        return self.timeout is not None or self.concurrency is not None
+        or a ``concurrency=`` or ``rate_limit=`` one (its delivery takes a slot or a token
+        before the body starts)."""
+        return (
+            self.timeout is not None or self.concurrency is not None or self.rate_limit is not None
+        )
 
     def identity_entry(self) -> Entry:
         options: dict[str, Any] = {
@@ -176,6 +186,11 @@ def _check_limit(concurrency: object) -> None:
         raise ConfigurationError(f"concurrency= takes a wayline.Limit, not {concurrency!r}")
 
 
+def _check_rate_limit(rate_limit: object) -> None:
+    if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+        raise ConfigurationError(f"rate_limit= takes a wayline.RateLimit, not {rate_limit!r}")
+
+
 class WorkflowDefinition(Generic[P, R]):
     """A declared workflow: an ``async def`` taking ``P`` and returning ``R``."""
 
@@ -188,6 +203,8 @@ class WorkflowDefinition(Generic[P, R]):
         strict_identity: bool,
         concurrency: Limit | None = None,
         attributes: Mapping[str, Any] | None = None,
+        rate_limit: RateLimit | None = None,
+        debounce: Debounce | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise ConfigurationError(f"@wayline.workflow needs an async def, got {fn!r}")
@@ -205,6 +222,15 @@ class WorkflowDefinition(Generic[P, R]):
                 "until it ends)"
             )
         self.concurrency = concurrency
+        _check_rate_limit(rate_limit)
+        self.rate_limit = rate_limit
+        """Runs started per key and second on the world: a run takes a token before its first
+        event of work, after its concurrency slot (``_engine.rate_waits``)."""
+        if debounce is not None and not isinstance(debounce, Debounce):
+            raise ConfigurationError(f"debounce= takes a wayline.Debounce, not {debounce!r}")
+        self.debounce = debounce
+        """Starts with one key within the quiet period collapse into one run, which begins
+        after it with the last input (``Client.start``; ``wayline.Debounce``)."""
         self.signature = Signature(fn)
         self._identity: str | None = None
         self._identities: tuple[str, ...] | None = None

@@ -51,6 +51,9 @@ class EventType(StrEnum):
     HISTORY_LARGE = "history_large"
     """The run's log passed ``WAYLINE_HISTORY_WARN_EVENTS``: recorded once, as a warning to
     end it with ``wayline.continue_as_new`` (see ``_engine.history_limits``)."""
+    RUN_DEBOUNCED = "run_debounced"
+    """A start of a debounced workflow (``wayline.Debounce``) collapsed into this run, which has
+    not begun: its input replaces the run's, and its quiet period starts again."""
     STEP_CREATED = "step_created"
     STEP_STARTED = "step_started"
     STEP_RETRYING = "step_retrying"
@@ -348,6 +351,10 @@ def apply_transition(
             raise EntityConflictError(f"run already started{_over(run_status, ends_by)}")
         return RunStatus.RUNNING, None
     if t in _RUN_NOTES:
+        return run_status, None
+    if t is EventType.RUN_DEBOUNCED:
+        if run_status is not RunStatus.PENDING:  # it began (or waits to): a start is a new run
+            raise EntityConflictError(f"run is {run_status}: its input is read already")
         return run_status, None
     if t in (EventType.RUN_PAUSED, EventType.RUN_UNPAUSED):
         return _pause_transition(run_status, event), None

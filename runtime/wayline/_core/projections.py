@@ -14,7 +14,7 @@ Adding an event type is one ``EventType`` member, one payload class here, and a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
@@ -209,6 +209,12 @@ class PatchMarked:
 
 
 @dataclass(frozen=True, slots=True)
+class RunDebounced:
+    input: Any
+    """The stored input that replaces the run's (``wayline.Debounce``: the last start's)."""
+
+
+@dataclass(frozen=True, slots=True)
 class AttributesSet:
     values: Mapping[str, Any]
     """The stored values set (``search_attributes.encode``); None removes one."""
@@ -334,6 +340,7 @@ Payload = (
     | PatchMarked
     | AttributesSet
     | HistoryLarge
+    | RunDebounced
     | StepCreated
     | StepStarted
     | StepRetrying
@@ -464,6 +471,8 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
             return lambda d: AttributesSet(_mapping(d.get("set")) or {})
         case EventType.HISTORY_LARGE:
             return lambda d: HistoryLarge(int(d.get("events") or 0), int(d.get("threshold") or 0))
+        case EventType.RUN_DEBOUNCED:
+            return lambda d: RunDebounced(d.get("input"))
         case EventType.STEP_CREATED:
             return _step_created
         case EventType.STEP_STARTED:
@@ -612,6 +621,8 @@ def run_changes(event: Event) -> dict[str, Any]:
             # handle follows the chain from the run's row alone
             output = {NEXT_RUN_ID: next_run_id}
             changes.update(status=RunStatus.CONTINUED_AS_NEW, ended_at=at, output=output)
+        case RunDebounced(replaced):
+            changes["input"] = replaced
         case (
             RunCreated()
             | RunCancelRequested()
@@ -636,6 +647,22 @@ def run_changes(event: Event) -> dict[str, Any]:
         case unknown:
             assert_never(unknown)
     return changes
+
+
+def debounced_until(info: RunInfo, events: Sequence[Event]) -> float | None:
+    """When a debounced run that has not begun may begin (the world's time: one period after
+    its last start, ``run_created`` or ``run_debounced``), or None: it is not debounced or it
+    began (``wayline.Debounce``)."""
+    debounce = info.attributes.get("debounce")
+    if not isinstance(debounce, Mapping) or info.status is not RunStatus.PENDING:
+        return None
+    period = debounce.get("period")
+    if isinstance(period, bool) or not isinstance(period, int | float):
+        return None
+    starts = [
+        e.created_at for e in events if e.type in (EventType.RUN_CREATED, EventType.RUN_DEBOUNCED)
+    ]
+    return (max(starts) if starts else info.created_at) + float(period)
 
 
 def pinned_definition(event: Event) -> dict[str, Any] | None:
@@ -980,7 +1007,7 @@ class RunView:
                 | RunUnpaused()
             ):
                 self._phase(p, at)
-            case RunBlocked() | RunUnblocked() | PatchMarked() | AttributesSet():
+            case RunBlocked() | RunUnblocked() | PatchMarked() | AttributesSet() | RunDebounced():
                 pass  # the run view (``run``) has it; the timeline shows it in the header
             case HistoryLarge():
                 self.history_large = p

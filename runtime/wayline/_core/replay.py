@@ -57,6 +57,7 @@ from .projections import (
     RunCompleted,
     RunContinuedAsNew,
     RunCreated,
+    RunDebounced,
     RunFailed,
     RunPaused,
     RunRedriven,
@@ -408,6 +409,8 @@ class Replay:
                 self.new_patches.pop(patch_id, None)
             case AttributesSet(values):
                 self._attributes_set(event.seq, values)
+            case RunDebounced(replaced):
+                self.input = replaced  # the last start's, before the run began
             case HookDisposed():
                 disposed = self.hooks.get(cid)
                 if disposed is not None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .._core.concurrency import Limit
 from .._core.definitions import WorkflowDefinition
 from .._core.events import EventType, NewEvent, RunStatus
 from .._core.messages import ConcurrencyRetry
+from .._core.rate_limits import RateLimit
 from .._core.replay import Replay
 from .._core.serde import error_message
 from ..errors import CorruptLogError, EntityConflictError, RunTerminalError
@@ -39,17 +41,8 @@ async def admit(
     if limit is None or replay.ending.cancel_requested:
         return True  # a run cancelled while waiting ends without taking a slot's turn
     run_id = replay.run_id
-    try:
-        args, kwargs = workflow.signature.decode_args(replay.input, what="input")
-        key = limit.key_for(workflow.name, args, kwargs)
-    except Exception as err:  # the key function failed: the run cannot be placed
-        why = f"{type(err).__name__}: {error_message(err)}"
-        await fail_run(
-            world,
-            run_id,
-            "CONCURRENCY_KEY",
-            f"the concurrency key of {workflow.name!r} raised {why}",
-        )
+    key = await run_key(world, workflow, replay, limit, "concurrency")
+    if key is None:
         return False
     won, holders = await world.acquire_slot(key, run_id, limit.max)
     if won:
@@ -90,6 +83,25 @@ async def admit(
         delay_seconds=min(_LONGEST_PAUSE, 0.05 * 2 ** min(tries, 7)),
     )
     return False
+
+
+async def run_key(
+    world: World,
+    workflow: WorkflowDefinition[..., Any],
+    replay: Replay,
+    limit: Limit | RateLimit,
+    kind: str,
+) -> str | None:
+    """The key of this run under ``limit``, or None when decoding its input or the key
+    function raised: the run cannot be placed, so it fails (``<KIND>_KEY``)."""
+    try:
+        args, kwargs = workflow.signature.decode_args(replay.input, what="input")
+        return limit.key_for(workflow.name, args, kwargs)
+    except Exception as err:
+        why = f"{type(err).__name__}: {error_message(err)}"
+        message = f"the {kind.replace('_', ' ')} key of {workflow.name!r} raised {why}"
+        await fail_run(world, replay.run_id, f"{kind.upper()}_KEY", message)
+        return None
 
 
 async def _unreadable(world: EventLog, holders: list[str]) -> dict[str, CorruptLogError]:

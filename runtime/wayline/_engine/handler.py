@@ -56,7 +56,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
-from . import child_ids, divergence, handoff, history_limits, step_slots
+from . import child_ids, debounce_waits, divergence, handoff, history_limits, rate_waits, step_slots
 from .buffered_hooks import take_buffered, waiting_hooks
 from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
@@ -179,6 +179,7 @@ class Handler:
             and info.started_at is not None
             and not divergence.held(info)
             and not step_slots.waiting(info)  # lifted by the waiting step when it gets a slot
+            and not rate_waits.step_waiting(info)  # or a token
         ):
             try:
                 await self.world.append(info.run_id, [NewEvent(EventType.RUN_UNBLOCKED)])
@@ -227,12 +228,8 @@ class Handler:
                             return Verdict("retry", delay=0.0)  # check the new pin again
                         replay.feed(events)
                     info = await divergence.lift(self.world, info)
-                    if (
-                        replay.root is None
-                        and replay.terminal is None
-                        and not await admit(self.world, info, workflow, replay, delivery)
-                    ):
-                        return ACK  # waiting for a concurrency slot (see ``concurrency``)
+                    if not await self._may_begin(info, workflow, replay, delivery, events):
+                        return ACK  # it waits (see ``_may_begin``): a later message comes
                     session = RunSession(
                         self.world,
                         self.settings,
@@ -524,6 +521,25 @@ class Handler:
             await self.world.release(delivery, random.uniform(1.0, 3.0))
             return Verdict("none")
         return ACK
+
+    async def _may_begin(
+        self,
+        info: RunInfo,
+        workflow: WorkflowDefinition[..., Any],
+        replay: Replay,
+        delivery: Delivery,
+        events: list[Event],
+    ) -> bool:
+        """False when a run that has not begun must wait, and a later message of its own
+        comes back for it: a debounced run's quiet period goes on, or it has no concurrency
+        slot or no rate limit's token yet. A run that began (or ended) goes on."""
+        if replay.root is not None or replay.terminal is not None:
+            return True
+        if await debounce_waits.waited(self.world, info, events, replay, delivery):
+            return False
+        return await admit(self.world, info, workflow, replay, delivery) and (
+            await rate_waits.admit(self.world, info, workflow, replay, delivery)
+        )
 
     async def _start(
         self, session: RunSession, defer: bool, pin: WorkflowDefinition[..., Any] | None = None

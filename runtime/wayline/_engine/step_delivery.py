@@ -16,7 +16,7 @@ from .._core.projections import RunCancelRequested, RunView, StepView, fold
 from ..errors import EntityConflictError, RunTerminalError, SequenceConflictError, WaylineError
 from ..settings import Settings
 from ..world import Delivery, RunInfo, World
-from . import step_slots
+from . import rate_waits, step_slots
 from .ending import malformed, record_outcome
 from .messages import ACK, StepMessage, Verdict, unseen
 from .step_runner import Failed, Outcome, Retry, run_step_body
@@ -78,6 +78,10 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
             await step_slots.show_waiting(world, info, step, ran)
             await world.release(delivery, step_slots.pause())  # no attempt, no delivery spent
             return Verdict("none")
+        if isinstance(ran, rate_waits.Wait):
+            await rate_waits.show_step_waiting(world, info, step, ran)
+            await world.release(delivery, ran.delay)  # no attempt, no delivery spent
+            return Verdict("none")
         if isinstance(ran, Verdict | Continue):
             return ran
         outcome = ran
@@ -119,9 +123,11 @@ async def _run(
     definition: StepDefinition[..., object],
     seq: int,
     view: RunView,
-) -> Outcome | Verdict | Continue | step_slots.Wait:
+) -> Outcome | Verdict | Continue | step_slots.Wait | rate_waits.Wait:
     """Run the body once in this process (single flight), under a bare (queue-owned) start,
-    holding a slot of the step's concurrency limit when it has one."""
+    holding a slot of the step's concurrency limit when it has one, and with a token of its
+    rate limit when it has one (taken while the slot is held, so a step that waits for both
+    spends no token it cannot use)."""
     run_id = info.run_id
     attempt, started = step.spent + 1, True
 
@@ -145,19 +151,28 @@ async def _run(
             key_run=key_run_id(run_id, info.attributes),
         )
 
-    async def body() -> Outcome | step_slots.Wait | None:
-        if definition.concurrency is None:
+    async def with_token() -> Outcome | rate_waits.Wait | None:
+        if definition.rate_limit is None:
             return await start_and_run()
+        token = await rate_waits.take_for_step(world, run_id, step, definition)
+        if token is not None:
+            return token  # waiting, or the key function failed (the step fails unstarted)
+        await rate_waits.show_step_taken(world, info, step)
+        return await start_and_run()
+
+    async def body() -> Outcome | step_slots.Wait | rate_waits.Wait | None:
+        if definition.concurrency is None:
+            return await with_token()
         slot = await step_slots.take(world, run_id, step, definition)
         if not isinstance(slot, step_slots.Slot):
             return slot  # waiting, or the key function failed (the step fails unstarted)
         async with slot.held():
             await step_slots.show_taken(world, info, step)
-            return await start_and_run()
+            return await with_token()
 
     key = step_dispatch_key(run_id, step.cid)
     executed, outcome = await world.single_flight.run(key, body)
-    if isinstance(outcome, step_slots.Wait):
+    if isinstance(outcome, step_slots.Wait | rate_waits.Wait):
         return outcome
     if executed and (not started or outcome is None):
         return Continue(run_id)

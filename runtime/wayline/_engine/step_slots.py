@@ -30,6 +30,7 @@ from .._core.concurrency import Limit
 from .._core.definitions import StepDefinition
 from .._core.events import EventType, NewEvent, RunStatus
 from .._core.projections import StepView
+from .._core.rate_limits import RateLimit
 from .._core.serde import error_message
 from ..errors import (
     EntityConflictError,
@@ -237,14 +238,25 @@ async def take(
     its key function raised."""
     limit = definition.concurrency
     assert limit is not None
+    key = step_key(step, definition, limit, "concurrency")
+    if isinstance(key, Failed):
+        return key
+    return await acquire(world, key, f"{run_id}:{step.cid}", limit)
+
+
+def step_key(
+    step: StepView, definition: StepDefinition[..., Any], limit: Limit | RateLimit, kind: str
+) -> str | Failed:
+    """The key of this call of the step under ``limit``, or the step's failure (``<KIND>_KEY``,
+    the step never runs) when decoding its arguments or the key function raised."""
     try:
         args, kwargs = definition.signature.decode_args(step.input, what=f"step {step.name!r}")
-        key = limit.key_for(f"step:{definition.name}", args, kwargs)
+        return limit.key_for(f"step:{definition.name}", args, kwargs)
     except Exception as err:
         why = f"{type(err).__name__}: {error_message(err)}"
-        message = f"the concurrency key of step {step.name!r} raised {why}"
-        return Failed({"name": "FatalError", "code": "CONCURRENCY_KEY", "message": message})
-    return await acquire(world, key, f"{run_id}:{step.cid}", limit)
+        message = f"the {kind.replace('_', ' ')} key of step {step.name!r} raised {why}"
+        code = f"{kind.upper()}_KEY"
+        return Failed({"name": "FatalError", "code": code, "message": message})
 
 
 async def acquire(world: Slots, key: str, holder: str, limit: Limit) -> Slot | Wait:
@@ -285,7 +297,7 @@ async def show_waiting(world: EventLog, info: RunInfo, step: StepView, wait: Wai
         log.info("run %s: %s", now.run_id, message)
         return NewEvent(EventType.RUN_BLOCKED, data=data)
 
-    await _mark(world, info, block)
+    await mark(world, info, block)
 
 
 def waiting(info: RunInfo) -> bool:
@@ -293,18 +305,22 @@ def waiting(info: RunInfo) -> bool:
     return info.status is RunStatus.BLOCKED and (info.error or {}).get("code") == CODE
 
 
-async def show_taken(world: EventLog, info: RunInfo, step: StepView) -> None:
-    """Lift the run's block if it named this step."""
+async def show_taken(world: EventLog, info: RunInfo, step: StepView, code: str = CODE) -> None:
+    """Lift the run's block if it is this step's wait (of kind ``code``: a slot's, or a rate
+    limit's token)."""
 
     def unblock(now: RunInfo) -> NewEvent | None:
-        if not waiting(now) or (now.error or {}).get("stepId") != step.cid:
+        shown = now.error or {}
+        if now.status is not RunStatus.BLOCKED or shown.get("code") != code:
+            return None
+        if shown.get("stepId") != step.cid:
             return None
         return NewEvent(EventType.RUN_UNBLOCKED)
 
-    await _mark(world, info, unblock)
+    await mark(world, info, unblock)
 
 
-async def _mark(
+async def mark(
     world: EventLog, info: RunInfo | None, decide: Callable[[RunInfo], NewEvent | None]
 ) -> None:
     """Append what ``decide`` makes of the run as last read, only onto that read

@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from .._core.concurrency import Limit
+from .._core.debounce import Debounce
 from .._core.definitions import StepDefinition, WorkflowDefinition, register, register_workflow
+from .._core.rate_limits import RateLimit
 from .._core.retry import RetryPolicy
 from ..durations import Duration
 from ..errors import ConfigurationError
@@ -67,6 +69,7 @@ def step(
     compensate_retry: RetryPolicy | None = None,
     timeout: Duration | None = None,
     concurrency: Limit | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> CompensatedStepDecorator[P]: ...
 @overload
 def step(
@@ -79,6 +82,7 @@ def step(
     compensate_retry: RetryPolicy | None = None,
     timeout: Duration | None = None,
     concurrency: Limit | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> StepDecorator: ...
 def step(
     fn: Callable[..., Any] | None = None,
@@ -92,6 +96,7 @@ def step(
     compensate_retry: RetryPolicy | None = None,
     timeout: Duration | None = None,
     concurrency: Limit | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> Any:
     """Declare a durable step. ``max_retries`` counts retries after the first try (default 3),
     ``retry_delay`` is the fixed pause between them (default 1s); ``retry`` takes a
@@ -108,6 +113,12 @@ def step(
     once across every worker on the world. The step then runs as its own queued delivery,
     which takes a leased slot before the attempt starts; waiting for one spends no retry and
     no delivery, and shows in ``runs show`` (see ``wayline.Limit``).
+
+    ``rate_limit=wayline.RateLimit(key=..., rate="100/s", burst=n)`` lets bodies of the step
+    with the same key start at most at that rate across every worker on the world (a token
+    bucket in the world). The step then runs as its own queued delivery, which takes a token
+    before the attempt starts; waiting for one spends no retry and no delivery, and shows in
+    ``runs show`` with the time its token is due (see ``wayline.RateLimit``).
 
     ``compensate`` reverses it (a saga): when the run fails or is cancelled, every forward
     step that completed, or whose outcome is unknown, is compensated in reverse order. The
@@ -138,6 +149,7 @@ def step(
             timeout=timeout,
             retry=retry,
             concurrency=concurrency,
+            rate_limit=rate_limit,
             compensate_retry=compensate_retry,
             retry_declared=(
                 retry is not None or max_retries is not None or retry_delay is not None
@@ -159,6 +171,8 @@ def workflow(
     strict_identity: bool = False,
     concurrency: Limit | None = None,
     attributes: Mapping[str, Any] | None = None,
+    rate_limit: RateLimit | None = None,
+    debounce: Debounce | None = None,
 ) -> WorkflowDecorator: ...
 def workflow(
     fn: Callable[..., Any] | None = None,
@@ -169,11 +183,23 @@ def workflow(
     strict_identity: bool = False,
     concurrency: Limit | None = None,
     attributes: Mapping[str, Any] | None = None,
+    rate_limit: RateLimit | None = None,
+    debounce: Debounce | None = None,
 ) -> Any:
     """Declare a durable workflow on an ``async def``.
 
     ``concurrency=wayline.Limit(key=..., max=n)`` lets at most ``n`` runs with the same key
     be live at once, across every worker on the world (see ``wayline.Limit``).
+
+    ``rate_limit=wayline.RateLimit(key=..., rate="1000/h", burst=n)`` lets runs with the same
+    key start at most at that rate across every worker on the world: a run takes a token
+    before its first event of work (after its concurrency slot) and waits, ``blocked`` with
+    ``waitingFor: rate_limit``, until one is due (see ``wayline.RateLimit``).
+
+    ``debounce=wayline.Debounce(key=..., period="30s")``: a ``Client.start`` that finds a run
+    with the same key not yet begun returns that run's handle and replaces its input with its
+    own; the run begins once ``period`` passed with no further start for the key (see
+    ``wayline.Debounce``).
 
     ``attributes={"team": "billing"}``: search attributes every run of it starts with
     (docs/sdk.md, "Search attributes"); a start's own ``StartOptions(attributes=...)`` win
@@ -191,6 +217,8 @@ def workflow(
             strict_identity=strict_identity,
             concurrency=concurrency,
             attributes=attributes,
+            rate_limit=rate_limit,
+            debounce=debounce,
         )
         register_workflow(definition, explicit_name=name is not None)
         return definition

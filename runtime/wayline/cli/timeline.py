@@ -34,6 +34,7 @@ from .._core.projections import (
     RunCompleted,
     RunContinuedAsNew,
     RunCreated,
+    RunDebounced,
     RunFailed,
     RunPaused,
     RunRedriven,
@@ -50,6 +51,7 @@ from .._core.projections import (
     WaitCompleted,
     WaitCreated,
     deadline_of,
+    debounced_until,
     payload,
     timeout_of,
 )
@@ -280,6 +282,8 @@ class LiveProgress:
                 self._line(at, f"attributes set: {shown}")
             case HistoryLarge(events, threshold):
                 self._line(at, f"history large: {events} events (warned at {threshold})")
+            case RunDebounced():
+                self._line(at, "debounced: a later start replaced the input")
             case RunBlocked() | RunUnblocked() | StepCreated() | HookDisposed() | PatchMarked():
                 pass
             case unknown:
@@ -414,6 +418,10 @@ def render_show(
         p(f"attribute {name}={search_attributes.shown(value)}")
     if info.status.value == "blocked" and info.error:
         p(f"blocked   {info.error.get('message', '')}")
+    until = debounced_until(info, events)
+    if until is not None:
+        key = (info.attributes.get("debounce") or {}).get("key")
+        p(f"debounced until {fmt_time(until)} unless started again with key {key!r}")
     if info.status is RunStatus.PAUSED and info.error:
         p(f"paused    by {info.error.get('by', '?')}: {info.error.get('message', '')}")
     p(f"created   {fmt_time(info.created_at)}")

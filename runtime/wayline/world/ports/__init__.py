@@ -14,6 +14,7 @@ from .event_log import EventLog, HookInfo
 from .hook_payloads import HookPayloads
 from .lifecycle import Lifecycle
 from .queue import Delivery, QueueDepth, WorkQueue
+from .rate_buckets import RateBuckets
 from .registry import Registry
 from .retention import Retention
 from .slots import Slots
@@ -29,6 +30,7 @@ __all__ = [
     "HookPayloads",
     "Lifecycle",
     "QueueDepth",
+    "RateBuckets",
     "Registry",
     "Retention",
     "RunWatch",

@@ -214,6 +214,7 @@ RUN_COLUMNS: dict[str, Callable[[Any], Any]] = {
     "ended_at": lambda v: None if v is None else float(v),  # None: a redrive reopened it
     "output": json.dumps,
     "error": json.dumps,
+    "input": json.dumps,
 }
 
 

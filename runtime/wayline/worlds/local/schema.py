@@ -109,6 +109,14 @@ CREATE TABLE IF NOT EXISTS slots (
     PRIMARY KEY (key, run_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS slots_by_run ON slots (run_id);
+-- Rate limits (wayline.RateLimit): a token bucket per key, its tokens as of ``at`` and the
+-- tokens reserved for waiters (a JSON object, holder: when due).
+CREATE TABLE IF NOT EXISTS rate_buckets (
+    key TEXT PRIMARY KEY,
+    tokens REAL NOT NULL,
+    at REAL NOT NULL,
+    reserved TEXT NOT NULL DEFAULT '{}'
+) WITHOUT ROWID;
 -- Out-of-line payloads (wayline.world.blobs): a value's compact JSON, named by its run and
 -- its sha256, so a retried write is a no-op and a run's cleanup removes its blobs.
 CREATE TABLE IF NOT EXISTS blobs (

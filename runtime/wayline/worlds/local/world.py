@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from ..._core import clock, ordering
+from ..._core import clock, ordering, rate_limits
 from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
@@ -855,6 +855,29 @@ class LocalWorld(World):
             )
 
         self._write(tx)
+
+    # rate limits ---------------------------------------------------------------------------
+    async def take_token(
+        self, key: str, per_second: float, burst: int, holder: str | None = None
+    ) -> float:
+        def tx(db: sqlite3.Connection) -> float:
+            row = db.execute(
+                "SELECT tokens, at, reserved FROM rate_buckets WHERE key = ?", (key,)
+            ).fetchone()
+            before = None
+            if row is not None:
+                before = rate_limits.Bucket(float(row[0]), float(row[1]), json.loads(row[2]))
+            bucket, wait = rate_limits.take(before, clock.now(), per_second, burst, holder)
+            if bucket is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO rate_buckets (key, tokens, at, reserved) "
+                    "VALUES (?,?,?,?)",
+                    (key, bucket.tokens, bucket.at, json.dumps(dict(bucket.reserved))),
+                )
+            return wait
+
+        wait: float = self._write(tx)
+        return wait
 
     # retention -----------------------------------------------------------------------------
     async def delete_runs(

@@ -25,6 +25,7 @@ from ..._core.events import (
     apply_transition,
     stamped,
 )
+from ..._core.rate_limits import Bucket
 from ...errors import HookTokenConflictError, SequenceConflictError
 from ...world import RunInfo, fold_run
 from .hook_buffer import MemoryHookBuffer
@@ -83,6 +84,7 @@ class MemoryStore:
     """Per topic: the fair queuing of its ready work (``_core/ordering.py``, rule 2)."""
     streams: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     slots: dict[str, dict[str, Slot]] = field(default_factory=dict)
+    buckets: dict[str, Bucket] = field(default_factory=dict)
     archived: int = 0
     hook_buffer: MemoryHookBuffer = field(default_factory=MemoryHookBuffer)
     peers: list[weakref.ref[Any]] = field(default_factory=list)

@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..._core import clock, ordering, search_attributes
+from ..._core import clock, ordering, rate_limits, search_attributes
 from ..._core.events import RUN_TERMINAL_EVENTS, Event, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
@@ -380,6 +380,17 @@ class MemoryWorld(World):
         slot = slots.get(holder)
         if slot is not None and _same_take(slot, token):
             del slots[holder]
+
+    # rate limits ---------------------------------------------------------------------------
+    async def take_token(
+        self, key: str, per_second: float, burst: int, holder: str | None = None
+    ) -> float:
+        bucket, wait = rate_limits.take(
+            self.store.buckets.get(key), clock.now(), per_second, burst, holder
+        )
+        if bucket is not None:
+            self.store.buckets[key] = bucket
+        return wait
 
     # retention -----------------------------------------------------------------------------
     async def delete_runs(

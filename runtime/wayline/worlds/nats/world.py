@@ -41,6 +41,7 @@ from .names import Names, kv_key, token_value
 from .options import ConnectOptions, display_url, parse_url, redact
 from .provision import check_jetstream, check_version, provision
 from .queue import Queue
+from .rate_buckets import RateBuckets
 from .retention import Retention
 from .skew import Skew
 from .slots import Slots
@@ -146,6 +147,7 @@ class NatsWorld(World):
         self._served_kv: Any = None
         self._streams: Streams | None = None
         self._slots: Slots | None = None
+        self._rates: RateBuckets | None = None
         self._hook_buf: NatsHookBuffer | None = None
         self.skew = Skew()
         self._blob_store: Any = None
@@ -346,6 +348,20 @@ class NatsWorld(World):
                 now=self.skew.now,
             )
         return self._slots
+
+    async def take_token(
+        self, key: str, per_second: float, burst: int, holder: str | None = None
+    ) -> float:
+        if self._rates is None:
+            self._rates = RateBuckets(
+                self._events()._js,
+                self.names,
+                replicas=self.replicas,
+                memory=self.storage == "memory",
+                url=self._servers_shown,
+                now=self.skew.now,
+            )
+        return await self._rates.take(key, per_second, burst, holder)
 
     async def acquire_slot(
         self,
@@ -571,6 +587,7 @@ class NatsWorld(World):
         self._streams = None
         self._attributes = None
         self._slots = None
+        self._rates = None
         self._hook_buf = None
         if nc is not None:
             import nats.errors
