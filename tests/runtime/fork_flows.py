@@ -97,3 +97,14 @@ async def nap_order(path: str) -> list[str]:
     first = await reserve(path, "book")
     await wayline.sleep(0.05)
     return [first, await charge(path, 5)]
+
+
+@wayline.workflow(name="fork_flows.forgiving_order")
+async def forgiving_order(path: str) -> list[str]:
+    """Catches the charge's failure and then fails in its own code: the run failed outside
+    a step, though a step of it failed."""
+    try:
+        await charge(path, 12)
+    except wayline.StepFailedError:
+        pass
+    raise ValueError("no payment, no order")

@@ -91,6 +91,21 @@ async def test_a_run_that_has_not_failed_is_refused(engine: Engine, tmp_path: Pa
     assert await handle.events() == before
 
 
+async def test_a_run_whose_own_code_failed_after_a_caught_step_failure_is_refused(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The charge failed, the workflow caught it and then raised on its own: re-opening the
+    charge would replay a path the code did not take, so the redrive is refused."""
+    path = str(tmp_path / "m")
+    async with engine.worker([fork_flows.forgiving_order]):
+        handle = await fork_flows.failed_run(engine.client, fork_flows.forgiving_order, path)
+        before = await handle.events()
+        with pytest.raises(wayline.RedriveRefusedError) as err:
+            await engine.client.redrive(handle.run_id, "card fixed")
+    assert "failed outside a step" in err.value.message
+    assert await handle.events() == before
+
+
 async def test_a_run_no_live_worker_serves_is_refused_naming_it(
     engine: Engine, tmp_path: Path
 ) -> None:

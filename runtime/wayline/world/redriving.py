@@ -12,13 +12,13 @@ a child still open, or whose definition no live worker serves.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from .._core.dispatch import FLOW_TOPIC
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.projections import RunInfo, StepView, fold
-from ..errors import RedriveRefusedError, RunNotFoundError, SequenceConflictError
+from ..errors import ErrorCause, RedriveRefusedError, RunNotFoundError, SequenceConflictError
 from .registry import waiting_for_worker
 from .seam import World
 
@@ -73,10 +73,11 @@ async def _check(world: World, info: RunInfo, events: list[Event]) -> Redrive:
     if any(e.type is EventType.RUN_COMPENSATING for e in events):
         raise RedriveRefusedError(f"run {run_id} ran its compensations; fork it instead")
     view = fold(run_id, events)
-    step = _failed_step(view.steps.values())
+    step = _failed_step(view.steps.values(), events)
     if step is None:
         raise RedriveRefusedError(
-            f"run {run_id} failed outside a step (no step of it failed); fork it instead"
+            f"run {run_id} failed outside a step (its own code raised, not a step's failure "
+            "it let through); fork it instead"
         )
     still = sorted(cid for cid in view.hooks if cid in _open_hooks(events))
     still += sorted(view.children)
@@ -90,10 +91,20 @@ async def _check(world: World, info: RunInfo, events: list[Event]) -> Redrive:
     return Redrive(run_id, info.workflow, f"{step.name}#{step.occurrence + 1}", step.cid)
 
 
-def _failed_step(steps: Iterable[StepView]) -> StepView | None:
-    """The latest forward step that failed: the failure the run failed with."""
+def _failed_step(steps: Iterable[StepView], events: list[Event]) -> StepView | None:
+    """The step whose failure the run failed with: the latest forward step that failed under
+    the name the run's error names. None when the run's own code raised (a workflow that
+    caught a step's failure and then failed on its own): re-opening that step would replay a
+    path the code did not take."""
+    end = next((e for e in reversed(events) if e.type is EventType.RUN_FAILED), None)
+    error = (end.data or {}).get("error") if end is not None else None
+    named = ErrorCause.from_recorded(error).step if isinstance(error, Mapping) else None
+    if named is None:
+        return None
     failed = [s for s in steps if s.compensates is None and s.status == "failed"]
-    return max(failed, key=lambda s: s.ended_at or 0.0, default=None)
+    return max(
+        (s for s in failed if s.name == named), key=lambda s: s.ended_at or 0.0, default=None
+    )
 
 
 def _open_hooks(events: list[Event]) -> set[str]:
