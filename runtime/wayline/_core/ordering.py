@@ -159,6 +159,14 @@ def attached(ordering: Ordering) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
+def follow(ordering: Ordering) -> None:
+    """From here on in this context, stamp the ordering the run recorded (its ``run_created``)
+    rather than the delivery's: a wake sent from outside a run (a hook resumed by a client, an
+    unpause, a redrive, a recovery sweep) carries none, and the run's later messages would
+    otherwise take the defaults from it. Undone with the ``attached`` block around it."""
+    _CURRENT.set(ordering)
+
+
 def stamp(payload: Mapping[str, Any]) -> dict[str, Any]:
     """``payload`` with the current context's ordering, unless it carries one already."""
     out = dict(payload)

@@ -22,7 +22,7 @@ import pydantic
 from opentelemetry import trace
 
 from .. import metrics
-from .._core import limits
+from .._core import limits, ordering
 from .._core.continuation import ContinueAsNew
 from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
@@ -227,6 +227,7 @@ class Handler:
                         if pin is not None and _pinned_elsewhere(pin, events):
                             return Verdict("retry", delay=0.0)  # check the new pin again
                         replay.feed(events)
+                    ordering.follow(replay.ordering)
                     info = await divergence.lift(self.world, info)
                     if not await self._may_begin(info, workflow, replay, delivery, events):
                         return ACK  # it waits (see ``_may_begin``): a later message comes
