@@ -566,6 +566,10 @@ class Client:
         if id is not None:
             check_business_id(id)
         data = forked_data(created, old.run_id, point, id)
+        # A debounced run ran the input of its last start (``run_debounced``), not its first.
+        replaced = [e for e in events if e.type is EventType.RUN_DEBOUNCED]
+        if replaced:
+            data["input"] = replaced[-1].data.get("input")
         # The fork runs the code the workers run now: the definition this client was given
         # for the workflow, else none (a worker serving the name drives it, as one started
         # by name whose start pins nothing).

@@ -18,3 +18,17 @@ async def reindex(path: str, doc: str, version: int) -> str:
 
 def ran(path: str) -> list[str]:
     return [line.removeprefix("ran ") for line in lines(path)]
+
+
+@wayline.step(name="debounce_flows.write")
+async def write(path: str, doc: str, version: int) -> str:
+    mark(path, f"wrote {doc} {version}")
+    return f"{doc}@{version}"
+
+
+@wayline.workflow(
+    name="debounce_flows.reindex_in_a_step",
+    debounce=wayline.Debounce(key=lambda path, doc, version: doc, period="0.5s"),
+)
+async def reindex_in_a_step(path: str, doc: str, version: int) -> str:
+    return await write(path, doc, version)

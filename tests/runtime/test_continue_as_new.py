@@ -157,3 +157,23 @@ async def test_a_continue_with_a_child_running_fails_the_run_clearly(engine: Eng
         [event] = await wait_for(failed, timeout=30)
     assert event.data["error"]["code"] == "CONTINUE_AS_NEW_WITH_CHILDREN"
     assert (await engine.client.get_run(handle.run_id)).continued_as is None
+
+
+async def test_every_run_of_a_chain_keeps_its_priority_and_a_fork_of_one_begins_no_chain(
+    engine: Engine,
+) -> None:
+    """The run's place among ready work carries to each next run (and so to their messages
+    and children); a fork of a continued run is a run of its own, not a continuation."""
+    options = wayline.StartOptions(priority=1, fairness_key="acme", fairness_weight=2)
+    async with engine.worker([flows.can_counter]):
+        handle = await engine.client.start_with(options, flows.can_counter, 1, 0, 3)
+        first = handle.run_id
+        assert await handle.result(timeout=30) == {"n": 3, "total": 6}
+        chain = await _chain(engine, first)
+        assert {(r.ordering.priority, r.ordering.fairness_key) for r in chain} == {(1, "acme")}
+        assert {r.ordering.fairness_weight for r in chain} == {2}
+        fork = await engine.client.fork(chain[1].run_id, from_step="can_add")
+        assert await fork.result(timeout=30) == {"n": 3, "total": 6}
+    forked = await engine.client.get_run(fork.first_run_id)  # the fork continued in turn
+    assert forked.continued_from is None and "forkedFrom" in forked.attributes
+    assert "firstRunId" not in forked.attributes

@@ -94,3 +94,20 @@ async def test_a_debounced_start_takes_no_id(engine: Engine, tmp_path: Path) -> 
         await engine.client.start_with(
             wayline.StartOptions(id="mine"), df.reindex, str(tmp_path / "m"), "doc-e", 1
         )
+
+
+async def test_a_fork_of_a_debounced_run_runs_its_last_input_at_once(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The run ran the second start's input; a fork from its step runs that input too (not
+    the first start's), and waits out no quiet period of its own."""
+    path = str(tmp_path / "marks")
+    async with engine.worker([df.reindex_in_a_step]):
+        first = await engine.client.start(df.reindex_in_a_step, path, "doc-f", 1)
+        again = await engine.client.start(df.reindex_in_a_step, path, "doc-f", 2)
+        assert again.run_id == first.run_id
+        assert await first.result(timeout=30) == "doc-f@2"
+        fork = await engine.client.fork(first.run_id, from_step="debounce_flows.write")
+        assert await fork.result(timeout=30) == "doc-f@2"
+    info = await engine.client.get_run(fork.run_id)
+    assert "debounce" not in info.attributes

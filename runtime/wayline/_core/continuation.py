@@ -33,7 +33,17 @@ FIRST_RUN_ID = "firstRunId"
 GENERATION = "generation"
 """The ``run_created`` field of a continuing run: its business id's generation."""
 
-_CARRIED = ("queue", "namespace", "businessId", "memo", "parent")
+_CARRIED = (
+    "queue",
+    "namespace",
+    "businessId",
+    "memo",
+    "parent",
+    # the run's place among ready work (``StartOptions(priority=, fairness_key=)``)
+    "priority",
+    "fairnessKey",
+    "fairnessWeight",
+)
 """The ``run_created`` fields the next run keeps as they are (see the module's docstring)."""
 
 _GENERATIONS_PROBED = 100_000

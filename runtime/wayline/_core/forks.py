@@ -43,6 +43,12 @@ _NOT_CARRIED = frozenset(
         "parent",  # a fork is nobody's child: its end is reported to no parent
         "businessId",  # the fork's own, when it is given one
         FORKED_FROM,
+        # a fork begins no chain of continue_as_new: it is a run of its own
+        "continuedFrom",
+        "firstRunId",
+        "generation",
+        # a fork begins at once: no quiet period of a debounced start to wait out again
+        "debounce",
     }
 )
 
