@@ -61,7 +61,7 @@ log = logging.getLogger("wayline.operator")
 SETTINGS = settings()
 SWEEP_SECONDS = SETTINGS.operator_sweep_seconds
 HOOK_RETRY_SECONDS = SETTINGS.operator_hook_retry_seconds
-_TERMINAL = {"completed", "failed", "cancelled", "invalid"}
+_TERMINAL = {"completed", "failed", "cancelled", "continued_as_new", "invalid"}
 WORLD_RETRY_SECONDS = 2.0
 """How soon a start whose world did not answer is tried again."""
 INPUT_RETRY_SECONDS = 5.0

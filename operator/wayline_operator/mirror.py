@@ -40,7 +40,7 @@ from .ttl import due_in, ended_at
 
 log = logging.getLogger("wayline.operator")
 
-TERMINAL = {"completed", "failed", "cancelled", "invalid"}
+TERMINAL = {"completed", "failed", "cancelled", "continued_as_new", "invalid"}
 _KEPT = (
     "lastSeq",
     "phase",
@@ -342,13 +342,29 @@ class Mirror:
             self.pump.touch(run_id)
         return run_id
 
+    async def _follow(self, run_id: str, ref: Ref, following: str) -> bool:
+        """The run went on in run ``following`` (``wayline.continue_as_new``: its business
+        id's next generation, which the resource's name is): once that run exists, the
+        resource follows it, to the chain's end. False while it does not exist yet (its end
+        names it before its creation is written): the resource shows ``continued_as_new``
+        until a later sync."""
+        if await self.world.get_run(following) is None:
+            return False
+        log.info("run %s continued as new: its resource follows run %s", run_id, following)
+        self.bind(ref.uid, following)
+        return True
+
     async def _forged(self, run_id: str, status: Mapping[str, Any]) -> bool:
         """Whether an ended status says what the run does not. One this process wrote is the
         run's; any other (an earlier process's, another replica's, or one written with
         ``kubectl patch --subresource=status``) is read against the world once, so a forged
         end does not stay for good. A run the world no longer has (cleaned up) keeps its
-        status; a read that fails is tried again at the next sync."""
-        if run_id in self.written or run_id in self.confirmed:
+        status; a read that fails is tried again at the next sync. A failed run is read every
+        time: ``wayline runs redrive`` makes it live again, in place, and its resource then
+        mirrors it afresh (a TTL on the failed status would otherwise delete the resource and
+        so cancel the run the redrive revived)."""
+        failed = status.get("phase") == "failed"
+        if not failed and (run_id in self.written or run_id in self.confirmed):
             return False
         try:
             info = await self.world.get_run(run_id)
@@ -360,7 +376,8 @@ class Mirror:
         if info is not None and (
             not info.status.terminal or str(info.status) != status.get("phase")
         ):
-            log.warning(
+            log.log(
+                logging.INFO if failed and not info.status.terminal else logging.WARNING,
                 "run %s: status %r is not the run's (%s): mirrored again",
                 run_id,
                 status.get("phase"),
@@ -434,6 +451,11 @@ class Mirror:
             return False
         self._suspected(run_id, ref)
         status = self._status(run_id, ref)
+        if status.get("phase") == "continued_as_new":
+            went = await self.world.get_run(run_id)
+            following = went.continued_as if went is not None else None
+            if following is not None and await self._follow(run_id, ref, following):
+                return False
         if status.get("phase") in TERMINAL:
             if not await self._forged(run_id, status):
                 wrote = await self._observe(run_id, ref, status)
@@ -481,6 +503,8 @@ class Mirror:
         if seen is None:
             return False  # no run yet (its start is on the way), or nothing moved
         info, events = seen
+        if info.continued_as is not None and await self._follow(run_id, ref, info.continued_as):
+            return False
         await self._label(run_id, ref, info.search_attributes)
         await self._fresh_registry()
         fresh = run_status(

@@ -308,6 +308,15 @@ def conditions(info: RunInfo, waits: Sequence[Mapping[str, Any]]) -> list[dict[s
     """``Succeeded`` (True completed, False failed or cancelled, Unknown while live),
     ``Progressing`` (True while a worker can move the run on its own) and ``Blocked`` (True
     while it needs someone: a person for a stuck unwind or a hook, or a worker)."""
+    if info.status is RunStatus.CONTINUED_AS_NEW:
+        # the run went on in its next run, which this resource does not follow: neither a
+        # success nor a failure, and nothing more happens here
+        went = f"the run went on in run {info.continued_as} (wayline runs show {info.continued_as})"
+        return [
+            _cond("Succeeded", "Unknown", "ContinuedAsNew", went),
+            _cond("Progressing", "False", "ContinuedAsNew", went),
+            _cond("Blocked", "False", "ContinuedAsNew", went),
+        ]
     if info.status.terminal:
         ok = info.status is RunStatus.COMPLETED
         reason = _DONE.get(info.status, "Cancelled")

@@ -411,3 +411,14 @@ def test_the_docs_and_the_crd_name_every_phase_and_no_other() -> None:
     described = spec["properties"]["status"]["properties"]["phase"]["description"]
     named = {p for p in re.findall(r"[a-z_]+", described) if p in phases}
     assert named == phases and "no matching worker" not in described
+
+
+def test_a_continued_run_is_neither_a_success_nor_a_failure() -> None:
+    """Between a run's continue_as_new and its next run's mirror, the resource says where the
+    run went on (a chain's runs are its business id's generations, which it then follows)."""
+    from wayline_operator.status import conditions
+
+    info = _info(RunStatus.CONTINUED_AS_NEW, output={"nextRunId": "wf_next"})
+    [succeeded] = [c for c in conditions(info, []) if c["type"] == "Succeeded"]
+    assert (succeeded["status"], succeeded["reason"]) == ("Unknown", "ContinuedAsNew")
+    assert "wf_next" in succeeded["message"]
