@@ -322,12 +322,19 @@ class Console:
         one run's log length. A hint: the page reads the API again."""
         run = request.query_params.get("run") or None
         run_id = None if run is None else await self.client.resolve(run)
+        seen_seq = 0
 
         async def look() -> Any:
+            nonlocal seen_seq
             if run_id is not None:
-                info = await self.client.get_run(run_id)
-                events = await self.client.handle(run_id).events()
-                return str(info.status), info.updated_at, len(events)
+                # the run's summary and only the events after the last one seen: a run of
+                # thousands of steps would otherwise be read whole at every poll (twice on
+                # SQLite, where Client.get_run reads the log too) and keep the loop busy
+                info = await self.client.world.get_run(run_id)
+                fresh = await self.client.world.list_events(run_id, after_seq=seen_seq)
+                seen_seq = fresh[-1].seq if fresh else seen_seq
+                status = None if info is None else (str(info.status), info.updated_at)
+                return status, seen_seq
             runs = await self.client.list_runs(limit=SCAN_LIMIT)
             return [(r.run_id, str(r.status), r.updated_at) for r in runs]
 
