@@ -101,6 +101,7 @@ def create_app(
         Route("/api/live", api(console.live)),
         Route("/api/runs/{run_id}", api(console.get_run)),
         Route("/api/runs/{run_id}/events", api(console.events)),
+        Route("/api/runs/{run_id}/steps", api(console.steps)),
         Route("/api/runs/{run_id}/cancel", api(console.cancel), methods=["POST"]),
         Route("/api/runs/{run_id}/terminate", api(console.terminate), methods=["POST"]),
         Route("/api/runs/{run_id}/streams/{name}", api(console.stream)),

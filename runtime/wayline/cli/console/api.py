@@ -39,6 +39,7 @@ from .requests import (
     status_param,
     text_field,
 )
+from .steps import FIRST_PAGE, MAX_PAGE, page_of, step_cursor
 
 SCAN_LIMIT = 10_000
 """How many of the newest runs the workers page and the live feed look at."""
@@ -141,9 +142,28 @@ class Console:
         out = run_to_json(info)
         out["waitingForWorker"] = waiting
         out.update(fold(info.run_id, events).to_json())
+        # a long run's steps follow a page at a time (/steps): its hooks, waits and children
+        # come whole, as they are few next to the steps a loop can make
+        first = page_of(out["steps"], 0, FIRST_PAGE)
+        out["steps"], out["stepCount"] = first["steps"], first["stepCount"]
+        out["nextStepCursor"] = first["nextCursor"]
         out["story"] = story.getvalue()
         out["eventCount"] = len(events)
         return Reply(out)
+
+    async def steps(self, request: Request) -> Response:
+        """``GET /api/runs/{id}/steps?after=&limit=``: the steps after the cursor ``after``
+        (a ``nextStepCursor`` or ``nextCursor`` given before), in the log's order."""
+        after = step_cursor(request)
+        limit = int_param(request, "limit", FIRST_PAGE, 1, MAX_PAGE)
+        run_id = await self.client.resolve(request.path_params["run_id"])
+        # the log alone: a page of a long run would otherwise read it twice (the run's
+        # summary reads it too on SQLite); a run that is not there has no log
+        events = await self.client.world.list_events(run_id)
+        if not events:
+            await self.client.get_run(run_id)  # RunNotFoundError, as for the run itself
+        steps = fold(run_id, events).to_json()["steps"]
+        return Reply(page_of(steps, after, limit))
 
     async def events(self, request: Request) -> Response:
         info = await self._run(request)
@@ -302,12 +322,19 @@ class Console:
         one run's log length. A hint: the page reads the API again."""
         run = request.query_params.get("run") or None
         run_id = None if run is None else await self.client.resolve(run)
+        seen_seq = 0
 
         async def look() -> Any:
+            nonlocal seen_seq
             if run_id is not None:
-                info = await self.client.get_run(run_id)
-                events = await self.client.handle(run_id).events()
-                return str(info.status), info.updated_at, len(events)
+                # the run's summary and only the events after the last one seen: a run of
+                # thousands of steps would otherwise be read whole at every poll (twice on
+                # SQLite, where Client.get_run reads the log too) and keep the loop busy
+                info = await self.client.world.get_run(run_id)
+                fresh = await self.client.world.list_events(run_id, after_seq=seen_seq)
+                seen_seq = fresh[-1].seq if fresh else seen_seq
+                status = None if info is None else (str(info.status), info.updated_at)
+                return status, seen_seq
             runs = await self.client.list_runs(limit=SCAN_LIMIT)
             return [(r.run_id, str(r.status), r.updated_at) for r in runs]
 

@@ -190,6 +190,27 @@ def document() -> dict[str, Any]:
                     },
                 }
             },
+            "/api/runs/{run_id}/steps": {
+                "get": {
+                    "operationId": "listSteps",
+                    "summary": "a page of a run's steps, in the log's order, after a cursor",
+                    "parameters": [
+                        _RUN_ID,
+                        {
+                            "name": "after",
+                            "in": "query",
+                            "description": "a nextStepCursor or nextCursor given before",
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                        },
+                    ],
+                    "responses": {"200": _json(_ref("StepPage")), **_errors(400, 404, 409)},
+                }
+            },
             "/api/runs/{run_id}/cancel": _action(
                 "cancelRun", "ask a run to stop; its compensations run", "cancelled"
             ),
@@ -405,7 +426,16 @@ def document() -> dict[str, Any]:
                         {
                             "type": "object",
                             "properties": {
-                                "steps": {"type": "array", "items": {"type": "object"}},
+                                "steps": {
+                                    "type": "array",
+                                    "items": {"type": "object"},
+                                    "description": "the first steps; the rest from /steps",
+                                },
+                                "stepCount": {"type": "integer"},
+                                "nextStepCursor": {
+                                    "type": ["string", "null"],
+                                    "description": "after= for /steps; null: every step is here",
+                                },
                                 "hooks": {"type": "array", "items": {"type": "object"}},
                                 "waits": {"type": "array", "items": {"type": "object"}},
                                 "children": {"type": "array", "items": {"type": "object"}},
@@ -419,6 +449,20 @@ def document() -> dict[str, Any]:
                             },
                         },
                     ]
+                },
+                "StepPage": {
+                    "type": "object",
+                    "required": ["steps", "stepCount", "nextCursor"],
+                    "properties": {
+                        "steps": {
+                            "type": "array",
+                            "items": {"type": "object"},
+                            "description": "a result over 4096 bytes of JSON is null here, "
+                            "with its size in resultBytes; the run's events hold it",
+                        },
+                        "stepCount": {"type": "integer"},
+                        "nextCursor": {"type": ["string", "null"]},
+                    },
                 },
                 "Workers": {
                     "type": "object",

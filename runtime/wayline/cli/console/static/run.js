@@ -10,11 +10,13 @@ document.getElementById("page").innerHTML = `
 <span id="said"></span></p>
 <div class="error" id="message"></div>
 <div id="hooks"></div>
-<h3>Timeline</h3>
+<h3>Timeline <span class="muted" id="timeline-count"></span></h3>
+<div class="timeline-box" id="timeline-box">
 <table class="gantt" id="timeline">
 <thead><tr><th>At</th><th>What</th><th>Status</th><th>Detail</th><th class="track"></th></tr></thead>
 <tbody></tbody>
 </table>
+</div>
 <h3>Input and result</h3>
 <table><tr><th>Input</th><td class="mono" id="input"></td></tr>
 <tr><th>Result</th><td class="mono" id="output"></td></tr>
@@ -26,6 +28,14 @@ document.getElementById("page").innerHTML = `
 const runId = decodeURIComponent(location.pathname.split("/").pop());
 let shownHooks = "";
 
+// A long run's timeline is virtualised: only the rows in view, and MARGIN rows either side,
+// are in the DOM, between two spacer rows that stand for the rest, so a run of thousands of
+// steps draws as fast as one of a few dozen. A shorter one is drawn whole, lines wrapped.
+const VIRTUAL_AFTER = 300;
+const MARGIN = 30;
+const STEPS_PER_PAGE = 1000; // the API's largest page of steps (docs/console.md)
+const drawn = { rows: [], origin: 0, finish: 0, span: 1, rowHeight: 0, pending: false };
+
 function entries(run) {
   const out = [];
   for (const s of run.steps) {
@@ -33,8 +43,10 @@ function entries(run) {
     const errors = s.attempts.filter((a) => a.error).map(
       (a) => `attempt ${a.attempt}: ${a.error.message || a.error.type || JSON.stringify(a.error)}` +
              (a.retryAt && a.endedAt ? ` (retried ${wl.duration(a.retryAt - a.endedAt)} later)` : ""));
+    // a large result stays in the run's events: the API sends only its size (resultBytes)
+    const result = s.resultBytes ? `a result of ${s.resultBytes} bytes (in the events)` : JSON.stringify(s.result);
     const detail = `${s.attempts.length} attempt${s.attempts.length === 1 ? "" : "s"}` +
-      (s.status === "completed" ? `; result ${JSON.stringify(s.result)}` : "") +
+      (s.status === "completed" ? `; result ${result}` : "") +
       (errors.length ? "\n" + errors.join("\n") : "");
     out.push({ kind: "step", key: s.name, label: `step ${s.name}` + (s.compensates ? ` (reverses ${s.compensates})` : ""),
                status: s.status, start: s.createdAt, end: s.endedAt || (last && last.endedAt), detail });
@@ -56,32 +68,98 @@ function entries(run) {
 }
 
 function timeline(run) {
-  const origin = run.createdAt;
-  const finish = run.endedAt || Date.now() / 1000;
-  const span = Math.max(finish - origin, 0.001);
+  drawn.origin = run.createdAt;
+  drawn.finish = run.endedAt || Date.now() / 1000;
+  drawn.span = Math.max(drawn.finish - drawn.origin, 0.001);
+  drawn.rows = entries(run);
+  const long = drawn.rows.length > VIRTUAL_AFTER;
+  document.getElementById("timeline-box").classList.toggle("long", long);
+  document.getElementById("timeline-count").textContent = long ? `(${drawn.rows.length} entries)` : "";
+  draw();
+}
+
+// Draws the rows the box shows now; called again on every scroll, once per frame at most.
+function draw() {
   const body = document.querySelector("#timeline tbody");
-  body.replaceChildren();
-  for (const e of entries(run)) {
-    const tr = document.createElement("tr");
-    tr.dataset.kind = e.kind;
-    tr.dataset.key = e.key;
-    const what = document.createElement("td");
-    if (e.link) { const a = wl.text("a", e.label); a.href = e.link; what.append(a); }
-    else what.textContent = e.label;
-    const track = document.createElement("td");
-    track.className = "track";
-    const bar = wl.text("div", null, "bar " + e.status);
-    const left = ((e.start - origin) / span) * 100;
-    const width = (((e.end || finish) - e.start) / span) * 100;
-    bar.style.marginLeft = Math.min(left, 100) + "%";
-    bar.style.width = Math.max(Math.min(width, 100 - left), 0.5) + "%";
-    track.append(bar);
-    const detail = wl.text("td", e.detail, "mono");
-    detail.style.whiteSpace = "pre-wrap";
-    tr.append(wl.text("td", "+" + wl.duration(e.start - origin)), what,
-              wl.text("td", e.status, "status " + e.status), detail, track);
-    body.append(tr);
+  const box = document.getElementById("timeline-box");
+  const rows = drawn.rows;
+  const long = rows.length > VIRTUAL_AFTER;
+  const height = drawn.rowHeight || 26; // measured once a row is drawn, below
+  let first = 0, last = rows.length;
+  if (long) {
+    first = Math.max(0, Math.floor(box.scrollTop / height) - MARGIN);
+    last = Math.min(rows.length, Math.ceil((box.scrollTop + box.clientHeight) / height) + MARGIN);
   }
+  const out = [];
+  if (first > 0) out.push(spacer(first * height));
+  for (let i = first; i < last; i++) out.push(row(rows[i], long));
+  if (last < rows.length) out.push(spacer((rows.length - last) * height));
+  body.replaceChildren(...out);
+  if (long && !drawn.rowHeight) {
+    // every long row is one line high (CSS: .timeline-box.long), so one measure fits all
+    const measured = body.querySelector("tr[data-kind]").getBoundingClientRect().height;
+    if (measured > 0) { drawn.rowHeight = measured; draw(); }
+  }
+}
+
+function spacer(height) {
+  const tr = document.createElement("tr");
+  tr.className = "spacer";
+  const td = document.createElement("td");
+  td.colSpan = 5;
+  td.style.height = height + "px";
+  tr.append(td);
+  return tr;
+}
+
+function row(e, long) {
+  const tr = document.createElement("tr");
+  tr.dataset.kind = e.kind;
+  tr.dataset.key = e.key;
+  const what = document.createElement("td");
+  if (e.link) { const a = wl.text("a", e.label); a.href = e.link; what.append(a); }
+  else what.textContent = e.label;
+  const track = document.createElement("td");
+  track.className = "track";
+  const bar = wl.text("div", null, "bar " + e.status);
+  const left = ((e.start - drawn.origin) / drawn.span) * 100;
+  const width = (((e.end || drawn.finish) - e.start) / drawn.span) * 100;
+  bar.style.marginLeft = Math.min(left, 100) + "%";
+  bar.style.width = Math.max(Math.min(width, 100 - left), 0.5) + "%";
+  track.append(bar);
+  // one line per row in a long timeline (the virtual rows' height is one measure); the whole
+  // detail is the cell's title
+  const detail = wl.text("td", long ? e.detail.replaceAll("\n", "; ") : e.detail, "mono");
+  if (long) detail.title = e.detail;
+  else detail.style.whiteSpace = "pre-wrap";
+  tr.append(wl.text("td", "+" + wl.duration(e.start - drawn.origin)), what,
+            wl.text("td", e.status, "status " + e.status), detail, track);
+  return tr;
+}
+
+document.getElementById("timeline-box").addEventListener("scroll", () => {
+  if (drawn.pending) return;
+  drawn.pending = true;
+  requestAnimationFrame(() => { drawn.pending = false; draw(); });
+});
+
+// When the first rows, and then the whole timeline, were first drawn (performance marks):
+// the figures in docs/console.md are read from them.
+function mark(name) {
+  if (!performance.getEntriesByName(name).length) performance.mark(name);
+}
+
+// The steps after the run's first page, a page at a time.
+async function restOfSteps(run) {
+  const steps = [];
+  let cursor = run.nextStepCursor;
+  while (cursor) {
+    const page = await wl.api(`/api/runs/${encodeURIComponent(runId)}/steps` +
+                              `?after=${encodeURIComponent(cursor)}&limit=${STEPS_PER_PAGE}`);
+    steps.push(...page.steps);
+    cursor = page.nextCursor;
+  }
+  return steps;
 }
 
 function hooks(run) {
@@ -116,8 +194,14 @@ async function load() {
     document.getElementById("output").textContent = run.status === "completed" ? JSON.stringify(run.output) : "";
     document.getElementById("error").textContent = run.error ? JSON.stringify(run.error) : "";
     document.getElementById("story").textContent = run.story;
-    timeline(run);
+    timeline(run); // the first page now: the page is usable while the rest arrives
+    mark("wayline:first-rows");
     hooks(run);
+    if (run.nextStepCursor) {
+      run.steps.push(...await restOfSteps(run));
+      timeline(run);
+    }
+    mark("wayline:timeline");
     document.getElementById("message").textContent = "";
   } catch (err) {
     document.getElementById("message").textContent = err.message;

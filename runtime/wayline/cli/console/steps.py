@@ -1,0 +1,51 @@
+"""A run's steps a page at a time: ``GET /api/runs/{id}`` sends the first page with the count
+and a cursor, ``GET /api/runs/{id}/steps`` the pages after it, so a run of thousands of steps
+reaches the browser in pieces it can draw (docs/console.md, "Long runs"). A step result too
+large to be worth inlining is replaced by its size; the run's events still hold it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from .errors import ApiError
+
+FIRST_PAGE = 200
+"""How many steps the run itself carries: a run this short needs no second request, and the
+page's first screen (some 30 rows) is filled with room to spare."""
+
+MAX_PAGE = 1000
+"""The most steps one ``/steps`` request may ask for: about 300 KB of JSON for plain steps."""
+
+RESULT_INLINE_BYTES = 4096
+"""The largest step result, as JSON, sent with its step. A larger one is left to the run's
+events (``/api/runs/{id}/events``): five thousand steps of large results would otherwise make
+one page of several hundred megabytes."""
+
+
+def step_cursor(request: Request) -> int:
+    """The ``after`` a page of steps starts from: 0, or a ``nextCursor`` this server gave."""
+    given = request.query_params.get("after") or "0"
+    if not given.isascii() or not given.isdigit() or len(given) > 9:
+        raise ApiError(400, "BAD_REQUEST", "after is not a cursor this server gave (nextCursor)")
+    return int(given)
+
+
+def page_of(steps: list[dict[str, Any]], after: int, limit: int) -> dict[str, Any]:
+    """``limit`` steps from position ``after``, with the count and the next page's cursor
+    (None at the end). The cursor is a position in the log's order of steps, which only grows
+    at its end, so a page read later still follows on from the one before it."""
+    page = [clipped(step) for step in steps[after : after + limit]]
+    end = after + len(page)
+    cursor = str(end) if end < len(steps) else None
+    return {"steps": page, "stepCount": len(steps), "nextCursor": cursor}
+
+
+def clipped(step: dict[str, Any]) -> dict[str, Any]:
+    """The step with a result over :data:`RESULT_INLINE_BYTES` replaced by ``resultBytes``."""
+    size = len(json.dumps(step.get("result"), default=str))
+    if size <= RESULT_INLINE_BYTES:
+        return step
+    return {**step, "result": None, "resultBytes": size}
