@@ -132,6 +132,7 @@ async def test_a_webhook_url_resumes_its_hook_once(served: Served) -> None:
         assert _error(other) == (409, "HOOK_NOT_FOUND")
         bare = await served.http.post(url, json={"amount": 7})
         assert _error(bare) == (409, "HOOK_NOT_FOUND")
+        await client.wait_for_hook(f"done:{key}", timeout=10)  # the run reaches it after
         await client.resume_hook(f"done:{key}", None)
         assert await handle.result(timeout=10) == {"amount": 12}
     events = await client.handle(handle.run_id).events()
@@ -154,6 +155,7 @@ async def test_of_two_racing_webhook_deliveries_one_is_taken(served: Served) -> 
             )
         )
         assert sorted(a.status_code for a in answers) == [200, 409, 409, 409]
+        await client.wait_for_hook(f"done:{key}", timeout=10)  # the run reaches it after
         await client.resume_hook(f"done:{key}", None)
         taken = [a for a in answers if a.status_code == 200]
         sent = answers.index(taken[0])

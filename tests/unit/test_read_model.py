@@ -31,6 +31,7 @@ def test_the_read_model_exports_are_pinned() -> None:
             "RunStatus",
             "RunView",
             "StepState",
+            "debounced_until",
             "decide",
             "fmt_error",
             "fold",

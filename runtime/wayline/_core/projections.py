@@ -420,6 +420,21 @@ def _continued(d: Data) -> RunContinuedAsNew:
     return RunContinuedAsNew(str(d.get(NEXT_RUN_ID)), _mapping(d.get("next")) or {})
 
 
+def _compensation_stuck(d: Data) -> RunCompensationStuck:
+    return RunCompensationStuck(
+        str(d.get("step")),
+        dict(d.get("error") or {}),
+        str(d["stepId"]) if d.get("stepId") else None,
+        _reversals(d.get("notRun")),
+    )
+
+
+def _unpaused(d: Data) -> RunUnpaused:
+    return RunUnpaused(
+        str(d.get("reason") or ""), str(d.get("by") or "client"), _pausable(d.get(STATUS_AFTER))
+    )
+
+
 def _decoder(t: EventType) -> Callable[[Data], Payload]:
     """How ``data`` of type ``t`` is read. Built into a table once (a ``match`` on enum values
     costs a lookup per case); the ``match`` is what makes mypy check every type is covered."""
@@ -441,12 +456,7 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
         case EventType.RUN_COMPENSATING:
             return lambda d: RunCompensating(dict(d))
         case EventType.RUN_COMPENSATION_STUCK:
-            return lambda d: RunCompensationStuck(
-                str(d.get("step")),
-                dict(d.get("error") or {}),
-                str(d["stepId"]) if d.get("stepId") else None,
-                _reversals(d.get("notRun")),
-            )
+            return _compensation_stuck
         case EventType.RUN_COMPENSATION_RESUMED:
             return lambda d: RunCompensationResumed()
         case EventType.RUN_COMPENSATION_ABANDONED:
@@ -458,11 +468,7 @@ def _decoder(t: EventType) -> Callable[[Data], Payload]:
         case EventType.RUN_PAUSED:
             return _paused
         case EventType.RUN_UNPAUSED:
-            return lambda d: RunUnpaused(
-                str(d.get("reason") or ""),
-                str(d.get("by") or "client"),
-                _pausable(d.get(STATUS_AFTER)),
-            )
+            return _unpaused
         case EventType.RUN_REDRIVEN:
             return _redriven
         case EventType.PATCH_MARKED:
@@ -1023,11 +1029,7 @@ class RunView:
                 self.order.append(("hook", cid))
                 self.open[cid] = _HOOK
             case HookReceived(value):
-                hook = self.hooks.get(cid)
-                if hook is not None and hook.received_at is None:
-                    hook.status, hook.received_at, hook.payload = "received", at, value
-                elif hook is not None:
-                    hook.later.append((at, value))
+                self._hook_received(self.hooks.get(cid), value, at)
             case HookDisposed():
                 self.open.pop(cid, None)
                 if cid in self.hooks and self.hooks[cid].status == "waiting":
@@ -1050,6 +1052,13 @@ class RunView:
                     child.status, child.ended_at = status, at
             case unknown:
                 assert_never(unknown)
+
+    @staticmethod
+    def _hook_received(hook: HookView | None, value: Any, at: float) -> None:
+        if hook is not None and hook.received_at is None:
+            hook.status, hook.received_at, hook.payload = "received", at, value
+        elif hook is not None:
+            hook.later.append((at, value))
 
     def _end(
         self, p: RunCompleted | RunFailed | RunCancelled | RunContinuedAsNew, at: float

@@ -412,10 +412,7 @@ class Replay:
             case RunDebounced(replaced):
                 self.input = replaced  # the last start's, before the run began
             case HookDisposed():
-                disposed = self.hooks.get(cid)
-                if disposed is not None:
-                    disposed.disposed = True
-                    self.new_disposals.pop(cid, None)
+                self._hook_disposed(cid)
             case StepCreated(compensates=str()):
                 self._compensation_created(cid, p)
             case StepCreated():
@@ -442,13 +439,7 @@ class Replay:
                     self._diverge(f"hook payload for {cid}", "no such hook")
                 self._deliver(hook, value)
             case WaitCreated(resume_at):
-                wait = self.waits.get(cid)
-                if wait is None:
-                    self._diverge(f"sleep {cid}", self._call_at("w", cid))
-                wait.created = True
-                self.new_waits.pop(cid, None)
-                if resume_at is not None:
-                    wait.resume_at = resume_at
+                self._wait_created(cid, resume_at)
             case WaitCompleted():
                 self._wait_completed(cid)
             case ChildCreated():
@@ -457,6 +448,21 @@ class Replay:
                 self._child_completed(cid, p)
             case unknown:
                 assert_never(unknown)
+
+    def _hook_disposed(self, cid: str) -> None:
+        disposed = self.hooks.get(cid)
+        if disposed is not None:
+            disposed.disposed = True
+            self.new_disposals.pop(cid, None)
+
+    def _wait_created(self, cid: str, resume_at: float | None) -> None:
+        wait = self.waits.get(cid)
+        if wait is None:
+            self._diverge(f"sleep {cid}", self._call_at("w", cid))
+        wait.created = True
+        self.new_waits.pop(cid, None)
+        if resume_at is not None:
+            wait.resume_at = resume_at
 
     @staticmethod
     def _step_retrying(rec: StepRecord, fresh: bool) -> None:
