@@ -11,6 +11,7 @@ from tests.runtime.harness import Engine, settings, wait_for
 from wayline.cli import build_parser
 from wayline.cli.commands import worker_child_argv
 from wayline.settings import Settings
+from wayline.world.registry import merge_served
 
 
 @wayline.step(name="draining-workers.v1-step")
@@ -76,3 +77,21 @@ def test_a_worker_is_told_it_drains_by_its_environment_or_its_command_line() -> 
     argv = ["worker", "--app", "m", "--draining", "--world", "sqlite:///x.db"]
     # each child of a supervised worker drains too
     assert "--draining" in worker_child_argv(build_parser().parse_args(argv), 1)
+
+
+def _beat(worker: str, until: float, draining: bool = False) -> dict[str, Any]:
+    entry = {"key": "k", "workflow": "w", "identity": "i1", "worker": worker, "liveUntil": until}
+    return {**entry, "draining": True} if draining else entry
+
+
+def test_the_registry_lists_live_draining_workers_only() -> None:
+    stored = merge_served(None, _beat("old", 100.0, draining=True), now=10.0)
+    assert stored is not None and stored["drainingWorkers"] == ["old"] and "draining" not in stored
+    stored = merge_served(stored, _beat("new", 50.0), now=10.0)
+    assert stored is not None and stored["drainingWorkers"] == ["old"]
+    # the same worker no longer draining (a pod restarted without the drain) is taken off
+    again = merge_served(stored, _beat("old", 100.0), now=20.0)
+    assert again is not None and "drainingWorkers" not in again
+    # a lapsed draining worker is dropped with its heartbeat
+    later = merge_served(stored, _beat("new", 300.0), now=200.0)
+    assert later is not None and "drainingWorkers" not in later
