@@ -17,10 +17,33 @@ OWNER_LABEL = "wayline.dev/workflowworker"
 may be longer than a label value's 63 characters)."""
 VERSION_LABEL = "wayline.dev/worker-version"
 VERSION_ENV = "WAYLINE_WORKER_VERSION"
+DRAINING_ENV = "WAYLINE_WORKER_DRAINING"
+"""Set to ``1`` in the pods of every version that is not the current one: their workers drive
+the runs pinned to them but take no new run, so new runs go to the current version only."""
 TEMPLATE_ANNOTATION = "wayline.dev/template-hash"
 """A hash of the pod template the operator last wrote: a change of what is not part of the
 version (resources, probes, volumes) is written over the current version's Deployment, which
 then rolls its pods in place."""
+
+
+def draining_template(template: Mapping[str, Any]) -> dict[str, Any]:
+    """``template`` (a version's pod template) with its ``worker`` container draining."""
+    out: dict[str, Any] = copy.deepcopy(dict(template))
+    for container in (out.get("spec") or {}).get("containers") or []:
+        if container.get("name") == "worker":
+            env = [e for e in container.get("env") or [] if e.get("name") != DRAINING_ENV]
+            container["env"] = [*env, {"name": DRAINING_ENV, "value": "1"}]
+    return out
+
+
+def is_draining(template: Mapping[str, Any]) -> bool:
+    """Whether a version's pod template has its ``worker`` container draining."""
+    return any(
+        e.get("name") == DRAINING_ENV and e.get("value") == "1"
+        for c in (template.get("spec") or {}).get("containers") or []
+        if c.get("name") == "worker"
+        for e in c.get("env") or []
+    )
 
 
 def template_hash(made: Mapping[str, Any]) -> str:
@@ -55,9 +78,12 @@ def deployment(
         container["imagePullPolicy"] = spec.imagePullPolicy
     own = [a for a in container.get("args") or [] if not str(a).startswith("--app=")]
     container["args"] = [f"--app={app}" for app in spec.apps] + own
-    ours = {*spec.env, VERSION_ENV}
+    # The operator alone says which version drains (``draining_template``): the version the
+    # spec describes is the current one, and a current version that drained would leave every
+    # new run waiting.
+    ours = {*spec.env, VERSION_ENV, DRAINING_ENV}
     env = [e for e in container.get("env") or [] if e.get("name") not in ours]
-    env += [{"name": k, "value": v} for k, v in sorted(spec.env.items())]
+    env += [{"name": k, "value": v} for k, v in sorted(spec.env.items()) if k != DRAINING_ENV]
     container["env"] = [*env, {"name": VERSION_ENV, "value": version}]
     if spec.resources is not None:
         container["resources"] = spec.resources

@@ -28,6 +28,8 @@ from .deployments import (
     VERSION_LABEL,
     deployment,
     deployment_name,
+    draining_template,
+    is_draining,
     template_hash,
 )
 from .instance import current
@@ -128,14 +130,17 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
     items = await list_deployments(namespace, f"{OWNER_LABEL}={meta['uid']}")
     deployed: dict[str, Deployed] = {}
     written: dict[str, str | None] = {}
+    templates: dict[str, Mapping[str, Any]] = {}
     for item in items:
         label = ((item.get("metadata") or {}).get("labels") or {}).get(VERSION_LABEL)
         if isinstance(label, str):
             annotations = (item.get("metadata") or {}).get("annotations") or {}
             written[label] = annotations.get(TEMPLATE_ANNOTATION)
+            templates[label] = (item.get("spec") or {}).get("template") or {}
             deployed[label] = Deployed(
                 int((item.get("spec") or {}).get("replicas") or 0),
                 int((item.get("status") or {}).get("readyReplicas") or 0),
+                is_draining(templates[label]),
             )
     rows = {str(r.get("name")): r for r in status.get("versions") or [] if isinstance(r, Mapping)}
     served = await world.list_served()
@@ -161,7 +166,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
     )
     if not kept():
         return
-    await _carry_out(body, spec, version, todo)
+    await _carry_out(body, spec, version, todo, templates)
     if version in deployed:
         await _roll_in_place(body, spec, version, written.get(version))
     post(body, todo.notices)
@@ -181,12 +186,23 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
 
 
 async def _carry_out(
-    body: Mapping[str, Any], spec: WorkflowWorkerSpec, version: str, todo: Plan
+    body: Mapping[str, Any],
+    spec: WorkflowWorkerSpec,
+    version: str,
+    todo: Plan,
+    templates: Mapping[str, Mapping[str, Any]],
 ) -> None:
     meta = body["metadata"]
     namespace, name = str(meta["namespace"]), str(meta["name"])
     if todo.create is not None:
         await create_deployment(deployment(body, spec, version, todo.create))
+    for old in todo.drain:
+        # The drained template's hash is written too: should this version become current
+        # again (a rollback), its template from the spec differs and is written back over it
+        # (``_roll_in_place``), which takes the drain off.
+        drained = draining_template(templates[old])
+        digest = template_hash({"spec": {"template": drained}})
+        await replace_template(namespace, deployment_name(name, old), drained, digest)
     for old, replicas in todo.scale.items():
         await scale_deployment(namespace, deployment_name(name, old), replicas)
     for old in todo.delete:

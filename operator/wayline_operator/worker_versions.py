@@ -3,7 +3,8 @@ version's Deployment to create, scale or delete, what its status says, which Eve
 
 The rule (docs/operator.md, "WorkflowWorker: deploys that never strand a run"): a version is
 the hash of what changes the definitions its pods serve (image, apps, env). The spec's version
-is the current one; it follows its backlog between its bounds. An old version is kept while a
+is the current one; it follows its backlog between its bounds. An old version kept drains: its
+pods take no new run. An old version is kept while a
 live run is pinned to a definition identity it serves and the current version does not, with
 at least one replica and never more than it had; it is deleted when no such run is left. An
 old version whose identities were never seen (its pods never reported) is kept, as nothing
@@ -41,6 +42,8 @@ class Deployed:
 
     replicas: int
     ready: int
+    draining: bool = False
+    """Its pods are told to drain (``deployments.DRAINING_ENV``): they take no new run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,10 @@ class Plan:
     """Replicas of the current version's Deployment to create (None: it exists)."""
     scale: dict[str, int] = field(default_factory=dict)
     delete: list[str] = field(default_factory=list)
+    drain: list[str] = field(default_factory=list)
+    """Old versions kept whose pods must be told to drain (``deployments.draining_template``).
+    The current version is never in it: a rollback makes an old version current again, and
+    its Deployment is rewritten from the spec, which drains nothing."""
     notices: list[Notice] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
     blocked: dict[str, list[str]] = field(default_factory=dict)
@@ -136,8 +143,9 @@ def _old(
     is pinned to an identity the current version does not serve, deleted when none is."""
     deployed = seen.deployed[version]
     pinned = _pinned(identities, current, seen.runs)
-    # Until the current version's workers have said what they serve, the old one still takes
-    # the runs not pinned yet (new starts): it keeps all its replicas.
+    # An old version takes no new run from now on, so new runs go to the current version only;
+    # until the current version's pods are up, a new start waits for them (waiting_for_worker).
+    # Its replicas are kept until the current version's workers have said what they serve.
     settled = bool(identities) and bool(current)
     if settled and not pinned:
         out.delete.append(version)
@@ -158,6 +166,8 @@ def _old(
                 "(spec.retire deletes it)",
             )
         )
+    if not deployed.draining:
+        out.drain.append(version)
     want = max(1, min(max(deployed.replicas, 1), math.ceil(len(pinned) / spec.backlogPerReplica)))
     if not settled:
         want = max(deployed.replicas, 1)

@@ -174,6 +174,13 @@ class Settings:
     sets it in the version's pods); its registry entries record it, so the operator learns
     which definition identities each version serves. None: a worker of no version."""
 
+    worker_draining: bool = False
+    """``WAYLINE_WORKER_DRAINING``: the worker drives the runs already pinned to the
+    definitions it serves but takes no run's first delivery (it does not consume the route of
+    runs not pinned yet), so new runs go to the workers of the current version. The operator
+    sets it in the pods of every WorkflowWorker version that is not the current one. False: a
+    worker takes new runs as well."""
+
     # Size limits, in bytes of the stored (compact JSON) form, checked before anything is
     # written. A value over ``inline_payload_bytes`` is stored out of line (a JetStream Object
     # Store bucket, a SQLite blob table) and its event carries a reference, so these bound
@@ -259,6 +266,8 @@ class Settings:
             schedule_clock_origin=_float(env, "WAYLINE_SCHEDULE_CLOCK_ORIGIN", 0.0),
             operator_worker_seconds=_positive(env, "WAYLINE_OPERATOR_WORKER_SECONDS", 10.0),
             worker_version=(env.get("WAYLINE_WORKER_VERSION") or "").strip() or None,
+            worker_draining=(env.get("WAYLINE_WORKER_DRAINING") or "").strip().lower()
+            in ("1", "true", "yes", "on"),
             max_input_bytes=_size(env, "WAYLINE_MAX_INPUT_BYTES"),
             max_step_args_bytes=_size(env, "WAYLINE_MAX_STEP_ARGS_BYTES"),
             max_result_bytes=_size(env, "WAYLINE_MAX_RESULT_BYTES"),

@@ -65,18 +65,22 @@ class Worker:
         shutdown_grace_seconds: float = 30.0,
         queue: str | None = None,
         heartbeat_seconds: float = 10.0,
+        draining: bool | None = None,
     ) -> None:
         """``queue``: consume the runs started with this ``queue=`` instead of those of
         ``workflows`` by name (a group of workflows served by one deployment). ``recover``:
         re-arm the live runs of ``workflows`` that have no wake coming when it starts
         (``recover_runs``), and while it runs, now and then, those left pending by a start
-        that died between its two writes (``Settings.start_rearm_seconds``)."""
+        that died between its two writes (``Settings.start_rearm_seconds``). ``draining``:
+        drive only the runs already pinned to ``workflows``' definitions and take no new run
+        (``routing.served_topics``); None: ``Settings.worker_draining``."""
         self.world = world
         self.queue = queue
         self.heartbeat_seconds = heartbeat_seconds
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.settings = settings or Settings.from_env()
         self.workflows = workflows_by_name(workflows)
+        self.draining = self.settings.worker_draining if draining is None else draining
         check_bounds(self.settings, world.visibility_seconds)
         self.handler = Handler(world, self.workflows, self.settings)
         self.flow_concurrency = flow_concurrency
@@ -128,7 +132,9 @@ class Worker:
             (FLOW_TOPIC, self.flow_concurrency),
             (STEP_TOPIC, self.step_concurrency),
         ):
-            topics = served_topics(kind, self.workflows.values(), self.queue)
+            topics = served_topics(
+                kind, self.workflows.values(), self.queue, draining=self.draining
+            )
             slots = asyncio.Semaphore(concurrency)
             cap = max(1, concurrency // len(topics))
             for topic in topics:
@@ -590,6 +596,7 @@ class Worker:
             3 * self.heartbeat_seconds,
             self.world.now(),
             self.settings.worker_version,
+            self.draining,
         )
         try:
             await self.world.record_served(entries)

@@ -19,7 +19,7 @@ import wayline
 from tests.operator.operated import operated
 from tests.operator.test_workflowrun import CRDS, Cluster
 from tests.runtime.harness import settings, wait_for
-from wayline_operator.deployments import VERSION_ENV
+from wayline_operator.deployments import DRAINING_ENV, VERSION_ENV
 
 
 @wayline.step(name="wfw-op-step")
@@ -153,6 +153,37 @@ async def test_a_rollout_keeps_the_old_version_until_its_pinned_run_ends(cluster
     assert {"VersionCreated", "VersionDraining", "VersionDeleted"} <= set(reasons)
     status = _worker(cluster, "shop")["status"]
     assert (status["current"], status["versionCount"]) == (v2, 1)
+
+
+def _drains(cluster: Cluster, name: str) -> dict[str, bool]:
+    """Whether each version's Deployment tells its pods to drain, by version."""
+    out: dict[str, bool] = {}
+    for found in _deployments(cluster).values():
+        if found["metadata"]["name"].startswith(f"{name}-"):
+            [container] = found["spec"]["template"]["spec"]["containers"]
+            drains = {"name": DRAINING_ENV, "value": "1"} in container.get("env", [])
+            out[_version_of(found)] = drains
+    return out
+
+
+async def test_an_old_version_drains_and_a_rollback_takes_the_drain_off(cluster: Cluster) -> None:
+    """New runs go to the current version only: the operator tells every other version's pods
+    to drain (they take no new run), and a rollback makes the old version current again."""
+    v1, _ = await _rolled_out(cluster, "flip")
+    assert _drains(cluster, "flip") == {v1: False}
+    assert cluster.apply("flip", _spec("shop:2"), kind="WorkflowWorker").returncode == 0
+
+    def two(want_v1: bool) -> dict[str, bool] | None:
+        found = _drains(cluster, "flip")
+        return found if len(found) == 2 and found[v1] is want_v1 else None
+
+    drains = await _until(cluster, lambda: two(True))
+    [v2] = set(drains) - {v1}
+    assert drains[v2] is False
+    # version 2's pods never said what they serve, so it is kept (and drains) after the rollback
+    assert cluster.apply("flip", _spec("shop:1"), kind="WorkflowWorker").returncode == 0
+    assert await _until(cluster, lambda: two(False)) == {v1: False, v2: True}
+    assert _worker(cluster, "flip")["status"]["current"] == v1
 
 
 async def _status_is(cluster: Cluster, run_id: str, status: wayline.RunStatus) -> bool:

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from wayline_operator.deployments import VERSION_ENV, deployment
+from wayline_operator.deployments import (
+    DRAINING_ENV,
+    VERSION_ENV,
+    deployment,
+    draining_template,
+    is_draining,
+    template_hash,
+)
 from wayline_operator.worker_resource import WorkflowWorkerSpec
 from wayline_operator.worker_versions import (
     CURRENT,
@@ -60,8 +67,9 @@ def test_a_new_version_is_created_beside_the_old_one() -> None:
     assert todo.create == 1 and todo.scaled
     assert "VersionCreated" in _reasons(todo)
     # no live run pinned to it, but the new version's workers have not said what they serve:
-    # the old one keeps taking new runs until they do
+    # the old one keeps its replicas until they do, and drains (takes no new run) at once
     assert todo.delete == [] and todo.scale == {}
+    assert todo.drain == [OLD]
     assert _row(todo, NEW)["state"] == CURRENT
     seen = _seen(
         deployed={NEW: Deployed(1, 1), OLD: Deployed(3, 3)}, serving={OLD: {"id1"}, NEW: {"id2"}}
@@ -182,6 +190,41 @@ def test_the_deployment_carries_image_apps_env_and_version() -> None:
     labels = made["spec"]["template"]["metadata"]["labels"]
     assert made["spec"]["selector"]["matchLabels"].items() <= labels.items()
     assert template["spec"]["containers"][0]["args"][0] == "--app=stale"  # not changed in place
+
+
+def test_every_old_version_kept_is_told_to_drain_once_and_the_current_one_never() -> None:
+    seen = _seen(
+        deployed={NEW: Deployed(1, 1), OLD: Deployed(2, 2)},
+        serving={OLD: {"id1"}, NEW: {"id2"}},
+        runs=[LiveRun("r", "id1")],
+    )
+    assert plan(V2, seen).drain == [OLD]
+    drained = _replace(seen, deployed={NEW: Deployed(1, 1), OLD: Deployed(2, 2, draining=True)})
+    assert plan(V2, drained).drain == []
+    # a version deleted or retired is not patched on its way out
+    assert plan(V2, _replace(seen, runs=[])).drain == []
+    assert plan(V2.model_copy(update={"retire": [OLD]}), seen).drain == []
+    # a rollback: the old version is current again and drains nothing; the new one drains
+    back = _replace(
+        seen, current=OLD, deployed={NEW: Deployed(1, 1), OLD: Deployed(2, 2, draining=True)}
+    )
+    assert plan(V1, _replace(back, runs=[LiveRun("r2", "id2")])).drain == [NEW]
+
+
+def test_a_drained_template_differs_from_the_spec_so_a_rollback_writes_the_drain_off() -> None:
+    body = {"metadata": {"name": "shop", "namespace": "ns", "uid": "u-1"}}
+    made = deployment(body, V1, OLD, 1)
+    assert not is_draining(made["spec"]["template"])
+    drained = draining_template(made["spec"]["template"])
+    assert is_draining(drained) and not is_draining(made["spec"]["template"])
+    [container] = drained["spec"]["containers"]
+    assert container["env"][-1] == {"name": DRAINING_ENV, "value": "1"}
+    # the hash the operator writes with the drain is not the spec's: a rollback to this
+    # version finds them different and writes the spec's template (no drain) back
+    assert template_hash({"spec": {"template": drained}}) != template_hash(made)
+    # the spec cannot drain the current version (it would leave every new run waiting)
+    own = V1.model_copy(update={"env": {DRAINING_ENV: "1"}})
+    assert not is_draining(deployment(body, own, version_of(own), 1)["spec"]["template"])
 
 
 def _replace(seen: Seen, **changes: Any) -> Seen:

@@ -156,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
         "workflows by name)",
     )
     p.add_argument(
+        "--draining",
+        action="store_true",
+        help="drive only the runs already pinned to the app's definitions and take no new run "
+        "(an old version on its way out; also WAYLINE_WORKER_DRAINING=1)",
+    )
+    p.add_argument(
         "--health-port",
         type=port_arg,
         metavar="PORT",

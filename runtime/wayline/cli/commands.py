@@ -455,6 +455,7 @@ async def _work(
         exit_on_invocation_deadline=True,
         shutdown_grace_seconds=args.shutdown_grace,
         queue=args.queue,
+        draining=True if args.draining else None,
     )
     health = None
     if args.health_port is not None:
@@ -517,6 +518,8 @@ def worker_child_argv(args: argparse.Namespace, index: int) -> list[str]:
     argv += ["--shutdown-grace", repr(args.shutdown_grace)]
     if args.queue is not None:
         argv += ["--queue", args.queue]
+    if args.draining:
+        argv += ["--draining"]
     if args.health_port is not None and index == 0:
         argv += ["--health-port", str(args.health_port), "--health-host", args.health_host]
     if args.metrics_port is not None and index == 0:  # one port per pod: process 0's counts

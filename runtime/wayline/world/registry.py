@@ -29,11 +29,14 @@ def served_entries(
     live_for: float,
     now: float | None = None,
     version: str | None = None,
+    draining: bool = False,
 ) -> list[dict[str, Any]]:
     """``now``: the world's time (``World.now``), which every reader compares with; a
     worker's own clock minutes off the server's would make it look dead, or alive too long.
     ``version``: the WorkflowWorker version the worker belongs to (``versions`` of the stored
-    entry maps each live worker to its version)."""
+    entry maps each live worker to its version). ``draining``: the worker takes no new run
+    (``routing.served_topics``); ``drainingWorkers`` of the stored entry lists such live
+    workers, so a new run they leave says it waits for a worker."""
     now = time.time() if now is None else now
     return [
         {
@@ -49,6 +52,7 @@ def served_entries(
             "seenAt": now,
             "liveUntil": now + live_for,
             **({"version": version} if version else {}),
+            **({"draining": True} if draining else {}),
         }
         for w in workflows
         # one entry per identity it drives: an older one it still serves (a run pinned before
@@ -103,7 +107,7 @@ def merge_served(
             return None
     else:
         workers[wid] = until
-    out = {k: v for k, v in entry.items() if k not in ("withdrawn", "version")}
+    out = {k: v for k, v in entry.items() if k not in ("withdrawn", "version", "draining")}
     versions = _versions(stored, workers)
     version = entry.get("version")
     if isinstance(version, str) and wid in workers:
@@ -115,6 +119,14 @@ def merge_served(
         versions = dict((stored or {})["versions"])
     if versions:
         out["versions"] = versions
+    listed = (stored or {}).get("drainingWorkers")
+    draining = {w for w in listed if w in workers} if isinstance(listed, list) else set()
+    # A worker's own heartbeat says whether it drains now (a restarted pod may not).
+    draining.discard(wid)
+    if entry.get("draining") and wid in workers:
+        draining.add(wid)
+    if draining:
+        out["drainingWorkers"] = sorted(draining)
     if workers:
         last = max(workers, key=lambda w: workers[w])
         out["worker"], out["liveUntil"] = last, workers[last]
@@ -186,6 +198,16 @@ def version_topics(
     return sorted(topics)
 
 
+def _takes_new_runs(e: Mapping[str, Any], now: float) -> bool:
+    """Whether a live worker of entry ``e`` takes runs not pinned yet (one not draining)."""
+    draining, workers = e.get("drainingWorkers"), e.get("workers")
+    if not isinstance(draining, list) or not draining or not isinstance(workers, Mapping):
+        return True
+    return any(
+        w not in draining and (entries.seconds(until) or 0.0) >= now for w, until in workers.items()
+    )
+
+
 def readable(value: Any) -> dict[str, Any] | None:
     """A stored entry as the readers below take it, or None for what is not one (anyone can
     write into a NATS bucket): a mapping whose ``liveUntil`` is a finite number."""
@@ -217,6 +239,7 @@ def waiting_for_worker(
     revision = pin.get("revision") if isinstance(pin, Mapping) else None
     code = pin.get("codeHash") if isinstance(pin, Mapping) and pin.get("strictIdentity") else None
     last: set[str] = set()
+    draining = False
     for e in served:
         if e.get("workflow") != info.workflow:
             continue
@@ -232,7 +255,9 @@ def waiting_for_worker(
         if code is not None and e.get("codeHash") != code:
             continue
         if float(e.get("liveUntil", 0)) >= now:
-            return None
+            if identity is not None or _takes_new_runs(e, now):
+                return None
+            draining = True
         versions = e.get("versions")
         if identity is not None and isinstance(versions, Mapping):
             last |= {v for v in versions.values() if isinstance(v, str)}
@@ -246,6 +271,10 @@ def waiting_for_worker(
     if queue is not None:
         wanted += f" on queue {queue!r}"
     said = f"waiting_for_worker: no live worker serves {wanted}"
+    if draining:
+        # the run is not pinned yet and every live worker of its workflow drains (an old
+        # WorkflowWorker version): it waits for the current version's workers to come up
+        said = f"waiting_for_worker: no live worker takes new runs of {wanted} (they drain)"
     if last:
         # the pods of these WorkflowWorker versions served it last: one retired, or scaled
         # away, is what a person looks for (docs/operator.md, "WorkflowWorker")

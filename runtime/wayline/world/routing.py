@@ -66,15 +66,28 @@ def plain_topic(topic: str) -> str:
 
 
 def served_topics(
-    topic: str, workflows: Iterable[WorkflowDefinition[..., Any]], queue: str | None
+    topic: str,
+    workflows: Iterable[WorkflowDefinition[..., Any]],
+    queue: str | None,
+    *,
+    draining: bool = False,
 ) -> list[str]:
     """What a worker serving ``workflows`` (on ``queue``) consumes for ``topic``: the routes
     (for each workflow, its runs pinned to its definition or to an older identity it still
     serves, and its runs not pinned yet), then
-    the plain topic (messages for runs the world does not know)."""
+    the plain topic (messages for runs the world does not know).
+
+    A ``draining`` worker leaves out the route of runs not pinned yet: it never takes a run's
+    first delivery, so a new run waits on that route for a worker that is not draining (the
+    current version's) instead of pinning itself to a version on its way out. A queue's route
+    mixes pinned and unpinned runs, so a draining queue worker still consumes all of it."""
     if queue:
         return [routed(topic, "", queue), topic]
-    routes = [r for w in workflows for r in (*routes_of(topic, w), routed(topic, w.name))]
+    routes = [
+        r
+        for w in workflows
+        for r in (*routes_of(topic, w), *(() if draining else (routed(topic, w.name),)))
+    ]
     return [*routes, topic]
 
 
