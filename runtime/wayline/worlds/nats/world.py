@@ -88,7 +88,6 @@ class NatsWorld(World):
         connect_options: Mapping[str, Any] | None = None,
         inline_payload_bytes: int | None = None,
         create: bool = True,
-        aging_seconds: float = ordering.AGING_SECONDS,
     ) -> None:
         super().__init__()
         server_list = [servers] if isinstance(servers, str) else list(servers)
@@ -117,7 +116,6 @@ class NatsWorld(World):
         self.replicas = replicas
         self.storage = storage
         self._visibility = float(visibility_seconds)
-        self._aging = aging_seconds
         self._options = ConnectOptions(
             servers=server_list,
             user=user,
@@ -433,7 +431,6 @@ class NatsWorld(World):
                 replicas=self.replicas,
                 memory=self.storage == "memory",
                 now=self.skew.now,
-                aging_seconds=self._aging,
             )
             await queue.start()
             self._refuse_if_closed(closes)  # close() came while provisioning: nc is closed
