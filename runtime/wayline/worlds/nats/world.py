@@ -811,6 +811,9 @@ class NatsWorld(World):
         recoverable: bool = False,  # every publish is stored the same way
     ) -> MessageId:
         topic = await self.router.topic(topic, payload)
+        # the run's place among ready work rides on each of its messages, as on SQLite, so a
+        # world that orders by it (and a newer release's) finds it (docs/sdk.md, "Priority")
+        payload = ordering.stamp(payload)
         result: MessageId = await self._q().enqueue(topic, payload, idempotency_key, delay_seconds)
         return result
 
