@@ -17,6 +17,8 @@ from tests.e2e.clusters import say
 from tests.e2e.conftest import Install, Release
 from wayline_operator.deployments import DRAINING_ENV
 
+pytestmark = pytest.mark.timeout(900)  # a cluster brought up by its first test counts in it
+
 FLOWS_V2 = Path(__file__).with_name("flows_v2.py")
 WORKER = "e2e-wayline-worker-default"
 RUNS = 20
