@@ -117,7 +117,7 @@ async def opened_world(
             await world.start()
             break
         except OSError as err:  # worlds map their failures to WorldUnavailableError
-            raise UsageError(f"cannot open the world at {url}: {err}") from None
+            raise UsageError(f"cannot open the world at {shown_url(world)}: {err}") from None
         except asyncio.CancelledError:  # a stop while connecting: leave nothing open
             with contextlib.suppress(Exception):
                 await world.close()
@@ -129,7 +129,10 @@ async def opened_world(
                 raise
             stop_if_cancelled()  # a stop that the failed attempt swallowed
             log.warning(
-                "the world at %s is not reachable yet (%s); again in %.1fs", url, err, delay
+                "the world at %s is not reachable yet (%s); again in %.1fs",
+                shown_url(world),
+                err,
+                delay,
             )
             await asyncio.sleep(delay)
             delay = min(5.0, delay * 2)
@@ -137,6 +140,12 @@ async def opened_world(
         yield world
     finally:
         await world.close()
+
+
+def shown_url(world: World) -> str:
+    """The world's URL as messages may show it: a server world's own ``url`` leaves out its
+    password (a log line or an error must not carry it); the local world's path has none."""
+    return str(getattr(world, "url", "") or world)
 
 
 def validate_input(
