@@ -51,9 +51,11 @@ stop_dockerd() {
 	for h in /sys/fs/cgroup/*/docker /sys/fs/cgroup/docker; do
 		[[ -d $h ]] && find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
 	done
-	# dockerd leaves its "default" network namespace bind-mounted under its exec root
-	awk -v d="$DOCKER_RUN/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r |
-		while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+	# dockerd leaves its "default" network namespace bind-mounted under its exec root, and its
+	# data root bind-mounted on itself (and overlays under it if a build was cut short)
+	awk -v d="$DOCKER_RUN/" -v r="$CACHE/docker" \
+		'index($5, d) == 1 || $5 == r || index($5, r "/") == 1 {print $5}' /proc/self/mountinfo |
+		sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
 	rm -rf "$DOCKER_RUN"
 	[[ -n $had_opt || ! -d /opt/containerd ]] || find /opt/containerd -depth -type d -empty -delete
 }
