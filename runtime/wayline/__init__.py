@@ -81,6 +81,7 @@ from .start_options import StartOptions
 from .worker import Worker
 from .world import HookInfo, RunInfo, World, open_world
 from .world.business_ids import IdConflictPolicy, IdReusePolicy
+from .world.redriving import Redrive
 from .worlds.local import LocalWorld
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ __all__ = [
     "NotInWorkflowError",
     "PayloadTooLargeError",
     "RateLimit",
+    "Redrive",
     "RedriveRefusedError",
     "ReplayDivergenceError",
     "ResultTimeoutError",

@@ -168,6 +168,7 @@ def test_public_api_is_pinned() -> None:
             "ReplayDivergenceError",
             "ResultTimeoutError",
             "RetryableError",
+            "Redrive",
             "RedriveRefusedError",
             "RunAlreadyExistsError",
             "RunCancelledError",
