@@ -368,3 +368,25 @@ async def test_a_database_from_before_slot_tokens_is_migrated(tmp_path: Path) ->
         assert (await world.acquire_slot("k", "run2:s1", 1, lease=30, token="b"))[0]
         await world.release_slot("k", "run2:s1", token="stale")  # another take's: a no-op
         assert await world.acquire_slot("k", "run3:s1", 1, lease=30) == (False, ["run2:s1"])
+
+
+async def test_a_message_costs_two_statements_to_send_and_five_to_claim(tmp_path: Path) -> None:
+    # The claim reads every priority level's longest-waiting message in one statement, and the
+    # send works its fair tag out inside its INSERT: a statement is a round into SQLite that
+    # every run pays for its start message, ten of them a claim when read one level at a time.
+    async with LocalWorld(tmp_path / "w.db", poll_interval=0.01) as world:
+        await world.enqueue("sqlite-writes.claim", {"n": 0})  # the topic's clock is written
+        assert len(await world.receive("sqlite-writes.claim", wait_seconds=1.0)) == 1
+        traced: list[str] = []
+        _connection(world).set_trace_callback(traced.append)
+        await world.enqueue("sqlite-writes.claim", {"n": 1})
+        got = await world.receive("sqlite-writes.claim", wait_seconds=1.0)
+        _connection(world).set_trace_callback(None)
+    assert [d.payload["n"] for d in got] == [1]
+    sends = [tx for tx in _transactions(traced) if any("INTO messages" in s for s in tx)]
+    claims = [tx for tx in _transactions(traced) if any("UPDATE messages" in s for s in tx)]
+    assert len(sends) == 1 and len(claims) == 1, _transactions(traced)
+    # BEGIN, the message with its fair tag, its key's finish, COMMIT
+    assert len(sends[0]) <= 4, sends
+    # BEGIN, the levels' oldest, the level's pick, the clock, its passed keys, the hold, COMMIT
+    assert len(claims[0]) <= 7, claims
