@@ -44,6 +44,7 @@ from .._core.limits import json_bound
 from .._core.projections import RunInfo
 from ..errors import BlobMissingError
 from .entries import Unreadable, loads
+from .ports.blobs import BlobRef, PayloadField, digest_of
 
 REF = "$wayline.blob"
 INCARNATION = "incarnation"
@@ -97,6 +98,29 @@ def is_incarnation(value: Any) -> bool:
 
 def is_ref(value: Any) -> bool:
     return type(value) is dict and REF in value
+
+
+def blob_ref(value: Any) -> BlobRef | None:
+    """The port's :class:`BlobRef` for a reference read from a log or a run view; None for a
+    value that is not a reference, or a reference no writer makes (a malformed one is left to
+    :meth:`OutOfLine.resolve`, which fences the run)."""
+    if not is_ref(value):
+        return None
+    digest, size = value.get(REF), value.get("bytes")
+    try:
+        named = incarnation_of(value)
+    except ValueError:
+        return None
+    if not isinstance(digest, str) or len(digest) != 64 or type(size) is not int or size < 0:
+        return None
+    return BlobRef(digest, size, named)
+
+
+def payload_field(info: RunInfo | None, field: PayloadField) -> BlobRef | None:
+    """The blob a run view's (unresolved) input or output is stored in, if it is one."""
+    if info is None:
+        return None
+    return blob_ref(info.input if field == "input" else info.output)
 
 
 _SMALL = 1024
@@ -229,6 +253,16 @@ class OutOfLine:
             chosen.append((i, key, data))
             total -= size
         return chosen
+
+    async def put_blob(self, run_id: str, data: bytes, incarnation: str | None = None) -> BlobRef:
+        """The ``Blobs`` port's put: ``data`` under its digest, for the run's
+        ``incarnation`` (None: named by run and digest alone)."""
+        digest = digest_of(data)
+        await self.store.put(run_id, digest, data, incarnation=incarnation)
+        return BlobRef(digest, len(data), incarnation)
+
+    async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
+        return await self.store.get(run_id, ref.digest, incarnation=ref.incarnation)
 
     # reading -------------------------------------------------------------------------------
     async def resolve(self, run_id: str, events: list[Event]) -> list[Event]:

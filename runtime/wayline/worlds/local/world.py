@@ -52,7 +52,8 @@ from ...world import (
     entries,
     terminal_statuses,
 )
-from ...world.blobs import OutOfLine
+from ...world.blobs import OutOfLine, payload_field
+from ...world.ports.blobs import BlobRef, PayloadField
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from . import attribute_index, checkup
@@ -347,8 +348,22 @@ class LocalWorld(World):
         return await self.blobs.resolve(run_id, events)
 
     async def get_run(self, run_id: str) -> RunInfo | None:
+        return await self.blobs.resolve_info(self._stored_run(run_id))
+
+    def _stored_run(self, run_id: str) -> RunInfo | None:
+        """The run's view as stored: a large input or output is still its reference."""
         rows = self._read(f"SELECT {RUN_SELECT} FROM runs WHERE run_id = ?", (run_id,))
-        return await self.blobs.resolve_info(run_from_row(rows[0]) if rows else None)
+        return run_from_row(rows[0]) if rows else None
+
+    # blobs (the blob port; a run's blobs are deleted and archived with it) ----------------
+    async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
+        return await self.blobs.put_blob(run_id, data)
+
+    async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
+        return await self.blobs.get_blob(run_id, ref)
+
+    async def payload_blob(self, run_id: str, field: PayloadField) -> BlobRef | None:
+        return payload_field(self._stored_run(run_id), field)
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         """Remove the event row ``drop_seq`` (later rows move down one, so the log stays

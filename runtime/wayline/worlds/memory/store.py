@@ -86,6 +86,9 @@ class MemoryStore:
     slots: dict[str, dict[str, Slot]] = field(default_factory=dict)
     buckets: dict[str, Bucket] = field(default_factory=dict)
     archived: int = 0
+    blobs: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    """By (run id, digest): what ``put_blob`` stored. The memory world keeps every payload of
+    its events inline (it has no size limit), so only a caller of the blob port puts here."""
     hook_buffer: MemoryHookBuffer = field(default_factory=MemoryHookBuffer)
     peers: list[weakref.ref[Any]] = field(default_factory=list)
     """The worlds opened on this store: an append wakes their waiters and watchers, as a
@@ -202,6 +205,7 @@ class MemoryStore:
             self.blocks.pop(run_id, None)
         self.hooks = [h for h in self.hooks if h.run_id not in gone]
         self.streams = {k: v for k, v in self.streams.items() if k[0] not in gone}
+        self.blobs = {k: v for k, v in self.blobs.items() if k[0] not in gone}
         for holders in self.slots.values():
             for run_id in gone & holders.keys():
                 del holders[run_id]

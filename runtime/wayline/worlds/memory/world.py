@@ -30,6 +30,7 @@ from ...world import (
     World,
     terminal_statuses,
 )
+from ...world.ports.blobs import BlobRef, digest_of
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from .hook_buffer import MemoryHookBuffer
@@ -410,6 +411,17 @@ class MemoryWorld(World):
 
     async def archived_count(self) -> int:
         return self.store.archived
+
+    # blobs ---------------------------------------------------------------------------------
+    async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
+        digest = digest_of(data)
+        self.store.blobs.setdefault((run_id, digest), bytes(data))
+        return BlobRef(digest, len(data))
+
+    async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
+        return self.store.blobs.get((run_id, ref.digest))
+
+    # payload_blob: the port's default (None), as every payload here is inline
 
 
 def _same_take(slot: Slot, token: str | None) -> bool:

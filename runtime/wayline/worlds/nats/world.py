@@ -26,7 +26,8 @@ from ...world import (
     World,
     entries,
 )
-from ...world.blobs import OutOfLine
+from ...world.blobs import OutOfLine, payload_field
+from ...world.ports.blobs import BlobRef, PayloadField
 from ...world.registry import merge_served, readable
 from . import attribute_index
 from .attribute_index import AttributeIndex
@@ -649,6 +650,17 @@ class NatsWorld(World):
 
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self._out_of_line().resolve_info(await self._events().get_run(run_id))
+
+    # blobs (the blob port; a run's blobs are deleted with it by cleanup) ---------------------
+    async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
+        incarnation = await self._events().run_incarnation(run_id)
+        return await self._out_of_line().put_blob(run_id, data, incarnation)
+
+    async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
+        return await self._out_of_line().get_blob(run_id, ref)
+
+    async def payload_blob(self, run_id: str, field: PayloadField) -> BlobRef | None:
+        return payload_field(await self._events().get_run(run_id), field)
 
     def _hints_may_be_lost(self) -> None:
         if self._log is not None:  # an id deleted and used again meanwhile went unheard
