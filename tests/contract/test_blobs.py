@@ -45,7 +45,7 @@ async def test_a_blob_the_store_does_not_hold_is_a_typed_error(world: World) -> 
     absent = BlobRef(digest_of(b"never stored"), 12)
     assert await world.get_blob(run_id, absent) is None
     with pytest.raises(BlobMissingError, match="no blob") as caught:
-        async for _ in world.blob_chunks(run_id, absent, seq=3):
+        async for _ in world.blob_chunks(run_id, BlobRef(absent.digest, 12, seq=3)):
             pass
     assert caught.value.code == "CORRUPT_LOG" and caught.value.seq == 3
 
@@ -70,6 +70,6 @@ async def test_a_large_output_is_found_as_its_blob(world: World) -> None:
     if ref is None:  # a world that keeps every payload inline (the memory world)
         assert type(world).__name__ == "MemoryWorld"
     else:
-        assert ref.size == len(stored)
+        assert ref.size == len(stored) and ref.seq == 3  # the run_completed names it
         assert b"".join([c async for c in world.blob_chunks(run_id, ref)]) == stored
     assert (await world.get_run(run_id)).output == output  # type: ignore[union-attr]

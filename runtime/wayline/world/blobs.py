@@ -100,7 +100,7 @@ def is_ref(value: Any) -> bool:
     return type(value) is dict and REF in value
 
 
-def blob_ref(value: Any) -> BlobRef | None:
+def blob_ref(value: Any, seq: int = 0) -> BlobRef | None:
     """The port's :class:`BlobRef` for a reference read from a log or a run view; None for a
     value that is not a reference, or a reference no writer makes (a malformed one is left to
     :meth:`OutOfLine.resolve`, which fences the run)."""
@@ -113,14 +113,17 @@ def blob_ref(value: Any) -> BlobRef | None:
         return None
     if not isinstance(digest, str) or len(digest) != 64 or type(size) is not int or size < 0:
         return None
-    return BlobRef(digest, size, named)
+    return BlobRef(digest, size, named, seq)
 
 
-def payload_field(info: RunInfo | None, field: PayloadField) -> BlobRef | None:
-    """The blob a run view's (unresolved) input or output is stored in, if it is one."""
+def payload_field(info: RunInfo | None, which: PayloadField) -> BlobRef | None:
+    """The blob a run view's (unresolved) input or output is stored in, if it is one; the
+    input's event is the log's first, the output's its last (as in :meth:`resolve_info`)."""
     if info is None:
         return None
-    return blob_ref(info.input if field == "input" else info.output)
+    if which == "input":
+        return blob_ref(info.input, 1)
+    return blob_ref(info.output, info.last_seq)
 
 
 _SMALL = 1024

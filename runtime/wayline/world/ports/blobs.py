@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ...errors import BlobMissingError
@@ -26,12 +26,15 @@ to leave at once, large enough that a 64 MiB blob is a thousand of them, not a m
 
 @dataclass(frozen=True)
 class BlobRef:
-    """Where a blob is: its sha256 ``digest`` (hex), its ``size`` in bytes, and the
-    incarnation of the run id it was stored for (None: named by run and digest alone)."""
+    """Where a blob is: its sha256 ``digest`` (hex), its ``size`` in bytes, the
+    incarnation of the run id it was stored for (None: named by run and digest alone), and
+    the event of the run's log that refers to it (0: none, a blob put through this port).
+    Equal references name the same blob whatever their ``seq``."""
 
     digest: str
     size: int
     incarnation: str | None = None
+    seq: int = field(default=0, compare=False)
 
 
 def digest_of(data: bytes) -> str:
@@ -51,21 +54,23 @@ class Blobs:
         raise NotImplementedError(f"{type(self).__name__} does not store blobs")
 
     async def blob_chunks(
-        self, run_id: str, ref: BlobRef, chunk_bytes: int = CHUNK_BYTES, *, seq: int = 0
+        self, run_id: str, ref: BlobRef, chunk_bytes: int = CHUNK_BYTES
     ) -> AsyncIterator[bytes]:
         """The blob's bytes, ``chunk_bytes`` at a time. Raises :class:`BlobMissingError`
-        (naming the event ``seq`` that refers to it) before the first chunk when the store
-        holds no blob under ``ref``, or holds bytes that do not hash to its digest."""
+        (naming the event that refers to it) before the first chunk when the store holds no
+        blob under ``ref``, or holds bytes that do not hash to its digest."""
         data = await self.get_blob(run_id, ref)
         store = type(self).__name__
         if data is None:
-            raise BlobMissingError(run_id, seq, f"no blob {ref.digest}", store=store)
+            raise BlobMissingError(run_id, ref.seq, f"no blob {ref.digest}", store=store)
         if digest_of(data) != ref.digest:
-            raise BlobMissingError(run_id, seq, f"blob {ref.digest} holds other bytes", store=store)
+            raise BlobMissingError(
+                run_id, ref.seq, f"blob {ref.digest} holds other bytes", store=store
+            )
         for start in range(0, len(data), chunk_bytes):
             yield data[start : start + chunk_bytes]
 
-    async def payload_blob(self, run_id: str, field: PayloadField) -> BlobRef | None:
-        """The blob the run's ``field`` is stored in; None when it is inline (small, or a
-        world that keeps every payload inline) or there is no such run."""
+    async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
+        """The blob the run's input or output (``which``) is stored in; None when it is
+        inline (small, or a world that keeps every payload inline) or there is no such run."""
         return None

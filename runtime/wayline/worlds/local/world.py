@@ -362,8 +362,8 @@ class LocalWorld(World):
     async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
         return await self.blobs.get_blob(run_id, ref)
 
-    async def payload_blob(self, run_id: str, field: PayloadField) -> BlobRef | None:
-        return payload_field(self._stored_run(run_id), field)
+    async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
+        return payload_field(self._stored_run(run_id), which)
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         """Remove the event row ``drop_seq`` (later rows move down one, so the log stays

@@ -659,8 +659,8 @@ class NatsWorld(World):
     async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
         return await self._out_of_line().get_blob(run_id, ref)
 
-    async def payload_blob(self, run_id: str, field: PayloadField) -> BlobRef | None:
-        return payload_field(await self._events().get_run(run_id), field)
+    async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
+        return payload_field(await self._events().get_run(run_id), which)
 
     def _hints_may_be_lost(self) -> None:
         if self._log is not None:  # an id deleted and used again meanwhile went unheard

@@ -1,0 +1,102 @@
+"""A run's large input and output in the console, on every world: the run's JSON carries
+their size, first KiB and link instead of the value; the link streams the value back byte for
+byte (from the blob store where the world keeps it out of line); the page shows the preview
+and the link; a blob that is gone is a typed error, not a crash or a cut-off body."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+import wayline
+from tests.blobs.stores import remove_blob
+from tests.console.browser import Page
+from tests.console.conftest import Console
+from wayline.cli.console.payloads import INLINE_BYTES, PREVIEW_BYTES
+
+RESULT_CHARS = 5_000_000  # a 5 MB result: well over any world's inline threshold
+
+
+@wayline.workflow(name="console.large_output")  # explicit: unique across the suite
+async def large_output(size: int, filler: str) -> str:
+    return filler * size
+
+
+def _stored(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+async def _large_run(console: Console, filler: str = "r") -> tuple[str, str]:
+    client = console.engine.client
+    async with console.engine.worker([large_output]):
+        handle = await client.start(large_output, RESULT_CHARS, filler)
+        result = await handle.result(timeout=60)
+    return handle.run_id, result
+
+
+async def test_a_large_output_is_linked_from_the_run_and_streamed_byte_for_byte(
+    console: Console,
+) -> None:
+    run_id, result = await _large_run(console)
+    run = (await console.http.get(f"/api/runs/{run_id}")).json()
+    assert run["output"] is None
+    expected = _stored(result)
+    assert run["outputPayload"] == {
+        "bytes": len(expected),
+        "preview": expected[:PREVIEW_BYTES].decode(),
+        "href": f"/api/runs/{run_id}/output",
+    }
+    assert run["inputPayload"] is None and run["input"] is not None  # small: inline
+
+    async with console.http.stream("GET", run["outputPayload"]["href"]) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json"
+        assert "content-length" not in response.headers  # sent chunked, not whole
+        body = b"".join([chunk async for chunk in response.aiter_raw()])
+    assert body == expected
+
+
+async def test_a_small_payload_is_inline_and_its_link_gives_it_too(console: Console) -> None:
+    client = console.engine.client
+    async with console.engine.worker([large_output]):
+        handle = await client.start(large_output, 3, "s")
+        await handle.result(timeout=30)
+    run = (await console.http.get(f"/api/runs/{handle.run_id}")).json()
+    assert run["output"] == "sss" and run["outputPayload"] is None
+    streamed = await console.http.get(f"/api/runs/{handle.run_id}/output")
+    assert streamed.content == b'"sss"'
+    assert len(_stored("s" * INLINE_BYTES)) > INLINE_BYTES  # the rule's edge is in bytes
+
+
+async def test_a_missing_blob_is_a_typed_error_before_any_byte(console: Console) -> None:
+    run_id, result = await _large_run(console, "m")
+    world = console.engine.world
+    ref = await world.payload_blob(run_id, "output")
+    assert ref is not None
+    await remove_blob(world, run_id, result)  # behind the world's back
+    response = await console.http.get(f"/api/runs/{run_id}/output")
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "CORRUPT_LOG"
+    assert f"run {run_id}: event {ref.seq}" in error["message"] and "no blob" in error["message"]
+
+
+async def test_the_run_page_shows_a_large_results_preview_and_its_link(
+    console: Console, page: Page
+) -> None:
+    run_id, result = await _large_run(console, "p")
+    await page.open(f"/runs/{run_id}")
+    await page.text("#output-preview", '"ppppp')
+    link = await page.text("#output-all", f"show all ({len(_stored(result))} bytes)")
+    assert link
+    href = await page.script("return document.getElementById('output-all').href")
+    assert href.endswith(f"/api/runs/{run_id}/output")
+    shown = await page.script("return document.getElementById('output-preview').textContent")
+    assert len(shown) <= PREVIEW_BYTES + 1  # the first KiB and an ellipsis, not 5 MB
+    # over real HTTP (the in-process transport buffers a body whole): the link's body is sent
+    # chunked, and is the value's stored JSON byte for byte
+    async with httpx.AsyncClient() as http, http.stream("GET", href) as response:
+        assert response.headers.get("transfer-encoding") == "chunked"
+        body = b"".join([chunk async for chunk in response.aiter_raw()])
+    assert body == _stored(result)
