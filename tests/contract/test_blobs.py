@@ -4,10 +4,12 @@ run's blobs go with it at cleanup; a run's large output is found as the blob it 
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
+from tests.conftest import WorldFactory
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
@@ -73,3 +75,16 @@ async def test_a_large_output_is_found_as_its_blob(world: World) -> None:
         assert ref.size == len(stored) and ref.seq == 3  # the run_completed names it
         assert b"".join([c async for c in world.blob_chunks(run_id, ref)]) == stored
     assert (await world.get_run(run_id)).output == output  # type: ignore[union-attr]
+
+
+async def test_cleanup_deletes_a_blob_of_no_run_after_the_orphan_grace(
+    make_world: WorldFactory,
+) -> None:
+    world = await make_world(orphan_grace_seconds=0.5)
+    orphan = new_run_id()  # no run: the start that would have named it never appended
+    ref = await world.put_blob(orphan, _DATA)
+    await world.delete_runs(older_than=0)
+    assert await world.get_blob(orphan, ref) == _DATA  # maybe a start in flight: kept
+    await asyncio.sleep(0.7)
+    await world.delete_runs(older_than=0)
+    assert await world.get_blob(orphan, ref) is None

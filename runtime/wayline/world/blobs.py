@@ -52,6 +52,12 @@ INCARNATION = "incarnation"
 PAYLOAD_KEYS = ("input", "output", "result", "payload", "metadata", "forwardResult")
 """The event-data fields that hold user values (every other field is Wayline's, and small)."""
 
+ORPHAN_GRACE_SECONDS = 3600.0
+"""How old a blob of a run id that has no run must be before cleanup deletes it. A blob is
+stored before the append that names it, so such a blob may be a start in flight; an hour is far
+past any append's deadline, so one that old is the start of a process that died between the
+two, or of an append that was refused, and no event will ever name it."""
+
 _CACHE_BYTES = 256 * 1024 * 1024
 """Decoded blobs kept per world, by the size of their JSON."""
 

@@ -2,7 +2,8 @@
 
 A blob is written in a transaction of its own before the append that names it, so a batch's
 transaction stays short; a crash in between leaves a row no event names, removed with its run
-by cleanup (rows are keyed by run). Archive moves a run's rows to ``blobs_archive``.
+by cleanup (rows are keyed by run), or, when the run was never created, by the cleanup after
+the orphan grace (:func:`drop_orphans`). Archive moves a run's rows to ``blobs_archive``.
 
 No incarnation is named here (``wayline.world.blobs``): the ``blobs`` table holds only the live
 run of each id (archive moves an ended run's rows out, in the transaction that moves its
@@ -61,4 +62,16 @@ def archive_blobs(db: sqlite3.Connection, ids: list[str]) -> None:
     marks = ",".join("?" * len(ids))
     db.execute(
         f"INSERT OR IGNORE INTO blobs_archive SELECT * FROM blobs WHERE run_id IN ({marks})", ids
+    )
+
+
+def drop_orphans(db: sqlite3.Connection, stored_by: float) -> None:
+    """Delete the blobs stored by ``stored_by`` whose run id has no run (``blobs`` holds only
+    live runs' rows: archive moves an ended run's out): a start whose process died between its
+    blob's transaction and its append's, or whose append was refused, left them, and no event
+    will name them (``wayline.world.blobs.ORPHAN_GRACE_SECONDS``)."""
+    db.execute(
+        "DELETE FROM blobs WHERE created_at <= ? "
+        "AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.run_id = blobs.run_id)",
+        (stored_by,),
     )

@@ -52,12 +52,12 @@ from ...world import (
     entries,
     terminal_statuses,
 )
-from ...world.blobs import OutOfLine, payload_field
+from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, payload_field
 from ...world.ports.blobs import BlobRef, PayloadField
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from . import attribute_index, checkup
-from .blobs import LocalBlobs, archive_blobs
+from .blobs import LocalBlobs, archive_blobs, drop_orphans
 from .failures import rollback, unavailable
 from .feed import Ends, follow
 from .group import GroupWriter
@@ -121,8 +121,10 @@ class LocalWorld(World):
         synchronous: str = "FULL",
         inline_payload_bytes: int | None = None,
         aging_seconds: float = ordering.AGING_SECONDS,
+        orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
     ) -> None:
         super().__init__()
+        self._orphan_grace = orphan_grace_seconds
         if synchronous.upper() not in _SYNC_MODES:
             raise ConfigurationError(
                 f"sync={synchronous!r} is not a SQLite world's sync mode: use full (fsync each "
@@ -901,9 +903,12 @@ class LocalWorld(World):
         chosen = terminal_statuses(statuses)
         cutoff = clock.now() - max(0.0, older_than)
 
+        orphaned = clock.now() - self._orphan_grace
+
         def tx(db: sqlite3.Connection) -> int:
             ids = _ended_before(db, cutoff, chosen, None)
             _drop_runs(db, ids)
+            drop_orphans(db, orphaned)
             return len(ids)
 
         deleted: int = self._write(tx)

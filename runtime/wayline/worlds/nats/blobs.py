@@ -20,7 +20,10 @@ its own incarnation, and the id's other objects but those another run may still 
 the archive's copies of the id name (by incarnation, or by digest for an older name) and those
 stored after the run ended (a start of the same id under way, which lands once the ended run
 is purged). So a blob whose append never landed (its ``run_created`` lost the race for the id,
-or was retried under another message id) goes too.
+or was retried under another message id) goes too. A blob of an id that has no log at all (its
+start's process died between the blob and the append, or the append was refused) is deleted
+by the cleanup pass once it is older than the world's grace for orphans
+(``wayline.world.blobs.ORPHAN_GRACE_SECONDS``), unless the archive names it.
 
 Two writers may put the same blob at once (parallel steps returning one large value). nats-py's
 ``put`` would let the second replace the first and purge its chunks under a reader, so a put
@@ -306,6 +309,20 @@ class NatsBlobs:
             kept = await archived()
             if kept is not None:
                 doomed += [n for n in before if not kept.names(n)]
+        await self.purge(run_id, doomed)
+
+    def stale(self, cutoff: float) -> dict[str, list[str]]:
+        """By run subject token: the names of the last listing (:meth:`names`) stored by
+        ``cutoff`` (server time)."""
+        out: dict[str, list[str]] = {}
+        for name, stamp in self._stamps.items():
+            if stamp <= cutoff:
+                out.setdefault(name.split("/", 1)[0], []).append(name)
+        return out
+
+    async def purge(self, run_id: str, doomed: list[str]) -> None:
+        """Delete the objects ``doomed`` of the run id, each's chunks then its meta (see
+        :meth:`drop`)."""
         stream = f"OBJ_{self.bucket}"
         going = set(doomed)
         try:

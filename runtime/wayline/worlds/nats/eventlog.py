@@ -888,6 +888,10 @@ class EventLog:
             counts[status] = counts.get(status, 0) + 1
         return counts
 
+    async def run_tokens(self) -> set[str]:
+        """The subject token of every run id the log holds (``names.subject_token``)."""
+        return {subject.rsplit(".", 1)[-1] for subject in await self._run_subjects()}
+
     async def _run_subjects(self) -> list[str]:
         """Every run subject, from the stream's (paged) subject state."""
         subjects: list[str] = []

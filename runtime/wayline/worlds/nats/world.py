@@ -26,7 +26,7 @@ from ...world import (
     World,
     entries,
 )
-from ...world.blobs import OutOfLine, payload_field
+from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, payload_field
 from ...world.ports.blobs import BlobRef, PayloadField
 from ...world.registry import merge_served, readable
 from . import attribute_index
@@ -89,8 +89,10 @@ class NatsWorld(World):
         connect_options: Mapping[str, Any] | None = None,
         inline_payload_bytes: int | None = None,
         create: bool = True,
+        orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
     ) -> None:
         super().__init__()
+        self._orphan_grace = orphan_grace_seconds
         server_list = [servers] if isinstance(servers, str) else list(servers)
         server_list = [s.strip() for entry in server_list for s in entry.split(",") if s.strip()]
         if not server_list:
@@ -296,7 +298,29 @@ class NatsWorld(World):
             await blobs.drop(run_id, incarnation, ended, stored, lambda: retention.archived(run_id))
 
         retention.on_drop = drop
-        return await retention.delete_runs(older_than, statuses)
+        deleted = await retention.delete_runs(older_than, statuses)
+        await self._drop_orphan_blobs()
+        return deleted
+
+    async def _drop_orphan_blobs(self) -> None:
+        """Delete the blobs of run ids the log does not hold, stored at least the orphan
+        grace ago (``wayline.world.blobs.ORPHAN_GRACE_SECONDS``) and not named by the
+        archive: a start whose process died between its blob and its append, or whose append
+        was refused, left them, and no event will name them. Listed again after the pass's
+        deletions, so the blobs those took are not looked at twice."""
+        blobs, retention = self._blob_store, self._retention()
+        await blobs.names()
+        stale = blobs.stale(clock.now() - self._orphan_grace)
+        if not stale:
+            return
+        live = await self._events().run_tokens()
+        for token, names in stale.items():
+            run_id = token_value(token)
+            if token in live or run_id is None:  # a hashed token: its id is not known here
+                continue
+            kept = await retention.archived(run_id)
+            if kept is not None:  # None: a copy does not read, and may name any of them
+                await blobs.purge(run_id, [n for n in names if not kept.names(n)])
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
         retention = self._retention()
