@@ -13,9 +13,10 @@ import wayline
 from tests.blobs.stores import remove_blob
 from tests.console.browser import Page
 from tests.console.conftest import Console
-from wayline.cli.console.payloads import INLINE_BYTES, PREVIEW_BYTES
 
 RESULT_CHARS = 5_000_000  # a 5 MB result: well over any world's inline threshold
+INLINE_BYTES = 64 * 1024  # the largest input or output inlined in a run's JSON (docs/console.md)
+PREVIEW_BYTES = 1024  # what the run's JSON carries of a larger one
 
 
 @wayline.workflow(name="console.large_output")  # explicit: unique across the suite
@@ -57,16 +58,22 @@ async def test_a_large_output_is_linked_from_the_run_and_streamed_byte_for_byte(
     assert body == expected
 
 
-async def test_a_small_payload_is_inline_and_its_link_gives_it_too(console: Console) -> None:
+async def test_a_payload_of_up_to_64_kib_is_inline_and_its_link_gives_it_too(
+    console: Console,
+) -> None:
     client = console.engine.client
     async with console.engine.worker([large_output]):
-        handle = await client.start(large_output, 3, "s")
-        await handle.result(timeout=30)
-    run = (await console.http.get(f"/api/runs/{handle.run_id}")).json()
-    assert run["output"] == "sss" and run["outputPayload"] is None
-    streamed = await console.http.get(f"/api/runs/{handle.run_id}/output")
-    assert streamed.content == b'"sss"'
-    assert len(_stored("s" * INLINE_BYTES)) > INLINE_BYTES  # the rule's edge is in bytes
+        # a string of n characters is n + 2 bytes of JSON (its quotes)
+        edge = await client.start(large_output, INLINE_BYTES - 2, "e")
+        over = await client.start(large_output, INLINE_BYTES - 1, "e")
+        await edge.result(timeout=30)
+        await over.result(timeout=30)
+    inline = (await console.http.get(f"/api/runs/{edge.run_id}")).json()
+    assert inline["output"] == "e" * (INLINE_BYTES - 2) and inline["outputPayload"] is None
+    streamed = await console.http.get(f"/api/runs/{edge.run_id}/output")
+    assert streamed.content == _stored(inline["output"])
+    linked = (await console.http.get(f"/api/runs/{over.run_id}")).json()
+    assert linked["output"] is None and linked["outputPayload"]["bytes"] == INLINE_BYTES + 1
 
 
 async def test_a_missing_blob_is_a_typed_error_before_any_byte(console: Console) -> None:
