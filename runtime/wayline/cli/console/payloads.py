@@ -14,7 +14,7 @@ from typing import Any
 from starlette.responses import StreamingResponse
 
 from ...client import Client
-from ...world.ports.blobs import CHUNK_BYTES, PayloadField
+from ...world.ports.blobs import CHUNK_BYTES, PayloadField, prepended
 
 INLINE_BYTES = 64 * 1024
 """A run's input or output whose JSON is larger than this is not inlined in the run's JSON:
@@ -62,17 +62,12 @@ async def streamed(client: Client, run_id: str, which: PayloadField) -> Streamin
         chunks = world.blob_chunks(run_id, ref)
     first = await anext(chunks, b"")
     return StreamingResponse(
-        _joined(first, chunks), media_type="application/json", headers={"Cache-Control": "no-cache"}
+        prepended(first, chunks),
+        media_type="application/json",
+        headers={"Cache-Control": "no-cache"},
     )
 
 
 async def _sliced(data: bytes) -> AsyncIterator[bytes]:
     for start in range(0, len(data), CHUNK_BYTES):
         yield data[start : start + CHUNK_BYTES]
-
-
-async def _joined(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    if first:
-        yield first
-    async for chunk in rest:
-        yield chunk

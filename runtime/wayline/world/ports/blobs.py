@@ -74,3 +74,12 @@ class Blobs:
         """The blob the run's input or output (``which``) is stored in; None when it is
         inline (small, or a world that keeps every payload inline) or there is no such run."""
         return None
+
+
+async def prepended(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """``first`` (when not empty), then ``rest``: a stream whose first chunk was read ahead,
+    to raise a missing blob's error before a response starts."""
+    if first:
+        yield first
+    async for chunk in rest:
+        yield chunk

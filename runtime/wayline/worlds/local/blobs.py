@@ -13,8 +13,10 @@ deletes from ``blobs`` alone, never from ``blobs_archive``.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..._core import clock
@@ -75,3 +77,34 @@ def drop_orphans(db: sqlite3.Connection, stored_by: float) -> None:
         "AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.run_id = blobs.run_id)",
         (stored_by,),
     )
+
+
+def stream_blob(
+    path: Path, run_id: str, digest: str, chunk_bytes: int, busy_timeout: float
+) -> Generator[bytes, None, None]:
+    """The blob's bytes, ``chunk_bytes`` at a time, read incrementally (``blobopen``) on a
+    read-only connection of its own, so a 64 MiB blob is never held whole and the world's own
+    connection is not held in a read while a slow reader takes the chunks; nothing when the
+    blob is not stored. Raises :class:`LookupError` once the bytes read do not hash to
+    ``digest`` (the row was replaced under the read): what was yielded then is not the blob.
+    A blob of an archived run is read from ``blobs_archive``, as :meth:`LocalBlobs.get` does.
+    """
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=busy_timeout)
+    try:
+        for table in ("blobs", "blobs_archive"):
+            rows = db.execute(
+                f"SELECT rowid FROM {table} WHERE run_id = ? AND digest = ?", (run_id, digest)
+            ).fetchall()
+            if rows:
+                break
+        else:
+            return
+        sha = hashlib.sha256()
+        with db.blobopen(table, "data", rows[0][0], readonly=True) as blob:
+            while chunk := blob.read(chunk_bytes):
+                sha.update(chunk)
+                yield chunk
+        if sha.hexdigest() != digest:
+            raise LookupError(f"blob {digest} holds other bytes")
+    finally:
+        db.close()

@@ -18,7 +18,7 @@ import itertools
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -34,6 +34,7 @@ from ..._core.events import (
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
 from ...errors import (
+    BlobMissingError,
     ConfigurationError,
     CorruptEntryError,
     CorruptLogError,
@@ -53,11 +54,11 @@ from ...world import (
     terminal_statuses,
 )
 from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, payload_field
-from ...world.ports.blobs import BlobRef, PayloadField
+from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from . import attribute_index, checkup
-from .blobs import LocalBlobs, archive_blobs, drop_orphans
+from .blobs import LocalBlobs, archive_blobs, drop_orphans, stream_blob
 from .failures import rollback, unavailable
 from .feed import Ends, follow
 from .group import GroupWriter
@@ -363,6 +364,29 @@ class LocalWorld(World):
 
     async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
         return await self.blobs.get_blob(run_id, ref)
+
+    async def blob_chunks(
+        self, run_id: str, ref: BlobRef, chunk_bytes: int = CHUNK_BYTES
+    ) -> AsyncIterator[bytes]:
+        """Read incrementally on a connection of the stream's own (``blobs.stream_blob``). A
+        blob that is not there raises before the first chunk; one that changes under the read
+        raises after what was sent (the caller's response is cut off, not passed off as
+        whole)."""
+        chunks = stream_blob(self.path, run_id, ref.digest, chunk_bytes, self._busy_timeout)
+        name = self.blobs.store.name
+        try:
+            first = next(chunks, None)
+            if first is None:
+                raise BlobMissingError(run_id, ref.seq, f"no blob {ref.digest}", store=name)
+            yield first
+            for chunk in chunks:
+                yield chunk
+        except LookupError as err:
+            raise BlobMissingError(run_id, ref.seq, str(err), store=name) from None
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from err
+        finally:
+            chunks.close()
 
     async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
         return payload_field(self._stored_run(run_id), which)

@@ -7,14 +7,19 @@ import json
 import logging
 import ssl
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ..._core import clock, ordering, search_attributes
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
-from ...errors import ConfigurationError, WaylineError, WorldUnavailableError
+from ...errors import (
+    BlobMissingError,
+    ConfigurationError,
+    WaylineError,
+    WorldUnavailableError,
+)
 from ...settings import Settings
 from ...world import (
     Delivery,
@@ -27,7 +32,7 @@ from ...world import (
     entries,
 )
 from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, payload_field
-from ...world.ports.blobs import BlobRef, PayloadField
+from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField, prepended
 from ...world.registry import merge_served, readable
 from . import attribute_index
 from .attribute_index import AttributeIndex
@@ -682,6 +687,26 @@ class NatsWorld(World):
 
     async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
         return await self._out_of_line().get_blob(run_id, ref)
+
+    async def blob_chunks(
+        self, run_id: str, ref: BlobRef, chunk_bytes: int = CHUNK_BYTES
+    ) -> AsyncIterator[bytes]:
+        """Streamed from the object store a few stored chunks at a time (``NatsBlobs.stream``),
+        so a 64 MiB blob is never held whole. A blob that is not there raises before the first
+        chunk; one whose chunks change under the read raises after what was sent (the caller's
+        response is cut off rather than passed off as whole)."""
+        self._out_of_line()  # WorldUnavailableError before a start
+        store = self._blob_store
+        stored = store.stream(run_id, ref.digest, incarnation=ref.incarnation)
+        first = await anext(stored, None)
+        if first is None:
+            raise BlobMissingError(run_id, ref.seq, f"no blob {ref.digest}", store=store.name)
+        try:
+            async for chunk in prepended(first, stored):
+                for start in range(0, len(chunk), chunk_bytes):
+                    yield chunk[start : start + chunk_bytes]
+        except LookupError as err:
+            raise BlobMissingError(run_id, ref.seq, str(err), store=store.name) from None
 
     async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
         return payload_field(await self._events().get_run(run_id), which)
