@@ -13,6 +13,7 @@ import wayline
 from tests.blobs.stores import remove_blob
 from tests.console.browser import Page
 from tests.console.conftest import Console
+from wayline.cli.console import create_app
 
 RESULT_CHARS = 5_000_000  # a 5 MB result: well over any world's inline threshold
 INLINE_BYTES = 64 * 1024  # the largest input or output inlined in a run's JSON (docs/console.md)
@@ -87,6 +88,22 @@ async def test_a_missing_blob_is_a_typed_error_before_any_byte(console: Console)
     error = response.json()["error"]
     assert error["code"] == "CORRUPT_LOG"
     assert f"run {run_id}: event {ref.seq}" in error["message"] and "no blob" in error["message"]
+
+
+async def test_a_run_whose_output_blob_is_gone_is_a_typed_error_in_a_fresh_console(
+    console: Console,
+) -> None:
+    run_id, result = await _large_run(console, "f")
+    await remove_blob(console.engine.world, run_id, result)
+    fresh = await console.engine.make_world()  # a console process of its own: nothing cached
+    app = create_app(wayline.Client(fresh), world_url="test://world")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+        for path in (f"/api/runs/{run_id}", f"/api/runs/{run_id}/output"):
+            response = await http.get(path)
+            assert response.status_code == 409, path
+            error = response.json()["error"]
+            assert error["code"] == "CORRUPT_LOG" and f"run {run_id}" in error["message"], path
 
 
 async def test_the_run_page_shows_a_large_results_preview_and_its_link(
