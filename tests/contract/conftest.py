@@ -1,5 +1,5 @@
 """The contract suite: one file per port of the seam (``wayline.world.ports``: event log,
-change feed, work queue, slots, streams, registry, retention, hook payloads, lifecycle and
+change feed, work queue, slots, streams, registry, retention, blobs, hook payloads, lifecycle and
 clock), each run on every world. It runs on a third world besides the two that ship: the
 in-memory world the simulator drives (``wayline.worlds.memory``). Passing the same tests is
 what makes the simulator's findings about the engine hold for the real worlds."""

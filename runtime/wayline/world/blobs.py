@@ -44,12 +44,19 @@ from .._core.limits import json_bound
 from .._core.projections import RunInfo
 from ..errors import BlobMissingError
 from .entries import Unreadable, loads
+from .ports.blobs import BlobRef, PayloadField, digest_of
 
 REF = "$wayline.blob"
 INCARNATION = "incarnation"
 """The field of a reference naming the incarnation of the run id its blob was stored for."""
 PAYLOAD_KEYS = ("input", "output", "result", "payload", "metadata", "forwardResult")
 """The event-data fields that hold user values (every other field is Wayline's, and small)."""
+
+ORPHAN_GRACE_SECONDS = 3600.0
+"""How old a blob of a run id that has no run must be before cleanup deletes it. A blob is
+stored before the append that names it, so such a blob may be a start in flight; an hour is far
+past any append's deadline, so one that old is the start of a process that died between the
+two, or of an append that was refused, and no event will ever name it."""
 
 _CACHE_BYTES = 256 * 1024 * 1024
 """Decoded blobs kept per world, by the size of their JSON."""
@@ -97,6 +104,32 @@ def is_incarnation(value: Any) -> bool:
 
 def is_ref(value: Any) -> bool:
     return type(value) is dict and REF in value
+
+
+def blob_ref(value: Any, seq: int = 0) -> BlobRef | None:
+    """The port's :class:`BlobRef` for a reference read from a log or a run view; None for a
+    value that is not a reference, or a reference no writer makes (a malformed one is left to
+    :meth:`OutOfLine.resolve`, which fences the run)."""
+    if not is_ref(value):
+        return None
+    digest, size = value.get(REF), value.get("bytes")
+    try:
+        named = incarnation_of(value)
+    except ValueError:
+        return None
+    if not isinstance(digest, str) or len(digest) != 64 or type(size) is not int or size < 0:
+        return None
+    return BlobRef(digest, size, named, seq)
+
+
+def payload_field(info: RunInfo | None, which: PayloadField) -> BlobRef | None:
+    """The blob a run view's (unresolved) input or output is stored in, if it is one; the
+    input's event is the log's first, the output's its last (as in :meth:`resolve_info`)."""
+    if info is None:
+        return None
+    if which == "input":
+        return blob_ref(info.input, 1)
+    return blob_ref(info.output, info.last_seq)
 
 
 _SMALL = 1024
@@ -229,6 +262,16 @@ class OutOfLine:
             chosen.append((i, key, data))
             total -= size
         return chosen
+
+    async def put_blob(self, run_id: str, data: bytes, incarnation: str | None = None) -> BlobRef:
+        """The ``Blobs`` port's put: ``data`` under its digest, for the run's
+        ``incarnation`` (None: named by run and digest alone)."""
+        digest = digest_of(data)
+        await self.store.put(run_id, digest, data, incarnation=incarnation)
+        return BlobRef(digest, len(data), incarnation)
+
+    async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
+        return await self.store.get(run_id, ref.digest, incarnation=ref.incarnation)
 
     # reading -------------------------------------------------------------------------------
     async def resolve(self, run_id: str, events: list[Event]) -> list[Event]:

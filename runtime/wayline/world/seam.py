@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._core.events import RunStatus
 from .._core.messages import Wake, WakeReason
 from .ports import (
+    Blobs,
     ChangeFeed,
     Clock,
     EndListener,
@@ -68,6 +69,7 @@ class World(
     Slots,
     RateBuckets,
     Retention,
+    Blobs,
     Clock,
     abc.ABC,
 ):

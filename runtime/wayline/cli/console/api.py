@@ -21,10 +21,12 @@ from ...errors import RunNotFoundError, WaylineError, WorkflowNotFoundError
 from ...start_options import StartOptions
 from ...world import RunInfo
 from ...world.business_ids import check_business_id
+from ...world.ports.blobs import PayloadField
 from ..loading import UsageError
 from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import fold, render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
+from .payloads import shown, streamed
 from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
@@ -140,6 +142,8 @@ class Console:
             visibility_seconds=world.visibility_seconds,
         )
         out = run_to_json(info)
+        shown(out, "input")  # a large one is read from /input or /output, not inlined
+        shown(out, "output")
         out["waitingForWorker"] = waiting
         out.update(fold(info.run_id, events).to_json())
         # a long run's steps follow a page at a time (/steps): its hooks, waits and children
@@ -150,6 +154,19 @@ class Console:
         out["story"] = story.getvalue()
         out["eventCount"] = len(events)
         return Reply(out)
+
+    async def input(self, request: Request) -> Response:
+        """``GET /api/runs/{id}/input``: the run's input as JSON, streamed in chunks."""
+        return await self._payload(request, "input")
+
+    async def output(self, request: Request) -> Response:
+        """``GET /api/runs/{id}/output``: the run's output as JSON (null while it has none),
+        streamed in chunks."""
+        return await self._payload(request, "output")
+
+    async def _payload(self, request: Request, which: PayloadField) -> Response:
+        run_id = await self.client.resolve(request.path_params["run_id"])
+        return await streamed(self.client, run_id, which)
 
     async def steps(self, request: Request) -> Response:
         """``GET /api/runs/{id}/steps?after=&limit=``: the steps after the cursor ``after``

@@ -41,6 +41,21 @@ def _errors(*statuses: int) -> dict[str, Any]:
     return {str(s): _ERROR for s in statuses}
 
 
+def _payload(op: str, which: str) -> dict[str, Any]:
+    return {
+        "get": {
+            "operationId": op,
+            "summary": f"the run's {which} as JSON, streamed in chunks (from the blob store "
+            "when it is stored out of line); the run's JSON links a large one here",
+            "parameters": [_RUN_ID],
+            "responses": {
+                "200": _json({}, f"the {which}'s JSON, sent chunked"),
+                **_errors(400, 404, 409),
+            },
+        }
+    }
+
+
 _REASON = _body({"type": "object", "properties": {"reason": {"type": "string"}}})
 
 
@@ -211,6 +226,8 @@ def document() -> dict[str, Any]:
                     "responses": {"200": _json(_ref("StepPage")), **_errors(400, 404, 409)},
                 }
             },
+            "/api/runs/{run_id}/input": _payload("getRunInput", "input"),
+            "/api/runs/{run_id}/output": _payload("getRunOutput", "output"),
             "/api/runs/{run_id}/cancel": _action(
                 "cancelRun", "ask a run to stop; its compensations run", "cancelled"
             ),
@@ -446,9 +463,23 @@ def document() -> dict[str, Any]:
                                     "description": "the timeline `wayline runs show` prints",
                                 },
                                 "eventCount": {"type": "integer"},
+                                "inputPayload": _ref("LargePayload"),
+                                "outputPayload": _ref("LargePayload"),
                             },
                         },
                     ]
+                },
+                "LargePayload": {
+                    "type": ["object", "null"],
+                    "description": "an input or output over 65536 bytes of JSON, which the "
+                    "run's JSON gives as null: its size, its first 1024 bytes, and the link that "
+                    "streams it; null when the value is inline",
+                    "required": ["bytes", "preview", "href"],
+                    "properties": {
+                        "bytes": {"type": "integer"},
+                        "preview": {"type": "string"},
+                        "href": {"type": "string"},
+                    },
                 },
                 "StepPage": {
                     "type": "object",

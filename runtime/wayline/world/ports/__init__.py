@@ -8,6 +8,7 @@ world. A port whose every method has a default (a world may offer none of it: th
 simulator keeps no step streams) is a plain class rather than an abstract one.
 """
 
+from .blobs import BlobRef, Blobs, PayloadField
 from .change_feed import ChangeFeed, EndListener, RunWatch
 from .clock import Clock
 from .event_log import EventLog, HookInfo
@@ -21,6 +22,8 @@ from .slots import Slots
 from .streams import Streams
 
 __all__ = [
+    "BlobRef",
+    "Blobs",
     "ChangeFeed",
     "Clock",
     "Delivery",
@@ -29,6 +32,7 @@ __all__ = [
     "HookInfo",
     "HookPayloads",
     "Lifecycle",
+    "PayloadField",
     "QueueDepth",
     "RateBuckets",
     "Registry",

@@ -2,7 +2,8 @@
 
 A blob is written in a transaction of its own before the append that names it, so a batch's
 transaction stays short; a crash in between leaves a row no event names, removed with its run
-by cleanup (rows are keyed by run). Archive moves a run's rows to ``blobs_archive``.
+by cleanup (rows are keyed by run), or, when the run was never created, by the cleanup after
+the orphan grace (:func:`drop_orphans`). Archive moves a run's rows to ``blobs_archive``.
 
 No incarnation is named here (``wayline.world.blobs``): the ``blobs`` table holds only the live
 run of each id (archive moves an ended run's rows out, in the transaction that moves its
@@ -12,8 +13,10 @@ deletes from ``blobs`` alone, never from ``blobs_archive``.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..._core import clock
@@ -62,3 +65,46 @@ def archive_blobs(db: sqlite3.Connection, ids: list[str]) -> None:
     db.execute(
         f"INSERT OR IGNORE INTO blobs_archive SELECT * FROM blobs WHERE run_id IN ({marks})", ids
     )
+
+
+def drop_orphans(db: sqlite3.Connection, stored_by: float) -> None:
+    """Delete the blobs stored by ``stored_by`` whose run id has no run (``blobs`` holds only
+    live runs' rows: archive moves an ended run's out): a start whose process died between its
+    blob's transaction and its append's, or whose append was refused, left them, and no event
+    will name them (``wayline.world.blobs.ORPHAN_GRACE_SECONDS``)."""
+    db.execute(
+        "DELETE FROM blobs WHERE created_at <= ? "
+        "AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.run_id = blobs.run_id)",
+        (stored_by,),
+    )
+
+
+def stream_blob(
+    path: Path, run_id: str, digest: str, chunk_bytes: int, busy_timeout: float
+) -> Generator[bytes, None, None]:
+    """The blob's bytes, ``chunk_bytes`` at a time, read incrementally (``blobopen``) on a
+    read-only connection of its own, so a 64 MiB blob is never held whole and the world's own
+    connection is not held in a read while a slow reader takes the chunks; nothing when the
+    blob is not stored. Raises :class:`LookupError` once the bytes read do not hash to
+    ``digest`` (the row was replaced under the read): what was yielded then is not the blob.
+    A blob of an archived run is read from ``blobs_archive``, as :meth:`LocalBlobs.get` does.
+    """
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=busy_timeout)
+    try:
+        for table in ("blobs", "blobs_archive"):
+            rows = db.execute(
+                f"SELECT rowid FROM {table} WHERE run_id = ? AND digest = ?", (run_id, digest)
+            ).fetchall()
+            if rows:
+                break
+        else:
+            return
+        sha = hashlib.sha256()
+        with db.blobopen(table, "data", rows[0][0], readonly=True) as blob:
+            while chunk := blob.read(chunk_bytes):
+                sha.update(chunk)
+                yield chunk
+        if sha.hexdigest() != digest:
+            raise LookupError(f"blob {digest} holds other bytes")
+    finally:
+        db.close()

@@ -18,7 +18,7 @@ import itertools
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -34,6 +34,7 @@ from ..._core.events import (
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
 from ...errors import (
+    BlobMissingError,
     ConfigurationError,
     CorruptEntryError,
     CorruptLogError,
@@ -52,11 +53,12 @@ from ...world import (
     entries,
     terminal_statuses,
 )
-from ...world.blobs import OutOfLine
+from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, payload_field
+from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from . import attribute_index, checkup
-from .blobs import LocalBlobs, archive_blobs
+from .blobs import LocalBlobs, archive_blobs, drop_orphans, stream_blob
 from .failures import rollback, unavailable
 from .feed import Ends, follow
 from .group import GroupWriter
@@ -129,8 +131,10 @@ class LocalWorld(World):
         synchronous: str = "FULL",
         inline_payload_bytes: int | None = None,
         aging_seconds: float = ordering.AGING_SECONDS,
+        orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
     ) -> None:
         super().__init__()
+        self._orphan_grace = orphan_grace_seconds
         if synchronous.upper() not in _SYNC_MODES:
             raise ConfigurationError(
                 f"sync={synchronous!r} is not a SQLite world's sync mode: use full (fsync each "
@@ -356,8 +360,45 @@ class LocalWorld(World):
         return await self.blobs.resolve(run_id, events)
 
     async def get_run(self, run_id: str) -> RunInfo | None:
+        return await self.blobs.resolve_info(self._stored_run(run_id))
+
+    def _stored_run(self, run_id: str) -> RunInfo | None:
+        """The run's view as stored: a large input or output is still its reference."""
         rows = self._read(f"SELECT {RUN_SELECT} FROM runs WHERE run_id = ?", (run_id,))
-        return await self.blobs.resolve_info(run_from_row(rows[0]) if rows else None)
+        return run_from_row(rows[0]) if rows else None
+
+    # blobs (the blob port; a run's blobs are deleted and archived with it) ----------------
+    async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
+        return await self.blobs.put_blob(run_id, data)
+
+    async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
+        return await self.blobs.get_blob(run_id, ref)
+
+    async def blob_chunks(
+        self, run_id: str, ref: BlobRef, chunk_bytes: int = CHUNK_BYTES
+    ) -> AsyncIterator[bytes]:
+        """Read incrementally on a connection of the stream's own (``blobs.stream_blob``). A
+        blob that is not there raises before the first chunk; one that changes under the read
+        raises after what was sent (the caller's response is cut off, not passed off as
+        whole)."""
+        chunks = stream_blob(self.path, run_id, ref.digest, chunk_bytes, self._busy_timeout)
+        name = self.blobs.store.name
+        try:
+            first = next(chunks, None)
+            if first is None:
+                raise BlobMissingError(run_id, ref.seq, f"no blob {ref.digest}", store=name)
+            yield first
+            for chunk in chunks:
+                yield chunk
+        except LookupError as err:
+            raise BlobMissingError(run_id, ref.seq, str(err), store=name) from None
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from err
+        finally:
+            chunks.close()
+
+    async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
+        return payload_field(self._stored_run(run_id), which)
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
         """Remove the event row ``drop_seq`` (later rows move down one, so the log stays
@@ -886,9 +927,12 @@ class LocalWorld(World):
         chosen = terminal_statuses(statuses)
         cutoff = clock.now() - max(0.0, older_than)
 
+        orphaned = clock.now() - self._orphan_grace
+
         def tx(db: sqlite3.Connection) -> int:
             ids = _ended_before(db, cutoff, chosen, None)
             _drop_runs(db, ids)
+            drop_orphans(db, orphaned)
             return len(ids)
 
         deleted: int = self._write(tx)

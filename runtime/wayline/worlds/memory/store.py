@@ -86,6 +86,10 @@ class MemoryStore:
     slots: dict[str, dict[str, Slot]] = field(default_factory=dict)
     buckets: dict[str, Bucket] = field(default_factory=dict)
     archived: int = 0
+    blobs: dict[tuple[str, str], tuple[bytes, float]] = field(default_factory=dict)
+    """By (run id, digest): what ``put_blob`` stored, and when. The memory world keeps every
+    payload of its events inline (it has no size limit), so only the blob port's callers put
+    here."""
     hook_buffer: MemoryHookBuffer = field(default_factory=MemoryHookBuffer)
     peers: list[weakref.ref[Any]] = field(default_factory=list)
     """The worlds opened on this store: an append wakes their waiters and watchers, as a
@@ -202,12 +206,18 @@ class MemoryStore:
             self.blocks.pop(run_id, None)
         self.hooks = [h for h in self.hooks if h.run_id not in gone]
         self.streams = {k: v for k, v in self.streams.items() if k[0] not in gone}
+        self.blobs = {k: v for k, v in self.blobs.items() if k[0] not in gone}
         for holders in self.slots.values():
             for run_id in gone & holders.keys():
                 del holders[run_id]
         for mid, message in list(self.messages.items()):
             if run_of(message.body) in gone:
                 self.remove_message(mid)
+
+    def drop_orphan_blobs(self, stored_by: float) -> None:
+        """Delete the blobs stored by ``stored_by`` whose run id has no run (see
+        ``wayline.world.blobs.ORPHAN_GRACE_SECONDS``)."""
+        self.blobs = {k: v for k, v in self.blobs.items() if k[0] in self.runs or v[1] > stored_by}
 
     def remove_message(self, mid: int) -> None:
         message = self.messages.pop(mid)

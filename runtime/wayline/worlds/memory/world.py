@@ -30,6 +30,8 @@ from ...world import (
     World,
     terminal_statuses,
 )
+from ...world.blobs import ORPHAN_GRACE_SECONDS
+from ...world.ports.blobs import BlobRef, digest_of
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from .hook_buffer import MemoryHookBuffer
@@ -48,9 +50,11 @@ class MemoryWorld(World):
         *,
         visibility_seconds: float | None = None,
         aging_seconds: float = ordering.AGING_SECONDS,
+        orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
     ) -> None:
         super().__init__()
         self._aging = aging_seconds
+        self._orphan_grace = orphan_grace_seconds
         self.store = store if store is not None else MemoryStore()
         if visibility_seconds is None:
             visibility_seconds = Settings.from_env().visibility_seconds
@@ -399,6 +403,7 @@ class MemoryWorld(World):
         chosen = terminal_statuses(statuses)
         ids = self.store.ended_before(clock.now() - max(0.0, older_than), chosen)
         self.store.drop_runs(ids)
+        self.store.drop_orphan_blobs(clock.now() - self._orphan_grace)
         return len(ids)
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
@@ -410,6 +415,18 @@ class MemoryWorld(World):
 
     async def archived_count(self) -> int:
         return self.store.archived
+
+    # blobs ---------------------------------------------------------------------------------
+    async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
+        digest = digest_of(data)
+        self.store.blobs.setdefault((run_id, digest), (bytes(data), clock.now()))
+        return BlobRef(digest, len(data))
+
+    async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
+        found = self.store.blobs.get((run_id, ref.digest))
+        return None if found is None else found[0]
+
+    # payload_blob: the port's default (None), as every payload here is inline
 
 
 def _same_take(slot: Slot, token: str | None) -> bool:

@@ -20,7 +20,10 @@ its own incarnation, and the id's other objects but those another run may still 
 the archive's copies of the id name (by incarnation, or by digest for an older name) and those
 stored after the run ended (a start of the same id under way, which lands once the ended run
 is purged). So a blob whose append never landed (its ``run_created`` lost the race for the id,
-or was retried under another message id) goes too.
+or was retried under another message id) goes too. A blob of an id that has no log at all (its
+start's process died between the blob and the append, or the append was refused) is deleted
+by the cleanup pass once it is older than the world's grace for orphans
+(``wayline.world.blobs.ORPHAN_GRACE_SECONDS``), unless the archive names it.
 
 Two writers may put the same blob at once (parallel steps returning one large value). nats-py's
 ``put`` would let the second replace the first and purge its chunks under a reader, so a put
@@ -43,14 +46,14 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
 from ...world import entries
 from .codec import is_wrong_last_sequence, parse_stamp, wrap
-from .direct import last_by_subject, read_subject
+from .direct import direct_batch, last_by_subject, read_subject
 from .names import Names, subject_token
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -249,6 +252,43 @@ class NatsBlobs:
             raise wrap(self._url, f"reading a payload of run {run_id}", err) from err
         return None
 
+    async def stream(
+        self, run_id: str, digest: str, *, incarnation: str | None = None
+    ) -> AsyncIterator[bytes]:
+        """The object's stored chunks in order, :data:`_BATCH` a request, so a reader holds
+        one batch at a time rather than the whole object; nothing when it is not stored.
+        Raises :class:`LookupError` once the chunks it read are fewer than the object names
+        (deleted or replaced under the read) or do not hash to ``digest``: what was yielded
+        then is not the blob, and the caller must not pass it off as whole."""
+        name = blob_name(run_id, digest, incarnation)
+        stream = f"OBJ_{self.bucket}"
+        try:
+            if await self._store(create=False) is None:
+                return
+            _, info = await self._meta(name)
+        except Exception as err:
+            raise wrap(self._url, f"reading a payload of run {run_id}", err) from err
+        if info is None or not info.nuid:
+            return
+        subject, sha = f"$O.{self.bucket}.C.{info.nuid}", hashlib.sha256()
+        seen, after = 0, 0
+        while seen < info.chunks:
+            request = {"seq": after + 1, "next_by_subj": subject, "batch": _BATCH}
+            try:
+                msgs, _ = await direct_batch(
+                    self._nc, stream, request, timeout=self._timeout, url=self._url
+                )
+            except Exception as err:
+                raise wrap(self._url, f"reading a payload of run {run_id}", err) from err
+            if not msgs:
+                break
+            for msg in msgs:
+                sha.update(msg.data)
+                yield msg.data
+            seen, after = seen + len(msgs), msgs[-1].seq
+        if seen != info.chunks or sha.hexdigest() != digest:
+            raise LookupError(f"object {name} changed while it was read")
+
     async def names(self) -> list[str]:
         """Every stored object's name (one listing, for a cleanup pass; ``last_by_subject``).
         It also notes which names each chunk subject is claimed by, for :meth:`drop`."""
@@ -306,6 +346,20 @@ class NatsBlobs:
             kept = await archived()
             if kept is not None:
                 doomed += [n for n in before if not kept.names(n)]
+        await self.purge(run_id, doomed)
+
+    def stale(self, cutoff: float) -> dict[str, list[str]]:
+        """By run subject token: the names of the last listing (:meth:`names`) stored by
+        ``cutoff`` (server time)."""
+        out: dict[str, list[str]] = {}
+        for name, stamp in self._stamps.items():
+            if stamp <= cutoff:
+                out.setdefault(name.split("/", 1)[0], []).append(name)
+        return out
+
+    async def purge(self, run_id: str, doomed: list[str]) -> None:
+        """Delete the objects ``doomed`` of the run id, each's chunks then its meta (see
+        :meth:`drop`)."""
         stream = f"OBJ_{self.bucket}"
         going = set(doomed)
         try:

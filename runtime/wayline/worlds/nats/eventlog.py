@@ -282,6 +282,16 @@ class EventLog:
                 return msg_id
             return st.first_id if is_incarnation(st.first_id) else None
 
+    async def run_incarnation(self, run_id: str) -> str | None:
+        """The incarnation of the run as it is now (``blobs.py``): what a blob stored for it
+        apart from an append (the blob port's put) is named under, so that its cleanup takes
+        the blob whenever it was stored. None: no run, or a log Wayline did not write."""
+        st = self._state(run_id)
+        async with st.lock:
+            if not st.loaded:
+                await self._catch_up(st)
+            return st.first_id if is_incarnation(st.first_id) else None
+
     async def _fresh(self, run_id: str) -> RunState:
         st = self._state(run_id)
         async with st.lock:
@@ -877,6 +887,10 @@ class EventLog:
                 continue
             counts[status] = counts.get(status, 0) + 1
         return counts
+
+    async def run_tokens(self) -> set[str]:
+        """The subject token of every run id the log holds (``names.subject_token``)."""
+        return {subject.rsplit(".", 1)[-1] for subject in await self._run_subjects()}
 
     async def _run_subjects(self) -> list[str]:
         """Every run subject, from the stream's (paged) subject state."""

@@ -7,14 +7,19 @@ import json
 import logging
 import ssl
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ..._core import clock, ordering, search_attributes
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
-from ...errors import ConfigurationError, WaylineError, WorldUnavailableError
+from ...errors import (
+    BlobMissingError,
+    ConfigurationError,
+    WaylineError,
+    WorldUnavailableError,
+)
 from ...settings import Settings
 from ...world import (
     Delivery,
@@ -26,7 +31,8 @@ from ...world import (
     World,
     entries,
 )
-from ...world.blobs import OutOfLine
+from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, payload_field
+from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField, prepended
 from ...world.registry import merge_served, readable
 from . import attribute_index
 from .attribute_index import AttributeIndex
@@ -88,8 +94,10 @@ class NatsWorld(World):
         connect_options: Mapping[str, Any] | None = None,
         inline_payload_bytes: int | None = None,
         create: bool = True,
+        orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
     ) -> None:
         super().__init__()
+        self._orphan_grace = orphan_grace_seconds
         server_list = [servers] if isinstance(servers, str) else list(servers)
         server_list = [s.strip() for entry in server_list for s in entry.split(",") if s.strip()]
         if not server_list:
@@ -295,7 +303,29 @@ class NatsWorld(World):
             await blobs.drop(run_id, incarnation, ended, stored, lambda: retention.archived(run_id))
 
         retention.on_drop = drop
-        return await retention.delete_runs(older_than, statuses)
+        deleted = await retention.delete_runs(older_than, statuses)
+        await self._drop_orphan_blobs()
+        return deleted
+
+    async def _drop_orphan_blobs(self) -> None:
+        """Delete the blobs of run ids the log does not hold, stored at least the orphan
+        grace ago (``wayline.world.blobs.ORPHAN_GRACE_SECONDS``) and not named by the
+        archive: a start whose process died between its blob and its append, or whose append
+        was refused, left them, and no event will name them. Listed again after the pass's
+        deletions, so the blobs those took are not looked at twice."""
+        blobs, retention = self._blob_store, self._retention()
+        await blobs.names()
+        stale = blobs.stale(clock.now() - self._orphan_grace)
+        if not stale:
+            return
+        live = await self._events().run_tokens()
+        for token, names in stale.items():
+            run_id = token_value(token)
+            if token in live or run_id is None:  # a hashed token: its id is not known here
+                continue
+            kept = await retention.archived(run_id)
+            if kept is not None:  # None: a copy does not read, and may name any of them
+                await blobs.purge(run_id, [n for n in names if not kept.names(n)])
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
         retention = self._retention()
@@ -649,6 +679,37 @@ class NatsWorld(World):
 
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self._out_of_line().resolve_info(await self._events().get_run(run_id))
+
+    # blobs (the blob port; a run's blobs are deleted with it by cleanup) ---------------------
+    async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
+        incarnation = await self._events().run_incarnation(run_id)
+        return await self._out_of_line().put_blob(run_id, data, incarnation)
+
+    async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
+        return await self._out_of_line().get_blob(run_id, ref)
+
+    async def blob_chunks(
+        self, run_id: str, ref: BlobRef, chunk_bytes: int = CHUNK_BYTES
+    ) -> AsyncIterator[bytes]:
+        """Streamed from the object store a few stored chunks at a time (``NatsBlobs.stream``),
+        so a 64 MiB blob is never held whole. A blob that is not there raises before the first
+        chunk; one whose chunks change under the read raises after what was sent (the caller's
+        response is cut off rather than passed off as whole)."""
+        self._out_of_line()  # WorldUnavailableError before a start
+        store = self._blob_store
+        stored = store.stream(run_id, ref.digest, incarnation=ref.incarnation)
+        first = await anext(stored, None)
+        if first is None:
+            raise BlobMissingError(run_id, ref.seq, f"no blob {ref.digest}", store=store.name)
+        try:
+            async for chunk in prepended(first, stored):
+                for start in range(0, len(chunk), chunk_bytes):
+                    yield chunk[start : start + chunk_bytes]
+        except LookupError as err:
+            raise BlobMissingError(run_id, ref.seq, str(err), store=store.name) from None
+
+    async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
+        return payload_field(await self._events().get_run(run_id), which)
 
     def _hints_may_be_lost(self) -> None:
         if self._log is not None:  # an id deleted and used again meanwhile went unheard

@@ -137,6 +137,28 @@ function row(e, long) {
   return tr;
 }
 
+// A run's input or output: the value, or for a large one (the API sends its first KiB, its
+// size and a link instead: docs/console.md) the first KiB and a link that shows all of it.
+function payload(id, value, large, shown) {
+  const cell = document.getElementById(id);
+  if (!shown) { cell.replaceChildren(); return; }
+  if (!large) { cell.textContent = JSON.stringify(value); return; }
+  const preview = wl.text("div", large.preview + "…", "preview");
+  preview.id = id + "-preview";
+  const all = wl.text("a", `show all (${large.bytes} bytes)`);
+  all.id = id + "-all";
+  all.href = large.href;
+  all.target = "_blank";
+  all.addEventListener("click", async (event) => {
+    if (!wl.token()) return; // the link itself: a console whose reads need no token
+    // a token travels in a header, which a link cannot send: read it here, then show it
+    event.preventDefault();
+    const response = await fetch(large.href, { headers: { Authorization: "Bearer " + wl.token() } });
+    window.open(URL.createObjectURL(await response.blob()), "_blank");
+  });
+  cell.replaceChildren(preview, all);
+}
+
 document.getElementById("timeline-box").addEventListener("scroll", () => {
   if (drawn.pending) return;
   drawn.pending = true;
@@ -190,8 +212,8 @@ async function load() {
       (run.endedAt ? `, ended ${wl.time(run.endedAt)} (took ${wl.duration(run.endedAt - run.createdAt)})` : "") +
       (run.waitingForWorker ? ` — ${run.waitingForWorker}` : "");
     for (const id of ["cancel", "terminate"]) document.getElementById(id).disabled = wl.readOnly || !!run.endedAt;
-    document.getElementById("input").textContent = JSON.stringify(run.input);
-    document.getElementById("output").textContent = run.status === "completed" ? JSON.stringify(run.output) : "";
+    payload("input", run.input, run.inputPayload, true);
+    payload("output", run.output, run.outputPayload, run.status === "completed");
     document.getElementById("error").textContent = run.error ? JSON.stringify(run.error) : "";
     document.getElementById("story").textContent = run.story;
     timeline(run); // the first page now: the page is usable while the rest arrives

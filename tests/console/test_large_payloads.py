@@ -1,0 +1,126 @@
+"""A run's large input and output in the console, on every world: the run's JSON carries
+their size, first KiB and link instead of the value; the link streams the value back byte for
+byte (from the blob store where the world keeps it out of line); the page shows the preview
+and the link; a blob that is gone is a typed error, not a crash or a cut-off body."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+import wayline
+from tests.blobs.stores import remove_blob
+from tests.console.browser import Page
+from tests.console.conftest import Console
+from wayline.cli.console import create_app
+
+RESULT_CHARS = 5_000_000  # a 5 MB result: well over any world's inline threshold
+INLINE_BYTES = 64 * 1024  # the largest input or output inlined in a run's JSON (docs/console.md)
+PREVIEW_BYTES = 1024  # what the run's JSON carries of a larger one
+
+
+@wayline.workflow(name="console.large_output")  # explicit: unique across the suite
+async def large_output(size: int, filler: str) -> str:
+    return filler * size
+
+
+def _stored(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+async def _large_run(console: Console, filler: str = "r") -> tuple[str, str]:
+    client = console.engine.client
+    async with console.engine.worker([large_output]):
+        handle = await client.start(large_output, RESULT_CHARS, filler)
+        result = await handle.result(timeout=60)
+    return handle.run_id, result
+
+
+async def test_a_large_output_is_linked_from_the_run_and_streamed_byte_for_byte(
+    console: Console,
+) -> None:
+    run_id, result = await _large_run(console)
+    run = (await console.http.get(f"/api/runs/{run_id}")).json()
+    assert run["output"] is None
+    expected = _stored(result)
+    assert run["outputPayload"] == {
+        "bytes": len(expected),
+        "preview": expected[:PREVIEW_BYTES].decode(),
+        "href": f"/api/runs/{run_id}/output",
+    }
+    assert run["inputPayload"] is None and run["input"] is not None  # small: inline
+
+    async with console.http.stream("GET", run["outputPayload"]["href"]) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json"
+        assert "content-length" not in response.headers  # sent chunked, not whole
+        body = b"".join([chunk async for chunk in response.aiter_raw()])
+    assert body == expected
+
+
+async def test_a_payload_of_up_to_64_kib_is_inline_and_its_link_gives_it_too(
+    console: Console,
+) -> None:
+    client = console.engine.client
+    async with console.engine.worker([large_output]):
+        # a string of n characters is n + 2 bytes of JSON (its quotes)
+        edge = await client.start(large_output, INLINE_BYTES - 2, "e")
+        over = await client.start(large_output, INLINE_BYTES - 1, "e")
+        await edge.result(timeout=30)
+        await over.result(timeout=30)
+    inline = (await console.http.get(f"/api/runs/{edge.run_id}")).json()
+    assert inline["output"] == "e" * (INLINE_BYTES - 2) and inline["outputPayload"] is None
+    streamed = await console.http.get(f"/api/runs/{edge.run_id}/output")
+    assert streamed.content == _stored(inline["output"])
+    linked = (await console.http.get(f"/api/runs/{over.run_id}")).json()
+    assert linked["output"] is None and linked["outputPayload"]["bytes"] == INLINE_BYTES + 1
+
+
+async def test_a_missing_blob_is_a_typed_error_before_any_byte(console: Console) -> None:
+    run_id, result = await _large_run(console, "m")
+    world = console.engine.world
+    ref = await world.payload_blob(run_id, "output")
+    assert ref is not None
+    await remove_blob(world, run_id, result)  # behind the world's back
+    response = await console.http.get(f"/api/runs/{run_id}/output")
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "CORRUPT_LOG"
+    assert f"run {run_id}: event {ref.seq}" in error["message"] and "no blob" in error["message"]
+
+
+async def test_a_run_whose_output_blob_is_gone_is_a_typed_error_in_a_fresh_console(
+    console: Console,
+) -> None:
+    run_id, result = await _large_run(console, "f")
+    await remove_blob(console.engine.world, run_id, result)
+    fresh = await console.engine.make_world()  # a console process of its own: nothing cached
+    app = create_app(wayline.Client(fresh), world_url="test://world")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+        for path in (f"/api/runs/{run_id}", f"/api/runs/{run_id}/output"):
+            response = await http.get(path)
+            assert response.status_code == 409, path
+            error = response.json()["error"]
+            assert error["code"] == "CORRUPT_LOG" and f"run {run_id}" in error["message"], path
+
+
+async def test_the_run_page_shows_a_large_results_preview_and_its_link(
+    console: Console, page: Page
+) -> None:
+    run_id, result = await _large_run(console, "p")
+    await page.open(f"/runs/{run_id}")
+    await page.text("#output-preview", '"ppppp')
+    link = await page.text("#output-all", f"show all ({len(_stored(result))} bytes)")
+    assert link
+    href = await page.script("return document.getElementById('output-all').href")
+    assert href.endswith(f"/api/runs/{run_id}/output")
+    shown = await page.script("return document.getElementById('output-preview').textContent")
+    assert len(shown) <= PREVIEW_BYTES + 1  # the first KiB and an ellipsis, not 5 MB
+    # over real HTTP (the in-process transport buffers a body whole): the link's body is sent
+    # chunked, and is the value's stored JSON byte for byte
+    async with httpx.AsyncClient() as http, http.stream("GET", href) as response:
+        assert response.headers.get("transfer-encoding") == "chunked"
+        body = b"".join([chunk async for chunk in response.aiter_raw()])
+    assert body == _stored(result)
