@@ -23,6 +23,7 @@ from wayline.errors import (
 from wayline.history import PAUSABLE, Event, EventType, RunStatus
 from wayline.settings import Settings
 from wayline.world import RunInfo, World
+from wayline.world.registry import debounced
 
 from .resource import WorkflowHookSpec, WorkflowRunSpec
 from .status import resumes_recorded
@@ -147,6 +148,13 @@ class Reconciler:
         client = self.client_in(namespace)
         try:
             run_id = run_id_for(uid)
+            if await self._debounced(client, parsed.workflow, uid, name):
+                raise InvalidSpec(
+                    f"workflow {parsed.workflow!r} is debounced (wayline.Debounce): its starts "
+                    "are collapsed by a key its code computes from the input, which the "
+                    "operator does not run, so a WorkflowRun cannot start it; start it with a "
+                    "client that imports it (wayline start MODULE:WORKFLOW, Client.start)"
+                )
             if name is None or known == run_id:
                 await client.start_with(
                     StartOptions(run_id=run_id, **parsed.ordering()),
@@ -159,6 +167,16 @@ class Reconciler:
             raise  # the world's trouble, not the spec's: retried
         except WaylineError as err:
             raise InvalidSpec(err.message) from None
+
+    async def _debounced(self, client: Client, workflow: str, uid: str, name: str | None) -> bool:
+        """Whether a live worker serves ``workflow`` debounced, and this resource has no run
+        yet (one started before the workflow was debounced is left to go on)."""
+        if not debounced(workflow, await self.world.list_served(), self.world.now()):
+            return False
+        if await self.world.get_run(run_id_for(uid)) is not None:
+            return False
+        newest = await self._newest(client, name) if name is not None else None
+        return newest is None or _owner(newest) != uid
 
     async def _start_by_name(
         self, client: Client, uid: str, name: str, parsed: WorkflowRunSpec

@@ -148,6 +148,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
     remembered = (rows.get(version) or {}).get("topics") or []
     topics = sorted({*version_topics(served, version, world.now()), *remembered})
     backlog = sum((await world.ready_messages(topics)).values()) if topics else 0
+    in_flight = sum((await world.in_flight_messages(topics)).values()) if topics else 0
     WORKER_BACKLOG.labels(namespace, name).set(backlog)
     now = world.now()
     todo = plan(
@@ -159,6 +160,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
             serving=serving,
             runs=await live_runs(world),
             backlog=backlog,
+            in_flight=in_flight,
             topics=topics,
             now=now,
             last_scale=seconds_of(status.get("lastScaleTime")),
@@ -177,6 +179,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
         "readyReplicas": sum(int(r.get("readyReplicas") or 0) for r in todo.rows),
         "pinnedRuns": sum(int(r.get("pinnedRuns") or 0) for r in todo.rows),
         "backlog": backlog,
+        "inFlight": in_flight,
         "selector": f"{OWNER_LABEL}={meta['uid']},{VERSION_LABEL}={version}",
         "lastScaleTime": stamp(now) if todo.scaled else status.get("lastScaleTime"),
         "message": None,

@@ -106,6 +106,10 @@ class WorkflowWorkerStatus(BaseModel):
         default=None, description="Live runs that only an old version serves."
     )
     backlog: int | None = Field(default=None, description="The current version's ready messages.")
+    inFlight: int | None = Field(
+        default=None,
+        description="The current version's messages held by its workers (steps under way).",
+    )
     selector: str | None = Field(
         default=None, description="The label selector of the current version's pods."
     )

@@ -73,6 +73,9 @@ class Seen:
     topics: Sequence[str] = ()
     """The current version's topics (remembered in its row: a version scaled to zero has no
     live worker to say them, and its backlog must bring it back)."""
+    in_flight: int = 0
+    """The current version's messages its workers hold (delivered, not yet settled): a step
+    under way. Scaling below the replicas that hold them would stop those bodies."""
 
 
 @dataclass(slots=True)
@@ -228,13 +231,17 @@ def _retired(
 
 
 def _current(spec: WorkflowWorkerSpec, out: Plan, seen: Seen, identities: set[str]) -> None:
-    """The current version follows its backlog: ceil(backlog / backlogPerReplica) replicas
-    within its bounds, up at once, down only after the cooldown; none while idle when it may
-    scale to zero, and one again for the first message."""
+    """The current version follows its load, the ready messages and those its workers hold:
+    ceil(load / backlogPerReplica) replicas within its bounds, up at once, down only after the
+    cooldown; none while idle when it may scale to zero, and one again for the first message.
+    A held message counts as load because a step may run longer than the cooldown: counting
+    only the ready backlog would scale the version down, to zero even, under a step in its
+    body (the pod stopped would hand the step back to run again from its start)."""
+    load = seen.backlog + seen.in_flight
     floor = spec.minReplicas if spec.scaleToZero else max(1, spec.minReplicas)
-    if seen.backlog > 0:
+    if load > 0:
         floor = max(floor, 1)
-    want = min(max(math.ceil(seen.backlog / spec.backlogPerReplica), floor), spec.maxReplicas)
+    want = min(max(math.ceil(load / spec.backlogPerReplica), floor), spec.maxReplicas)
     want = max(want, floor)
     deployed = seen.deployed.get(seen.current)
     if deployed is None:
@@ -261,7 +268,7 @@ def _current(spec: WorkflowWorkerSpec, out: Plan, seen: Seen, identities: set[st
                     NORMAL,
                     "Scaled",
                     f"version {seen.current}: {replicas} -> {want} replicas "
-                    f"(backlog {seen.backlog})",
+                    f"(backlog {seen.backlog}, in flight {seen.in_flight})",
                 )
             )
             replicas = want

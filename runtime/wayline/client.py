@@ -491,7 +491,7 @@ class Client:
             if generation >= 0:
                 run_id = generation_run_id(chain, self.namespace, generation)
                 info = await self.world.get_run(run_id)
-                if info is not None and info.status is RunStatus.PENDING:
+                if info is not None and _not_begun(info):
                     try:
                         await self.world.append(run_id, [replaced], expected_seq=info.last_seq)
                     except SequenceConflictError:
@@ -1447,4 +1447,12 @@ def _received(events: list[Event], token: str, delivery_id: str) -> bool:
         and e.correlation_id in holders
         and e.data.get("deliveryId") == delivery_id
         for e in events
+    )
+
+
+def _not_begun(info: RunInfo) -> bool:
+    """Whether a debounced run has not begun: pending, or paused before it began (a run pauses
+    while pending too, and is as open to a later start of its key as an unpaused one)."""
+    return info.status is RunStatus.PENDING or (
+        info.status is RunStatus.PAUSED and info.started_at is None
     )

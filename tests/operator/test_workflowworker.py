@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,19 @@ async def wfw_op_held(token: str) -> object:
 async def wfw_op_new(n: int) -> int:
     """What version 2 serves: another definition, so a run of version 1 is pinned to it."""
     return await wfw_op_step(n)
+
+
+@wayline.step(name="wfw-op-long-step")
+async def wfw_op_long_step(marker: str) -> str:
+    """A step longer than the version's cooldown: it ends once ``marker`` exists."""
+    while not os.path.exists(marker):  # noqa: ASYNC110, ASYNC240 - a tiny local marker file
+        await asyncio.sleep(0.05)
+    return marker
+
+
+@wayline.workflow(name="wfw-op-long")
+async def wfw_op_long(marker: str) -> str:
+    return await wfw_op_long_step(marker)
 
 
 @pytest.fixture(scope="module")
@@ -249,6 +263,38 @@ async def test_a_backlog_scales_the_current_version_up_and_drained_down(cluster:
         "PINNED",
         "AGE",
     ]
+
+
+async def test_a_step_under_way_keeps_its_version_from_scaling_to_zero(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    spec = _spec("shop:1", minReplicas=0, maxReplicas=2, scaleToZero=True, backlogPerReplica=2)
+    assert cluster.apply("long", spec, kind="WorkflowWorker").returncode == 0
+    [first] = await _until(cluster, lambda: list(_deployments(cluster).values()) or None)
+    v1, name = _version_of(first), first["metadata"]["name"]
+    async with _pod(cluster, v1, [wfw_op_long]):  # its topics are learnt, then it stops
+        await _until(
+            cluster, lambda: _worker(cluster, "long")["status"]["versions"][0]["topics"] or None
+        )
+    await _until(cluster, lambda: _deployments(cluster)[name]["spec"]["replicas"] == 0 or None)
+    marker = str(tmp_path / "long-step-done")
+    run = await cluster.client.start(wfw_op_long, marker)
+    await _until(cluster, lambda: _deployments(cluster)[name]["spec"]["replicas"] == 1 or None)
+    async with _pod(cluster, v1, [wfw_op_long]):
+        # The step is under way: the ready backlog is empty and only a held message is left.
+        await _until(
+            cluster,
+            lambda: _worker(cluster, "long")["status"].get("backlog") == 0 or None,
+        )
+        looked = _worker(cluster, "long")["status"]["lastScaleTime"]
+        # Several looks (one every 0.3 s) with a cooldown of 0 see the step still under way.
+        await asyncio.sleep(2)
+        assert _deployments(cluster)[name]["spec"]["replicas"] == 1
+        assert _worker(cluster, "long")["status"]["lastScaleTime"] == looked
+        assert _worker(cluster, "long")["status"]["inFlight"] >= 1
+        Path(marker).touch()  # noqa: ASYNC240 - a tiny local marker file
+        assert await run.result(timeout=30) == marker
+        await _until(cluster, lambda: _deployments(cluster)[name]["spec"]["replicas"] == 0 or None)
 
 
 async def test_a_change_outside_the_version_rolls_the_current_deployment(cluster: Cluster) -> None:

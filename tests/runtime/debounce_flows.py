@@ -32,3 +32,13 @@ async def write(path: str, doc: str, version: int) -> str:
 )
 async def reindex_in_a_step(path: str, doc: str, version: int) -> str:
     return await write(path, doc, version)
+
+
+@wayline.workflow(
+    name="debounce_flows.reindex_held",
+    debounce=wayline.Debounce(key=lambda path, doc, token: doc, period="0.2s"),
+)
+async def reindex_held(path: str, doc: str, token: str) -> object:
+    """Begins, marks it, then waits on hook ``token``: a run that began and lives on."""
+    mark(path, f"ran {doc}")
+    return await wayline.create_hook(token)

@@ -12,7 +12,7 @@ import pytest
 
 import wayline
 from tests.runtime import debounce_flows as df
-from tests.runtime.harness import Engine, of_type
+from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.cli.timeline import render_show
 from wayline.errors import ConfigurationError
@@ -111,3 +111,39 @@ async def test_a_fork_of_a_debounced_run_runs_its_last_input_at_once(
         assert await fork.result(timeout=30) == "doc-f@2"
     info = await engine.client.get_run(fork.run_id)
     assert "debounce" not in info.attributes
+
+
+async def test_a_run_paused_before_it_began_takes_later_starts_of_its_key(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A pause while the run is pending does not make it begin: a later start of its key
+    collapses into it as into an unpaused one, and once unpaused it runs that start's input."""
+    path = str(tmp_path / "marks")
+    first = await engine.client.start(df.reindex, path, "doc-g", 1)
+    assert await first.pause("held before it began")
+    again = await engine.client.start(df.reindex, path, "doc-g", 2)
+    assert again.run_id == first.run_id
+    assert await first.unpause()
+    async with engine.worker([df.reindex]):
+        assert await first.result(timeout=30) == "doc-g@2"
+    assert df.ran(path) == ["doc-g 2"]
+    assert len(of_type(await first.events(), EventType.RUN_DEBOUNCED)) == 1
+
+
+async def test_a_run_paused_after_it_began_takes_no_later_start(
+    engine: Engine, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "marks")
+    async with engine.worker([df.reindex_held]):
+        first = await engine.client.start(df.reindex_held, path, "doc-h", "debounce-held-h")
+        await wait_for(lambda: _has(path, "doc-h"), timeout=30)
+    assert await first.pause("held after it began")
+    again = await engine.client.start(df.reindex_held, path, "doc-h", "debounce-held-h2")
+    assert again.run_id != first.run_id
+    assert not of_type(await first.events(), EventType.RUN_DEBOUNCED)
+    for handle in (first, again):
+        await engine.client.cancel(handle.run_id)
+
+
+async def _has(path: str, doc: str) -> bool:
+    return any(line.startswith(doc) for line in df.ran(path))

@@ -190,6 +190,7 @@ def test_public_api_is_pinned() -> None:
             "WorldUnavailableError",
             "WrongNamespaceError",
             "continue_as_new",
+            "continue_as_new_keeping_version",
             "create_hook",
             "gather",
             "now",

@@ -231,3 +231,14 @@ def _replace(seen: Seen, **changes: Any) -> Seen:
     from dataclasses import replace
 
     return replace(seen, **changes)
+
+
+def test_a_step_under_way_keeps_its_version_from_scaling_below_its_holders() -> None:
+    # A step longer than the cooldown leaves no ready backlog, only the message its worker
+    # holds: the version keeps a replica for it, and goes to zero once it is settled.
+    spec = V2.model_copy(update={"scaleToZero": True, "minReplicas": 0, "cooldownSeconds": 0})
+    assert plan(spec, _seen(in_flight=1)).scale == {}
+    assert plan(spec, _seen(deployed={NEW: Deployed(0, 0)}, in_flight=1)).scale == {NEW: 1}
+    held = _seen(deployed={NEW: Deployed(5, 5)}, backlog=0, in_flight=30, last_scale=0.0)
+    assert plan(V2, held).scale == {NEW: 3}  # ceil(30 / backlogPerReplica), not minReplicas
+    assert plan(spec, _seen(in_flight=0)).scale == {NEW: 0}

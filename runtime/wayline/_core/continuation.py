@@ -9,11 +9,15 @@ append with ``expected_seq=0``, which a second attempt finds done.
 
 What the next run keeps: its workflow, queue, namespace, parent (a child's chain reports to its
 parent from its last run), memo, business id (as the id's next generation), and search
-attributes as they stand at the continue (``set_attributes`` calls included). What it does not
-keep: payloads buffered for the old run's hooks (its hooks end with it), its steps, waits and
-patch markers (the next run starts a fresh log), and its children, which must have ended (a
-continue with a child still running raises :class:`ContinueAsNewError`, as Temporal refuses
-one).
+attributes as they stand at the continue (``set_attributes`` calls included). Its definition:
+only when the workflow asks (``wayline.continue_as_new_keeping_version``). Otherwise the next
+run records none, as a run started by name, and the first worker that begins it pins it: a
+chain that loops for ever moves to the version deployed when each of its runs begins, so it
+does not keep an old WorkflowWorker version (which takes no new run) alive for ever. What it
+does not keep: payloads buffered for the old run's hooks (its hooks end with it), its steps,
+waits and patch markers (the next run starts a fresh log), and its children, which must have
+ended (a continue with a child still running raises :class:`ContinueAsNewError`, as Temporal
+refuses one).
 """
 
 from __future__ import annotations
@@ -56,10 +60,14 @@ class ContinueAsNew(BaseException):
     run starts with ``args`` and ``kwargs``. A BaseException so that a workflow's ``except
     Exception`` does not swallow it."""
 
-    def __init__(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, keep_version: bool = False
+    ) -> None:
         super().__init__("continue as new")
         self.next_args = args
         self.next_kwargs = dict(kwargs)
+        self.keep_version = keep_version
+        """The next run is pinned to the continuing worker's definition, not begun afresh."""
 
 
 class ContinueAsNewError(WaylineError):
@@ -99,18 +107,19 @@ def next_run_data(
     workflow: str,
     stored_input: Any,
     revision: int,
-    definition: Mapping[str, Any],
+    definition: Mapping[str, Any] | None,
     search: Mapping[str, Any],
 ) -> tuple[str, dict[str, Any]]:
     """The next run's id and its ``run_created`` data, from the ending run's ``created`` data
-    and what the continue gives it: the encoded input, the worker's definition (the worker
-    that continues it has it, so the next run is routed as this one) and the search
-    attributes as they stand."""
+    and what the continue gives it: the encoded input, the worker's definition when the
+    workflow keeps its version (the next run is then routed as this one; None: it is pinned
+    by the worker that begins it) and the search attributes as they stand."""
     next_id, generation = next_run_id(run_id, created)
     data: dict[str, Any] = {"workflow": workflow, "input": stored_input}
     data.update({k: created[k] for k in _CARRIED if k in created})
-    data["revision"] = revision
-    data["definition"] = dict(definition)
+    if definition is not None:
+        data["revision"] = revision
+        data["definition"] = dict(definition)
     if search:
         data[SEARCH_KEY] = dict(search)
     data[CONTINUED_FROM] = run_id

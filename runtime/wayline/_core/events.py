@@ -284,6 +284,8 @@ def _over(run_status: RunStatus, block: Mapping[str, Any] | None) -> str:
 # there (its ``status``). Nothing else may lift it, so a worker's block or unblock never
 # ends a pause a person asked for.
 PAUSABLE = frozenset({RunStatus.PENDING, RunStatus.RUNNING})
+PAUSABLE_BEFORE_BEGIN = frozenset({RunStatus.PENDING, RunStatus.PAUSED})
+"""The statuses of a run that may not have begun: what takes a debounced start's input."""
 
 
 def _pause_transition(run_status: RunStatus, event: NewEvent) -> RunStatus:
@@ -353,7 +355,10 @@ def apply_transition(
     if t in _RUN_NOTES:
         return run_status, None
     if t is EventType.RUN_DEBOUNCED:
-        if run_status is not RunStatus.PENDING:  # it began (or waits to): a start is a new run
+        # A paused run may not have begun (paused while pending): its starter reads that in
+        # the run's log (no ``run_started``) and appends fenced on the log's last seq, so a
+        # begin in between refuses the append. Any other status: it began, a start is a new run.
+        if run_status not in PAUSABLE_BEFORE_BEGIN:
             raise EntityConflictError(f"run is {run_status}: its input is read already")
         return run_status, None
     if t in (EventType.RUN_PAUSED, EventType.RUN_UNPAUSED):

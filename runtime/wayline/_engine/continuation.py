@@ -43,7 +43,7 @@ async def continue_as_new(world: World, replay: Replay, signal: ContinueAsNew) -
         workflow=workflow.name,
         stored_input=stored,
         revision=workflow.revision,
-        definition=workflow.identity_record(),
+        definition=workflow.identity_record() if signal.keep_version else None,
         search=replay.search,
     )
     end = NewEvent(EventType.RUN_CONTINUED_AS_NEW, data={NEXT_RUN_ID: next_id, "next": data})

@@ -167,21 +167,37 @@ def continue_as_new(*args: Any, **kwargs: Any) -> NoReturn:
     its next run, whose log starts empty, so a workflow that loops for ever keeps a bounded
     log. The next run keeps the run's business id (as its next generation), queue, memo,
     parent and search attributes; ``RunHandle.result()`` follows the chain to its last run.
+    The next run is pinned afresh, by the worker that begins it: after a deploy, a chain goes
+    on in the current version's code (:func:`continue_as_new_keeping_version` keeps it on
+    this run's).
 
     Raises :class:`ContinueAsNewError` while a child run started here is still running (wait
     for it first: its end would have no run to report to). Hooks still waiting end with the
     run, and a step started and not awaited is not waited for. Never returns: it raises a
     signal the engine catches, which an ``except Exception`` does not swallow."""
-    replay = current_replay("continue_as_new")
+    _may_continue("continue_as_new")
+    raise ContinueAsNew(args, kwargs)
+
+
+def continue_as_new_keeping_version(*args: Any, **kwargs: Any) -> NoReturn:
+    """:func:`continue_as_new`, with the next run pinned to the definition this run runs
+    (its worker identity and revision), as every run of the chain was before: for a workflow
+    whose next run must not be begun by a newer deploy's code (its input is the old shape,
+    say). It keeps that version's WorkflowWorker deployment alive while the chain loops."""
+    _may_continue("continue_as_new_keeping_version")
+    raise ContinueAsNew(args, kwargs, keep_version=True)
+
+
+def _may_continue(call: str) -> None:
+    replay = current_replay(call)
     running = [
         c.cid for c in (*replay.children.values(), *replay.new_children.values()) if not c.done
     ]
     if running:
         raise ContinueAsNewError(
-            f"continue_as_new with child runs still running ({', '.join(sorted(set(running)))}): "
+            f"{call} with child runs still running ({', '.join(sorted(set(running)))}): "
             "await them (or let them end) first"
         )
-    raise ContinueAsNew(args, kwargs)
 
 
 def now() -> datetime:

@@ -7,6 +7,7 @@
                    [--processes N]   N processes under one supervisor (default: CPU quota)
     wayline start  MODULE_OR_FILE:WORKFLOW | NAME [--input JSON|@PATH]   start only; prints the id
                    [--id ID [--id-conflict P] [--id-reuse P]]   once per business id
+                   [--priority N] [--fairness-key K [--fairness-weight W]]   its ordering
     wayline runs list [--status S] [--json]
     wayline runs show RUN_ID [--json]
     wayline runs watch RUN_ID                                  the live timeline until it ends
@@ -78,8 +79,11 @@ from .loading import (
     add_run_argument,
     attr_arg,
     business_id_arg,
+    fairness_key_arg,
+    fairness_weight_arg,
     namespace_arg,
     port_arg,
+    priority_arg,
     seconds_arg,
     where_arg,
     whole_arg,
@@ -252,6 +256,29 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a search attribute of the run (repeatable): a number, true/false, an ISO date, "
         '[a,b] for a list of strings, "quoted" or any other text for a string',
+    )
+    p.add_argument(
+        "--priority",
+        type=priority_arg,
+        default=None,
+        metavar="N",
+        help="the run's priority, 0 (served first) to 9; default 5 (docs/sdk.md, "
+        '"Priority and fairness")',
+    )
+    p.add_argument(
+        "--fairness-key",
+        type=fairness_key_arg,
+        default=None,
+        metavar="K",
+        help="the run's fairness key (a tenant's name, 1 to 256 characters): ready work of "
+        "every key is served in turn",
+    )
+    p.add_argument(
+        "--fairness-weight",
+        type=fairness_weight_arg,
+        default=None,
+        metavar="W",
+        help="turns per round of --fairness-key, 1 to 100; default 1",
     )
     p.set_defaults(handler=commands.cmd_start)
 

@@ -559,6 +559,7 @@ async def cmd_start(args: argparse.Namespace) -> int:
                 id_conflict=args.id_conflict,
                 id_reuse=args.id_reuse,
                 attributes=dict(getattr(args, "attr", None) or []) or None,
+                **_ordering_given(args),
             )
             handle = await client.start_with(options, definition or args.target, *call_args)
         except RunAlreadyExistsError as err:
@@ -566,6 +567,19 @@ async def cmd_start(args: argparse.Namespace) -> int:
             return 1
     print(handle.run_id)
     return 0
+
+
+def _ordering_given(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``StartOptions`` fields of ``--priority``, ``--fairness-key`` and
+    ``--fairness-weight`` given (each checked by its argparse type already)."""
+    if args.fairness_weight is not None and args.fairness_key is None:
+        raise UsageError("--fairness-weight weighs a --fairness-key: give one too")
+    given = {
+        "priority": args.priority,
+        "fairness_key": args.fairness_key,
+        "fairness_weight": args.fairness_weight,
+    }
+    return {k: v for k, v in given.items() if v is not None}
 
 
 # --- runs -----------------------------------------------------------------------------------

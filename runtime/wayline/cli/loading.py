@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .._core import ordering
 from .._core.definitions import WorkflowDefinition
 from .._core.ids import is_run_id
 from .._core.search_attributes import Where, encode, parse_assignment, parse_where
@@ -180,6 +181,40 @@ def business_id_arg(text: str) -> str:
         return check_business_id(text)
     except WaylineError as err:
         raise argparse.ArgumentTypeError(err.message) from None
+
+
+def _ordering_arg(text: str, field: str) -> int | str:
+    """``text`` as the ``field`` of a run's ordering, checked as ``StartOptions`` checks it, so
+    a bad value is refused with its bounds before anything is started."""
+    value: int | str = text
+    if field != "fairness_key":
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{field} is an integer, not {text!r}") from None
+    order: dict[str, Any] = {"priority": ordering.DEFAULT_PRIORITY, "fairness_key": None}
+    order["fairness_weight"] = 1
+    order[field] = value
+    try:
+        ordering.check(order["priority"], order["fairness_key"], order["fairness_weight"])
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return value
+
+
+def priority_arg(text: str) -> int:
+    """``--priority`` (argparse ``type=``): 0 (served first) to 9."""
+    return int(_ordering_arg(text, "priority"))
+
+
+def fairness_key_arg(text: str) -> str:
+    """``--fairness-key`` (argparse ``type=``): 1 to 256 characters."""
+    return str(_ordering_arg(text, "fairness_key"))
+
+
+def fairness_weight_arg(text: str) -> int:
+    """``--fairness-weight`` (argparse ``type=``): 1 to 100."""
+    return int(_ordering_arg(text, "fairness_weight"))
 
 
 def run_arg(text: str) -> str:

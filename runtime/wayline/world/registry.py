@@ -53,6 +53,9 @@ def served_entries(
             "liveUntil": now + live_for,
             **({"version": version} if version else {}),
             **({"draining": True} if draining else {}),
+            # a debounced workflow's key is a function of its code: a start by name (the
+            # operator's, for a WorkflowRun) cannot compute it, and is refused (``debounced``)
+            **({"debounced": True} if w.debounce is not None else {}),
         }
         for w in workflows
         # one entry per identity it drives: an older one it still serves (a run pinned before
@@ -224,6 +227,17 @@ def live_served(name: str, served: Sequence[Mapping[str, Any]], now: float | Non
     """Whether a live worker (its heartbeat's ``liveUntil`` not past) serves ``name``."""
     now = time.time() if now is None else now
     return any(e.get("workflow") == name and float(e.get("liveUntil", 0)) >= now for e in served)
+
+
+def debounced(name: str, served: Sequence[Mapping[str, Any]], now: float | None = None) -> bool:
+    """Whether a live worker serves workflow ``name`` with a ``wayline.Debounce``."""
+    now = time.time() if now is None else now
+    return any(
+        e.get("workflow") == name
+        and e.get("debounced") is True
+        and (entries.seconds(e.get("liveUntil")) or 0.0) >= now
+        for e in served
+    )
 
 
 def waiting_for_worker(

@@ -131,6 +131,13 @@ class WorkQueue(abc.ABC):
         are not counted until they are due. Every topic asked for is in the answer."""
         raise NotImplementedError(f"{type(self).__name__} does not count ready messages")
 
+    async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
+        """How many messages of each of ``topics`` a worker holds now: delivered and not yet
+        acked, retried or handed back, their visibility not lapsed. The operator keeps a
+        WorkflowWorker's version up while any is held, as scaling it down would stop a step
+        in its body. Every topic asked for is in the answer."""
+        raise NotImplementedError(f"{type(self).__name__} does not count in-flight messages")
+
     async def queue_depths(self) -> list[QueueDepth] | None:
         """Every topic with a ready message, by topic. ``None`` when the world cannot tell
         (the console then shows no lag rather than a wrong one)."""

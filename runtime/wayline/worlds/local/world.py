@@ -739,16 +739,26 @@ class LocalWorld(World):
         return [QueueDepth(str(r[0]), int(r[1]), float(r[2])) for r in rows]
 
     async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
+        # a held message's available_at is its holder's visibility deadline: not counted
+        # until that lapses and it is due again
+        return self._count_messages(topics, "available_at <= ?")
+
+    async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
+        # A held message has a holder and its available_at is the holder's visibility
+        # deadline; once that lapses the message is due again, so it counts as ready.
+        return self._count_messages(topics, "holder IS NOT NULL AND available_at > ?")
+
+    def _count_messages(self, topics: Sequence[str], due: str) -> dict[str, int]:
+        """The messages of each of ``topics`` for which ``due`` (a condition on the world's
+        time now, its one parameter) holds, every topic asked for in the answer."""
         out = dict.fromkeys(topics, 0)
         wanted = list(out)
         for start in range(0, len(wanted), 500):  # under SQLite's bound on parameters
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            # a held message's available_at is its holder's visibility deadline: not counted
-            # until that lapses and it is due again
             for topic, count in self._read(
-                f"SELECT topic, COUNT(*) FROM messages WHERE topic IN ({marks}) "
-                "AND available_at <= ? GROUP BY topic",
+                f"SELECT topic, COUNT(*) FROM messages WHERE topic IN ({marks}) AND {due} "
+                "GROUP BY topic",
                 (*chunk, clock.now()),
             ):
                 out[topic] = int(count)

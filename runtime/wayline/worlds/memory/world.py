@@ -306,6 +306,15 @@ class MemoryWorld(World):
                 out[m.topic] += 1
         return out
 
+    async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
+        out = dict.fromkeys(topics, 0)
+        now = clock.now()
+        for m in self.store.messages.values():
+            # a held message whose visibility deadline passed is due again (as in ``_claim``)
+            if m.topic in out and m.held and m.available_at > now:
+                out[m.topic] += 1
+        return out
+
     def _wake_all(self) -> None:
         for peer in self._peers():
             for waker in peer._wakers:

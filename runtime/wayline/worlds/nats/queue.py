@@ -763,6 +763,27 @@ class Queue:
         except Exception as err:
             raise wrap(self._url, f"counting the ready messages of topic {topic!r}", err) from err
 
+    async def in_flight(self, topic: str) -> int:
+        """The topic's messages delivered and not yet acked (its consumer's
+        ``num_ack_pending``). JetStream keeps a message handed back with a delay in that count
+        until it is delivered again, so such a message counts as held here, where SQLite
+        counts it once it is due. A topic with no consumer has none."""
+        import nats.js.errors
+
+        try:
+            info = await self._js.consumer_info(
+                self._stream, consumer_name(topic), timeout=self._timeout
+            )
+            return int(info.num_ack_pending or 0)
+        except nats.js.errors.NotFoundError:
+            return 0
+        except WorldUnavailableError:
+            raise
+        except Exception as err:
+            raise wrap(
+                self._url, f"counting the in-flight messages of topic {topic!r}", err
+            ) from err
+
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:
             return []
