@@ -14,7 +14,7 @@ from ...world import RunInfo
 from ...world.ports.event_log import ALL
 from .eventlog import EventLog
 from .names import Names, token_value
-from .runs_index import Entry, RunsIndex, entry_of
+from .runs_index import Entry, RunsIndex, entry_of, top
 
 _WRITES_AT_ONCE = 200
 """Entries a reconciliation writes at once (their publishes are pipelined)."""
@@ -56,15 +56,14 @@ async def page(
     """``EventLog.runs_page`` without search attributes, from the index (not for
     ``RunStatus.CORRUPT``, which only a run's log tells)."""
     await reconcile(log, index, names)
-    rows = await index.entries(status, workflow)
-    if after is not None:
-        rows = [e for e in rows if e.key > (-after[0], after[1])]
+    named = await index.named(status, workflow)
     out: list[RunInfo] = []
     shown: set[str] = set()  # a run named twice (a purge lost on the way) is shown once
-    pos = 0
-    while len(out) < limit and pos < len(rows):
-        chunk = rows[pos : pos + limit - len(out)]
-        pos += len(chunk)
+    while len(out) < limit:
+        chunk = top(named, after, limit - len(out))
+        if not chunk:
+            break
+        after = (chunk[-1].created_at, chunk[-1].run_id)
         for info in await _checked(log, index, chunk, status, workflow):
             if info.run_id not in shown:
                 shown.add(info.run_id)
