@@ -121,11 +121,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, here)
-    from attributes import world_url
-
-    sys.path.insert(0, here)  # for nats_server: importing attributes took the folder off again
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from nats_server import world_url
 
     print(
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
@@ -133,7 +130,7 @@ def main() -> None:
     )
     for kind in args.worlds.split(","):
         print(f"{kind}: {args.runs} runs", flush=True)
-        with world_url(kind) as url:
+        with world_url(kind, "console") as url:
             figures = asyncio.run(bench(url, args))
         for name, values in figures.items():
             print(f"{kind} {name} (ms): {min(values):.1f}-{max(values):.1f}")

@@ -68,3 +68,76 @@ async def test_counts_by_status_cover_every_run(world: World) -> None:
         RunStatus.PENDING: 2,
     }
     assert await world.count_runs(workflow="pages-nobody") == {}
+
+
+def _created(workflow: str, i: int) -> list[NewEvent]:
+    data = {"workflow": workflow, "input": [i], "search": {"parity": f"p{i % 2}"}}
+    return [NewEvent(T.RUN_CREATED, data=data)]
+
+
+async def _complete(world: World, run_id: str) -> None:
+    await world.append(run_id, [NewEvent(T.RUN_COMPLETED, data={"output": 0})], expected_seq=1)
+
+
+async def test_a_cursor_walks_on_while_runs_are_created_and_change_status(world: World) -> None:
+    made = []
+    for i in range(6):
+        made.append(new_run_id())
+        await world.append(made[-1], _created("pages-live-wf", i), expected_seq=0)
+    newest_first = [r.run_id for r in await world.list_runs(workflow="pages-live-wf")]
+    assert sorted(newest_first) == sorted(made)
+    first = await world.runs_page(after=None, limit=3, workflow="pages-live-wf")
+    assert [r.run_id for r in first] == newest_first[:3]
+    # Meanwhile: two newer runs (before the cursor: not on the next pages), one run shown
+    # already and one not shown yet complete.
+    for i in range(2):
+        await world.append(new_run_id(), _created("pages-live-wf", 10 + i), expected_seq=0)
+    await _complete(world, newest_first[0])
+    await _complete(world, newest_first[4])
+    after = (first[-1].created_at, first[-1].run_id)
+    rest = await world.runs_page(after=after, limit=10, workflow="pages-live-wf")
+    assert [r.run_id for r in rest] == newest_first[3:]
+    assert [r.status for r in rest] == [RunStatus.PENDING, RunStatus.COMPLETED, RunStatus.PENDING]
+    pending = await world.runs_page(
+        after=after, limit=10, status=RunStatus.PENDING, workflow="pages-live-wf"
+    )
+    assert [r.run_id for r in pending] == [newest_first[3], newest_first[5]]
+    assert await world.count_runs(workflow="pages-live-wf") == {
+        RunStatus.PENDING: 6,
+        RunStatus.COMPLETED: 2,
+    }
+
+
+async def test_status_workflow_and_attribute_filters_hold_together(world: World) -> None:
+    made: dict[str, list[str]] = {"pages-mix-a": [], "pages-mix-b": []}
+    for i in range(8):
+        for workflow, ids in made.items():
+            ids.append(new_run_id())
+            await world.append(ids[-1], _created(workflow, i), expected_seq=0)
+            if i % 4 < 2:
+                await _complete(world, ids[-1])
+    # in pages-mix-a: i in {0, 1, 4, 5} completed, even i has parity p0
+    want = {made["pages-mix-a"][i] for i in (0, 4)}
+    even = parse_all("parity=p0")
+    page = await world.runs_page(
+        after=None, limit=10, status=RunStatus.COMPLETED, workflow="pages-mix-a", where=even
+    )
+    assert {r.run_id for r in page} == want
+    assert [r.run_id for r in page] == [
+        r.run_id
+        for r in await world.list_runs(
+            status=RunStatus.COMPLETED, workflow="pages-mix-a", where=even
+        )
+    ]
+    assert await world.count_runs(workflow="pages-mix-a", where=even) == {
+        RunStatus.COMPLETED: 2,
+        RunStatus.PENDING: 2,
+    }
+    assert await world.count_runs(workflow="pages-mix-b") == {
+        RunStatus.COMPLETED: 4,
+        RunStatus.PENDING: 4,
+    }
+    by_status = await world.runs_page(
+        after=None, limit=10, status=RunStatus.PENDING, workflow="pages-mix-b"
+    )
+    assert {r.run_id for r in by_status} == {made["pages-mix-b"][i] for i in (2, 3, 6, 7)}

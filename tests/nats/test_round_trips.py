@@ -25,15 +25,18 @@ from wayline.errors import ResultTimeoutError
 from wayline.world.terminal_hints import TerminalHints
 
 STEPS = 10
-MAX_ROUND_TRIPS = 2 + 1 + STEPS + 1
+MAX_ROUND_TRIPS = 2 + 1 + STEPS + 1 + 3
 """Every round trip of one run but its pull: the start (run created, the keyed publish of its
 message), the worker's one read of the run and its events, one append per step and the run's
-end. Before the round-trip work (51dbb12): 23 sends; with the run and its events read apart
-(a10ad11): 16; with an ack that waited for its reply (829bdac): 15."""
+end, and the runs index's entry at each of the run's three statuses (pending, running,
+completed). Before the round-trip work (51dbb12): 23 sends; with the run and its events read
+apart (a10ad11): 16; with an ack that waited for its reply (829bdac): 15; with the runs
+index: 18."""
 MAX_READS = 1
 """The worker's read of the run and its log, together (``World.read_run``)."""
-MAX_ONE_WAY = 1
-"""The delivery's ack, which waits for no reply."""
+MAX_ONE_WAY = 1 + 2
+"""The delivery's ack, and the runs index's purges of the run's entry under its old status
+(pending, then running), which wait for no reply."""
 
 
 @wayline.step(name="rt.noop")

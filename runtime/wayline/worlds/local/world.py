@@ -429,11 +429,11 @@ class LocalWorld(World):
                 workflow=workflow, limit=1_000_000, where=where, since=since
             )
             return [i for i in every if i.status is RunStatus.CORRUPT][:limit]
-        sql, params = _runs_where(RUN_SELECT, status, workflow, where)
+        sql, params = _runs_where(_listed(where), status, workflow, where)
         if since is not None:
             sql += " AND created_at >= ?"
             params.append(since)
-        return self._run_rows(sql, params, limit)
+        return self._run_rows(sql, params, limit, by_id=bool(where))
 
     async def runs_page(
         self,
@@ -448,13 +448,13 @@ class LocalWorld(World):
             return await super().runs_page(
                 after=after, limit=limit, status=status, workflow=workflow, where=where
             )
-        sql, params = _runs_where(RUN_SELECT, status, workflow, where)
+        sql, params = _runs_where(_listed(where), status, workflow, where)
         if after is not None:
             # keyset: the (created_at, run_id) index walks on from the cursor, so a deep
             # page reads as few rows as the first one (an OFFSET would read every row before)
             sql += " AND (runs.created_at < ? OR (runs.created_at = ? AND runs.run_id > ?))"
             params += [after[0], after[0], after[1]]
-        return self._run_rows(sql, params, limit)
+        return self._run_rows(sql, params, limit, by_id=bool(where))
 
     async def count_runs(
         self, *, workflow: str | None = None, where: Sequence[Where] = ()
@@ -468,8 +468,20 @@ class LocalWorld(World):
                 counts[RunStatus.CORRUPT] = counts.get(RunStatus.CORRUPT, 0) + int(count)
         return counts
 
-    def _run_rows(self, sql: str, params: list[Any], limit: int) -> list[RunInfo]:
-        sql += " ORDER BY created_at DESC, run_id LIMIT ?"
+    def _run_rows(
+        self, sql: str, params: list[Any], limit: int, *, by_id: bool = False
+    ) -> list[RunInfo]:
+        """The runs ``sql`` selects, newest first, at most ``limit``. ``by_id``: ``sql``
+        selects run ids only (``_listed``), which are sorted and cut to the limit before any
+        run's row is read: a search attribute matching a thousand runs then reads the rows
+        and the last sequences of a page of them, not of all (EXPLAIN QUERY PLAN in
+        bench/RESULTS.md, "The console's runs page")."""
+        order = " ORDER BY created_at DESC, run_id"
+        if by_id:
+            inner = " ORDER BY runs.created_at DESC, runs.run_id LIMIT ?"
+            sql = f"SELECT {RUN_SELECT} FROM runs WHERE run_id IN ({sql}{inner}){order}"
+        else:
+            sql += f"{order} LIMIT ?"
         out: list[RunInfo] = []
         for row in self._read(sql, [*params, limit]):
             try:
@@ -1055,6 +1067,12 @@ def _decode(raw: bytes) -> dict[str, Any] | None:
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def _listed(where: Sequence[Where]) -> str:
+    """What a list selects before ``_run_rows``: the run ids alone under a search attribute
+    filter (their rows are read for the page only), else the rows."""
+    return "runs.run_id" if where else RUN_SELECT
 
 
 def _runs_where(

@@ -865,29 +865,6 @@ class EventLog:
             out.extend(fenced)
         return out[: max(0, limit)]
 
-    async def count_statuses(self, workflow: str | None) -> dict[RunStatus, int]:
-        """How many runs have each status, from each run's last message (its summary), with
-        no run's log read: what the runs list's counts need. A message that does not read
-        counts as a corrupt run."""
-        try:
-            msgs = await self._last_messages()
-        except WorldUnavailableError:
-            raise
-        except Exception as err:
-            raise wrap(self._url, "counting runs", err) from err
-        counts: dict[RunStatus, int] = {}
-        for msg in msgs:
-            run_id = token_value(msg.subject.rsplit(".", 1)[-1])
-            try:
-                summary, _ = checked_summary(run_id, msg)
-                status = RunStatus(summary["status"]) if summary else None
-            except (entries.Unreadable, ValueError, IndexError, OverflowError):
-                status = RunStatus.CORRUPT if workflow is None else None
-            if status is None or (workflow is not None and summary["workflow"] != workflow):
-                continue
-            counts[status] = counts.get(status, 0) + 1
-        return counts
-
     async def run_tokens(self) -> set[str]:
         """The subject token of every run id the log holds (``names.subject_token``)."""
         return {subject.rsplit(".", 1)[-1] for subject in await self._run_subjects()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
-from . import attribute_index
+from . import attribute_index, runs_index
 from .codec import wrap
 from .names import Names
 
@@ -167,20 +167,31 @@ async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: 
         ),
         url,
     )
-    await _ensure_stream(
-        js,
-        StreamConfig(
-            name=attribute_index.stream_name(names),
-            description="Wayline search attribute index: a subject per attribute value and run",
-            subjects=[attribute_index.wildcard(names)],
-            retention=RetentionPolicy.LIMITS,
-            storage=store,
-            num_replicas=replicas,
-            max_msgs_per_subject=1,
-            allow_direct=True,
+    indexes = {
+        attribute_index.stream_name(names): (
+            attribute_index.wildcard(names),
+            "Wayline search attribute index: a subject per attribute value and run",
         ),
-        url,
-    )
+        runs_index.stream_name(names): (
+            runs_index.wildcard(names),
+            "Wayline runs index: a subject per run naming its status and workflow",
+        ),
+    }
+    for name, (wildcard, description) in indexes.items():
+        await _ensure_stream(
+            js,
+            StreamConfig(
+                name=name,
+                description=description,
+                subjects=[wildcard],
+                retention=RetentionPolicy.LIMITS,
+                storage=store,
+                num_replicas=replicas,
+                max_msgs_per_subject=1,
+                allow_direct=True,
+            ),
+            url,
+        )
     for bucket in (names.hooks_bucket, names.idem_bucket, names.served_bucket):
         try:
             await js.create_key_value(

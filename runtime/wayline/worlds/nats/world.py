@@ -34,7 +34,7 @@ from ...world import (
 from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, payload_field
 from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField, prepended
 from ...world.registry import merge_served, readable
-from . import attribute_index
+from . import attribute_index, runs_pages
 from .attribute_index import AttributeIndex
 from .blobs import NatsBlobs
 from .checkup import check_connected, connect_failure, monitor_base, read_varz, sync_line
@@ -49,6 +49,7 @@ from .provision import check_jetstream, check_version, provision
 from .queue import Queue
 from .rate_buckets import RateBuckets
 from .retention import Retention
+from .runs_index import RunsIndex
 from .skew import Skew
 from .slots import Slots
 from .streams import Streams
@@ -150,6 +151,7 @@ class NatsWorld(World):
         self._servers_shown = ",".join(redact(s) for s in server_list)
         self._nc: Any = None
         self._attributes: AttributeIndex | None = None
+        self._runs_index: RunsIndex | None = None
         self._log: EventLog | None = None
         self._queue: Queue | None = None
         self._served_kv: Any = None
@@ -300,6 +302,7 @@ class NatsWorld(World):
         async def drop(run_id: str, incarnation: str | None, ended: float) -> None:
             await streams.purge_run(run_id)  # its step streams, then its payloads
             await self._index().forget_run(run_id)
+            await self._runs().forget_run(run_id)
             await blobs.drop(run_id, incarnation, ended, stored, lambda: retention.archived(run_id))
 
         retention.on_drop = drop
@@ -334,6 +337,7 @@ class NatsWorld(World):
         async def drop(run_id: str, incarnation: str | None, ended: float) -> None:
             await streams.purge_run(run_id)  # payloads stay: the archived events name them
             await self._index().forget_run(run_id)
+            await self._runs().forget_run(run_id)
 
         retention.on_drop = drop
         return await retention.archive_runs(older_than, limit)
@@ -616,6 +620,7 @@ class NatsWorld(World):
         self._log = self._queue = self._served_kv = None
         self._streams = None
         self._attributes = None
+        self._runs_index = None
         self._slots = None
         self._rates = None
         self._hook_buf = None
@@ -646,6 +651,7 @@ class NatsWorld(World):
         indexed = attribute_index.values_set(events)
         if indexed:  # first: the index stays a superset of the log (see attribute_index)
             await self._index().write(run_id, indexed)
+        before = log_.cached_info(run_id)
 
         async def incarnation() -> str | None:
             return await log_.incarnation(run_id, events, msg_id)
@@ -662,7 +668,22 @@ class NatsWorld(World):
                 self.router.remember(info)
         if indexed:  # renewed after the append, so a stale-entry purge never takes it
             await self._renew_index(run_id, indexed)
+        after = log_.cached_info(run_id)
+        if stored and after is not None and (before is None or before.status != after.status):
+            await self._note_status(after, before, new=stored[0].type is EventType.RUN_CREATED)
         return stored
+
+    async def _note_status(self, info: RunInfo, before: RunInfo | None, *, new: bool) -> None:
+        """Write the run's entry in the runs index after an append that moved its status. The
+        append has landed: a failure here is logged, not raised, and the index is repaired
+        from the log when it is read (see ``runs_index``)."""
+        try:
+            if new or before is not None:
+                await self._runs().moved(info, None if new else before)
+            else:  # this process held no view of the run before: its old entry is unknown
+                await self._runs().put(info)
+        except WaylineError as err:
+            log.warning("run %s: runs index not written: %s", info.run_id, err)
 
     async def _renew_index(self, run_id: str, values: Mapping[str, Any]) -> None:
         """The entries' second publish. The append has landed: a failure here is logged,
@@ -749,17 +770,23 @@ class NatsWorld(World):
         return await blobs.resolve_info(info), await blobs.resolve(run_id, events)
 
     def _index(self) -> AttributeIndex:
+        if self._attributes is None:
+            self._attributes = AttributeIndex(*self._index_parts(), **self._index_options())
+        return self._attributes
+
+    def _index_parts(self) -> tuple[Any, Any, Names]:
+        """What an index of the runs (``attribute_index``, ``runs_index``) is made of."""
         if self._log is None or self._nc is None:
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
-        if self._attributes is None:
-            self._attributes = AttributeIndex(
-                self._nc,
-                self._log._js,
-                self.names,
-                url=self._servers_shown,
-                timeout=self._options.request_timeout,
-            )
-        return self._attributes
+        return self._nc, self._log._js, self.names
+
+    def _index_options(self) -> dict[str, Any]:
+        return {"url": self._servers_shown, "timeout": self._options.request_timeout}
+
+    def _runs(self) -> RunsIndex:
+        if self._runs_index is None:
+            self._runs_index = RunsIndex(*self._index_parts(), **self._index_options())
+        return self._runs_index
 
     def _out_of_line(self) -> OutOfLine:
         if self.blobs is None:
@@ -786,16 +813,25 @@ class NatsWorld(World):
         workflow: str | None = None,
         where: Sequence[Where] = (),
     ) -> list[RunInfo]:
-        # the summaries are filtered past the cursor before any run's log is read, so a deep
-        # page reads as many logs as the first one (the scan of last messages is the same)
-        return await self._list(status, workflow, limit, where, None, after)
+        if where or status is RunStatus.CORRUPT:
+            # the attribute index names the candidates (a few); only a log says it is corrupt
+            return await self._list(status, workflow, limit, where, None, after)
+        return await runs_pages.page(
+            self._events(),
+            self._runs(),
+            self.names,
+            after=after,
+            limit=limit,
+            status=status,
+            workflow=workflow,
+        )
 
     async def count_runs(
         self, *, workflow: str | None = None, where: Sequence[Where] = ()
     ) -> dict[RunStatus, int]:
         if where:  # the attribute index narrows the runs first, as for a list
             return await super().count_runs(workflow=workflow, where=where)
-        return await self._events().count_statuses(workflow)
+        return await runs_pages.counts(self._events(), self._runs(), self.names, workflow)
 
     async def _list(
         self,

@@ -1,0 +1,122 @@
+"""The runs page and the counts by status on JetStream, read from the runs index
+(``runs_index``) and checked against the runs' logs (``eventlog``): the index says which runs
+and in what order, each row shown is read from its run's last message."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ..._core.events import RunStatus
+from ...world import RunInfo
+from ...world.ports.event_log import ALL
+from .eventlog import EventLog
+from .names import Names, token_value
+from .runs_index import Entry, RunsIndex, entry_of, top
+
+_WRITES_AT_ONCE = 200
+"""Entries a reconciliation writes at once (their publishes are pipelined)."""
+
+
+async def reconcile(log: EventLog, index: RunsIndex, names: Names) -> int:
+    """Make the index name the runs the log holds, when their counts differ (see
+    ``runs_index``): the entries of runs missing from it are written from their last
+    messages, those of runs that are gone purged. Returns how many entries it wrote."""
+    if not await index.needs_reconciling(names.events_stream):
+        return 0
+    held = await index.subjects(names.events_stream, names.events_wildcard)
+    runs = {r for r in (token_value(s.rsplit(".", 1)[-1]) for s in held) if r is not None}
+    named: dict[str, list[Entry]] = {}
+    for subject in await index.subjects(index.stream, f"{names.prefix}.ri.>"):
+        entry = entry_of(subject)
+        if entry is not None:
+            named.setdefault(entry.run_id, []).append(entry)
+    await index.purge(e for run_id, found in named.items() if run_id not in runs for e in found)
+    missing = [r for r in runs if len(named.get(r, ())) != 1]
+    infos = await log.list_runs(None, None, ALL, run_ids=missing)
+    readable = [i for i in infos if i.status is not RunStatus.CORRUPT]
+    for start in range(0, len(readable), _WRITES_AT_ONCE):
+        chunk = readable[start : start + _WRITES_AT_ONCE]
+        await asyncio.gather(*(index.put(i, new=i.run_id not in named) for i in chunk))
+    return len(readable)
+
+
+async def page(
+    log: EventLog,
+    index: RunsIndex,
+    names: Names,
+    *,
+    after: tuple[float, str] | None,
+    limit: int,
+    status: RunStatus | None,
+    workflow: str | None,
+) -> list[RunInfo]:
+    """``EventLog.runs_page`` without search attributes, from the index (not for
+    ``RunStatus.CORRUPT``, which only a run's log tells)."""
+    await reconcile(log, index, names)
+    named = await index.named(status, workflow)
+    out: list[RunInfo] = []
+    shown: set[str] = set()  # a run named twice (a purge lost on the way) is shown once
+    while len(out) < limit:
+        chunk = top(named, after, limit - len(out))
+        if not chunk:
+            break
+        after = (chunk[-1].created_at, chunk[-1].run_id)
+        for info in await _checked(log, index, chunk, status, workflow):
+            if info.run_id not in shown:
+                shown.add(info.run_id)
+                out.append(info)
+    return out
+
+
+async def _checked(
+    log: EventLog,
+    index: RunsIndex,
+    chunk: list[Entry],
+    status: RunStatus | None,
+    workflow: str | None,
+) -> list[RunInfo]:
+    """The runs of ``chunk`` as their logs have them, in the index's order; an entry that
+    disagrees with its log is written again (and its run left out when it no longer passes
+    the filters), one whose run is gone purged."""
+    gone: set[str] = set()
+
+    def note(run_id: str, attributes: Mapping[str, Any] | None) -> None:
+        if attributes is None:
+            gone.add(run_id)
+
+    read = await log.list_runs(None, None, ALL, run_ids=[e.run_id for e in chunk], checked=note)
+    infos = {i.run_id: i for i in read}
+    out: list[RunInfo] = []
+    stale: list[Entry] = []
+    for entry in chunk:
+        info = infos.get(entry.run_id)
+        if info is None or entry.run_id in gone:
+            stale.append(entry)
+            continue
+        if info.status is RunStatus.CORRUPT:
+            # its log does not read: shown in its place when no status is asked for, with the
+            # index's time so that the cursor walks on past it
+            if status is None:
+                out.append(replace(info, created_at=entry.created_at))
+            continue
+        if not index.matches(entry, info):
+            await index.put(info)
+            if (status is not None and info.status is not status) or (
+                workflow is not None and info.workflow != workflow
+            ):
+                continue
+            if info.created_at != entry.created_at:
+                continue  # its place in the order moved: the next read finds it there
+        out.append(info)
+    await index.purge(stale)
+    return out
+
+
+async def counts(
+    log: EventLog, index: RunsIndex, names: Names, workflow: str | None
+) -> dict[RunStatus, int]:
+    await reconcile(log, index, names)
+    return await index.counts(workflow)
