@@ -15,6 +15,7 @@ from tests.console.conftest import Console
 from tests.console.step_logs import append_steps, step_events, unserved_run
 from wayline._core.events import EventType, NewEvent
 from wayline.cli.console import create_app
+from wayline.start_options import StartOptions
 
 
 def new_steps(first: int, end: int, status: str = "completed") -> list[NewEvent]:
@@ -69,3 +70,26 @@ async def test_pages_of_a_moving_run_are_those_of_a_fold_per_page(console: Conso
     # one whole fold served every page; each later read applied only what was new
     assert (cached_folds.folds, plain_folds.folds) == (1, len(pages) + 1)
     assert (cached_folds.catch_ups, len(pages)) == (3, 6)
+
+
+async def test_a_kept_fold_follows_its_run_s_deletion_and_a_new_run_under_its_id(
+    console: Console,
+) -> None:
+    client, world = console.engine.client, console.engine.world
+    options = StartOptions(id="step-folds-again")
+    first = await client.start_with(options, "step_folds.again")
+    await world.append(first.run_id, [NewEvent(EventType.RUN_STARTED)])
+    await append_steps(world, first.run_id, [("a0", "step_folds.old", 0, "completed")])
+    url = f"/api/runs/{first.run_id}/steps"
+    assert [s["name"] for s in (await console.http.get(url)).json()["steps"]] == ["step_folds.old"]
+    await client.terminate(first.run_id, "done with it")
+    await world.delete_runs(older_than=0)
+    gone = await console.http.get(url)
+    assert (gone.status_code, gone.json()["error"]["code"]) == (404, "RUN_NOT_FOUND")
+
+    again = await client.start_with(options, "step_folds.again")
+    assert again.run_id == first.run_id  # the business id names the same run id
+    await world.append(again.run_id, [NewEvent(EventType.RUN_STARTED)])
+    await append_steps(world, again.run_id, [("b0", "step_folds.new", 0, "running")])
+    steps = (await console.http.get(url)).json()["steps"]
+    assert [(s["name"], s["status"]) for s in steps] == [("step_folds.new", "running")]

@@ -146,7 +146,7 @@ class Console:
         )
         out = run_to_json(info)
         out["waitingForWorker"] = waiting
-        folded = await self.folds.read(info.run_id, events)
+        folded = await self.folds.read(info.run_id, info, events)
         out.update(folded.view.to_json())
         # a long run's steps follow a page at a time (/steps): its hooks, waits and children
         # come whole, as they are few next to the steps a loop can make
@@ -167,12 +167,13 @@ class Console:
         limit = int_param(request, "limit", FIRST_PAGE, 1, MAX_PAGE)
         group = request.query_params.get("group")
         run_id = await self.client.resolve(request.path_params["run_id"])
-        # the log past the fold kept of the run alone: a page of a long run would otherwise
-        # read and fold it whole (and read it twice on SQLite, where the run's summary reads
-        # it too); a run that is not there has no log
-        folded = await self.folds.read(run_id)
-        if folded.seq == 0:
-            await self.client.get_run(run_id)  # RunNotFoundError, as for the run itself
+        # the run's summary (one row on SQLite, its last message on NATS) and the log past the
+        # fold kept of the run alone: a page of a long run would otherwise read and fold the
+        # whole log (Client.get_run reads it too, on SQLite)
+        info = await self.client.world.get_run(run_id)
+        if info is None:
+            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
+        folded = await self.folds.read(run_id, info)
         steps = folded.steps if group is None else occurrences(folded.steps, group)
         return Reply(page_of(steps, after, limit))
 

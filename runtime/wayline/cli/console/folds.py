@@ -1,10 +1,11 @@
 """The console's folds of runs, kept between requests: a run's steps are read a page at a time
 (``/api/runs/{id}/steps``), and folding the whole log for every page made opening a run of
 thousands of steps fold its log once per page (docs/console.md, "Long runs"). Each fold is kept
-with the position in the log it reached (the last event's ``seq``); the next request reads only
-the events after it and applies them to the same fold, which :meth:`RunView.apply` allows as
-the fold is one event at a time. The folds kept are bounded: the runs read least recently are
-dropped first."""
+with the position in the log it reached (the last event's ``seq``). The next request compares
+it with the run's summary (``RunInfo.last_seq``): a run that did not move is not read at all,
+and one that did has only the events after that position read and applied to the same fold,
+which :meth:`RunView.apply` allows as the fold takes one event at a time. The folds kept are
+bounded: the runs read least recently are dropped first."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 from ..._core.events import Event
 from ..._core.projections import RunView
 from ...client import Client
+from ...world import RunInfo
 
 KEPT_RUNS = 32
 """How many runs' folds a console keeps. A fold of a 5,000-step run is a few megabytes; a few
@@ -28,9 +30,8 @@ it was dropped is folded once more, nothing worse."""
 class _Kept:
     view: RunView
     seq: int = 0
-    first_at: float = 0.0
-    """When the log's first event was written: a run made again under the same id has
-    another."""
+    created_at: float = 0.0
+    """When the run was created: a run made again under the same id was created later."""
     steps: list[dict[str, Any]] | None = None
     """The steps as JSON at ``seq``, made once for every page read at that position."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -58,9 +59,12 @@ class RunFolds:
         self.catch_ups = 0
         """Folds brought forward by the events after their position alone."""
 
-    async def read(self, run_id: str, events: Sequence[Event] | None = None) -> Folded:
-        """The run's fold as of the log's end. ``events``: the whole log, when the caller
-        read it already (the run's own page does), so nothing is read again."""
+    async def read(
+        self, run_id: str, info: RunInfo, events: Sequence[Event] | None = None
+    ) -> Folded:
+        """The run's fold as of the log's end, which ``info`` (the run's summary, read just
+        before) names: a fold already there reads nothing more. ``events``: the whole log,
+        when the caller read it already (the run's own page does), so nothing is read again."""
         kept = self._runs.get(run_id)
         if kept is None:
             kept = _Kept(RunView(run_id))
@@ -72,20 +76,19 @@ class RunFolds:
             self._runs.move_to_end(run_id)
         async with kept.lock:
             # two pages of one run asked at once: the second waits and finds the fold current
-            if events and kept.seq and events[0].created_at != kept.first_at:
-                # the run was deleted and a new one made under its id: its log began again.
-                # Only a caller holding the whole log can tell (the run's own page, which the
-                # run page reads before its steps); a page of steps trusts the fold it finds.
-                kept.view, kept.seq = RunView(run_id), 0
-            fresh = (
-                [e for e in events if e.seq > kept.seq]
-                if events is not None
-                else await self._client.world.list_events(run_id, after_seq=kept.seq)
-            )
+            if kept.seq and info.created_at != kept.created_at:
+                # the run was deleted and a new one made under its id: its log began again
+                kept.view, kept.seq, kept.steps = RunView(run_id), 0, None
+            kept.created_at = info.created_at
+            if events is not None:
+                fresh = [e for e in events if e.seq > kept.seq]
+            elif kept.seq and kept.seq == info.last_seq:
+                fresh = []  # the run did not move since: its log is not read at all
+            else:
+                fresh = await self._client.world.list_events(run_id, after_seq=kept.seq)
             if fresh:
                 if kept.seq == 0:
                     self.folds += 1
-                    kept.first_at = fresh[0].created_at
                 else:
                     self.catch_ups += 1
                 for event in fresh:
