@@ -70,3 +70,21 @@ async def test_the_run_page_shows_a_group_that_opens_to_its_occurrences(
     assert await page.until(lambda d: occurrence_rows(d) == 6 or None, "six occurrences")
     await page.click(f"{group} button.expand")
     assert await page.until(lambda d: occurrence_rows(d) == 0 or None, "the group closed again")
+
+
+async def test_an_open_group_of_hundreds_is_virtualised(console: Console, page: Page) -> None:
+    client, world = console.engine.client, console.engine.world
+    run_id = await unserved_run(client, "step_groups.many")
+    await append_steps(world, run_id, [(f"m{i}", CHARGE, i, "completed") for i in range(400)])
+    await page.open(f"/runs/{run_id}")
+    group = f'#timeline tr[data-kind="group"][data-key="{CHARGE}"]'
+    await page.text(group, "400 completed")
+    await page.click(f"{group} button.expand")
+    # the group row and its 400 occurrences are entries, yet only a window of them is drawn
+    await page.text("#timeline-count", "(401 entries)")
+    drawn = await page.until(lambda d: occurrence_rows(d) or None, "occurrence rows")
+    assert drawn < 200
+    await page.script(
+        "const box = document.getElementById('timeline-box'); box.scrollTop = box.scrollHeight"
+    )
+    await page.text(f'#timeline tr[data-key="{CHARGE}#400"]', CHARGE)
