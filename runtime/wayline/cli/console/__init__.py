@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 from ...client import Client
 from .api import Console
 from .errors import error_response
+from .folds import KEPT_RUNS
 from .openapi import document
 from .requests import MAX_BODY_BYTES
 
@@ -48,6 +49,7 @@ def create_app(
     webhook_secrets: Sequence[str] = (),
     read_only: bool = False,
     reads_need_token: bool = False,
+    kept_folds: int = KEPT_RUNS,
 ) -> Starlette:
     """The console's ASGI app over ``client``'s world. Without ``token`` it is read-only:
     every action answers 403 ``READ_ONLY``. ``closing``, once set, ends every live feed (a
@@ -58,7 +60,8 @@ def create_app(
     webhook URLs (``wayline._sdk.webhooks``); without them every webhook answers 503.
     ``read_only`` refuses actions even with a token;
     ``reads_need_token`` makes every API request need it. ``/healthz`` is always open: it is
-    what a pod's probes call."""
+    what a pod's probes call. ``kept_folds``: how many runs' folds the steps API keeps between
+    requests (0: none); the app's ``state.folds`` counts the folds it made."""
     console = Console(
         client,
         world_url,
@@ -70,6 +73,7 @@ def create_app(
         tuple(webhook_secrets),
         read_only,
         reads_need_token,
+        kept_folds,
     )
     api = console.endpoint
 
@@ -129,9 +133,11 @@ def create_app(
         if allowed_hosts is None
         else [Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))]
     )
-    return Starlette(
+    app = Starlette(
         routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error}
     )
+    app.state.folds = console.folds
+    return app
 
 
 class _Server(uvicorn.Server):

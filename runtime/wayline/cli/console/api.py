@@ -24,9 +24,10 @@ from ...world.business_ids import check_business_id
 from ...world.ports.blobs import PayloadField
 from ..loading import UsageError
 from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
-from ..timeline import fold, render_show, run_to_json
+from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .payloads import shown, streamed
+from .folds import KEPT_RUNS, RunFolds
 from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
@@ -41,7 +42,7 @@ from .requests import (
     status_param,
     text_field,
 )
-from .steps import FIRST_PAGE, MAX_PAGE, page_of, step_cursor
+from .steps import FIRST_PAGE, MAX_PAGE, groups_of, occurrences, page_of, step_cursor
 
 SCAN_LIMIT = 10_000
 """How many of the newest runs the workers page and the live feed look at."""
@@ -74,6 +75,10 @@ class Console:
     webhook_secrets: tuple[str, ...] = ()
     read_only: bool = False
     reads_need_token: bool = False
+    kept_folds: int = KEPT_RUNS
+
+    def __post_init__(self) -> None:
+        self.folds = RunFolds(self.client, self.kept_folds)
 
     @property
     def action_token(self) -> str | None:
@@ -145,12 +150,14 @@ class Console:
         shown(out, "input")  # a large one is read from /input or /output, not inlined
         shown(out, "output")
         out["waitingForWorker"] = waiting
-        out.update(fold(info.run_id, events).to_json())
+        folded = await self.folds.read(info.run_id, info, events)
+        out.update(folded.view.to_json())
         # a long run's steps follow a page at a time (/steps): its hooks, waits and children
         # come whole, as they are few next to the steps a loop can make
-        first = page_of(out["steps"], 0, FIRST_PAGE)
+        first = page_of(folded.steps, 0, FIRST_PAGE)
         out["steps"], out["stepCount"] = first["steps"], first["stepCount"]
         out["nextStepCursor"] = first["nextCursor"]
+        out["stepGroups"] = groups_of(folded.steps)
         out["story"] = story.getvalue()
         out["eventCount"] = len(events)
         return Reply(out)
@@ -169,17 +176,22 @@ class Console:
         return await streamed(self.client, run_id, which)
 
     async def steps(self, request: Request) -> Response:
-        """``GET /api/runs/{id}/steps?after=&limit=``: the steps after the cursor ``after``
-        (a ``nextStepCursor`` or ``nextCursor`` given before), in the log's order."""
+        """``GET /api/runs/{id}/steps?after=&limit=&group=``: the steps after the cursor
+        ``after`` (a ``nextStepCursor`` or ``nextCursor`` given before), in the log's order;
+        with ``group``, the occurrences of the step of that name alone (a ``stepGroups``
+        entry's), paged the same way."""
         after = step_cursor(request)
         limit = int_param(request, "limit", FIRST_PAGE, 1, MAX_PAGE)
+        group = request.query_params.get("group")
         run_id = await self.client.resolve(request.path_params["run_id"])
-        # the log alone: a page of a long run would otherwise read it twice (the run's
-        # summary reads it too on SQLite); a run that is not there has no log
-        events = await self.client.world.list_events(run_id)
-        if not events:
-            await self.client.get_run(run_id)  # RunNotFoundError, as for the run itself
-        steps = fold(run_id, events).to_json()["steps"]
+        # the run's summary (one row on SQLite, its last message on NATS) and the log past the
+        # fold kept of the run alone: a page of a long run would otherwise read and fold the
+        # whole log (Client.get_run reads it too, on SQLite)
+        info = await self.client.world.get_run(run_id)
+        if info is None:
+            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
+        folded = await self.folds.read(run_id, info)
+        steps = folded.steps if group is None else occurrences(folded.steps, group)
         return Reply(page_of(steps, after, limit))
 
     async def events(self, request: Request) -> Response:

@@ -222,6 +222,13 @@ def document() -> dict[str, Any]:
                             "in": "query",
                             "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
                         },
+                        {
+                            "name": "group",
+                            "in": "query",
+                            "description": "a step name (a stepGroups entry's): its occurrences "
+                            "alone, paged the same way (stepCount: how many)",
+                            "schema": {"type": "string"},
+                        },
                     ],
                     "responses": {"200": _json(_ref("StepPage")), **_errors(400, 404, 409)},
                 }
@@ -453,6 +460,13 @@ def document() -> dict[str, Any]:
                                     "type": ["string", "null"],
                                     "description": "after= for /steps; null: every step is here",
                                 },
+                                "stepGroups": {
+                                    "type": "array",
+                                    "items": _ref("StepGroup"),
+                                    "description": "every step name called more than once, "
+                                    "in the order of its first call; its steps from "
+                                    "/steps?group=",
+                                },
                                 "hooks": {"type": "array", "items": {"type": "object"}},
                                 "waits": {"type": "array", "items": {"type": "object"}},
                                 "children": {"type": "array", "items": {"type": "object"}},
@@ -479,6 +493,23 @@ def document() -> dict[str, Any]:
                         "bytes": {"type": "integer"},
                         "preview": {"type": "string"},
                         "href": {"type": "string"},
+                    },
+                },
+                "StepGroup": {
+                    "type": "object",
+                    "required": ["name", "count", "first", "statuses"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "count": {"type": "integer", "description": "how many times it ran"},
+                        "first": {
+                            "type": "integer",
+                            "description": "the position of its first call among the steps",
+                        },
+                        "statuses": {
+                            "type": "object",
+                            "additionalProperties": {"type": "integer"},
+                            "description": "how many occurrences are in each status",
+                        },
                     },
                 },
                 "StepPage": {

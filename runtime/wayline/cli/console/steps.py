@@ -49,3 +49,24 @@ def clipped(step: dict[str, Any]) -> dict[str, Any]:
     if size <= RESULT_INLINE_BYTES:
         return step
     return {**step, "result": None, "resultBytes": size}
+
+
+def occurrences(steps: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The steps called ``name``, in the log's order: the rows of a group (``?group=``)."""
+    return [step for step in steps if step["name"] == name]
+
+
+def groups_of(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every step name the run called more than once (a step in a loop), in the order of its
+    first call, with how many times and how many of them are in each status: the timeline
+    shows each as one row (charge, 500 times: 498 completed, 1 failed, 1 running) instead of
+    500 rows that say the same thing."""
+    by_name: dict[str, dict[str, Any]] = {}
+    for position, step in enumerate(steps):
+        group = by_name.setdefault(
+            step["name"], {"name": step["name"], "count": 0, "first": position, "statuses": {}}
+        )
+        group["count"] += 1
+        statuses = group["statuses"]
+        statuses[step["status"]] = statuses.get(step["status"], 0) + 1
+    return [group for group in by_name.values() if group["count"] > 1]

@@ -1,5 +1,6 @@
 // The form that resumes one hook. A typed hook's form is built from the shape recorded with
-// it (its required fields and their JSON types): one input per field, checked in the browser
+// it (its required fields and their JSON types, and the same for each nested model): one input
+// per field, a fieldset per nested model, checked in the browser
 // before it is sent; the server validates the payload again against the hook's class, so a
 // rule the shape cannot say (a range, a pattern) is refused there and the refusal shown here.
 // A hook with no recorded shape takes any JSON in a text area.
@@ -70,16 +71,32 @@ wl.hookForm = (hook, after) => {
   return form;
 };
 
-// One input per field of a recorded shape: {name, kinds, required, input, label, approval}.
-wl.shapeFields = (shape) => {
+// One input per field of a recorded shape: {name, kinds, required, input, label, approval}. A
+// field that is a nested model (the shape's `nested`) is a fieldset of its own fields, to any
+// depth the shape recorded; its inputs are named by their path (`address.street`). Only a
+// top-level boolean makes the form an approval.
+wl.shapeFields = (shape, at = "") => {
   const required = new Set(shape.required || []);
+  const nested = shape.nested || {};
   const out = [];
-  let approvalTaken = false;
+  let approvalTaken = at !== "";
   for (const [name, given] of Object.entries(shape.fields)) {
     const kinds = Array.isArray(given) ? given : [];
     const solid = kinds.filter((k) => k !== "null");
     const kind = solid.length === 1 ? solid[0] : "json";
-    const field = { name, kind, nullable: kinds.includes("null"), required: required.has(name) };
+    const field = { name, path: at + name, kind, nullable: kinds.includes("null"), required: required.has(name) };
+    const inner = nested[name];
+    if (inner && inner.fields && Object.keys(inner.fields).length) {
+      field.kind = "model";
+      field.fields = wl.shapeFields(inner, field.path + ".");
+      const box = document.createElement("fieldset");
+      box.dataset.path = field.path;
+      box.append(wl.text("legend", name + (field.required ? " *" : "")));
+      for (const f of field.fields) box.append(f.label);
+      field.label = box;
+      out.push(field);
+      continue;
+    }
     if (kind === "boolean" && !approvalTaken && wl.APPROVAL_FIELD.test(name)) {
       field.approval = approvalTaken = true;
       out.push(field);
@@ -100,7 +117,7 @@ wl.shapeFields = (shape) => {
       input = document.createElement("textarea");
       input.placeholder = kinds.length ? `JSON: ${kinds.join(" or ")}` : "JSON";
     }
-    input.name = name;
+    input.name = field.path;
     input.required = field.required && kind !== "boolean";
     const label = wl.text("label", null, "field");
     label.append(wl.text("span", name + (field.required ? " *" : "")), input);
@@ -110,26 +127,41 @@ wl.shapeFields = (shape) => {
   return out;
 };
 
-// The payload the fields say, or the problems that keep it from being sent.
+// Whether nothing was entered in these fields (a checkbox left clear counts as nothing): an
+// optional nested model left so is sent as absent, and takes its default on the server.
+wl.fieldsEmpty = (fields) => fields.every((f) =>
+  f.kind === "model" ? wl.fieldsEmpty(f.fields)
+    : f.approval ? true : f.kind === "boolean" ? !f.input.checked : !f.input.value.trim());
+
+// The payload the fields say, or the problems that keep it from being sent (each named by the
+// field's path, `address.street: required`).
 wl.collectFields = (fields, submitter) => {
   const payload = {}, problems = [];
   for (const field of fields) {
+    const path = field.path || field.name;
     if (field.approval) {
       payload[field.name] = !submitter || submitter.value !== "reject";
+      continue;
+    }
+    if (field.kind === "model") {
+      if (!field.required && wl.fieldsEmpty(field.fields)) continue;
+      const inner = wl.collectFields(field.fields, submitter);
+      problems.push(...inner.problems);
+      payload[field.name] = inner.payload;
       continue;
     }
     const input = field.input;
     if (field.kind === "boolean") { payload[field.name] = input.checked; continue; }
     const raw = input.value.trim();
     if (!raw) {
-      if (field.required) problems.push(`${field.name}: required`);
+      if (field.required) problems.push(`${path}: required`);
       continue; // an optional field left empty takes its default on the server
     }
-    if (!input.checkValidity()) { problems.push(`${field.name}: ${input.validationMessage}`); continue; }
+    if (!input.checkValidity()) { problems.push(`${path}: ${input.validationMessage}`); continue; }
     if (field.kind === "integer" || field.kind === "number") {
       const value = Number(raw);
       if (!Number.isFinite(value) || (field.kind === "integer" && !Number.isInteger(value))) {
-        problems.push(`${field.name}: expected ${field.kind}`);
+        problems.push(`${path}: expected ${field.kind}`);
       } else payload[field.name] = value;
     } else if (field.kind === "string") {
       payload[field.name] = input.value;
@@ -137,7 +169,7 @@ wl.collectFields = (fields, submitter) => {
       try {
         payload[field.name] = JSON.parse(raw);
       } catch (err) {
-        problems.push(`${field.name}: not JSON (${err.message})`);
+        problems.push(`${path}: not JSON (${err.message})`);
       }
     }
   }

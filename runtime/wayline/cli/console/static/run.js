@@ -34,22 +34,58 @@ let shownHooks = "";
 const VIRTUAL_AFTER = 300;
 const MARGIN = 30;
 const STEPS_PER_PAGE = 1000; // the API's largest page of steps (docs/console.md)
-const drawn = { rows: [], origin: 0, finish: 0, span: 1, rowHeight: 0, pending: false };
+const drawn = { run: null, rows: [], origin: 0, finish: 0, span: 1, rowHeight: 0, pending: false };
+
+// A step the run called more than once (a step in a loop) is one group row, placed at its first
+// call: `charge ×500: 498 completed, 1 failed, 1 running`. A click opens it: its occurrences,
+// read from the API (`?group=`), follow it as rows of their own, virtualised as the rest are.
+const groups = { open: new Set(), steps: new Map() };
+
+function stepEntry(s, key, order) {
+  const last = s.attempts[s.attempts.length - 1];
+  const errors = s.attempts.filter((a) => a.error).map(
+    (a) => `attempt ${a.attempt}: ${a.error.message || a.error.type || JSON.stringify(a.error)}` +
+           (a.retryAt && a.endedAt ? ` (retried ${wl.duration(a.retryAt - a.endedAt)} later)` : ""));
+  // a large result stays in the run's events: the API sends only its size (resultBytes)
+  const result = s.resultBytes ? `a result of ${s.resultBytes} bytes (in the events)` : JSON.stringify(s.result);
+  const detail = `${s.attempts.length} attempt${s.attempts.length === 1 ? "" : "s"}` +
+    (s.status === "completed" ? `; result ${result}` : "") +
+    (errors.length ? "\n" + errors.join("\n") : "");
+  return { kind: "step", key, label: `step ${s.name}` + (s.compensates ? ` (reverses ${s.compensates})` : ""),
+           status: s.status, start: s.createdAt, end: s.endedAt || (last && last.endedAt), detail, order };
+}
+
+// "498 completed, 1 failed, 1 running": the ended first, then the rest as the API counted them.
+function groupSummary(group) {
+  const rank = (n) => { const i = ["completed", "failed"].indexOf(n); return i < 0 ? 2 : i; };
+  const names = Object.keys(group.statuses).sort((a, b) => rank(a) - rank(b));
+  return names.map((n) => `${group.statuses[n]} ${n}`).join(", ");
+}
+
+function groupEntries(group, first, out) {
+  const open = groups.open.has(group.name);
+  const shown = group.statuses.failed ? "failed" : group.statuses.running ? "running"
+    : group.statuses.completed === group.count ? "completed" : Object.keys(group.statuses)[0];
+  const summary = groupSummary(group);
+  out.push({ kind: "group", key: group.name, label: `step ${group.name} ×${group.count}`, status: shown,
+             statusText: summary, start: first.createdAt, end: null, open,
+             detail: `${group.name} ×${group.count}: ${summary}` });
+  if (!open) return;
+  // the occurrences sort with their group row (stable sort), not at their own times
+  (groups.steps.get(group.name) || []).forEach((s, i) =>
+    out.push(stepEntry(s, `${group.name}#${i + 1}`, first.createdAt)));
+}
 
 function entries(run) {
   const out = [];
+  const grouped = new Map((run.stepGroups || []).map((g) => [g.name, g]));
+  const placed = new Set();
   for (const s of run.steps) {
-    const last = s.attempts[s.attempts.length - 1];
-    const errors = s.attempts.filter((a) => a.error).map(
-      (a) => `attempt ${a.attempt}: ${a.error.message || a.error.type || JSON.stringify(a.error)}` +
-             (a.retryAt && a.endedAt ? ` (retried ${wl.duration(a.retryAt - a.endedAt)} later)` : ""));
-    // a large result stays in the run's events: the API sends only its size (resultBytes)
-    const result = s.resultBytes ? `a result of ${s.resultBytes} bytes (in the events)` : JSON.stringify(s.result);
-    const detail = `${s.attempts.length} attempt${s.attempts.length === 1 ? "" : "s"}` +
-      (s.status === "completed" ? `; result ${result}` : "") +
-      (errors.length ? "\n" + errors.join("\n") : "");
-    out.push({ kind: "step", key: s.name, label: `step ${s.name}` + (s.compensates ? ` (reverses ${s.compensates})` : ""),
-               status: s.status, start: s.createdAt, end: s.endedAt || (last && last.endedAt), detail });
+    const group = grouped.get(s.name);
+    if (!group) { out.push(stepEntry(s, s.name)); continue; }
+    if (placed.has(s.name)) continue;
+    placed.add(s.name);
+    groupEntries(group, s, out);
   }
   for (const h of run.hooks) {
     out.push({ kind: "hook", key: h.id, label: `hook ${h.token}`, status: h.status, start: h.createdAt,
@@ -64,10 +100,12 @@ function entries(run) {
     out.push({ kind: "child", key: c.id, label: `child ${c.workflow}`, status: c.status, start: c.createdAt,
                end: c.endedAt, detail: c.runId, link: "/runs/" + encodeURIComponent(c.runId) });
   }
-  return out.sort((a, b) => a.start - b.start);
+  const at = (e) => (e.order !== undefined ? e.order : e.start);
+  return out.sort((a, b) => at(a) - at(b));
 }
 
 function timeline(run) {
+  drawn.run = run;
   drawn.origin = run.createdAt;
   drawn.finish = run.endedAt || Date.now() / 1000;
   drawn.span = Math.max(drawn.finish - drawn.origin, 0.001);
@@ -117,7 +155,14 @@ function row(e, long) {
   tr.dataset.kind = e.kind;
   tr.dataset.key = e.key;
   const what = document.createElement("td");
-  if (e.link) { const a = wl.text("a", e.label); a.href = e.link; what.append(a); }
+  if (e.kind === "group") {
+    tr.classList.add("group");
+    const button = wl.text("button", e.open ? "▾" : "▸", "expand");
+    button.type = "button";
+    button.title = e.open ? "close the group" : "show every occurrence";
+    button.addEventListener("click", () => toggleGroup(e.key));
+    what.append(button, " " + e.label);
+  } else if (e.link) { const a = wl.text("a", e.label); a.href = e.link; what.append(a); }
   else what.textContent = e.label;
   const track = document.createElement("td");
   track.className = "track";
@@ -133,7 +178,7 @@ function row(e, long) {
   if (long) detail.title = e.detail;
   else detail.style.whiteSpace = "pre-wrap";
   tr.append(wl.text("td", "+" + wl.duration(e.start - drawn.origin)), what,
-            wl.text("td", e.status, "status " + e.status), detail, track);
+            wl.text("td", e.statusText || e.status, "status " + e.status), detail, track);
   return tr;
 }
 
@@ -164,6 +209,28 @@ document.getElementById("timeline-box").addEventListener("scroll", () => {
   drawn.pending = true;
   requestAnimationFrame(() => { drawn.pending = false; draw(); });
 });
+
+// The occurrences of one group, every page of them.
+async function groupSteps(name) {
+  const steps = [];
+  let cursor = "0";
+  while (cursor) {
+    const page = await wl.api(`/api/runs/${encodeURIComponent(runId)}/steps?group=` +
+                              `${encodeURIComponent(name)}&after=${cursor}&limit=${STEPS_PER_PAGE}`);
+    steps.push(...page.steps);
+    cursor = page.nextCursor;
+  }
+  groups.steps.set(name, steps);
+}
+
+async function toggleGroup(name) {
+  if (groups.open.has(name)) groups.open.delete(name);
+  else {
+    await groupSteps(name);
+    groups.open.add(name);
+  }
+  if (drawn.run) timeline(drawn.run);
+}
 
 // When the first rows, and then the whole timeline, were first drawn (performance marks):
 // the figures in docs/console.md are read from them.
@@ -221,6 +288,10 @@ async function load() {
     hooks(run);
     if (run.nextStepCursor) {
       run.steps.push(...await restOfSteps(run));
+      timeline(run);
+    }
+    if (groups.open.size) { // the open groups' occurrences as they are now
+      await Promise.all([...groups.open].map(groupSteps));
       timeline(run);
     }
     mark("wayline:timeline");
