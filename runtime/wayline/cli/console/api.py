@@ -26,8 +26,8 @@ from ..loading import UsageError
 from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
-from .payloads import shown, streamed
 from .folds import KEPT_RUNS, RunFolds
+from .payloads import shown, streamed
 from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
