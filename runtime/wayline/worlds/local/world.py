@@ -57,6 +57,7 @@ from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from . import attribute_index, checkup
 from .blobs import LocalBlobs, archive_blobs
+from .changes import Changes, Seen
 from .failures import rollback, unavailable
 from .feed import Ends, follow
 from .group import GroupWriter
@@ -76,6 +77,8 @@ from .schema import ORDERING_COLUMNS, ORDERING_INDEXES, SCHEMA
 # In-process wake-ups: an enqueue wakes consumers of the same file in this process at once;
 # other processes notice within the poll interval. Keyed by resolved path.
 _WAKERS: dict[str, set[asyncio.Event]] = {}
+# Commits by other processes: one receiver of the file per process looks for them.
+_CHANGES: dict[str, Changes] = {}
 
 _SYNC_MODES = ("FULL", "NORMAL")
 """``PRAGMA synchronous`` values a world accepts (WAL mode: FULL fsyncs each commit)."""
@@ -523,10 +526,14 @@ class LocalWorld(World):
         deadline = time.monotonic() + wait_seconds
         waker = asyncio.Event()
         _WAKERS.setdefault(self._key, set()).add(waker)
+        changes = _CHANGES.setdefault(self._key, Changes())
         try:
             while True:
                 if time.monotonic() - self._last_reclaim > _RECLAIM_EVERY:
                     self._reclaim_dead_holders()
+                # Taken before the reads, so that a commit between them and the wait below is
+                # a change the wait sees (``changes``).
+                seen = Seen(self._data_version(), clock.offset())
                 # A read first: idle consumers (every worker polls two topics) must not take
                 # the database's write lock just to find nothing due.
                 due = self._read(
@@ -544,16 +551,24 @@ class LocalWorld(World):
                 rows = self._read(
                     "SELECT MIN(available_at) FROM messages WHERE topic = ?", (topic,)
                 )
-                nap = min(remaining, self._poll)
+                nap = remaining
                 if rows and rows[0][0] is not None:
                     nap = min(nap, max(0.0, rows[0][0] - clock.now()) + 0.001)
                 waker.clear()
-                try:
-                    await asyncio.wait_for(waker.wait(), timeout=nap)
-                except TimeoutError:
-                    pass
+                await changes.wait(
+                    waker,
+                    lambda: _WAKERS.get(self._key, ()),
+                    seen,
+                    self._data_version,
+                    self._poll,
+                    nap,
+                )
         finally:
             _WAKERS[self._key].discard(waker)
+
+    def _data_version(self) -> int:
+        """Changes when another connection commits to the file (``changes``)."""
+        return int(self._read("PRAGMA data_version")[0][0])
 
     def _claim_tx(self, db: sqlite3.Connection, topic: str, limit: int) -> list[Delivery]:
         now = clock.now()
