@@ -24,6 +24,7 @@ import contextlib
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
 from ..._core import clock
 
@@ -42,7 +43,17 @@ class Changes:
     process."""
 
     def __init__(self) -> None:
-        self.looking = False
+        self.looker: asyncio.Task[Any] | None = None
+
+    def _looking(self) -> bool:
+        # A looker of a loop that ended without cancelling it (its ``finally`` never ran)
+        # looks no more: only a live task of this loop counts.
+        looker = self.looker
+        return (
+            looker is not None
+            and not looker.done()
+            and looker.get_loop() is asyncio.get_running_loop()
+        )
 
     async def wait(
         self,
@@ -60,10 +71,10 @@ class Changes:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            if self.looking:
+            if self._looking():
                 await _wait(waker, left)  # set by a change, by an enqueue or by a hand-over
                 continue
-            self.looking = True
+            self.looker = asyncio.current_task()
             try:
                 while not waker.is_set():
                     left = deadline - time.monotonic()
@@ -73,7 +84,7 @@ class Changes:
                     if Seen(version(), clock.offset()) != seen:
                         return
             finally:
-                self.looking = False
+                self.looker = None
                 # Whatever ended this look (a change, a message of its own, its timeout), the
                 # others are woken: they read the queue again, and one of them looks next.
                 for other in wakers():
