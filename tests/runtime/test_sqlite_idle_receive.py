@@ -79,3 +79,19 @@ async def test_a_jump_of_the_test_clock_ends_an_idle_wait(tmp_path: Path) -> Non
             clock.reset()
         assert delivery.payload is not None and delivery.payload["n"] == 1
         assert await world.ack(delivery)
+
+
+async def test_the_look_passes_on_when_the_looking_receive_ends(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    async with LocalWorld(db, poll_interval=_POLL) as world:
+        first = asyncio.create_task(world.receive("idle-short", wait_seconds=0.3))
+        await asyncio.sleep(0.05)  # the first receive is the one looking
+        waiting = asyncio.create_task(world.receive("idle-other", wait_seconds=60))
+        assert await first == []
+        other = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _ENQUEUE, str(db), stderr=subprocess.PIPE
+        )
+        _, err = await other.communicate()
+        assert other.returncode == 0, err.decode()
+        [delivery] = await asyncio.wait_for(waiting, timeout=60)
+        assert await world.ack(delivery)

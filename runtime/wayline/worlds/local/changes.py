@@ -11,8 +11,8 @@ clock's offset (a time-skipping jump); when either moved it wakes every receiver
 which then reads the queue again. The others wait for that, or for their next message's due
 time, or for the end of their receive.
 
-The looker is whichever receiver came first; when its receive ends it wakes the others, and
-the first of them to wait again looks next. Each receiver takes its baseline (``Seen``)
+The looker is whichever receiver came first; when its receive ends it wakes one of the
+others, which looks next. Each receiver takes its baseline (``Seen``)
 before it reads the queue, so a commit made between its read and its wait is a change the
 looker still sees.
 """
@@ -44,6 +44,8 @@ class Changes:
 
     def __init__(self) -> None:
         self.looker: asyncio.Task[Any] | None = None
+        self.waiting: set[asyncio.Event] = set()
+        """The wakers of the receivers waiting while another looks."""
 
     def _looking(self) -> bool:
         # A looker of a loop that ended without cancelling it (its ``finally`` never ran)
@@ -72,9 +74,14 @@ class Changes:
             if left <= 0:
                 return
             if self._looking():
-                await _wait(waker, left)  # set by a change, by an enqueue or by a hand-over
+                self.waiting.add(waker)
+                try:
+                    await _wait(waker, left)  # set by a change, an enqueue or a hand-over
+                finally:
+                    self.waiting.discard(waker)
                 continue
             self.looker = asyncio.current_task()
+            changed = False
             try:
                 while not waker.is_set():
                     left = deadline - time.monotonic()
@@ -82,13 +89,18 @@ class Changes:
                         return
                     await _wait(waker, min(left, poll))
                     if Seen(version(), clock.offset()) != seen:
+                        changed = True
                         return
             finally:
                 self.looker = None
-                # Whatever ended this look (a change, a message of its own, its timeout), the
-                # others are woken: they read the queue again, and one of them looks next.
-                for other in wakers():
-                    other.set()
+                if changed:  # every receiver of the file reads the queue again
+                    for other in wakers():
+                        other.set()
+                elif self.waiting:
+                    # This look ended with its receive: one waiting receiver is woken, reads
+                    # the queue again and looks next (waking them all would have each of
+                    # them read the queue at every end of a receive).
+                    self.waiting.pop().set()
 
 
 async def _wait(waker: asyncio.Event, timeout: float) -> None:

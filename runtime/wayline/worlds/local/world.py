@@ -531,8 +531,10 @@ class LocalWorld(World):
             while True:
                 if time.monotonic() - self._last_reclaim > _RECLAIM_EVERY:
                     self._reclaim_dead_holders()
-                # Taken before the reads, so that a commit between them and the wait below is
-                # a change the wait sees (``changes``).
+                # Both before the reads, so that a commit between them and the wait below is a
+                # change the wait sees (``changes``), and an enqueue of this process then is a
+                # wake it keeps.
+                waker.clear()
                 seen = Seen(self._data_version(), clock.offset())
                 # A read first: idle consumers (every worker polls two topics) must not take
                 # the database's write lock just to find nothing due.
@@ -554,7 +556,6 @@ class LocalWorld(World):
                 nap = remaining
                 if rows and rows[0][0] is not None:
                     nap = min(nap, max(0.0, rows[0][0] - clock.now()) + 0.001)
-                waker.clear()
                 await changes.wait(
                     waker,
                     lambda: _WAKERS.get(self._key, ()),
