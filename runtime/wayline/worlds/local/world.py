@@ -431,6 +431,12 @@ class LocalWorld(World):
                 out.append(entries.corrupt_info(str(row[0]), err))
         return out
 
+    async def runs_mark(self) -> int | None:
+        # The change feed's row of a run is renumbered by every append that creates it or
+        # changes its status (``feed``), and AUTOINCREMENT keeps the numbers rising.
+        rows = self._read("SELECT seq FROM sqlite_sequence WHERE name = 'run_feed'")
+        return int(rows[0][0]) if rows else 0
+
     async def get_hook(self, token: str) -> HookInfo | None:
         rows = self._read(
             "SELECT token, run_id, cid, active FROM hooks WHERE token = ? "

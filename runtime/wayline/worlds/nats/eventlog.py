@@ -58,6 +58,7 @@ from .direct import (
     StoredMsg,
     connected,
     direct_batch,
+    last_seq,
     leader_stamp,
     publish_retried,
     read_subject,
@@ -854,6 +855,10 @@ class EventLog:
         if workflow is None and status in (None, RunStatus.CORRUPT) and not where:
             out.extend(fenced)
         return out[: max(0, limit)]
+
+    async def last_appended(self) -> int:
+        """The events stream's last sequence: it rises with every append (``runs_mark``)."""
+        return await last_seq(self._js, self._stream, self._url, "reading the log's state")
 
     async def count_statuses(self, workflow: str | None) -> dict[RunStatus, int]:
         """How many runs have each status, from each run's last message (its summary), with
