@@ -303,3 +303,14 @@ async def test_owner_message_id_survives_storage(world: World) -> None:
     events = await world.list_events(run_id)
     assert events[2].data == {"stepName": "a", "input": {"args": [1]}}
     assert events[3].data["ownerMessageId"] == "77"
+
+
+async def test_runs_mark_rises_when_a_run_is_created_or_changes_status(world: World) -> None:
+    before = await world.runs_mark()
+    run_id = await _new_run(world)
+    created = await world.runs_mark()
+    await world.append(run_id, [NewEvent(T.RUN_STARTED)], expected_seq=1)
+    started = await world.runs_mark()
+    # every world of the suite tells it: a look at the runs can be skipped on all of them
+    assert before is not None and created is not None and started is not None
+    assert before < created < started

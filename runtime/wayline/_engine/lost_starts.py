@@ -49,9 +49,20 @@ class LostStarts:
         self.world = world
         self.workflows = workflows
         self._suspects: dict[str, float] = {}
+        self._mark: int | None = None
 
     async def sweep(self) -> list[str]:
-        """One pass: re-arm the runs found stranded on the previous pass too; return them."""
+        """One pass: re-arm the runs found stranded on the previous pass too; return them.
+
+        A pass is skipped when no run was created or changed status since the previous one
+        (``World.runs_mark``) and that one found no suspect: a stranded start is a run created
+        since, or a suspect already. On NATS listing the pending runs reads the last entry of
+        every run, so without the skip a worker beside a million sleeping runs read a million
+        entries a minute while idle."""
+        mark = await self.world.runs_mark()
+        if mark is not None and mark == self._mark and not self._suspects:
+            return []
+        self._mark = mark
         pending = {
             info.run_id: info.created_at
             for info in await self.world.list_runs(status=RunStatus.PENDING, limit=_SCAN_LIMIT)

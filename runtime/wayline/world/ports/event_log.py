@@ -116,6 +116,13 @@ class EventLog(abc.ABC):
         every = await self.list_runs(status=status, workflow=workflow, where=where, limit=ALL)
         return [r for r in every if after is None or past(after, r)][:limit]
 
+    async def runs_mark(self) -> int | None:
+        """A number that rises whenever a run is created or changes status (it may rise more
+        often), read in one cheap call whatever the number of runs; None where the world has
+        no such number. A caller that looks at the runs now and then (``_engine.lost_starts``)
+        can skip a look when the mark has not moved."""
+        return None
+
     async def count_runs(
         self, *, workflow: str | None = None, where: Sequence[Where] = ()
     ) -> dict[RunStatus, int]:

@@ -59,6 +59,7 @@ from ...world.registry import merge_served
 from ...world.routing import plain_topic
 from . import attribute_index, checkup
 from .blobs import LocalBlobs, archive_blobs, drop_orphans, stream_blob
+from .changes import Changes, Seen
 from .failures import rollback, unavailable
 from .feed import Ends, follow
 from .group import GroupWriter
@@ -87,6 +88,8 @@ ready): a column a level, each a walk down messages_aging, in one statement."""
 # In-process wake-ups: an enqueue wakes consumers of the same file in this process at once;
 # other processes notice within the poll interval. Keyed by resolved path.
 _WAKERS: dict[str, set[asyncio.Event]] = {}
+# Commits by other processes: one receiver of the file per process looks for them.
+_CHANGES: dict[str, Changes] = {}
 
 _SYNC_MODES = ("FULL", "NORMAL")
 """``PRAGMA synchronous`` values a world accepts (WAL mode: FULL fsyncs each commit)."""
@@ -490,6 +493,12 @@ class LocalWorld(World):
                 out.append(entries.corrupt_info(str(row[0]), err))
         return out
 
+    async def runs_mark(self) -> int | None:
+        # The change feed's row of a run is renumbered by every append that creates it or
+        # changes its status (``feed``), and AUTOINCREMENT keeps the numbers rising.
+        rows = self._read("SELECT seq FROM sqlite_sequence WHERE name = 'run_feed'")
+        return int(rows[0][0]) if rows else 0
+
     async def get_hook(self, token: str) -> HookInfo | None:
         rows = self._read(
             "SELECT token, run_id, cid, active FROM hooks WHERE token = ? "
@@ -582,10 +591,16 @@ class LocalWorld(World):
         deadline = time.monotonic() + wait_seconds
         waker = asyncio.Event()
         _WAKERS.setdefault(self._key, set()).add(waker)
+        changes = _CHANGES.setdefault(self._key, Changes())
         try:
             while True:
                 if time.monotonic() - self._last_reclaim > _RECLAIM_EVERY:
                     self._reclaim_dead_holders()
+                # Both before the reads, so that a commit between them and the wait below is a
+                # change the wait sees (``changes``), and an enqueue of this process then is a
+                # wake it keeps.
+                waker.clear()
+                seen = Seen(self._data_version(), clock.offset())
                 # A read first: idle consumers (every worker polls two topics) must not take
                 # the database's write lock just to find nothing due.
                 due = self._read(
@@ -603,16 +618,23 @@ class LocalWorld(World):
                 rows = self._read(
                     "SELECT MIN(available_at) FROM messages WHERE topic = ?", (topic,)
                 )
-                nap = min(remaining, self._poll)
+                nap = remaining
                 if rows and rows[0][0] is not None:
                     nap = min(nap, max(0.0, rows[0][0] - clock.now()) + 0.001)
-                waker.clear()
-                try:
-                    await asyncio.wait_for(waker.wait(), timeout=nap)
-                except TimeoutError:
-                    pass
+                await changes.wait(
+                    waker,
+                    lambda: _WAKERS.get(self._key, ()),
+                    seen,
+                    self._data_version,
+                    self._poll,
+                    nap,
+                )
         finally:
             _WAKERS[self._key].discard(waker)
+
+    def _data_version(self) -> int:
+        """Changes when another connection commits to the file (``changes``)."""
+        return int(self._read("PRAGMA data_version")[0][0])
 
     def _claim_tx(self, db: sqlite3.Connection, topic: str, limit: int) -> list[Delivery]:
         now = clock.now()

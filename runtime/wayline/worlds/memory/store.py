@@ -78,6 +78,8 @@ class MemoryStore:
     messages: dict[int, Message] = field(default_factory=dict)
     keys: dict[str, int] = field(default_factory=dict)
     next_message: int = 1
+    appends: int = 0
+    """Appends so far, to any run (``runs_mark``)."""
     dead_letters: list[dict[str, Any]] = field(default_factory=list)
     served: dict[str, dict[str, Any]] = field(default_factory=dict)
     fair_clocks: dict[str, ordering.FairClock] = field(default_factory=dict)

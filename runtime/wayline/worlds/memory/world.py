@@ -79,6 +79,7 @@ class MemoryWorld(World):
         if not events:
             return []
         out = self.store.append(run_id, events, expected_seq, clock.now())
+        self.store.appends += 1
         ended = events[-1].type in RUN_TERMINAL_EVENTS
         for peer in self._peers():
             if ended:
@@ -118,6 +119,9 @@ class MemoryWorld(World):
 
     def hook_buffer(self) -> MemoryHookBuffer:
         return self.store.hook_buffer
+
+    async def runs_mark(self) -> int | None:
+        return self.store.appends
 
     async def get_hook(self, token: str) -> HookInfo | None:
         row = self.store.hook(token)

@@ -365,3 +365,12 @@ async def connected(nc: Any, *, timeout: float, url: str) -> None:
         if nc.is_closed or loop.time() > deadline:
             raise WorldUnavailableError(f"NATS at {url} is not connected", url=url)
         await asyncio.sleep(0.02)
+
+
+async def last_seq(js: Any, stream: str, url: str, what: str) -> int:
+    """The stream's last sequence (0: nothing stored yet), from one stream info."""
+    try:
+        info = await js.stream_info(stream)
+    except Exception as err:
+        raise wrap(url, what, err) from err
+    return int(info.state.last_seq or 0)

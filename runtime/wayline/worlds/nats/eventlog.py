@@ -58,6 +58,7 @@ from .direct import (
     StoredMsg,
     connected,
     direct_batch,
+    last_seq,
     leader_stamp,
     publish_retried,
     read_subject,
@@ -868,6 +869,10 @@ class EventLog:
     async def run_tokens(self) -> set[str]:
         """The subject token of every run id the log holds (``names.subject_token``)."""
         return {subject.rsplit(".", 1)[-1] for subject in await self._run_subjects()}
+
+    async def last_appended(self) -> int:
+        """The events stream's last sequence: it rises with every append (``runs_mark``)."""
+        return await last_seq(self._js, self._stream, self._url, "reading the log's state")
 
     async def _run_subjects(self) -> list[str]:
         """Every run subject, from the stream's (paged) subject state."""

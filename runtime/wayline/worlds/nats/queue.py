@@ -39,7 +39,7 @@ from ...world import Delivery, QueueDepth, entries
 from ...world.routing import plain_topic
 from . import wire
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
-from .direct import StoredMsg, connected, direct_batch, publish_retried
+from .direct import StoredMsg, connected, direct_batch, last_seq, publish_retried
 from .names import Names, consumer_name, key_token, token_value
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -332,11 +332,7 @@ class Queue:
 
     async def last_stored(self) -> int:
         """The stream sequence of the newest message stored so far (0: none yet)."""
-        try:
-            info = await self._js.stream_info(self._stream)
-        except Exception as err:
-            raise wrap(self._url, "reading the queue's state", err) from err
-        return int(info.state.last_seq or 0)
+        return await last_seq(self._js, self._stream, self._url, "reading the queue's state")
 
     async def remove_stored(self, seq: int) -> None:
         """Delete a stored message (retention); its idempotency key goes with it."""

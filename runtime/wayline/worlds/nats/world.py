@@ -804,6 +804,10 @@ class NatsWorld(World):
     ) -> list[RunInfo]:
         return await self._list(status, workflow, limit, where, since, None)
 
+    async def runs_mark(self) -> int | None:
+        # one stream info, where listing the runs reads the last entry of every run
+        return await self._events().last_appended()
+
     async def runs_page(
         self,
         *,
