@@ -12,7 +12,7 @@ from .._sdk.context import step_context
 from .workload import Stage, work
 
 PACE = RateLimit(rate="1/s", key="sim", burst=2)
-"""One token a second, two at once: four runs of three calls each wait on it now and then."""
+"""One token a second, two at once: two runs of two calls each wait on it now and then."""
 DEBOUNCE_SECONDS = 5.0
 CHAIN_LENGTH = 3
 
@@ -25,7 +25,7 @@ async def paced(tag: str) -> str:
 
 @workflow(name="sim.pacer")
 async def pacer(tag: str) -> str:
-    for i in range(3):
+    for i in range(2):
         await paced(f"{tag}.{i}")
     return tag
 

@@ -150,7 +150,7 @@ async def _main(
 ) -> None:
     for _ in range(2):
         processes.boot()
-    if rng.random() < 1 / 3:  # an old version on its way out, beside the current one's
+    if rng.random() < 0.25:  # an old version on its way out, beside the current one's
         processes.boot(draining=True)
     client = Client(
         FaultyWorld(store, FaultPlan(), rng, trace, "client", visibility_seconds=VISIBILITY),
