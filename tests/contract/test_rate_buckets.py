@@ -42,6 +42,21 @@ async def test_a_waiter_takes_the_token_reserved_for_it(make_world: WorldFactory
     assert await two.take_token("q", 4.0, 1, "b") == 0.0
 
 
+async def test_a_reservation_taken_late_counts_against_the_burst(
+    make_world: WorldFactory,
+) -> None:
+    """A waiter that comes back well after its token fell due, to a bucket refilled to its
+    burst meanwhile, takes its reserved token; the bucket holds no more than the burst, so
+    the next taker waits (before, it took a second token at once: burst + 1 in an instant)."""
+    one, two = await make_world(), await make_world()
+    assert await one.take_token("late", 1.0, 1, "a") == 0.0
+    wait = await one.take_token("late", 1.0, 1, "b")
+    assert 0 < wait <= 1.0
+    await asyncio.sleep(wait + 2.1)  # b's token is due, and the bucket has refilled past 1
+    assert await two.take_token("late", 1.0, 1, "b") == 0.0
+    assert await two.take_token("late", 1.0, 1, "c") > 0.0
+
+
 async def test_worlds_on_one_store_share_a_bucket(make_world: WorldFactory) -> None:
     """Takers on two worlds of one store race for 5 tokens: exactly 5 win (compare-and-set
     on NATS, a transaction on SQLite), and the losers learn when the next is due."""

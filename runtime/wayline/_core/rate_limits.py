@@ -136,14 +136,19 @@ def take(
     of which one wins); coming back at or after that time it takes its reservation. Without a
     ``holder`` nothing is reserved: the answer is when the next token is due."""
     at = now if bucket is None else max(now, bucket.at)
-    if bucket is None:
-        tokens = float(burst)
-    else:
-        tokens = min(float(burst), bucket.tokens + max(0.0, now - bucket.at) * per_second)
     reserved = {} if bucket is None else dict(bucket.reserved)
     stale = [h for h, due in reserved.items() if due < now - RESERVATION_SECONDS]
     for gone in stale:
         del reserved[gone]
+    if bucket is None:
+        tokens = float(burst)
+    else:
+        # A reservation that fell due is a token the bucket holds for its waiter: it counts
+        # against the burst, or a waiter that comes back late would take it on top of a
+        # bucket refilled to the full burst, and burst + 1 would start at once.
+        held = sum(1 for due in reserved.values() if due <= now)
+        cap = float(burst - held)
+        tokens = min(cap, bucket.tokens + max(0.0, now - bucket.at) * per_second)
     if holder is not None and holder in reserved:
         due = reserved[holder]
         if due > now:

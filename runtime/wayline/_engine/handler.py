@@ -211,7 +211,11 @@ class Handler:
             "messaging.message.id": str(delivery.message_id),
         }
         with tracer.start_as_current_span("workflow.execute", attributes=attributes) as span:
-            defer = True
+            # A debounced run writes its run_started alone, on the log it decided on, before
+            # anything runs: riding on the first decision batch, it would be written after a
+            # start that collapsed into the run meanwhile, and an inline body would run the
+            # input that start replaced.
+            defer = info.attributes.get("debounce") is None
             replay: Replay | None = None
             known: list[Event] = []  # the log as last read: a rebuild reads only what follows
             try:
@@ -559,9 +563,12 @@ class Handler:
                 raise Rebuild
             return
         try:
-            await self.world.append(replay.run_id, [started])
-        except (EntityConflictError, RunTerminalError):
-            pass  # started (or ended) by another delivery: the log says which
+            # Only on the log the decision to begin was made on: a debounced start that
+            # collapsed into the run meanwhile (``run_debounced``) starts its quiet period
+            # again, which the rebuild then waits out instead of beginning at once.
+            await self.world.append(replay.run_id, [started], expected_seq=replay.last_seq)
+        except (EntityConflictError, RunTerminalError, SequenceConflictError):
+            pass  # started (or ended) by another delivery, or the log moved: it says which
         raise Rebuild
 
     async def _finish(self, session: RunSession) -> None:

@@ -2,21 +2,22 @@
 
 Each seed draws a :class:`FaultPlan` (how likely each fault is, some seeds none at all), and
 a :class:`FaultyWorld` consults it on every call, and gives every call a round trip's latency.
-Every fault is one the World contract allows: an append refused (the store did not answer)
-or slow, a message delivered late, a publish repeated (two messages with one payload), an
-ack lost (the message comes back after its visibility timeout), a renewal of a delivery or of
-a slot unanswered.
+Every fault is one the World contract allows: an append or a token take refused (the store
+did not answer) or slow, a message delivered late, a publish repeated (two messages with one
+payload), an ack lost (the message comes back after its visibility timeout), a renewal of a
+delivery or of a slot unanswered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._core.events import Event, NewEvent
+from .._core import clock
+from .._core.events import Event, EventType, NewEvent
 from .._core.ids import MessageId
 from ..errors import WorldUnavailableError
 from ..world import Delivery, HookInfo, RunInfo
@@ -69,10 +70,16 @@ class FaultyWorld(MemoryWorld):
         rng: random.Random,
         trace: Trace,
         name: str,
+        on_token: Callable[[str, str | None, float], None] | None = None,
+        on_unpinned_start: Callable[[str], None] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(store, **options)
         self.plan, self.rng, self.trace, self.name = plan, rng, trace, name
+        self.on_token = on_token
+        """Told of every token the world hands out: the key, the holder, the world's time."""
+        self.on_unpinned_start = on_unpinned_start
+        """Told of every run this world's process began that no definition pinned before."""
 
     def _chance(self, p: float) -> bool:
         return p > 0 and self.rng.random() < p
@@ -107,6 +114,20 @@ class FaultyWorld(MemoryWorld):
         await self._latency()
         return await super().acquire_slot(key, holder, limit, lease=lease, token=token)
 
+    async def take_token(
+        self, key: str, per_second: float, burst: int, holder: str | None = None
+    ) -> float:
+        await self._latency()
+        if self._chance(self.plan.refuse_append):
+            self.trace.note(f"{self.name} take token {key} refused (fault)")
+            raise WorldUnavailableError("simulated: the store did not answer the token take")
+        at = clock.now()
+        wait = await super().take_token(key, per_second, burst, holder)
+        self.trace.note(f"{self.name} take token {key} for {str(holder)[-9:]}: wait {wait:.3f}")
+        if wait <= 0.0 and self.on_token is not None:
+            self.on_token(key, holder, at)
+        return wait
+
     async def append(
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[Event]:
@@ -116,7 +137,12 @@ class FaultyWorld(MemoryWorld):
         if self._chance(self.plan.refuse_append):
             self.trace.note(f"{self.name} append {run_id[-6:]} refused (fault)")
             raise WorldUnavailableError("simulated: the store did not answer the append")
+        unpinned = self.on_unpinned_start is not None and _unpinned(
+            self.store.logs.get(run_id, []), events
+        )
         out = await super().append(run_id, events, expected_seq=expected_seq)
+        if unpinned and self.on_unpinned_start is not None:
+            self.on_unpinned_start(run_id)
         kinds = ",".join(f"{e.type}#{e.seq}" for e in out)
         self.trace.note(f"{self.name} append {run_id[-6:]} {kinds}")
         return out
@@ -178,6 +204,17 @@ class FaultyWorld(MemoryWorld):
             self.trace.note(f"{self.name} renew id={delivery.message_id} unanswered (fault)")
             raise WorldUnavailableError("simulated: the store did not answer the renewal")
         return await super().renew(delivery)
+
+
+def _unpinned(log: Sequence[Event], events: Sequence[NewEvent]) -> bool:
+    """The batch begins a run that neither its ``run_created`` nor an earlier ``run_started``
+    pinned to a definition: the process appending it took a run not pinned to it."""
+    if not any(e.type is EventType.RUN_STARTED for e in events):
+        return False
+    return not any(
+        e.data.get("definition") and e.type in (EventType.RUN_CREATED, EventType.RUN_STARTED)
+        for e in log
+    )
 
 
 def _what(payload: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import random
 from dataclasses import dataclass
@@ -17,17 +18,18 @@ from ..client import Client
 from ..settings import Settings
 from ..worker import Worker
 from ..worlds.memory import MemoryStore
-from . import workload
+from . import drivers, flows, workload
 from .determinism import patched
 from .faults import FaultPlan, FaultyWorld
 from .loop import PROCESS, StuckError, VirtualLoop
-from .probe import VISIBLY_STUCK, Probe
+from .probe import Probe, waits_for_operator
 from .trace import Trace
 
 HORIZON = 6 * 3600.0
 """Virtual seconds a seed may take before its runs are judged (a hook's timeout is 1h)."""
 VISIBILITY = 30.0
 RUNS = 4
+WORKFLOWS = workload.WORKFLOWS + flows.WORKFLOWS
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,22 +64,28 @@ class _Processes:
         self.workers: dict[int, Worker] = {}
         self.count = 0
 
-    def boot(self) -> None:
+    def boot(self, *, draining: bool = False) -> None:
+        """Start a worker process; a ``draining`` one is an old version on its way out, which
+        drives the runs pinned to it and takes no new run."""
         self.count += 1
         process = self.count
+        took = functools.partial(self.probe.took_unpinned, process) if draining else None
         world = FaultyWorld(
             self.store,
             self.plan,
             self.rng,
             self.trace,
             f"p{process}",
+            on_token=self.probe.token,
+            on_unpinned_start=took,
             visibility_seconds=VISIBILITY,
         )
-        worker = Worker(world, workload.WORKFLOWS, settings=Settings.from_env({}))
+        settings = Settings.from_env({"WAYLINE_WORKER_DRAINING": "1"} if draining else {})
+        worker = Worker(world, WORKFLOWS, settings=settings)
         self.workers[process] = worker
         context = contextvars.copy_context()
         context.run(PROCESS.set, process)
-        self.trace.note(f"p{process} boots")
+        self.trace.note(f"p{process} boots" + (" draining" if draining else ""))
         self.loop.create_task(worker.start(), name=f"sim-boot-p{process}", context=context)
 
     def crash(self) -> None:
@@ -103,7 +111,13 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
     loop.set_exception_handler(lambda _loop, _context: None)
     trace = Trace(loop.elapsed)
     store = MemoryStore()
-    probe = Probe(store, trace, dict(workload.LIMITS))
+    probe = Probe(
+        store,
+        trace,
+        dict(workload.LIMITS),
+        rates=dict(flows.RATES),
+        debounce_period=flows.DEBOUNCE_SECONDS,
+    )
     processes = _Processes(loop, store, plan, random.Random(rng.getrandbits(64)), trace, probe)
     trace.note(f"seed {seed}: {plan}")
     quiet = logging.getLogger("wayline")
@@ -112,6 +126,7 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
     try:
         with patched(loop, random.Random(rng.getrandbits(64)), processes.exited):
             workload.Stage.probe, workload.Stage.rng = probe, random.Random(rng.getrandbits(64))
+            workload.Stage.broken = set()
             try:
                 loop.run_until_complete(_main(loop, store, processes, rng, trace, probe, runs))
             except StuckError as err:
@@ -135,19 +150,27 @@ async def _main(
 ) -> None:
     for _ in range(2):
         processes.boot()
+    if rng.random() < 0.25:  # an old version on its way out, beside the current one's
+        processes.boot(draining=True)
     client = Client(
         FaultyWorld(store, FaultPlan(), rng, trace, "client", visibility_seconds=VISIBILITY),
-        workload.WORKFLOWS,
+        WORKFLOWS,
     )
     crashes = [
         loop.call_later(rng.uniform(1.0, 60.0), processes.crash)
         for _ in range(processes.plan.crashes)
     ]
-    drivers = [
+    orders = [
         workload.drive(client, random.Random(rng.getrandbits(64)), trace, f"o{i}")
         for i in range(runs)
     ]
-    await asyncio.gather(*drivers)
+    # A client without definitions starts runs by name, as `wayline start` does: they are
+    # pinned by the first worker that begins them, which must not be a draining one.
+    bare = Client(
+        FaultyWorld(store, FaultPlan(), rng, trace, "client", visibility_seconds=VISIBILITY)
+    )
+    features = drivers.drive(client, bare, random.Random(rng.getrandbits(64)), trace, probe)
+    await asyncio.gather(*orders, features)
     # A poll, not an event: "every run ended" has no one place that could set one, and a
     # poll on virtual time costs one loop turn per ten seconds.
     while loop.elapsed() < HORIZON and not _settled(store):  # noqa: ASYNC110
@@ -164,7 +187,7 @@ async def _main(
 def _settled(store: MemoryStore) -> bool:
     """Every run ended, or waits for an operator (nothing more happens to it by itself)."""
     return bool(store.runs) and all(
-        i.status.terminal or i.status in VISIBLY_STUCK for i in store.runs.values()
+        i.status.terminal or waits_for_operator(i) for i in store.runs.values()
     )
 
 

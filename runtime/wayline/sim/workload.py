@@ -28,9 +28,11 @@ class Stage:
 
     probe: Probe | None = None
     rng: random.Random = random.Random(0)
+    broken: set[str] = set()
+    """Tags whose ``sim.fragile`` step fails until a client mends them (``sim/flows.py``)."""
 
 
-async def _work(name: str, fail: float = 0.0) -> None:
+async def work(name: str, fail: float = 0.0) -> None:
     probe = Stage.probe
     assert probe is not None, "a simulated body runs inside a seed"
     async with probe.body(name):
@@ -41,18 +43,18 @@ async def _work(name: str, fail: float = 0.0) -> None:
 
 @step(name="sim.refund", max_retries=5, retry_delay="1s")
 async def refund(order: str) -> None:
-    await _work("refund")
+    await work("refund")
 
 
 @step(name="sim.charge", compensate=refund, max_retries=3, retry_delay="1s")
 async def charge(order: str) -> str:
-    await _work("charge", fail=0.3)
+    await work("charge", fail=0.3)
     return f"charge-{order}"
 
 
 @step(name="sim.restock", max_retries=5, retry_delay="1s")
 async def restock(order: str) -> None:
-    await _work("restock")
+    await work("restock")
 
 
 @step(
@@ -63,13 +65,13 @@ async def restock(order: str) -> None:
     concurrency=Limit(key=lambda order: "dock", max=SHIP_MAX, lease="20s"),
 )
 async def ship(order: str) -> str:
-    await _work("ship", fail=0.1)
+    await work("ship", fail=0.1)
     return f"parcel-{order}"
 
 
 @step(name="sim.send", max_retries=3)
 async def send(order: str) -> str:
-    await _work("send", fail=0.2)
+    await work("send", fail=0.2)
     return f"sent-{order}"
 
 
@@ -106,6 +108,10 @@ async def drive(client: Client, rng: random.Random, trace: Trace, name: str) -> 
     ]
     if rng.random() < 0.25:
         racers.append(_cancel(client, handle.run_id, rng.uniform(0.0, 60.0), trace))
+    if rng.random() < 0.25:
+        racers.append(
+            _pause(client, handle.run_id, rng.uniform(0.0, 40.0), rng.uniform(0, 30), trace)
+        )
     await asyncio.gather(*racers)
 
 
@@ -121,6 +127,24 @@ async def _resume(client: Client, after: float, name: str, ok: bool, trace: Trac
         except WaylineError as err:  # the run ended, or the store did not answer
             trace.note(f"client resume of approve:{name} refused: {err.code}")
             return
+
+
+async def _pause(client: Client, run_id: str, after: float, hold: float, trace: Trace) -> None:
+    """Pause the run a while, then unpause it (a run left paused would wait for ever)."""
+    await asyncio.sleep(after)
+    try:
+        paused = await client.pause(run_id, "paused by the simulation")
+    except WaylineError as err:  # it ended, or is being compensated or cancelled
+        trace.note(f"client pause {run_id[-6:]} refused: {err.code}")
+        return
+    trace.note(f"client pause {run_id[-6:]}: {paused}")
+    await asyncio.sleep(hold)
+    try:
+        done = await client.unpause(run_id, "unpaused by the simulation")
+    except WaylineError as err:  # a cancel ended it meanwhile
+        trace.note(f"client unpause {run_id[-6:]} refused: {err.code}")
+        return
+    trace.note(f"client unpause {run_id[-6:]}: {done}")
 
 
 async def _cancel(client: Client, run_id: str, after: float, trace: Trace) -> None:
