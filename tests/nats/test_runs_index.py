@@ -247,3 +247,28 @@ async def test_a_failed_repair_does_not_fail_the_read(open_nats_world: OpenWorld
     await js.update_stream(config)
     page = await world.runs_page(after=None, limit=10, workflow=_WF)
     assert [(r.run_id, r.status) for r in page] == [(run_id, RunStatus.COMPLETED)]
+
+
+async def test_a_deleted_run_leaves_no_entry_whatever_its_id(open_nats_world: OpenWorlds) -> None:
+    """A cleanup purges a run's entries by its status-wildcarded subject (the run as its log
+    has it), a hashed id included."""
+    world = await open_nats_world()
+    index = world._runs()
+    ids = [new_run_id(), "d" * 125]
+    for run_id in ids:
+        await world.append(run_id, _created(), expected_seq=0)
+        await world.append(run_id, _completed(), expected_seq=1)
+    await _named_settled(world, 2)
+    assert await world.delete_runs(older_than=0.0, statuses=[RunStatus.COMPLETED]) == 2
+    assert await index.subjects(index.stream, f"{world.names.prefix}.ri.>") == []
+
+
+async def _named_settled(world: Any, count: int) -> None:
+    """Wait (bounded) until the index names ``count`` subjects: the purges of old statuses
+    wait for no reply."""
+    index = world._runs()
+    for _ in range(100):
+        if len(await index.subjects(index.stream, f"{world.names.prefix}.ri.>")) == count:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the index does not settle at {count} entries")

@@ -274,10 +274,14 @@ class RunsIndex:
         except Exception as err:
             raise wrap(self._url, "writing the runs index", err) from err
 
-    async def forget_run(self, run_id: str) -> None:
-        """Purge the entry of a run that was deleted or archived."""
+    async def forget_run(self, run_id: str, info: RunInfo | None = None) -> None:
+        """Purge the entries of a run that was deleted or archived. With the run's ``info``
+        the filter is a wildcard on the status token only, which the server matches as
+        cheaply as an exact subject: 1,000 such purges in a 10,000-run index took 0.15 to
+        0.21 s against 0.94 to 1.36 s for ``*.*.*.<run>`` (on a loaded machine)."""
+        pattern = self._run_filter(run_id) if info is None else self._statuses_filter(info)
         try:
-            await self._js.purge_stream(self.stream, subject=self._run_filter(run_id))
+            await self._js.purge_stream(self.stream, subject=pattern)
         except Exception as err:
             raise wrap(self._url, "purging the runs index", err) from err
 
