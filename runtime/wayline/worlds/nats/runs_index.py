@@ -40,6 +40,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import nats.js.errors
+
 from ..._core.events import RunStatus
 from ...errors import WorldError, WorldUnavailableError
 from ...world import RunInfo
@@ -218,9 +220,9 @@ class RunsIndex:
         before entries had bodies."""
         try:
             msg = await self._js.get_last_msg(self.stream, subject)
+        except nats.js.errors.NotFoundError:
+            return None
         except Exception as err:
-            if type(err).__name__ == "NotFoundError":
-                return None
             raise wrap(self._url, "reading the runs index", err) from err
         try:
             found = json.loads(msg.data or b"null")
