@@ -64,7 +64,7 @@ from .direct import (
     read_subject,
 )
 from .logcheck import as_number, checked_summary, decode_entry
-from .names import Names, kv_key, token_value
+from .names import Names, kv_key, subject_token, token_value
 from .run_cache import RunCache, RunState
 from .skew import Skew
 
@@ -809,24 +809,30 @@ class EventLog:
         run_ids: Iterable[str] | None = None,
         checked: Callable[[str, Mapping[str, Any] | None], None] | None = None,
         after: tuple[float, str] | None = None,
+        tokens: Iterable[str] = (),
     ) -> list[RunInfo]:
         """Newest first. ``run_ids``: only those runs (the search attribute index's
-        candidates), each judged by its log's summary against ``where``; ``checked`` is told
-        each candidate's attributes as its log has them (None: no such run); ``after``: only
-        the runs past that ``(created_at, run_id)`` in the order (a page's cursor)."""
+        candidates), each judged by its log's summary against ``where``, and those whose
+        subject tokens are ``tokens`` (a hashed token does not give its run id back);
+        ``checked`` is told each candidate's attributes as its log has them (None: no such
+        run); ``after``: only the runs past that ``(created_at, run_id)`` in the order (a
+        page's cursor)."""
         wanted = None if run_ids is None else list(run_ids)
         try:
             if wanted is None:
                 msgs = await self._last_messages()
             else:
-                msgs = await self._last_of([self._names.run_subject(r) for r in wanted])
+                subjects = [self._names.run_subject(r) for r in wanted]
+                subjects += [f"{self._names.prefix}.ev.{t}" for t in tokens]
+                msgs = await self._last_of(subjects)
         except WorldUnavailableError:
             raise
         except Exception as err:
             raise wrap(self._url, "listing runs", err) from err
         if checked is not None and wanted is not None:
-            read = {token_value(m.subject.rsplit(".", 1)[-1]) or "" for m in msgs}
-            for missing in set(wanted) - read:
+            # compared as tokens: a hashed one does not give its run id back
+            read = {m.subject.rsplit(".", 1)[-1] for m in msgs}
+            for missing in {r for r in wanted if subject_token(r) not in read}:
                 checked(missing, None)
         rows: list[tuple[float, str, dict[str, Any], float, StoredMsg]] = []
         fenced: list[RunInfo] = []

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..._core.events import RunStatus
 from ...errors import CorruptLogError, WorldError, WorldUnavailableError
-from ...world import entries, terminal_statuses
+from ...world import RunInfo, entries, terminal_statuses
 from ...world.blobs import INCARNATION, PAYLOAD_KEYS, REF, is_incarnation, is_ref
 from .blobs import Archived
 from .codec import dumps, wrap
@@ -60,9 +60,10 @@ class Retention:
         self._queue = queue
         self._url = url
         self._timeout = timeout
-        self.on_drop: Callable[[str, str | None, float], Awaitable[None]] | None = None
-        """Called for each run dropped, with its incarnation (``blobs.py``) and its end: the
-        world purges the run's step streams and, on cleanup, its out-of-line payloads."""
+        self.on_drop: Callable[[RunInfo, str | None, float], Awaitable[None]] | None = None
+        """Called for each run dropped, with the run as its log has it, its incarnation
+        (``blobs.py``) and its end: the world purges the run's step streams, its index
+        entries and, on cleanup, its out-of-line payloads."""
 
     async def _candidates(
         self, older_than: float, statuses: set[str], limit: int | None
@@ -219,7 +220,7 @@ class Retention:
             # that fails, the run is still there for the next cleanup to finish
             if self.on_drop is not None:
                 incarnation = st.first_id if is_incarnation(st.first_id) else None
-                await self.on_drop(run_id, incarnation, ended)
+                await self.on_drop(info, incarnation, ended)
             try:
                 await self._js.purge_stream(self._names.events_stream, subject=st.subject)
             except Exception as err:

@@ -5,41 +5,61 @@ and in what order, each row shown is read from its run's last message."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import logging
+from collections.abc import Awaitable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from ..._core.events import RunStatus
+from ...errors import WaylineError
 from ...world import RunInfo
 from ...world.ports.event_log import ALL
 from .eventlog import EventLog
-from .names import Names, token_value
-from .runs_index import Entry, RunsIndex, entry_of, top
+from .names import Names
+from .runs_index import Entry, RunsIndex, top
+
+log = logging.getLogger(__name__)
 
 _WRITES_AT_ONCE = 200
 """Entries a reconciliation writes at once (their publishes are pipelined)."""
 
 
+async def _repair(what: str, write: Awaitable[object]) -> None:
+    """A write that repairs the index (derived data) on a read: a failure is logged, never
+    raised, so that the read (a console in read-only mode, a server that refuses writes for a
+    moment) shows the runs as their logs have them; a later read repairs it."""
+    try:
+        await write
+    except WaylineError as err:
+        log.warning("runs index not repaired (%s): %s", what, err)
+
+
+def _token(subject: str) -> str:
+    return subject.rsplit(".", 1)[-1]
+
+
 async def reconcile(log: EventLog, index: RunsIndex, names: Names) -> int:
-    """Make the index name the runs the log holds, when their counts differ (see
-    ``runs_index``): the entries of runs missing from it are written from their last
-    messages, those of runs that are gone purged. Returns how many entries it wrote."""
+    """Make the index name the runs the log holds, when ``needs_reconciling`` says so (see
+    ``runs_index``): the entries of runs missing from it or named more than once are written
+    from their last messages, those of runs that are gone purged. Runs are compared by their
+    subject tokens, so that a run whose id is hashed there is reconciled as any other.
+    Returns how many entries it wrote."""
     if not await index.needs_reconciling(names.events_stream):
         return 0
-    held = await index.subjects(names.events_stream, names.events_wildcard)
-    runs = {r for r in (token_value(s.rsplit(".", 1)[-1]) for s in held) if r is not None}
-    named: dict[str, list[Entry]] = {}
+    runs = {_token(s) for s in await index.subjects(names.events_stream, names.events_wildcard)}
+    named: dict[str, list[str]] = {}
     for subject in await index.subjects(index.stream, f"{names.prefix}.ri.>"):
-        entry = entry_of(subject)
-        if entry is not None:
-            named.setdefault(entry.run_id, []).append(entry)
-    await index.purge(e for run_id, found in named.items() if run_id not in runs for e in found)
-    missing = [r for r in runs if len(named.get(r, ())) != 1]
-    infos = await log.list_runs(None, None, ALL, run_ids=missing)
+        named.setdefault(_token(subject), []).append(subject)
+    gone = [s for token, found in named.items() if token not in runs for s in found]
+    await _repair("runs gone", index.purge_subjects(gone))
+    missing = [t for t in runs if len(named.get(t, ())) != 1]
+    infos = await log.list_runs(None, None, ALL, run_ids=[], tokens=missing)
     readable = [i for i in infos if i.status is not RunStatus.CORRUPT]
+    index.unindexed = len(infos) - len(readable)  # the index never holds a corrupt run
     for start in range(0, len(readable), _WRITES_AT_ONCE):
         chunk = readable[start : start + _WRITES_AT_ONCE]
-        await asyncio.gather(*(index.put(i, new=i.run_id not in named) for i in chunk))
+        writes = [index.put(i, new=_token(index.subject(i)) not in named) for i in chunk]
+        await asyncio.gather(*(_repair("reconciling", w) for w in writes))
     return len(readable)
 
 
@@ -57,10 +77,11 @@ async def page(
     ``RunStatus.CORRUPT``, which only a run's log tells)."""
     await reconcile(log, index, names)
     named = await index.named(status, workflow)
+    await index.resolve(named)
     out: list[RunInfo] = []
     shown: set[str] = set()  # a run named twice (a purge lost on the way) is shown once
     while len(out) < limit:
-        chunk = top(named, after, limit - len(out))
+        chunk = top(named, after, limit - len(out), index.hashed)
         if not chunk:
             break
         after = (chunk[-1].created_at, chunk[-1].run_id)
@@ -103,7 +124,7 @@ async def _checked(
                 out.append(replace(info, created_at=entry.created_at))
             continue
         if not index.matches(entry, info):
-            await index.put(info)
+            await _repair(f"run {info.run_id}", index.put(info))
             if (status is not None and info.status is not status) or (
                 workflow is not None and info.workflow != workflow
             ):
@@ -111,7 +132,7 @@ async def _checked(
             if info.created_at != entry.created_at:
                 continue  # its place in the order moved: the next read finds it there
         out.append(info)
-    await index.purge(stale)
+    await _repair("runs gone", index.purge(stale))
     return out
 
 

@@ -299,10 +299,11 @@ class NatsWorld(World):
         streams, blobs = self._st(), self._blob_store
         stored = await blobs.names()
 
-        async def drop(run_id: str, incarnation: str | None, ended: float) -> None:
+        async def drop(info: RunInfo, incarnation: str | None, ended: float) -> None:
+            run_id = info.run_id
             await streams.purge_run(run_id)  # its step streams, then its payloads
             await self._index().forget_run(run_id)
-            await self._runs().forget_run(run_id)
+            await self._runs().forget_run(run_id, info)
             await blobs.drop(run_id, incarnation, ended, stored, lambda: retention.archived(run_id))
 
         retention.on_drop = drop
@@ -334,10 +335,10 @@ class NatsWorld(World):
         retention = self._retention()
         streams = self._st()
 
-        async def drop(run_id: str, incarnation: str | None, ended: float) -> None:
-            await streams.purge_run(run_id)  # payloads stay: the archived events name them
-            await self._index().forget_run(run_id)
-            await self._runs().forget_run(run_id)
+        async def drop(info: RunInfo, incarnation: str | None, ended: float) -> None:
+            await streams.purge_run(info.run_id)  # payloads stay: the archived events name them
+            await self._index().forget_run(info.run_id)
+            await self._runs().forget_run(info.run_id, info)
 
         retention.on_drop = drop
         return await retention.archive_runs(older_than, limit)
