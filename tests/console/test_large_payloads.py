@@ -59,6 +59,22 @@ async def test_a_large_output_is_linked_from_the_run_and_streamed_byte_for_byte(
     assert body == expected
 
 
+async def test_the_run_json_of_a_1_mb_result_does_not_carry_it_in_its_story(
+    console: Console,
+) -> None:
+    client = console.engine.client
+    async with console.engine.worker([large_output]):
+        handle = await client.start(large_output, 1_000_000, "s")
+        await handle.result(timeout=60)
+    response = await console.http.get(f"/api/runs/{handle.run_id}")
+    run = response.json()
+    assert run["output"] is None and run["outputPayload"] is not None
+    # the story's result line is cut as its input line is: the value is read from its link
+    result = [line for line in run["story"].splitlines() if line.startswith("result")]
+    assert len(result) == 1 and len(result[0]) < 300, len(result[0])
+    assert len(response.content) < INLINE_BYTES, (len(response.content), len(run["story"]))
+
+
 async def test_a_payload_of_up_to_64_kib_is_inline_and_its_link_gives_it_too(
     console: Console,
 ) -> None:

@@ -44,6 +44,10 @@ from .requests import (
 )
 from .steps import FIRST_PAGE, MAX_PAGE, groups_of, occurrences, page_of, step_cursor
 
+STORY_RESULT_CHARS = 200
+"""How much of a run's result its story (the ``runs show`` text the page shows) prints: as
+much as of its input; the whole value is read from ``/api/runs/{id}/output``."""
+
 SCAN_LIMIT = 10_000
 """How many of the newest runs the workers page and the live feed look at."""
 
@@ -145,6 +149,9 @@ class Console:
             waiting,
             now=world.now(),
             visibility_seconds=world.visibility_seconds,
+            # the story is read in the page, next to the output's own preview and link: a
+            # large result printed whole would put the value back into the run's JSON
+            result_limit=STORY_RESULT_CHARS,
         )
         out = run_to_json(info)
         shown(out, "input")  # a large one is read from /input or /output, not inlined
