@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.blobs.stores import blobs_of, stored
 from tests.conftest import WorldFactory
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
+from wayline.errors import ConfigurationError
+from wayline.worlds.memory import MemoryWorld
 
 GRACE = 0.5
 """The orphan grace of the test's world, in seconds (an hour by default)."""
@@ -33,3 +37,16 @@ async def test_a_retried_start_after_the_grace_keeps_its_input_blob(
     await world.delete_runs(older_than=0)
     await world.append(run_id, list(stowed))
     assert await stored(world, run_id, big), "the live run's input blob was deleted"
+
+
+@pytest.mark.parametrize("grace", [0, -1.0, float("nan")])
+async def test_a_grace_that_is_not_a_positive_number_of_seconds_is_refused(
+    make_world: WorldFactory, grace: float
+) -> None:
+    with pytest.raises(ConfigurationError, match="orphan_grace_seconds"):
+        await make_world(orphan_grace_seconds=grace)
+
+
+def test_the_memory_world_refuses_a_grace_of_zero_too() -> None:
+    with pytest.raises(ConfigurationError, match="orphan_grace_seconds"):
+        MemoryWorld(orphan_grace_seconds=0)
