@@ -93,6 +93,20 @@ async def test_a_payload_of_up_to_64_kib_is_inline_and_its_link_gives_it_too(
     assert linked["output"] is None and linked["outputPayload"]["bytes"] == INLINE_BYTES + 1
 
 
+async def test_head_on_a_payload_link_answers_its_length_and_no_body(console: Console) -> None:
+    run_id, _ = await _large_run(console, "d")
+    for which in ("output", "input"):  # a blob, and a small inline value
+        response = await console.http.head(f"/api/runs/{run_id}/{which}")
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json"
+        # the length comes from the run's reference (or its small inline value), unread
+        body = (await console.http.get(f"/api/runs/{run_id}/{which}")).content
+        assert response.headers["content-length"] == str(len(body))
+        assert response.content == b""
+    missing = await console.http.head("/api/runs/wf_00000000000000000000000000000000/output")
+    assert missing.status_code == 404
+
+
 async def test_a_missing_blob_is_a_typed_error_before_any_byte(console: Console) -> None:
     run_id, result = await _large_run(console, "m")
     world = console.engine.world

@@ -27,7 +27,7 @@ from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .folds import KEPT_RUNS, RunFolds
-from .payloads import shown, streamed
+from .payloads import probed, shown, streamed
 from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
@@ -180,6 +180,8 @@ class Console:
 
     async def _payload(self, request: Request, which: PayloadField) -> Response:
         run_id = await self.client.resolve(request.path_params["run_id"])
+        if request.method == "HEAD":
+            return await probed(self.client, run_id, which)
         return await streamed(self.client, run_id, which)
 
     async def steps(self, request: Request) -> Response:
