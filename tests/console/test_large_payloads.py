@@ -6,13 +6,15 @@ and the link; a blob that is gone is a typed error, not a crash or a cut-off bod
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
+from selenium.webdriver.remote.webdriver import WebDriver
 
 import wayline
 from tests.blobs.stores import remove_blob
 from tests.console.browser import Page
-from tests.console.conftest import Console
+from tests.console.conftest import TOKEN, Console, served_page
 from wayline.cli.console import create_app
 
 RESULT_CHARS = 5_000_000  # a 5 MB result: well over any world's inline threshold
@@ -154,3 +156,51 @@ async def test_the_run_page_shows_a_large_results_preview_and_its_link(
         assert response.headers.get("transfer-encoding") == "chunked"
         body = b"".join([chunk async for chunk in response.aiter_raw()])
     assert body == _stored(result)
+
+
+async def test_show_all_with_a_token_shows_a_failed_read_in_the_page_not_a_window(
+    console: Console, chromium: WebDriver, tmp_path: Path
+) -> None:
+    run_id, result = await _large_run(console, "t")
+    await remove_blob(console.engine.world, run_id, result)  # so the link's read fails
+    async with served_page(console, chromium, tmp_path, reads_need_token=True) as page:
+        await page.open("/")
+        await page.type("#token", TOKEN + "\n")
+        await page.open(f"/runs/{run_id}")
+        await page.click("#output-all")
+        await page.text("#output-error", "CORRUPT_LOG")
+        # the window opened in the click was closed again: no error's JSON shown as the value
+        windows = await page.until(
+            lambda driver: len(driver.window_handles) == 1 or None, "one window"
+        )
+        assert windows is True
+
+
+async def test_show_all_with_a_token_opens_the_value_in_a_window_of_its_own(
+    console: Console, chromium: WebDriver, tmp_path: Path
+) -> None:
+    run_id, _ = await _large_run(console, "w")
+    async with served_page(console, chromium, tmp_path, reads_need_token=True) as page:
+        await page.open("/")
+        await page.type("#token", TOKEN + "\n")
+        await page.open(f"/runs/{run_id}")
+        main = chromium.current_window_handle
+        await page.click("#output-all")
+        opened = await page.until(
+            lambda driver: [h for h in driver.window_handles if h != main] or None, "a window"
+        )
+        chromium.switch_to.window(opened[0])
+        try:
+            start = await page.until(
+                lambda driver: (
+                    driver.execute_script(
+                        "return document.body && document.body.innerText.slice(0, 6)"
+                    )
+                    or None
+                ),
+                "the value",
+            )
+            assert start == '"wwwww'
+        finally:
+            chromium.close()
+            chromium.switch_to.window(main)
