@@ -6,13 +6,15 @@ and the link; a blob that is gone is a typed error, not a crash or a cut-off bod
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
+from selenium.webdriver.remote.webdriver import WebDriver
 
 import wayline
 from tests.blobs.stores import remove_blob
 from tests.console.browser import Page
-from tests.console.conftest import Console
+from tests.console.conftest import TOKEN, Console, served_page
 from wayline.cli.console import create_app
 
 RESULT_CHARS = 5_000_000  # a 5 MB result: well over any world's inline threshold
@@ -59,6 +61,22 @@ async def test_a_large_output_is_linked_from_the_run_and_streamed_byte_for_byte(
     assert body == expected
 
 
+async def test_the_run_json_of_a_1_mb_result_does_not_carry_it_in_its_story(
+    console: Console,
+) -> None:
+    client = console.engine.client
+    async with console.engine.worker([large_output]):
+        handle = await client.start(large_output, 1_000_000, "s")
+        await handle.result(timeout=60)
+    response = await console.http.get(f"/api/runs/{handle.run_id}")
+    run = response.json()
+    assert run["output"] is None and run["outputPayload"] is not None
+    # the story's result line is cut as its input line is: the value is read from its link
+    result = [line for line in run["story"].splitlines() if line.startswith("result")]
+    assert len(result) == 1 and len(result[0]) < 300, len(result[0])
+    assert len(response.content) < INLINE_BYTES, (len(response.content), len(run["story"]))
+
+
 async def test_a_payload_of_up_to_64_kib_is_inline_and_its_link_gives_it_too(
     console: Console,
 ) -> None:
@@ -75,6 +93,20 @@ async def test_a_payload_of_up_to_64_kib_is_inline_and_its_link_gives_it_too(
     assert streamed.content == _stored(inline["output"])
     linked = (await console.http.get(f"/api/runs/{over.run_id}")).json()
     assert linked["output"] is None and linked["outputPayload"]["bytes"] == INLINE_BYTES + 1
+
+
+async def test_head_on_a_payload_link_answers_its_length_and_no_body(console: Console) -> None:
+    run_id, _ = await _large_run(console, "d")
+    for which in ("output", "input"):  # a blob, and a small inline value
+        response = await console.http.head(f"/api/runs/{run_id}/{which}")
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json"
+        # the length comes from the run's reference (or its small inline value), unread
+        body = (await console.http.get(f"/api/runs/{run_id}/{which}")).content
+        assert response.headers["content-length"] == str(len(body))
+        assert response.content == b""
+    missing = await console.http.head("/api/runs/wf_00000000000000000000000000000000/output")
+    assert missing.status_code == 404
 
 
 async def test_a_missing_blob_is_a_typed_error_before_any_byte(console: Console) -> None:
@@ -124,3 +156,51 @@ async def test_the_run_page_shows_a_large_results_preview_and_its_link(
         assert response.headers.get("transfer-encoding") == "chunked"
         body = b"".join([chunk async for chunk in response.aiter_raw()])
     assert body == _stored(result)
+
+
+async def test_show_all_with_a_token_shows_a_failed_read_in_the_page_not_a_window(
+    console: Console, chromium: WebDriver, tmp_path: Path
+) -> None:
+    run_id, result = await _large_run(console, "t")
+    await remove_blob(console.engine.world, run_id, result)  # so the link's read fails
+    async with served_page(console, chromium, tmp_path, reads_need_token=True) as page:
+        await page.open("/")
+        await page.type("#token", TOKEN + "\n")
+        await page.open(f"/runs/{run_id}")
+        await page.click("#output-all")
+        await page.text("#output-error", "CORRUPT_LOG")
+        # the window opened in the click was closed again: no error's JSON shown as the value
+        windows = await page.until(
+            lambda driver: len(driver.window_handles) == 1 or None, "one window"
+        )
+        assert windows is True
+
+
+async def test_show_all_with_a_token_opens_the_value_in_a_window_of_its_own(
+    console: Console, chromium: WebDriver, tmp_path: Path
+) -> None:
+    run_id, _ = await _large_run(console, "w")
+    async with served_page(console, chromium, tmp_path, reads_need_token=True) as page:
+        await page.open("/")
+        await page.type("#token", TOKEN + "\n")
+        await page.open(f"/runs/{run_id}")
+        main = chromium.current_window_handle
+        await page.click("#output-all")
+        opened = await page.until(
+            lambda driver: [h for h in driver.window_handles if h != main] or None, "a window"
+        )
+        chromium.switch_to.window(opened[0])
+        try:
+            start = await page.until(
+                lambda driver: (
+                    driver.execute_script(
+                        "return document.body && document.body.innerText.slice(0, 6)"
+                    )
+                    or None
+                ),
+                "the value",
+            )
+            assert start == '"wwwww'
+        finally:
+            chromium.close()
+            chromium.switch_to.window(main)

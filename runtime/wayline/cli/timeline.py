@@ -360,9 +360,12 @@ def render_show(
     now: float | None = None,
     visibility_seconds: float | None = None,
     forks: Sequence[str] = (),
+    result_limit: int | None = None,
 ) -> None:
     """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it;
-    ``forks``: the runs forked from it).
+    ``forks``: the runs forked from it). ``result_limit`` cuts the result line to that many
+    characters, as the input line always is; None prints the result whole, as the command
+    does for a person who asked for the run.
     ``now`` and ``visibility_seconds`` (the world's) bound when a step whose body started and
     recorded no outcome is run again if the worker holding it died."""
     tl = fold(info.run_id, events)
@@ -541,7 +544,10 @@ def render_show(
     if info.continued_as is not None:
         p(f"chain     continued as new \u2192 {info.continued_as}")
     elif info.status == "completed":
-        p(f"result    {json.dumps(info.output, indent=2, default=str)}")
+        if result_limit is None:
+            p(f"result    {json.dumps(info.output, indent=2, default=str)}")
+        else:
+            p(f"result    {fmt_json(info.output, result_limit)}")
     elif info.error and info.status is not RunStatus.PAUSED:  # its own line says why
         p(f"error     {fmt_error(info.error)}")
     elif info.status == "compensation_stuck":

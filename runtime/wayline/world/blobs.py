@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from .._core.events import Event, NewEvent
 from .._core.limits import json_bound
 from .._core.projections import RunInfo
-from ..errors import BlobMissingError
+from ..errors import BlobMissingError, ConfigurationError
 from .entries import Unreadable, loads
 from .ports.blobs import BlobRef, PayloadField, digest_of
 
@@ -57,6 +57,18 @@ ORPHAN_GRACE_SECONDS = 3600.0
 stored before the append that names it, so such a blob may be a start in flight; an hour is far
 past any append's deadline, so one that old is the start of a process that died between the
 two, or of an append that was refused, and no event will ever name it."""
+
+
+def orphan_grace(seconds: float) -> float:
+    """``seconds`` as a world's orphan grace, or a :class:`ConfigurationError`: a grace of
+    zero or less would let cleanup delete the blob of a start in flight, before its append."""
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not seconds > 0:
+        raise ConfigurationError(
+            f"orphan_grace_seconds={seconds!r} must be a positive number of seconds: a blob "
+            "younger than it may be a start in flight (the default is an hour)"
+        )
+    return float(seconds)
+
 
 _CACHE_BYTES = 256 * 1024 * 1024
 """Decoded blobs kept per world, by the size of their JSON."""

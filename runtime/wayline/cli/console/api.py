@@ -27,7 +27,7 @@ from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .folds import KEPT_RUNS, RunFolds
-from .payloads import shown, streamed
+from .payloads import probed, shown, streamed
 from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
@@ -43,6 +43,10 @@ from .requests import (
     text_field,
 )
 from .steps import FIRST_PAGE, MAX_PAGE, groups_of, occurrences, page_of, step_cursor
+
+STORY_RESULT_CHARS = 200
+"""How much of a run's result its story (the ``runs show`` text the page shows) prints: as
+much as of its input; the whole value is read from ``/api/runs/{id}/output``."""
 
 SCAN_LIMIT = 10_000
 """How many of the newest runs the workers page and the live feed look at."""
@@ -145,6 +149,9 @@ class Console:
             waiting,
             now=world.now(),
             visibility_seconds=world.visibility_seconds,
+            # the story is read in the page, next to the output's own preview and link: a
+            # large result printed whole would put the value back into the run's JSON
+            result_limit=STORY_RESULT_CHARS,
         )
         out = run_to_json(info)
         shown(out, "input")  # a large one is read from /input or /output, not inlined
@@ -173,6 +180,8 @@ class Console:
 
     async def _payload(self, request: Request, which: PayloadField) -> Response:
         run_id = await self.client.resolve(request.path_params["run_id"])
+        if request.method == "HEAD":
+            return await probed(self.client, run_id, which)
         return await streamed(self.client, run_id, which)
 
     async def steps(self, request: Request) -> Response:

@@ -11,7 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from ...client import Client
 from ...world.ports.blobs import CHUNK_BYTES, PayloadField, prepended
@@ -66,6 +66,22 @@ async def streamed(client: Client, run_id: str, which: PayloadField) -> Streamin
         media_type="application/json",
         headers={"Cache-Control": "no-cache"},
     )
+
+
+async def probed(client: Client, run_id: str, which: PayloadField) -> Response:
+    """The headers :func:`streamed` would answer for a ``HEAD``, with the value's length, and
+    no byte of it read: a blob's size is in the reference the run's log holds. Starlette would
+    otherwise run the ``GET`` and read the whole blob for a body it then drops. Whether the blob
+    still reads whole is what a ``GET`` finds out."""
+    world = client.world
+    ref = await world.payload_blob(run_id, which)
+    if ref is not None:
+        size = ref.size
+    else:
+        info = await client.get_run(run_id)  # RunNotFoundError when there is no run
+        size = len(encoded(info.input if which == "input" else info.output))
+    headers = {"Cache-Control": "no-cache", "Content-Length": str(size)}
+    return Response(media_type="application/json", headers=headers)
 
 
 async def _sliced(data: bytes) -> AsyncIterator[bytes]:

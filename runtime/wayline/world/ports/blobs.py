@@ -4,7 +4,9 @@ A world stores a payload over its inline threshold as a blob and its event carri
 reference (``wayline.world.blobs``); every event and run view a world returns has the value
 again. This port is for the readers that want the bytes themselves without the value: the
 console streams a run's large input or output from here instead of inlining it in the run's
-JSON. A blob is deleted with its run (``Retention``), never on its own.
+JSON. A blob is deleted with its run (``Retention``); one whose run id has no run is deleted
+on its own by cleanup, once it is older than the world's orphan grace
+(``wayline.world.blobs.ORPHAN_GRACE_SECONDS``).
 """
 
 from __future__ import annotations

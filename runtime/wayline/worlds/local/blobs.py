@@ -39,8 +39,12 @@ class LocalBlobs:
         self, run_id: str, digest: str, data: bytes, *, incarnation: str | None = None
     ) -> None:
         def tx(db: sqlite3.Connection) -> None:
+            # A start retried with the same input puts the same blob again: its time must move
+            # on, or orphan cleanup could take the older put's time for the retry's and delete
+            # the blob between the retry's put and its append.
             db.execute(
-                "INSERT OR IGNORE INTO blobs (run_id, digest, data, created_at) VALUES (?,?,?,?)",
+                "INSERT INTO blobs (run_id, digest, data, created_at) VALUES (?,?,?,?) "
+                "ON CONFLICT (run_id, digest) DO UPDATE SET created_at = excluded.created_at",
                 (run_id, digest, data, clock.now()),
             )
 
@@ -86,10 +90,17 @@ def stream_blob(
     read-only connection of its own, so a 64 MiB blob is never held whole and the world's own
     connection is not held in a read while a slow reader takes the chunks; nothing when the
     blob is not stored. Raises :class:`LookupError` once the bytes read do not hash to
-    ``digest`` (the row was replaced under the read): what was yielded then is not the blob.
-    A blob of an archived run is read from ``blobs_archive``, as :meth:`LocalBlobs.get` does.
+    ``digest`` (the row was replaced or removed under the read): what was yielded then is not
+    the blob. A blob of an archived run is read from ``blobs_archive``, as
+    :meth:`LocalBlobs.get` does.
+
+    Each chunk is read in a read transaction of its own, closed before the chunk is yielded:
+    the generator waits on a slow HTTP client between chunks, and a read transaction open over
+    that wait would keep every later commit in the WAL (no checkpoint can pass it), so a
+    stalled reader would grow the WAL without bound.
     """
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=busy_timeout)
+    # as_uri() quotes the path: a '#', '?' or '%' in it would otherwise end or alter the URI.
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=busy_timeout)
     try:
         for table in ("blobs", "blobs_archive"):
             rows = db.execute(
@@ -99,11 +110,27 @@ def stream_blob(
                 break
         else:
             return
-        sha = hashlib.sha256()
-        with db.blobopen(table, "data", rows[0][0], readonly=True) as blob:
-            while chunk := blob.read(chunk_bytes):
-                sha.update(chunk)
-                yield chunk
+        rowid, sha, offset, size = rows[0][0], hashlib.sha256(), 0, None
+        while size is None or offset < size:
+            try:
+                with db.blobopen(table, "data", rowid, readonly=True) as blob:
+                    if size is None:
+                        size = len(blob)
+                    elif len(blob) != size:
+                        raise LookupError(f"blob {digest} holds other bytes")
+                    blob.seek(offset)
+                    chunk = blob.read(chunk_bytes)
+            except sqlite3.OperationalError as err:
+                # The row was deleted between two chunks (blobopen finds no such rowid), or
+                # the database is unavailable, which the caller reports as such.
+                if db.execute(f"SELECT 1 FROM {table} WHERE rowid = ?", (rowid,)).fetchall():
+                    raise
+                raise LookupError(f"blob {digest} was removed during the read") from err
+            if not chunk:
+                break
+            offset += len(chunk)
+            sha.update(chunk)
+            yield chunk
         if sha.hexdigest() != digest:
             raise LookupError(f"blob {digest} holds other bytes")
     finally:

@@ -118,7 +118,8 @@ CREATE TABLE IF NOT EXISTS rate_buckets (
     reserved TEXT NOT NULL DEFAULT '{}'
 ) WITHOUT ROWID;
 -- Out-of-line payloads (wayline.world.blobs): a value's compact JSON, named by its run and
--- its sha256, so a retried write is a no-op and a run's cleanup removes its blobs.
+-- its sha256, so a retried write stores nothing new (it renews created_at, which orphan
+-- cleanup reads) and a run's cleanup removes its blobs.
 CREATE TABLE IF NOT EXISTS blobs (
     run_id TEXT NOT NULL,
     digest TEXT NOT NULL,

@@ -53,7 +53,7 @@ from ...world import (
     entries,
     terminal_statuses,
 )
-from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, payload_field
+from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, orphan_grace, payload_field
 from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
@@ -137,7 +137,7 @@ class LocalWorld(World):
         orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
     ) -> None:
         super().__init__()
-        self._orphan_grace = orphan_grace_seconds
+        self._orphan_grace = orphan_grace(orphan_grace_seconds)
         if synchronous.upper() not in _SYNC_MODES:
             raise ConfigurationError(
                 f"sync={synchronous!r} is not a SQLite world's sync mode: use full (fsync each "

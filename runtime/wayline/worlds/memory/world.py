@@ -30,7 +30,7 @@ from ...world import (
     World,
     terminal_statuses,
 )
-from ...world.blobs import ORPHAN_GRACE_SECONDS
+from ...world.blobs import ORPHAN_GRACE_SECONDS, orphan_grace
 from ...world.ports.blobs import BlobRef, digest_of
 from ...world.registry import merge_served
 from ...world.routing import plain_topic
@@ -54,7 +54,7 @@ class MemoryWorld(World):
     ) -> None:
         super().__init__()
         self._aging = aging_seconds
-        self._orphan_grace = orphan_grace_seconds
+        self._orphan_grace = orphan_grace(orphan_grace_seconds)
         self.store = store if store is not None else MemoryStore()
         if visibility_seconds is None:
             visibility_seconds = Settings.from_env().visibility_seconds

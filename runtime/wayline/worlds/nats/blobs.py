@@ -2,7 +2,9 @@
 ``wayline.world.blobs``).
 
 An object is named ``<run subject token>/<incarnation>/<sha256>``: a write that finds its name
-stored already is skipped (a retried append re-uses the blob, never replaces it under a reader).
+stored already writes no chunks (a retried append re-uses the blob, never replaces it under a
+reader); it writes the object's meta again, as it is, so the orphan grace counts from the
+latest put.
 The incarnation is the ``Nats-Msg-Id`` of the run's first message (its ``run_created``), so a
 run id started again once its log was archived (whose objects stay: the archived events name
 them) or deleted stores its objects under a name of its own. An object named
@@ -184,10 +186,34 @@ class NatsBlobs:
         for _ in range(_TRIES):
             seq, info = await self._meta(name)
             if info is not None and info.size == len(data):
-                return True
+                if await self._renew(name, seq, info):
+                    return True
+                # Another writer wrote the meta since it was read: its put or renewal is as
+                # recent as this one would be. A deletion left no object: write it again.
+                _, info = await self._meta(name)
+                if info is not None and info.size == len(data):
+                    return True
+                continue
             if await self._put_over(name, data, seq, info):
                 return True
         return False
+
+    async def _renew(self, name: str, seq: int, info: Any) -> bool:
+        """Write the stored object's meta again, as it is, so its time is now. A start retried
+        with the same input puts the same blob again; orphan cleanup reads the meta's time,
+        and the first put's time could let it delete the blob between the retry's put and its
+        append. False when the meta subject moved past ``seq`` (another writer's meta)."""
+        try:
+            await self._js.publish(
+                self._meta_subject(name),
+                json.dumps(info.as_dict()).encode(),
+                headers={"Nats-Rollup": "sub", "Nats-Expected-Last-Subject-Sequence": str(seq)},
+            )
+        except Exception as err:
+            if is_wrong_last_sequence(err):
+                return False
+            raise
+        return True
 
     async def _put_over(self, name: str, data: bytes, seq: int, old: Any) -> bool:
         """Write the object if its meta subject's last message is still ``seq`` (see the

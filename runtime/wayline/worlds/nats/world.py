@@ -31,7 +31,7 @@ from ...world import (
     World,
     entries,
 )
-from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, payload_field
+from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, orphan_grace, payload_field
 from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField, prepended
 from ...world.registry import merge_served, readable
 from . import attribute_index, runs_pages
@@ -98,7 +98,7 @@ class NatsWorld(World):
         orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
     ) -> None:
         super().__init__()
-        self._orphan_grace = orphan_grace_seconds
+        self._orphan_grace = orphan_grace(orphan_grace_seconds)
         server_list = [servers] if isinstance(servers, str) else list(servers)
         server_list = [s.strip() for entry in server_list for s in entry.split(",") if s.strip()]
         if not server_list:

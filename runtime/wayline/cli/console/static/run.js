@@ -198,8 +198,31 @@ function payload(id, value, large, shown) {
     if (!wl.token()) return; // the link itself: a console whose reads need no token
     // a token travels in a header, which a link cannot send: read it here, then show it
     event.preventDefault();
-    const response = await fetch(large.href, { headers: { Authorization: "Bearer " + wl.token() } });
-    window.open(URL.createObjectURL(await response.blob()), "_blank");
+    // The window opens in the click itself: a popup blocker may refuse one opened after the
+    // read, once the click's user activation has run out. It is closed again if the read fails,
+    // and the error is shown here instead of an error's JSON passed off as the value.
+    const shown = window.open("", "_blank");
+    const failed = (message) => {
+      if (shown) shown.close();
+      const error = wl.text("div", message, "error");
+      error.id = id + "-error";
+      cell.replaceChildren(preview, all, error);
+    };
+    let response;
+    try {
+      response = await fetch(large.href, { headers: { Authorization: "Bearer " + wl.token() } });
+    } catch (err) {
+      failed(String(err));
+      return;
+    }
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      failed(body.error ? `${body.error.code}: ${body.error.message}` : response.statusText);
+      return;
+    }
+    const url = URL.createObjectURL(await response.blob());
+    if (shown) shown.location.href = url;
+    else window.open(url, "_blank");
   });
   cell.replaceChildren(preview, all);
 }
