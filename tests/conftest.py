@@ -3,7 +3,10 @@ suite (tests/contract) runs unchanged on each of them."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -137,3 +140,45 @@ async def engine(make_world: WorldFactory) -> Any:
 
     world = await make_world()
     return Engine(world=world, make_world=make_world, client=wayline.Client(world))
+
+
+@pytest.fixture(autouse=True)
+def no_pending_asyncio_tasks(request: pytest.FixtureRequest) -> None:
+    """An async test that leaves a task of its own running when its fixtures have closed
+    (kopf's ``_no_asyncio_pending_tasks``): the task would be cancelled unseen when the loop
+    closes, hiding a worker or a poller that was never stopped. Sync tests have no loop to
+    check."""
+    if inspect.iscoroutinefunction(request.function):
+        request.getfixturevalue("_pending_task_guard")
+
+
+@pytest.fixture
+async def _pending_task_guard(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """Set up before the test's other fixtures, so torn down after them: what is still
+    pending then was left by the test. A task gets a few loop turns to finish its own
+    cancellation first, as a close that cancels without awaiting leaves it one turn short."""
+    before = asyncio.all_tasks()
+    yield
+    current = asyncio.current_task()
+    for _ in range(LEAK_GRACE_TURNS):
+        left = asyncio.all_tasks() - before - {current}
+        if not left:
+            return
+        await asyncio.sleep(0)
+    left = {task for task in asyncio.all_tasks() - before - {current} if not task.done()}
+    if left:
+        names = sorted(f"{task.get_name()}: {task.get_coro()!r}" for task in left)
+        # WAYLINE_LEAK_LOG=file collects a whole run's list (docs/testing.md counts it).
+        if log := os.environ.get("WAYLINE_LEAK_LOG"):
+            with open(log, "a") as out:  # noqa: ASYNC230 - one line per leaking test
+                out.write(f"{request.node.nodeid}\t{names}\n")
+        message = f"asyncio tasks left pending ({len(left)}): {names}"
+        warnings.warn(LeakedTasks(message), stacklevel=1)
+
+
+LEAK_GRACE_TURNS = 10
+"""Loop turns a cancelled task gets to run its ``finally`` blocks before it counts as left."""
+
+
+class LeakedTasks(UserWarning):
+    """A test left asyncio tasks pending (a warning, not an error: see docs/testing.md)."""

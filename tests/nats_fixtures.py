@@ -135,7 +135,9 @@ class NatsServer:
         return self.proc is not None and self.proc.poll() is None
 
 
-def _server(jetstream: bool = True, args: Sequence[str] = ()) -> Iterator[NatsServer]:
+def _server(
+    jetstream: bool = True, args: Sequence[str] = (), *, discard: bool = False
+) -> Iterator[NatsServer]:
     binary = require_nats()
     with tempfile.TemporaryDirectory(prefix="wayline-nats-") as tmp:
         server = NatsServer(binary, Path(tmp), jetstream=jetstream, args=args)
@@ -143,13 +145,20 @@ def _server(jetstream: bool = True, args: Sequence[str] = ()) -> Iterator[NatsSe
         try:
             yield server
         finally:
-            server.stop()
+            # A store thrown away with its directory needs no graceful stop: the session
+            # server holds the streams of every test of its process, and writing them out on
+            # SIGTERM took 10-35 s at the end of each test process.
+            if discard:
+                server.kill()
+            else:
+                server.stop()
 
 
 @pytest.fixture(scope="session")
 def nats_server() -> Iterator[NatsServer]:
-    """The session's shared server."""
-    yield from _server()
+    """The session's shared server (one per test process: pytest-xdist runs a session in
+    each)."""
+    yield from _server(discard=True)
 
 
 @pytest.fixture

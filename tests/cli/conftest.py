@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -13,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -45,15 +49,48 @@ class Cli:
             check=False,
         )
 
+    def here(
+        self, *args: str, world: str | None = None, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """The same command run in this process (``wayline.cli.main``, its output captured),
+        for a test about what a command says or does rather than about the process running it:
+        a subprocess costs an interpreter start and the package's import, about a second on an
+        idle machine and several under load. Only for commands that load no application file
+        (one process registers a workflow name once)."""
+        from wayline.cli import main
+
+        argv = [*args, "--world", world or self.world]
+        out, err = io.StringIO(), io.StringIO()
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        try:
+            with (
+                mock.patch.dict(os.environ, self.env, clear=True),
+                mock.patch.object(sys, "stdin", io.StringIO(stdin or "")),
+                contextlib.chdir(self.cwd),
+                contextlib.redirect_stdout(out),
+                contextlib.redirect_stderr(err),
+            ):
+                try:
+                    code = main(argv)
+                except SystemExit as refused:  # argparse refuses a bad argument so
+                    code = int(refused.code or 0)
+        finally:  # the command configured logging to the captured stream, which ends here
+            root.handlers[:] = handlers
+            root.setLevel(level)
+        return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
     def argv(self, *args: str, world: str | None = None) -> list[str]:
         return [sys.executable, "-m", "wayline.cli", *args, "--world", world or self.world]
 
     def json(self, *args: str) -> Any:
-        done = self(*args, "--json")
+        done = self.here(*args, "--json")
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
-    def wait_status(self, run_id: str, status: str, timeout: float = 10) -> Any:
+    def wait_status(self, run_id: str, status: str, timeout: float = 30) -> Any:
+        """The run once it has ``status``; the bound leaves room for a worker process that
+        has yet to start on a loaded machine."""
         deadline = time.monotonic() + timeout
         while True:
             shown = self.json("runs", "show", run_id)

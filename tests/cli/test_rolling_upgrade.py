@@ -122,6 +122,15 @@ def _start(cli: Cli, workflow: str, *args: Any) -> str:
     return done.stdout.strip()
 
 
+def _show(cli: Cli, run_id: str) -> Any:
+    """``runs show --json`` in a process of its own, not ``Cli.json``: read in the test's
+    process after the suite's other tests there, the run's waitingForWorker stayed empty for
+    30 s (the cause is not found yet; docs/testing.md)."""
+    done = cli("runs", "show", run_id, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def _worker(spawn: Callable[..., Background], app: str) -> Background:
     bg = spawn("worker", "--app", app, "--processes", "1")
     bg.wait_for("ready", timeout=30)
@@ -172,14 +181,14 @@ def test_a_changed_shape_leaves_old_runs_waiting_visibly_until_an_old_worker_ret
     runs = [_start(cli, "up_flow", str(marker), f"o{i}", 0.0, 2.0) for i in range(2)]
     _until(lambda: all(f"a-end o{i}" in _lines(marker) for i in range(2)))
     assert old.stop(signal.SIGTERM) == 0
-    shown_before = [cli.json("runs", "show", r) for r in runs]
+    shown_before = [_show(cli, r) for r in runs]
     new = _worker(spawn, v2)
     other = _worker(spawn, gone)
     fresh = _start(cli, "up_flow", str(marker), "n", 0.0, 0.0)
     assert cli.wait_status(fresh, "completed", timeout=30)["output"] == "v2:N"
     time.sleep(2.5)  # the old runs' sleeps are due: nobody may drive them
     for run_id, before in zip(runs, shown_before, strict=True):
-        shown = cli.json("runs", "show", run_id)
+        shown = _show(cli, run_id)
         assert shown["status"] == before["status"]
         assert len(shown["events"]) == len(before["events"]), shown["events"]
         why = shown["waitingForWorker"]

@@ -1,6 +1,8 @@
 """``wayline schedules`` on both worlds: a tick starts one run however many schedulers look
 (in parallel processes, or again), only the latest missed tick runs, Forbid skips and Replace
-cancels, bad input is refused with the reason. Times are fixed with ``run --once --now``."""
+cancels, bad input is refused with the reason. Times are fixed with ``run --once --now``.
+A one-shot command runs in this process (``Cli.here``); the schedulers that look at once, the
+looping scheduler and the worker are processes of their own."""
 
 from __future__ import annotations
 
@@ -20,12 +22,12 @@ pytestmark = pytest.mark.timeout(90)
 
 
 def _add(cli: Cli, name: str, *extra: str) -> None:
-    done = cli("schedules", "add", name, "--workflow", "add", "--input", "[1, 2]", *extra)
+    done = cli.here("schedules", "add", name, "--workflow", "add", "--input", "[1, 2]", *extra)
     assert done.returncode == 0, done.stderr
 
 
 def _look(cli: Cli, now: str) -> str:
-    done = cli("schedules", "run", "--once", "--now", now)
+    done = cli.here("schedules", "run", "--once", "--now", now)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -57,12 +59,12 @@ def test_a_tick_starts_one_run_however_many_schedulers_look(cli: Cli, world_url:
     runs = _runs(cli)
     assert len(runs) == 2 and {r["workflow"] for r in runs} == {"add"}
     assert any("tick 2099-04-02T00:30:00Z started" in out for out in outs), outs
-    listed = json.loads(cli("schedules", "list", "--json").stdout)
+    listed = json.loads(cli.here("schedules", "list", "--json").stdout)
     # a --now ahead of the clock is a rehearsal: kept apart, not the schedule's last tick
     assert listed[0]["name"] == "nightly" and listed[0].get("lastTick") is None
     assert listed[0]["rehearsal"]["lastTick"] is not None
     assert listed[0]["next"] < "2099"  # the scheduler on the clock starts its own ticks
-    cells, row = _table(cli("schedules", "list").stdout)
+    cells, row = _table(cli.here("schedules", "list").stdout)
     assert cells["LAST TICK"] == "-" and cells["NEXT TICK"] < "2099", cells
     assert row.endswith("(rehearsed to 2099-04-02T00:30:00Z)"), row
 
@@ -129,9 +131,9 @@ def test_a_now_ahead_of_the_clock_does_not_hold_back_the_real_schedule(cli: Cli)
     assert _look(cli, "2099-01-01T10:00:40+00:00") == ""  # looked again: nothing new
     (listed,) = cli.json("schedules", "list")
     assert listed.get("lastTick") is None and listed["next"] < "2099", listed
-    assert _table(cli("schedules", "list").stdout)[0]["LAST TICK"] == "-"
+    assert _table(cli.here("schedules", "list").stdout)[0]["LAST TICK"] == "-"
     time.sleep(1.5)  # 90 s of the schedules' clock: a real tick has come
-    real = cli("schedules", "run", "--once")
+    real = cli.here("schedules", "run", "--once")
     assert real.returncode == 0 and "started" in real.stdout, real
     assert len(_runs(cli)) == 2
     (listed,) = cli.json("schedules", "list")
@@ -142,11 +144,11 @@ def test_an_input_from_a_file_is_kept_as_its_text(cli: Cli) -> None:
     """``--input @PATH`` (``@-``: standard input) is read when the schedule is added: its
     ticks start with that JSON even once the file is gone."""
     (cli.cwd / "in.json").write_text("[\n  4,\n  5\n]\n")
-    done = cli("schedules", "add", "a", "--cron", "0 * * * *", "--workflow", "add",
+    done = cli.here("schedules", "add", "a", "--cron", "0 * * * *", "--workflow", "add",
                "--input", "@in.json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     (cli.cwd / "in.json").unlink()
-    piped = cli("schedules", "add", "b", "--cron", "0 * * * *", "--workflow", "add",
+    piped = cli.here("schedules", "add", "b", "--cron", "0 * * * *", "--workflow", "add",
                 "--input", "@-", stdin='"solo"')  # fmt: skip
     assert piped.returncode == 0, piped.stderr
     stored = {e["name"]: e["input"] for e in cli.json("schedules", "list")}
@@ -162,14 +164,14 @@ def test_add_warns_when_no_live_worker_serves_the_workflow(
     """A workflow no live worker serves is added (workers may come later), with a warning on
     standard error naming it: its ticks' runs would wait. No world yet: nothing said, and no
     world made."""
-    early = cli("schedules", "add", "early", "--cron", "@hourly", "--workflow", "add")
+    early = cli.here("schedules", "add", "early", "--cron", "@hourly", "--workflow", "add")
     assert early.returncode == 0 and early.stdout == "early\n", early
     assert early.stderr == "", early.stderr
     assert not (cli.cwd / "w.db").exists()
     spawn("worker", "--app", str(FLOWS)).wait_for("ready on")
-    served = cli("schedules", "add", "served", "--cron", "@hourly", "--workflow", "add")
+    served = cli.here("schedules", "add", "served", "--cron", "@hourly", "--workflow", "add")
     assert served.returncode == 0 and served.stderr == "", served.stderr
-    typo = cli("schedules", "add", "typo", "--cron", "@hourly", "--workflow", "ad")
+    typo = cli.here("schedules", "add", "typo", "--cron", "@hourly", "--workflow", "ad")
     assert typo.returncode == 0 and typo.stdout == "typo\n", typo
     assert "warning" in typo.stderr and "'ad'" in typo.stderr, typo.stderr
     assert len(typo.stderr.strip().splitlines()) == 1, typo.stderr
@@ -177,30 +179,32 @@ def test_add_warns_when_no_live_worker_serves_the_workflow(
 
 
 def test_bad_input_is_refused_with_the_reason(cli: Cli) -> None:
-    bad = cli("schedules", "add", "x", "--cron", "61 * * * *", "--workflow", "add")
+    bad = cli.here("schedules", "add", "x", "--cron", "61 * * * *", "--workflow", "add")
     assert bad.returncode == 2 and "minute" in bad.stderr
-    zone = cli("schedules", "add", "x", "--cron", "* * * * *", "--tz", "Mars/X", "--workflow", "a")
+    zone = cli.here(
+        "schedules", "add", "x", "--cron", "* * * * *", "--tz", "Mars/X", "--workflow", "a"
+    )
     assert zone.returncode == 2 and "Mars/X" in zone.stderr
-    js = cli("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a", "--input", "{")
+    js = cli.here("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a", "--input", "{")
     assert js.returncode == 2 and "--input" in js.stderr
-    late = cli("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a",
+    late = cli.here("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a",
                "--starting-deadline", "-5")  # fmt: skip
     assert late.returncode == 2 and "--starting-deadline" in late.stderr
     assert "Traceback" not in late.stderr
     _add(cli, "x", "--cron", "* * * * *")
-    again = cli("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a")
+    again = cli.here("schedules", "add", "x", "--cron", "* * * * *", "--workflow", "a")
     assert again.returncode == 2 and "exists" in again.stderr
-    assert cli("schedules", "remove", "x").returncode == 0
-    gone = cli("schedules", "remove", "x")
+    assert cli.here("schedules", "remove", "x").returncode == 0
+    gone = cli.here("schedules", "remove", "x")
     assert gone.returncode == 2 and "no schedule" in gone.stderr
 
 
 def test_a_now_that_is_not_a_time_is_refused_in_one_line(cli: Cli) -> None:
     from tests.cli.test_cli import assert_clean_error
 
-    done = cli("schedules", "run", "--once", "--now", "tomorrow")
+    done = cli.here("schedules", "run", "--once", "--now", "tomorrow")
     assert_clean_error(done, "--now 'tomorrow'", "ISO 8601")
-    looping = cli("schedules", "run", "--now", "2099-04-02T06:00:00+00:00")
+    looping = cli.here("schedules", "run", "--now", "2099-04-02T06:00:00+00:00")
     assert_clean_error(looping, "--now needs --once")
 
 
@@ -224,7 +228,7 @@ def test_a_now_outside_the_span_schedules_are_looked_at_is_refused_in_one_line(
     _add(cli, "every", "--cron", "* * * * *")
     path = cli.cwd / ".wayline" / "schedules.json"
     before = path.read_text()
-    done = cli("schedules", "run", "--once", "--now", now)
+    done = cli.here("schedules", "run", "--once", "--now", now)
     assert_clean_error(done, f"--now {now!r} is out of range", "9990-01-01T00:00:00Z")
     assert path.read_text() == before  # refused before anything is looked at or written
     assert not (cli.cwd / "w.db").exists()
@@ -241,7 +245,7 @@ def test_a_time_off_the_calendar_in_the_schedules_file_is_said_not_raised(cli: C
     stored["edited"]["lastTick"] = 1e300
     stored["kept"]["rehearsal"] = {"lastTick": 253402300740.0}  # 9999-12-31T23:59:00Z: kept
     path.write_text(json.dumps(stored))
-    listed = cli("schedules", "list")
+    listed = cli.here("schedules", "list")
     assert listed.returncode == 0, listed.stderr
     assert "'lastTick' is not a time between the years 1 and 9999" in listed.stdout
     assert "rehearsed to 9999-12-31T23:59:00Z" in listed.stdout
@@ -315,7 +319,9 @@ async def test_a_looping_scheduler_stops_when_a_look_loses_its_cancel(
 
     from wayline.cli import schedules
 
-    _add(cli, "every", "--cron", "* * * * *")
+    # a process of its own: this test's loop is running, and the command runs one of its own
+    added = cli("schedules", "add", "every", "--cron", "* * * * *", "--workflow", "add")
+    assert added.returncode == 0, added.stderr
     in_call = asyncio.Event()
     monkeypatch.setattr(schedules, "_look", losing_its_cancel(schedules._look, in_call))
     path = cli.cwd / ".wayline" / "schedules.json"
@@ -329,12 +335,14 @@ def test_listing_or_running_a_schedules_file_that_does_not_exist_makes_nothing(
 ) -> None:
     folder = cli.cwd / "not" / "yet"
     file = str(folder / "schedules.json")
-    listed = cli("schedules", "--file", file, "list")
+    listed = cli.here("schedules", "--file", file, "list")
     assert listed.returncode == 0 and listed.stdout.strip() == "no schedules", listed
-    assert cli("schedules", "--file", file, "list", "--json").stdout.strip() == "[]"
-    ran = cli("schedules", "--file", file, "run", "--once")
+    assert cli.here("schedules", "--file", file, "list", "--json").stdout.strip() == "[]"
+    ran = cli.here("schedules", "--file", file, "run", "--once")
     assert ran.returncode == 0 and ran.stdout == "", ran
     assert not (cli.cwd / "not").exists()  # no folder, no file, no lock left behind
-    done = cli("schedules", "--file", file, "add", "x", "--cron", "* * * * *", "--workflow", "add")
+    done = cli.here(
+        "schedules", "--file", file, "add", "x", "--cron", "* * * * *", "--workflow", "add"
+    )
     assert done.returncode == 0, done.stderr
     assert (folder / "schedules.json").exists()

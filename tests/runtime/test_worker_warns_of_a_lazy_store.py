@@ -33,8 +33,11 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 async def _start(world: wayline.World, monitors: tuple[str, ...] = ()) -> None:
     given = settings(nats_monitors=monitors) if monitors else settings()
     worker = wayline.Worker(world, [flows.chain], settings=given)
-    async with worker:
-        assert worker.consuming()
+    try:
+        async with worker:
+            assert worker.consuming()
+    finally:  # the worker started the world it was given; closing it is the test's
+        await world.close()
 
 
 @pytest.mark.parametrize("sync", ["normal", "full"])
