@@ -256,6 +256,8 @@ class Replay:
         self.durable_seq = 0
         """The last seq the log is known to have while ``provisional`` is non-empty."""
         self.last_seq = 0
+        self.last_event: Event | None = None
+        """The last event fed from the log (not a provisional one)."""
         self.input: Any = None
         self.queue: str | None = None
         """The queue the run was started on (``queue=``): its children's too."""
@@ -343,6 +345,7 @@ class Replay:
                     f"replay of {self.run_id} got seq {event.seq} after {self.last_seq}"
                 )
             self.last_seq = event.seq
+            self.last_event = event
             self._now, self._now_known = event.created_at, True
             self._apply(event)
             self._run()
