@@ -232,7 +232,7 @@ class Settings:
             inline_ownership=_flag(env, "WORKFLOW_INLINE_OWNERSHIP", True),
             lease_seconds=lease,
             max_queue_deliveries=max(1, int(_float(env, "WORKFLOW_MAX_QUEUE_DELIVERIES", 48))),
-            replay_cache_runs=max(0, int(_float(env, "WAYLINE_REPLAY_CACHE_RUNS", 256))),
+            replay_cache_runs=_count(env, "WAYLINE_REPLAY_CACHE_RUNS", 256, "runs"),
             max_inline_steps=min(16, max(1, int(_float(env, "WORKFLOW_MAX_INLINE_STEPS", 3)))),
             history_warn_events=_events(env, "WAYLINE_HISTORY_WARN_EVENTS", 10_240),
             history_limit_events=_events(env, "WAYLINE_HISTORY_LIMIT_EVENTS", 51_200),
@@ -361,6 +361,10 @@ def _whole_or_none(env: Mapping[str, str], name: str, least: int, most: int) -> 
 
 
 def _events(env: Mapping[str, str], name: str, default: int) -> int:
+    return _count(env, name, default, "events")
+
+
+def _count(env: Mapping[str, str], name: str, default: int, what: str) -> int:
     raw = env.get(name)
     if raw is None or not raw.strip():
         return default
@@ -369,7 +373,7 @@ def _events(env: Mapping[str, str], name: str, default: int) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise ConfigurationError(f"{name} must be 0 (off) or a number of events, got {raw!r}")
+        raise ConfigurationError(f"{name} must be 0 (off) or a number of {what}, got {raw!r}")
     return value
 
 

@@ -255,13 +255,8 @@ class Handler:
                 while True:
                     if replay is not None:
                         replay.close()  # rebuilt: the old one's waiting coroutines end here
-                    if live is not None:
-                        replay, events = live[0].replay, live[1]
-                        live = None  # a rebuild after it reads the whole log (known is empty)
-                        replay.delivery_attempt = delivery.attempt
-                        with metrics.timed(metrics.REPLAY_SECONDS):
-                            replay.feed(events)
-                        self.replays.hits += 1
+                    if live is not None:  # a rebuild after it reads the whole log (known is empty)
+                        replay, events, live = self._resumed(live, delivery.attempt), [], None
                     else:
                         replay = Replay(workflow, run_id)
                         replay.parent = info.attributes.get("parent")
@@ -278,17 +273,7 @@ class Handler:
                     info = await divergence.lift(self.world, info)
                     if not await self._may_begin(info, workflow, replay, delivery, events):
                         return ACK  # it waits (see ``_may_begin``): a later message comes
-                    session = RunSession(
-                        self.world,
-                        self.settings,
-                        replay,
-                        delivery,
-                        backstop=backstop,
-                        stats=stats,
-                        protected=self.protected,
-                        namespace=_namespace(info),
-                        key_run=key_run_id(run_id, info.attributes),
-                    )
+                    session = self._session(info, replay, delivery, backstop, stats)
                     driven = await self._invoke(session, defer, pin)
                     if driven is None:  # rebuilt: the first rebuild ends deferral if it read time
                         defer = defer and not replay.needs_stamp
@@ -313,6 +298,30 @@ class Handler:
                         replay.close()
                     _close_span(span, stats, delivery)
         return ACK
+
+    def _session(
+        self, info: RunInfo, replay: Replay, delivery: Delivery, backstop: str | None, stats: Stats
+    ) -> RunSession:
+        return RunSession(
+            self.world,
+            self.settings,
+            replay,
+            delivery,
+            backstop=backstop,
+            stats=stats,
+            protected=self.protected,
+            namespace=_namespace(info),
+            key_run=key_run_id(info.run_id, info.attributes),
+        )
+
+    def _resumed(self, live: tuple[LiveReplay, list[Event]], attempt: int) -> Replay:
+        """The run's live replay, fed the events after it (``live_replays``)."""
+        replay, events = live[0].replay, live[1]
+        replay.delivery_attempt = attempt
+        with metrics.timed(metrics.REPLAY_SECONDS):
+            replay.feed(events)
+        self.replays.hits += 1
+        return replay
 
     def _keep(self, replay: Replay, defer: bool) -> bool:
         """Leave the replay of a run suspended here to its next wake; True when it is kept."""
