@@ -4,7 +4,9 @@ that the log no longer continues is dropped and the run is replayed from its fir
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, settings, wait_for
 from wayline._core.events import EventType, RunStatus
 from wayline.world import World
+
+ROOT = Path(__file__).resolve().parents[2]
 
 LIVE = settings(replay_cache_runs=256)
 """Whatever ``WAYLINE_REPLAY_CACHE_RUNS`` the suite runs with: these tests are about the cache."""
@@ -158,3 +162,51 @@ async def _settled(worker: wayline.Worker) -> None:
         return not worker._handlers
 
     await wait_for(idle, timeout=30)
+
+
+async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The process drives step 0, keeps the run's replay, and is SIGKILLed in step 1's body,
+    in the wake that went on from that replay: the next worker, with nothing cached, replays
+    the run from its log; step 0's body never runs again and step 1's runs again once."""
+    from tests.runtime.live_replay_flows import crashy
+
+    log = str(tmp_path / "bodies")
+    token = f"lr-crash-{os.getpid()}-{tmp_path.name}"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.runtime.live_replay_proc",
+        engine.world.url,
+        str(tmp_path / "hits"),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "WAYLINE_VISIBILITY_SECONDS": "2"},
+    )
+    try:
+        assert proc.stdout is not None
+        ready = await asyncio.wait_for(proc.stdout.readline(), 60)
+        assert ready.strip() == b"worker ready", ready
+        handle = await engine.client.start(crashy, log, token)
+        await engine.client.wait_for_hook(f"{token}:0", timeout=30)
+        await engine.client.resume_hook(f"{token}:0", "go")
+        await wait_for(lambda: _has(log, "hang"), timeout=30)
+        # step 1 runs in the wake that went on from the replay step 0's delivery kept
+        await wait_for(lambda: _has(str(tmp_path / "hits"), "1"), timeout=30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+    quick = await engine.make_world(visibility_seconds=2)
+    async with engine.worker([crashy], world=quick, settings=LIVE):
+        await engine.client.wait_for_hook(f"{token}:1", timeout=60)
+        await engine.client.resume_hook(f"{token}:1", "go")
+        await engine.client.wait_for_hook(f"{token}:2", timeout=30)
+        await engine.client.resume_hook(f"{token}:2", "go")
+        assert await handle.result(timeout=30) == [0, 1, 2]
+    assert flows.lines(log) == ["step 0", "step 1", "hang", "step 1", "step 2"]
+
+
+async def _has(path: str, line: str) -> bool:
+    return line in flows.lines(path)
