@@ -136,6 +136,21 @@ class Handler:
         live: tuple[LiveReplay, list[Event]] | None = None
         if read is None:
             live, read = await self._go_on(run_id)
+        try:
+            return await self._from_read(run_id, delivery, backstop, read, mark, live)
+        finally:
+            if live is not None and not live[0].driven:
+                live[0].replay.close()  # the delivery ended before driving it: never to GC
+
+    async def _from_read(
+        self,
+        run_id: str,
+        delivery: Delivery,
+        backstop: str | None,
+        read: tuple[RunInfo | None, list[Event]] | None,
+        mark: str | None,
+        live: tuple[LiveReplay, list[Event]] | None,
+    ) -> Verdict:
         if read is None:
             read = await (
                 self.world.read_run_at(run_id, mark) if mark else self.world.read_run(run_id)
@@ -175,7 +190,11 @@ class Handler:
         held = self.replays.take(run_id)
         if held is None:
             return None, None
-        info, tail = await self.world.read_run_after(run_id, held.last.seq - 1)
+        try:
+            info, tail = await self.world.read_run_after(run_id, held.last.seq - 1)
+        except BaseException:
+            held.replay.close()  # closed here, not wherever the collector finds it (``close``)
+            raise
         if info is None or info.status.terminal:
             held.replay.close()
             return None, (info, [])  # as read_run answers for an ended (or unknown) run
@@ -253,11 +272,12 @@ class Handler:
             known: list[Event] = []  # the log as last read: a rebuild reads only what follows
             try:
                 while True:
-                    if replay is not None:
-                        replay.close()  # rebuilt: the old one's waiting coroutines end here
                     if live is not None:  # a rebuild after it reads the whole log (known is empty)
-                        replay, events, live = self._resumed(live, delivery.attempt), [], None
+                        replay, live[0].driven = live[0].replay, True
+                        events, live = self._resume(replay, live[1], delivery.attempt), None
                     else:
+                        if replay is not None:
+                            replay.close()  # rebuilt: the old one's waiting coroutines end here
                         replay = Replay(workflow, run_id)
                         replay.parent = info.attributes.get("parent")
                         replay.delivery_attempt = delivery.attempt
@@ -314,14 +334,14 @@ class Handler:
             key_run=key_run_id(info.run_id, info.attributes),
         )
 
-    def _resumed(self, live: tuple[LiveReplay, list[Event]], attempt: int) -> Replay:
-        """The run's live replay, fed the events after it (``live_replays``)."""
-        replay, events = live[0].replay, live[1]
+    def _resume(self, replay: Replay, events: list[Event], attempt: int) -> list[Event]:
+        """Feed the run's live replay the events after it (``live_replays``); returns what the
+        delivery drives from besides (nothing: the run has begun)."""
         replay.delivery_attempt = attempt
         with metrics.timed(metrics.REPLAY_SECONDS):
             replay.feed(events)
         self.replays.hits += 1
-        return replay
+        return []
 
     def _keep(self, replay: Replay, defer: bool) -> bool:
         """Leave the replay of a run suspended here to its next wake; True when it is kept."""

@@ -50,6 +50,8 @@ class LiveReplay:
     defer: bool
     """Whether its delivery still deferred step completions (``deferred``): a run that read
     time during one is driven without deferral, as the rebuild it cost would lose the cache."""
+    driven: bool = False
+    """Set once a delivery drives it: from then on that delivery closes it or keeps it."""
 
     def continued_by(self, tail: Sequence[Event]) -> list[Event] | None:
         """The events to feed when ``tail`` (the log from the cached last seq on) continues
