@@ -271,6 +271,9 @@ class Replay:
         self.steps: dict[str, StepRecord] = {}
         self.hooks: dict[str, HookRecord] = {}
         self.waits: dict[str, WaitRecord] = {}
+        self._open_waits: dict[str, WaitRecord] = {}
+        """The waits not completed: what ``pending_waits`` looks through at every move, which
+        over all of ``waits`` grew with a run that sleeps between its steps."""
         self.open_steps: dict[str, StepRecord] = {}
         """Created and not terminal."""
         self.compensations: dict[str, list[StepRecord]] = {}
@@ -516,6 +519,7 @@ class Replay:
         if wait is None:
             self._diverge(f"wake of {cid}", "no such sleep")
         wait.completed = True
+        self._open_waits.pop(cid, None)
         if wait.child is not None:
             if not wait.child.done:
                 wait.child.future.set_exception(
@@ -875,7 +879,7 @@ class Replay:
         seconds = to_seconds(duration)
         cid = self._next("w")
         wait = WaitRecord(cid, self._wait_end(seconds, "a sleep", cid), WFuture(f"sleep {cid}"))
-        self.waits[cid] = wait
+        self.waits[cid] = self._open_waits[cid] = wait
         self.new_waits[cid] = wait
         return wait.future
 
@@ -918,7 +922,7 @@ class Replay:
             wait = WaitRecord(f"{cid}.timeout", end, WFuture(cid))
             wait.hook = hook
             hook.timeout = wait
-            self.waits[wait.cid] = wait
+            self.waits[wait.cid] = self._open_waits[wait.cid] = wait
         self.hooks[cid] = hook
         self.new_hooks[cid] = hook
         return hook
@@ -956,7 +960,7 @@ class Replay:
             wait = WaitRecord(f"{cid}.deadline", end, WFuture(cid))
             wait.child = child
             child.deadline = wait
-            self.waits[wait.cid] = wait
+            self.waits[wait.cid] = self._open_waits[wait.cid] = wait
         self.children[cid] = child
         self.new_children[cid] = child
         return child.future
@@ -965,4 +969,4 @@ class Replay:
         return [c for c in self.children.values() if c.created and not c.done]
 
     def pending_waits(self) -> list[WaitRecord]:
-        return [w for w in self.waits.values() if w.created and w.relevant]
+        return [w for w in self._open_waits.values() if w.created and w.relevant]
