@@ -256,8 +256,7 @@ class Replay:
         self.durable_seq = 0
         """The last seq the log is known to have while ``provisional`` is non-empty."""
         self.last_seq = 0
-        self.last_event: Event | None = None
-        """The last event fed from the log (not a provisional one)."""
+        self.last_event: Event | None = None  # the last fed from the log, not provisional
         self.input: Any = None
         self.queue: str | None = None
         """The queue the run was started on (``queue=``): its children's too."""
@@ -272,8 +271,7 @@ class Replay:
         self.hooks: dict[str, HookRecord] = {}
         self.waits: dict[str, WaitRecord] = {}
         self._open_waits: dict[str, WaitRecord] = {}
-        """The waits not completed: what ``pending_waits`` looks through at every move, which
-        over all of ``waits`` grew with a run that sleeps between its steps."""
+        """The waits not completed, for ``pending_waits`` (all ``waits`` grow with the run)."""
         self.open_steps: dict[str, StepRecord] = {}
         """Created and not terminal."""
         self.compensations: dict[str, list[StepRecord]] = {}
