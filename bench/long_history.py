@@ -1,7 +1,7 @@
 """Per-step cost of one run as its log grows: 10 steps against 50,000 in one run.
 
     python bench/long_history.py [--worlds local,nats] [--long 50000] [--short 10]
-        [--rounds 3] [--window 1000] [--shape steps|sleeps]
+        [--rounds 3] [--window 1000] [--shape steps|sleeps] [--replay-cache RUNS]
 
 A run of ``--long`` sequential no-op steps and runs of ``--short`` steps (as many as make the
 same number of steps) are driven by one worker in this process, on the local world (a SQLite
@@ -14,7 +14,9 @@ min-max over ``--rounds`` rounds. The run's log is far past the default history 
 (``WAYLINE_HISTORY_LIMIT_EVENTS``), which the bench turns off for its worker.
 
 ``--shape sleeps`` puts a 1 ms sleep after each step: every step is then driven by a delivery
-of its own (the wake), which reads and replays the run's log from its first event.
+of its own (the wake). With the worker's cache of live replays off (``--replay-cache 0``),
+each wake replays the run's log from its first event; with it on (the default,
+``WAYLINE_REPLAY_CACHE_RUNS``), a wake feeds the run's live replay the events after it.
 """
 # ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
 
@@ -78,6 +80,7 @@ def counted(world: wayline.World, read: Counter[str]) -> None:
     """Count the events every read of a run's log returns (the engine's reads, and the
     client's of the run's end)."""
     list_events, read_run, read_run_at = world.list_events, world.read_run, world.read_run_at
+    read_run_after = world.read_run_after
 
     async def list_counted(run_id: str, *args: Any, **kwargs: Any) -> Any:
         events = await list_events(run_id, *args, **kwargs)
@@ -94,6 +97,12 @@ def counted(world: wayline.World, read: Counter[str]) -> None:
         read["events read"] += len(events)
         return info, events
 
+    async def read_after_counted(run_id: str, after_seq: int) -> Any:
+        info, events = await read_run_after(run_id, after_seq)
+        read["events read"] += len(events)
+        return info, events
+
+    world.read_run_after = read_after_counted  # type: ignore[method-assign]
     world.list_events = list_counted  # type: ignore[method-assign]
     world.read_run = read_counted  # type: ignore[method-assign]
     world.read_run_at = read_at_counted  # type: ignore[method-assign]
@@ -104,7 +113,14 @@ async def measure(url: str, runs: int, count: int) -> dict[str, float]:
     await world.start()
     read: Counter[str] = Counter()
     counted(world, read)
-    settings = Settings(**{**_defaults(), "history_limit_events": 0, "history_warn_events": 0})
+    settings = Settings(
+        **{
+            **_defaults(),
+            "history_limit_events": 0,
+            "history_warn_events": 0,
+            "replay_cache_runs": ARGS.replay_cache,
+        }
+    )
     client = wayline.Client(world)
     try:
         workflow = sleepy if ARGS.shape == "sleeps" else steps
@@ -184,6 +200,7 @@ parser.add_argument("--short", type=int, default=10)
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--window", type=int, default=1000)
 parser.add_argument("--shape", choices=("steps", "sleeps"), default="steps")
+parser.add_argument("--replay-cache", type=int, default=256, help="0: no live replays kept")
 ARGS = parser.parse_args()
 
 if __name__ == "__main__":

@@ -51,6 +51,12 @@ class Settings:
     the run (``HISTORY_LIMIT_EXCEEDED``, naming ``wayline.continue_as_new``); 0 never fails
     one. 51,200 as Temporal's hard limit: past it, one replay from the log reads tens of MB."""
 
+    replay_cache_runs: int = 256
+    """``WAYLINE_REPLAY_CACHE_RUNS``: runs whose suspended replay a worker keeps for their next
+    wake, least recently used dropped first; 0 keeps none (every wake replays from the log's
+    first event). A kept replay holds its workflow's coroutine and folded state, typically
+    tens of kB: 256 bounds that to a few MB while covering a worker's busy runs."""
+
     max_inline_steps: int = 3
     """``WORKFLOW_MAX_INLINE_STEPS``, 1..16: new steps run lazily inline per suspension; the
     rest are created eagerly and queued. 3 as the reference runtime."""
@@ -226,6 +232,7 @@ class Settings:
             inline_ownership=_flag(env, "WORKFLOW_INLINE_OWNERSHIP", True),
             lease_seconds=lease,
             max_queue_deliveries=max(1, int(_float(env, "WORKFLOW_MAX_QUEUE_DELIVERIES", 48))),
+            replay_cache_runs=_count(env, "WAYLINE_REPLAY_CACHE_RUNS", 256, "runs"),
             max_inline_steps=min(16, max(1, int(_float(env, "WORKFLOW_MAX_INLINE_STEPS", 3)))),
             history_warn_events=_events(env, "WAYLINE_HISTORY_WARN_EVENTS", 10_240),
             history_limit_events=_events(env, "WAYLINE_HISTORY_LIMIT_EVENTS", 51_200),
@@ -354,6 +361,10 @@ def _whole_or_none(env: Mapping[str, str], name: str, least: int, most: int) -> 
 
 
 def _events(env: Mapping[str, str], name: str, default: int) -> int:
+    return _count(env, name, default, "events")
+
+
+def _count(env: Mapping[str, str], name: str, default: int, what: str) -> int:
     raw = env.get(name)
     if raw is None or not raw.strip():
         return default
@@ -362,7 +373,7 @@ def _events(env: Mapping[str, str], name: str, default: int) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise ConfigurationError(f"{name} must be 0 (off) or a number of events, got {raw!r}")
+        raise ConfigurationError(f"{name} must be 0 (off) or a number of {what}, got {raw!r}")
     return value
 
 

@@ -247,6 +247,7 @@ class Worker:
                 await asyncio.sleep(0.02)
         held = self._handing_back = [d for d in held if id(d) not in threads or id(d) in self._held]
         self._closed = True
+        self.handler.replays.clear()  # every handler has ended: no replay is in use
         for task in list(self._tasks):
             task.cancel()
         pending = list(self._handlers) + list(self._tasks)

@@ -97,6 +97,28 @@ async def test_a_run_and_its_log_read_together_agree(make_world: Any) -> None:
     assert await reader.read_run(new_run_id()) == (None, [])
 
 
+async def test_a_run_and_the_events_after_a_seq_read_together(make_world: Any) -> None:
+    """``read_run_after`` (what a wake that goes on from a live replay drives from) gives the
+    run and only the events after the seq, also to an instance that wrote nothing and after a
+    catch-up; an unknown run is ``(None, [])``, an ended one has no events."""
+    writer, reader = await make_world(), await make_world()
+    run_id = await _new_run(writer, "orders")
+    await writer.append(run_id, [NewEvent(T.RUN_STARTED), NewEvent(T.WAIT_CREATED, "w1")])
+    for world in (writer, reader):
+        info, events = await world.read_run_after(run_id, 1)
+        assert info == await world.get_run(run_id)
+        assert [e.seq for e in events] == [2, 3] and events == await world.list_events(run_id, 1)
+        assert (await world.read_run_after(run_id, 3))[1] == []
+    await writer.append(run_id, [NewEvent(T.WAIT_COMPLETED, "w1")])
+    info, events = await reader.read_run_after(run_id, 2)
+    assert info is not None and info.last_seq == 4
+    assert [(e.seq, e.type) for e in events] == [(3, T.WAIT_CREATED), (4, T.WAIT_COMPLETED)]
+    await writer.append(run_id, [NewEvent(T.RUN_COMPLETED, data={"output": 5})])
+    info, events = await reader.read_run_after(run_id, 4)
+    assert info is not None and info.status is RunStatus.COMPLETED and events == []
+    assert await reader.read_run_after(new_run_id(), 0) == (None, [])
+
+
 async def _unwinding_run(world: World) -> str:
     """A run that is being compensated (cancelled)."""
     run_id = await _new_run(world)

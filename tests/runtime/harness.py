@@ -15,9 +15,13 @@ from wayline._core.events import Event, EventType
 from wayline.settings import Settings
 from wayline.world import World
 
+SWITCHES = ("WAYLINE_REPLAY_CACHE_RUNS",)
+"""Variables of the test process that the tests' settings take: ``make replay-cache-off`` runs
+a set of these tests with every wake replayed from the log's first event."""
+
 
 def settings(**overrides: Any) -> Settings:
-    base = Settings.from_env({})
+    base = Settings.from_env({k: os.environ[k] for k in SWITCHES if k in os.environ})
     values = {f: getattr(base, f) for f in base.__dataclass_fields__}
     values.update(overrides)
     return Settings(**values)

@@ -725,7 +725,11 @@ async def test_non_deterministic_code_blocks_with_replay_divergence(
         async with engine.worker([peer_nondeterministic]):
             handle = await engine.client.start(peer_nondeterministic, path, token)
             await wait_for(lambda: engine.world.get_hook(token))
-            flip["v"] = True
+        # The code changes between two workers, as a deployment changes it: a worker that kept
+        # the run's live replay would feed it the payload without running the code before the
+        # hook again (docs/durability.md, "Live replays"); the next worker replays the log.
+        flip["v"] = True
+        async with engine.worker([peer_nondeterministic]):
             await engine.client.resume_hook(token, 1)
 
             async def blocked() -> bool:

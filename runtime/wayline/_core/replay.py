@@ -256,6 +256,7 @@ class Replay:
         self.durable_seq = 0
         """The last seq the log is known to have while ``provisional`` is non-empty."""
         self.last_seq = 0
+        self.last_event: Event | None = None  # the last fed from the log, not provisional
         self.input: Any = None
         self.queue: str | None = None
         """The queue the run was started on (``queue=``): its children's too."""
@@ -269,6 +270,8 @@ class Replay:
         self.steps: dict[str, StepRecord] = {}
         self.hooks: dict[str, HookRecord] = {}
         self.waits: dict[str, WaitRecord] = {}
+        self._open_waits: dict[str, WaitRecord] = {}
+        """The waits not completed, for ``pending_waits`` (all ``waits`` grow with the run)."""
         self.open_steps: dict[str, StepRecord] = {}
         """Created and not terminal."""
         self.compensations: dict[str, list[StepRecord]] = {}
@@ -343,6 +346,7 @@ class Replay:
                     f"replay of {self.run_id} got seq {event.seq} after {self.last_seq}"
                 )
             self.last_seq = event.seq
+            self.last_event = event
             self._now, self._now_known = event.created_at, True
             self._apply(event)
             self._run()
@@ -513,6 +517,7 @@ class Replay:
         if wait is None:
             self._diverge(f"wake of {cid}", "no such sleep")
         wait.completed = True
+        self._open_waits.pop(cid, None)
         if wait.child is not None:
             if not wait.child.done:
                 wait.child.future.set_exception(
@@ -872,7 +877,7 @@ class Replay:
         seconds = to_seconds(duration)
         cid = self._next("w")
         wait = WaitRecord(cid, self._wait_end(seconds, "a sleep", cid), WFuture(f"sleep {cid}"))
-        self.waits[cid] = wait
+        self.waits[cid] = self._open_waits[cid] = wait
         self.new_waits[cid] = wait
         return wait.future
 
@@ -915,7 +920,7 @@ class Replay:
             wait = WaitRecord(f"{cid}.timeout", end, WFuture(cid))
             wait.hook = hook
             hook.timeout = wait
-            self.waits[wait.cid] = wait
+            self.waits[wait.cid] = self._open_waits[wait.cid] = wait
         self.hooks[cid] = hook
         self.new_hooks[cid] = hook
         return hook
@@ -953,7 +958,7 @@ class Replay:
             wait = WaitRecord(f"{cid}.deadline", end, WFuture(cid))
             wait.child = child
             child.deadline = wait
-            self.waits[wait.cid] = wait
+            self.waits[wait.cid] = self._open_waits[wait.cid] = wait
         self.children[cid] = child
         self.new_children[cid] = child
         return child.future
@@ -962,4 +967,4 @@ class Replay:
         return [c for c in self.children.values() if c.created and not c.done]
 
     def pending_waits(self) -> list[WaitRecord]:
-        return [w for w in self.waits.values() if w.created and w.relevant]
+        return [w for w in self._open_waits.values() if w.created and w.relevant]

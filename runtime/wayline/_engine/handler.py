@@ -63,6 +63,7 @@ from .concurrency import admit
 from .continuation import continue_as_new, start_next
 from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, report_to_parent, terminal
+from .live_replays import LiveReplay, LiveReplays, may_keep
 from .messages import ACK, FlowMessage, Stats, Verdict, unseen
 from .session import RunSession
 from .step_delivery import Continue, handle_step
@@ -91,6 +92,8 @@ class Handler:
         """Per workflow, the pins whose routes this worker consumes (None: not pinned yet)."""
         self.protected: set[asyncio.Task[Any]] = set()
         """Tasks running a compensation body: a forced close lets them checkpoint."""
+        self.replays = LiveReplays(settings.replay_cache_runs)
+        """Replays of suspended runs, for their next wake here (see ``live_replays``)."""
 
     # --- deliveries ----------------------------------------------------------------------------
     async def handle_flow(self, delivery: Delivery) -> Verdict:
@@ -128,7 +131,26 @@ class Handler:
         mark: str | None = None,
     ) -> Verdict:
         """Drive the run from one read of it and its log (``read``, when the caller has it;
-        none when this process's view still ends at the message's ``mark``)."""
+        none when this process's view still ends at the message's ``mark``), or from the
+        run's live replay and the events after it (``live_replays``)."""
+        live: tuple[LiveReplay, list[Event]] | None = None
+        if read is None:
+            live, read = await self._go_on(run_id)
+        try:
+            return await self._from_read(run_id, delivery, backstop, read, mark, live)
+        finally:
+            if live is not None and not live[0].driven:
+                live[0].replay.close()  # the delivery ended before driving it: never to GC
+
+    async def _from_read(
+        self,
+        run_id: str,
+        delivery: Delivery,
+        backstop: str | None,
+        read: tuple[RunInfo | None, list[Event]] | None,
+        mark: str | None,
+        live: tuple[LiveReplay, list[Event]] | None,
+    ) -> Verdict:
         if read is None:
             read = await (
                 self.world.read_run_at(run_id, mark) if mark else self.world.read_run(run_id)
@@ -156,7 +178,38 @@ class Handler:
         if refused is not None:
             return refused
         # _admit may have unblocked the run (an append): its log is then read again.
-        return await self._execute(info, workflow, delivery, backstop, None if blocked else events)
+        return await self._execute(
+            info, workflow, delivery, backstop, None if blocked else events, live
+        )
+
+    async def _go_on(
+        self, run_id: str
+    ) -> tuple[tuple[LiveReplay, list[Event]] | None, tuple[RunInfo | None, list[Event]] | None]:
+        """The run's live replay and the events to feed it, when it has one that the log
+        continues exactly; else the read the delivery drives from (None: read it)."""
+        held = self.replays.take(run_id)
+        if held is None:
+            return None, None
+        try:
+            info, tail = await self.world.read_run_after(run_id, held.last.seq - 1)
+        except BaseException:
+            held.replay.close()  # closed here, not wherever the collector finds it (``close``)
+            raise
+        if info is None or info.status.terminal:
+            held.replay.close()
+            return None, (info, [])  # as read_run answers for an ended (or unknown) run
+        new = held.continued_by(tail)
+        workflow = self.workflows.get(info.workflow)
+        if (
+            new is None
+            or info.status is not RunStatus.RUNNING
+            or workflow is not held.replay.workflow
+            or workflow.mismatch(info.attributes.get("definition")) is not None
+        ):
+            log.debug("run %s: its live replay is stale, replayed from the log", run_id)
+            held.replay.close()
+            return None, None
+        return (held, new), (info, [])
 
     async def _admit(
         self, info: RunInfo, workflow: WorkflowDefinition[..., Any], delivery: Delivery
@@ -196,10 +249,12 @@ class Handler:
         delivery: Delivery,
         backstop: str | None,
         read: list[Event] | None,
+        live: tuple[LiveReplay, list[Event]] | None = None,
     ) -> Verdict:
         """Replay the run and drive it, from ``read`` (the log as read with ``info``) first,
-        then again from the log whenever the live replay must be rebuilt (see ``deferred``),
-        inside the delivery's ``workflow.execute`` span."""
+        or from ``live`` (a replay left by the run's last delivery here, and the events after
+        it), then again from the log whenever the live replay must be rebuilt (see
+        ``deferred``), inside the delivery's ``workflow.execute`` span."""
         run_id = info.run_id
         # A run started by name (no definition recorded) is pinned to this worker's definition
         # by its run_started: from then on, only a matching worker drives it.
@@ -214,38 +269,36 @@ class Handler:
             # A debounced run writes its run_started alone, on the log it decided on, before
             # anything runs: riding on the first decision batch, it would be written after a
             # start that collapsed into the run meanwhile, and an inline body would run the
-            # input that start replaced.
-            defer = info.attributes.get("debounce") is None
+            # input that start replaced. A wake that goes on from a live replay keeps the
+            # deferral its last delivery ended in.
+            defer = info.attributes.get("debounce") is None if live is None else live[0].defer
             replay: Replay | None = None
+            kept = False
             known: list[Event] = []  # the log as last read: a rebuild reads only what follows
             try:
                 while True:
-                    if replay is not None:
-                        replay.close()  # rebuilt: the old one's waiting coroutines end here
-                    replay = Replay(workflow, run_id)
-                    replay.parent = info.attributes.get("parent")
-                    replay.delivery_attempt = delivery.attempt
-                    with metrics.timed(metrics.REPLAY_SECONDS):
-                        events = read if read is not None else await _log(self.world, run_id, known)
-                        read, known = None, events
-                        if pin is not None and _pinned_elsewhere(pin, events):
-                            return Verdict("retry", delay=0.0)  # check the new pin again
-                        replay.feed(events)
+                    if live is not None:  # a rebuild after it reads the whole log (known is empty)
+                        replay, live[0].driven = live[0].replay, True
+                        events, live = self._resume(replay, live[1], delivery.attempt), None
+                    else:
+                        if replay is not None:
+                            replay.close()  # rebuilt: the old one's waiting coroutines end here
+                        replay = Replay(workflow, run_id)
+                        replay.parent = info.attributes.get("parent")
+                        replay.delivery_attempt = delivery.attempt
+                        with metrics.timed(metrics.REPLAY_SECONDS):
+                            events = (
+                                read if read is not None else await _log(self.world, run_id, known)
+                            )
+                            read, known = None, events
+                            if pin is not None and _pinned_elsewhere(pin, events):
+                                return Verdict("retry", delay=0.0)  # check the new pin again
+                            replay.feed(events)
                     ordering.follow(replay.ordering)
                     info = await divergence.lift(self.world, info)
                     if not await self._may_begin(info, workflow, replay, delivery, events):
                         return ACK  # it waits (see ``_may_begin``): a later message comes
-                    session = RunSession(
-                        self.world,
-                        self.settings,
-                        replay,
-                        delivery,
-                        backstop=backstop,
-                        stats=stats,
-                        protected=self.protected,
-                        namespace=_namespace(info),
-                        key_run=key_run_id(run_id, info.attributes),
-                    )
+                    session = self._session(info, replay, delivery, backstop, stats)
                     driven = await self._invoke(session, defer, pin)
                     if driven is None:  # rebuilt: the first rebuild ends deferral if it read time
                         defer = defer and not replay.needs_stamp
@@ -253,6 +306,8 @@ class Handler:
                     if not driven:
                         await stats.bodies.drain()  # never leave under a running body
                         return await handoff.leave(self.world, self.closing, run_id, delivery)
+                    # a body still running writes an outcome this replay has not seen: dropped
+                    kept = not stats.bodies.pending and self._keep(replay, defer)
                     break
             except ReplayDivergenceError as err:
                 await stats.bodies.drain()
@@ -264,10 +319,48 @@ class Handler:
                 try:
                     await stats.bodies.settle()  # the delivery is settled only after every body
                 finally:  # a forced close may cancel the handler there: still closed here
-                    if replay is not None:
+                    if replay is not None and not kept:
                         replay.close()
                     _close_span(span, stats, delivery)
         return ACK
+
+    def _session(
+        self, info: RunInfo, replay: Replay, delivery: Delivery, backstop: str | None, stats: Stats
+    ) -> RunSession:
+        return RunSession(
+            self.world,
+            self.settings,
+            replay,
+            delivery,
+            backstop=backstop,
+            stats=stats,
+            protected=self.protected,
+            namespace=_namespace(info),
+            key_run=key_run_id(info.run_id, info.attributes),
+        )
+
+    def _resume(self, replay: Replay, events: list[Event], attempt: int) -> list[Event]:
+        """Feed the run's live replay the events after it (``live_replays``); returns what the
+        delivery drives from besides (nothing: the run has begun)."""
+        replay.delivery_attempt = attempt
+        with metrics.timed(metrics.REPLAY_SECONDS):
+            replay.feed(events)
+        self.replays.hits += 1
+        return []
+
+    def _keep(self, replay: Replay, defer: bool) -> bool:
+        """Leave the replay of a run suspended here to its next wake; True when it is kept."""
+        last = replay.last_event
+        if (
+            self.closing
+            or self.replays.size == 0
+            or not may_keep(replay)
+            or last is None
+            or last.seq != replay.last_seq
+        ):
+            return False
+        self.replays.keep(LiveReplay(replay, last, defer))
+        return True
 
     async def _invoke(
         self, session: RunSession, defer: bool, pin: WorkflowDefinition[..., Any] | None

@@ -86,6 +86,17 @@ class EventLog(abc.ABC):
             return info, []
         return info, await self.list_events(run_id)
 
+    async def read_run_after(
+        self, run_id: str, after_seq: int
+    ) -> tuple[RunInfo | None, list[Event]]:
+        """:meth:`read_run` with only the events after ``after_seq``: what a wake that goes on
+        from a live replay reads (``_engine.live_replays``), so that it does not grow with the
+        run's log. The default reads the run, then the events after ``after_seq``."""
+        info = await self.get_run(run_id)
+        if info is None or info.status.terminal:
+            return info, []
+        return info, await self.list_events(run_id, after_seq=after_seq)
+
     @abc.abstractmethod
     async def list_runs(
         self,

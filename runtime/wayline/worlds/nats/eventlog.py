@@ -743,6 +743,14 @@ class EventLog:
         st = await self._fresh(run_id)
         return st.info, (list(st.events) if st.info is not None else [])
 
+    async def read_run_after(
+        self, run_id: str, after_seq: int
+    ) -> tuple[RunInfo | None, list[Event]]:
+        """The run and the events after ``after_seq`` from one catch-up, without copying the
+        events before them (a wake that goes on from a live replay)."""
+        st = await self._fresh(run_id)
+        return st.info, (st.events[max(0, after_seq) :] if st.info is not None else [])
+
     def view_at(self, run_id: str, mark: str) -> tuple[RunInfo, list[Event]] | None:
         """This process's view of the run when it still ends at ``mark`` and is current
         (``_current``); None otherwise (read it). See ``World.log_mark``."""

@@ -762,6 +762,12 @@ class NatsWorld(World):
         info, events = await self._events().read_run(run_id)
         return await self._resolved(run_id, info, events)
 
+    async def read_run_after(
+        self, run_id: str, after_seq: int
+    ) -> tuple[RunInfo | None, list[Event]]:
+        info, events = await self._events().read_run_after(run_id, after_seq)
+        return await self._resolved(run_id, info, events)
+
     async def _resolved(
         self, run_id: str, info: RunInfo | None, events: list[Event]
     ) -> tuple[RunInfo | None, list[Event]]:
