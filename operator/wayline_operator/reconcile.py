@@ -169,7 +169,8 @@ class Reconciler:
             raise InvalidSpec(err.message) from None
 
     async def _debounced(self, client: Client, workflow: str, uid: str, name: str | None) -> bool:
-        """Whether a live worker serves ``workflow`` debounced, and this resource has no run
+        """Whether ``workflow`` is debounced (as its live workers, or with none live its last
+        one, say: ``registry.debounced``), and this resource has no run
         yet (one started before the workflow was debounced is left to go on)."""
         if not debounced(workflow, await self.world.list_served(), self.world.now()):
             return False

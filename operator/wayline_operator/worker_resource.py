@@ -108,7 +108,10 @@ class WorkflowWorkerStatus(BaseModel):
     backlog: int | None = Field(default=None, description="The current version's ready messages.")
     inFlight: int | None = Field(
         default=None,
-        description="The current version's messages held by its workers (steps under way).",
+        description=(
+            "The current version's messages held by its workers (steps under way); a message "
+            "waiting out a delay (a retry backoff, a slot or rate-limit wait) is not counted."
+        ),
     )
     selector: str | None = Field(
         default=None, description="The label selector of the current version's pods."

@@ -96,6 +96,12 @@ class StartOptions:
     def __post_init__(self) -> None:
         check_start_ids(self.run_id, self.id, self.id_conflict, self.id_reuse)
         ordering.check(self.priority, self.fairness_key, self.fairness_weight)
+        if self.fairness_weight != 1 and self.fairness_key is None:
+            # A weight says how many turns a fairness key gets per round: without a key the
+            # run has no turn to weigh, and dropping the weight silently hides the mistake.
+            raise ValueError(
+                ordering.WEIGHT_WITHOUT_KEY.format(weight="fairness_weight", key="fairness_key")
+            )
         for token in self.hooks:
             if not isinstance(token, str) or not token:
                 raise ValueError(f"a hook token in hooks= is a non-empty string, not {token!r}")

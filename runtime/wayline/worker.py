@@ -82,7 +82,7 @@ class Worker:
         self.workflows = workflows_by_name(workflows)
         self.draining = self.settings.worker_draining if draining is None else draining
         check_bounds(self.settings, world.visibility_seconds)
-        self.handler = Handler(world, self.workflows, self.settings)
+        self.handler = Handler(world, self.workflows, self.settings, draining=self.draining)
         self.flow_concurrency = flow_concurrency
         self.step_concurrency = step_concurrency
         self.recover = recover

@@ -5,6 +5,7 @@ not draining) instead of keeping the old version alive for ever; one that contin
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -78,3 +79,32 @@ async def test_a_chain_that_keeps_its_version_stays_on_it(engine: Engine) -> Non
     )
     assert outcome == "v1:1"
     assert await _pinned_revision(engine, last) == 1
+
+
+async def test_a_queue_chain_is_not_begun_by_a_draining_version(engine: Engine) -> None:
+    # A queue has one route for every version, so the draining worker receives the next run's
+    # first delivery: it must hand it back rather than pin the run to a version on its way out.
+    queue, token = "chain-versions-q", "chain-versions-queued"
+    options = wayline.StartOptions(queue=queue)
+    async with engine.worker([loop_v1], queue=queue, heartbeat_seconds=0.2):
+        handle = await engine.client.start_with(options, "chain-versions.loop", token, 0)
+        assert await wait_for(lambda: _pinned_revision(engine, handle.run_id)) == 1
+    drain = settings(worker_draining=True)
+    # after a deploy, only the old (draining) version is up yet
+    async with engine.worker(
+        [loop_v1], world=await engine.make_world(), settings=drain, queue=queue
+    ):
+        await engine.client.resume_hook(token)
+
+        async def continued() -> str | None:
+            info = await engine.world.get_run(handle.run_id)
+            return info.continued_as if info is not None else None
+
+        nxt = await wait_for(continued, timeout=20)
+        assert nxt is not None
+        await asyncio.sleep(2.0)  # the draining worker has had the next run's delivery by now
+        nxt_info = await engine.world.get_run(nxt)
+        assert nxt_info is not None and nxt_info.started_at is None, nxt_info
+        async with engine.worker([loop_v2], world=await engine.make_world(), queue=queue):
+            assert await engine.client.handle(nxt).result(timeout=30) == "v2:1"
+    assert await _pinned_revision(engine, nxt) == 2

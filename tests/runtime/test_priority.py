@@ -111,6 +111,7 @@ def test_a_child_priority_out_of_bounds_is_refused() -> None:
         ({"fairness_key": ""}, "fairness_key is a non-empty string, not ''"),
         ({"fairness_key": "x" * 257}, "fairness_key has at most 256 characters, not 257"),
         ({"fairness_weight": 0}, "fairness_weight is 1 to 100, not 0"),
+        ({"fairness_weight": 3}, "fairness_weight weighs a fairness_key: give one too"),
     ],
 )
 def test_a_priority_or_fairness_no_run_can_have_is_refused(

@@ -81,6 +81,9 @@ class Ordering:
 
 DEFAULT = Ordering()
 
+# Said by ``StartOptions`` and by ``wayline start`` (with their own spellings of the names).
+WEIGHT_WITHOUT_KEY = "{weight} weighs a {key}: give one too"
+
 
 def check(priority: object, fairness_key: object, fairness_weight: object) -> None:
     """Refuse a priority, fairness key or weight no run can have, saying why."""

@@ -79,8 +79,12 @@ class Handler:
         world: World,
         workflows: Mapping[str, WorkflowDefinition[..., Any]],
         settings: Settings,
+        *,
+        draining: bool = False,
     ) -> None:
         self.world = world
+        self.draining = draining
+        """The worker's version is on its way out: it begins no run not pinned yet."""
         self.workflows = dict(workflows)
         self.settings = settings
         self.closing = False
@@ -227,6 +231,12 @@ class Handler:
         why = workflow.mismatch(info.attributes.get("definition"))
         if why is not None:
             return await self._block(info, why, delivery)
+        if self.draining and _unpinned_on_a_queue(info):
+            # A queue has one route for every version, so routing cannot keep a draining
+            # worker from a run's first delivery (``routing.served_topics``): it is handed
+            # back here, no attempt spent, for the current version to begin and pin.
+            await self.world.release(delivery, random.uniform(1.0, 3.0))
+            return Verdict("none")
         if (
             info.status is RunStatus.BLOCKED
             and info.started_at is not None
@@ -710,6 +720,16 @@ async def _log(world: World, run_id: str, known: list[Event]) -> list[Event]:
     if not known:
         return await world.list_events(run_id)
     return [*known, *await world.list_events(run_id, after_seq=known[-1].seq)]
+
+
+def _unpinned_on_a_queue(info: RunInfo) -> bool:
+    """A run on a queue that has not begun and records no definition: the first worker to
+    begin it pins it to its own (``_start``)."""
+    return (
+        bool(info.attributes.get("queue"))
+        and info.started_at is None
+        and not isinstance(info.attributes.get("definition"), dict)
+    )
 
 
 def _pinned_elsewhere(workflow: WorkflowDefinition[..., Any], events: list[Event]) -> bool:

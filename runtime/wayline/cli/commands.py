@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import metrics, telemetry
+from .._core import ordering
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
 from .._core.projections import RunInfo, fold, timeout_of
@@ -573,7 +574,9 @@ def _ordering_given(args: argparse.Namespace) -> dict[str, Any]:
     """The ``StartOptions`` fields of ``--priority``, ``--fairness-key`` and
     ``--fairness-weight`` given (each checked by its argparse type already)."""
     if args.fairness_weight is not None and args.fairness_key is None:
-        raise UsageError("--fairness-weight weighs a --fairness-key: give one too")
+        raise UsageError(
+            ordering.WEIGHT_WITHOUT_KEY.format(weight="--fairness-weight", key="--fairness-key")
+        )
     given = {
         "priority": args.priority,
         "fairness_key": args.fairness_key,

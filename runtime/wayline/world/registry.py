@@ -230,14 +230,17 @@ def live_served(name: str, served: Sequence[Mapping[str, Any]], now: float | Non
 
 
 def debounced(name: str, served: Sequence[Mapping[str, Any]], now: float | None = None) -> bool:
-    """Whether a live worker serves workflow ``name`` with a ``wayline.Debounce``."""
+    """Whether workflow ``name`` has a ``wayline.Debounce``: as a live worker serves it or,
+    with none live, as the worker that served it last did. A version scaled to zero (or not
+    up yet after a restart) has no live worker, and its workflow is no less debounced for it;
+    the registry keeps the entries of workers gone, so the last one still says."""
     now = time.time() if now is None else now
-    return any(
-        e.get("workflow") == name
-        and e.get("debounced") is True
-        and (entries.seconds(e.get("liveUntil")) or 0.0) >= now
-        for e in served
-    )
+    mine = [e for e in served if e.get("workflow") == name]
+    live = [e for e in mine if (entries.seconds(e.get("liveUntil")) or 0.0) >= now]
+    if live:
+        return any(e.get("debounced") is True for e in live)
+    last = max(mine, key=lambda e: entries.seconds(e.get("liveUntil")) or 0.0, default=None)
+    return last is not None and last.get("debounced") is True
 
 
 def waiting_for_worker(

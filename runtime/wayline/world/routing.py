@@ -80,7 +80,8 @@ def served_topics(
     A ``draining`` worker leaves out the route of runs not pinned yet: it never takes a run's
     first delivery, so a new run waits on that route for a worker that is not draining (the
     current version's) instead of pinning itself to a version on its way out. A queue's route
-    mixes pinned and unpinned runs, so a draining queue worker still consumes all of it."""
+    mixes pinned and unpinned runs, so a draining queue worker still consumes all of it, and
+    hands a run not pinned yet back without spending an attempt (``Handler._admit``)."""
     if queue:
         return [routed(topic, "", queue), topic]
     routes = [

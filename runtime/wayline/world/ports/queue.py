@@ -133,7 +133,8 @@ class WorkQueue(abc.ABC):
 
     async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
         """How many messages of each of ``topics`` a worker holds now: delivered and not yet
-        acked, retried or handed back, their visibility not lapsed. The operator keeps a
+        acked, retried or handed back, their visibility not lapsed (a message retried or
+        handed back with a delay waits out that delay held by no one). The operator keeps a
         WorkflowWorker's version up while any is held, as scaling it down would stop a step
         in its body. Every topic asked for is in the answer."""
         raise NotImplementedError(f"{type(self).__name__} does not count in-flight messages")

@@ -39,6 +39,7 @@ from ...world import Delivery, QueueDepth, entries
 from ...world.routing import plain_topic
 from . import wire
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
+from .delay_notes import DelayNotes
 from .direct import StoredMsg, connected, direct_batch, last_seq, publish_retried
 from .names import Names, consumer_name, key_token, token_value
 
@@ -127,6 +128,7 @@ class Queue:
         # pending, or it came back empty): their next receive waits at once, without first
         # asking for a batch that is then answered "none" (a pull request a run, saved)
         self._drained: set[str] = set()
+        self._delays = DelayNotes(js, names.idem_bucket, url=url, timeout=timeout, now=now)
 
     async def start(self) -> None:
         self._idem = await self._js.key_value(self._names.idem_bucket)
@@ -467,6 +469,7 @@ class Queue:
                 held.handbacks = await self._handbacks(
                     int(md.sequence.stream), int(md.num_delivered)
                 )
+                await self._delays.drop(str(md.consumer), int(md.sequence.stream))
             # The stream stamps a message when it is stored, which for a delayed one is when
             # its schedule fires: due then, for a first delivery.
             stamp = getattr(md, "timestamp", None)
@@ -519,7 +522,7 @@ class Queue:
             log.warning("could not note the hand-back of message %s: %s", seq, err)
             return await self.retry(delivery, delay_seconds)
         held.handbacks += 1
-        return await self._answer(delivery, _nak(delay_seconds), "hand-back")
+        return await self._delayed(delivery, delay_seconds, "hand-back")
 
     async def _hold_start(self, msg: Any, sent: float) -> float:
         """When the hold of a delivery from a long pull began, as far as this process can
@@ -624,7 +627,18 @@ class Queue:
         return True
 
     async def retry(self, delivery: Delivery, delay_seconds: float) -> bool:
-        return await self._answer(delivery, _nak(delay_seconds), "retry")
+        return await self._delayed(delivery, delay_seconds, "retry")
+
+    async def _delayed(self, delivery: Delivery, delay_seconds: float, what: str) -> bool:
+        """Nak ``delivery`` to come back after ``delay_seconds``, noting a delay so the message
+        is not counted in flight while it waits (``delay_notes``)."""
+        held: _Held = delivery.handle
+        if not await self._answer(delivery, _nak(delay_seconds), what):
+            return False
+        if delay_seconds > 0:
+            md = held.msg.metadata
+            await self._delays.note(str(md.consumer), int(md.sequence.stream), delay_seconds)
+        return True
 
     async def renew(self, delivery: Delivery) -> bool:
         return await self._answer(delivery, b"+WPI", "renewal")
@@ -761,16 +775,18 @@ class Queue:
 
     async def in_flight(self, topic: str) -> int:
         """The topic's messages delivered and not yet acked (its consumer's
-        ``num_ack_pending``). JetStream keeps a message handed back with a delay in that count
-        until it is delivered again, so such a message counts as held here, where SQLite
-        counts it once it is due. A topic with no consumer has none."""
+        ``num_ack_pending``), less those handed back with a delay still running: JetStream
+        keeps those in that count until it delivers them again, though no worker holds them
+        (``delay_notes``). A topic with no consumer has none."""
         import nats.js.errors
 
+        consumer = consumer_name(topic)
         try:
-            info = await self._js.consumer_info(
-                self._stream, consumer_name(topic), timeout=self._timeout
-            )
-            return int(info.num_ack_pending or 0)
+            info = await self._js.consumer_info(self._stream, consumer, timeout=self._timeout)
+            pending = int(info.num_ack_pending or 0)
+            if not pending:
+                return 0
+            return max(0, pending - await self._delays.waiting(consumer))
         except nats.js.errors.NotFoundError:
             return 0
         except WorldUnavailableError:
