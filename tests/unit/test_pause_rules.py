@@ -51,6 +51,19 @@ def test_an_unpause_needs_a_pause_and_an_ended_run_takes_neither() -> None:
         apply_transition(RunStatus.COMPLETED, None, _paused("running"))
 
 
+def test_an_unwind_is_not_appended_over_a_pause_but_a_log_that_has_one_still_reads() -> None:
+    """A worker that failed the run before it read the pause waits for the unpause; a log
+    an older version wrote with an unwind over a pause folds as it did."""
+    begun = NewEvent(EventType.RUN_COMPENSATING, data={"reason": "failed", "error": {}})
+    with pytest.raises(EntityConflictError, match="paused; its unwind begins when it is unpaused"):
+        apply_transition(RunStatus.PAUSED, None, begun, appending=True)
+    assert apply_transition(RunStatus.PAUSED, None, begun) == (RunStatus.COMPENSATING, None)
+    assert apply_transition(RunStatus.RUNNING, None, begun, appending=True) == (
+        RunStatus.COMPENSATING,
+        None,
+    )
+
+
 def test_on_exhausted_takes_fail_or_pause() -> None:
     assert RetryPolicy().on_exhausted == "fail"
     assert RetryPolicy(on_exhausted="pause").describe()["onExhausted"] == "pause"

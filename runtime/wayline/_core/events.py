@@ -366,9 +366,7 @@ def apply_transition(
     if t in (EventType.RUN_BLOCKED, EventType.RUN_UNBLOCKED):
         return _block_transition(run_status, event, block), None
     if t is EventType.RUN_COMPENSATING:
-        if run_status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
-            raise EntityConflictError("run is already compensating")
-        return RunStatus.COMPENSATING, None
+        return _unwind_transition(run_status, appending), None
     if t is EventType.RUN_COMPENSATION_STUCK:
         if run_status is not RunStatus.COMPENSATING:
             raise EntityConflictError(f"run is {run_status}, not compensating")
@@ -396,6 +394,22 @@ def apply_transition(
     if kind is None:  # pragma: no cover - exhaustive over EventType
         raise WorldError(f"unknown event type {t!r}")
     return run_status, _entity_transition(kind, entity_status, event)
+
+
+def _unwind_transition(run_status: RunStatus, appending: bool) -> RunStatus:
+    """The run's status after a ``run_compensating``; raises when the run is unwound already,
+    or when it is paused and this is a new append."""
+    if run_status in (RunStatus.COMPENSATING, RunStatus.COMPENSATION_STUCK):
+        raise EntityConflictError("run is already compensating")
+    if appending and run_status is RunStatus.PAUSED:
+        # A worker that read the log before a pause may fail the run in its own code after
+        # it: its unwind would start compensation bodies in a paused run, and no unpause
+        # could follow (a compensating run is not paused). The worker reads the pause and
+        # waits; the unpause's wake begins the unwind. A cancel lifts the pause in its own
+        # write, so a cancelled run's unwind is never refused here. A log an older version
+        # wrote with an unwind over a pause still reads.
+        raise EntityConflictError("run is paused; its unwind begins when it is unpaused")
+    return RunStatus.COMPENSATING
 
 
 def _redrive_transition(

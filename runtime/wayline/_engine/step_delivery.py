@@ -191,8 +191,11 @@ async def _run(
 
 
 def _held(view: RunView, step: StepView) -> bool:
-    """The run is paused and ``step`` is a forward step: no attempt of it starts (a
-    compensation does: a paused run being unwound was cancelled, which lifts the pause)."""
+    """The run is paused and ``step`` is a forward step: no attempt of it starts. A
+    compensation does: no unwind begins over a pause (the world refuses its
+    ``run_compensating``, and a cancel lifts the pause in its own write), so a paused run
+    being unwound has a log an older version wrote, whose stored status is ``compensating``
+    and which no unpause could lift."""
     return view.status == "paused" and step.compensates is None
 
 
