@@ -12,6 +12,7 @@ import pytest
 
 import wayline
 from tests.runtime import debounce_flows as df
+from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.cli.timeline import render_show
@@ -119,14 +120,15 @@ async def test_a_run_paused_before_it_began_takes_later_starts_of_its_key(
     """A pause while the run is pending does not make it begin: a later start of its key
     collapses into it as into an unpaused one, and once unpaused it runs that start's input."""
     path = str(tmp_path / "marks")
-    first = await engine.client.start(df.reindex, path, "doc-g", 1)
+    first = await engine.client.start(df.reindex_in_a_step, path, "doc-g", 1)
     assert await first.pause("held before it began")
-    again = await engine.client.start(df.reindex, path, "doc-g", 2)
+    again = await engine.client.start(df.reindex_in_a_step, path, "doc-g", 2)
     assert again.run_id == first.run_id
     assert await first.unpause()
-    async with engine.worker([df.reindex]):
+    async with engine.worker([df.reindex_in_a_step]):
         assert await first.result(timeout=30) == "doc-g@2"
-    assert df.ran(path) == ["doc-g 2"]
+    # the step's body, not the workflow's own code, which a rebuilt replay runs again by design
+    assert lines(path) == ["wrote doc-g 2"]
     assert len(of_type(await first.events(), EventType.RUN_DEBOUNCED)) == 1
 
 
