@@ -276,11 +276,8 @@ class Handler:
             "messaging.message.id": str(delivery.message_id),
         }
         with tracer.start_as_current_span("workflow.execute", attributes=attributes) as span:
-            # A debounced run writes its run_started alone, on the log it decided on, before
-            # anything runs: riding on the first decision batch, it would be written after a
-            # start that collapsed into the run meanwhile, and an inline body would run the
-            # input that start replaced. A wake that goes on from a live replay keeps the
-            # deferral its last delivery ended in.
+            # A debounced run writes its run_started alone, before anything runs (see
+            # ``_start``); a wake that goes on from a live replay keeps its last deferral.
             defer = info.attributes.get("debounce") is None if live is None else live[0].defer
             replay: Replay | None = None
             kept = False
@@ -668,7 +665,9 @@ class Handler:
         try:
             # Only on the log the decision to begin was made on: a debounced start that
             # collapsed into the run meanwhile (``run_debounced``) starts its quiet period
-            # again, which the rebuild then waits out instead of beginning at once.
+            # again, which the rebuild then waits out instead of beginning at once. (Riding
+            # on the first decision batch, it would be written after such a start, and an
+            # inline body would run the input that start replaced.)
             await self.world.append(replay.run_id, [started], expected_seq=replay.last_seq)
         except (EntityConflictError, RunTerminalError, SequenceConflictError):
             pass  # started (or ended) by another delivery, or the log moved: it says which
