@@ -40,9 +40,10 @@ def test_a_fixed_budget_of_seeds_keeps_every_invariant() -> None:
 
 
 def test_a_seed_replays_its_trace_byte_for_byte() -> None:
-    # Seed 38 crash-stops a worker, injects faults, boots a draining worker and runs the
-    # rate-limited and the debounced flows, so the replay covers all of them.
-    first, second = run_seed(38), run_seed(38)
+    # Seed 4 crash-stops a worker, injects faults, boots a draining worker and runs the
+    # rate-limited and the debounced flows, so the replay covers all of them (a change of the
+    # workload or the engine can move these to another seed: the asserts below say so).
+    first, second = run_seed(4), run_seed(4)
     assert "crash-stopped" in first.trace and "(fault)" in first.trace
     assert "boots draining" in first.trace and "debounced start" in first.trace
     assert "take token" in first.trace
