@@ -223,6 +223,12 @@ class ConfigurationError(WaylineError):
     code = "CONFIGURATION_ERROR"
 
 
+class WorldNotCreatedError(ConfigurationError):
+    """A server world opened without ``create`` whose streams do not exist yet: a mistyped
+    prefix, or a world no worker has created yet (a console pod starting before the
+    workers), which a caller that was told to wait for the world may try again."""
+
+
 class NotInWorkflowError(FatalError, WaylineError):
     """A workflow-only call (``sleep``, ``create_hook``, ``workflow_info``...) made elsewhere:
     a mistake no retry mends, so a step body that makes it fails at once."""

@@ -35,6 +35,7 @@ from ..errors import (
     RunNotFoundError,
     SerializationError,
     WaylineError,
+    WorldNotCreatedError,
     WorldUnavailableError,
 )
 from ..health import HealthServer
@@ -123,15 +124,18 @@ async def opened_world(
             with contextlib.suppress(Exception):
                 await world.close()
             raise
-        except WorldUnavailableError as err:
+        except (WorldUnavailableError, WorldNotCreatedError) as err:
+            # not created yet: a console pod may start before the workers that create the
+            # world's streams; told to wait, it waits for them as for a server not up yet
             with contextlib.suppress(Exception):
                 await world.close()
             if time.monotonic() + delay > deadline:
                 raise
             stop_if_cancelled()  # a stop that the failed attempt swallowed
             log.warning(
-                "the world at %s is not reachable yet (%s); again in %.1fs",
+                "the world at %s is %s (%s); again in %.1fs",
                 shown_url(world),
+                "not created yet" if isinstance(err, WorldNotCreatedError) else "not reachable yet",
                 err,
                 delay,
             )

@@ -18,6 +18,7 @@ from ...errors import (
     BlobMissingError,
     ConfigurationError,
     WaylineError,
+    WorldNotCreatedError,
     WorldUnavailableError,
 )
 from ...settings import Settings
@@ -979,7 +980,7 @@ async def _refuse_missing(js: Any, stream: str, prefix: str, url: str) -> None:
     try:
         await js.stream_info(stream)
     except nats.js.errors.NotFoundError:
-        raise ConfigurationError(
+        raise WorldNotCreatedError(
             f"no world at {url} with prefix {prefix!r}: its stream {stream} does not exist "
             "(check the prefix in --world or WAYLINE_WORLD; a worker or `wayline start` "
             "creates it)",
