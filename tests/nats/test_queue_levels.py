@@ -1,0 +1,68 @@
+"""The NATS world's queue keeps a subject per priority level under each topic: a message
+another release left on the subject every level shared is still served (first), an
+idempotency key holds across the levels, and the counts of ready work add the levels up."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+from tests.nats_fixtures import OpenWorlds
+from wayline._core import ordering
+
+
+async def test_a_message_on_the_subject_of_before_the_levels_is_still_served(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A world provisioned before the levels holds its queued work on ``q.t.<topic>``: after
+    the upgrade its consumer is drained too, before the levels (that work is the oldest)."""
+    world = await open_nats_world()
+    js = world._queue._js
+    old_subject = f"{world.names.prefix}.q.t.flow.{uuid.uuid4().hex}"
+    await js.publish(old_subject, json.dumps({"name": "from-before"}).encode())
+    urgent = ordering.Ordering(priority=0).fields()
+    await world.enqueue("flow", {"name": "urgent", **urgent})
+    assert await world._queue.ready("flow") == 2
+    got = await world.receive("flow", max_messages=5, wait_seconds=2)
+    assert [(d.payload or {})["name"] for d in got] == ["from-before", "urgent"]
+    for delivery in got:
+        assert await world.ack(delivery) is True
+    assert await world.receive("flow", wait_seconds=0.2) == []
+
+
+async def test_an_idempotency_key_holds_across_priority_levels(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world()
+    low = ordering.Ordering(priority=8).fields()
+    high = ordering.Ordering(priority=1).fields()
+    first = await world.enqueue("flow", {"v": 1, **low}, idempotency_key="k")
+    assert await world.enqueue("flow", {"v": 2, **high}, idempotency_key="k") == first
+    [d] = await world.receive("flow", max_messages=5, wait_seconds=2)
+    assert (d.message_id, d.payload) == (first, {"v": 1, **low})
+    assert await world.ack(d) is True
+
+
+async def test_a_delayed_urgent_message_goes_before_ready_default_work_once_due(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A schedule's publish names its level, so a receiver waiting on the default level's
+    backlog learns of the urgent level before the message fires."""
+    world = await open_nats_world()
+    urgent = ordering.Ordering(priority=0).fields()
+    await world.enqueue("flow", {"name": "urgent", **urgent}, delay_seconds=0.5)
+    for i in range(3):
+        await world.enqueue("flow", {"name": f"default{i}"})
+    [first] = await world.receive("flow", wait_seconds=2)
+    assert (first.payload or {})["name"] == "default0"
+    await world.ack(first)
+    await asyncio.sleep(1.0)  # the schedule is due after 0.5 s
+    names: list[str] = []
+    while len(names) < 3:
+        got = await world.receive("flow", wait_seconds=3)
+        assert got
+        names += [str((d.payload or {})["name"]) for d in got]
+        for delivery in got:
+            await world.ack(delivery)
+    assert names == ["urgent", "default1", "default2"]
