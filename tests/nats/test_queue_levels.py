@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 
 from tests.nats_fixtures import OpenWorlds
 from wayline._core import ordering
+from wayline.worlds.nats.levels import RESCAN_SECONDS
 
 
 async def test_a_message_on_the_subject_of_before_the_levels_is_still_served(
@@ -66,3 +68,29 @@ async def test_a_delayed_urgent_message_goes_before_ready_default_work_once_due(
         for delivery in got:
             await world.ack(delivery)
     assert names == ["urgent", "default1", "default2"]
+
+
+async def test_a_level_no_publish_told_of_is_found_while_the_one_known_level_is_drained(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A worker whose every receive ends in a wait on the one level it knows (its consumer
+    drained, each wait shorter than the rescan period) still rescans when one is due, so a
+    message on a level it heard nothing of (sent while a partition cut its connection from the
+    publisher's node) is served within a rescan or two, not never."""
+    world = await open_nats_world()
+    await world.enqueue("flow", {"name": "heard"})
+    [first] = await world.receive("flow", wait_seconds=2)
+    assert await world.ack(first) is True
+    assert await world.receive("flow", wait_seconds=0.3) == []  # the known level is drained
+    # The record stops hearing the topic's publishes, as when a partition cuts them off.
+    levels = world._queue._levels["flow"]
+    await levels.sub.unsubscribe()
+    await world.enqueue("flow", {"name": "unheard", **ordering.Ordering(priority=3).fields()})
+    names: list[str] = []
+    deadline = time.monotonic() + 4 * RESCAN_SECONDS
+    while not names and time.monotonic() < deadline:
+        got = await world.receive("flow", wait_seconds=0.5)  # a worker's receive
+        names += [str((d.payload or {})["name"]) for d in got]
+        for delivery in got:
+            assert await world.ack(delivery) is True
+    assert names == ["unheard"]

@@ -570,21 +570,27 @@ class Queue:
             while True:
                 seen = levels.count  # before the questions: a publish during them is not missed
                 await connected(self._nc, timeout=self._timeout, url=self._url)
-                if levels.scanned_at is None:
+                # The rescan is due by the clock, not by how the last receive ended: a worker
+                # whose receives each end in a wait on its one known level (its deadline
+                # reached, or a message taken) would otherwise never look again, and a message
+                # on a level no publish told it of (sent while its connection was cut by a
+                # partition) would wait for ever.
+                rescan_at = (levels.scanned_at or 0.0) + RESCAN_SECONDS
+                if levels.scanned_at is None or time.monotonic() >= rescan_at:
                     await self._scan(topic, levels)
+                    rescan_at = (levels.scanned_at or 0.0) + RESCAN_SECONDS
                 order = await self._order(topic, levels)
                 left = deadline - time.monotonic()
                 if len(order) == 1 and left > 0 and consumer_name(topic, order[0]) in self._drained:
-                    # waits no longer than a rescan is due: what no publish told is found
-                    got = await self._wait_one(topic, order[0], min(left, RESCAN_SECONDS))
+                    # waits no longer than the next rescan is due: what no publish told is found
+                    until_rescan = max(_POLL_SECONDS, rescan_at - time.monotonic())
+                    got = await self._wait_one(topic, order[0], min(left, until_rescan))
                 else:
                     got = await self._take(topic, order, batch)
                 left = deadline - time.monotonic()
                 if got or left <= 0 or self._epoch != epoch:
                     break  # a connection lost (or the world closed) ends the wait at once
-                if time.monotonic() - (levels.scanned_at or 0.0) >= RESCAN_SECONDS:
-                    await self._scan(topic, levels)
-                elif len(order) != 1:  # one level: its consumer is drained, the next turn waits
+                if len(order) != 1:  # one level: its consumer is drained, the next turn waits
                     await levels.wait_after(seen, min(left, _POLL_SECONDS))
         except WorldError:
             raise
