@@ -11,6 +11,7 @@ import uuid
 
 from tests.nats_fixtures import OpenWorlds
 from wayline._core import ordering
+from wayline.worlds.nats.codec import rfc3339
 from wayline.worlds.nats.levels import RESCAN_SECONDS
 
 
@@ -31,6 +32,33 @@ async def test_a_message_on_the_subject_of_before_the_levels_is_still_served(
     for delivery in got:
         assert await world.ack(delivery) is True
     assert await world.receive("flow", wait_seconds=0.2) == []
+
+
+async def test_a_delayed_message_an_older_release_scheduled_onto_the_old_subject_is_served(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A schedule an older release stored (its target the one subject of every level,
+    ``q.t``) fires after the upgrade onto that subject, and the kept consumer of it serves it
+    with the id the older release handed out."""
+    world = await open_nats_world()
+    names = world._queue._names
+    mid = uuid.uuid4().hex
+    await world._queue._js.publish(
+        names.schedule_subject("flow", mid),
+        json.dumps({"name": "delayed-from-before"}).encode(),
+        headers={
+            "Nats-Schedule": f"@at {rfc3339(world.skew.now() + 0.5)}",
+            "Nats-Schedule-Target": f"{names.prefix}.q.t.flow.{mid}",
+            "Wayline-Id": mid,
+        },
+    )
+    got = []
+    deadline = time.monotonic() + 10
+    while not got and time.monotonic() < deadline:
+        got = await world.receive("flow", wait_seconds=1)
+    [delivery] = got
+    assert (delivery.message_id, delivery.payload) == (mid, {"name": "delayed-from-before"})
+    assert await world.ack(delivery) is True
 
 
 async def test_an_idempotency_key_holds_across_priority_levels(
