@@ -122,3 +122,29 @@ async def test_a_level_no_publish_told_of_is_found_while_the_one_known_level_is_
         for delivery in got:
             assert await world.ack(delivery) is True
     assert names == ["unheard"]
+
+
+async def test_a_level_emptied_and_filled_again_is_served_first_again(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A level found empty leaves the record; a message sent on it later brings it back (by
+    the publish heard, else by the next rescan) and it is served before the default level's
+    backlog again."""
+    world = await open_nats_world()
+    urgent = ordering.Ordering(priority=2).fields()
+    for i in range(3):
+        await world.enqueue("flow", {"name": f"default{i}"})
+    await world.enqueue("flow", {"name": "urgent0", **urgent})
+    names: list[str] = []
+    for _ in range(2):  # the urgent one, then the first of the backlog: level 2 is empty now
+        [delivery] = await world.receive("flow", wait_seconds=2)
+        names.append(str((delivery.payload or {})["name"]))
+        assert await world.ack(delivery) is True
+    await world.enqueue("flow", {"name": "urgent1", **urgent})
+    while len(names) < 5:
+        got = await world.receive("flow", wait_seconds=3)
+        assert got
+        for delivery in got:
+            names.append(str((delivery.payload or {})["name"]))
+            assert await world.ack(delivery) is True
+    assert names == ["urgent0", "default0", "urgent1", "default1", "default2"]
