@@ -148,3 +148,31 @@ async def test_a_level_emptied_and_filled_again_is_served_first_again(
             names.append(str((delivery.payload or {})["name"]))
             assert await world.ack(delivery) is True
     assert names == ["urgent0", "default0", "urgent1", "default1", "default2"]
+
+
+async def test_a_level_whose_consumer_the_server_refuses_holds_up_no_other_level(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A level whose consumer cannot be created is skipped, not fatal to the receive: the
+    other levels are served meanwhile, and the level is served once its consumer can be made."""
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    world = await open_nats_world()
+    js, names = world._queue._js, world._queue._names
+    # A work-queue stream refuses a consumer whose filter overlaps another's: while this one
+    # of someone else's covers level 3 of the topic, the world cannot create its own there.
+    rogue = ConsumerConfig(
+        durable_name="rogue-level-3",
+        filter_subject=names.target_filter("flow", 3),
+        ack_policy=AckPolicy.EXPLICIT,
+    )
+    await js.add_consumer(names.queue_stream, rogue)
+    await world.enqueue("flow", {"name": "urgent", **ordering.Ordering(priority=3).fields()})
+    await world.enqueue("flow", {"name": "default"})
+    got = await world.receive("flow", max_messages=5, wait_seconds=2)
+    assert [(d.payload or {})["name"] for d in got] == ["default"]
+    assert await world.ack(got[0]) is True
+    await js.delete_consumer(names.queue_stream, "rogue-level-3")
+    got = await world.receive("flow", max_messages=5, wait_seconds=2)
+    assert [(d.payload or {})["name"] for d in got] == ["urgent"]
+    assert await world.ack(got[0]) is True

@@ -529,14 +529,27 @@ class Queue:
     async def _take(self, topic: str, order: list[Channel], batch: int) -> list[tuple[Any, float]]:
         """Up to ``batch`` messages pulled at once from the levels in ``order``."""
         got: list[tuple[Any, float]] = []
+        failed: WorldError | None = None
         for level in order:
-            consumer = await self._consumer(topic, level)
-            sent = time.monotonic()
-            msgs = await self._pull(consumer, {"batch": batch - len(got), "no_wait": True}, 0.0)
+            try:
+                consumer = await self._consumer(topic, level)
+                sent = time.monotonic()
+                msgs = await self._pull(consumer, {"batch": batch - len(got), "no_wait": True}, 0.0)
+            except WorldError as err:
+                # One level that cannot be asked (its consumer refused by the server, or not
+                # reachable while its leader is elected) must not hold up the topic's other
+                # levels, nor the messages already pulled from the levels before it, which
+                # would otherwise be held by no one until their ack wait ran out. The next
+                # receive asks it again.
+                log.warning("receiving level %s of topic %r failed: %s", level, topic, err)
+                failed = err
+                continue
             got += [(msg, sent) for msg in msgs]
             self._note_drained(consumer, msgs)
             if len(got) >= batch:
                 break
+        if failed is not None and not got:
+            raise failed
         return got
 
     async def _wait_one(self, topic: str, level: Channel, wait: float) -> list[tuple[Any, float]]:
