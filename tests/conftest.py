@@ -67,8 +67,21 @@ async def make_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
 
 ORDERED_WORLD_KINDS = ["local", "memory"]
 """The worlds whose queue orders ready work by priority and fairness (``_core/ordering.py``);
-the NATS world's queue is first in, first out per topic (docs/sdk.md, "Priority and
-fairness")."""
+the NATS world orders by priority and aging only, first in, first out within a level
+(docs/sdk.md, "Priority and fairness")."""
+
+PRIORITISED_WORLD_KINDS = ["local", "memory", *WORLD_KINDS[1:]]
+"""The worlds whose queue serves the most urgent level first, with aging (rule 1 of
+``_core/ordering.py``): every world."""
+
+
+@pytest.fixture(params=PRIORITISED_WORLD_KINDS)
+async def make_prioritised_world(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[WorldFactory]:
+    """``make_world`` over the worlds that serve ready work by priority, with aging."""
+    async for factory in world_factory(request, tmp_path):
+        yield factory
 
 
 @pytest.fixture(params=ORDERED_WORLD_KINDS)

@@ -22,6 +22,11 @@ def open_ordered(make_ordered_world: WorldFactory) -> WorldFactory:
     return make_ordered_world
 
 
+@pytest.fixture
+def open_prioritised(make_prioritised_world: WorldFactory) -> WorldFactory:
+    return make_prioritised_world
+
+
 def message(name: str, order: ordering.Ordering = ordering.DEFAULT) -> dict[str, Any]:
     return {"name": name, **order.fields()}
 
@@ -40,8 +45,8 @@ def names(deliveries: list[Delivery]) -> list[str]:
     return [str((d.payload or {})["name"]) for d in deliveries]
 
 
-async def test_higher_priority_sent_later_is_received_first(open_ordered: Any) -> None:
-    world = await open_ordered()
+async def test_higher_priority_sent_later_is_received_first(open_prioritised: Any) -> None:
+    world = await open_prioritised()
     for i in range(3):
         await world.enqueue("flow", message(f"low{i}", ordering.Ordering(priority=7)))
     await world.enqueue("flow", message("default"))
@@ -50,8 +55,8 @@ async def test_higher_priority_sent_later_is_received_first(open_ordered: Any) -
     assert got == ["urgent", "default", "low0", "low1", "low2"]
 
 
-async def test_a_batch_is_handed_out_in_the_same_order(open_ordered: Any) -> None:
-    world = await open_ordered()
+async def test_a_batch_is_handed_out_in_the_same_order(open_prioritised: Any) -> None:
+    world = await open_prioritised()
     for i in range(3):
         await world.enqueue("flow", message(f"low{i}", ordering.Ordering(priority=7)))
     await world.enqueue("flow", message("urgent", ordering.Ordering(priority=0)))
@@ -62,11 +67,11 @@ async def test_a_batch_is_handed_out_in_the_same_order(open_ordered: Any) -> Non
 
 
 async def test_work_that_waited_long_enough_goes_before_newer_urgent_work(
-    open_ordered: Any,
+    open_prioritised: Any,
 ) -> None:
     """Aging: a priority-9 message that waited nine aging periods is at level 0, and it was
     sent first, so it goes before priority-0 work sent after it."""
-    world = await open_ordered(aging_seconds=0.05)
+    world = await open_prioritised(aging_seconds=0.05)
     await world.enqueue("flow", message("patient", ordering.Ordering(priority=9)))
     await asyncio.sleep(0.05 * 9 + 0.3)
     for i in range(3):
@@ -89,8 +94,8 @@ async def test_a_backlog_older_than_the_aging_period_still_takes_turns(
     assert sorted(n for n in got if n.startswith("b")) == ["b0", "b1", "b2"], got
 
 
-async def test_without_waiting_low_priority_work_stays_behind(open_ordered: Any) -> None:
-    world = await open_ordered()  # aging of a minute: nothing here waits that long
+async def test_without_waiting_low_priority_work_stays_behind(open_prioritised: Any) -> None:
+    world = await open_prioritised()  # aging of a minute: nothing here waits that long
     await world.enqueue("flow", message("patient", ordering.Ordering(priority=9)))
     await asyncio.sleep(0.3)
     for i in range(3):
@@ -133,8 +138,8 @@ async def test_a_key_that_was_idle_gets_no_credit_for_it(open_ordered: Any) -> N
     assert sum(n.startswith("a") for n in got) == 3
 
 
-async def test_priority_goes_before_fairness(open_ordered: Any) -> None:
-    world = await open_ordered()
+async def test_priority_goes_before_fairness(open_prioritised: Any) -> None:
+    world = await open_prioritised()
     for i in range(3):
         await world.enqueue("flow", message(f"a{i}", ordering.Ordering(fairness_key="a")))
     urgent = ordering.Ordering(priority=1, fairness_key="b")
@@ -142,8 +147,8 @@ async def test_priority_goes_before_fairness(open_ordered: Any) -> None:
     assert names(await take(world, 2)) == ["b-urgent", "a0"]
 
 
-async def test_a_handed_back_message_keeps_its_place(open_ordered: Any) -> None:
-    world = await open_ordered()
+async def test_a_handed_back_message_keeps_its_place(open_prioritised: Any) -> None:
+    world = await open_prioritised()
     await world.enqueue("flow", message("urgent", ordering.Ordering(priority=0)))
     await world.enqueue("flow", message("later"))
     [first] = await world.receive("flow", wait_seconds=2)
@@ -153,9 +158,9 @@ async def test_a_handed_back_message_keeps_its_place(open_ordered: Any) -> None:
 
 
 async def test_a_message_carries_its_ordering_and_the_default_carries_none(
-    open_ordered: Any,
+    open_prioritised: Any,
 ) -> None:
-    world = await open_ordered()
+    world = await open_prioritised()
     order = ordering.Ordering(priority=2, fairness_key="acme", fairness_weight=3)
     await world.enqueue("flow", {"runId": "r1"})
     with ordering.attached(order):

@@ -1,6 +1,6 @@
-"""Engines on the worlds that order ready work (``wayline._core.ordering``): SQLite and the
-in-memory world. The NATS world serves each topic first in, first out (docs/sdk.md, "Priority
-and fairness")."""
+"""Engines on the worlds that order ready work (``wayline._core.ordering``): by priority with
+aging on every world, and by fairness key too on SQLite and the in-memory world (the NATS world
+serves one level first in, first out: docs/sdk.md, "Priority and fairness")."""
 
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ async def ordered_engine(make_ordered_world: WorldFactory) -> Engine:
     """An engine on a world that orders ready work (``make_ordered_world``)."""
     world = await make_ordered_world()
     return Engine(world=world, make_world=make_ordered_world, client=wayline.Client(world))
+
+
+@pytest.fixture
+async def prioritised_engine(make_prioritised_world: WorldFactory) -> Engine:
+    """An engine on a world that serves ready work by priority (``make_prioritised_world``)."""
+    world = await make_prioritised_world()
+    return Engine(world=world, make_world=make_prioritised_world, client=wayline.Client(world))
 
 
 def record_starts(world: World) -> list[str]:

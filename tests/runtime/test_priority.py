@@ -11,10 +11,10 @@ import pytest
 
 import wayline
 from tests.runtime.harness import Engine
-from tests.runtime.ordering_harness import ordered_engine, record_starts
+from tests.runtime.ordering_harness import prioritised_engine, record_starts
 from wayline._core.ordering import Ordering
 
-__all__ = ["ordered_engine"]
+__all__ = ["prioritised_engine"]
 
 
 @wayline.workflow(name="priority_tests.labelled")
@@ -37,8 +37,8 @@ async def parent_of_urgent(label: str) -> str:
     return await wayline.child_with(wayline.ChildOptions(priority=0), kid, label)
 
 
-async def test_urgent_runs_queued_last_start_first(ordered_engine: Engine) -> None:
-    client = ordered_engine.client
+async def test_urgent_runs_queued_last_start_first(prioritised_engine: Engine) -> None:
+    client = prioritised_engine.client
     labels: dict[str, str] = {}
     for i in range(6):
         handle = await client.start_with(wayline.StartOptions(priority=8), labelled, f"low{i}")
@@ -46,8 +46,8 @@ async def test_urgent_runs_queued_last_start_first(ordered_engine: Engine) -> No
     for i in range(2):
         handle = await client.start_with(wayline.StartOptions(priority=1), labelled, f"high{i}")
         labels[handle.run_id] = f"high{i}"
-    started = record_starts(ordered_engine.world)
-    async with ordered_engine.worker([labelled]):
+    started = record_starts(prioritised_engine.world)
+    async with prioritised_engine.worker([labelled]):
         for run_id, label in labels.items():
             assert await client.handle(run_id).result(timeout=30) == label
     order = [labels[run_id] for run_id in started]
@@ -55,10 +55,10 @@ async def test_urgent_runs_queued_last_start_first(ordered_engine: Engine) -> No
 
 
 async def test_a_run_that_waited_long_enough_starts_before_newer_urgent_runs(
-    ordered_engine: Engine,
+    prioritised_engine: Engine,
 ) -> None:
     """Aging: nine aging periods lift a priority-9 start to level 0, so it goes first."""
-    world = await ordered_engine.make_world(aging_seconds=0.05)
+    world = await prioritised_engine.make_world(aging_seconds=0.05)
     client = wayline.Client(world)
     patient = await client.start_with(wayline.StartOptions(priority=9), labelled, "patient")
     await asyncio.sleep(0.05 * 9 + 0.3)
@@ -67,7 +67,7 @@ async def test_a_run_that_waited_long_enough_starts_before_newer_urgent_runs(
         handle = await client.start_with(wayline.StartOptions(priority=0), labelled, f"urgent{i}")
         labels[handle.run_id] = f"urgent{i}"
     started = record_starts(world)
-    async with ordered_engine.worker([labelled], world=world):
+    async with prioritised_engine.worker([labelled], world=world):
         for run_id, label in labels.items():
             assert await client.handle(run_id).result(timeout=30) == label
     assert [labels[run_id] for run_id in started] == ["patient", "urgent0", "urgent1", "urgent2"]
@@ -83,11 +83,11 @@ async def test_a_run_that_waited_long_enough_starts_before_newer_urgent_runs(
     ],
 )
 async def test_a_childs_priority_and_fairness_key(
-    ordered_engine: Engine, parent_workflow: Any, expected: Ordering
+    prioritised_engine: Engine, parent_workflow: Any, expected: Ordering
 ) -> None:
-    client = ordered_engine.client
+    client = prioritised_engine.client
     options = wayline.StartOptions(priority=2, fairness_key="acme")
-    async with ordered_engine.worker([parent_workflow, kid]):
+    async with prioritised_engine.worker([parent_workflow, kid]):
         handle = await client.start_with(options, parent_workflow, "x")
         assert await handle.result(timeout=30) == "x"
     [child] = await client.list_runs(workflow="priority_tests.kid")

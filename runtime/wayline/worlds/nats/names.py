@@ -55,10 +55,30 @@ def key_token(key: str) -> str:
     return "k" + hashlib.sha256(key.encode()).hexdigest()
 
 
-def consumer_name(topic: str) -> str:
+def consumer_name(topic: str, level: int | None = None) -> str:
+    """The pull consumer of a topic's messages of one priority level (``None``: of the
+    subject every level shared before the levels, kept so its messages are still served)."""
     if _PLAIN.match(topic) and len(topic) <= _MAX_PLAIN:
-        return "q_" + topic
-    return "qh_" + hashlib.sha256(topic.encode()).hexdigest()[:40]
+        base = "q_" + topic
+    else:
+        base = "qh_" + hashlib.sha256(topic.encode()).hexdigest()[:40]
+    return base if level is None else f"{base}_p{level}"
+
+
+def level_kind(level: int | None) -> str:
+    """The subject token after ``q`` of a message of one priority level: ``p0`` to ``p9``, or
+    ``t`` for the one subject that served every level before the levels."""
+    return "t" if level is None else f"p{level}"
+
+
+def kind_level(kind: str) -> int | None:
+    """The level a :func:`level_kind` token names (``None`` for ``t``); ValueError for any
+    other token (a schedule's ``s``)."""
+    if kind == "t":
+        return None
+    if len(kind) == 2 and kind[0] == "p" and kind[1].isdigit():
+        return int(kind[1])
+    raise ValueError(f"not a ready message's subject token: {kind!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +126,21 @@ class Names:
     def queue_wildcard(self) -> str:
         return f"{self.prefix}.q.>"
 
-    def target_filter(self, topic: str) -> str:
-        return f"{self.prefix}.q.t.{subject_token(topic)}.>"
+    def target_filter(self, topic: str, level: int | None = None) -> str:
+        """A topic's ready messages of one priority level; ``None``: the single subject of
+        every level that a world provisioned before the levels used (``q.t``)."""
+        return f"{self.prefix}.q.{level_kind(level)}.{subject_token(topic)}.>"
 
-    def target_subject(self, topic: str, mid: str) -> str:
-        return f"{self.prefix}.q.t.{subject_token(topic)}.{mid}"
+    def target_subject(self, topic: str, mid: str, level: int | None = None) -> str:
+        return f"{self.prefix}.q.{level_kind(level)}.{subject_token(topic)}.{mid}"
+
+    def topic_wildcard(self, topic: str) -> str:
+        """Every message and schedule of one topic, of any level."""
+        return f"{self.prefix}.q.*.{subject_token(topic)}.*"
+
+    def schedule_filter(self, topic: str) -> str:
+        """Every pending schedule of one topic."""
+        return f"{self.prefix}.q.s.{subject_token(topic)}.>"
 
     def schedule_subject(self, topic: str, mid: str) -> str:
         return f"{self.prefix}.q.s.{subject_token(topic)}.{mid}"

@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..._core import ordering
 from ..._core.ids import MessageId
 from ...errors import WorldError, WorldUnavailableError
 from ...telemetry import carry
@@ -41,12 +42,22 @@ from . import wire
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .delay_notes import DelayNotes
 from .direct import StoredMsg, connected, direct_batch, last_seq, publish_retried
-from .names import Names, consumer_name, key_token, token_value
+from .levels import RESCAN_SECONDS, Channel, Levels
+from .names import Names, consumer_name, key_token, kind_level, token_value
 
 log = logging.getLogger("wayline.worlds.nats")
 
 _ID_HEADER = "Wayline-Id"
 _MAX_ACK_PENDING = 20_000
+_POLL_SECONDS = 0.25
+"""How long a receive that waits on several levels at once waits before it asks again, unless
+a publish on its topic comes first: the latency of a redelivery then."""
+_CHANNELS: tuple[Channel, ...] = (
+    None,
+    *range(ordering.MIN_PRIORITY, ordering.MAX_PRIORITY + 1),
+)
+"""The subjects a topic's ready messages live on: one per priority level, and (``None``) the
+one a world provisioned before the levels used for every level."""
 _CONSUMER_EXISTS = 10148  # JSConsumerExistsErr: "consumer already exists" (action create)
 
 
@@ -103,6 +114,7 @@ class Queue:
         replicas: int,
         memory: bool,
         now: Callable[[], float],
+        aging_seconds: float = ordering.AGING_SECONDS,
     ) -> None:
         self._now = now
         """The server's clock as this process knows it (``skew.py``): an ``@at`` schedule
@@ -119,11 +131,13 @@ class Queue:
         self._replicas = replicas
         self._memory = memory
         self._stream = names.queue_stream
-        self._consumers: dict[str, str] = {}
+        self._aging = aging_seconds
+        self._consumers: dict[tuple[str, int | None], str] = {}
         self._consumer_lock = asyncio.Lock()
         self._idem: Any = None
         self._inboxes: dict[str, _Inbox] = {}
         self._pull_locks: dict[str, asyncio.Lock] = {}
+        self._levels: dict[str, Levels] = {}
         # consumers whose last pull left nothing waiting (its last message said no more were
         # pending, or it came back empty): their next receive waits at once, without first
         # asking for a batch that is then answered "none" (a pull request a run, saved)
@@ -134,20 +148,22 @@ class Queue:
         self._idem = await self._js.key_value(self._names.idem_bucket)
 
     # consumers ----------------------------------------------------------------------------
-    async def _consumer(self, topic: str) -> str:
-        name = self._consumers.get(topic)
+    async def _consumer(self, topic: str, level: int | None) -> str:
+        """The consumer of the topic's messages of one priority level (``None``: of the one
+        subject of every level a world used before the levels)."""
+        name = self._consumers.get((topic, level))
         if name is not None:
             return name
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
         async with self._consumer_lock:
-            name = self._consumers.get(topic)
+            name = self._consumers.get((topic, level))
             if name is not None:
                 return name
-            name = consumer_name(topic)
+            name = consumer_name(topic, level)
             config = ConsumerConfig(
                 durable_name=name,
-                filter_subject=self._names.target_filter(topic),
+                filter_subject=self._names.target_filter(topic, level),
                 ack_policy=AckPolicy.EXPLICIT,
                 deliver_policy=DeliverPolicy.ALL,
                 ack_wait=self._visibility,
@@ -162,7 +178,7 @@ class Queue:
                 raise
             except Exception as err:
                 raise wrap(self._url, f"creating the consumer of topic {topic!r}", err) from err
-            self._consumers[topic] = name
+            self._consumers[(topic, level)] = name
             return name
 
     async def _ensure_consumer(self, topic: str, config: Any) -> None:
@@ -233,18 +249,21 @@ class Queue:
         idempotency_key: str | None,
         delay_seconds: float,
     ) -> MessageId:
-        body = dumps(carry(payload))
+        stored = ordering.stamp(carry(payload))
+        level = ordering.of_payload(stored).priority
+        body = dumps(stored)
         due = self._now() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
         if idempotency_key is None:
-            published = await self._publish(topic, mid, body, due)
+            published = await self._publish(topic, level, mid, body, due)
             assert published is not None  # only a keyed publish is refused
             return published
-        return await self._enqueue_keyed(topic, mid, body, due, key_token(idempotency_key))
+        return await self._enqueue_keyed(topic, level, mid, body, due, key_token(idempotency_key))
 
     async def _publish(
         self,
         topic: str,
+        level: int,
         mid: str,
         body: bytes,
         due: float | None,
@@ -257,7 +276,7 @@ class Queue:
         if token is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = "0"
             headers["Nats-Expected-Last-Subject-Sequence-Subject"] = self._names.key_filter(token)
-        target = self._names.target_subject(topic, token or mid)
+        target = self._names.target_subject(topic, token or mid, level)
         if due is None:
             subject = target
         else:
@@ -317,12 +336,12 @@ class Queue:
         return MessageId(msg.headers.get(_ID_HEADER) or str(msg.seq))
 
     async def _enqueue_keyed(
-        self, topic: str, mid: str, body: bytes, due: float | None, token: str
+        self, topic: str, level: int, mid: str, body: bytes, due: float | None, token: str
     ) -> MessageId:
         """One conditional publish on the key's subject token; a refusal names the stored
         message, whose id is the answer (unless it was removed meanwhile: publish again)."""
         for _ in range(10):
-            published = await self._publish(topic, mid, body, due, token)
+            published = await self._publish(topic, level, mid, body, due, token)
             if published is not None:
                 return published
             stored = await self._stored_id(token)
@@ -418,41 +437,174 @@ class Queue:
         if failure and not msgs:
             log.warning("pull on %s answered status %s", consumer, failure)
             if "503" in failure or "409" in failure:  # consumer gone: create it again
-                for topic, name in list(self._consumers.items()):
+                for at, name in list(self._consumers.items()):
                     if name == consumer:
-                        del self._consumers[topic]
+                        del self._consumers[at]
         return msgs
 
+    async def _levels_of(self, topic: str) -> Levels:
+        """The topic's record of levels, subscribed to its publishes on first use."""
+        levels = self._levels.get(topic)
+        if levels is None:
+            levels = self._levels[topic] = Levels()
+            levels.sub = await wire.subscribe(
+                self._nc, self._names.topic_wildcard(topic), levels.on_msg
+            )
+        return levels
+
+    async def _first_stamp(self, subjects: str) -> float | None:
+        """When the first message stored on ``subjects`` was stored (the server's clock), or
+        None when none is. A stored message may be held already: the stream keeps it until
+        its ack, and no single request tells the ready ones apart."""
+        msgs, _ = await direct_batch(
+            self._nc,
+            self._stream,
+            {"seq": 1, "next_by_subj": subjects, "batch": 1},
+            timeout=self._timeout,
+            url=self._url,
+        )
+        if not msgs:
+            return None
+        try:
+            return parse_stamp(str(msgs[0].headers.get("Nats-Time-Stamp", "")))
+        except ValueError:
+            return self._now()
+
+    async def _scan(self, topic: str, levels: Levels) -> None:
+        """Ask about every level of the topic and its schedules (twelve requests at once)."""
+        levels.scanned_at = time.monotonic()
+        heard = {level: levels.heard(level) for level in _CHANNELS}
+        subjects = [self._names.target_filter(topic, level) for level in _CHANNELS]
+        stamps, scheduled = await asyncio.gather(
+            asyncio.gather(*(self._first_stamp(s) for s in subjects)),
+            self._scheduled_levels(topic),
+        )
+        found = {level for level, at in zip(_CHANNELS, stamps, strict=True) if at is not None}
+        levels.scanned(found, heard, scheduled)
+
+    async def _scheduled_levels(self, topic: str) -> set[Channel]:
+        """The levels the topic's pending schedules fire onto (their ``Nats-Schedule-Target``):
+        every level when there are more than one request reads."""
+        msgs, pending = await direct_batch(
+            self._nc,
+            self._stream,
+            {"seq": 1, "next_by_subj": self._names.schedule_filter(topic), "batch": 256},
+            timeout=self._timeout,
+            url=self._url,
+        )
+        if pending > 0:
+            return set(_CHANNELS)
+        out: set[Channel] = set()
+        for msg in msgs:
+            target = str(msg.headers.get("Nats-Schedule-Target", "")).split(".")
+            try:
+                out.add(kind_level(target[2] if len(target) == 5 else ""))
+            except ValueError:  # not a schedule this world wrote: it fires nowhere it serves
+                continue
+        return out
+
+    async def _order(self, topic: str, levels: Levels) -> list[Channel]:
+        """The levels that may hold a message, in the order they are served: the subject
+        every level shared before the levels (``q.t``) first (it holds only work sent before
+        an upgrade, older than anything on the levels), then ``ordering.level_order`` (rule
+        1, with its aging) over when each level's first stored message was stored."""
+        asked = sorted(levels.stored, key=lambda level: -1 if level is None else level)
+        if len(asked) <= 1:
+            return asked  # one level: nothing to order, no question to ask
+        heard = {level: levels.heard(level) for level in asked}
+        stamps = await asyncio.gather(
+            *(self._first_stamp(self._names.target_filter(topic, level)) for level in asked)
+        )
+        oldest: dict[int, float] = {}
+        order: list[Channel] = []
+        for level, at in zip(asked, stamps, strict=True):
+            if at is None:
+                levels.found_empty(level, heard[level])
+            elif level is None:
+                order.append(None)
+            else:
+                oldest[level] = at
+        return order + list(ordering.level_order(oldest, self._now(), self._aging))
+
+    async def _take(self, topic: str, order: list[Channel], batch: int) -> list[tuple[Any, float]]:
+        """Up to ``batch`` messages pulled at once from the levels in ``order``."""
+        got: list[tuple[Any, float]] = []
+        failed: WorldError | None = None
+        for level in order:
+            try:
+                consumer = await self._consumer(topic, level)
+                sent = time.monotonic()
+                msgs = await self._pull(consumer, {"batch": batch - len(got), "no_wait": True}, 0.0)
+            except WorldError as err:
+                # One level that cannot be asked (its consumer refused by the server, or not
+                # reachable while its leader is elected) must not hold up the topic's other
+                # levels, nor the messages already pulled from the levels before it, which
+                # would otherwise be held by no one until their ack wait ran out. The next
+                # receive asks it again.
+                log.warning("receiving level %s of topic %r failed: %s", level, topic, err)
+                failed = err
+                continue
+            got += [(msg, sent) for msg in msgs]
+            self._note_drained(consumer, msgs)
+            if len(got) >= batch:
+                break
+        if failed is not None and not got:
+            raise failed
+        return got
+
+    async def _wait_one(self, topic: str, level: Channel, wait: float) -> list[tuple[Any, float]]:
+        """One message of the only level that may hold one, handed over as soon as it comes
+        (one long pull); a message of another level sent meanwhile waits for its end."""
+        consumer = await self._consumer(topic, level)
+        expires = max(int(wait * 1e9), 1_000_000)
+        sent = time.monotonic()
+        msgs = await self._pull(consumer, {"batch": 1, "expires": expires}, wait)
+        self._note_drained(consumer, msgs)
+        return [(msg, await self._hold_start(msg, sent)) for msg in msgs]
+
+    def _note_drained(self, consumer: str, msgs: list[Any]) -> None:
+        """Whether messages are pending after the last one: ask for a batch first next time
+        (a hint only: a wrong guess costs a pull, or takes a backlog one message at a time).
+        ``num_pending`` counts only messages never delivered: after a redelivery (a nak, a hold
+        that ran out) others may be due again, so batches first."""
+        last = msgs[-1].metadata if msgs else None
+        if last is None or (last.num_pending == 0 and last.num_delivered == 1):
+            self._drained.add(consumer)
+        else:
+            self._drained.discard(consumer)
+
     async def receive(self, topic: str, max_messages: int, wait_seconds: float) -> list[Delivery]:
-        consumer = await self._consumer(topic)
         batch = max(1, max_messages)
         epoch = self._epoch
+        deadline = time.monotonic() + max(0.0, wait_seconds)
         try:
-            await connected(self._nc, timeout=self._timeout, url=self._url)
-            msgs: list[Any] = []
+            levels = await self._levels_of(topic)
             got: list[tuple[Any, float]] = []
-            waited = wait_seconds > 0 and consumer in self._drained
-            if not waited:
-                sent = time.monotonic()
-                msgs = await self._pull(consumer, {"batch": batch, "no_wait": True}, 0.0)
-                got = [(msg, sent) for msg in msgs]
-            if not msgs and wait_seconds > 0:
-                # one message, handed over as soon as it comes: the caller's next receive
-                # fills its other slots without holding this one up
-                expires = max(int(wait_seconds * 1e9), 1_000_000)
-                sent = time.monotonic()
-                msgs = await self._pull(consumer, {"batch": 1, "expires": expires}, wait_seconds)
-                got = [(msg, await self._hold_start(msg, sent)) for msg in msgs]
-                waited = True
-            # messages pending after the last one: ask for a batch first next time (a hint
-            # only: a wrong guess costs a pull, or takes a backlog one message at a time).
-            # num_pending counts only messages never delivered: after a redelivery (a nak, a
-            # hold that ran out) others may be due again, so batches first
-            last = msgs[-1].metadata if msgs else None
-            if last is None or (last.num_pending == 0 and last.num_delivered == 1):
-                self._drained.add(consumer)
-            else:
-                self._drained.discard(consumer)
+            while True:
+                seen = levels.count  # before the questions: a publish during them is not missed
+                await connected(self._nc, timeout=self._timeout, url=self._url)
+                # The rescan is due by the clock, not by how the last receive ended: a worker
+                # whose receives each end in a wait on its one known level (its deadline
+                # reached, or a message taken) would otherwise never look again, and a message
+                # on a level no publish told it of (sent while its connection was cut by a
+                # partition) would wait for ever.
+                rescan_at = (levels.scanned_at or 0.0) + RESCAN_SECONDS
+                if levels.scanned_at is None or time.monotonic() >= rescan_at:
+                    await self._scan(topic, levels)
+                    rescan_at = (levels.scanned_at or 0.0) + RESCAN_SECONDS
+                order = await self._order(topic, levels)
+                left = deadline - time.monotonic()
+                if len(order) == 1 and left > 0 and consumer_name(topic, order[0]) in self._drained:
+                    # waits no longer than the next rescan is due: what no publish told is found
+                    until_rescan = max(_POLL_SECONDS, rescan_at - time.monotonic())
+                    got = await self._wait_one(topic, order[0], min(left, until_rescan))
+                else:
+                    got = await self._take(topic, order, batch)
+                left = deadline - time.monotonic()
+                if got or left <= 0 or self._epoch != epoch:
+                    break  # a connection lost (or the world closed) ends the wait at once
+                if len(order) != 1:  # one level: its consumer is drained, the next turn waits
+                    await levels.wait_after(seen, min(left, _POLL_SECONDS))
         except WorldError:
             raise
         except Exception as err:
@@ -724,24 +876,28 @@ class Queue:
         only once delivered again (a consumer's redeliveries have no sequence to compare)."""
         import nats.js.errors
 
-        delivered: dict[str, int] = {}
+        delivered: dict[tuple[str, int | None], int] = {}
         found: dict[str, tuple[int, float]] = {}
         async for msg, _ in self.stored():
             parts = msg.subject.split(".")
-            topic = token_value(parts[3]) if len(parts) == 5 and parts[2] == "t" else None
-            if topic is None:  # a schedule, or a topic too long to name (hashed)
+            topic = token_value(parts[3]) if len(parts) == 5 else None
+            try:
+                level = kind_level(parts[2]) if len(parts) == 5 else None
+            except ValueError:  # a schedule
                 continue
-            if topic not in delivered:
+            if topic is None:  # a topic too long to name (hashed)
+                continue
+            if (topic, level) not in delivered:
                 try:
                     info = await self._js.consumer_info(
-                        self._stream, consumer_name(topic), timeout=self._timeout
+                        self._stream, consumer_name(topic, level), timeout=self._timeout
                     )
-                    delivered[topic] = int(info.delivered.stream_seq or 0)
-                except nats.js.errors.NotFoundError:  # no worker ever consumed the topic
-                    delivered[topic] = 0
+                    delivered[(topic, level)] = int(info.delivered.stream_seq or 0)
+                except nats.js.errors.NotFoundError:  # no worker ever consumed the level
+                    delivered[(topic, level)] = 0
                 except Exception as err:
                     raise wrap(self._url, f"reading the consumer of topic {topic!r}", err) from err
-            if msg.seq <= delivered[topic]:
+            if msg.seq <= delivered[(topic, level)]:
                 continue
             try:
                 at = parse_stamp(str(msg.headers.get("Nats-Time-Stamp", "")))
@@ -752,43 +908,51 @@ class Queue:
         return [QueueDepth(t, n, at) for t, (n, at) in sorted(found.items())]
 
     async def ready(self, topic: str) -> int:
-        """The topic's messages never delivered yet (its consumer's ``num_pending``). A topic
-        no worker has consumed has no consumer: every message stored on it counts. Delayed
-        messages are schedules on another subject until they fire, so they are not counted."""
+        """The topic's messages never delivered yet (the ``num_pending`` of its consumer of
+        each level). A level no worker has consumed has no consumer: every message stored on
+        it counts. Delayed messages are schedules on another subject until they fire, so they
+        are not counted."""
         import nats.js.errors
 
-        try:
+        async def pending(level: int | None) -> int:
             try:
                 info = await self._js.consumer_info(
-                    self._stream, consumer_name(topic), timeout=self._timeout
+                    self._stream, consumer_name(topic, level), timeout=self._timeout
                 )
                 return int(info.num_pending or 0)
             except nats.js.errors.NotFoundError:
                 stream = await self._js.stream_info(
-                    self._stream, subjects_filter=self._names.target_filter(topic)
+                    self._stream, subjects_filter=self._names.target_filter(topic, level)
                 )
                 return sum((stream.state.subjects or {}).values())
+
+        try:
+            return sum(await asyncio.gather(*(pending(level) for level in _CHANNELS)))
         except WorldUnavailableError:
             raise
         except Exception as err:
             raise wrap(self._url, f"counting the ready messages of topic {topic!r}", err) from err
 
     async def in_flight(self, topic: str) -> int:
-        """The topic's messages delivered and not yet acked (its consumer's
-        ``num_ack_pending``), less those handed back with a delay still running: JetStream
+        """The topic's messages delivered and not yet acked (the ``num_ack_pending`` of its
+        consumer of each level), less those handed back with a delay still running: JetStream
         keeps those in that count until it delivers them again, though no worker holds them
-        (``delay_notes``). A topic with no consumer has none."""
+        (``delay_notes``). A level with no consumer has none."""
         import nats.js.errors
 
-        consumer = consumer_name(topic)
-        try:
-            info = await self._js.consumer_info(self._stream, consumer, timeout=self._timeout)
+        async def held(level: Channel) -> int:
+            consumer = consumer_name(topic, level)
+            try:
+                info = await self._js.consumer_info(self._stream, consumer, timeout=self._timeout)
+            except nats.js.errors.NotFoundError:
+                return 0
             pending = int(info.num_ack_pending or 0)
             if not pending:
                 return 0
             return max(0, pending - await self._delays.waiting(consumer))
-        except nats.js.errors.NotFoundError:
-            return 0
+
+        try:
+            return sum(await asyncio.gather(*(held(level) for level in _CHANNELS)))
         except WorldUnavailableError:
             raise
         except Exception as err:

@@ -97,6 +97,7 @@ class NatsWorld(World):
         inline_payload_bytes: int | None = None,
         create: bool = True,
         orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
+        aging_seconds: float = ordering.AGING_SECONDS,
     ) -> None:
         super().__init__()
         self._orphan_grace = orphan_grace(orphan_grace_seconds)
@@ -126,6 +127,7 @@ class NatsWorld(World):
         self.replicas = replicas
         self.storage = storage
         self._visibility = float(visibility_seconds)
+        self._aging = aging_seconds
         self._options = ConnectOptions(
             servers=server_list,
             user=user,
@@ -467,6 +469,7 @@ class NatsWorld(World):
                 replicas=self.replicas,
                 memory=self.storage == "memory",
                 now=self.skew.now,
+                aging_seconds=self._aging,
             )
             await queue.start()
             self._refuse_if_closed(closes)  # close() came while provisioning: nc is closed

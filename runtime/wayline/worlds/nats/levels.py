@@ -1,0 +1,93 @@
+"""Which priority levels of one topic may hold a ready message, as one process knows it.
+
+A topic's messages live on one subject per priority level (``<prefix>.q.p<level>.<topic>.<id>``;
+``q.t`` for the one subject every level shared before the levels, ``None`` here). Asking the
+stream about each of the eleven costs eleven requests, so a receive asks only about the levels
+this record names: every level found holding a message by the last full scan, and every level
+a publish was heard on since (a plain subscription to the topic's subjects sees every publish;
+a schedule's publish names its target level in ``Nats-Schedule-Target``). A level leaves the
+record only when a request finds nothing stored on it and nothing was heard on it meanwhile,
+and never while a schedule of it may be pending. A full scan every ``RESCAN_SECONDS`` of a
+waiting receive finds what no publish told (messages stored before this process subscribed, a
+schedule stored before it did).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from .names import kind_level
+
+RESCAN_SECONDS = 2.0
+"""How often a receive that waits scans every level again: the latest a message this process
+heard nothing of (a schedule stored before it subscribed) is found."""
+
+Channel = int | None
+"""A priority level, or None for the subject every level shared before the levels."""
+
+
+class Levels:
+    """One topic's levels that may hold a message, and its publishes as they are heard."""
+
+    def __init__(self) -> None:
+        self.sub: Any = None
+        self.count = 0
+        """Publishes heard on the topic so far."""
+        self.stored: set[Channel] = set()
+        self.scheduled: set[Channel] = set()
+        """Levels a schedule was heard for: kept until a full scan finds no schedule."""
+        self.scanned_at: float | None = None
+        """When (monotonic) the last full scan was asked; None: never."""
+        self._heard: dict[Channel, int] = {}
+        self._event = asyncio.Event()
+
+    def on_msg(self, msg: Any) -> None:
+        parts = str(msg.subject).split(".")
+        kind = parts[2] if len(parts) == 5 else ""
+        scheduled = kind == "s"
+        if scheduled:
+            target = str((msg.headers or {}).get("Nats-Schedule-Target", "")).split(".")
+            kind = target[2] if len(target) == 5 else ""
+        try:
+            level = kind_level(kind)
+        except ValueError:  # not a subject this world writes: nothing to learn from it
+            pass
+        else:
+            self.stored.add(level)
+            self._heard[level] = self._heard.get(level, 0) + 1
+            if scheduled:
+                self.scheduled.add(level)
+        self.count += 1
+        self._event.set()
+        self._event = asyncio.Event()
+
+    def heard(self, level: Channel) -> int:
+        return self._heard.get(level, 0)
+
+    def found_empty(self, level: Channel, heard_before: int) -> None:
+        """Nothing was stored on ``level`` when asked: it leaves the record, unless a publish
+        on it was heard since the question or a schedule of it may be pending."""
+        if self.heard(level) == heard_before and level not in self.scheduled:
+            self.stored.discard(level)
+
+    def scanned(
+        self, found: set[Channel], heard_before: dict[Channel, int], scheduled: set[Channel]
+    ) -> None:
+        """A full scan found ``found`` holding messages, and schedules pending for the levels
+        ``scheduled`` (a schedule heard of since the scan asked is kept too)."""
+        self.scheduled = scheduled | {
+            level for level in self.scheduled if self.heard(level) != heard_before.get(level, 0)
+        }
+        for level in list(self.stored):
+            if level not in found:
+                self.found_empty(level, heard_before.get(level, 0))
+        self.stored |= found | scheduled
+
+    async def wait_after(self, seen: int, timeout: float) -> None:
+        """Wait until a publish after the ``seen``-th one, at most ``timeout`` seconds."""
+        if self.count != seen:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), timeout)
