@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -31,6 +32,20 @@ def _counting_tasks(loop: asyncio.AbstractEventLoop) -> list[str]:
 
     loop.set_task_factory(counted)  # type: ignore[arg-type]
     return made
+
+
+def _sleeper(seen: list[str]) -> Callable[[], Awaitable[int]]:
+    """A body that suspends at once and says when it started and when it stopped."""
+
+    async def body() -> int:
+        seen.append("start")
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            seen.append("stopped")
+        return 1
+
+    return body
 
 
 async def test_a_body_that_never_suspends_runs_under_the_fence_without_a_task() -> None:
@@ -57,16 +72,7 @@ async def test_a_body_that_suspended_is_cut_off_by_a_trip_at_its_await() -> None
     fence = fencing.Fence(bound=60, handoff=30)
     fencing.hold(fence)
     seen: list[str] = []
-
-    async def body() -> int:
-        seen.append("start")
-        try:
-            await asyncio.sleep(3600)
-        finally:
-            seen.append("stopped")
-        return 1
-
-    running = asyncio.ensure_future(fencing.run_body(body, None, step="slow"))
+    running = asyncio.ensure_future(fencing.run_body(_sleeper(seen), None, step="slow"))
     await asyncio.sleep(0)
     assert seen == ["start"] and fence.executing()  # suspended: the fence holds its task
     fence.trip("the lease was lost")
@@ -146,3 +152,16 @@ async def test_an_inline_batch_of_bodies_that_never_suspend_makes_no_task() -> N
             await inflight.start([broken()], InlineBatch(1, False))
     finally:
         loop.set_task_factory(None)
+
+
+async def test_a_cancel_of_the_caller_reaches_a_body_that_suspended() -> None:
+    """A forced close cancels the handler while the body runs on in its task: the body
+    stops at its ``await`` and the handler sees its own cancel, not a fenced attempt."""
+    fencing.hold(fencing.Fence(bound=60, handoff=30))
+    seen: list[str] = []
+    caller = asyncio.ensure_future(fencing.run_body(_sleeper(seen), None, step="closing"))
+    await asyncio.sleep(0)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(caller, 5)
+    assert seen == ["start", "stopped"]
