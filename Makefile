@@ -102,8 +102,10 @@ node-bins:  # kubelet, scheduler, controller-manager, kube-proxy, pause for tool
 # The e2e suite on a real cluster: kind where Docker and kind exist, else tools/cluster (root).
 # The cluster is torn down by the suite's fixture, and once more here whatever happened to
 # pytest (a no-op when nothing is left), so a failed or killed run leaves nothing behind.
+# E2E_ARGS picks tests, e.g. E2E_ARGS=tests/e2e/test_workflowworker_burst.py.
+E2E_ARGS ?= tests/e2e
 e2e: $(STAMP) k8s-bins
-	@status=0; $(BIN)/pytest -o addopts= -p no:cacheprovider -v --durations=0 tests/e2e || status=$$?; \
+	@status=0; $(BIN)/pytest -o addopts= -p no:cacheprovider -v --durations=0 $(E2E_ARGS) || status=$$?; \
 	  if [ -d "$${WAYLINE_CLUSTER_STATE:-/var/lib/wayline-cluster/wayline-e2e}" ]; then \
 	    KUBECTL=$(CURDIR)/$(BIN)/kubectl bash tools/cluster/down.sh || status=1; fi; \
 	  exit $$status

@@ -151,6 +151,8 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
     in_flight = sum((await world.in_flight_messages(topics)).values()) if topics else 0
     WORKER_BACKLOG.labels(namespace, name).set(backlog)
     now = world.now()
+    ahead = await world.delayed_messages(topics, now + spec.lead_seconds) if topics else {}
+    due_soon = sum(ahead.values())
     todo = plan(
         spec,
         Seen(
@@ -161,6 +163,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
             runs=await live_runs(world),
             backlog=backlog,
             in_flight=in_flight,
+            due_soon=due_soon,
             topics=topics,
             now=now,
             last_scale=seconds_of(status.get("lastScaleTime")),
@@ -180,6 +183,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
         "pinnedRuns": sum(int(r.get("pinnedRuns") or 0) for r in todo.rows),
         "backlog": backlog,
         "inFlight": in_flight,
+        "dueSoon": due_soon,
         "selector": f"{OWNER_LABEL}={meta['uid']},{VERSION_LABEL}={version}",
         "lastScaleTime": stamp(now) if todo.scaled else status.get("lastScaleTime"),
         "message": None,

@@ -52,6 +52,13 @@ class WorkflowWorkerSpec(BaseModel):
         ge=0,
         description="Seconds after a scaling before the replicas go down again (up is at once).",
     )
+    scaleUpLeadSeconds: int | None = Field(
+        default=None,
+        ge=0,
+        description="Seconds ahead that the current version counts its delayed messages (a "
+        "sleeping run's wake, a retry's backoff) as load, so that it is scaled up before they "
+        "fall due rather than after; unset: cooldownSeconds.",
+    )
     resources: dict[str, Any] | None = Field(
         default=None, description="The worker container's resources (requests, limits)."
     )
@@ -69,6 +76,13 @@ class WorkflowWorkerSpec(BaseModel):
         description="A pod template (metadata, spec) for everything else (probes, volumes, "
         "security); its container named worker gets the image, the --app arguments and env.",
     )
+
+    @property
+    def lead_seconds(self) -> int:
+        """How far ahead delayed messages count as load: ``scaleUpLeadSeconds``, else the
+        cooldown, the time a version scaled up is kept anyway, so a wave brought up for is
+        not scaled down before it falls due."""
+        return self.cooldownSeconds if self.scaleUpLeadSeconds is None else self.scaleUpLeadSeconds
 
 
 class WorkerVersion(BaseModel):
@@ -112,6 +126,11 @@ class WorkflowWorkerStatus(BaseModel):
             "The current version's messages held by its workers (steps under way); a message "
             "waiting out a delay (a retry backoff, a slot or rate-limit wait) is not counted."
         ),
+    )
+    dueSoon: int | None = Field(
+        default=None,
+        description="The current version's delayed messages that fall due within "
+        "scaleUpLeadSeconds: counted as load before they are ready.",
     )
     selector: str | None = Field(
         default=None, description="The label selector of the current version's pods."

@@ -76,6 +76,10 @@ class Seen:
     in_flight: int = 0
     """The current version's messages its workers hold (delivered, not yet settled): a step
     under way. Scaling below the replicas that hold them would stop those bodies."""
+    due_soon: int = 0
+    """The current version's delayed messages (a sleeping run's wake, a retry's backoff) that
+    fall due within the spec's lead time: the work just ahead, which a version scaled down
+    or to zero would take up only after it fell due."""
 
 
 @dataclass(slots=True)
@@ -236,8 +240,10 @@ def _current(spec: WorkflowWorkerSpec, out: Plan, seen: Seen, identities: set[st
     cooldown; none while idle when it may scale to zero, and one again for the first message.
     A held message counts as load because a step may run longer than the cooldown: counting
     only the ready backlog would scale the version down, to zero even, under a step in its
-    body (the pod stopped would hand the step back to run again from its start)."""
-    load = seen.backlog + seen.in_flight
+    body (the pod stopped would hand the step back to run again from its start). A delayed
+    message due within the lead time counts too: a wave of sleeping runs finds its replicas
+    up when it falls due, instead of a version scaled to zero waking on its first message."""
+    load = seen.backlog + seen.in_flight + seen.due_soon
     floor = spec.minReplicas if spec.scaleToZero else max(1, spec.minReplicas)
     if load > 0:
         floor = max(floor, 1)
@@ -268,7 +274,8 @@ def _current(spec: WorkflowWorkerSpec, out: Plan, seen: Seen, identities: set[st
                     NORMAL,
                     "Scaled",
                     f"version {seen.current}: {replicas} -> {want} replicas "
-                    f"(backlog {seen.backlog}, in flight {seen.in_flight})",
+                    f"(backlog {seen.backlog}, in flight {seen.in_flight}, "
+                    f"due soon {seen.due_soon})",
                 )
             )
             replicas = want

@@ -75,3 +75,17 @@ async def stepped(key: str, steps: int, seconds: float) -> int:
     for i in range(steps):
         await paced(f"{key}-{i}", seconds)
     return steps
+
+
+@wayline.step(name="e2e.burst.work")
+async def burst_work(value: int) -> int:
+    # Long enough that a burst of 500 outlasts a pod's start on a loaded machine: a worker
+    # holds about 50 such bodies at once, so one replica alone would take about 30 s.
+    await asyncio.sleep(3.0)
+    return value
+
+
+@wayline.workflow(name="e2e.burst")
+async def burst(value: int) -> int:
+    """One short step: the run of a burst of hundreds that scales a WorkflowWorker up and back."""
+    return await burst_work(value)

@@ -1,8 +1,8 @@
 """A WorkflowWorker rollout on real pods: runs pinned to version 1 finish on version 1's pods
 while version 2 takes every new run (version 1's pods drain: they take none), no run ever
 waits for a worker, and version 1's Deployment
-is deleted once its last run has ended. The timeline (versions, replicas, pinned runs) is
-printed for docs/operator.md."""
+is deleted once its last run has ended. The timeline (versions, replicas, pinned runs, backlog)
+is printed and kept (tests/e2e/timelines.py) for docs/operator.md."""
 
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ import pytest
 
 from tests.e2e.clusters import say
 from tests.e2e.conftest import Install, Release
+from tests.e2e.timelines import Timeline, versions
 from wayline_operator.deployments import DRAINING_ENV
 
 pytestmark = pytest.mark.timeout(900)  # a cluster brought up by its first test counts in it
 
 FLOWS_V2 = Path(__file__).with_name("flows_v2.py")
 WORKER = "e2e-wayline-worker-default"
-RUNS = 20
-"""Runs pinned to version 1 (the issue asks for 50; 20 keep the test within its budget on a
-two-core machine, and the rule is the same for one run as for fifty)."""
+RUNS = 50
+"""Live runs pinned to version 1 when version 2 is rolled out."""
 ROUNDS = 20
 """``steady`` rounds: about 40 s a run, long enough to outlive version 2's start."""
 
@@ -98,20 +98,17 @@ def test_a_rollout_keeps_version_1_until_its_pinned_runs_end(release: Release) -
         release.run(name, "steady", ROUNDS)
     release.wait_phase(old, ("running", "waiting"), timeout=120)
     apps = {"spec": {"apps": ["examples.orders", "/e2e/flows_v2.py"]}}
-    started = time.monotonic()
+    timeline = Timeline("workflowworker-rollout")
     release.kubectl("patch", "wfw", WORKER, "--type=merge", "-p", json.dumps(apps))
-    timeline: list[tuple[float, list[tuple[str, str, int, int]]]] = []
     waited: set[str] = set()
     new: list[str] = []
     v2 = None
+    most_pinned = 0
     while True:
-        rows = _rows(release)
-        snapshot = [
-            (n, r["state"], r.get("pinnedRuns") or 0, r.get("readyReplicas") or 0)
-            for n, r in sorted(rows.items())
-        ]
-        if not timeline or timeline[-1][1] != snapshot:
-            timeline.append((round(time.monotonic() - started, 1), snapshot))
+        status = _worker(release).get("status") or {}
+        rows = {r["name"]: r for r in status.get("versions") or []}
+        timeline.see(versions(rows, status.get("backlog")))
+        most_pinned = max(most_pinned, (rows.get(v1) or {}).get("pinnedRuns") or 0)
         waited |= set(_waiting_for_worker(release, old + new))
         current = next((n for n, r in rows.items() if r["state"] == "Current"), None)
         ready = (rows.get(current or "") or {}).get("readyReplicas")
@@ -122,14 +119,12 @@ def test_a_rollout_keeps_version_1_until_its_pinned_runs_end(release: Release) -
             new = [f"fresh-{i}" for i in range(3)]
             for name in new:
                 release.run(name, "steady", 2)
+            timeline.see(f"{len(new)} runs started")
         if v2 is not None and v1 not in rows:
             break
-        assert time.monotonic() - started < 360, f"no end to the rollout: {timeline}"
+        assert time.monotonic() - timeline.started < 360, f"no end: {timeline.lines()}"
         time.sleep(1)
-    for t, snapshot in timeline:
-        say(
-            f"  {t:6.1f}s  " + "  ".join(f"{n} {s} pinned={p} ready={r}" for n, s, p, r in snapshot)
-        )
+    timeline.keep()
     assert not waited, f"runs waited for a worker: {sorted(waited)}"
     finished = release.wait_phase(old, ("completed",), timeout=60)
     assert {s["output"] for s in finished.values()} == {sum(range(ROUNDS))}  # version 1's code
@@ -138,9 +133,8 @@ def test_a_rollout_keeps_version_1_until_its_pinned_runs_end(release: Release) -
     on_v2 = sum(s["output"] == 1 + 1000 for s in fresh.values())
     say(f"  {on_v2} of {len(new)} runs started after the rollout ran version 2's code")
     assert {s["output"] for s in fresh.values()} == {1 + 1000}
-    assert any(
-        v1 in [n for n, *_ in snap] and any(p for _, _, p, _ in snap) for _, snap in timeline
-    )
+    # Version 1 was seen keeping every run pinned to it, not let go before they ended.
+    assert most_pinned == RUNS, f"version 1 kept at most {most_pinned} pinned runs"
     deployments = release.kubectl("get", "deployments", "-o", "name").stdout.split()
     assert f"deployment.apps/{WORKER}-{v1}" not in deployments
     assert f"deployment.apps/{WORKER}-{v2}" in deployments

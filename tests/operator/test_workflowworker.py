@@ -54,6 +54,14 @@ async def wfw_op_long(marker: str) -> str:
     return await wfw_op_long_step(marker)
 
 
+@wayline.workflow(name="wfw-op-sleepy")
+async def wfw_op_sleepy(n: int) -> int:
+    """A run that sleeps long after its first step: its wake is a delayed message."""
+    n = await wfw_op_step(n)
+    await wayline.sleep("20m")
+    return await wfw_op_step(n)
+
+
 @pytest.fixture(scope="module")
 def worker_crds(control_plane: Any) -> None:
     done = control_plane.kubectl("apply", "-f", str(CRDS))
@@ -295,6 +303,43 @@ async def test_a_step_under_way_keeps_its_version_from_scaling_to_zero(
         Path(marker).touch()  # noqa: ASYNC240 - a tiny local marker file
         assert await run.result(timeout=30) == marker
         await _until(cluster, lambda: _deployments(cluster)[name]["spec"]["replicas"] == 0 or None)
+
+
+async def test_sleeping_runs_due_within_the_lead_time_bring_their_version_up(
+    cluster: Cluster,
+) -> None:
+    # Four runs asleep for 20 minutes: no ready message, none held. With a lead time of 0 their
+    # version goes to zero; with a lead time longer than their sleep, their wakes count as load
+    # and the version is brought up (ceil(4 / 2) replicas) while every wake is still ahead.
+    spec = _spec("shop:1", minReplicas=0, maxReplicas=3, scaleToZero=True, backlogPerReplica=2)
+    made = cluster.apply("sleepy", {**spec, "scaleUpLeadSeconds": 0}, kind="WorkflowWorker")
+    assert made.returncode == 0, made.stderr
+    [first] = await _until(cluster, lambda: list(_deployments(cluster).values()) or None)
+    v1, name = _version_of(first), first["metadata"]["name"]
+    async with _pod(cluster, v1, [wfw_op_sleepy]):
+        runs = [await cluster.client.start(wfw_op_sleepy, n) for n in range(4)]
+
+        async def asleep() -> bool:
+            # the topics the version's row names, read afresh: a run's route is learnt late
+            status = await asyncio.to_thread(_worker, cluster, "sleepy")
+            topics = [
+                t for r in (status.get("status") or {}).get("versions") or [] for t in r["topics"]
+            ]
+            ahead = await cluster.world.delayed_messages(topics, cluster.world.now() + 1500)
+            return sum(ahead.values()) == 4
+
+        assert await wait_for(asleep, timeout=30)
+    await _until(cluster, lambda: _deployments(cluster)[name]["spec"]["replicas"] == 0 or None)
+    assert _worker(cluster, "sleepy")["status"]["dueSoon"] == 0
+    ahead = {**spec, "scaleUpLeadSeconds": 1500}
+    assert cluster.apply("sleepy", ahead, kind="WorkflowWorker").returncode == 0
+    await _until(cluster, lambda: _deployments(cluster)[name]["spec"]["replicas"] == 2 or None)
+    status = _worker(cluster, "sleepy")["status"]
+    assert (status["dueSoon"], status["backlog"], status["inFlight"]) == (4, 0, 0)
+    async with _pod(cluster, v1, [wfw_op_sleepy]):  # woken now, the runs end on version 1
+        for n, run in enumerate(runs):
+            await run.wake()
+            assert await run.result(timeout=30) == n + 2
 
 
 async def test_a_change_outside_the_version_rolls_the_current_deployment(cluster: Cluster) -> None:

@@ -242,3 +242,25 @@ def test_a_step_under_way_keeps_its_version_from_scaling_below_its_holders() -> 
     held = _seen(deployed={NEW: Deployed(5, 5)}, backlog=0, in_flight=30, last_scale=0.0)
     assert plan(V2, held).scale == {NEW: 3}  # ceil(30 / backlogPerReplica), not minReplicas
     assert plan(spec, _seen(in_flight=0)).scale == {NEW: 0}
+
+
+def test_a_wave_of_sleeping_runs_due_soon_brings_a_version_up_before_it_falls_due() -> None:
+    # Runs asleep have no ready message and no held one: scaled on those alone, a version at
+    # zero would wake only when the first wake falls due. Their wakes due within the lead time
+    # count as load, so the replicas are up when the wave arrives.
+    spec = V2.model_copy(update={"scaleToZero": True, "minReplicas": 0, "cooldownSeconds": 0})
+    asleep = _seen(deployed={NEW: Deployed(0, 0)}, due_soon=0)
+    assert plan(spec, asleep).scale == {}
+    todo = plan(spec, _replace(asleep, due_soon=25))
+    assert todo.scale == {NEW: 3} and todo.scaled  # ceil(25 / backlogPerReplica)
+    assert "due soon 25" in todo.notices[0].message
+    # and a version kept up for a wave due soon is not scaled down before it falls due
+    up = _seen(deployed={NEW: Deployed(3, 3)}, due_soon=25, last_scale=0.0)
+    assert plan(spec, up).scale == {}
+    assert plan(spec, _replace(up, due_soon=0)).scale == {NEW: 0}
+
+
+def test_the_scale_up_lead_time_is_the_cooldown_unless_it_is_set() -> None:
+    assert V2.lead_seconds == V2.cooldownSeconds == 60
+    assert V2.model_copy(update={"scaleUpLeadSeconds": 15}).lead_seconds == 15
+    assert V2.model_copy(update={"scaleUpLeadSeconds": 0}).lead_seconds == 0

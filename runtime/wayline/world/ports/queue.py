@@ -139,6 +139,15 @@ class WorkQueue(abc.ABC):
         in its body. Every topic asked for is in the answer."""
         raise NotImplementedError(f"{type(self).__name__} does not count in-flight messages")
 
+    async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
+        """How many messages of each of ``topics`` wait out a delay (a durable sleep's wake, a
+        retry's backoff, a hand-back's wait: not due yet, held by no worker) and fall due at
+        or before ``before`` (epoch seconds, the world's clock). Neither ready nor in flight,
+        they are the work just ahead: the operator brings a WorkflowWorker's version up
+        before a wave of sleeping runs falls due, not after. Every topic asked for is in the
+        answer."""
+        raise NotImplementedError(f"{type(self).__name__} does not count delayed messages")
+
     async def queue_depths(self) -> list[QueueDepth] | None:
         """Every topic with a ready message, by topic. ``None`` when the world cannot tell
         (the console then shows no lag rather than a wrong one)."""

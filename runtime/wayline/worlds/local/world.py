@@ -782,9 +782,17 @@ class LocalWorld(World):
         # deadline; once that lapses the message is due again, so it counts as ready.
         return self._count_messages(topics, "holder IS NOT NULL AND available_at > ?")
 
-    def _count_messages(self, topics: Sequence[str], due: str) -> dict[str, int]:
+    async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
+        # A message no one holds whose available_at is still ahead waits out a delay; a held
+        # one's available_at is its holder's visibility deadline, so the holder rules it out.
+        return self._count_messages(
+            topics, "holder IS NULL AND available_at > ? AND available_at <= ?", before
+        )
+
+    def _count_messages(self, topics: Sequence[str], due: str, *more: float) -> dict[str, int]:
         """The messages of each of ``topics`` for which ``due`` (a condition on the world's
-        time now, its one parameter) holds, every topic asked for in the answer."""
+        time now, its first parameter, then ``more``) holds, every topic asked for in the
+        answer."""
         out = dict.fromkeys(topics, 0)
         wanted = list(out)
         for start in range(0, len(wanted), 500):  # under SQLite's bound on parameters
@@ -793,7 +801,7 @@ class LocalWorld(World):
             for topic, count in self._read(
                 f"SELECT topic, COUNT(*) FROM messages WHERE topic IN ({marks}) AND {due} "
                 "GROUP BY topic",
-                (*chunk, clock.now()),
+                (*chunk, clock.now(), *more),
             ):
                 out[topic] = int(count)
         return out

@@ -322,6 +322,15 @@ class MemoryWorld(World):
                 out[m.topic] += 1
         return out
 
+    async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
+        out = dict.fromkeys(topics, 0)
+        now = clock.now()
+        for m in self.store.messages.values():
+            # a held message's available_at is its visibility deadline, not a delay
+            if m.topic in out and not m.held and now < m.available_at <= before:
+                out[m.topic] += 1
+        return out
+
     def _wake(self, topic: str) -> None:
         for peer in self._peers():
             for waker, waits_on in peer._wakers.items():

@@ -58,6 +58,16 @@ class DelayNotes:
 
     async def waiting(self, consumer: str) -> int:
         """How many messages of ``consumer`` wait out a delay now; notes past due are purged."""
+        return len(await self._ahead(consumer))
+
+    async def due(self, consumer: str, before: float) -> int:
+        """How many messages of ``consumer`` wait out a delay that ends at or before
+        ``before`` (epoch seconds); notes past due are purged."""
+        return sum(due_ms <= before * 1000 for due_ms in await self._ahead(consumer))
+
+    async def _ahead(self, consumer: str) -> list[int]:
+        """The due times (epoch milliseconds) of the notes of ``consumer`` still ahead; the
+        notes past due are purged."""
         try:
             info = await self._js.stream_info(
                 self._stream, subjects_filter=f"{self._prefix}{consumer}.>"
@@ -65,14 +75,14 @@ class DelayNotes:
         except Exception as err:
             raise wrap(self._url, f"counting the delayed messages of {consumer}", err) from err
         now_ms = self._now() * 1000
-        waiting = 0
+        ahead: list[int] = []
         for subject in info.state.subjects or {}:
             due = subject.rpartition(".")[2]
             if due.isdigit() and int(due) > now_ms:
-                waiting += 1
+                ahead.append(int(due))
             else:
                 try:
                     await self._js.purge_stream(self._stream, subject=subject)
                 except Exception as err:
                     log.debug("could not purge the delay note %s: %s", subject, err)
-        return waiting
+        return ahead

@@ -841,16 +841,23 @@ class Queue:
             and all(earlier.get(k) == record[k] for k in ("messageId", "topic", "payload"))
         )
 
-    async def stored(self) -> AsyncIterator[tuple[StoredMsg, dict[str, Any]]]:
-        """Every stored message and pending schedule (queued, delayed or in flight), with its
-        payload; a payload that is not a JSON object is skipped."""
+    async def stored(
+        self, subjects: str | None = None
+    ) -> AsyncIterator[tuple[StoredMsg, dict[str, Any]]]:
+        """Every stored message and pending schedule (queued, delayed or in flight), or those
+        on ``subjects`` (a filter), with its payload; a payload that is not a JSON object is
+        skipped."""
         start = 1
         while True:
             try:
                 msgs, pending = await direct_batch(
                     self._nc,
                     self._stream,
-                    {"seq": start, "next_by_subj": self._names.queue_wildcard, "batch": 512},
+                    {
+                        "seq": start,
+                        "next_by_subj": subjects or self._names.queue_wildcard,
+                        "batch": 512,
+                    },
                     timeout=self._timeout,
                     url=self._url,
                 )
@@ -959,6 +966,20 @@ class Queue:
             raise wrap(
                 self._url, f"counting the in-flight messages of topic {topic!r}", err
             ) from err
+
+    async def delayed(self, topic: str, before: float) -> int:
+        """The topic's messages that wait out a delay and fall due at or before ``before``:
+        its pending schedules (a delayed enqueue, whose ``Nats-Schedule: @at`` header says
+        when it fires) and its messages handed back with a delay (``delay_notes``)."""
+        count = 0
+        async for msg, _ in self.stored(self._names.schedule_subject(topic, "*")):
+            at = str((msg.headers or {}).get("Nats-Schedule", ""))
+            try:
+                due = parse_stamp(at.removeprefix("@at "))
+            except ValueError:  # not a schedule this queue wrote: not one of its delays
+                continue
+            count += due <= before
+        return count + await self._delays.due(consumer_name(topic), before)
 
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:

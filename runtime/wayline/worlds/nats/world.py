@@ -967,6 +967,9 @@ class NatsWorld(World):
     async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
         return {topic: await self._q().in_flight(topic) for topic in dict.fromkeys(topics)}
 
+    async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
+        return {topic: await self._q().delayed(topic, before) for topic in dict.fromkeys(topics)}
+
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = await self._q().list_dead_letters(limit)
         return result
