@@ -342,6 +342,9 @@ class LocalWorld(World):
         return result
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        return await self.blobs.resolve(run_id, await self.stored_events(run_id, after_seq))
+
+    async def stored_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         """Rows that end before the run's ``last_seq`` fence it (``rows.check_end``); a suffix
         that is empty because nothing was appended after ``after_seq`` does not."""
         rows, head = self._read_together(
@@ -360,10 +363,13 @@ class LocalWorld(World):
         else:
             events = events_from_rows(run_id, rows, after_seq, last)
             check_end(run_id, after_seq + len(events), last)
-        return await self.blobs.resolve(run_id, events)
+        return events
 
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self.blobs.resolve_info(self._stored_run(run_id))
+
+    async def stored_run(self, run_id: str) -> RunInfo | None:
+        return self._stored_run(run_id)
 
     def _stored_run(self, run_id: str) -> RunInfo | None:
         """The run's view as stored: a large input or output is still its reference."""

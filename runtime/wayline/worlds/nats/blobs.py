@@ -279,10 +279,11 @@ class NatsBlobs:
         return None
 
     async def stream(
-        self, run_id: str, digest: str, *, incarnation: str | None = None
+        self, run_id: str, digest: str, *, incarnation: str | None = None, batch: int = _BATCH
     ) -> AsyncIterator[bytes]:
-        """The object's stored chunks in order, :data:`_BATCH` a request, so a reader holds
-        one batch at a time rather than the whole object; nothing when it is not stored.
+        """The object's stored chunks in order, ``batch`` a request, so a reader holds one
+        batch at a time rather than the whole object; nothing when it is not stored. A reader
+        of the first KiB alone (the console's preview) asks for one: a batch is 4 MiB.
         Raises :class:`LookupError` once the chunks it read are fewer than the object names
         (deleted or replaced under the read) or do not hash to ``digest``: what was yielded
         then is not the blob, and the caller must not pass it off as whole."""
@@ -299,7 +300,7 @@ class NatsBlobs:
         subject, sha = f"$O.{self.bucket}.C.{info.nuid}", hashlib.sha256()
         seen, after = 0, 0
         while seen < info.chunks:
-            request = {"seq": after + 1, "next_by_subj": subject, "batch": _BATCH}
+            request = {"seq": after + 1, "next_by_subj": subject, "batch": batch}
             try:
                 msgs, _ = await direct_batch(
                     self._nc, stream, request, timeout=self._timeout, url=self._url
