@@ -15,12 +15,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..._core.events import Event
 from ..._sdk.webhooks import verify
 from ...client import Client
 from ...errors import RunNotFoundError, WaylineError, WorkflowNotFoundError
 from ...start_options import StartOptions
 from ...world import RunInfo
-from ...world.blobs import blob_ref
+from ...world.blobs import blob_ref, payload_field
 from ...world.business_ids import check_business_id
 from ...world.ports.blobs import PayloadField
 from ..loading import UsageError
@@ -28,7 +29,15 @@ from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .folds import KEPT_RUNS, RunFolds
-from .payloads import probed, resolved_hook, shown, story_run, streamed, value_response
+from .payloads import (
+    encoded,
+    probed,
+    resolved_hook,
+    shown,
+    story_run,
+    streamed,
+    value_response,
+)
 from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
@@ -150,10 +159,9 @@ class Console:
         # the run and its log as stored: a large input, output or step result is still its
         # blob's reference, measured by it and linked, so reading a run of a 50 MB input
         # reads 1 KiB of it (its preview), not 50 MB (docs/console.md, "Large payloads")
-        info = await world.stored_run(run_id)
-        if info is None:
-            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
-        events = await world.stored_events(run_id)  # a log that does not read is a 409 here
+        info, archived = await self._view(run_id)
+        # a log (or an archive's copy) that does not read is a 409 here
+        events = archived if archived is not None else await world.stored_events(run_id)
         waiting = await self.client.waiting_for_worker(info)
         story = io.StringIO()
         render_show(
@@ -171,6 +179,7 @@ class Console:
         await shown(world, info, out, "input")  # a large one is read from /input or /output
         await shown(world, info, out, "output")
         out["waitingForWorker"] = waiting
+        out["archived"] = archived is not None
         folded = await self.folds.read(info.run_id, info, events)
         out.update(folded.view.to_json())
         out["hooks"] = [await resolved_hook(world, run_id, hook) for hook in out["hooks"]]
@@ -193,8 +202,28 @@ class Console:
         streamed in chunks."""
         return await self._payload(request, "output")
 
+    async def _view(self, run_id: str) -> tuple[RunInfo, list[Event] | None]:
+        """The run as stored, with None, when it is live; else the run the archive holds
+        (``wayline archive``) with its log, as stored too; RunNotFoundError when neither."""
+        world = self.client.world
+        info = await world.stored_run(run_id)
+        if info is not None:
+            return info, None
+        found = await world.archived_run(run_id)
+        if found is None:
+            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
+        return found
+
     async def _payload(self, request: Request, which: PayloadField) -> Response:
         run_id = await self.client.resolve(request.path_params["run_id"])
+        info, archived = await self._view(run_id)
+        if archived is not None:  # its payloads are read where the archive keeps them
+            value, ref = getattr(info, which), payload_field(info, which)
+            if request.method == "HEAD":
+                size = ref.size if ref is not None else len(encoded(value))
+                headers = {"Cache-Control": "no-cache", "Content-Length": str(size)}
+                return Response(media_type="application/json", headers=headers)
+            return await value_response(self.client.world, run_id, value, ref)
         if request.method == "HEAD":
             return await probed(self.client, run_id, which)
         return await streamed(self.client, run_id, which)
@@ -211,10 +240,7 @@ class Console:
         # the run's summary (one row on SQLite, its last message on NATS) and the log past the
         # fold kept of the run alone: a page of a long run would otherwise read and fold the
         # whole log (Client.get_run reads it too, on SQLite)
-        info = await self.client.world.get_run(run_id)
-        if info is None:
-            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
-        folded = await self.folds.read(run_id, info)
+        folded = await self.folds.read(run_id, *await self._view(run_id))
         steps = folded.steps if group is None else occurrences(folded.steps, group)
         return Reply(await page_of(self.client.world, run_id, steps, after, limit))
 
@@ -222,10 +248,7 @@ class Console:
         """``GET /api/runs/{id}/steps/{step}/result``: the step's result as JSON (null while
         it has none), streamed in chunks from its blob when it is stored out of line."""
         run_id = await self.client.resolve(request.path_params["run_id"])
-        info = await self.client.world.get_run(run_id)
-        if info is None:
-            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
-        folded = await self.folds.read(run_id, info)
+        folded = await self.folds.read(run_id, *await self._view(run_id))
         result = step_of(folded.steps, request.path_params["step"]).get("result")
         return await value_response(self.client.world, run_id, result, blob_ref(result))
 

@@ -494,6 +494,11 @@ def document() -> dict[str, Any]:
                                 "children": {"type": "array", "items": {"type": "object"}},
                                 "terminated": {"type": "boolean"},
                                 "waitingForWorker": {"type": ["string", "null"]},
+                                "archived": {
+                                    "type": "boolean",
+                                    "description": "read from the archive (wayline archive): "
+                                    "its payloads stream from where the archive keeps them",
+                                },
                                 "story": {
                                     "type": "string",
                                     "description": "the timeline `wayline runs show` prints",

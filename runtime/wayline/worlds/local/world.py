@@ -1015,6 +1015,30 @@ class LocalWorld(World):
     async def archived_count(self) -> int:
         return int(self._read("SELECT COUNT(*) FROM runs_archive")[0][0])
 
+    async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
+        """From ``runs_archive`` and ``events_archive``; an id archived again after it was
+        started anew has a row per run, and the latest run's events are those written since
+        it was created (the one before ended earlier)."""
+        heads, rows = self._read_together(
+            (
+                # the shape RUN_SELECT reads, with the archive's own highest event
+                "SELECT runs_archive.*, (SELECT MAX(seq) FROM events_archive AS e "
+                "WHERE e.run_id = runs_archive.run_id AND e.created_at >= runs_archive.created_at) "
+                "FROM runs_archive WHERE run_id = ? ORDER BY created_at DESC LIMIT 1",
+                (run_id,),
+            ),
+            (
+                "SELECT seq, type, cid, data, created_at FROM events_archive WHERE run_id = ? "
+                "AND created_at >= (SELECT MAX(created_at) FROM runs_archive WHERE run_id = ?) "
+                "ORDER BY seq",
+                (run_id, run_id),
+            ),
+        )
+        if not heads:
+            return None
+        info = run_from_row(heads[0])
+        return info, read_log(run_id, rows, info.last_seq)
+
     # helpers -------------------------------------------------------------------------------
     def _wake(self) -> None:
         for waker in _WAKERS.get(self._key, ()):

@@ -429,6 +429,9 @@ class NatsWorld(World):
     ) -> list[dict[str, Any]]:
         return await self._st().read(run_id, stream, start, limit)
 
+    async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
+        return await self._retention().archived_run(run_id)
+
     async def archived_count(self) -> int:
         return await self._retention().archived_count()
 

@@ -314,7 +314,9 @@ async function load() {
     status.className = "status " + run.status;
     document.getElementById("times").textContent = `created ${wl.time(run.createdAt)}` +
       (run.endedAt ? `, ended ${wl.time(run.endedAt)} (took ${wl.duration(run.endedAt - run.createdAt)})` : "") +
-      (run.waitingForWorker ? ` — ${run.waitingForWorker}` : "");
+      (run.waitingForWorker ? ` — ${run.waitingForWorker}` : "") +
+      // read from the archive (wayline archive): its payloads stream from where it keeps them
+      (run.archived ? " — archived" : "");
     for (const id of ["cancel", "terminate"]) document.getElementById(id).disabled = wl.readOnly || !!run.endedAt;
     payload("input", run.input, run.inputPayload, true);
     payload("output", run.output, run.outputPayload, run.status === "completed");
