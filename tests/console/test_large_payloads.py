@@ -6,6 +6,7 @@ and the link; a blob that is gone is a typed error, not a crash or a cut-off bod
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import httpx
@@ -131,11 +132,16 @@ async def test_a_run_whose_output_blob_is_gone_is_a_typed_error_in_a_fresh_conso
     app = create_app(wayline.Client(fresh), world_url="test://world")
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
-        for path in (f"/api/runs/{run_id}", f"/api/runs/{run_id}/output"):
-            response = await http.get(path)
-            assert response.status_code == 409, path
-            error = response.json()["error"]
-            assert error["code"] == "CORRUPT_LOG" and f"run {run_id}" in error["message"], path
+        # the run's JSON reads only the blob's first KiB, and says there why it cannot
+        response = await http.get(f"/api/runs/{run_id}")
+        assert response.status_code == 200
+        linked = response.json()["outputPayload"]
+        assert linked["error"]["code"] == "CORRUPT_LOG" and linked["preview"] == ""
+        assert f"run {run_id}" in linked["error"]["message"]
+        response = await http.get(f"/api/runs/{run_id}/output")
+        assert response.status_code == 409
+        error = response.json()["error"]
+        assert error["code"] == "CORRUPT_LOG" and f"run {run_id}" in error["message"]
 
 
 async def test_the_run_page_shows_a_large_results_preview_and_its_link(
@@ -204,3 +210,38 @@ async def test_show_all_with_a_token_opens_the_value_in_a_window_of_its_own(
         finally:
             chromium.close()
             chromium.switch_to.window(main)
+
+
+@wayline.workflow(name="console.large_input")  # explicit: unique across the suite
+async def large_input(text: str) -> int:
+    return len(text)
+
+
+INPUT_CHARS = 12_000_000  # a 12 MB input
+READ_BOUND = 4 * 1024 * 1024  # what reading its run's JSON may allocate at most, at peak
+
+
+async def test_the_run_json_of_a_large_input_measures_it_without_reading_it(
+    console: Console,
+) -> None:
+    client = console.engine.client
+    async with console.engine.worker([large_input]):
+        handle = await client.start(large_input, "n" * INPUT_CHARS)
+        assert await handle.result(timeout=60) == INPUT_CHARS
+    fresh = await console.engine.make_world()  # a console process of its own: nothing cached
+    app = create_app(wayline.Client(fresh), world_url="test://world")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+        tracemalloc.start()
+        try:
+            response = await http.get(f"/api/runs/{handle.run_id}")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert response.status_code == 200
+        run = response.json()
+        expected = (await http.get(f"/api/runs/{handle.run_id}/input")).content
+    assert run["input"] is None and run["inputPayload"]["bytes"] == len(expected)
+    assert run["inputPayload"]["preview"] == expected[:PREVIEW_BYTES].decode()
+    # the size is the blob's reference's, the preview its first chunk: no 12 MB value read
+    assert peak < READ_BOUND, peak

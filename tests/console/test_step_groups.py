@@ -75,16 +75,21 @@ async def test_the_run_page_shows_a_group_that_opens_to_its_occurrences(
 async def test_an_open_group_of_hundreds_is_virtualised(console: Console, page: Page) -> None:
     client, world = console.engine.client, console.engine.world
     run_id = await unserved_run(client, "step_groups.many")
-    await append_steps(world, run_id, [(f"m{i}", CHARGE, i, "completed") for i in range(400)])
+    statuses = ["completed"] * 498 + ["failed", "running"]
+    await append_steps(
+        world, run_id, [(f"m{i}", CHARGE, i, status) for i, status in enumerate(statuses)]
+    )
     await page.open(f"/runs/{run_id}")
     group = f'#timeline tr[data-kind="group"][data-key="{CHARGE}"]'
-    await page.text(group, "400 completed")
+    said = await page.text(group, f"{CHARGE} \N{MULTIPLICATION SIGN}500")
+    assert "498 completed, 1 failed, 1 running" in said
+    await page.screenshot("run-step-group.png")  # docs/console.md, "Long runs"
     await page.click(f"{group} button.expand")
-    # the group row and its 400 occurrences are entries, yet only a window of them is drawn
-    await page.text("#timeline-count", "(401 entries)")
+    # the group row and its 500 occurrences are entries, yet only a window of them is drawn
+    await page.text("#timeline-count", "(501 entries)")
     drawn = await page.until(lambda d: occurrence_rows(d) or None, "occurrence rows")
     assert drawn < 200
     await page.script(
         "const box = document.getElementById('timeline-box'); box.scrollTop = box.scrollHeight"
     )
-    await page.text(f'#timeline tr[data-key="{CHARGE}#400"]', CHARGE)
+    await page.text(f'#timeline tr[data-key="{CHARGE}#500"]', CHARGE)

@@ -77,6 +77,26 @@ async def test_a_large_output_is_found_as_its_blob(world: World) -> None:
     assert (await world.get_run(run_id)).output == output  # type: ignore[union-attr]
 
 
+async def test_a_run_and_its_log_as_stored_keep_a_large_value_as_its_reference(
+    world: World,
+) -> None:
+    output = "z" * 300_000  # over the default inline threshold (256 KiB)
+    run_id = await _ended_run(world, output)
+    info, events = await world.stored_run(run_id), await world.stored_events(run_id)
+    assert info is not None and [e.seq for e in events] == [1, 2, 3]
+    assert [e.seq for e in await world.stored_events(run_id, after_seq=2)] == [3]
+    assert await world.stored_run(new_run_id()) is None
+    assert await world.stored_events(new_run_id()) == []
+    ref = await world.payload_blob(run_id, "output")
+    if ref is None:  # a world that keeps every payload inline: as stored is as read
+        assert info.output == output and events[-1].data["output"] == output
+        return
+    stored = {"$wayline.blob": ref.digest, "bytes": ref.size}
+    for found in (info.output, events[-1].data["output"]):
+        assert {k: found[k] for k in stored} == stored  # the reference, not the value
+    assert (await world.list_events(run_id))[-1].data["output"] == output  # read: the value
+
+
 async def test_cleanup_deletes_a_blob_of_no_run_after_the_orphan_grace(
     make_world: WorldFactory,
 ) -> None:

@@ -73,3 +73,25 @@ async def test_archive_moves_runs_in_batches(world: World) -> None:
         assert await world.get_run(run_id) is None
     assert (await world.get_run(live)) is not None
     assert [r.run_id for r in await world.list_runs()] == [live]
+
+
+async def test_an_archived_run_is_read_back_with_its_log(world: World) -> None:
+    done = await _run(world, T.RUN_COMPLETED)
+    live = await _run(world, None)
+    assert await world.archive_runs(older_than=0) == 1
+    assert await world.archived_run(live) is None  # not archived
+    assert await world.archived_run(new_run_id()) is None
+    found = await world.archived_run(done)
+    if type(world).__name__ == "MemoryWorld":  # its archive only counts what it archives
+        assert found is None
+        return
+    assert found is not None
+    info, events = found
+    assert (info.run_id, info.status, info.output) == (done, RunStatus.COMPLETED, 1)
+    assert [e.type for e in events] == [
+        T.RUN_CREATED,
+        T.RUN_STARTED,
+        T.HOOK_CREATED,
+        T.RUN_COMPLETED,
+    ]
+    assert [e.seq for e in events] == [1, 2, 3, 4] and info.last_seq == 4

@@ -161,3 +161,37 @@ async def test_a_wake_of_a_deleted_run_sent_during_its_cleanup_is_removed(
     assert await cleanup == 1
     left = await world.runs_with_messages()
     assert left is not None and run_id not in left
+
+
+async def test_an_orphan_blob_renewed_after_the_cleanup_listed_it_is_kept(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blob of a run id with no run, older than the orphan grace, is listed by a cleanup;
+    a retried start of that id puts the same bytes again before the cleanup deletes it, which
+    renews the blob's time. The start's append will name it: the cleanup must leave it."""
+    from wayline.worlds.nats.blobs import NatsBlobs
+
+    world = await open_nats_world(orphan_grace_seconds=0.05)
+    run_id, data = new_run_id(), b"renewed " * 1000
+    ref = await world.put_blob(run_id, data)
+    await asyncio.sleep(0.1)  # past the grace: an orphan by its first put's time
+    listed = NatsBlobs.stale
+
+    def renewed_after_listing(self: NatsBlobs, cutoff: float) -> dict[str, list[str]]:
+        found = listed(self, cutoff)
+        assert any(found.values())  # the cleanup took the blob for an old orphan
+        renewal = asyncio.get_running_loop().create_task(world.put_blob(run_id, data))
+        renewals.append(renewal)
+        return found
+
+    renewals: list[asyncio.Task[Any]] = []
+    monkeypatch.setattr(NatsBlobs, "stale", renewed_after_listing)
+    real_purge = NatsBlobs.purge
+
+    async def purge_after_the_renewal(self: NatsBlobs, rid: str, doomed: list[str]) -> None:
+        assert await renewals[0] == ref  # the retried start's put landed first
+        await real_purge(self, rid, doomed)
+
+    monkeypatch.setattr(NatsBlobs, "purge", purge_after_the_renewal)
+    await world.delete_runs(older_than=0)
+    assert renewals and await world.get_blob(run_id, ref) == data

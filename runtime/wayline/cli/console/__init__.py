@@ -106,6 +106,7 @@ def create_app(
         Route("/api/runs/{run_id}", api(console.get_run)),
         Route("/api/runs/{run_id}/events", api(console.events)),
         Route("/api/runs/{run_id}/steps", api(console.steps)),
+        Route("/api/runs/{run_id}/steps/{step}/result", api(console.step_result)),
         Route("/api/runs/{run_id}/input", api(console.input)),
         Route("/api/runs/{run_id}/output", api(console.output)),
         Route("/api/runs/{run_id}/cancel", api(console.cancel), methods=["POST"]),

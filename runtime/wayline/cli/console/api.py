@@ -15,11 +15,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..._core.events import Event
 from ..._sdk.webhooks import verify
 from ...client import Client
 from ...errors import RunNotFoundError, WaylineError, WorkflowNotFoundError
 from ...start_options import StartOptions
 from ...world import RunInfo
+from ...world.blobs import blob_ref, payload_field
 from ...world.business_ids import check_business_id
 from ...world.ports.blobs import PayloadField
 from ..loading import UsageError
@@ -27,7 +29,15 @@ from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .folds import KEPT_RUNS, RunFolds
-from .payloads import probed, shown, streamed
+from .payloads import (
+    encoded,
+    probed,
+    resolved_hook,
+    shown,
+    story_run,
+    streamed,
+    value_response,
+)
 from .queues import queues_json, with_lag
 from .requests import (
     MAX_BODY_BYTES,
@@ -42,7 +52,15 @@ from .requests import (
     status_param,
     text_field,
 )
-from .steps import FIRST_PAGE, MAX_PAGE, groups_of, occurrences, page_of, step_cursor
+from .steps import (
+    FIRST_PAGE,
+    MAX_PAGE,
+    groups_of,
+    occurrences,
+    page_of,
+    step_cursor,
+    step_of,
+)
 
 STORY_RESULT_CHARS = 200
 """How much of a run's result its story (the ``runs show`` text the page shows) prints: as
@@ -136,14 +154,18 @@ class Console:
         return await self.client.get_run(run_id)
 
     async def get_run(self, request: Request) -> Response:
-        info = await self._run(request)
-        events = await self.client.handle(info.run_id).events()
+        run_id = await self.client.resolve(request.path_params["run_id"])
+        world = self.client.world
+        # the run and its log as stored: a large input, output or step result is still its
+        # blob's reference, measured by it and linked, so reading a run of a 50 MB input
+        # reads 1 KiB of it (its preview), not 50 MB (docs/console.md, "Large payloads")
+        info, archived = await self._view(run_id)
+        # a log (or an archive's copy) that does not read is a 409 here
+        events = archived if archived is not None else await world.stored_events(run_id)
         waiting = await self.client.waiting_for_worker(info)
         story = io.StringIO()
-        world = self.client.world
         render_show(
-            info,
-            events,
+            *story_run(info, events),
             story,
             self.world_url,
             waiting,
@@ -154,14 +176,16 @@ class Console:
             result_limit=STORY_RESULT_CHARS,
         )
         out = run_to_json(info)
-        shown(out, "input")  # a large one is read from /input or /output, not inlined
-        shown(out, "output")
+        await shown(world, info, out, "input")  # a large one is read from /input or /output
+        await shown(world, info, out, "output")
         out["waitingForWorker"] = waiting
+        out["archived"] = archived is not None
         folded = await self.folds.read(info.run_id, info, events)
         out.update(folded.view.to_json())
+        out["hooks"] = [await resolved_hook(world, run_id, hook) for hook in out["hooks"]]
         # a long run's steps follow a page at a time (/steps): its hooks, waits and children
         # come whole, as they are few next to the steps a loop can make
-        first = page_of(folded.steps, 0, FIRST_PAGE)
+        first = await page_of(world, run_id, folded.steps, 0, FIRST_PAGE)
         out["steps"], out["stepCount"] = first["steps"], first["stepCount"]
         out["nextStepCursor"] = first["nextCursor"]
         out["stepGroups"] = groups_of(folded.steps)
@@ -178,8 +202,28 @@ class Console:
         streamed in chunks."""
         return await self._payload(request, "output")
 
+    async def _view(self, run_id: str) -> tuple[RunInfo, list[Event] | None]:
+        """The run as stored, with None, when it is live; else the run the archive holds
+        (``wayline archive``) with its log, as stored too; RunNotFoundError when neither."""
+        world = self.client.world
+        info = await world.stored_run(run_id)
+        if info is not None:
+            return info, None
+        found = await world.archived_run(run_id)
+        if found is None:
+            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
+        return found
+
     async def _payload(self, request: Request, which: PayloadField) -> Response:
         run_id = await self.client.resolve(request.path_params["run_id"])
+        info, archived = await self._view(run_id)
+        if archived is not None:  # its payloads are read where the archive keeps them
+            value, ref = getattr(info, which), payload_field(info, which)
+            if request.method == "HEAD":
+                size = ref.size if ref is not None else len(encoded(value))
+                headers = {"Cache-Control": "no-cache", "Content-Length": str(size)}
+                return Response(media_type="application/json", headers=headers)
+            return await value_response(self.client.world, run_id, value, ref)
         if request.method == "HEAD":
             return await probed(self.client, run_id, which)
         return await streamed(self.client, run_id, which)
@@ -196,12 +240,17 @@ class Console:
         # the run's summary (one row on SQLite, its last message on NATS) and the log past the
         # fold kept of the run alone: a page of a long run would otherwise read and fold the
         # whole log (Client.get_run reads it too, on SQLite)
-        info = await self.client.world.get_run(run_id)
-        if info is None:
-            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
-        folded = await self.folds.read(run_id, info)
+        folded = await self.folds.read(run_id, *await self._view(run_id))
         steps = folded.steps if group is None else occurrences(folded.steps, group)
-        return Reply(page_of(steps, after, limit))
+        return Reply(await page_of(self.client.world, run_id, steps, after, limit))
+
+    async def step_result(self, request: Request) -> Response:
+        """``GET /api/runs/{id}/steps/{step}/result``: the step's result as JSON (null while
+        it has none), streamed in chunks from its blob when it is stored out of line."""
+        run_id = await self.client.resolve(request.path_params["run_id"])
+        folded = await self.folds.read(run_id, *await self._view(run_id))
+        result = step_of(folded.steps, request.path_params["step"]).get("result")
+        return await value_response(self.client.world, run_id, result, blob_ref(result))
 
     async def events(self, request: Request) -> Response:
         info = await self._run(request)

@@ -5,7 +5,11 @@ with the position in the log it reached (the last event's ``seq``). The next req
 it with the run's summary (``RunInfo.last_seq``): a run that did not move is not read at all,
 and one that did has only the events after that position read and applied to the same fold,
 which :meth:`RunView.apply` allows as the fold takes one event at a time. The folds kept are
-bounded: the runs read least recently are dropped first."""
+bounded: the runs read least recently are dropped first.
+
+A fold is of the log as stored (``Blobs.stored_events``): a value kept in a blob is still its
+reference, so folding a run reads none of its large payloads; the console reads one when it is
+asked for (a step's result link) or small enough to show."""
 
 from __future__ import annotations
 
@@ -85,7 +89,7 @@ class RunFolds:
             elif kept.seq and kept.seq == info.last_seq:
                 fresh = []  # the run did not move since: its log is not read at all
             else:
-                fresh = await self._client.world.list_events(run_id, after_seq=kept.seq)
+                fresh = await self._client.world.stored_events(run_id, after_seq=kept.seq)
             if fresh:
                 if kept.seq == 0:
                     self.folds += 1

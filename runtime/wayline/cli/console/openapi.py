@@ -233,6 +233,28 @@ def document() -> dict[str, Any]:
                     "responses": {"200": _json(_ref("StepPage")), **_errors(400, 404, 409)},
                 }
             },
+            "/api/runs/{run_id}/steps/{step}/result": {
+                "get": {
+                    "operationId": "getStepResult",
+                    "summary": "a step's result as JSON (null while it has none), streamed in "
+                    "chunks (from the blob store when it is stored out of line); a step's "
+                    "resultPayload links a large one here",
+                    "parameters": [
+                        _RUN_ID,
+                        {
+                            "name": "step",
+                            "in": "path",
+                            "required": True,
+                            "description": "the step's id (a step's id in the run's JSON)",
+                            "schema": {"type": "string", "maxLength": 200},
+                        },
+                    ],
+                    "responses": {
+                        "200": _json({}, "the result's JSON, sent chunked"),
+                        **_errors(400, 404, 409),
+                    },
+                }
+            },
             "/api/runs/{run_id}/input": _payload("getRunInput", "input"),
             "/api/runs/{run_id}/output": _payload("getRunOutput", "output"),
             "/api/runs/{run_id}/cancel": _action(
@@ -472,6 +494,11 @@ def document() -> dict[str, Any]:
                                 "children": {"type": "array", "items": {"type": "object"}},
                                 "terminated": {"type": "boolean"},
                                 "waitingForWorker": {"type": ["string", "null"]},
+                                "archived": {
+                                    "type": "boolean",
+                                    "description": "read from the archive (wayline archive): "
+                                    "its payloads stream from where the archive keeps them",
+                                },
                                 "story": {
                                     "type": "string",
                                     "description": "the timeline `wayline runs show` prints",
@@ -485,14 +512,23 @@ def document() -> dict[str, Any]:
                 },
                 "LargePayload": {
                     "type": ["object", "null"],
-                    "description": "an input or output over 65536 bytes of JSON, which the "
-                    "run's JSON gives as null: its size, its first 1024 bytes, and the link that "
-                    "streams it; null when the value is inline",
+                    "description": "an input or output over 65536 bytes of JSON (a step's "
+                    "result over 4096), which the run's JSON gives as null: its size, its first "
+                    "1024 bytes, and the link that streams it; null when the value is inline. "
+                    "error: why the value cannot be read (its blob is gone), the link's own "
+                    "error; the preview is then empty",
                     "required": ["bytes", "preview", "href"],
                     "properties": {
                         "bytes": {"type": "integer"},
                         "preview": {"type": "string"},
                         "href": {"type": "string"},
+                        "error": {
+                            "type": "object",
+                            "properties": {
+                                "code": {"type": "string"},
+                                "message": {"type": "string"},
+                            },
+                        },
                     },
                 },
                 "StepGroup": {
@@ -520,7 +556,8 @@ def document() -> dict[str, Any]:
                             "type": "array",
                             "items": {"type": "object"},
                             "description": "a result over 4096 bytes of JSON is null here, "
-                            "with its size in resultBytes; the run's events hold it",
+                            "with its size in resultBytes and resultPayload (a LargePayload) "
+                            "linking /api/runs/{run_id}/steps/{step}/result",
                         },
                         "stepCount": {"type": "integer"},
                         "nextCursor": {"type": ["string", "null"]},

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from starlette.responses import Response, StreamingResponse
 
+from ..._core.events import Event
 from ...client import Client
-from ...world.ports.blobs import CHUNK_BYTES, PayloadField, prepended
+from ...errors import BlobMissingError
+from ...world import RunInfo, World
+from ...world.blobs import PAYLOAD_KEYS, blob_ref, is_ref, payload_field
+from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField, prepended
 
 INLINE_BYTES = 64 * 1024
 """A run's input or output whose JSON is larger than this is not inlined in the run's JSON:
@@ -31,20 +36,68 @@ def encoded(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), default=str).encode()
 
 
-def shown(run: dict[str, Any], which: PayloadField) -> None:
-    """Replace a large ``run[which]`` (a run's JSON) by null, with ``<which>Payload``:
-    ``{bytes, preview, href}``; a small one stays, with ``<which>Payload`` null."""
-    data = encoded(run[which])
-    if len(data) <= INLINE_BYTES:
-        run[f"{which}Payload"] = None
-        return
-    run[which] = None
-    run[f"{which}Payload"] = {
-        "bytes": len(data),
-        # ASCII (json.dumps escapes the rest), so the cut never splits a character
-        "preview": data[:PREVIEW_BYTES].decode(),
-        "href": f"/api/runs/{run['runId']}/{which}",
-    }
+async def shown(world: World, info: RunInfo, run: dict[str, Any], which: PayloadField) -> None:
+    """Replace a large ``run[which]`` (a run's JSON, made from the run's view as stored) by
+    null, with ``<which>Payload``: ``{bytes, preview, href}``; a small one stays, with
+    ``<which>Payload`` null. A value kept in a blob is measured by its reference and only its
+    first KiB is read: the run's JSON of a 50 MB input reads 1 KiB of it, not 50 MB."""
+    href = f"/api/runs/{info.run_id}/{which}"
+    linked = await payload_link(world, info.run_id, run[which], payload_field(info, which), href)
+    run[f"{which}Payload"] = linked
+    if linked is not None:
+        run[which] = None
+    elif is_ref(run[which]):  # a small blob (a world with a low inline threshold)
+        run[which] = await read_whole(world, info.run_id, payload_field(info, which))
+
+
+async def payload_link(
+    world: World,
+    run_id: str,
+    value: Any,
+    ref: BlobRef | None,
+    href: str,
+    inline: int = INLINE_BYTES,
+) -> dict[str, Any] | None:
+    """``{bytes, preview, href}`` for a stored value (``value``, or its blob ``ref``) whose
+    JSON is over ``inline`` bytes; None for a smaller one. A blob's size is its reference's,
+    and its preview its first chunk: nothing more of it is read."""
+    if ref is not None:
+        if ref.size <= inline:
+            return None
+        try:
+            preview = await _first_kib(world, run_id, ref)
+        except BlobMissingError as err:
+            # the run's page still opens, and says at the value's place why it cannot be read;
+            # the link answers the same error (409 CORRUPT_LOG) before any byte
+            error = {"code": err.code, "message": err.message}
+            return {"bytes": ref.size, "preview": "", "href": href, "error": error}
+        return {"bytes": ref.size, "preview": preview, "href": href}
+    data = encoded(value)
+    if len(data) <= inline:
+        return None
+    # ASCII (json.dumps escapes the rest), so the cut never splits a character
+    return {"bytes": len(data), "preview": data[:PREVIEW_BYTES].decode(), "href": href}
+
+
+async def _first_kib(world: World, run_id: str, ref: BlobRef) -> str:
+    """The blob's first :data:`PREVIEW_BYTES`, read as one chunk; ``BlobMissingError`` when
+    the blob is gone."""
+    chunks = world.blob_chunks(run_id, ref, PREVIEW_BYTES)
+    try:
+        first = await anext(chunks, b"")
+    finally:
+        close = getattr(chunks, "aclose", None)  # ends the read (a SQLite connection's own)
+        if close is not None:
+            await close()
+    return first.decode(errors="replace")
+
+
+async def read_whole(world: World, run_id: str, ref: BlobRef | None) -> Any:
+    """A small blob's value (under the inline size: cheap to read whole)."""
+    if ref is None:  # a reference no writer makes: the run's log is fenced where it is read
+        raise BlobMissingError(run_id, 0, "a malformed reference", store=type(world).__name__)
+    data = b"".join([chunk async for chunk in world.blob_chunks(run_id, ref)])
+    return json.loads(data)
 
 
 async def streamed(client: Client, run_id: str, which: PayloadField) -> StreamingResponse:
@@ -54,18 +107,58 @@ async def streamed(client: Client, run_id: str, which: PayloadField) -> Streamin
     instead of a cut-off body."""
     world = client.world
     ref = await world.payload_blob(run_id, which)
-    chunks: AsyncIterator[bytes]
     if ref is None:
         info = await client.get_run(run_id)  # RunNotFoundError when there is no run
-        chunks = _sliced(encoded(info.input if which == "input" else info.output))
-    else:
-        chunks = world.blob_chunks(run_id, ref)
+        return await value_response(world, run_id, info.input if which == "input" else info.output)
+    return await value_response(world, run_id, None, ref)
+
+
+async def value_response(
+    world: World, run_id: str, value: Any, ref: BlobRef | None = None
+) -> StreamingResponse:
+    """``value`` as JSON, in chunks, or the blob ``ref`` names (a value stored out of line),
+    streamed from the world's blob store; its first chunk is read before the response starts,
+    so a blob that is gone is a typed error (``409 CORRUPT_LOG``) rather than a cut-off body."""
+    chunks = _sliced(encoded(value)) if ref is None else world.blob_chunks(run_id, ref)
     first = await anext(chunks, b"")
     return StreamingResponse(
         prepended(first, chunks),
         media_type="application/json",
         headers={"Cache-Control": "no-cache"},
     )
+
+
+async def resolved_hook(world: World, run_id: str, hook: dict[str, Any]) -> dict[str, Any]:
+    """A hook of the run's JSON with its payloads' values: the fold holds a large one as its
+    blob's reference, and the page shows a hook's payload whole, as it always has."""
+    if not is_ref(hook.get("payload")) and not any(is_ref(x["payload"]) for x in hook["later"]):
+        return hook
+
+    async def value(stored: Any) -> Any:
+        return await read_whole(world, run_id, blob_ref(stored)) if is_ref(stored) else stored
+
+    later = [{**x, "payload": await value(x["payload"])} for x in hook["later"]]
+    return {**hook, "payload": await value(hook.get("payload")), "later": later}
+
+
+def story_run(info: RunInfo, events: list[Event]) -> tuple[RunInfo, list[Event]]:
+    """The run's view and events as stored, with each value kept in a blob written as its
+    size, for the run's story (``runs show``) the page prints: the story cuts every value it
+    prints, and the whole one is read from its link."""
+    changes = {k: _noted(getattr(info, k)) for k in ("input", "output") if is_ref(getattr(info, k))}
+    noted = [
+        replace(ev, data={k: _noted(v) for k, v in ev.data.items()})
+        if any(is_ref(ev.data.get(k)) for k in PAYLOAD_KEYS)
+        else ev
+        for ev in events
+    ]
+    return (replace(info, **changes) if changes else info), noted
+
+
+def _noted(value: Any) -> Any:
+    if not is_ref(value):
+        return value
+    return f"({value.get('bytes')} bytes, stored out of line)"
 
 
 async def probed(client: Client, run_id: str, which: PayloadField) -> Response:

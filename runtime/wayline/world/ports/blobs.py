@@ -14,9 +14,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ...errors import BlobMissingError
+
+if TYPE_CHECKING:
+    from ..._core.events import Event
+    from ..._core.projections import RunInfo
 
 PayloadField = Literal["input", "output"]
 """The run payloads a run view holds: what started it, and what it ended with."""
@@ -76,6 +80,19 @@ class Blobs:
         """The blob the run's input or output (``which``) is stored in; None when it is
         inline (small, or a world that keeps every payload inline) or there is no such run."""
         return None
+
+    async def stored_run(self, run_id: str) -> RunInfo | None:
+        """The run's view as stored: an input or output kept out of line is still its
+        reference (``{"$wayline.blob": digest, "bytes": n}``, ``wayline.world.blobs``), so a
+        reader that wants its size or a link, not its value, reads none of its bytes. A world
+        that keeps every payload inline gives its ``get_run``."""
+        raise NotImplementedError(f"{type(self).__name__} does not store blobs")
+
+    async def stored_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """The run's events after ``after_seq`` as stored: a payload kept out of line is
+        still its reference, as in :meth:`stored_run`. A log that does not read raises
+        ``CorruptLogError`` as ``list_events`` does."""
+        raise NotImplementedError(f"{type(self).__name__} does not store blobs")
 
 
 async def prepended(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

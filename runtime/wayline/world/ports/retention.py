@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._core.events import RunStatus
+from ..._core.events import Event, RunStatus
+from ..._core.projections import RunInfo
 
 
 class Retention:
@@ -26,3 +27,12 @@ class Retention:
 
     async def archived_count(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} does not implement archive yet")
+
+    async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
+        """The run the archive holds under ``run_id`` (the latest one archived, when the id
+        was archived more than once) and its log, as stored: a payload kept out of line is
+        still its reference, and its blob is read through the blob port as a live run's is.
+        None when the archive holds no such run, or keeps no copy of what it archives (the
+        memory world only counts them). A copy that does not read raises
+        ``CorruptLogError``."""
+        return None

@@ -342,6 +342,9 @@ class LocalWorld(World):
         return result
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        return await self.blobs.resolve(run_id, await self.stored_events(run_id, after_seq))
+
+    async def stored_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         """Rows that end before the run's ``last_seq`` fence it (``rows.check_end``); a suffix
         that is empty because nothing was appended after ``after_seq`` does not."""
         rows, head = self._read_together(
@@ -360,10 +363,13 @@ class LocalWorld(World):
         else:
             events = events_from_rows(run_id, rows, after_seq, last)
             check_end(run_id, after_seq + len(events), last)
-        return await self.blobs.resolve(run_id, events)
+        return events
 
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self.blobs.resolve_info(self._stored_run(run_id))
+
+    async def stored_run(self, run_id: str) -> RunInfo | None:
+        return self._stored_run(run_id)
 
     def _stored_run(self, run_id: str) -> RunInfo | None:
         """The run's view as stored: a large input or output is still its reference."""
@@ -1016,6 +1022,30 @@ class LocalWorld(World):
 
     async def archived_count(self) -> int:
         return int(self._read("SELECT COUNT(*) FROM runs_archive")[0][0])
+
+    async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
+        """From ``runs_archive`` and ``events_archive``; an id archived again after it was
+        started anew has a row per run, and the latest run's events are those written since
+        it was created (the one before ended earlier)."""
+        heads, rows = self._read_together(
+            (
+                # the shape RUN_SELECT reads, with the archive's own highest event
+                "SELECT runs_archive.*, (SELECT MAX(seq) FROM events_archive AS e "
+                "WHERE e.run_id = runs_archive.run_id AND e.created_at >= runs_archive.created_at) "
+                "FROM runs_archive WHERE run_id = ? ORDER BY created_at DESC LIMIT 1",
+                (run_id,),
+            ),
+            (
+                "SELECT seq, type, cid, data, created_at FROM events_archive WHERE run_id = ? "
+                "AND created_at >= (SELECT MAX(created_at) FROM runs_archive WHERE run_id = ?) "
+                "ORDER BY seq",
+                (run_id, run_id),
+            ),
+        )
+        if not heads:
+            return None
+        info = run_from_row(heads[0])
+        return info, read_log(run_id, rows, info.last_seq)
 
     # helpers -------------------------------------------------------------------------------
     def _wake(self) -> None:

@@ -97,6 +97,13 @@ class MemoryWorld(World):
     async def get_run(self, run_id: str) -> RunInfo | None:
         return self.store.runs.get(run_id)
 
+    # every payload of the memory world's events is inline: as stored is as read
+    async def stored_run(self, run_id: str) -> RunInfo | None:
+        return await self.get_run(run_id)
+
+    async def stored_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        return await self.list_events(run_id, after_seq)
+
     async def list_runs(
         self,
         *,

@@ -113,6 +113,8 @@ class NatsBlobs:
         """By nuid: the names whose meta named it, in the last listing (:meth:`names`)."""
         self._stamps: dict[str, float] = {}
         """By name: when the server stored its meta, in the last listing (:meth:`names`)."""
+        self._listed: dict[str, int] = {}
+        """By name: the stream sequence of its meta, in the last listing (:meth:`names`)."""
 
     async def _store(self, create: bool) -> Any:
         import nats.js.errors
@@ -279,10 +281,11 @@ class NatsBlobs:
         return None
 
     async def stream(
-        self, run_id: str, digest: str, *, incarnation: str | None = None
+        self, run_id: str, digest: str, *, incarnation: str | None = None, batch: int = _BATCH
     ) -> AsyncIterator[bytes]:
-        """The object's stored chunks in order, :data:`_BATCH` a request, so a reader holds
-        one batch at a time rather than the whole object; nothing when it is not stored.
+        """The object's stored chunks in order, ``batch`` a request, so a reader holds one
+        batch at a time rather than the whole object; nothing when it is not stored. A reader
+        of the first KiB alone (the console's preview) asks for one: a batch is 4 MiB.
         Raises :class:`LookupError` once the chunks it read are fewer than the object names
         (deleted or replaced under the read) or do not hash to ``digest``: what was yielded
         then is not the blob, and the caller must not pass it off as whole."""
@@ -299,7 +302,7 @@ class NatsBlobs:
         subject, sha = f"$O.{self.bucket}.C.{info.nuid}", hashlib.sha256()
         seen, after = 0, 0
         while seen < info.chunks:
-            request = {"seq": after + 1, "next_by_subj": subject, "batch": _BATCH}
+            request = {"seq": after + 1, "next_by_subj": subject, "batch": batch}
             try:
                 msgs, _ = await direct_batch(
                     self._nc, stream, request, timeout=self._timeout, url=self._url
@@ -332,7 +335,7 @@ class NatsBlobs:
             raise
         except Exception as err:
             raise wrap(self._url, "listing stored payloads", err) from err
-        names, self._claims, self._stamps = [], {}, {}
+        names, self._claims, self._stamps, self._listed = [], {}, {}, {}
         for m in metas:  # what is not an object's meta (anyone can write here) is passed over
             try:
                 meta = entries.loads(m.data)
@@ -342,6 +345,7 @@ class NatsBlobs:
             if named and not meta.get("deleted"):
                 names.append(meta["name"])
                 self._stamps[meta["name"]] = _stamp(m.headers)
+                self._listed[meta["name"]] = m.seq
                 self._claims.setdefault(str(meta.get("nuid")), set()).add(meta["name"])
         return names
 
@@ -384,17 +388,31 @@ class NatsBlobs:
         return out
 
     async def purge(self, run_id: str, doomed: list[str]) -> None:
-        """Delete the objects ``doomed`` of the run id, each's chunks then its meta (see
-        :meth:`drop`)."""
+        """Delete the objects ``doomed`` of the run id, each's meta then its chunks (see
+        :meth:`drop`), as the last listing (:meth:`names`) saw them.
+
+        An object was chosen by its meta's time in that listing, and a retried put of the
+        same bytes renews that time (``_renew``) between the listing and here: its start's
+        append will name it. So the meta is purged only up to the message listed (JetStream's
+        purge up to a sequence: a renewal is a later message and stays), and the chunks only
+        when no meta is left after that. A renewal that read the meta before the purge and
+        writes after it expects the purged message as the subject's last, is refused, reads
+        no object and puts it again, chunks and all."""
         stream = f"OBJ_{self.bucket}"
         going = set(doomed)
         try:
             for name in doomed:
-                _, info = await self._meta(name)
+                seq, info = await self._meta(name)
+                listed = self._listed.get(name)
+                if listed is not None and seq > listed:
+                    continue  # renewed (or put again) since the listing: kept whole
+                until = {} if listed is None else {"seq": listed + 1}
+                await self._js.purge_stream(stream, subject=self._meta_subject(name), **until)
+                if listed is not None and (await self._meta(name))[0] > listed:
+                    continue  # renewed between the read and the purge: its chunks stay
                 others = self._claims.get(info.nuid, set()) if info is not None else set()
                 if info is not None and others <= going:
                     await self._js.purge_stream(stream, subject=f"$O.{self.bucket}.C.{info.nuid}")
-                await self._js.purge_stream(stream, subject=self._meta_subject(name))
         except Exception as err:
             raise wrap(self._url, f"deleting the payloads of run {run_id}", err) from err
 

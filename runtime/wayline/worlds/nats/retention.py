@@ -22,15 +22,16 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..._core.events import RunStatus
+from ..._core.events import Event, RunStatus
+from ..._core.projections import fold_run
 from ...errors import CorruptLogError, WorldError, WorldUnavailableError
 from ...world import RunInfo, entries, terminal_statuses
 from ...world.blobs import INCARNATION, PAYLOAD_KEYS, REF, is_incarnation, is_ref
 from .blobs import Archived
 from .codec import dumps, wrap
-from .direct import connected, leader_first, read_subject
+from .direct import StoredMsg, connected, leader_first, read_subject
 from .eventlog import EventLog
-from .logcheck import checked_summary
+from .logcheck import checked_summary, decode_entry
 from .names import Names
 from .queue import Queue
 from .run_cache import RunState
@@ -112,12 +113,10 @@ class Retention:
         info = json.loads(resp.data)
         return int((info.get("state") or {}).get("num_subjects") or 0)
 
-    async def archived(self, run_id: str) -> Archived | None:
-        """The digests and incarnations that the references of the archive's copies of the run
-        id name (``blobs.py``); None when a copy does not read, and so may name any. Most ids
-        were never archived: one empty read."""
+    async def _copies(self, run_id: str) -> list[StoredMsg]:
+        """The archive's messages of the run id (each holds copies of its log's messages)."""
         try:
-            msgs = await read_subject(
+            return await read_subject(
                 self._nc,
                 self._names.archive_stream,
                 self._names.archive_subject(run_id),
@@ -129,6 +128,12 @@ class Retention:
             raise
         except Exception as err:
             raise wrap(self._url, f"reading the archive of run {run_id}", err) from err
+
+    async def archived(self, run_id: str) -> Archived | None:
+        """The digests and incarnations that the references of the archive's copies of the run
+        id name (``blobs.py``); None when a copy does not read, and so may name any. Most ids
+        were never archived: one empty read."""
+        msgs = await self._copies(run_id)
         refs: list[dict[str, Any]] = []
         for msg in msgs:
             try:
@@ -143,6 +148,36 @@ class Retention:
             digests=frozenset(str(r[REF]) for r in refs),
             incarnations=frozenset(str(i) for i in incarnations if is_incarnation(i)),
         )
+
+    async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
+        """The latest run the archive's copies of the id hold, and its log as stored: each
+        copy is a message of the run's log as it was (its body and server time), decoded and
+        checked as a live log's message is. A copy whose log starts again (an id archived,
+        started anew and archived again) begins the run that follows."""
+        msgs = await self._copies(run_id)
+        events: list[Event] = []
+        for msg in msgs:
+            try:
+                copies = entries.field(entries.loads_object(msg.data), "messages", list)
+                for copy in copies:
+                    stored = StoredMsg(
+                        msg.subject,
+                        int(copy["seq"]),
+                        dumps(copy["body"]),
+                        {"Nats-Time-Stamp": str(copy["time"])},
+                    )
+                    found, _, _ = decode_entry(run_id, stored)
+                    events = found if found[0].seq == 1 else events + found
+            except (entries.Unreadable, TypeError, KeyError, ValueError) as err:
+                why = f"the archive's copy does not read: {err!r}"[:200]
+                raise CorruptLogError(run_id, msg.seq, why) from None
+        if not events:
+            return None
+        info: RunInfo | None = None
+        for event in events:
+            info = fold_run(info, event)
+        assert info is not None
+        return info, events
 
     async def _archive(self, run_id: str) -> bool:
         """Copy the run's messages into the archive. False (the run is kept, with a warning)

@@ -37,6 +37,7 @@ from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField, prepended
 from ...world.registry import merge_served, readable
 from . import attribute_index, runs_pages
 from .attribute_index import AttributeIndex
+from .blobs import CHUNK as STORED_CHUNK
 from .blobs import NatsBlobs
 from .checkup import check_connected, connect_failure, monitor_base, read_varz, sync_line
 from .codec import parse_header_lines, parse_stamp, wrap
@@ -430,6 +431,9 @@ class NatsWorld(World):
     ) -> list[dict[str, Any]]:
         return await self._st().read(run_id, stream, start, limit)
 
+    async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
+        return await self._retention().archived_run(run_id)
+
     async def archived_count(self) -> int:
         return await self._retention().archived_count()
 
@@ -723,7 +727,12 @@ class NatsWorld(World):
         response is cut off rather than passed off as whole)."""
         self._out_of_line()  # WorldUnavailableError before a start
         store = self._blob_store
-        stored = store.stream(run_id, ref.digest, incarnation=ref.incarnation)
+        # a reader that asks for less than a stored chunk at a time (a preview of the first
+        # KiB) is likely to stop early: it is read one stored chunk a request, not a batch
+        if chunk_bytes < STORED_CHUNK:
+            stored = store.stream(run_id, ref.digest, incarnation=ref.incarnation, batch=1)
+        else:
+            stored = store.stream(run_id, ref.digest, incarnation=ref.incarnation)
         first = await anext(stored, None)
         if first is None:
             raise BlobMissingError(run_id, ref.seq, f"no blob {ref.digest}", store=store.name)
@@ -736,6 +745,12 @@ class NatsWorld(World):
 
     async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
         return payload_field(await self._events().get_run(run_id), which)
+
+    async def stored_run(self, run_id: str) -> RunInfo | None:
+        return await self._events().get_run(run_id)
+
+    async def stored_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        return await self._events().list_events(run_id, after_seq)
 
     def _hints_may_be_lost(self) -> None:
         if self._log is not None:  # an id deleted and used again meanwhile went unheard

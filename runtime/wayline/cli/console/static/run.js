@@ -46,13 +46,16 @@ function stepEntry(s, key, order) {
   const errors = s.attempts.filter((a) => a.error).map(
     (a) => `attempt ${a.attempt}: ${a.error.message || a.error.type || JSON.stringify(a.error)}` +
            (a.retryAt && a.endedAt ? ` (retried ${wl.duration(a.retryAt - a.endedAt)} later)` : ""));
-  // a large result stays in the run's events: the API sends only its size (resultBytes)
-  const result = s.resultBytes ? `a result of ${s.resultBytes} bytes (in the events)` : JSON.stringify(s.result);
+  // a large result is sent as its first KiB and a link (resultPayload): the row shows the
+  // start of the first and the link, which reads the whole value when it is clicked
+  const large = s.resultPayload;
+  const result = large ? large.preview.slice(0, 200) + "…" : JSON.stringify(s.result);
   const detail = `${s.attempts.length} attempt${s.attempts.length === 1 ? "" : "s"}` +
     (s.status === "completed" ? `; result ${result}` : "") +
     (errors.length ? "\n" + errors.join("\n") : "");
   return { kind: "step", key, label: `step ${s.name}` + (s.compensates ? ` (reverses ${s.compensates})` : ""),
-           status: s.status, start: s.createdAt, end: s.endedAt || (last && last.endedAt), detail, order };
+           status: s.status, start: s.createdAt, end: s.endedAt || (last && last.endedAt), detail, order,
+           large: s.status === "completed" ? large : null, largeId: `step-${s.id}-result` };
 }
 
 // "498 completed, 1 failed, 1 running": the ended first, then the rest as the API counted them.
@@ -177,6 +180,7 @@ function row(e, long) {
   const detail = wl.text("td", long ? e.detail.replaceAll("\n", "; ") : e.detail, "mono");
   if (long) detail.title = e.detail;
   else detail.style.whiteSpace = "pre-wrap";
+  if (e.large) detail.append(" ", showAll(e.largeId, e.large, detail));
   tr.append(wl.text("td", "+" + wl.duration(e.start - drawn.origin)), what,
             wl.text("td", e.statusText || e.status, "status " + e.status), detail, track);
   return tr;
@@ -190,10 +194,25 @@ function payload(id, value, large, shown) {
   if (!large) { cell.textContent = JSON.stringify(value); return; }
   const preview = wl.text("div", large.preview + "…", "preview");
   preview.id = id + "-preview";
+  cell.replaceChildren(preview, showAll(id, large, cell));
+}
+
+// The "show all (N bytes)" link of a large value (a run's input or output, a step's result),
+// whose id is `${id}-all`; a read that fails shows its error after it, as `${id}-error`, in
+// `cell`. A value whose blob is gone says so at once: the API sends its error with its size.
+function showAll(id, large, cell) {
   const all = wl.text("a", `show all (${large.bytes} bytes)`);
   all.id = id + "-all";
   all.href = large.href;
   all.target = "_blank";
+  const failed = (message) => {
+    const old = document.getElementById(id + "-error");
+    if (old) old.remove();
+    const error = wl.text("div", message, "error");
+    error.id = id + "-error";
+    cell.append(error);
+  };
+  if (large.error) queueMicrotask(() => failed(`${large.error.code}: ${large.error.message}`));
   all.addEventListener("click", async (event) => {
     if (!wl.token()) return; // the link itself: a console whose reads need no token
     // a token travels in a header, which a link cannot send: read it here, then show it
@@ -202,29 +221,24 @@ function payload(id, value, large, shown) {
     // read, once the click's user activation has run out. It is closed again if the read fails,
     // and the error is shown here instead of an error's JSON passed off as the value.
     const shown = window.open("", "_blank");
-    const failed = (message) => {
-      if (shown) shown.close();
-      const error = wl.text("div", message, "error");
-      error.id = id + "-error";
-      cell.replaceChildren(preview, all, error);
-    };
+    const refused = (message) => { if (shown) shown.close(); failed(message); };
     let response;
     try {
       response = await fetch(large.href, { headers: { Authorization: "Bearer " + wl.token() } });
     } catch (err) {
-      failed(String(err));
+      refused(String(err));
       return;
     }
     if (!response.ok) {
       const body = await response.json().catch(() => ({}));
-      failed(body.error ? `${body.error.code}: ${body.error.message}` : response.statusText);
+      refused(body.error ? `${body.error.code}: ${body.error.message}` : response.statusText);
       return;
     }
     const url = URL.createObjectURL(await response.blob());
     if (shown) shown.location.href = url;
     else window.open(url, "_blank");
   });
-  cell.replaceChildren(preview, all);
+  return all;
 }
 
 document.getElementById("timeline-box").addEventListener("scroll", () => {
@@ -300,7 +314,9 @@ async function load() {
     status.className = "status " + run.status;
     document.getElementById("times").textContent = `created ${wl.time(run.createdAt)}` +
       (run.endedAt ? `, ended ${wl.time(run.endedAt)} (took ${wl.duration(run.endedAt - run.createdAt)})` : "") +
-      (run.waitingForWorker ? ` — ${run.waitingForWorker}` : "");
+      (run.waitingForWorker ? ` — ${run.waitingForWorker}` : "") +
+      // read from the archive (wayline archive): its payloads stream from where it keeps them
+      (run.archived ? " — archived" : "");
     for (const id of ["cancel", "terminate"]) document.getElementById(id).disabled = wl.readOnly || !!run.endedAt;
     payload("input", run.input, run.inputPayload, true);
     payload("output", run.output, run.outputPayload, run.status === "completed");

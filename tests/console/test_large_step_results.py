@@ -1,0 +1,122 @@
+"""A step's large result in the console, on every world: the step's row carries its size, first
+KiB and a link instead of the value; the link streams it back byte for byte (from the blob
+store where the world keeps it out of line); a step id the run does not have is a typed 4xx;
+the page shows the preview and "show all" in the step's row."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+import wayline
+from tests.blobs.stores import remove_blob
+from tests.console.browser import Page
+from tests.console.conftest import Console
+
+PREVIEW_BYTES = 1024  # what a large value's JSON carries of it (docs/console.md)
+RESULT_INLINE_BYTES = 4096  # the largest step result sent with its step
+BLOB_CHARS = 300_000  # over every world's inline threshold (256 KiB): stored in a blob
+EVENT_CHARS = 10_000  # over 4 KiB, under the threshold: inline in its event
+
+
+@wayline.step(name="large_step_results.produce")
+async def produce(size: int, filler: str) -> str:
+    return filler * size
+
+
+@wayline.workflow(name="large_step_results.flow")  # explicit: unique across the suite
+async def flow(size: int, filler: str) -> int:
+    return len(await produce(size, filler))
+
+
+def _stored(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+async def _run(console: Console, size: int, filler: str) -> str:
+    async with console.engine.worker([flow]):
+        handle = await console.engine.client.start(flow, size, filler)
+        assert await handle.result(timeout=60) == size
+    return handle.run_id
+
+
+async def test_a_large_step_result_is_linked_from_its_row_and_streamed_byte_for_byte(
+    console: Console,
+) -> None:
+    for size, filler in ((BLOB_CHARS, "b"), (EVENT_CHARS, "e")):  # from a blob, from an event
+        run_id = await _run(console, size, filler)
+        run = (await console.http.get(f"/api/runs/{run_id}")).json()
+        (step,) = run["steps"]
+        expected = _stored(filler * size)
+        assert step["result"] is None and step["resultBytes"] == len(expected)
+        href = f"/api/runs/{run_id}/steps/{step['id']}/result"
+        assert step["resultPayload"] == {
+            "bytes": len(expected),
+            "preview": expected[:PREVIEW_BYTES].decode(),
+            "href": href,
+        }
+        paged = (await console.http.get(f"/api/runs/{run_id}/steps")).json()
+        assert paged["steps"][0]["resultPayload"] == step["resultPayload"]
+        async with console.http.stream("GET", href) as response:
+            assert response.status_code == 200, await response.aread()
+            assert response.headers["content-type"] == "application/json"
+            body = b"".join([chunk async for chunk in response.aiter_raw()])
+        assert body == expected
+
+
+async def test_a_small_step_result_stays_inline_and_its_link_gives_it_too(
+    console: Console,
+) -> None:
+    run_id = await _run(console, RESULT_INLINE_BYTES - 2, "i")  # its JSON is 4 KiB exactly
+    (step,) = (await console.http.get(f"/api/runs/{run_id}")).json()["steps"]
+    assert step["result"] == "i" * (RESULT_INLINE_BYTES - 2) and step["resultPayload"] is None
+    linked = await console.http.get(f"/api/runs/{run_id}/steps/{step['id']}/result")
+    assert linked.content == _stored(step["result"])
+
+
+async def test_a_step_result_link_of_a_step_the_run_lacks_is_a_typed_4xx(
+    console: Console,
+) -> None:
+    run_id = await _run(console, 10, "u")
+    cases = {
+        f"/api/runs/{run_id}/steps/s999/result": (404, "STEP_NOT_FOUND"),
+        f"/api/runs/{run_id}/steps/{'x' * 300}/result": (400, "BAD_REQUEST"),
+        f"/api/runs/{run_id}/steps/%C3%A9/result": (400, "BAD_REQUEST"),
+        "/api/runs/wf_00000000000000000000000000000000/steps/s1/result": (404, "RUN_NOT_FOUND"),
+    }
+    for path, (status, code) in cases.items():
+        response = await console.http.get(path)
+        assert (response.status_code, response.json()["error"]["code"]) == (status, code), path
+
+
+async def test_a_step_result_whose_blob_is_gone_is_a_typed_error_before_any_byte(
+    console: Console,
+) -> None:
+    run_id = await _run(console, BLOB_CHARS, "g")
+    await remove_blob(console.engine.world, run_id, "g" * BLOB_CHARS)  # behind its back
+    run = (await console.http.get(f"/api/runs/{run_id}")).json()
+    (step,) = run["steps"]
+    # streamed from the blob store, not from a value the console holds: the read finds it gone
+    assert step["resultPayload"]["error"]["code"] == "CORRUPT_LOG"
+    response = await console.http.get(step["resultPayload"]["href"])
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "CORRUPT_LOG"
+
+
+async def test_the_run_page_shows_a_large_step_results_preview_and_its_link(
+    console: Console, page: Page
+) -> None:
+    run_id = await _run(console, BLOB_CHARS, "q")
+    run = (await console.http.get(f"/api/runs/{run_id}")).json()
+    step_id = run["steps"][0]["id"]
+    await page.open(f"/runs/{run_id}")
+    link = f"#step-{step_id}-result-all"
+    await page.text(link, f"show all ({len(_stored('q' * BLOB_CHARS))} bytes)")
+    row = await page.script(f"return document.querySelector('{link}').closest('td').textContent")
+    assert '"qqqq' in row and len(row) < 1000  # a preview, not 300 KB
+    href = await page.script(f"return document.querySelector('{link}').href")
+    assert href.endswith(f"/api/runs/{run_id}/steps/{step_id}/result")
+    async with httpx.AsyncClient() as http:  # the served console, over real HTTP
+        body = (await http.get(href)).content
+    assert body == _stored("q" * BLOB_CHARS)
