@@ -979,7 +979,11 @@ class Queue:
             except ValueError:  # not a schedule this queue wrote: not one of its delays
                 continue
             count += due <= before
-        return count + await self._delays.due(consumer_name(topic), before)
+        # A message handed back with a delay is noted under the consumer of its own level.
+        noted = await asyncio.gather(
+            *(self._delays.due(consumer_name(topic, level), before) for level in _CHANNELS)
+        )
+        return count + sum(noted)
 
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:
