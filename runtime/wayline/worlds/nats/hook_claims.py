@@ -22,6 +22,7 @@ from ...errors import (
     WorldUnavailableError,
 )
 from ...world import HookInfo, entries
+from .buckets import kv_bucket
 from .codec import dumps, parse_stamp, wrap
 from .names import Names, kv_key
 from .run_cache import RunState
@@ -57,7 +58,7 @@ class HookClaims:
         self._hooks: Any = None
 
     async def start(self) -> None:
-        self._hooks = await self._js.key_value(self._names.hooks_bucket)
+        self._hooks = await kv_bucket(self._js, self._names.hooks_bucket, url=self._url)
 
     async def _kv_entry(self, key: str) -> tuple[int, dict[str, Any] | entries.Unreadable] | None:
         import nats.js.errors

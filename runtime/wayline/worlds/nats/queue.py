@@ -38,6 +38,7 @@ from ...telemetry import carry
 from ...world import Delivery, QueueDepth, entries
 from ...world.routing import plain_topic
 from . import wire
+from .buckets import kv_bucket
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .delay_notes import DelayNotes
 from .direct import StoredMsg, connected, direct_batch, last_seq, publish_retried
@@ -131,7 +132,7 @@ class Queue:
         self._delays = DelayNotes(js, names.idem_bucket, url=url, timeout=timeout, now=now)
 
     async def start(self) -> None:
-        self._idem = await self._js.key_value(self._names.idem_bucket)
+        self._idem = await kv_bucket(self._js, self._names.idem_bucket, url=self._url)
 
     # consumers ----------------------------------------------------------------------------
     async def _consumer(self, topic: str) -> str:
