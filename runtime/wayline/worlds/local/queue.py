@@ -79,7 +79,9 @@ class LocalQueue:
         delay_seconds: float = 0.0,
         recoverable: bool = False,
     ) -> MessageId:
-        stored = ordering.stamp(carry(payload))
+        # The run's ordering is on the payload already when it has one: the sender puts it
+        # there (``world.sending``), and the world stores what it is given.
+        stored = carry(payload)
         body = json.dumps(stored).encode()
         now = clock.now()
         write = self._write_unsynced if recoverable else self._write

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-from ..._core import clock, ordering, search_attributes
+from ..._core import clock, search_attributes
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
@@ -926,9 +926,6 @@ class NatsWorld(World):
         recoverable: bool = False,  # every publish is stored the same way
     ) -> MessageId:
         topic = await self.router.topic(topic, payload)
-        # the run's place among ready work rides on each of its messages, as on SQLite, so a
-        # world that orders by it (and a newer release's) finds it (docs/sdk.md, "Priority")
-        payload = ordering.stamp(payload)
         result: MessageId = await self._q().enqueue(topic, payload, idempotency_key, delay_seconds)
         return result
 
