@@ -69,6 +69,7 @@ from .world.hook_buffer import MAX_BUFFER_SECONDS, BufferedPayload
 from .world.pausing import pause_run, unpause_run
 from .world.redriving import Redrive, redrive_run
 from .world.registry import waiting_for_worker
+from .world.sending import send
 from .world.terminal_hints import TerminalHints
 
 log = logging.getLogger("wayline.client")
@@ -502,7 +503,8 @@ class Client:
                         return RunHandle(self, run_id, definition)
             run_id = generation_run_id(chain, self.namespace, generation + 1)
             if await self._create(run_id, start):
-                await self.world.enqueue(
+                await send(
+                    self.world,
                     FLOW_TOPIC,
                     {
                         **flow_message(self.world, run_id, WakeReason.START, after_own_append=True),
@@ -671,7 +673,8 @@ class Client:
         # start: when it starts (Worker.recover_runs), and while it runs (a starter that died
         # between these two writes: _engine.lost_starts, under this same key)
         message = flow_message(self.world, run_id, WakeReason.START, after_own_append=fresh)
-        await self.world.enqueue(
+        await send(
+            self.world,
             FLOW_TOPIC,
             {**message, **ordering.of_record(start.data).fields()},
             idempotency_key=f"{run_id}:start",
@@ -919,14 +922,14 @@ class Client:
         if info is None:  # its only entries were removed: a run without events does not exist
             return done
         if not info.status.terminal:
-            await self.world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason.REPAIR).to_wire())
+            await send(self.world, FLOW_TOPIC, Wake(run_id, WakeReason.REPAIR).to_wire())
             done.append("woke the run")
         parent = info.attributes.get("parent")
         if isinstance(parent, dict) and parent.get("runId"):
             # a parent that could not reach this run while it was fenced (a cancel it could
             # not pass on, an end it could not hear) asks again on this wake
-            await self.world.enqueue(
-                FLOW_TOPIC, Wake(str(parent["runId"]), WakeReason.CHILD).to_wire()
+            await send(
+                self.world, FLOW_TOPIC, Wake(str(parent["runId"]), WakeReason.CHILD).to_wire()
             )
             done.append(f"woke its parent run {parent['runId']}")
         return done
@@ -962,8 +965,8 @@ class Client:
             except WaylineError:
                 pass  # reported already, or the parent ended or is gone
             else:
-                await self.world.enqueue(
-                    FLOW_TOPIC, Wake(parent["runId"], WakeReason.CHILD).to_wire()
+                await send(
+                    self.world, FLOW_TOPIC, Wake(parent["runId"], WakeReason.CHILD).to_wire()
                 )
         return True
 
@@ -1080,7 +1083,7 @@ class Client:
             appended = await self._fenced_append(run_id, decide)
         except (RunTerminalError, EntityConflictError) as err:
             raise WaylineError(f"run {run_id}: {err}") from err
-        await self.world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason(str(event))).to_wire())
+        await send(self.world, FLOW_TOPIC, Wake(run_id, WakeReason(str(event))).to_wire())
         return bool(appended), not_run
 
     @overload
@@ -1194,7 +1197,7 @@ class Client:
                 return hook.run_id
             why = "its run has ended" if isinstance(err, RunTerminalError) else "it was disposed"
             raise HookNotFoundError(f"cannot resume {token!r}: {why}", known=True) from None
-        await self.world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
+        await send(self.world, FLOW_TOPIC, wake, idempotency_key=key)
         return hook.run_id
 
     async def _resume_or_buffer(
@@ -1346,7 +1349,7 @@ class Client:
                 break
             woken.append(cid)
         if woken:
-            await self.world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason.WAKE_UP).to_wire())
+            await send(self.world, FLOW_TOPIC, Wake(run_id, WakeReason.WAKE_UP).to_wire())
         return woken
 
     async def _time_hook_out(self, run_id: str, cid: str, data: dict[str, Any]) -> bool:

@@ -47,6 +47,7 @@ from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World, patience
 from .world.ports import WorkQueue
 from .world.registry import served_entries, withdrawn_entries
 from .world.routing import served_topics
+from .world.sending import send
 
 log = logging.getLogger("wayline.worker")
 
@@ -381,7 +382,8 @@ class Worker:
                 if woken is not None and info.run_id in woken and not divergence.held(info):
                     continue  # its wake is coming
                 counts["rearmed"] += 1
-                await self.world.enqueue(
+                await send(
+                    self.world,
                     FLOW_TOPIC,
                     Wake(info.run_id, WakeReason.RECOVER).to_wire(),
                     idempotency_key=f"{info.run_id}:recover",

@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import WorldFactory
 from wayline._core import ordering
 from wayline.world import Delivery, World
+from wayline.world.sending import send
 
 
 @pytest.fixture
@@ -162,9 +163,9 @@ async def test_a_message_carries_its_ordering_and_the_default_carries_none(
 ) -> None:
     world = await open_prioritised()
     order = ordering.Ordering(priority=2, fairness_key="acme", fairness_weight=3)
-    await world.enqueue("flow", {"runId": "r1"})
-    with ordering.attached(order):
-        await world.enqueue("flow", {"runId": "r2"})
+    await send(world, "flow", {"runId": "r1"})
+    with ordering.attached(order):  # the sender puts the ordering on, not the world
+        await send(world, "flow", {"runId": "r2"})
     first, second = await take(world, 2)
     assert second.payload == {"runId": "r1"}
     assert first.payload == {

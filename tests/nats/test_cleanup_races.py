@@ -51,7 +51,7 @@ async def test_a_hook_claimed_by_a_run_started_again_during_its_cleanup_is_kept(
     drops the hook tokens it held. Its id is started again in between and the new run waits
     on the same token: the new run's claim is not the deleted run's and stays, so the hook
     can be resumed (dropped, the token was unknown and the run waited for good)."""
-    from wayline.worlds.nats.eventlog import EventLog
+    from wayline.worlds.nats.hook_claims import HookClaims
 
     world, janitor = await open_nats_world(), await open_nats_world()
     client = wayline.Client(world)
@@ -61,7 +61,7 @@ async def test_a_hook_claimed_by_a_run_started_again_during_its_cleanup_is_kept(
         await wait_for(lambda: world.get_hook(token))
         await client.resume_hook(token, "old")
         assert await first.result(timeout=10) == "old"
-        purged, go_on = hold_before(monkeypatch, EventLog, "_drop_token")
+        purged, go_on = hold_before(monkeypatch, HookClaims, "drop_token")
         cleanup = asyncio.ensure_future(janitor.delete_runs(older_than=0))
         await asyncio.wait_for(purged.wait(), 10)
         again = await client.start_with(wayline.StartOptions(run_id=run_id), flows.kid_waits, token)

@@ -12,7 +12,7 @@ from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent, RunStatus
 from wayline._core.ids import new_run_id
 from wayline.errors import HookTokenConflictError, RunNotFoundError, SequenceConflictError
-from wayline.worlds.nats import direct, eventlog
+from wayline.worlds.nats import direct, hook_claims
 from wayline.worlds.nats.names import kv_key
 
 
@@ -142,7 +142,7 @@ async def test_run_ids_that_are_not_subject_tokens(open_nats_world: OpenWorlds) 
 
 
 async def _stale_claim(world: Any, token: str, run_id: str, cid: str) -> None:
-    hooks = world._log._hooks
+    hooks = world._log.claims._hooks
     at = (await world._log._fresh(run_id)).stream_seq  # where its append would have landed
     value = {"token": token, "run": run_id, "cid": cid, "active": True, "at": at}
     await hooks.put(kv_key(token), json.dumps(value).encode())
@@ -160,7 +160,7 @@ async def test_a_token_claim_that_never_reached_the_log(
     with pytest.raises(HookTokenConflictError):  # young claim: it may still be appending
         await world.append(run_id, new_hook)
     assert await world.get_hook("approve:1") is None
-    monkeypatch.setattr(eventlog, "_CLAIM_GRACE", 0.0)
+    monkeypatch.setattr(hook_claims, "_CLAIM_GRACE", 0.0)
     await world.append(run_id, new_hook)
     hook = await world.get_hook("approve:1")
     assert hook is not None and (hook.run_id, hook.correlation_id, hook.active) == (

@@ -23,7 +23,7 @@ from wayline.worlds.nats.names import kv_key
 def _interfere(world: Any, other: Any, token: str, times: int) -> dict[str, int]:
     """Before each of ``world``'s next ``times`` writes of ``token``'s entry, ``other``
     rewrites it (as a stale holder's: not active), so the write finds it moved."""
-    hooks = world._log._hooks
+    hooks = world._log.claims._hooks
     real_create, real_update = hooks.create, hooks.update
     state = {"left": times, "writes": 0}
 
@@ -32,7 +32,7 @@ def _interfere(world: Any, other: Any, token: str, times: int) -> dict[str, int]
             state["left"] -= 1
             state["writes"] += 1
             stale = {"token": token, "run": new_run_id(), "cid": "x", "active": False}
-            await other._log._hooks.put(key, json.dumps(stale).encode())
+            await other._log.claims._hooks.put(key, json.dumps(stale).encode())
 
     async def create(key: str, value: bytes, *args: Any, **kwargs: Any) -> Any:
         await bump(key)
@@ -105,7 +105,7 @@ async def test_an_empty_entry_for_the_token_is_overwritten_not_retried_forever(
     run_id = new_run_id()
     await a.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": "wf", "input": {}})])
     await a.append(run_id, [NewEvent(T.RUN_STARTED)])
-    await b._log._hooks.put(kv_key("blank"), b"")
+    await b._log.claims._hooks.put(kv_key("blank"), b"")
     hook = [NewEvent(T.HOOK_CREATED, "h1", {"token": "blank"})]
     await a.append(run_id, hook, expected_seq=2)
     found = await b.get_hook("blank")

@@ -118,7 +118,7 @@ async def test_a_writer_that_fails_first_leaves_the_shared_claim(
     hook = [NewEvent(T.HOOK_CREATED, "h1", {"token": "first"})]
     first = asyncio.create_task(a.append(run_id, hook, expected_seq=2))
     monkeypatch.setattr(direct, "publish_acked", publish)
-    await wait_for(lambda: a._log._kv_entry(kv_key("first")))  # the first writer claimed
+    await wait_for(lambda: a._log.claims._kv_entry(kv_key("first")))  # the first writer claimed
     try:
         with pytest.raises(WorldError):
             await b.append(run_id, hook, expected_seq=2)

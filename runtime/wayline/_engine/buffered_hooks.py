@@ -22,6 +22,7 @@ from .._sdk.hooks import check_shape, validate
 from ..errors import EntityConflictError, InvalidPayloadError, RunTerminalError
 from ..world import World, flow_message
 from ..world.hook_buffer import BufferedPayload
+from ..world.sending import send
 
 log = logging.getLogger("wayline.runtime")
 
@@ -81,8 +82,8 @@ async def take_buffered(
             await store.give_back(entry)
             continue
         key = f"{run_id}:hook:{hook.token}:{entry.entry_id}"
-        await world.enqueue(
-            FLOW_TOPIC, flow_message(world, run_id, WakeReason.HOOK), idempotency_key=key
+        await send(
+            world, FLOW_TOPIC, flow_message(world, run_id, WakeReason.HOOK), idempotency_key=key
         )
         delivered += 1
     return delivered

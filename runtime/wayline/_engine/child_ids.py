@@ -21,6 +21,7 @@ from .._core.replay import ChildRecord, Replay
 from ..errors import CorruptLogError, EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, World, flow_message
 from ..world.business_ids import generation_run_id, newest_generation
+from ..world.sending import send
 
 
 async def name_children(world: World, replay: Replay, batch: DecisionBatch) -> list[str]:
@@ -57,7 +58,7 @@ async def wake_refused(world: World, replay: Replay, refused: list[str]) -> None
     for cid in refused:
         wake = flow_message(world, replay.run_id, WakeReason.CHILD, after_own_append=True)
         key = f"{replay.run_id}:{cid}:refused"
-        await world.enqueue(FLOW_TOPIC, wake, idempotency_key=key)
+        await send(world, FLOW_TOPIC, wake, idempotency_key=key)
 
 
 async def _next_run(
@@ -115,5 +116,5 @@ async def refuse(world: World, replay: Replay, child: ChildRecord) -> bool:
     except RunTerminalError:
         return True
     wake = flow_message(world, replay.run_id, WakeReason.CHILD, after_own_append=appended)
-    await world.enqueue(FLOW_TOPIC, wake, idempotency_key=f"{replay.run_id}:{child.cid}:refused")
+    await send(world, FLOW_TOPIC, wake, idempotency_key=f"{replay.run_id}:{child.cid}:refused")
     return True

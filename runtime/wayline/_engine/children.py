@@ -20,6 +20,7 @@ from ..errors import (
     SequenceConflictError,
 )
 from ..world import FLOW_TOPIC, RunInfo, World, flow_message
+from ..world.sending import send
 from . import child_ids
 from .ending import report_to_parent
 from .session import RunSession
@@ -62,7 +63,7 @@ async def start_child(world: World, replay: Replay, child: ChildRecord) -> None:
         created = False  # a previous delivery created it already
     start = flow_message(world, child.run_id, WakeReason.START, after_own_append=created)
     start.update(order.fields())
-    await world.enqueue(FLOW_TOPIC, start, idempotency_key=f"{child.run_id}:start")
+    await send(world, FLOW_TOPIC, start, idempotency_key=f"{child.run_id}:start")
 
 
 async def sync_children(session: RunSession) -> None:

@@ -20,6 +20,7 @@ from .._core.serde import error_message
 from ..errors import CorruptLogError, EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
 from ..world.ports import EventLog
+from ..world.sending import send
 from .ending import fail_run
 
 log = logging.getLogger("wayline.runtime")
@@ -75,7 +76,8 @@ async def admit(
             return False
     payload = delivery.payload if isinstance(delivery.payload, dict) else {}
     tries = int(payload.get("tries") or 0) + 1
-    await world.enqueue(
+    await send(
+        world,
         FLOW_TOPIC,
         ConcurrencyRetry(run_id, tries).to_wire(),
         # a successor key: this delivery's own key is still held while it is in flight

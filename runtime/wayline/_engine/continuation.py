@@ -21,6 +21,7 @@ from .._core.replay import Replay
 from .._core.serde import error_to_dict
 from ..errors import EntityConflictError, SequenceConflictError, SerializationError
 from ..world import FLOW_TOPIC, RunInfo, World, flow_message
+from ..world.sending import send
 from .ending import terminal
 
 log = logging.getLogger("wayline.runtime")
@@ -72,7 +73,7 @@ async def start_next(world: World, info: RunInfo) -> None:
     except (EntityConflictError, SequenceConflictError):
         created = False  # created by the delivery before this one, which died after it
     start = flow_message(world, next_id, WakeReason.START, after_own_append=created)
-    await world.enqueue(FLOW_TOPIC, start, idempotency_key=f"{next_id}:start", recoverable=True)
+    await send(world, FLOW_TOPIC, start, idempotency_key=f"{next_id}:start", recoverable=True)
     if created:
         log.info(
             "run %s continued as new: %s",

@@ -14,6 +14,7 @@ from .._core.events import Event
 from .._core.projections import debounced_until
 from .._core.replay import Replay
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
+from ..world.sending import send
 
 log = logging.getLogger("wayline.runtime")
 
@@ -32,7 +33,8 @@ async def waited(
     left = due - world.now()
     if left <= 0:
         return False
-    await world.enqueue(
+    await send(
+        world,
         FLOW_TOPIC,
         {"runId": info.run_id, "reason": "debounce"},
         # a successor key: this delivery's own key is still held while it is in flight

@@ -27,6 +27,7 @@ from ..errors import (
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, flow_message
 from ..world.cancel import ask_to_cancel
 from ..world.pausing import pause_event
+from ..world.sending import send
 from .deferred import append_batch, outcome_event
 from .messages import Verdict, malformed_verdict
 from .step_runner import Failed, Outcome, Retry
@@ -100,7 +101,7 @@ async def report_to_parent(world: World, info: RunInfo) -> None:
     except (RunTerminalError, RunNotFoundError, EntityMissingError):
         return  # the parent ended, or is gone (then the child is an orphan)
     wake = flow_message(world, parent_id, WakeReason.CHILD, after_own_append=appended)
-    await world.enqueue(FLOW_TOPIC, wake, idempotency_key=f"{info.run_id}:reported")
+    await send(world, FLOW_TOPIC, wake, idempotency_key=f"{info.run_id}:reported")
 
 
 _CANCEL_ROUNDS = 5
@@ -213,7 +214,8 @@ async def malformed(world: World, delivery: Delivery, err: Exception) -> Verdict
     if isinstance(run_id, str) and run_id:
         info = await world.get_run(run_id)
         if info is not None and not info.status.terminal:
-            await world.enqueue(
+            await send(
+                world,
                 FLOW_TOPIC,
                 Wake(run_id, WakeReason.MALFORMED).to_wire(),
                 idempotency_key=f"{run_id}:malformed",

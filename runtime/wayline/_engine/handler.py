@@ -56,6 +56,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
+from ..world.sending import send
 from . import child_ids, debounce_waits, divergence, handoff, history_limits, rate_waits, step_slots
 from .buffered_hooks import take_buffered, waiting_hooks
 from .children import ended_with_its_parent, start_child, sync_children
@@ -118,7 +119,7 @@ class Handler:
         if info.status.terminal:
             return await _ended(self.world, info)
         if info.workflow not in self.workflows:
-            await self.world.enqueue(FLOW_TOPIC, Wake(verdict.run_id, WakeReason.STEP).to_wire())
+            await send(self.world, FLOW_TOPIC, Wake(verdict.run_id, WakeReason.STEP).to_wire())
             return ACK
         return await self._flow(verdict.run_id, delivery, read=(info, events))
 
@@ -603,7 +604,8 @@ class Handler:
         if pin not in self.pins.get(info.workflow, ()) and not info.attributes.get("queue"):
             # a queue's route is not split by definition: sent on, it would come straight back
             log.info("run %s sent on to its own route: %s", info.run_id, message)
-            await self.world.enqueue(
+            await send(
+                self.world,
                 FLOW_TOPIC,
                 Wake(info.run_id, WakeReason.ROUTE).to_wire(),
                 idempotency_key=f"{info.run_id}:route:{delivery.message_id}",

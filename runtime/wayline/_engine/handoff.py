@@ -14,6 +14,7 @@ import logging
 
 from .._core.messages import Wake, WakeReason
 from ..world import FLOW_TOPIC, Delivery, World
+from ..world.sending import send
 from . import fencing
 from .messages import ACK, Verdict
 
@@ -37,7 +38,8 @@ async def leave(world: World, closing: bool, run_id: str, delivery: Delivery) ->
         delivery.message_id,
         f" (fenced: {fence.tripped})" if fence.tripped else "",
     )
-    await world.enqueue(
+    await send(
+        world,
         FLOW_TOPIC,
         Wake(run_id, WakeReason.HANDOFF).to_wire(),
         idempotency_key=f"{run_id}:handoff:{delivery.message_id}",

@@ -24,6 +24,7 @@ from collections.abc import Collection, Mapping
 from .._core.events import RunStatus
 from .._core.messages import Wake, WakeReason
 from ..world import FLOW_TOPIC, World
+from ..world.sending import send
 
 log = logging.getLogger("wayline.worker")
 
@@ -79,7 +80,8 @@ class LostStarts:
                 run_id,
                 extra={"run_id": run_id},
             )
-            await self.world.enqueue(
+            await send(
+                self.world,
                 FLOW_TOPIC,
                 Wake(run_id, WakeReason.REARM).to_wire(),
                 idempotency_key=f"{run_id}:start",

@@ -27,6 +27,7 @@ from .._core.rate_limits import RateLimit
 from .._core.replay import Replay
 from ..errors import EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World
+from ..world.sending import send
 from .concurrency import run_key
 from .step_runner import Failed
 from .step_slots import mark, show_taken, step_key
@@ -165,7 +166,8 @@ async def admit(
             await world.append(run_id, [NewEvent(EventType.RUN_BLOCKED, data=data)])
         except (RunTerminalError, EntityConflictError):
             return False
-    await world.enqueue(
+    await send(
+        world,
         FLOW_TOPIC,
         {"runId": run_id, "reason": "rate_limit"},
         # a successor key: this delivery's own key is still held while it is in flight

@@ -23,6 +23,7 @@ from .._core.replay import Replay, StepRecord
 from ..errors import EntityConflictError, RunTerminalError
 from ..settings import Settings
 from ..world import Delivery, World
+from ..world.sending import send
 from .deferred import InlineBatch, flush
 from .ending import record_outcome
 from .messages import Stats
@@ -120,7 +121,7 @@ class RunSession:
         pending = list(sends)
         for i in range(0, len(pending), _SENDS_AT_ONCE):
             calls = [
-                self.world.enqueue(s.topic, s.payload, idempotency_key=s.key, delay_seconds=s.delay)
+                send(self.world, s.topic, s.payload, idempotency_key=s.key, delay_seconds=s.delay)
                 for s in pending[i : i + _SENDS_AT_ONCE]
             ]
             if len(calls) == 1:

@@ -11,6 +11,7 @@ from .._core.messages import Wake, WakeReason
 from ..errors import EntityConflictError, RunNotFoundError, SequenceConflictError
 from .pausing import paused_from, unpause_event
 from .seam import World
+from .sending import send
 
 
 async def ask_to_cancel(world: World, run_id: str, reason: str, rounds: int) -> bool:
@@ -42,7 +43,10 @@ async def ask_to_cancel(world: World, run_id: str, reason: str, rounds: int) -> 
         raise SequenceConflictError(
             f"run {run_id} kept moving under {rounds} cancel requests", last_seq=0
         )
-    await world.enqueue(
-        FLOW_TOPIC, Wake(run_id, WakeReason.CANCEL).to_wire(), idempotency_key=f"{run_id}:cancel"
+    await send(
+        world,
+        FLOW_TOPIC,
+        Wake(run_id, WakeReason.CANCEL).to_wire(),
+        idempotency_key=f"{run_id}:cancel",
     )
     return True

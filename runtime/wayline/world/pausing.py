@@ -27,6 +27,7 @@ from .._core.messages import Wake, WakeReason
 from .._core.projections import RunInfo, RunPaused, payload
 from ..errors import RunNotFoundError, RunTerminalError, SequenceConflictError, WaylineError
 from .seam import World
+from .sending import send
 
 
 def paused_from(events: list[Event]) -> RunStatus | None:
@@ -88,7 +89,7 @@ async def unpause_run(world: World, run_id: str, reason: str, by: str, rounds: i
     if recorded:
         # no key: a wake under a key still held by a message sent while the run was paused
         # would be dropped, and that message was acked without driving the run
-        await world.enqueue(FLOW_TOPIC, Wake(run_id, WakeReason.UNPAUSE).to_wire())
+        await send(world, FLOW_TOPIC, Wake(run_id, WakeReason.UNPAUSE).to_wire())
     return recorded
 
 

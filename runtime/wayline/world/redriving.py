@@ -21,6 +21,7 @@ from .._core.projections import RunInfo, StepView, fold
 from ..errors import ErrorCause, RedriveRefusedError, RunNotFoundError, SequenceConflictError
 from .registry import waiting_for_worker
 from .seam import World
+from .sending import send
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,7 @@ async def redrive_run(
             continue
         # no key: a wake under a key still held by the failed run's last message would be
         # dropped, and that message was acked without driving the run
-        await world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "redrive"})
+        await send(world, FLOW_TOPIC, {"runId": run_id, "reason": "redrive"})
         return chosen
     raise SequenceConflictError(f"run {run_id} kept moving under {rounds} redrives", last_seq=0)
 

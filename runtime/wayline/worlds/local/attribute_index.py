@@ -36,7 +36,7 @@ CREATE INDEX IF NOT EXISTS runs_listed ON runs (run_id, created_at, status, work
 """
 """The value indexes end with ``run_id`` and ``runs_listed`` holds what a filtered list sorts
 and filters on, so that a query (``query``) names its runs and orders them from indexes alone,
-without a table row; only the page's own rows are then read (``LocalWorld._run_rows``). The
+without a table row; only the page's own rows are then read (``LocalEventLog._run_rows``). The
 value indexes without ``run_id`` that came before are dropped: these cover what they did."""
 
 

@@ -1,6 +1,6 @@
 """How an idle receive of the embedded world hears of a message another process queued.
 
-An enqueue in this process wakes the receivers of its file at once (``world._WAKERS``); one
+An enqueue in this process wakes the receivers of its file at once (``queue._WAKERS``); one
 made by another process is only seen by looking. Each receiver used to look itself, with two
 reads of ``messages`` every poll interval: a worker waits on two topics at least, so an idle
 worker made some forty wake-ups and eighty reads a second, about 2 % of a core (the sleeping

@@ -162,7 +162,9 @@ class MemoryWorld(World):
         now = clock.now()
         mid = store.next_message
         store.next_message += 1
-        stored = ordering.stamp(carry(payload))
+        # The run's ordering is on the payload already when it has one: the sender puts it
+        # there (``world.sending``), and the world stores what it is given.
+        stored = carry(payload)
         body = json.dumps(stored).encode()
         order = ordering.of_payload(stored)
         at = now + max(0.0, delay_seconds)

@@ -27,9 +27,9 @@ from ...world.hook_buffer import (
     to_store,
     to_take,
 )
+from .buckets import Creation, kv_bucket
 from .codec import wrap
 from .names import Names, kv_key
-from .provision import kv_bucket
 
 _ATTEMPTS = 20
 """Compare-and-set rounds before a change gives up as contended (as for concurrency slots)."""
@@ -65,10 +65,8 @@ class NatsHookBuffer(HookBuffer):
             self._kv = await kv_bucket(
                 self._js,
                 self.bucket,
-                replicas=self._replicas,
-                memory=self._memory,
                 url=self._url,
-                ttl=MAX_BUFFER_SECONDS,
+                create=Creation(self._replicas, self._memory, ttl=MAX_BUFFER_SECONDS),
             )
         return self._kv
 

@@ -10,31 +10,12 @@ from typing import Any
 
 from ...errors import WorldError, WorldUnavailableError
 from . import attribute_index, runs_index
+from .buckets import Creation, kv_bucket
 from .codec import wrap
 from .names import Names
 
 MIN_SERVER = (2, 12)
 """Message schedules (delays) arrived in nats-server 2.12."""
-
-
-async def kv_bucket(
-    js: Any, bucket: str, *, replicas: int, memory: bool, url: str, ttl: float | None = None
-) -> Any:
-    """Create (or open, when it exists with this configuration) a KV bucket of one value per
-    key, read directly from any replica: what a store made lazily on first use opens (the
-    concurrency slots, the buffered hook payloads). ``ttl``: seconds a key is kept after its
-    last write (None: for ever)."""
-    from nats.js.api import KeyValueConfig, StorageType
-
-    store = StorageType.MEMORY if memory else StorageType.FILE
-    try:
-        return await js.create_key_value(
-            KeyValueConfig(
-                bucket=bucket, history=1, ttl=ttl, storage=store, replicas=replicas, direct=True
-            )
-        )
-    except Exception as err:
-        raise wrap(url, f"creating bucket {bucket}", err) from err
 
 
 def check_version(nc: Any, url: str) -> None:
@@ -100,7 +81,6 @@ async def _ensure_stream(js: Any, config: Any, url: str) -> None:
 async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: str) -> None:
     from nats.js.api import (
         DiscardPolicy,
-        KeyValueConfig,
         RePublish,
         RetentionPolicy,
         StorageType,
@@ -193,11 +173,4 @@ async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: 
             url,
         )
     for bucket in (names.hooks_bucket, names.idem_bucket, names.served_bucket):
-        try:
-            await js.create_key_value(
-                KeyValueConfig(
-                    bucket=bucket, history=1, storage=store, replicas=replicas, direct=True
-                )
-            )
-        except Exception as err:
-            raise wrap(url, f"creating bucket {bucket}", err) from err
+        await kv_bucket(js, bucket, url=url, create=Creation(replicas, storage == "memory"))

@@ -39,6 +39,7 @@ from ...telemetry import carry
 from ...world import Delivery, QueueDepth, entries
 from ...world.routing import plain_topic
 from . import wire
+from .buckets import kv_bucket
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .delay_notes import DelayNotes
 from .direct import StoredMsg, connected, direct_batch, last_seq, publish_retried
@@ -145,7 +146,7 @@ class Queue:
         self._delays = DelayNotes(js, names.idem_bucket, url=url, timeout=timeout, now=now)
 
     async def start(self) -> None:
-        self._idem = await self._js.key_value(self._names.idem_bucket)
+        self._idem = await kv_bucket(self._js, self._names.idem_bucket, url=self._url)
 
     # consumers ----------------------------------------------------------------------------
     async def _consumer(self, topic: str, level: int | None) -> str:
@@ -249,7 +250,7 @@ class Queue:
         idempotency_key: str | None,
         delay_seconds: float,
     ) -> MessageId:
-        stored = ordering.stamp(carry(payload))
+        stored = carry(payload)  # the run's ordering is put on above the seam (world.sending)
         level = ordering.of_payload(stored).priority
         body = dumps(stored)
         due = self._now() + delay_seconds if delay_seconds > 0 else None

@@ -18,9 +18,9 @@ from typing import Any
 from ..._core import rate_limits
 from ...errors import WorldUnavailableError
 from ...world import entries
+from .buckets import Creation, kv_bucket
 from .codec import wrap
 from .names import Names, kv_key
-from .provision import kv_bucket
 
 _ATTEMPTS = 50
 """Compare-and-set rounds a take tries before it reports the key contended: each lost round
@@ -52,9 +52,8 @@ class RateBuckets:
             self._kv = await kv_bucket(
                 self._js,
                 self.bucket,
-                replicas=self._replicas,
-                memory=self._memory,
                 url=self._url,
+                create=Creation(self._replicas, self._memory),
             )
         return self._kv
 

@@ -261,7 +261,7 @@ class Retention:
             except Exception as err:
                 raise wrap(self._url, f"deleting run {run_id}", err) from err
             for cid, token in st.hook_tokens.items():
-                await self._log._drop_token(run_id, cid, token, st.stream_seq)
+                await self._log.claims.drop_token(run_id, cid, token, st.stream_seq)
             self._log._runs.pop(run_id, None)
         await self._drop_messages(set(dropped), before)
         return dropped

@@ -21,9 +21,9 @@ from typing import Any
 
 from ...errors import CorruptLogError, WorldUnavailableError
 from ...world import RunInfo, entries
+from .buckets import Creation, kv_bucket
 from .codec import wrap
 from .names import Names, kv_key
-from .provision import kv_bucket
 
 _ATTEMPTS = 20
 
@@ -54,9 +54,8 @@ class Slots:
             self._kv = await kv_bucket(
                 self._js,
                 self.bucket,
-                replicas=self._replicas,
-                memory=self._memory,
                 url=self._url,
+                create=Creation(self._replicas, self._memory),
             )
         return self._kv
 

@@ -39,6 +39,7 @@ from . import attribute_index, runs_pages
 from .attribute_index import AttributeIndex
 from .blobs import CHUNK as STORED_CHUNK
 from .blobs import NatsBlobs
+from .buckets import kv_bucket
 from .checkup import check_connected, connect_failure, monitor_base, read_varz, sync_line
 from .codec import parse_header_lines, parse_stamp, wrap
 from .direct import connected, last_by_subject, lost_replies
@@ -154,6 +155,7 @@ class NatsWorld(World):
         self.url = display_url(server_list, prefix)
         self._servers_shown = ",".join(redact(s) for s in server_list)
         self._nc: Any = None
+        self._js: Any = None
         self._attributes: AttributeIndex | None = None
         self._runs_index: RunsIndex | None = None
         self._log: EventLog | None = None
@@ -232,7 +234,7 @@ class NatsWorld(World):
     async def _sample_clock(self, sent: float, acked: float, revision: int) -> None:
         bucket = self.names.served_bucket
         try:
-            raw = await self._events()._js.get_msg(f"KV_{bucket}", revision, direct=True)
+            raw = await self._jetstream().get_msg(f"KV_{bucket}", revision, direct=True)
             stamp = parse_stamp((raw.headers or {}).get("Nats-Time-Stamp", ""))
         except Exception as err:  # a sample is only a hint: the next one will do
             log.debug("no clock sample from the worker registry: %s", err)
@@ -274,12 +276,11 @@ class NatsWorld(World):
 
     async def _served(self) -> Any:
         if self._served_kv is None:
-            if self._log is None:
+            if self._js is None:
                 raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
-            try:
-                self._served_kv = await self._log._js.key_value(self.names.served_bucket)
-            except Exception as err:
-                raise wrap(self._servers_shown, "opening the worker registry", err) from err
+            self._served_kv = await kv_bucket(
+                self._js, self.names.served_bucket, url=self._servers_shown
+            )
         return self._served_kv
 
     # retention -----------------------------------------------------------------------------
@@ -288,7 +289,7 @@ class NatsWorld(World):
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
         return Retention(
             self._nc,
-            self._log._js,
+            self._js,
             self.names,
             self._log,
             self._queue,
@@ -354,7 +355,7 @@ class NatsWorld(World):
         if self._streams is None:
             self._streams = Streams(
                 self._nc,
-                self._log._js,
+                self._js,
                 self.names,
                 replicas=self.replicas,
                 memory=self.storage == "memory",
@@ -366,7 +367,7 @@ class NatsWorld(World):
     def hook_buffer(self) -> NatsHookBuffer:
         if self._hook_buf is None:
             self._hook_buf = NatsHookBuffer(
-                self._events()._js,
+                self._jetstream(),
                 self.names,
                 replicas=self.replicas,
                 memory=self.storage == "memory",
@@ -378,7 +379,7 @@ class NatsWorld(World):
     def _slot_store(self) -> Slots:
         if self._slots is None:
             self._slots = Slots(
-                self._events()._js,
+                self._jetstream(),
                 self.names,
                 self.get_run,
                 replicas=self.replicas,
@@ -393,7 +394,7 @@ class NatsWorld(World):
     ) -> float:
         if self._rates is None:
             self._rates = RateBuckets(
-                self._events()._js,
+                self._jetstream(),
                 self.names,
                 replicas=self.replicas,
                 memory=self.storage == "memory",
@@ -486,7 +487,7 @@ class NatsWorld(World):
                 # leaders: the caller handles world errors, not the client library's
                 raise wrap(self._servers_shown, "starting the world", err) from err
             raise
-        self._nc, self._log, self._queue = nc, event_log, queue
+        self._nc, self._js, self._log, self._queue = nc, js, event_log, queue
         self._blob_store = NatsBlobs(
             nc,
             js,
@@ -626,7 +627,7 @@ class NatsWorld(World):
             self._queue.lost_connection()  # a pull in progress ends now, as on a lost one
         if self._log is not None:
             await self._log.close()
-        self._log = self._queue = self._served_kv = None
+        self._js = self._log = self._queue = self._served_kv = None
         self._streams = None
         self._attributes = None
         self._runs_index = None
@@ -645,6 +646,11 @@ class NatsWorld(World):
         if self._log is None:
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
         return self._log
+
+    def _jetstream(self) -> Any:
+        """The JetStream context of the started world, set with the log (``start``)."""
+        self._events()  # raises as every call of a world that is not started does
+        return self._js
 
     def _q(self) -> Queue:
         if self._queue is None:
@@ -804,7 +810,7 @@ class NatsWorld(World):
         """What an index of the runs (``attribute_index``, ``runs_index``) is made of."""
         if self._log is None or self._nc is None:
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
-        return self._nc, self._log._js, self.names
+        return self._nc, self._js, self.names
 
     def _index_options(self) -> dict[str, Any]:
         return {"url": self._servers_shown, "timeout": self._options.request_timeout}
@@ -938,9 +944,6 @@ class NatsWorld(World):
         recoverable: bool = False,  # every publish is stored the same way
     ) -> MessageId:
         topic = await self.router.topic(topic, payload)
-        # the run's place among ready work rides on each of its messages, as on SQLite, so a
-        # world that orders by it (and a newer release's) finds it (docs/sdk.md, "Priority")
-        payload = ordering.stamp(payload)
         result: MessageId = await self._q().enqueue(topic, payload, idempotency_key, delay_seconds)
         return result
 
