@@ -155,10 +155,17 @@ def no_pending_asyncio_tasks(request: pytest.FixtureRequest) -> None:
 @pytest.fixture
 async def _pending_task_guard(request: pytest.FixtureRequest) -> AsyncIterator[None]:
     """Set up before the test's other fixtures, so torn down after them: what is still
-    pending then was left by the test. A task gets a few loop turns to finish its own
-    cancellation first, as a close that cancels without awaiting leaves it one turn short."""
+    pending then was left by the test."""
     before = asyncio.all_tasks()
     yield
+    await check_no_pending_tasks(before, request.node.nodeid, request.node.path)
+
+
+async def check_no_pending_tasks(before: set[asyncio.Task[Any]], nodeid: str, path: Path) -> None:
+    """Fail the test at ``path`` (or warn, outside ``LEAKS_FAIL_IN``) if tasks other than
+    ``before`` and the current one are still pending. A task gets a few loop turns to finish
+    its own cancellation first, as a close that cancels without awaiting leaves it one turn
+    short."""
     current = asyncio.current_task()
     for _ in range(LEAK_GRACE_TURNS):
         left = asyncio.all_tasks() - before - {current}
@@ -171,14 +178,29 @@ async def _pending_task_guard(request: pytest.FixtureRequest) -> AsyncIterator[N
         # WAYLINE_LEAK_LOG=file collects a whole run's list (docs/testing.md counts it).
         if log := os.environ.get("WAYLINE_LEAK_LOG"):
             with open(log, "a") as out:  # noqa: ASYNC230 - one line per leaking test
-                out.write(f"{request.node.nodeid}\t{names}\n")
+                out.write(f"{nodeid}\t{names}\n")
         message = f"asyncio tasks left pending ({len(left)}): {names}"
+        if _leaks_fail(path):
+            pytest.fail(message, pytrace=False)
         warnings.warn(LeakedTasks(message), stacklevel=1)
 
 
 LEAK_GRACE_TURNS = 10
 """Loop turns a cancelled task gets to run its ``finally`` blocks before it counts as left."""
 
+LEAKS_FAIL_IN = ("runtime",)
+"""The folders of ``tests/`` where a test that leaves tasks pending fails: each was counted
+clean (docs/testing.md, "No leaked tasks"). Elsewhere the guard still only warns."""
+
+
+def _leaks_fail(path: Path) -> bool:
+    tests = Path(__file__).parent
+    if not path.is_relative_to(tests):
+        return False
+    parts = path.relative_to(tests).parts
+    return len(parts) > 1 and parts[0] in LEAKS_FAIL_IN
+
 
 class LeakedTasks(UserWarning):
-    """A test left asyncio tasks pending (a warning, not an error: see docs/testing.md)."""
+    """A test left asyncio tasks pending, in a folder where that only warns (``LEAKS_FAIL_IN``
+    lists those where it fails: see docs/testing.md)."""
