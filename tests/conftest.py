@@ -127,6 +127,27 @@ def _local_options(options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+ENGINE_LOGIC_WORLD_KINDS = ["local", "memory"]
+"""The worlds a test of the engine's own logic runs on: one real world and the simulator's.
+The rule that decides which tests these are, and where the NATS world's part of each is still
+covered, is in docs/testing.md ("The pyramid")."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``engine_logic`` (one test, or a module's ``pytestmark``) whose subject is
+    the engine's logic rather than what a world stores, orders, fences or survives: its
+    ``make_world`` (and the ``world`` and ``engine`` built on it) takes the worlds of
+    ``ENGINE_LOGIC_WORLD_KINDS`` instead of every real world. A parametrize mark on the
+    fixture's name takes precedence over the fixture's own ``params``; tests of the module that
+    open no world are left alone."""
+    marked = metafunc.definition.get_closest_marker("engine_logic") is not None
+    if marked and "make_world" in metafunc.fixturenames:
+        metafunc.definition.add_marker(
+            pytest.mark.parametrize("make_world", ENGINE_LOGIC_WORLD_KINDS, indirect=True)
+        )
+
+
 @pytest.fixture
 async def world(make_world: WorldFactory) -> World:
     return await make_world()
