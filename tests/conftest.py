@@ -140,6 +140,27 @@ def _local_options(options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+ENGINE_LOGIC_WORLD_KINDS = ["local", "memory"]
+"""The worlds a test of the engine's own logic runs on: one real world and the simulator's.
+The rule that decides which tests these are, and where the NATS world's part of each is still
+covered, is in docs/testing.md ("The pyramid")."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``engine_logic`` (one test, or a module's ``pytestmark``) whose subject is
+    the engine's logic rather than what a world stores, orders, fences or survives: its
+    ``make_world`` (and the ``world`` and ``engine`` built on it) takes the worlds of
+    ``ENGINE_LOGIC_WORLD_KINDS`` instead of every real world. A parametrize mark on the
+    fixture's name takes precedence over the fixture's own ``params``; tests of the module that
+    open no world are left alone."""
+    marked = metafunc.definition.get_closest_marker("engine_logic") is not None
+    if marked and "make_world" in metafunc.fixturenames:
+        metafunc.definition.add_marker(
+            pytest.mark.parametrize("make_world", ENGINE_LOGIC_WORLD_KINDS, indirect=True)
+        )
+
+
 @pytest.fixture
 async def world(make_world: WorldFactory) -> World:
     return await make_world()
@@ -168,10 +189,17 @@ def no_pending_asyncio_tasks(request: pytest.FixtureRequest) -> None:
 @pytest.fixture
 async def _pending_task_guard(request: pytest.FixtureRequest) -> AsyncIterator[None]:
     """Set up before the test's other fixtures, so torn down after them: what is still
-    pending then was left by the test. A task gets a few loop turns to finish its own
-    cancellation first, as a close that cancels without awaiting leaves it one turn short."""
+    pending then was left by the test."""
     before = asyncio.all_tasks()
     yield
+    await check_no_pending_tasks(before, request.node.nodeid, request.node.path)
+
+
+async def check_no_pending_tasks(before: set[asyncio.Task[Any]], nodeid: str, path: Path) -> None:
+    """Fail the test at ``path`` (or warn, outside ``LEAKS_FAIL_IN``) if tasks other than
+    ``before`` and the current one are still pending. A task gets a few loop turns to finish
+    its own cancellation first, as a close that cancels without awaiting leaves it one turn
+    short."""
     current = asyncio.current_task()
     for _ in range(LEAK_GRACE_TURNS):
         left = asyncio.all_tasks() - before - {current}
@@ -184,14 +212,29 @@ async def _pending_task_guard(request: pytest.FixtureRequest) -> AsyncIterator[N
         # WAYLINE_LEAK_LOG=file collects a whole run's list (docs/testing.md counts it).
         if log := os.environ.get("WAYLINE_LEAK_LOG"):
             with open(log, "a") as out:  # noqa: ASYNC230 - one line per leaking test
-                out.write(f"{request.node.nodeid}\t{names}\n")
+                out.write(f"{nodeid}\t{names}\n")
         message = f"asyncio tasks left pending ({len(left)}): {names}"
+        if _leaks_fail(path):
+            pytest.fail(message, pytrace=False)
         warnings.warn(LeakedTasks(message), stacklevel=1)
 
 
 LEAK_GRACE_TURNS = 10
 """Loop turns a cancelled task gets to run its ``finally`` blocks before it counts as left."""
 
+LEAKS_FAIL_IN = ("runtime",)
+"""The folders of ``tests/`` where a test that leaves tasks pending fails: each was counted
+clean (docs/testing.md, "No leaked tasks"). Elsewhere the guard still only warns."""
+
+
+def _leaks_fail(path: Path) -> bool:
+    tests = Path(__file__).parent
+    if not path.is_relative_to(tests):
+        return False
+    parts = path.relative_to(tests).parts
+    return len(parts) > 1 and parts[0] in LEAKS_FAIL_IN
+
 
 class LeakedTasks(UserWarning):
-    """A test left asyncio tasks pending (a warning, not an error: see docs/testing.md)."""
+    """A test left asyncio tasks pending, in a folder where that only warns (``LEAKS_FAIL_IN``
+    lists those where it fails: see docs/testing.md)."""

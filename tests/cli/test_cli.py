@@ -336,7 +336,10 @@ BAD_INPUT = [
 def test_bad_input_is_one_clear_line_and_exit_2(
     cli: Cli, existing_world: str, argv: list[str], needles: list[str]
 ) -> None:
-    assert_clean_error(cli(*argv), *needles)
+    # A command that loads the application file stays a subprocess (one process registers a
+    # workflow name once); every other one is about what the command says, not the process.
+    loads_the_app = any(arg.startswith(f"{FLOWS}") for arg in argv)
+    assert_clean_error(cli(*argv) if loads_the_app else cli.here(*argv), *needles)
     runs = cli.json("runs", "list")
     assert [r["runId"] for r in runs] == [existing_world]  # nothing started, nothing lost
     assert runs[0]["status"] == "pending"

@@ -15,6 +15,8 @@ from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.cli.timeline import abandoned_text, render_show
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 UNTRIED = (
     wayline.Reversal("trip_charge_card:compensate", "trip_charge_card", "s2"),
     wayline.Reversal("trip_book_flight:compensate", "trip_book_flight", "s1"),

@@ -17,6 +17,8 @@ import wayline
 from tests.runtime.flows import lines, mark
 from tests.runtime.harness import Engine
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 @wayline.step(name="aio.mark")
 async def aio_mark(path: str, tag: str) -> str:

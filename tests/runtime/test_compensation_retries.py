@@ -16,6 +16,8 @@ from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, wait_for
 from wayline._core.definitions import StepDefinition
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 def _refunds(log: str) -> list[str]:
     return [line for line in lines(log) if line.startswith("refund attempt")]

@@ -14,6 +14,8 @@ from wayline._core.definitions import WorkflowDefinition
 from wayline._core.events import Event, EventType
 from wayline._core.replay import Replay
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 async def _at_hook(
     engine: Engine, flow: WorkflowDefinition, path: str, token: str, *more: str

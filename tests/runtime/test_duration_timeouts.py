@@ -12,6 +12,8 @@ import wayline.testing
 from tests.runtime import sdk_flows
 from tests.runtime.harness import Engine
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 async def test_result_times_out_after_a_duration_string(engine: Engine) -> None:
     async with engine.worker([sdk_flows.napping_flow]):

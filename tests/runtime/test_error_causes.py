@@ -10,6 +10,8 @@ import pytest
 import wayline
 from tests.runtime.harness import Engine
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 class CardDeclined(Exception):
     wayline_code = "CARD_DECLINED"

@@ -13,6 +13,8 @@ from tests.runtime.harness import Engine
 from wayline._core.events import EventType, NewEvent
 from wayline._engine.ending import terminal
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 class CardDeclined(Exception):
     pass

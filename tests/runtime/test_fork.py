@@ -15,6 +15,8 @@ from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType, RunStatus
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 async def _failed_order(engine: Engine, path: str) -> wayline.RunHandle[list[str]]:
     """An order whose charge failed (the card was declined): the run failed."""

@@ -9,8 +9,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 import wayline
 from tests.runtime.harness import Engine
+
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
 
 PRODUCED_ON: list[str] = []
 

@@ -15,6 +15,8 @@ from wayline._core.events import EventType
 from wayline.errors import ConfigurationError
 from wayline.settings import Settings
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 def _count(name: str) -> float:
     return REGISTRY.get_sample_value(name) or 0.0

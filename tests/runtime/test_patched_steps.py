@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from examples import adding_a_step as example
 
 import wayline
 from tests.runtime.harness import Engine
 from wayline._core.events import EventType
+
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
 
 
 def test_the_new_code_also_serves_the_identity_of_the_code_before_the_patch() -> None:

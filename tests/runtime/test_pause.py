@@ -17,6 +17,8 @@ from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType, RunStatus
 from wayline.errors import RunTerminalError
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 # How long a test looks for something that must not happen while the run is paused: a
 # worker polls its queue every few milliseconds, so a wrong start would show well within it.
 _QUIET = 0.5

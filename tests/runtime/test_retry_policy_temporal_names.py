@@ -12,6 +12,8 @@ from tests.runtime import sdk_flows
 from tests.runtime.flows import lines
 from tests.runtime.harness import Engine
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 async def test_a_temporal_named_policy_runs_maximum_attempts_in_all(
     engine: Engine, tmp_path: Path

@@ -11,6 +11,8 @@ import wayline
 from tests.runtime import client_flows, saga_flows
 from tests.runtime.harness import Engine, wait_for
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 async def test_a_handle_wakes_its_run(engine: Engine) -> None:
     async with engine.worker([client_flows.naps]):

@@ -14,6 +14,8 @@ from tests.runtime.harness import Engine, wait_for
 from wayline._core.events import EventType
 from wayline._core.ids import new_run_id
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 @wayline.workflow
 async def opt_echo(value: str) -> str:

@@ -11,6 +11,8 @@ import pytest
 import wayline
 from tests.runtime.harness import Engine
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 @wayline.workflow
 async def memo_echo(value: str) -> str:

@@ -10,6 +10,8 @@ from tests.runtime import client_flows
 from tests.runtime.harness import Engine
 from wayline.cli.commands import validate_input
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 async def test_client_start_refuses_input_the_workflow_cannot_take(engine: Engine) -> None:
     with pytest.raises(wayline.SerializationError) as refused:

@@ -13,6 +13,8 @@ from tests.runtime.harness import settings, wait_for
 from wayline._core.events import EventType, RunStatus
 from wayline.world import World
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 async def test_terminate_ends_a_run_without_compensations(world: World, tmp_path: Path) -> None:
     log = str(tmp_path / "log")

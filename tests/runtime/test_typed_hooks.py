@@ -16,6 +16,8 @@ from wayline.cli.timeline import render_show
 from wayline.errors import InvalidPayloadError, RunFailedError
 from wayline.world import HookInfo
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 Approval, Note = sdk_flows.Approval, sdk_flows.Note
 
 

@@ -12,6 +12,8 @@ import pytest
 import wayline
 from tests.runtime.harness import Engine
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 @dataclasses.dataclass
 class TypedReceipt:

@@ -16,6 +16,8 @@ from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.cli.timeline import fmt_clock, fmt_time
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 @pytest.mark.parametrize(
     ("kind", "duration"),

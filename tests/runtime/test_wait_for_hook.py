@@ -11,6 +11,8 @@ import wayline
 from tests.runtime import client_flows
 from tests.runtime.harness import Engine
 
+pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
+
 
 async def test_wait_for_hook_returns_each_wait_of_a_run(engine: Engine) -> None:
     client = engine.client
