@@ -28,9 +28,14 @@ class ProcessExit(BaseException):
 
 @contextlib.contextmanager
 def patched(
-    loop: VirtualLoop, rng: random.Random, on_exit: Callable[[int], None]
+    loop: VirtualLoop,
+    rng: random.Random,
+    on_exit: Callable[[int], None],
+    wall: Callable[[], float] | None = None,
 ) -> Iterator[None]:
-    """Inside the block the machine's clocks, ids and randomness are the seed's.
+    """Inside the block the machine's clocks, ids and randomness are the seed's: ``wall`` is
+    the wall clock (``time.time``, ``clock.now``), by default the loop's; the simulator passes
+    one that each process reads with its own offset (``clocks.py``).
 
     ``os._exit`` (a worker that cannot cut off a body exits its process) crash-stops only the
     simulated process that called it: ``on_exit`` hears which one."""
@@ -50,12 +55,13 @@ def patched(
         loop.crash(process)
         raise ProcessExit(code)
 
-    time.time, time.monotonic = loop.wall, loop.time
+    wall = loop.wall if wall is None else wall
+    time.time, time.monotonic = wall, loop.time
     uuid.uuid4, secrets.token_hex = uuid4, token_hex
     os._exit = exit_  # type: ignore[assignment]
     random.seed(rng.getrandbits(64))
     clock.reset()
-    clock.use(loop.wall)
+    clock.use(wall)
     try:
         yield
     finally:

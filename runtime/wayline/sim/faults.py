@@ -22,6 +22,7 @@ from .._core.ids import MessageId
 from ..errors import WorldUnavailableError
 from ..world import Delivery, HookInfo, RunInfo
 from ..worlds.memory import MemoryStore, MemoryWorld
+from ..worlds.nats.skew import Skew
 from .trace import Trace
 
 #: How long a simulated receive waits for a message before it answers empty (virtual seconds).
@@ -72,6 +73,7 @@ class FaultyWorld(MemoryWorld):
         name: str,
         on_token: Callable[[str, str | None, float], None] | None = None,
         on_unpinned_start: Callable[[str], None] | None = None,
+        skewed: bool = False,
         **options: Any,
     ) -> None:
         super().__init__(store, **options)
@@ -80,6 +82,22 @@ class FaultyWorld(MemoryWorld):
         """Told of every token the world hands out: the key, the holder, the world's time."""
         self.on_unpinned_start = on_unpinned_start
         """Told of every run this world's process began that no definition pinned before."""
+        self.skew = Skew() if skewed else None
+        """This process's reading of the store's clock, learned from its appends as the NATS
+        world learns the server's (``clocks.py``). None when the seed keeps every clock in
+        sync: hosts in sync read their own clock exactly (``Skew`` takes an offset below a
+        sample's uncertainty as none), and so those seeds replay as before clocks were drawn."""
+
+    def now(self) -> float:
+        return clock.now() if self.skew is None else self.skew.now()
+
+    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        # A heartbeat is a clock sample too, as on NATS: a worker has one before it takes a
+        # delivery, and keeps one current while it appends nothing.
+        sent, stamp = clock.now(), self.store.now()
+        await super().record_served(entries)
+        if self.skew is not None:
+            self.skew.sample(sent, clock.now(), stamp)
 
     def _chance(self, p: float) -> bool:
         return p > 0 and self.rng.random() < p
@@ -121,7 +139,7 @@ class FaultyWorld(MemoryWorld):
         if self._chance(self.plan.refuse_append):
             self.trace.note(f"{self.name} take token {key} refused (fault)")
             raise WorldUnavailableError("simulated: the store did not answer the token take")
-        at = clock.now()
+        at = self.store.now()
         wait = await super().take_token(key, per_second, burst, holder)
         self.trace.note(f"{self.name} take token {key} for {str(holder)[-9:]}: wait {wait:.3f}")
         if wait <= 0.0 and self.on_token is not None:
@@ -131,6 +149,7 @@ class FaultyWorld(MemoryWorld):
     async def append(
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[Event]:
+        sent = clock.now()
         await self._latency()
         if self._chance(self.plan.slow_append):
             await asyncio.sleep(self.rng.uniform(0.0, 3.0))
@@ -141,6 +160,8 @@ class FaultyWorld(MemoryWorld):
             self.store.logs.get(run_id, []), events
         )
         out = await super().append(run_id, events, expected_seq=expected_seq)
+        if out and self.skew is not None:
+            self.skew.sample(sent, clock.now(), out[0].created_at)
         if unpinned and self.on_unpinned_start is not None:
             self.on_unpinned_start(run_id)
         kinds = ",".join(f"{e.type}#{e.seq}" for e in out)

@@ -19,6 +19,7 @@ from ..settings import Settings
 from ..worker import Worker
 from ..worlds.memory import MemoryStore
 from . import drivers, flows, workload
+from .clocks import ClockPlan, Clocks
 from .determinism import patched
 from .faults import FaultPlan, FaultyWorld
 from .loop import PROCESS, StuckError, VirtualLoop
@@ -36,6 +37,7 @@ WORKFLOWS = workload.WORKFLOWS + flows.WORKFLOWS
 class Outcome:
     seed: int
     plan: FaultPlan
+    clocks: ClockPlan
     trace: str
     violations: list[str]
     bodies: int
@@ -58,9 +60,10 @@ class _Processes:
         rng: random.Random,
         trace: Trace,
         probe: Probe,
+        clocks: Clocks,
     ) -> None:
         self.loop, self.store, self.plan, self.rng = loop, store, plan, rng
-        self.trace, self.probe = trace, probe
+        self.trace, self.probe, self.clocks = trace, probe, clocks
         self.workers: dict[int, Worker] = {}
         self.count = 0
 
@@ -69,6 +72,7 @@ class _Processes:
         drives the runs pinned to it and takes no new run."""
         self.count += 1
         process = self.count
+        offset = self.clocks.boot(process)
         took = functools.partial(self.probe.took_unpinned, process) if draining else None
         world = FaultyWorld(
             self.store,
@@ -79,13 +83,15 @@ class _Processes:
             on_token=self.probe.token,
             on_unpinned_start=took,
             visibility_seconds=VISIBILITY,
+            skewed=self.clocks.plan != ClockPlan(),
         )
         settings = Settings.from_env({"WAYLINE_WORKER_DRAINING": "1"} if draining else {})
         worker = Worker(world, WORKFLOWS, settings=settings)
         self.workers[process] = worker
         context = contextvars.copy_context()
         context.run(PROCESS.set, process)
-        self.trace.note(f"p{process} boots" + (" draining" if draining else ""))
+        skewed = f" clock {offset:+.3f}s" if offset else ""
+        self.trace.note(f"p{process} boots" + (" draining" if draining else "") + skewed)
         self.loop.create_task(worker.start(), name=f"sim-boot-p{process}", context=context)
 
     def crash(self) -> None:
@@ -95,6 +101,12 @@ class _Processes:
         self.probe.crashed(process)
         self.trace.note(f"p{process} crash-stopped")
         self.boot()
+
+    def step_clock(self) -> None:
+        """One live worker's clock steps (an NTP step on its host)."""
+        process = self.rng.choice(sorted(self.workers))
+        self.clocks.step(process)
+        self.trace.note(f"p{process} clock steps {self.clocks.plan.step_by:+.3f}s")
 
     def exited(self, process: int) -> None:
         """A process exited itself (``os._exit``): it is gone, as after a crash."""
@@ -110,7 +122,10 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
     loop = VirtualLoop(random.Random(rng.getrandbits(64)))
     loop.set_exception_handler(lambda _loop, _context: None)
     trace = Trace(loop.elapsed)
-    store = MemoryStore()
+    # The store reads the true time; each worker its own clock (clocks.py).
+    store = MemoryStore(now=loop.wall)
+    clock_plan = ClockPlan.draw(seed)
+    clocks = Clocks(loop, clock_plan, random.Random(f"wayline-sim-offsets-{seed}"))
     probe = Probe(
         store,
         trace,
@@ -118,13 +133,17 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
         rates=dict(flows.RATES),
         debounce_period=flows.DEBOUNCE_SECONDS,
     )
-    processes = _Processes(loop, store, plan, random.Random(rng.getrandbits(64)), trace, probe)
+    processes = _Processes(
+        loop, store, plan, random.Random(rng.getrandbits(64)), trace, probe, clocks
+    )
     trace.note(f"seed {seed}: {plan}")
+    if clock_plan != ClockPlan():
+        trace.note(f"seed {seed}: {clock_plan}")
     quiet = logging.getLogger("wayline")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
     try:
-        with patched(loop, random.Random(rng.getrandbits(64)), processes.exited):
+        with patched(loop, random.Random(rng.getrandbits(64)), processes.exited, clocks.local):
             workload.Stage.probe, workload.Stage.rng = probe, random.Random(rng.getrandbits(64))
             workload.Stage.broken = set()
             try:
@@ -136,7 +155,9 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
     finally:
         quiet.setLevel(level)
         workload.Stage.probe = None
-    return Outcome(seed, plan, trace.text(), probe.violations, probe.bodies, loop.elapsed())
+    return Outcome(
+        seed, plan, clock_plan, trace.text(), probe.violations, probe.bodies, loop.elapsed()
+    )
 
 
 async def _main(
@@ -160,6 +181,9 @@ async def _main(
         loop.call_later(rng.uniform(1.0, 60.0), processes.crash)
         for _ in range(processes.plan.crashes)
     ]
+    step_at = processes.clocks.plan.step_at
+    if step_at is not None:
+        crashes.append(loop.call_later(step_at, processes.step_clock))
     orders = [
         workload.drive(client, random.Random(rng.getrandbits(64)), trace, f"o{i}")
         for i in range(runs)

@@ -5,6 +5,7 @@ transaction and NATS's compare-and-set make them in the other worlds."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..._core import clock
@@ -14,12 +15,14 @@ from ...world.hook_buffer import BufferedPayload, HookBuffer, to_store, to_take
 class MemoryHookBuffer(HookBuffer):
     def __init__(self) -> None:
         self.entries: dict[tuple[str, str], BufferedPayload] = {}
+        self.now: Callable[[], float] = clock.now
+        """The store's clock (``MemoryStore.now``), which the payloads' expiry is measured on."""
 
     async def store(self, entry: BufferedPayload) -> BufferedPayload:
         await self.sweep()
         key = (entry.namespace, entry.token)
         existing = self.entries.get(key)
-        if not to_store(existing, entry, clock.now()):
+        if not to_store(existing, entry, self.now()):
             assert existing is not None
             return existing
         self.entries[key] = entry
@@ -29,7 +32,7 @@ class MemoryHookBuffer(HookBuffer):
         return self.entries.get((namespace, token))
 
     async def take(self, namespace: str, token: str, run_id: str) -> BufferedPayload | None:
-        taken = to_take(self.entries.get((namespace, token)), run_id, clock.now())
+        taken = to_take(self.entries.get((namespace, token)), run_id, self.now())
         if taken is not None:
             self.entries[(namespace, token)] = taken
         return taken
@@ -40,7 +43,7 @@ class MemoryHookBuffer(HookBuffer):
             self.entries[key] = replace(entry, taken_by=None)
 
     async def sweep(self) -> int:
-        now = clock.now()
+        now = self.now()
         gone = [key for key, entry in self.entries.items() if entry.expires_at <= now]
         for key in gone:
             del self.entries[key]

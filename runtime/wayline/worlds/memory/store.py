@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._core import ordering
+from ..._core import clock, ordering
 from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
@@ -96,6 +96,13 @@ class MemoryStore:
     peers: list[weakref.ref[Any]] = field(default_factory=list)
     """The worlds opened on this store: an append wakes their waiters and watchers, as a
     change feed would. A list, so that they are woken in the order they were opened."""
+    now: Callable[[], float] = clock.now
+    """The store's clock, which stamps its events and measures its delays and leases: the
+    world's time. The process's own clock in one process; the simulator gives its store the
+    true virtual time, while each simulated worker reads a clock of its own (``sim/clocks.py``)."""
+
+    def __post_init__(self) -> None:
+        self.hook_buffer.now = self.now
 
     def append(
         self, run_id: str, events: Sequence[NewEvent], expected_seq: int | None, now: float

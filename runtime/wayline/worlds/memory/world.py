@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..._core import clock, ordering, rate_limits, search_attributes
+from ..._core import ordering, rate_limits, search_attributes
 from ..._core.events import RUN_TERMINAL_EVENTS, Event, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
@@ -72,6 +72,11 @@ class MemoryWorld(World):
     def visibility_seconds(self) -> float:
         return self._visibility
 
+    def now(self) -> float:
+        """The store's clock, which stamps its events: the world's time, which this process
+        reads exactly since the store lives in it."""
+        return self.store.now()
+
     def _peers(self) -> list[MemoryWorld]:
         return [w for w in (ref() for ref in self.store.peers) if w is not None]
 
@@ -81,7 +86,7 @@ class MemoryWorld(World):
     ) -> list[Event]:
         if not events:
             return []
-        out = self.store.append(run_id, events, expected_seq, clock.now())
+        out = self.store.append(run_id, events, expected_seq, self.store.now())
         self.store.appends += 1
         ended = events[-1].type in RUN_TERMINAL_EVENTS
         for peer in self._peers():
@@ -159,7 +164,7 @@ class MemoryWorld(World):
         store = self.store
         if idempotency_key is not None and idempotency_key in store.keys:
             return MessageId(str(store.keys[idempotency_key]))
-        now = clock.now()
+        now = self.store.now()
         mid = store.next_message
         store.next_message += 1
         # The run's ordering is on the payload already when it has one: the sender puts it
@@ -201,7 +206,7 @@ class MemoryWorld(World):
                 nap = remaining
                 due = [m.available_at for m in self.store.messages.values() if m.topic == topic]
                 if due:
-                    nap = min(nap, max(0.0, min(due) - clock.now()) + 0.001)
+                    nap = min(nap, max(0.0, min(due) - self.store.now()) + 0.001)
                 waker.clear()
                 try:
                     await asyncio.wait_for(waker.wait(), timeout=nap)
@@ -211,7 +216,7 @@ class MemoryWorld(World):
             self._wakers.pop(waker, None)
 
     def _claim(self, topic: str, limit: int) -> list[Delivery]:
-        now = clock.now()
+        now = self.store.now()
         ready = [
             m for m in self.store.messages.values() if m.topic == topic and m.available_at <= now
         ]
@@ -265,7 +270,7 @@ class MemoryWorld(World):
         message = self._held(delivery)
         if message is None:
             return False
-        message.available_at = clock.now() + max(0.0, delay_seconds)
+        message.available_at = self.store.now() + max(0.0, delay_seconds)
         message.ready_at = message.available_at
         message.held = False
         if not counted:
@@ -277,7 +282,7 @@ class MemoryWorld(World):
         message = self._held(delivery)
         if message is None:
             return False
-        message.available_at = clock.now() + self._visibility
+        message.available_at = self.store.now() + self._visibility
         return True
 
     async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
@@ -292,7 +297,7 @@ class MemoryWorld(World):
                 "payload": delivery.raw.decode(errors="replace"),
                 "attempts": delivery.attempt,
                 "reason": reason,
-                "createdAt": clock.now(),
+                "createdAt": self.store.now(),
             }
         )
         return True
@@ -305,7 +310,7 @@ class MemoryWorld(World):
         return {r for r in found if r is not None}
 
     async def queue_depths(self) -> list[QueueDepth] | None:
-        now, found = clock.now(), dict[str, tuple[int, float]]()
+        now, found = self.store.now(), dict[str, tuple[int, float]]()
         for m in self.store.messages.values():
             # a held message's available_at is its visibility deadline: not ready until then
             if m.available_at <= now:
@@ -315,7 +320,7 @@ class MemoryWorld(World):
 
     async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(topics, 0)
-        now = clock.now()
+        now = self.store.now()
         for m in self.store.messages.values():
             # a held message's available_at is its visibility deadline (as in ``_claim``)
             if m.topic in out and m.available_at <= now:
@@ -324,7 +329,7 @@ class MemoryWorld(World):
 
     async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(topics, 0)
-        now = clock.now()
+        now = self.store.now()
         for m in self.store.messages.values():
             # a held message whose visibility deadline passed is due again (as in ``_claim``)
             if m.topic in out and m.held and m.available_at > now:
@@ -381,7 +386,7 @@ class MemoryWorld(World):
         lease: float | None = None,
         token: str | None = None,
     ) -> tuple[bool, list[str]]:
-        now = clock.now()
+        now = self.store.now()
         slots = self.store.slots.setdefault(key, {})
         for name, slot in list(slots.items()):
             if slot.expires_at is not None and slot.expires_at <= now:
@@ -405,7 +410,7 @@ class MemoryWorld(World):
     async def renew_slot(
         self, key: str, holder: str, *, lease: float, token: str | None = None
     ) -> bool:
-        now = clock.now()
+        now = self.store.now()
         slot = self.store.slots.get(key, {}).get(holder)
         if slot is None or slot.expires_at is None or slot.expires_at <= now:
             return False
@@ -425,7 +430,7 @@ class MemoryWorld(World):
         self, key: str, per_second: float, burst: int, holder: str | None = None
     ) -> float:
         bucket, wait = rate_limits.take(
-            self.store.buckets.get(key), clock.now(), per_second, burst, holder
+            self.store.buckets.get(key), self.store.now(), per_second, burst, holder
         )
         if bucket is not None:
             self.store.buckets[key] = bucket
@@ -436,13 +441,13 @@ class MemoryWorld(World):
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
     ) -> int:
         chosen = terminal_statuses(statuses)
-        ids = self.store.ended_before(clock.now() - max(0.0, older_than), chosen)
+        ids = self.store.ended_before(self.store.now() - max(0.0, older_than), chosen)
         self.store.drop_runs(ids)
-        self.store.drop_orphan_blobs(clock.now() - self._orphan_grace)
+        self.store.drop_orphan_blobs(self.store.now() - self._orphan_grace)
         return len(ids)
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
-        cutoff = clock.now() - max(0.0, older_than)
+        cutoff = self.store.now() - max(0.0, older_than)
         ids = self.store.ended_before(cutoff, terminal_statuses(None))[: max(1, min(1000, limit))]
         self.store.drop_runs(ids)
         self.store.archived += len(ids)
@@ -454,7 +459,7 @@ class MemoryWorld(World):
     # blobs ---------------------------------------------------------------------------------
     async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
         digest = digest_of(data)
-        self.store.blobs.setdefault((run_id, digest), (bytes(data), clock.now()))
+        self.store.blobs.setdefault((run_id, digest), (bytes(data), self.store.now()))
         return BlobRef(digest, len(data))
 
     async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
