@@ -338,7 +338,7 @@ class MemoryWorld(World):
 
     async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
         out = dict.fromkeys(topics, 0)
-        now = clock.now()
+        now = self.store.now()
         for m in self.store.messages.values():
             # a held message's available_at is its visibility deadline, not a delay
             if m.topic in out and not m.held and now < m.available_at <= before:
