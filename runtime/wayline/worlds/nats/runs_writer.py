@@ -4,22 +4,25 @@ whose status this process moved, so that an append never waits for the index (do
 
 An append used to publish the run's new entry and wait for its acknowledgement before it
 returned, which added a round trip and a few loop turns to every status change on a step's
-path. The append now only notes the change here and returns. The writer takes everything noted
-so far as one batch, keeps the newest status of each run (a run's older entries are purged by
-the write of its newest one), writes the batch's runs concurrently and the next batch only
-after this one, so a run's entries are written in the order of its statuses. A write that
-fails is tried again a few times; one that still fails is logged and left to the index's
-reconciliation with the log, as is what a process that dies leaves unwritten.
+path. The append now only notes the change here and returns. The writer waits
+:data:`WINDOW`, takes what was noted meanwhile as one batch, keeps the newest status of each
+run (a run's older entries are purged by the write of its newest one), writes the batch's runs
+concurrently and the next batch only after this one, so a run's entries are written in the
+order of its statuses. A write that fails is tried again a few times; one that still fails is
+logged and left to the index's reconciliation with the log, as is what a process that dies
+leaves unwritten.
 
-How long a listing may lag behind an append: while the server answers, one batch's write
-(one publish round trip, as many batches are waiting behind it); past that, a status write
-that is lost is repaired by the first page that shows the run (it reads the run's log), and
-the counts and filtered pages within ``RECONCILE_ANYWAY`` (60 s) by the reconciliation.
+How long a listing in another process may lag behind an append: while the server answers,
+:data:`WINDOW` and one batch's write (one publish round trip, as many batches as are waiting
+behind it); past that, a status write that is lost is repaired by the first page that shows
+the run (it reads the run's log), and the counts and filtered pages within
+``RECONCILE_ANYWAY`` (60 s) by the reconciliation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 
@@ -33,6 +36,16 @@ RETRY_DELAYS = (0.05, 0.25, 1.0)
 """Seconds before each new try of a batch whose write failed: a server that refused for a
 moment (a leader election takes about a second) is waited out; past that the reconciliation
 is the repair, and a writer that kept trying would hold back every run's newer entries."""
+
+WINDOW = 0.1
+"""Seconds the writer waits after a note before it writes, so that the statuses a short run
+goes through together (pending, running, completed in a few milliseconds) are written as one
+entry: one publish instead of three publishes and two purges. It is part of how long another
+process's listing may lag; a read in this process does not wait for it (``flush``)."""
+
+BATCH = 500
+"""Runs one batch writes at most: their publishes are in flight together, which a burst of
+thousands of starts would otherwise put on the connection at once."""
 
 
 @dataclass(slots=True)
@@ -55,6 +68,8 @@ class RunsWriter:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._hurry = asyncio.Event()
+        """Set by a reader that waits for the notes (``flush``): no window then."""
         self._task: asyncio.Task[None] | None = None
 
     def note(self, info: RunInfo, before: RunInfo | None, *, new: bool) -> None:
@@ -64,8 +79,7 @@ class RunsWriter:
         if held is None:
             old = [] if new or before is None else [self._index.subject(before)]
             self._pending[info.run_id] = _Pending(info, new, new or before is not None, old)
-        else:  # the entry not written yet is replaced: purge what it would have purged too
-            held.old.append(self._index.subject(held.info))
+        else:  # the entry not written yet is replaced; what it would have purged still is
             held.info = info
         self._idle.clear()
         self._wake.set()
@@ -78,6 +92,7 @@ class RunsWriter:
     async def flush(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for every entry noted so far to be written (or
         given up); False when some are still waiting."""
+        self._hurry.set()
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
         except TimeoutError:
@@ -97,10 +112,17 @@ class RunsWriter:
     async def _write_forever(self) -> None:
         while True:
             await self._wake.wait()
+            if not self._hurry.is_set():  # let the run's next status join this one
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hurry.wait(), WINDOW)
             self._wake.clear()
-            batch, self._pending = self._pending, {}
-            await self._write(list(batch.values()))
-            if not self._pending:
+            runs = list(self._pending)[:BATCH]
+            batch = [self._pending.pop(run_id) for run_id in runs]
+            await self._write(batch)
+            if self._pending:
+                self._wake.set()
+            else:
+                self._hurry.clear()
                 self._idle.set()
 
     async def _write(self, batch: list[_Pending]) -> None:
