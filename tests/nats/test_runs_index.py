@@ -34,7 +34,7 @@ async def _named(world: Any) -> dict[str, RunStatus]:
     for _ in range(100):
         out: dict[str, RunStatus] = {}
         twice: list[str] = []
-        for subject in await index.subjects(index.stream, f"{world.names.prefix}.rt.>"):
+        for subject in await index.subjects(index.stream, f"{world.names.prefix}.ri.>"):
             entry = runs_index.entry_of(subject)
             assert entry is not None, subject
             if entry.run_id in out:
@@ -261,7 +261,7 @@ async def test_a_deleted_run_leaves_no_entry_whatever_its_id(open_nats_world: Op
         await world.append(run_id, _completed(), expected_seq=1)
     await _named_settled(world, 2)
     assert await world.delete_runs(older_than=0.0, statuses=[RunStatus.COMPLETED]) == 2
-    assert await index.subjects(index.stream, f"{world.names.prefix}.rt.>") == []
+    assert await index.subjects(index.stream, f"{world.names.prefix}.ri.>") == []
 
 
 async def _named_settled(world: Any, count: int) -> None:
@@ -269,7 +269,7 @@ async def _named_settled(world: Any, count: int) -> None:
     wait for no reply."""
     index = world._runs()
     for _ in range(100):
-        if len(await index.subjects(index.stream, f"{world.names.prefix}.rt.>")) == count:
+        if len(await index.subjects(index.stream, f"{world.names.prefix}.ri.>")) == count:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"the index does not settle at {count} entries")

@@ -11,7 +11,7 @@ from wayline.worlds.nats.runs_index import time_token, top
 
 
 def _subject(created: float, run_id: str, status: str = "pending") -> str:
-    return f"wl.rt.{time_token(created)}.{run_id}.{status}.order-wf"
+    return f"wl.ri.{status}.order-wf.{time_token(created)}.{run_id}"
 
 
 def test_pages_from_names_follow_the_order_of_the_runs_with_ties() -> None:

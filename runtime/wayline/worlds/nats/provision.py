@@ -169,21 +169,21 @@ async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: 
     )
     indexes = {
         attribute_index.stream_name(names): (
-            [attribute_index.wildcard(names)],
+            attribute_index.wildcard(names),
             "Wayline search attribute index: a subject per attribute value and run",
         ),
         runs_index.stream_name(names): (
-            [runs_index.wildcard(names), runs_index.legacy_wildcard(names)],
+            runs_index.wildcard(names),
             "Wayline runs index: a subject per run naming its status and workflow",
         ),
     }
-    for name, (wildcards, description) in indexes.items():
+    for name, (wildcard, description) in indexes.items():
         await _ensure_stream(
             js,
             StreamConfig(
                 name=name,
                 description=description,
-                subjects=wildcards,
+                subjects=[wildcard],
                 retention=RetentionPolicy.LIMITS,
                 storage=store,
                 num_replicas=replicas,

@@ -1,15 +1,9 @@
-"""The JetStream world's runs index: one message per run in the ``<prefix>_runs`` stream, on
-``<prefix>.rt.<created>.<run>.<status>.<workflow>``, so the runs page reads the names of the
-page's runs only and the counts by status read no name at all (docs/nats.md, "The runs
-index"). ``<created>`` is the run's ``created_at`` as the 16 hex digits of its IEEE 754 bits,
-which sort as the times do and give the cursor back exactly. It leads the subject so that the
-server's own order of the subjects under any filter (a stream-info request sorts the names it
-pages through) is the runs' order, oldest first: a page is the tail of that order past an
-offset, and the count under a filter is the server's count of pending matches of a batch
-direct get (``count``), which sends no name. The message's own timestamp is when the run
-last changed status. An index written before this layout (``<prefix>.ri.<status>.<workflow>.
-<created>.<run>``) is purged by the first read of a process and rebuilt from the log by the
-reconciliation.
+"""The JetStream world's runs index: one empty message per run in the ``<prefix>_runs`` stream,
+on ``<prefix>.ri.<status>.<workflow>.<created>.<run>``, so the runs page and the counts by
+status read the subject names of one stream-info request and no run's log (docs/nats.md,
+"The runs index"). ``<created>`` is the run's ``created_at`` as the 16 hex digits of its
+IEEE 754 bits, which sort as the times do and give the cursor back exactly; the message's own
+timestamp is when the run last changed status.
 
 The log is the truth and the index is derived from it. An append that changes a run's status
 writes the run's entry after it lands (then purges the entry of the old status), so a writer
@@ -36,12 +30,12 @@ that dies in between leaves an entry missing or naming an old status:
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import json
 import logging
 import struct
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,7 +46,6 @@ from ..._core.events import RunStatus
 from ...errors import WorldError, WorldUnavailableError
 from ...world import RunInfo
 from .codec import wrap
-from .direct import direct_batch
 from .names import Names, subject_token, token_value
 
 log = logging.getLogger(__name__)
@@ -74,12 +67,6 @@ def stream_name(names: Names) -> str:
 
 
 def wildcard(names: Names) -> str:
-    return f"{names.prefix}.rt.>"
-
-
-def legacy_wildcard(names: Names) -> str:
-    """The subjects of the index's first layout, which the stream still takes (a writer of an
-    older version may still publish there during an upgrade) and a read purges."""
     return f"{names.prefix}.ri.>"
 
 
@@ -118,9 +105,9 @@ def entry_of(subject: str, hashed: Mapping[str, tuple[str, str]] | None = None) 
     read from the entry's body: ``hashed`` maps such subjects to their (workflow, run id)
     (``RunsIndex.resolve``); one it does not hold gives None."""
     parts = subject.split(".")
-    if len(parts) < 6 or parts[-5] != "rt":
+    if len(parts) < 6 or parts[-5] != "ri":
         return None
-    created, run, status, workflow = parts[-4:]
+    status, workflow, created, run = parts[-4:]
     try:
         known = RunStatus(status)
     except ValueError:
@@ -136,12 +123,8 @@ def entry_of(subject: str, hashed: Mapping[str, tuple[str, str]] | None = None) 
 def _created(subject: str) -> str:
     """The ``<created>`` token of a subject of the index: as a string, it sorts as the times
     do (``time_token``)."""
-    return subject.rsplit(".", 4)[1]
-
-
-def run_token(subject: str) -> str:
-    """The ``<run>`` token of a subject of the index."""
-    return subject.rsplit(".", 3)[1]
+    end = subject.rindex(".")
+    return subject[subject.rindex(".", 0, end) + 1 : end]
 
 
 def top(
@@ -186,16 +169,6 @@ def _hashed(subject: str) -> bool:
     return len(parts) == 5 and (parts[2].startswith("=h") or parts[4].startswith("=h"))
 
 
-@dataclass(frozen=True, slots=True)
-class Tail:
-    """The newest entries under a filter, oldest first, as one stream-info answer gave them:
-    ``offset`` of the ``total`` entries under the filter come before them."""
-
-    subjects: list[str]
-    offset: int
-    total: int
-
-
 class RunsIndex:
     def __init__(self, nc: Any, js: Any, names: Names, *, url: str, timeout: float) -> None:
         self._nc, self._js, self._names = nc, js, names
@@ -204,7 +177,6 @@ class RunsIndex:
         self._reconciled_at = -RECONCILE_EVERY
         self.swept_at = time.monotonic()
         """When this process last reconciled whatever the counts said (or started)."""
-        self._legacy_checked = False
         self.unindexed = 0
         """Runs of the log the index does not hold (corrupt runs), as the last
         reconciliation found them: the comparison of the counts leaves them out."""
@@ -215,15 +187,8 @@ class RunsIndex:
 
     def subject(self, info: RunInfo) -> str:
         return (
-            f"{self._names.prefix}.rt.{time_token(info.created_at)}."
-            f"{subject_token(info.run_id)}.{info.status}.{subject_token(info.workflow)}"
-        )
-
-    def filter(self, status: RunStatus | None, workflow: str | None) -> str:
-        """The subjects of the runs of that status and workflow (None: any)."""
-        return (
-            f"{self._names.prefix}.rt.*.*.{status if status is not None else '*'}."
-            f"{subject_token(workflow) if workflow is not None else '*'}"
+            f"{self._names.prefix}.ri.{info.status}.{subject_token(info.workflow)}."
+            f"{time_token(info.created_at)}.{subject_token(info.run_id)}"
         )
 
     def matches(self, entry: Entry, info: RunInfo) -> bool:
@@ -231,14 +196,14 @@ class RunsIndex:
         return entry.subject == self.subject(info)
 
     def _run_filter(self, run_id: str) -> str:
-        return f"{self._names.prefix}.rt.*.{subject_token(run_id)}.*.*"
+        return f"{self._names.prefix}.ri.*.*.*.{subject_token(run_id)}"
 
     def _statuses_filter(self, info: RunInfo) -> str:
         """The run's entries under any status: only the status token is a wildcard, since
         a run's workflow and creation time never change."""
         return (
-            f"{self._names.prefix}.rt.{time_token(info.created_at)}."
-            f"{subject_token(info.run_id)}.*.{subject_token(info.workflow)}"
+            f"{self._names.prefix}.ri.*.{subject_token(info.workflow)}."
+            f"{time_token(info.created_at)}.{subject_token(info.run_id)}"
         )
 
     async def resolve(self, subjects: Iterable[str]) -> None:
@@ -323,55 +288,23 @@ class RunsIndex:
 
     async def named(self, status: RunStatus | None, workflow: str | None) -> list[str]:
         """The subjects of every run the index names with that status and workflow."""
-        return await self.subjects(self.stream, self.filter(status, workflow))
-
-    async def count(self, pattern: str) -> int:
-        """How many entries are under ``pattern``: the server counts the matches a batch
-        direct get of one message leaves pending, and sends no name. The stream keeps one
-        message per subject, so that is how many runs the subjects name."""
-        msgs, pending = await direct_batch(
-            self._nc,
-            self.stream,
-            {"seq": 0, "next_by_subj": pattern, "batch": 1},
-            timeout=self._timeout,
-            url=self._url,
+        pattern = (
+            f"{self._names.prefix}.ri.{status if status is not None else '*'}."
+            f"{subject_token(workflow) if workflow is not None else '*'}.*.*"
         )
-        return len(msgs) + pending
-
-    async def tail(self, pattern: str, depth: int, total: int) -> Tail:
-        """The newest ``depth`` entries under ``pattern`` (of about ``total``), oldest first:
-        the server sorts the subjects it pages through, and the page from an offset holds
-        every subject from there on, so only the tail's names are sent. Entries that came
-        after ``total`` was read are in it too; entries that went meanwhile make it shorter."""
-        offset = max(0, total - depth)
-        if offset == 0:
-            return Tail(await self.subjects(self.stream, pattern), 0, total)
-        info = await self._info(self.stream, {"subjects_filter": pattern, "offset": offset})
-        names = sorted((info.get("state") or {}).get("subjects") or {})
-        return Tail(names, offset, int(info.get("total") or 0))
+        return await self.subjects(self.stream, pattern)
 
     async def counts(self, workflow: str | None) -> dict[RunStatus, int]:
-        """How many runs the index names under each status: one count (no name sent) per
-        status, sent together."""
-        statuses = [s for s in RunStatus if s is not RunStatus.CORRUPT]
-        found = await asyncio.gather(*(self.count(self.filter(s, workflow)) for s in statuses))
-        return {s: n for s, n in zip(statuses, found, strict=True) if n}
-
-    async def drop_legacy(self) -> bool:
-        """Purge the entries of the index's first layout, once per process and at each
-        reconciliation (a writer of an older version may still add some during an upgrade);
-        True when there were some, so that the index is rebuilt from the log."""
-        legacy = legacy_wildcard(self._names)
-        try:
-            if not await self.count(legacy):
-                return False
-            await self._js.purge_stream(self.stream, subject=legacy)
-        except WorldError:
-            raise
-        except Exception as err:
-            raise wrap(self._url, "purging the runs index's first layout", err) from err
-        log.info("runs index: the first layout's entries were purged; rebuilding from the log")
-        return True
+        """How many runs the index names under each status (the status token of each
+        subject, with nothing else decoded: a hundred thousand names are counted at once)."""
+        tally = Counter(s.rsplit(".", 4)[1] for s in await self.named(None, workflow))
+        out: dict[RunStatus, int] = {}
+        for token, count in tally.items():
+            try:
+                out[RunStatus(token)] = count
+            except ValueError:  # a subject no writer of this version made
+                continue
+        return out
 
     async def needs_reconciling(self, events_stream: str) -> bool:
         """Whether to reconcile the index with the log now: when the index names another
@@ -381,16 +314,10 @@ class RunsIndex:
         when none ran in the last :data:`RECONCILE_ANYWAY` seconds (equal counts can hide a
         lost write behind a lost purge)."""
         now = time.monotonic()
-        if not self._legacy_checked:  # an index of the first layout: rebuilt from the log
-            self._legacy_checked = True
-            if await self.drop_legacy():
-                self._reconciled_at = self.swept_at = now
-                return True
         if now - self.swept_at >= RECONCILE_ANYWAY:
             self._reconciled_at = self.swept_at = now
             return True
-        runs = await self._num_subjects(events_stream)
-        named = await self.count(wildcard(self._names))
+        runs, named = await self._num_subjects(events_stream), await self._num_subjects(self.stream)
         if runs - self.unindexed == named:
             return False
         if named and now - self._reconciled_at < RECONCILE_EVERY:

@@ -1,13 +1,6 @@
 """The runs page and the counts by status on JetStream, read from the runs index
 (``runs_index``) and checked against the runs' logs (``eventlog``): the index says which runs
-and in what order, each row shown is read from its run's last message.
-
-A page reads the tail of the index's order under its filter, deep enough to hold the page:
-the first page the newest ``limit`` names, a later one as deep as its cursor's entry was
-when this process gave that cursor out (``Depths``), plus the entries made since; a cursor
-this process did not give out is looked for four times deeper at each try. So a page's cost
-grows with its depth (the server sends every name from the page to the newest), not with the
-number of runs."""
+and in what order, each row shown is read from its run's last message."""
 
 from __future__ import annotations
 
@@ -23,7 +16,7 @@ from ...world import RunInfo
 from ...world.ports.event_log import ALL
 from .eventlog import EventLog
 from .names import Names
-from .runs_index import Entry, RunsIndex, Tail, entry_of, run_token, top
+from .runs_index import Entry, RunsIndex, top
 
 log = logging.getLogger(__name__)
 
@@ -45,29 +38,6 @@ def _token(subject: str) -> str:
     return subject.rsplit(".", 1)[-1]
 
 
-_DEPTHS_KEPT = 1024
-"""Cursors whose depth one process remembers: a console's reader walks a few pages at a
-time; a cursor forgotten costs a few more requests, never a wrong page."""
-
-
-class Depths:
-    """How deep in the index's order (entries from the newest) each cursor this process gave
-    out was, and how many entries the filter held then, by filter: the next page of that
-    cursor reads a tail that deep plus the entries made since, in one request."""
-
-    def __init__(self) -> None:
-        self._held: dict[tuple[str, tuple[float, str]], tuple[int, int]] = {}
-
-    def note(self, pattern: str, cursor: tuple[float, str], depth: int, total: int) -> None:
-        if len(self._held) >= _DEPTHS_KEPT:
-            self._held.pop(next(iter(self._held)))
-        self._held[(pattern, cursor)] = (depth, total)
-
-    def depth(self, pattern: str, cursor: tuple[float, str], total: int) -> int | None:
-        held = self._held.get((pattern, cursor))
-        return None if held is None else held[0] + max(0, total - held[1])
-
-
 async def reconcile(log: EventLog, index: RunsIndex, names: Names) -> int:
     """Make the index name the runs the log holds, when ``needs_reconciling`` says so (see
     ``runs_index``): the entries of runs missing from it or named more than once are written
@@ -76,11 +46,10 @@ async def reconcile(log: EventLog, index: RunsIndex, names: Names) -> int:
     Returns how many entries it wrote."""
     if not await index.needs_reconciling(names.events_stream):
         return 0
-    await _repair("the first layout", index.drop_legacy())
     runs = {_token(s) for s in await index.subjects(names.events_stream, names.events_wildcard)}
     named: dict[str, list[str]] = {}
-    for subject in await index.subjects(index.stream, f"{names.prefix}.rt.>"):
-        named.setdefault(run_token(subject), []).append(subject)
+    for subject in await index.subjects(index.stream, f"{names.prefix}.ri.>"):
+        named.setdefault(_token(subject), []).append(subject)
     gone = [s for token, found in named.items() if token not in runs for s in found]
     await _repair("runs gone", index.purge_subjects(gone))
     missing = [t for t in runs if len(named.get(t, ())) != 1]
@@ -89,7 +58,7 @@ async def reconcile(log: EventLog, index: RunsIndex, names: Names) -> int:
     index.unindexed = len(infos) - len(readable)  # the index never holds a corrupt run
     for start in range(0, len(readable), _WRITES_AT_ONCE):
         chunk = readable[start : start + _WRITES_AT_ONCE]
-        writes = [index.put(i, new=run_token(index.subject(i)) not in named) for i in chunk]
+        writes = [index.put(i, new=_token(index.subject(i)) not in named) for i in chunk]
         await asyncio.gather(*(_repair("reconciling", w) for w in writes))
     return len(readable)
 
@@ -98,7 +67,6 @@ async def page(
     log: EventLog,
     index: RunsIndex,
     names: Names,
-    depths: Depths,
     *,
     after: tuple[float, str] | None,
     limit: int,
@@ -108,44 +76,20 @@ async def page(
     """``EventLog.runs_page`` without search attributes, from the index (not for
     ``RunStatus.CORRUPT``, which only a run's log tells)."""
     await reconcile(log, index, names)
-    pattern = index.filter(status, workflow)
-    total = await index.count(pattern)
-    known = None if after is None else depths.depth(pattern, after, total)
-    depth = limit if after is None else (known or 4 * limit) + limit
+    named = await index.named(status, workflow)
+    await index.resolve(named)
     out: list[RunInfo] = []
     shown: set[str] = set()  # a run named twice (a purge lost on the way) is shown once
-    last: Tail | None = None  # the tail the page's last row came from
     while len(out) < limit:
-        tail = await index.tail(pattern, depth, total)
-        total = max(total, tail.total)
-        await index.resolve(tail.subjects)
-        want = limit - len(out)
-        chunk = top(tail.subjects, after, want, index.hashed)
-        if chunk:
-            after = (chunk[-1].created_at, chunk[-1].run_id)
-            for info in await _checked(log, index, chunk, status, workflow):
-                if info.run_id not in shown:
-                    shown.add(info.run_id)
-                    out.append(info)
-                    last = tail
-        if len(chunk) < want and tail.offset == 0:
-            break  # the tail held every entry under the filter
-        # The tail is a suffix of the order: the entries past the cursor that it lacks are
-        # older than all it held, so a deeper tail finds them and shows nothing twice.
-        depth = depth * 4 if len(chunk) < want else depth + limit
-    if out and last is not None:
-        cursor = (out[-1].created_at, out[-1].run_id)
-        depths.note(pattern, cursor, _depth_of(last.subjects, cursor, index), total)
+        chunk = top(named, after, limit - len(out), index.hashed)
+        if not chunk:
+            break
+        after = (chunk[-1].created_at, chunk[-1].run_id)
+        for info in await _checked(log, index, chunk, status, workflow):
+            if info.run_id not in shown:
+                shown.add(info.run_id)
+                out.append(info)
     return out
-
-
-def _depth_of(subjects: list[str], cursor: tuple[float, str], index: RunsIndex) -> int:
-    """How many of ``subjects`` (oldest first) are at or past ``cursor`` towards the newest."""
-    for i, subject in enumerate(subjects):
-        entry = entry_of(subject, index.hashed)
-        if entry is not None and entry.key <= (-cursor[0], cursor[1]):
-            return len(subjects) - i
-    return len(subjects)
 
 
 async def _checked(

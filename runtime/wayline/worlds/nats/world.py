@@ -155,7 +155,6 @@ class NatsWorld(World):
         self._attributes: AttributeIndex | None = None
         self._runs_index: RunsIndex | None = None
         self._runs_writer: RunsWriter | None = None
-        self._depths = runs_pages.Depths()
         self._log: EventLog | None = None
         self._queue: Queue | None = None
         self._served_kv: Any = None
@@ -857,7 +856,6 @@ class NatsWorld(World):
             self._events(),
             self._runs(),
             self.names,
-            self._depths,
             after=after,
             limit=limit,
             status=status,
