@@ -102,12 +102,15 @@ class RunsWriter:
     async def close(self, grace: float) -> None:
         """Write what is noted, for up to ``grace`` seconds, then stop; what is left unwritten
         is repaired from the log by the index's readers."""
-        if not await self.flush(grace):
-            log.warning("runs index: %d entries left to the reconciliation", len(self._pending))
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        try:
+            if not await self.flush(grace):
+                left = len(self._pending)
+                log.warning("runs index: %d entries left to the reconciliation", left)
+        finally:  # a close that is itself cancelled still stops the writer
+            task, self._task = self._task, None
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
 
     async def _write_forever(self) -> None:
         while True:

@@ -60,6 +60,12 @@ from .tls_only import refuse_plaintext
 log = logging.getLogger("wayline.worlds.nats")
 
 
+CLOSE_GRACE = 2.0
+"""Seconds a close waits at most for the runs index's writer to write what is noted: enough for
+a batch against a server that answers, short enough that a close on a connection that gets no
+answer stays prompt."""
+
+
 class NatsWorld(World):
     """Event log and queue on JetStream. Create with a server URL (or several) and ``start()``
     (or ``async with``); ``from_url`` takes the ``nats://…?prefix=…`` form."""
@@ -620,9 +626,10 @@ class NatsWorld(World):
         self._closes += 1
         writer, self._runs_writer = self._runs_writer, None
         if writer is not None and self._nc is not None and not self._nc.is_closed:
-            # a bounded wait: what a server that does not answer leaves unwritten is
-            # repaired from the log by the index's readers
-            await writer.close(self._options.request_timeout)
+            # a short wait: a close does not wait out requests that get no answer (the
+            # in-flight ones fail at once below), and what is left unwritten is repaired
+            # from the log by the index's readers
+            await writer.close(min(self._options.request_timeout, CLOSE_GRACE))
         elif writer is not None:
             await writer.close(0)
         nc, self._nc = self._nc, None
