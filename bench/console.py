@@ -62,6 +62,9 @@ async def fill(world: wayline.World, runs: int) -> float:
                 events.append(NewEvent(EventType.RUN_FAILED, data={"error": error}))
             batch.append(world.append(new_run_id(), events, expected_seq=0))
         await asyncio.gather(*batch)
+    flush = getattr(world, "flush_runs_index", None)
+    if flush is not None:  # NATS: the runs index is written off the appends' path
+        assert await flush(3600.0), "the runs index's writer did not catch up"
     return time.perf_counter() - began
 
 

@@ -30,6 +30,7 @@ async def _named(world: Any) -> dict[str, RunStatus]:
     entry under its old status waits for no reply, so it may land a moment after the append
     (bounded wait; a run still named twice after it fails here)."""
     index = world._runs()
+    assert await world.flush_runs_index()  # the entries this process noted are written
     for _ in range(100):
         out: dict[str, RunStatus] = {}
         twice: list[str] = []
@@ -96,6 +97,7 @@ async def test_a_world_provisioned_before_the_index_builds_it_on_the_first_read(
         await world.append(run_id, _created(), expected_seq=0)
     await world.append(ids[1], _completed(), expected_seq=1)
     index = world._runs()
+    assert await world.flush_runs_index()
     await world._log._js.purge_stream(index.stream)  # as a world made before the index had it
     assert await _named(world) == {}
     page = await world.runs_page(after=None, limit=2, workflow=_WF)
@@ -206,10 +208,8 @@ async def test_a_late_purge_of_an_old_status_does_not_take_a_later_entry_under_i
             run_id, [NewEvent(EventType.RUN_UNPAUSED, data={})], expected_seq=seq + 1
         )
         seq += 2
-    for _ in range(200):
-        if len(sent) >= 7:
-            break
-        await asyncio.sleep(0.02)
+    assert await world.flush_runs_index()
+    await nc.flush()  # the last purge has come back to the capture
     await sub.unsubscribe()
     status = world._events().cached_info(run_id).status
     assert await _named(world) == {run_id: status}
@@ -242,6 +242,7 @@ async def test_a_failed_repair_does_not_fail_the_read(open_nats_world: OpenWorld
     await world.append(run_id, _created(), expected_seq=0)
     await world._events().append(run_id, _completed(), 1)  # its index write was lost
     js, index = world._log._js, world._runs()
+    assert await world.flush_runs_index()
     config = (await js.stream_info(index.stream)).config
     config.sealed = True
     await js.update_stream(config)

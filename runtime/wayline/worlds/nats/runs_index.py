@@ -36,7 +36,7 @@ import logging
 import struct
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,19 +259,18 @@ class RunsIndex:
         except Exception as err:
             raise wrap(self._url, "writing the runs index", err) from err
 
-    async def moved(self, info: RunInfo, before: RunInfo | None) -> None:
-        """After an append that moved the run's status from ``before`` (None: a new run):
-        write its new entry (acknowledged, so that a read made after the append finds it),
-        then purge the entry ``before`` named with a request that waits for no reply. The
-        purge names that exact subject and removes only messages older than the entry just
-        written (its ``seq`` bound), so it cannot take a later entry under the same status
-        (a run that goes running, paused, running again) however late it lands. A purge
-        lost on the way leaves the run named twice, which a reconciliation finds and a page
-        shows once; waiting for its reply would add a round trip to every status change."""
+    async def moved(self, info: RunInfo, old: Sequence[str] = ()) -> None:
+        """Write the run's entry (acknowledged), then purge the subjects of its ``old``
+        statuses with requests that wait for no reply (``runs_writer`` calls this off the
+        append's path). Each purge names an exact subject and removes only messages older
+        than the entry just written (its ``seq`` bound), so it cannot take a later entry under
+        the same status (a run that goes running, paused, running again) however late it
+        lands. A purge lost on the way leaves the run named twice, which a reconciliation
+        finds and a page shows once."""
         try:
             ack = await self._js.publish(self.subject(info), body(info), stream=self.stream)
-            if before is not None:
-                purge = json.dumps({"filter": self.subject(before), "seq": ack.seq}).encode()
+            for subject in dict.fromkeys(old):
+                purge = json.dumps({"filter": subject, "seq": ack.seq}).encode()
                 await self._nc.publish(f"$JS.API.STREAM.PURGE.{self.stream}", purge)
         except Exception as err:
             raise wrap(self._url, "writing the runs index", err) from err

@@ -53,12 +53,19 @@ from .queue import Queue
 from .rate_buckets import RateBuckets
 from .retention import Retention
 from .runs_index import RunsIndex
+from .runs_writer import RunsWriter
 from .skew import Skew
 from .slots import Slots
 from .streams import Streams
 from .tls_only import refuse_plaintext
 
 log = logging.getLogger("wayline.worlds.nats")
+
+
+CLOSE_GRACE = 2.0
+"""Seconds a close waits at most for the runs index's writer to write what is noted: enough for
+a batch against a server that answers, short enough that a close on a connection that gets no
+answer stays prompt."""
 
 
 class NatsWorld(World):
@@ -158,6 +165,7 @@ class NatsWorld(World):
         self._js: Any = None
         self._attributes: AttributeIndex | None = None
         self._runs_index: RunsIndex | None = None
+        self._runs_writer: RunsWriter | None = None
         self._log: EventLog | None = None
         self._queue: Queue | None = None
         self._served_kv: Any = None
@@ -302,6 +310,7 @@ class NatsWorld(World):
     ) -> int:
         retention = self._retention()
         streams, blobs = self._st(), self._blob_store
+        await self.flush_runs_index()  # an entry written after its run's purge names no run
         stored = await blobs.names()
 
         async def drop(info: RunInfo, incarnation: str | None, ended: float) -> None:
@@ -339,6 +348,7 @@ class NatsWorld(World):
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
         retention = self._retention()
         streams = self._st()
+        await self.flush_runs_index()  # an entry written after its run's purge names no run
 
         async def drop(info: RunInfo, incarnation: str | None, ended: float) -> None:
             await streams.purge_run(info.run_id)  # payloads stay: the archived events name them
@@ -622,6 +632,14 @@ class NatsWorld(World):
 
     async def close(self) -> None:
         self._closes += 1
+        writer, self._runs_writer = self._runs_writer, None
+        if writer is not None and self._nc is not None and not self._nc.is_closed:
+            # a short wait: a close does not wait out requests that get no answer (the
+            # in-flight ones fail at once below), and what is left unwritten is repaired
+            # from the log by the index's readers
+            await writer.close(min(self._options.request_timeout, CLOSE_GRACE))
+        elif writer is not None:
+            await writer.close(0)
         nc, self._nc = self._nc, None
         if self._queue is not None:
             self._queue.lost_connection()  # a pull in progress ends now, as on a lost one
@@ -689,14 +707,11 @@ class NatsWorld(World):
         return stored
 
     async def _note_status(self, info: RunInfo, before: RunInfo | None, *, new: bool) -> None:
-        """Write the run's entry in the runs index after an append that moved its status. The
-        append has landed: a failure here is logged, not raised, and the index is repaired
-        from the log when it is read (see ``runs_index``)."""
+        """Note the run's new status for the runs index's writer (``runs_writer``), which
+        writes its entry off the append's path: the append has landed and does not wait for
+        the index, which is repaired from the log when a write is lost (see ``runs_index``)."""
         try:
-            if new or before is not None:
-                await self._runs().moved(info, None if new else before)
-            else:  # this process held no view of the run before: its old entry is unknown
-                await self._runs().put(info)
+            self._writer().note(info, None if new else before, new=new)
         except WaylineError as err:
             log.warning("run %s: runs index not written: %s", info.run_id, err)
 
@@ -820,6 +835,21 @@ class NatsWorld(World):
             self._runs_index = RunsIndex(*self._index_parts(), **self._index_options())
         return self._runs_index
 
+    def _writer(self) -> RunsWriter:
+        if self._runs_writer is None:
+            self._runs_writer = RunsWriter(self._runs())
+        return self._runs_writer
+
+    async def _own_writes(self) -> None:
+        """A read of the runs index waits (bounded) for this process's own entries: a
+        process sees the statuses it wrote, as it did when the append waited for them."""
+        await self.flush_runs_index(self._options.request_timeout)
+
+    async def flush_runs_index(self, timeout: float = 10.0) -> bool:
+        """Wait up to ``timeout`` seconds until this process's runs index entries are written
+        (``runs_writer``); False when some are still waiting."""
+        return self._runs_writer is None or await self._runs_writer.flush(timeout)
+
     def _out_of_line(self) -> OutOfLine:
         if self.blobs is None:
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
@@ -852,6 +882,7 @@ class NatsWorld(World):
         if where or status is RunStatus.CORRUPT:
             # the attribute index names the candidates (a few); only a log says it is corrupt
             return await self._list(status, workflow, limit, where, None, after)
+        await self._own_writes()
         return await runs_pages.page(
             self._events(),
             self._runs(),
@@ -867,6 +898,7 @@ class NatsWorld(World):
     ) -> dict[RunStatus, int]:
         if where:  # the attribute index narrows the runs first, as for a list
             return await super().count_runs(workflow=workflow, where=where)
+        await self._own_writes()
         return await runs_pages.counts(self._events(), self._runs(), self.names, workflow)
 
     async def _list(
