@@ -34,12 +34,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-
-from . import eager
 
 T = TypeVar("T")
 
@@ -185,27 +183,14 @@ async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None, step
     if fence.tripped is not None:
         raise FencedError(f"not started: {fence.tripped}")
     restore = fence.extend(timeout)
-    task: asyncio.Task[T] | None = None
+    task: asyncio.Task[T] = asyncio.ensure_future(call())
+    fence.bodies.add(task)
     fence.steps.append(step)
     try:
-        # The body's first step runs here, in this turn: nothing can trip the fence or cancel
-        # the body before it yields to the loop, so it needs a task of its own (which the
-        # fence can cancel alone) only from its first suspension on (``eager``).
-        awaitable = call()
-        # a future or another awaitable than a coroutine is awaited in a coroutine of ours
-        body: Coroutine[Any, Any, T] = (
-            awaitable if asyncio.iscoroutine(awaitable) else _awaited(awaitable)
-        )
-        started = eager.start(body, name=f"wayline step {step}")
-        if isinstance(started, eager.Finished):
-            return started.value
-        task = started
-        fence.bodies.add(task)
         return await task
     except asyncio.CancelledError:
         me = asyncio.current_task()
-        cut = task is not None and task.cancelled()
-        if fence.tripped is not None and cut and (me is None or not me.cancelling()):
+        if fence.tripped is not None and task.cancelled() and (me is None or not me.cancelling()):
             raise FencedError(f"cut off: {fence.tripped}") from None
         if fence.tripped is None and me is not None and not me.cancelling():
             # nobody cancelled the body or this delivery: the body let a cancel of its own
@@ -215,14 +200,9 @@ async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None, step
             ) from None
         raise
     finally:
-        if task is not None:
-            fence.bodies.discard(task)
+        fence.bodies.discard(task)
         fence.steps.remove(step)
         restore()
-
-
-async def _awaited(awaitable: Awaitable[T]) -> T:
-    return await awaitable
 
 
 async def run_sync_body(

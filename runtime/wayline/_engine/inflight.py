@@ -25,7 +25,6 @@ from typing import Any
 
 from .._core.events import Event
 from .._core.replay import Replay
-from . import eager
 from .deferred import InlineBatch
 
 
@@ -35,10 +34,6 @@ class InFlight:
     _settled: asyncio.Future[None] | None = None
     """What :meth:`next` waits on: set by a body as it settles (see :meth:`_run`)."""
 
-    _settled_now: list[list[Event] | BaseException] = field(default_factory=list)
-    """What the bodies that settled in their first step returned (or raised), for
-    :meth:`next` (see :meth:`start`)."""
-
     @property
     def pending(self) -> bool:
         return bool(self.tasks)
@@ -46,25 +41,11 @@ class InFlight:
     async def start(
         self, bodies: list[Coroutine[Any, Any, list[Event]]], group: InlineBatch
     ) -> list[Event]:
-        """Start an inline batch; returns the events of the first bodies to settle.
-
-        Each body takes its first step here, in the handler's turn (``eager``), and gets a
-        task only if it suspends: a body that settles without suspending (a no-op step whose
-        completion the next write carries) costs no task and no turn. Nothing can reach a
-        body between two lines that do not yield to the loop, so the rules above hold alike:
-        it has registered itself as running (``RunSession.run_inline``) before the next
-        body starts, and its events are returned by :meth:`next` in log order."""
+        """Start an inline batch; returns the events of the first bodies to settle."""
         for body in bodies:
-            try:
-                started = eager.start(self._run(body), name="wayline inline body")
-            except (Exception, asyncio.CancelledError) as err:  # raised in its first step:
-                self._settled_now.append(err)  # held until read, as a task holds its error
-                continue
-            if isinstance(started, eager.Finished):
-                self._settled_now.append(started.value)
-                continue
-            started.add_done_callback(partial(self._ended, body))
-            self.tasks[started] = group
+            task = asyncio.ensure_future(self._run(body))
+            task.add_done_callback(partial(self._ended, body))  # also one cancelled before it ran
+            self.tasks[task] = group
         return await self.next()
 
     async def _run(self, body: Coroutine[Any, Any, list[Event]]) -> list[Event]:
@@ -89,16 +70,18 @@ class InFlight:
     async def next(self) -> list[Event]:
         """Wait until at least one body settles; the events they wrote, in log order. The
         groups of bodies still running no longer defer their completions."""
-        # No turn of the loop is needed before returning (asyncio.wait took one): every body
-        # took its first step in :meth:`start`, where it registered itself as running
-        # (``RunSession.run_inline``). A body that had not, returned before, let the handler
-        # drive on seeing its own new step started with no body running, and re-run it as
-        # owned recovery: one body twice.
-        now, self._settled_now = self._settled_now, []
-        if not self.tasks and not now:
+        if not self.tasks:
             return []
         done = [task for task in self.tasks if task.done()]
-        while not done and not now:
+        if done:
+            # Never return without a turn of the loop (as asyncio.wait did): bodies started
+            # just before take their first step in it, where each registers itself as running
+            # here (``RunSession.run_inline``). Returned before that, the handler drove on
+            # seeing its own new step started with no body running, and re-ran it as owned
+            # recovery: one body twice.
+            await asyncio.sleep(0)
+            done = [task for task in self.tasks if task.done()]
+        while not done:
             self._settled = asyncio.get_running_loop().create_future()
             try:
                 await self._settled
@@ -106,10 +89,6 @@ class InFlight:
                 self._settled = None
             done = [task for task in self.tasks if task.done()]
         events: list[Event] = []
-        for settled in now:
-            if isinstance(settled, BaseException):
-                raise settled  # the tasks done meanwhile are read by the next call or settle
-            events += settled
         for task in done:
             self.tasks.pop(task, None)
             events += task.result()
@@ -128,7 +107,6 @@ class InFlight:
         handler itself was cancelled (a forced close). Errors were the handler's to raise."""
         tasks = list(self.tasks)
         self.tasks.clear()
-        self._settled_now.clear()
         if not tasks:
             return
         if cancel:
