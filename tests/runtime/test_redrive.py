@@ -16,8 +16,6 @@ from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, of_type
 from wayline._core.events import EventType, RunStatus
 
-pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
-
 
 def _unbreak(path: str) -> None:
     Path(path + ".broken").unlink()

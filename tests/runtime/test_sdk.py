@@ -14,8 +14,6 @@ from tests.runtime.harness import Engine, of_type
 from wayline._core.events import EventType
 from wayline._engine.step_runner import idempotency_key
 
-pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
-
 
 async def test_workflow_info_and_step_started_at(engine: Engine) -> None:
     async with engine.worker([sdk_flows.info_flow]):

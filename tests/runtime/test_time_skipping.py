@@ -15,8 +15,6 @@ from wayline._core import clock
 from wayline._core.events import EventType
 from wayline.errors import RunTerminalError
 
-pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
-
 DAY = 86400.0
 
 

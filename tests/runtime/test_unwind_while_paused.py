@@ -19,8 +19,6 @@ from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import Event, EventType, NewEvent, RunStatus
 from wayline.world import World
 
-pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
-
 
 @wayline.step(name="unwind_paused.refund")
 def refund(path: str, order: str) -> None:
