@@ -195,3 +195,22 @@ async def test_an_orphan_blob_renewed_after_the_cleanup_listed_it_is_kept(
     monkeypatch.setattr(NatsBlobs, "purge", purge_after_the_renewal)
     await world.delete_runs(older_than=0)
     assert renewals and await world.get_blob(run_id, ref) == data
+
+
+async def test_a_blob_whose_chunks_a_cleanup_purged_after_its_meta_was_read_is_missing(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A reader that finds the blob's meta but none of its chunks (a cleanup purged them in
+    between) gets ``BlobMissingError`` before any byte, which the console answers as a typed
+    409, not a ``LookupError`` it would answer with a 500."""
+    from wayline.errors import BlobMissingError
+    from wayline.worlds.nats.blobs import blob_name
+
+    world = await open_nats_world()
+    run_id = new_run_id()
+    ref = await world.put_blob(run_id, b'"' + b"x" * 300_000 + b'"')
+    store = world._blob_store
+    _, info = await store._meta(blob_name(run_id, ref.digest, ref.incarnation))
+    await store._js.purge_stream(f"OBJ_{store.bucket}", subject=f"$O.{store.bucket}.C.{info.nuid}")
+    with pytest.raises(BlobMissingError):
+        await anext(world.blob_chunks(run_id, ref))

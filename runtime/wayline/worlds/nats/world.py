@@ -754,7 +754,10 @@ class NatsWorld(World):
             stored = store.stream(run_id, ref.digest, incarnation=ref.incarnation, batch=1)
         else:
             stored = store.stream(run_id, ref.digest, incarnation=ref.incarnation)
-        first = await anext(stored, None)
+        try:
+            first = await anext(stored, None)
+        except LookupError as err:  # its meta read, then its chunks gone: a cleanup between
+            raise BlobMissingError(run_id, ref.seq, str(err), store=store.name) from None
         if first is None:
             raise BlobMissingError(run_id, ref.seq, f"no blob {ref.digest}", store=store.name)
         try:
