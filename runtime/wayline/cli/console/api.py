@@ -18,10 +18,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from ..._core.events import Event
 from ..._sdk.webhooks import verify
 from ...client import Client
-from ...errors import RunNotFoundError, WaylineError, WorkflowNotFoundError
+from ...errors import BlobMissingError, RunNotFoundError, WaylineError, WorkflowNotFoundError
 from ...start_options import StartOptions
 from ...world import RunInfo
-from ...world.blobs import blob_ref, payload_field
+from ...world.blobs import blob_ref, is_ref, payload_field
 from ...world.business_ids import check_business_id
 from ...world.ports.blobs import PayloadField
 from ..loading import UsageError
@@ -250,7 +250,12 @@ class Console:
         run_id = await self.client.resolve(request.path_params["run_id"])
         folded = await self.folds.read(run_id, *await self._view(run_id))
         result = step_of(folded.steps, request.path_params["step"]).get("result")
-        return await value_response(self.client.world, run_id, result, blob_ref(result))
+        ref = blob_ref(result)
+        if ref is None and is_ref(result):  # a reference the log holds but no blob it names
+            raise BlobMissingError(
+                run_id, 0, "the step's result names no blob this world has", store="the log"
+            )
+        return await value_response(self.client.world, run_id, result, ref)
 
     async def events(self, request: Request) -> Response:
         info = await self._run(request)
