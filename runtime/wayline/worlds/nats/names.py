@@ -57,12 +57,15 @@ def key_token(key: str) -> str:
 
 def consumer_name(topic: str, level: int | None = None) -> str:
     """The pull consumer of a topic's messages of one priority level (``None``: of the
-    subject every level shared before the levels, kept so its messages are still served)."""
-    if _PLAIN.match(topic) and len(topic) <= _MAX_PLAIN:
-        base = "q_" + topic
-    else:
-        base = "qh_" + hashlib.sha256(topic.encode()).hexdigest()[:40]
-    return base if level is None else f"{base}_p{level}"
+    subject every level shared before the levels, kept so its messages are still served).
+    A level's name starts ``qp<level>_`` (``qph<level>_`` for a hashed topic), which no name
+    of the subject before the levels (``q_``, ``qh_``) starts with: a level suffix after the
+    topic would make level 5 of topic ``x`` and the old consumer of a topic ``x_p5`` one name."""
+    plain = bool(_PLAIN.match(topic)) and len(topic) <= _MAX_PLAIN
+    rest = topic if plain else hashlib.sha256(topic.encode()).hexdigest()[:40]
+    if level is None:
+        return ("q_" if plain else "qh_") + rest
+    return f"qp{level}_{rest}" if plain else f"qph{level}_{rest}"
 
 
 def level_kind(level: int | None) -> str:
