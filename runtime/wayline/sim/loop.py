@@ -79,6 +79,18 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         """Crash-stopped processes: their callbacks are parked."""
         self.parked: list[asyncio.Handle] = []
         self._sweep = False
+        self.born: dict[asyncio.Task[Any], int] = {}
+        """Each task's place in the order the loop made them: the set of tasks asyncio keeps
+        iterates in the order of their addresses, which no seed decides."""
+
+    def create_task(self, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        task = super().create_task(coro, **kwargs)
+        self.born.setdefault(task, len(self.born))
+        return task
+
+    def in_birth_order(self, tasks: Any) -> list[asyncio.Task[Any]]:
+        """``tasks`` in the order the loop made them (one made otherwise, last)."""
+        return sorted(tasks, key=lambda task: self.born.get(task, len(self.born)))
 
     def time(self) -> float:
         return self._now

@@ -221,7 +221,9 @@ def _end(loop: VirtualLoop) -> None:
     task that swallows a cancellation is cancelled again, a few rounds at most."""
     loop.revive_parked()
     for _ in range(5):
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        # in the order the tasks were made: the cancels' callbacks run in this order, and the
+        # set of tasks iterates in the order of their addresses, which differ run to run
+        pending = loop.in_birth_order(t for t in asyncio.all_tasks(loop) if not t.done())
         if not pending:
             break
         for task in pending:
