@@ -13,6 +13,8 @@ import wayline
 from tests.blobs.stores import remove_blob
 from tests.console.browser import Page
 from tests.console.conftest import Console
+from tests.hostile.poison import forge_event
+from wayline.world.blobs import REF
 
 PREVIEW_BYTES = 1024  # what a large value's JSON carries of it (docs/console.md)
 RESULT_INLINE_BYTES = 4096  # the largest step result sent with its step
@@ -120,3 +122,37 @@ async def test_the_run_page_shows_a_large_step_results_preview_and_its_link(
     async with httpx.AsyncClient() as http:  # the served console, over real HTTP
         body = (await http.get(href)).content
     assert body == _stored("q" * BLOB_CHARS)
+
+
+@wayline.workflow(name="large_step_results.waits")
+async def waits() -> str:
+    return str(await wayline.create_hook("large_step_results.waits"))
+
+
+async def test_a_step_result_holding_a_malformed_reference_is_a_409_on_its_link(
+    console: Console,
+) -> None:
+    """A step's ``step_completed`` written into the log behind the world's back (into the
+    SQLite file, onto the run's NATS subject) with a result that looks like a blob reference
+    but names none (a digest that is not one): its link answers ``409 CORRUPT_LOG`` before any
+    byte, the reference is never served as the value, and the run's page still opens and says
+    why at the step's place."""
+    async with console.engine.worker([waits]):
+        handle = await console.engine.client.start(waits)
+        await console.engine.client.wait_for_hook("large_step_results.waits", timeout=10)
+    world, run_id = console.engine.world, handle.run_id
+    created = {"stepName": "large_step_results.forged", "input": {"args": []}, "occurrence": 0}
+    await forge_event(world, run_id, "step_created", created, cid="s-forged")
+    malformed = {REF: "not a digest", "bytes": 12}
+    await forge_event(world, run_id, "step_completed", {"result": malformed}, cid="s-forged")
+
+    response = await console.http.get(f"/api/runs/{run_id}/steps/s-forged/result")
+    assert response.status_code == 409, response.text
+    assert response.json()["error"]["code"] == "CORRUPT_LOG"
+    run = await console.http.get(f"/api/runs/{run_id}")
+    assert run.status_code == 200, run.text
+    (step,) = [s for s in run.json()["steps"] if s["id"] == "s-forged"]
+    assert step["result"] is None
+    assert step["resultPayload"]["error"]["code"] == "CORRUPT_LOG"
+    paged = (await console.http.get(f"/api/runs/{run_id}/steps")).json()["steps"]
+    assert [s["resultPayload"] for s in paged if s["id"] == "s-forged"] == [step["resultPayload"]]

@@ -13,6 +13,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from ...errors import BlobMissingError
 from ...world import World
 from ...world.blobs import blob_ref, is_ref
 from .errors import ApiError
@@ -61,6 +62,14 @@ async def clipped(world: World, run_id: str, step: dict[str, Any]) -> dict[str, 
     result = step.get("result")
     href = f"/api/runs/{run_id}/steps/{step['id']}/result"
     ref = blob_ref(result)
+    if ref is None and is_ref(result):
+        # a reference no writer makes (the log was written behind the world's back): the run's
+        # page still opens and says why at the step's place, as for a blob that is gone; the
+        # link answers the same 409 CORRUPT_LOG
+        err = BlobMissingError(run_id, 0, "a malformed reference", store=type(world).__name__)
+        error = {"code": err.code, "message": err.message}
+        broken = {"bytes": 0, "preview": "", "href": href, "error": error}
+        return {**step, "result": None, "resultBytes": 0, "resultPayload": broken}
     linked = await payload_link(world, run_id, result, ref, href, RESULT_INLINE_BYTES)
     if linked is not None:
         return {**step, "result": None, "resultBytes": linked["bytes"], "resultPayload": linked}
