@@ -13,11 +13,10 @@ from typing import Any
 
 from starlette.requests import Request
 
-from ...errors import BlobMissingError
 from ...world import World
 from ...world.blobs import blob_ref, is_ref
 from .errors import ApiError
-from .payloads import payload_link, read_whole
+from .payloads import malformed_link, payload_link, read_whole
 
 FIRST_PAGE = 200
 """How many steps the run itself carries: a run this short needs no second request, and the
@@ -62,13 +61,8 @@ async def clipped(world: World, run_id: str, step: dict[str, Any]) -> dict[str, 
     result = step.get("result")
     href = f"/api/runs/{run_id}/steps/{step['id']}/result"
     ref = blob_ref(result)
-    if ref is None and is_ref(result):
-        # a reference no writer makes (the log was written behind the world's back): the run's
-        # page still opens and says why at the step's place, as for a blob that is gone; the
-        # link answers the same 409 CORRUPT_LOG
-        err = BlobMissingError(run_id, 0, "a malformed reference", store=type(world).__name__)
-        error = {"code": err.code, "message": err.message}
-        broken = {"bytes": 0, "preview": "", "href": href, "error": error}
+    if ref is None and is_ref(result):  # a reference no writer makes
+        broken = malformed_link(world, run_id, href)
         return {**step, "result": None, "resultBytes": 0, "resultPayload": broken}
     linked = await payload_link(world, run_id, result, ref, href, RESULT_INLINE_BYTES)
     if linked is not None:
