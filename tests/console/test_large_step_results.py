@@ -154,15 +154,18 @@ async def test_a_step_result_holding_a_malformed_reference_is_a_409_on_its_link(
     SQLite file, onto the run's NATS subject) with a result that looks like a blob reference
     but names none (a digest that is not one): its link answers ``409 CORRUPT_LOG`` before any
     byte, the reference is never served as the value, and the run's page still opens and says
-    why at the step's place."""
+    why at the step's place. The same for a hook's payload (a forged ``hook_received``)."""
     async with console.engine.worker([waits]):
         handle = await console.engine.client.start(waits)
         await console.engine.client.wait_for_hook("large_step_results.waits", timeout=10)
     world, run_id = console.engine.world, handle.run_id
+    (hook,) = (await console.http.get(f"/api/runs/{run_id}")).json()["hooks"]
     created = {"stepName": "large_step_results.forged", "input": {"args": []}, "occurrence": 0}
     await forge_event(world, run_id, "step_created", created, cid="s-forged")
     malformed = {REF: "not a digest", "bytes": 12}
     await forge_event(world, run_id, "step_completed", {"result": malformed}, cid="s-forged")
+    # the waiting hook's payload too: a hook's payload is linked as a step's result is
+    await forge_event(world, run_id, "hook_received", {"payload": malformed}, cid=hook["id"])
 
     response = await console.http.get(f"/api/runs/{run_id}/steps/s-forged/result")
     assert response.status_code == 409, response.text
@@ -174,3 +177,6 @@ async def test_a_step_result_holding_a_malformed_reference_is_a_409_on_its_link(
     assert step["resultPayload"]["error"]["code"] == "CORRUPT_LOG"
     paged = (await console.http.get(f"/api/runs/{run_id}/steps")).json()["steps"]
     assert [s["resultPayload"] for s in paged if s["id"] == "s-forged"] == [step["resultPayload"]]
+    (hook,) = run.json()["hooks"]
+    assert hook["payload"] is None
+    await said_corrupt(console, hook["payloadPayload"])
