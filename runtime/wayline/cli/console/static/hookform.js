@@ -224,11 +224,12 @@ wl.listField = (field, element) => {
   return field;
 };
 
-// Whether nothing was entered in these fields (a checkbox left clear counts as nothing): an
-// optional nested model left so is sent as absent, and takes its default on the server.
+// Whether nothing was entered in these fields (a checkbox left clear counts as nothing, and so
+// does a union whose chosen branch has nothing entered): an optional nested model left so is
+// sent as absent, and takes its default on the server.
 wl.fieldsEmpty = (fields) => fields.every((f) =>
   f.kind === "model" ? wl.fieldsEmpty(f.fields)
-    : f.kind === "union" ? f.select.value === ""
+    : f.kind === "union" ? f.select.value === "" || wl.fieldsEmpty(f.branches[Number(f.select.value)].fields)
       : f.kind === "list" ? f.rows.length === 0
         : f.approval ? true : f.kind === "boolean" ? !f.input.checked : !f.input.value.trim());
 
