@@ -44,10 +44,23 @@ class Courier(pydantic.BaseModel):
     floor: int
 
 
+class Paper(pydantic.BaseModel):
+    colour: str
+
+
+class Box(pydantic.BaseModel):
+    size: int
+
+
+class Gift(pydantic.BaseModel):
+    wrap: Paper | Box  # its choice shows a branch at once: nothing typed still leaves it out
+
+
 class Checkout(pydantic.BaseModel):
     lines: list[Line]
     pay: Annotated[Transfer | Cash, pydantic.Field(discriminator="kind")]
     where: Pickup | Courier | None = None
+    gift: Gift | None = None
 
 
 @wayline.workflow(name="list_union_hook_forms.checkout")
@@ -56,7 +69,7 @@ async def checkout(order: str) -> str:
     lines = ", ".join(f"{line.sku} x{line.qty}" for line in answer.lines)
     pay = answer.pay.iban if isinstance(answer.pay, Transfer) else answer.pay.change_for
     where = answer.where.street if isinstance(answer.where, Courier) else answer.where
-    return f"{lines}; {answer.pay.kind} {pay}; {where}"
+    return f"{lines}; {answer.pay.kind} {pay}; {where}; gift {answer.gift}"
 
 
 async def _choose(page: Page, css: str, branch: str) -> None:
@@ -118,7 +131,9 @@ async def test_list_items_and_union_branches_are_answered_through_their_rows(
         await page.screenshot("hooks-list-union-form.png")
         await page.click(f"{form} > button")
         await page.text(f"{form} .said", "resumed")
-        assert await run.result(timeout=10) == "apple x1, pear x2; cash 50; Rua Augusta 12"
+        assert (
+            await run.result(timeout=10) == "apple x1, pear x2; cash 50; Rua Augusta 12; gift None"
+        )
 
 
 @pytest.mark.parametrize("with_class", [True, False], ids=["class", "shape"])
@@ -147,4 +162,4 @@ async def test_a_wrong_list_item_or_branch_is_a_typed_422_and_loses_nothing(
         assert await _received(console, run.run_id) == 0
         resumed = await console.http.post(url, json={"payload": good}, headers=AUTH)
         assert resumed.status_code == 200, resumed.text
-        assert await run.result(timeout=10) == "a x1; transfer PT50; None"
+        assert await run.result(timeout=10) == "a x1; transfer PT50; None; gift None"
