@@ -6,6 +6,7 @@ the page shows the preview and "show all" in the step's row."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 
@@ -13,6 +14,8 @@ import wayline
 from tests.blobs.stores import remove_blob
 from tests.console.browser import Page
 from tests.console.conftest import Console
+from tests.hostile.poison import forge_event
+from wayline.world.blobs import REF
 
 PREVIEW_BYTES = 1024  # what a large value's JSON carries of it (docs/console.md)
 RESULT_INLINE_BYTES = 4096  # the largest step result sent with its step
@@ -32,6 +35,36 @@ async def flow(size: int, filler: str) -> int:
 
 def _stored(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+async def refused_as(console: Console, cases: dict[str, tuple[int, str]]) -> None:
+    """Each path answers its (status, code)."""
+    for path, (status, code) in cases.items():
+        response = await console.http.get(path)
+        assert (response.status_code, response.json()["error"]["code"]) == (status, code), path
+
+
+async def said_corrupt(console: Console, linked: dict[str, Any]) -> None:
+    """A large value that cannot be read is said at its place, and its link is a typed 409
+    before any byte."""
+    assert linked["error"]["code"] == "CORRUPT_LOG"
+    response = await console.http.get(linked["href"])
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "CORRUPT_LOG"
+
+
+async def shown_with_its_link(page: Page, run_id: str, link: str, href: str, value: Any) -> None:
+    """The run's page shows a large value's preview and *show all (N bytes)* at ``link``,
+    which streams the value byte for byte over real HTTP from ``href``."""
+    await page.open(f"/runs/{run_id}")
+    await page.text(link, f"show all ({len(_stored(value))} bytes)")
+    row = await page.script(f"return document.querySelector('{link}').closest('td').textContent")
+    assert _stored(value)[:20].decode() in row and len(row) < 1000  # a preview, not 300 KB
+    shown = await page.script(f"return document.querySelector('{link}').href")
+    assert shown.endswith(href)
+    async with httpx.AsyncClient() as http:  # the served console, over real HTTP
+        body = (await http.get(shown)).content
+    assert body == _stored(value)
 
 
 async def _run(console: Console, size: int, filler: str) -> str:
@@ -85,9 +118,7 @@ async def test_a_step_result_link_of_a_step_the_run_lacks_is_a_typed_4xx(
         f"/api/runs/{run_id}/steps/%C3%A9/result": (400, "BAD_REQUEST"),
         "/api/runs/wf_00000000000000000000000000000000/steps/s1/result": (404, "RUN_NOT_FOUND"),
     }
-    for path, (status, code) in cases.items():
-        response = await console.http.get(path)
-        assert (response.status_code, response.json()["error"]["code"]) == (status, code), path
+    await refused_as(console, cases)
 
 
 async def test_a_step_result_whose_blob_is_gone_is_a_typed_error_before_any_byte(
@@ -98,10 +129,7 @@ async def test_a_step_result_whose_blob_is_gone_is_a_typed_error_before_any_byte
     run = (await console.http.get(f"/api/runs/{run_id}")).json()
     (step,) = run["steps"]
     # streamed from the blob store, not from a value the console holds: the read finds it gone
-    assert step["resultPayload"]["error"]["code"] == "CORRUPT_LOG"
-    response = await console.http.get(step["resultPayload"]["href"])
-    assert response.status_code == 409
-    assert response.json()["error"]["code"] == "CORRUPT_LOG"
+    await said_corrupt(console, step["resultPayload"])
 
 
 async def test_the_run_page_shows_a_large_step_results_preview_and_its_link(
@@ -110,13 +138,45 @@ async def test_the_run_page_shows_a_large_step_results_preview_and_its_link(
     run_id = await _run(console, BLOB_CHARS, "q")
     run = (await console.http.get(f"/api/runs/{run_id}")).json()
     step_id = run["steps"][0]["id"]
-    await page.open(f"/runs/{run_id}")
-    link = f"#step-{step_id}-result-all"
-    await page.text(link, f"show all ({len(_stored('q' * BLOB_CHARS))} bytes)")
-    row = await page.script(f"return document.querySelector('{link}').closest('td').textContent")
-    assert '"qqqq' in row and len(row) < 1000  # a preview, not 300 KB
-    href = await page.script(f"return document.querySelector('{link}').href")
-    assert href.endswith(f"/api/runs/{run_id}/steps/{step_id}/result")
-    async with httpx.AsyncClient() as http:  # the served console, over real HTTP
-        body = (await http.get(href)).content
-    assert body == _stored("q" * BLOB_CHARS)
+    href = f"/api/runs/{run_id}/steps/{step_id}/result"
+    await shown_with_its_link(page, run_id, f"#step-{step_id}-result-all", href, "q" * BLOB_CHARS)
+
+
+@wayline.workflow(name="large_step_results.waits")
+async def waits() -> str:
+    return str(await wayline.create_hook("large_step_results.waits"))
+
+
+async def test_a_step_result_holding_a_malformed_reference_is_a_409_on_its_link(
+    console: Console,
+) -> None:
+    """A step's ``step_completed`` written into the log behind the world's back (into the
+    SQLite file, onto the run's NATS subject) with a result that looks like a blob reference
+    but names none (a digest that is not one): its link answers ``409 CORRUPT_LOG`` before any
+    byte, the reference is never served as the value, and the run's page still opens and says
+    why at the step's place. The same for a hook's payload (a forged ``hook_received``)."""
+    async with console.engine.worker([waits]):
+        handle = await console.engine.client.start(waits)
+        await console.engine.client.wait_for_hook("large_step_results.waits", timeout=10)
+    world, run_id = console.engine.world, handle.run_id
+    (hook,) = (await console.http.get(f"/api/runs/{run_id}")).json()["hooks"]
+    created = {"stepName": "large_step_results.forged", "input": {"args": []}, "occurrence": 0}
+    await forge_event(world, run_id, "step_created", created, cid="s-forged")
+    malformed = {REF: "not a digest", "bytes": 12}
+    await forge_event(world, run_id, "step_completed", {"result": malformed}, cid="s-forged")
+    # the waiting hook's payload too: a hook's payload is linked as a step's result is
+    await forge_event(world, run_id, "hook_received", {"payload": malformed}, cid=hook["id"])
+
+    response = await console.http.get(f"/api/runs/{run_id}/steps/s-forged/result")
+    assert response.status_code == 409, response.text
+    assert response.json()["error"]["code"] == "CORRUPT_LOG"
+    run = await console.http.get(f"/api/runs/{run_id}")
+    assert run.status_code == 200, run.text
+    (step,) = [s for s in run.json()["steps"] if s["id"] == "s-forged"]
+    assert step["result"] is None
+    assert step["resultPayload"]["error"]["code"] == "CORRUPT_LOG"
+    paged = (await console.http.get(f"/api/runs/{run_id}/steps")).json()["steps"]
+    assert [s["resultPayload"] for s in paged if s["id"] == "s-forged"] == [step["resultPayload"]]
+    (hook,) = run.json()["hooks"]
+    assert hook["payload"] is None
+    await said_corrupt(console, hook["payloadPayload"])

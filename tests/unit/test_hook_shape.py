@@ -6,7 +6,7 @@ as far as it is, never a crash of the resume."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import pydantic
 import pytest
@@ -30,6 +30,27 @@ class Parcel(pydantic.BaseModel):
 class Node(pydantic.BaseModel):
     label: str
     child: Node | None = None
+
+
+class Card(pydantic.BaseModel):
+    kind: Literal["card"]
+    number: str
+
+
+class Cash(pydantic.BaseModel):
+    kind: Literal["cash"]
+    change_for: int
+
+
+Pay = Annotated[Card | Cash, pydantic.Field(discriminator="kind")]
+
+
+class Basket(pydantic.BaseModel):
+    lines: list[City]
+    pay: Pay
+    place: City | Crate  # a union without a tag: the branch is the one the payload fits
+    spare: Pay | None = None
+    mixed: list[Card | Cash] = []
 
 
 @dataclasses.dataclass
@@ -60,8 +81,54 @@ def test_a_nested_model_is_recorded_and_checked_by_its_path() -> None:
     assert "to.name: expected string, got int" in why
     assert "via.zip: expected integer or null, got str" in why
     assert "to: expected object, got list" in _refused(recorded, {"by": "a", "to": []})
-    # a list of models is checked as a list here, and item by item where the class is
-    check_shape(recorded, {"by": "a", "to": {"name": "x"}, "stops": [{"no": 1}]}, "t")
+    # a list of models is checked item by item, each named by its place
+    why = _refused(recorded, {"by": "a", "to": {"name": "x"}, "stops": [{"name": "y"}, {"no": 1}]})
+    assert why.endswith("refused: stops[1].name: Field required")
+
+
+def test_lists_and_unions_of_models_are_recorded_with_their_items_and_branches() -> None:
+    recorded = shape(Basket)
+    city = {"required": ["name"], "fields": {"name": ["string"], "zip": ["integer", "null"]}}
+    assert recorded["fields"]["lines"] == ["array"] and recorded["items"]["lines"] == {
+        "shape": city
+    }
+    pay = recorded["unions"]["pay"]
+    assert pay["tag"] == "kind"
+    assert [(b["title"], b["value"]) for b in pay["branches"]] == [
+        ("Card", "card"),
+        ("Cash", "cash"),
+    ]
+    assert pay["branches"][1]["shape"]["fields"] == {"kind": ["string"], "change_for": ["integer"]}
+    assert recorded["unions"]["spare"] == pay and recorded["fields"]["spare"] == ["object", "null"]
+    place = recorded["unions"]["place"]
+    assert "tag" not in place and [b["title"] for b in place["branches"]] == ["City", "Crate"]
+    mixed = recorded["items"]["mixed"]["union"]  # no discriminator given: no tag
+    assert "tag" not in mixed and [b["title"] for b in mixed["branches"]] == ["Card", "Cash"]
+
+
+def test_lists_and_unions_of_models_are_checked_by_their_paths() -> None:
+    recorded = shape(Basket)
+    good = {
+        "lines": [{"name": "Oslo"}, {"name": "Bergen", "zip": 5003}],
+        "pay": {"kind": "cash", "change_for": 50},
+        "place": {"to": {"name": "Oslo"}},
+        "mixed": [{"kind": "card", "number": "4111"}],
+    }
+    check_shape(recorded, good, "t")
+    check_shape(recorded, {**good, "place": {"name": "Oslo"}, "spare": None}, "t")
+    cases = {
+        "lines[1].zip: expected integer or null, got str": {
+            "lines": [{"name": "a"}, {"name": "b", "zip": "x"}]
+        },
+        "lines[0]: expected object, got int": {"lines": [7]},
+        "pay.change_for: Field required": {"pay": {"kind": "cash", "number": "1"}},
+        'pay.kind: expected "card" or "cash", got "cheque"': {"pay": {"kind": "cheque"}},
+        "spare.number: expected string, got int": {"spare": {"kind": "card", "number": 1}},
+        "place.name: Field required": {"place": {"street": "x"}},
+        "mixed[0].kind: expected": {"mixed": [{"kind": 3}]},
+    }
+    for expected, change in cases.items():
+        assert expected in _refused(recorded, {**good, **change}), expected
 
 
 def test_a_dataclass_and_a_model_that_contains_itself_are_recorded_too() -> None:
@@ -90,6 +157,12 @@ def test_a_shape_recorded_by_an_older_version_is_checked_as_before() -> None:
         {"required": [1, None], "fields": {}},
         {"fields": {}, "nested": {"x": 5}},
         {"fields": {}, "nested": ["x"]},
+        {"fields": {}, "unions": {"x": {"branches": [1, {"shape": 2}]}}},
+        {"fields": {}, "unions": {"x": {"tag": "k", "branches": [{"shape": {}}]}}},
+        {"fields": {}, "unions": {"x": {"branches": "b"}}},
+        {"fields": {}, "items": {"x": {"shape": 3}}},
+        {"fields": {}, "items": {"x": {"union": {"branches": None}}}},
+        {"fields": {}, "items": ["x"]},
     ],
 )
 def test_a_shape_that_is_not_well_formed_does_not_break_the_resume(forged: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ field, before anything is written. ``wayline.Hook`` itself stays the type of wha
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar, overload
@@ -296,22 +297,97 @@ def _resolved(option: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str
     return option
 
 
+def _options(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A property's alternatives, resolved: ``anyOf`` (``A | B``, ``Optional[A]``) and
+    ``oneOf`` (a discriminated union) flattened one level, so ``Optional`` of a discriminated
+    union is its models and null."""
+    out: list[Mapping[str, Any]] = []
+    for option in prop.get("anyOf") or prop.get("oneOf") or [prop]:
+        option = _resolved(option, defs)
+        inner = option.get("oneOf") or option.get("anyOf")
+        if isinstance(inner, list) and option is not prop:
+            out += [_resolved(o, defs) for o in inner if isinstance(o, Mapping)]
+        else:
+            out.append(option)
+    return out
+
+
+def _is_model(option: Mapping[str, Any]) -> bool:
+    return option.get("type") == "object" and "properties" in option
+
+
+def _union(
+    models: list[Mapping[str, Any]], tag: Any, defs: Mapping[str, Any], depth: int
+) -> dict[str, Any]:
+    """The branches of a union of models: each one's title and shape, and, for a
+    discriminated union (``tag``: the field that tells them apart), the value that names it."""
+    branches = []
+    for model in models:
+        branch: dict[str, Any] = {"title": str(model.get("title") or "")}
+        if isinstance(tag, str):
+            named = (model.get("properties") or {}).get(tag) or {}
+            value = named.get("const", (named.get("enum") or [None])[0])
+            if value is not None:
+                branch["value"] = value
+        branch["shape"] = _fields(model, defs, depth + 1)
+        branches.append(branch)
+    out: dict[str, Any] = {"branches": branches}
+    if isinstance(tag, str):
+        out["tag"] = tag
+    return out
+
+
+def _element(prop: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> dict[str, Any] | None:
+    """What a list's item is, when it is a model (``{"shape": ...}``) or a union of models
+    (``{"union": ...}``); None for anything else (checked where the class is)."""
+    options = _options(prop, defs)
+    models = [o for o in options if _is_model(o)]
+    if len(models) == 1 and len(options) == 1:
+        return {"shape": _fields(models[0], defs, depth + 1)}
+    if len(models) >= 2 and len(models) == len(options):
+        return {"union": _union(models, _tag(prop, defs), defs, depth)}
+    return None
+
+
+def _tag(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
+    """The discriminator's field name of a discriminated union (``Field(discriminator=...)``),
+    which pydantic writes next to its ``oneOf``, itself maybe inside ``Optional``'s ``anyOf``."""
+    for option in [prop, *(prop.get("anyOf") or [])]:
+        found = _resolved(option, defs).get("discriminator")
+        if isinstance(found, Mapping):
+            return found.get("propertyName")
+    return None
+
+
 def _fields(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
     fields: dict[str, list[str]] = {}
     nested: dict[str, Any] = {}
+    unions: dict[str, Any] = {}
+    items: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
-        options = [_resolved(o, defs) for o in prop.get("anyOf", [prop])]
+        options = _options(prop, defs)
         kinds = [o.get("type") for o in options]
         if not all(isinstance(k, str) and k in _JSON_TYPES for k in kinds):
             fields[name] = []  # a constrained or unnamed type: checked where the class is
             continue
-        fields[name] = [str(k) for k in kinds]
-        models = [o for o in options if o.get("type") == "object" and "properties" in o]
-        if len(models) == 1 and depth < _NESTED_DEPTH:
+        fields[name] = list(dict.fromkeys(str(k) for k in kinds))
+        if depth >= _NESTED_DEPTH:
+            continue
+        models = [o for o in options if _is_model(o)]
+        if len(models) == 1:
             nested[name] = _fields(models[0], defs, depth + 1)
+        elif len(models) >= 2:
+            unions[name] = _union(models, _tag(prop, defs), defs, depth)
+        lists = [o for o in options if o.get("type") == "array"]
+        if len(lists) == 1 and isinstance(lists[0].get("items"), Mapping):
+            element = _element(lists[0]["items"], defs, depth)
+            if element is not None:
+                items[name] = element
     out: dict[str, Any] = {"required": list(schema.get("required") or []), "fields": fields}
-    if nested:  # a key older readers do not know: they check the top level, as before
-        out["nested"] = nested
+    # keys older readers do not know: they check the levels they know, as before
+    for key, found in (("nested", nested), ("unions", unions), ("items", items)):
+        if found:
+            out[key] = found
     return out
 
 
@@ -356,13 +432,61 @@ def _shape_problems(
             problems.append(
                 f"{at}{name}: expected {' or '.join(kinds)}, got {type(value).__name__}"
             )
-    nested = recorded.get("nested")
-    if isinstance(nested, Mapping) and depth < _NESTED_DEPTH:
-        for name, inner in nested.items():
+    if depth >= _NESTED_DEPTH:
+        return problems
+    for key, check in (("nested", _shape_problems), ("unions", _union_problems)):
+        described = recorded.get(key)
+        for name, inner in described.items() if isinstance(described, Mapping) else ():
             value = payload.get(name)
             if isinstance(inner, Mapping) and isinstance(value, dict):
-                problems += _shape_problems(inner, value, f"{at}{name}.", depth + 1)
+                problems += check(inner, value, f"{at}{name}.", depth + 1)
+    items = recorded.get("items")
+    for name, element in items.items() if isinstance(items, Mapping) else ():
+        values = payload.get(name)
+        if isinstance(element, Mapping) and isinstance(values, list):
+            for index, value in enumerate(values):
+                problems += _element_problems(element, value, f"{at}{name}[{index}]", depth + 1)
     return problems
+
+
+def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: int) -> list[str]:
+    """What one item of a list of models (or of a union of models) lacks or mistypes."""
+    inner = element.get("shape")
+    union = element.get("union")
+    if not isinstance(inner, Mapping) and not isinstance(union, Mapping):
+        return []
+    if not isinstance(value, dict):
+        return [f"{at}: expected object, got {type(value).__name__}"]
+    if isinstance(inner, Mapping):
+        return _shape_problems(inner, value, f"{at}.", depth)
+    assert isinstance(union, Mapping)
+    return _union_problems(union, value, f"{at}.", depth)
+
+
+def _union_problems(
+    union: Mapping[str, Any], payload: dict[str, Any], at: str, depth: int
+) -> list[str]:
+    """What ``payload`` lacks against the union's branch it names (a discriminated union: by
+    its tag's value), or against every branch, when none fits (the closest one's problems)."""
+    given = union.get("branches")
+    branches = [
+        b
+        for b in (given if isinstance(given, list) else ())
+        if isinstance(b, Mapping) and isinstance(b.get("shape"), Mapping)
+    ]
+    if not branches:
+        return []
+    tag = union.get("tag")
+    if isinstance(tag, str) and all("value" in b for b in branches):
+        named = [b for b in branches if b["value"] == payload.get(tag)]
+        if not named:
+            values = " or ".join(json.dumps(b["value"]) for b in branches)
+            return [f"{at}{tag}: expected {values}, got {json.dumps(payload.get(tag))}"]
+        return _shape_problems(named[0]["shape"], payload, at, depth)
+    found = [_shape_problems(b["shape"], payload, at, depth) for b in branches]
+    if any(not problems for problems in found):
+        return []
+    return min(found, key=len)
 
 
 async def created(world: EventReader, hook: HookEntry) -> HookCreated | None:

@@ -18,10 +18,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from ..._core.events import Event
 from ..._sdk.webhooks import verify
 from ...client import Client
-from ...errors import BlobMissingError, RunNotFoundError, WaylineError, WorkflowNotFoundError
+from ...errors import RunNotFoundError, WaylineError, WorkflowNotFoundError
 from ...start_options import StartOptions
 from ...world import RunInfo
-from ...world.blobs import blob_ref, is_ref, payload_field
+from ...world.blobs import payload_field
 from ...world.business_ids import check_business_id
 from ...world.ports.blobs import PayloadField
 from ..loading import UsageError
@@ -31,9 +31,12 @@ from .errors import ApiError, from_api_error, from_wayline_error
 from .folds import KEPT_RUNS, RunFolds
 from .payloads import (
     encoded,
+    hook_of,
+    linked_hook,
+    payload_index,
     probed,
-    resolved_hook,
     shown,
+    stored_value,
     story_run,
     streamed,
     value_response,
@@ -182,7 +185,7 @@ class Console:
         out["archived"] = archived is not None
         folded = await self.folds.read(info.run_id, info, events)
         out.update(folded.view.to_json())
-        out["hooks"] = [await resolved_hook(world, run_id, hook) for hook in out["hooks"]]
+        out["hooks"] = [await linked_hook(world, run_id, hook) for hook in out["hooks"]]
         # a long run's steps follow a page at a time (/steps): its hooks, waits and children
         # come whole, as they are few next to the steps a loop can make
         first = await page_of(world, run_id, folded.steps, 0, FIRST_PAGE)
@@ -250,12 +253,17 @@ class Console:
         run_id = await self.client.resolve(request.path_params["run_id"])
         folded = await self.folds.read(run_id, *await self._view(run_id))
         result = step_of(folded.steps, request.path_params["step"]).get("result")
-        ref = blob_ref(result)
-        if ref is None and is_ref(result):  # a reference the log holds but no blob it names
-            raise BlobMissingError(
-                run_id, 0, "the step's result names no blob this world has", store="the log"
-            )
-        return await value_response(self.client.world, run_id, result, ref)
+        return await stored_value(self.client, run_id, result)
+
+    async def hook_payload(self, request: Request) -> Response:
+        """``GET /api/runs/{id}/hooks/{hook}/payloads/{n}``: the hook's ``n``-th payload (0 the
+        first) as JSON, streamed in chunks from its blob when it is stored out of line."""
+        run_id = await self.client.resolve(request.path_params["run_id"])
+        folded = await self.folds.read(run_id, *await self._view(run_id))
+        hook = hook_of(folded.view.hooks, request.path_params["hook"])
+        n = payload_index(request.path_params["n"], hook)
+        stored = hook.payload if n == 0 else hook.later[n - 1][1]
+        return await stored_value(self.client, run_id, stored)
 
     async def events(self, request: Request) -> Response:
         info = await self._run(request)

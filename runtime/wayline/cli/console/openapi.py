@@ -41,6 +41,35 @@ def _errors(*statuses: int) -> dict[str, Any]:
     return {str(s): _ERROR for s in statuses}
 
 
+_ID = {"type": "string", "maxLength": 200}
+"""A step's or a hook's id in a link's path."""
+
+
+def _in_path(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": schema,
+    }
+
+
+def _linked(op: str, summary: str, what: str, *params: dict[str, Any]) -> dict[str, Any]:
+    """A link that streams one value of a run's fold (a step's result, a hook's payload)."""
+    return {
+        "get": {
+            "operationId": op,
+            "summary": summary,
+            "parameters": [_RUN_ID, *params],
+            "responses": {
+                "200": _json({}, f"the {what}'s JSON, sent chunked"),
+                **_errors(400, 404, 409),
+            },
+        }
+    }
+
+
 def _payload(op: str, which: str) -> dict[str, Any]:
     return {
         "get": {
@@ -233,28 +262,27 @@ def document() -> dict[str, Any]:
                     "responses": {"200": _json(_ref("StepPage")), **_errors(400, 404, 409)},
                 }
             },
-            "/api/runs/{run_id}/steps/{step}/result": {
-                "get": {
-                    "operationId": "getStepResult",
-                    "summary": "a step's result as JSON (null while it has none), streamed in "
-                    "chunks (from the blob store when it is stored out of line); a step's "
-                    "resultPayload links a large one here",
-                    "parameters": [
-                        _RUN_ID,
-                        {
-                            "name": "step",
-                            "in": "path",
-                            "required": True,
-                            "description": "the step's id (a step's id in the run's JSON)",
-                            "schema": {"type": "string", "maxLength": 200},
-                        },
-                    ],
-                    "responses": {
-                        "200": _json({}, "the result's JSON, sent chunked"),
-                        **_errors(400, 404, 409),
-                    },
-                }
-            },
+            "/api/runs/{run_id}/steps/{step}/result": _linked(
+                "getStepResult",
+                "a step's result as JSON (null while it has none), streamed in chunks (from "
+                "the blob store when it is stored out of line); a step's resultPayload links a "
+                "large one here",
+                "result",
+                _in_path("step", "the step's id (a step's id in the run's JSON)", _ID),
+            ),
+            "/api/runs/{run_id}/hooks/{hook}/payloads/{n}": _linked(
+                "getHookPayload",
+                "a hook's payload as JSON, streamed in chunks (from the blob store when it is "
+                "stored out of line); a hook's payloadPayload (and each later payload's) links "
+                "a large one here",
+                "payload",
+                _in_path("hook", "the hook's id (a hook's id in the run's JSON)", _ID),
+                _in_path(
+                    "n",
+                    "which payload: 0 the first, 1 the first of later...",
+                    {"type": "integer", "minimum": 0},
+                ),
+            ),
             "/api/runs/{run_id}/input": _payload("getRunInput", "input"),
             "/api/runs/{run_id}/output": _payload("getRunOutput", "output"),
             "/api/runs/{run_id}/cancel": _action(
@@ -489,7 +517,14 @@ def document() -> dict[str, Any]:
                                     "in the order of its first call; its steps from "
                                     "/steps?group=",
                                 },
-                                "hooks": {"type": "array", "items": {"type": "object"}},
+                                "hooks": {
+                                    "type": "array",
+                                    "items": {"type": "object"},
+                                    "description": "a payload over 4096 bytes of JSON (the "
+                                    "first, or one of later) is null here, with payloadPayload "
+                                    "(a LargePayload) linking "
+                                    "/api/runs/{run_id}/hooks/{hook}/payloads/{n}",
+                                },
                                 "waits": {"type": "array", "items": {"type": "object"}},
                                 "children": {"type": "array", "items": {"type": "object"}},
                                 "terminated": {"type": "boolean"},
@@ -513,10 +548,11 @@ def document() -> dict[str, Any]:
                 "LargePayload": {
                     "type": ["object", "null"],
                     "description": "an input or output over 65536 bytes of JSON (a step's "
-                    "result over 4096), which the run's JSON gives as null: its size, its first "
-                    "1024 bytes, and the link that streams it; null when the value is inline. "
-                    "error: why the value cannot be read (its blob is gone), the link's own "
-                    "error; the preview is then empty",
+                    "result or a hook's payload over 4096), which the run's JSON gives as "
+                    "null: its size, its first 1024 bytes, and the link that streams it; null "
+                    "when the value is inline. error: why the value cannot be read (its blob "
+                    "is gone, or its reference is malformed), the link's own error; the "
+                    "preview is then empty",
                     "required": ["bytes", "preview", "href"],
                     "properties": {
                         "bytes": {"type": "integer"},

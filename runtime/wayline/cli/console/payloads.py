@@ -8,18 +8,20 @@ once, when someone asks for it, costs nothing until then."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from starlette.responses import Response, StreamingResponse
 
 from ..._core.events import Event
+from ..._core.projections import HookView
 from ...client import Client
 from ...errors import BlobMissingError
 from ...world import RunInfo, World
 from ...world.blobs import PAYLOAD_KEYS, blob_ref, is_ref, payload_field
 from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField, prepended
+from .errors import ApiError
 
 INLINE_BYTES = 64 * 1024
 """A run's input or output whose JSON is larger than this is not inlined in the run's JSON:
@@ -128,17 +130,86 @@ async def value_response(
     )
 
 
-async def resolved_hook(world: World, run_id: str, hook: dict[str, Any]) -> dict[str, Any]:
-    """A hook of the run's JSON with its payloads' values: the fold holds a large one as its
-    blob's reference, and the page shows a hook's payload whole, as it always has."""
-    if not is_ref(hook.get("payload")) and not any(is_ref(x["payload"]) for x in hook["later"]):
-        return hook
+HOOK_PAYLOAD_INLINE_BYTES = 4096
+"""The largest hook payload, as JSON, sent with its hook in the run's JSON (as for a step's
+result): a larger one is its size, its first KiB and a link
+(``GET /api/runs/{id}/hooks/{hook}/payloads/{n}``)."""
 
-    async def value(stored: Any) -> Any:
-        return await read_whole(world, run_id, blob_ref(stored)) if is_ref(stored) else stored
 
-    later = [{**x, "payload": await value(x["payload"])} for x in hook["later"]]
-    return {**hook, "payload": await value(hook.get("payload")), "later": later}
+async def linked_hook(world: World, run_id: str, hook: dict[str, Any]) -> dict[str, Any]:
+    """A hook of the run's JSON with each payload (the first and every later one) either
+    inline, with ``payloadPayload`` null, or, over :data:`HOOK_PAYLOAD_INLINE_BYTES`, null
+    with ``payloadPayload`` ``{bytes, preview, href}``. The fold holds a payload kept in a
+    blob as its reference: it is measured by it and only its first KiB is read, so the run's
+    JSON of a 50 MB resume reads 1 KiB of it."""
+    href = f"/api/runs/{run_id}/hooks/{hook['id']}/payloads/"
+    first = await _hook_value(world, run_id, hook.get("payload"), href + "0")
+    later = [
+        {**x, **await _hook_value(world, run_id, x["payload"], f"{href}{n}")}
+        for n, x in enumerate(hook["later"], start=1)
+    ]
+    return {**hook, **first, "later": later}
+
+
+async def _hook_value(world: World, run_id: str, stored: Any, href: str) -> dict[str, Any]:
+    ref = blob_ref(stored)
+    linked = (
+        malformed_link(world, run_id, href)
+        if ref is None and is_ref(stored)
+        else await payload_link(world, run_id, stored, ref, href, HOOK_PAYLOAD_INLINE_BYTES)
+    )
+    if linked is not None:
+        return {"payload": None, "payloadPayload": linked}
+    value = await read_whole(world, run_id, ref) if is_ref(stored) else stored
+    return {"payload": value, "payloadPayload": None}
+
+
+def malformed_link(world: World, run_id: str, href: str) -> dict[str, Any]:
+    """The link of a value whose reference in the log no writer makes (written behind the
+    world's back): the run's page still opens and says why at the value's place, as for a
+    blob that is gone, and the link answers the same ``409 CORRUPT_LOG``."""
+    err = BlobMissingError(run_id, 0, "a malformed reference", store=type(world).__name__)
+    return {
+        "bytes": 0,
+        "preview": "",
+        "href": href,
+        "error": {"code": err.code, "message": err.message},
+    }
+
+
+async def stored_value(client: Client, run_id: str, stored: Any) -> StreamingResponse:
+    """A value of the run's fold as JSON, streamed: from its blob when the log holds its
+    reference; a reference that names no blob is ``409 CORRUPT_LOG`` before any byte."""
+    ref = blob_ref(stored)
+    if ref is None and is_ref(stored):  # a reference the log holds but no blob it names
+        raise BlobMissingError(run_id, 0, "the value names no blob this world has", store="the log")
+    return await value_response(client.world, run_id, stored, ref)
+
+
+HOOK_ID_CHARS = 200
+"""The longest hook id a payload link may name: ids are short (``h3``), so a longer one is a
+link this server never gave."""
+
+
+def hook_of(hooks: Mapping[str, HookView], hook_id: str) -> HookView:
+    """The run's hook whose id is ``hook_id``; a typed 4xx for an id no hook of the run has."""
+    if not hook_id or len(hook_id) > HOOK_ID_CHARS or not hook_id.isascii():
+        raise ApiError(400, "BAD_REQUEST", "hook is not a hook id of this run (a hook's id)")
+    if hook_id not in hooks:
+        raise ApiError(404, "HOOK_NOT_FOUND", f"the run has no hook {hook_id!r}")
+    return hooks[hook_id]
+
+
+def payload_index(given: str, hook: HookView) -> int:
+    """Which of the hook's payloads a link names: 0 the first, 1 the first of ``later``...; a
+    typed 4xx for one the hook has not received."""
+    if not given.isascii() or not given.isdigit() or len(given) > 9:
+        raise ApiError(400, "BAD_REQUEST", "n is not a payload's number (0 for the first)")
+    n = int(given)
+    received = (hook.received_at is not None) + len(hook.later)
+    if n >= received:
+        raise ApiError(404, "PAYLOAD_NOT_FOUND", f"hook {hook.cid!r} has no payload {n}")
+    return n
 
 
 def story_run(info: RunInfo, events: list[Event]) -> tuple[RunInfo, list[Event]]:

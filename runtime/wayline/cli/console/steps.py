@@ -16,7 +16,7 @@ from starlette.requests import Request
 from ...world import World
 from ...world.blobs import blob_ref, is_ref
 from .errors import ApiError
-from .payloads import payload_link, read_whole
+from .payloads import malformed_link, payload_link, read_whole
 
 FIRST_PAGE = 200
 """How many steps the run itself carries: a run this short needs no second request, and the
@@ -61,6 +61,9 @@ async def clipped(world: World, run_id: str, step: dict[str, Any]) -> dict[str, 
     result = step.get("result")
     href = f"/api/runs/{run_id}/steps/{step['id']}/result"
     ref = blob_ref(result)
+    if ref is None and is_ref(result):  # a reference no writer makes
+        broken = malformed_link(world, run_id, href)
+        return {**step, "result": None, "resultBytes": 0, "resultPayload": broken}
     linked = await payload_link(world, run_id, result, ref, href, RESULT_INLINE_BYTES)
     if linked is not None:
         return {**step, "result": None, "resultBytes": linked["bytes"], "resultPayload": linked}

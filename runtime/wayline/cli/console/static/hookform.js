@@ -1,6 +1,8 @@
 // The form that resumes one hook. A typed hook's form is built from the shape recorded with
-// it (its required fields and their JSON types, and the same for each nested model): one input
-// per field, a fieldset per nested model, checked in the browser
+// it (its required fields and their JSON types, and the same for each nested model, each item
+// model of a list and each branch of a union of models): one input per field, a fieldset per
+// nested model, a list's items added and removed one by one, a union's branch chosen from a
+// list of its branches, checked in the browser
 // before it is sent; the server validates the payload again against the hook's class, so a
 // rule the shape cannot say (a range, a pattern) is refused there and the refusal shown here.
 // A hook with no recorded shape takes any JSON in a text area.
@@ -21,7 +23,7 @@ wl.hookForm = (hook, after) => {
   if (fields) {
     form.classList.add("typed");
     for (const field of fields) if (field.label) form.append(field.label);
-    collect = (submitter) => wl.collectFields(fields, submitter);
+    collect = (submitter) => wl.collectFields(fields, submitter, "");
   } else {
     const area = document.createElement("textarea");
     area.name = "payload";
@@ -71,30 +73,34 @@ wl.hookForm = (hook, after) => {
   return form;
 };
 
-// One input per field of a recorded shape: {name, kinds, required, input, label, approval}. A
+// One input per field of a recorded shape: {name, kind, required, nullable, label, ...}. A
 // field that is a nested model (the shape's `nested`) is a fieldset of its own fields, to any
-// depth the shape recorded; its inputs are named by their path (`address.street`). Only a
-// top-level boolean makes the form an approval.
+// depth the shape recorded; a list of models (`items`) a fieldset of item fieldsets with Add
+// and Remove buttons; a union of models (`unions`) a fieldset with a choice of its branch and
+// the chosen branch's fields. Inputs are named by their path when made (`address.street`,
+// `lines.0.sku`, `pay.Card.number`); problems are named by the path at the time they are
+// found (`lines[1].sku`). Only a top-level boolean makes the form an approval.
 wl.shapeFields = (shape, at = "") => {
   const required = new Set(shape.required || []);
-  const nested = shape.nested || {};
+  const nested = shape.nested || {}, unions = shape.unions || {}, items = shape.items || {};
   const out = [];
   let approvalTaken = at !== "";
-  for (const [name, given] of Object.entries(shape.fields)) {
+  for (const [name, given] of Object.entries(shape.fields || {})) {
     const kinds = Array.isArray(given) ? given : [];
     const solid = kinds.filter((k) => k !== "null");
     const kind = solid.length === 1 ? solid[0] : "json";
     const field = { name, path: at + name, kind, nullable: kinds.includes("null"), required: required.has(name) };
     const inner = nested[name];
     if (inner && inner.fields && Object.keys(inner.fields).length) {
-      field.kind = "model";
-      field.fields = wl.shapeFields(inner, field.path + ".");
-      const box = document.createElement("fieldset");
-      box.dataset.path = field.path;
-      box.append(wl.text("legend", name + (field.required ? " *" : "")));
-      for (const f of field.fields) box.append(f.label);
-      field.label = box;
-      out.push(field);
+      out.push(wl.modelField(field, inner));
+      continue;
+    }
+    if (wl.isUnion(unions[name])) {
+      out.push(wl.unionField(field, unions[name]));
+      continue;
+    }
+    if (items[name] && (wl.isShape(items[name].shape) || wl.isUnion(items[name].union))) {
+      out.push(wl.listField(field, items[name]));
       continue;
     }
     if (kind === "boolean" && !approvalTaken && wl.APPROVAL_FIELD.test(name)) {
@@ -127,27 +133,142 @@ wl.shapeFields = (shape, at = "") => {
   return out;
 };
 
-// Whether nothing was entered in these fields (a checkbox left clear counts as nothing): an
-// optional nested model left so is sent as absent, and takes its default on the server.
+wl.isShape = (shape) => Boolean(shape && shape.fields && Object.keys(shape.fields).length);
+wl.isUnion = (union) => Boolean(union && Array.isArray(union.branches)
+  && union.branches.length > 1 && union.branches.every((b) => wl.isShape(b.shape)));
+
+wl.box = (field, legend) => {
+  const box = document.createElement("fieldset");
+  box.dataset.path = field.path;
+  box.append(wl.text("legend", legend + (field.required ? " *" : "")));
+  return box;
+};
+
+wl.modelField = (field, shape) => {
+  field.kind = "model";
+  field.fields = wl.shapeFields(shape, field.path + ".");
+  field.label = wl.box(field, field.name);
+  for (const f of field.fields) field.label.append(f.label);
+  return field;
+};
+
+// A union of models: a <select> of its branches (and "none" where the field may be left out
+// or null), and the chosen branch's fields; the other branches' fieldsets are kept, hidden, so
+// switching back finds what was typed. A discriminated union's tag is no input: the branch
+// chosen sets it.
+wl.unionField = (field, union) => {
+  field.kind = "union";
+  field.tag = typeof union.tag === "string" ? union.tag : null;
+  field.label = wl.box(field, field.name);
+  const select = document.createElement("select");
+  select.name = field.path;
+  select.className = "branch";
+  if (!field.required || field.nullable) select.append(new Option("(none)", ""));
+  field.branches = union.branches.map((branch, index) => {
+    const title = branch.title || (branch.value !== undefined ? String(branch.value) : `branch ${index + 1}`);
+    const shape = { ...branch.shape, fields: { ...branch.shape.fields } };
+    if (field.tag) delete shape.fields[field.tag];
+    const box = document.createElement("fieldset");
+    box.dataset.path = field.path;
+    box.dataset.branch = title;
+    const fields = wl.shapeFields(shape, `${field.path}.${title}.`);
+    for (const f of fields) box.append(f.label);
+    select.append(new Option(title, String(index)));
+    return { title, value: branch.value, fields, box };
+  });
+  const show = () => field.branches.forEach((b, i) => { b.box.hidden = String(i) !== select.value; });
+  select.addEventListener("change", show);
+  show();
+  field.select = select;
+  const pick = wl.text("label", null, "field");
+  pick.append(wl.text("span", "kind"), select);
+  field.label.append(pick, ...field.branches.map((b) => b.box));
+  return field;
+};
+
+// A list of models (or of a union of models): its items one fieldset each, an Add button
+// that appends an empty one and a Remove button on each.
+wl.listField = (field, element) => {
+  field.kind = "list";
+  field.rows = [];
+  field.label = wl.box(field, field.name);
+  const rows = document.createElement("div");
+  const add = wl.text("button", "Add", "add");
+  add.type = "button";
+  add.disabled = wl.readOnly;
+  let made = 0;
+  add.addEventListener("click", () => {
+    const row = { name: String(made), path: `${field.path}.${made}`, required: true };
+    made += 1;
+    if (element.shape) wl.modelField(row, element.shape);
+    else wl.unionField(row, element.union);
+    row.label.classList.add("item");
+    const remove = wl.text("button", "Remove", "remove");
+    remove.type = "button";
+    remove.disabled = wl.readOnly;
+    remove.addEventListener("click", () => {
+      field.rows.splice(field.rows.indexOf(row), 1);
+      row.label.remove();
+      renumber();
+    });
+    row.label.append(remove);
+    field.rows.push(row);
+    rows.append(row.label);
+    renumber();
+  });
+  // an item's legend is its place in the list as it is now (`lines[1]`), as its problems say
+  const renumber = () => field.rows.forEach((row, index) => {
+    row.label.querySelector("legend").textContent = `${field.name}[${index}]`;
+  });
+  field.label.append(rows, add);
+  return field;
+};
+
+// Whether nothing was entered in these fields (a checkbox left clear counts as nothing, and so
+// does a union whose chosen branch has nothing entered): an optional nested model left so is
+// sent as absent, and takes its default on the server.
 wl.fieldsEmpty = (fields) => fields.every((f) =>
   f.kind === "model" ? wl.fieldsEmpty(f.fields)
-    : f.approval ? true : f.kind === "boolean" ? !f.input.checked : !f.input.value.trim());
+    : f.kind === "union" ? f.select.value === "" || wl.fieldsEmpty(f.branches[Number(f.select.value)].fields)
+      : f.kind === "list" ? f.rows.length === 0
+        : f.approval ? true : f.kind === "boolean" ? !f.input.checked : !f.input.value.trim());
 
 // The payload the fields say, or the problems that keep it from being sent (each named by the
-// field's path, `address.street: required`).
-wl.collectFields = (fields, submitter) => {
+// field's path, `address.street: required`, `lines[1].sku: required`).
+wl.collectFields = (fields, submitter, at) => {
   const payload = {}, problems = [];
   for (const field of fields) {
-    const path = field.path || field.name;
+    const path = at + field.name;
     if (field.approval) {
       payload[field.name] = !submitter || submitter.value !== "reject";
       continue;
     }
     if (field.kind === "model") {
       if (!field.required && wl.fieldsEmpty(field.fields)) continue;
-      const inner = wl.collectFields(field.fields, submitter);
+      const inner = wl.collectFields(field.fields, submitter, path + ".");
       problems.push(...inner.problems);
       payload[field.name] = inner.payload;
+      continue;
+    }
+    if (field.kind === "union") {
+      const chosen = wl.collectUnion(field, submitter, path);
+      problems.push(...chosen.problems);
+      if (chosen.present) payload[field.name] = chosen.value;
+      continue;
+    }
+    if (field.kind === "list") {
+      if (!field.required && !field.rows.length) continue;
+      payload[field.name] = field.rows.map((row, index) => {
+        const where = `${path}[${index}]`;
+        if (row.kind === "union") {
+          const chosen = wl.collectUnion(row, submitter, where);
+          problems.push(...chosen.problems);
+          return chosen.present ? chosen.value : null;
+        }
+        const inner = wl.collectFields(row.fields, submitter, where + ".");
+        problems.push(...inner.problems);
+        return inner.payload;
+      });
       continue;
     }
     const input = field.input;
@@ -174,4 +295,19 @@ wl.collectFields = (fields, submitter) => {
     }
   }
   return { payload, problems };
+};
+
+// The chosen branch's object (with the tag of a discriminated union), null for "none" on a
+// field that may be null, absent for "none" on one that may be left out.
+wl.collectUnion = (field, submitter, path) => {
+  if (field.select.value === "") {
+    if (field.required && !field.nullable) return { present: false, problems: [`${path}: required`] };
+    return field.nullable && field.required ? { present: true, value: null, problems: [] }
+      : { present: false, problems: [] };
+  }
+  const branch = field.branches[Number(field.select.value)];
+  const inner = wl.collectFields(branch.fields, submitter, path + ".");
+  const value = field.tag && branch.value !== undefined
+    ? { [field.tag]: branch.value, ...inner.payload } : inner.payload;
+  return { present: true, value, problems: inner.problems };
 };

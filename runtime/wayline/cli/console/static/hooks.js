@@ -22,7 +22,7 @@ async function load() {
       shown.add(tr.dataset.token);
       if (!hooks.some((h) => h.token === tr.dataset.token && h.status === "waiting")) {
         tr.classList.add("answered");
-        for (const control of tr.querySelectorAll("input, textarea, button")) control.disabled = true;
+        for (const control of tr.querySelectorAll("input, textarea, select, button")) control.disabled = true;
       }
     }
     for (const hook of hooks.filter((h) => h.status === "waiting" && !shown.has(h.token))) {

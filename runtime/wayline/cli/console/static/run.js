@@ -91,9 +91,13 @@ function entries(run) {
     groupEntries(group, s, out);
   }
   for (const h of run.hooks) {
+    // a large payload is sent as its first KiB and a link (payloadPayload), as a step's result
+    const large = h.receivedAt ? h.payloadPayload : null;
+    const received = large ? large.preview.slice(0, 200) + "…" : JSON.stringify(h.payload);
     out.push({ kind: "hook", key: h.id, label: `hook ${h.token}`, status: h.status, start: h.createdAt,
                end: h.receivedAt, detail: (h.type ? `type ${h.type}` : "") +
-               (h.receivedAt ? ` received ${JSON.stringify(h.payload)}` : "") });
+               (h.receivedAt ? ` received ${received}` : ""),
+               large, largeId: `hook-${h.id}-payload` });
   }
   for (const w of run.waits) {
     out.push({ kind: "sleep", key: w.id, label: `sleep ${w.id}`, status: w.early ? "woken early" : w.status,
@@ -197,7 +201,8 @@ function payload(id, value, large, shown) {
   cell.replaceChildren(preview, showAll(id, large, cell));
 }
 
-// The "show all (N bytes)" link of a large value (a run's input or output, a step's result),
+// The "show all (N bytes)" link of a large value (a run's input or output, a step's result,
+// a hook's payload),
 // whose id is `${id}-all`; a read that fails shows its error after it, as `${id}-error`, in
 // `cell`. A value whose blob is gone says so at once: the API sends its error with its size.
 function showAll(id, large, cell) {

@@ -1,0 +1,95 @@
+"""What the console's run JSON costs for a run whose hook was resumed with a large payload: the
+size of ``GET /api/runs/{id}``'s body, the peak of Python allocations while it is made
+(tracemalloc) and how long it takes, on each world.
+
+    python bench/console_hook_payload.py [--worlds local,nats] [--mib 12] [--repeat 3]
+
+Writes one run waiting on a hook, resumes it with ``{"text": "x" * N}`` (N = ``--mib`` MiB,
+stored in a blob), then reads the run ``--repeat`` times in-process (the console's ASGI app
+over httpx), each by a console made afresh. Run it with the code under test on the path (an
+older checkout's ``runtime`` first on ``PYTHONPATH`` measures that version). NATS runs on a
+throwaway nats-server (``bench/nats_server.py``).
+"""
+
+# ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
+from __future__ import annotations
+
+import sys
+
+sys.path[:] = [p for p in sys.path if not p.endswith("bench")]
+
+import argparse
+import asyncio
+import os
+import platform
+import time
+import tracemalloc
+
+import httpx
+
+import wayline
+from wayline.cli.console import create_app
+
+MIB = 1024 * 1024
+
+
+@wayline.workflow(name="bench_console_hook_payload")
+async def answered() -> int:
+    payload = await wayline.create_hook("bench_console_hook_payload")
+    return len(payload["text"])
+
+
+async def bench(url: str, args: argparse.Namespace) -> None:
+    world = wayline.open_world(url)
+    await world.start()
+    client = wayline.Client(world)
+    try:
+        async with wayline.Worker(world, [answered]):
+            run = await client.start(answered)
+            await client.wait_for_hook("bench_console_hook_payload", timeout=30)
+            size = int(args.mib * MIB)
+            await client.resume_hook("bench_console_hook_payload", {"text": "x" * size})
+            assert await run.result(timeout=120) == size
+        peaks, took, body = [], [], 0
+        for _ in range(args.repeat):
+            app = create_app(client, world_url=url)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://b") as http:
+                tracemalloc.start()
+                began = time.perf_counter()
+                answer = await http.get(f"/api/runs/{run.run_id}")
+                took.append((time.perf_counter() - began) * 1000)
+                peaks.append(tracemalloc.get_traced_memory()[1] / MIB)
+                tracemalloc.stop()
+                assert answer.status_code == 200, answer.text[:200]
+                body = len(answer.content)
+        print(
+            f"  body {body / 1024:.1f} KiB; peak {min(peaks):.2f}-{max(peaks):.2f} MiB; "
+            f"{min(took):.0f}-{max(took):.0f} ms (with tracemalloc on)",
+            flush=True,
+        )
+    finally:
+        await world.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worlds", default="local,nats")
+    parser.add_argument("--mib", type=float, default=12)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from nats_server import world_url
+
+    machine = platform.processor() or platform.machine()
+    print(f"{machine}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"wayline from {os.path.dirname(wayline.__file__)}; load {os.getloadavg()}")
+    for kind in args.worlds.split(","):
+        with world_url(kind, "console_hook_payload") as url:
+            print(f"{kind}: a hook resumed with {args.mib} MiB", flush=True)
+            asyncio.run(bench(url, args))
+    print(f"load average at the end {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
