@@ -63,3 +63,10 @@ WORKER_BACKLOG = gauge(
     "namespace and worker",
     ("namespace", "worker"),
 )
+
+WORKER_DUE_SOON = gauge(
+    "wayline_operator_worker_due_soon",
+    "Delayed messages of a WorkflowWorker's current version that fall due within its "
+    "scaleUpLeadSeconds (counted as load before they are ready), by namespace and worker",
+    ("namespace", "worker"),
+)

@@ -42,7 +42,7 @@ from .kube import (
     replace_template,
     scale_deployment,
 )
-from .metrics import WORKER_BACKLOG, observed
+from .metrics import WORKER_BACKLOG, WORKER_DUE_SOON, observed
 from .notices import WARNING, Notice
 from .peering import GATE
 from .periodic import Periodic
@@ -153,6 +153,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
     now = world.now()
     ahead = await world.delayed_messages(topics, now + spec.lead_seconds) if topics else {}
     due_soon = sum(ahead.values())
+    WORKER_DUE_SOON.labels(namespace, name).set(due_soon)
     todo = plan(
         spec,
         Seen(

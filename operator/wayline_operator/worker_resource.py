@@ -150,6 +150,7 @@ def worker_crd_manifest() -> dict[str, Any]:
         {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
         {"name": "Pinned", "type": "integer", "jsonPath": ".status.pinnedRuns"},
         {"name": "Backlog", "type": "integer", "jsonPath": ".status.backlog", "priority": 1},
+        {"name": "DueSoon", "type": "integer", "jsonPath": ".status.dueSoon", "priority": 1},
         {"name": "Image", "type": "string", "jsonPath": ".spec.image", "priority": 1},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]

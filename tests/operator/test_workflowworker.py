@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import wayline
 from tests.operator.operated import operated
 from tests.operator.test_workflowrun import CRDS, Cluster
 from tests.runtime.harness import settings, wait_for
+from tests.servers import free_port
 from wayline_operator.deployments import DRAINING_ENV, VERSION_ENV
 
 
@@ -97,6 +99,12 @@ def _deployments(cluster: Cluster) -> dict[str, dict[str, Any]]:
 def _worker(cluster: Cluster, name: str) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(cluster.kubectl("get", "wfw", name, "-o", "json").stdout)
     return found
+
+
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text: str = answer.read().decode()
+    return text
 
 
 def _events(cluster: Cluster, name: str) -> list[str]:
@@ -311,6 +319,18 @@ async def test_sleeping_runs_due_within_the_lead_time_bring_their_version_up(
     # Four runs asleep for 20 minutes: no ready message, none held. With a lead time of 0 their
     # version goes to zero; with a lead time longer than their sleep, their wakes count as load
     # and the version is brought up (ceil(4 / 2) replicas) while every wake is still ahead.
+    # The count is in the status, in `kubectl get -o wide` and in the operator's metrics.
+    port = free_port()
+    served = [
+        *cluster.operator.command(),
+        "--metrics-port",
+        str(port),
+        "--metrics-host",
+        "127.0.0.1",
+    ]
+    cluster.operator.stop()
+    cluster.operator.command = lambda: served  # type: ignore[method-assign]
+    cluster.operator.start()
     spec = _spec("shop:1", minReplicas=0, maxReplicas=3, scaleToZero=True, backlogPerReplica=2)
     made = cluster.apply("sleepy", {**spec, "scaleUpLeadSeconds": 0}, kind="WorkflowWorker")
     assert made.returncode == 0, made.stderr
@@ -336,6 +356,10 @@ async def test_sleeping_runs_due_within_the_lead_time_bring_their_version_up(
     await _until(cluster, lambda: _deployments(cluster)[name]["spec"]["replicas"] == 2 or None)
     status = _worker(cluster, "sleepy")["status"]
     assert (status["dueSoon"], status["backlog"], status["inFlight"]) == (4, 0, 0)
+    header, row = cluster.kubectl("get", "wfw", "sleepy", "-o", "wide").stdout.splitlines()
+    assert dict(zip(header.split(), row.split(), strict=False))["DUESOON"] == "4"
+    gauge = f'wayline_operator_worker_due_soon{{namespace="{cluster.namespace}",worker="sleepy"}}'
+    assert f"{gauge} 4.0" in await asyncio.to_thread(_scrape, port)
     async with _pod(cluster, v1, [wfw_op_sleepy]):  # woken now, the runs end on version 1
         for n, run in enumerate(runs):
             await run.wake()
