@@ -1,7 +1,8 @@
 """Which priority levels of one topic may hold a ready message, as one process knows it.
 
 A topic's messages live on one subject per priority level (``<prefix>.q.p<level>.<topic>.<id>``;
-``q.t`` for the one subject every level shared before the levels, ``None`` here). Asking the
+``q.t``, ``None`` here, for the one subject every level shared before the levels, which now
+holds the default priority's messages while each other priority has its own). Asking the
 stream about each of the eleven costs eleven requests, so a receive asks only about the levels
 this record names: every level found holding a message by the last full scan, and every level
 a publish was heard on since (a plain subscription to the topic's subjects sees every publish;

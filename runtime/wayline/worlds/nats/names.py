@@ -57,7 +57,7 @@ def key_token(key: str) -> str:
 
 def consumer_name(topic: str, level: int | None = None) -> str:
     """The pull consumer of a topic's messages of one priority level (``None``: of the
-    subject every level shared before the levels, kept so its messages are still served).
+    subject every level shared before the levels, which holds the default priority's work).
     A level's name starts ``qp<level>_`` (``qph<level>_`` for a hashed topic), which no name
     of the subject before the levels (``q_``, ``qh_``) starts with: a level suffix after the
     topic would make level 5 of topic ``x`` and the old consumer of a topic ``x_p5`` one name."""

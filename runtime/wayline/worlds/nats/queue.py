@@ -1,7 +1,9 @@
 """The queue on JetStream.
 
 One work-queue stream. A message lives on its own subject ``<prefix>.q.t.<topic>.<mid>``
-(``mid`` = a fresh uuid); a delayed one is first a message schedule on
+(``mid`` = a fresh uuid) when it has the default priority, as every message did before the
+priority levels, and on ``<prefix>.q.p<level>.<topic>.<mid>`` when it has another
+(``levels.py``); a delayed one is first a message schedule on
 ``<prefix>.q.s.<topic>.<mid>`` (``Nats-Schedule: @at …``) whose target is that subject. Each
 topic has one durable pull consumer filtered on ``<prefix>.q.t.<topic>.>`` only, so it never
 sees (and, acking, never cancels) a pending schedule. ``message_id`` is the stream sequence
@@ -57,8 +59,10 @@ _CHANNELS: tuple[Channel, ...] = (
     None,
     *range(ordering.MIN_PRIORITY, ordering.MAX_PRIORITY + 1),
 )
-"""The subjects a topic's ready messages live on: one per priority level, and (``None``) the
-one a world provisioned before the levels used for every level."""
+"""The subjects a topic's ready messages live on: one per priority level other than the
+default, and (``None``) the one a release before the levels used for every level, which holds
+the default priority's (``_channel``). A level ``q.p5`` subject is still read: a release
+between the two sent the default priority there."""
 _CONSUMER_EXISTS = 10148  # JSConsumerExistsErr: "consumer already exists" (action create)
 
 
@@ -251,7 +255,7 @@ class Queue:
         delay_seconds: float,
     ) -> MessageId:
         stored = carry(payload)  # the run's ordering is put on above the seam (world.sending)
-        level = ordering.of_payload(stored).priority
+        level = _channel(ordering.of_payload(stored).priority)
         body = dumps(stored)
         due = self._now() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
@@ -264,7 +268,7 @@ class Queue:
     async def _publish(
         self,
         topic: str,
-        level: int,
+        level: Channel,
         mid: str,
         body: bytes,
         due: float | None,
@@ -337,7 +341,7 @@ class Queue:
         return MessageId(msg.headers.get(_ID_HEADER) or str(msg.seq))
 
     async def _enqueue_keyed(
-        self, topic: str, level: int, mid: str, body: bytes, due: float | None, token: str
+        self, topic: str, level: Channel, mid: str, body: bytes, due: float | None, token: str
     ) -> MessageId:
         """One conditional publish on the key's subject token; a refusal names the stored
         message, whose id is the answer (unless it was removed meanwhile: publish again)."""
@@ -505,10 +509,10 @@ class Queue:
         return out
 
     async def _order(self, topic: str, levels: Levels) -> list[Channel]:
-        """The levels that may hold a message, in the order they are served: the subject
-        every level shared before the levels (``q.t``) first (it holds only work sent before
-        an upgrade, older than anything on the levels), then ``ordering.level_order`` (rule
-        1, with its aging) over when each level's first stored message was stored."""
+        """The levels that may hold a message, in the order they are served:
+        ``ordering.level_order`` (rule 1, with its aging) over when each level's first stored
+        message was stored, the subject before the levels (``q.t``) counted as the default
+        level (``_channel_order``)."""
         asked = sorted(levels.stored, key=lambda level: -1 if level is None else level)
         if len(asked) <= 1:
             return asked  # one level: nothing to order, no question to ask
@@ -516,16 +520,13 @@ class Queue:
         stamps = await asyncio.gather(
             *(self._first_stamp(self._names.target_filter(topic, level)) for level in asked)
         )
-        oldest: dict[int, float] = {}
-        order: list[Channel] = []
+        oldest: dict[Channel, float] = {}
         for level, at in zip(asked, stamps, strict=True):
             if at is None:
                 levels.found_empty(level, heard[level])
-            elif level is None:
-                order.append(None)
             else:
                 oldest[level] = at
-        return order + list(ordering.level_order(oldest, self._now(), self._aging))
+        return _channel_order(oldest, self._now(), self._aging)
 
     async def _take(self, topic: str, order: list[Channel], batch: int) -> list[tuple[Any, float]]:
         """Up to ``batch`` messages pulled at once from the levels in ``order``."""
@@ -1023,6 +1024,31 @@ class Queue:
                 record["createdAt"] = 0.0
             out.append(record)
         return out[:limit]
+
+
+def _channel(priority: int) -> Channel:
+    """The subject a ready message of ``priority`` is sent on: the one before the levels
+    (``q.t``) for the default priority, so a worker of a release before the levels (which reads
+    only that subject) still serves the work sent without a priority, and a rollback to such a
+    release strands only work given another priority; its own level's subject otherwise."""
+    return None if priority == ordering.DEFAULT_PRIORITY else priority
+
+
+def _channel_order(oldest: Mapping[Channel, float], now: float, aging: float) -> list[Channel]:
+    """The channels of ``oldest`` (each mapped to when its first stored message was stored) in
+    the order they are served: ``ordering.level_order`` over the levels, the subject before
+    the levels counted as the default level, which it holds. That level may also have its own
+    subject (``q.p5``, where a release that sent every priority on the levels left its
+    default-priority work): the two are served oldest first, so neither starves the other."""
+    at_level: dict[int, float] = {}
+    for channel, at in oldest.items():
+        level = ordering.DEFAULT_PRIORITY if channel is None else channel
+        at_level[level] = min(at, at_level.get(level, at))
+    order: list[Channel] = []
+    for level in ordering.level_order(at_level, now, aging):
+        shared = [c for c in oldest if (ordering.DEFAULT_PRIORITY if c is None else c) == level]
+        order += sorted(shared, key=lambda c: (oldest[c], c is not None))
+    return order
 
 
 def _message_id(subject: str, header: str | None, seq: int) -> str:
