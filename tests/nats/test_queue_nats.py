@@ -197,10 +197,10 @@ async def test_a_delivery_held_by_a_killed_process_comes_back(
 async def test_a_deleted_consumer_is_created_again(open_nats_world: OpenWorlds) -> None:
     world = await open_nats_world()
     await world.enqueue("flow", {"x": 0})
-    [first] = await world.receive("flow", wait_seconds=2)  # the default level's consumer
+    [first] = await world.receive("flow", wait_seconds=2)  # the consumer of q.t
     await world.ack(first)
     await queue_emptied(world)  # the ack is read before the consumer goes
-    await world._queue._js.delete_consumer(world.names.queue_stream, "qp5_flow")
+    await world._queue._js.delete_consumer(world.names.queue_stream, "q_flow")
     mid = await world.enqueue("flow", {"x": 1})
     got: list[Any] = []
     for _ in range(3):
@@ -343,7 +343,7 @@ async def test_a_worker_of_a_shorter_visibility_never_shortens_what_others_hold(
     assert await new.receive("flow", wait_seconds=3.5) == []  # past the new world's 2 s
     assert await old.renew(held) is True
     await old.ack(held)
-    info = await old._queue._js.consumer_info(old.names.queue_stream, "qp5_flow")
+    info = await old._queue._js.consumer_info(old.names.queue_stream, "q_flow")
     assert info.config.ack_wait == 30
     # the other way round: a worker of a longer visibility comes second and raises it
     await new.enqueue("step", {"x": 2})
