@@ -9,7 +9,7 @@ import json
 import time
 import uuid
 
-from tests.nats_fixtures import OpenWorlds
+from tests.nats_fixtures import OpenWorlds, taken_names
 from wayline._core import ordering
 from wayline.worlds.nats.codec import rfc3339
 from wayline.worlds.nats.levels import RESCAN_SECONDS
@@ -165,7 +165,7 @@ async def test_a_level_whose_consumer_the_server_refuses_holds_up_no_other_level
     # of someone else's covers level 3 of the topic, the world cannot create its own there.
     rogue = ConsumerConfig(
         durable_name="rogue-level-3",
-        filter_subject=names.target_filter("flow", 3),
+        filter_subject=names.target_filter("flow", "p3"),
         ack_policy=AckPolicy.EXPLICIT,
     )
     await js.add_consumer(names.queue_stream, rogue)
@@ -215,18 +215,11 @@ async def test_default_priority_work_left_on_its_level_subject_is_still_served(
     js, names = world._queue._js, world._queue._names
     topic = "flow-left-on-p5"
     await js.publish(
-        names.target_subject(topic, uuid.uuid4().hex, ordering.DEFAULT_PRIORITY),
+        names.target_subject(topic, uuid.uuid4().hex, f"p{ordering.DEFAULT_PRIORITY}"),
         json.dumps({"name": "left-on-p5"}).encode(),
     )
     await world.enqueue(topic, {"name": "plain"})
     await world.enqueue(topic, {"name": "low", **ordering.Ordering(priority=9).fields()})
     await world.enqueue(topic, {"name": "urgent", **ordering.Ordering(priority=4).fields()})
     assert await world._queue.ready(topic) == 4
-    names_got: list[str] = []
-    while len(names_got) < 4:
-        got = await world.receive(topic, max_messages=5, wait_seconds=2)
-        assert got
-        for delivery in got:
-            names_got.append(str((delivery.payload or {})["name"]))
-            assert await world.ack(delivery) is True
-    assert names_got == ["urgent", "left-on-p5", "plain", "low"]
+    assert await taken_names(world, topic, 4) == ["urgent", "left-on-p5", "plain", "low"]

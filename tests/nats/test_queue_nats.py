@@ -62,8 +62,8 @@ async def test_a_keyed_publish_retried_after_a_lost_ack_answers_its_own_message(
     world = await open_nats_world()
     queue = world._queue
     mid, body = uuid.uuid4().hex, json.dumps({"once": True}).encode()
-    first = await queue._enqueue_keyed("flow", 5, mid, body, None, key_token("k"))
-    assert await queue._enqueue_keyed("flow", 5, mid, body, None, key_token("k")) == first
+    first = await queue._enqueue_keyed("flow", "t", mid, body, None, key_token("k"))
+    assert await queue._enqueue_keyed("flow", "t", mid, body, None, key_token("k")) == first
     got = await world.receive("flow", max_messages=5, wait_seconds=1)
     assert [(d.message_id, d.payload) for d in got] == [(first, {"once": True})]
     await world.ack(got[0])
@@ -353,6 +353,6 @@ async def test_a_worker_of_a_shorter_visibility_never_shortens_what_others_hold(
     await new.enqueue("step", {"x": 3})  # a level's consumer is used once it holds a message
     [third] = await longer.receive("step", wait_seconds=2)
     await longer.ack(third)
-    info = await old._queue._js.consumer_info(old.names.queue_stream, "qp5_step")
+    info = await old._queue._js.consumer_info(old.names.queue_stream, "q_step")
     assert info.config.ack_wait == 45
     assert mid == held.message_id
