@@ -6,10 +6,12 @@ priority's is the one before the levels)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tests.nats_fixtures import OpenWorlds, taken_names
 from wayline._core import ordering
+from wayline.worlds.nats.levels import LANE_SCAN_EVERY, RESCAN_SECONDS
 from wayline.worlds.nats.names import FAIR_LANES, consumer_name, lane_of
 from wayline.worlds.nats.queue import _plan
 
@@ -111,3 +113,26 @@ def test_a_lane_shorter_than_its_turns_lets_no_less_urgent_level_pass() -> None:
         ("p7", 4),
         ("p7", 4),
     ]
+
+
+async def test_a_lane_no_publish_told_of_is_found_by_a_later_full_scan(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A full scan asks the lanes every ``LANE_SCAN_EVERY``-th time: a keyed message this
+    process heard nothing of (sent while a partition cut it off) is served within that many
+    rescans, not never."""
+    world = await open_nats_world()
+    topic = "fair-lanes-unheard"
+    await world.enqueue(topic, {"name": "heard"})
+    assert await taken_names(world, topic, 1) == ["heard"]
+    levels = world._queue._levels[topic]
+    await levels.sub.unsubscribe()  # the record stops hearing the topic's publishes
+    await world.enqueue(topic, keyed("unheard", "tenant-unheard", priority=2))
+    names: list[str] = []
+    deadline = time.monotonic() + (LANE_SCAN_EVERY + 2) * RESCAN_SECONDS
+    while not names and time.monotonic() < deadline:
+        got = await world.receive(topic, wait_seconds=0.5)  # a worker's receive
+        names += [str((d.payload or {})["name"]) for d in got]
+        for delivery in got:
+            assert await world.ack(delivery) is True
+    assert names == ["unheard"]
