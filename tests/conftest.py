@@ -65,10 +65,10 @@ async def make_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
         yield factory
 
 
-ORDERED_WORLD_KINDS = ["local", "memory"]
-"""The worlds whose queue orders ready work by priority and fairness (``_core/ordering.py``);
-the NATS world orders by priority and aging only, first in, first out within a level
-(docs/sdk.md, "Priority and fairness")."""
+ORDERED_WORLD_KINDS = ["local", "memory", *WORLD_KINDS[1:]]
+"""The worlds whose queue orders ready work by priority and fairness (``_core/ordering.py``):
+every world. The NATS world gives fair turns to a level's lanes, each holding the keys its
+hash picks (docs/sdk.md, "Priority and fairness"), so its tests use keys of distinct lanes."""
 
 PRIORITISED_WORLD_KINDS = ["local", "memory", *WORLD_KINDS[1:]]
 """The worlds whose queue serves the most urgent level first, with aging (rule 1 of

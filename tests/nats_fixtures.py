@@ -367,3 +367,16 @@ async def queue_emptied(world: Any, timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{info.state.messages} message(s) still stored after {timeout}s")
         await asyncio.sleep(0.02)
+
+
+async def taken_names(world: Any, topic: str, count: int, batch: int = 5) -> list[str]:
+    """The ``name`` of each of the next ``count`` messages of ``topic``, received ``batch``
+    at most at a time and each acked, in the order they were handed out."""
+    names: list[str] = []
+    while len(names) < count:
+        got = await world.receive(topic, max_messages=batch, wait_seconds=2)
+        assert got, names
+        for delivery in got:
+            names.append(str((delivery.payload or {})["name"]))
+            assert await world.ack(delivery) is True
+    return names

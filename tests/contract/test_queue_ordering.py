@@ -1,9 +1,9 @@
 """The order in which a world hands out ready work (``wayline._core.ordering``): priority
 first, aging so that no priority starves, and fair turns between fairness keys.
 
-Held to the worlds that order their queue: the embedded SQLite world and the in-memory world
-the simulator drives. The NATS world's queue is first in, first out per topic (docs/sdk.md,
-"Priority and fairness", says so), so it is not among them."""
+Held to every world. The NATS world takes turns between a level's lanes rather than its keys
+(a key's lane is a hash of it, ``FAIR_LANES`` a level): the keys these tests use are in lanes
+of their own there, as ``test_the_keys_here_are_in_lanes_of_their_own`` checks."""
 
 from __future__ import annotations
 
@@ -175,3 +175,10 @@ async def test_a_message_carries_its_ordering_and_the_default_carries_none(
         "_fairnessWeight": 3,
     }
     assert ordering.of_payload(first.payload) == order
+
+
+def test_the_keys_here_are_in_lanes_of_their_own() -> None:
+    from wayline.worlds.nats.names import lane_of
+
+    for pair in (("a", "b"), ("heavy", "light")):
+        assert len({lane_of(key) for key in pair}) == 2, pair

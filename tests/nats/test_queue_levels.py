@@ -9,7 +9,7 @@ import json
 import time
 import uuid
 
-from tests.nats_fixtures import OpenWorlds
+from tests.nats_fixtures import OpenWorlds, taken_names
 from wayline._core import ordering
 from wayline.worlds.nats.codec import rfc3339
 from wayline.worlds.nats.levels import RESCAN_SECONDS
@@ -19,16 +19,18 @@ async def test_a_message_on_the_subject_of_before_the_levels_is_still_served(
     open_nats_world: OpenWorlds,
 ) -> None:
     """A world provisioned before the levels holds its queued work on ``q.t.<topic>``: after
-    the upgrade its consumer is drained too, before the levels (that work is the oldest)."""
+    the upgrade its consumer is drained too, as the default level it holds (after a more
+    urgent level, before a less urgent one)."""
     world = await open_nats_world()
     js = world._queue._js
     old_subject = f"{world.names.prefix}.q.t.flow.{uuid.uuid4().hex}"
     await js.publish(old_subject, json.dumps({"name": "from-before"}).encode())
     urgent = ordering.Ordering(priority=0).fields()
     await world.enqueue("flow", {"name": "urgent", **urgent})
-    assert await world._queue.ready("flow") == 2
+    await world.enqueue("flow", {"name": "later", **ordering.Ordering(priority=7).fields()})
+    assert await world._queue.ready("flow") == 3
     got = await world.receive("flow", max_messages=5, wait_seconds=2)
-    assert [(d.payload or {})["name"] for d in got] == ["from-before", "urgent"]
+    assert [(d.payload or {})["name"] for d in got] == ["urgent", "from-before", "later"]
     for delivery in got:
         assert await world.ack(delivery) is True
     assert await world.receive("flow", wait_seconds=0.2) == []
@@ -163,7 +165,7 @@ async def test_a_level_whose_consumer_the_server_refuses_holds_up_no_other_level
     # of someone else's covers level 3 of the topic, the world cannot create its own there.
     rogue = ConsumerConfig(
         durable_name="rogue-level-3",
-        filter_subject=names.target_filter("flow", 3),
+        filter_subject=names.target_filter("flow", "p3"),
         ack_policy=AckPolicy.EXPLICIT,
     )
     await js.add_consumer(names.queue_stream, rogue)
@@ -176,3 +178,48 @@ async def test_a_level_whose_consumer_the_server_refuses_holds_up_no_other_level
     got = await world.receive("flow", max_messages=5, wait_seconds=2)
     assert [(d.payload or {})["name"] for d in got] == ["urgent"]
     assert await world.ack(got[0]) is True
+
+
+async def test_a_consumer_of_a_release_before_the_levels_receives_default_priority_work(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A worker of a release before the levels reads only ``q.t.<topic>`` through the consumer
+    ``q_<topic>``: a message this release sends without a priority reaches it, so a rollout
+    from (or a rollback to) such a release strands none of the default priority's work. A
+    message of another priority stays on its level for a worker that reads the levels."""
+    world = await open_nats_world()
+    js, names = world._queue._js, world._queue._names
+    topic = "flow-before-levels"
+    await world.enqueue(topic, {"name": "plain"})
+    await world.enqueue(topic, {"name": "urgent", **ordering.Ordering(priority=1).fields()})
+    # The consumer exactly as the release before the levels made it (its name, its filter).
+    old = await js.pull_subscribe(
+        f"{names.prefix}.q.t.{topic}.>", durable=f"q_{topic}", stream=names.queue_stream
+    )
+    [msg] = await old.fetch(5, timeout=2)
+    assert json.loads(msg.data)["name"] == "plain"
+    await msg.ack_sync()
+    await old.unsubscribe()
+    got = await world.receive(topic, max_messages=5, wait_seconds=2)
+    assert [(d.payload or {})["name"] for d in got] == ["urgent"]
+    assert await world.ack(got[0]) is True
+
+
+async def test_default_priority_work_left_on_its_level_subject_is_still_served(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A release that sent every priority on the levels left its default-priority work on
+    ``q.p5``: it is served with the default work on ``q.t``, the older first, after the more
+    urgent levels and before the less urgent ones."""
+    world = await open_nats_world()
+    js, names = world._queue._js, world._queue._names
+    topic = "flow-left-on-p5"
+    await js.publish(
+        names.target_subject(topic, uuid.uuid4().hex, f"p{ordering.DEFAULT_PRIORITY}"),
+        json.dumps({"name": "left-on-p5"}).encode(),
+    )
+    await world.enqueue(topic, {"name": "plain"})
+    await world.enqueue(topic, {"name": "low", **ordering.Ordering(priority=9).fields()})
+    await world.enqueue(topic, {"name": "urgent", **ordering.Ordering(priority=4).fields()})
+    assert await world._queue.ready(topic) == 4
+    assert await taken_names(world, topic, 4) == ["urgent", "left-on-p5", "plain", "low"]

@@ -62,8 +62,8 @@ async def test_a_keyed_publish_retried_after_a_lost_ack_answers_its_own_message(
     world = await open_nats_world()
     queue = world._queue
     mid, body = uuid.uuid4().hex, json.dumps({"once": True}).encode()
-    first = await queue._enqueue_keyed("flow", 5, mid, body, None, key_token("k"))
-    assert await queue._enqueue_keyed("flow", 5, mid, body, None, key_token("k")) == first
+    first = await queue._enqueue_keyed("flow", "t", mid, body, None, key_token("k"))
+    assert await queue._enqueue_keyed("flow", "t", mid, body, None, key_token("k")) == first
     got = await world.receive("flow", max_messages=5, wait_seconds=1)
     assert [(d.message_id, d.payload) for d in got] == [(first, {"once": True})]
     await world.ack(got[0])
@@ -197,10 +197,10 @@ async def test_a_delivery_held_by_a_killed_process_comes_back(
 async def test_a_deleted_consumer_is_created_again(open_nats_world: OpenWorlds) -> None:
     world = await open_nats_world()
     await world.enqueue("flow", {"x": 0})
-    [first] = await world.receive("flow", wait_seconds=2)  # the default level's consumer
+    [first] = await world.receive("flow", wait_seconds=2)  # the consumer of q.t
     await world.ack(first)
     await queue_emptied(world)  # the ack is read before the consumer goes
-    await world._queue._js.delete_consumer(world.names.queue_stream, "qp5_flow")
+    await world._queue._js.delete_consumer(world.names.queue_stream, "q_flow")
     mid = await world.enqueue("flow", {"x": 1})
     got: list[Any] = []
     for _ in range(3):
@@ -343,7 +343,7 @@ async def test_a_worker_of_a_shorter_visibility_never_shortens_what_others_hold(
     assert await new.receive("flow", wait_seconds=3.5) == []  # past the new world's 2 s
     assert await old.renew(held) is True
     await old.ack(held)
-    info = await old._queue._js.consumer_info(old.names.queue_stream, "qp5_flow")
+    info = await old._queue._js.consumer_info(old.names.queue_stream, "q_flow")
     assert info.config.ack_wait == 30
     # the other way round: a worker of a longer visibility comes second and raises it
     await new.enqueue("step", {"x": 2})
@@ -353,6 +353,6 @@ async def test_a_worker_of_a_shorter_visibility_never_shortens_what_others_hold(
     await new.enqueue("step", {"x": 3})  # a level's consumer is used once it holds a message
     [third] = await longer.receive("step", wait_seconds=2)
     await longer.ack(third)
-    info = await old._queue._js.consumer_info(old.names.queue_stream, "qp5_step")
+    info = await old._queue._js.consumer_info(old.names.queue_stream, "q_step")
     assert info.config.ack_wait == 45
     assert mid == held.message_id

@@ -1,6 +1,6 @@
 """Engines on the worlds that order ready work (``wayline._core.ordering``): by priority with
-aging on every world, and by fairness key too on SQLite and the in-memory world (the NATS world
-serves one level first in, first out: docs/sdk.md, "Priority and fairness")."""
+aging and by fairness key on every world (the NATS world takes turns between a level's lanes,
+each holding the keys its hash picks: docs/sdk.md, "Priority and fairness")."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ client's start, and every message a worker sends while it handles one of the run
 (:func:`attached`, as :mod:`wayline.telemetry` carries a trace), so its steps, its wakes and its
 children's starts carry them too.
 
-Among the ready messages of one topic, a world that orders (SQLite, the in-memory world)
-serves:
+Among the ready messages of one topic, a world serves (the NATS world with the differences
+docs/nats.md lists: rule 2 between a level's lanes, each holding the keys its hash picks):
 
 1. the most urgent *level* first: a message's level is its priority, and a level counts as
    one level more urgent (towards 0) for each :data:`AGING_SECONDS` its longest-waiting ready

@@ -1,7 +1,8 @@
 """Which priority levels of one topic may hold a ready message, as one process knows it.
 
 A topic's messages live on one subject per priority level (``<prefix>.q.p<level>.<topic>.<id>``;
-``q.t`` for the one subject every level shared before the levels, ``None`` here). Asking the
+``q.t``, ``None`` here, for the one subject every level shared before the levels, which now
+holds the default priority's messages while each other priority has its own). Asking the
 stream about each of the eleven costs eleven requests, so a receive asks only about the levels
 this record names: every level found holding a message by the last full scan, and every level
 a publish was heard on since (a plain subscription to the topic's subjects sees every publish;
@@ -15,17 +16,26 @@ schedule stored before it did).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from typing import Any
 
-from .names import kind_level
+from ..._core import ordering
+from .names import kind_lane, kind_level
 
 RESCAN_SECONDS = 2.0
 """How often a receive that waits scans every level again: the latest a message this process
 heard nothing of (a schedule stored before it subscribed) is found."""
 
-Channel = int | None
-"""A priority level, or None for the subject every level shared before the levels."""
+LANE_SCAN_EVERY = 4
+"""A full scan asks the fair lanes (``names.FAIR_LANES`` a level, eighty in all) only every
+fourth time, so every 8 s: a lane's publish is heard as any other's, and the scan only finds
+what no publish told, so asking eighty more subjects every 2 s would cost more than it finds."""
+
+Channel = str
+"""A subject of a topic's ready messages: its kind (``names.kind_of``), ``t`` for the subject
+every level shared before the levels, ``p<level>`` for a level, ``p<level>f<lane>`` for one
+of a level's fair lanes."""
 
 
 class Levels:
@@ -40,6 +50,11 @@ class Levels:
         """Levels a schedule was heard for: kept until a full scan finds no schedule."""
         self.scanned_at: float | None = None
         """When (monotonic) the last full scan was asked; None: never."""
+        self.scans = 0
+        """Full scans asked so far (the lanes are asked by every ``LANE_SCAN_EVERY``-th)."""
+        self.fair: dict[int, ordering.FairClock] = {}
+        """Per priority level, the fair clock of its lanes (``queue._fair_turns``): this
+        process's own, so the turns are fair among what this process takes."""
         self._heard: dict[Channel, int] = {}
         self._event = asyncio.Event()
 
@@ -51,10 +66,11 @@ class Levels:
             target = str((msg.headers or {}).get("Nats-Schedule-Target", "")).split(".")
             kind = target[2] if len(target) == 5 else ""
         try:
-            level = kind_level(kind)
+            kind_level(kind)
         except ValueError:  # not a subject this world writes: nothing to learn from it
             pass
         else:
+            level = kind
             self.stored.add(level)
             self._heard[level] = self._heard.get(level, 0) + 1
             if scheduled:
@@ -75,15 +91,44 @@ class Levels:
     def scanned(
         self, found: set[Channel], heard_before: dict[Channel, int], scheduled: set[Channel]
     ) -> None:
-        """A full scan found ``found`` holding messages, and schedules pending for the levels
-        ``scheduled`` (a schedule heard of since the scan asked is kept too)."""
+        """A full scan asked the subjects of ``heard_before`` and found ``found`` holding
+        messages, and schedules pending for the subjects ``scheduled`` (a schedule heard of
+        since the scan asked is kept too). A subject it did not ask keeps its place."""
         self.scheduled = scheduled | {
             level for level in self.scheduled if self.heard(level) != heard_before.get(level, 0)
         }
         for level in list(self.stored):
-            if level not in found:
+            if level in heard_before and level not in found:
                 self.found_empty(level, heard_before.get(level, 0))
         self.stored |= found | scheduled
+
+    def take_turns(self, level: int, pulled: list[tuple[Channel, int, list[Any]]]) -> list[Any]:
+        """The messages pulled from one level's subjects (each with the weight its turns were
+        counted with), in the order of their fair turns, which move the level's fair clock:
+        each next message is of the lane of the lowest start tag, ties to the subject pulled
+        first (``ordering.FairClock``, a lane in place of a key)."""
+        clock = self.fair.setdefault(level, ordering.FairClock())
+        queues: dict[Channel, tuple[int, collections.deque[Any]]] = {}
+        for channel, weight, msgs in pulled:
+            if not msgs:
+                continue
+            queues.setdefault(channel, (weight, collections.deque()))[1].extend(msgs)
+        rank = {channel: i for i, channel in enumerate(queues)}
+        out: list[Any] = []
+        while queues:
+            channel = min(
+                queues,
+                key=lambda c: (
+                    max(clock.virtual, clock.finish.get(kind_lane(c), 0.0)),
+                    rank[c],
+                ),
+            )
+            weight, waiting = queues[channel]
+            clock.served(clock.tag(kind_lane(channel), weight))
+            out.append(waiting.popleft())
+            if not waiting:
+                del queues[channel]
+        return out
 
     async def wait_after(self, seen: int, timeout: float) -> None:
         """Wait until a publish after the ``seen``-th one, at most ``timeout`` seconds."""

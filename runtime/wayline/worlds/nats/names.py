@@ -13,6 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from ..._core.ordering import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY
 from ...errors import ConfigurationError
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -55,33 +56,78 @@ def key_token(key: str) -> str:
     return "k" + hashlib.sha256(key.encode()).hexdigest()
 
 
-def consumer_name(topic: str, level: int | None = None) -> str:
-    """The pull consumer of a topic's messages of one priority level (``None``: of the
-    subject every level shared before the levels, kept so its messages are still served).
-    A level's name starts ``qp<level>_`` (``qph<level>_`` for a hashed topic), which no name
-    of the subject before the levels (``q_``, ``qh_``) starts with: a level suffix after the
-    topic would make level 5 of topic ``x`` and the old consumer of a topic ``x_p5`` one name."""
+FAIR_LANES = 8
+"""How many lanes a priority level has for work with a fairness key: a key's work goes to the
+lane its hash picks (:func:`lane_of`), and a receive gives the lanes of a level fair turns.
+Two keys share a lane (and are first in, first out between them) with chance 1 / 8; more
+lanes would cost more consumers and a longer scan (``levels.py``) for a smaller chance."""
+
+_LEGACY = "t"
+
+
+def lane_of(fairness_key: str) -> int:
+    """The lane of a level that a fairness key's work goes to (the same in every process)."""
+    return int.from_bytes(hashlib.sha256(fairness_key.encode()).digest()[:4], "big") % FAIR_LANES
+
+
+def kind_of(priority: int, fairness_key: str) -> str:
+    """The subject token after ``q`` of a ready message (its *kind*): ``t`` for the default
+    priority without a fairness key (the one subject every message used before the levels, so
+    a worker of a release before them serves it), ``p<level>`` for another priority without a
+    key, and ``p<level>f<lane>`` for work with a key (``lane_of``), at any priority."""
+    if fairness_key:
+        return f"p{priority}f{lane_of(fairness_key)}"
+    return _LEGACY if priority == DEFAULT_PRIORITY else f"p{priority}"
+
+
+def kind_level(kind: str) -> int:
+    """The priority level a kind's messages are served at (``t``: the default); ValueError for
+    a token that is no ready message's kind (a schedule's ``s``)."""
+    if kind == _LEGACY:
+        return DEFAULT_PRIORITY
+    if len(kind) >= 2 and kind[0] == "p" and kind[1].isdigit():
+        if len(kind) == 2:
+            return int(kind[1])
+        lane = kind[3:]
+        if kind[2] == "f" and lane.isdigit() and int(lane) < FAIR_LANES and str(int(lane)) == lane:
+            return int(kind[1])
+    raise ValueError(f"not a ready message's subject token: {kind!r}")
+
+
+def kind_lane(kind: str) -> str:
+    """The fair lane a kind is within its level: ``""`` for work without a fairness key (one
+    lane, as SQLite gives every message without a key the key ``""``), ``f<lane>`` else."""
+    return kind[2:] if len(kind) > 2 else ""
+
+
+ALL_KINDS: tuple[str, ...] = (
+    _LEGACY,
+    *(f"p{level}" for level in range(MIN_PRIORITY, MAX_PRIORITY + 1)),
+    *(
+        f"p{level}f{lane}"
+        for level in range(MIN_PRIORITY, MAX_PRIORITY + 1)
+        for lane in range(FAIR_LANES)
+    ),
+)
+"""Every subject a topic's ready messages may live on: the one before the levels, a subject per
+other priority (``p5`` too: a release between the levels and the default's return to ``t``
+sent the default there) and the fair lanes of each level."""
+
+PLAIN_KINDS = ALL_KINDS[: 1 + MAX_PRIORITY - MIN_PRIORITY + 1]
+"""The kinds of work without a fairness key."""
+
+
+def consumer_name(topic: str, kind: str = _LEGACY) -> str:
+    """The pull consumer of a topic's messages of one kind (``t``: of the subject every level
+    shared before the levels, which holds the default priority's work without a key). Another
+    kind's name starts ``q<kind>_`` (``qph<level>…_`` for a hashed topic), which no name of the
+    subject before the levels (``q_``, ``qh_``) starts with: a level suffix after the topic
+    would make level 5 of topic ``x`` and the old consumer of a topic ``x_p5`` one name."""
     plain = bool(_PLAIN.match(topic)) and len(topic) <= _MAX_PLAIN
     rest = topic if plain else hashlib.sha256(topic.encode()).hexdigest()[:40]
-    if level is None:
+    if kind == _LEGACY:
         return ("q_" if plain else "qh_") + rest
-    return f"qp{level}_{rest}" if plain else f"qph{level}_{rest}"
-
-
-def level_kind(level: int | None) -> str:
-    """The subject token after ``q`` of a message of one priority level: ``p0`` to ``p9``, or
-    ``t`` for the one subject that served every level before the levels."""
-    return "t" if level is None else f"p{level}"
-
-
-def kind_level(kind: str) -> int | None:
-    """The level a :func:`level_kind` token names (``None`` for ``t``); ValueError for any
-    other token (a schedule's ``s``)."""
-    if kind == "t":
-        return None
-    if len(kind) == 2 and kind[0] == "p" and kind[1].isdigit():
-        return int(kind[1])
-    raise ValueError(f"not a ready message's subject token: {kind!r}")
+    return f"q{kind}_{rest}" if plain else f"qph{kind[1:]}_{rest}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,13 +175,13 @@ class Names:
     def queue_wildcard(self) -> str:
         return f"{self.prefix}.q.>"
 
-    def target_filter(self, topic: str, level: int | None = None) -> str:
-        """A topic's ready messages of one priority level; ``None``: the single subject of
-        every level that a world provisioned before the levels used (``q.t``)."""
-        return f"{self.prefix}.q.{level_kind(level)}.{subject_token(topic)}.>"
+    def target_filter(self, topic: str, kind: str = _LEGACY) -> str:
+        """A topic's ready messages of one kind (``kind_of``); ``t``: the single subject of
+        every level that a world provisioned before the levels used."""
+        return f"{self.prefix}.q.{kind}.{subject_token(topic)}.>"
 
-    def target_subject(self, topic: str, mid: str, level: int | None = None) -> str:
-        return f"{self.prefix}.q.{level_kind(level)}.{subject_token(topic)}.{mid}"
+    def target_subject(self, topic: str, mid: str, kind: str = _LEGACY) -> str:
+        return f"{self.prefix}.q.{kind}.{subject_token(topic)}.{mid}"
 
     def topic_wildcard(self, topic: str) -> str:
         """Every message and schedule of one topic, of any level."""

@@ -1,7 +1,9 @@
 """The queue on JetStream.
 
 One work-queue stream. A message lives on its own subject ``<prefix>.q.t.<topic>.<mid>``
-(``mid`` = a fresh uuid); a delayed one is first a message schedule on
+(``mid`` = a fresh uuid) when it has the default priority, as every message did before the
+priority levels, and on ``<prefix>.q.p<level>.<topic>.<mid>`` when it has another
+(``levels.py``); a delayed one is first a message schedule on
 ``<prefix>.q.s.<topic>.<mid>`` (``Nats-Schedule: @at …``) whose target is that subject. Each
 topic has one durable pull consumer filtered on ``<prefix>.q.t.<topic>.>`` only, so it never
 sees (and, acking, never cancels) a pending schedule. ``message_id`` is the stream sequence
@@ -43,8 +45,18 @@ from .buckets import kv_bucket
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .delay_notes import DelayNotes
 from .direct import StoredMsg, connected, direct_batch, last_seq, publish_retried
-from .levels import RESCAN_SECONDS, Channel, Levels
-from .names import Names, consumer_name, key_token, kind_level, token_value
+from .levels import LANE_SCAN_EVERY, RESCAN_SECONDS, Channel, Levels
+from .names import (
+    ALL_KINDS,
+    PLAIN_KINDS,
+    Names,
+    consumer_name,
+    key_token,
+    kind_lane,
+    kind_level,
+    kind_of,
+    token_value,
+)
 
 log = logging.getLogger("wayline.worlds.nats")
 
@@ -53,12 +65,11 @@ _MAX_ACK_PENDING = 20_000
 _POLL_SECONDS = 0.25
 """How long a receive that waits on several levels at once waits before it asks again, unless
 a publish on its topic comes first: the latency of a redelivery then."""
-_CHANNELS: tuple[Channel, ...] = (
-    None,
-    *range(ordering.MIN_PRIORITY, ordering.MAX_PRIORITY + 1),
-)
-"""The subjects a topic's ready messages live on: one per priority level, and (``None``) the
-one a world provisioned before the levels used for every level."""
+_CHANNELS: tuple[Channel, ...] = ALL_KINDS
+"""The subjects a topic's ready messages live on (``names.kind_of``): the one a release before
+the levels used for every level, which holds the default priority's work without a fairness
+key; one per other priority for work without a key (``p5`` is still read: a release between
+the two sent the default priority there); and the fair lanes of each level for work with one."""
 _CONSUMER_EXISTS = 10148  # JSConsumerExistsErr: "consumer already exists" (action create)
 
 
@@ -133,7 +144,7 @@ class Queue:
         self._memory = memory
         self._stream = names.queue_stream
         self._aging = aging_seconds
-        self._consumers: dict[tuple[str, int | None], str] = {}
+        self._consumers: dict[tuple[str, Channel], str] = {}
         self._consumer_lock = asyncio.Lock()
         self._idem: Any = None
         self._inboxes: dict[str, _Inbox] = {}
@@ -149,9 +160,9 @@ class Queue:
         self._idem = await kv_bucket(self._js, self._names.idem_bucket, url=self._url)
 
     # consumers ----------------------------------------------------------------------------
-    async def _consumer(self, topic: str, level: int | None) -> str:
-        """The consumer of the topic's messages of one priority level (``None``: of the one
-        subject of every level a world used before the levels)."""
+    async def _consumer(self, topic: str, level: Channel) -> str:
+        """The consumer of the topic's messages of one kind (``t``: of the one subject of
+        every level a world used before the levels)."""
         name = self._consumers.get((topic, level))
         if name is not None:
             return name
@@ -251,7 +262,8 @@ class Queue:
         delay_seconds: float,
     ) -> MessageId:
         stored = carry(payload)  # the run's ordering is put on above the seam (world.sending)
-        level = ordering.of_payload(stored).priority
+        order = ordering.of_payload(stored)
+        level = kind_of(order.priority, order.fairness_key)
         body = dumps(stored)
         due = self._now() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
@@ -264,7 +276,7 @@ class Queue:
     async def _publish(
         self,
         topic: str,
-        level: int,
+        level: Channel,
         mid: str,
         body: bytes,
         due: float | None,
@@ -337,7 +349,7 @@ class Queue:
         return MessageId(msg.headers.get(_ID_HEADER) or str(msg.seq))
 
     async def _enqueue_keyed(
-        self, topic: str, level: int, mid: str, body: bytes, due: float | None, token: str
+        self, topic: str, level: Channel, mid: str, body: bytes, due: float | None, token: str
     ) -> MessageId:
         """One conditional publish on the key's subject token; a refusal names the stored
         message, whose id is the answer (unless it was removed meanwhile: publish again)."""
@@ -453,10 +465,11 @@ class Queue:
             )
         return levels
 
-    async def _first_stamp(self, subjects: str) -> float | None:
-        """When the first message stored on ``subjects`` was stored (the server's clock), or
-        None when none is. A stored message may be held already: the stream keeps it until
-        its ack, and no single request tells the ready ones apart."""
+    async def _first(self, subjects: str, weighed: bool) -> tuple[float, int] | None:
+        """When the first message stored on ``subjects`` was stored (the server's clock) and,
+        if ``weighed``, the fairness weight it carries (else 1); None when none is stored. A
+        stored message may be held already: the stream keeps it until its ack, and no single
+        request tells the ready ones apart."""
         msgs, _ = await direct_batch(
             self._nc,
             self._stream,
@@ -467,25 +480,30 @@ class Queue:
         if not msgs:
             return None
         try:
-            return parse_stamp(str(msgs[0].headers.get("Nats-Time-Stamp", "")))
+            at = parse_stamp(str(msgs[0].headers.get("Nats-Time-Stamp", "")))
         except ValueError:
-            return self._now()
+            at = self._now()
+        return at, _weight(msgs[0].data) if weighed else 1
 
     async def _scan(self, topic: str, levels: Levels) -> None:
-        """Ask about every level of the topic and its schedules (twelve requests at once)."""
+        """Ask about every subject of the topic (the fair lanes only every
+        ``LANE_SCAN_EVERY``-th time) and its schedules, all at once."""
         levels.scanned_at = time.monotonic()
-        heard = {level: levels.heard(level) for level in _CHANNELS}
-        subjects = [self._names.target_filter(topic, level) for level in _CHANNELS]
+        kinds = _CHANNELS if levels.scans % LANE_SCAN_EVERY == 0 else PLAIN_KINDS
+        levels.scans += 1
+        heard = {level: levels.heard(level) for level in kinds}
+        subjects = [self._names.target_filter(topic, level) for level in kinds]
         stamps, scheduled = await asyncio.gather(
-            asyncio.gather(*(self._first_stamp(s) for s in subjects)),
+            asyncio.gather(*(self._first(s, False) for s in subjects)),
             self._scheduled_levels(topic),
         )
-        found = {level for level, at in zip(_CHANNELS, stamps, strict=True) if at is not None}
+        found = {level for level, at in zip(kinds, stamps, strict=True) if at is not None}
         levels.scanned(found, heard, scheduled)
 
     async def _scheduled_levels(self, topic: str) -> set[Channel]:
-        """The levels the topic's pending schedules fire onto (their ``Nats-Schedule-Target``):
-        every level when there are more than one request reads."""
+        """The subjects the topic's pending schedules fire onto (their
+        ``Nats-Schedule-Target``). When there are more than one request reads: every subject
+        of work without a key, and the lanes of those read (the lane scan finds the others)."""
         msgs, pending = await direct_batch(
             self._nc,
             self._stream,
@@ -493,49 +511,58 @@ class Queue:
             timeout=self._timeout,
             url=self._url,
         )
-        if pending > 0:
-            return set(_CHANNELS)
-        out: set[Channel] = set()
+        out: set[Channel] = set(PLAIN_KINDS) if pending > 0 else set()
         for msg in msgs:
             target = str(msg.headers.get("Nats-Schedule-Target", "")).split(".")
+            kind = target[2] if len(target) == 5 else ""
             try:
-                out.add(kind_level(target[2] if len(target) == 5 else ""))
+                kind_level(kind)
             except ValueError:  # not a schedule this world wrote: it fires nowhere it serves
                 continue
+            out.add(kind)
         return out
 
-    async def _order(self, topic: str, levels: Levels) -> list[Channel]:
-        """The levels that may hold a message, in the order they are served: the subject
-        every level shared before the levels (``q.t``) first (it holds only work sent before
-        an upgrade, older than anything on the levels), then ``ordering.level_order`` (rule
-        1, with its aging) over when each level's first stored message was stored."""
-        asked = sorted(levels.stored, key=lambda level: -1 if level is None else level)
+    async def _order(self, topic: str, levels: Levels, batch: int) -> list[_Turns]:
+        """The subjects that may hold a message, in the order they are served, each with how
+        many of a receive's ``batch`` it is asked for (``_plan``: rule 1 of
+        ``ordering``, aging included, over when each subject's first stored message was
+        stored, then fair turns between a level's lanes)."""
+        asked = sorted(levels.stored)
         if len(asked) <= 1:
-            return asked  # one level: nothing to order, no question to ask
+            return [_Turns(level, batch, 1) for level in asked]  # nothing to order or ask
         heard = {level: levels.heard(level) for level in asked}
-        stamps = await asyncio.gather(
-            *(self._first_stamp(self._names.target_filter(topic, level)) for level in asked)
+        firsts = await asyncio.gather(
+            *(
+                self._first(self._names.target_filter(topic, level), bool(kind_lane(level)))
+                for level in asked
+            )
         )
-        oldest: dict[int, float] = {}
-        order: list[Channel] = []
-        for level, at in zip(asked, stamps, strict=True):
-            if at is None:
+        found: dict[Channel, tuple[float, int]] = {}
+        for level, first in zip(asked, firsts, strict=True):
+            if first is None:
                 levels.found_empty(level, heard[level])
-            elif level is None:
-                order.append(None)
             else:
-                oldest[level] = at
-        return order + list(ordering.level_order(oldest, self._now(), self._aging))
+                found[level] = first
+        return _plan(found, levels.fair, batch, self._now(), self._aging)
 
-    async def _take(self, topic: str, order: list[Channel], batch: int) -> list[tuple[Any, float]]:
-        """Up to ``batch`` messages pulled at once from the levels in ``order``."""
-        got: list[tuple[Any, float]] = []
+    async def _take(
+        self, topic: str, levels: Levels, order: list[_Turns], batch: int
+    ) -> list[tuple[Any, float]]:
+        """Up to ``batch`` messages pulled at once from the subjects in ``order``, each asked
+        for no more than its turns, handed out level by level in the order of their fair
+        turns (``Levels.take_turns``, which moves each level's fair clock)."""
+        pulled: dict[int, list[tuple[Channel, int, list[tuple[Any, float]]]]] = {}
+        count = 0
         failed: WorldError | None = None
-        for level in order:
+        for turns in order:
+            ask = min(turns.count, batch - count)
+            if ask <= 0:
+                continue
+            level = turns.channel
             try:
                 consumer = await self._consumer(topic, level)
                 sent = time.monotonic()
-                msgs = await self._pull(consumer, {"batch": batch - len(got), "no_wait": True}, 0.0)
+                msgs = await self._pull(consumer, {"batch": ask, "no_wait": True}, 0.0)
             except WorldError as err:
                 # One level that cannot be asked (its consumer refused by the server, or not
                 # reachable while its leader is elected) must not hold up the topic's other
@@ -545,12 +572,18 @@ class Queue:
                 log.warning("receiving level %s of topic %r failed: %s", level, topic, err)
                 failed = err
                 continue
-            got += [(msg, sent) for msg in msgs]
+            count += len(msgs)
+            pulled.setdefault(kind_level(level), []).append(
+                (level, turns.weight, [(msg, sent) for msg in msgs])
+            )
             self._note_drained(consumer, msgs)
-            if len(got) >= batch:
+            if count >= batch:
                 break
-        if failed is not None and not got:
+        if failed is not None and not count:
             raise failed
+        got: list[tuple[Any, float]] = []
+        for level_pulled in pulled.values():  # levels in the order they were pulled
+            got += levels.take_turns(kind_level(level_pulled[0][0]), level_pulled)
         return got
 
     async def _wait_one(self, topic: str, level: Channel, wait: float) -> list[tuple[Any, float]]:
@@ -593,14 +626,15 @@ class Queue:
                 if levels.scanned_at is None or time.monotonic() >= rescan_at:
                     await self._scan(topic, levels)
                     rescan_at = (levels.scanned_at or 0.0) + RESCAN_SECONDS
-                order = await self._order(topic, levels)
+                order = await self._order(topic, levels, batch)
                 left = deadline - time.monotonic()
-                if len(order) == 1 and left > 0 and consumer_name(topic, order[0]) in self._drained:
+                only = order[0].channel if len(order) == 1 else None
+                if only is not None and left > 0 and consumer_name(topic, only) in self._drained:
                     # waits no longer than the next rescan is due: what no publish told is found
                     until_rescan = max(_POLL_SECONDS, rescan_at - time.monotonic())
-                    got = await self._wait_one(topic, order[0], min(left, until_rescan))
+                    got = await self._wait_one(topic, only, min(left, until_rescan))
                 else:
-                    got = await self._take(topic, order, batch)
+                    got = await self._take(topic, levels, order, batch)
                 left = deadline - time.monotonic()
                 if got or left <= 0 or self._epoch != epoch:
                     break  # a connection lost (or the world closed) ends the wait at once
@@ -884,13 +918,14 @@ class Queue:
         only once delivered again (a consumer's redeliveries have no sequence to compare)."""
         import nats.js.errors
 
-        delivered: dict[tuple[str, int | None], int] = {}
+        delivered: dict[tuple[str, Channel], int] = {}
         found: dict[str, tuple[int, float]] = {}
         async for msg, _ in self.stored():
             parts = msg.subject.split(".")
             topic = token_value(parts[3]) if len(parts) == 5 else None
+            level = parts[2] if len(parts) == 5 else ""
             try:
-                level = kind_level(parts[2]) if len(parts) == 5 else None
+                kind_level(level)
             except ValueError:  # a schedule
                 continue
             if topic is None:  # a topic too long to name (hashed)
@@ -922,7 +957,7 @@ class Queue:
         are not counted."""
         import nats.js.errors
 
-        async def pending(level: int | None) -> int:
+        async def pending(level: Channel) -> int:
             try:
                 info = await self._js.consumer_info(
                     self._stream, consumer_name(topic, level), timeout=self._timeout
@@ -1023,6 +1058,78 @@ class Queue:
                 record["createdAt"] = 0.0
             out.append(record)
         return out[:limit]
+
+
+@dataclass(frozen=True, slots=True)
+class _Turns:
+    """How many messages a receive asks of one subject, and the fairness weight its turns
+    were counted with (its first message's)."""
+
+    channel: Channel
+    count: int
+    weight: int
+
+
+def _weight(data: bytes) -> int:
+    """The fairness weight a stored message carries (1 when it carries none, or is not a
+    payload this world wrote)."""
+    try:
+        payload = entries.loads(data)
+    except entries.Unreadable:
+        return 1
+    return ordering.of_payload(payload if isinstance(payload, dict) else None).fairness_weight
+
+
+def _plan(
+    firsts: Mapping[Channel, tuple[float, int]],
+    clocks: Mapping[int, ordering.FairClock],
+    batch: int,
+    now: float,
+    aging: float,
+) -> list[_Turns]:
+    """The subjects of ``firsts`` (each mapped to when its first stored message was stored,
+    and that message's fairness weight) in the order they are served, with the turns each
+    gets of ``batch``: ``ordering.level_order`` over the levels (the subject before the levels
+    is the default level, which it holds), then within a level ``batch`` turns given by start
+    time fair queuing over its lanes (``_fair_turns``). Each level is planned for the whole
+    batch: what its subjects do not hold goes to the next level."""
+    at_level: dict[int, float] = {}
+    for channel, (at, _) in firsts.items():
+        level = kind_level(channel)
+        at_level[level] = min(at, at_level.get(level, at))
+    plan: list[_Turns] = []
+    for level in ordering.level_order(at_level, now, aging):
+        lanes = {c: first for c, first in firsts.items() if kind_level(c) == level}
+        plan += _fair_turns(lanes, clocks.get(level), batch)
+    return plan
+
+
+def _fair_turns(
+    lanes: Mapping[Channel, tuple[float, int]], clock: ordering.FairClock | None, batch: int
+) -> list[_Turns]:
+    """``batch`` turns among one level's subjects, in the order of their first turn: each
+    turn goes to the lane of the lowest start tag (``ordering.FairClock``, rule 2, with a lane
+    in place of a key: the subjects of work without a key share the lane ``""``), ties to
+    the lane whose first message is the oldest; then every lane again for what the first
+    turns left of the batch. The clock itself moves only with what the pulls give
+    (``Levels.served``)."""
+    virtual = clock.virtual if clock is not None else 0.0
+    finish = dict(clock.finish) if clock is not None else {}
+    counts: dict[Channel, int] = {}
+
+    def start(channel: Channel) -> float:
+        return max(virtual, finish.get(kind_lane(channel), 0.0))
+
+    for _ in range(batch):
+        channel = min(lanes, key=lambda c: (start(c), lanes[c][0], c))
+        tag = start(channel)
+        finish[kind_lane(channel)] = tag + 1.0 / lanes[channel][1]
+        virtual = max(virtual, tag)
+        counts[channel] = counts.get(channel, 0) + 1
+    turns = [_Turns(c, n, lanes[c][1]) for c, n in counts.items()]
+    # A lane may hold fewer than its turns: the level's lanes are then asked for the rest
+    # before any less urgent level is, so a short lane never lets one pass its level.
+    return turns + [_Turns(c, batch, lanes[c][1]) for c in sorted(lanes, key=lambda c: start(c))]
 
 
 def _message_id(subject: str, header: str | None, seq: int) -> str:
