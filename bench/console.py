@@ -9,7 +9,9 @@ append: no worker runs them, and the queue is not what is measured). Then calls 
 page's API in-process (the console's ASGI app over httpx, so the figure is the server's work
 and not the network's): the first page, a page filtered by status, one filtered by a search
 attribute, the counts by status, and a page 20 pages deep reached by its cursor. Each call's
-time is min-max over ``--repeat`` calls, after one warming call. NATS runs on a throwaway
+time is min-max over ``--repeat`` calls, after one warming call. On NATS the console keeps the
+runs index in memory (``follow_runs``): the calls are timed once it is loaded, and its load
+time is printed. NATS runs on a throwaway
 nats-server (``bench/nats_server.py``) with the server's default sync setting.
 """
 # ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
@@ -98,8 +100,18 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, list[float]]:
         app = create_app(wayline.Client(world), world_url=url)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
-            first = (await http.get("/api/runs")).json()
-            print(f"  counts {first['counts']}", flush=True)
+            began = time.perf_counter()
+            first = (await http.get("/api/runs")).json()  # the console starts following
+            print(f"  counts {first['counts']} ({time.perf_counter() - began:.1f} s)", flush=True)
+            followed = getattr(world, "runs_followed", None)
+            if followed is not None:  # NATS: the runs index loaded in memory (runs_model)
+                model = await followed(600.0)
+                assert model is not None, "the runs index was not loaded in memory"
+                print(
+                    f"  runs index in memory: {len(model.runs)} runs loaded in "
+                    f"{model.load_seconds:.2f} s",
+                    flush=True,
+                )
             cursor = await deep_cursor(http, 20)
             calls: dict[str, Callable[[], Awaitable[httpx.Response]]] = {
                 "first page": lambda: http.get("/api/runs"),

@@ -53,6 +53,7 @@ from .queue import Queue
 from .rate_buckets import RateBuckets
 from .retention import Retention
 from .runs_index import RunsIndex
+from .runs_model import RunsModel
 from .runs_writer import RunsWriter
 from .skew import Skew
 from .slots import Slots
@@ -166,6 +167,7 @@ class NatsWorld(World):
         self._attributes: AttributeIndex | None = None
         self._runs_index: RunsIndex | None = None
         self._runs_writer: RunsWriter | None = None
+        self._runs_model: RunsModel | None = None
         self._log: EventLog | None = None
         self._queue: Queue | None = None
         self._served_kv: Any = None
@@ -318,6 +320,7 @@ class NatsWorld(World):
             await streams.purge_run(run_id)  # its step streams, then its payloads
             await self._index().forget_run(run_id)
             await self._runs().forget_run(run_id, info)
+            self._forgotten(run_id)
             await blobs.drop(run_id, incarnation, ended, stored, lambda: retention.archived(run_id))
 
         retention.on_drop = drop
@@ -354,6 +357,7 @@ class NatsWorld(World):
             await streams.purge_run(info.run_id)  # payloads stay: the archived events name them
             await self._index().forget_run(info.run_id)
             await self._runs().forget_run(info.run_id, info)
+            self._forgotten(info.run_id)
 
         retention.on_drop = drop
         return await retention.archive_runs(older_than, limit)
@@ -632,6 +636,9 @@ class NatsWorld(World):
 
     async def close(self) -> None:
         self._closes += 1
+        model, self._runs_model = self._runs_model, None
+        if model is not None:
+            await model.close()
         writer, self._runs_writer = self._runs_writer, None
         if writer is not None and self._nc is not None and not self._nc.is_closed:
             # a short wait: a close does not wait out requests that get no answer (the
@@ -873,6 +880,37 @@ class NatsWorld(World):
         # one stream info, where listing the runs reads the last entry of every run
         return await self._events().last_appended()
 
+    async def follow_runs(self) -> None:
+        if self._runs_model is None:
+            self._runs_model = RunsModel(
+                self._index_parts()[0], self._runs(), **self._index_options()
+            )
+        self._runs_model.start()
+
+    async def runs_followed(self, timeout: float) -> RunsModel | None:
+        """The runs index held in memory (``follow_runs``) once loaded, waiting up to
+        ``timeout`` seconds for its load; None when not followed or not loaded."""
+        model = self._runs_model
+        if model is None or not await model.ready(timeout):
+            return None
+        return model
+
+    def _forgotten(self, run_id: str) -> None:
+        if self._runs_model is not None:
+            self._runs_model.drop(run_id)
+
+    async def _followed(self) -> RunsModel | None:
+        """The runs index in memory, caught up with the index's stream, when it is loaded;
+        its upkeep (the index's reconciliation with the log, sweeps) is started off the
+        read's path."""
+        model = self._runs_model
+        if model is None or not model.loaded:
+            return None
+        await model.catch_up()
+        events, index, names = self._events(), self._runs(), self.names
+        model.upkeep(lambda: runs_pages.reconcile(events, index, names))
+        return model
+
     async def runs_page(
         self,
         *,
@@ -886,6 +924,17 @@ class NatsWorld(World):
             # the attribute index names the candidates (a few); only a log says it is corrupt
             return await self._list(status, workflow, limit, where, None, after)
         await self._own_writes()
+        model = await self._followed()
+        if model is not None:
+            return await runs_pages.page_from_model(
+                self._events(),
+                self._runs(),
+                model,
+                after=after,
+                limit=limit,
+                status=status,
+                workflow=workflow,
+            )
         return await runs_pages.page(
             self._events(),
             self._runs(),
@@ -902,6 +951,9 @@ class NatsWorld(World):
         if where:  # the attribute index narrows the runs first, as for a list
             return await super().count_runs(workflow=workflow, where=where)
         await self._own_writes()
+        model = await self._followed()
+        if model is not None:
+            return model.counts(workflow)
         return await runs_pages.counts(self._events(), self._runs(), self.names, workflow)
 
     async def _list(
