@@ -101,7 +101,9 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, list[float]]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
             began = time.perf_counter()
-            first = (await http.get("/api/runs")).json()  # the console starts following
+            answer = await http.get("/api/runs")  # the console starts following
+            assert answer.status_code == 200, answer.text
+            first = answer.json()
             print(f"  counts {first['counts']} ({time.perf_counter() - began:.1f} s)", flush=True)
             followed = getattr(world, "runs_followed", None)
             if followed is not None:  # NATS: the runs index loaded in memory (runs_model)

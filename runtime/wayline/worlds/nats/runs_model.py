@@ -29,7 +29,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,6 +206,38 @@ class RunsModel:
                 out.append(Entry(run_id, held.status, held.workflow, held.created_at, subject))
         return out
 
+    def keys_of(
+        self,
+        run_ids: Iterable[str],
+        after: tuple[float, str] | None,
+        status: RunStatus | None,
+        workflow: str | None,
+    ) -> list[tuple[float, str]]:
+        """The keys of those of ``run_ids`` the model holds with that status and workflow,
+        past ``after``, in the runs' order (a search attribute's candidates, a few)."""
+        mark = None if after is None else (-after[0], after[1])
+        keys = []
+        for run_id in run_ids:
+            held = self.runs.get(run_id)
+            if held is None or (status is not None and held.status is not status):
+                continue
+            if workflow is not None and held.workflow != workflow:
+                continue
+            key = (-held.created_at, run_id)
+            if mark is None or key > mark:
+                keys.append(key)
+        keys.sort()
+        return keys
+
+    def counts_of(self, run_ids: Iterable[str], workflow: str | None) -> dict[RunStatus, int]:
+        """How many of ``run_ids`` the model holds under each status (of ``workflow``)."""
+        tally: Counter[RunStatus] = Counter()
+        for run_id in run_ids:
+            held = self.runs.get(run_id)
+            if held is not None and (workflow is None or held.workflow == workflow):
+                tally[held.status] += 1
+        return dict(tally)
+
     def counts(self, workflow: str | None) -> dict[RunStatus, int]:
         tallies = self._counts.values() if workflow is None else [self._counts.get(workflow)]
         total: Counter[RunStatus] = Counter()
@@ -216,8 +248,9 @@ class RunsModel:
 
     # --- reading the stream -------------------------------------------------------------
     def start(self) -> None:
-        """Load the model in the background (once)."""
-        if self._task is None:
+        """Load the model in the background, unless it is loaded or loading (a load that
+        failed, the server gone for a moment, is started again)."""
+        if self._task is None or (self._task.done() and not self.loaded):
             self._task = asyncio.get_running_loop().create_task(self._load())
 
     async def ready(self, timeout: float) -> bool:
