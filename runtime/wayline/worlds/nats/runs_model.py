@@ -273,15 +273,16 @@ class RunsModel:
                     starts = range(first, last + 1, WINDOW)
                     gate = asyncio.Semaphore(WINDOWS_AT_ONCE)
 
-                    async def window(start: int) -> list[StoredMsg]:
+                    async def window(start: int) -> None:
                         async with gate:
                             msgs = await self._read(start, WINDOW)
-                        return [m for m in msgs if m.seq < start + WINDOW]
-
-                    read = await asyncio.gather(*(window(s) for s in starts))
-                    for msgs in read:
+                        # taken as each window lands (the newest entry of a run wins in any
+                        # order), so the load never holds the loop for all of them at once
                         for msg in msgs:
-                            self.absorb(msg, place=False)
+                            if msg.seq < start + WINDOW:
+                                self.absorb(msg, place=False)
+
+                    await asyncio.gather(*(window(s) for s in starts))
                     self.seq = max(self.seq, last)
                     self.replace()
                 await self._forward()
