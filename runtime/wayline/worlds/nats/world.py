@@ -53,7 +53,7 @@ from .queue import Queue
 from .rate_buckets import RateBuckets
 from .retention import Retention
 from .runs_index import RunsIndex
-from .runs_model import RunsModel
+from .runs_model import LOAD_WAIT, RunsModel
 from .runs_writer import RunsWriter
 from .skew import Skew
 from .slots import Slots
@@ -901,14 +901,14 @@ class NatsWorld(World):
 
     async def _followed(self) -> RunsModel | None:
         """The runs index in memory, caught up with the index's stream, when it is loaded
-        (or loads within the request timeout); its upkeep (the index's reconciliation with
+        (or loads within ``LOAD_WAIT``); its upkeep (the index's reconciliation with
         the log, sweeps) is started off the read's path."""
         model = self._runs_model
         if model is None:
             return None
         # a read during the load waits for it (bounded) rather than list every name beside
-        # it: both at once at 100,000 runs outlasted the request timeout
-        if not model.loaded and not await model.ready(self._options.request_timeout):
+        # it: both at once at 100,000 runs made the listing outlast the request timeout
+        if not model.loaded and not await model.ready(LOAD_WAIT):
             return None
         await model.catch_up()
         events, index, names = self._events(), self._runs(), self.names
