@@ -12,8 +12,9 @@ attribute, the counts by status, and a page 20 pages deep reached by its cursor.
 time is min-max over ``--repeat`` calls, after one warming call. On NATS the console keeps the
 runs index in memory (``follow_runs``): the calls are timed once it is loaded, and its load
 time is printed; before that, the same world's first page and counts are timed as a reader
-that does not follow them reads them (the index's names), for a ratio measured in one run. NATS runs on a throwaway
-nats-server (``bench/nats_server.py``) with the server's default sync setting.
+that does not follow them reads them (the index's names), for a ratio measured in one run.
+NATS runs on a throwaway nats-server (``bench/nats_server.py``) with the server's default sync
+setting.
 """
 # ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
 
