@@ -9,8 +9,12 @@ append: no worker runs them, and the queue is not what is measured). Then calls 
 page's API in-process (the console's ASGI app over httpx, so the figure is the server's work
 and not the network's): the first page, a page filtered by status, one filtered by a search
 attribute, the counts by status, and a page 20 pages deep reached by its cursor. Each call's
-time is min-max over ``--repeat`` calls, after one warming call. NATS runs on a throwaway
-nats-server (``bench/nats_server.py``) with the server's default sync setting.
+time is min-max over ``--repeat`` calls, after one warming call. On NATS the console keeps the
+runs index in memory (``follow_runs``): the calls are timed once it is loaded, and its load
+time is printed; before that, the same world's first page and counts are timed as a reader
+that does not follow them reads them (the index's names), for a ratio measured in one run.
+NATS runs on a throwaway nats-server (``bench/nats_server.py``) with the server's default sync
+setting.
 """
 # ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
 
@@ -80,6 +84,16 @@ async def timed(call: Callable[[], Awaitable[httpx.Response]], repeat: int) -> l
     return out
 
 
+async def timed_calls(call: Callable[[], Awaitable[None]], repeat: int) -> list[float]:
+    await call()  # warm
+    out = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        await call()
+        out.append((time.perf_counter() - began) * 1000)
+    return out
+
+
 async def deep_cursor(http: httpx.AsyncClient, pages: int) -> str:
     cursor = ""
     for _ in range(pages):
@@ -95,11 +109,39 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, list[float]]:
     try:
         filled = await fill(world, args.runs)
         print(f"  filled {args.runs} runs in {filled:.1f} s", flush=True)
+        figures: dict[str, list[float]] = {}
+        if hasattr(world, "runs_followed"):
+            # NATS, before the console follows the runs: the same world's first page and
+            # counts read from the index's names, as every reader did before the read model
+            async def names_page() -> None:
+                await world.runs_page(after=None, limit=51)
+                await world.count_runs()
+
+            figures["first page and counts, from the names"] = await timed_calls(
+                names_page, args.repeat
+            )
+            low, high = (
+                min(figures["first page and counts, from the names"]),
+                max(figures["first page and counts, from the names"]),
+            )
+            print(f"  first page and counts, from the names: {low:.1f}-{high:.1f} ms", flush=True)
         app = create_app(wayline.Client(world), world_url=url)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
-            first = (await http.get("/api/runs")).json()
-            print(f"  counts {first['counts']}", flush=True)
+            began = time.perf_counter()
+            answer = await http.get("/api/runs")  # the console starts following
+            assert answer.status_code == 200, answer.text
+            first = answer.json()
+            print(f"  counts {first['counts']} ({time.perf_counter() - began:.1f} s)", flush=True)
+            followed = getattr(world, "runs_followed", None)
+            if followed is not None:  # NATS: the runs index loaded in memory (runs_model)
+                model = await followed(600.0)
+                assert model is not None, "the runs index was not loaded in memory"
+                print(
+                    f"  runs index in memory: {len(model.runs)} runs loaded in "
+                    f"{model.load_seconds:.2f} s",
+                    flush=True,
+                )
             cursor = await deep_cursor(http, 20)
             calls: dict[str, Callable[[], Awaitable[httpx.Response]]] = {
                 "first page": lambda: http.get("/api/runs"),
@@ -108,7 +150,6 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, list[float]]:
                 "counts by status": lambda: http.get("/api/runs?limit=1"),
                 "page 21 by cursor": lambda: http.get(f"/api/runs?cursor={cursor}"),
             }
-            figures = {}
             for name, call in calls.items():
                 figures[name] = await timed(call, args.repeat)
                 low, high = min(figures[name]), max(figures[name])

@@ -141,3 +141,37 @@ async def test_status_workflow_and_attribute_filters_hold_together(world: World)
         after=None, limit=10, status=RunStatus.PENDING, workflow="pages-mix-b"
     )
     assert {r.run_id for r in by_status} == {made["pages-mix-b"][i] for i in (2, 3, 6, 7)}
+
+
+async def _followed(world: World) -> None:
+    """Ask the world to keep its runs in memory, and wait for it where it tells when it has
+    (NATS: ``runs_followed``), so the answers below are the kept ones."""
+    await world.follow_runs()
+    ready = getattr(world, "runs_followed", None)
+    if ready is not None:
+        assert await ready(30.0) is not None
+
+
+async def test_a_world_that_follows_its_runs_answers_as_one_that_does_not(world: World) -> None:
+    made = []
+    for i in range(5):
+        made.append(new_run_id())
+        await world.append(made[-1], _created("pages-follow-wf", i), expected_seq=0)
+    await _complete(world, made[0])
+    await _followed(world)
+    # after the load: a new run, a status moved, a run deleted
+    made.append(new_run_id())
+    await world.append(made[-1], _created("pages-follow-wf", 5), expected_seq=0)
+    await _complete(world, made[1])
+    await world.append(made[2], [NewEvent(T.RUN_FAILED, data={"error": {}})], expected_seq=1)
+    assert await world.delete_runs(older_than=0.0, statuses=[RunStatus.FAILED]) >= 1
+    listed = await world.list_runs(workflow="pages-follow-wf")
+    assert len(listed) == 5
+    pages = await _walk(world, 2, workflow="pages-follow-wf")
+    assert [r for p in pages for r in p] == [r.run_id for r in listed]
+    completed = await _walk(world, 10, status=RunStatus.COMPLETED, workflow="pages-follow-wf")
+    assert completed == [[r.run_id for r in listed if r.status is RunStatus.COMPLETED]]
+    assert await world.count_runs(workflow="pages-follow-wf") == {
+        RunStatus.COMPLETED: 2,
+        RunStatus.PENDING: 3,
+    }

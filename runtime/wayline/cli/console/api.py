@@ -140,6 +140,9 @@ class Console:
         where = request.query_params.getlist("where") or None
         limit = int_param(request, "limit", 50, 1, 500)
         after = decode_cursor(request)
+        # the console reads this page often: a world that can keep its runs index in memory
+        # starts to (at once; this page is read as before until it is loaded)
+        await self.client.world.follow_runs()
         # one more than the page: whether a next page exists, without counting the rest
         chosen = await self.client.runs_page(
             after, limit + 1, status=status, where=where, workflow=workflow

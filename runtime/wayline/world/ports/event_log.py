@@ -144,6 +144,14 @@ class EventLog(abc.ABC):
             counts[run.status] = counts.get(run.status, 0) + 1
         return counts
 
+    async def follow_runs(self) -> None:
+        """This process will read the runs page often (a console): a world whose page reads
+        every run's name at each call (NATS) starts keeping the runs index in memory, so later
+        pages, filters, cursors and counts are answered from it; the answers are the same,
+        sooner. Returns at once, and a page read before the index is in memory reads it as
+        before. This default keeps nothing: the other worlds' pages read an index already."""
+        return None
+
     @abc.abstractmethod
     async def get_hook(self, token: str) -> HookInfo | None:
         """The active hook holding ``token``, or the most recent disposed one."""

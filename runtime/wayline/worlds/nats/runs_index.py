@@ -185,10 +185,17 @@ class RunsIndex:
         for good, so this never goes stale (it holds only runs with names over 120
         characters)."""
 
+    @property
+    def names(self) -> Names:
+        return self._names
+
     def subject(self, info: RunInfo) -> str:
+        return self.subject_of(info.status, info.workflow, info.created_at, info.run_id)
+
+    def subject_of(self, status: RunStatus, workflow: str, created_at: float, run_id: str) -> str:
         return (
-            f"{self._names.prefix}.ri.{info.status}.{subject_token(info.workflow)}."
-            f"{time_token(info.created_at)}.{subject_token(info.run_id)}"
+            f"{self._names.prefix}.ri.{status}.{subject_token(workflow)}."
+            f"{time_token(created_at)}.{subject_token(run_id)}"
         )
 
     def matches(self, entry: Entry, info: RunInfo) -> bool:
@@ -324,6 +331,10 @@ class RunsIndex:
             return False
         self._reconciled_at = now
         return True
+
+    async def state(self) -> dict[str, Any]:
+        """The index stream's state (its first and last sequences, its number of subjects)."""
+        return dict((await self._info(self.stream, {})).get("state") or {})
 
     async def _num_subjects(self, stream: str) -> int:
         info = await self._info(stream, {})

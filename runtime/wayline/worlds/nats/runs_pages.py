@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +17,7 @@ from ...world.ports.event_log import ALL
 from .eventlog import EventLog
 from .names import Names
 from .runs_index import Entry, RunsIndex, top
+from .runs_model import RunsModel
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +99,11 @@ async def _checked(
     chunk: list[Entry],
     status: RunStatus | None,
     workflow: str | None,
+    dropped: Callable[[str], None] | None = None,
 ) -> list[RunInfo]:
     """The runs of ``chunk`` as their logs have them, in the index's order; an entry that
     disagrees with its log is written again (and its run left out when it no longer passes
-    the filters), one whose run is gone purged."""
+    the filters), one whose run is gone purged (and ``dropped`` told its run id)."""
     gone: set[str] = set()
 
     def note(run_id: str, attributes: Mapping[str, Any] | None) -> None:
@@ -133,6 +135,31 @@ async def _checked(
                 continue  # its place in the order moved: the next read finds it there
         out.append(info)
     await _repair("runs gone", index.purge(stale))
+    if dropped is not None:
+        for entry in stale:
+            dropped(entry.run_id)
+    return out
+
+
+async def page_from_model(
+    log: EventLog,
+    index: RunsIndex,
+    model: RunsModel,
+    *,
+    after: tuple[float, str] | None,
+    limit: int,
+    status: RunStatus | None,
+    workflow: str | None,
+) -> list[RunInfo]:
+    """``page`` with the runs picked from the index held in memory (``runs_model``, caught
+    up by the caller) instead of the index's names: each row is still read from its log."""
+    out: list[RunInfo] = []
+    while len(out) < limit:
+        chunk = model.entries(after, limit - len(out), status, workflow)
+        if not chunk:
+            break
+        after = (chunk[-1].created_at, chunk[-1].run_id)
+        out += await _checked(log, index, chunk, status, workflow, model.drop)
     return out
 
 

@@ -53,6 +53,7 @@ from .queue import Queue
 from .rate_buckets import RateBuckets
 from .retention import Retention
 from .runs_index import RunsIndex
+from .runs_model import LOAD_WAIT, RunsModel
 from .runs_writer import RunsWriter
 from .skew import Skew
 from .slots import Slots
@@ -166,6 +167,7 @@ class NatsWorld(World):
         self._attributes: AttributeIndex | None = None
         self._runs_index: RunsIndex | None = None
         self._runs_writer: RunsWriter | None = None
+        self._runs_model: RunsModel | None = None
         self._log: EventLog | None = None
         self._queue: Queue | None = None
         self._served_kv: Any = None
@@ -318,6 +320,7 @@ class NatsWorld(World):
             await streams.purge_run(run_id)  # its step streams, then its payloads
             await self._index().forget_run(run_id)
             await self._runs().forget_run(run_id, info)
+            self._forgotten(run_id)
             await blobs.drop(run_id, incarnation, ended, stored, lambda: retention.archived(run_id))
 
         retention.on_drop = drop
@@ -354,6 +357,7 @@ class NatsWorld(World):
             await streams.purge_run(info.run_id)  # payloads stay: the archived events name them
             await self._index().forget_run(info.run_id)
             await self._runs().forget_run(info.run_id, info)
+            self._forgotten(info.run_id)
 
         retention.on_drop = drop
         return await retention.archive_runs(older_than, limit)
@@ -632,6 +636,9 @@ class NatsWorld(World):
 
     async def close(self) -> None:
         self._closes += 1
+        model, self._runs_model = self._runs_model, None
+        if model is not None:
+            await model.close()
         writer, self._runs_writer = self._runs_writer, None
         if writer is not None and self._nc is not None and not self._nc.is_closed:
             # a short wait: a close does not wait out requests that get no answer (the
@@ -873,6 +880,41 @@ class NatsWorld(World):
         # one stream info, where listing the runs reads the last entry of every run
         return await self._events().last_appended()
 
+    async def follow_runs(self) -> None:
+        if self._runs_model is None:
+            self._runs_model = RunsModel(
+                self._index_parts()[0], self._runs(), **self._index_options()
+            )
+        self._runs_model.start()
+
+    async def runs_followed(self, timeout: float) -> RunsModel | None:
+        """The runs index held in memory (``follow_runs``) once loaded, waiting up to
+        ``timeout`` seconds for its load; None when not followed or not loaded."""
+        model = self._runs_model
+        if model is None or not await model.ready(timeout):
+            return None
+        return model
+
+    def _forgotten(self, run_id: str) -> None:
+        if self._runs_model is not None:
+            self._runs_model.drop(run_id)
+
+    async def _followed(self) -> RunsModel | None:
+        """The runs index in memory, caught up with the index's stream, when it is loaded
+        (or loads within ``LOAD_WAIT``); its upkeep (the index's reconciliation with
+        the log, sweeps) is started off the read's path."""
+        model = self._runs_model
+        if model is None:
+            return None
+        # a read during the load waits for it (bounded) rather than list every name beside
+        # it: both at once at 100,000 runs made the listing outlast the request timeout
+        if not model.loaded and not await model.ready(LOAD_WAIT):
+            return None
+        await model.catch_up()
+        events, index, names = self._events(), self._runs(), self.names
+        model.upkeep(lambda: runs_pages.reconcile(events, index, names))
+        return model
+
     async def runs_page(
         self,
         *,
@@ -882,10 +924,26 @@ class NatsWorld(World):
         workflow: str | None = None,
         where: Sequence[Where] = (),
     ) -> list[RunInfo]:
+        if where and status is not RunStatus.CORRUPT:
+            await self._own_writes()
+            model = await self._followed()
+            if model is not None:
+                return await self._where_page(model, after, limit, status, workflow, where)
         if where or status is RunStatus.CORRUPT:
             # the attribute index names the candidates (a few); only a log says it is corrupt
             return await self._list(status, workflow, limit, where, None, after)
         await self._own_writes()
+        model = await self._followed()
+        if model is not None:
+            return await runs_pages.page_from_model(
+                self._events(),
+                self._runs(),
+                model,
+                after=after,
+                limit=limit,
+                status=status,
+                workflow=workflow,
+            )
         return await runs_pages.page(
             self._events(),
             self._runs(),
@@ -899,9 +957,18 @@ class NatsWorld(World):
     async def count_runs(
         self, *, workflow: str | None = None, where: Sequence[Where] = ()
     ) -> dict[RunStatus, int]:
+        if where and all(w.op == "=" for w in where):
+            await self._own_writes()
+            model = await self._followed()
+            if model is not None:  # "=" names its runs exactly: counted by the model
+                run_ids, _ = await self._attribute_hits(where)
+                return model.counts_of(run_ids, workflow)
         if where:  # the attribute index narrows the runs first, as for a list
             return await super().count_runs(workflow=workflow, where=where)
         await self._own_writes()
+        model = await self._followed()
+        if model is not None:
+            return model.counts(workflow)
         return await runs_pages.counts(self._events(), self._runs(), self.names, workflow)
 
     async def _list(
@@ -915,13 +982,60 @@ class NatsWorld(World):
     ) -> list[RunInfo]:
         if not where:
             return await self._events().list_runs(status, workflow, limit, since=since, after=after)
+        run_ids, entries = await self._attribute_hits(where)
+        return await self._read_hits(status, workflow, limit, where, since, after, run_ids, entries)
+
+    async def _attribute_hits(
+        self, where: Sequence[Where]
+    ) -> tuple[set[str], dict[str, list[tuple[str, Any]]]]:
+        """The runs the attribute index names for ``where``, each with the entries that named
+        it. Every "=" names its runs exactly; an order or "!=" names every run holding the
+        key, so it only narrows the candidates when no "=" is given."""
         index = self._index()
-        # Every "=" names its runs exactly; an order or "!=" names every run holding the key,
-        # so it only narrows the candidates when no "=" is given.
         exact = [w for w in where if w.op == "="] or [where[0]]
         found = await asyncio.gather(*(index.candidates(w) for w in exact))
         run_ids = set(found[0]).intersection(*found[1:])
         entries = {run_id: [e for f in found for e in f[run_id]] for run_id in run_ids}
+        return run_ids, entries
+
+    async def _where_page(
+        self,
+        model: RunsModel,
+        after: tuple[float, str] | None,
+        limit: int,
+        status: RunStatus | None,
+        workflow: str | None,
+        where: Sequence[Where],
+    ) -> list[RunInfo]:
+        """A page filtered by search attributes with the runs index in memory: the attribute
+        index names the candidates, the model orders them and cuts them past the cursor, and
+        only the page's runs are read from their logs (and judged against ``where`` there)."""
+        run_ids, entries = await self._attribute_hits(where)
+        keys = model.keys_of(run_ids, after, status, workflow)
+        out: list[RunInfo] = []
+        at = 0
+        while len(out) < limit and at < len(keys):
+            chunk = [run_id for _, run_id in keys[at : at + limit - len(out)]]
+            at += len(chunk)
+            out += await self._read_hits(
+                status, workflow, len(chunk), where, None, None, set(chunk), entries
+            )
+        return out
+
+    async def _read_hits(
+        self,
+        status: RunStatus | None,
+        workflow: str | None,
+        limit: int,
+        where: Sequence[Where],
+        since: float | None,
+        after: tuple[float, str] | None,
+        run_ids: set[str],
+        entries: Mapping[str, list[tuple[str, Any]]],
+    ) -> list[RunInfo]:
+        """The runs of ``run_ids`` that pass the filters as their logs have them; the
+        attribute index's entries that disagree with a log are repaired."""
+        index = self._index()
         stale: list[str] = []
 
         def checked(run_id: str, attributes: Mapping[str, Any] | None) -> None:

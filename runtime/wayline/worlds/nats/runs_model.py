@@ -1,0 +1,371 @@
+"""The runs index held in memory by a long-lived reader (the console): the runs page, its
+filters by status and workflow, its cursor and the counts by status answered from a dict and a
+sorted list instead of a listing of every name of the index at each call (docs/nats.md, "The
+runs index's read model").
+
+The model is loaded once by reading every message of the index's stream in order, in windows
+of sequence numbers read concurrently (batch direct gets), and is then kept current by reading
+what the stream holds past the last sequence it read, at each read (one direct get when
+nothing changed), so a read sees every entry written before it, by any process. A run's
+newest entry wins: the one read at the later log position (the ``seq`` of its body), then the
+later in the stream, so a late repair from an older read never replaces a newer status.
+
+Reading forward does not show what was purged. The runs this process deletes or archives are
+dropped at once (``drop``), a run a page finds gone is dropped there, and a sweep drops the
+runs whose entries another process purged: it lists the index's names, which costs seconds at
+100,000 runs, so it runs in the background, when the index holds another number of names than
+the model holds runs, at most once per :data:`SWEEP_EVERY`. Until then, the counts may still
+count a run another process deleted.
+
+A row a page shows is still read from its run's log (``runs_pages``), so a row never shows a
+status its log does not have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..._core.events import RunStatus
+from .direct import StoredMsg, direct_batch
+from .runs_index import Entry, RunsIndex, entry_of, wildcard
+
+log = logging.getLogger(__name__)
+
+WINDOW = 1000
+"""Messages one direct get reads while the model loads (sequence numbers a window covers)."""
+
+WINDOWS_AT_ONCE = 8
+"""Windows read concurrently while the model loads."""
+
+PLACED_ONE_BY_ONE = 100
+"""Messages read at once past which the runs' order is sorted again rather than each run
+inserted in it."""
+
+LOAD_WAIT = 120.0
+"""Seconds a read waits for the model's load before it lists the index's names instead (the
+load failed or is that slow): at 100,000 runs the load took 11 to 22 s on a loaded machine,
+and a listing of every name beside it outlasted the request timeout."""
+
+SWEEP_EVERY = 10.0
+"""Seconds between two sweeps for runs purged by another process (``sweep``)."""
+
+
+@dataclass(slots=True)
+class Held:
+    """What the model holds of one run: its newest entry."""
+
+    status: RunStatus
+    workflow: str
+    created_at: float
+    log_seq: int
+    """The log position the entry's status was read at (0 for an entry without a body)."""
+    stream_seq: int
+    """The entry's sequence in the index's stream."""
+
+
+def parse(msg: StoredMsg) -> tuple[str, Held] | None:
+    """The run an index message names and what it says of it; None for a subject no writer
+    of this version made (``runs_index.entry_of``). The body gives the log position, and the
+    workflow and run id where the subject hashes them (past 120 characters)."""
+    hashed = None
+    if "=h" in msg.subject:
+        try:
+            found = json.loads(msg.data) if msg.data else None
+        except ValueError:
+            found = None
+        if isinstance(found, dict) and "run" in found:
+            hashed = {msg.subject: (str(found.get("workflow")), str(found["run"]))}
+    entry = entry_of(msg.subject, hashed)
+    if entry is None:
+        return None
+    held = Held(entry.status, entry.workflow, entry.created_at, _seq_of(msg.data), msg.seq)
+    return entry.run_id, held
+
+
+def _seq_of(data: bytes) -> int:
+    """The ``seq`` of an entry's body (``runs_index.body``), read without decoding the rest:
+    a load reads 100,000 of them. 0 for a body without one."""
+    at = data.rfind(b'"seq": ')
+    if at < 0:
+        return 0
+    end = data.find(b"}", at)
+    try:
+        return int(data[at + 7 : end if end >= 0 else None])
+    except ValueError:
+        return 0
+
+
+class RunsModel:
+    def __init__(self, nc: Any, index: RunsIndex, *, url: str, timeout: float) -> None:
+        self._nc, self._index = nc, index
+        self._url, self._timeout = url, timeout
+        self._filter = wildcard(index.names)
+        self.runs: dict[str, Held] = {}
+        self.order: list[tuple[float, str]] = []
+        """The runs' keys in the runs' order: ``(-created_at, run_id)``, sorted."""
+        self._by_status: dict[RunStatus, list[tuple[float, str]]] = {}
+        """The same, for the runs of each status."""
+        self._counts: dict[str, Counter[RunStatus]] = {}
+        """Runs by workflow and status."""
+        self.seq = 0
+        """The last sequence of the index's stream read."""
+        self.loaded = False
+        self.load_seconds: float | None = None
+        self._reading = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._upkeep: asyncio.Task[None] | None = None
+        self._swept_at = time.monotonic()
+
+    # --- what it holds ------------------------------------------------------------------
+    def absorb(self, msg: StoredMsg, *, place: bool = True) -> None:
+        """Take one message of the index's stream. Unless ``place``, the runs' orders are
+        left to :meth:`replace` (many messages at once: one sort instead of an insertion
+        each)."""
+        self.seq = max(self.seq, msg.seq)
+        parsed = parse(msg)
+        if parsed is None:
+            return
+        run_id, new = parsed
+        held = self.runs.get(run_id)
+        if held is not None:
+            if (held.log_seq, held.stream_seq) > (new.log_seq, new.stream_seq):
+                return  # an older status, written late
+            self._counts[held.workflow][held.status] -= 1
+            if place and (held.created_at, held.status) != (new.created_at, new.status):
+                self._unplace(run_id, held)
+                self._place(run_id, new)
+        elif place:
+            self._place(run_id, new)
+        self.runs[run_id] = new
+        self._counts.setdefault(new.workflow, Counter())[new.status] += 1
+
+    def absorb_all(self, msgs: list[StoredMsg]) -> None:
+        """Take many messages: one at a time when they are few, else with one sort of the
+        runs' orders (a run inserted at the head of a list of 100,000 moves all of them)."""
+        if len(msgs) <= PLACED_ONE_BY_ONE:
+            for msg in msgs:
+                self.absorb(msg)
+            return
+        for msg in msgs:
+            self.absorb(msg, place=False)
+        self.replace()
+
+    def replace(self) -> None:
+        """Sort the runs' orders again from the runs held."""
+        self.order = sorted((-held.created_at, run_id) for run_id, held in self.runs.items())
+        self._by_status = {}
+        for key in self.order:
+            self._by_status.setdefault(self.runs[key[1]].status, []).append(key)
+
+    def drop(self, run_id: str) -> None:
+        """Forget a run that is gone (deleted, archived, or found gone by a page)."""
+        held = self.runs.pop(run_id, None)
+        if held is not None:
+            self._counts[held.workflow][held.status] -= 1
+            self._unplace(run_id, held)
+
+    def _place(self, run_id: str, held: Held) -> None:
+        key = (-held.created_at, run_id)
+        bisect.insort(self.order, key)
+        bisect.insort(self._by_status.setdefault(held.status, []), key)
+
+    def _unplace(self, run_id: str, held: Held) -> None:
+        key = (-held.created_at, run_id)
+        for keys in (self.order, self._by_status.get(held.status, [])):
+            at = bisect.bisect_left(keys, key)
+            if at < len(keys) and keys[at] == key:
+                del keys[at]
+
+    def entries(
+        self,
+        after: tuple[float, str] | None,
+        limit: int,
+        status: RunStatus | None,
+        workflow: str | None,
+    ) -> list[Entry]:
+        """The first ``limit`` runs past ``after`` in the runs' order with that status and
+        workflow, as the index names them: a walk of the status's own order from the cursor,
+        so a status few runs have is as quick to page as the whole list."""
+        order = self.order if status is None else self._by_status.get(status, [])
+        if workflow is not None and not sum(self._counts.get(workflow, Counter()).values()):
+            return []
+        runs = self.runs
+        at = 0 if after is None else bisect.bisect_right(order, (-after[0], after[1]))
+        out: list[Entry] = []
+        while at < len(order) and len(out) < limit:
+            run_id = order[at][1]
+            at += 1
+            held = runs[run_id]
+            if workflow is None or held.workflow == workflow:
+                subject = self._index.subject_of(
+                    held.status, held.workflow, held.created_at, run_id
+                )
+                out.append(Entry(run_id, held.status, held.workflow, held.created_at, subject))
+        return out
+
+    def keys_of(
+        self,
+        run_ids: Iterable[str],
+        after: tuple[float, str] | None,
+        status: RunStatus | None,
+        workflow: str | None,
+    ) -> list[tuple[float, str]]:
+        """The keys of those of ``run_ids`` the model holds with that status and workflow,
+        past ``after``, in the runs' order (a search attribute's candidates, a few)."""
+        mark = None if after is None else (-after[0], after[1])
+        keys = []
+        for run_id in run_ids:
+            held = self.runs.get(run_id)
+            if held is None or (status is not None and held.status is not status):
+                continue
+            if workflow is not None and held.workflow != workflow:
+                continue
+            key = (-held.created_at, run_id)
+            if mark is None or key > mark:
+                keys.append(key)
+        keys.sort()
+        return keys
+
+    def counts_of(self, run_ids: Iterable[str], workflow: str | None) -> dict[RunStatus, int]:
+        """How many of ``run_ids`` the model holds under each status (of ``workflow``)."""
+        tally: Counter[RunStatus] = Counter()
+        for run_id in run_ids:
+            held = self.runs.get(run_id)
+            if held is not None and (workflow is None or held.workflow == workflow):
+                tally[held.status] += 1
+        return dict(tally)
+
+    def counts(self, workflow: str | None) -> dict[RunStatus, int]:
+        tallies = self._counts.values() if workflow is None else [self._counts.get(workflow)]
+        total: Counter[RunStatus] = Counter()
+        for tally in tallies:
+            if tally is not None:
+                total.update(tally)
+        return {status: n for status, n in total.items() if n > 0}
+
+    # --- reading the stream -------------------------------------------------------------
+    def start(self) -> None:
+        """Load the model in the background, unless it is loaded or loading (a load that
+        failed, the server gone for a moment, is started again)."""
+        if self._task is None or (self._task.done() and not self.loaded):
+            self._task = asyncio.get_running_loop().create_task(self._load())
+
+    async def ready(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the load; whether it is done."""
+        self.start()
+        assert self._task is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        except TimeoutError:
+            return False
+        return self.loaded
+
+    async def _load(self) -> None:
+        began = time.perf_counter()
+        try:
+            info = await self._index.state()
+            first, last = int(info.get("first_seq") or 0), int(info.get("last_seq") or 0)
+            async with self._reading:
+                if last >= first > 0:
+                    starts = range(first, last + 1, WINDOW)
+                    gate = asyncio.Semaphore(WINDOWS_AT_ONCE)
+
+                    async def window(start: int) -> None:
+                        async with gate:
+                            msgs = await self._read(start, WINDOW)
+                        # taken as each window lands (the newest entry of a run wins in any
+                        # order), so the load never holds the loop for all of them at once
+                        for msg in msgs:
+                            if msg.seq < start + WINDOW:
+                                self.absorb(msg, place=False)
+
+                    await asyncio.gather(*(window(s) for s in starts))
+                    self.seq = max(self.seq, last)
+                    self.replace()
+                await self._forward()
+        except Exception as err:  # the reader goes on with the index's names (slow path)
+            log.warning("runs index not loaded in memory: %s", err)
+            return
+        self.load_seconds = time.perf_counter() - began
+        self.loaded = True
+
+    async def _read(self, start: int, batch: int) -> list[StoredMsg]:
+        request = {"seq": start, "batch": batch, "next_by_subj": self._filter}
+        msgs, _ = await direct_batch(
+            self._nc, self._index.stream, request, timeout=self._timeout, url=self._url
+        )
+        return msgs
+
+    async def _forward(self) -> None:
+        while True:
+            msgs = await self._read(self.seq + 1, WINDOW)
+            self.absorb_all(msgs)
+            if len(msgs) < WINDOW:
+                return
+
+    async def catch_up(self) -> None:
+        """Read what the index's stream holds past what the model read (any writer's)."""
+        async with self._reading:
+            await self._forward()
+
+    # --- what reading forward does not see ----------------------------------------------
+    def upkeep(self, reconcile: Callable[[], Awaitable[object]]) -> None:
+        """Start the index's reconciliation with the log (``runs_pages.reconcile``, which
+        says itself whether it is due) and a sweep if one is due, in the background, unless
+        they are under way: a read does not wait for them."""
+        if self._upkeep is None or self._upkeep.done():
+            self._upkeep = asyncio.get_running_loop().create_task(self._keep(reconcile))
+
+    async def _keep(self, reconcile: Callable[[], Awaitable[object]]) -> None:
+        try:
+            await reconcile()
+            if time.monotonic() - self._swept_at >= SWEEP_EVERY:
+                await self.sweep(force=False)
+        except Exception as err:  # the next read tries again
+            log.warning("runs index upkeep failed: %s", err)
+
+    async def sweep(self, *, force: bool = True) -> int:
+        """Drop the runs whose entries were purged (by any process) since the model read
+        them; unless ``force``, only when the index names another number of runs than the
+        model holds. Returns how many it dropped."""
+        for _ in range(3):  # the counts compare only once the model has read every entry
+            await self.catch_up()
+            info = await self._index.state()
+            if int(info.get("last_seq") or 0) <= self.seq:
+                break
+        else:
+            if not force:
+                return 0  # entries land faster than this reads them: the next upkeep tries
+        if not force and int(info.get("num_subjects") or 0) == len(self.runs):
+            return 0
+        self._swept_at = time.monotonic()
+        before = self.seq
+        listed = set(await self._index.subjects(self._index.stream, self._filter))
+        gone = [
+            run_id
+            for run_id, held in self.runs.items()
+            if held.stream_seq <= before
+            and self._index.subject_of(held.status, held.workflow, held.created_at, run_id)
+            not in listed
+        ]
+        for run_id in gone:
+            self.drop(run_id)
+        return len(gone)
+
+    async def close(self) -> None:
+        for task in (self._task, self._upkeep):
+            if task is not None and not task.done():
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+        self._task = self._upkeep = None

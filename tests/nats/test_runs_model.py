@@ -1,0 +1,188 @@
+"""The runs index held in memory (``runs_model``) against a real nats-server: a world that
+follows its runs answers the runs page, its filters, its cursor and the counts as a world that
+reads the index's names does, for the same world, while another process creates runs, moves
+their statuses, changes their attributes and deletes them."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.nats_fixtures import OpenWorlds
+from wayline._core.events import EventType, NewEvent, RunStatus
+from wayline._core.ids import new_run_id
+from wayline._core.search_attributes import parse_all
+from wayline.errors import WorldError
+from wayline.worlds.nats import runs_model
+
+_WF = "runs-model-wf"
+_OTHER = "runs-model-other"
+
+
+def _created(workflow: str, i: int) -> list[NewEvent]:
+    data = {"workflow": workflow, "input": [i], "search": {"tenant": f"t{i % 3}"}}
+    return [NewEvent(EventType.RUN_CREATED, data=data)]
+
+
+async def _answers(world: Any) -> dict[str, Any]:
+    """Every answer of the runs page the model gives: pages of 2 by cursor under each filter
+    (search attributes included) and the counts, of every run and of a search attribute."""
+    out: dict[str, Any] = {}
+    filters: list[dict[str, Any]] = [
+        {},
+        {"workflow": _WF},
+        {"status": RunStatus.COMPLETED},
+        {"status": RunStatus.PENDING, "workflow": _OTHER},
+        {"status": RunStatus.FAILED},
+    ]
+    filters += [
+        {"where": parse_all("tenant=t1")},
+        {"where": parse_all("tenant=t2"), "workflow": _WF},
+    ]
+    for i, chosen in enumerate(filters):
+        rows: list[tuple[str, str]] = []
+        after = None
+        while True:
+            page = await world.runs_page(after=after, limit=2, **chosen)
+            if not page:
+                break
+            rows += [(r.run_id, str(r.status)) for r in page]
+            after = (page[-1].created_at, page[-1].run_id)
+        out[f"page {i}"] = rows
+    out["counts"] = await world.count_runs()
+    out["counts of wf"] = await world.count_runs(workflow=_WF)
+    out["counts where"] = await world.count_runs(where=parse_all("tenant=t1"))
+    out["counts where of wf"] = await world.count_runs(workflow=_WF, where=parse_all("tenant=t2"))
+    return out
+
+
+async def _model(world: Any) -> runs_model.RunsModel:
+    await world.follow_runs()
+    model = await world.runs_followed(30.0)
+    assert model is not None, "the runs index was not loaded in memory"
+    return model  # type: ignore[no-any-return]
+
+
+async def test_a_followed_world_answers_as_the_index_while_another_process_writes(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runs_model, "SWEEP_EVERY", 0.0)
+    writer = await open_nats_world()  # another process: creates, moves, deletes
+    console = await open_nats_world()  # follows the runs
+    reader = await open_nats_world()  # reads the index's names, as before
+    made = []
+    for i in range(12):
+        made.append(new_run_id())
+        workflow = _WF if i % 2 else _OTHER
+        await writer.append(made[-1], _created(workflow, i), expected_seq=0)
+    assert await writer.flush_runs_index()
+    model = await _model(console)
+    assert len(model.runs) == 12
+    assert await _answers(console) == await _answers(reader)
+
+    # status moves, one twice (running, then completed), an attribute changed, new runs
+    for run_id in made[:4]:
+        done = [NewEvent(EventType.RUN_COMPLETED, data={"output": 1})]
+        await writer.append(run_id, done, expected_seq=1)
+    failed = [NewEvent(EventType.RUN_FAILED, data={"error": {"message": "no"}})]
+    await writer.append(made[4], failed, expected_seq=1)
+    tagged = [NewEvent(EventType.ATTRIBUTES_SET, data={"set": {"tenant": "t1"}})]
+    await writer.append(made[6], tagged, expected_seq=1)
+    for i in range(12, 15):
+        made.append(new_run_id())
+        await writer.append(made[-1], _created(_WF, i), expected_seq=0)
+    assert await writer.flush_runs_index()
+    first = await _answers(console)
+    assert first == await _answers(reader)
+    assert first["counts"] == {RunStatus.COMPLETED: 4, RunStatus.FAILED: 1, RunStatus.PENDING: 10}
+    assert model.counts(None) == first["counts"]  # from memory, not the names
+
+    # another process deletes the completed runs: the model cannot read a purge, the sweep
+    # (started by a read, off its path) finds them gone
+    assert await writer.delete_runs(older_than=0.0, statuses=[RunStatus.COMPLETED]) == 4
+    want = await _answers(reader)
+    assert want["counts"] == {RunStatus.FAILED: 1, RunStatus.PENDING: 10}
+    # the counts alone (no page shows a deleted run, which would drop it from the model)
+    for _ in range(100):
+        if await console.count_runs() == want["counts"]:
+            break
+        await asyncio.sleep(0.1)
+    assert await console.count_runs() == want["counts"]
+    assert await _answers(console) == want
+    assert set(model.runs) == set(made) - set(made[:4])
+
+
+async def test_a_late_entry_of_an_older_status_does_not_replace_the_newer_one(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world()
+    run_id = new_run_id()
+    await world.append(run_id, _created(_WF, 0), expected_seq=0)
+    stale = await world.get_run(run_id)
+    done = [NewEvent(EventType.RUN_COMPLETED, data={"output": 1})]
+    await world.append(run_id, done, expected_seq=1)
+    assert await world.flush_runs_index()
+    model = await _model(world)
+    # a repair from a read made before the completion lands after it, as a late writer's
+    await world._runs().moved(stale)
+    assert await world.count_runs(workflow=_WF) == {RunStatus.COMPLETED: 1}
+    page = await world.runs_page(after=None, limit=5, status=RunStatus.COMPLETED)
+    assert [r.run_id for r in page] == [run_id]
+    assert model.runs[run_id].status is RunStatus.COMPLETED
+
+
+async def test_runs_this_process_deletes_leave_the_model_at_once(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world()
+    ids = [new_run_id() for _ in range(3)]
+    for i, run_id in enumerate(ids):
+        await world.append(run_id, _created(_WF, i), expected_seq=0)
+    done = [NewEvent(EventType.RUN_COMPLETED, data={"output": 1})]
+    await world.append(ids[0], done, expected_seq=1)
+    model = await _model(world)
+    assert await world.delete_runs(older_than=0.0, statuses=[RunStatus.COMPLETED]) == 1
+    assert ids[0] not in model.runs
+    assert await world.count_runs(workflow=_WF) == {RunStatus.PENDING: 2}
+
+
+async def test_the_model_loads_an_index_larger_than_one_window(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runs_model, "WINDOW", 7)  # many windows, read concurrently
+    world = await open_nats_world()
+    ids = [new_run_id() for _ in range(40)]
+    await asyncio.gather(
+        *(world.append(r, _created(_WF, i), expected_seq=0) for i, r in enumerate(ids))
+    )
+    assert await world.flush_runs_index()
+    model = await _model(world)
+    assert set(model.runs) == set(ids)
+    listed = await world.list_runs(workflow=_WF, limit=100)
+    page = await world.runs_page(after=None, limit=100, workflow=_WF)
+    assert [r.run_id for r in page] == [r.run_id for r in listed]
+
+
+async def test_a_page_read_while_the_model_does_not_load_reads_the_names(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = await open_nats_world()
+    ids = [new_run_id() for _ in range(3)]
+    for i, run_id in enumerate(ids):
+        await world.append(run_id, _created(_WF, i), expected_seq=0)
+
+    async def refused(self: Any, start: int, batch: int) -> list[Any]:
+        raise WorldError("refused on purpose")
+
+    monkeypatch.setattr(runs_model.RunsModel, "_read", refused)
+    await world.follow_runs()
+    page = await world.runs_page(after=None, limit=10, workflow=_WF)
+    assert sorted(r.run_id for r in page) == sorted(ids)
+    assert await world.count_runs(workflow=_WF) == {RunStatus.PENDING: 3}
+    assert await world.runs_followed(0.0) is None
+    monkeypatch.undo()  # the server answers again: the next read starts the load again
+    await world.follow_runs()
+    model = await world.runs_followed(30.0)
+    assert model is not None and set(model.runs) == set(ids)
