@@ -107,6 +107,7 @@ class NatsWorld(World):
         create: bool = True,
         orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
         aging_seconds: float = ordering.AGING_SECONDS,
+        gather_appends: bool | int = False,
     ) -> None:
         super().__init__()
         self._orphan_grace = orphan_grace(orphan_grace_seconds)
@@ -175,6 +176,9 @@ class NatsWorld(World):
         self._hook_buf: NatsHookBuffer | None = None
         self.skew = Skew()
         self._blob_store: Any = None
+        self._gather_appends = bool(gather_appends)
+        """Appends of concurrent runs go as one atomic batch (``gather.py``). Off by default: it
+        pays only on a server that fsyncs each write (``sync_interval: always``)."""
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NatsWorld:
@@ -472,6 +476,7 @@ class NatsWorld(World):
                 timeout=self._options.request_timeout,
                 on_terminal=self._wake_terminal,
                 skew=self.skew,
+                gather=self._gather_appends,
             )
             await event_log.start()
             queue = Queue(

@@ -1,0 +1,142 @@
+"""Appends of concurrent runs are stored as one JetStream atomic batch (``gather.py``), and a
+batch the server refuses is published again append by append, so each run gets its own
+answer. On a real nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.nats_fixtures import OpenWorlds
+from wayline._core.events import EventType as T
+from wayline._core.events import NewEvent
+from wayline._core.ids import new_run_id
+from wayline.errors import SequenceConflictError
+from wayline.worlds.nats import gather
+from wayline.worlds.nats.direct import read_subject
+
+
+async def _runs(world: Any, count: int, workflow: str) -> list[str]:
+    out = []
+    for _ in range(count):
+        run_id = new_run_id()
+        await world.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": workflow})])
+        await world.append(run_id, [NewEvent(T.RUN_STARTED)])
+        out.append(run_id)
+    return out
+
+
+async def _stored_headers(world: Any, run_id: str) -> list[dict[str, str]]:
+    msgs = await read_subject(
+        world._nc,
+        world.names.events_stream,
+        world.names.run_subject(run_id),
+        0,
+        timeout=5.0,
+        url="test",
+    )
+    return [m.headers for m in msgs]
+
+
+async def _step_everywhere(
+    world: Any, run_ids: list[str], expected: int | None, name: str
+) -> list[Any]:
+    return list(
+        await asyncio.gather(
+            *(
+                world.append(
+                    r, [NewEvent(T.STEP_CREATED, f"{name}-{r}", {})], expected_seq=expected
+                )
+                for r in run_ids
+            ),
+            return_exceptions=True,
+        )
+    )
+
+
+async def test_appends_of_concurrent_runs_are_stored_as_one_atomic_batch(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world(gather_appends=1)
+    run_ids = await _runs(world, 10, "gather-one-batch")
+    results = await _step_everywhere(world, run_ids, 2, "gather-one-batch-step")
+    assert all(isinstance(r, list) and [e.seq for e in r] == [3] for r in results), results
+    batch_ids = [(await _stored_headers(world, r))[-1].get("Nats-Batch-Id") for r in run_ids]
+    gathered = [b for b in batch_ids if b is not None]
+    # the first append of the turn goes at once, on its own; the others wait for its end
+    assert len(gathered) >= gather.MIN_BATCH and len(set(gathered)) == 1, batch_ids
+    other = await open_nats_world()
+    for run_id, result in zip(run_ids, results, strict=True):
+        events = await other.list_events(run_id)
+        assert [(e.seq, e.type) for e in events][-1] == (3, T.STEP_CREATED)
+        assert events[-1].created_at == result[0].created_at  # each its own stamp
+
+
+async def test_a_stale_expectation_in_a_batch_fails_only_that_run(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world(gather_appends=1)
+    other = await open_nats_world()
+    run_ids = await _runs(world, 10, "gather-stale")
+    stale, moved = run_ids[-1], run_ids[-2]
+    for run_id in (stale, moved):  # another process moves them: this one's view is behind
+        await other.append(run_id, [NewEvent(T.STEP_CREATED, f"other-{run_id}", {})])
+    refused = world._log.gather.refused
+    results = await asyncio.gather(
+        *(
+            world.append(
+                r, [NewEvent(T.STEP_CREATED, f"gather-stale-step-{r}", {})], expected_seq=2
+            )
+            for r in run_ids[:-2]
+        ),
+        world.append(moved, [NewEvent(T.STEP_CREATED, f"gather-stale-moved-{moved}", {})]),
+        world.append(
+            stale, [NewEvent(T.STEP_CREATED, f"gather-stale-step-{stale}", {})], expected_seq=2
+        ),
+        return_exceptions=True,
+    )
+    # the batch was tried and refused (its 10071 names no message), then each went alone
+    assert world._log.gather.refused == refused + 1
+    assert isinstance(results[-1], SequenceConflictError), results[-1]
+    assert "at seq 3" in str(results[-1])
+    assert [[e.seq for e in r] for r in results[:-2]] == [[3]] * 8, results
+    assert [e.seq for e in results[-2]] == [4]  # no expectation: validated again, then stored
+    for run_id in run_ids[:-2]:
+        events = await other.list_events(run_id)
+        assert [e.correlation_id for e in events][-1] == f"gather-stale-step-{run_id}"
+    events = await other.list_events(stale)
+    assert [e.correlation_id for e in events] == [None, None, f"other-{stale}"]
+
+
+async def test_a_stream_that_refuses_atomic_batches_gets_appends_one_by_one(
+    open_nats_world: OpenWorlds,
+) -> None:
+    world = await open_nats_world(gather_appends=1)
+    run_ids = await _runs(world, 10, "gather-refusing")
+    info = await world._js.stream_info(world.names.events_stream)
+    config = info.config
+    config.allow_atomic = False  # as a stream provisioned before batches, or edited since
+    await world._js.update_stream(config)
+    results = await _step_everywhere(world, run_ids, 2, "gather-refusing-step")
+    assert all(isinstance(r, list) and [e.seq for e in r] == [3] for r in results), results
+    assert world._log.gather.enabled is False
+    assert world._log.gather.refused == 1
+    # a world started on it again turns atomic batches on (provisioning updates the stream)
+    again = await open_nats_world()
+    info = await again._js.stream_info(again.names.events_stream)
+    assert info.config.allow_atomic is True
+
+
+@pytest.mark.parametrize("options", [{}, {"gather_appends": 0}])
+async def test_gathering_is_off_unless_asked(
+    open_nats_world: OpenWorlds, options: dict[str, int]
+) -> None:
+    world = await open_nats_world(**options)
+    run_ids = await _runs(world, 10, "gather-off")
+    results = await _step_everywhere(world, run_ids, 2, "gather-off-step")
+    assert all(isinstance(r, list) for r in results), results
+    assert world._log.gather.batches == 0
+    for run_id in run_ids:
+        assert all("Nats-Batch-Id" not in h for h in await _stored_headers(world, run_id))
