@@ -100,7 +100,7 @@ class Gather:
         return acked
 
     def _end_of_turn(self) -> None:
-        self._busy = self._turn > 1
+        self._busy = self._turn > MIN_BATCH  # enough for a batch: the next turn gathers all
         self._turn = 0
         pending = [e for e in self._pending if not e.turn.done()]  # (a cancelled caller)
         self._pending = []
