@@ -367,3 +367,18 @@ async def queue_emptied(world: Any, timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{info.state.messages} message(s) still stored after {timeout}s")
         await asyncio.sleep(0.02)
+
+
+async def stored_headers(world: Any, run_id: str) -> list[dict[str, str]]:
+    """The headers of each stored message of a run's log on a NatsWorld, in order."""
+    from wayline.worlds.nats.direct import read_subject
+
+    msgs = await read_subject(
+        world._nc,
+        world.names.events_stream,
+        world.names.run_subject(run_id),
+        0,
+        timeout=10.0,
+        url="test",
+    )
+    return [m.headers for m in msgs]

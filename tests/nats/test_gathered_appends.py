@@ -5,17 +5,17 @@ answer. On a real nats-server."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
 
-from tests.nats_fixtures import OpenWorlds
+from tests.nats_fixtures import NatsCluster, OpenWorlds, stored_headers
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
 from wayline.errors import SequenceConflictError
-from wayline.worlds.nats import gather
-from wayline.worlds.nats.direct import read_subject
+from wayline.worlds.nats import NatsWorld, gather
 
 
 async def _runs(world: Any, count: int, workflow: str) -> list[str]:
@@ -26,18 +26,6 @@ async def _runs(world: Any, count: int, workflow: str) -> list[str]:
         await world.append(run_id, [NewEvent(T.RUN_STARTED)])
         out.append(run_id)
     return out
-
-
-async def _stored_headers(world: Any, run_id: str) -> list[dict[str, str]]:
-    msgs = await read_subject(
-        world._nc,
-        world.names.events_stream,
-        world.names.run_subject(run_id),
-        0,
-        timeout=5.0,
-        url="test",
-    )
-    return [m.headers for m in msgs]
 
 
 async def _step_everywhere(
@@ -63,7 +51,7 @@ async def test_appends_of_concurrent_runs_are_stored_as_one_atomic_batch(
     run_ids = await _runs(world, 10, "gather-one-batch")
     results = await _step_everywhere(world, run_ids, 2, "gather-one-batch-step")
     assert all(isinstance(r, list) and [e.seq for e in r] == [3] for r in results), results
-    batch_ids = [(await _stored_headers(world, r))[-1].get("Nats-Batch-Id") for r in run_ids]
+    batch_ids = [(await stored_headers(world, r))[-1].get("Nats-Batch-Id") for r in run_ids]
     gathered = [b for b in batch_ids if b is not None]
     # the first append of the turn goes at once, on its own; the others wait for its end
     assert len(gathered) >= gather.MIN_BATCH and len(set(gathered)) == 1, batch_ids
@@ -139,4 +127,30 @@ async def test_gathering_is_off_unless_asked(
     assert all(isinstance(r, list) for r in results), results
     assert world._log.gather.batches == 0
     for run_id in run_ids:
-        assert all("Nats-Batch-Id" not in h for h in await _stored_headers(world, run_id))
+        assert all("Nats-Batch-Id" not in h for h in await stored_headers(world, run_id))
+
+
+@pytest.mark.slow
+async def test_a_batch_is_stored_on_three_replicas(nats_cluster: NatsCluster) -> None:
+    prefix = f"gb{time.monotonic_ns() % 10**9}"
+    world = NatsWorld(nats_cluster.urls, prefix=prefix, replicas=3, gather_appends=1)
+    other = NatsWorld(nats_cluster.urls, prefix=prefix, replicas=3)
+    await world.start()
+    await other.start()
+    try:
+        run_ids = await _runs(world, 10, "gather-replicas")
+        stale = run_ids[-1]
+        await other.append(stale, [NewEvent(T.STEP_CREATED, f"other-{stale}", {})])
+        results = await _step_everywhere(world, run_ids[:-1], 2, "gather-replicas-step")
+        assert all(isinstance(r, list) and [e.seq for e in r] == [3] for r in results), results
+        batch_ids = [(await stored_headers(world, r))[-1].get("Nats-Batch-Id") for r in run_ids]
+        assert len([b for b in batch_ids if b is not None]) >= gather.MIN_BATCH - 1, batch_ids
+        # the last run holds other's event at 3 and world's view of it still ends at 2: an
+        # expectation of 3 is stale on the server only after other appends once more
+        await other.append(stale, [NewEvent(T.STEP_CREATED, f"other-again-{stale}", {})])
+        results = await _step_everywhere(world, run_ids, 3, "gather-replicas-again")
+        assert isinstance(results[-1], SequenceConflictError), results[-1]
+        assert all(isinstance(r, list) and [e.seq for e in r] == [4] for r in results[:-1])
+    finally:
+        await other.close()
+        await world.close()
