@@ -48,7 +48,7 @@ async def test_appends_of_concurrent_runs_are_stored_as_one_atomic_batch(
     open_nats_world: OpenWorlds,
 ) -> None:
     world = await open_nats_world(gather_appends=1)
-    run_ids = await _runs(world, 10, "gather-one-batch")
+    run_ids = await _runs(world, gather.MIN_BATCH + 2, "gather-one-batch")
     results = await _step_everywhere(world, run_ids, 2, "gather-one-batch-step")
     assert all(isinstance(r, list) and [e.seq for e in r] == [3] for r in results), results
     batch_ids = [(await stored_headers(world, r))[-1].get("Nats-Batch-Id") for r in run_ids]
@@ -67,7 +67,7 @@ async def test_a_stale_expectation_in_a_batch_fails_only_that_run(
 ) -> None:
     world = await open_nats_world(gather_appends=1)
     other = await open_nats_world()
-    run_ids = await _runs(world, 10, "gather-stale")
+    run_ids = await _runs(world, gather.MIN_BATCH + 2, "gather-stale")
     stale, moved = run_ids[-1], run_ids[-2]
     for run_id in (stale, moved):  # another process moves them: this one's view is behind
         await other.append(run_id, [NewEvent(T.STEP_CREATED, f"other-{run_id}", {})])
@@ -89,7 +89,7 @@ async def test_a_stale_expectation_in_a_batch_fails_only_that_run(
     assert world._log.gather.refused == refused + 1
     assert isinstance(results[-1], SequenceConflictError), results[-1]
     assert "at seq 3" in str(results[-1])
-    assert [[e.seq for e in r] for r in results[:-2]] == [[3]] * 8, results
+    assert [[e.seq for e in r] for r in results[:-2]] == [[3]] * (len(run_ids) - 2), results
     assert [e.seq for e in results[-2]] == [4]  # no expectation: validated again, then stored
     for run_id in run_ids[:-2]:
         events = await other.list_events(run_id)
@@ -102,7 +102,7 @@ async def test_a_stream_that_refuses_atomic_batches_gets_appends_one_by_one(
     open_nats_world: OpenWorlds,
 ) -> None:
     world = await open_nats_world(gather_appends=1)
-    run_ids = await _runs(world, 10, "gather-refusing")
+    run_ids = await _runs(world, gather.MIN_BATCH + 2, "gather-refusing")
     info = await world._js.stream_info(world.names.events_stream)
     config = info.config
     config.allow_atomic = False  # as a stream provisioned before batches, or edited since
@@ -122,7 +122,7 @@ async def test_gathering_is_off_unless_asked(
     open_nats_world: OpenWorlds, options: dict[str, int]
 ) -> None:
     world = await open_nats_world(**options)
-    run_ids = await _runs(world, 10, "gather-off")
+    run_ids = await _runs(world, gather.MIN_BATCH + 2, "gather-off")
     results = await _step_everywhere(world, run_ids, 2, "gather-off-step")
     assert all(isinstance(r, list) for r in results), results
     assert world._log.gather.batches == 0
@@ -138,7 +138,7 @@ async def test_a_batch_is_stored_on_three_replicas(nats_cluster: NatsCluster) ->
     await world.start()
     await other.start()
     try:
-        run_ids = await _runs(world, 10, "gather-replicas")
+        run_ids = await _runs(world, gather.MIN_BATCH + 2, "gather-replicas")
         stale = run_ids[-1]
         await other.append(stale, [NewEvent(T.STEP_CREATED, f"other-{stale}", {})])
         results = await _step_everywhere(world, run_ids[:-1], 2, "gather-replicas-step")

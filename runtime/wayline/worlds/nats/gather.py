@@ -34,11 +34,13 @@ log = logging.getLogger("wayline.worlds.nats")
 MAX_BATCH = 256
 """Appends in one atomic batch (the server's own limit, ``max_batch_size``, is 1,000
 messages); more in a turn go as several batches."""
-MIN_BATCH = 8
-"""Fewer appends in a turn are published one by one: nats-server stages an atomic batch of a
-file stream in a store of its own on disk (4 directories made, 3 renames and 3 to 4 fsyncs
-per batch whatever its size, counted with strace on 2.15.1), which a batch of a few appends
-does not repay."""
+MIN_BATCH = 16
+"""Fewer appends in a turn are published one by one. nats-server stages an atomic batch of a
+file stream in a store of its own on disk (3 to 4 directories made, 3 renames and 3 to 4
+fsyncs per batch whatever its size, counted with strace on 2.15.1), and takes the batches of a
+stream one at a time: under ``sync_interval: always`` 100 messages as concurrent batches of 10
+took as long as 100 single publishes, and as batches of 50 a quarter of that or less
+(``bench/atomic_batches.py``)."""
 ATOMIC_DISABLED = 10174
 """The server's code for a batch sent to a stream without ``allow_atomic``."""
 
