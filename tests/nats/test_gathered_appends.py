@@ -154,3 +154,52 @@ async def test_a_batch_is_stored_on_three_replicas(nats_cluster: NatsCluster) ->
     finally:
         await other.close()
         await world.close()
+
+
+async def test_a_batch_whose_answer_is_lost_is_found_message_by_message(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nats.errors
+
+    world = await open_nats_world(gather_appends=1)
+    run_ids = await _runs(world, gather.MIN_BATCH + 2, "gather-lost")
+    real = gather.publish_batch
+    stored: list[int] = []
+
+    async def stored_then_lost(nc: Any, messages: Any, timeout: float) -> int:
+        stored.append(await real(nc, messages, timeout))
+        raise nats.errors.TimeoutError  # the batch is in; its answer never came
+
+    monkeypatch.setattr(gather, "publish_batch", stored_then_lost)
+    results = await _step_everywhere(world, run_ids, 2, "gather-lost-step")
+    assert len(stored) == 1 and world._log.gather.refused == 1
+    # each append, published again under its own message id, finds the batch's message
+    assert all(isinstance(r, list) and [e.seq for e in r] == [3] for r in results), results
+    other = await open_nats_world()
+    for run_id in run_ids:
+        events = await other.list_events(run_id)
+        assert [e.seq for e in events] == [1, 2, 3]  # written once
+        assert events[-1].correlation_id == f"gather-lost-step-{run_id}"
+
+
+@pytest.mark.parametrize("turns", [0, 1, 2, 4])
+async def test_a_cancelled_append_leaves_the_others_of_its_batch_answered(
+    open_nats_world: OpenWorlds, turns: int
+) -> None:
+    """The first append that waits for the turn's end sends the batch for all of them: cancelled
+    before, while or after it does, the others still get their answers."""
+    world = await open_nats_world(gather_appends=1)
+    run_ids = await _runs(world, gather.MIN_BATCH + 2, f"gather-cancel-{turns}")
+    tasks = [
+        asyncio.create_task(
+            world.append(r, [NewEvent(T.STEP_CREATED, f"gather-cancel-{r}", {})], expected_seq=2)
+        )
+        for r in run_ids
+    ]
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    tasks[1].cancel()  # the first one to wait: the batch's sender
+    results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout=30)
+    assert isinstance(results[1], (asyncio.CancelledError, list)), results[1]
+    others = results[:1] + results[2:]
+    assert all(isinstance(r, list) and [e.seq for e in r] == [3] for r in others), others
