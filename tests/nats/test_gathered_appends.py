@@ -14,7 +14,7 @@ from tests.nats_fixtures import NatsCluster, OpenWorlds, stored_headers
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
-from wayline.errors import SequenceConflictError
+from wayline.errors import ConfigurationError, SequenceConflictError
 from wayline.worlds.nats import NatsWorld, gather
 
 
@@ -203,3 +203,15 @@ async def test_a_cancelled_append_leaves_the_others_of_its_batch_answered(
     assert isinstance(results[1], (asyncio.CancelledError, list)), results[1]
     others = results[:1] + results[2:]
     assert all(isinstance(r, list) and [e.seq for e in r] == [3] for r in others), others
+
+
+async def test_gather_appends_above_one_sets_the_fewest_appends_of_a_batch(
+    open_nats_world: OpenWorlds, nats_world_factory: Any
+) -> None:
+    world = await open_nats_world(gather_appends=3)
+    run_ids = await _runs(world, 5, "gather-three")
+    results = await _step_everywhere(world, run_ids, 2, "gather-three-step")
+    assert all(isinstance(r, list) and [e.seq for e in r] == [3] for r in results), results
+    assert world._log.gather.batches == 1  # the four after the first of the turn
+    with pytest.raises(ConfigurationError, match="gather_appends"):
+        await nats_world_factory(gather_appends=-1)

@@ -211,9 +211,10 @@ async def _batched(world: World, runs: list[str]) -> int:
 
     if not isinstance(world, NatsWorld):
         return 0
-    return sum(
-        "Nats-Batch-Id" in headers for run in runs for headers in await stored_headers(world, run)
-    )
+    count = 0
+    for run in runs:
+        count += sum("Nats-Batch-Id" in headers for headers in await stored_headers(world, run))
+    return count
 
 
 async def _started(target: str) -> World:

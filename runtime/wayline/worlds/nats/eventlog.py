@@ -175,11 +175,12 @@ class EventLog:
         timeout: float,
         on_terminal: Callable[[str], None] | None = None,
         skew: Skew | None = None,
-        gather: bool = False,
+        gather: int = 0,
     ) -> None:
         self.skew = Skew() if skew is None else skew
-        self.gather = Gather(nc, timeout=timeout, url=url, enabled=gather)
-        """Publishes the appends, concurrent runs' together as atomic batches (``gather``)."""
+        self.gather = Gather(nc, timeout=timeout, url=url, min_batch=gather)
+        """Publishes the appends, concurrent runs' together as atomic batches (``gather``: the
+        fewest appends of a turn that go as one, 1 for ``gather.MIN_BATCH``; 0: never)."""
         """Learns the server's clock from each append's stamp (``skew.py``)."""
         self._on_terminal = on_terminal
         """Told the run id of every terminal append on the stream, by whichever writer."""

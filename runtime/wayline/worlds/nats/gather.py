@@ -61,13 +61,15 @@ class _Entry:
 class Gather:
     """Publishes the event log's appends, gathering concurrent ones into atomic batches."""
 
-    def __init__(self, nc: Any, *, timeout: float, url: str, enabled: bool = True) -> None:
+    def __init__(self, nc: Any, *, timeout: float, url: str, min_batch: int = 1) -> None:
         self._nc = nc
         self._timeout = timeout
         self._url = url
-        self.enabled = enabled
+        self.enabled = min_batch > 0
         """False: every append is published on its own (``gather_appends=0``, or a stream
         that refuses atomic batches)."""
+        self.min_batch = MIN_BATCH if min_batch == 1 else max(2, min_batch)
+        """The fewest appends of a turn that go as one batch (``MIN_BATCH`` unless told)."""
         self._pending: list[_Entry] = []
         self._turn = 0
         self._busy = False
@@ -102,11 +104,11 @@ class Gather:
         return acked
 
     def _end_of_turn(self) -> None:
-        self._busy = self._turn > MIN_BATCH  # enough for a batch: the next turn gathers all
+        self._busy = self._turn > self.min_batch  # enough for a batch: the next gathers all
         self._turn = 0
         pending = [e for e in self._pending if not e.turn.done()]  # (a cancelled caller)
         self._pending = []
-        if len(pending) < MIN_BATCH:
+        if len(pending) < self.min_batch:
             for entry in pending:
                 entry.turn.set_result([entry])
             return

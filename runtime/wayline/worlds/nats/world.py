@@ -176,9 +176,12 @@ class NatsWorld(World):
         self._hook_buf: NatsHookBuffer | None = None
         self.skew = Skew()
         self._blob_store: Any = None
-        self._gather_appends = bool(gather_appends)
-        """Appends of concurrent runs go as one atomic batch (``gather.py``). Off by default: it
-        pays only on a server that fsyncs each write (``sync_interval: always``)."""
+        if int(gather_appends) < 0:
+            raise ConfigurationError(f"gather_appends must be >= 0, not {gather_appends}")
+        self._gather_appends = int(gather_appends)
+        """Appends of concurrent runs go as one atomic batch (``gather.py``): 0 (the default)
+        never, since it pays only on a server that fsyncs each write (``sync_interval:
+        always``); 1 when a turn makes ``gather.MIN_BATCH`` or more; N >= 2 when it makes N."""
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NatsWorld:
