@@ -380,3 +380,18 @@ async def taken_names(world: Any, topic: str, count: int, batch: int = 5) -> lis
             names.append(str((delivery.payload or {})["name"]))
             assert await world.ack(delivery) is True
     return names
+
+
+async def stored_headers(world: Any, run_id: str) -> list[dict[str, str]]:
+    """The headers of each stored message of a run's log on a NatsWorld, in order."""
+    from wayline.worlds.nats.direct import read_subject
+
+    msgs = await read_subject(
+        world._nc,
+        world.names.events_stream,
+        world.names.run_subject(run_id),
+        0,
+        timeout=10.0,
+        url="test",
+    )
+    return [m.headers for m in msgs]

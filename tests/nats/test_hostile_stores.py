@@ -21,7 +21,7 @@ from tests.runtime.harness import settings, wait_for
 from wayline._core.events import EventType, NewEvent
 from wayline._core.ids import new_run_id
 from wayline.errors import BlobMissingError
-from wayline.worlds.nats import eventlog
+from wayline.worlds.nats import gather
 from wayline.worlds.nats.codec import parse_stamp
 from wayline.worlds.nats.direct import read_subject
 from wayline.worlds.nats.names import key_token, kv_key
@@ -142,7 +142,7 @@ async def test_a_forged_stamp_is_not_taken_as_the_events_time(
     became the events' time (durably: a sleep computed from it ended at once)."""
     world = await open_nats_world()
     nc = await _outsider(world)
-    real = eventlog.publish_retried
+    real = gather.publish_retried  # (the event log publishes through gather.py)
     log = world._events()
 
     async def then_forge(*args: Any, **kwargs: Any) -> Any:
@@ -165,7 +165,7 @@ async def test_a_forged_stamp_is_not_taken_as_the_events_time(
         await wait_for(forged_in, timeout=5)
         return acked
 
-    monkeypatch.setattr(eventlog, "publish_retried", then_forge)
+    monkeypatch.setattr(gather, "publish_retried", then_forge)
     try:
         data = {"workflow": "wf", "input": {"args": []}}
         [created] = await world.append(

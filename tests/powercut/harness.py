@@ -59,6 +59,8 @@ class Figures:
     """Runs the store kept that neither ended nor wait on anything within the bound."""
     recovery_seconds: float = 0.0
     """From the restart of the store to the end of every run it kept."""
+    batched: int = 0
+    """Stored messages of the kept runs that came in an atomic batch (NATS, gathered appends)."""
 
     @property
     def lost_percent(self) -> float:
@@ -182,6 +184,7 @@ async def _cut_once(
             kept = {run: await patiently(client.handle(run).events) for run in started}
             figures.lost = [a for a in acked if not _kept(a, kept)]
             figures.runs_lost = sum(not events for events in kept.values())
+            figures.batched = await _batched(world, started)
             spawn(procs, log, "worker", store.target)
             figures.stuck = await _finish(client, [r for r, e in kept.items() if e])
             figures.recovery_seconds = time.monotonic() - restarted
@@ -199,6 +202,19 @@ async def _cut_once(
         figures.rerun_after_recorded += (run, step) in recorded
         figures.rerun_after_acked += (run, step) in seen
     return figures
+
+
+async def _batched(world: World, runs: list[str]) -> int:
+    """How many stored messages of ``runs`` came in an atomic batch (0 off NATS)."""
+    from tests.nats_fixtures import stored_headers
+    from wayline.worlds.nats import NatsWorld
+
+    if not isinstance(world, NatsWorld):
+        return 0
+    count = 0
+    for run in runs:
+        count += sum("Nats-Batch-Id" in headers for headers in await stored_headers(world, run))
+    return count
 
 
 async def _started(target: str) -> World:

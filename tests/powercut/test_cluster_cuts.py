@@ -24,9 +24,12 @@ async def _cut(
     tmp_path: Path,
     n: int,
     paused_cut: bool = False,
+    gathered: bool = False,
 ) -> Figures:
     disks = [lazy_mount(f"t{n}n{i}") for i in range(3)]
     store = NatsStore([d.mount for d in disks], sync_always=sync_always)
+    if gathered:  # concurrent runs' appends as atomic batches, from two a turn
+        store.target += "&gather_appends=2"
     work = tmp_path / f"work{n}"
     work.mkdir()
 
@@ -61,7 +64,7 @@ async def _cut(
         fault=pause_one_cut_another if paused_cut else None,
     )
     store.kill()
-    label = "always" if sync_always else "default"
+    label = ("always" if sync_always else "default") + (" gathered" if gathered else "")
     print(f"cluster {label}{' paused+cut' if paused_cut else ''}: {figures.line()}")
     return figures
 
@@ -73,6 +76,17 @@ async def test_a_coordinated_cut_of_three_always_syncing_nodes_loses_nothing(
     assert figures.acked > CUT_AFTER
     assert figures.lost == []
     assert figures.rerun_after_acked == figures.rerun_after_recorded == figures.stuck == 0
+
+
+async def test_a_coordinated_cut_of_three_always_syncing_nodes_gathering_loses_nothing(
+    lazy_mount: Callable[[str], LazyMount], tmp_path: Path
+) -> None:
+    figures = await _cut(True, lazy_mount, tmp_path, 0, gathered=True)
+    assert figures.acked > CUT_AFTER
+    assert figures.lost == []
+    assert figures.rerun_after_acked == figures.rerun_after_recorded == figures.stuck == 0
+    print(f"cluster always gathered: {figures.batched} kept messages came in atomic batches")
+    assert figures.batched > 0
 
 
 async def test_a_coordinated_cut_of_three_default_nodes_loses_acknowledged_writes(

@@ -24,6 +24,10 @@ def _store(kind: str, mount: Path) -> SqliteStore | NatsStore:
             return SqliteStore(mount, "?sync=normal")
         case "nats-always":
             return NatsStore([mount], sync_always=True)
+        case "nats-always-gathered":  # concurrent runs' appends as atomic batches
+            store = NatsStore([mount], sync_always=True)
+            store.target += "?gather_appends=2"  # from 2 a turn: the workload has 12 runs
+            return store
         case _:
             return NatsStore([mount], sync_always=False)
 
@@ -41,11 +45,14 @@ async def _cut(
     return figures
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "nats-always"])
+@pytest.mark.parametrize("kind", ["sqlite", "nats-always", "nats-always-gathered"])
 async def test_a_durable_store_loses_nothing_acknowledged(
     kind: str, lazy_mount: Callable[[str], LazyMount], tmp_path: Path
 ) -> None:
     figures = await _cut(kind, lazy_mount, tmp_path, 0)
+    if kind == "nats-always-gathered":  # the cut met appends stored as atomic batches
+        print(f"{kind}: {figures.batched} kept messages were stored in atomic batches")
+        assert figures.batched > 0
     assert figures.acked > CUT_AFTER
     assert figures.lost == []
     assert figures.rerun_after_acked == figures.rerun_after_recorded == 0

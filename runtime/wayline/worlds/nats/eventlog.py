@@ -57,9 +57,9 @@ from .direct import (
     direct_batch,
     last_seq,
     leader_stamp,
-    publish_retried,
     read_subject,
 )
+from .gather import Gather
 from .hook_claims import HookClaims
 from .logcheck import as_number, checked_summary, decode_entry
 from .names import Names, subject_token, token_value
@@ -175,8 +175,12 @@ class EventLog:
         timeout: float,
         on_terminal: Callable[[str], None] | None = None,
         skew: Skew | None = None,
+        gather: int = 0,
     ) -> None:
         self.skew = Skew() if skew is None else skew
+        self.gather = Gather(nc, timeout=timeout, url=url, min_batch=gather)
+        """Publishes the appends, concurrent runs' together as atomic batches (``gather``: the
+        fewest appends of a turn that go as one, 1 for ``gather.MIN_BATCH``; 0: never)."""
         """Learns the server's clock from each append's stamp (``skew.py``)."""
         self._on_terminal = on_terminal
         """Told the run id of every terminal append on the stream, by whichever writer."""
@@ -445,14 +449,8 @@ class EventLog:
         try:
             # a retry carries the same Nats-Msg-Id and expected sequence: an earlier attempt
             # that landed makes it a duplicate or a 10071
-            acked = await publish_retried(
-                self._nc,
-                subject,
-                plan.body,
-                headers,
-                timeout=self._timeout,
-                url=self._url,
-                doing=f"appending to run {st.run_id}",
+            acked = await self.gather.publish(
+                subject, plan.body, headers, doing=f"appending to run {st.run_id}"
             )
             if acked is None:  # 10071: someone else's message (or our own, answer lost)
                 before = st.stream_seq

@@ -4,7 +4,9 @@
 ``tls://`` implies TLS. Other query parameters: ``visibility_seconds``, ``token``, ``creds``,
 ``nkeys_seed``, ``tls_ca``, ``tls_cert``, ``tls_key``, ``tls_hostname``, ``name``,
 ``connect_timeout``, ``connect_attempts``, ``request_timeout``, ``reconnect_time_wait``,
-``max_reconnect_attempts``.
+``max_reconnect_attempts``, ``gather_appends`` (the appends of concurrent runs as one atomic
+batch, for a server with ``sync_interval: always``: 1 from 16 appends in a turn, N >= 2 from
+N; 0, the default: each on its own).
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def redact(server: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-_INT = {"replicas", "connect_attempts", "max_reconnect_attempts"}
+_INT = {"replicas", "connect_attempts", "max_reconnect_attempts", "gather_appends"}
 _FLOAT = {
     "visibility_seconds",
     "connect_timeout",

@@ -100,6 +100,9 @@ async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: 
             discard=DiscardPolicy.OLD,
             allow_direct=True,
             duplicate_window=120.0,
+            # appends of concurrent runs are stored as one atomic batch (``gather.py``); a
+            # stream made before this is updated to allow them by ``_ensure_stream``
+            allow_atomic=True,
             republish=RePublish(
                 src=names.events_wildcard, dest=names.stamps_dest, headers_only=True
             ),

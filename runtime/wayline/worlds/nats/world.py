@@ -108,6 +108,7 @@ class NatsWorld(World):
         create: bool = True,
         orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
         aging_seconds: float = ordering.AGING_SECONDS,
+        gather_appends: bool | int = False,
     ) -> None:
         super().__init__()
         self._orphan_grace = orphan_grace(orphan_grace_seconds)
@@ -177,6 +178,12 @@ class NatsWorld(World):
         self._hook_buf: NatsHookBuffer | None = None
         self.skew = Skew()
         self._blob_store: Any = None
+        if int(gather_appends) < 0:
+            raise ConfigurationError(f"gather_appends must be >= 0, not {gather_appends}")
+        self._gather_appends = int(gather_appends)
+        """Appends of concurrent runs go as one atomic batch (``gather.py``): 0 (the default)
+        never, since it pays only on a server that fsyncs each write (``sync_interval:
+        always``); 1 when a turn makes ``gather.MIN_BATCH`` or more; N >= 2 when it makes N."""
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NatsWorld:
@@ -476,6 +483,7 @@ class NatsWorld(World):
                 timeout=self._options.request_timeout,
                 on_terminal=self._wake_terminal,
                 skew=self.skew,
+                gather=self._gather_appends,
             )
             await event_log.start()
             queue = Queue(
