@@ -74,6 +74,8 @@ class EagerTask(_PyTask):  # type: ignore[misc]
         # ``_PyTask.__init__`` without its ``call_soon`` of the first step: the attributes
         # set here are the ones it sets, in its order.
         _PyFuture.__init__(self, loop=None)  # the running loop
+        if self._source_traceback:  # the loop's debug mode: this frame is not the caller's
+            del self._source_traceback[-1]
         if not asyncio.iscoroutine(coro):
             self._log_destroy_pending = False
             raise TypeError(f"a coroutine was expected, got {coro!r}")
