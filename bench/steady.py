@@ -20,8 +20,10 @@ steps twice:
 - untraced: CPU of this process and of nats-server (from ``/proc``), event-loop turns
   (``_run_once`` calls; those whose ``select`` could block, i.e. had no callback ready, are
   counted apart as blocking turns), tasks (``create_task``) and futures (``create_future``)
-  made, and on NATS the client's calls (``steps.NatsCalls``: a request or a publish naming a
-  reply subject is a round trip);
+  made, the engine's eager tasks made (``wayline._engine.eager.start``: a step body's task
+  and its inline batch's, which take their first step at once and never go through
+  ``create_task``; a tree without them counts none), and on NATS the client's calls
+  (``steps.NatsCalls``: a request or a publish naming a reply subject is a round trip);
 - traced by ``strace -f`` attached to the child for this part only: syscalls by kind, and
   (SQLite) the page-sized ``pwrite64`` calls on the ``-wal`` file, one per WAL page written.
 
@@ -117,6 +119,7 @@ async def child(
 
     loop = asyncio.get_running_loop()
     assert isinstance(loop, CountingLoop)
+    _count_eager_tasks(loop.counts)
     world = wayline.open_world(url)
     client = wayline.Client(world)
 
@@ -154,6 +157,22 @@ async def child(
         await chain()
         _say("done traced")
         _hear()
+
+
+def _count_eager_tasks(counts: Counter[str]) -> None:
+    """Count the engine's eager tasks, which the loop never sees made (a tree older than
+    ``wayline._engine.eager`` makes none)."""
+    try:
+        from wayline._engine import eager
+    except ImportError:
+        return
+    start = eager.start
+
+    def counted(coro: Any, name: str | None = None) -> Any:
+        counts["eager tasks made"] += 1
+        return start(coro, name=name)
+
+    eager.start = counted
 
 
 def child_main(args: argparse.Namespace) -> None:

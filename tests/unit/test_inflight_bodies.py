@@ -1,5 +1,5 @@
 """Inline bodies a delivery runs (``_engine.inflight``): the handler goes on as soon as one
-settles, and a forced close cancels those still running, also one not started yet."""
+settles, and a forced close cancels those still running."""
 
 from __future__ import annotations
 
@@ -12,28 +12,34 @@ from wayline._engine.deferred import InlineBatch
 from wayline._engine.inflight import InFlight
 
 
-async def test_a_body_cancelled_before_it_ran_is_closed() -> None:
-    """A forced close (``settle(cancel=True)``) may cancel a body's task before its first
-    turn: the body coroutine is then closed (as a task closes its own), never left
+async def test_a_body_cancelled_by_a_forced_close_stops_at_its_await() -> None:
+    """A body takes its first step when it is started (``eager``). A forced close
+    (``settle(cancel=True)``) cancels its task while it waits at its first ``await``: the
+    cancel reaches the body there (its ``finally`` runs), and no coroutine is left
     un-awaited for the garbage collector to warn about."""
     ran: list[str] = []
 
     async def body() -> list[Event]:
-        ran.append("body")
+        ran.append("start")
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            ran.append("stopped")
         return []
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         inflight = InFlight()
         starter = asyncio.ensure_future(inflight.start([body()], InlineBatch(1, False)))
-        await asyncio.sleep(0)  # the starter made the body's task and waits; it has not run
+        await asyncio.sleep(0)  # the starter ran the body's first step, and waits
+        assert ran == ["start"] and inflight.pending
         starter.cancel()  # the handler is cancelled (a forced close) ...
-        await inflight.settle(cancel=True)  # ... and cancels its bodies before they ran
+        await inflight.settle(cancel=True)  # ... and cancels the body's task
         assert (await asyncio.gather(starter, return_exceptions=True))[0].__class__ is (
             asyncio.CancelledError
         )
         gc.collect()
-    assert ran == []
+    assert ran == ["start", "stopped"]
     assert [str(w.message) for w in caught] == []
 
 

@@ -34,10 +34,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from . import eager
 
 T = TypeVar("T")
 
@@ -183,14 +185,26 @@ async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None, step
     if fence.tripped is not None:
         raise FencedError(f"not started: {fence.tripped}")
     restore = fence.extend(timeout)
-    task: asyncio.Task[T] = asyncio.ensure_future(call())
-    fence.bodies.add(task)
+    task: asyncio.Task[T] | None = None
     fence.steps.append(step)
     try:
+        # The body's own task takes its first step here, in this turn (``eager``): a body
+        # that ends without suspending is done now, and its result is read without a turn of
+        # the loop. Nothing can trip the fence during that step (it runs no other code of
+        # this loop), so the fence holds the task only if it suspended.
+        awaitable = call()
+        body: Coroutine[Any, Any, T] = (  # a future or another awaitable: awaited in a body
+            awaitable if asyncio.iscoroutine(awaitable) else _awaited(awaitable)
+        )
+        task = eager.start(body, name=f"wayline step {step}")
+        if task.done():
+            return task.result()
+        fence.bodies.add(task)
         return await task
     except asyncio.CancelledError:
         me = asyncio.current_task()
-        if fence.tripped is not None and task.cancelled() and (me is None or not me.cancelling()):
+        cut = task is not None and task.cancelled()
+        if fence.tripped is not None and cut and (me is None or not me.cancelling()):
             raise FencedError(f"cut off: {fence.tripped}") from None
         if fence.tripped is None and me is not None and not me.cancelling():
             # nobody cancelled the body or this delivery: the body let a cancel of its own
@@ -200,9 +214,14 @@ async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None, step
             ) from None
         raise
     finally:
-        fence.bodies.discard(task)
+        if task is not None:
+            fence.bodies.discard(task)
         fence.steps.remove(step)
         restore()
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
 
 async def run_sync_body(

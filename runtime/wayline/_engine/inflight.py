@@ -25,6 +25,7 @@ from typing import Any
 
 from .._core.events import Event
 from .._core.replay import Replay
+from . import eager
 from .deferred import InlineBatch
 
 
@@ -41,10 +42,17 @@ class InFlight:
     async def start(
         self, bodies: list[Coroutine[Any, Any, list[Event]]], group: InlineBatch
     ) -> list[Event]:
-        """Start an inline batch; returns the events of the first bodies to settle."""
+        """Start an inline batch; returns the events of the first bodies to settle.
+
+        Each body's task takes its first step here, in the handler's turn (``eager``): by
+        the time the next body starts, the one before has registered itself as running
+        (``RunSession.run_inline``), and a body that settled in that step (a step whose body
+        did not suspend and whose completion the next write carries) is done already, its
+        events read by :meth:`next` without a turn of the loop."""
         for body in bodies:
-            task = asyncio.ensure_future(self._run(body))
-            task.add_done_callback(partial(self._ended, body))  # also one cancelled before it ran
+            task = eager.start(self._run(body), name="wayline inline body")
+            if not task.done():
+                task.add_done_callback(partial(self._ended, body))
             self.tasks[task] = group
         return await self.next()
 
@@ -57,8 +65,8 @@ class InFlight:
             self._wake()
 
     def _ended(self, body: Coroutine[Any, Any, list[Event]], _: object) -> None:
-        # a task cancelled before its first turn never awaited ``body``: close it, as a task
-        # closes its own coroutine (a no-op on a body that ran), or the collector warns
+        # ``body`` was started in its task's first step, so this closes a finished coroutine
+        # (a no-op); kept so that no path can leave it un-awaited for the collector to warn
         body.close()
         self._wake()
 
@@ -72,15 +80,12 @@ class InFlight:
         groups of bodies still running no longer defer their completions."""
         if not self.tasks:
             return []
+        # No turn of the loop is needed before returning: every body took its first step in
+        # :meth:`start`, where it registered itself as running (``RunSession.run_inline``).
+        # (Bodies whose tasks took their first step in a later turn needed one: returned
+        # before it, the handler drove on seeing its own new step started with no body
+        # running, and re-ran it as owned recovery, one body twice.)
         done = [task for task in self.tasks if task.done()]
-        if done:
-            # Never return without a turn of the loop (as asyncio.wait did): bodies started
-            # just before take their first step in it, where each registers itself as running
-            # here (``RunSession.run_inline``). Returned before that, the handler drove on
-            # seeing its own new step started with no body running, and re-ran it as owned
-            # recovery: one body twice.
-            await asyncio.sleep(0)
-            done = [task for task in self.tasks if task.done()]
         while not done:
             self._settled = asyncio.get_running_loop().create_future()
             try:

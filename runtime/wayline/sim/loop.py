@@ -21,6 +21,8 @@ import selectors
 from collections.abc import Mapping
 from typing import Any
 
+from .._engine.eager import EagerTask
+
 PROCESS: contextvars.ContextVar[int] = contextvars.ContextVar("wayline_sim_process", default=0)
 """The simulated process a task belongs to (0: the simulator itself, which never crashes)."""
 
@@ -89,8 +91,18 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         return task
 
     def in_birth_order(self, tasks: Any) -> list[asyncio.Task[Any]]:
-        """``tasks`` in the order the loop made them (one made otherwise, last)."""
-        return sorted(tasks, key=lambda task: self.born.get(task, len(self.born)))
+        """``tasks`` in the order the loop made them, then the engine's eager tasks (which
+        take their first step as they are made, without ``create_task``) in the order they
+        were made, then any other, last."""
+        last = len(self.born)
+
+        def order(task: asyncio.Task[Any]) -> tuple[int, int]:
+            born = self.born.get(task)
+            if born is not None:
+                return (0, born)
+            return (1, task.birth) if isinstance(task, EagerTask) else (2, last)
+
+        return sorted(tasks, key=order)
 
     def time(self) -> float:
         return self._now
