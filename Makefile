@@ -42,7 +42,7 @@ unit: $(STAMP) k8s-bins toxiproxy-bins fuse browser
 # depend on it. `unit` runs them with it on, the default.
 REPLAY_CACHE_OFF = tests/runtime/test_deferred.py tests/runtime/test_children.py \
 	tests/runtime/test_pause.py tests/runtime/test_redrive.py tests/runtime/test_compensation.py \
-	tests/runtime/test_peer_scenarios2.py tests/runtime/test_replay_cost.py \
+	tests/runtime/test_ported_hooks_children_and_retries.py tests/runtime/test_replay_cost.py \
 	tests/runtime/test_wait_for_hook.py tests/runtime/test_live_replays.py
 
 replay-cache-off: $(STAMP)

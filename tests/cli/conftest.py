@@ -50,13 +50,14 @@ class Cli:
         )
 
     def here(
-        self, *args: str, world: str | None = None, stdin: str | None = None
+        self, *args: str, world: str | None = None, stdin: str | None = None, **env: str
     ) -> subprocess.CompletedProcess[str]:
         """The same command run in this process (``wayline.cli.main``, its output captured),
         for a test about what a command says or does rather than about the process running it:
         a subprocess costs an interpreter start and the package's import, about a second on an
         idle machine and several under load. Only for commands that load no application file
-        (one process registers a workflow name once)."""
+        (one process registers a workflow name once). ``env`` adds to the environment for this
+        command only, as for a subprocess."""
         from wayline.cli import main
 
         argv = [*args, "--world", world or self.world]
@@ -65,7 +66,7 @@ class Cli:
         handlers, level = list(root.handlers), root.level
         try:
             with (
-                mock.patch.dict(os.environ, self.env, clear=True),
+                mock.patch.dict(os.environ, {**self.env, **env}, clear=True),
                 mock.patch.object(sys, "stdin", io.StringIO(stdin or "")),
                 contextlib.chdir(self.cwd),
                 contextlib.redirect_stdout(out),

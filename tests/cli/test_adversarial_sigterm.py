@@ -45,7 +45,7 @@ def test_sigterm_mid_sync_charge_then_cancel_keeps_charge_and_refund_apart(
     a2 = spawn("worker", "--app", APP_A)  # another replica (a rollout's new pod)
     a2.wait_for("ready", timeout=20)
     a1.stop(signal.SIGTERM, timeout=15)  # the grace (0.3 s) ends while the charge runs
-    cancelled = cli("runs", "cancel", run_id)
+    cancelled = cli.here("runs", "cancel", run_id)
     assert cancelled.returncode == 0, cancelled.stderr
     cli.wait_status(run_id, "cancelled", timeout=30)
     assert cli.wait_status(other.stdout.strip(), "completed")["output"] == 10

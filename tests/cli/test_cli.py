@@ -136,10 +136,10 @@ def test_hooks_resume_from_another_process_resumes_a_waiting_run(
     assert f"wayline hooks resume approve:t-7 --payload 'JSON' --world {cli.world}" in progress
     assert "hook approve:t-7 times out in 10m 00s" in progress
 
-    bad = cli("hooks", "resume", "approve:t-7", "--payload", '{"ok": tru')
+    bad = cli.here("hooks", "resume", "approve:t-7", "--payload", '{"ok": tru')
     assert_clean_error(bad, "--payload is not valid JSON")
 
-    good = cli("hooks", "resume", "approve:t-7", "--payload", '{"ok": true, "by": "grace"}')
+    good = cli.here("hooks", "resume", "approve:t-7", "--payload", '{"ok": true, "by": "grace"}')
     assert good.returncode == 0, good.stderr
     assert good.stdout.startswith("resumed hook approve:t-7 of run wf_")
     assert runner.proc.wait(10) == 0
@@ -147,7 +147,7 @@ def test_hooks_resume_from_another_process_resumes_a_waiting_run(
     assert json.loads(out) == {"ticket": "t-7", "payload": {"ok": True, "by": "grace"}}
     assert 'hook approve:t-7 received {"ok": true, "by": "grace"}' in err
 
-    again = cli("hooks", "resume", "approve:t-7", "--payload", "{}")  # answered: nothing to do
+    again = cli.here("hooks", "resume", "approve:t-7", "--payload", "{}")  # answered: nothing to do
     assert again.returncode == 1, (again.stdout, again.stderr)
     assert again.stderr.strip().startswith("error: ") and "Traceback" not in again.stderr
     assert "approve:t-7" in again.stderr and "no longer active" in again.stderr
@@ -165,7 +165,7 @@ def test_input_and_payload_are_read_from_a_file_or_standard_input(
         cli("hooks", "resume", "approve:t-f", "--payload", json.dumps(payload))
     runner = spawn("run", f"{FLOWS}:approval", "--input", "@ticket.json")
     runner.wait_for("hook approve:t-f waiting for a payload")
-    good = cli("hooks", "resume", "approve:t-f", "--payload", "@payload.json")
+    good = cli.here("hooks", "resume", "approve:t-f", "--payload", "@payload.json")
     assert good.returncode == 0, good.stderr
     assert runner.proc.wait(10) == 0
     assert json.loads(runner.output()[0]) == {"ticket": "t-f", "payload": payload}
@@ -189,7 +189,7 @@ def test_runs_cancel_compensates_completed_steps(
     cli.wait_status(done, "completed")
     wait_for_hook(cli, kept)
 
-    cancelled = cli("runs", "cancel", kept, "--wait", "10")
+    cancelled = cli.here("runs", "cancel", kept, "--wait", "10")
     assert cancelled.returncode == 0, cancelled.stderr
     assert cancelled.stdout.strip() == f"cancelled {kept}"
     shown = cli.json("runs", "show", kept)
@@ -203,15 +203,15 @@ def test_runs_cancel_compensates_completed_steps(
     assert "compensating completed steps" in text
     assert "step cli_tests.hold:compensate (reverses s1)" in text
     # an ended run: nothing to do (exit 1, one line), as docs/cli.md says of every verb
-    again = cli("runs", "cancel", kept)
+    again = cli.here("runs", "cancel", kept)
     assert again.returncode == 1
     assert again.stderr.strip() == f"error: run {kept} already ended (cancelled); nothing to cancel"
-    unstuck = cli("runs", "resume-compensation", kept)
+    unstuck = cli.here("runs", "resume-compensation", kept)
     assert unstuck.returncode == 1 and "not compensation_stuck" in unstuck.stderr
-    answered = cli("hooks", "resume", "saga:a", "--payload", "{}")
+    answered = cli.here("hooks", "resume", "saga:a", "--payload", "{}")
     assert answered.returncode == 1 and "saga:a" in answered.stderr
 
-    finished = cli("runs", "cancel", done)
+    finished = cli.here("runs", "cancel", done)
     assert finished.returncode == 1
     assert "already ended (completed)" in finished.stderr
     assert worker.stop() == 0
@@ -225,14 +225,16 @@ def test_a_stuck_compensation_waits_for_a_person(
     stuck = cli("start", f"{FLOWS}:saga", "--input", f'["b", "{flag}"]').stdout.strip()
     worker = spawn("worker", "--app", str(FLOWS))
     wait_for_hook(cli, stuck)
-    requested = cli("runs", "cancel", stuck)
+    requested = cli.here("runs", "cancel", stuck)
     assert requested.returncode == 0, requested.stderr
     cli.wait_status(stuck, "compensation_stuck")
     text = cli.here("runs", "show", stuck).stdout
     assert "compensation stuck: reversing step cli_tests.hold failed" in text
     assert "warehouse offline" in text
     assert f"wayline runs resume-compensation {stuck} --world {cli.world}" in text
-    assert_clean_error(cli("runs", "abandon-compensation", "wf_missing"), "no run 'wf_missing'")
+    assert_clean_error(
+        cli.here("runs", "abandon-compensation", "wf_missing"), "no run 'wf_missing'"
+    )
     # cancelling a stuck run again says who ends it (a person), not "is a worker running?",
     # and does not wait out --wait for what no worker will do
     # (in this process, and a --wait far above the bound: a process start under load took
@@ -243,12 +245,12 @@ def test_a_stuck_compensation_waits_for_a_person(
     assert time.monotonic() - began < 30, waited
     assert "compensation_stuck" in waited.stderr, waited.stderr
     assert f"wayline runs resume-compensation {stuck} --world {cli.world}" in waited.stderr
-    again = cli("runs", "cancel", stuck)
+    again = cli.here("runs", "cancel", stuck)
     assert again.returncode == 0 and "a worker stops it" not in again.stdout, again.stdout
     assert f"wayline runs abandon-compensation {stuck} --world {cli.world}" in again.stdout
 
     flag.unlink()
-    resumed = cli("runs", "resume-compensation", stuck)
+    resumed = cli.here("runs", "resume-compensation", stuck)
     assert resumed.returncode == 0, resumed.stderr
     shown = cli.wait_status(stuck, "cancelled")
     assert [s["status"] for s in shown["steps"]] == ["completed", "failed", "completed"]
@@ -498,7 +500,7 @@ def test_an_interrupted_run_is_durable_and_a_worker_finishes_it(
     assert cli.json("runs", "show", run_id)["status"] == "running"
 
     worker = spawn("worker", "--app", str(FLOWS))
-    resumed = cli("hooks", "resume", "approve:i-1", "--payload", '"yes"')
+    resumed = cli.here("hooks", "resume", "approve:i-1", "--payload", '"yes"')
     assert resumed.returncode == 0, resumed.stderr
     shown = cli.wait_status(run_id, "completed")
     assert shown["output"] == {"ticket": "i-1", "payload": "yes"}
@@ -515,7 +517,7 @@ def test_an_interrupted_run_whose_unwind_is_stuck_names_what_a_person_does(
     runner = spawn("run", f"{FLOWS}:saga", "--input", f'["c", "{flag}"]')
     runner.wait_for("resume it with:")
     run_id = cli.json("runs", "list")[0]["runId"]
-    assert cli("runs", "cancel", run_id).returncode == 0
+    assert cli.here("runs", "cancel", run_id).returncode == 0
     cli.wait_status(run_id, "compensation_stuck")
     assert runner.stop(signal.SIGINT) == 130
     _, err = runner.output()
@@ -564,23 +566,23 @@ def test_hooks_list_runs_watch_and_runs_terminate(
     while "waiting for a payload" not in watcher.output()[0]:
         assert time.monotonic() < deadline, watcher.output()
         time.sleep(0.05)
-    assert cli("hooks", "resume", "approve:t-9", "--payload", '"ok"').returncode == 0
+    assert cli.here("hooks", "resume", "approve:t-9", "--payload", '"ok"').returncode == 0
     assert watcher.proc.wait(10) == 0
     out, _ = watcher.output()
     assert "run started" in out and 'hook approve:t-9 received "ok"' in out
     assert "run completed" in out
 
-    stopped = cli("runs", "terminate", held)
+    stopped = cli.here("runs", "terminate", held)
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout.strip() == f"terminated {held} (no compensations ran)"
     shown = cli.json("runs", "show", held)
     assert shown["status"] == "cancelled"
     assert [s["name"] for s in shown["steps"]] == ["cli_tests.hold"]  # no compensation step
     assert cli.here("hooks", "list").stdout.strip() == "no hook is waiting"
-    again = cli("runs", "terminate", held)
+    again = cli.here("runs", "terminate", held)
     assert again.returncode == 1 and "already ended (cancelled)" in again.stderr
     assert again.stderr.startswith("error: ")
-    ended = cli("runs", "watch", held)
+    ended = cli.here("runs", "watch", held)
     assert ended.returncode == 1 and "run cancelled" in ended.stdout
     assert worker.stop() == 0
 
@@ -592,16 +594,16 @@ def test_runs_fail_ends_a_live_run_without_compensations(
     run = cli("start", f"{FLOWS}:saga", "--input", f'["f", "{flag}"]').stdout.strip()
     worker = spawn("worker", "--app", str(FLOWS))
     wait_for_hook(cli, run)
-    failed = cli("runs", "fail", run, "--reason", "rolled back for good")
+    failed = cli.here("runs", "fail", run, "--reason", "rolled back for good")
     assert failed.returncode == 0, failed.stderr
     assert failed.stdout.strip() == f"failed {run}: rolled back for good"
     shown = cli.wait_status(run, "failed")
     assert shown["error"]["code"] == "TERMINATED"
     assert [(s["name"], s["status"]) for s in shown["steps"]] == [("cli_tests.hold", "completed")]
-    again = cli("runs", "fail", run)
+    again = cli.here("runs", "fail", run)
     assert again.returncode == 1
     assert "already ended (failed)" in again.stderr
-    assert_clean_error(cli("runs", "fail", "wf_missing"), "no run 'wf_missing'")
+    assert_clean_error(cli.here("runs", "fail", "wf_missing"), "no run 'wf_missing'")
     assert worker.stop() == 0
 
 
@@ -634,9 +636,9 @@ def test_runs_wake_and_a_typed_hook_refusing_a_bad_payload(
     run_id = started.stdout.strip()
     spawn("worker", "--app", str(SDK_FLOWS))
     _wait_event(cli, run_id, "wait_created")
-    missing = cli("runs", "wake", run_id, "--wait", "w7")
+    missing = cli.here("runs", "wake", run_id, "--wait", "w7")
     assert missing.returncode == 2 and "no pending wait 'w7'" in missing.stderr
-    woke = cli("runs", "wake", run_id)
+    woke = cli.here("runs", "wake", run_id)
     assert woke.returncode == 0, woke.stderr
     assert woke.stdout.strip() == f"woke w1 of {run_id}"
     _wait_event(cli, run_id, "hook_created")
@@ -644,9 +646,9 @@ def test_runs_wake_and_a_typed_hook_refusing_a_bad_payload(
     assert [(h["token"], h["metadata"]) for h in listed] == [("go:t-9", {"ticket": "t-9"})]
     assert listed[0]["type"].endswith(":Go")
     assert '{"ticket": "t-9"}' in cli.here("hooks", "list").stdout
-    bad = cli("hooks", "resume", "go:t-9", "--payload", '{"approved": true}')
+    bad = cli.here("hooks", "resume", "go:t-9", "--payload", '{"approved": true}')
     assert_clean_error(bad, "go:t-9", "by: Field required")
-    good = cli("hooks", "resume", "go:t-9", "--payload", '{"approved": true, "by": "ana"}')
+    good = cli.here("hooks", "resume", "go:t-9", "--payload", '{"approved": true, "by": "ana"}')
     assert good.returncode == 0, good.stderr
     _wait_event(cli, run_id, "run_completed")
     text = cli.here("runs", "show", run_id).stdout
@@ -661,21 +663,23 @@ def test_runs_tail_prints_a_step_stream(cli: Cli, spawn: Callable[..., Backgroun
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     spawn("worker", "--app", str(SDK_FLOWS))
-    tail = cli("runs", "tail", run_id, "--stream", "progress")  # follows until the close
+    tail = cli.here("runs", "tail", run_id, "--stream", "progress")  # follows until the close
     assert tail.returncode == 0, tail.stderr
     assert [json.loads(line) for line in tail.stdout.splitlines()] == [
         {"done": 1, "of": 3},
         {"done": 2, "of": 3},
         {"done": 3, "of": 3},
     ]
-    resumed = cli("runs", "tail", run_id, "--stream", "progress", "--start", "2", "--no-follow")
+    resumed = cli.here(
+        "runs", "tail", run_id, "--stream", "progress", "--start", "2", "--no-follow"
+    )
     assert resumed.stdout.splitlines() == ['{"done": 3, "of": 3}']
-    misspelled = cli("runs", "tail", run_id, "--stream", "progres")  # the run has ended
+    misspelled = cli.here("runs", "tail", run_id, "--stream", "progres")  # the run has ended
     assert misspelled.returncode == 1 and misspelled.stdout == ""
     assert "has nothing in stream 'progres'" in misspelled.stderr
-    past = cli("runs", "tail", run_id, "--stream", "progress", "--start", "9", "--no-follow")
+    past = cli.here("runs", "tail", run_id, "--stream", "progress", "--start", "9", "--no-follow")
     assert past.returncode == 1 and "from index 9" in past.stderr
-    negative = cli("runs", "tail", run_id, "--stream", "progress", "--start", "-3")
+    negative = cli.here("runs", "tail", run_id, "--stream", "progress", "--start", "-3")
     assert negative.returncode == 2 and "an index counts from 0" in negative.stderr
 
 
@@ -687,16 +691,16 @@ def test_runs_tail_says_lines_were_partial_only_when_it_printed_them(
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     spawn("worker", "--app", str(SDK_FLOWS))
-    tail = cli("runs", "tail", run_id, "--stream", "progress")  # follows until the close
+    tail = cli.here("runs", "tail", run_id, "--stream", "progress")  # follows until the close
     assert tail.returncode == 0, tail.stderr
     assert [json.loads(line)["attempt"] for line in tail.stdout.splitlines()] == [1, 1, 2, 2]
     assert "restarted (attempt 2): the lines above from it were partial" in tail.stderr
     # from index 3 (after the restart record): nothing of attempt 1 is printed, and no restart
-    later = cli("runs", "tail", run_id, "--stream", "progress", "--start", "3", "--no-follow")
+    later = cli.here("runs", "tail", run_id, "--stream", "progress", "--start", "3", "--no-follow")
     assert [json.loads(line)["attempt"] for line in later.stdout.splitlines()] == [2, 2]
     assert "restarted" not in later.stderr
     # from index 2 (the restart record itself): it is said, but no lines above are claimed
-    at = cli("runs", "tail", run_id, "--stream", "progress", "--start", "2", "--no-follow")
+    at = cli.here("runs", "tail", run_id, "--stream", "progress", "--start", "2", "--no-follow")
     assert [json.loads(line)["attempt"] for line in at.stdout.splitlines()] == [2, 2]
     assert "restarted (attempt 2)" in at.stderr
     assert "partial" not in at.stderr
@@ -743,7 +747,10 @@ def test_start_with_a_namespace_records_it_and_refuses_a_name_kubernetes_would(
     plain = cli("start", f"{FLOWS}:greet", "--input", '{"name": "ns"}').stdout.strip()
     assert "namespace" not in cli.json("runs", "show", plain)["attributes"]
     for bad in ("Team-A", "team_a", "-a", "a" * 64, ""):
-        refused = cli("start", f"{FLOWS}:greet", "--input", '{"name": "ns"}', f"--namespace={bad}")
+        # refused by the argument's parser, before the application file is loaded: in-process
+        refused = cli.here(
+            "start", f"{FLOWS}:greet", "--input", '{"name": "ns"}', f"--namespace={bad}"
+        )
         assert refused.returncode == 2, (bad, refused.stderr)
         assert "is not a namespace name" in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr

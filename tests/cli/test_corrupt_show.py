@@ -41,13 +41,13 @@ def test_runs_show_of_a_run_unreadable_mid_log_is_one_error_line(cli: Cli, world
     run_id = started.stdout.strip()
     bad = asyncio.run(_poison_mid_log(world_url, run_id))
 
-    shown = cli("runs", "show", run_id)
+    shown = cli.here("runs", "show", run_id)
     assert shown.returncode == 2, (shown.stdout, shown.stderr)
     assert shown.stdout == ""
     [line] = shown.stderr.splitlines()
     assert line.startswith(f"error: [CORRUPT_LOG] run {run_id}: "), line
     assert f" entry {bad} is unreadable " in line
     assert f"wayline runs repair {run_id} --drop-seq {bad}" in line
-    as_json = cli("runs", "show", run_id, "--json")  # the same exit, with the fenced view
+    as_json = cli.here("runs", "show", run_id, "--json")  # the same exit, with the fenced view
     assert as_json.returncode == 2, as_json.stderr
     assert json.loads(as_json.stdout)["status"] == "corrupt"

@@ -35,24 +35,28 @@ def test_each_verb_on_an_ended_run_has_nothing_to_do(cli: Cli, world_url: str) -
     done = cli("run", f"{FLOWS}:add", "--input", "[1, 2]")
     assert done.returncode == 0, done.stderr
     [ended] = [r["runId"] for r in cli.json("runs", "list")]
+    # the codes are the process's own: one real process each for 1 and 2 (a start above and
+    # below is 0); the other verbs run in this process (``Cli.here``), where ``main`` returns
+    # the code that ``python -m wayline.cli`` exits with
     _nothing_to_do(cli("runs", "cancel", ended), "nothing to cancel")
-    _nothing_to_do(cli("runs", "terminate", ended), "nothing to terminate")
-    _nothing_to_do(cli("runs", "fail", ended), "nothing to fail")
-    _nothing_to_do(cli("runs", "wake", ended), "nothing to wake")
-    _nothing_to_do(cli("runs", "tail", ended, "--stream", "none", "--no-follow"), "nothing in")
-    _nothing_to_do(cli("runs", "resume-compensation", ended), "nothing to resume")
-    _nothing_to_do(cli("runs", "abandon-compensation", ended), "nothing to abandon")
+    _refused(cli("runs", "cancel", MISSING))
+    _nothing_to_do(cli.here("runs", "terminate", ended), "nothing to terminate")
+    _nothing_to_do(cli.here("runs", "fail", ended), "nothing to fail")
+    _nothing_to_do(cli.here("runs", "wake", ended), "nothing to wake")
+    _nothing_to_do(cli.here("runs", "tail", ended, "--stream", "none", "--no-follow"), "nothing in")
+    _nothing_to_do(cli.here("runs", "resume-compensation", ended), "nothing to resume")
+    _nothing_to_do(cli.here("runs", "abandon-compensation", ended), "nothing to abandon")
     for verb in ["cancel", "terminate", "fail", "wake", "resume-compensation", "show", "watch"]:
-        _refused(cli("runs", verb, MISSING))
+        _refused(cli.here("runs", verb, MISSING))
 
     # a cancelled run (terminated here) is ended too: cancelling it again does nothing
     started = cli("start", f"{FLOWS}:approval", "--input", '"t-3"')
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
-    _nothing_to_do(cli("runs", "wake", run_id), "no pending sleep")  # a live run, no sleep
-    _refused(cli("runs", "wake", run_id, "--wait", "w9"))  # a wait it never had
-    assert cli("runs", "terminate", run_id).returncode == 0
-    _nothing_to_do(cli("runs", "cancel", run_id), "already ended (cancelled)", "nothing to")
+    _nothing_to_do(cli.here("runs", "wake", run_id), "no pending sleep")  # a live run, no sleep
+    _refused(cli.here("runs", "wake", run_id, "--wait", "w9"))  # a wait it never had
+    assert cli.here("runs", "terminate", run_id).returncode == 0
+    _nothing_to_do(cli.here("runs", "cancel", run_id), "already ended (cancelled)", "nothing to")
 
 
 def test_a_fired_wait_and_an_answered_hook_are_nothing_to_do(
@@ -66,22 +70,22 @@ def test_a_fired_wait_and_an_answered_hook_are_nothing_to_do(
     while not cli.json("runs", "show", run_id)["waits"]:
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    assert cli("runs", "wake", run_id, "--wait", "w1").returncode == 0
-    _nothing_to_do(cli("runs", "wake", run_id, "--wait", "w1"), "no pending wait 'w1'")
+    assert cli.here("runs", "wake", run_id, "--wait", "w1").returncode == 0
+    _nothing_to_do(cli.here("runs", "wake", run_id, "--wait", "w1"), "no pending wait 'w1'")
     while not cli.json("runs", "show", run_id)["hooks"]:
         assert time.monotonic() < deadline
         time.sleep(0.1)
     payload = '{"approved": true, "by": "ana"}'
-    _refused(cli("hooks", "resume", "go:nobody", "--payload", payload))  # no such token
-    assert cli("hooks", "resume", "go:t-4", "--payload", payload).returncode == 0
-    _nothing_to_do(cli("hooks", "resume", "go:t-4", "--payload", payload), "nothing to resume")
+    _refused(cli.here("hooks", "resume", "go:nobody", "--payload", payload))  # no such token
+    assert cli.here("hooks", "resume", "go:t-4", "--payload", payload).returncode == 0
+    _nothing_to_do(cli.here("hooks", "resume", "go:t-4", "--payload", payload), "nothing to resume")
 
 
 def test_schedules_verbs_follow_the_rule(cli: Cli, world_url: str) -> None:
     add = ["schedules", "add", "nightly", "--cron", "0 3 * * *", "--workflow", "approval"]
-    assert cli(*add).returncode == 0
-    _refused(cli(*add))  # the name is taken: refused, not overwritten
-    _refused(cli("schedules", "remove", "weekly"))  # no such schedule
-    ran = cli("schedules", "run", "--once")  # a pass with no tick due did what it is for
+    assert cli.here(*add).returncode == 0
+    _refused(cli.here(*add))  # the name is taken: refused, not overwritten
+    _refused(cli.here("schedules", "remove", "weekly"))  # no such schedule
+    ran = cli.here("schedules", "run", "--once")  # a pass with no tick due did what it is for
     assert ran.returncode == 0, ran.stderr
-    assert cli("schedules", "remove", "nightly").returncode == 0
+    assert cli.here("schedules", "remove", "nightly").returncode == 0

@@ -47,17 +47,17 @@ def test_recover_with_an_app_that_defines_no_workflow_is_refused(cli: Cli) -> No
 def test_cleanup_and_archive(cli: Cli) -> None:
     first = _finished_run(cli)
     _finished_run(cli)
-    kept = cli("cleanup", "--older-than", "7d")
+    kept = cli.here("cleanup", "--older-than", "7d")
     assert kept.returncode == 0 and "deleted 0 runs" in kept.stdout
-    moved = cli("archive", "--older-than", "0")
+    moved = cli.here("archive", "--older-than", "0")
     assert moved.returncode == 0, moved.stderr
     assert "archived 2 runs (2 in the archive)" in moved.stdout
-    assert cli("archive", "--count").stdout.strip() == "2"
+    assert cli.here("archive", "--count").stdout.strip() == "2"
     assert cli.json("runs", "list") == []
-    shown = cli("runs", "show", first)  # not "no such run" alone: it may be in the archive
+    shown = cli.here("runs", "show", first)  # not "no such run" alone: it may be in the archive
     assert shown.returncode == 2 and "2 ended runs are archived" in shown.stderr
     _finished_run(cli)
-    gone = cli("cleanup", "--older-than", "0", "--status", "completed")
+    gone = cli.here("cleanup", "--older-than", "0", "--status", "completed")
     assert gone.returncode == 0 and "deleted 1 run" in gone.stdout
 
 
@@ -71,7 +71,7 @@ def test_maintenance_bad_input(cli: Cli) -> None:
         (["archive", "--older-than", "0", "--count"], "archives nothing"),  # not ignored
         (["recover", "--app", "no_such_module_xyz"], "no_such_module_xyz"),
     ]:
-        done = cli(*args)
+        done = cli.here(*args)  # a missing --app module registers nothing: in-process too
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert fragment in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert len(cli.json("runs", "list")) == 1  # nothing lost
@@ -96,14 +96,14 @@ def test_runs_repair_removes_an_entry_that_does_not_follow(
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip().split()[-1]
     seq = asyncio.run(_forge_step(world_url, run_id))
-    shown = cli("runs", "show", run_id)
+    shown = cli.here("runs", "show", run_id)
     assert shown.returncode == 2, shown.stdout
     assert "CORRUPT_LOG" in shown.stderr
     assert f"runs repair {run_id} --drop-seq {seq}" in shown.stderr
-    refused = cli("runs", "repair", run_id, "--drop-seq", str(seq - 1))
+    refused = cli.here("runs", "repair", run_id, "--drop-seq", str(seq - 1))
     assert refused.returncode == 2 and f"first fails at entry {seq}" in refused.stderr
     assert "Traceback" not in refused.stderr
-    done = cli("runs", "repair", run_id, "--drop-seq", str(seq))
+    done = cli.here("runs", "repair", run_id, "--drop-seq", str(seq))
     assert done.returncode == 0, done.stderr
     assert f" {seq}" in done.stdout and "woke the run" in done.stdout
     spawn("worker", "--app", str(FLOWS), "--processes", "1")

@@ -26,7 +26,7 @@ async def total(n: int) -> int:
 def test_exported_runs_replay_and_a_divergent_change_exits_1(cli: Cli) -> None:
     (cli.cwd / "app.py").write_text(APP)
     assert cli("run", "app.py:total", "--input", "3").returncode == 0
-    exported = cli("runs", "export")
+    exported = cli.here("runs", "export")
     assert exported.returncode == 0, exported.stderr
     [history] = [json.loads(line) for line in exported.stdout.splitlines()]
     assert history["format"] == "wayline-history/1" and history["workflow"] == "total"
@@ -52,7 +52,7 @@ def test_export_by_id_and_bad_histories_are_refused_in_one_line(cli: Cli) -> Non
     (cli.cwd / "app.py").write_text(APP)
     assert cli("run", "app.py:total", "--input", "1").returncode == 0
     [run] = cli.json("runs", "list")
-    one = cli("runs", "export", run["runId"])
+    one = cli.here("runs", "export", run["runId"])
     assert one.returncode == 0 and json.loads(one.stdout)["runId"] == run["runId"]
 
     (cli.cwd / "bad.jsonl").write_text(one.stdout + "{not json\n")
@@ -60,5 +60,5 @@ def test_export_by_id_and_bad_histories_are_refused_in_one_line(cli: Cli) -> Non
     assert bad.returncode == 2
     lines = bad.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: bad.jsonl:2: not JSON"), bad.stderr
-    empty = cli("runs", "export", "--status", "failed")
+    empty = cli.here("runs", "export", "--status", "failed")
     assert empty.returncode == 1 and empty.stderr.startswith("error: no run to export")

@@ -23,13 +23,15 @@ DAY = 86400.0
 
 
 def _add(cli: Cli, name: str, *extra: str, **env: str) -> None:
-    done = cli("schedules", "add", name, "--workflow", "add", "--input", "[1, 2]", *extra, **env)
+    done = cli.here(
+        "schedules", "add", name, "--workflow", "add", "--input", "[1, 2]", *extra, **env
+    )
     assert done.returncode == 0, done.stderr
 
 
 def _look(cli: Cli, now: str | None = None, **env: str) -> str:
     at = ("--now", now) if now is not None else ()
-    done = cli("schedules", "run", "--once", *at, **env)
+    done = cli.here("schedules", "run", "--once", *at, **env)
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr, done.stderr
     return done.stdout
@@ -101,7 +103,7 @@ def test_a_clock_jump_forward_starts_the_latest_missed_tick_once_and_back_starts
     assert said.count("minutely: tick") == 1 and "started" in said, said
     ran = len(_runs(cli))
     assert _look(cli, **_shifted(-DAY)) == ""  # a day back: nothing is due again
-    shown = cli("schedules", "list", "--json", **_shifted(-DAY))
+    shown = cli.here("schedules", "list", "--json", **_shifted(-DAY))
     listed = {e["name"]: e for e in json.loads(shown.stdout)}
     assert listed["daily"]["next"] == _stamp(at + DAY), listed
     assert len(_runs(cli)) == ran
@@ -130,7 +132,7 @@ def test_a_cron_or_zone_broken_in_the_file_is_said_once_and_the_others_still_run
     assert said["cron"].startswith("not scheduled: minute: '61' is outside 0-59"), said
     assert said["zone"].startswith("not scheduled: unknown time zone 'Mars/Olympus'"), said
     assert "started" in _look(cli, "2099-01-01T11:05:00+00:00")  # the broken ones said once
-    listed = cli("schedules", "list")
+    listed = cli.here("schedules", "list")
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
     assert "minute: '61'" in listed.stdout and "Mars/Olympus" in listed.stdout, listed.stdout
     schedules = json.loads(file.read_text())
@@ -152,10 +154,10 @@ def test_a_schedules_file_of_the_wrong_shape_is_an_error_line_not_a_traceback(cl
     order = cli.cwd / "order.json"
     order.write_text('[{"sku": "BOOK-42"}]')
     for command in (("list",), ("run", "--once"), ("remove", "x")):
-        done = cli("schedules", "--file", str(order), *command)
+        done = cli.here("schedules", "--file", str(order), *command)
         assert_clean_error(done, "order.json", "not a JSON object of schedules by name")
     order.write_text('{"x": 5}')
-    assert_clean_error(cli("schedules", "--file", str(order), "list"), "schedule 'x'")
+    assert_clean_error(cli.here("schedules", "--file", str(order), "list"), "schedule 'x'")
 
     for name in ("good", "nocron", "created", "input"):
         _add(cli, name, "--cron", "0 * * * *")
@@ -177,7 +179,7 @@ def test_a_schedules_file_of_the_wrong_shape_is_an_error_line_not_a_traceback(cl
     }
     again = _look(cli, "2099-01-01T11:05:00+00:00")  # the broken ones said once
     assert [line.split(":")[0] for line in again.splitlines()] == ["good"], again
-    listed = cli("schedules", "list")
+    listed = cli.here("schedules", "list")
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if line.startswith("nocron "))
     assert row.endswith("  not scheduled: 'cron' is missing"), listed.stdout
@@ -199,7 +201,7 @@ def test_forbid_runs_a_skipped_tick_late_when_the_run_ends_unless_past_its_deadl
     assert first.count("started") == 3, first
     said = _look(cli, "2099-01-01T11:00:30+00:00")
     assert said.count("skipped") == 2 and "gone: tick 2099-01-01T11:00:00Z started" in said
-    assert cli("schedules", "remove", "gone").returncode == 0
+    assert cli.here("schedules", "remove", "gone").returncode == 0
     spawn("worker", "--app", str(FLOWS)).wait_for("ready on")
     _all_ended(cli)
     said = _look(cli, "2099-01-01T11:05:00+00:00")

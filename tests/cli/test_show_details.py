@@ -39,7 +39,7 @@ def test_a_step_whose_worker_was_killed_is_shown_waiting_for_its_redelivery(
     worker.stop(signal.SIGKILL)
 
     before = time.time()
-    shown = cli("runs", "show", run_id)
+    shown = cli.here("runs", "show", run_id)
     after = time.time()
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
@@ -54,8 +54,8 @@ def test_a_step_whose_worker_was_killed_is_shown_waiting_for_its_redelivery(
     assert any("the world redelivers a step 30.00 s after" in ln for ln in lines), lines
 
     # terminated: the run ends cancelled, and show says it was terminate that ended it
-    assert cli("runs", "terminate", run_id, "--reason", "stop it").returncode == 0
-    text = cli("runs", "show", run_id).stdout
+    assert cli.here("runs", "terminate", run_id, "--reason", "stop it").returncode == 0
+    text = cli.here("runs", "show", run_id).stdout
     assert "status    cancelled (terminated: no compensations ran)" in text
     assert "run cancelled by terminate (no compensations ran)" in text
     assert "no outcome recorded yet" not in text  # the run ended: nothing waits any more
@@ -69,12 +69,12 @@ def test_runs_show_names_the_ids_runs_wake_takes(
 ) -> None:
     run_id, _ = _started_with_a_worker(cli, spawn, "approval", '"t-5"')
     _wait_json(cli, run_id, lambda s: bool(s["hooks"]))
-    text = cli("runs", "show", run_id).stdout
+    text = cli.here("runs", "show", run_id).stdout
     assert "hook approve:t-5 (id h1)" in text
     assert "(wait id h1.timeout)" in text
     assert "waiting   for hook approve:t-5 (id h1)" in text
-    woke = cli("runs", "wake", run_id, "--wait", "h1.timeout")  # the id as show printed it
+    woke = cli.here("runs", "wake", run_id, "--wait", "h1.timeout")  # the id as show printed it
     assert woke.returncode == 0, woke.stderr
     assert woke.stdout.strip() == f"woke h1.timeout of {run_id}"
     _wait_json(cli, run_id, lambda s: s["status"] == "failed")
-    assert "cancelled (terminated" not in cli("runs", "show", run_id).stdout
+    assert "cancelled (terminated" not in cli.here("runs", "show", run_id).stdout

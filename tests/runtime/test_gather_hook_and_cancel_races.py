@@ -1,7 +1,7 @@
-"""Third round of adversarial races, in one process on both worlds: ``gather``/``any`` with a
-failing branch, a cancel or a worker's death mid-gather; a hook taking several payloads from
-racing resumers; a cancel recorded between the read a decision (or a queued start) is made on
-and its write: nothing new may start after it."""
+"""Adversarial races of gather, hooks and cancels, in one process on both worlds:
+``gather``/``any`` with a failing branch, a cancel or a worker's death mid-gather; a hook taking
+several payloads from racing resumers; a cancel recorded between the read a decision (or a queued
+start) is made on and its write: nothing new may start after it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""A third round of scenarios from other durable engines' end-to-end suites (DBOS Transact's
-``test_failures.py``, ``test_dbos.py`` and ``test_queue.py``, Temporal's Python SDK
-``tests/worker/test_workflow.py`` and ``temporalio/features``, Restate's, Inngest's and
-Hatchet's SDK tests), ported to Wayline as black-box tests on every world. Each docstring names
-what it ports. None repeats a scenario of ``test_peer_scenarios.py`` or
-``test_peer_scenarios2.py``."""
+"""Errors that do not serialise or print, base exceptions, odd names and values: scenarios from
+other durable engines' end-to-end suites (DBOS Transact's ``test_failures.py``, ``test_dbos.py``
+and ``test_queue.py``, Temporal's Python SDK ``tests/worker/test_workflow.py`` and
+``temporalio/features``, Restate's, Inngest's and Hatchet's SDK tests), ported to Wayline as
+black-box tests on every world. Each docstring names what it ports. None repeats a scenario of
+``test_peer_scenarios.py`` or ``test_ported_hooks_children_and_retries.py``."""
 
 from __future__ import annotations
 

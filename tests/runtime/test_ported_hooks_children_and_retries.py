@@ -1,8 +1,8 @@
-"""More scenarios from other durable engines' own test suites (Temporal's Python SDK
-``tests/worker/test_workflow.py`` and contrib converters, DBOS Transact's ``test_dbos.py``,
-``test_failures.py`` and ``test_queue.py``, Restate's SDK tests, Inngest), ported to Wayline as
-black-box tests on every world. Each docstring names the test it ports. None repeats a scenario
-of ``test_peer_scenarios.py``."""
+"""Hooks, patches, children, queued retries and typed values: more scenarios from other durable
+engines' own test suites (Temporal's Python SDK ``tests/worker/test_workflow.py`` and contrib
+converters, DBOS Transact's ``test_dbos.py``, ``test_failures.py`` and ``test_queue.py``, Restate's
+SDK tests, Inngest), ported to Wayline as black-box tests on every world. Each docstring names the
+test it ports. None repeats a scenario of ``test_peer_scenarios.py``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Second round of adversarial races, in one process on both worlds: a worker closed while
-an async body swallows its cancellation, a ``timeout=`` (queued) step under a forced close,
+"""Adversarial races of a worker's close and death, in one process on both worlds: a worker closed
+while an async body swallows its cancellation, a ``timeout=`` (queued) step under a forced close,
 and children whose parent and child run on different workers, one of which dies."""
 
 from __future__ import annotations

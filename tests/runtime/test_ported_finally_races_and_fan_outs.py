@@ -1,8 +1,9 @@
-"""A fourth round of scenarios from other durable engines' end-to-end suites (Temporal's
-``features`` repository and Python SDK tests, DBOS Transact's ``test_dbos.py`` and
-``test_queue.py``, Inngest's SDK function cases, Restate's verification runs, Hatchet's and
-Airflow's), ported to Wayline as black-box tests on every world. Each docstring names what it
-ports. None repeats a scenario of ``test_peer_scenarios.py``, ``2`` or ``3``."""
+"""Finally blocks, races, fan-outs and killed workers mid-group: scenarios from other durable
+engines' end-to-end suites (Temporal's ``features`` repository and Python SDK tests, DBOS
+Transact's ``test_dbos.py`` and ``test_queue.py``, Inngest's SDK function cases, Restate's
+verification runs, Hatchet's and Airflow's), ported to Wayline as black-box tests on every world.
+Each docstring names what it ports. None repeats a scenario of ``test_peer_scenarios.py`` or the
+other ``test_ported_*.py`` files."""
 
 from __future__ import annotations
 
