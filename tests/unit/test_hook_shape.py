@@ -258,3 +258,26 @@ def test_a_model_too_large_for_the_budget_still_records_its_top_level() -> None:
     recorded = shape(many)
     assert len(recorded["fields"]) == 2000 and "nested" not in recorded
     assert "Field required" in _refused(recorded, {})
+
+
+class Credit(pydantic.BaseModel):
+    kind: Literal["card", "credit"]  # either names the branch
+    number: str
+
+
+class Wallet(pydantic.BaseModel):
+    pay: Annotated[Credit | Cash, pydantic.Field(discriminator="kind")]
+
+
+def test_a_tag_that_allows_several_values_accepts_each_of_them() -> None:
+    """Only the first of the tag's values was recorded: a payload the class takes
+    (``kind: "credit"``) was refused by a process without the class."""
+    recorded = shape(Wallet)
+    for kind in ("card", "credit"):
+        Wallet.model_validate({"pay": {"kind": kind, "number": "4111"}})
+        check_shape(recorded, {"pay": {"kind": kind, "number": "4111"}}, "t")
+    (credit, _) = recorded["unions"]["pay"]["branches"]
+    assert credit["value"] == "card" and credit["values"] == ["card", "credit"]
+    why = _refused(recorded, {"pay": {"kind": "cheque"}})
+    assert why.endswith('pay.kind: expected "card" or "credit" or "cash", got "cheque"')
+    assert "pay.number: Field required" in _refused(recorded, {"pay": {"kind": "credit"}})

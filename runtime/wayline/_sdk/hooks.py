@@ -360,16 +360,19 @@ def _union(
     models: list[Mapping[str, Any]], tag: Any, defs: Mapping[str, Any], walk: _Walk, depth: int
 ) -> dict[str, Any]:
     """The branches of a union of models: each one's title and shape, and, for a
-    discriminated union (``tag``: the field that tells them apart), the value that names it."""
+    discriminated union (``tag``: the field that tells them apart), the value that names it
+    (and ``values``, every one that does, when its tag allows several: ``Literal["a", "b"]``)."""
     branches = []
     for model in models:
         branch: dict[str, Any] = {"title": str(model.get("title") or "")}
         walk.take(branch["title"])
         if isinstance(tag, str):
             named = (model.get("properties") or {}).get(tag) or {}
-            value = named.get("const", (named.get("enum") or [None])[0])
-            if value is not None:
-                branch["value"] = value
+            values = [named["const"]] if "const" in named else list(named.get("enum") or [None])
+            if values[0] is not None:
+                branch["value"] = values[0]
+            if len(values) > 1:
+                branch["values"] = values
         branch["shape"] = _fields(model, defs, walk, depth + 1)
         branches.append(branch)
     out: dict[str, Any] = {"branches": branches}
@@ -524,15 +527,22 @@ def _union_problems(
         return []
     tag = union.get("tag")
     if isinstance(tag, str) and all("value" in b for b in branches):
-        named = [b for b in branches if b["value"] == payload.get(tag)]
+        named = [b for b in branches if payload.get(tag) in _tag_values(b)]
         if not named:
-            values = " or ".join(json.dumps(b["value"]) for b in branches)
+            values = " or ".join(json.dumps(v) for b in branches for v in _tag_values(b))
             return [f"{at}{tag}: expected {values}, got {json.dumps(payload.get(tag))}"]
         return _shape_problems(named[0]["shape"], payload, at, depth)
     found = [_shape_problems(b["shape"], payload, at, depth) for b in branches]
     if any(not problems for problems in found):
         return []
     return min(found, key=len)
+
+
+def _tag_values(branch: Mapping[str, Any]) -> list[Any]:
+    """The tag values that name a branch: ``values`` where the shape lists several (recorded
+    since a tag may allow more than one), else its one ``value``."""
+    values = branch.get("values")
+    return values if isinstance(values, list) and values else [branch["value"]]
 
 
 async def created(world: EventReader, hook: HookEntry) -> HookCreated | None:
