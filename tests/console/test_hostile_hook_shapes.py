@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import httpx
 import pydantic
 import pytest
 
 import wayline
+from tests.blobs.stores import remove_blob
 from tests.console.conftest import AUTH, Console
 from tests.console.test_hook_forms import _received
+from wayline.cli.console import create_app
 
 
 class Leaf(pydantic.BaseModel):
@@ -116,3 +119,51 @@ async def test_a_hook_whose_class_is_a_union_that_contains_itself_is_created_and
         resumed = await console.http.post(url, json={"payload": {"term": good}}, headers=AUTH)
         assert resumed.status_code == 200, resumed.text
         assert await run.result(timeout=20) == -6
+
+
+SMALL_BLOB_CHARS = 2_000  # under 4 KiB, so sent inline in the run's JSON; over the threshold
+LOW_INLINE_BYTES = 1_024  # a world told to keep anything over 1 KiB out of line
+
+
+@wayline.step(name="hostile_hook_shapes.echo")
+async def echo(text: str) -> str:
+    return text
+
+
+@wayline.workflow(name="hostile_hook_shapes.small_blobs")
+async def small_blobs(name: str) -> int:
+    payload = await wayline.create_hook(f"hostile_hook_shapes.small:{name}")
+    return len(await echo(payload["text"]))
+
+
+async def test_a_small_hook_payload_or_step_result_whose_blob_is_gone_is_said_at_its_place(
+    console: Console,
+) -> None:
+    """A world with a low inline threshold keeps a 2 KB payload in a blob, which the run's
+    JSON reads whole (it is under 4 KiB): when it was gone the whole run's JSON was a 409, so
+    the run's page did not open. Now each is said at its place and its link answers 409."""
+    low = await console.engine.make_world(inline_payload_bytes=LOW_INLINE_BYTES)
+    client = wayline.Client(low)
+    text = "s" * SMALL_BLOB_CHARS
+    async with console.engine.worker([small_blobs], world=low):
+        run = await client.start(small_blobs, "gone")
+        await client.wait_for_hook("hostile_hook_shapes.small:gone", timeout=20)
+        await client.resume_hook("hostile_hook_shapes.small:gone", {"text": text})
+        assert await run.result(timeout=20) == SMALL_BLOB_CHARS
+    await remove_blob(low, run.run_id, {"text": text})  # behind the world's back
+    await remove_blob(low, run.run_id, text)
+    fresh = await console.engine.make_world(inline_payload_bytes=LOW_INLINE_BYTES)  # no cache
+    app = create_app(wayline.Client(fresh), world_url="test://world")
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://console"
+    ) as http:
+        response = await http.get(f"/api/runs/{run.run_id}")
+        assert response.status_code == 200, response.text  # the run's page still opens
+        shown = response.json()
+        (hook,) = shown["hooks"]
+        (step,) = shown["steps"]
+        for linked in (hook["payloadPayload"], step["resultPayload"]):
+            assert linked["error"]["code"] == "CORRUPT_LOG", linked
+            gone = await http.get(linked["href"])
+            assert gone.status_code == 409 and gone.json()["error"]["code"] == "CORRUPT_LOG"
+        assert hook["payload"] is None and step["result"] is None
