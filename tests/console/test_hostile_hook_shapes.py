@@ -7,7 +7,7 @@ while the run's page still opens."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import httpx
 import pydantic
@@ -15,8 +15,10 @@ import pytest
 
 import wayline
 from tests.blobs.stores import remove_blob
-from tests.console.conftest import AUTH, Console
+from tests.console.browser import Page
+from tests.console.conftest import AUTH, TOKEN, Console
 from tests.console.test_hook_forms import _received
+from tests.hostile.poison import forge_event
 from wayline.cli.console import create_app
 
 
@@ -88,6 +90,15 @@ async def sheet(name: str) -> int:
     return _value(answer.term)
 
 
+async def _waiting(
+    client: wayline.Client, workflow: Any, name: str, token: str
+) -> wayline.RunHandle[Any]:
+    """A run of ``workflow`` started and waiting on its hook's ``token``."""
+    run = await client.start(workflow, name)
+    await client.wait_for_hook(token, timeout=20)
+    return run
+
+
 @pytest.mark.parametrize("with_class", [True, False], ids=["class", "shape"])
 async def test_a_hook_whose_class_is_a_union_that_contains_itself_is_created_and_checked(
     console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool
@@ -99,8 +110,7 @@ async def test_a_hook_whose_class_is_a_union_that_contains_itself_is_created_and
     client = console.engine.client
     token = f"hostile_hook_shapes.sheet:{with_class}"
     async with console.engine.worker([sheet]):
-        run = await client.start(sheet, str(with_class))
-        await client.wait_for_hook(token, timeout=20)
+        run = await _waiting(client, sheet, str(with_class), token)
         (hook,) = (await console.http.get(f"/api/hooks?run={run.run_id}")).json()["hooks"]
         assert [b["value"] for b in hook["shape"]["unions"]["term"]["branches"]][:3] == [
             "leaf",
@@ -167,3 +177,66 @@ async def test_a_small_hook_payload_or_step_result_whose_blob_is_gone_is_said_at
             gone = await http.get(linked["href"])
             assert gone.status_code == 409 and gone.json()["error"]["code"] == "CORRUPT_LOG"
         assert hook["payload"] is None and step["result"] is None
+
+
+@wayline.workflow(name="hostile_hook_shapes.plain")
+async def plain(name: str) -> str:
+    return str(await wayline.create_hook(f"hostile_hook_shapes.plain:{name}"))
+
+
+MARKUP = '<img src=x onerror="window.hostileHookShapes=1">'
+"""A name from the log that would run script if the page wrote it as HTML."""
+
+FORGED_SHAPE = {
+    "required": ["pay", "lines", MARKUP],
+    "fields": {"pay": ["object"], "lines": ["array"], MARKUP: ["string"], "note": ["string"]},
+    "nested": {"note": "not a shape"},
+    "unions": {
+        "pay": {
+            "tag": {"not": "a string"},
+            "branches": [None, 5, {"title": MARKUP, "shape": {"fields": {"a": ["string"]}}}],
+        }
+    },
+    "items": {"lines": {"union": {"branches": [None, {"shape": None}]}}, "note": []},
+}
+"""A shape no writer makes (a union's branch that is null or a number, a tag that is no
+string, a list's union of nothing), with markup for a field's name and a branch's title."""
+
+
+async def test_a_forged_shape_leaves_the_hooks_page_working_for_every_hook(
+    console: Console, page: Page
+) -> None:
+    """A ``hook_created`` written into the log behind the world's back with a malformed shape:
+    its union's null branch was a TypeError in the form's code, which ended the page's load,
+    so no hook at all showed a form. Now each malformed part is a JSON text area, every other
+    hook's form is built, and no name from the log is ever written as HTML."""
+    client = console.engine.client
+    async with console.engine.worker([sheet, plain]):
+        typed = await _waiting(client, sheet, "beside", "hostile_hook_shapes.sheet:beside")
+        forged = await _waiting(client, plain, "forged", "hostile_hook_shapes.plain:forged")
+        created = {"token": "hostile_hook_shapes.forged", "type": "nowhere:Forged"}
+        await forge_event(
+            console.engine.world,
+            forged.run_id,
+            "hook_created",
+            {**created, "shape": FORGED_SHAPE},
+            cid="h-forged",
+        )
+        # its hook is listed after the forged one
+        after = await _waiting(client, plain, "after", "hostile_hook_shapes.plain:after")
+        await page.open("/hooks")
+        await page.type("#token", TOKEN + "\t")
+        await page.text('form[data-token="hostile_hook_shapes.sheet:beside"] label', "kind")
+        await page.text('form[data-token="hostile_hook_shapes.plain:after"] button', "Resume")
+        form = 'form[data-token="hostile_hook_shapes.forged"]'
+        await page.text(f"{form} label", MARKUP)  # the name as text, not as an image
+        assert await page.script(f"return document.querySelectorAll('{form} img').length") == 0
+        assert await page.script("return window.hostileHookShapes === undefined")
+        shown = await page.script(
+            f"return [...document.querySelectorAll('{form} textarea')].map((t) => t.name)"
+        )
+        assert shown == ["pay", "lines"]  # the malformed union and list: JSON text areas
+        said = await page.script("return document.getElementById('message').textContent")
+        assert said == ""
+        for run in (typed, after):
+            assert (await client.get_run(run.run_id)).status == "running"
