@@ -18,6 +18,7 @@ from tests.blobs.stores import remove_blob
 from tests.console.browser import Page
 from tests.console.conftest import AUTH, TOKEN, Console
 from tests.console.test_hook_forms import _received
+from tests.console.test_large_step_results import refused_as
 from tests.hostile.poison import forge_event
 from wayline.cli.console import create_app
 
@@ -240,3 +241,29 @@ async def test_a_forged_shape_leaves_the_hooks_page_working_for_every_hook(
         assert said == ""
         for run in (typed, after):
             assert (await client.get_run(run.run_id)).status == "running"
+
+
+async def test_a_payload_number_is_refused_where_the_openapi_document_says(
+    console: Console,
+) -> None:
+    """The document's ``n`` had no maximum while the server refused a number of ten digits
+    with 400: a client checking against the document sent what the server would not read."""
+    document = (await console.http.get("/api/openapi.json")).json()
+    (n,) = [
+        p
+        for p in document["paths"]["/api/runs/{run_id}/hooks/{hook}/payloads/{n}"]["get"][
+            "parameters"
+        ]
+        if p["name"] == "n"
+    ]
+    largest = n["schema"]["maximum"]
+    client = console.engine.client
+    async with console.engine.worker([plain]):
+        run = await _waiting(client, plain, "numbers", "hostile_hook_shapes.plain:numbers")
+    (hook,) = (await console.http.get(f"/api/runs/{run.run_id}")).json()["hooks"]
+    base = f"/api/runs/{run.run_id}/hooks/{hook['id']}/payloads"
+    # not numbers: a decimal, a sign, a space, an Arabic-Indic one (a digit, but not ASCII)
+    wrong = ["1.0", "+1", "%20%31", "%D9%A1", str(largest + 1)]
+    cases = {f"{base}/{n}": (400, "BAD_REQUEST") for n in wrong}
+    cases |= {f"{base}/{n}": (404, "PAYLOAD_NOT_FOUND") for n in (0, largest)}  # none yet
+    await refused_as(console, cases)

@@ -216,10 +216,15 @@ def hook_of(hooks: Mapping[str, HookView], hook_id: str) -> HookView:
     return hooks[hook_id]
 
 
+PAYLOAD_NUMBER_DIGITS = 9
+"""The most digits a payload's number in a link may have (the OpenAPI document's maximum): no
+hook takes a billion payloads, and a longer number is refused before it is read."""
+
+
 def payload_index(given: str, hook: HookView) -> int:
     """Which of the hook's payloads a link names: 0 the first, 1 the first of ``later``...; a
     typed 4xx for one the hook has not received."""
-    if not given.isascii() or not given.isdigit() or len(given) > 9:
+    if not given.isascii() or not given.isdigit() or len(given) > PAYLOAD_NUMBER_DIGITS:
         raise ApiError(400, "BAD_REQUEST", "n is not a payload's number (0 for the first)")
     n = int(given)
     received = (hook.received_at is not None) + len(hook.later)
