@@ -6,6 +6,7 @@ as far as it is, never a crash of the resume."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Annotated, Any, Literal, Optional
 
 import pydantic
@@ -56,6 +57,9 @@ class Basket(pydantic.BaseModel):
 @dataclasses.dataclass
 class Crate:
     to: City
+
+
+SHAPE_BYTES = 64 * 1024  # the most JSON a recorded shape takes (docs/console.md)
 
 
 def _refused(recorded: dict[str, Any], payload: Any) -> str:
@@ -170,3 +174,110 @@ def test_a_shape_that_is_not_well_formed_does_not_break_the_resume(forged: dict[
     unknown JSON type name was a KeyError out of ``resume``."""
     check_shape(forged, {"x": 1}, "t")
     assert "expected an object" in _refused(forged, [1])
+
+
+class Number(pydantic.BaseModel):
+    op: Literal["number"]
+    value: int
+
+
+class Negate(pydantic.BaseModel):
+    op: Literal["negate"]
+    arg: Expr
+
+
+class Plus(pydantic.BaseModel):
+    op: Literal["plus"]
+    left: Expr
+    right: Expr
+
+
+class Minus(pydantic.BaseModel):
+    op: Literal["minus"]
+    left: Expr
+    right: Expr
+
+
+class Times(pydantic.BaseModel):
+    op: Literal["times"]
+    left: Expr
+    right: Expr
+
+
+class Over(pydantic.BaseModel):
+    op: Literal["over"]
+    left: Expr
+    right: Expr
+
+
+Expr = Annotated[Number | Negate | Plus | Minus | Times | Over, pydantic.Field(discriminator="op")]
+for _node in (Negate, Plus, Minus, Times, Over):
+    _node.model_rebuild()
+
+
+class Formula(pydantic.BaseModel):
+    expr: Expr
+    steps: list[Expr] = []
+
+
+def test_a_union_that_contains_itself_is_recorded_within_its_budget() -> None:
+    """An expression tree (each node model holds the union again) followed four levels deep
+    was a 1.4 MB shape, which no NATS message holds: the hook could never be created. It now
+    follows fewer levels, and still checks the ones it records."""
+    recorded = shape(Formula)
+    assert len(json.dumps(recorded)) <= SHAPE_BYTES
+    expr = recorded["unions"]["expr"]
+    assert [b["value"] for b in expr["branches"]] == [
+        "number",
+        "negate",
+        "plus",
+        "minus",
+        "times",
+        "over",
+    ]
+    assert recorded["items"]["steps"]["union"] == expr
+    plus = {
+        "op": "plus",
+        "left": {"op": "number", "value": 1},
+        "right": {"op": "number", "value": 2},
+    }
+    deep = {"op": "negate", "arg": {"op": "negate", "arg": {"op": "negate", "arg": plus}}}
+    check_shape(recorded, {"expr": deep, "steps": [plus, deep]}, "t")
+    assert 'expr.op: expected "number" or' in _refused(recorded, {"expr": {"op": "pow"}})
+    why = _refused(recorded, {"expr": {"op": "plus", "left": {"op": "number"}, "right": plus}})
+    assert why.endswith("refused: expr.left.value: Field required")
+    assert "steps[1].arg: Field required" in _refused(
+        recorded, {"expr": plus, "steps": [plus, {"op": "negate"}]}
+    )
+
+
+def test_a_model_too_large_for_the_budget_still_records_its_top_level() -> None:
+    many = pydantic.create_model(  # type: ignore[call-overload]
+        "Many", **{f"field_{n:05}_{'x' * 40}": (City, ...) for n in range(2000)}
+    )
+    recorded = shape(many)
+    assert len(recorded["fields"]) == 2000 and "nested" not in recorded
+    assert "Field required" in _refused(recorded, {})
+
+
+class Credit(pydantic.BaseModel):
+    kind: Literal["card", "credit"]  # either names the branch
+    number: str
+
+
+class Wallet(pydantic.BaseModel):
+    pay: Annotated[Credit | Cash, pydantic.Field(discriminator="kind")]
+
+
+def test_a_tag_that_allows_several_values_accepts_each_of_them() -> None:
+    """Only the first of the tag's values was recorded: a payload the class takes
+    (``kind: "credit"``) was refused by a process without the class."""
+    recorded = shape(Wallet)
+    for kind in ("card", "credit"):
+        Wallet.model_validate({"pay": {"kind": kind, "number": "4111"}})
+        check_shape(recorded, {"pay": {"kind": kind, "number": "4111"}}, "t")
+    (credit, _) = recorded["unions"]["pay"]["branches"]
+    assert credit["value"] == "card" and credit["values"] == ["card", "credit"]
+    why = _refused(recorded, {"pay": {"kind": "cheque"}})
+    assert why.endswith('pay.kind: expected "card" or "credit" or "cash", got "cheque"')
+    assert "pay.number: Field required" in _refused(recorded, {"pay": {"kind": "credit"}})

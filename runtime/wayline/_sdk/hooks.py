@@ -24,6 +24,7 @@ import importlib
 import json
 import sys
 from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 from .._core import projections
@@ -224,7 +225,7 @@ def _shape_of(cls: type[Any]) -> dict[str, Any] | None:
             schema = {}
         top = _top(schema)
         is_object = top.get("type") == "object" and "properties" in top
-        _SHAPES[cls] = _fields(top, schema.get("$defs") or {}) if is_object else None
+        _SHAPES[cls] = _bounded(schema) if is_object else None
     return _SHAPES[cls]
 
 
@@ -270,15 +271,54 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 _NESTED_DEPTH = 4
 """How deep the recorded shape follows nested models (a model that contains itself stops)."""
 
+SHAPE_BYTES = 64 * 1024
+"""The most JSON a recorded shape may take. The shape rides in the hook's ``hook_created``
+event, which is never stored out of line and must stay well under NATS's 1 MiB message: a
+recursive union (an expression tree whose six node models each hold the union again) followed
+four levels deep is 1.4 MB. A shape over this follows one level fewer, until it fits; the
+levels left out are checked where the class is, and the console's form takes them as JSON."""
+
+
+class _TooLarge(Exception):
+    """A walk that has passed :data:`SHAPE_BYTES`: it is given up at once, so that a class
+    whose shape would be millions of fields costs no more than the budget to try."""
+
+
+@dataclass
+class _Walk:
+    """One attempt at recording a shape: how many levels of models it follows, and how many
+    bytes of JSON its fields have taken so far (a lower bound on the shape's size)."""
+
+    levels: int
+    spent: int = 0
+
+    def take(self, name: str) -> None:
+        self.spent += len(name) + 8  # "name":[], and a comma, at the least
+        if self.levels and self.spent > SHAPE_BYTES:
+            raise _TooLarge
+
 
 def shape(cls: type[Any]) -> dict[str, Any]:
     """The class's JSON schema as far as a process without the class can check it: required
     fields and the JSON type of each field, and the same for each field that is a nested
-    model (``nested``, up to ``_NESTED_DEPTH`` deep), recorded with the hook so that the
-    operator and the CLI still refuse a payload that misses a field or has the wrong kind of
-    value, at any of those levels."""
-    schema = _schema(cls)
-    return _fields(_top(schema), schema.get("$defs") or {})
+    model (``nested``), a list of models (``items``) or a union of models (``unions``), up to
+    ``_NESTED_DEPTH`` levels deep and :data:`SHAPE_BYTES` in all, recorded with the hook so
+    that the operator and the CLI still refuse a payload that misses a field or has the wrong
+    kind of value, at any of those levels. The top level is always recorded whole."""
+    return _bounded(_schema(cls))
+
+
+def _bounded(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`shape` of a class's JSON schema: as many levels as fit in :data:`SHAPE_BYTES`."""
+    top, defs = _top(schema), schema.get("$defs") or {}
+    for levels in range(_NESTED_DEPTH, 0, -1):
+        try:
+            recorded = _fields(top, defs, _Walk(levels))
+        except _TooLarge:
+            continue
+        if len(json.dumps(recorded)) <= SHAPE_BYTES:
+            return recorded
+    return _fields(top, defs, _Walk(0))
 
 
 def _top(schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -317,19 +357,23 @@ def _is_model(option: Mapping[str, Any]) -> bool:
 
 
 def _union(
-    models: list[Mapping[str, Any]], tag: Any, defs: Mapping[str, Any], depth: int
+    models: list[Mapping[str, Any]], tag: Any, defs: Mapping[str, Any], walk: _Walk, depth: int
 ) -> dict[str, Any]:
     """The branches of a union of models: each one's title and shape, and, for a
-    discriminated union (``tag``: the field that tells them apart), the value that names it."""
+    discriminated union (``tag``: the field that tells them apart), the value that names it
+    (and ``values``, every one that does, when its tag allows several: ``Literal["a", "b"]``)."""
     branches = []
     for model in models:
         branch: dict[str, Any] = {"title": str(model.get("title") or "")}
+        walk.take(branch["title"])
         if isinstance(tag, str):
             named = (model.get("properties") or {}).get(tag) or {}
-            value = named.get("const", (named.get("enum") or [None])[0])
-            if value is not None:
-                branch["value"] = value
-        branch["shape"] = _fields(model, defs, depth + 1)
+            values = [named["const"]] if "const" in named else list(named.get("enum") or [None])
+            if values[0] is not None:
+                branch["value"] = values[0]
+            if len(values) > 1:
+                branch["values"] = values
+        branch["shape"] = _fields(model, defs, walk, depth + 1)
         branches.append(branch)
     out: dict[str, Any] = {"branches": branches}
     if isinstance(tag, str):
@@ -337,15 +381,17 @@ def _union(
     return out
 
 
-def _element(prop: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> dict[str, Any] | None:
+def _element(
+    prop: Mapping[str, Any], defs: Mapping[str, Any], walk: _Walk, depth: int
+) -> dict[str, Any] | None:
     """What a list's item is, when it is a model (``{"shape": ...}``) or a union of models
     (``{"union": ...}``); None for anything else (checked where the class is)."""
     options = _options(prop, defs)
     models = [o for o in options if _is_model(o)]
     if len(models) == 1 and len(options) == 1:
-        return {"shape": _fields(models[0], defs, depth + 1)}
+        return {"shape": _fields(models[0], defs, walk, depth + 1)}
     if len(models) >= 2 and len(models) == len(options):
-        return {"union": _union(models, _tag(prop, defs), defs, depth)}
+        return {"union": _union(models, _tag(prop, defs), defs, walk, depth)}
     return None
 
 
@@ -359,28 +405,31 @@ def _tag(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
     return None
 
 
-def _fields(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
+def _fields(
+    schema: Mapping[str, Any], defs: Mapping[str, Any], walk: _Walk, depth: int = 0
+) -> dict[str, Any]:
     fields: dict[str, list[str]] = {}
     nested: dict[str, Any] = {}
     unions: dict[str, Any] = {}
     items: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
+        walk.take(str(name))
         options = _options(prop, defs)
         kinds = [o.get("type") for o in options]
         if not all(isinstance(k, str) and k in _JSON_TYPES for k in kinds):
             fields[name] = []  # a constrained or unnamed type: checked where the class is
             continue
         fields[name] = list(dict.fromkeys(str(k) for k in kinds))
-        if depth >= _NESTED_DEPTH:
+        if depth >= walk.levels:
             continue
         models = [o for o in options if _is_model(o)]
         if len(models) == 1:
-            nested[name] = _fields(models[0], defs, depth + 1)
+            nested[name] = _fields(models[0], defs, walk, depth + 1)
         elif len(models) >= 2:
-            unions[name] = _union(models, _tag(prop, defs), defs, depth)
+            unions[name] = _union(models, _tag(prop, defs), defs, walk, depth)
         lists = [o for o in options if o.get("type") == "array"]
         if len(lists) == 1 and isinstance(lists[0].get("items"), Mapping):
-            element = _element(lists[0]["items"], defs, depth)
+            element = _element(lists[0]["items"], defs, walk, depth)
             if element is not None:
                 items[name] = element
     out: dict[str, Any] = {"required": list(schema.get("required") or []), "fields": fields}
@@ -478,15 +527,22 @@ def _union_problems(
         return []
     tag = union.get("tag")
     if isinstance(tag, str) and all("value" in b for b in branches):
-        named = [b for b in branches if b["value"] == payload.get(tag)]
+        named = [b for b in branches if payload.get(tag) in _tag_values(b)]
         if not named:
-            values = " or ".join(json.dumps(b["value"]) for b in branches)
+            values = " or ".join(json.dumps(v) for b in branches for v in _tag_values(b))
             return [f"{at}{tag}: expected {values}, got {json.dumps(payload.get(tag))}"]
         return _shape_problems(named[0]["shape"], payload, at, depth)
     found = [_shape_problems(b["shape"], payload, at, depth) for b in branches]
     if any(not problems for problems in found):
         return []
     return min(found, key=len)
+
+
+def _tag_values(branch: Mapping[str, Any]) -> list[Any]:
+    """The tag values that name a branch: ``values`` where the shape lists several (recorded
+    since a tag may allow more than one), else its one ``value``."""
+    values = branch.get("values")
+    return values if isinstance(values, list) and values else [branch["value"]]
 
 
 async def created(world: EventReader, hook: HookEntry) -> HookCreated | None:

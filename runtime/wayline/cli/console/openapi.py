@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._core.events import RunStatus
+from .payloads import PAYLOAD_NUMBER_DIGITS
 
 _ERROR = {"$ref": "#/components/responses/Error"}
 _RUN_ID = {
@@ -280,7 +281,7 @@ def document() -> dict[str, Any]:
                 _in_path(
                     "n",
                     "which payload: 0 the first, 1 the first of later...",
-                    {"type": "integer", "minimum": 0},
+                    {"type": "integer", "minimum": 0, "maximum": 10**PAYLOAD_NUMBER_DIGITS - 1},
                 ),
             ),
             "/api/runs/{run_id}/input": _payload("getRunInput", "input"),

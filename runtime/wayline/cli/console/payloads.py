@@ -69,16 +69,46 @@ async def payload_link(
         try:
             preview = await _first_kib(world, run_id, ref)
         except BlobMissingError as err:
-            # the run's page still opens, and says at the value's place why it cannot be read;
-            # the link answers the same error (409 CORRUPT_LOG) before any byte
-            error = {"code": err.code, "message": err.message}
-            return {"bytes": ref.size, "preview": "", "href": href, "error": error}
+            return unreadable(ref.size, href, err)
         return {"bytes": ref.size, "preview": preview, "href": href}
     data = encoded(value)
     if len(data) <= inline:
         return None
     # ASCII (json.dumps escapes the rest), so the cut never splits a character
     return {"bytes": len(data), "preview": data[:PREVIEW_BYTES].decode(), "href": href}
+
+
+def unreadable(size: int, href: str, err: BlobMissingError) -> dict[str, Any]:
+    """The link of a value that cannot be read (its blob is gone, or its reference is
+    malformed): the run's page still opens, and says at the value's place why; the link
+    answers the same error (``409 CORRUPT_LOG``) before any byte."""
+    return {
+        "bytes": size,
+        "preview": "",
+        "href": href,
+        "error": {"code": err.code, "message": err.message},
+    }
+
+
+async def inline_or_link(
+    world: World, run_id: str, stored: Any, href: str, inline: int
+) -> tuple[Any, dict[str, Any] | None]:
+    """A value of the run's fold as the run's JSON sends it: ``(value, None)`` inline, or
+    ``(None, link)`` for one over ``inline`` bytes, a malformed reference, or a small blob
+    that cannot be read (gone behind the world's back: it is said at its place, so the
+    run's page still opens, as for a large one)."""
+    ref = blob_ref(stored)
+    if ref is None and is_ref(stored):
+        return None, malformed_link(world, run_id, href)
+    linked = await payload_link(world, run_id, stored, ref, href, inline)
+    if linked is not None:
+        return None, linked
+    if ref is None:
+        return stored, None
+    try:  # a small blob (a world with a low inline threshold)
+        return await read_whole(world, run_id, ref), None
+    except BlobMissingError as err:
+        return None, unreadable(ref.size, href, err)
 
 
 async def _first_kib(world: World, run_id: str, ref: BlobRef) -> str:
@@ -152,29 +182,15 @@ async def linked_hook(world: World, run_id: str, hook: dict[str, Any]) -> dict[s
 
 
 async def _hook_value(world: World, run_id: str, stored: Any, href: str) -> dict[str, Any]:
-    ref = blob_ref(stored)
-    linked = (
-        malformed_link(world, run_id, href)
-        if ref is None and is_ref(stored)
-        else await payload_link(world, run_id, stored, ref, href, HOOK_PAYLOAD_INLINE_BYTES)
-    )
-    if linked is not None:
-        return {"payload": None, "payloadPayload": linked}
-    value = await read_whole(world, run_id, ref) if is_ref(stored) else stored
-    return {"payload": value, "payloadPayload": None}
+    value, linked = await inline_or_link(world, run_id, stored, href, HOOK_PAYLOAD_INLINE_BYTES)
+    return {"payload": value, "payloadPayload": linked}
 
 
 def malformed_link(world: World, run_id: str, href: str) -> dict[str, Any]:
     """The link of a value whose reference in the log no writer makes (written behind the
-    world's back): the run's page still opens and says why at the value's place, as for a
-    blob that is gone, and the link answers the same ``409 CORRUPT_LOG``."""
+    world's back): said as for a blob that is gone (:func:`unreadable`)."""
     err = BlobMissingError(run_id, 0, "a malformed reference", store=type(world).__name__)
-    return {
-        "bytes": 0,
-        "preview": "",
-        "href": href,
-        "error": {"code": err.code, "message": err.message},
-    }
+    return unreadable(0, href, err)
 
 
 async def stored_value(client: Client, run_id: str, stored: Any) -> StreamingResponse:
@@ -200,10 +216,15 @@ def hook_of(hooks: Mapping[str, HookView], hook_id: str) -> HookView:
     return hooks[hook_id]
 
 
+PAYLOAD_NUMBER_DIGITS = 9
+"""The most digits a payload's number in a link may have (the OpenAPI document's maximum): no
+hook takes a billion payloads, and a longer number is refused before it is read."""
+
+
 def payload_index(given: str, hook: HookView) -> int:
     """Which of the hook's payloads a link names: 0 the first, 1 the first of ``later``...; a
     typed 4xx for one the hook has not received."""
-    if not given.isascii() or not given.isdigit() or len(given) > 9:
+    if not given.isascii() or not given.isdigit() or len(given) > PAYLOAD_NUMBER_DIGITS:
         raise ApiError(400, "BAD_REQUEST", "n is not a payload's number (0 for the first)")
     n = int(given)
     received = (hook.received_at is not None) + len(hook.later)

@@ -14,9 +14,8 @@ from typing import Any
 from starlette.requests import Request
 
 from ...world import World
-from ...world.blobs import blob_ref, is_ref
 from .errors import ApiError
-from .payloads import malformed_link, payload_link, read_whole
+from .payloads import inline_or_link
 
 FIRST_PAGE = 200
 """How many steps the run itself carries: a run this short needs no second request, and the
@@ -58,18 +57,13 @@ async def page_of(
 async def clipped(world: World, run_id: str, step: dict[str, Any]) -> dict[str, Any]:
     """The step with a result over :data:`RESULT_INLINE_BYTES` replaced by ``resultBytes``
     and ``resultPayload`` (``{bytes, preview, href}``); a smaller one kept in a blob is read."""
-    result = step.get("result")
     href = f"/api/runs/{run_id}/steps/{step['id']}/result"
-    ref = blob_ref(result)
-    if ref is None and is_ref(result):  # a reference no writer makes
-        broken = malformed_link(world, run_id, href)
-        return {**step, "result": None, "resultBytes": 0, "resultPayload": broken}
-    linked = await payload_link(world, run_id, result, ref, href, RESULT_INLINE_BYTES)
+    value, linked = await inline_or_link(
+        world, run_id, step.get("result"), href, RESULT_INLINE_BYTES
+    )
     if linked is not None:
         return {**step, "result": None, "resultBytes": linked["bytes"], "resultPayload": linked}
-    if is_ref(result):
-        return {**step, "result": await read_whole(world, run_id, ref)}
-    return {**step, "resultPayload": None}
+    return {**step, "result": value, "resultPayload": None}
 
 
 def step_of(steps: list[dict[str, Any]], step_id: str) -> dict[str, Any]:

@@ -16,8 +16,7 @@ wl.hookForm = (hook, after) => {
   const form = document.createElement("form");
   form.dataset.token = hook.token;
   form.noValidate = true; // checked by `collect` below, which also says what is wrong in words
-  const fields = hook.shape && hook.shape.fields && Object.keys(hook.shape.fields).length
-    ? wl.shapeFields(hook.shape) : null;
+  const fields = wl.isShape(hook.shape) ? wl.shapeFields(hook.shape) : null;
   const said = wl.text("div", "", "said");
   let collect;
   if (fields) {
@@ -80,27 +79,29 @@ wl.hookForm = (hook, after) => {
 // the chosen branch's fields. Inputs are named by their path when made (`address.street`,
 // `lines.0.sku`, `pay.Card.number`); problems are named by the path at the time they are
 // found (`lines[1].sku`). Only a top-level boolean makes the form an approval.
+// A shape is read from the log, which anyone who can write the world can write: each part
+// that is not what a writer makes (a branch that is null, a list of nothing) is taken as JSON.
 wl.shapeFields = (shape, at = "") => {
-  const required = new Set(shape.required || []);
-  const nested = shape.nested || {}, unions = shape.unions || {}, items = shape.items || {};
+  const required = new Set(Array.isArray(shape.required) ? shape.required : []);
+  const nested = wl.dict(shape.nested), unions = wl.dict(shape.unions), items = wl.dict(shape.items);
   const out = [];
   let approvalTaken = at !== "";
-  for (const [name, given] of Object.entries(shape.fields || {})) {
+  for (const [name, given] of Object.entries(wl.dict(shape.fields))) {
     const kinds = Array.isArray(given) ? given : [];
     const solid = kinds.filter((k) => k !== "null");
     const kind = solid.length === 1 ? solid[0] : "json";
     const field = { name, path: at + name, kind, nullable: kinds.includes("null"), required: required.has(name) };
-    const inner = nested[name];
-    if (inner && inner.fields && Object.keys(inner.fields).length) {
+    const inner = wl.own(nested, name), union = wl.own(unions, name), element = wl.dict(wl.own(items, name));
+    if (wl.isShape(inner)) {
       out.push(wl.modelField(field, inner));
       continue;
     }
-    if (wl.isUnion(unions[name])) {
-      out.push(wl.unionField(field, unions[name]));
+    if (wl.isUnion(union)) {
+      out.push(wl.unionField(field, union));
       continue;
     }
-    if (items[name] && (wl.isShape(items[name].shape) || wl.isUnion(items[name].union))) {
-      out.push(wl.listField(field, items[name]));
+    if (wl.isShape(element.shape) || wl.isUnion(element.union)) {
+      out.push(wl.listField(field, element));
       continue;
     }
     if (kind === "boolean" && !approvalTaken && wl.APPROVAL_FIELD.test(name)) {
@@ -133,9 +134,11 @@ wl.shapeFields = (shape, at = "") => {
   return out;
 };
 
-wl.isShape = (shape) => Boolean(shape && shape.fields && Object.keys(shape.fields).length);
-wl.isUnion = (union) => Boolean(union && Array.isArray(union.branches)
-  && union.branches.length > 1 && union.branches.every((b) => wl.isShape(b.shape)));
+wl.dict = (value) => (value && typeof value === "object" && !Array.isArray(value) ? value : {});
+wl.own = (object, key) => (Object.hasOwn(object, key) ? object[key] : undefined);
+wl.isShape = (shape) => Object.keys(wl.dict(wl.dict(shape).fields)).length > 0;
+wl.isUnion = (union) => Array.isArray(wl.dict(union).branches) && union.branches.length > 1
+  && union.branches.every((b) => wl.isShape(wl.dict(b).shape));
 
 wl.box = (field, legend) => {
   const box = document.createElement("fieldset");
@@ -165,7 +168,8 @@ wl.unionField = (field, union) => {
   select.className = "branch";
   if (!field.required || field.nullable) select.append(new Option("(none)", ""));
   field.branches = union.branches.map((branch, index) => {
-    const title = branch.title || (branch.value !== undefined ? String(branch.value) : `branch ${index + 1}`);
+    const title = typeof branch.title === "string" && branch.title ? branch.title
+      : branch.value !== undefined ? String(branch.value) : `branch ${index + 1}`;
     const shape = { ...branch.shape, fields: { ...branch.shape.fields } };
     if (field.tag) delete shape.fields[field.tag];
     const box = document.createElement("fieldset");
@@ -200,7 +204,7 @@ wl.listField = (field, element) => {
   add.addEventListener("click", () => {
     const row = { name: String(made), path: `${field.path}.${made}`, required: true };
     made += 1;
-    if (element.shape) wl.modelField(row, element.shape);
+    if (wl.isShape(element.shape)) wl.modelField(row, element.shape);
     else wl.unionField(row, element.union);
     row.label.classList.add("item");
     const remove = wl.text("button", "Remove", "remove");
