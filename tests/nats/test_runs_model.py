@@ -186,3 +186,53 @@ async def test_a_page_read_while_the_model_does_not_load_reads_the_names(
     await world.follow_runs()
     model = await world.runs_followed(30.0)
     assert model is not None and set(model.runs) == set(ids)
+
+
+async def test_hostile_entries_in_the_index_stream_leave_pages_and_counts_whole(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """Bytes no writer made, published onto the index's stream: a time token that decodes to
+    NaN or infinity, bad JSON, a huge body, subjects of the wrong shape. A run named so is no
+    run: the pages, their cursor and the counts answer as without them, and nothing raises."""
+    world = await open_nats_world()
+    ids = [new_run_id() for _ in range(4)]
+    for i, run_id in enumerate(ids):
+        await world.append(run_id, _created(_WF, i), expected_seq=0)
+    assert await world.flush_runs_index()
+    model = await _model(world)
+    index = world._runs()
+    prefix = index.names.prefix
+    ghost = new_run_id()
+    hostile = [
+        (f"{prefix}.ri.running.{_WF}.7ff8000000000000.{ghost}", b"{}"),  # NaN
+        (f"{prefix}.ri.running.{_WF}.fff8000000000000.{new_run_id()}", b""),  # -NaN
+        (f"{prefix}.ri.running.{_WF}.7ff0000000000000.{new_run_id()}", b"x"),  # infinity
+        (f"{prefix}.ri.pending.{_WF}.7ff8000000000000.{ids[0]}", b'{"seq": 99}'),
+        (f"{prefix}.ri.running.{_WF}.zz.{new_run_id()}", b"not json {"),
+        (f"{prefix}.ri.running", b"\xff\xfe"),
+        (f"{prefix}.ri.running.=hdeadbeef.3ff0000000000000.=hbeef", b'{"run": 5}'),
+        (
+            f"{prefix}.ri.failed.{_WF}.3ff0000000000000.{new_run_id()}",
+            b'{"seq": "' + b"9" * 300_000,
+        ),
+    ]
+    for subject, data in hostile:
+        await world._js.publish(subject, data, stream=index.stream)
+    want = sorted(ids)
+    for _ in range(2):  # the second time after the first page dropped what it found gone
+        rows: list[str] = []
+        after = None
+        while True:
+            page = await world.runs_page(after=after, limit=1, workflow=_WF)
+            if not page:
+                break
+            rows += [r.run_id for r in page]
+            after = (page[-1].created_at, page[-1].run_id)
+        assert sorted(rows) == want and len(rows) == len(want)
+        pending = await world.runs_page(after=None, limit=10, status=RunStatus.PENDING)
+        assert sorted(r.run_id for r in pending) == want
+    assert all(held.created_at == held.created_at for held in model.runs.values())  # no NaN
+    assert model.runs[ids[0]].status is RunStatus.PENDING
+    counts = await world.count_runs(workflow=_WF)
+    assert counts.get(RunStatus.PENDING) == 4
+    assert ghost not in model.runs
