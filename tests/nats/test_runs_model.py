@@ -236,3 +236,48 @@ async def test_hostile_entries_in_the_index_stream_leave_pages_and_counts_whole(
     counts = await world.count_runs(workflow=_WF)
     assert counts.get(RunStatus.PENDING) == 4
     assert ghost not in model.runs
+
+
+async def test_a_followed_world_reads_an_index_stream_made_again_from_its_start(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's stream deleted and made again (``nats stream rm``, then a process that
+    starts provisions it and reconciliation writes it again from the log): its sequences
+    start again from 1, below the last one the model read, and the model must read them."""
+    monkeypatch.setattr(runs_model, "SWEEP_EVERY", 0.0)
+    console = await open_nats_world()
+    writer = await open_nats_world()
+    old = [new_run_id() for _ in range(6)]
+    done = [NewEvent(EventType.RUN_COMPLETED, data={"output": 1})]
+    for i, run_id in enumerate(old):
+        await writer.append(run_id, _created(_WF, i), expected_seq=0)
+        assert await writer.flush_runs_index()  # two entries a run: the stream's seq runs on
+        await writer.append(run_id, done, expected_seq=1)
+        assert await writer.flush_runs_index()
+    model = await _model(console)
+    assert set(model.runs) == set(old)
+    stream = writer._runs().stream
+    await writer._js.delete_stream(stream)
+    again = await open_nats_world()  # provisions the index's stream again, empty
+    new = [new_run_id() for _ in range(2)]
+    for i, run_id in enumerate(new):
+        await again.append(run_id, _created(_WF, 10 + i), expected_seq=0)
+    assert await again.flush_runs_index()
+    await again.runs_page(after=None, limit=1)  # reconciles: the old runs' entries again
+    assert (await again._runs().state())["last_seq"] <= model.seq
+    want = sorted(old + new)
+    for _ in range(100):
+        page = await console.runs_page(after=None, limit=20, workflow=_WF)
+        if sorted(r.run_id for r in page) == want:
+            break
+        await asyncio.sleep(0.1)
+    assert sorted(r.run_id for r in page) == want
+    for _ in range(100):
+        if await console.count_runs(workflow=_WF) == {RunStatus.COMPLETED: 6, RunStatus.PENDING: 2}:
+            break
+        await asyncio.sleep(0.1)
+    assert await console.count_runs(workflow=_WF) == {
+        RunStatus.COMPLETED: 6,
+        RunStatus.PENDING: 2,
+    }
+    assert set(model.runs) == set(want)

@@ -339,8 +339,11 @@ class RunsIndex:
         return True
 
     async def state(self) -> dict[str, Any]:
-        """The index stream's state (its first and last sequences, its number of subjects)."""
-        return dict((await self._info(self.stream, {})).get("state") or {})
+        """The index stream's state (its first and last sequences, its number of subjects)
+        and, as ``created``, when the stream was made (a stream deleted and made again
+        numbers its messages from 1 again)."""
+        info = await self._info(self.stream, {})
+        return {**(info.get("state") or {}), "created": info.get("created")}
 
     async def _num_subjects(self, stream: str) -> int:
         info = await self._info(stream, {})
