@@ -6,6 +6,7 @@ their statuses, changes their attributes and deletes them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -281,3 +282,72 @@ async def test_a_followed_world_reads_an_index_stream_made_again_from_its_start(
         RunStatus.PENDING: 2,
     }
     assert set(model.runs) == set(want)
+
+
+async def test_a_load_that_fails_half_way_leaves_nothing_behind_and_loads_again(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One window of the load refused while the others are still being read: the load
+    fails, none of its other windows lands in the model afterwards (they would land in a
+    model whose orders a later load already sorted, leaving their runs out of every page),
+    and the next read loads it whole."""
+    monkeypatch.setattr(runs_model, "WINDOW", 3)
+    world = await open_nats_world()
+    ids = [new_run_id() for _ in range(12)]
+    for i, run_id in enumerate(ids):
+        await world.append(run_id, _created(_WF, i), expected_seq=0)
+    assert await world.flush_runs_index()
+    real = runs_model.RunsModel._read
+    first = int((await world._runs().state())["first_seq"])
+    slow = asyncio.Event()
+
+    async def failing(self: Any, start: int, batch: int) -> list[Any]:
+        if start == first:
+            raise WorldError("refused on purpose")
+        await slow.wait()
+        return await real(self, start, batch)
+
+    monkeypatch.setattr(runs_model.RunsModel, "_read", failing)
+    await world.follow_runs()
+    assert await world.runs_followed(5.0) is None
+    model = world._runs_model
+    slow.set()
+    for _ in range(20):
+        await asyncio.sleep(0.05)
+    assert model.runs == {}  # the failed load's other windows were stopped
+    monkeypatch.setattr(runs_model.RunsModel, "_read", real)
+    assert await world.runs_followed(30.0) is model
+    page = await world.runs_page(after=None, limit=20, workflow=_WF)
+    assert sorted(r.run_id for r in page) == sorted(ids)
+
+
+async def test_a_world_closed_while_its_model_loads_leaves_no_task(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The world closed during the load and during an upkeep: the model's tasks end with the
+    close, none is left pending, and a read waiting for the load is not left hanging."""
+    world = await open_nats_world()
+    run_id = new_run_id()
+    await world.append(run_id, _created(_WF, 0), expected_seq=0)
+    assert await world.flush_runs_index()
+    before = asyncio.all_tasks()
+    stuck = asyncio.Event()
+
+    async def hangs(self: Any, start: int, batch: int) -> list[Any]:
+        await stuck.wait()
+        return []
+
+    monkeypatch.setattr(runs_model.RunsModel, "_read", hangs)
+    await world.follow_runs()
+    model = world._runs_model
+    waiting = asyncio.create_task(model.ready(60.0))
+    await asyncio.sleep(0.1)
+    await world.close()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.wait_for(waiting, 5.0)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    left = {t for t in asyncio.all_tasks() - before if not t.done()}
+    left.discard(asyncio.current_task())  # type: ignore[arg-type]
+    assert not left, left
+    assert world._runs_model is None
