@@ -351,3 +351,48 @@ async def test_a_world_closed_while_its_model_loads_leaves_no_task(
     left.discard(asyncio.current_task())  # type: ignore[arg-type]
     assert not left, left
     assert world._runs_model is None
+
+
+async def test_statuses_that_move_back_are_followed_from_another_process(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs that go running, paused, running, paused and running again,
+    written by another process between the console's reads: the console's pages by status and
+    its counts follow each move as the index's names do, a run never on two pages or none."""
+    monkeypatch.setattr(runs_model, "SWEEP_EVERY", 0.0)
+    writer = await open_nats_world()
+    console = await open_nats_world()
+    reader = await open_nats_world()
+    ids = [new_run_id() for _ in range(4)]
+    for i, run_id in enumerate(ids):
+        await writer.append(run_id, _created(_WF, i), expected_seq=0)
+    assert await writer.flush_runs_index()
+    await _model(console)
+    seqs = dict.fromkeys(ids, 1)
+
+    async def move(run_id: str, kind: EventType, data: dict[str, Any]) -> None:
+        await writer.append(run_id, [NewEvent(kind, data=data)], expected_seq=seqs[run_id])
+        seqs[run_id] += 1
+
+    moves: list[tuple[EventType, dict[str, Any]]] = [
+        (EventType.RUN_STARTED, {}),
+        (EventType.RUN_PAUSED, {"statusBefore": "running"}),
+        (EventType.RUN_UNPAUSED, {"status": "running"}),
+        (EventType.RUN_PAUSED, {"statusBefore": "running"}),
+        (EventType.RUN_UNPAUSED, {"status": "running"}),
+    ]
+    for step, (kind, data) in enumerate(moves):
+        for run_id in ids[:3]:  # the fourth stays pending
+            await move(run_id, kind, data)
+        await writer.flush_runs_index()
+        want = await _answers(reader)
+        got = await _answers(console)
+        assert got == want, f"after move {step}"
+        assert sum(got["counts"].values()) == 4
+        statuses = [RunStatus.PENDING, RunStatus.RUNNING, RunStatus.PAUSED]
+        rows = [
+            r.run_id
+            for s in statuses
+            for r in await console.runs_page(after=None, limit=10, status=s, workflow=_WF)
+        ]
+        assert sorted(rows) == sorted(ids), f"after move {step}"
