@@ -4,6 +4,8 @@ cursor and the counts answer 200 with every run, as without them."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from tests.console.conftest import Console
@@ -51,3 +53,17 @@ async def test_hostile_bytes_in_the_runs_index_give_no_error_and_lose_no_run(
     assert pending.status_code == 200, pending.text
     assert sorted(r["runId"] for r in pending.json()["runs"]) == sorted(ids)
     assert pending.json()["counts"]["pending"] == 3
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"[1" + b"0" * 400 + b', "wf_x"]', b'[NaN, "wf_x"]', b'[Infinity, "wf_x"]', b'[-1e999, "x"]'],
+    ids=["huge-int", "nan", "infinity", "minus-infinity"],
+)
+async def test_a_cursor_with_a_time_no_run_has_is_a_clear_400(console: Console, raw: bytes) -> None:
+    """A cursor this server never gave, whose time is no time (too large for a float, NaN, an
+    infinity): a 400 that says so, not a 500 and not an empty page."""
+    cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    answer = await console.http.get("/api/runs", params={"cursor": cursor})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["code"] == "BAD_REQUEST"
