@@ -396,3 +396,34 @@ async def test_statuses_that_move_back_are_followed_from_another_process(
             for r in await console.runs_page(after=None, limit=10, status=s, workflow=_WF)
         ]
         assert sorted(rows) == sorted(ids), f"after move {step}"
+
+
+async def test_counts_stay_whole_after_the_index_stream_is_purged(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nats stream purge`` of the index's stream under a followed world, then a run created
+    and one deleted by another process: once reconciliation writes the index again from the
+    log, the console's counts and pages are the log's, as the index's names are."""
+    monkeypatch.setattr(runs_model, "SWEEP_EVERY", 0.0)
+    writer = await open_nats_world()
+    console = await open_nats_world()
+    reader = await open_nats_world()
+    ids = [new_run_id() for _ in range(5)]
+    for i, run_id in enumerate(ids):
+        await writer.append(run_id, _created(_WF, i), expected_seq=0)
+    done = [NewEvent(EventType.RUN_COMPLETED, data={"output": 1})]
+    await writer.append(ids[0], done, expected_seq=1)
+    assert await writer.flush_runs_index()
+    await _model(console)
+    await writer._js.purge_stream(writer._runs().stream)
+    late = new_run_id()
+    await writer.append(late, _created(_WF, 9), expected_seq=0)
+    assert await writer.delete_runs(older_than=0.0, statuses=[RunStatus.COMPLETED]) == 1
+    assert await writer.flush_runs_index()
+    want = {RunStatus.PENDING: 5}
+    for _ in range(100):
+        if await console.count_runs(workflow=_WF) == want:
+            break
+        await asyncio.sleep(0.1)
+    assert await console.count_runs(workflow=_WF) == want
+    assert await _answers(console) == await _answers(reader)
