@@ -353,6 +353,20 @@ async def test_a_world_closed_while_its_model_loads_leaves_no_task(
     assert world._runs_model is None
 
 
+async def _three_processes(
+    open_nats_world: OpenWorlds, count: int
+) -> tuple[Any, Any, Any, list[str]]:
+    """A writer (another process), a console that will follow the runs and a reader of the
+    index's names, with ``count`` pending runs of ``_WF`` the writer created."""
+    writer = await open_nats_world()
+    console = await open_nats_world()
+    reader = await open_nats_world()
+    ids = [new_run_id() for _ in range(count)]
+    for i, run_id in enumerate(ids):
+        await writer.append(run_id, _created(_WF, i), expected_seq=0)
+    return writer, console, reader, ids
+
+
 async def test_statuses_that_move_back_are_followed_from_another_process(
     open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -360,12 +374,7 @@ async def test_statuses_that_move_back_are_followed_from_another_process(
     written by another process between the console's reads: the console's pages by status and
     its counts follow each move as the index's names do, a run never on two pages or none."""
     monkeypatch.setattr(runs_model, "SWEEP_EVERY", 0.0)
-    writer = await open_nats_world()
-    console = await open_nats_world()
-    reader = await open_nats_world()
-    ids = [new_run_id() for _ in range(4)]
-    for i, run_id in enumerate(ids):
-        await writer.append(run_id, _created(_WF, i), expected_seq=0)
+    writer, console, reader, ids = await _three_processes(open_nats_world, 4)
     assert await writer.flush_runs_index()
     await _model(console)
     seqs = dict.fromkeys(ids, 1)
@@ -405,12 +414,7 @@ async def test_counts_stay_whole_after_the_index_stream_is_purged(
     and one deleted by another process: once reconciliation writes the index again from the
     log, the console's counts and pages are the log's, as the index's names are."""
     monkeypatch.setattr(runs_model, "SWEEP_EVERY", 0.0)
-    writer = await open_nats_world()
-    console = await open_nats_world()
-    reader = await open_nats_world()
-    ids = [new_run_id() for _ in range(5)]
-    for i, run_id in enumerate(ids):
-        await writer.append(run_id, _created(_WF, i), expected_seq=0)
+    writer, console, reader, ids = await _three_processes(open_nats_world, 5)
     done = [NewEvent(EventType.RUN_COMPLETED, data={"output": 1})]
     await writer.append(ids[0], done, expected_seq=1)
     assert await writer.flush_runs_index()
