@@ -123,6 +123,7 @@ class RunsModel:
         self._task: asyncio.Task[None] | None = None
         self._upkeep: asyncio.Task[None] | None = None
         self._swept_at = time.monotonic()
+        self._closed = False
         self._made: object = None
         """When the index's stream the model read was made (its info's ``created``)."""
 
@@ -257,17 +258,28 @@ class RunsModel:
     def start(self) -> None:
         """Load the model in the background, unless it is loaded or loading (a load that
         failed, the server gone for a moment, is started again)."""
+        if self._closed:
+            return
         if self._task is None or (self._task.done() and not self.loaded):
             self._task = asyncio.get_running_loop().create_task(self._load())
 
     async def ready(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the load; whether it is done."""
+        """Wait up to ``timeout`` seconds for the load; whether it is done. False, not a
+        cancellation, when the load is stopped under the wait (the world closes): the read
+        goes on without the model and fails as any read of a closed world does."""
         self.start()
-        assert self._task is not None
+        task = self._task
+        if task is None:  # closed
+            return False
         try:
-            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+            await asyncio.wait_for(asyncio.shield(task), timeout)
         except TimeoutError:
             return False
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and (current is None or not current.cancelling()):
+                return False
+            raise
         return self.loaded
 
     async def _load(self) -> None:
@@ -336,7 +348,7 @@ class RunsModel:
         """Start the index's reconciliation with the log (``runs_pages.reconcile``, which
         says itself whether it is due) and a sweep if one is due, in the background, unless
         they are under way: a read does not wait for them."""
-        if self._upkeep is None or self._upkeep.done():
+        if not self._closed and (self._upkeep is None or self._upkeep.done()):
             self._upkeep = asyncio.get_running_loop().create_task(self._keep(reconcile))
 
     async def _keep(self, reconcile: Callable[[], Awaitable[object]]) -> None:
@@ -392,6 +404,8 @@ class RunsModel:
         return len(gone)
 
     async def close(self) -> None:
+        """Stop the load and the upkeep; no task is started after (a read in flight)."""
+        self._closed = True
         for task in (self._task, self._upkeep):
             if task is not None and not task.done():
                 task.cancel()
