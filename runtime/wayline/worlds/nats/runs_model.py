@@ -368,21 +368,14 @@ class RunsModel:
         reconciled from the log again) numbers its entries from 1 again, below the last
         sequence the model read, which reading forward would never reach: the model is then
         read again whole (reads wait for it) and the sweep is done."""
-        info = await self._index.state()
-        if info.get("created") != self._made or int(info.get("last_seq") or 0) < self.seq:
-            log.warning("the runs index's stream was made again: reading it again whole")
-            try:
-                async with self._reading:
-                    await self._fill()
-            except BaseException:
-                self.loaded = False  # the next read starts a load (``start``)
-                raise
-            self._swept_at = time.monotonic()
-            return 0
         for _ in range(3):  # the counts compare only once the model has read every entry
             await self.catch_up()
             info = await self._index.state()
-            if int(info.get("last_seq") or 0) <= self.seq:
+            last = int(info.get("last_seq") or 0)
+            if info.get("created") != self._made or last < self.seq:
+                await self._reload()
+                return 0
+            if last <= self.seq:
                 break
         else:
             if not force:
@@ -402,6 +395,17 @@ class RunsModel:
         for run_id in gone:
             self.drop(run_id)
         return len(gone)
+
+    async def _reload(self) -> None:
+        """Read the index's stream again whole, made again since the model read it."""
+        log.warning("the runs index's stream was made again: reading it again whole")
+        try:
+            async with self._reading:
+                await self._fill()
+        except BaseException:
+            self.loaded = False  # the next read starts a load (``start``)
+            raise
+        self._swept_at = time.monotonic()
 
     async def close(self) -> None:
         """Stop the load and the upkeep; no task is started after (a read in flight)."""
