@@ -175,3 +175,52 @@ async def test_a_world_that_follows_its_runs_answers_as_one_that_does_not(world:
         RunStatus.COMPLETED: 2,
         RunStatus.PENDING: 3,
     }
+
+
+async def test_a_followed_cursor_walks_on_while_statuses_move_back(world: World) -> None:
+    """With the runs followed: a walk by pages of two under a status filter and a workflow
+    filter, while a run between the pages is paused and goes back to pending, one shown
+    starts and a newer run is created, shows each run that keeps the status once and no run
+    twice, and the counts and a search attribute's page agree with the runs' logs, on every
+    world."""
+    workflow = "pages-back-wf"
+    made = []
+    for i in range(6):
+        made.append(new_run_id())
+        await world.append(made[-1], _created(workflow, i), expected_seq=0)
+    await _followed(world)
+    newest_first = [r.run_id for r in await world.list_runs(workflow=workflow)]
+    first = await world.runs_page(after=None, limit=2, status=RunStatus.PENDING, workflow=workflow)
+    assert [r.run_id for r in first] == newest_first[:2]
+    # a run not shown yet is paused, then goes back to pending; one shown starts; a newer
+    # run comes
+    moving = newest_first[3]
+    pause = NewEvent(T.RUN_PAUSED, data={"statusBefore": "pending"})
+    await world.append(moving, [pause], expected_seq=1)
+    await world.append(newest_first[0], [NewEvent(T.RUN_STARTED)], expected_seq=1)
+    await world.append(new_run_id(), _created(workflow, 10), expected_seq=0)
+    paused = await world.runs_page(after=None, limit=5, status=RunStatus.PAUSED, workflow=workflow)
+    assert [r.run_id for r in paused] == [moving]
+    unpause = NewEvent(T.RUN_UNPAUSED, data={"status": "pending"})
+    await world.append(moving, [unpause], expected_seq=2)
+    seen = [r.run_id for r in first]
+    after = (first[-1].created_at, first[-1].run_id)
+    while True:
+        page = await world.runs_page(
+            after=after, limit=2, status=RunStatus.PENDING, workflow=workflow
+        )
+        if not page:
+            break
+        seen += [r.run_id for r in page]
+        after = (page[-1].created_at, page[-1].run_id)
+    assert seen == newest_first  # the unpaused run back under pending, in its place
+    assert await world.count_runs(workflow=workflow) == {
+        RunStatus.PENDING: 6,
+        RunStatus.RUNNING: 1,
+    }
+    even = parse_all("parity=p0")
+    by_attribute = await world.runs_page(
+        after=None, limit=10, status=RunStatus.PENDING, workflow=workflow, where=even
+    )
+    listed = await world.list_runs(status=RunStatus.PENDING, workflow=workflow, where=even)
+    assert [r.run_id for r in by_attribute] == [r.run_id for r in listed]

@@ -186,3 +186,249 @@ async def test_a_page_read_while_the_model_does_not_load_reads_the_names(
     await world.follow_runs()
     model = await world.runs_followed(30.0)
     assert model is not None and set(model.runs) == set(ids)
+
+
+async def test_hostile_entries_in_the_index_stream_leave_pages_and_counts_whole(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """Bytes no writer made, published onto the index's stream: a time token that decodes to
+    NaN or infinity, bad JSON, a huge body, subjects of the wrong shape. A run named so is no
+    run: the pages, their cursor and the counts answer as without them, and nothing raises."""
+    world = await open_nats_world()
+    ids = [new_run_id() for _ in range(4)]
+    for i, run_id in enumerate(ids):
+        await world.append(run_id, _created(_WF, i), expected_seq=0)
+    assert await world.flush_runs_index()
+    model = await _model(world)
+    index = world._runs()
+    prefix = index.names.prefix
+    ghost = new_run_id()
+    hostile = [
+        (f"{prefix}.ri.running.{_WF}.7ff8000000000000.{ghost}", b"{}"),  # NaN
+        (f"{prefix}.ri.running.{_WF}.fff8000000000000.{new_run_id()}", b""),  # -NaN
+        (f"{prefix}.ri.running.{_WF}.7ff0000000000000.{new_run_id()}", b"x"),  # infinity
+        (f"{prefix}.ri.pending.{_WF}.7ff8000000000000.{ids[0]}", b'{"seq": 99}'),
+        (f"{prefix}.ri.running.{_WF}.zz.{new_run_id()}", b"not json {"),
+        (f"{prefix}.ri.running", b"\xff\xfe"),
+        (f"{prefix}.ri.running.=hdeadbeef.3ff0000000000000.=hbeef", b'{"run": 5}'),
+        (
+            f"{prefix}.ri.failed.{_WF}.3ff0000000000000.{new_run_id()}",
+            b'{"seq": "' + b"9" * 300_000,
+        ),
+    ]
+    for subject, data in hostile:
+        await world._js.publish(subject, data, stream=index.stream)
+    want = sorted(ids)
+    for _ in range(2):  # the second time after the first page dropped what it found gone
+        rows: list[str] = []
+        after = None
+        while True:
+            page = await world.runs_page(after=after, limit=1, workflow=_WF)
+            if not page:
+                break
+            rows += [r.run_id for r in page]
+            after = (page[-1].created_at, page[-1].run_id)
+        assert sorted(rows) == want and len(rows) == len(want)
+        pending = await world.runs_page(after=None, limit=10, status=RunStatus.PENDING)
+        assert sorted(r.run_id for r in pending) == want
+    assert all(held.created_at == held.created_at for held in model.runs.values())  # no NaN
+    assert model.runs[ids[0]].status is RunStatus.PENDING
+    counts = await world.count_runs(workflow=_WF)
+    assert counts.get(RunStatus.PENDING) == 4
+    assert ghost not in model.runs
+
+
+async def test_a_followed_world_reads_an_index_stream_made_again_from_its_start(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's stream deleted and made again (``nats stream rm``, then a process that
+    starts provisions it and reconciliation writes it again from the log): its sequences
+    start again from 1, below the last one the model read, and the model must read them."""
+    monkeypatch.setattr(runs_model, "SWEEP_EVERY", 0.0)
+    console = await open_nats_world()
+    writer = await open_nats_world()
+    old = [new_run_id() for _ in range(6)]
+    done = [NewEvent(EventType.RUN_COMPLETED, data={"output": 1})]
+    for i, run_id in enumerate(old):
+        await writer.append(run_id, _created(_WF, i), expected_seq=0)
+        assert await writer.flush_runs_index()  # two entries a run: the stream's seq runs on
+        await writer.append(run_id, done, expected_seq=1)
+        assert await writer.flush_runs_index()
+    model = await _model(console)
+    assert set(model.runs) == set(old)
+    stream = writer._runs().stream
+    await writer._js.delete_stream(stream)
+    again = await open_nats_world()  # provisions the index's stream again, empty
+    new = [new_run_id() for _ in range(2)]
+    for i, run_id in enumerate(new):
+        await again.append(run_id, _created(_WF, 10 + i), expected_seq=0)
+    assert await again.flush_runs_index()
+    await again.runs_page(after=None, limit=1)  # reconciles: the old runs' entries again
+    assert (await again._runs().state())["last_seq"] <= model.seq
+    want = sorted(old + new)
+    for _ in range(100):
+        page = await console.runs_page(after=None, limit=20, workflow=_WF)
+        if sorted(r.run_id for r in page) == want:
+            break
+        await asyncio.sleep(0.1)
+    assert sorted(r.run_id for r in page) == want
+    for _ in range(100):
+        if await console.count_runs(workflow=_WF) == {RunStatus.COMPLETED: 6, RunStatus.PENDING: 2}:
+            break
+        await asyncio.sleep(0.1)
+    assert await console.count_runs(workflow=_WF) == {
+        RunStatus.COMPLETED: 6,
+        RunStatus.PENDING: 2,
+    }
+    assert set(model.runs) == set(want)
+
+
+async def test_a_load_that_fails_half_way_leaves_nothing_behind_and_loads_again(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One window of the load refused while the others are still being read: the load
+    fails, none of its other windows lands in the model afterwards (they would land in a
+    model whose orders a later load already sorted, leaving their runs out of every page),
+    and the next read loads it whole."""
+    monkeypatch.setattr(runs_model, "WINDOW", 3)
+    world = await open_nats_world()
+    ids = [new_run_id() for _ in range(12)]
+    for i, run_id in enumerate(ids):
+        await world.append(run_id, _created(_WF, i), expected_seq=0)
+    assert await world.flush_runs_index()
+    real = runs_model.RunsModel._read
+    first = int((await world._runs().state())["first_seq"])
+    slow = asyncio.Event()
+
+    async def failing(self: Any, start: int, batch: int) -> list[Any]:
+        if start == first:
+            raise WorldError("refused on purpose")
+        await slow.wait()
+        return await real(self, start, batch)
+
+    monkeypatch.setattr(runs_model.RunsModel, "_read", failing)
+    await world.follow_runs()
+    assert await world.runs_followed(5.0) is None
+    model = world._runs_model
+    slow.set()
+    for _ in range(20):
+        await asyncio.sleep(0.05)
+    assert model.runs == {}  # the failed load's other windows were stopped
+    monkeypatch.setattr(runs_model.RunsModel, "_read", real)
+    assert await world.runs_followed(30.0) is model
+    page = await world.runs_page(after=None, limit=20, workflow=_WF)
+    assert sorted(r.run_id for r in page) == sorted(ids)
+
+
+async def test_a_world_closed_while_its_model_loads_leaves_no_task(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The world closed during the load: the model's tasks end with the close, none is left
+    pending or started after it, and a read waiting for the load gets False (the model is
+    not there), not a cancellation of its own request."""
+    world = await open_nats_world()
+    run_id = new_run_id()
+    await world.append(run_id, _created(_WF, 0), expected_seq=0)
+    assert await world.flush_runs_index()
+    before = asyncio.all_tasks()
+    stuck = asyncio.Event()
+
+    async def hangs(self: Any, start: int, batch: int) -> list[Any]:
+        await stuck.wait()
+        return []
+
+    monkeypatch.setattr(runs_model.RunsModel, "_read", hangs)
+    await world.follow_runs()
+    model = world._runs_model
+    waiting = asyncio.create_task(model.ready(60.0))
+    await asyncio.sleep(0.1)
+    await world.close()
+    assert await asyncio.wait_for(waiting, 5.0) is False  # not cancelled itself
+    assert await model.ready(1.0) is False  # and no load starts on the closed world
+    model.upkeep(asyncio.sleep)  # a read in flight past the close starts no upkeep
+    for _ in range(10):
+        await asyncio.sleep(0)
+    left = {t for t in asyncio.all_tasks() - before if not t.done()}
+    left.discard(asyncio.current_task())  # type: ignore[arg-type]
+    assert not left, left
+    assert world._runs_model is None
+
+
+async def _three_processes(
+    open_nats_world: OpenWorlds, count: int
+) -> tuple[Any, Any, Any, list[str]]:
+    """A writer (another process), a console that will follow the runs and a reader of the
+    index's names, with ``count`` pending runs of ``_WF`` the writer created."""
+    writer = await open_nats_world()
+    console = await open_nats_world()
+    reader = await open_nats_world()
+    ids = [new_run_id() for _ in range(count)]
+    for i, run_id in enumerate(ids):
+        await writer.append(run_id, _created(_WF, i), expected_seq=0)
+    return writer, console, reader, ids
+
+
+async def test_statuses_that_move_back_are_followed_from_another_process(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs that go running, paused, running, paused and running again,
+    written by another process between the console's reads: the console's pages by status and
+    its counts follow each move as the index's names do, a run never on two pages or none."""
+    monkeypatch.setattr(runs_model, "SWEEP_EVERY", 0.0)
+    writer, console, reader, ids = await _three_processes(open_nats_world, 4)
+    assert await writer.flush_runs_index()
+    await _model(console)
+    seqs = dict.fromkeys(ids, 1)
+
+    async def move(run_id: str, kind: EventType, data: dict[str, Any]) -> None:
+        await writer.append(run_id, [NewEvent(kind, data=data)], expected_seq=seqs[run_id])
+        seqs[run_id] += 1
+
+    moves: list[tuple[EventType, dict[str, Any]]] = [
+        (EventType.RUN_STARTED, {}),
+        (EventType.RUN_PAUSED, {"statusBefore": "running"}),
+        (EventType.RUN_UNPAUSED, {"status": "running"}),
+        (EventType.RUN_PAUSED, {"statusBefore": "running"}),
+        (EventType.RUN_UNPAUSED, {"status": "running"}),
+    ]
+    for step, (kind, data) in enumerate(moves):
+        for run_id in ids[:3]:  # the fourth stays pending
+            await move(run_id, kind, data)
+        await writer.flush_runs_index()
+        want = await _answers(reader)
+        got = await _answers(console)
+        assert got == want, f"after move {step}"
+        assert sum(got["counts"].values()) == 4
+        statuses = [RunStatus.PENDING, RunStatus.RUNNING, RunStatus.PAUSED]
+        rows = [
+            r.run_id
+            for s in statuses
+            for r in await console.runs_page(after=None, limit=10, status=s, workflow=_WF)
+        ]
+        assert sorted(rows) == sorted(ids), f"after move {step}"
+
+
+async def test_counts_stay_whole_after_the_index_stream_is_purged(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nats stream purge`` of the index's stream under a followed world, then a run created
+    and one deleted by another process: once reconciliation writes the index again from the
+    log, the console's counts and pages are the log's, as the index's names are."""
+    monkeypatch.setattr(runs_model, "SWEEP_EVERY", 0.0)
+    writer, console, reader, ids = await _three_processes(open_nats_world, 5)
+    done = [NewEvent(EventType.RUN_COMPLETED, data={"output": 1})]
+    await writer.append(ids[0], done, expected_seq=1)
+    assert await writer.flush_runs_index()
+    await _model(console)
+    await writer._js.purge_stream(writer._runs().stream)
+    late = new_run_id()
+    await writer.append(late, _created(_WF, 9), expected_seq=0)
+    assert await writer.delete_runs(older_than=0.0, statuses=[RunStatus.COMPLETED]) == 1
+    assert await writer.flush_runs_index()
+    want = {RunStatus.PENDING: 5}
+    for _ in range(100):
+        if await console.count_runs(workflow=_WF) == want:
+            break
+        await asyncio.sleep(0.1)
+    assert await console.count_runs(workflow=_WF) == want
+    assert await _answers(console) == await _answers(reader)

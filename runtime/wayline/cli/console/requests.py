@@ -8,6 +8,7 @@ import base64
 import binascii
 import hmac
 import json
+import math
 from typing import Any
 
 from starlette.requests import Request
@@ -62,8 +63,10 @@ def decode_cursor(request: Request) -> tuple[float, str] | None:
         raw = base64.urlsafe_b64decode(given + "=" * (-len(given) % 4))
         created_at, run_id = json.loads(raw)
         if isinstance(created_at, int | float) and isinstance(run_id, str):
-            return float(created_at), run_id
-    except (binascii.Error, ValueError, TypeError):
+            at = float(created_at)  # an int past a float's range: OverflowError
+            if math.isfinite(at):  # a NaN or an infinity is no run's time
+                return at, run_id
+    except (binascii.Error, ValueError, TypeError, OverflowError):
         pass
     raise ApiError(400, "BAD_REQUEST", "cursor is not one this server gave (take nextCursor)")
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import math
 import struct
 import time
 from collections import Counter
@@ -76,9 +77,14 @@ def time_token(created_at: float) -> str:
 
 
 def time_of(token: str) -> float | None:
+    """The time a ``<created>`` token gives back; None for a token no writer made
+    (``time_token`` writes finite times with the sign bit clear): a NaN, an infinity or a
+    negative time would break the runs' order, which sorts by it."""
     try:
         value: float = struct.unpack(">d", bytes.fromhex(token))[0]
     except (ValueError, struct.error):
+        return None
+    if not math.isfinite(value) or math.copysign(1.0, value) < 0:
         return None
     return value
 
@@ -333,8 +339,11 @@ class RunsIndex:
         return True
 
     async def state(self) -> dict[str, Any]:
-        """The index stream's state (its first and last sequences, its number of subjects)."""
-        return dict((await self._info(self.stream, {})).get("state") or {})
+        """The index stream's state (its first and last sequences, its number of subjects)
+        and, as ``created``, when the stream was made (a stream deleted and made again
+        numbers its messages from 1 again)."""
+        info = await self._info(self.stream, {})
+        return {**(info.get("state") or {}), "created": info.get("created")}
 
     async def _num_subjects(self, stream: str) -> int:
         info = await self._info(stream, {})

@@ -123,6 +123,9 @@ class RunsModel:
         self._task: asyncio.Task[None] | None = None
         self._upkeep: asyncio.Task[None] | None = None
         self._swept_at = time.monotonic()
+        self._closed = False
+        self._made: object = None
+        """When the index's stream the model read was made (its info's ``created``)."""
 
     # --- what it holds ------------------------------------------------------------------
     def absorb(self, msg: StoredMsg, *, place: bool = True) -> None:
@@ -255,47 +258,71 @@ class RunsModel:
     def start(self) -> None:
         """Load the model in the background, unless it is loaded or loading (a load that
         failed, the server gone for a moment, is started again)."""
+        if self._closed:
+            return
         if self._task is None or (self._task.done() and not self.loaded):
             self._task = asyncio.get_running_loop().create_task(self._load())
 
     async def ready(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the load; whether it is done."""
+        """Wait up to ``timeout`` seconds for the load; whether it is done. False, not a
+        cancellation, when the load is stopped under the wait (the world closes): the read
+        goes on without the model and fails as any read of a closed world does."""
         self.start()
-        assert self._task is not None
+        task = self._task
+        if task is None:  # closed
+            return False
         try:
-            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+            await asyncio.wait_for(asyncio.shield(task), timeout)
         except TimeoutError:
             return False
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and (current is None or not current.cancelling()):
+                return False
+            raise
         return self.loaded
 
     async def _load(self) -> None:
         began = time.perf_counter()
         try:
-            info = await self._index.state()
-            first, last = int(info.get("first_seq") or 0), int(info.get("last_seq") or 0)
             async with self._reading:
-                if last >= first > 0:
-                    starts = range(first, last + 1, WINDOW)
-                    gate = asyncio.Semaphore(WINDOWS_AT_ONCE)
-
-                    async def window(start: int) -> None:
-                        async with gate:
-                            msgs = await self._read(start, WINDOW)
-                        # taken as each window lands (the newest entry of a run wins in any
-                        # order), so the load never holds the loop for all of them at once
-                        for msg in msgs:
-                            if msg.seq < start + WINDOW:
-                                self.absorb(msg, place=False)
-
-                    await asyncio.gather(*(window(s) for s in starts))
-                    self.seq = max(self.seq, last)
-                    self.replace()
-                await self._forward()
+                await self._fill()
         except Exception as err:  # the reader goes on with the index's names (slow path)
             log.warning("runs index not loaded in memory: %s", err)
             return
         self.load_seconds = time.perf_counter() - began
         self.loaded = True
+
+    async def _fill(self) -> None:
+        """Read the whole index's stream into an empty model (the caller holds ``_reading``).
+        A window that fails cancels the others (a task group), so none of a failed load's
+        reads lands in the model after it."""
+        self.runs, self.order, self._by_status, self._counts = {}, [], {}, {}
+        self.seq = 0
+        info = await self._index.state()
+        self._made = info.get("created")
+        first, last = int(info.get("first_seq") or 0), int(info.get("last_seq") or 0)
+        if last >= first > 0:
+            gate = asyncio.Semaphore(WINDOWS_AT_ONCE)
+
+            async def window(start: int) -> None:
+                async with gate:
+                    msgs = await self._read(start, WINDOW)
+                # taken as each window lands (the newest entry of a run wins in any
+                # order), so the load never holds the loop for all of them at once
+                for msg in msgs:
+                    if msg.seq < start + WINDOW:
+                        self.absorb(msg, place=False)
+
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for start in range(first, last + 1, WINDOW):
+                        group.create_task(window(start))
+            except ExceptionGroup as failed:  # the first window's error, as a read's
+                raise failed.exceptions[0] from None
+            self.seq = max(self.seq, last)
+            self.replace()
+        await self._forward()
 
     async def _read(self, start: int, batch: int) -> list[StoredMsg]:
         request = {"seq": start, "batch": batch, "next_by_subj": self._filter}
@@ -321,7 +348,7 @@ class RunsModel:
         """Start the index's reconciliation with the log (``runs_pages.reconcile``, which
         says itself whether it is due) and a sweep if one is due, in the background, unless
         they are under way: a read does not wait for them."""
-        if self._upkeep is None or self._upkeep.done():
+        if not self._closed and (self._upkeep is None or self._upkeep.done()):
             self._upkeep = asyncio.get_running_loop().create_task(self._keep(reconcile))
 
     async def _keep(self, reconcile: Callable[[], Awaitable[object]]) -> None:
@@ -335,11 +362,20 @@ class RunsModel:
     async def sweep(self, *, force: bool = True) -> int:
         """Drop the runs whose entries were purged (by any process) since the model read
         them; unless ``force``, only when the index names another number of runs than the
-        model holds. Returns how many it dropped."""
+        model holds runs. Returns how many it dropped.
+
+        An index's stream made again since the model read it (deleted, then provisioned and
+        reconciled from the log again) numbers its entries from 1 again, below the last
+        sequence the model read, which reading forward would never reach: the model is then
+        read again whole (reads wait for it) and the sweep is done."""
         for _ in range(3):  # the counts compare only once the model has read every entry
             await self.catch_up()
             info = await self._index.state()
-            if int(info.get("last_seq") or 0) <= self.seq:
+            last = int(info.get("last_seq") or 0)
+            if info.get("created") != self._made or last < self.seq:
+                await self._reload()
+                return 0
+            if last <= self.seq:
                 break
         else:
             if not force:
@@ -360,7 +396,20 @@ class RunsModel:
             self.drop(run_id)
         return len(gone)
 
+    async def _reload(self) -> None:
+        """Read the index's stream again whole, made again since the model read it."""
+        log.warning("the runs index's stream was made again: reading it again whole")
+        try:
+            async with self._reading:
+                await self._fill()
+        except BaseException:
+            self.loaded = False  # the next read starts a load (``start``)
+            raise
+        self._swept_at = time.monotonic()
+
     async def close(self) -> None:
+        """Stop the load and the upkeep; no task is started after (a read in flight)."""
+        self._closed = True
         for task in (self._task, self._upkeep):
             if task is not None and not task.done():
                 task.cancel()
