@@ -1,0 +1,67 @@
+"""The autoscaler's counts of one NATS topic (``ready_messages``, ``in_flight_messages``,
+``delayed_messages``) are right across its subjects before the levels, its levels and its fair
+lanes, whichever of their consumers exist: a lane no worker has received from yet has no
+consumer, and what is stored on it is ready all the same."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.nats_fixtures import OpenWorlds
+from wayline._core import ordering
+from wayline.worlds.nats import queue as nats_queue
+from wayline.worlds.nats.names import lane_of
+
+
+def keyed(name: str, key: str, priority: int = ordering.DEFAULT_PRIORITY) -> dict[str, Any]:
+    return {"name": name, **ordering.Ordering(priority, key).fields()}
+
+
+async def counts(world: Any, topic: str) -> tuple[int, int, int]:
+    ready = (await world.ready_messages([topic]))[topic]
+    held = (await world.in_flight_messages([topic]))[topic]
+    delayed = (await world.delayed_messages([topic], time.time() + 600))[topic]
+    return ready, held, delayed
+
+
+@pytest.mark.parametrize("listed_at_most", [10_000, 0], ids=["listed", "asked-each"])
+async def test_counts_of_lanes_with_and_without_consumers(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch, listed_at_most: int
+) -> None:
+    """With a few messages a count lists the topic's subjects at once; with more than
+    ``_LISTED_AT_MOST`` it asks each kind without a consumer (0 here: always)."""
+    monkeypatch.setattr(nats_queue, "_LISTED_AT_MOST", listed_at_most, raising=False)
+    assert lane_of("counts-lane-a") != lane_of("counts-lane-b")
+    world = await open_nats_world()
+    topic = f"counts-across-lanes-{listed_at_most}"
+    await world.enqueue(topic, {"name": "plain"})
+    await world.enqueue(topic, keyed("a0", "counts-lane-a"))
+    await world.enqueue(topic, keyed("a1", "counts-lane-a"))
+    await world.enqueue(topic, {"name": "urgent", **ordering.Ordering(2, "").fields()})
+    assert await counts(world, topic) == (4, 0, 0)  # no consumer exists yet
+
+    got = await world.receive(topic, max_messages=4, wait_seconds=2)
+    assert len(got) == 4
+    by_name = {str((d.payload or {})["name"]): d for d in got}
+    # Sent after every consumer above was made: a lane with no consumer holds them.
+    await world.enqueue(topic, keyed("b0", "counts-lane-b"))
+    await world.enqueue(topic, keyed("b1", "counts-lane-b", priority=7))
+    await world.enqueue(topic, keyed("late", "counts-lane-a"), delay_seconds=300)
+    assert await counts(world, topic) == (2, 4, 1)
+
+    assert await world.release(by_name["a0"], delay_seconds=300) is True  # waits out a delay
+    assert await world.ack(by_name["plain"]) is True
+    assert await counts(world, topic) == (2, 2, 2)
+
+    # Bytes published by hand under the topic, on a subject no message kind uses: never
+    # served, so never ready.
+    nc, names = world._queue._nc, world._queue._names
+    await world._queue._js.publish(f"{names.prefix}.q.zz.{topic}.stray", b"{}")
+    await nc.flush()
+    assert await counts(world, topic) == (2, 2, 2)
+    for name in ("a1", "urgent"):
+        assert await world.ack(by_name[name]) is True
+    assert await counts(world, topic) == (2, 0, 2)
