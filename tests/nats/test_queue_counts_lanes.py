@@ -56,12 +56,33 @@ async def test_counts_of_lanes_with_and_without_consumers(
     assert await world.ack(by_name["plain"]) is True
     assert await counts(world, topic) == (2, 2, 2)
 
-    # Bytes published by hand under the topic, on a subject no message kind uses: never
-    # served, so never ready.
-    nc, names = world._queue._nc, world._queue._names
-    await world._queue._js.publish(f"{names.prefix}.q.zz.{topic}.stray", b"{}")
-    await nc.flush()
-    assert await counts(world, topic) == (2, 2, 2)
     for name in ("a1", "urgent"):
         assert await world.ack(by_name[name]) is True
+    assert await counts(world, topic) == (2, 0, 2)
+
+    # Once every subject holding messages has a consumer, they account for all the topic
+    # holds, and no subject is listed or asked.
+    got = await world.receive(topic, max_messages=2, wait_seconds=2)
+    assert sorted(str((d.payload or {})["name"]) for d in got) == ["b0", "b1"]
+    await world.enqueue(topic, {"name": "plain-again"})
+    await world.enqueue(topic, keyed("b2", "counts-lane-b"))
+    queue = world._queue
+    stream_info = queue._js.stream_info
+    asked: list[str] = []
+
+    async def spied(stream: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(stream)
+        return await stream_info(stream, *args, **kwargs)
+
+    monkeypatch.setattr(queue._js, "stream_info", spied)
+    assert (await world.ready_messages([topic]))[topic] == 2
+    assert queue._stream not in asked
+    monkeypatch.undo()
+    assert await counts(world, topic) == (2, 2, 2)
+    for delivery in got:
+        assert await world.ack(delivery) is True
+
+    # Bytes published by hand under the topic, on a subject no message kind uses: never
+    # served, so never ready (the count then lists the topic's subjects to tell).
+    await queue._js.publish(f"{queue._names.prefix}.q.zz.{topic}.stray", b"{}")
     assert await counts(world, topic) == (2, 0, 2)
