@@ -13,7 +13,7 @@ import pytest
 from tests.nats_fixtures import OpenWorlds
 from wayline._core import ordering
 from wayline.worlds.nats import queue as nats_queue
-from wayline.worlds.nats.names import lane_of
+from wayline.worlds.nats.names import lane_of, subject_token
 
 
 def keyed(name: str, key: str, priority: int = ordering.DEFAULT_PRIORITY) -> dict[str, Any]:
@@ -28,15 +28,19 @@ async def counts(world: Any, topic: str) -> tuple[int, int, int]:
 
 
 @pytest.mark.parametrize("listed_at_most", [10_000, 0], ids=["listed", "asked-each"])
+@pytest.mark.parametrize(
+    "stem", ["counts-across-lanes", "flow:w:counts@v1"], ids=["plain", "routed"]
+)
 async def test_counts_of_lanes_with_and_without_consumers(
-    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch, listed_at_most: int
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch, listed_at_most: int, stem: str
 ) -> None:
     """With a few messages a count lists the topic's subjects at once; with more than
-    ``_LISTED_AT_MOST`` it asks each kind without a consumer (0 here: always)."""
+    ``_LISTED_AT_MOST`` it asks each kind without a consumer (0 here: always). A routed topic
+    is no plain subject token: its consumers' names are hashed."""
     monkeypatch.setattr(nats_queue, "_LISTED_AT_MOST", listed_at_most, raising=False)
     assert lane_of("counts-lane-a") != lane_of("counts-lane-b")
     world = await open_nats_world()
-    topic = f"counts-across-lanes-{listed_at_most}"
+    topic = f"{stem}-{listed_at_most}"
     await world.enqueue(topic, {"name": "plain"})
     await world.enqueue(topic, keyed("a0", "counts-lane-a"))
     await world.enqueue(topic, keyed("a1", "counts-lane-a"))
@@ -84,5 +88,5 @@ async def test_counts_of_lanes_with_and_without_consumers(
 
     # Bytes published by hand under the topic, on a subject no message kind uses: never
     # served, so never ready (the count then lists the topic's subjects to tell).
-    await queue._js.publish(f"{queue._names.prefix}.q.zz.{topic}.stray", b"{}")
+    await queue._js.publish(f"{queue._names.prefix}.q.zz.{subject_token(topic)}.stray", b"{}")
     assert await counts(world, topic) == (2, 0, 2)
