@@ -6,7 +6,9 @@ messages (one of the default priority, one of priority 3, one with a fairness ke
 
 Per repetition, on a fresh prefix of a throwaway nats-server: the messages are sent, one is
 received and held, then each count is asked ``--calls`` times in a row. Printed: the median
-milliseconds a call, min-max over the repetitions. The counts ask the server about every
+milliseconds a call, min-max over the repetitions; then every other message is received too
+(so each subject holding one has its consumer), each is sent again, and ``ready_messages`` is
+measured once more. The counts ask the server about every
 subject a topic's ready messages may live on, so their cost follows how many there are.
 """
 # ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
@@ -49,13 +51,23 @@ async def one(url: str, calls: int) -> dict[str, float]:
         await world.enqueue(TOPIC, {"n": 4})
         held = await world.receive(TOPIC, max_messages=1, wait_seconds=2)
         assert held
-        return {
+        figures = {
             "ready": await median_ms(lambda: world.ready_messages([TOPIC]), calls),
             "in flight": await median_ms(lambda: world.in_flight_messages([TOPIC]), calls),
             "delayed": await median_ms(
                 lambda: world.delayed_messages([TOPIC], time.time() + 60), calls
             ),
         }
+        # Every subject holding a message read once (so each has its consumer), and as much
+        # sent to them again: the counts of a topic its workers have served for a while.
+        rest = await world.receive(TOPIC, max_messages=10, wait_seconds=2)
+        assert len(rest) == 3
+        for n in range(1, 4):
+            await world.enqueue(TOPIC, rest[n - 1].payload)
+        figures["ready, every subject read"] = await median_ms(
+            lambda: world.ready_messages([TOPIC]), calls
+        )
+        return figures
     finally:
         await world.close()
 

@@ -70,6 +70,9 @@ _CHANNELS: tuple[Channel, ...] = ALL_KINDS
 the levels used for every level, which holds the default priority's work without a fairness
 key; one per other priority for work without a key (``p5`` is still read: a release between
 the two sent the default priority there); and the fair lanes of each level for work with one."""
+_LISTED_AT_MOST = 10_000
+"""Up to how many stored messages a count lists every subject of a topic in one answer (about
+60 bytes a message) rather than asking each subject without a consumer on its own."""
 _CONSUMER_EXISTS = 10148  # JSConsumerExistsErr: "consumer already exists" (action create)
 
 
@@ -470,13 +473,7 @@ class Queue:
         if ``weighed``, the fairness weight it carries (else 1); None when none is stored. A
         stored message may be held already: the stream keeps it until its ack, and no single
         request tells the ready ones apart."""
-        msgs, _ = await direct_batch(
-            self._nc,
-            self._stream,
-            {"seq": 1, "next_by_subj": subjects, "batch": 1},
-            timeout=self._timeout,
-            url=self._url,
-        )
+        msgs, _ = await self._head(subjects)
         if not msgs:
             return None
         try:
@@ -950,27 +947,112 @@ class Queue:
             found[topic] = (count + 1, min(oldest, at))
         return [QueueDepth(t, n, at) for t, (n, at) in sorted(found.items())]
 
-    async def ready(self, topic: str) -> int:
-        """The topic's messages never delivered yet (the ``num_pending`` of its consumer of
-        each level). A level no worker has consumed has no consumer: every message stored on
-        it counts. Delayed messages are schedules on another subject until they fire, so they
-        are not counted."""
+    async def _consumers_of(self, topic: str) -> dict[Channel, str]:
+        """The kinds of the topic whose consumer exists, each with its name: one listing of
+        the stream's consumer names (``$JS.API.CONSUMER.NAMES``, 1,024 names a page) instead
+        of a question about each of the 91 a topic may have. A consumer made after the listing
+        is taken for absent, which the callers count as before it existed."""
+        wanted = {consumer_name(topic, kind): kind for kind in _CHANNELS}
+        found: dict[Channel, str] = {}
+        offset = 0
+        while True:
+            resp = await self._nc.request(
+                f"$JS.API.CONSUMER.NAMES.{self._stream}",
+                json.dumps({"offset": offset}).encode(),
+                timeout=self._timeout,
+            )
+            answer = json.loads(resp.data)
+            if answer.get("error"):
+                raise WorldError(
+                    f"NATS at {self._url}: listing the consumers of {self._stream}: "
+                    f"{answer['error']}",
+                    url=self._url,
+                )
+            names = answer.get("consumers") or []
+            for name in names:
+                if name in wanted:
+                    found[wanted[name]] = name
+            offset += len(names)
+            if not names or offset >= int(answer.get("total") or 0):
+                return found
+
+    async def _infos(self, topic: str) -> dict[Channel, Any]:
+        """The info of each of the topic's consumers that exists (one deleted between the
+        listing and its question is left out, as if never made)."""
         import nats.js.errors
 
-        async def pending(level: Channel) -> int:
+        consumers = await self._consumers_of(topic)
+
+        async def info(name: str) -> Any:
             try:
-                info = await self._js.consumer_info(
-                    self._stream, consumer_name(topic, level), timeout=self._timeout
-                )
-                return int(info.num_pending or 0)
+                return await self._js.consumer_info(self._stream, name, timeout=self._timeout)
             except nats.js.errors.NotFoundError:
-                stream = await self._js.stream_info(
-                    self._stream, subjects_filter=self._names.target_filter(topic, level)
-                )
-                return sum((stream.state.subjects or {}).values())
+                return None
+
+        infos = await asyncio.gather(*(info(name) for name in consumers.values()))
+        return {kind: i for kind, i in zip(consumers, infos, strict=True) if i is not None}
+
+    async def _head(self, subjects: str) -> tuple[list[StoredMsg], int]:
+        """The first message stored on ``subjects`` (none when none is), and how many more
+        match after it (one direct get)."""
+        return await direct_batch(
+            self._nc,
+            self._stream,
+            {"seq": 1, "next_by_subj": subjects, "batch": 1},
+            timeout=self._timeout,
+            url=self._url,
+        )
+
+    async def _stored_count(self, subjects: str) -> int:
+        """How many messages are stored on ``subjects``."""
+        msgs, pending = await self._head(subjects)
+        return len(msgs) + max(0, pending)
+
+    async def ready(self, topic: str) -> int:
+        """The topic's messages never delivered yet (the ``num_pending`` of its consumer of
+        each kind). A kind no worker has consumed has no consumer: every message stored on it
+        counts. Delayed messages are schedules on another subject until they fire, so they
+        are not counted.
+
+        The kinds without a consumer are usually empty (a lane no key hashed to), and asking
+        each of them would cost most of the 91 questions. So the count first compares the
+        messages stored on the topic, less its schedules, with what its consumers account for
+        (``num_pending`` and ``num_ack_pending``: a work queue keeps a message until its ack);
+        only when they differ (a kind without a consumer holds messages, or the topic changed
+        during the count, or something else was stored under it) are the kinds without a
+        consumer counted: from one listing of the topic's subjects while it holds at most
+        ``_LISTED_AT_MOST`` messages, else by asking each of them, as before."""
+
+        async def stored_on(level: Channel) -> int:
+            stream = await self._js.stream_info(
+                self._stream, subjects_filter=self._names.target_filter(topic, level)
+            )
+            return sum((stream.state.subjects or {}).values())
 
         try:
-            return sum(await asyncio.gather(*(pending(level) for level in _CHANNELS)))
+            infos, stored, scheduled = await asyncio.gather(
+                self._infos(topic),
+                self._stored_count(self._names.topic_wildcard(topic)),
+                self._stored_count(self._names.schedule_filter(topic)),
+            )
+            pending = sum(int(i.num_pending or 0) for i in infos.values())
+            held = sum(int(i.num_ack_pending or 0) for i in infos.values())
+            if stored - scheduled == pending + held:
+                return pending
+            missing = [level for level in _CHANNELS if level not in infos]
+            if stored > _LISTED_AT_MOST:
+                return pending + sum(await asyncio.gather(*(stored_on(level) for level in missing)))
+            # One stream info lists every subject of the topic (one a message): cheaper than a
+            # question per kind without a consumer while the topic holds few messages.
+            listed = await self._js.stream_info(
+                self._stream, subjects_filter=self._names.topic_wildcard(topic)
+            )
+            kinds = set(missing)
+            for subject, n in (listed.state.subjects or {}).items():
+                parts = subject.split(".")
+                if len(parts) == 5 and parts[2] in kinds:
+                    pending += int(n)
+            return pending
         except WorldUnavailableError:
             raise
         except Exception as err:
@@ -978,24 +1060,20 @@ class Queue:
 
     async def in_flight(self, topic: str) -> int:
         """The topic's messages delivered and not yet acked (the ``num_ack_pending`` of its
-        consumer of each level), less those handed back with a delay still running: JetStream
+        consumer of each kind), less those handed back with a delay still running: JetStream
         keeps those in that count until it delivers them again, though no worker holds them
-        (``delay_notes``). A level with no consumer has none."""
-        import nats.js.errors
-
-        async def held(level: Channel) -> int:
-            consumer = consumer_name(topic, level)
-            try:
-                info = await self._js.consumer_info(self._stream, consumer, timeout=self._timeout)
-            except nats.js.errors.NotFoundError:
-                return 0
-            pending = int(info.num_ack_pending or 0)
+        (``delay_notes``). A kind with no consumer has none."""
+        try:
+            infos = await self._infos(topic)
+            pending = {
+                consumer_name(topic, kind): int(info.num_ack_pending or 0)
+                for kind, info in infos.items()
+            }
+            pending = {consumer: n for consumer, n in pending.items() if n}
             if not pending:
                 return 0
-            return max(0, pending - await self._delays.waiting(consumer))
-
-        try:
-            return sum(await asyncio.gather(*(held(level) for level in _CHANNELS)))
+            waiting = await self._delays.ahead(set(pending))
+            return sum(max(0, n - len(waiting.get(c, []))) for c, n in pending.items())
         except WorldUnavailableError:
             raise
         except Exception as err:
@@ -1015,11 +1093,9 @@ class Queue:
             except ValueError:  # not a schedule this queue wrote: not one of its delays
                 continue
             count += due <= before
-        # A message handed back with a delay is noted under the consumer of its own level.
-        noted = await asyncio.gather(
-            *(self._delays.due(consumer_name(topic, level), before) for level in _CHANNELS)
-        )
-        return count + sum(noted)
+        # A message handed back with a delay is noted under the consumer of its own kind.
+        noted = await self._delays.ahead({consumer_name(topic, kind) for kind in _CHANNELS})
+        return count + sum(due_ms <= before * 1000 for dues in noted.values() for due_ms in dues)
 
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:
