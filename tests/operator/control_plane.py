@@ -25,7 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tests.servers import dying_with_us, free_port, wheel_binary
 
@@ -99,6 +99,7 @@ class ControlPlane:
         self.port = 0
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.args: dict[str, tuple[str, ...]] = {}
+        self._context: ssl.SSLContext | None = None
 
     @property
     def server(self) -> str:
@@ -278,6 +279,27 @@ class ControlPlane:
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+        self._context = None
+
+    def read(self, path: str, timeout: float = 30.0) -> tuple[int, dict[str, Any]]:
+        """GET ``path`` (``/apis/...``) from the API server in this process, as the admin:
+        the HTTP status and the JSON body (a ``Status`` for an error). What ``kubectl get -o
+        json`` reads, without starting kubectl (a process each poll of a status)."""
+        assert self.dir is not None, "not started"
+        if self._context is None:
+            pki = self.dir / "pki"
+            context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+            context.load_cert_chain(pki / "admin.crt", pki / "admin.key")
+            self._context = context
+        request = urllib.request.Request(
+            f"{self.server}{path}", headers={"Accept": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, context=self._context, timeout=timeout) as got:
+                return got.status, json.loads(got.read())
+        except urllib.error.HTTPError as e:
+            with e:
+                return e.code, json.loads(e.read() or b"{}")
 
     def kubectl(
         self, *args: str, input: str | None = None, timeout: float = 60.0

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 import wayline
+from tests.operator.zygote import Forked, zygote
 from tests.runtime import flows
 from tests.runtime.harness import settings, wait_for
 from tests.servers import dying_with_us
@@ -38,6 +40,19 @@ APPS = [
     flows.retrying,
     flows.fails,
 ]
+
+
+#: The project's kinds, by the names tests give ``Cluster.get``, and their resources' plurals.
+PLURALS = {
+    name: plural
+    for plural, names in {
+        "workflowruns": ("workflowrun", "workflowruns", "wfr"),
+        "workflowhooks": ("workflowhook", "workflowhooks", "wfh"),
+        "workflowschedules": ("workflowschedule", "workflowschedules", "wfs"),
+        "workflowworkers": ("workflowworker", "workflowworkers", "wfw"),
+    }.items()
+    for name in names
+}
 
 
 @dataclass
@@ -66,11 +81,13 @@ class Cluster:
         return self.kubectl("apply", "-f", str(path), check=False)
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        """The Kubernetes Events on one object, oldest first (what kubectl describe shows)."""
-        done = self.kubectl(
-            "get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json"
-        )
-        items: list[dict[str, Any]] = json.loads(done.stdout)["items"]
+        """The Kubernetes Events on one object, oldest first (what kubectl describe shows),
+        read in this process."""
+        selector = urllib.parse.quote(f"involvedObject.name={name}")
+        path = f"/api/v1/namespaces/{self.namespace}/events?fieldSelector={selector}"
+        code, body = self.plane.read(path)
+        assert code == 200, f"GET {path}: HTTP {code}: {body.get('message')}"
+        items: list[dict[str, Any]] = body["items"]
         return sorted(items, key=lambda e: e.get("firstTimestamp") or e.get("eventTime") or "")
 
     async def event_when(self, name: str, reason: str, timeout: float = 20) -> dict[str, Any]:
@@ -82,7 +99,15 @@ class Cluster:
         return event
 
     def get(self, name: str, kind: str = "workflowrun") -> dict[str, Any]:
-        return json.loads(self.kubectl("get", kind, name, "-o", "json").stdout)
+        """The object as ``kubectl get KIND NAME -o json`` prints it; read in this process for
+        the project's own kinds (polled for a status many times a test)."""
+        plural = PLURALS.get(kind)
+        if plural is None:
+            return json.loads(self.kubectl("get", kind, name, "-o", "json").stdout)
+        path = f"/apis/wayline.dev/v1alpha1/namespaces/{self.namespace}/{plural}/{name}"
+        code, body = self.plane.read(path)
+        assert code == 200, f"GET {path}: HTTP {code}: {body.get('reason')}: {body.get('message')}"
+        return body
 
     async def status_when(
         self, name: str, phase: str, timeout: float = 20, kind: str = "workflowrun"
@@ -96,12 +121,10 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def crd_applied(control_plane: Any) -> None:
-    done = control_plane.kubectl("apply", "-f", str(CRDS))
-    assert done.returncode == 0, done.stderr
-    for crd in ("crd/workflowruns.wayline.dev", "crd/workflowhooks.wayline.dev"):
-        done = control_plane.kubectl("wait", "--for=condition=Established", crd, "--timeout=30s")
-        assert done.returncode == 0, done.stderr
+def crd_applied(control_plane: Any, crds_established: None) -> None:
+    """The CRDs (once a session: ``crds_established``) and, for each module, the input
+    policy acting: a module before may have deleted it and had ``helm install`` make it
+    again (tests/operator/test_input_policy_edges.py)."""
     _wait_for_the_input_policy(control_plane)
 
 
@@ -153,17 +176,25 @@ class Operator:
 
     def __init__(self, namespace: str, env: dict[str, str], log: Path) -> None:
         self.namespace, self.env, self.log = namespace, env, log
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | Forked | None = None
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "wayline_operator", "--namespace", self.namespace]
 
     def start(self) -> None:
         """Started so that it dies with this process: a test run killed mid-way (which runs
-        no fixture teardown) leaves no operator behind."""
+        no fixture teardown) leaves no operator behind. ``python -m`` commands are forked
+        from this test process's zygote (tests/operator/zygote.py), which imported the
+        operator's libraries once (``WAYLINE_TEST_OPERATOR_ZYGOTE=0``: a new process each
+        time, as before); anything else is a new process as it is."""
+        command = self.command()
+        forked = os.environ.get("WAYLINE_TEST_OPERATOR_ZYGOTE", "1") != "0"
+        if forked and command[:2] == [sys.executable, "-m"]:
+            self.proc = zygote().spawn(command, self.env, self.log)
+            return
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                dying_with_us(self.command()),
+                dying_with_us(command),
                 env=self.env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

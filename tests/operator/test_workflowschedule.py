@@ -17,7 +17,7 @@ import pytest
 
 import wayline
 from tests.operator.operated import operated
-from tests.operator.test_workflowrun import APPS, CRDS, Cluster, Operator
+from tests.operator.test_workflowrun import APPS, Cluster, Operator
 from tests.runtime import flows
 from tests.runtime.harness import settings, wait_for
 from wayline._core.events import RunStatus
@@ -27,14 +27,8 @@ SCHEDULE_APPS = [*APPS, flows.sleeper]
 
 
 @pytest.fixture(scope="module")
-def schedule_crds(control_plane: Any) -> None:
-    done = control_plane.kubectl("apply", "-f", str(CRDS))
-    assert done.returncode == 0, done.stderr
-    for crd in ("workflowruns", "workflowhooks", "workflowschedules"):
-        done = control_plane.kubectl(
-            "wait", "--for=condition=Established", f"crd/{crd}.wayline.dev", "--timeout=30s"
-        )
-        assert done.returncode == 0, done.stderr
+def schedule_crds(crds_established: None) -> None:
+    """The CRDs, applied once a session (tests/operator/conftest.py)."""
 
 
 @pytest.fixture(params=["local", "nats"])

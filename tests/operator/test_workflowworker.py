@@ -19,7 +19,7 @@ import pytest
 
 import wayline
 from tests.operator.operated import operated
-from tests.operator.test_workflowrun import CRDS, Cluster
+from tests.operator.test_workflowrun import Cluster
 from tests.runtime.harness import settings, wait_for
 from tests.servers import free_port
 from wayline_operator.deployments import DRAINING_ENV, VERSION_ENV
@@ -65,13 +65,8 @@ async def wfw_op_sleepy(n: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def worker_crds(control_plane: Any) -> None:
-    done = control_plane.kubectl("apply", "-f", str(CRDS))
-    assert done.returncode == 0, done.stderr
-    done = control_plane.kubectl(
-        "wait", "--for=condition=Established", "crd/workflowworkers.wayline.dev", "--timeout=30s"
-    )
-    assert done.returncode == 0, done.stderr
+def worker_crds(crds_established: None) -> None:
+    """The CRDs, applied once a session (tests/operator/conftest.py)."""
 
 
 @pytest.fixture(params=["local", "nats"])

@@ -1,0 +1,298 @@
+"""Operator processes forked from one that imported their libraries once (``Zygote``).
+
+``python -m wayline_operator`` spends most of its start importing kopf, the kubernetes client,
+aiohttp, nats and the runtime: about 2 s on an idle machine and 5-10 s under load, once per
+operator a test starts. The zygote is a process of this test process's interpreter that
+imports those once (only modules that read no environment when imported) and forks a child
+for each operator: the child takes the operator's environment, argv, working directory and
+log, and runs the module as ``python -m`` does. It is still a process of its own, with its own
+pid, its own signal handlers (kopf's), killed by SIGKILL and stopped by SIGTERM as before; the
+operator's own modules (which read their settings when imported) are imported in the child.
+
+Run as a script, this file is the zygote: one JSON request a line on stdin (``argv``, ``env``,
+``cwd``, ``log``), one line back on stdout for each (``pid N``, or ``error ...``), and a line
+``exit PID CODE`` when a child ends (as ``subprocess`` reports it: minus the signal's number
+for a child a signal ended). Each child gets the kernel's parent-death signal, the zygote gets
+it from ``dying_with_us``: a test run killed mid-way leaves no operator behind. Closing the
+zygote's stdin kills its children that are left and ends it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+#: Imported once by the zygote. The runtime reads the environment through
+#: ``wayline.settings`` at call time; of the libraries only the kubernetes client reads one
+#: variable the operator's environment sets when imported (``KUBECONFIG``: ``_rebind`` reads
+#: it again in the child); the operator's handler modules read their settings when imported,
+#: so each child imports those itself.
+PRELOAD = (
+    "asyncio",
+    "aiohttp",
+    "kopf",
+    "kubernetes",
+    "kubernetes.client",
+    "nats",
+    "pydantic",
+    "wayline",
+    "wayline.worlds.local",
+    "wayline.worlds.nats",
+)
+
+
+class Forked:
+    """A child of the zygote, with the part of ``subprocess.Popen`` the tests use."""
+
+    def __init__(self, zygote: Zygote, pid: int, args: list[str]) -> None:
+        self.zygote, self.pid, self.args = zygote, pid, args
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        self.returncode = self.zygote.exit_code(self.pid)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self.zygote.wait_exit(self.pid, timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+        self.returncode = code
+        return code
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class Zygote:
+    """The test process's end of the zygote; ``spawn`` is thread-safe."""
+
+    def __init__(self) -> None:
+        from tests.servers import dying_with_us
+
+        self.proc = subprocess.Popen(
+            dying_with_us([sys.executable, str(Path(__file__).resolve())]),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._replies: list[str] = []
+        self._exits: dict[int, int] = {}
+        self._reader = threading.Thread(target=self._read, name="zygote-reader", daemon=True)
+        self._reader.start()
+        ready = self._reply(timeout=120)
+        if ready != "ready":
+            raise RuntimeError(f"the operator zygote did not start: {ready!r}")
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode().strip()
+            with self._changed:
+                if line.startswith("exit "):
+                    _, pid, code = line.split()
+                    self._exits[int(pid)] = int(code)
+                else:
+                    self._replies.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._replies.append("gone")
+            self._changed.notify_all()
+
+    def _reply(self, timeout: float) -> str:
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._replies, timeout=timeout):
+                return "no answer"
+            return self._replies.pop(0)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def spawn(self, args: list[str], env: dict[str, str], log: Path) -> Forked:
+        """``args`` as for ``subprocess.Popen``: ``[python, "-m", MODULE, *argv]``."""
+        assert args[1:2] == ["-m"], args
+        request = {"argv": args[2:], "env": env, "cwd": os.getcwd(), "log": str(log)}
+        with self._lock:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+            reply = self._reply(timeout=60)
+        if not reply.startswith("pid "):
+            raise RuntimeError(f"the operator zygote could not fork {args}: {reply}")
+        return Forked(self, int(reply.split()[1]), args)
+
+    def exit_code(self, pid: int) -> int | None:
+        with self._changed:
+            return self._exits.get(pid)
+
+    def wait_exit(self, pid: int, timeout: float | None) -> int | None:
+        with self._changed:
+            self._changed.wait_for(lambda: pid in self._exits, timeout=timeout)
+            return self._exits.get(pid)
+
+    def close(self) -> None:
+        """Kills the children left (the zygote does) and ends the zygote."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+_zygote: Zygote | None = None
+_zygote_lock = threading.Lock()
+
+
+def zygote() -> Zygote:
+    """This test process's zygote, started on first use (``close_zygote`` ends it). Start it
+    from the main thread: its parent-death signal follows the thread that started it, so
+    one started from a worker thread would die with that thread."""
+    global _zygote
+    with _zygote_lock:
+        if _zygote is None or not _zygote.alive():
+            assert threading.current_thread() is threading.main_thread(), (
+                "start the operator zygote from the main thread (tests/operator/conftest.py)"
+            )
+            _zygote = Zygote()
+        return _zygote
+
+
+def close_zygote() -> None:
+    global _zygote
+    with _zygote_lock:
+        if _zygote is not None:
+            _zygote.close()
+            _zygote = None
+
+
+# --- the zygote's side -------------------------------------------------------------------------
+
+PR_SET_PDEATHSIG = 1
+
+
+def _child(request: dict[str, Any], zygote_pid: int) -> None:
+    """In the forked child: become the operator process; never returns."""
+    code = 1
+    try:
+        import ctypes
+        import runpy
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != zygote_pid:  # the zygote died before the signal was set
+            os._exit(1)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        for fd in (devnull, log):
+            os.close(fd)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        sys.path[0] = request["cwd"]  # as ``python -m`` has it
+        _rebind()
+        module, *rest = request["argv"]
+        sys.argv = [module, *rest]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _rebind() -> None:
+    """In the child, once its environment is set: what a preloaded library read from the
+    environment when it was imported, read again from the child's."""
+    from kubernetes import config
+    from kubernetes.config import kube_config
+
+    location = os.environ.get("KUBECONFIG", "~/.kube/config")  # as kube_config.py reads it
+    kube_config.KUBE_CONFIG_DEFAULT_LOCATION = location
+    config.KUBE_CONFIG_DEFAULT_LOCATION = location  # type: ignore[attr-defined]
+
+
+def _serve() -> None:
+    import importlib
+    import select
+
+    sys.path[0] = os.getcwd()
+    for name in PRELOAD:
+        importlib.import_module(name)
+    out = os.dup(1)  # the protocol's; a child's fd 1 is its log
+    me = os.getpid()
+    children: set[int] = set()
+
+    def say(line: str) -> None:
+        os.write(out, (line + "\n").encode())
+
+    say("ready")
+    pending = b""
+    while True:
+        readable, _, _ = select.select([0], [], [], 0.05)
+        if readable:
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                break
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                try:
+                    request = json.loads(line)
+                    pid = os.fork()
+                except Exception as err:  # said back to the test process
+                    say(f"error {err!r}")
+                    continue
+                if pid == 0:
+                    os.close(out)
+                    _child(request, me)
+                children.add(pid)
+                say(f"pid {pid}")
+        while children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            children.discard(pid)
+            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            say(f"exit {pid} {code}")
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in children:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+if __name__ == "__main__":
+    _serve()
