@@ -84,7 +84,10 @@ class InFlight:
         # :meth:`start`, where it registered itself as running (``RunSession.run_inline``).
         # (Bodies whose tasks took their first step in a later turn needed one: returned
         # before it, the handler drove on seeing its own new step started with no body
-        # running, and re-ran it as owned recovery, one body twice.)
+        # running, and re-ran it as owned recovery, one body twice.) A batch started while
+        # the handler handles an error takes its first steps in the next turn instead (see
+        # ``EagerTask``), all of them: then none is done here, and the first to end wakes
+        # this wait only in the turn after, when every body of the batch has run its first.
         done = [task for task in self.tasks if task.done()]
         while not done:
             self._settled = asyncio.get_running_loop().create_future()
