@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -406,3 +407,36 @@ async def test_an_inline_batch_started_while_its_caller_handles_an_error_runs_cl
         events = await inflight.start([body(2), body(1)], InlineBatch(2, False))
     assert [e.seq for e in events] == [1, 2]
     assert seen == [None, None] and not inflight.pending
+
+
+async def test_a_body_that_exits_in_its_first_step_reaches_its_maker_and_nothing_else() -> None:
+    """``SystemExit`` (or ``KeyboardInterrupt``) raised in a body's first step passes on to
+    whoever made the task, as a task's step passes it on to the loop: the exit goes on from
+    there, the bodies of the batch not started yet are closed (never reported as never
+    awaited), and the exited task is not reported again at collection as an error nobody
+    retrieved (its maker had it)."""
+    loop = asyncio.get_running_loop()
+    reported: list[str] = []
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
+    ran: list[str] = []
+
+    async def exits() -> list[Event]:
+        raise SystemExit(3)
+
+    async def after() -> list[Event]:
+        ran.append("after")
+        return []
+
+    try:
+        inflight = InFlight()
+        later = after()
+        with pytest.raises(SystemExit):
+            await inflight.start([exits(), later], InlineBatch(2, False))
+        with pytest.raises(SystemExit):
+            eager.start(exits())
+        gc.collect()
+        assert ran == [] and later.cr_frame is None
+        assert reported == []
+    finally:
+        loop.set_exception_handler(handler)

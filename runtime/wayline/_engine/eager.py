@@ -110,6 +110,12 @@ class EagerTask(_PyTask):  # type: ignore[misc]
             _leave_task(loop, caller)
         try:
             self._context.run(self._Task__step)
+        except BaseException:
+            # A KeyboardInterrupt or SystemExit, which a task's step records and passes on
+            # (to the loop, for a task stepped by it): here it reaches the task's maker, so
+            # the copy the task keeps is not reported at collection as an error nobody read.
+            self._log_traceback = False
+            raise
         finally:
             if caller is not None:
                 _enter_task(loop, caller)

@@ -49,8 +49,15 @@ class InFlight:
         (``RunSession.run_inline``), and a body that settled in that step (a step whose body
         did not suspend and whose completion the next write carries) is done already, its
         events read by :meth:`next` without a turn of the loop."""
-        for body in bodies:
-            task = eager.start(self._run(body), name="wayline inline body")
+        for i, body in enumerate(bodies):
+            try:
+                task = eager.start(self._run(body), name="wayline inline body")
+            except BaseException:
+                # a KeyboardInterrupt or SystemExit from the body's first step, passed on to
+                # its maker (``EagerTask``): the bodies not started yet never will be
+                for rest in bodies[i + 1 :]:
+                    rest.close()
+                raise
             if not task.done():
                 task.add_done_callback(partial(self._ended, body))
             self.tasks[task] = group
