@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -348,3 +350,93 @@ async def test_a_forced_close_right_after_a_body_suspended_cancels_what_it_await
     await inflight.settle(cancel=True)
     await asyncio.gather(starter, return_exceptions=True)
     assert [child.cancelled() for child in held] == [True]
+
+
+async def test_a_body_started_while_its_caller_handles_an_error_does_not_see_that_error() -> None:
+    """A body's first step runs in its caller's frames; if the caller is inside an
+    ``except`` block then, the body must still start as a task of its own does, handling no
+    error: ``sys.exc_info()`` is empty, a bare ``raise`` has nothing to raise, and an error it
+    raises and catches itself is not chained to the caller's (a body that logs it would log
+    the handler's error as its own). It still runs in its own task under the fence."""
+    fence = _fenced()
+    me = asyncio.current_task()
+
+    async def looks() -> object:
+        assert asyncio.current_task() is not me
+        return sys.exc_info()[1]
+
+    async def reraises() -> None:
+        raise  # what a body with nothing to re-raise gets is the point
+
+    async def chains() -> object:
+        try:
+            raise ValueError("the body's own")
+        except ValueError as err:
+            return err.__context__
+
+    try:
+        raise KeyError("the caller's own")
+    except KeyError:
+        seen = await fencing.run_body(looks, None, step="eager_exc_info_looks")
+        with pytest.raises(RuntimeError, match="No active exception"):
+            await fencing.run_body(reraises, None, step="eager_exc_info_bare_raise")
+        context = await fencing.run_body(chains, None, step="eager_exc_info_chains")
+        assert isinstance(sys.exc_info()[1], KeyError)  # the caller's own is still its own
+    assert seen is None
+    assert context is None
+    assert asyncio.current_task() is me and fence.steps == [] and not fence.bodies
+
+
+async def test_an_inline_batch_started_while_its_caller_handles_an_error_runs_clean() -> None:
+    """The same for an inline batch: each body starts handling no error, and the batch's
+    events still come back from ``next`` (every body has taken its first step by then)."""
+
+    def event(seq: int) -> Event:
+        return Event("r", seq, EventType.STEP_COMPLETED, f"s{seq}", {}, 0.0)
+
+    seen: list[object] = []
+
+    async def body(seq: int) -> list[Event]:
+        seen.append(sys.exc_info()[1])
+        return [event(seq)]
+
+    inflight = InFlight()
+    try:
+        raise KeyError("the handler's own")
+    except KeyError:
+        events = await inflight.start([body(2), body(1)], InlineBatch(2, False))
+    assert [e.seq for e in events] == [1, 2]
+    assert seen == [None, None] and not inflight.pending
+
+
+async def test_a_body_that_exits_in_its_first_step_reaches_its_maker_and_nothing_else() -> None:
+    """``SystemExit`` (or ``KeyboardInterrupt``) raised in a body's first step passes on to
+    whoever made the task, as a task's step passes it on to the loop: the exit goes on from
+    there, the bodies of the batch not started yet are closed (never reported as never
+    awaited), and the exited task is not reported again at collection as an error nobody
+    retrieved (its maker had it)."""
+    loop = asyncio.get_running_loop()
+    reported: list[str] = []
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
+    ran: list[str] = []
+
+    async def exits() -> list[Event]:
+        raise SystemExit(3)
+
+    async def after() -> list[Event]:
+        ran.append("after")
+        return []
+
+    try:
+        inflight = InFlight()
+        later = after()
+        with pytest.raises(SystemExit):
+            await inflight.start([exits(), later], InlineBatch(2, False))
+        with pytest.raises(SystemExit):
+            eager.start(exits())
+        gc.collect()
+        assert ran == [] and later.cr_frame is None
+        assert reported == []
+    finally:
+        loop.set_exception_handler(handler)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
+import sys
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -89,6 +90,15 @@ class EagerTask(_PyTask):  # type: ignore[misc]
         # Registered before its first step (``all_tasks()`` in that step lists it, as 3.12's
         # eager tasks are listed), so a task that ends in it costs one entry of a weak set.
         _register_task(self)
+        if sys.exc_info()[1] is not None:
+            # The caller is handling an error (in an ``except`` block, or a ``finally`` an
+            # error passes through): a step run from its frames would take that error for
+            # its own (``sys.exc_info()``, a bare ``raise``, and the ``__context__`` of an
+            # error the body raises, which a body that logs it would log with the caller's),
+            # and Python has no way to start a coroutine clear of its caller's. So this task
+            # takes its first step as any task does, in the next turn of the loop.
+            self._loop.call_soon(self._Task__step, context=self._context)
+            return
         self._step_now()
 
     def _step_now(self) -> None:
@@ -100,14 +110,21 @@ class EagerTask(_PyTask):  # type: ignore[misc]
             _leave_task(loop, caller)
         try:
             self._context.run(self._Task__step)
+        except BaseException:
+            # A KeyboardInterrupt or SystemExit, which a task's step records and passes on
+            # (to the loop, for a task stepped by it): here it reaches the task's maker, so
+            # the copy the task keeps is not reported at collection as an error nobody read.
+            self._log_traceback = False
+            raise
         finally:
             if caller is not None:
                 _enter_task(loop, caller)
 
 
 def start(coro: Coroutine[Any, Any, T], name: str | None = None) -> asyncio.Task[T]:
-    """Make an :class:`EagerTask` of ``coro``: its first step has run when this returns, so
-    ``done()`` says whether it ended there (its ``result()`` then gives what it returned or
+    """Make an :class:`EagerTask` of ``coro``: its first step has run when this returns
+    (unless the caller is handling an error, see ``EagerTask.__init__``), so ``done()`` says
+    whether it ended there (its ``result()`` then gives what it returned or
     raises what it raised, without a turn of the loop); otherwise it is awaited as any task.
     Typed as ``asyncio.Task``, whose methods it has."""
     task: asyncio.Task[T] = EagerTask(coro, name=name)

@@ -49,8 +49,15 @@ class InFlight:
         (``RunSession.run_inline``), and a body that settled in that step (a step whose body
         did not suspend and whose completion the next write carries) is done already, its
         events read by :meth:`next` without a turn of the loop."""
-        for body in bodies:
-            task = eager.start(self._run(body), name="wayline inline body")
+        for i, body in enumerate(bodies):
+            try:
+                task = eager.start(self._run(body), name="wayline inline body")
+            except BaseException:
+                # a KeyboardInterrupt or SystemExit from the body's first step, passed on to
+                # its maker (``EagerTask``): the bodies not started yet never will be
+                for rest in bodies[i + 1 :]:
+                    rest.close()
+                raise
             if not task.done():
                 task.add_done_callback(partial(self._ended, body))
             self.tasks[task] = group
@@ -84,7 +91,10 @@ class InFlight:
         # :meth:`start`, where it registered itself as running (``RunSession.run_inline``).
         # (Bodies whose tasks took their first step in a later turn needed one: returned
         # before it, the handler drove on seeing its own new step started with no body
-        # running, and re-ran it as owned recovery, one body twice.)
+        # running, and re-ran it as owned recovery, one body twice.) A batch started while
+        # the handler handles an error takes its first steps in the next turn instead (see
+        # ``EagerTask``), all of them: then none is done here, and the first to end wakes
+        # this wait only in the turn after, when every body of the batch has run its first.
         done = [task for task in self.tasks if task.done()]
         while not done:
             self._settled = asyncio.get_running_loop().create_future()
