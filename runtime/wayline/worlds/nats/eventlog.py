@@ -238,7 +238,7 @@ class EventLog:
         floor = max(st.seen, heard, at_least)
         msgs = await self._after_view(st, leader=False)
         if msgs is None or (msgs[-1].seq if msgs else st.stream_seq) < floor:
-            msgs = await self._after_view(st, leader=True)
+            msgs = await self._from_leader(st, floor)
             if msgs is None:
                 # the leader has lost the last message we know too: the run was deleted
                 # (cleanup, archive) or edited behind our back, and the projection is rebuilt
@@ -267,6 +267,29 @@ class EventLog:
         st.loaded = True
         st.epoch, st.proved_at = epoch, began
         return mine
+
+    async def _from_leader(self, st: RunState, floor: int) -> list[StoredMsg] | None:
+        """:meth:`_after_view` from the stream leader, asked again for up to the request
+        timeout while the server answers that JetStream is unavailable (a node that has just
+        come back from a partition says so until it has caught up on the cluster's state);
+        between attempts the direct read is tried again, and taken once it reaches
+        ``floor``. Never an answer below ``floor`` from a replica."""
+        deadline = time.monotonic() + self._timeout
+        pause = 0.05
+        while True:
+            try:
+                return await self._after_view(st, leader=True)
+            except WorldUnavailableError:
+                if time.monotonic() + pause > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(0.5, pause * 2)
+            try:
+                msgs = await self._after_view(st, leader=False)
+            except WorldUnavailableError:
+                continue
+            if msgs is not None and (msgs[-1].seq if msgs else st.stream_seq) >= floor:
+                return msgs
 
     async def _after_view(self, st: RunState, *, leader: bool) -> list[StoredMsg] | None:
         """The stored messages past the projection (``leader``: as the stream leader has
