@@ -8,6 +8,8 @@ matched. The stream needs ``allow_direct``.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 import uuid
 import weakref
@@ -382,6 +384,51 @@ async def read_subject(
         if not msgs or pending <= 0:
             return out
         start = msgs[-1].seq + 1
+
+
+def _parsed_headers(hdrs: str | None) -> dict[str, str]:
+    """The headers of a stored message as ``STREAM.MSG.GET`` gives them (base64 of the
+    ``NATS/1.0`` header block)."""
+    if not hdrs:
+        return {}
+    try:
+        block = base64.b64decode(hdrs).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return {}
+    out: dict[str, str] = {}
+    for line in block.split("\r\n")[1:]:
+        key, sep, value = line.partition(":")
+        if sep and key.strip():
+            out[key.strip()] = value.strip()
+    return out
+
+
+async def leader_read_subject(
+    nc: Any, stream: str, subject: str, after: int, *, timeout: float, url: str
+) -> list[StoredMsg]:
+    """:func:`read_subject` as the stream's leader has it (``_leader_get``, one request per
+    message): every acknowledged write is there, where a direct get may be answered by a
+    replica that has not caught up (after a partition or a restart). The headers carry
+    ``Nats-Time-Stamp`` as a direct get's do."""
+    out: list[StoredMsg] = []
+    start = after + 1
+    while True:
+        request = {"seq": start, "next_by_subj": subject}
+        found = await _leader_get(nc, stream, request, timeout=timeout, url=url, what=subject)
+        if found is None:
+            return out
+        headers = _parsed_headers(found.get("hdrs"))
+        seq = int(found["seq"])
+        headers.update(
+            {
+                "Nats-Time-Stamp": str(found.get("time") or ""),
+                "Nats-Sequence": str(seq),
+                "Nats-Subject": str(found.get("subject") or subject),
+            }
+        )
+        data = base64.b64decode(found.get("data") or "")
+        out.append(StoredMsg(headers["Nats-Subject"], seq, data, headers))
+        start = seq + 1
 
 
 async def last_by_subject(

@@ -56,6 +56,7 @@ from .direct import (
     connected,
     direct_batch,
     last_seq,
+    leader_read_subject,
     leader_stamp,
     read_subject,
 )
@@ -221,19 +222,32 @@ class EventLog:
     def _state(self, run_id: str) -> RunState:
         return self._runs.state(run_id, self._names.run_subject(run_id))
 
-    async def _catch_up(self, st: RunState, look_for: str | None = None) -> list[Event] | None:
+    async def _catch_up(
+        self, st: RunState, look_for: str | None = None, at_least: int = 0
+    ) -> list[Event] | None:
         """Read what the server has after the projection; return the events of the message
-        whose Nats-Msg-Id is ``look_for`` if it is among them."""
-        epoch, began = self._hearing, time.monotonic()
-        msgs = await self._read(st, max(0, st.stream_seq - 1))
-        if st.stream_seq:
-            # the read starts at the last message we know: if it is gone, the run was deleted
-            # (cleanup, archive) or edited behind our back, and the projection is rebuilt
-            if msgs and msgs[0].seq == st.stream_seq:
-                msgs = msgs[1:]
-            else:
+        whose Nats-Msg-Id is ``look_for`` if it is among them.
+
+        Any replica may answer a direct get, and one that has not caught up (after a partition
+        or a restart) answers with a shorter log: a read ending below the newest message this
+        process has read, appended or heard of on the run (``RunState.seen``, ``heard``), or
+        below ``at_least`` (a 10071 says the leader holds more), is read again from the stream
+        leader, which holds every acknowledged append. So a process never goes back to an older
+        state of a run than one it has returned, and reads its own appends."""
+        epoch, began, heard = self._hearing, time.monotonic(), st.heard
+        floor = max(st.seen, heard, at_least)
+        msgs = await self._after_view(st, leader=False)
+        if msgs is None or (msgs[-1].seq if msgs else st.stream_seq) < floor:
+            msgs = await self._from_leader(st, floor)
+            if msgs is None:
+                # the leader has lost the last message we know too: the run was deleted
+                # (cleanup, archive) or edited behind our back, and the projection is rebuilt
                 st.reset()
-                msgs = await self._read(st, 0)
+                msgs = await self._read(st, 0, leader=True)
+            last = msgs[-1].seq if msgs else st.stream_seq
+            st.seen = last  # the leader's log is the run as it is (it may have been deleted)
+            if st.heard == heard:  # a republish past the leader's log was not a real one
+                st.heard = min(heard, last)
         mine: list[Event] | None = None
         for msg in msgs:
             try:
@@ -254,10 +268,48 @@ class EventLog:
         st.epoch, st.proved_at = epoch, began
         return mine
 
-    async def _read(self, st: RunState, after: int) -> list[StoredMsg]:
+    async def _from_leader(self, st: RunState, floor: int) -> list[StoredMsg] | None:
+        """:meth:`_after_view` from the stream leader, asked again for up to the request
+        timeout while the server answers that JetStream is unavailable (a node that has just
+        come back from a partition says so until it has caught up on the cluster's state);
+        between attempts the direct read is tried again, and taken once it reaches
+        ``floor``. Never an answer below ``floor`` from a replica."""
+        deadline = time.monotonic() + self._timeout
+        pause = 0.05
+        while True:
+            try:
+                return await self._after_view(st, leader=True)
+            except WorldUnavailableError:
+                if time.monotonic() + pause > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(0.5, pause * 2)
+            try:
+                msgs = await self._after_view(st, leader=False)
+            except WorldUnavailableError:
+                continue
+            if msgs is not None and (msgs[-1].seq if msgs else st.stream_seq) >= floor:
+                return msgs
+
+    async def _after_view(self, st: RunState, *, leader: bool) -> list[StoredMsg] | None:
+        """The stored messages past the projection (``leader``: as the stream leader has
+        them); None when the last message the projection holds is not among what the read
+        finds (deleted, or not there yet)."""
+        if not st.stream_seq:
+            return await self._read(st, 0, leader=leader)
+        # the read starts at the last message we know, to tell that it is still there
+        msgs = await self._read(st, st.stream_seq - 1, leader=leader)
+        if msgs and msgs[0].seq == st.stream_seq:
+            return msgs[1:]
+        return None
+
+    async def _read(self, st: RunState, after: int, *, leader: bool = False) -> list[StoredMsg]:
+        """The run's stored messages past stream sequence ``after``: by batch direct gets,
+        which any replica answers, or (``leader``) one by one from the stream leader."""
+        reader = leader_read_subject if leader else read_subject
         try:
             await connected(self._nc, timeout=self._timeout, url=self._url)
-            return await read_subject(
+            return await reader(
                 self._nc, self._stream, st.subject, after, timeout=self._timeout, url=self._url
             )
         except WorldUnavailableError:
@@ -454,7 +506,8 @@ class EventLog:
             )
             if acked is None:  # 10071: someone else's message (or our own, answer lost)
                 before = st.stream_seq
-                mine = await self._catch_up(st, look_for=msg_id)
+                # the leader holds a message past ``before``: a read ending at it is stale
+                mine = await self._catch_up(st, look_for=msg_id, at_least=before + 1)
                 if mine is None and st.stream_seq == before:
                     # nothing new, yet the server disagrees: messages were removed
                     # behind our back. Rebuild the projection from what is stored.

@@ -36,6 +36,10 @@ class RunState:
     """The Nats-Msg-Id of the last message folded in (``mark``): unique per append."""
     heard: int = 0
     """The highest stream sequence heard appended to the run (its republish), by anyone."""
+    seen: int = 0
+    """The highest stream sequence of the run's log this process has read or appended: kept
+    through :meth:`reset`, so that a read which ends below it is known to come from a replica
+    that has not caught up (``EventLog._catch_up``), never taken for the run as it is."""
     epoch: int = -1
     """The hearing epoch (``EventLog.hints_lost``) in which the view was last proved complete
     (a catch-up, or a fenced append), counted from before that read or append began."""
@@ -74,6 +78,7 @@ class RunState:
             self.first_id = msg_id
         self.events.extend(events)
         self.stream_seq = stream_seq
+        self.seen = max(self.seen, stream_seq)
         self.last_id = msg_id
 
     def reset(self) -> None:
