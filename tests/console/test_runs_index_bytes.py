@@ -28,7 +28,7 @@ async def test_hostile_bytes_in_the_runs_index_give_no_error_and_lose_no_run(
     assert await world.flush_runs_index()
     first = await console.http.get("/api/runs", params={"workflow": _WF})  # follows the runs
     assert first.status_code == 200
-    index = world._runs()
+    index = world._listing.runs()
     prefix = index.names.prefix
     for subject, data in [
         (f"{prefix}.ri.running.{_WF}.7ff8000000000000.{new_run_id()}", b"{}"),

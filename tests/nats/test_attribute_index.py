@@ -24,7 +24,7 @@ async def sa_nats_plain(n: int) -> int:
 
 
 async def _entries(world: Any, where: str) -> dict[str, Any]:
-    return await world._index().candidates(parse_where(where))
+    return await world._listing.index().candidates(parse_where(where))
 
 
 async def test_an_entry_whose_append_never_landed_is_no_answer_and_is_purged_when_old(
@@ -38,8 +38,8 @@ async def test_an_entry_whose_append_never_landed_is_no_answer_and_is_purged_whe
     # A writer that published its entries and died before its append: one for a run that
     # holds another value, one for a run that was never created.
     ghost = "wf_" + "0" * 32
-    await world._index().write(real.run_id, {"tenant": "acme"})
-    await world._index().write(ghost, {"tenant": "acme"})
+    await world._listing.index().write(real.run_id, {"tenant": "acme"})
+    await world._listing.index().write(ghost, {"tenant": "acme"})
     assert set(await _entries(world, "tenant=acme")) == {real.run_id, ghost}
     assert await client.list_runs(where="tenant=acme") == []
     # young entries are kept: they may be those of an append still under way
@@ -71,7 +71,7 @@ async def test_an_append_whose_renewal_fails_stands_and_is_found(
 ) -> None:
     world = await open_nats_world()
     client = wayline.Client(world)
-    index = world._index()
+    index = world._listing.index()
     calls: list[str] = []
     write = index.write
 
@@ -94,7 +94,7 @@ async def test_an_index_that_cannot_be_written_refuses_the_append_and_writes_not
 ) -> None:
     world = await open_nats_world()
     client = wayline.Client(world)
-    index = world._index()
+    index = world._listing.index()
 
     async def down(run_id: str, values: Any) -> None:
         raise WorldError("the index stream is not there")

@@ -101,7 +101,7 @@ async def _two_incarnations(world: Any, value: str) -> tuple[str, Any, Any, floa
 async def _drop(world: Any, run_id: str, incarnation: str, ended: float) -> None:
     """What a cleanup of that incarnation, ended at ``ended``, does to the bucket."""
     store = blobs_of(world).store
-    retention = world._retention()
+    retention = world._cleanup.retention()
     await store.drop(
         run_id, incarnation, ended, await store.names(), lambda: retention.archived(run_id)
     )

@@ -72,7 +72,7 @@ async def test_an_entry_rewritten_while_it_is_listed_is_listed(open_nats_world: 
 async def test_bytes_that_are_not_an_entry_are_passed_over(open_nats_world: OpenWorlds) -> None:
     world = await open_nats_world()
     await world.record_served([_entry("w1", "good")])
-    kv = await world._served()
+    kv = await world._registry.served()
     for i, junk in enumerate(
         [
             b"\xff\xfe not json",
@@ -98,7 +98,7 @@ async def test_a_registry_time_past_any_float_is_passed_over(open_nats_world: Op
     ``schedules add``) took ``float()`` of it and raised OverflowError."""
     world = await open_nats_world()
     await world.record_served([_entry("w1", "good")])
-    kv = await world._served()
+    kv = await world._registry.served()
     await kv.put(kv_key("huge"), b'{"workflow": "bad", "liveUntil": ' + HUGE + b"}")
     await kv.put(kv_key("nan"), b'{"workflow": "bad", "liveUntil": NaN}')
     await kv.put(kv_key("inf"), b'{"workflow": "bad", "liveUntil": Infinity}')
@@ -113,7 +113,7 @@ async def test_a_heartbeat_overwrites_a_time_past_any_float_under_its_own_key(
     """Junk under the worker's own key is merged away, not raised on every heartbeat (the
     worker then never heartbeat again, and looked gone)."""
     world = await open_nats_world()
-    kv = await world._served()
+    kv = await world._registry.served()
     await kv.put(kv_key("|good|id|1"), b'{"workers": {"w0": ' + HUGE + b"}}")
     await world.record_served([_entry("w1", "good")])
     assert registry.live_served("good", await world.list_served())

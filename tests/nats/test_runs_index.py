@@ -29,7 +29,7 @@ async def _named(world: Any) -> dict[str, RunStatus]:
     """What the index says of each run, once every run is named once: the purge of a run's
     entry under its old status waits for no reply, so it may land a moment after the append
     (bounded wait; a run still named twice after it fails here)."""
-    index = world._runs()
+    index = world._listing.runs()
     assert await world.flush_runs_index()  # the entries this process noted are written
     for _ in range(100):
         out: dict[str, RunStatus] = {}
@@ -96,7 +96,7 @@ async def test_a_world_provisioned_before_the_index_builds_it_on_the_first_read(
     for run_id in ids:
         await world.append(run_id, _created(), expected_seq=0)
     await world.append(ids[1], _completed(), expected_seq=1)
-    index = world._runs()
+    index = world._listing.runs()
     assert await world.flush_runs_index()
     await world._log._js.purge_stream(index.stream)  # as a world made before the index had it
     assert await _named(world) == {}
@@ -139,7 +139,7 @@ async def test_runs_with_ids_and_workflows_too_long_for_a_token_are_on_the_page(
     # a run with a long id whose index write was lost is found by the reconciliation
     lost = "l" * 130
     await world._events().append(lost, _created(), 0)
-    world._runs().swept_at = time.monotonic() - 3600.0
+    world._listing.runs().swept_at = time.monotonic() - 3600.0
     page = await world.runs_page(after=None, limit=10, workflow=_WF)
     assert [r.run_id for r in page] == [lost, long_id]
     assert await world.count_runs(workflow=_WF) == {RunStatus.PENDING: 2}
@@ -151,7 +151,7 @@ async def test_a_lost_write_behind_a_lost_purge_is_found_by_the_next_reconciliat
     """A run named twice (its purge lost) and a run not named (its write lost) give equal
     counts; the reconciliation that runs every ``RECONCILE_ANYWAY`` seconds finds it."""
     world = await open_nats_world()
-    index = world._runs()
+    index = world._listing.runs()
     old = new_run_id()
     await world.append(old, _created(), expected_seq=0)
     stale_pending = index.subject(world._events().cached_info(old))
@@ -178,7 +178,7 @@ async def test_a_late_repair_from_an_older_read_does_not_replace_a_newer_status(
     read_before = world._events().cached_info(run_id)  # a page's read: pending
     await world.append(run_id, _completed(), expected_seq=1)  # a worker: completed
     await _named(world)
-    await world._runs().put(read_before)  # the page's repair lands after it
+    await world._listing.runs().put(read_before)  # the page's repair lands after it
     assert await _named(world) == {run_id: RunStatus.COMPLETED}
     assert await world.count_runs(workflow=_WF) == {RunStatus.COMPLETED: 1}
 
@@ -191,7 +191,7 @@ async def test_a_late_purge_of_an_old_status_does_not_take_a_later_entry_under_i
     request is captured on its way and sent again once the run has settled, as if it landed
     late: bounded by the position of the entry written with it, it takes nothing newer."""
     world = await open_nats_world()
-    nc, index = world._log._nc, world._runs()
+    nc, index = world._log._nc, world._listing.runs()
     sent: list[tuple[str, bytes]] = []
 
     async def capture(msg: Any) -> None:
@@ -223,7 +223,7 @@ async def test_a_corrupt_run_does_not_keep_the_index_reconciling(
     open_nats_world: OpenWorlds,
 ) -> None:
     world = await open_nats_world()
-    index = world._runs()
+    index = world._listing.runs()
     await world.append(new_run_id(), _created(), expected_seq=0)
     broken = new_run_id()
     await world._log._js.publish(
@@ -241,7 +241,7 @@ async def test_a_failed_repair_does_not_fail_the_read(open_nats_world: OpenWorld
     run_id = new_run_id()
     await world.append(run_id, _created(), expected_seq=0)
     await world._events().append(run_id, _completed(), 1)  # its index write was lost
-    js, index = world._log._js, world._runs()
+    js, index = world._log._js, world._listing.runs()
     assert await world.flush_runs_index()
     config = (await js.stream_info(index.stream)).config
     config.sealed = True
@@ -254,7 +254,7 @@ async def test_a_deleted_run_leaves_no_entry_whatever_its_id(open_nats_world: Op
     """A cleanup purges a run's entries by its status-wildcarded subject (the run as its log
     has it), a hashed id included."""
     world = await open_nats_world()
-    index = world._runs()
+    index = world._listing.runs()
     ids = [new_run_id(), "d" * 125]
     for run_id in ids:
         await world.append(run_id, _created(), expected_seq=0)
@@ -267,7 +267,7 @@ async def test_a_deleted_run_leaves_no_entry_whatever_its_id(open_nats_world: Op
 async def _named_settled(world: Any, count: int) -> None:
     """Wait (bounded) until the index names ``count`` subjects: the purges of old statuses
     wait for no reply."""
-    index = world._runs()
+    index = world._listing.runs()
     for _ in range(100):
         if len(await index.subjects(index.stream, f"{world.names.prefix}.ri.>")) == count:
             return

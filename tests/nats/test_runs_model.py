@@ -126,7 +126,7 @@ async def test_a_late_entry_of_an_older_status_does_not_replace_the_newer_one(
     assert await world.flush_runs_index()
     model = await _model(world)
     # a repair from a read made before the completion lands after it, as a late writer's
-    await world._runs().moved(stale)
+    await world._listing.runs().moved(stale)
     assert await world.count_runs(workflow=_WF) == {RunStatus.COMPLETED: 1}
     page = await world.runs_page(after=None, limit=5, status=RunStatus.COMPLETED)
     assert [r.run_id for r in page] == [run_id]
@@ -200,7 +200,7 @@ async def test_hostile_entries_in_the_index_stream_leave_pages_and_counts_whole(
         await world.append(run_id, _created(_WF, i), expected_seq=0)
     assert await world.flush_runs_index()
     model = await _model(world)
-    index = world._runs()
+    index = world._listing.runs()
     prefix = index.names.prefix
     ghost = new_run_id()
     hostile = [
@@ -256,7 +256,7 @@ async def test_a_followed_world_reads_an_index_stream_made_again_from_its_start(
         assert await writer.flush_runs_index()
     model = await _model(console)
     assert set(model.runs) == set(old)
-    stream = writer._runs().stream
+    stream = writer._listing.runs().stream
     await writer._js.delete_stream(stream)
     again = await open_nats_world()  # provisions the index's stream again, empty
     new = [new_run_id() for _ in range(2)]
@@ -264,7 +264,7 @@ async def test_a_followed_world_reads_an_index_stream_made_again_from_its_start(
         await again.append(run_id, _created(_WF, 10 + i), expected_seq=0)
     assert await again.flush_runs_index()
     await again.runs_page(after=None, limit=1)  # reconciles: the old runs' entries again
-    assert (await again._runs().state())["last_seq"] <= model.seq
+    assert (await again._listing.runs().state())["last_seq"] <= model.seq
     want = sorted(old + new)
     for _ in range(100):
         page = await console.runs_page(after=None, limit=20, workflow=_WF)
@@ -297,7 +297,7 @@ async def test_a_load_that_fails_half_way_leaves_nothing_behind_and_loads_again(
         await world.append(run_id, _created(_WF, i), expected_seq=0)
     assert await world.flush_runs_index()
     real = runs_model.RunsModel._read
-    first = int((await world._runs().state())["first_seq"])
+    first = int((await world._listing.runs().state())["first_seq"])
     slow = asyncio.Event()
 
     async def failing(self: Any, start: int, batch: int) -> list[Any]:
@@ -309,7 +309,7 @@ async def test_a_load_that_fails_half_way_leaves_nothing_behind_and_loads_again(
     monkeypatch.setattr(runs_model.RunsModel, "_read", failing)
     await world.follow_runs()
     assert await world.runs_followed(5.0) is None
-    model = world._runs_model
+    model = world._listing.model
     slow.set()
     for _ in range(20):
         await asyncio.sleep(0.05)
@@ -339,7 +339,7 @@ async def test_a_world_closed_while_its_model_loads_leaves_no_task(
 
     monkeypatch.setattr(runs_model.RunsModel, "_read", hangs)
     await world.follow_runs()
-    model = world._runs_model
+    model = world._listing.model
     waiting = asyncio.create_task(model.ready(60.0))
     await asyncio.sleep(0.1)
     await world.close()
@@ -351,7 +351,7 @@ async def test_a_world_closed_while_its_model_loads_leaves_no_task(
     left = {t for t in asyncio.all_tasks() - before if not t.done()}
     left.discard(asyncio.current_task())  # type: ignore[arg-type]
     assert not left, left
-    assert world._runs_model is None
+    assert world._listing.model is None
 
 
 async def _three_processes(
@@ -420,7 +420,7 @@ async def test_counts_stay_whole_after_the_index_stream_is_purged(
     await writer.append(ids[0], done, expected_seq=1)
     assert await writer.flush_runs_index()
     await _model(console)
-    await writer._js.purge_stream(writer._runs().stream)
+    await writer._js.purge_stream(writer._listing.runs().stream)
     late = new_run_id()
     await writer.append(late, _created(_WF, 9), expected_seq=0)
     assert await writer.delete_runs(older_than=0.0, statuses=[RunStatus.COMPLETED]) == 1

@@ -206,7 +206,7 @@ class FaultyWorld(MemoryWorld):
         await self._latency()
         if self._chance(self.plan.lose_ack):
             self.trace.note(f"{self.name} ack id={delivery.message_id} lost (fault)")
-            return self._held(delivery) is not None
+            return self._queue.held(delivery) is not None
         done = await super().ack(delivery)
         self.trace.note(f"{self.name} ack id={delivery.message_id} {done}")
         return done
