@@ -59,8 +59,9 @@ bench: $(STAMP)
 # same trace in any process.
 SEEDS ?= 100
 FIRST ?= 0
+JOBS ?= 1
 sim: $(STAMP)
-	PYTHONHASHSEED=0 $(BIN)/python -m wayline.sim $(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --first $(FIRST))
+	PYTHONHASHSEED=0 $(BIN)/python -m wayline.sim $(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --first $(FIRST) --jobs $(JOBS))
 
 # Loop turns, tasks, futures, syscalls (strace), WAL page writes and round trips per step; an
 # interleaved A/B against another commit: make steady STEADY_ARGS="--against main"
