@@ -5,12 +5,13 @@ append is either answered and stored once, or refused and not stored."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
 
 from tests.nats.test_gathered_appends import _runs
-from tests.nats_fixtures import NatsServer, OpenWorlds
+from tests.nats_fixtures import NatsCluster, NatsServer, OpenWorlds
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline.errors import ConfigurationError, SequenceConflictError, WorldUnavailableError
@@ -22,6 +23,24 @@ def _steps(world: Any, run_ids: list[str], name: str) -> list[Any]:
         world.append(r, [NewEvent(T.STEP_CREATED, f"{name}-{r}", {})], expected_seq=2)
         for r in run_ids
     ]
+
+
+async def _stored_at_most_once(
+    world: Any, reader: Any, run_ids: list[str], results: list[Any], name: str
+) -> None:
+    """Each run's step ``name`` is stored at most once, at seq 3 when its append was answered
+    (an append that failed says the world was unavailable), and the run takes its next append
+    at the sequence after what is stored."""
+    for run_id, result in zip(run_ids, results, strict=True):
+        assert isinstance(result, (list, WorldUnavailableError)), result
+        ids = [e.correlation_id for e in await reader.list_events(run_id)]
+        step = f"{name}-{run_id}"
+        assert ids.count(step) <= 1, ids
+        if isinstance(result, list):
+            assert [e.seq for e in result] == [3]
+            assert ids == [None, None, step]
+        after = await world.append(run_id, [NewEvent(T.STEP_COMPLETED, step, {})])
+        assert [e.seq for e in after] == [len(ids) + 1]
 
 
 async def test_two_processes_batching_the_same_runs_each_run_has_one_winner(
@@ -90,16 +109,7 @@ async def test_a_server_killed_in_the_middle_of_a_batch_stores_each_append_at_mo
     await cut[0]
     assert world._log.gather.refused >= 1
     reader = await open_own_world()
-    for run_id, result in zip(run_ids, results, strict=True):
-        assert isinstance(result, (list, WorldUnavailableError)), result
-        ids = [e.correlation_id for e in await reader.list_events(run_id)]
-        step = f"gather-cut-{cut_after}-{run_id}"
-        assert ids.count(step) <= 1, ids
-        if isinstance(result, list):
-            assert [e.seq for e in result] == [3]
-            assert ids == [None, None, step]
-        after = await world.append(run_id, [NewEvent(T.STEP_COMPLETED, step, {})])
-        assert [e.seq for e in after] == [len(ids) + 1]
+    await _stored_at_most_once(world, reader, run_ids, results, f"gather-cut-{cut_after}")
 
 
 @pytest.mark.parametrize("value", ["2", "many", 2.5, None, -1, [2]])
@@ -126,3 +136,50 @@ async def test_good_gather_appends_values_are_taken(value: Any) -> None:
     world = NatsWorld("nats://127.0.0.1:4222", gather_appends=value)
     assert world._gather_appends == int(value)
     assert gather.MIN_BATCH == 16
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step_down_after", ["first", "commit"])
+async def test_a_leader_change_in_the_middle_of_a_batch_stores_each_append_at_most_once(
+    nats_cluster: NatsCluster, monkeypatch: pytest.MonkeyPatch, step_down_after: str
+) -> None:
+    """On three nodes with replicas=3, the events stream's leader is asked to step down once
+    the batch's first message, or its commit, was written: the batch is stored whole by the
+    old leader or dropped, and each append is then answered or refused on its own, stored at
+    most once, at the answered sequence when it was answered."""
+    prefix = f"gl{step_down_after[0]}{time.monotonic_ns() % 10**9}"
+    world = NatsWorld(nats_cluster.urls, prefix=prefix, replicas=3, gather_appends=2)
+    reader = NatsWorld(nats_cluster.urls, prefix=prefix, replicas=3)
+    await world.start()
+    await reader.start()
+    try:
+        run_ids = await _runs(world, 10, f"gather-leader-{step_down_after}")
+        stream = world.names.events_stream
+        leader = (await world._js.stream_info(stream)).cluster.leader
+        real = wire.publish
+        stepped: list[bool] = []
+
+        async def publish(nc: Any, subject: str, payload: bytes = b"", **kw: Any) -> None:
+            await real(nc, subject, payload, **kw)
+            headers = kw.get("headers") or {}
+            mark = "Nats-Batch-Commit" if step_down_after == "commit" else "Nats-Batch-Sequence"
+            if not stepped and mark in headers:
+                stepped.append(True)
+                await nc.request(f"$JS.API.STREAM.LEADER.STEPDOWN.{stream}", b"", timeout=10)
+
+        monkeypatch.setattr(wire, "publish", publish)
+        name = f"gather-leader-{step_down_after}"
+        results = await asyncio.wait_for(
+            asyncio.gather(*_steps(world, run_ids, name), return_exceptions=True), timeout=90
+        )
+        monkeypatch.setattr(wire, "publish", real)
+        assert stepped, "no batch was sent"
+        for _ in range(100):  # the new leader is elected
+            info = await world._js.stream_info(stream)
+            if info.cluster.leader not in (None, leader):
+                break
+            await asyncio.sleep(0.1)
+        await _stored_at_most_once(world, reader, run_ids, results, name)
+    finally:
+        await reader.close()
+        await world.close()
