@@ -188,8 +188,13 @@ class NatsWorld(World):
             self.names,
             self._orphan_grace,
         )
-        if int(gather_appends) < 0:
-            raise ConfigurationError(f"gather_appends must be >= 0, not {gather_appends}")
+        # a bool or a whole number only: int() would raise its own ValueError or TypeError for
+        # a word or None, and quietly cut 2.5 to 2 (the URL's ?gather_appends= is parsed to an
+        # int by options.parse_url, which names the option when it is not one)
+        if not isinstance(gather_appends, int) or gather_appends < 0:
+            raise ConfigurationError(
+                f"gather_appends must be a whole number >= 0 or a bool, not {gather_appends!r}"
+            )
         self._gather_appends = int(gather_appends)
         """Appends of concurrent runs go as one atomic batch (``gather.py``): 0 (the default)
         never, since it pays only on a server that fsyncs each write (``sync_interval:
