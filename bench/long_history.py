@@ -9,7 +9,8 @@ file) and on NATS (a throwaway nats-server). For each, per step: this process's 
 holds the client, the worker and, on SQLite, the world), event-loop turns, and the events the
 engine read back from the world. For the long run, the CPU of its first and of its last
 ``--window`` steps is given apart too (the step bodies stamp ``time.process_time()``): a cost
-that grew with the log shows as a last window dearer than the first. Each figure is the
+that grew with the log shows as a last window dearer than the first, and their ratio within
+a round is given too (the load of the shared machine changes between rounds). Each figure is the
 min-max over ``--rounds`` rounds. The run's log is far past the default history limit
 (``WAYLINE_HISTORY_LIMIT_EVENTS``), which the bench turns off for its worker.
 
@@ -146,6 +147,8 @@ async def measure(url: str, runs: int, count: int) -> dict[str, float]:
         last = STAMPS[-1] - STAMPS[-1 - window]
         out[f"CPU ms/step, first {window}"] = 1000 * first / window
         out[f"CPU ms/step, last {window}"] = 1000 * last / window
+        # within the round, so the machine's load between rounds does not enter it
+        out[f"last {window} / first {window}"] = last / first
     return out
 
 
@@ -184,13 +187,14 @@ def _run(coro: Any) -> None:
 
 
 def main() -> None:
-    folder = Path(tempfile.mkdtemp(prefix="wayline-bench-long-"))
-    for world in ARGS.worlds.split(","):
-        if world == "local":
-            _run(bench(world, lambda r, k: f"sqlite:///{folder}/{k}-{r}.db"))
-        else:
-            with nats_server() as url:
-                _run(bench(world, lambda r, k: url))
+    # a long run's SQLite files (its log and WAL) are removed when the bench ends
+    with tempfile.TemporaryDirectory(prefix="wayline-bench-long-") as folder:
+        for world in ARGS.worlds.split(","):
+            if world == "local":
+                _run(bench(world, lambda r, k: f"sqlite:///{folder}/{k}-{r}.db"))
+            else:
+                with nats_server() as url:
+                    _run(bench(world, lambda r, k: url))
 
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
