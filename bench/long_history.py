@@ -2,16 +2,19 @@
 
     python bench/long_history.py [--worlds local,nats] [--long 50000] [--short 10]
         [--rounds 3] [--window 1000] [--shape steps|sleeps] [--replay-cache RUNS]
+        [--short-runs 500]
 
 A run of ``--long`` sequential no-op steps and runs of ``--short`` steps (as many as make the
-same number of steps) are driven by one worker in this process, on the local world (a SQLite
-file) and on NATS (a throwaway nats-server). For each, per step: this process's CPU (which
-holds the client, the worker and, on SQLite, the world), event-loop turns, and the events the
-engine read back from the world. For the long run, the CPU of its first and of its last
-``--window`` steps is given apart too (the step bodies stamp ``time.process_time()``): a cost
-that grew with the log shows as a last window dearer than the first. Each figure is the
-min-max over ``--rounds`` rounds. The run's log is far past the default history limit
-(``WAYLINE_HISTORY_LIMIT_EVENTS``), which the bench turns off for its worker.
+same number of steps, at most ``--short-runs``) are driven by one worker in this process, on the
+local world (a SQLite file) and on NATS (a throwaway nats-server). For each, per step: this
+process's CPU (which holds the client, the worker and, on SQLite, the world), event-loop turns,
+and the events the engine read back from the world. For the long run, the CPU of its first and
+of its last ``--window`` steps is given apart too (the step bodies stamp
+``time.process_time()``): a cost that grew with the log shows as a last window dearer than the
+first, and their ratio within a round is given too (the load of the shared machine changes
+between rounds). Each figure is the min-max over ``--rounds`` rounds. The run's log is far past
+the default history limit (``WAYLINE_HISTORY_LIMIT_EVENTS``), which the bench turns off for its
+worker.
 
 ``--shape sleeps`` puts a 1 ms sleep after each step: every step is then driven by a delivery
 of its own (the wake). With the worker's cache of live replays off (``--replay-cache 0``),
@@ -146,6 +149,8 @@ async def measure(url: str, runs: int, count: int) -> dict[str, float]:
         last = STAMPS[-1] - STAMPS[-1 - window]
         out[f"CPU ms/step, first {window}"] = 1000 * first / window
         out[f"CPU ms/step, last {window}"] = 1000 * last / window
+        # within the round, so the machine's load between rounds does not enter it
+        out[f"last {window} / first {window}"] = last / first
     return out
 
 
@@ -164,7 +169,7 @@ async def bench(world: str, url_of: Any) -> None:
     short: list[dict[str, float]] = []
     long: list[dict[str, float]] = []
     for round_ in range(ARGS.rounds):
-        runs = max(1, min(ARGS.long // ARGS.short, 500))
+        runs = max(1, min(ARGS.long // ARGS.short, ARGS.short_runs))
         short.append(await measure(url_of(round_, "short"), runs, ARGS.short))
         long.append(await measure(url_of(round_, "long"), 1, ARGS.long))
         print(f"{world} round {round_ + 1}: {short[-1]} {long[-1]}", file=sys.stderr, flush=True)
@@ -184,13 +189,14 @@ def _run(coro: Any) -> None:
 
 
 def main() -> None:
-    folder = Path(tempfile.mkdtemp(prefix="wayline-bench-long-"))
-    for world in ARGS.worlds.split(","):
-        if world == "local":
-            _run(bench(world, lambda r, k: f"sqlite:///{folder}/{k}-{r}.db"))
-        else:
-            with nats_server() as url:
-                _run(bench(world, lambda r, k: url))
+    # a long run's SQLite files (its log and WAL) are removed when the bench ends
+    with tempfile.TemporaryDirectory(prefix="wayline-bench-long-") as folder:
+        for world in ARGS.worlds.split(","):
+            if world == "local":
+                _run(bench(world, lambda r, k: f"sqlite:///{folder}/{k}-{r}.db"))
+            else:
+                with nats_server() as url:
+                    _run(bench(world, lambda r, k: url))
 
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -198,6 +204,8 @@ parser.add_argument("--worlds", default="local")
 parser.add_argument("--long", type=int, default=50_000)
 parser.add_argument("--short", type=int, default=10)
 parser.add_argument("--rounds", type=int, default=3)
+# a wake per step on NATS waits for its delayed message, so 500 short runs take minutes of wall time
+parser.add_argument("--short-runs", type=int, default=500, help="at most this many short runs")
 parser.add_argument("--window", type=int, default=1000)
 parser.add_argument("--shape", choices=("steps", "sleeps"), default="steps")
 parser.add_argument("--replay-cache", type=int, default=256, help="0: no live replays kept")
