@@ -78,6 +78,9 @@ def test_a_fired_wait_and_an_answered_hook_are_nothing_to_do(
     payload = '{"approved": true, "by": "ana"}'
     _refused(cli.here("hooks", "resume", "go:nobody", "--payload", payload))  # no such token
     assert cli.here("hooks", "resume", "go:t-4", "--payload", payload).returncode == 0
+    # answered once the run has taken the payload (until then a second resume is still taken,
+    # as a hook may be resumed more than once before its run reads it)
+    assert cli.wait_status(run_id, "completed")["output"] == "ana"
     _nothing_to_do(cli.here("hooks", "resume", "go:t-4", "--payload", payload), "nothing to resume")
 
 
