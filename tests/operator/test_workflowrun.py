@@ -190,6 +190,9 @@ class Operator:
         command = self.command()
         forked = os.environ.get("WAYLINE_TEST_OPERATOR_ZYGOTE", "1") != "0"
         if forked and command[:2] == [sys.executable, "-m"]:
+            # the log exists once start returns, as with a new process: the forked child opens
+            # it for itself later, and a test may read it before the child has
+            self.log.touch()
             self.proc = zygote().spawn(command, self.env, self.log)
             return
         with self.log.open("ab") as out:
