@@ -200,10 +200,15 @@ async def test_a_child_fenced_when_its_parent_is_cancelled_is_asked_again_once_r
         parent = await engine.client.start(booking_parent, path)
 
         async def kid() -> str | None:
+            # the child asleep for its hour: its charge recorded completed and its sleep made
+            # (poisoned between its charge's line and the charge's completion, the child's own
+            # append would meet the bad row: a delivery set aside, not the race this is about)
             created = of_type(await parent.events(), EventType.CHILD_CREATED)
             if not created or "charge kid" not in " ".join(flows.lines(path)):
                 return None
-            return str(created[0].data["childRunId"])
+            kid_id = str(created[0].data["childRunId"])
+            asleep = of_type(await engine.client.handle(kid_id).events(), EventType.WAIT_CREATED)
+            return kid_id if asleep else None
 
         kid_id = await wait_for(kid, timeout=20)
         seq = await poison_log(engine.world, kid_id, b"{not json")
