@@ -7,6 +7,7 @@ chaos partition test met this as a run read as ended and then as running again."
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import time
 import uuid
@@ -22,6 +23,7 @@ from tests.nats_fixtures import require_nats
 from tests.runtime.harness import wait_for
 from tests.toxiproxy import Toxiproxy
 from wayline._core.events import EventType, NewEvent, RunStatus
+from wayline.errors import RunTerminalError, WorldUnavailableError
 from wayline.worlds.nats import NatsWorld
 
 pytestmark = pytest.mark.slow
@@ -141,8 +143,19 @@ async def test_a_lagging_replica_never_turns_a_read_back(
                 if status is not None:
                     answered.add(run_id)
         assert answered == {ended, going}
-        # read-your-writes through the follower: an acknowledged append is read back
-        await reader.append(going, [NewEvent(EventType.RUN_COMPLETED, data={"output": 8})])
+        # read-your-writes through the follower: an acknowledged append is read back. While
+        # the follower's routes are slow an append may be refused as unavailable (not
+        # acknowledged: asked again); a refusal as ended means an earlier try was stored.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                await reader.append(going, [NewEvent(EventType.RUN_COMPLETED, data={"output": 8})])
+                break
+            except RunTerminalError:
+                break
+            except WorldUnavailableError:
+                assert time.monotonic() < deadline, "no append through the follower in 30 s"
+                await asyncio.sleep(0.5)
         assert await _status(reader, going) is RunStatus.COMPLETED
     finally:
         for world in (writer, probe, reader):
