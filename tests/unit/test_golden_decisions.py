@@ -11,7 +11,9 @@ naming the history and showing the recorded answer against today's. Re-record wi
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +21,11 @@ import pytest
 
 import wayline.testing
 from tests.golden import planner, workflows
+from wayline._core.events import EventType
 from wayline._core.histories import History, parse_history
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "decisions.jsonl"
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "record_golden.py"
 LINES = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line]
 
 
@@ -92,3 +96,29 @@ def test_a_changed_answer_names_the_history_and_shows_old_against_new() -> None:
     said = planner.difference(raw["case"], probe["expect"], changed)
     assert said.startswith("golden history 'owned-step-lease-live-another-delivery-waits'")
     assert '- "move": "Suspend",' in said and '+ "move": "Finish",' in said
+
+
+def test_a_hook_resumed_twice_under_one_delivery_id_left_one_payload_in_the_log() -> None:
+    """The recorder resumed the approval's hook twice under delivery id d-1; the case's log,
+    cut from that run, holds the payload once (the world and client deduplicated it)."""
+    raw = next(r for r in LINES if r["case"] == "hook-delivered-twice-with-one-delivery-id")
+    history = parse_history(json.dumps(raw), raw["case"])
+    received = [e.data for e in history.events if e.type is EventType.HOOK_RECEIVED]
+    assert received == [{"payload": "yes", "deliveryId": "d-1"}]
+
+
+def test_the_recorder_and_the_golden_file_name_the_same_cases(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A case added to ``tools/record_golden.py`` and not recorded, or left in the file after
+    its case was removed, is named here."""
+    spec = importlib.util.spec_from_file_location("record_golden", TOOL)
+    assert spec is not None and spec.loader is not None
+    recorder = importlib.util.module_from_spec(spec)
+    # its dataclasses look their module up by name, and it puts the checkout on sys.path:
+    # both are undone when the test ends
+    monkeypatch.setitem(sys.modules, "record_golden", recorder)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    spec.loader.exec_module(recorder)
+    names = [case.name for case in recorder.CASES] + [case.name for case, _ in recorder.HAND]
+    assert names == [raw["case"] for raw in LINES]
