@@ -45,6 +45,7 @@ from .buckets import kv_bucket
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .delay_notes import DelayNotes
 from .direct import StoredMsg, connected, direct_batch, last_seq, publish_retried
+from .lane_choice import LaneChoice
 from .levels import LANE_SCAN_EVERY, RESCAN_SECONDS, Channel, Levels
 from .names import (
     ALL_KINDS,
@@ -158,6 +159,7 @@ class Queue:
         # asking for a batch that is then answered "none" (a pull request a run, saved)
         self._drained: set[str] = set()
         self._delays = DelayNotes(js, names.idem_bucket, url=url, timeout=timeout, now=now)
+        self._lanes = LaneChoice(self._lane_head)
 
     async def start(self) -> None:
         self._idem = await kv_bucket(self._js, self._names.idem_bucket, url=self._url)
@@ -267,6 +269,8 @@ class Queue:
         stored = carry(payload)  # the run's ordering is put on above the seam (world.sending)
         order = ordering.of_payload(stored)
         level = kind_of(order.priority, order.fairness_key)
+        if order.fairness_key:  # its own lane while one is free (``lane_choice``)
+            level = await self._lanes.kind(topic, order.priority, order.fairness_key)
         body = dumps(stored)
         due = self._now() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
@@ -1002,6 +1006,16 @@ class Queue:
             timeout=self._timeout,
             url=self._url,
         )
+
+    async def _lane_head(self, topic: str, kind: Channel) -> StoredMsg | None:
+        """The first message stored on one lane of the topic (None: the lane is empty)."""
+        try:
+            msgs, _ = await self._head(self._names.target_filter(topic, kind))
+        except WorldError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, f"choosing a lane on topic {topic!r}", err) from err
+        return msgs[0] if msgs else None
 
     async def _stored_count(self, subjects: str) -> int:
         """How many messages are stored on ``subjects``."""
