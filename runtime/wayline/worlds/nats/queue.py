@@ -39,8 +39,9 @@ from ..._core.ids import MessageId
 from ...errors import WorldError, WorldUnavailableError
 from ...telemetry import carry
 from ...world import Delivery, QueueDepth, entries
+from ...world.ports import LaneDrain
 from ...world.routing import plain_topic
-from . import wire
+from . import lane_drain, wire
 from .buckets import kv_bucket
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .delay_notes import DelayNotes
@@ -1110,6 +1111,25 @@ class Queue:
         # A message handed back with a delay is noted under the consumer of its own kind.
         noted = await self._delays.ahead({consumer_name(topic, kind) for kind in _CHANNELS})
         return count + sum(due_ms <= before * 1000 for dues in noted.values() for due_ms in dues)
+
+    async def drain_lanes(self, held_too: bool) -> LaneDrain:
+        """Move queued work to the subject a release before the levels reads
+        (``lane_drain``)."""
+        try:
+            return await lane_drain.drain(
+                self.stored,
+                self.remove_stored,
+                self._nc,
+                self._js,
+                self._names,
+                timeout=self._timeout,
+                url=self._url,
+                held_too=held_too,
+            )
+        except WorldError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, "moving queued work off the levels and lanes", err) from err
 
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:
