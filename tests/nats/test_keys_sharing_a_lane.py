@@ -13,8 +13,9 @@ import pytest
 from tests.nats_fixtures import OpenWorlds, taken_names
 from wayline._core import ordering
 from wayline.worlds.nats import lane_choice
+from wayline.worlds.nats.codec import dumps
 from wayline.worlds.nats.direct import StoredMsg
-from wayline.worlds.nats.lane_choice import choose
+from wayline.worlds.nats.lane_choice import choose, key_of
 from wayline.worlds.nats.names import FAIR_LANES, lane_of
 
 A_KEY, B_KEY = "A", "B12"
@@ -103,21 +104,21 @@ async def test_more_keys_than_lanes_share_lanes_and_lose_nothing(
     assert await world.receive(topic, max_messages=5, wait_seconds=0.3) == []
 
 
-def _stored(key: str) -> StoredMsg:
-    from wayline.worlds.nats.codec import dumps
-
-    return StoredMsg("x.q.p5f0.t.m", 1, dumps(keyed("m", key)), {})
-
-
 def test_the_choice_prefers_the_keys_own_lane_then_a_free_one_then_home() -> None:
     home = lane_of(B_KEY)
-    others = [_stored(f"other-{i}") for i in range(FAIR_LANES)]
+    others: list[str | None] = [f"other-{i}" for i in range(FAIR_LANES)]
     assert choose(B_KEY, [None] * FAIR_LANES) == home
-    taken_home = [others[0] if lane == home else None for lane in range(FAIR_LANES)]
+    taken_home: list[str | None] = [None] * FAIR_LANES
+    taken_home[home] = "other"
     assert choose(B_KEY, taken_home) == (home + 1) % FAIR_LANES
     mine_far = list(others)
-    mine_far[(home + 5) % FAIR_LANES] = _stored(B_KEY)
+    mine_far[(home + 5) % FAIR_LANES] = B_KEY
     assert choose(B_KEY, mine_far) == (home + 5) % FAIR_LANES
     assert choose(B_KEY, others) == home
-    unreadable = StoredMsg("x", 1, b"\xff not json", {})
-    assert choose(B_KEY, [unreadable] * FAIR_LANES) == home
+
+
+def test_a_lanes_holder_is_the_key_of_its_first_message() -> None:
+    assert key_of(None) is None
+    assert key_of(StoredMsg("x.q.p5f0.t.m", 1, dumps(keyed("m", B_KEY)), {})) == B_KEY
+    assert key_of(StoredMsg("x.q.p5f0.t.m", 1, b"\xff not json", {})) == ""
+    assert key_of(StoredMsg("x.q.p5f0.t.m", 1, b"[1]", {})) == ""

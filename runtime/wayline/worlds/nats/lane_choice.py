@@ -14,10 +14,12 @@ level (one direct get each, all at once) and sends the key's work to, in this or
 3. else its home lane: more keys are queued at the level than it has lanes, and keys then share
    lanes as before.
 
-Two processes that choose at once for two new keys may both take one empty lane: the keys then
-share it, as with a hash alone. The choice is remembered for ``CHOICE_SECONDS`` (so a burst of
-one key's starts asks once, not once a start); a lane that empties and is taken by another
-key within that time is shared by the two until then.
+A process reads the lanes of a level at most every ``CHOICE_SECONDS`` and gives keys lanes from
+that view, marking a lane it gives a new key as that key's (so a burst of starts, of one key or
+of many, asks eight direct gets a second, not eight a start). Two processes that choose at
+once for two new keys may both take one empty lane, and a key whose lane empties and is taken
+by another process's key within that time shares it until the next read: the keys then share
+the lane, as with a hash alone.
 """
 
 from __future__ import annotations
@@ -32,57 +34,65 @@ from .direct import StoredMsg
 from .names import FAIR_LANES, lane_of
 
 CHOICE_SECONDS = 1.0
-"""How long one process keeps a key's lane without asking again: a start burst of one key (a
-hundred starts at once) costs eight direct gets a second, not eight a start."""
+"""How long one process gives lanes from one read of a level's lanes before reading again."""
 
 
-def key_of(msg: StoredMsg) -> str | None:
-    """The fairness key a stored message's payload carries (None: not a payload this world
-    wrote, or one without a key)."""
+def key_of(msg: StoredMsg | None) -> str | None:
+    """The fairness key a lane's first stored message carries: None for an empty lane, ``""``
+    for a message without a key or not a payload this world wrote (the lane is taken, by no
+    key that could ever match)."""
+    if msg is None:
+        return None
     try:
         payload = entries.loads(msg.data)
     except entries.Unreadable:
-        return None
+        return ""
     if not isinstance(payload, dict):
-        return None
-    return ordering.of_payload(payload).fairness_key or None
+        return ""
+    return ordering.of_payload(payload).fairness_key
 
 
-def choose(key: str, firsts: list[StoredMsg | None]) -> int:
-    """The lane of ``key`` given the first message stored on each lane of its level (None for
-    an empty lane), by the rules of the module docstring."""
+def choose(key: str, holders: list[str | None]) -> int:
+    """The lane of ``key`` given the key of the first message stored on each lane of its
+    level (``key_of``: None for an empty lane), by the rules of the module docstring."""
     home = lane_of(key)
     order = [(home + i) % FAIR_LANES for i in range(FAIR_LANES)]
     for lane in order:
-        first = firsts[lane]
-        if first is not None and key_of(first) == key:
+        if holders[lane] == key:
             return lane
     for lane in order:
-        if firsts[lane] is None:
+        if holders[lane] is None:
             return lane
     return home
 
 
 class LaneChoice:
-    """One process's choices of lanes, each kept ``CHOICE_SECONDS``."""
+    """One process's view of which key holds each lane of a level, read at most every
+    ``CHOICE_SECONDS``, and the lanes it gives keys from it."""
 
     def __init__(self, first: Callable[[str, str], Awaitable[StoredMsg | None]]) -> None:
         self._first = first
         """The first message stored on one kind of a topic (``topic``, ``kind``), or None."""
-        self._chosen: dict[tuple[str, int, str], tuple[int, float]] = {}
+        self._views: dict[tuple[str, int], tuple[list[str | None], float]] = {}
 
     async def kind(self, topic: str, priority: int, key: str) -> str:
         """The subject token (``names.kind_of``) of the lane ``key``'s work at ``priority``
         goes to on ``topic``."""
         now = time.monotonic()
-        chosen = self._chosen.get((topic, priority, key))
-        if chosen is not None and chosen[1] > now:
-            return f"p{priority}f{chosen[0]}"
-        firsts = await asyncio.gather(
-            *(self._first(topic, f"p{priority}f{lane}") for lane in range(FAIR_LANES))
-        )
-        lane = choose(key, list(firsts))
-        if len(self._chosen) > 10_000:  # keys come and go: forget what has run out
-            self._chosen = {k: v for k, v in self._chosen.items() if v[1] > now}
-        self._chosen[(topic, priority, key)] = (lane, now + CHOICE_SECONDS)
+        view = self._views.get((topic, priority))
+        if view is None or view[1] <= now:
+            firsts = await asyncio.gather(
+                *(self._first(topic, f"p{priority}f{lane}") for lane in range(FAIR_LANES))
+            )
+            if len(self._views) > 10_000:  # topics come and go: forget what has run out
+                self._views = {k: v for k, v in self._views.items() if v[1] > now}
+            view = self._views[(topic, priority)] = (
+                [key_of(m) for m in firsts],
+                now + CHOICE_SECONDS,
+            )
+        holders = view[0]
+        lane = choose(key, holders)
+        if holders[lane] is None:
+            # the lane holds this key's work now: the next new key of this view looks further
+            holders[lane] = key
         return f"p{priority}f{lane}"
