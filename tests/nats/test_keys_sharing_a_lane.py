@@ -6,6 +6,7 @@ repeating a message."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -55,6 +56,23 @@ async def test_a_key_behind_a_backlog_in_its_hash_lane_gets_its_turn_at_once(
         assert [n for n in got if n.startswith("a")] == ["a0", "a1", "a2"]
         rest = await taken_names(world, topic, 27, batch=10)
         assert rest == [f"a{i}" for i in range(3, 30)]
+
+
+async def test_a_sender_in_another_process_sees_the_lane_taken(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """The lanes' holders are read from the stream, not remembered by one process: A's backlog
+    sent by one world, B's work by another (a client elsewhere), B's still goes to a free lane
+    and is taken within the first six by a third."""
+    sender_a, sender_b, worker = [await open_nats_world() for _ in range(3)]
+    topic = "lane-mates-two-senders"
+    for i in range(30):
+        await sender_a.enqueue(topic, keyed(f"a{i}", A_KEY))
+    for i in range(3):
+        await sender_b.enqueue(topic, keyed(f"b{i}", B_KEY))
+    got = await taken_names(worker, topic, 6, batch=1)
+    assert sorted(n for n in got if n.startswith("b")) == ["b0", "b1", "b2"], got
+    assert len(await taken_names(worker, topic, 27, batch=10)) == 27
 
 
 async def test_a_key_keeps_the_lane_its_queued_work_is_on(
@@ -122,3 +140,19 @@ def test_a_lanes_holder_is_the_key_of_its_first_message() -> None:
     assert key_of(StoredMsg("x.q.p5f0.t.m", 1, dumps(keyed("m", B_KEY)), {})) == B_KEY
     assert key_of(StoredMsg("x.q.p5f0.t.m", 1, b"\xff not json", {})) == ""
     assert key_of(StoredMsg("x.q.p5f0.t.m", 1, b"[1]", {})) == ""
+
+
+async def test_a_burst_of_sends_reads_the_lanes_once() -> None:
+    """A hundred sends at once, of a hundred keys, ask each of the level's eight lanes once
+    (one read for the burst, not one a send), and the first eight keys get eight lanes."""
+    asked: list[str] = []
+
+    async def first(topic: str, kind: str) -> StoredMsg | None:
+        asked.append(kind)
+        await asyncio.sleep(0.01)  # the direct get's round trip: the others wait for it
+        return None
+
+    choice = lane_choice.LaneChoice(first)
+    kinds = await asyncio.gather(*(choice.kind("burst", 5, f"burst-{i}") for i in range(100)))
+    assert sorted(asked) == sorted(f"p5f{lane}" for lane in range(FAIR_LANES))
+    assert len(set(kinds[:FAIR_LANES])) == FAIR_LANES

@@ -74,25 +74,37 @@ class LaneChoice:
         self._first = first
         """The first message stored on one kind of a topic (``topic``, ``kind``), or None."""
         self._views: dict[tuple[str, int], tuple[list[str | None], float]] = {}
+        self._locks: dict[tuple[str, int], asyncio.Lock] = {}
 
     async def kind(self, topic: str, priority: int, key: str) -> str:
         """The subject token (``names.kind_of``) of the lane ``key``'s work at ``priority``
         goes to on ``topic``."""
-        now = time.monotonic()
-        view = self._views.get((topic, priority))
-        if view is None or view[1] <= now:
-            firsts = await asyncio.gather(
-                *(self._first(topic, f"p{priority}f{lane}") for lane in range(FAIR_LANES))
-            )
-            if len(self._views) > 10_000:  # topics come and go: forget what has run out
-                self._views = {k: v for k, v in self._views.items() if v[1] > now}
-            view = self._views[(topic, priority)] = (
-                [key_of(m) for m in firsts],
-                now + CHOICE_SECONDS,
-            )
+        view = await self._view(topic, priority)
         holders = view[0]
         lane = choose(key, holders)
         if holders[lane] is None:
             # the lane holds this key's work now: the next new key of this view looks further
             holders[lane] = key
         return f"p{priority}f{lane}"
+
+    async def _view(self, topic: str, priority: int) -> tuple[list[str | None], float]:
+        """The holders of the level's lanes, read again once ``CHOICE_SECONDS`` old. One read
+        at a time per level: the hundred sends of a burst that find the view out of date wait
+        for one read, instead of each asking the eight lanes."""
+        key = (topic, priority)
+        view = self._views.get(key)
+        if view is not None and view[1] > time.monotonic():
+            return view
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            now = time.monotonic()
+            view = self._views.get(key)
+            if view is not None and view[1] > now:
+                return view
+            firsts = await asyncio.gather(
+                *(self._first(topic, f"p{priority}f{lane}") for lane in range(FAIR_LANES))
+            )
+            if len(self._views) > 10_000:  # topics come and go: forget what has run out
+                self._views = {k: v for k, v in self._views.items() if v[1] > now}
+                self._locks = {k: v for k, v in self._locks.items() if k in self._views}
+            view = self._views[key] = ([key_of(m) for m in firsts], now + CHOICE_SECONDS)
+            return view
