@@ -13,6 +13,7 @@ import pytest
 
 from tests.nats_fixtures import OpenWorlds, taken_names
 from wayline._core import ordering
+from wayline.errors import WorldUnavailableError
 from wayline.worlds.nats import lane_choice
 from wayline.worlds.nats.codec import dumps
 from wayline.worlds.nats.direct import StoredMsg
@@ -156,3 +157,20 @@ async def test_a_burst_of_sends_reads_the_lanes_once() -> None:
     kinds = await asyncio.gather(*(choice.kind("burst", 5, f"burst-{i}") for i in range(100)))
     assert sorted(asked) == sorted(f"p5f{lane}" for lane in range(FAIR_LANES))
     assert len(set(kinds[:FAIR_LANES])) == FAIR_LANES
+
+
+async def test_a_send_that_cannot_read_the_lanes_goes_to_the_keys_home_lane() -> None:
+    """The lanes' read is a hint: when it fails (a server electing its leader), the send goes
+    to the key's home lane, as before the choice, and the next send reads again."""
+    calls: list[str] = []
+
+    async def first(topic: str, kind: str) -> StoredMsg | None:
+        calls.append(kind)
+        if len(calls) <= FAIR_LANES:
+            raise WorldUnavailableError("no JetStream answer")
+        return None
+
+    choice = lane_choice.LaneChoice(first)
+    assert await choice.kind("unread", 5, B_KEY) == f"p5f{lane_of(B_KEY)}"
+    assert await choice.kind("unread", 5, "other") == f"p5f{lane_of('other')}"
+    assert len(calls) > FAIR_LANES  # read again, not a failure remembered

@@ -19,19 +19,24 @@ that view, marking a lane it gives a new key as that key's (so a burst of starts
 of many, asks eight direct gets a second, not eight a start). Two processes that choose at
 once for two new keys may both take one empty lane, and a key whose lane empties and is taken
 by another process's key within that time shares it until the next read: the keys then share
-the lane, as with a hash alone.
+the lane, as with a hash alone. A send that cannot read the lanes (the server electing a
+leader) goes to the key's home lane, as before the choice, rather than fail.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from ..._core import ordering
+from ...errors import WorldError
 from ...world import entries
 from .direct import StoredMsg
 from .names import FAIR_LANES, lane_of
+
+log = logging.getLogger("wayline.worlds.nats")
 
 CHOICE_SECONDS = 1.0
 """How long one process gives lanes from one read of a level's lanes before reading again."""
@@ -79,7 +84,14 @@ class LaneChoice:
     async def kind(self, topic: str, priority: int, key: str) -> str:
         """The subject token (``names.kind_of``) of the lane ``key``'s work at ``priority``
         goes to on ``topic``."""
-        view = await self._view(topic, priority)
+        try:
+            view = await self._view(topic, priority)
+        except WorldError as err:
+            # The read is a hint: a send that cannot make it goes to the key's home lane, as
+            # before the choice, rather than fail (the publish meets the same server next and
+            # fails on its own if the server is gone).
+            log.warning("could not read the lanes of topic %r, level %d: %s", topic, priority, err)
+            return f"p{priority}f{lane_of(key)}"
         holders = view[0]
         lane = choose(key, holders)
         if holders[lane] is None:
