@@ -70,3 +70,29 @@ async def test_a_held_message_is_left_unless_asked_and_a_delayed_one_is_counted(
     # the holder's ack after the move settles nothing of the copy: it is served again
     await world.ack(delivery)
     assert await taken_names(world, topic, 1, batch=1) == ["held"]
+
+
+async def test_every_page_of_consumers_is_read() -> None:
+    """The server lists 256 consumers a page: the drain reads them all, or a held message of a
+    consumer past the first page would be taken for never delivered and moved."""
+    from types import SimpleNamespace
+
+    from wayline.worlds.nats.lane_drain import delivered_seqs
+    from wayline.worlds.nats.names import Names
+
+    names = Names("pages")
+    consumers = [
+        SimpleNamespace(
+            config=SimpleNamespace(filter_subject=f"pages.q.p3.topic{i}.>"),
+            delivered=SimpleNamespace(stream_seq=i + 1),
+        )
+        for i in range(600)
+    ]
+
+    class Js:
+        async def consumers_info(self, stream: str, offset: int | None = None) -> list[Any]:
+            assert stream == names.queue_stream
+            return consumers[offset or 0 :][:256]
+
+    seqs = await delivered_seqs(Js(), names)
+    assert len(seqs) == 600 and seqs[("p3", "topic599")] == 600

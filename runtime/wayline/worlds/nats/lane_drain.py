@@ -49,11 +49,18 @@ async def delivered_seqs(js: Any, names: Names) -> dict[tuple[str, str], int]:
     """For each consumer of the queue stream, keyed by the (kind, topic token) its filter
     names, the last stream sequence it delivered."""
     out: dict[tuple[str, str], int] = {}
-    for info in await js.consumers_info(names.queue_stream):
-        parts = str(info.config.filter_subject or "").split(".")
-        if len(parts) == 5 and parts[:2] == [names.prefix, "q"] and parts[4] == ">":
-            out[(parts[2], parts[3])] = int(info.delivered.stream_seq or 0)
-    return out
+    offset = 0
+    while True:
+        # The server answers 256 consumers a page: a consumer missed would have its held
+        # messages taken for never delivered, and moved from under their holder.
+        page = await js.consumers_info(names.queue_stream, offset=offset)
+        for info in page:
+            parts = str(info.config.filter_subject or "").split(".")
+            if len(parts) == 5 and parts[:2] == [names.prefix, "q"] and parts[4] == ">":
+                out[(parts[2], parts[3])] = int(info.delivered.stream_seq or 0)
+        if not page:
+            return out
+        offset += len(page)
 
 
 async def drain(
