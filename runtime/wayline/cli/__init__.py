@@ -25,6 +25,8 @@
     wayline runs repair RUN_ID [--drop-seq N]   remove a corrupt run's unreadable log entry
     wayline hooks list [--run RUN_ID] [--json]                open hooks and their tokens
     wayline hooks resume TOKEN --payload JSON|@PATH
+    wayline queue drain-lanes [--held-too]   work of a priority or a key onto the one subject
+                   a release before the priority levels reads (before rolling back to it)
     wayline schedules add NAME --cron EXPR --workflow W | list | remove NAME | run  (cron)
     wayline console [--port N] [--host ADDRESS] [--token-file PATH]   web console and HTTP API
     wayline doctor [--monitor http://HOST:8222] [--strict]   reachability, auth, TLS, limits,

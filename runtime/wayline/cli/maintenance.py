@@ -1,16 +1,18 @@
-"""``wayline recover``, ``wayline cleanup`` and ``wayline archive``."""
+"""``wayline recover``, ``wayline cleanup``, ``wayline archive`` and ``wayline queue
+drain-lanes``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from .._core.events import RunStatus
 from ..durations import to_seconds
 from ..worker import Worker
 from ..world.ports import Retention
 from .commands import import_apps, opened_world, run_client
-from .loading import UsageError, add_run_argument
+from .loading import UsageError, UsageParser, add_run_argument
 
 
 def duration_arg(text: str) -> float:
@@ -83,6 +85,29 @@ async def cmd_runs_repair(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_queue_drain_lanes(args: argparse.Namespace) -> int:
+    """Move queued work to the one subject a release before the priority levels reads, before
+    rolling back to it (docs/nats.md, "Rolling back"). Exit 0 once it has done its pass, also
+    when it left messages (held by a worker, or delayed; the printed counts and a line each on
+    stderr say so): run it again once they are not."""
+    async with opened_world(args.world, create=False) as world:
+        done = await world.drain_lanes(held_too=args.held_too)
+    print(json.dumps({"moved": done.moved, "held": done.held, "delayed": done.delayed}))
+    if done.held:
+        print(
+            f"left {done.held} message{'s' if done.held != 1 else ''} delivered and not acked: "
+            "stop the workers that may hold them, then run again with --held-too",
+            file=sys.stderr,
+        )
+    if done.delayed:
+        print(
+            f"left {done.delayed} delayed message{'s' if done.delayed != 1 else ''} that will "
+            "fire onto a level or lane: run again once they are due",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def add_repair(runs_sub: argparse._SubParsersAction, command: object) -> None:  # type: ignore[type-arg]
     p = command(  # type: ignore[operator]
         runs_sub,
@@ -128,3 +153,21 @@ def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # t
         help="print how many runs the archive holds, and archive nothing",
     )
     p.set_defaults(handler=cmd_archive)
+    queue = make(sub, "queue", "maintain the queue (before a rollback)")  # type: ignore[operator]
+    queue.set_defaults(help_parser=queue)
+    queue_sub = queue.add_subparsers(
+        dest="queue_command", metavar="COMMAND", parser_class=UsageParser
+    )
+    p = make(  # type: ignore[operator]
+        queue_sub,
+        "drain-lanes",
+        "move work of a priority or a fairness key to the subject a release before the "
+        "priority levels reads; prints {moved, held, delayed}",
+    )
+    p.add_argument(
+        "--held-too",
+        action="store_true",
+        help="also move messages delivered and not acked (only once every worker that may "
+        "hold them is stopped: a moved message is delivered again)",
+    )
+    p.set_defaults(handler=cmd_queue_drain_lanes)

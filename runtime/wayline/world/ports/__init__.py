@@ -14,7 +14,7 @@ from .clock import Clock
 from .event_log import EventLog, HookInfo
 from .hook_payloads import HookPayloads
 from .lifecycle import Lifecycle
-from .queue import Delivery, QueueDepth, WorkQueue
+from .queue import Delivery, LaneDrain, QueueDepth, WorkQueue
 from .rate_buckets import RateBuckets
 from .registry import Registry
 from .retention import Retention
@@ -31,6 +31,7 @@ __all__ = [
     "EventLog",
     "HookInfo",
     "HookPayloads",
+    "LaneDrain",
     "Lifecycle",
     "PayloadField",
     "QueueDepth",

@@ -55,6 +55,20 @@ class QueueDepth:
     is how long the topic's workers are behind."""
 
 
+@dataclass(frozen=True, slots=True)
+class LaneDrain:
+    """What :meth:`WorkQueue.drain_lanes` did: the messages it moved to the store every release
+    reads, and those it left where they are."""
+
+    moved: int
+    held: int
+    """Messages delivered and not acked (a worker may hold them): left unless asked to move
+    them too."""
+    delayed: int
+    """Delayed messages (schedules) that will fire onto a subject a release before the
+    levels does not read: moved by a drain after they fire."""
+
+
 class WorkQueue(abc.ABC):
     """The queue a worker receives from and settles deliveries on."""
 
@@ -152,6 +166,17 @@ class WorkQueue(abc.ABC):
         """Every topic with a ready message, by topic. ``None`` when the world cannot tell
         (the console then shows no lag rather than a wrong one)."""
         return None
+
+    async def drain_lanes(self, *, held_too: bool = False) -> LaneDrain:
+        """Move every queued message off the subjects a release before the priority levels
+        does not read (another priority, a fairness key) to the one it does, before a rollback
+        to such a release (docs/nats.md, "Rolling back"). A message keeps its payload (its
+        priority and key, which such a release ignores and a later one honours again) and its
+        idempotency key; it is copied first and removed after, so a drain cut off in between
+        leaves one message twice (a wake more), never none. A message a worker may hold is
+        left and counted unless ``held_too``. A world that keeps every level in one store
+        (SQLite, in memory) has nothing to move."""
+        return LaneDrain(moved=0, held=0, delayed=0)
 
     @property
     def visibility_seconds(self) -> float:

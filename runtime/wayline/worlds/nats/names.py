@@ -57,16 +57,19 @@ def key_token(key: str) -> str:
 
 
 FAIR_LANES = 8
-"""How many lanes a priority level has for work with a fairness key: a key's work goes to the
-lane its hash picks (:func:`lane_of`), and a receive gives the lanes of a level fair turns.
-Two keys share a lane (and are first in, first out between them) with chance 1 / 8; more
-lanes would cost more consumers and a longer scan (``levels.py``) for a smaller chance."""
+"""How many lanes a priority level has for work with a fairness key: a key's work goes to a
+lane of its own while one is free, from the lane its hash picks (:func:`lane_of`) on
+(``lane_choice.py``), and a receive gives the lanes of a level fair turns. Past eight keys with
+queued work at one level, keys share lanes (and are first in, first out between them); more
+lanes would cost more consumers, a longer scan (``levels.py``) and more direct gets for a
+sender's choice."""
 
 _LEGACY = "t"
 
 
 def lane_of(fairness_key: str) -> int:
-    """The lane of a level that a fairness key's work goes to (the same in every process)."""
+    """The home lane of a fairness key at a level (the same in every process): its work goes
+    there unless another key's work holds it (``lane_choice.choose``)."""
     return int.from_bytes(hashlib.sha256(fairness_key.encode()).digest()[:4], "big") % FAIR_LANES
 
 
@@ -74,7 +77,8 @@ def kind_of(priority: int, fairness_key: str) -> str:
     """The subject token after ``q`` of a ready message (its *kind*): ``t`` for the default
     priority without a fairness key (the one subject every message used before the levels, so
     a worker of a release before them serves it), ``p<level>`` for another priority without a
-    key, and ``p<level>f<lane>`` for work with a key (``lane_of``), at any priority."""
+    key, and ``p<level>f<lane>`` for work with a key (its home lane, ``lane_of``; the queue's
+    sender picks a free lane instead when another key's work holds it, ``lane_choice``)."""
     if fairness_key:
         return f"p{priority}f{lane_of(fairness_key)}"
     return _LEGACY if priority == DEFAULT_PRIORITY else f"p{priority}"

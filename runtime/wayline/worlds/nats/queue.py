@@ -39,12 +39,14 @@ from ..._core.ids import MessageId
 from ...errors import WorldError, WorldUnavailableError
 from ...telemetry import carry
 from ...world import Delivery, QueueDepth, entries
+from ...world.ports import LaneDrain
 from ...world.routing import plain_topic
-from . import wire
+from . import lane_drain, wire
 from .buckets import kv_bucket
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .delay_notes import DelayNotes
 from .direct import StoredMsg, connected, direct_batch, last_seq, publish_retried
+from .lane_choice import LaneChoice
 from .levels import LANE_SCAN_EVERY, RESCAN_SECONDS, Channel, Levels
 from .names import (
     ALL_KINDS,
@@ -158,6 +160,7 @@ class Queue:
         # asking for a batch that is then answered "none" (a pull request a run, saved)
         self._drained: set[str] = set()
         self._delays = DelayNotes(js, names.idem_bucket, url=url, timeout=timeout, now=now)
+        self._lanes = LaneChoice(self._lane_head)
 
     async def start(self) -> None:
         self._idem = await kv_bucket(self._js, self._names.idem_bucket, url=self._url)
@@ -267,6 +270,8 @@ class Queue:
         stored = carry(payload)  # the run's ordering is put on above the seam (world.sending)
         order = ordering.of_payload(stored)
         level = kind_of(order.priority, order.fairness_key)
+        if order.fairness_key:  # its own lane while one is free (``lane_choice``)
+            level = await self._lanes.kind(topic, order.priority, order.fairness_key)
         body = dumps(stored)
         due = self._now() + delay_seconds if delay_seconds > 0 else None
         mid = uuid.uuid4().hex
@@ -1003,6 +1008,16 @@ class Queue:
             url=self._url,
         )
 
+    async def _lane_head(self, topic: str, kind: Channel) -> StoredMsg | None:
+        """The first message stored on one lane of the topic (None: the lane is empty)."""
+        try:
+            msgs, _ = await self._head(self._names.target_filter(topic, kind))
+        except WorldError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, f"choosing a lane on topic {topic!r}", err) from err
+        return msgs[0] if msgs else None
+
     async def _stored_count(self, subjects: str) -> int:
         """How many messages are stored on ``subjects``."""
         msgs, pending = await self._head(subjects)
@@ -1096,6 +1111,25 @@ class Queue:
         # A message handed back with a delay is noted under the consumer of its own kind.
         noted = await self._delays.ahead({consumer_name(topic, kind) for kind in _CHANNELS})
         return count + sum(due_ms <= before * 1000 for dues in noted.values() for due_ms in dues)
+
+    async def drain_lanes(self, held_too: bool) -> LaneDrain:
+        """Move queued work to the subject a release before the levels reads
+        (``lane_drain``)."""
+        try:
+            return await lane_drain.drain(
+                self.stored,
+                self.remove_stored,
+                self._nc,
+                self._js,
+                self._names,
+                timeout=self._timeout,
+                url=self._url,
+                held_too=held_too,
+            )
+        except WorldError:
+            raise
+        except Exception as err:
+            raise wrap(self._url, "moving queued work off the levels and lanes", err) from err
 
     async def list_dead_letters(self, limit: int) -> list[dict[str, Any]]:
         if limit <= 0:

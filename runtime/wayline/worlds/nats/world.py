@@ -30,6 +30,7 @@ from ...world import (
     World,
 )
 from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, orphan_grace, payload_field
+from ...world.ports import LaneDrain
 from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField, prepended
 from . import attribute_index
 from .blobs import CHUNK as STORED_CHUNK
@@ -739,6 +740,9 @@ class NatsWorld(World):
 
     async def queue_depths(self) -> list[QueueDepth] | None:
         return await self._q().depths()
+
+    async def drain_lanes(self, *, held_too: bool = False) -> LaneDrain:
+        return await self._q().drain_lanes(held_too)
 
     async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
         return {topic: await self._q().ready(topic) for topic in dict.fromkeys(topics)}
