@@ -202,3 +202,42 @@ async def test_a_partitioned_world_is_opened_from_its_url(nats_server: NatsServe
         assert not await _exists(world, f"{p}_events_p2")
     finally:
         await world.close()
+
+
+async def test_a_world_told_to_consume_some_partitions_takes_work_from_those_only(
+    nats_world_factory: NatsWorldFactory,
+) -> None:
+    sender = await nats_world_factory(partitions=3)
+    taker = await nats_world_factory(partitions=3, consume="2,1")
+    assert taker.consumed == [1, 2]
+    await sender.start()
+    await taker.start()
+    try:
+        runs = [f"consume-run-{i}" for i in range(30)]
+        for run_id in runs:
+            await sender.enqueue("pconsume", {"runId": run_id})
+        wanted = {r for r in runs if partition_of(r, 3) in (1, 2)}
+        assert wanted and len(wanted) < len(runs)
+        got: set[str] = set()
+        while True:
+            batch = await taker.receive("pconsume", max_messages=10, wait_seconds=0.5)
+            if not batch:
+                break
+            assert len(batch) <= 10
+            for delivery in batch:
+                got.add(str((delivery.payload or {})["runId"]))
+                assert await taker.ack(delivery)
+        assert got == wanted
+        rest: set[str] = set()  # the first partition's, which a worker of every one takes
+        while batch := await sender.receive("pconsume", max_messages=30, wait_seconds=0.5):
+            rest |= {str((d.payload or {})["runId"]) for d in batch}
+        assert rest == set(runs) - wanted
+    finally:
+        await taker.close()
+        await sender.close()
+
+
+@pytest.mark.parametrize("consume", ["3", "-1", "a", "", [0, 7], [True]])
+def test_consuming_a_partition_the_world_has_not_is_refused(consume: Any) -> None:
+    with pytest.raises(ConfigurationError, match="consume"):
+        NatsWorld("nats://127.0.0.1:4222", prefix="p", partitions=3, consume=consume)

@@ -7,7 +7,8 @@
 ``max_reconnect_attempts``, ``gather_appends`` (the appends of concurrent runs as one atomic
 batch, for a server with ``sync_interval: always``: 1 from 16 appends in a turn, N >= 2 from
 N; 0, the default: each on its own), ``partitions`` (events and queue streams the world's runs
-are spread over by a hash of the run id, fixed when the world is made; 1, the default).
+are spread over by a hash of the run id, fixed when the world is made; 1, the default),
+``consume`` (the partitions a worker of this world takes work from, ``0,2``; all by default).
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ _STR = {
     "tls_key",
     "tls_hostname",
     "name",
+    "consume",
 }
 
 

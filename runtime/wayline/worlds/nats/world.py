@@ -109,6 +109,7 @@ class NatsWorld(World):
         aging_seconds: float = ordering.AGING_SECONDS,
         gather_appends: bool | int = False,
         partitions: int = 1,
+        consume: str | Sequence[int] | None = None,
     ) -> None:
         super().__init__()
         self._orphan_grace = orphan_grace(orphan_grace_seconds)
@@ -133,6 +134,10 @@ class NatsWorld(World):
         self.partitions = partitions
         """Fixed when the world is made (``provision.check_partitions``): each partition an
         events stream and a queue stream of its own; 1, today's names."""
+        self.consumed = _consumed(consume, partitions)
+        """The partitions this world's receives take work from (every one by default): a
+        worker can be given some of them (``?consume=0,2``); what it sends goes wherever
+        its run lives, whatever it consumes."""
         if visibility_seconds is None:  # WAYLINE_VISIBILITY_SECONDS, as for every world
             visibility_seconds = Settings.from_env().visibility_seconds
         if visibility_seconds <= 0:
@@ -186,6 +191,8 @@ class NatsWorld(World):
         self._all: AllPartitions | None = None
         """Reads the logs of all partitions as one, in a world of several."""
         self._turn = 0
+        self._takes: list[Queue] = []
+        """The queues of the consumed partitions (``consumed``)."""
         """The partition a receive asks first, moved on by each receive (``receive``)."""
         self._streams: Streams | None = None
         self._slots: Slots | None = None
@@ -438,6 +445,7 @@ class NatsWorld(World):
             raise
         self._nc, self._js, self._log, self._queue = nc, js, logs[0], queues[0]
         self._logs, self._queues = logs, queues
+        self._takes = [queues[part] for part in self.consumed]
         self._all = AllPartitions(logs) if len(logs) > 1 else None
         self._blob_store = NatsBlobs(
             nc,
@@ -530,7 +538,7 @@ class NatsWorld(World):
         for one in self._logs:
             await one.close()
         self._js = self._log = self._queue = self._all = None
-        self._logs, self._queues = [], []
+        self._logs, self._queues, self._takes = [], [], []
         self._registry.close()
         self._streams = None
         self._slots = None
@@ -816,9 +824,10 @@ class NatsWorld(World):
     async def receive(
         self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
     ) -> list[Delivery]:
-        queue = self._q()
-        if self._all is None:
-            result: list[Delivery] = await queue.receive(topic, max_messages, wait_seconds)
+        self._q()  # WorldUnavailableError before a start
+        takes = self._takes
+        if len(takes) == 1:
+            result: list[Delivery] = await takes[0].receive(topic, max_messages, wait_seconds)
             return result
         return await self._receive_parts(topic, max(1, max_messages), wait_seconds)
 
@@ -829,7 +838,7 @@ class NatsWorld(World):
         turn's wait ends early on a publish heard on the topic (``Queue.receive``), so a
         message is taken about as soon as with one partition, at the cost of a pull a
         partition when all are idle."""
-        queues = self._queues
+        queues = self._takes
         deadline = time.monotonic() + max(0.0, wait_seconds)
         got: list[Delivery] = []
         first = True
@@ -903,3 +912,27 @@ class NatsWorld(World):
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = await self._q().list_dead_letters(limit)
         return result
+
+
+def _consumed(consume: str | Sequence[int] | None, partitions: int) -> list[int]:
+    """The partitions named by ``consume`` (``"0,2"`` or ``[0, 2]``; None: all of them), in
+    order, or a ``ConfigurationError`` naming the option for one that is not a partition."""
+    if consume is None:
+        return list(range(partitions))
+    words = consume.split(",") if isinstance(consume, str) else list(consume)
+    picked: list[int] = []
+    for word in words:
+        try:
+            part = int(word.strip()) if isinstance(word, str) else word
+        except ValueError:
+            part = -1
+        if type(part) is not int or not 0 <= part < partitions:
+            raise ConfigurationError(
+                f"NATS consume= names partition {word!r}, not one of 0 to {partitions - 1}",
+                consume=str(consume),
+            )
+        if part not in picked:
+            picked.append(part)
+    if not picked:
+        raise ConfigurationError("NATS consume= names no partition", consume=str(consume))
+    return sorted(picked)
