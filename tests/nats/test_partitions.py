@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Any
+from uuid import uuid4
 
 import pytest
 
 import wayline
 from tests.nats_fixtures import NatsServer, NatsWorldFactory
 from tests.runtime import flows
-from tests.runtime.harness import settings
+from tests.runtime.harness import settings, wait_for
 from wayline.errors import ConfigurationError
 from wayline.worlds.nats import NatsWorld
 from wayline.worlds.nats.names import MAX_PARTITIONS, Names, partition_of
@@ -241,3 +242,44 @@ async def test_a_world_told_to_consume_some_partitions_takes_work_from_those_onl
 def test_consuming_a_partition_the_world_has_not_is_refused(consume: Any) -> None:
     with pytest.raises(ConfigurationError, match="consume"):
         NatsWorld("nats://127.0.0.1:4222", prefix="p", partitions=3, consume=consume)
+
+
+async def test_children_hooks_and_cancels_cross_partitions_by_message(
+    nats_world_factory: NatsWorldFactory,
+) -> None:
+    """A parent whose child lives in another partition: the child's start, the resume of the
+    child's hook and the child's report to its parent cross partitions, and so does a cancel
+    of a parent to its child."""
+    world = await nats_world_factory(partitions=3)
+    await world.start()
+    client = wayline.Client(world)
+    crossing: list[tuple[Any, str, str]] = []  # (parent handle, child run id, token)
+    try:
+        async with wayline.Worker(
+            world, [flows.parent_waits, flows.kid_waits], settings=settings()
+        ):
+            for i in range(30):
+                token = f"pcross-{uuid4()}-{i}"
+                handle = await client.start(flows.parent_waits, token)
+                hook = await wait_for(lambda token=token: world.get_hook(token), timeout=20)
+                kid = hook.run_id
+                if partition_of(kid, 3) != partition_of(handle.run_id, 3):
+                    crossing.append((handle, kid, token))
+                else:
+                    await client.resume_hook(token, "same")
+                    assert await handle.result(timeout=20) == "same"
+                if len(crossing) == 2:
+                    break
+            assert len(crossing) == 2, "no parent and child in different partitions"
+            (answered, _, token), (cancelled, kid, _) = crossing
+            await client.resume_hook(token, {"from": "another partition"})
+            assert await answered.result(timeout=20) == {"from": "another partition"}
+            assert await client.cancel(cancelled.run_id, "crossing")
+
+            async def kid_cancelled() -> bool:
+                info = await client.get_run(kid)
+                return info is not None and info.status is wayline.RunStatus.CANCELLED
+
+            await wait_for(kid_cancelled, timeout=20)
+    finally:
+        await world.close()
