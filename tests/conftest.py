@@ -65,6 +65,15 @@ async def make_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
         yield factory
 
 
+PARTITIONED = "nats3"
+"""The world kind of a NATS world of three partitions: each run's events and queue messages in
+the streams of the partition its id hashes to (docs/nats.md, "Partitions")."""
+
+PARTITIONED_WORLD_KINDS = [*WORLD_KINDS, *([PARTITIONED] if "nats" in WORLD_KINDS else [])]
+"""Every real world and the partitioned NATS world: for the contract suite and the runtime
+tests that say what a partitioned world must keep (steps, sleeps, hooks, children across
+partitions, cancels, retries, limits, listing, cleanup)."""
+
 ORDERED_WORLD_KINDS = ["local", "memory", *WORLD_KINDS[1:]]
 """The worlds whose queue orders ready work by priority and fairness (``_core/ordering.py``):
 every world. The NATS world gives fair turns to a level's lanes, each holding the keys its
@@ -124,8 +133,10 @@ async def open_world_of_kind(
 
         store = request.node.stash.setdefault(_MEMORY_STORE, MemoryStore())
         world = MemoryWorld(store, **options)
-    else:
+    else:  # "nats", or "nats3": a world of three partitions (docs/nats.md, "Partitions")
         nats_factory = request.getfixturevalue("nats_world_factory")
+        if kind == PARTITIONED:
+            options = {"partitions": 3, **options}
         world = await nats_factory(**options)
     await world.start()
     return world
@@ -158,6 +169,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marked and "make_world" in metafunc.fixturenames:
         metafunc.definition.add_marker(
             pytest.mark.parametrize("make_world", ENGINE_LOGIC_WORLD_KINDS, indirect=True)
+        )
+    # A test marked ``partitioned`` runs on every real world and on a NATS world of three
+    # partitions too (``PARTITIONED``): its runs, their children and their messages spread
+    # over the partitions' streams.
+    partitioned = metafunc.definition.get_closest_marker("partitioned") is not None
+    if partitioned and not marked and "make_world" in metafunc.fixturenames:
+        metafunc.definition.add_marker(
+            pytest.mark.parametrize("make_world", PARTITIONED_WORLD_KINDS, indirect=True)
         )
 
 

@@ -388,8 +388,8 @@ async def stored_headers(world: Any, run_id: str) -> list[dict[str, str]]:
 
     msgs = await read_subject(
         world._nc,
-        world.names.events_stream,
-        world.names.run_subject(run_id),
+        world.names_of(run_id).events_stream,
+        world.names_of(run_id).run_subject(run_id),
         0,
         timeout=10.0,
         url="test",

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WORLD_KINDS, WorldFactory, world_factory
+from tests.conftest import PARTITIONED_WORLD_KINDS, WorldFactory, world_factory
 
 
-@pytest.fixture(params=[*WORLD_KINDS, "memory"])
+@pytest.fixture(params=[*PARTITIONED_WORLD_KINDS, "memory"])
 async def make_world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[WorldFactory]:
     async for factory in world_factory(request, tmp_path):
         yield factory

@@ -55,7 +55,7 @@ async def poison_log(
         return int(top + 1)
     nc = await _nc(world)
     try:
-        ack = await nc.jetstream().publish(world.names.run_subject(run_id), data)  # type: ignore[attr-defined]
+        ack = await nc.jetstream().publish(world.names_of(run_id).run_subject(run_id), data)  # type: ignore[attr-defined]
         return int(ack.seq)
     finally:
         await nc.close()

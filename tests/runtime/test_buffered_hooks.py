@@ -17,6 +17,8 @@ from tests.runtime.sdk_flows import Approval
 from wayline._core.events import Event, EventType
 from wayline.world.hook_buffer import BufferedPayload
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 
 def _received(events: list[Event]) -> list[Event]:
     return [e for e in events if e.type is EventType.HOOK_RECEIVED]

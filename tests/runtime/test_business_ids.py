@@ -15,6 +15,8 @@ from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.world.business_ids import generation_run_id
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 
 @wayline.workflow
 async def bid_echo(value: str) -> str:

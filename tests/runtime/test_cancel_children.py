@@ -14,6 +14,8 @@ from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, settings, wait_for
 from wayline._core.events import EventType
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 N = 5
 
 

@@ -14,6 +14,8 @@ from tests.runtime import flows
 from tests.runtime.harness import Engine, file_exists, of_type, wait_for
 from wayline._core.events import EventType
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 
 @pytest.mark.parametrize("cancellers", [1, 3])
 async def test_a_cancel_waits_for_the_running_step_then_compensates(

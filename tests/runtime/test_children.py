@@ -17,6 +17,8 @@ from wayline._core.events import EventType
 from wayline.cli.timeline import render_show
 from wayline.world import FLOW_TOPIC
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 KIDS = [flows.kid, flows.kid_fails, flows.kid_waits]
 
 

@@ -14,6 +14,8 @@ from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.errors import ConfigurationError
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 Order = sdk_flows.Order
 
 

@@ -23,6 +23,8 @@ from tests.runtime.flows import lines, mark
 from tests.runtime.harness import Engine, of_type, settings, wait_for
 from wayline._core.events import EventType
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 
 def _token() -> str:
     return f"p2-{uuid.uuid4().hex[:12]}"

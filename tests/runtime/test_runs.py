@@ -17,6 +17,8 @@ from wayline._core.events import EventType
 from wayline.world import FLOW_TOPIC
 from wayline.world.routing import route_of
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 
 async def test_a_chain_of_steps_completes_and_logs_each_step(engine: Engine) -> None:
     async with engine.worker([flows.chain]):

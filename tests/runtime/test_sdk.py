@@ -14,6 +14,8 @@ from tests.runtime.harness import Engine, of_type
 from wayline._core.events import EventType
 from wayline._engine.step_runner import idempotency_key
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 
 async def test_workflow_info_and_step_started_at(engine: Engine) -> None:
     async with engine.worker([sdk_flows.info_flow]):

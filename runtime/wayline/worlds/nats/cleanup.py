@@ -51,24 +51,38 @@ class NatsCleanup:
         self._servers_shown = link.shown
         self._timeout = link.timeout
 
+    parts: Callable[[], list[tuple[EventLog, Queue]]] | None = None
+    """In a world of several partitions: each partition's log and queue, in order."""
+
     def retention(self) -> Retention:
+        """The retention of the first partition (the only one in a world of one): the archive
+        is one for every partition."""
+        return self.retentions()[0]
+
+    def retentions(self) -> list[Retention]:
+        """A retention a partition: each sweeps the runs of its own events stream."""
         log_, queue, nc = self._log(), self._queue(), self._nc()
         if log_ is None or queue is None or nc is None:
             raise WorldUnavailableError(f"world {self._url} is not started (use `async with`)")
-        return Retention(
-            nc,
-            self._js(),
-            self._names,
-            log_,
-            queue,
-            url=self._servers_shown,
-            timeout=self._timeout,
-        )
+        parts = [(log_, queue)] if self.parts is None else self.parts()
+        return [
+            Retention(
+                nc,
+                self._js(),
+                self._names.partition(part),
+                part_log,
+                part_queue,
+                url=self._servers_shown,
+                timeout=self._timeout,
+            )
+            for part, (part_log, part_queue) in enumerate(parts)
+        ]
 
     async def delete_runs(
         self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
     ) -> int:
-        retention = self.retention()
+        retentions = self.retentions()
+        archive = retentions[0]
         streams, blobs = self._streams(), self._blob_store()
         await self._flush()  # an entry written after its run's purge names no run
         stored = await blobs.names()
@@ -77,10 +91,12 @@ class NatsCleanup:
             run_id = info.run_id
             await streams.purge_run(run_id)  # its step streams, then its payloads
             await self._forget(run_id, info)
-            await blobs.drop(run_id, incarnation, ended, stored, lambda: retention.archived(run_id))
+            await blobs.drop(run_id, incarnation, ended, stored, lambda: archive.archived(run_id))
 
-        retention.on_drop = drop
-        deleted = await retention.delete_runs(older_than, statuses)
+        deleted = 0
+        for retention in retentions:
+            retention.on_drop = drop
+            deleted += await retention.delete_runs(older_than, statuses)
         await self._drop_orphan_blobs()
         return deleted
 
@@ -105,7 +121,7 @@ class NatsCleanup:
                 await blobs.purge(run_id, [n for n in names if not kept.names(n)])
 
     async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
-        retention = self.retention()
+        retentions = self.retentions()
         streams = self._streams()
         await self._flush()  # an entry written after its run's purge names no run
 
@@ -113,8 +129,13 @@ class NatsCleanup:
             await streams.purge_run(info.run_id)  # payloads stay: the archived events name them
             await self._forget(info.run_id, info)
 
-        retention.on_drop = drop
-        return await retention.archive_runs(older_than, limit)
+        archived = 0
+        for retention in retentions:  # ``limit`` is for the whole pass, not a partition
+            if archived >= limit:
+                break
+            retention.on_drop = drop
+            archived += await retention.archive_runs(older_than, limit - archived)
+        return archived
 
     async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
         return await self.retention().archived_run(run_id)

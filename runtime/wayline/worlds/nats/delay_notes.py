@@ -27,11 +27,20 @@ log = logging.getLogger("wayline.worlds.nats")
 
 class DelayNotes:
     def __init__(
-        self, js: Any, bucket: str, *, url: str, timeout: float, now: Callable[[], float]
+        self,
+        js: Any,
+        bucket: str,
+        *,
+        url: str,
+        timeout: float,
+        now: Callable[[], float],
+        part: int = 0,
     ) -> None:
         self._js = js
         self._stream = f"KV_{bucket}"
-        self._prefix = f"$KV.{bucket}.d."
+        # a partition's consumers have the names of every other partition's, and its stream
+        # sequences coincide with theirs: its notes live under ``d<part>.`` (``d.``: the first)
+        self._prefix = f"$KV.{bucket}.d{part or ''}."
         self._url = url
         self._timeout = timeout
         self._now = now

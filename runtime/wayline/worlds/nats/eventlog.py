@@ -178,6 +178,9 @@ class EventLog:
         skew: Skew | None = None,
         gather: int = 0,
     ) -> None:
+        self.partitions = 1
+        """How many partitions' logs this one reads: 1, the log of one partition; the
+        partitioned world's reader of them all (``partitions.AllPartitions``) says more."""
         self.skew = Skew() if skew is None else skew
         self.gather = Gather(nc, timeout=timeout, url=url, min_batch=gather)
         """Publishes the appends, concurrent runs' together as atomic batches (``gather``: the
@@ -675,7 +678,7 @@ class EventLog:
                 msgs = await self._last_messages()
             else:
                 subjects = [self._names.run_subject(r) for r in wanted]
-                subjects += [f"{self._names.prefix}.ev.{t}" for t in tokens]
+                subjects += [self._names.token_subject(t) for t in tokens]
                 msgs = await self._last_of(subjects)
         except WorldUnavailableError:
             raise

@@ -56,6 +56,9 @@ class HookClaims:
         self._fresh = fresh
         """A run's projection, caught up (``EventLog._fresh``)."""
         self._hooks: Any = None
+        self.locate: Callable[[str], HookClaims] | None = None
+        """In a world of several partitions: the claims of the partition's log a run lives
+        in (a token's holder may live in another partition than the run that asks)."""
 
     async def start(self) -> None:
         self._hooks = await kv_bucket(self._js, self._names.hooks_bucket, url=self._url)
@@ -165,9 +168,10 @@ class HookClaims:
         else:
             # a throwaway projection: taking the other run's lock while holding ours could
             # deadlock with an append on that run that checks a token we hold
-            other = RunState(run, self._names.run_subject(run))
+            home = self if self.locate is None else self.locate(run)
+            other = RunState(run, home._names.run_subject(run))
             try:
-                await self._catch_up(other)
+                await home._catch_up(other)
             except CorruptLogError:
                 return True  # a fenced run keeps what it holds until it is repaired
         status = other.entities.get(hcid)
@@ -261,7 +265,8 @@ class HookClaims:
             )
         run, cid, active = str(held["run"]), str(held["cid"]), bool(held.get("active"))
         if active:
-            st = await self._fresh(run)
+            home = self if self.locate is None else self.locate(run)
+            st = await home._fresh(run)
             status = st.entities.get(cid)
             if status is None:  # a claim that never reached the log, or a deleted run
                 return None

@@ -134,9 +134,28 @@ def consumer_name(topic: str, kind: str = _LEGACY) -> str:
     return f"q{kind}_{rest}" if plain else f"qph{kind[1:]}_{rest}"
 
 
+MAX_PARTITIONS = 64
+"""The most partitions a world may have (``?partitions=``): each is an events stream and a
+queue stream of its own (two Raft groups on a cluster) and a receive asks each in turn, so a
+count far above the nodes' cores buys nothing and costs a pull per idle partition."""
+
+
+def partition_of(run_id: str, partitions: int) -> int:
+    """The partition a run's events and queue messages live in: the same in every process and
+    release (sha256, never Python's salted ``hash()``); 0 when the world has one."""
+    if partitions <= 1:
+        return 0
+    return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") % partitions
+
+
 @dataclass(frozen=True, slots=True)
 class Names:
     prefix: str
+    part: int = 0
+    """The partition these names are of (``partition_of``). Partition 0 has the names every
+    world had before partitions, so a world of one partition is today's world exactly;
+    partition ``i > 0`` has its own events and queue streams and subjects (``ev<i>``,
+    ``q<i>``, ``evts<i>``), which no other stream of the prefix overlaps."""
 
     def __post_init__(self) -> None:
         if not _PLAIN.match(self.prefix) or len(self.prefix) > 64:
@@ -145,26 +164,49 @@ class Names:
                 prefix=self.prefix,
             )
 
+    def partition(self, part: int) -> Names:
+        """The names of partition ``part`` of this prefix."""
+        return Names(self.prefix, part)
+
+    @property
+    def _tag(self) -> str:
+        return str(self.part) if self.part else ""
+
+    @property
+    def id_tag(self) -> str:
+        """Put before a queue message id made of a stream sequence (``queue._message_id``):
+        sequences of two partitions' streams coincide, their message ids must not."""
+        return f"p{self.part}-" if self.part else ""
+
     # event log
     @property
     def events_stream(self) -> str:
-        return f"{self.prefix}_events"
+        return f"{self.prefix}_events" + (f"_p{self.part}" if self.part else "")
 
     @property
     def events_wildcard(self) -> str:
-        return f"{self.prefix}.ev.*"
+        return f"{self.prefix}.ev{self._tag}.*"
 
     def run_subject(self, run_id: str) -> str:
-        return f"{self.prefix}.ev.{subject_token(run_id)}"
+        return self.token_subject(subject_token(run_id))
+
+    def token_subject(self, token: str) -> str:
+        """The events subject of the run whose subject token is ``token``."""
+        return f"{self.prefix}.ev{self._tag}.{token}"
 
     @property
     def stamps_wildcard(self) -> str:
         """Where the events stream republishes each stored message's headers (its timestamp)."""
-        return f"{self.prefix}.evts.*"
+        return f"{self.prefix}.evts{self._tag}.*"
 
     @property
     def stamps_dest(self) -> str:
-        return f"{self.prefix}.evts.{{{{wildcard(1)}}}}"
+        return f"{self.prefix}.evts{self._tag}.{{{{wildcard(1)}}}}"
+
+    @property
+    def meta_bucket(self) -> str:
+        """What a world records about itself: its partitions (``provision.check_partitions``)."""
+        return f"{self.prefix}_meta"
 
     @property
     def hooks_bucket(self) -> str:
@@ -173,34 +215,43 @@ class Names:
     # queue
     @property
     def queue_stream(self) -> str:
-        return f"{self.prefix}_queue"
+        return f"{self.prefix}_queue" + (f"_p{self.part}" if self.part else "")
+
+    @property
+    def _q(self) -> str:
+        return f"{self.prefix}.q{self._tag}"
 
     @property
     def queue_wildcard(self) -> str:
-        return f"{self.prefix}.q.>"
+        return f"{self._q}.>"
+
+    @property
+    def schedules_prefix(self) -> str:
+        """What every schedule's subject starts with."""
+        return f"{self._q}.s."
 
     def target_filter(self, topic: str, kind: str = _LEGACY) -> str:
         """A topic's ready messages of one kind (``kind_of``); ``t``: the single subject of
         every level that a world provisioned before the levels used."""
-        return f"{self.prefix}.q.{kind}.{subject_token(topic)}.>"
+        return f"{self._q}.{kind}.{subject_token(topic)}.>"
 
     def target_subject(self, topic: str, mid: str, kind: str = _LEGACY) -> str:
-        return f"{self.prefix}.q.{kind}.{subject_token(topic)}.{mid}"
+        return f"{self._q}.{kind}.{subject_token(topic)}.{mid}"
 
     def topic_wildcard(self, topic: str) -> str:
         """Every message and schedule of one topic, of any level."""
-        return f"{self.prefix}.q.*.{subject_token(topic)}.*"
+        return f"{self._q}.*.{subject_token(topic)}.*"
 
     def schedule_filter(self, topic: str) -> str:
         """Every pending schedule of one topic."""
-        return f"{self.prefix}.q.s.{subject_token(topic)}.>"
+        return f"{self._q}.s.{subject_token(topic)}.>"
 
     def schedule_subject(self, topic: str, mid: str) -> str:
-        return f"{self.prefix}.q.s.{subject_token(topic)}.{mid}"
+        return f"{self._q}.s.{subject_token(topic)}.{mid}"
 
     def key_filter(self, token: str) -> str:
         """Every message and schedule, on any topic, stored under one idempotency key."""
-        return f"{self.prefix}.q.*.*.{token}"
+        return f"{self._q}.*.*.{token}"
 
     @property
     def idem_bucket(self) -> str:

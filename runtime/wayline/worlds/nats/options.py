@@ -6,7 +6,9 @@
 ``connect_timeout``, ``connect_attempts``, ``request_timeout``, ``reconnect_time_wait``,
 ``max_reconnect_attempts``, ``gather_appends`` (the appends of concurrent runs as one atomic
 batch, for a server with ``sync_interval: always``: 1 from 16 appends in a turn, N >= 2 from
-N; 0, the default: each on its own).
+N; 0, the default: each on its own), ``partitions`` (events and queue streams the world's runs
+are spread over by a hash of the run id, fixed when the world is made; 1, the default),
+``consume`` (the partitions a worker of this world takes work from, ``0,2``; all by default).
 """
 
 from __future__ import annotations
@@ -132,7 +134,13 @@ def redact(server: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-_INT = {"replicas", "connect_attempts", "max_reconnect_attempts", "gather_appends"}
+_INT = {
+    "replicas",
+    "connect_attempts",
+    "max_reconnect_attempts",
+    "gather_appends",
+    "partitions",
+}
 _FLOAT = {
     "visibility_seconds",
     "connect_timeout",
@@ -151,6 +159,7 @@ _STR = {
     "tls_key",
     "tls_hostname",
     "name",
+    "consume",
 }
 
 
@@ -191,6 +200,7 @@ def parse_url(url: str) -> tuple[list[str], dict[str, Any]]:
     return servers, options
 
 
-def display_url(servers: list[str], prefix: str) -> str:
+def display_url(servers: list[str], prefix: str, partitions: int = 1) -> str:
     shown = ",".join(redact(s) for s in servers)
-    return f"{shown}?prefix={quote(prefix)}"
+    parted = f"&partitions={partitions}" if partitions != 1 else ""
+    return f"{shown}?prefix={quote(prefix)}{parted}"

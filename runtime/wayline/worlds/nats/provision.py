@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import WorldError, WorldUnavailableError
+from ...errors import ConfigurationError, WorldError, WorldUnavailableError
 from . import attribute_index, runs_index
 from .buckets import Creation, kv_bucket
 from .codec import wrap
-from .names import Names
+from .names import MAX_PARTITIONS, Names
 
 MIN_SERVER = (2, 12)
 """Message schedules (delays) arrived in nats-server 2.12."""
@@ -78,16 +78,93 @@ async def _ensure_stream(js: Any, config: Any, url: str) -> None:
         ) from err
 
 
-async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: str) -> None:
-    from nats.js.api import (
-        DiscardPolicy,
-        RePublish,
-        RetentionPolicy,
-        StorageType,
-        StreamConfig,
+PARTITIONS_KEY = "partitions"
+"""The key of the meta bucket (``Names.meta_bucket``) that records a world's partitions."""
+
+
+def _mismatch(recorded: int, wanted: int, prefix: str, url: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"the world at {url} with prefix {prefix!r} was provisioned with {recorded} "
+        f"partition{'s' if recorded != 1 else ''}, not the {wanted} asked for (partitions= "
+        f"is fixed when a world is made: open it with partitions={recorded}, or make a new "
+        "world under another prefix)",
+        url=url,
+        recorded=recorded,
+        wanted=wanted,
     )
 
-    store = StorageType.MEMORY if storage == "memory" else StorageType.FILE
+
+async def check_partitions(
+    js: Any, names: Names, wanted: int, *, replicas: int, storage: str, url: str
+) -> None:
+    """Refuse (``ConfigurationError`` naming both counts) a world opened with another count
+    of partitions than it was made with; record the count of a world made now.
+
+    A world made before partitions, or with one, records nothing and has one: its names are
+    today's. A world of N > 1 records N in the meta bucket before any of its streams is made,
+    with a create that fails when the key is there, so two processes that make one world at
+    once with different counts cannot both win. One start-time request; nothing on the hot
+    path."""
+    import nats.js.errors
+
+    recorded = 1
+    try:
+        meta = await js.key_value(names.meta_bucket)
+    except nats.js.errors.BucketNotFoundError:
+        meta = None
+    except Exception as err:
+        raise wrap(url, f"opening bucket {names.meta_bucket}", err) from err
+    if meta is not None:
+        try:
+            entry = await meta.get(PARTITIONS_KEY)
+        except nats.js.errors.KeyNotFoundError:
+            entry = None
+        except Exception as err:
+            raise wrap(url, "reading the world's partitions", err) from err
+        if entry is not None:
+            recorded = _recorded(entry.value, url)
+    if recorded != 1 or wanted == 1:
+        if recorded != wanted:
+            raise _mismatch(recorded, wanted, names.prefix, url)
+        return
+    try:  # N > 1 and nothing recorded: a world made before partitions, or a new one
+        await js.stream_info(names.events_stream)
+        raise _mismatch(1, wanted, names.prefix, url)
+    except nats.js.errors.NotFoundError:
+        pass
+    if meta is None:
+        meta = await kv_bucket(
+            js, names.meta_bucket, url=url, create=Creation(replicas, storage == "memory")
+        )
+    try:
+        await meta.create(PARTITIONS_KEY, str(wanted).encode())
+    except nats.js.errors.KeyWrongLastSequenceError:  # another process recorded one first
+        entry = await meta.get(PARTITIONS_KEY)
+        recorded = _recorded(entry.value, url)
+        if recorded != wanted:
+            raise _mismatch(recorded, wanted, names.prefix, url) from None
+    except Exception as err:
+        raise wrap(url, "recording the world's partitions", err) from err
+
+
+def _recorded(value: bytes | None, url: str) -> int:
+    try:
+        count = int(bytes(value or b"").decode())
+    except (UnicodeDecodeError, ValueError):
+        count = 0
+    if not 1 <= count <= MAX_PARTITIONS:
+        raise WorldError(
+            f"NATS at {url}: the world's recorded partitions {value!r} is not a count "
+            f"from 1 to {MAX_PARTITIONS}; it was not written by Wayline",
+            url=url,
+        )
+    return count
+
+
+async def _partition_streams(js: Any, names: Names, store: Any, replicas: int, url: str) -> None:
+    """The events and queue streams of one partition (``names.part``)."""
+    from nats.js.api import DiscardPolicy, RePublish, RetentionPolicy, StreamConfig
+
     await _ensure_stream(
         js,
         StreamConfig(
@@ -124,6 +201,16 @@ async def provision(js: Any, names: Names, *, replicas: int, storage: str, url: 
         ),
         url,
     )
+
+
+async def provision(
+    js: Any, names: Names, *, replicas: int, storage: str, url: str, partitions: int = 1
+) -> None:
+    from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+
+    store = StorageType.MEMORY if storage == "memory" else StorageType.FILE
+    for part in range(partitions):
+        await _partition_streams(js, names.partition(part), store, replicas, url)
     await _ensure_stream(
         js,
         StreamConfig(

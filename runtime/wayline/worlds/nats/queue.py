@@ -148,6 +148,8 @@ class Queue:
         self._replicas = replicas
         self._memory = memory
         self._stream = names.queue_stream
+        self.stream = self._stream
+        """The queue stream's name: a delivery's metadata names the stream it came from."""
         self._aging = aging_seconds
         self._consumers: dict[tuple[str, Channel], str] = {}
         self._consumer_lock = asyncio.Lock()
@@ -159,7 +161,12 @@ class Queue:
         # pending, or it came back empty): their next receive waits at once, without first
         # asking for a batch that is then answered "none" (a pull request a run, saved)
         self._drained: set[str] = set()
-        self._delays = DelayNotes(js, names.idem_bucket, url=url, timeout=timeout, now=now)
+        self._delays = DelayNotes(
+            js, names.idem_bucket, url=url, timeout=timeout, now=now, part=names.part
+        )
+        self._tag = names.id_tag
+        """Put before the stream sequences this queue makes ids and hand-back notes of: the
+        sequences of two partitions' queue streams coincide (``names.Names.id_tag``)."""
         self._lanes = LaneChoice(self._lane_head)
 
     async def start(self) -> None:
@@ -322,7 +329,7 @@ class Queue:
                     url=self._url,
                 )
             return None  # the key's message is stored (maybe ours, if an ack was lost)
-        return MessageId(mid if due is not None else str(acked.seq))
+        return MessageId(mid if due is not None else f"{self._tag}{acked.seq}")
 
     async def _stored_id(self, token: str) -> MessageId | None:
         """The id of the key's message if it (or its pending schedule) is still stored."""
@@ -341,7 +348,7 @@ class Queue:
         if not msgs:
             return None
         msg = msgs[0]
-        if not _queued(msg, f"{self._names.prefix}.q.s."):
+        if not _queued(msg, self._names.schedules_prefix):
             # someone else's bytes under the key (anyone can publish to the stream): while
             # they are stored, the key's conditional publish is refused, and nothing ever
             # consumes them, so they are removed and the caller publishes again
@@ -354,7 +361,7 @@ class Queue:
             )
             await self.remove_stored(msg.seq)
             return None
-        return MessageId(msg.headers.get(_ID_HEADER) or str(msg.seq))
+        return MessageId(msg.headers.get(_ID_HEADER) or f"{self._tag}{msg.seq}")
 
     async def _enqueue_keyed(
         self, topic: str, level: Channel, mid: str, body: bytes, due: float | None, token: str
@@ -650,7 +657,9 @@ class Queue:
         for msg, sent in got:
             md = msg.metadata
             headers = msg.headers or {}
-            mid = _message_id(msg.subject, headers.get(_ID_HEADER), int(md.sequence.stream))
+            mid = _message_id(
+                msg.subject, headers.get(_ID_HEADER), int(md.sequence.stream), self._tag
+            )
             raw = bytes(msg.data or b"")
             # the epoch of before the pull: a connection lost meanwhile ends this hold too
             held = _Held(msg, sent + self._visibility, epoch=epoch)
@@ -687,7 +696,7 @@ class Queue:
         import nats.js.errors
 
         try:
-            entry = await self._idem.get(f"h{seq}")
+            entry = await self._idem.get(f"h{self._tag}{seq}")
         except nats.js.errors.KeyNotFoundError:
             return 0
         except Exception as err:
@@ -706,7 +715,7 @@ class Queue:
             return False
         seq = int(held.msg.metadata.sequence.stream)
         try:
-            await self._idem.put(f"h{seq}", str(held.handbacks + 1).encode())
+            await self._idem.put(f"h{self._tag}{seq}", str(held.handbacks + 1).encode())
         except Exception as err:
             log.warning("could not note the hand-back of message %s: %s", seq, err)
             return await self.retry(delivery, delay_seconds)
@@ -810,7 +819,7 @@ class Queue:
             return False
         if held.handbacks:
             try:
-                await self._idem.delete(f"h{held.msg.metadata.sequence.stream}")
+                await self._idem.delete(f"h{self._tag}{held.msg.metadata.sequence.stream}")
             except Exception as err:  # stream sequences are never reused: a stray note is inert
                 log.warning("could not drop the hand-back note of %s: %s", delivery.message_id, err)
         return True
@@ -1242,19 +1251,19 @@ def _fair_turns(
     return turns + [_Turns(c, batch, lanes[c][1]) for c in sorted(lanes, key=lambda c: start(c))]
 
 
-def _message_id(subject: str, header: str | None, seq: int) -> str:
+def _message_id(subject: str, header: str | None, seq: int, tag: str = "") -> str:
     """A delivery's message id: the ``Wayline-Id`` a fired schedule carries (the uuid hex the
     enqueue chose, which is also its subject's last token unless the message is keyed), else
     the stream sequence. Any client that can publish can set that header: one that is not
     such an id (a stream sequence copied from another message, say) is not honoured, so a
     message published by hand cannot pass for the delivery that owns a running step."""
     if header is None:
-        return str(seq)
+        return f"{tag}{seq}"
     token = subject.rsplit(".", 1)[-1]
     if _hex_id(header) and (token == header or token.startswith("k")):
         return header
     log.warning("ignoring the Wayline-Id %r of message %s on %s", header[:64], seq, subject)
-    return str(seq)
+    return f"{tag}{seq}"
 
 
 def _nak(delay_seconds: float) -> bytes:

@@ -319,7 +319,7 @@ class RunsIndex:
                 continue
         return out
 
-    async def needs_reconciling(self, events_stream: str) -> bool:
+    async def needs_reconciling(self, events_streams: str | list[str]) -> bool:
         """Whether to reconcile the index with the log now: when the index names another
         number of runs than the log holds (less the corrupt runs it never holds) and no
         reconciliation ran in the last :data:`RECONCILE_EVERY` seconds (always when the index
@@ -330,7 +330,9 @@ class RunsIndex:
         if now - self.swept_at >= RECONCILE_ANYWAY:
             self._reconciled_at = self.swept_at = now
             return True
-        runs, named = await self._num_subjects(events_stream), await self._num_subjects(self.stream)
+        streams = [events_streams] if isinstance(events_streams, str) else events_streams
+        runs = sum([await self._num_subjects(stream) for stream in streams])
+        named = await self._num_subjects(self.stream)
         if runs - self.unindexed == named:
             return False
         if named and now - self._reconciled_at < RECONCILE_EVERY:

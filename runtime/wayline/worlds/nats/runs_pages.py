@@ -45,9 +45,14 @@ async def reconcile(log: EventLog, index: RunsIndex, names: Names) -> int:
     from their last messages, those of runs that are gone purged. Runs are compared by their
     subject tokens, so that a run whose id is hashed there is reconciled as any other.
     Returns how many entries it wrote."""
-    if not await index.needs_reconciling(names.events_stream):
+    # every partition's events stream (``Names.part``): an index entry of a run in another
+    # partition than the first is not an entry of a run that is gone
+    parts = [names.partition(part) for part in range(log.partitions)]
+    if not await index.needs_reconciling([p.events_stream for p in parts]):
         return 0
-    runs = {_token(s) for s in await index.subjects(names.events_stream, names.events_wildcard)}
+    runs = {
+        _token(s) for p in parts for s in await index.subjects(p.events_stream, p.events_wildcard)
+    }
     named: dict[str, list[str]] = {}
     for subject in await index.subjects(index.stream, f"{names.prefix}.ri.>"):
         named.setdefault(_token(subject), []).append(subject)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import logging
 import ssl
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..._core import ordering
 from ..._core.events import Event, EventType, NewEvent, RunStatus
@@ -41,9 +42,10 @@ from .codec import wrap
 from .connection import Link, close_quietly, connect, fail_in_flight, refuse_missing
 from .eventlog import EventLog
 from .hook_buffer import NatsHookBuffer
-from .names import Names, token_value
+from .names import MAX_PARTITIONS, Names, partition_of, token_value
 from .options import ConnectOptions, display_url, parse_url, redact
-from .provision import check_jetstream, check_version, provision
+from .partitions import AllPartitions
+from .provision import check_jetstream, check_partitions, check_version, provision
 from .queue import Queue
 from .rate_buckets import RateBuckets
 from .registry import NatsRegistry
@@ -55,6 +57,11 @@ from .streams import Streams
 
 log = logging.getLogger("wayline.worlds.nats")
 
+
+_PART_WAIT = 0.05
+"""Seconds a receive over several partitions waits on one before it asks the next, when none
+had anything (``NatsWorld._receive_parts``): a publish heard on the topic ends the wait
+early, so this bounds only how late a message no publish told of is taken."""
 
 CLOSE_GRACE = 2.0
 """Seconds a close waits at most for the runs index's writer to write what is noted: enough for
@@ -102,6 +109,8 @@ class NatsWorld(World):
         orphan_grace_seconds: float = ORPHAN_GRACE_SECONDS,
         aging_seconds: float = ordering.AGING_SECONDS,
         gather_appends: bool | int = False,
+        partitions: int = 1,
+        consume: str | Sequence[int] | None = None,
     ) -> None:
         super().__init__()
         self._orphan_grace = orphan_grace(orphan_grace_seconds)
@@ -113,6 +122,23 @@ class NatsWorld(World):
             raise ConfigurationError(f"NATS storage must be 'file' or 'memory', not {storage!r}")
         if replicas < 1:
             raise ConfigurationError(f"NATS replicas must be >= 1, not {replicas}")
+        if (
+            not isinstance(partitions, int)
+            or isinstance(partitions, bool)
+            or not 1 <= partitions <= MAX_PARTITIONS
+        ):
+            raise ConfigurationError(
+                f"NATS partitions must be a whole number from 1 to {MAX_PARTITIONS}, "
+                f"not {partitions!r}",
+                partitions=str(partitions),
+            )
+        self.partitions = partitions
+        """Fixed when the world is made (``provision.check_partitions``): each partition an
+        events stream and a queue stream of its own; 1, today's names."""
+        self.consumed = _consumed(consume, partitions)
+        """The partitions this world's receives take work from (every one by default): a
+        worker can be given some of them (``?consume=0,2``); what it sends goes wherever
+        its run lives, whatever it consumes."""
         if visibility_seconds is None:  # WAYLINE_VISIBILITY_SECONDS, as for every world
             visibility_seconds = Settings.from_env().visibility_seconds
         if visibility_seconds <= 0:
@@ -154,12 +180,21 @@ class NatsWorld(World):
             request_timeout=request_timeout,
             extra=dict(connect_options or {}),
         )
-        self.url = display_url(server_list, prefix)
+        self.url = display_url(server_list, prefix, partitions)
         self._servers_shown = ",".join(redact(s) for s in server_list)
         self._nc: Any = None
         self._js: Any = None
         self._log: EventLog | None = None
         self._queue: Queue | None = None
+        self._logs: list[EventLog] = []
+        """Every partition's log (the first is ``_log``); empty until started."""
+        self._queues: list[Queue] = []
+        self._all: AllPartitions | None = None
+        """Reads the logs of all partitions as one, in a world of several."""
+        self._turn = 0
+        self._takes: list[Queue] = []
+        """The queues of the consumed partitions (``consumed``)."""
+        """The partition a receive asks first, moved on by each receive (``receive``)."""
         self._streams: Streams | None = None
         self._slots: Slots | None = None
         self._rates: RateBuckets | None = None
@@ -176,12 +211,12 @@ class NatsWorld(World):
         )
         self._registry = NatsRegistry(link, self._jetstream, self.names, self.skew, self.now)
         self._listing = NatsRunsListing(
-            link, self._events, self.names, self.now, functools.partial(World.count_runs, self)
+            link, self._every_log, self.names, self.now, functools.partial(World.count_runs, self)
         )
         self._cleanup = NatsCleanup(
             link,
             lambda: self._queue,
-            self._events,
+            self._every_log,
             self._st,
             lambda: self._blob_store,
             self.flush_runs_index,
@@ -189,6 +224,8 @@ class NatsWorld(World):
             self.names,
             self._orphan_grace,
         )
+        if partitions > 1:
+            self._cleanup.parts = lambda: list(zip(self._logs, self._queues, strict=True))
         # a bool or a whole number only: int() would raise its own ValueError or TypeError for
         # a word or None, and quietly cut 2.5 to 2 (the URL's ?gather_appends= is parsed to an
         # int by options.parse_url, which names the option when it is not one)
@@ -208,6 +245,13 @@ class NatsWorld(World):
         servers, parsed = parse_url(url)
         parsed.update(options)
         return cls(servers, **parsed)
+
+    def names_of(self, run_id: str) -> Names:
+        """The names of the partition ``run_id`` lives in: its events stream and subject, its
+        queue stream (``names`` itself in a world of one partition)."""
+        if self.partitions == 1:
+            return self.names
+        return self.names.partition(partition_of(run_id, self.partitions))
 
     @property
     def visibility_seconds(self) -> float:
@@ -338,31 +382,58 @@ class NatsWorld(World):
             await check_jetstream(nc, js, shown, self._options.request_timeout)
             if not self._create:
                 await refuse_missing(js, self.names.events_stream, self.prefix, shown)
-            await provision(js, self.names, replicas=self.replicas, storage=self.storage, url=shown)
-            event_log = EventLog(
-                nc,
+            await check_partitions(
                 js,
                 self.names,
-                url=shown,
-                timeout=self._options.request_timeout,
-                on_terminal=self._wake_terminal,
-                skew=self.skew,
-                gather=self._gather_appends,
-            )
-            await event_log.start()
-            queue = Queue(
-                nc,
-                js,
-                self.names,
-                url=shown,
-                timeout=self._options.request_timeout,
-                visibility=self._visibility,
+                self.partitions,
                 replicas=self.replicas,
-                memory=self.storage == "memory",
-                now=self.skew.now,
-                aging_seconds=self._aging,
+                storage=self.storage,
+                url=shown,
             )
-            await queue.start()
+            await provision(
+                js,
+                self.names,
+                replicas=self.replicas,
+                storage=self.storage,
+                url=shown,
+                partitions=self.partitions,
+            )
+            logs: list[EventLog] = []
+            queues: list[Queue] = []
+            for part in range(self.partitions):
+                names = self.names.partition(part)
+                event_log = EventLog(
+                    nc,
+                    js,
+                    names,
+                    url=shown,
+                    timeout=self._options.request_timeout,
+                    on_terminal=self._wake_terminal,
+                    skew=self.skew,
+                    gather=self._gather_appends,
+                )
+                if logs:  # one change feed for the world, whichever partition a run is in
+                    event_log.listeners = logs[0].listeners
+                await event_log.start()
+                logs.append(event_log)
+                queue = Queue(
+                    nc,
+                    js,
+                    names,
+                    url=shown,
+                    timeout=self._options.request_timeout,
+                    visibility=self._visibility,
+                    replicas=self.replicas,
+                    memory=self.storage == "memory",
+                    now=self.skew.now,
+                    aging_seconds=self._aging,
+                )
+                await queue.start()
+                queues.append(queue)
+            if len(logs) > 1:
+                every = AllPartitions(logs)
+                for one in logs:  # a hook token's holder may live in another partition
+                    one.claims.locate = lambda run, every=every: every.of(run).claims
             self._refuse_if_closed(closes)  # close() came while provisioning: nc is closed
         except BaseException as err:
             if self._nc is nc:
@@ -373,7 +444,10 @@ class NatsWorld(World):
                 # leaders: the caller handles world errors, not the client library's
                 raise wrap(self._servers_shown, "starting the world", err) from err
             raise
-        self._nc, self._js, self._log, self._queue = nc, js, event_log, queue
+        self._nc, self._js, self._log, self._queue = nc, js, logs[0], queues[0]
+        self._logs, self._queues = logs, queues
+        self._takes = [queues[part] for part in self.consumed]
+        self._all = AllPartitions(logs) if len(logs) > 1 else None
         self._blob_store = NatsBlobs(
             nc,
             js,
@@ -443,10 +517,10 @@ class NatsWorld(World):
         if nc is None or nc.is_closed:
             return
         log.warning("lost the connection to NATS at %s; reconnecting", self._servers_shown)
-        if self._log is not None:  # appends made meanwhile go unheard
-            self._log.hints_lost()
-        if self._queue is not None:
-            self._queue.lost_connection()  # held deliveries are no longer provably ours
+        for one in self._logs:  # appends made meanwhile go unheard
+            one.hints_lost()
+        for queue in self._queues:
+            queue.lost_connection()  # held deliveries are no longer provably ours
         fail_in_flight(nc, nats.errors.ConnectionReconnectingError)
 
     async def _on_reconnect(self) -> None:
@@ -460,11 +534,12 @@ class NatsWorld(World):
             min(self._options.request_timeout, CLOSE_GRACE),
         )
         nc, self._nc = self._nc, None
-        if self._queue is not None:
-            self._queue.lost_connection()  # a pull in progress ends now, as on a lost one
-        if self._log is not None:
-            await self._log.close()
-        self._js = self._log = self._queue = None
+        for queue in self._queues:
+            queue.lost_connection()  # a pull in progress ends now, as on a lost one
+        for one in self._logs:
+            await one.close()
+        self._js = self._log = self._queue = self._all = None
+        self._logs, self._queues, self._takes = [], [], []
         self._registry.close()
         self._streams = None
         self._slots = None
@@ -483,6 +558,19 @@ class NatsWorld(World):
             raise WorldUnavailableError(f"world {self.url} is not started (use `async with`)")
         return self._log
 
+    def _log_of(self, run_id: str) -> EventLog:
+        """The log of the partition ``run_id`` lives in (of the only one, in most worlds)."""
+        every = self._all
+        if every is None:
+            return self._events()
+        return every.of(run_id)
+
+    def _every_log(self) -> EventLog:
+        """What reads across runs: the log, or in a world of several partitions the reader of
+        them all (which has the methods of a log that span runs, ``partitions.py``)."""
+        log_ = self._events()
+        return log_ if self._all is None else cast(EventLog, self._all)
+
     def _jetstream(self) -> Any:
         """The JetStream context of the started world, set with the log (``start``)."""
         self._events()  # raises as every call of a world that is not started does
@@ -497,7 +585,7 @@ class NatsWorld(World):
     async def append(
         self, run_id: str, events: Sequence[NewEvent], *, expected_seq: int | None = None
     ) -> list[Event]:
-        log_ = self._events()
+        log_ = self._log_of(run_id)
         msg_id = uuid.uuid4().hex  # chosen here: a run_created's names its incarnation
         indexed = attribute_index.values_set(events)
         if indexed:  # first: the index stays a superset of the log (see attribute_index)
@@ -527,15 +615,15 @@ class NatsWorld(World):
         return stored
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        events = await self._events().list_events(run_id, after_seq)
+        events = await self._log_of(run_id).list_events(run_id, after_seq)
         return await self._out_of_line().resolve(run_id, events)
 
     async def get_run(self, run_id: str) -> RunInfo | None:
-        return await self._out_of_line().resolve_info(await self._events().get_run(run_id))
+        return await self._out_of_line().resolve_info(await self._log_of(run_id).get_run(run_id))
 
     # blobs (the blob port; a run's blobs are deleted with it by cleanup) ---------------------
     async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
-        incarnation = await self._events().run_incarnation(run_id)
+        incarnation = await self._log_of(run_id).run_incarnation(run_id)
         return await self._out_of_line().put_blob(run_id, data, incarnation)
 
     async def get_blob(self, run_id: str, ref: BlobRef) -> bytes | None:
@@ -570,18 +658,18 @@ class NatsWorld(World):
             raise BlobMissingError(run_id, ref.seq, str(err), store=store.name) from None
 
     async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
-        return payload_field(await self._events().get_run(run_id), which)
+        return payload_field(await self._log_of(run_id).get_run(run_id), which)
 
     async def stored_run(self, run_id: str) -> RunInfo | None:
-        return await self._events().get_run(run_id)
+        return await self._log_of(run_id).get_run(run_id)
 
     async def stored_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        return await self._events().list_events(run_id, after_seq)
+        return await self._log_of(run_id).list_events(run_id, after_seq)
 
     def _hints_may_be_lost(self) -> None:
-        if self._log is not None:  # an id deleted and used again meanwhile went unheard
-            self._log.forget_ended()
-            self._log.hints_lost()
+        for one in self._logs:  # an id deleted and used again meanwhile went unheard
+            one.forget_ended()
+            one.hints_lost()
         super()._hints_may_be_lost()
 
     async def known_end(self, run_id: str) -> RunInfo | None:
@@ -589,28 +677,28 @@ class NatsWorld(World):
         again (a result awaited in the process that drove the run saves a round trip). The
         view is dropped when an append to the run is heard (its id was deleted and used
         again) and whenever a hint may have been lost (``_hints_may_be_lost``)."""
-        info = self._events().cached_info(run_id)
+        info = self._log_of(run_id).cached_info(run_id)
         if info is None or not info.status.terminal:
             return None
         return await self._out_of_line().resolve_info(info)
 
     def log_mark(self, run_id: str) -> str | None:
-        return None if self._log is None else self._log.mark(run_id)
+        return None if self._log is None else self._log_of(run_id).mark(run_id)
 
     async def read_run_at(self, run_id: str, mark: str) -> tuple[RunInfo | None, list[Event]]:
-        held = self._events().view_at(run_id, mark)
+        held = self._log_of(run_id).view_at(run_id, mark)
         if held is None:
             return await self.read_run(run_id)
         return await self._resolved(run_id, *held)
 
     async def read_run(self, run_id: str) -> tuple[RunInfo | None, list[Event]]:
-        info, events = await self._events().read_run(run_id)
+        info, events = await self._log_of(run_id).read_run(run_id)
         return await self._resolved(run_id, info, events)
 
     async def read_run_after(
         self, run_id: str, after_seq: int
     ) -> tuple[RunInfo | None, list[Event]]:
-        info, events = await self._events().read_run_after(run_id, after_seq)
+        info, events = await self._log_of(run_id).read_run_after(run_id, after_seq)
         return await self._resolved(run_id, info, events)
 
     async def _resolved(
@@ -673,7 +761,7 @@ class NatsWorld(World):
         return self.blobs
 
     async def repair_run(self, run_id: str, drop_seq: int | None = None) -> list[str]:
-        return await self._events().repair(run_id, drop_seq)
+        return await self._log_of(run_id).repair(run_id, drop_seq)
 
     async def watch_runs(self, on_change: Callable[[str], None]) -> RunWatch | None:
         """The events stream's headers-only republish (the one that carries timestamps) names
@@ -706,53 +794,154 @@ class NatsWorld(World):
         recoverable: bool = False,  # every publish is stored the same way
     ) -> MessageId:
         topic = await self.router.topic(topic, payload)
-        result: MessageId = await self._q().enqueue(topic, payload, idempotency_key, delay_seconds)
+        queue = self._q_for(payload)
+        result: MessageId = await queue.enqueue(topic, payload, idempotency_key, delay_seconds)
         return result
+
+    def _q_for(self, payload: Mapping[str, Any]) -> Queue:
+        """The queue of the partition of the run a message is about (its ``runId``): a start,
+        a wake, a step's work, a cancel or a hook's resume of a run in another partition than
+        the sender's crosses to it by this message. One about no run goes to the first."""
+        queue = self._q()
+        if self._all is None:
+            return queue
+        run_id = payload.get("runId")
+        if not isinstance(run_id, str):
+            return queue
+        return self._queues[partition_of(run_id, self.partitions)]
+
+    def _q_of(self, delivery: Delivery) -> Queue:
+        """The queue that made ``delivery``: the one whose stream it was delivered from."""
+        queue = self._q()
+        if self._all is None:
+            return queue
+        held = delivery.handle
+        stream = str(held.msg.metadata.stream) if held is not None else ""
+        for one in self._queues:
+            if one.stream == stream:
+                return one
+        return queue
 
     async def receive(
         self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
     ) -> list[Delivery]:
-        result: list[Delivery] = await self._q().receive(topic, max_messages, wait_seconds)
-        return result
+        self._q()  # WorldUnavailableError before a start
+        takes = self._takes
+        if len(takes) == 1:
+            result: list[Delivery] = await takes[0].receive(topic, max_messages, wait_seconds)
+            return result
+        return await self._receive_parts(topic, max(1, max_messages), wait_seconds)
+
+    async def _receive_parts(self, topic: str, batch: int, wait_seconds: float) -> list[Delivery]:
+        """A receive over every partition's queue: each is asked without waiting, from the
+        one after where the last receive began (so no partition is always asked last); when
+        none has anything, each waits a short turn in the same order until the deadline. A
+        turn's wait ends early on a publish heard on the topic (``Queue.receive``), so a
+        message is taken about as soon as with one partition, at the cost of a pull a
+        partition when all are idle."""
+        queues = self._takes
+        deadline = time.monotonic() + max(0.0, wait_seconds)
+        got: list[Delivery] = []
+        first = True
+        while True:
+            self._turn = (self._turn + 1) % len(queues)
+            order = queues[self._turn :] + queues[: self._turn]
+            for queue in order:
+                left = deadline - time.monotonic()
+                wait = 0.0 if first or left <= 0 else min(left, _PART_WAIT)
+                got += await queue.receive(topic, batch - len(got), wait)
+                if len(got) >= batch or (got and not first):
+                    return got
+            if got or time.monotonic() >= deadline:
+                return got
+            first = False
 
     async def ack(self, delivery: Delivery) -> bool:
-        return await self._q().ack(delivery)
+        return await self._q_of(delivery).ack(delivery)
 
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
-        return await self._q().retry(delivery, delay_seconds)
+        return await self._q_of(delivery).retry(delivery, delay_seconds)
 
     async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
-        return await self._q().release(delivery, delay_seconds)
+        return await self._q_of(delivery).release(delivery, delay_seconds)
 
     async def renew(self, delivery: Delivery) -> bool:
-        return await self._q().renew(delivery)
+        return await self._q_of(delivery).renew(delivery)
 
     async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
-        return await self._q().dead_letter(delivery, reason)
+        return await self._q_of(delivery).dead_letter(delivery, reason)
+
+    def _every_q(self) -> list[Queue]:
+        self._q()  # WorldUnavailableError before a start
+        return self._queues
 
     async def runs_with_messages(self) -> set[str] | None:
         out: set[str] = set()
-        async for _, payload in self._q().stored():
-            run_id = payload.get("runId")
-            if isinstance(run_id, str):
-                out.add(run_id)
+        for queue in self._every_q():
+            async for _, payload in queue.stored():
+                run_id = payload.get("runId")
+                if isinstance(run_id, str):
+                    out.add(run_id)
         return out
 
     async def queue_depths(self) -> list[QueueDepth] | None:
-        return await self._q().depths()
+        merged: dict[str, QueueDepth] = {}
+        for queue in self._every_q():
+            for depth in await queue.depths():
+                was = merged.get(depth.topic)
+                if was is not None:  # the topic's messages in several partitions
+                    depth = QueueDepth(
+                        depth.topic,
+                        was.ready + depth.ready,
+                        min(was.oldest_ready_at, depth.oldest_ready_at),
+                    )
+                merged[depth.topic] = depth
+        return list(merged.values())
 
     async def drain_lanes(self, *, held_too: bool = False) -> LaneDrain:
-        return await self._q().drain_lanes(held_too)
+        drains = [await queue.drain_lanes(held_too) for queue in self._every_q()]
+        return LaneDrain(  # every partition's queue has lanes of its own
+            moved=sum(d.moved for d in drains),
+            held=sum(d.held for d in drains),
+            delayed=sum(d.delayed for d in drains),
+        )
 
     async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
-        return {topic: await self._q().ready(topic) for topic in dict.fromkeys(topics)}
+        queues = self._every_q()
+        return {t: sum([await q.ready(t) for q in queues]) for t in dict.fromkeys(topics)}
 
     async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
-        return {topic: await self._q().in_flight(topic) for topic in dict.fromkeys(topics)}
+        queues = self._every_q()
+        return {t: sum([await q.in_flight(t) for q in queues]) for t in dict.fromkeys(topics)}
 
     async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
-        return {topic: await self._q().delayed(topic, before) for topic in dict.fromkeys(topics)}
+        queues = self._every_q()
+        return {t: sum([await q.delayed(t, before) for q in queues]) for t in dict.fromkeys(topics)}
 
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = await self._q().list_dead_letters(limit)
         return result
+
+
+def _consumed(consume: str | Sequence[int] | None, partitions: int) -> list[int]:
+    """The partitions named by ``consume`` (``"0,2"`` or ``[0, 2]``; None: all of them), in
+    order, or a ``ConfigurationError`` naming the option for one that is not a partition."""
+    if consume is None:
+        return list(range(partitions))
+    words = consume.split(",") if isinstance(consume, str) else list(consume)
+    picked: list[int] = []
+    for word in words:
+        try:
+            part = int(word.strip()) if isinstance(word, str) else word
+        except ValueError:
+            part = -1
+        if type(part) is not int or not 0 <= part < partitions:
+            raise ConfigurationError(
+                f"NATS consume= names partition {word!r}, not one of 0 to {partitions - 1}",
+                consume=str(consume),
+            )
+        if part not in picked:
+            picked.append(part)
+    if not picked:
+        raise ConfigurationError("NATS consume= names no partition", consume=str(consume))
+    return sorted(picked)
