@@ -120,3 +120,4 @@ def test_the_report_gives_min_max_per_configuration_and_names_the_unsupported() 
     ):
         assert expected in text
     assert bench.span([0.5, 0.25]) == "0.250-0.500"
+    assert bench.span([1.6004, 1.5996]) == "1.60"  # equal as printed: one figure
