@@ -348,6 +348,15 @@ def servers(binary: str, sync: str, size: int) -> Iterator[Servers]:
         group.close()
 
 
+WORKERS: list[subprocess.Popen[bytes]] = []
+"""The worker processes running now: ``main`` stops any left should asyncio not unwind."""
+
+
+def stop_workers() -> None:
+    while WORKERS:
+        stop(WORKERS.pop(), grace=60)
+
+
 @contextlib.contextmanager
 def worker(url: str, processes: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     """``wayline worker --processes N`` serving ``bench/flows.py`` on ``url``, ready."""
@@ -370,6 +379,7 @@ def worker(url: str, processes: int, log: Path) -> Iterator[subprocess.Popen[byt
             stderr=out,
             start_new_session=True,
         )
+    WORKERS.append(proc)
     try:
         deadline = time.monotonic() + 120
         while log.read_text().count(" ready on ") < processes:
@@ -379,6 +389,8 @@ def worker(url: str, processes: int, log: Path) -> Iterator[subprocess.Popen[byt
         yield proc
     finally:
         stop(proc, grace=60)
+        if proc in WORKERS:
+            WORKERS.remove(proc)
 
 
 # --- JetStream's own API ------------------------------------------------------------------
@@ -611,9 +623,17 @@ def main() -> None:
     def terminated(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
+    # Ctrl-C raises at once, as SIGTERM does: asyncio's own SIGINT handler only cancels the
+    # main task, and a cancellation swallowed on its way (seen here once) let the bench run on.
+    # A second signal while asyncio cancels what is left raises again.
+    signal.signal(signal.SIGINT, terminated)
     signal.signal(signal.SIGTERM, terminated)
-    with contextlib.ExitStack() as stack:  # everything started is stopped, also on Ctrl-C
-        results = asyncio.run(run(args, stack))
+    try:
+        with contextlib.ExitStack() as stack:  # the servers: stopped, also on a signal
+            stack.callback(stop_workers)
+            results = asyncio.run(run(args, stack))
+    except KeyboardInterrupt as stopped:
+        raise SystemExit(f"interrupted ({stopped}): every process it started is stopped") from None
     load = results.notes.pop("load", [])
     lines = report(results, settings(args), load)
     if args.note:
