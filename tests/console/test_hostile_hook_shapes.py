@@ -105,7 +105,7 @@ async def test_a_hook_whose_class_is_a_union_that_contains_itself_is_created_and
     """Its shape followed four levels deep was 1.4 MB: on NATS the ``hook_created`` append
     failed (maximum payload exceeded) at every delivery, and the run never waited."""
     if not with_class:  # a console that cannot import the class checks the recorded shape
-        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name: None)
+        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
     client = console.engine.client
     token = f"hostile_hook_shapes.sheet:{with_class}"
     async with console.engine.worker([sheet]):

@@ -142,7 +142,7 @@ async def test_a_wrong_list_item_or_branch_is_a_typed_422_and_loses_nothing(
 ) -> None:
     """Where the console cannot import the hook's class, the recorded shape is what refuses."""
     if not with_class:
-        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name: None)
+        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
     async with console.engine.worker([checkout]):
         run, token = await _waiting(console, f"w-{with_class}")
         url = f"/api/hooks/{token}/resume"

@@ -560,11 +560,16 @@ async def recorded_type(world: EventReader, hook: HookEntry) -> str | None:
     return data.type if data is not None else None
 
 
-def find_type(name: str) -> type[Any] | None:
-    """The class recorded as ``module:Qualname``, if this process has (or can import) it."""
+def find_type(name: str, *, load: bool = True) -> type[Any] | None:
+    """The class recorded as ``module:Qualname``, if this process has (or, with ``load``, can
+    import) it. Without ``load`` only a module this process has already imported is looked
+    in: a console reads logs anyone may have written, and importing the module a log names
+    would run that module's code (docs/console.md, "Hooks")."""
     module_name, _, qualname = name.partition(":")
     module = sys.modules.get(module_name)
     if module is None:
+        if not load:
+            return None
         try:
             module = importlib.import_module(module_name)
         except Exception:  # not importable here: the workflow validates it on arrival
@@ -577,13 +582,16 @@ def find_type(name: str) -> type[Any] | None:
     return obj if isinstance(obj, type) else None
 
 
-async def check_resume(world: EventReader, hook: HookEntry, value: Any) -> None:
+async def check_resume(
+    world: EventReader, hook: HookEntry, value: Any, *, import_types: bool = True
+) -> None:
     """Refuse, before anything is written, a payload that a typed hook would not accept: in
-    full where this process has the class, by its recorded shape everywhere else."""
+    full where this process has the class, by its recorded shape everywhere else. Without
+    ``import_types`` a class is looked for only in modules already imported (:func:`find_type`)."""
     data = await created(world, hook)
     if data is None or not data.type:
         return
-    cls = find_type(data.type)
+    cls = find_type(data.type, load=import_types)
     if cls is not None:
         validate(cls, value, hook.token)
         return
