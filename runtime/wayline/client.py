@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 import uuid
@@ -286,6 +287,19 @@ class Client:
         self.namespace = namespace or None
         self._workflows = workflows_by_name(workflows or [])
         self._limits = (settings or Settings.from_env()).limits
+        self.import_types = True
+        """Whether a typed hook's resume may import the module its recorded type names, to
+        validate the payload with the class; a console's client (:meth:`without_type_imports`)
+        may not: it looks only in modules already imported, else checks the recorded shape."""
+
+    def without_type_imports(self) -> Client:
+        """This client (the same world, namespace and limits) for a process that serves what
+        a log names, as a console does: a hook's recorded type is looked for only in modules
+        already imported, never imported by its name, since any writer of the log chooses it
+        and importing a module runs its code."""
+        other = copy.copy(self)
+        other.import_types = False
+        return other
 
     @overload
     async def start(
@@ -1149,7 +1163,8 @@ class Client:
                 return hook.run_id  # a retry after the run took the payload and went on
             state = "no hook" if hook is None else "the hook is no longer active"
             raise HookNotFoundError(f"cannot resume {token!r}: {state}", known=hook is not None)
-        await check_resume(self.world, hook, payload)  # a typed hook refuses a bad payload
+        # a typed hook refuses a bad payload
+        await check_resume(self.world, hook, payload, import_types=self.import_types)
         return await self._deliver(hook, self._plain(token, payload), delivery_id, once)
 
     def _plain(self, token: str, payload: Any) -> Any:
@@ -1242,7 +1257,9 @@ class Client:
             entry = await store.take(namespace, token, hook.run_id)
             if entry is not None:
                 try:
-                    await check_resume(self.world, hook, entry.payload)
+                    await check_resume(
+                        self.world, hook, entry.payload, import_types=self.import_types
+                    )
                     return await self._deliver(hook, entry.payload, entry.entry_id)
                 except (HookNotFoundError, InvalidPayloadError):
                     await store.give_back(entry)  # it waits on, for a hook that takes it

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,3 +92,23 @@ def test_a_token_file_it_cannot_use_is_bad_input(
     assert main(["console", "--world", world, "--token-file", str(token)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("error: --token-file") and said in err[0]
+
+
+def test_the_apps_modules_are_imported_at_start_and_one_that_does_not_import_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--app`` imports the application's modules when the console starts (so their typed
+    hooks are checked with their classes; the console never imports what a log names)."""
+    world = f"sqlite:///{tmp_path / 'w.db'}"
+    missing = tmp_path / "no_such_app.py"
+    assert main(["console", "--world", world, "--app", str(missing)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "no_such_app.py" in err[0], err
+    marker = tmp_path / "imported"
+    app = tmp_path / "console_app_at_start.py"
+    app.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('yes')\n")
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # the console stops at its bind
+        port = str(taken.getsockname()[1])
+        assert main(["console", "--world", world, "--app", str(app), "--port", port]) == 2
+    assert "cannot listen" in capsys.readouterr().err
+    assert marker.read_text() == "yes"  # imported before the port was tried

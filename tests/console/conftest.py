@@ -15,6 +15,7 @@ import httpx
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
 
+import wayline
 from tests.conftest import require_all_components
 from tests.console.browser import Page, missing, open_chromium
 from tests.runtime.harness import Engine
@@ -36,6 +37,17 @@ async def console(engine: Engine) -> AsyncIterator[Console]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
         yield Console(engine, http)
+
+
+@asynccontextmanager
+async def fresh_console(engine: Engine, **world_options: int) -> AsyncIterator[httpx.AsyncClient]:
+    """A console over a world of its own (made with ``world_options``), as a console process
+    started now would be: nothing read before is cached. Its reads need no token."""
+    fresh = await engine.make_world(**world_options)
+    app = create_app(wayline.Client(fresh), world_url="test://world")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+        yield http
 
 
 @pytest.fixture(scope="session")

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import httpx
 import pydantic
 import pytest
 
 import wayline
 from tests.blobs.stores import remove_blob
 from tests.console.browser import Page
-from tests.console.conftest import AUTH, TOKEN, Console
+from tests.console.conftest import AUTH, TOKEN, Console, fresh_console
 from tests.console.test_hook_forms import _received
 from tests.console.test_large_step_results import refused_as
 from tests.hostile.poison import forge_event
-from wayline.cli.console import create_app
 
 
 class Leaf(pydantic.BaseModel):
@@ -107,7 +105,7 @@ async def test_a_hook_whose_class_is_a_union_that_contains_itself_is_created_and
     """Its shape followed four levels deep was 1.4 MB: on NATS the ``hook_created`` append
     failed (maximum payload exceeded) at every delivery, and the run never waited."""
     if not with_class:  # a console that cannot import the class checks the recorded shape
-        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name: None)
+        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
     client = console.engine.client
     token = f"hostile_hook_shapes.sheet:{with_class}"
     async with console.engine.worker([sheet]):
@@ -163,11 +161,7 @@ async def test_a_small_hook_payload_or_step_result_whose_blob_is_gone_is_said_at
         assert await run.result(timeout=20) == SMALL_BLOB_CHARS
     await remove_blob(low, run.run_id, {"text": text})  # behind the world's back
     await remove_blob(low, run.run_id, text)
-    fresh = await console.engine.make_world(inline_payload_bytes=LOW_INLINE_BYTES)  # no cache
-    app = create_app(wayline.Client(fresh), world_url="test://world")
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://console"
-    ) as http:
+    async with fresh_console(console.engine, inline_payload_bytes=LOW_INLINE_BYTES) as http:
         response = await http.get(f"/api/runs/{run.run_id}")
         assert response.status_code == 200, response.text  # the run's page still opens
         shown = response.json()

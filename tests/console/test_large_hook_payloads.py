@@ -125,3 +125,22 @@ async def test_the_run_page_shows_a_large_hook_payloads_preview_and_its_link(
     (hook,) = (await console.http.get(f"/api/runs/{run_id}")).json()["hooks"]
     href = f"/api/runs/{run_id}/hooks/{hook['id']}/payloads/0"
     await shown_with_its_link(page, run_id, f"#hook-{hook['id']}-payload-all", href, payloads[0])
+
+
+async def test_the_run_page_shows_every_payload_a_hook_received_each_at_its_row(
+    console: Console, page: Page
+) -> None:
+    """A hook read with ``async for`` takes several payloads: the timeline has a row for each
+    (the hook's own for the first, one per later payload), a large later one as its preview
+    and its link, as the first is."""
+    payloads: list[object] = [{"text": "first"}, {"text": "w" * BLOB_CHARS}, {"text": "third"}]
+    run_id = await _received(console, "l5", payloads)
+    (hook,) = (await console.http.get(f"/api/runs/{run_id}")).json()["hooks"]
+    rows = "#timeline tr[data-kind^='hook']"
+    await page.open(f"/runs/{run_id}")
+    await page.text(f"{rows}[data-key='{hook['id']}']", '{"text":"first"} (payload 1 of 3)')
+    await page.text(f"{rows}[data-key='{hook['id']}#3']", '{"text":"third"} (payload 3 of 3)')
+    second = f"{rows}[data-key='{hook['id']}#2']"
+    await page.text(second, '{"text":"www')
+    href = f"/api/runs/{run_id}/hooks/{hook['id']}/payloads/1"
+    await shown_with_its_link(page, run_id, f"#hook-{hook['id']}-payload-1-all", href, payloads[1])

@@ -136,13 +136,22 @@ async def test_list_items_and_union_branches_are_answered_through_their_rows(
         )
 
 
+async def refused_each(console: Console, url: str, wrong: list[tuple[object, str]]) -> None:
+    """Each payload resumed at ``url`` is a typed 422 whose message names its field."""
+    for payload, named in wrong:
+        answer = await console.http.post(url, json={"payload": payload}, headers=AUTH)
+        assert answer.status_code == 422, (payload, answer.text)
+        error = answer.json()["error"]
+        assert error["code"] == "INVALID_PAYLOAD" and named in error["message"], payload
+
+
 @pytest.mark.parametrize("with_class", [True, False], ids=["class", "shape"])
 async def test_a_wrong_list_item_or_branch_is_a_typed_422_and_loses_nothing(
     console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool
 ) -> None:
     """Where the console cannot import the hook's class, the recorded shape is what refuses."""
     if not with_class:
-        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name: None)
+        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
     async with console.engine.worker([checkout]):
         run, token = await _waiting(console, f"w-{with_class}")
         url = f"/api/hooks/{token}/resume"
@@ -154,11 +163,7 @@ async def test_a_wrong_list_item_or_branch_is_a_typed_422_and_loses_nothing(
             ({**good, "pay": {"kind": "cash", "iban": "1"}}, "change_for"),
             ({**good, "where": {"street": "x"}}, "where"),
         ]
-        for payload, named in wrong:
-            answer = await console.http.post(url, json={"payload": payload}, headers=AUTH)
-            assert answer.status_code == 422, (payload, answer.text)
-            error = answer.json()["error"]
-            assert error["code"] == "INVALID_PAYLOAD" and named in error["message"], payload
+        await refused_each(console, url, wrong)
         assert await _received(console, run.run_id) == 0
         resumed = await console.http.post(url, json={"payload": good}, headers=AUTH)
         assert resumed.status_code == 200, resumed.text

@@ -432,3 +432,36 @@ async def test_counts_stay_whole_after_the_index_stream_is_purged(
         await asyncio.sleep(0.1)
     assert await console.count_runs(workflow=_WF) == want
     assert await _answers(console) == await _answers(reader)
+
+
+async def test_a_page_read_while_the_model_loads_is_answered_from_the_names_at_once(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A console's first calls do not wait for the model's load (11 to 22 s at 100,000
+    runs): until it is loaded, a page and the counts are read from the index's names, as
+    before the model, and the answers are the same."""
+    world = await open_nats_world()
+    ids = [new_run_id() for _ in range(3)]
+    for i, run_id in enumerate(ids):
+        await world.append(run_id, _created(_WF, i), expected_seq=0)
+    assert await world.flush_runs_index()
+    reader = await open_nats_world()  # a world that does not follow: the names' answers
+    expected = await _answers(reader)
+    loading = asyncio.Event()
+    stuck = asyncio.Event()
+    real = runs_model.RunsModel._read
+
+    async def slow(self: Any, start: int, batch: int) -> list[Any]:
+        loading.set()
+        await stuck.wait()  # a load that is not done while the reads below are made
+        return await real(self, start, batch)
+
+    monkeypatch.setattr(runs_model.RunsModel, "_read", slow)
+    await world.follow_runs()
+    await asyncio.wait_for(loading.wait(), 10.0)
+    # bounded only so that a read that waits for the load fails here instead of hanging
+    assert await asyncio.wait_for(_answers(world), 30.0) == expected
+    assert world._listing.model is not None and not world._listing.model.loaded
+    stuck.set()
+    await _model(world)  # the load then ends, and the model answers the same
+    assert await _answers(world) == expected

@@ -156,7 +156,7 @@ async def test_a_process_without_the_class_refuses_by_the_recorded_shape(
     async with engine.worker([sdk_flows.approvals]):
         handle = await client.start(sdk_flows.approvals, "o4", 1)
         await _active(engine, "approve:o4")
-        monkeypatch.setattr(hooks, "find_type", lambda name: None)
+        monkeypatch.setattr(hooks, "find_type", lambda name, **_: None)
         with pytest.raises(InvalidPayloadError, match="by: Field required"):
             await client.resume_hook("approve:o4", {"approved": True})
         with pytest.raises(InvalidPayloadError, match="approved: expected boolean, got str"):
@@ -185,7 +185,7 @@ async def test_a_process_without_the_class_refuses_a_nested_field_by_the_recorde
         created = of_type(await handle.events(), EventType.HOOK_CREATED)[0]
         assert created.data["shape"]["nested"]["to"]["required"] == ["city"]
         before = len(await handle.events())
-        monkeypatch.setattr(hooks, "find_type", lambda name: None)
+        monkeypatch.setattr(hooks, "find_type", lambda name, **_: None)
         with pytest.raises(InvalidPayloadError, match=r"to\.city: Field required"):
             await client.resume_hook("ship:o5", {"by": "ana", "to": {"zip": 1}})
         mistyped = r"alternative\.zip: expected integer or null"
@@ -223,7 +223,7 @@ async def test_a_create_hook_type_is_checked_at_resume_before_anything_is_writte
         with pytest.raises(InvalidPayloadError):
             await client.resume_hook("typed:1", None)
         with monkeypatch.context() as m:
-            m.setattr(hooks, "find_type", lambda name: None)
+            m.setattr(hooks, "find_type", lambda name, **_: None)
             with pytest.raises(InvalidPayloadError, match="by: Field required"):
                 await client.resume_hook("typed:1", {"approved": True})
         assert len(await handle.events()) == before  # nothing was written

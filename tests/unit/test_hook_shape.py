@@ -281,3 +281,61 @@ def test_a_tag_that_allows_several_values_accepts_each_of_them() -> None:
     why = _refused(recorded, {"pay": {"kind": "cheque"}})
     assert why.endswith('pay.kind: expected "card" or "credit" or "cash", got "cheque"')
     assert "pay.number: Field required" in _refused(recorded, {"pay": {"kind": "credit"}})
+
+
+class Labels(pydantic.BaseModel):
+    counts: list[int]
+    ref: int | str
+    names: list[str] = []
+    level: Literal["low", "high"]
+    flags: list[Literal["red", 2, True]] = []
+    mixed: list[int | str] = []
+    grade: Literal[1, 2, 3] | None = None
+
+
+def test_plain_lists_unions_and_literals_are_recorded_with_their_items_and_values() -> None:
+    recorded = shape(Labels)
+    assert recorded["fields"]["ref"] == ["integer", "string"]
+    assert recorded["fields"]["level"] == ["string"]
+    assert recorded["items"]["counts"] == {"kinds": ["integer"]}
+    assert recorded["items"]["names"] == {"kinds": ["string"]}
+    assert recorded["items"]["mixed"] == {"kinds": ["integer", "string"]}
+    assert recorded["items"]["flags"] == {
+        "kinds": ["string", "integer", "boolean"],
+        "values": ["red", 2, True],
+    }
+    assert recorded["values"] == {"level": ["low", "high"], "grade": [1, 2, 3, None]}
+
+
+def test_plain_lists_and_literals_are_checked_by_the_recorded_shape_alone() -> None:
+    recorded = shape(Labels)
+    good = {"counts": [1, 2], "ref": "a", "level": "low", "flags": ["red", 2, True]}
+    check_shape(recorded, good, "t")
+    check_shape(recorded, {**good, "ref": 3, "mixed": [1, "x"], "grade": None}, "t")
+    cases = {
+        "counts[1]: expected integer, got str": {"counts": [1, "2"]},
+        "counts[0]: expected integer, got bool": {"counts": [True]},
+        "names[0]: expected string, got int": {"names": [5]},
+        "mixed[2]: expected integer or string, got float": {"mixed": [1, "a", 1.5]},
+        'level: expected "low" or "high", got "medium"': {"level": "medium"},
+        'flags[1]: expected "red" or 2 or true, got "blue"': {"flags": ["red", "blue"]},
+        "grade: expected 1 or 2 or 3 or null, got 4": {"grade": 4},
+        "ref: expected integer or string, got list": {"ref": [1]},
+    }
+    for expected, change in cases.items():
+        assert expected in _refused(recorded, {**good, **change}), expected
+    # a literal's value is compared as pydantic compares it: 1 is true
+    check_shape(recorded, {**good, "flags": [1]}, "t")
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"fields": {}, "values": {"x": "not a list"}},
+        {"fields": {}, "values": ["x"]},
+        {"fields": {}, "items": {"x": {"kinds": "integer"}}},
+        {"fields": {}, "items": {"x": {"kinds": ["no such type"], "values": 3}}},
+    ],
+)
+def test_a_forged_plain_part_of_a_shape_is_passed_over(forged: dict[str, Any]) -> None:
+    check_shape(forged, {"x": [1]}, "t")

@@ -36,6 +36,13 @@ from .._core.serde import decode, encode
 from ..durations import Duration
 from ..errors import InvalidPayloadError, SerializationError
 from .context import current_replay
+from .plain_shapes import (
+    kind_problem,
+    kinds_of,
+    literal_values,
+    plain_element,
+    plain_problems,
+)
 
 H = TypeVar("H", bound="Hook")
 T = TypeVar("T")
@@ -257,17 +264,6 @@ def validate(cls: type[Any], payload: Any, token: str) -> Any:
         ) from None
 
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
-
-
 _NESTED_DEPTH = 4
 """How deep the recorded shape follows nested models (a model that contains itself stops)."""
 
@@ -412,14 +408,26 @@ def _fields(
     nested: dict[str, Any] = {}
     unions: dict[str, Any] = {}
     items: dict[str, Any] = {}
+    values: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         walk.take(str(name))
         options = _options(prop, defs)
-        kinds = [o.get("type") for o in options]
-        if not all(isinstance(k, str) and k in _JSON_TYPES for k in kinds):
+        kinds = kinds_of(options)
+        if kinds is None:
             fields[name] = []  # a constrained or unnamed type: checked where the class is
             continue
-        fields[name] = list(dict.fromkeys(str(k) for k in kinds))
+        fields[name] = kinds
+        literal = literal_values(options)
+        if literal is not None:  # a Literal: the form offers its values, the server checks them
+            walk.take(json.dumps(literal))
+            values[name] = literal
+        lists = [o for o in options if o.get("type") == "array"]
+        if len(lists) == 1 and isinstance(lists[0].get("items"), Mapping):
+            # a list of plain values (list[int], list[int | str]): its items are typed inputs
+            plain = plain_element(_options(lists[0]["items"], defs))
+            if plain is not None:
+                walk.take(json.dumps(plain))
+                items[name] = plain
         if depth >= walk.levels:
             continue
         models = [o for o in options if _is_model(o)]
@@ -427,14 +435,18 @@ def _fields(
             nested[name] = _fields(models[0], defs, walk, depth + 1)
         elif len(models) >= 2:
             unions[name] = _union(models, _tag(prop, defs), defs, walk, depth)
-        lists = [o for o in options if o.get("type") == "array"]
-        if len(lists) == 1 and isinstance(lists[0].get("items"), Mapping):
+        if len(lists) == 1 and isinstance(lists[0].get("items"), Mapping) and name not in items:
             element = _element(lists[0]["items"], defs, walk, depth)
             if element is not None:
                 items[name] = element
     out: dict[str, Any] = {"required": list(schema.get("required") or []), "fields": fields}
     # keys older readers do not know: they check the levels they know, as before
-    for key, found in (("nested", nested), ("unions", unions), ("items", items)):
+    for key, found in (
+        ("nested", nested),
+        ("unions", unions),
+        ("items", items),
+        ("values", values),
+    ):
         if found:
             out[key] = found
     return out
@@ -471,16 +483,9 @@ def _shape_problems(
     ]
     fields = recorded.get("fields")
     for name, kinds in fields.items() if isinstance(fields, Mapping) else ():
-        if name not in payload or not isinstance(kinds, list) or not kinds:
-            continue
-        if not all(isinstance(k, str) and k in _JSON_TYPES for k in kinds):
-            continue
-        value = payload[name]
-        allowed = tuple(t for k in kinds for t in _JSON_TYPES[k])
-        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-            problems.append(
-                f"{at}{name}: expected {' or '.join(kinds)}, got {type(value).__name__}"
-            )
+        found = kind_problem(kinds, payload[name], f"{at}{name}") if name in payload else None
+        problems += [found] if found else []
+    problems += plain_problems(recorded, payload, at)
     if depth >= _NESTED_DEPTH:
         return problems
     for key, check in (("nested", _shape_problems), ("unions", _union_problems)):
@@ -560,11 +565,16 @@ async def recorded_type(world: EventReader, hook: HookEntry) -> str | None:
     return data.type if data is not None else None
 
 
-def find_type(name: str) -> type[Any] | None:
-    """The class recorded as ``module:Qualname``, if this process has (or can import) it."""
+def find_type(name: str, *, load: bool = True) -> type[Any] | None:
+    """The class recorded as ``module:Qualname``, if this process has (or, with ``load``, can
+    import) it. Without ``load`` only a module this process has already imported is looked
+    in: a console reads logs anyone may have written, and importing the module a log names
+    would run that module's code (docs/console.md, "Hooks")."""
     module_name, _, qualname = name.partition(":")
     module = sys.modules.get(module_name)
     if module is None:
+        if not load:
+            return None
         try:
             module = importlib.import_module(module_name)
         except Exception:  # not importable here: the workflow validates it on arrival
@@ -577,13 +587,16 @@ def find_type(name: str) -> type[Any] | None:
     return obj if isinstance(obj, type) else None
 
 
-async def check_resume(world: EventReader, hook: HookEntry, value: Any) -> None:
+async def check_resume(
+    world: EventReader, hook: HookEntry, value: Any, *, import_types: bool = True
+) -> None:
     """Refuse, before anything is written, a payload that a typed hook would not accept: in
-    full where this process has the class, by its recorded shape everywhere else."""
+    full where this process has the class, by its recorded shape everywhere else. Without
+    ``import_types`` a class is looked for only in modules already imported (:func:`find_type`)."""
     data = await created(world, hook)
     if data is None or not data.type:
         return
-    cls = find_type(data.type)
+    cls = find_type(data.type, load=import_types)
     if cls is not None:
         validate(cls, value, hook.token)
         return

@@ -15,7 +15,7 @@ from ..client import Client
 from ..errors import ConfigurationError
 from ..settings import Settings
 from .commands import absolute_world_url, opened_world
-from .loading import UsageError, port_arg, range_arg
+from .loading import UsageError, import_app, port_arg, range_arg
 
 
 def read_token(path: str | None) -> str | None:
@@ -75,6 +75,11 @@ async def cmd_console(args: argparse.Namespace) -> int:
     secrets = webhook_secrets()
     if args.reads_need_token and token is None:
         raise UsageError("--reads-need-token needs --token-file (the token reads then need)")
+    for spec in args.app or ():
+        # the application's own modules, imported here by the person who started the console:
+        # its typed hooks are then validated with their classes; a hook's recorded type never
+        # makes the console import a module (create_app)
+        import_app(spec)
     sock = _bind(args.host, args.port)
     async with opened_world(args.world, create=False, wait_seconds=args.wait_seconds) as world:
         # the world's own URL hides a password the given one may hold (a pod's NATS URL
@@ -135,6 +140,14 @@ def add_console(sub: argparse._SubParsersAction, command: object) -> None:  # ty
         metavar="N",
         help="how long a NATS world that cannot be reached yet is tried again (a pod starting "
         "before its NATS; default 0: fail at once)",
+    )
+    p.add_argument(
+        "--app",
+        action="append",
+        metavar="MODULE",
+        help="a module (or .py file) of the application, imported at start (repeatable): its "
+        "typed hooks' payloads are checked with their classes; any other hook is checked "
+        "against the shape its log recorded, and the console never imports a module a log names",
     )
     p.add_argument(
         "--read-only",

@@ -62,8 +62,10 @@ def create_app(
     ``reads_need_token`` makes every API request need it. ``/healthz`` is always open: it is
     what a pod's probes call. ``kept_folds``: how many runs' folds the steps API keeps between
     requests (0: none); the app's ``state.folds`` counts the folds it made."""
+    # a hook's recorded type is written by whoever wrote the log: resumes through this app
+    # never import the module it names (only modules already imported, such as an --app's)
     console = Console(
-        client,
+        client.without_type_imports(),
         world_url,
         token,
         poll_seconds,

@@ -553,7 +553,8 @@ def document() -> dict[str, Any]:
                     "null: its size, its first 1024 bytes, and the link that streams it; null "
                     "when the value is inline. error: why the value cannot be read (its blob "
                     "is gone, or its reference is malformed), the link's own error; the "
-                    "preview is then empty",
+                    "preview is then empty. A smaller value kept in a blob that cannot be read "
+                    "is given so too, so the rest of the run is still shown",
                     "required": ["bytes", "preview", "href"],
                     "properties": {
                         "bytes": {"type": "integer"},
@@ -698,6 +699,14 @@ def document() -> dict[str, Any]:
                         "createdAt": {"type": "number"},
                         "timeoutAt": nullable_number,
                         "type": {"type": ["string", "null"]},
+                        "shape": {
+                            "type": ["object", "null"],
+                            "description": "a typed hook's recorded shape, which its form is "
+                            "built from: required, fields (each one's JSON types), nested "
+                            "(models), unions (branches, and a discriminated union's tag), items "
+                            "(a list's item: a shape, a union, or the kinds and a literal's "
+                            "values of a plain value) and values (a Literal field's values)",
+                        },
                         "metadata": {},
                     },
                 },

@@ -42,14 +42,23 @@ async def shown(world: World, info: RunInfo, run: dict[str, Any], which: Payload
     """Replace a large ``run[which]`` (a run's JSON, made from the run's view as stored) by
     null, with ``<which>Payload``: ``{bytes, preview, href}``; a small one stays, with
     ``<which>Payload`` null. A value kept in a blob is measured by its reference and only its
-    first KiB is read: the run's JSON of a 50 MB input reads 1 KiB of it, not 50 MB."""
+    first KiB is read: the run's JSON of a 50 MB input reads 1 KiB of it, not 50 MB. A small
+    blob that is gone (or a reference no writer makes) is said at its place, as a step's
+    result is, with the error its link answers: the rest of the run is still shown."""
     href = f"/api/runs/{info.run_id}/{which}"
-    linked = await payload_link(world, info.run_id, run[which], payload_field(info, which), href)
+    ref = payload_field(info, which)
+    if ref is None and is_ref(run[which]):
+        run[which], run[f"{which}Payload"] = None, malformed_link(world, info.run_id, href)
+        return
+    linked = await payload_link(world, info.run_id, run[which], ref, href)
     run[f"{which}Payload"] = linked
     if linked is not None:
         run[which] = None
-    elif is_ref(run[which]):  # a small blob (a world with a low inline threshold)
-        run[which] = await read_whole(world, info.run_id, payload_field(info, which))
+    elif ref is not None:  # a small blob (a world with a low inline threshold)
+        try:
+            run[which] = await read_whole(world, info.run_id, ref)
+        except BlobMissingError as err:
+            run[which], run[f"{which}Payload"] = None, unreadable(ref.size, href, err)
 
 
 async def payload_link(

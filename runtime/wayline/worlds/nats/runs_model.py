@@ -49,11 +49,6 @@ PLACED_ONE_BY_ONE = 100
 """Messages read at once past which the runs' order is sorted again rather than each run
 inserted in it."""
 
-LOAD_WAIT = 120.0
-"""Seconds a read waits for the model's load before it lists the index's names instead (the
-load failed or is that slow): at 100,000 runs the load took 11 to 22 s on a loaded machine,
-and a listing of every name beside it outlasted the request timeout."""
-
 SWEEP_EVERY = 10.0
 """Seconds between two sweeps for runs purged by another process (``sweep``)."""
 

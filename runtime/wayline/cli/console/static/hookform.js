@@ -2,8 +2,9 @@
 // it (its required fields and their JSON types, and the same for each nested model, each item
 // model of a list and each branch of a union of models): one input per field, a fieldset per
 // nested model, a list's items added and removed one by one, a union's branch chosen from a
-// list of its branches, checked in the browser
-// before it is sent; the server validates the payload again against the hook's class, so a
+// list of its branches, a Literal's values chosen from a list, a union of plain types (`int |
+// str`) a choice of the type and then its input, a list of plain values one typed input per
+// item; checked in the browser before it is sent; the server validates the payload again against the hook's class, so a
 // rule the shape cannot say (a range, a pattern) is refused there and the refusal shown here.
 // A hook with no recorded shape takes any JSON in a text area.
 "use strict";
@@ -84,6 +85,7 @@ wl.hookForm = (hook, after) => {
 wl.shapeFields = (shape, at = "") => {
   const required = new Set(Array.isArray(shape.required) ? shape.required : []);
   const nested = wl.dict(shape.nested), unions = wl.dict(shape.unions), items = wl.dict(shape.items);
+  const values = wl.dict(shape.values);
   const out = [];
   let approvalTaken = at !== "";
   for (const [name, given] of Object.entries(wl.dict(shape.fields))) {
@@ -92,6 +94,7 @@ wl.shapeFields = (shape, at = "") => {
     const kind = solid.length === 1 ? solid[0] : "json";
     const field = { name, path: at + name, kind, nullable: kinds.includes("null"), required: required.has(name) };
     const inner = wl.own(nested, name), union = wl.own(unions, name), element = wl.dict(wl.own(items, name));
+    const choices = wl.own(values, name);
     if (wl.isShape(inner)) {
       out.push(wl.modelField(field, inner));
       continue;
@@ -100,8 +103,13 @@ wl.shapeFields = (shape, at = "") => {
       out.push(wl.unionField(field, union));
       continue;
     }
-    if (wl.isShape(element.shape) || wl.isUnion(element.union)) {
+    if (wl.isShape(element.shape) || wl.isUnion(element.union) || wl.plainKinds(element.kinds).length) {
       out.push(wl.listField(field, element));
+      continue;
+    }
+    if (wl.isChoice(choices) || (solid.length > 1 && wl.plainKinds(solid).length === solid.length)) {
+      // a Literal's values, or a union of plain values (`int | str`): a choice, then its input
+      out.push(wl.leafField(field, kinds, choices));
       continue;
     }
     if (kind === "boolean" && !approvalTaken && wl.APPROVAL_FIELD.test(name)) {
@@ -109,21 +117,7 @@ wl.shapeFields = (shape, at = "") => {
       out.push(field);
       continue;
     }
-    let input;
-    if (kind === "boolean") {
-      input = document.createElement("input");
-      input.type = "checkbox";
-    } else if (kind === "integer" || kind === "number") {
-      input = document.createElement("input");
-      input.type = "number";
-      input.step = kind === "integer" ? "1" : "any";
-    } else if (kind === "string") {
-      input = document.createElement("input");
-      input.type = "text";
-    } else {
-      input = document.createElement("textarea");
-      input.placeholder = kinds.length ? `JSON: ${kinds.join(" or ")}` : "JSON";
-    }
+    const input = wl.typedInput(kind, kinds);
     input.name = field.path;
     input.required = field.required && kind !== "boolean";
     const label = wl.text("label", null, "field");
@@ -133,6 +127,99 @@ wl.shapeFields = (shape, at = "") => {
   }
   return out;
 };
+
+// An input for one JSON type: a checkbox, a number (whole for an integer), a text; any other
+// type (an object, a list of what the shape does not say) is JSON in a text area.
+wl.typedInput = (kind, kinds) => {
+  let input;
+  if (kind === "boolean") {
+    input = document.createElement("input");
+    input.type = "checkbox";
+  } else if (kind === "integer" || kind === "number") {
+    input = document.createElement("input");
+    input.type = "number";
+    input.step = kind === "integer" ? "1" : "any";
+  } else if (kind === "string") {
+    input = document.createElement("input");
+    input.type = "text";
+  } else {
+    input = document.createElement("textarea");
+    input.placeholder = kinds.length ? `JSON: ${kinds.join(" or ")}` : "JSON";
+  }
+  return input;
+};
+
+// What one input says: `{present, value}`, or `{problem}` (named by `path`).
+wl.readInput = (input, kind, required, path) => {
+  if (kind === "boolean") return { present: true, value: input.checked };
+  const raw = input.value.trim();
+  if (!raw) return required ? { problem: `${path}: required` } : { present: false };
+  if (!input.checkValidity()) return { problem: `${path}: ${input.validationMessage}` };
+  if (kind === "integer" || kind === "number") {
+    const value = Number(raw);
+    if (!Number.isFinite(value) || (kind === "integer" && !Number.isInteger(value))) {
+      return { problem: `${path}: expected ${kind}` };
+    }
+    return { present: true, value };
+  }
+  if (kind === "string") return { present: true, value: input.value };
+  try {
+    return { present: true, value: JSON.parse(raw) };
+  } catch (err) {
+    return { problem: `${path}: not JSON (${err.message})` };
+  }
+};
+
+// A plain value that is not one input: a Literal's values (a <select> of them, shown as JSON),
+// or a union of plain types (a <select> of the type, then that type's input; the others are
+// kept, hidden, so switching back finds what was typed). Also each item of a list of plain
+// values, with the list's element kinds. `field.read(path)` says what it holds.
+wl.leafField = (field, kinds, values) => {
+  field.kind = "leaf";
+  const label = wl.text("label", null, "field");
+  label.append(wl.text("span", field.name + (field.required ? " *" : "")));
+  if (wl.isChoice(values)) {
+    const select = document.createElement("select");
+    select.name = field.path;
+    select.className = "choice";
+    select.append(new Option(field.required ? "(choose)" : "(none)", ""));
+    values.forEach((v, i) => select.append(new Option(JSON.stringify(v), String(i))));
+    label.append(select);
+    field.empty = () => select.value === "";
+    field.read = (path) => select.value !== "" ? { present: true, value: values[Number(select.value)] }
+      : field.required ? { problem: `${path}: required` } : { present: false };
+  } else {
+    const solid = wl.plainKinds(kinds).filter((k) => k !== "null");
+    const inputs = solid.map((kind) => {
+      const input = wl.typedInput(kind, solid);
+      input.name = solid.length > 1 ? `${field.path}.${kind}` : field.path;
+      input.dataset.kind = kind;
+      return input;
+    });
+    let pick = null;
+    if (solid.length > 1) {
+      pick = document.createElement("select");
+      pick.name = field.path;
+      pick.className = "kind";
+      solid.forEach((kind, i) => pick.append(new Option(kind, String(i))));
+      const show = () => inputs.forEach((input, i) => { input.hidden = String(i) !== pick.value; });
+      pick.addEventListener("change", show);
+      show();
+      label.append(pick);
+    }
+    label.append(...inputs);
+    const chosen = () => inputs[pick ? Number(pick.value) : 0];
+    field.empty = () => (chosen().type === "checkbox" ? !chosen().checked : !chosen().value.trim());
+    field.read = (path) => wl.readInput(chosen(), chosen().dataset.kind, field.required, path);
+  }
+  field.label = label;
+  return field;
+};
+
+wl.PLAIN_KINDS = ["string", "integer", "number", "boolean", "null"];
+wl.plainKinds = (kinds) => (Array.isArray(kinds) ? kinds.filter((k) => wl.PLAIN_KINDS.includes(k)) : []);
+wl.isChoice = (values) => Array.isArray(values) && values.length > 0
+  && values.every((v) => v === null || ["string", "number", "boolean"].includes(typeof v));
 
 wl.dict = (value) => (value && typeof value === "object" && !Array.isArray(value) ? value : {});
 wl.own = (object, key) => (Object.hasOwn(object, key) ? object[key] : undefined);
@@ -191,7 +278,8 @@ wl.unionField = (field, union) => {
 };
 
 // A list of models (or of a union of models): its items one fieldset each, an Add button
-// that appends an empty one and a Remove button on each.
+// that appends an empty one and a Remove button on each. A list of plain values (`list[int]`,
+// `list[int | str]`, `list[Literal[...]]`) the same, each item one typed input (or choice).
 wl.listField = (field, element) => {
   field.kind = "list";
   field.rows = [];
@@ -205,7 +293,8 @@ wl.listField = (field, element) => {
     const row = { name: String(made), path: `${field.path}.${made}`, required: true };
     made += 1;
     if (wl.isShape(element.shape)) wl.modelField(row, element.shape);
-    else wl.unionField(row, element.union);
+    else if (wl.isUnion(element.union)) wl.unionField(row, element.union);
+    else wl.leafField(row, wl.plainKinds(element.kinds), element.values);
     row.label.classList.add("item");
     const remove = wl.text("button", "Remove", "remove");
     remove.type = "button";
@@ -222,7 +311,7 @@ wl.listField = (field, element) => {
   });
   // an item's legend is its place in the list as it is now (`lines[1]`), as its problems say
   const renumber = () => field.rows.forEach((row, index) => {
-    row.label.querySelector("legend").textContent = `${field.name}[${index}]`;
+    row.label.querySelector("legend, span").textContent = `${field.name}[${index}]`;
   });
   field.label.append(rows, add);
   return field;
@@ -235,6 +324,7 @@ wl.fieldsEmpty = (fields) => fields.every((f) =>
   f.kind === "model" ? wl.fieldsEmpty(f.fields)
     : f.kind === "union" ? f.select.value === "" || wl.fieldsEmpty(f.branches[Number(f.select.value)].fields)
       : f.kind === "list" ? f.rows.length === 0
+        : f.kind === "leaf" ? f.empty()
         : f.approval ? true : f.kind === "boolean" ? !f.input.checked : !f.input.value.trim());
 
 // The payload the fields say, or the problems that keep it from being sent (each named by the
@@ -264,6 +354,11 @@ wl.collectFields = (fields, submitter, at) => {
       if (!field.required && !field.rows.length) continue;
       payload[field.name] = field.rows.map((row, index) => {
         const where = `${path}[${index}]`;
+        if (row.kind === "leaf") {
+          const read = row.read(where);
+          if (read.problem) problems.push(read.problem);
+          return read.present ? read.value : null;
+        }
         if (row.kind === "union") {
           const chosen = wl.collectUnion(row, submitter, where);
           problems.push(...chosen.problems);
@@ -275,28 +370,11 @@ wl.collectFields = (fields, submitter, at) => {
       });
       continue;
     }
-    const input = field.input;
-    if (field.kind === "boolean") { payload[field.name] = input.checked; continue; }
-    const raw = input.value.trim();
-    if (!raw) {
-      if (field.required) problems.push(`${path}: required`);
-      continue; // an optional field left empty takes its default on the server
-    }
-    if (!input.checkValidity()) { problems.push(`${path}: ${input.validationMessage}`); continue; }
-    if (field.kind === "integer" || field.kind === "number") {
-      const value = Number(raw);
-      if (!Number.isFinite(value) || (field.kind === "integer" && !Number.isInteger(value))) {
-        problems.push(`${path}: expected ${field.kind}`);
-      } else payload[field.name] = value;
-    } else if (field.kind === "string") {
-      payload[field.name] = input.value;
-    } else {
-      try {
-        payload[field.name] = JSON.parse(raw);
-      } catch (err) {
-        problems.push(`${path}: not JSON (${err.message})`);
-      }
-    }
+    // an optional field left empty is left out: it takes its default on the server
+    const read = field.kind === "leaf" ? field.read(path)
+      : wl.readInput(field.input, field.kind, field.required, path);
+    if (read.problem) problems.push(read.problem);
+    else if (read.present) payload[field.name] = read.value;
   }
   return { payload, problems };
 };

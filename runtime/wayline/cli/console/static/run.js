@@ -79,6 +79,11 @@ function groupEntries(group, first, out) {
     out.push(stepEntry(s, `${group.name}#${i + 1}`, first.createdAt)));
 }
 
+// A hook's payload as its row says it: the value, or the start of a large one's preview.
+function receivedText(value, large) {
+  return large ? large.preview.slice(0, 200) + "…" : JSON.stringify(value);
+}
+
 function entries(run) {
   const out = [];
   const grouped = new Map((run.stepGroups || []).map((g) => [g.name, g]));
@@ -93,11 +98,22 @@ function entries(run) {
   for (const h of run.hooks) {
     // a large payload is sent as its first KiB and a link (payloadPayload), as a step's result
     const large = h.receivedAt ? h.payloadPayload : null;
-    const received = large ? large.preview.slice(0, 200) + "…" : JSON.stringify(h.payload);
+    const received = h.receivedAt ? receivedText(h.payload, large) : "";
+    const more = h.later.length ? ` (payload 1 of ${h.later.length + 1})` : "";
     out.push({ kind: "hook", key: h.id, label: `hook ${h.token}`, status: h.status, start: h.createdAt,
                end: h.receivedAt, detail: (h.type ? `type ${h.type}` : "") +
-               (h.receivedAt ? ` received ${received}` : ""),
+               (h.receivedAt ? ` received ${received}${more}` : ""),
                large, largeId: `hook-${h.id}-payload` });
+    // a hook that takes several payloads (an `async for` over it): each later one is a row of
+    // its own, at the time it came, linked when large as the first is
+    h.later.forEach((p, i) => {
+      const n = i + 2;
+      out.push({ kind: "hook-payload", key: `${h.id}#${n}`, label: `hook ${h.token} #${n}`,
+                 status: "received", start: p.receivedAt, end: p.receivedAt,
+                 detail: `received ${receivedText(p.payload, p.payloadPayload)}` +
+                         ` (payload ${n} of ${h.later.length + 1})`,
+                 large: p.payloadPayload, largeId: `hook-${h.id}-payload-${i + 1}` });
+    });
   }
   for (const w of run.waits) {
     out.push({ kind: "sleep", key: w.id, label: `sleep ${w.id}`, status: w.early ? "woken early" : w.status,

@@ -1,0 +1,139 @@
+"""The plain values of a typed hook's recorded shape: a field that is a ``Literal[...]`` (its
+``values``), and a list of plain values (``list[int]``, ``list[int | str]``,
+``list[Literal[...]]``: its item's JSON ``kinds``, and ``values`` for a literal). The console
+builds a form from them (a choice of the values, a list whose items are typed inputs) and the
+server refuses a payload that breaks them by the shape alone, where the class is not at hand.
+
+A shape is read from a log that anyone able to write the world can write: each part that is not
+what :func:`literal_values` or :func:`plain_element` make is passed over, never a failure."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+PLAIN_KINDS = ("string", "integer", "number", "boolean", "null")
+"""The JSON types a form input holds: a list of these gets a typed input per item."""
+
+MAX_VALUES = 200
+"""The most values a literal's recorded choice lists: a longer one is checked where the class
+is (the form takes it as text), so a shape stays small."""
+
+
+def kind_of(value: Any) -> str:
+    """The JSON type ``value`` is, as a schema names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string" if isinstance(value, str) else "object"
+
+
+def literal_values(options: list[Mapping[str, Any]]) -> list[Any] | None:
+    """The values a property's options allow when every one is a ``const`` or an ``enum`` of
+    plain values (``Literal[...]``, maybe ``Optional``: null then is one of them); None for
+    anything else, and for a choice longer than :data:`MAX_VALUES`."""
+    values: list[Any] = []
+    for option in options:
+        if option.get("type") == "null":
+            values.append(None)
+        elif "const" in option:
+            values.append(option["const"])
+        elif isinstance(option.get("enum"), list):
+            values += option["enum"]
+        else:
+            return None
+    if not values or len(values) > MAX_VALUES:
+        return None
+    if not all(kind_of(v) in PLAIN_KINDS for v in values):
+        return None
+    return list(values)
+
+
+def kinds_of(options: list[Mapping[str, Any]]) -> list[str] | None:
+    """The JSON types a property's options allow, in order; a literal's from its values (an
+    ``enum`` of mixed types has no ``type``); None where one of them names no JSON type."""
+    values = literal_values(options)
+    if values is not None:
+        return list(dict.fromkeys(kind_of(v) for v in values))
+    kinds = [o.get("type") for o in options]
+    if all(isinstance(k, str) and k in JSON_TYPES for k in kinds):
+        return list(dict.fromkeys(str(k) for k in kinds))
+    return None
+
+
+def plain_element(options: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """What a list's item is when it is a plain value: ``{"kinds": [...]}``, with ``values``
+    for a literal; None for anything else (an item that is a model is recorded elsewhere)."""
+    kinds = kinds_of(options)
+    if kinds is None or not all(k in PLAIN_KINDS for k in kinds):
+        return None
+    out: dict[str, Any] = {"kinds": kinds}
+    values = literal_values(options)
+    if values is not None:
+        out["values"] = values
+    return out
+
+
+def kind_problem(kinds: Any, value: Any, at: str) -> str | None:
+    """Why ``value`` is none of ``kinds`` (JSON types, as recorded), or None when it is one, or
+    when ``kinds`` is not a list of JSON types."""
+    if not isinstance(kinds, list) or not kinds:
+        return None
+    if not all(isinstance(k, str) and k in JSON_TYPES for k in kinds):
+        return None
+    allowed = tuple(t for k in kinds for t in JSON_TYPES[k])
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        return f"{at}: expected {' or '.join(kinds)}, got {type(value).__name__}"
+    return None
+
+
+def value_problem(values: Any, value: Any, at: str) -> str | None:
+    """Why ``value`` is none of a literal's recorded ``values`` (compared as pydantic compares
+    a ``Literal``'s: by equality, so 1 is true), or None."""
+    if not isinstance(values, list) or not values:
+        return None
+    if any(v == value for v in values):
+        return None
+    allowed = " or ".join(json.dumps(v) for v in values[:10]) + (" ..." if len(values) > 10 else "")
+    return f"{at}: expected {allowed}, got {json.dumps(value, default=str)[:80]}"
+
+
+def plain_problems(recorded: Mapping[str, Any], payload: Mapping[str, Any], at: str) -> list[str]:
+    """What a payload's literal fields (``values``) and lists of plain values (``items`` whose
+    element has ``kinds``) break: each item is named by its place (``tags[2]``)."""
+    problems: list[str] = []
+    values = recorded.get("values")
+    for name, allowed in values.items() if isinstance(values, Mapping) else ():
+        if name in payload:
+            found = value_problem(allowed, payload[name], f"{at}{name}")
+            problems += [found] if found else []
+    items = recorded.get("items")
+    for name, element in items.items() if isinstance(items, Mapping) else ():
+        given = payload.get(name)
+        if not isinstance(element, Mapping) or "kinds" not in element:
+            continue
+        if not isinstance(given, list):
+            continue
+        for index, item in enumerate(given):
+            where = f"{at}{name}[{index}]"
+            found = kind_problem(element.get("kinds"), item, where) or value_problem(
+                element.get("values"), item, where
+            )
+            problems += [found] if found else []
+    return problems
