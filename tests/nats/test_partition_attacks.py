@@ -15,7 +15,7 @@ from typing import Any
 import wayline
 from tests.nats_fixtures import NatsWorldFactory
 from tests.runtime import debounce_flows, flows
-from tests.runtime.harness import settings
+from tests.runtime.harness import settings, wait_for
 from wayline._core.ids import new_run_id
 from wayline.worlds.nats.names import partition_of
 
@@ -153,3 +153,38 @@ async def test_the_queue_counts_sum_work_of_every_partition(
         assert await world.in_flight_messages([topic]) == {topic: 0}
     finally:
         await world.close()
+
+
+async def test_a_run_of_partition_two_is_resumed_and_cancelled_from_a_client_elsewhere(
+    nats_world_factory: NatsWorldFactory,
+) -> None:
+    """Runs of partition 2 wait on hooks, served by a worker that consumes partition 2 only;
+    a client's world (which consumes every partition, but runs no worker) resumes one by its
+    token and cancels the other: the resume and the cancel reach partition 2's queue."""
+    client_world = await nats_world_factory(partitions=3)
+    served = await nats_world_factory(partitions=3, consume="2")
+    await client_world.start()
+    await served.start()
+    client = wayline.Client(client_world)
+    try:
+        async with wayline.Worker(served, [flows.kid_waits], settings=settings()):
+            resumed, cancelled = _runs_of(2, 2)
+            tokens = {r: f"attack-hook-{r}" for r in (resumed, cancelled)}
+            handles = {
+                r: await client.start_with(wayline.StartOptions(run_id=r), flows.kid_waits, t)
+                for r, t in tokens.items()
+            }
+            for token in tokens.values():
+                await wait_for(lambda token=token: client_world.get_hook(token), timeout=20)
+            await client.resume_hook(tokens[resumed], {"to": "partition 2"})
+            assert await handles[resumed].result(timeout=20) == {"to": "partition 2"}
+            assert await client.cancel(cancelled, "from a client")
+
+            async def ended() -> bool:
+                info = await client.get_run(cancelled)
+                return info is not None and info.status is wayline.RunStatus.CANCELLED
+
+            await wait_for(ended, timeout=20)
+    finally:
+        await served.close()
+        await client_world.close()
