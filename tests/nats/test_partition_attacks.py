@@ -160,7 +160,8 @@ async def test_a_run_of_partition_two_is_resumed_and_cancelled_from_a_client_els
 ) -> None:
     """Runs of partition 2 wait on hooks, served by a worker that consumes partition 2 only;
     a client's world (which consumes every partition, but runs no worker) resumes one by its
-    token and cancels the other: the resume and the cancel reach partition 2's queue."""
+    token as a webhook does (twice, under one delivery id) and cancels the other: the resume
+    and the cancel reach partition 2's queue."""
     client_world = await nats_world_factory(partitions=3)
     served = await nats_world_factory(partitions=3, consume="2")
     await client_world.start()
@@ -176,7 +177,12 @@ async def test_a_run_of_partition_two_is_resumed_and_cancelled_from_a_client_els
             }
             for token in tokens.values():
                 await wait_for(lambda token=token: client_world.get_hook(token), timeout=20)
-            await client.resume_hook(tokens[resumed], {"to": "partition 2"})
+            # as the console's webhook resumes it: once, under the POST's Idempotency-Key,
+            # and a retried POST answers as the first did
+            for _ in range(2):
+                assert resumed == await client.resume_hook(
+                    tokens[resumed], {"to": "partition 2"}, delivery_id="attack-post", once=True
+                )
             assert await handles[resumed].result(timeout=20) == {"to": "partition 2"}
             assert await client.cancel(cancelled, "from a client")
 
