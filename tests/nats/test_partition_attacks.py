@@ -194,3 +194,37 @@ async def test_a_run_of_partition_two_is_resumed_and_cancelled_from_a_client_els
     finally:
         await served.close()
         await client_world.close()
+
+
+async def _started_by_id_in_partition_two(url: str) -> tuple[str, str]:
+    """A run started under a business id whose generation's run id hashes to partition 2,
+    run to its end; its business id and run id."""
+    from wayline.worlds.nats import NatsWorld
+
+    async with NatsWorld.from_url(url) as world:
+        client = wayline.Client(world)
+        while True:
+            business = f"attack-order-{new_run_id()[-8:]}"
+            handle = await client.start_with(wayline.StartOptions(id=business), flows.chain, 3)
+            if partition_of(handle.run_id, 3) == 2:
+                break
+        async with wayline.Worker(world, [flows.chain], settings=settings()):
+            assert await handle.result(timeout=30) == 3
+        return business, handle.run_id
+
+
+def test_runs_show_reads_a_run_of_partition_two_by_its_business_id(
+    nats_server: Any, capsys: Any
+) -> None:
+    """``wayline runs show`` on a world URL with ``partitions=3`` resolves a business id to
+    a run of partition 2 and shows its timeline to its end."""
+    import json
+
+    from wayline.cli import main
+
+    url = f"{nats_server.url}?prefix=attackshow{new_run_id()[-8:]}&partitions=3"
+    business, run_id = asyncio.run(_started_by_id_in_partition_two(url))
+    capsys.readouterr()
+    assert main(["runs", "show", business, "--world", url, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["runId"] == run_id and shown["status"] == "completed", shown
