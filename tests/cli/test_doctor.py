@@ -6,6 +6,7 @@ input. In-process: the exit code is ``main``'s return value."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -209,3 +210,37 @@ async def _streams(url: str, *names: str) -> None:
             await nc.jetstream().add_stream(name=name, subjects=[f"{name}.>"], max_bytes=10**6)
     finally:
         await nc.close()
+
+
+async def _written_by_a_release_before_partitions(url: str, prefix: str) -> str:
+    """An append as a release before partitions makes it: onto the first partition's subject
+    of a run whose id hashes to partition 2 (such a release knows no other names)."""
+    import nats
+    from wayline._core.ids import new_run_id
+    from wayline.worlds.nats.names import Names, partition_of
+
+    run_id = next(r for r in iter(new_run_id, "") if partition_of(r, 3) == 2)
+    nc = await nats.connect(url)
+    try:
+        await nc.jetstream().publish(Names(prefix).run_subject(run_id), b"{}")
+    finally:
+        await nc.close()
+    return run_id
+
+
+def test_a_partitioned_world_is_reported_and_runs_an_old_release_wrote_fail_it(
+    nats_server: NatsServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A world of three partitions is named so; a run that a release before partitions wrote
+    into the first partition's stream, though its id hashes to another (where no partitioned
+    process looks for it), fails the world check."""
+    prefix = f"doctorparts{uuid.uuid4().hex[:8]}"
+    url = f"{nats_server.url}?prefix={prefix}&partitions=3"
+    asyncio.run(_create_world(url))
+    code, lines, _ = doctor(capsys, "--world", url)
+    [world] = _lines(lines, "ok    world:")
+    assert code == 0 and "3 partitions" in world, lines
+    asyncio.run(_written_by_a_release_before_partitions(nats_server.url, prefix))
+    code, lines, _ = doctor(capsys, "--world", url)
+    [failed] = _lines(lines, "fail  world:")
+    assert code != 0 and "1 run(s)" in failed and "release before partitions" in failed, lines

@@ -96,3 +96,34 @@ async def test_every_page_of_consumers_is_read() -> None:
 
     seqs = await delivered_seqs(Js(), names)
     assert len(seqs) == 600 and seqs[("p3", "topic599")] == 600
+
+
+async def test_a_partition_drains_in_place_and_leaves_its_held_work(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """In a world of three partitions, work about a run of partition 2 is drained onto that
+    partition's own ``q2.t``, never into partition 0's queue, and a message a worker of
+    partition 2 holds is seen as held there (its consumers filter on ``q2``, not ``q``)."""
+    from wayline._core.ids import new_run_id
+    from wayline.worlds.nats.names import partition_of
+
+    world = await open_nats_world(partitions=3)
+    topic = "lane-drain-part2"
+    run_id = next(r for r in iter(new_run_id, "") if partition_of(r, 3) == 2)
+    await world.enqueue(topic, {**ordered("held", priority=3), "runId": run_id})
+    [delivery] = await world.receive(topic, max_messages=1, wait_seconds=2)
+    await world.enqueue(topic, {**ordered("free", priority=3), "runId": run_id})
+    done = await world.drain_lanes()
+    assert (done.moved, done.held, done.delayed) == (1, 1, 0)
+    two, zero = world._queues[2], world._queues[0]
+    held = {
+        str(payload.get("name")): msg.subject
+        async for msg, payload in two.stored(two._names.topic_wildcard(topic))
+    }
+    prefix = world.prefix
+    assert held == {"held": f"{prefix}.q2.p3.{topic}.{held['held'].rsplit('.', 1)[1]}"} | {
+        "free": f"{prefix}.q2.t.{topic}.{held['free'].rsplit('.', 1)[1]}"
+    }
+    assert [m async for m in zero.stored(zero._names.topic_wildcard(topic))] == []
+    await world.ack(delivery)
+    assert await taken_names(world, topic, 1, batch=1) == ["free"]

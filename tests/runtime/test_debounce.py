@@ -19,6 +19,8 @@ from wayline.cli.timeline import render_show
 from wayline.errors import ConfigurationError
 from wayline_operator.status import run_status
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 
 async def test_starts_within_the_period_collapse_into_one_run_with_the_last_input(
     engine: Engine, tmp_path: Path

@@ -16,6 +16,8 @@ from wayline._core.events import Event, EventType
 from wayline.cli.timeline import render_show
 from wayline_operator.status import run_status
 
+pytestmark = pytest.mark.partitioned  # docs/nats.md, "Partitions"
+
 
 def _attempts(events: list[Event]) -> list[int]:
     return [e.data["attempt"] for e in of_type(events, EventType.STEP_STARTED)]

@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 from ...errors import ConfigurationError, WaylineError, WorldUnavailableError
 from ...world.checkup import Finding, lazy_sync_warning
-from .names import Names
+from .names import Names, partition_of, token_value
 from .options import ConnectOptions
-from .provision import MIN_SERVER, check_jetstream
+from .provision import MIN_SERVER, check_jetstream, recorded_partitions
 
 MONITOR_PORT = 8222
 """nats-server's usual monitoring port (``-m 8222``; the chart's ``http_port``)."""
@@ -190,7 +190,7 @@ def _limits(info: Any) -> Finding:
     return Finding("jetstream", "ok", text)
 
 
-async def _world(js: Any, names: Names, prefix: str) -> Finding:
+async def _world(js: Any, names: Names, prefix: str, url: str) -> Finding:
     import nats.js.errors
 
     try:
@@ -203,13 +203,38 @@ async def _world(js: Any, names: Names, prefix: str) -> Finding:
             "`wayline start` creates it; check the prefix if one should be there",
         )
     config = info.config
-    return Finding(
-        "world",
-        "ok",
+    text = (
         f"stream {names.events_stream}: {info.state.messages} messages, "
         f"{config.num_replicas or 1} replica(s), {getattr(config.storage, 'value', 'file')} "
-        "storage",
+        "storage"
     )
+    partitions = await recorded_partitions(js, names, url)
+    if partitions == 1:
+        return Finding("world", "ok", text)
+    text += f"; {partitions} partitions"
+    misplaced = await _misplaced(js, names, partitions)
+    if misplaced:
+        return Finding(
+            "world",
+            "fail",
+            f"{text}: {misplaced} run(s) in {names.events_stream} hash to another partition, "
+            "so a release before partitions wrote them and no partitioned worker sees them; "
+            'stop every process of such a release (docs/nats.md, "Partitions")',
+        )
+    return Finding("world", "ok", text)
+
+
+async def _misplaced(js: Any, names: Names, partitions: int) -> int:
+    """How many runs the first partition's events stream holds whose ids hash to another
+    partition: only a release from before partitions, which knows the first partition's
+    names only, writes a run there. A hashed subject token (a long run id) does not give its
+    id back, so such a run is not counted. One stream info that lists every run's subject."""
+    info = await js.stream_info(names.events_stream, subjects_filter=names.events_wildcard)
+    count = 0
+    for subject in info.state.subjects or {}:
+        run_id = token_value(str(subject).rpartition(".")[2])
+        count += run_id is not None and partition_of(run_id, partitions) != 0
+    return count
 
 
 async def _sync(nc: Any, monitors: Sequence[str]) -> list[Finding]:
@@ -266,7 +291,7 @@ async def check_connected(
     try:
         await check_jetstream(nc, js, shown, options.request_timeout)
         out.append(_limits(await js.account_info()))
-        out.append(await _world(js, names, prefix))
+        out.append(await _world(js, names, prefix, shown))
     except WaylineError as err:
         out.append(Finding("jetstream", "fail", err.message))
         return out

@@ -56,7 +56,9 @@ async def delivered_seqs(js: Any, names: Names) -> dict[tuple[str, str], int]:
         page = await js.consumers_info(names.queue_stream, offset=offset)
         for info in page:
             parts = str(info.config.filter_subject or "").split(".")
-            if len(parts) == 5 and parts[:2] == [names.prefix, "q"] and parts[4] == ">":
+            # A partition's consumers filter on its own root (``q<i>`` in partition i > 0).
+            root = ".".join(parts[:2])
+            if len(parts) == 5 and root == names.queue_root and parts[4] == ">":
                 out[(parts[2], parts[3])] = int(info.delivered.stream_seq or 0)
         if not page:
             return out
@@ -100,7 +102,7 @@ async def drain(
         headers["Nats-Msg-Id"] = copy_id(names, msg.seq)
         await publish_retried(
             nc,
-            f"{names.prefix}.q.t.{token}.{last}",
+            f"{names.queue_root}.t.{token}.{last}",  # in the partition it was in
             msg.data,
             headers,
             timeout=timeout,

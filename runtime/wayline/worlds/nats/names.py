@@ -222,6 +222,13 @@ class Names:
         return f"{self.prefix}.q{self._tag}"
 
     @property
+    def queue_root(self) -> str:
+        """What every subject of this partition's queue stream starts with (``<prefix>.q`` in
+        partition 0, ``<prefix>.q<i>`` in partition i): a subject's second token names the
+        partition, so code that takes a queue subject apart compares against this."""
+        return self._q
+
+    @property
     def queue_wildcard(self) -> str:
         return f"{self._q}.>"
 

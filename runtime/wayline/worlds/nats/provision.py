@@ -94,6 +94,31 @@ def _mismatch(recorded: int, wanted: int, prefix: str, url: str) -> Configuratio
     )
 
 
+async def recorded_partitions(js: Any, names: Names, url: str) -> int:
+    """The partitions the world of ``names.prefix`` records (1: none recorded, a world made
+    before partitions or with one), without creating anything (``wayline doctor``)."""
+    return (await _read_partitions(js, names, url))[1]
+
+
+async def _read_partitions(js: Any, names: Names, url: str) -> tuple[Any, int]:
+    """The meta bucket (None when there is none) and the count it records (1: none)."""
+    import nats.js.errors
+
+    try:
+        meta = await js.key_value(names.meta_bucket)
+    except nats.js.errors.BucketNotFoundError:
+        return None, 1
+    except Exception as err:
+        raise wrap(url, f"opening bucket {names.meta_bucket}", err) from err
+    try:
+        entry = await meta.get(PARTITIONS_KEY)
+    except nats.js.errors.KeyNotFoundError:
+        return meta, 1
+    except Exception as err:
+        raise wrap(url, "reading the world's partitions", err) from err
+    return meta, _recorded(entry.value, url)
+
+
 async def check_partitions(
     js: Any, names: Names, wanted: int, *, replicas: int, storage: str, url: str
 ) -> None:
@@ -107,22 +132,7 @@ async def check_partitions(
     path."""
     import nats.js.errors
 
-    recorded = 1
-    try:
-        meta = await js.key_value(names.meta_bucket)
-    except nats.js.errors.BucketNotFoundError:
-        meta = None
-    except Exception as err:
-        raise wrap(url, f"opening bucket {names.meta_bucket}", err) from err
-    if meta is not None:
-        try:
-            entry = await meta.get(PARTITIONS_KEY)
-        except nats.js.errors.KeyNotFoundError:
-            entry = None
-        except Exception as err:
-            raise wrap(url, "reading the world's partitions", err) from err
-        if entry is not None:
-            recorded = _recorded(entry.value, url)
+    meta, recorded = await _read_partitions(js, names, url)
     if recorded != 1 or wanted == 1:
         if recorded != wanted:
             raise _mismatch(recorded, wanted, names.prefix, url)
