@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Callable, Iterator
 
 from .._core import clock
+from .._engine import eager
+from .._engine.eager import EagerTask
 from .loop import PROCESS, VirtualLoop
 
 
@@ -40,6 +42,15 @@ def patched(
     ``os._exit`` (a worker that cannot cut off a body exits its process) crash-stops only the
     simulated process that called it: ``on_exit`` hears which one."""
     saved = (time.time, time.monotonic, uuid.uuid4, secrets.token_hex, os._exit)
+    register = eager._register_task
+
+    def register_here(task: EagerTask) -> None:
+        # Registered with asyncio as before, and with the loop, which lists its tasks
+        # without asyncio's walk over every task of the process (``VirtualLoop.tasks``).
+        register(task)
+        if task.get_loop() is loop:
+            loop.adopt(task)
+
     state = random.getstate()
 
     def uuid4() -> uuid.UUID:
@@ -59,6 +70,7 @@ def patched(
     time.time, time.monotonic = wall, loop.time
     uuid.uuid4, secrets.token_hex = uuid4, token_hex
     os._exit = exit_  # type: ignore[assignment]
+    eager._register_task = register_here
     random.seed(rng.getrandbits(64))
     clock.reset()
     clock.use(wall)
@@ -66,5 +78,6 @@ def patched(
         yield
     finally:
         time.time, time.monotonic, uuid.uuid4, secrets.token_hex, os._exit = saved
+        eager._register_task = register
         random.setstate(state)
         clock.use(None)

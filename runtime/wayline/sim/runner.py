@@ -38,7 +38,8 @@ class Outcome:
     seed: int
     plan: FaultPlan
     clocks: ClockPlan
-    trace: str
+    log: Trace
+    """What happened, as it was noted; :attr:`trace` is its text."""
     violations: list[str]
     bodies: int
     virtual_seconds: float
@@ -46,6 +47,12 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    @property
+    def trace(self) -> str:
+        """The seed's trace, one line per thing that happened. Made when asked for, not as
+        the seed ends: a range of seeds reads only the failing ones'."""
+        return self.log.text()
 
 
 class _Processes:
@@ -155,9 +162,7 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
     finally:
         quiet.setLevel(level)
         workload.Stage.probe = None
-    return Outcome(
-        seed, plan, clock_plan, trace.text(), probe.violations, probe.bodies, loop.elapsed()
-    )
+    return Outcome(seed, plan, clock_plan, trace, probe.violations, probe.bodies, loop.elapsed())
 
 
 async def _main(
@@ -223,14 +228,14 @@ def _end(loop: VirtualLoop) -> None:
     for _ in range(5):
         # in the order the tasks were made: the cancels' callbacks run in this order, and the
         # set of tasks iterates in the order of their addresses, which differ run to run
-        pending = loop.in_birth_order(t for t in asyncio.all_tasks(loop) if not t.done())
+        pending = loop.in_birth_order(t for t in loop.tasks() if not t.done())
         if not pending:
             break
         for task in pending:
             task.cancel()
         with contextlib.suppress(BaseException):
             loop.run_until_complete(asyncio.wait(pending, timeout=60.0))
-    left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    left = [t for t in loop.tasks() if not t.done()]
     if left:
         _GRAVEYARD.extend(left)
         del _GRAVEYARD[:-_GRAVEYARD_SIZE]

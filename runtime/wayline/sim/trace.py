@@ -9,10 +9,16 @@ from collections.abc import Callable
 class Trace:
     def __init__(self, now: Callable[[], float]) -> None:
         self._now = now
-        self.lines: list[str] = []
+        self._notes: list[tuple[float, str]] = []
+        """Each note with its time, formatted only when the trace is read: most seeds pass,
+        and nobody reads their trace."""
 
     def note(self, what: str) -> None:
-        self.lines.append(f"{self._now():12.3f} {what}")
+        self._notes.append((self._now(), what))
+
+    @property
+    def lines(self) -> list[str]:
+        return [f"{at:12.3f} {what}" for at, what in self._notes]
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"

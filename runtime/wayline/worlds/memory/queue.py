@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..._core import ordering
@@ -61,16 +61,18 @@ class MemoryQueue:
         order = ordering.of_payload(stored)
         at = now + max(0.0, delay_seconds)
         fair = store.fair_clocks.setdefault(topic, ordering.FairClock())
-        store.messages[mid] = Message(
-            mid,
-            topic,
-            body,
-            idempotency_key,
-            at,
-            now,
-            level=order.priority,
-            ready_at=at,
-            fair_tag=fair.tag(order.fairness_key, order.fairness_weight),
+        store.add_message(
+            Message(
+                mid,
+                topic,
+                body,
+                idempotency_key,
+                at,
+                now,
+                level=order.priority,
+                ready_at=at,
+                fair_tag=fair.tag(order.fairness_key, order.fairness_weight),
+            )
         )
         if idempotency_key is not None:
             store.keys[idempotency_key] = mid
@@ -91,9 +93,10 @@ class MemoryQueue:
                 if got or remaining <= 0:
                     return got
                 nap = remaining
-                due = [m.available_at for m in self.store.messages.values() if m.topic == topic]
-                if due:
-                    nap = min(nap, max(0.0, min(due) - self.store.now()) + 0.001)
+                mine = self.store.topics.get(topic)
+                if mine:
+                    due = min(m.available_at for m in mine.values())
+                    nap = min(nap, max(0.0, due - self.store.now()) + 0.001)
                 waker.clear()
                 try:
                     await asyncio.wait_for(waker.wait(), timeout=nap)
@@ -104,9 +107,12 @@ class MemoryQueue:
 
     def _claim(self, topic: str, limit: int) -> list[Delivery]:
         now = self.store.now()
-        ready = [
-            m for m in self.store.messages.values() if m.topic == topic and m.available_at <= now
-        ]
+        mine = self.store.topics.get(topic)
+        if not mine:
+            return []
+        ready = [m for m in mine.values() if m.available_at <= now]
+        if not ready:
+            return []
         oldest: dict[int, float] = {}
         for m in ready:
             oldest[m.level] = min(oldest.get(m.level, m.ready_at), m.ready_at)
@@ -208,29 +214,32 @@ class MemoryQueue:
     async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(topics, 0)
         now = self.store.now()
-        for m in self.store.messages.values():
+        for topic in out:
             # a held message's available_at is its visibility deadline (as in ``_claim``)
-            if m.topic in out and m.available_at <= now:
-                out[m.topic] += 1
+            out[topic] = sum(1 for m in self._of(topic) if m.available_at <= now)
         return out
 
     async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(topics, 0)
         now = self.store.now()
-        for m in self.store.messages.values():
+        for topic in out:
             # a held message whose visibility deadline passed is due again (as in ``_claim``)
-            if m.topic in out and m.held and m.available_at > now:
-                out[m.topic] += 1
+            out[topic] = sum(1 for m in self._of(topic) if m.held and m.available_at > now)
         return out
 
     async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
         out = dict.fromkeys(topics, 0)
         now = self.store.now()
-        for m in self.store.messages.values():
+        for topic in out:
             # a held message's available_at is its visibility deadline, not a delay
-            if m.topic in out and not m.held and now < m.available_at <= before:
-                out[m.topic] += 1
+            out[topic] = sum(
+                1 for m in self._of(topic) if not m.held and now < m.available_at <= before
+            )
         return out
+
+    def _of(self, topic: str) -> Iterable[Message]:
+        """The messages of ``topic``, in the order of their ids."""
+        return self.store.topics.get(topic, {}).values()
 
     def _wake(self, topic: str) -> None:
         for peer in self._peers():

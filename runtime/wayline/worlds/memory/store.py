@@ -76,6 +76,9 @@ class MemoryStore:
     blocks: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     hooks: list[HookRow] = field(default_factory=list)
     messages: dict[int, Message] = field(default_factory=dict)
+    topics: dict[str, dict[int, Message]] = field(default_factory=dict)
+    """The same messages by topic, each topic's in the order of their ids: a receive reads
+    its own topic's, not every message of the store (``add_message``, ``remove_message``)."""
     keys: dict[str, int] = field(default_factory=dict)
     next_message: int = 1
     appends: int = 0
@@ -228,8 +231,13 @@ class MemoryStore:
         ``wayline.world.blobs.ORPHAN_GRACE_SECONDS``)."""
         self.blobs = {k: v for k, v in self.blobs.items() if k[0] in self.runs or v[1] > stored_by}
 
+    def add_message(self, message: Message) -> None:
+        self.messages[message.id] = message
+        self.topics.setdefault(message.topic, {})[message.id] = message
+
     def remove_message(self, mid: int) -> None:
         message = self.messages.pop(mid)
+        del self.topics[message.topic][mid]
         if message.key is not None and self.keys.get(message.key) == mid:
             del self.keys[message.key]
 
