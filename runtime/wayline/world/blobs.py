@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from .._core import jsoncodec
 from .._core.events import Event, NewEvent
 from .._core.limits import json_bound
 from .._core.projections import RunInfo
@@ -160,8 +160,8 @@ def _measure(value: Any, limit: int) -> tuple[int, bytes | None]:
     return len(data), data
 
 
-def dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
+dumps = jsoncodec.dumps
+"""Compact JSON, as bytes (see ``wayline._core.jsoncodec``)."""
 
 
 def _frozen(value: Any, data: bytes) -> Any:

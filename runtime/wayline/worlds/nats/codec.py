@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import calendar
-import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..._core import jsoncodec
 from ...errors import WorldError, WorldStorageFullError, WorldUnavailableError
 
 HERE = -1.0
@@ -63,13 +63,13 @@ def rfc3339(epoch: float) -> str:
     return dt.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
+dumps = jsoncodec.dumps
+"""Compact JSON, as bytes (see ``wayline._core.jsoncodec``)."""
 
 
 def decode_payload(raw: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(raw)
+        value = jsoncodec.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
