@@ -211,6 +211,12 @@ class Settings:
     """``WAYLINE_MAX_ERROR_BYTES``: a recorded error's message is cut to this (an error must
     always be recordable, so it is shortened, never refused)."""
 
+    event_loop: str = "asyncio"
+    """``WAYLINE_LOOP``: the event loop of ``wayline`` commands (the worker's among them),
+    ``asyncio`` or ``uvloop`` (``wayline.loops``; installed by ``wayline[uvloop]``). asyncio's
+    own is the default because it needs nothing installed; docs/performance.md says what
+    uvloop saves."""
+
     otel_env: Mapping[str, str] = field(default_factory=dict)
     """The standard ``OTEL_*`` variables (traces are exported when they ask for it; see
     ``wayline.telemetry``)."""
@@ -241,6 +247,7 @@ class Settings:
             visibility_seconds=max(0.5, _float(env, "WAYLINE_VISIBILITY_SECONDS", 30.0)),
             poll_interval_seconds=max(0.001, _float(env, "WAYLINE_POLL_INTERVAL", 0.05)),
             definition_mismatch=_choice(env, "WAYLINE_DEFINITION_MISMATCH", ("wait", "fail")),
+            event_loop=_choice(env, "WAYLINE_LOOP", ("asyncio", "uvloop")),
             world_url=env.get("WAYLINE_WORLD") or "sqlite:///.wayline/wayline.db",
             console_url=env.get("WAYLINE_CONSOLE_URL") or None,
             webhook_secrets=_secrets(env),
