@@ -12,10 +12,11 @@ the same error) whichever is installed:
 - ``dumps`` (orjson): orjson refuses integers past 64 bits, keys that are not strings,
   subclasses of ``str``, ``int``, ``dict`` and ``list`` (``OPT_PASSTHROUGH_SUBCLASS`` hands
   them to ``default``, which refuses them), dataclasses and datetimes (the same) and nesting
-  past 254 levels; each of those is encoded by ``json`` instead. So is output that holds
-  ``null`` (orjson writes NaN and the infinities as ``null``, where ``json`` writes ``NaN``
-  and ``Infinity``) or any byte past ASCII (``json`` escapes every character past ASCII,
-  ``ensure_ascii``, and the size limits count those bytes). What is left differs from
+  past 254 levels; each of those is encoded by ``json`` instead. So is output with any byte
+  past ASCII (``json`` escapes every character past ASCII, ``ensure_ascii``, and the size
+  limits count those bytes), and output holding a ``null`` that does not read back as the
+  value it came from: orjson writes NaN and the infinities as ``null``, where ``json``
+  writes ``NaN`` and ``Infinity``. What is left differs from
   ``json``'s bytes only in how a small float is spelt (``0.00001`` for ``1e-05``), the same
   number to every reader. orjson also writes a ``uuid.UUID`` and an ``Enum`` that ``json``
   refuses; no payload reaches this codec unchecked (``serde.encode`` has the standard
@@ -63,6 +64,7 @@ def _fast_dumps() -> Callable[[Any], bytes]:
     import orjson
 
     encode = orjson.dumps
+    decode = orjson.loads
     options = (
         orjson.OPT_PASSTHROUGH_SUBCLASS
         | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -74,7 +76,12 @@ def _fast_dumps() -> Callable[[Any], bytes]:
             data = encode(value, default=_refuse, option=options)
         except TypeError:  # orjson.JSONEncodeError is one: json encodes it, or refuses it
             return std_dumps(value)
-        if b"null" in data or not data.isascii():  # a NaN or an infinity, or ensure_ascii
+        if not data.isascii():  # json escapes every character past ASCII (ensure_ascii)
+            return std_dumps(value)
+        if b"null" in data and decode(data) != value:
+            # A null that stands for a NaN or an infinity (decoded, it is None, which equals
+            # neither). Most nulls are None (a run summary's ``"error": null``): reading the
+            # bytes back and comparing them, in C, costs a fraction of encoding with json.
             return std_dumps(value)
         return data
 
