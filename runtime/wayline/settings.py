@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ._core import clock
+from ._core import clock, jsoncodec
 from ._core.dispatch import MAX_LEASE_SECONDS
 from ._core.limits import Limits
 from .errors import ConfigurationError
@@ -416,3 +416,23 @@ def _secrets(env: Mapping[str, str]) -> tuple[str, ...]:
             f"WAYLINE_WEBHOOK_SECRET_FILE {path!r} cannot be read: {err}"
         ) from None
     return tuple(k.strip() for k in text.splitlines() if k.strip())
+
+
+CODECS = ("auto", "json", "fast")
+"""``WAYLINE_CODEC``: the JSON codec of the event log (``wayline._core.jsoncodec``): ``auto``
+(the compiled codecs of ``wayline[fast]`` where installed, else the standard library's),
+``json`` (the standard library's) or ``fast`` (the compiled ones, or an error). A process
+has one codec for its life, so it is set here, when this module is imported, and not on a
+``Settings`` object: every process that imports ``wayline`` has imported this module before
+it encodes anything (docs/performance.md)."""
+
+
+def _install_codec(env: Mapping[str, str]) -> None:
+    name = _choice(env, "WAYLINE_CODEC", CODECS)
+    try:
+        jsoncodec.use(name)
+    except ImportError as err:
+        raise ConfigurationError(str(err)) from None
+
+
+_install_codec(os.environ)

@@ -27,15 +27,15 @@ the same error) whichever is installed:
   orjson, decodes an integer past 64 bits as that integer (orjson makes it a float).
 
 ``WAYLINE_CODEC=json`` keeps the standard library with the compiled codecs installed,
-``WAYLINE_CODEC=fast`` insists on them (an error at import where one is missing). It is
-read here, at import, and not in ``wayline.settings``: modules bind ``dumps`` and ``loads``
-when they are imported, before any settings object exists.
+``WAYLINE_CODEC=fast`` insists on them (an error where one is missing). ``wayline.settings``
+reads it when it is imported, as ``import wayline`` does before anything is encoded, and
+hands it to :func:`use`; callers look ``dumps`` and ``loads`` up on this module at each call,
+so the choice reaches them all.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -130,9 +130,16 @@ def _choose(name: str) -> tuple[str, Callable[[Any], bytes], Callable[[bytes | s
     return "+".join(names) or "json", dumps, loads
 
 
-NAME, dumps, loads = _choose(os.environ.get("WAYLINE_CODEC", "auto"))
+NAME, dumps, loads = _choose("auto")
 """The codec in use (``"orjson+msgspec"``, ``"json"``, or one compiled half), and its
 compact ``dumps`` (to bytes) and ``loads`` (of bytes or text)."""
+
+
+def use(name: str) -> None:
+    """Make the codec ``name`` (``auto``, ``json`` or ``fast``) this process's: ValueError for
+    another name, ImportError for ``fast`` where it is not installed."""
+    global NAME, dumps, loads
+    NAME, dumps, loads = _choose(name)
 
 
 def dumps_text(value: Any) -> str:

@@ -160,8 +160,9 @@ def _measure(value: Any, limit: int) -> tuple[int, bytes | None]:
     return len(data), data
 
 
-dumps = jsoncodec.dumps
-"""Compact JSON, as bytes (see ``wayline._core.jsoncodec``)."""
+def dumps(value: Any) -> bytes:
+    """Compact JSON, as bytes, in the process's codec (``wayline._core.jsoncodec``)."""
+    return jsoncodec.dumps(value)
 
 
 def _frozen(value: Any, data: bytes) -> Any:

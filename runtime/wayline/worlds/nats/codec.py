@@ -63,8 +63,9 @@ def rfc3339(epoch: float) -> str:
     return dt.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-dumps = jsoncodec.dumps
-"""Compact JSON, as bytes (see ``wayline._core.jsoncodec``)."""
+def dumps(value: Any) -> bytes:
+    """Compact JSON, as bytes, in the process's codec (``wayline._core.jsoncodec``)."""
+    return jsoncodec.dumps(value)
 
 
 def decode_payload(raw: bytes) -> dict[str, Any] | None:
