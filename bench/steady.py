@@ -3,7 +3,14 @@ tasks and futures made, syscalls by kind, WAL page writes (SQLite), NATS round t
 per process. With ``--against COMMIT``, an interleaved A/B of this tree and another commit.
 
     python bench/steady.py [--worlds local,nats] [--steps 10] [--runs 20] [--at-once] [--rounds 3]
-        [--against COMMIT] [--no-strace] [--sync full|normal] [--write]
+        [--against COMMIT] [--old-env K=V] [--new-env K=V] [--no-strace] [--sync full|normal]
+        [--write]
+
+``--old-env`` and ``--new-env`` set environment variables for the old tree's children or this
+tree's, so one tree can be measured against itself with another codec or event loop
+(``--against . --new-env WAYLINE_LOOP=uvloop``). A child whose ``WAYLINE_LOOP`` is ``uvloop``
+runs on uvloop, which has no Python-level turn to count: it reports CPU, tasks and futures
+(those made through the loop's Python methods) and syscalls, not loop turns.
 
 Each measurement runs in a child process (``--child``) that imports the ``wayline`` of one
 tree, so two commits can be measured by one run of this script: the other commit's
@@ -94,6 +101,26 @@ class CountingLoop(asyncio.SelectorEventLoop):
         return super().create_task(coro, **kwargs)
 
 
+def counting_uvloop() -> asyncio.AbstractEventLoop:
+    """A uvloop loop that counts the tasks and futures made through its Python methods."""
+    import uvloop
+
+    class CountingUvloop(uvloop.Loop):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.counts: Counter[str] = Counter()
+
+        def create_future(self) -> asyncio.Future[Any]:
+            self.counts["futures made"] += 1
+            return super().create_future()  # type: ignore[no-any-return]
+
+        def create_task(self, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+            self.counts["tasks made"] += 1
+            return super().create_task(coro, **kwargs)  # type: ignore[no-any-return]
+
+    return CountingUvloop()
+
+
 def proc_cpu(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -117,8 +144,8 @@ async def child(
     from flows import bench_chain
     from steps import NatsCalls
 
-    loop = asyncio.get_running_loop()
-    assert isinstance(loop, CountingLoop)
+    loop: Any = asyncio.get_running_loop()
+    assert isinstance(loop.counts, Counter)
     _count_eager_tasks(loop.counts)
     world = wayline.open_world(url)
     client = wayline.Client(world)
@@ -183,7 +210,7 @@ def child_main(args: argparse.Namespace) -> None:
     where = Path(wayline.__file__).resolve()
     if tree not in where.parents:
         raise SystemExit(f"imported wayline from {where}, not from {tree}")
-    loop = CountingLoop()
+    loop = counting_uvloop() if os.environ.get("WAYLINE_LOOP") == "uvloop" else CountingLoop()
     try:
         loop.run_until_complete(
             child(args.url, args.steps, args.runs, args.server_pid, args.at_once)
@@ -217,6 +244,7 @@ def measure(
     server_pid: int | None,
     strace: str | None,
     at_once: bool = False,
+    env: dict[str, str] | None = None,
 ) -> dict[str, float]:
     """One child: its untraced figures and, with strace, its syscalls; per step."""
     proc = subprocess.Popen(
@@ -232,6 +260,7 @@ def measure(
         stdout=subprocess.PIPE,
         text=True,
         cwd=tempfile.gettempdir(),  # not the tree: the child imports only the tree named
+        env={**os.environ, **(env or {})},
     )
     assert proc.stdin is not None and proc.stdout is not None
 
@@ -345,6 +374,12 @@ def main() -> None:
     parser.add_argument(
         "--against", help="a commit (or a checkout's folder) to compare with, interleaved"
     )
+    parser.add_argument(
+        "--old-env", action="append", default=[], help="K=V for the old tree's children"
+    )
+    parser.add_argument(
+        "--new-env", action="append", default=[], help="K=V for this tree's children"
+    )
     parser.add_argument("--no-strace", action="store_true", help="skip the syscall counts")
     parser.add_argument("--sync", choices=("full", "normal"), default="normal")
     parser.add_argument(
@@ -368,6 +403,10 @@ def main() -> None:
         if args.against:
             trees[args.against] = stack.enter_context(exported(args.against))
         trees["this tree"] = ROOT
+        envs = {
+            args.against: dict(kv.split("=", 1) for kv in args.old_env),
+            "this tree": dict(kv.split("=", 1) for kv in args.new_env),
+        }
         servers: dict[str, tuple[str, int]] = {}
         for world in worlds:
             if world.startswith("nats"):
@@ -387,7 +426,9 @@ def main() -> None:
                     else:
                         base, pid = servers[world]
                         url = f"{base}?prefix={tag}"
-                    figures = measure(tree, url, args.steps, args.runs, pid, strace, args.at_once)
+                    figures = measure(
+                        tree, url, args.steps, args.runs, pid, strace, args.at_once, envs[name]
+                    )
                     results.setdefault((name, world), []).append(figures)
                     shown = ", ".join(
                         f"{k} {v:.3g}" for k, v in figures.items() if not k.startswith("syscalls: ")
@@ -398,6 +439,8 @@ def main() -> None:
         f"{args.steps} no-op steps, "
         f"min-max over {args.rounds} round(s); SQLite sync={args.sync}."
         + (f" A/B: {args.against} (old) and this tree (new), alternating." if args.against else "")
+        + (f" Old tree's env: {' '.join(args.old_env)}." if args.old_env else "")
+        + (f" This tree's env: {' '.join(args.new_env)}." if args.new_env else "")
         + "\n"
     )
     print("\n".join(table(results, list(trees), worlds)))

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ._core import clock
+from ._core import clock, jsoncodec
 from ._core.dispatch import MAX_LEASE_SECONDS
 from ._core.limits import Limits
 from .errors import ConfigurationError
@@ -211,6 +211,12 @@ class Settings:
     """``WAYLINE_MAX_ERROR_BYTES``: a recorded error's message is cut to this (an error must
     always be recordable, so it is shortened, never refused)."""
 
+    event_loop: str = "asyncio"
+    """``WAYLINE_LOOP``: the event loop of ``wayline`` commands (the worker's among them),
+    ``asyncio`` or ``uvloop`` (``wayline.loops``; installed by ``wayline[uvloop]``). asyncio's
+    own is the default because it needs nothing installed; docs/performance.md says what
+    uvloop saves."""
+
     otel_env: Mapping[str, str] = field(default_factory=dict)
     """The standard ``OTEL_*`` variables (traces are exported when they ask for it; see
     ``wayline.telemetry``)."""
@@ -241,6 +247,7 @@ class Settings:
             visibility_seconds=max(0.5, _float(env, "WAYLINE_VISIBILITY_SECONDS", 30.0)),
             poll_interval_seconds=max(0.001, _float(env, "WAYLINE_POLL_INTERVAL", 0.05)),
             definition_mismatch=_choice(env, "WAYLINE_DEFINITION_MISMATCH", ("wait", "fail")),
+            event_loop=_choice(env, "WAYLINE_LOOP", ("asyncio", "uvloop")),
             world_url=env.get("WAYLINE_WORLD") or "sqlite:///.wayline/wayline.db",
             console_url=env.get("WAYLINE_CONSOLE_URL") or None,
             webhook_secrets=_secrets(env),
@@ -409,3 +416,23 @@ def _secrets(env: Mapping[str, str]) -> tuple[str, ...]:
             f"WAYLINE_WEBHOOK_SECRET_FILE {path!r} cannot be read: {err}"
         ) from None
     return tuple(k.strip() for k in text.splitlines() if k.strip())
+
+
+CODECS = ("auto", "json", "fast")
+"""``WAYLINE_CODEC``: the JSON codec of the event log (``wayline._core.jsoncodec``): ``auto``
+(the compiled codecs of ``wayline[fast]`` where installed, else the standard library's),
+``json`` (the standard library's) or ``fast`` (the compiled ones, or an error). A process
+has one codec for its life, so it is set here, when this module is imported, and not on a
+``Settings`` object: every process that imports ``wayline`` has imported this module before
+it encodes anything (docs/performance.md)."""
+
+
+def _install_codec(env: Mapping[str, str]) -> None:
+    name = _choice(env, "WAYLINE_CODEC", CODECS)
+    try:
+        jsoncodec.use(name)
+    except ImportError as err:
+        raise ConfigurationError(str(err)) from None
+
+
+_install_codec(os.environ)

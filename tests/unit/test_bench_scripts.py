@@ -14,7 +14,15 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 @pytest.mark.parametrize(
     "script",
-    ["steps.py", "steady.py", "soak.py", "operator.py", "attributes.py", "nats_cluster.py"],
+    [
+        "steps.py",
+        "steady.py",
+        "soak.py",
+        "operator.py",
+        "attributes.py",
+        "nats_cluster.py",
+        "profile_steps.py",
+    ],
 )
 def test_a_bench_script_starts_from_its_path(script: str) -> None:
     done = subprocess.run(

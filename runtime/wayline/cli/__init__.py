@@ -69,7 +69,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .. import logs
+from .. import logs, loops
 from .._core.events import RunStatus
 from ..errors import WaylineError
 from ..settings import Settings
@@ -467,7 +467,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.world = Settings.from_env().world_url
         level = getattr(args, "log_level", "WARNING")
         logs.configure(getattr(logging, level), getattr(args, "log_format", "text"))
-        code: int = asyncio.run(args.handler(args))
+        factory = loops.loop_factory(Settings.from_env().event_loop)
+        with asyncio.Runner(loop_factory=factory) as runner:
+            code: int = runner.run(args.handler(args))
         return code
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)

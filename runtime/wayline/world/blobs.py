@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from .._core import jsoncodec
 from .._core.events import Event, NewEvent
 from .._core.limits import json_bound
 from .._core.projections import RunInfo
@@ -161,7 +161,8 @@ def _measure(value: Any, limit: int) -> tuple[int, bytes | None]:
 
 
 def dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
+    """Compact JSON, as bytes, in the process's codec (``wayline._core.jsoncodec``)."""
+    return jsoncodec.dumps(value)
 
 
 def _frozen(value: Any, data: bytes) -> Any:

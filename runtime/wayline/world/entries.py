@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, cast
 
+from .._core import jsoncodec
 from .._core.events import Event, EventType, NewEvent, RunStatus, apply_transition
 from .._core.projections import RunInfo, payload
 from ..errors import CorruptLogError, WaylineError
@@ -31,7 +32,7 @@ def loads(raw: bytes | str) -> Any:
     """``json.loads`` whose every failure is :class:`Unreadable`: bad UTF-8, bad JSON, nesting
     past the interpreter's recursion limit, integers past its digit limit."""
     try:
-        return json.loads(raw)
+        return jsoncodec.loads(raw)
     except UnicodeDecodeError as err:
         raise Unreadable(f"not UTF-8 at byte {err.start}") from None
     except json.JSONDecodeError as err:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..._core import jsoncodec
 from ..._core.events import (
     HOOK_ACTIVE,
     RUN_TERMINAL_EVENTS,
@@ -122,7 +123,7 @@ def plan(
             out.block = dict(new.data)
         seq += 1
         event = Event(run_id, seq, new.type, cid, dict(new.data), now)
-        out.rows.append((run_id, seq, str(new.type), cid, json.dumps(event.data), now))
+        out.rows.append((run_id, seq, str(new.type), cid, jsoncodec.dumps_text(event.data), now))
         step = None
         if cid is not None and after is not None and after != before:
             changed[cid] = after

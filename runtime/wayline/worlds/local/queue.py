@@ -8,13 +8,12 @@ other processes notice within the poll interval (``changes``)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..._core import clock, ordering
+from ..._core import clock, jsoncodec, ordering
 from ..._core.ids import MessageId
 from ...telemetry import carry
 from ...world import Delivery, QueueDepth, entries
@@ -82,7 +81,7 @@ class LocalQueue:
         # The run's ordering is on the payload already when it has one: the sender puts it
         # there (``world.sending``), and the world stores what it is given.
         stored = carry(payload)
-        body = json.dumps(stored).encode()
+        body = jsoncodec.dumps(stored)
         now = clock.now()
         write = self._write_unsynced if recoverable else self._write
         message_id: MessageId = write(
@@ -403,7 +402,7 @@ class LocalQueue:
 
 def _decode(raw: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(raw)
+        value = jsoncodec.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..._core import search_attributes
+from ..._core import jsoncodec, search_attributes
 from ..._core.events import HOOK_ACTIVE, Event, NewEvent, RunStatus, apply_transition
 from ...errors import CorruptLogError, RunNotFoundError
 from ...world import RunInfo, entries, fold_run
@@ -212,9 +212,9 @@ RUN_COLUMNS: dict[str, Callable[[Any], Any]] = {
     "updated_at": float,
     "started_at": float,
     "ended_at": lambda v: None if v is None else float(v),  # None: a redrive reopened it
-    "output": json.dumps,
-    "error": json.dumps,
-    "input": json.dumps,
+    "output": jsoncodec.dumps_text,
+    "error": jsoncodec.dumps_text,
+    "input": jsoncodec.dumps_text,
 }
 
 
@@ -234,7 +234,7 @@ def insert_run(db: sqlite3.Connection, info: RunInfo) -> None:
             info.run_id,
             info.workflow,
             str(info.status),
-            json.dumps(info.input),
+            jsoncodec.dumps_text(info.input),
             None,
             None,
             json.dumps(dict(info.attributes)),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import calendar
-import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..._core import jsoncodec
 from ...errors import WorldError, WorldStorageFullError, WorldUnavailableError
 
 HERE = -1.0
@@ -64,12 +64,13 @@ def rfc3339(epoch: float) -> str:
 
 
 def dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
+    """Compact JSON, as bytes, in the process's codec (``wayline._core.jsoncodec``)."""
+    return jsoncodec.dumps(value)
 
 
 def decode_payload(raw: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(raw)
+        value = jsoncodec.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

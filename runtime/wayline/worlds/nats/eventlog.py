@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._core import search_attributes
+from ..._core import jsoncodec, search_attributes
 from ..._core.events import (
     Event,
     EventType,
@@ -534,7 +534,7 @@ class EventLog:
             Event(st.run_id, first + i, new.type, new.correlation_id, dict(new.data), stamp)
             for i, new in enumerate(plan.events)
         ]
-        copies = json.loads(plan.body)["e"]  # the cache keeps its own copy of the data
+        copies = jsoncodec.loads(plan.body)["e"]  # the cache keeps its own copy of the data
         cached = [
             Event(e.run_id, e.seq, e.type, e.correlation_id, c["d"], stamp)
             for e, c in zip(out, copies, strict=True)
