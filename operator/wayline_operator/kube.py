@@ -314,3 +314,20 @@ async def replace_template(
 async def delete_deployment(namespace: str, name: str) -> bool:
     """Delete it (its pods get SIGTERM and drain); False if it was gone."""
     return await _unless(404, lambda: _apps().delete_namespaced_deployment(name, namespace))
+
+
+async def list_pods(namespace: str, selector: str) -> list[dict[str, Any]]:
+    """The pods of ``namespace`` that match the label ``selector``, as plain JSON."""
+
+    def call() -> list[dict[str, Any]]:
+        found = core().list_namespaced_pod(namespace, label_selector=selector)
+        items: list[dict[str, Any]] = core().api_client.sanitize_for_serialization(found.items)
+        return items
+
+    return await _call(call)
+
+
+async def annotate_pod(namespace: str, name: str, annotations: Mapping[str, str]) -> bool:
+    """Merge ``annotations`` into the pod's; False if it is gone."""
+    patch = {"metadata": {"annotations": dict(annotations)}}
+    return await _unless(404, lambda: core().patch_namespaced_pod(name, namespace, patch))

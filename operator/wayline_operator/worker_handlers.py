@@ -34,10 +34,12 @@ from .deployments import (
 )
 from .instance import current
 from .kube import (
+    annotate_pod,
     create_deployment,
     delete_deployment,
     exists,
     list_deployments,
+    list_pods,
     patch_status,
     replace_template,
     scale_deployment,
@@ -46,6 +48,7 @@ from .metrics import WORKER_BACKLOG, WORKER_DUE_SOON, observed
 from .notices import WARNING, Notice
 from .peering import GATE
 from .periodic import Periodic
+from .pod_costs import DELETION_COST, pod_costs
 from .resource import GROUP, VERSION
 from .status import seconds_of, stamp
 from .worker_resource import WORKER_PLURAL, WorkflowWorkerSpec
@@ -172,6 +175,7 @@ async def look(memo: kopf.Memo, body: Mapping[str, Any], kept: Callable[[], bool
     )
     if not kept():
         return
+    await _cost_pods(world, body, todo, deployed)
     await _carry_out(body, spec, version, todo, templates)
     if version in deployed:
         await _roll_in_place(body, spec, version, written.get(version))
@@ -215,6 +219,38 @@ async def _carry_out(
         await scale_deployment(namespace, deployment_name(name, old), replicas)
     for old in todo.delete:
         await delete_deployment(namespace, deployment_name(name, old))
+
+
+async def _cost_pods(
+    world: World, body: Mapping[str, Any], todo: Plan, deployed: Mapping[str, Deployed]
+) -> None:
+    """Before a version's Deployment is scaled down, each of its pods gets the deliveries its
+    workers hold as its deletion cost (``pod_costs``), so the ReplicaSet removes idle pods
+    first. The registry is read again here, right before the scale, rather than taken from the
+    look's start. Only a changed cost is written. The order is a preference, not a condition:
+    should it fail (the operator's role lacks pods/patch after an upgrade of the operator
+    alone, say), the scale-down goes ahead with the ReplicaSet's own choice, as before."""
+    down = [v for v, n in todo.scale.items() if v in deployed and n < deployed[v].replicas]
+    if not down:
+        return
+    meta = body["metadata"]
+    namespace = str(meta["namespace"])
+    try:
+        held = await world.held_deliveries(world.now())
+        for version in down:
+            selector = f"{OWNER_LABEL}={meta['uid']},{VERSION_LABEL}={version}"
+            pods = {
+                str(p["metadata"]["name"]): p["metadata"].get("annotations") or {}
+                for p in await list_pods(namespace, selector)
+                if not p["metadata"].get("deletionTimestamp")
+            }
+            for pod, cost in pod_costs(pods, held).items():
+                if pods[pod].get(DELETION_COST) != str(cost):
+                    await annotate_pod(namespace, pod, {DELETION_COST: str(cost)})
+    except Exception as err:  # the ReplicaSet's own choice is still a correct scale-down
+        log.warning(
+            "could not order the pods of %s/%s for a scale-down: %s", namespace, meta["name"], err
+        )
 
 
 async def _roll_in_place(

@@ -600,6 +600,9 @@ class Worker:
             self.world.now(),
             self.settings.worker_version,
             self.draining,
+            # the deliveries under way now: the operator removes the pods holding the fewest
+            # first when it scales a version down (docs/operator.md)
+            len(self._held),
         )
         try:
             await self.world.record_served(entries)

@@ -151,3 +151,20 @@ def _dry_run_notes(helm: Path, control_plane: Any, release: str) -> str:  # noqa
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.split("NOTES:", 1)[1]
+
+
+def test_the_operator_may_read_and_annotate_pods_but_not_delete_them(
+    helm: Path,  # noqa: F811
+) -> None:
+    """Before a scale-down the operator sets each pod's deletion cost (docs/operator.md): its
+    role, namespaced or cluster-wide, grants get, list and patch on pods, and nothing more."""
+    for values in ((), ("operator.clusterWide=true",)):
+        docs = _render(helm, "ns1", WORKERS, *values)
+        [role] = _kinds(docs, "ClusterRole" if values else "Role")
+        verbs = {
+            v
+            for rule in role["rules"]
+            if "" in rule["apiGroups"] and "pods" in rule["resources"]
+            for v in rule["verbs"]
+        }
+        assert verbs == {"get", "list", "patch"}, values

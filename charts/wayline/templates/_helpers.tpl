@@ -227,6 +227,9 @@ tls {
   resources: [deployments]
   verbs: [get, list, create, patch, delete]  # a WorkflowWorker's versions
 - apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, patch]  # a version's pods' deletion cost before a scale-down
+- apiGroups: [""]
   resources: [events]
   verbs: [create]
 - apiGroups: [""]

@@ -30,13 +30,17 @@ def served_entries(
     now: float | None = None,
     version: str | None = None,
     draining: bool = False,
+    held: int | None = None,
 ) -> list[dict[str, Any]]:
     """``now``: the world's time (``World.now``), which every reader compares with; a
     worker's own clock minutes off the server's would make it look dead, or alive too long.
     ``version``: the WorkflowWorker version the worker belongs to (``versions`` of the stored
     entry maps each live worker to its version). ``draining``: the worker takes no new run
     (``routing.served_topics``); ``drainingWorkers`` of the stored entry lists such live
-    workers, so a new run they leave says it waits for a worker."""
+    workers, so a new run they leave says it waits for a worker. ``held``: how many deliveries
+    the worker holds now (bodies and steps under way); ``heldBy`` of the stored entry maps each
+    live worker that said so to its count (``held_by_worker``), which is what the operator
+    orders a version's pods by before it scales them down (docs/operator.md)."""
     now = time.time() if now is None else now
     return [
         {
@@ -53,6 +57,7 @@ def served_entries(
             "liveUntil": now + live_for,
             **({"version": version} if version else {}),
             **({"draining": True} if draining else {}),
+            **({"held": held} if held is not None else {}),
             # a debounced workflow's key is a function of its code: a start by name (the
             # operator's, for a WorkflowRun) cannot compute it, and is refused (``debounced``)
             **({"debounced": True} if w.debounce is not None else {}),
@@ -110,7 +115,7 @@ def merge_served(
             return None
     else:
         workers[wid] = until
-    out = {k: v for k, v in entry.items() if k not in ("withdrawn", "version", "draining")}
+    out = {k: v for k, v in entry.items() if k not in ("withdrawn", "version", "draining", "held")}
     versions = _versions(stored, workers)
     version = entry.get("version")
     if isinstance(version, str) and wid in workers:
@@ -130,6 +135,15 @@ def merge_served(
         draining.add(wid)
     if draining:
         out["drainingWorkers"] = sorted(draining)
+    held = _held(stored, workers)
+    # A worker's own heartbeat says how much it holds now; one without the field (a worker of
+    # an earlier release) leaves its count unknown rather than keeping a stale one.
+    held.pop(wid, None)
+    count = entry.get("held")
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0 and wid in workers:
+        held[wid] = count
+    if held:
+        out["heldBy"] = held
     if workers:
         last = max(workers, key=lambda w: workers[w])
         out["worker"], out["liveUntil"] = last, workers[last]
@@ -146,6 +160,46 @@ def _versions(stored: Mapping[str, Any] | None, workers: Mapping[str, float]) ->
     if not isinstance(listed, Mapping):
         return {}
     return {w: v for w, v in listed.items() if w in workers and isinstance(v, str)}
+
+
+def _held(stored: Mapping[str, Any] | None, workers: Mapping[str, float]) -> dict[str, int]:
+    """The stored entry's held counts, of the workers still live only."""
+    listed = (stored or {}).get("heldBy")
+    if not isinstance(listed, Mapping):
+        return {}
+    return {
+        w: n
+        for w, n in listed.items()
+        if w in workers and isinstance(n, int) and not isinstance(n, bool) and n >= 0
+    }
+
+
+def held_by_worker(
+    served: Sequence[Mapping[str, Any]], now: float | None = None
+) -> dict[str, int | None]:
+    """Each live worker (its id, ``hostname:pid:uuid``) with how many deliveries it held at
+    its last heartbeat, or None when its heartbeats do not say (a worker of an earlier
+    release, or an entry written by one): unknown, not idle. A worker heartbeats the same
+    count into every entry it serves, so any of them tells; the largest is taken should two
+    heartbeats of it straddle a read."""
+    now = time.time() if now is None else now
+    out: dict[str, int | None] = {}
+    for e in served:
+        workers, listed = e.get("workers"), e.get("heldBy")
+        if not isinstance(workers, Mapping):
+            continue
+        counts = listed if isinstance(listed, Mapping) else {}
+        for wid, until in workers.items():
+            seconds = entries.seconds(until)
+            if not isinstance(wid, str) or seconds is None or seconds < now:
+                continue
+            count = counts.get(wid)
+            if not isinstance(count, int) or isinstance(count, bool):
+                out.setdefault(wid, None)
+            else:
+                known = out.get(wid)
+                out[wid] = count if known is None else max(known, count)
+    return out
 
 
 def _by_version(

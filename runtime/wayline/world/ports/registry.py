@@ -19,3 +19,11 @@ class Registry(abc.ABC):
     @abc.abstractmethod
     async def list_served(self) -> list[dict[str, Any]]:
         """Every entry ever recorded (live or not: see its ``liveUntil``)."""
+
+    async def held_deliveries(self, now: float) -> dict[str, int | None]:
+        """Each worker live at ``now`` (the world's time) with the deliveries it held at its
+        last heartbeat, None where its heartbeats do not say (``registry.held_by_worker``).
+        Every world derives it from its entries, so it cannot differ between them."""
+        from ..registry import held_by_worker
+
+        return held_by_worker(await self.list_served(), now)
