@@ -20,7 +20,9 @@ of many, asks eight direct gets a second, not eight a start). Two processes that
 once for two new keys may both take one empty lane, and a key whose lane empties and is taken
 by another process's key within that time shares it until the next read: the keys then share
 the lane, as with a hash alone. A send that cannot read the lanes (the server electing a
-leader) goes to the key's home lane, as before the choice, rather than fail.
+leader, or a read that times out) goes to the key's home lane, as before the choice, rather
+than fail; the sends that waited for that read go there too instead of each reading again in
+turn (a burst would otherwise wait one timeout a send), and the next send reads again.
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ class LaneChoice:
         """The first message stored on one kind of a topic (``topic``, ``kind``), or None."""
         self._views: dict[tuple[str, int], tuple[list[str | None], float]] = {}
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
+        self._failed: dict[tuple[str, int], tuple[float, WorldError]] = {}
+        """The last failed read of a level (when it ended, why): it answers every send that
+        waited for it, so a burst meeting a read that times out waits for one read, not one a
+        send in turn."""
 
     async def kind(self, topic: str, priority: int, key: str) -> str:
         """The subject token (``names.kind_of``) of the lane ``key``'s work at ``priority``
@@ -104,19 +110,29 @@ class LaneChoice:
         at a time per level: the hundred sends of a burst that find the view out of date wait
         for one read, instead of each asking the eight lanes."""
         key = (topic, priority)
+        asked = time.monotonic()
         view = self._views.get(key)
-        if view is not None and view[1] > time.monotonic():
+        if view is not None and view[1] > asked:
             return view
         async with self._locks.setdefault(key, asyncio.Lock()):
             now = time.monotonic()
             view = self._views.get(key)
             if view is not None and view[1] > now:
                 return view
-            firsts = await asyncio.gather(
-                *(self._first(topic, f"p{priority}f{lane}") for lane in range(FAIR_LANES))
-            )
+            failed = self._failed.get(key)
+            if failed is not None and failed[0] >= asked:
+                raise failed[1]  # the read this send waited for failed: not asked again
+            try:
+                firsts = await asyncio.gather(
+                    *(self._first(topic, f"p{priority}f{lane}") for lane in range(FAIR_LANES))
+                )
+            except WorldError as err:
+                self._failed[key] = (time.monotonic(), err)
+                raise
+            self._failed.pop(key, None)
             if len(self._views) > 10_000:  # topics come and go: forget what has run out
                 self._views = {k: v for k, v in self._views.items() if v[1] > now}
                 self._locks = {k: v for k, v in self._locks.items() if k in self._views}
+                self._failed = {k: v for k, v in self._failed.items() if k in self._locks}
             view = self._views[key] = ([key_of(m) for m in firsts], now + CHOICE_SECONDS)
             return view
