@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from tests.nats.test_keys_sharing_a_lane import keyed, lanes_of
 from tests.nats_fixtures import OpenWorlds, taken_names
 from wayline.worlds.nats.names import FAIR_LANES, lane_of
@@ -42,3 +44,41 @@ async def test_a_burst_meeting_a_lane_read_that_times_out_reads_once(
     assert await lanes_of(world, topic) == {k: {f"p5f{lane_of(k)}"} for k in keys}
     got = await taken_names(world, topic, len(keys), batch=12)
     assert sorted(got) == sorted(keys)
+
+
+ODD_KEYS = [
+    "tenant.with.dots",
+    "wild*card>",
+    "spaces and\ttabs",
+    "ünïcödé-🙂",
+    '{"fairnessKey": "json"}',
+    "k" * 256,
+]
+
+
+async def test_fairness_keys_with_odd_characters_get_lanes_and_are_served(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A fairness key is never a subject token (a lane is a number), so dots, wildcards,
+    whitespace, non-ASCII text and the longest key allowed each get a lane of their own and
+    their work is served once."""
+    world = await open_nats_world()
+    topic = "lane-odd-keys"
+    for i, key in enumerate(ODD_KEYS):
+        for r in range(2):
+            await world.enqueue(topic, keyed(f"odd{i}/{r}", key, priority=4))
+    lanes = await lanes_of(world, topic)
+    assert set(lanes) == set(ODD_KEYS)
+    assert all(len(used) == 1 for used in lanes.values()), lanes
+    assert len({next(iter(used)) for used in lanes.values()}) == len(ODD_KEYS)
+    got = await taken_names(world, topic, 2 * len(ODD_KEYS), batch=4)
+    assert sorted(got) == sorted(f"odd{i}/{r}" for i in range(len(ODD_KEYS)) for r in range(2))
+
+
+def test_a_fairness_key_that_is_not_utf8_text_is_refused_with_a_clear_error() -> None:
+    """A lone surrogate cannot be encoded: the key's lane (a hash of its UTF-8 bytes) and its
+    record on SQLite could not be made, so the start is refused before anything is written."""
+    from wayline.start_options import StartOptions
+
+    with pytest.raises(ValueError, match="fairness_key is text that encodes as UTF-8"):
+        StartOptions(fairness_key="tenant-\ud800")
