@@ -82,3 +82,35 @@ def test_a_fairness_key_that_is_not_utf8_text_is_refused_with_a_clear_error() ->
 
     with pytest.raises(ValueError, match="fairness_key is text that encodes as UTF-8"):
         StartOptions(fairness_key="tenant-\ud800")
+
+
+async def test_a_key_queued_behind_another_keeps_that_lane_when_one_frees(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past eight keys a key's work waits in its home lane behind another key's. When another
+    lane then empties, the key's next work must not take it: it would be served before the
+    key's earlier work, and a key's own work is first in, first out (docs/nats.md). The sends
+    carry idempotency keys, as a client's starts do."""
+    from wayline.worlds.nats import lane_choice
+
+    monkeypatch.setattr(lane_choice, "CHOICE_SECONDS", 0.0)  # every send reads the lanes
+    world = await open_nats_world()
+    queue = world._queue
+    topic = "lane-overflow-keeps-order"
+    others = [f"fifo-other-{i}" for i in range(FAIR_LANES)]
+    for key in others:
+        await world.enqueue(topic, keyed(key, key, priority=6))
+    assert len({next(iter(v)) for v in (await lanes_of(world, topic)).values()}) == FAIR_LANES
+    late = "fifo-late-key"
+    home = f"p6f{lane_of(late)}"
+    await world.enqueue(topic, keyed("late/0", late, priority=6), idempotency_key="late-0")
+    assert (await lanes_of(world, topic))[late] == {home}
+    # another lane empties: its only message is taken and acked
+    freed = [
+        msg.seq
+        async for msg, _ in queue.stored(queue._names.topic_wildcard(topic))
+        if msg.subject.split(".")[2] != home
+    ]
+    await queue.remove_stored(freed[0])
+    await world.enqueue(topic, keyed("late/1", late, priority=6), idempotency_key="late-1")
+    assert (await lanes_of(world, topic))[late] == {home}
