@@ -63,3 +63,51 @@ def test_the_consumer_asked_again_is_the_one_of_the_messages_subject(topic: str)
     token = Names("x").target_subject(topic, "m", "p3f2").split(".")[3]
     assert lane_drain.consumer_of("p3f2", token) == consumer_name(topic, "p3f2")
     assert lane_drain.consumer_of("p7", token) == consumer_name(topic, "p7")
+
+
+async def test_a_drain_cut_off_between_copy_and_delete_and_run_again_keeps_one_of_each(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A drain killed after copying a message and before deleting it leaves the message twice;
+    run again, it copies nothing a second time (the copy id is the original's sequence) and
+    deletes the original, so each message is served once, and the idempotency key of a keyed
+    message with a fairness key still refuses a second start throughout."""
+    from wayline.errors import WorldError
+
+    world = await open_nats_world()
+    topic = "drain-attack-cut-off"
+    first = await world.enqueue(
+        topic, ordered("keyed-tenant", priority=2, key="cut-tenant"), idempotency_key="cut-k"
+    )
+    await world.enqueue(topic, ordered("tenant", key="cut-tenant"))
+    await world.enqueue(topic, ordered("urgent", priority=1))
+    queue = world._queue
+    remove = queue.remove_stored
+
+    async def killed(seq: int) -> None:
+        raise WorldError("the drain was killed here")
+
+    monkeypatch.setattr(queue, "remove_stored", killed)
+    with pytest.raises(WorldError, match="killed"):
+        await world.drain_lanes()
+    cut = await kinds(world, topic)  # the first message, copied and never deleted
+    assert sorted(cut["keyed-tenant"]) == ["p2f" + cut["keyed-tenant"][0][3:], "t"]
+    assert len(cut["tenant"]) == 1 and cut["tenant"][0].startswith("p5f")
+    assert cut["urgent"] == ["p1"]
+    # the key is held by both the original and its copy: a second start is refused
+    again = await world.enqueue(
+        topic, ordered("keyed-again", priority=2, key="cut-tenant"), idempotency_key="cut-k"
+    )
+    assert "keyed-again" not in await kinds(world, topic)
+    monkeypatch.setattr(queue, "remove_stored", remove)
+    done = await world.drain_lanes()
+    assert (done.moved, done.held, done.delayed) == (3, 0, 0)
+    assert await kinds(world, topic) == {n: ["t"] for n in ("keyed-tenant", "tenant", "urgent")}
+    again = await world.enqueue(
+        topic, ordered("keyed-again", priority=2, key="cut-tenant"), idempotency_key="cut-k"
+    )
+    assert "keyed-again" not in await kinds(world, topic)
+    got = await taken_names(world, topic, 3, batch=5)
+    assert sorted(got) == ["keyed-tenant", "tenant", "urgent"]
+    assert await world.receive(topic, max_messages=5, wait_seconds=0.3) == []
+    assert first != again  # the key's answer names the message that holds it now: the copy
