@@ -114,3 +114,42 @@ async def test_a_key_queued_behind_another_keeps_that_lane_when_one_frees(
     await queue.remove_stored(freed[0])
     await world.enqueue(topic, keyed("late/1", late, priority=6), idempotency_key="late-1")
     assert (await lanes_of(world, topic))[late] == {home}
+
+
+async def test_two_processes_sending_one_new_key_at_once_put_it_on_one_lane(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes (two worlds, each its own connection and lane choice) send a new key's
+    work at once while another key holds its home lane: they read the same lanes and choose
+    the same free lane, so the key's work is on one lane, first in, first out. Each process
+    reads the level's eight lanes once for its whole burst, not once a send."""
+    from wayline.worlds.nats import lane_choice
+
+    monkeypatch.setattr(lane_choice, "CHOICE_SECONDS", 60.0)  # one view per process
+    holder = await open_nats_world()
+    senders = [await open_nats_world() for _ in range(3)]
+    topic = "lane-two-processes-one-key"
+    key = "two-process-key"
+    other = next(f"squatter-{i}" for i in range(1000) if lane_of(f"squatter-{i}") == lane_of(key))
+    await holder.enqueue(topic, keyed("squatter", other))
+    reads = [0 for _ in senders]
+    for i, world in enumerate(senders):
+        first = world._queue._lanes._first
+
+        async def counted(topic: str, kind: str, i: int = i, first: Any = first) -> Any:
+            reads[i] += 1
+            return await first(topic, kind)
+
+        world._queue._lanes._first = counted
+    await asyncio.gather(
+        *(
+            world.enqueue(topic, keyed(f"two/{i}/{r}", key), idempotency_key=f"two-{i}-{r}")
+            for r in range(8)
+            for i, world in enumerate(senders)
+        )
+    )
+    lanes = await lanes_of(world=holder, topic=topic)
+    assert lanes[key] == {f"p5f{(lane_of(key) + 1) % FAIR_LANES}"}, lanes
+    assert reads == [FAIR_LANES] * len(senders)
+    got = await taken_names(holder, topic, 1 + 8 * len(senders), batch=10)
+    assert len(got) == len(set(got)) == 1 + 8 * len(senders)
