@@ -111,3 +111,22 @@ async def test_a_drain_cut_off_between_copy_and_delete_and_run_again_keeps_one_o
     assert sorted(got) == ["keyed-tenant", "tenant", "urgent"]
     assert await world.receive(topic, max_messages=5, wait_seconds=0.3) == []
     assert first != again  # the key's answer names the message that holds it now: the copy
+
+
+async def test_a_retry_waiting_out_its_delay_is_left_and_counted_delayed_even_held_too(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A message handed back to come again in ten minutes is held by no worker; moving it
+    (``--held-too``) would serve its copy at once, its retry's delay lost. It is counted as
+    delayed and left on its level, and its delay note still counts it as delayed."""
+    world = await open_nats_world()
+    topic = "drain-attack-retry-delay"
+    await world.enqueue(topic, ordered("retried", priority=3, key="retry-tenant"))
+    [delivery] = await world.receive(topic, max_messages=1, wait_seconds=2)
+    assert await world.retry(delivery, 600) is True
+    for held_too in (False, True):
+        done = await world.drain_lanes(held_too=held_too)
+        assert (done.moved, done.held, done.delayed) == (0, 0, 1), held_too
+    [kind] = (await kinds(world, topic))["retried"]
+    assert kind.startswith("p3f")
+    assert await world.receive(topic, max_messages=1, wait_seconds=0.5) == []

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ...world.ports import LaneDrain
@@ -103,9 +104,13 @@ async def drain(
     timeout: float,
     url: str,
     held_too: bool,
+    waiting: AbstractSet[tuple[str, int]] = frozenset(),
 ) -> LaneDrain:
     """Move the queue's work off its level and lane subjects (the module docstring):
-    ``stored`` lists the queue stream's messages, ``remove`` deletes one by its sequence."""
+    ``stored`` lists the queue stream's messages, ``remove`` deletes one by its sequence,
+    ``waiting`` names the (consumer, sequence) of the messages handed back with a delay still
+    ahead (``DelayNotes.waiting``): they are counted as delayed and left, even ``held_too``,
+    since a copy would be served at once, its retry's delay lost."""
     delivered = await delivered_seqs(js, names)
     moved = held = delayed = 0
     async for msg, _ in stored():
@@ -122,6 +127,9 @@ async def drain(
         except ValueError:  # not a subject of ready work
             continue
         if kind == "t":
+            continue
+        if (consumer_of(kind, token), msg.seq) in waiting:
+            delayed += 1
             continue
         if not held_too and (
             _held(msg, kind, token, delivered)

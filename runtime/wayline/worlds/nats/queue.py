@@ -1131,6 +1131,7 @@ class Queue:
                 timeout=self._timeout,
                 url=self._url,
                 held_too=held_too,
+                waiting=await self._delays.waiting(),
             )
         except WorldError:
             raise
