@@ -34,3 +34,16 @@ def test_drain_lanes_moves_a_prioritised_start_and_the_run_completes(
 def test_queue_alone_shows_its_commands(cli: Cli) -> None:
     done = cli.here("queue")
     assert done.returncode == 2 and "drain-lanes" in done.stderr, done.stderr
+
+
+def test_a_shortened_held_too_is_refused_and_moves_nothing(cli: Cli) -> None:
+    """``--held-too`` moves work from under running workers: ``--held`` (the word of the
+    printed counts) is refused, not taken for it as argparse would by default."""
+    started = cli("start", f"{FLOWS}:add", "--input", "[1, 1]", "--priority", "2")
+    assert started.returncode == 0, started.stderr
+    for flag in ("--held", "--held-t"):
+        done = cli.here("queue", "drain-lanes", flag)
+        assert done.returncode == 2, (flag, done.stdout, done.stderr)
+        assert f"unrecognized arguments: {flag}" in done.stderr, done.stderr
+    done = cli.here("queue", "drain-lanes", "--held-too")
+    assert done.returncode == 0, done.stderr

@@ -62,8 +62,10 @@ async def test_a_keyed_publish_retried_after_a_lost_ack_answers_its_own_message(
     world = await open_nats_world()
     queue = world._queue
     mid, body = uuid.uuid4().hex, json.dumps({"once": True}).encode()
-    first = await queue._enqueue_keyed("flow", "t", mid, body, None, key_token("k"))
-    assert await queue._enqueue_keyed("flow", "t", mid, body, None, key_token("k")) == first
+    first, stored = await queue._enqueue_keyed("flow", "t", mid, body, None, key_token("k"))
+    assert stored is True
+    again = await queue._enqueue_keyed("flow", "t", mid, body, None, key_token("k"))
+    assert again == (first, False)  # refused: the first attempt's message answers
     got = await world.receive("flow", max_messages=5, wait_seconds=1)
     assert [(d.message_id, d.payload) for d in got] == [(first, {"once": True})]
     await world.ack(got[0])

@@ -96,6 +96,13 @@ def check(priority: object, fairness_key: object, fairness_weight: object) -> No
     if fairness_key is not None:
         if not isinstance(fairness_key, str) or not fairness_key:
             raise ValueError(f"fairness_key is a non-empty string, not {fairness_key!r}")
+        try:  # its lane is a hash of its UTF-8 bytes (a lone surrogate has none)
+            fairness_key.encode()
+        except UnicodeEncodeError as err:
+            raise ValueError(
+                f"fairness_key is text that encodes as UTF-8, not {fairness_key!r} ({err.reason} "
+                f"at character {err.start})"
+            ) from None
         if len(fairness_key) > MAX_FAIRNESS_KEY_CHARS:
             raise ValueError(
                 f"fairness_key has at most {MAX_FAIRNESS_KEY_CHARS} characters, "

@@ -164,6 +164,9 @@ def add_commands(sub: argparse._SubParsersAction, command: object) -> None:  # t
         "move work of a priority or a fairness key to the subject a release before the "
         "priority levels reads; prints {moved, held, delayed}",
     )
+    # no abbreviation: ``--held`` (``held`` as in the printed counts) must not pass for the
+    # flag that moves work from under running workers
+    p.allow_abbrev = False
     p.add_argument(
         "--held-too",
         action="store_true",

@@ -70,22 +70,43 @@ class DelayNotes:
         ``consumers`` that has any; their notes past due are purged. One stream info of every
         note answers for all of them: a topic has up to 91 consumers, and a question each cost
         most of a count, while the notes are few (one a message waiting out a delay)."""
-        try:
-            info = await self._js.stream_info(self._stream, subjects_filter=f"{self._prefix}>")
-        except Exception as err:
-            raise wrap(self._url, "counting the delayed messages", err) from err
         now_ms = self._now() * 1000
         ahead: dict[str, list[int]] = {}
-        for subject in info.state.subjects or {}:
-            consumer, _, rest = subject.removeprefix(self._prefix).partition(".")
+        for subject, consumer, _, due in await self._notes():
             if consumer not in consumers:
                 continue
-            due = rest.rpartition(".")[2]
-            if due.isdigit() and int(due) > now_ms:
-                ahead.setdefault(consumer, []).append(int(due))
+            if due > now_ms:
+                ahead.setdefault(consumer, []).append(due)
             else:
                 try:
                     await self._js.purge_stream(self._stream, subject=subject)
                 except Exception as err:
                     log.debug("could not purge the delay note %s: %s", subject, err)
         return ahead
+
+    async def waiting(self) -> set[tuple[str, int]]:
+        """The (consumer, stream sequence) of each message whose delay note is still ahead:
+        handed back to wait out a delay, held by no worker."""
+        now_ms = self._now() * 1000
+        return {(consumer, seq) for _, consumer, seq, due in await self._notes() if due > now_ms}
+
+    async def _notes(self) -> list[tuple[str, str, int, int]]:
+        """Each note: its subject, consumer, stream sequence and due time (epoch ms; 0 for a
+        note that does not parse, which is past due)."""
+        try:
+            info = await self._js.stream_info(self._stream, subjects_filter=f"{self._prefix}>")
+        except Exception as err:
+            raise wrap(self._url, "counting the delayed messages", err) from err
+        out = []
+        for subject in info.state.subjects or {}:
+            consumer, _, rest = subject.removeprefix(self._prefix).partition(".")
+            seq, _, due = rest.rpartition(".")
+            out.append(
+                (
+                    subject,
+                    consumer,
+                    int(seq) if seq.isdigit() else 0,
+                    int(due) if due.isdigit() else 0,
+                )
+            )
+        return out

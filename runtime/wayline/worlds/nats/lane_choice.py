@@ -7,11 +7,15 @@ in one lane with chance 1 / 8 (tenant B's 10 runs behind tenant A's 10,000, meas
 ``bench/RESULTS.md``). So an enqueue looks at the first message stored on each lane of the
 level (one direct get each, all at once) and sends the key's work to, in this order:
 
-1. a lane whose first stored message is of this key, the key's home lane (``lane_of``) first
+1. the lane this process last sent the key's work to, while that work may still be queued
+   there (the lane's first stored message is not younger than it): a key that waits behind
+   another key's work in its home lane, past eight keys, keeps that lane when another one
+   frees, or its later work would be served before its earlier;
+2. a lane whose first stored message is of this key, the key's home lane (``lane_of``) first
    and then the next ones in turn: a key keeps the lane its earlier work is queued on, so its
    own work stays first in, first out;
-2. else the first empty lane from its home lane on (linear probing);
-3. else its home lane: more keys are queued at the level than it has lanes, and keys then share
+3. else the first empty lane from its home lane on (linear probing);
+4. else its home lane: more keys are queued at the level than it has lanes, and keys then share
    lanes as before.
 
 A process reads the lanes of a level at most every ``CHOICE_SECONDS`` and gives keys lanes from
@@ -20,7 +24,9 @@ of many, asks eight direct gets a second, not eight a start). Two processes that
 once for two new keys may both take one empty lane, and a key whose lane empties and is taken
 by another process's key within that time shares it until the next read: the keys then share
 the lane, as with a hash alone. A send that cannot read the lanes (the server electing a
-leader) goes to the key's home lane, as before the choice, rather than fail.
+leader, or a read that times out) goes to the key's home lane, as before the choice, rather
+than fail; the sends that waited for that read go there too instead of each reading again in
+turn (a burst would otherwise wait one timeout a send), and the next send reads again.
 """
 
 from __future__ import annotations
@@ -79,7 +85,16 @@ class LaneChoice:
         self._first = first
         """The first message stored on one kind of a topic (``topic``, ``kind``), or None."""
         self._views: dict[tuple[str, int], tuple[list[str | None], float]] = {}
+        self._heads: dict[tuple[str, int], list[int]] = {}
+        """The sequence of the first message stored on each lane of a level at the last read
+        (0: empty)."""
+        self._sent: dict[tuple[str, int, str], tuple[int, int]] = {}
+        """The lane this process last sent a key's work to at a level, and its sequence."""
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
+        self._failed: dict[tuple[str, int], tuple[float, WorldError]] = {}
+        """The last failed read of a level (when it ended, why): it answers every send that
+        waited for it, so a burst meeting a read that times out waits for one read, not one a
+        send in turn."""
 
     async def kind(self, topic: str, priority: int, key: str) -> str:
         """The subject token (``names.kind_of``) of the lane ``key``'s work at ``priority``
@@ -94,6 +109,10 @@ class LaneChoice:
             return f"p{priority}f{lane_of(key)}"
         holders = view[0]
         lane = choose(key, holders)
+        last = self._sent.get((topic, priority, key))
+        heads = self._heads.get((topic, priority))
+        if last is not None and heads is not None and 0 < heads[last[0]] <= last[1]:
+            lane = last[0]  # the key's last work may still wait there: after it, not beside
         if holders[lane] is None:
             # the lane holds this key's work now: the next new key of this view looks further
             holders[lane] = key
@@ -104,19 +123,41 @@ class LaneChoice:
         at a time per level: the hundred sends of a burst that find the view out of date wait
         for one read, instead of each asking the eight lanes."""
         key = (topic, priority)
+        asked = time.monotonic()
         view = self._views.get(key)
-        if view is not None and view[1] > time.monotonic():
+        if view is not None and view[1] > asked:
             return view
         async with self._locks.setdefault(key, asyncio.Lock()):
             now = time.monotonic()
             view = self._views.get(key)
             if view is not None and view[1] > now:
                 return view
-            firsts = await asyncio.gather(
-                *(self._first(topic, f"p{priority}f{lane}") for lane in range(FAIR_LANES))
-            )
+            failed = self._failed.get(key)
+            if failed is not None and failed[0] >= asked:
+                raise failed[1]  # the read this send waited for failed: not asked again
+            try:
+                firsts = await asyncio.gather(
+                    *(self._first(topic, f"p{priority}f{lane}") for lane in range(FAIR_LANES))
+                )
+            except WorldError as err:
+                self._failed[key] = (time.monotonic(), err)
+                raise
+            self._failed.pop(key, None)
             if len(self._views) > 10_000:  # topics come and go: forget what has run out
                 self._views = {k: v for k, v in self._views.items() if v[1] > now}
                 self._locks = {k: v for k, v in self._locks.items() if k in self._views}
+                self._failed = {k: v for k, v in self._failed.items() if k in self._locks}
+                self._heads = {k: v for k, v in self._heads.items() if k in self._views}
             view = self._views[key] = ([key_of(m) for m in firsts], now + CHOICE_SECONDS)
+            self._heads[key] = [0 if m is None else m.seq for m in firsts]
             return view
+
+    def sent(self, topic: str, kind: str, key: str, seq: int) -> None:
+        """Note that ``key``'s work was stored as message ``seq`` on lane ``kind``
+        (``p<level>f<lane>``) of ``topic``."""
+        priority, _, lane = kind[1:].partition("f")
+        if not lane:
+            return
+        if len(self._sent) > 100_000:  # keys come and go: a forgotten key shares as before
+            self._sent.clear()
+        self._sent[(topic, int(priority), key)] = (int(lane), seq)

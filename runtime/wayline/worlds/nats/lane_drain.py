@@ -12,19 +12,24 @@ duplicate window does not copy it a second time.
 
 A message delivered and not acked may be held by a worker: moving it would hand it to a second
 worker beside the first. Such messages are left and counted, unless ``held_too`` (the workers
-that could hold them are stopped). Schedules that will fire onto a level or a lane are counted,
-not moved: once fired, a drain moves them.
+that could hold them are stopped). Whether a message was delivered is asked of its consumer
+right before it is moved, not only once at the start: a worker that takes it while the drain
+runs holds it alone. The question and the move are still two steps: a worker that takes the
+message in the few milliseconds between them holds it beside its copy (one wake more).
+Schedules that will fire onto a level or a lane are counted, not moved: once fired, a drain
+moves them.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ...world.ports import LaneDrain
 from .direct import StoredMsg, publish_retried
-from .names import Names, kind_level
+from .names import Names, consumer_name, kind_level, token_value
 
 _KEEP_HEADERS = ("Wayline-Id",)
 """Headers the copy keeps: a fired schedule's id (``queue._message_id`` honours it on ``q.t``
@@ -43,6 +48,32 @@ def _held(msg: StoredMsg, kind: str, token: str, delivered: dict[tuple[str, str]
     """Whether the consumer of the message's subject delivered it (a work queue keeps a
     message until its ack, so a delivered message still stored is not acked yet)."""
     return msg.seq <= delivered.get((kind, token), 0)
+
+
+def consumer_of(kind: str, token: str) -> str | None:
+    """The name of the consumer of ``kind`` (a level or lane, not ``t``) of the topic whose
+    subject token is ``token``, or None for a token no enqueue makes."""
+    topic = token_value(token)
+    if topic is not None:
+        return consumer_name(topic, kind)
+    if token.startswith("=h") and len(token) >= 42:  # a hashed topic: its hash names it too
+        return f"qph{kind[1:]}_{token[2:42]}"
+    return None
+
+
+async def delivered_now(js: Any, names: Names, kind: str, token: str) -> int:
+    """The last stream sequence the consumer of ``kind`` of the topic ``token`` delivered,
+    asked now (0: it has none, or does not exist)."""
+    import nats.js.errors
+
+    name = consumer_of(kind, token)
+    if name is None:
+        return 0
+    try:
+        info = await js.consumer_info(names.queue_stream, name)
+    except nats.js.errors.NotFoundError:
+        return 0
+    return int(info.delivered.stream_seq or 0)
 
 
 async def delivered_seqs(js: Any, names: Names) -> dict[tuple[str, str], int]:
@@ -75,9 +106,13 @@ async def drain(
     timeout: float,
     url: str,
     held_too: bool,
+    waiting: AbstractSet[tuple[str, int]] = frozenset(),
 ) -> LaneDrain:
     """Move the queue's work off its level and lane subjects (the module docstring):
-    ``stored`` lists the queue stream's messages, ``remove`` deletes one by its sequence."""
+    ``stored`` lists the queue stream's messages, ``remove`` deletes one by its sequence,
+    ``waiting`` names the (consumer, sequence) of the messages handed back with a delay still
+    ahead (``DelayNotes.waiting``): they are counted as delayed and left, even ``held_too``,
+    since a copy would be served at once, its retry's delay lost."""
     delivered = await delivered_seqs(js, names)
     moved = held = delayed = 0
     async for msg, _ in stored():
@@ -95,7 +130,14 @@ async def drain(
             continue
         if kind == "t":
             continue
-        if not held_too and _held(msg, kind, token, delivered):
+        if (consumer_of(kind, token), msg.seq) in waiting:
+            delayed += 1
+            continue
+        if not held_too and (
+            _held(msg, kind, token, delivered)
+            # asked again now: a worker may have taken it since the listing at the start
+            or msg.seq <= await delivered_now(js, names, kind, token)
+        ):
             held += 1
             continue
         headers = {k: v for k, v in msg.headers.items() if k in _KEEP_HEADERS}

@@ -285,8 +285,13 @@ class Queue:
         if idempotency_key is None:
             published = await self._publish(topic, level, mid, body, due)
             assert published is not None  # only a keyed publish is refused
-            return published
-        return await self._enqueue_keyed(topic, level, mid, body, due, key_token(idempotency_key))
+            ours = True
+        else:
+            token = key_token(idempotency_key)
+            published, ours = await self._enqueue_keyed(topic, level, mid, body, due, token)
+        if order.fairness_key and due is None and ours:  # stored on ``level`` as ``published``
+            self._lanes.sent(topic, level, order.fairness_key, int(published))
+        return published
 
     async def _publish(
         self,
@@ -365,16 +370,17 @@ class Queue:
 
     async def _enqueue_keyed(
         self, topic: str, level: Channel, mid: str, body: bytes, due: float | None, token: str
-    ) -> MessageId:
+    ) -> tuple[MessageId, bool]:
         """One conditional publish on the key's subject token; a refusal names the stored
-        message, whose id is the answer (unless it was removed meanwhile: publish again)."""
+        message, whose id is the answer (unless it was removed meanwhile: publish again).
+        With it, whether this publish stored the message (not an earlier one)."""
         for _ in range(10):
             published = await self._publish(topic, level, mid, body, due, token)
             if published is not None:
-                return published
+                return published, True
             stored = await self._stored_id(token)
             if stored is not None:
-                return stored
+                return stored, False
         raise WorldUnavailableError(
             f"NATS at {self._url}: idempotency key {token} stayed contended", url=self._url
         )
@@ -1134,6 +1140,7 @@ class Queue:
                 timeout=self._timeout,
                 url=self._url,
                 held_too=held_too,
+                waiting=await self._delays.waiting(),
             )
         except WorldError:
             raise
