@@ -1,4 +1,8 @@
-"""The saga unwind (seed 004): compensations in reverse order, parking and resuming."""
+"""The saga unwind (seed 004): compensations in reverse order, parking and resuming.
+
+What the unwind does next is decided by the pure planner (``planning.unwind_move``), one move
+a turn of the handler's drive loop; :func:`carry_out` carries out that one move here and says
+whether the loop plans again."""
 
 from __future__ import annotations
 
