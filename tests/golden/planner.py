@@ -22,13 +22,22 @@ from wayline._core.events import Event
 from wayline._core.histories import History
 from wayline._core.planning import (
     Arrival,
+    BeginUnwind,
+    CancelChildren,
     CompleteWaits,
     DisposeHooks,
+    EndUnwind,
+    Park,
+    RunCompensation,
     Send,
     Suspend,
+    Unwind,
+    UnwindMove,
+    WaitElsewhere,
     decision_batch,
     dispatch_plan,
     next_move,
+    unwind_move,
 )
 from wayline._core.replay import Replay
 from wayline.errors import ReplayDivergenceError, WorkflowDeterminismError
@@ -124,7 +133,32 @@ def _observe(replay: Replay, events: list[Event], probe: Mapping[str, Any]) -> d
             else [nxt[0].cid, *([None, None] if nxt[1] is None else [nxt[1].cid, nxt[1].outcome])],
             "abandoned": bool(replay.ending.abandoned),
         }
+    if isinstance(move, Unwind):
+        arrival = Arrival(me, backstop, dict(probe.get("payload", {})))
+        step = unwind_move(replay, arrival, now=now, lease=lease, ownership=ownership)
+        answer["unwind"]["move"] = _unwind_move(step)
     return answer
+
+
+def _unwind_move(move: UnwindMove) -> dict[str, Any]:
+    """The saga unwind's next move as plain JSON: its kind and what it writes or sends."""
+    out: dict[str, Any] = {"kind": type(move).__name__}
+    match move:
+        case BeginUnwind(events):
+            out["events"] = _events(events)
+        case EndUnwind(why, abandoned):
+            out |= {"reason": why.get("reason"), "abandoned": abandoned}
+        case CancelChildren(children, _, then):
+            out |= {"children": [c.cid for c in children], "thenEnd": then is not None}
+        case Park(stuck, failed):
+            out |= {"stepId": stuck.get("stepId"), "notRun": stuck.get("notRun")}
+            out["failed"] = None if failed is None else failed.cid
+        case RunCompensation(forward, cid, attempt, recovery, events):
+            out |= {"forward": forward.cid, "cid": cid, "attempt": attempt}
+            out |= {"recovery": recovery, "events": _events(events)}
+        case WaitElsewhere(send, backstop):
+            out |= {"send": _send(send), "backstop": backstop}
+    return out
 
 
 def difference(case: str, old: Any, new: Any) -> str:

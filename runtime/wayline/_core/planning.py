@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .continuation import ContinueAsNew
-from .dispatch import FLOW_TOPIC, STEP_TOPIC, Action, decide, step_dispatch_key
+from .dispatch import FLOW_TOPIC, STEP_TOPIC, Action, Decision, decide, step_dispatch_key
 from .events import EventType, NewEvent
 from .messages import Backstop, StepStart, WaitDue
+from .projections import Reversal
 from .replay import ChildRecord, HookRecord, Replay, StepRecord, WaitRecord
+from .serde import error_to_dict
 
 # --- the next move --------------------------------------------------------------------------
 
@@ -266,16 +268,7 @@ def dispatch_plan(
     for rec in replay.open_steps.values():
         if rec.cid in skip:
             continue
-        d = decide(
-            rec.state(),
-            run_id=run_id,
-            correlation_id=rec.cid,
-            my_message_id=arrival.message_id,
-            now=now,
-            lease=lease,
-            ownership_enabled=ownership,
-            arriving_backstop_key=arrival.backstop_key,
-        )
+        d = _table(replay, rec, arrival, now, lease, ownership)
         if d.idempotency_key in armed:
             continue
         if d.action is Action.EXECUTE_OWNED:
@@ -297,3 +290,212 @@ def dispatch_plan(
             payload = WaitDue(run_id, wait.cid).to_wire()
             send(Send(FLOW_TOPIC, payload, key, max(0.0, wait.resume_at - now)))
     return plan
+
+
+# --- the saga unwind: one move at a time ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BeginUnwind:
+    """Record why the run unwinds (``run_compensating``), after the attributes the workflow
+    set since its last batch: no batch of the workflow's own comes after it."""
+
+    events: list[NewEvent]
+
+
+@dataclass(frozen=True, slots=True)
+class EndUnwind:
+    """Nothing (more) to reverse, or a person abandoned the unwind: the run's terminal event."""
+
+    why: Mapping[str, Any]
+    abandoned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CancelChildren:
+    """A cancel reaches the children still running; each one's end wakes the run. With
+    ``then`` (an abandoned park), the run ends right after, without waiting for them."""
+
+    children: list[ChildRecord]
+    why: str
+    then: EndUnwind | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Park:
+    """The run waits for a person: a reversal failed for good (``failed``, the forward step),
+    or a child outlived its deadline and still runs (``failed`` None)."""
+
+    stuck: dict[str, Any]
+    failed: StepRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunCompensation:
+    """Run one reversal's body here: a new one (``events`` create it and stamp its start with
+    this delivery), or owned recovery of one this delivery's message started."""
+
+    forward: StepRecord
+    cid: str
+    attempt: int
+    recovery: bool
+    events: list[NewEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitElsewhere:
+    """The step the unwind waits for runs elsewhere (a live owner, or its queue message):
+    send its backstop wake or its step message, and leave the run to it."""
+
+    send: Send
+    backstop: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPerson:
+    """The unwind is parked, or waits for a child: nothing to do until a person or a child's
+    end wakes the run."""
+
+
+UnwindMove = (
+    BeginUnwind
+    | EndUnwind
+    | CancelChildren
+    | Park
+    | RunCompensation
+    | WaitElsewhere
+    | WaitForPerson
+)
+
+
+def unwind_move(
+    replay: Replay, arrival: Arrival, *, now: float, lease: float, ownership: bool
+) -> UnwindMove:
+    """The saga unwind's next move (seed 004, "Compensations"), from the replay alone: every
+    forward step that completed or whose outcome is unknown is reversed, latest first, each
+    reversal a durable step with its own key; one that failed parks the run for a person."""
+    ending = replay.ending
+    if ending.phase == "running":
+        return _begin(replay)
+    running = replay.pending_children()
+    if running and ending.cancel_requested:
+        why = f"its parent run {replay.run_id} was cancelled: {ending.cancel_reason}"
+        # the person who abandoned the unwind does not wait for the children either: one
+        # that never ends (its own unwind parked, its log fenced) held the parent for ever
+        then = EndUnwind(ending.why, abandoned=True) if _abandoned(replay) else None
+        return CancelChildren(running, why, then)
+    if running and ending.phase == "compensating":
+        # A child that outlived its deadline still runs: the parent waits, visibly, until
+        # it settles and a person resumes or abandons the unwind (seed 004).
+        child = running[0]
+        error = {"code": "CHILD_RUNNING", "message": f"child run {child.run_id} is still running"}
+        stuck = {"step": f"child {child.run_id}", "stepId": child.cid, "error": error}
+        return Park({**stuck, "notRun": not_run(replay, None)})
+    if ending.phase == "stuck":
+        return EndUnwind(ending.why, abandoned=True) if ending.abandoned else WaitForPerson()
+    nxt = replay.next_compensation()
+    if nxt is None:
+        return EndUnwind(ending.why)
+    forward, comp = nxt
+    if comp is None:
+        waiting = (
+            None
+            if forward.terminal
+            else _elsewhere(replay, forward, arrival, now, lease, ownership)
+        )
+        return waiting or _create_compensation(replay, forward, arrival.message_id, lease)
+    if comp.terminal:
+        error = comp.result if isinstance(comp.result, dict) else {}
+        stuck = {"step": forward.name, "stepId": forward.cid, "error": error}
+        return Park({**stuck, "notRun": not_run(replay, forward.cid)}, failed=forward)
+    d = _table(replay, comp, arrival, now, lease, ownership)
+    if d.action is Action.ARM_BACKSTOP:
+        return WaitElsewhere(backstop_send(replay.run_id, d.idempotency_key, d.delay_seconds), True)
+    if d.action is Action.ENQUEUE:
+        return WaitElsewhere(step_send(replay.run_id, comp, d.idempotency_key), False)
+    return RunCompensation(forward, comp.cid, comp.starts + 1, True)
+
+
+def _abandoned(replay: Replay) -> bool:
+    return replay.ending.phase == "stuck" and replay.ending.abandoned
+
+
+def _begin(replay: Replay) -> BeginUnwind | EndUnwind:
+    ending = replay.ending
+    why: dict[str, Any]
+    if ending.cancel_requested:
+        why = {"reason": "cancelled", "detail": ending.cancel_reason}
+    else:
+        failure = replay.root.exception() if replay.root is not None else None
+        assert failure is not None
+        why = {"reason": "failed", "error": error_to_dict(failure)}
+    if not replay.compensation_plan() and not replay.pending_children():
+        return EndUnwind(why)
+    return BeginUnwind([*replay.new_attributes, NewEvent(EventType.RUN_COMPENSATING, data=why)])
+
+
+def _table(
+    replay: Replay, rec: StepRecord, arrival: Arrival, now: float, lease: float, ownership: bool
+) -> Decision:
+    """The decision table (``dispatch.decide``) for ``rec`` as this delivery sees it."""
+    return decide(
+        rec.state(),
+        run_id=replay.run_id,
+        correlation_id=rec.cid,
+        my_message_id=arrival.message_id,
+        now=now,
+        lease=lease,
+        ownership_enabled=ownership,
+        arriving_backstop_key=arrival.backstop_key,
+    )
+
+
+def _elsewhere(
+    replay: Replay, forward: StepRecord, arrival: Arrival, now: float, lease: float, ownership: bool
+) -> WaitElsewhere | None:
+    """Seed 000's table holds for the unwind too: a forward body that another live delivery
+    owns is still running, so it is waited for (its backstop armed; its owner unwinds once it
+    has completed). Its outcome is unknown only once the owner is provably dead: the lease
+    expired, or this delivery is the owner's own redelivery. A queue-owned start (a bare
+    ``step_started``) has no lease but runs all the same: its step message holds it, and its
+    outcome continues the run (the table's enqueue, deduplicated against that message)."""
+    d = _table(replay, forward, arrival, now, lease, ownership)
+    if d.action is Action.ARM_BACKSTOP:
+        return WaitElsewhere(backstop_send(replay.run_id, d.idempotency_key, d.delay_seconds), True)
+    if forward.queued_start:
+        return WaitElsewhere(step_send(replay.run_id, forward, d.idempotency_key), False)
+    return None
+
+
+def _create_compensation(
+    replay: Replay, forward: StepRecord, my_id: str, lease: float
+) -> RunCompensation:
+    """Create the compensation of ``forward``, started (stamped) by this delivery."""
+    assert forward.definition is not None and forward.definition.compensation
+    epoch = replay.ending.resumes
+    cid = f"{forward.cid}.c{epoch}"
+    data = {
+        "stepName": forward.definition.compensation.name,
+        "input": forward.input,
+        "occurrence": forward.occurrence,
+        "compensates": forward.cid,
+        "epoch": epoch,
+        "forwardResult": forward.result if forward.outcome == "completed" else None,
+    }
+    created = [
+        NewEvent(EventType.STEP_CREATED, cid, data),
+        NewEvent(EventType.STEP_STARTED, cid, owner_stamp(1, my_id, lease)),
+    ]
+    return RunCompensation(forward, cid, 1, False, created)
+
+
+def not_run(replay: Replay, stuck: str | None) -> list[dict[str, str]]:
+    """The reversals a park leaves untried, recorded on it: only a worker has the definitions
+    that say which forward steps compensate, so a person's abandon (a client with no code)
+    copies this list into its own event and shows what it gives up."""
+    out = []
+    for forward in replay.untried_compensations(stuck):
+        assert forward.definition is not None and forward.definition.compensation is not None
+        reversal = Reversal(forward.definition.compensation.name, forward.name, forward.cid)
+        out.append(reversal.to_json())
+    return out

@@ -37,12 +37,14 @@ from .._core.planning import (
     Done,
     Finish,
     HandBack,
+    Move,
     Paused,
     Suspend,
     Unwind,
     decision_batch,
     dispatch_plan,
     next_move,
+    unwind_move,
 )
 from .._core.replay import Replay, StepRecord
 from .._core.serde import encode, error_to_dict
@@ -57,7 +59,16 @@ from ..errors import (
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
 from ..world.sending import send
-from . import child_ids, debounce_waits, divergence, handoff, history_limits, rate_waits, step_slots
+from . import (
+    child_ids,
+    debounce_waits,
+    divergence,
+    handoff,
+    history_limits,
+    rate_waits,
+    step_slots,
+    unwind,
+)
 from .buffered_hooks import take_buffered, waiting_hooks
 from .children import ended_with_its_parent, start_child, sync_children
 from .concurrency import admit
@@ -68,7 +79,7 @@ from .live_replays import LiveReplay, LiveReplays, may_keep
 from .messages import ACK, FlowMessage, Stats, Verdict, unseen
 from .session import RunSession
 from .step_delivery import Continue, handle_step
-from .unwind import fail_unwinding, unwind
+from .unwind import fail_unwinding
 
 log = logging.getLogger("wayline.runtime")
 tracer = trace.get_tracer("wayline")
@@ -421,6 +432,11 @@ class Handler:
         again."""
         armed: set[str] = set()
         bodies = session.stats.bodies
+        # Once the unwind began under this delivery, it goes on move by move to its end or its
+        # wait, as one call did before it was planned: no history limit, hand-back or pause
+        # stops it between two moves.
+        unwinding = False
+        arrival = session.arrival
         while True:
             if bodies.pending and bodies.must_settle_first(session.replay):
                 # about to unwind: never under a body that is still running (seed 000)
@@ -428,10 +444,13 @@ class Handler:
                 await bodies.drain()
                 await session.catch_up()
                 continue
-            if await history_limits.check(session):
+            if unwinding:
+                move: Move = Unwind() if session.replay.terminal is None else Done()
+            elif await history_limits.check(session):
                 return True  # failed: past the limit of one run's log
-            closing = handoff.stop_here(self.closing)
-            move = next_move(session.replay, closing=closing, now=self.world.now())
+            else:
+                closing = handoff.stop_here(self.closing)
+                move = next_move(session.replay, closing=closing, now=self.world.now())
             match move:
                 case Done():
                     return True
@@ -442,10 +461,19 @@ class Handler:
                     await bodies.drain()  # never hand off under an owned, running body
                     await session.flush()
                     return False
-                case Unwind():
-                    await session.flush()
-                    await unwind(session)
-                    return True
+                case Unwind():  # one move of the saga unwind, planned like the others
+                    if not unwinding:  # its moves write as they go: nothing provisional after
+                        await session.flush()
+                    unwinding = True
+                    step = unwind_move(
+                        session.replay,
+                        arrival,
+                        now=self.world.now(),
+                        lease=self.settings.lease_seconds,
+                        ownership=self.settings.inline_ownership,
+                    )
+                    if not await unwind.carry_out(session, step):
+                        return True
                 case Finish():
                     await self._finish(session)  # carries a provisional completion
                     return True
