@@ -102,3 +102,22 @@ async def test_a_wrong_plain_item_or_value_is_a_typed_422_and_loses_nothing(
         resumed = await console.http.post(url, json={"payload": good}, headers=AUTH)
         assert resumed.status_code == 200, resumed.text
         assert await run.result(timeout=10) == "[1, 2] 7 low ['a']"
+
+
+@pytest.mark.parametrize("with_class", [True, False], ids=["class", "shape"])
+async def test_a_plain_value_the_class_takes_is_taken_with_or_without_the_class(
+    console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool
+) -> None:
+    """The resume through the HTTP API gives one verdict whether or not the console has the
+    hook's class: ``True``, ``"5"`` and ``2.0`` are integers to the class (pydantic's lax
+    rules, as the workflow reads the payload), so the recorded shape takes them too; the
+    shape alone used to refuse them with a 422 that the class would not give."""
+    if not with_class:
+        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
+    async with console.engine.worker([survey]):
+        run, token = await _waiting(console, f"lax-{with_class}")
+        url = f"/api/hooks/{token}/resume"
+        payload = {"scores": [True, "5", 2.0], "ref": 7, "level": "low"}
+        resumed = await console.http.post(url, json={"payload": payload}, headers=AUTH)
+        assert resumed.status_code == 200, resumed.text
+        assert await run.result(timeout=10) == "[1, 5, 2] 7 low []"

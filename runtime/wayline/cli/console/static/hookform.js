@@ -188,8 +188,15 @@ wl.leafField = (field, kinds, values) => {
     field.empty = () => select.value === "";
     field.read = (path) => select.value !== "" ? { present: true, value: values[Number(select.value)] }
       : field.required ? { problem: `${path}: required` } : { present: false };
+  } else if (kinds.length && kinds.every((k) => k === "null")) {
+    // an item that can only be null (`list[None]`): nothing to type, the item is null
+    label.append(wl.text("span", "null", "null"));
+    field.empty = () => true;
+    field.read = () => ({ present: true, value: null });
   } else {
-    const solid = wl.plainKinds(kinds).filter((k) => k !== "null");
+    // a kind no input holds (a shape written by hand) is typed as JSON
+    const plain = wl.plainKinds(kinds).filter((k) => k !== "null");
+    const solid = plain.length ? plain : ["json"];
     const inputs = solid.map((kind) => {
       const input = wl.typedInput(kind, solid);
       input.name = solid.length > 1 ? `${field.path}.${kind}` : field.path;
@@ -294,7 +301,12 @@ wl.listField = (field, element) => {
     made += 1;
     if (wl.isShape(element.shape)) wl.modelField(row, element.shape);
     else if (wl.isUnion(element.union)) wl.unionField(row, element.union);
-    else wl.leafField(row, wl.plainKinds(element.kinds), element.values);
+    else {
+      // an item that may be null (`list[int | None]`) left empty is sent as null
+      const kinds = wl.plainKinds(element.kinds);
+      row.required = !kinds.includes("null");
+      wl.leafField(row, kinds, element.values);
+    }
     row.label.classList.add("item");
     const remove = wl.text("button", "Remove", "remove");
     remove.type = "button";
