@@ -225,8 +225,11 @@ wl.leafField = (field, kinds, values) => {
 
 wl.PLAIN_KINDS = ["string", "integer", "number", "boolean", "null"];
 wl.plainKinds = (kinds) => (Array.isArray(kinds) ? kinds.filter((k) => wl.PLAIN_KINDS.includes(k)) : []);
+// a literal's values are recorded up to 200 (plain_shapes.MAX_VALUES): a longer list is one
+// no writer makes (a forged log), typed in its field's input rather than a choice of them all
+wl.MAX_CHOICES = 200;
 wl.isChoice = (values) => Array.isArray(values) && values.length > 0
-  && values.every((v) => v === null || ["string", "number", "boolean"].includes(typeof v));
+  && values.length <= wl.MAX_CHOICES && values.every((v) => v === null || ["string", "number", "boolean"].includes(typeof v));
 
 wl.dict = (value) => (value && typeof value === "object" && !Array.isArray(value) ? value : {});
 wl.own = (object, key) => (Object.hasOwn(object, key) ? object[key] : undefined);
