@@ -121,3 +121,28 @@ async def test_a_plain_value_the_class_takes_is_taken_with_or_without_the_class(
         resumed = await console.http.post(url, json={"payload": payload}, headers=AUTH)
         assert resumed.status_code == 200, resumed.text
         assert await run.result(timeout=10) == "[1, 5, 2] 7 low []"
+
+
+async def test_a_whole_number_the_browser_would_round_is_refused_in_the_form(
+    console: Console, page: Page
+) -> None:
+    """A whole number past 2^53 typed in an integer input was rounded by the browser and sent
+    as another number (9007199254740993 as ...992), which the server took; now the form
+    refuses it by its place and sends nothing, and a number it holds exactly is sent."""
+    async with console.engine.worker([survey]):
+        run, token = await _waiting(console, "big")
+        await page.open("/hooks")
+        await page.type("#token", TOKEN + "\t")
+        form = f'form[data-token="{token}"]'
+        await page.click(f'{form} fieldset[data-path="scores"] > button.add')
+        await page.type(f'{form} input[name="scores.0"]', "9007199254740993")
+        await _choose(page, f'{form} select[name="ref"]', "integer")
+        await page.type(f'{form} input[name="ref.integer"]', "7")
+        await _choose(page, f'{form} select[name="level"]', '"low"')
+        await page.click(f"{form} > button")
+        await page.text(f"{form} .said", "scores[0]: 9007199254740993 is too large for the form")
+        assert await _received(console, run.run_id) == 0
+        await page.type(f'{form} input[name="scores.0"]', "9007199254740991")
+        await page.click(f"{form} > button")
+        await page.text(f"{form} .said", "resumed")
+        assert await run.result(timeout=10) == "[9007199254740991] 7 low []"

@@ -160,6 +160,11 @@ wl.readInput = (input, kind, required, path) => {
     if (!Number.isFinite(value) || (kind === "integer" && !Number.isInteger(value))) {
       return { problem: `${path}: expected ${kind}` };
     }
+    // a whole number past 2^53 is rounded by the browser (9007199254740993 would be sent as
+    // ...992): refused here rather than sent as another number than the one typed
+    if (/^[-+]?\d+$/.test(raw) && !Number.isSafeInteger(value)) {
+      return { problem: `${path}: ${raw} is too large for the form (send it through the API)` };
+    }
     return { present: true, value };
   }
   if (kind === "string") return { present: true, value: input.value };
