@@ -112,3 +112,19 @@ def test_the_apps_modules_are_imported_at_start_and_one_that_does_not_import_is_
         assert main(["console", "--world", world, "--app", str(app), "--port", port]) == 2
     assert "cannot listen" in capsys.readouterr().err
     assert marker.read_text() == "yes"  # imported before the port was tried
+
+
+@pytest.mark.parametrize("code", ["", "0", "'usage: app'"], ids=["bare", "zero", "message"])
+def test_an_app_module_that_exits_as_it_is_imported_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], code: str
+) -> None:
+    """A module given to ``--app`` that calls ``sys.exit`` as it is imported (a script whose
+    code is outside its ``__main__`` guard) stops the console with a clear error and exit
+    code 2, not with the module's own code (0: a console that seemed to start and end well)."""
+    world = f"sqlite:///{tmp_path / 'w.db'}"
+    app = tmp_path / "console_app_that_exits.py"
+    app.write_text(f"import sys\nsys.exit({code})\n")
+    assert main(["console", "--world", world, "--app", str(app), "--port", "0"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "exits as it is imported" in err[0], err
+    assert f"{app}:2" in err[0], err

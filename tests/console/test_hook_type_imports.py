@@ -63,3 +63,43 @@ async def test_a_resume_through_the_console_never_imports_the_recorded_types_mod
         assert good.status_code == 200, good.text
         assert await run.result(timeout=10) == "3 to Lisbon"
     assert not marker.exists(), "the console imported the module a hook's recorded type names"
+
+
+class BaseSettings(pydantic.BaseModel):
+    """Recorded as ``pydantic:BaseSettings``: a name pydantic's module ``__getattr__`` answers
+    with an ImportError (the class moved to another package)."""
+
+    weight: int
+    to: str
+
+
+@wayline.workflow(name="hook_type_imports.settle")
+async def settle(order: str) -> str:
+    answer = await wayline.create_hook(f"hook_type_imports:{order}", type=BaseSettings)
+    return f"{answer.weight} to {answer.to}"
+
+
+async def test_a_recorded_type_whose_lookup_runs_a_modules_code_is_checked_by_its_shape(
+    console: Console, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorded type may name an attribute that an already imported module makes on demand
+    (a module's ``__getattr__``: pydantic's raises an ImportError for a name it moved away).
+    Looking it up ran that module's code, and its error was the resume's 500; now only what the
+    module holds is looked at, and the payload is checked by the recorded shape."""
+    monkeypatch.setattr(BaseSettings, "__module__", "pydantic")
+    client = console.engine.client
+    async with console.engine.worker([settle]):
+        run = await client.start(settle, "moved")
+        token = "hook_type_imports:moved"
+        await client.wait_for_hook(token, timeout=10)
+        (hook,) = (await console.http.get(f"/api/hooks?run={run.run_id}")).json()["hooks"]
+        assert hook["type"] == "pydantic:BaseSettings"
+        url = f"/api/hooks/{token}/resume"
+        wrong = await console.http.post(url, json={"payload": {"weight": "heavy"}}, headers=AUTH)
+        assert wrong.status_code == 422, wrong.text
+        assert "weight: expected integer" in wrong.json()["error"]["message"]
+        good = await console.http.post(
+            url, json={"payload": {"weight": 2, "to": "Oslo"}}, headers=AUTH
+        )
+        assert good.status_code == 200, good.text
+        assert await run.result(timeout=10) == "2 to Oslo"

@@ -7,6 +7,7 @@ while the run's page still opens."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -261,3 +262,62 @@ async def test_a_payload_number_is_refused_where_the_openapi_document_says(
     cases = {f"{base}/{n}": (400, "BAD_REQUEST") for n in wrong}
     cases |= {f"{base}/{n}": (404, "PAYLOAD_NOT_FOUND") for n in (0, largest)}  # none yet
     await refused_as(console, cases)
+
+
+PLAIN_FORGED_SHAPE = {
+    "required": ["many", "blanks"],
+    "fields": {
+        "many": ["integer"],
+        "blanks": ["array"],
+        "odd": ["array"],
+        "grid": ["array"],
+    },
+    "values": {"many": list(range(50_000))},
+    "items": {
+        "blanks": {"kinds": ["null"]},
+        "odd": {"kinds": ["no such type", 7, None]},
+        "grid": {"kinds": [["integer"]], "values": [[1, 2]]},
+    },
+}
+"""Plain parts no writer makes: a literal of 50,000 values (a writer records 200 at most), a
+list whose item can only be null but has no values, item kinds that name no JSON type, and a
+list of lists given as kinds and values."""
+
+
+async def test_a_forged_shape_with_plain_parts_leaves_a_form_that_sends(
+    console: Console, page: Page
+) -> None:
+    """A list whose item kinds are only null gave each item no input, and Send threw a
+    TypeError in the form's code, which said nothing and sent nothing; a literal of 50,000
+    values was a choice of 50,000 options. Now such an item is null, the long literal is its
+    field's typed input, and the form sends the payload."""
+    client = console.engine.client
+    async with console.engine.worker([plain]):
+        run = await _waiting(
+            client, plain, "plain-forged", "hostile_hook_shapes.plain:plain-forged"
+        )
+        token = "hostile_hook_shapes.plain_forged"
+        await forge_event(
+            console.engine.world,
+            run.run_id,
+            "hook_created",
+            {"token": token, "type": "nowhere:PlainForged", "shape": PLAIN_FORGED_SHAPE},
+            cid="h-plain-forged",
+        )
+        await page.open("/hooks")
+        await page.type("#token", TOKEN + "\t")
+        form = f'form[data-token="{token}"]'
+        kind = await page.script(f"return document.querySelector('{form} [name=\"many\"]').type")
+        assert kind == "number"
+        await page.type(f'{form} input[name="many"]', "49999")
+        await page.click(f'{form} fieldset[data-path="blanks"] > button.add')
+        # what the form sends, kept as it goes (the forged hook is no hook the server resumes)
+        await page.script(
+            "window.sentBodies = []; const send = window.fetch;"
+            "window.fetch = (url, init) => { window.sentBodies.push(init && init.body);"
+            " return send(url, init); };"
+        )
+        await page.click(f"{form} > button")
+        await page.text(f"{form} .said", "HOOK_NOT_FOUND")  # the server answered: it was sent
+        sent = await page.script("return window.sentBodies.filter((b) => b)")
+        assert [json.loads(body)["payload"] for body in sent] == [{"many": 49999, "blanks": [None]}]

@@ -102,3 +102,47 @@ async def test_a_wrong_plain_item_or_value_is_a_typed_422_and_loses_nothing(
         resumed = await console.http.post(url, json={"payload": good}, headers=AUTH)
         assert resumed.status_code == 200, resumed.text
         assert await run.result(timeout=10) == "[1, 2] 7 low ['a']"
+
+
+@pytest.mark.parametrize("with_class", [True, False], ids=["class", "shape"])
+async def test_a_plain_value_the_class_takes_is_taken_with_or_without_the_class(
+    console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool
+) -> None:
+    """The resume through the HTTP API gives one verdict whether or not the console has the
+    hook's class: ``True``, ``"5"`` and ``2.0`` are integers to the class (pydantic's lax
+    rules, as the workflow reads the payload), so the recorded shape takes them too; the
+    shape alone used to refuse them with a 422 that the class would not give."""
+    if not with_class:
+        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
+    async with console.engine.worker([survey]):
+        run, token = await _waiting(console, f"lax-{with_class}")
+        url = f"/api/hooks/{token}/resume"
+        payload = {"scores": [True, "5", 2.0], "ref": 7, "level": "low"}
+        resumed = await console.http.post(url, json={"payload": payload}, headers=AUTH)
+        assert resumed.status_code == 200, resumed.text
+        assert await run.result(timeout=10) == "[1, 5, 2] 7 low []"
+
+
+async def test_a_whole_number_the_browser_would_round_is_refused_in_the_form(
+    console: Console, page: Page
+) -> None:
+    """A whole number past 2^53 typed in an integer input was rounded by the browser and sent
+    as another number (9007199254740993 as ...992), which the server took; now the form
+    refuses it by its place and sends nothing, and a number it holds exactly is sent."""
+    async with console.engine.worker([survey]):
+        run, token = await _waiting(console, "big")
+        await page.open("/hooks")
+        await page.type("#token", TOKEN + "\t")
+        form = f'form[data-token="{token}"]'
+        await page.click(f'{form} fieldset[data-path="scores"] > button.add')
+        await page.type(f'{form} input[name="scores.0"]', "9007199254740993")
+        await _choose(page, f'{form} select[name="ref"]', "integer")
+        await page.type(f'{form} input[name="ref.integer"]', "7")
+        await _choose(page, f'{form} select[name="level"]', '"low"')
+        await page.click(f"{form} > button")
+        await page.text(f"{form} .said", "scores[0]: 9007199254740993 is too large for the form")
+        assert await _received(console, run.run_id) == 0
+        await page.type(f'{form} input[name="scores.0"]', "9007199254740991")
+        await page.click(f"{form} > button")
+        await page.text(f"{form} .said", "resumed")
+        assert await run.result(timeout=10) == "[9007199254740991] 7 low []"

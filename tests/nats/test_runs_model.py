@@ -465,3 +465,97 @@ async def test_a_page_read_while_the_model_loads_is_answered_from_the_names_at_o
     stuck.set()
     await _model(world)  # the load then ends, and the model answers the same
     assert await _answers(world) == expected
+
+
+async def _walk(world: Any, pages: list[str], let_load: asyncio.Event, **chosen: Any) -> list[str]:
+    """Every run by pages of 2, each page's source noted in ``pages`` (the model when it is
+    loaded at the read, else the index's names); after two pages ``let_load`` lets the
+    model's load end, and the walk waits for it."""
+    rows: list[str] = []
+    after = None
+    while True:
+        model = world._listing.model
+        pages.append("model" if model is not None and model.loaded else "names")
+        page = await world.runs_page(after=after, limit=2, **chosen)
+        if not page:
+            return rows
+        rows += [r.run_id for r in page]
+        after = (page[-1].created_at, page[-1].run_id)
+        if len(rows) == 4:  # the load ends between two pages of the walk
+            let_load.set()
+            await _model(world)
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+async def test_pages_walked_across_the_models_load_show_each_run_once(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch, partitions: int
+) -> None:
+    """A walk of the runs page by cursor that starts while the model loads (pages from the
+    index's names) and goes on once it is loaded (pages from the model) shows every run
+    once, in the order a world that does not follow gives: a cursor of the names' pages is a
+    cursor of the model's. So on a world of 3 partitions, whose runs' logs are in 3 streams."""
+    world = await open_nats_world(partitions=partitions)
+    ids = [new_run_id() for _ in range(9)]
+    for i, run_id in enumerate(ids):
+        await world.append(run_id, _created(_WF if i % 2 else _OTHER, i), expected_seq=0)
+    assert await world.flush_runs_index()
+    reader = await open_nats_world(partitions=partitions)
+    expected: dict[str, list[str]] = {"all": [], "wf": []}
+    for key, chosen in (("all", {}), ("wf", {"workflow": _WF})):
+        after = None
+        while page := await reader.runs_page(after=after, limit=2, **chosen):
+            expected[key] += [r.run_id for r in page]
+            after = (page[-1].created_at, page[-1].run_id)
+    assert sorted(expected["all"]) == sorted(ids)
+    real = runs_model.RunsModel._read
+    let_load = asyncio.Event()
+
+    async def slow(self: Any, start: int, batch: int) -> list[Any]:
+        await let_load.wait()  # the load ends only when the walk lets it
+        return await real(self, start, batch)
+
+    for key, chosen in (("all", {}), ("wf", {"workflow": _WF})):
+        follower = await open_nats_world(partitions=partitions)
+        let_load.clear()
+        monkeypatch.setattr(runs_model.RunsModel, "_read", slow)
+        await follower.follow_runs()
+        pages: list[str] = []
+        walked = await asyncio.wait_for(_walk(follower, pages, let_load, **chosen), 60.0)
+        monkeypatch.setattr(runs_model.RunsModel, "_read", real)
+        assert pages[0] == "names" and pages[-1] == "model", pages
+        assert walked == expected[key], key
+
+
+async def test_a_model_whose_load_fails_leaves_the_answers_whole_and_loads_later(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load that fails (the index's stream unreadable for a moment) is no failure of the
+    reads: they are answered from the index's names, the same answers, and a later read
+    starts the load again, which then succeeds."""
+    world = await open_nats_world(partitions=3)
+    for i in range(5):
+        await world.append(new_run_id(), _created(_WF, i), expected_seq=0)
+    assert await world.flush_runs_index()
+    reader = await open_nats_world(partitions=3)
+    expected = await _answers(reader)
+    real = runs_model.RunsModel._read
+    failed = 0
+
+    async def broken(self: Any, start: int, batch: int) -> list[Any]:
+        nonlocal failed
+        failed += 1
+        raise WorldError("the index's stream cannot be read (a test)")
+
+    monkeypatch.setattr(runs_model.RunsModel, "_read", broken)
+    await world.follow_runs()
+    model = world._listing.model
+    for _ in range(100):
+        if failed and model._task is not None and model._task.done():
+            break
+        await asyncio.sleep(0.05)
+    assert failed and not model.loaded
+    assert await _answers(world) == expected
+    monkeypatch.setattr(runs_model.RunsModel, "_read", real)
+    await _answers(world)  # a read starts the load again
+    assert (await _model(world)).loaded
+    assert await _answers(world) == expected

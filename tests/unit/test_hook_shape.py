@@ -313,8 +313,8 @@ def test_plain_lists_and_literals_are_checked_by_the_recorded_shape_alone() -> N
     check_shape(recorded, good, "t")
     check_shape(recorded, {**good, "ref": 3, "mixed": [1, "x"], "grade": None}, "t")
     cases = {
-        "counts[1]: expected integer, got str": {"counts": [1, "2"]},
-        "counts[0]: expected integer, got bool": {"counts": [True]},
+        "counts[1]: expected integer, got str": {"counts": [1, "two"]},
+        "counts[0]: expected integer, got float": {"counts": [1.5]},
         "names[0]: expected string, got int": {"names": [5]},
         "mixed[2]: expected integer or string, got float": {"mixed": [1, "a", 1.5]},
         'level: expected "low" or "high", got "medium"': {"level": "medium"},
@@ -339,3 +339,67 @@ def test_plain_lists_and_literals_are_checked_by_the_recorded_shape_alone() -> N
 )
 def test_a_forged_plain_part_of_a_shape_is_passed_over(forged: dict[str, Any]) -> None:
     check_shape(forged, {"x": [1]}, "t")
+
+
+class Verdicts(pydantic.BaseModel):
+    n: int
+    f: float
+    on: bool = True
+    yes: Literal[True] = True
+    one: Literal[1] = 1
+    name: str = ""
+    counts: list[int] = []
+    picks: list[Literal[1, 2]] = []
+    slots: list[int | None] = []
+
+
+_VERDICT_BASE: dict[str, Any] = {"n": 1, "f": 1.0}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"n": True},
+        {"n": "5"},
+        {"n": 5.0},
+        {"n": 5.5},
+        {"n": "five"},
+        {"f": "1.5"},
+        {"f": True},
+        {"on": 1},
+        {"on": "yes"},
+        {"on": "perhaps"},
+        {"yes": 1},
+        {"yes": "true"},
+        {"one": True},
+        {"one": 1.0},
+        {"one": "1"},
+        {"name": 5},
+        {"counts": [True, "5", 2.0]},
+        {"counts": [1, 2.5]},
+        {"picks": [True, 2.0]},
+        {"picks": ["1"]},
+        {"slots": [None, "3"]},
+        {"slots": [None, "x"]},
+    ],
+    ids=repr,
+)
+def test_the_recorded_shape_refuses_a_plain_value_only_where_the_class_does(
+    change: dict[str, Any],
+) -> None:
+    """A process without the class (a console that does not import it, the CLI) gives the
+    same verdict on a plain value as the class gives, which is how the workflow reads the
+    payload on arrival: pydantic's lax rules take ``True``, ``"5"`` and ``5.0`` for an
+    integer, ``1`` for ``Literal[True]``, and refuse ``"1"`` for ``Literal[1]``."""
+    payload = {**_VERDICT_BASE, **change}
+    try:
+        Verdicts.model_validate(payload)
+        by_class = "taken"
+    except pydantic.ValidationError:
+        by_class = "refused"
+    try:
+        check_shape(shape(Verdicts), payload, "t")
+        by_shape = "taken"
+    except InvalidPayloadError:
+        by_shape = "refused"
+    assert by_shape == by_class

@@ -21,6 +21,7 @@ field, before anything is written. ``wayline.Hook`` itself stays the type of wha
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import sys
 from collections.abc import Generator, Mapping, Sequence
@@ -581,7 +582,10 @@ def find_type(name: str, *, load: bool = True) -> type[Any] | None:
             return None
     obj: Any = module
     for part in qualname.split("."):
-        obj = getattr(obj, part, None)
+        # what the module and its classes hold, never an attribute made on demand: a module's
+        # __getattr__ (PEP 562) or a metaclass's runs code the log's writer chose the name
+        # for (pydantic's raises an ImportError for a class it moved away)
+        obj = inspect.getattr_static(obj, part, None)
         if obj is None:
             return None
     return obj if isinstance(obj, type) else None

@@ -9,9 +9,10 @@ what :func:`literal_values` or :func:`plain_element` make is passed over, never 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, Union
 
 JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -92,26 +93,65 @@ def plain_element(options: list[Mapping[str, Any]]) -> dict[str, Any] | None:
 
 def kind_problem(kinds: Any, value: Any, at: str) -> str | None:
     """Why ``value`` is none of ``kinds`` (JSON types, as recorded), or None when it is one, or
-    when ``kinds`` is not a list of JSON types."""
+    when ``kinds`` is not a list of JSON types. A value is judged as pydantic judges it for
+    the class's field (lax: ``"5"``, ``5.0`` and ``True`` are integers there), so that a
+    console without the class refuses no payload the class, and the workflow, would take."""
     if not isinstance(kinds, list) or not kinds:
         return None
     if not all(isinstance(k, str) and k in JSON_TYPES for k in kinds):
         return None
-    allowed = tuple(t for k in kinds for t in JSON_TYPES[k])
-    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-        return f"{at}: expected {' or '.join(kinds)}, got {type(value).__name__}"
-    return None
+    if _passes(tuple(kinds), value):
+        return None
+    return f"{at}: expected {' or '.join(kinds)}, got {type(value).__name__}"
 
 
 def value_problem(values: Any, value: Any, at: str) -> str | None:
-    """Why ``value`` is none of a literal's recorded ``values`` (compared as pydantic compares
-    a ``Literal``'s: by equality, so 1 is true), or None."""
+    """Why ``value`` is none of a literal's recorded ``values`` (judged as pydantic judges a
+    ``Literal``'s: ``1`` is ``True`` there, ``"1"`` is not), or None."""
     if not isinstance(values, list) or not values:
         return None
-    if any(v == value for v in values):
+    plain = len(values) <= MAX_VALUES and all(kind_of(v) in PLAIN_KINDS for v in values)
+    if plain and _passes(tuple((kind_of(v), v) for v in values), value):
         return None
+    if not plain and any(v == value for v in values):
+        return None  # a choice no writer makes (too long, or not plain): compared by equality
     allowed = " or ".join(json.dumps(v) for v in values[:10]) + (" ..." if len(values) > 10 else "")
     return f"{at}: expected {allowed}, got {json.dumps(value, default=str)[:80]}"
+
+
+_PYTHON: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": None,
+}
+
+
+def _passes(expected: tuple[Any, ...], value: Any) -> bool:
+    """Whether pydantic takes ``value`` for ``expected``: JSON types (``("integer",
+    "null")``) or a literal's values, each with its kind (``(("integer", 1),)``: a key that
+    keeps ``Literal[1]`` and ``Literal[True]`` apart, since ``1 == True``)."""
+    import pydantic
+
+    try:
+        _adapter(expected).validate_python(value)
+    except pydantic.ValidationError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=512)
+def _adapter(expected: tuple[Any, ...]) -> Any:
+    import pydantic
+
+    if all(isinstance(e, tuple) for e in expected):
+        hint: Any = Literal[tuple(v for _, v in expected)]
+    else:
+        hint = Union[tuple(_PYTHON[k] for k in expected)]  # noqa: UP007 (built at run time)
+    return pydantic.TypeAdapter(hint)
 
 
 def plain_problems(recorded: Mapping[str, Any], payload: Mapping[str, Any], at: str) -> list[str]:

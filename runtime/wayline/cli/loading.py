@@ -54,7 +54,9 @@ def import_app(spec: str) -> ModuleType:
                 f"(looked in {cwd} and the installed packages)"
             ) from None
         raise UsageError(_import_failure(spec, err)) from None
-    except Exception as err:
+    except (Exception, SystemExit) as err:
+        # a module that exits as it is imported (a script's code outside its `__main__`
+        # guard) would end the command with the module's code, 0 for a plain sys.exit()
         raise UsageError(_import_failure(spec, err)) from None
 
 
@@ -87,7 +89,7 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[name] = module
     try:
         module_spec.loader.exec_module(module)
-    except Exception as err:
+    except (Exception, SystemExit) as err:
         del sys.modules[name]
         raise UsageError(_import_failure(str(path), err)) from None
     return module
@@ -104,6 +106,9 @@ def _import_failure(spec: str, err: BaseException) -> str:
         outside = [f for f in frames if not f.filename.startswith(_NOT_USERS)]
         last = (outside or frames)[-1]
         where = f" ({last.filename}:{last.lineno})"
+    if isinstance(err, SystemExit):
+        why = f"it exits as it is imported (sys.exit({err.code!r}))"
+        return f"importing {spec!r} failed: {why}{where}"
     return f"importing {spec!r} failed: {type(err).__name__}: {err}{where}"
 
 

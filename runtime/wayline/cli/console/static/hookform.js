@@ -160,6 +160,11 @@ wl.readInput = (input, kind, required, path) => {
     if (!Number.isFinite(value) || (kind === "integer" && !Number.isInteger(value))) {
       return { problem: `${path}: expected ${kind}` };
     }
+    // a whole number past 2^53 is rounded by the browser (9007199254740993 would be sent as
+    // ...992): refused here rather than sent as another number than the one typed
+    if (/^[-+]?\d+$/.test(raw) && !Number.isSafeInteger(value)) {
+      return { problem: `${path}: ${raw} is too large for the form (send it through the API)` };
+    }
     return { present: true, value };
   }
   if (kind === "string") return { present: true, value: input.value };
@@ -188,8 +193,15 @@ wl.leafField = (field, kinds, values) => {
     field.empty = () => select.value === "";
     field.read = (path) => select.value !== "" ? { present: true, value: values[Number(select.value)] }
       : field.required ? { problem: `${path}: required` } : { present: false };
+  } else if (kinds.length && kinds.every((k) => k === "null")) {
+    // an item that can only be null (`list[None]`): nothing to type, the item is null
+    label.append(wl.text("span", "null", "null"));
+    field.empty = () => true;
+    field.read = () => ({ present: true, value: null });
   } else {
-    const solid = wl.plainKinds(kinds).filter((k) => k !== "null");
+    // a kind no input holds (a shape written by hand) is typed as JSON
+    const plain = wl.plainKinds(kinds).filter((k) => k !== "null");
+    const solid = plain.length ? plain : ["json"];
     const inputs = solid.map((kind) => {
       const input = wl.typedInput(kind, solid);
       input.name = solid.length > 1 ? `${field.path}.${kind}` : field.path;
@@ -218,8 +230,11 @@ wl.leafField = (field, kinds, values) => {
 
 wl.PLAIN_KINDS = ["string", "integer", "number", "boolean", "null"];
 wl.plainKinds = (kinds) => (Array.isArray(kinds) ? kinds.filter((k) => wl.PLAIN_KINDS.includes(k)) : []);
+// a literal's values are recorded up to 200 (plain_shapes.MAX_VALUES): a longer list is one
+// no writer makes (a forged log), typed in its field's input rather than a choice of them all
+wl.MAX_CHOICES = 200;
 wl.isChoice = (values) => Array.isArray(values) && values.length > 0
-  && values.every((v) => v === null || ["string", "number", "boolean"].includes(typeof v));
+  && values.length <= wl.MAX_CHOICES && values.every((v) => v === null || ["string", "number", "boolean"].includes(typeof v));
 
 wl.dict = (value) => (value && typeof value === "object" && !Array.isArray(value) ? value : {});
 wl.own = (object, key) => (Object.hasOwn(object, key) ? object[key] : undefined);
@@ -294,7 +309,12 @@ wl.listField = (field, element) => {
     made += 1;
     if (wl.isShape(element.shape)) wl.modelField(row, element.shape);
     else if (wl.isUnion(element.union)) wl.unionField(row, element.union);
-    else wl.leafField(row, wl.plainKinds(element.kinds), element.values);
+    else {
+      // an item that may be null (`list[int | None]`) left empty is sent as null
+      const kinds = wl.plainKinds(element.kinds);
+      row.required = !kinds.includes("null");
+      wl.leafField(row, kinds, element.values);
+    }
     row.label.classList.add("item");
     const remove = wl.text("button", "Remove", "remove");
     remove.type = "button";
