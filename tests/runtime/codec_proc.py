@@ -1,6 +1,6 @@
 """A process on one codec and one event loop (``WAYLINE_CODEC``, ``WAYLINE_LOOP``), for
 ``test_codecs_and_loops``: ``python -m tests.runtime.codec_proc URL [RUN_ID ...]`` runs one
-``codec_trip.echo`` with its own worker, reads the result and events of each run named (which
+``old_release_trip.echo`` with its own worker, reads the result and events of each run named (which
 other processes wrote, on other codecs), and prints one JSON line: its codec and loop, its
 run's id and result, and what it read."""
 
@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-import wayline
+from tests.runtime import old_release_proc
 from wayline._core import jsoncodec
 from wayline.loops import new_event_loop
 
@@ -25,28 +25,9 @@ PAYLOAD: dict[str, Any] = {
 }
 
 
-@wayline.step(name="codec_trip.shout")
-async def shout(payload: dict[str, Any]) -> dict[str, Any]:
-    return {**payload, "text": payload["text"] + "!"}
-
-
-@wayline.workflow(name="codec_trip.echo")
-async def echo(payload: dict[str, Any]) -> dict[str, Any]:
-    first = await shout(payload)
-    return await shout(first)
-
-
 async def main(url: str, others: list[str]) -> dict[str, Any]:
-    async with wayline.open_world(url) as world, wayline.Worker(world, [echo]):
-        client = wayline.Client(world)
-        handle = await client.start(echo, PAYLOAD)
-        result = await handle.result(timeout=60)
-        read = {}
-        for run_id in others:
-            other = client.handle(run_id)
-            events = [[str(e.type), e.data] for e in await other.events()]
-            read[run_id] = {"result": await other.result(timeout=60), "events": events}
-        return {"run_id": handle.run_id, "result": result, "read": read}
+    """The trip of ``old_release_proc`` (public API only, so an old release runs it too)."""
+    return await old_release_proc.main(url, others, PAYLOAD)
 
 
 if __name__ == "__main__":
