@@ -32,17 +32,38 @@ async def _stored_at_most_once(
 ) -> None:
     """Each run's step ``name`` is stored at most once, at seq 3 when its append was answered
     (an append that failed says the world was unavailable), and the run takes its next append
-    at the sequence after what is stored."""
+    at the sequence after what is stored.
+
+    ``reader`` is another process's world, which has the read-your-writes of its own appends
+    only (docs/nats.md, "Reads of a run"): its read is a direct get that any replica answers,
+    and one that has not applied the newest acknowledged append yet (a quorum of two answers
+    for three replicas, more so around a leader change) shows the log without it. So the run
+    takes its next append first, from the writer, and the reader reads until its log holds
+    that append: a log that ends there holds every message stored before it."""
     for run_id, result in zip(run_ids, results, strict=True):
         assert isinstance(result, (list, WorldUnavailableError)), result
-        ids = [e.correlation_id for e in await reader.list_events(run_id)]
         step = f"{name}-{run_id}"
+        after = await world.append(run_id, [NewEvent(T.STEP_COMPLETED, step, {})])
+        events = await _read_up_to(reader, run_id, after[-1].seq)
+        assert [(e.type, e.correlation_id) for e in events[-1:]] == [(T.STEP_COMPLETED, step)]
+        ids = [e.correlation_id for e in events[:-1]]
         assert ids.count(step) <= 1, ids
         if isinstance(result, list):
             assert [e.seq for e in result] == [3]
             assert ids == [None, None, step]
-        after = await world.append(run_id, [NewEvent(T.STEP_COMPLETED, step, {})])
         assert [e.seq for e in after] == [len(ids) + 1]
+
+
+async def _read_up_to(reader: Any, run_id: str, seq: int, within: float = 10.0) -> list[Any]:
+    """The run's events as ``reader`` reads them once they reach ``seq`` (an acknowledged
+    append's), read again while a lagging replica answers with fewer, for up to ``within``
+    seconds; then the last read, for the assertion to show."""
+    deadline = time.monotonic() + within
+    while True:
+        events = list(await reader.list_events(run_id))
+        if len(events) >= seq or time.monotonic() > deadline:
+            return events
+        await asyncio.sleep(0.05)
 
 
 async def test_two_processes_batching_the_same_runs_each_run_has_one_winner(
