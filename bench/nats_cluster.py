@@ -19,8 +19,11 @@ A wave: R runs of S no-op steps (``bench/flows.py``) started at once on a fresh 
 is R x S over the time from the first start to the last result. During the wave the CPU of
 each process (each node, each worker process, this process as the client) is read from
 ``/proc/<pid>/stat``; the streams' stored sequences before and after give the appends the
-wave made, and ``$JS.API.STREAM.INFO`` names each stream's leader. A world URL the runtime
-rejects (``partitions=`` before the partitioned world exists) is reported as unsupported.
+wave made, and ``$JS.API.STREAM.INFO`` names each stream's leader. With N partitions the
+streams of partition i > 0 (``<prefix>_events_p<i>``, ``<prefix>_queue_p<i>``) are among them:
+the figures give the busiest partition's share of the events and of the queue appends, and how
+many nodes lead those streams (``partition_spread``). A world URL the runtime rejects
+(``partitions=`` before the partitioned world exists) is reported as unsupported.
 
 The floor: a nats-py ``js.publish`` loop (``--window`` publishes in flight, 128-byte bodies)
 into a scratch stream, R1 on the single server and R3 on the cluster (the client connected to
@@ -153,6 +156,27 @@ def led_share(hot: Mapping[str, tuple[str, int]], nodes: Sequence[str]) -> dict[
     """The share of the appends each node took as leader."""
     total = sum(n for _, n in hot.values()) or 1
     return {node: sum(n for leader, n in hot.values() if leader == node) / total for node in nodes}
+
+
+def partition_spread(
+    hot: Mapping[str, tuple[str, int]], prefix: str, partitions: int
+) -> dict[str, float]:
+    """How a wave's appends spread over the partitions' hot streams: each partition's events
+    stream (``<prefix>_events``, ``<prefix>_events_p<i>``) and queue stream (``_queue``,
+    ``_queue_p<i>``). The busiest partition's share of the events appends (1/P when the runs
+    hash evenly), the same for the queue, and how many nodes lead an events or a queue stream
+    of a partition (P at most, 3 at most on three nodes): the streams that take a partition's
+    appends in order are what partitions spread, the rest (the runs index, the buckets) stays
+    one for the world. A partition whose stream took no append counts as taking none."""
+    out: dict[str, float] = {}
+    leaders: set[str] = set()
+    for kind in ("events", "queue"):
+        names = [f"{prefix}_{kind}" + (f"_p{i}" if i else "") for i in range(partitions)]
+        appends = [hot[n][1] if n in hot else 0 for n in names]
+        leaders |= {hot[n][0] for n in names if n in hot}
+        out[f"busiest partition's share of the {kind} appends"] = max(appends) / (sum(appends) or 1)
+    out["nodes leading a partition's events or queue stream"] = len(leaders)
+    return out
 
 
 def span(values: Sequence[float]) -> str:
@@ -468,6 +492,7 @@ async def wave(
     v = {"steps/s": steps / seconds}
     for name in cluster.names:
         v[f"CPU s / 1,000 steps, {name}"] = spent[name] * 1000 / steps
+    v["CPU s / 1,000 steps, the three nodes together"] = server * 1000 / steps
     # the node names change roles from wave to wave: the same figures by role
     top = next(iter(hot.values()))[0] if hot else ""
     if top in spent:
@@ -491,6 +516,7 @@ async def wave(
     v["share of the appends led by one node (the most)"] = max(
         led_share(hot, cluster.names).values()
     )
+    v.update(partition_spread(hot, prefix, partitions))
     shown = [
         f"{s.removeprefix(prefix).lstrip('_') or s}: {lead} ({n})" for s, (lead, n) in hot.items()
     ]

@@ -97,6 +97,31 @@ def test_the_hot_streams_and_the_share_of_appends_each_node_led() -> None:
     assert parse(info("lone", None, 5)).leader == "?"
 
 
+def test_the_spread_over_partitions_counts_every_partitions_events_and_queue_streams() -> None:
+    hot = {
+        "bcx_runs": ("n0", 3000),  # one for the world: no partition's
+        "bcx_events": ("n1", 4100),
+        "bcx_events_p1": ("n0", 3900),
+        "bcx_events_p2": ("n0", 4000),
+        "bcx_queue": ("n1", 340),
+        "bcx_queue_p1": ("n2", 330),
+        "bcx_queue_p2": ("n0", 330),
+        "KV_bcx_served": ("n2", 5),
+    }
+    spread = bench.partition_spread(hot, "bcx", 3)
+    assert spread == {
+        "busiest partition's share of the events appends": 4100 / 12000,
+        "busiest partition's share of the queue appends": 0.34,
+        "nodes leading a partition's events or queue stream": 3,
+    }
+    # a partition that took nothing: its stream is missing from the hot ones
+    lopsided = bench.partition_spread({"bcx_events": ("n1", 10), "bcx_queue": ("n1", 2)}, "bcx", 3)
+    assert lopsided["busiest partition's share of the events appends"] == 1.0
+    assert lopsided["nodes leading a partition's events or queue stream"] == 1
+    one = bench.partition_spread({"bcx_events": ("n2", 12), "bcx_events_p1": ("n0", 9)}, "bcx", 1)
+    assert one["busiest partition's share of the events appends"] == 1.0  # p1 is no partition
+
+
 def test_a_refused_stream_info_is_an_error_that_says_why() -> None:
     with pytest.raises(RuntimeError, match="stream not found"):
         bench.StreamState.parse({"error": {"code": 404, "description": "stream not found"}})
