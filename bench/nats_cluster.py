@@ -179,6 +179,32 @@ def partition_spread(
     return out
 
 
+def message_kind(subject: str, prefix: str) -> str:
+    """What a message seen on a cluster is, by its subject (``bench/nats_traffic.py`` counts
+    them): a JetStream API request by kind, a direct get by the stream it reads (its partition
+    left out, so the partitions of one stream count as one), an ack, a world subject by its
+    first token after the prefix (``ev1`` and ``ev2`` as ``ev<i>``), a reply or delivery to an
+    inbox, or a key-value put by bucket."""
+    tokens = subject.split(".")
+    if subject.startswith("$JS.API.CONSUMER.MSG.NEXT."):
+        return "pull (CONSUMER.MSG.NEXT)"
+    if subject.startswith("$JS.API.DIRECT.GET.") and len(tokens) > 4:
+        stream = tokens[4].removeprefix(f"KV_{prefix}_").removeprefix(f"{prefix}_")
+        return f"direct get, {stream.split('_p')[0]}"
+    if subject.startswith("$JS.API.") and len(tokens) > 3:
+        return f"API {tokens[2]}.{tokens[3]}"
+    if subject.startswith("$JS.ACK."):
+        return "ack, nak or progress"
+    if subject.startswith("$KV.") and len(tokens) > 1:
+        return f"key-value put, {tokens[1].removeprefix(f'{prefix}_')}"
+    if tokens[0] == prefix and len(tokens) > 1:
+        kind = tokens[1].rstrip("0123456789")
+        return f"world subject {kind}" + ("<i>" if kind != tokens[1] else "")
+    if subject.startswith("_INBOX."):
+        return "inbox (replies and deliveries)"
+    return f"other {tokens[0]}"
+
+
 def span(values: Sequence[float]) -> str:
     """min-max of ``values``, with as many digits as their size calls for."""
     if not values:
@@ -670,12 +696,18 @@ def main() -> None:
     lines = report(results, settings(args), load)
     if args.note:
         lines[0:0] = [args.note, ""]
+    show(HEADING, "`bench/nats_cluster.py`", lines, write=args.write)
+
+
+def show(heading: str, source: str, lines: list[str], *, write: bool) -> None:
+    """Print a bench's section and, with ``write``, make it the section ``heading`` of
+    ``bench/RESULTS.md`` (``bench/nats_traffic.py`` writes its own the same way)."""
     print("\n".join(lines))
-    if args.write:
+    if write:
         from results import write_section
 
-        write_section(HEADING, "`bench/nats_cluster.py`", lines)
-        print(f"wrote the section {HEADING!r} of bench/RESULTS.md")
+        write_section(heading, source, lines)
+        print(f"wrote the section {heading!r} of bench/RESULTS.md")
 
 
 if __name__ == "__main__":
