@@ -664,6 +664,20 @@ async def run(args: argparse.Namespace, stack: contextlib.ExitStack) -> Results:
     return results
 
 
+def raise_on_signals() -> None:
+    """Ctrl-C and SIGTERM raise ``KeyboardInterrupt`` at once, so the servers, the workers and
+    the temporary folders are stopped and removed on the way out (``bench/nats_traffic.py``
+    too): asyncio's own SIGINT handler only cancels the main task, and a cancellation
+    swallowed on its way (seen here once) let the bench run on; SIGTERM's default would skip
+    every cleanup. A second signal while asyncio cancels what is left raises again."""
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGINT, terminated)
+    signal.signal(signal.SIGTERM, terminated)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1000, help="runs at once per wave")
@@ -678,14 +692,7 @@ def main() -> None:
     parser.add_argument("--note", default="", help="a line written above the figures")
     args = parser.parse_args()
 
-    def terminated(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    # Ctrl-C raises at once, as SIGTERM does: asyncio's own SIGINT handler only cancels the
-    # main task, and a cancellation swallowed on its way (seen here once) let the bench run on.
-    # A second signal while asyncio cancels what is left raises again.
-    signal.signal(signal.SIGINT, terminated)
-    signal.signal(signal.SIGTERM, terminated)
+    raise_on_signals()
     try:
         with contextlib.ExitStack() as stack:  # the servers: stopped, also on a signal
             stack.callback(stop_workers)

@@ -152,6 +152,7 @@ def main() -> None:
     parser.add_argument("--sync", default="lazy", choices=sorted(nc_bench.SYNCS))
     parser.add_argument("--write", action="store_true", help="write bench/RESULTS.md")
     args = parser.parse_args()
+    nc_bench.raise_on_signals()
     try:
         results, load = asyncio.run(run(args))
     except KeyboardInterrupt:
