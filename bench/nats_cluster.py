@@ -19,8 +19,11 @@ A wave: R runs of S no-op steps (``bench/flows.py``) started at once on a fresh 
 is R x S over the time from the first start to the last result. During the wave the CPU of
 each process (each node, each worker process, this process as the client) is read from
 ``/proc/<pid>/stat``; the streams' stored sequences before and after give the appends the
-wave made, and ``$JS.API.STREAM.INFO`` names each stream's leader. A world URL the runtime
-rejects (``partitions=`` before the partitioned world exists) is reported as unsupported.
+wave made, and ``$JS.API.STREAM.INFO`` names each stream's leader. With N partitions the
+streams of partition i > 0 (``<prefix>_events_p<i>``, ``<prefix>_queue_p<i>``) are among them:
+the figures give the busiest partition's share of the events and of the queue appends, and how
+many nodes lead those streams (``partition_spread``). A world URL the runtime rejects
+(``partitions=`` before the partitioned world exists) is reported as unsupported.
 
 The floor: a nats-py ``js.publish`` loop (``--window`` publishes in flight, 128-byte bodies)
 into a scratch stream, R1 on the single server and R3 on the cluster (the client connected to
@@ -153,6 +156,53 @@ def led_share(hot: Mapping[str, tuple[str, int]], nodes: Sequence[str]) -> dict[
     """The share of the appends each node took as leader."""
     total = sum(n for _, n in hot.values()) or 1
     return {node: sum(n for leader, n in hot.values() if leader == node) / total for node in nodes}
+
+
+def partition_spread(
+    hot: Mapping[str, tuple[str, int]], prefix: str, partitions: int
+) -> dict[str, float]:
+    """How a wave's appends spread over the partitions' hot streams: each partition's events
+    stream (``<prefix>_events``, ``<prefix>_events_p<i>``) and queue stream (``_queue``,
+    ``_queue_p<i>``). The busiest partition's share of the events appends (1/P when the runs
+    hash evenly), the same for the queue, and how many nodes lead an events or a queue stream
+    of a partition (P at most, 3 at most on three nodes): the streams that take a partition's
+    appends in order are what partitions spread, the rest (the runs index, the buckets) stays
+    one for the world. A partition whose stream took no append counts as taking none."""
+    out: dict[str, float] = {}
+    leaders: set[str] = set()
+    for kind in ("events", "queue"):
+        names = [f"{prefix}_{kind}" + (f"_p{i}" if i else "") for i in range(partitions)]
+        appends = [hot[n][1] if n in hot else 0 for n in names]
+        leaders |= {hot[n][0] for n in names if n in hot}
+        out[f"busiest partition's share of the {kind} appends"] = max(appends) / (sum(appends) or 1)
+    out["nodes leading a partition's events or queue stream"] = len(leaders)
+    return out
+
+
+def message_kind(subject: str, prefix: str) -> str:
+    """What a message seen on a cluster is, by its subject (``bench/nats_traffic.py`` counts
+    them): a JetStream API request by kind, a direct get by the stream it reads (its partition
+    left out, so the partitions of one stream count as one), an ack, a world subject by its
+    first token after the prefix (``ev1`` and ``ev2`` as ``ev<i>``), a reply or delivery to an
+    inbox, or a key-value put by bucket."""
+    tokens = subject.split(".")
+    if subject.startswith("$JS.API.CONSUMER.MSG.NEXT."):
+        return "pull (CONSUMER.MSG.NEXT)"
+    if subject.startswith("$JS.API.DIRECT.GET.") and len(tokens) > 4:
+        stream = tokens[4].removeprefix(f"KV_{prefix}_").removeprefix(f"{prefix}_")
+        return f"direct get, {stream.split('_p')[0]}"
+    if subject.startswith("$JS.API.") and len(tokens) > 3:
+        return f"API {tokens[2]}.{tokens[3]}"
+    if subject.startswith("$JS.ACK."):
+        return "ack, nak or progress"
+    if subject.startswith("$KV.") and len(tokens) > 1:
+        return f"key-value put, {tokens[1].removeprefix(f'{prefix}_')}"
+    if tokens[0] == prefix and len(tokens) > 1:
+        kind = tokens[1].rstrip("0123456789")
+        return f"world subject {kind}" + ("<i>" if kind != tokens[1] else "")
+    if subject.startswith("_INBOX."):
+        return "inbox (replies and deliveries)"
+    return f"other {tokens[0]}"
 
 
 def span(values: Sequence[float]) -> str:
@@ -468,6 +518,7 @@ async def wave(
     v = {"steps/s": steps / seconds}
     for name in cluster.names:
         v[f"CPU s / 1,000 steps, {name}"] = spent[name] * 1000 / steps
+    v["CPU s / 1,000 steps, the three nodes together"] = server * 1000 / steps
     # the node names change roles from wave to wave: the same figures by role
     top = next(iter(hot.values()))[0] if hot else ""
     if top in spent:
@@ -491,6 +542,7 @@ async def wave(
     v["share of the appends led by one node (the most)"] = max(
         led_share(hot, cluster.names).values()
     )
+    v.update(partition_spread(hot, prefix, partitions))
     shown = [
         f"{s.removeprefix(prefix).lstrip('_') or s}: {lead} ({n})" for s, (lead, n) in hot.items()
     ]
@@ -612,6 +664,20 @@ async def run(args: argparse.Namespace, stack: contextlib.ExitStack) -> Results:
     return results
 
 
+def raise_on_signals() -> None:
+    """Ctrl-C and SIGTERM raise ``KeyboardInterrupt`` at once, so the servers, the workers and
+    the temporary folders are stopped and removed on the way out (``bench/nats_traffic.py``
+    too): asyncio's own SIGINT handler only cancels the main task, and a cancellation
+    swallowed on its way (seen here once) let the bench run on; SIGTERM's default would skip
+    every cleanup. A second signal while asyncio cancels what is left raises again."""
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGINT, terminated)
+    signal.signal(signal.SIGTERM, terminated)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1000, help="runs at once per wave")
@@ -626,14 +692,7 @@ def main() -> None:
     parser.add_argument("--note", default="", help="a line written above the figures")
     args = parser.parse_args()
 
-    def terminated(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    # Ctrl-C raises at once, as SIGTERM does: asyncio's own SIGINT handler only cancels the
-    # main task, and a cancellation swallowed on its way (seen here once) let the bench run on.
-    # A second signal while asyncio cancels what is left raises again.
-    signal.signal(signal.SIGINT, terminated)
-    signal.signal(signal.SIGTERM, terminated)
+    raise_on_signals()
     try:
         with contextlib.ExitStack() as stack:  # the servers: stopped, also on a signal
             stack.callback(stop_workers)
@@ -644,12 +703,18 @@ def main() -> None:
     lines = report(results, settings(args), load)
     if args.note:
         lines[0:0] = [args.note, ""]
+    show(HEADING, "`bench/nats_cluster.py`", lines, write=args.write)
+
+
+def show(heading: str, source: str, lines: list[str], *, write: bool) -> None:
+    """Print a bench's section and, with ``write``, make it the section ``heading`` of
+    ``bench/RESULTS.md`` (``bench/nats_traffic.py`` writes its own the same way)."""
     print("\n".join(lines))
-    if args.write:
+    if write:
         from results import write_section
 
-        write_section(HEADING, "`bench/nats_cluster.py`", lines)
-        print(f"wrote the section {HEADING!r} of bench/RESULTS.md")
+        write_section(heading, source, lines)
+        print(f"wrote the section {heading!r} of bench/RESULTS.md")
 
 
 if __name__ == "__main__":

@@ -97,6 +97,49 @@ def test_the_hot_streams_and_the_share_of_appends_each_node_led() -> None:
     assert parse(info("lone", None, 5)).leader == "?"
 
 
+def test_the_spread_over_partitions_counts_every_partitions_events_and_queue_streams() -> None:
+    hot = {
+        "bcx_runs": ("n0", 3000),  # one for the world: no partition's
+        "bcx_events": ("n1", 4100),
+        "bcx_events_p1": ("n0", 3900),
+        "bcx_events_p2": ("n0", 4000),
+        "bcx_queue": ("n1", 340),
+        "bcx_queue_p1": ("n2", 330),
+        "bcx_queue_p2": ("n0", 330),
+        "KV_bcx_served": ("n2", 5),
+    }
+    spread = bench.partition_spread(hot, "bcx", 3)
+    assert spread == {
+        "busiest partition's share of the events appends": 4100 / 12000,
+        "busiest partition's share of the queue appends": 0.34,
+        "nodes leading a partition's events or queue stream": 3,
+    }
+    # a partition that took nothing: its stream is missing from the hot ones
+    lopsided = bench.partition_spread({"bcx_events": ("n1", 10), "bcx_queue": ("n1", 2)}, "bcx", 3)
+    assert lopsided["busiest partition's share of the events appends"] == 1.0
+    assert lopsided["nodes leading a partition's events or queue stream"] == 1
+    one = bench.partition_spread({"bcx_events": ("n2", 12), "bcx_events_p1": ("n0", 9)}, "bcx", 1)
+    assert one["busiest partition's share of the events appends"] == 1.0  # p1 is no partition
+
+
+def test_a_message_seen_on_the_cluster_is_counted_by_its_kind_and_partitions_as_one() -> None:
+    kinds = {
+        "$JS.API.CONSUMER.MSG.NEXT.bcx_queue_p1.wf-t": "pull (CONSUMER.MSG.NEXT)",
+        "$JS.API.DIRECT.GET.bcx_queue_p2": "direct get, queue",
+        "$JS.API.DIRECT.GET.bcx_queue": "direct get, queue",
+        "$JS.API.DIRECT.GET.KV_bcx_served": "direct get, served",
+        "$JS.API.STREAM.INFO.bcx_events": "API STREAM.INFO",
+        "$JS.ACK.bcx_queue.c.1.2.3.4.5": "ack, nak or progress",
+        "$KV.bcx_served.flows": "key-value put, served",
+        "bcx.ev.run1": "world subject ev",
+        "bcx.ev2.run1": "world subject ev<i>",
+        "bcx.evts1.run1": "world subject evts<i>",
+        "_INBOX.abc.1": "inbox (replies and deliveries)",
+        "$SYS.x": "other $SYS",
+    }
+    assert {s: bench.message_kind(s, "bcx") for s in kinds} == kinds
+
+
 def test_a_refused_stream_info_is_an_error_that_says_why() -> None:
     with pytest.raises(RuntimeError, match="stream not found"):
         bench.StreamState.parse({"error": {"code": 404, "description": "stream not found"}})
