@@ -290,7 +290,8 @@ class Queue:
             token = key_token(idempotency_key)
             published, ours = await self._enqueue_keyed(topic, level, mid, body, due, token)
         if order.fairness_key and due is None and ours:  # stored on ``level`` as ``published``
-            self._lanes.sent(topic, level, order.fairness_key, int(published))
+            seq = int(published.removeprefix(self._tag))  # a partition's ids carry its tag
+            self._lanes.sent(topic, level, order.fairness_key, seq)
         return published
 
     async def _publish(
