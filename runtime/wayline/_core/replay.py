@@ -754,6 +754,11 @@ class Replay:
 
     def _run(self) -> None:
         ready = self._ready
+        if not ready or self.needs_stamp:
+            # most events a replay is fed wake no fiber (a step's start, a wait's creation):
+            # nothing to step, so no context to switch into. Each switch asks for the running
+            # loop, which is a getpid system call in CPython (issue #39, item 2)
+            return
         token = replay_var.set(self)
         try:
             with outside_any_task():
