@@ -8,8 +8,7 @@ that ``definitions`` (below ``replay``) can read it without importing it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol
 
@@ -25,8 +24,7 @@ class StepCaller(Protocol):
 replay_var: ContextVar[StepCaller | None] = ContextVar("wayline_replay", default=None)
 
 
-@contextmanager
-def outside_any_task() -> Iterator[None]:
+class outside_any_task:  # named as the function it replaces: ``with outside_any_task():``
     """No asyncio task is current while workflow code runs in here.
 
     A workflow is stepped by its replay, not by the event loop: the task that happens to be
@@ -34,18 +32,31 @@ def outside_any_task() -> Iterator[None]:
     ``wait_for`` on 3.12+) in a workflow armed a cancel of that task, which later cut off
     the delivery in the middle of a step and left the run stuck until its step's lease ran
     out, again on every retry. With no current task they raise at once instead (see
-    ``Replay._step_fiber``)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # a replay fed outside any loop (tests, tools)
-        yield
-        return
-    task = asyncio.current_task(loop)
-    if task is None:
-        yield
-        return
-    asyncio.tasks._leave_task(loop, task)
-    try:
-        yield
-    finally:
-        asyncio.tasks._enter_task(loop, task)
+    ``Replay._step_fiber``).
+
+    A plain class rather than a ``contextmanager`` generator: a replay enters it several
+    times a step, and a generator's frame, its wrapper object and the ``next``/``send``
+    round trips cost more than the task swap itself (issue #39, item 2)."""
+
+    __slots__ = ("_loop", "_task")
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Any] | None = None
+
+    def __enter__(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a replay fed outside any loop (tests, tools)
+            return
+        task = asyncio.current_task(loop)
+        if task is None:
+            return
+        asyncio.tasks._leave_task(loop, task)
+        self._loop, self._task = loop, task
+
+    def __exit__(self, *exc: object) -> None:
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            self._loop, self._task = None, None
+            asyncio.tasks._enter_task(loop, task)

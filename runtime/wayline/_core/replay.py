@@ -381,6 +381,22 @@ class Replay:
     def _apply(self, event: Event) -> None:
         cid = event.correlation_id or ""
         match p := payload(event):
+            # a step's events come first: a match tries its cases in order, and most of a
+            # run's events are its steps' (issue #39, item 2); no two cases' classes overlap
+            case StepCreated(compensates=str()):
+                self._compensation_created(cid, p)
+            case StepCreated():
+                self._step_created(cid, p)
+            case StepStarted():
+                self._step_started(self._step(cid, event.type), p, event.created_at)
+            case StepRetrying():
+                self._step_retrying(self._step(cid, event.type), p.fresh)
+            case StepFailed() if event.seq in self._redriven:
+                # a later redrive gave the step a fresh budget: the workflow never sees this
+                # failure, as if the step had been retried with a new budget at once
+                self._step_retrying(self._step(cid, event.type), fresh=True)
+            case StepCompleted() | StepFailed():
+                self._step_ended(self._step(cid, event.type), p)
             case RunCreated():
                 self._run_created(p)
             case RunStarted():
@@ -417,20 +433,6 @@ class Replay:
                 self.input = replaced  # the last start's, before the run began
             case HookDisposed():
                 self._hook_disposed(cid)
-            case StepCreated(compensates=str()):
-                self._compensation_created(cid, p)
-            case StepCreated():
-                self._step_created(cid, p)
-            case StepStarted():
-                self._step_started(self._step(cid, event.type), p, event.created_at)
-            case StepRetrying():
-                self._step_retrying(self._step(cid, event.type), p.fresh)
-            case StepFailed() if event.seq in self._redriven:
-                # a later redrive gave the step a fresh budget: the workflow never sees this
-                # failure, as if the step had been retried with a new budget at once
-                self._step_retrying(self._step(cid, event.type), fresh=True)
-            case StepCompleted() | StepFailed():
-                self._step_ended(self._step(cid, event.type), p)
             case HookCreated():
                 hook = self.hooks.get(cid)
                 if hook is None:
@@ -754,6 +756,11 @@ class Replay:
 
     def _run(self) -> None:
         ready = self._ready
+        if not ready or self.needs_stamp:
+            # most events a replay is fed wake no fiber (a step's start, a wait's creation):
+            # nothing to step, so no context to switch into. Each switch asks for the running
+            # loop, which is a getpid system call in CPython (issue #39, item 2)
+            return
         token = replay_var.set(self)
         try:
             with outside_any_task():
