@@ -432,10 +432,12 @@ class Handler:
         again."""
         armed: set[str] = set()
         bodies = session.stats.bodies
-        # Once the unwind began under this delivery, no history limit or pause stops it between
-        # two moves, as one call did before it was planned; a closing worker or a delivery
-        # past its hand-off time hands the run back between two moves, as between two steps
-        # (never under a running reversal, which would be cut off at the invocation bound).
+        # Once the unwind began under this delivery, no pause stops it between two moves, as
+        # one call did before it was planned. The history limit never fails a run whose unwind
+        # is recorded, under this delivery or a later one: it would end the run with its
+        # reversals owed. A closing worker or a delivery past its hand-off time hands the run
+        # back between two moves, as between two steps (never under a running reversal, which
+        # would be cut off at the invocation bound).
         unwinding = False
         arrival = session.arrival
         while True:
@@ -445,7 +447,8 @@ class Handler:
                 await bodies.drain()
                 await session.catch_up()
                 continue
-            if not unwinding and await history_limits.check(session):
+            begun = unwinding or session.replay.ending.phase != "running"
+            if not begun and await history_limits.check(session):
                 return True  # failed: past the limit of one run's log
             closing = handoff.stop_here(self.closing)
             move: Move
