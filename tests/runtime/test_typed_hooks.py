@@ -314,3 +314,28 @@ async def test_a_hook_conflict_keeps_the_attributes_set_before_it(
         assert flows.lines(path) == ["charge o1", "charge o2", "refund o2"]
         await engine.client.resume_hook(token, "ok")
         assert await holder.result(timeout=10) == "ok"
+
+
+@wayline.workflow
+async def hc_tagged_wait(token: str) -> object:
+    wayline.set_attributes(stage="awaiting-approval")
+    return await wayline.create_hook(token)
+
+
+async def test_a_hook_conflict_with_nothing_to_reverse_keeps_the_attributes_set_before_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """With nothing to compensate the run fails at once, and the attributes it set in the
+    refused batch are written with its end (before: they were never written)."""
+    token = f"hcw-{tmp_path.name}"
+    async with engine.worker([hc_tagged_wait]):
+        holder = await engine.client.start(hc_tagged_wait, token)
+        await _active(engine, token)
+        late = await engine.client.start(hc_tagged_wait, token)
+        with pytest.raises(RunFailedError, match="HOOK_CONFLICT"):
+            await late.result(timeout=20)
+        info = await engine.client.get_run(late.run_id)
+        assert info.search_attributes.get("stage") == "awaiting-approval"
+        assert info.error is not None and info.error["holderRunId"] == holder.run_id
+        await engine.client.resume_hook(token, "ok")
+        assert await holder.result(timeout=10) == "ok"

@@ -76,7 +76,9 @@ async def fail_unwinding(session: RunSession, code: str, message: str, **fields:
     if replay.ending.phase != "running" or not (
         replay.compensation_plan() or replay.pending_children()
     ):
-        await fail_run(session.world, session.run_id, code, message, **fields)
+        await fail_run(
+            session.world, session.run_id, code, message, replay=session.replay, **fields
+        )
         return False
     error = {"name": "WaylineError", "code": code, "message": message, **fields}
     log.error(
