@@ -65,3 +65,21 @@ async def after_race(path: str, winner: int) -> int:
 async def race_of_sleeps(path: str) -> int:
     _, ms = await wayline.race(sleepy(path, 3000), sleepy(path, 100), sleepy(path, 6000))
     return int(await after_race(path, ms))
+
+
+@wayline.step(max_retries=3, retry_delay=0.2)
+async def undo_slowly(path: str, i: int, seconds: float) -> None:
+    await _body(path, f"u{i}", seconds)
+
+
+@wayline.step(compensate=undo_slowly)
+async def do_quickly(path: str, i: int, seconds: float) -> int:
+    return i
+
+
+@wayline.workflow
+async def long_unwind(path: str, n: int, seconds: float) -> int:
+    """n quick steps, then a failure: n reversals of ``seconds`` each to run."""
+    for i in range(n):
+        await do_quickly(path, i, seconds)
+    raise RuntimeError("long_unwind fails after its steps")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import wayline
+from tests.runtime.flows import mark
 
 
 @wayline.step(name="hl_tick")
@@ -36,3 +37,25 @@ async def hl_sleepy(count: int) -> int:
         await hl_tick(i)
         await wayline.sleep(0.001)
     return count
+
+
+@wayline.step(name="hl_undo", max_retries=2, retry_delay=0.05)
+async def hl_undo(path: str, i: int) -> None:
+    """Fails its first attempt, so the unwind goes on under another delivery."""
+    attempt = wayline.step_context().attempt
+    mark(path, f"undo {i} {attempt}")
+    if attempt == 1:
+        raise RuntimeError(f"hl_undo {i} fails once")
+
+
+@wayline.step(name="hl_do", compensate=hl_undo)
+async def hl_do(path: str, i: int) -> int:
+    return i
+
+
+@wayline.workflow(name="hl_unwinds")
+async def hl_unwinds(path: str, count: int) -> int:
+    """``count`` steps that compensate, then a failure: ``count`` reversals, each tried twice."""
+    for i in range(count):
+        await hl_do(path, i)
+    raise wayline.FatalError("hl_unwinds fails after its steps")

@@ -56,6 +56,59 @@ async def test_graceful_close_hands_the_run_back_at_a_checkpoint(
     assert flows.lines(log) == ["0:1", "1:1", "2:1", "3:1"]
 
 
+async def test_graceful_close_hands_a_long_unwind_back_between_two_reversals(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A graceful close during a saga unwind waits for the reversal that runs, starts no other
+    and hands the run back; a replacement runs the rest, each reversal once (before: the
+    closing worker ran the whole unwind within its grace)."""
+    from tests.runtime import fencing_flows as ff
+
+    path = str(tmp_path / "m")
+    worker = wayline.Worker(engine.world, [ff.long_unwind], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(ff.long_unwind, path, 4, 0.5)
+    await wait_for(lambda: _lines(path, 1))  # the first reversal (of step 3) is running
+    await worker.close(graceful=True)
+    assert [line.split()[:2] for line in flows.lines(path)] == [["start", "u3"], ["end", "u3"]]
+    assert not (await handle.status()).terminal
+    async with engine.worker([ff.long_unwind]):
+        with pytest.raises(wayline.RunFailedError, match="long_unwind fails"):
+            await handle.result(timeout=15)
+    done = [line.split()[:2] for line in flows.lines(path)]
+    assert done == [[how, f"u{i}"] for i in (3, 2, 1, 0) for how in ("start", "end")]
+
+
+async def test_a_forced_close_lets_the_running_reversal_end_and_starts_no_other(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Seed 004: a forced close lets a reversal already started end and record its outcome,
+    while no following reversal starts; the replacement runs the rest, each once, and never
+    the recorded one again."""
+    from tests.runtime import fencing_flows as ff
+    from tests.runtime.test_fencing import assert_never_concurrent, bodies
+
+    path = str(tmp_path / "m")
+    worker = wayline.Worker(engine.world, [ff.long_unwind], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(ff.long_unwind, path, 3, 1.0)
+    await wait_for(lambda: _lines(path, 1))  # the reversal of step 2 is running
+    await worker.close(graceful=False)
+    assert [line.split()[:3] for line in flows.lines(path)] == [
+        ["start", "u2", "1"],
+        ["end", "u2", "1"],
+    ]
+    assert not (await handle.status()).terminal
+    async with engine.worker([ff.long_unwind]):
+        with pytest.raises(wayline.RunFailedError, match="long_unwind fails"):
+            await handle.result(timeout=20)
+    runs = bodies(path)
+    assert {k: [how for _, _, how in v] for k, v in runs.items()} == {
+        f"u{i}": ["end"] for i in (2, 1, 0)
+    }
+    assert_never_concurrent(runs)
+
+
 async def test_two_workers_race_on_the_same_runs(engine: Engine, tmp_path: Path) -> None:
     other_world = await engine.make_world()
     log = str(tmp_path / "log")

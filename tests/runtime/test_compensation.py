@@ -334,3 +334,25 @@ async def test_an_unwind_lifted_to_running_by_an_older_version_still_parks(
         await engine.client.abandon_compensation(run_id)
         with pytest.raises(wayline.RunFailedError, match="no courier"):
             await engine.client.handle(run_id).result(timeout=15)
+
+
+async def test_a_cancel_during_a_failed_runs_unwind_runs_each_reversal_once(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A cancel asked while a failed run unwinds changes nothing the unwind owes: every
+    reversal runs once, latest first, and the run ends failed with its own error."""
+    from tests.runtime import fencing_flows as ff
+
+    path = str(tmp_path / "m")
+    async with engine.worker([ff.long_unwind]):
+        handle = await engine.client.start(ff.long_unwind, path, 3, 0.3)
+        await wait_for(lambda: _has_lines(path, 1))  # the first reversal runs
+        assert await handle.cancel("changed my mind")
+        with pytest.raises(wayline.RunFailedError, match="long_unwind fails"):
+            await handle.result(timeout=20)
+    done = [line.split()[:2] for line in flows.lines(path)]
+    assert done == [[how, f"u{i}"] for i in (2, 1, 0) for how in ("start", "end")]
+
+
+async def _has_lines(path: str, n: int) -> bool:
+    return len(flows.lines(path)) >= n

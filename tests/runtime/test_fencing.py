@@ -80,6 +80,31 @@ async def test_a_long_run_of_short_steps_hands_off_and_runs_each_body_once(
     assert len(owners) > 1  # driven under several messages: it was handed off
 
 
+async def test_a_long_unwind_of_short_reversals_hands_off_and_runs_each_once(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """8 reversals of 0.4 s under a 1.5 s bound: the unwind hands off between two reversals,
+    as the forward path does between two steps, so no reversal is cut off by the bound and
+    none runs twice (before: one delivery ran the whole unwind, past the bound)."""
+    path = str(tmp_path / "m")
+    async with two_workers(engine, [ff.long_unwind]):
+        handle = await engine.client.start(ff.long_unwind, path, 8, 0.4)
+        with pytest.raises(wayline.RunFailedError, match="long_unwind fails"):
+            await handle.result(timeout=60)
+    runs = bodies(path)
+    assert {k: [how for _, _, how in v] for k, v in runs.items()} == {
+        f"u{i}": ["end"] for i in range(8)
+    }
+    assert_never_concurrent(runs)
+    events = await handle.events()
+    assert not of_type(events, EventType.STEP_RETRYING)
+    reversals = [
+        e for e in of_type(events, EventType.STEP_STARTED) if ".c" in str(e.correlation_id)
+    ]
+    assert len(reversals) == 8
+    assert len({e.data.get("ownerMessageId") for e in reversals}) > 1  # handed off
+
+
 async def test_a_step_that_overruns_the_bound_is_fenced_and_retried(
     engine: Engine, tmp_path: Path
 ) -> None:

@@ -5,11 +5,14 @@ as new before either stays clear of both."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from prometheus_client import REGISTRY
 
 import wayline
 from tests.runtime import history_limit_flows as flows
+from tests.runtime.flows import lines
 from tests.runtime.harness import Engine, of_type, settings
 from wayline._core.events import EventType
 from wayline.errors import ConfigurationError
@@ -71,3 +74,29 @@ def test_the_sizes_are_read_from_the_environment_and_checked() -> None:
     assert (defaults.history_warn_events, defaults.history_limit_events) == (10_240, 51_200)
     with pytest.raises(ConfigurationError, match="WAYLINE_HISTORY_LIMIT_EVENTS"):
         Settings.from_env({"WAYLINE_HISTORY_LIMIT_EVENTS": "lots"})
+
+
+async def test_a_run_that_unwinds_past_the_limit_runs_every_reversal(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The limit stops a workflow's own growth, not its unwind: a run whose log reaches the
+    limit after its unwind began, between two deliveries (a reversal's retry), runs every
+    reversal and ends with its own error (before: the next delivery failed it with
+    ``HISTORY_LIMIT_EXCEEDED``, and the reversals behind that retry never ran)."""
+    free = str(tmp_path / "free")
+    async with engine.worker([flows.hl_unwinds], settings=settings(history_warn_events=0)):
+        handle = await engine.client.start(flows.hl_unwinds, free, 3)
+        with pytest.raises(wayline.RunFailedError, match="hl_unwinds fails"):
+            await handle.result(timeout=30)
+    [begun] = of_type(await handle.events(), EventType.RUN_COMPENSATING)
+    # the same run again, with a limit a few events past the unwind's beginning
+    path = str(tmp_path / "limited")
+    tight = settings(history_warn_events=0, history_limit_events=begun.seq + 3)
+    async with engine.worker([flows.hl_unwinds], settings=tight):
+        handle = await engine.client.start(flows.hl_unwinds, path, 3)
+        with pytest.raises(wayline.RunFailedError, match="hl_unwinds fails") as failed:
+            await handle.result(timeout=30)
+    assert failed.value.cause is not None and failed.value.cause.code != "HISTORY_LIMIT_EXCEEDED"
+    assert sorted(lines(path)) == [f"undo {i} {a}" for i in range(3) for a in (1, 2)]
+    [again] = of_type(await handle.events(), EventType.RUN_COMPENSATING)
+    assert again.seq == begun.seq  # the limit fell inside the unwind

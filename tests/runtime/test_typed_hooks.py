@@ -288,3 +288,55 @@ async def test_a_hook_conflict_reverses_the_completed_steps_like_any_failure(
         await engine.client.resume_hook(token, "ok")
         assert await holder.result(timeout=10) == "ok"
     assert flows.lines(path) == ["charge o1", "charge o2", "refund o2"]
+
+
+@wayline.workflow
+async def hc_tagged_order(path: str, order: str, token: str) -> object:
+    await hc_charge(path, order)
+    wayline.set_attributes(stage="awaiting-approval")
+    return await wayline.create_hook(token)
+
+
+async def test_a_hook_conflict_keeps_the_attributes_set_before_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """The attributes a workflow set in the batch a hook conflict refused are recorded when
+    the unwind begins, as for any other failure (before: that batch's ``attributes_set`` was
+    never written, and the run ended without them)."""
+    path, token = str(tmp_path / "log"), f"hct-{tmp_path.name}"
+    async with engine.worker([hc_order, hc_tagged_order]):
+        holder = await engine.client.start(hc_order, path, "o1", token)
+        await _active(engine, token)
+        late = await engine.client.start(hc_tagged_order, path, "o2", token)
+        with pytest.raises(RunFailedError, match="HOOK_CONFLICT"):
+            await late.result(timeout=20)
+        info = await engine.client.get_run(late.run_id)
+        assert info.search_attributes.get("stage") == "awaiting-approval"
+        assert flows.lines(path) == ["charge o1", "charge o2", "refund o2"]
+        await engine.client.resume_hook(token, "ok")
+        assert await holder.result(timeout=10) == "ok"
+
+
+@wayline.workflow
+async def hc_tagged_wait(token: str) -> object:
+    wayline.set_attributes(stage="awaiting-approval")
+    return await wayline.create_hook(token)
+
+
+async def test_a_hook_conflict_with_nothing_to_reverse_keeps_the_attributes_set_before_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """With nothing to compensate the run fails at once, and the attributes it set in the
+    refused batch are written with its end (before: they were never written)."""
+    token = f"hcw-{tmp_path.name}"
+    async with engine.worker([hc_tagged_wait]):
+        holder = await engine.client.start(hc_tagged_wait, token)
+        await _active(engine, token)
+        late = await engine.client.start(hc_tagged_wait, token)
+        with pytest.raises(RunFailedError, match="HOOK_CONFLICT"):
+            await late.result(timeout=20)
+        info = await engine.client.get_run(late.run_id)
+        assert info.search_attributes.get("stage") == "awaiting-approval"
+        assert info.error is not None and info.error["holderRunId"] == holder.run_id
+        await engine.client.resume_hook(token, "ok")
+        assert await holder.result(timeout=10) == "ok"

@@ -125,17 +125,26 @@ async def cancel_children(world: World, children: list[ChildRecord], reason: str
 
 
 async def fail_run(
-    world: World, run_id: str, code: str, message: str, *, by: str | None = None, **fields: Any
+    world: World,
+    run_id: str,
+    code: str,
+    message: str,
+    *,
+    by: str | None = None,
+    replay: Replay | None = None,
+    **fields: Any,
 ) -> None:
     """End the run failed with ``code``; ``fields`` join the error (``holderRunId``, ...).
     ``by="worker"`` marks an end that no delivery of the run could drive to an unwind: its
-    children still running are terminated here (``terminate_children``)."""
+    children still running are terminated here (``terminate_children``). With the live
+    ``replay``, what it holds unwritten (attributes, a provisional completion) is written with
+    the end (see ``terminal``)."""
     error = {"name": "WaylineError", "code": code, "message": message, **fields}
     log.error("run %s failed: [%s] %s", run_id, code, message)
     data: dict[str, Any] = {"error": error}
     if by is not None:
         data["by"] = by
-    await terminal(world, run_id, NewEvent(EventType.RUN_FAILED, data=data))
+    await terminal(world, run_id, NewEvent(EventType.RUN_FAILED, data=data), replay)
     if by == "worker":
         await terminate_children(world, run_id, "failed")
 

@@ -432,9 +432,12 @@ class Handler:
         again."""
         armed: set[str] = set()
         bodies = session.stats.bodies
-        # Once the unwind began under this delivery, it goes on move by move to its end or its
-        # wait, as one call did before it was planned: no history limit, hand-back or pause
-        # stops it between two moves.
+        # Once the unwind began under this delivery, no pause stops it between two moves, as
+        # one call did before it was planned. The history limit never fails a run whose unwind
+        # is recorded, under this delivery or a later one: it would end the run with its
+        # reversals owed. A closing worker or a delivery past its hand-off time hands the run
+        # back between two moves, as between two steps (never under a running reversal, which
+        # would be cut off at the invocation bound).
         unwinding = False
         arrival = session.arrival
         while True:
@@ -444,13 +447,17 @@ class Handler:
                 await bodies.drain()
                 await session.catch_up()
                 continue
-            if unwinding:
-                move: Move = Unwind() if session.replay.terminal is None else Done()
-            elif await history_limits.check(session):
+            begun = unwinding or session.replay.ending.phase != "running"
+            if not begun and await history_limits.check(session):
                 return True  # failed: past the limit of one run's log
-            else:
-                closing = handoff.stop_here(self.closing)
+            closing = handoff.stop_here(self.closing)
+            move: Move
+            if not unwinding:
                 move = next_move(session.replay, closing=closing, now=self.world.now())
+            elif session.replay.terminal is not None:
+                move = Done()
+            else:
+                move = HandBack() if closing else Unwind()
             match move:
                 case Done():
                     return True

@@ -76,7 +76,9 @@ async def fail_unwinding(session: RunSession, code: str, message: str, **fields:
     if replay.ending.phase != "running" or not (
         replay.compensation_plan() or replay.pending_children()
     ):
-        await fail_run(session.world, session.run_id, code, message, **fields)
+        await fail_run(
+            session.world, session.run_id, code, message, replay=session.replay, **fields
+        )
         return False
     error = {"name": "WaylineError", "code": code, "message": message, **fields}
     log.error(
@@ -84,9 +86,10 @@ async def fail_unwinding(session: RunSession, code: str, message: str, **fields:
         *(session.run_id, code, message),
     )
     await session.flush()
-    await _append(
-        session, [NewEvent(EventType.RUN_COMPENSATING, data={"reason": "failed", "error": error})]
-    )
+    # the attributes the workflow set in the refused batch are recorded before the unwind
+    # begins, as BeginUnwind records them: no batch of the workflow's own comes after it
+    begun = NewEvent(EventType.RUN_COMPENSATING, data={"reason": "failed", "error": error})
+    await _append(session, [*replay.new_attributes, begun])
     return True  # begun, or the log moved (caught up): the handler plans again
 
 
