@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -13,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from wayline._core import clock
+from wayline._core import clock, planning
 from wayline._core.events import RUN_TERMINAL_EVENTS, Event, NewEvent
+from wayline._core.replay import StepRecord
 from wayline.client import Client
 from wayline.errors import RunTerminalError
 from wayline.sim import run_seed
@@ -72,6 +74,23 @@ def test_a_race_put_back_is_caught_and_its_failing_seed_replays(
     monkeypatch.setattr(Client, "_fenced_append", unfenced)
     first, second = run_seed(159), run_seed(159)
     assert any("received delivery d1 2 times" in v for v in first.violations), first.violations
+    assert first.trace.encode() == second.trace.encode()
+
+
+def test_an_unwind_that_compensates_a_running_queued_step_is_caught_by_seed_0(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The unwind no longer waits for a forward step whose latest start is queue-owned, as
+    before 39c458e: a cancel compensates a step whose body a step worker still runs. Seed 0,
+    the first, catches it (docs/simulation.md)."""
+    elsewhere = planning._elsewhere
+
+    def owners_only(replay: Any, forward: StepRecord, *rest: Any) -> Any:
+        return elsewhere(replay, dataclasses.replace(forward, queued_start=False), *rest)
+
+    monkeypatch.setattr(planning, "_elsewhere", owners_only)
+    first, second = run_seed(0), run_seed(0)
+    assert any("while its step's body still runs" in v for v in first.violations), first.violations
     assert first.trace.encode() == second.trace.encode()
 
 
