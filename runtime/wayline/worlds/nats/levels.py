@@ -30,7 +30,9 @@ heard nothing of (a schedule stored before it subscribed) is found."""
 LANE_SCAN_EVERY = 4
 """A full scan asks the fair lanes (``names.FAIR_LANES`` a level, eighty in all) only every
 fourth time, so every 8 s: a lane's publish is heard as any other's, and the scan only finds
-what no publish told, so asking eighty more subjects every 2 s would cost more than it finds."""
+what no publish told, so asking eighty more subjects every 2 s would cost more than it finds.
+A scan of a topic that stores nothing is one request (``queue.Queue._scan``) that answers for
+every lane too, and is not counted here."""
 
 Channel = str
 """A subject of a topic's ready messages: its kind (``names.kind_of``), ``t`` for the subject
