@@ -2,7 +2,7 @@
 Prints the figures and writes bench/RESULTS.md.
 
     python bench/steps.py [--worlds local,nats,nats-always] [--repeat 3] [--quick] [--no-processes]
-        [--sizes 10,1000] [--seq-runs 30] [--sync full|normal]
+        [--sizes 10,1000] [--seq-runs 30] [--bursts 100,1000] [--sync full|normal]
 
 Per world (SQLite ``local``; NATS JetStream ``nats`` on a throwaway nats-server with the
 server's default ``sync_interval`` of 2 minutes, so a publish is acknowledged before it is on
@@ -462,6 +462,9 @@ async def main() -> None:
     parser.add_argument("--sizes", help="N of the sequential runs, e.g. 10,1000,5000")
     parser.add_argument("--seq-runs", type=int, help="sequential runs per N (default 30)")
     parser.add_argument(
+        "--bursts", help="R of the runs-at-once bursts, e.g. 100 (CPU is taken in the last)"
+    )
+    parser.add_argument(
         "--sync", choices=("full", "normal"), default="full", help="the SQLite world's sync="
     )
     args = parser.parse_args()
@@ -470,6 +473,8 @@ async def main() -> None:
         cfg.sizes = tuple(int(n) for n in args.sizes.split(","))
     if args.seq_runs:
         cfg.seq_runs = args.seq_runs
+    if args.bursts:
+        cfg.bursts = tuple(int(n) for n in args.bursts.split(","))
     repeat = 1 if args.quick and args.repeat == 3 else args.repeat
     results: dict[str, list[dict[str, float]]] = {}
     failures: list[str] = []
