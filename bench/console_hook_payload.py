@@ -86,8 +86,35 @@ async def bench_many(url: str, args: argparse.Namespace) -> None:
             batch = [NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, d) for d in data]
             await world.append(run.run_id, batch[: args.payloads - start])
         await measure(client, url, run.run_id, args)
+        await walk(client, url, run.run_id, args)
     finally:
         await world.close()
+
+
+async def walk(client: wayline.Client, url: str, run_id: str, args: argparse.Namespace) -> None:
+    """Walks every payload through ``/hooks/{hook}/payloads``, 1,000 a page, ``args.repeat``
+    times, each by a console made afresh after it read the run (which folds the log: the
+    pages reuse that fold), timed from the first page to the last. Code older than the
+    endpoint carries every payload in the run's JSON: skipped."""
+    took, pages = [], 0
+    for _ in range(args.repeat):
+        app = create_app(client, world_url=url)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://b") as http:
+            (hook,) = (await http.get(f"/api/runs/{run_id}")).json()["hooks"]
+            if "payloadCount" not in hook:
+                return
+            began, cursor, pages, seen = time.perf_counter(), "0", 0, 0
+            while cursor is not None:
+                got = await http.get(
+                    f"/api/runs/{run_id}/hooks/{hook['id']}/payloads",
+                    params={"after": cursor, "limit": 1000},
+                )
+                page = got.json()
+                seen, cursor, pages = seen + len(page["payloads"]), page["nextCursor"], pages + 1
+            took.append((time.perf_counter() - began) * 1000)
+            assert seen == hook["payloadCount"], (seen, hook["payloadCount"])
+    print(f"  every payload in {pages} pages: {min(took):.0f}-{max(took):.0f} ms", flush=True)
 
 
 async def measure(client: wayline.Client, url: str, run_id: str, args: argparse.Namespace) -> None:
