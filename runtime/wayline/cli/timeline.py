@@ -361,11 +361,14 @@ def render_show(
     visibility_seconds: float | None = None,
     forks: Sequence[str] = (),
     result_limit: int | None = None,
+    hook_payloads: tuple[int, int] | None = None,
 ) -> None:
     """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it;
     ``forks``: the runs forked from it). ``result_limit`` cuts the result line to that many
     characters, as the input line always is; None prints the result whole, as the command
-    does for a person who asked for the run.
+    does for a person who asked for the run. ``hook_payloads`` ``(first, last)``: print that
+    many of a hook's first and last payloads and how many are left out between them (the
+    console's story of a hook resumed thousands of times); None prints every one.
     ``now`` and ``visibility_seconds`` (the world's) bound when a step whose body started and
     recorded no outcome is run again if the worker holding it died."""
     tl = fold(info.run_id, events)
@@ -495,7 +498,14 @@ def render_show(
             if hook.timeout_at is not None:  # its wait id is what `runs wake --wait` takes
                 p(f"{'':14}timeout at {fmt_time(hook.timeout_at)} (wait id {hook.cid}.timeout)")
             if hook.received_at is not None:
-                for at, payload in [(hook.received_at, hook.payload), *hook.later]:
+                payloads = [(hook.received_at, hook.payload), *hook.later]
+                head, tail = hook_payloads or (len(payloads), 0)
+                left_out = len(payloads) - head - tail
+                for n, (at, payload) in enumerate(payloads):
+                    if left_out > 0 and head <= n < head + left_out:
+                        if n == head:
+                            p(f"{'':14}... {left_out} more payloads")
+                        continue
                     p(
                         f"{'':14}received after {fmt_duration(at - hook.created_at)}: "
                         f"{fmt_json(payload)}"

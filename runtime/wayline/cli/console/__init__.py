@@ -109,6 +109,7 @@ def create_app(
         Route("/api/runs/{run_id}/events", api(console.events)),
         Route("/api/runs/{run_id}/steps", api(console.steps)),
         Route("/api/runs/{run_id}/steps/{step}/result", api(console.step_result)),
+        Route("/api/runs/{run_id}/hooks/{hook}/payloads", api(console.hook_payloads)),
         Route("/api/runs/{run_id}/hooks/{hook}/payloads/{n}", api(console.hook_payload)),
         Route("/api/runs/{run_id}/input", api(console.input)),
         Route("/api/runs/{run_id}/output", api(console.output)),

@@ -29,10 +29,12 @@ from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .folds import KEPT_RUNS, RunFolds
+from .hook_pages import FIRST_PAGE as FIRST_PAYLOADS
+from .hook_pages import HEAD_PAYLOADS, TAIL_PAYLOADS, bounded_hook, payload_cursor, payload_page
+from .hook_pages import MAX_PAGE as MAX_PAYLOADS
 from .payloads import (
     encoded,
     hook_of,
-    linked_hook,
     payload_index,
     probed,
     shown,
@@ -180,6 +182,8 @@ class Console:
             # the story is read in the page, next to the output's own preview and link: a
             # large result printed whole would put the value back into the run's JSON
             result_limit=STORY_RESULT_CHARS,
+            # a hook's payloads as the run's JSON carries them: its first and last ones
+            hook_payloads=(HEAD_PAYLOADS, TAIL_PAYLOADS),
         )
         out = run_to_json(info)
         await shown(world, info, out, "input")  # a large one is read from /input or /output
@@ -188,9 +192,13 @@ class Console:
         out["archived"] = archived is not None
         folded = await self.folds.read(info.run_id, info, events)
         out.update(folded.view.to_json())
-        out["hooks"] = [await linked_hook(world, run_id, hook) for hook in out["hooks"]]
-        # a long run's steps follow a page at a time (/steps): its hooks, waits and children
-        # come whole, as they are few next to the steps a loop can make
+        # a hook's first and last payloads alone, with their count: a hook resumed thousands
+        # of times (an `async for` over it) pages through the rest (/hooks/{hook}/payloads)
+        out["hooks"] = [
+            await bounded_hook(world, run_id, hook) for hook in folded.view.hooks.values()
+        ]
+        # a long run's steps follow a page at a time (/steps): its waits and children come
+        # whole, as they are few next to the steps a loop can make
         first = await page_of(world, run_id, folded.steps, 0, FIRST_PAGE)
         out["steps"], out["stepCount"] = first["steps"], first["stepCount"]
         out["nextStepCursor"] = first["nextCursor"]
@@ -267,6 +275,17 @@ class Console:
         n = payload_index(request.path_params["n"], hook)
         stored = hook.payload if n == 0 else hook.later[n - 1][1]
         return await stored_value(self.client, run_id, stored)
+
+    async def hook_payloads(self, request: Request) -> Response:
+        """``GET /api/runs/{id}/hooks/{hook}/payloads?after=&limit=``: the hook's payloads
+        after the cursor ``after`` (a ``nextPayloadCursor`` or ``nextCursor`` given before),
+        in the order they came."""
+        limit = int_param(request, "limit", FIRST_PAYLOADS, 1, MAX_PAYLOADS)
+        run_id = await self.client.resolve(request.path_params["run_id"])
+        folded = await self.folds.read(run_id, *await self._view(run_id))
+        hook = hook_of(folded.view.hooks, request.path_params["hook"])
+        after = payload_cursor(request, hook)
+        return Reply(await payload_page(self.client.world, run_id, hook, after, limit))
 
     async def events(self, request: Request) -> Response:
         info = await self._run(request)

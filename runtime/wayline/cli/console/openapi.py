@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..._core.events import RunStatus
+from .hook_pages import FIRST_PAGE as HOOK_PAYLOADS_FIRST_PAGE
+from .hook_pages import HEAD_PAYLOADS, TAIL_PAYLOADS
+from .hook_pages import MAX_PAGE as HOOK_PAYLOADS_MAX_PAGE
 from .payloads import PAYLOAD_NUMBER_DIGITS
 
 _ERROR = {"$ref": "#/components/responses/Error"}
@@ -271,6 +274,40 @@ def document() -> dict[str, Any]:
                 "result",
                 _in_path("step", "the step's id (a step's id in the run's JSON)", _ID),
             ),
+            "/api/runs/{run_id}/hooks/{hook}/payloads": {
+                "get": {
+                    "operationId": "listHookPayloads",
+                    "summary": "a page of a hook's payloads, in the order they came, after a "
+                    "cursor: the run's JSON carries a hook's first and last ones alone",
+                    "parameters": [
+                        _RUN_ID,
+                        _in_path("hook", "the hook's id (a hook's id in the run's JSON)", _ID),
+                        {
+                            "name": "after",
+                            "in": "query",
+                            "description": "a hook's nextPayloadCursor or a page's nextCursor "
+                            "given before (the number of the next payload: a cursor still "
+                            "names the same payload after more arrive); 0 or none: from the "
+                            "first. One past the payloads the hook has is a 400",
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "schema": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": HOOK_PAYLOADS_MAX_PAGE,
+                                "default": HOOK_PAYLOADS_FIRST_PAGE,
+                            },
+                        },
+                    ],
+                    "responses": {
+                        "200": _json(_ref("HookPayloadPage")),
+                        **_errors(400, 404, 409),
+                    },
+                }
+            },
             "/api/runs/{run_id}/hooks/{hook}/payloads/{n}": _linked(
                 "getHookPayload",
                 "a hook's payload as JSON, streamed in chunks (from the blob store when it is "
@@ -524,7 +561,14 @@ def document() -> dict[str, Any]:
                                     "description": "a payload over 4096 bytes of JSON (the "
                                     "first, or one of later) is null here, with payloadPayload "
                                     "(a LargePayload) linking "
-                                    "/api/runs/{run_id}/hooks/{hook}/payloads/{n}",
+                                    "/api/runs/{run_id}/hooks/{hook}/payloads/{n}. A hook "
+                                    "carries its first payload (payload), the next ones (up to "
+                                    f"its first {HEAD_PAYLOADS} in all) in later, its last "
+                                    f"{TAIL_PAYLOADS} "
+                                    "past those in lastPayloads (each a HookPayload), with "
+                                    "payloadCount and nextPayloadCursor: after= for "
+                                    "/api/runs/{run_id}/hooks/{hook}/payloads, the first "
+                                    "payload not carried (null: every one is here)",
                                 },
                                 "waits": {"type": "array", "items": {"type": "object"}},
                                 "children": {"type": "array", "items": {"type": "object"}},
@@ -584,6 +628,32 @@ def document() -> dict[str, Any]:
                             "additionalProperties": {"type": "integer"},
                             "description": "how many occurrences are in each status",
                         },
+                    },
+                },
+                "HookPayloadPage": {
+                    "type": "object",
+                    "required": ["payloads", "payloadCount", "nextCursor"],
+                    "properties": {
+                        "payloads": {"type": "array", "items": _ref("HookPayload")},
+                        "payloadCount": {
+                            "type": "integer",
+                            "description": "how many payloads the hook has received",
+                        },
+                        "nextCursor": {
+                            "type": ["string", "null"],
+                            "description": "after= for the next page; null: this page ends "
+                            "with the hook's last payload",
+                        },
+                    },
+                },
+                "HookPayload": {
+                    "type": "object",
+                    "required": ["n", "receivedAt", "payload", "payloadPayload"],
+                    "properties": {
+                        "n": {"type": "integer", "description": "its number: 0 the first"},
+                        "receivedAt": {"type": "number"},
+                        "payload": {"description": "null when over 4096 bytes of JSON"},
+                        "payloadPayload": _ref("LargePayload"),
                     },
                 },
                 "StepPage": {

@@ -172,27 +172,8 @@ async def value_response(
 HOOK_PAYLOAD_INLINE_BYTES = 4096
 """The largest hook payload, as JSON, sent with its hook in the run's JSON (as for a step's
 result): a larger one is its size, its first KiB and a link
-(``GET /api/runs/{id}/hooks/{hook}/payloads/{n}``)."""
-
-
-async def linked_hook(world: World, run_id: str, hook: dict[str, Any]) -> dict[str, Any]:
-    """A hook of the run's JSON with each payload (the first and every later one) either
-    inline, with ``payloadPayload`` null, or, over :data:`HOOK_PAYLOAD_INLINE_BYTES`, null
-    with ``payloadPayload`` ``{bytes, preview, href}``. The fold holds a payload kept in a
-    blob as its reference: it is measured by it and only its first KiB is read, so the run's
-    JSON of a 50 MB resume reads 1 KiB of it."""
-    href = f"/api/runs/{run_id}/hooks/{hook['id']}/payloads/"
-    first = await _hook_value(world, run_id, hook.get("payload"), href + "0")
-    later = [
-        {**x, **await _hook_value(world, run_id, x["payload"], f"{href}{n}")}
-        for n, x in enumerate(hook["later"], start=1)
-    ]
-    return {**hook, **first, "later": later}
-
-
-async def _hook_value(world: World, run_id: str, stored: Any, href: str) -> dict[str, Any]:
-    value, linked = await inline_or_link(world, run_id, stored, href, HOOK_PAYLOAD_INLINE_BYTES)
-    return {"payload": value, "payloadPayload": linked}
+(``GET /api/runs/{id}/hooks/{hook}/payloads/{n}``). A hook's JSON carries some of its
+payloads alone (:mod:`.hook_pages`)."""
 
 
 def malformed_link(world: World, run_id: str, href: str) -> dict[str, Any]:

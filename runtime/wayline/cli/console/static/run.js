@@ -84,6 +84,68 @@ function receivedText(value, large) {
   return large ? large.preview.slice(0, 200) + "…" : JSON.stringify(value);
 }
 
+// A hook's payloads: the run's JSON carries its first and last ones and their count
+// (payloadCount); the rest are read a page at a time when asked (`load more`), kept here by the
+// hook's id and the payload's number, which names the same payload whatever arrives after it.
+const HOOK_PAYLOADS_PER_PAGE = 200;
+const hookPages = new Map();
+
+function hookEntries(h, out) {
+  const count = h.payloadCount;
+  // a large payload is sent as its first KiB and a link (payloadPayload), as a step's result
+  const large = h.receivedAt ? h.payloadPayload : null;
+  const received = h.receivedAt ? receivedText(h.payload, large) : "";
+  const more = count > 1 ? ` (payload 1 of ${count})` : "";
+  out.push({ kind: "hook", key: h.id, label: `hook ${h.token}`, status: h.status, start: h.createdAt,
+             end: h.receivedAt, detail: (h.type ? `type ${h.type}` : "") +
+             (h.receivedAt ? ` received ${received}${more}` : ""),
+             large, largeId: `hook-${h.id}-payload` });
+  if (count < 2) return;
+  // a hook that takes several payloads (an `async for` over it): each later one is a row of
+  // its own, at the time it came, linked when large as the first is; where payloads are not
+  // read yet, one row says how many and loads the next page of them
+  const known = new Map([...(hookPages.get(h.id) || new Map())]);
+  for (const p of [...h.later, ...h.lastPayloads]) known.set(p.n, p);
+  let last = { receivedAt: h.receivedAt };
+  for (let n = 1; n < count; n++) {
+    const p = known.get(n);
+    if (p) {
+      out.push({ kind: "hook-payload", key: `${h.id}#${n + 1}`, label: `hook ${h.token} #${n + 1}`,
+                 status: "received", start: p.receivedAt, end: p.receivedAt,
+                 detail: `received ${receivedText(p.payload, p.payloadPayload)}` +
+                         ` (payload ${n + 1} of ${count})`,
+                 large: p.payloadPayload, largeId: `hook-${h.id}-payload-${n}` });
+      last = p;
+      continue;
+    }
+    let end = n;
+    while (end < count && !known.has(end)) end++;
+    out.push({ kind: "hook-more", key: `${h.id}@${n}`, label: `hook ${h.token}`, status: "received",
+               statusText: "not read yet", start: last.receivedAt, end: last.receivedAt,
+               detail: `${end - n} more payload${end - n === 1 ? "" : "s"}`,
+               more: { hook: h.id, after: n } });
+    n = end - 1;
+  }
+}
+
+// The next page of a hook's payloads, from number `after`, then the timeline again.
+async function loadPayloads(more, button) {
+  button.disabled = true;
+  try {
+    const page = await wl.api(`/api/runs/${encodeURIComponent(runId)}/hooks/` +
+                              `${encodeURIComponent(more.hook)}/payloads?after=${more.after}` +
+                              `&limit=${HOOK_PAYLOADS_PER_PAGE}`);
+    if (!hookPages.has(more.hook)) hookPages.set(more.hook, new Map());
+    for (const p of page.payloads) hookPages.get(more.hook).set(p.n, p);
+    document.getElementById("message").textContent = "";
+  } catch (err) {
+    button.disabled = false;
+    document.getElementById("message").textContent = err.message;
+    return;
+  }
+  if (drawn.run) timeline(drawn.run);
+}
+
 function entries(run) {
   const out = [];
   const grouped = new Map((run.stepGroups || []).map((g) => [g.name, g]));
@@ -95,26 +157,7 @@ function entries(run) {
     placed.add(s.name);
     groupEntries(group, s, out);
   }
-  for (const h of run.hooks) {
-    // a large payload is sent as its first KiB and a link (payloadPayload), as a step's result
-    const large = h.receivedAt ? h.payloadPayload : null;
-    const received = h.receivedAt ? receivedText(h.payload, large) : "";
-    const more = h.later.length ? ` (payload 1 of ${h.later.length + 1})` : "";
-    out.push({ kind: "hook", key: h.id, label: `hook ${h.token}`, status: h.status, start: h.createdAt,
-               end: h.receivedAt, detail: (h.type ? `type ${h.type}` : "") +
-               (h.receivedAt ? ` received ${received}${more}` : ""),
-               large, largeId: `hook-${h.id}-payload` });
-    // a hook that takes several payloads (an `async for` over it): each later one is a row of
-    // its own, at the time it came, linked when large as the first is
-    h.later.forEach((p, i) => {
-      const n = i + 2;
-      out.push({ kind: "hook-payload", key: `${h.id}#${n}`, label: `hook ${h.token} #${n}`,
-                 status: "received", start: p.receivedAt, end: p.receivedAt,
-                 detail: `received ${receivedText(p.payload, p.payloadPayload)}` +
-                         ` (payload ${n} of ${h.later.length + 1})`,
-                 large: p.payloadPayload, largeId: `hook-${h.id}-payload-${i + 1}` });
-    });
-  }
+  for (const h of run.hooks) hookEntries(h, out);
   for (const w of run.waits) {
     out.push({ kind: "sleep", key: w.id, label: `sleep ${w.id}`, status: w.early ? "woken early" : w.status,
                start: w.createdAt, end: w.completedAt, detail: `until ${wl.time(w.resumeAt)}` });
@@ -201,6 +244,13 @@ function row(e, long) {
   if (long) detail.title = e.detail;
   else detail.style.whiteSpace = "pre-wrap";
   if (e.large) detail.append(" ", showAll(e.largeId, e.large, detail));
+  if (e.more) {
+    const button = wl.text("button", "load more", "more");
+    button.type = "button";
+    button.title = `the next ${HOOK_PAYLOADS_PER_PAGE} payloads`;
+    button.addEventListener("click", () => loadPayloads(e.more, button));
+    detail.append(" ", button);
+  }
   tr.append(wl.text("td", "+" + wl.duration(e.start - drawn.origin)), what,
             wl.text("td", e.statusText || e.status, "status " + e.status), detail, track);
   return tr;
