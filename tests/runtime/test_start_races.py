@@ -5,9 +5,7 @@ run), no step body twice, no run left without its queue message."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 import time
 import uuid
 from collections import Counter
@@ -20,6 +18,7 @@ import wayline
 from tests.nats_fixtures import hold_sweep
 from tests.runtime import start_flows as sf
 from tests.runtime.harness import Engine, of_type, wait_for
+from tests.runtime.procs import Procs
 from wayline._core.events import EventType
 from wayline.settings import Settings
 
@@ -130,56 +129,16 @@ async def test_a_start_between_a_cleanups_purge_and_its_queue_sweep_keeps_its_me
     assert sf.lines(path) == ["body old", "body new"]
 
 
-class _Procs:
-    """Processes of ``tests.runtime.start_proc`` for one test, killed by pid at its end."""
-
-    def __init__(self, url: str, tmp: Path) -> None:
-        self.url, self.tmp = url, tmp
-        self.procs: list[asyncio.subprocess.Process] = []
-
-    async def spawn(self, *args: str, env: dict[str, str] | None = None) -> Any:
-        log = open(self.tmp / f"proc-{len(self.procs)}.log", "wb")  # noqa: SIM115, ASYNC230
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tests.runtime.start_proc",
-            self.url,
-            *args,
-            cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=log,
-            env={**os.environ, **(env or {})},
-        )
-        log.close()
-        self.procs.append(proc)
-        return proc
-
-    async def worker(self, env: dict[str, str] | None = None) -> Any:
-        proc = await self.spawn("worker", env=env)
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)
-        assert line.strip() == b"worker ready", line
-        return proc
-
-    async def stop(self, proc: Any) -> None:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-
-    async def close(self) -> None:
-        for proc in self.procs:
-            await self.stop(proc)
-
-
 @pytest.fixture
 async def procs(engine: Engine, tmp_path: Path) -> Any:
-    spawned = _Procs(engine.world.url, tmp_path)
+    spawned = Procs(engine.world.url, tmp_path, "tests.runtime.start_proc")
     yield spawned
     await spawned.close()
 
 
 @pytest.mark.parametrize("then", ["start again", "restart the worker", "wait"])
 async def test_a_starter_killed_between_run_created_and_its_message(
-    engine: Engine, tmp_path: Path, procs: _Procs, then: str
+    engine: Engine, tmp_path: Path, procs: Procs, then: str
 ) -> None:
     """The starting process is SIGKILLed after the run's ``run_created`` and before its queue
     message, with a worker running: the run waits (pending) until its id is started again
@@ -188,7 +147,7 @@ async def test_a_starter_killed_between_run_created_and_its_message(
     before, only the first two moved it); then it runs once, with the first start's input."""
     path, run_id = str(tmp_path / "m"), _id()
     looks = {"WAYLINE_START_REARM_SECONDS": "0.3" if then == "wait" else "0"}
-    worker = await procs.worker(env=looks)
+    worker = await procs.worker("worker", env=looks)
     starter = await procs.spawn(
         "start", path, "0", f"{run_id}:first", env={"WAYLINE_TEST_DIE_AFTER_CREATE": "1"}
     )
@@ -205,7 +164,7 @@ async def test_a_starter_killed_between_run_created_and_its_message(
         assert await again.wait() == 0
     elif then == "restart the worker":
         await procs.stop(worker)
-        await procs.worker()
+        await procs.worker("worker")
     handle = engine.client.handle(run_id)
     assert await handle.result(timeout=30) == "first"
     assert sf.lines(path) == ["body first"]
@@ -402,7 +361,7 @@ async def test_starts_racing_terminates_of_their_ids(engine: Engine, tmp_path: P
 
 
 async def test_three_processes_start_shared_and_own_ids_with_two_workers(
-    engine: Engine, tmp_path: Path, procs: _Procs
+    engine: Engine, tmp_path: Path, procs: Procs
 ) -> None:
     """Three processes start, at one wall-clock instant, 15 ids they share (each with its own
     input) and 15 of their own, served by two worker processes: one run per id, started
@@ -410,8 +369,8 @@ async def test_three_processes_start_shared_and_own_ids_with_two_workers(
     path = str(tmp_path / "m")
     shared = [_id() for _ in range(15)]
     own = [[_id() for _ in range(15)] for _ in range(3)]
-    await procs.worker()
-    await procs.worker()
+    await procs.worker("worker")
+    await procs.worker("worker")
     at = time.time() + 2.0
     starters = [
         await procs.spawn(
