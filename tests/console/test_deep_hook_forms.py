@@ -116,10 +116,12 @@ async def _form(console: Console, page: Page, workflow: Any) -> tuple[Any, str]:
 
 async def _refused_in_browser(
     console: Console, page: Page, form: str, run_id: str, said: str
-) -> None:
+) -> str:
+    """Send the form: the browser refuses it (saying ``said``), and nothing is received."""
     await page.click(f"{form} > button")
-    await page.text(f"{form} .said", said)
+    shown = await page.text(f"{form} .said", said)
     assert await _received(console, run_id) == 0
+    return shown
 
 
 async def _texts(page: Page, css: str) -> list[str]:
@@ -191,6 +193,9 @@ async def test_lists_of_lists_are_answered_through_add_and_remove_at_each_level(
         await page.type(f'{form} input[name="cells.0.0.x"]', "5")
         await page.type(f'{form} input[name="cells.0.0.label"]', "abcd")
         await _refused_in_browser(console, page, form, run.run_id, "rows[0][1]: required")
+        await page.type(f'{form} input[name="rows.0.1"]', "2.5")  # not a whole number
+        shown = await _refused_in_browser(console, page, form, run.run_id, "rows[0][1]: ")
+        assert "required" not in shown, shown  # the browser says why: not a whole number
 
         await page.type(f'{form} input[name="rows.0.1"]', "2")
         await _refused_by_server(console, page, form, run.run_id, "label")
@@ -212,6 +217,9 @@ async def test_a_model_or_integer_union_is_answered_through_a_choice_of_its_type
         assert choices == ["Voucher", "integer"]
         await _choose(page, f'{form} select[name="amount"]', "integer")
         await _refused_in_browser(console, page, form, run.run_id, "amount: required")
+        await page.type(f'{form} input[name="amount.integer"]', "2.5")
+        shown = await _refused_in_browser(console, page, form, run.run_id, "amount: ")
+        assert "required" not in shown, shown  # the browser says why: not a whole number
 
         await _choose(page, f'{form} select[name="amount"]', "Voucher")
         await page.type(f'{form} input[name="amount.Voucher.code"]', "abc")
