@@ -278,7 +278,7 @@ SHAPE_BYTES = 64 * 1024
 """The most JSON a recorded shape may take. The shape rides in the hook's ``hook_created``
 event, which is never stored out of line and must stay well under NATS's 1 MiB message: a
 recursive union (an expression tree whose six node models each hold the union again) followed
-four levels deep is 1.4 MB. A shape over this follows one level fewer, until it fits; the
+four levels deep is 1.4 MB. A shape records the most levels whose walk fits in this; the
 levels left out are checked where the class is, and the console's form takes them as JSON."""
 
 
@@ -294,9 +294,17 @@ class _Walk:
 
     levels: int
     spent: int = 0
+    cut: bool = False
+    """Whether the walk left out a level (a model, or a list that is no list of plain values,
+    below its last level): one that did not records the whole class, as would any deeper."""
 
     def take(self, name: str) -> None:
-        self.spent += len(name) + 8  # "name":[], and a comma, at the least
+        self.add(len(name) + 8)  # "name":[], and a comma, at the least
+
+    def add(self, chars: int) -> None:
+        # a lower bound of the JSON's size kept close to it, so that a walk past the budget
+        # is given up after about SHAPE_BYTES of shape, not several times that
+        self.spent += chars
         if self.levels and self.spent > SHAPE_BYTES:
             raise _TooLarge
 
@@ -315,26 +323,23 @@ def _bounded(schema: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`shape` of a class's JSON schema: as many levels as fit in :data:`SHAPE_BYTES`."""
     top, defs = _top(schema), schema.get("$defs") or {}
 
-    def fitting(levels: int) -> dict[str, Any] | None:
+    # A shape grows with its levels, so the most that fit are found one level at a time from
+    # the top, until a walk leaves nothing out (the whole class: most classes, a few small
+    # walks) or passes the budget. Each walk that fits is cheap beside the one that does not
+    # (a model that contains itself twice, a tree, doubles with each level), and that one is
+    # the last: a walk of 16 levels first would be given up every time for such a class.
+    best = _fields(top, defs, _Walk(0))
+    for levels in range(1, _NESTED_DEPTH + 1):
+        walk = _Walk(levels)
         try:
-            recorded = _fields(top, defs, _Walk(levels))
+            found = _fields(top, defs, walk)
         except _TooLarge:
-            return None
-        return recorded if len(json.dumps(recorded)) <= SHAPE_BYTES else None
-
-    best = fitting(_NESTED_DEPTH)  # most classes: one walk
-    if best is not None:
-        return best
-    # A shape grows with its levels, so the most that fit are found by halving: a model that
-    # contains itself twice (a tree) costs a handful of walks, not one per level.
-    low, high, best = 0, _NESTED_DEPTH - 1, _fields(top, defs, _Walk(0))
-    while low < high:
-        middle = (low + high + 1) // 2
-        found = fitting(middle)
-        if found is None:
-            high = middle - 1
-        else:
-            low, best = middle, found
+            break
+        if len(json.dumps(found)) > SHAPE_BYTES:
+            break
+        best = found
+        if not walk.cut:
+            break
     return best
 
 
@@ -411,6 +416,7 @@ def _list_element(
         walk.take(json.dumps(plain))
         return plain
     if depth >= walk.levels:
+        walk.cut = True
         return None
     if len(options) == 1 and options[0].get("type") == "array":
         inner = options[0].get("items")
@@ -454,6 +460,7 @@ def _tag(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
 def _fields(
     schema: Mapping[str, Any], defs: Mapping[str, Any], walk: _Walk, depth: int = 0
 ) -> dict[str, Any]:
+    walk.add(len('{"required": [], "fields": {}}'))
     fields: dict[str, list[str]] = {}
     nested: dict[str, Any] = {}
     unions: dict[str, Any] = {}
@@ -467,6 +474,7 @@ def _fields(
             fields[name] = []  # a constrained or unnamed type: checked where the class is
             continue
         fields[name] = kinds
+        walk.add(sum(len(k) + 2 for k in kinds))  # "integer", each
         literal = literal_values(options)
         if literal is not None:  # a Literal: the form offers its values, the server checks them
             walk.take(json.dumps(literal))
@@ -479,6 +487,7 @@ def _fields(
             if element is not None:
                 items[name] = element
         if depth >= walk.levels:
+            walk.cut = walk.cut or any(_is_model(o) for o in options)
             continue
         models = [o for o in options if _is_model(o)]
         if len(models) == 1:
