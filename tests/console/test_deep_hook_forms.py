@@ -71,9 +71,14 @@ class Voucher(pydantic.BaseModel):
     code: Annotated[str, pydantic.Field(pattern=r"^[A-Z]+$")]
 
 
+class Stamp(pydantic.BaseModel):
+    count: int
+
+
 class Tip(pydantic.BaseModel):
     amount: Voucher | int
     extra: Voucher | None = None
+    via: Voucher | Stamp | str | None = None  # a union of models and a plain type, optional
 
 
 @wayline.workflow(name="deep_hook_forms.tower")
@@ -228,8 +233,13 @@ async def test_a_model_or_integer_union_is_answered_through_a_choice_of_its_type
         await _choose(page, f'{form} select[name="amount"]', "integer")
         await page.type(f'{form} input[name="amount.integer"]', "5")
         await page.type(f'{form} input[name="extra.code"]', "XY")
+        via = await _texts(page, f'{form} select[name="via"] > option')
+        assert via == ["(none)", "Voucher", "Stamp", "string"]
+        await _choose(page, f'{form} select[name="via"]', "string")
+        await page.type(f'{form} input[name="via.string"]', "desk")
         await page.screenshot("hooks-model-or-plain-form.png")
-        assert await _resumed(page, form, run) == {"amount": 5, "extra": {"code": "XY"}}
+        sent = {"amount": 5, "extra": {"code": "XY"}, "via": "desk"}
+        assert await _resumed(page, form, run) == sent
 
 
 @pytest.mark.parametrize("with_class", [True, False], ids=["class", "shape"])
@@ -260,7 +270,12 @@ async def test_a_wrong_deep_value_list_of_lists_item_or_union_type_is_a_typed_42
         ),
         (
             tip,
-            [({"amount": "lots"}, "amount"), ({"amount": {"code": 5}}, "code")],
+            [
+                ({"amount": "lots"}, "amount"),
+                ({"amount": {"code": 5}}, "code"),
+                ({"amount": 1, "via": 7}, "via"),
+                ({"amount": 1, "via": {"count": "x"}}, "via"),
+            ],
             {"amount": {"code": "ABC"}},
         ),
     ]

@@ -97,20 +97,36 @@ class Voucher(pydantic.BaseModel):
     code: str
 
 
+class Stamp(pydantic.BaseModel):
+    count: int
+
+
 class Tip(pydantic.BaseModel):
     amount: Voucher | int
     extra: Voucher | None = None
+    via: Voucher | Stamp | str | None = None
 
 
 def test_a_model_or_plain_union_records_the_models_title_for_the_forms_choice() -> None:
     recorded = shape(Tip)
-    assert recorded["fields"] == {"amount": ["object", "integer"], "extra": ["object", "null"]}
+    assert recorded["fields"] == {
+        "amount": ["object", "integer"],
+        "extra": ["object", "null"],
+        "via": ["object", "string", "null"],
+    }
+    assert [b["title"] for b in recorded["unions"]["via"]["branches"]] == ["Voucher", "Stamp"]
     assert recorded["nested"]["amount"]["title"] == "Voucher"
     assert "title" not in recorded["nested"]["extra"]  # Optional[Model]: a fieldset, as before
     check_shape(recorded, {"amount": 5}, "t")
     check_shape(recorded, {"amount": {"code": "A"}}, "t")
     assert "amount: expected object or integer, got str" in _refused(recorded, {"amount": "x"})
     assert "amount.code: Field required" in _refused(recorded, {"amount": {}})
+    check_shape(recorded, {"amount": 1, "via": "desk"}, "t")
+    assert "via: expected object or string or null, got int" in _refused(
+        recorded, {"amount": 1, "via": 7}
+    )
+    # an untagged union's object must fit one branch: the closest one's problems are said
+    assert "refused: via." in _refused(recorded, {"amount": 1, "via": {"count": "x"}})
 
 
 class Tree(pydantic.BaseModel):
