@@ -38,11 +38,13 @@ from ..durations import Duration
 from ..errors import InvalidPayloadError, SerializationError
 from .context import current_replay
 from .plain_shapes import (
+    PLAIN_KINDS,
     kind_problem,
     kinds_of,
     literal_values,
     plain_element,
     plain_problems,
+    value_problem,
 )
 
 H = TypeVar("H", bound="Hook")
@@ -265,14 +267,18 @@ def validate(cls: type[Any], payload: Any, token: str) -> Any:
         ) from None
 
 
-_NESTED_DEPTH = 4
-"""How deep the recorded shape follows nested models (a model that contains itself stops)."""
+_NESTED_DEPTH = 16
+"""How deep the recorded shape follows nested models and lists of lists (a model that contains
+itself stops here, as does a forged shape the server checks). Each level is a fieldset in the
+console's form: 16 is deeper than any hand-written payload model, and a model that contains
+itself (a linked list, a tree) is followed 16 levels, within :data:`SHAPE_BYTES`, and taken as
+JSON below that."""
 
 SHAPE_BYTES = 64 * 1024
 """The most JSON a recorded shape may take. The shape rides in the hook's ``hook_created``
 event, which is never stored out of line and must stay well under NATS's 1 MiB message: a
 recursive union (an expression tree whose six node models each hold the union again) followed
-four levels deep is 1.4 MB. A shape over this follows one level fewer, until it fits; the
+four levels deep is 1.4 MB. A shape records the most levels whose walk fits in this; the
 levels left out are checked where the class is, and the console's form takes them as JSON."""
 
 
@@ -288,9 +294,17 @@ class _Walk:
 
     levels: int
     spent: int = 0
+    cut: bool = False
+    """Whether the walk left out a level (a model, or a list that is no list of plain values,
+    below its last level): one that did not records the whole class, as would any deeper."""
 
     def take(self, name: str) -> None:
-        self.spent += len(name) + 8  # "name":[], and a comma, at the least
+        self.add(len(name) + 8)  # "name":[], and a comma, at the least
+
+    def add(self, chars: int) -> None:
+        # a lower bound of the JSON's size kept close to it, so that a walk past the budget
+        # is given up after about SHAPE_BYTES of shape, not several times that
+        self.spent += chars
         if self.levels and self.spent > SHAPE_BYTES:
             raise _TooLarge
 
@@ -308,14 +322,25 @@ def shape(cls: type[Any]) -> dict[str, Any]:
 def _bounded(schema: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`shape` of a class's JSON schema: as many levels as fit in :data:`SHAPE_BYTES`."""
     top, defs = _top(schema), schema.get("$defs") or {}
-    for levels in range(_NESTED_DEPTH, 0, -1):
+
+    # A shape grows with its levels, so the most that fit are found one level at a time from
+    # the top, until a walk leaves nothing out (the whole class: most classes, a few small
+    # walks) or passes the budget. Each walk that fits is cheap beside the one that does not
+    # (a model that contains itself twice, a tree, doubles with each level), and that one is
+    # the last: a walk of 16 levels first would be given up every time for such a class.
+    best = _fields(top, defs, _Walk(0))
+    for levels in range(1, _NESTED_DEPTH + 1):
+        walk = _Walk(levels)
         try:
-            recorded = _fields(top, defs, _Walk(levels))
+            found = _fields(top, defs, walk)
         except _TooLarge:
-            continue
-        if len(json.dumps(recorded)) <= SHAPE_BYTES:
-            return recorded
-    return _fields(top, defs, _Walk(0))
+            break
+        if len(json.dumps(found)) > SHAPE_BYTES:
+            break
+        best = found
+        if not walk.cut:
+            break
+    return best
 
 
 def _top(schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -378,12 +403,42 @@ def _union(
     return out
 
 
-def _element(
+def _list_element(
     prop: Mapping[str, Any], defs: Mapping[str, Any], walk: _Walk, depth: int
+) -> dict[str, Any] | None:
+    """What a list's item is: a plain value (:func:`plain_element`, at any depth), else, above
+    the walk's levels, a model, a union of models, or a list itself (``{"list": <what its
+    item is>}``: ``list[list[int]]``, ``list[list[Model]]``, one level each); None for
+    anything else (checked where the class is)."""
+    options = _options(prop, defs)
+    plain = plain_element(options)
+    if plain is not None:
+        walk.take(json.dumps(plain))
+        return plain
+    if depth >= walk.levels:
+        walk.cut = True
+        return None
+    if len(options) == 1 and options[0].get("type") == "array":
+        inner = options[0].get("items")
+        element = (
+            _list_element(inner, defs, walk, depth + 1) if isinstance(inner, Mapping) else None
+        )
+        if element is None:
+            return None
+        walk.take("list")
+        return {"list": element}
+    return _element(options, prop, defs, walk, depth)
+
+
+def _element(
+    options: list[Mapping[str, Any]],
+    prop: Mapping[str, Any],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
 ) -> dict[str, Any] | None:
     """What a list's item is, when it is a model (``{"shape": ...}``) or a union of models
     (``{"union": ...}``); None for anything else (checked where the class is)."""
-    options = _options(prop, defs)
     models = [o for o in options if _is_model(o)]
     if len(models) == 1 and len(options) == 1:
         return {"shape": _fields(models[0], defs, walk, depth + 1)}
@@ -405,6 +460,7 @@ def _tag(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
 def _fields(
     schema: Mapping[str, Any], defs: Mapping[str, Any], walk: _Walk, depth: int = 0
 ) -> dict[str, Any]:
+    walk.add(len('{"required": [], "fields": {}}'))
     fields: dict[str, list[str]] = {}
     nested: dict[str, Any] = {}
     unions: dict[str, Any] = {}
@@ -418,28 +474,30 @@ def _fields(
             fields[name] = []  # a constrained or unnamed type: checked where the class is
             continue
         fields[name] = kinds
+        walk.add(sum(len(k) + 2 for k in kinds))  # "integer", each
         literal = literal_values(options)
         if literal is not None:  # a Literal: the form offers its values, the server checks them
             walk.take(json.dumps(literal))
             values[name] = literal
         lists = [o for o in options if o.get("type") == "array"]
         if len(lists) == 1 and isinstance(lists[0].get("items"), Mapping):
-            # a list of plain values (list[int], list[int | str]): its items are typed inputs
-            plain = plain_element(_options(lists[0]["items"], defs))
-            if plain is not None:
-                walk.take(json.dumps(plain))
-                items[name] = plain
+            # a list of plain values (list[int], list[int | str]) at any depth: its items are
+            # typed inputs; of models, unions of models or lists, above the walk's levels
+            element = _list_element(lists[0]["items"], defs, walk, depth)
+            if element is not None:
+                items[name] = element
         if depth >= walk.levels:
+            walk.cut = walk.cut or any(_is_model(o) for o in options)
             continue
         models = [o for o in options if _is_model(o)]
         if len(models) == 1:
             nested[name] = _fields(models[0], defs, walk, depth + 1)
+            if any(k in PLAIN_KINDS and k != "null" for k in kinds):
+                # a model or a plain value (``Model | int``): the form's choice names the model
+                nested[name]["title"] = str(models[0].get("title") or name)
+                walk.take(nested[name]["title"])
         elif len(models) >= 2:
             unions[name] = _union(models, _tag(prop, defs), defs, walk, depth)
-        if len(lists) == 1 and isinstance(lists[0].get("items"), Mapping) and name not in items:
-            element = _element(lists[0]["items"], defs, walk, depth)
-            if element is not None:
-                items[name] = element
     out: dict[str, Any] = {"required": list(schema.get("required") or []), "fields": fields}
     # keys older readers do not know: they check the levels they know, as before
     for key, found in (
@@ -505,7 +563,26 @@ def _shape_problems(
 
 
 def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: int) -> list[str]:
-    """What one item of a list of models (or of a union of models) lacks or mistypes."""
+    """What one item of a list of models (or of a union of models, or of lists) lacks or
+    mistypes. A list's own plain items are checked by :func:`plain_problems`; a list of
+    lists' plain items here, as each level's item is a list."""
+    listed = element.get("list")
+    if isinstance(listed, Mapping):
+        if not isinstance(value, list):
+            return [f"{at}: expected array, got {type(value).__name__}"]
+        if depth >= _NESTED_DEPTH:  # a forged shape deeper than any writer records
+            return []
+        problems: list[str] = []
+        for index, item in enumerate(value):
+            where = f"{at}[{index}]"
+            if "kinds" in listed:
+                found = kind_problem(listed.get("kinds"), item, where) or value_problem(
+                    listed.get("values"), item, where
+                )
+                problems += [found] if found else []
+            else:
+                problems += _element_problems(listed, item, where, depth + 1)
+        return problems
     inner = element.get("shape")
     union = element.get("union")
     if not isinstance(inner, Mapping) and not isinstance(union, Mapping):

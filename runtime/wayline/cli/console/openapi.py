@@ -773,9 +773,11 @@ def document() -> dict[str, Any]:
                             "type": ["object", "null"],
                             "description": "a typed hook's recorded shape, which its form is "
                             "built from: required, fields (each one's JSON types), nested "
-                            "(models), unions (branches, and a discriminated union's tag), items "
-                            "(a list's item: a shape, a union, or the kinds and a literal's "
-                            "values of a plain value) and values (a Literal field's values)",
+                            "(models, with the model's title where the field may also be a "
+                            "plain value), unions (branches, and a discriminated union's tag), "
+                            "items (a list's item: a shape, a union, the kinds and a literal's "
+                            "values of a plain value, or a list, whose item is said the same "
+                            "way) and values (a Literal field's values)",
                         },
                         "metadata": {},
                     },

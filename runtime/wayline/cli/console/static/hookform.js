@@ -82,7 +82,7 @@ wl.hookForm = (hook, after) => {
 // found (`lines[1].sku`). Only a top-level boolean makes the form an approval.
 // A shape is read from the log, which anyone who can write the world can write: each part
 // that is not what a writer makes (a branch that is null, a list of nothing) is taken as JSON.
-wl.shapeFields = (shape, at = "") => {
+wl.shapeFields = (shape, at = "", depth = 0) => {
   const required = new Set(Array.isArray(shape.required) ? shape.required : []);
   const nested = wl.dict(shape.nested), unions = wl.dict(shape.unions), items = wl.dict(shape.items);
   const values = wl.dict(shape.values);
@@ -93,18 +93,29 @@ wl.shapeFields = (shape, at = "") => {
     const solid = kinds.filter((k) => k !== "null");
     const kind = solid.length === 1 ? solid[0] : "json";
     const field = { name, path: at + name, kind, nullable: kinds.includes("null"), required: required.has(name) };
-    const inner = wl.own(nested, name), union = wl.own(unions, name), element = wl.dict(wl.own(items, name));
+    // below MAX_DEPTH levels (deeper than any writer records: a forged shape) a field is
+    // JSON in a text area, so no shape read from the log builds a page without end
+    const deep = depth >= wl.MAX_DEPTH;
+    const inner = deep ? undefined : wl.own(nested, name), union = deep ? undefined : wl.own(unions, name);
+    const element = deep ? {} : wl.dict(wl.own(items, name));
     const choices = wl.own(values, name);
+    // a model (or a union of models) or a plain value (`Model | int`): a choice of the type
+    const plainToo = wl.plainKinds(solid);
+    if ((wl.isShape(inner) || wl.isUnion(union)) && plainToo.length) {
+      const branches = wl.isUnion(union) ? union : { branches: [{ title: wl.dict(inner).title, shape: inner }] };
+      out.push(wl.unionField(field, branches, depth, plainToo));
+      continue;
+    }
     if (wl.isShape(inner)) {
-      out.push(wl.modelField(field, inner));
+      out.push(wl.modelField(field, inner, depth));
       continue;
     }
     if (wl.isUnion(union)) {
-      out.push(wl.unionField(field, union));
+      out.push(wl.unionField(field, union, depth));
       continue;
     }
-    if (wl.isShape(element.shape) || wl.isUnion(element.union) || wl.plainKinds(element.kinds).length) {
-      out.push(wl.listField(field, element));
+    if (wl.isElement(element)) {
+      out.push(wl.listField(field, element, depth));
       continue;
     }
     if (wl.isChoice(choices) || (solid.length > 1 && wl.plainKinds(solid).length === solid.length)) {
@@ -239,6 +250,12 @@ wl.isChoice = (values) => Array.isArray(values) && values.length > 0
 wl.dict = (value) => (value && typeof value === "object" && !Array.isArray(value) ? value : {});
 wl.own = (object, key) => (Object.hasOwn(object, key) ? object[key] : undefined);
 wl.isShape = (shape) => Object.keys(wl.dict(wl.dict(shape).fields)).length > 0;
+// what a list's item is: a model, a union of models, a plain value, or a list of one of these
+wl.isElement = (element, depth = 0) => depth < wl.MAX_DEPTH && (wl.isShape(element.shape)
+  || wl.isUnion(element.union) || wl.plainKinds(element.kinds).length > 0
+  || wl.isElement(wl.dict(element.list), depth + 1));
+// how many fieldsets deep a form goes (the recorder follows 16 levels: hooks._NESTED_DEPTH)
+wl.MAX_DEPTH = 32;
 wl.isUnion = (union) => Array.isArray(wl.dict(union).branches) && union.branches.length > 1
   && union.branches.every((b) => wl.isShape(wl.dict(b).shape));
 
@@ -249,9 +266,9 @@ wl.box = (field, legend) => {
   return box;
 };
 
-wl.modelField = (field, shape) => {
+wl.modelField = (field, shape, depth) => {
   field.kind = "model";
-  field.fields = wl.shapeFields(shape, field.path + ".");
+  field.fields = wl.shapeFields(shape, field.path + ".", depth + 1);
   field.label = wl.box(field, field.name);
   for (const f of field.fields) field.label.append(f.label);
   return field;
@@ -260,8 +277,9 @@ wl.modelField = (field, shape) => {
 // A union of models: a <select> of its branches (and "none" where the field may be left out
 // or null), and the chosen branch's fields; the other branches' fieldsets are kept, hidden, so
 // switching back finds what was typed. A discriminated union's tag is no input: the branch
-// chosen sets it.
-wl.unionField = (field, union) => {
+// chosen sets it. `plain` are the plain types the field may also be (`Model | int`): a branch
+// each, named by the type, holding that type's input.
+wl.unionField = (field, union, depth, plain = []) => {
   field.kind = "union";
   field.tag = typeof union.tag === "string" ? union.tag : null;
   field.label = wl.box(field, field.name);
@@ -277,11 +295,20 @@ wl.unionField = (field, union) => {
     const box = document.createElement("fieldset");
     box.dataset.path = field.path;
     box.dataset.branch = title;
-    const fields = wl.shapeFields(shape, `${field.path}.${title}.`);
+    const fields = wl.shapeFields(shape, `${field.path}.${title}.`, depth + 1);
     for (const f of fields) box.append(f.label);
     select.append(new Option(title, String(index)));
     return { title, value: branch.value, fields, box };
   });
+  for (const kind of plain.filter((k) => k !== "null")) {
+    const box = document.createElement("fieldset");
+    box.dataset.path = field.path;
+    box.dataset.branch = kind;
+    const leaf = wl.leafField({ name: kind, path: `${field.path}.${kind}`, required: true }, [kind]);
+    box.append(leaf.label);
+    select.append(new Option(kind, String(field.branches.length)));
+    field.branches.push({ title: kind, leaf, fields: [], box });
+  }
   const show = () => field.branches.forEach((b, i) => { b.box.hidden = String(i) !== select.value; });
   select.addEventListener("change", show);
   show();
@@ -295,7 +322,7 @@ wl.unionField = (field, union) => {
 // A list of models (or of a union of models): its items one fieldset each, an Add button
 // that appends an empty one and a Remove button on each. A list of plain values (`list[int]`,
 // `list[int | str]`, `list[Literal[...]]`) the same, each item one typed input (or choice).
-wl.listField = (field, element) => {
+wl.listField = (field, element, depth) => {
   field.kind = "list";
   field.rows = [];
   field.label = wl.box(field, field.name);
@@ -304,18 +331,26 @@ wl.listField = (field, element) => {
   add.type = "button";
   add.disabled = wl.readOnly;
   let made = 0;
+  // what the list is called on the page: its name, or, for a list that is an item of a list,
+  // that list's name and its place in it now (`rows[1]`)
+  field.shown = field.shown || (() => field.name);
   add.addEventListener("click", () => {
     const row = { name: String(made), path: `${field.path}.${made}`, required: true };
+    row.shown = () => `${field.shown()}[${field.rows.indexOf(row)}]`;
     made += 1;
-    if (wl.isShape(element.shape)) wl.modelField(row, element.shape);
-    else if (wl.isUnion(element.union)) wl.unionField(row, element.union);
-    else {
+    if (wl.isShape(element.shape)) wl.modelField(row, element.shape, depth);
+    else if (wl.isUnion(element.union)) wl.unionField(row, element.union, depth);
+    else if (!wl.plainKinds(element.kinds).length && depth < wl.MAX_DEPTH) {
+      // a list of lists (`list[list[int]]`): each item a list of its own, with Add and Remove
+      wl.listField(row, wl.dict(element.list), depth + 1);
+    } else {
       // an item that may be null (`list[int | None]`) left empty is sent as null
       const kinds = wl.plainKinds(element.kinds);
       row.required = !kinds.includes("null");
       wl.leafField(row, kinds, element.values);
     }
     row.label.classList.add("item");
+    row.label.dataset.path = row.path;
     const remove = wl.text("button", "Remove", "remove");
     remove.type = "button";
     remove.disabled = wl.readOnly;
@@ -329,9 +364,11 @@ wl.listField = (field, element) => {
     rows.append(row.label);
     renumber();
   });
-  // an item's legend is its place in the list as it is now (`lines[1]`), as its problems say
-  const renumber = () => field.rows.forEach((row, index) => {
-    row.label.querySelector("legend, span").textContent = `${field.name}[${index}]`;
+  // an item's legend is its place in the list as it is now (`lines[1]`, `rows[1][0]`), as its
+  // problems say
+  const renumber = field.renumber = () => field.rows.forEach((row) => {
+    row.label.querySelector("legend, span").textContent = row.shown();
+    if (row.renumber) row.renumber();
   });
   field.label.append(rows, add);
   return field;
@@ -342,10 +379,12 @@ wl.listField = (field, element) => {
 // sent as absent, and takes its default on the server.
 wl.fieldsEmpty = (fields) => fields.every((f) =>
   f.kind === "model" ? wl.fieldsEmpty(f.fields)
-    : f.kind === "union" ? f.select.value === "" || wl.fieldsEmpty(f.branches[Number(f.select.value)].fields)
+    : f.kind === "union" ? f.select.value === "" || wl.branchEmpty(f.branches[Number(f.select.value)])
       : f.kind === "list" ? f.rows.length === 0
         : f.kind === "leaf" ? f.empty()
         : f.approval ? true : f.kind === "boolean" ? !f.input.checked : !f.input.value.trim());
+
+wl.branchEmpty = (branch) => (branch.leaf ? branch.leaf.empty() : wl.fieldsEmpty(branch.fields));
 
 // The payload the fields say, or the problems that keep it from being sent (each named by the
 // field's path, `address.street: required`, `lines[1].sku: required`).
@@ -372,22 +411,7 @@ wl.collectFields = (fields, submitter, at) => {
     }
     if (field.kind === "list") {
       if (!field.required && !field.rows.length) continue;
-      payload[field.name] = field.rows.map((row, index) => {
-        const where = `${path}[${index}]`;
-        if (row.kind === "leaf") {
-          const read = row.read(where);
-          if (read.problem) problems.push(read.problem);
-          return read.present ? read.value : null;
-        }
-        if (row.kind === "union") {
-          const chosen = wl.collectUnion(row, submitter, where);
-          problems.push(...chosen.problems);
-          return chosen.present ? chosen.value : null;
-        }
-        const inner = wl.collectFields(row.fields, submitter, where + ".");
-        problems.push(...inner.problems);
-        return inner.payload;
-      });
+      payload[field.name] = wl.collectList(field, submitter, path, problems);
       continue;
     }
     // an optional field left empty is left out: it takes its default on the server
@@ -399,6 +423,25 @@ wl.collectFields = (fields, submitter, at) => {
   return { payload, problems };
 };
 
+// A list's items (each named by its place, `grid[1][0]`), its problems pushed to `problems`.
+wl.collectList = (field, submitter, path, problems) => field.rows.map((row, index) => {
+  const where = `${path}[${index}]`;
+  if (row.kind === "leaf") {
+    const read = row.read(where);
+    if (read.problem) problems.push(read.problem);
+    return read.present ? read.value : null;
+  }
+  if (row.kind === "union") {
+    const chosen = wl.collectUnion(row, submitter, where);
+    problems.push(...chosen.problems);
+    return chosen.present ? chosen.value : null;
+  }
+  if (row.kind === "list") return wl.collectList(row, submitter, where, problems);
+  const inner = wl.collectFields(row.fields, submitter, where + ".");
+  problems.push(...inner.problems);
+  return inner.payload;
+});
+
 // The chosen branch's object (with the tag of a discriminated union), null for "none" on a
 // field that may be null, absent for "none" on one that may be left out.
 wl.collectUnion = (field, submitter, path) => {
@@ -408,6 +451,11 @@ wl.collectUnion = (field, submitter, path) => {
       : { present: false, problems: [] };
   }
   const branch = field.branches[Number(field.select.value)];
+  if (branch.leaf) {
+    const read = branch.leaf.read(path);
+    return read.problem ? { present: false, problems: [read.problem] }
+      : { present: read.present, value: read.value, problems: [] };
+  }
   const inner = wl.collectFields(branch.fields, submitter, path + ".");
   const value = field.tag && branch.value !== undefined
     ? { [field.tag]: branch.value, ...inner.payload } : inner.payload;

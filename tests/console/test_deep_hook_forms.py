@@ -1,0 +1,349 @@
+"""Typed hooks whose shapes fell back to one JSON text area get real typed forms, in a real
+browser, on every world (issue #37): a model nested six levels deep (with a model that contains
+itself beside it) gets a fieldset per level; a list of lists of numbers and a list of lists of
+models get a list editor with Add and Remove at each level; a model-or-integer union gets a
+choice of the type. For each, a value left out is refused in the browser by its place, a value
+only the class refuses is refused by the server (422, shown on the page), the run keeps waiting
+after both, and the run ends with exactly the payload typed. Without the class (a console that
+cannot import it) the server still refuses a wrong value at those places by the recorded shape."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pydantic
+import pytest
+
+import wayline
+from tests.console.browser import Page
+from tests.console.conftest import AUTH, TOKEN, Console
+from tests.console.test_hook_forms import _received
+from tests.console.test_list_union_hook_forms import _choose, _refused_by_server, refused_each
+
+
+class D6(pydantic.BaseModel):
+    code: Annotated[str, pydantic.Field(min_length=2)]  # the class's rule: the server checks it
+    n: int
+
+
+class D5(pydantic.BaseModel):
+    d6: D6
+
+
+class D4(pydantic.BaseModel):
+    d5: D5
+
+
+class D3(pydantic.BaseModel):
+    d4: D4
+
+
+class D2(pydantic.BaseModel):
+    d3: D3
+
+
+class D1(pydantic.BaseModel):
+    d2: D2
+
+
+class Chain(pydantic.BaseModel):
+    value: int
+    next: Chain | None = None  # a model that contains itself: followed as far as it is recorded
+
+
+class Tower(pydantic.BaseModel):
+    name: str
+    d1: D1
+    chain: Chain | None = None
+
+
+class Cell(pydantic.BaseModel):
+    x: int
+    label: Annotated[str, pydantic.Field(max_length=3)]
+
+
+class Grid(pydantic.BaseModel):
+    rows: list[list[int]]
+    cells: list[list[Cell]]
+
+
+class Voucher(pydantic.BaseModel):
+    code: Annotated[str, pydantic.Field(pattern=r"^[A-Z]+$")]
+
+
+class Stamp(pydantic.BaseModel):
+    count: int
+
+
+class Tip(pydantic.BaseModel):
+    amount: Voucher | int
+    extra: Voucher | None = None
+    via: Voucher | Stamp | str | None = None  # a union of models and a plain type, optional
+
+
+@wayline.workflow(name="deep_hook_forms.tower")
+async def tower(name: str) -> dict[str, Any]:
+    answer = await wayline.create_hook(f"deep_hook_forms.tower:{name}", type=Tower)
+    return answer.model_dump(exclude_unset=True)
+
+
+@wayline.workflow(name="deep_hook_forms.grid")
+async def grid(name: str) -> dict[str, Any]:
+    answer = await wayline.create_hook(f"deep_hook_forms.grid:{name}", type=Grid)
+    return answer.model_dump(exclude_unset=True)
+
+
+@wayline.workflow(name="deep_hook_forms.tip")
+async def tip(name: str) -> dict[str, Any]:
+    answer = await wayline.create_hook(f"deep_hook_forms.tip:{name}", type=Tip)
+    return answer.model_dump(exclude_unset=True)
+
+
+async def _waiting(console: Console, workflow: Any, name: str) -> tuple[Any, str]:
+    """A run of ``workflow`` started and waiting on its hook: its handle and the hook's token."""
+    run = await console.engine.client.start(workflow, name)
+    token = f"{workflow.name}:{name}"
+    await console.engine.client.wait_for_hook(token, timeout=20)
+    return run, token
+
+
+async def _open(page: Page, token: str) -> str:
+    await page.open("/hooks")
+    await page.type("#token", TOKEN + "\t")
+    return f'form[data-token="{token}"]'
+
+
+async def _form(console: Console, page: Page, workflow: Any) -> tuple[Any, str]:
+    """A run of ``workflow`` waiting on its hook, and its hook's form open on the page."""
+    run, token = await _waiting(console, workflow, "browser")
+    return run, await _open(page, token)
+
+
+async def _refused_in_browser(
+    console: Console, page: Page, form: str, run_id: str, said: str
+) -> str:
+    """Send the form: the browser refuses it (saying ``said``), and nothing is received."""
+    await page.click(f"{form} > button")
+    shown = await page.text(f"{form} .said", said)
+    assert await _received(console, run_id) == 0
+    return shown
+
+
+async def _texts(page: Page, css: str) -> list[str]:
+    """What each element ``css`` finds says, in the page's order."""
+    found: list[str] = await page.script(
+        f"return [...document.querySelectorAll('{css}')].map((element) => element.textContent)"
+    )
+    return found
+
+
+async def _resumed(page: Page, form: str, run: Any) -> Any:
+    """Send the form: the hook is resumed, and the run's result is returned."""
+    await page.click(f"{form} > button")
+    await page.text(f"{form} .said", "resumed")
+    return await run.result(timeout=20)
+
+
+async def test_a_model_nested_six_levels_deep_is_answered_through_its_fieldsets(
+    console: Console, page: Page
+) -> None:
+    async with console.engine.worker([tower]):
+        run, form = await _form(console, page, tower)
+        deep = "d1.d2.d3.d4.d5.d6"
+        await page.text(f'{form} fieldset[data-path="{deep}"] > legend', "d6")
+        # the model that contains itself: a fieldset per recorded level, the page still whole
+        levels = await page.script(
+            f"return document.querySelectorAll('{form} fieldset[data-path^=\"chain\"]').length"
+        )
+        assert 4 < levels <= 16
+        await page.type(f'{form} input[name="name"]', "north")
+        await page.type(f'{form} input[name="{deep}.n"]', "7")
+        await _refused_in_browser(console, page, form, run.run_id, f"{deep}.code: required")
+
+        await page.type(f'{form} input[name="{deep}.code"]', "a")
+        await _refused_by_server(console, page, form, run.run_id, "code")
+
+        await page.type(f'{form} input[name="{deep}.code"]', "ab")
+        await page.type(f'{form} input[name="chain.value"]', "1")
+        await page.type(f'{form} input[name="chain.next.value"]', "2")
+        six = {"d6": {"code": "ab", "n": 7}}
+        assert await _resumed(page, form, run) == {
+            "name": "north",
+            "d1": {"d2": {"d3": {"d4": {"d5": six}}}},
+            "chain": {"value": 1, "next": {"value": 2}},
+        }
+
+
+async def test_lists_of_lists_are_answered_through_add_and_remove_at_each_level(
+    console: Console, page: Page
+) -> None:
+    async with console.engine.worker([grid]):
+        run, form = await _form(console, page, grid)
+        rows, cells = f'{form} fieldset[data-path="rows"]', f'{form} fieldset[data-path="cells"]'
+        for _ in range(3):
+            await page.click(f"{rows} > button.add")
+        await page.click(f'{rows} fieldset[data-path="rows.1"] > button.remove')
+        for _ in range(3):
+            await page.click(f'{rows} fieldset[data-path="rows.0"] > button.add')
+        await page.click(
+            f'{rows} fieldset[data-path="rows.0"] [data-path="rows.0.2"] > button.remove'
+        )
+        await page.click(f'{rows} fieldset[data-path="rows.2"] > button.add')
+        await page.click(f"{cells} > button.add")
+        await page.click(f'{cells} fieldset[data-path="cells.0"] > button.add')
+        legends = await _texts(page, f"{rows} fieldset.item > legend")
+        assert legends == ["rows[0]", "rows[1]"]  # each list named by its place now
+        await page.type(f'{form} input[name="rows.0.0"]', "1")
+        await page.type(f'{form} input[name="rows.2.0"]', "3")
+        await page.type(f'{form} input[name="cells.0.0.x"]', "5")
+        await page.type(f'{form} input[name="cells.0.0.label"]', "abcd")
+        await _refused_in_browser(console, page, form, run.run_id, "rows[0][1]: required")
+        await page.type(f'{form} input[name="rows.0.1"]', "2.5")  # not a whole number
+        shown = await _refused_in_browser(console, page, form, run.run_id, "rows[0][1]: ")
+        assert "required" not in shown, shown  # the browser says why: not a whole number
+
+        await page.type(f'{form} input[name="rows.0.1"]', "2")
+        await _refused_by_server(console, page, form, run.run_id, "label")
+
+        await page.type(f'{form} input[name="cells.0.0.label"]', "abc")
+        await page.screenshot("hooks-list-of-lists-form.png")
+        assert await _resumed(page, form, run) == {
+            "rows": [[1, 2], [3]],
+            "cells": [[{"x": 5, "label": "abc"}]],
+        }
+
+
+async def test_a_model_or_integer_union_is_answered_through_a_choice_of_its_type(
+    console: Console, page: Page
+) -> None:
+    async with console.engine.worker([tip]):
+        run, form = await _form(console, page, tip)
+        choices = await _texts(page, f'{form} select[name="amount"] > option')
+        assert choices == ["Voucher", "integer"]
+        await _choose(page, f'{form} select[name="amount"]', "integer")
+        await _refused_in_browser(console, page, form, run.run_id, "amount: required")
+        await page.type(f'{form} input[name="amount.integer"]', "2.5")
+        shown = await _refused_in_browser(console, page, form, run.run_id, "amount: ")
+        assert "required" not in shown, shown  # the browser says why: not a whole number
+
+        await _choose(page, f'{form} select[name="amount"]', "Voucher")
+        await page.type(f'{form} input[name="amount.Voucher.code"]', "abc")
+        await _refused_by_server(console, page, form, run.run_id, "code")
+
+        await _choose(page, f'{form} select[name="amount"]', "integer")
+        await page.type(f'{form} input[name="amount.integer"]', "5")
+        await page.type(f'{form} input[name="extra.code"]', "XY")
+        via = await _texts(page, f'{form} select[name="via"] > option')
+        assert via == ["(none)", "Voucher", "Stamp", "string"]
+        await _choose(page, f'{form} select[name="via"]', "string")
+        await page.type(f'{form} input[name="via.string"]', "desk")
+        await page.screenshot("hooks-model-or-plain-form.png")
+        sent = {"amount": 5, "extra": {"code": "XY"}, "via": "desk"}
+        assert await _resumed(page, form, run) == sent
+
+
+@pytest.mark.parametrize("with_class", [True, False], ids=["class", "shape"])
+async def test_a_wrong_deep_value_list_of_lists_item_or_union_type_is_a_typed_422(
+    console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool
+) -> None:
+    """Where the console cannot import the hook's class, the recorded shape is what refuses:
+    a field six levels deep and an item of a list of lists were past what it recorded."""
+    if not with_class:
+        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
+    six: dict[str, Any] = {"d6": {"n": 1}}
+    deep = {"name": "t", "d1": {"d2": {"d3": {"d4": {"d5": six}}}}}
+    cases: list[tuple[Any, list[tuple[object, str]], Any]] = [
+        (
+            tower,
+            [(deep, "code"), ({**deep, "chain": {"value": 1, "next": {"value": "x"}}}, "value")],
+            {**deep, "d1": {"d2": {"d3": {"d4": {"d5": {"d6": {"n": 1, "code": "ok"}}}}}}},
+        ),
+        (
+            grid,
+            [
+                ({"rows": [[1, "x"]], "cells": []}, "rows"),
+                ({"rows": [1], "cells": []}, "rows"),
+                ({"rows": [], "cells": [[{"label": "a"}]]}, "cells"),
+                ({"rows": [], "cells": [{"x": 1, "label": "a"}]}, "cells"),
+            ],
+            {"rows": [[1], []], "cells": [[{"x": 1, "label": "a"}]]},
+        ),
+        (
+            tip,
+            [
+                ({"amount": "lots"}, "amount"),
+                ({"amount": {"code": 5}}, "code"),
+                ({"amount": 1, "via": 7}, "via"),
+                ({"amount": 1, "via": {"count": "x"}}, "via"),
+            ],
+            {"amount": {"code": "ABC"}},
+        ),
+    ]
+    for workflow, wrong, good in cases:
+        async with console.engine.worker([workflow]):
+            run, token = await _waiting(console, workflow, f"api-{with_class}")
+            url = f"/api/hooks/{token}/resume"
+            await refused_each(console, url, wrong)
+            assert await _received(console, run.run_id) == 0
+            resumed = await console.http.post(url, json={"payload": good}, headers=AUTH)
+            assert resumed.status_code == 200, resumed.text
+            assert await run.result(timeout=20) == good
+
+
+def _forged_deep_shape(levels: int) -> dict[str, Any]:
+    """A shape no writer makes: models nested ``levels`` deep and a list of lists ``levels``
+    deep, each far below what the recorder follows (16 levels)."""
+    inner: dict[str, Any] = {"required": ["x"], "fields": {"x": ["integer"]}}
+    for _ in range(levels):
+        inner = {"required": [], "fields": {"in": ["object"]}, "nested": {"in": inner}}
+    element: dict[str, Any] = {"kinds": ["integer"]}
+    for _ in range(levels):
+        element = {"list": element}
+    return {
+        "required": [],
+        "fields": {"in": ["object"], "deep": ["array"], "n": ["integer"]},
+        "nested": {"in": inner},
+        "items": {"deep": element},
+    }
+
+
+@wayline.workflow(name="deep_hook_forms.plain")
+async def plain(name: str) -> str:
+    return str(await wayline.create_hook(f"deep_hook_forms.plain:{name}"))
+
+
+async def test_a_forged_shape_deeper_than_any_writer_records_leaves_a_bounded_form(
+    console: Console, page: Page
+) -> None:
+    """A hook_created written into the log behind the world's back with a shape 300 levels
+    deep: the form stops at its depth cap (a JSON text area below it), the page builds every
+    other hook's form, and the form still sends."""
+    from tests.hostile.poison import forge_event
+
+    async with console.engine.worker([plain, grid]):
+        run, _ = await _waiting(console, plain, "forged")
+        beside, beside_token = await _waiting(console, grid, "beside-forged")
+        token = "deep_hook_forms.forged"
+        await forge_event(
+            console.engine.world,
+            run.run_id,
+            "hook_created",
+            {"token": token, "type": "nowhere:Deep", "shape": _forged_deep_shape(300)},
+            cid="h-deep-forged",
+        )
+        form = await _open(page, token)
+        await page.text(f"{form} > button", "Resume")  # the form is built
+        boxes = await page.script(f"return document.querySelectorAll('{form} fieldset').length")
+        assert 16 < boxes <= 40  # the cap (32 levels) and the list's own fieldset
+        areas = await page.script(
+            f"return [...document.querySelectorAll('{form} textarea')].map((t) => t.name)"
+        )
+        # below the cap, a model and a list of lists are JSON
+        assert areas == ["in." * 32 + "in", "deep"]
+        await page.text(f'form[data-token="{beside_token}"] fieldset[data-path="rows"]', "rows")
+        await page.type(f'{form} input[name="n"]', "4")
+        await page.click(f"{form} > button")
+        await page.text(f"{form} .said", "HOOK_NOT_FOUND")  # the server answered: it was sent
+        said = await page.script("return document.getElementById('message').textContent")
+        assert said == ""
+        assert (await console.engine.client.get_run(beside.run_id)).status == "running"

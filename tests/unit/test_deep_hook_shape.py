@@ -1,0 +1,187 @@
+"""The shapes a typed hook records for what the console's form once took as JSON (issue #37): a
+model nested deeper than four levels, a list of lists (``items``' ``list``, one per level) and a
+model-or-plain union (the model's ``title`` beside its shape); each checked by the recorded
+shape alone, by its place. A model that contains itself, twice, is recorded within the budget,
+and a forged shape deeper than any writer records is checked as far as the depth cap, never a
+crash of the resume."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import pydantic
+import pytest
+
+from wayline._sdk.hooks import SHAPE_BYTES, check_shape, shape
+from wayline.errors import InvalidPayloadError
+
+
+def _refused(recorded: dict[str, Any], payload: Any) -> str:
+    with pytest.raises(InvalidPayloadError) as err:
+        check_shape(recorded, payload, "t")
+    return err.value.message
+
+
+class Six(pydantic.BaseModel):
+    code: str
+
+
+class Five(pydantic.BaseModel):
+    six: Six
+
+
+class Four(pydantic.BaseModel):
+    five: Five
+
+
+class Three(pydantic.BaseModel):
+    four: Four
+
+
+class Two(pydantic.BaseModel):
+    three: Three
+
+
+class One(pydantic.BaseModel):
+    two: Two
+
+
+class Deep(pydantic.BaseModel):
+    one: One
+
+
+def test_a_model_nested_six_levels_deep_is_recorded_and_checked_to_its_last_level() -> None:
+    recorded = shape(Deep)
+    level = recorded
+    for name in ("one", "two", "three", "four", "five", "six"):
+        level = level["nested"][name]
+    assert level == {"required": ["code"], "fields": {"code": ["string"]}}
+    chain = {"one": {"two": {"three": {"four": {"five": {"six": {"code": 1}}}}}}}
+    assert _refused(recorded, chain).endswith(
+        "refused: one.two.three.four.five.six.code: expected string, got int"
+    )
+
+
+class Cell(pydantic.BaseModel):
+    x: int
+
+
+class Grid(pydantic.BaseModel):
+    rows: list[list[int]]
+    cells: list[list[Cell]]
+    cube: list[list[list[str | None]]] = []
+
+
+def test_lists_of_lists_are_recorded_one_level_each_and_checked_by_place() -> None:
+    recorded = shape(Grid)
+    assert recorded["items"] == {
+        "rows": {"list": {"kinds": ["integer"]}},
+        "cells": {"list": {"shape": {"required": ["x"], "fields": {"x": ["integer"]}}}},
+        "cube": {"list": {"list": {"kinds": ["string", "null"]}}},
+    }
+    good = {"rows": [[1, 2], []], "cells": [[{"x": 1}]], "cube": [[["a", None]]]}
+    check_shape(recorded, good, "t")
+    cases = {
+        "rows[0][1]: expected integer, got str": {"rows": [[1, "x"]]},
+        "rows[1]: expected array, got int": {"rows": [[1], 2]},
+        "cells[0][0].x: Field required": {"cells": [[{}]]},
+        "cells[0][0]: expected object, got int": {"cells": [[3]]},
+        "cube[0][0][1]: expected string or null, got int": {"cube": [[["a", 4]]]},
+    }
+    for expected, change in cases.items():
+        assert expected in _refused(recorded, {**good, **change}), expected
+
+
+class Voucher(pydantic.BaseModel):
+    code: str
+
+
+class Stamp(pydantic.BaseModel):
+    count: int
+
+
+class Tip(pydantic.BaseModel):
+    amount: Voucher | int
+    extra: Voucher | None = None
+    via: Voucher | Stamp | str | None = None
+
+
+def test_a_model_or_plain_union_records_the_models_title_for_the_forms_choice() -> None:
+    recorded = shape(Tip)
+    assert recorded["fields"] == {
+        "amount": ["object", "integer"],
+        "extra": ["object", "null"],
+        "via": ["object", "string", "null"],
+    }
+    assert [b["title"] for b in recorded["unions"]["via"]["branches"]] == ["Voucher", "Stamp"]
+    assert recorded["nested"]["amount"]["title"] == "Voucher"
+    assert "title" not in recorded["nested"]["extra"]  # Optional[Model]: a fieldset, as before
+    check_shape(recorded, {"amount": 5}, "t")
+    check_shape(recorded, {"amount": {"code": "A"}}, "t")
+    assert "amount: expected object or integer, got str" in _refused(recorded, {"amount": "x"})
+    assert "amount.code: Field required" in _refused(recorded, {"amount": {}})
+    check_shape(recorded, {"amount": 1, "via": "desk"}, "t")
+    assert "via: expected object or string or null, got int" in _refused(
+        recorded, {"amount": 1, "via": 7}
+    )
+    # an untagged union's object must fit one branch: the closest one's problems are said
+    assert "refused: via." in _refused(recorded, {"amount": 1, "via": {"count": "x"}})
+
+
+class Tree(pydantic.BaseModel):
+    value: int
+    left: Tree | None = None
+    right: Tree | None = None
+    forest: list[list[Tree]] = []
+
+
+def test_a_model_that_contains_itself_twice_is_recorded_within_its_budget() -> None:
+    """A tree followed 16 levels deep would be millions of fields: the recorder takes the most
+    levels that fit in the budget, and stops."""
+    recorded = shape(Tree)
+    assert len(json.dumps(recorded)) <= SHAPE_BYTES
+    depth, level = 0, recorded
+    while "nested" in level:
+        level, depth = level["nested"]["left"], depth + 1
+    assert 1 <= depth < 16
+    wrong = {"value": 1, "left": {"value": 2, "right": {"value": "x"}}}
+    assert "left.right.value: expected integer" in _refused(recorded, wrong)
+    assert "forest[0][0].value: Field required" in _refused(
+        recorded, {"value": 1, "forest": [[{}]]}
+    )
+
+
+def _chain(key: str, levels: int, last: Any) -> Any:
+    """``levels`` of ``{"list": ...}`` (or of nested shapes) around ``last``: deeper than any
+    writer records, as only a forged log holds."""
+    for _ in range(levels):
+        if key == "list":
+            last = {"list": last}
+        else:
+            last = {"required": [], "fields": {"in": ["object"]}, "nested": {"in": last}}
+    return last
+
+
+def test_a_forged_shape_deeper_than_any_writer_records_is_checked_to_the_cap() -> None:
+    lists = {"fields": {"deep": ["array"]}, "items": {"deep": _chain("list", 300, {"kinds": []})}}
+    payload: Any = 1
+    for _ in range(300):
+        payload = [payload]
+    check_shape(lists, {"deep": payload}, "t")  # nothing below the cap is checked, no crash
+    assert "deep[0]: expected array, got int" in _refused(lists, {"deep": [1]})
+    nested = _chain("nested", 300, {"required": ["x"], "fields": {"x": ["integer"]}})
+    check_shape(nested, {"in": {"in": {}}}, "t")
+    odd = {"fields": {"a": ["array"]}, "items": {"a": {"list": "not an element", "kinds": 3}}}
+    check_shape(odd, {"a": [[1]]}, "t")  # a part no writer makes is passed over
+
+
+class Bounded(pydantic.BaseModel):
+    tags: Annotated[list[list[Annotated[int, pydantic.Field(ge=0)]]], pydantic.Field(max_length=3)]
+
+
+def test_a_list_of_lists_whose_items_are_constrained_records_their_kind() -> None:
+    """A rule the shape cannot say (``ge=0``) is checked where the class is: the recorded
+    item is its JSON type."""
+    recorded = shape(Bounded)
+    assert recorded["items"]["tags"] == {"list": {"kinds": ["integer"]}}
