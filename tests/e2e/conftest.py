@@ -254,6 +254,12 @@ class Release:
         runs: list[dict[str, Any]] = json.loads(out)
         return runs
 
+    def worker_status(self, name: str) -> dict[str, Any]:
+        """The status of the WorkflowWorker ``name`` ({} before the operator's first look)."""
+        found = json.loads(self.kubectl("get", "wfw", name, "-o", "json").stdout)
+        status: dict[str, Any] = found.get("status") or {}
+        return status
+
     def diagnose(self) -> str:
         pods = self.kubectl("get", "pods", "-o", "wide", check=False).stdout
         events = self.kubectl("get", "events", "--sort-by=.lastTimestamp", check=False).stdout
@@ -269,6 +275,23 @@ class Install:
     """Chart values, merged over the suite's."""
     worker_env: dict[str, str] = field(default_factory=lambda: dict(WORKER_ENV))
     """The worker pods' environment (the suite's short leases unless the test says)."""
+
+
+SCALING = Install(
+    values={
+        "workerResource": "WorkflowWorker",
+        # a look at the WorkflowWorker every 2 s instead of 10, so the scaling is seen
+        "operator": {"env": {"WAYLINE_OPERATOR_WORKER_SECONDS": "2"}},
+    }
+)
+"""The installation of the tests that watch a WorkflowWorker's version scale: the worker as a
+WorkflowWorker, which the operator looks at every 2 s."""
+
+
+def current_version(status: dict[str, Any]) -> dict[str, Any]:
+    """The current version's row of a WorkflowWorker's status ({} before the first look)."""
+    rows = [r for r in status.get("versions") or [] if r["state"] == "Current"]
+    return rows[0] if rows else {}
 
 
 def merged(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:

@@ -89,3 +89,25 @@ async def burst_work(value: int) -> int:
 async def burst(value: int) -> int:
     """One short step: the run of a burst of hundreds that scales a WorkflowWorker up and back."""
     return await burst_work(value)
+
+
+@wayline.step(name="e2e.held.work", timeout="300s")
+async def held_work(key: str, seconds: float) -> str:
+    """At least ``seconds``, then until the suite writes ``gate-<key>`` on the shared volume (a
+    name the marks' ``<key>.*`` globs do not match): the test decides when this load ends. A
+    step with a timeout runs as its own step delivery, renewed while its body runs, so it may
+    last longer than the suite's 12 s invocation bound (docs/ownership.md)."""
+    _mark(key, "start")
+    await asyncio.sleep(seconds)
+    # A file written from another process, so it is polled: no event of this loop can say it.
+    while not (MARKS / f"gate-{key}").exists():  # noqa: ASYNC110
+        await asyncio.sleep(0.5)
+    _mark(key, "end")
+    return key
+
+
+@wayline.workflow(name="e2e.held")
+async def held(key: str, seconds: float) -> str:
+    """One marked step its worker holds as one delivery throughout, for at least ``seconds``
+    and until its gate opens: a run whose pod a scale-down must keep until the step is done."""
+    return await held_work(key, seconds)

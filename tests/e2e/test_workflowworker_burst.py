@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.clusters import say
-from tests.e2e.conftest import Install, Release
+from tests.e2e.conftest import SCALING, Release, current_version
 from tests.e2e.timelines import Timeline
 
 pytestmark = pytest.mark.timeout(900)  # a cluster brought up by its first test counts in it
@@ -43,19 +43,8 @@ asyncio.run(main())
 a process each."""
 
 
-def _status(release: Release) -> dict[str, Any]:
-    found = json.loads(release.kubectl("get", "wfw", WORKER, "-o", "json").stdout)
-    status: dict[str, Any] = found.get("status") or {}
-    return status
-
-
-def _current(status: dict[str, Any]) -> dict[str, Any]:
-    rows = [r for r in status.get("versions") or [] if r["state"] == "Current"]
-    return rows[0] if rows else {}
-
-
 def _seen(status: dict[str, Any]) -> str:
-    row = _current(status)
+    row = current_version(status)
     return (
         f"{row.get('name')} replicas={row.get('replicas') or 0} "
         f"ready={row.get('readyReplicas') or 0} backlog={status.get('backlog') or 0} "
@@ -66,7 +55,7 @@ def _seen(status: dict[str, Any]) -> str:
 def _until(release: Release, timeline: Timeline, check: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while True:
-        status = _status(release)
+        status = release.worker_status(WORKER)
         timeline.see(_seen(status))
         if check(status):
             return
@@ -74,25 +63,13 @@ def _until(release: Release, timeline: Timeline, check: Any, timeout: float, wha
         time.sleep(1)
 
 
-@pytest.mark.parametrize(
-    "release",
-    [
-        Install(
-            values={
-                "workerResource": "WorkflowWorker",
-                # a look at the WorkflowWorker every 2 s instead of 10, so the scaling is seen
-                "operator": {"env": {"WAYLINE_OPERATOR_WORKER_SECONDS": "2"}},
-            }
-        )
-    ],
-    indirect=True,
-)
+@pytest.mark.parametrize("release", [SCALING], indirect=True)
 def test_a_burst_scales_a_version_up_and_back_to_its_minimum(release: Release) -> None:
     timeline = Timeline("workflowworker-burst")
     release.kubectl("patch", "wfw", WORKER, "--type=merge", "-p", json.dumps({"spec": BOUNDS}))
 
     def settled(status: dict[str, Any]) -> bool:
-        row = _current(status)
+        row = current_version(status)
         return bool(row.get("identities")) and row.get("replicas") == row.get("readyReplicas") == 1
 
     _until(release, timeline, settled, 240, "version 1 at its minimum of one ready replica")
@@ -103,7 +80,7 @@ def test_a_burst_scales_a_version_up_and_back_to_its_minimum(release: Release) -
     most = {"replicas": 0, "ready": 0}
 
     def back_down(status: dict[str, Any]) -> bool:
-        row = _current(status)
+        row = current_version(status)
         most["replicas"] = max(most["replicas"], row.get("replicas") or 0)
         most["ready"] = max(most["ready"], row.get("readyReplicas") or 0)
         idle = not status.get("backlog") and not status.get("inFlight")
