@@ -1,12 +1,15 @@
-"""How long a console's first runs calls take on NATS while its runs model loads: answered from
-the index's names at once (now) or after waiting for the load (before), at 100,000 runs.
+"""How long a console's first runs calls take on NATS while its runs model loads: read from
+the runs index's newest entries (now) or from a listing of every name of the index (at
+5b33da8), at 100,000 runs.
 
     python bench/console_first_call.py [--runs 100000] [--rounds 3]
 
 Fills one throwaway nats-server's world with ``--runs`` runs (as bench/console.py does), then,
 ``--rounds`` times, alternating the two ways, opens a fresh world (a console process starting
-now: nothing in memory), and times its first ``GET /api/runs`` (a page and the counts) and
-how many calls it answers, and how many it refuses, until the model is loaded.
+now: nothing in memory), and times its first ``GET /api/runs`` (a page of 50 and the counts),
+the next page by its cursor, and how many calls it answers until the model is loaded. The
+names' way is 5b33da8's code path: the tail is not asked (``_tail_page`` gives None) and the
+counts are read from the names (``runs_loading`` says False).
 """
 # ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
 
@@ -28,24 +31,20 @@ import wayline
 from wayline.cli.console import create_app
 from wayline.worlds.nats.runs_listing import NatsRunsListing
 
-WAITED = 120.0  # what a read waited for the load before (the old LOAD_WAIT)
+
+async def _no_tail(self: Any, *args: Any) -> None:
+    return None
 
 
-async def _waiting_followed(self: Any) -> Any:
-    """The read before this change: wait for the load (bounded), then use the model."""
-    model = self.model
-    if model is None:
-        return None
-    if not model.loaded and not await model.ready(WAITED):
-        return None
-    await model.catch_up()
-    return model
+def _not_loading(self: Any) -> bool:
+    return False
 
 
-async def one_round(url: str, wait: bool) -> dict[str, float]:
-    now = NatsRunsListing._followed
-    if wait:
-        NatsRunsListing._followed = _waiting_followed  # type: ignore[method-assign]
+async def one_round(url: str, names: bool) -> dict[str, Any]:
+    kept = NatsRunsListing._tail_page, NatsRunsListing.runs_loading
+    if names:
+        NatsRunsListing._tail_page = _no_tail  # type: ignore[method-assign]
+        NatsRunsListing.runs_loading = _not_loading  # type: ignore[method-assign]
     world = wayline.open_world(url)
     await world.start()
     try:
@@ -57,21 +56,35 @@ async def one_round(url: str, wait: bool) -> dict[str, float]:
             began = time.perf_counter()
             first = await http.get("/api/runs")
             first_s = time.perf_counter() - began
-            answered, refused = int(first.status_code == 200), int(first.status_code != 200)
+            if first.status_code != 200:  # the server too busy to answer: say so, go on
+                return {"first call": first.status_code, "error": first.text[:160]}
+            body = first.json()
+            tail = world._listing._tail  # type: ignore[attr-defined]
+            tail_read = 0 if tail is None else tail.top - tail.floor + 1
             model = world._listing.model  # type: ignore[attr-defined]
+            loading_at_second = model is not None and not model.loaded
+            began_second = time.perf_counter()
+            second = await http.get("/api/runs", params={"cursor": body["nextCursor"]})
+            second_s = time.perf_counter() - began_second
+            assert second.status_code == 200, second.text
+            answered = 2
             while model is not None and not model.loaded:
                 answer = await http.get("/api/runs")
                 answered += answer.status_code == 200
-                refused += answer.status_code != 200
             loaded_s = time.perf_counter() - began
+            settled = (await http.get("/api/runs")).json()
+        assert [r["runId"] for r in settled["runs"]] == [r["runId"] for r in body["runs"]]
         return {
-            "first call s": first_s,
-            "model loaded s": loaded_s,
+            "first call s": round(first_s, 3),
+            "second page s": round(second_s, 3),
+            "second while loading": loading_at_second,
+            "counts partial": body.get("countsPartial", False),
+            "tail entries read": tail_read,
+            "model loaded s": round(loaded_s, 2),
             "answered": answered,
-            "refused": refused,
         }
     finally:
-        NatsRunsListing._followed = now  # type: ignore[method-assign]
+        NatsRunsListing._tail_page, NatsRunsListing.runs_loading = kept  # type: ignore[method-assign]
         await world.close()
 
 
@@ -85,9 +98,9 @@ async def run(url: str, args: argparse.Namespace) -> None:
     finally:
         await world.close()
     for i in range(args.rounds):
-        for wait in (True, False):
-            got = await one_round(url, wait)
-            way = "waits for the load (before)" if wait else "from the names at once (now)"
+        for names in (True, False):
+            got = await one_round(url, names)
+            way = "the index's names (5b33da8)" if names else "the index's newest entries (now)"
             print(f"  round {i + 1}, {way}: {got}; load {os.getloadavg()}", flush=True)
 
 

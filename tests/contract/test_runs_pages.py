@@ -224,3 +224,15 @@ async def test_a_followed_cursor_walks_on_while_statuses_move_back(world: World)
     )
     listed = await world.list_runs(status=RunStatus.PENDING, workflow=workflow, where=even)
     assert [r.run_id for r in by_attribute] == [r.run_id for r in listed]
+
+
+async def test_counts_are_not_marked_partial_once_the_runs_are_followed(world: World) -> None:
+    """``runs_loading`` (the console's ``countsPartial``) is False on a world that follows
+    nothing, and once a world that follows its runs has loaded them; the counts are then
+    exact (tests/nats/test_runs_first_pages.py has it True while NATS loads)."""
+    assert world.runs_loading() is False
+    run_id = new_run_id()
+    await world.append(run_id, _created("pages-loading-wf", 0), expected_seq=0)
+    await _followed(world)
+    assert world.runs_loading() is False
+    assert await world.count_runs(workflow="pages-loading-wf") == {RunStatus.PENDING: 1}

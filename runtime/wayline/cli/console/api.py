@@ -149,12 +149,20 @@ class Console:
         chosen = await self.client.runs_page(
             after, limit + 1, status=status, where=where, workflow=workflow
         )
+        # asked before the counts: a load that ends in between leaves exact counts marked
+        # partial (the next call says so), never partial counts marked exact
+        loading = self.client.world.runs_loading()
         counts = await self.client.count_runs(where=where, workflow=workflow)
         page = chosen[:limit]
         more = len(chosen) > limit
         cursor = encode_cursor(page[-1].created_at, page[-1].run_id) if more else None
         return Reply(
-            {"runs": [run_to_json(r) for r in page], "nextCursor": cursor, "counts": counts}
+            {
+                "runs": [run_to_json(r) for r in page],
+                "nextCursor": cursor,
+                "counts": counts,
+                "countsPartial": loading,
+            }
         )
 
     async def _run(self, request: Request) -> RunInfo:

@@ -525,11 +525,16 @@ def document() -> dict[str, Any]:
                 },
                 "RunPage": {
                     "type": "object",
-                    "required": ["runs", "nextCursor", "counts"],
+                    "required": ["runs", "nextCursor", "counts", "countsPartial"],
                     "properties": {
                         "runs": {"type": "array", "items": _ref("Run")},
                         "nextCursor": {"type": ["string", "null"]},
                         "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+                        "countsPartial": {
+                            "type": "boolean",
+                            "description": "the counts are of the runs read so far: the "
+                            "server is still loading its runs (ask again)",
+                        },
                     },
                 },
                 "RunDetail": {

@@ -148,9 +148,19 @@ class EventLog(abc.ABC):
         """This process will read the runs page often (a console): a world whose page reads
         every run's name at each call (NATS) starts keeping the runs index in memory, so later
         pages, filters, cursors and counts are answered from it; the answers are the same,
-        sooner. Returns at once, and a page read before the index is in memory reads it as
-        before. This default keeps nothing: the other worlds' pages read an index already."""
+        sooner. Returns at once: a page read before the index is in memory is read from the
+        index's newest entries (the whole index's names when it lies deeper), and the counts
+        read then are partial (``runs_loading``). This default keeps nothing: the other
+        worlds' pages read an index already."""
         return None
+
+    def runs_loading(self) -> bool:
+        """Whether the counts by status (``count_runs``) may still be partial: a world that
+        follows its runs (``follow_runs``) and is still loading them (NATS) counts only the
+        runs it has read so far, and reads a page from the newest runs of its index, which
+        a page past them still lists as before. False once loaded, and for a world that
+        follows nothing; this default: always False."""
+        return False
 
     @abc.abstractmethod
     async def get_hook(self, token: str) -> HookInfo | None:

@@ -1,5 +1,6 @@
 """Listing the runs of a NATS world: pages and counts, from the runs index held in memory
-(``runs_model``) when it is followed, else from the runs index's stream (``runs_pages``); a
+(``runs_model``) when it is followed, from the index's newest entries while it loads
+(``runs_tail``), else from the runs index's stream (``runs_pages``); a
 filter on search attributes is narrowed by the attribute index (``attribute_index``). The
 indexes' writes that go with an append are here too (``runs_writer``)."""
 
@@ -22,6 +23,7 @@ from .eventlog import EventLog
 from .names import Names
 from .runs_index import RunsIndex
 from .runs_model import RunsModel
+from .runs_tail import RunsTail
 from .runs_writer import RunsWriter
 
 log = logging.getLogger("wayline.worlds.nats")
@@ -53,11 +55,14 @@ class NatsRunsListing:
         self._runs_writer: RunsWriter | None = None
         self.model: RunsModel | None = None
         """The runs index held in memory, once ``follow_runs`` was called."""
+        self._tail: RunsTail | None = None
+        """The index's newest entries, read while the model loads (``runs_tail``)."""
 
     async def close(self, connected: Callable[[], bool], grace: float) -> None:
         """Stop the runs in memory and give the writer ``grace`` seconds (none when the
         connection is gone) to write what is noted; the indexes are made again on a start."""
         model, self.model = self.model, None
+        self._tail = None
         if model is not None:
             await model.close()
         writer, self._runs_writer = self._runs_writer, None
@@ -161,6 +166,14 @@ class NatsRunsListing:
     def forgotten(self, run_id: str) -> None:
         if self.model is not None:
             self.model.drop(run_id)
+        if self._tail is not None:
+            self._tail.drop(run_id)
+
+    def runs_loading(self) -> bool:
+        """Whether the runs are followed and still loading, and no load failed so far: the
+        counts are then those of the entries the load has read (``count_runs``)."""
+        model = self.model
+        return model is not None and not model.loaded and not model.failed
 
     async def _followed(self) -> RunsModel | None:
         """The runs index in memory, caught up with the index's stream, when it is loaded;
@@ -171,10 +184,12 @@ class NatsRunsListing:
         if model is None:
             return None
         if not model.loaded:
-            # a console's first calls answer as before the model (seconds at 100,000 runs)
-            # rather than wait for its load (11 to 22 s there), as EventLog.follow_runs says
+            # a console's first calls do not wait for its load (11 to 22 s at 100,000 runs):
+            # a page is read from the index's newest entries (``_tail_page``), the counts
+            # from what the load has read so far (``count_runs``)
             model.start()
             return None
+        self._tail = None
         await model.catch_up()
         events, index, names = self._events(), self.runs(), self._names
         model.upkeep(lambda: runs_pages.reconcile(events, index, names))
@@ -209,6 +224,10 @@ class NatsRunsListing:
                 status=status,
                 workflow=workflow,
             )
+        if self.model is not None:  # followed, still loading
+            tailed = await self._tail_page(after, limit, status, workflow)
+            if tailed is not None:
+                return tailed
         return await runs_pages.page(
             self._events(),
             self.runs(),
@@ -234,7 +253,44 @@ class NatsRunsListing:
         model = await self._followed()
         if model is not None:
             return model.counts(workflow)
+        if self.runs_loading():  # what the load has read so far, marked partial
+            assert self.model is not None
+            return self.model.counts(workflow)
         return await runs_pages.counts(self._events(), self.runs(), self._names, workflow)
+
+    async def _tail_page(
+        self,
+        after: tuple[float, str] | None,
+        limit: int,
+        status: RunStatus | None,
+        workflow: str | None,
+    ) -> list[RunInfo] | None:
+        """A page read from the index's newest entries while the model loads (``runs_tail``);
+        None when the page lies deeper than the tail reads (kept for the next page), or the
+        tail could not be read: the page then reads the index's names, as before the model."""
+        if self._tail is None:
+            self._tail = RunsTail(self._index_parts()[0], self.runs(), **self._index_options())
+        tail = self._tail
+        model = self.model
+        assert model is not None  # called while the model loads
+        try:
+            async with model.paused():
+                found = await runs_pages.page_picked(
+                    self._events(),
+                    self.runs(),
+                    tail.entries,
+                    tail.drop,
+                    after,
+                    limit,
+                    status,
+                    workflow,
+                )
+        except WaylineError as err:
+            log.warning("runs page not read from the runs index's newest entries: %s", err)
+            found = None
+            if self._tail is tail:
+                self._tail = None  # read again from the stream's end at the next page
+        return found
 
     async def _list(
         self,

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,42 @@ class Held:
     """The log position the entry's status was read at (0 for an entry without a body)."""
     stream_seq: int
     """The entry's sequence in the index's stream."""
+
+    def outranks(self, other: Held) -> bool:
+        """Whether this entry of a run is newer than ``other``: read at a later log position,
+        or at the same one and later in the stream."""
+        return (self.log_seq, self.stream_seq) > (other.log_seq, other.stream_seq)
+
+
+def newer(runs: Mapping[str, Held], msg: StoredMsg) -> tuple[str, Held, Held | None] | None:
+    """The run ``msg`` names, what it says of it, and the entry held for it in ``runs``
+    (None when none is); None when the message names no run (``parse``) or is older than the
+    entry held, an older status written late (``Held.outranks``)."""
+    parsed = parse(msg)
+    if parsed is None:
+        return None
+    run_id, new = parsed
+    held = runs.get(run_id)
+    if held is not None and held.outranks(new):
+        return None
+    return run_id, new, held
+
+
+def unplace(keys: list[tuple[float, str]], key: tuple[float, str]) -> None:
+    """Take ``key`` out of the sorted ``keys`` (a runs' order), if it is there."""
+    at = bisect.bisect_left(keys, key)
+    if at < len(keys) and keys[at] == key:
+        del keys[at]
+
+
+async def read_window(
+    nc: Any, index: RunsIndex, start: int, batch: int, *, url: str, timeout: float
+) -> list[StoredMsg]:
+    """The index's entries from sequence ``start`` on, at most ``batch`` (one batch direct
+    get)."""
+    request = {"seq": start, "batch": batch, "next_by_subj": wildcard(index.names)}
+    msgs, _ = await direct_batch(nc, index.stream, request, timeout=timeout, url=url)
+    return msgs
 
 
 def parse(msg: StoredMsg) -> tuple[str, Held] | None:
@@ -113,12 +150,20 @@ class RunsModel:
         self.seq = 0
         """The last sequence of the index's stream read."""
         self.loaded = False
+        self.failed = False
+        """Whether the last load failed (cleared when one succeeds): the counts are then read
+        from the index's names, as before the model, rather than from the runs a load that
+        may fail again has read (``NatsRunsListing.count_runs``)."""
         self.load_seconds: float | None = None
         self._reading = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._upkeep: asyncio.Task[None] | None = None
         self._swept_at = time.monotonic()
         self._closed = False
+        self._pausing = 0
+        self._clear = asyncio.Event()
+        self._clear.set()
+        """Set while no read pauses the load (``paused``)."""
         self._made: object = None
         """When the index's stream the model read was made (its info's ``created``)."""
 
@@ -128,14 +173,11 @@ class RunsModel:
         left to :meth:`replace` (many messages at once: one sort instead of an insertion
         each)."""
         self.seq = max(self.seq, msg.seq)
-        parsed = parse(msg)
-        if parsed is None:
+        found = newer(self.runs, msg)
+        if found is None:
             return
-        run_id, new = parsed
-        held = self.runs.get(run_id)
+        run_id, new, held = found
         if held is not None:
-            if (held.log_seq, held.stream_seq) > (new.log_seq, new.stream_seq):
-                return  # an older status, written late
             self._counts[held.workflow][held.status] -= 1
             if place and (held.created_at, held.status) != (new.created_at, new.status):
                 self._unplace(run_id, held)
@@ -178,9 +220,7 @@ class RunsModel:
     def _unplace(self, run_id: str, held: Held) -> None:
         key = (-held.created_at, run_id)
         for keys in (self.order, self._by_status.get(held.status, [])):
-            at = bisect.bisect_left(keys, key)
-            if at < len(keys) and keys[at] == key:
-                del keys[at]
+            unplace(keys, key)
 
     def entries(
         self,
@@ -277,6 +317,23 @@ class RunsModel:
             raise
         return self.loaded
 
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """Hold back the load's next windows while a read that does not wait for it is
+        answered (a page from the index's newest entries, ``runs_tail``): the load's windows
+        share the process's event loop with the read, and a window of 1,000 entries decoded
+        while the read's own replies wait made a console's first page at 20,000 runs take
+        seconds instead of a fraction of one. Windows already asked for still land. The load
+        goes on as soon as no read holds it: a read never waits for the load."""
+        self._pausing += 1
+        self._clear.clear()
+        try:
+            yield
+        finally:
+            self._pausing -= 1
+            if not self._pausing:
+                self._clear.set()
+
     async def _load(self) -> None:
         began = time.perf_counter()
         try:
@@ -284,9 +341,10 @@ class RunsModel:
                 await self._fill()
         except Exception as err:  # the reader goes on with the index's names (slow path)
             log.warning("runs index not loaded in memory: %s", err)
+            self.failed = True
             return
         self.load_seconds = time.perf_counter() - began
-        self.loaded = True
+        self.loaded, self.failed = True, False
 
     async def _fill(self) -> None:
         """Read the whole index's stream into an empty model (the caller holds ``_reading``).
@@ -302,6 +360,7 @@ class RunsModel:
 
             async def window(start: int) -> None:
                 async with gate:
+                    await self._clear.wait()  # a read under way goes first (``paused``)
                     msgs = await self._read(start, WINDOW)
                 # taken as each window lands (the newest entry of a run wins in any
                 # order), so the load never holds the loop for all of them at once
@@ -320,11 +379,9 @@ class RunsModel:
         await self._forward()
 
     async def _read(self, start: int, batch: int) -> list[StoredMsg]:
-        request = {"seq": start, "batch": batch, "next_by_subj": self._filter}
-        msgs, _ = await direct_batch(
-            self._nc, self._index.stream, request, timeout=self._timeout, url=self._url
+        return await read_window(
+            self._nc, self._index, start, batch, url=self._url, timeout=self._timeout
         )
-        return msgs
 
     async def _forward(self) -> None:
         while True:
@@ -398,7 +455,7 @@ class RunsModel:
             async with self._reading:
                 await self._fill()
         except BaseException:
-            self.loaded = False  # the next read starts a load (``start``)
+            self.loaded, self.failed = False, True  # the next read starts a load (``start``)
             raise
         self._swept_at = time.monotonic()
 

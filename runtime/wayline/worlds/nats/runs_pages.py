@@ -158,13 +158,46 @@ async def page_from_model(
 ) -> list[RunInfo]:
     """``page`` with the runs picked from the index held in memory (``runs_model``, caught
     up by the caller) instead of the index's names: each row is still read from its log."""
+
+    async def pick(
+        at: tuple[float, str] | None, count: int, status: RunStatus | None, workflow: str | None
+    ) -> list[Entry]:
+        return model.entries(at, count, status, workflow)
+
+    picked = await page_picked(log, index, pick, model.drop, after, limit, status, workflow)
+    assert picked is not None  # the model always picks
+    return picked
+
+
+Pick = Callable[
+    [tuple[float, str] | None, int, RunStatus | None, str | None], Awaitable[list[Entry] | None]
+]
+"""The first runs past a cursor with a status and workflow, as an index in memory names
+them (``RunsModel.entries``, ``RunsTail.entries``); None when it cannot tell."""
+
+
+async def page_picked(
+    log: EventLog,
+    index: RunsIndex,
+    pick: Pick,
+    dropped: Callable[[str], None],
+    after: tuple[float, str] | None,
+    limit: int,
+    status: RunStatus | None,
+    workflow: str | None,
+) -> list[RunInfo] | None:
+    """``page`` with the runs named by ``pick`` (each row read from its log, a run found
+    gone told to ``dropped``); None when ``pick`` cannot name them (the runs index's tail,
+    ``runs_tail``, when the page lies deeper than it reads)."""
     out: list[RunInfo] = []
     while len(out) < limit:
-        chunk = model.entries(after, limit - len(out), status, workflow)
+        chunk = await pick(after, limit - len(out), status, workflow)
+        if chunk is None:
+            return None
         if not chunk:
             break
         after = (chunk[-1].created_at, chunk[-1].run_id)
-        out += await _checked(log, index, chunk, status, workflow, model.drop)
+        out += await _checked(log, index, chunk, status, workflow, dropped)
     return out
 
 

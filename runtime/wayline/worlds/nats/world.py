@@ -734,6 +734,9 @@ class NatsWorld(World):
     async def follow_runs(self) -> None:
         await self._listing.follow_runs()
 
+    def runs_loading(self) -> bool:
+        return self._listing.runs_loading()
+
     async def runs_followed(self, timeout: float) -> RunsModel | None:
         return await self._listing.runs_followed(timeout)
 

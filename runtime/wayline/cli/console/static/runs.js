@@ -25,12 +25,17 @@ function row(run) {
   return tr;
 }
 
-function counts(byStatus) {
+let recount = null;
+
+// partial: the server is still loading its runs, so the counts are of the runs read so far
+// and show as "at least" (a "+").
+function counts(byStatus, partial) {
   const box = document.getElementById("counts");
   box.replaceChildren();
   const total = Object.values(byStatus).reduce((a, b) => a + b, 0);
+  const more = partial ? "+" : "";
   for (const [name, n] of [["", total], ...Object.entries(byStatus).sort()]) {
-    const b = wl.text("button", `${name || "all"} ${n}`, name === status ? "on" : "");
+    const b = wl.text("button", `${name || "all"} ${n}${more}`, name === status ? "on" : "");
     b.dataset.status = name;
     b.addEventListener("click", () => {
       status = name;
@@ -52,7 +57,11 @@ async function load(more = false) {
     for (const run of page.runs) body.append(row(run));
     cursor = page.nextCursor;
     document.getElementById("more").hidden = !cursor;
-    counts(page.counts);
+    counts(page.counts, page.countsPartial);
+    // the first page is read again each second until the counts are exact (a page the user
+    // moved on to with "Older runs" is left as it is)
+    clearTimeout(recount);
+    if (page.countsPartial && !more) recount = setTimeout(() => load(), 1000);
     document.getElementById("message").textContent = "";
   } catch (err) {
     document.getElementById("message").textContent = err.message;
