@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import require_all_components
 from tests.runtime.old_release_proc import PAYLOAD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,13 +26,18 @@ pytestmark = pytest.mark.timeout(300)  # a hang guard on a loaded machine, not a
 
 
 def _old_runtime(into: Path) -> Path:
-    """The old release's ``runtime`` folder, from this repository's history (skip without it)."""
+    """The old release's ``runtime`` folder, from this repository's history: without it the
+    test is skipped, or fails where every component is required (CI), as a skip there would
+    hide a claim never checked."""
     try:
         archive = subprocess.run(
             ["git", "archive", OLD, "runtime"], cwd=ROOT, capture_output=True, check=True
         ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip(f"the repository's history (commit {OLD}) is not here")
+    except (OSError, subprocess.CalledProcessError) as err:
+        reason = f"the repository's history (commit {OLD}) is not here: {err}"
+        if require_all_components():
+            pytest.fail(f"{reason}; required because CI=true or WAYLINE_REQUIRE_ALL_COMPONENTS=1")
+        pytest.skip(reason)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     return into / "runtime"
@@ -75,3 +81,21 @@ def test_an_old_release_and_this_one_read_each_others_sqlite_runs(
     types = [t for t, _ in events]
     assert [t for t, _ in by_new["read"][by_old["run_id"]]["events"]] == types
     assert types[-1] == "run_completed"
+
+
+@pytest.mark.parametrize("required", ["1", ""])
+def test_a_missing_old_release_fails_where_every_component_is_required(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, required: str
+) -> None:
+    monkeypatch.setenv("WAYLINE_REQUIRE_ALL_COMPONENTS", required)
+    monkeypatch.delenv("CI", raising=False)
+    absent = "0" * 40  # no repository holds this commit
+    monkeypatch.setattr(sys.modules[__name__], "OLD", absent)
+    try:
+        _old_runtime(tmp_path / "old")
+    except (pytest.fail.Exception, pytest.skip.Exception) as err:
+        outcome, message = type(err).__name__, str(err)
+    else:  # pragma: no cover - the archive of an absent commit cannot succeed
+        raise AssertionError("git archive of an absent commit succeeded")
+    assert outcome == ("Failed" if required else "Skipped"), message
+    assert f"commit {absent}" in message
