@@ -6,8 +6,6 @@ A worker pod built from an old image and a CLI from a new one meet like this dur
 from __future__ import annotations
 
 import io
-import json
-import os
 import subprocess
 import sys
 import tarfile
@@ -18,6 +16,7 @@ import pytest
 
 from tests.conftest import require_all_components
 from tests.runtime.old_release_proc import PAYLOAD
+from tests.runtime.proc_runs import run_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD = "7c94dcc"
@@ -44,19 +43,10 @@ def _old_runtime(into: Path) -> Path:
 
 
 def _run(url: str, others: list[str], runtime: Path | None, codec: str) -> dict[str, Any]:
-    env = {**os.environ, "WAYLINE_CODEC": codec}
+    env = {"WAYLINE_CODEC": codec}
     if runtime is not None:  # the old release's package comes before the installed one
         env["PYTHONPATH"] = str(runtime)
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.runtime.old_release_proc", url, *others],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = run_to_end("tests.runtime.old_release_proc", [url, *others], env, 240)
     return out
 
 
