@@ -59,22 +59,29 @@ def test_each_verb_on_an_ended_run_has_nothing_to_do(cli: Cli, world_url: str) -
     _nothing_to_do(cli.here("runs", "cancel", run_id), "already ended (cancelled)", "nothing to")
 
 
+def _until(shown: Callable[[], object], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not shown():
+        assert time.monotonic() < deadline, f"no {what} within {timeout}s"
+        time.sleep(0.1)
+
+
 def test_a_fired_wait_and_an_answered_hook_are_nothing_to_do(
     cli: Cli, spawn: Callable[..., Background], world_url: str
 ) -> None:
     started = cli("start", f"{SDK_FLOWS}:nap_then_approve", "--input", '"t-4"')
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
-    spawn("worker", "--app", str(SDK_FLOWS), "--processes", "1")
-    deadline = time.monotonic() + 30
-    while not cli.json("runs", "show", run_id)["waits"]:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    worker = spawn("worker", "--app", str(SDK_FLOWS), "--processes", "1")
+    # Each wait below is bounded from its own start, once the worker is ready: one deadline
+    # taken before the worker process started shared its 30 s with the worker's start-up and
+    # with every ``runs show`` process, which a loaded machine spent before the hook came. A
+    # run that never reaches the wait or the hook still fails at the bound.
+    worker.wait_for("ready", timeout=60)
+    _until(lambda: cli.json("runs", "show", run_id)["waits"], "the run's nap")
     assert cli.here("runs", "wake", run_id, "--wait", "w1").returncode == 0
     _nothing_to_do(cli.here("runs", "wake", run_id, "--wait", "w1"), "no pending wait 'w1'")
-    while not cli.json("runs", "show", run_id)["hooks"]:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    _until(lambda: cli.json("runs", "show", run_id)["hooks"], "the run's hook")
     payload = '{"approved": true, "by": "ana"}'
     _refused(cli.here("hooks", "resume", "go:nobody", "--payload", payload))  # no such token
     assert cli.here("hooks", "resume", "go:t-4", "--payload", payload).returncode == 0

@@ -50,19 +50,34 @@ async def test_sigkill_mid_inline_step_then_owned_recovery(
     assert len(of_type(s2, EventType.STEP_COMPLETED)) == 1
 
 
+def _steady(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with a 6 s visibility where it sets one (NATS), not 2 s: a live worker renews
+    its deliveries every third of the visibility, waits a quarter of that for each answer and
+    cuts its bodies off after one and a half periods without one. At 2 s that left 0.17 s a
+    renewal and 1 s in all, which the recovering worker missed at load 10-24 in every attempt:
+    it cut its own body off four times (RunFailedError: INVOCATION_FENCED, attempt 4 of 4),
+    a failure of the machine, not of the recovery this test is about. At 6 s it has 0.5 s a
+    renewal and 3 s in all; the killed worker's delivery comes back 6 s after the kill, well
+    inside the 30 s bound on the result."""
+    return (
+        {**env, "WAYLINE_VISIBILITY_SECONDS": "6"} if "WAYLINE_VISIBILITY_SECONDS" in env else env
+    )
+
+
 async def test_hook_wake_during_owned_recovery_defers_to_it(
     tmp_path: Path, spawn_worker, crash_world
 ) -> None:  # type: ignore[no-untyped-def]
     db = crash_world.arg
     marker = str(tmp_path / "marker")
+    env = _steady(crash_world.env)
     async with crash_world.open() as world:
         client = wayline.Client(world)
-        first = spawn_worker(db, **crash_world.env)
+        first = spawn_worker(db, **env)
         handle = await client.start(flows.hook_during_step, marker, 2.0)
         await _until_lines(marker, 1)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
-        spawn_worker(db, **crash_world.env)
+        spawn_worker(db, **env)
         await _until_lines(marker, 2)  # owned recovery has started the body again
         await asyncio.sleep(0.3)
         await client.resume_hook(f"mid-step:{marker}", "wake")

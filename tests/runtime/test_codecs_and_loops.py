@@ -6,10 +6,6 @@ processes before it wrote on other codecs: the same results, the same events."""
 from __future__ import annotations
 
 import importlib
-import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -18,8 +14,7 @@ import pytest
 
 from tests.nats_fixtures import NatsServer
 from tests.runtime.codec_proc import PAYLOAD
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.runtime.proc_runs import run_to_end
 
 
 def _installed(*modules: str) -> bool:
@@ -48,17 +43,8 @@ COMBINATIONS = [
 
 
 def _run(url: str, codec: str, loop: str, others: list[str]) -> dict[str, Any]:
-    env = {**os.environ, "WAYLINE_CODEC": codec, "WAYLINE_LOOP": loop}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.runtime.codec_proc", url, *others],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    env = {"WAYLINE_CODEC": codec, "WAYLINE_LOOP": loop}
+    out: dict[str, Any] = run_to_end("tests.runtime.codec_proc", [url, *others], env, 120)
     return out
 
 

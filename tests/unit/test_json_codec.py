@@ -291,3 +291,51 @@ def test_unencodable_values_raise_what_json_raises() -> None:
 def test_an_unknown_codec_name_is_refused() -> None:
     with pytest.raises(ValueError, match="WAYLINE_CODEC='yaml'"):
         jsoncodec.codec("yaml")
+
+
+HOSTILE: list[Any] = [
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    -0.0,
+    [0.0, -0.0, None],
+    {"a": None, "b": [None, {"c": None, "d": float("nan")}]},
+    {"a": [None, [None, [None, -float("inf")]]]},
+    {"a": None, "b": [None, {"c": None}], "c": [[None]]},
+    2**63 - 1,
+    -(2**63),
+    2**64 - 1,
+    2**64,
+    -(2**63) - 1,
+    [None, 2**100],
+    {1: None, "x": float("inf")},
+    {None: None, True: [None], 2.5: None},
+    {"a": None, (1, 2): 3},
+    [None, {1, 2}],
+    [None, b"bytes"],
+]
+
+
+@needs_fast
+@pytest.mark.parametrize("value", HOSTILE, ids=repr)
+def test_fast_dumps_matches_json_on_hostile_values_without_reading_its_output_back(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Byte for byte and error for error what ``json`` gives, for values whose ``null`` may
+    stand for a NaN or an infinity, and without decoding its own output (a second pass on
+    every append that holds a null)."""
+    import orjson
+
+    def no_decode(raw: bytes | str) -> Any:
+        raise AssertionError(f"the fast dumps read its own output back: {raw!r}")
+
+    monkeypatch.setattr(orjson, "loads", no_decode)
+    dumps, _ = jsoncodec.codec("fast")
+    fast, std = _outcome(dumps, value), _outcome(std_dumps, value)
+    assert fast == std
+    if std[0] == "error":
+        with pytest.raises(std[1]) as std_err:
+            std_dumps(value)
+        with pytest.raises(std[1]) as fast_err:
+            dumps(value)
+        assert str(fast_err.value) == str(std_err.value)

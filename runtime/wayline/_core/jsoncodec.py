@@ -14,13 +14,15 @@ the same error) whichever is installed:
   them to ``default``, which refuses them), dataclasses and datetimes (the same) and nesting
   past 254 levels; each of those is encoded by ``json`` instead. So is output with any byte
   past ASCII (``json`` escapes every character past ASCII, ``ensure_ascii``, and the size
-  limits count those bytes), and output holding a ``null`` that does not read back as the
-  value it came from: orjson writes NaN and the infinities as ``null``, where ``json``
-  writes ``NaN`` and ``Infinity``. What is left differs from
-  ``json``'s bytes only in how a small float is spelt (``0.00001`` for ``1e-05``), the same
-  number to every reader. orjson also writes a ``uuid.UUID`` and an ``Enum`` that ``json``
-  refuses; no payload reaches this codec unchecked (``serde.encode`` has the standard
-  library check every value a user hands over), so that never shows.
+  limits count those bytes), and output holding a ``null`` where the value holds a NaN or
+  an infinity: orjson writes those as ``null``, where ``json`` writes ``NaN`` and
+  ``Infinity``. What is left differs from ``json``'s bytes only in how a small float is
+  spelt (``0.00001`` for ``1e-05``), the same number to every reader. The nulls are
+  checked without reading the output back: msgspec packs the value as MessagePack, where a
+  NaN or an infinity keeps its float bytes, so this half needs msgspec as well as orjson.
+  orjson also writes a ``uuid.UUID`` and an ``Enum`` that ``json`` refuses; no payload
+  reaches this codec unchecked (``serde.encode`` has the standard library check every value
+  a user hands over), so that never shows.
 - ``loads`` (msgspec): msgspec refuses ``NaN`` and the infinities, numbers past a float's
   range, lone surrogates, a byte-order mark and UTF-16 or UTF-32; those are decoded by
   ``json`` instead, which gives what it always gave, its errors included. msgspec, unlike
@@ -36,6 +38,7 @@ so the choice reaches them all.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -60,11 +63,19 @@ def _refuse(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+_NON_FINITE = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]")
+"""A MessagePack float64 (``0xcb`` and eight big-endian bytes) whose exponent bits are all
+ones: a NaN or an infinity. ASCII text cannot hold ``0xcb`` or ``0xff``, so only the bytes of
+another number can match by chance, and such a match only sends the value to ``json``."""
+
+
 def _fast_dumps() -> Callable[[Any], bytes]:
+    import msgspec
     import orjson
 
     encode = orjson.dumps
-    decode = orjson.loads
+    pack = msgspec.msgpack.encode
+    non_finite = _NON_FINITE.search
     options = (
         orjson.OPT_PASSTHROUGH_SUBCLASS
         | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -78,11 +89,18 @@ def _fast_dumps() -> Callable[[Any], bytes]:
             return std_dumps(value)
         if not data.isascii():  # json escapes every character past ASCII (ensure_ascii)
             return std_dumps(value)
-        if b"null" in data and decode(data) != value:
-            # A null that stands for a NaN or an infinity (decoded, it is None, which equals
-            # neither). Most nulls are None (a run summary's ``"error": null``): reading the
-            # bytes back and comparing them, in C, costs a fraction of encoding with json.
-            return std_dumps(value)
+        if b"null" in data:
+            # The null may stand for a NaN or an infinity. Most nulls are None (a run
+            # summary's ``"error": null``), so the check must be cheap: msgspec writes the
+            # value as MessagePack, which keeps every float as eight bytes, in C, and a search
+            # for a non-finite one costs about half of reading the JSON back with orjson and
+            # comparing (bench/codec_nulls.py), and a fraction of encoding with json.
+            try:
+                packed = pack(value)
+            except (TypeError, ValueError, OverflowError):  # a type orjson takes, msgspec not
+                return std_dumps(value)
+            if non_finite(packed) is not None:
+                return std_dumps(value)
         return data
 
     return dumps

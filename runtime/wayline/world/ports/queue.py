@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +67,19 @@ class LaneDrain:
     delayed: int
     """Delayed messages (schedules) that will fire onto a subject a release before the
     levels does not read: moved by a drain after they fire."""
+
+    def __add__(self, other: LaneDrain) -> LaneDrain:
+        """Both drains' counts together (two partitions' queues, say)."""
+        return LaneDrain(
+            moved=self.moved + other.moved,
+            held=self.held + other.held,
+            delayed=self.delayed + other.delayed,
+        )
+
+    @classmethod
+    def total(cls, drains: Iterable[LaneDrain]) -> LaneDrain:
+        """The counts of ``drains`` summed; every count 0 for none."""
+        return sum(drains, cls(moved=0, held=0, delayed=0))
 
 
 class WorkQueue(abc.ABC):

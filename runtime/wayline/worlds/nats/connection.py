@@ -66,16 +66,26 @@ async def connect(
             errors.append(err)  # nats-py reports a TLS failure here, then keeps waiting
             await on_client_error(err)
 
+        connecting = asyncio.ensure_future(
+            nc.connect(
+                **opts.connect_kwargs(on_error),
+                disconnected_cb=on_disconnect,
+                reconnected_cb=on_reconnect,
+            )
+        )
+        # A stop that cancels this attempt can be swallowed inside nats-py (Python 3.11's
+        # wait_for returns what its socket connect gave when both come at once), so the
+        # attempt then ends with NoServersError after ``wait_for`` has raised CancelledError
+        # here: read, its error is not logged as "Task exception was never retrieved".
+        connecting.add_done_callback(_retrieved)
         try:
             # bounded: nats-py can wait forever on a TLS handshake that failed
             await asyncio.wait_for(
-                nc.connect(
-                    **opts.connect_kwargs(on_error),
-                    disconnected_cb=on_disconnect,
-                    reconnected_cb=on_reconnect,
-                ),
-                timeout=connect_bound(opts.connect_timeout, len(opts.servers)),
+                connecting, timeout=connect_bound(opts.connect_timeout, len(opts.servers))
             )
+        except asyncio.CancelledError:  # a stop while connecting: leave nothing open
+            await close_transport(nc, opts.connect_timeout)
+            raise
         except Exception as err:  # reported below with the URL
             last = err
             await close_transport(nc, opts.connect_timeout)
@@ -105,6 +115,12 @@ async def connect(
         f"cannot connect to NATS at {shown} after {opts.connect_attempts} attempts ({detail})",
         url=shown,
     ) from last
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Marks the outcome of ``task`` as read, whoever awaits it."""
+    if not task.cancelled():
+        task.exception()
 
 
 _CLOSE_SECONDS = 5.0

@@ -902,12 +902,8 @@ class NatsWorld(World):
         return list(merged.values())
 
     async def drain_lanes(self, *, held_too: bool = False) -> LaneDrain:
-        drains = [await queue.drain_lanes(held_too) for queue in self._every_q()]
-        return LaneDrain(  # every partition's queue has lanes of its own
-            moved=sum(d.moved for d in drains),
-            held=sum(d.held for d in drains),
-            delayed=sum(d.delayed for d in drains),
-        )
+        # every partition's queue has lanes of its own
+        return LaneDrain.total([await queue.drain_lanes(held_too) for queue in self._every_q()])
 
     async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
         queues = self._every_q()
