@@ -191,3 +191,42 @@ async def test_an_idle_worker_of_many_topics_asks_one_request_a_rescan_of_each_q
     # One question a queue stream and rescan, shared by the six topics; one more a stream for a
     # question on its way when the count began.
     assert 0 < asked <= partitions * (rescans + 1), (asked, rescans, sum(scans.values()))
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+async def test_a_message_no_publish_told_of_is_found_beside_another_idle_topic(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch, partitions: int
+) -> None:
+    """Two topics served at once share each queue stream's question: a message stored on one
+    of them while this process heard nothing of it (a partition cut its publishes off) is
+    found by the shared question of a later rescan, on every partition, while the other
+    topic's rescans keep answering for it too."""
+    world = await open_nats_world(partitions=partitions)
+    heard, cut = "idle-pair-heard", "idle-pair-cut"
+    monkeypatch.setattr(nats_queue, "RESCAN_SECONDS", 0.2)
+    for topic in (heard, cut):  # every partition's queue records both topics
+        assert await world.receive(topic, wait_seconds=0.1) == []
+    for queue in world._queues:
+        await queue._levels[cut].sub.unsubscribe()
+    stop = asyncio.Event()
+
+    async def other() -> None:  # the other topic's receive loop, idle throughout
+        while not stop.is_set():
+            assert await world.receive(heard, wait_seconds=0.1) == []
+
+    loop = asyncio.create_task(other())
+    try:
+        await asyncio.sleep(0.3)  # the other topic's rescans have asked since
+        await world.enqueue(cut, {"name": "unheard", **ordering.Ordering(priority=4).fields()})
+        names: list[str] = []
+        for _ in range(100):  # bounded: each receive waits 0.1 s at most
+            got = await world.receive(cut, wait_seconds=0.1)
+            names += [str((d.payload or {})["name"]) for d in got]
+            for delivery in got:
+                assert await world.ack(delivery) is True
+            if names:
+                break
+    finally:
+        stop.set()
+        await loop
+    assert names == ["unheard"]

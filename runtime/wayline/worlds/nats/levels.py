@@ -33,8 +33,9 @@ LANE_SCAN_EVERY = 4
 """A full scan asks the fair lanes (``names.FAIR_LANES`` a level, eighty in all) only every
 fourth time, so every 8 s: a lane's publish is heard as any other's, and the scan only finds
 what no publish told, so asking eighty more subjects every 2 s would cost more than it finds.
-A scan of a topic that stores nothing is one request (``queue.Queue._scan``) that answers for
-every lane too, and is not counted here."""
+A scan of a topic that stores nothing asks nothing of its own: one request a queue stream
+(``StreamProbe``, ``queue.Queue._scan``) answers for every lane of every topic served, and is
+not counted here."""
 
 Channel = str
 """A subject of a topic's ready messages: its kind (``names.kind_of``), ``t`` for the subject
