@@ -9,6 +9,8 @@ import json
 import time
 import uuid
 
+import pytest
+
 from tests.nats_fixtures import OpenWorlds, taken_names
 from wayline._core import ordering
 from wayline.worlds.nats.codec import rfc3339
@@ -100,21 +102,23 @@ async def test_a_delayed_urgent_message_goes_before_ready_default_work_once_due(
     assert names == ["urgent", "default1", "default2"]
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
 async def test_a_level_no_publish_told_of_is_found_while_the_one_known_level_is_drained(
-    open_nats_world: OpenWorlds,
+    open_nats_world: OpenWorlds, partitions: int
 ) -> None:
     """A worker whose every receive ends in a wait on the one level it knows (its consumer
     drained, each wait shorter than the rescan period) still rescans when one is due, so a
     message on a level it heard nothing of (sent while a partition cut its connection from the
-    publisher's node) is served within a rescan or two, not never."""
-    world = await open_nats_world()
+    publisher's node) is served within a rescan or two, not never; on every partition's
+    queue, whose rescans share one question for all the topics served on it."""
+    world = await open_nats_world(partitions=partitions)
     await world.enqueue("flow", {"name": "heard"})
     [first] = await world.receive("flow", wait_seconds=2)
     assert await world.ack(first) is True
     assert await world.receive("flow", wait_seconds=0.3) == []  # the known level is drained
     # The record stops hearing the topic's publishes, as when a partition cuts them off.
-    levels = world._queue._levels["flow"]
-    await levels.sub.unsubscribe()
+    for queue in world._queues:  # every partition's queue was asked by the receives
+        await queue._levels["flow"].sub.unsubscribe()
     await world.enqueue("flow", {"name": "unheard", **ordering.Ordering(priority=3).fields()})
     names: list[str] = []
     deadline = time.monotonic() + 4 * RESCAN_SECONDS

@@ -97,6 +97,11 @@ def inbox(nc: Any) -> Inbox:
     return box
 
 
+class TooManyResults(WorldError):
+    """A direct get over many subjects (``multi_last``) matched more subjects than the server
+    answers at once (status 413): so something is stored on them."""
+
+
 async def direct_batch(
     nc: Any, stream: str, request: dict[str, Any], *, timeout: float, url: str
 ) -> tuple[list[StoredMsg], int]:
@@ -112,6 +117,10 @@ async def direct_batch(
                 return
             if status == "204" or status == "404":
                 done.set_result(int(headers.get("Nats-Num-Pending") or 0))
+            elif status == "413":  # a multi_last request that matches over the server's limit
+                done.set_exception(
+                    TooManyResults(f"NATS at {url}: direct get on {stream} matched too many")
+                )
             elif status == "503":
                 done.set_exception(
                     WorldUnavailableError(f"NATS at {url}: no JetStream answer for {stream}")

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..._core import ordering
@@ -31,8 +33,9 @@ LANE_SCAN_EVERY = 4
 """A full scan asks the fair lanes (``names.FAIR_LANES`` a level, eighty in all) only every
 fourth time, so every 8 s: a lane's publish is heard as any other's, and the scan only finds
 what no publish told, so asking eighty more subjects every 2 s would cost more than it finds.
-A scan of a topic that stores nothing is one request (``queue.Queue._scan``) that answers for
-every lane too, and is not counted here."""
+A scan of a topic that stores nothing asks nothing of its own: one request a queue stream
+(``StreamProbe``, ``queue.Queue._scan``) answers for every lane of every topic served, and is
+not counted here."""
 
 Channel = str
 """A subject of a topic's ready messages: its kind (``names.kind_of``), ``t`` for the subject
@@ -57,6 +60,11 @@ class Levels:
         self.fair: dict[int, ordering.FairClock] = {}
         """Per priority level, the fair clock of its lanes (``queue._fair_turns``): this
         process's own, so the turns are fair among what this process takes."""
+        self.since = time.monotonic()
+        """When (monotonic) the record began to hear the topic's publishes: a question of the
+        ``StreamProbe`` sent before then does not answer for the topic."""
+        self.heard_at = float("-inf")
+        """When (monotonic) the last publish on the topic was heard."""
         self._heard: dict[Channel, int] = {}
         self._event = asyncio.Event()
 
@@ -78,6 +86,7 @@ class Levels:
             if scheduled:
                 self.scheduled.add(level)
         self.count += 1
+        self.heard_at = time.monotonic()
         self._event.set()
         self._event = asyncio.Event()
 
@@ -138,3 +147,55 @@ class Levels:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._event.wait(), timeout)
+
+
+class StreamProbe:
+    """Whether any topic a process serves on a queue stream stores anything, asked once for
+    all of them (one direct get over every subject of those topics): a rescan of a topic due
+    after a question was sent takes its answer rather than asking its own, so an idle worker's
+    rescans cost one request a queue stream and rescan period, whatever its topics. Only when
+    something is stored does a topic ask about its own subjects (``queue.Queue._scan``).
+    A question answers for the topics whose record began before it was sent (``Levels.since``).
+    """
+
+    def __init__(self, ask: Callable[[], Awaitable[bool]]) -> None:
+        self._ask = ask
+        self.asked_at: float | None = None
+        """When (monotonic) the question of the latest answer was sent."""
+        self.empty = False
+        """The latest answer: nothing was stored when it was asked."""
+        self.asks = 0
+        """Questions sent so far."""
+        self._pending: asyncio.Future[tuple[float, bool]] | None = None
+        self._pending_at = float("-inf")
+
+    async def since(self, after: float) -> tuple[float, bool]:
+        """When a question sent after ``after`` (monotonic) was sent, and whether nothing was
+        stored then: the latest answer if its question was sent after ``after``, else the one
+        on its way if sent after it, else a new question's."""
+        if self.asked_at is not None and self.asked_at > after:
+            return self.asked_at, self.empty
+        if self._pending is None or self._pending_at <= after:
+            self._pending_at = time.monotonic()
+            self._pending = asyncio.ensure_future(self._question(self._pending_at))
+            # read by whoever awaits it; retrieved here too, so an answer no one waited
+            # for (every asker cancelled) is not logged as never retrieved
+            self._pending.add_done_callback(_retrieved)
+        # shielded: one receive cancelled does not cancel the question the others wait on
+        return await asyncio.shield(self._pending)
+
+    async def _question(self, at: float) -> tuple[float, bool]:
+        self.asks += 1
+        try:
+            empty = await self._ask()
+        finally:
+            if self._pending_at == at:
+                self._pending = None
+        if self.asked_at is None or at > self.asked_at:
+            self.asked_at, self.empty = at, empty
+        return at, empty
+
+
+def _retrieved(future: asyncio.Future[tuple[float, bool]]) -> None:
+    if not future.cancelled():
+        future.exception()

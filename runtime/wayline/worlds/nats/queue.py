@@ -45,9 +45,16 @@ from . import lane_drain, wire
 from .buckets import kv_bucket
 from .codec import decode_payload, dumps, parse_stamp, rfc3339, wrap
 from .delay_notes import DelayNotes
-from .direct import StoredMsg, connected, direct_batch, last_seq, publish_retried
+from .direct import (
+    StoredMsg,
+    TooManyResults,
+    connected,
+    direct_batch,
+    last_seq,
+    publish_retried,
+)
 from .lane_choice import LaneChoice
-from .levels import LANE_SCAN_EVERY, RESCAN_SECONDS, Channel, Levels
+from .levels import LANE_SCAN_EVERY, RESCAN_SECONDS, Channel, Levels, StreamProbe
 from .names import (
     ALL_KINDS,
     PLAIN_KINDS,
@@ -168,6 +175,8 @@ class Queue:
         """Put before the stream sequences this queue makes ids and hand-back notes of: the
         sequences of two partitions' queue streams coincide (``names.Names.id_tag``)."""
         self._lanes = LaneChoice(self._lane_head)
+        self._probe = StreamProbe(self._topics_empty)
+        """Whether any topic served stores anything, asked once a rescan for all (``_scan``)."""
 
     async def start(self) -> None:
         self._idem = await kv_bucket(self._js, self._names.idem_bucket, url=self._url)
@@ -485,7 +494,25 @@ class Queue:
             levels.sub = await wire.subscribe(
                 self._nc, self._names.topic_wildcard(topic), levels.on_msg
             )
+            levels.since = time.monotonic()  # a probe asked from now on answers for the topic
         return levels
+
+    async def _topics_empty(self) -> bool:
+        """Whether nothing at all is stored under any topic this process receives on (one
+        direct get over the subjects of all of them, ``multi_last``: every level, lane and
+        schedule of each). Work of topics it does not serve is not asked about."""
+        filters = [self._names.topic_wildcard(topic) for topic in self._levels]
+        try:
+            msgs, _ = await direct_batch(
+                self._nc,
+                self._stream,
+                {"multi_last": filters, "batch": 1},
+                timeout=self._timeout,
+                url=self._url,
+            )
+        except TooManyResults:  # more subjects stored than the server lists at once
+            return False
+        return not msgs
 
     async def _first(self, subjects: str, weighed: bool) -> tuple[float, int] | None:
         """When the first message stored on ``subjects`` was stored (the server's clock) and,
@@ -502,11 +529,27 @@ class Queue:
         return at, _weight(msgs[0].data) if weighed else 1
 
     async def _scan(self, topic: str, levels: Levels) -> None:
-        """Ask whether the topic stores anything at all (one direct get over every subject of
-        the topic, schedules included); only when it does, ask about every subject of the
-        topic (the fair lanes only every ``LANE_SCAN_EVERY``-th time) and its schedules, all
-        at once. An idle topic so costs one request a rescan, whatever its levels and lanes,
-        where asking each subject cost twelve, and ninety-two every fourth time."""
+        """Ask whether any topic this process serves on the stream stores anything
+        (``StreamProbe``: one question a rescan period for all of them); only when one does,
+        ask whether this topic does (one direct get over every subject of the topic, schedules
+        included), and only when that finds something, ask about every subject of the topic
+        (the fair lanes only every ``LANE_SCAN_EVERY``-th time) and its schedules, all at
+        once. An idle worker so costs one request a queue stream and rescan, whatever its
+        topics, levels and lanes, where asking each topic cost one, and asking each subject
+        cost twelve a topic (ninety-two every fourth time)."""
+        # First the probe, shared by every topic this process serves on the stream: asked
+        # after this topic's last scan (or after its record began to hear publishes), so it
+        # saw whatever was stored before. Nothing stored then, and no publish on the topic
+        # heard since it was asked: the topic stores nothing, and every subject of its record
+        # is found empty as of when the probe was asked, the time its next rescan counts from.
+        asked_at, empty = await self._probe.since(
+            levels.since if levels.scanned_at is None else levels.scanned_at
+        )
+        heard = {level: levels.heard(level) for level in _CHANNELS}
+        if empty and levels.heard_at < asked_at:
+            levels.scanned_at = asked_at
+            levels.scanned(set(), heard, set())
+            return
         levels.scanned_at = time.monotonic()
         # Counted before the question: a publish heard during it keeps its subject recorded.
         heard = {level: levels.heard(level) for level in _CHANNELS}
