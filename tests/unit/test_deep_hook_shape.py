@@ -185,3 +185,26 @@ def test_a_list_of_lists_whose_items_are_constrained_records_their_kind() -> Non
     item is its JSON type."""
     recorded = shape(Bounded)
     assert recorded["items"]["tags"] == {"list": {"kinds": ["integer"]}}
+
+
+class RowsOnTheLastLevel(pydantic.BaseModel):
+    grid: list[list[int]]
+
+
+def test_a_list_of_lists_on_the_last_recorded_level_is_checked_as_recorded() -> None:
+    """A list of lists whose field is on the recorder's last level (15 models down) is
+    recorded with its items: the server checks them there too, as the class would."""
+    cls: type[pydantic.BaseModel] = RowsOnTheLastLevel
+    for level in range(15):
+        cls = pydantic.create_model(f"LastLevel{level}", inner=(cls, ...))
+    recorded = shape(cls)
+    level_shape = recorded
+    for _ in range(15):
+        level_shape = level_shape["nested"]["inner"]
+    assert level_shape["items"]["grid"] == {"list": {"kinds": ["integer"]}}
+    wrong: Any = {"grid": [[1], ["x"]]}
+    for _ in range(15):
+        wrong = {"inner": wrong}
+    with pytest.raises(pydantic.ValidationError):
+        cls.model_validate(wrong)
+    assert "inner." * 15 + "grid[1][0]: expected integer, got str" in _refused(recorded, wrong)

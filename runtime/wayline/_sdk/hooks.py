@@ -570,7 +570,9 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
     if isinstance(listed, Mapping):
         if not isinstance(value, list):
             return [f"{at}: expected array, got {type(value).__name__}"]
-        if depth >= _NESTED_DEPTH:  # a forged shape deeper than any writer records
+        if depth > _NESTED_DEPTH:  # a forged shape deeper than any writer records
+            # (a writer records a list of lists whose field is on the last level, 15, and
+            # this list is its item: one level below, 16, it is still checked)
             return []
         problems: list[str] = []
         for index, item in enumerate(value):
