@@ -208,3 +208,57 @@ def test_a_list_of_lists_on_the_last_recorded_level_is_checked_as_recorded() -> 
     with pytest.raises(pydantic.ValidationError):
         cls.model_validate(wrong)
     assert "inner." * 15 + "grid[1][0]: expected integer, got str" in _refused(recorded, wrong)
+
+
+def _wide_chain(fields: int) -> type[pydantic.BaseModel]:
+    """17 models, each holding the next and ``fields`` integers: every level fits the budget
+    but the last ones."""
+    cls = pydantic.create_model("WideLevel16", **{f"n{j:03d}": (int, 0) for j in range(fields)})
+    for level in range(15, -1, -1):
+        spec: dict[str, Any] = {f"n{j:03d}": (int, 0) for j in range(fields)}
+        cls = pydantic.create_model(f"WideLevel{level}", inner=(cls, ...), **spec)
+    return cls
+
+
+def _levels_of(recorded: dict[str, Any]) -> int:
+    levels = 0
+    while "nested" in recorded:
+        recorded, levels = recorded["nested"]["inner"], levels + 1
+    return levels
+
+
+@pytest.mark.parametrize("fields", [100, 300])
+def test_the_recorder_walks_a_deep_wide_class_a_bounded_number_of_times(
+    fields: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorder runs on the worker's event loop, once per class: it finds the most levels
+    that fit in a few walks (twice as many levels deeper each, then halving the gap), each given
+    up at the budget, not one walk per level, and records as many levels as one walk per
+    level finds (with 300 fields a level, 16 levels do not fit)."""
+    import wayline._sdk.hooks as hooks
+
+    schema = hooks._schema(_wide_chain(fields))
+    top, defs = hooks._top(schema), schema["$defs"]
+    fitting = []
+    for levels in range(1, 17):  # one walk per level: what the recorder must find
+        try:
+            walked = hooks._fields(top, defs, hooks._Walk(levels))
+        except hooks._TooLarge:
+            break
+        if len(json.dumps(walked)) > SHAPE_BYTES:
+            break
+        fitting.append(levels)
+    walks: list[Any] = []
+
+    class Counted(hooks._Walk):
+        def __init__(self, levels: int) -> None:
+            super().__init__(levels)
+            walks.append(self)
+
+    monkeypatch.setattr(hooks, "_Walk", Counted)
+    recorded = hooks._bounded(schema)
+    assert walks
+    assert len(walks) <= 1 + 8, [w.levels for w in walks]
+    assert sum(w.spent for w in walks[1:]) <= 6 * SHAPE_BYTES  # 1+2+4+8, 16 given up, 3 halvings
+    assert _levels_of(recorded) == max(fitting) == (16 if fields == 100 else max(fitting))
+    assert fields == 100 or max(fitting) < 16

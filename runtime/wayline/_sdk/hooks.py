@@ -323,24 +323,44 @@ def _bounded(schema: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`shape` of a class's JSON schema: as many levels as fit in :data:`SHAPE_BYTES`."""
     top, defs = _top(schema), schema.get("$defs") or {}
 
-    # A shape grows with its levels, so the most that fit are found one level at a time from
-    # the top, until a walk leaves nothing out (the whole class: most classes, a few small
-    # walks) or passes the budget. Each walk that fits is cheap beside the one that does not
-    # (a model that contains itself twice, a tree, doubles with each level), and that one is
-    # the last: a walk of 16 levels first would be given up every time for such a class.
-    best = _fields(top, defs, _Walk(0))
-    for levels in range(1, _NESTED_DEPTH + 1):
+    # A shape grows with its levels, so the most that fit are found by walks that go deeper
+    # until one leaves nothing out (the whole class: most classes, a few small walks) or
+    # passes the budget, then by halving the gap between the deepest walk that fit and the
+    # first that did not. A walk costs about its shape's size, and one past the budget is
+    # given up at the budget. Where the shape grows by half or more a level (a tree, a
+    # recursive union) the walks go one level deeper each, and their sizes add up to a few
+    # budgets at most; where it grows slowly (a chain of wide models, a wide model holding a
+    # thin chain) each walk goes twice as many levels deeper as the last, so 16 levels take
+    # five or six walks, not sixteen of about the budget each.
+    best, fits, step = _fields(top, defs, _Walk(0)), 0, 1
+    size, too_large = len(json.dumps(best)), _NESTED_DEPTH + 1
+    levels = 1
+    while True:
         walk = _Walk(levels)
-        try:
-            found = _fields(top, defs, walk)
-        except _TooLarge:
+        found = _walked(top, defs, walk)
+        if found is None:
+            too_large = levels
+        else:
+            grown = len(json.dumps(found))
+            slow = grown < size * 1.5 ** (levels - fits)  # less than half again a level
+            best, step = found, step * 2 if slow else 1
+            fits, size = levels, grown
+            if not walk.cut:
+                break
+        if fits >= _NESTED_DEPTH or fits + 1 >= too_large:
             break
-        if len(json.dumps(found)) > SHAPE_BYTES:
-            break
-        best = found
-        if not walk.cut:
-            break
+        growing = too_large > _NESTED_DEPTH  # no walk has passed the budget yet
+        levels = min(fits + step, _NESTED_DEPTH) if growing else (fits + too_large) // 2
     return best
+
+
+def _walked(top: Mapping[str, Any], defs: Mapping[str, Any], walk: _Walk) -> dict[str, Any] | None:
+    """The shape one walk records, or None when it passes :data:`SHAPE_BYTES`."""
+    try:
+        found = _fields(top, defs, walk)
+    except _TooLarge:
+        return None
+    return found if len(json.dumps(found)) <= SHAPE_BYTES else None
 
 
 def _top(schema: Mapping[str, Any]) -> Mapping[str, Any]:
