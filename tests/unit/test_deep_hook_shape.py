@@ -262,3 +262,25 @@ def test_the_recorder_walks_a_deep_wide_class_a_bounded_number_of_times(
     assert sum(w.spent for w in walks[1:]) <= 6 * SHAPE_BYTES  # 1+2+4+8, 16 given up, 3 halvings
     assert _levels_of(recorded) == max(fitting) == (16 if fields == 100 else max(fitting))
     assert fields == 100 or max(fitting) < 16
+
+
+class Code(pydantic.BaseModel):
+    code: str
+
+
+class CodeOrMapping(pydantic.BaseModel):
+    plain: Code | dict[str, int]
+    either: Code | Six | dict[str, Any] | None = None
+
+
+def test_a_model_or_a_mapping_is_not_checked_as_the_model() -> None:
+    """``Model | dict[str, int]`` takes an object that is no model's: the shape records the
+    field's kind, not the model's fields, so a console without the class refuses none of the
+    objects the class takes (no 422 the class would not give)."""
+    recorded = shape(CodeOrMapping)
+    for value in ({"a": 1}, {}, {"code": "x"}):
+        payload = {"plain": value, "either": {"b": [1]}}
+        CodeOrMapping.model_validate(payload)
+        check_shape(recorded, payload, "t")
+    assert "nested" not in recorded and "unions" not in recorded
+    assert "plain: expected object, got int" in _refused(recorded, {"plain": 3})

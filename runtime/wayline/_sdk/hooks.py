@@ -510,6 +510,10 @@ def _fields(
             walk.cut = walk.cut or any(_is_model(o) for o in options)
             continue
         models = [o for o in options if _is_model(o)]
+        if any(o.get("type") == "object" and not _is_model(o) for o in options):
+            # a model or a mapping (``Model | dict[str, int]``): an object that is no model's
+            # is taken too, so its fields are checked where the class is, never by a model's
+            continue
         if len(models) == 1:
             nested[name] = _fields(models[0], defs, walk, depth + 1)
             if any(k in PLAIN_KINDS and k != "null" for k in kinds):
