@@ -284,3 +284,55 @@ def test_a_model_or_a_mapping_is_not_checked_as_the_model() -> None:
         check_shape(recorded, payload, "t")
     assert "nested" not in recorded and "unions" not in recorded
     assert "plain: expected object, got int" in _refused(recorded, {"plain": 3})
+
+
+def _forked(levels: int) -> dict[str, Any]:
+    """A forged shape: a union without a tag of two branches, ``levels`` deep, each branch
+    the same again, and at the bottom a list of integers."""
+    if not levels:
+        return {
+            "required": [],
+            "fields": {"xs": ["array"]},
+            "items": {"xs": {"kinds": ["integer"]}},
+        }
+    inner = _forked(levels - 1)
+    branches = [{"title": "L", "shape": inner}, {"title": "R", "shape": inner}]
+    return {"required": [], "fields": {"a": ["object"]}, "unions": {"a": {"branches": branches}}}
+
+
+def test_a_check_by_a_forged_shape_looks_at_a_bounded_number_of_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each level of a union without a tag checks a value against each branch: a forged
+    shape of two branches six levels deep and a list of 5,000 integers were 320,000 checks of
+    an item. The check stops at 200,000 values and passes over the rest; what it found
+    before is still refused."""
+    import wayline._sdk.plain_shapes as plain_shapes
+
+    looked: list[int] = []
+    kind_problem = plain_shapes.kind_problem
+
+    def counted(kinds: Any, value: Any, at: str) -> str | None:
+        looked.append(1)
+        return kind_problem(kinds, value, at)
+
+    monkeypatch.setattr(plain_shapes, "kind_problem", counted)
+    payload: Any = {"xs": list(range(5000))}
+    for _ in range(6):
+        payload = {"a": payload}
+    check_shape(_forked(6), payload, "t")
+    assert len(looked) <= 200_000
+    assert "a.xs[0]: expected integer, got str" in _refused(_forked(1), {"a": {"xs": ["x"]}})
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [["integer"], ["number"], ["string"], ["boolean"], ["null"], ["array"], ["object"]],
+)
+def test_a_plain_kind_is_judged_as_pydantic_judges_it(kinds: list[str]) -> None:
+    """A value of the kind itself is taken without asking pydantic; every other value gets
+    pydantic's lax verdict, as before (``"5"``, ``5.0`` and ``True`` are integers)."""
+    from wayline._sdk.plain_shapes import _passes, kind_problem
+
+    for value in (5, 5.0, 2.5, "5", "x", True, None, [1], {"a": 1}, float("inf")):
+        assert (kind_problem(kinds, value, "v") is None) == _passes(tuple(kinds), value), value

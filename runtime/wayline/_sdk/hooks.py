@@ -25,6 +25,7 @@ import inspect
 import json
 import sys
 from collections.abc import Generator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, overload
 
@@ -545,11 +546,35 @@ def check_shape(recorded: Any, payload: Any, token: str) -> None:
             f"payload for hook {token!r} refused: expected an object with fields {names}",
             token=token,
         )
-    problems = _shape_problems(recorded, payload, "", 0)
+    left = _CHECK_LEFT.set([CHECK_VALUES])
+    try:
+        problems = _shape_problems(recorded, payload, "", 0)
+    finally:
+        _CHECK_LEFT.reset(left)
     if problems:
         raise InvalidPayloadError(
             f"payload for hook {token!r} refused: {'; '.join(problems)}", token=token
         )
+
+
+CHECK_VALUES = 200_000
+"""The most values one check by a recorded shape looks at. Each level of a union without a tag
+checks a value against every branch, so a forged shape of a few KiB (unions of two branches,
+eight deep) times a list of 10,000 items was millions of checks, half a minute of the
+console's loop; past this the rest of the payload is passed over, and checked where the class
+is, as a shape's levels left out are."""
+
+_CHECK_LEFT: ContextVar[list[int] | None] = ContextVar("_CHECK_LEFT", default=None)
+
+
+def _spend(values: int) -> bool:
+    """Whether the check may look at ``values`` more (:data:`CHECK_VALUES`, counted from
+    :func:`check_shape`)."""
+    left = _CHECK_LEFT.get()
+    if left is None:
+        return True
+    left[0] -= values
+    return left[0] >= 0
 
 
 def _shape_problems(
@@ -558,6 +583,8 @@ def _shape_problems(
     """What ``payload`` lacks or mistypes against a recorded shape (``at``: the path of the
     nested object, for the messages). A shape read from the log is checked as far as it is
     well-formed: a part that is not is passed over, never a failure of the resume."""
+    if not _spend(1 + len(payload) + sum(len(v) for v in payload.values() if isinstance(v, list))):
+        return []
     required = recorded.get("required")
     problems = [
         f"{at}{name}: Field required"
@@ -594,7 +621,7 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
     if isinstance(listed, Mapping):
         if not isinstance(value, list):
             return [f"{at}: expected array, got {type(value).__name__}"]
-        if depth > _NESTED_DEPTH:  # a forged shape deeper than any writer records
+        if depth > _NESTED_DEPTH or not _spend(len(value)):  # a forged shape: passed over
             # (a writer records a list of lists whose field is on the last level, 15, and
             # this list is its item: one level below, 16, it is still checked)
             return []
