@@ -2,7 +2,9 @@
 process, when a workflow first creates a hook of that class): this tree's recorder against an
 older commit's, alternating within each round, for models that contain themselves (a linked
 list, a binary tree, a recursive discriminated union), a model nested six levels deep and lists
-of lists. Prints, per class, each recorder's milliseconds (min-max over the rounds), the ratio
+of lists, and classes whose levels fill the budget (Wide100, Wide300: 17 models of 100 or 300
+fields each; WideTop: 2,000 fields beside a chain 16 deep) or that contain themselves 30
+times (Bushy). Prints, per class, each recorder's milliseconds (min-max over the rounds), the ratio
 new/old within each round, the shape's bytes and the levels of ``nested`` it follows.
 
     .venv/bin/python -m bench.hook_shapes --old 5b33da8 --rounds 5
@@ -19,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Optional
 
 import pydantic
 
@@ -83,7 +85,31 @@ class Grid(pydantic.BaseModel):
     cells: list[list[Cell]]
 
 
-CLASSES: list[type[Any]] = [Chain, Tree, Sheet, Deep, Grid]
+def _wide(fields: int) -> type[Any]:
+    """17 models, each holding the next and ``fields`` integers: a class as deep as the
+    recorder follows, whose levels fill its budget (Wide100 fits all 16, Wide300 about 10)."""
+    model: type[Any] = pydantic.create_model(
+        f"Wide{fields}Level16", **{f"n{j:03d}": (int, 0) for j in range(fields)}
+    )
+    for level in range(15, -1, -1):
+        spec: dict[str, Any] = {f"n{j:03d}": (int, 0) for j in range(fields)}
+        name = f"Wide{fields}" if level == 0 else f"Wide{fields}Level{level}"
+        model = pydantic.create_model(name, inner=(model, ...), **spec)
+    return model
+
+
+Wide100, Wide300 = _wide(100), _wide(300)
+
+WideTop = pydantic.create_model(  # 2,000 integers beside a chain of 16 one-field models
+    "WideTop", chain=(_nested(16), ...), **{f"n{j:04d}": (int, 0) for j in range(2000)}
+)
+
+Bushy = pydantic.create_model(  # a model that contains itself 30 times
+    "Bushy", **{f"f{i:02d}": (Optional["Bushy"], None) for i in range(30)}
+)
+Bushy.model_rebuild()
+
+CLASSES: list[type[Any]] = [Chain, Tree, Sheet, Deep, Grid, Wide100, Wide300, WideTop, Bushy]
 
 
 def _old(rev: str) -> ModuleType:

@@ -347,3 +347,46 @@ async def test_a_forged_shape_deeper_than_any_writer_records_leaves_a_bounded_fo
         said = await page.script("return document.getElementById('message').textContent")
         assert said == ""
         assert (await console.engine.client.get_run(beside.run_id)).status == "running"
+
+
+class Counter(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(title="integer")  # titled as a plain type
+    n: int
+
+
+class TwinA(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(title="Twin")
+    a: int
+
+
+class TwinB(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(title="Twin")  # two models of one title
+    b: str
+
+
+class Clash(pydantic.BaseModel):
+    amount: Counter | int
+    pair: TwinA | TwinB
+
+
+@wayline.workflow(name="deep_hook_forms.clash")
+async def clash(name: str) -> dict[str, Any]:
+    answer = await wayline.create_hook(f"deep_hook_forms.clash:{name}", type=Clash)
+    return answer.model_dump(exclude_unset=True)
+
+
+async def test_choices_whose_titles_collide_are_each_named_once(
+    console: Console, page: Page
+) -> None:
+    """A model titled as a plain type (``integer``) and two models of one title (``Twin``):
+    each choice of the type has a name of its own, and the one chosen is the one sent."""
+    async with console.engine.worker([clash]):
+        run, form = await _form(console, page, clash)
+        amount = await _texts(page, f'{form} select[name="amount"] > option')
+        assert amount == ["integer (model)", "integer"]
+        assert await _texts(page, f'{form} select[name="pair"] > option') == ["Twin", "Twin (2)"]
+        await _choose(page, f'{form} select[name="amount"]', "integer (model)")
+        await page.type(f'{form} input[name="amount.integer (model).n"]', "3")
+        await _choose(page, f'{form} select[name="pair"]', "Twin (2)")
+        await page.type(f'{form} input[name="pair.Twin (2).b"]', "bee")
+        assert await _resumed(page, form, run) == {"amount": {"n": 3}, "pair": {"b": "bee"}}

@@ -185,3 +185,154 @@ def test_a_list_of_lists_whose_items_are_constrained_records_their_kind() -> Non
     item is its JSON type."""
     recorded = shape(Bounded)
     assert recorded["items"]["tags"] == {"list": {"kinds": ["integer"]}}
+
+
+class RowsOnTheLastLevel(pydantic.BaseModel):
+    grid: list[list[int]]
+
+
+def test_a_list_of_lists_on_the_last_recorded_level_is_checked_as_recorded() -> None:
+    """A list of lists whose field is on the recorder's last level (15 models down) is
+    recorded with its items: the server checks them there too, as the class would."""
+    cls: type[pydantic.BaseModel] = RowsOnTheLastLevel
+    for level in range(15):
+        cls = pydantic.create_model(f"LastLevel{level}", inner=(cls, ...))
+    recorded = shape(cls)
+    level_shape = recorded
+    for _ in range(15):
+        level_shape = level_shape["nested"]["inner"]
+    assert level_shape["items"]["grid"] == {"list": {"kinds": ["integer"]}}
+    wrong: Any = {"grid": [[1], ["x"]]}
+    for _ in range(15):
+        wrong = {"inner": wrong}
+    with pytest.raises(pydantic.ValidationError):
+        cls.model_validate(wrong)
+    assert "inner." * 15 + "grid[1][0]: expected integer, got str" in _refused(recorded, wrong)
+
+
+def _wide_chain(fields: int) -> type[pydantic.BaseModel]:
+    """17 models, each holding the next and ``fields`` integers: every level fits the budget
+    but the last ones."""
+    cls = pydantic.create_model("WideLevel16", **{f"n{j:03d}": (int, 0) for j in range(fields)})
+    for level in range(15, -1, -1):
+        spec: dict[str, Any] = {f"n{j:03d}": (int, 0) for j in range(fields)}
+        cls = pydantic.create_model(f"WideLevel{level}", inner=(cls, ...), **spec)
+    return cls
+
+
+def _levels_of(recorded: dict[str, Any]) -> int:
+    levels = 0
+    while "nested" in recorded:
+        recorded, levels = recorded["nested"]["inner"], levels + 1
+    return levels
+
+
+@pytest.mark.parametrize("fields", [100, 300])
+def test_the_recorder_walks_a_deep_wide_class_a_bounded_number_of_times(
+    fields: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorder runs on the worker's event loop, once per class: it finds the most levels
+    that fit in a few walks (twice as many levels deeper each, then halving the gap), each given
+    up at the budget, not one walk per level, and records as many levels as one walk per
+    level finds (with 300 fields a level, 16 levels do not fit)."""
+    import wayline._sdk.hooks as hooks
+
+    schema = hooks._schema(_wide_chain(fields))
+    top, defs = hooks._top(schema), schema["$defs"]
+    fitting = []
+    for levels in range(1, 17):  # one walk per level: what the recorder must find
+        try:
+            walked = hooks._fields(top, defs, hooks._Walk(levels))
+        except hooks._TooLarge:
+            break
+        if len(json.dumps(walked)) > SHAPE_BYTES:
+            break
+        fitting.append(levels)
+    walks: list[Any] = []
+
+    class Counted(hooks._Walk):
+        def __init__(self, levels: int) -> None:
+            super().__init__(levels)
+            walks.append(self)
+
+    monkeypatch.setattr(hooks, "_Walk", Counted)
+    recorded = hooks._bounded(schema)
+    assert walks
+    assert len(walks) <= 1 + 8, [w.levels for w in walks]
+    assert sum(w.spent for w in walks[1:]) <= 6 * SHAPE_BYTES  # 1+2+4+8, 16 given up, 3 halvings
+    assert _levels_of(recorded) == max(fitting) == (16 if fields == 100 else max(fitting))
+    assert fields == 100 or max(fitting) < 16
+
+
+class Code(pydantic.BaseModel):
+    code: str
+
+
+class CodeOrMapping(pydantic.BaseModel):
+    plain: Code | dict[str, int]
+    either: Code | Six | dict[str, Any] | None = None
+
+
+def test_a_model_or_a_mapping_is_not_checked_as_the_model() -> None:
+    """``Model | dict[str, int]`` takes an object that is no model's: the shape records the
+    field's kind, not the model's fields, so a console without the class refuses none of the
+    objects the class takes (no 422 the class would not give)."""
+    recorded = shape(CodeOrMapping)
+    for value in ({"a": 1}, {}, {"code": "x"}):
+        payload = {"plain": value, "either": {"b": [1]}}
+        CodeOrMapping.model_validate(payload)
+        check_shape(recorded, payload, "t")
+    assert "nested" not in recorded and "unions" not in recorded
+    assert "plain: expected object, got int" in _refused(recorded, {"plain": 3})
+
+
+def _forked(levels: int) -> dict[str, Any]:
+    """A forged shape: a union without a tag of two branches, ``levels`` deep, each branch
+    the same again, and at the bottom a list of integers."""
+    if not levels:
+        return {
+            "required": [],
+            "fields": {"xs": ["array"]},
+            "items": {"xs": {"kinds": ["integer"]}},
+        }
+    inner = _forked(levels - 1)
+    branches = [{"title": "L", "shape": inner}, {"title": "R", "shape": inner}]
+    return {"required": [], "fields": {"a": ["object"]}, "unions": {"a": {"branches": branches}}}
+
+
+def test_a_check_by_a_forged_shape_looks_at_a_bounded_number_of_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each level of a union without a tag checks a value against each branch: a forged
+    shape of two branches six levels deep and a list of 5,000 integers were 320,000 checks of
+    an item. The check stops at 200,000 values and passes over the rest; what it found
+    before is still refused."""
+    import wayline._sdk.plain_shapes as plain_shapes
+
+    looked: list[int] = []
+    kind_problem = plain_shapes.kind_problem
+
+    def counted(kinds: Any, value: Any, at: str) -> str | None:
+        looked.append(1)
+        return kind_problem(kinds, value, at)
+
+    monkeypatch.setattr(plain_shapes, "kind_problem", counted)
+    payload: Any = {"xs": list(range(5000))}
+    for _ in range(6):
+        payload = {"a": payload}
+    check_shape(_forked(6), payload, "t")
+    assert len(looked) <= 200_000
+    assert "a.xs[0]: expected integer, got str" in _refused(_forked(1), {"a": {"xs": ["x"]}})
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [["integer"], ["number"], ["string"], ["boolean"], ["null"], ["array"], ["object"]],
+)
+def test_a_plain_kind_is_judged_as_pydantic_judges_it(kinds: list[str]) -> None:
+    """A value of the kind itself is taken without asking pydantic; every other value gets
+    pydantic's lax verdict, as before (``"5"``, ``5.0`` and ``True`` are integers)."""
+    from wayline._sdk.plain_shapes import _passes, kind_problem
+
+    for value in (5, 5.0, 2.5, "5", "x", True, None, [1], {"a": 1}, float("inf")):
+        assert (kind_problem(kinds, value, "v") is None) == _passes(tuple(kinds), value), value

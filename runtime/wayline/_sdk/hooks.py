@@ -25,6 +25,7 @@ import inspect
 import json
 import sys
 from collections.abc import Generator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, overload
 
@@ -323,24 +324,44 @@ def _bounded(schema: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`shape` of a class's JSON schema: as many levels as fit in :data:`SHAPE_BYTES`."""
     top, defs = _top(schema), schema.get("$defs") or {}
 
-    # A shape grows with its levels, so the most that fit are found one level at a time from
-    # the top, until a walk leaves nothing out (the whole class: most classes, a few small
-    # walks) or passes the budget. Each walk that fits is cheap beside the one that does not
-    # (a model that contains itself twice, a tree, doubles with each level), and that one is
-    # the last: a walk of 16 levels first would be given up every time for such a class.
-    best = _fields(top, defs, _Walk(0))
-    for levels in range(1, _NESTED_DEPTH + 1):
+    # A shape grows with its levels, so the most that fit are found by walks that go deeper
+    # until one leaves nothing out (the whole class: most classes, a few small walks) or
+    # passes the budget, then by halving the gap between the deepest walk that fit and the
+    # first that did not. A walk costs about its shape's size, and one past the budget is
+    # given up at the budget. Where the shape grows by half or more a level (a tree, a
+    # recursive union) the walks go one level deeper each, and their sizes add up to a few
+    # budgets at most; where it grows slowly (a chain of wide models, a wide model holding a
+    # thin chain) each walk goes twice as many levels deeper as the last, so 16 levels take
+    # five or six walks, not sixteen of about the budget each.
+    best, fits, step = _fields(top, defs, _Walk(0)), 0, 1
+    size, too_large = len(json.dumps(best)), _NESTED_DEPTH + 1
+    levels = 1
+    while True:
         walk = _Walk(levels)
-        try:
-            found = _fields(top, defs, walk)
-        except _TooLarge:
+        found = _walked(top, defs, walk)
+        if found is None:
+            too_large = levels
+        else:
+            grown = len(json.dumps(found))
+            slow = grown < size * 1.5 ** (levels - fits)  # less than half again a level
+            best, step = found, step * 2 if slow else 1
+            fits, size = levels, grown
+            if not walk.cut:
+                break
+        if fits >= _NESTED_DEPTH or fits + 1 >= too_large:
             break
-        if len(json.dumps(found)) > SHAPE_BYTES:
-            break
-        best = found
-        if not walk.cut:
-            break
+        growing = too_large > _NESTED_DEPTH  # no walk has passed the budget yet
+        levels = min(fits + step, _NESTED_DEPTH) if growing else (fits + too_large) // 2
     return best
+
+
+def _walked(top: Mapping[str, Any], defs: Mapping[str, Any], walk: _Walk) -> dict[str, Any] | None:
+    """The shape one walk records, or None when it passes :data:`SHAPE_BYTES`."""
+    try:
+        found = _fields(top, defs, walk)
+    except _TooLarge:
+        return None
+    return found if len(json.dumps(found)) <= SHAPE_BYTES else None
 
 
 def _top(schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -490,6 +511,10 @@ def _fields(
             walk.cut = walk.cut or any(_is_model(o) for o in options)
             continue
         models = [o for o in options if _is_model(o)]
+        if any(o.get("type") == "object" and not _is_model(o) for o in options):
+            # a model or a mapping (``Model | dict[str, int]``): an object that is no model's
+            # is taken too, so its fields are checked where the class is, never by a model's
+            continue
         if len(models) == 1:
             nested[name] = _fields(models[0], defs, walk, depth + 1)
             if any(k in PLAIN_KINDS and k != "null" for k in kinds):
@@ -521,11 +546,35 @@ def check_shape(recorded: Any, payload: Any, token: str) -> None:
             f"payload for hook {token!r} refused: expected an object with fields {names}",
             token=token,
         )
-    problems = _shape_problems(recorded, payload, "", 0)
+    left = _CHECK_LEFT.set([CHECK_VALUES])
+    try:
+        problems = _shape_problems(recorded, payload, "", 0)
+    finally:
+        _CHECK_LEFT.reset(left)
     if problems:
         raise InvalidPayloadError(
             f"payload for hook {token!r} refused: {'; '.join(problems)}", token=token
         )
+
+
+CHECK_VALUES = 200_000
+"""The most values one check by a recorded shape looks at. Each level of a union without a tag
+checks a value against every branch, so a forged shape of a few KiB (unions of two branches,
+eight deep) times a list of 10,000 items was millions of checks, half a minute of the
+console's loop; past this the rest of the payload is passed over, and checked where the class
+is, as a shape's levels left out are."""
+
+_CHECK_LEFT: ContextVar[list[int] | None] = ContextVar("_CHECK_LEFT", default=None)
+
+
+def _spend(values: int) -> bool:
+    """Whether the check may look at ``values`` more (:data:`CHECK_VALUES`, counted from
+    :func:`check_shape`)."""
+    left = _CHECK_LEFT.get()
+    if left is None:
+        return True
+    left[0] -= values
+    return left[0] >= 0
 
 
 def _shape_problems(
@@ -534,6 +583,8 @@ def _shape_problems(
     """What ``payload`` lacks or mistypes against a recorded shape (``at``: the path of the
     nested object, for the messages). A shape read from the log is checked as far as it is
     well-formed: a part that is not is passed over, never a failure of the resume."""
+    if not _spend(1 + len(payload) + sum(len(v) for v in payload.values() if isinstance(v, list))):
+        return []
     required = recorded.get("required")
     problems = [
         f"{at}{name}: Field required"
@@ -570,7 +621,9 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
     if isinstance(listed, Mapping):
         if not isinstance(value, list):
             return [f"{at}: expected array, got {type(value).__name__}"]
-        if depth >= _NESTED_DEPTH:  # a forged shape deeper than any writer records
+        if depth > _NESTED_DEPTH or not _spend(len(value)):  # a forged shape: passed over
+            # (a writer records a list of lists whose field is on the last level, 15, and
+            # this list is its item: one level below, 16, it is still checked)
             return []
         problems: list[str] = []
         for index, item in enumerate(value):

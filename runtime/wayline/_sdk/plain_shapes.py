@@ -100,9 +100,18 @@ def kind_problem(kinds: Any, value: Any, at: str) -> str | None:
         return None
     if not all(isinstance(k, str) and k in JSON_TYPES for k in kinds):
         return None
-    if _passes(tuple(kinds), value):
-        return None
+    if _json_kind(value) in kinds or _passes(tuple(kinds), value):
+        return None  # a value of one of the kinds itself needs no pydantic to say so
     return f"{at}: expected {' or '.join(kinds)}, got {type(value).__name__}"
+
+
+def _json_kind(value: Any) -> str | None:
+    """The JSON type of a decoded JSON value (``5`` is an integer, ``True`` a boolean)."""
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return kind_of(value) if value is None or isinstance(value, (bool, int, float, str)) else None
 
 
 def value_problem(values: Any, value: Any, at: str) -> str | None:

@@ -287,9 +287,19 @@ wl.unionField = (field, union, depth, plain = []) => {
   select.name = field.path;
   select.className = "branch";
   if (!field.required || field.nullable) select.append(new Option("(none)", ""));
+  // each choice is named once: a model titled as a plain type is `integer (model)`, a second
+  // model of one title `Item (2)` (titles are the log's: two classes may share a name)
+  const kinds = plain.filter((k) => k !== "null"), taken = new Set(kinds);
+  const unique = (title) => {
+    const base = kinds.includes(title) ? `${title} (model)` : title;
+    let shown = base;
+    for (let n = 2; taken.has(shown); n += 1) shown = `${base} (${n})`;
+    taken.add(shown);
+    return shown;
+  };
   field.branches = union.branches.map((branch, index) => {
-    const title = typeof branch.title === "string" && branch.title ? branch.title
-      : branch.value !== undefined ? String(branch.value) : `branch ${index + 1}`;
+    const title = unique(typeof branch.title === "string" && branch.title ? branch.title
+      : branch.value !== undefined ? String(branch.value) : `branch ${index + 1}`);
     const shape = { ...branch.shape, fields: { ...branch.shape.fields } };
     if (field.tag) delete shape.fields[field.tag];
     const box = document.createElement("fieldset");
@@ -300,7 +310,7 @@ wl.unionField = (field, union, depth, plain = []) => {
     select.append(new Option(title, String(index)));
     return { title, value: branch.value, fields, box };
   });
-  for (const kind of plain.filter((k) => k !== "null")) {
+  for (const kind of kinds) {
     const box = document.createElement("fieldset");
     box.dataset.path = field.path;
     box.dataset.branch = kind;
