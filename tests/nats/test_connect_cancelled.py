@@ -160,3 +160,31 @@ async def test_a_refused_login_is_reported_once_and_leaves_no_socket(
     assert base in str(info.value) and password not in str(info.value)
     assert [c.get("message") for c in reported] == []
     assert _sockets_to(nats_server_auth.port) == 0
+
+
+async def test_a_stop_that_comes_as_the_connect_ends_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stop that comes in the same turn of the loop as the connect's end is not lost: the
+    start raises CancelledError and closes its client, where Python 3.11's ``wait_for``
+    returned the client and dropped the stop (the start then went on as if none came)."""
+    from nats.aio.client import Client
+
+    starting: asyncio.Future[None] | None = None
+    closed: list[Client] = []
+
+    async def connect(self: Client, *args: Any, **kwargs: Any) -> None:
+        assert starting is not None
+        starting.cancel()  # the stop comes; this attempt ends connected all the same
+
+    async def close(self: Client) -> None:
+        closed.append(self)
+
+    monkeypatch.setattr(Client, "connect", connect)
+    monkeypatch.setattr(Client, "close", close)
+    world = NatsWorld(f"nats://127.0.0.1:{free_port()}", connect_attempts=1)
+    starting = asyncio.ensure_future(world.start())
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    assert len(closed) == 1
+    await world.close()
