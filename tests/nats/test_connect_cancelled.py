@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.nats_fixtures import free_port
+from tests.nats_fixtures import NatsServer, free_port
+from wayline.errors import WorldUnavailableError
 from wayline.worlds.nats import NatsWorld
 
 
@@ -57,3 +60,131 @@ async def test_a_stop_that_nats_py_swallows_while_connecting_is_not_reported(
     finally:
         loop.set_exception_handler(previous)
     assert [c.get("message") for c in reported] == []
+
+
+def _sockets_to(port: int) -> int:
+    """This process's TCP sockets whose far end is ``port`` on this machine, in any state
+    but closed (read from /proc: a leaked client is a socket still open)."""
+    fd_dir = Path("/proc/self/fd")
+    inodes = set()
+    for fd in fd_dir.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+            if remote_port == port and fields[9] in inodes and fields[3] != "07":
+                count += 1
+    return count
+
+
+def _reports(loop: asyncio.AbstractEventLoop) -> list[dict[str, Any]]:
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    return reported
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads sockets from /proc")
+async def test_a_stop_at_any_moment_of_a_real_connect_leaves_no_socket_and_no_report(
+    nats_server_auth: NatsServer,
+) -> None:
+    """Against a real server, a stop after 0, 1, 2, ... turns of the loop into the connect
+    (before the socket, during the handshake, after it) either stops the start or lets it
+    finish; either way, once the world is closed, no socket to the server is left open, no
+    task of the attempt is left running and asyncio reports nothing."""
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    reported = _reports(loop)
+    url = f"nats://wayline:s3cret%3Apw@127.0.0.1:{nats_server_auth.port}?prefix=cancelconn"
+    before = asyncio.all_tasks()
+    outcomes: set[str] = set()
+    try:
+        for turns in range(40):
+            world = NatsWorld.from_url(url, connect_attempts=1)
+            starting = asyncio.ensure_future(world.start())
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            starting.cancel()
+            try:
+                await starting
+                outcomes.add("started")
+            except asyncio.CancelledError:
+                outcomes.add("stopped")
+            await world.close()
+            del starting
+            for _ in range(3):
+                await asyncio.sleep(0)
+                gc.collect()
+            assert _sockets_to(nats_server_auth.port) == 0, f"a socket left after {turns} turns"
+            left = {t for t in asyncio.all_tasks() - before if t is not asyncio.current_task()}
+            assert not left, f"tasks left after {turns} turns: {left}"
+    finally:
+        loop.set_exception_handler(previous)
+    assert [c.get("message") for c in reported] == []
+    assert "stopped" in outcomes
+
+
+@pytest.mark.parametrize(
+    ("password", "attempts", "error"),
+    [("nope", 1, WorldUnavailableError), ("nope", 3, WorldUnavailableError)],
+)
+async def test_a_refused_login_is_reported_once_and_leaves_no_socket(
+    nats_server_auth: NatsServer, password: str, attempts: int, error: type[Exception]
+) -> None:
+    """A real connect error still reaches the caller, once, as the error that names the
+    server, with nothing else reported by asyncio and no socket left open."""
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    reported = _reports(loop)
+    base = f"127.0.0.1:{nats_server_auth.port}"
+    world = NatsWorld.from_url(f"nats://wayline:{password}@{base}", connect_attempts=attempts)
+    try:
+        with pytest.raises(error) as info:
+            await world.start()
+        await world.close()
+        for _ in range(3):
+            await asyncio.sleep(0)
+            gc.collect()
+    finally:
+        loop.set_exception_handler(previous)
+    assert base in str(info.value) and password not in str(info.value)
+    assert [c.get("message") for c in reported] == []
+    assert _sockets_to(nats_server_auth.port) == 0
+
+
+async def test_a_stop_that_comes_as_the_connect_ends_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stop that comes in the same turn of the loop as the connect's end is not lost: the
+    start raises CancelledError and closes its client, where Python 3.11's ``wait_for``
+    returned the client and dropped the stop (the start then went on as if none came)."""
+    from nats.aio.client import Client
+
+    starting: asyncio.Future[None] | None = None
+    closed: list[Client] = []
+
+    async def connect(self: Client, *args: Any, **kwargs: Any) -> None:
+        assert starting is not None
+        starting.cancel()  # the stop comes; this attempt ends connected all the same
+
+    async def close(self: Client) -> None:
+        closed.append(self)
+
+    monkeypatch.setattr(Client, "connect", connect)
+    monkeypatch.setattr(Client, "close", close)
+    world = NatsWorld(f"nats://127.0.0.1:{free_port()}", connect_attempts=1)
+    starting = asyncio.ensure_future(world.start())
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    assert len(closed) == 1
+    await world.close()

@@ -10,6 +10,7 @@ import collections
 import enum
 import json
 import math
+import struct
 from typing import Any
 
 import pytest
@@ -339,3 +340,50 @@ def test_fast_dumps_matches_json_on_hostile_values_without_reading_its_output_ba
         with pytest.raises(std[1]) as fast_err:
             dumps(value)
         assert str(fast_err.value) == str(std_err.value)
+
+
+def _float_of_bits(bits: int) -> float:
+    return float(struct.unpack(">d", bits.to_bytes(8, "big"))[0])
+
+
+# Every float64 bit pattern is equally likely to be drawn as a NaN (any sign, any payload),
+# an infinity, a subnormal or an ordinary float; text and keys stay ASCII so the fast
+# encoder's own output is what is compared, not its fallback for text past ASCII.
+any_float = st.integers(0, 2**64 - 1).map(_float_of_bits)
+non_finite = st.sampled_from([0x7FF, 0xFFF]).flatmap(
+    lambda top: st.integers(0, 2**52 - 1).map(lambda low: _float_of_bits(top << 52 | low))
+)
+ascii_text = st.text(st.characters(max_codepoint=127), max_size=8)
+hidden_leaves = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), any_float, non_finite, ascii_text
+)
+hidden_values = st.recursive(
+    hidden_leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5),
+        st.lists(inner, max_size=5).map(tuple),
+        st.dictionaries(ascii_text, inner, max_size=5),
+    ),
+    max_leaves=24,
+)
+
+
+@needs_fast
+@settings(max_examples=400, deadline=None)
+@given(hidden_values)
+def test_fast_dumps_writes_json_bytes_for_floats_of_every_bit_pattern(value: Any) -> None:
+    """Whatever the bits of a NaN or an infinity and however deep it sits among nulls, in a
+    list, tuple or dict, the fast encoder's bytes are ``json``'s (once a float spelt
+    differently, ``1e-05`` as ``0.00001``, is spelt as ``json`` spells it), and a value
+    ``json`` refuses raises the same error with the same message."""
+    try:
+        std = std_dumps(value)
+    except (TypeError, ValueError) as err:
+        with pytest.raises(type(err)) as fast_err:
+            fast_dumps(value)
+        assert str(fast_err.value) == str(err)
+        return
+    fast = fast_dumps(value)
+    assert std_dumps(std_loads(fast)) == std, (fast, std)
+    if b"NaN" in std or b"Infinity" in std:
+        assert fast == std

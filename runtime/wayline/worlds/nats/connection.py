@@ -80,8 +80,8 @@ async def connect(
         connecting.add_done_callback(_retrieved)
         try:
             # bounded: nats-py can wait forever on a TLS handshake that failed
-            await asyncio.wait_for(
-                connecting, timeout=connect_bound(opts.connect_timeout, len(opts.servers))
+            await _bounded_attempt(
+                connecting, connect_bound(opts.connect_timeout, len(opts.servers))
             )
         except asyncio.CancelledError:  # a stop while connecting: leave nothing open
             await close_transport(nc, opts.connect_timeout)
@@ -115,6 +115,25 @@ async def connect(
         f"cannot connect to NATS at {shown} after {opts.connect_attempts} attempts ({detail})",
         url=shown,
     ) from last
+
+
+async def _bounded_attempt(connecting: asyncio.Future[Any], bound: float) -> None:
+    """Waits ``bound`` seconds for ``connecting`` and raises what it raised, or TimeoutError.
+    A stop is never lost: Python 3.11's ``wait_for`` returns the outcome, and drops the
+    stop, when the two come in the same turn of the loop; here the stop is raised whatever
+    the attempt did, once the attempt has ended, so that its client can be closed."""
+    try:
+        done, _ = await asyncio.wait((connecting,), timeout=bound)
+    except asyncio.CancelledError:
+        connecting.cancel()
+        await asyncio.wait((connecting,))  # nats-py may go on after the cancel: let it end
+        raise
+    if not done:
+        connecting.cancel()
+        await asyncio.wait((connecting,))
+        if connecting.cancelled():
+            raise TimeoutError(f"no connection within {bound:g} s")
+    connecting.result()
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:

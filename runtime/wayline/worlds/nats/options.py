@@ -180,6 +180,8 @@ def parse_url(url: str) -> tuple[list[str], dict[str, Any]]:
     hosts = [h.strip() for h in netloc.split(",") if h.strip()]
     if not hosts:
         raise ConfigurationError(f"NATS URL names no server: {url!r}", url=url)
+    for host in hosts:
+        _check_port(host)
     servers = [f"{parts.scheme}://{h if ':' in h else h + ':4222'}" for h in hosts]
     seen: set[str] = set()
     for key, value in parse_qsl(parts.query, keep_blank_values=False):
@@ -198,6 +200,20 @@ def parse_url(url: str) -> tuple[list[str], dict[str, Any]]:
         except ValueError as err:
             raise ConfigurationError(f"bad value for {key} in NATS URL: {value!r}") from err
     return servers, options
+
+
+def _check_port(host: str) -> None:
+    """A ConfigurationError naming ``host`` (never the URL, which may hold a password) if it
+    gives a port that is not 1-65535: the client would try it as a server that is down."""
+    if host.startswith("["):  # an IPv6 address, [::1] or [::1]:4222
+        rest = host.partition("]")[2]
+        port = rest[1:] if rest.startswith(":") else None
+    else:
+        port = host.rpartition(":")[2] if ":" in host else None
+    if port is not None and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        raise ConfigurationError(
+            f"bad port {port!r} for NATS server {host!r}: expected a number from 1 to 65535"
+        )
 
 
 def display_url(servers: list[str], prefix: str, partitions: int = 1) -> str:

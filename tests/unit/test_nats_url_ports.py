@@ -1,0 +1,33 @@
+"""A NATS URL whose port is not a port is refused when it is read, as a configuration error
+that names the host, instead of being tried as a server (a worker waiting for its world
+tried such a URL for up to 300 s, and ``wayline`` reported it as a server that is down)."""
+
+from __future__ import annotations
+
+import pytest
+
+from wayline.errors import ConfigurationError
+from wayline.worlds.nats.options import parse_url
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    ["127.0.0.1:notaport", "a:4222,b:42x2", "h:0", "h:65536", "h:", "[::1]:port", "h:-1"],
+)
+def test_a_port_that_is_not_a_port_is_a_configuration_error(hosts: str) -> None:
+    with pytest.raises(ConfigurationError, match="port") as info:
+        parse_url(f"nats://wayline:s3cret@{hosts}?prefix=p")
+    assert "s3cret" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("hosts", "servers"),
+    [
+        ("h", ["nats://h:4222"]),
+        ("h:1", ["nats://h:1"]),
+        ("h:65535,k", ["nats://h:65535", "nats://k:4222"]),
+        ("[::1]:4223", ["nats://[::1]:4223"]),
+    ],
+)
+def test_good_ports_are_kept(hosts: str, servers: list[str]) -> None:
+    assert parse_url(f"nats://{hosts}")[0] == servers
