@@ -1,4 +1,4 @@
-"""Operator processes forked from one that imported their libraries once (``Zygote``).
+"""Operator and CLI processes forked from one that imported their libraries once (``Zygote``).
 
 ``python -m wayline_operator`` spends most of its start importing kopf, the kubernetes client,
 aiohttp, nats and the runtime: about 2 s on an idle machine and 5-10 s under load, once per
@@ -9,12 +9,20 @@ log, and runs the module as ``python -m`` does. It is still a process of its own
 pid, its own signal handlers (kopf's), killed by SIGKILL and stopped by SIGTERM as before; the
 operator's own modules (which read their settings when imported) are imported in the child.
 
-Run as a script, this file is the zygote: one JSON request a line on stdin (``argv``, ``env``,
-``cwd``, ``log``), one line back on stdout for each (``pid N``, or ``error ...``), and a line
-``exit PID CODE`` when a child ends (as ``subprocess`` reports it: minus the signal's number
-for a child a signal ended). Each child gets the kernel's parent-death signal, the zygote gets
-it from ``dying_with_us``: a test run killed mid-way leaves no operator behind. Closing the
-zygote's stdin kills its children that are left and ends it.
+The CLI tests (tests/cli/conftest.py) use a zygote of their own that preloads ``wayline.cli``
+(``CLI_PRELOAD``) for the ``wayline`` processes they start: those children also take a file
+for each of stdin, stdout and stderr instead of one log, and end as the interpreter ends a
+``python -m`` run (non-daemon threads joined, ``atexit`` run, a ``SystemExit`` message printed,
+SIGINT's ``KeyboardInterrupt`` turned back into death by SIGINT).
+
+Run as a script, this file is the zygote: its arguments are the modules to preload (``PRELOAD``
+when none), then one JSON request a line on stdin (``argv``, ``env``, ``cwd``, ``log``, and
+optionally ``stdin``, ``stdout``, ``stderr``), one line back on stdout for each (``pid N``,
+or ``error ...``), and a line ``exit PID CODE`` when a child ends (as ``subprocess`` reports
+it: minus the signal's number for a child a signal ended). Each child gets the kernel's
+parent-death signal, the zygote gets it from ``dying_with_us``: a test run killed mid-way
+leaves no operator behind. Closing the zygote's stdin kills its children that are left and
+ends it.
 """
 
 from __future__ import annotations
@@ -46,6 +54,43 @@ PRELOAD = (
     "wayline.worlds.local",
     "wayline.worlds.nats",
 )
+
+#: Imported once by the CLI tests' zygote: what ``python -m wayline.cli`` imports before it
+#: reads its arguments. ``wayline.settings`` reads ``WAYLINE_CODEC`` when imported, so a
+#: command whose environment sets it differently is started as a process of its own
+#: (``forkable``).
+CLI_PRELOAD = (
+    "asyncio",
+    "nats",
+    "pydantic",
+    "wayline",
+    "wayline.cli",
+    "wayline.worlds.local",
+    "wayline.worlds.nats",
+)
+
+
+#: Linux's MAX_ARG_STRLEN: ``execve`` refuses a longer argument (E2BIG), a fork does not.
+MAX_ARG_BYTES = 32 * 4096
+
+
+def forkable(env: dict[str, str], args: list[str] | None = None) -> bool:
+    """Whether a child forked from a zygote started with this process's environment would be
+    what ``execve`` of ``args`` with ``env`` gives: the kernel would take the arguments (a test
+    may be about its refusal), and the interpreter's own variables (``PYTHON*``, of which only
+    ``PYTHONUNBUFFERED`` is applied again in the child) and the codec the runtime picks when
+    imported are the same."""
+
+    def fixed(e: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+        return {
+            k: v
+            for k, v in e.items()
+            if (k.startswith("PYTHON") and k != "PYTHONUNBUFFERED") or k == "WAYLINE_CODEC"
+        }
+
+    if any(len(arg.encode()) >= MAX_ARG_BYTES for arg in args or ()):
+        return False
+    return fixed(env) == fixed(os.environ)
 
 
 class Forked:
@@ -81,11 +126,11 @@ class Forked:
 class Zygote:
     """The test process's end of the zygote; ``spawn`` is thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: tuple[str, ...] = PRELOAD) -> None:
         from tests.servers import dying_with_us
 
         self.proc = subprocess.Popen(
-            dying_with_us([sys.executable, str(Path(__file__).resolve())]),
+            dying_with_us([sys.executable, str(Path(__file__).resolve()), *preload]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=Path(__file__).resolve().parents[2],
@@ -124,10 +169,30 @@ class Zygote:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def spawn(self, args: list[str], env: dict[str, str], log: Path) -> Forked:
-        """``args`` as for ``subprocess.Popen``: ``[python, "-m", MODULE, *argv]``."""
+    def spawn(
+        self,
+        args: list[str],
+        env: dict[str, str],
+        log: Path,
+        *,
+        cwd: Path | None = None,
+        stdin: Path | None = None,
+        stdout: Path | None = None,
+        stderr: Path | None = None,
+    ) -> Forked:
+        """``args`` as for ``subprocess.Popen``: ``[python, "-m", MODULE, *argv]``; the child's
+        stdout and stderr go to ``log`` unless ``stdout``/``stderr`` say otherwise, its stdin
+        is ``/dev/null`` unless ``stdin`` names a file."""
         assert args[1:2] == ["-m"], args
-        request = {"argv": args[2:], "env": env, "cwd": os.getcwd(), "log": str(log)}
+        request: dict[str, Any] = {
+            "argv": args[2:],
+            "env": env,
+            "cwd": str(cwd or os.getcwd()),
+            "log": str(log),
+        }
+        for name, path in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)):
+            if path is not None:
+                request[name] = str(path)
         with self._lock:
             assert self.proc.stdin is not None
             self.proc.stdin.write(json.dumps(request).encode() + b"\n")
@@ -203,15 +268,21 @@ def _child(request: dict[str, Any], zygote_pid: int) -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != zygote_pid:  # the zygote died before the signal was set
             os._exit(1)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        for fd in (devnull, log):
+        stdin = os.open(request.get("stdin", os.devnull), os.O_RDONLY)
+        os.dup2(stdin, 0)
+        opened = [stdin]
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            out = os.open(
+                request.get(name, request["log"]), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
+            )
+            os.dup2(out, fd)
+            opened.append(out)
+        for fd in opened:
             os.close(fd)
         os.environ.clear()
         os.environ.update(request["env"])
+        if os.environ.get("PYTHONUNBUFFERED"):  # the zygote's streams were made without it
+            sys.stdout.reconfigure(write_through=True)  # type: ignore[union-attr]
         os.chdir(request["cwd"])
         sys.path[0] = request["cwd"]  # as ``python -m`` has it
         _rebind()
@@ -220,21 +291,47 @@ def _child(request: dict[str, Any], zygote_pid: int) -> None:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        if isinstance(stop.code, int) or stop.code is None:
+            code = stop.code or 0
+        else:  # as the interpreter does: the message to stderr, exit status 1
+            print(stop.code, file=sys.stderr)
+    except KeyboardInterrupt:
+        import traceback
+
+        traceback.print_exc()
+        code = -signal.SIGINT
     except BaseException:
         import traceback
 
         traceback.print_exc()
     finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+        _finalize(code)
+
+
+def _finalize(code: int) -> None:
+    """What the interpreter does when a ``python -m`` run ends, then the exit: non-daemon
+    threads joined, ``atexit`` handlers run (logging's flush among them), the streams flushed;
+    a run a ``KeyboardInterrupt`` ended dies by SIGINT, as Python 3.8 and later do."""
+    import atexit
+
+    with contextlib.suppress(BaseException):
+        threading._shutdown()  # type: ignore[attr-defined]
+    with contextlib.suppress(BaseException):
+        atexit._run_exitfuncs()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    if code == -signal.SIGINT:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(code if code >= 0 else 1)
 
 
 def _rebind() -> None:
     """In the child, once its environment is set: what a preloaded library read from the
     environment when it was imported, read again from the child's."""
+    if "kubernetes" not in sys.modules:  # a zygote that did not preload it (CLI_PRELOAD)
+        return
     from kubernetes import config
     from kubernetes.config import kube_config
 
@@ -248,7 +345,7 @@ def _serve() -> None:
     import select
 
     sys.path[0] = os.getcwd()
-    for name in PRELOAD:
+    for name in sys.argv[1:] or PRELOAD:
         importlib.import_module(name)
     out = os.dup(1)  # the protocol's; a child's fd 1 is its log
     me = os.getpid()
