@@ -247,3 +247,23 @@ async def test_the_load_holds_back_its_windows_while_a_page_is_read_from_the_tai
     assert len(await asyncio.wait_for(page, 30.0)) == 4
     assert await console.runs_followed(30.0) is not None
     assert asked
+
+
+async def test_reads_that_overlap_without_end_do_not_stop_the_load(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads that overlap without end (consoles that each read their first page every second
+    while the counts are partial) hold the load back only for a bounded share of its time:
+    the load ends, and the counts become exact, while a read is always under way."""
+    writer = await open_nats_world()
+    await _fill(writer, 3, 3)
+    monkeypatch.setattr(runs_model, "HOLD_FREE", 0.2, raising=False)  # absent before
+    monkeypatch.setattr(runs_model, "WINDOW", 2)  # three windows, each held back
+    console = await open_nats_world()
+    await console.follow_runs()
+    model = console._listing.model
+    assert model is not None
+    async with model.paused():  # one read after another, overlapping: never none under way
+        assert await console.runs_followed(30.0) is not None, "the reads stopped the load"
+        assert not console.runs_loading()
+    assert await console.count_runs() == await writer.count_runs()
