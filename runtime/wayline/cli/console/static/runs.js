@@ -26,6 +26,8 @@ function row(run) {
 }
 
 let recount = null;
+let partial = false;
+let retry = 1000;
 
 // partial: the server is still loading its runs, so the counts are of the runs read so far
 // and show as "at least" (a "+").
@@ -58,13 +60,23 @@ async function load(more = false) {
     cursor = page.nextCursor;
     document.getElementById("more").hidden = !cursor;
     counts(page.counts, page.countsPartial);
+    partial = page.countsPartial;
+    retry = 1000;
     // the first page is read again each second until the counts are exact (a page the user
     // moved on to with "Older runs" is left as it is)
     clearTimeout(recount);
-    if (page.countsPartial && !more) recount = setTimeout(() => load(), 1000);
+    if (partial && !more) recount = setTimeout(() => load(), 1000);
     document.getElementById("message").textContent = "";
   } catch (err) {
     document.getElementById("message").textContent = err.message;
+    // counts shown as partial are read again after a failed read too, or their "+" would
+    // stay for good; each failure in a row doubles the wait (up to 30 s), so a server that
+    // fails is not asked every second
+    clearTimeout(recount);
+    if (partial && !more) {
+      recount = setTimeout(() => load(), retry);
+      retry = Math.min(retry * 2, 30000);
+    }
   }
 }
 
