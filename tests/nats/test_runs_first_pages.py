@@ -267,3 +267,31 @@ async def test_reads_that_overlap_without_end_do_not_stop_the_load(
         assert await console.runs_followed(30.0) is not None, "the reads stopped the load"
         assert not console.runs_loading()
     assert await console.count_runs() == await writer.count_runs()
+
+
+async def test_counts_filtered_by_search_attributes_are_not_marked_partial_while_it_loads(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts filtered by search attributes are read from the attribute index, exact, while the
+    runs model loads as before: the console does not mark them partial (a page that marks them
+    so is read again each second, and shows a "+" on counts that are exact)."""
+    writer = await open_nats_world()
+    for i in range(4):
+        data = {"workflow": _WF + "-where", "input": [i], "search": {"tenant": f"t{i % 2}"}}
+        created = NewEvent(EventType.RUN_CREATED, data=data)
+        await writer.append(new_run_id(), [created], expected_seq=0)
+    assert await writer.flush_runs_index()
+    stuck = _Stuck(monkeypatch)
+    console = await open_nats_world()
+    app = create_app(wayline.Client(console), world_url="nats://test")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+        plain = (await asyncio.wait_for(http.get("/api/runs?limit=3"), 30.0)).json()
+        assert plain["countsPartial"] is True  # the model loads
+        params = {"where": "tenant=t1", "limit": "3"}
+        filtered = (await asyncio.wait_for(http.get("/api/runs", params=params), 30.0)).json()
+        assert console.runs_loading()
+        assert filtered["counts"] == {"pending": 2}
+        assert filtered["countsPartial"] is False, "exact counts marked partial"
+        stuck.release()
+        assert await console.runs_followed(30.0) is not None
