@@ -7,6 +7,8 @@ end), with the counts marked partial until the load is done."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -51,6 +53,15 @@ async def _walk(world: Any, size: int, **chosen: Any) -> list[str]:
         rows += [r.run_id for r in page]
         after = (page[-1].created_at, page[-1].run_id)
     return rows
+
+
+@contextlib.asynccontextmanager
+async def _api(world: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """The console's API over ``world``, called in-process."""
+    app = create_app(wayline.Client(world), world_url="nats://test")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+        yield http
 
 
 class _Stuck:
@@ -172,9 +183,7 @@ async def test_the_counts_are_marked_partial_until_the_model_is_loaded(
     assert want == {RunStatus.COMPLETED: 2, RunStatus.PENDING: 6}
     stuck = _Stuck(monkeypatch)
     console = await open_nats_world()
-    app = create_app(wayline.Client(console), world_url="nats://test")
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+    async with _api(console) as http:
         loading = (await asyncio.wait_for(http.get("/api/runs?limit=3"), 30.0)).json()
         assert loading["countsPartial"] is True
         assert sum(loading["counts"].values()) < sum(want.values())
@@ -283,9 +292,7 @@ async def test_counts_filtered_by_search_attributes_are_not_marked_partial_while
     assert await writer.flush_runs_index()
     stuck = _Stuck(monkeypatch)
     console = await open_nats_world()
-    app = create_app(wayline.Client(console), world_url="nats://test")
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+    async with _api(console) as http:
         plain = (await asyncio.wait_for(http.get("/api/runs?limit=3"), 30.0)).json()
         assert plain["countsPartial"] is True  # the model loads
         params = {"where": "tenant=t1", "limit": "3"}
