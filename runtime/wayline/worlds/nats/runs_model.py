@@ -62,7 +62,9 @@ HOLD_SHARE = 0.5
 """The share of a load's time past :data:`HOLD_FREE` that reads may hold it back: reads that
 overlap without end (several consoles, each reading its first page every second while the
 counts are partial) would otherwise stop the load for good, and the counts would never be
-exact. At this share they at most double the load's time."""
+exact. The time held is at most ``HOLD_FREE + HOLD_SHARE * (work + held)``, so at this share
+a load that needs ``work`` seconds ends within ``2 * work + 2 * HOLD_FREE`` (bench/RESULTS.md,
+"A runs model's load under page reads that never stop")."""
 
 
 @dataclass(slots=True)
