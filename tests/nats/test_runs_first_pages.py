@@ -302,3 +302,25 @@ async def test_counts_filtered_by_search_attributes_are_not_marked_partial_while
         assert filtered["countsPartial"] is False, "exact counts marked partial"
         stuck.release()
         assert await console.runs_followed(30.0) is not None
+
+
+async def test_a_walk_on_the_tail_of_an_index_purged_meanwhile_still_shows_every_run(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runs index's stream purged while a console's model loads: the tail reads down to
+    an empty stream, and the walk's end reconciles the index with the log as the names' page
+    does, so the walk goes on through every run instead of ending with the runs read before."""
+    writer = await open_nats_world()
+    ids = await _fill(writer, 16, 6)
+    _Stuck(monkeypatch)
+    console = await open_nats_world()
+    await console.follow_runs()
+    page = await asyncio.wait_for(console.runs_page(after=None, limit=3), 30.0)
+    index = writer._listing.runs()
+    await writer._listing._js().purge_stream(index.stream)  # every entry gone
+    rows = [r.run_id for r in page]
+    after = (page[-1].created_at, page[-1].run_id)
+    while page := await asyncio.wait_for(console.runs_page(after=after, limit=3), 30.0):
+        rows += [r.run_id for r in page]
+        after = (page[-1].created_at, page[-1].run_id)
+    assert sorted(rows) == sorted(ids), f"{len(rows)} of {len(ids)} runs"
