@@ -72,6 +72,16 @@ async def fill(world: wayline.World, runs: int) -> float:
     return time.perf_counter() - began
 
 
+async def fill_url(url: str, runs: int) -> None:
+    """Open the world at ``url``, create ``runs`` runs in it (``fill``) and say how long it took."""
+    world = wayline.open_world(url)
+    await world.start()
+    try:
+        print(f"  filled {runs} runs in {await fill(world, runs):.1f} s", flush=True)
+    finally:
+        await world.close()
+
+
 async def timed(call: Callable[[], Awaitable[httpx.Response]], repeat: int) -> list[float]:
     answer = await call()  # warm: connections, caches, pages
     assert answer.status_code == 200, answer.text

@@ -89,14 +89,9 @@ async def one_round(url: str, names: bool) -> dict[str, Any]:
 
 
 async def run(url: str, args: argparse.Namespace) -> None:
-    from console import fill
+    from console import fill_url
 
-    world = wayline.open_world(url)
-    await world.start()
-    try:
-        print(f"  filled {args.runs} runs in {await fill(world, args.runs):.1f} s", flush=True)
-    finally:
-        await world.close()
+    await fill_url(url, args.runs)
     for i in range(args.rounds):
         for names in (True, False):
             got = await one_round(url, names)

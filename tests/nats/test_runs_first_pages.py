@@ -7,6 +7,8 @@ end), with the counts marked partial until the load is done."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -51,6 +53,15 @@ async def _walk(world: Any, size: int, **chosen: Any) -> list[str]:
         rows += [r.run_id for r in page]
         after = (page[-1].created_at, page[-1].run_id)
     return rows
+
+
+@contextlib.asynccontextmanager
+async def _api(world: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """The console's API over ``world``, called in-process."""
+    app = create_app(wayline.Client(world), world_url="nats://test")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+        yield http
 
 
 class _Stuck:
@@ -172,9 +183,7 @@ async def test_the_counts_are_marked_partial_until_the_model_is_loaded(
     assert want == {RunStatus.COMPLETED: 2, RunStatus.PENDING: 6}
     stuck = _Stuck(monkeypatch)
     console = await open_nats_world()
-    app = create_app(wayline.Client(console), world_url="nats://test")
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+    async with _api(console) as http:
         loading = (await asyncio.wait_for(http.get("/api/runs?limit=3"), 30.0)).json()
         assert loading["countsPartial"] is True
         assert sum(loading["counts"].values()) < sum(want.values())
@@ -247,3 +256,71 @@ async def test_the_load_holds_back_its_windows_while_a_page_is_read_from_the_tai
     assert len(await asyncio.wait_for(page, 30.0)) == 4
     assert await console.runs_followed(30.0) is not None
     assert asked
+
+
+async def test_reads_that_overlap_without_end_do_not_stop_the_load(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads that overlap without end (consoles that each read their first page every second
+    while the counts are partial) hold the load back only for a bounded share of its time:
+    the load ends, and the counts become exact, while a read is always under way."""
+    writer = await open_nats_world()
+    await _fill(writer, 3, 3)
+    monkeypatch.setattr(runs_model, "HOLD_FREE", 0.2, raising=False)  # absent before
+    monkeypatch.setattr(runs_model, "WINDOW", 2)  # three windows, each held back
+    console = await open_nats_world()
+    await console.follow_runs()
+    model = console._listing.model
+    assert model is not None
+    async with model.paused():  # one read after another, overlapping: never none under way
+        assert await console.runs_followed(30.0) is not None, "the reads stopped the load"
+        assert not console.runs_loading()
+    assert await console.count_runs() == await writer.count_runs()
+
+
+async def test_counts_filtered_by_search_attributes_are_not_marked_partial_while_it_loads(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts filtered by search attributes are read from the attribute index, exact, while the
+    runs model loads as before: the console does not mark them partial (a page that marks them
+    so is read again each second, and shows a "+" on counts that are exact)."""
+    writer = await open_nats_world()
+    for i in range(4):
+        data = {"workflow": _WF + "-where", "input": [i], "search": {"tenant": f"t{i % 2}"}}
+        created = NewEvent(EventType.RUN_CREATED, data=data)
+        await writer.append(new_run_id(), [created], expected_seq=0)
+    assert await writer.flush_runs_index()
+    stuck = _Stuck(monkeypatch)
+    console = await open_nats_world()
+    async with _api(console) as http:
+        plain = (await asyncio.wait_for(http.get("/api/runs?limit=3"), 30.0)).json()
+        assert plain["countsPartial"] is True  # the model loads
+        params = {"where": "tenant=t1", "limit": "3"}
+        filtered = (await asyncio.wait_for(http.get("/api/runs", params=params), 30.0)).json()
+        assert console.runs_loading()
+        assert filtered["counts"] == {"pending": 2}
+        assert filtered["countsPartial"] is False, "exact counts marked partial"
+        stuck.release()
+        assert await console.runs_followed(30.0) is not None
+
+
+async def test_a_walk_on_the_tail_of_an_index_purged_meanwhile_still_shows_every_run(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runs index's stream purged while a console's model loads: the tail reads down to
+    an empty stream, and the walk's end reconciles the index with the log as the names' page
+    does, so the walk goes on through every run instead of ending with the runs read before."""
+    writer = await open_nats_world()
+    ids = await _fill(writer, 16, 6)
+    _Stuck(monkeypatch)
+    console = await open_nats_world()
+    await console.follow_runs()
+    page = await asyncio.wait_for(console.runs_page(after=None, limit=3), 30.0)
+    index = writer._listing.runs()
+    await writer._listing._js().purge_stream(index.stream)  # every entry gone
+    rows = [r.run_id for r in page]
+    after = (page[-1].created_at, page[-1].run_id)
+    while page := await asyncio.wait_for(console.runs_page(after=after, limit=3), 30.0):
+        rows += [r.run_id for r in page]
+        after = (page[-1].created_at, page[-1].run_id)
+    assert sorted(rows) == sorted(ids), f"{len(rows)} of {len(ids)} runs"

@@ -150,8 +150,10 @@ class Console:
             after, limit + 1, status=status, where=where, workflow=workflow
         )
         # asked before the counts: a load that ends in between leaves exact counts marked
-        # partial (the next call says so), never partial counts marked exact
-        loading = self.client.world.runs_loading()
+        # partial (the next call says so), never partial counts marked exact. Counts filtered
+        # by search attributes are read from the attribute index, not from the runs loaded so
+        # far: they are exact whatever the load has read.
+        loading = not where and self.client.world.runs_loading()
         counts = await self.client.count_runs(where=where, workflow=workflow)
         page = chosen[:limit]
         more = len(chosen) > limit

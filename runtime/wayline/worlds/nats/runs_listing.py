@@ -285,6 +285,14 @@ class NatsRunsListing:
                     status,
                     workflow,
                 )
+            # the walk's end, with the whole stream read (at most MOST entries): the index may
+            # miss runs of the log (its stream purged, a write lost), which the names' page
+            # reconciles before it lists; when this reconciliation writes entries, the page is
+            # read from the names, the repaired index's
+            ended = found is not None and len(found) < limit and tail.bound is None
+            if ended and await runs_pages.reconcile(self._events(), self.runs(), self._names):
+                found = None
+                self._tail = None
         except WaylineError as err:
             log.warning("runs page not read from the runs index's newest entries: %s", err)
             found = None

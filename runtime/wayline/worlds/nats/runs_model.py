@@ -53,6 +53,19 @@ inserted in it."""
 SWEEP_EVERY = 10.0
 """Seconds between two sweeps for runs purged by another process (``sweep``)."""
 
+HOLD_FREE = 3.0
+"""Seconds reads may hold a load back (``paused``) before :data:`HOLD_SHARE` applies: a
+console's first page read from the index's newest entries took 1.1 to 2.1 s at 100,000 runs
+on a loaded machine (bench/RESULTS.md), and goes wholly first."""
+
+HOLD_SHARE = 0.5
+"""The share of a load's time past :data:`HOLD_FREE` that reads may hold it back: reads that
+overlap without end (several consoles, each reading its first page every second while the
+counts are partial) would otherwise stop the load for good, and the counts would never be
+exact. The time held is at most ``HOLD_FREE + HOLD_SHARE * (work + held)``, so at this share
+a load that needs ``work`` seconds ends within ``2 * work + 2 * HOLD_FREE`` (bench/RESULTS.md,
+"A runs model's load under page reads that never stop")."""
+
 
 @dataclass(slots=True)
 class Held:
@@ -164,6 +177,13 @@ class RunsModel:
         self._clear = asyncio.Event()
         self._clear.set()
         """Set while no read pauses the load (``paused``)."""
+        self._began = 0.0
+        """When the load under way began (``time.monotonic``)."""
+        self._held = 0.0
+        """Seconds the load under way was held back by reads, but for a hold under way."""
+        self._holding = 0
+        self._holding_since = 0.0
+        """How many of the load's windows wait for reads, and since when one does."""
         self._made: object = None
         """When the index's stream the model read was made (its info's ``created``)."""
 
@@ -324,7 +344,9 @@ class RunsModel:
         share the process's event loop with the read, and a window of 1,000 entries decoded
         while the read's own replies wait made a console's first page at 20,000 runs take
         seconds instead of a fraction of one. Windows already asked for still land. The load
-        goes on as soon as no read holds it: a read never waits for the load."""
+        goes on as soon as no read holds it, or once reads held it for longer than they may
+        (:data:`HOLD_FREE`, :data:`HOLD_SHARE`: reads that overlap without end would stop it
+        for good); a read never waits for the load."""
         self._pausing += 1
         self._clear.clear()
         try:
@@ -333,6 +355,32 @@ class RunsModel:
             self._pausing -= 1
             if not self._pausing:
                 self._clear.set()
+
+    async def _reads_first(self) -> None:
+        """Wait while a read holds the load back (``paused``), for as long as reads may hold
+        it: :data:`HOLD_FREE` seconds and :data:`HOLD_SHARE` of the load's time past them, the
+        time counted once however many windows wait together."""
+        if self._clear.is_set():
+            return
+        if not self._holding:
+            self._holding_since = time.monotonic()
+        self._holding += 1
+        try:
+            while not self._clear.is_set():
+                now = time.monotonic()
+                held = self._held + now - self._holding_since
+                spare = HOLD_FREE + HOLD_SHARE * (now - self._began) - held
+                if spare <= 0:
+                    return
+                # the time held grows as fast as the time passes, the allowance at
+                # HOLD_SHARE of it: the spare time is gone after spare / (1 - HOLD_SHARE)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(spare / (1 - HOLD_SHARE)):
+                        await self._clear.wait()
+        finally:
+            self._holding -= 1
+            if not self._holding:
+                self._held += time.monotonic() - self._holding_since
 
     async def _load(self) -> None:
         began = time.perf_counter()
@@ -352,6 +400,7 @@ class RunsModel:
         reads lands in the model after it."""
         self.runs, self.order, self._by_status, self._counts = {}, [], {}, {}
         self.seq = 0
+        self._began, self._held = time.monotonic(), 0.0
         info = await self._index.state()
         self._made = info.get("created")
         first, last = int(info.get("first_seq") or 0), int(info.get("last_seq") or 0)
@@ -360,7 +409,7 @@ class RunsModel:
 
             async def window(start: int) -> None:
                 async with gate:
-                    await self._clear.wait()  # a read under way goes first (``paused``)
+                    await self._reads_first()  # a read under way goes first (``paused``)
                     msgs = await self._read(start, WINDOW)
                 # taken as each window lands (the newest entry of a run wins in any
                 # order), so the load never holds the loop for all of them at once

@@ -26,6 +26,9 @@ function row(run) {
 }
 
 let recount = null;
+let partial = false;
+let retry = 1000;
+let asked = 0;
 
 // partial: the server is still loading its runs, so the counts are of the runs read so far
 // and show as "at least" (a "+").
@@ -50,21 +53,37 @@ async function load(more = false) {
   const q = new URLSearchParams({ limit: "50" });
   if (status) q.set("status", status);
   if (more && cursor) q.set("cursor", cursor);
+  // only the answer to the latest read is shown: an earlier one that lands later (a first
+  // page read again for its counts while the user asked for older runs) would replace the
+  // rows shown since
+  const mine = ++asked;
   try {
     const page = await wl.api("/api/runs?" + q);
+    if (mine !== asked) return;
     const body = document.querySelector("#runs tbody");
     if (!more) body.replaceChildren();
     for (const run of page.runs) body.append(row(run));
     cursor = page.nextCursor;
     document.getElementById("more").hidden = !cursor;
     counts(page.counts, page.countsPartial);
+    partial = page.countsPartial;
+    retry = 1000;
     // the first page is read again each second until the counts are exact (a page the user
     // moved on to with "Older runs" is left as it is)
     clearTimeout(recount);
-    if (page.countsPartial && !more) recount = setTimeout(() => load(), 1000);
+    if (partial && !more) recount = setTimeout(() => load(), 1000);
     document.getElementById("message").textContent = "";
   } catch (err) {
+    if (mine !== asked) return;
     document.getElementById("message").textContent = err.message;
+    // counts shown as partial are read again after a failed read too, or their "+" would
+    // stay for good; each failure in a row doubles the wait (up to 30 s), so a server that
+    // fails is not asked every second
+    clearTimeout(recount);
+    if (partial && !more) {
+      recount = setTimeout(() => load(), retry);
+      retry = Math.min(retry * 2, 30000);
+    }
   }
 }
 
