@@ -1,7 +1,7 @@
 """Long declared steps and renewal outages in the simulator (``wayline.sim.long_steps``): a
 step whose body outlives its concurrency lease, three runs contending for its one slot, and a
 window in which one worker's renewals are refused, lost or slow. With them the simulator
-reaches the slot cut-off race that 1e30346 fixed; seed 34 is the first seed that catches it
+reaches the slot cut-off race that 1e30346 fixed; seed 39 is the first seed that catches it
 when that fix is taken out (docs/simulation.md)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from wayline.sim.loop import VirtualLoop
 from wayline.sim.trace import Trace
 from wayline.worlds.memory import MemoryStore
 
-CAUGHT_BY = 34
+CAUGHT_BY = 39
 """The first seed that catches a slot holder left running past its lease (seeds from 0)."""
 
 
