@@ -29,9 +29,10 @@ from .workload import Stage
 HAUL_MAX = 1
 HAUL_LEASE = 6.0
 """Seconds of the slot's lease: renewed every 2 s, cut off 5 s after the last proven send."""
-LONG_ODDS = 0.3
-"""How likely a seed runs the long steps: in half the seeds they cost 15% of the seeds a
-minute (bench/sim_rate.py, 0.84-0.85 in two rounds); in three in ten, under the 10% asked."""
+LONG_ODDS = 0.2
+"""How likely a seed runs the long steps. A seed with them costs 1.9-2.4 times the CPU it
+took without them (docs/simulation.md, "Limits"), so in one seed in five they cost 9-22% of
+the seeds a minute; one in five keeps every seed named in docs/simulation.md."""
 OUTAGE_ODDS = 0.7
 """How likely a seed with long steps has a renewal outage."""
 
