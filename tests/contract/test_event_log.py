@@ -271,6 +271,39 @@ async def test_expected_sequence_fences_stale_writers(world: World) -> None:
     assert len(await world.list_events(run_id)) == 2
 
 
+async def test_no_step_attempt_starts_over_a_pause(world: World) -> None:
+    """A worker that read the log before a pause (owned recovery re-stamping a step whose
+    delivery died mid-body) must not start an attempt in the paused run: the world refuses
+    the start, takes the body's end, and takes a start again once the run is unpaused."""
+    run_id = await _new_run(world)
+    await world.append(
+        run_id,
+        [
+            NewEvent(T.RUN_STARTED),
+            NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": []}),
+            NewEvent(T.STEP_STARTED, "s1", {"attempt": 1}),
+            NewEvent(T.STEP_CREATED, "s2", {"stepName": "b", "input": []}),
+            NewEvent(T.STEP_STARTED, "s2", {"attempt": 1}),
+        ],
+    )
+    paused = {"reason": "by a person", "statusBefore": "running"}
+    await world.append(run_id, [NewEvent(T.RUN_PAUSED, data=paused)])
+    with pytest.raises(EntityConflictError, match="paused; no step attempt starts"):
+        await world.append(run_id, [NewEvent(T.STEP_STARTED, "s1", {"attempt": 2})])
+    await world.append(run_id, [NewEvent(T.STEP_COMPLETED, "s2", {"result": 1})])
+    await world.append(run_id, [NewEvent(T.RUN_UNPAUSED, data={"status": "running"})])
+    await world.append(run_id, [NewEvent(T.STEP_STARTED, "s1", {"attempt": 2})])
+    listed = await world.list_events(run_id)
+    assert [e.type for e in listed][-4:] == [
+        T.RUN_PAUSED,
+        T.STEP_COMPLETED,
+        T.RUN_UNPAUSED,
+        T.STEP_STARTED,
+    ]
+    info = await world.get_run(run_id)
+    assert info is not None and info.status is RunStatus.RUNNING
+
+
 async def test_hook_tokens_are_unique_among_active_hooks(world: World) -> None:
     a, b = await _new_run(world), await _new_run(world)
     for run in (a, b):

@@ -64,6 +64,19 @@ def test_an_unwind_is_not_appended_over_a_pause_but_a_log_that_has_one_still_rea
     )
 
 
+def test_a_step_attempt_is_not_appended_over_a_pause_but_a_log_that_has_one_still_reads() -> None:
+    """Owned recovery that read the log before a pause re-stamps its step after it (simulator
+    seed 285): the world refuses it; a log an older version wrote with one folds as it did."""
+    start = NewEvent(EventType.STEP_STARTED, "s1", {"attempt": 2})
+    with pytest.raises(EntityConflictError, match="paused; no step attempt starts"):
+        apply_transition(RunStatus.PAUSED, "running", start, appending=True)
+    assert apply_transition(RunStatus.PAUSED, "running", start) == (RunStatus.PAUSED, "running")
+    assert apply_transition(RunStatus.RUNNING, "running", start, appending=True) == (
+        RunStatus.RUNNING,
+        "running",
+    )
+
+
 def test_on_exhausted_takes_fail_or_pause() -> None:
     assert RetryPolicy().on_exhausted == "fail"
     assert RetryPolicy(on_exhausted="pause").describe()["onExhausted"] == "pause"

@@ -390,6 +390,14 @@ def apply_transition(
     if t is EventType.RUN_CANCELLED:
         return RunStatus.CANCELLED, None
 
+    if t is EventType.STEP_STARTED and appending and run_status is RunStatus.PAUSED:
+        # A worker that read the log before a pause may start an attempt after it: owned
+        # recovery re-stamps the start of a step whose delivery died mid-body with an append
+        # not fenced on the log it read (simulator seed 285), so the world refuses it, as it
+        # refuses an unwind over a pause. The unpause's wake starts the attempt. A paused run
+        # runs no compensation (a cancel lifts the pause in its own write), so every start
+        # refused here is a forward step's. A log an older version wrote still reads.
+        raise EntityConflictError("run is paused; no step attempt starts until it is unpaused")
     kind = _KIND_OF.get(t)
     if kind is None:  # pragma: no cover - exhaustive over EventType
         raise WorldError(f"unknown event type {t!r}")

@@ -5,7 +5,8 @@ a :class:`FaultyWorld` consults it on every call, and gives every call a round t
 Every fault is one the World contract allows: an append or a token take refused (the store
 did not answer) or slow, a message delivered late, a publish repeated (two messages with one
 payload), an ack lost (the message comes back after its visibility timeout), a renewal of a
-delivery or of a slot unanswered.
+delivery or of a slot unanswered; and, in seeds with long declared steps (``long_steps.py``),
+an outage of one process's renewals, each refused, lost or slow for a window of seconds.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from ..errors import WorldUnavailableError
 from ..world import Delivery, HookInfo, RunInfo
 from ..worlds.memory import MemoryStore, MemoryWorld
 from ..worlds.nats.skew import Skew
+from .long_steps import Outage
+from .loop import EPOCH
 from .trace import Trace
 
 #: How long a simulated receive waits for a message before it answers empty (virtual seconds).
@@ -74,9 +77,12 @@ class FaultyWorld(MemoryWorld):
         on_token: Callable[[str, str | None, float], None] | None = None,
         on_unpinned_start: Callable[[str], None] | None = None,
         skewed: bool = False,
+        outage: Outage | None = None,
         **options: Any,
     ) -> None:
         super().__init__(store, **options)
+        self.outage = outage
+        """A window in which every renewal of this process fails (``long_steps.py``)."""
         self.plan, self.rng, self.trace, self.name = plan, rng, trace, name
         self.on_token = on_token
         """Told of every token the world hands out: the key, the holder, the world's time."""
@@ -211,16 +217,50 @@ class FaultyWorld(MemoryWorld):
         self.trace.note(f"{self.name} ack id={delivery.message_id} {done}")
         return done
 
+    async def _outage(self, what: str) -> Outage | None:
+        """The outage this renewal falls in, if any: refused at once, or (slow) held until
+        the window ends and a little more. A lost one is refused after it lands."""
+        outage = self.outage
+        if outage is None or not outage.covers(self.store.now() - EPOCH):
+            return None
+        if outage.mode == "refused":
+            self.trace.note(f"{self.name} renew {what} refused (outage)")
+            raise WorldUnavailableError("simulated: the store refused the renewal (outage)")
+        if outage.mode == "slow":
+            hold = outage.end - (self.store.now() - EPOCH) + self.rng.uniform(0.0, 2.0)
+            self.trace.note(f"{self.name} renew {what} held {hold:.3f}s (outage)")
+            await asyncio.sleep(hold)
+        return outage
+
+    def _lost(self, outage: Outage | None, what: str) -> None:
+        if outage is not None and outage.mode == "lost":
+            self.trace.note(f"{self.name} renew {what} landed, its answer lost (outage)")
+            raise WorldUnavailableError("simulated: the renewal's answer was lost (outage)")
+
     async def renew_slot(
         self, key: str, holder: str, *, lease: float, token: str | None = None
     ) -> bool:
         await self._latency()
+        if self.outage is not None:
+            what = f"slot {key} of {holder[-9:]}"
+            outage = await self._outage(what)
+            won = await super().renew_slot(key, holder, lease=lease, token=token)
+            self._lost(outage, what)
+            if outage is not None:
+                self.trace.note(f"{self.name} renew {what} late: {won}")
+            return won
         if self._chance(self.plan.lose_renewal):
             self.trace.note(f"{self.name} renew slot {key} of {holder[-9:]} unanswered (fault)")
             raise WorldUnavailableError("simulated: the store did not answer the slot renewal")
         return await super().renew_slot(key, holder, lease=lease, token=token)
 
     async def renew(self, delivery: Delivery) -> bool:
+        if self.outage is not None:
+            what = f"id={delivery.message_id}"
+            outage = await self._outage(what)
+            done = await super().renew(delivery)
+            self._lost(outage, what)
+            return done
         if self._chance(self.plan.lose_renewal):
             self.trace.note(f"{self.name} renew id={delivery.message_id} unanswered (fault)")
             raise WorldUnavailableError("simulated: the store did not answer the renewal")

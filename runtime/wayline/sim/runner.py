@@ -11,14 +11,16 @@ import contextvars
 import functools
 import logging
 import random
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
+from .._core.definitions import WorkflowDefinition
 from ..client import Client
 from ..settings import Settings
 from ..worker import Worker
 from ..worlds.memory import MemoryStore
-from . import drivers, flows, workload
+from . import drivers, flows, long_steps, workload
 from .clocks import ClockPlan, Clocks
 from .determinism import patched
 from .faults import FaultPlan, FaultyWorld
@@ -33,11 +35,18 @@ RUNS = 4
 WORKFLOWS = workload.WORKFLOWS + flows.WORKFLOWS
 
 
+def workflows_of(long_plan: long_steps.LongPlan) -> list[WorkflowDefinition[..., Any]]:
+    """The definitions of a seed: the long steps' only in a seed that runs them, so that a
+    seed without them runs as it did before they were drawn."""
+    return WORKFLOWS + ([long_steps.hauler] if long_plan.starts else [])
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     seed: int
     plan: FaultPlan
     clocks: ClockPlan
+    long_plan: long_steps.LongPlan
     log: Trace
     """What happened, as it was noted; :attr:`trace` is its text."""
     violations: list[str]
@@ -68,9 +77,12 @@ class _Processes:
         trace: Trace,
         probe: Probe,
         clocks: Clocks,
+        long_plan: long_steps.LongPlan,
     ) -> None:
         self.loop, self.store, self.plan, self.rng = loop, store, plan, rng
         self.trace, self.probe, self.clocks = trace, probe, clocks
+        self.long_plan = long_plan
+        self.workflows = workflows_of(long_plan)
         self.workers: dict[int, Worker] = {}
         self.count = 0
 
@@ -91,9 +103,10 @@ class _Processes:
             on_unpinned_start=took,
             visibility_seconds=VISIBILITY,
             skewed=self.clocks.plan != ClockPlan(),
+            outage=self.long_plan.for_process(process),
         )
         settings = Settings.from_env({"WAYLINE_WORKER_DRAINING": "1"} if draining else {})
-        worker = Worker(world, WORKFLOWS, settings=settings)
+        worker = Worker(world, self.workflows, settings=settings)
         self.workers[process] = worker
         context = contextvars.copy_context()
         context.run(PROCESS.set, process)
@@ -136,16 +149,19 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
     probe = Probe(
         store,
         trace,
-        dict(workload.LIMITS),
+        {**workload.LIMITS, "haul": long_steps.HAUL_MAX},
         rates=dict(flows.RATES),
         debounce_period=flows.DEBOUNCE_SECONDS,
     )
+    long_plan = long_steps.LongPlan.draw(seed)
     processes = _Processes(
-        loop, store, plan, random.Random(rng.getrandbits(64)), trace, probe, clocks
+        loop, store, plan, random.Random(rng.getrandbits(64)), trace, probe, clocks, long_plan
     )
     trace.note(f"seed {seed}: {plan}")
     if clock_plan != ClockPlan():
         trace.note(f"seed {seed}: {clock_plan}")
+    if long_plan != long_steps.LongPlan():
+        trace.note(f"seed {seed}: {long_plan}")
     quiet = logging.getLogger("wayline")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
@@ -162,7 +178,9 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
     finally:
         quiet.setLevel(level)
         workload.Stage.probe = None
-    return Outcome(seed, plan, clock_plan, trace, probe.violations, probe.bodies, loop.elapsed())
+    return Outcome(
+        seed, plan, clock_plan, long_plan, trace, probe.violations, probe.bodies, loop.elapsed()
+    )
 
 
 async def _main(
@@ -180,7 +198,7 @@ async def _main(
         processes.boot(draining=True)
     client = Client(
         FaultyWorld(store, FaultPlan(), rng, trace, "client", visibility_seconds=VISIBILITY),
-        WORKFLOWS,
+        processes.workflows,
     )
     crashes = [
         loop.call_later(rng.uniform(1.0, 60.0), processes.crash)
@@ -198,7 +216,12 @@ async def _main(
     bare = Client(
         FaultyWorld(store, FaultPlan(), rng, trace, "client", visibility_seconds=VISIBILITY)
     )
-    features = drivers.drive(client, bare, random.Random(rng.getrandbits(64)), trace, probe)
+    features: Awaitable[Any] = drivers.drive(
+        client, bare, random.Random(rng.getrandbits(64)), trace, probe
+    )
+    long_plan = processes.long_plan
+    if long_plan.starts:  # nothing more in a seed without them: its ready queue as it was
+        features = asyncio.gather(features, long_steps.drive(client, long_plan, trace))
     await asyncio.gather(*orders, features)
     # A poll, not an event: "every run ended" has no one place that could set one, and a
     # poll on virtual time costs one loop turn per ten seconds.
