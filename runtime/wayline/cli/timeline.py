@@ -361,14 +361,15 @@ def render_show(
     visibility_seconds: float | None = None,
     forks: Sequence[str] = (),
     result_limit: int | None = None,
-    hook_payloads: tuple[int, int] | None = None,
+    hook_payloads: Mapping[str, tuple[int, int]] | None = None,
 ) -> None:
     """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it;
     ``forks``: the runs forked from it). ``result_limit`` cuts the result line to that many
     characters, as the input line always is; None prints the result whole, as the command
-    does for a person who asked for the run. ``hook_payloads`` ``(first, last)``: print that
-    many of a hook's first and last payloads and how many are left out between them (the
-    console's story of a hook resumed thousands of times); None prints every one.
+    does for a person who asked for the run. ``hook_payloads``: by a hook's id, ``(first, last)``:
+    print that many of its first and last payloads and how many are left out between them (the
+    console's story of a run whose hooks were resumed thousands of times; a hook it does not
+    name prints its first alone); None prints every one.
     ``now`` and ``visibility_seconds`` (the world's) bound when a step whose body started and
     recorded no outcome is run again if the worker holding it died."""
     tl = fold(info.run_id, events)
@@ -499,7 +500,11 @@ def render_show(
                 p(f"{'':14}timeout at {fmt_time(hook.timeout_at)} (wait id {hook.cid}.timeout)")
             if hook.received_at is not None:
                 payloads = [(hook.received_at, hook.payload), *hook.later]
-                head, tail = hook_payloads or (len(payloads), 0)
+                head, tail = (
+                    (len(payloads), 0)
+                    if hook_payloads is None
+                    else hook_payloads.get(hook.cid, (1, 0))
+                )
                 left_out = len(payloads) - head - tail
                 for n, (at, payload) in enumerate(payloads):
                     if left_out > 0 and head <= n < head + left_out:
