@@ -24,12 +24,14 @@ HEAD = 50
 
 @wayline.workflow(name="hook_payload_page_edges.take")
 async def take(order: str, count: int) -> int:
-    taken = 0
-    async for _ in wayline.create_hook(f"hook_payload_page_edges:{order}"):
-        taken += 1
-        if taken == count:
+    # the payloads' numbers, as a check that each came once and in order
+    numbers = [-1]
+    async for payload in wayline.create_hook(f"hook_payload_page_edges:{order}"):
+        assert payload["n"] == numbers[-1] + 1
+        numbers.append(payload["n"])
+        if len(numbers) > count:
             break
-    return taken
+    return len(numbers) - 1
 
 
 def _payload(n: int) -> dict[str, Any]:
