@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TextIO, assert_never
 
@@ -350,6 +350,10 @@ class LiveProgress:
             self._line(at, f"step {step.label} failed: {fmt_error(step.error)}")
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def render_show(
     info: RunInfo,
     events: list[Event],
@@ -362,6 +366,8 @@ def render_show(
     forks: Sequence[str] = (),
     result_limit: int | None = None,
     hook_payloads: Mapping[str, tuple[int, int]] | None = None,
+    view: RunView | None = None,
+    noted: Callable[[Any], Any] | None = None,
 ) -> None:
     """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it;
     ``forks``: the runs forked from it). ``result_limit`` cuts the result line to that many
@@ -371,8 +377,14 @@ def render_show(
     console's story of a run whose hooks were resumed thousands of times; a hook it does not
     name prints its first alone); None prints every one.
     ``now`` and ``visibility_seconds`` (the world's) bound when a step whose body started and
-    recorded no outcome is run again if the worker holding it died."""
-    tl = fold(info.run_id, events)
+    recorded no outcome is run again if the worker holding it died. ``view``: the run's fold
+    of ``events`` when the caller has it already (the console keeps one), read and never
+    changed here, so a log of 50,000 events is not folded a second time for its story;
+    ``noted`` then turns each value of it the story prints (a step's result, a hook's payload
+    and metadata) into what the story says of it, such as a blob's size in place of its
+    reference."""
+    tl = fold(info.run_id, events) if view is None else view
+    shown = noted or _as_is
     origin = info.created_at
 
     def rel(at: float) -> str:
@@ -481,7 +493,7 @@ def render_show(
             if step.status == "failed" and detailed and (last is None or last.outcome != "failed"):
                 p(f"{'':14}gave up: {fmt_error(step.error)}")  # recorded without a body's end
             if step.status == "completed":
-                p(f"{'':14}result {fmt_json(step.result)}")
+                p(f"{'':14}result {fmt_json(shown(step.result))}")
             if not cut and last is not None and last.outcome == "running":
                 if not detailed:  # the attempts above name it otherwise
                     started = rel(last.started_at)
@@ -495,7 +507,7 @@ def render_show(
             if hook.type is not None:
                 p(f"{'':14}type {hook.type}")
             if hook.metadata is not None:
-                p(f"{'':14}metadata {fmt_json(hook.metadata)}")
+                p(f"{'':14}metadata {fmt_json(shown(hook.metadata))}")
             if hook.timeout_at is not None:  # its wait id is what `runs wake --wait` takes
                 p(f"{'':14}timeout at {fmt_time(hook.timeout_at)} (wait id {hook.cid}.timeout)")
             if hook.received_at is not None:
@@ -513,7 +525,7 @@ def render_show(
                         continue
                     p(
                         f"{'':14}received after {fmt_duration(at - hook.created_at)}: "
-                        f"{fmt_json(payload)}"
+                        f"{fmt_json(shown(payload))}"
                     )
         elif kind == "child":
             child = tl.child_views[cid]

@@ -35,11 +35,12 @@ from .hook_pages import bounded_hook, carried, payload_cursor, payload_page
 from .payloads import (
     encoded,
     hook_of,
+    noted,
     payload_index,
     probed,
     shown,
     stored_value,
-    story_run,
+    story_info,
     streamed,
     value_response,
 )
@@ -177,7 +178,8 @@ class Console:
         shares = carried(folded.view.hooks.values())
         story = io.StringIO()
         render_show(
-            *story_run(info, events),
+            story_info(info),
+            events,
             story,
             self.world_url,
             waiting,
@@ -188,6 +190,9 @@ class Console:
             result_limit=STORY_RESULT_CHARS,
             # a hook's payloads as the run's JSON carries them: its first and last ones
             hook_payloads=shares,
+            # the fold kept for the run's JSON: the story does not fold the log a second time
+            view=folded.view,
+            noted=noted,
         )
         out = run_to_json(info)
         await shown(world, info, out, "input")  # a large one is read from /input or /output
