@@ -521,7 +521,8 @@ def render_show(
                 for n, (at, payload) in enumerate(payloads):
                     if left_out > 0 and head <= n < head + left_out:
                         if n == head:
-                            p(f"{'':14}... {left_out} more payloads")
+                            more = "payload" if left_out == 1 else "payloads"
+                            p(f"{'':14}... {left_out} more {more}")
                         continue
                     p(
                         f"{'':14}received after {fmt_duration(at - hook.created_at)}: "
