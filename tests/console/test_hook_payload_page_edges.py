@@ -6,16 +6,21 @@ needs the read token where reads do, and cursors a person might type for a numbe
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 
 import wayline
 from tests.blobs.stores import remove_blob
 from tests.console.conftest import AUTH, TOKEN, Console
 from tests.console.test_large_step_results import said_corrupt
+from wayline._core.events import EventType, NewEvent
 from wayline.cli.console import create_app
+from wayline.world.ports.blobs import CHUNK_BYTES
 
 BLOB_CHARS = 300_000  # over every world's inline threshold (256 KiB): stored in a blob
 COUNT = 64  # past the 60 the run's JSON carries: payloads 50 to 53 are read from a page
@@ -110,3 +115,40 @@ async def test_an_archived_runs_hook_pages_from_the_archive_and_needs_the_read_t
         # at the count: an empty page that says where the next payload will be
         end = (await http.get(pages, params={"after": COUNT}, headers=AUTH)).json()
         assert end == {"payloads": [], "payloadCount": COUNT, "nextCursor": None}
+
+
+async def test_a_hook_made_while_the_run_json_reads_a_blob_preview_does_not_break_it(
+    console: Console, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's JSON reads a large payload's first KiB from its blob while other requests of
+    the run go on: one that brings the kept fold forward meanwhile (a page of steps, after the
+    workflow made a hook) must not break the hooks the run's JSON is still going through."""
+    client, world = console.engine.client, console.engine.world
+    token = "hook_payload_page_edges:e3"
+    async with console.engine.worker([take]):
+        handle = await client.start(take, "e3", 2)
+        await client.wait_for_hook(token, timeout=10)
+        await client.resume_hook(token, {"n": 0, "text": "b" * BLOB_CHARS})
+    entered, release = asyncio.Event(), asyncio.Event()
+    original = world.blob_chunks
+
+    async def gated(run_id: str, ref: Any, chunk_bytes: int = CHUNK_BYTES) -> AsyncIterator[bytes]:
+        entered.set()  # the run's JSON is reading the preview: the fold moves now
+        await release.wait()
+        async for chunk in original(run_id, ref, chunk_bytes):
+            yield chunk
+
+    monkeypatch.setattr(world, "blob_chunks", gated)
+    reading = asyncio.create_task(console.http.get(f"/api/runs/{handle.run_id}"))
+    await asyncio.wait_for(entered.wait(), 10)
+    made = NewEvent(EventType.HOOK_CREATED, "h99", {"token": "hook_payload_page_edges:e3b"})
+    await world.append(handle.run_id, [made])
+    steps = await console.http.get(f"/api/runs/{handle.run_id}/steps")  # catches the fold up
+    assert steps.status_code == 200, steps.text
+    release.set()
+    got = await asyncio.wait_for(reading, 30)
+    assert got.status_code == 200, got.text[:300]
+    first = got.json()["hooks"][0]
+    assert first["payload"] is None and first["payloadPayload"]["bytes"] > BLOB_CHARS
+    again = (await console.http.get(f"/api/runs/{handle.run_id}")).json()
+    assert [h["token"] for h in again["hooks"]] == [token, "hook_payload_page_edges:e3b"]

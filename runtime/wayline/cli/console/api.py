@@ -173,9 +173,12 @@ class Console:
         events = archived if archived is not None else await world.stored_events(run_id)
         waiting = await self.client.waiting_for_worker(info)
         folded = await self.folds.read(info.run_id, info, events)
+        # the hooks as of now: the fold is shared, and another request of the run may bring it
+        # forward (a hook made since) while this one awaits a payload's preview below
+        hooks = list(folded.view.hooks.values())
         # which of its hooks' payloads the run's JSON carries, and its story prints: a hook's
         # first and last ones, within one budget for the whole run (a run of many busy hooks)
-        shares = carried(folded.view.hooks.values())
+        shares = carried(hooks)
         story = io.StringIO()
         render_show(
             story_info(info),
@@ -202,10 +205,7 @@ class Console:
         out.update(folded.view.to_json())
         # a hook's first and last payloads alone, with their count: a hook resumed thousands
         # of times (an `async for` over it) pages through the rest (/hooks/{hook}/payloads)
-        out["hooks"] = [
-            await bounded_hook(world, run_id, hook, *shares[hook.cid])
-            for hook in folded.view.hooks.values()
-        ]
+        out["hooks"] = [await bounded_hook(world, run_id, h, *shares[h.cid]) for h in hooks]
         # a long run's steps follow a page at a time (/steps): its waits and children come
         # whole, as they are few next to the steps a loop can make
         first = await page_of(world, run_id, folded.steps, 0, FIRST_PAGE)
