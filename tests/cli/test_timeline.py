@@ -449,3 +449,22 @@ def test_runs_show_names_each_sleep_by_the_id_runs_wake_takes() -> None:
     render_show(info, EVENTS, out)
     [line] = [ln for ln in out.getvalue().splitlines() if " sleep " in ln]
     assert "sleep 30.00 s (id w1)" in line, line
+
+
+def test_the_payloads_a_story_leaves_out_are_counted_in_plain_words() -> None:
+    """The console's story prints some of a hook's payloads (``hook_payloads``, by the hook's
+    id) and counts the rest: one left out is "1 more payload", not "1 more payloads"."""
+    events = log(
+        (100.0, T.RUN_CREATED, None, {"workflow": "w", "input": {"args": []}}),
+        (100.1, T.RUN_STARTED, None, {}),
+        (100.2, T.HOOK_CREATED, "h1", {"token": "stream:1"}),
+        *[(101.0 + n, T.HOOK_RECEIVED, "h1", {"payload": {"n": n}}) for n in range(3)],
+    )
+    info = RunInfo(RUN, "w", RunStatus.RUNNING, created_at=100.0, started_at=100.1)
+    for shares, said in (({"h1": (1, 1)}, "... 1 more payload"), ({}, "... 2 more payloads")):
+        out = io.StringIO()
+        render_show(info, events, out, hook_payloads=shares)
+        lines = [ln.strip() for ln in out.getvalue().splitlines()]
+        assert said in lines, out.getvalue()
+        printed = [ln for ln in lines if ln.startswith("received after")]
+        assert len(printed) == 1 + sum(sum(s) - 1 for s in shares.values()), printed

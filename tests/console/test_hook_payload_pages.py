@@ -149,3 +149,25 @@ async def test_the_run_page_of_a_hook_of_thousands_of_payloads_loads_more_and_sh
     late = f"{rows}[data-key='{hook_id}#{count + 1}']"
     await page.text(late, f'"late"}} (payload {count + 1} of {count + 1})')
     await page.text(f"{rows}[data-key='{hook_id}']", f"(payload 1 of {count + 1})")
+
+
+async def test_the_run_page_keeps_a_hooks_last_payloads_shown_when_more_arrive(
+    console: Console, page: Page
+) -> None:
+    count = 100
+    run_id, token = await _resumed(console, "p4", count)
+    hook_id = (await console.http.get(f"/api/runs/{run_id}")).json()["hooks"][0]["id"]
+    rows = "#timeline tr[data-kind^='hook']"
+    await page.open(f"/runs/{run_id}")
+    first_of_tail = count - TAIL + 1  # the oldest of the last payloads the run's JSON carries
+    await page.text(f"{rows}[data-key='{hook_id}#{first_of_tail}']", f"of {count})")
+
+    # one more arrives: the run's JSON now carries the 10 after it, and the page refreshes
+    await console.engine.client.resume_hook(token, {"n": count, "text": "late"})
+    await page.text(f"{rows}[data-key='{hook_id}#{count + 1}']", f"of {count + 1})")
+    # the row the page showed stays, rather than fold back into the "more payloads" row
+    await page.text(
+        f"{rows}[data-key='{hook_id}#{first_of_tail}']",
+        f"(payload {first_of_tail} of {count + 1})",
+    )
+    await page.text(f"{rows}[data-key='{hook_id}@{HEAD}']", f"{count - HEAD - TAIL} more payloads")

@@ -144,3 +144,12 @@ async def test_the_run_page_shows_every_payload_a_hook_received_each_at_its_row(
     await page.text(second, '{"text":"www')
     href = f"/api/runs/{run_id}/hooks/{hook['id']}/payloads/1"
     await shown_with_its_link(page, run_id, f"#hook-{hook['id']}-payload-1-all", href, payloads[1])
+
+
+async def test_the_story_says_a_hook_payload_kept_in_a_blob_by_its_size(console: Console) -> None:
+    payloads: list[object] = [{"text": "b" * BLOB_CHARS}, {"text": "s"}, {"text": "t"}]
+    run_id = await _received(console, "l9", payloads)
+    story = (await console.http.get(f"/api/runs/{run_id}")).json()["story"]
+    received = [line.split(": ", 1)[1] for line in story.splitlines() if "received after" in line]
+    size = len(_stored(payloads[0]))
+    assert received == [f'"({size} bytes, stored out of line)"', '{"text": "s"}', '{"text": "t"}']

@@ -180,3 +180,12 @@ async def test_a_step_result_holding_a_malformed_reference_is_a_409_on_its_link(
     (hook,) = run.json()["hooks"]
     assert hook["payload"] is None
     await said_corrupt(console, hook["payloadPayload"])
+
+
+async def test_the_story_says_a_step_result_kept_in_a_blob_by_its_size(console: Console) -> None:
+    run_id = await _run(console, BLOB_CHARS, "r")
+    story = (await console.http.get(f"/api/runs/{run_id}")).json()["story"]
+    results = [line.strip() for line in story.splitlines() if line.startswith(" ")]
+    size = len(_stored("r" * BLOB_CHARS))
+    assert f'result "({size} bytes, stored out of line)"' in results, story
+    assert REF not in story  # the blob's reference is never printed as the value

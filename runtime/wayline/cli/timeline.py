@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TextIO, assert_never
 
@@ -350,6 +350,10 @@ class LiveProgress:
             self._line(at, f"step {step.label} failed: {fmt_error(step.error)}")
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def render_show(
     info: RunInfo,
     events: list[Event],
@@ -361,17 +365,26 @@ def render_show(
     visibility_seconds: float | None = None,
     forks: Sequence[str] = (),
     result_limit: int | None = None,
-    hook_payloads: tuple[int, int] | None = None,
+    hook_payloads: Mapping[str, tuple[int, int]] | None = None,
+    view: RunView | None = None,
+    noted: Callable[[Any], Any] | None = None,
 ) -> None:
     """The ``wayline runs show`` timeline (``waiting``: why no live worker can drive it;
     ``forks``: the runs forked from it). ``result_limit`` cuts the result line to that many
     characters, as the input line always is; None prints the result whole, as the command
-    does for a person who asked for the run. ``hook_payloads`` ``(first, last)``: print that
-    many of a hook's first and last payloads and how many are left out between them (the
-    console's story of a hook resumed thousands of times); None prints every one.
+    does for a person who asked for the run. ``hook_payloads``: by a hook's id, ``(first, last)``:
+    print that many of its first and last payloads and how many are left out between them (the
+    console's story of a run whose hooks were resumed thousands of times; a hook it does not
+    name prints its first alone); None prints every one.
     ``now`` and ``visibility_seconds`` (the world's) bound when a step whose body started and
-    recorded no outcome is run again if the worker holding it died."""
-    tl = fold(info.run_id, events)
+    recorded no outcome is run again if the worker holding it died. ``view``: the run's fold
+    of ``events`` when the caller has it already (the console keeps one), read and never
+    changed here, so a log of 50,000 events is not folded a second time for its story;
+    ``noted`` then turns each value of it the story prints (a step's result, a hook's payload
+    and metadata) into what the story says of it, such as a blob's size in place of its
+    reference."""
+    tl = fold(info.run_id, events) if view is None else view
+    shown = noted or _as_is
     origin = info.created_at
 
     def rel(at: float) -> str:
@@ -480,7 +493,7 @@ def render_show(
             if step.status == "failed" and detailed and (last is None or last.outcome != "failed"):
                 p(f"{'':14}gave up: {fmt_error(step.error)}")  # recorded without a body's end
             if step.status == "completed":
-                p(f"{'':14}result {fmt_json(step.result)}")
+                p(f"{'':14}result {fmt_json(shown(step.result))}")
             if not cut and last is not None and last.outcome == "running":
                 if not detailed:  # the attempts above name it otherwise
                     started = rel(last.started_at)
@@ -494,21 +507,26 @@ def render_show(
             if hook.type is not None:
                 p(f"{'':14}type {hook.type}")
             if hook.metadata is not None:
-                p(f"{'':14}metadata {fmt_json(hook.metadata)}")
+                p(f"{'':14}metadata {fmt_json(shown(hook.metadata))}")
             if hook.timeout_at is not None:  # its wait id is what `runs wake --wait` takes
                 p(f"{'':14}timeout at {fmt_time(hook.timeout_at)} (wait id {hook.cid}.timeout)")
             if hook.received_at is not None:
                 payloads = [(hook.received_at, hook.payload), *hook.later]
-                head, tail = hook_payloads or (len(payloads), 0)
+                head, tail = (
+                    (len(payloads), 0)
+                    if hook_payloads is None
+                    else hook_payloads.get(hook.cid, (1, 0))
+                )
                 left_out = len(payloads) - head - tail
                 for n, (at, payload) in enumerate(payloads):
                     if left_out > 0 and head <= n < head + left_out:
                         if n == head:
-                            p(f"{'':14}... {left_out} more payloads")
+                            more = "payload" if left_out == 1 else "payloads"
+                            p(f"{'':14}... {left_out} more {more}")
                         continue
                     p(
                         f"{'':14}received after {fmt_duration(at - hook.created_at)}: "
-                        f"{fmt_json(payload)}"
+                        f"{fmt_json(shown(payload))}"
                     )
         elif kind == "child":
             child = tl.child_views[cid]

@@ -30,16 +30,17 @@ from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .folds import KEPT_RUNS, RunFolds
 from .hook_pages import FIRST_PAGE as FIRST_PAYLOADS
-from .hook_pages import HEAD_PAYLOADS, TAIL_PAYLOADS, bounded_hook, payload_cursor, payload_page
 from .hook_pages import MAX_PAGE as MAX_PAYLOADS
+from .hook_pages import bounded_hook, carried, payload_cursor, payload_page
 from .payloads import (
     encoded,
     hook_of,
+    noted,
     payload_index,
     probed,
     shown,
     stored_value,
-    story_run,
+    story_info,
     streamed,
     value_response,
 )
@@ -181,9 +182,17 @@ class Console:
         # a log (or an archive's copy) that does not read is a 409 here
         events = archived if archived is not None else await world.stored_events(run_id)
         waiting = await self.client.waiting_for_worker(info)
+        folded = await self.folds.read(info.run_id, info, events)
+        # the hooks as of now: the fold is shared, and another request of the run may bring it
+        # forward (a hook made since) while this one awaits a payload's preview below
+        hooks = list(folded.view.hooks.values())
+        # which of its hooks' payloads the run's JSON carries, and its story prints: a hook's
+        # first and last ones, within one budget for the whole run (a run of many busy hooks)
+        shares = carried(hooks)
         story = io.StringIO()
         render_show(
-            *story_run(info, events),
+            story_info(info),
+            events,
             story,
             self.world_url,
             waiting,
@@ -193,20 +202,20 @@ class Console:
             # large result printed whole would put the value back into the run's JSON
             result_limit=STORY_RESULT_CHARS,
             # a hook's payloads as the run's JSON carries them: its first and last ones
-            hook_payloads=(HEAD_PAYLOADS, TAIL_PAYLOADS),
+            hook_payloads=shares,
+            # the fold kept for the run's JSON: the story does not fold the log a second time
+            view=folded.view,
+            noted=noted,
         )
         out = run_to_json(info)
         await shown(world, info, out, "input")  # a large one is read from /input or /output
         await shown(world, info, out, "output")
         out["waitingForWorker"] = waiting
         out["archived"] = archived is not None
-        folded = await self.folds.read(info.run_id, info, events)
         out.update(folded.view.to_json())
         # a hook's first and last payloads alone, with their count: a hook resumed thousands
         # of times (an `async for` over it) pages through the rest (/hooks/{hook}/payloads)
-        out["hooks"] = [
-            await bounded_hook(world, run_id, hook) for hook in folded.view.hooks.values()
-        ]
+        out["hooks"] = [await bounded_hook(world, run_id, h, *shares[h.cid]) for h in hooks]
         # a long run's steps follow a page at a time (/steps): its waits and children come
         # whole, as they are few next to the steps a loop can make
         first = await page_of(world, run_id, folded.steps, 0, FIRST_PAGE)

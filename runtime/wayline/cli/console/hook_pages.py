@@ -11,6 +11,7 @@ have arrived: a walk from cursor to cursor sees every payload once and in order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -30,6 +31,14 @@ TAIL_PAYLOADS = 10
 run page shows the newest payload of a busy hook at once. With :data:`HEAD_PAYLOADS` a hook
 adds at most 60 payloads to the run's JSON, some 250 KB when each is near the 4 KiB inlined,
 whatever it received."""
+
+RUN_PAYLOADS = 240
+"""How many payloads the run's JSON carries of all its hooks together, past each hook's first
+(its ``payload``): a run that makes hooks in a loop, each resumed many times, would otherwise
+carry :data:`HEAD_PAYLOADS` and :data:`TAIL_PAYLOADS` of every hook, megabytes for a few
+hundred busy hooks. Four busy hooks are carried as one alone is; the hooks past the budget carry
+their first payload and page through the rest, so a hook adds one payload to the run's JSON (at
+most 4 KiB inline), as it adds its token and times."""
 
 FIRST_PAGE = 200
 """How many payloads a ``/payloads`` request answers when it does not say (``limit``)."""
@@ -56,15 +65,41 @@ async def payload_row(
     return {"n": n, "receivedAt": at, "payload": value, "payloadPayload": linked}
 
 
-async def bounded_hook(world: World, run_id: str, hook: HookView) -> dict[str, Any]:
+def carried(hooks: Iterable[HookView]) -> dict[str, tuple[int, int]]:
+    """How many of each hook's first and last payloads the run's JSON carries, by the hook's
+    id: :data:`HEAD_PAYLOADS` and :data:`TAIL_PAYLOADS` while the run's budget
+    (:data:`RUN_PAYLOADS`) lasts, taken by the hooks in the order they were made; then what is
+    left of it, and past it the first payload alone. The run's story prints the same ones."""
+    left = RUN_PAYLOADS
+    shares: dict[str, tuple[int, int]] = {}
+    for hook in hooks:
+        # the first payload is the hook's own (``payload``), carried whatever the budget
+        wanted = max(0, min(len(received(hook)), HEAD_PAYLOADS + TAIL_PAYLOADS) - 1)
+        if wanted <= left:
+            shares[hook.cid] = (HEAD_PAYLOADS, TAIL_PAYLOADS)
+            left -= wanted
+        else:
+            shares[hook.cid] = (1 + left, 0)
+            left = 0
+    return shares
+
+
+async def bounded_hook(
+    world: World,
+    run_id: str,
+    hook: HookView,
+    head_payloads: int = HEAD_PAYLOADS,
+    tail_payloads: int = TAIL_PAYLOADS,
+) -> dict[str, Any]:
     """The hook as the run's JSON sends it: its first payload in ``payload``, the next ones
-    up to :data:`HEAD_PAYLOADS` in ``later``, the last :data:`TAIL_PAYLOADS` past those in
+    up to ``head_payloads`` in ``later``, the last ``tail_payloads`` past those in
     ``lastPayloads``, with ``payloadCount`` and ``nextPayloadCursor``: the cursor of the first
-    payload not sent (null when every one is), for ``/payloads?after=``."""
+    payload not sent (null when every one is), for ``/payloads?after=``. The two counts are
+    the hook's share of the run's budget (:func:`carried`)."""
     out = replace(hook, later=[]).to_json()  # the later ones are chosen below
     rows = received(hook)
-    head = min(len(rows), HEAD_PAYLOADS)
-    tail_from = max(head, len(rows) - TAIL_PAYLOADS)
+    head = min(len(rows), head_payloads)
+    tail_from = max(head, len(rows) - tail_payloads)
     shown = [
         await payload_row(world, run_id, hook.cid, n, *rows[n])
         for n in (*range(head), *range(tail_from, len(rows)))

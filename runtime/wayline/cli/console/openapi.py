@@ -7,7 +7,7 @@ from typing import Any
 
 from ..._core.events import RunStatus
 from .hook_pages import FIRST_PAGE as HOOK_PAYLOADS_FIRST_PAGE
-from .hook_pages import HEAD_PAYLOADS, TAIL_PAYLOADS
+from .hook_pages import HEAD_PAYLOADS, RUN_PAYLOADS, TAIL_PAYLOADS
 from .hook_pages import MAX_PAGE as HOOK_PAYLOADS_MAX_PAGE
 from .payloads import PAYLOAD_NUMBER_DIGITS
 
@@ -573,7 +573,10 @@ def document() -> dict[str, Any]:
                                     "past those in lastPayloads (each a HookPayload), with "
                                     "payloadCount and nextPayloadCursor: after= for "
                                     "/api/runs/{run_id}/hooks/{hook}/payloads, the first "
-                                    "payload not carried (null: every one is here)",
+                                    "payload not carried (null: every one is here). The "
+                                    f"hooks of a run carry at most {RUN_PAYLOADS} payloads "
+                                    "past their first ones together: the hooks past that "
+                                    "budget carry fewer, down to their first alone",
                                 },
                                 "waits": {"type": "array", "items": {"type": "object"}},
                                 "children": {"type": "array", "items": {"type": "object"}},

@@ -14,12 +14,11 @@ from typing import Any
 
 from starlette.responses import Response, StreamingResponse
 
-from ..._core.events import Event
 from ..._core.projections import HookView
 from ...client import Client
 from ...errors import BlobMissingError
 from ...world import RunInfo, World
-from ...world.blobs import PAYLOAD_KEYS, blob_ref, is_ref, payload_field
+from ...world.blobs import blob_ref, is_ref, payload_field
 from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField, prepended
 from .errors import ApiError
 
@@ -223,21 +222,17 @@ def payload_index(given: str, hook: HookView) -> int:
     return n
 
 
-def story_run(info: RunInfo, events: list[Event]) -> tuple[RunInfo, list[Event]]:
-    """The run's view and events as stored, with each value kept in a blob written as its
-    size, for the run's story (``runs show``) the page prints: the story cuts every value it
-    prints, and the whole one is read from its link."""
-    changes = {k: _noted(getattr(info, k)) for k in ("input", "output") if is_ref(getattr(info, k))}
-    noted = [
-        replace(ev, data={k: _noted(v) for k, v in ev.data.items()})
-        if any(is_ref(ev.data.get(k)) for k in PAYLOAD_KEYS)
-        else ev
-        for ev in events
-    ]
-    return (replace(info, **changes) if changes else info), noted
+def story_info(info: RunInfo) -> RunInfo:
+    """The run's view as stored, with its input or output kept in a blob written as its size,
+    for the run's story (``runs show``) the page prints: the story cuts every value it prints,
+    and the whole one is read from its link. The values of the run's fold it prints are
+    :func:`noted` as they are printed (``render_show``'s ``noted``)."""
+    changes = {k: noted(getattr(info, k)) for k in ("input", "output") if is_ref(getattr(info, k))}
+    return replace(info, **changes) if changes else info
 
 
-def _noted(value: Any) -> Any:
+def noted(value: Any) -> Any:
+    """A value of the fold as the story prints it: one kept in a blob is its size."""
     if not is_ref(value):
         return value
     return f"({value.get('bytes')} bytes, stored out of line)"

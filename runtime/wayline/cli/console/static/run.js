@@ -104,7 +104,11 @@ function hookEntries(h, out) {
   // a hook that takes several payloads (an `async for` over it): each later one is a row of
   // its own, at the time it came, linked when large as the first is; where payloads are not
   // read yet, one row says how many and loads the next page of them
-  const known = new Map([...(hookPages.get(h.id) || new Map())]);
+  // The rows the run's JSON carries are kept with the loaded ones: a payload never changes,
+  // and its last ones leave the run's JSON as more arrive, so a refresh of the live feed
+  // would otherwise fold rows the page showed back into the "more payloads" row.
+  if (!hookPages.has(h.id)) hookPages.set(h.id, new Map());
+  const known = hookPages.get(h.id);
   for (const p of [...h.later, ...h.lastPayloads]) known.set(p.n, p);
   let last = { receivedAt: h.receivedAt };
   for (let n = 1; n < count; n++) {
