@@ -111,7 +111,10 @@ async def direct_batch(
 
     def on_msg(msg: Any) -> None:
         headers = dict(msg.headers or {})
-        status = headers.get("Status")
+        # A stored message may carry a ``Status`` header of its own (anyone who can publish
+        # into a stream can store one): only an answer without ``Nats-Sequence`` is the
+        # server's status. The server adds that header to every stored message it returns.
+        status = None if "Nats-Sequence" in headers else headers.get("Status")
         if status:
             if done.done():
                 return

@@ -436,7 +436,10 @@ class Queue:
         reply = f"{box.prefix}.{box.count}"
 
         def on_msg(msg: Any) -> None:
-            status = (msg.headers or {}).get("Status")
+            # A delivery always has its ``$JS.ACK`` reply subject; the server's status answers
+            # (404, 408, heartbeats) have none. A stored message's own ``Status`` header is data.
+            delivered = str(msg.reply or "").startswith("$JS.ACK")
+            status = None if delivered else (msg.headers or {}).get("Status")
             if status:
                 if msg.subject != reply:
                     return  # the end of an earlier pull
