@@ -271,23 +271,24 @@ async def test_expected_sequence_fences_stale_writers(world: World) -> None:
     assert len(await world.list_events(run_id)) == 2
 
 
+async def _paused_with_steps_started(world: World, *cids: str) -> str:
+    """A running run with each of ``cids`` created and started, then paused."""
+    run_id = await _new_run(world)
+    events = [NewEvent(T.RUN_STARTED)]
+    for cid in cids:
+        events.append(NewEvent(T.STEP_CREATED, cid, {"stepName": cid, "input": []}))
+        events.append(NewEvent(T.STEP_STARTED, cid, {"attempt": 1}))
+    await world.append(run_id, events)
+    paused = {"reason": "by a person", "statusBefore": "running"}
+    await world.append(run_id, [NewEvent(T.RUN_PAUSED, data=paused)])
+    return run_id
+
+
 async def test_no_step_attempt_starts_over_a_pause(world: World) -> None:
     """A worker that read the log before a pause (owned recovery re-stamping a step whose
     delivery died mid-body) must not start an attempt in the paused run: the world refuses
     the start, takes the body's end, and takes a start again once the run is unpaused."""
-    run_id = await _new_run(world)
-    await world.append(
-        run_id,
-        [
-            NewEvent(T.RUN_STARTED),
-            NewEvent(T.STEP_CREATED, "s1", {"stepName": "a", "input": []}),
-            NewEvent(T.STEP_STARTED, "s1", {"attempt": 1}),
-            NewEvent(T.STEP_CREATED, "s2", {"stepName": "b", "input": []}),
-            NewEvent(T.STEP_STARTED, "s2", {"attempt": 1}),
-        ],
-    )
-    paused = {"reason": "by a person", "statusBefore": "running"}
-    await world.append(run_id, [NewEvent(T.RUN_PAUSED, data=paused)])
+    run_id = await _paused_with_steps_started(world, "s1", "s2")
     with pytest.raises(EntityConflictError, match="paused; no step attempt starts"):
         await world.append(run_id, [NewEvent(T.STEP_STARTED, "s1", {"attempt": 2})])
     await world.append(run_id, [NewEvent(T.STEP_COMPLETED, "s2", {"result": 1})])
@@ -369,3 +370,22 @@ async def test_runs_mark_rises_when_a_run_is_created_or_changes_status(world: Wo
     # every world of the suite tells it: a look at the runs can be skipped on all of them
     assert before is not None and created is not None and started is not None
     assert before < created < started
+
+
+async def test_a_batch_carrying_a_start_over_a_pause_is_refused_whole(world: World) -> None:
+    """A batch whose start is refused over a pause writes none of its events: the completion
+    it carried is not half-applied, and the log reads as it did before the batch."""
+    run_id = await _paused_with_steps_started(world, "s1")
+    before = await world.list_events(run_id)
+    with pytest.raises(EntityConflictError, match="paused; no step attempt starts"):
+        await world.append(
+            run_id,
+            [
+                NewEvent(T.STEP_COMPLETED, "s1", {"result": 1}),
+                NewEvent(T.STEP_CREATED, "s2", {"stepName": "b", "input": []}),
+                NewEvent(T.STEP_STARTED, "s2", {"attempt": 1}),
+            ],
+        )
+    assert [e.seq for e in await world.list_events(run_id)] == [e.seq for e in before]
+    info = await world.get_run(run_id)
+    assert info is not None and info.status is RunStatus.PAUSED
