@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import cli_zygote
-from tests.operator.zygote import CLI_PRELOAD, MAX_ARG_BYTES, Zygote, forkable
+from tests.cli.conftest import Background, Cli, cli_zygote
+from tests.operator.zygote import CLI_PRELOAD, MAX_ARG_BYTES, Forked, Zygote, forkable
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = [sys.executable, "-m", "tests.cli.zygote_probe"]
@@ -107,3 +107,54 @@ def test_an_environment_the_zygote_cannot_give_starts_a_new_interpreter() -> Non
     # an argument execve would refuse (E2BIG): a test about that refusal gets a real exec
     assert not forkable(env, ["wayline", "x" * MAX_ARG_BYTES])
     assert forkable(env, ["wayline", "x" * 1000])
+
+
+class _ProbeCli(Cli):
+    """The conftest's ``cli`` running the probe instead of ``wayline.cli``: the same choice
+    of a forked child or a new interpreter."""
+
+    def argv(self, *args: str, world: str | None = None) -> list[str]:
+        return [*PROBE, *args]
+
+
+def test_a_codec_set_after_the_zygote_started_gets_the_codec_a_new_interpreter_gets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test that sets WAYLINE_CODEC in this process's environment after the session's
+    zygote imported wayline (``monkeypatch.setenv`` before the ``cli`` fixture copies it):
+    its commands must run with that codec, not the zygote's."""
+    assert cli_zygote() is not None
+    started = os.environ.get("WAYLINE_CODEC", "auto")
+    monkeypatch.setenv("WAYLINE_CODEC", "json" if started != "json" else "auto")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    probe = _ProbeCli(REPO, "", env)
+    new = subprocess.run(
+        [*PROBE, "codec"], cwd=REPO, env=env, input="", capture_output=True, text=True
+    )
+    done = probe("codec", stdin="")
+    assert new.returncode == 0, new.stderr
+    assert done.returncode == 0, done.stderr
+    codec = [line for line in new.stdout.splitlines() if line.startswith("codec:")]
+    assert codec == [line for line in done.stdout.splitlines() if line.startswith("codec:")]
+
+
+class _Reaped:
+    """A zygote that has reaped its child but whose ``exit`` line has not arrived yet."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def exit_code(self, pid: int) -> int | None:
+        self.asked += 1
+        return None if self.asked == 1 else 0
+
+    def wait_exit(self, pid: int, timeout: float | None) -> int | None:
+        return 0
+
+
+def test_stopping_a_child_reaped_but_not_yet_reported_is_not_an_error(tmp_path: Path) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped: its pid names no process
+    child = Forked(_Reaped(), gone.pid, ["wayline"])  # type: ignore[arg-type]
+    bg = Background(child, tmp_path / "out", tmp_path / "err")
+    assert bg.stop() == 0
