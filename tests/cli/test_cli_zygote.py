@@ -64,8 +64,16 @@ def test_a_forked_process_prints_and_ends_as_a_new_interpreter_does(
 
 
 def test_a_forked_worker_is_signalled_and_its_exit_status_is_its_own(tmp_path: Path) -> None:
-    zygote = cli_zygote()
-    assert zygote is not None, "WAYLINE_TEST_ZYGOTE=0: nothing to test"
+    """On a zygote of its own, as the probes: the test is about the zygote, and still runs
+    with ``WAYLINE_TEST_ZYGOTE=0``, which turns off only the session's."""
+    zygote = Zygote(CLI_PRELOAD)
+    try:
+        _signalled_worker(zygote, tmp_path)
+    finally:
+        zygote.close()
+
+
+def _signalled_worker(zygote: Zygote, tmp_path: Path) -> None:
     name = f"zygote_probe_{uuid.uuid4().hex[:12]}"
     (tmp_path / "app.py").write_text(
         f"import wayline\n\n\n@wayline.workflow\nasync def {name}() -> None:\n    pass\n"
@@ -122,8 +130,9 @@ def test_a_codec_set_after_the_zygote_started_gets_the_codec_a_new_interpreter_g
 ) -> None:
     """A test that sets WAYLINE_CODEC in this process's environment after the session's
     zygote imported wayline (``monkeypatch.setenv`` before the ``cli`` fixture copies it):
-    its commands must run with that codec, not the zygote's."""
-    assert cli_zygote() is not None
+    its commands must run with that codec, not the zygote's (with ``WAYLINE_TEST_ZYGOTE=0``
+    both are new interpreters)."""
+    cli_zygote()  # started before the change, as the session's is
     started = os.environ.get("WAYLINE_CODEC", "auto")
     monkeypatch.setenv("WAYLINE_CODEC", "json" if started != "json" else "auto")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
