@@ -167,3 +167,26 @@ def test_stopping_a_child_reaped_but_not_yet_reported_is_not_an_error(tmp_path: 
     child = Forked(_Reaped(), gone.pid, ["wayline"])  # type: ignore[arg-type]
     bg = Background(child, tmp_path / "out", tmp_path / "err")
     assert bg.stop() == 0
+
+
+def test_an_unbuffered_child_writes_half_a_line_at_once_as_a_new_interpreter_does(
+    tmp_path: Path,
+) -> None:
+    """``PYTHONUNBUFFERED`` makes both stdout and stderr write through: a child that ends
+    without flushing (``os._exit``, SIGKILL) has left what it wrote on either."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    new = subprocess.run(
+        [*PROBE, "partial"], cwd=REPO, env=env, input="", capture_output=True, text=True
+    )
+    zygote = Zygote(CLI_PRELOAD)
+    try:
+        code, out, err = _forked(zygote, "partial", env, tmp_path)
+    finally:
+        zygote.close()
+    tail = len("half a line out")
+    assert (new.returncode, new.stdout[-tail:], new.stderr) == (
+        0,
+        "half a line out",
+        "half a line err",
+    )
+    assert (code, out[-tail:], err) == (0, "half a line out", "half a line err")

@@ -294,8 +294,7 @@ def _child(request: dict[str, Any], zygote_pid: int) -> None:
             os.close(fd)
         os.environ.clear()
         os.environ.update(request["env"])
-        if os.environ.get("PYTHONUNBUFFERED"):  # the zygote's streams were made without it
-            sys.stdout.reconfigure(write_through=True)  # type: ignore[union-attr]
+        _streams()
         os.chdir(request["cwd"])
         sys.path[0] = request["cwd"]  # as ``python -m`` has it
         _rebind()
@@ -319,6 +318,29 @@ def _child(request: dict[str, Any], zygote_pid: int) -> None:
         traceback.print_exc()
     finally:
         _finalize(code)
+
+
+def _streams() -> None:
+    """In the child, once its environment is set: ``sys.stdout`` and ``sys.stderr`` made anew
+    as the interpreter makes them for that environment, since the zygote's were made for its
+    own. With ``PYTHONUNBUFFERED`` each writes through to its file at once (no buffer at any
+    level: what a child killed by SIGKILL or ended by ``os._exit`` wrote is there); without
+    it stdout is block-buffered and stderr line-buffered."""
+    import io
+
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        raw = io.FileIO(fd, "w", closefd=False)
+        stream = io.TextIOWrapper(
+            raw if unbuffered else io.BufferedWriter(raw),  # type: ignore[arg-type]
+            encoding=old.encoding,
+            errors=old.errors,
+            line_buffering=not unbuffered and (fd == 2 or raw.isatty()),
+            write_through=unbuffered,
+        )
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
 
 
 def _finalize(code: int) -> None:
