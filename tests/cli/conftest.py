@@ -29,7 +29,7 @@ from unittest import mock
 
 import pytest
 
-from tests.operator.zygote import CLI_PRELOAD, Forked, Zygote, forkable
+from tests.operator.zygote import CLI_PRELOAD, Forked, Zygote
 
 FLOWS = Path(__file__).with_name("flows.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -47,6 +47,14 @@ def cli_zygote() -> Zygote | None:
     if _zygote is None or not _zygote.alive():
         _zygote = Zygote(CLI_PRELOAD)
     return _zygote
+
+
+def zygote_for(env: dict[str, str], argv: list[str]) -> Zygote | None:
+    """The CLI zygote if a child of it would be what a new interpreter running ``argv`` with
+    ``env`` is, else None (a new interpreter): judged against the environment the zygote
+    started with, not this process's now (a test may have changed it since)."""
+    zygote = cli_zygote()
+    return zygote if zygote is not None and zygote.forkable(env, argv) else None
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -74,7 +82,7 @@ class Cli:
         **env: str,
     ) -> subprocess.CompletedProcess[str]:
         argv, full = self.argv(*args, world=world), {**self.env, **env}
-        zygote = cli_zygote() if forkable(full, argv) else None
+        zygote = zygote_for(full, argv)
         if zygote is None:
             return subprocess.run(
                 argv,
@@ -181,12 +189,14 @@ class Background:
             time.sleep(0.05)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
+        """Signals the process unless it has ended, then waits for its exit status. Through
+        ``send_signal``: a forked child the zygote has reaped but not yet reported is gone
+        (``ProcessLookupError`` from a bare ``os.kill``)."""
+        self.proc.send_signal(sig)
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.kill()
             return self.proc.wait(5)
 
 
@@ -229,7 +239,7 @@ def spawn(cli: Cli) -> Iterator[Callable[..., Background]]:
     def start(*args: str) -> Background:
         n = len(started)
         out, err = cli.cwd / f"bg{n}.out", cli.cwd / f"bg{n}.err"
-        zygote = cli_zygote() if forkable(cli.env, cli.argv(*args)) else None
+        zygote = zygote_for(cli.env, cli.argv(*args))
         proc: subprocess.Popen[str] | Forked
         if zygote is not None:
             out.touch()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import cli_zygote
-from tests.operator.zygote import CLI_PRELOAD, MAX_ARG_BYTES, Zygote, forkable
+from tests.cli.conftest import Background, Cli, cli_zygote
+from tests.operator.zygote import CLI_PRELOAD, MAX_ARG_BYTES, Forked, Zygote, forkable
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = [sys.executable, "-m", "tests.cli.zygote_probe"]
@@ -64,8 +64,16 @@ def test_a_forked_process_prints_and_ends_as_a_new_interpreter_does(
 
 
 def test_a_forked_worker_is_signalled_and_its_exit_status_is_its_own(tmp_path: Path) -> None:
-    zygote = cli_zygote()
-    assert zygote is not None, "WAYLINE_TEST_ZYGOTE=0: nothing to test"
+    """On a zygote of its own, as the probes: the test is about the zygote, and still runs
+    with ``WAYLINE_TEST_ZYGOTE=0``, which turns off only the session's."""
+    zygote = Zygote(CLI_PRELOAD)
+    try:
+        _signalled_worker(zygote, tmp_path)
+    finally:
+        zygote.close()
+
+
+def _signalled_worker(zygote: Zygote, tmp_path: Path) -> None:
     name = f"zygote_probe_{uuid.uuid4().hex[:12]}"
     (tmp_path / "app.py").write_text(
         f"import wayline\n\n\n@wayline.workflow\nasync def {name}() -> None:\n    pass\n"
@@ -107,3 +115,78 @@ def test_an_environment_the_zygote_cannot_give_starts_a_new_interpreter() -> Non
     # an argument execve would refuse (E2BIG): a test about that refusal gets a real exec
     assert not forkable(env, ["wayline", "x" * MAX_ARG_BYTES])
     assert forkable(env, ["wayline", "x" * 1000])
+
+
+class _ProbeCli(Cli):
+    """The conftest's ``cli`` running the probe instead of ``wayline.cli``: the same choice
+    of a forked child or a new interpreter."""
+
+    def argv(self, *args: str, world: str | None = None) -> list[str]:
+        return [*PROBE, *args]
+
+
+def test_a_codec_set_after_the_zygote_started_gets_the_codec_a_new_interpreter_gets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test that sets WAYLINE_CODEC in this process's environment after the session's
+    zygote imported wayline (``monkeypatch.setenv`` before the ``cli`` fixture copies it):
+    its commands must run with that codec, not the zygote's (with ``WAYLINE_TEST_ZYGOTE=0``
+    both are new interpreters)."""
+    cli_zygote()  # started before the change, as the session's is
+    started = os.environ.get("WAYLINE_CODEC", "auto")
+    monkeypatch.setenv("WAYLINE_CODEC", "json" if started != "json" else "auto")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    probe = _ProbeCli(REPO, "", env)
+    new = subprocess.run(
+        [*PROBE, "codec"], cwd=REPO, env=env, input="", capture_output=True, text=True
+    )
+    done = probe("codec", stdin="")
+    assert new.returncode == 0, new.stderr
+    assert done.returncode == 0, done.stderr
+    codec = [line for line in new.stdout.splitlines() if line.startswith("codec:")]
+    assert codec == [line for line in done.stdout.splitlines() if line.startswith("codec:")]
+
+
+class _Reaped:
+    """A zygote that has reaped its child but whose ``exit`` line has not arrived yet."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def exit_code(self, pid: int) -> int | None:
+        self.asked += 1
+        return None if self.asked == 1 else 0
+
+    def wait_exit(self, pid: int, timeout: float | None) -> int | None:
+        return 0
+
+
+def test_stopping_a_child_reaped_but_not_yet_reported_is_not_an_error(tmp_path: Path) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped: its pid names no process
+    child = Forked(_Reaped(), gone.pid, ["wayline"])  # type: ignore[arg-type]
+    bg = Background(child, tmp_path / "out", tmp_path / "err")
+    assert bg.stop() == 0
+
+
+def test_an_unbuffered_child_writes_half_a_line_at_once_as_a_new_interpreter_does(
+    tmp_path: Path,
+) -> None:
+    """``PYTHONUNBUFFERED`` makes both stdout and stderr write through: a child that ends
+    without flushing (``os._exit``, SIGKILL) has left what it wrote on either."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    new = subprocess.run(
+        [*PROBE, "partial"], cwd=REPO, env=env, input="", capture_output=True, text=True
+    )
+    zygote = Zygote(CLI_PRELOAD)
+    try:
+        code, out, err = _forked(zygote, "partial", env, tmp_path)
+    finally:
+        zygote.close()
+    tail = len("half a line out")
+    assert (new.returncode, new.stdout[-tail:], new.stderr) == (
+        0,
+        "half a line out",
+        "half a line err",
+    )
+    assert (code, out[-tail:], err) == (0, "half a line out", "half a line err")

@@ -13,6 +13,14 @@ import time
 
 mode = sys.argv[1]
 print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "mark": os.environ.get("PROBE_MARK")}))
+if mode == "partial":  # half a line on each stream, then an exit that flushes nothing
+    sys.stdout.write("half a line out")
+    sys.stderr.write("half a line err")
+    os._exit(0)
+if mode == "codec":  # the codec wayline.settings picked when it was imported
+    from wayline._core import jsoncodec
+
+    print("codec:", jsoncodec.NAME)
 print("stdin:", sys.stdin.read().strip())
 print("to stderr", file=sys.stderr)
 atexit.register(lambda: print("atexit ran", flush=True))

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -74,14 +75,18 @@ CLI_PRELOAD = (
 MAX_ARG_BYTES = 32 * 4096
 
 
-def forkable(env: dict[str, str], args: list[str] | None = None) -> bool:
-    """Whether a child forked from a zygote started with this process's environment would be
-    what ``execve`` of ``args`` with ``env`` gives: the kernel would take the arguments (a test
-    may be about its refusal), and the interpreter's own variables (``PYTHON*``, of which only
-    ``PYTHONUNBUFFERED`` is applied again in the child) and the codec the runtime picks when
-    imported are the same."""
+def forkable(
+    env: dict[str, str], args: list[str] | None = None, base: Mapping[str, str] | None = None
+) -> bool:
+    """Whether a child forked from a zygote started with the environment ``base`` (this
+    process's when None) would be what ``execve`` of ``args`` with ``env`` gives: the kernel
+    would take the arguments (a test may be about its refusal), and the interpreter's own
+    variables (``PYTHON*``, of which only ``PYTHONUNBUFFERED`` is applied again in the child)
+    and the codec the runtime picks when imported are the same. Ask a running zygote through
+    ``Zygote.forkable``: this process's environment may have changed since it started (a
+    test's ``monkeypatch.setenv``), the zygote's imports have not."""
 
-    def fixed(e: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    def fixed(e: Mapping[str, str]) -> dict[str, str]:
         return {
             k: v
             for k, v in e.items()
@@ -90,7 +95,7 @@ def forkable(env: dict[str, str], args: list[str] | None = None) -> bool:
 
     if any(len(arg.encode()) >= MAX_ARG_BYTES for arg in args or ()):
         return False
-    return fixed(env) == fixed(os.environ)
+    return fixed(env) == fixed(os.environ if base is None else base)
 
 
 class Forked:
@@ -129,11 +134,14 @@ class Zygote:
     def __init__(self, preload: tuple[str, ...] = PRELOAD) -> None:
         from tests.servers import dying_with_us
 
+        #: the environment the zygote imported its modules with
+        self.env = dict(os.environ)
         self.proc = subprocess.Popen(
             dying_with_us([sys.executable, str(Path(__file__).resolve()), *preload]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=Path(__file__).resolve().parents[2],
+            env=self.env,
         )
         self._lock = threading.Lock()
         self._changed = threading.Condition()
@@ -165,6 +173,11 @@ class Zygote:
             if not self._changed.wait_for(lambda: self._replies, timeout=timeout):
                 return "no answer"
             return self._replies.pop(0)
+
+    def forkable(self, env: dict[str, str], args: list[str] | None = None) -> bool:
+        """Whether a child of this zygote would be what ``execve`` of ``args`` with ``env``
+        gives (``forkable`` against the environment the zygote started with)."""
+        return forkable(env, args, self.env)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -281,8 +294,7 @@ def _child(request: dict[str, Any], zygote_pid: int) -> None:
             os.close(fd)
         os.environ.clear()
         os.environ.update(request["env"])
-        if os.environ.get("PYTHONUNBUFFERED"):  # the zygote's streams were made without it
-            sys.stdout.reconfigure(write_through=True)  # type: ignore[union-attr]
+        _streams()
         os.chdir(request["cwd"])
         sys.path[0] = request["cwd"]  # as ``python -m`` has it
         _rebind()
@@ -306,6 +318,29 @@ def _child(request: dict[str, Any], zygote_pid: int) -> None:
         traceback.print_exc()
     finally:
         _finalize(code)
+
+
+def _streams() -> None:
+    """In the child, once its environment is set: ``sys.stdout`` and ``sys.stderr`` made anew
+    as the interpreter makes them for that environment, since the zygote's were made for its
+    own. With ``PYTHONUNBUFFERED`` each writes through to its file at once (no buffer at any
+    level: what a child killed by SIGKILL or ended by ``os._exit`` wrote is there); without
+    it stdout is block-buffered and stderr line-buffered."""
+    import io
+
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        raw = io.FileIO(fd, "w", closefd=False)
+        stream = io.TextIOWrapper(
+            raw if unbuffered else io.BufferedWriter(raw),  # type: ignore[arg-type]
+            encoding=old.encoding,
+            errors=old.errors,
+            line_buffering=not unbuffered and (fd == 2 or raw.isatty()),
+            write_through=unbuffered,
+        )
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
 
 
 def _finalize(code: int) -> None:
