@@ -137,3 +137,34 @@ async def test_an_event_with_a_forged_status_is_read_as_data_of_its_run(
         return
     assert info is not None and info.run_id == run_id
     assert [e.type for e in events][:1] == [EventType.RUN_CREATED]
+
+
+@pytest.mark.parametrize("status", ["404", "503", "408"])
+async def test_a_hook_claim_entry_with_a_forged_status_is_read_as_its_empty_value(
+    open_nats_world: OpenWorlds, status: str
+) -> None:
+    """A hook-token entry stored empty with its own ``Status`` header is read as the empty
+    value it is (unreadable: the next claim overwrites it), not as "no entry" (every claim of
+    the token gave up as contended) nor as the server's error."""
+    from wayline._core.events import EventType as T
+    from wayline.world import entries
+    from wayline.worlds.nats.names import kv_key
+
+    world = await open_nats_world()
+    token = f"forged-claim-{status}-{new_run_id()}"
+    bucket = world._log.claims._names.hooks_bucket
+    nc = await nats.connect(world._options.servers, max_reconnect_attempts=0)
+    try:
+        headers = {"Status": status, "Description": "forged"}
+        await nc.jetstream().publish(f"$KV.{bucket}.{kv_key(token)}", b"", headers=headers)
+    finally:
+        await nc.close()
+    entry = await world._log.claims._kv_entry(kv_key(token))
+    assert entry is not None, "the forged status was taken for the server's 'not found'"
+    assert isinstance(entry[1], entries.Unreadable) and "empty" in str(entry[1])
+    run_id = new_run_id()
+    await world.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": _WF, "input": {}})])
+    await world.append(run_id, [NewEvent(T.RUN_STARTED)])
+    await world.append(run_id, [NewEvent(T.HOOK_CREATED, "h1", {"token": token})], expected_seq=2)
+    found = await world.get_hook(token)
+    assert found is not None and (found.run_id, found.active) == (run_id, True)
