@@ -168,3 +168,31 @@ async def test_a_hook_claim_entry_with_a_forged_status_is_read_as_its_empty_valu
     await world.append(run_id, [NewEvent(T.HOOK_CREATED, "h1", {"token": token})], expected_seq=2)
     found = await world.get_hook(token)
     assert found is not None and (found.run_id, found.active) == (run_id, True)
+
+
+@pytest.mark.parametrize("status", ["404", "503", "408"])
+async def test_a_buffered_payload_entry_with_a_forged_status_is_read_as_its_empty_value(
+    open_nats_world: OpenWorlds, status: str
+) -> None:
+    """A buffered-payload entry stored empty with its own ``Status`` header is read as the
+    empty value it is (nothing buffered, overwritten by the next store), not as "no entry"
+    (every store gave up as contended) nor as the server's error."""
+    from wayline.world.hook_buffer import BufferedPayload
+    from wayline.worlds.nats.hook_buffer import _key
+
+    world = await open_nats_world()
+    store = world.hook_buffer()
+    token = f"forged-buf-{status}-{new_run_id()}"
+    await store.get("ns", "warm")  # makes the bucket
+    nc = await nats.connect(world._options.servers, max_reconnect_attempts=0)
+    try:
+        headers = {"Status": status, "Description": "forged"}
+        subject = f"$KV.{store.bucket}.{_key('ns', token)}"
+        await nc.jetstream().publish(subject, b"", headers=headers)
+    finally:
+        await nc.close()
+    assert await store.get("ns", token) is None
+    now = world.now()
+    entry = BufferedPayload("ns", token, "e1", {"v": token}, now, now + 60)
+    assert await store.store(entry) == entry
+    assert await store.get("ns", token) == entry

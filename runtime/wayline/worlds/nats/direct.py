@@ -456,6 +456,16 @@ async def last_by_subject(
     return list(newest.values())
 
 
+async def kv_last(nc: Any, bucket: str, key: str, *, timeout: float, url: str) -> StoredMsg | None:
+    """A KV key's newest stored message (a value or a delete marker) by a direct get that
+    applies :func:`direct_batch`'s ``Nats-Sequence`` rule: nats-py's ``KeyValue.get`` (and
+    ``create`` over an existing key) takes an empty value stored with a ``Status`` header of
+    its own for the server's status ("not found", or an error)."""
+    request = {"multi_last": [f"$KV.{bucket}.{key}"], "batch": 1}
+    found, _ = await direct_batch(nc, f"KV_{bucket}", request, timeout=timeout, url=url)
+    return found[-1] if found else None
+
+
 async def connected(nc: Any, *, timeout: float, url: str) -> None:
     """Wait out a reconnect before a request: one buffered while reconnecting can lose its
     reply (the reply subscription is restored after the buffer is flushed)."""

@@ -25,7 +25,7 @@ from ...errors import (
 from ...world import HookInfo, entries
 from .buckets import kv_bucket
 from .codec import dumps, parse_stamp, wrap
-from .direct import StoredMsg, direct_batch
+from .direct import StoredMsg, kv_last
 from .names import Names, kv_key
 from .run_cache import RunState
 from .skew import Skew
@@ -66,21 +66,15 @@ class HookClaims:
         self._hooks = await kv_bucket(self._js, self._names.hooks_bucket, url=self._url)
 
     async def _kv_last(self, key: str) -> StoredMsg | None:
-        """The key's newest stored message (a value or a delete marker), by a direct get of
-        our own (``direct_batch``): nats-py's ``get`` (and so ``create``) takes an empty value
-        stored with a ``Status`` header of its own for the server's status ("not found", or
-        an error), where only an answer without ``Nats-Sequence`` is the server's."""
-        bucket = self._names.hooks_bucket
-        request = {"multi_last": [f"$KV.{bucket}.{key}"], "batch": 1}
+        """The key's newest stored message (a value or a delete marker): ``kv_last``, not
+        nats-py's ``get``, which takes a forged ``Status`` header for the server's."""
+        bucket, timeout = self._names.hooks_bucket, self._js._timeout
         try:
-            found, _ = await direct_batch(
-                self._js._nc, f"KV_{bucket}", request, timeout=self._js._timeout, url=self._url
-            )
+            return await kv_last(self._js._nc, bucket, key, timeout=timeout, url=self._url)
         except WorldError:
             raise
         except Exception as err:
             raise wrap(self._url, "reading a hook token", err) from err
-        return found[-1] if found else None
 
     async def _create(self, key: str, value: bytes) -> int:
         """nats-py's ``KeyValue.create`` (a write over no entry or a delete marker), reading
