@@ -196,3 +196,31 @@ async def test_a_buffered_payload_entry_with_a_forged_status_is_read_as_its_empt
     entry = BufferedPayload("ns", token, "e1", {"v": token}, now, now + 60)
     assert await store.store(entry) == entry
     assert await store.get("ns", token) == entry
+
+
+@pytest.mark.parametrize("status", ["404", "503", "408"])
+async def test_slot_and_rate_entries_with_a_forged_status_are_read_as_their_empty_values(
+    open_nats_world: OpenWorlds, status: str
+) -> None:
+    """A concurrency-slot and a rate-limit entry stored empty with their own ``Status``
+    header are read as the empty values they are (no holders, a full bucket), and the next
+    write overwrites them, not as "no entry" (every write gave up as contended) nor as the
+    server's error."""
+    from wayline.worlds.nats.names import kv_key
+
+    world = await open_nats_world()
+    key = f"forged-limit-{status}-{new_run_id()}"
+    slots = world._slot_store()
+    await slots.acquire("warm", "h0", 1, None, None)  # makes the buckets
+    await world.take_token("warm", 1.0, 1)
+    nc = await nats.connect(world._options.servers, max_reconnect_attempts=0)
+    try:
+        headers = {"Status": status, "Description": "forged"}
+        for bucket in (slots.bucket, world._rates.bucket):
+            await nc.jetstream().publish(f"$KV.{bucket}.{kv_key(key)}", b"", headers=headers)
+    finally:
+        await nc.close()
+    assert await slots.acquire(key, "h1", 1, 60.0, None) == (True, ["h1"])
+    assert await slots.acquire(key, "h2", 1, 60.0, None) == (False, ["h1"])
+    assert await world.take_token(key, 0.001, 1) == 0.0
+    assert await world.take_token(key, 0.001, 1) > 0.0

@@ -466,6 +466,16 @@ async def kv_last(nc: Any, bucket: str, key: str, *, timeout: float, url: str) -
     return found[-1] if found else None
 
 
+def kv_value(found: StoredMsg | None) -> tuple[int, bytes | None]:
+    """The revision to write over and the value of :func:`kv_last`'s answer: (0, None) for no
+    entry, (its revision, None) for a delete marker."""
+    if found is None:
+        return 0, None
+    if found.headers.get("KV-Operation") in ("DEL", "PURGE"):
+        return found.seq, None
+    return found.seq, found.data
+
+
 async def connected(nc: Any, *, timeout: float, url: str) -> None:
     """Wait out a reconnect before a request: one buffered while reconnecting can lose its
     reply (the reply subscription is restored after the buffer is flushed)."""
