@@ -32,6 +32,17 @@ async def _forge(
         await nc.close()
 
 
+async def _forge_empty(world: Any, subjects: list[str], status: str) -> None:
+    """Store an empty value with its own ``Status`` header on each KV subject."""
+    nc = await nats.connect(world._options.servers, max_reconnect_attempts=0)
+    try:
+        headers = {"Status": status, "Description": "forged"}
+        for subject in subjects:
+            await nc.jetstream().publish(subject, b"", headers=headers)
+    finally:
+        await nc.close()
+
+
 async def test_a_direct_batch_reads_stored_messages_with_a_status_header_as_messages(
     open_nats_world: OpenWorlds,
 ) -> None:
@@ -153,12 +164,7 @@ async def test_a_hook_claim_entry_with_a_forged_status_is_read_as_its_empty_valu
     world = await open_nats_world()
     token = f"forged-claim-{status}-{new_run_id()}"
     bucket = world._log.claims._names.hooks_bucket
-    nc = await nats.connect(world._options.servers, max_reconnect_attempts=0)
-    try:
-        headers = {"Status": status, "Description": "forged"}
-        await nc.jetstream().publish(f"$KV.{bucket}.{kv_key(token)}", b"", headers=headers)
-    finally:
-        await nc.close()
+    await _forge_empty(world, [f"$KV.{bucket}.{kv_key(token)}"], status)
     entry = await world._log.claims._kv_entry(kv_key(token))
     assert entry is not None, "the forged status was taken for the server's 'not found'"
     assert isinstance(entry[1], entries.Unreadable) and "empty" in str(entry[1])
@@ -184,13 +190,7 @@ async def test_a_buffered_payload_entry_with_a_forged_status_is_read_as_its_empt
     store = world.hook_buffer()
     token = f"forged-buf-{status}-{new_run_id()}"
     await store.get("ns", "warm")  # makes the bucket
-    nc = await nats.connect(world._options.servers, max_reconnect_attempts=0)
-    try:
-        headers = {"Status": status, "Description": "forged"}
-        subject = f"$KV.{store.bucket}.{_key('ns', token)}"
-        await nc.jetstream().publish(subject, b"", headers=headers)
-    finally:
-        await nc.close()
+    await _forge_empty(world, [f"$KV.{store.bucket}.{_key('ns', token)}"], status)
     assert await store.get("ns", token) is None
     now = world.now()
     entry = BufferedPayload("ns", token, "e1", {"v": token}, now, now + 60)
@@ -213,14 +213,33 @@ async def test_slot_and_rate_entries_with_a_forged_status_are_read_as_their_empt
     slots = world._slot_store()
     await slots.acquire("warm", "h0", 1, None, None)  # makes the buckets
     await world.take_token("warm", 1.0, 1)
-    nc = await nats.connect(world._options.servers, max_reconnect_attempts=0)
-    try:
-        headers = {"Status": status, "Description": "forged"}
-        for bucket in (slots.bucket, world._rates.bucket):
-            await nc.jetstream().publish(f"$KV.{bucket}.{kv_key(key)}", b"", headers=headers)
-    finally:
-        await nc.close()
+    buckets = (slots.bucket, world._rates.bucket)
+    await _forge_empty(world, [f"$KV.{b}.{kv_key(key)}" for b in buckets], status)
     assert await slots.acquire(key, "h1", 1, 60.0, None) == (True, ["h1"])
     assert await slots.acquire(key, "h2", 1, 60.0, None) == (False, ["h1"])
     assert await world.take_token(key, 0.001, 1) == 0.0
     assert await world.take_token(key, 0.001, 1) > 0.0
+
+
+@pytest.mark.parametrize("status", ["404", "503", "408"])
+async def test_a_registry_entry_with_a_forged_status_is_read_as_its_empty_value(
+    open_nats_world: OpenWorlds, status: str
+) -> None:
+    """A worker-registry entry stored empty with its own ``Status`` header is read as the
+    empty value it is, and the heartbeat overwrites it, not as "no entry" (the heartbeat's
+    create failed) nor as the server's error."""
+    import asyncio
+    import time
+
+    from wayline.worlds.nats.names import kv_key
+
+    world = await open_nats_world()
+    workflow = f"forged-reg-{status}-{new_run_id()}"
+    now = time.time()
+    entry = {"key": f"|{workflow}|id|1", "workflow": workflow, "identity": "id", "revision": 1}
+    entry |= {"queue": None, "worker": "w1", "seenAt": now, "liveUntil": now + 60}
+    await world._registry.served()  # makes the bucket
+    subject = f"$KV.{world.names.served_bucket}.{kv_key(str(entry['key']))}"
+    await _forge_empty(world, [subject], status)
+    await asyncio.wait_for(world.record_served([entry]), 30)  # a guard against a stall
+    assert workflow in [e.get("workflow") for e in await world.list_served()]
