@@ -32,6 +32,17 @@ async def _forge(
         await nc.close()
 
 
+async def _forge_empty(world: Any, subjects: list[str], status: str) -> None:
+    """Store an empty value with its own ``Status`` header on each KV subject."""
+    nc = await nats.connect(world._options.servers, max_reconnect_attempts=0)
+    try:
+        headers = {"Status": status, "Description": "forged"}
+        for subject in subjects:
+            await nc.jetstream().publish(subject, b"", headers=headers)
+    finally:
+        await nc.close()
+
+
 async def test_a_direct_batch_reads_stored_messages_with_a_status_header_as_messages(
     open_nats_world: OpenWorlds,
 ) -> None:
@@ -137,3 +148,98 @@ async def test_an_event_with_a_forged_status_is_read_as_data_of_its_run(
         return
     assert info is not None and info.run_id == run_id
     assert [e.type for e in events][:1] == [EventType.RUN_CREATED]
+
+
+@pytest.mark.parametrize("status", ["404", "503", "408"])
+async def test_a_hook_claim_entry_with_a_forged_status_is_read_as_its_empty_value(
+    open_nats_world: OpenWorlds, status: str
+) -> None:
+    """A hook-token entry stored empty with its own ``Status`` header is read as the empty
+    value it is (unreadable: the next claim overwrites it), not as "no entry" (every claim of
+    the token gave up as contended) nor as the server's error."""
+    from wayline._core.events import EventType as T
+    from wayline.world import entries
+    from wayline.worlds.nats.names import kv_key
+
+    world = await open_nats_world()
+    token = f"forged-claim-{status}-{new_run_id()}"
+    bucket = world._log.claims._names.hooks_bucket
+    await _forge_empty(world, [f"$KV.{bucket}.{kv_key(token)}"], status)
+    entry = await world._log.claims._kv_entry(kv_key(token))
+    assert entry is not None, "the forged status was taken for the server's 'not found'"
+    assert isinstance(entry[1], entries.Unreadable) and "empty" in str(entry[1])
+    run_id = new_run_id()
+    await world.append(run_id, [NewEvent(T.RUN_CREATED, data={"workflow": _WF, "input": {}})])
+    await world.append(run_id, [NewEvent(T.RUN_STARTED)])
+    await world.append(run_id, [NewEvent(T.HOOK_CREATED, "h1", {"token": token})], expected_seq=2)
+    found = await world.get_hook(token)
+    assert found is not None and (found.run_id, found.active) == (run_id, True)
+
+
+@pytest.mark.parametrize("status", ["404", "503", "408"])
+async def test_a_buffered_payload_entry_with_a_forged_status_is_read_as_its_empty_value(
+    open_nats_world: OpenWorlds, status: str
+) -> None:
+    """A buffered-payload entry stored empty with its own ``Status`` header is read as the
+    empty value it is (nothing buffered, overwritten by the next store), not as "no entry"
+    (every store gave up as contended) nor as the server's error."""
+    from wayline.world.hook_buffer import BufferedPayload
+    from wayline.worlds.nats.hook_buffer import _key
+
+    world = await open_nats_world()
+    store = world.hook_buffer()
+    token = f"forged-buf-{status}-{new_run_id()}"
+    await store.get("ns", "warm")  # makes the bucket
+    await _forge_empty(world, [f"$KV.{store.bucket}.{_key('ns', token)}"], status)
+    assert await store.get("ns", token) is None
+    now = world.now()
+    entry = BufferedPayload("ns", token, "e1", {"v": token}, now, now + 60)
+    assert await store.store(entry) == entry
+    assert await store.get("ns", token) == entry
+
+
+@pytest.mark.parametrize("status", ["404", "503", "408"])
+async def test_slot_and_rate_entries_with_a_forged_status_are_read_as_their_empty_values(
+    open_nats_world: OpenWorlds, status: str
+) -> None:
+    """A concurrency-slot and a rate-limit entry stored empty with their own ``Status``
+    header are read as the empty values they are (no holders, a full bucket), and the next
+    write overwrites them, not as "no entry" (every write gave up as contended) nor as the
+    server's error."""
+    from wayline.worlds.nats.names import kv_key
+
+    world = await open_nats_world()
+    key = f"forged-limit-{status}-{new_run_id()}"
+    slots = world._slot_store()
+    await slots.acquire("warm", "h0", 1, None, None)  # makes the buckets
+    await world.take_token("warm", 1.0, 1)
+    buckets = (slots.bucket, world._rates.bucket)
+    await _forge_empty(world, [f"$KV.{b}.{kv_key(key)}" for b in buckets], status)
+    assert await slots.acquire(key, "h1", 1, 60.0, None) == (True, ["h1"])
+    assert await slots.acquire(key, "h2", 1, 60.0, None) == (False, ["h1"])
+    assert await world.take_token(key, 0.001, 1) == 0.0
+    assert await world.take_token(key, 0.001, 1) > 0.0
+
+
+@pytest.mark.parametrize("status", ["404", "503", "408"])
+async def test_a_registry_entry_with_a_forged_status_is_read_as_its_empty_value(
+    open_nats_world: OpenWorlds, status: str
+) -> None:
+    """A worker-registry entry stored empty with its own ``Status`` header is read as the
+    empty value it is, and the heartbeat overwrites it, not as "no entry" (the heartbeat's
+    create failed) nor as the server's error."""
+    import asyncio
+    import time
+
+    from wayline.worlds.nats.names import kv_key
+
+    world = await open_nats_world()
+    workflow = f"forged-reg-{status}-{new_run_id()}"
+    now = time.time()
+    entry = {"key": f"|{workflow}|id|1", "workflow": workflow, "identity": "id", "revision": 1}
+    entry |= {"queue": None, "worker": "w1", "seenAt": now, "liveUntil": now + 60}
+    await world._registry.served()  # makes the bucket
+    subject = f"$KV.{world.names.served_bucket}.{kv_key(str(entry['key']))}"
+    await _forge_empty(world, [subject], status)
+    await asyncio.wait_for(world.record_served([entry]), 30)  # a guard against a stall
+    assert workflow in [e.get("workflow") for e in await world.list_served()]

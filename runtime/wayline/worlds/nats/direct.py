@@ -456,6 +456,26 @@ async def last_by_subject(
     return list(newest.values())
 
 
+async def kv_last(nc: Any, bucket: str, key: str, *, timeout: float, url: str) -> StoredMsg | None:
+    """A KV key's newest stored message (a value or a delete marker) by a direct get that
+    applies :func:`direct_batch`'s ``Nats-Sequence`` rule: nats-py's ``KeyValue.get`` (and
+    ``create`` over an existing key) takes an empty value stored with a ``Status`` header of
+    its own for the server's status ("not found", or an error)."""
+    request = {"multi_last": [f"$KV.{bucket}.{key}"], "batch": 1}
+    found, _ = await direct_batch(nc, f"KV_{bucket}", request, timeout=timeout, url=url)
+    return found[-1] if found else None
+
+
+def kv_value(found: StoredMsg | None) -> tuple[int, bytes | None]:
+    """The revision to write over and the value of :func:`kv_last`'s answer: (0, None) for no
+    entry, (its revision, None) for a delete marker."""
+    if found is None:
+        return 0, None
+    if found.headers.get("KV-Operation") in ("DEL", "PURGE"):
+        return found.seq, None
+    return found.seq, found.data
+
+
 async def connected(nc: Any, *, timeout: float, url: str) -> None:
     """Wait out a reconnect before a request: one buffered while reconnecting can lose its
     reply (the reply subscription is restored after the buffer is flushed)."""

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ...errors import WorldUnavailableError
+from ...errors import WorldError, WorldUnavailableError
 from ...world.hook_buffer import (
     MAX_BUFFER_SECONDS,
     BufferedPayload,
@@ -29,6 +29,7 @@ from ...world.hook_buffer import (
 )
 from .buckets import Creation, kv_bucket
 from .codec import wrap
+from .direct import kv_last
 from .names import Names, kv_key
 
 _ATTEMPTS = 20
@@ -72,18 +73,20 @@ class NatsHookBuffer(HookBuffer):
 
     async def _read(self, key: str, where: str) -> tuple[BufferedPayload | None, int | None]:
         """The entry under ``key`` and its revision (None: absent or deleted)."""
-        import nats.js.errors
-
-        kv = await self._bucket()
-        try:
-            found = await kv.get(key)
-        except nats.js.errors.KeyNotFoundError:
-            return None, None
+        await self._bucket()
+        try:  # not nats-py's ``get``: it takes a forged ``Status`` header for the server's
+            found = await kv_last(
+                self._js._nc, self.bucket, key, timeout=self._js._timeout, url=self._url
+            )
+        except WorldError:
+            raise
         except Exception as err:
             raise wrap(self._url, f"reading buffered payload {where}", err) from err
-        if not found.value:
-            return None, found.revision
-        return read_entry(found.value, where), found.revision
+        if found is None:
+            return None, None
+        if not found.data or found.headers.get("KV-Operation") in ("DEL", "PURGE"):
+            return None, found.seq
+        return read_entry(found.data, where), found.seq
 
     async def _change(self, namespace: str, token: str, change: _Change) -> Any:
         import nats.js.errors
@@ -96,10 +99,7 @@ class NatsHookBuffer(HookBuffer):
                 return result
             value = json.dumps(new.to_json()).encode()
             try:
-                if revision is None:
-                    await kv.create(key, value)
-                else:
-                    await kv.update(key, value, last=revision)
+                await kv.update(key, value, last=revision or 0)  # 0: over no entry
             except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError):
                 continue  # another writer changed the entry first: read it again
             except Exception as err:

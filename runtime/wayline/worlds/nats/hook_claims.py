@@ -19,11 +19,13 @@ from ...errors import (
     CorruptEntryError,
     CorruptLogError,
     HookTokenConflictError,
+    WorldError,
     WorldUnavailableError,
 )
 from ...world import HookInfo, entries
 from .buckets import kv_bucket
 from .codec import dumps, parse_stamp, wrap
+from .direct import StoredMsg, kv_last
 from .names import Names, kv_key
 from .run_cache import RunState
 from .skew import Skew
@@ -63,17 +65,35 @@ class HookClaims:
     async def start(self) -> None:
         self._hooks = await kv_bucket(self._js, self._names.hooks_bucket, url=self._url)
 
-    async def _kv_entry(self, key: str) -> tuple[int, dict[str, Any] | entries.Unreadable] | None:
-        import nats.js.errors
-
-        bucket = self._names.hooks_bucket
+    async def _kv_last(self, key: str) -> StoredMsg | None:
+        """The key's newest stored message (a value or a delete marker): ``kv_last``, not
+        nats-py's ``get``, which takes a forged ``Status`` header for the server's."""
+        bucket, timeout = self._names.hooks_bucket, self._js._timeout
         try:
-            raw = await self._js.get_msg(f"KV_{bucket}", subject=f"$KV.{bucket}.{key}", direct=True)
-        except nats.js.errors.NotFoundError:
-            return None
+            return await kv_last(self._js._nc, bucket, key, timeout=timeout, url=self._url)
+        except WorldError:
+            raise
         except Exception as err:
             raise wrap(self._url, "reading a hook token", err) from err
-        headers = raw.headers or {}
+
+    async def _create(self, key: str, value: bytes) -> int:
+        """nats-py's ``KeyValue.create`` (a write over no entry or a delete marker), reading
+        the key through :meth:`_kv_last`."""
+        import nats.js.errors
+
+        try:
+            return int(await self._hooks.update(key, value, last=0))
+        except nats.js.errors.KeyWrongLastSequenceError:
+            last = await self._kv_last(key)
+            if last is None or last.headers.get("KV-Operation") not in ("DEL", "PURGE"):
+                raise
+            return int(await self._hooks.update(key, value, last=last.seq))
+
+    async def _kv_entry(self, key: str) -> tuple[int, dict[str, Any] | entries.Unreadable] | None:
+        raw = await self._kv_last(key)
+        if raw is None:
+            return None
+        headers = raw.headers
         if headers.get("KV-Operation") in ("DEL", "PURGE"):
             return None
         if not raw.data:  # a PUT of nothing: ``create`` refuses the key, so it must be judged
@@ -117,7 +137,7 @@ class HookClaims:
                     raise wrap(self._url, f"claiming hook token {token!r}", err) from err
             for _ in range(5):
                 try:
-                    rev = await self._hooks.create(key, value)
+                    rev = await self._create(key, value)
                     claims[token] = (key, rev, st.stream_seq)
                     break
                 except nats.js.errors.KeyWrongLastSequenceError:

@@ -16,7 +16,7 @@ from ...world.registry import merge_served, readable
 from .buckets import kv_bucket
 from .codec import parse_stamp, wrap
 from .connection import Link
-from .direct import connected, last_by_subject
+from .direct import connected, kv_last, kv_value, last_by_subject
 from .names import Names, kv_key
 from .skew import Skew
 
@@ -66,14 +66,16 @@ class NatsRegistry:
         import nats.js.errors
 
         while True:
-            try:
-                current = await kv.get(key)
-            except nats.js.errors.KeyNotFoundError:
-                current = None
+            # not nats-py's ``get``: it takes a forged ``Status`` header for the server's
+            nc, bucket = self._nc(), self._names.served_bucket
+            if nc is None:  # closed meanwhile
+                raise WorldUnavailableError(f"world {self._url} is not started (use `async with`)")
+            found = await kv_last(nc, bucket, key, timeout=self._timeout, url=self._servers_shown)
+            last, value = kv_value(found)
             stored: Any = None
-            if current is not None and current.value:
+            if value:
                 try:
-                    stored = entries.loads(current.value)
+                    stored = entries.loads(value)
                 except entries.Unreadable:
                     stored = None
             merged = merge_served(stored if isinstance(stored, dict) else None, entry, self._now())
@@ -82,10 +84,7 @@ class NatsRegistry:
             data = json.dumps(merged).encode()
             try:
                 sent = clock.now()
-                if current is None:
-                    revision = await kv.create(key, data)
-                else:
-                    revision = await kv.update(key, data, last=current.revision)
+                revision = await kv.update(key, data, last=last)  # 0: over no entry
                 acked = clock.now()
             except nats.js.errors.KeyWrongLastSequenceError:
                 continue  # another worker wrote it meanwhile: merge into its entry

@@ -19,10 +19,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import CorruptLogError, WorldUnavailableError
+from ...errors import CorruptLogError, WorldError, WorldUnavailableError
 from ...world import RunInfo, entries
 from .buckets import Creation, kv_bucket
 from .codec import wrap
+from .direct import kv_last, kv_value
 from .names import Names, kv_key
 
 _ATTEMPTS = 20
@@ -116,13 +117,16 @@ class Slots:
         kv = await self._bucket()
         name = kv_key(key)
         for _ in range(_ATTEMPTS):
-            try:
-                entry = await kv.get(name)
-            except nats.js.errors.KeyNotFoundError:
-                entry = None
+            try:  # not nats-py's ``get``: it takes a forged ``Status`` header for the server's
+                found = await kv_last(
+                    self._js._nc, kv._name, name, timeout=self._js._timeout, url=self._url
+                )
+            except WorldError:
+                raise
             except Exception as err:
                 raise wrap(self._url, f"reading concurrency slot {key!r}", err) from err
-            held, leases, tokens = _read(entry.value if entry is not None else None)
+            revision, value_read = kv_value(found)
+            held, leases, tokens = _read(value_read)
             now = self._now()
             live = [h for h in held if h == holder or await self._live(h, leases, now)]
             leases = {h: at for h, at in leases.items() if h in live}
@@ -138,10 +142,7 @@ class Slots:
                 stored["tokens"] = tokens
             value = json.dumps(stored).encode()
             try:
-                if entry is None:
-                    await kv.create(name, value)
-                else:
-                    await kv.update(name, value, last=entry.revision)
+                await kv.update(name, value, last=revision)  # 0: over no entry
             except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError):
                 continue  # another worker changed the slots first: look again
             except Exception as err:
