@@ -83,11 +83,6 @@ async def test_a_pause_before_an_owned_recoverys_restamp_holds_the_body(
     assert not [s for s in starts if paused < s < unpaused]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect: the owning delivery is acked as paused, so after the unpause the "
-    "step waits for its dead owner's lease (860 s by default) before its backstop re-runs it",
-)
 async def test_a_step_held_over_its_restamp_runs_soon_after_the_unpause(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,12 +121,6 @@ async def _paused_before_the_redelivery(
     return log, handle, seen
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect: the redelivery that finds the run paused is acked, so after the "
-    "unpause the step waits for its dead owner's lease (860 s by default) before its backstop "
-    "re-runs it",
-)
 async def test_a_step_whose_redelivery_finds_the_run_paused_runs_soon_after_the_unpause(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
