@@ -136,6 +136,31 @@ async def test_a_step_whose_redelivery_finds_the_run_paused_runs_soon_after_the_
     assert lines.count("2:2") == 1 and lines.count("3:1") == 1, lines
 
 
+async def test_a_delivery_held_through_a_long_pause_spends_no_delivery_and_runs_the_step_once(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The held redelivery is handed back again and again while the pause lasts; a budget of
+    two deliveries would fail the run at its third if a hand-back counted."""
+    log, handle, _ = await _paused_before_the_redelivery(engine, tmp_path, monkeypatch)
+    hand_back = handler_module.Handler._hand_back_held
+    handed: list[float | None] = []
+
+    async def counting(self: Any, run_id: str, delivery: Any, paused_at: float | None) -> Any:
+        handed.append(paused_at)
+        return await hand_back(self, run_id, delivery, paused_at)
+
+    monkeypatch.setattr(handler_module.Handler, "_hand_back_held", counting)
+    async with engine.worker([flows.looping], settings=settings(max_queue_deliveries=2)):
+        await wait_for(lambda: asyncio.sleep(0, len(handed) >= 3), timeout=30)
+        assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+        assert await handle.status() is wayline.RunStatus.PAUSED
+        assert await engine.client.unpause(handle.run_id)
+        assert await handle.result(timeout=45) == 0 + 2
+    assert all(at is not None for at in handed)  # the pause's time sets the hand-back's
+    lines = flows.lines(log)
+    assert lines.count("2:2") == 1 and lines.count("3:1") == 1, lines
+
+
 @wayline.step
 async def flapped_step(path: str, i: int) -> int:
     flows.mark(path, f"{i}:{wayline.step_context().attempt}")
