@@ -20,6 +20,7 @@ import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, settings, wait_for
 from wayline._core.events import EventType
+from wayline._engine import handler as handler_module
 from wayline._engine import session as session_module
 
 pytestmark = pytest.mark.partitioned
@@ -82,11 +83,6 @@ async def test_a_pause_before_an_owned_recoverys_restamp_holds_the_body(
     assert not [s for s in starts if paused < s < unpaused]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect: the owning delivery is acked as paused, so after the unpause the "
-    "step waits for its dead owner's lease (860 s by default) before its backstop re-runs it",
-)
 async def test_a_step_held_over_its_restamp_runs_soon_after_the_unpause(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,6 +90,73 @@ async def test_a_step_held_over_its_restamp_runs_soon_after_the_unpause(
     async with _recovering(engine, paused_first):
         assert await engine.client.unpause(handle.run_id)
         assert await handle.result(timeout=20) == 0 + 2
+    lines = flows.lines(log)
+    assert lines.count("2:2") == 1 and lines.count("3:1") == 1, lines
+
+
+async def _paused_before_the_redelivery(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, Any, list[str]]:
+    """A run whose owner died inside step s3 and which was paused before any worker read it
+    again: the dead owner's redelivery arrives at an already-paused run."""
+    log = str(tmp_path / "prepaused-log")
+    client = engine.client
+    worker = wayline.Worker(engine.world, [flows.looping], settings=settings())
+    await worker.start()
+    handle = await client.start(flows.looping, log, 4, 2, 30.0)
+    await wait_for(lambda: _lines(log, 3))  # "0:1", "1:1", then inside "2:1"
+    await worker.close(graceful=False)  # the owner dies mid-body
+    assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+    assert await client.pause(handle.run_id, "paused before the redelivery")
+
+    from_read = handler_module.Handler._from_read
+    seen: list[str] = []
+
+    async def noting(self: Any, run_id: str, *args: Any, **kwargs: Any) -> Any:
+        verdict = await from_read(self, run_id, *args, **kwargs)
+        seen.append(run_id)
+        return verdict
+
+    monkeypatch.setattr(handler_module.Handler, "_from_read", noting)
+    return log, handle, seen
+
+
+async def test_a_step_whose_redelivery_finds_the_run_paused_runs_soon_after_the_unpause(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, handle, seen = await _paused_before_the_redelivery(engine, tmp_path, monkeypatch)
+    async with engine.worker([flows.looping]):
+        await wait_for(lambda: asyncio.sleep(0, handle.run_id in seen), timeout=15)
+        await asyncio.sleep(0.5)
+        assert flows.lines(log) == ["0:1", "1:1", "2:1"]  # no body runs in the paused run
+        assert await handle.status() is wayline.RunStatus.PAUSED
+        assert await engine.client.unpause(handle.run_id)
+        assert await handle.result(timeout=20) == 0 + 2
+    lines = flows.lines(log)
+    assert lines.count("2:2") == 1 and lines.count("3:1") == 1, lines
+
+
+async def test_a_delivery_held_through_a_long_pause_spends_no_delivery_and_runs_the_step_once(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The held redelivery is handed back again and again while the pause lasts; a budget of
+    two deliveries would fail the run at its third if a hand-back counted."""
+    log, handle, _ = await _paused_before_the_redelivery(engine, tmp_path, monkeypatch)
+    hand_back = handler_module.Handler._hand_back_held
+    handed: list[float | None] = []
+
+    async def counting(self: Any, run_id: str, delivery: Any, paused_at: float | None) -> Any:
+        handed.append(paused_at)
+        return await hand_back(self, run_id, delivery, paused_at)
+
+    monkeypatch.setattr(handler_module.Handler, "_hand_back_held", counting)
+    async with engine.worker([flows.looping], settings=settings(max_queue_deliveries=2)):
+        await wait_for(lambda: asyncio.sleep(0, len(handed) >= 3), timeout=30)
+        assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+        assert await handle.status() is wayline.RunStatus.PAUSED
+        assert await engine.client.unpause(handle.run_id)
+        assert await handle.result(timeout=45) == 0 + 2
+    assert all(at is not None for at in handed)  # the pause's time sets the hand-back's
     lines = flows.lines(log)
     assert lines.count("2:2") == 1 and lines.count("3:1") == 1, lines
 

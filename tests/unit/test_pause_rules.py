@@ -7,6 +7,8 @@ import pytest
 
 from wayline import RetryPolicy
 from wayline._core.events import EventType, NewEvent, RunStatus, apply_transition
+from wayline._core.planning import HELD_DELAY_MAX, HELD_DELAY_MIN, held_delay, holds_a_step
+from wayline._core.projections import StepView
 from wayline.errors import ConfigurationError, EntityConflictError, RunTerminalError
 
 
@@ -82,3 +84,33 @@ def test_on_exhausted_takes_fail_or_pause() -> None:
     assert RetryPolicy(on_exhausted="pause").describe()["onExhausted"] == "pause"
     with pytest.raises(ConfigurationError, match="'fail' or 'pause', not 'retry'"):
         RetryPolicy(on_exhausted="retry")  # type: ignore[arg-type]
+
+
+def test_a_delivery_held_by_a_pause_comes_back_sooner_after_a_short_pause_never_past_30s() -> None:
+    assert held_delay(None, 100.0) == HELD_DELAY_MIN
+    assert held_delay(100.0, 101.0) == HELD_DELAY_MIN
+    assert held_delay(100.0, 140.0) == 10.0
+    assert held_delay(100.0, 100.0 + 86_400) == HELD_DELAY_MAX
+    assert held_delay(200.0, 100.0) == HELD_DELAY_MIN  # a clock behind the world's
+
+
+def test_only_a_forward_step_still_stamped_by_the_delivery_holds_it() -> None:
+    def step(
+        owner: str, status: str, saw_retrying: bool = False, compensates: str | None = None
+    ) -> StepView:
+        return StepView(
+            "s1",
+            "charge",
+            1.0,
+            status=status,
+            owner=owner,
+            saw_retrying=saw_retrying,
+            compensates=compensates,
+        )
+
+    assert holds_a_step("m1", [step(owner="m1", status="running")])
+    assert not holds_a_step("m2", [step(owner="m1", status="running")])
+    assert not holds_a_step("m1", [step(owner="m1", status="completed")])
+    assert not holds_a_step("m1", [step(owner="m1", status="running", saw_retrying=True)])
+    assert not holds_a_step("m1", [step(owner="m1", status="running", compensates="s0")])
+    assert not holds_a_step("m1", [])

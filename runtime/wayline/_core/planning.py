@@ -10,7 +10,7 @@ through a suspension is a value a test can look at.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ from .continuation import ContinueAsNew
 from .dispatch import FLOW_TOPIC, STEP_TOPIC, Action, Decision, decide, step_dispatch_key
 from .events import EventType, NewEvent
 from .messages import Backstop, StepStart, WaitDue
-from .projections import Reversal
+from .projections import Reversal, StepView
 from .replay import ChildRecord, HookRecord, Replay, StepRecord, WaitRecord
 from .serde import error_to_dict
 
@@ -223,6 +223,34 @@ def owner_stamp(attempt: int, my_id: str, lease: float | None) -> dict[str, Any]
     if lease is not None:
         stamp["lease"] = lease
     return stamp
+
+
+HELD_DELAY_MIN = 2.0
+"""Seconds before the first return of a delivery handed back because it owns a step its run's
+pause holds: the step runs this soon after an unpause that follows a short pause."""
+HELD_DELAY_MAX = 30.0
+"""The longest hand-back of such a delivery: a run paused for hours reads its log once every
+30 s for it (no hot loop), and its step runs at most 30 s after the unpause."""
+
+
+def holds_a_step(my_id: str, steps: Iterable[StepRecord | StepView]) -> bool:
+    """Whether a forward step still owned by the stamp of the delivery ``my_id`` waits in a
+    paused run. The world refused its re-stamp over the pause (or the delivery came back to a
+    run paused already), so only this delivery can run it: the unpause's wake reads the stamp
+    as a live owner's and arms a backstop for the rest of the lease (up to 900 s). Such a
+    delivery is handed back, never acknowledged, and runs owned recovery after the unpause;
+    no second body can start from it, as a live owner still holds its own delivery."""
+    return any(
+        s.owner == my_id and not s.saw_retrying and not s.terminal and s.compensates is None
+        for s in steps
+    )
+
+
+def held_delay(paused_at: float | None, now: float) -> float:
+    """The hand-back of a delivery that :func:`holds_a_step`: a quarter of the pause's age,
+    between ``HELD_DELAY_MIN`` and ``HELD_DELAY_MAX``, so a long pause costs few reads."""
+    age = 0.0 if paused_at is None else max(0.0, now - paused_at)
+    return min(HELD_DELAY_MAX, max(HELD_DELAY_MIN, age / 4))
 
 
 # --- a suspension: the dispatch --------------------------------------------------------------

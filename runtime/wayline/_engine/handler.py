@@ -43,9 +43,12 @@ from .._core.planning import (
     Unwind,
     decision_batch,
     dispatch_plan,
+    held_delay,
+    holds_a_step,
     next_move,
     unwind_move,
 )
+from .._core.projections import fold
 from .._core.replay import Replay, StepRecord
 from .._core.serde import encode, error_to_dict
 from ..errors import (
@@ -179,7 +182,9 @@ class Handler:
         if await ended_with_its_parent(self.world, info):
             return ACK
         if info.status is RunStatus.PAUSED:
-            return ACK  # its unpause (or a cancel, which lifts the pause) sends the next wake
+            # its unpause (or a cancel, which lifts the pause) sends the next wake, except to
+            # a step this delivery owns, which the wake takes for a live owner's
+            return await self._paused(run_id, delivery, events)
         workflow = self.workflows.get(info.workflow)
         if workflow is None:
             log.warning(
@@ -341,7 +346,33 @@ class Handler:
                     if replay is not None and not kept:
                         replay.close()
                     _close_span(span, stats, delivery)
+        if stats.held:  # after every body settled, as any other verdict
+            return await self._hand_back_held(run_id, delivery, None)
         return ACK
+
+    async def _paused(self, run_id: str, delivery: Delivery, events: list[Event]) -> Verdict:
+        """A delivery for a paused run: acknowledged, unless it owns a step the pause holds
+        (its owner died mid-body and this is its redelivery), which only it can run."""
+        if not holds_a_step(str(delivery.message_id), fold(run_id, events).steps.values()):
+            return ACK
+        paused = [e.created_at for e in events if e.type is EventType.RUN_PAUSED]
+        return await self._hand_back_held(run_id, delivery, paused[-1] if paused else None)
+
+    async def _hand_back_held(
+        self, run_id: str, delivery: Delivery, paused_at: float | None
+    ) -> Verdict:
+        """Hand back a delivery that owns a step its run's pause holds (``holds_a_step``): no
+        delivery is counted, and it comes back every few seconds (longer as the pause ages)
+        until the unpause lets it run the step as owned recovery."""
+        delay = held_delay(paused_at, self.world.now())
+        log.info(
+            "run %s is paused over a step its message %s owns: handed back for %.1fs",
+            run_id,
+            delivery.message_id,
+            delay,
+        )
+        await self.world.release(delivery, delay)
+        return Verdict("none")
 
     def _session(
         self, info: RunInfo, replay: Replay, delivery: Delivery, backstop: str | None, stats: Stats
@@ -463,6 +494,10 @@ class Handler:
                     return True
                 case Paused():
                     await session.flush()  # a completion carried provisionally is written
+                    # a re-stamp refused over the pause leaves the step stamped by this
+                    # delivery: it is handed back to run it after the unpause
+                    held = holds_a_step(session.my_id, session.replay.steps.values())
+                    session.stats.held = held
                     return True
                 case HandBack():
                     await bodies.drain()  # never hand off under an owned, running body

@@ -72,6 +72,9 @@ class Stats:
     inflight_owned: set[str] = field(default_factory=set)
     bodies: InFlight = field(default_factory=InFlight)
     """Inline bodies still running under this delivery (see ``inflight``)."""
+    held: bool = False
+    """The run's pause holds a step this delivery owns: it is handed back, not acknowledged
+    (``planning.holds_a_step``)."""
 
 
 def malformed_verdict(delivery: Delivery, err: Exception) -> Verdict:
