@@ -390,18 +390,24 @@ def apply_transition(
     if t is EventType.RUN_CANCELLED:
         return RunStatus.CANCELLED, None
 
-    if t is EventType.STEP_STARTED and appending and run_status is RunStatus.PAUSED:
-        # A worker that read the log before a pause may start an attempt after it: owned
-        # recovery re-stamps the start of a step whose delivery died mid-body with an append
-        # not fenced on the log it read (simulator seed 285), so the world refuses it, as it
-        # refuses an unwind over a pause. The unpause's wake starts the attempt. A paused run
-        # runs no compensation (a cancel lifts the pause in its own write), so every start
-        # refused here is a forward step's. A log an older version wrote still reads.
-        raise EntityConflictError("run is paused; no step attempt starts until it is unpaused")
+    if t is EventType.STEP_STARTED and appending:
+        _refuse_a_start_over_a_pause(run_status)
     kind = _KIND_OF.get(t)
     if kind is None:  # pragma: no cover - exhaustive over EventType
         raise WorldError(f"unknown event type {t!r}")
     return run_status, _entity_transition(kind, entity_status, event)
+
+
+def _refuse_a_start_over_a_pause(run_status: RunStatus) -> None:
+    """Raise when a step attempt's start is appended over a pause. A worker that read the log
+    before a pause may start an attempt after it: owned recovery re-stamps the start of a step
+    whose delivery died mid-body with an append not fenced on the log it read (simulator seed
+    285), so the world refuses it, as it refuses an unwind over a pause; the delivery is handed
+    back and the step starts after the unpause. A paused run runs no compensation (a cancel
+    lifts the pause in its own write), so every start refused here is a forward step's. Only
+    the world's own appends are judged so: a log an older version wrote still reads."""
+    if run_status is RunStatus.PAUSED:
+        raise EntityConflictError("run is paused; no step attempt starts until it is unpaused")
 
 
 def _unwind_transition(run_status: RunStatus, appending: bool) -> RunStatus:
