@@ -23,6 +23,19 @@ async def _lines(path: str, n: int) -> bool:
     return len(flows.lines(path)) >= n
 
 
+def _count_hand_backs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The run ids of the deliveries handed back as held, in order."""
+    hand_back = handler_module.Handler._hand_back_held
+    handed: list[str] = []
+
+    async def counting(self: Any, run_id: str, delivery: Any, paused_at: float | None) -> Any:
+        handed.append(run_id)
+        return await hand_back(self, run_id, delivery, paused_at)
+
+    monkeypatch.setattr(handler_module.Handler, "_hand_back_held", counting)
+    return handed
+
+
 @pytest.mark.parametrize("how", ["cancel", "terminate"])
 async def test_a_held_delivery_ends_with_its_run_cancelled_or_terminated_while_paused(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
@@ -36,14 +49,7 @@ async def test_a_held_delivery_ends_with_its_run_cancelled_or_terminated_while_p
     await worker.close(graceful=False)  # the owner dies mid-body
     assert await client.pause(handle.run_id, "paused over a dead owner's step")
 
-    hand_back = handler_module.Handler._hand_back_held
-    handed: list[str] = []
-
-    async def counting(self: Any, run_id: str, delivery: Any, paused_at: float | None) -> Any:
-        handed.append(run_id)
-        return await hand_back(self, run_id, delivery, paused_at)
-
-    monkeypatch.setattr(handler_module.Handler, "_hand_back_held", counting)
+    handed = _count_hand_backs(monkeypatch)
     async with engine.worker([flows.looping], settings=settings(max_queue_deliveries=2)):
         await wait_for(lambda: asyncio.sleep(0, handle.run_id in handed), timeout=30)
         assert await getattr(handle, how)(f"{how} while held")
@@ -97,3 +103,38 @@ async def test_a_step_stamped_lazily_under_a_queued_steps_message_runs_soon_afte
         assert await client.unpause(handle.run_id)
         assert await handle.result(timeout=20) == 3
     assert flows.lines(log) == ["q:1", "i:1", "i:2"]
+
+
+@wayline.step
+async def held_live_member(path: str, i: int, seconds: float) -> int:
+    flows.mark(path, f"m{i}:{wayline.step_context().attempt}")
+    await asyncio.sleep(seconds)
+    return i
+
+
+@wayline.workflow
+async def held_live_pair(path: str) -> int:
+    first, second = await wayline.gather(
+        held_live_member(path, 1, 0.05), held_live_member(path, 2, 2.0)
+    )
+    return first + second + await held_live_member(path, 3, 0.0)
+
+
+async def test_a_pause_over_a_live_owners_bodies_starts_no_second_body(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pause lands while the live owner runs two bodies: they run to their end once,
+    the delivery is handed back at most once, and the run ends after the unpause."""
+    log = str(tmp_path / "held-live-log")
+    handed = _count_hand_backs(monkeypatch)
+    async with engine.worker([held_live_pair]):
+        handle = await engine.client.start(held_live_pair, log)
+        await wait_for(lambda: _lines(log, 2))  # both members are running
+        await asyncio.sleep(0.3)  # the first one ended; the second one runs on
+        assert await engine.client.pause(handle.run_id, "paused over live bodies")
+        await asyncio.sleep(5.0)  # the second body ends; any hand-back comes back
+        assert sorted(flows.lines(log)) == ["m1:1", "m2:1"]
+        assert await engine.client.unpause(handle.run_id)
+        assert await handle.result(timeout=20) == 6
+    assert sorted(flows.lines(log)) == ["m1:1", "m2:1", "m3:1"]
+    assert handed.count(handle.run_id) <= 1, handed
