@@ -31,3 +31,21 @@ def test_a_port_that_is_not_a_port_is_a_configuration_error(hosts: str) -> None:
 )
 def test_good_ports_are_kept(hosts: str, servers: list[str]) -> None:
     assert parse_url(f"nats://{hosts}")[0] == servers
+
+
+@pytest.mark.parametrize(
+    ("url", "servers"),
+    [
+        (
+            "nats://127.0.0.1:4001,nats://127.0.0.1:4002, nats://127.0.0.1:4003?prefix=p",
+            ["nats://127.0.0.1:4001", "nats://127.0.0.1:4002", "nats://127.0.0.1:4003"],
+        ),
+        ("tls://a:1,tls://b:2", ["tls://a:1", "tls://b:2"]),
+        ("nats://u:pw@a:1,nats://b?prefix=p", ["nats://a:1", "nats://b:4222"]),
+    ],
+)
+def test_servers_listed_each_with_its_scheme_are_all_kept(url: str, servers: list[str]) -> None:
+    """``nats://a:1,nats://b:2`` (as NATS's own tools list servers) names both servers: the
+    second scheme once ended the URL's host part, so the world knew only the first server and
+    a bogus ``nats:`` (tests/powercut's clusters were listed so)."""
+    assert parse_url(url)[0] == servers

@@ -14,6 +14,7 @@ are spread over by a hash of the run id, fixed when the world is made; 1, the de
 from __future__ import annotations
 
 import errno
+import re
 import ssl
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -163,9 +164,15 @@ _STR = {
 }
 
 
+_ONE_SCHEME = re.compile(r",\s*(?:nats|tls)://")
+
+
 def parse_url(url: str) -> tuple[list[str], dict[str, Any]]:
     """``(servers, options)`` from a ``nats://`` URL; see the module docstring."""
-    parts = urlsplit(url)
+    # Servers may also be listed as NATS's own tools list them, each with its scheme
+    # (``nats://a:4222,nats://b:4222``); without this the second scheme ends the URL's host
+    # part and the rest is read as a path.
+    parts = urlsplit(_ONE_SCHEME.sub(",", url))
     if parts.scheme not in ("nats", "tls"):
         raise ConfigurationError(f"not a NATS URL (nats:// or tls://): {url!r}", url=url)
     netloc = parts.netloc
