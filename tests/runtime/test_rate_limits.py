@@ -81,14 +81,14 @@ async def test_a_waiting_step_shows_its_key_and_when_the_token_is_due(
         out = io.StringIO()
         render_show(info, await ana.events(), out, "test", None)
         shown = out.getvalue()
-        assert f"is waiting for rate limit {key!r} (30/m): its token is due at" in shown
+        assert f"is waiting for rate limit {key!r} (6/m): its token is due at" in shown
         assert info.error["until"] in shown
         wait, *rest = run_status(info, await ana.events(), now=engine.world.now())["waitingFor"]
         assert [w["kind"] for w in rest] == ["step"]  # the step itself, not started yet
         assert wait["kind"] == "rate_limit" and wait["limit"] == key
         assert wait["until"] == info.error["until"] and wait["stepId"] == "s1"
         assert not of_type(await ana.events(), EventType.STEP_STARTED)  # nothing spent
-        assert await ana.result(timeout=30) == "ana"
+        assert await ana.result(timeout=60) == "ana"
     events = await ana.events()
     assert _attempts(events) == [1]
     assert of_type(events, EventType.RUN_UNBLOCKED)  # lifted by the step that got its token
