@@ -123,14 +123,23 @@ async def test_bad_payload_cursors_and_limits_are_typed_4xx(console: Console) ->
     assert [p["payload"]["n"] for p in page["payloads"]] == [0, 1, 2]
 
 
+ROWS = "#timeline tr[data-kind^='hook']"
+
+
+async def _opened(console: Console, page: Page, tag: str, count: int) -> tuple[str, str]:
+    """A run whose hook took ``count`` payloads, its page open: the hook's token and id."""
+    run_id, token = await _resumed(console, tag, count)
+    hook_id = (await console.http.get(f"/api/runs/{run_id}")).json()["hooks"][0]["id"]
+    await page.open(f"/runs/{run_id}")
+    return token, hook_id
+
+
 async def test_the_run_page_of_a_hook_of_thousands_of_payloads_loads_more_and_shows_a_late_one(
     console: Console, page: Page
 ) -> None:
     count = 2000
-    run_id, token = await _resumed(console, "p3", count)
-    hook_id = (await console.http.get(f"/api/runs/{run_id}")).json()["hooks"][0]["id"]
-    rows = "#timeline tr[data-kind^='hook']"
-    await page.open(f"/runs/{run_id}")
+    token, hook_id = await _opened(console, page, "p3", count)
+    rows = ROWS
     await page.text(f"{rows}[data-key='{hook_id}']", f"(payload 1 of {count})")
     await page.text(f"{rows}[data-key='{hook_id}#{count}']", f"(payload {count} of {count})")
     more = f"{rows}[data-key='{hook_id}@{HEAD}']"
@@ -155,10 +164,8 @@ async def test_the_run_page_keeps_a_hooks_last_payloads_shown_when_more_arrive(
     console: Console, page: Page
 ) -> None:
     count = 100
-    run_id, token = await _resumed(console, "p4", count)
-    hook_id = (await console.http.get(f"/api/runs/{run_id}")).json()["hooks"][0]["id"]
-    rows = "#timeline tr[data-kind^='hook']"
-    await page.open(f"/runs/{run_id}")
+    token, hook_id = await _opened(console, page, "p4", count)
+    rows = ROWS
     first_of_tail = count - TAIL + 1  # the oldest of the last payloads the run's JSON carries
     await page.text(f"{rows}[data-key='{hook_id}#{first_of_tail}']", f"of {count})")
 

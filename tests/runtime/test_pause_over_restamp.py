@@ -30,6 +30,17 @@ async def _lines(path: str, n: int) -> bool:
     return len(flows.lines(path)) >= n
 
 
+async def _owner_dead_inside_s3(engine: Engine, log: str) -> Any:
+    """Start a looping run and kill its worker without grace inside step s3's body."""
+    worker = wayline.Worker(engine.world, [flows.looping], settings=settings())
+    await worker.start()
+    handle = await engine.client.start(flows.looping, log, 4, 2, 30.0)
+    await wait_for(lambda: _lines(log, 3))  # "0:1", "1:1", then inside "2:1"
+    await worker.close(graceful=False)  # the owner dies mid-body
+    assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+    return handle
+
+
 async def _held_over_the_restamp(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[str, Any, list[bool]]:
@@ -37,12 +48,7 @@ async def _held_over_the_restamp(
     of the log and its re-stamp: the body must not run while the run is paused."""
     log = str(tmp_path / "restamp-log")
     client = engine.client
-    worker = wayline.Worker(engine.world, [flows.looping], settings=settings())
-    await worker.start()
-    handle = await client.start(flows.looping, log, 4, 2, 30.0)
-    await wait_for(lambda: _lines(log, 3))  # "0:1", "1:1", then inside "2:1"
-    await worker.close(graceful=False)  # the owner dies mid-body
-    assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+    handle = await _owner_dead_inside_s3(engine, log)
 
     restamp = session_module.RunSession._restamp
     paused_first: list[bool] = []
@@ -101,12 +107,7 @@ async def _paused_before_the_redelivery(
     again: the dead owner's redelivery arrives at an already-paused run."""
     log = str(tmp_path / "prepaused-log")
     client = engine.client
-    worker = wayline.Worker(engine.world, [flows.looping], settings=settings())
-    await worker.start()
-    handle = await client.start(flows.looping, log, 4, 2, 30.0)
-    await wait_for(lambda: _lines(log, 3))  # "0:1", "1:1", then inside "2:1"
-    await worker.close(graceful=False)  # the owner dies mid-body
-    assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+    handle = await _owner_dead_inside_s3(engine, log)
     assert await client.pause(handle.run_id, "paused before the redelivery")
 
     from_read = handler_module.Handler._from_read
