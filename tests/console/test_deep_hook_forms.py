@@ -252,7 +252,7 @@ async def test_a_wrong_deep_value_list_of_lists_item_or_union_type_is_a_typed_42
         monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
     six: dict[str, Any] = {"d6": {"n": 1}}
     deep = {"name": "t", "d1": {"d2": {"d3": {"d4": {"d5": six}}}}}
-    cases: list[tuple[Any, list[tuple[object, str]], Any]] = [
+    cases: Cases = [
         (
             tower,
             [(deep, "code"), ({**deep, "chain": {"value": 1, "next": {"value": "x"}}}, "value")],
@@ -279,9 +279,19 @@ async def test_a_wrong_deep_value_list_of_lists_item_or_union_type_is_a_typed_42
             {"amount": {"code": "ABC"}},
         ),
     ]
+    await refused_then_answered(console, cases, f"api-{with_class}")
+
+
+Cases = list[tuple[Any, list[tuple[object, str]], Any]]
+"""Each a workflow, payloads its hook refuses (with a word its 422 names), and one it takes."""
+
+
+async def refused_then_answered(console: Console, cases: Cases, name: str) -> None:
+    """For each case, a run waiting on its hook refuses each wrong payload through the API (a
+    typed 422, nothing received) and then ends with exactly the good one."""
     for workflow, wrong, good in cases:
         async with console.engine.worker([workflow]):
-            run, token = await _waiting(console, workflow, f"api-{with_class}")
+            run, token = await _waiting(console, workflow, name)
             url = f"/api/hooks/{token}/resume"
             await refused_each(console, url, wrong)
             assert await _received(console, run.run_id) == 0

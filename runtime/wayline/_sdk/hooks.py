@@ -440,15 +440,21 @@ def _list_element(
         walk.cut = True
         return None
     if len(options) == 1 and options[0].get("type") == "array":
-        inner = options[0].get("items")
-        element = (
-            _list_element(inner, defs, walk, depth + 1) if isinstance(inner, Mapping) else None
-        )
-        if element is None:
-            return None
-        walk.take("list")
-        return {"list": element}
+        return _list_of(options[0], defs, walk, depth)
     return _element(options, prop, defs, walk, depth)
+
+
+def _list_of(
+    array: Mapping[str, Any], defs: Mapping[str, Any], walk: _Walk, depth: int
+) -> dict[str, Any] | None:
+    """A list's item that is a list itself (``{"list": <what its item is>}``), one level
+    deeper; None where the inner list's item is not recorded."""
+    inner = array.get("items")
+    element = _list_element(inner, defs, walk, depth + 1) if isinstance(inner, Mapping) else None
+    if element is None:
+        return None
+    walk.take("list")
+    return {"list": element}
 
 
 def _element(
@@ -465,7 +471,51 @@ def _element(
         return {"shape": _fields(models[0], defs, walk, depth + 1)}
     if len(models) >= 2 and len(models) == len(options):
         return {"union": _union(models, _tag(prop, defs), defs, walk, depth)}
-    return None
+    return _either(options, models, prop, defs, walk, depth)
+
+
+def _either(
+    options: list[Mapping[str, Any]],
+    models: list[Mapping[str, Any]],
+    prop: Mapping[str, Any],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
+) -> dict[str, Any] | None:
+    """What a list's item is when it may be several kinds of thing (``Model | int``,
+    ``list[int] | None``, ``Model | list[int]``): ``{"options": [...]}``, one element each for
+    its model (``shape``, with the model's ``title``) or its union of models (``union``), its
+    list (``list``) and its plain values (``kinds``, with ``values`` for a literal), in that
+    order; None for anything else (a mapping, two kinds of list: checked where the class is).
+    A key of its own, so an older reader passes such items over rather than refusing, say, a
+    null item of ``list[list[int] | None]`` as no list."""
+    lists = [o for o in options if o.get("type") == "array"]
+    plain = [o for o in options if not _is_model(o) and o.get("type") != "array"]
+    if len(lists) > 1 or not (models or lists):
+        return None
+    out: list[dict[str, Any]] = []
+    if len(models) == 1:
+        model = _fields(models[0], defs, walk, depth + 1)
+        model["title"] = str(models[0].get("title") or "")
+        walk.take(model["title"])
+        out.append({"shape": model})
+    elif models:
+        out.append({"union": _union(models, _tag(prop, defs), defs, walk, depth)})
+    if lists:
+        listed = _list_of(lists[0], defs, walk, depth)
+        if listed is None:
+            return None
+        out.append(listed)
+    if plain:
+        found = plain_element(plain)
+        if found is None:
+            return None
+        walk.take(json.dumps(found))
+        out.append(found)
+    if len(out) < 2:
+        return None
+    walk.take("options")
+    return {"options": out}
 
 
 def _tag(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
@@ -517,8 +567,9 @@ def _fields(
             continue
         if len(models) == 1:
             nested[name] = _fields(models[0], defs, walk, depth + 1)
-            if any(k in PLAIN_KINDS and k != "null" for k in kinds):
-                # a model or a plain value (``Model | int``): the form's choice names the model
+            if any((k in PLAIN_KINDS and k != "null") or k == "array" for k in kinds):
+                # a model or a plain value (``Model | int``) or a list (``Model | list[int]``):
+                # the form's choice names the model
                 nested[name]["title"] = str(models[0].get("title") or name)
                 walk.take(nested[name]["title"])
         elif len(models) >= 2:
@@ -636,6 +687,9 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
             else:
                 problems += _element_problems(listed, item, where, depth + 1)
         return problems
+    options = element.get("options")
+    if isinstance(options, list):
+        return _option_problems(options, value, at, depth)
     inner = element.get("shape")
     union = element.get("union")
     if not isinstance(inner, Mapping) and not isinstance(union, Mapping):
@@ -646,6 +700,40 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
         return _shape_problems(inner, value, f"{at}.", depth)
     assert isinstance(union, Mapping)
     return _union_problems(union, value, f"{at}.", depth)
+
+
+def _option_problems(options: list[Any], value: Any, at: str, depth: int) -> list[str]:
+    """What one item of a list whose items may be several kinds of thing (``options``) breaks:
+    nothing when it fits one option; the problems of the option of its own JSON type (a list
+    for ``list``, an object for ``shape`` or ``union``) when that one does not fit; else that
+    it is of none of the options' types (``rows[1]: expected array or null, got str``)."""
+    named: list[str] = []
+    for option in options:
+        if not isinstance(option, Mapping):
+            continue
+        if "kinds" in option:
+            kinds = option.get("kinds")
+            if kind_problem(kinds, value, at) is None and (
+                value_problem(option.get("values"), value, at) is None
+            ):
+                return []
+            wrong = value_problem(option.get("values"), value, at)
+            if wrong and kind_problem(kinds, value, at) is None:
+                return [wrong]  # of the literal's kind, but none of its values
+            named += [str(k) for k in kinds] if isinstance(kinds, list) else []
+            continue
+        if isinstance(option.get("list"), Mapping):
+            if isinstance(value, list):
+                return _element_problems(option, value, at, depth)
+            named.append("array")
+        elif isinstance(option.get("shape"), Mapping) or isinstance(option.get("union"), Mapping):
+            if isinstance(value, dict):
+                return _element_problems(option, value, at, depth)
+            named.append("object")
+    if not named:
+        return []  # a forged option no writer makes: passed over
+    kinds = " or ".join(dict.fromkeys(named))
+    return [f"{at}: expected {kinds}, got {type(value).__name__}"]
 
 
 def _union_problems(

@@ -782,10 +782,12 @@ def document() -> dict[str, Any]:
                             "description": "a typed hook's recorded shape, which its form is "
                             "built from: required, fields (each one's JSON types), nested "
                             "(models, with the model's title where the field may also be a "
-                            "plain value), unions (branches, and a discriminated union's tag), "
-                            "items (a list's item: a shape, a union, the kinds and a literal's "
-                            "values of a plain value, or a list, whose item is said the same "
-                            "way) and values (a Literal field's values)",
+                            "plain value or a list), unions (branches, and a discriminated "
+                            "union's tag), items (a list's item: a shape, a union, the kinds "
+                            "and a literal's values of a plain value, or a list, whose item is "
+                            "said the same way, or options, one of these each for an item that "
+                            "may be several kinds of thing) and values (a Literal field's "
+                            "values)",
                         },
                         "metadata": {},
                     },

@@ -99,11 +99,15 @@ wl.shapeFields = (shape, at = "", depth = 0) => {
     const inner = deep ? undefined : wl.own(nested, name), union = deep ? undefined : wl.own(unions, name);
     const element = deep ? {} : wl.dict(wl.own(items, name));
     const choices = wl.own(values, name);
-    // a model (or a union of models) or a plain value (`Model | int`): a choice of the type
+    // a model (or a union of models) or a plain value (`Model | int`), or a list
+    // (`Model | list[int]`, `list[int] | str`): a choice of the type
     const plainToo = wl.plainKinds(solid);
-    if ((wl.isShape(inner) || wl.isUnion(union)) && plainToo.length) {
-      const branches = wl.isUnion(union) ? union : { branches: [{ title: wl.dict(inner).title, shape: inner }] };
-      out.push(wl.unionField(field, branches, depth, plainToo));
+    const listToo = solid.includes("array") && wl.isElement(element) ? element : null;
+    const modelToo = wl.isShape(inner) || wl.isUnion(union);
+    if ((modelToo && (plainToo.length || listToo)) || (listToo && plainToo.length)) {
+      const branches = wl.isUnion(union) ? union
+        : { branches: wl.isShape(inner) ? [{ title: wl.dict(inner).title, shape: inner }] : [] };
+      out.push(wl.unionField(field, branches, depth, plainToo, listToo));
       continue;
     }
     if (wl.isShape(inner)) {
@@ -253,7 +257,7 @@ wl.isShape = (shape) => Object.keys(wl.dict(wl.dict(shape).fields)).length > 0;
 // what a list's item is: a model, a union of models, a plain value, or a list of one of these
 wl.isElement = (element, depth = 0) => depth < wl.MAX_DEPTH && (wl.isShape(element.shape)
   || wl.isUnion(element.union) || wl.plainKinds(element.kinds).length > 0
-  || wl.isElement(wl.dict(element.list), depth + 1));
+  || wl.isElement(wl.dict(element.list), depth + 1) || wl.either(element, depth) !== null);
 // how many fieldsets deep a form goes (the recorder follows 16 levels: hooks._NESTED_DEPTH)
 wl.MAX_DEPTH = 32;
 wl.isUnion = (union) => Array.isArray(wl.dict(union).branches) && union.branches.length > 1
@@ -274,12 +278,32 @@ wl.modelField = (field, shape, depth) => {
   return field;
 };
 
+// A list's item that may be several kinds of thing (`options`: `list[Model | int]`,
+// `list[list[int] | None]`): the union of its models, its list and its plain values that
+// `unionField` makes a choice of, or null for a part no writer makes.
+wl.either = (element, depth = 0) => {
+  const options = Array.isArray(element.options) ? element.options.map(wl.dict) : [];
+  const union = { branches: [] };
+  let list = null, kinds = [], values;
+  for (const option of options) {
+    if (wl.isShape(option.shape)) union.branches.push({ title: option.shape.title, shape: option.shape });
+    else if (wl.isUnion(option.union)) Object.assign(union, option.union, { branches: [...union.branches, ...option.union.branches] });
+    else if (wl.isElement(wl.dict(option.list), depth + 1)) list = wl.dict(option.list);
+    else if (wl.plainKinds(option.kinds).length) { kinds = wl.plainKinds(option.kinds); values = option.values; }
+    else return null;
+  }
+  const count = union.branches.length + (list ? 1 : 0) + kinds.filter((k) => k !== "null").length;
+  return options.length > 1 && count > 0 ? { union, list, kinds, values } : null;
+};
+
 // A union of models: a <select> of its branches (and "none" where the field may be left out
 // or null), and the chosen branch's fields; the other branches' fieldsets are kept, hidden, so
 // switching back finds what was typed. A discriminated union's tag is no input: the branch
 // chosen sets it. `plain` are the plain types the field may also be (`Model | int`): a branch
-// each, named by the type, holding that type's input.
-wl.unionField = (field, union, depth, plain = []) => {
+// each, named by the type, holding that type's input (or one branch, `value`, a choice of a
+// literal's `values`). `list` is the item of a list the field may also be (`Model |
+// list[int]`): a branch named `list`, holding the list's rows with Add and Remove.
+wl.unionField = (field, union, depth, plain = [], list = null, values = undefined) => {
   field.kind = "union";
   field.tag = typeof union.tag === "string" ? union.tag : null;
   field.label = wl.box(field, field.name);
@@ -289,9 +313,12 @@ wl.unionField = (field, union, depth, plain = []) => {
   if (!field.required || field.nullable) select.append(new Option("(none)", ""));
   // each choice is named once: a model titled as a plain type is `integer (model)`, a second
   // model of one title `Item (2)` (titles are the log's: two classes may share a name)
-  const kinds = plain.filter((k) => k !== "null"), taken = new Set(kinds);
+  const kinds = plain.filter((k) => k !== "null");
+  const literal = wl.isChoice(values) && kinds.length > 0;
+  const names = literal ? ["value"] : kinds, taken = new Set(names);
+  if (list) taken.add("list");
   const unique = (title) => {
-    const base = kinds.includes(title) ? `${title} (model)` : title;
+    const base = names.includes(title) || (list && title === "list") ? `${title} (model)` : title;
     let shown = base;
     for (let n = 2; taken.has(shown); n += 1) shown = `${base} (${n})`;
     taken.add(shown);
@@ -310,14 +337,29 @@ wl.unionField = (field, union, depth, plain = []) => {
     select.append(new Option(title, String(index)));
     return { title, value: branch.value, fields, box };
   });
-  for (const kind of kinds) {
+  const branchBox = (title) => {
     const box = document.createElement("fieldset");
     box.dataset.path = field.path;
-    box.dataset.branch = kind;
-    const leaf = wl.leafField({ name: kind, path: `${field.path}.${kind}`, required: true }, [kind]);
+    box.dataset.branch = title;
+    select.append(new Option(title, String(field.branches.length)));
+    return box;
+  };
+  if (list) {
+    const box = branchBox("list");
+    const rows = { name: "list", path: `${field.path}.list`, required: true };
+    // the rows are named by the union's place (`slots[1][0]`), as their problems are
+    rows.shown = () => (field.shown ? field.shown() : field.name);
+    wl.listField(rows, list, depth + 1);
+    box.append(rows.label);
+    field.branches.push({ title: "list", list: rows, fields: [], box });
+    field.renumber = () => rows.renumber();
+  }
+  for (const name of names) {
+    const box = branchBox(name);
+    const leaf = { name, path: `${field.path}.${name}`, required: true };
+    wl.leafField(leaf, literal ? kinds : [name], literal ? values : undefined);
     box.append(leaf.label);
-    select.append(new Option(kind, String(field.branches.length)));
-    field.branches.push({ title: kind, leaf, fields: [], box });
+    field.branches.push({ title: name, leaf, fields: [], box });
   }
   const show = () => field.branches.forEach((b, i) => { b.box.hidden = String(i) !== select.value; });
   select.addEventListener("change", show);
@@ -348,8 +390,15 @@ wl.listField = (field, element, depth) => {
     const row = { name: String(made), path: `${field.path}.${made}`, required: true };
     row.shown = () => `${field.shown()}[${field.rows.indexOf(row)}]`;
     made += 1;
+    const either = wl.either(element, depth);
     if (wl.isShape(element.shape)) wl.modelField(row, element.shape, depth);
     else if (wl.isUnion(element.union)) wl.unionField(row, element.union, depth);
+    else if (either) {
+      // an item that may be several kinds of thing (`list[Model | int]`, `list[list[int] |
+      // None]`): a choice of its kind, with "(none)" for null where the item may be null
+      row.nullable = either.kinds.includes("null");
+      wl.unionField(row, either.union, depth, either.kinds, either.list, either.values);
+    }
     else if (!wl.plainKinds(element.kinds).length && depth < wl.MAX_DEPTH) {
       // a list of lists (`list[list[int]]`): each item a list of its own, with Add and Remove
       wl.listField(row, wl.dict(element.list), depth + 1);
@@ -394,7 +443,8 @@ wl.fieldsEmpty = (fields) => fields.every((f) =>
         : f.kind === "leaf" ? f.empty()
         : f.approval ? true : f.kind === "boolean" ? !f.input.checked : !f.input.value.trim());
 
-wl.branchEmpty = (branch) => (branch.leaf ? branch.leaf.empty() : wl.fieldsEmpty(branch.fields));
+wl.branchEmpty = (branch) => (branch.leaf ? branch.leaf.empty()
+  : branch.list ? branch.list.rows.length === 0 : wl.fieldsEmpty(branch.fields));
 
 // The payload the fields say, or the problems that keep it from being sent (each named by the
 // field's path, `address.street: required`, `lines[1].sku: required`).
@@ -461,6 +511,11 @@ wl.collectUnion = (field, submitter, path) => {
       : { present: false, problems: [] };
   }
   const branch = field.branches[Number(field.select.value)];
+  if (branch.list) {
+    const problems = [];
+    const value = wl.collectList(branch.list, submitter, path, problems);
+    return { present: true, value, problems };
+  }
   if (branch.leaf) {
     const read = branch.leaf.read(path);
     return read.problem ? { present: false, problems: [read.problem] }
