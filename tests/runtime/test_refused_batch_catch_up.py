@@ -11,6 +11,8 @@ written to a real world under a new run id.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import pytest
 
 from tests.golden import workflows
 from tests.runtime.harness import Engine, settings
-from wayline._core.events import Event, EventType, NewEvent
+from wayline._core.events import EventType, NewEvent
 from wayline._core.ids import new_run_id
 from wayline._core.planning import BeginFailedUnwind, FailNow, RunFailure, fail_move
 from wayline._core.replay import Replay
@@ -52,74 +54,62 @@ async def _recorded_run(world: World) -> str:
     return run_id
 
 
-async def _session(world: World, run_id: str) -> RunSession:
+@asynccontextmanager
+async def _refused(world: World) -> AsyncIterator[tuple[RunSession, BeginFailedUnwind]]:
+    """A delivery's session on the recorded run, and the move the planner names for the
+    refusal of its batch: begin the unwind (a step to reverse)."""
+    run_id = await _recorded_run(world)
     replay = Replay(workflows.conflict_after_a_step, run_id)
-    replay.feed(await world.list_events(run_id))
-    delivery = Delivery("flow", "refused-batch-m-1", 1, {"runId": run_id}, b"")  # type: ignore[arg-type]
-    return RunSession(
-        world, settings(), replay, delivery, backstop=None, stats=Stats(), protected=set()
-    )
-
-
-def _types(events: list[Event]) -> list[EventType]:
-    return [e.type for e in events]
+    try:
+        replay.feed(await world.list_events(run_id))
+        delivery = Delivery("flow", "refused-batch-m-1", 1, {"runId": run_id}, b"")  # type: ignore[arg-type]
+        session = RunSession(
+            world, settings(), replay, delivery, backstop=None, stats=Stats(), protected=set()
+        )
+        move = fail_move(replay, FAILURE)
+        assert isinstance(move, BeginFailedUnwind)
+        yield session, move
+    finally:
+        replay.close()
 
 
 async def test_an_unwind_another_writer_began_first_is_caught_up_not_begun_twice(
     engine: Engine,
 ) -> None:
     world = engine.world
-    run_id = await _recorded_run(world)
-    session = await _session(world, run_id)
-    try:
-        move = fail_move(session.replay, FAILURE)
-        assert isinstance(move, BeginFailedUnwind)
+    async with _refused(world) as (session, move):
         other: dict[str, Any] = {"reason": "failed", "error": {"message": "another writer"}}
-        await world.append(run_id, [NewEvent(EventType.RUN_COMPENSATING, data=other)])
-        before = await world.list_events(run_id)
+        await world.append(session.run_id, [NewEvent(EventType.RUN_COMPENSATING, data=other)])
+        before = await world.list_events(session.run_id)
         assert await unwind.carry_out(session, move)  # the handler plans again
-        assert await world.list_events(run_id) == before  # nothing written twice
+        assert await world.list_events(session.run_id) == before  # nothing written twice
         assert session.replay.ending.phase == "compensating"  # caught up from the log
         assert session.replay.ending.why == other
-    finally:
-        session.replay.close()
 
 
 async def test_a_pause_that_came_first_refuses_the_unwind_and_is_caught_up(
     engine: Engine,
 ) -> None:
     world = engine.world
-    run_id = await _recorded_run(world)
-    session = await _session(world, run_id)
-    try:
-        move = fail_move(session.replay, FAILURE)
-        assert isinstance(move, BeginFailedUnwind)
-        assert await engine.client.pause(run_id, "a person looks at it")
-        before = await world.list_events(run_id)
+    async with _refused(world) as (session, move):
+        assert await engine.client.pause(session.run_id, "a person looks at it")
+        before = await world.list_events(session.run_id)
         assert await unwind.carry_out(session, move)
-        after = await world.list_events(run_id)
+        after = await world.list_events(session.run_id)
         assert after == before
-        assert EventType.RUN_COMPENSATING not in _types(after)
+        assert EventType.RUN_COMPENSATING not in [e.type for e in after]
         assert session.replay.ending.paused  # the next turn plans Paused
-    finally:
-        session.replay.close()
 
 
 async def test_a_run_ended_meanwhile_takes_no_end_of_the_refusal(engine: Engine) -> None:
     world = engine.world
-    run_id = await _recorded_run(world)
-    session = await _session(world, run_id)
-    try:
-        move = fail_move(session.replay, FAILURE)
-        assert isinstance(move, BeginFailedUnwind)
+    async with _refused(world) as (session, move):
         ended = NewEvent(EventType.RUN_CANCELLED, data={"reason": "stop", "terminated": True})
-        await world.append(run_id, [ended])
-        before = await world.list_events(run_id)
+        await world.append(session.run_id, [ended])
+        before = await world.list_events(session.run_id)
         assert await unwind.carry_out(session, move)
-        assert await world.list_events(run_id) == before
+        assert await world.list_events(session.run_id) == before
         assert session.replay.terminal is not None
         now = FailNow(FAILURE, [NewEvent(EventType.RUN_FAILED, data={"error": FAILURE.error()})])
         assert not await unwind.carry_out(session, now)  # the delivery is done with the run
-        assert await world.list_events(run_id) == before
-    finally:
-        session.replay.close()
+        assert await world.list_events(session.run_id) == before
