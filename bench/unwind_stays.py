@@ -1,16 +1,20 @@
 """Which engine files a compensating run's drive enters: ``python bench/unwind_stays.py``.
 
-Runs ``golden.saga`` (two compensating steps, then a step that fails for good) on an embedded
-world under ``sys.setprofile`` and keeps, of every new call (a coroutine's resumption is not
-counted again) into a file of ``wayline/_engine``, those made under the ``Handler._drive`` frame
-that runs the unwind. A *stay* is a stretch of consecutive such calls in one file. The report
-counts the ``unwind.py`` and ``session.py`` stays among the 30 stays that start at the handler's
-stay handing the run to the unwind (the last ``handler.py`` stay before the first ``unwind.py``
-one), and over the whole unwind, and names the ``unwind.py`` functions called. The figures are
-counts, not timings: they do not depend on the machine's load.
+Runs ``golden.saga`` (two compensating steps, then a step that fails for good), or with ``--run
+hook-conflict`` ``golden.conflict_after_a_step`` (a compensating step, then a hook whose token
+another run holds: the world refuses the batch and the failure begins the unwind), on an
+embedded world under ``sys.setprofile`` and keeps, of every new call (a coroutine's resumption
+is not counted again) into a file of ``wayline/_engine``, those made under the
+``Handler._drive`` frame that runs the unwind. A *stay* is a stretch of consecutive such calls
+in one file. The report counts the ``unwind.py`` and ``session.py`` stays among the 30 stays
+that start at the handler's stay handing the run to the unwind (the last ``handler.py`` stay
+before the first ``unwind.py`` one), and over the whole unwind, and names the ``unwind.py``
+functions called. The figures are counts, not timings: they do not depend on the machine's load.
 
-To count an older tree, export it (``git archive COMMIT runtime tests | tar -x -C DIR``) and
-run ``PYTHONPATH=DIR/runtime python bench/unwind_stays.py --tree DIR``.
+To count an older tree, export it (``git archive COMMIT runtime tests | tar -x -C DIR``) and run
+``PYTHONPATH=DIR/runtime python bench/unwind_stays.py --tree DIR``; for ``--run hook-conflict``
+on a tree older than that workflow, copy today's ``tests/golden/workflows.py`` into DIR (it uses
+only the public SDK).
 """
 
 # ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
@@ -34,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _trace(tree: Path) -> list[str]:
+def _trace(tree: Path, which: str) -> list[str]:
     """The calls under the drive that runs the unwind, as ``file:function``."""
     sys.path.insert(0, str(tree))
     from tests.golden import workflows
@@ -65,9 +69,17 @@ def _trace(tree: Path) -> list[str]:
             world = wayline.LocalWorld(Path(tmp) / "wayline.db")
             async with world, wayline.Worker(world, workflows.WORKFLOWS):
                 client = wayline.Client(world)
+                if which == "hook-conflict":
+                    token = "unwind-stays-held"
+                    await client.start(workflows.approval, token)  # holds the token
+                    await client.wait_for_hook(token, timeout="30s")
                 sys.setprofile(profile)
                 try:
-                    handle = await client.start(workflows.saga, "unwind-stays")
+                    if which == "hook-conflict":
+                        wf = workflows.conflict_after_a_step
+                        handle = await client.start(wf, "unwind-stays", token)
+                    else:
+                        handle = await client.start(workflows.saga, "unwind-stays")
                     try:
                         await handle.result(timeout=30)
                     except wayline.RunFailedError:
@@ -83,8 +95,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", type=Path, default=ROOT, help="the source tree to count")
     parser.add_argument("--stays", type=int, default=30, help="how many stays to count")
+    parser.add_argument(
+        "--run", choices=["saga", "hook-conflict"], default="saga", help="which failing run"
+    )
     args = parser.parse_args()
-    drive = _trace(args.tree.resolve())
+    drive = _trace(args.tree.resolve(), args.run)
     stays: list[str] = []
     for call in drive:
         name = call.split(":")[0]

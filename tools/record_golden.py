@@ -1,7 +1,9 @@
 """Record the planner's golden histories: ``python tools/record_golden.py``.
 
 ``--answers`` keeps the recorded logs and writes only the planner's answers again; ``--dump``
-prints the recorded runs' logs, to choose where a new case cuts one.
+prints the recorded runs' logs, to choose where a new case cuts one; ``--only CASE...``
+records the named cases alone and keeps every other line as it is (a new case, without
+re-recording the others).
 
 Runs the small workflows of ``tests/golden/workflows.py`` on an embedded world, cuts each
 run's log where a case of the decision table or the planner stands (a prefix of a real log is
@@ -141,6 +143,25 @@ async def record() -> dict[str, list[Event]]:
             await client.cancel(handles["cancelled"].run_id, "the customer changed their mind")
             workflows.SLOW_GO.setdefault("c", asyncio.Event()).set()
             await ended(handles["cancelled"])
+            # a token another run holds: the world refuses the batch of each run that waits
+            # on it (HOOK_CONFLICT), once before any step and once after a reserved step
+            handles["holder"] = await client.start(workflows.approval, HELD_TOKEN)
+            await client.wait_for_hook(HELD_TOKEN, timeout="30s")
+            handles["conflict-at-once"] = await client.start(workflows.conflict_at_once, HELD_TOKEN)
+            await ended(handles["conflict-at-once"])
+            handles["conflict-after-a-step"] = await client.start(
+                workflows.conflict_after_a_step, "x", HELD_TOKEN
+            )
+            await ended(handles["conflict-after-a-step"])
+            # paused while its step's body runs: the body records its result over the pause,
+            # and the unpause lets the run end
+            handles["held"] = await client.start(workflows.held, "h")
+            await workflows.SLOW_STARTED.setdefault("h", asyncio.Event()).wait()
+            await client.pause(handles["held"].run_id, "a person looks at it")
+            workflows.SLOW_GO.setdefault("h", asyncio.Event()).set()
+            await completed(world, handles["held"].run_id, "s1")
+            await client.unpause(handles["held"].run_id)
+            await ended(handles["held"])
             for name, handle in handles.items():
                 runs[name] = await world.list_events(handle.run_id)
             kid = next(
@@ -148,6 +169,20 @@ async def record() -> dict[str, list[Event]]:
             )
             runs["kid"] = await world.list_events(str(kid))
     return runs
+
+
+HELD_TOKEN = "golden-held-by-another-run"
+"""The token the holder run waits on, which the conflicting runs ask for too."""
+
+
+async def completed(world: wayline.LocalWorld, run_id: str, cid: str) -> None:
+    """Wait until the step ``cid``'s completion is in the run's log."""
+    for _ in range(600):
+        events = await world.list_events(run_id)
+        if any(e.type is EventType.STEP_COMPLETED and e.correlation_id == cid for e in events):
+            return
+        await asyncio.sleep(0.05)
+    raise SystemExit(f"step {cid} of run {run_id} never completed")
 
 
 def at(now: float, me: str, **more: Any) -> dict[str, Any]:
@@ -197,6 +232,44 @@ def wait_probe(offset: float, **more: Any) -> Callable[..., Any]:
         return [at(float(wait.data["resumeAt"]) + offset, OTHER, **more)]
 
     return probes
+
+
+def refused(events: list[Event]) -> dict[str, Any]:
+    """The failure the world found in the recorded run (the error its ``run_failed`` or
+    ``run_compensating`` records), as a probe's ``refused``."""
+    end = next(
+        e
+        for e in events
+        if e.type in (EventType.RUN_FAILED, EventType.RUN_COMPENSATING) and "error" in e.data
+    )
+    error = dict(end.data["error"])
+    code, message = error.pop("code"), error.pop("message")
+    error.pop("name", None)
+    return {"code": code, "message": message, "fields": error}
+
+
+def refused_after_last(run: str, offset: float = 0.01) -> Callable[..., Any]:
+    """A probe just after the cut, by the delivery whose batch the world refused with the
+    failure run ``run`` recorded (the run's whole log is read from ``RECORDED``)."""
+    return lambda events: [at(last(events) + offset, OTHER, refused=refused(RECORDED[run]))]
+
+
+RECORDED: dict[str, list[Event]] = {}
+"""The recorded runs' whole logs, for the probes that read what a run recorded later."""
+A_CONFLICT = {
+    "code": "HOOK_CONFLICT",
+    "message": f"hook token {HELD_TOKEN!r} is held by another active hook, of run wf_holder",
+    "fields": {"token": HELD_TOKEN, "holderRunId": "wf_holder"},
+}
+"""A refusal given by hand, for a log whose run did not meet one."""
+
+
+def paused_probes(events: list[Event]) -> list[dict[str, Any]]:
+    """The step's owner redelivered 1 s, 40 s and 400 s after the pause (handed back for 2 s,
+    10 s and 30 s), and another delivery (acknowledged: it holds nothing)."""
+    paused = next(e for e in events if e.type is EventType.RUN_PAUSED).created_at
+    me = owner(events, "s1")
+    return [at(paused + 1.0, me), at(paused + 40.0, me), at(paused + 400.0, me), at(paused, OTHER)]
 
 
 S2_STARTED = ("step_started", "s2", 1)
@@ -433,6 +506,55 @@ CASES = [
         ("step_completed", "s1", 1),
         after_last(),
     ),
+    Case(
+        "hook-conflict-nothing-to-reverse-fails-at-once",
+        "conflict-at-once",
+        "The world refused the first batch (the hook's token is held by another run) and no "
+        "step completed: the run fails at once, the attributes it set in the refused batch "
+        "written first.",
+        ("run_started", None, 1),
+        refused_after_last("conflict-at-once"),
+    ),
+    Case(
+        "hook-conflict-after-a-step-begins-the-unwind",
+        "conflict-after-a-step",
+        "The world refused the batch after the reservation completed: the failure begins the "
+        "unwind, the attributes set in the refused batch written before run_compensating.",
+        ("step_completed", "s1", 1),
+        refused_after_last("conflict-after-a-step"),
+    ),
+    Case(
+        "hook-conflict-with-a-child-running-begins-the-unwind",
+        "parent",
+        "A refusal while a child runs (given by hand: the recorded parent met none): nothing "
+        "to reverse, but the child is waited for, so the failure begins the unwind.",
+        ("child_created", "c1", 1),
+        after_last(refused=A_CONFLICT),
+    ),
+    Case(
+        "hook-conflict-over-a-begun-unwind-ends-the-run",
+        "conflict-after-a-step",
+        "The unwind has begun (the engine never plans a batch then): a failure is not begun "
+        "twice, and the planner ends the run at once.",
+        ("run_compensating", None, 1),
+        refused_after_last("conflict-after-a-step"),
+    ),
+    Case(
+        "hook-conflict-over-an-ended-run-is-done",
+        "conflict-at-once",
+        "The run has ended: a failure found afterwards writes nothing.",
+        None,
+        refused_after_last("conflict-at-once"),
+    ),
+    Case(
+        "paused-over-a-step-its-owners-redelivery-is-handed-back",
+        "held",
+        "The run was paused while its step's body ran: the owner's redelivery holds the step "
+        "and is handed back (2 s, then a quarter of the pause's age, at most 30 s); another "
+        "delivery holds nothing.",
+        ("run_paused", None, 1),
+        paused_probes,
+    ),
 ]
 
 
@@ -498,10 +620,27 @@ HAND = [
 """Cases a real run cannot write: built from a recorded log, marked ``"recorded": "hand"``."""
 
 
-def main() -> None:
+def main(only: set[str] | None = None) -> None:
+    """Record every case, or with ``only`` those cases alone, keeping every other line of the
+    file as it is (the cases stay in the recorder's order)."""
     runs = asyncio.run(record())
-    lines = [line(case, cut(runs[case.run], case.through)) for case in CASES]
-    lines += [line(case, build(runs), recorded="hand") for case, build in HAND]
+    RECORDED.update(runs)
+    cases = [(case, lambda case=case: cut(runs[case.run], case.through), "run") for case in CASES]
+    cases += [(case, lambda build=build: build(runs), "hand") for case, build in HAND]
+    kept: dict[str, dict[str, Any]] = {}
+    if only is not None:
+        kept = {raw["case"]: raw for raw in map(json.loads, OUT.read_text().splitlines())}
+        unknown = only - {case.name for case, _, _ in cases}
+        if unknown:
+            raise SystemExit(f"no such case: {', '.join(sorted(unknown))}")
+    lines = []
+    for case, events, how in cases:
+        if only is None or case.name in only:
+            lines.append(line(case, events(), recorded=how))
+        elif case.name in kept:
+            lines.append(kept[case.name])
+        else:
+            raise SystemExit(f"case {case.name!r} is not in {OUT.name}: record it too")
     text = "\n".join(json.dumps(x) for x in lines) + "\n"
     # tracebacks name files by where this checkout is: keep only the repository's path
     OUT.write_text(text.replace(str(ROOT) + "/", ""), encoding="utf-8")
@@ -534,5 +673,7 @@ if __name__ == "__main__":
         dump(asyncio.run(record()))
     elif sys.argv[1:] == ["--answers"]:
         answer_again()
+    elif sys.argv[1:2] == ["--only"] and sys.argv[2:]:
+        main(set(sys.argv[2:]))
     else:
         main()

@@ -4,10 +4,12 @@ A probe is the delivery and the moment the planner is asked at: the arriving mes
 (``me``), the backstop key it carries, the local clock (``now``), the lease and the inline
 ownership switch. :func:`observe` feeds the history to a fresh :class:`Replay` of its workflow
 and returns, as plain JSON, ``next_move``; for a suspension the decision batch and the
-dispatch plan; for an unwind the phase and the next compensation; and the decision table's
-verdict for every created, non-terminal step. The recorder stores this answer beside the log
-and the test asks again; both go through this one function, so what is compared is the
-planner, never two ways of reading it.
+dispatch plan; for an unwind the phase and the next compensation; for a paused run whether
+the delivery holds a step the pause holds and how long it is handed back for; for a probe
+that names a batch the world ``refused`` (a failure of the run), ``fail_move``'s answer; and
+the decision table's verdict for every created, non-terminal step. The recorder stores this
+answer beside the log and the test asks again; both go through this one function, so what is
+compared is the planner, never two ways of reading it.
 """
 
 from __future__ import annotations
@@ -18,17 +20,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from wayline._core.dispatch import decide
-from wayline._core.events import Event
+from wayline._core.events import Event, EventType
 from wayline._core.histories import History
 from wayline._core.planning import (
     Arrival,
+    BeginFailedUnwind,
     BeginUnwind,
     CancelChildren,
     CompleteWaits,
     DisposeHooks,
     EndUnwind,
+    FailMove,
+    FailNow,
     Park,
+    Paused,
     RunCompensation,
+    RunFailure,
     Send,
     Suspend,
     Unwind,
@@ -36,9 +43,13 @@ from wayline._core.planning import (
     WaitElsewhere,
     decision_batch,
     dispatch_plan,
+    fail_move,
+    held_delay,
+    holds_a_step,
     next_move,
     unwind_move,
 )
+from wayline._core.projections import fold
 from wayline._core.replay import Replay
 from wayline.errors import ReplayDivergenceError, WorkflowDeterminismError
 
@@ -137,7 +148,36 @@ def _observe(replay: Replay, events: list[Event], probe: Mapping[str, Any]) -> d
         arrival = Arrival(me, backstop, dict(probe.get("payload", {})))
         step = unwind_move(replay, arrival, now=now, lease=lease, ownership=ownership)
         answer["unwind"]["move"] = _unwind_move(step)
+    if isinstance(move, Paused):
+        answer["held"] = _held(replay, events, me, now)
+    refused = probe.get("refused")
+    if refused is not None:
+        failure = RunFailure(refused["code"], refused["message"], dict(refused["fields"]))
+        answer["failed"] = _fail_move(fail_move(replay, failure))
     return answer
+
+
+def _held(replay: Replay, events: list[Event], me: str, now: float) -> dict[str, Any]:
+    """Whether the delivery holds a step the pause holds, read as ``Handler._paused`` reads it
+    (the fold of the log: a redelivery that finds the run paused) and as the ``Paused`` move
+    reads it (the replay: a re-stamp refused over the pause), and how long such a delivery is
+    handed back for (``held_delay``, from the time of the pause, as ``Handler._paused``)."""
+    view = fold(replay.run_id, events)
+    paused = [e.created_at for e in events if e.type is EventType.RUN_PAUSED]
+    return {
+        "holds": holds_a_step(me, view.steps.values()),
+        "holdsInReplay": holds_a_step(me, replay.steps.values()),
+        "delay": round(held_delay(paused[-1] if paused else None, now), 3),
+    }
+
+
+def _fail_move(move: FailMove) -> dict[str, Any]:
+    """What a failure the world found does to the run, as plain JSON."""
+    out: dict[str, Any] = {"kind": type(move).__name__}
+    if isinstance(move, FailNow | BeginFailedUnwind):
+        out["events"] = _events(move.events)
+        out["error"] = move.failure.error()
+    return out
 
 
 def _unwind_move(move: UnwindMove) -> dict[str, Any]:

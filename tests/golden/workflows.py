@@ -131,6 +131,29 @@ async def cancelled(key: str) -> str:
     return await slow(key)
 
 
+@wayline.workflow(name="golden.conflict_at_once")
+async def conflict_at_once(token: str) -> object:
+    """Waits on a token another run holds before any step: the world refuses the batch
+    (``HOOK_CONFLICT``) and, with nothing to reverse, the run fails at once."""
+    wayline.set_attributes(stage="awaiting-approval")
+    return await wayline.create_hook(token)
+
+
+@wayline.workflow(name="golden.conflict_after_a_step")
+async def conflict_after_a_step(key: str, token: str) -> object:
+    """Reserves, then waits on a token another run holds: the refused batch's failure begins
+    the unwind, which reverses the reservation."""
+    await reserve(key)
+    wayline.set_attributes(stage="awaiting-approval")
+    return await wayline.create_hook(token)
+
+
+@wayline.workflow(name="golden.held")
+async def held(key: str) -> str:
+    """One slow step: the run is paused while its body runs (a delivery the pause holds)."""
+    return await slow(key)
+
+
 WORKFLOWS: list[wayline.WorkflowDefinition[..., Any]] = [
     pair,
     retrying,
@@ -140,6 +163,9 @@ WORKFLOWS: list[wayline.WorkflowDefinition[..., Any]] = [
     kid,
     parent,
     cancelled,
+    conflict_at_once,
+    conflict_after_a_step,
+    held,
 ]
 """What the recorder's worker serves."""
 CODE: dict[str, wayline.WorkflowDefinition[..., Any]] = {"golden.pair_reordered": pair_reordered}

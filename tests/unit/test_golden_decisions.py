@@ -80,6 +80,12 @@ REQUIRED = {
     "child-ended-the-parent-goes-on",
     "cancel-mid-step-waits-for-the-owned-body",
     "divergence-the-code-no-longer-matches-the-log",
+    "hook-conflict-nothing-to-reverse-fails-at-once",
+    "hook-conflict-after-a-step-begins-the-unwind",
+    "hook-conflict-with-a-child-running-begins-the-unwind",
+    "hook-conflict-over-a-begun-unwind-ends-the-run",
+    "hook-conflict-over-an-ended-run-is-done",
+    "paused-over-a-step-its-owners-redelivery-is-handed-back",
 }
 """The cases of the decision table and the planner the golden file must keep (a re-recording
 that drops one fails here)."""

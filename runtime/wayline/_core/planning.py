@@ -3,9 +3,11 @@
 The handler's loop (``_engine.handler``) asks :func:`next_move` what to do with the replay as
 it stands, and for a suspension, :func:`decision_batch` (the new hooks, waits, children and
 steps, written as one atomic batch) and then :func:`dispatch_plan` (the decision table for
-every created, non-terminal step, and the wake-ups for the waits the run is blocked on). These
-read the replay and return data; nothing here writes, enqueues or runs a body, so every path
-through a suspension is a value a test can look at.
+every created, non-terminal step, and the wake-ups for the waits the run is blocked on); for a
+batch the world refused as a failure of the run, :func:`fail_move` (end the run at once, or
+begin its unwind); and during the saga unwind, :func:`unwind_move`. These read the replay and
+return data; nothing here writes, enqueues or runs a body, so every path through a suspension
+is a value a test can look at.
 """
 
 from __future__ import annotations
@@ -318,6 +320,64 @@ def dispatch_plan(
             payload = WaitDue(run_id, wait.cid).to_wire()
             send(Send(FLOW_TOPIC, payload, key, max(0.0, wait.resume_at - now)))
     return plan
+
+
+# --- a failure the world found: end at once, or unwind first ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunFailure:
+    """A failure of the run that the world found, not the workflow's code: the decision batch
+    was refused whole (``HOOK_CONFLICT``: a new hook's token is held by another run)."""
+
+    code: str
+    message: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    """More fields of the recorded error (``token``, ``holderRunId``)."""
+
+    def error(self) -> dict[str, Any]:
+        """The error the run records, as a framework error (``WaylineError``) with its code."""
+        return {"name": "WaylineError", "code": self.code, "message": self.message, **self.fields}
+
+
+@dataclass(frozen=True, slots=True)
+class FailNow:
+    """The failed run ends at once, with nothing reversed: ``events`` are the attributes the
+    workflow set since its last batch (that batch was refused, and no batch of the workflow's
+    own comes after) and the run's ``run_failed``, written in that order in one append."""
+
+    failure: RunFailure
+    events: list[NewEvent]
+
+
+@dataclass(frozen=True, slots=True)
+class BeginFailedUnwind:
+    """The failed run has completed steps to reverse or children still running: ``events``
+    are the attributes the workflow set since its last batch, then ``run_compensating`` with
+    the failure, and the unwind's own moves (:func:`unwind_move`) follow."""
+
+    failure: RunFailure
+    events: list[NewEvent]
+
+
+FailMove = FailNow | BeginFailedUnwind | Done
+
+
+def fail_move(replay: Replay, failure: RunFailure) -> FailMove:
+    """What a failure the world found does to the run, from the replay alone: a run that has
+    ended already is left as it is (``Done``); one with a step to reverse or a child still
+    running begins its unwind, as a failure of its workflow does (:func:`_begin`); any other
+    ends at once, and so does a run whose unwind had begun (it is not begun twice)."""
+    if replay.terminal is not None:
+        return Done()
+    error = failure.error()
+    if replay.ending.phase == "running" and (
+        replay.compensation_plan() or replay.pending_children()
+    ):
+        begun = NewEvent(EventType.RUN_COMPENSATING, data={"reason": "failed", "error": error})
+        return BeginFailedUnwind(failure, [*replay.new_attributes, begun])
+    failed = NewEvent(EventType.RUN_FAILED, data={"error": error})
+    return FailNow(failure, [*replay.new_attributes, failed])
 
 
 # --- the saga unwind: one move at a time ------------------------------------------------------

@@ -39,13 +39,23 @@ async def terminal(
     world: World, run_id: str, event: NewEvent, replay: Replay | None = None
 ) -> None:
     """Append a run's terminal event; a child then reports its end to its parent. With the
-    live ``replay``, its provisional events ride in the same write (see ``deferred``)."""
+    live ``replay``, the attributes set since its last decision batch are recorded with the
+    end, and its provisional events ride in the same write (see ``deferred``)."""
+    events = [event] if replay is None else [*replay.new_attributes, event]
+    await end_with(world, run_id, events, replay)
+
+
+async def end_with(
+    world: World, run_id: str, events: list[NewEvent], replay: Replay | None = None
+) -> None:
+    """:func:`terminal` with the events to write in one append, the run's end last (a
+    planner's move names them: ``planning.FailNow``)."""
+    event = events[-1]
     try:
         if replay is not None:
-            # attributes set since the last decision batch are recorded with the end
-            await append_batch(world, replay, [*replay.new_attributes, event])
+            await append_batch(world, replay, events)
         else:
-            await world.append(run_id, [event])
+            await world.append(run_id, events)
     except (RunTerminalError, RunNotFoundError, EntityConflictError):
         return
     if replay is not None and replay.parent is None and event.type in _ENDS:

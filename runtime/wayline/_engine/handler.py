@@ -31,18 +31,23 @@ from .._core.forks import key_run_id
 from .._core.ids import new_run_id
 from .._core.messages import Wake, WakeReason
 from .._core.planning import (
+    BeginFailedUnwind,
     CompleteWaits,
     DecisionBatch,
     DisposeHooks,
     Done,
+    FailMove,
+    FailNow,
     Finish,
     HandBack,
     Move,
     Paused,
+    RunFailure,
     Suspend,
     Unwind,
     decision_batch,
     dispatch_plan,
+    fail_move,
     held_delay,
     holds_a_step,
     next_move,
@@ -82,7 +87,6 @@ from .live_replays import LiveReplay, LiveReplays, may_keep
 from .messages import ACK, FlowMessage, Stats, Verdict, unseen
 from .session import RunSession
 from .step_delivery import Continue, handle_step
-from .unwind import fail_unwinding
 
 log = logging.getLogger("wayline.runtime")
 tracer = trace.get_tracer("wayline")
@@ -471,24 +475,31 @@ class Handler:
         # would be cut off at the invocation bound).
         unwinding = False
         arrival = session.arrival
+        refused: RunFailure | None = None
         while True:
-            if bodies.pending and bodies.must_settle_first(session.replay):
-                # about to unwind: never under a body that is still running (seed 000)
-                await session.flush()
-                await bodies.drain()
-                await session.catch_up()
-                continue
-            begun = unwinding or session.replay.ending.phase != "running"
-            if not begun and await history_limits.check(session):
-                return True  # failed: past the limit of one run's log
-            closing = handoff.stop_here(self.closing)
-            move: Move
-            if not unwinding:
-                move = next_move(session.replay, closing=closing, now=self.world.now())
-            elif session.replay.terminal is not None:
-                move = Done()
+            move: Move | FailMove
+            if refused is not None:
+                # The world refused the decision batch just written, a failure of the run:
+                # what it does to the run is the next move, planned at once on the replay the
+                # batch was decided on (nothing is checked or written in between).
+                move, refused = fail_move(session.replay, refused), None
             else:
-                move = HandBack() if closing else Unwind()
+                if bodies.pending and bodies.must_settle_first(session.replay):
+                    # about to unwind: never under a body that is still running (seed 000)
+                    await session.flush()
+                    await bodies.drain()
+                    await session.catch_up()
+                    continue
+                begun = unwinding or session.replay.ending.phase != "running"
+                if not begun and await history_limits.check(session):
+                    return True  # failed: past the limit of one run's log
+                closing = handoff.stop_here(self.closing)
+                if not unwinding:
+                    move = next_move(session.replay, closing=closing, now=self.world.now())
+                elif session.replay.terminal is not None:
+                    move = Done()
+                else:
+                    move = HandBack() if closing else Unwind()
             match move:
                 case Done():
                     return True
@@ -523,13 +534,22 @@ class Handler:
                     await session.flush()
                     if not await session.append_inputs(events):
                         return True
+                case FailNow() | BeginFailedUnwind():
+                    if not await unwind.carry_out(session, move):
+                        return True
                 case Suspend(now):
-                    if not await self._suspend(session, now, armed, defer):
+                    suspended = await self._suspend(session, now, armed, defer)
+                    if isinstance(suspended, RunFailure):
+                        refused = suspended
+                    elif not suspended:
                         return True
 
-    async def _suspend(self, session: RunSession, now: float, armed: set[str], defer: bool) -> bool:
+    async def _suspend(
+        self, session: RunSession, now: float, armed: set[str], defer: bool
+    ) -> bool | RunFailure:
         """One suspension: the decision batch, the dispatch, the inline batch. False when the
-        delivery is done with the run; True to plan again."""
+        delivery is done with the run; True to plan again; a :class:`RunFailure` when the world
+        refused the batch as a failure of the run (the planner's ``fail_move`` says what next)."""
         replay, settings = session.replay, self.settings
         batch = decision_batch(
             replay,
@@ -544,6 +564,8 @@ class Handler:
             session.hooks_looked = True
             created += waiting_hooks(replay)
         written = await self._write_batch(session, batch)
+        if isinstance(written, RunFailure):
+            return written
         if written is not True:
             return written is None  # None: conflict, caught up, plan again
         await session.flush()  # nothing below may leave before the completion
@@ -572,9 +594,12 @@ class Handler:
         await session.send([*batch.sends, *plan.sends])
         return await self._inline(session, batch.lazy, plan.owned, armed, defer)
 
-    async def _write_batch(self, session: RunSession, batch: DecisionBatch) -> bool | None:
+    async def _write_batch(
+        self, session: RunSession, batch: DecisionBatch
+    ) -> bool | RunFailure | None:
         """Write the decision batch and start its children. True: written; None: another
-        replayer created some of it first (caught up); False: the run has ended."""
+        replayer created some of it first (caught up); False: the run has ended; a
+        :class:`RunFailure`: the world refused the batch as a failure of the run."""
         if not batch.events:
             return True
         refused = await child_ids.name_children(self.world, session.replay, batch)
@@ -589,10 +614,8 @@ class Handler:
             await session.catch_up()
             return None
         except HookTokenConflictError as err:  # a failure of the run: unwound as any other
-            unwinding = await fail_unwinding(
-                session, "HOOK_CONFLICT", err.message, token=err.token, holderRunId=err.holder
-            )
-            return None if unwinding else False
+            fields = {"token": err.token, "holderRunId": err.holder}
+            return RunFailure("HOOK_CONFLICT", err.message, fields)
         except RunTerminalError:
             return False
         await session.feed(appended)

@@ -2,7 +2,9 @@
 
 What the unwind does next is decided by the pure planner (``planning.unwind_move``), one move
 a turn of the handler's drive loop; :func:`carry_out` carries out that one move here and says
-whether the loop plans again."""
+whether the loop plans again. A failure the world found in a decision batch is planned too
+(``planning.fail_move``), and its move, ending the run at once or beginning the unwind, is
+carried out here the same way."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from typing import Any
 from .._core.events import EventType, NewEvent, RunStatus
 from .._core.messages import Wake, WakeReason
 from .._core.planning import (
+    BeginFailedUnwind,
     BeginUnwind,
     CancelChildren,
     EndUnwind,
+    FailNow,
     Park,
     RunCompensation,
     Send,
@@ -27,7 +31,7 @@ from .._core.replay import StepRecord
 from ..errors import EntityConflictError, RunTerminalError
 from ..world import FLOW_TOPIC, World
 from .deferred import InlineBatch
-from .ending import cancel_children, fail_run, terminal
+from .ending import cancel_children, end_with, terminal
 from .session import RunSession
 
 log = logging.getLogger("wayline.runtime")
@@ -36,11 +40,25 @@ _BLOCKED_WAKE_SECONDS = 1.0
 """How long after a park refused by a block the run is delivered again (``_park``)."""
 
 
-async def carry_out(session: RunSession, move: UnwindMove) -> bool:
-    """Carry out one move of the saga unwind; True when the handler plans again, False when
-    the delivery is done with the run (it ended, waits for a person, a child or another
-    owner)."""
+async def carry_out(session: RunSession, move: UnwindMove | FailNow | BeginFailedUnwind) -> bool:
+    """Carry out one move of the saga unwind, or what a failure the world found does to the
+    run (``planning.fail_move``); True when the handler plans again, False when the delivery
+    is done with the run (it ended, waits for a person, a child or another owner)."""
     match move:
+        case FailNow(failure, events):
+            log.error("run %s failed: [%s] %s", session.run_id, failure.code, failure.message)
+            await end_with(session.world, session.run_id, events, session.replay)
+            return False
+        case BeginFailedUnwind(failure, events):
+            log.error(
+                "run %s fails: [%s] %s; its completed steps are reversed first",
+                *(session.run_id, failure.code, failure.message),
+            )
+            await session.flush()
+            # the attributes the workflow set in the refused batch come first (the move's
+            # events): no batch of the workflow's own comes after the unwind begins
+            await _append(session, events)
+            return True  # begun, or the log moved (caught up): the handler plans again
         case BeginUnwind(events):
             if await _append(session, events):
                 return True
@@ -65,32 +83,6 @@ async def carry_out(session: RunSession, move: UnwindMove) -> bool:
             return False
         case WaitForPerson():
             return False
-
-
-async def fail_unwinding(session: RunSession, code: str, message: str, **fields: Any) -> bool:
-    """End the run failed with ``code`` as a failure of its workflow ends: its completed steps
-    reversed first (and its children waited for), when it has any; else at once. True when
-    the unwind began (the handler plans again, and goes on with it), False when the run
-    ended here."""
-    replay = session.replay
-    if replay.ending.phase != "running" or not (
-        replay.compensation_plan() or replay.pending_children()
-    ):
-        await fail_run(
-            session.world, session.run_id, code, message, replay=session.replay, **fields
-        )
-        return False
-    error = {"name": "WaylineError", "code": code, "message": message, **fields}
-    log.error(
-        "run %s fails: [%s] %s; its completed steps are reversed first",
-        *(session.run_id, code, message),
-    )
-    await session.flush()
-    # the attributes the workflow set in the refused batch are recorded before the unwind
-    # begins, as BeginUnwind records them: no batch of the workflow's own comes after it
-    begun = NewEvent(EventType.RUN_COMPENSATING, data={"reason": "failed", "error": error})
-    await _append(session, [*replay.new_attributes, begun])
-    return True  # begun, or the log moved (caught up): the handler plans again
 
 
 async def _append(session: RunSession, events: list[NewEvent]) -> bool:
