@@ -43,7 +43,7 @@ from .connection import Link, close_quietly, connect, fail_in_flight, refuse_mis
 from .eventlog import EventLog
 from .hook_buffer import NatsHookBuffer
 from .names import MAX_PARTITIONS, Names, partition_of, token_value
-from .options import ConnectOptions, display_url, parse_url, redact
+from .options import ConnectOptions, check_server, display_url, parse_url, redact
 from .partitions import AllPartitions
 from .provision import check_jetstream, check_partitions, check_version, provision
 from .queue import Queue
@@ -118,6 +118,8 @@ class NatsWorld(World):
         server_list = [s.strip() for entry in server_list for s in entry.split(",") if s.strip()]
         if not server_list:
             raise ConfigurationError("NatsWorld needs at least one server URL")
+        for server in server_list:  # as ``from_url`` checks a URL's servers (``parse_url``)
+            check_server(server)
         if storage not in ("file", "memory"):
             raise ConfigurationError(f"NATS storage must be 'file' or 'memory', not {storage!r}")
         if replicas < 1:
