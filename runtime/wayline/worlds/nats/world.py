@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from ..._core import ordering
+from ..._core.cancels import cancels, stop_if_cancelled
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
@@ -373,7 +374,7 @@ class NatsWorld(World):
     async def start(self) -> None:
         if self._nc is not None:
             return
-        closes = self._closes
+        closes, stops = self._closes, cancels()
         nc = await self._connect()
         try:
             self._refuse_if_closed(closes)  # close() came while connecting
@@ -400,6 +401,11 @@ class NatsWorld(World):
                 url=shown,
                 partitions=self.partitions,
             )
+            # Each JetStream request of the setup is a nats-py ``request``, whose
+            # ``asyncio.wait_for`` (Python 3.11) drops a stop that lands as the answer comes:
+            # the start went on, and a worker stopped at that moment served on. The task
+            # still counts the stop, so it is raised here and below, and the client closed.
+            stop_if_cancelled(stops)
             logs: list[EventLog] = []
             queues: list[Queue] = []
             for part in range(self.partitions):
@@ -437,6 +443,7 @@ class NatsWorld(World):
                 for one in logs:  # a hook token's holder may live in another partition
                     one.claims.locate = lambda run, every=every: every.of(run).claims
             self._refuse_if_closed(closes)  # close() came while provisioning: nc is closed
+            stop_if_cancelled(stops)  # a stop that a request of the setup swallowed
         except BaseException as err:
             if self._nc is nc:
                 self._nc = None
