@@ -46,20 +46,24 @@ async def answered() -> int:
     return len(payload["text"])
 
 
+async def waiting(
+    client: wayline.Client, workflow: wayline.WorkflowDefinition[[], int], hook: str
+) -> wayline.RunHandle[int]:
+    """A run of ``workflow`` started, once it waits on its hook ``hook``."""
+    run = await client.start(workflow)
+    await client.wait_for_hook(hook, timeout=30)
+    return run
+
+
 async def bench(url: str, args: argparse.Namespace) -> None:
-    world = wayline.open_world(url)
-    await world.start()
-    client = wayline.Client(world)
-    try:
+    async with wayline.open_world(url) as world:
+        client = wayline.Client(world)
         async with wayline.Worker(world, [answered]):
-            run = await client.start(answered)
-            await client.wait_for_hook("bench_console_hook_payload", timeout=30)
+            run = await waiting(client, answered, "bench_console_hook_payload")
             size = int(args.mib * MIB)
             await client.resume_hook("bench_console_hook_payload", {"text": "x" * size})
             assert await run.result(timeout=120) == size
         await measure(client, url, run.run_id, args)
-    finally:
-        await world.close()
 
 
 @wayline.workflow(name="bench_console_hook_payloads")
@@ -72,13 +76,10 @@ async def followed() -> int:
 
 async def bench_many(url: str, args: argparse.Namespace) -> None:
     """A hook of ``args.payloads`` small payloads, its run read ``args.repeat`` times."""
-    world = wayline.open_world(url)
-    await world.start()
-    client = wayline.Client(world)
-    try:
+    async with wayline.open_world(url) as world:
+        client = wayline.Client(world)
         async with wayline.Worker(world, [followed]):
-            run = await client.start(followed)
-            await client.wait_for_hook("bench_console_hook_payloads", timeout=30)
+            run = await waiting(client, followed, "bench_console_hook_payloads")
         hook = await world.get_hook("bench_console_hook_payloads")
         assert hook is not None
         for start in range(0, args.payloads, 250):
@@ -87,8 +88,6 @@ async def bench_many(url: str, args: argparse.Namespace) -> None:
             await world.append(run.run_id, batch[: args.payloads - start])
         await measure(client, url, run.run_id, args)
         await walk(client, url, run.run_id, args)
-    finally:
-        await world.close()
 
 
 async def walk(client: wayline.Client, url: str, run_id: str, args: argparse.Namespace) -> None:

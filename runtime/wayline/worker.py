@@ -34,7 +34,7 @@ from ._engine.fencing import Fence, exit_if_executing, hold
 from ._engine.handler import Handler
 from ._engine.lost_starts import LostStarts
 from ._engine.messages import Verdict
-from ._engine.tasks import spawn
+from ._engine.tasks import cancels, spawn, stop_if_cancelled
 from .errors import (
     ConfigurationError,
     CorruptEntryError,
@@ -117,6 +117,7 @@ class Worker:
         if self._started:
             return
         self._started = True
+        stops = cancels()
         try:
             limits.install(self.settings.limits)  # inherited by every task spawned below
             await self.world.start()
@@ -124,6 +125,9 @@ class Worker:
             await self._heartbeat()
             if self.recover:
                 await self.recover_runs()
+            # A stop that a world call swallowed (``asyncio.wait_for`` before Python 3.12, in
+            # the NATS client) would let the worker spawn its consumers and serve on.
+            stop_if_cancelled(stops)
         except BaseException:  # nothing was spawned yet: a later start() begins again
             self._started = False
             raise

@@ -40,14 +40,20 @@ async def _waiting(console: Console, order: str) -> tuple[wayline.RunHandle[str]
     return run, token
 
 
+async def _form(console: Console, page: Page, order: str) -> tuple[wayline.RunHandle[str], str]:
+    """A run of ``survey`` waiting on its hook, and the hook's form on the hooks page, opened
+    with the console's token."""
+    run, token = await _waiting(console, order)
+    await page.open("/hooks")
+    await page.type("#token", TOKEN + "\t")
+    return run, f'form[data-token="{token}"]'
+
+
 async def test_plain_lists_unions_and_literals_are_answered_through_typed_inputs(
     console: Console, page: Page
 ) -> None:
     async with console.engine.worker([survey]):
-        run, token = await _waiting(console, "s1")
-        await page.open("/hooks")
-        await page.type("#token", TOKEN + "\t")
-        form = f'form[data-token="{token}"]'
+        run, form = await _form(console, page, "s1")
         scores = f'{form} fieldset[data-path="scores"]'
         for _ in range(3):
             await page.click(f"{scores} > button.add")
@@ -130,10 +136,7 @@ async def test_a_whole_number_the_browser_would_round_is_refused_in_the_form(
     as another number (9007199254740993 as ...992), which the server took; now the form
     refuses it by its place and sends nothing, and a number it holds exactly is sent."""
     async with console.engine.worker([survey]):
-        run, token = await _waiting(console, "big")
-        await page.open("/hooks")
-        await page.type("#token", TOKEN + "\t")
-        form = f'form[data-token="{token}"]'
+        run, form = await _form(console, page, "big")
         await page.click(f'{form} fieldset[data-path="scores"] > button.add')
         await page.type(f'{form} input[name="scores.0"]', "9007199254740993")
         await _choose(page, f'{form} select[name="ref"]', "integer")

@@ -114,10 +114,12 @@ async def test_a_stop_at_any_moment_of_a_real_connect_leaves_no_socket_and_no_re
             starting = asyncio.ensure_future(world.start())
             for _ in range(turns):
                 await asyncio.sleep(0)
-            starting.cancel()
+            asked = starting.cancel()
             try:
                 await starting
                 outcomes.add("started")
+                # a stop asked before the start ended is never dropped (the test below)
+                assert not asked, f"a stop {turns} turns in was dropped"
             except asyncio.CancelledError:
                 outcomes.add("stopped")
             await world.close()
@@ -188,3 +190,84 @@ async def test_a_stop_that_comes_as_the_connect_ends_stops_the_start(
         await starting
     assert len(closed) == 1
     await world.close()
+
+
+async def _stop_once_held(starting: asyncio.Future[None], held: asyncio.Event) -> None:
+    """Stops ``starting`` once its setup is held, and sees the stop end it."""
+    await asyncio.wait_for(held.wait(), 30)
+    assert starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+
+
+async def test_a_stop_that_a_request_of_the_setup_swallows_stops_the_start(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop that comes after the connect, while the start sets up its streams, stops the
+    start and closes its client, even when a request of the setup swallows it: nats-py's
+    ``request`` waits with ``asyncio.wait_for``, which in Python 3.11 returns the answer and
+    drops the stop when both come in the same turn of the loop (seen once in the 40 stop
+    moments above). The setup is held after its streams are made, on a request that takes the
+    stop as that ``wait_for`` does; the start then went on as if no stop had come."""
+    from wayline.worlds.nats import world as world_module
+
+    real = world_module.provision
+    held = asyncio.Event()
+
+    async def provision(*args: Any, **kwargs: Any) -> None:
+        await real(*args, **kwargs)
+        held.set()
+        try:  # a last request of the setup, waiting for its answer
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            pass  # the answer came with the stop, and wait_for returned it
+
+    monkeypatch.setattr(world_module, "provision", provision)
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    reported = _reports(loop)
+    before = asyncio.all_tasks()
+    world = NatsWorld(nats_server.url, prefix="stopinsetup", connect_attempts=1)
+    try:
+        await _stop_once_held(asyncio.ensure_future(world.start()), held)
+        await world.close()
+        for _ in range(3):  # a task of the start is reported when it is collected
+            await asyncio.sleep(0)
+            gc.collect()
+    finally:
+        loop.set_exception_handler(previous)
+    assert _sockets_to(nats_server.port) == 0
+    left = {t for t in asyncio.all_tasks() - before if t is not asyncio.current_task()}
+    assert not left
+    assert [c.get("message") for c in reported] == []
+
+
+async def test_a_stop_that_a_world_call_swallows_stops_the_worker_start(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for a worker's start: a stop while it writes its first heartbeat, which a
+    request of that write takes as Python 3.11's ``wait_for`` does, stops the start, and no
+    consumer is left serving. The worker spawned its consumers and served on."""
+    import wayline
+    from tests.runtime import start_flows as sf
+    from tests.runtime.harness import settings
+
+    world = NatsWorld(nats_server.url, prefix="stopinworkerstart")
+    held = asyncio.Event()
+
+    async def record_served(entries: Any) -> None:
+        held.set()
+        try:  # a request of the heartbeat's write, waiting for its answer
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            pass  # the answer came with the stop, and wait_for returned it
+
+    monkeypatch.setattr(world, "record_served", record_served)
+    worker = wayline.Worker(world, sf.WORKFLOWS, settings=settings(), recover=False)
+    try:
+        await _stop_once_held(asyncio.ensure_future(worker.start()), held)
+        assert not worker.consuming()
+        assert not [t for t in asyncio.all_tasks() if t.get_name().endswith("-consumer")]
+    finally:
+        await worker.close()
+        await world.close()

@@ -14,7 +14,7 @@ from uuid import uuid4
 import pytest
 
 import wayline
-from tests.nats_fixtures import NatsServer, NatsWorldFactory
+from tests.nats_fixtures import NatsServer, NatsWorldFactory, OpenWorlds
 from tests.runtime import flows
 from tests.runtime.harness import settings, wait_for
 from wayline.errors import ConfigurationError
@@ -137,60 +137,54 @@ async def test_two_processes_making_a_world_with_different_counts_cannot_both_wi
 
 
 async def test_runs_spread_over_the_partitions_streams_and_are_listed_and_cleaned_as_one(
-    nats_world_factory: NatsWorldFactory,
+    open_nats_world: OpenWorlds,
 ) -> None:
     """Runs of a world of three partitions land in all three events streams, each run in the
     one its id hashes to, their queue messages in all three queue streams; listing, paging,
     counting and cleanup see every run."""
-    world = await nats_world_factory(partitions=3)
-    await world.start()
+    world = await open_nats_world(partitions=3)
     client = wayline.Client(world)
-    try:
-        async with wayline.Worker(world, [flows.chain], settings=settings()):
-            handles = [await client.start(flows.chain, 3) for _ in range(24)]
-            assert [await h.result(timeout=30) for h in handles] == [3] * 24
-        ids = {h.run_id for h in handles}
-        parts = {partition_of(r, 3) for r in ids}
-        assert parts == {0, 1, 2}
-        events = [world.names.partition(p).events_stream for p in range(3)]
-        queues = [world.names.partition(p).queue_stream for p in range(3)]
-        states = await _stream_states(world, events + queues)
-        for name in events:
-            assert states[name].messages > 0, (name, states[name])
-        for name in queues:  # work-queue streams: what was stored is gone, its sequence stays
-            assert states[name].last_seq > 0, (name, states[name])
-        for run_id in ids:  # each run's log is in its own partition's stream, only there
-            home = world.names_of(run_id)
-            for part in range(3):
-                other = world.names.partition(part)
-                found = await world._js.stream_info(
-                    other.events_stream, subjects_filter=other.run_subject(run_id)
-                )
-                held = other.run_subject(run_id) in (found.state.subjects or {})
-                assert held is (other == home), (run_id, part)
+    async with wayline.Worker(world, [flows.chain], settings=settings()):
+        handles = [await client.start(flows.chain, 3) for _ in range(24)]
+        assert [await h.result(timeout=30) for h in handles] == [3] * 24
+    ids = {h.run_id for h in handles}
+    parts = {partition_of(r, 3) for r in ids}
+    assert parts == {0, 1, 2}
+    events = [world.names.partition(p).events_stream for p in range(3)]
+    queues = [world.names.partition(p).queue_stream for p in range(3)]
+    states = await _stream_states(world, events + queues)
+    for name in events:
+        assert states[name].messages > 0, (name, states[name])
+    for name in queues:  # work-queue streams: what was stored is gone, its sequence stays
+        assert states[name].last_seq > 0, (name, states[name])
+    for run_id in ids:  # each run's log is in its own partition's stream, only there
+        home = world.names_of(run_id)
+        for part in range(3):
+            other = world.names.partition(part)
+            found = await world._js.stream_info(
+                other.events_stream, subjects_filter=other.run_subject(run_id)
+            )
+            held = other.run_subject(run_id) in (found.state.subjects or {})
+            assert held is (other == home), (run_id, part)
 
-        listed = await world.list_runs(limit=100)
-        assert {i.run_id for i in listed} >= ids
-        assert [i.created_at for i in listed] == sorted(
-            (i.created_at for i in listed), reverse=True
-        )
-        assert (await world.count_runs())[wayline.RunStatus.COMPLETED] == 24
-        paged: list[str] = []
-        after = None
-        while True:
-            page = await world.runs_page(after=after, limit=5)
-            if not page:
-                break
-            paged += [i.run_id for i in page]
-            after = (page[-1].created_at, page[-1].run_id)
-        assert sorted(paged) == sorted(ids)
+    listed = await world.list_runs(limit=100)
+    assert {i.run_id for i in listed} >= ids
+    assert [i.created_at for i in listed] == sorted((i.created_at for i in listed), reverse=True)
+    assert (await world.count_runs())[wayline.RunStatus.COMPLETED] == 24
+    paged: list[str] = []
+    after = None
+    while True:
+        page = await world.runs_page(after=after, limit=5)
+        if not page:
+            break
+        paged += [i.run_id for i in page]
+        after = (page[-1].created_at, page[-1].run_id)
+    assert sorted(paged) == sorted(ids)
 
-        assert await world.delete_runs(older_than=-time.time()) == 24
-        assert await world.list_runs(limit=100) == []
-        for name in events:
-            assert (await world._js.stream_info(name)).state.messages == 0, name
-    finally:
-        await world.close()
+    assert await world.delete_runs(older_than=-time.time()) == 24
+    assert await world.list_runs(limit=100) == []
+    for name in events:
+        assert (await world._js.stream_info(name)).state.messages == 0, name
 
 
 async def test_a_partitioned_world_is_opened_from_its_url(nats_server: NatsServer) -> None:
@@ -206,36 +200,30 @@ async def test_a_partitioned_world_is_opened_from_its_url(nats_server: NatsServe
 
 
 async def test_a_world_told_to_consume_some_partitions_takes_work_from_those_only(
-    nats_world_factory: NatsWorldFactory,
+    open_nats_world: OpenWorlds,
 ) -> None:
-    sender = await nats_world_factory(partitions=3)
-    taker = await nats_world_factory(partitions=3, consume="2,1")
+    sender = await open_nats_world(partitions=3)
+    taker = await open_nats_world(partitions=3, consume="2,1")
     assert taker.consumed == [1, 2]
-    await sender.start()
-    await taker.start()
-    try:
-        runs = [f"consume-run-{i}" for i in range(30)]
-        for run_id in runs:
-            await sender.enqueue("pconsume", {"runId": run_id})
-        wanted = {r for r in runs if partition_of(r, 3) in (1, 2)}
-        assert wanted and len(wanted) < len(runs)
-        got: set[str] = set()
-        while True:
-            batch = await taker.receive("pconsume", max_messages=10, wait_seconds=0.5)
-            if not batch:
-                break
-            assert len(batch) <= 10
-            for delivery in batch:
-                got.add(str((delivery.payload or {})["runId"]))
-                assert await taker.ack(delivery)
-        assert got == wanted
-        rest: set[str] = set()  # the first partition's, which a worker of every one takes
-        while batch := await sender.receive("pconsume", max_messages=30, wait_seconds=0.5):
-            rest |= {str((d.payload or {})["runId"]) for d in batch}
-        assert rest == set(runs) - wanted
-    finally:
-        await taker.close()
-        await sender.close()
+    runs = [f"consume-run-{i}" for i in range(30)]
+    for run_id in runs:
+        await sender.enqueue("pconsume", {"runId": run_id})
+    wanted = {r for r in runs if partition_of(r, 3) in (1, 2)}
+    assert wanted and len(wanted) < len(runs)
+    got: set[str] = set()
+    while True:
+        batch = await taker.receive("pconsume", max_messages=10, wait_seconds=0.5)
+        if not batch:
+            break
+        assert len(batch) <= 10
+        for delivery in batch:
+            got.add(str((delivery.payload or {})["runId"]))
+            assert await taker.ack(delivery)
+    assert got == wanted
+    rest: set[str] = set()  # the first partition's, which a worker of every one takes
+    while batch := await sender.receive("pconsume", max_messages=30, wait_seconds=0.5):
+        rest |= {str((d.payload or {})["runId"]) for d in batch}
+    assert rest == set(runs) - wanted
 
 
 @pytest.mark.parametrize("consume", ["3", "-1", "a", "", [0, 7], [True]])
@@ -245,41 +233,35 @@ def test_consuming_a_partition_the_world_has_not_is_refused(consume: Any) -> Non
 
 
 async def test_children_hooks_and_cancels_cross_partitions_by_message(
-    nats_world_factory: NatsWorldFactory,
+    open_nats_world: OpenWorlds,
 ) -> None:
     """A parent whose child lives in another partition: the child's start, the resume of the
     child's hook and the child's report to its parent cross partitions, and so does a cancel
     of a parent to its child."""
-    world = await nats_world_factory(partitions=3)
-    await world.start()
+    world = await open_nats_world(partitions=3)
     client = wayline.Client(world)
     crossing: list[tuple[Any, str, str]] = []  # (parent handle, child run id, token)
-    try:
-        async with wayline.Worker(
-            world, [flows.parent_waits, flows.kid_waits], settings=settings()
-        ):
-            for i in range(30):
-                token = f"pcross-{uuid4()}-{i}"
-                handle = await client.start(flows.parent_waits, token)
-                hook = await wait_for(lambda token=token: world.get_hook(token), timeout=20)
-                kid = hook.run_id
-                if partition_of(kid, 3) != partition_of(handle.run_id, 3):
-                    crossing.append((handle, kid, token))
-                else:
-                    await client.resume_hook(token, "same")
-                    assert await handle.result(timeout=20) == "same"
-                if len(crossing) == 2:
-                    break
-            assert len(crossing) == 2, "no parent and child in different partitions"
-            (answered, _, token), (cancelled, kid, _) = crossing
-            await client.resume_hook(token, {"from": "another partition"})
-            assert await answered.result(timeout=20) == {"from": "another partition"}
-            assert await client.cancel(cancelled.run_id, "crossing")
+    async with wayline.Worker(world, [flows.parent_waits, flows.kid_waits], settings=settings()):
+        for i in range(30):
+            token = f"pcross-{uuid4()}-{i}"
+            handle = await client.start(flows.parent_waits, token)
+            hook = await wait_for(lambda token=token: world.get_hook(token), timeout=20)
+            kid = hook.run_id
+            if partition_of(kid, 3) != partition_of(handle.run_id, 3):
+                crossing.append((handle, kid, token))
+            else:
+                await client.resume_hook(token, "same")
+                assert await handle.result(timeout=20) == "same"
+            if len(crossing) == 2:
+                break
+        assert len(crossing) == 2, "no parent and child in different partitions"
+        (answered, _, token), (cancelled, kid, _) = crossing
+        await client.resume_hook(token, {"from": "another partition"})
+        assert await answered.result(timeout=20) == {"from": "another partition"}
+        assert await client.cancel(cancelled.run_id, "crossing")
 
-            async def kid_cancelled() -> bool:
-                info = await client.get_run(kid)
-                return info is not None and info.status is wayline.RunStatus.CANCELLED
+        async def kid_cancelled() -> bool:
+            info = await client.get_run(kid)
+            return info is not None and info.status is wayline.RunStatus.CANCELLED
 
-            await wait_for(kid_cancelled, timeout=20)
-    finally:
-        await world.close()
+        await wait_for(kid_cancelled, timeout=20)

@@ -4,7 +4,9 @@ does not validate, metadata, and a token re-created in the same run after dispos
 from __future__ import annotations
 
 import io
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,8 +15,9 @@ from tests.runtime import flows, sdk_flows
 from tests.runtime.harness import Engine, of_type, wait_for
 from wayline._core.events import EventType
 from wayline.cli.timeline import render_show
+from wayline.client import RunHandle
 from wayline.errors import InvalidPayloadError, RunFailedError
-from wayline.world import HookInfo
+from wayline.world import HookInfo, RunInfo
 
 pytestmark = pytest.mark.engine_logic  # docs/testing.md, "The pyramid"
 
@@ -32,6 +35,28 @@ async def _active(engine: Engine, token: str, *not_cids: str) -> HookInfo:
 
     found: HookInfo = await wait_for(ready)
     return found
+
+
+async def _held_then_refused(
+    engine: Engine,
+    token: str,
+    holder: Callable[[], Awaitable[RunHandle[Any]]],
+    late: Callable[[], Awaitable[RunHandle[Any]]],
+) -> tuple[RunHandle[Any], RunHandle[Any], RunInfo]:
+    """The run started by ``holder``, once it holds ``token``'s hook; the run ``late`` starts
+    after it on the same token; and the late run's info, once it has failed HOOK_CONFLICT."""
+    held = await holder()
+    await _active(engine, token)
+    refused = await late()
+    with pytest.raises(RunFailedError, match="HOOK_CONFLICT"):
+        await refused.result(timeout=20)
+    return held, refused, await engine.client.get_run(refused.run_id)
+
+
+async def _resumed(engine: Engine, token: str, holder: RunHandle[Any]) -> None:
+    """The holder's hook resumed with "ok", which its run returns."""
+    await engine.client.resume_hook(token, "ok")
+    assert await holder.result(timeout=10) == "ok"
 
 
 async def test_typed_hooks_wait_resume_and_reuse_their_token(engine: Engine) -> None:
@@ -274,19 +299,18 @@ async def test_a_hook_conflict_reverses_the_completed_steps_like_any_failure(
     (the holder named). It ended failed at once before, the charge kept."""
     path, token = str(tmp_path / "log"), f"hc-{tmp_path.name}"
     async with engine.worker([hc_order]):
-        holder = await engine.client.start(hc_order, path, "o1", token)
-        await _active(engine, token)
-        late = await engine.client.start(hc_order, path, "o2", token)
-        with pytest.raises(RunFailedError, match="HOOK_CONFLICT"):
-            await late.result(timeout=20)
-        info = await engine.client.get_run(late.run_id)
+        holder, late, info = await _held_then_refused(
+            engine,
+            token,
+            lambda: engine.client.start(hc_order, path, "o1", token),
+            lambda: engine.client.start(hc_order, path, "o2", token),
+        )
         assert info.error is not None and info.error["code"] == "HOOK_CONFLICT"
         assert info.error["holderRunId"] == holder.run_id
         assert flows.lines(path) == ["charge o1", "charge o2", "refund o2"]
         kinds = [e.type for e in await late.events()]
         assert EventType.RUN_COMPENSATING in kinds
-        await engine.client.resume_hook(token, "ok")
-        assert await holder.result(timeout=10) == "ok"
+        await _resumed(engine, token, holder)
     assert flows.lines(path) == ["charge o1", "charge o2", "refund o2"]
 
 
@@ -305,16 +329,15 @@ async def test_a_hook_conflict_keeps_the_attributes_set_before_it(
     never written, and the run ended without them)."""
     path, token = str(tmp_path / "log"), f"hct-{tmp_path.name}"
     async with engine.worker([hc_order, hc_tagged_order]):
-        holder = await engine.client.start(hc_order, path, "o1", token)
-        await _active(engine, token)
-        late = await engine.client.start(hc_tagged_order, path, "o2", token)
-        with pytest.raises(RunFailedError, match="HOOK_CONFLICT"):
-            await late.result(timeout=20)
-        info = await engine.client.get_run(late.run_id)
+        holder, _, info = await _held_then_refused(
+            engine,
+            token,
+            lambda: engine.client.start(hc_order, path, "o1", token),
+            lambda: engine.client.start(hc_tagged_order, path, "o2", token),
+        )
         assert info.search_attributes.get("stage") == "awaiting-approval"
         assert flows.lines(path) == ["charge o1", "charge o2", "refund o2"]
-        await engine.client.resume_hook(token, "ok")
-        assert await holder.result(timeout=10) == "ok"
+        await _resumed(engine, token, holder)
 
 
 @wayline.workflow
@@ -330,13 +353,12 @@ async def test_a_hook_conflict_with_nothing_to_reverse_keeps_the_attributes_set_
     refused batch are written with its end (before: they were never written)."""
     token = f"hcw-{tmp_path.name}"
     async with engine.worker([hc_tagged_wait]):
-        holder = await engine.client.start(hc_tagged_wait, token)
-        await _active(engine, token)
-        late = await engine.client.start(hc_tagged_wait, token)
-        with pytest.raises(RunFailedError, match="HOOK_CONFLICT"):
-            await late.result(timeout=20)
-        info = await engine.client.get_run(late.run_id)
+        holder, _, info = await _held_then_refused(
+            engine,
+            token,
+            lambda: engine.client.start(hc_tagged_wait, token),
+            lambda: engine.client.start(hc_tagged_wait, token),
+        )
         assert info.search_attributes.get("stage") == "awaiting-approval"
         assert info.error is not None and info.error["holderRunId"] == holder.run_id
-        await engine.client.resume_hook(token, "ok")
-        assert await holder.result(timeout=10) == "ok"
+        await _resumed(engine, token, holder)

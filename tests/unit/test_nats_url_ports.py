@@ -8,6 +8,7 @@ import pytest
 
 from wayline.errors import ConfigurationError
 from wayline.worlds.nats.options import parse_url
+from wayline.worlds.nats.world import NatsWorld
 
 
 @pytest.mark.parametrize(
@@ -49,3 +50,31 @@ def test_servers_listed_each_with_its_scheme_are_all_kept(url: str, servers: lis
     second scheme once ended the URL's host part, so the world knew only the first server and
     a bogus ``nats:`` (tests/powercut's clusters were listed so)."""
     assert parse_url(url)[0] == servers
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [
+        "nats://127.0.0.1:notaport",
+        "h:0",
+        "tls://wayline:s3cret@h:65536",
+        "nats://[::1]:port",
+        ["nats://a:4222", "b:42x2"],
+        "nats://a:4222,nats://wayline:s3cret@b:",
+    ],
+)
+def test_a_server_handed_to_the_constructor_gets_the_same_port_check(
+    servers: str | list[str],
+) -> None:
+    """Servers handed to ``NatsWorld(...)`` (not read from a URL) are checked as a URL's are:
+    they skipped the check, so a bad port was tried as a server that is down."""
+    with pytest.raises(ConfigurationError, match="port") as info:
+        NatsWorld(servers)
+    assert "s3cret" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "servers", ["nats://h:4222", "h", "[::1]:4222", "tls://u:pw@h:1", ["a:65535", "nats://b"]]
+)
+def test_good_servers_handed_to_the_constructor_are_taken(servers: str | list[str]) -> None:
+    NatsWorld(servers)

@@ -466,6 +466,20 @@ async def kv_last(nc: Any, bucket: str, key: str, *, timeout: float, url: str) -
     return found[-1] if found else None
 
 
+async def kv_read(js: Any, bucket: str, key: str, *, url: str, what: str) -> StoredMsg | None:
+    """:func:`kv_last` for a store of the world, on its JetStream context's client and
+    request timeout: a KV key's newest stored message (a value or a delete marker), not
+    nats-py's ``get``, which takes a forged ``Status`` header for the server's. A wayline
+    error passes as it is; a client library's error is wrapped, ``what`` saying what was
+    read."""
+    try:
+        return await kv_last(js._nc, bucket, key, timeout=js._timeout, url=url)
+    except WorldError:
+        raise
+    except Exception as err:
+        raise wrap(url, what, err) from err
+
+
 def kv_value(found: StoredMsg | None) -> tuple[int, bytes | None]:
     """The revision to write over and the value of :func:`kv_last`'s answer: (0, None) for no
     entry, (its revision, None) for a delete marker."""

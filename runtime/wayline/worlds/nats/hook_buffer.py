@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ...errors import WorldError, WorldUnavailableError
+from ...errors import WorldUnavailableError
 from ...world.hook_buffer import (
     MAX_BUFFER_SECONDS,
     BufferedPayload,
@@ -29,7 +29,7 @@ from ...world.hook_buffer import (
 )
 from .buckets import Creation, kv_bucket
 from .codec import wrap
-from .direct import kv_last
+from .direct import kv_read
 from .names import Names, kv_key
 
 _ATTEMPTS = 20
@@ -74,14 +74,9 @@ class NatsHookBuffer(HookBuffer):
     async def _read(self, key: str, where: str) -> tuple[BufferedPayload | None, int | None]:
         """The entry under ``key`` and its revision (None: absent or deleted)."""
         await self._bucket()
-        try:  # not nats-py's ``get``: it takes a forged ``Status`` header for the server's
-            found = await kv_last(
-                self._js._nc, self.bucket, key, timeout=self._js._timeout, url=self._url
-            )
-        except WorldError:
-            raise
-        except Exception as err:
-            raise wrap(self._url, f"reading buffered payload {where}", err) from err
+        found = await kv_read(
+            self._js, self.bucket, key, url=self._url, what=f"reading buffered payload {where}"
+        )
         if found is None:
             return None, None
         if not found.data or found.headers.get("KV-Operation") in ("DEL", "PURGE"):

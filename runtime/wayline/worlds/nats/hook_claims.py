@@ -19,13 +19,12 @@ from ...errors import (
     CorruptEntryError,
     CorruptLogError,
     HookTokenConflictError,
-    WorldError,
     WorldUnavailableError,
 )
 from ...world import HookInfo, entries
 from .buckets import kv_bucket
 from .codec import dumps, parse_stamp, wrap
-from .direct import StoredMsg, kv_last
+from .direct import StoredMsg, kv_read
 from .names import Names, kv_key
 from .run_cache import RunState
 from .skew import Skew
@@ -68,13 +67,8 @@ class HookClaims:
     async def _kv_last(self, key: str) -> StoredMsg | None:
         """The key's newest stored message (a value or a delete marker): ``kv_last``, not
         nats-py's ``get``, which takes a forged ``Status`` header for the server's."""
-        bucket, timeout = self._names.hooks_bucket, self._js._timeout
-        try:
-            return await kv_last(self._js._nc, bucket, key, timeout=timeout, url=self._url)
-        except WorldError:
-            raise
-        except Exception as err:
-            raise wrap(self._url, "reading a hook token", err) from err
+        bucket = self._names.hooks_bucket
+        return await kv_read(self._js, bucket, key, url=self._url, what="reading a hook token")
 
     async def _create(self, key: str, value: bytes) -> int:
         """nats-py's ``KeyValue.create`` (a write over no entry or a delete marker), reading

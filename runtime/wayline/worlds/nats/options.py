@@ -209,6 +209,17 @@ def parse_url(url: str) -> tuple[list[str], dict[str, Any]]:
     return servers, options
 
 
+def check_server(server: str) -> None:
+    """:func:`_check_port` for one server handed to the ``NatsWorld`` constructor as the
+    client takes it (``nats://host:port``, ``tls://user:pass@host:port`` or ``host:port``), so
+    that it is refused as a URL's server is, naming the host and never the password."""
+    host = server.partition("://")[2] if "://" in server else server
+    host = host.partition("/")[0].partition("?")[0].rpartition("@")[2]
+    if not host:
+        raise ConfigurationError("a NATS server handed to NatsWorld names no host")
+    _check_port(host)
+
+
 def _check_port(host: str) -> None:
     """A ConfigurationError naming ``host`` (never the URL, which may hold a password) if it
     gives a port that is not 1-65535: the client would try it as a server that is down."""

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._core import rate_limits
-from ...errors import WorldError, WorldUnavailableError
+from ...errors import WorldUnavailableError
 from ...world import entries
 from .buckets import Creation, kv_bucket
 from .codec import wrap
-from .direct import kv_last, kv_value
+from .direct import kv_read, kv_value
 from .names import Names, kv_key
 
 _ATTEMPTS = 50
@@ -64,14 +64,9 @@ class RateBuckets:
         kv = await self._bucket()
         name = kv_key(key)
         for _ in range(_ATTEMPTS):
-            try:  # not nats-py's ``get``: it takes a forged ``Status`` header for the server's
-                found = await kv_last(
-                    self._js._nc, kv._name, name, timeout=self._js._timeout, url=self._url
-                )
-            except WorldError:
-                raise
-            except Exception as err:
-                raise wrap(self._url, f"reading rate limit {key!r}", err) from err
+            found = await kv_read(
+                self._js, kv._name, name, url=self._url, what=f"reading rate limit {key!r}"
+            )
             revision, value_read = kv_value(found)
             before = _read(value_read)
             bucket, wait = rate_limits.take(before, self._now(), per_second, burst, holder)

@@ -10,13 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..._core import clock
-from ...errors import WorldUnavailableError
+from ...errors import WorldError, WorldUnavailableError
 from ...world import entries
 from ...world.registry import merge_served, readable
 from .buckets import kv_bucket
 from .codec import parse_stamp, wrap
 from .connection import Link
-from .direct import connected, kv_last, kv_value, last_by_subject
+from .direct import connected, kv_read, kv_value, last_by_subject
 from .names import Names, kv_key
 from .skew import Skew
 
@@ -52,6 +52,8 @@ class NatsRegistry:
         for i, e in enumerate(entries):
             try:
                 await self._merge_served(kv, kv_key(str(e["key"])), e, sample=i == 0)
+            except WorldError:
+                raise
             except Exception as err:
                 raise wrap(self._servers_shown, "recording a worker heartbeat", err) from err
 
@@ -66,11 +68,11 @@ class NatsRegistry:
         import nats.js.errors
 
         while True:
-            # not nats-py's ``get``: it takes a forged ``Status`` header for the server's
-            nc, bucket = self._nc(), self._names.served_bucket
-            if nc is None:  # closed meanwhile
+            js, bucket = self._js(), self._names.served_bucket
+            if js is None:  # closed meanwhile
                 raise WorldUnavailableError(f"world {self._url} is not started (use `async with`)")
-            found = await kv_last(nc, bucket, key, timeout=self._timeout, url=self._servers_shown)
+            what = "recording a worker heartbeat"
+            found = await kv_read(js, bucket, key, url=self._servers_shown, what=what)
             last, value = kv_value(found)
             stored: Any = None
             if value:

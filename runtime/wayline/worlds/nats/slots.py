@@ -19,11 +19,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import CorruptLogError, WorldError, WorldUnavailableError
+from ...errors import CorruptLogError, WorldUnavailableError
 from ...world import RunInfo, entries
 from .buckets import Creation, kv_bucket
 from .codec import wrap
-from .direct import kv_last, kv_value
+from .direct import kv_read, kv_value
 from .names import Names, kv_key
 
 _ATTEMPTS = 20
@@ -117,14 +117,9 @@ class Slots:
         kv = await self._bucket()
         name = kv_key(key)
         for _ in range(_ATTEMPTS):
-            try:  # not nats-py's ``get``: it takes a forged ``Status`` header for the server's
-                found = await kv_last(
-                    self._js._nc, kv._name, name, timeout=self._js._timeout, url=self._url
-                )
-            except WorldError:
-                raise
-            except Exception as err:
-                raise wrap(self._url, f"reading concurrency slot {key!r}", err) from err
+            found = await kv_read(
+                self._js, kv._name, name, url=self._url, what=f"reading concurrency slot {key!r}"
+            )
             revision, value_read = kv_value(found)
             held, leases, tokens = _read(value_read)
             now = self._now()

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from ..._core import ordering
+from ..._core.cancels import cancels, stop_if_cancelled
 from ..._core.events import Event, EventType, NewEvent, RunStatus
 from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
@@ -43,7 +44,7 @@ from .connection import Link, close_quietly, connect, fail_in_flight, refuse_mis
 from .eventlog import EventLog
 from .hook_buffer import NatsHookBuffer
 from .names import MAX_PARTITIONS, Names, partition_of, token_value
-from .options import ConnectOptions, display_url, parse_url, redact
+from .options import ConnectOptions, check_server, display_url, parse_url, redact
 from .partitions import AllPartitions
 from .provision import check_jetstream, check_partitions, check_version, provision
 from .queue import Queue
@@ -118,6 +119,8 @@ class NatsWorld(World):
         server_list = [s.strip() for entry in server_list for s in entry.split(",") if s.strip()]
         if not server_list:
             raise ConfigurationError("NatsWorld needs at least one server URL")
+        for server in server_list:  # as ``from_url`` checks a URL's servers (``parse_url``)
+            check_server(server)
         if storage not in ("file", "memory"):
             raise ConfigurationError(f"NATS storage must be 'file' or 'memory', not {storage!r}")
         if replicas < 1:
@@ -371,7 +374,7 @@ class NatsWorld(World):
     async def start(self) -> None:
         if self._nc is not None:
             return
-        closes = self._closes
+        closes, stops = self._closes, cancels()
         nc = await self._connect()
         try:
             self._refuse_if_closed(closes)  # close() came while connecting
@@ -398,6 +401,11 @@ class NatsWorld(World):
                 url=shown,
                 partitions=self.partitions,
             )
+            # Each JetStream request of the setup is a nats-py ``request``, whose
+            # ``asyncio.wait_for`` (Python 3.11) drops a stop that lands as the answer comes:
+            # the start went on, and a worker stopped at that moment served on. The task
+            # still counts the stop, so it is raised here and below, and the client closed.
+            stop_if_cancelled(stops)
             logs: list[EventLog] = []
             queues: list[Queue] = []
             for part in range(self.partitions):
@@ -435,6 +443,7 @@ class NatsWorld(World):
                 for one in logs:  # a hook token's holder may live in another partition
                     one.claims.locate = lambda run, every=every: every.of(run).claims
             self._refuse_if_closed(closes)  # close() came while provisioning: nc is closed
+            stop_if_cancelled(stops)  # a stop that a request of the setup swallowed
         except BaseException as err:
             if self._nc is nc:
                 self._nc = None
