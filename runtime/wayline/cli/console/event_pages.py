@@ -1,5 +1,5 @@
 """A run's log a page at a time: a run of 50,000 steps has some 150,000 events, and
-``GET /api/runs/{id}/events`` that sent them all made one response of tens of megabytes
+``GET /api/runs/{id}/events`` that sent them all made one response of some 25 MB
 (issue #37, docs/console.md, "A run's events"). A request reads and sends at most
 :data:`MAX_PAGE` events after the cursor ``after``, read from the world as a page
 (``World.events_page``), never the whole log sliced.
@@ -25,8 +25,9 @@ most one may ask for, so a client written before the pages (it sends no ``limit`
 a run of up to 1,000 events (some 330 steps) whole, as before, and a cursor past that."""
 
 MAX_PAGE = 1000
-"""The most events one ``/events`` request may ask for: some 300 KB of JSON for a run of
-small payloads, against some 45 MB for the whole log of a run of 50,000 steps."""
+"""The most events one ``/events`` request may ask for: some 160 KB of JSON for a run of
+small payloads, against 8.3 MB for the whole log of a run of 50,000 events (bench/RESULTS.md,
+``bench/console_events.py``)."""
 
 SEQ_DIGITS = 16
 """The longest cursor read: more digits than any log's length, and few enough that a
