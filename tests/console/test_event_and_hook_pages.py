@@ -110,13 +110,15 @@ async def test_event_and_hook_pages_need_the_token_when_reads_do(console: Consol
         assert [e["type"] for e in shown["events"]] == ["run_created"]
 
 
-async def _many_hooks(console: Console, order: str) -> str:
-    """A run that made :data:`HOOKS` hooks; ended, so that none of them waits any more."""
+async def _many_hooks(console: Console, order: str, *, end: bool = True) -> str:
+    """A run that made :data:`HOOKS` hooks; with ``end``, ended, so that none of them waits
+    any more."""
     client = console.engine.client
     async with console.engine.worker([many]):
         handle = await client.start(many, order)
         await client.wait_for_hook(f"event_hook_pages:{order}:{HOOKS - 1}", timeout=60)
-    await client.terminate(handle.run_id, "enough hooks")
+    if end:
+        await client.terminate(handle.run_id, "enough hooks")
     return handle.run_id
 
 
@@ -158,6 +160,23 @@ async def test_a_run_of_2000_hooks_keeps_its_json_bounded_and_pages_every_hook(
     assert walked == [(n, str(n)) for n in range(HOOKS)]
     default = (await console.http.get(f"/api/runs/{run_id}/hooks")).json()
     assert len(default["hooks"]) == 200 and default["nextCursor"] == "200"
+
+
+async def test_a_run_of_2000_waiting_hooks_carries_50_more_of_them_for_the_page_s_forms(
+    console: Console,
+) -> None:
+    """Every hook of the run waits: the run's JSON carries the first 50, the next 50 waiting
+    ones (the run page answers them with its forms) and the last 10, still not 2,000."""
+    run_id = await _many_hooks(console, "h3", end=False)
+    run = (await console.http.get(f"/api/runs/{run_id}")).json()
+    shown = [*range(2 * HEAD_HOOKS), *range(HOOKS - TAIL_HOOKS, HOOKS)]
+    assert _tokens(run["hooks"], "h3") == [(n, str(n)) for n in shown]
+    assert {h["status"] for h in run["hooks"]} == {"waiting"}
+    assert run["hookCount"] == HOOKS and run["nextHookCursor"] == str(2 * HEAD_HOOKS)
+    page = (
+        await console.http.get(f"/api/runs/{run_id}/hooks", params={"after": 2 * HEAD_HOOKS})
+    ).json()
+    assert _tokens(page["hooks"], "h3")[0] == (2 * HEAD_HOOKS, str(2 * HEAD_HOOKS))
 
 
 async def test_the_run_page_of_2000_hooks_says_how_many_more_and_loads_them(
