@@ -135,13 +135,15 @@ function hookEntries(h, out) {
 // A run that made thousands of hooks (one per loop iteration) sends its first and last ones
 // and their count (hookCount); each carries its number n. The hooks loaded since are kept as a
 // hook's loaded payloads are, and where hooks are not read yet, one row says how many and
-// loads the next page of them. A hook the run's JSON carries is taken from it (it is newer).
+// loads the next page of them. A hook the run's JSON carries is taken from it (it is newer),
+// and kept: its last hooks leave the run's JSON as the run makes more, and the page keeps
+// drawing them rather than fold them back into the "more hooks" row.
 const HOOKS_PER_PAGE = 200;
 const hookList = new Map();
 
 function runHooks(run, out) {
-  const known = new Map(hookList);
-  run.hooks.forEach((h, i) => known.set(h.n ?? i, h));
+  run.hooks.forEach((h, i) => hookList.set(h.n ?? i, h));
+  const known = hookList;
   const count = run.hookCount ?? run.hooks.length;
   let last = { createdAt: run.createdAt };
   for (let n = 0; n < count; n++) {
