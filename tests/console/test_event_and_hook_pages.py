@@ -16,6 +16,7 @@ from tests.console.browser import Page
 from tests.console.conftest import AUTH, Console
 from tests.console.test_hook_payload_pages import _resumed
 from tests.console.test_read_token import _served
+from wayline._core.events import EventType, NewEvent
 
 EVENTS = 2500
 FIRST, MOST = 1000, 1000  # an /events page when it does not say, and the most it may ask
@@ -197,3 +198,50 @@ async def test_the_run_page_of_2000_hooks_says_how_many_more_and_loads_them(
     )
     shown = await page.script(f'return document.querySelectorAll("{rows}").length')
     assert shown == HEAD_HOOKS + 200 + TAIL_HOOKS + 1
+
+
+EARLY = 80
+
+
+@wayline.workflow(name="event_hook_pages.grows")
+async def grows(order: str) -> str:
+    _ = [wayline.create_hook(f"event_hook_pages:{order}:{i}") for i in range(EARLY)]
+    await wayline.create_hook(f"event_hook_pages:{order}:go")
+    late = [wayline.create_hook(f"event_hook_pages:{order}:late{i}") for i in range(5)]
+    return str(await late[-1])
+
+
+async def test_the_run_page_keeps_the_hooks_it_drew_when_they_leave_the_run_json(
+    console: Console, page: Page
+) -> None:
+    """The run's last hooks leave its JSON as it makes more: the open page keeps drawing them
+    rather than fold them back into the "more hooks" row."""
+    client = console.engine.client
+    prefix = "event_hook_pages:h4"
+    async with console.engine.worker([grows]):
+        handle = await client.start(grows, "h4")
+        await client.wait_for_hook(f"{prefix}:go", timeout=30)
+    received = []
+    for i in range(EARLY):  # the early hooks take a payload, so none of them waits
+        hook = await client.world.get_hook(f"{prefix}:{i}")
+        assert hook is not None
+        received.append(NewEvent(EventType.HOOK_RECEIVED, hook.correlation_id, {"payload": i}))
+    await client.world.append(handle.run_id, received)
+    run = (await console.http.get(f"/api/runs/{handle.run_id}")).json()
+    first_of_tail = EARLY + 1 - TAIL_HOOKS  # hooks 71 to 80 ("go"): the last ten of 81
+    assert [h["n"] for h in run["hooks"]][HEAD_HOOKS] == first_of_tail
+    kept = run["hooks"][HEAD_HOOKS]["id"]
+    await page.open(f"/runs/{handle.run_id}")
+    more = f"#timeline tr[data-kind='hooks-more'][data-key='hooks@{HEAD_HOOKS}']"
+    await page.text(more, f"{first_of_tail - HEAD_HOOKS} more hooks")
+    await page.text(f"#timeline tr[data-key='{kept}']", f"{prefix}:{first_of_tail}")
+
+    async with console.engine.worker([grows]):
+        await client.resume_hook(f"{prefix}:go", "go")
+        await client.wait_for_hook(f"{prefix}:late4", timeout=30)
+    now = (await console.http.get(f"/api/runs/{handle.run_id}")).json()
+    assert now["hookCount"] == EARLY + 6 and kept not in [h["id"] for h in now["hooks"]]
+    await page.text(f"#timeline tr[data-key='{now['hooks'][-1]['id']}']", f"{prefix}:late4")
+    # the hook the page drew stays, and the row still counts the hooks it never read
+    await page.text(f"#timeline tr[data-key='{kept}']", f"{prefix}:{first_of_tail}")
+    await page.text(more, f"{first_of_tail - HEAD_HOOKS} more hooks")
