@@ -25,6 +25,8 @@ import asyncio
 import os
 import platform
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import httpx
 
@@ -82,12 +84,14 @@ async def bench(url: str, args: argparse.Namespace) -> None:
         await world.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worlds", default="local,nats")
-    parser.add_argument("--steps", type=int, default=5000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+def on_each_world(
+    args: argparse.Namespace,
+    name: str,
+    what: str,
+    run: Callable[[str, argparse.Namespace], Coroutine[Any, Any, None]],
+) -> None:
+    """``run`` on a fresh world of each kind ``--worlds`` names (NATS on a throwaway
+    nats-server), with the machine and its load before and after."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     from nats_server import world_url
@@ -97,10 +101,25 @@ def main() -> None:
         f"Python {platform.python_version()}; load average {os.getloadavg()}"
     )
     for kind in args.worlds.split(","):
-        print(f"{kind}: a run of {args.steps} steps", flush=True)
-        with world_url(kind, "console_steps") as url:
-            asyncio.run(bench(url, args))
+        print(f"{kind}: {what}", flush=True)
+        with world_url(kind, name) as url:
+            asyncio.run(run(url, args))
     print(f"load average at the end {os.getloadavg()}")
+
+
+def worlds_parser(doc: str | None, count: str, default: int) -> argparse.ArgumentParser:
+    """The options of a bench of the console's API: ``--worlds``, ``--repeat`` and the size
+    of the run it reads (``count``)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--worlds", default="local,nats")
+    parser.add_argument(count, type=int, default=default)
+    parser.add_argument("--repeat", type=int, default=3)
+    return parser
+
+
+def main() -> None:
+    args = worlds_parser(__doc__, "--steps", 5000).parse_args()
+    on_each_world(args, "console_steps", f"a run of {args.steps} steps", bench)
 
 
 if __name__ == "__main__":

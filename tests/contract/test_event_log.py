@@ -119,6 +119,35 @@ async def test_a_run_and_the_events_after_a_seq_read_together(make_world: Any) -
     assert await reader.read_run_after(new_run_id(), 0) == (None, [])
 
 
+async def test_a_page_of_the_log_is_the_events_after_a_seq_up_to_a_limit(
+    make_world: Any,
+) -> None:
+    """``events_page`` (the console's ``/events``) gives what ``list_events`` gives after the
+    seq, cut at ``limit``, also to an instance that wrote nothing and after a catch-up; pages
+    from cursor to cursor give the log once and in order; an unknown run has none."""
+    writer, reader = await make_world(), await make_world()
+    run_id = await _new_run(writer, "pages")
+    await writer.append(run_id, [NewEvent(T.RUN_STARTED)])
+    for n in range(5):
+        await writer.append(run_id, [NewEvent(T.WAIT_CREATED, f"w{n}")])
+    for world in (writer, reader):
+        every = await world.list_events(run_id)
+        assert [e.seq for e in every] == list(range(1, 8))
+        assert await world.events_page(run_id, 0, 3) == every[:3]
+        assert await world.events_page(run_id, 2, 2) == every[2:4]
+        assert await world.events_page(run_id, 5, 10) == every[5:]
+        assert await world.events_page(run_id, 7, 10) == []
+        assert await world.events_page(run_id, 0, 0) == []
+        walked, after = [], 0
+        while page := await world.events_page(run_id, after, 2):
+            walked += page
+            after = page[-1].seq
+        assert walked == every
+    await writer.append(run_id, [NewEvent(T.WAIT_COMPLETED, "w0")])
+    assert [e.seq for e in await reader.events_page(run_id, 6, 5)] == [7, 8]
+    assert await reader.events_page(new_run_id(), 0, 5) == []
+
+
 async def _unwinding_run(world: World) -> str:
     """A run that is being compensated (cancelled)."""
     run_id = await _new_run(world)

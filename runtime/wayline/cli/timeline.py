@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TextIO, assert_never
 
@@ -366,6 +366,7 @@ def render_show(
     forks: Sequence[str] = (),
     result_limit: int | None = None,
     hook_payloads: Mapping[str, tuple[int, int]] | None = None,
+    hooks_shown: Container[str] | None = None,
     view: RunView | None = None,
     noted: Callable[[Any], Any] | None = None,
 ) -> None:
@@ -375,7 +376,9 @@ def render_show(
     does for a person who asked for the run. ``hook_payloads``: by a hook's id, ``(first, last)``:
     print that many of its first and last payloads and how many are left out between them (the
     console's story of a run whose hooks were resumed thousands of times; a hook it does not
-    name prints its first alone); None prints every one.
+    name prints its first alone); None prints every one. ``hooks_shown``: the ids of the hooks
+    to print (the console's run of thousands of hooks prints those its JSON carries, and how many
+    it leaves out where it leaves out the first); None prints every hook.
     ``now`` and ``visibility_seconds`` (the world's) bound when a step whose body started and
     recorded no outcome is run again if the worker holding it died. ``view``: the run's fold
     of ``events`` when the caller has it already (the console keeps one), read and never
@@ -453,6 +456,7 @@ def render_show(
     p("timeline")
     if info.started_at:
         p(f"  {rel(info.started_at):>10}  run started")
+    left_out_hooks = 0
     for kind, cid in tl.order:
         if kind == "phase":
             at, moment = tl.phases[int(cid)]
@@ -499,6 +503,10 @@ def render_show(
                     started = rel(last.started_at)
                     p(f"{'':14}attempt {last.number}: running (started {started})")
                 p(f"{'':14}no outcome recorded yet: " + in_flight(now, visibility_seconds))
+        elif kind == "hook" and hooks_shown is not None and cid not in hooks_shown:
+            if not left_out_hooks:
+                left_out_hooks = sum(1 for h in tl.hooks if h not in hooks_shown)
+                p(f"{'':14}... {left_out_hooks} more hooks")
         elif kind == "hook":
             hook = tl.hooks[cid]
             early = " (woken early)" if hook.timed_out_early else ""

@@ -108,6 +108,7 @@ def create_app(
         Route("/api/runs/{run_id}", api(console.get_run)),
         Route("/api/runs/{run_id}/events", api(console.events)),
         Route("/api/runs/{run_id}/steps", api(console.steps)),
+        Route("/api/runs/{run_id}/hooks", api(console.run_hooks)),
         Route("/api/runs/{run_id}/steps/{step}/result", api(console.step_result)),
         Route("/api/runs/{run_id}/hooks/{hook}/payloads", api(console.hook_payloads)),
         Route("/api/runs/{run_id}/hooks/{hook}/payloads/{n}", api(console.hook_payload)),

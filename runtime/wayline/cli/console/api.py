@@ -28,10 +28,16 @@ from ..loading import UsageError
 from ..schedules import NoSuchSchedule, listed, set_suspended, tick_run_id
 from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
+from .event_pages import FIRST_PAGE as FIRST_EVENTS
+from .event_pages import MAX_PAGE as MAX_EVENTS
+from .event_pages import event_cursor, events_json
 from .folds import KEPT_RUNS, RunFolds
+from .hook_list import FIRST_PAGE as FIRST_HOOKS
+from .hook_list import MAX_PAGE as MAX_HOOKS
+from .hook_list import hook_cursor, hook_page, hooks_json, next_hook_cursor, shown_hooks
 from .hook_pages import FIRST_PAGE as FIRST_PAYLOADS
 from .hook_pages import MAX_PAGE as MAX_PAYLOADS
-from .hook_pages import bounded_hook, carried, payload_cursor, payload_page
+from .hook_pages import carried, payload_cursor, payload_page
 from .payloads import (
     encoded,
     hook_of,
@@ -186,9 +192,12 @@ class Console:
         # the hooks as of now: the fold is shared, and another request of the run may bring it
         # forward (a hook made since) while this one awaits a payload's preview below
         hooks = list(folded.view.hooks.values())
+        # the hooks the run's JSON carries: its first and last ones and those that wait, with
+        # their count; a run that made thousands (one per loop iteration) pages the rest
+        numbers = shown_hooks(hooks)
         # which of its hooks' payloads the run's JSON carries, and its story prints: a hook's
         # first and last ones, within one budget for the whole run (a run of many busy hooks)
-        shares = carried(hooks)
+        shares = carried(hooks[n] for n in numbers)
         story = io.StringIO()
         render_show(
             story_info(info),
@@ -203,6 +212,8 @@ class Console:
             result_limit=STORY_RESULT_CHARS,
             # a hook's payloads as the run's JSON carries them: its first and last ones
             hook_payloads=shares,
+            # the hooks the run's JSON carries: a run of thousands of hooks prints those alone
+            hooks_shown=shares.keys(),
             # the fold kept for the run's JSON: the story does not fold the log a second time
             view=folded.view,
             noted=noted,
@@ -215,7 +226,8 @@ class Console:
         out.update(folded.view.to_json())
         # a hook's first and last payloads alone, with their count: a hook resumed thousands
         # of times (an `async for` over it) pages through the rest (/hooks/{hook}/payloads)
-        out["hooks"] = [await bounded_hook(world, run_id, h, *shares[h.cid]) for h in hooks]
+        out["hooks"] = await hooks_json(world, run_id, hooks, numbers)
+        out["hookCount"], out["nextHookCursor"] = len(hooks), next_hook_cursor(hooks, numbers)
         # a long run's steps follow a page at a time (/steps): its waits and children come
         # whole, as they are few next to the steps a loop can make
         first = await page_of(world, run_id, folded.steps, 0, FIRST_PAGE)
@@ -306,10 +318,32 @@ class Console:
         after = payload_cursor(request, hook)
         return Reply(await payload_page(self.client.world, run_id, hook, after, limit))
 
+    async def run_hooks(self, request: Request) -> Response:
+        """``GET /api/runs/{id}/hooks?after=&limit=``: the run's hooks after the cursor
+        ``after`` (a ``nextHookCursor`` or ``nextCursor`` given before), in the order they
+        were made, each with its first and last payloads as the run's JSON carries them."""
+        limit = int_param(request, "limit", FIRST_HOOKS, 1, MAX_HOOKS)
+        run_id = await self.client.resolve(request.path_params["run_id"])
+        folded = await self.folds.read(run_id, *await self._view(run_id))
+        hooks = list(folded.view.hooks.values())
+        after = hook_cursor(request, hooks)
+        return Reply(await hook_page(self.client.world, run_id, hooks, after, limit))
+
     async def events(self, request: Request) -> Response:
-        info = await self._run(request)
-        events = await self.client.handle(info.run_id).events()
-        return Reply({"events": [e.to_json() for e in events]})
+        """``GET /api/runs/{id}/events?after=&limit=``: at most ``limit`` events after the
+        cursor ``after`` (a ``nextCursor``, or an event's ``seq``), in the log's order, read
+        from the world as a page: a run of 150,000 events is never read or sent whole."""
+        limit = int_param(request, "limit", FIRST_EVENTS, 1, MAX_EVENTS)
+        run_id = await self.client.resolve(request.path_params["run_id"])
+        world = self.client.world
+        # the run's summary alone (one row on SQLite): Client.get_run would read the whole
+        # log there to check it, which is what a page must not do
+        info = await world.stored_run(run_id)
+        if info is None:
+            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
+        after = event_cursor(request, info.last_seq)
+        page = await world.events_page(run_id, after, limit)
+        return Reply(events_json(page, info.last_seq))
 
     async def hooks(self, request: Request) -> Response:
         run = request.query_params.get("run") or None

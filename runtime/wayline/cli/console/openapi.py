@@ -6,6 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..._core.events import RunStatus
+from .event_pages import FIRST_PAGE as EVENTS_FIRST_PAGE
+from .event_pages import MAX_PAGE as EVENTS_MAX_PAGE
+from .hook_list import FIRST_PAGE as HOOKS_FIRST_PAGE
+from .hook_list import HEAD_HOOKS, TAIL_HOOKS, WAITING_HOOKS
+from .hook_list import MAX_PAGE as HOOKS_MAX_PAGE
 from .hook_pages import FIRST_PAGE as HOOK_PAYLOADS_FIRST_PAGE
 from .hook_pages import HEAD_PAYLOADS, RUN_PAYLOADS, TAIL_PAYLOADS
 from .hook_pages import MAX_PAGE as HOOK_PAYLOADS_MAX_PAGE
@@ -71,6 +76,36 @@ def _linked(op: str, summary: str, what: str, *params: dict[str, Any]) -> dict[s
                 **_errors(400, 404, 409),
             },
         }
+    }
+
+
+def _paged(after: str, first: int, most: int) -> list[dict[str, Any]]:
+    """A page's query parameters: the cursor ``after`` (described) and ``limit``."""
+    return [
+        {"name": "after", "in": "query", "description": after, "schema": {"type": "string"}},
+        {
+            "name": "limit",
+            "in": "query",
+            "schema": {"type": "integer", "minimum": 1, "maximum": most, "default": first},
+        },
+    ]
+
+
+def _page(
+    items: str, schema: dict[str, Any], count: str, counted: str, last: str
+) -> dict[str, Any]:
+    """A page's schema: its ``items``, their ``count`` and the next page's cursor."""
+    return {
+        "type": "object",
+        "required": [items, count, "nextCursor"],
+        "properties": {
+            items: schema,
+            count: {"type": "integer", "description": counted},
+            "nextCursor": {
+                "type": ["string", "null"],
+                "description": f"after= for the next page; null: this page ends with {last}",
+            },
+        },
     }
 
 
@@ -222,20 +257,23 @@ def document() -> dict[str, Any]:
             "/api/runs/{run_id}/events": {
                 "get": {
                     "operationId": "listEvents",
-                    "summary": "a run's event log, in order",
-                    "parameters": [_RUN_ID],
-                    "responses": {
-                        "200": _json(
-                            {
-                                "type": "object",
-                                "required": ["events"],
-                                "properties": {
-                                    "events": {"type": "array", "items": {"type": "object"}}
-                                },
-                            }
+                    "summary": "a page of a run's event log, in order, after a cursor: "
+                    "without parameters the first page and a cursor (a client written "
+                    "before the pages gets a run of up to "
+                    f"{EVENTS_FIRST_PAGE} events whole, as before)",
+                    "parameters": [
+                        _RUN_ID,
+                        *_paged(
+                            "a page's nextCursor given before, or any event's seq (the page "
+                            "starts after it: a cursor still names the same place after more "
+                            "events are appended); 0 or none: from the first. The newest n "
+                            "events are the page after eventCount - n. One past the run's last "
+                            "event is a 400",
+                            EVENTS_FIRST_PAGE,
+                            EVENTS_MAX_PAGE,
                         ),
-                        **_errors(400, 404, 409),
-                    },
+                    ],
+                    "responses": {"200": _json(_ref("EventPage")), **_errors(400, 404, 409)},
                 }
             },
             "/api/runs/{run_id}/steps": {
@@ -274,6 +312,25 @@ def document() -> dict[str, Any]:
                 "result",
                 _in_path("step", "the step's id (a step's id in the run's JSON)", _ID),
             ),
+            "/api/runs/{run_id}/hooks": {
+                "get": {
+                    "operationId": "listRunHooks",
+                    "summary": "a page of a run's hooks, in the order they were made, after a "
+                    "cursor: the run's JSON carries its first and last hooks alone",
+                    "parameters": [
+                        _RUN_ID,
+                        *_paged(
+                            "the run's nextHookCursor or a page's nextCursor given before (the "
+                            "number of the next hook: a cursor still names the same hook after "
+                            "more are made); 0 or none: from the first. One past the hooks the "
+                            "run has is a 400",
+                            HOOKS_FIRST_PAGE,
+                            HOOKS_MAX_PAGE,
+                        ),
+                    ],
+                    "responses": {"200": _json(_ref("HookPage")), **_errors(400, 404, 409)},
+                }
+            },
             "/api/runs/{run_id}/hooks/{hook}/payloads": {
                 "get": {
                     "operationId": "listHookPayloads",
@@ -282,25 +339,14 @@ def document() -> dict[str, Any]:
                     "parameters": [
                         _RUN_ID,
                         _in_path("hook", "the hook's id (a hook's id in the run's JSON)", _ID),
-                        {
-                            "name": "after",
-                            "in": "query",
-                            "description": "a hook's nextPayloadCursor or a page's nextCursor "
-                            "given before (the number of the next payload: a cursor still "
-                            "names the same payload after more arrive); 0 or none: from the "
-                            "first. One past the payloads the hook has is a 400",
-                            "schema": {"type": "string"},
-                        },
-                        {
-                            "name": "limit",
-                            "in": "query",
-                            "schema": {
-                                "type": "integer",
-                                "minimum": 1,
-                                "maximum": HOOK_PAYLOADS_MAX_PAGE,
-                                "default": HOOK_PAYLOADS_FIRST_PAGE,
-                            },
-                        },
+                        *_paged(
+                            "a hook's nextPayloadCursor or a page's nextCursor given before "
+                            "(the number of the next payload: a cursor still names the same "
+                            "payload after more arrive); 0 or none: from the first. One past the "
+                            "payloads the hook has is a 400",
+                            HOOK_PAYLOADS_FIRST_PAGE,
+                            HOOK_PAYLOADS_MAX_PAGE,
+                        ),
                     ],
                     "responses": {
                         "200": _json(_ref("HookPayloadPage")),
@@ -576,7 +622,20 @@ def document() -> dict[str, Any]:
                                     "payload not carried (null: every one is here). The "
                                     f"hooks of a run carry at most {RUN_PAYLOADS} payloads "
                                     "past their first ones together: the hooks past that "
-                                    "budget carry fewer, down to their first alone",
+                                    "budget carry fewer, down to their first alone. A run "
+                                    f"carries its first {HEAD_HOOKS} hooks, up to "
+                                    f"{WAITING_HOOKS} waiting ones after those, and its last "
+                                    f"{TAIL_HOOKS}, each with its number n (0 the first); the "
+                                    "rest from /api/runs/{run_id}/hooks",
+                                },
+                                "hookCount": {
+                                    "type": "integer",
+                                    "description": "how many hooks the run has made",
+                                },
+                                "nextHookCursor": {
+                                    "type": ["string", "null"],
+                                    "description": "after= for /hooks: the first hook not "
+                                    "carried; null: every hook is here",
                                 },
                                 "waits": {"type": "array", "items": {"type": "object"}},
                                 "children": {"type": "array", "items": {"type": "object"}},
@@ -638,22 +697,32 @@ def document() -> dict[str, Any]:
                         },
                     },
                 },
-                "HookPayloadPage": {
-                    "type": "object",
-                    "required": ["payloads", "payloadCount", "nextCursor"],
-                    "properties": {
-                        "payloads": {"type": "array", "items": _ref("HookPayload")},
-                        "payloadCount": {
-                            "type": "integer",
-                            "description": "how many payloads the hook has received",
-                        },
-                        "nextCursor": {
-                            "type": ["string", "null"],
-                            "description": "after= for the next page; null: this page ends "
-                            "with the hook's last payload",
-                        },
+                "EventPage": _page(
+                    "events",
+                    {"type": "array", "items": {"type": "object"}},
+                    "eventCount",
+                    "how many events the run's log has (its last seq)",
+                    "the run's last event (a later read after the last event's seq finds what "
+                    "came since)",
+                ),
+                "HookPage": _page(
+                    "hooks",
+                    {
+                        "type": "array",
+                        "items": {"type": "object"},
+                        "description": "as the run's JSON carries them, with their number n",
                     },
-                },
+                    "hookCount",
+                    "how many hooks the run has made",
+                    "the run's last hook",
+                ),
+                "HookPayloadPage": _page(
+                    "payloads",
+                    {"type": "array", "items": _ref("HookPayload")},
+                    "payloadCount",
+                    "how many payloads the hook has received",
+                    "the hook's last payload",
+                ),
                 "HookPayload": {
                     "type": "object",
                     "required": ["n", "receivedAt", "payload", "payloadPayload"],

@@ -53,6 +53,13 @@ class EventLog(abc.ABC):
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         """Events with ``seq > after_seq``, in order."""
 
+    async def events_page(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        """At most ``limit`` events with ``seq > after_seq``, in order: a page of a run's log
+        (the console's ``/events``), read without the rest of the log where the world can.
+        Payloads as :meth:`list_events` gives them. This default reads the events after
+        ``after_seq`` and keeps the first ``limit`` (the in-memory world)."""
+        return (await self.list_events(run_id, after_seq=after_seq))[: max(0, limit)]
+
     @abc.abstractmethod
     async def get_run(self, run_id: str) -> RunInfo | None: ...
 

@@ -64,6 +64,26 @@ class LocalEventLog:
             check_end(run_id, after_seq + len(events), last)
         return events
 
+    async def events_page(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        """The page's rows alone (``LIMIT``), each checked as :meth:`stored_events` checks the
+        log's rows, and fenced by the run's ``last_seq`` up to the page's end."""
+        if limit <= 0:
+            return []
+        after = max(0, after_seq)
+        rows, head = self._read_together(
+            (
+                "SELECT seq, type, cid, data, created_at FROM events "
+                "WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (run_id, after, limit),
+            ),
+            ("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)),
+        )
+        last = head[0][0] if head else 0
+        events = events_from_rows(run_id, rows, after, last)
+        if isinstance(last, int):  # rows deleted behind the world's back, inside the page
+            check_end(run_id, after + len(events), min(last, after + limit))
+        return await self.blobs.resolve(run_id, events)
+
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self.blobs.resolve_info(self.stored_run(run_id))
 

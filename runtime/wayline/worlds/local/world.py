@@ -224,6 +224,9 @@ class LocalWorld(World):
     async def stored_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         return await self._log.stored_events(run_id, after_seq)
 
+    async def events_page(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        return await self._log.events_page(run_id, after_seq, limit)
+
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self._log.get_run(run_id)
 

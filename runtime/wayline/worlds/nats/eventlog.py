@@ -582,6 +582,13 @@ class EventLog:
         st = await self._fresh(run_id)
         return st.events[max(0, after_seq) :] if after_seq >= 0 else list(st.events)
 
+    async def events_page(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        """At most ``limit`` events after ``after_seq``, copied out of the run's view alone
+        (not the whole log, as :meth:`list_events` from 0 copies it)."""
+        st = await self._fresh(run_id)
+        start = max(0, after_seq)
+        return st.events[start : start + max(0, limit)]
+
     async def get_run(self, run_id: str) -> RunInfo | None:
         return (await self._fresh(run_id)).info
 

@@ -627,6 +627,12 @@ class NatsWorld(World):
         events = await self._log_of(run_id).list_events(run_id, after_seq)
         return await self._out_of_line().resolve(run_id, events)
 
+    async def events_page(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        """The page sliced from the run's catch-up (which reads only what this process has
+        not read of the stream yet), and only the page's payloads read from their blobs."""
+        page = await self._log_of(run_id).events_page(run_id, after_seq, limit)
+        return await self._out_of_line().resolve(run_id, page)
+
     async def get_run(self, run_id: str) -> RunInfo | None:
         return await self._out_of_line().resolve_info(await self._log_of(run_id).get_run(run_id))
 

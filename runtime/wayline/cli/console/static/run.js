@@ -132,15 +132,48 @@ function hookEntries(h, out) {
   }
 }
 
-// The next page of a hook's payloads, from number `after`, then the timeline again.
-async function loadPayloads(more, button) {
+// A run that made thousands of hooks (one per loop iteration) sends its first and last ones
+// and their count (hookCount); each carries its number n. The hooks loaded since are kept as a
+// hook's loaded payloads are, and where hooks are not read yet, one row says how many and
+// loads the next page of them. A hook the run's JSON carries is taken from it (it is newer),
+// and kept: its last hooks leave the run's JSON as the run makes more, and the page keeps
+// drawing them rather than fold them back into the "more hooks" row.
+const HOOKS_PER_PAGE = 200;
+const hookList = new Map();
+
+function runHooks(run, out) {
+  run.hooks.forEach((h, i) => hookList.set(h.n ?? i, h));
+  const known = hookList;
+  const count = run.hookCount ?? run.hooks.length;
+  let last = { createdAt: run.createdAt };
+  for (let n = 0; n < count; n++) {
+    const h = known.get(n);
+    if (h) { hookEntries(h, out); last = h; continue; }
+    let end = n;
+    while (end < count && !known.has(end)) end++;
+    out.push({ kind: "hooks-more", key: `hooks@${n}`, label: "hooks", status: "received",
+               statusText: "not read yet", start: last.createdAt, end: last.createdAt,
+               detail: `${end - n} more hook${end - n === 1 ? "" : "s"}`,
+               more: { hooks: true, after: n } });
+    n = end - 1;
+  }
+}
+
+// The next page of hooks or of a hook's payloads (`more` says which), from number `after`,
+// kept with those loaded before, then the timeline again.
+async function loadMore(more, button) {
   button.disabled = true;
+  const run = `/api/runs/${encodeURIComponent(runId)}`;
   try {
-    const page = await wl.api(`/api/runs/${encodeURIComponent(runId)}/hooks/` +
-                              `${encodeURIComponent(more.hook)}/payloads?after=${more.after}` +
-                              `&limit=${HOOK_PAYLOADS_PER_PAGE}`);
-    if (!hookPages.has(more.hook)) hookPages.set(more.hook, new Map());
-    for (const p of page.payloads) hookPages.get(more.hook).set(p.n, p);
+    if (more.hooks) {
+      const page = await wl.api(`${run}/hooks?after=${more.after}&limit=${HOOKS_PER_PAGE}`);
+      for (const h of page.hooks) hookList.set(h.n, h);
+    } else {
+      const page = await wl.api(`${run}/hooks/${encodeURIComponent(more.hook)}/payloads` +
+                                `?after=${more.after}&limit=${HOOK_PAYLOADS_PER_PAGE}`);
+      if (!hookPages.has(more.hook)) hookPages.set(more.hook, new Map());
+      for (const p of page.payloads) hookPages.get(more.hook).set(p.n, p);
+    }
     document.getElementById("message").textContent = "";
   } catch (err) {
     button.disabled = false;
@@ -161,7 +194,7 @@ function entries(run) {
     placed.add(s.name);
     groupEntries(group, s, out);
   }
-  for (const h of run.hooks) hookEntries(h, out);
+  runHooks(run, out);
   for (const w of run.waits) {
     out.push({ kind: "sleep", key: w.id, label: `sleep ${w.id}`, status: w.early ? "woken early" : w.status,
                start: w.createdAt, end: w.completedAt, detail: `until ${wl.time(w.resumeAt)}` });
@@ -251,8 +284,9 @@ function row(e, long) {
   if (e.more) {
     const button = wl.text("button", "load more", "more");
     button.type = "button";
-    button.title = `the next ${HOOK_PAYLOADS_PER_PAGE} payloads`;
-    button.addEventListener("click", () => loadPayloads(e.more, button));
+    button.title = e.more.hooks ? `the next ${HOOKS_PER_PAGE} hooks`
+                                : `the next ${HOOK_PAYLOADS_PER_PAGE} payloads`;
+    button.addEventListener("click", () => loadMore(e.more, button));
     detail.append(" ", button);
   }
   tr.append(wl.text("td", "+" + wl.duration(e.start - drawn.origin)), what,

@@ -1,0 +1,67 @@
+"""A run's log a page at a time: a run of 50,000 steps has some 150,000 events, and
+``GET /api/runs/{id}/events`` that sent them all made one response of some 25 MB
+(issue #37, docs/console.md, "A run's events"). A request reads and sends at most
+:data:`MAX_PAGE` events after the cursor ``after``, read from the world as a page
+(``World.events_page``), never the whole log sliced.
+
+An event's ``seq`` (1 the first) is its place in the log, which only grows at its end, so a
+cursor (the ``seq`` of the last event a page sent) still names the same place after more
+events were appended: a walk from cursor to cursor sees every event once and in order. The
+sequence is dense, so the newest ``n`` events are the page after ``eventCount - n``: no
+backward read is needed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+
+from ..._core.events import Event
+from .errors import ApiError
+
+FIRST_PAGE = 1000
+"""How many events an ``/events`` request answers when it does not say (``limit``): the
+most one may ask for, so a client written before the pages (it sends no ``limit``) still gets
+a run of up to 1,000 events (some 330 steps) whole, as before, and a cursor past that."""
+
+MAX_PAGE = 1000
+"""The most events one ``/events`` request may ask for: some 160 KB of JSON for a run of
+small payloads, against 8.3 MB for the whole log of a run of 50,000 events (bench/RESULTS.md,
+``bench/console_events.py``)."""
+
+SEQ_DIGITS = 16
+"""The longest cursor read: more digits than any log's length, and few enough that a
+number of thousands of digits is refused before it is converted."""
+
+
+def event_cursor(request: Request, last_seq: int) -> int:
+    """The ``after`` a page of events starts from: 0, or a cursor this server gave (a
+    ``nextCursor``, or any event's ``seq``). A cursor past the run's last event is no cursor
+    this server gave: a typed 400, not an empty page that hides the mistake."""
+    given = request.query_params.get("after") or "0"
+    if (
+        not given.isascii()
+        or not given.isdigit()
+        or len(given) > SEQ_DIGITS
+        or int(given) > last_seq
+    ):
+        raise ApiError(
+            400,
+            "BAD_REQUEST",
+            f"after is not a cursor this server gave (an event's seq, at most {last_seq})",
+        )
+    return int(given)
+
+
+def events_json(events: list[Event], last_seq: int) -> dict[str, Any]:
+    """A page as ``/events`` sends it: ``{events, nextCursor, eventCount}``. ``eventCount``
+    is the run's last ``seq`` as read (the page may have read past it: an append in between);
+    ``nextCursor`` is null once the page reaches it, and a later read from the last event's
+    ``seq`` finds what came since."""
+    count = max(last_seq, events[-1].seq if events else 0)
+    end = events[-1].seq if events else None
+    return {
+        "events": [e.to_json() for e in events],
+        "nextCursor": str(end) if end is not None and end < count else None,
+        "eventCount": count,
+    }
