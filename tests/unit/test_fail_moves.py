@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.golden import workflows
 from wayline._core.events import EventType
 from wayline._core.histories import History, parse_history
@@ -81,12 +83,33 @@ def test_a_refusal_after_a_completed_step_begins_the_unwind_attributes_first() -
     assert move.events[1].data["error"] == move.failure.error()
 
 
-def test_the_moves_events_are_the_ones_the_recorded_run_wrote() -> None:
+@pytest.mark.parametrize(
+    ("cut", "later", "kind"),
+    [
+        (
+            "hook-conflict-after-a-step-begins-the-unwind",
+            "hook-conflict-over-a-begun-unwind-ends-the-run",
+            BeginFailedUnwind,
+        ),
+        (
+            "hook-conflict-nothing-to-reverse-fails-at-once",
+            "hook-conflict-over-an-ended-run-is-done",
+            FailNow,
+        ),
+    ],
+)
+def test_the_moves_events_are_the_ones_the_recorded_run_wrote(
+    cut: str, later: str, kind: type[FailMove]
+) -> None:
     """The run the golden history was cut from wrote, right after the cut, exactly the events
-    the planner names (the later history holds them): same types, same order, same data."""
-    before, refused = _golden("hook-conflict-after-a-step-begins-the-unwind")
-    after, _ = _golden("hook-conflict-over-a-begun-unwind-ends-the-run")
+    the planner names (the later history of the same run holds them): same types, same
+    order, same data. Both moves that write are checked, the unwind begun and the run failed
+    at once."""
+    before, refused = _golden(cut)
+    after, _ = _golden(later)
+    assert after.run_id == before.run_id  # one recorded run, read at two cuts
     move = _move(before, _failure(refused))
+    assert isinstance(move, kind)
     written = after.events[len(before.events) :]
     assert [(e.type, e.correlation_id, e.data) for e in written] == [
         (e.type, e.correlation_id, e.data) for e in move.events
