@@ -31,13 +31,10 @@ from .._core.forks import key_run_id
 from .._core.ids import new_run_id
 from .._core.messages import Wake, WakeReason
 from .._core.planning import (
-    BeginFailedUnwind,
     CompleteWaits,
     DecisionBatch,
     DisposeHooks,
     Done,
-    FailMove,
-    FailNow,
     Finish,
     HandBack,
     Move,
@@ -475,31 +472,24 @@ class Handler:
         # would be cut off at the invocation bound).
         unwinding = False
         arrival = session.arrival
-        refused: RunFailure | None = None
         while True:
-            move: Move | FailMove
-            if refused is not None:
-                # The world refused the decision batch just written, a failure of the run:
-                # what it does to the run is the next move, planned at once on the replay the
-                # batch was decided on (nothing is checked or written in between).
-                move, refused = fail_move(session.replay, refused), None
+            if bodies.pending and bodies.must_settle_first(session.replay):
+                # about to unwind: never under a body that is still running (seed 000)
+                await session.flush()
+                await bodies.drain()
+                await session.catch_up()
+                continue
+            begun = unwinding or session.replay.ending.phase != "running"
+            if not begun and await history_limits.check(session):
+                return True  # failed: past the limit of one run's log
+            closing = handoff.stop_here(self.closing)
+            move: Move
+            if not unwinding:
+                move = next_move(session.replay, closing=closing, now=self.world.now())
+            elif session.replay.terminal is not None:
+                move = Done()
             else:
-                if bodies.pending and bodies.must_settle_first(session.replay):
-                    # about to unwind: never under a body that is still running (seed 000)
-                    await session.flush()
-                    await bodies.drain()
-                    await session.catch_up()
-                    continue
-                begun = unwinding or session.replay.ending.phase != "running"
-                if not begun and await history_limits.check(session):
-                    return True  # failed: past the limit of one run's log
-                closing = handoff.stop_here(self.closing)
-                if not unwinding:
-                    move = next_move(session.replay, closing=closing, now=self.world.now())
-                elif session.replay.terminal is not None:
-                    move = Done()
-                else:
-                    move = HandBack() if closing else Unwind()
+                move = HandBack() if closing else Unwind()
             match move:
                 case Done():
                     return True
@@ -534,15 +524,21 @@ class Handler:
                     await session.flush()
                     if not await session.append_inputs(events):
                         return True
-                case FailNow() | BeginFailedUnwind():
-                    if not await unwind.carry_out(session, move):
-                        return True
                 case Suspend(now):
                     suspended = await self._suspend(session, now, armed, defer)
                     if isinstance(suspended, RunFailure):
-                        refused = suspended
+                        if not await self._fail_refused(session, suspended):
+                            return True
                     elif not suspended:
                         return True
+
+    @staticmethod
+    async def _fail_refused(session: RunSession, failure: RunFailure) -> bool:
+        """The world refused the decision batch just written, a failure of the run: what it
+        does to the run is planned at once on the replay the batch was decided on (nothing is
+        checked or written in between). False when the run ended (here or meanwhile)."""
+        failing = fail_move(session.replay, failure)
+        return not isinstance(failing, Done) and await unwind.carry_out(session, failing)
 
     async def _suspend(
         self, session: RunSession, now: float, armed: set[str], defer: bool
