@@ -292,3 +292,46 @@ async def test_a_wrong_value_of_each_shape_is_a_typed_422_and_loses_nothing(
         ),
     ]
     await refused_then_answered(console, cases, f"api-{with_class}")
+
+
+# ``shape(Either)`` as 337bb92 recorded it: the model of a model-or-list field had no title
+EITHER_AT_337BB92: dict[str, Any] = {
+    "required": ["either", "inner"],
+    "fields": {"either": ["object", "array"], "inner": ["object"]},
+    "nested": {
+        "either": {"required": ["code"], "fields": {"code": ["string"]}},
+        "inner": {
+            "required": [],
+            "fields": {"pick": ["object", "array", "null"]},
+            "nested": {"pick": {"required": ["code"], "fields": {"code": ["string"]}}},
+            "items": {"pick": {"kinds": ["integer"]}},
+        },
+    },
+    "items": {"either": {"kinds": ["integer"]}},
+}
+
+
+async def test_a_forged_or_older_shape_gets_a_bounded_form_with_choices_named_apart(
+    console: Console, page: Page
+) -> None:
+    """More options than the three a writer records are a forged log's (3,000 models were a
+    fieldset each on every Add): the list is JSON. A model titled ``(none)`` beside the choice
+    that sends nothing is named apart, as one titled ``list`` or ``integer`` is. A model-or-list
+    field recorded before titles were is offered under the field's name, not ``branch 1``."""
+    await page.open("/hooks")
+    model = {"shape": {"required": [], "fields": {"x": ["integer"]}, "title": "T"}}
+    forged = {
+        "required": ["a"],
+        "fields": {"a": ["object", "integer", "null"], "b": ["array"]},
+        "nested": {"a": {"required": [], "fields": {"x": ["integer"]}, "title": "(none)"}},
+        "items": {"b": {"options": [model, model, model, {"kinds": ["integer"]}]}},
+    }
+    assert await _classified(page, forged) == [
+        ["a", "union", ["(none) (model)", "integer"]],
+        ["b", "json"],
+    ]
+    assert (await _classified(page, EITHER_AT_337BB92))[0] == [
+        "either",
+        "union",
+        ["either", "list:list"],
+    ]
