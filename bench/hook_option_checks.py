@@ -3,8 +3,11 @@ forged wide (``wayline._sdk.hooks.check_shape``, where the console cannot import
 class): this tree's check against an older commit's, alternating within each round, for a
 forged shape of ``--options`` plain options and one list option and a payload of ``--items``
 lists, and for a writer's own ``list[Coin | int]`` shape and as many items (which both must
-check alike). Prints each check's milliseconds (min-max over the rounds) and the ratio
-new/old within each round.
+check alike). Then the recorder (``_bounded``, once per class and process on the worker's loop)
+for ``list[Big | dict[str, int]]`` beside a chain of 16 models, where ``Big`` has 2,300 fields:
+an element that is not recorded, whose model baaa862 walked in full on every walk. Prints
+each one's milliseconds (min-max over the rounds), the ratio new/old within each round, and for
+the recorder the levels of the chain each records.
 
     .venv/bin/python -m bench.hook_option_checks --old baaa862 --rounds 5
 """
@@ -29,6 +32,32 @@ class Coin(pydantic.BaseModel):
 
 class Purse(pydantic.BaseModel):
     mixed: list[Coin | int]
+
+
+class Link(pydantic.BaseModel):
+    value: int
+    next: Link | None = None
+
+
+Big: Any = pydantic.create_model("Big", **{f"field_{i:05d}": (int, 0) for i in range(2_300)})
+
+
+class BigOrMapping(pydantic.BaseModel):
+    rows: list[Big | dict[str, int]] = []
+    chain: Link
+
+
+def _links(recorded: dict[str, Any]) -> int:
+    inner, levels = recorded["nested"].get("chain"), 0
+    while inner is not None:
+        inner, levels = (inner.get("nested") or {}).get("next"), levels + 1
+    return levels
+
+
+def _recorded_ms(module: ModuleType, schema: dict[str, Any]) -> tuple[float, int]:
+    start = time.perf_counter()
+    recorded = module._bounded(schema)
+    return (time.perf_counter() - start) * 1000, _links(recorded)
 
 
 def _ms(module: ModuleType, recorded: dict[str, Any], payload: dict[str, Any]) -> float:
@@ -66,6 +95,22 @@ def main() -> None:
             f"{name}: {args.old} {_span(olds)} ms, this tree {_span(news)} ms, "
             f"ratio new/old {min(ratios):.2g}-{max(ratios):.2g}"
         )
+
+    schema = new_hooks._schema(BigOrMapping)  # pydantic's own, not timed
+    olds, news, ratios, levels = [], [], [], set()
+    for _ in range(args.rounds):
+        (old_ms, old_levels), (new_ms, new_levels) = (
+            _recorded_ms(old, schema),
+            _recorded_ms(new_hooks, schema),
+        )
+        olds.append(old_ms)
+        news.append(new_ms)
+        ratios.append(new_ms / old_ms)
+        levels.add((old_levels, new_levels))
+    print(
+        f"recorder: {args.old} {_span(olds)} ms, this tree {_span(news)} ms, "
+        f"ratio new/old {min(ratios):.2g}-{max(ratios):.2g}, levels old/new {sorted(levels)}"
+    )
 
 
 if __name__ == "__main__":

@@ -491,7 +491,16 @@ def _either(
     null item of ``list[list[int] | None]`` as no list."""
     lists = [o for o in options if o.get("type") == "array"]
     plain = [o for o in options if not _is_model(o) and o.get("type") != "array"]
-    if len(lists) > 1 or not (models or lists):
+    if len(lists) > 1 or not (models or lists) or (bool(models) + bool(lists) + bool(plain)) < 2:
+        return None
+    # what is not recorded is found before the models are walked: a model beside a mapping
+    # (``Big | dict[str, int]``) was walked in full on every walk and thrown away, which cost
+    # the worker's loop the model's size each walk and left the rest of the class fewer levels
+    found = plain_element(plain) if plain else None
+    if plain and found is None:
+        return None
+    listed = _list_of(lists[0], defs, walk, depth) if lists else None
+    if lists and listed is None:
         return None
     out: list[dict[str, Any]] = []
     if len(models) == 1:
@@ -501,19 +510,11 @@ def _either(
         out.append({"shape": model})
     elif models:
         out.append({"union": _union(models, _tag(prop, defs), defs, walk, depth)})
-    if lists:
-        listed = _list_of(lists[0], defs, walk, depth)
-        if listed is None:
-            return None
+    if listed is not None:
         out.append(listed)
-    if plain:
-        found = plain_element(plain)
-        if found is None:
-            return None
+    if found is not None:
         walk.take(json.dumps(found))
         out.append(found)
-    if len(out) < 2:
-        return None
     walk.take("options")
     return {"options": out}
 
