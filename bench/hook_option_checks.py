@@ -21,6 +21,7 @@ from typing import Any
 
 import pydantic
 from bench.hook_shapes import _old, _span
+from tests.unit.test_either_hook_shape import BigOrMapping, _links
 
 from wayline._sdk import hooks as new_hooks
 from wayline.errors import InvalidPayloadError
@@ -32,26 +33,6 @@ class Coin(pydantic.BaseModel):
 
 class Purse(pydantic.BaseModel):
     mixed: list[Coin | int]
-
-
-class Link(pydantic.BaseModel):
-    value: int
-    next: Link | None = None
-
-
-Big: Any = pydantic.create_model("Big", **{f"field_{i:05d}": (int, 0) for i in range(2_300)})
-
-
-class BigOrMapping(pydantic.BaseModel):
-    rows: list[Big | dict[str, int]] = []
-    chain: Link
-
-
-def _links(recorded: dict[str, Any]) -> int:
-    inner, levels = recorded["nested"].get("chain"), 0
-    while inner is not None:
-        inner, levels = (inner.get("nested") or {}).get("next"), levels + 1
-    return levels
 
 
 def _recorded_ms(module: ModuleType, schema: dict[str, Any]) -> tuple[float, int]:
