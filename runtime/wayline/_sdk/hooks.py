@@ -491,7 +491,7 @@ def _either(
     null item of ``list[list[int] | None]`` as no list."""
     lists = [o for o in options if o.get("type") == "array"]
     plain = [o for o in options if not _is_model(o) and o.get("type") != "array"]
-    if len(lists) > 1 or not (models or lists) or (bool(models) + bool(lists) + bool(plain)) < 2:
+    if len(lists) > 1 or bool(models) + bool(lists) + bool(plain) < 2:
         return None
     # what is not recorded is found before the models are walked: a model beside a mapping
     # (``Big | dict[str, int]``) was walked in full on every walk and thrown away, which cost

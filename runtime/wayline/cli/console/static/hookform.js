@@ -105,8 +105,9 @@ wl.shapeFields = (shape, at = "", depth = 0) => {
     const listToo = solid.includes("array") && wl.isElement(element) ? element : null;
     const modelToo = wl.isShape(inner) || wl.isUnion(union);
     if ((modelToo && (plainToo.length || listToo)) || (listToo && plainToo.length)) {
-      // a model's title, or, in a shape recorded before titles were (a model or a list, before
-      // 15), the field's name, as the recorder names a model without a title
+      // a model's title, or, in a shape recorded before a model-or-list field's model had one
+      // (by a worker at 337bb92 or older), the field's name, as the recorder names a model
+      // without a title
       const title = typeof wl.dict(inner).title === "string" && inner.title ? inner.title : name;
       const branches = wl.isUnion(union) ? union
         : { branches: wl.isShape(inner) ? [{ title, shape: inner }] : [] };
