@@ -14,7 +14,7 @@ import pydantic
 import pytest
 
 from tests.unit.test_deep_hook_shape import _refused
-from wayline._sdk.hooks import check_shape, shape
+from wayline._sdk.hooks import CHECK_VALUES, check_shape, shape
 
 
 class Coin(pydantic.BaseModel):
@@ -120,3 +120,65 @@ def test_a_forged_option_is_passed_over_never_a_crash() -> None:
         "items": {"xs": {"options": [None, 5, {"nothing": 1}]}},
     }
     check_shape(forged, {"xs": [1, "a", None]}, "t")
+
+
+def test_a_forged_fan_out_of_options_is_passed_over_in_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each item is checked against each of its options: a log's 20,000 options (480 KB, in
+    one event) times a payload's 1,000 items were 20 million checks, minutes of the console's
+    loop. A writer makes at most three options; more are forged and passed over, and what a
+    writer's options refuse is still refused."""
+    import wayline._sdk.hooks as hooks
+
+    looked: list[int] = []
+    kind_problem = hooks.kind_problem
+
+    def counted(kinds: Any, value: Any, at: str) -> str | None:
+        looked.append(1)
+        assert len(looked) <= CHECK_VALUES, "more values looked at than a check may"
+        return kind_problem(kinds, value, at)
+
+    monkeypatch.setattr(hooks, "kind_problem", counted)
+    options = [{"kinds": ["integer"]}] * 20_000 + [{"list": {"kinds": ["integer"]}}]
+    forged = {"required": [], "fields": {"xs": ["array"]}, "items": {"xs": {"options": options}}}
+    check_shape(forged, {"xs": [[1]] * 1_000}, "t")
+    assert "mixed[0]: expected object or integer, got str" in _refused(
+        shape(Purse), {**GOOD, "mixed": ["x"]}
+    )
+
+
+class Link(pydantic.BaseModel):
+    value: int
+    next: Link | None = None
+
+
+# a model whose shape nearly fills the budget (2,300 fields, about 64 KB of walk)
+Big = pydantic.create_model("Big", **{f"field_{i:05d}": (int, 0) for i in range(2_300)})  # type: ignore[call-overload]
+
+
+class BigOrMapping(pydantic.BaseModel):
+    rows: list[Big | dict[str, int]] = []  # type: ignore[valid-type]
+    chain: Link
+
+
+class ChainAlone(pydantic.BaseModel):
+    chain: Link
+
+
+def _links(recorded: dict[str, Any]) -> int:
+    """How many levels of ``Link`` the shape follows from its ``chain`` field."""
+    inner, levels = recorded["nested"].get("chain"), 0
+    while inner is not None:
+        inner, levels = (inner.get("nested") or {}).get("next"), levels + 1
+    return levels
+
+
+def test_a_model_beside_a_mapping_in_a_list_costs_the_walk_nothing() -> None:
+    """``list[Big | dict[str, int]]`` records no element (a mapping is checked where the class
+    is), so its model is not walked: at baaa862 every walk walked ``Big`` in full and threw it
+    away, which took the budget the rest of the class needed (and 160-220 ms of the worker's
+    loop instead of about 1 ms, bench/RESULTS.md)."""
+    recorded = shape(BigOrMapping)
+    assert "rows" not in recorded.get("items", {})
+    assert _links(recorded) == _links(shape(ChainAlone)) == 16

@@ -491,7 +491,16 @@ def _either(
     null item of ``list[list[int] | None]`` as no list."""
     lists = [o for o in options if o.get("type") == "array"]
     plain = [o for o in options if not _is_model(o) and o.get("type") != "array"]
-    if len(lists) > 1 or not (models or lists):
+    if len(lists) > 1 or bool(models) + bool(lists) + bool(plain) < 2:
+        return None
+    # what is not recorded is found before the models are walked: a model beside a mapping
+    # (``Big | dict[str, int]``) was walked in full on every walk and thrown away, which cost
+    # the worker's loop the model's size each walk and left the rest of the class fewer levels
+    found = plain_element(plain) if plain else None
+    if plain and found is None:
+        return None
+    listed = _list_of(lists[0], defs, walk, depth) if lists else None
+    if lists and listed is None:
         return None
     out: list[dict[str, Any]] = []
     if len(models) == 1:
@@ -501,19 +510,11 @@ def _either(
         out.append({"shape": model})
     elif models:
         out.append({"union": _union(models, _tag(prop, defs), defs, walk, depth)})
-    if lists:
-        listed = _list_of(lists[0], defs, walk, depth)
-        if listed is None:
-            return None
+    if listed is not None:
         out.append(listed)
-    if plain:
-        found = plain_element(plain)
-        if found is None:
-            return None
+    if found is not None:
         walk.take(json.dumps(found))
         out.append(found)
-    if len(out) < 2:
-        return None
     walk.take("options")
     return {"options": out}
 
@@ -702,24 +703,33 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
     return _union_problems(union, value, f"{at}.", depth)
 
 
+_MOST_OPTIONS = 3
+"""The most elements a list item's ``options`` has as a writer records it (:func:`_either`):
+one for its model or union of models, one for its list and one for its plain values."""
+
+
 def _option_problems(options: list[Any], value: Any, at: str, depth: int) -> list[str]:
     """What one item of a list whose items may be several kinds of thing (``options``) breaks:
     nothing when it fits one option; the problems of the option of its own JSON type (a list
     for ``list``, an object for ``shape`` or ``union``) when that one does not fit; else that
-    it is of none of the options' types (``rows[1]: expected array or null, got str``)."""
+    it is of none of the options' types (``rows[1]: expected array or null, got str``).
+
+    A writer makes at most :data:`_MOST_OPTIONS` (a model or a union of models, a list, the
+    plain values): a longer list is forged and passed over, since each item is checked
+    against each option and a log's 20,000 options times a payload's 1,000 items were
+    minutes of the console's loop that :data:`CHECK_VALUES` did not count."""
+    if len(options) > _MOST_OPTIONS:
+        return []
     named: list[str] = []
     for option in options:
         if not isinstance(option, Mapping):
             continue
         if "kinds" in option:
             kinds = option.get("kinds")
-            if kind_problem(kinds, value, at) is None and (
-                value_problem(option.get("values"), value, at) is None
-            ):
-                return []
-            wrong = value_problem(option.get("values"), value, at)
-            if wrong and kind_problem(kinds, value, at) is None:
-                return [wrong]  # of the literal's kind, but none of its values
+            if kind_problem(kinds, value, at) is None:
+                # of the option's kind: fine, or none of its literal's values
+                wrong = value_problem(option.get("values"), value, at)
+                return [wrong] if wrong else []
             named += [str(k) for k in kinds] if isinstance(kinds, list) else []
             continue
         if isinstance(option.get("list"), Mapping):

@@ -105,8 +105,12 @@ wl.shapeFields = (shape, at = "", depth = 0) => {
     const listToo = solid.includes("array") && wl.isElement(element) ? element : null;
     const modelToo = wl.isShape(inner) || wl.isUnion(union);
     if ((modelToo && (plainToo.length || listToo)) || (listToo && plainToo.length)) {
+      // a model's title, or, in a shape recorded before a model-or-list field's model had one
+      // (by a worker at 337bb92 or older), the field's name, as the recorder names a model
+      // without a title
+      const title = typeof wl.dict(inner).title === "string" && inner.title ? inner.title : name;
       const branches = wl.isUnion(union) ? union
-        : { branches: wl.isShape(inner) ? [{ title: wl.dict(inner).title, shape: inner }] : [] };
+        : { branches: wl.isShape(inner) ? [{ title, shape: inner }] : [] };
       out.push(wl.unionField(field, branches, depth, plainToo, listToo));
       continue;
     }
@@ -281,8 +285,12 @@ wl.modelField = (field, shape, depth) => {
 // A list's item that may be several kinds of thing (`options`: `list[Model | int]`,
 // `list[list[int] | None]`): the union of its models, its list and its plain values that
 // `unionField` makes a choice of, or null for a part no writer makes.
+// A writer records at most three options (its models, its list, its plain values): more are a
+// forged log's, taken as JSON, so that no row of thousands of fieldsets is built on each Add.
+wl.MAX_OPTIONS = 3;
 wl.either = (element, depth = 0) => {
   const options = Array.isArray(element.options) ? element.options.map(wl.dict) : [];
+  if (options.length > wl.MAX_OPTIONS) return null;
   const union = { branches: [] };
   let list = null, kinds = [], values;
   for (const option of options) {
@@ -310,15 +318,19 @@ wl.unionField = (field, union, depth, plain = [], list = null, values = undefine
   const select = document.createElement("select");
   select.name = field.path;
   select.className = "branch";
-  if (!field.required || field.nullable) select.append(new Option("(none)", ""));
+  const none = !field.required || field.nullable;
+  if (none) select.append(new Option("(none)", ""));
   // each choice is named once: a model titled as a plain type is `integer (model)`, a second
-  // model of one title `Item (2)` (titles are the log's: two classes may share a name)
+  // model of one title `Item (2)` (titles are the log's: two classes may share a name), and
+  // one titled `(none)` where that choice sends nothing or null is `(none) (model)`
   const kinds = plain.filter((k) => k !== "null");
   const literal = wl.isChoice(values) && kinds.length > 0;
   const names = literal ? ["value"] : kinds, taken = new Set(names);
   if (list) taken.add("list");
+  if (none) taken.add("(none)");
   const unique = (title) => {
-    const base = names.includes(title) || (list && title === "list") ? `${title} (model)` : title;
+    const base = names.includes(title) || (list && title === "list") || (none && title === "(none)")
+      ? `${title} (model)` : title;
     let shown = base;
     for (let n = 2; taken.has(shown); n += 1) shown = `${base} (${n})`;
     taken.add(shown);
