@@ -23,6 +23,13 @@ async def _lines(path: str, n: int) -> bool:
     return len(flows.lines(path)) >= n
 
 
+async def _no_message_of(engine: Engine, run_id: str) -> bool:
+    """No stored message (queued, delayed or in flight) names the run."""
+    held = await engine.world.runs_with_messages()
+    assert held is not None, "every real world can tell which runs its messages name"
+    return run_id not in held
+
+
 def _count_hand_backs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The run ids of the deliveries handed back as held, in order."""
     hand_back = handler_module.Handler._hand_back_held
@@ -56,7 +63,10 @@ async def test_a_held_delivery_ends_with_its_run_cancelled_or_terminated_while_p
         with pytest.raises((wayline.RunCancelledError, wayline.RunFailedError)):
             await handle.result(timeout=30)
         ended = len(handed)
-        await asyncio.sleep(5.0)  # a message still cycling would be handed back by now
+        # The held message comes back once more (it was handed back for 2 s or more) and is
+        # acknowledged then: once the world stores no message of the run, none can be handed
+        # back again. A message still cycling stays stored, and this wait fails.
+        await wait_for(lambda: _no_message_of(engine, handle.run_id), timeout=30)
         assert len(handed) == ended, handed
     assert (await handle.status()).terminal
     assert flows.lines(log).count("3:1") == 0
@@ -83,7 +93,7 @@ async def held_queued_then_inline(path: str, seconds: float) -> int:
 
 
 async def test_a_step_stamped_lazily_under_a_queued_steps_message_runs_soon_after_the_unpause(
-    engine: Engine, tmp_path: Path
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The queued step's message goes on to drive the run, which stamps the next step with
     that message's id; its owner dies mid-body and the run is paused: the step message's
@@ -97,8 +107,10 @@ async def test_a_step_stamped_lazily_under_a_queued_steps_message_runs_soon_afte
     await worker.close(graceful=False)  # the owner dies mid-body
     assert flows.lines(log) == ["q:1", "i:1"]
     assert await client.pause(handle.run_id, "paused over a lazily stamped step")
+    handed = _count_hand_backs(monkeypatch)
     async with engine.worker([held_queued_then_inline]):
-        await asyncio.sleep(3.0)
+        # the step message's redelivery has come and was handed back, not run
+        await wait_for(lambda: asyncio.sleep(0, handle.run_id in handed), timeout=30)
         assert flows.lines(log) == ["q:1", "i:1"]  # no body runs in the paused run
         assert await client.unpause(handle.run_id)
         assert await handle.result(timeout=20) == 3
