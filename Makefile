@@ -70,7 +70,7 @@ steady: $(STAMP)
 
 # Opt-in, not part of `make test` (minutes of C compilation): wayline._core compiled with mypyc
 # into build/mypyc/runtime, a copy of the runtime that a process uses when it comes first on its
-# path (PYTHONPATH=build/mypyc/runtime); docs/performance.md says what it saves.
+# path (PYTHONPATH=build/mypyc/runtime); docs/performance.md says what it measured (no saving).
 mypyc: $(STAMP)
 	$(BIN)/python tools/mypyc_build.py
 
