@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit replay-cache-off bench sim steady soak chaos clean k8s-bins toxiproxy-bins fuse browser node-bins e2e cluster cluster-down crds
+.PHONY: demo test lint typecheck unit replay-cache-off bench sim steady mypyc soak chaos clean k8s-bins toxiproxy-bins fuse browser node-bins e2e cluster cluster-down crds
 
 # The cluster `make cluster` brings up: never the e2e suite's wayline-e2e (`make e2e` tears that
 # one down), so a test run and a first install do not remove each other's cluster.
@@ -67,6 +67,12 @@ sim: $(STAMP)
 # interleaved A/B against another commit: make steady STEADY_ARGS="--against main"
 steady: $(STAMP)
 	$(BIN)/python bench/steady.py $(STEADY_ARGS)
+
+# Opt-in, not part of `make test` (minutes of C compilation): wayline._core compiled with mypyc
+# into build/mypyc/runtime, a copy of the runtime that a process uses when it comes first on its
+# path (PYTHONPATH=build/mypyc/runtime); docs/performance.md says what it measured (no saving).
+mypyc: $(STAMP)
+	$(BIN)/python tools/mypyc_build.py
 
 # Not part of `make test`: 200 runs x 20 steps on a real nats-server, three workers of two
 # applications, SIGKILLs of workers and of the server; at most 15 minutes, then it stops

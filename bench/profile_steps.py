@@ -2,7 +2,7 @@
 runs of no-op steps, the top functions by their own time (``tottime``), per world.
 
     python bench/profile_steps.py [--worlds local,nats] [--runs 300] [--steps 10] [--top 25]
-        [--tree FOLDER]
+        [--tree FOLDER] [--modules N]
 
 ``--tree`` profiles the ``runtime`` of another checkout (``git archive COMMIT runtime | tar
 -x -C FOLDER``), this tree's by default.
@@ -13,7 +13,8 @@ steps profiled. The codec and the event loop are the process's own choice
 (``WAYLINE_CODEC``, ``WAYLINE_LOOP``; see docs/performance.md), so the same script profiles
 each. cProfile adds its own cost per call, so its shares are of a slower process than an
 untraced one: read them as where the time goes, not as what a step costs
-(``bench/steady.py`` says that).
+(``bench/steady.py`` says that). ``--modules N`` adds the own time of wayline's top N modules
+and of each of its packages (``_core``, ``_engine``, ``worlds``...).
 """
 # ruff: noqa: E402 - sys.path is fixed before the imports (see bench/operator.py)
 
@@ -33,13 +34,14 @@ import os
 import pstats
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.append(str(HERE))
 
 
-async def profiled(url: str, runs: int, steps: int, top: int) -> str:
+async def profiled(url: str, runs: int, steps: int, top: int, modules: int) -> str:
     from flows import bench_chain
 
     import wayline
@@ -65,6 +67,7 @@ async def profiled(url: str, runs: int, steps: int, top: int) -> str:
         f"(cProfile's total {total * 1000 / (runs * steps):.3f} ms a step)\n\n"
         + shares(stats)
         + "\n"
+        + (module_shares(stats, modules) + "\n" if modules else "")
     )
     return head + out.getvalue()
 
@@ -95,6 +98,31 @@ def shares(stats: pstats.Stats) -> str:
     return "\n".join(lines) + "\n"
 
 
+def module_shares(stats: pstats.Stats, top: int) -> str:
+    """Own time per module of wayline (``_core.planning``, ``_engine.handler``...), as shares of
+    the profile's time outside epoll's wait: where a compiler of Python (mypyc) could help."""
+    sums: Counter[str] = Counter()
+    busy = 0.0
+    for (filename, _, name), row in stats.stats.items():  # type: ignore[attr-defined]
+        if any(k in f"{filename}:{name}" for k in GROUPS[0][1]):
+            continue
+        busy += row[2]
+        _, found, rest = filename.partition("/wayline/")
+        if found and rest.endswith(".py"):
+            sums[rest.removesuffix(".py").replace("/", ".")] += row[2]
+    busy = busy or 1.0
+    lines = ["| own time in wayline module | share |", "|---|---|"]
+    lines += [f"| {m} | {v / busy:.1%} |" for m, v in sums.most_common(top)]
+    rest = sum(sums.values()) - sum(v for _, v in sums.most_common(top))
+    lines.append(f"| the other {max(len(sums) - top, 0)} modules | {rest / busy:.1%} |")
+    groups: Counter[str] = Counter()
+    for m, v in sums.items():
+        groups[m.split(".")[0] if "." in m else "(top level)"] += v
+    lines += ["", "| own time in wayline package | share |", "|---|---|"]
+    lines += [f"| {g} | {v / busy:.1%} |" for g, v in groups.most_common()]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--worlds", default="local,nats")
@@ -102,6 +130,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--tree", default=str(HERE.parent))
+    parser.add_argument("--modules", type=int, default=0, help="also the top N wayline modules")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(args.tree).resolve() / "runtime"))
     import wayline
@@ -127,7 +156,9 @@ def main() -> None:
             else:
                 loop = asyncio.new_event_loop()
             try:
-                report = loop.run_until_complete(profiled(url, args.runs, args.steps, args.top))
+                report = loop.run_until_complete(
+                    profiled(url, args.runs, args.steps, args.top, args.modules)
+                )
             finally:
                 loop.close()
             print(f"### {world} ({type(loop).__module__}.{type(loop).__name__})\n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wayline import RetryPolicy
-from wayline._core.events import EventType, NewEvent, RunStatus, apply_transition
+from wayline._core.events import Event, EventType, NewEvent, RunStatus, apply_transition
 from wayline._core.planning import HELD_DELAY_MAX, HELD_DELAY_MIN, held_delay, holds_a_step
 from wayline._core.projections import StepView
 from wayline.errors import ConfigurationError, EntityConflictError, RunTerminalError
@@ -51,6 +51,32 @@ def test_an_unpause_needs_a_pause_and_an_ended_run_takes_neither() -> None:
         apply_transition(RunStatus.PAUSED, None, bad)
     with pytest.raises(RunTerminalError):
         apply_transition(RunStatus.COMPLETED, None, _paused("running"))
+
+
+@pytest.mark.parametrize(
+    ("after", "status"),
+    [(None, RunStatus.RUNNING), ("pending", RunStatus.PENDING), ("running", RunStatus.RUNNING)],
+)
+def test_an_unpause_that_records_no_status_returns_the_run_to_running(
+    after: str | None, status: RunStatus
+) -> None:
+    data = {} if after is None else {"status": after}
+    unpause = NewEvent(EventType.RUN_UNPAUSED, data=data)
+    assert apply_transition(RunStatus.PAUSED, None, unpause) == (status, None)
+
+
+@pytest.mark.parametrize("after", ["paused", "completed", "", 1, ["running"], {"s": "running"}])
+def test_an_unpause_to_anything_but_pending_or_running_is_refused(after: object) -> None:
+    """A stored entry's data is any JSON, a list or an object among them: refused, not a crash."""
+    unpause = NewEvent(EventType.RUN_UNPAUSED, data={"status": after})
+    with pytest.raises(EntityConflictError, match="returns a run to pending or running"):
+        apply_transition(RunStatus.PAUSED, None, unpause)
+
+
+def test_a_stored_event_is_judged_as_it_is_without_a_new_event_built() -> None:
+    """Reading a log judges each stored Event (world/entries.py) as the append judged it."""
+    stored = Event("run-pause-rules", 3, EventType.RUN_UNPAUSED, None, {"status": "pending"}, 0.0)
+    assert apply_transition(RunStatus.PAUSED, None, stored) == (RunStatus.PENDING, None)
 
 
 def test_an_unwind_is_not_appended_over_a_pause_but_a_log_that_has_one_still_reads() -> None:

@@ -288,7 +288,7 @@ PAUSABLE_BEFORE_BEGIN = frozenset({RunStatus.PENDING, RunStatus.PAUSED})
 """The statuses of a run that may not have begun: what takes a debounced start's input."""
 
 
-def _pause_transition(run_status: RunStatus, event: NewEvent) -> RunStatus:
+def _pause_transition(run_status: RunStatus, event: NewEvent | Event) -> RunStatus:
     if event.type is EventType.RUN_PAUSED:
         if run_status is RunStatus.PAUSED:
             raise EntityConflictError("run is already paused")
@@ -301,7 +301,9 @@ def _pause_transition(run_status: RunStatus, event: NewEvent) -> RunStatus:
     if run_status is not RunStatus.PAUSED:
         raise EntityConflictError(f"run is {run_status}, not paused")
     after = event.data.get(STATUS_AFTER)
-    if after not in (None, *(str(s) for s in PAUSABLE)):
+    # Not ``after not in (None, *(str(s) for s in PAUSABLE))``: mypyc (tools/mypyc_build.py)
+    # stops with an internal error on a starred generator inside a tuple display.
+    if after is not None and after not in [str(s) for s in PAUSABLE]:
         raise EntityConflictError(f"an unpause returns a run to pending or running, not {after}")
     return RunStatus(after) if isinstance(after, str) else RunStatus.RUNNING
 
@@ -320,7 +322,7 @@ _RUN_NOTES = frozenset(
 def apply_transition(
     run_status: RunStatus | None,
     entity_status: str | None,
-    event: NewEvent,
+    event: NewEvent | Event,
     block: Mapping[str, Any] | None = None,
     *,
     appending: bool = False,
@@ -427,7 +429,7 @@ def _unwind_transition(run_status: RunStatus, appending: bool) -> RunStatus:
 
 
 def _redrive_transition(
-    run_status: RunStatus, entity_status: str | None, event: NewEvent
+    run_status: RunStatus, entity_status: str | None, event: NewEvent | Event
 ) -> tuple[RunStatus, str]:
     """A redrive reopens a failed run (the one append a terminal run takes) and its failed
     step, which goes back to pending for a fresh attempt (docs/day2.md, "Fork and
@@ -444,7 +446,7 @@ def _redrive_transition(
 
 
 def _block_transition(
-    run_status: RunStatus, event: NewEvent, block: Mapping[str, Any] | None
+    run_status: RunStatus, event: NewEvent | Event, block: Mapping[str, Any] | None
 ) -> RunStatus:
     """The run's status after a ``run_blocked`` or a ``run_unblocked`` (see
     ``apply_transition``); raises when the status it records is not the one under the block
@@ -469,7 +471,7 @@ def _block_transition(
     return after
 
 
-def _entity_transition(kind: EntityKind, entity_status: str | None, event: NewEvent) -> str:
+def _entity_transition(kind: EntityKind, entity_status: str | None, event: NewEvent | Event) -> str:
     """A step's, hook's, wait's or child's status after ``event``; raises when not allowed."""
     t = event.type
     if not event.correlation_id:

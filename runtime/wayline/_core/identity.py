@@ -16,7 +16,7 @@ import hashlib
 import inspect
 import json
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 
@@ -74,8 +74,11 @@ def shape(
                 walk(value, depth + 1)
         elif isinstance(value, types.ModuleType | type) and nesting < 3:
             # ``module.attr``: the attribute names are among the code's names too. Read the
-            # namespace itself (no module __getattr__, no descriptors).
-            space = vars(value)
+            # namespace itself (no module __getattr__, no descriptors). A class's is a
+            # mappingproxy, not the dict that ``vars`` is typed to return: read through Any, or
+            # the mypyc build (tools/mypyc_build.py) refuses it where a dict is expected.
+            namespace: Any = value
+            space: Mapping[str, Any] = namespace.__dict__
             for name in names:
                 if name in space:
                     visit(space[name], names, depth, nesting + 1)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from .._core import jsoncodec
-from .._core.events import Event, EventType, NewEvent, RunStatus, apply_transition
+from .._core.events import Event, EventType, RunStatus, apply_transition
 from .._core.projections import RunInfo, payload
 from ..errors import CorruptLogError, WaylineError
 
@@ -108,11 +108,9 @@ def check_log(run_id: str, events: list[Event], *, store: str) -> None:
     for ev in events:
         cid = ev.correlation_id
         try:
-            # an Event has every field apply_transition reads (type, correlation_id, data):
-            # no NewEvent is built per stored event on every read of the log
-            status, after = apply_transition(
-                status, entities.get(cid) if cid else None, cast(NewEvent, ev), block
-            )
+            # apply_transition takes the stored Event as it is: no NewEvent is built per stored
+            # event on every read of the log
+            status, after = apply_transition(status, entities.get(cid) if cid else None, ev, block)
         except WaylineError as err:
             raise CorruptLogError(
                 run_id,
