@@ -73,6 +73,7 @@ steady: $(STAMP)
 # path (PYTHONPATH=build/mypyc/runtime); docs/performance.md says what it measured (no saving).
 mypyc: $(STAMP)
 	$(BIN)/python tools/mypyc_build.py
+	$(BIN)/pytest -q -p no:cacheprovider -o addopts= tests/mypyc
 
 # Not part of `make test`: 200 runs x 20 steps on a real nats-server, three workers of two
 # applications, SIGKILLs of workers and of the server; at most 15 minutes, then it stops
