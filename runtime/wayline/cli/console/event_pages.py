@@ -34,30 +34,34 @@ SEQ_DIGITS = 16
 number of thousands of digits is refused before it is converted."""
 
 
-def event_cursor(request: Request, last_seq: int) -> int:
-    """The ``after`` a page of events starts from: 0, or a cursor this server gave (a
-    ``nextCursor``, or any event's ``seq``). A cursor past the run's last event is no cursor
-    this server gave: a typed 400, not an empty page that hides the mistake."""
+def event_cursor(request: Request) -> int:
+    """The ``after`` a page of events starts from, as given: 0, or a whole number of at most
+    :data:`SEQ_DIGITS` ASCII digits (:func:`check_cursor` then holds it to the run's end)."""
     given = request.query_params.get("after") or "0"
-    if (
-        not given.isascii()
-        or not given.isdigit()
-        or len(given) > SEQ_DIGITS
-        or int(given) > last_seq
-    ):
+    if not given.isascii() or not given.isdigit() or len(given) > SEQ_DIGITS:
+        raise ApiError(
+            400, "BAD_REQUEST", "after is not a cursor this server gave (an event's seq)"
+        )
+    return int(given)
+
+
+def check_cursor(after: int, last_seq: int) -> None:
+    """A cursor past the run's last event is no cursor this server gave: a typed 400, not an
+    empty page that hides the mistake."""
+    if after > last_seq:
         raise ApiError(
             400,
             "BAD_REQUEST",
             f"after is not a cursor this server gave (an event's seq, at most {last_seq})",
         )
-    return int(given)
 
 
 def events_json(events: list[Event], last_seq: int) -> dict[str, Any]:
-    """A page as ``/events`` sends it: ``{events, nextCursor, eventCount}``. ``eventCount``
-    is the run's last ``seq`` as read (the page may have read past it: an append in between);
-    ``nextCursor`` is null once the page reaches it, and a later read from the last event's
-    ``seq`` finds what came since."""
+    """A page as ``/events`` sends it: ``{events, nextCursor, eventCount}``. ``last_seq`` is
+    the run's last ``seq`` read after the page (:meth:`Console.events` reads them in that
+    order), so it counts every event the page's read could see: ``nextCursor`` is null only
+    when no event existed past the page when it was read, and a later read from the last
+    event's ``seq`` finds what came since."""
     count = max(last_seq, events[-1].seq if events else 0)
     end = events[-1].seq if events else None
     return {
