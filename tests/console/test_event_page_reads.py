@@ -2,7 +2,8 @@
 append or a deletion that lands between the request's read of the page and its read of the
 run's summary (``World.stored_run``) never makes the page end its walk early, count fewer
 events than the page's read found, or send an empty page that says the log ends while its
-``eventCount`` says it holds events (docs/console.md, "A run's events")."""
+``eventCount`` says it holds events; a walk that the run's archiving interrupts goes on from
+the archive's copy (docs/console.md, "A run's events")."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.console.conftest import Console
+from tests.console.test_archived_runs import CHARS, flow
 from tests.console.test_hook_payload_pages import _resumed
 from wayline._core.events import EventType, NewEvent
 
@@ -96,3 +98,32 @@ async def test_a_run_deleted_while_its_page_is_read_is_a_404_or_a_whole_page(
     page = got.json()
     assert [e["seq"] for e in page["events"]] == [1, 2, 3, 4, 5], page
     assert page["nextCursor"] == "5" and page["eventCount"] > 5
+
+
+async def test_an_archived_runs_log_pages_from_the_archive_and_a_walk_goes_on_across_it(
+    console: Console,
+) -> None:
+    """A walk of ``/events`` that the run's archiving (``wayline archive``) interrupts goes on
+    from its cursor on the archive's copy, as the run's page and its steps and hooks are read,
+    and a payload the archive keeps out of line is read from its blob as a live page's is."""
+    engine = console.engine
+    async with engine.worker([flow]):
+        handle = await engine.client.start(flow, CHARS, "r")
+        await handle.result(timeout=60)
+    run_id = handle.run_id
+    events = f"/api/runs/{run_id}/events"
+    live = (await console.http.get(events)).json()
+    first = (await console.http.get(events, params={"limit": "2"})).json()
+    assert first["nextCursor"] == "2"
+    assert await engine.world.archive_runs(older_than=0) >= 1
+    assert await engine.world.get_run(run_id) is None  # no longer a live run
+
+    rest = await console.http.get(events, params={"after": first["nextCursor"]})
+    assert rest.status_code == 200, rest.text
+    page = rest.json()
+    assert first["events"] + page["events"] == live["events"]
+    assert page["nextCursor"] is None and page["eventCount"] == live["eventCount"]
+    (done,) = [e for e in page["events"] if e["type"] == "step_completed"]
+    assert done["data"]["result"] == "r" * CHARS  # read from its blob, not its reference
+    past = await console.http.get(events, params={"after": str(live["eventCount"] + 1)})
+    assert (past.status_code, past.json()["error"]["code"]) == (400, "BAD_REQUEST")

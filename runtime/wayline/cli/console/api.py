@@ -30,7 +30,7 @@ from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .event_pages import FIRST_PAGE as FIRST_EVENTS
 from .event_pages import MAX_PAGE as MAX_EVENTS
-from .event_pages import check_cursor, event_cursor, events_json
+from .event_pages import archived_page, check_cursor, event_cursor, events_json
 from .folds import KEPT_RUNS, RunFolds
 from .hook_list import FIRST_PAGE as FIRST_HOOKS
 from .hook_list import MAX_PAGE as MAX_HOOKS
@@ -345,7 +345,11 @@ class Console:
         page = await world.events_page(run_id, after, limit)
         info = await world.stored_run(run_id)
         if info is None:
-            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
+            # archived (``wayline archive``), maybe since the walk's last page: its pages are
+            # read from the archive's copy, as the run's page and its steps and hooks are
+            info, log = await self._view(run_id)
+            if log is not None:  # else live again: the id was used anew since the page
+                page = await archived_page(world, run_id, log, after, limit)
         check_cursor(after, info.last_seq)
         return Reply(events_json(page, info.last_seq))
 

@@ -12,12 +12,16 @@ backward read is needed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
 
 from ..._core.events import Event
+from ...world import World
+from ...world.blobs import PAYLOAD_KEYS, blob_ref, is_ref
 from .errors import ApiError
+from .payloads import read_whole
 
 FIRST_PAGE = 1000
 """How many events an ``/events`` request answers when it does not say (``limit``): the
@@ -54,6 +58,24 @@ def check_cursor(after: int, last_seq: int) -> None:
             "BAD_REQUEST",
             f"after is not a cursor this server gave (an event's seq, at most {last_seq})",
         )
+
+
+async def archived_page(
+    world: World, run_id: str, log: list[Event], after: int, limit: int
+) -> list[Event]:
+    """The page of an archived run's log (``wayline archive``), from the archive's copy as
+    ``World.archived_run`` reads it: at most ``limit`` events after ``after``, each payload the
+    copy keeps out of line read from its blob, as a live run's page gives it. A blob that is
+    gone, or a reference no writer makes, is ``BlobMissingError`` (``409 CORRUPT_LOG``)."""
+    page: list[Event] = []
+    for event in [e for e in log if e.seq > after][:limit]:
+        data = event.data
+        for key in PAYLOAD_KEYS:
+            if is_ref(data.get(key)):
+                value = await read_whole(world, run_id, blob_ref(data[key], event.seq))
+                data = {**data, key: value}
+        page.append(event if data is event.data else replace(event, data=data))
+    return page
 
 
 def events_json(events: list[Event], last_seq: int) -> dict[str, Any]:
