@@ -30,7 +30,7 @@ from ..timeline import render_show, run_to_json
 from .errors import ApiError, from_api_error, from_wayline_error
 from .event_pages import FIRST_PAGE as FIRST_EVENTS
 from .event_pages import MAX_PAGE as MAX_EVENTS
-from .event_pages import event_cursor, events_json
+from .event_pages import archived_page, check_cursor, event_cursor, events_json
 from .folds import KEPT_RUNS, RunFolds
 from .hook_list import FIRST_PAGE as FIRST_HOOKS
 from .hook_list import MAX_PAGE as MAX_HOOKS
@@ -336,13 +336,21 @@ class Console:
         limit = int_param(request, "limit", FIRST_EVENTS, 1, MAX_EVENTS)
         run_id = await self.client.resolve(request.path_params["run_id"])
         world = self.client.world
-        # the run's summary alone (one row on SQLite): Client.get_run would read the whole
-        # log there to check it, which is what a page must not do
+        after = event_cursor(request)
+        # the page first, then the run's summary alone (one row on SQLite: Client.get_run
+        # would read the whole log there to check it, which is what a page must not do). In
+        # this order the summary's last seq counts every event the page's read could see, so
+        # an append between the two reads cannot end a walk early (a null nextCursor) or count
+        # fewer events than exist, and a run deleted between them is a 404, not an empty page
+        page = await world.events_page(run_id, after, limit)
         info = await world.stored_run(run_id)
         if info is None:
-            raise RunNotFoundError(f"no run {run_id}")  # as Client.get_run says it
-        after = event_cursor(request, info.last_seq)
-        page = await world.events_page(run_id, after, limit)
+            # archived (``wayline archive``), maybe since the walk's last page: its pages are
+            # read from the archive's copy, as the run's page and its steps and hooks are
+            info, log = await self._view(run_id)
+            if log is not None:  # else live again: the id was used anew since the page
+                page = await archived_page(world, run_id, log, after, limit)
+        check_cursor(after, info.last_seq)
         return Reply(events_json(page, info.last_seq))
 
     async def hooks(self, request: Request) -> Response:

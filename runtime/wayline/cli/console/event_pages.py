@@ -12,12 +12,16 @@ backward read is needed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
 
 from ..._core.events import Event
+from ...world import World
+from ...world.blobs import PAYLOAD_KEYS, blob_ref, is_ref
 from .errors import ApiError
+from .payloads import read_whole
 
 FIRST_PAGE = 1000
 """How many events an ``/events`` request answers when it does not say (``limit``): the
@@ -34,30 +38,52 @@ SEQ_DIGITS = 16
 number of thousands of digits is refused before it is converted."""
 
 
-def event_cursor(request: Request, last_seq: int) -> int:
-    """The ``after`` a page of events starts from: 0, or a cursor this server gave (a
-    ``nextCursor``, or any event's ``seq``). A cursor past the run's last event is no cursor
-    this server gave: a typed 400, not an empty page that hides the mistake."""
+def event_cursor(request: Request) -> int:
+    """The ``after`` a page of events starts from, as given: 0, or a whole number of at most
+    :data:`SEQ_DIGITS` ASCII digits (:func:`check_cursor` then holds it to the run's end)."""
     given = request.query_params.get("after") or "0"
-    if (
-        not given.isascii()
-        or not given.isdigit()
-        or len(given) > SEQ_DIGITS
-        or int(given) > last_seq
-    ):
+    if not given.isascii() or not given.isdigit() or len(given) > SEQ_DIGITS:
+        raise ApiError(
+            400, "BAD_REQUEST", "after is not a cursor this server gave (an event's seq)"
+        )
+    return int(given)
+
+
+def check_cursor(after: int, last_seq: int) -> None:
+    """A cursor past the run's last event is no cursor this server gave: a typed 400, not an
+    empty page that hides the mistake."""
+    if after > last_seq:
         raise ApiError(
             400,
             "BAD_REQUEST",
             f"after is not a cursor this server gave (an event's seq, at most {last_seq})",
         )
-    return int(given)
+
+
+async def archived_page(
+    world: World, run_id: str, log: list[Event], after: int, limit: int
+) -> list[Event]:
+    """The page of an archived run's log (``wayline archive``), from the archive's copy as
+    ``World.archived_run`` reads it: at most ``limit`` events after ``after``, each payload the
+    copy keeps out of line read from its blob, as a live run's page gives it. A blob that is
+    gone, or a reference no writer makes, is ``BlobMissingError`` (``409 CORRUPT_LOG``)."""
+    page: list[Event] = []
+    for event in [e for e in log if e.seq > after][:limit]:
+        data = event.data
+        for key in PAYLOAD_KEYS:
+            if is_ref(data.get(key)):
+                value = await read_whole(world, run_id, blob_ref(data[key], event.seq))
+                data = {**data, key: value}
+        page.append(event if data is event.data else replace(event, data=data))
+    return page
 
 
 def events_json(events: list[Event], last_seq: int) -> dict[str, Any]:
-    """A page as ``/events`` sends it: ``{events, nextCursor, eventCount}``. ``eventCount``
-    is the run's last ``seq`` as read (the page may have read past it: an append in between);
-    ``nextCursor`` is null once the page reaches it, and a later read from the last event's
-    ``seq`` finds what came since."""
+    """A page as ``/events`` sends it: ``{events, nextCursor, eventCount}``. ``last_seq`` is
+    the run's last ``seq`` read after the page (:meth:`Console.events` reads them in that
+    order), so it counts every event the page's read could see: ``nextCursor`` is null only
+    when no event existed past the page when it was read, and a later read from the last
+    event's ``seq`` finds what came since."""
     count = max(last_seq, events[-1].seq if events else 0)
     end = events[-1].seq if events else None
     return {

@@ -159,6 +159,29 @@ function runHooks(run, out) {
   }
 }
 
+// A kept hook the run's JSON no longer carries may have changed since the page read it: one
+// that waited (the JSON carried it for its form) took its payload, or the run's end disposed
+// of it. The kept hooks drawn as waiting that this JSON leaves out are read again, a page of
+// at most 1,000 numbers at a time, and the timeline is drawn again when one of them changed.
+async function refreshKept(run) {
+  const carriedNow = new Set(run.hooks.map((h, i) => h.n ?? i));
+  const stale = [...hookList].filter(([n, h]) => h.status === "waiting" && !carriedNow.has(n))
+                             .map(([n]) => n);
+  if (!stale.length) return false;
+  const base = `/api/runs/${encodeURIComponent(runId)}/hooks`;
+  let changed = false;
+  for (let from = Math.min(...stale), to = Math.max(...stale); from <= to; from += 1000) {
+    const page = await wl.api(`${base}?after=${from}&limit=${Math.min(1000, to - from + 1)}`);
+    for (const h of page.hooks) {
+      const kept = hookList.get(h.n);
+      if (!kept) continue; // a hook the page never drew stays in its "more hooks" row
+      changed ||= kept.status !== h.status;
+      hookList.set(h.n, h);
+    }
+  }
+  return changed;
+}
+
 // The next page of hooks or of a hook's payloads (`more` says which), from number `after`,
 // kept with those loaded before, then the timeline again.
 async function loadMore(more, button) {
@@ -434,6 +457,7 @@ async function load() {
     timeline(run); // the first page now: the page is usable while the rest arrives
     mark("wayline:first-rows");
     hooks(run);
+    if (await refreshKept(run)) timeline(run);
     if (run.nextStepCursor) {
       run.steps.push(...await restOfSteps(run));
       timeline(run);
