@@ -11,6 +11,7 @@ the client's ``connect`` is replaced by one that does what nats-py then does."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 from pathlib import Path
@@ -349,3 +350,37 @@ async def test_a_stop_that_a_failed_worker_start_swallowed_stops_it(
     finally:
         await worker.close()
         await world.close()
+
+
+async def test_a_timeout_that_the_setup_swallows_ends_the_start_as_a_timeout(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``asyncio.timeout`` stops by a cancel: one that a request of the setup swallows is
+    raised by the start's count of cancels, and the timeout turns it into TimeoutError and
+    takes it off the count, also in a task that counted a cancel it handled before. Neither
+    a stray CancelledError nor a start that goes on past its timeout."""
+    from wayline.worlds.nats import world as world_module
+
+    real = world_module.provision
+
+    async def provision(*args: Any, **kwargs: Any) -> None:
+        await real(*args, **kwargs)
+        with contextlib.suppress(asyncio.CancelledError):  # the answer came with the stop
+            await asyncio.Event().wait()
+
+    monkeypatch.setattr(world_module, "provision", provision)
+    task = asyncio.current_task()
+    assert task is not None
+    for handled in (0, 1):
+        if handled:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(1)
+        world = NatsWorld(nats_server.url, prefix="timeoutinsetup", connect_attempts=1)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(2.0):
+                await world.start()
+        assert task.cancelling() == handled
+        await world.close()
+    task.uncancel()
+    assert _sockets_to(nats_server.port) == 0
