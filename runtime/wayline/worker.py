@@ -128,8 +128,12 @@ class Worker:
             # A stop that a world call swallowed (``asyncio.wait_for`` before Python 3.12, in
             # the NATS client) would let the worker spawn its consumers and serve on.
             stop_if_cancelled(stops)
-        except BaseException:  # nothing was spawned yet: a later start() begins again
+        except BaseException as err:  # nothing was spawned yet: a later start() begins again
             self._started = False
+            if isinstance(err, Exception):
+                # a stop that a world call swallowed before the start failed: the stop, not
+                # the error, or a caller that starts again on a world error serves on
+                stop_if_cancelled(stops)
             raise
         # Routing, not bouncing: one consumer per route this worker serves (and the plain
         # topic), sharing one concurrency budget per kind.

@@ -11,6 +11,7 @@ the client's ``connect`` is replaced by one that does what nats-py then does."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 from pathlib import Path
@@ -271,3 +272,115 @@ async def test_a_stop_that_a_world_call_swallows_stops_the_worker_start(
     finally:
         await worker.close()
         await world.close()
+
+
+async def _swallow_then_fail(held: asyncio.Event) -> None:
+    """A request that takes the stop as Python 3.11's ``wait_for`` does (it returns and drops
+    the stop), and whose caller then fails as a request of the start can: the next request
+    timed out."""
+    held.set()
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        pass
+    raise WorldUnavailableError("NATS at test: a request of the setup timed out")
+
+
+async def test_a_stop_that_a_failed_setup_swallowed_stops_the_start(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop that a request of the setup swallows, after which the setup fails, is raised as
+    the stop and not as the setup's error: a caller that starts the world again on a
+    WorldUnavailableError (a worker waiting for its world) took the stop for an outage and
+    served on. The client is closed all the same."""
+    from wayline.worlds.nats import world as world_module
+
+    held = asyncio.Event()
+
+    async def provision(*args: Any, **kwargs: Any) -> None:
+        await _swallow_then_fail(held)
+
+    monkeypatch.setattr(world_module, "provision", provision)
+    world = NatsWorld(nats_server.url, prefix="stopinfailedsetup", connect_attempts=1)
+    await _stop_once_held(asyncio.ensure_future(world.start()), held)
+    await world.close()
+    assert _sockets_to(nats_server.port) == 0
+
+
+async def test_a_stop_that_a_failed_connect_swallowed_stops_the_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same when the connect swallows the stop and then fails (the close of a failed
+    attempt waits with ``wait_for``): the start raised WorldUnavailableError."""
+    from wayline.worlds.nats import world as world_module
+
+    held = asyncio.Event()
+
+    async def connect(*args: Any, **kwargs: Any) -> Any:
+        await _swallow_then_fail(held)
+
+    monkeypatch.setattr(world_module, "connect", connect)
+    world = NatsWorld(f"nats://127.0.0.1:{free_port()}", connect_attempts=1)
+    await _stop_once_held(asyncio.ensure_future(world.start()), held)
+    await world.close()
+
+
+async def test_a_stop_that_a_failed_worker_start_swallowed_stops_it(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for a worker's start that fails after a world call swallowed the stop (its
+    recovery pass, here): the stop, not the error, so a caller that starts the worker again
+    on a world error does not."""
+    import wayline
+    from tests.runtime import start_flows as sf
+    from tests.runtime.harness import settings
+
+    world = NatsWorld(nats_server.url, prefix="stopinfailedworkerstart")
+    worker = wayline.Worker(world, sf.WORKFLOWS, settings=settings(), recover=True)
+    held = asyncio.Event()
+
+    async def recover_runs() -> dict[str, int]:
+        await _swallow_then_fail(held)
+        return {}
+
+    monkeypatch.setattr(worker, "recover_runs", recover_runs)
+    try:
+        await _stop_once_held(asyncio.ensure_future(worker.start()), held)
+        assert not worker.consuming()
+    finally:
+        await worker.close()
+        await world.close()
+
+
+async def test_a_timeout_that_the_setup_swallows_ends_the_start_as_a_timeout(
+    nats_server: NatsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``asyncio.timeout`` stops by a cancel: one that a request of the setup swallows is
+    raised by the start's count of cancels, and the timeout turns it into TimeoutError and
+    takes it off the count, also in a task that counted a cancel it handled before. Neither
+    a stray CancelledError nor a start that goes on past its timeout."""
+    from wayline.worlds.nats import world as world_module
+
+    real = world_module.provision
+
+    async def provision(*args: Any, **kwargs: Any) -> None:
+        await real(*args, **kwargs)
+        with contextlib.suppress(asyncio.CancelledError):  # the answer came with the stop
+            await asyncio.Event().wait()
+
+    monkeypatch.setattr(world_module, "provision", provision)
+    task = asyncio.current_task()
+    assert task is not None
+    for handled in (0, 1):
+        if handled:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(1)
+        world = NatsWorld(nats_server.url, prefix="timeoutinsetup", connect_attempts=1)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(2.0):
+                await world.start()
+        assert task.cancelling() == handled
+        await world.close()
+    task.uncancel()
+    assert _sockets_to(nats_server.port) == 0

@@ -243,3 +243,27 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+async def test_a_refused_handshake_is_reported_in_a_task_that_handled_a_cancel(
+    tls_server: NatsServer,
+) -> None:
+    """A start in a task that caught and handled a cancel before it (the task still counts
+    it: nothing takes a caught cancel off) reports a refused TLS handshake as the
+    configuration error it is. nats-py cancels its close waiters when a handshake fails, and
+    the close of the failed attempt took that CancelledError for a stop of the start, as the
+    task counted a cancel: the start ended in a stray CancelledError."""
+    task = asyncio.current_task()
+    assert task is not None
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.sleep(1)
+    try:
+        untrusted = NatsWorld(f"tls://127.0.0.1:{tls_server.port}", prefix="tlscounted1")
+        plain = NatsWorld(tls_server.url, prefix="tlscounted2")
+        for world, said in ((untrusted, "certificate verify failed"), (plain, "requires TLS")):
+            with pytest.raises(ConfigurationError, match=said):
+                await world.start()
+            await world.close()
+    finally:
+        task.uncancel()

@@ -74,7 +74,86 @@ def test_a_server_handed_to_the_constructor_gets_the_same_port_check(
 
 
 @pytest.mark.parametrize(
-    "servers", ["nats://h:4222", "h", "[::1]:4222", "tls://u:pw@h:1", ["a:65535", "nats://b"]]
+    "servers",
+    [
+        "nats://h:4222",
+        "h",
+        "[::1]:4222",
+        "[::1]",
+        "tls://u:pw@h:1",
+        ["a:65535", "nats://b"],
+        "wss://h",
+    ],
 )
 def test_good_servers_handed_to_the_constructor_are_taken(servers: str | list[str]) -> None:
     NatsWorld(servers)
+
+
+@pytest.mark.parametrize(
+    "servers",
+    ["::1", "nats://2001:db8::10:4222", "[::1", "tls://wayline:s3cret@[::1", "nats://[::1]x"],
+)
+def test_an_ipv6_address_out_of_brackets_is_refused_by_the_constructor(servers: str) -> None:
+    """The client reads ``::1`` or an unclosed ``[::1`` as no URL at all ("invalid connect url
+    option"), and the world tried it as a server that is down; the check read the last group
+    of the address as a port, and let it through."""
+    with pytest.raises(ConfigurationError, match="IPv6") as info:
+        NatsWorld(servers)
+    assert "s3cret" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "hosts", ["::1", "2001:db8::10:4222", "[::1", "[::1]:4222,[::2", "[::1]x:4222"]
+)
+def test_an_ipv6_address_out_of_brackets_is_refused_in_a_url(hosts: str) -> None:
+    """The same in a URL; an unclosed bracket raised urlsplit's ValueError, not a
+    configuration error."""
+    with pytest.raises(ConfigurationError, match="IPv6") as info:
+        parse_url(f"nats://wayline:s3cret@{hosts}?prefix=p")
+    assert "s3cret" not in str(info.value)
+
+
+@pytest.mark.parametrize("servers", ["nats://a:4222 nats://b:4222", "a b:4222", "nats://h: 4222"])
+def test_servers_apart_by_spaces_are_refused_as_such(servers: str) -> None:
+    """Servers are listed with commas: ``a b:4222`` was tried as the host ``a b``, and a list
+    apart by spaces was refused as a bad port ``''``."""
+    with pytest.raises(ConfigurationError, match="commas"):
+        NatsWorld(servers)
+
+
+@pytest.mark.parametrize("mark", ["/", "?", "#"])
+def test_a_password_that_ends_the_host_part_is_refused_without_naming_it(mark: str) -> None:
+    """A password holding ``/``, ``?`` or ``#`` (not percent-encoded) ends the host part where
+    it stands, so the start of the password was named in the error as a host and a port."""
+    for shown in (f"nats://wayline:zq{mark}xw@h:4222", f"wayline:zq{mark}xw@h:4222"):
+        with pytest.raises(ConfigurationError, match="percent-encoded") as info:
+            NatsWorld(shown)
+        assert "zq" not in str(info.value)
+    with pytest.raises(ConfigurationError, match="percent-encoded") as info:
+        parse_url(f"nats://wayline:zq{mark}xw@h:4222?prefix=p")
+    assert "zq" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("servers", "url"),
+    [
+        ("wayline:s3cret@h:4222", "wayline:***@h:4222?prefix=wayline"),
+        ("nats://s3cret@h:4222", "nats://***@h:4222?prefix=wayline"),
+        ("s3cret@h", "***@h?prefix=wayline"),
+        ("nats://wayline:s3cret@[::1]:4222", "nats://wayline:***@[::1]:4222?prefix=wayline"),
+    ],
+)
+def test_a_world_url_shows_no_password_or_token_of_a_server(servers: str, url: str) -> None:
+    """``World.url`` (in log lines and errors) hid a server's password only when it had a
+    scheme: ``user:pass@host`` was read as the scheme ``user``, and a token (a user without a
+    password) was shown as it was; an IPv6 host also lost its brackets."""
+    world = NatsWorld(servers)
+    assert world.url == url
+    assert "s3cret" not in world._servers_shown
+
+
+@pytest.mark.parametrize(
+    "url", ["nats://u:pw@h:4222?prefix=a@b", "nats://h:4222?token=a@b", "nats://u:pw@[::1]"]
+)
+def test_an_at_sign_after_the_host_part_is_taken(url: str) -> None:
+    parse_url(url)

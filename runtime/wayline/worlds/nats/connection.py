@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..._core.cancels import cancels
 from ...errors import ConfigurationError, WorldNotCreatedError, WorldUnavailableError
 from .codec import parse_header_lines, wrap
 from .direct import lost_replies
@@ -181,13 +182,15 @@ async def close_quietly(nc: Any, bound: float = _CLOSE_SECONDS) -> None:
 async def _bounded(aw: Any, bound: float, what: str) -> bool:
     """Await ``aw`` for at most ``bound`` seconds; False (logged) when it failed. A
     CancelledError that is not this task's own (nats-py cancels its close waiters when a TLS
-    handshake fails) is a failure like any other."""
+    handshake fails) is a failure like any other. The task's own is a cancel counted since
+    the wait began: one counted before it, which the caller caught and handled, made every
+    failed TLS handshake a stop of the start."""
+    stops = cancels()
     try:
         await asyncio.wait_for(aw, timeout=bound)
         return True
     except asyncio.CancelledError:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
+        if cancels() > stops:
             raise
         log.debug("%s was cancelled under it", what)
     except Exception as err:  # closing anyway

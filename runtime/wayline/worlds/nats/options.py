@@ -125,14 +125,19 @@ def _named(path: str | None) -> Iterator[None]:
 
 
 def redact(server: str) -> str:
-    """A server URL without its password, for messages and ``World.url``."""
+    """A server URL without its password or token, for messages and ``World.url``. A server
+    handed to the constructor without a scheme (``user:pass@host:4222``) is read as the client
+    reads it, as ``nats://`` (``urlsplit`` took ``user`` for its scheme and kept the password);
+    a user without a password is the client's token. The host part is kept as it was written,
+    so an IPv6 address keeps its brackets."""
+    if "://" not in server and "@" in server:
+        return redact(f"nats://{server}").removeprefix("nats://")
     parts = urlsplit(server)
-    if parts.password is None:
+    if parts.username is None:
         return server
-    netloc = f"{parts.username}:***@{parts.hostname}"
-    if parts.port:
-        netloc += f":{parts.port}"
-    return parts._replace(netloc=netloc).geturl()
+    host = parts.netloc.rpartition("@")[2]
+    user = "***" if parts.password is None else f"{parts.username}:***"
+    return parts._replace(netloc=f"{user}@{host}").geturl()
 
 
 _INT = {
@@ -172,7 +177,12 @@ def parse_url(url: str) -> tuple[list[str], dict[str, Any]]:
     # Servers may also be listed as NATS's own tools list them, each with its scheme
     # (``nats://a:4222,nats://b:4222``); without this the second scheme ends the URL's host
     # part and the rest is read as a path.
-    parts = urlsplit(_ONE_SCHEME.sub(",", url))
+    try:
+        parts = urlsplit(_ONE_SCHEME.sub(",", url))
+    except ValueError as err:  # an unbalanced bracket: "Invalid IPv6 URL", without the URL
+        raise ConfigurationError(
+            f"not a NATS URL: {err} (an IPv6 address is written in brackets: [::1]:4222)"
+        ) from None
     if parts.scheme not in ("nats", "tls"):
         raise ConfigurationError(f"not a NATS URL (nats:// or tls://): {url!r}", url=url)
     netloc = parts.netloc
@@ -188,7 +198,7 @@ def parse_url(url: str) -> tuple[list[str], dict[str, Any]]:
     if not hosts:
         raise ConfigurationError(f"NATS URL names no server: {url!r}", url=url)
     for host in hosts:
-        _check_port(host)
+        _check_host(host, cut="@" not in parts.netloc and "@" in url)
     servers = [f"{parts.scheme}://{h if ':' in h else h + ':4222'}" for h in hosts]
     seen: set[str] = set()
     for key, value in parse_qsl(parts.query, keep_blank_values=False):
@@ -213,19 +223,56 @@ def check_server(server: str) -> None:
     """:func:`_check_port` for one server handed to the ``NatsWorld`` constructor as the
     client takes it (``nats://host:port``, ``tls://user:pass@host:port`` or ``host:port``), so
     that it is refused as a URL's server is, naming the host and never the password."""
-    host = server.partition("://")[2] if "://" in server else server
-    host = host.partition("/")[0].partition("?")[0].rpartition("@")[2]
+    rest = server.partition("://")[2] if "://" in server else server
+    authority = _AUTHORITY_END.split(rest, maxsplit=1)[0]
+    host = authority.rpartition("@")[2]
     if not host:
         raise ConfigurationError("a NATS server handed to NatsWorld names no host")
-    _check_port(host)
+    _check_host(host, cut="@" not in authority and "@" in rest)
+
+
+_AUTHORITY_END = re.compile(r"[/?#]")
+"""Where the client's URL parser ends a server's host part."""
+
+
+def _check_host(host: str, *, cut: bool) -> None:
+    """:func:`_check_port`; ``cut``: an ``@`` stands after the end of the host part, so the
+    part read as the host is likely the start of a user or password that holds a ``/``, ``?``
+    or ``#`` (the client reads ``u:pa/ss@h`` as host ``u``, port ``pa``). Then the error says
+    so and names nothing of the server, as what it would name is that password."""
+    try:
+        _check_port(host)
+    except ConfigurationError:
+        if not cut:
+            raise
+        raise ConfigurationError(
+            "bad NATS server: its host part ends at a '/', '?' or '#' that stands before an "
+            "'@'; a user or password that holds one is percent-encoded (%2F, %3F, %23)"
+        ) from None
 
 
 def _check_port(host: str) -> None:
     """A ConfigurationError naming ``host`` (never the URL, which may hold a password) if it
     gives a port that is not 1-65535: the client would try it as a server that is down."""
+    if any(c.isspace() for c in host):
+        raise ConfigurationError(
+            f"bad NATS server {host!r}: a host holds no space; servers are listed with commas"
+        )
     if host.startswith("["):  # an IPv6 address, [::1] or [::1]:4222
-        rest = host.partition("]")[2]
-        port = rest[1:] if rest.startswith(":") else None
+        address, closed, rest = host[1:].partition("]")
+        if not closed or not address or (rest and not rest.startswith(":")):
+            raise ConfigurationError(
+                f"bad NATS server {host!r}: an IPv6 address is written [address] or "
+                "[address]:port, as [::1]:4222"
+            )
+        port = rest[1:] if rest else None
+    elif "]" in host or host.count(":") > 1:
+        # The client reads ``::1`` or ``2001:db8::10:4222`` as no URL at all, and the world
+        # tried it as a server that is down; the last group is not a port either way.
+        raise ConfigurationError(
+            f"bad NATS server {host!r}: an IPv6 address is written in brackets, "
+            "[address] or [address]:port, as [::1]:4222"
+        )
     else:
         port = host.rpartition(":")[2] if ":" in host else None
     if port is not None and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):

@@ -375,7 +375,14 @@ class NatsWorld(World):
         if self._nc is not None:
             return
         closes, stops = self._closes, cancels()
-        nc = await self._connect()
+        try:
+            nc = await self._connect()
+        except Exception:
+            # A stop that the connect swallowed (the close of a failed attempt waits with
+            # ``wait_for``) is raised as the stop, not as the connect's error: a caller that
+            # starts the world again on a WorldUnavailableError took the stop for an outage.
+            stop_if_cancelled(stops)
+            raise
         try:
             self._refuse_if_closed(closes)  # close() came while connecting
             self._nc = nc
@@ -448,6 +455,8 @@ class NatsWorld(World):
             if self._nc is nc:
                 self._nc = None
             await close_quietly(nc)
+            if isinstance(err, Exception):
+                stop_if_cancelled(stops)  # a stop that a request swallowed before it failed
             if isinstance(err, Exception) and not isinstance(err, WaylineError):
                 # e.g. a bucket lookup timing out while a fresh cluster elects its streams'
                 # leaders: the caller handles world errors, not the client library's
