@@ -173,9 +173,9 @@ well under a second. Servers whose store must outlive a crash or a restart keep 
 MEMORY_STORE_LEAST = 1 << 30
 """Bytes that must be free in ``MEMORY_STORE_ROOT`` for a session store to go there (1 GiB). A
 nats-server sizes JetStream's file store from the space free where it starts (three quarters of
-it, its log's "Max Storage"), so in a small
-``/dev/shm`` (64 MiB is a container's default) it refuses streams or writes with "insufficient
-storage resources" in the middle of a test, an error that does not say why. The largest session
+it, its log's "Max Storage"), so in a small ``/dev/shm`` (64 MiB is a container's default) it
+refuses streams or writes in the middle of a test with "insufficient storage resources
+available" or "insufficient resources", errors that do not say why. The largest session
 store seen on this machine held 34 MiB; 1 GiB leaves room for that many times over, and for
 the stores of concurrent test processes."""
 
