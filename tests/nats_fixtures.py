@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from tests.servers import dying_with_us, free_port, wheel_binary
+from wayline.worlds.local.holders import holder_alive, holder_of
 
 
 def find_nats_server() -> Path | None:
@@ -139,9 +140,16 @@ def _server(
     jetstream: bool = True, args: Sequence[str] = (), *, discard: bool = False
 ) -> Iterator[NatsServer]:
     binary = require_nats()
-    with tempfile.TemporaryDirectory(prefix="wayline-nats-", dir=_store_root(discard)) as tmp:
+    root = _store_root(discard)
+    if root is not None:
+        sweep_dead_stores(Path(root))
+    with tempfile.TemporaryDirectory(prefix=STORE_PREFIX, dir=root) as tmp:
         server = NatsServer(binary, Path(tmp), jetstream=jetstream, args=args)
+        if root is not None:
+            _own(server.store, os.getpid())
         server.start()
+        if root is not None and server.proc is not None:
+            _own(server.store, server.proc.pid)
         try:
             yield server
         finally:
@@ -162,12 +170,59 @@ disk took 34-39 s at the end of each test process of tests/runtime, removing the
 well under a second. Servers whose store must outlive a crash or a restart keep it on disk."""
 
 
-def _store_root(discard: bool) -> str | None:
+MEMORY_STORE_LEAST = 1 << 30
+"""Bytes that must be free in ``MEMORY_STORE_ROOT`` for a session store to go there (1 GiB). A
+nats-server sizes JetStream's file store from the space free where it starts (three quarters of
+it, its log's "Max Storage"), so in a small ``/dev/shm`` (64 MiB is a container's default) it
+refuses streams or writes in the middle of a test with "insufficient storage resources
+available" or "insufficient resources", errors that do not say why. The largest session
+store seen on this machine held 34 MiB; 1 GiB leaves room for that many times over, and for
+the stores of concurrent test processes."""
+
+STORE_PREFIX = "wayline-nats-"
+OWNERS = "owners"
+"""The file in a memory store naming the processes that keep it: the test process, then its
+server, one ``host:pid:starttime`` line each (as ``wayline.worlds.local.holders`` names the
+holder of a delivery), so that a later session can tell a store whose
+processes are all gone (a test process killed with SIGKILL runs no teardown) from a live one."""
+
+
+def _store_root(discard: bool, least: int = MEMORY_STORE_LEAST) -> str | None:
     """The parent of a server's temporary store: memory for a discarded store, where there is
-    some; otherwise the default temporary directory."""
-    if discard and MEMORY_STORE_ROOT.is_dir() and os.access(MEMORY_STORE_ROOT, os.W_OK):
-        return str(MEMORY_STORE_ROOT)
-    return None
+    at least ``least`` bytes free; otherwise the default temporary directory (a disk)."""
+    if not (discard and MEMORY_STORE_ROOT.is_dir() and os.access(MEMORY_STORE_ROOT, os.W_OK)):
+        return None
+    if shutil.disk_usage(MEMORY_STORE_ROOT).free < least:
+        return None
+    return str(MEMORY_STORE_ROOT)
+
+
+def _own(store: Path, pid: int) -> None:
+    with open(store / OWNERS, "a") as owners:
+        owners.write(holder_of(pid) + "\n")
+
+
+def sweep_dead_stores(root: Path) -> list[Path]:
+    """Remove the stores under ``root`` that a test process left behind when it was killed
+    without its teardown, and return them. A store is removed only when it names its processes
+    (``OWNERS``) and every one of them is gone: a store without the file may be one a
+    concurrent session has just made, and a store whose test process or server still runs is
+    in use."""
+    removed: list[Path] = []
+    for store in sorted(root.glob(f"{STORE_PREFIX}*")):
+        try:
+            if store.is_symlink() or not store.is_dir() or store.stat().st_uid != os.getuid():
+                continue
+            text = (store / OWNERS).read_text()
+        except OSError:
+            continue
+        # A line without its newline may be one being written: the store is then in use.
+        lines = text.splitlines()
+        if not text.endswith("\n") or any(holder_alive(holder) for holder in lines):
+            continue
+        shutil.rmtree(store, ignore_errors=True)
+        removed.append(store)
+    return removed
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,12 @@ HOST = socket.gethostname()
 
 
 def current_holder() -> str:
-    pid = os.getpid()
+    return holder_of(os.getpid())
+
+
+def holder_of(pid: int) -> str:
+    """``host:pid:starttime`` of process ``pid`` of this host (``?`` for a start time that
+    cannot be read, when only the pid is checked)."""
     return f"{HOST}:{pid}:{_start_time(pid) or '?'}"
 
 
