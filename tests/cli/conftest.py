@@ -128,6 +128,20 @@ class Cli:
             root.setLevel(level)
         return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
+    def popen(self, *args: str) -> subprocess.Popen[bytes] | Forked:
+        """``wayline ARGS`` started in the background with its stdout a pipe the test reads
+        (``proc.stdout``, bytes) and its stderr in a file of ``cwd``: forked from the CLI
+        zygote when a child of it would be what a new interpreter is, else a new one."""
+        argv = self.argv(*args)
+        err = self.cwd / f"popen-{uuid.uuid4().hex[:8]}.err"
+        zygote = zygote_for(self.env, argv)
+        if zygote is not None:
+            return zygote.spawn(argv, self.env, err, cwd=self.cwd, pipe_stdout=True)
+        with err.open("wb") as e:
+            return subprocess.Popen(
+                argv, cwd=self.cwd, env=self.env, stdout=subprocess.PIPE, stderr=e
+            )
+
     def argv(self, *args: str, world: str | None = None) -> list[str]:
         return [sys.executable, "-m", "wayline.cli", *args, "--world", world or self.world]
 
