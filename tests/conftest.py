@@ -33,6 +33,16 @@ def require_all_components() -> bool:
     return os.environ.get("WAYLINE_REQUIRE_ALL_COMPONENTS") == "1" or os.environ.get("CI") == "true"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _zygote_ended() -> Iterator[None]:
+    """The CLI zygote (tests/operator/zygote.py, ``cli_zygote``), which any test's process
+    starts may have started, ended with the session and its children left with it."""
+    yield
+    from tests.operator.zygote import close_cli_zygote
+
+    close_cli_zygote()
+
+
 @pytest.fixture(autouse=True)
 def no_self_fenced_exit(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A worker running in this process exits it (``os._exit(70)``) when a step body it

@@ -29,42 +29,23 @@ from unittest import mock
 
 import pytest
 
-from tests.operator.zygote import CLI_PRELOAD, Forked, Zygote
+from tests.operator.zygote import Forked, Zygote, cli_zygote, cli_zygote_for
 
 FLOWS = Path(__file__).with_name("flows.py")
 REPO = Path(__file__).resolve().parents[2]
 
 
-_zygote: Zygote | None = None
-
-
-def cli_zygote() -> Zygote | None:
-    """This test process's CLI zygote, or None when ``WAYLINE_TEST_ZYGOTE=0``. Started by the
-    session fixture below, from the main thread (its parent-death signal follows that thread)."""
-    global _zygote
-    if os.environ.get("WAYLINE_TEST_ZYGOTE", "1") == "0":
-        return None
-    if _zygote is None or not _zygote.alive():
-        _zygote = Zygote(CLI_PRELOAD)
-    return _zygote
-
-
 def zygote_for(env: dict[str, str], argv: list[str]) -> Zygote | None:
     """The CLI zygote if a child of it would be what a new interpreter running ``argv`` with
-    ``env`` is, else None (a new interpreter): judged against the environment the zygote
-    started with, not this process's now (a test may have changed it since)."""
-    zygote = cli_zygote()
-    return zygote if zygote is not None and zygote.forkable(env, argv) else None
+    ``env`` is, else None (a new interpreter): ``cli_zygote_for``."""
+    return cli_zygote_for(env, argv)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _cli_zygote() -> Iterator[None]:
-    global _zygote
+def _cli_zygote() -> None:
+    """Started before the first test (ended with the session, tests/conftest.py), so that a
+    test's ``monkeypatch.setenv`` comes after the environment it was started with."""
     cli_zygote()
-    yield
-    if _zygote is not None:
-        _zygote.close()
-        _zygote = None
 
 
 @dataclass
@@ -146,6 +127,20 @@ class Cli:
             root.handlers[:] = handlers
             root.setLevel(level)
         return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+    def popen(self, *args: str) -> subprocess.Popen[bytes] | Forked:
+        """``wayline ARGS`` started in the background with its stdout a pipe the test reads
+        (``proc.stdout``, bytes) and its stderr in a file of ``cwd``: forked from the CLI
+        zygote when a child of it would be what a new interpreter is, else a new one."""
+        argv = self.argv(*args)
+        err = self.cwd / f"popen-{uuid.uuid4().hex[:8]}.err"
+        zygote = zygote_for(self.env, argv)
+        if zygote is not None:
+            return zygote.spawn(argv, self.env, err, cwd=self.cwd, pipe_stdout=True)
+        with err.open("wb") as e:
+            return subprocess.Popen(
+                argv, cwd=self.cwd, env=self.env, stdout=subprocess.PIPE, stderr=e
+            )
 
     def argv(self, *args: str, world: str | None = None) -> list[str]:
         return [sys.executable, "-m", "wayline.cli", *args, "--world", world or self.world]

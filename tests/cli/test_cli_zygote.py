@@ -190,3 +190,21 @@ def test_an_unbuffered_child_writes_half_a_line_at_once_as_a_new_interpreter_doe
         "half a line err",
     )
     assert (code, out[-tail:], err) == (0, "half a line out", "half a line err")
+
+
+def test_forked_children_draw_random_numbers_and_uuids_of_their_own(tmp_path: Path) -> None:
+    """The zygote imported ``random`` (asyncio does) and so seeded it once; each child is
+    seeded anew when forked (``random``'s at-fork hook), as each new interpreter is, so two
+    workers never pick the same jitter or id."""
+    zygote = Zygote(CLI_PRELOAD)
+    try:
+        drawn = set()
+        for n in range(3):
+            (tmp_path / str(n)).mkdir()
+            code, out, err = _forked(zygote, "random", dict(os.environ), tmp_path / str(n))
+            assert code == 0, err
+            [line] = [line for line in out.splitlines() if line.startswith("random:")]
+            drawn.add(line)
+        assert len(drawn) == 3
+    finally:
+        zygote.close()

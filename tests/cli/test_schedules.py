@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,17 +44,15 @@ def test_a_tick_starts_one_run_however_many_schedulers_look(cli: Cli, world_url:
     assert _look(cli, "2099-03-29T12:00:00+00:00") == ""  # looked again: nothing new
     # two schedulers at once, three days of missed ticks: one run, of the latest tick
     procs = [
-        subprocess.Popen(
-            cli.argv("schedules", "run", "--once", "--now", "2099-04-02T06:00:00+00:00"),
-            cwd=cli.cwd,
-            env=cli.env,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        cli.popen("schedules", "run", "--once", "--now", "2099-04-02T06:00:00+00:00")
         for _ in range(2)
     ]
-    outs = [p.communicate(timeout=30)[0] for p in procs]
-    assert all(p.returncode == 0 for p in procs)
+    outs = []
+    for p in procs:
+        assert p.stdout is not None
+        with p.stdout:
+            outs.append(p.stdout.read().decode())
+    assert [p.wait(30) for p in procs] == [0, 0]
     runs = _runs(cli)
     assert len(runs) == 2 and {r["workflow"] for r in runs} == {"add"}
     assert any("tick 2099-04-02T00:30:00Z started" in out for out in outs), outs

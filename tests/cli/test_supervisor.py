@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 import wayline
-from tests.cli.conftest import Background, Cli
+from tests.cli.conftest import Background, Cli, zygote_for
 from tests.cli.pid_flows import which_process
 from tests.conftest import WORLD_KINDS
+from tests.operator.zygote import Forked
 from tests.runtime.test_health import _get
 from tests.servers import free_port
 from wayline.cli import build_parser
@@ -435,22 +436,33 @@ def test_a_second_sigterm_to_the_supervisor_still_ends_the_drains_at_once(
 def spawn_job(cli: Cli) -> Iterator[Callable[..., Background]]:
     """``wayline ...`` started as a shell starts a foreground job: the leader of its own
     process group, so ``os.killpg`` reaches what the terminal's Ctrl-C would (and not pytest).
-    Each is stopped by its pid afterwards."""
+    Forked from the CLI zygote as ``spawn``'s are (the zygote makes the child a group leader
+    before ``start`` returns), else a new interpreter; each is stopped by its pid afterwards."""
     started: list[Background] = []
 
     def start(*args: str) -> Background:
         n = len(started)
         out, err = cli.cwd / f"job{n}.out", cli.cwd / f"job{n}.err"
-        with out.open("w") as o, err.open("w") as e:
-            proc = subprocess.Popen(
-                cli.argv(*args),
-                cwd=cli.cwd,
-                env=cli.env,
-                stdout=o,
-                stderr=e,
-                text=True,
-                process_group=0,
+        argv = cli.argv(*args)
+        zygote = zygote_for(cli.env, argv)
+        proc: subprocess.Popen[str] | Forked
+        if zygote is not None:
+            out.touch()
+            err.touch()
+            proc = zygote.spawn(
+                argv, cli.env, err, cwd=cli.cwd, stdout=out, stderr=err, process_group=True
             )
+        else:
+            with out.open("w") as o, err.open("w") as e:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=cli.cwd,
+                    env=cli.env,
+                    stdout=o,
+                    stderr=e,
+                    text=True,
+                    process_group=0,
+                )
         bg = Background(proc, out, err)
         started.append(bg)
         return bg

@@ -17,6 +17,11 @@ if mode == "partial":  # half a line on each stream, then an exit that flushes n
     sys.stdout.write("half a line out")
     sys.stderr.write("half a line err")
     os._exit(0)
+if mode == "random":  # what a process draws first: each child must draw its own
+    import random
+    import uuid
+
+    print("random:", random.getrandbits(64), uuid.uuid4().hex)
 if mode == "codec":  # the codec wayline.settings picked when it was imported
     from wayline._core import jsoncodec
 

@@ -1,5 +1,9 @@
 """Worker processes for fault tests, started with the pod's own kind of command and stopped
-by their pid."""
+by their pid. Each is forked from the test process's CLI zygote (tests/operator/zygote.py,
+``cli_zygote``), which imported ``wayline`` and both worlds once: a process of its own (its
+own pid, SIGKILL kills it, its exit status is its own, its stdout a pipe the test reads), with
+the environment the test gives it; an environment a forked child would not have
+(``forkable``), or ``WAYLINE_TEST_ZYGOTE=0``, starts a new interpreter instead."""
 
 from __future__ import annotations
 
@@ -11,27 +15,31 @@ from pathlib import Path
 
 import pytest
 
+from tests.operator.zygote import Forked, cli_zygote_for
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def spawn_worker(tmp_path: Path) -> Iterator[object]:
-    procs: list[subprocess.Popen[bytes]] = []
-    logs: list[object] = []
+    procs: list[subprocess.Popen[bytes] | Forked] = []
 
-    def start(db: Path | str, **env: str) -> subprocess.Popen[bytes]:
-        log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115
-        logs.append(log)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.faults.worker_main", str(db)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            env={**os.environ, **env},
-        )
+    def start(db: Path | str, **env: str) -> subprocess.Popen[bytes] | Forked:
+        log = tmp_path / f"worker-{len(procs)}.log"
+        argv = [sys.executable, "-m", "tests.faults.worker_main", str(db)]
+        full = {**os.environ, **env}
+        zygote = cli_zygote_for(full, argv)
+        proc: subprocess.Popen[bytes] | Forked
+        if zygote is not None:
+            proc = zygote.spawn(argv, full, log, cwd=ROOT, pipe_stdout=True)
+        else:
+            with log.open("wb") as err:
+                proc = subprocess.Popen(
+                    argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, env=full
+                )
         procs.append(proc)
         assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == b"worker ready"
+        assert proc.stdout.readline().strip() == b"worker ready", log.read_text()
         return proc
 
     yield start
@@ -41,8 +49,6 @@ def spawn_worker(tmp_path: Path) -> Iterator[object]:
         proc.wait(timeout=10)
         if proc.stdout:
             proc.stdout.close()
-    for log in logs:
-        log.close()  # type: ignore[attr-defined]
 
 
 class CrashWorld:

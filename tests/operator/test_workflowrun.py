@@ -186,10 +186,16 @@ class Operator:
         no fixture teardown) leaves no operator behind. ``python -m`` commands are forked
         from this test process's zygote (tests/operator/zygote.py), which imported the
         operator's libraries once (``WAYLINE_TEST_OPERATOR_ZYGOTE=0``: a new process each
-        time, as before); anything else is a new process as it is."""
+        time, as before); anything else is a new process as it is, and so is a command whose
+        environment a forked child would not have (``forkable``: a ``PYTHON*`` variable or
+        ``WAYLINE_CODEC`` other than the zygote's, read when its interpreter started)."""
         command = self.command()
         forked = os.environ.get("WAYLINE_TEST_OPERATOR_ZYGOTE", "1") != "0"
-        if forked and command[:2] == [sys.executable, "-m"]:
+        if (
+            forked
+            and command[:2] == [sys.executable, "-m"]
+            and zygote().forkable(self.env, command)
+        ):
             # the log exists once start returns, as with a new process: the forked child opens
             # it for itself later, and a test may read it before the child has
             self.log.touch()

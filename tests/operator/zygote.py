@@ -20,9 +20,12 @@ when none), then one JSON request a line on stdin (``argv``, ``env``, ``cwd``, `
 optionally ``stdin``, ``stdout``, ``stderr``), one line back on stdout for each (``pid N``,
 or ``error ...``), and a line ``exit PID CODE`` when a child ends (as ``subprocess`` reports
 it: minus the signal's number for a child a signal ended). Each child gets the kernel's
-parent-death signal, the zygote gets it from ``dying_with_us``: a test run killed mid-way
+parent-death signal; the zygote ends when its stdin does, which happens when the test process
+dies however it dies (its write end is the test process's alone): a test run killed mid-way
 leaves no operator behind. Closing the zygote's stdin kills its children that are left and
-ends it.
+ends it. A request may also ask for the child to lead a process group of its own
+(``pgroup``), and name a pipe of the test process for its stdout (``Zygote.spawn``'s
+``pipe_stdout``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 #: Imported once by the zygote. The runtime reads the environment through
 #: ``wayline.settings`` at call time; of the libraries only the kubernetes client reads one
@@ -104,6 +107,8 @@ class Forked:
     def __init__(self, zygote: Zygote, pid: int, args: list[str]) -> None:
         self.zygote, self.pid, self.args = zygote, pid, args
         self.returncode: int | None = None
+        #: the read end of its stdout when spawned with ``pipe_stdout``
+        self.stdout: BinaryIO | None = None
 
     def poll(self) -> int | None:
         self.returncode = self.zygote.exit_code(self.pid)
@@ -132,12 +137,16 @@ class Zygote:
     """The test process's end of the zygote; ``spawn`` is thread-safe."""
 
     def __init__(self, preload: tuple[str, ...] = PRELOAD) -> None:
-        from tests.servers import dying_with_us
-
         #: the environment the zygote imported its modules with
         self.env = dict(os.environ)
+        # Not under ``dying_with_us``: the kernel's parent-death signal follows the *thread*
+        # that started the process, so a zygote started from a worker thread (an xdist
+        # worker's, a fixture's executor) died when that thread ended, with its children.
+        # The zygote ends instead when its stdin reaches its end: the write end is this
+        # process's alone (non-inheritable, and ``subprocess`` closes other descriptors in
+        # the processes it starts), so the kernel closes it when this process dies, however.
         self.proc = subprocess.Popen(
-            dying_with_us([sys.executable, str(Path(__file__).resolve()), *preload]),
+            [sys.executable, str(Path(__file__).resolve()), *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=Path(__file__).resolve().parents[2],
@@ -192,28 +201,50 @@ class Zygote:
         stdin: Path | None = None,
         stdout: Path | None = None,
         stderr: Path | None = None,
+        pipe_stdout: bool = False,
+        process_group: bool = False,
     ) -> Forked:
         """``args`` as for ``subprocess.Popen``: ``[python, "-m", MODULE, *argv]``; the child's
         stdout and stderr go to ``log`` unless ``stdout``/``stderr`` say otherwise, its stdin
-        is ``/dev/null`` unless ``stdin`` names a file."""
+        is ``/dev/null`` unless ``stdin`` names a file. ``pipe_stdout``: its stdout is a pipe
+        whose read end is the child's ``stdout`` (as ``stdout=subprocess.PIPE`` gives: the end
+        of the file once the child and whatever inherited it have closed it).
+        ``process_group``: the child leads a process group of its own (``process_group=0``)."""
         assert args[1:2] == ["-m"], args
         request: dict[str, Any] = {
             "argv": args[2:],
             "env": env,
             "cwd": str(cwd or os.getcwd()),
             "log": str(log),
+            "pgroup": process_group,
         }
         for name, path in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)):
             if path is not None:
                 request[name] = str(path)
-        with self._lock:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-            self.proc.stdin.flush()
-            reply = self._reply(timeout=60)
+        read = write = -1
+        if pipe_stdout:
+            # The zygote opens the pipe's write end through /proc before it forks, so the
+            # child holds it once the reply comes; then this process's copy is closed, as
+            # ``subprocess`` closes its own, and the reader sees the end when the child's is.
+            read, write = os.pipe()
+            request["stdout"] = f"/proc/{os.getpid()}/fd/{write}"
+        try:
+            with self._lock:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+                self.proc.stdin.flush()
+                reply = self._reply(timeout=60)
+        finally:
+            if write >= 0:
+                os.close(write)
         if not reply.startswith("pid "):
+            if read >= 0:
+                os.close(read)
             raise RuntimeError(f"the operator zygote could not fork {args}: {reply}")
-        return Forked(self, int(reply.split()[1]), args)
+        child = Forked(self, int(reply.split()[1]), args)
+        if read >= 0:
+            child.stdout = os.fdopen(read, "rb")
+        return child
 
     def exit_code(self, pid: int) -> int | None:
         with self._changed:
@@ -244,15 +275,11 @@ _zygote_lock = threading.Lock()
 
 
 def zygote() -> Zygote:
-    """This test process's zygote, started on first use (``close_zygote`` ends it). Start it
-    from the main thread: its parent-death signal follows the thread that started it, so
-    one started from a worker thread would die with that thread."""
+    """This test process's zygote, started on first use (``close_zygote`` ends it), from
+    whichever thread: it lives as long as this process does (``Zygote``)."""
     global _zygote
     with _zygote_lock:
         if _zygote is None or not _zygote.alive():
-            assert threading.current_thread() is threading.main_thread(), (
-                "start the operator zygote from the main thread (tests/operator/conftest.py)"
-            )
             _zygote = Zygote()
         return _zygote
 
@@ -265,12 +292,71 @@ def close_zygote() -> None:
             _zygote = None
 
 
+_cli_zygote: Zygote | None = None
+_cli_zygote_lock = threading.Lock()
+
+
+def cli_zygote() -> Zygote | None:
+    """This test process's zygote of ``CLI_PRELOAD``, for the ``wayline`` and test-module
+    processes the CLI, fault, runtime and NATS tests start; started on first use, from
+    whichever thread (a dead one started anew), ended by ``close_cli_zygote`` (the session's
+    end, tests/conftest.py). None when ``WAYLINE_TEST_ZYGOTE=0``: each process a new
+    interpreter."""
+    global _cli_zygote
+    if os.environ.get("WAYLINE_TEST_ZYGOTE", "1") == "0":
+        return None
+    with _cli_zygote_lock:
+        if _cli_zygote is None or not _cli_zygote.alive():
+            _cli_zygote = Zygote(CLI_PRELOAD)
+        return _cli_zygote
+
+
+def cli_zygote_for(env: dict[str, str], argv: list[str]) -> Zygote | None:
+    """The CLI zygote if a child of it would be what a new interpreter running ``argv`` with
+    ``env`` is, else None (start a new interpreter): judged against the environment the
+    zygote started with, not this process's now (a test may have changed it since)."""
+    if argv[1:2] != ["-m"]:
+        return None
+    zygote = cli_zygote()
+    return zygote if zygote is not None and zygote.forkable(env, argv) else None
+
+
+def close_cli_zygote() -> None:
+    global _cli_zygote
+    with _cli_zygote_lock:
+        if _cli_zygote is not None:
+            _cli_zygote.close()
+            _cli_zygote = None
+
+
 # --- the zygote's side -------------------------------------------------------------------------
 
 PR_SET_PDEATHSIG = 1
 
 
-def _child(request: dict[str, Any], zygote_pid: int) -> None:
+def _open_streams(request: dict[str, Any]) -> list[int]:
+    """In the zygote, before it forks: the child's stdin, stdout and stderr, opened here so
+    that a file that cannot be opened is an error said back, and so that a pipe's write end
+    the test process offers through /proc (``pipe_stdout``) is held by the child before the
+    reply lets the test process close its own."""
+    opened = [os.open(request.get("stdin", os.devnull), os.O_RDONLY)]
+    try:
+        for name in ("stdout", "stderr"):
+            opened.append(
+                os.open(
+                    request.get(name, request["log"]),
+                    os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                    0o644,
+                )
+            )
+    except BaseException:
+        for fd in opened:
+            os.close(fd)
+        raise
+    return opened
+
+
+def _child(request: dict[str, Any], zygote_pid: int, streams: list[int]) -> None:
     """In the forked child: become the operator process; never returns."""
     code = 1
     try:
@@ -281,17 +367,13 @@ def _child(request: dict[str, Any], zygote_pid: int) -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != zygote_pid:  # the zygote died before the signal was set
             os._exit(1)
-        stdin = os.open(request.get("stdin", os.devnull), os.O_RDONLY)
-        os.dup2(stdin, 0)
-        opened = [stdin]
-        for fd, name in ((1, "stdout"), (2, "stderr")):
-            out = os.open(
-                request.get(name, request["log"]), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
-            )
-            os.dup2(out, fd)
-            opened.append(out)
-        for fd in opened:
-            os.close(fd)
+        if request.get("pgroup"):  # the zygote sets it too: whichever runs first
+            with contextlib.suppress(OSError):
+                os.setpgid(0, 0)
+        for fd, opened in enumerate(streams):
+            os.dup2(opened, fd)
+        for opened in streams:
+            os.close(opened)
         os.environ.clear()
         os.environ.update(request["env"])
         _streams()
@@ -402,13 +484,25 @@ def _serve() -> None:
                 line, pending = pending.split(b"\n", 1)
                 try:
                     request = json.loads(line)
-                    pid = os.fork()
+                    streams = _open_streams(request)
                 except Exception as err:  # said back to the test process
+                    say(f"error {err!r}")
+                    continue
+                try:
+                    pid = os.fork()
+                except Exception as err:
+                    for fd in streams:
+                        os.close(fd)
                     say(f"error {err!r}")
                     continue
                 if pid == 0:
                     os.close(out)
-                    _child(request, me)
+                    _child(request, me, streams)
+                for fd in streams:  # the child's now: the next child must not inherit them
+                    os.close(fd)
+                if request.get("pgroup"):  # before the reply: the test may signal the group
+                    with contextlib.suppress(OSError):
+                        os.setpgid(pid, pid)
                 children.add(pid)
                 say(f"pid {pid}")
         while children:

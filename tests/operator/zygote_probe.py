@@ -1,5 +1,6 @@
 """Run by tests/operator/test_zygote.py as ``python -m tests.operator.zygote_probe``, forked
-from the zygote: prints what the child sees of its environment, then waits to be signalled."""
+from the zygote: prints what the child sees of its environment and the codec ``wayline`` picked when
+imported, then waits to be signalled."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import time
 
 from kubernetes.config import kube_config
 
+from wayline._core import jsoncodec
+
 print(
     json.dumps(
         {
@@ -17,6 +20,7 @@ print(
             "cwd": os.getcwd(),
             "mark": os.environ.get("ZYGOTE_PROBE_MARK"),
             "kubeconfig": kube_config.KUBE_CONFIG_DEFAULT_LOCATION,
+            "codec": jsoncodec.NAME,
         }
     ),
     flush=True,

@@ -14,6 +14,7 @@ from typing import Any
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, settings, wait_for
+from tests.runtime.procs import exec_python
 from wayline._core.events import EventType, RunStatus
 from wayline.world import World
 
@@ -174,15 +175,11 @@ async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
 
     log = str(tmp_path / "bodies")
     token = f"lr-crash-{os.getpid()}-{tmp_path.name}"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tests.runtime.live_replay_proc",
-        engine.world.url,
-        str(tmp_path / "hits"),
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "WAYLINE_VISIBILITY_SECONDS": "2"},
+    hits = str(tmp_path / "hits")
+    proc = await exec_python(
+        [sys.executable, "-m", "tests.runtime.live_replay_proc", engine.world.url, hits],
+        {**os.environ, "WAYLINE_VISIBILITY_SECONDS": "2"},
+        tmp_path / "proc.log",
     )
     try:
         assert proc.stdout is not None

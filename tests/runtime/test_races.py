@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, wait_for
+from tests.runtime.procs import exec_python
 from wayline._core.events import EventType
 
 RACES = 40
@@ -55,22 +58,22 @@ async def test_concurrent_cancels_request_once(engine: Engine) -> None:
     assert len(requested) == 1
 
 
-async def test_resumes_from_several_processes_deliver_once(engine: Engine) -> None:
+async def test_resumes_from_several_processes_deliver_once(engine: Engine, tmp_path: Path) -> None:
     run_id = await _parked_hook(engine, "tok-procs")
     start_at = time.time() + 2.0  # every process is connected by then
+    argv = [sys.executable, "-m", "tests.runtime.race_caller", engine.world.url, "tok-procs"]
     callers = [
-        await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tests.runtime.race_caller",
-            engine.world.url,
-            "tok-procs",
-            str(RACES),
-            str(start_at),
+        await exec_python(
+            [*argv, str(RACES), str(start_at)],
+            dict(os.environ),
+            tmp_path / f"caller-{n}.log",
+            pipe_stdout=False,
         )
-        for _ in range(3)
+        for n in range(3)
     ]
-    assert [await p.wait() for p in callers] == [0, 0, 0]
+    codes = [await p.wait() for p in callers]
+    logs = [(tmp_path / f"caller-{n}.log").read_text() for n in range(3)]
+    assert codes == [0, 0, 0], logs
     received = of_type(await engine.world.list_events(run_id), EventType.HOOK_RECEIVED)
     per_id = Counter(e.data["deliveryId"] for e in received)
     assert per_id == Counter({f"d-{i}": 1 for i in range(RACES)})
