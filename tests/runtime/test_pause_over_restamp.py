@@ -20,6 +20,7 @@ import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, settings, wait_for
 from wayline._core.events import EventType
+from wayline._core.planning import HELD_DELAY_MIN
 from wayline._engine import handler as handler_module
 from wayline._engine import session as session_module
 
@@ -63,9 +64,11 @@ async def _held_over_the_restamp(
 
 
 @asynccontextmanager
-async def _recovering(engine: Engine, paused_first: list[bool]) -> AsyncIterator[None]:
+async def _recovering(
+    engine: Engine, paused_first: list[bool], **overrides: Any
+) -> AsyncIterator[None]:
     """A new worker, whose recovering delivery has paused the run before its re-stamp."""
-    async with engine.worker([flows.looping]):
+    async with engine.worker([flows.looping], settings=settings(**overrides)):
         await wait_for(lambda: asyncio.sleep(0, bool(paused_first)), timeout=15)
         assert paused_first == [True]
         yield
@@ -75,7 +78,9 @@ async def test_a_pause_before_an_owned_recoverys_restamp_holds_the_body(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log, handle, paused_first = await _held_over_the_restamp(engine, tmp_path, monkeypatch)
-    async with _recovering(engine, paused_first):
+    # The default held delay: the run is still running 0.5 s after the unpause because its
+    # held delivery comes back 2 s after its hand-back; the tests' 0.2 s would let it end.
+    async with _recovering(engine, paused_first, held_delay_seconds=HELD_DELAY_MIN):
         await asyncio.sleep(1.0)  # a body started over the pause would have marked by now
         assert flows.lines(log) == ["0:1", "1:1", "2:1"]
         assert await handle.status() is wayline.RunStatus.PAUSED
