@@ -167,6 +167,29 @@ async def test_a_delivery_held_through_a_long_pause_spends_no_delivery_and_runs_
     assert lines.count("2:2") == 1 and lines.count("3:1") == 1, lines
 
 
+async def test_a_worker_hands_a_held_delivery_back_for_its_own_held_delay(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's ``held_delay_seconds`` reaches the planner: a delivery that finds its run
+    paused is handed back for at least that long (7.5 s, beyond the default 2 s and a quarter
+    of any pause this test makes), and no body runs."""
+    log, handle, _ = await _paused_before_the_redelivery(engine, tmp_path, monkeypatch)
+    given = handler_module.held_delay
+    delays: list[tuple[float, float]] = []
+
+    def noting(paused_at: float | None, now: float, least: float = HELD_DELAY_MIN) -> float:
+        delay = given(paused_at, now, least)
+        delays.append((least, delay))
+        return delay
+
+    monkeypatch.setattr(handler_module, "held_delay", noting)
+    async with engine.worker([flows.looping], settings=settings(held_delay_seconds=7.5)):
+        await wait_for(lambda: asyncio.sleep(0, bool(delays)), timeout=15)
+    assert delays[0][0] == 7.5 and delays[0][1] >= 7.5, delays
+    assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+    assert await handle.status() is wayline.RunStatus.PAUSED
+
+
 @wayline.step
 async def flapped_step(path: str, i: int) -> int:
     flows.mark(path, f"{i}:{wayline.step_context().attempt}")
