@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ._core import clock, jsoncodec
 from ._core.dispatch import MAX_LEASE_SECONDS
 from ._core.limits import Limits
+from ._core.planning import HELD_DELAY_MAX, HELD_DELAY_MIN
 from .errors import ConfigurationError
 
 # Seed 000, "Why a fixed constant, and why 860 seconds": longer than any invocation may live
@@ -73,6 +74,14 @@ class Settings:
     visibility_seconds: float = 30.0
     """``WAYLINE_VISIBILITY_SECONDS``: how long a held delivery stays invisible without a
     renewal. Workers renew every third of it; a dead worker's delivery returns after it."""
+
+    held_delay_seconds: float = HELD_DELAY_MIN
+    """``WAYLINE_HELD_DELAY_SECONDS``, seconds, above 0 and at most 30: how long a delivery
+    handed back because it owns a step its run's pause holds stays away the first time (a
+    quarter of the pause's age after that, never more than 30 s: ``planning.held_delay``).
+    The step runs at most this long after an unpause that follows a short pause, and the
+    paused run's log is read once per return. 2 s keeps those reads few; tests that pause
+    over such a step set it short so they do not wait on it."""
 
     poll_interval_seconds: float = 0.05
     """``WAYLINE_POLL_INTERVAL``: how often an idle consumer re-checks a store that cannot
@@ -223,6 +232,16 @@ class Settings:
 
     extra: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Checked here too, as tests and embedders build settings without the environment: a
+        # delay of 0 would hand a held delivery back in a hot loop, and one over the cap would
+        # change what the cap promises (a paused run's step waits at most 30 s after it ends).
+        if not 0 < self.held_delay_seconds <= HELD_DELAY_MAX:
+            raise ConfigurationError(
+                f"held_delay_seconds must be above 0 and at most {HELD_DELAY_MAX:g} seconds,"
+                f" got {self.held_delay_seconds!r}"
+            )
+
     @property
     def handoff_after(self) -> float:
         if self.handoff_seconds is not None:
@@ -245,6 +264,7 @@ class Settings:
             max_invocation_seconds=_float(env, "WAYLINE_MAX_INVOCATION_SECONDS", 800.0),
             handoff_seconds=_float(env, "WAYLINE_HANDOFF_SECONDS", 0.0) or None,
             visibility_seconds=max(0.5, _float(env, "WAYLINE_VISIBILITY_SECONDS", 30.0)),
+            held_delay_seconds=_held_delay(env),
             poll_interval_seconds=max(0.001, _float(env, "WAYLINE_POLL_INTERVAL", 0.05)),
             definition_mismatch=_choice(env, "WAYLINE_DEFINITION_MISMATCH", ("wait", "fail")),
             event_loop=_choice(env, "WAYLINE_LOOP", ("asyncio", "uvloop")),
@@ -395,6 +415,17 @@ def _positive(env: Mapping[str, str], name: str, default: float) -> float:
     value = _float(env, name, default)
     if not value > 0:
         raise ConfigurationError(f"{name} must be a positive number of seconds, got {value!r}")
+    return value
+
+
+def _held_delay(env: Mapping[str, str]) -> float:
+    name = "WAYLINE_HELD_DELAY_SECONDS"
+    value = _float(env, name, HELD_DELAY_MIN)
+    if not 0 < value <= HELD_DELAY_MAX:
+        raise ConfigurationError(
+            f"{name} must be a number of seconds above 0 and at most {HELD_DELAY_MAX:g},"
+            f" got {env[name]!r}"
+        )
     return value
 
 

@@ -9,14 +9,25 @@ events" and "Runs with many hooks")."""
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
+from selenium.webdriver.remote.webdriver import WebDriver
+
 import wayline
+from tests.conftest import open_world_of_kind
 from tests.console.browser import Page
-from tests.console.conftest import AUTH, Console
+from tests.console.conftest import AUTH, TOKEN, Console, served_page
 from tests.console.test_hook_payload_pages import _resumed
 from tests.console.test_read_token import _served
+from tests.runtime.harness import Engine
 from wayline._core.events import EventType, NewEvent
+from wayline.cli.console import create_app
 
 EVENTS = 2500
 FIRST, MOST = 1000, 1000  # an /events page when it does not say, and the most it may ask
@@ -123,15 +134,69 @@ async def _many_hooks(console: Console, order: str, *, end: bool = True) -> str:
     return handle.run_id
 
 
+@dataclass
+class EndedRun:
+    """The ended run of :data:`HOOKS` hooks that the tests which only read it share, and a
+    console over a world of the test's own loop that reads its store."""
+
+    console: Console
+    run_id: str
+
+
+@pytest.fixture(scope="module")
+def _ended_run_stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Where each world kind's shared run is kept: a folder for the SQLite file, a prefix for
+    the NATS streams, and each kind's run id once it is built."""
+    prefix = f"ended{uuid.uuid4().hex[:12]}"  # the session's server may serve other processes
+    return {"folder": tmp_path_factory.mktemp("ended-many"), "prefix": prefix, "runs": {}}
+
+
+@pytest.fixture
+async def ended_run(
+    make_world: Any, request: pytest.FixtureRequest, _ended_run_stores: dict[str, Any]
+) -> AsyncIterator[EndedRun]:
+    """A run of 2,000 hooks that ended, built once per module and world (6-9 s each on
+    NATS): the tests given it only read it. A world is bound to its test's event loop, so each
+    test opens its own on the shared store (the module's SQLite file, or its NATS prefix)."""
+    kind = request.node.callspec.params["make_world"]
+    options = {} if kind == "local" else {"prefix": _ended_run_stores["prefix"]}
+    world = await open_world_of_kind(request, _ended_run_stores["folder"], kind, options)
+    try:
+        engine = Engine(world=world, make_world=make_world, client=wayline.Client(world))
+        app = create_app(engine.client, world_url="test://world", token=TOKEN, poll_seconds=0.05)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+            console = Console(engine, http)
+            runs = _ended_run_stores["runs"]
+            if kind not in runs:
+                runs[kind] = await _many_hooks(console, "h1")
+            yield EndedRun(console, runs[kind])
+    finally:
+        await world.close()
+
+
+@pytest.fixture
+async def ended_run_page(
+    ended_run: EndedRun,
+    chromium: WebDriver,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Page]:
+    """The ``page`` fixture over :func:`ended_run`'s console."""
+    monkeypatch.chdir(tmp_path)
+    async with served_page(ended_run.console, chromium, tmp_path) as opened:
+        yield opened
+
+
 def _tokens(hooks: list[dict[str, Any]], order: str) -> list[tuple[int, str]]:
     prefix = f"event_hook_pages:{order}:"
     return [(h["n"], h["token"].removeprefix(prefix)) for h in hooks]
 
 
 async def test_a_run_of_2000_hooks_keeps_its_json_bounded_and_pages_every_hook(
-    console: Console,
+    ended_run: EndedRun,
 ) -> None:
-    run_id = await _many_hooks(console, "h1")
+    console, run_id = ended_run.console, ended_run.run_id
     got = await console.http.get(f"/api/runs/{run_id}")
     assert got.status_code == 200, got.text[:300]
     run = got.json()
@@ -181,9 +246,9 @@ async def test_a_run_of_2000_waiting_hooks_carries_50_more_of_them_for_the_page_
 
 
 async def test_the_run_page_of_2000_hooks_says_how_many_more_and_loads_them(
-    console: Console, page: Page
+    ended_run: EndedRun, ended_run_page: Page
 ) -> None:
-    run_id = await _many_hooks(console, "h2")
+    run_id, page = ended_run.run_id, ended_run_page
     await page.open(f"/runs/{run_id}")
     rows = "#timeline tr[data-kind^='hook']"
     more = f"#timeline tr[data-kind='hooks-more'][data-key='hooks@{HEAD_HOOKS}']"

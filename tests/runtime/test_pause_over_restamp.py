@@ -20,6 +20,7 @@ import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, of_type, settings, wait_for
 from wayline._core.events import EventType
+from wayline._core.planning import HELD_DELAY_MIN
 from wayline._engine import handler as handler_module
 from wayline._engine import session as session_module
 
@@ -63,9 +64,11 @@ async def _held_over_the_restamp(
 
 
 @asynccontextmanager
-async def _recovering(engine: Engine, paused_first: list[bool]) -> AsyncIterator[None]:
+async def _recovering(
+    engine: Engine, paused_first: list[bool], **overrides: Any
+) -> AsyncIterator[None]:
     """A new worker, whose recovering delivery has paused the run before its re-stamp."""
-    async with engine.worker([flows.looping]):
+    async with engine.worker([flows.looping], settings=settings(**overrides)):
         await wait_for(lambda: asyncio.sleep(0, bool(paused_first)), timeout=15)
         assert paused_first == [True]
         yield
@@ -75,7 +78,9 @@ async def test_a_pause_before_an_owned_recoverys_restamp_holds_the_body(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log, handle, paused_first = await _held_over_the_restamp(engine, tmp_path, monkeypatch)
-    async with _recovering(engine, paused_first):
+    # The default held delay: the run is still running 0.5 s after the unpause because its
+    # held delivery comes back 2 s after its hand-back; the tests' 0.2 s would let it end.
+    async with _recovering(engine, paused_first, held_delay_seconds=HELD_DELAY_MIN):
         await asyncio.sleep(1.0)  # a body started over the pause would have marked by now
         assert flows.lines(log) == ["0:1", "1:1", "2:1"]
         assert await handle.status() is wayline.RunStatus.PAUSED
@@ -160,6 +165,29 @@ async def test_a_delivery_held_through_a_long_pause_spends_no_delivery_and_runs_
     assert all(at is not None for at in handed)  # the pause's time sets the hand-back's
     lines = flows.lines(log)
     assert lines.count("2:2") == 1 and lines.count("3:1") == 1, lines
+
+
+async def test_a_worker_hands_a_held_delivery_back_for_its_own_held_delay(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's ``held_delay_seconds`` reaches the planner: a delivery that finds its run
+    paused is handed back for at least that long (7.5 s, beyond the default 2 s and a quarter
+    of any pause this test makes), and no body runs."""
+    log, handle, _ = await _paused_before_the_redelivery(engine, tmp_path, monkeypatch)
+    given = handler_module.held_delay
+    delays: list[tuple[float, float]] = []
+
+    def noting(paused_at: float | None, now: float, least: float = HELD_DELAY_MIN) -> float:
+        delay = given(paused_at, now, least)
+        delays.append((least, delay))
+        return delay
+
+    monkeypatch.setattr(handler_module, "held_delay", noting)
+    async with engine.worker([flows.looping], settings=settings(held_delay_seconds=7.5)):
+        await wait_for(lambda: asyncio.sleep(0, bool(delays)), timeout=15)
+    assert delays[0][0] == 7.5 and delays[0][1] >= 7.5, delays
+    assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+    assert await handle.status() is wayline.RunStatus.PAUSED
 
 
 @wayline.step

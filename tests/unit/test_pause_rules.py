@@ -120,6 +120,17 @@ def test_a_delivery_held_by_a_pause_comes_back_sooner_after_a_short_pause_never_
     assert held_delay(200.0, 100.0) == HELD_DELAY_MIN  # a clock behind the world's
 
 
+def test_the_held_delay_starts_from_the_least_it_is_given_and_keeps_the_30s_cap() -> None:
+    """The worker passes its ``held_delay_seconds``: a short one brings the first return
+    sooner, a quarter of the pause's age still takes over once larger, and 30 s still caps it."""
+    assert held_delay(None, 100.0, 0.1) == 0.1
+    assert held_delay(100.0, 101.0, 0.1) == 0.25
+    assert held_delay(100.0, 101.0, 5.0) == 5.0
+    assert held_delay(100.0, 140.0, 0.1) == 10.0
+    assert held_delay(100.0, 100.0 + 86_400, 0.1) == HELD_DELAY_MAX
+    assert held_delay(100.0, 100.0 + 86_400, HELD_DELAY_MAX) == HELD_DELAY_MAX
+
+
 def test_only_a_forward_step_still_stamped_by_the_delivery_holds_it() -> None:
     def step(
         owner: str, status: str, saw_retrying: bool = False, compensates: str | None = None

@@ -81,3 +81,22 @@ def test_the_nats_monitors_are_a_comma_separated_list() -> None:
     given = {"WAYLINE_NATS_MONITOR": " http://a:8222, ,http://b:8222 "}
     assert Settings.from_env(given).nats_monitors == ("http://a:8222", "http://b:8222")
     assert Settings.from_env({}).nats_monitors == ()
+
+
+def test_the_held_delay_comes_from_the_environment_with_a_default_of_2s() -> None:
+    assert Settings.from_env({}).held_delay_seconds == 2.0
+    assert Settings().held_delay_seconds == 2.0
+    assert Settings.from_env({"WAYLINE_HELD_DELAY_SECONDS": "0.2"}).held_delay_seconds == 0.2
+    assert Settings.from_env({"WAYLINE_HELD_DELAY_SECONDS": "30"}).held_delay_seconds == 30.0
+
+
+@pytest.mark.parametrize("raw", ["soon", "0", "-1", "30.5", "nan", "inf"])
+def test_a_bad_held_delay_is_a_clear_error(raw: str) -> None:
+    with pytest.raises(ConfigurationError, match=f"WAYLINE_HELD_DELAY_SECONDS.*{raw!r}"):
+        Settings.from_env({"WAYLINE_HELD_DELAY_SECONDS": raw})
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, 31.0, float("nan")])
+def test_settings_built_in_code_refuse_a_bad_held_delay(value: float) -> None:
+    with pytest.raises(ConfigurationError, match="held_delay_seconds must be above 0"):
+        Settings(held_delay_seconds=value)

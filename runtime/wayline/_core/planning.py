@@ -229,7 +229,9 @@ def owner_stamp(attempt: int, my_id: str, lease: float | None) -> dict[str, Any]
 
 HELD_DELAY_MIN = 2.0
 """Seconds before the first return of a delivery handed back because it owns a step its run's
-pause holds: the step runs this soon after an unpause that follows a short pause."""
+pause holds: the step runs this soon after an unpause that follows a short pause. The default
+of ``Settings.held_delay_seconds`` (``WAYLINE_HELD_DELAY_SECONDS``), which a worker passes to
+:func:`held_delay`; a worker reads each return's log, so 2 s keeps a paused run's reads few."""
 HELD_DELAY_MAX = 30.0
 """The longest hand-back of such a delivery: a run paused for hours reads its log once every
 30 s for it (no hot loop), and its step runs at most 30 s after the unpause."""
@@ -248,11 +250,13 @@ def holds_a_step(my_id: str, steps: Iterable[StepRecord | StepView]) -> bool:
     )
 
 
-def held_delay(paused_at: float | None, now: float) -> float:
+def held_delay(paused_at: float | None, now: float, least: float = HELD_DELAY_MIN) -> float:
     """The hand-back of a delivery that :func:`holds_a_step`: a quarter of the pause's age,
-    between ``HELD_DELAY_MIN`` and ``HELD_DELAY_MAX``, so a long pause costs few reads."""
+    between ``least`` (the worker's ``held_delay_seconds``, ``HELD_DELAY_MIN`` by default) and
+    ``HELD_DELAY_MAX``, so a long pause costs few reads. ``least`` is at most the cap (the
+    settings refuse more), so a run paused for hours still reads its log every 30 s."""
     age = 0.0 if paused_at is None else max(0.0, now - paused_at)
-    return min(HELD_DELAY_MAX, max(HELD_DELAY_MIN, age / 4))
+    return min(HELD_DELAY_MAX, max(least, age / 4))
 
 
 # --- a suspension: the dispatch --------------------------------------------------------------
