@@ -180,7 +180,9 @@ class _Handoff:
 
     def put_nowait(self, msg: Any) -> None:
         self._sub._pending_size -= len(msg.data)  # counted by the reader, taken at once
-        _unread.discard(self._sub._conn)  # read in a later turn than any publish it answers
+        conn = getattr(self._sub, "_conn", None)
+        if conn is not None:  # read in a later turn than any publish it answers
+            _unread.discard(conn)
         try:
             self._handler(msg)
         except Exception:
