@@ -4,7 +4,14 @@ per process. With ``--against COMMIT``, an interleaved A/B of this tree and anot
 
     python bench/steady.py [--worlds local,nats] [--steps 10] [--runs 20] [--at-once] [--rounds 3]
         [--against COMMIT] [--old-env K=V] [--new-env K=V] [--no-strace] [--sync full|normal]
-        [--write]
+        [--write] [--turns]
+
+``--turns`` adds, per tree and world, where the loop turns of a step go: for each callback
+the loop ran (a task's step is named by its coroutine's qualified name, any other callback by
+its function's), how many times a step ran it, and the most common turns, each named by the
+callbacks it ran in order, with how many times a step took it. The counting wraps
+``asyncio.Handle._run``, so it costs CPU: the turns, tasks and futures it reports are exact,
+its CPU figures are not to be compared with a run without it.
 
 ``--old-env`` and ``--new-env`` set environment variables for the old tree's children or this
 tree's, so one tree can be measured against itself with another codec or event loop
@@ -78,6 +85,8 @@ class CountingLoop(asyncio.SelectorEventLoop):
     def __init__(self) -> None:
         super().__init__()
         self.counts: Counter[str] = Counter()
+        self.turns: Counter[tuple[str, ...]] | None = None  # --turns: each turn's callbacks
+        self._ran: list[str] = []  # the callbacks of the turn being run
         select = self._selector.select  # type: ignore[attr-defined]
         counts = self.counts
 
@@ -90,7 +99,26 @@ class CountingLoop(asyncio.SelectorEventLoop):
 
     def _run_once(self) -> None:
         self.counts["loop turns"] += 1
+        turns = self.turns  # the recording may stop within this turn
+        if turns is None:
+            super()._run_once()  # type: ignore[misc]
+            return
+        self._ran = []
         super()._run_once()  # type: ignore[misc]
+        turns[tuple(self._ran)] += 1
+
+    def record_turns(self) -> None:
+        """Name the callbacks of every turn from now on (``--turns``)."""
+        self.turns = Counter()
+        run = asyncio.Handle._run
+        loop = self
+
+        def named_run(handle: asyncio.Handle) -> None:
+            if handle._loop is loop:  # type: ignore[attr-defined]
+                loop._ran.append(callback_name(handle._callback))  # type: ignore[attr-defined]
+            run(handle)
+
+        asyncio.Handle._run = named_run  # type: ignore[method-assign]
 
     def create_future(self) -> asyncio.Future[Any]:
         self.counts["futures made"] += 1
@@ -99,6 +127,20 @@ class CountingLoop(asyncio.SelectorEventLoop):
     def create_task(self, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
         self.counts["tasks made"] += 1
         return super().create_task(coro, **kwargs)
+
+
+def callback_name(callback: Any) -> str:
+    """A loop callback's name: a task's step by its coroutine, a function by its qualified
+    name, a ``functools.partial`` by the function it wraps."""
+    owner = getattr(callback, "__self__", None)
+    if isinstance(owner, asyncio.Task):
+        coro = owner.get_coro()
+        what = getattr(coro, "__qualname__", type(coro).__qualname__)
+        return f"task {what} ({getattr(callback, '__name__', '?')})"
+    func = getattr(callback, "func", callback)  # functools.partial
+    name = getattr(func, "__qualname__", None) or type(func).__qualname__
+    module = getattr(func, "__module__", None) or ""
+    return f"{module.rpartition('.')[2]}.{name}" if module else name
 
 
 def counting_uvloop() -> asyncio.AbstractEventLoop:
@@ -136,7 +178,12 @@ def _hear() -> str:
 
 
 async def child(
-    url: str, steps: int, runs: int, server_pid: int | None, at_once: bool = False
+    url: str,
+    steps: int,
+    runs: int,
+    server_pid: int | None,
+    at_once: bool = False,
+    turns: bool = False,
 ) -> None:
     import wayline
 
@@ -165,6 +212,8 @@ async def child(
         _say("ready untraced")
         _hear()
         loop.counts.clear()
+        if turns:
+            loop.record_turns()
         cpu, server = time.process_time(), proc_cpu(server_pid) if server_pid else 0.0
         calls = NatsCalls()
         with calls.counting() if url.startswith("nats") else contextlib.nullcontext():
@@ -178,6 +227,15 @@ async def child(
         if url.startswith("nats"):
             out["nats round trips"] = calls.counts["request"] + calls.counts["publish+reply"]
             out["nats one-way sends"] = calls.counts["publish"]
+        if turns:
+            recorded, loop.turns = loop.turns, None
+            per_turn: Counter[str] = Counter()
+            for ran, n in recorded.items():
+                for name in ran:
+                    per_turn[f"callback: {name}"] += n
+            out.update(per_turn)
+            for ran, n in recorded.most_common(12):
+                out["turn: " + (" + ".join(ran) or "(no callback: select only)")] = n
         _say("figures " + json.dumps({k: v / (steps * runs) for k, v in out.items()}))
         _say("ready traced")
         _hear()
@@ -213,7 +271,7 @@ def child_main(args: argparse.Namespace) -> None:
     loop = counting_uvloop() if os.environ.get("WAYLINE_LOOP") == "uvloop" else CountingLoop()
     try:
         loop.run_until_complete(
-            child(args.url, args.steps, args.runs, args.server_pid, args.at_once)
+            child(args.url, args.steps, args.runs, args.server_pid, args.at_once, args.turns)
         )
     finally:
         loop.close()
@@ -245,6 +303,7 @@ def measure(
     strace: str | None,
     at_once: bool = False,
     env: dict[str, str] | None = None,
+    turns: bool = False,
 ) -> dict[str, float]:
     """One child: its untraced figures and, with strace, its syscalls; per step."""
     proc = subprocess.Popen(
@@ -254,6 +313,7 @@ def measure(
             *("--child", "--tree", str(tree), "--url", url),
             *("--steps", str(steps), "--runs", str(runs)),
             *(("--at-once",) if at_once else ()),
+            *(("--turns",) if turns else ()),
             *(("--server-pid", str(server_pid)) if server_pid else ()),
         ],
         stdin=subprocess.PIPE,
@@ -385,6 +445,9 @@ def main() -> None:
     parser.add_argument(
         "--write", action="store_true", help="the tables become RESULTS.md's headline"
     )
+    parser.add_argument(
+        "--turns", action="store_true", help="name the callbacks each step's loop turns ran"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tree", default=str(ROOT), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -427,11 +490,21 @@ def main() -> None:
                         base, pid = servers[world]
                         url = f"{base}?prefix={tag}"
                     figures = measure(
-                        tree, url, args.steps, args.runs, pid, strace, args.at_once, envs[name]
+                        tree,
+                        url,
+                        args.steps,
+                        args.runs,
+                        pid,
+                        strace,
+                        args.at_once,
+                        envs[name],
+                        args.turns,
                     )
                     results.setdefault((name, world), []).append(figures)
                     shown = ", ".join(
-                        f"{k} {v:.3g}" for k, v in figures.items() if not k.startswith("syscalls: ")
+                        f"{k} {v:.3g}"
+                        for k, v in figures.items()
+                        if not k.startswith(("syscalls: ", "callback: ", "turn: "))
                     )
                     print(f"[{rnd + 1}/{args.rounds}] {world} {name}: {shown}", flush=True)
     print(

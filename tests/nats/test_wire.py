@@ -128,6 +128,48 @@ async def test_publishes_of_one_turn_after_the_first_go_out_together(
         assert [int(m.data) for m in got] == list(range(52))
 
 
+def _scheduled_sends() -> int:
+    """The connection's sends scheduled for the loop's next turn (each costs a turn when
+    nothing else is ready)."""
+    ready = asyncio.get_running_loop()._ready  # type: ignore[attr-defined]
+    return sum(getattr(h, "_callback", None) is wire._end_of_turn for h in ready)
+
+
+async def test_a_lone_publish_and_its_reply_cost_no_turn_of_the_loop_of_their_own(
+    nats_server: NatsServer,
+) -> None:
+    """A step on NATS is one publish and its reply: the publish is written at once and no
+    end of turn is scheduled for it, so the loop waits for the reply in the very next turn."""
+    async with _writer_and_reader(nats_server) as (nc, responder):
+
+        async def echo(msg: Any) -> None:
+            await msg.respond(msg.data)
+
+        await responder.subscribe("wire.lone.ask", cb=echo)
+        await _subscribed(responder)
+        replies: asyncio.Queue[Any] = asyncio.Queue()
+        await wire.subscribe(nc, "wire.lone.reply", replies.put_nowait)
+        await _subscribed(nc)
+        for i in range(20):
+            await wire.publish(nc, "wire.lone.ask", str(i).encode(), reply="wire.lone.reply")
+            assert nc._pending == []  # written at once
+            assert _scheduled_sends() == 0  # and nothing scheduled for it
+            assert (await asyncio.wait_for(replies.get(), 5)).data == str(i).encode()
+        # a publish that nothing answers: the next one may be in the same turn as far as the
+        # connection can tell, so it waits for the turn's send, and is sent, in order
+        _, got = await _collect(responder, "wire.lone.oneway")
+        await wire.publish(nc, "wire.lone.oneway", b"0")
+        await asyncio.sleep(0)
+        await wire.publish(nc, "wire.lone.oneway", b"1")
+        assert len(nc._pending) == 1 and _scheduled_sends() == 1
+        await asyncio.sleep(0)
+        assert nc._pending == []
+        await wire.publish(nc, "wire.lone.oneway", b"2")  # quiet again after that turn's send
+        assert nc._pending == [] and _scheduled_sends() == 0
+        await _until(lambda: len(got) == 3)
+        assert [m.data for m in got] == [b"0", b"1", b"2"]
+
+
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 async def test_a_websocket_connection_publishes_as_nats_py_does(tmp_path: Path) -> None:
     """nats-py's websocket transport sends only on drain: a publish there is nats-py's own

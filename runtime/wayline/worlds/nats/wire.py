@@ -9,9 +9,9 @@ step, and its CPU. Here:
   holds for it (so the order of the connection's messages is kept), when the connection is
   up on TCP (or TLS); otherwise (reconnecting, draining, closed, a websocket) it is nats-py's
   own publish, which buffers, refuses or raises as it always did. The first publish of a turn
-  of the loop is written at once; those after it in the same turn are written together at the
-  start of the next (one send for many, as nats-py's flusher does), and on a connection whose
-  last turn made several, all of the turn's go in that one send;
+  of the loop is written at once, with nothing scheduled; those after it in the same turn are
+  written together at the start of the next (one send for many, as nats-py's flusher does),
+  and on a connection whose last turn made several, all of the turn's go in that one send;
 - :func:`subscribe` hands each message to a plain function from the connection's reader as
   it is read, instead of queueing it for a subscription task. The function must be quick and
   must not raise (what it raises is logged, never let into the reader).
@@ -116,26 +116,39 @@ async def publish(
     pending = nc._pending
     pending.append(cmd)
     made = _this_turn.get(nc)
-    if made is None:  # the turn's first publish on this connection: its send is scheduled
-        _this_turn[nc] = 1
+    if made is None and nc not in _busy and nc not in _unread:
+        # A quiet connection: written now, a turn earlier, and nothing scheduled, so a lone
+        # publish (a step's append) costs no turn of the loop of its own. Its reply, read
+        # before this connection's next publish, says a later turn has come (see _unread).
+        _unread.add(nc)
+        nc._pending = []
+        nc._pending_data_size = 0
+        transport.writelines(pending)
+        try:
+            await transport.drain()  # no turn of the loop unless the buffer is full
+        except OSError as err:  # the connection is gone (nats-py's reader may not know
+            await nc._process_op_err(err)  # yet): reconnect, as nats-py's flusher does;
+            # the publish is lost with the connection, as one nats-py had flushed would be
+        return
+    if made is None:  # the turn's first publish held back: the turn's send is scheduled
         asyncio.get_running_loop().call_soon(_end_of_turn, nc)
-        if nc not in _busy:  # a quiet connection: written now, a turn earlier
-            nc._pending = []
-            nc._pending_data_size = 0
-            transport.writelines(pending)
-            try:
-                await transport.drain()  # no turn of the loop unless the buffer is full
-            except OSError as err:  # the connection is gone (nats-py's reader may not know
-                await nc._process_op_err(err)  # yet): reconnect, as nats-py's flusher does;
-                # the publish is lost with the connection, as one nats-py had flushed would be
-            return
-    else:
-        _this_turn[nc] = made + 1
+        # The one written at once may be of an earlier turn (nothing answered it), so it is
+        # not counted: a lone publish after a one-way one costs one turn, not the next
+        # publish's too; a turn of three or more still makes the connection busy.
+        made = 0
+    _this_turn[nc] = made + 1
     nc._pending_data_size += len(cmd)  # sent with the rest of the turn's, at its end
 
 
 _this_turn: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 """Publishes made in this turn of the loop, per connection with a send scheduled."""
+_unread: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Connections with a publish written at once and no message read or end of turn since: a
+publish made now may be in the same turn as that one, so it is held back for the turn's send
+(one send for the turn's many, as before). Nothing cheap names a turn of the loop; a message
+read by the connection's reader (its reply, most often) or a scheduled end of turn proves
+that one has passed. A publish whose reply never comes through :func:`subscribe` only costs
+the connection's next publish a turn, as every publish cost before."""
 _busy: weakref.WeakSet[Any] = weakref.WeakSet()
 """Connections whose last turn made more than one publish: while so, a turn's publishes all
 go in one send at its end (as nats-py's flusher sends them), not the first at once and the
@@ -144,6 +157,7 @@ rest after: under load one send a turn, not two, for this process and the server
 
 def _end_of_turn(nc: Any) -> None:
     """The turn's publishes not written yet, written together (one send)."""
+    _unread.discard(nc)
     if _this_turn.pop(nc, 0) > 1:
         _busy.add(nc)
     else:
@@ -166,6 +180,9 @@ class _Handoff:
 
     def put_nowait(self, msg: Any) -> None:
         self._sub._pending_size -= len(msg.data)  # counted by the reader, taken at once
+        conn = getattr(self._sub, "_conn", None)
+        if conn is not None:  # read in a later turn than any publish it answers
+            _unread.discard(conn)
         try:
             self._handler(msg)
         except Exception:
