@@ -576,6 +576,11 @@ def _fields(
         elif len(models) >= 2:
             unions[name] = _union(models, _tag(prop, defs), defs, walk, depth)
     out: dict[str, Any] = {"required": list(schema.get("required") or []), "fields": fields}
+    if schema.get("additionalProperties") is False:
+        # ``extra="forbid"``: a key no field names is refused by shape too. A key of its own,
+        # so an older reader passes it over and refuses nothing it took before
+        walk.take("closed")
+        out["closed"] = True
     # keys older readers do not know: they check the levels they know, as before
     for key, found in (
         ("nested", nested),
@@ -648,6 +653,7 @@ def _shape_problems(
         found = kind_problem(kinds, payload[name], f"{at}{name}") if name in payload else None
         problems += [found] if found else []
     problems += plain_problems(recorded, payload, at)
+    problems += _extra_problems(recorded, payload, at)
     if depth >= _NESTED_DEPTH:
         return problems
     for key, check in (("nested", _shape_problems), ("unions", _union_problems)):
@@ -663,6 +669,26 @@ def _shape_problems(
             for index, value in enumerate(values):
                 problems += _element_problems(element, value, f"{at}{name}[{index}]", depth + 1)
     return problems
+
+
+_MOST_EXTRA = 10
+"""The most unknown keys of one object a refusal names: a payload of 100,000 unknown keys is
+refused by the first ten, not by a message of megabytes."""
+
+
+def _extra_problems(recorded: Mapping[str, Any], payload: dict[str, Any], at: str) -> list[str]:
+    """The keys of ``payload`` that no field of a closed shape (``closed``: a model with
+    ``extra="forbid"``) names, in pydantic's words; nothing for an open shape or a forged
+    ``closed`` that is not ``true`` or whose ``fields`` is no mapping. One look per key (a set
+    lookup), already counted by the caller's :func:`_spend`."""
+    fields = recorded.get("fields")
+    if recorded.get("closed") is not True or not isinstance(fields, Mapping):
+        return []
+    extra = [key for key in payload if key not in fields]
+    said = [f"{at}{key}: Extra inputs are not permitted" for key in extra[:_MOST_EXTRA]]
+    if len(extra) > _MOST_EXTRA:
+        said.append(f"{at}: {len(extra) - _MOST_EXTRA} more keys not permitted")
+    return said
 
 
 def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: int) -> list[str]:
