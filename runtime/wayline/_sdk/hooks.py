@@ -491,7 +491,9 @@ def _either(
     null item of ``list[list[int] | None]`` as no list."""
     lists = [o for o in options if o.get("type") == "array"]
     plain = [o for o in options if not _is_model(o) and o.get("type") != "array"]
-    if len(lists) > 1 or bool(models) + bool(lists) + bool(plain) < 2:
+    if len(lists) > 1:
+        return _lists_item(lists, plain, models, defs, walk, depth)
+    if bool(models) + bool(lists) + bool(plain) < 2:
         return None
     # what is not recorded is found before the models are walked: a model beside a mapping
     # (``Big | dict[str, int]``) was walked in full on every walk and thrown away, which cost
@@ -519,6 +521,49 @@ def _either(
     return {"options": out}
 
 
+def _alternatives(
+    lists: list[Mapping[str, Any]], defs: Mapping[str, Any], walk: _Walk, depth: int
+) -> list[dict[str, Any]] | None:
+    """What the item of each of several kinds of list is (``list[int] | list[str]``: each a
+    list's item as :func:`_list_element` says it), or None when one of them is not recorded."""
+    found: list[dict[str, Any]] = []
+    for array in lists:
+        inner = array.get("items")
+        element = _list_element(inner, defs, walk, depth) if isinstance(inner, Mapping) else None
+        if element is None:
+            return None
+        found.append(element)
+    walk.take("lists")
+    return found
+
+
+def _lists_item(
+    lists: list[Mapping[str, Any]],
+    plain: list[Mapping[str, Any]],
+    models: list[Mapping[str, Any]],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
+) -> dict[str, Any] | None:
+    """A list's item that is one of several kinds of list, maybe a plain value too
+    (``list[list[int] | list[str] | None]``): ``{"lists": [...], "plain": {...}}``, keys an
+    older reader does not know, so it passes such items over. None beside a model, or past
+    :data:`_MOST_OPTIONS` lists (checked where the class is)."""
+    if models or len(lists) > _MOST_OPTIONS:
+        return None
+    found = plain_element(plain) if plain else None
+    if plain and found is None:
+        return None
+    either = _alternatives(lists, defs, walk, depth + 1)
+    if either is None:
+        return None
+    out: dict[str, Any] = {"lists": either}
+    if found is not None:
+        walk.take(json.dumps(found))
+        out["plain"] = found
+    return out
+
+
 def _tag(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
     """The discriminator's field name of a discriminated union (``Field(discriminator=...)``),
     which pydantic writes next to its ``oneOf``, itself maybe inside ``Optional``'s ``anyOf``."""
@@ -538,6 +583,7 @@ def _fields(
     unions: dict[str, Any] = {}
     items: dict[str, Any] = {}
     values: dict[str, Any] = {}
+    alternatives: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         walk.take(str(name))
         options = _options(prop, defs)
@@ -558,6 +604,12 @@ def _fields(
             element = _list_element(lists[0]["items"], defs, walk, depth)
             if element is not None:
                 items[name] = element
+        elif 1 < len(lists) <= _MOST_OPTIONS:
+            # two kinds of list (``list[int] | list[str]``): what each one's item is, under a
+            # key of its own, so an older reader checks no item of one against the other's
+            either = _alternatives(lists, defs, walk, depth)
+            if either is not None:
+                alternatives[name] = either
         if depth >= walk.levels:
             walk.cut = walk.cut or any(_is_model(o) for o in options)
             continue
@@ -587,6 +639,7 @@ def _fields(
         ("unions", unions),
         ("items", items),
         ("values", values),
+        ("lists", alternatives),
     ):
         if found:
             out[key] = found
@@ -668,7 +721,25 @@ def _shape_problems(
         if isinstance(element, Mapping) and isinstance(values, list):
             for index, value in enumerate(values):
                 problems += _element_problems(element, value, f"{at}{name}[{index}]", depth + 1)
+    lists = recorded.get("lists")
+    for name, either in lists.items() if isinstance(lists, Mapping) else ():
+        values = payload.get(name)
+        if isinstance(either, list) and isinstance(values, list):
+            problems += _lists_problems(either, values, f"{at}{name}", depth)
     return problems
+
+
+def _lists_problems(either: list[Any], value: list[Any], at: str, depth: int) -> list[str]:
+    """What a list that may be one of several kinds of list (``list[int] | list[str]``) breaks:
+    nothing when all its items fit one kind's item, else the problems of the kind it fits
+    best. More than :data:`_MOST_OPTIONS` kinds, which no writer records, are passed over."""
+    kinds = [e for e in either if isinstance(e, Mapping)]
+    if not kinds or len(either) > _MOST_OPTIONS:
+        return []
+    found = [_element_problems({"list": e}, value, at, depth) for e in kinds]
+    if any(not problems for problems in found):
+        return []
+    return min(found, key=len)
 
 
 _MOST_EXTRA = 10
@@ -717,6 +788,14 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
     options = element.get("options")
     if isinstance(options, list):
         return _option_problems(options, value, at, depth)
+    either = element.get("lists")
+    if isinstance(either, list):
+        if isinstance(value, list):
+            return _lists_problems(either, value, at, depth)
+        plain = element.get("plain")
+        if isinstance(plain, Mapping) and "kinds" in plain:
+            return _option_problems([plain, {"list": {}}], value, at, depth)
+        return [f"{at}: expected array, got {type(value).__name__}"]
     inner = element.get("shape")
     union = element.get("union")
     if not isinstance(inner, Mapping) and not isinstance(union, Mapping):
