@@ -13,15 +13,14 @@ from typing import Annotated, Any
 import pydantic
 import pytest
 
-import wayline
 from tests.console.browser import Page
 from tests.console.conftest import Console
 from tests.console.test_deep_hook_forms import (
-    Cases,
     _form,
     _refused_in_browser,
     _resumed,
-    refused_then_answered,
+    refused_with_or_without_class,
+    typed_hook_workflow,
 )
 from tests.console.test_list_union_hook_forms import _refused_by_server
 
@@ -40,10 +39,7 @@ class ShutParcel(pydantic.BaseModel):
     extras: list[ShutBox] = []
 
 
-@wayline.workflow(name="closed_hook_forms.parcel")
-async def parcel(name: str) -> dict[str, Any]:
-    answer = await wayline.create_hook(f"closed_hook_forms.parcel:{name}", type=ShutParcel)
-    return answer.model_dump(exclude_unset=True)
+parcel = typed_hook_workflow("closed_hook_forms.parcel", ShutParcel)
 
 
 async def test_a_closed_model_is_answered_through_its_form_with_only_its_keys(
@@ -66,19 +62,21 @@ async def test_a_closed_model_is_answered_through_its_form_with_only_its_keys(
 async def test_an_unknown_key_of_a_closed_model_is_a_typed_422_and_loses_nothing(
     console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool
 ) -> None:
-    if not with_class:
-        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
     good: dict[str, Any] = {"label": "a", "box": {"size": 1}, "extras": [{"size": 2}]}
-    cases: Cases = [
-        (
-            parcel,
-            [
-                ({**good, "colour": "red"}, "colour"),
-                ({**good, "box": {"size": 1, "depth": 2}}, "box.depth"),
-                ({**good, "extras": [{"size": 2}, {"size": 3, "x": None}]}, "extras"),
-                ({**good, "label": None}, "label"),
-            ],
-            good,
-        )
-    ]
-    await refused_then_answered(console, cases, f"api-{with_class}")
+    await refused_with_or_without_class(
+        console,
+        monkeypatch,
+        with_class,
+        [
+            (
+                parcel,
+                [
+                    ({**good, "colour": "red"}, "colour"),
+                    ({**good, "box": {"size": 1, "depth": 2}}, "box.depth"),
+                    ({**good, "extras": [{"size": 2}, {"size": 3, "x": None}]}, "extras"),
+                    ({**good, "label": None}, "label"),
+                ],
+                good,
+            )
+        ],
+    )

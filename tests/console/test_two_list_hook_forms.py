@@ -13,16 +13,15 @@ from typing import Annotated, Any
 import pydantic
 import pytest
 
-import wayline
 from tests.console.browser import Page
 from tests.console.conftest import Console
 from tests.console.test_deep_hook_forms import (
-    Cases,
     _form,
     _refused_in_browser,
     _resumed,
     _texts,
-    refused_then_answered,
+    refused_with_or_without_class,
+    typed_hook_workflow,
 )
 from tests.console.test_list_union_hook_forms import _choose, _refused_by_server
 
@@ -34,10 +33,7 @@ class TwoKinds(pydantic.BaseModel):
     rows: list[list[int] | list[str] | None] = []
 
 
-@wayline.workflow(name="two_list_hook_forms.kinds")
-async def kinds(name: str) -> dict[str, Any]:
-    answer = await wayline.create_hook(f"two_list_hook_forms.kinds:{name}", type=TwoKinds)
-    return answer.model_dump(exclude_unset=True)
+kinds = typed_hook_workflow("two_list_hook_forms.kinds", TwoKinds)
 
 
 async def test_a_union_of_two_lists_is_answered_through_a_choice_of_its_list(
@@ -77,18 +73,20 @@ async def test_a_union_of_two_lists_is_answered_through_a_choice_of_its_list(
 async def test_a_list_mixing_two_kinds_is_a_typed_422_and_loses_nothing(
     console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool
 ) -> None:
-    if not with_class:
-        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
     good: dict[str, Any] = {"ids": ["a", "b"], "rows": [[1], ["x"], None]}
-    cases: Cases = [
-        (
-            kinds,
-            [
-                ({"ids": [1, "a"]}, "ids"),
-                ({"ids": [1], "rows": [[1, "x"]]}, "rows"),
-                ({"ids": [1], "rows": [5]}, "rows"),
-            ],
-            good,
-        )
-    ]
-    await refused_then_answered(console, cases, f"api-{with_class}")
+    await refused_with_or_without_class(
+        console,
+        monkeypatch,
+        with_class,
+        [
+            (
+                kinds,
+                [
+                    ({"ids": [1, "a"]}, "ids"),
+                    ({"ids": [1], "rows": [[1, "x"]]}, "rows"),
+                    ({"ids": [1], "rows": [5]}, "rows"),
+                ],
+                good,
+            )
+        ],
+    )

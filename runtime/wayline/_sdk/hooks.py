@@ -399,6 +399,44 @@ def _is_model(option: Mapping[str, Any]) -> bool:
     return option.get("type") == "object" and "properties" in option
 
 
+def _is_mapping(option: Mapping[str, Any]) -> bool:
+    """A ``dict[str, V]``: an object of no fields whose every value is a ``V``."""
+    return (
+        option.get("type") == "object"
+        and "properties" not in option
+        and isinstance(option.get("additionalProperties"), Mapping)
+    )
+
+
+def _mapping(
+    options: list[Mapping[str, Any]],
+    models: list[Mapping[str, Any]],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
+    values_depth: int,
+) -> dict[str, Any] | None:
+    """A mapping (``dict[str, int]``, ``dict[str, Model]``) as ``{"map": <what each value is,
+    as a list's item is said>}``, with ``or`` (``{"shape": ...}``, titled) for a model beside it
+    (``Model | dict[str, int]``); None for an object of any other kind (``dict[str, Any]``,
+    two mappings or two models: checked where the class is). Other options beside it (null, a
+    plain value) are the field's kinds. The model is walked only once the mapping is known."""
+    maps = [o for o in options if o.get("type") == "object" and not _is_model(o)]
+    if len(maps) != 1 or not _is_mapping(maps[0]) or len(models) > 1:
+        return None
+    element = _list_element(maps[0]["additionalProperties"], defs, walk, values_depth)
+    if element is None:
+        return None
+    walk.take("map")
+    out: dict[str, Any] = {"map": element}
+    if models:
+        model = _fields(models[0], defs, walk, depth + 1)
+        model["title"] = str(models[0].get("title") or "")
+        walk.take(model["title"])
+        out["or"] = {"shape": model}
+    return out
+
+
 def _union(
     models: list[Mapping[str, Any]], tag: Any, defs: Mapping[str, Any], walk: _Walk, depth: int
 ) -> dict[str, Any]:
@@ -467,6 +505,11 @@ def _element(
     """What a list's item is, when it is a model (``{"shape": ...}``) or a union of models
     (``{"union": ...}``); None for anything else (checked where the class is)."""
     models = [o for o in options if _is_model(o)]
+    if any(_is_mapping(o) for o in options):
+        # ``list[dict[str, int]]``, ``list[Model | dict[str, int]]``: a mapping, maybe or a
+        # model; beside anything else, checked where the class is
+        rest = [o for o in options if not _is_model(o) and not _is_mapping(o)]
+        return None if rest else _mapping(options, models, defs, walk, depth, depth + 1)
     if len(models) == 1 and len(options) == 1:
         return {"shape": _fields(models[0], defs, walk, depth + 1)}
     if len(models) >= 2 and len(models) == len(options):
@@ -584,6 +627,7 @@ def _fields(
     items: dict[str, Any] = {}
     values: dict[str, Any] = {}
     alternatives: dict[str, Any] = {}
+    maps: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         walk.take(str(name))
         options = _options(prop, defs)
@@ -611,12 +655,16 @@ def _fields(
             if either is not None:
                 alternatives[name] = either
         if depth >= walk.levels:
-            walk.cut = walk.cut or any(_is_model(o) for o in options)
+            walk.cut = walk.cut or any(_is_model(o) or _is_mapping(o) for o in options)
             continue
         models = [o for o in options if _is_model(o)]
         if any(o.get("type") == "object" and not _is_model(o) for o in options):
-            # a model or a mapping (``Model | dict[str, int]``): an object that is no model's
-            # is taken too, so its fields are checked where the class is, never by a model's
+            # a mapping (``dict[str, int]``), maybe beside a model (``Model | dict[str, int]``):
+            # under a key of its own (``maps``), never as a model's ``nested``, which an older
+            # reader would hold a mapping to
+            mapped = _mapping(options, models, defs, walk, depth, depth)
+            if mapped is not None:
+                maps[name] = mapped
             continue
         if len(models) == 1:
             nested[name] = _fields(models[0], defs, walk, depth + 1)
@@ -640,6 +688,7 @@ def _fields(
         ("items", items),
         ("values", values),
         ("lists", alternatives),
+        ("maps", maps),
     ):
         if found:
             out[key] = found
@@ -721,12 +770,51 @@ def _shape_problems(
         if isinstance(element, Mapping) and isinstance(values, list):
             for index, value in enumerate(values):
                 problems += _element_problems(element, value, f"{at}{name}[{index}]", depth + 1)
+    maps = recorded.get("maps")
+    for name, mapped in maps.items() if isinstance(maps, Mapping) else ():
+        value = payload.get(name)
+        if isinstance(mapped, Mapping) and isinstance(value, dict):
+            problems += _element_problems(mapped, value, f"{at}{name}", depth)
     lists = recorded.get("lists")
     for name, either in lists.items() if isinstance(lists, Mapping) else ():
         values = payload.get(name)
         if isinstance(either, list) and isinstance(values, list):
             problems += _lists_problems(either, values, f"{at}{name}", depth)
     return problems
+
+
+def _item_problems(element: Mapping[str, Any], item: Any, at: str, depth: int) -> list[str]:
+    """What one item of a list of lists, or one value of a mapping, breaks: a plain value by
+    its kinds (and a literal's values), anything else as a list's item."""
+    if "kinds" in element:
+        found = kind_problem(element.get("kinds"), item, at) or value_problem(
+            element.get("values"), item, at
+        )
+        return [found] if found else []
+    return _element_problems(element, item, at, depth + 1)
+
+
+def _map_problems(
+    element: Mapping[str, Any], mapped: Mapping[str, Any], value: Any, at: str, depth: int
+) -> list[str]:
+    """What a mapping (``{"map": <its values' item>}``) breaks, each value named by its key
+    (``stock.apple: expected integer, got str``, as pydantic names it); with ``or``, a model
+    the object may be instead, nothing when it fits that model. One look a key, counted."""
+    if not isinstance(value, dict):
+        return [f"{at}: expected object, got {type(value).__name__}"]
+    if depth > _NESTED_DEPTH or not _spend(len(value)):
+        return []  # a forged shape, or a payload past the check's budget: passed over
+    model = element.get("or")
+    shaped = model.get("shape") if isinstance(model, Mapping) else None
+    as_model = (
+        _shape_problems(shaped, value, f"{at}.", depth + 1) if isinstance(shaped, Mapping) else None
+    )
+    if as_model == []:
+        return []
+    problems: list[str] = []
+    for key, item in value.items():
+        problems += _item_problems(mapped, item, f"{at}.{str(key)[:80]}", depth)
+    return problems if as_model is None or not problems else min(as_model, problems, key=len)
 
 
 def _lists_problems(either: list[Any], value: list[Any], at: str, depth: int) -> list[str]:
@@ -776,18 +864,14 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
             return []
         problems: list[str] = []
         for index, item in enumerate(value):
-            where = f"{at}[{index}]"
-            if "kinds" in listed:
-                found = kind_problem(listed.get("kinds"), item, where) or value_problem(
-                    listed.get("values"), item, where
-                )
-                problems += [found] if found else []
-            else:
-                problems += _element_problems(listed, item, where, depth + 1)
+            problems += _item_problems(listed, item, f"{at}[{index}]", depth)
         return problems
     options = element.get("options")
     if isinstance(options, list):
         return _option_problems(options, value, at, depth)
+    mapped = element.get("map")
+    if isinstance(mapped, Mapping):
+        return _map_problems(element, mapped, value, at, depth)
     either = element.get("lists")
     if isinstance(either, list):
         if isinstance(value, list):
