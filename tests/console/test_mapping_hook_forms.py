@@ -35,6 +35,7 @@ class Shelf(pydantic.BaseModel):
     counts: dict[str, int]
     bins: dict[str, Bin] = {}
     rows: list[Bin | dict[str, int]] = []
+    spare: Bin | dict[str, int] | None = None
 
 
 shelf = typed_hook_workflow("mapping_hook_forms.shelf", Shelf)
@@ -73,10 +74,17 @@ async def test_mappings_are_answered_through_key_and_value_rows(
         await page.click(f'{form} fieldset[data-path="rows.1.mapping"] > button.add')
         await page.type(f'{form} input[name="rows.1.mapping.0.key"]', "x")
         await page.type(f'{form} input[name="rows.1.mapping.0"]', "7")
+        spare = await _texts(page, f'{form} select[name="spare"] > option')
+        assert spare == ["(none)", "Bin", "mapping"]
+        await _choose(page, f'{form} select[name="spare"]', "mapping")
+        await page.click(f'{form} fieldset[data-path="spare.mapping"] > button.add')
+        await page.type(f'{form} input[name="spare.mapping.0.key"]', "__proto__")
+        await page.type(f'{form} input[name="spare.mapping.0"]', "1")
         sent = {
             "counts": {"apple": 3, "pear": 4},
             "bins": {"top": {"sku": "A1"}},
             "rows": [{"sku": "B2"}, {"x": 7}],
+            "spare": {"__proto__": 1},
         }
         assert await _resumed(page, form, run) == sent
 
