@@ -99,6 +99,19 @@ async def tip(name: str) -> dict[str, Any]:
     return answer.model_dump(exclude_unset=True)
 
 
+def typed_hook_workflow(name: str, cls: type[pydantic.BaseModel]) -> Any:
+    """A workflow named ``name`` that waits on a hook typed ``cls`` (its token ``name:<its
+    argument>``) and returns the payload it received, as the class dumps it."""
+
+    @wayline.workflow(name=name)
+    async def answered(key: str) -> dict[str, Any]:
+        answer = await wayline.create_hook(f"{name}:{key}", type=cls)
+        dumped: dict[str, Any] = answer.model_dump(exclude_unset=True)
+        return dumped
+
+    return answered
+
+
 async def _waiting(console: Console, workflow: Any, name: str) -> tuple[Any, str]:
     """A run of ``workflow`` started and waiting on its hook: its handle and the hook's token."""
     run = await console.engine.client.start(workflow, name)
@@ -298,6 +311,16 @@ async def refused_then_answered(console: Console, cases: Cases, name: str) -> No
             resumed = await console.http.post(url, json={"payload": good}, headers=AUTH)
             assert resumed.status_code == 200, resumed.text
             assert await run.result(timeout=20) == good
+
+
+async def refused_with_or_without_class(
+    console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool, cases: Cases
+) -> None:
+    """:func:`refused_then_answered`, by a console that has the hooks' classes or, without
+    ``with_class``, one that cannot import them (its recorded shape is what refuses)."""
+    if not with_class:
+        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
+    await refused_then_answered(console, cases, f"api-{with_class}")
 
 
 def _forged_deep_shape(levels: int) -> dict[str, Any]:

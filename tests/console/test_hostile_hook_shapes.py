@@ -264,6 +264,24 @@ async def test_a_payload_number_is_refused_where_the_openapi_document_says(
     await refused_as(console, cases)
 
 
+async def _forged_form(console: Console, page: Page, name: str, shape: dict[str, Any]) -> str:
+    """A run of ``plain`` waiting, a ``hook_created`` with ``shape`` written into its log behind
+    the world's back (token ``hostile_hook_shapes.<name>``), and the hooks page open: the
+    forged hook's form's selector."""
+    run = await _waiting(console.engine.client, plain, name, f"hostile_hook_shapes.plain:{name}")
+    token = f"hostile_hook_shapes.{name}"
+    await forge_event(
+        console.engine.world,
+        run.run_id,
+        "hook_created",
+        {"token": token, "type": f"nowhere:{name}", "shape": shape},
+        cid=f"h-{name}",
+    )
+    await page.open("/hooks")
+    await page.type("#token", TOKEN + "\t")
+    return f'form[data-token="{token}"]'
+
+
 PLAIN_FORGED_SHAPE = {
     "required": ["many", "blanks"],
     "fields": {
@@ -291,22 +309,8 @@ async def test_a_forged_shape_with_plain_parts_leaves_a_form_that_sends(
     TypeError in the form's code, which said nothing and sent nothing; a literal of 50,000
     values was a choice of 50,000 options. Now such an item is null, the long literal is its
     field's typed input, and the form sends the payload."""
-    client = console.engine.client
     async with console.engine.worker([plain]):
-        run = await _waiting(
-            client, plain, "plain-forged", "hostile_hook_shapes.plain:plain-forged"
-        )
-        token = "hostile_hook_shapes.plain_forged"
-        await forge_event(
-            console.engine.world,
-            run.run_id,
-            "hook_created",
-            {"token": token, "type": "nowhere:PlainForged", "shape": PLAIN_FORGED_SHAPE},
-            cid="h-plain-forged",
-        )
-        await page.open("/hooks")
-        await page.type("#token", TOKEN + "\t")
-        form = f'form[data-token="{token}"]'
+        form = await _forged_form(console, page, "plain-forged", PLAIN_FORGED_SHAPE)
         kind = await page.script(f"return document.querySelector('{form} [name=\"many\"]').type")
         assert kind == "number"
         await page.type(f'{form} input[name="many"]', "49999")
@@ -321,3 +325,43 @@ async def test_a_forged_shape_with_plain_parts_leaves_a_form_that_sends(
         await page.text(f"{form} .said", "HOOK_NOT_FOUND")  # the server answered: it was sent
         sent = await page.script("return window.sentBodies.filter((b) => b)")
         assert [json.loads(body)["payload"] for body in sent] == [{"many": 49999, "blanks": [None]}]
+
+
+def _nested_maps(levels: int) -> dict[str, Any]:
+    element: dict[str, Any] = {"kinds": ["integer"]}
+    for _ in range(levels):
+        element = {"map": element}
+    return element
+
+
+MAPPING_FORGED_SHAPE = {
+    "required": [],
+    "closed": "yes",
+    "fields": {"bad": ["object"], "deep": ["object"], "wide": ["array"], "ok": ["object"]},
+    "maps": {
+        "bad": {"map": 5, "or": [1]},
+        "deep": _nested_maps(400),
+        "ok": {"map": {"kinds": ["integer"]}, "or": {"shape": None}},
+    },
+    "lists": {"wide": [{"kinds": ["integer"]}] * 1_000},
+}
+"""Issue #37's parts as no writer makes them: a mapping whose values are a number, one nested
+400 deep (a writer records 16 levels), a union of 1,000 kinds of list (a writer records three
+at most), a model beside a mapping that is no shape, and a ``closed`` that is not ``true``."""
+
+
+async def test_a_forged_mapping_or_list_union_shape_leaves_a_form_that_works(
+    console: Console, page: Page
+) -> None:
+    """Each malformed part is a JSON text area (the nested mapping past the form's 32 levels
+    too, so no page of 400 fieldsets is built), and a well-formed mapping beside them is its
+    key/value rows."""
+    async with console.engine.worker([plain]):
+        form = await _forged_form(console, page, "map-forged", MAPPING_FORGED_SHAPE)
+        await page.click(f'{form} fieldset[data-path="ok"] > button.add')
+        shown = await page.script(
+            f"return [...document.querySelectorAll('{form} textarea')].map((t) => t.name)"
+        )
+        assert shown == ["bad", "deep", "wide"]
+        said = await page.script("return document.getElementById('message').textContent")
+        assert said == ""

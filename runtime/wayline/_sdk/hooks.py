@@ -399,6 +399,44 @@ def _is_model(option: Mapping[str, Any]) -> bool:
     return option.get("type") == "object" and "properties" in option
 
 
+def _is_mapping(option: Mapping[str, Any]) -> bool:
+    """A ``dict[str, V]``: an object of no fields whose every value is a ``V``."""
+    return (
+        option.get("type") == "object"
+        and "properties" not in option
+        and isinstance(option.get("additionalProperties"), Mapping)
+    )
+
+
+def _mapping(
+    options: list[Mapping[str, Any]],
+    models: list[Mapping[str, Any]],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
+    values_depth: int,
+) -> dict[str, Any] | None:
+    """A mapping (``dict[str, int]``, ``dict[str, Model]``) as ``{"map": <what each value is,
+    as a list's item is said>}``, with ``or`` (``{"shape": ...}``, titled) for a model beside it
+    (``Model | dict[str, int]``); None for an object of any other kind (``dict[str, Any]``,
+    two mappings or two models: checked where the class is). Other options beside it (null, a
+    plain value) are the field's kinds. The model is walked only once the mapping is known."""
+    maps = [o for o in options if o.get("type") == "object" and not _is_model(o)]
+    if len(maps) != 1 or not _is_mapping(maps[0]) or len(models) > 1:
+        return None
+    element = _list_element(maps[0]["additionalProperties"], defs, walk, values_depth)
+    if element is None:
+        return None
+    walk.take("map")
+    out: dict[str, Any] = {"map": element}
+    if models:
+        model = _fields(models[0], defs, walk, depth + 1)
+        model["title"] = str(models[0].get("title") or "")
+        walk.take(model["title"])
+        out["or"] = {"shape": model}
+    return out
+
+
 def _union(
     models: list[Mapping[str, Any]], tag: Any, defs: Mapping[str, Any], walk: _Walk, depth: int
 ) -> dict[str, Any]:
@@ -467,6 +505,11 @@ def _element(
     """What a list's item is, when it is a model (``{"shape": ...}``) or a union of models
     (``{"union": ...}``); None for anything else (checked where the class is)."""
     models = [o for o in options if _is_model(o)]
+    if any(_is_mapping(o) for o in options):
+        # ``list[dict[str, int]]``, ``list[Model | dict[str, int]]``: a mapping, maybe or a
+        # model; beside anything else, checked where the class is
+        rest = [o for o in options if not _is_model(o) and not _is_mapping(o)]
+        return None if rest else _mapping(options, models, defs, walk, depth, depth + 1)
     if len(models) == 1 and len(options) == 1:
         return {"shape": _fields(models[0], defs, walk, depth + 1)}
     if len(models) >= 2 and len(models) == len(options):
@@ -491,7 +534,9 @@ def _either(
     null item of ``list[list[int] | None]`` as no list."""
     lists = [o for o in options if o.get("type") == "array"]
     plain = [o for o in options if not _is_model(o) and o.get("type") != "array"]
-    if len(lists) > 1 or bool(models) + bool(lists) + bool(plain) < 2:
+    if len(lists) > 1:
+        return _lists_item(lists, plain, models, defs, walk, depth)
+    if bool(models) + bool(lists) + bool(plain) < 2:
         return None
     # what is not recorded is found before the models are walked: a model beside a mapping
     # (``Big | dict[str, int]``) was walked in full on every walk and thrown away, which cost
@@ -519,6 +564,49 @@ def _either(
     return {"options": out}
 
 
+def _alternatives(
+    lists: list[Mapping[str, Any]], defs: Mapping[str, Any], walk: _Walk, depth: int
+) -> list[dict[str, Any]] | None:
+    """What the item of each of several kinds of list is (``list[int] | list[str]``: each a
+    list's item as :func:`_list_element` says it), or None when one of them is not recorded."""
+    found: list[dict[str, Any]] = []
+    for array in lists:
+        inner = array.get("items")
+        element = _list_element(inner, defs, walk, depth) if isinstance(inner, Mapping) else None
+        if element is None:
+            return None
+        found.append(element)
+    walk.take("lists")
+    return found
+
+
+def _lists_item(
+    lists: list[Mapping[str, Any]],
+    plain: list[Mapping[str, Any]],
+    models: list[Mapping[str, Any]],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
+) -> dict[str, Any] | None:
+    """A list's item that is one of several kinds of list, maybe a plain value too
+    (``list[list[int] | list[str] | None]``): ``{"lists": [...], "plain": {...}}``, keys an
+    older reader does not know, so it passes such items over. None beside a model, or past
+    :data:`_MOST_OPTIONS` lists (checked where the class is)."""
+    if models or len(lists) > _MOST_OPTIONS:
+        return None
+    found = plain_element(plain) if plain else None
+    if plain and found is None:
+        return None
+    either = _alternatives(lists, defs, walk, depth + 1)
+    if either is None:
+        return None
+    out: dict[str, Any] = {"lists": either}
+    if found is not None:
+        walk.take(json.dumps(found))
+        out["plain"] = found
+    return out
+
+
 def _tag(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
     """The discriminator's field name of a discriminated union (``Field(discriminator=...)``),
     which pydantic writes next to its ``oneOf``, itself maybe inside ``Optional``'s ``anyOf``."""
@@ -538,6 +626,8 @@ def _fields(
     unions: dict[str, Any] = {}
     items: dict[str, Any] = {}
     values: dict[str, Any] = {}
+    alternatives: dict[str, Any] = {}
+    maps: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         walk.take(str(name))
         options = _options(prop, defs)
@@ -558,13 +648,23 @@ def _fields(
             element = _list_element(lists[0]["items"], defs, walk, depth)
             if element is not None:
                 items[name] = element
+        elif 1 < len(lists) <= _MOST_OPTIONS:
+            # two kinds of list (``list[int] | list[str]``): what each one's item is, under a
+            # key of its own, so an older reader checks no item of one against the other's
+            either = _alternatives(lists, defs, walk, depth)
+            if either is not None:
+                alternatives[name] = either
         if depth >= walk.levels:
-            walk.cut = walk.cut or any(_is_model(o) for o in options)
+            walk.cut = walk.cut or any(_is_model(o) or _is_mapping(o) for o in options)
             continue
         models = [o for o in options if _is_model(o)]
         if any(o.get("type") == "object" and not _is_model(o) for o in options):
-            # a model or a mapping (``Model | dict[str, int]``): an object that is no model's
-            # is taken too, so its fields are checked where the class is, never by a model's
+            # a mapping (``dict[str, int]``), maybe beside a model (``Model | dict[str, int]``):
+            # under a key of its own (``maps``), never as a model's ``nested``, which an older
+            # reader would hold a mapping to
+            mapped = _mapping(options, models, defs, walk, depth, depth)
+            if mapped is not None:
+                maps[name] = mapped
             continue
         if len(models) == 1:
             nested[name] = _fields(models[0], defs, walk, depth + 1)
@@ -576,12 +676,19 @@ def _fields(
         elif len(models) >= 2:
             unions[name] = _union(models, _tag(prop, defs), defs, walk, depth)
     out: dict[str, Any] = {"required": list(schema.get("required") or []), "fields": fields}
+    if schema.get("additionalProperties") is False:
+        # ``extra="forbid"``: a key no field names is refused by shape too. A key of its own,
+        # so an older reader passes it over and refuses nothing it took before
+        walk.take("closed")
+        out["closed"] = True
     # keys older readers do not know: they check the levels they know, as before
     for key, found in (
         ("nested", nested),
         ("unions", unions),
         ("items", items),
         ("values", values),
+        ("lists", alternatives),
+        ("maps", maps),
     ):
         if found:
             out[key] = found
@@ -648,6 +755,7 @@ def _shape_problems(
         found = kind_problem(kinds, payload[name], f"{at}{name}") if name in payload else None
         problems += [found] if found else []
     problems += plain_problems(recorded, payload, at)
+    problems += _extra_problems(recorded, payload, at)
     if depth >= _NESTED_DEPTH:
         return problems
     for key, check in (("nested", _shape_problems), ("unions", _union_problems)):
@@ -662,7 +770,84 @@ def _shape_problems(
         if isinstance(element, Mapping) and isinstance(values, list):
             for index, value in enumerate(values):
                 problems += _element_problems(element, value, f"{at}{name}[{index}]", depth + 1)
+    maps = recorded.get("maps")
+    for name, mapped in maps.items() if isinstance(maps, Mapping) else ():
+        value = payload.get(name)
+        if isinstance(mapped, Mapping) and isinstance(value, dict):
+            problems += _element_problems(mapped, value, f"{at}{name}", depth)
+    lists = recorded.get("lists")
+    for name, either in lists.items() if isinstance(lists, Mapping) else ():
+        values = payload.get(name)
+        if isinstance(either, list) and isinstance(values, list):
+            problems += _lists_problems(either, values, f"{at}{name}", depth)
     return problems
+
+
+def _item_problems(element: Mapping[str, Any], item: Any, at: str, depth: int) -> list[str]:
+    """What one item of a list of lists, or one value of a mapping, breaks: a plain value by
+    its kinds (and a literal's values), anything else as a list's item."""
+    if "kinds" in element:
+        found = kind_problem(element.get("kinds"), item, at) or value_problem(
+            element.get("values"), item, at
+        )
+        return [found] if found else []
+    return _element_problems(element, item, at, depth + 1)
+
+
+def _map_problems(
+    element: Mapping[str, Any], mapped: Mapping[str, Any], value: Any, at: str, depth: int
+) -> list[str]:
+    """What a mapping (``{"map": <its values' item>}``) breaks, each value named by its key
+    (``stock.apple: expected integer, got str``, as pydantic names it); with ``or``, a model
+    the object may be instead, nothing when it fits that model. One look a key, counted."""
+    if not isinstance(value, dict):
+        return [f"{at}: expected object, got {type(value).__name__}"]
+    if depth > _NESTED_DEPTH or not _spend(len(value)):
+        return []  # a forged shape, or a payload past the check's budget: passed over
+    model = element.get("or")
+    shaped = model.get("shape") if isinstance(model, Mapping) else None
+    as_model = (
+        _shape_problems(shaped, value, f"{at}.", depth + 1) if isinstance(shaped, Mapping) else None
+    )
+    if as_model == []:
+        return []
+    problems: list[str] = []
+    for key, item in value.items():
+        problems += _item_problems(mapped, item, f"{at}.{str(key)[:80]}", depth)
+    return problems if as_model is None or not problems else min(as_model, problems, key=len)
+
+
+def _lists_problems(either: list[Any], value: list[Any], at: str, depth: int) -> list[str]:
+    """What a list that may be one of several kinds of list (``list[int] | list[str]``) breaks:
+    nothing when all its items fit one kind's item, else the problems of the kind it fits
+    best. More than :data:`_MOST_OPTIONS` kinds, which no writer records, are passed over."""
+    kinds = [e for e in either if isinstance(e, Mapping)]
+    if not kinds or len(either) > _MOST_OPTIONS:
+        return []
+    found = [_element_problems({"list": e}, value, at, depth) for e in kinds]
+    if any(not problems for problems in found):
+        return []
+    return min(found, key=len)
+
+
+_MOST_EXTRA = 10
+"""The most unknown keys of one object a refusal names: a payload of 100,000 unknown keys is
+refused by the first ten, not by a message of megabytes."""
+
+
+def _extra_problems(recorded: Mapping[str, Any], payload: dict[str, Any], at: str) -> list[str]:
+    """The keys of ``payload`` that no field of a closed shape (``closed``: a model with
+    ``extra="forbid"``) names, in pydantic's words; nothing for an open shape or a forged
+    ``closed`` that is not ``true`` or whose ``fields`` is no mapping. One look per key (a set
+    lookup), already counted by the caller's :func:`_spend`."""
+    fields = recorded.get("fields")
+    if recorded.get("closed") is not True or not isinstance(fields, Mapping):
+        return []
+    extra = [key for key in payload if key not in fields]
+    said = [f"{at}{key}: Extra inputs are not permitted" for key in extra[:_MOST_EXTRA]]
+    if len(extra) > _MOST_EXTRA:
+        said.append(f"{at}: {len(extra) - _MOST_EXTRA} more keys not permitted")
+    return said
 
 
 def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: int) -> list[str]:
@@ -679,18 +864,22 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
             return []
         problems: list[str] = []
         for index, item in enumerate(value):
-            where = f"{at}[{index}]"
-            if "kinds" in listed:
-                found = kind_problem(listed.get("kinds"), item, where) or value_problem(
-                    listed.get("values"), item, where
-                )
-                problems += [found] if found else []
-            else:
-                problems += _element_problems(listed, item, where, depth + 1)
+            problems += _item_problems(listed, item, f"{at}[{index}]", depth)
         return problems
     options = element.get("options")
     if isinstance(options, list):
         return _option_problems(options, value, at, depth)
+    mapped = element.get("map")
+    if isinstance(mapped, Mapping):
+        return _map_problems(element, mapped, value, at, depth)
+    either = element.get("lists")
+    if isinstance(either, list):
+        if isinstance(value, list):
+            return _lists_problems(either, value, at, depth)
+        plain = element.get("plain")
+        if isinstance(plain, Mapping) and "kinds" in plain:
+            return _option_problems([plain, {"list": {}}], value, at, depth)
+        return [f"{at}: expected array, got {type(value).__name__}"]
     inner = element.get("shape")
     union = element.get("union")
     if not isinstance(inner, Mapping) and not isinstance(union, Mapping):

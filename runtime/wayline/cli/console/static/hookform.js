@@ -85,7 +85,7 @@ wl.hookForm = (hook, after) => {
 wl.shapeFields = (shape, at = "", depth = 0) => {
   const required = new Set(Array.isArray(shape.required) ? shape.required : []);
   const nested = wl.dict(shape.nested), unions = wl.dict(shape.unions), items = wl.dict(shape.items);
-  const values = wl.dict(shape.values);
+  const values = wl.dict(shape.values), lists = wl.dict(shape.lists), maps = wl.dict(shape.maps);
   const out = [];
   let approvalTaken = at !== "";
   for (const [name, given] of Object.entries(wl.dict(shape.fields))) {
@@ -102,9 +102,24 @@ wl.shapeFields = (shape, at = "", depth = 0) => {
     // a model (or a union of models) or a plain value (`Model | int`), or a list
     // (`Model | list[int]`, `list[int] | str`): a choice of the type
     const plainToo = wl.plainKinds(solid);
-    const listToo = solid.includes("array") && wl.isElement(element) ? element : null;
+    // two kinds of list (`list[int] | list[str]`, the shape's `lists`): a choice of which
+    const either = solid.includes("array") && !deep ? wl.listsOf({ lists: wl.own(lists, name) }, depth) : null;
+    const listToo = either ? either.lists
+      : solid.includes("array") && wl.isElement(element) ? element : null;
+    // a mapping (`dict[str, int]`, the shape's `maps`), maybe or a model (`Model | dict[str,
+    // int]`): key/value rows, or a choice of the model and `mapping`
+    const mapped = solid.includes("object") && !deep ? wl.mapOf(wl.own(maps, name), depth) : null;
+    if (mapped) {
+      const title = mapped.model && typeof mapped.model.title === "string" && mapped.model.title ? mapped.model.title : name;
+      if (!mapped.model && !plainToo.length && !listToo) out.push(wl.mapField(field, mapped.map, depth));
+      else {
+        const branches = { branches: mapped.model ? [{ title, shape: mapped.model }] : [] };
+        out.push(wl.unionField(field, branches, depth, plainToo, listToo, undefined, mapped.map));
+      }
+      continue;
+    }
     const modelToo = wl.isShape(inner) || wl.isUnion(union);
-    if ((modelToo && (plainToo.length || listToo)) || (listToo && plainToo.length)) {
+    if ((modelToo && (plainToo.length || listToo)) || (listToo && plainToo.length) || either) {
       // a model's title, or, in a shape recorded before a model-or-list field's model had one
       // (by a worker at 337bb92 or older), the field's name, as the recorder names a model
       // without a title
@@ -261,7 +276,8 @@ wl.isShape = (shape) => Object.keys(wl.dict(wl.dict(shape).fields)).length > 0;
 // what a list's item is: a model, a union of models, a plain value, or a list of one of these
 wl.isElement = (element, depth = 0) => depth < wl.MAX_DEPTH && (wl.isShape(element.shape)
   || wl.isUnion(element.union) || wl.plainKinds(element.kinds).length > 0
-  || wl.isElement(wl.dict(element.list), depth + 1) || wl.either(element, depth) !== null);
+  || wl.isElement(wl.dict(element.list), depth + 1) || wl.either(element, depth) !== null
+  || wl.listsOf(element, depth) !== null || wl.mapOf(element, depth) !== null);
 // how many fieldsets deep a form goes (the recorder follows 16 levels: hooks._NESTED_DEPTH)
 wl.MAX_DEPTH = 32;
 wl.isUnion = (union) => Array.isArray(wl.dict(union).branches) && union.branches.length > 1
@@ -304,14 +320,55 @@ wl.either = (element, depth = 0) => {
   return options.length > 1 && count > 0 ? { union, list, kinds, values } : null;
 };
 
+// An item or field that is one of several kinds of list (`lists`: `list[int] | list[str]`),
+// maybe a plain value too (`plain`: null in `list[list[int] | list[str] | None]`): what
+// `unionField` makes a choice of, a branch per list, or null for a part no writer makes.
+wl.listsOf = (element, depth = 0) => {
+  const given = Array.isArray(element.lists) ? element.lists.map(wl.dict) : [];
+  if (given.length < 2 || given.length > wl.MAX_OPTIONS) return null;
+  if (!given.every((e) => wl.isElement(e, depth + 1))) return null;
+  const plain = wl.dict(element.plain);
+  return { union: { branches: [] }, lists: given, kinds: wl.plainKinds(plain.kinds), values: plain.values };
+};
+
+// A mapping (`map`: what each value is, as a list's item is said), and the model it may be
+// instead (`or`), or null for a part no writer makes.
+wl.mapOf = (element, depth = 0) => {
+  const given = wl.dict(element);
+  const inner = wl.dict(given.map);
+  if (!Object.hasOwn(given, "map") || !wl.isElement(inner, depth + 1)) return null;
+  const model = wl.dict(wl.dict(given.or).shape);
+  return { map: inner, model: wl.isShape(model) ? model : null };
+};
+
+// A mapping's form: the rows of a list, each with a key input above its value; the keys must
+// be given and differ (`stock[1]: key required`), and each value is named by its key.
+wl.mapField = (field, element, depth) => {
+  field.keyed = true;
+  wl.listField(field, element, depth);
+  field.kind = "map";
+  return field;
+};
+
+// What a list's item is called in a choice between lists (`list[integer]`, `list[Coin]`).
+wl.itemTitle = (element, depth = 0) => {
+  const kinds = wl.plainKinds(element.kinds);
+  if (kinds.length) return wl.isChoice(element.values) ? "value" : kinds.join(" | ");
+  if (wl.isShape(element.shape)) return typeof element.shape.title === "string" && element.shape.title ? element.shape.title : "model";
+  if (wl.isUnion(element.union)) return "union";
+  if (element.list && depth < wl.MAX_DEPTH) return `list[${wl.itemTitle(wl.dict(element.list), depth + 1)}]`;
+  return "item";
+};
+
 // A union of models: a <select> of its branches (and "none" where the field may be left out
 // or null), and the chosen branch's fields; the other branches' fieldsets are kept, hidden, so
 // switching back finds what was typed. A discriminated union's tag is no input: the branch
 // chosen sets it. `plain` are the plain types the field may also be (`Model | int`): a branch
 // each, named by the type, holding that type's input (or one branch, `value`, a choice of a
 // literal's `values`). `list` is the item of a list the field may also be (`Model |
-// list[int]`): a branch named `list`, holding the list's rows with Add and Remove.
-wl.unionField = (field, union, depth, plain = [], list = null, values = undefined) => {
+// list[int]`): a branch named `list`, holding the list's rows with Add and Remove; several
+// lists (`list[int] | list[str]`) a branch each, named by its item (`list[integer]`).
+wl.unionField = (field, union, depth, plain = [], list = null, values = undefined, map = null) => {
   field.kind = "union";
   field.tag = typeof union.tag === "string" ? union.tag : null;
   field.label = wl.box(field, field.name);
@@ -326,10 +383,20 @@ wl.unionField = (field, union, depth, plain = [], list = null, values = undefine
   const kinds = plain.filter((k) => k !== "null");
   const literal = wl.isChoice(values) && kinds.length > 0;
   const names = literal ? ["value"] : kinds, taken = new Set(names);
-  if (list) taken.add("list");
+  const listed = list == null ? [] : Array.isArray(list) ? list : [list];
+  const listNames = [];
+  for (const element of listed) {
+    const base = listed.length === 1 ? "list" : `list[${wl.itemTitle(element)}]`;
+    let shown = base;
+    for (let n = 2; taken.has(shown); n += 1) shown = `${base} (${n})`;
+    taken.add(shown);
+    listNames.push(shown);
+  }
   if (none) taken.add("(none)");
+  if (map) taken.add("mapping");
   const unique = (title) => {
-    const base = names.includes(title) || (list && title === "list") || (none && title === "(none)")
+    const base = names.includes(title) || listNames.includes(title) || (none && title === "(none)")
+      || (map && title === "mapping")
       ? `${title} (model)` : title;
     let shown = base;
     for (let n = 2; taken.has(shown); n += 1) shown = `${base} (${n})`;
@@ -356,16 +423,28 @@ wl.unionField = (field, union, depth, plain = [], list = null, values = undefine
     select.append(new Option(title, String(field.branches.length)));
     return box;
   };
-  if (list) {
-    const box = branchBox("list");
-    const rows = { name: "list", path: `${field.path}.list`, required: true };
+  const renumbers = [];
+  listed.forEach((element, index) => {
+    const title = listNames[index];
+    const box = branchBox(title);
+    const rows = { name: title, path: `${field.path}.${title}`, required: true };
     // the rows are named by the union's place (`slots[1][0]`), as their problems are
     rows.shown = () => (field.shown ? field.shown() : field.name);
-    wl.listField(rows, list, depth + 1);
+    wl.listField(rows, element, depth + 1);
     box.append(rows.label);
-    field.branches.push({ title: "list", list: rows, fields: [], box });
-    field.renumber = () => rows.renumber();
+    field.branches.push({ title, list: rows, fields: [], box });
+    renumbers.push(() => rows.renumber());
+  });
+  if (map) {
+    const box = branchBox("mapping");
+    const rows = { name: "mapping", path: `${field.path}.mapping`, required: true };
+    rows.shown = () => (field.shown ? field.shown() : field.name);
+    wl.mapField(rows, map, depth + 1);
+    box.append(rows.label);
+    field.branches.push({ title: "mapping", list: rows, fields: [], box });
+    renumbers.push(() => rows.renumber());
   }
+  if (renumbers.length) field.renumber = () => renumbers.forEach((renumber) => renumber());
   for (const name of names) {
     const box = branchBox(name);
     const leaf = { name, path: `${field.path}.${name}`, required: true };
@@ -402,14 +481,19 @@ wl.listField = (field, element, depth) => {
     const row = { name: String(made), path: `${field.path}.${made}`, required: true };
     row.shown = () => `${field.shown()}[${field.rows.indexOf(row)}]`;
     made += 1;
-    const either = wl.either(element, depth);
-    if (wl.isShape(element.shape)) wl.modelField(row, element.shape, depth);
+    const either = wl.either(element, depth) || wl.listsOf(element, depth);
+    const mapped = wl.mapOf(element, depth);
+    if (mapped && mapped.model) {
+      const title = typeof mapped.model.title === "string" && mapped.model.title ? mapped.model.title : "model";
+      wl.unionField(row, { branches: [{ title, shape: mapped.model }] }, depth, [], null, undefined, mapped.map);
+    } else if (mapped) wl.mapField(row, mapped.map, depth + 1);
+    else if (wl.isShape(element.shape)) wl.modelField(row, element.shape, depth);
     else if (wl.isUnion(element.union)) wl.unionField(row, element.union, depth);
     else if (either) {
       // an item that may be several kinds of thing (`list[Model | int]`, `list[list[int] |
       // None]`): a choice of its kind, with "(none)" for null where the item may be null
       row.nullable = either.kinds.includes("null");
-      wl.unionField(row, either.union, depth, either.kinds, either.list, either.values);
+      wl.unionField(row, either.union, depth, either.kinds, either.list || either.lists, either.values);
     }
     else if (!wl.plainKinds(element.kinds).length && depth < wl.MAX_DEPTH) {
       // a list of lists (`list[list[int]]`): each item a list of its own, with Add and Remove
@@ -419,6 +503,19 @@ wl.listField = (field, element, depth) => {
       const kinds = wl.plainKinds(element.kinds);
       row.required = !kinds.includes("null");
       wl.leafField(row, kinds, element.values);
+    }
+    if (field.keyed) {
+      // a mapping's entry: its key, then its value (whose own legend says `value`)
+      const entry = wl.box(row, "");
+      const key = document.createElement("input");
+      key.name = `${row.path}.key`;
+      key.disabled = wl.readOnly;
+      const pick = wl.text("label", null, "field");
+      pick.append(wl.text("span", "key"), key);
+      row.label.querySelector("legend, span").textContent = "value";
+      entry.append(pick, row.label);
+      row.label = entry;
+      row.key = key;
     }
     row.label.classList.add("item");
     row.label.dataset.path = row.path;
@@ -451,7 +548,7 @@ wl.listField = (field, element, depth) => {
 wl.fieldsEmpty = (fields) => fields.every((f) =>
   f.kind === "model" ? wl.fieldsEmpty(f.fields)
     : f.kind === "union" ? f.select.value === "" || wl.branchEmpty(f.branches[Number(f.select.value)])
-      : f.kind === "list" ? f.rows.length === 0
+      : f.kind === "list" || f.kind === "map" ? f.rows.length === 0
         : f.kind === "leaf" ? f.empty()
         : f.approval ? true : f.kind === "boolean" ? !f.input.checked : !f.input.value.trim());
 
@@ -481,7 +578,7 @@ wl.collectFields = (fields, submitter, at) => {
       if (chosen.present) payload[field.name] = chosen.value;
       continue;
     }
-    if (field.kind === "list") {
+    if (field.kind === "list" || field.kind === "map") {
       if (!field.required && !field.rows.length) continue;
       payload[field.name] = wl.collectList(field, submitter, path, problems);
       continue;
@@ -495,9 +592,27 @@ wl.collectFields = (fields, submitter, at) => {
   return { payload, problems };
 };
 
-// A list's items (each named by its place, `grid[1][0]`), its problems pushed to `problems`.
-wl.collectList = (field, submitter, path, problems) => field.rows.map((row, index) => {
-  const where = `${path}[${index}]`;
+// A list's items (each named by its place, `grid[1][0]`), its problems pushed to `problems`;
+// a mapping's entries (each value named by its key, `stock.apple`) as an object.
+wl.collectList = (field, submitter, path, problems) => (field.kind === "map"
+  ? wl.collectMap(field, submitter, path, problems)
+  : field.rows.map((row, index) => wl.collectRow(row, submitter, `${path}[${index}]`, problems)));
+
+wl.collectMap = (field, submitter, path, problems) => {
+  // no prototype: a key `__proto__` is an entry like any other, never the object's prototype
+  const out = Object.create(null), seen = new Set();
+  field.rows.forEach((row, index) => {
+    const key = row.key.value;
+    if (!key.trim()) problems.push(`${path}[${index}]: key required`);
+    else if (seen.has(key)) problems.push(`${path}[${index}]: key ${JSON.stringify(key)} given twice`);
+    seen.add(key);
+    const value = wl.collectRow(row, submitter, key.trim() ? `${path}.${key}` : `${path}[${index}]`, problems);
+    if (key.trim()) out[key] = value;
+  });
+  return out;
+};
+
+wl.collectRow = (row, submitter, where, problems) => {
   if (row.kind === "leaf") {
     const read = row.read(where);
     if (read.problem) problems.push(read.problem);
@@ -508,11 +623,11 @@ wl.collectList = (field, submitter, path, problems) => field.rows.map((row, inde
     problems.push(...chosen.problems);
     return chosen.present ? chosen.value : null;
   }
-  if (row.kind === "list") return wl.collectList(row, submitter, where, problems);
+  if (row.kind === "list" || row.kind === "map") return wl.collectList(row, submitter, where, problems);
   const inner = wl.collectFields(row.fields, submitter, where + ".");
   problems.push(...inner.problems);
   return inner.payload;
-});
+};
 
 // The chosen branch's object (with the tag of a discriminated union), null for "none" on a
 // field that may be null, absent for "none" on one that may be left out.
