@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ._core import clock, jsoncodec
 from ._core.dispatch import MAX_LEASE_SECONDS
 from ._core.limits import Limits
-from ._core.planning import HELD_DELAY_MAX, HELD_DELAY_MIN
+from ._core.planning import HELD_DELAY_FLOOR, HELD_DELAY_MAX, HELD_DELAY_MIN
 from .errors import ConfigurationError
 
 # Seed 000, "Why a fixed constant, and why 860 seconds": longer than any invocation may live
@@ -76,12 +76,13 @@ class Settings:
     renewal. Workers renew every third of it; a dead worker's delivery returns after it."""
 
     held_delay_seconds: float = HELD_DELAY_MIN
-    """``WAYLINE_HELD_DELAY_SECONDS``, seconds, above 0 and at most 30: how long a delivery
+    """``WAYLINE_HELD_DELAY_SECONDS``, seconds, from 0.1 to 30: how long a delivery
     handed back because it owns a step its run's pause holds stays away the first time (a
     quarter of the pause's age after that, never more than 30 s: ``planning.held_delay``).
     The step runs at most this long after an unpause that follows a short pause, and the
     paused run's log is read once per return. 2 s keeps those reads few; tests that pause
-    over such a step set it short so they do not wait on it."""
+    over such a step set it short so they do not wait on it. The floor of 0.1 s bounds the
+    returns of a worker that cannot read the pause's age (``planning.HELD_DELAY_FLOOR``)."""
 
     poll_interval_seconds: float = 0.05
     """``WAYLINE_POLL_INTERVAL``: how often an idle consumer re-checks a store that cannot
@@ -234,12 +235,15 @@ class Settings:
 
     def __post_init__(self) -> None:
         # Checked here too, as tests and embedders build settings without the environment: a
-        # delay of 0 would hand a held delivery back in a hot loop, and one over the cap would
-        # change what the cap promises (a paused run's step waits at most 30 s after it ends).
-        if not 0 < self.held_delay_seconds <= HELD_DELAY_MAX:
+        # delay under the floor hands a held delivery back in a hot loop while the pause's age
+        # cannot be read, and one over the cap would change what the cap promises (a paused
+        # run's step waits at most 30 s after it ends). A value that is not a number (a string
+        # from a file, None) is refused by name too, not left to a comparison's TypeError.
+        value = self.held_delay_seconds
+        if not _seconds(value) or not HELD_DELAY_FLOOR <= value <= HELD_DELAY_MAX:
             raise ConfigurationError(
-                f"held_delay_seconds must be above 0 and at most {HELD_DELAY_MAX:g} seconds,"
-                f" got {self.held_delay_seconds!r}"
+                f"held_delay_seconds must be a number of seconds from {HELD_DELAY_FLOOR:g} to"
+                f" {HELD_DELAY_MAX:g}, got {value!r}"
             )
 
     @property
@@ -421,12 +425,17 @@ def _positive(env: Mapping[str, str], name: str, default: float) -> float:
 def _held_delay(env: Mapping[str, str]) -> float:
     name = "WAYLINE_HELD_DELAY_SECONDS"
     value = _float(env, name, HELD_DELAY_MIN)
-    if not 0 < value <= HELD_DELAY_MAX:
+    if not HELD_DELAY_FLOOR <= value <= HELD_DELAY_MAX:
         raise ConfigurationError(
-            f"{name} must be a number of seconds above 0 and at most {HELD_DELAY_MAX:g},"
-            f" got {env[name]!r}"
+            f"{name} must be a number of seconds from {HELD_DELAY_FLOOR:g} to"
+            f" {HELD_DELAY_MAX:g}, got {env[name]!r}"
         )
     return value
+
+
+def _seconds(value: object) -> bool:
+    """A number of seconds as code may give one: an int or a float, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _secrets(env: Mapping[str, str]) -> tuple[str, ...]:

@@ -232,6 +232,12 @@ HELD_DELAY_MIN = 2.0
 pause holds: the step runs this soon after an unpause that follows a short pause. The default
 of ``Settings.held_delay_seconds`` (``WAYLINE_HELD_DELAY_SECONDS``), which a worker passes to
 :func:`held_delay`; a worker reads each return's log, so 2 s keeps a paused run's reads few."""
+HELD_DELAY_FLOOR = 0.1
+"""The least ``Settings.held_delay_seconds`` may be. A worker that cannot read the pause's age
+(its clock behind the one that stamped the pause, as a NATS worker's is before its first
+append measures the skew) hands the delivery back for the held delay every time, reading the
+run's log and writing to the world each time: at 1 ms that was 200 returns a second and a
+quarter of a core per held delivery (bench/held_handbacks.py); at 0.1 s it is at most 10."""
 HELD_DELAY_MAX = 30.0
 """The longest hand-back of such a delivery: a run paused for hours reads its log once every
 30 s for it (no hot loop), and its step runs at most 30 s after the unpause."""
