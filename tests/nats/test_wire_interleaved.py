@@ -130,6 +130,24 @@ def test_interleaved_publishes_requests_and_hand_overs_arrive_once_in_order(
     asyncio.run(_interleave(nats_server, seed, tasks, ops))
 
 
+async def _collected(peer: Any, subject: str) -> list[bytes]:
+    got: list[bytes] = []
+
+    async def collect(msg: Any) -> None:
+        got.append(msg.data)
+
+    await peer.subscribe(subject, cb=collect)
+    await _subscribed(peer)
+    return got
+
+
+async def _until_count(got: list[bytes], count: int) -> None:
+    deadline = asyncio.get_running_loop().time() + 10
+    while len(got) < count:
+        assert asyncio.get_running_loop().time() < deadline, got
+        await asyncio.sleep(0.01)
+
+
 async def test_a_lone_publish_after_an_unanswered_one_is_sent_without_a_flush(
     nats_server: NatsServer,
 ) -> None:
@@ -138,22 +156,36 @@ async def test_a_lone_publish_after_an_unanswered_one_is_sent_without_a_flush(
     nc = await nats.connect(nats_server.url)
     peer = await nats.connect(nats_server.url)
     try:
-        got: list[bytes] = []
-
-        async def collect(msg: Any) -> None:
-            got.append(msg.data)
-
-        await peer.subscribe("wire.mix.lone", cb=collect)
-        await _subscribed(peer)
+        got = await _collected(peer, "wire.mix.lone")
         for i in range(20):
             await wire.publish(nc, "wire.mix.lone", b"%d" % i)
             for _ in range(i % 3):
                 await asyncio.sleep(0)
-        deadline = asyncio.get_running_loop().time() + 10
-        while len(got) < 20:
-            assert asyncio.get_running_loop().time() < deadline, got
-            await asyncio.sleep(0.01)
+        await _until_count(got, 20)
         assert got == [b"%d" % i for i in range(20)]
+    finally:
+        await nc.close()
+        await peer.close()
+
+
+@pytest.mark.parametrize("ending", ["close", "drain", "flush"])
+async def test_a_held_publish_goes_out_when_the_connection_ends_at_once(
+    nats_server: NatsServer, ending: str
+) -> None:
+    """A publish held for the turn's send (the one before it written at once and unanswered)
+    still reaches the server when the connection is closed, drained or flushed in that very
+    turn, before the turn's send has run."""
+    subject = f"wire.mix.end.{ending}"
+    nc = await nats.connect(nats_server.url)
+    peer = await nats.connect(nats_server.url)
+    try:
+        got = await _collected(peer, subject)
+        await wire.publish(nc, subject, b"0")  # written at once
+        await wire.publish(nc, subject, b"1")  # held for the turn's send
+        assert len(nc._pending) == 1
+        await getattr(nc, ending)()
+        await _until_count(got, 2)
+        assert got == [b"0", b"1"]
     finally:
         await nc.close()
         await peer.close()
