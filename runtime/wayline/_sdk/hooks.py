@@ -253,8 +253,36 @@ def recorded(hint: Any) -> tuple[str | None, dict[str, Any] | None]:
 def _schema(cls: type[Any]) -> dict[str, Any]:
     import pydantic
 
-    schema: dict[str, Any] = pydantic.TypeAdapter(cls).json_schema()
+    adapter = pydantic.TypeAdapter(cls)
+    schema: dict[str, Any] = adapter.json_schema()
+    try:
+        by_name = adapter.json_schema(by_alias=False)
+    except Exception:
+        return schema
+    _unalias(schema, by_name)
+    for name, model in (schema.get("$defs") or {}).items():
+        other = (by_name.get("$defs") or {}).get(name)
+        if isinstance(model, dict) and isinstance(other, Mapping):
+            _unalias(model, other)
     return schema
+
+
+def _unalias(model: dict[str, Any], by_name: Mapping[str, Any]) -> None:
+    """A model whose fields have aliases may take each field by its name too
+    (``populate_by_name``, ``validate_by_name``), which its JSON schema does not say: such a
+    model is recorded open (no ``closed``) and its aliased fields not required, so a payload
+    the class takes by either name is never refused by shape; the class checks it."""
+    fields, named = model.get("properties"), by_name.get("properties")
+    if not isinstance(fields, Mapping) or not isinstance(named, Mapping):
+        return
+    aliased = set(fields) - set(named)
+    if not aliased:
+        return
+    if model.get("additionalProperties") is False:
+        del model["additionalProperties"]
+    required = model.get("required")
+    if isinstance(required, list):
+        model["required"] = [name for name in required if name not in aliased]
 
 
 def validate(cls: type[Any], payload: Any, token: str) -> Any:

@@ -1,0 +1,60 @@
+"""The shape a typed hook records for a model whose fields have aliases and that takes each
+field by its name too (``populate_by_name``, ``alias_generator``): a console without the class
+takes a payload by either name, as the class does, even when the model refuses unknown keys
+(``extra="forbid"``), at the top and in a nested model or a mapping's model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+import pytest
+
+from wayline._sdk.hooks import check_shape, shape
+
+
+class AliasedShut(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", populate_by_name=True)
+    user_name: str = pydantic.Field(alias="userName")
+    plain: int = 0
+
+
+class GeneratedShut(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(
+        extra="forbid", populate_by_name=True, alias_generator=str.upper
+    )
+    count: int
+
+
+class HoldsAliased(pydantic.BaseModel):
+    inner: AliasedShut
+    by_key: dict[str, AliasedShut]
+
+
+@pytest.mark.parametrize(
+    ("cls", "payload"),
+    [
+        (AliasedShut, {"userName": "ann"}),
+        (AliasedShut, {"user_name": "ann"}),
+        (AliasedShut, {"user_name": "ann", "plain": 2}),
+        (GeneratedShut, {"count": 1}),
+        (GeneratedShut, {"COUNT": 1}),
+        (HoldsAliased, {"inner": {"user_name": "a"}, "by_key": {"k": {"user_name": "b"}}}),
+    ],
+)
+def test_a_payload_by_field_name_the_class_takes_is_not_refused_by_shape(
+    cls: type[pydantic.BaseModel], payload: dict[str, Any]
+) -> None:
+    cls.model_validate(payload)  # the class takes it
+    check_shape(shape(cls), payload, "tok-aliased")
+
+
+def test_a_closed_model_without_aliases_still_refuses_an_unknown_key() -> None:
+    class PlainShut(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="forbid")
+        sku: str
+
+    with pytest.raises(Exception, match="extra: Extra inputs are not permitted"):
+        check_shape(shape(PlainShut), {"sku": "a", "extra": 1}, "tok-aliased-plain")
+    with pytest.raises(Exception, match="sku: Field required"):
+        check_shape(shape(PlainShut), {}, "tok-aliased-plain")
