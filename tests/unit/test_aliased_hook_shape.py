@@ -1,7 +1,9 @@
-"""The shape a typed hook records for a model whose fields have aliases and that takes each
-field by its name too (``populate_by_name``, ``alias_generator``): a console without the class
-takes a payload by either name, as the class does, even when the model refuses unknown keys
-(``extra="forbid"``), at the top and in a nested model or a mapping's model."""
+"""The shape a typed hook records for a model that takes keys its JSON schema does not name: a
+field by its name as well as its alias (``populate_by_name``, with an ``alias_generator`` too),
+by one of several aliases (``AliasChoices``), or left out of the schema (``SkipJsonSchema``). A
+console without the class takes such a payload, as the class does, even when the model refuses
+unknown keys (``extra="forbid"``), at the top and in a nested model or a mapping's model; a
+model whose keys the schema names all is still closed."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 import pydantic
 import pytest
+from pydantic.json_schema import SkipJsonSchema
 
 from wayline._sdk.hooks import check_shape, shape
 
@@ -26,6 +29,22 @@ class GeneratedShut(pydantic.BaseModel):
     count: int
 
 
+class ChoiceShut(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    amount: int = pydantic.Field(validation_alias=pydantic.AliasChoices("amount", "amt"))
+
+
+class HiddenShut(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    sku: str
+    note: SkipJsonSchema[str] = ""
+
+
+class AliasOnlyShut(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    user_name: str = pydantic.Field(alias="userName")
+
+
 class HoldsAliased(pydantic.BaseModel):
     inner: AliasedShut
     by_key: dict[str, AliasedShut]
@@ -39,6 +58,9 @@ class HoldsAliased(pydantic.BaseModel):
         (AliasedShut, {"user_name": "ann", "plain": 2}),
         (GeneratedShut, {"count": 1}),
         (GeneratedShut, {"COUNT": 1}),
+        (ChoiceShut, {"amt": 3}),
+        (ChoiceShut, {"amount": 3}),
+        (HiddenShut, {"sku": "a", "note": "by hand"}),
         (HoldsAliased, {"inner": {"user_name": "a"}, "by_key": {"k": {"user_name": "b"}}}),
     ],
 )
@@ -58,3 +80,10 @@ def test_a_closed_model_without_aliases_still_refuses_an_unknown_key() -> None:
         check_shape(shape(PlainShut), {"sku": "a", "extra": 1}, "tok-aliased-plain")
     with pytest.raises(Exception, match="sku: Field required"):
         check_shape(shape(PlainShut), {}, "tok-aliased-plain")
+
+
+def test_a_closed_model_taken_by_its_alias_only_still_refuses_its_name() -> None:
+    with pytest.raises(Exception, match="user_name: Extra inputs are not permitted"):
+        check_shape(shape(AliasOnlyShut), {"user_name": "a"}, "tok-aliased-only")
+    with pytest.raises(pydantic.ValidationError):
+        AliasOnlyShut.model_validate({"user_name": "a"})
