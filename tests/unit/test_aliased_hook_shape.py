@@ -1,9 +1,10 @@
 """The shape a typed hook records for a model that takes keys its JSON schema does not name: a
 field by its name as well as its alias (``populate_by_name``, with an ``alias_generator`` too),
-by one of several aliases (``AliasChoices``), or left out of the schema (``SkipJsonSchema``). A
-console without the class takes such a payload, as the class does, even when the model refuses
-unknown keys (``extra="forbid"``), at the top and in a nested model or a mapping's model; a
-model whose keys the schema names all is still closed."""
+by one of several aliases (``AliasChoices``), or left out of the schema (``SkipJsonSchema``);
+or whose schema is closed by hand (``json_schema_extra``) though the class takes unknown keys.
+A console without the class takes such a payload, as the class does, even when the model
+refuses unknown keys (``extra="forbid"``), at the top and in a nested model or a mapping's
+model; a model whose keys the schema names all is still closed."""
 
 from __future__ import annotations
 
@@ -40,6 +41,12 @@ class HiddenShut(pydantic.BaseModel):
     note: SkipJsonSchema[str] = ""
 
 
+class ShutByHand(pydantic.BaseModel):
+    # closed in its JSON schema for the schema's readers, but the class drops an unknown key
+    model_config = pydantic.ConfigDict(json_schema_extra={"additionalProperties": False})
+    sku: str
+
+
 class AliasOnlyShut(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     user_name: str = pydantic.Field(alias="userName")
@@ -61,6 +68,7 @@ class HoldsAliased(pydantic.BaseModel):
         (ChoiceShut, {"amt": 3}),
         (ChoiceShut, {"amount": 3}),
         (HiddenShut, {"sku": "a", "note": "by hand"}),
+        (ShutByHand, {"sku": "a", "unknown": 1}),
         (HoldsAliased, {"inner": {"user_name": "a"}, "by_key": {"k": {"user_name": "b"}}}),
     ],
 )

@@ -263,7 +263,8 @@ def _by_accepted_keys() -> type[Any]:
     """pydantic's JSON schema writer, changed for each model whose JSON schema does not name
     every key the class takes: a field taken by its name as well as its alias
     (``populate_by_name``, ``validate_by_name``), by one of several aliases (``AliasChoices``),
-    or left out of the schema (``SkipJsonSchema``). Such a model is written open (no
+    or left out of the schema (``SkipJsonSchema``), and a model whose schema is closed by hand
+    (``json_schema_extra``) though the class is not. Such a model is written open (no
     ``additionalProperties: false``, so no ``closed``), and a required field that has another
     key is written not required, so that a payload the class takes is never refused by shape;
     the class checks it."""
@@ -286,6 +287,10 @@ def _open_to_keys(out: dict[str, Any], model: Any) -> None:
     if not isinstance(fields, Mapping):
         return
     config = getattr(model, "model_config", {}) or {}
+    if config.get("extra") != "forbid" and out.get("additionalProperties") is False:
+        # closed by hand (``json_schema_extra``) for the schema's readers, not for validation:
+        # the class takes and drops an unknown key, so the shape must not refuse it
+        del out["additionalProperties"]
     by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
     required = out.get("required")
     for name, info in model.model_fields.items():
