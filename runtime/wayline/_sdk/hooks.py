@@ -253,8 +253,69 @@ def recorded(hint: Any) -> tuple[str | None, dict[str, Any] | None]:
 def _schema(cls: type[Any]) -> dict[str, Any]:
     import pydantic
 
-    schema: dict[str, Any] = pydantic.TypeAdapter(cls).json_schema()
+    schema: dict[str, Any] = pydantic.TypeAdapter(cls).json_schema(
+        schema_generator=_by_accepted_keys()
+    )
     return schema
+
+
+def _by_accepted_keys() -> type[Any]:
+    """pydantic's JSON schema writer, changed for each model whose JSON schema does not name
+    every key the class takes: a field taken by its name as well as its alias
+    (``populate_by_name``, ``validate_by_name``), by one of several aliases (``AliasChoices``),
+    or left out of the schema (``SkipJsonSchema``), and a model whose schema is closed by hand
+    (``json_schema_extra``) though the class is not. Such a model is written open (no
+    ``additionalProperties: false``, so no ``closed``), and a required field that has another
+    key is written not required, so that a payload the class takes is never refused by shape;
+    the class checks it."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class _AcceptedKeys(GenerateJsonSchema):
+        def model_schema(self, schema: Any) -> Any:
+            out = super().model_schema(schema)
+            model = schema.get("cls")
+            if isinstance(out, dict) and isinstance(getattr(model, "model_fields", None), dict):
+                _open_to_keys(out, model)
+            return out
+
+    return _AcceptedKeys
+
+
+def _open_to_keys(out: dict[str, Any], model: Any) -> None:
+    """:func:`_by_accepted_keys` for one model's JSON schema ``out``."""
+    fields = out.get("properties")
+    if not isinstance(fields, Mapping):
+        return
+    config = getattr(model, "model_config", {}) or {}
+    if config.get("extra") != "forbid" and out.get("additionalProperties") is False:
+        # closed by hand (``json_schema_extra``) for the schema's readers, not for validation:
+        # the class takes and drops an unknown key, so the shape must not refuse it
+        del out["additionalProperties"]
+    by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
+    required = out.get("required")
+    for name, info in model.model_fields.items():
+        keys = _keys_of(name, info, by_name)
+        if not keys & set(fields) or len(keys) > 1:
+            # a key the schema does not name: the model takes a key no property names
+            if out.get("additionalProperties") is False:
+                del out["additionalProperties"]
+            if isinstance(required, list):
+                required[:] = [key for key in required if key not in keys]
+
+
+def _keys_of(name: str, info: Any, by_name: bool) -> set[str]:
+    """The keys of a payload a model's field ``name`` is taken from."""
+    alias = info.validation_alias if info.validation_alias is not None else info.alias
+    keys: set[str] = set()
+    choices = getattr(alias, "choices", None)
+    for choice in choices if isinstance(choices, list) else [alias]:
+        path = getattr(choice, "path", None)
+        first = path[0] if isinstance(path, list) and path else choice
+        if isinstance(first, str):
+            keys.add(first)
+    if alias is None or by_name:
+        keys.add(name)
+    return keys
 
 
 def validate(cls: type[Any], payload: Any, token: str) -> Any:
