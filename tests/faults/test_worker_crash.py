@@ -107,14 +107,17 @@ async def test_sigkill_during_queued_step_is_redelivered(
     assert attempts[0] == "1" and len(attempts) <= 3
 
 
-LEASE = 4.0
+LEASE = 6.0
 SHORT_LEASE = {
     "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": str(LEASE),
     # the bound plus the visibility stays below the lease; both leave the 1 s body room on
-    # a loaded machine (a 0.4 s visibility fenced the recovering worker itself, renewals
-    # being late, and the run was left with no worker)
+    # a loaded machine. A 0.4 s visibility fenced the recovering worker itself, renewals
+    # being late, and the run was left with no worker; a 1 s one fenced the first worker
+    # (its fence trips after half a second without a renewal) before its body of attempt 1
+    # had written its line, at load 8-21: the lines read attempt 2 and attempt 3, and the
+    # kill this test is about met a redelivery instead. At 2 s the fence waits a second.
     "WAYLINE_MAX_INVOCATION_SECONDS": "2.5",
-    "WAYLINE_VISIBILITY_SECONDS": "1.0",
+    "WAYLINE_VISIBILITY_SECONDS": "2.0",
 }
 
 
