@@ -13,9 +13,14 @@ from tests.runtime.test_fencing import assert_never_concurrent, bodies
 from wayline._core.events import EventType
 
 BOUND = {
-    "WAYLINE_MAX_INVOCATION_SECONDS": "1.5",
-    "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "4",
-    "WAYLINE_VISIBILITY_SECONDS": "2",
+    # The overrunning body (5.5 s) passes the bound; the short ones (0.4 s, handed off at
+    # half the bound) stay well inside it on a loaded machine. At a 1.5 s bound and a 2 s
+    # visibility, load 8-21 fenced deliveries of the short steps ("held 1.5s, past its
+    # bound of 1.5s", "not renewed for 1.1s") and ran their bodies twice, one after the
+    # other: the fencing was right, the bound too tight for the machine.
+    "WAYLINE_MAX_INVOCATION_SECONDS": "3",
+    "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "7",
+    "WAYLINE_VISIBILITY_SECONDS": "3",
 }
 
 
@@ -28,7 +33,7 @@ async def test_two_worker_processes_run_each_body_once_at_a_time(  # type: ignor
         client = wayline.Client(world)
         workers = [spawn_worker(crash_world.arg, **env) for _ in range(2)]
         long_run = await client.start(ff.many_short_steps, chain, 10, 0.4)
-        overrun = await client.start(ff.overrun, over, 4.0)
+        overrun = await client.start(ff.overrun, over, 5.5)
         assert await long_run.result(timeout=60) == 45
         assert await overrun.result(timeout=60) == "attempt 2"
         events = await overrun.events()

@@ -18,16 +18,18 @@ async def test_sigkill_of_a_slot_holder(tmp_path: Path, spawn_worker, crash_worl
     path = str(tmp_path / "marks")
     async with crash_world.open() as world:
         client = wayline.Client(world)
+        # The doomed worker is alone until it holds a slot: two workers started together
+        # left it none at load 8-21 (the other took every run, and the wait for the doomed
+        # one to hold a slot ran out). The other one joins while it holds its slots, and it
+        # is killed mid-body, at a start of its own with no end yet.
         doomed = spawn_worker(crash_world.arg, **crash_world.env)
-        spawn_worker(crash_world.arg, **crash_world.env)
-        handles = [await client.start(sf.render_one, path, f"k{i}", 1.5) for i in range(5)]
+        handles = [await client.start(sf.render_one, path, f"k{i}", 2.5) for i in range(5)]
 
         async def doomed_holds() -> bool:
-            return any(
-                line.startswith("start ") and line.endswith(f" {doomed.pid}")
-                for line in lines(path)
-            )
+            return bool(_mid_body(path, doomed.pid))
 
+        await wait_for(doomed_holds, timeout=20)
+        spawn_worker(crash_world.arg, **crash_world.env)
         await wait_for(doomed_holds, timeout=20)
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.wait(timeout=10)
@@ -36,11 +38,7 @@ async def test_sigkill_of_a_slot_holder(tmp_path: Path, spawn_worker, crash_worl
         events = [await h.events() for h in handles]
     assert results == [f"k{i}" for i in range(5)]
     assert sf.most_at_once(path) <= 2
-    killed = {
-        line.split()[1]
-        for line in lines(path)
-        if line.startswith("start ") and line.endswith(f" {doomed.pid}")
-    }
+    killed = _mid_body(path, doomed.pid)
     assert killed  # the killed process held at least one slot mid-body
     for i, run_events in enumerate(events):
         starts = of_type(run_events, EventType.STEP_STARTED)
@@ -49,3 +47,14 @@ async def test_sigkill_of_a_slot_holder(tmp_path: Path, spawn_worker, crash_worl
             assert sf.runs_of(path, tag) == len(starts) == 2
         else:  # once (its attempt may have started in the killed process before its body)
             assert sf.runs_of(path, tag) == 1 and len(starts) in (1, 2)
+
+
+def _mid_body(path: str, pid: int) -> set[str]:
+    """The tags whose body process ``pid`` started and did not end."""
+    started = {
+        ln.split()[1] for ln in lines(path) if ln.startswith("start ") and ln.endswith(f" {pid}")
+    }
+    ended = {
+        ln.split()[1] for ln in lines(path) if ln.startswith("end ") and ln.endswith(f" {pid}")
+    }
+    return started - ended

@@ -107,14 +107,17 @@ async def test_sigkill_during_queued_step_is_redelivered(
     assert attempts[0] == "1" and len(attempts) <= 3
 
 
-LEASE = 4.0
+LEASE = 6.0
 SHORT_LEASE = {
     "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": str(LEASE),
     # the bound plus the visibility stays below the lease; both leave the 1 s body room on
-    # a loaded machine (a 0.4 s visibility fenced the recovering worker itself, renewals
-    # being late, and the run was left with no worker)
+    # a loaded machine. A 0.4 s visibility fenced the recovering worker itself, renewals
+    # being late, and the run was left with no worker; a 1 s one fenced the first worker
+    # (its fence trips after half a second without a renewal) before its body of attempt 1
+    # had written its line, at load 8-21: the lines read attempt 2 and attempt 3, and the
+    # kill this test is about met a redelivery instead. At 2 s the fence waits a second.
     "WAYLINE_MAX_INVOCATION_SECONDS": "2.5",
-    "WAYLINE_VISIBILITY_SECONDS": "1.0",
+    "WAYLINE_VISIBILITY_SECONDS": "2.0",
 }
 
 
@@ -151,17 +154,23 @@ async def test_a_body_that_cannot_be_cut_off_exits_the_worker_before_its_redeliv
     the redelivery's owner recovery finishes the run."""
     db = crash_world.arg
     marker = str(tmp_path / "marker")
+    # A 1 s visibility trips a fence after half a second without a renewal: at load 8-21 the
+    # recovering worker fenced its own delivery of the 1.5 s body under a 2.5 s bound, exited
+    # as a sync body must, and left the run with no worker (not done within 30 s). At 2 s
+    # the fence waits a second for a renewal; the body (3 s) outlasts the first worker's
+    # give-up (5/6 of the visibility after its last renewal) and stays inside the second
+    # worker's bound (5 s), and each bound plus the visibility stays below the lease.
     env = {
-        "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "3.9",
+        "WORKFLOW_INLINE_OWNERSHIP_LEASE_SECONDS": "7.5",
         "WAYLINE_MAX_INVOCATION_SECONDS": "0.5",
-        "WAYLINE_VISIBILITY_SECONDS": "1",
+        "WAYLINE_VISIBILITY_SECONDS": "2",
     }
     async with crash_world.open() as world:
         client = wayline.Client(world)
         first = spawn_worker(db, **{**crash_world.env, **env})
-        handle = await client.start(flows.single_slow_sync, marker, 1.5)
+        handle = await client.start(flows.single_slow_sync, marker, 3.0)
         assert await asyncio.to_thread(first.wait, 15) == 70  # past the bound: it exits
-        env["WAYLINE_MAX_INVOCATION_SECONDS"] = "2.5"
+        env["WAYLINE_MAX_INVOCATION_SECONDS"] = "5"
         spawn_worker(db, **{**crash_world.env, **env})
         assert await handle.result(timeout=30) == "done"
     assert flows.lines(marker) == ["attempt 1", "attempt 2"]
