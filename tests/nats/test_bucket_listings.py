@@ -17,9 +17,10 @@ from tests.blobs import flows
 from tests.blobs.stores import blobs_of, stored
 from tests.nats_fixtures import OpenWorlds
 from tests.runtime.harness import settings
-from wayline.errors import WorldUnavailableError
+from wayline.errors import WorldError, WorldUnavailableError
 from wayline.world import registry
 from wayline.worlds.nats import direct
+from wayline.worlds.nats import registry as nats_registry
 from wayline.worlds.nats.names import kv_key
 
 HUGE = b"9" * 400  # a JSON integer no float holds: json.loads reads it, float() overflows
@@ -157,3 +158,31 @@ async def test_a_listing_cut_short_by_a_timeout_is_unavailable(
         await blobs_of(world).store.names()
     with pytest.raises(WorldUnavailableError):
         await world.list_served()
+
+
+class _RefusedHere(WorldError):
+    """A wayline error other than an unavailability, raised by the stream read below."""
+
+    code = "REFUSED_HERE"
+
+
+async def test_listing_and_recording_pass_a_wayline_error_as_it_is(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``list_served`` and ``record_served`` pass a wayline error from the stream read through
+    unchanged (``record_served`` did through ``direct.kv_read``; ``list_served`` re-wrapped any
+    error but an unavailability as a plain WORLD_ERROR, losing its class and code)."""
+    world = await open_nats_world()
+    await world.record_served([_entry("w1", "listed-refused")])
+
+    async def refusing(*args: Any, **kwargs: Any) -> Any:
+        raise _RefusedHere("refused by the test")
+
+    monkeypatch.setattr(nats_registry, "last_by_subject", refusing)
+    monkeypatch.setattr(direct, "kv_last", refusing)
+    with pytest.raises(_RefusedHere) as listed:
+        await world.list_served()
+    assert listed.value.code == "REFUSED_HERE"
+    with pytest.raises(_RefusedHere) as recorded:
+        await world.record_served([_entry("w1", "listed-refused")])
+    assert recorded.value.code == "REFUSED_HERE"

@@ -121,8 +121,8 @@ class NatsRegistry:
                 timeout=self._timeout,
                 url=self._servers_shown,
             )
-        except WorldUnavailableError:
-            raise
+        except WorldError:
+            raise  # a wayline error passes as it is, as record_served's (``direct.kv_read``)
         except Exception as err:
             raise wrap(self._servers_shown, "listing worker heartbeats", err) from err
         out: list[dict[str, Any]] = []
