@@ -146,9 +146,10 @@ class EndedRun:
 @pytest.fixture(scope="module")
 def _ended_run_stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Where each world kind's shared run is kept: a folder for the SQLite file, a prefix for
-    the NATS streams, and each kind's run id once it is built."""
+    the NATS streams, each kind's run id once it is built, and each kind's failed build."""
     prefix = f"ended{uuid.uuid4().hex[:12]}"  # the session's server may serve other processes
-    return {"folder": tmp_path_factory.mktemp("ended-many"), "prefix": prefix, "runs": {}}
+    folder = tmp_path_factory.mktemp("ended-many")
+    return {"folder": folder, "prefix": prefix, "runs": {}, "failed": {}}
 
 
 @pytest.fixture
@@ -157,7 +158,8 @@ async def ended_run(
 ) -> AsyncIterator[EndedRun]:
     """A run of 2,000 hooks that ended, built once per module and world (6-9 s each on
     NATS): the tests given it only read it. A world is bound to its test's event loop, so each
-    test opens its own on the shared store (the module's SQLite file, or its NATS prefix)."""
+    test opens its own on the shared store (the module's SQLite file, or its NATS prefix). A
+    build that failed is not started again: the later tests fail naming the first failure."""
     kind = request.node.callspec.params["make_world"]
     options = {} if kind == "local" else {"prefix": _ended_run_stores["prefix"]}
     world = await open_world_of_kind(request, _ended_run_stores["folder"], kind, options)
@@ -167,9 +169,21 @@ async def ended_run(
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
             console = Console(engine, http)
-            runs = _ended_run_stores["runs"]
+            runs, failed = _ended_run_stores["runs"], _ended_run_stores["failed"]
+            if kind in failed:
+                # a second build would start the same hooks' tokens over in the same store
+                # and fail on them, hiding the first failure
+                pytest.fail(
+                    f"the shared run of {HOOKS} hooks on {kind} failed to build in "
+                    f"{failed[kind]}; see that test's error",
+                    pytrace=False,
+                )
             if kind not in runs:
-                runs[kind] = await _many_hooks(console, "h1")
+                try:
+                    runs[kind] = await _many_hooks(console, "h1")
+                except BaseException as err:
+                    failed[kind] = f"{request.node.nodeid} ({type(err).__name__}: {err})"
+                    raise
             yield EndedRun(console, runs[kind])
     finally:
         await world.close()
