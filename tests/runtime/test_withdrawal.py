@@ -12,6 +12,7 @@ import pytest
 import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, settings
+from wayline.errors import WorldUnavailableError
 
 
 async def _live_workers(engine: Engine, workflow: str) -> set[str]:
@@ -71,4 +72,28 @@ async def test_a_heartbeat_under_way_at_the_close_lands_before_the_withdrawal(
     await asyncio.wait_for(beat_held.wait(), 10)
     await worker.close()
     assert order == ["heartbeat", "withdrawal"]
+    assert worker.worker_id not in await _live_workers(engine, flows.chain.name)
+
+
+async def test_a_withdrawal_the_world_refuses_once_is_written_on_a_second_try(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A withdrawal whose write fails once (a request that timed out on a loaded server) left
+    the entry live for three heartbeats (30 s by default): a rolling upgrade's old runs said
+    nothing about the worker they wait for. It is tried again within the shutdown grace."""
+    worker = wayline.Worker(engine.world, [flows.chain], settings=settings())
+    record = engine.world.record_served
+    refused: list[int] = []
+
+    async def refusing_once(entries: Any) -> None:
+        if any(e.get("withdrawn") for e in entries) and not refused:
+            refused.append(1)
+            raise WorldUnavailableError("the registry did not answer in time")
+        await record(entries)
+
+    monkeypatch.setattr(engine.world, "record_served", refusing_once)
+    await worker.start()
+    assert worker.worker_id in await _live_workers(engine, flows.chain.name)
+    await worker.close()
+    assert refused == [1]
     assert worker.worker_id not in await _live_workers(engine, flows.chain.name)
