@@ -52,6 +52,12 @@ from .world.sending import send
 log = logging.getLogger("wayline.worker")
 
 
+# The pauses (seconds) before each further try of a withdrawal that failed: three tries in
+# all within about a second, short beside the default shutdown grace (30 s), so a world that
+# is closed or gone does not hold a close up much longer than before.
+_WITHDRAW_PAUSES = (0.2, 0.8)
+
+
 class Worker:
     def __init__(
         self,
@@ -626,13 +632,23 @@ class Worker:
         beats = [t for t in self._tasks if t.get_name() == "wayline-heartbeat"]
         if beats:  # cancelled above: let a heartbeat under way land first, not after
             await asyncio.gather(*beats, return_exceptions=True)
-        entries = withdrawn_entries(
-            self.workflows.values(), self.queue, self.worker_id, self.world.now()
-        )
-        try:
-            await self.world.record_served(entries)
-        except WaylineError as err:
-            log.warning("could not withdraw this worker from the registry: %s", err)
+        # A failed write is tried again: one request that timed out on a loaded server left
+        # the entries live for three heartbeats (30 s by default), and the runs this worker
+        # served said nothing of the worker they wait for. The tries are few, and the grace
+        # cuts them off as it cuts off the first (``_let_handlers_settle``).
+        for pause in (*_WITHDRAW_PAUSES, None):
+            entries = withdrawn_entries(
+                self.workflows.values(), self.queue, self.worker_id, self.world.now()
+            )
+            try:
+                await self.world.record_served(entries)
+                return
+            except WaylineError as err:
+                if pause is None:
+                    log.warning("could not withdraw this worker from the registry: %s", err)
+                    return
+                log.info("withdrawing this worker from the registry failed, trying again: %s", err)
+            await asyncio.sleep(pause)
 
     async def _heartbeat_loop(self) -> None:
         # Ends on the stop flag too, not only on its cancel: a cancel that lands as a world
