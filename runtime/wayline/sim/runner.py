@@ -20,7 +20,7 @@ from ..client import Client
 from ..settings import Settings
 from ..worker import Worker
 from ..worlds.memory import MemoryStore
-from . import drivers, flows, long_steps, workload
+from . import conflicts, drivers, flows, long_steps, workload
 from .clocks import ClockPlan, Clocks
 from .determinism import patched
 from .faults import FaultPlan, FaultyWorld
@@ -35,10 +35,17 @@ RUNS = 4
 WORKFLOWS = workload.WORKFLOWS + flows.WORKFLOWS
 
 
-def workflows_of(long_plan: long_steps.LongPlan) -> list[WorkflowDefinition[..., Any]]:
-    """The definitions of a seed: the long steps' only in a seed that runs them, so that a
-    seed without them runs as it did before they were drawn."""
-    return WORKFLOWS + ([long_steps.hauler] if long_plan.starts else [])
+def workflows_of(
+    long_plan: long_steps.LongPlan, conflict_plan: conflicts.ConflictPlan | None = None
+) -> list[WorkflowDefinition[..., Any]]:
+    """The definitions of a seed: the long steps' and the contenders' only in a seed that runs
+    them, so that a seed without them runs as it did before they were drawn."""
+    contending = conflict_plan is not None and conflict_plan.starts
+    return (
+        WORKFLOWS
+        + ([long_steps.hauler] if long_plan.starts else [])
+        + ([conflicts.contender, conflicts.lingerer] if contending else [])
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +85,12 @@ class _Processes:
         probe: Probe,
         clocks: Clocks,
         long_plan: long_steps.LongPlan,
+        conflict_plan: conflicts.ConflictPlan,
     ) -> None:
         self.loop, self.store, self.plan, self.rng = loop, store, plan, rng
         self.trace, self.probe, self.clocks = trace, probe, clocks
-        self.long_plan = long_plan
-        self.workflows = workflows_of(long_plan)
+        self.long_plan, self.conflict_plan = long_plan, conflict_plan
+        self.workflows = workflows_of(long_plan, conflict_plan)
         self.workers: dict[int, Worker] = {}
         self.count = 0
 
@@ -154,14 +162,25 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
         debounce_period=flows.DEBOUNCE_SECONDS,
     )
     long_plan = long_steps.LongPlan.draw(seed)
+    conflict_plan = conflicts.ConflictPlan.draw(seed)
     processes = _Processes(
-        loop, store, plan, random.Random(rng.getrandbits(64)), trace, probe, clocks, long_plan
+        loop,
+        store,
+        plan,
+        random.Random(rng.getrandbits(64)),
+        trace,
+        probe,
+        clocks,
+        long_plan,
+        conflict_plan,
     )
     trace.note(f"seed {seed}: {plan}")
     if clock_plan != ClockPlan():
         trace.note(f"seed {seed}: {clock_plan}")
     if long_plan != long_steps.LongPlan():
         trace.note(f"seed {seed}: {long_plan}")
+    if conflict_plan != conflicts.ConflictPlan():
+        trace.note(f"seed {seed}: {conflict_plan}")
     quiet = logging.getLogger("wayline")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
@@ -174,6 +193,8 @@ def run_seed(seed: int, *, runs: int = RUNS) -> Outcome:
             except StuckError as err:
                 probe.violate(str(err))
             probe.judge_logs()
+            if conflict_plan.starts:
+                conflicts.check(store, trace, probe.violate)
             _end(loop)
     finally:
         quiet.setLevel(level)
@@ -222,6 +243,9 @@ async def _main(
     long_plan = processes.long_plan
     if long_plan.starts:  # nothing more in a seed without them: its ready queue as it was
         features = asyncio.gather(features, long_steps.drive(client, long_plan, trace))
+    conflict_plan = processes.conflict_plan
+    if conflict_plan.starts:  # the same: a seed without contenders runs as it did
+        features = asyncio.gather(features, conflicts.drive(client, conflict_plan, trace))
     await asyncio.gather(*orders, features)
     # A poll, not an event: "every run ended" has no one place that could set one, and a
     # poll on virtual time costs one loop turn per ten seconds.
