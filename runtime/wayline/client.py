@@ -15,6 +15,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from typing_extensions import deprecated
 
 from ._core import limits, ordering, search_attributes
+from ._core.cancels import cancels, stop_if_cancelled
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RUN_TERMINAL_EVENTS, Event, EventType, NewEvent, RunStatus
 from ._core.forks import fork_point, forked_data, forked_from, forked_history, parse_step
@@ -31,7 +32,6 @@ from ._core.projections import (
 )
 from ._core.serde import decode, encode
 from ._engine.ending import report_to_parent, terminate_children
-from ._engine.tasks import cancels, stop_if_cancelled
 from ._sdk.hooks import check_resume
 from ._sdk.options import take_option_keywords
 from ._sdk.streams import StreamChunk, follow_stream

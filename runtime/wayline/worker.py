@@ -25,6 +25,7 @@ from typing import Any
 
 from . import logs, metrics, telemetry
 from ._core import limits, ordering
+from ._core.cancels import cancels, stop_if_cancelled
 from ._core.definitions import WorkflowDefinition, workflows_by_name
 from ._core.events import RunStatus
 from ._core.messages import Wake, WakeReason
@@ -34,7 +35,7 @@ from ._engine.fencing import Fence, exit_if_executing, hold
 from ._engine.handler import Handler
 from ._engine.lost_starts import LostStarts
 from ._engine.messages import Verdict
-from ._engine.tasks import cancels, spawn, stop_if_cancelled
+from ._engine.tasks import spawn
 from .errors import (
     ConfigurationError,
     CorruptEntryError,

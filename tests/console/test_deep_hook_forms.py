@@ -16,9 +16,19 @@ import pytest
 
 import wayline
 from tests.console.browser import Page
-from tests.console.conftest import AUTH, TOKEN, Console
-from tests.console.test_hook_forms import _received
-from tests.console.test_list_union_hook_forms import _choose, _refused_by_server, refused_each
+from tests.console.conftest import Console
+from tests.console.hook_forms import (
+    Cases,
+    _form,
+    _open,
+    _refused_in_browser,
+    _resumed,
+    _texts,
+    _waiting,
+    refused_with_or_without_class,
+    typed_hook_workflow,
+)
+from tests.console.test_list_union_hook_forms import _choose, _refused_by_server
 
 
 class D6(pydantic.BaseModel):
@@ -81,80 +91,9 @@ class Tip(pydantic.BaseModel):
     via: Voucher | Stamp | str | None = None  # a union of models and a plain type, optional
 
 
-@wayline.workflow(name="deep_hook_forms.tower")
-async def tower(name: str) -> dict[str, Any]:
-    answer = await wayline.create_hook(f"deep_hook_forms.tower:{name}", type=Tower)
-    return answer.model_dump(exclude_unset=True)
-
-
-@wayline.workflow(name="deep_hook_forms.grid")
-async def grid(name: str) -> dict[str, Any]:
-    answer = await wayline.create_hook(f"deep_hook_forms.grid:{name}", type=Grid)
-    return answer.model_dump(exclude_unset=True)
-
-
-@wayline.workflow(name="deep_hook_forms.tip")
-async def tip(name: str) -> dict[str, Any]:
-    answer = await wayline.create_hook(f"deep_hook_forms.tip:{name}", type=Tip)
-    return answer.model_dump(exclude_unset=True)
-
-
-def typed_hook_workflow(name: str, cls: type[pydantic.BaseModel]) -> Any:
-    """A workflow named ``name`` that waits on a hook typed ``cls`` (its token ``name:<its
-    argument>``) and returns the payload it received, as the class dumps it."""
-
-    @wayline.workflow(name=name)
-    async def answered(key: str) -> dict[str, Any]:
-        answer = await wayline.create_hook(f"{name}:{key}", type=cls)
-        dumped: dict[str, Any] = answer.model_dump(exclude_unset=True)
-        return dumped
-
-    return answered
-
-
-async def _waiting(console: Console, workflow: Any, name: str) -> tuple[Any, str]:
-    """A run of ``workflow`` started and waiting on its hook: its handle and the hook's token."""
-    run = await console.engine.client.start(workflow, name)
-    token = f"{workflow.name}:{name}"
-    await console.engine.client.wait_for_hook(token, timeout=20)
-    return run, token
-
-
-async def _open(page: Page, token: str) -> str:
-    await page.open("/hooks")
-    await page.type("#token", TOKEN + "\t")
-    return f'form[data-token="{token}"]'
-
-
-async def _form(console: Console, page: Page, workflow: Any) -> tuple[Any, str]:
-    """A run of ``workflow`` waiting on its hook, and its hook's form open on the page."""
-    run, token = await _waiting(console, workflow, "browser")
-    return run, await _open(page, token)
-
-
-async def _refused_in_browser(
-    console: Console, page: Page, form: str, run_id: str, said: str
-) -> str:
-    """Send the form: the browser refuses it (saying ``said``), and nothing is received."""
-    await page.click(f"{form} > button")
-    shown = await page.text(f"{form} .said", said)
-    assert await _received(console, run_id) == 0
-    return shown
-
-
-async def _texts(page: Page, css: str) -> list[str]:
-    """What each element ``css`` finds says, in the page's order."""
-    found: list[str] = await page.script(
-        f"return [...document.querySelectorAll('{css}')].map((element) => element.textContent)"
-    )
-    return found
-
-
-async def _resumed(page: Page, form: str, run: Any) -> Any:
-    """Send the form: the hook is resumed, and the run's result is returned."""
-    await page.click(f"{form} > button")
-    await page.text(f"{form} .said", "resumed")
-    return await run.result(timeout=20)
+tower = typed_hook_workflow("deep_hook_forms.tower", Tower)
+grid = typed_hook_workflow("deep_hook_forms.grid", Grid)
+tip = typed_hook_workflow("deep_hook_forms.tip", Tip)
 
 
 async def test_a_model_nested_six_levels_deep_is_answered_through_its_fieldsets(
@@ -261,8 +200,6 @@ async def test_a_wrong_deep_value_list_of_lists_item_or_union_type_is_a_typed_42
 ) -> None:
     """Where the console cannot import the hook's class, the recorded shape is what refuses:
     a field six levels deep and an item of a list of lists were past what it recorded."""
-    if not with_class:
-        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
     six: dict[str, Any] = {"d6": {"n": 1}}
     deep = {"name": "t", "d1": {"d2": {"d3": {"d4": {"d5": six}}}}}
     cases: Cases = [
@@ -292,35 +229,7 @@ async def test_a_wrong_deep_value_list_of_lists_item_or_union_type_is_a_typed_42
             {"amount": {"code": "ABC"}},
         ),
     ]
-    await refused_then_answered(console, cases, f"api-{with_class}")
-
-
-Cases = list[tuple[Any, list[tuple[object, str]], Any]]
-"""Each a workflow, payloads its hook refuses (with a word its 422 names), and one it takes."""
-
-
-async def refused_then_answered(console: Console, cases: Cases, name: str) -> None:
-    """For each case, a run waiting on its hook refuses each wrong payload through the API (a
-    typed 422, nothing received) and then ends with exactly the good one."""
-    for workflow, wrong, good in cases:
-        async with console.engine.worker([workflow]):
-            run, token = await _waiting(console, workflow, name)
-            url = f"/api/hooks/{token}/resume"
-            await refused_each(console, url, wrong)
-            assert await _received(console, run.run_id) == 0
-            resumed = await console.http.post(url, json={"payload": good}, headers=AUTH)
-            assert resumed.status_code == 200, resumed.text
-            assert await run.result(timeout=20) == good
-
-
-async def refused_with_or_without_class(
-    console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool, cases: Cases
-) -> None:
-    """:func:`refused_then_answered`, by a console that has the hooks' classes or, without
-    ``with_class``, one that cannot import them (its recorded shape is what refuses)."""
-    if not with_class:
-        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
-    await refused_then_answered(console, cases, f"api-{with_class}")
+    await refused_with_or_without_class(console, monkeypatch, with_class, cases)
 
 
 def _forged_deep_shape(levels: int) -> dict[str, Any]:
@@ -402,10 +311,7 @@ class Clash(pydantic.BaseModel):
     pair: TwinA | TwinB
 
 
-@wayline.workflow(name="deep_hook_forms.clash")
-async def clash(name: str) -> dict[str, Any]:
-    answer = await wayline.create_hook(f"deep_hook_forms.clash:{name}", type=Clash)
-    return answer.model_dump(exclude_unset=True)
+clash = typed_hook_workflow("deep_hook_forms.clash", Clash)
 
 
 async def test_choices_whose_titles_collide_are_each_named_once(

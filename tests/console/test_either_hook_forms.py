@@ -16,16 +16,16 @@ from typing import Annotated, Any, Literal
 import pydantic
 import pytest
 
-import wayline
 from tests.console.browser import Page
 from tests.console.conftest import Console
-from tests.console.test_deep_hook_forms import (
+from tests.console.hook_forms import (
     Cases,
     _form,
     _refused_in_browser,
     _resumed,
     _texts,
-    refused_then_answered,
+    refused_with_or_without_class,
+    typed_hook_workflow,
 )
 from tests.console.test_list_union_hook_forms import _choose, _refused_by_server
 
@@ -59,19 +59,10 @@ class Nest(pydantic.BaseModel):
     level: list[Coin | Literal["low", "high"]] = []
 
 
-def _answering(model: type[pydantic.BaseModel], name: str) -> Any:
-    """A workflow that waits on a hook of ``model`` and returns the payload it received."""
-
-    @wayline.workflow(name=f"either_hook_forms.{name}")
-    async def answering(key: str) -> dict[str, Any]:
-        answer = await wayline.create_hook(f"either_hook_forms.{name}:{key}", type=model)
-        return answer.model_dump(exclude_unset=True)
-
-    return answering
-
-
-rows, mixed = _answering(Rows, "rows"), _answering(Mixed, "mixed")
-either, nest = _answering(Either, "either"), _answering(Nest, "nest")
+rows = typed_hook_workflow("either_hook_forms.rows", Rows)
+mixed = typed_hook_workflow("either_hook_forms.mixed", Mixed)
+either = typed_hook_workflow("either_hook_forms.either", Either)
+nest = typed_hook_workflow("either_hook_forms.nest", Nest)
 
 
 async def _areas(page: Page, form: str) -> list[str]:
@@ -267,8 +258,6 @@ async def test_a_wrong_value_of_each_shape_is_a_typed_422_and_loses_nothing(
     console: Console, monkeypatch: pytest.MonkeyPatch, with_class: bool
 ) -> None:
     """Where the console cannot import the hook's class, the recorded shape is what refuses."""
-    if not with_class:
-        monkeypatch.setattr("wayline._sdk.hooks.find_type", lambda name, **_: None)
     cases: Cases = [
         (
             rows,
@@ -291,7 +280,7 @@ async def test_a_wrong_value_of_each_shape_is_a_typed_422_and_loses_nothing(
             {"deep": [[1, {"code": "Z"}], None], "level": ["high", {"code": "Y"}]},
         ),
     ]
-    await refused_then_answered(console, cases, f"api-{with_class}")
+    await refused_with_or_without_class(console, monkeypatch, with_class, cases)
 
 
 # ``shape(Either)`` as 337bb92 recorded it: the model of a model-or-list field had no title
@@ -343,7 +332,7 @@ class Exact(pydantic.BaseModel):
     nest: list[list[list[int] | None] | str] = []
 
 
-exact = _answering(Exact, "exact")
+exact = typed_hook_workflow("either_hook_forms.exact", Exact)
 
 
 async def test_the_form_sends_exactly_what_was_chosen_after_a_kind_is_switched(

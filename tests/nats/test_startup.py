@@ -9,7 +9,7 @@ import pytest
 
 from tests.nats_fixtures import NatsServer, OpenWorlds, free_port
 from wayline.errors import ConfigurationError, WorldUnavailableError
-from wayline.worlds.nats import NatsWorld
+from wayline.worlds.nats import NatsWorld, attribute_index, runs_index
 from wayline.worlds.nats.options import parse_url
 
 
@@ -41,6 +41,40 @@ async def test_start_is_idempotent_and_worlds_share_a_prefix(open_nats_world: Op
     [d] = await b.receive("flow", wait_seconds=2)
     assert d.message_id == mid
     await b.ack(d)
+
+
+@pytest.mark.parametrize("storage", ["memory", "file"])
+async def test_the_streams_kept_by_limits_are_provisioned_each_with_its_subjects(
+    open_nats_world: OpenWorlds, storage: str
+) -> None:
+    """The dead letters, the archive and the two indexes are streams kept by limits, in the
+    world's storage, read directly; an index keeps one message a subject, the others all."""
+    world = await open_nats_world(storage=storage)
+    js, names = world._jetstream(), world.names
+    kept = {
+        names.dlq_stream: ([names.dlq_subject], "Wayline dead letters", -1),
+        names.archive_stream: (
+            [names.archive_wildcard],
+            "Wayline archive: terminal runs moved out of the event log",
+            -1,
+        ),
+        attribute_index.stream_name(names): (
+            [attribute_index.wildcard(names)],
+            "Wayline search attribute index: a subject per attribute value and run",
+            1,
+        ),
+        runs_index.stream_name(names): (
+            [runs_index.wildcard(names)],
+            "Wayline runs index: a subject per run naming its status and workflow",
+            1,
+        ),
+    }
+    for name, (subjects, description, per_subject) in kept.items():
+        config = (await js.stream_info(name)).config
+        assert (config.subjects, config.description) == (subjects, description)
+        assert (config.retention, config.storage) == ("limits", storage)
+        assert (config.num_replicas, config.allow_direct) == (world.replicas, True)
+        assert config.max_msgs_per_subject == per_subject, name
 
 
 async def test_from_url_parses_servers_credentials_and_options() -> None:

@@ -176,6 +176,31 @@ def test_a_shape_that_is_not_well_formed_does_not_break_the_resume(forged: dict[
     assert "expected an object" in _refused(forged, [1])
 
 
+@pytest.mark.parametrize(
+    ("key", "described", "wrong", "said"),
+    [
+        ("nested", {"required": ["a"], "fields": {}}, {}, "x.a: Field required"),
+        ("unions", {"branches": [{"shape": {"required": ["a"], "fields": {}}}]}, {}, "x.a: "),
+        ("items", {"shape": {"required": ["a"], "fields": {}}}, [{}], "x[0].a: Field required"),
+        ("maps", {"map": {"kinds": ["integer"]}}, {"k": "s"}, "x.k: expected integer"),
+        ("lists", [{"kinds": ["integer"]}], ["s"], "x[0]: expected integer"),
+    ],
+)
+def test_each_part_of_a_shape_checks_only_a_value_of_its_type_under_a_description_of_its_type(
+    key: str, described: Any, wrong: Any, said: str
+) -> None:
+    """Each part a shape describes fields under (``nested``, ``unions``, ``items``, ``maps``,
+    ``lists``) checks a value of its JSON type by its path, and passes over a value of another
+    type or left out, a forged description of another type, and a part that is no mapping."""
+    recorded = {"fields": {}, key: {"x": described}}
+    assert said in _refused(recorded, {"x": wrong})
+    for other in ("text", 5, None):
+        check_shape(recorded, {"x": other}, "t")
+    check_shape(recorded, {}, "t")
+    check_shape({"fields": {}, key: {"x": "forged"}}, {"x": wrong}, "t")
+    check_shape({"fields": {}, key: ["x"]}, {"x": wrong}, "t")
+
+
 class Number(pydantic.BaseModel):
     op: Literal["number"]
     value: int

@@ -7,9 +7,6 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
-from .._core.cancels import cancels as cancels
-from .._core.cancels import stop_if_cancelled as stop_if_cancelled
-
 log = logging.getLogger("wayline.runtime")
 
 

@@ -24,7 +24,7 @@ import importlib
 import inspect
 import json
 import sys
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, overload
@@ -820,28 +820,35 @@ def _shape_problems(
     if depth >= _NESTED_DEPTH:
         return problems
     for key, check in (("nested", _shape_problems), ("unions", _union_problems)):
-        described = recorded.get(key)
-        for name, inner in described.items() if isinstance(described, Mapping) else ():
-            value = payload.get(name)
-            if isinstance(inner, Mapping) and isinstance(value, dict):
-                problems += check(inner, value, f"{at}{name}.", depth + 1)
-    items = recorded.get("items")
-    for name, element in items.items() if isinstance(items, Mapping) else ():
-        values = payload.get(name)
-        if isinstance(element, Mapping) and isinstance(values, list):
-            for index, value in enumerate(values):
-                problems += _element_problems(element, value, f"{at}{name}[{index}]", depth + 1)
-    maps = recorded.get("maps")
-    for name, mapped in maps.items() if isinstance(maps, Mapping) else ():
-        value = payload.get(name)
-        if isinstance(mapped, Mapping) and isinstance(value, dict):
-            problems += _element_problems(mapped, value, f"{at}{name}", depth)
-    lists = recorded.get("lists")
-    for name, either in lists.items() if isinstance(lists, Mapping) else ():
-        values = payload.get(name)
-        if isinstance(either, list) and isinstance(values, list):
-            problems += _lists_problems(either, values, f"{at}{name}", depth)
+        for name, inner, value in _described(recorded, key, Mapping, payload, dict):
+            problems += check(inner, value, f"{at}{name}.", depth + 1)
+    for name, element, values in _described(recorded, "items", Mapping, payload, list):
+        for index, value in enumerate(values):
+            problems += _element_problems(element, value, f"{at}{name}[{index}]", depth + 1)
+    for name, mapped, value in _described(recorded, "maps", Mapping, payload, dict):
+        problems += _element_problems(mapped, value, f"{at}{name}", depth)
+    for name, either, values in _described(recorded, "lists", list, payload, list):
+        problems += _lists_problems(either, values, f"{at}{name}", depth)
     return problems
+
+
+def _described(
+    recorded: Mapping[str, Any],
+    key: str,
+    part: type[Any],
+    payload: dict[str, Any],
+    given: type[Any],
+) -> Iterator[tuple[str, Any, Any]]:
+    """Each field that the recorded shape describes under ``key`` (``nested``, ``items``,
+    ``maps``, ``lists``) whose description is a ``part`` and whose value in the payload is a
+    ``given``: its name, its description and its value. The rest is passed over here: a
+    ``key`` that is no mapping or a description of another type (a forged shape), and a value
+    of another type or left out (the field's kinds and ``required`` speak of those)."""
+    described = recorded.get(key)
+    for name, inner in described.items() if isinstance(described, Mapping) else ():
+        value = payload.get(name)
+        if isinstance(inner, part) and isinstance(value, given):
+            yield name, inner, value
 
 
 def _item_problems(element: Mapping[str, Any], item: Any, at: str, depth: int) -> list[str]:

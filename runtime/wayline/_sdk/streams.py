@@ -258,7 +258,8 @@ async def follow_stream(
             return  # its step has its outcome: no attempt comes after this close
         # a cancel that a read swallowed (one that lands as the read completes is lost:
         # ``asyncio.wait_for`` before Python 3.12, in the NATS client) still ends the reader;
-        # the task counts it (as ``_engine.tasks.stop_if_cancelled``, a layer above)
+        # the task that began the read counts it (as ``_core.cancels.stop_if_cancelled`` reads
+        # the current task's count)
         if task is not None and task.cancelling() > handled:
             raise asyncio.CancelledError
         await asyncio.sleep(poll)

@@ -22,10 +22,11 @@ from typing import Any, TypeVar
 
 from .. import metrics, telemetry
 from .._core import ordering
+from .._core.cancels import stop_if_cancelled
 from .._core.definitions import WorkflowDefinition
 from .._core.events import RUN_TERMINAL_EVENTS, RunStatus
 from .._core.projections import RunInfo, fold, timeout_of
-from .._engine.tasks import spawn, stop_if_cancelled
+from .._engine.tasks import spawn
 from ..client import Client
 from ..durations import to_seconds
 from ..errors import (

@@ -40,8 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .._core.cancels import stop_if_cancelled
 from .._core.cron import EARLIEST, LATEST, Cron, CronError, due, last_tick, next_tick, parse
-from .._engine.tasks import stop_if_cancelled
 from ..client import Client
 from ..errors import RunNotFoundError, WaylineError
 from ..settings import Settings

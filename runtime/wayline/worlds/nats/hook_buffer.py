@@ -27,10 +27,10 @@ from ...world.hook_buffer import (
     to_store,
     to_take,
 )
-from .buckets import Creation, kv_bucket
+from .buckets import BucketOnFirstUse
 from .codec import wrap
 from .direct import kv_read
-from .names import Names, kv_key
+from .names import kv_key
 
 _ATTEMPTS = 20
 """Compare-and-set rounds before a change gives up as contended (as for concurrency slots)."""
@@ -42,34 +42,9 @@ def _key(namespace: str, token: str) -> str:
     return kv_key(json.dumps([namespace, token]))
 
 
-class NatsHookBuffer(HookBuffer):
-    def __init__(
-        self,
-        js: Any,
-        names: Names,
-        *,
-        replicas: int,
-        memory: bool,
-        url: str,
-        now: Callable[[], float],
-    ) -> None:
-        self._js, self._names, self._now = js, names, now
-        self._replicas, self._memory, self._url = replicas, memory, url
-        self._kv: Any = None
-
-    @property
-    def bucket(self) -> str:
-        return f"{self._names.prefix}_hookbuf"
-
-    async def _bucket(self) -> Any:
-        if self._kv is None:
-            self._kv = await kv_bucket(
-                self._js,
-                self.bucket,
-                url=self._url,
-                create=Creation(self._replicas, self._memory, ttl=MAX_BUFFER_SECONDS),
-            )
-        return self._kv
+class NatsHookBuffer(BucketOnFirstUse, HookBuffer):
+    suffix = "hookbuf"
+    ttl = MAX_BUFFER_SECONDS
 
     async def _read(self, key: str, where: str) -> tuple[BufferedPayload | None, int | None]:
         """The entry under ``key`` and its revision (None: absent or deleted)."""

@@ -221,43 +221,30 @@ async def provision(
     store = StorageType.MEMORY if storage == "memory" else StorageType.FILE
     for part in range(partitions):
         await _partition_streams(js, names.partition(part), store, replicas, url)
-    await _ensure_stream(
-        js,
-        StreamConfig(
-            name=names.dlq_stream,
-            description="Wayline dead letters",
-            subjects=[names.dlq_subject],
-            retention=RetentionPolicy.LIMITS,
-            storage=store,
-            num_replicas=replicas,
-            allow_direct=True,
+    # the streams kept by limits, each with its subjects and how many messages a subject keeps
+    # (-1, the server's default: all of them; an index keeps the last one a subject)
+    kept = [
+        (names.dlq_stream, names.dlq_subject, "Wayline dead letters", -1),
+        (
+            names.archive_stream,
+            names.archive_wildcard,
+            "Wayline archive: terminal runs moved out of the event log",
+            -1,
         ),
-        url,
-    )
-    await _ensure_stream(
-        js,
-        StreamConfig(
-            name=names.archive_stream,
-            description="Wayline archive: terminal runs moved out of the event log",
-            subjects=[names.archive_wildcard],
-            retention=RetentionPolicy.LIMITS,
-            storage=store,
-            num_replicas=replicas,
-            allow_direct=True,
-        ),
-        url,
-    )
-    indexes = {
-        attribute_index.stream_name(names): (
+        (
+            attribute_index.stream_name(names),
             attribute_index.wildcard(names),
             "Wayline search attribute index: a subject per attribute value and run",
+            1,
         ),
-        runs_index.stream_name(names): (
+        (
+            runs_index.stream_name(names),
             runs_index.wildcard(names),
             "Wayline runs index: a subject per run naming its status and workflow",
+            1,
         ),
-    }
-    for name, (wildcard, description) in indexes.items():
+    ]
+    for name, wildcard, description, per_subject in kept:
         await _ensure_stream(
             js,
             StreamConfig(
@@ -267,7 +254,7 @@ async def provision(
                 retention=RetentionPolicy.LIMITS,
                 storage=store,
                 num_replicas=replicas,
-                max_msgs_per_subject=1,
+                max_msgs_per_subject=per_subject,
                 allow_direct=True,
             ),
             url,

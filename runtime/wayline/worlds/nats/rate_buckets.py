@@ -12,16 +12,15 @@ that is not a bucket counts as a full one, and the next take replaces it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from ..._core import rate_limits
 from ...errors import WorldUnavailableError
 from ...world import entries
-from .buckets import Creation, kv_bucket
+from .buckets import BucketOnFirstUse
 from .codec import wrap
 from .direct import kv_read, kv_value
-from .names import Names, kv_key
+from .names import kv_key
 
 _ATTEMPTS = 50
 """Compare-and-set rounds a take tries before it reports the key contended: each lost round
@@ -29,34 +28,8 @@ means another worker took a token meanwhile, so at 3 workers a take rarely needs
 few."""
 
 
-class RateBuckets:
-    def __init__(
-        self,
-        js: Any,
-        names: Names,
-        *,
-        replicas: int,
-        memory: bool,
-        url: str,
-        now: Callable[[], float],
-    ) -> None:
-        self._js, self._names, self._now = js, names, now
-        self._replicas, self._memory, self._url = replicas, memory, url
-        self._kv: Any = None
-
-    @property
-    def bucket(self) -> str:
-        return f"{self._names.prefix}_rates"
-
-    async def _bucket(self) -> Any:
-        if self._kv is None:
-            self._kv = await kv_bucket(
-                self._js,
-                self.bucket,
-                url=self._url,
-                create=Creation(self._replicas, self._memory),
-            )
-        return self._kv
+class RateBuckets(BucketOnFirstUse):
+    suffix = "rates"
 
     async def take(self, key: str, per_second: float, burst: int, holder: str | None) -> float:
         import nats.js.errors

@@ -21,7 +21,7 @@ from typing import Any
 
 from ...errors import CorruptLogError, WorldUnavailableError
 from ...world import RunInfo, entries
-from .buckets import Creation, kv_bucket
+from .buckets import BucketOnFirstUse
 from .codec import wrap
 from .direct import kv_read, kv_value
 from .names import Names, kv_key
@@ -29,7 +29,9 @@ from .names import Names, kv_key
 _ATTEMPTS = 20
 
 
-class Slots:
+class Slots(BucketOnFirstUse):
+    suffix = "slots"
+
     def __init__(
         self,
         js: Any,
@@ -41,24 +43,8 @@ class Slots:
         url: str,
         now: Callable[[], float],
     ) -> None:
-        self._js, self._names, self._get_run = js, names, get_run
-        self._now = now  # the server's clock, as this process knows it (``skew.py``)
-        self._replicas, self._memory, self._url = replicas, memory, url
-        self._kv: Any = None
-
-    @property
-    def bucket(self) -> str:
-        return f"{self._names.prefix}_slots"
-
-    async def _bucket(self) -> Any:
-        if self._kv is None:
-            self._kv = await kv_bucket(
-                self._js,
-                self.bucket,
-                url=self._url,
-                create=Creation(self._replicas, self._memory),
-            )
-        return self._kv
+        super().__init__(js, names, replicas=replicas, memory=memory, url=url, now=now)
+        self._get_run = get_run
 
     async def acquire(
         self, key: str, holder: str, limit: int, lease: float | None, token: str | None
