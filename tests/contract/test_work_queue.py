@@ -69,6 +69,25 @@ async def test_delay_is_respected(world: World) -> None:
     await world.ack(got[0])
 
 
+async def test_a_delivery_carries_its_message_s_hand_backs_which_attempt_leaves_out(
+    world: World,
+) -> None:
+    """``Delivery.handbacks`` counts the graceful hand-backs (``release``) of the message
+    before this delivery, not its counted retries: a held delivery's hand-back grows with it."""
+    topic = "flow:w:handback-count@a"
+    mid = await world.enqueue(topic, {"x": 1})
+    [d] = await world.receive(topic, wait_seconds=2)
+    assert (d.attempt, d.handbacks) == (1, 0)
+    for n in range(1, 3):
+        assert await world.release(d, 0)
+        [d] = await world.receive(topic, wait_seconds=3)
+        assert (d.message_id, d.attempt, d.handbacks) == (mid, 1, n)
+    assert await world.retry(d, 0)  # a counted retry is no hand-back
+    [d] = await world.receive(topic, wait_seconds=3)
+    assert (d.attempt, d.handbacks) == (2, 2)
+    await world.ack(d)
+
+
 async def test_retry_with_delay_redelivers_the_same_message_later(world: World) -> None:
     mid = await world.enqueue("step", {"x": 1})
     [d] = await world.receive("step", wait_seconds=2)

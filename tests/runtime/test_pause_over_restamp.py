@@ -177,8 +177,10 @@ async def test_a_worker_hands_a_held_delivery_back_for_its_own_held_delay(
     given = handler_module.held_delay
     delays: list[tuple[float, float]] = []
 
-    def noting(paused_at: float | None, now: float, least: float = HELD_DELAY_MIN) -> float:
-        delay = given(paused_at, now, least)
+    def noting(
+        paused_at: float | None, now: float, least: float = HELD_DELAY_MIN, handbacks: int = 0
+    ) -> float:
+        delay = given(paused_at, now, least, handbacks)
         delays.append((least, delay))
         return delay
 
@@ -188,6 +190,48 @@ async def test_a_worker_hands_a_held_delivery_back_for_its_own_held_delay(
     assert delays[0][0] == 7.5 and delays[0][1] >= 7.5, delays
     assert flows.lines(log) == ["0:1", "1:1", "2:1"]
     assert await handle.status() is wayline.RunStatus.PAUSED
+
+
+async def test_a_held_delivery_s_hand_backs_grow_on_a_worker_whose_clock_is_behind(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose clock is 60 s behind the one that stamped the pause reads the pause's age
+    as 0: the delivery's own count of hand-backs still lengthens each hand-back by a quarter
+    (``planning.held_delay``), so in 3 s from the first it is handed back at most about 10
+    times at the least 0.1 s (it was handed back every 0.1 s, up to 30 times, for as long as
+    the pause lasted), and none of them counts as a delivery."""
+    log, handle, _ = await _paused_before_the_redelivery(engine, tmp_path, monkeypatch)
+    behind = await engine.make_world()
+    real_now = behind.now
+    monkeypatch.setattr(behind, "now", lambda: real_now() - 60.0)
+    given = handler_module.held_delay
+    delays: list[float] = []
+
+    def noting(*args: Any) -> float:
+        delay = given(*args)
+        delays.append(delay)
+        return delay
+
+    hand_back = handler_module.Handler._hand_back_held
+    handed: list[tuple[float, int]] = []
+
+    async def counting(self: Any, run_id: str, delivery: Any, paused_at: float | None) -> Any:
+        handed.append((asyncio.get_running_loop().time(), delivery.attempt))
+        return await hand_back(self, run_id, delivery, paused_at)
+
+    monkeypatch.setattr(handler_module, "held_delay", noting)
+    monkeypatch.setattr(handler_module.Handler, "_hand_back_held", counting)
+    held = settings(held_delay_seconds=0.1)
+    async with engine.worker([flows.looping], world=behind, settings=held):
+        await wait_for(lambda: asyncio.sleep(0, bool(handed)), timeout=30)
+        began = handed[0][0]
+        await asyncio.sleep(3.0 - (asyncio.get_running_loop().time() - began))
+        within = [a for t, a in handed if t - began < 3.0]
+        assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+        assert await handle.status() is wayline.RunStatus.PAUSED
+    assert len(within) <= 12, (len(within), delays)
+    assert delays[:5] == sorted(set(delays[:5])), delays  # each longer than the one before
+    assert max(within) == min(within), within  # a hand-back is not a delivery
 
 
 @wayline.step

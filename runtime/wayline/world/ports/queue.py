@@ -41,6 +41,10 @@ class Delivery:
     """When the world's hold of this delivery began (``time.monotonic``): the worker times
     the hold, its deadline and its patience for writes from it. A world whose hold can begin
     well before the delivery is made (a NATS pull answered late) sets it; otherwise now."""
+    handbacks: int = 0
+    """The graceful hand-backs (:meth:`World.release`) of this message before this delivery,
+    the ones ``attempt`` leaves out: a held delivery's hand-back grows with them
+    (``planning.held_delay``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -228,6 +228,7 @@ class LocalQueue:
                 bytes(r[2]),
                 (r[0], r[1]),  # the claim's attempt count fences every settlement
                 due[r[0]],
+                handbacks=r[3],
             )
             for r in rows
         ]

@@ -136,6 +136,7 @@ class MemoryQueue:
                     (m.id, m.attempts),  # the claim's attempt count fences every settlement
                     due_at,
                     time.monotonic(),
+                    m.handbacks,
                 )
             )
         return out

@@ -749,6 +749,7 @@ class Queue:
                     held,
                     due,
                     held_since=sent,
+                    handbacks=held.handbacks,
                 )
             )
         return out
