@@ -2,18 +2,21 @@
 ``python bench/held_handbacks.py``.
 
     python bench/held_handbacks.py [--delays 0.001,0.1,0.2,2] [--behind 0,10] [--window 5]
-                                   [--worlds local,nats] [--rounds 2]
+                                   [--worlds local,nats] [--rounds 2] [--waits 0]
 
 For each world, clock lag and held delay (the delays alternating within a round), a worker runs
 a step whose body never ends and is stopped without grace inside it; the run is paused, and a
 new worker, whose world reads a clock ``--behind`` seconds behind the one that stamped the pause
 (a worker whose clock lags the NATS server's and which has made no append since it started, so
 its world has no sample of the lag; on SQLite, a host whose clock was set back), takes the dead
-owner's redelivery. It hands the delivery back, since the pause holds its step, for
-``planning.held_delay`` of the pause's age, at least the held delay. Counted over ``--window``
+owner's redelivery. With ``--waits N`` it first hands the delivery back N times as a step
+waiting for a concurrency slot does (``world.release`` with no delay, no ``held``). It then hands
+the delivery back, since the pause holds its step, for ``planning.held_delay`` of the pause's
+age, at least the held delay. Counted over ``--window``
 seconds from the first hand-back: the hand-backs, the CPU seconds of this process (the worker)
 and of the nats-server, and the highest delivery attempt a hand-back saw (a hand-back that
-counted as a delivery would raise it). The run is then unpaused and must complete.
+counted as a delivery would raise it), and the first held hand-back's delay. The run is then
+unpaused and must complete: the seconds from the unpause to its result are how late it resumed.
 
 The held delay is set on the settings object after it is built, so that values the settings
 refuse (below the floor, ``HELD_DELAY_FLOOR``) can be measured too.
@@ -46,6 +49,7 @@ from nats_server import machine, nats_server_process
 
 import wayline
 from wayline._engine import handler as handler_module
+from wayline._engine.messages import Verdict
 from wayline.world import World
 
 VISIBILITY = 1.0
@@ -82,7 +86,13 @@ def _open(kind: str, where: str, prefix: str) -> World:
 
 
 async def one(
-    kind: str, where: str, server: int | None, delay: float, behind: float, window: float
+    kind: str,
+    where: str,
+    server: int | None,
+    delay: float,
+    behind: float,
+    window: float,
+    waits: int = 0,
 ) -> dict[str, Any]:
     prefix = f"hb{uuid.uuid4().hex[:10]}"
     marker = Path(tempfile.mkdtemp(prefix="wayline-held-")) / f"{prefix}.started"
@@ -106,12 +116,24 @@ async def one(
         object.__setattr__(settings, "held_delay_seconds", delay)  # below the floor too
         handed: list[tuple[float, int]] = []
         hand_back = handler_module.Handler._hand_back_held
+        given = handler_module.held_delay
+        delays: list[float] = []
+        waited: list[int] = []
 
         async def counting(self: Any, run_id: str, delivery: Any, paused_at: Any) -> Any:
+            if len(waited) < waits:  # handed back as a step waiting for a slot is
+                waited.append(delivery.attempt)
+                await self.world.release(delivery, 0.0)
+                return Verdict("none")
             handed.append((time.monotonic(), delivery.attempt))
             return await hand_back(self, run_id, delivery, paused_at)
 
+        def noting(*args: Any) -> float:
+            delays.append(given(*args))
+            return delays[-1]
+
         handler_module.Handler._hand_back_held = counting  # type: ignore[method-assign]
+        handler_module.held_delay = noting
         try:
             async with wayline.Worker(second, [held_bench_flow], settings=settings):
                 while not handed:
@@ -121,15 +143,20 @@ async def one(
                 await asyncio.sleep(window - (time.monotonic() - began))
                 cpu, server_cpu = _cpu(None) - cpu, (_cpu(server) - server_cpu if server else 0.0)
                 within = [a for t, a in handed if t - began < window]
+                unpaused = time.monotonic()
                 assert await client.unpause(handle.run_id)
                 assert await handle.result(timeout=60) == 1
+                resume = time.monotonic() - unpaused
         finally:
             handler_module.Handler._hand_back_held = hand_back  # type: ignore[method-assign]
+            handler_module.held_delay = given
         return {
             "handbacks": len(within),
             "cpu": cpu,
             "server_cpu": server_cpu,
-            "attempt": max(within),
+            "attempt": max(within + waited),
+            "first": delays[0],
+            "resume": resume,
         }
     finally:
         if second is not None:
@@ -157,6 +184,7 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=5.0, help="seconds counted")
     parser.add_argument("--worlds", default="local,nats")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--waits", type=int, default=0, help="slot waits before the pause's")
     args = parser.parse_args()
     delays = [float(d) for d in args.delays.split(",")]
     lags = [float(b) for b in args.behind.split(",")]
@@ -168,16 +196,19 @@ def main() -> None:
                 for behind in lags:
                     order = delays if r % 2 == 0 else delays[::-1]
                     for delay in order:
-                        got = asyncio.run(one(kind, where, server, delay, behind, args.window))
+                        got = asyncio.run(
+                            one(kind, where, server, delay, behind, args.window, args.waits)
+                        )
                         figures.setdefault((kind, behind, delay), []).append(got)
                         print(kind, f"behind {behind:g}s", f"delay {delay:g}s", got, flush=True)
     print(machine())
     print()
     print(
         f"| world | clock behind | held delay | hand-backs in {args.window:g} s | "
-        "worker CPU s | nats-server CPU s | highest attempt |"
+        "worker CPU s | nats-server CPU s | highest attempt | first held hand-back s | "
+        "unpause to result s |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for (kind, behind, delay), rows in figures.items():
 
         def span(key: str, fmt: str, rows: list[dict[str, Any]] = rows) -> str:
@@ -188,7 +219,8 @@ def main() -> None:
         server = span("server_cpu", ".2f") if kind == "nats" else "-"
         print(
             f"| {kind} | {behind:g} s | {delay:g} s | {span('handbacks', 'd')} | "
-            f"{span('cpu', '.2f')} | {server} | {span('attempt', 'd')} |"
+            f"{span('cpu', '.2f')} | {server} | {span('attempt', 'd')} | "
+            f"{span('first', '.2f')} | {span('resume', '.1f')} |"
         )
 
 

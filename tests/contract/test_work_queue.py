@@ -69,6 +69,62 @@ async def test_delay_is_respected(world: World) -> None:
     await world.ack(got[0])
 
 
+async def test_a_delivery_carries_its_message_s_hand_backs_which_attempt_leaves_out(
+    world: World,
+) -> None:
+    """``Delivery.handbacks`` counts the graceful hand-backs (``release``) of the message
+    before this delivery, not its counted retries."""
+    topic = "flow:w:handback-count@a"
+    mid = await world.enqueue(topic, {"x": 1})
+    [d] = await world.receive(topic, wait_seconds=2)
+    assert (d.attempt, d.handbacks) == (1, 0)
+    for n in range(1, 3):
+        assert await world.release(d, 0)
+        [d] = await world.receive(topic, wait_seconds=3)
+        assert (d.message_id, d.attempt, d.handbacks) == (mid, 1, n)
+    assert await world.retry(d, 0)  # a counted retry is no hand-back
+    [d] = await world.receive(topic, wait_seconds=3)
+    assert (d.attempt, d.handbacks) == (2, 2)
+    await world.ack(d)
+
+
+async def test_a_delivery_counts_its_held_hand_backs_in_a_row_apart_from_other_hand_backs(
+    world: World,
+) -> None:
+    """``Delivery.held_handbacks`` counts the hand-backs made over a pause (``release(held=
+    True)``) in a row just before this delivery: hand-backs for a slot's wait before them add
+    nothing, and another hand-back or a counted retry starts the count again from 0. Every
+    hand-back still counts in ``handbacks`` and none in ``attempt``."""
+    topic = "flow:w:held-handback-count@a"
+    mid = await world.enqueue(topic, {"x": 1})
+    [d] = await world.receive(topic, wait_seconds=2)
+    assert (d.attempt, d.handbacks, d.held_handbacks) == (1, 0, 0)
+
+    async def handed_back(*, held: bool) -> Delivery:
+        assert await world.release(d, 0, held=held)
+        [again] = await world.receive(topic, wait_seconds=3)
+        assert again.message_id == mid
+        return again
+
+    for _ in range(3):  # a slot's waits
+        d = await handed_back(held=False)
+    assert (d.attempt, d.handbacks, d.held_handbacks) == (1, 3, 0)
+    for n in range(1, 3):  # then held over a pause
+        d = await handed_back(held=True)
+        assert (d.attempt, d.handbacks, d.held_handbacks) == (1, 3 + n, n)
+    d = await handed_back(held=False)  # a worker's close hands it back: the run of them ends
+    assert (d.attempt, d.handbacks, d.held_handbacks) == (1, 6, 0)
+    d = await handed_back(held=True)
+    assert (d.attempt, d.handbacks, d.held_handbacks) == (1, 7, 1)
+    assert await world.retry(d, 0)  # a counted retry ends it too
+    [d] = await world.receive(topic, wait_seconds=3)
+    assert (d.attempt, d.handbacks, d.held_handbacks) == (2, 7, 0)
+    d = await handed_back(held=True)
+    assert (d.attempt, d.handbacks, d.held_handbacks) == (2, 8, 1)
+    assert await world.ack(d)
+    assert await world.receive(topic, wait_seconds=0.2) == []
+
+
 async def test_retry_with_delay_redelivers_the_same_message_later(world: World) -> None:
     mid = await world.enqueue("step", {"x": 1})
     [d] = await world.receive("step", wait_seconds=2)

@@ -267,6 +267,41 @@ async def test_an_ack_of_a_handed_back_message_waits_for_the_servers_confirmatio
     await queue_emptied(world)
 
 
+async def test_held_hand_backs_are_noted_apart_and_a_note_that_is_not_counts_none(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """Hand-backs over a pause are noted under ``g<seq>`` beside the ``h<seq>`` note that a
+    version reading only ``h`` keeps using: a message with no ``g`` note (handed back by such
+    a version, or for a slot's wait) has none, bytes that are not a count no higher than the
+    hand-backs count none, and the ack drops both notes."""
+    import nats.js.errors
+    import pytest
+
+    world = await open_nats_world()
+    idem = world._queue._idem
+    await world.enqueue("flow", {"x": 1})
+    [d] = await world.receive("flow", wait_seconds=2)
+    seq = d.handle.msg.metadata.sequence.stream
+    assert await world.release(d)  # as an older version, or a slot's wait, hands it back
+    [d] = await world.receive("flow", wait_seconds=5)
+    assert (d.attempt, d.handbacks, d.held_handbacks) == (1, 1, 0)
+    assert await world.release(d, held=True)
+    assert (await idem.get(f"g{seq}")).value == b"1"
+    for junk in (b"x", b"-1", b"3"):  # 3: more than the 2 hand-backs noted under h
+        await idem.put(f"g{seq}", junk)
+        [d] = await world.receive("flow", wait_seconds=5)
+        assert (d.handbacks, d.held_handbacks) == (2, 0), junk
+        assert await world.retry(d, 0)
+    await idem.put(f"g{seq}", b"2")
+    [d] = await world.receive("flow", wait_seconds=5)
+    assert (d.attempt, d.handbacks, d.held_handbacks) == (4, 2, 2)
+    assert await world.ack(d)
+    for note in (f"h{seq}", f"g{seq}"):
+        with pytest.raises(nats.js.errors.KeyNotFoundError):
+            await idem.get(note)
+    await queue_emptied(world)
+
+
 async def test_an_idle_consumer_waits_with_one_pull_and_a_backlog_is_taken_in_batches(
     open_nats_world: OpenWorlds,
 ) -> None:

@@ -23,6 +23,7 @@ from wayline._core.events import EventType
 from wayline._core.planning import HELD_DELAY_MIN
 from wayline._engine import handler as handler_module
 from wayline._engine import session as session_module
+from wayline._engine.messages import Verdict
 
 pytestmark = pytest.mark.partitioned
 
@@ -177,8 +178,10 @@ async def test_a_worker_hands_a_held_delivery_back_for_its_own_held_delay(
     given = handler_module.held_delay
     delays: list[tuple[float, float]] = []
 
-    def noting(paused_at: float | None, now: float, least: float = HELD_DELAY_MIN) -> float:
-        delay = given(paused_at, now, least)
+    def noting(
+        paused_at: float | None, now: float, least: float = HELD_DELAY_MIN, held_handbacks: int = 0
+    ) -> float:
+        delay = given(paused_at, now, least, held_handbacks)
         delays.append((least, delay))
         return delay
 
@@ -188,6 +191,98 @@ async def test_a_worker_hands_a_held_delivery_back_for_its_own_held_delay(
     assert delays[0][0] == 7.5 and delays[0][1] >= 7.5, delays
     assert flows.lines(log) == ["0:1", "1:1", "2:1"]
     assert await handle.status() is wayline.RunStatus.PAUSED
+
+
+async def _behind_noting_held_delays(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, list[float]]:
+    """A world whose clock is 60 s behind (a worker on it reads the pause's age as 0), and the
+    list every held delay a worker works out is added to."""
+    behind = await engine.make_world()
+    real_now = behind.now
+    monkeypatch.setattr(behind, "now", lambda: real_now() - 60.0)
+    given = handler_module.held_delay
+    delays: list[float] = []
+
+    def noting(*args: Any) -> float:
+        delay = given(*args)
+        delays.append(delay)
+        return delay
+
+    monkeypatch.setattr(handler_module, "held_delay", noting)
+    return behind, delays
+
+
+async def test_a_held_delivery_s_hand_backs_grow_on_a_worker_whose_clock_is_behind(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose clock is 60 s behind the one that stamped the pause reads the pause's age
+    as 0: the delivery's own count of hand-backs still lengthens each hand-back by a quarter
+    (``planning.held_delay``), so in 3 s from the first it is handed back at most about 10
+    times at the least 0.1 s (it was handed back every 0.1 s, up to 30 times, for as long as
+    the pause lasted), and none of them counts as a delivery."""
+    log, handle, _ = await _paused_before_the_redelivery(engine, tmp_path, monkeypatch)
+    behind, delays = await _behind_noting_held_delays(engine, monkeypatch)
+    hand_back = handler_module.Handler._hand_back_held
+    handed: list[tuple[float, int]] = []
+
+    async def counting(self: Any, run_id: str, delivery: Any, paused_at: float | None) -> Any:
+        handed.append((asyncio.get_running_loop().time(), delivery.attempt))
+        return await hand_back(self, run_id, delivery, paused_at)
+
+    monkeypatch.setattr(handler_module.Handler, "_hand_back_held", counting)
+    held = settings(held_delay_seconds=0.1)
+    async with engine.worker([flows.looping], world=behind, settings=held):
+        await wait_for(lambda: asyncio.sleep(0, bool(handed)), timeout=30)
+        began = handed[0][0]
+        await asyncio.sleep(3.0 - (asyncio.get_running_loop().time() - began))
+        within = [a for t, a in handed if t - began < 3.0]
+        assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+        assert await handle.status() is wayline.RunStatus.PAUSED
+    assert len(within) <= 12, (len(within), delays)
+    assert delays[:5] == sorted(set(delays[:5])), delays  # each longer than the one before
+    assert max(within) == min(within), within  # a hand-back is not a delivery
+
+
+async def test_hand_backs_for_a_slot_s_wait_do_not_lengthen_a_held_delivery_s_hand_backs(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The held delivery is first handed back 20 times as a slot's wait hands a delivery back
+    (``world.release`` with no ``held``), then held over the pause. Its held hand-backs start
+    from the held delay (0.5 s) and grow by a quarter each, counting only themselves: the 20
+    waits made the first one 30 s (0.5 s grown 20 times, capped), so the run resumed up to
+    30 s after the unpause. On a worker whose clock is 60 s behind, so that the pause's age
+    reads 0 and the delays are exactly the grown held delay; none of it counts as a delivery,
+    and the run resumes soon after the unpause, its step once."""
+    log, handle, _ = await _paused_before_the_redelivery(engine, tmp_path, monkeypatch)
+    behind, delays = await _behind_noting_held_delays(engine, monkeypatch)
+    hand_back = handler_module.Handler._hand_back_held
+    waits: list[int] = []
+
+    async def slot_waits_first(
+        self: Any, run_id: str, delivery: Any, paused_at: float | None
+    ) -> Any:
+        if len(waits) < 20:  # handed back as step_delivery does for a slot's wait
+            waits.append(delivery.attempt)
+            assert await self.world.release(delivery, 0.0)
+            return Verdict("none")
+        return await hand_back(self, run_id, delivery, paused_at)
+
+    monkeypatch.setattr(handler_module.Handler, "_hand_back_held", slot_waits_first)
+    held = settings(held_delay_seconds=0.5)
+    async with engine.worker([flows.looping], world=behind, settings=held):
+        await wait_for(lambda: asyncio.sleep(0, bool(delays)), timeout=30)
+        assert len(waits) == 20 and delays[0] == 0.5, (waits, delays)
+        await wait_for(lambda: asyncio.sleep(0, len(delays) >= 3), timeout=15)
+        assert delays[:3] == pytest.approx([0.5, 0.625, 0.78125]), delays
+        assert flows.lines(log) == ["0:1", "1:1", "2:1"]
+        assert await handle.status() is wayline.RunStatus.PAUSED
+        assert await engine.client.unpause(handle.run_id)
+        # the next return is due within about 1 s of the unpause (30 s, grown by the waits)
+        assert await handle.result(timeout=10) == 0 + 2
+    assert set(waits) == {waits[0]}, waits  # no wait was counted as a delivery
+    lines = flows.lines(log)
+    assert lines.count("2:2") == 1 and lines.count("3:1") == 1, lines
 
 
 @wayline.step

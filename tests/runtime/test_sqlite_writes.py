@@ -370,6 +370,29 @@ async def test_a_database_from_before_slot_tokens_is_migrated(tmp_path: Path) ->
         assert await world.acquire_slot("k", "run3:s1", 1, lease=30) == (False, ["run2:s1"])
 
 
+async def test_a_database_from_before_held_hand_backs_were_told_apart_is_migrated(
+    tmp_path: Path,
+) -> None:
+    """A ``messages`` table without ``held_handbacks`` (an older world's) gains it when opened:
+    a message stored then, handed back three times, has no held hand-backs, and its held
+    hand-backs are counted from then on."""
+    db = tmp_path / "w.db"
+    async with LocalWorld(db) as world:
+        mid = await world.enqueue("sqlite-writes.held", {"n": 0})
+    old = sqlite3.connect(db)
+    old.execute("ALTER TABLE messages DROP COLUMN held_handbacks")
+    old.execute("UPDATE messages SET handbacks = 3, attempts = 3")
+    old.commit()
+    old.close()
+    async with LocalWorld(db) as world:
+        [d] = await world.receive("sqlite-writes.held", wait_seconds=1.0)
+        assert (d.message_id, d.attempt, d.handbacks, d.held_handbacks) == (mid, 1, 3, 0)
+        assert await world.release(d, held=True)
+        [d] = await world.receive("sqlite-writes.held", wait_seconds=1.0)
+        assert (d.attempt, d.handbacks, d.held_handbacks) == (1, 4, 1)
+        assert await world.ack(d)
+
+
 async def test_a_message_costs_two_statements_to_send_and_five_to_claim(tmp_path: Path) -> None:
     # The claim reads every priority level's longest-waiting message in one statement, and the
     # send works its fair tag out inside its INSERT: a statement is a round into SQLite that

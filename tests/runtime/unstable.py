@@ -101,8 +101,10 @@ class UnstableIdWorld(World):
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         return await self.inner.retry(delivery.handle, delay_seconds)
 
-    async def release(self, delivery: Delivery) -> bool:
-        return await self.inner.release(delivery.handle)
+    async def release(
+        self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
+    ) -> bool:
+        return await self.inner.release(delivery.handle, delay_seconds, held=held)
 
     async def renew(self, delivery: Delivery) -> bool:
         return await self.inner.renew(delivery.handle)

@@ -3,6 +3,8 @@ asks for one (``RetryPolicy.on_exhausted``): pure, no world needed."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from wayline import RetryPolicy
@@ -151,3 +153,20 @@ def test_only_a_forward_step_still_stamped_by_the_delivery_holds_it() -> None:
     assert not holds_a_step("m1", [step(owner="m1", status="running", saw_retrying=True)])
     assert not holds_a_step("m1", [step(owner="m1", status="running", compensates="s0")])
     assert not holds_a_step("m1", [])
+
+
+def test_the_held_delay_grows_with_the_delivery_s_own_hand_backs_on_a_clock_behind() -> None:
+    """A worker whose clock is behind the pause's stamp reads its age as 0: the delivery's own
+    count of hand-backs still lengthens each hand-back by a quarter, up to the 30 s cap, so
+    the clock cannot keep it at the least (it came back every 0.1 s for as long as the pause
+    lasted)."""
+    behind = [held_delay(200.0, 100.0, 0.1, n) for n in range(40)]
+    assert behind[0] == 0.1
+    assert behind[1] == pytest.approx(0.125)
+    assert all(a < b for a, b in itertools.pairwise(behind[:26]))
+    assert behind[26:] == [HELD_DELAY_MAX] * 14
+    assert held_delay(None, 100.0, 2.0, 3) == pytest.approx(2.0 * 1.25**3)
+    # the pause's age still takes over once it asks for more, and the cap holds both
+    assert held_delay(100.0, 140.0, 0.1, 1) == 10.0
+    assert held_delay(100.0, 101.0, 2.0, 10**9) == HELD_DELAY_MAX
+    assert held_delay(None, 100.0, 0.1, -5) == 0.1  # a count below 0 counts as none

@@ -256,13 +256,26 @@ def holds_a_step(my_id: str, steps: Iterable[StepRecord | StepView]) -> bool:
     )
 
 
-def held_delay(paused_at: float | None, now: float, least: float = HELD_DELAY_MIN) -> float:
-    """The hand-back of a delivery that :func:`holds_a_step`: a quarter of the pause's age,
-    between ``least`` (the worker's ``held_delay_seconds``, ``HELD_DELAY_MIN`` by default) and
-    ``HELD_DELAY_MAX``, so a long pause costs few reads. ``least`` is at most the cap (the
-    settings refuse more), so a run paused for hours still reads its log every 30 s."""
+HELD_GROWTH = 1.25
+"""How much each earlier held hand-back of a delivery lengthens its next one: a quarter, as a
+quarter of the pause's age grows when every hand-back waits that quarter."""
+
+
+def held_delay(
+    paused_at: float | None, now: float, least: float = HELD_DELAY_MIN, held_handbacks: int = 0
+) -> float:
+    """The hand-back of a delivery that :func:`holds_a_step`: a quarter of the pause's age, or
+    ``least`` (the worker's ``held_delay_seconds``, ``HELD_DELAY_MIN`` by default) grown by a
+    quarter for each of the delivery's held hand-backs in a row before it
+    (``Delivery.held_handbacks``), whichever is longer, at most ``HELD_DELAY_MAX``, so a long
+    pause costs few reads. The count keeps it growing on a worker whose clock is behind the
+    one that stamped the pause (it reads the age as 0); it leaves out hand-backs for other
+    reasons (a slot's wait), which would make the run resume late after a short pause.
+    ``least`` is at most the cap (the settings refuse more), so a run paused for hours still
+    reads its log every 30 s."""
     age = 0.0 if paused_at is None else max(0.0, now - paused_at)
-    return min(HELD_DELAY_MAX, max(least, age / 4))
+    grown = least * HELD_GROWTH ** min(max(0, held_handbacks), 64)  # 64: past the cap from 0.1
+    return min(HELD_DELAY_MAX, max(grown, age / 4))
 
 
 # --- a suspension: the dispatch --------------------------------------------------------------

@@ -365,14 +365,16 @@ class Handler:
         """Hand back a delivery that owns a step its run's pause holds (``holds_a_step``): no
         delivery is counted, and it comes back every few seconds (longer as the pause ages)
         until the unpause lets it run the step as owned recovery."""
-        delay = held_delay(paused_at, self.world.now(), self.settings.held_delay_seconds)
+        delay = held_delay(
+            paused_at, self.world.now(), self.settings.held_delay_seconds, delivery.held_handbacks
+        )
         log.info(
             "run %s is paused over a step its message %s owns: handed back for %.1fs",
             run_id,
             delivery.message_id,
             delay,
         )
-        await self.world.release(delivery, delay)
+        await self.world.release(delivery, delay, held=True)
         return Verdict("none")
 
     def _session(

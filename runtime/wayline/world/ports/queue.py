@@ -41,6 +41,16 @@ class Delivery:
     """When the world's hold of this delivery began (``time.monotonic``): the worker times
     the hold, its deadline and its patience for writes from it. A world whose hold can begin
     well before the delivery is made (a NATS pull answered late) sets it; otherwise now."""
+    handbacks: int = 0
+    """The graceful hand-backs (:meth:`World.release`) of this message before this delivery,
+    the ones ``attempt`` leaves out."""
+    held_handbacks: int = 0
+    """How many of those hand-backs were, in a row just before this delivery, made because the
+    message's run was paused over a step it holds (``release(held=True)``): a held delivery's
+    next hand-back grows with them (``planning.held_delay``). A hand-back for any other reason
+    (a slot's or a rate limit's wait, a worker's close) or a counted retry starts it from 0
+    again, so waits before a pause never lengthen the pause's hand-backs, nor one pause's
+    hand-backs a later pause's. A message stored by a version that did not keep it reads 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +136,15 @@ class WorkQueue(abc.ABC):
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         """Not done: deliver the same message (same id, attempt + 1) after ``delay_seconds``."""
 
-    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
+    async def release(
+        self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
+    ) -> bool:
         """Hand the delivery back undone (a graceful shutdown, or a step waiting for a
         concurrency slot): redelivered after ``delay_seconds``, and not counted against the
-        run's delivery budget (the next delivery's ``attempt`` is this one's again). A world
-        that cannot tell retries it."""
+        run's delivery budget (the next delivery's ``attempt`` is this one's again). ``held``:
+        handed back because the run is paused over a step the message holds; the next
+        delivery's ``held_handbacks`` is this one's plus 1, where any other hand-back (and a
+        retry) makes it 0. A world that cannot tell retries it."""
         return await self.retry(delivery, delay_seconds)
 
     @abc.abstractmethod

@@ -63,6 +63,10 @@ class Database:
             columns = {r[1] for r in db.execute("PRAGMA table_info(messages)")}
             if "handbacks" not in columns:  # a database from before hand-backs were counted
                 db.execute("ALTER TABLE messages ADD COLUMN handbacks INTEGER NOT NULL DEFAULT 0")
+            if "held_handbacks" not in columns:  # from before held hand-backs were told apart
+                db.execute(
+                    "ALTER TABLE messages ADD COLUMN held_handbacks INTEGER NOT NULL DEFAULT 0"
+                )
             if "level" not in columns:  # a database from before ready work was ordered
                 db.executescript(ORDERING_COLUMNS)
             db.executescript(ORDERING_INDEXES)

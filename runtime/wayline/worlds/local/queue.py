@@ -214,7 +214,7 @@ class LocalQueue:
         marks = ",".join("?" * len(due))
         rows = db.execute(
             "UPDATE messages SET attempts = attempts + 1, holder = ?, available_at = ? "
-            f"WHERE id IN ({marks}) RETURNING id, attempts, payload, handbacks",
+            f"WHERE id IN ({marks}) RETURNING id, attempts, payload, handbacks, held_handbacks",
             (self._holder, now + self._visibility, *due),
         ).fetchall()
         place = {r[0]: i for i, r in enumerate(picked)}
@@ -228,6 +228,8 @@ class LocalQueue:
                 bytes(r[2]),
                 (r[0], r[1]),  # the claim's attempt count fences every settlement
                 due[r[0]],
+                handbacks=r[3],
+                held_handbacks=r[4],
             )
             for r in rows
         ]
@@ -240,18 +242,23 @@ class LocalQueue:
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         at = clock.now() + max(0.0, delay_seconds)
         done = self._settle(
-            "UPDATE messages SET available_at = ?1, ready_at = ?1, holder = NULL "
-            "WHERE id = ?2 AND attempts = ?3",
+            "UPDATE messages SET available_at = ?1, ready_at = ?1, holder = NULL, "
+            "held_handbacks = 0 WHERE id = ?2 AND attempts = ?3",
             delivery,
             at,
         )
         self.wake()
         return done
 
-    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
+    async def release(
+        self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
+    ) -> bool:
+        # held_handbacks counts the hand-backs over a pause in a row: any other one ends it
+        held_count = "held_handbacks + 1" if held else "0"
         done = self._settle(
             "UPDATE messages SET available_at = ?1, ready_at = ?1, holder = NULL, "
-            "handbacks = handbacks + 1 WHERE id = ?2 AND attempts = ?3",
+            f"handbacks = handbacks + 1, held_handbacks = {held_count} "
+            "WHERE id = ?2 AND attempts = ?3",
             delivery,
             clock.now() + max(0.0, delay_seconds),
         )

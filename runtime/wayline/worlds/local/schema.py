@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS messages (
     available_at REAL NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
     handbacks INTEGER NOT NULL DEFAULT 0,
+    held_handbacks INTEGER NOT NULL DEFAULT 0,
     holder TEXT,
     created_at REAL NOT NULL,
     level INTEGER NOT NULL DEFAULT 5,

@@ -136,6 +136,8 @@ class MemoryQueue:
                     (m.id, m.attempts),  # the claim's attempt count fences every settlement
                     due_at,
                     time.monotonic(),
+                    m.handbacks,
+                    m.held_handbacks,
                 )
             )
         return out
@@ -156,10 +158,14 @@ class MemoryQueue:
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         return self._hand_back(delivery, delay_seconds, counted=True)
 
-    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
-        return self._hand_back(delivery, delay_seconds, counted=False)
+    async def release(
+        self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
+    ) -> bool:
+        return self._hand_back(delivery, delay_seconds, counted=False, held=held)
 
-    def _hand_back(self, delivery: Delivery, delay_seconds: float, *, counted: bool) -> bool:
+    def _hand_back(
+        self, delivery: Delivery, delay_seconds: float, *, counted: bool, held: bool = False
+    ) -> bool:
         message = self.held(delivery)
         if message is None:
             return False
@@ -168,6 +174,7 @@ class MemoryQueue:
         message.held = False
         if not counted:
             message.handbacks += 1
+        message.held_handbacks = message.held_handbacks + 1 if held else 0
         self._wake(message.topic)
         return True
 

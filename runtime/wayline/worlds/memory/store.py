@@ -50,6 +50,8 @@ class Message:
     created_at: float
     attempts: int = 0
     handbacks: int = 0
+    held_handbacks: int = 0
+    """The hand-backs in a row made over a pause (``Delivery.held_handbacks``)."""
     held: bool = False
     level: int = ordering.DEFAULT_PRIORITY
     """Its priority (``_core/ordering.py``)."""

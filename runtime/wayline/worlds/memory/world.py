@@ -189,8 +189,10 @@ class MemoryWorld(World):
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         return await self._queue.retry(delivery, delay_seconds)
 
-    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
-        return await self._queue.release(delivery, delay_seconds)
+    async def release(
+        self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
+    ) -> bool:
+        return await self._queue.release(delivery, delay_seconds, held=held)
 
     async def renew(self, delivery: Delivery) -> bool:
         return await self._queue.renew(delivery)

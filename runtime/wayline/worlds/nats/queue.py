@@ -94,6 +94,8 @@ class _Held:
     settled: bool = False
     handbacks: int = 0
     """Graceful hand-backs of this message before this delivery (not counted as attempts)."""
+    held_handbacks: int = 0
+    """Of those, the hand-backs over a pause in a row just before it (``Delivery``'s)."""
     epoch: int = 0
     """The connection it was received on (``Queue.lost_connection`` ends that epoch)."""
 
@@ -731,9 +733,10 @@ class Queue:
             # the epoch of before the pull: a connection lost meanwhile ends this hold too
             held = _Held(msg, sent + self._visibility, epoch=epoch)
             if md.num_delivered > 1:
-                held.handbacks = await self._handbacks(
-                    int(md.sequence.stream), int(md.num_delivered)
-                )
+                seq = int(md.sequence.stream)
+                held.handbacks = await self._handbacks(seq, int(md.num_delivered))
+                if held.handbacks:  # a hand-back over a pause is one of them
+                    held.held_handbacks = await self._held_handbacks(seq, held.handbacks)
                 await self._delays.drop(str(md.consumer), int(md.sequence.stream))
             # The stream stamps a message when it is stored, which for a delayed one is when
             # its schedule fires: due then, for a first delivery.
@@ -749,45 +752,80 @@ class Queue:
                     held,
                     due,
                     held_since=sent,
+                    handbacks=held.handbacks,
+                    held_handbacks=held.held_handbacks,
                 )
             )
         return out
 
     # Graceful hand-backs: JetStream counts every nak as a delivery, so a hand-back is noted
     # under ``h<stream seq>`` in the idempotency bucket (read only on a redelivery) and
-    # subtracted from the attempt; the note goes with the message's ack.
+    # subtracted from the attempt; the note goes with the message's ack. The hand-backs over a
+    # pause in a row are noted apart, under ``g<stream seq>`` (read only when ``h`` counts
+    # some): a version that reads only ``h`` is not misled by it, and a message noted by such
+    # a version has none (0).
     async def _handbacks(self, seq: int, delivered: int) -> int:
         """The hand-backs noted for message ``seq``: a count of earlier deliveries, so 0 to
         ``delivered - 1``; a note that is not (bytes anyone can write into the bucket) counts
         as none, so it can neither break the receive nor move the attempt past the budget."""
+        return await self._note(f"h{self._tag}{seq}", delivered - 1, "hand-backs", seq)
+
+    async def _held_handbacks(self, seq: int, handbacks: int) -> int:
+        """The hand-backs over a pause in a row noted for message ``seq``: 0 to ``handbacks``
+        (a note that is not counts as none: it only shortens a held hand-back)."""
+        return await self._note(f"g{self._tag}{seq}", handbacks, "held hand-backs", seq)
+
+    async def _note(self, key: str, at_most: int, what: str, seq: int) -> int:
         import nats.js.errors
 
         try:
-            entry = await self._idem.get(f"h{self._tag}{seq}")
-        except nats.js.errors.KeyNotFoundError:
+            entry = await self._idem.get(key)
+        except nats.js.errors.KeyNotFoundError:  # deleted ones too (KeyDeletedError)
             return 0
         except Exception as err:
-            log.warning("could not read the hand-backs of message %s: %s", seq, err)
+            log.warning("could not read the %s of message %s: %s", what, seq, err)
             return 0
         raw = entry.value or b"0"
         count = int(raw) if len(raw) <= 9 and raw.isdigit() else -1
-        if not 0 <= count < delivered:
-            log.warning("ignoring the hand-back note of message %s: %r", seq, raw[:64])
+        if not 0 <= count <= at_most:
+            log.warning("ignoring the %s note of message %s: %r", what, seq, raw[:64])
             return 0
         return count
 
-    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
-        held = self._fresh(delivery)
-        if held is None:
+    async def release(
+        self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
+    ) -> bool:
+        hold = self._fresh(delivery)
+        if hold is None:
             return False
-        seq = int(held.msg.metadata.sequence.stream)
+        seq = int(hold.msg.metadata.sequence.stream)
         try:
-            await self._idem.put(f"h{self._tag}{seq}", str(held.handbacks + 1).encode())
+            await self._idem.put(f"h{self._tag}{seq}", str(hold.handbacks + 1).encode())
         except Exception as err:
             log.warning("could not note the hand-back of message %s: %s", seq, err)
             return await self.retry(delivery, delay_seconds)
-        held.handbacks += 1
+        hold.handbacks += 1
+        if held:
+            try:
+                await self._idem.put(f"g{self._tag}{seq}", str(hold.held_handbacks + 1).encode())
+                hold.held_handbacks += 1
+            except Exception as err:  # the next hand-back over the pause is shorter: no more
+                log.warning("could not note the held hand-back of message %s: %s", seq, err)
+        else:
+            await self._end_held_run(hold)
         return await self._delayed(delivery, delay_seconds, "hand-back")
+
+    async def _end_held_run(self, hold: _Held) -> None:
+        """Start the count of held hand-backs again (another hand-back, a retry): before the
+        nak, so that no redelivery can read the old count."""
+        if not hold.held_handbacks:
+            return
+        seq = int(hold.msg.metadata.sequence.stream)
+        try:
+            await self._idem.delete(f"g{self._tag}{seq}")
+            hold.held_handbacks = 0
+        except Exception as err:  # a later pause's first hand-backs are longer: no more
+            log.warning("could not drop the held hand-backs of message %s: %s", seq, err)
 
     async def _hold_start(self, msg: Any, sent: float) -> float:
         """When the hold of a delivery from a long pull began, as far as this process can
@@ -885,13 +923,19 @@ class Queue:
         if not await self._answer(delivery, b"+ACK", "ack", confirm=bool(held.handbacks)):
             return False
         if held.handbacks:
-            try:
-                await self._idem.delete(f"h{self._tag}{held.msg.metadata.sequence.stream}")
-            except Exception as err:  # stream sequences are never reused: a stray note is inert
-                log.warning("could not drop the hand-back note of %s: %s", delivery.message_id, err)
+            seq = held.msg.metadata.sequence.stream
+            notes = [f"h{self._tag}{seq}"] + ([f"g{self._tag}{seq}"] if held.held_handbacks else [])
+            for note in notes:
+                try:
+                    await self._idem.delete(note)
+                except Exception as err:  # stream sequences are never reused: a stray is inert
+                    log.warning("could not drop the note %s of %s: %s", note, seq, err)
         return True
 
     async def retry(self, delivery: Delivery, delay_seconds: float) -> bool:
+        held = self._fresh(delivery)
+        if held is not None:
+            await self._end_held_run(held)
         return await self._delayed(delivery, delay_seconds, "retry")
 
     async def _delayed(self, delivery: Delivery, delay_seconds: float, what: str) -> bool:

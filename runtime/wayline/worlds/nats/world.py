@@ -889,8 +889,10 @@ class NatsWorld(World):
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         return await self._q_of(delivery).retry(delivery, delay_seconds)
 
-    async def release(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
-        return await self._q_of(delivery).release(delivery, delay_seconds)
+    async def release(
+        self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
+    ) -> bool:
+        return await self._q_of(delivery).release(delivery, delay_seconds, held=held)
 
     async def renew(self, delivery: Delivery) -> bool:
         return await self._q_of(delivery).renew(delivery)
