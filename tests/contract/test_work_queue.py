@@ -125,6 +125,33 @@ async def test_a_delivery_counts_its_held_hand_backs_in_a_row_apart_from_other_h
     assert await world.receive(topic, wait_seconds=0.2) == []
 
 
+async def test_a_redelivery_after_its_holder_died_starts_the_held_hand_backs_again(
+    make_world,  # type: ignore[no-untyped-def]
+) -> None:
+    """A delivery that came back after held hand-backs and whose holder then died (it ran the
+    step after the unpause and was killed, say) comes back after the visibility as a counted
+    delivery, as a retry does: its held hand-backs start from 0 again, so a later pause's first
+    hand-back is the held delay, not the earlier pause's grown one (up to 30 s)."""
+    world = await make_world(visibility_seconds=1)
+    topic = "flow:w:held-then-died@a"
+    mid = await world.enqueue(topic, {"x": 1})
+    [d] = await world.receive(topic, wait_seconds=2)
+    for n in range(1, 4):
+        assert await world.release(d, 0, held=True)
+        [d] = await world.receive(topic, wait_seconds=3)
+        assert (d.message_id, d.attempt, d.held_handbacks) == (mid, 1, n)
+    # its holder dies holding it: no settlement; another worker gets it after the visibility
+    other = await make_world(visibility_seconds=1)
+    [again] = await other.receive(topic, wait_seconds=5)
+    assert (again.message_id, again.attempt, again.handbacks) == (mid, 2, 3)
+    assert again.held_handbacks == 0
+    assert await other.release(again, 0, held=True)  # held over a later pause: counted anew
+    [again] = await other.receive(topic, wait_seconds=3)
+    assert (again.attempt, again.handbacks, again.held_handbacks) == (2, 4, 1)
+    assert await other.ack(again)
+    assert await other.receive(topic, wait_seconds=0.2) == []
+
+
 async def test_retry_with_delay_redelivers_the_same_message_later(world: World) -> None:
     mid = await world.enqueue("step", {"x": 1})
     [d] = await world.receive("step", wait_seconds=2)

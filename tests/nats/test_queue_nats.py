@@ -272,8 +272,10 @@ async def test_held_hand_backs_are_noted_apart_and_a_note_that_is_not_counts_non
 ) -> None:
     """Hand-backs over a pause are noted under ``g<seq>`` beside the ``h<seq>`` note that a
     version reading only ``h`` keeps using: a message with no ``g`` note (handed back by such
-    a version, or for a slot's wait) has none, bytes that are not a count no higher than the
-    hand-backs count none, and the ack drops both notes."""
+    a version, or for a slot's wait) has none; the note names the delivery that made it
+    (``<count>@<num_delivered>``) and counts only for the next one; bytes that are not a count
+    no higher than the hand-backs, made by the delivery just before, count none; and the ack
+    drops both notes, a note that counted none too."""
     import nats.js.errors
     import pytest
 
@@ -286,15 +288,22 @@ async def test_held_hand_backs_are_noted_apart_and_a_note_that_is_not_counts_non
     [d] = await world.receive("flow", wait_seconds=5)
     assert (d.attempt, d.handbacks, d.held_handbacks) == (1, 1, 0)
     assert await world.release(d, held=True)
-    assert (await idem.get(f"g{seq}")).value == b"1"
-    for junk in (b"x", b"-1", b"3"):  # 3: more than the 2 hand-backs noted under h
+    assert (await idem.get(f"g{seq}")).value == b"1@2"  # by the second delivery
+    # 3@5: more than the 2 hand-backs noted under h (by the delivery before, the 5th); 2@2
+    # and 1@5: not by the delivery before (the 6th and the 7th)
+    for junk in (b"x", b"-1", b"2", b"3@5", b"2@2", b"1@5", b"1@", b"@3", b"1@3@3"):
         await idem.put(f"g{seq}", junk)
         [d] = await world.receive("flow", wait_seconds=5)
         assert (d.handbacks, d.held_handbacks) == (2, 0), junk
         assert await world.retry(d, 0)
-    await idem.put(f"g{seq}", b"2")
+    delivered = d.handle.msg.metadata.num_delivered
+    await idem.put(f"g{seq}", f"2@{delivered}".encode())
     [d] = await world.receive("flow", wait_seconds=5)
-    assert (d.attempt, d.handbacks, d.held_handbacks) == (4, 2, 2)
+    assert (d.attempt, d.handbacks, d.held_handbacks) == (delivered - 1, 2, 2)
+    assert await world.retry(d, 0)
+    await idem.put(f"g{seq}", f"2@{delivered}".encode())  # a stray: it counts none, but goes
+    [d] = await world.receive("flow", wait_seconds=5)
+    assert (d.handbacks, d.held_handbacks) == (2, 0)
     assert await world.ack(d)
     for note in (f"h{seq}", f"g{seq}"):
         with pytest.raises(nats.js.errors.KeyNotFoundError):

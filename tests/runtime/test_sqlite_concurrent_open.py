@@ -49,3 +49,40 @@ def test_processes_starting_on_one_new_file_at_once_all_open_it(tmp_path: Path) 
         for p in procs:
             p.join(timeout=30)
         assert results == ["ok"] * PROCESSES, (round_, results)
+
+
+def _a_file_from_before_held_hand_backs(path: str) -> None:
+    """A database as the version before ``messages.held_handbacks`` left it, one message in."""
+    import asyncio
+    import sqlite3
+
+    from wayline.worlds.local import LocalWorld
+
+    async def made() -> None:
+        async with LocalWorld(Path(path)) as world:
+            await world.enqueue("concurrent-open.old", {"n": 0})
+
+    asyncio.run(made())
+    old = sqlite3.connect(path)
+    old.execute("ALTER TABLE messages DROP COLUMN held_handbacks")
+    old.commit()
+    old.close()
+
+
+def test_processes_starting_on_one_file_that_needs_migrating_all_open_it(tmp_path: Path) -> None:
+    """An upgrade's worker processes start at once on a file an older version wrote: each one
+    sees a column missing, and every one must open the file, not only the first to add it (the
+    others failed WORLD_UNAVAILABLE, duplicate column name: held_handbacks)."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["wayline.world.open", "wayline.worlds.local"])
+    for round_ in range(3):
+        path = str(tmp_path / f"old{round_}.db")
+        _a_file_from_before_held_hand_backs(path)
+        barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
+        procs = [ctx.Process(target=_open, args=(path, barrier, out)) for _ in range(PROCESSES)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=30)
+        assert results == ["ok"] * PROCESSES, (round_, results)

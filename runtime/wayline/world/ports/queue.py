@@ -48,9 +48,10 @@ class Delivery:
     """How many of those hand-backs were, in a row just before this delivery, made because the
     message's run was paused over a step it holds (``release(held=True)``): a held delivery's
     next hand-back grows with them (``planning.held_delay``). A hand-back for any other reason
-    (a slot's or a rate limit's wait, a worker's close) or a counted retry starts it from 0
-    again, so waits before a pause never lengthen the pause's hand-backs, nor one pause's
-    hand-backs a later pause's. A message stored by a version that did not keep it reads 0."""
+    (a slot's or a rate limit's wait, a worker's close) or a counted delivery (a retry, or a
+    redelivery after its holder died or its visibility ran out) starts it from 0 again, so
+    waits before a pause never lengthen the pause's hand-backs, nor one pause's hand-backs a
+    later pause's. A message stored by a version that did not keep it reads 0."""
 
 
 @dataclass(frozen=True, slots=True)

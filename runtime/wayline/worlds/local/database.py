@@ -23,6 +23,25 @@ from .failures import rollback, unavailable
 from .schema import ORDERING_COLUMNS, ORDERING_INDEXES, SCHEMA
 
 
+def _migrations(db: sqlite3.Connection) -> list[str]:
+    """The statements that bring a database an older version wrote up to this one's tables
+    (none for a current one)."""
+    out: list[str] = []
+    columns = {r[1] for r in db.execute("PRAGMA table_info(messages)")}
+    if "handbacks" not in columns:  # a database from before hand-backs were counted
+        out.append("ALTER TABLE messages ADD COLUMN handbacks INTEGER NOT NULL DEFAULT 0")
+    if "held_handbacks" not in columns:  # from before held hand-backs were told apart
+        out.append("ALTER TABLE messages ADD COLUMN held_handbacks INTEGER NOT NULL DEFAULT 0")
+    if "level" not in columns:  # a database from before ready work was ordered
+        out += [s.strip() for s in ORDERING_COLUMNS.split(";") if s.strip()]
+    columns = {r[1] for r in db.execute("PRAGMA table_info(slots)")}
+    if "expires_at" not in columns:  # a database from before leased (step) slots
+        out.append("ALTER TABLE slots ADD COLUMN expires_at REAL")
+    if "token" not in columns:  # a database from before a take's token was kept
+        out.append("ALTER TABLE slots ADD COLUMN token TEXT")
+    return out
+
+
 class Database:
     def __init__(self, path: Path, url: str, busy_timeout: float, synchronous: str) -> None:
         self.path = path
@@ -60,21 +79,19 @@ class Database:
             db.execute(f"PRAGMA synchronous={self._synchronous}")
             db.execute("PRAGMA foreign_keys=OFF")
             db.executescript(SCHEMA + attribute_index.SCHEMA)
-            columns = {r[1] for r in db.execute("PRAGMA table_info(messages)")}
-            if "handbacks" not in columns:  # a database from before hand-backs were counted
-                db.execute("ALTER TABLE messages ADD COLUMN handbacks INTEGER NOT NULL DEFAULT 0")
-            if "held_handbacks" not in columns:  # from before held hand-backs were told apart
-                db.execute(
-                    "ALTER TABLE messages ADD COLUMN held_handbacks INTEGER NOT NULL DEFAULT 0"
-                )
-            if "level" not in columns:  # a database from before ready work was ordered
-                db.executescript(ORDERING_COLUMNS)
+            if _migrations(db):
+                # Under a write lock, the columns read again: several processes opening an
+                # older file at once each saw them missing, and all but the first to add one
+                # failed on "duplicate column name". One transaction adds them all.
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _migrations(db):
+                        db.execute(statement)
+                    db.execute("COMMIT")
+                except BaseException:
+                    rollback(db)
+                    raise
             db.executescript(ORDERING_INDEXES)
-            columns = {r[1] for r in db.execute("PRAGMA table_info(slots)")}
-            if "expires_at" not in columns:  # a database from before leased (step) slots
-                db.execute("ALTER TABLE slots ADD COLUMN expires_at REAL")
-            if "token" not in columns:  # a database from before a take's token was kept
-                db.execute("ALTER TABLE slots ADD COLUMN token TEXT")
         except (sqlite3.Error, OSError) as err:
             if db is not None:
                 db.close()

@@ -213,7 +213,11 @@ class LocalQueue:
         )
         marks = ",".join("?" * len(due))
         rows = db.execute(
-            "UPDATE messages SET attempts = attempts + 1, holder = ?, available_at = ? "
+            # a message still held (its holder died, or its visibility ran out) comes back as
+            # a counted delivery, which ends a run of held hand-backs as a retry does (SET's
+            # expressions read the row as it was: ``holder`` is the last claim's)
+            "UPDATE messages SET attempts = attempts + 1, holder = ?, available_at = ?, "
+            "held_handbacks = CASE WHEN holder IS NULL THEN held_handbacks ELSE 0 END "
             f"WHERE id IN ({marks}) RETURNING id, attempts, payload, handbacks, held_handbacks",
             (self._holder, now + self._visibility, *due),
         ).fetchall()
@@ -389,7 +393,8 @@ class LocalQueue:
         for holder in dead:
             self._write(
                 lambda db, h=holder: db.execute(
-                    "UPDATE messages SET available_at = ?, holder = NULL WHERE holder = ?",
+                    "UPDATE messages SET available_at = ?, holder = NULL, held_handbacks = 0 "
+                    "WHERE holder = ?",
                     (clock.now(), h),
                 )
             )

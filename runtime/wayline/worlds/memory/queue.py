@@ -123,6 +123,8 @@ class MemoryQueue:
         out: list[Delivery] = []
         for m in due:
             due_at = m.available_at
+            if m.held:  # its holder died holding it: a counted delivery ends the held run
+                m.held_handbacks = 0
             m.attempts += 1
             m.held = True
             m.available_at = now + self._visibility

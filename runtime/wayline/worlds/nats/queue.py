@@ -96,6 +96,8 @@ class _Held:
     """Graceful hand-backs of this message before this delivery (not counted as attempts)."""
     held_handbacks: int = 0
     """Of those, the hand-backs over a pause in a row just before it (``Delivery``'s)."""
+    held_note: bool = False
+    """A ``g<seq>`` note was found for it (counted or not): the ack drops it."""
     epoch: int = 0
     """The connection it was received on (``Queue.lost_connection`` ends that epoch)."""
 
@@ -736,7 +738,9 @@ class Queue:
                 seq = int(md.sequence.stream)
                 held.handbacks = await self._handbacks(seq, int(md.num_delivered))
                 if held.handbacks:  # a hand-back over a pause is one of them
-                    held.held_handbacks = await self._held_handbacks(seq, held.handbacks)
+                    held.held_handbacks, held.held_note = await self._held_handbacks(
+                        seq, held.handbacks, int(md.num_delivered)
+                    )
                 await self._delays.drop(str(md.consumer), int(md.sequence.stream))
             # The stream stamps a message when it is stored, which for a delayed one is when
             # its schedule fires: due then, for a first delivery.
@@ -763,34 +767,55 @@ class Queue:
     # subtracted from the attempt; the note goes with the message's ack. The hand-backs over a
     # pause in a row are noted apart, under ``g<stream seq>`` (read only when ``h`` counts
     # some): a version that reads only ``h`` is not misled by it, and a message noted by such
-    # a version has none (0).
+    # a version has none (0). A ``g`` note names the delivery that made its last hand-back
+    # (``<count>@<num_delivered>``): it counts only for the delivery right after that one, so a
+    # redelivery after the holder died (its ack wait ran out: a counted delivery, as a retry
+    # is) starts the count again, with no round trip to drop the note.
     async def _handbacks(self, seq: int, delivered: int) -> int:
         """The hand-backs noted for message ``seq``: a count of earlier deliveries, so 0 to
         ``delivered - 1``; a note that is not (bytes anyone can write into the bucket) counts
         as none, so it can neither break the receive nor move the attempt past the budget."""
         return await self._note(f"h{self._tag}{seq}", delivered - 1, "hand-backs", seq)
 
-    async def _held_handbacks(self, seq: int, handbacks: int) -> int:
-        """The hand-backs over a pause in a row noted for message ``seq``: 0 to ``handbacks``
-        (a note that is not counts as none: it only shortens a held hand-back)."""
-        return await self._note(f"g{self._tag}{seq}", handbacks, "held hand-backs", seq)
+    async def _held_handbacks(self, seq: int, handbacks: int, delivered: int) -> tuple[int, bool]:
+        """The hand-backs over a pause in a row noted for message ``seq``, 0 to ``handbacks``,
+        and whether a note was found: one made by another delivery than the one just before
+        this (``delivered - 1``) counts none, as does a note that is not (it only shortens a
+        held hand-back)."""
+        raw = await self._read_note(f"g{self._tag}{seq}", "held hand-backs", seq)
+        if raw is None:
+            return 0, False
+        count, _, by = raw.partition(b"@")
+        if not (len(count) <= 9 and count.isdigit() and len(by) <= 9 and by.isdigit()):
+            log.warning("ignoring the held hand-backs note of message %s: %r", seq, raw[:64])
+            return 0, True
+        if int(by) != delivered - 1 or int(count) > handbacks:
+            return 0, True  # its holder died after it (or a stray): the run of them ended
+        return int(count), True
 
     async def _note(self, key: str, at_most: int, what: str, seq: int) -> int:
-        import nats.js.errors
-
-        try:
-            entry = await self._idem.get(key)
-        except nats.js.errors.KeyNotFoundError:  # deleted ones too (KeyDeletedError)
+        raw = await self._read_note(key, what, seq)
+        if raw is None:
             return 0
-        except Exception as err:
-            log.warning("could not read the %s of message %s: %s", what, seq, err)
-            return 0
-        raw = entry.value or b"0"
+        raw = raw or b"0"
         count = int(raw) if len(raw) <= 9 and raw.isdigit() else -1
         if not 0 <= count <= at_most:
             log.warning("ignoring the %s note of message %s: %r", what, seq, raw[:64])
             return 0
         return count
+
+    async def _read_note(self, key: str, what: str, seq: int) -> bytes | None:
+        """The bytes noted under ``key``; None when there is no note or it cannot be read."""
+        import nats.js.errors
+
+        try:
+            entry = await self._idem.get(key)
+        except nats.js.errors.KeyNotFoundError:  # deleted ones too (KeyDeletedError)
+            return None
+        except Exception as err:
+            log.warning("could not read the %s of message %s: %s", what, seq, err)
+            return None
+        return bytes(entry.value or b"")
 
     async def release(
         self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
@@ -807,7 +832,9 @@ class Queue:
         hold.handbacks += 1
         if held:
             try:
-                await self._idem.put(f"g{self._tag}{seq}", str(hold.held_handbacks + 1).encode())
+                by = int(hold.msg.metadata.num_delivered)  # counted by the next delivery only
+                note = f"{hold.held_handbacks + 1}@{by}".encode()
+                await self._idem.put(f"g{self._tag}{seq}", note)
                 hold.held_handbacks += 1
             except Exception as err:  # the next hand-back over the pause is shorter: no more
                 log.warning("could not note the held hand-back of message %s: %s", seq, err)
@@ -924,7 +951,7 @@ class Queue:
             return False
         if held.handbacks:
             seq = held.msg.metadata.sequence.stream
-            notes = [f"h{self._tag}{seq}"] + ([f"g{self._tag}{seq}"] if held.held_handbacks else [])
+            notes = [f"h{self._tag}{seq}"] + ([f"g{self._tag}{seq}"] if held.held_note else [])
             for note in notes:
                 try:
                     await self._idem.delete(note)
