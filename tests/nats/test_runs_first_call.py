@@ -232,3 +232,41 @@ async def test_a_late_repair_of_an_older_status_does_not_replace_a_run_taken_fro
     assert await console.count_runs() == {RunStatus.COMPLETED: 1}
     assert model.runs[run_id].status is RunStatus.COMPLETED
     assert model.runs[run_id].log_seq == info.last_seq
+
+
+async def test_entries_written_while_the_names_are_read_are_read_past_them(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run named twice has its last entries read after the names: one of them may have been
+    written after a status change of another run, and that change is still read (the stream
+    is read on from the sequence the load had before the names, not from the later entry)."""
+    writer = await open_nats_world()
+    twice = await _make(writer, RunStatus.COMPLETED, 1)
+    moving = await _make(writer, RunStatus.PENDING, 2)
+    assert await writer.flush_runs_index()
+    info, _ = await writer.read_run(twice)
+    assert info is not None
+    stale = dataclasses.replace(info, status=RunStatus.RUNNING, last_seq=2)
+    index = writer._listing.runs()
+    await index.moved(stale)  # the run named twice (a purge lost)
+    gate, reached = asyncio.Event(), asyncio.Event()
+    last = runs_model.RunsModel._last
+
+    async def held(model: Any, subjects: list[str]) -> list[Any]:
+        if subjects:
+            reached.set()
+            await gate.wait()
+        return await last(model, subjects)
+
+    monkeypatch.setattr(runs_model.RunsModel, "_last", held)
+    console = await open_nats_world()
+    await console.follow_runs()
+    await asyncio.wait_for(reached.wait(), 30.0)
+    await writer.append(moving, [_STARTED])  # after the names, before the twice-named entries
+    assert await writer.flush_runs_index()
+    await index.moved(stale)  # the stale entry again: later than the change above
+    gate.set()
+    model = await console.runs_followed(30.0)
+    assert model is not None
+    assert model.runs[moving].status is RunStatus.RUNNING
+    assert model.runs[twice].status is RunStatus.COMPLETED

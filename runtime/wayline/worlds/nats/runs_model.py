@@ -450,9 +450,13 @@ class RunsModel:
             if changed:
                 self.runs, self._counts = {}, {}
                 await self._windows(first, last)
+                self.seq = max(self.seq, last)
             else:
                 await self._names(listed)
-            self.seq = max(self.seq, last)
+                # the entries read for the names (``_last``) may be later than ``last``: the
+                # stream is read on from ``last`` all the same, or what lies in between would
+                # be skipped (an entry read twice is taken once)
+                self.seq = last
             self.replace()
         await self._forward()
 
