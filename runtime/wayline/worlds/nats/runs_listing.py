@@ -266,8 +266,10 @@ class NatsRunsListing:
             try:
                 # counted by the server, no name sent: the loaded model's counts but for a
                 # run named twice for a moment (its old entry's purge on its way), which
-                # a listing of the names counted twice too
-                return await self.runs().counts(workflow)
+                # a listing of the names counted twice too. The load waits meanwhile, as it
+                # does for a page from the tail.
+                async with loading.paused():
+                    return await self.runs().counts(workflow)
             except WaylineError as err:
                 # the load's so far, marked partial from now on (``runs_loading``) until it
                 # is loaded: the server that did not answer this count is not asked again
