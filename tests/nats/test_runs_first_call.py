@@ -270,3 +270,34 @@ async def test_entries_written_while_the_names_are_read_are_read_past_them(
     assert model is not None
     assert model.runs[moving].status is RunStatus.RUNNING
     assert model.runs[twice].status is RunStatus.COMPLETED
+
+
+async def test_runs_whose_names_are_hashed_are_loaded_from_their_entries(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """A run id or workflow too long for a subject token is hashed in the index's name: the
+    names' load reads such a run's entry for its id and workflow, and holds it as a load of
+    every message does."""
+    writer = await open_nats_world()
+    long_id, long_flow = "r" * 121, "w" * 121
+    created = NewEvent(T.RUN_CREATED, data={"workflow": _WF, "input": []})
+    await writer.append(long_id, [created], expected_seq=0)
+    other = new_run_id()
+    created = NewEvent(T.RUN_CREATED, data={"workflow": long_flow, "input": []})
+    await writer.append(other, [created], expected_seq=0)
+    await writer.append(other, [_STARTED])
+    short = await _make(writer, RunStatus.FAILED, 1)
+    assert await writer.flush_runs_index()
+    console = await open_nats_world()
+    await console.follow_runs()
+    model = await console.runs_followed(30.0)
+    assert model is not None
+    assert model.runs[long_id].workflow == _WF
+    assert model.runs[other].workflow == long_flow
+    assert model.runs[other].status is RunStatus.RUNNING
+    assert model.runs[long_id].log_seq != runs_model.UNREAD  # read from its entry
+    assert model.runs[short].log_seq == runs_model.UNREAD  # placed by its name
+    reader = await open_nats_world()
+    assert await console.count_runs() == await reader.count_runs()
+    page = await console.runs_page(after=None, limit=10, workflow=long_flow)
+    assert [r.run_id for r in page] == [other]
