@@ -28,11 +28,12 @@ sys.path[:] = [p for p in sys.path if not p.endswith("bench")]
 
 import argparse
 import asyncio
+import contextlib
 import os
 import platform
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 
@@ -78,6 +79,24 @@ async def fill_url(url: str, runs: int) -> None:
     await world.start()
     try:
         print(f"  filled {runs} runs in {await fill(world, runs):.1f} s", flush=True)
+    finally:
+        await world.close()
+
+
+@contextlib.asynccontextmanager
+async def console_at(url: str) -> AsyncIterator[tuple[wayline.World, httpx.AsyncClient]]:
+    """A fresh world at ``url`` (a console process starting now) and the console's API over
+    it, called in-process (the server's work, not the network's); an error is answered, not
+    raised, and a call may take up to 600 s."""
+    world = wayline.open_world(url)
+    await world.start()
+    try:
+        app = create_app(wayline.Client(world), world_url=url)
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://bench", timeout=600
+        ) as http:
+            yield world, http
     finally:
         await world.close()
 

@@ -25,10 +25,6 @@ import os
 import time
 from typing import Any
 
-import httpx
-
-import wayline
-from wayline.cli.console import create_app
 from wayline.worlds.nats.runs_listing import NatsRunsListing
 
 
@@ -45,14 +41,10 @@ async def one_round(url: str, names: bool) -> dict[str, Any]:
     if names:
         NatsRunsListing._tail_page = _no_tail  # type: ignore[method-assign]
         NatsRunsListing.runs_loading = _not_loading  # type: ignore[method-assign]
-    world = wayline.open_world(url)
-    await world.start()
     try:
-        app = create_app(wayline.Client(world), world_url=url)
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://bench", timeout=600
-        ) as http:
+        from console import console_at
+
+        async with console_at(url) as (world, http):
             began = time.perf_counter()
             first = await http.get("/api/runs")
             first_s = time.perf_counter() - began
@@ -85,7 +77,6 @@ async def one_round(url: str, names: bool) -> dict[str, Any]:
         }
     finally:
         NatsRunsListing._tail_page, NatsRunsListing.runs_loading = kept  # type: ignore[method-assign]
-        await world.close()
 
 
 async def run(url: str, args: argparse.Namespace) -> None:

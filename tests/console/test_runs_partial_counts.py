@@ -1,5 +1,6 @@
-"""The runs page in a real browser while a NATS console loads its runs: the counts show with
-a "+" while they are partial, are read again until they are exact, then show without it, and
+"""The runs page in a real browser while a NATS console loads its runs and its server does not
+count the runs index (``RunsIndex.count``, refused here): the counts show with a "+" while they
+are partial, are read again until they are exact, then show without it, and
 the page stops reading them again; a read that fails meanwhile is tried again, later each
 time, instead of leaving the "+" for good."""
 
@@ -20,9 +21,19 @@ from tests.nats_fixtures import OpenWorlds
 from wayline._core.events import EventType, NewEvent
 from wayline._core.ids import new_run_id
 from wayline.errors import WorldUnavailableError
-from wayline.worlds.nats import runs_model
+from wayline.worlds.nats import runs_index, runs_model
 
 _WF = "partial-counts-browser-wf"
+
+
+def _uncountable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server does not answer the index's counts: the counts while the model loads are
+    those of the runs it has read so far, partial."""
+
+    async def refused(index: Any, pattern: str) -> int:
+        raise WorldUnavailableError("no answer to a count (a test)")
+
+    monkeypatch.setattr(runs_index.RunsIndex, "count", refused)
 
 
 def _counts(driver: WebDriver) -> str:
@@ -49,6 +60,7 @@ async def test_the_plus_of_partial_counts_shows_then_goes_once_they_are_exact(
         return await read(model, start, batch)
 
     monkeypatch.setattr(runs_model.RunsModel, "_read", held)
+    _uncountable(monkeypatch)
     world = await open_nats_world()
     calls = {"pages": 0, "failing": 0}
     runs_page = world.runs_page
@@ -102,6 +114,7 @@ async def test_older_runs_asked_for_while_the_counts_are_read_again_stay_shown(
         return await read(model, start, batch)
 
     monkeypatch.setattr(runs_model.RunsModel, "_read", held)
+    _uncountable(monkeypatch)
     world = await open_nats_world()
     runs_page = world.runs_page
     hold_first = {"on": False}

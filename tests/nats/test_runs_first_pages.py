@@ -19,6 +19,7 @@ from tests.nats_fixtures import OpenWorlds
 from wayline._core.events import EventType, NewEvent, RunStatus
 from wayline._core.ids import new_run_id
 from wayline.cli.console import create_app
+from wayline.errors import WorldUnavailableError
 from wayline.worlds.nats import runs_index, runs_model, runs_tail
 
 _WF = "first-pages-wf"
@@ -114,7 +115,7 @@ async def test_the_first_pages_while_the_model_loads_are_the_newest_runs_from_th
     assert stuck.listed == 0, "the first page listed the index's names"
     tail = console._listing._tail
     assert tail is not None and tail.floor > tail.first, "the tail read the whole stream"
-    assert console.runs_loading()
+    assert not console.runs_loading()  # the counts are the index's, counted by the server
 
     # a walk of every run by cursor while the model loads: each run once, in the order of the
     # names' walk, the tail reading further back as the pages go deeper
@@ -171,12 +172,12 @@ async def test_a_page_deeper_than_the_tail_reads_lists_the_names_and_is_right(
     assert stuck.listed > 0  # the pages past the tail's 8 entries read the names
 
 
-async def test_the_counts_are_marked_partial_until_the_model_is_loaded(
+async def test_the_counts_while_the_model_loads_are_the_index_s_counted_by_the_server(
     open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The console's first call does not list the index's names for its counts either: they
-    are the counts of what the load has read so far, marked ``countsPartial``, and exact
-    (``countsPartial`` false) once it is loaded."""
+    """The console's first call does not list the index's names for its counts, nor count
+    the runs the load has read so far: the server counts the index's entries of each status
+    (``RunsIndex.counts``), which are the loaded model's counts, not marked partial."""
     writer = await open_nats_world()
     await _fill(writer, 5, 3)
     want = await writer.count_runs()
@@ -185,10 +186,47 @@ async def test_the_counts_are_marked_partial_until_the_model_is_loaded(
     console = await open_nats_world()
     async with _api(console) as http:
         loading = (await asyncio.wait_for(http.get("/api/runs?limit=3"), 30.0)).json()
-        assert loading["countsPartial"] is True
-        assert sum(loading["counts"].values()) < sum(want.values())
+        assert loading["countsPartial"] is False
+        assert loading["counts"] == {"completed": 2, "pending": 6}
+        of_wf = (await http.get("/api/runs", params={"workflow": _WF})).json()
         assert len(loading["runs"]) == 3 and loading["nextCursor"]
         assert stuck.listed == 0
+        assert console._listing.model is not None and not console._listing.model.loaded
+        stuck.release()
+        assert await console.runs_followed(30.0) is not None
+        loaded = (await http.get("/api/runs?limit=3")).json()
+        assert (await http.get("/api/runs", params={"workflow": _WF})).json() == of_wf
+    assert loaded == loading
+    assert not console.runs_loading()
+
+
+def _uncountable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server does not answer the index's counts (``RunsIndex.count``)."""
+
+    async def refused(index: Any, pattern: str) -> int:
+        raise WorldUnavailableError("no answer to a count (a test)")
+
+    monkeypatch.setattr(runs_index.RunsIndex, "count", refused)
+
+
+async def test_the_counts_are_marked_partial_while_it_loads_when_the_server_cannot_count(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's counts refused while the model loads: the counts are those of what the
+    load has read so far, marked ``countsPartial`` from that call on (the console asks the
+    world whether they are partial after the counts too), until it is loaded."""
+    writer = await open_nats_world()
+    await _fill(writer, 5, 3)
+    stuck = _Stuck(monkeypatch)
+    _uncountable(monkeypatch)
+    console = await open_nats_world()
+    async with _api(console) as http:
+        for _ in range(2):
+            loading = (await asyncio.wait_for(http.get("/api/runs?limit=3"), 30.0)).json()
+            assert loading["countsPartial"] is True
+            assert sum(loading["counts"].values()) < 8
+        assert stuck.listed == 0
+        assert console.runs_loading()
         stuck.release()
         assert await console.runs_followed(30.0) is not None
         loaded = (await http.get("/api/runs?limit=3")).json()
@@ -291,8 +329,10 @@ async def test_counts_filtered_by_search_attributes_are_not_marked_partial_while
         await writer.append(new_run_id(), [created], expected_seq=0)
     assert await writer.flush_runs_index()
     stuck = _Stuck(monkeypatch)
+    _uncountable(monkeypatch)  # the plain counts are the load's so far, marked partial
     console = await open_nats_world()
     async with _api(console) as http:
+        await asyncio.wait_for(http.get("/api/runs?limit=3"), 30.0)  # read from the names
         plain = (await asyncio.wait_for(http.get("/api/runs?limit=3"), 30.0)).json()
         assert plain["countsPartial"] is True  # the model loads
         params = {"where": "tenant=t1", "limit": "3"}

@@ -156,12 +156,15 @@ class Console:
         chosen = await self.client.runs_page(
             after, limit + 1, status=status, where=where, workflow=workflow
         )
-        # asked before the counts: a load that ends in between leaves exact counts marked
-        # partial (the next call says so), never partial counts marked exact. Counts filtered
-        # by search attributes are read from the attribute index, not from the runs loaded so
-        # far: they are exact whatever the load has read.
+        # asked before and after the counts: a load that ends in between leaves exact counts
+        # marked partial (the next call says so), and counts that became partial in between
+        # (a NATS world whose server did not count its index) are marked so, so partial
+        # counts are never marked exact. Counts filtered by search attributes are read from
+        # the attribute index, not from the runs loaded so far: they are exact whatever the
+        # load has read.
         loading = not where and self.client.world.runs_loading()
         counts = await self.client.count_runs(where=where, workflow=workflow)
+        loading = loading or (not where and self.client.world.runs_loading())
         page = chosen[:limit]
         more = len(chosen) > limit
         cursor = encode_cursor(page[-1].created_at, page[-1].run_id) if more else None

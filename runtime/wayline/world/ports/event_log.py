@@ -157,16 +157,17 @@ class EventLog(abc.ABC):
         pages, filters, cursors and counts are answered from it; the answers are the same,
         sooner. Returns at once: a page read before the index is in memory is read from the
         index's newest entries (the whole index's names when it lies deeper), and the counts
-        read then are partial (``runs_loading``). This default keeps nothing: the other
-        worlds' pages read an index already."""
+        read then are counted by the server from the index (partial, ``runs_loading``, only
+        when that count fails). This default keeps nothing: the other worlds' pages read an
+        index already."""
         return None
 
     def runs_loading(self) -> bool:
         """Whether the counts by status (``count_runs``) may still be partial: a world that
-        follows its runs (``follow_runs``) and is still loading them (NATS) counts only the
-        runs it has read so far, and reads a page from the newest runs of its index, which
-        a page past them still lists as before. False once loaded, and for a world that
-        follows nothing; this default: always False."""
+        follows its runs (``follow_runs``), is still loading them (NATS) and could not have
+        its index counted by the server during this load counts only the runs it has read
+        so far. False once loaded, and for a world that follows nothing; this default:
+        always False."""
         return False
 
     @abc.abstractmethod

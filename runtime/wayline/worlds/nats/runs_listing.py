@@ -57,12 +57,15 @@ class NatsRunsListing:
         """The runs index held in memory, once ``follow_runs`` was called."""
         self._tail: RunsTail | None = None
         """The index's newest entries, read while the model loads (``runs_tail``)."""
+        self._uncounted: RunsModel | None = None
+        """The model during whose load the index's counts by status failed: the counts are
+        then the load's so far, marked partial (``runs_loading``), until it is loaded."""
 
     async def close(self, connected: Callable[[], bool], grace: float) -> None:
         """Stop the runs in memory and give the writer ``grace`` seconds (none when the
         connection is gone) to write what is noted; the indexes are made again on a start."""
         model, self.model = self.model, None
-        self._tail = None
+        self._tail = self._uncounted = None
         if model is not None:
             await model.close()
         writer, self._runs_writer = self._runs_writer, None
@@ -170,10 +173,13 @@ class NatsRunsListing:
             self._tail.drop(run_id)
 
     def runs_loading(self) -> bool:
-        """Whether the runs are followed and still loading, and no load failed so far: the
-        counts are then those of the entries the load has read (``count_runs``)."""
+        """Whether the counts may be partial: the runs are followed and still loading, no
+        load failed so far, and the index's counts by status failed during this load, so the
+        counts are those of the entries the load has read (``count_runs``)."""
         model = self.model
-        return model is not None and not model.loaded and not model.failed
+        return (
+            model is not None and not model.loaded and not model.failed and self._uncounted is model
+        )
 
     async def _followed(self) -> RunsModel | None:
         """The runs index in memory, caught up with the index's stream, when it is loaded;
@@ -253,9 +259,23 @@ class NatsRunsListing:
         model = await self._followed()
         if model is not None:
             return model.counts(workflow)
-        if self.runs_loading():  # what the load has read so far, marked partial
-            assert self.model is not None
-            return self.model.counts(workflow)
+        loading = self.model
+        if loading is not None and not loading.failed:  # the model loads
+            if self._uncounted is loading:  # what the load has read so far, marked partial
+                return loading.counts(workflow)
+            try:
+                # counted by the server, no name sent: the loaded model's counts but for a
+                # run named twice for a moment (its old entry's purge on its way), which
+                # a listing of the names counted twice too. The load waits meanwhile, as it
+                # does for a page from the tail.
+                async with loading.paused():
+                    return await self.runs().counts(workflow)
+            except WaylineError as err:
+                # the load's so far, marked partial from now on (``runs_loading``) until it
+                # is loaded: the server that did not answer this count is not asked again
+                log.warning("runs counted from the runs loaded so far: %s", err)
+                self._uncounted = loading
+                return loading.counts(workflow)
         return await runs_pages.counts(self._events(), self.runs(), self._names, workflow)
 
     async def _tail_page(

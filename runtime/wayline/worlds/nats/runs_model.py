@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._core.events import RunStatus
+from . import runs_index
 from .direct import StoredMsg, direct_batch
 from .runs_index import Entry, RunsIndex, entry_of, wildcard
 
@@ -46,9 +47,23 @@ WINDOW = 1000
 WINDOWS_AT_ONCE = 8
 """Windows read concurrently while the model loads."""
 
+UNREAD = -1
+"""The log position of an entry the model took from the index's names (``Held.log_seq``):
+not read, and lower than any read one, so an entry read later always outranks it, unless
+:meth:`RunsModel._settle` reads the body first (a repair written late from an older read)."""
+
+LAST_AT_ONCE = 256
+"""Subjects whose last entries one direct get reads (``multi_last``) while the model loads
+from the index's names or settles an entry it took from them."""
+
 PLACED_ONE_BY_ONE = 100
 """Messages read at once past which the runs' order is sorted again rather than each run
 inserted in it."""
+
+QUIET = 0.05
+"""Seconds the load waits, once no read holds it back (``paused``), before it goes on: the
+console's runs call reads a page and then the counts, each held, and the load's next request
+would otherwise be sent in between."""
 
 SWEEP_EVERY = 10.0
 """Seconds between two sweeps for runs purged by another process (``sweep``)."""
@@ -75,9 +90,10 @@ class Held:
     workflow: str
     created_at: float
     log_seq: int
-    """The log position the entry's status was read at (0 for an entry without a body)."""
+    """The log position the entry's status was read at (0 for an entry without a body,
+    :data:`UNREAD` for one taken from the index's names)."""
     stream_seq: int
-    """The entry's sequence in the index's stream."""
+    """The entry's sequence in the index's stream (0 for one taken from its names)."""
 
     def outranks(self, other: Held) -> bool:
         """Whether this entry of a run is newer than ``other``: read at a later log position,
@@ -104,6 +120,22 @@ def unplace(keys: list[tuple[float, str]], key: tuple[float, str]) -> None:
     at = bisect.bisect_left(keys, key)
     if at < len(keys) and keys[at] == key:
         del keys[at]
+
+
+async def read_last(
+    nc: Any, index: RunsIndex, subjects: list[str], *, url: str, timeout: float
+) -> list[StoredMsg]:
+    """The last entry of each of ``subjects`` that holds one (direct gets of
+    :data:`LAST_AT_ONCE` subjects each, sent together)."""
+    chunks = [subjects[at : at + LAST_AT_ONCE] for at in range(0, len(subjects), LAST_AT_ONCE)]
+
+    async def read(chunk: list[str]) -> list[StoredMsg]:
+        request = {"multi_last": chunk, "batch": len(chunk)}
+        msgs, _ = await direct_batch(nc, index.stream, request, timeout=timeout, url=url)
+        return msgs
+
+    found = await asyncio.gather(*(read(chunk) for chunk in chunks))
+    return [msg for msgs in found for msg in msgs]
 
 
 async def read_window(
@@ -177,6 +209,8 @@ class RunsModel:
         self._clear = asyncio.Event()
         self._clear.set()
         """Set while no read pauses the load (``paused``)."""
+        self._quiet = 0
+        """How many reads have held the load so far (``paused``)."""
         self._began = 0.0
         """When the load under way began (``time.monotonic``)."""
         self._held = 0.0
@@ -194,9 +228,11 @@ class RunsModel:
         each)."""
         self.seq = max(self.seq, msg.seq)
         found = newer(self.runs, msg)
-        if found is None:
-            return
-        run_id, new, held = found
+        if found is not None:
+            self._take(*found, place=place)
+
+    def _take(self, run_id: str, new: Held, held: Held | None, *, place: bool) -> None:
+        """Hold ``new`` for ``run_id`` in place of ``held`` (what was held for it)."""
         if held is not None:
             self._counts[held.workflow][held.status] -= 1
             if place and (held.created_at, held.status) != (new.created_at, new.status):
@@ -348,13 +384,23 @@ class RunsModel:
         (:data:`HOLD_FREE`, :data:`HOLD_SHARE`: reads that overlap without end would stop it
         for good); a read never waits for the load."""
         self._pausing += 1
+        self._quiet += 1
         self._clear.clear()
         try:
             yield
         finally:
             self._pausing -= 1
             if not self._pausing:
-                self._clear.set()
+                # a console's call reads its page, then its counts, each held: the load goes
+                # on once no read held it for QUIET, so that its next request (the index's
+                # names, 9.2 MB to decode at 100,000 runs) does not land between the two
+                quiet = self._quiet
+                asyncio.get_running_loop().call_later(QUIET, self._go_on, quiet)
+
+    def _go_on(self, quiet: int) -> None:
+        """Let the load go on, unless a read held it again since (``paused``)."""
+        if not self._pausing and quiet == self._quiet:
+            self._clear.set()
 
     async def _reads_first(self) -> None:
         """Wait while a read holds the load back (``paused``), for as long as reads may hold
@@ -389,15 +435,20 @@ class RunsModel:
                 await self._fill()
         except Exception as err:  # the reader goes on with the index's names (slow path)
             log.warning("runs index not loaded in memory: %s", err)
+            # nothing of a failed load is kept: it may have taken the names and not what
+            # was written past them, and the next load starts from an empty model anyway
+            self.runs, self.order, self._by_status, self._counts = {}, [], {}, {}
             self.failed = True
             return
         self.load_seconds = time.perf_counter() - began
         self.loaded, self.failed = True, False
 
     async def _fill(self) -> None:
-        """Read the whole index's stream into an empty model (the caller holds ``_reading``).
-        A window that fails cancels the others (a task group), so none of a failed load's
-        reads lands in the model after it."""
+        """Read the whole index into an empty model (the caller holds ``_reading``): its
+        names, then the bodies of the few runs the names cannot place alone, then what the
+        stream holds past the last sequence it had before the names were listed. When the
+        names take several pages and the stream changed while they were read (a page may
+        then miss a name), every message is read instead (``_windows``)."""
         self.runs, self.order, self._by_status, self._counts = {}, [], {}, {}
         self.seq = 0
         self._began, self._held = time.monotonic(), 0.0
@@ -405,27 +456,112 @@ class RunsModel:
         self._made = info.get("created")
         first, last = int(info.get("first_seq") or 0), int(info.get("last_seq") or 0)
         if last >= first > 0:
-            gate = asyncio.Semaphore(WINDOWS_AT_ONCE)
-
-            async def window(start: int) -> None:
-                async with gate:
-                    await self._reads_first()  # a read under way goes first (``paused``)
-                    msgs = await self._read(start, WINDOW)
-                # taken as each window lands (the newest entry of a run wins in any
-                # order), so the load never holds the loop for all of them at once
-                for msg in msgs:
-                    if msg.seq < start + WINDOW:
-                        self.absorb(msg, place=False)
-
-            try:
-                async with asyncio.TaskGroup() as group:
-                    for start in range(first, last + 1, WINDOW):
-                        group.create_task(window(start))
-            except ExceptionGroup as failed:  # the first window's error, as a read's
-                raise failed.exceptions[0] from None
-            self.seq = max(self.seq, last)
+            # a read under way goes first (``paused``): the names' answer (9.2 MB at 100,000
+            # runs) is decoded on the event loop the read's replies wait on
+            await self._reads_first()
+            listed, pages = await self._index.listed(self._index.stream, self._filter)
+            changed = False
+            if pages > 1:
+                now = await self._index.state()
+                changed = any(now.get(k) != info.get(k) for k in ("last_seq", "num_msgs"))
+            if changed:
+                self.runs, self._counts = {}, {}
+                await self._windows(first, last)
+                self.seq = max(self.seq, last)
+            else:
+                await self._names(listed)
+                # the entries read for the names (``_last``) may be later than ``last``: the
+                # stream is read on from ``last`` all the same, or what lies in between would
+                # be skipped (an entry read twice is taken once)
+                self.seq = last
             self.replace()
         await self._forward()
+
+    async def _names(self, subjects: list[str]) -> None:
+        """Hold the run each of ``subjects`` (the index's names) names, with its log position
+        not read (:data:`UNREAD`): a run named once is placed by its name alone. The runs
+        named twice (a purge on its way or lost) and the hashed names (``entry_of``) have
+        their last entries read and taken as a window's are. Parsed :data:`WINDOW` names at
+        a time, each after the reads that hold the load back (``paused``)."""
+        named: dict[str, str] = {}
+        twice: set[str] = set()
+        unread: list[str] = []
+        for at in range(0, len(subjects), WINDOW):
+            await asyncio.sleep(0)  # a read's replies are handled between two chunks
+            await self._reads_first()
+            for subject in subjects[at : at + WINDOW]:
+                found = runs_index.named(subject)
+                if found is None:
+                    if "=h" in subject:
+                        unread.append(subject)
+                    continue
+                run_id, status, workflow, created_at = found
+                if run_id in named:
+                    twice.add(run_id)
+                    unread.append(subject)
+                    continue
+                named[run_id] = subject
+                held = Held(status, workflow, created_at, UNREAD, 0)
+                self._take(run_id, held, None, place=False)
+        for run_id in twice:
+            held = self.runs.pop(run_id)
+            self._counts[held.workflow][held.status] -= 1
+        unread += [named[run_id] for run_id in twice]
+        for msg in await self._last(unread):
+            self.absorb(msg, place=False)
+
+    async def _last(self, subjects: list[str]) -> list[StoredMsg]:
+        if not subjects:
+            return []
+        return await read_last(
+            self._nc, self._index, subjects, url=self._url, timeout=self._timeout
+        )
+
+    async def _windows(self, first: int, last: int) -> None:
+        """Read every message from ``first`` to ``last``, in windows read concurrently. A
+        window that fails cancels the others (a task group), so none of a failed load's
+        reads lands in the model after it."""
+        gate = asyncio.Semaphore(WINDOWS_AT_ONCE)
+
+        async def window(start: int) -> None:
+            async with gate:
+                await self._reads_first()  # a read under way goes first (``paused``)
+                msgs = await self._read(start, WINDOW)
+            # taken as each window lands (the newest entry of a run wins in any order), so
+            # the load never holds the loop for all of them at once
+            for msg in msgs:
+                if msg.seq < start + WINDOW:
+                    self.absorb(msg, place=False)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for start in range(first, last + 1, WINDOW):
+                    group.create_task(window(start))
+        except ExceptionGroup as failed:  # the first window's error, as a read's
+            raise failed.exceptions[0] from None
+
+    async def _settle(self, msgs: list[StoredMsg]) -> None:
+        """Before ``msgs`` are taken: a run held from the index's names (:data:`UNREAD`)
+        that one of them names under another subject has its held entry's body read, so
+        that the entry a repair wrote late from an older read does not replace it, as it
+        would not had the model read every message. A held entry gone (purged, as a status
+        change does) keeps :data:`UNREAD`, and the newer entry wins."""
+        contested: dict[str, str] = {}
+        for msg in msgs:
+            parsed = parse(msg)
+            if parsed is None:
+                continue
+            run_id = parsed[0]
+            held = self.runs.get(run_id)
+            if held is None or held.log_seq != UNREAD:
+                continue
+            subject = self._index.subject_of(held.status, held.workflow, held.created_at, run_id)
+            if subject != msg.subject:
+                contested[subject] = run_id
+        for found in await self._last(list(contested)):
+            held = self.runs.get(contested.get(found.subject, ""))
+            if held is not None and held.log_seq == UNREAD:
+                held.log_seq, held.stream_seq = _seq_of(found.data), found.seq
 
     async def _read(self, start: int, batch: int) -> list[StoredMsg]:
         return await read_window(
@@ -435,6 +571,7 @@ class RunsModel:
     async def _forward(self) -> None:
         while True:
             msgs = await self._read(self.seq + 1, WINDOW)
+            await self._settle(msgs)
             self.absorb_all(msgs)
             if len(msgs) < WINDOW:
                 return
