@@ -40,6 +40,7 @@ from ..errors import InvalidPayloadError, SerializationError
 from .context import current_replay
 from .plain_shapes import (
     PLAIN_KINDS,
+    key_problem,
     kind_problem,
     kinds_of,
     literal_values,
@@ -278,7 +279,21 @@ def _by_accepted_keys() -> type[Any]:
                 _open_to_keys(out, model)
             return out
 
+        def dict_schema(self, schema: Any) -> Any:
+            # pydantic writes a mapping's key type only where it is a constrained string or
+            # a definition (``propertyNames``): ``dict[int, str]`` says nothing of its keys.
+            # The key's own schema, under a name of ours, is what the shape records of it
+            out = super().dict_schema(schema)
+            keys = schema.get("keys_schema")
+            if isinstance(out, dict) and keys is not None:
+                out[_KEYS] = self.generate_inner(keys)
+            return out
+
     return _AcceptedKeys
+
+
+_KEYS = "x-wayline-keys"
+"""Where the JSON schema the recorder reads holds a mapping's key schema (never written out)."""
 
 
 def _open_to_keys(out: dict[str, Any], model: Any) -> None:
@@ -490,12 +505,28 @@ def _mapping(
         return None
     walk.take("map")
     out: dict[str, Any] = {"map": element}
+    key = _key_of(maps[0], defs)
+    if key is not None:
+        walk.take(json.dumps(key))
+        out["key"] = key
     if models:
         model = _fields(models[0], defs, walk, depth + 1)
         model["title"] = str(models[0].get("title") or "")
         walk.take(model["title"])
         out["or"] = {"shape": model}
     return out
+
+
+def _key_of(mapping: Mapping[str, Any], defs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a mapping's key is when it is not any string, said as a list's plain item is
+    (``{"kinds": ["integer"]}`` for ``dict[int, str]``, ``{"kinds": ["string"], "values":
+    ["low", "high"]}`` for a ``Literal`` or an ``Enum``); None for a string key, and for a key
+    no plain element says (checked where the class is)."""
+    keys = mapping.get(_KEYS, mapping.get("propertyNames"))
+    if not isinstance(keys, Mapping):
+        return None
+    found = plain_element(_options(keys, defs))
+    return None if found is None or found == {"kinds": ["string"]} else found
 
 
 def _union(
@@ -873,8 +904,12 @@ def _map_problems(
     if as_model == []:
         return []
     problems: list[str] = []
+    key_shape = element.get("key")
     for key, item in value.items():
-        problems += _item_problems(mapped, item, f"{at}.{str(key)[:80]}", depth)
+        where = f"{at}.{str(key)[:80]}"
+        wrong = key_problem(key_shape, str(key), where) if key_shape is not None else None
+        problems += [wrong] if wrong else []
+        problems += _item_problems(mapped, item, where, depth)
     return problems if as_model is None or not problems else min(as_model, problems, key=len)
 
 

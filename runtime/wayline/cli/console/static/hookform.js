@@ -111,10 +111,10 @@ wl.shapeFields = (shape, at = "", depth = 0) => {
     const mapped = solid.includes("object") && !deep ? wl.mapOf(wl.own(maps, name), depth) : null;
     if (mapped) {
       const title = mapped.model && typeof mapped.model.title === "string" && mapped.model.title ? mapped.model.title : name;
-      if (!mapped.model && !plainToo.length && !listToo) out.push(wl.mapField(field, mapped.map, depth));
+      if (!mapped.model && !plainToo.length && !listToo) out.push(wl.mapField(field, mapped.map, depth, mapped.key));
       else {
         const branches = { branches: mapped.model ? [{ title, shape: mapped.model }] : [] };
-        out.push(wl.unionField(field, branches, depth, plainToo, listToo, undefined, mapped.map));
+        out.push(wl.unionField(field, branches, depth, plainToo, listToo, undefined, mapped.map, mapped.key));
       }
       continue;
     }
@@ -331,20 +331,23 @@ wl.listsOf = (element, depth = 0) => {
   return { union: { branches: [] }, lists: given, kinds: wl.plainKinds(plain.kinds), values: plain.values };
 };
 
-// A mapping (`map`: what each value is, as a list's item is said), and the model it may be
-// instead (`or`), or null for a part no writer makes.
+// A mapping (`map`: what each value is, as a list's item is said), what its key is (`key`,
+// absent for a string key), and the model it may be instead (`or`), or null for a part no
+// writer makes.
 wl.mapOf = (element, depth = 0) => {
   const given = wl.dict(element);
   const inner = wl.dict(given.map);
   if (!Object.hasOwn(given, "map") || !wl.isElement(inner, depth + 1)) return null;
   const model = wl.dict(wl.dict(given.or).shape);
-  return { map: inner, model: wl.isShape(model) ? model : null };
+  return { map: inner, model: wl.isShape(model) ? model : null, key: wl.dict(given.key) };
 };
 
 // A mapping's form: the rows of a list, each with a key input above its value; the keys must
-// be given and differ (`stock[1]: key required`), and each value is named by its key.
-wl.mapField = (field, element, depth) => {
+// be given, be of the key's kind and differ (`stock[1]: key required`, `ids[0]: key expected
+// integer`), and each value is named by its key.
+wl.mapField = (field, element, depth, key = {}) => {
   field.keyed = true;
+  field.keyShape = wl.dict(key);
   wl.listField(field, element, depth);
   field.kind = "map";
   return field;
@@ -368,7 +371,7 @@ wl.itemTitle = (element, depth = 0) => {
 // literal's `values`). `list` is the item of a list the field may also be (`Model |
 // list[int]`): a branch named `list`, holding the list's rows with Add and Remove; several
 // lists (`list[int] | list[str]`) a branch each, named by its item (`list[integer]`).
-wl.unionField = (field, union, depth, plain = [], list = null, values = undefined, map = null) => {
+wl.unionField = (field, union, depth, plain = [], list = null, values = undefined, map = null, mapKey = {}) => {
   field.kind = "union";
   field.tag = typeof union.tag === "string" ? union.tag : null;
   field.label = wl.box(field, field.name);
@@ -439,7 +442,7 @@ wl.unionField = (field, union, depth, plain = [], list = null, values = undefine
     const box = branchBox("mapping");
     const rows = { name: "mapping", path: `${field.path}.mapping`, required: true };
     rows.shown = () => (field.shown ? field.shown() : field.name);
-    wl.mapField(rows, map, depth + 1);
+    wl.mapField(rows, map, depth + 1, mapKey);
     box.append(rows.label);
     field.branches.push({ title: "mapping", list: rows, fields: [], box });
     renumbers.push(() => rows.renumber());
@@ -485,8 +488,8 @@ wl.listField = (field, element, depth) => {
     const mapped = wl.mapOf(element, depth);
     if (mapped && mapped.model) {
       const title = typeof mapped.model.title === "string" && mapped.model.title ? mapped.model.title : "model";
-      wl.unionField(row, { branches: [{ title, shape: mapped.model }] }, depth, [], null, undefined, mapped.map);
-    } else if (mapped) wl.mapField(row, mapped.map, depth + 1);
+      wl.unionField(row, { branches: [{ title, shape: mapped.model }] }, depth, [], null, undefined, mapped.map, mapped.key);
+    } else if (mapped) wl.mapField(row, mapped.map, depth + 1, mapped.key);
     else if (wl.isShape(element.shape)) wl.modelField(row, element.shape, depth);
     else if (wl.isUnion(element.union)) wl.unionField(row, element.union, depth);
     else if (either) {
@@ -507,11 +510,11 @@ wl.listField = (field, element, depth) => {
     if (field.keyed) {
       // a mapping's entry: its key, then its value (whose own legend says `value`)
       const entry = wl.box(row, "");
-      const key = document.createElement("input");
-      key.name = `${row.path}.key`;
-      key.disabled = wl.readOnly;
+      const key = wl.keyInput(field.keyShape);
+      key.input.name = `${row.path}.key`;
+      key.input.disabled = wl.readOnly;
       const pick = wl.text("label", null, "field");
-      pick.append(wl.text("span", "key"), key);
+      pick.append(wl.text("span", "key"), key.input);
       row.label.querySelector("legend, span").textContent = "value";
       entry.append(pick, row.label);
       row.label = entry;
@@ -602,14 +605,60 @@ wl.collectMap = (field, submitter, path, problems) => {
   // no prototype: a key `__proto__` is an entry like any other, never the object's prototype
   const out = Object.create(null), seen = new Set();
   field.rows.forEach((row, index) => {
-    const key = row.key.value;
-    if (!key.trim()) problems.push(`${path}[${index}]: key required`);
+    const read = row.key.read(`${path}[${index}]`);
+    const key = read.problem ? null : read.key;
+    if (read.problem) problems.push(read.problem);
     else if (seen.has(key)) problems.push(`${path}[${index}]: key ${JSON.stringify(key)} given twice`);
     seen.add(key);
-    const value = wl.collectRow(row, submitter, key.trim() ? `${path}.${key}` : `${path}[${index}]`, problems);
-    if (key.trim()) out[key] = value;
+    const value = wl.collectRow(row, submitter, key !== null ? `${path}.${key}` : `${path}[${index}]`, problems);
+    if (key !== null) out[key] = value;
   });
   return out;
+};
+
+// A mapping's key input, by what the shape says the key is (`key`: `{"kinds": [...]}`, with
+// `values` for a Literal or an Enum): a text input for a string key (and for a key that may
+// also be a string), a whole-number input for an integer key (`dict[int, str]`), a number
+// input for a float key, and a choice of the values for a Literal or an Enum key (of `true`
+// and `false` for a bool key). `read(where)` gives the key as JSON writes it (`"1"`, `"true"`:
+// an object's keys are strings, which the class reads as its keys), or the problem. Two keys
+// that the class reads as one (`1` and `01`) are one key here too, so the form refuses the
+// second rather than send a payload whose first value the class would drop.
+wl.keyInput = (shape) => {
+  const kinds = wl.plainKinds(shape.kinds).filter((k) => k !== "null");
+  const given = wl.isChoice(shape.values) ? shape.values.filter((v) => v !== null) : [];
+  const values = given.length ? given : kinds.length === 1 && kinds[0] === "boolean" ? [true, false] : null;
+  const written = (v) => (typeof v === "string" ? v : JSON.stringify(v));
+  if (values) {
+    const select = document.createElement("select");
+    select.className = "choice";
+    select.append(new Option("(choose)", ""));
+    values.forEach((v, i) => select.append(new Option(JSON.stringify(v), String(i))));
+    return { input: select, read: (where) => (select.value === "" ? { problem: `${where}: key required` }
+      : { key: written(values[Number(select.value)]) }) };
+  }
+  const number = kinds.length > 0 && kinds.every((k) => k === "integer" || k === "number");
+  const kind = kinds.includes("number") ? "number" : "integer";
+  const input = document.createElement("input");
+  input.type = number ? "number" : "text";
+  if (number) input.step = kind === "integer" ? "1" : "any";
+  const read = (where) => {
+    const raw = input.value;
+    if (!raw.trim()) {
+      // a number input holding what is no number reads as empty: say what it should be
+      return { problem: number && input.validity.badInput ? `${where}: key expected ${kind}` : `${where}: key required` };
+    }
+    if (!number) return { key: raw };
+    const value = Number(raw.trim());
+    if (!Number.isFinite(value) || (kind === "integer" && !Number.isInteger(value))) {
+      return { problem: `${where}: key expected ${kind}` };
+    }
+    if (kind === "integer" && !Number.isSafeInteger(value)) {
+      return { problem: `${where}: key ${raw.trim()} is too large for the form (send it through the API)` };
+    }
+    return { key: String(value) };
+  };
+  return { input, read };
 };
 
 wl.collectRow = (row, submitter, where, problems) => {
