@@ -25,16 +25,13 @@ wl.hookForm = (hook, after) => {
     for (const field of fields) if (field.label) form.append(field.label);
     collect = (submitter) => wl.collectFields(fields, submitter, "");
   } else {
-    const area = document.createElement("textarea");
+    const area = wl.jsonArea([]);
     area.name = "payload";
     area.placeholder = hook.type ? `a JSON ${hook.type}` : "any JSON value";
     form.append(area);
     collect = () => {
-      try {
-        return { payload: JSON.parse(area.value || "null") };
-      } catch (err) {
-        return { problems: [`not JSON: ${err.message}`] };
-      }
+      const problem = area.value.trim() ? wl.jsonProblem(area.value, []) : null;
+      return problem ? { problems: [problem] } : { payload: JSON.parse(area.value || "null") };
     };
   }
   const approval = fields && fields.find((f) => f.approval);
@@ -177,10 +174,49 @@ wl.typedInput = (kind, kinds) => {
     input = document.createElement("input");
     input.type = "text";
   } else {
-    input = document.createElement("textarea");
-    input.placeholder = kinds.length ? `JSON: ${kinds.join(" or ")}` : "JSON";
+    input = wl.jsonArea(kinds);
   }
   return input;
+};
+
+// A JSON value's text area, for a field whose shape says no more than its JSON type (`Any`,
+// `object`, `JsonValue`: any JSON value; `dict[str, Any]`: an object; `list[Any]`: a list; a
+// part past the recorded levels, or one no writer makes). Its placeholder says what it takes
+// (`any JSON value`, `a JSON object`), and it is checked as it is typed: text that is no JSON,
+// or JSON of another type than an object or a list the shape names, marks it invalid with the
+// reason, and the form refuses it by its place before anything is sent.
+wl.JSON_TYPES = { object: "a JSON object", array: "a JSON list", null: "null" };
+wl.jsonArea = (kinds) => {
+  const area = document.createElement("textarea");
+  area.jsonKinds = kinds;
+  area.placeholder = wl.jsonWhat(kinds);
+  area.addEventListener("input", () => {
+    const problem = area.value.trim() ? wl.jsonProblem(area.value, kinds) : null;
+    area.setCustomValidity(problem || "");
+    area.title = problem || "";
+    area.classList.toggle("bad", Boolean(problem));
+  });
+  return area;
+};
+
+// Whether the shape names only objects, lists and null (the JSON types a text area's value
+// is checked against: pydantic takes nothing else for them, so the check refuses no value
+// the class takes); for any other kinds (`integer` beside a model past the recorded levels)
+// the area takes any JSON and the server judges it.
+wl.jsonTyped = (kinds) => Array.isArray(kinds) && kinds.length > 0
+  && kinds.every((k) => Object.hasOwn(wl.JSON_TYPES, k)) && kinds.some((k) => k !== "null");
+wl.jsonWhat = (kinds) => (wl.jsonTyped(kinds) ? kinds.map((k) => wl.JSON_TYPES[k]).join(" or ") : "any JSON value");
+wl.jsonProblem = (raw, kinds) => {
+  let value;
+  try {
+    value = JSON.parse(raw);
+  } catch (err) {
+    return `not JSON (${err.message})`;
+  }
+  if (!wl.jsonTyped(kinds)) return null;
+  const kind = value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "object" ? "object" : typeof value;
+  if (kinds.includes(kind)) return null;
+  return `expected ${wl.jsonWhat(kinds)}, got ${wl.JSON_TYPES[kind] || `a ${kind}`}`;
 };
 
 // What one input says: `{present, value}`, or `{problem}` (named by `path`).
@@ -202,11 +238,8 @@ wl.readInput = (input, kind, required, path) => {
     return { present: true, value };
   }
   if (kind === "string") return { present: true, value: input.value };
-  try {
-    return { present: true, value: JSON.parse(raw) };
-  } catch (err) {
-    return { problem: `${path}: not JSON (${err.message})` };
-  }
+  const problem = wl.jsonProblem(raw, Array.isArray(input.jsonKinds) ? input.jsonKinds : []);
+  return problem ? { problem: `${path}: ${problem}` } : { present: true, value: JSON.parse(raw) };
 };
 
 // A plain value that is not one input: a Literal's values (a <select> of them, shown as JSON),
