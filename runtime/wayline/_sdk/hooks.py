@@ -601,7 +601,8 @@ def _element(
         # ``list[dict[str, int]]``, ``list[Model | dict[str, int]]``: a mapping, maybe or a
         # model; beside anything else, checked where the class is
         rest = [o for o in options if not _is_model(o) and not _is_mapping(o)]
-        return None if rest else _mapping(options, models, defs, walk, depth, depth + 1)
+        found = None if rest else _mapping(options, models, defs, walk, depth, depth + 1)
+        return found if found is not None else _choices(options, prop, defs, walk, depth)
     if len(models) == 1 and len(options) == 1:
         return {"shape": _fields(models[0], defs, walk, depth + 1)}
     if len(models) >= 2 and len(models) == len(options):
@@ -627,6 +628,8 @@ def _either(
     lists = [o for o in options if o.get("type") == "array"]
     plain = [o for o in options if not _is_model(o) and o.get("type") != "array"]
     if len(lists) > 1:
+        if models:
+            return _choices(options, prop, defs, walk, depth)
         return _lists_item(lists, plain, models, defs, walk, depth)
     if bool(models) + bool(lists) + bool(plain) < 2:
         return None
@@ -639,6 +642,21 @@ def _either(
     listed = _list_of(lists[0], defs, walk, depth) if lists else None
     if lists and listed is None:
         return None
+    walk.take("options")
+    return {"options": _parts(models, prop, defs, walk, depth, [listed, found])}
+
+
+def _parts(
+    models: list[Mapping[str, Any]],
+    prop: Mapping[str, Any],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
+    rest: list[dict[str, Any] | None],
+) -> list[dict[str, Any]]:
+    """The elements of an item's ``options`` or ``choices``: its model (``shape``, titled) or
+    its union of models (``union``), then each of ``rest`` that is recorded, in order. The
+    models are walked last, once every other part is known to be recorded."""
     out: list[dict[str, Any]] = []
     if len(models) == 1:
         model = _fields(models[0], defs, walk, depth + 1)
@@ -647,13 +665,54 @@ def _either(
         out.append({"shape": model})
     elif models:
         out.append({"union": _union(models, _tag(prop, defs), defs, walk, depth)})
-    if listed is not None:
-        out.append(listed)
-    if found is not None:
-        walk.take(json.dumps(found))
-        out.append(found)
-    walk.take("options")
-    return {"options": out}
+    for part in rest:
+        if part is not None:
+            if "kinds" in part:
+                walk.take(json.dumps(part))
+            out.append(part)
+    return out
+
+
+def _choices(
+    options: list[Mapping[str, Any]],
+    prop: Mapping[str, Any],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
+) -> dict[str, Any] | None:
+    """What a list's item or a field is when it may be several kinds of thing that ``options``
+    and ``maps`` do not say: a model beside two kinds of list (``Model | list[int] |
+    list[str]``), a mapping beside two models or a list (``dict[str, int] | A | B``,
+    ``dict[str, int] | list[int]``). ``{"choices": [...]}``: one element each for its model
+    (``shape``, titled) or union of models (``union``), its list (``list``) or kinds of list
+    (``lists``), its mapping (``map``, with ``key``) and its plain values (``kinds``), in that
+    order; None where a part is not recorded (checked where the class is). A key of its own,
+    never ``options``: an older reader would hold a mapping to the model beside it, or a list
+    to its one list, and refuse what the class takes; it passes ``choices`` over."""
+    models = [o for o in options if _is_model(o)]
+    lists = [o for o in options if o.get("type") == "array"]
+    maps = [o for o in options if o.get("type") == "object" and not _is_model(o)]
+    plain = [o for o in options if o.get("type") not in ("array", "object")]
+    if len(maps) > 1 or len(lists) > _MOST_OPTIONS or (maps and not _is_mapping(maps[0])):
+        return None
+    if bool(models) + bool(lists) + bool(maps) + bool(plain) < 2:
+        return None
+    found = plain_element(plain) if plain else None
+    if plain and found is None:
+        return None
+    listed: dict[str, Any] | None = None
+    if len(lists) == 1:
+        listed = _list_of(lists[0], defs, walk, depth)
+    elif lists:
+        either = _alternatives(lists, defs, walk, depth + 1)
+        listed = {"lists": either} if either is not None else None
+    if lists and listed is None:
+        return None
+    mapped = _mapping(maps, [], defs, walk, depth, depth + 1) if maps else None
+    if maps and mapped is None:
+        return None
+    walk.take("choices")
+    return {"choices": _parts(models, prop, defs, walk, depth, [listed, mapped, found])}
 
 
 def _alternatives(
@@ -720,6 +779,7 @@ def _fields(
     values: dict[str, Any] = {}
     alternatives: dict[str, Any] = {}
     maps: dict[str, Any] = {}
+    choices: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         walk.take(str(name))
         options = _options(prop, defs)
@@ -757,6 +817,12 @@ def _fields(
             mapped = _mapping(options, models, defs, walk, depth, depth)
             if mapped is not None:
                 maps[name] = mapped
+            elif len(models) > 1:
+                # a mapping beside two models (``dict[str, int] | A | B``): under a key of its
+                # own, which an older reader passes over
+                chosen = _choices(options, prop, defs, walk, depth)
+                if chosen is not None:
+                    choices[name] = chosen
             continue
         if len(models) == 1:
             nested[name] = _fields(models[0], defs, walk, depth + 1)
@@ -781,6 +847,7 @@ def _fields(
         ("values", values),
         ("lists", alternatives),
         ("maps", maps),
+        ("choices", choices),
     ):
         if found:
             out[key] = found
@@ -867,6 +934,10 @@ def _shape_problems(
         value = payload.get(name)
         if isinstance(mapped, Mapping) and isinstance(value, dict):
             problems += _element_problems(mapped, value, f"{at}{name}", depth)
+    chosen = recorded.get("choices")
+    for name, element in chosen.items() if isinstance(chosen, Mapping) else ():
+        if isinstance(element, Mapping) and name in payload and payload[name] is not None:
+            problems += _element_problems(element, payload[name], f"{at}{name}", depth)
     lists = recorded.get("lists")
     for name, either in lists.items() if isinstance(lists, Mapping) else ():
         values = payload.get(name)
@@ -965,6 +1036,9 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
     options = element.get("options")
     if isinstance(options, list):
         return _option_problems(options, value, at, depth)
+    choices = element.get("choices")
+    if isinstance(choices, list):
+        return _choice_problems(choices, value, at, depth)
     mapped = element.get("map")
     if isinstance(mapped, Mapping):
         return _map_problems(element, mapped, value, at, depth)
@@ -1029,6 +1103,47 @@ def _option_problems(options: list[Any], value: Any, at: str, depth: int) -> lis
         return []  # a forged option no writer makes: passed over
     kinds = " or ".join(dict.fromkeys(named))
     return [f"{at}: expected {kinds}, got {type(value).__name__}"]
+
+
+_MOST_CHOICES = 4
+"""The most elements ``choices`` has as a writer records it (:func:`_choices`): a model or a
+union of models, a list or kinds of list, a mapping, and the plain values."""
+
+
+def _choice_problems(choices: list[Any], value: Any, at: str, depth: int) -> list[str]:
+    """What a value that may be several kinds of thing (``choices``) breaks: nothing when it
+    fits one element of its JSON type (an object may fit the model or the mapping, as the class
+    takes it), else the problems of the one it fits best, else that it is of none of the types
+    (``slots[0]: expected object or array, got int``). A longer list, which no writer makes,
+    is passed over."""
+    if len(choices) > _MOST_CHOICES:
+        return []
+    named: list[str] = []
+    found: list[list[str]] = []
+    for choice in choices:
+        if not isinstance(choice, Mapping):
+            continue
+        if "kinds" in choice:
+            kinds = choice.get("kinds")
+            if kind_problem(kinds, value, at) is None:
+                wrong = value_problem(choice.get("values"), value, at)
+                found.append([wrong] if wrong else [])
+            else:
+                named += [str(k) for k in kinds] if isinstance(kinds, list) else []
+            continue
+        listed = isinstance(choice.get("list"), Mapping) or isinstance(choice.get("lists"), list)
+        shaped = isinstance(choice.get("map"), Mapping) or any(
+            isinstance(choice.get(key), Mapping) for key in ("shape", "union")
+        )
+        if listed or shaped:
+            named.append("array" if listed else "object")
+            if isinstance(value, list if listed else dict):
+                found.append(_element_problems(choice, value, at, depth))
+    if found:
+        return [] if any(not problems for problems in found) else min(found, key=len)
+    if not named:
+        return []  # a forged choice no writer makes: passed over
+    return [f"{at}: expected {' or '.join(dict.fromkeys(named))}, got {type(value).__name__}"]
 
 
 def _union_problems(

@@ -83,6 +83,7 @@ wl.shapeFields = (shape, at = "", depth = 0) => {
   const required = new Set(Array.isArray(shape.required) ? shape.required : []);
   const nested = wl.dict(shape.nested), unions = wl.dict(shape.unions), items = wl.dict(shape.items);
   const values = wl.dict(shape.values), lists = wl.dict(shape.lists), maps = wl.dict(shape.maps);
+  const several = wl.dict(shape.choices);
   const out = [];
   let approvalTaken = at !== "";
   for (const [name, given] of Object.entries(wl.dict(shape.fields))) {
@@ -106,6 +107,14 @@ wl.shapeFields = (shape, at = "", depth = 0) => {
     // a mapping (`dict[str, int]`, the shape's `maps`), maybe or a model (`Model | dict[str,
     // int]`): key/value rows, or a choice of the model and `mapping`
     const mapped = solid.includes("object") && !deep ? wl.mapOf(wl.own(maps, name), depth) : null;
+    // several kinds of thing `maps` and `nested` do not say (`dict[str, int] | A | B`): a
+    // choice of each model, `mapping`, the list and each plain type, as a list's item is
+    const chosen = !mapped && !deep ? wl.either({ choices: wl.dict(wl.own(several, name)).choices }, depth) : null;
+    if (chosen) {
+      const map = chosen.map || {};
+      out.push(wl.unionField(field, chosen.union, depth, chosen.kinds, chosen.list, chosen.values, map.map || null, map.key));
+      continue;
+    }
     if (mapped) {
       const title = mapped.model && typeof mapped.model.title === "string" && mapped.model.title ? mapped.model.title : name;
       if (!mapped.model && !plainToo.length && !listToo) out.push(wl.mapField(field, mapped.map, depth, mapped.key));
@@ -336,21 +345,29 @@ wl.modelField = (field, shape, depth) => {
 // `unionField` makes a choice of, or null for a part no writer makes.
 // A writer records at most three options (its models, its list, its plain values): more are a
 // forged log's, taken as JSON, so that no row of thousands of fieldsets is built on each Add.
+// `choices` say the same of what `options` do not (a model beside two kinds of list, a
+// mapping beside two models or a list), with a `lists` element (a branch per list) and a
+// `map` element (a `mapping` branch); a writer records four at most.
 wl.MAX_OPTIONS = 3;
+wl.MOST_CHOICES = 4;
 wl.either = (element, depth = 0) => {
-  const options = Array.isArray(element.options) ? element.options.map(wl.dict) : [];
-  if (options.length > wl.MAX_OPTIONS) return null;
+  const chosen = Array.isArray(element.choices);
+  const given = chosen ? element.choices : element.options;
+  const options = Array.isArray(given) ? given.map(wl.dict) : [];
+  if (options.length > (chosen ? wl.MOST_CHOICES : wl.MAX_OPTIONS)) return null;
   const union = { branches: [] };
-  let list = null, kinds = [], values;
+  let list = null, kinds = [], values, map = null;
   for (const option of options) {
     if (wl.isShape(option.shape)) union.branches.push({ title: option.shape.title, shape: option.shape });
     else if (wl.isUnion(option.union)) Object.assign(union, option.union, { branches: [...union.branches, ...option.union.branches] });
     else if (wl.isElement(wl.dict(option.list), depth + 1)) list = wl.dict(option.list);
+    else if (chosen && wl.listsOf(option, depth)) list = wl.listsOf(option, depth).lists;
+    else if (chosen && wl.mapOf(option, depth)) map = wl.mapOf(option, depth);
     else if (wl.plainKinds(option.kinds).length) { kinds = wl.plainKinds(option.kinds); values = option.values; }
     else return null;
   }
-  const count = union.branches.length + (list ? 1 : 0) + kinds.filter((k) => k !== "null").length;
-  return options.length > 1 && count > 0 ? { union, list, kinds, values } : null;
+  const count = union.branches.length + (list ? 1 : 0) + (map ? 1 : 0) + kinds.filter((k) => k !== "null").length;
+  return options.length > 1 && count > 0 ? { union, list, kinds, values, map } : null;
 };
 
 // An item or field that is one of several kinds of list (`lists`: `list[int] | list[str]`),
@@ -529,7 +546,8 @@ wl.listField = (field, element, depth) => {
       // an item that may be several kinds of thing (`list[Model | int]`, `list[list[int] |
       // None]`): a choice of its kind, with "(none)" for null where the item may be null
       row.nullable = either.kinds.includes("null");
-      wl.unionField(row, either.union, depth, either.kinds, either.list || either.lists, either.values);
+      const map = either.map || {};
+      wl.unionField(row, either.union, depth, either.kinds, either.list || either.lists, either.values, map.map || null, map.key);
     }
     else if (!wl.plainKinds(element.kinds).length && depth < wl.MAX_DEPTH) {
       // a list of lists (`list[list[int]]`): each item a list of its own, with Add and Remove
