@@ -8,6 +8,7 @@ page builds every other hook's form, and the form still sends."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tests.console.browser import Page
 from tests.console.conftest import Console
@@ -62,3 +63,52 @@ async def test_a_forged_key_or_json_field_leaves_a_form_that_sends(
         beside_form = 'form[data-token="hostile_hook_shapes.plain:keys-beside"]'
         await page.text(f"{beside_form} > button", "Resume")
         assert (await console.engine.client.get_run(beside.run_id)).status == "running"
+
+
+def _nested_choices(levels: int) -> dict[str, Any]:
+    """Choices whose mapping's value is choices again, ``levels`` deep: judging the mapping
+    twice a level was 2^32 looks at the form's depth cap, a page that never loaded."""
+    element: dict[str, Any] = {"kinds": ["integer"]}
+    for _ in range(levels):
+        element = {"choices": [{"map": element}, {"kinds": ["null"], "values": [None]}]}
+    return element
+
+
+CHOICES_FORGED_SHAPE = {
+    "required": [],
+    "fields": {
+        "bad": ["object"],
+        "wide": ["array"],
+        "item": ["array"],
+        "deep": ["array"],
+        "shallow": ["array"],
+    },
+    "choices": {
+        "bad": {"choices": [{"map": 5}, {"shape": None}]},
+        "ok": {"choices": [{"map": _VALUES}, {"kinds": ["null"], "values": [None]}]},
+    },
+    "items": {
+        "wide": {"choices": [{"list": _VALUES}] * 9},
+        "item": {"choices": "x"},
+        "deep": _nested_choices(40),
+        "shallow": _nested_choices(3),
+    },
+}
+
+
+async def test_forged_choices_leave_a_form_that_works(console: Console, page: Page) -> None:
+    """Each malformed choice is a JSON text area (and choices nested 40 deep, past the form's
+    32 levels, once the page has judged them in a bounded time), and well-formed ones beside
+    them are a *kind* choice."""
+    async with console.engine.worker([plain]):
+        form = await _forged_form(console, page, "choices-forged", CHOICES_FORGED_SHAPE)
+        await page.text(f"{form} > button", "Resume")  # the form is built
+        shown = await page.script(
+            f"return [...document.querySelectorAll('{form} textarea')].map((t) => t.name)"
+        )
+        assert shown == ["bad", "wide", "item", "deep"]
+        await page.click(f'{form} fieldset[data-path="shallow"] > button.add')
+        offered = await _texts(page, f'{form} select[name="shallow.0"] > option')
+        assert offered == ["(none)", "mapping"]
+        said = await page.script("return document.getElementById('message').textContent")
+        assert said == ""

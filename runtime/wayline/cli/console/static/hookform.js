@@ -358,11 +358,15 @@ wl.either = (element, depth = 0) => {
   const union = { branches: [] };
   let list = null, kinds = [], values, map = null;
   for (const option of options) {
+    // each part is judged once: judging one twice at each level of a forged shape nested 32
+    // deep (a mapping's value that is again choices) would be 2^32 looks, a page that hangs
+    const lists = chosen && Array.isArray(option.lists) ? wl.listsOf(option, depth) : null;
+    const mapped = chosen && Object.hasOwn(option, "map") ? wl.mapOf(option, depth) : null;
     if (wl.isShape(option.shape)) union.branches.push({ title: option.shape.title, shape: option.shape });
     else if (wl.isUnion(option.union)) Object.assign(union, option.union, { branches: [...union.branches, ...option.union.branches] });
     else if (wl.isElement(wl.dict(option.list), depth + 1)) list = wl.dict(option.list);
-    else if (chosen && wl.listsOf(option, depth)) list = wl.listsOf(option, depth).lists;
-    else if (chosen && wl.mapOf(option, depth)) map = wl.mapOf(option, depth);
+    else if (lists) list = lists.lists;
+    else if (mapped) map = mapped;
     else if (wl.plainKinds(option.kinds).length) { kinds = wl.plainKinds(option.kinds); values = option.values; }
     else return null;
   }
