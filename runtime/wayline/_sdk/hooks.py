@@ -279,6 +279,19 @@ def _by_accepted_keys() -> type[Any]:
                 _open_to_keys(out, model)
             return out
 
+        def dataclass_schema(self, schema: Any) -> Any:
+            out = super().dataclass_schema(schema)
+            args = schema.get("schema") or {}
+            _open_by_core(out, args.get("fields") or [], schema.get("config") or {})
+            return out
+
+        def typed_dict_schema(self, schema: Any) -> Any:
+            out = super().typed_dict_schema(schema)
+            fields = schema.get("fields") or {}
+            named = [{**field, "name": name} for name, field in fields.items()]
+            _open_by_core(out, named, schema.get("config") or {})
+            return out
+
         def dict_schema(self, schema: Any) -> Any:
             # pydantic writes a mapping's key type only where it is a constrained string or
             # a definition (``propertyNames``): ``dict[int, str]`` says nothing of its keys.
@@ -298,24 +311,54 @@ _KEYS = "x-wayline-keys"
 
 def _open_to_keys(out: dict[str, Any], model: Any) -> None:
     """:func:`_by_accepted_keys` for one model's JSON schema ``out``."""
-    fields = out.get("properties")
-    if not isinstance(fields, Mapping):
+    if not isinstance(out.get("properties"), Mapping):
         return
     config = getattr(model, "model_config", {}) or {}
-    if config.get("extra") != "forbid" and out.get("additionalProperties") is False:
+    by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
+    keyed = {name: _keys_of(name, info, by_name) for name, info in model.model_fields.items()}
+    _open_keys(out, config.get("extra") == "forbid", keyed)
+
+
+def _open_keys(out: dict[str, Any], forbid: bool, keyed: Mapping[str, set[str]]) -> None:
+    """Open ``out`` (and make a field not required) where a field is taken by a key its JSON
+    schema does not name, or by more than one key (``keyed``: each field's keys)."""
+    fields = out["properties"]
+    if not forbid and out.get("additionalProperties") is False:
         # closed by hand (``json_schema_extra``) for the schema's readers, not for validation:
         # the class takes and drops an unknown key, so the shape must not refuse it
         del out["additionalProperties"]
-    by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
     required = out.get("required")
-    for name, info in model.model_fields.items():
-        keys = _keys_of(name, info, by_name)
+    for keys in keyed.values():
         if not keys & set(fields) or len(keys) > 1:
             # a key the schema does not name: the model takes a key no property names
             if out.get("additionalProperties") is False:
                 del out["additionalProperties"]
             if isinstance(required, list):
                 required[:] = [key for key in required if key not in keys]
+
+
+def _open_by_core(out: Any, fields: list[Any], config: Mapping[str, Any]) -> None:
+    """:func:`_open_to_keys` for a pydantic dataclass's or a TypedDict's JSON schema ``out``,
+    read from its core schema's ``fields`` (each with its ``name`` and ``validation_alias``)
+    and ``config``: such a class with ``extra="forbid"`` is recorded closed as a model is, so a
+    field it takes by its name as well as its alias must not be refused by shape either."""
+    if not isinstance(out, dict) or not isinstance(out.get("properties"), Mapping):
+        return
+    by_name = bool(config.get("validate_by_name"))
+    forbid = config.get("extra_fields_behavior") == "forbid"
+    keyed: dict[str, set[str]] = {}
+    for field in fields:
+        name, alias = field.get("name"), field.get("validation_alias")
+        if not isinstance(name, str):
+            continue
+        paths = (
+            alias if isinstance(alias, list) and alias and isinstance(alias[0], list) else [alias]
+        )
+        keys = {p[0] if isinstance(p, list) and p else p for p in paths if p is not None}
+        keyed[name] = {k for k in keys if isinstance(k, str)} | (
+            {name} if alias is None or by_name else set()
+        )
+    _open_keys(out, forbid, keyed)
 
 
 def _keys_of(name: str, info: Any, by_name: bool) -> set[str]:
