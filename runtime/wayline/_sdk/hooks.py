@@ -40,6 +40,7 @@ from ..errors import InvalidPayloadError, SerializationError
 from .context import current_replay
 from .plain_shapes import (
     PLAIN_KINDS,
+    key_problem,
     kind_problem,
     kinds_of,
     literal_values,
@@ -278,29 +279,86 @@ def _by_accepted_keys() -> type[Any]:
                 _open_to_keys(out, model)
             return out
 
+        def dataclass_schema(self, schema: Any) -> Any:
+            out = super().dataclass_schema(schema)
+            args = schema.get("schema") or {}
+            _open_by_core(out, args.get("fields") or [], schema.get("config") or {})
+            return out
+
+        def typed_dict_schema(self, schema: Any) -> Any:
+            out = super().typed_dict_schema(schema)
+            fields = schema.get("fields") or {}
+            named = [{**field, "name": name} for name, field in fields.items()]
+            _open_by_core(out, named, schema.get("config") or {})
+            return out
+
+        def dict_schema(self, schema: Any) -> Any:
+            # pydantic writes a mapping's key type only where it is a constrained string or
+            # a definition (``propertyNames``): ``dict[int, str]`` says nothing of its keys.
+            # The key's own schema, under a name of ours, is what the shape records of it
+            out = super().dict_schema(schema)
+            keys = schema.get("keys_schema")
+            if isinstance(out, dict) and keys is not None:
+                out[_KEYS] = self.generate_inner(keys)
+            return out
+
     return _AcceptedKeys
+
+
+_KEYS = "x-wayline-keys"
+"""Where the JSON schema the recorder reads holds a mapping's key schema (never written out)."""
 
 
 def _open_to_keys(out: dict[str, Any], model: Any) -> None:
     """:func:`_by_accepted_keys` for one model's JSON schema ``out``."""
-    fields = out.get("properties")
-    if not isinstance(fields, Mapping):
+    if not isinstance(out.get("properties"), Mapping):
         return
     config = getattr(model, "model_config", {}) or {}
-    if config.get("extra") != "forbid" and out.get("additionalProperties") is False:
+    by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
+    keyed = {name: _keys_of(name, info, by_name) for name, info in model.model_fields.items()}
+    _open_keys(out, config.get("extra") == "forbid", keyed)
+
+
+def _open_keys(out: dict[str, Any], forbid: bool, keyed: Mapping[str, set[str]]) -> None:
+    """Open ``out`` (and make a field not required) where a field is taken by a key its JSON
+    schema does not name, or by more than one key (``keyed``: each field's keys)."""
+    fields = out["properties"]
+    if not forbid and out.get("additionalProperties") is False:
         # closed by hand (``json_schema_extra``) for the schema's readers, not for validation:
         # the class takes and drops an unknown key, so the shape must not refuse it
         del out["additionalProperties"]
-    by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
     required = out.get("required")
-    for name, info in model.model_fields.items():
-        keys = _keys_of(name, info, by_name)
+    for keys in keyed.values():
         if not keys & set(fields) or len(keys) > 1:
             # a key the schema does not name: the model takes a key no property names
             if out.get("additionalProperties") is False:
                 del out["additionalProperties"]
             if isinstance(required, list):
                 required[:] = [key for key in required if key not in keys]
+
+
+def _open_by_core(out: Any, fields: list[Any], config: Mapping[str, Any]) -> None:
+    """:func:`_open_to_keys` for a pydantic dataclass's or a TypedDict's JSON schema ``out``,
+    read from its core schema's ``fields`` (each with its ``name`` and ``validation_alias``)
+    and ``config``: such a class with ``extra="forbid"`` is recorded closed as a model is, so a
+    field it takes by its name as well as its alias must not be refused by shape either."""
+    if not isinstance(out, dict) or not isinstance(out.get("properties"), Mapping):
+        return
+    by_name = bool(config.get("validate_by_name"))
+    forbid = config.get("extra_fields_behavior") == "forbid"
+    keyed: dict[str, set[str]] = {}
+    for field in fields:
+        name, alias = field.get("name"), field.get("validation_alias")
+        if not isinstance(name, str):
+            continue
+        paths = (
+            alias if isinstance(alias, list) and alias and isinstance(alias[0], list) else [alias]
+        )
+        keys = {p[0] if isinstance(p, list) and p else p for p in paths if p is not None}
+        keyed[name] = {k for k in keys if isinstance(k, str)} | (
+            {name} if alias is None or by_name else set()
+        )
+    _open_keys(out, forbid, keyed)
 
 
 def _keys_of(name: str, info: Any, by_name: bool) -> set[str]:
@@ -490,12 +548,28 @@ def _mapping(
         return None
     walk.take("map")
     out: dict[str, Any] = {"map": element}
+    key = _key_of(maps[0], defs)
+    if key is not None:
+        walk.take(json.dumps(key))
+        out["key"] = key
     if models:
         model = _fields(models[0], defs, walk, depth + 1)
         model["title"] = str(models[0].get("title") or "")
         walk.take(model["title"])
         out["or"] = {"shape": model}
     return out
+
+
+def _key_of(mapping: Mapping[str, Any], defs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a mapping's key is when it is not any string, said as a list's plain item is
+    (``{"kinds": ["integer"]}`` for ``dict[int, str]``, ``{"kinds": ["string"], "values":
+    ["low", "high"]}`` for a ``Literal`` or an ``Enum``); None for a string key, and for a key
+    no plain element says (checked where the class is)."""
+    keys = mapping.get(_KEYS, mapping.get("propertyNames"))
+    if not isinstance(keys, Mapping):
+        return None
+    found = plain_element(_options(keys, defs))
+    return None if found is None or found == {"kinds": ["string"]} else found
 
 
 def _union(
@@ -570,7 +644,8 @@ def _element(
         # ``list[dict[str, int]]``, ``list[Model | dict[str, int]]``: a mapping, maybe or a
         # model; beside anything else, checked where the class is
         rest = [o for o in options if not _is_model(o) and not _is_mapping(o)]
-        return None if rest else _mapping(options, models, defs, walk, depth, depth + 1)
+        found = None if rest else _mapping(options, models, defs, walk, depth, depth + 1)
+        return found if found is not None else _choices(options, prop, defs, walk, depth)
     if len(models) == 1 and len(options) == 1:
         return {"shape": _fields(models[0], defs, walk, depth + 1)}
     if len(models) >= 2 and len(models) == len(options):
@@ -596,6 +671,8 @@ def _either(
     lists = [o for o in options if o.get("type") == "array"]
     plain = [o for o in options if not _is_model(o) and o.get("type") != "array"]
     if len(lists) > 1:
+        if models:
+            return _choices(options, prop, defs, walk, depth)
         return _lists_item(lists, plain, models, defs, walk, depth)
     if bool(models) + bool(lists) + bool(plain) < 2:
         return None
@@ -608,6 +685,21 @@ def _either(
     listed = _list_of(lists[0], defs, walk, depth) if lists else None
     if lists and listed is None:
         return None
+    walk.take("options")
+    return {"options": _parts(models, prop, defs, walk, depth, [listed, found])}
+
+
+def _parts(
+    models: list[Mapping[str, Any]],
+    prop: Mapping[str, Any],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
+    rest: list[dict[str, Any] | None],
+) -> list[dict[str, Any]]:
+    """The elements of an item's ``options`` or ``choices``: its model (``shape``, titled) or
+    its union of models (``union``), then each of ``rest`` that is recorded, in order. The
+    models are walked last, once every other part is known to be recorded."""
     out: list[dict[str, Any]] = []
     if len(models) == 1:
         model = _fields(models[0], defs, walk, depth + 1)
@@ -616,13 +708,54 @@ def _either(
         out.append({"shape": model})
     elif models:
         out.append({"union": _union(models, _tag(prop, defs), defs, walk, depth)})
-    if listed is not None:
-        out.append(listed)
-    if found is not None:
-        walk.take(json.dumps(found))
-        out.append(found)
-    walk.take("options")
-    return {"options": out}
+    for part in rest:
+        if part is not None:
+            if "kinds" in part:
+                walk.take(json.dumps(part))
+            out.append(part)
+    return out
+
+
+def _choices(
+    options: list[Mapping[str, Any]],
+    prop: Mapping[str, Any],
+    defs: Mapping[str, Any],
+    walk: _Walk,
+    depth: int,
+) -> dict[str, Any] | None:
+    """What a list's item or a field is when it may be several kinds of thing that ``options``
+    and ``maps`` do not say: a model beside two kinds of list (``Model | list[int] |
+    list[str]``), a mapping beside two models or a list (``dict[str, int] | A | B``,
+    ``dict[str, int] | list[int]``). ``{"choices": [...]}``: one element each for its model
+    (``shape``, titled) or union of models (``union``), its list (``list``) or kinds of list
+    (``lists``), its mapping (``map``, with ``key``) and its plain values (``kinds``), in that
+    order; None where a part is not recorded (checked where the class is). A key of its own,
+    never ``options``: an older reader would hold a mapping to the model beside it, or a list
+    to its one list, and refuse what the class takes; it passes ``choices`` over."""
+    models = [o for o in options if _is_model(o)]
+    lists = [o for o in options if o.get("type") == "array"]
+    maps = [o for o in options if o.get("type") == "object" and not _is_model(o)]
+    plain = [o for o in options if o.get("type") not in ("array", "object")]
+    if len(maps) > 1 or len(lists) > _MOST_OPTIONS or (maps and not _is_mapping(maps[0])):
+        return None
+    if bool(models) + bool(lists) + bool(maps) + bool(plain) < 2:
+        return None
+    found = plain_element(plain) if plain else None
+    if plain and found is None:
+        return None
+    listed: dict[str, Any] | None = None
+    if len(lists) == 1:
+        listed = _list_of(lists[0], defs, walk, depth)
+    elif lists:
+        either = _alternatives(lists, defs, walk, depth + 1)
+        listed = {"lists": either} if either is not None else None
+    if lists and listed is None:
+        return None
+    mapped = _mapping(maps, [], defs, walk, depth, depth + 1) if maps else None
+    if maps and mapped is None:
+        return None
+    walk.take("choices")
+    return {"choices": _parts(models, prop, defs, walk, depth, [listed, mapped, found])}
 
 
 def _alternatives(
@@ -689,6 +822,7 @@ def _fields(
     values: dict[str, Any] = {}
     alternatives: dict[str, Any] = {}
     maps: dict[str, Any] = {}
+    choices: dict[str, Any] = {}
     for name, prop in (schema.get("properties") or {}).items():
         walk.take(str(name))
         options = _options(prop, defs)
@@ -726,6 +860,12 @@ def _fields(
             mapped = _mapping(options, models, defs, walk, depth, depth)
             if mapped is not None:
                 maps[name] = mapped
+            elif len(models) > 1:
+                # a mapping beside two models (``dict[str, int] | A | B``): under a key of its
+                # own, which an older reader passes over
+                chosen = _choices(options, prop, defs, walk, depth)
+                if chosen is not None:
+                    choices[name] = chosen
             continue
         if len(models) == 1:
             nested[name] = _fields(models[0], defs, walk, depth + 1)
@@ -750,6 +890,7 @@ def _fields(
         ("values", values),
         ("lists", alternatives),
         ("maps", maps),
+        ("choices", choices),
     ):
         if found:
             out[key] = found
@@ -827,6 +968,9 @@ def _shape_problems(
             problems += _element_problems(element, value, f"{at}{name}[{index}]", depth + 1)
     for name, mapped, value in _described(recorded, "maps", Mapping, payload, dict):
         problems += _element_problems(mapped, value, f"{at}{name}", depth)
+    for name, element, value in _described(recorded, "choices", Mapping, payload, object):
+        if value is not None:
+            problems += _element_problems(element, value, f"{at}{name}", depth)
     for name, either, values in _described(recorded, "lists", list, payload, list):
         problems += _lists_problems(either, values, f"{at}{name}", depth)
     return problems
@@ -840,10 +984,10 @@ def _described(
     given: type[Any],
 ) -> Iterator[tuple[str, Any, Any]]:
     """Each field that the recorded shape describes under ``key`` (``nested``, ``items``,
-    ``maps``, ``lists``) whose description is a ``part`` and whose value in the payload is a
-    ``given``: its name, its description and its value. The rest is passed over here: a
-    ``key`` that is no mapping or a description of another type (a forged shape), and a value
-    of another type or left out (the field's kinds and ``required`` speak of those)."""
+    ``choices``, ``maps``, ``lists``) whose description is a ``part`` and whose value in the
+    payload is a ``given``: its name, its description and its value. The rest is passed over
+    here: a ``key`` that is no mapping or a description of another type (a forged shape), and a
+    value of another type or left out (the field's kinds and ``required`` speak of those)."""
     described = recorded.get(key)
     for name, inner in described.items() if isinstance(described, Mapping) else ():
         value = payload.get(name)
@@ -880,8 +1024,12 @@ def _map_problems(
     if as_model == []:
         return []
     problems: list[str] = []
+    key_shape = element.get("key")
     for key, item in value.items():
-        problems += _item_problems(mapped, item, f"{at}.{str(key)[:80]}", depth)
+        where = f"{at}.{str(key)[:80]}"
+        wrong = key_problem(key_shape, str(key), where) if key_shape is not None else None
+        problems += [wrong] if wrong else []
+        problems += _item_problems(mapped, item, where, depth)
     return problems if as_model is None or not problems else min(as_model, problems, key=len)
 
 
@@ -937,6 +1085,9 @@ def _element_problems(element: Mapping[str, Any], value: Any, at: str, depth: in
     options = element.get("options")
     if isinstance(options, list):
         return _option_problems(options, value, at, depth)
+    choices = element.get("choices")
+    if isinstance(choices, list):
+        return _choice_problems(choices, value, at, depth)
     mapped = element.get("map")
     if isinstance(mapped, Mapping):
         return _map_problems(element, mapped, value, at, depth)
@@ -1001,6 +1152,47 @@ def _option_problems(options: list[Any], value: Any, at: str, depth: int) -> lis
         return []  # a forged option no writer makes: passed over
     kinds = " or ".join(dict.fromkeys(named))
     return [f"{at}: expected {kinds}, got {type(value).__name__}"]
+
+
+_MOST_CHOICES = 4
+"""The most elements ``choices`` has as a writer records it (:func:`_choices`): a model or a
+union of models, a list or kinds of list, a mapping, and the plain values."""
+
+
+def _choice_problems(choices: list[Any], value: Any, at: str, depth: int) -> list[str]:
+    """What a value that may be several kinds of thing (``choices``) breaks: nothing when it
+    fits one element of its JSON type (an object may fit the model or the mapping, as the class
+    takes it), else the problems of the one it fits best, else that it is of none of the types
+    (``slots[0]: expected object or array, got int``). A longer list, which no writer makes,
+    is passed over."""
+    if len(choices) > _MOST_CHOICES:
+        return []
+    named: list[str] = []
+    found: list[list[str]] = []
+    for choice in choices:
+        if not isinstance(choice, Mapping):
+            continue
+        if "kinds" in choice:
+            kinds = choice.get("kinds")
+            if kind_problem(kinds, value, at) is None:
+                wrong = value_problem(choice.get("values"), value, at)
+                found.append([wrong] if wrong else [])
+            else:
+                named += [str(k) for k in kinds] if isinstance(kinds, list) else []
+            continue
+        listed = isinstance(choice.get("list"), Mapping) or isinstance(choice.get("lists"), list)
+        shaped = isinstance(choice.get("map"), Mapping) or any(
+            isinstance(choice.get(key), Mapping) for key in ("shape", "union")
+        )
+        if listed or shaped:
+            named.append("array" if listed else "object")
+            if isinstance(value, list if listed else dict):
+                found.append(_element_problems(choice, value, at, depth))
+    if found:
+        return [] if any(not problems for problems in found) else min(found, key=len)
+    if not named:
+        return []  # a forged choice no writer makes: passed over
+    return [f"{at}: expected {' or '.join(dict.fromkeys(named))}, got {type(value).__name__}"]
 
 
 def _union_problems(

@@ -128,6 +128,48 @@ def value_problem(values: Any, value: Any, at: str) -> str | None:
     return f"{at}: expected {allowed}, got {json.dumps(value, default=str)[:80]}"
 
 
+def key_problem(element: Any, key: str, at: str) -> str | None:
+    """Why a mapping's key (a JSON object's, so a string) breaks the mapping's recorded ``key``
+    (``{"kinds": ["integer"]}``, with ``values`` for a ``Literal`` or an ``Enum``), or None.
+    A key is judged as pydantic judges a ``dict[int, ...]``'s key: a string it can read as the
+    key's kind (``"1"``, ``"1.0"`` and ``" 1"`` are integer keys). A value of a literal names
+    the key when it is the key, or reads as it (``"1"`` for an ``IntEnum`` member 1; pydantic
+    refuses ``"1"`` for ``Literal[1]``, so there the class refuses what the shape took). A
+    ``key`` no writer makes is passed over."""
+    if not isinstance(element, Mapping):
+        return None
+    kinds = element.get("kinds")
+    if not isinstance(kinds, list) or not kinds:
+        return None
+    if not all(isinstance(k, str) and k in PLAIN_KINDS for k in kinds):
+        return None
+    shown = json.dumps(key)[:80]
+    values = element.get("values")
+    if isinstance(values, list) and values:
+        if len(values) > MAX_VALUES or not all(kind_of(v) in PLAIN_KINDS for v in values):
+            return None
+        if any(_reads_as(key, value) for value in values):
+            return None
+        allowed = " or ".join(json.dumps(v) for v in values[:10])
+        return f"{at}: key expected {allowed}{' ...' if len(values) > 10 else ''}, got {shown}"
+    if "string" in kinds or _passes(tuple(kinds), key):
+        return None
+    return f"{at}: key expected {' or '.join(kinds)}, got {shown}"
+
+
+def _reads_as(key: str, value: Any) -> bool:
+    """Whether pydantic reads the string ``key`` as the plain ``value`` (its kind's lax rule)."""
+    if isinstance(value, str) or value is None:
+        return key == value
+    import pydantic
+
+    try:
+        read = _adapter((kind_of(value),)).validate_python(key)
+    except pydantic.ValidationError:
+        return False
+    return bool(read == value and kind_of(read) == kind_of(value))
+
+
 _PYTHON: dict[str, Any] = {
     "string": str,
     "integer": int,

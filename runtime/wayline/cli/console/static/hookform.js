@@ -25,16 +25,13 @@ wl.hookForm = (hook, after) => {
     for (const field of fields) if (field.label) form.append(field.label);
     collect = (submitter) => wl.collectFields(fields, submitter, "");
   } else {
-    const area = document.createElement("textarea");
+    const area = wl.jsonArea([]);
     area.name = "payload";
     area.placeholder = hook.type ? `a JSON ${hook.type}` : "any JSON value";
     form.append(area);
     collect = () => {
-      try {
-        return { payload: JSON.parse(area.value || "null") };
-      } catch (err) {
-        return { problems: [`not JSON: ${err.message}`] };
-      }
+      const problem = area.value.trim() ? wl.jsonProblem(area.value, []) : null;
+      return problem ? { problems: [problem] } : { payload: JSON.parse(area.value || "null") };
     };
   }
   const approval = fields && fields.find((f) => f.approval);
@@ -86,6 +83,7 @@ wl.shapeFields = (shape, at = "", depth = 0) => {
   const required = new Set(Array.isArray(shape.required) ? shape.required : []);
   const nested = wl.dict(shape.nested), unions = wl.dict(shape.unions), items = wl.dict(shape.items);
   const values = wl.dict(shape.values), lists = wl.dict(shape.lists), maps = wl.dict(shape.maps);
+  const several = wl.dict(shape.choices);
   const out = [];
   let approvalTaken = at !== "";
   for (const [name, given] of Object.entries(wl.dict(shape.fields))) {
@@ -109,12 +107,20 @@ wl.shapeFields = (shape, at = "", depth = 0) => {
     // a mapping (`dict[str, int]`, the shape's `maps`), maybe or a model (`Model | dict[str,
     // int]`): key/value rows, or a choice of the model and `mapping`
     const mapped = solid.includes("object") && !deep ? wl.mapOf(wl.own(maps, name), depth) : null;
+    // several kinds of thing `maps` and `nested` do not say (`dict[str, int] | A | B`): a
+    // choice of each model, `mapping`, the list and each plain type, as a list's item is
+    const chosen = !mapped && !deep ? wl.either({ choices: wl.dict(wl.own(several, name)).choices }, depth) : null;
+    if (chosen) {
+      const map = chosen.map || {};
+      out.push(wl.unionField(field, chosen.union, depth, chosen.kinds, chosen.list, chosen.values, map.map || null, map.key));
+      continue;
+    }
     if (mapped) {
       const title = mapped.model && typeof mapped.model.title === "string" && mapped.model.title ? mapped.model.title : name;
-      if (!mapped.model && !plainToo.length && !listToo) out.push(wl.mapField(field, mapped.map, depth));
+      if (!mapped.model && !plainToo.length && !listToo) out.push(wl.mapField(field, mapped.map, depth, mapped.key));
       else {
         const branches = { branches: mapped.model ? [{ title, shape: mapped.model }] : [] };
-        out.push(wl.unionField(field, branches, depth, plainToo, listToo, undefined, mapped.map));
+        out.push(wl.unionField(field, branches, depth, plainToo, listToo, undefined, mapped.map, mapped.key));
       }
       continue;
     }
@@ -177,10 +183,49 @@ wl.typedInput = (kind, kinds) => {
     input = document.createElement("input");
     input.type = "text";
   } else {
-    input = document.createElement("textarea");
-    input.placeholder = kinds.length ? `JSON: ${kinds.join(" or ")}` : "JSON";
+    input = wl.jsonArea(kinds);
   }
   return input;
+};
+
+// A JSON value's text area, for a field whose shape says no more than its JSON type (`Any`,
+// `object`, `JsonValue`: any JSON value; `dict[str, Any]`: an object; `list[Any]`: a list; a
+// part past the recorded levels, or one no writer makes). Its placeholder says what it takes
+// (`any JSON value`, `a JSON object`), and it is checked as it is typed: text that is no JSON,
+// or JSON of another type than an object or a list the shape names, marks it invalid with the
+// reason, and the form refuses it by its place before anything is sent.
+wl.JSON_TYPES = { object: "a JSON object", array: "a JSON list", null: "null" };
+wl.jsonArea = (kinds) => {
+  const area = document.createElement("textarea");
+  area.jsonKinds = kinds;
+  area.placeholder = wl.jsonWhat(kinds);
+  area.addEventListener("input", () => {
+    const problem = area.value.trim() ? wl.jsonProblem(area.value, kinds) : null;
+    area.setCustomValidity(problem || "");
+    area.title = problem || "";
+    area.classList.toggle("bad", Boolean(problem));
+  });
+  return area;
+};
+
+// Whether the shape names only objects, lists and null (the JSON types a text area's value
+// is checked against: pydantic takes nothing else for them, so the check refuses no value
+// the class takes); for any other kinds (`integer` beside a model past the recorded levels)
+// the area takes any JSON and the server judges it.
+wl.jsonTyped = (kinds) => Array.isArray(kinds) && kinds.length > 0
+  && kinds.every((k) => Object.hasOwn(wl.JSON_TYPES, k)) && kinds.some((k) => k !== "null");
+wl.jsonWhat = (kinds) => (wl.jsonTyped(kinds) ? kinds.map((k) => wl.JSON_TYPES[k]).join(" or ") : "any JSON value");
+wl.jsonProblem = (raw, kinds) => {
+  let value;
+  try {
+    value = JSON.parse(raw);
+  } catch (err) {
+    return `not JSON (${err.message})`;
+  }
+  if (!wl.jsonTyped(kinds)) return null;
+  const kind = value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "object" ? "object" : typeof value;
+  if (kinds.includes(kind)) return null;
+  return `expected ${wl.jsonWhat(kinds)}, got ${wl.JSON_TYPES[kind] || `a ${kind}`}`;
 };
 
 // What one input says: `{present, value}`, or `{problem}` (named by `path`).
@@ -202,11 +247,8 @@ wl.readInput = (input, kind, required, path) => {
     return { present: true, value };
   }
   if (kind === "string") return { present: true, value: input.value };
-  try {
-    return { present: true, value: JSON.parse(raw) };
-  } catch (err) {
-    return { problem: `${path}: not JSON (${err.message})` };
-  }
+  const problem = wl.jsonProblem(raw, Array.isArray(input.jsonKinds) ? input.jsonKinds : []);
+  return problem ? { problem: `${path}: ${problem}` } : { present: true, value: JSON.parse(raw) };
 };
 
 // A plain value that is not one input: a Literal's values (a <select> of them, shown as JSON),
@@ -303,21 +345,33 @@ wl.modelField = (field, shape, depth) => {
 // `unionField` makes a choice of, or null for a part no writer makes.
 // A writer records at most three options (its models, its list, its plain values): more are a
 // forged log's, taken as JSON, so that no row of thousands of fieldsets is built on each Add.
+// `choices` say the same of what `options` do not (a model beside two kinds of list, a
+// mapping beside two models or a list), with a `lists` element (a branch per list) and a
+// `map` element (a `mapping` branch); a writer records four at most.
 wl.MAX_OPTIONS = 3;
+wl.MOST_CHOICES = 4;
 wl.either = (element, depth = 0) => {
-  const options = Array.isArray(element.options) ? element.options.map(wl.dict) : [];
-  if (options.length > wl.MAX_OPTIONS) return null;
+  const chosen = Array.isArray(element.choices);
+  const given = chosen ? element.choices : element.options;
+  const options = Array.isArray(given) ? given.map(wl.dict) : [];
+  if (options.length > (chosen ? wl.MOST_CHOICES : wl.MAX_OPTIONS)) return null;
   const union = { branches: [] };
-  let list = null, kinds = [], values;
+  let list = null, kinds = [], values, map = null;
   for (const option of options) {
+    // each part is judged once: judging one twice at each level of a forged shape nested 32
+    // deep (a mapping's value that is again choices) would be 2^32 looks, a page that hangs
+    const lists = chosen && Array.isArray(option.lists) ? wl.listsOf(option, depth) : null;
+    const mapped = chosen && Object.hasOwn(option, "map") ? wl.mapOf(option, depth) : null;
     if (wl.isShape(option.shape)) union.branches.push({ title: option.shape.title, shape: option.shape });
     else if (wl.isUnion(option.union)) Object.assign(union, option.union, { branches: [...union.branches, ...option.union.branches] });
     else if (wl.isElement(wl.dict(option.list), depth + 1)) list = wl.dict(option.list);
+    else if (lists) list = lists.lists;
+    else if (mapped) map = mapped;
     else if (wl.plainKinds(option.kinds).length) { kinds = wl.plainKinds(option.kinds); values = option.values; }
     else return null;
   }
-  const count = union.branches.length + (list ? 1 : 0) + kinds.filter((k) => k !== "null").length;
-  return options.length > 1 && count > 0 ? { union, list, kinds, values } : null;
+  const count = union.branches.length + (list ? 1 : 0) + (map ? 1 : 0) + kinds.filter((k) => k !== "null").length;
+  return options.length > 1 && count > 0 ? { union, list, kinds, values, map } : null;
 };
 
 // An item or field that is one of several kinds of list (`lists`: `list[int] | list[str]`),
@@ -331,20 +385,23 @@ wl.listsOf = (element, depth = 0) => {
   return { union: { branches: [] }, lists: given, kinds: wl.plainKinds(plain.kinds), values: plain.values };
 };
 
-// A mapping (`map`: what each value is, as a list's item is said), and the model it may be
-// instead (`or`), or null for a part no writer makes.
+// A mapping (`map`: what each value is, as a list's item is said), what its key is (`key`,
+// absent for a string key), and the model it may be instead (`or`), or null for a part no
+// writer makes.
 wl.mapOf = (element, depth = 0) => {
   const given = wl.dict(element);
   const inner = wl.dict(given.map);
   if (!Object.hasOwn(given, "map") || !wl.isElement(inner, depth + 1)) return null;
   const model = wl.dict(wl.dict(given.or).shape);
-  return { map: inner, model: wl.isShape(model) ? model : null };
+  return { map: inner, model: wl.isShape(model) ? model : null, key: wl.dict(given.key) };
 };
 
 // A mapping's form: the rows of a list, each with a key input above its value; the keys must
-// be given and differ (`stock[1]: key required`), and each value is named by its key.
-wl.mapField = (field, element, depth) => {
+// be given, be of the key's kind and differ (`stock[1]: key required`, `ids[0]: key expected
+// integer`), and each value is named by its key.
+wl.mapField = (field, element, depth, key = {}) => {
   field.keyed = true;
+  field.keyShape = wl.dict(key);
   wl.listField(field, element, depth);
   field.kind = "map";
   return field;
@@ -368,7 +425,7 @@ wl.itemTitle = (element, depth = 0) => {
 // literal's `values`). `list` is the item of a list the field may also be (`Model |
 // list[int]`): a branch named `list`, holding the list's rows with Add and Remove; several
 // lists (`list[int] | list[str]`) a branch each, named by its item (`list[integer]`).
-wl.unionField = (field, union, depth, plain = [], list = null, values = undefined, map = null) => {
+wl.unionField = (field, union, depth, plain = [], list = null, values = undefined, map = null, mapKey = {}) => {
   field.kind = "union";
   field.tag = typeof union.tag === "string" ? union.tag : null;
   field.label = wl.box(field, field.name);
@@ -439,7 +496,7 @@ wl.unionField = (field, union, depth, plain = [], list = null, values = undefine
     const box = branchBox("mapping");
     const rows = { name: "mapping", path: `${field.path}.mapping`, required: true };
     rows.shown = () => (field.shown ? field.shown() : field.name);
-    wl.mapField(rows, map, depth + 1);
+    wl.mapField(rows, map, depth + 1, mapKey);
     box.append(rows.label);
     field.branches.push({ title: "mapping", list: rows, fields: [], box });
     renumbers.push(() => rows.renumber());
@@ -485,15 +542,16 @@ wl.listField = (field, element, depth) => {
     const mapped = wl.mapOf(element, depth);
     if (mapped && mapped.model) {
       const title = typeof mapped.model.title === "string" && mapped.model.title ? mapped.model.title : "model";
-      wl.unionField(row, { branches: [{ title, shape: mapped.model }] }, depth, [], null, undefined, mapped.map);
-    } else if (mapped) wl.mapField(row, mapped.map, depth + 1);
+      wl.unionField(row, { branches: [{ title, shape: mapped.model }] }, depth, [], null, undefined, mapped.map, mapped.key);
+    } else if (mapped) wl.mapField(row, mapped.map, depth + 1, mapped.key);
     else if (wl.isShape(element.shape)) wl.modelField(row, element.shape, depth);
     else if (wl.isUnion(element.union)) wl.unionField(row, element.union, depth);
     else if (either) {
       // an item that may be several kinds of thing (`list[Model | int]`, `list[list[int] |
       // None]`): a choice of its kind, with "(none)" for null where the item may be null
       row.nullable = either.kinds.includes("null");
-      wl.unionField(row, either.union, depth, either.kinds, either.list || either.lists, either.values);
+      const map = either.map || {};
+      wl.unionField(row, either.union, depth, either.kinds, either.list || either.lists, either.values, map.map || null, map.key);
     }
     else if (!wl.plainKinds(element.kinds).length && depth < wl.MAX_DEPTH) {
       // a list of lists (`list[list[int]]`): each item a list of its own, with Add and Remove
@@ -507,11 +565,11 @@ wl.listField = (field, element, depth) => {
     if (field.keyed) {
       // a mapping's entry: its key, then its value (whose own legend says `value`)
       const entry = wl.box(row, "");
-      const key = document.createElement("input");
-      key.name = `${row.path}.key`;
-      key.disabled = wl.readOnly;
+      const key = wl.keyInput(field.keyShape);
+      key.input.name = `${row.path}.key`;
+      key.input.disabled = wl.readOnly;
       const pick = wl.text("label", null, "field");
-      pick.append(wl.text("span", "key"), key);
+      pick.append(wl.text("span", "key"), key.input);
       row.label.querySelector("legend, span").textContent = "value";
       entry.append(pick, row.label);
       row.label = entry;
@@ -602,14 +660,60 @@ wl.collectMap = (field, submitter, path, problems) => {
   // no prototype: a key `__proto__` is an entry like any other, never the object's prototype
   const out = Object.create(null), seen = new Set();
   field.rows.forEach((row, index) => {
-    const key = row.key.value;
-    if (!key.trim()) problems.push(`${path}[${index}]: key required`);
+    const read = row.key.read(`${path}[${index}]`);
+    const key = read.problem ? null : read.key;
+    if (read.problem) problems.push(read.problem);
     else if (seen.has(key)) problems.push(`${path}[${index}]: key ${JSON.stringify(key)} given twice`);
     seen.add(key);
-    const value = wl.collectRow(row, submitter, key.trim() ? `${path}.${key}` : `${path}[${index}]`, problems);
-    if (key.trim()) out[key] = value;
+    const value = wl.collectRow(row, submitter, key !== null ? `${path}.${key}` : `${path}[${index}]`, problems);
+    if (key !== null) out[key] = value;
   });
   return out;
+};
+
+// A mapping's key input, by what the shape says the key is (`key`: `{"kinds": [...]}`, with
+// `values` for a Literal or an Enum): a text input for a string key (and for a key that may
+// also be a string), a whole-number input for an integer key (`dict[int, str]`), a number
+// input for a float key, and a choice of the values for a Literal or an Enum key (of `true`
+// and `false` for a bool key). `read(where)` gives the key as JSON writes it (`"1"`, `"true"`:
+// an object's keys are strings, which the class reads as its keys), or the problem. Two keys
+// that the class reads as one (`1` and `01`) are one key here too, so the form refuses the
+// second rather than send a payload whose first value the class would drop.
+wl.keyInput = (shape) => {
+  const kinds = wl.plainKinds(shape.kinds).filter((k) => k !== "null");
+  const given = wl.isChoice(shape.values) ? shape.values.filter((v) => v !== null) : [];
+  const values = given.length ? given : kinds.length === 1 && kinds[0] === "boolean" ? [true, false] : null;
+  const written = (v) => (typeof v === "string" ? v : JSON.stringify(v));
+  if (values) {
+    const select = document.createElement("select");
+    select.className = "choice";
+    select.append(new Option("(choose)", ""));
+    values.forEach((v, i) => select.append(new Option(JSON.stringify(v), String(i))));
+    return { input: select, read: (where) => (select.value === "" ? { problem: `${where}: key required` }
+      : { key: written(values[Number(select.value)]) }) };
+  }
+  const number = kinds.length > 0 && kinds.every((k) => k === "integer" || k === "number");
+  const kind = kinds.includes("number") ? "number" : "integer";
+  const input = document.createElement("input");
+  input.type = number ? "number" : "text";
+  if (number) input.step = kind === "integer" ? "1" : "any";
+  const read = (where) => {
+    const raw = input.value;
+    if (!raw.trim()) {
+      // a number input holding what is no number reads as empty: say what it should be
+      return { problem: number && input.validity.badInput ? `${where}: key expected ${kind}` : `${where}: key required` };
+    }
+    if (!number) return { key: raw };
+    const value = Number(raw.trim());
+    if (!Number.isFinite(value) || (kind === "integer" && !Number.isInteger(value))) {
+      return { problem: `${where}: key expected ${kind}` };
+    }
+    if (kind === "integer" && !Number.isSafeInteger(value)) {
+      return { problem: `${where}: key ${raw.trim()} is too large for the form (send it through the API)` };
+    }
+    return { key: String(value) };
+  };
+  return { input, read };
 };
 
 wl.collectRow = (row, submitter, where, problems) => {
