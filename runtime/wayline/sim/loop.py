@@ -128,8 +128,9 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         return self._now
 
     # --- scheduling -------------------------------------------------------------------------
-    # asyncio's own ``call_soon`` and ``call_at`` (which ``call_later`` calls), without what a simulation never uses (the
-    # debug mode's checks and the stack a debug handle keeps), and with the timer heap holding
+    # asyncio's own ``call_soon`` and ``call_at`` (which ``call_later`` calls), without what a
+    # simulation never uses (the debug mode's checks and the stack a debug handle keeps), and
+    # with the timer heap holding
     # ``(when, timer)`` pairs: the heap compares the times in C instead of calling
     # ``TimerHandle.__lt__`` (half a million calls over 30 seeds). A pair compares as its
     # timer does (by time; two timers of one time are neither less than the other, as
