@@ -1,7 +1,10 @@
 """The simulator's seeds a minute of one core's CPU, for two simulators side by side.
 
-    taskset -c 0 python bench/sim_rate.py --first 2000 --seeds 150 [--old /tmp/simold/runtime]
+    taskset -c 0 python -P bench/sim_rate.py --first 2000 --seeds 150 [--old /tmp/simold/runtime]
         [--rounds 3]
+
+(``-P``: without it the script's own folder comes first on the path, and ``bench/operator.py``
+shadows the standard library's ``operator`` before the script runs.)
 
 Each round runs the seeds once with the simulator found at ``--old`` (a tree extracted with
 ``git archive <commit> runtime | tar -x -C /tmp/simold``) and once with this checkout's, one

@@ -32,7 +32,7 @@ from ..client import Client
 from ..errors import HookNotFoundError, WaylineError
 from ..worlds.memory import MemoryStore
 from .trace import Trace
-from .workload import charge
+from .workload import HOOK_TIMEOUT, charge
 
 CONFLICT_ODDS = 0.25
 """How likely a seed runs contenders for a shared hook token."""
@@ -60,7 +60,7 @@ async def contender(tag: str, token: str, shape: str) -> str:
     if shape != "bare":
         await charge(tag)
     set_attributes(**{MARK: tag})
-    await create_hook(token, timeout="1h", type=dict)
+    await create_hook(token, timeout=HOOK_TIMEOUT, type=dict)
     if kid is not None:
         await kid
     return tag

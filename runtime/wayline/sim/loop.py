@@ -18,15 +18,18 @@ import contextvars
 import heapq
 import random
 import selectors
+from asyncio import format_helpers
 from asyncio.base_events import (  # type: ignore[attr-defined]
     _MIN_CANCELLED_TIMER_HANDLES_FRACTION,
     _MIN_SCHEDULED_TIMER_HANDLES,
     MAXIMUM_SELECT_TIMEOUT,
 )
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVarTuple, Unpack
 
 from .._engine.eager import EagerTask
+
+_Ts = TypeVarTuple("_Ts")
 
 PROCESS: contextvars.ContextVar[int] = contextvars.ContextVar("wayline_sim_process", default=0)
 """The simulated process a task belongs to (0: the simulator itself, which never crashes)."""
@@ -125,6 +128,45 @@ class VirtualLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return self._now
 
+    # --- scheduling -------------------------------------------------------------------------
+    # asyncio's own ``call_soon`` and ``call_at`` (which ``call_later`` calls), without what a
+    # simulation never uses (the debug mode's checks and the stack a debug handle keeps), and
+    # with the timer heap holding
+    # ``(when, timer)`` pairs: the heap compares the times in C instead of calling
+    # ``TimerHandle.__lt__`` (half a million calls over 30 seeds). A pair compares as its
+    # timer does (by time; two timers of one time are neither less than the other, as
+    # ``TimerHandle`` says too), so the heap keeps the same shape and pops the same timer as
+    # asyncio's would, and every seed runs the same callbacks in the same order
+    # (``tools/sim_hashes.py``).
+
+    def call_soon(
+        self,
+        callback: Callable[[Unpack[_Ts]], object],
+        *args: *_Ts,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Handle:
+        if self._closed:  # type: ignore[attr-defined]
+            raise RuntimeError("Event loop is closed")
+        handle = _Soon(callback, args, self, context)
+        self._ready.append(handle)  # type: ignore[attr-defined]
+        return handle
+
+    def call_at(
+        self,
+        when: float,
+        callback: Callable[[Unpack[_Ts]], object],
+        *args: *_Ts,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        if when is None:
+            raise TypeError("when cannot be None")
+        if self._closed:  # type: ignore[attr-defined]
+            raise RuntimeError("Event loop is closed")
+        timer = _Timer(when, callback, args, self, context)
+        heapq.heappush(self._scheduled, (when, timer))  # type: ignore[attr-defined]
+        timer._scheduled = True  # type: ignore[attr-defined]
+        return timer
+
     def advance(self, seconds: float) -> None:
         if seconds > 0:
             self._now += seconds
@@ -161,10 +203,10 @@ class VirtualLoop(asyncio.SelectorEventLoop):
             ready.extend(kept)
             # The timers are swept once per crash: a parked process sets no timer after it,
             # and a live one that wakes a dead task does so through the ready queue.
-            timers: list[asyncio.TimerHandle] = self._scheduled  # type: ignore[attr-defined]
-            if self._sweep and any(self._of_dead(t) for t in timers):
-                self.parked.extend(t for t in timers if self._of_dead(t))
-                timers[:] = [t for t in timers if not self._of_dead(t)]
+            timers: list[tuple[float, asyncio.TimerHandle]] = self._scheduled  # type: ignore[attr-defined]
+            if self._sweep and any(self._of_dead(t) for _, t in timers):
+                self.parked.extend(t for _, t in timers if self._of_dead(t))
+                timers[:] = [p for p in timers if not self._of_dead(p[1])]
                 heapq.heapify(timers)
             self._sweep = False
         if self.shuffle and len(ready) > 1:
@@ -187,37 +229,85 @@ class VirtualLoop(asyncio.SelectorEventLoop):
             and this._timer_cancelled_count / count > _MIN_CANCELLED_TIMER_HANDLES_FRACTION
         ):
             kept = []
-            for timer in scheduled:
-                if timer._cancelled:
-                    timer._scheduled = False
+            for pair in scheduled:
+                if pair[1]._cancelled:
+                    pair[1]._scheduled = False
                 else:
-                    kept.append(timer)
+                    kept.append(pair)
             heapq.heapify(kept)
             this._scheduled = scheduled = kept
             this._timer_cancelled_count = 0
         else:
-            while scheduled and scheduled[0]._cancelled:
+            while scheduled and scheduled[0][1]._cancelled:
                 this._timer_cancelled_count -= 1
-                timer = heapq.heappop(scheduled)
+                timer = heapq.heappop(scheduled)[1]
                 timer._scheduled = False
         if not (ready or this._stopping):
             if not scheduled:
                 raise StuckError("the simulation is stuck: nothing is ready and no timer is set")
             # As the selector's wait of the timeout asyncio computes, to the last bit.
-            self.advance(min(max(0, scheduled[0]._when - self._now), MAXIMUM_SELECT_TIMEOUT))
+            self.advance(min(max(0, scheduled[0][0] - self._now), MAXIMUM_SELECT_TIMEOUT))
         end_time = self._now + this._clock_resolution
         while scheduled:
-            if scheduled[0]._when >= end_time:
+            if scheduled[0][0] >= end_time:
                 break
-            timer = heapq.heappop(scheduled)
+            timer = heapq.heappop(scheduled)[1]
             timer._scheduled = False
             ready.append(timer)
         # Every callback ready now, not those they make ready (the next turn's), as asyncio.
+        # ``Handle._run`` inlined (one Python call fewer a callback); what a callback raises
+        # goes to the exception handler as there.
         for _ in range(len(ready)):
             handle = ready.popleft()
             if not handle._cancelled:
-                handle._run()
+                try:
+                    handle._context.run(handle._callback, *handle._args)
+                except (SystemExit, KeyboardInterrupt):
+                    raise
+                except BaseException as exc:
+                    source = format_helpers._format_callback_source(handle._callback, handle._args)
+                    self.call_exception_handler(
+                        {
+                            "message": f"Exception in callback {source}",
+                            "exception": exc,
+                            "handle": handle,
+                        }
+                    )
 
     def _of_dead(self, handle: asyncio.Handle) -> bool:
         context: contextvars.Context | None = getattr(handle, "_context", None)
         return context is not None and context.get(PROCESS, 0) in self.dead
+
+
+class _Soon(asyncio.Handle):
+    """``asyncio.Handle`` made without asking the loop for its debug mode (never on here)."""
+
+    __slots__ = ()
+
+    def __init__(self, callback: Any, args: Any, loop: Any, context: Any = None) -> None:
+        _fill(self, callback, args, loop, context)
+
+
+class _Timer(asyncio.TimerHandle):
+    """``asyncio.TimerHandle`` made the same way as :class:`_Soon`."""
+
+    __slots__ = ()
+
+    def __init__(
+        self, when: float, callback: Any, args: Any, loop: Any, context: Any = None
+    ) -> None:
+        _fill(self, callback, args, loop, context)
+        this: Any = self
+        this._when = when
+        this._scheduled = False
+
+
+def _fill(handle: Any, callback: Any, args: Any, loop: Any, context: Any) -> None:
+    """What ``asyncio.Handle.__init__`` sets, with no debug stack."""
+    handle._context = contextvars.copy_context() if context is None else context
+    handle._loop = loop
+    handle._callback = callback
+    handle._args = args
+    handle._cancelled = False
+    handle._repr = None
+    handle._source_traceback = None

@@ -29,7 +29,8 @@ from .probe import Probe, waits_for_operator
 from .trace import Trace
 
 HORIZON = 6 * 3600.0
-"""Virtual seconds a seed may take before its runs are judged (a hook's timeout is 1h)."""
+"""Virtual seconds a seed may take before its runs are judged (a hook times out after
+``workload.HOOK_TIMEOUT``)."""
 VISIBILITY = 30.0
 RUNS = 4
 WORKFLOWS = workload.WORKFLOWS + flows.WORKFLOWS

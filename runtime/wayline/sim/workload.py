@@ -80,10 +80,19 @@ async def notify(order: str) -> str:
     return await send(order)
 
 
+HOOK_TIMEOUT = "5m"
+"""How long a simulated hook waits for its resume: longer than anything else a seed does (a
+client stops trying to resume after 2-2.5 min, a body lasts seconds, the longest period of a
+worker is the 60-75 s between two looks for lost starts), so the timeout still comes only for a
+resume that never came. It was an hour, and the seeds whose hook timed out (one in twenty)
+spent that hour of virtual time on idle heartbeats, renewals and receives: about a third of a
+range's CPU. A seed that ends before the timeout runs as it did with an hour."""
+
+
 @workflow(name="sim.order")
 async def order(name: str) -> str:
     charged = await charge(name)
-    approval: dict[str, Any] = await create_hook(f"approve:{name}", timeout="1h", type=dict)
+    approval: dict[str, Any] = await create_hook(f"approve:{name}", timeout=HOOK_TIMEOUT, type=dict)
     if not approval.get("ok"):
         raise FatalError(f"order {name} was not approved")
     parcel = await ship(name)

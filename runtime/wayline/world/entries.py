@@ -55,6 +55,8 @@ def loads_object(raw: bytes | str) -> dict[str, Any]:
 def seconds(value: Any) -> float | None:
     """``value`` as a finite number (a time, a lease), or None: a bool, a string, an integer
     past any float, NaN or infinity, which JSON can all carry."""
+    if type(value) is float:  # the common case first: a heartbeat reads one per live worker
+        return value if math.isfinite(value) else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:

@@ -31,7 +31,14 @@ def _copied(entry: Mapping[str, Any]) -> dict[str, Any]:
     A JSON round trip did the same, for about 3% of a seed's CPU in the simulator; what
     the other worlds' encodings accept is their contract suite's to test
     (``tests/contract/test_registry*``)."""
-    return {
-        k: dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, list) else v
-        for k, v in entry.items()
-    }
+    out: dict[str, Any] = {}
+    for k, v in entry.items():
+        kind = type(v)
+        # the exact types first: an ``isinstance`` against the ``Mapping`` ABC is the slow path
+        if kind is dict or (kind is not list and isinstance(v, Mapping)):
+            out[k] = dict(v)
+        elif kind is list or isinstance(v, list):
+            out[k] = list(v)
+        else:
+            out[k] = v
+    return out
