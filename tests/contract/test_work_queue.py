@@ -312,11 +312,13 @@ async def test_a_stale_settlement_leaves_the_redelivery_alone(make_world, stale:
     else:
         assert await a_world.dead_letter(a, "late") is False
         assert await a_world.list_dead_letters() == []
-    # B still holds the message: nobody else receives it while B renews it...
-    for _ in range(3):
-        await asyncio.sleep(0.4)
-        assert await b_world.renew(b) is True
-        assert await a_world.receive("flow", wait_seconds=0) == []
+    # B still holds the message: its renewal is accepted and nobody else receives it (a stale
+    # retry that took effect would have made the message visible by now)... That renewals
+    # keep a delivery away for longer than its visibility is test_renew_keeps_a_delivery_invisible's
+    # subject; one round here is enough to show that the stale settlement left B's hold alone.
+    await asyncio.sleep(0.4)
+    assert await b_world.renew(b) is True
+    assert await a_world.receive("flow", wait_seconds=0) == []
     # ...and when B dies without acking, it comes back (the run's wake is not lost)
     [c] = await a_world.receive("flow", wait_seconds=5)
     assert (c.message_id, c.attempt) == (b.message_id, 3)
