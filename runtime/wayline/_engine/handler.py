@@ -541,7 +541,7 @@ class Handler:
 
     async def _wake_here(self, session: RunSession) -> bool:
         """Wait in this process for the run's first sleep or timeout when it is due within
-        ``prompt_wake_seconds``, then catch up with the log: True to drive the run on under
+        ``prompt_wake_seconds``: True to drive the run on under
         this delivery, False to leave it to the delayed message armed for it (see
         ``prompt_wakes``). Never under a running body, nor when the worker closes or the
         delivery is due to be handed off. If the worker dies in the wait, the delayed message
@@ -558,7 +558,9 @@ class Handler:
         # due by then is the next move's, which hands the run back under a message of its own).
         self.prompt_wakes.woke(session.replay, now + delay)
         await asyncio.sleep(delay)
-        await session.catch_up()  # a payload, a cancel request that came meanwhile
+        # Not read again here: what reached the log meanwhile (a payload, a cancel request) is
+        # read when the wake's completion lands after it (``RunSession.feed``), and the next
+        # decision batch is fenced on the log it was decided on, as after a delivered wake.
         return True
 
     @staticmethod
