@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
+import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, file_exists, of_type, settings, wait_for
 from tests.runtime.procs import exec_python
 from tests.runtime.prompt_wake_flows import pw_sleepy
-from wayline._core.events import EventType
+from wayline._core.events import EventType, RunStatus
 from wayline._engine.handler import Handler
 
 
@@ -100,3 +101,24 @@ async def test_a_worker_killed_in_a_prompt_wake_leaves_the_run_to_its_delayed_me
     events = await handle.events()
     completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
     assert sorted(completed) == sorted(set(completed)) and len(completed) == 2
+
+
+async def test_a_cancel_asked_while_a_worker_waits_for_a_sleep_ends_the_run_after_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A cancel written while the worker waits in process for a 1 s sleep is read when the
+    sleep's completion lands after it, before anything new starts: the run ends cancelled
+    and the step after the sleep never runs."""
+    log = str(tmp_path / "bodies")
+    async with engine.worker([pw_sleepy], settings=settings(prompt_wake_seconds=5.0)) as w:
+        handle = await engine.client.start(pw_sleepy, log, 3, 1.0)
+
+        async def waiting() -> bool:
+            return bool(w.handler.prompt_wakes.prompt) and flows.lines(log) == ["tick 0"]
+
+        await wait_for(waiting, timeout=30)
+        assert await engine.client.cancel(handle.run_id, "stop in the sleep")
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=30)
+    assert flows.lines(log) == ["tick 0"]
+    assert (await engine.client.get_run(handle.run_id)).status is RunStatus.CANCELLED
