@@ -541,9 +541,9 @@ class Handler:
 
     async def _wake_here(self, session: RunSession) -> bool:
         """Wait in this process for the run's first sleep or timeout when it is due within
-        ``prompt_wake_seconds``: True to drive the run on under
-        this delivery, False to leave it to the delayed message armed for it (see
-        ``prompt_wakes``). Never under a running body, nor when the worker closes or the
+        ``prompt_wake_seconds``, then read what reached the log meanwhile: True to drive the
+        run on under this delivery, False to leave it to the delayed message armed for it
+        (see ``prompt_wakes``). Never under a running body, nor when the worker closes or the
         delivery is due to be handed off. If the worker dies in the wait, the delayed message
         wakes the run, or, when it came first and was taken for a duplicate, this delivery
         does, redelivered after its visibility."""
@@ -558,9 +558,10 @@ class Handler:
         # due by then is the next move's, which hands the run back under a message of its own).
         self.prompt_wakes.woke(session.replay, now + delay)
         await asyncio.sleep(delay)
-        # Not read again here: what reached the log meanwhile (a payload, a cancel request) is
-        # read when the wake's completion lands after it (``RunSession.feed``), and the next
-        # decision batch is fenced on the log it was decided on, as after a delivered wake.
+        # Read what reached the log meanwhile before the wake is written, as a delivered wake
+        # reads the run first: a pause asked in the wait must hold the sleep's completion
+        # back until the unpause (the completion is not fenced on the log it was decided on).
+        await session.catch_up()
         return True
 
     @staticmethod

@@ -7,9 +7,9 @@ quarter of a second there, and a run that slept after each step advanced 4 steps
 
 So a delivery that leaves its run waiting on a sleep or a timeout due within
 ``prompt_wake_seconds`` keeps the run: it waits in this process until it is due (a timer of the
-event loop: no polling) and drives the run on, under the same delivery, as if the wake had
-come (what reached the log meanwhile is read when the wake's completion is written after
-it). The delayed message stays armed, so nothing is less durable than before:
+event loop: no polling), reads what reached the log meanwhile (a pause, a cancel request, a
+payload) and drives the run on, under the same delivery, as the wake would have. The delayed
+message stays armed, so nothing is less durable than before:
 
 - If this worker dies before the wake is written, the delayed message wakes the run when it
   is due, as it always did; if it came first and was taken for a duplicate, the delivery held
