@@ -16,6 +16,10 @@ from ._core.limits import Limits
 from ._core.planning import HELD_DELAY_FLOOR, HELD_DELAY_MAX, HELD_DELAY_MIN
 from .errors import ConfigurationError
 
+PROMPT_WAKE_MAX = 5.0
+"""The longest ``prompt_wake_seconds``: a delivery waiting in process holds a worker slot, so
+the wait is kept short, well under any visibility or hand-off time."""
+
 # Seed 000, "Why a fixed constant, and why 860 seconds": longer than any invocation may live
 # (Wayline's workers enforce WAYLINE_MAX_INVOCATION_SECONDS=800 below it), and under the
 # 900 s ceiling so a single delayed backstop always suffices.
@@ -57,6 +61,16 @@ class Settings:
     wake, least recently used dropped first; 0 keeps none (every wake replays from the log's
     first event). A kept replay holds its workflow's coroutine and folded state, typically
     tens of kB: 256 bounds that to a few MB while covering a worker's busy runs."""
+
+    prompt_wake_seconds: float = 0.25
+    """``WAYLINE_PROMPT_WAKE_SECONDS``, seconds, from 0 (off) to 5: a delivery that leaves its
+    run waiting on a sleep or a timeout due within this long keeps the run and wakes it in
+    this process when it is due, instead of acknowledging and waiting for the delayed message
+    it armed (which stays armed: it wakes the run if this worker dies first, and is
+    acknowledged as a duplicate when it comes here after the wake). 0.25 s because
+    nats-server fires no message schedule sooner than 250 ms after it is stored, so a shorter
+    sleep took that long on NATS; the delivery and its worker slot are held no longer than
+    that for it (docs/durability.md, "Short sleeps")."""
 
     max_inline_steps: int = 3
     """``WORKFLOW_MAX_INLINE_STEPS``, 1..16: new steps run lazily inline per suspension; the
@@ -246,6 +260,13 @@ class Settings:
                 f" {HELD_DELAY_MAX:g}, got {value!r}"
             )
 
+        prompt = self.prompt_wake_seconds
+        if not _seconds(prompt) or not 0.0 <= prompt <= PROMPT_WAKE_MAX:
+            raise ConfigurationError(
+                "prompt_wake_seconds (WAYLINE_PROMPT_WAKE_SECONDS) must be a number of seconds"
+                f" from 0 (off) to {PROMPT_WAKE_MAX:g}, got {prompt!r}"
+            )
+
     @property
     def handoff_after(self) -> float:
         if self.handoff_seconds is not None:
@@ -263,6 +284,7 @@ class Settings:
             max_queue_deliveries=max(1, int(_float(env, "WORKFLOW_MAX_QUEUE_DELIVERIES", 48))),
             replay_cache_runs=_count(env, "WAYLINE_REPLAY_CACHE_RUNS", 256, "runs"),
             max_inline_steps=min(16, max(1, int(_float(env, "WORKFLOW_MAX_INLINE_STEPS", 3)))),
+            prompt_wake_seconds=_float(env, "WAYLINE_PROMPT_WAKE_SECONDS", 0.25),
             history_warn_events=_events(env, "WAYLINE_HISTORY_WARN_EVENTS", 10_240),
             history_limit_events=_events(env, "WAYLINE_HISTORY_LIMIT_EVENTS", 51_200),
             max_invocation_seconds=_float(env, "WAYLINE_MAX_INVOCATION_SECONDS", 800.0),

@@ -20,8 +20,10 @@ from wayline.world import World
 
 ROOT = Path(__file__).resolve().parents[2]
 
-LIVE = settings(replay_cache_runs=256)
-"""Whatever ``WAYLINE_REPLAY_CACHE_RUNS`` the suite runs with: these tests are about the cache."""
+LIVE = settings(replay_cache_runs=256, prompt_wake_seconds=0)
+"""Whatever ``WAYLINE_REPLAY_CACHE_RUNS`` the suite runs with: these tests are about the cache.
+A short sleep is woken by its delayed message here, not in the process that drives the run
+(``prompt_wakes``), so that each step has a wake of its own to go on from the replay."""
 
 
 @wayline.step(name="lr_tick")
@@ -91,7 +93,8 @@ async def test_results_and_logs_are_the_same_with_live_replays_off(
     logs = []
     for runs in (256, 0):
         log = str(tmp_path / f"bodies-{runs}")
-        async with engine.worker([sleepy], settings=settings(replay_cache_runs=runs)) as worker:
+        quiet = settings(replay_cache_runs=runs, prompt_wake_seconds=0)
+        async with engine.worker([sleepy], settings=quiet) as worker:
             handle = await engine.client.start(sleepy, log, 12)
             assert await handle.result(timeout=60) == list(range(12))
             hits = worker.handler.replays.hits

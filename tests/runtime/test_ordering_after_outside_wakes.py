@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import wayline
-from tests.runtime.harness import Engine
+from tests.runtime.harness import Engine, settings
 from wayline._core.ordering import Ordering, of_payload
 from wayline.world import FLOW_TOPIC, Delivery, World
 
@@ -41,7 +41,9 @@ async def test_a_run_keeps_its_priority_after_a_client_resumes_its_hook(engine: 
     ids: list[str] = []
     seen = record_flow(engine.world, ids)
     options = wayline.StartOptions(priority=2, fairness_key="acme")
-    async with engine.worker([waits_then_naps]):
+    # the sleep's wake is a delivery of its own, not woken in the process that drove the run
+    # (``prompt_wakes``), so that the message the run sent after the resume is seen here
+    async with engine.worker([waits_then_naps], settings=settings(prompt_wake_seconds=0)):
         handle = await engine.client.start_with(options, waits_then_naps, "tok-follow")
         ids.append(handle.run_id)
         await engine.client.wait_for_hook("tok-follow", timeout=20)

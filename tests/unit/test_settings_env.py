@@ -109,3 +109,24 @@ def test_the_held_delay_floor_and_an_int_are_taken() -> None:
     assert Settings(held_delay_seconds=0.1).held_delay_seconds == 0.1
     assert Settings(held_delay_seconds=3).held_delay_seconds == 3
     assert Settings.from_env({"WAYLINE_HELD_DELAY_SECONDS": "0.1"}).held_delay_seconds == 0.1
+
+
+def test_the_prompt_wake_comes_from_the_environment_with_a_default_of_a_quarter_second() -> None:
+    assert Settings.from_env({}).prompt_wake_seconds == 0.25
+    assert Settings().prompt_wake_seconds == 0.25
+    assert Settings.from_env({"WAYLINE_PROMPT_WAKE_SECONDS": "0"}).prompt_wake_seconds == 0.0
+    assert Settings.from_env({"WAYLINE_PROMPT_WAKE_SECONDS": "5"}).prompt_wake_seconds == 5.0
+
+
+@pytest.mark.parametrize("raw", ["soon", "-1", "5.5", "nan", "inf"])
+def test_a_bad_prompt_wake_is_a_clear_error(raw: str) -> None:
+    """Over 5 s a delivery would hold its worker slot for a long sleep; a negative or
+    unreadable value is named with the variable, not taken for 0."""
+    with pytest.raises(ConfigurationError, match="WAYLINE_PROMPT_WAKE_SECONDS"):
+        Settings.from_env({"WAYLINE_PROMPT_WAKE_SECONDS": raw})
+
+
+@pytest.mark.parametrize("value", [-0.1, 5.01, float("nan"), "0.25", None, True])
+def test_settings_built_in_code_refuse_a_bad_prompt_wake(value: Any) -> None:
+    with pytest.raises(ConfigurationError, match=r"prompt_wake_seconds .*must be a number"):
+        Settings(prompt_wake_seconds=value)

@@ -82,6 +82,7 @@ from .deferred import InlineBatch, Rebuild, append_batch
 from .ending import fail_run, malformed, report_to_parent, terminal
 from .live_replays import LiveReplay, LiveReplays, may_keep
 from .messages import ACK, FlowMessage, Stats, Verdict, unseen
+from .prompt_wakes import PromptWakes
 from .session import RunSession
 from .step_delivery import Continue, handle_step
 
@@ -114,6 +115,8 @@ class Handler:
         """Tasks running a compensation body: a forced close lets them checkpoint."""
         self.replays = LiveReplays(settings.replay_cache_runs)
         """Replays of suspended runs, for their next wake here (see ``live_replays``)."""
+        self.prompt_wakes = PromptWakes(settings.prompt_wake_seconds)
+        """Short sleeps woken here, not by their delayed message (see ``prompt_wakes``)."""
 
     # --- deliveries ----------------------------------------------------------------------------
     async def handle_flow(self, delivery: Delivery) -> Verdict:
@@ -121,6 +124,10 @@ class Handler:
             msg = FlowMessage.model_validate(delivery.payload)
         except pydantic.ValidationError as err:
             return await self.malformed(delivery, err)
+        if msg.reason == WakeReason.WAIT and self.prompt_wakes.duplicate(
+            msg.runId, (msg.model_extra or {}).get("waitId")
+        ):
+            return ACK  # its wait was woken here (``prompt_wakes``): nothing left to do
         return await self._flow(msg.runId, delivery, msg.backstopKey, mark=_log_mark(delivery))
 
     async def handle_step(self, delivery: Delivery) -> Verdict:
@@ -531,8 +538,33 @@ class Handler:
                     if isinstance(suspended, RunFailure):
                         if not await self._fail_refused(session, suspended):
                             return True
-                    elif not suspended:
+                    elif not suspended and not await self._wake_here(session):
                         return True
+
+    async def _wake_here(self, session: RunSession) -> bool:
+        """Wait in this process for the run's first sleep or timeout when it is due within
+        ``prompt_wake_seconds``, then read what reached the log meanwhile: True to drive the
+        run on under this delivery, False to leave it to the delayed message armed for it
+        (see ``prompt_wakes``). Never under a running body, nor when the worker closes or the
+        delivery is due to be handed off. If the worker dies in the wait, the delayed message
+        wakes the run, or, when it came first and was taken for a duplicate, this delivery
+        does, redelivered after its visibility."""
+        if session.stats.bodies.pending or handoff.stop_here(self.closing):
+            return False
+        now = self.world.now()
+        delay = self.prompt_wakes.due_in(session.replay, now)
+        if delay is None:
+            return False
+        # Taken from here on: the wait's delayed message is acknowledged unread if it comes
+        # first, so the drive goes on after the sleep whatever happens (a close or a hand-off
+        # due by then is the next move's, which hands the run back under a message of its own).
+        self.prompt_wakes.woke(session.replay, now + delay)
+        await asyncio.sleep(delay)
+        # Read what reached the log meanwhile before the wake is written, as a delivered wake
+        # reads the run first: a pause asked in the wait must hold the sleep's completion
+        # back until the unpause (the completion is not fenced on the log it was decided on).
+        await session.catch_up()
+        return True
 
     @staticmethod
     async def _fail_refused(session: RunSession, failure: RunFailure) -> bool:

@@ -1,0 +1,86 @@
+"""Short sleeps woken in the process that armed them (docs/durability.md, "Short sleeps").
+
+A sleep is woken by a delayed flow message (``WaitDue``) armed in the decision batch that
+created it. On NATS such a message is a message schedule, and nats-server fires none sooner
+than 250 ms after it is stored (its scheduler's timer has that floor), so a 1 ms sleep took a
+quarter of a second there, and a run that slept after each step advanced 4 steps a second.
+
+So a delivery that leaves its run waiting on a sleep or a timeout due within
+``prompt_wake_seconds`` keeps the run: it waits in this process until it is due (a timer of the
+event loop: no polling), reads what reached the log meanwhile (a pause, a cancel request, a
+payload) and drives the run on, under the same delivery, as the wake would have. The delayed
+message stays armed, so nothing is less durable than before:
+
+- If this worker dies before the wake is written, the delayed message wakes the run when it
+  is due, as it always did; if it came first and was taken for a duplicate, the delivery held
+  here comes back after its visibility and wakes the run.
+- A wait's completion is written once: ``wait_completed`` is an entity of the log, and the
+  world refuses a second one (``RunSession.append_inputs``).
+- The delayed message still comes when the scheduler fires it. A process that woke the wait
+  itself remembers so (``_woken``), and acknowledges that message at once, without reading
+  the run or driving it a second time. The wait is remembered from before the wait in
+  process, since on a world that fires delayed messages on time (SQLite) the message comes
+  as the timer does, and the delivery held here drives the run on after the wait whatever
+  happens. Elsewhere (another worker, or this one after a restart) the message is handled as
+  any late wake: the run is read, its wait is found completed, and nothing new is written.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from .._core.replay import Replay
+
+REMEMBERED = 4096
+"""Wait keys remembered as woken here, oldest forgotten first: a forgotten key only costs its
+delayed message a read of the run. A wait is remembered from the moment its prompt wake is
+decided until its delayed message comes (most often within a second)."""
+
+
+class PromptWakes:
+    """The waits a worker wakes itself, and how often that happened."""
+
+    def __init__(self, horizon: float) -> None:
+        self.horizon = horizon
+        self._woken: OrderedDict[str, None] = OrderedDict()
+        self.prompt = 0
+        """Wakes applied in this process, not by their delayed message."""
+        self.duplicates = 0
+        """Delayed messages acknowledged at once, their wait woken here already."""
+
+    def due_in(self, replay: Replay, now: float) -> float | None:
+        """How long until the run's first pending wait (a sleep, a hook's timeout, a child's
+        deadline) is due, when that is within the horizon; else None."""
+        if self.horizon <= 0:
+            return None
+        waits = replay.pending_waits()
+        if not waits:
+            return None
+        delay = min(w.resume_at for w in waits) - now
+        return max(0.0, delay) if delay <= self.horizon else None
+
+    def woke(self, replay: Replay, at: float) -> None:
+        """Remember the waits of ``replay`` due by ``at``: this process wakes them (their
+        delayed messages are duplicates from now on, even one that comes before ``at``)."""
+        for wait in replay.pending_waits():
+            if wait.resume_at <= at:
+                self._woken[_key(replay.run_id, wait.cid)] = None
+        while len(self._woken) > REMEMBERED:
+            self._woken.popitem(last=False)
+        self.prompt += 1
+
+    def duplicate(self, run_id: str, wait_id: object) -> bool:
+        """Whether a delayed message for ``wait_id`` of ``run_id`` comes for a wait this
+        process woke (forgotten once asked: its message comes once)."""
+        if not isinstance(wait_id, str):
+            return False
+        try:
+            del self._woken[_key(run_id, wait_id)]
+        except KeyError:
+            return False
+        self.duplicates += 1
+        return True
+
+
+def _key(run_id: str, wait_id: str) -> str:
+    return f"{run_id}:{wait_id}"

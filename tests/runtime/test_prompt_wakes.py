@@ -1,0 +1,124 @@
+"""A short sleep is woken in the process that drives its run (``_engine.prompt_wakes``), not
+by its delayed message, which nats-server fires no sooner than 250 ms after it is stored; the
+delayed message stays armed, so a worker killed in the wait still leaves the run to wake."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import wayline
+from tests.runtime import flows
+from tests.runtime.harness import Engine, file_exists, of_type, settings, wait_for
+from tests.runtime.procs import exec_python
+from tests.runtime.prompt_wake_flows import pw_sleepy
+from wayline._core.events import EventType, RunStatus
+from wayline._engine.handler import Handler
+
+
+def count_drives(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The run of each delivery a worker drives (read, replayed and planned) from now on; a
+    delivery acknowledged without that is not counted."""
+    drives: list[str] = []
+    original = Handler._flow
+
+    async def counted(self: Handler, run_id: str, *args: Any, **kwargs: Any) -> Any:
+        drives.append(run_id)
+        return await original(self, run_id, *args, **kwargs)
+
+    monkeypatch.setattr(Handler, "_flow", counted)
+    return drives
+
+
+async def test_twenty_short_sleeps_are_woken_by_the_delivery_that_drives_the_run(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of 20 steps, each followed by a 10 ms sleep, is driven by its start's delivery
+    alone: each sleep is woken in process, and each sleep's delayed message, when it comes, is
+    acknowledged without driving the run again. Each sleep completes once, each step runs
+    once. Before, each sleep's delayed message drove the run (21 drives), and on NATS each
+    waited at least 250 ms for it."""
+    log = str(tmp_path / "bodies")
+    drives = count_drives(monkeypatch)
+    async with engine.worker([pw_sleepy]) as worker:
+        handle = await engine.client.start(pw_sleepy, log, 20, 0.01)
+        assert await handle.result(timeout=60) == list(range(20))
+        ours = drives.count(handle.run_id)
+        assert ours <= 2, drives  # the start's delivery (a redelivery under load: one more)
+        assert worker.handler.prompt_wakes.prompt >= 20
+    assert flows.lines(log) == [f"tick {i}" for i in range(20)]
+    events = await handle.events()
+    completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
+    assert sorted(completed) == sorted(set(completed)) and len(completed) == 20
+
+
+async def test_a_wake_left_to_its_delayed_message_past_the_horizon(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sleep due later than ``prompt_wake_seconds`` is left to its delayed message, as
+    before: the delivery is acknowledged and the wake drives the run."""
+    log = str(tmp_path / "bodies")
+    drives = count_drives(monkeypatch)
+    async with engine.worker([pw_sleepy], settings=settings(prompt_wake_seconds=0.05)) as w:
+        handle = await engine.client.start(pw_sleepy, log, 2, 0.3)
+        assert await handle.result(timeout=60) == [0, 1]
+        assert w.handler.prompt_wakes.prompt == 0
+    assert drives.count(handle.run_id) == 3  # the start, then each sleep's wake
+
+
+async def test_a_worker_killed_in_a_prompt_wake_leaves_the_run_to_its_delayed_message(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A worker process waits in process for a run's 1 s sleep (prompt wakes up to 5 s) and
+    is SIGKILLed in the wait, after the sleep's delayed message was armed: the next worker
+    gets that message and wakes the run. Each step runs once and each sleep completes once."""
+    log = str(tmp_path / "bodies")
+    mark = str(tmp_path / "waiting")
+    proc = await exec_python(
+        [sys.executable, "-m", "tests.runtime.prompt_wake_proc", engine.world.url, mark],
+        dict(os.environ),
+        tmp_path / "proc.log",
+    )
+    try:
+        assert proc.stdout is not None
+        ready = await asyncio.wait_for(proc.stdout.readline(), 60)
+        assert ready.strip() == b"worker ready", ready
+        handle = await engine.client.start(pw_sleepy, log, 2, 1.0)
+        await wait_for(file_exists(mark), timeout=30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+    assert flows.lines(log) == ["tick 0"]  # killed in the first sleep
+    async with engine.worker([pw_sleepy]):
+        assert await handle.result(timeout=60) == [0, 1]
+    assert flows.lines(log) == ["tick 0", "tick 1"]
+    events = await handle.events()
+    completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
+    assert sorted(completed) == sorted(set(completed)) and len(completed) == 2
+
+
+async def test_a_cancel_asked_while_a_worker_waits_for_a_sleep_ends_the_run_after_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A cancel written while the worker waits in process for a 1 s sleep is read when the
+    sleep's completion lands after it, before anything new starts: the run ends cancelled
+    and the step after the sleep never runs."""
+    log = str(tmp_path / "bodies")
+    async with engine.worker([pw_sleepy], settings=settings(prompt_wake_seconds=5.0)) as w:
+        handle = await engine.client.start(pw_sleepy, log, 3, 1.0)
+
+        async def waiting() -> bool:
+            return bool(w.handler.prompt_wakes.prompt) and flows.lines(log) == ["tick 0"]
+
+        await wait_for(waiting, timeout=30)
+        assert await engine.client.cancel(handle.run_id, "stop in the sleep")
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=30)
+    assert flows.lines(log) == ["tick 0"]
+    assert (await engine.client.get_run(handle.run_id)).status is RunStatus.CANCELLED
