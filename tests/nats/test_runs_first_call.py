@@ -301,3 +301,37 @@ async def test_runs_whose_names_are_hashed_are_loaded_from_their_entries(
     assert await console.count_runs() == await reader.count_runs()
     page = await console.runs_page(after=None, limit=10, workflow=long_flow)
     assert [r.run_id for r in page] == [other]
+
+
+async def test_a_run_this_process_deletes_while_its_model_loads_leaves_the_model(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run the console's own process deletes after the load had the index's names (the
+    names still list it) and before the load placed it is not held once the model is loaded:
+    a run this process deletes leaves the model at once (docs/nats.md, "Purges are not read
+    forward"), and its counts do not count it until a sweep, up to SWEEP_EVERY later."""
+    writer = await open_nats_world()
+    kept = await _make(writer, RunStatus.COMPLETED, 1)
+    gone = await _make(writer, RunStatus.CANCELLED, 2)
+    assert await writer.flush_runs_index()
+    console = await open_nats_world()
+    index = console._listing.runs()
+    gate, reached = asyncio.Event(), asyncio.Event()
+    real = runs_index.RunsIndex.listed
+
+    async def held(self: Any, stream: str, pattern: str) -> Any:
+        out = await real(self, stream, pattern)
+        if self is index and pattern == runs_index.wildcard(self.names) and not reached.is_set():
+            reached.set()  # the names are answered; the load has not placed them yet
+            await gate.wait()
+        return out
+
+    monkeypatch.setattr(runs_index.RunsIndex, "listed", held)
+    await console.follow_runs()
+    await asyncio.wait_for(reached.wait(), 30.0)
+    assert await console.delete_runs(older_than=0.0, statuses=[RunStatus.CANCELLED]) == 1
+    gate.set()
+    model = await console.runs_followed(30.0)
+    assert model is not None
+    assert await console.count_runs() == {RunStatus.COMPLETED: 1}
+    assert set(model.runs) == {kept}, f"{gone} deleted by this process is still held"

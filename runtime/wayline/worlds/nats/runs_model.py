@@ -220,6 +220,10 @@ class RunsModel:
         """How many of the load's windows wait for reads, and since when one does."""
         self._made: object = None
         """When the index's stream the model read was made (its info's ``created``)."""
+        self._dropped: set[str] | None = None
+        """The runs dropped (``drop``) while a load is under way (None when none is): the
+        load may have had their names or entries before this process purged them, and takes
+        them out again at its end."""
 
     # --- what it holds ------------------------------------------------------------------
     def absorb(self, msg: StoredMsg, *, place: bool = True) -> None:
@@ -262,7 +266,11 @@ class RunsModel:
             self._by_status.setdefault(self.runs[key[1]].status, []).append(key)
 
     def drop(self, run_id: str) -> None:
-        """Forget a run that is gone (deleted, archived, or found gone by a page)."""
+        """Forget a run that is gone (deleted, archived, or found gone by a page), also
+        when a load under way places it later from names or entries read before its purge
+        (a run's id is never written again once gone)."""
+        if self._dropped is not None:
+            self._dropped.add(run_id)
         held = self.runs.pop(run_id, None)
         if held is not None:
             self._counts[held.workflow][held.status] -= 1
@@ -449,6 +457,17 @@ class RunsModel:
         stream holds past the last sequence it had before the names were listed. When the
         names take several pages and the stream changed while they were read (a page may
         then miss a name), every message is read instead (``_windows``)."""
+        self._dropped = set()
+        try:
+            await self._fill_from_index()
+        finally:
+            dropped, self._dropped = self._dropped, None
+        # the runs this process deleted or archived meanwhile: the names (one answer, placed
+        # a chunk at a time after it) or a window may still have held them
+        for run_id in dropped:
+            self.drop(run_id)
+
+    async def _fill_from_index(self) -> None:
         self.runs, self.order, self._by_status, self._counts = {}, [], {}, {}
         self.seq = 0
         self._began, self._held = time.monotonic(), 0.0
