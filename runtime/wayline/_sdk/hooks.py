@@ -316,25 +316,39 @@ def _open_to_keys(out: dict[str, Any], model: Any) -> None:
     config = getattr(model, "model_config", {}) or {}
     by_name = bool(config.get("populate_by_name") or config.get("validate_by_name"))
     keyed = {name: _keys_of(name, info, by_name) for name, info in model.model_fields.items()}
-    _open_keys(out, config.get("extra") == "forbid", keyed)
+    through = {name: _through_of(info) for name, info in model.model_fields.items()}
+    _open_keys(out, config.get("extra") == "forbid", keyed, through)
 
 
-def _open_keys(out: dict[str, Any], forbid: bool, keyed: Mapping[str, set[str]]) -> None:
+def _open_keys(
+    out: dict[str, Any],
+    forbid: bool,
+    keyed: Mapping[str, set[str]],
+    through: Mapping[str, set[str]] | None = None,
+) -> None:
     """Open ``out`` (and make a field not required) where a field is taken by a key its JSON
-    schema does not name, or by more than one key (``keyed``: each field's keys)."""
+    schema does not name, or by more than one key, or through a path (``keyed``: each field's
+    keys; ``through``: the first keys of its paths, ``AliasPath("a", 0)``'s ``a``). The
+    schema names a field taken through a path by its name, typed as the field, though a
+    payload need not give that name and the path's key holds what the path reads from (a list,
+    an object): such a property is not required, and one a path reads from has no type."""
     fields = out["properties"]
     if not forbid and out.get("additionalProperties") is False:
         # closed by hand (``json_schema_extra``) for the schema's readers, not for validation:
         # the class takes and drops an unknown key, so the shape must not refuse it
         del out["additionalProperties"]
     required = out.get("required")
-    for keys in keyed.values():
-        if not keys & set(fields) or len(keys) > 1:
+    for name, keys in keyed.items():
+        paths = (through or {}).get(name) or set()
+        if not keys & set(fields) or len(keys) > 1 or paths:
             # a key the schema does not name: the model takes a key no property names
             if out.get("additionalProperties") is False:
                 del out["additionalProperties"]
             if isinstance(required, list):
-                required[:] = [key for key in required if key not in keys]
+                named = keys | ({name} if paths else set())
+                required[:] = [key for key in required if key not in named]
+        for key in paths & set(fields):
+            fields[key] = {}  # what a path reads from, not the field's value: its kind unsaid
 
 
 def _open_by_core(out: Any, fields: list[Any], config: Mapping[str, Any]) -> None:
@@ -347,6 +361,7 @@ def _open_by_core(out: Any, fields: list[Any], config: Mapping[str, Any]) -> Non
     by_name = bool(config.get("validate_by_name"))
     forbid = config.get("extra_fields_behavior") == "forbid"
     keyed: dict[str, set[str]] = {}
+    through: dict[str, set[str]] = {}
     for field in fields:
         name, alias = field.get("name"), field.get("validation_alias")
         if not isinstance(name, str):
@@ -358,7 +373,22 @@ def _open_by_core(out: Any, fields: list[Any], config: Mapping[str, Any]) -> Non
         keyed[name] = {k for k in keys if isinstance(k, str)} | (
             {name} if alias is None or by_name else set()
         )
-    _open_keys(out, forbid, keyed)
+        deep = {p[0] for p in paths if isinstance(p, list) and len(p) > 1}
+        through[name] = {k for k in deep if isinstance(k, str)}
+    _open_keys(out, forbid, keyed, through)
+
+
+def _through_of(info: Any) -> set[str]:
+    """The first keys of the paths a model's field is taken through (``AliasPath("a", 0)``:
+    ``a``, whose value is what the path reads from, not the field's)."""
+    alias = info.validation_alias if info.validation_alias is not None else info.alias
+    choices = getattr(alias, "choices", None)
+    found: set[str] = set()
+    for choice in choices if isinstance(choices, list) else [alias]:
+        path = getattr(choice, "path", None)
+        if isinstance(path, list) and len(path) > 1 and isinstance(path[0], str):
+            found.add(path[0])
+    return found
 
 
 def _keys_of(name: str, info: Any, by_name: bool) -> set[str]:
