@@ -39,7 +39,7 @@ from ..._core.events import RunStatus
 from .codec import parse_stamp, rfc3339
 from .direct import StoredMsg, direct_batch
 from .runs_index import Entry, RunsIndex, wildcard
-from .runs_model import Held, newer, read_window, unplace
+from .runs_model import WINDOWS_AT_ONCE, Held, newer, read_window, unplace
 
 WINDOW = 500
 """Sequence numbers one backward read covers (one batch direct get)."""
@@ -158,7 +158,12 @@ class RunsTail:
             down_to = self.first if found is None else found - 1
             start = max(self.first, self.top + 1 - MOST, min(start, down_to))
         spans = [(at, min(at + WINDOW, self.floor)) for at in range(start, self.floor, WINDOW)]
-        read = await asyncio.gather(*(self._read(at, end - at) for at, end in spans))
+        read: list[list[StoredMsg]] = []
+        # at most WINDOWS_AT_ONCE windows asked for together, as the model's load does: each
+        # window's reply must land within the request timeout while the others' decode
+        for group in range(0, len(spans), WINDOWS_AT_ONCE):
+            asked = spans[group : group + WINDOWS_AT_ONCE]
+            read += await asyncio.gather(*(self._read(at, end - at) for at, end in asked))
         msgs = [m for (_, end), got in zip(spans, read, strict=True) for m in got if m.seq < end]
         for msg in msgs:
             self._absorb(msg)
