@@ -16,8 +16,9 @@ How far back to read is asked of the server once the tail holds enough runs for 
 page whose last run so far was created at ``c`` is complete once the lowest entry read was
 stored before ``c - SKEW``, so the first entry stored at or after that time (one direct get by
 ``start_time``) gives the sequence to read down to, and the windows down to it are asked for
-:data:`WINDOWS_AT_ONCE` at a time rather than one round trip after another (:meth:`RunsTail._back`). The runs read
-there can only make the page's last run newer, so that read completes the page but when the
+:data:`WINDOWS_AT_ONCE` at a time rather than one round trip after another
+(:meth:`RunsTail._back`). The runs read there can only make the page's last run newer, so that
+read completes the page but when the
 server's timestamps go backward; the page is still picked only once :meth:`RunsTail._known`
 proves it, and a page that is not reads on, so the estimate decides how many windows are read
 at once, never the page.
