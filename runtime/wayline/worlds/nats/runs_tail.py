@@ -9,8 +9,19 @@ sequence it read) belongs to a run created before that lowest entry was stored, 
 the clocks' skew (:data:`SKEW`): a run created later than that bound has an entry the tail
 read, and is held with its newest entry. A page whose last run was created past the bound is
 therefore the page the whole index gives; one that is not reads more of the stream backward,
-a window at a time, up to :data:`MOST` entries, past which the caller reads the index's names
-as before (``None``). The whole stream read (a small index) answers every page.
+up to :data:`MOST` entries, past which the caller reads the index's names as before
+(``None``). The whole stream read (a small index) answers every page.
+
+How far back to read is asked of the server once the tail holds enough runs for the page: a
+page whose last run so far was created at ``c`` is complete once the lowest entry read was
+stored before ``c - SKEW``, so the first entry stored at or after that time (one direct get by
+``start_time``) gives the sequence to read down to, and the windows down to it are asked for
+:data:`WINDOWS_AT_ONCE` at a time rather than one round trip after another
+(:meth:`RunsTail._back`). The runs read there can only make the page's last run newer, so that
+read completes the page but when the
+server's timestamps go backward; the page is still picked only once :meth:`RunsTail._known`
+proves it, and a page that is not reads on, so the estimate decides how many windows are read
+at once, never the page.
 
 A run held here may show an older status than its log has when a late repair of an older
 status was written after the newer entry (``RunsIndex.put`` purges it soon after); as with the
@@ -26,10 +37,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._core.events import RunStatus
-from .codec import parse_stamp
-from .direct import StoredMsg
-from .runs_index import Entry, RunsIndex
-from .runs_model import Held, newer, read_window, unplace
+from .codec import parse_stamp, rfc3339
+from .direct import StoredMsg, direct_batch
+from .runs_index import Entry, RunsIndex, wildcard
+from .runs_model import WINDOWS_AT_ONCE, Held, newer, read_window, unplace
 
 WINDOW = 500
 """Sequence numbers one backward read covers (one batch direct get)."""
@@ -120,20 +131,48 @@ class RunsTail:
             if len(msgs) < WINDOW:
                 return
 
-    async def _back(self) -> bool:
-        """Read one window below :attr:`floor`; False when nothing is left to read or the
-        tail read :data:`MOST` entries."""
+    async def _below(self, before: float) -> int | None:
+        """The sequence of the first entry the server stored at or after ``before`` (server
+        clock, seconds since the epoch); None when every entry was stored before it."""
+        request = {
+            "start_time": rfc3339(before),
+            "batch": 1,
+            "next_by_subj": wildcard(self._index.names),
+        }
+        msgs, _ = await direct_batch(
+            self._nc, self._index.stream, request, timeout=self._timeout, url=self._url
+        )
+        return msgs[0].seq if msgs else None
+
+    async def _back(self, reach: float | None = None) -> bool:
+        """Read below :attr:`floor`: one window, or, given ``reach`` (the ``created_at`` of
+        the page's last run as the tail holds it so far), every window down to the entry
+        stored just before ``reach - SKEW``, asked for together; False when nothing is left
+        to read or the tail read :data:`MOST` entries."""
         if self.bound is None or self.top - self.floor + 1 >= MOST:
             return False
         start = max(self.first, self.floor - WINDOW)
-        msgs = [m for m in await self._read(start, self.floor - start) if m.seq < self.floor]
+        if reach is not None and start > self.first:
+            found = await self._below(reach - SKEW)
+            # the entry before the first one stored at or after ``reach - SKEW`` was stored
+            # before it: reading down to it makes the bound pass ``reach``
+            down_to = self.first if found is None else found - 1
+            start = max(self.first, self.top + 1 - MOST, min(start, down_to))
+        spans = [(at, min(at + WINDOW, self.floor)) for at in range(start, self.floor, WINDOW)]
+        read: list[list[StoredMsg]] = []
+        # at most WINDOWS_AT_ONCE windows asked for together, as the model's load does: each
+        # window's reply must land within the request timeout while the others' decode
+        for group in range(0, len(spans), WINDOWS_AT_ONCE):
+            asked = spans[group : group + WINDOWS_AT_ONCE]
+            read += await asyncio.gather(*(self._read(at, end - at) for at, end in asked))
+        msgs = [m for (_, end), got in zip(spans, read, strict=True) for m in got if m.seq < end]
         for msg in msgs:
             self._absorb(msg)
         if start <= self.first:
             self.bound = None
         else:
-            # the lowest entry read gives the bound; a window with no entry of the index
-            # (all purged) keeps the bound it had, which is later than its entries'
+            # the lowest entry read gives the bound; windows with no entry of the index (all
+            # purged) keep the bound it had, which is later than their entries'
             stamps = [s for s in map(stamp_of, msgs[:1]) if s is not None]
             if stamps:
                 self.bound = stamps[0] + SKEW
@@ -168,9 +207,23 @@ class RunsTail:
             await self._start()
             await self._forward()
             while (found := self._pick(after, limit, kept)) is None:
-                if not await self._back():
+                if not await self._back(self._reach(after, limit, kept)):
                     return None
             return found
+
+    def _reach(
+        self, after: tuple[float, str] | None, limit: int, kept: Callable[[Held], bool]
+    ) -> float | None:
+        """The ``created_at`` of the page's last run among the runs the tail holds, known or
+        not to come first; None when it holds fewer than ``limit`` of them past ``after``."""
+        at = 0 if after is None else bisect.bisect_right(self.order, (-after[0], after[1]))
+        count = 0
+        for neg, run_id in self.order[at:]:
+            if kept(self.runs[run_id]):
+                count += 1
+                if count == limit:
+                    return -neg
+        return None
 
     def _pick(
         self, after: tuple[float, str] | None, limit: int, kept: Callable[[Held], bool]
