@@ -7,6 +7,7 @@ Both workers run in this process, so every body's start and stop are on one mono
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -34,12 +35,20 @@ lease (3 s) runs out, so only the slot's fence can stop the holder in time."""
 
 @pytest.mark.parametrize("how", ["disabled", "blackholed"])
 async def test_a_cut_off_slot_holder_stops_before_its_lease_can_be_taken(
-    nats_server: NatsServer, toxiproxy: Toxiproxy, tmp_path: Path, how: str
+    nats_server: NatsServer,
+    toxiproxy: Toxiproxy,
+    tmp_path: Path,
+    how: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The link is cut by disabling the proxy (connections closed, new ones refused) or by a
     blackhole (``timeout`` toxics both ways: connections stay open, no byte gets through). The
     holder's worker runs one step at a time, so the waiting run's step is the direct worker's,
-    and waiting (``blocked``) before the cut."""
+    and waiting (``blocked``) before the cut. Its delivery, received before the lost
+    connection, is not provably its own after it: the retry it records cannot be handed back
+    (that could release another holder's delivery), so it waits for the delivery's visibility,
+    and the worker says so rather than leave only its "will be retried in 0.0s"."""
+    caplog.set_level(logging.INFO, logger="wayline.runtime")
     path = str(tmp_path / "marks")
     link = toxiproxy.proxy(nats_server.url)
     prefix = "p" + uuid.uuid4().hex[:10]
@@ -78,6 +87,9 @@ async def test_a_cut_off_slot_holder_stops_before_its_lease_can_be_taken(
     ]
     [retrying] = of_type(events, EventType.STEP_RETRYING)
     assert retrying.data["error"]["code"] == "INVOCATION_FENCED"
+    said = [r.getMessage() for r in caplog.records if getattr(r, "run_id", None) == holding.run_id]
+    assert any("will be retried in" in m for m in said), said
+    assert any("waits for its delivery to come back (at most 30s" in m for m in said), said
 
 
 def _cut(link: Proxy, how: str) -> Callable[[], None]:

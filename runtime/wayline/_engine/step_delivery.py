@@ -87,7 +87,7 @@ async def handle_step(world: World, settings: Settings, delivery: Delivery) -> V
         outcome = ran
     await record_outcome(world, run_id, cid, outcome, step.name)
     if isinstance(outcome, Retry) and not await _unwound_meanwhile(world, run_id, step):
-        await world.retry(delivery, max(0.0, outcome.retry_after - clock.now()))
+        await _hand_back_retry(world, delivery, run_id, step, outcome.retry_after)
         return Verdict("none")
     return Continue(run_id)
 
@@ -183,11 +183,36 @@ async def _run(
         # redelivered when it is due.
         after = fold(run_id, await world.list_events(run_id)).steps.get(step.cid)
         if after is not None and not after.terminal:
-            await world.retry(delivery, max(0.0, (after.retry_after or 0.0) - clock.now()))
+            await _hand_back_retry(world, delivery, run_id, step, after.retry_after or 0.0)
             return Verdict("none")
         return Continue(run_id)
     assert outcome is not None
     return outcome
+
+
+async def _hand_back_retry(
+    world: World, delivery: Delivery, run_id: str, step: StepView, due: float
+) -> None:
+    """Hand the delivery back to come again when the step's retry is due. A world that
+    refuses it (the delivery is no longer provably this worker's: on NATS, one received
+    before a lost connection, whose server may have redelivered it already) leaves the
+    message to come back when its visibility runs out: handing it back then could release
+    another holder's delivery while its body runs (docs/ownership.md). That wait is said,
+    since the retry's own log line gave it as due sooner."""
+    delay = max(0.0, due - clock.now())
+    if await world.retry(delivery, delay):
+        return
+    log.warning(
+        "run %s step %s (%s): its retry, due in %.1fs, waits for its delivery to come back "
+        "(at most %.0fs, the visibility): the delivery is no longer provably this worker's "
+        "and could not be handed back",
+        run_id,
+        step.name,
+        step.cid,
+        delay,
+        world.visibility_seconds,
+        extra={"run_id": run_id, "step": step.name, "step_id": step.cid},
+    )
 
 
 def _held(view: RunView, step: StepView) -> bool:
