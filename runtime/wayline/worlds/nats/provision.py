@@ -120,15 +120,21 @@ async def _read_partitions(
     just made it (``buckets.led``)."""
     import nats.js.errors
 
-    try:
-        meta = await js.key_value(names.meta_bucket)
-    except nats.js.errors.BucketNotFoundError:
+    async def opened() -> Any:
+        try:
+            return await js.key_value(names.meta_bucket)
+        except nats.js.errors.BucketNotFoundError:
+            return None
+
+    what = f"opening bucket {names.meta_bucket}"
+    stream = f"KV_{names.meta_bucket}"
+    # asked again on a timeout: the info of a stream another process is making now waits for
+    # its leader; waited for once found
+    meta = await settled(opened, js, stream, url=url, what=what, replicas=1)
+    if meta is None:
         return None, 1
-    except Exception as err:
-        raise wrap(url, f"opening bucket {names.meta_bucket}", err) from err
     if replicas > 1:
-        what = f"opening bucket {names.meta_bucket}"
-        await led(js, f"KV_{names.meta_bucket}", url=url, what=what)
+        await led(js, stream, url=url, what=what)
     try:
         entry = await meta.get(PARTITIONS_KEY)
     except nats.js.errors.KeyNotFoundError:
