@@ -10,7 +10,7 @@ from typing import Any
 
 from ...errors import ConfigurationError, WorldError, WorldUnavailableError
 from . import attribute_index, runs_index
-from .buckets import Creation, kv_bucket
+from .buckets import Creation, kv_bucket, led, settled
 from .codec import wrap
 from .names import MAX_PARTITIONS, Names
 
@@ -58,24 +58,36 @@ async def check_jetstream(nc: Any, js: Any, url: str, timeout: float) -> None:
 
 
 async def _ensure_stream(js: Any, config: Any, url: str) -> None:
+    """Create the stream, or update one made with an older configuration; on a cluster, asked
+    again while a create races another process's, and waited for until it has a leader
+    (``buckets.settled``)."""
     import nats.js.errors
 
-    try:
-        await js.add_stream(config)
-        return
-    except nats.js.errors.BadRequestError as err:
-        if getattr(err, "err_code", None) != 10058:  # exists with another configuration
-            raise wrap(url, f"creating stream {config.name}", err) from err
-    except Exception as err:
-        raise wrap(url, f"creating stream {config.name}", err) from err
-    try:
-        await js.update_stream(config)
-    except Exception as err:
-        raise WorldError(
-            f"NATS at {url}: stream {config.name} exists with a configuration Wayline cannot "
-            f"update ({err}); delete it or use another prefix",
-            url=url,
-        ) from err
+    async def create_or_update() -> Any:
+        try:
+            return await js.add_stream(config)
+        except nats.js.errors.BadRequestError as err:
+            if getattr(err, "err_code", None) != 10058:  # exists with another configuration
+                raise
+        try:
+            return await js.update_stream(config)
+        except Exception as err:
+            if isinstance(wrap(url, "", err), WorldUnavailableError):
+                raise  # no answer (yet): asked again
+            raise WorldError(
+                f"NATS at {url}: stream {config.name} exists with a configuration Wayline "
+                f"cannot update ({err}); delete it or use another prefix",
+                url=url,
+            ) from err
+
+    await settled(
+        create_or_update,
+        js,
+        config.name,
+        url=url,
+        what=f"creating stream {config.name}",
+        replicas=config.num_replicas or 1,
+    )
 
 
 PARTITIONS_KEY = "partitions"
@@ -100,16 +112,29 @@ async def recorded_partitions(js: Any, names: Names, url: str) -> int:
     return (await _read_partitions(js, names, url))[1]
 
 
-async def _read_partitions(js: Any, names: Names, url: str) -> tuple[Any, int]:
-    """The meta bucket (None when there is none) and the count it records (1: none)."""
+async def _read_partitions(
+    js: Any, names: Names, url: str, *, replicas: int = 1
+) -> tuple[Any, int]:
+    """The meta bucket (None when there is none) and the count it records (1: none). A
+    replicated bucket is read once it has a leader: another process starting now may have
+    just made it (``buckets.led``)."""
     import nats.js.errors
 
-    try:
-        meta = await js.key_value(names.meta_bucket)
-    except nats.js.errors.BucketNotFoundError:
+    async def opened() -> Any:
+        try:
+            return await js.key_value(names.meta_bucket)
+        except nats.js.errors.BucketNotFoundError:
+            return None
+
+    what = f"opening bucket {names.meta_bucket}"
+    stream = f"KV_{names.meta_bucket}"
+    # asked again on a timeout: the info of a stream another process is making now waits for
+    # its leader; waited for once found
+    meta = await settled(opened, js, stream, url=url, what=what, replicas=1)
+    if meta is None:
         return None, 1
-    except Exception as err:
-        raise wrap(url, f"opening bucket {names.meta_bucket}", err) from err
+    if replicas > 1:
+        await led(js, stream, url=url, what=what)
     try:
         entry = await meta.get(PARTITIONS_KEY)
     except nats.js.errors.KeyNotFoundError:
@@ -132,16 +157,23 @@ async def check_partitions(
     path."""
     import nats.js.errors
 
-    meta, recorded = await _read_partitions(js, names, url)
+    meta, recorded = await _read_partitions(js, names, url, replicas=replicas)
     if recorded != 1 or wanted == 1:
         if recorded != wanted:
             raise _mismatch(recorded, wanted, names.prefix, url)
         return
     try:  # N > 1 and nothing recorded: a world made before partitions, or a new one
         await js.stream_info(names.events_stream)
-        raise _mismatch(1, wanted, names.prefix, url)
     except nats.js.errors.NotFoundError:
         pass
+    else:
+        # Its events stream is there: a world made before partitions, or one that another
+        # process starting now recorded and made since the read above (it records its count
+        # before it makes any stream), which a second read tells apart.
+        meta, recorded = await _read_partitions(js, names, url, replicas=replicas)
+        if recorded != wanted:
+            raise _mismatch(recorded, wanted, names.prefix, url)
+        return
     if meta is None:
         meta = await kv_bucket(
             js, names.meta_bucket, url=url, create=Creation(replicas, storage == "memory")
