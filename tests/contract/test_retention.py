@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
+from tests.archived_runs import long_archived_run
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent, RunStatus
 from wayline._core.ids import new_run_id
@@ -95,3 +97,32 @@ async def test_an_archived_run_is_read_back_with_its_log(world: World) -> None:
         T.RUN_COMPLETED,
     ]
     assert [e.seq for e in events] == [1, 2, 3, 4] and info.last_seq == 4
+
+
+async def test_an_archived_runs_log_is_paged_by_cursor_after_a_restart(make_world: Any) -> None:
+    writer = await make_world()
+    run_id = await long_archived_run(writer, 250, "archpage")
+    world = await make_world()  # another process, or the same after a restart
+    if type(world).__name__ == "MemoryWorld":  # its archive only counts what it archives
+        assert await world.archived_page(run_id, 0, 100) is None
+        return
+    assert await world.archived_page(new_run_id(), 0, 100) is None
+    seen: list[int] = []
+    after = 0
+    while True:
+        found = await world.archived_page(run_id, after, 100)
+        assert found is not None
+        last, page = found
+        assert last == 253 and len(page) <= 100
+        seen += [e.seq for e in page]
+        if not page or page[-1].seq == last:
+            break
+        after = page[-1].seq
+    assert seen == list(range(1, 254))  # in order, each once
+    assert await world.archived_page(run_id, 253, 100) == (253, [])
+    last, page = await world.archived_page(run_id, 10, 3) or (0, [])
+    assert [(e.seq, e.type, e.correlation_id) for e in page] == [
+        (11, T.STEP_CREATED, "archpage-8"),
+        (12, T.STEP_CREATED, "archpage-9"),
+        (13, T.STEP_CREATED, "archpage-10"),
+    ]

@@ -235,11 +235,18 @@ async def test_archive_keeps_bodies_and_server_stamps(open_nats_world: OpenWorld
     stamps = [e.created_at for e in await world.list_events(run_id)]
     assert await world.archive_runs(older_than=0) == 1
     assert await world.archive_runs(older_than=0) == 0 and await world.archived_count() == 1
-    raw = await world._log._js.get_last_msg(
-        world.names.archive_stream, world.names.archive_subject(run_id)
+    found = await direct.read_subject(
+        world._nc,
+        world.names.archive_stream,
+        world.names.archive_subject(run_id),
+        0,
+        timeout=5,
+        url="test",
     )
-    record = json.loads(raw.data)
+    # the run's one chunk, then the index that names it (first event, last event, sequence)
+    record, index = (json.loads(m.data) for m in found)
     assert record["runId"] == run_id and len(record["messages"]) == 3
+    assert index == {"runId": run_id, "index": [[1, 3, found[0].seq]]}
     from wayline.worlds.nats.codec import parse_stamp
 
     assert [parse_stamp(m["time"]) for m in record["messages"]] == pytest.approx(stamps)
@@ -265,3 +272,61 @@ async def test_reads_share_one_reply_subscription_and_get_their_own_answers(
     infos = await asyncio.gather(*(reader.get_run(r) for r in runs))
     assert [i.workflow for i in infos if i is not None] == [f"wf{i}" for i in range(20)]
     assert len(nc._subs) == subs_before
+
+
+async def test_an_archive_written_before_its_index_still_pages(open_nats_world: OpenWorlds) -> None:
+    """An archive written before the index (issue #37) holds a run's chunks alone, 256 KiB of
+    its log's messages each, with nothing after them: its pages are read whole and sliced, as
+    they were, and agree with the run's log."""
+    world = await open_nats_world()
+    run_id = await _run(world, workflow="old_archive.flow")
+    for start in range(0, 2400, 100):
+        await world.append(
+            run_id,
+            [
+                NewEvent(T.STEP_CREATED, f"old-{i}", {"name": "s"})
+                for i in range(start, start + 100)
+            ],
+        )
+    await world.append(run_id, [NewEvent(T.RUN_COMPLETED, data={"output": 1})])
+    names = world.names
+    log = await direct.read_subject(
+        world._nc, names.events_stream, names.run_subject(run_id), 0, timeout=5, url="test"
+    )
+    # the bytes the archive wrote before the index: {"runId", "part", "messages"} chunks of
+    # 256 KiB of bodies, each copy the log's message body with its seq and server time
+    chunks: list[list[dict[str, Any]]] = [[]]
+    size = 0
+    for msg in log:
+        if size > 256 * 1024 and chunks[-1]:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(
+            {"seq": msg.seq, "time": msg.headers["Nats-Time-Stamp"], "body": json.loads(msg.data)}
+        )
+        size += len(msg.data)
+    js = world._log._js
+    for i, chunk in enumerate(chunks):
+        body = json.dumps({"runId": run_id, "part": i, "messages": chunk}, separators=(",", ":"))
+        await js.publish(
+            names.archive_subject(run_id),
+            body.encode(),
+            headers={"Nats-Msg-Id": f"ar-{run_id}-{i}-{chunk[0]['seq']}"},
+        )
+    expected = await world.list_events(run_id)
+    await js.purge_stream(names.events_stream, subject=names.run_subject(run_id))
+    reader = await open_nats_world()
+    assert await reader.get_run(run_id) is None
+    seen = []
+    after = 0
+    while after < len(expected):
+        found = await reader.archived_page(run_id, after, 100)
+        assert found is not None
+        last, page = found
+        assert last == len(expected) == 2403 and len(page) == min(100, last - after)
+        seen += page
+        after = page[-1].seq
+    assert [(e.seq, e.type, e.correlation_id, e.data) for e in seen] == [
+        (e.seq, e.type, e.correlation_id, e.data) for e in expected
+    ]
+    assert await reader.archived_page(run_id, 2403, 100) == (2403, [])

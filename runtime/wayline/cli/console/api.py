@@ -349,10 +349,14 @@ class Console:
         info = await world.stored_run(run_id)
         if info is None:
             # archived (``wayline archive``), maybe since the walk's last page: its pages are
-            # read from the archive's copy, as the run's page and its steps and hooks are
-            info, log = await self._view(run_id)
-            if log is not None:  # else live again: the id was used anew since the page
-                page = await archived_page(world, run_id, log, after, limit)
+            # read from the archive, a page at a time (``World.archived_page``), as the live
+            # run's are from its log
+            found = await world.archived_page(run_id, after, limit)
+            if found is not None:
+                last, stored = found
+                check_cursor(after, last)
+                return Reply(events_json(await archived_page(world, run_id, stored), last))
+            info, _ = await self._view(run_id)  # live again since the page, or a 404
         check_cursor(after, info.last_seq)
         return Reply(events_json(page, info.last_seq))
 

@@ -60,15 +60,13 @@ def check_cursor(after: int, last_seq: int) -> None:
         )
 
 
-async def archived_page(
-    world: World, run_id: str, log: list[Event], after: int, limit: int
-) -> list[Event]:
-    """The page of an archived run's log (``wayline archive``), from the archive's copy as
-    ``World.archived_run`` reads it: at most ``limit`` events after ``after``, each payload the
+async def archived_page(world: World, run_id: str, stored: list[Event]) -> list[Event]:
+    """A page of an archived run's log (``wayline archive``) as ``World.archived_page`` reads
+    it from the archive (that page alone, not the whole copy sliced), with each payload the
     copy keeps out of line read from its blob, as a live run's page gives it. A blob that is
     gone, or a reference no writer makes, is ``BlobMissingError`` (``409 CORRUPT_LOG``)."""
     page: list[Event] = []
-    for event in [e for e in log if e.seq > after][:limit]:
+    for event in stored:
         data = event.data
         for key in PAYLOAD_KEYS:
             if is_ref(data.get(key)):

@@ -36,3 +36,18 @@ class Retention:
         memory world only counts them). A copy that does not read raises
         ``CorruptLogError``."""
         return None
+
+    async def archived_page(
+        self, run_id: str, after_seq: int, limit: int
+    ) -> tuple[int, list[Event]] | None:
+        """A page of the log of the run ``archived_run`` reads: the run's last ``seq`` and at
+        most ``limit`` events after ``after_seq``, in order, as stored (a payload kept out of
+        line is still its reference). None as ``archived_run`` is None. This default reads
+        the whole copy and slices it; a world whose archive can be read a range at a time
+        overrides it so that a walk of a long archived run does not read the copy once a page
+        (issue #37)."""
+        found = await self.archived_run(run_id)
+        if found is None:
+            return None
+        info, log = found
+        return info.last_seq, [e for e in log if e.seq > after_seq][: max(0, limit)]

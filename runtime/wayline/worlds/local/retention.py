@@ -12,7 +12,7 @@ from ..._core.events import Event, RunStatus
 from ...world import RunInfo, terminal_statuses
 from .blobs import archive_blobs, drop_orphans
 from .group import GroupWriter
-from .rows import read_log, run_from_row
+from .rows import check_end, events_from_rows, read_log, run_from_row
 
 
 class LocalRetention:
@@ -97,6 +97,33 @@ class LocalRetention:
             return None
         info = run_from_row(heads[0])
         return info, read_log(run_id, rows, info.last_seq)
+
+    async def archived_page(
+        self, run_id: str, after_seq: int, limit: int
+    ) -> tuple[int, list[Event]] | None:
+        """The page's rows alone, a range of ``events_archive_by_run``: the latest run
+        archived under the id (its rows are those written since it was created, as
+        :meth:`archived_run` takes them), checked as a live page's rows are."""
+        after = max(0, after_seq)
+        heads, rows = self._read_together(
+            (
+                "SELECT created_at, last_seq FROM runs_archive WHERE run_id = ? "
+                "ORDER BY created_at DESC LIMIT 1",
+                (run_id,),
+            ),
+            (
+                "SELECT seq, type, cid, data, created_at FROM events_archive WHERE run_id = ? "
+                "AND seq > ? AND created_at >= (SELECT MAX(created_at) FROM runs_archive "
+                "WHERE run_id = ?) ORDER BY seq LIMIT ?",
+                (run_id, after, run_id, max(0, limit)),
+            ),
+        )
+        if not heads:
+            return None
+        last = int(heads[0][1])
+        events = events_from_rows(run_id, rows, after, last)
+        check_end(run_id, after + len(events), min(last, after + max(0, limit)))
+        return last, events
 
 
 def _ended_before(

@@ -64,6 +64,11 @@ CREATE INDEX IF NOT EXISTS messages_due ON messages (topic, available_at);
 CREATE INDEX IF NOT EXISTS runs_by_end ON runs (ended_at) WHERE ended_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS runs_archive AS SELECT * FROM runs WHERE 0;
 CREATE TABLE IF NOT EXISTS events_archive AS SELECT * FROM events WHERE 0;
+-- An archived run's log is paged (the console's /events) as a live run's is: a page is a
+-- range of this index, not a scan of every archived row (issue #37). Created on open, so an
+-- archive written before the index existed gets it too.
+CREATE INDEX IF NOT EXISTS events_archive_by_run ON events_archive (run_id, seq);
+CREATE INDEX IF NOT EXISTS runs_archive_by_run ON runs_archive (run_id, created_at);
 CREATE TABLE IF NOT EXISTS served (
     key TEXT PRIMARY KEY,
     data TEXT NOT NULL

@@ -437,3 +437,8 @@ class LocalWorld(World):
 
     async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
         return await self._retention.archived_run(run_id)
+
+    async def archived_page(
+        self, run_id: str, after_seq: int, limit: int
+    ) -> tuple[int, list[Event]] | None:
+        return await self._retention.archived_page(run_id, after_seq, limit)

@@ -29,7 +29,7 @@ from ...world import RunInfo, entries, terminal_statuses
 from ...world.blobs import INCARNATION, PAYLOAD_KEYS, REF, is_incarnation, is_ref
 from .blobs import Archived
 from .codec import dumps, wrap
-from .direct import StoredMsg, connected, leader_first, read_subject
+from .direct import StoredMsg, connected, direct_batch, leader_first, read_subject
 from .eventlog import EventLog
 from .logcheck import checked_summary, decode_entry
 from .names import Names
@@ -40,6 +40,12 @@ log = logging.getLogger("wayline.worlds.nats")
 
 _ARCHIVE_CHUNK = 256 * 1024
 """Bytes of original message bodies per archive message."""
+
+_ARCHIVE_EVENTS = 1000
+"""Events per archive message at most (a message of the log that holds more is not split):
+the console's largest page of events (``MAX_PAGE``), so that a page of an archived run reads
+at most two of its chunks (issue #37) where a whole 256 KiB chunk of small events held some
+1,700 of them."""
 
 
 class Retention:
@@ -113,17 +119,20 @@ class Retention:
         info = json.loads(resp.data)
         return int((info.get("state") or {}).get("num_subjects") or 0)
 
-    async def _copies(self, run_id: str) -> list[StoredMsg]:
-        """The archive's messages of the run id (each holds copies of its log's messages)."""
+    async def _copies(self, run_id: str, request: dict[str, Any] | None = None) -> list[StoredMsg]:
+        """The archive's messages of the run id (each holds copies of its log's messages, or
+        is the index of a run's copies): all of them, or those a direct get of ``request``
+        answers (one message, for the requests ``archived_page`` makes)."""
+        stream, subject = self._names.archive_stream, self._names.archive_subject(run_id)
         try:
-            return await read_subject(
-                self._nc,
-                self._names.archive_stream,
-                self._names.archive_subject(run_id),
-                0,
-                timeout=self._timeout,
-                url=self._url,
+            if request is None:
+                return await read_subject(
+                    self._nc, stream, subject, 0, timeout=self._timeout, url=self._url
+                )
+            found, _ = await direct_batch(
+                self._nc, stream, request, timeout=self._timeout, url=self._url
             )
+            return found
         except WorldUnavailableError:
             raise
         except Exception as err:
@@ -137,7 +146,10 @@ class Retention:
         refs: list[dict[str, Any]] = []
         for msg in msgs:
             try:
-                copies = entries.field(entries.loads_object(msg.data), "messages", list)
+                body = entries.loads_object(msg.data)
+                if _is_index(body):
+                    continue
+                copies = entries.field(body, "messages", list)
                 for copy in copies:
                     for event in entries.field(copy["body"], "e", list):
                         refs += _refs(event.get("d") or {})
@@ -157,20 +169,8 @@ class Retention:
         msgs = await self._copies(run_id)
         events: list[Event] = []
         for msg in msgs:
-            try:
-                copies = entries.field(entries.loads_object(msg.data), "messages", list)
-                for copy in copies:
-                    stored = StoredMsg(
-                        msg.subject,
-                        int(copy["seq"]),
-                        dumps(copy["body"]),
-                        {"Nats-Time-Stamp": str(copy["time"])},
-                    )
-                    found, _, _ = decode_entry(run_id, stored)
-                    events = found if found[0].seq == 1 else events + found
-            except (entries.Unreadable, TypeError, KeyError, ValueError) as err:
-                why = f"the archive's copy does not read: {err!r}"[:200]
-                raise CorruptLogError(run_id, msg.seq, why) from None
+            for found in _chunk_events(run_id, msg):
+                events = found if found[0].seq == 1 else events + found
         if not events:
             return None
         info: RunInfo | None = None
@@ -178,6 +178,50 @@ class Retention:
             info = fold_run(info, event)
         assert info is not None
         return info, events
+
+    async def archived_page(
+        self, run_id: str, after_seq: int, limit: int
+    ) -> tuple[int, list[Event]] | None:
+        """A page of the latest run archived under the id, from the chunks that hold it
+        alone: the archive's last message on the run's subject is the index the archive
+        wrote after the run's chunks (``_archive``), which names each chunk's stream sequence
+        and the events it holds, so a page reads the index and one or two chunks. An archive
+        written before the index existed (its last message is a chunk) is read whole and
+        sliced, as before (``archived_run``)."""
+        after, limit = max(0, after_seq), max(0, limit)
+        subject = self._names.archive_subject(run_id)
+        last_msg = await self._direct(run_id, {"multi_last": [subject], "batch": 1})
+        if last_msg is None:
+            return None
+        index = _index_of(run_id, last_msg)
+        if index is None:  # written by older code, or a copy that did not read as a log
+            found = await self.archived_run(run_id)
+            if found is None:
+                return None
+            info, log = found
+            return info.last_seq, [e for e in log if e.seq > after][:limit]
+        last = index[-1][1]
+        want = min(last, after + limit)  # the page is the events after .. want
+        events: list[Event] = []
+        for first, end, seq in index:
+            if end <= after or first > want:
+                continue
+            chunk = await self._direct(run_id, {"seq": seq, "next_by_subj": subject, "batch": 1})
+            if chunk is None or chunk.seq != seq:
+                why = f"the archive's index names chunk {seq}, which is not on the run's subject"
+                raise CorruptLogError(run_id, last_msg.seq, why)
+            for copied in _chunk_events(run_id, chunk):
+                events += copied
+        page = [e for e in events if after < e.seq <= want]
+        if [e.seq for e in page] != list(range(after + 1, want + 1)):
+            why = f"the archive's chunks do not hold events {after + 1} to {want}"
+            raise CorruptLogError(run_id, last_msg.seq, why)
+        return last, page
+
+    async def _direct(self, run_id: str, request: dict[str, Any]) -> StoredMsg | None:
+        """The one archive message a direct get of ``request`` answers, or None."""
+        found = await self._copies(run_id, request)
+        return found[0] if found else None
 
     async def _archive(self, run_id: str) -> bool:
         """Copy the run's messages into the archive. False (the run is kept, with a warning)
@@ -188,10 +232,11 @@ class Retention:
         msgs = await self._log._read(st, 0)
         chunks: list[list[dict[str, Any]]] = [[]]
         size = 0
+        count = 0
         for msg in msgs:
-            if size > _ARCHIVE_CHUNK and chunks[-1]:
+            if (size > _ARCHIVE_CHUNK or count >= _ARCHIVE_EVENTS) and chunks[-1]:
                 chunks.append([])
-                size = 0
+                size = count = 0
             chunks[-1].append(
                 {
                     "seq": msg.seq,
@@ -200,33 +245,47 @@ class Retention:
                 }
             )
             size += len(msg.data)
-        subject = self._names.archive_subject(run_id)
+            count += _events_in(msg.data)
+        index: list[list[int]] | None = []
         for i, chunk in enumerate(chunks):
             if not chunk:
                 continue
             body = dumps({"runId": run_id, "part": i, "messages": chunk})
-            try:
-                ack = await self._js.publish(
-                    subject,
-                    body,
-                    headers={"Nats-Msg-Id": f"ar-{run_id}-{i}-{chunk[0]['seq']}"},
-                    timeout=self._timeout,
-                )
-                stored = None
-                if ack.duplicate:  # an earlier pass's copy, or someone else's bytes
-                    stored = await self._js.get_msg(self._names.archive_stream, ack.seq)
-            except Exception as err:
-                raise wrap(self._url, f"archiving run {run_id}", err) from err
-            if stored is not None and (stored.subject != subject or stored.data != body):
-                log.warning(
-                    "not archiving run %s: the archive's message %d carries the id of its "
-                    "copy (part %d) but other bytes; the run is kept",
-                    run_id,
-                    ack.seq,
-                    i,
-                )
+            seq = await self._publish_copy(run_id, body, f"{i}-{chunk[0]['seq']}", f"part {i}")
+            if seq is None:
+                return False
+            span = _span(chunk)
+            index = None if index is None or span is None else [*index, [*span, seq]]
+        if index:  # none for a log with a message that does not read: that is read whole
+            body = dumps({"runId": run_id, "index": index})
+            if await self._publish_copy(run_id, body, f"ix-{msgs[0].seq}", "index") is None:
                 return False
         return True
+
+    async def _publish_copy(self, run_id: str, body: bytes, key: str, what: str) -> int | None:
+        """Publish an archive message of the run, under the ``Nats-Msg-Id`` ``ar-<run>-<key>``:
+        its stream sequence, or None when the server took it for one already stored that
+        holds other bytes."""
+        subject = self._names.archive_subject(run_id)
+        try:
+            ack = await self._js.publish(
+                subject, body, headers={"Nats-Msg-Id": f"ar-{run_id}-{key}"}, timeout=self._timeout
+            )
+            stored = None
+            if ack.duplicate:  # an earlier pass's copy, or someone else's bytes
+                stored = await self._js.get_msg(self._names.archive_stream, ack.seq)
+        except Exception as err:
+            raise wrap(self._url, f"archiving run {run_id}", err) from err
+        if stored is not None and (stored.subject != subject or stored.data != body):
+            log.warning(
+                "not archiving run %s: the archive's message %d carries the id of its "
+                "copy (%s) but other bytes; the run is kept",
+                run_id,
+                ack.seq,
+                what,
+            )
+            return None
+        return int(ack.seq)
 
     async def _drop(self, ids: list[str], statuses: set[str], cutoff: float) -> list[str]:
         """Delete the runs ``ids`` that are still what the listing chose (an end in
@@ -316,6 +375,70 @@ def _refs(data: dict[str, Any]) -> list[dict[str, Any]]:
     """An event's references."""
     found = (data.get(key) for key in PAYLOAD_KEYS)
     return [r for r in found if isinstance(r, dict) and is_ref(r)]
+
+
+def _is_index(body: dict[str, Any]) -> bool:
+    """Whether an archive message is the index ``_archive`` writes after a run's chunks."""
+    return "index" in body and "messages" not in body
+
+
+def _index_of(run_id: str, msg: StoredMsg) -> list[tuple[int, int, int]] | None:
+    """The index an archive message holds: (first event, last event, stream sequence) of
+    each chunk, in order. None when the message is not an index (a chunk: the archive was
+    written by older code). An index that does not read is ``CorruptLogError``."""
+    try:
+        body = entries.loads_object(msg.data)
+        if not _is_index(body):
+            return None
+        rows = [(int(a), int(b), int(c)) for a, b, c in entries.field(body, "index", list)]
+    except (entries.Unreadable, TypeError, ValueError) as err:
+        why = f"the archive's index does not read: {err!r}"[:200]
+        raise CorruptLogError(run_id, msg.seq, why) from None
+    if not rows or any(a > b for a, b, _ in rows):
+        raise CorruptLogError(run_id, msg.seq, "the archive's index names no events")
+    return rows
+
+
+def _chunk_events(run_id: str, msg: StoredMsg) -> list[list[Event]]:
+    """The events of each copy an archive chunk holds (none for an index), each copy
+    decoded and checked as a live log's message is (its body and server time)."""
+    out: list[list[Event]] = []
+    try:
+        body = entries.loads_object(msg.data)
+        if _is_index(body):
+            return []
+        for copy in entries.field(body, "messages", list):
+            stored = StoredMsg(
+                msg.subject,
+                int(copy["seq"]),
+                dumps(copy["body"]),
+                {"Nats-Time-Stamp": str(copy["time"])},
+            )
+            out.append(decode_entry(run_id, stored)[0])
+    except (entries.Unreadable, TypeError, KeyError, ValueError) as err:
+        why = f"the archive's copy does not read: {err!r}"[:200]
+        raise CorruptLogError(run_id, msg.seq, why) from None
+    return out
+
+
+def _events_in(data: bytes) -> int:
+    """How many events a message of a run's log holds (0 when it does not read)."""
+    try:
+        items = entries.loads_object(data).get("e")
+    except entries.Unreadable:
+        return 0
+    return len(items) if isinstance(items, list) else 0
+
+
+def _span(chunk: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """The first and last event a chunk's copies hold; None when a copy is not a log's
+    message (``_body`` kept its bytes as they were)."""
+    bodies = [copy["body"] for copy in chunk]
+    if not all(isinstance(b, dict) and isinstance(b.get("s"), int) for b in bodies):
+        return None
+    if not all(isinstance(b.get("e"), list) and b["e"] for b in bodies):
+        return None
+    return int(bodies[0]["s"]), int(bodies[-1]["s"]) + len(bodies[-1]["e"]) - 1
 
 
 def _body(data: bytes) -> Any:

@@ -367,6 +367,11 @@ class NatsWorld(World):
     async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
         return await self._cleanup.archived_run(run_id)
 
+    async def archived_page(
+        self, run_id: str, after_seq: int, limit: int
+    ) -> tuple[int, list[Event]] | None:
+        return await self._cleanup.archived_page(run_id, after_seq, limit)
+
     async def archived_count(self) -> int:
         return await self._cleanup.archived_count()
 
