@@ -91,6 +91,7 @@ class Worker:
         self.draining = self.settings.worker_draining if draining is None else draining
         check_bounds(self.settings, world.visibility_seconds)
         self.handler = Handler(world, self.workflows, self.settings, draining=self.draining)
+        self.handler.spare_slot = self._spare_slot
         self.flow_concurrency = flow_concurrency
         self.step_concurrency = step_concurrency
         self.recover = recover
@@ -101,6 +102,10 @@ class Worker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
         self._held: dict[int, tuple[Delivery, Fence]] = {}
+        self._busy: dict[asyncio.Semaphore, list[int]] = {}
+        """Per kind's slots (flow, step): how many deliveries hold one, and how many there are."""
+        self._slots_of: dict[int, asyncio.Semaphore] = {}
+        """The slots each delivery being handled holds one of (by ``id`` of the delivery)."""
         self._late: list[Delivery] = []
         """Received as the stop came: ``close`` hands them back once its consumers ended."""
         self._handing_back: list[Delivery] = []
@@ -152,6 +157,7 @@ class Worker:
                 kind, self.workflows.values(), self.queue, draining=self.draining
             )
             slots = asyncio.Semaphore(concurrency)
+            self._busy[slots] = [0, concurrency]
             cap = max(1, concurrency // len(topics))
             for topic in topics:
                 spawn(self._consume(topic, slots, cap), f"wayline-{topic}-consumer", self._tasks)
@@ -488,7 +494,19 @@ class Worker:
             except WaylineError as err:
                 log.warning("could not release delivery %s: %s", delivery.message_id, err)
 
+    def _spare_slot(self, delivery: Delivery) -> bool:
+        """Whether, of the slots ``delivery`` holds one of (flow or step), one is held by no
+        delivery: a delivery that waits in process for a short sleep (``prompt_wakes``) keeps
+        its slot only then, so others' messages still have one."""
+        slots = self._slots_of.get(id(delivery))
+        busy = None if slots is None else self._busy.get(slots)
+        return busy is not None and busy[0] < busy[1]
+
     async def _handle(self, delivery: Delivery, fence: Fence, slots: asyncio.Semaphore) -> None:
+        busy = self._busy.get(slots)
+        if busy is not None:
+            busy[0] += 1
+            self._slots_of[id(delivery)] = slots
         hold(fence)  # every body the handler runs is cut off when the fence trips
         # A write that fails for a moment (a stream electing a leader) is asked again until
         # the handler's deadline, not lost with its attempt (a step's completion rides on it).
@@ -531,6 +549,9 @@ class Worker:
             metrics.DELIVERIES.labels(delivery.topic, verdict.kind).inc()
             await self._settle(delivery, verdict)
         finally:
+            if busy is not None:
+                busy[0] -= 1
+                self._slots_of.pop(id(delivery), None)
             self._held.pop(id(delivery), None)
             slots.release()
 

@@ -21,3 +21,9 @@ async def pw_sleepy(log: str, count: int, seconds: float) -> list[int]:
         out.append(await pw_tick(log, i))
         await wayline.sleep(seconds)
     return out
+
+
+@wayline.workflow(name="pw_quick")
+async def pw_quick() -> str:
+    """Nothing to wait for: done as soon as a flow slot takes its start."""
+    return "quick"

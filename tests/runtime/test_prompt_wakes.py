@@ -16,7 +16,7 @@ import wayline
 from tests.runtime import flows
 from tests.runtime.harness import Engine, file_exists, of_type, settings, wait_for
 from tests.runtime.procs import exec_python
-from tests.runtime.prompt_wake_flows import pw_sleepy
+from tests.runtime.prompt_wake_flows import pw_quick, pw_sleepy
 from wayline._core.events import EventType, RunStatus
 from wayline._engine.handler import Handler
 
@@ -122,3 +122,27 @@ async def test_a_cancel_asked_while_a_worker_waits_for_a_sleep_ends_the_run_afte
             await handle.result(timeout=30)
     assert flows.lines(log) == ["tick 0"]
     assert (await engine.client.get_run(handle.run_id)).status is RunStatus.CANCELLED
+
+
+async def test_short_sleeps_in_a_loop_leave_the_only_flow_slot_to_other_runs(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A run that sleeps 0.1 s after each of 30 steps, on a worker with one flow slot, does
+    not keep that slot from another run's start for the whole loop: a delivery waits in
+    process for a sleep only in a slot the worker has to spare. Waiting in the only slot,
+    the delivery drove the 30 sleeps one after the other (until its hand-off, 400 s by
+    default) while the other run's start waited for the slot; with no slot to spare, each
+    sleep is left to its delayed message, and the other run starts between two of them."""
+    log = str(tmp_path / "bodies")
+    async with engine.worker([pw_sleepy, pw_quick], flow_concurrency=1):
+        slow = await engine.client.start(pw_sleepy, log, 30, 0.1)
+
+        async def looping() -> bool:
+            return len(flows.lines(log)) >= 2
+
+        await wait_for(looping, timeout=30)
+        quick = await engine.client.start(pw_quick)
+        assert await quick.result(timeout=60) == "quick"
+        ticks = len(flows.lines(log))
+        assert ticks < 30, f"the other run started only after all {ticks} ticks of the loop"
+        assert await engine.client.cancel(slow.run_id, "done with it")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pydantic
@@ -117,6 +117,11 @@ class Handler:
         """Replays of suspended runs, for their next wake here (see ``live_replays``)."""
         self.prompt_wakes = PromptWakes(settings.prompt_wake_seconds)
         """Short sleeps woken here, not by their delayed message (see ``prompt_wakes``)."""
+        self.spare_slot: Callable[[Delivery], bool] = lambda delivery: True
+        """Whether the worker has a slot of the delivery's kind that no delivery holds (the
+        worker sets it): a delivery waits in process for a sleep only then, so a run that
+        sleeps briefly after each step never keeps the last slot from other runs' messages
+        until its hand-off (400 s by default)."""
 
     # --- deliveries ----------------------------------------------------------------------------
     async def handle_flow(self, delivery: Delivery) -> Verdict:
@@ -551,6 +556,8 @@ class Handler:
         does, redelivered after its visibility."""
         if session.stats.bodies.pending or handoff.stop_here(self.closing):
             return False
+        if not self.spare_slot(session.delivery):
+            return False  # the last slot: other runs' messages may be waiting for it
         now = self.world.now()
         delay = self.prompt_wakes.due_in(session.replay, now)
         if delay is None:
