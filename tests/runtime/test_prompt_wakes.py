@@ -146,3 +146,37 @@ async def test_short_sleeps_in_a_loop_leave_the_only_flow_slot_to_other_runs(
         ticks = len(flows.lines(log))
         assert ticks < 30, f"the other run started only after all {ticks} ticks of the loop"
         assert await engine.client.cancel(slow.run_id, "done with it")
+
+
+async def test_a_wait_taken_to_wake_here_is_woken_here_though_the_clock_lags_and_slots_run_out(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """Once a worker took a sleep to wake in process, the sleep's delayed message is
+    acknowledged unread when it comes, so the worker must not leave the wait afterwards. Here
+    the world's clock reads 50 ms behind from the moment the wake is taken (the sleep looks not
+    yet due after the worker's own wait) and the worker has no spare slot from then on: the
+    delivery still waits the rest and wakes the run. Before, it declined the second wait and
+    was acknowledged with the sleep pending, whose delayed message was then taken for a
+    duplicate: the run never woke."""
+    log = str(tmp_path / "bodies")
+    async with engine.worker([pw_sleepy]) as worker:
+        handler = worker.handler
+        world, wakes = handler.world, handler.prompt_wakes
+        real_now, real_woke = world.now, wakes.woke
+        lag = [0.0]
+
+        def lagging_now() -> float:
+            return real_now() - lag[0]
+
+        def woke(replay: Any, at: float) -> None:
+            real_woke(replay, at)
+            lag[0] = 0.05
+            handler.spare_slot = lambda delivery: False
+
+        world.now = lagging_now  # type: ignore[method-assign]
+        wakes.woke = woke  # type: ignore[method-assign]
+        handle = await engine.client.start(pw_sleepy, log, 2, 0.01)
+        assert await handle.result(timeout=30) == [0, 1]
+    events = await handle.events()
+    completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
+    assert len(completed) == 2 and len(set(completed)) == 2

@@ -554,11 +554,19 @@ class Handler:
         delivery is due to be handed off. If the worker dies in the wait, the delayed message
         wakes the run, or, when it came first and was taken for a duplicate, this delivery
         does, redelivered after its visibility."""
+        now = self.world.now()
+        if self.prompt_wakes.taken(session.replay):
+            # Woken here already, its delayed message maybe acknowledged unread: only this
+            # delivery can wake it, so it waits out what the clock says is left (at most
+            # the horizon a pass) whatever else holds.
+            left = min(w.resume_at for w in session.replay.pending_waits()) - now
+            await asyncio.sleep(min(max(0.0, left), max(self.prompt_wakes.horizon, 0.01)))
+            await session.catch_up()
+            return True
         if session.stats.bodies.pending or handoff.stop_here(self.closing):
             return False
         if not self.spare_slot(session.delivery):
             return False  # the last slot: other runs' messages may be waiting for it
-        now = self.world.now()
         delay = self.prompt_wakes.due_in(session.replay, now)
         if delay is None:
             return False

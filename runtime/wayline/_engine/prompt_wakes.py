@@ -69,14 +69,20 @@ class PromptWakes:
             self._woken.popitem(last=False)
         self.prompt += 1
 
+    def taken(self, replay: Replay) -> bool:
+        """Whether a pending wait of ``replay`` is one this process took to wake: its delayed
+        message may have been acknowledged unread already, so nothing but this process will
+        wake it, and the wait in process must not be declined (a clock read a little behind
+        the loop's after the sleep, or the last slot taken meanwhile, left such a wait
+        pending with its delivery acknowledged: a run that never woke)."""
+        run_id = replay.run_id
+        return any(_key(run_id, wait.cid) in self._woken for wait in replay.pending_waits())
+
     def duplicate(self, run_id: str, wait_id: object) -> bool:
         """Whether a delayed message for ``wait_id`` of ``run_id`` comes for a wait this
-        process woke (forgotten once asked: its message comes once)."""
-        if not isinstance(wait_id, str):
-            return False
-        try:
-            del self._woken[_key(run_id, wait_id)]
-        except KeyError:
+        process woke. The key is kept (until the oldest are forgotten): ``taken`` asks for it
+        while the wait is pending, and a message redelivered is a duplicate as well."""
+        if not isinstance(wait_id, str) or _key(run_id, wait_id) not in self._woken:
             return False
         self.duplicates += 1
         return True
