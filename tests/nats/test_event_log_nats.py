@@ -330,3 +330,36 @@ async def test_an_archive_written_before_its_index_still_pages(open_nats_world: 
         (e.seq, e.type, e.correlation_id, e.data) for e in expected
     ]
     assert await reader.archived_page(run_id, 2403, 100) == (2403, [])
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        "[[1, 2503, Infinity]]",  # json reads it: a float no int holds
+        "[[1, 2503, 1e400]]",
+        "[[1, 2503, -1]]",  # a stream sequence the server refuses to look up
+        "[[1, 2503, 18446744073709551616]]",
+        "[[1, 2503, true]]",
+        "[[-5, 2503, 1]]",  # events the log never numbers
+        "[[1, 2503, 1], [1, 2503, 1], [1, 2503, 1]]",  # overlapping: one chunk read thrice
+        "[[1, 1002, 1], [1004, 2503, 2]]",  # gapped
+    ],
+)
+async def test_a_hostile_archive_index_is_a_corrupt_log(
+    open_nats_world: OpenWorlds, rows: str
+) -> None:
+    """Anyone can publish on a run's archive subject: an index message that does not name the
+    run's events from 1 on, each once, in distinct chunks stored before it, is the archive's
+    copy not reading (``CorruptLogError``, a ``409 CORRUPT_LOG``), found before any chunk is
+    read: never an ``OverflowError`` (a 500), the server's refusal of a sequence it cannot
+    hold (``WorldError``), nor a page served from it."""
+    from tests.archived_runs import long_archived_run
+    from wayline.errors import CorruptLogError
+
+    world = await open_nats_world()
+    run_id = await long_archived_run(world, 2500, "hostile_index")
+    body = f'{{"runId":"{run_id}","index":{rows}}}'
+    await world._log._js.publish(world.names.archive_subject(run_id), body.encode())
+    reader = await open_nats_world()
+    with pytest.raises(CorruptLogError, match="index"):
+        await reader.archived_page(run_id, 0, 100)

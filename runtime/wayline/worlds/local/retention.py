@@ -12,7 +12,7 @@ from ..._core.events import Event, RunStatus
 from ...world import RunInfo, terminal_statuses
 from .blobs import archive_blobs, drop_orphans
 from .group import GroupWriter
-from .rows import check_end, events_from_rows, read_log, run_from_row
+from .rows import check_end, events_from_rows, read_log, run_from_row, run_head
 
 
 class LocalRetention:
@@ -107,7 +107,7 @@ class LocalRetention:
         after = max(0, after_seq)
         heads, rows = self._read_together(
             (
-                "SELECT created_at, last_seq FROM runs_archive WHERE run_id = ? "
+                "SELECT status, last_seq FROM runs_archive WHERE run_id = ? "
                 "ORDER BY created_at DESC LIMIT 1",
                 (run_id,),
             ),
@@ -120,7 +120,9 @@ class LocalRetention:
         )
         if not heads:
             return None
-        last = int(heads[0][1])
+        # read as untrusted, as ``archived_run`` reads the row: a last seq Wayline never
+        # writes is CorruptLogError (a 409), not a ValueError or TypeError (a 500)
+        _, last = run_head(run_id, (heads[0][0], heads[0][1]))
         events = events_from_rows(run_id, rows, after, last)
         check_end(run_id, after + len(events), min(last, after + max(0, limit)))
         return last, events

@@ -390,12 +390,35 @@ def _index_of(run_id: str, msg: StoredMsg) -> list[tuple[int, int, int]] | None:
         body = entries.loads_object(msg.data)
         if not _is_index(body):
             return None
-        rows = [(int(a), int(b), int(c)) for a, b, c in entries.field(body, "index", list)]
-    except (entries.Unreadable, TypeError, ValueError) as err:
-        why = f"the archive's index does not read: {err!r}"[:200]
-        raise CorruptLogError(run_id, msg.seq, why) from None
-    if not rows or any(a > b for a, b, _ in rows):
+        rows: list[tuple[int, int, int]] = []
+        for row in entries.field(body, "index", list):
+            if not isinstance(row, list) or len(row) != 3:
+                raise entries.Unreadable(f"a row is not [first, last, sequence]: {row!r}"[:80])
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in row):
+                raise entries.Unreadable(f"a row holds other than integers: {row!r}"[:80])
+            rows.append((row[0], row[1], row[2]))
+    except entries.Unreadable as err:
+        raise CorruptLogError(
+            run_id, msg.seq, f"the archive's index does not read: {err}"
+        ) from None
+    # Anyone can publish on the subject: the index must name the run's events from 1 on, each
+    # once, in chunks stored before it, each chunk once, or it is not one the archive wrote
+    # (checked before any chunk is read: a direct get of a sequence the server cannot hold is
+    # refused as a bad request, and an index naming one chunk many times reads it as often).
+    # Not in the order of their sequences: a pass that finishes an interrupted one may store
+    # some chunks anew and find others kept (deduplicated) under their first sequence.
+    if not rows:
         raise CorruptLogError(run_id, msg.seq, "the archive's index names no events")
+    expected, chunks = 1, set()
+    for first, last, seq in rows:
+        if first != expected or last < first or not 0 < seq < msg.seq or seq in chunks:
+            why = (
+                f"the archive's index names events {first} to {last} in chunk {seq}, where "
+                f"events from {expected} in another chunk stored before it were expected"
+            )
+            raise CorruptLogError(run_id, msg.seq, why[:200])
+        expected = last + 1
+        chunks.add(seq)
     return rows
 
 
