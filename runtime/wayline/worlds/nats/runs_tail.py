@@ -15,7 +15,8 @@ up to :data:`MOST` entries, past which the caller reads the index's names as bef
 How far back to read is asked of the server once the tail holds enough runs for the page: a
 page whose last run so far was created at ``c`` is complete once the lowest entry read was
 stored before ``c - SKEW``, so the first entry stored at or after that time (one direct get by
-``start_time``) gives the sequence to read down to, and the windows down to it are asked for
+``start_time``) gives the sequence to read down to (and a window below it, the entry just
+below being purged when a status change purged it), and the windows down to it are asked for
 :data:`WINDOWS_AT_ONCE` at a time rather than one round trip after another
 (:meth:`RunsTail._back`). The runs read there can only make the page's last run newer, so that
 read completes the page but when the
@@ -154,10 +155,15 @@ class RunsTail:
         start = max(self.first, self.floor - WINDOW)
         if reach is not None and start > self.first:
             found = await self._below(reach - SKEW)
-            # the entry before the first one stored at or after ``reach - SKEW`` was stored
-            # before it: reading down to it makes the bound pass ``reach``
-            down_to = self.first if found is None else found - 1
-            start = max(self.first, self.top + 1 - MOST, min(start, down_to))
+            # the entries below the first one stored at or after ``reach - SKEW`` were stored
+            # before it, but the one just below may be purged (a status change purges a run's
+            # older entry), and the lowest entry read would then be ``found`` itself, stored
+            # after that time: the window below it is read too, in the same round, so that the
+            # bound passes ``reach`` unless a whole window there is purged. No entry at or
+            # after that time (a replica behind answered, or the entries read were purged
+            # since) tells nothing of where to stop: one window is read, as without ``reach``
+            if found is not None:
+                start = max(self.first, self.top + 1 - MOST, min(start, found - WINDOW))
         spans = [(at, min(at + WINDOW, self.floor)) for at in range(start, self.floor, WINDOW)]
         read: list[list[StoredMsg]] = []
         # at most WINDOWS_AT_ONCE windows asked for together, as the model's load does: each
