@@ -153,6 +153,9 @@ def test_a_code_change_reaches_runs_mid_sleep_and_mid_step_through_a_rolling_upg
     # reach a step after them (a wake it took before its SIGTERM, it would drive on)
     asleep = [_start(cli, "up_flow", str(marker), f"s{i}", 0.0, 8.0) for i in range(3)]
     _until(lambda: all(f"a-end s{i}" in _lines(marker) for i in range(3)))
+    # a body's last line is written before its completion is: killed in between, the step
+    # would rightly run again, so the kill waits until each run's sleep is recorded
+    _until(lambda: all(cli.json("runs", "show", run_id)["waits"] for run_id in asleep))
     old[0].stop(signal.SIGKILL)
     old[1].stop(signal.SIGTERM)  # a drain of the long step ends in SIGKILL after 10 s
     assert not [line for line in _lines(marker) if line.startswith("b ")], "slept too little"
