@@ -169,6 +169,16 @@ async def _started(cluster: Cluster, name: str, n: int) -> int:
     return total if total >= n else 0
 
 
+async def _status_of(cluster: Cluster, name: str, timeout: float = 30) -> Any:
+    """The schedule's status once the operator has written one: its Event is posted before
+    the status patch, so a read right after the Event may find no status yet."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while "status" not in (found := cluster.get(name, "wfs")):
+        assert asyncio.get_running_loop().time() < deadline, f"{name} has no status"
+        await asyncio.sleep(0.2)
+    return found["status"]
+
+
 async def test_an_invalid_schedule_is_an_event_and_a_condition(cluster: Cluster) -> None:
     bad = cluster.apply("bad", _schedule(schedule="61 * * * *"), "WorkflowSchedule")
     assert bad.returncode == 0, bad.stderr
@@ -178,7 +188,7 @@ async def test_an_invalid_schedule_is_an_event_and_a_condition(cluster: Cluster)
     assert zone.returncode == 0, zone.stderr
     event = await cluster.event_when("zone", "InvalidSpec")
     assert "Mars/Olympus" in event["message"]
-    ready = cluster.get("zone", "wfs")["status"]["conditions"][0]
+    ready = (await _status_of(cluster, "zone"))["conditions"][0]
     assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "False", "InvalidSpec")
     policy = cluster.apply("policy", _schedule(concurrencyPolicy="Sometimes"), "WorkflowSchedule")
     assert policy.returncode != 0 and "concurrencyPolicy" in policy.stderr
