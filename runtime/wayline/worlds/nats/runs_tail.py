@@ -40,7 +40,7 @@ from typing import Any
 from ..._core.events import RunStatus
 from .codec import parse_stamp, rfc3339
 from .direct import StoredMsg, direct_batch
-from .runs_index import Entry, RunsIndex, wildcard
+from .runs_index import Entry, RunsIndex
 from .runs_model import WINDOWS_AT_ONCE, Held, newer, read_window, unplace
 
 WINDOW = 500
@@ -135,11 +135,8 @@ class RunsTail:
     async def _below(self, before: float) -> int | None:
         """The sequence of the first entry the server stored at or after ``before`` (server
         clock, seconds since the epoch); None when every entry was stored before it."""
-        request = {
-            "start_time": rfc3339(before),
-            "batch": 1,
-            "next_by_subj": wildcard(self._index.names),
-        }
+        # no subject filter, as for the windows (``read_window``)
+        request = {"start_time": rfc3339(before), "batch": 1}
         msgs, _ = await direct_batch(
             self._nc, self._index.stream, request, timeout=self._timeout, url=self._url
         )
