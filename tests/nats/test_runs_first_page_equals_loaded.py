@@ -8,6 +8,7 @@ that is not a time). The tail reads the index's stream without a subject filter
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -126,3 +127,41 @@ async def test_the_first_pages_before_the_load_are_the_loaded_model_s_pages(
             workflow=query.get("workflow"),
         )
         assert [r["runId"] for r in loaded[name]["runs"]] == [r.run_id for r in page], name
+
+
+async def test_entries_outside_the_index_s_subjects_are_never_runs(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """The index's stream is read without a subject filter: a stream configured by hand to
+    hold other subjects too gives messages shaped as entries under another prefix, which name
+    no run, neither in the first page read from the tail nor in the loaded model's counts."""
+    writer = await open_nats_world()
+    for i in range(6):
+        await _run(writer, i)
+    assert await writer.flush_runs_index()
+    want = await writer.count_runs()
+    console = await open_nats_world()  # started (provisioned) before the stream is changed
+    index = writer._listing.runs()
+    js = writer._listing._js()
+    config = (await js.stream_info(index.stream)).config
+    foreign = f"zz{new_run_id()[-8:]}"
+    config.subjects = [*config.subjects, f"{foreign}.ri.>"]
+    await js.update_stream(config)
+    newest = time.time() + 3600  # first in the order, were it a run
+
+    async def forge(run_id: str) -> None:
+        # an entry's subject as the index's writer makes it, under another prefix
+        subject = index.subject_of(RunStatus.PENDING, _WF, newest, run_id)
+        await js.publish(foreign + subject[len(index.names.prefix) :], b"{}")
+
+    await forge("wf_foreign_before")
+    async with console_api(console) as http:
+        first = (await http.get("/api/runs")).json()
+        assert await console.runs_followed(30.0) is not None
+        await forge("wf_foreign_after")  # read by the loaded model's catch-up
+        # a page that would not show it (a row's log found gone drops its run): the counts
+        # are the model's as its catch-up left them
+        loaded = (await http.get("/api/runs", params={"status": "completed"})).json()
+    shown = {r["runId"] for r in first["runs"]} | {r["runId"] for r in loaded["runs"]}
+    assert not {"wf_foreign_before", "wf_foreign_after"} & shown
+    assert first["counts"] == loaded["counts"] == {str(s): n for s, n in want.items()}

@@ -40,7 +40,7 @@ from typing import Any
 from ..._core.events import RunStatus
 from .codec import parse_stamp, rfc3339
 from .direct import StoredMsg, direct_batch
-from .runs_index import Entry, RunsIndex
+from .runs_index import Entry, RunsIndex, wildcard
 from .runs_model import WINDOWS_AT_ONCE, Held, newer, read_window, unplace
 
 WINDOW = 500
@@ -83,10 +83,11 @@ class RunsTail:
         """No run created past this time (server clock plus :data:`SKEW`) lies below
         :attr:`floor`; None once the whole stream is read (nothing lies below)."""
         self._made: object = None
+        self._within = wildcard(index.names)[:-1]  # the index's subjects' prefix (``newer``)
         self._lock = asyncio.Lock()
 
     def _absorb(self, msg: StoredMsg) -> None:
-        found = newer(self.runs, msg)
+        found = newer(self.runs, msg, self._within)
         if found is None:
             return
         run_id, new, held = found
