@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata as md
+import os
 import shutil
 import socket
 import subprocess
@@ -46,11 +47,17 @@ def nats_server() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def nats_server_process(sync_interval: str | None = None) -> Iterator[tuple[str, int]]:
+def nats_server_process(
+    sync_interval: str | None = None, keep: str | None = None
+) -> Iterator[tuple[str, int]]:
     """The server's URL and pid (for its CPU time). ``sync_interval``: JetStream's setting
     (``always``: fsync before each acknowledgement); None keeps the server's default (2 min).
-    It has no command-line flag, so it goes into a configuration file."""
-    store = tempfile.mkdtemp(prefix="wayline-bench-nats-")
+    It has no command-line flag, so it goes into a configuration file. ``keep``: a folder
+    that holds the server's store and is kept afterwards, so that a later run serves the same
+    streams again (a world that takes minutes to fill); None makes a throwaway one."""
+    store = keep or tempfile.mkdtemp(prefix="wayline-bench-nats-")
+    if keep:
+        os.makedirs(keep, exist_ok=True)
     port = free_port()
     args = [find_binary(), "-a", "127.0.0.1", "-p", str(port)]
     if sync_interval is None:
@@ -77,7 +84,8 @@ def nats_server_process(sync_interval: str | None = None) -> Iterator[tuple[str,
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-        shutil.rmtree(store, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(store, ignore_errors=True)
 
 
 @contextlib.contextmanager

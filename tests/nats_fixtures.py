@@ -419,6 +419,20 @@ def hold_before(monkeypatch: Any, cls: type, name: str) -> tuple[asyncio.Event, 
     return reached, go_on
 
 
+@contextlib.asynccontextmanager
+async def console_api(world: Any) -> AsyncIterator[Any]:
+    """The console's API over ``world`` (an ``httpx.AsyncClient``), called in-process."""
+    import httpx
+
+    import wayline
+    from wayline.cli.console import create_app
+
+    app = create_app(wayline.Client(world), world_url="nats://test")
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+        yield http
+
+
 def hold_sweep(monkeypatch: Any) -> tuple[asyncio.Event, asyncio.Event]:
     """Hold a NATS cleanup between its purge and its sweep of the queue: the first event is
     set when the purge is done, the sweep goes on once the second is set."""

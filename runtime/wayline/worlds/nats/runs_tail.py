@@ -83,10 +83,11 @@ class RunsTail:
         """No run created past this time (server clock plus :data:`SKEW`) lies below
         :attr:`floor`; None once the whole stream is read (nothing lies below)."""
         self._made: object = None
+        self._within = wildcard(index.names)[:-1]  # the index's subjects' prefix (``newer``)
         self._lock = asyncio.Lock()
 
     def _absorb(self, msg: StoredMsg) -> None:
-        found = newer(self.runs, msg)
+        found = newer(self.runs, msg, self._within)
         if found is None:
             return
         run_id, new, held = found
@@ -135,11 +136,8 @@ class RunsTail:
     async def _below(self, before: float) -> int | None:
         """The sequence of the first entry the server stored at or after ``before`` (server
         clock, seconds since the epoch); None when every entry was stored before it."""
-        request = {
-            "start_time": rfc3339(before),
-            "batch": 1,
-            "next_by_subj": wildcard(self._index.names),
-        }
+        # no subject filter, as for the windows (``read_window``)
+        request = {"start_time": rfc3339(before), "batch": 1}
         msgs, _ = await direct_batch(
             self._nc, self._index.stream, request, timeout=self._timeout, url=self._url
         )
