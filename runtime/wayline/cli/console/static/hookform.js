@@ -756,7 +756,7 @@ wl.keyValues = (shape) => {
 // browser may not judge as pydantic's regex engine does, or not in bounded time
 // (`wl.keyPattern`), and a key longer than `wl.MAX_KEY_MATCHED`.
 wl.MOST_KEY_LENGTH = 1000000;
-wl.MAX_KEY_MATCHED = 256;
+wl.MAX_KEY_MATCHED = 128;
 wl.keyRulesProblem = (shape, key) => {
   const length = (n) => Number.isSafeInteger(n) && n >= 0 && n <= wl.MOST_KEY_LENGTH;
   const count = [...key].length;
