@@ -11,6 +11,7 @@ a catastrophic pattern leaves a page that does not freeze and a form that sends.
 from __future__ import annotations
 
 import enum
+import json
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -208,3 +209,60 @@ async def test_a_forged_key_pattern_leaves_a_page_that_does_not_freeze_and_a_for
         assert await sent_by(page, form) == [
             {"nested": {slow: [1]}, "alternated": {slow: 2}, "long": {slow: 3}}
         ]
+
+
+PATTERNS = [
+    r"^[a-z]{2}-\d+$",
+    r"^\d{3}$",
+    r"a.b",
+    r"^\S+$",
+    r"^\s*x",
+    r"^[A-Z][a-z]*$",
+    r"x+?y",
+    r"^[\d-]+$",
+    r"^(?:ab|cd)$",
+    r"[^a-z]",
+    r"^a|b$",
+    r"^[^\n]{2,4}$",
+]
+"""Patterns the browser judges itself (each one of few quantifiers, none on a group)."""
+
+ALPHABET = ["a", "b", "c", "d", "x", "y", "z", "A", "Q", "-", "1", "9", "٣", "\n", "\r", " "]
+ALPHABET += ["\u2028", "\u00a0", "é", "😀", "_"]
+
+
+def _keys(count: int) -> list[str]:
+    """``count`` keys of up to eight characters, drawn (seeded) from characters where
+    JavaScript's and Rust's regex engines are most likely to differ."""
+    import random
+
+    draw = random.Random(37)
+    return ["".join(draw.choice(ALPHABET) for _ in range(draw.randrange(9))) for _ in range(count)]
+
+
+async def test_the_browser_judges_a_key_pattern_as_pydantic_does(page: Page) -> None:
+    """For each pattern the form judges and each of 400 keys, the browser refuses the key
+    exactly when pydantic's own check of a key with that pattern refuses it, so the form
+    never blocks a key the class takes."""
+    await page.open("/hooks")
+    keys = ["a\rb", "a\u2028b", "a\nb", "٣٣٣", "ab-٣", " x", "\u00a0x", "\u2028x", *_keys(400)]
+    for pattern in PATTERNS:
+        check = pydantic.TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
+        taken = []
+        for key in keys:
+            try:
+                check.validate_python(key)
+            except pydantic.ValidationError:
+                taken.append(False)
+            else:
+                taken.append(True)
+        judged = await page.script(
+            "const [pattern, keys] = arguments;"
+            "if (!wl.keyPattern(pattern)) return null;"
+            "return keys.map((key) => wl.keyRulesProblem({ pattern }, key) === null);".replace(
+                "arguments", json.dumps([pattern, keys])
+            )
+        )
+        assert judged is not None, pattern
+        wrong = [repr(k) for k, a, b in zip(keys, taken, judged, strict=True) if a != b]
+        assert not wrong, (pattern, wrong[:5])
