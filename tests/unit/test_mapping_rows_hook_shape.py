@@ -45,6 +45,7 @@ class Notes(pydantic.BaseModel):
     objects: Mapping[str, object] = {}
     json_values: dict[str, JsonValue] = {}
     maybe: dict[str, Any] | None = None
+    nullable: dict[str, Any | None] = {}
     rows: list[dict[str, Any]] = []
     codes: dict[Code, int] = {}
     short: dict[constr(max_length=3), int] = {}
@@ -69,7 +70,7 @@ class PythonPatterns(pydantic.BaseModel):
 
 def test_a_mapping_of_any_value_is_recorded_as_a_mapping() -> None:
     maps = shape(Notes)["maps"]
-    for name in ("anything", "objects", "json_values", "maybe"):
+    for name in ("anything", "objects", "json_values", "maybe", "nullable"):
         assert maps[name] == {"map": {"any": True}}, name
     assert shape(Notes)["items"]["rows"] == {"map": {"any": True}}
     recorded = shape(Notes)

@@ -695,9 +695,10 @@ def _mapping(
     if len(maps) != 1 or not _is_mapping(maps[0]) or len(models) > 1:
         return None
     values = _map_values(maps[0]) or {}
-    element = (
-        _ANY if not _resolved(values, defs) else _list_element(values, defs, walk, values_depth)
-    )
+    # any value, maybe null (``dict[str, Any]``, ``dict[str, Any | None]``): an option of no
+    # schema at all takes every JSON value
+    anything = any(not option for option in _options(values, defs))
+    element = _ANY if anything else _list_element(values, defs, walk, values_depth)
     if element is None:
         return None
     walk.take("map")
