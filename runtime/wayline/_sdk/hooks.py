@@ -375,10 +375,9 @@ def key_checks(
     try:
         from pydantic_core import SchemaValidator
 
-        schema = dict(keys)
-        if definitions:
-            schema = {"type": "definitions", "schema": keys, "definitions": definitions}
-        check = SchemaValidator(schema)
+        # a literal's or an enum's schema refers to nothing else: it is built alone, not with
+        # every definition of the class
+        check = SchemaValidator(dict(core))
     except Exception:
         return {}
     return {_KEY_TAKES: [v for v in values if _takes(check, v)]}
