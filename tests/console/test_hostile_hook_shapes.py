@@ -315,16 +315,21 @@ async def test_a_forged_shape_with_plain_parts_leaves_a_form_that_sends(
         assert kind == "number"
         await page.type(f'{form} input[name="many"]', "49999")
         await page.click(f'{form} fieldset[data-path="blanks"] > button.add')
-        # what the form sends, kept as it goes (the forged hook is no hook the server resumes)
-        await page.script(
-            "window.sentBodies = []; const send = window.fetch;"
-            "window.fetch = (url, init) => { window.sentBodies.push(init && init.body);"
-            " return send(url, init); };"
-        )
-        await page.click(f"{form} > button")
-        await page.text(f"{form} .said", "HOOK_NOT_FOUND")  # the server answered: it was sent
-        sent = await page.script("return window.sentBodies.filter((b) => b)")
-        assert [json.loads(body)["payload"] for body in sent] == [{"many": 49999, "blanks": [None]}]
+        assert await sent_by(page, form) == [{"many": 49999, "blanks": [None]}]
+
+
+async def sent_by(page: Page, form: str) -> list[Any]:
+    """Send a forged hook's form: the payloads it sent, once the server has answered (the
+    forged hook is no hook the server resumes, so it answers HOOK_NOT_FOUND)."""
+    await page.script(
+        "window.sentBodies = []; const send = window.fetch;"
+        "window.fetch = (url, init) => { window.sentBodies.push(init && init.body);"
+        " return send(url, init); };"
+    )
+    await page.click(f"{form} > button")
+    await page.text(f"{form} .said", "HOOK_NOT_FOUND")  # the server answered: it was sent
+    sent = await page.script("return window.sentBodies.filter((b) => b)")
+    return [json.loads(body)["payload"] for body in sent]
 
 
 def _nested_maps(levels: int) -> dict[str, Any]:

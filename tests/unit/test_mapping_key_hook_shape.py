@@ -41,9 +41,12 @@ class Tally(pydantic.BaseModel):
 def test_a_mapping_key_that_is_no_string_is_recorded() -> None:
     maps = shape(Tally)["maps"]
     assert maps["ids"] == {"map": {"kinds": ["string"]}, "key": {"kinds": ["integer"]}}
-    assert maps["levels"]["key"] == {"kinds": ["string"], "values": ["low", "high"]}
-    assert maps["colours"]["key"] == {"kinds": ["string"], "values": ["red", "blue"]}
-    assert maps["ranks"]["key"] == {"kinds": ["integer"], "values": [1, 2]}
+    # ``takes``: every value, as a JSON key names each of them for these classes
+    levels = {"kinds": ["string"], "values": ["low", "high"], "takes": ["low", "high"]}
+    assert maps["levels"]["key"] == levels
+    colours = {"kinds": ["string"], "values": ["red", "blue"], "takes": ["red", "blue"]}
+    assert maps["colours"]["key"] == colours
+    assert maps["ranks"]["key"] == {"kinds": ["integer"], "values": [1, 2], "takes": [1, 2]}
     assert maps["flags"]["key"] == {"kinds": ["boolean"]}
     assert maps["weights"]["key"] == {"kinds": ["number"]}
     assert "key" not in maps["names"]  # a string key: as before

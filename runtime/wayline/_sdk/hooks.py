@@ -41,6 +41,7 @@ from .context import current_replay
 from .plain_shapes import (
     PLAIN_KINDS,
     key_problem,
+    kind_of,
     kind_problem,
     kinds_of,
     literal_values,
@@ -272,21 +273,39 @@ def _by_accepted_keys() -> type[Any]:
     from pydantic.json_schema import GenerateJsonSchema
 
     class _AcceptedKeys(GenerateJsonSchema):
+        # the core schema's definitions (a key that is an Enum is a reference to one) and the
+        # config of each class being written, innermost last: what a mapping's key check is
+        core_definitions: list[Any] = []
+        configs: list[Mapping[str, Any]] = []
+
+        def generate(self, schema: Any, mode: Any = "validation") -> Any:
+            found = schema.get("definitions") if schema.get("type") == "definitions" else None
+            self.core_definitions = list(found or [])
+            self.configs = []
+            return super().generate(schema, mode)
+
+        def _configured(self, schema: Any, write: Any) -> Any:
+            self.configs.append(schema.get("config") or {})
+            try:
+                return write(schema)
+            finally:
+                self.configs.pop()
+
         def model_schema(self, schema: Any) -> Any:
-            out = super().model_schema(schema)
+            out = self._configured(schema, super().model_schema)
             model = schema.get("cls")
             if isinstance(out, dict) and isinstance(getattr(model, "model_fields", None), dict):
                 _open_to_keys(out, model)
             return out
 
         def dataclass_schema(self, schema: Any) -> Any:
-            out = super().dataclass_schema(schema)
+            out = self._configured(schema, super().dataclass_schema)
             args = schema.get("schema") or {}
             _open_by_core(out, args.get("fields") or [], schema.get("config") or {})
             return out
 
         def typed_dict_schema(self, schema: Any) -> Any:
-            out = super().typed_dict_schema(schema)
+            out = self._configured(schema, super().typed_dict_schema)
             fields = schema.get("fields") or {}
             named = [{**field, "name": name} for name, field in fields.items()]
             _open_by_core(out, named, schema.get("config") or {})
@@ -300,6 +319,8 @@ def _by_accepted_keys() -> type[Any]:
             keys = schema.get("keys_schema")
             if isinstance(out, dict) and keys is not None:
                 out[_KEYS] = self.generate_inner(keys)
+                config = self.configs[-1] if self.configs else {}
+                out.update(key_checks(keys, self.core_definitions, config))
             return out
 
     return _AcceptedKeys
@@ -307,6 +328,82 @@ def _by_accepted_keys() -> type[Any]:
 
 _KEYS = "x-wayline-keys"
 """Where the JSON schema the recorder reads holds a mapping's key schema (never written out)."""
+
+_KEY_RULES = "x-wayline-key-rules"
+"""Where it holds a string key's ``pattern``, ``minLength`` and ``maxLength`` as the class
+checks them (never written out)."""
+
+_KEY_TAKES = "x-wayline-key-takes"
+"""Where it holds the values of a ``Literal`` or an ``Enum`` key that a JSON object's key names
+for the class (never written out)."""
+
+
+def key_checks(
+    keys: Mapping[str, Any], definitions: list[Any], config: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What a mapping's key check is, read from its core schema ``keys``: a string key's rules
+    (:data:`_KEY_RULES`), only where the class checks the key as it is given (no
+    ``strip_whitespace``, ``to_lower``, ``to_upper``, in the key or the class's config, and no
+    validator of the user's around it; its pattern only for pydantic's own regex engine); and
+    which of a ``Literal``'s or an ``Enum``'s values a JSON object's key can name
+    (:data:`_KEY_TAKES`), found by the class's own key check with each value as a JSON key is
+    written (``Literal[1]`` takes no ``"1"``, an ``IntEnum`` does). Nothing where it cannot be
+    told."""
+    core = _core_resolved(keys, definitions)
+    kind = core.get("type")
+    if kind == "str":
+        shifts = ("strip_whitespace", "to_lower", "to_upper")
+        if any(core.get(k) for k in shifts) or any(config.get(f"str_{k}") for k in shifts):
+            return {}
+        pattern = core.get("pattern")
+        pattern = getattr(pattern, "pattern", pattern)
+        if config.get("regex_engine") == "python-re":
+            # Python's ``re`` reads a pattern otherwise than the engines that check it by the
+            # shape (its ``$`` also matches before a last newline): the class checks it
+            pattern = None
+        rules = {
+            "pattern": pattern if isinstance(pattern, str) else None,
+            "minLength": core.get("min_length"),
+            "maxLength": core.get("max_length"),
+        }
+        found = {k: v for k, v in rules.items() if v is not None}
+        return {_KEY_RULES: found} if found else {}
+    if kind not in ("literal", "enum"):
+        return {}
+    given = core.get("expected") if kind == "literal" else core.get("members")
+    values = [getattr(v, "value", v) for v in given or []]
+    try:
+        from pydantic_core import SchemaValidator
+
+        # a literal's or an enum's schema refers to nothing else: it is built alone, not with
+        # every definition of the class
+        check = SchemaValidator(dict(core))
+    except Exception:
+        return {}
+    return {_KEY_TAKES: [v for v in values if _takes(check, v)]}
+
+
+def _takes(check: Any, value: Any) -> bool:
+    """Whether a key check takes ``value`` as a JSON object's key writes it (``1`` as ``"1"``,
+    ``True`` as ``"true"``), as the console's form sends it."""
+    if value is None or not isinstance(value, (str, int, float)):
+        return False
+    written = value if isinstance(value, str) else json.dumps(value)
+    try:
+        check.validate_python(written)
+    except Exception:
+        return False
+    return True
+
+
+def _core_resolved(schema: Mapping[str, Any], definitions: list[Any]) -> Mapping[str, Any]:
+    """A core schema with a ``definition-ref`` replaced by the definition it names."""
+    if schema.get("type") != "definition-ref":
+        return schema
+    for found in definitions:
+        if isinstance(found, Mapping) and found.get("ref") == schema.get("schema_ref"):
+            return found
+    return schema
 
 
 def _open_to_keys(out: dict[str, Any], model: Any) -> None:
@@ -553,8 +650,31 @@ def _is_mapping(option: Mapping[str, Any]) -> bool:
     return (
         option.get("type") == "object"
         and "properties" not in option
-        and isinstance(option.get("additionalProperties"), Mapping)
+        and _map_values(option) is not None
     )
+
+
+def _map_values(option: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The schema of a mapping's values: its ``additionalProperties`` (``true`` for any value:
+    ``dict[str, Any]``, ``dict[str, object]``), or the one schema of its ``patternProperties``,
+    which is how pydantic writes a mapping whose key has a pattern (and then writes no
+    ``additionalProperties``); None for an object of no such values."""
+    values = option.get("additionalProperties")
+    if values is True:
+        return {}
+    if isinstance(values, Mapping):
+        return values
+    patterned = option.get("patternProperties")
+    if values is None and isinstance(patterned, Mapping) and len(patterned) == 1:
+        (only,) = patterned.values()
+        return only if isinstance(only, Mapping) else None
+    return None
+
+
+_ANY: dict[str, Any] = {"any": True}
+"""What a mapping's value is when it may be any JSON value (``dict[str, Any]``,
+``dict[str, JsonValue]``): a key an older reader does not know, so it checks no such value
+and its form keeps the mapping one JSON text area, as before."""
 
 
 def _mapping(
@@ -573,7 +693,11 @@ def _mapping(
     maps = [o for o in options if o.get("type") == "object" and not _is_model(o)]
     if len(maps) != 1 or not _is_mapping(maps[0]) or len(models) > 1:
         return None
-    element = _list_element(maps[0]["additionalProperties"], defs, walk, values_depth)
+    values = _map_values(maps[0]) or {}
+    # any value, maybe null (``dict[str, Any]``, ``dict[str, Any | None]``): an option of no
+    # schema at all takes every JSON value
+    anything = any(not option for option in _options(values, defs))
+    element = _ANY if anything else _list_element(values, defs, walk, values_depth)
     if element is None:
         return None
     walk.take("map")
@@ -599,7 +723,19 @@ def _key_of(mapping: Mapping[str, Any], defs: Mapping[str, Any]) -> dict[str, An
     if not isinstance(keys, Mapping):
         return None
     found = plain_element(_options(keys, defs))
-    return None if found is None or found == {"kinds": ["string"]} else found
+    if found is None:
+        return None
+    takes = mapping.get(_KEY_TAKES)
+    if "values" in found and isinstance(takes, list):
+        # keys the class takes no JSON key for (``Literal[1]``): ``takes`` names those it does
+        # take; an older reader passes the key over and offers every value, as before
+        named = {(kind_of(v), v) for v in takes}
+        found["takes"] = [v for v in found["values"] if (kind_of(v), v) in named]
+    rules = mapping.get(_KEY_RULES)
+    if found == {"kinds": ["string"]} and isinstance(rules, Mapping):
+        # a pattern or lengths: an older reader takes the key as any string, as before
+        found.update(rules)
+    return None if found == {"kinds": ["string"]} else found
 
 
 def _union(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeGuard, Union
 
 JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -148,13 +148,88 @@ def key_problem(element: Any, key: str, at: str) -> str | None:
     if isinstance(values, list) and values:
         if len(values) > MAX_VALUES or not all(kind_of(v) in PLAIN_KINDS for v in values):
             return None
+        takes = element.get("takes")
+        if isinstance(takes, list) and len(takes) <= len(values):
+            # the values a JSON object's key can name, as the writer found them with the
+            # class's own key check (``Literal[1]`` takes no key ``"1"``): only those
+            values = [v for v in takes if kind_of(v) in PLAIN_KINDS]
+            if not values:
+                return f"{at}: no key can be given: the mapping's keys are no JSON object's keys"
         if any(_reads_as(key, value) for value in values):
             return None
         allowed = " or ".join(json.dumps(v) for v in values[:10])
         return f"{at}: key expected {allowed}{' ...' if len(values) > 10 else ''}, got {shown}"
+    if kinds == ["string"]:
+        return key_rules_problem(element, key, at)
     if "string" in kinds or _passes(tuple(kinds), key):
         return None
     return f"{at}: key expected {' or '.join(kinds)}, got {shown}"
+
+
+MAX_PATTERN = 1000
+"""The longest key ``pattern`` the server checks: a longer one is no pattern a hand writes (a
+forged shape's), and is passed over, as the class, where it is, still checks its keys."""
+
+
+def key_rules_problem(element: Mapping[str, Any], key: str, at: str) -> str | None:
+    """Why a string key breaks its recorded ``minLength``, ``maxLength`` or ``pattern``
+    (``dict[constr(pattern=...), int]``), counted and matched as pydantic does: its length in
+    code points, its pattern searched anywhere in it by pydantic-core's regex engine, which
+    runs in time linear in the key. A rule no writer makes (a length that is no whole number,
+    a pattern that engine cannot compile: a look-around, a backreference, one too large) is
+    passed over, never a failure of the resume."""
+    shown = json.dumps(key)[:80]
+    least, most = element.get("minLength"), element.get("maxLength")
+    if _length(least) and len(key) < least:
+        return f"{at}: key should have at least {_counted(least)} characters, got {shown}"
+    if _length(most) and len(key) > most:
+        return f"{at}: key should have at most {_counted(most)} characters, got {shown}"
+    check = _pattern(element.get("pattern"))
+    if check is not None and not check(key):
+        pattern = json.dumps(element["pattern"])[:80]
+        return f"{at}: key should match pattern {pattern}, got {shown}"
+    return None
+
+
+def _counted(length: int) -> str:
+    """A length as a message says it: a forged one of hundreds of digits by its first ones."""
+    said = str(length)
+    return said if len(said) <= 20 else f"{said[:12]}... ({len(said)} digits)"
+
+
+def _length(value: object) -> TypeGuard[int]:
+    """Whether a recorded length is one a writer makes: a whole number, not negative."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _pattern(pattern: Any) -> Any:
+    """A check of ``pattern`` (a callable taking a key), or None for no pattern the server
+    checks: not a string, longer than :data:`MAX_PATTERN`, or refused by pydantic-core's
+    regex engine. Never Python's ``re``: a pattern read from the log is anyone's, and
+    ``(a+)+$`` against a key of 30 ``a`` and a ``!`` would hold the console's loop for
+    minutes."""
+    if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN:
+        return None
+    return _compiled(pattern)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    from pydantic_core import SchemaError, SchemaValidator, ValidationError, core_schema
+
+    try:
+        validator = SchemaValidator(core_schema.str_schema(pattern=pattern))
+    except SchemaError:
+        return None
+
+    def matches(key: str) -> bool:
+        try:
+            validator.validate_python(key)
+        except ValidationError:
+            return False
+        return True
+
+    return matches
 
 
 def _reads_as(key: str, value: Any) -> bool:

@@ -385,13 +385,13 @@ wl.listsOf = (element, depth = 0) => {
   return { union: { branches: [] }, lists: given, kinds: wl.plainKinds(plain.kinds), values: plain.values };
 };
 
-// A mapping (`map`: what each value is, as a list's item is said), what its key is (`key`,
-// absent for a string key), and the model it may be instead (`or`), or null for a part no
-// writer makes.
+// A mapping (`map`: what each value is, as a list's item is said, or `{"any": true}` for any
+// JSON value: `dict[str, Any]`), what its key is (`key`, absent for a string key), and the
+// model it may be instead (`or`), or null for a part no writer makes.
 wl.mapOf = (element, depth = 0) => {
   const given = wl.dict(element);
   const inner = wl.dict(given.map);
-  if (!Object.hasOwn(given, "map") || !wl.isElement(inner, depth + 1)) return null;
+  if (!Object.hasOwn(given, "map") || !(inner.any === true || wl.isElement(inner, depth + 1))) return null;
   const model = wl.dict(wl.dict(given.or).shape);
   return { map: inner, model: wl.isShape(model) ? model : null, key: wl.dict(given.key) };
 };
@@ -399,11 +399,20 @@ wl.mapOf = (element, depth = 0) => {
 // A mapping's form: the rows of a list, each with a key input above its value; the keys must
 // be given, be of the key's kind and differ (`stock[1]: key required`, `ids[0]: key expected
 // integer`), and each value is named by its key.
+// A mapping whose keys no JSON object can hold (`dict[Literal[1], int]`: an object's keys are
+// strings, and the class takes no `"1"` for `1`) can only be empty: it has no Add button, and
+// says so.
 wl.mapField = (field, element, depth, key = {}) => {
   field.keyed = true;
   field.keyShape = wl.dict(key);
   wl.listField(field, element, depth);
   field.kind = "map";
+  if (wl.keyValues(field.keyShape) === "none") {
+    const add = field.label.querySelector(":scope > button.add");
+    add.disabled = true;
+    const values = field.keyShape.values.map((v) => JSON.stringify(v)).join(", ");
+    add.before(wl.text("p", `no key can be given: this mapping's keys (${values}) are no JSON object's keys, so it can only be empty`, "keyless"));
+  }
   return field;
 };
 
@@ -544,6 +553,7 @@ wl.listField = (field, element, depth) => {
       const title = typeof mapped.model.title === "string" && mapped.model.title ? mapped.model.title : "model";
       wl.unionField(row, { branches: [{ title, shape: mapped.model }] }, depth, [], null, undefined, mapped.map, mapped.key);
     } else if (mapped) wl.mapField(row, mapped.map, depth + 1, mapped.key);
+    else if (field.keyed && element.any === true) wl.leafField(row, [], undefined); // any JSON
     else if (wl.isShape(element.shape)) wl.modelField(row, element.shape, depth);
     else if (wl.isUnion(element.union)) wl.unionField(row, element.union, depth);
     else if (either) {
@@ -681,8 +691,8 @@ wl.collectMap = (field, submitter, path, problems) => {
 // second rather than send a payload whose first value the class would drop.
 wl.keyInput = (shape) => {
   const kinds = wl.plainKinds(shape.kinds).filter((k) => k !== "null");
-  const given = wl.isChoice(shape.values) ? shape.values.filter((v) => v !== null) : [];
-  const values = given.length ? given : kinds.length === 1 && kinds[0] === "boolean" ? [true, false] : null;
+  const given = wl.keyValues(shape);
+  const values = Array.isArray(given) ? given : kinds.length === 1 && kinds[0] === "boolean" ? [true, false] : null;
   const written = (v) => (typeof v === "string" ? v : JSON.stringify(v));
   if (values) {
     const select = document.createElement("select");
@@ -703,17 +713,146 @@ wl.keyInput = (shape) => {
       // a number input holding what is no number reads as empty: say what it should be
       return { problem: number && input.validity.badInput ? `${where}: key expected ${kind}` : `${where}: key required` };
     }
-    if (!number) return { key: raw };
+    if (!number) {
+      const broken = kinds.length === 1 && kinds[0] === "string" ? wl.keyRulesProblem(shape, raw) : null;
+      return broken ? { problem: `${where}: ${broken}` } : { key: raw };
+    }
+    const whole = /^\s*([+-]?)(\d+)(?:\.0*)?\s*$/.exec(raw);
+    if (kind === "integer" && whole) {
+      // a whole number as its digits, at any size (a Number past 2^53 would be rounded): the
+      // class reads a key of digits as the integer, and `07` and `7` are one key
+      const digits = BigInt(whole[2]).toString();
+      return { key: whole[1] === "-" && digits !== "0" ? `-${digits}` : digits };
+    }
     const value = Number(raw.trim());
     if (!Number.isFinite(value) || (kind === "integer" && !Number.isInteger(value))) {
       return { problem: `${where}: key expected ${kind}` };
     }
     if (kind === "integer" && !Number.isSafeInteger(value)) {
-      return { problem: `${where}: key ${raw.trim()} is too large for the form (send it through the API)` };
+      // written otherwise than in digits (`1e30`): its Number is rounded, so it is not sent
+      return { problem: `${where}: key ${raw.trim()} is too large for the form (write it in digits)` };
     }
     return { key: String(value) };
   };
   return { input, read };
+};
+
+// The values a Literal's or an Enum's key may be, as the form offers them: those a JSON
+// object's key can name (`takes`, recorded since the class takes no `"1"` for `Literal[1]`;
+// every value in a shape recorded before), `"none"` where no value can be named, or null for
+// a key that is no choice of values.
+wl.keyValues = (shape) => {
+  const given = wl.isChoice(shape.values) ? shape.values.filter((v) => v !== null) : [];
+  if (!given.length) return null;
+  if (!Array.isArray(shape.takes)) return given;
+  const takes = shape.takes.filter((t) => t !== null && typeof t !== "object");
+  const taken = given.filter((v) => takes.some((t) => t === v && typeof t === typeof v));
+  return taken.length ? taken : "none";
+};
+
+// Why a string key breaks its recorded lengths (`minLength`, `maxLength`: counted in code
+// points, as pydantic counts them) or its `pattern`, or null. A rule no writer makes (a length
+// that is no whole number, or past a million) is left to the server, and so is a pattern the
+// browser may not judge as pydantic's regex engine does, or not in bounded time
+// (`wl.keyPattern`), and a key longer than `wl.MAX_KEY_MATCHED`.
+wl.MOST_KEY_LENGTH = 1000000;
+wl.MAX_KEY_MATCHED = 128;
+wl.keyRulesProblem = (shape, key) => {
+  const length = (n) => Number.isSafeInteger(n) && n >= 0 && n <= wl.MOST_KEY_LENGTH;
+  const count = [...key].length;
+  if (length(shape.minLength) && count < shape.minLength) return `key should have at least ${shape.minLength} characters`;
+  if (length(shape.maxLength) && count > shape.maxLength) return `key should have at most ${shape.maxLength} characters`;
+  const pattern = wl.keyPattern(shape.pattern);
+  if (pattern && count <= wl.MAX_KEY_MATCHED && !pattern.test(key)) {
+    return `key should match pattern ${JSON.stringify(shape.pattern)}`;
+  }
+  return null;
+};
+
+// A recorded key pattern as a JavaScript RegExp that takes exactly the keys pydantic's regex
+// engine (Rust's `regex`, searched anywhere in the key) takes, or null, which leaves the
+// pattern to the server. The pattern is read from the log, so it must never hang the page: a
+// backtracking engine takes exponential time on a quantified group (`(a+)+$`) and polynomial
+// time on many quantifiers, so only a pattern of at most `wl.MAX_KEY_PATTERN` characters, no
+// quantified group and at most two quantifiers is judged here, against keys of at most
+// `wl.MAX_KEY_MATCHED` characters. Escapes are taken from a short list, in Unicode mode
+// (`\d` is any decimal digit there, as in Rust: `\p{Nd}`); any other (`\w`, `\b`, a
+// backreference), a look-around, a flag group, Rust-only syntax, or a pattern JavaScript
+// cannot compile is left to the server.
+wl.MAX_KEY_PATTERN = 200;
+wl.keyPatterns = new Map();
+wl.keyPattern = (pattern) => {
+  if (typeof pattern !== "string" || pattern.length > wl.MAX_KEY_PATTERN) return null;
+  if (!wl.keyPatterns.has(pattern)) wl.keyPatterns.set(pattern, wl.translatedPattern(pattern));
+  return wl.keyPatterns.get(pattern);
+};
+wl.PATTERN_ESCAPES = {
+  d: "\\p{Nd}", D: "\\P{Nd}", s: "\\p{White_Space}", S: "\\P{White_Space}", n: "\\n", t: "\\t",
+};
+wl.translatedPattern = (pattern) => {
+  let out = "", inClass = false, quantifiers = 0, last = "";
+  for (let i = 0; i < pattern.length; i += 1) {
+    const c = pattern[i];
+    if (c === "\\") {
+      const next = pattern[i + 1];
+      if (next === undefined) return null;
+      i += 1;
+      if (Object.hasOwn(wl.PATTERN_ESCAPES, next)) out += wl.PATTERN_ESCAPES[next];
+      else if ("^$\\.*+?()[]{}|/-".includes(next) && (next !== "-" || inClass)) out += `\\${next}`;
+      else return null;
+      last = "atom";
+      continue;
+    }
+    if (inClass) {
+      if (c === "[" || (c === "&" && pattern[i + 1] === "&") || (c === "~" && pattern[i + 1] === "~")
+        || (c === "-" && pattern[i + 1] === "-")) return null; // Rust's nested and set classes
+      if (c === "]") { inClass = false; last = "atom"; }
+      out += c;
+      continue;
+    }
+    if (c === "[") {
+      inClass = true;
+      out += c;
+      if (pattern[i + 1] === "^") { out += "^"; i += 1; }
+      if (pattern[i + 1] === "]") return null; // Rust's `[]a]`: a class holding `]`
+      continue;
+    }
+    if ("*+?{".includes(c)) {
+      if (last === "quantifier" && c === "?") { out += c; last = "lazy"; continue; } // lazy: same keys
+      if (last === "group" || last === "" || last === "quantifier" || last === "lazy") return null;
+      quantifiers += 1;
+      if (quantifiers > 2) return null;
+      if (c === "{") {
+        const bound = /^\{(\d{1,4})(,(\d{0,4}))?\}/.exec(pattern.slice(i));
+        if (!bound) return null;
+        out += bound[0];
+        i += bound[0].length - 1;
+      } else out += c;
+      last = "quantifier";
+      continue;
+    }
+    if (c === "(") {
+      if (pattern[i + 1] === "?") {
+        if (pattern[i + 2] !== ":") return null; // a look-around, a flag or a named group
+        out += "(?:";
+        i += 2;
+      } else out += c;
+      last = "";
+      continue;
+    }
+    if (c === ")") { out += c; last = "group"; continue; }
+    if (c === "|") { out += c; last = ""; continue; }
+    if (c === "^" || c === "$") { out += c; last = "anchor"; continue; }
+    // Rust's `.` is any character but a newline; JavaScript's also leaves out \r, \u2028, \u2029
+    out += c === "." ? "[^\\n]" : c;
+    last = "atom";
+  }
+  if (inClass) return null;
+  try {
+    return new RegExp(out, "u");
+  } catch {
+    return null;
+  }
 };
 
 wl.collectRow = (row, submitter, where, problems) => {
