@@ -17,7 +17,7 @@ import pytest
 
 from tests.console.browser import Page
 from tests.console.conftest import Console
-from tests.console.test_deep_hook_forms import (
+from tests.console.hook_forms import (
     _form,
     _refused_in_browser,
     _resumed,

@@ -8,19 +8,16 @@ stream (docs/nats.md, "The runs index's read model")."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-import wayline
+from tests.nats.test_runs_first_pages import _api
 from tests.nats_fixtures import OpenWorlds
 from wayline._core.events import EventType, NewEvent, RunStatus
 from wayline._core.ids import new_run_id
-from wayline.cli.console import create_app
 from wayline.worlds.nats import runs_index, runs_model, runs_tail
 
 _WF = "first-call-wf"
@@ -85,14 +82,6 @@ async def _fill(world: Any, each: int) -> list[str]:
             ids.append(await _make(world, status, i))
     assert await world.flush_runs_index()
     return ids
-
-
-@contextlib.asynccontextmanager
-async def _api(world: Any) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(wayline.Client(world), world_url="nats://test")
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
-        yield http
 
 
 async def _calls(http: httpx.AsyncClient) -> dict[str, Any]:

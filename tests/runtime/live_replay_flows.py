@@ -1,5 +1,5 @@
-"""The workflow of the live replay crash test, served by ``live_replay_proc`` in a process of
-its own and by the test's worker after that process is killed."""
+"""The workflow of the live replay crash test, served by ``worker_proc live-replay`` in a
+process of its own and by the test's worker after that process is killed."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Workflows of the prompt wake tests (``test_prompt_wakes``), in a module of their own so a
-worker process (``prompt_wake_proc``) registers the same definitions."""
+worker process (``worker_proc prompt-wake``) registers the same definitions."""
 
 from __future__ import annotations
 

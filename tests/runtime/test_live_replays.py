@@ -180,7 +180,7 @@ async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
     token = f"lr-crash-{os.getpid()}-{tmp_path.name}"
     hits = str(tmp_path / "hits")
     proc = await exec_python(
-        [sys.executable, "-m", "tests.runtime.live_replay_proc", engine.world.url, hits],
+        [sys.executable, "-m", "tests.runtime.worker_proc", "live-replay", engine.world.url, hits],
         {**os.environ, "WAYLINE_VISIBILITY_SECONDS": "2"},
         tmp_path / "proc.log",
     )

@@ -80,7 +80,7 @@ async def test_a_worker_killed_in_a_prompt_wake_leaves_the_run_to_its_delayed_me
     log = str(tmp_path / "bodies")
     mark = str(tmp_path / "waiting")
     proc = await exec_python(
-        [sys.executable, "-m", "tests.runtime.prompt_wake_proc", engine.world.url, mark],
+        [sys.executable, "-m", "tests.runtime.worker_proc", "prompt-wake", engine.world.url, mark],
         dict(os.environ),
         tmp_path / "proc.log",
     )

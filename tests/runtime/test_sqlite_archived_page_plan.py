@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from tests.archived_runs import long_archived_run
+from tests.runtime.sqlite_plans import page_read_plan, traced
 from wayline.worlds.local import LocalWorld
 
 
@@ -26,20 +27,10 @@ async def test_an_archived_page_is_read_through_the_archives_index(tmp_path: Pat
     finally:
         writer.close()
     async with LocalWorld(db) as world:
-        traced: list[str] = []
-        world._conn().set_trace_callback(traced.append)
-        try:
+        with traced(world) as statements:
             found = await world.archived_page(run_id, 5, 4)
-        finally:
-            world._conn().set_trace_callback(None)
     assert found is not None and [e.seq for e in found[1]] == [6, 7, 8, 9] and found[0] == 23
-    reads = [sql for sql in traced if "FROM events_archive" in sql and "LIMIT" in sql]
-    assert len(reads) == 1, traced
-    reader = sqlite3.connect(db)
-    try:
-        plan = " | ".join(row[3] for row in reader.execute(f"EXPLAIN QUERY PLAN {reads[0]}"))
-    finally:
-        reader.close()
+    plan = page_read_plan(db, statements, "events_archive")
     assert "SEARCH events_archive USING INDEX events_archive_by_run (run_id=? AND seq>?)" in plan, (
         plan
     )

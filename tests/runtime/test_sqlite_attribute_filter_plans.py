@@ -5,9 +5,9 @@ bench/RESULTS.md). Checked on the query plans of the statements the world really
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
+from tests.runtime.sqlite_plans import query_plan, traced
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent, RunStatus
 from wayline._core.ids import new_run_id
@@ -17,15 +17,11 @@ from wayline.worlds.local import LocalWorld
 
 def _plans(db: Path, statements: list[str]) -> list[str]:
     """The query plan of each traced statement that reads the attribute index."""
-    reader = sqlite3.connect(db)
-    try:
-        return [
-            " | ".join(row[3] for row in reader.execute(f"EXPLAIN QUERY PLAN {sql}"))
-            for sql in statements
-            if "run_attributes" in sql and sql.lstrip().upper().startswith("SELECT")
-        ]
-    finally:
-        reader.close()
+    return [
+        query_plan(db, sql)
+        for sql in statements
+        if "run_attributes" in sql and sql.lstrip().upper().startswith("SELECT")
+    ]
 
 
 async def test_an_attribute_filter_reads_rows_for_its_page_only(tmp_path: Path) -> None:
@@ -34,17 +30,13 @@ async def test_an_attribute_filter_reads_rows_for_its_page_only(tmp_path: Path) 
         for i in range(6):
             data = {"workflow": "plans-wf", "input": [i], "search": {"tenant": f"t{i % 2}"}}
             await world.append(new_run_id(), [NewEvent(T.RUN_CREATED, data=data)], expected_seq=0)
-        traced: list[str] = []
-        world._conn().set_trace_callback(traced.append)
-        try:
+        with traced(world) as statements:
             page = await world.runs_page(after=None, limit=2, where=parse_all("tenant=t1"))
             counts = await world.count_runs(where=parse_all("tenant=t1"))
-        finally:
-            world._conn().set_trace_callback(None)
     assert len(page) == 2
     assert counts == {RunStatus.PENDING: 3}
-    plans = _plans(db, traced)
-    assert len(plans) == 2, traced
+    plans = _plans(db, statements)
+    assert len(plans) == 2, statements
     for plan in plans:
         assert "USING COVERING INDEX run_attributes_text_run" in plan, plan
         assert "USING COVERING INDEX runs_listed" in plan, plan

@@ -33,21 +33,31 @@ def _open(
     out.put(asyncio.run(main()))
 
 
-def test_processes_starting_on_one_new_file_at_once_all_open_it(tmp_path: Path) -> None:
+def _forkserver() -> multiprocessing.context.ForkServerContext:
     # Each process is forked from a server that imported the world once: the same separate
     # processes racing on one file, without 48 interpreters importing the package (a spawn
     # each took about a second under load and made this the suite's slowest test).
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["wayline.world.open", "wayline.worlds.local"])
+    return ctx
+
+
+def _opened_at_once(ctx: multiprocessing.context.ForkServerContext, path: str) -> list[str]:
+    """What each of PROCESSES processes said when they all opened ``path`` at one moment."""
+    barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
+    procs = [ctx.Process(target=_open, args=(path, barrier, out)) for _ in range(PROCESSES)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    return results
+
+
+def test_processes_starting_on_one_new_file_at_once_all_open_it(tmp_path: Path) -> None:
+    ctx = _forkserver()
     for round_ in range(ROUNDS):
-        path = str(tmp_path / f"w{round_}.db")
-        barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
-        procs = [ctx.Process(target=_open, args=(path, barrier, out)) for _ in range(PROCESSES)]
-        for p in procs:
-            p.start()
-        results = [out.get(timeout=60) for _ in procs]
-        for p in procs:
-            p.join(timeout=30)
+        results = _opened_at_once(ctx, str(tmp_path / f"w{round_}.db"))
         assert results == ["ok"] * PROCESSES, (round_, results)
 
 
@@ -73,16 +83,9 @@ def test_processes_starting_on_one_file_that_needs_migrating_all_open_it(tmp_pat
     """An upgrade's worker processes start at once on a file an older version wrote: each one
     sees a column missing, and every one must open the file, not only the first to add it (the
     others failed WORLD_UNAVAILABLE, duplicate column name: held_handbacks)."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["wayline.world.open", "wayline.worlds.local"])
+    ctx = _forkserver()
     for round_ in range(3):
         path = str(tmp_path / f"old{round_}.db")
         _a_file_from_before_held_hand_backs(path)
-        barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
-        procs = [ctx.Process(target=_open, args=(path, barrier, out)) for _ in range(PROCESSES)]
-        for p in procs:
-            p.start()
-        results = [out.get(timeout=60) for _ in procs]
-        for p in procs:
-            p.join(timeout=30)
+        results = _opened_at_once(ctx, path)
         assert results == ["ok"] * PROCESSES, (round_, results)

@@ -5,9 +5,9 @@ of the statements the world really runs."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
+from tests.runtime.sqlite_plans import page_read_plan, traced
 from wayline._core.events import EventType as T
 from wayline._core.events import NewEvent
 from wayline._core.ids import new_run_id
@@ -21,19 +21,9 @@ async def test_a_page_of_the_log_is_read_through_the_primary_key(tmp_path: Path)
         data = {"workflow": "page-plans-wf", "input": []}
         await world.append(run_id, [NewEvent(T.RUN_CREATED, data=data)], expected_seq=0)
         await world.append(run_id, [NewEvent(T.WAIT_CREATED, f"w{n}") for n in range(20)])
-        traced: list[str] = []
-        world._conn().set_trace_callback(traced.append)
-        try:
+        with traced(world) as statements:
             page = await world.events_page(run_id, 5, 4)
-        finally:
-            world._conn().set_trace_callback(None)
     assert [e.seq for e in page] == [6, 7, 8, 9]
-    reads = [sql for sql in traced if "FROM events" in sql and "LIMIT" in sql]
-    assert len(reads) == 1, traced
-    reader = sqlite3.connect(db)
-    try:
-        plan = " | ".join(row[3] for row in reader.execute(f"EXPLAIN QUERY PLAN {reads[0]}"))
-    finally:
-        reader.close()
+    plan = page_read_plan(db, statements, "events")
     assert "SEARCH events USING PRIMARY KEY (run_id=? AND seq>?)" in plan, plan
     assert "TEMP B-TREE" not in plan, plan

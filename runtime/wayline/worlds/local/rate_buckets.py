@@ -9,9 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._core import clock, rate_limits
+from ...world.ports.rate_buckets import RateBuckets
 
 
-class LocalRateBuckets:
+class LocalRateBuckets(RateBuckets):
     def __init__(self, write: Callable[..., Any]) -> None:
         self._write = write
 

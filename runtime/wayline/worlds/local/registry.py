@@ -8,10 +8,11 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ...world.ports.registry import Registry
 from ...world.registry import merge_served
 
 
-class LocalRegistry:
+class LocalRegistry(Registry):
     def __init__(self, write: Callable[..., Any], read: Callable[..., list[Any]]) -> None:
         self._write = write
         self._read = read

@@ -10,12 +10,13 @@ from typing import Any
 from ..._core import clock
 from ..._core.events import Event, RunStatus
 from ...world import RunInfo, terminal_statuses
+from ...world.ports.retention import Retention
 from .blobs import archive_blobs, drop_orphans
 from .group import GroupWriter
 from .rows import check_end, events_from_rows, read_log, run_from_row, run_head
 
 
-class LocalRetention:
+class LocalRetention(Retention):
     def __init__(
         self,
         write: Callable[..., Any],

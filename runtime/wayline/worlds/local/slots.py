@@ -10,6 +10,7 @@ from typing import Any
 
 from ..._core import clock
 from ...world import terminal_statuses
+from ...world.ports.slots import Slots
 
 _SAME_TAKE = "(token IS NULL OR ? IS NULL OR token = ?)"
 """A renewal or give-back acts on the take that holds the slot now (its ``token``), not on an
@@ -17,7 +18,7 @@ older take of the same holder: a stale attempt whose redelivery took the step's 
 A row from before tokens (NULL), or a caller without one, matches any."""
 
 
-class LocalSlots:
+class LocalSlots(Slots):
     def __init__(self, write: Callable[..., Any]) -> None:
         self._write = write
 

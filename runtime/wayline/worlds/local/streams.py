@@ -8,8 +8,10 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ...world.ports.streams import Streams
 
-class LocalStreams:
+
+class LocalStreams(Streams):
     def __init__(self, write: Callable[..., Any], read: Callable[..., list[Any]]) -> None:
         self._write = write
         self._read = read

@@ -39,6 +39,7 @@ from ...world import (
     terminal_statuses,
 )
 from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, orphan_grace, payload_field
+from ...world.part_forwarding import ForwardsToParts
 from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField
 from . import checkup
 from .blobs import LocalBlobs, stream_blob
@@ -59,7 +60,7 @@ _SYNC_MODES = ("FULL", "NORMAL")
 """``PRAGMA synchronous`` values a world accepts (WAL mode: FULL fsyncs each commit)."""
 
 
-class LocalWorld(World):
+class LocalWorld(ForwardsToParts, World):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> LocalWorld:
         """``sqlite:///relative.db`` or ``sqlite:////absolute/path.db`` (as SQLAlchemy writes
@@ -378,67 +379,3 @@ class LocalWorld(World):
 
     async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
         return await self._queue.list_dead_letters(limit)
-
-    # workers (``registry``) ---------------------------------------------------------------
-    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
-        await self._served.record_served(entries)
-
-    async def list_served(self) -> list[dict[str, Any]]:
-        return await self._served.list_served()
-
-    # step streams (``streams``) -----------------------------------------------------------
-    async def write_stream(
-        self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
-    ) -> None:
-        await self._streams.write_stream(run_id, stream, records)
-
-    async def read_stream(
-        self, run_id: str, stream: str, start: int = 0, limit: int = 1000
-    ) -> list[dict[str, Any]]:
-        return await self._streams.read_stream(run_id, stream, start, limit)
-
-    # concurrency slots (``slots``) --------------------------------------------------------
-    async def acquire_slot(
-        self,
-        key: str,
-        holder: str,
-        limit: int,
-        *,
-        lease: float | None = None,
-        token: str | None = None,
-    ) -> tuple[bool, list[str]]:
-        return await self._slots.acquire_slot(key, holder, limit, lease=lease, token=token)
-
-    async def renew_slot(
-        self, key: str, holder: str, *, lease: float, token: str | None = None
-    ) -> bool:
-        return await self._slots.renew_slot(key, holder, lease=lease, token=token)
-
-    async def release_slot(self, key: str, holder: str, *, token: str | None = None) -> None:
-        await self._slots.release_slot(key, holder, token=token)
-
-    # rate limits (``rate_buckets``) -------------------------------------------------------
-    async def take_token(
-        self, key: str, per_second: float, burst: int, holder: str | None = None
-    ) -> float:
-        return await self._rates.take_token(key, per_second, burst, holder)
-
-    # retention (``retention``) ------------------------------------------------------------
-    async def delete_runs(
-        self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
-    ) -> int:
-        return await self._retention.delete_runs(older_than=older_than, statuses=statuses)
-
-    async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
-        return await self._retention.archive_runs(older_than=older_than, limit=limit)
-
-    async def archived_count(self) -> int:
-        return await self._retention.archived_count()
-
-    async def archived_run(self, run_id: str) -> tuple[RunInfo, list[Event]] | None:
-        return await self._retention.archived_run(run_id)
-
-    async def archived_page(
-        self, run_id: str, after_seq: int, limit: int
-    ) -> tuple[int, list[Event]] | None:
-        return await self._retention.archived_page(run_id, after_seq, limit)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ..._core import rate_limits
+from ...world.ports.rate_buckets import RateBuckets
 from .store import MemoryStore
 
 
-class MemoryRateBuckets:
+class MemoryRateBuckets(RateBuckets):
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 

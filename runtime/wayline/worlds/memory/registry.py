@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...world.ports.registry import Registry
 from ...world.registry import merge_served
 from .store import MemoryStore
 
 
-class MemoryRegistry:
+class MemoryRegistry(Registry):
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from ..._core.events import RunStatus
 from ...world import terminal_statuses
+from ...world.ports.retention import Retention
 from .store import MemoryStore
 
 
-class MemoryRetention:
+class MemoryRetention(Retention):
     def __init__(self, store: MemoryStore, orphan_grace: float) -> None:
         self.store = store
         self._orphan_grace = orphan_grace

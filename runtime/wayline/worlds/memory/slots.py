@@ -3,10 +3,11 @@ run is live or until its lease runs out."""
 
 from __future__ import annotations
 
+from ...world.ports.slots import Slots
 from .store import MemoryStore, Slot
 
 
-class MemorySlots:
+class MemorySlots(Slots):
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 

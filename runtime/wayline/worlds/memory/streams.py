@@ -6,10 +6,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...world.ports.streams import Streams
 from .store import MemoryStore
 
 
-class MemoryStreams:
+class MemoryStreams(Streams):
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 

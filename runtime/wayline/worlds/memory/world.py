@@ -27,6 +27,7 @@ from ...world import (
     World,
 )
 from ...world.blobs import ORPHAN_GRACE_SECONDS, orphan_grace
+from ...world.part_forwarding import ForwardsToParts
 from ...world.ports.blobs import BlobRef
 from .blobs import MemoryBlobs
 from .hook_buffer import MemoryHookBuffer
@@ -39,7 +40,7 @@ from .store import MemoryStore
 from .streams import MemoryStreams
 
 
-class MemoryWorld(World):
+class MemoryWorld(ForwardsToParts, World):
     url = "memory://"
     terminal_hints = True
     """Every end appended on the store is heard at once by every world opened on it."""
@@ -217,62 +218,6 @@ class MemoryWorld(World):
 
     async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
         return await self._queue.delayed_messages(topics, before)
-
-    # workers (``registry``) ---------------------------------------------------------------
-    async def record_served(self, entries: Sequence[Mapping[str, Any]]) -> None:
-        await self._served.record_served(entries)
-
-    async def list_served(self) -> list[dict[str, Any]]:
-        return await self._served.list_served()
-
-    # step streams (``streams``) -----------------------------------------------------------
-    async def write_stream(
-        self, run_id: str, stream: str, records: Sequence[Mapping[str, Any]]
-    ) -> None:
-        await self._streams.write_stream(run_id, stream, records)
-
-    async def read_stream(
-        self, run_id: str, stream: str, start: int = 0, limit: int = 1000
-    ) -> list[dict[str, Any]]:
-        return await self._streams.read_stream(run_id, stream, start, limit)
-
-    # concurrency slots (``slots``) --------------------------------------------------------
-    async def acquire_slot(
-        self,
-        key: str,
-        holder: str,
-        limit: int,
-        *,
-        lease: float | None = None,
-        token: str | None = None,
-    ) -> tuple[bool, list[str]]:
-        return await self._slots.acquire_slot(key, holder, limit, lease=lease, token=token)
-
-    async def renew_slot(
-        self, key: str, holder: str, *, lease: float, token: str | None = None
-    ) -> bool:
-        return await self._slots.renew_slot(key, holder, lease=lease, token=token)
-
-    async def release_slot(self, key: str, holder: str, *, token: str | None = None) -> None:
-        await self._slots.release_slot(key, holder, token=token)
-
-    # rate limits (``rate_buckets``) -------------------------------------------------------
-    async def take_token(
-        self, key: str, per_second: float, burst: int, holder: str | None = None
-    ) -> float:
-        return await self._rates.take_token(key, per_second, burst, holder)
-
-    # retention (``retention``) ------------------------------------------------------------
-    async def delete_runs(
-        self, *, older_than: float, statuses: Sequence[RunStatus] | None = None
-    ) -> int:
-        return await self._retention.delete_runs(older_than=older_than, statuses=statuses)
-
-    async def archive_runs(self, *, older_than: float, limit: int = 1000) -> int:
-        return await self._retention.archive_runs(older_than=older_than, limit=limit)
-
-    async def archived_count(self) -> int:
-        return await self._retention.archived_count()
 
     # blobs (``blobs``) --------------------------------------------------------------------
     async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
