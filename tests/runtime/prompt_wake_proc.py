@@ -1,7 +1,8 @@
-"""A worker process for the prompt wake crash test: ``python -m tests.runtime.prompt_wake_proc
-URL MARK`` serves ``prompt_wake_flows.pw_sleepy`` with prompt wakes of up to 5 s, prints
-``worker ready``, writes the file ``MARK`` once it waits in process for a sleep of a run it
-drives, and runs until killed."""
+"""A worker process for the prompt wake crash tests: ``python -m tests.runtime.prompt_wake_proc
+URL MARK [at-cancel]`` serves ``prompt_wake_flows.pw_sleepy`` with prompt wakes of up to 5 s,
+prints ``worker ready``, writes the file ``MARK`` once it waits in process for a sleep of a
+run it drives (with ``at-cancel``: once it wrote a sleep's completion and is about to withdraw
+the sleep's delayed message, where it then stops for good), and runs until killed."""
 
 from __future__ import annotations
 
@@ -13,14 +14,20 @@ from pathlib import Path
 import wayline
 from tests.runtime.harness import settings
 from tests.runtime.prompt_wake_flows import pw_sleepy
+from wayline._core.ids import MessageId
+from wayline.world import World
 
 
-async def _worker(url: str, mark: Path) -> None:
+async def _worker(url: str, mark: Path, at_cancel: bool) -> None:
     async with wayline.open_world(url) as world:
         worker = wayline.Worker(world, [pw_sleepy], settings=settings(prompt_wake_seconds=5.0))
         await worker.start()
         print("worker ready", flush=True)
-        marked = asyncio.ensure_future(_mark(worker, mark))
+        if at_cancel:
+            _stop_at_cancel(world, mark)
+            marked = asyncio.ensure_future(asyncio.sleep(0))
+        else:
+            marked = asyncio.ensure_future(_mark(worker, mark))
         try:
             await worker.run()
         finally:
@@ -33,6 +40,18 @@ async def _mark(worker: wayline.Worker, mark: Path) -> None:
     mark.write_text("waiting")  # noqa: ASYNC240 - a tiny local marker file
 
 
+def _stop_at_cancel(world: World, mark: Path) -> None:
+    """The first withdrawal of a delayed message writes ``mark`` and never returns: the
+    sleep's completion is stored, its delayed message still armed, the delivery still held."""
+
+    async def stopped(message_id: MessageId) -> bool:
+        mark.write_text(str(message_id))  # noqa: ASYNC240 - a tiny local marker file
+        await asyncio.Event().wait()  # until the test kills the process
+        return False
+
+    world.cancel_delayed = stopped  # type: ignore[method-assign]
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    asyncio.run(_worker(sys.argv[1], Path(sys.argv[2])))
+    asyncio.run(_worker(sys.argv[1], Path(sys.argv[2]), sys.argv[3:] == ["at-cancel"]))

@@ -60,6 +60,7 @@ from ..errors import (
     RunTerminalError,
     SequenceConflictError,
     SerializationError,
+    WorldError,
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
@@ -534,7 +535,12 @@ class Handler:
                 case Finish():
                     await self._finish(session)  # carries a provisional completion
                     return True
-                case CompleteWaits(events) | DisposeHooks(events):
+                case CompleteWaits(events):
+                    await session.flush()
+                    if not await session.append_inputs(events):
+                        return True
+                    await self._retire(session.replay.run_id, events)
+                case DisposeHooks(events):
                     await session.flush()
                     if not await session.append_inputs(events):
                         return True
@@ -580,6 +586,23 @@ class Handler:
         # back until the unpause (the completion is not fenced on the log it was decided on).
         await session.catch_up()
         return True
+
+    async def _retire(self, run_id: str, events: list[NewEvent]) -> None:
+        """Withdraw the delayed messages of the waits just completed (stored) that this
+        process took to wake (``prompt_wakes``). A cancel that fails or comes too late leaves
+        the message to come: it is acknowledged as a duplicate here, or found completed
+        elsewhere."""
+        completed = [
+            e.correlation_id
+            for e in events
+            if e.type is EventType.WAIT_COMPLETED and e.correlation_id is not None
+        ]
+        for message_id in self.prompt_wakes.retire(run_id, completed):
+            try:
+                if await self.world.cancel_delayed(message_id):
+                    self.prompt_wakes.retired += 1
+            except WorldError as err:
+                log.debug("run %s: withdrawing wake %s failed: %r", run_id, message_id, err)
 
     @staticmethod
     async def _fail_refused(session: RunSession, failure: RunFailure) -> bool:
@@ -636,7 +659,8 @@ class Handler:
                 wake.delay,
                 wake.key,
             )
-        await session.send([*batch.sends, *plan.sends])
+        sends = [*batch.sends, *plan.sends]
+        self.prompt_wakes.armed(replay.run_id, sends, await session.send(sends))
         return await self._inline(session, batch.lazy, plan.owned, armed, defer)
 
     async def _write_batch(
