@@ -258,3 +258,53 @@ async def test_a_worker_killed_between_a_wake_and_its_withdrawal_leaves_the_run_
     first = [e for e in await handle.events() if e.type is EventType.WAIT_COMPLETED]
     assert len(first) == 1
     await completes_once(engine, handle, log)
+
+
+async def test_a_wait_handed_back_after_its_wake_in_process_is_woken_by_its_delayed_message(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A worker takes a run's 0.2 s sleep to wake in process and closes in the wait: after it,
+    it hands the run back with the sleep still pending. The worker that gets the run next reads
+    the sleep not yet due (its clock 100 ms behind) and has no slot to spare, so it leaves the
+    wake to the sleep's delayed message and acknowledges its delivery; it then stops. That
+    message (or the one re-armed under its key) reaches the first worker, which must drive the
+    run with it. Before, the first worker still counted the wait as its own to wake and
+    acknowledged the message unread as a duplicate: nothing woke the run."""
+    log = str(tmp_path / "bodies")
+    async with engine.worker([pw_sleepy]) as first:
+        h1 = first.handler
+        took = asyncio.Event()
+        real_woke = h1.prompt_wakes.woke
+
+        def woke(replay: Any, at: float) -> None:
+            real_woke(replay, at)
+            h1.closing = True  # a close in the wait, its receives still going
+            took.set()
+
+        h1.prompt_wakes.woke = woke  # type: ignore[method-assign]
+        handle = await engine.client.start(pw_sleepy, log, 2, 0.2)
+        await asyncio.wait_for(took.wait(), 30)
+        h1.prompt_wakes.woke = real_woke  # type: ignore[method-assign]
+        other = await engine.make_world()
+        real_now = other.now
+        other.now = lambda: real_now() - 0.1  # type: ignore[method-assign]
+        acked = asyncio.Event()
+        async with engine.worker([pw_sleepy], world=other) as second:
+            h2 = second.handler
+            h2.spare_slot = lambda delivery: False
+            real_flow = h2.handle_flow
+
+            async def handle_flow(delivery: Delivery) -> Any:
+                verdict = await real_flow(delivery)
+                if verdict.kind == "ack":
+                    acked.set()
+                return verdict
+
+            h2.handle_flow = handle_flow  # type: ignore[method-assign]
+            await asyncio.wait_for(acked.wait(), 30)
+        h1.closing = False  # the first worker takes deliveries again, as a worker still up does
+        assert await handle.result(timeout=30) == [0, 1]
+    assert flows.lines(log) == ["tick 0", "tick 1"]
+    events = await handle.events()
+    completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
+    assert len(completed) == 2 and len(set(completed)) == 2

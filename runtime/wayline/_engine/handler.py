@@ -518,6 +518,8 @@ class Handler:
                 case HandBack():
                     await bodies.drain()  # never hand off under an owned, running body
                     await session.flush()
+                    # a wait taken to wake here and still pending is left to its own message
+                    self.prompt_wakes.handed_back(session.replay)
                     return False
                 case Unwind():  # one move of the saga unwind, planned like the others
                     if not unwinding:  # its moves write as they go: nothing provisional after

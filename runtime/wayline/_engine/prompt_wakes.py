@@ -31,6 +31,13 @@ message stays armed, so nothing is less durable than before:
   whatever happens. Elsewhere (another worker, or this one after a restart) the message is
   handled as any late wake: the run is read, its wait is found completed, and nothing new
   is written.
+- A delivery that took a wait to wake here but ends with the wait still pending (the worker
+  closes, or the run is handed off, right after the wait in process) forgets it took it
+  (``handed_back``): the wait's delayed message is then the run's wake again wherever it
+  comes, and is not acknowledged unread. Else the worker that drives the run next, whose
+  clock may read the wait not yet due and that may have no slot to spare for a wait in
+  process, would leave the wake to that message, and this process would acknowledge it as a
+  duplicate: nothing would wake the run.
 """
 
 from __future__ import annotations
@@ -94,6 +101,13 @@ class PromptWakes:
             if key in self._woken:
                 out += self._armed.pop(key, [])
         return out
+
+    def handed_back(self, replay: Replay) -> None:
+        """The delivery that took ``replay``'s pending waits to wake ends with them still
+        pending: their delayed messages are the run's wakes again, never duplicates."""
+        run_id = replay.run_id
+        for wait in replay.pending_waits():
+            self._woken.pop(_key(run_id, wait.cid), None)
 
     def due_in(self, replay: Replay, now: float) -> float | None:
         """How long until the run's first pending wait (a sleep, a hook's timeout, a child's
