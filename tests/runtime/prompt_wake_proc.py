@@ -1,20 +1,22 @@
 """A worker process for the prompt wake crash tests: ``python -m tests.runtime.prompt_wake_proc
 URL MARK [at-cancel]`` serves ``prompt_wake_flows.pw_sleepy`` with prompt wakes of up to 5 s,
 prints ``worker ready``, writes the file ``MARK`` once it waits in process for a sleep of a
-run it drives (with ``at-cancel``: once it wrote a sleep's completion and is about to withdraw
-the sleep's delayed message, where it then stops for good), and runs until killed."""
+run it drives (with ``at-cancel``: once it wrote a sleep's completion, before it withdraws the
+sleep's delayed message, where it then stops for good), and runs until killed."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import wayline
 from tests.runtime.harness import settings
 from tests.runtime.prompt_wake_flows import pw_sleepy
-from wayline._core.ids import MessageId
+from wayline._core.events import Event, EventType, NewEvent
 from wayline.world import World
 
 
@@ -41,15 +43,19 @@ async def _mark(worker: wayline.Worker, mark: Path) -> None:
 
 
 def _stop_at_cancel(world: World, mark: Path) -> None:
-    """The first withdrawal of a delayed message writes ``mark`` and never returns: the
-    sleep's completion is stored, its delayed message still armed, the delivery still held."""
+    """The first write of a sleep's completion lands, then writes ``mark`` and never returns:
+    the sleep's completion is stored, its delayed message not withdrawn (that comes after the
+    write), the delivery still held and nothing after the wake begun."""
+    append = world.append
 
-    async def stopped(message_id: MessageId) -> bool:
-        mark.write_text(str(message_id))  # noqa: ASYNC240 - a tiny local marker file
-        await asyncio.Event().wait()  # until the test kills the process
-        return False
+    async def stopped(run_id: str, events: Sequence[NewEvent], **kwargs: Any) -> list[Event]:
+        written = await append(run_id, events, **kwargs)
+        if any(e.type is EventType.WAIT_COMPLETED for e in events):
+            mark.write_text(run_id)  # noqa: ASYNC240 - a tiny local marker file
+            await asyncio.Event().wait()  # until the test kills the process
+        return written
 
-    world.cancel_delayed = stopped  # type: ignore[method-assign]
+    world.append = stopped  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

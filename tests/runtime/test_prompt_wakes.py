@@ -255,8 +255,7 @@ async def test_a_worker_killed_between_a_wake_and_its_withdrawal_leaves_the_run_
     log = str(tmp_path / "bodies")
     handle = await killed_at_mark(engine, tmp_path, log, 0.3, "at-cancel")
     assert flows.lines(log) == ["tick 0"]  # killed right after the first sleep's completion
-    first = [e for e in await handle.events() if e.type is EventType.WAIT_COMPLETED]
-    assert len(first) == 1
+    assert len(of_type(await handle.events(), EventType.WAIT_COMPLETED)) == 1
     await completes_once(engine, handle, log)
 
 

@@ -28,7 +28,7 @@ from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.forks import key_run_id
-from .._core.ids import new_run_id
+from .._core.ids import MessageId, new_run_id
 from .._core.messages import Wake, WakeReason
 from .._core.planning import (
     CompleteWaits,
@@ -73,6 +73,7 @@ from . import (
     history_limits,
     rate_waits,
     step_slots,
+    tasks,
     unwind,
 )
 from .buffered_hooks import take_buffered, waiting_hooks
@@ -356,6 +357,8 @@ class Handler:
             finally:
                 try:
                     await stats.bodies.settle()  # the delivery is settled only after every body
+                    if stats.withdrawals:  # and every withdrawal (each one request)
+                        await asyncio.gather(*stats.withdrawals, return_exceptions=True)
                 finally:  # a forced close may cancel the handler there: still closed here
                     if replay is not None and not kept:
                         replay.close()
@@ -541,7 +544,7 @@ class Handler:
                     await session.flush()
                     if not await session.append_inputs(events):
                         return True
-                    await self._retire(session.replay.run_id, events)
+                    self._retire(session, events)
                 case DisposeHooks(events):
                     await session.flush()
                     if not await session.append_inputs(events):
@@ -589,22 +592,30 @@ class Handler:
         await session.catch_up()
         return True
 
-    async def _retire(self, run_id: str, events: list[NewEvent]) -> None:
+    def _retire(self, session: RunSession, events: list[NewEvent]) -> None:
         """Withdraw the delayed messages of the waits just completed (stored) that this
-        process took to wake (``prompt_wakes``). A cancel that fails or comes too late leaves
-        the message to come: it is acknowledged as a duplicate here, or found completed
+        process took to wake (``prompt_wakes``), beside the drive: its next write need not
+        wait for the withdrawal's answer. A cancel that fails or comes too late leaves the
+        message to come: it is acknowledged as a duplicate here, or found completed
         elsewhere."""
         completed = [
             e.correlation_id
             for e in events
             if e.type is EventType.WAIT_COMPLETED and e.correlation_id is not None
         ]
-        for message_id in self.prompt_wakes.retire(run_id, completed):
-            try:
-                if await self.world.cancel_delayed(message_id):
-                    self.prompt_wakes.retired += 1
-            except WorldError as err:
-                log.debug("run %s: withdrawing wake %s failed: %r", run_id, message_id, err)
+        for message_id in self.prompt_wakes.retire(session.run_id, completed):
+            tasks.spawn(
+                self._withdraw(session.run_id, message_id),
+                f"wayline-withdraw-{message_id}",
+                session.stats.withdrawals,
+            )
+
+    async def _withdraw(self, run_id: str, message_id: MessageId) -> None:
+        try:
+            if await self.world.cancel_delayed(message_id):
+                self.prompt_wakes.retired += 1
+        except WorldError as err:
+            log.debug("run %s: withdrawing wake %s failed: %r", run_id, message_id, err)
 
     @staticmethod
     async def _fail_refused(session: RunSession, failure: RunFailure) -> bool:

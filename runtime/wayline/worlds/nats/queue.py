@@ -50,6 +50,7 @@ from .direct import (
     StoredMsg,
     TooManyResults,
     connected,
+    delete_acked,
     direct_batch,
     last_seq,
     publish_retried,
@@ -370,16 +371,8 @@ class Queue:
         seq = self._schedules.pop(message_id, None)
         if seq is None:
             return False
-        import nats.js.errors
-
         try:
-            return bool(await self._js.delete_msg(self._stream, seq))
-        except nats.js.errors.NotFoundError:
-            return False
-        except nats.js.errors.APIError as err:
-            if err.err_code == 10057 or "no message found" in str(err).lower():
-                return False  # fired (and removed) already
-            raise wrap(self._url, f"cancelling delayed message {message_id}", err) from err
+            return await delete_acked(self._nc, self._stream, seq, timeout=self._timeout)
         except Exception as err:
             raise wrap(self._url, f"cancelling delayed message {message_id}", err) from err
 
