@@ -271,7 +271,9 @@ class LocalQueue:
 
     async def cancel_delayed(self, message_id: MessageId) -> bool:
         """Delete the message's row while no claim has taken it (``attempts`` is 0): a claim
-        and this delete are each one statement, so one of them wins, never both."""
+        and this delete are each one statement, so one of them wins, never both. Written
+        without an fsync of its own, as a settlement is: a delete an OS crash loses only
+        brings the message back, which its caller must bear anyway."""
         try:
             row_id = int(message_id)
         except ValueError:
