@@ -8,13 +8,15 @@ A run of ``--long`` sequential no-op steps and runs of ``--short`` steps (as man
 same number of steps, at most ``--short-runs``) are driven by one worker in this process, on the
 local world (a SQLite file) and on NATS (a throwaway nats-server). For each, per step: this
 process's CPU (which holds the client, the worker and, on SQLite, the world), event-loop turns,
-and the events the engine read back from the world. For the long run, the CPU of its first and
-of its last ``--window`` steps is given apart too (the step bodies stamp
-``time.process_time()``): a cost that grew with the log shows as a last window dearer than the
-first, and their ratio within a round is given too (the load of the shared machine changes
-between rounds). Each figure is the min-max over ``--rounds`` rounds. The run's log is far past
-the default history limit (``WAYLINE_HISTORY_LIMIT_EVENTS``), which the bench turns off for its
-worker.
+the events the engine read back from the world, and the deliveries the worker received and
+acknowledged (with those of a sleep's own delayed message apart: with ``--shape sleeps``, a
+sleep woken in process withdraws its message, and those counted came anyway). For the long
+run, the CPU of its first and of its last ``--window`` steps is given apart too (the step
+bodies stamp ``time.process_time()``): a cost that grew with the log shows as a last window
+dearer than the first, and their ratio within a round is given too (the load of the shared
+machine changes between rounds). Each figure is the min-max over ``--rounds`` rounds. The
+run's log is far past the default history limit (``WAYLINE_HISTORY_LIMIT_EVENTS``), which the
+bench turns off for its worker.
 
 ``--shape sleeps`` puts a 1 ms sleep after each step: every step is then driven by a delivery
 of its own (the wake). With the worker's cache of live replays off (``--replay-cache 0``),
@@ -105,6 +107,20 @@ def counted(world: wayline.World, read: Counter[str]) -> None:
         read["events read"] += len(events)
         return info, events
 
+    receive, ack = world.receive, world.ack
+
+    async def receive_counted(topic: str, **kwargs: Any) -> Any:
+        got = await receive(topic, **kwargs)
+        read["deliveries"] += len(got)
+        read["wake deliveries"] += sum((d.payload or {}).get("reason") == "wait" for d in got)
+        return got
+
+    async def ack_counted(delivery: Any) -> Any:
+        read["acks"] += 1
+        return await ack(delivery)
+
+    world.receive = receive_counted  # type: ignore[method-assign]
+    world.ack = ack_counted  # type: ignore[method-assign]
     world.read_run_after = read_after_counted  # type: ignore[method-assign]
     world.list_events = list_counted  # type: ignore[method-assign]
     world.read_run = read_counted  # type: ignore[method-assign]
@@ -143,6 +159,9 @@ async def measure(url: str, runs: int, count: int) -> dict[str, float]:
         "CPU ms/step": 1000 * cpu / total,
         "loop turns/step": turns / total,
         "events read/step": read["events read"] / total,
+        "deliveries/step": read["deliveries"] / total,
+        "acks/step": read["acks"] / total,
+        "sleeps' own wakes delivered/step": read["wake deliveries"] / total,
         "steps/s (wall)": total / wall,
     }
     window = min(ARGS.window, count // 2)

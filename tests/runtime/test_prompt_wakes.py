@@ -1,6 +1,7 @@
 """A short sleep is woken in the process that drives its run (``_engine.prompt_wakes``), not
 by its delayed message, which nats-server fires no sooner than 250 ms after it is stored; the
-delayed message stays armed, so a worker killed in the wait still leaves the run to wake."""
+delayed message stays armed, so a worker killed in the wait still leaves the run to wake, and
+is withdrawn once the wake is written."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from tests.runtime.procs import exec_python
 from tests.runtime.prompt_wake_flows import pw_quick, pw_sleepy
 from wayline._core.events import EventType, RunStatus
 from wayline._engine.handler import Handler
+from wayline.world import Delivery
+
+PROC = [sys.executable, "-m", "tests.runtime.worker_proc"]
 
 
 def count_drives(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -78,25 +82,38 @@ async def test_a_worker_killed_in_a_prompt_wake_leaves_the_run_to_its_delayed_me
     is SIGKILLed in the wait, after the sleep's delayed message was armed: the next worker
     gets that message and wakes the run. Each step runs once and each sleep completes once."""
     log = str(tmp_path / "bodies")
-    mark = str(tmp_path / "waiting")
+    handle = await killed_at_mark(engine, tmp_path, log, 1.0)
+    assert flows.lines(log) == ["tick 0"]  # killed in the first sleep
+    await completes_once(engine, handle, log)
+
+
+async def killed_at_mark(
+    engine: Engine, tmp_path: Path, log: str, seconds: float, kind: str = "prompt-wake"
+) -> wayline.RunHandle[Any]:
+    """Start ``pw_sleepy`` (2 steps, each then a sleep of ``seconds``) at a worker process
+    (``worker_proc`` of ``kind``) and SIGKILL the process once it writes its mark."""
+    mark = str(tmp_path / "mark")
     proc = await exec_python(
-        [sys.executable, "-m", "tests.runtime.worker_proc", "prompt-wake", engine.world.url, mark],
-        dict(os.environ),
-        tmp_path / "proc.log",
+        [*PROC, kind, engine.world.url, mark], dict(os.environ), tmp_path / "proc.log"
     )
     try:
         assert proc.stdout is not None
         ready = await asyncio.wait_for(proc.stdout.readline(), 60)
         assert ready.strip() == b"worker ready", ready
-        handle = await engine.client.start(pw_sleepy, log, 2, 1.0)
+        handle = await engine.client.start(pw_sleepy, log, 2, seconds)
         await wait_for(file_exists(mark), timeout=30)
     finally:
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
-    assert flows.lines(log) == ["tick 0"]  # killed in the first sleep
+    return handle
+
+
+async def completes_once(engine: Engine, handle: wayline.RunHandle[Any], log: str) -> None:
+    """A worker in this process finishes the run: each step ran once, each sleep completed
+    once."""
     async with engine.worker([pw_sleepy]):
-        assert await handle.result(timeout=60) == [0, 1]
+        assert await handle.result(timeout=90) == [0, 1]
     assert flows.lines(log) == ["tick 0", "tick 1"]
     events = await handle.events()
     completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
@@ -177,6 +194,116 @@ async def test_a_wait_taken_to_wake_here_is_woken_here_though_the_clock_lags_and
         wakes.woke = woke  # type: ignore[method-assign]
         handle = await engine.client.start(pw_sleepy, log, 2, 0.01)
         assert await handle.result(timeout=30) == [0, 1]
+    events = await handle.events()
+    completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
+    assert len(completed) == 2 and len(set(completed)) == 2
+
+
+def count_wait_deliveries(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The wait each delivery of a sleep's or a timeout's delayed message (``WaitDue``) names,
+    as handed to a worker from now on, whether it drives the run or is acked unread."""
+    waits: list[str] = []
+    original = Handler.handle_flow
+
+    async def counted(self: Handler, delivery: Delivery) -> Any:
+        payload = delivery.payload or {}
+        if payload.get("reason") == "wait":
+            waits.append(str(payload.get("waitId")))
+        return await original(self, delivery)
+
+    monkeypatch.setattr(Handler, "handle_flow", counted)
+    return waits
+
+
+async def test_a_sleep_woken_in_process_withdraws_its_delayed_message(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a sleep woken in process has its completion written, the worker withdraws the
+    sleep's delayed message (``cancel_delayed``): of twenty 10 ms sleeps, few delayed messages
+    reach a worker (most often none: on NATS one comes only when the scheduler's timer fires
+    between its publish and its withdrawal, on SQLite only when a receive claims it as it
+    falls due). Before, each of the 20 came, and each was acknowledged unread as a
+    duplicate."""
+    log = str(tmp_path / "bodies")
+    waits = count_wait_deliveries(monkeypatch)
+    async with engine.worker([pw_sleepy]) as worker:
+        handle = await engine.client.start(pw_sleepy, log, 20, 0.01)
+        assert await handle.result(timeout=60) == list(range(20))
+        wakes = worker.handler.prompt_wakes
+        # what a delayed message not withdrawn would do: come within its 250 ms floor
+        await asyncio.sleep(0.6)
+        # A schedule may fire before its withdrawal: nats-server fires every due schedule
+        # when its timer does, and that timer may be set to fire just after it is stored.
+        assert len(waits) <= 10, waits
+        assert wakes.prompt >= 20
+        assert wakes.retired + len(waits) >= 20, (wakes.retired, waits)
+        assert wakes.duplicates == len(waits)
+    assert flows.lines(log) == [f"tick {i}" for i in range(20)]
+    events = await handle.events()
+    completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
+    assert sorted(completed) == sorted(set(completed)) and len(completed) == 20
+
+
+async def test_a_worker_killed_between_a_wake_and_its_withdrawal_leaves_the_run_to_complete(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A worker process wakes a run's 0.3 s sleep in process, writes the sleep's completion,
+    and is SIGKILLed before it withdraws the sleep's delayed message. That message (or, had the
+    dead worker taken it for a duplicate, the dead worker's delivery, redelivered) drives the
+    run on at the next worker: the run completes, each step runs once, each sleep completes
+    once."""
+    log = str(tmp_path / "bodies")
+    handle = await killed_at_mark(engine, tmp_path, log, 0.3, "prompt-wake-at-cancel")
+    assert flows.lines(log) == ["tick 0"]  # killed right after the first sleep's completion
+    assert len(of_type(await handle.events(), EventType.WAIT_COMPLETED)) == 1
+    await completes_once(engine, handle, log)
+
+
+async def test_a_wait_handed_back_after_its_wake_in_process_is_woken_by_its_delayed_message(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A worker takes a run's 0.2 s sleep to wake in process and closes in the wait: after it,
+    it hands the run back with the sleep still pending. The worker that gets the run next reads
+    the sleep not yet due (its clock 100 ms behind) and has no slot to spare, so it leaves the
+    wake to the sleep's delayed message and acknowledges its delivery; it then stops. That
+    message (or the one re-armed under its key) reaches the first worker, which must drive the
+    run with it. Before, the first worker still counted the wait as its own to wake and
+    acknowledged the message unread as a duplicate: nothing woke the run."""
+    log = str(tmp_path / "bodies")
+    async with engine.worker([pw_sleepy]) as first:
+        h1 = first.handler
+        took = asyncio.Event()
+        real_woke = h1.prompt_wakes.woke
+
+        def woke(replay: Any, at: float) -> None:
+            real_woke(replay, at)
+            h1.closing = True  # a close in the wait, its receives still going
+            took.set()
+
+        h1.prompt_wakes.woke = woke  # type: ignore[method-assign]
+        handle = await engine.client.start(pw_sleepy, log, 2, 0.2)
+        await asyncio.wait_for(took.wait(), 30)
+        h1.prompt_wakes.woke = real_woke  # type: ignore[method-assign]
+        other = await engine.make_world()
+        real_now = other.now
+        other.now = lambda: real_now() - 0.1  # type: ignore[method-assign]
+        acked = asyncio.Event()
+        async with engine.worker([pw_sleepy], world=other) as second:
+            h2 = second.handler
+            h2.spare_slot = lambda delivery: False
+            real_flow = h2.handle_flow
+
+            async def handle_flow(delivery: Delivery) -> Any:
+                verdict = await real_flow(delivery)
+                if verdict.kind == "ack":
+                    acked.set()
+                return verdict
+
+            h2.handle_flow = handle_flow  # type: ignore[method-assign]
+            await asyncio.wait_for(acked.wait(), 30)
+        h1.closing = False  # the first worker takes deliveries again, as a worker still up does
+        assert await handle.result(timeout=30) == [0, 1]
+    assert flows.lines(log) == ["tick 0", "tick 1"]
     events = await handle.events()
     completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
     assert len(completed) == 2 and len(set(completed)) == 2

@@ -106,6 +106,9 @@ class UnstableIdWorld(World):
     ) -> bool:
         return await self.inner.release(delivery.handle, delay_seconds, held=held)
 
+    async def cancel_delayed(self, message_id: MessageId) -> bool:
+        return await self.inner.cancel_delayed(message_id)
+
     async def renew(self, delivery: Delivery) -> bool:
         return await self.inner.renew(delivery.handle)
 

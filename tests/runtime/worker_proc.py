@@ -6,19 +6,23 @@ killed. The kinds:
 - ``live-replay``: serves ``live_replay_flows.crashy`` with live replays kept, and writes how
   many wakes went on from a live replay as that changes;
 - ``prompt-wake``: serves ``prompt_wake_flows.pw_sleepy`` with prompt wakes of up to 5 s, and
-  writes ``waiting`` once it waits in process for a sleep of a run it drives."""
+  writes ``waiting`` once it waits in process for a sleep of a run it drives;
+- ``prompt-wake-at-cancel``: the same workflow and settings; once it wrote a sleep's
+  completion, before it withdraws the sleep's delayed message, it writes the run's id and
+  stops there for good."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import wayline
 from tests.runtime.harness import settings
+from wayline._core.events import Event, EventType, NewEvent
 
 Watch = Callable[[wayline.Worker, Path], Awaitable[None]]
 
@@ -38,6 +42,23 @@ async def _mark_prompt_wait(worker: wayline.Worker, mark: Path) -> None:
     mark.write_text("waiting")  # noqa: ASYNC240 - a tiny local marker file
 
 
+async def _stop_at_cancel(worker: wayline.Worker, mark: Path) -> None:
+    """The first write of a sleep's completion lands, then writes ``mark`` and never returns:
+    the sleep's completion is stored, its delayed message not withdrawn (that comes after the
+    write), the delivery still held and nothing after the wake begun."""
+    world = worker.world
+    append = world.append
+
+    async def stopped(run_id: str, events: Sequence[NewEvent], **kwargs: Any) -> list[Event]:
+        written = await append(run_id, events, **kwargs)
+        if any(e.type is EventType.WAIT_COMPLETED for e in events):
+            mark.write_text(run_id)  # noqa: ASYNC240 - a tiny local marker file
+            await asyncio.Event().wait()  # until the test kills the process
+        return written
+
+    world.append = stopped  # type: ignore[method-assign]
+
+
 def _kind(name: str) -> tuple[list[Any], dict[str, Any], Watch]:
     """KIND's workflows, settings and watch. Each flows module is imported only for its own
     kind, so a process registers no workflow its test does not serve."""
@@ -49,7 +70,11 @@ def _kind(name: str) -> tuple[list[Any], dict[str, Any], Watch]:
         from tests.runtime.prompt_wake_flows import pw_sleepy
 
         return [pw_sleepy], {"prompt_wake_seconds": 5.0}, _mark_prompt_wait
-    raise SystemExit(f"unknown kind {name!r}: live-replay or prompt-wake")
+    if name == "prompt-wake-at-cancel":
+        from tests.runtime.prompt_wake_flows import pw_sleepy
+
+        return [pw_sleepy], {"prompt_wake_seconds": 5.0}, _stop_at_cancel
+    raise SystemExit(f"unknown kind {name!r}: live-replay, prompt-wake or prompt-wake-at-cancel")
 
 
 async def _worker(kind: str, url: str, file: Path) -> None:

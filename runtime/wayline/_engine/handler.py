@@ -28,7 +28,7 @@ from .._core.definitions import WorkflowDefinition
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent, RunStatus
 from .._core.forks import key_run_id
-from .._core.ids import new_run_id
+from .._core.ids import MessageId, new_run_id
 from .._core.messages import Wake, WakeReason
 from .._core.planning import (
     CompleteWaits,
@@ -60,6 +60,7 @@ from ..errors import (
     RunTerminalError,
     SequenceConflictError,
     SerializationError,
+    WorldError,
 )
 from ..settings import Settings
 from ..world import FLOW_TOPIC, Delivery, RunInfo, World, routing
@@ -72,6 +73,7 @@ from . import (
     history_limits,
     rate_waits,
     step_slots,
+    tasks,
     unwind,
 )
 from .buffered_hooks import take_buffered, waiting_hooks
@@ -355,6 +357,8 @@ class Handler:
             finally:
                 try:
                     await stats.bodies.settle()  # the delivery is settled only after every body
+                    if stats.withdrawals:  # and every withdrawal (each one request)
+                        await asyncio.gather(*stats.withdrawals, return_exceptions=True)
                 finally:  # a forced close may cancel the handler there: still closed here
                     if replay is not None and not kept:
                         replay.close()
@@ -517,6 +521,8 @@ class Handler:
                 case HandBack():
                     await bodies.drain()  # never hand off under an owned, running body
                     await session.flush()
+                    # a wait taken to wake here and still pending is left to its own message
+                    self.prompt_wakes.handed_back(session.replay)
                     return False
                 case Unwind():  # one move of the saga unwind, planned like the others
                     if not unwinding:  # its moves write as they go: nothing provisional after
@@ -534,7 +540,12 @@ class Handler:
                 case Finish():
                     await self._finish(session)  # carries a provisional completion
                     return True
-                case CompleteWaits(events) | DisposeHooks(events):
+                case CompleteWaits(events):
+                    await session.flush()
+                    if not await session.append_inputs(events):
+                        return True
+                    self._retire(session, events)
+                case DisposeHooks(events):
                     await session.flush()
                     if not await session.append_inputs(events):
                         return True
@@ -580,6 +591,31 @@ class Handler:
         # back until the unpause (the completion is not fenced on the log it was decided on).
         await session.catch_up()
         return True
+
+    def _retire(self, session: RunSession, events: list[NewEvent]) -> None:
+        """Withdraw the delayed messages of the waits just completed (stored) that this
+        process took to wake (``prompt_wakes``), beside the drive: its next write need not
+        wait for the withdrawal's answer. A cancel that fails or comes too late leaves the
+        message to come: it is acknowledged as a duplicate here, or found completed
+        elsewhere."""
+        completed = [
+            e.correlation_id
+            for e in events
+            if e.type is EventType.WAIT_COMPLETED and e.correlation_id is not None
+        ]
+        for message_id in self.prompt_wakes.retire(session.run_id, completed):
+            tasks.spawn(
+                self._withdraw(session.run_id, message_id),
+                f"wayline-withdraw-{message_id}",
+                session.stats.withdrawals,
+            )
+
+    async def _withdraw(self, run_id: str, message_id: MessageId) -> None:
+        try:
+            if await self.world.cancel_delayed(message_id):
+                self.prompt_wakes.retired += 1
+        except WorldError as err:
+            log.debug("run %s: withdrawing wake %s failed: %r", run_id, message_id, err)
 
     @staticmethod
     async def _fail_refused(session: RunSession, failure: RunFailure) -> bool:
@@ -636,7 +672,8 @@ class Handler:
                 wake.delay,
                 wake.key,
             )
-        await session.send([*batch.sends, *plan.sends])
+        sends = [*batch.sends, *plan.sends]
+        self.prompt_wakes.armed(replay.run_id, sends, await session.send(sends))
         return await self._inline(session, batch.lazy, plan.owned, armed, defer)
 
     async def _write_batch(

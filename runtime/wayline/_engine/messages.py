@@ -3,8 +3,10 @@ delivery. Messages are built by their typed constructors (``_core.messages``).""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import pydantic
 
@@ -75,6 +77,9 @@ class Stats:
     held: bool = False
     """The run's pause holds a step this delivery owns: it is handed back, not acknowledged
     (``planning.holds_a_step``)."""
+    withdrawals: set[asyncio.Task[Any]] = field(default_factory=set)
+    """Withdrawals of woken waits' delayed messages still in flight (``prompt_wakes``): they
+    go on beside the drive, and the delivery is settled only after them."""
 
 
 def malformed_verdict(delivery: Delivery, err: Exception) -> Verdict:

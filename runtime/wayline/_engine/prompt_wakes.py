@@ -16,19 +16,38 @@ message stays armed, so nothing is less durable than before:
   here comes back after its visibility and wakes the run.
 - A wait's completion is written once: ``wait_completed`` is an entity of the log, and the
   world refuses a second one (``RunSession.append_inputs``).
-- The delayed message still comes when the scheduler fires it. A process that woke the wait
-  itself remembers so (``_woken``), and acknowledges that message at once, without reading
-  the run or driving it a second time. The wait is remembered from before the wait in
-  process, since on a world that fires delayed messages on time (SQLite) the message comes
-  as the timer does, and the delivery held here drives the run on after the wait whatever
-  happens. Elsewhere (another worker, or this one after a restart) the message is handled as
-  any late wake: the run is read, its wait is found completed, and nothing new is written.
+- Once the wait's completion is written, the delayed message is withdrawn
+  (``WorkQueue.cancel_delayed``, by the id its enqueue returned here): on NATS the schedule
+  is deleted before it fires, on SQLite its row before a claim takes it, so it costs one
+  request instead of a delivery, its ack and, on another worker, a read of the run. Only a
+  wait's own message is withdrawn (one a wait, under the wait's key), and only after its
+  completion is stored: a cancel that fails, comes too late or is cut off by a crash leaves
+  the message to come, and it is handled as below.
+- The delayed message, when it still comes, finds the wait woken. A process that woke the
+  wait itself remembers so (``_woken``), and acknowledges that message at once, without
+  reading the run or driving it a second time. The wait is remembered from before the wait
+  in process, since on a world that fires delayed messages on time (SQLite) the message
+  comes as the timer does, and the delivery held here drives the run on after the wait
+  whatever happens. Elsewhere (another worker, or this one after a restart) the message is
+  handled as any late wake: the run is read, its wait is found completed, and nothing new
+  is written.
+- A delivery that took a wait to wake here but ends with the wait still pending (the worker
+  closes, or the run is handed off, right after the wait in process) forgets it took it
+  (``handed_back``): the wait's delayed message is then the run's wake again wherever it
+  comes, and is not acknowledged unread. Else the worker that drives the run next, whose
+  clock may read the wait not yet due and that may have no slot to spare for a wait in
+  process, would leave the wake to that message, and this process would acknowledge it as a
+  duplicate: nothing would wake the run.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
+from .._core.ids import MessageId
+from .._core.messages import WakeReason
+from .._core.planning import Send
 from .._core.replay import Replay
 
 REMEMBERED = 4096
@@ -47,6 +66,48 @@ class PromptWakes:
         """Wakes applied in this process, not by their delayed message."""
         self.duplicates = 0
         """Delayed messages acknowledged at once, their wait woken here already."""
+        self._armed: OrderedDict[str, list[MessageId]] = OrderedDict()
+        """The delayed messages this process sent for waits due within the horizon, by wait:
+        what ``retire`` hands back to withdraw once the wait is woken here."""
+        self.retired = 0
+        """Delayed messages withdrawn before they came, their wait woken here."""
+
+    def armed(self, run_id: str, sends: Sequence[Send], ids: Sequence[MessageId]) -> None:
+        """Remember the ids of the wait messages among ``sends`` (enqueued as ``ids``) that
+        are due within the horizon: only such a wait is woken here."""
+        if self.horizon <= 0:
+            return
+        for send, message_id in zip(sends, ids, strict=True):
+            wait_id = send.payload.get("waitId")
+            if (
+                send.payload.get("reason") != WakeReason.WAIT
+                or not isinstance(wait_id, str)
+                or send.delay > self.horizon
+            ):
+                continue
+            ids_of = self._armed.setdefault(_key(run_id, wait_id), [])
+            if message_id not in ids_of:  # a re-send under the key answers the same id
+                ids_of.append(message_id)
+        while len(self._armed) > REMEMBERED:
+            self._armed.popitem(last=False)
+
+    def retire(self, run_id: str, completed: Sequence[str]) -> list[MessageId]:
+        """The delayed messages to withdraw now that the waits ``completed`` of ``run_id``
+        are written: those of waits this process took to wake (another delivery's wake
+        needs its own message)."""
+        out: list[MessageId] = []
+        for wait_id in completed:
+            key = _key(run_id, wait_id)
+            if key in self._woken:
+                out += self._armed.pop(key, [])
+        return out
+
+    def handed_back(self, replay: Replay) -> None:
+        """The delivery that took ``replay``'s pending waits to wake ends with them still
+        pending: their delayed messages are the run's wakes again, never duplicates."""
+        run_id = replay.run_id
+        for wait in replay.pending_waits():
+            self._woken.pop(_key(run_id, wait.cid), None)
 
     def due_in(self, replay: Replay, now: float) -> float | None:
         """How long until the run's first pending wait (a sleep, a hook's timeout, a child's

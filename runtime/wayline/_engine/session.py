@@ -18,6 +18,7 @@ from typing import Any
 from .._core import clock
 from .._core.dispatch import step_dispatch_key
 from .._core.events import Event, EventType, NewEvent
+from .._core.ids import MessageId
 from .._core.planning import Arrival, Send, owner_stamp, step_send
 from .._core.replay import Replay, StepRecord
 from ..errors import EntityConflictError, RunTerminalError
@@ -114,20 +115,23 @@ class RunSession:
         await self.feed(appended)
         return True
 
-    async def send(self, sends: Iterable[Send]) -> None:
+    async def send(self, sends: Iterable[Send]) -> list[MessageId]:
         """Enqueue ``sends``, up to ``_SENDS_AT_ONCE`` at a time: every replay re-sends each
         open queued step's message under its key (deduped by the world), so a wide ``gather``
-        re-sent hundreds, one round trip (or one SQLite commit) after the other."""
+        re-sent hundreds, one round trip (or one SQLite commit) after the other. Returns
+        the id of each message, in the order of ``sends``."""
         pending = list(sends)
+        ids: list[MessageId] = []
         for i in range(0, len(pending), _SENDS_AT_ONCE):
             calls = [
                 send(self.world, s.topic, s.payload, idempotency_key=s.key, delay_seconds=s.delay)
                 for s in pending[i : i + _SENDS_AT_ONCE]
             ]
             if len(calls) == 1:
-                await calls[0]
+                ids.append(await calls[0])
             else:
-                await asyncio.gather(*calls)
+                ids += await asyncio.gather(*calls)
+        return ids
 
     async def record(self, cid: str, outcome: Outcome, name: str = "") -> list[Event]:
         return await record_outcome(self.world, self.run_id, cid, outcome, name)

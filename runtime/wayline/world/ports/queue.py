@@ -149,6 +149,16 @@ class WorkQueue(abc.ABC):
         return await self.retry(delivery, delay_seconds)
 
     @abc.abstractmethod
+    async def cancel_delayed(self, message_id: MessageId) -> bool:
+        """Withdraw a delayed message that this process enqueued (``message_id`` as its
+        :meth:`enqueue` returned) before it is first delivered: True when it is now never
+        delivered, and its idempotency key is free. False, changing nothing, when it was
+        delivered already (held, handed back or acked), when it is gone, or when this process
+        cannot tell which stored message the id names (NATS knows a schedule's stream sequence
+        only from its own publish). A cancel is an optimisation: the caller must be right
+        whether it lands or not, and a cancel racing the message's delivery may lose."""
+
+    @abc.abstractmethod
     async def renew(self, delivery: Delivery) -> bool:
         """Still working: keep the delivery invisible to others for another visibility period.
         False: the delivery is no longer this holder's (its holder stops executing under it);

@@ -269,6 +269,22 @@ class LocalQueue:
         self.wake()
         return done
 
+    async def cancel_delayed(self, message_id: MessageId) -> bool:
+        """Delete the message's row while no claim has taken it (``attempts`` is 0): a claim
+        and this delete are each one statement, so one of them wins, never both. Written
+        without an fsync of its own, as a settlement is: a delete an OS crash loses only
+        brings the message back, which its caller must bear anyway."""
+        try:
+            row_id = int(message_id)
+        except ValueError:
+            return False
+        gone: int = self._write_unsynced(
+            lambda db: (
+                db.execute("DELETE FROM messages WHERE id = ? AND attempts = 0", (row_id,)).rowcount
+            )
+        )
+        return gone > 0
+
     async def renew(self, delivery: Delivery) -> bool:
         at = clock.now() + self._visibility
         return self._settle(

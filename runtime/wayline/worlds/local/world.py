@@ -356,6 +356,9 @@ class LocalWorld(ForwardsToParts, World):
     ) -> bool:
         return await self._queue.release(delivery, delay_seconds, held=held)
 
+    async def cancel_delayed(self, message_id: MessageId) -> bool:
+        return await self._queue.cancel_delayed(message_id)
+
     async def renew(self, delivery: Delivery) -> bool:
         return await self._queue.renew(delivery)
 

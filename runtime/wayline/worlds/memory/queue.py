@@ -157,6 +157,17 @@ class MemoryQueue:
         self.store.remove_message(message.id)
         return True
 
+    async def cancel_delayed(self, message_id: MessageId) -> bool:
+        """Remove the message while no claim has taken it (``attempts`` is 0)."""
+        try:
+            message = self.store.messages.get(int(message_id))
+        except ValueError:
+            return False
+        if message is None or message.attempts or message.held:
+            return False
+        self.store.remove_message(message.id)
+        return True
+
     async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
         return self._hand_back(delivery, delay_seconds, counted=True)
 

@@ -249,6 +249,28 @@ async def _acked(nc: Any, send: Callable[[str], Awaitable[None]], timeout: float
     return resp
 
 
+async def delete_acked(nc: Any, stream: str, seq: int, *, timeout: float) -> bool:
+    """``$JS.API.STREAM.MSG.DELETE`` of one message on the shared inbox (a request through
+    nats-py's ``delete_msg`` costs the event loop several more turns): True when it was
+    stored and is deleted, False when no message has that sequence (err_code 10057). The
+    message's bytes are dropped, not overwritten (``no_erase``). Raises what ``_acked``
+    raises otherwise."""
+    import nats.js.errors
+
+    body = json.dumps({"seq": seq, "no_erase": True}).encode()
+
+    async def send(reply: str) -> None:
+        await wire.publish(nc, f"$JS.API.STREAM.MSG.DELETE.{stream}", body, reply=reply)
+
+    try:
+        resp = await _acked(nc, send, timeout)
+    except nats.js.errors.APIError as err:
+        if err.err_code == 10057:
+            return False
+        raise
+    return bool(resp.get("success"))
+
+
 class Acked(NamedTuple):
     """A stored publish: its stream sequence, whether the server deduplicated it, and the
     wall clock around the answered attempt (``first``: no earlier attempt may have stored it)."""

@@ -30,6 +30,7 @@ import json
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,7 @@ from .direct import (
     StoredMsg,
     TooManyResults,
     connected,
+    delete_acked,
     direct_batch,
     last_seq,
     publish_retried,
@@ -70,6 +72,9 @@ from .names import (
 log = logging.getLogger("wayline.worlds.nats")
 
 _ID_HEADER = "Wayline-Id"
+_SCHEDULES_KNOWN = 4096
+"""Schedules this process published whose stream sequence it remembers for a cancel
+(``cancel_delayed``), the oldest forgotten first: a forgotten one is only not cancelled."""
 _MAX_ACK_PENDING = 20_000
 _POLL_SECONDS = 0.25
 """How long a receive that waits on several levels at once waits before it asks again, unless
@@ -181,6 +186,9 @@ class Queue:
         self._lanes = LaneChoice(self._lane_head)
         self._probe = StreamProbe(self._topics_empty)
         """Whether any topic served stores anything, asked once a rescan for all (``_scan``)."""
+        self._schedules: OrderedDict[str, int] = OrderedDict()
+        """The stream sequence of each schedule this process published, by the id its
+        enqueue returned: what ``cancel_delayed`` deletes."""
 
     async def start(self) -> None:
         self._idem = await kv_bucket(self._js, self._names.idem_bucket, url=self._url)
@@ -348,7 +356,25 @@ class Queue:
                     url=self._url,
                 )
             return None  # the key's message is stored (maybe ours, if an ack was lost)
-        return MessageId(mid if due is not None else f"{self._tag}{acked.seq}")
+        if due is None:
+            return MessageId(f"{self._tag}{acked.seq}")
+        self._schedules[mid] = int(acked.seq)
+        while len(self._schedules) > _SCHEDULES_KNOWN:
+            self._schedules.popitem(last=False)
+        return MessageId(mid)
+
+    async def cancel_delayed(self, message_id: str) -> bool:
+        """Delete the schedule published for ``message_id`` by this process, if it has not
+        fired: a deleted schedule never fires (its stream sequence names the schedule only,
+        never the message it fires, which is stored under a sequence of its own). One that
+        fired already is gone from the stream, so the delete finds nothing."""
+        seq = self._schedules.pop(message_id, None)
+        if seq is None:
+            return False
+        try:
+            return await delete_acked(self._nc, self._stream, seq, timeout=self._timeout)
+        except Exception as err:
+            raise wrap(self._url, f"cancelling delayed message {message_id}", err) from err
 
     async def _stored_id(self, token: str) -> MessageId | None:
         """The id of the key's message if it (or its pending schedule) is still stored."""

@@ -899,6 +899,14 @@ class NatsWorld(World):
     ) -> bool:
         return await self._q_of(delivery).release(delivery, delay_seconds, held=held)
 
+    async def cancel_delayed(self, message_id: MessageId) -> bool:
+        # Each partition's queue knows the schedules it published; the others answer False
+        # without a request.
+        for queue in self._every_q():
+            if await queue.cancel_delayed(message_id):
+                return True
+        return False
+
     async def renew(self, delivery: Delivery) -> bool:
         return await self._q_of(delivery).renew(delivery)
 
