@@ -253,7 +253,7 @@ class RunsIndex:
             raise wrap(self._url, "reading the runs index", err) from err
         try:
             found = json.loads(msg.data or b"null")
-        except ValueError:
+        except (ValueError, RecursionError):  # bytes anyone may store, nested past the stack
             return None
         return found if isinstance(found, dict) and "run" in found else None
 

@@ -168,7 +168,7 @@ def parse(msg: StoredMsg) -> tuple[str, Held] | None:
     if "=h" in msg.subject:
         try:
             found = json.loads(msg.data) if msg.data else None
-        except ValueError:
+        except (ValueError, RecursionError):  # bytes anyone may store, nested past the stack
             found = None
         if isinstance(found, dict) and "run" in found:
             hashed = {msg.subject: (str(found.get("workflow")), str(found["run"]))}
@@ -580,6 +580,8 @@ class RunsModel:
         change does) keeps :data:`UNREAD`, and the newer entry wins."""
         contested: dict[str, str] = {}
         for msg in msgs:
+            if not msg.subject.startswith(self._within):
+                continue  # another subject of the stream (``newer``): its body is never read
             parsed = parse(msg)
             if parsed is None:
                 continue
