@@ -46,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nats_server import nats_server_process
+from processes import proc_sample, stop
 from results import write_section
 
 import wayline
@@ -112,12 +113,7 @@ def worker(url: str, stamps: Path) -> Iterator[int]:
             raise RuntimeError("the worker did not start")
         yield proc.pid
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 # --- starting runs -----------------------------------------------------------------------
@@ -192,22 +188,6 @@ async def asleep(url: str, timeout: float) -> float:
 
 
 # --- idle --------------------------------------------------------------------------------
-
-
-def proc_sample(pid: int) -> tuple[float, int, int]:
-    """CPU seconds (user + sys), RSS bytes, context switches (voluntary + not) of ``pid``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    cpu = (int(fields[11]) + int(fields[12])) / ticks
-    rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    switches = 0
-    # every thread's (nats-server's work is in threads other than its first)
-    for status in Path(f"/proc/{pid}/task").glob("*/status"):
-        with contextlib.suppress(OSError):  # a thread that ended meanwhile
-            for line in status.read_text().splitlines():
-                if "ctxt_switches:" in line:
-                    switches += int(line.split()[1])
-    return cpu, rss, switches
 
 
 def idle(pids: dict[str, int]) -> dict[str, list[float]]:

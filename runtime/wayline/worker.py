@@ -31,6 +31,7 @@ from ._core.events import RunStatus
 from ._core.messages import Wake, WakeReason
 from ._core.projections import fold
 from ._engine import divergence
+from ._engine.delivery_slots import Slots
 from ._engine.fencing import Fence, exit_if_executing, hold
 from ._engine.handler import Handler
 from ._engine.lost_starts import LostStarts
@@ -53,10 +54,32 @@ from .world.sending import send
 log = logging.getLogger("wayline.worker")
 
 
+# How long (seconds) one receive waits for a message when each topic of a kind has a slot
+# of its own to poll with (``_poll_seconds``).
+_POLL_SECONDS = 0.5
+
+# How long (seconds) a message that a receive brought with no slot free waits in hand for one
+# before it is handed back: the drive of one flow delivery usually ends well within it, so
+# the message is handled without another round trip, while one that would wait out a long
+# drive goes back to the queue, where another worker may take it. Twice the receive's long
+# poll: no longer than the old receive loops made a due message wait behind other polls.
+_IN_HAND_SECONDS = 1.0
+
 # The pauses (seconds) before each further try of a withdrawal that failed: three tries in
 # all within about a second, short beside the default shutdown grace (30 s), so a world that
 # is closed or gone does not hold a close up much longer than before.
 _WITHDRAW_PAUSES = (0.2, 0.8)
+
+
+def _poll_seconds(topics: int, concurrency: int) -> float:
+    """How long each receive of a kind waits for a message, so that an idle worker asks its
+    world no more often than when a poll held a slot. Then at most ``concurrency`` of the
+    kind's ``topics`` polled at once, each for ``_POLL_SECONDS``; now every topic polls while
+    a slot is free, so with fewer slots than topics each poll waits longer in proportion
+    (with one flow slot and a workflow's three flow topics, 1.5 s): the same number of
+    receives a second, and none of them keeps a due message from the receive of its topic.
+    A receive still answers as soon as a message is due, so the wait costs no latency."""
+    return _POLL_SECONDS * topics / max(1, min(topics, concurrency))
 
 
 class Worker:
@@ -102,9 +125,9 @@ class Worker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._handlers: set[asyncio.Task[Any]] = set()
         self._held: dict[int, tuple[Delivery, Fence]] = {}
-        self._busy: dict[asyncio.Semaphore, list[int]] = {}
+        self._busy: dict[Slots, list[int]] = {}
         """Per kind's slots (flow, step): how many deliveries hold one, and how many there are."""
-        self._slots_of: dict[int, asyncio.Semaphore] = {}
+        self._slots_of: dict[int, Slots] = {}
         """The slots each delivery being handled holds one of (by ``id`` of the delivery)."""
         self._late: list[Delivery] = []
         """Received as the stop came: ``close`` hands them back once its consumers ended."""
@@ -156,11 +179,16 @@ class Worker:
             topics = served_topics(
                 kind, self.workflows.values(), self.queue, draining=self.draining
             )
-            slots = asyncio.Semaphore(concurrency)
+            slots = Slots(concurrency)
             self._busy[slots] = [0, concurrency]
             cap = max(1, concurrency // len(topics))
+            wait = _poll_seconds(len(topics), concurrency)
             for topic in topics:
-                spawn(self._consume(topic, slots, cap), f"wayline-{topic}-consumer", self._tasks)
+                spawn(
+                    self._consume(topic, slots, cap, wait),
+                    f"wayline-{topic}-consumer",
+                    self._tasks,
+                )
         spawn(self._renew_loop(), "wayline-renewer", self._tasks)
         spawn(self._heartbeat_loop(), "wayline-heartbeat", self._tasks)
         if self.recover and self.workflows and self.settings.start_rearm_seconds > 0:
@@ -430,25 +458,24 @@ class Worker:
         return "running", False
 
     # --- consuming -----------------------------------------------------------------------------
-    async def _consume(self, topic: str, slots: asyncio.Semaphore, cap: int) -> None:
-        """Receive from ``topic`` while slots are free. A receive waits for a message while
-        holding at most ``cap`` slots, so idle routes never starve a busy one."""
+    async def _consume(self, topic: str, slots: Slots, cap: int, wait: float) -> None:
+        """Receive from ``topic`` while a slot is free, taking slots only for the messages a
+        receive brings (``_engine.delivery_slots``): a long poll that finds nothing holds no
+        slot, so another topic's due message never waits for it. One receive asks for at
+        most ``cap`` messages, so one busy route does not take every slot of its kind, and
+        waits up to ``wait`` seconds (``_poll_seconds``)."""
         backoff = 0.1
         while not self._stopping.is_set():
-            await slots.acquire()
-            free = 1
-            while free < cap and not slots.locked():
-                await slots.acquire()
-                free += 1
+            await slots.until_free()
             try:
-                deliveries = await self.world.receive(topic, max_messages=free, wait_seconds=0.5)
+                deliveries = await self.world.receive(
+                    topic, max_messages=min(cap, max(1, slots.free())), wait_seconds=wait
+                )
                 backoff = 0.1
             except WaylineError as err:
                 # unavailable, or a store changed under the world (its queue stream deleted
                 # by hand until something creates it again): a receive loop that ended here
                 # would leave this worker up and consuming nothing, so it retries, loudly
-                for _ in range(free):
-                    slots.release()
                 what = "unavailable" if isinstance(err, WorldUnavailableError) else "failing"
                 log.warning(
                     "world %s while receiving %s: %s (retry in %.1fs)", what, topic, err, backoff
@@ -456,36 +483,63 @@ class Worker:
                 await asyncio.sleep(backoff)
                 backoff = min(5.0, backoff * 2)
                 continue
-            except BaseException:
-                for _ in range(free):
-                    slots.release()
-                raise
             if deliveries and self._stopping.is_set():
                 # received as the stop came (the receive lost its cancel): the close took
                 # stock already, so a handler spawned now would outlive it. Left to the close
                 # to hand back once this consumer ended: a release awaited here could be cut
                 # short by the close's second cancel, holding the message until visibility
-                for _ in range(free):
-                    slots.release()
                 self._late.extend(deliveries)
                 return
-            for _ in range(free - len(deliveries)):
+            ready = slots.take_now(len(deliveries))
+            for delivery in deliveries[:ready]:
+                self._begin(topic, delivery, slots)
+            if ready < len(deliveries):
+                await self._wait_for_slots(topic, deliveries[ready:], slots)
+
+    async def _wait_for_slots(self, topic: str, waiting: list[Delivery], slots: Slots) -> None:
+        """Messages another loop's receive left without a slot: each waits in hand for one,
+        in order, for at most ``_IN_HAND_SECONDS`` and never past a third of the visibility
+        from when the world began its hold (when the renewer would renew it). One whose wait
+        runs out is handed back with the rest, undone and at once (a hand-back spends no
+        attempt): another worker may take them, and none waits out a visibility. A close
+        cancels the wait, and the close hands them back."""
+        for i, delivery in enumerate(waiting):
+            held_for = time.monotonic() - delivery.held_since
+            left = min(_IN_HAND_SECONDS, self.world.visibility_seconds / 3 - held_for)
+            try:
+                await asyncio.wait_for(slots.take(), max(0.0, left))
+            except TimeoutError:
+                try:
+                    await self._hand_back(waiting[i:])
+                except BaseException:  # a close: it hands back again what is still held
+                    self._late.extend(waiting[i:])
+                    raise
+                return
+            except BaseException:
+                self._late.extend(waiting[i:])
+                raise
+            if self._stopping.is_set():
                 slots.release()
-            for delivery in deliveries:
-                # timed from the world's hold, which may have begun well before this (a
-                # NATS pull answered late): the deadline must come before its redelivery
-                fence = Fence(
-                    self.settings.max_invocation_seconds,
-                    self.settings.handoff_after,
-                    received=delivery.held_since,
-                    renewed=delivery.held_since,
-                )
-                self._held[id(delivery)] = (delivery, fence)
-                fence.handler = spawn(
-                    self._handle(delivery, fence, slots),
-                    f"wayline-{topic}-{delivery.message_id}",
-                    self._handlers,
-                )
+                self._late.extend(waiting[i:])
+                return
+            self._begin(topic, delivery, slots)
+
+    def _begin(self, topic: str, delivery: Delivery, slots: Slots) -> None:
+        """Handle ``delivery``, which holds one of ``slots`` (released by its handler)."""
+        # timed from the world's hold, which may have begun well before this (a NATS pull
+        # answered late): the deadline must come before its redelivery
+        fence = Fence(
+            self.settings.max_invocation_seconds,
+            self.settings.handoff_after,
+            received=delivery.held_since,
+            renewed=delivery.held_since,
+        )
+        self._held[id(delivery)] = (delivery, fence)
+        fence.handler = spawn(
+            self._handle(delivery, fence, slots),
+            f"wayline-{topic}-{delivery.message_id}",
+            self._handlers,
+        )
 
     async def _hand_back(self, deliveries: list[Delivery]) -> None:
         for delivery in deliveries:  # released, not acked: redelivered now with the same id
@@ -502,7 +556,7 @@ class Worker:
         busy = None if slots is None else self._busy.get(slots)
         return busy is not None and busy[0] < busy[1]
 
-    async def _handle(self, delivery: Delivery, fence: Fence, slots: asyncio.Semaphore) -> None:
+    async def _handle(self, delivery: Delivery, fence: Fence, slots: Slots) -> None:
         busy = self._busy.get(slots)
         if busy is not None:
             busy[0] += 1

@@ -142,11 +142,18 @@ class Levels:
         return out
 
     async def wait_after(self, seen: int, timeout: float) -> None:
-        """Wait until a publish after the ``seen``-th one, at most ``timeout`` seconds."""
+        """Wait until a publish after the ``seen``-th one, at most ``timeout`` seconds, or
+        until :meth:`wake`."""
         if self.count != seen:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._event.wait(), timeout)
+
+    def wake(self) -> None:
+        """End every wait in progress, as a publish would, though nothing was heard: a lost
+        connection ends the receives waiting on it at once (``Queue.lost_connection``)."""
+        self._event.set()
+        self._event = asyncio.Event()
 
 
 class StreamProbe:

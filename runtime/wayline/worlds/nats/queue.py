@@ -744,8 +744,15 @@ class Queue:
                 left = deadline - time.monotonic()
                 if got or left <= 0 or self._epoch != epoch:
                     break  # a connection lost (or the world closed) ends the wait at once
-                if len(order) != 1:  # one level: its consumer is drained, the next turn waits
+                if len(order) > 1:  # one level: its consumer is drained, the next turn waits
                     await levels.wait_after(seen, min(left, _POLL_SECONDS))
+                elif not order:
+                    # Nothing stored: only a publish this process hears or the next rescan
+                    # can find something, so the wait lasts until one of them. Each turn of
+                    # the loop asked nothing, and turns of _POLL_SECONDS woke every idle
+                    # receive four times a second, for nothing.
+                    until_rescan = max(_POLL_SECONDS, rescan_at - time.monotonic())
+                    await levels.wait_after(seen, min(left, until_rescan))
         except WorldError:
             raise
         except Exception as err:
@@ -923,6 +930,8 @@ class Queue:
         for box in list(self._inboxes.values()):
             if box.cut is not None:
                 box.cut()
+        for levels in self._levels.values():
+            levels.wake()  # a receive waiting on a topic that stores nothing
 
     def _fresh(self, delivery: Delivery) -> _Held | None:
         held: _Held = delivery.handle
