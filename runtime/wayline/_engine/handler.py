@@ -356,9 +356,7 @@ class Handler:
                 raise
             finally:
                 try:
-                    await stats.bodies.settle()  # the delivery is settled only after every body
-                    if stats.withdrawals:  # and every withdrawal (each one request)
-                        await asyncio.gather(*stats.withdrawals, return_exceptions=True)
+                    await stats.settled()  # every body and every withdrawal first
                 finally:  # a forced close may cancel the handler there: still closed here
                     if replay is not None and not kept:
                         replay.close()
@@ -521,8 +519,7 @@ class Handler:
                 case HandBack():
                     await bodies.drain()  # never hand off under an owned, running body
                     await session.flush()
-                    # a wait taken to wake here and still pending is left to its own message
-                    self.prompt_wakes.handed_back(session.replay)
+                    self.prompt_wakes.handed_back(session.replay)  # its waits: their messages
                     return False
                 case Unwind():  # one move of the saga unwind, planned like the others
                     if not unwinding:  # its moves write as they go: nothing provisional after
@@ -540,15 +537,11 @@ class Handler:
                 case Finish():
                     await self._finish(session)  # carries a provisional completion
                     return True
-                case CompleteWaits(events):
+                case CompleteWaits(events) | DisposeHooks(events):
                     await session.flush()
                     if not await session.append_inputs(events):
                         return True
-                    self._retire(session, events)
-                case DisposeHooks(events):
-                    await session.flush()
-                    if not await session.append_inputs(events):
-                        return True
+                    self._retire(session, events)  # the stored wakes taken here: withdrawn
                 case Suspend(now):
                     suspended = await self._suspend(session, now, armed, defer)
                     if isinstance(suspended, RunFailure):

@@ -81,6 +81,13 @@ class Stats:
     """Withdrawals of woken waits' delayed messages still in flight (``prompt_wakes``): they
     go on beside the drive, and the delivery is settled only after them."""
 
+    async def settled(self) -> None:
+        """Wait for every body still running, then every withdrawal still in flight (each
+        one request): the delivery is settled only after them."""
+        await self.bodies.settle()
+        if self.withdrawals:
+            await asyncio.gather(*self.withdrawals, return_exceptions=True)
+
 
 def malformed_verdict(delivery: Delivery, err: Exception) -> Verdict:
     raw = delivery.raw[:200].decode(errors="replace")
