@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -216,3 +217,45 @@ def test_a_payload_the_class_takes_is_never_refused_by_its_shape(
         except pydantic.ValidationError:
             continue
         check_shape(recorded, payload, "t")
+
+
+class Compiled(pydantic.BaseModel):
+    """Patterns given compiled: pydantic checks them with Python's ``re`` and its flags,
+    whatever the engine (``ab\\n`` matches ``^[a-z]+$`` there, ``AB`` matches with
+    ``re.IGNORECASE``), so the shape cannot judge them as pydantic-core's engine would."""
+
+    folded: dict[Annotated[str, StringConstraints(pattern=re.compile(r"^[a-z]+$", re.I))], int] = {}
+    plain: dict[constr(pattern=re.compile(r"^[a-z]+$"), max_length=4), int] = {}
+
+
+def test_a_pattern_given_compiled_is_left_to_the_class() -> None:
+    recorded = shape(Compiled)
+    for payload in ({"folded": {"AB": 1}}, {"plain": {"ab\n": 2}}):
+        Compiled.model_validate(payload)
+        check_shape(recorded, payload, "t")
+    assert recorded["maps"]["folded"] == {"map": {"kinds": ["integer"]}}
+    assert recorded["maps"]["plain"]["key"] == {"kinds": ["string"], "maxLength": 4}
+    with pytest.raises(InvalidPayloadError, match=r"plain\.abcde: key should have at most 4"):
+        check_shape(recorded, {"plain": {"abcde": 1}}, "t")
+
+
+def test_forged_patterns_slow_to_compile_hold_a_check_for_a_bounded_time() -> None:
+    """pydantic-core's engine takes 0.2-0.5 s to find a pattern such as ``\\w{999}`` past its
+    size limit: forty mappings, each a key of its own such pattern, were seconds of the
+    console's loop (six at a950c9b). A check spends at most ``PATTERN_SECONDS`` compiling
+    patterns it has not compiled before and passes the others over."""
+    import time
+
+    count = 40
+    maps = {
+        f"m{i}": {
+            "map": {"any": True},
+            "key": {"kinds": ["string"], "pattern": f"\\w{{{990 - i}}}"},
+        }
+        for i in range(count)
+    }
+    forged = {"required": [], "fields": {name: ["object"] for name in maps}, "maps": maps}
+    started = time.perf_counter()
+    check_shape(forged, {name: {"a": 1} for name in maps}, "t")
+    took = time.perf_counter() - started
+    assert took < 3, f"{took:.1f} s"

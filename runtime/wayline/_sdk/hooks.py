@@ -39,6 +39,8 @@ from ..durations import Duration
 from ..errors import InvalidPayloadError, SerializationError
 from .context import current_replay
 from .plain_shapes import (
+    COMPILE_LEFT,
+    PATTERN_SECONDS,
     PLAIN_KINDS,
     key_problem,
     kind_of,
@@ -344,7 +346,8 @@ def key_checks(
     """What a mapping's key check is, read from its core schema ``keys``: a string key's rules
     (:data:`_KEY_RULES`), only where the class checks the key as it is given (no
     ``strip_whitespace``, ``to_lower``, ``to_upper``, in the key or the class's config, and no
-    validator of the user's around it; its pattern only for pydantic's own regex engine); and
+    validator of the user's around it; its pattern only as a string for pydantic's own regex
+    engine, not compiled by Python's ``re``); and
     which of a ``Literal``'s or an ``Enum``'s values a JSON object's key can name
     (:data:`_KEY_TAKES`), found by the class's own key check with each value as a JSON key is
     written (``Literal[1]`` takes no ``"1"``, an ``IntEnum`` does). Nothing where it cannot be
@@ -356,10 +359,13 @@ def key_checks(
         if any(core.get(k) for k in shifts) or any(config.get(f"str_{k}") for k in shifts):
             return {}
         pattern = core.get("pattern")
-        pattern = getattr(pattern, "pattern", pattern)
-        if config.get("regex_engine") == "python-re":
+        if "python-re" in (config.get("regex_engine"), core.get("regex_engine")) or not isinstance(
+            pattern, str
+        ):
             # Python's ``re`` reads a pattern otherwise than the engines that check it by the
-            # shape (its ``$`` also matches before a last newline): the class checks it
+            # shape (its ``$`` also matches before a last newline): the class checks it. So
+            # does pydantic a pattern given compiled (``re.compile(r"^[a-z]+$", re.I)``), with
+            # its flags, whatever the engine named
             pattern = None
         rules = {
             "pattern": pattern if isinstance(pattern, str) else None,
@@ -1074,9 +1080,11 @@ def check_shape(recorded: Any, payload: Any, token: str) -> None:
             token=token,
         )
     left = _CHECK_LEFT.set([CHECK_VALUES])
+    compiling = COMPILE_LEFT.set([PATTERN_SECONDS])
     try:
         problems = _shape_problems(recorded, payload, "", 0)
     finally:
+        COMPILE_LEFT.reset(compiling)
         _CHECK_LEFT.reset(left)
     if problems:
         raise InvalidPayloadError(

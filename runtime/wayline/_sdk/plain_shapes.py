@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, Literal, TypeGuard, Union
 
 JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -204,16 +206,49 @@ def _length(value: object) -> TypeGuard[int]:
 
 def _pattern(pattern: Any) -> Any:
     """A check of ``pattern`` (a callable taking a key), or None for no pattern the server
-    checks: not a string, longer than :data:`MAX_PATTERN`, or refused by pydantic-core's
-    regex engine. Never Python's ``re``: a pattern read from the log is anyone's, and
-    ``(a+)+$`` against a key of 30 ``a`` and a ``!`` would hold the console's loop for
-    minutes."""
+    checks: not a string, longer than :data:`MAX_PATTERN`, refused by pydantic-core's regex
+    engine, or not compiled yet when the check has spent its :data:`PATTERN_SECONDS`. Never
+    Python's ``re``: a pattern read from the log is anyone's, and ``(a+)+$`` against a key of
+    30 ``a`` and a ``!`` would hold the console's loop for minutes."""
     if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN:
         return None
-    return _compiled(pattern)
+    try:
+        found = _COMPILED[pattern]
+    except KeyError:
+        pass
+    else:
+        _COMPILED[pattern] = _COMPILED.pop(pattern, found)  # the last used, last evicted
+        return found
+    left = COMPILE_LEFT.get()
+    if left is not None and left[0] <= 0:
+        return None
+    started = time.perf_counter()
+    found = _compiled(pattern)
+    if left is not None:
+        left[0] -= time.perf_counter() - started
+    _COMPILED[pattern] = found
+    while len(_COMPILED) > COMPILED_PATTERNS:
+        _COMPILED.pop(next(iter(_COMPILED)), None)
+    return found
 
 
-@functools.lru_cache(maxsize=256)
+PATTERN_SECONDS = 0.2
+"""The most time one check by a recorded shape spends compiling key patterns it has not compiled
+before (counted from :func:`~wayline._sdk.hooks.check_shape`); past it, a pattern not compiled
+yet is passed over, and checked where the class is. pydantic-core's engine takes 0.2-0.5 s to
+find that a forged pattern of a few characters (``\\w{999}``, ``(?i)\\w{500}``) is past its
+size limit, so a forged shape of 40 mappings, each a key of its own such pattern, held the
+console's loop for six seconds."""
+
+COMPILE_LEFT: ContextVar[list[float] | None] = ContextVar("COMPILE_LEFT", default=None)
+"""The seconds of :data:`PATTERN_SECONDS` the current check has left (None: no check's)."""
+
+COMPILED_PATTERNS = 256
+"""How many patterns the server keeps compiled (or keeps as ones its engine refuses)."""
+
+_COMPILED: dict[str, Any] = {}
+
+
 def _compiled(pattern: str) -> Any:
     from pydantic_core import SchemaError, SchemaValidator, ValidationError, core_schema
 

@@ -776,7 +776,7 @@ wl.keyRulesProblem = (shape, key) => {
 // time on many quantifiers, so only a pattern of at most `wl.MAX_KEY_PATTERN` characters, no
 // quantified group and at most two quantifiers is judged here, against keys of at most
 // `wl.MAX_KEY_MATCHED` characters. Escapes are taken from a short list, in Unicode mode
-// (`\d` is any decimal digit there, as in Rust: `\p{Nd}`); any other (`\w`, `\b`, a
+// (`\d` is any decimal digit, as in Rust: `wl.KEY_DIGITS`); any other (`\w`, `\b`, a
 // backreference), a look-around, a flag group, Rust-only syntax, or a pattern JavaScript
 // cannot compile is left to the server.
 wl.MAX_KEY_PATTERN = 200;
@@ -787,8 +787,32 @@ wl.keyPattern = (pattern) => {
   return wl.keyPatterns.get(pattern);
 };
 wl.PATTERN_ESCAPES = {
-  d: "\\p{Nd}", D: "\\P{Nd}", s: "\\p{White_Space}", S: "\\P{White_Space}", n: "\\n", t: "\\t",
+  s: "\\p{White_Space}", S: "\\P{White_Space}", n: "\\n", t: "\\t",
 };
+// What `\d` is in pydantic-core's engine (the 71 runs of decimal digits of its Unicode
+// tables, 0-9 first), written out rather than as `\p{Nd}`: a browser's `\p{Nd}` is its own
+// Unicode's, and Chromium 156's (Unicode 17) also takes the digits U+11DE0-11DE9, new there,
+// so `^\D$` refused a key of one of them that the class takes. `\D` is `[^...]` of these;
+// inside a class, `\d` is these and `\D` is left to the server.
+wl.KEY_DIGITS = [
+  "\\u{30}-\\u{39}\\u{660}-\\u{669}\\u{6F0}-\\u{6F9}\\u{7C0}-\\u{7C9}\\u{966}-\\u{96F}",
+  "\\u{9E6}-\\u{9EF}\\u{A66}-\\u{A6F}\\u{AE6}-\\u{AEF}\\u{B66}-\\u{B6F}\\u{BE6}-\\u{BEF}",
+  "\\u{C66}-\\u{C6F}\\u{CE6}-\\u{CEF}\\u{D66}-\\u{D6F}\\u{DE6}-\\u{DEF}\\u{E50}-\\u{E59}",
+  "\\u{ED0}-\\u{ED9}\\u{F20}-\\u{F29}\\u{1040}-\\u{1049}\\u{1090}-\\u{1099}",
+  "\\u{17E0}-\\u{17E9}\\u{1810}-\\u{1819}\\u{1946}-\\u{194F}\\u{19D0}-\\u{19D9}",
+  "\\u{1A80}-\\u{1A89}\\u{1A90}-\\u{1A99}\\u{1B50}-\\u{1B59}\\u{1BB0}-\\u{1BB9}",
+  "\\u{1C40}-\\u{1C49}\\u{1C50}-\\u{1C59}\\u{A620}-\\u{A629}\\u{A8D0}-\\u{A8D9}",
+  "\\u{A900}-\\u{A909}\\u{A9D0}-\\u{A9D9}\\u{A9F0}-\\u{A9F9}\\u{AA50}-\\u{AA59}",
+  "\\u{ABF0}-\\u{ABF9}\\u{FF10}-\\u{FF19}\\u{104A0}-\\u{104A9}\\u{10D30}-\\u{10D39}",
+  "\\u{10D40}-\\u{10D49}\\u{11066}-\\u{1106F}\\u{110F0}-\\u{110F9}\\u{11136}-\\u{1113F}",
+  "\\u{111D0}-\\u{111D9}\\u{112F0}-\\u{112F9}\\u{11450}-\\u{11459}\\u{114D0}-\\u{114D9}",
+  "\\u{11650}-\\u{11659}\\u{116C0}-\\u{116C9}\\u{116D0}-\\u{116E3}\\u{11730}-\\u{11739}",
+  "\\u{118E0}-\\u{118E9}\\u{11950}-\\u{11959}\\u{11BF0}-\\u{11BF9}\\u{11C50}-\\u{11C59}",
+  "\\u{11D50}-\\u{11D59}\\u{11DA0}-\\u{11DA9}\\u{11F50}-\\u{11F59}\\u{16130}-\\u{16139}",
+  "\\u{16A60}-\\u{16A69}\\u{16AC0}-\\u{16AC9}\\u{16B50}-\\u{16B59}\\u{16D70}-\\u{16D79}",
+  "\\u{1CCF0}-\\u{1CCF9}\\u{1D7CE}-\\u{1D7FF}\\u{1E140}-\\u{1E149}\\u{1E2F0}-\\u{1E2F9}",
+  "\\u{1E4F0}-\\u{1E4F9}\\u{1E5F1}-\\u{1E5FA}\\u{1E950}-\\u{1E959}\\u{1FBF0}-\\u{1FBF9}",
+].join("");
 wl.translatedPattern = (pattern) => {
   let out = "", inClass = false, quantifiers = 0, last = "";
   for (let i = 0; i < pattern.length; i += 1) {
@@ -797,7 +821,9 @@ wl.translatedPattern = (pattern) => {
       const next = pattern[i + 1];
       if (next === undefined) return null;
       i += 1;
-      if (Object.hasOwn(wl.PATTERN_ESCAPES, next)) out += wl.PATTERN_ESCAPES[next];
+      if (next === "d") out += inClass ? wl.KEY_DIGITS : `[${wl.KEY_DIGITS}]`;
+      else if (next === "D" && !inClass) out += `[^${wl.KEY_DIGITS}]`;
+      else if (Object.hasOwn(wl.PATTERN_ESCAPES, next)) out += wl.PATTERN_ESCAPES[next];
       else if ("^$\\.*+?()[]{}|/-".includes(next) && (next !== "-" || inClass)) out += `\\${next}`;
       else return null;
       last = "atom";
