@@ -11,6 +11,7 @@ new interpreter instead, as does a command whose environment the zygote cannot g
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import logging
@@ -18,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import uuid
@@ -29,6 +31,7 @@ from unittest import mock
 
 import pytest
 
+import wayline
 from tests.operator.zygote import Forked, Zygote, cli_zygote, cli_zygote_for
 
 FLOWS = Path(__file__).with_name("flows.py")
@@ -102,9 +105,11 @@ class Cli:
         """The same command run in this process (``wayline.cli.main``, its output captured),
         for a test about what a command says or does rather than about the process running it:
         a subprocess costs an interpreter start and the package's import, about a second on an
-        idle machine and several under load. Only for commands that load no application file
-        (one process registers a workflow name once). ``env`` adds to the environment for this
-        command only, as for a subprocess."""
+        idle machine and several under load, and a child forked from the zygote still took 2-6
+        s for one ``start`` beside a busy worker (0.05-0.4 s here). A command that loads an
+        application file (``run``, ``start FILE:NAME``, ``recover --app``) loads it afresh
+        each time, as a new process would: ``own_registry``. ``env`` adds to the environment
+        for this command only, as for a subprocess."""
         from wayline.cli import main
 
         argv = [*args, "--world", world or self.world]
@@ -113,6 +118,7 @@ class Cli:
         handlers, level = list(root.handlers), root.level
         try:
             with (
+                own_registry(),
                 mock.patch.dict(os.environ, {**self.env, **env}, clear=True),
                 mock.patch.object(sys, "stdin", io.StringIO(stdin or "")),
                 contextlib.chdir(self.cwd),
@@ -160,6 +166,41 @@ class Cli:
                 return shown
             assert time.monotonic() < deadline, f"run {run_id} still {shown['status']}"
             time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def own_registry() -> Iterator[None]:
+    """While a command runs in this process, the step and workflow registry starts empty and
+    the modules and import paths it adds are taken away again, so each command loads its
+    application file afresh, as the new process it stands for would. Without it one process
+    registers a name once: ``tests/cli/flows.py``'s ``saga`` would clash with the workflow of
+    that name that ``tests/runtime/flows.py`` registers when a test here imports it, and a
+    second load of a changed file would get the first one's module from ``sys.modules``."""
+    from wayline._core import definitions
+
+    modules, path = set(sys.modules), list(sys.path)
+    importlib.invalidate_caches()  # a file the test wrote just now is found
+    try:
+        with (
+            mock.patch.dict(definitions._STEPS, clear=True),
+            mock.patch.dict(definitions._IMPLICIT_WORKFLOWS, clear=True),
+        ):
+            yield
+    finally:
+        for name in set(sys.modules) - modules:
+            module = sys.modules[name]
+            if not (getattr(module, "__file__", None) or "").startswith(_PACKAGE_FOLDERS):
+                del sys.modules[name]  # the application's, not a lazily imported library
+        sys.path[:] = path
+
+
+_PACKAGE_FOLDERS = tuple(
+    {sysconfig.get_paths()[key] + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    | {str(Path(wayline.__file__).resolve().parent) + os.sep}
+)
+"""Where the modules a command may import for the first time (a world, a codec) live: they
+stay imported, as they would in a long-lived process; everything else it imported was the
+application's."""
 
 
 @dataclass

@@ -35,7 +35,7 @@ def assert_clean_error(done: subprocess.CompletedProcess[str], *needles: str) ->
 
 # --- run --------------------------------------------------------------------------------------
 def test_run_prints_steps_as_they_happen_and_the_result(cli: Cli) -> None:
-    done = cli("run", f"{FLOWS}:add", "--input", "[2, 3]")
+    done = cli.here("run", f"{FLOWS}:add", "--input", "[2, 3]")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"sum": 5, "doubled": 10}
     progress = done.stderr
@@ -50,7 +50,7 @@ def test_run_prints_steps_as_they_happen_and_the_result(cli: Cli) -> None:
 
 def test_run_finds_a_workflow_by_registered_name_in_a_dotted_module(cli: Cli) -> None:
     shutil.copy(FLOWS, cli.cwd / "myflows.py")
-    done = cli("run", "myflows:greet", "--input", '{"name": "ada", "times": 2}')
+    done = cli.here("run", "myflows:greet", "--input", '{"name": "ada", "times": 2}')
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == "HELLO ADA HELLO ADA"
     assert "sleep 50 ms" in done.stderr
@@ -58,7 +58,7 @@ def test_run_finds_a_workflow_by_registered_name_in_a_dotted_module(cli: Cli) ->
 
 
 def test_a_failing_workflow_exits_1_with_its_error(cli: Cli) -> None:
-    done = cli("run", f"{FLOWS}:broken", "--input", '"out of stock"')
+    done = cli.here("run", f"{FLOWS}:broken", "--input", '"out of stock"')
     assert done.returncode == 1, done.stderr
     assert done.stdout == ""
     assert "step cli_tests.explode failed: FatalError: out of stock" in done.stderr
@@ -73,12 +73,12 @@ def test_a_failing_workflow_exits_1_with_its_error(cli: Cli) -> None:
 def test_start_then_a_separate_worker_finishes_the_runs(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:
-    started = cli("start", f"{FLOWS}:greet", "--input", '{"name": "bob"}')
+    started = cli.here("start", f"{FLOWS}:greet", "--input", '{"name": "bob"}')
     assert started.returncode == 0, started.stderr
     first = started.stdout.strip()
     assert first.startswith("wf_")
     # a bare name no worker has ever registered on this world is refused, not left waiting
-    refused = cli("start", "add", "--input", "[1, 1]")
+    refused = cli.here("start", "add", "--input", "[1, 1]")
     assert refused.returncode != 0
     assert "no worker has ever registered workflow 'add'" in refused.stderr
     shown = cli.json("runs", "show", first)
@@ -90,7 +90,7 @@ def test_start_then_a_separate_worker_finishes_the_runs(
     worker = spawn("worker", "--app", str(FLOWS), "--flow-concurrency", "4")
     shown = cli.wait_status(first, "completed")
     assert shown["waitingForWorker"] is None
-    by_name = cli("start", "add", "--input", "[1, 1]")  # a bare name: nothing imported
+    by_name = cli.here("start", "add", "--input", "[1, 1]")  # a bare name: nothing imported
     assert by_name.returncode == 0, by_name.stderr
     second = by_name.stdout.strip()
     assert shown["output"] == "HELLO BOB"
@@ -170,10 +170,10 @@ def test_input_and_payload_are_read_from_a_file_or_standard_input(
     assert runner.proc.wait(10) == 0
     assert json.loads(runner.output()[0]) == {"ticket": "t-f", "payload": payload}
 
-    done = cli("run", f"{FLOWS}:add", "--input", "@-", stdin="[2, 3]")
+    done = cli.here("run", f"{FLOWS}:add", "--input", "@-", stdin="[2, 3]")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"sum": 5, "doubled": 10}
-    started = cli("start", f"{FLOWS}:greet", "--input", "@-", stdin='{"name": "ada"}')
+    started = cli.here("start", f"{FLOWS}:greet", "--input", "@-", stdin='{"name": "ada"}')
     assert started.returncode == 0, started.stderr
     shown = cli.json("runs", "show", started.stdout.strip())
     assert shown["input"] == {"args": [{"name": "ada"}]}
@@ -183,8 +183,8 @@ def test_runs_cancel_compensates_completed_steps(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:
     flag = cli.cwd / "offline"  # absent: compensations succeed
-    kept = cli("start", f"{FLOWS}:saga", "--input", f'["a", "{flag}"]').stdout.strip()
-    done = cli("start", f"{FLOWS}:greet", "--input", '{"name": "x"}').stdout.strip()
+    kept = cli.here("start", f"{FLOWS}:saga", "--input", f'["a", "{flag}"]').stdout.strip()
+    done = cli.here("start", f"{FLOWS}:greet", "--input", '{"name": "x"}').stdout.strip()
     worker = spawn("worker", "--app", str(FLOWS))
     cli.wait_status(done, "completed")
     wait_for_hook(cli, kept)
@@ -222,7 +222,7 @@ def test_a_stuck_compensation_waits_for_a_person(
 ) -> None:
     flag = cli.cwd / "offline"
     flag.write_text("the warehouse is offline")
-    stuck = cli("start", f"{FLOWS}:saga", "--input", f'["b", "{flag}"]').stdout.strip()
+    stuck = cli.here("start", f"{FLOWS}:saga", "--input", f'["b", "{flag}"]').stdout.strip()
     worker = spawn("worker", "--app", str(FLOWS))
     wait_for_hook(cli, stuck)
     requested = cli.here("runs", "cancel", stuck)
@@ -338,10 +338,9 @@ BAD_INPUT = [
 def test_bad_input_is_one_clear_line_and_exit_2(
     cli: Cli, existing_world: str, argv: list[str], needles: list[str]
 ) -> None:
-    # A command that loads the application file stays a subprocess (one process registers a
-    # workflow name once); every other one is about what the command says, not the process.
-    loads_the_app = any(arg.startswith(f"{FLOWS}") for arg in argv)
-    assert_clean_error(cli(*argv) if loads_the_app else cli.here(*argv), *needles)
+    # about what the command says, not the process: in this process, loading the application
+    # file afresh as a new process would (``own_registry``)
+    assert_clean_error(cli.here(*argv), *needles)
     runs = cli.json("runs", "list")
     assert [r["runId"] for r in runs] == [existing_world]  # nothing started, nothing lost
     assert runs[0]["status"] == "pending"
@@ -352,7 +351,7 @@ def test_an_input_array_already_wrapped_gets_no_hint_to_wrap_it(
 ) -> None:
     """``[["T-1"]]`` for a workflow of one string parameter is wrapped already: the type is
     wrong, and the error says that alone (no advice to wrap it once more)."""
-    done = cli("start", f"{FLOWS}:approval", "--input", '[["T-1"]]')
+    done = cli.here("start", f"{FLOWS}:approval", "--input", '[["T-1"]]')
     assert_clean_error(done, "approval")
     assert "wrap it" not in done.stderr, done.stderr
     assert [r["runId"] for r in cli.json("runs", "list")] == [existing_world]
@@ -376,7 +375,7 @@ def test_unusable_worlds_are_one_clear_line_and_exit_2(
     for argv in (["runs", "list"], ["start", "add", "--input", "[1, 2]"]):
         if "absent" in world and argv[0] == "start":
             continue  # start creates a new world where there is none
-        assert_clean_error(cli(*argv, world=world), *needles)
+        assert_clean_error(cli.here(*argv, world=world), *needles)
 
 
 def test_a_mistyped_nats_prefix_is_refused_by_commands_that_read(cli: Cli, nats_world: str) -> None:
@@ -400,7 +399,7 @@ def test_a_mistyped_nats_prefix_is_refused_by_commands_that_read(cli: Cli, nats_
             await nc.close()
 
     assert not [name for name in asyncio.run(streams()) if name.startswith(prefix)]
-    run_id = cli("start", f"{FLOWS}:add", "--input", "[1, 2]").stdout.strip()
+    run_id = cli.here("start", f"{FLOWS}:add", "--input", "[1, 2]").stdout.strip()
     assert [r["runId"] for r in cli.json("runs", "list")] == [run_id]
 
 
@@ -419,12 +418,12 @@ def test_a_locked_database_is_reported_not_waited_on_forever(cli: Cli, existing_
 
 
 def test_bad_settings_are_a_clean_error(cli: Cli) -> None:
-    done = cli("run", f"{FLOWS}:add", "--input", "[1, 2]", WORKFLOW_INLINE_OWNERSHIP="maybe")
+    done = cli.here("run", f"{FLOWS}:add", "--input", "[1, 2]", WORKFLOW_INLINE_OWNERSHIP="maybe")
     assert_clean_error(done, "WORKFLOW_INLINE_OWNERSHIP must be 0/1/true/false")
 
 
 def test_python_dash_m_wayline_is_the_wayline_command(cli: Cli) -> None:
-    cli("start", f"{FLOWS}:add", "--input", "[1, 2]")
+    cli.here("start", f"{FLOWS}:add", "--input", "[1, 2]")
     argv = cli.argv("runs", "list", "--json")
     done = subprocess.run(
         [sys.executable, "-m", "wayline", *argv[3:]],
@@ -535,19 +534,19 @@ def test_start_takes_a_files_only_workflow_as_run_does(cli: Cli) -> None:
         "import wayline\n\n\n@wayline.workflow(name='one.double')\n"
         "async def double(x: int) -> int:\n    return 2 * x\n"
     )
-    started = cli("start", str(one), "--input", "[21]")
+    started = cli.here("start", str(one), "--input", "[21]")
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     assert cli.json("runs", "show", run_id)["workflow"] == "one.double"
-    assert_clean_error(cli("start", str(FLOWS), "--input", "[1]"), "defines several workflows")
+    assert_clean_error(cli.here("start", str(FLOWS), "--input", "[1]"), "defines several workflows")
 
 
 def test_hooks_list_runs_watch_and_runs_terminate(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:
     flag = cli.cwd / "offline"  # absent: a compensation would succeed (none may run)
-    held = cli("start", f"{FLOWS}:saga", "--input", f'["a", "{flag}"]').stdout.strip()
-    asked = cli("start", f"{FLOWS}:approval", "--input", '"t-9"').stdout.strip()
+    held = cli.here("start", f"{FLOWS}:saga", "--input", f'["a", "{flag}"]').stdout.strip()
+    asked = cli.here("start", f"{FLOWS}:approval", "--input", '"t-9"').stdout.strip()
     worker = spawn("worker", "--app", str(FLOWS))
     wait_for_hook(cli, held)
     wait_for_hook(cli, asked)
@@ -591,7 +590,7 @@ def test_runs_fail_ends_a_live_run_without_compensations(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:
     flag = cli.cwd / "offline"
-    run = cli("start", f"{FLOWS}:saga", "--input", f'["f", "{flag}"]').stdout.strip()
+    run = cli.here("start", f"{FLOWS}:saga", "--input", f'["f", "{flag}"]').stdout.strip()
     worker = spawn("worker", "--app", str(FLOWS))
     wait_for_hook(cli, run)
     failed = cli.here("runs", "fail", run, "--reason", "rolled back for good")
@@ -631,7 +630,7 @@ def _wait_event(cli: Cli, run_id: str, event: str, count: int = 1) -> None:
 def test_runs_wake_and_a_typed_hook_refusing_a_bad_payload(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:
-    started = cli("start", f"{SDK_FLOWS}:nap_then_approve", "--input", '"t-9"')
+    started = cli.here("start", f"{SDK_FLOWS}:nap_then_approve", "--input", '"t-9"')
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     spawn("worker", "--app", str(SDK_FLOWS))
@@ -659,7 +658,7 @@ def test_runs_wake_and_a_typed_hook_refusing_a_bad_payload(
 
 @pytest.mark.timeout(90)
 def test_runs_tail_prints_a_step_stream(cli: Cli, spawn: Callable[..., Background]) -> None:
-    started = cli("start", f"{SDK_FLOWS}:counting", "--input", "3")
+    started = cli.here("start", f"{SDK_FLOWS}:counting", "--input", "3")
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     spawn("worker", "--app", str(SDK_FLOWS))
@@ -687,7 +686,7 @@ def test_runs_tail_prints_a_step_stream(cli: Cli, spawn: Callable[..., Backgroun
 def test_runs_tail_says_lines_were_partial_only_when_it_printed_them(
     cli: Cli, spawn: Callable[..., Background]
 ) -> None:
-    started = cli("start", f"{SDK_FLOWS}:counting_twice", "--input", "2")
+    started = cli.here("start", f"{SDK_FLOWS}:counting_twice", "--input", "2")
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     spawn("worker", "--app", str(SDK_FLOWS))
@@ -711,7 +710,7 @@ def test_output_whose_reader_went_away_is_no_error(cli: Cli) -> None:
     writing quietly (exit 0, nothing on stderr), as other command-line tools do."""
     import os
 
-    done = cli("run", f"{FLOWS}:add", "--input", "[2, 3]")
+    done = cli.here("run", f"{FLOWS}:add", "--input", "[2, 3]")
     assert done.returncode == 0, done.stderr
     run_id = cli.json("runs", "list")[0]["runId"]
     for args in (("runs", "show", run_id), ("runs", "list")):
@@ -740,11 +739,13 @@ def test_start_with_a_namespace_records_it_and_refuses_a_name_kubernetes_would(
     """`wayline start --namespace NAME` starts the run in that namespace (its WorkflowHooks
     answer the run's hooks, as for a WorkflowRun created there); a name no namespace can have
     is refused before anything is written."""
-    started = cli("start", f"{FLOWS}:greet", "--input", '{"name": "ns"}', "--namespace", "team-a")
+    started = cli.here(
+        "start", f"{FLOWS}:greet", "--input", '{"name": "ns"}', "--namespace", "team-a"
+    )
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     assert cli.json("runs", "show", run_id)["attributes"]["namespace"] == "team-a"
-    plain = cli("start", f"{FLOWS}:greet", "--input", '{"name": "ns"}').stdout.strip()
+    plain = cli.here("start", f"{FLOWS}:greet", "--input", '{"name": "ns"}').stdout.strip()
     assert "namespace" not in cli.json("runs", "show", plain)["attributes"]
     for bad in ("Team-A", "team_a", "-a", "a" * 64, ""):
         # refused by the argument's parser, before the application file is loaded: in-process

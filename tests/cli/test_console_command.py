@@ -21,7 +21,7 @@ from wayline.cli import main
 def test_the_console_serves_the_world_and_stops_on_sigterm(
     cli: Cli, world_url: str, spawn: Callable[..., Background], tmp_path: Path
 ) -> None:
-    started = cli("start", f"{FLOWS}:add", "--input", "[1, 2]")  # no worker: it waits
+    started = cli.here("start", f"{FLOWS}:add", "--input", "[1, 2]")  # no worker: it waits
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     token = tmp_path / "token"
@@ -46,7 +46,7 @@ def test_a_console_for_a_pod_hides_the_worlds_password_and_guards_reads(
     """As the chart runs it: the world's URL carries NATS credentials, every API request needs
     the token, and actions are refused even with it."""
     cli.world = f"nats://wayline:s3cret%3Apw@127.0.0.1:{nats_server_auth.port}?prefix=cpw"
-    started = cli("start", f"{FLOWS}:add", "--input", "[1, 2]")
+    started = cli.here("start", f"{FLOWS}:add", "--input", "[1, 2]")
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     token = tmp_path / "token"

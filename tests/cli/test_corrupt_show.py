@@ -36,7 +36,7 @@ async def _poison_mid_log(url: str, run_id: str) -> int:
 
 
 def test_runs_show_of_a_run_unreadable_mid_log_is_one_error_line(cli: Cli, world_url: str) -> None:
-    started = cli("start", f"{FLOWS}:approval", "--input", '"t-7"')
+    started = cli.here("start", f"{FLOWS}:approval", "--input", '"t-7"')
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     bad = asyncio.run(_poison_mid_log(world_url, run_id))

@@ -32,7 +32,7 @@ def _refused(done: subprocess.CompletedProcess[str]) -> None:
 
 
 def test_each_verb_on_an_ended_run_has_nothing_to_do(cli: Cli, world_url: str) -> None:
-    done = cli("run", f"{FLOWS}:add", "--input", "[1, 2]")
+    done = cli.here("run", f"{FLOWS}:add", "--input", "[1, 2]")
     assert done.returncode == 0, done.stderr
     [ended] = [r["runId"] for r in cli.json("runs", "list")]
     # the codes are the process's own: one real process each for 1 and 2 (a start above and
@@ -50,7 +50,7 @@ def test_each_verb_on_an_ended_run_has_nothing_to_do(cli: Cli, world_url: str) -
         _refused(cli.here("runs", verb, MISSING))
 
     # a cancelled run (terminated here) is ended too: cancelling it again does nothing
-    started = cli("start", f"{FLOWS}:approval", "--input", '"t-3"')
+    started = cli.here("start", f"{FLOWS}:approval", "--input", '"t-3"')
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     _nothing_to_do(cli.here("runs", "wake", run_id), "no pending sleep")  # a live run, no sleep
@@ -69,7 +69,7 @@ def _until(shown: Callable[[], object], what: str, timeout: float = 30) -> None:
 def test_a_fired_wait_and_an_answered_hook_are_nothing_to_do(
     cli: Cli, spawn: Callable[..., Background], world_url: str
 ) -> None:
-    started = cli("start", f"{SDK_FLOWS}:nap_then_approve", "--input", '"t-4"')
+    started = cli.here("start", f"{SDK_FLOWS}:nap_then_approve", "--input", '"t-4"')
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
     worker = spawn("worker", "--app", str(SDK_FLOWS), "--processes", "1")

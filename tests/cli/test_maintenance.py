@@ -13,16 +13,16 @@ from wayline.world import open_world
 
 
 def _finished_run(cli: Cli) -> str:
-    done = cli("run", f"{FLOWS}:add", "--input", "[1, 2]")
+    done = cli.here("run", f"{FLOWS}:add", "--input", "[1, 2]")
     assert done.returncode == 0, done.stderr
     [run] = [r for r in cli.json("runs", "list") if r["status"] == "completed"][:1]
     return str(run["run_id"] if "run_id" in run else run["runId"])
 
 
 def test_recover_prints_the_counts(cli: Cli) -> None:
-    started = cli("start", f"{FLOWS}:approval", "--input", '"T-1"')
+    started = cli.here("start", f"{FLOWS}:approval", "--input", '"T-1"')
     assert started.returncode == 0, started.stderr
-    done = cli("recover", "--app", str(FLOWS))
+    done = cli.here("recover", "--app", str(FLOWS))
     assert done.returncode == 0, done.stderr
     counts = json.loads(done.stdout)
     assert counts["total"] == 1 and counts["running"] == 1
@@ -34,11 +34,11 @@ def test_recover_with_an_app_that_defines_no_workflow_is_refused(cli: Cli) -> No
     """``--app`` narrows recovery to the app's workflows: a module with none (a typo'd file, a
     helper module) is refused as ``wayline worker --app`` refuses it, not read as "every
     run"."""
-    started = cli("start", f"{FLOWS}:approval", "--input", '"T-2"')
+    started = cli.here("start", f"{FLOWS}:approval", "--input", '"T-2"')
     assert started.returncode == 0, started.stderr
     empty = cli.cwd / "helpers.py"
     empty.write_text("TIMEOUT = 5\n")
-    done = cli("recover", "--app", str(empty))
+    done = cli.here("recover", "--app", str(empty))
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == "" and "Traceback" not in done.stderr, done.stdout
     assert "defines no workflow" in done.stderr and "helpers.py" in done.stderr, done.stderr
@@ -92,7 +92,7 @@ def test_runs_repair_removes_an_entry_that_does_not_follow(
     """A decodable entry that does not follow (a step result for a step never created): ``runs
     show`` names it and the command, ``runs repair --drop-seq`` of another entry exits 2 naming
     where the log first fails, of this one removes it, and a worker completes the run."""
-    started = cli("start", f"{FLOWS}:add", "--input", "[1, 2]")
+    started = cli.here("start", f"{FLOWS}:add", "--input", "[1, 2]")
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip().split()[-1]
     seq = asyncio.run(_forge_step(world_url, run_id))

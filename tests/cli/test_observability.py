@@ -46,7 +46,7 @@ def start_worker(
 
 
 def run_to_end(cli: Cli, url: str, target: str, payload: str, status: str) -> str:
-    done = cli("start", f"{FLOWS}:{target}", "--input", payload, world=url)
+    done = cli.here("start", f"{FLOWS}:{target}", "--input", payload, world=url)
     assert done.returncode == 0, done.stderr
     run_id = done.stdout.strip().split()[-1]
     cli.wait_status(run_id, status, timeout=20)

@@ -13,7 +13,7 @@ from tests.cli.conftest import FLOWS, Background, Cli
 def test_drain_lanes_moves_a_prioritised_start_and_the_run_completes(
     cli: Cli, world_url: str, spawn: Callable[..., Background]
 ) -> None:
-    started = cli(
+    started = cli.here(
         "start", f"{FLOWS}:add", "--input", "[2, 3]", "--priority", "3", "--fairness-key", "t-1"
     )
     assert started.returncode == 0, started.stderr
@@ -39,7 +39,7 @@ def test_queue_alone_shows_its_commands(cli: Cli) -> None:
 def test_a_shortened_held_too_is_refused_and_moves_nothing(cli: Cli) -> None:
     """``--held-too`` moves work from under running workers: ``--held`` (the word of the
     printed counts) is refused, not taken for it as argparse would by default."""
-    started = cli("start", f"{FLOWS}:add", "--input", "[1, 1]", "--priority", "2")
+    started = cli.here("start", f"{FLOWS}:add", "--input", "[1, 1]", "--priority", "2")
     assert started.returncode == 0, started.stderr
     for flag in ("--held", "--held-t"):
         done = cli.here("queue", "drain-lanes", flag)

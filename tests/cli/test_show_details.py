@@ -26,7 +26,7 @@ def _wait_json(cli: Cli, run_id: str, ready: Callable[[dict[str, object]], bool]
 def _started_with_a_worker(
     cli: Cli, spawn: Callable[..., Background], target: str, given: str
 ) -> tuple[str, Background]:
-    started = cli("start", f"{FLOWS}:{target}", "--input", given)
+    started = cli.here("start", f"{FLOWS}:{target}", "--input", given)
     assert started.returncode == 0, started.stderr
     return started.stdout.strip(), spawn("worker", "--app", str(FLOWS), "--processes", "1")
 

@@ -175,7 +175,7 @@ def test_a_child_that_cannot_open_the_world_stops_the_supervisor_with_exit_2(
 
 
 def test_a_bad_app_is_refused_once_before_any_child_starts(cli: Cli) -> None:
-    done = cli("worker", "--app", "json", "--processes", "3")
+    done = cli.here("worker", "--app", "json", "--processes", "3")
     assert done.returncode == 2
     assert "'json' defines no workflow" in done.stderr
     assert "started (pid" not in done.stderr

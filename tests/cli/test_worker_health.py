@@ -33,7 +33,7 @@ def test_a_worker_waits_for_a_world_that_is_not_up_yet(
     assert worker.proc.poll() is None
     nats_server_own.start()
     worker.wait_for("ready on", timeout=60)
-    started = cli("start", f"{FLOWS}:add", "--input", "[2, 3]")
+    started = cli.here("start", f"{FLOWS}:add", "--input", "[2, 3]")
     assert started.returncode == 0, started.stderr
     assert worker.stop() == 0
 

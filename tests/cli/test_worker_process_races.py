@@ -44,7 +44,7 @@ def _short_visibility(cli: Cli) -> None:
 
 
 def _start(cli: Cli, workflow: str, *args: Any) -> str:
-    done = cli("start", workflow, "--input", json.dumps(list(args)))
+    done = cli.here("start", workflow, "--input", json.dumps(list(args)))
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -257,7 +257,7 @@ def test_two_schedulers_looking_at_the_same_tick(
     one run per tick, the earlier one cancelled once."""
     _importable(cli)
     sched = str(tmp_path / "s.json")
-    added = cli(
+    added = cli.here(
         "schedules",
         "add",
         "nightly",
