@@ -113,8 +113,15 @@ class Periodic:
             # while paused nothing is begun, so the looks due do not shorten the wait
             wait = min(self.interval, 1.0) if paused else soonest - time.monotonic()
             wait = max(0.0, min(wait, self.interval, 1.0))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
+            # Not ``asyncio.wait_for``: on Python 3.11 it returns the wake, swallowing the
+            # cancel, when ``close`` cancels the loop after the wake was set but before the loop
+            # ran again; the loop then went on for good and the operator's shutdown hung until
+            # SIGKILL. ``asyncio.wait`` raises the cancel in every case.
+            woken = asyncio.ensure_future(self._wake.wait())
+            try:
+                await asyncio.wait({woken}, timeout=wait)
+            finally:
+                woken.cancel()
 
     def _begin(self, uid: str) -> None:
         self._running.add(uid)

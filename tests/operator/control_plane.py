@@ -294,12 +294,21 @@ class ControlPlane:
         request = urllib.request.Request(
             f"{self.server}{path}", headers={"Accept": "application/json"}
         )
-        try:
-            with urllib.request.urlopen(request, context=self._context, timeout=timeout) as got:
-                return got.status, json.loads(got.read())
-        except urllib.error.HTTPError as e:
-            with e:
-                return e.code, json.loads(e.read() or b"{}")
+        # A 429 with a Retry-After (the API server says so while its watch cache for a kind
+        # starts: "storage is (re)initializing") is asked again, as kubectl's client does
+        # (client-go: up to 10 times, after the Retry-After it is given).
+        for _ in range(10):
+            try:
+                with urllib.request.urlopen(request, context=self._context, timeout=timeout) as got:
+                    return got.status, json.loads(got.read())
+            except urllib.error.HTTPError as e:
+                with e:
+                    code, body = e.code, json.loads(e.read() or b"{}")
+                    after = e.headers.get("Retry-After")
+            if code != 429 or after is None:
+                break
+            time.sleep(min(float(after), 1.0))
+        return code, body
 
     def kubectl(
         self, *args: str, input: str | None = None, timeout: float = 60.0

@@ -87,13 +87,17 @@ def _spec(image: str, **more: Any) -> dict[str, Any]:
 
 
 def _deployments(cluster: Cluster) -> dict[str, dict[str, Any]]:
-    done = cluster.kubectl("get", "deployments", "-o", "json")
-    return {d["metadata"]["name"]: d for d in json.loads(done.stdout)["items"]}
+    """The namespace's Deployments by name, as ``kubectl get deployments -o json`` lists them,
+    read in this process: the tests poll them a few times a second, and a kubectl process
+    each time cost a core's share on a loaded machine (so do ``_worker`` and ``_events``)."""
+    path = f"/apis/apps/v1/namespaces/{cluster.namespace}/deployments"
+    code, body = cluster.plane.read(path)
+    assert code == 200, f"GET {path}: HTTP {code}: {body.get('message')}"
+    return {d["metadata"]["name"]: d for d in body["items"]}
 
 
 def _worker(cluster: Cluster, name: str) -> dict[str, Any]:
-    found: dict[str, Any] = json.loads(cluster.kubectl("get", "wfw", name, "-o", "json").stdout)
-    return found
+    return cluster.get(name, "wfw")
 
 
 def _scrape(port: int) -> str:
@@ -103,10 +107,7 @@ def _scrape(port: int) -> str:
 
 
 def _events(cluster: Cluster, name: str) -> list[str]:
-    done = cluster.kubectl(
-        "get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json"
-    )
-    return [e["reason"] for e in json.loads(done.stdout)["items"]]
+    return [e["reason"] for e in cluster.events(name)]
 
 
 async def _until(cluster: Cluster, check: Any, timeout: float = 30) -> Any:

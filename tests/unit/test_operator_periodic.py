@@ -164,3 +164,44 @@ async def test_a_resource_deleted_while_paused_is_asked_for_and_dropped() -> Non
         assert sorted(set(asked)) == ["gone", "kept"] and asked.count("kept") == 1
     finally:
         await periodic.close()
+
+
+async def test_close_ends_the_loop_when_a_wake_comes_with_the_cancel() -> None:
+    """``close`` cancels the loop and waits for it. The loop waited for its wake with
+    ``asyncio.wait_for``, which on Python 3.11 returns the wake instead of raising when the
+    cancel lands after the wake was set but before the loop ran again: the loop went on looking
+    every interval, ``close`` waited for good, and the operator's shutdown (its cleanup) hung
+    until SIGKILL (a 30 s teardown in about one in 50 operator tests). Each number of loop
+    turns between the wake and the cancel is tried, so one of them is that instant."""
+    for turns in range(6):
+        periodic = Periodic("tick", 30.0, Looks(), lambda: False)
+        periodic.start()
+        loop_task = periodic._task
+        assert loop_task is not None
+        for _ in range(3):
+            await asyncio.sleep(0)  # the loop is waiting for its wake
+        periodic._wake.set()
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        # close is awaited here, so its cancel lands in this turn. Were the loop to go on,
+        # close would wait for good: after 5 s this cancels the test's own wait, which cancels
+        # the loop once more (close swallows the CancelledError, as it does the loop's)
+        me = asyncio.current_task()
+        assert me is not None
+        fired: list[int] = []
+
+        def hung(
+            task: asyncio.Task[Any] = me, turns: int = turns, fired: list[int] = fired
+        ) -> None:
+            fired.append(turns)
+            task.cancel()
+
+        watchdog = asyncio.get_running_loop().call_later(5, hung)
+        try:
+            await periodic.close()
+        finally:
+            watchdog.cancel()
+        if fired:
+            me.uncancel()
+        assert loop_task.done()
+        assert not fired, f"close waited for a loop that went on, a wake {turns} turns before it"
