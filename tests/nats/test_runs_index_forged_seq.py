@@ -110,3 +110,28 @@ async def test_a_forged_seq_that_is_no_number_fails_no_repair(
     await _forge(writer, run_id, RunStatus.COMPLETED, "not a number")
     await writer._listing.runs().put(await writer.get_run(run_id))
     assert await _entries(writer, run_id) == [real]
+
+
+async def test_a_forged_entry_stored_after_the_run_ended_is_gone_once_a_page_shows_it(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """The run does not move on: the forged entry, stored after its last real one, outranks
+    it in the loaded model until a page shows the run. That page's row is read from the log,
+    its repair purges the forged entry and writes the real one again, and the model's next
+    catch-up checks the forged claim against the log: the counts and the pages by status
+    are the real ones from the next call on."""
+    writer = await open_nats_world()
+    run_id = await _run(writer)
+    await writer.append(run_id, [NewEvent(EventType.RUN_CANCELLED)])
+    assert await writer.flush_runs_index()
+    console = await open_nats_world()
+    async with console_api(console) as http:
+        assert (await http.get("/api/runs")).status_code == 200
+        assert await console.runs_followed(30.0) is not None
+        forged = await _forge(writer, run_id, RunStatus.COMPLETED, HUGE)
+        shown = (await http.get("/api/runs")).json()
+        assert [(r["runId"], r["status"]) for r in shown["runs"]] == [(run_id, "cancelled")]
+        after = (await http.get("/api/runs", params={"status": "cancelled"})).json()
+        assert [r["runId"] for r in after["runs"]] == [run_id]
+        assert after["counts"] == {"cancelled": 1}
+    assert forged not in await _entries(writer, run_id)
