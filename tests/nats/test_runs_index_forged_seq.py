@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 import nats
 from tests.nats_fixtures import OpenWorlds, console_api
 from wayline._core.events import EventType, NewEvent, RunStatus
 from wayline._core.ids import new_run_id
+from wayline.worlds.nats import runs_model
 
 _WF = "forged-seq-wf"
 HUGE = 10**15
@@ -135,3 +138,28 @@ async def test_a_forged_entry_stored_after_the_run_ended_is_gone_once_a_page_sho
         assert [r["runId"] for r in after["runs"]] == [run_id]
         assert after["counts"] == {"cancelled": 1}
     assert forged not in await _entries(writer, run_id)
+
+
+async def test_doubted_runs_are_checked_a_bounded_number_a_catch_up(
+    open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forged entries stored by the thousand must not hold a read behind a log read each: a
+    catch-up checks at most ``DOUBTS_AT_ONCE`` doubted runs, and the next ones the rest."""
+    monkeypatch.setattr(runs_model, "DOUBTS_AT_ONCE", 1)
+    writer = await open_nats_world()
+    made = [await _run(writer) for _ in range(2)]
+    for run_id in made:
+        await writer.append(run_id, [NewEvent(EventType.RUN_CANCELLED)])
+    assert await writer.flush_runs_index()
+    console = await open_nats_world()
+    async with console_api(console) as http:
+        assert (await http.get("/api/runs")).status_code == 200
+        assert await console.runs_followed(30.0) is not None
+        for run_id in made:
+            await _forge(writer, run_id, RunStatus.COMPLETED, HUGE)
+        # the rows repair the index; the counts' catch-up then reads the real entries again,
+        # both doubted, and checks one of them
+        shown = (await http.get("/api/runs")).json()
+        assert shown["counts"] == {"cancelled": 1, "completed": 1}
+        shown = (await http.get("/api/runs")).json()  # the next catch-up checks the other
+        assert shown["counts"] == {"cancelled": 2}

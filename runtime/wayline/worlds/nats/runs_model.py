@@ -69,6 +69,11 @@ QUIET = 0.05
 console's runs call reads a page and then the counts, each held, and the load's next request
 would otherwise be sent in between."""
 
+DOUBTS_AT_ONCE = 64
+"""Doubted runs (``Held.doubted``) one catch-up checks against their logs, one log read each:
+forged entries stored by the thousand would otherwise hold every read behind thousands of log
+reads; the rest wait for the next catch-ups."""
+
 SWEEP_EVERY = 10.0
 """Seconds between two sweeps for runs purged by another process (``sweep``)."""
 
@@ -637,11 +642,13 @@ class RunsModel:
         run's log, read now: every entry held was written before this read, so one claiming
         a position past the log's last event was forged. The run is then held as its log has
         it, and the index repaired (``RunsIndex.put`` purges the forged entry); a failed
-        repair is logged, and the next page that shows the run repairs it."""
-        doubted, self._doubted = self._doubted, set()
+        repair is logged, and the next page that shows the run repairs it. At most
+        :data:`DOUBTS_AT_ONCE` runs a call."""
         read = self._index.log_info
         if read is None:
+            self._doubted.clear()
             return
+        doubted = [self._doubted.pop() for _ in range(min(DOUBTS_AT_ONCE, len(self._doubted)))]
         for run_id in doubted:
             held = self.runs.get(run_id)
             try:
