@@ -6,7 +6,9 @@ the real one (``RunsIndex.put``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -42,6 +44,25 @@ async def _forge(world: Any, run_id: str, status: RunStatus, seq: object) -> str
     finally:
         await nc.close()
     return subject
+
+
+async def _cancelled(world: Any, count: int) -> list[str]:
+    """``count`` runs moved on to cancelled, their entries written."""
+    made = [await _run(world) for _ in range(count)]
+    for run_id in made:
+        await world.append(run_id, [NewEvent(EventType.RUN_CANCELLED)])
+    assert await world.flush_runs_index()
+    return made
+
+
+@contextlib.asynccontextmanager
+async def _loaded_console(open_nats_world: OpenWorlds) -> AsyncIterator[Any]:
+    """The console's API over a world of its own, its runs model loaded."""
+    console = await open_nats_world()
+    async with console_api(console) as http:
+        assert (await http.get("/api/runs")).status_code == 200
+        assert await console.runs_followed(30.0) is not None
+        yield http
 
 
 async def _entries(world: Any, run_id: str) -> list[str]:
@@ -86,9 +107,7 @@ async def test_the_repair_keeps_the_real_entry_and_purges_the_forged_one(
     (``RunsIndex.put``): a forged entry claiming a later log position than the log holds is
     the one purged, and a reader of the index's names (no model) sees the real status."""
     writer = await open_nats_world()
-    run_id = await _run(writer)
-    await writer.append(run_id, [NewEvent(EventType.RUN_CANCELLED)])
-    assert await writer.flush_runs_index()
+    [run_id] = await _cancelled(writer, 1)
     real = writer._listing.runs().subject(await writer.get_run(run_id))
     forged = await _forge(writer, run_id, RunStatus.COMPLETED, HUGE)
     reader = await open_nats_world()  # follows nothing: pages read the index's names
@@ -106,9 +125,7 @@ async def test_a_forged_seq_that_is_no_number_fails_no_repair(
     """A forged body whose ``seq`` is no integer is no claim at all: the repair goes on and
     purges it (it failed with a ``ValueError`` wrapped as a world error)."""
     writer = await open_nats_world()
-    run_id = await _run(writer)
-    await writer.append(run_id, [NewEvent(EventType.RUN_CANCELLED)])
-    assert await writer.flush_runs_index()
+    [run_id] = await _cancelled(writer, 1)
     real = writer._listing.runs().subject(await writer.get_run(run_id))
     await _forge(writer, run_id, RunStatus.COMPLETED, "not a number")
     await writer._listing.runs().put(await writer.get_run(run_id))
@@ -124,13 +141,8 @@ async def test_a_forged_entry_stored_after_the_run_ended_is_gone_once_a_page_sho
     catch-up checks the forged claim against the log: the counts and the pages by status
     are the real ones from the next call on."""
     writer = await open_nats_world()
-    run_id = await _run(writer)
-    await writer.append(run_id, [NewEvent(EventType.RUN_CANCELLED)])
-    assert await writer.flush_runs_index()
-    console = await open_nats_world()
-    async with console_api(console) as http:
-        assert (await http.get("/api/runs")).status_code == 200
-        assert await console.runs_followed(30.0) is not None
+    [run_id] = await _cancelled(writer, 1)
+    async with _loaded_console(open_nats_world) as http:
         forged = await _forge(writer, run_id, RunStatus.COMPLETED, HUGE)
         shown = (await http.get("/api/runs")).json()
         assert [(r["runId"], r["status"]) for r in shown["runs"]] == [(run_id, "cancelled")]
@@ -147,14 +159,8 @@ async def test_doubted_runs_are_checked_a_bounded_number_a_catch_up(
     catch-up checks at most ``DOUBTS_AT_ONCE`` doubted runs, and the next ones the rest."""
     monkeypatch.setattr(runs_model, "DOUBTS_AT_ONCE", 1)
     writer = await open_nats_world()
-    made = [await _run(writer) for _ in range(2)]
-    for run_id in made:
-        await writer.append(run_id, [NewEvent(EventType.RUN_CANCELLED)])
-    assert await writer.flush_runs_index()
-    console = await open_nats_world()
-    async with console_api(console) as http:
-        assert (await http.get("/api/runs")).status_code == 200
-        assert await console.runs_followed(30.0) is not None
+    made = await _cancelled(writer, 2)
+    async with _loaded_console(open_nats_world) as http:
         for run_id in made:
             await _forge(writer, run_id, RunStatus.COMPLETED, HUGE)
         # the rows repair the index; the counts' catch-up then reads the real entries again,
