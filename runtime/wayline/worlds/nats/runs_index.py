@@ -23,6 +23,10 @@ that dies in between leaves an entry missing or naming an old status:
 - an entry's body carries the run's workflow and id (hashed in the subject past 120
   characters) and the log position its status was read at, so a repair from an older read
   never replaces a newer status (``RunsIndex.put``);
+- anyone who can publish on the index's subjects can claim any log position in a body: a
+  claim is believed only up to the run's log's last event (``RunsIndex.believed``), so a
+  forged entry claiming a later one is purged by a repair rather than the real entry, and
+  loses to the real entry in a reader's model (``runs_model``);
 - repairs made by a read are best-effort: a failed one is logged and the read goes on;
 - the counts are read from the index: a run whose status write was lost counts under its old
   status until a page shows it or it changes status again.
@@ -37,7 +41,7 @@ import logging
 import math
 import struct
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,14 +188,38 @@ def body(info: RunInfo) -> bytes:
     return json.dumps(fields).encode()
 
 
+def claimed(body: Mapping[str, Any]) -> int:
+    """The log position an entry's decoded body claims; 0 for none, or for one that is no
+    integer (bytes anyone may store): no claim then outranks anything."""
+    seq = body.get("seq")
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else 0
+
+
+LogInfo = Callable[[str], Awaitable[RunInfo | None]]
+"""A run as its log has it now (None when it has no log): what an entry's claim is checked
+against (``RunsIndex.believed``)."""
+
+
 def _hashed(subject: str) -> bool:
     parts = subject.rsplit(".", 4)
     return len(parts) == 5 and (parts[2].startswith("=h") or parts[4].startswith("=h"))
 
 
 class RunsIndex:
-    def __init__(self, nc: Any, js: Any, names: Names, *, url: str, timeout: float) -> None:
+    def __init__(
+        self,
+        nc: Any,
+        js: Any,
+        names: Names,
+        *,
+        url: str,
+        timeout: float,
+        log_info: LogInfo | None = None,
+    ) -> None:
         self._nc, self._js, self._names = nc, js, names
+        self.log_info = log_info
+        """The run as its log has it, read only when an entry's claimed log position is in
+        doubt (``believed``); without it every claim is believed."""
         self._url, self._timeout = url, timeout
         self.stream = stream_name(names)
         self._reconciled_at = -RECONCILE_EVERY
@@ -274,7 +302,8 @@ class RunsIndex:
             newer = False
             for other in others:
                 found = await self._body(other)
-                if found is not None and int(found.get("seq") or 0) > info.last_seq:
+                claim = 0 if found is None else claimed(found)
+                if claim > info.last_seq and await self.believed(info.run_id, claim):
                     newer = True
             if newer:  # keep the newer entry: purge this one (and older ones on its subject)
                 await self._js.purge_stream(self.stream, subject=mine, seq=ack.seq + 1)
@@ -285,6 +314,17 @@ class RunsIndex:
             raise
         except Exception as err:
             raise wrap(self._url, "writing the runs index", err) from err
+
+    async def believed(self, run_id: str, claim: int) -> bool:
+        """Whether an entry of ``run_id`` may have been read at log position ``claim``: not
+        past the log's last event as read now (a log only grows, and an entry is written
+        after the read it names). A claim past it was forged (issue #37): believing it would
+        keep a forged status for good and purge the real entry. One read of the run's log,
+        made only when two entries of a run disagree (never on a step's path)."""
+        if self.log_info is None:
+            return True
+        info = await self.log_info(run_id)
+        return info is None or claim <= info.last_seq
 
     async def moved(self, info: RunInfo, old: Sequence[str] = ()) -> None:
         """Write the run's entry (acknowledged), then purge the subjects of its ``old``

@@ -120,8 +120,14 @@ class NatsRunsListing:
 
     def runs(self) -> RunsIndex:
         if self._runs_index is None:
-            self._runs_index = RunsIndex(*self._index_parts(), **self._index_options())
+            self._runs_index = RunsIndex(
+                *self._index_parts(), **self._index_options(), log_info=self._log_info
+            )
         return self._runs_index
+
+    async def _log_info(self, run_id: str) -> RunInfo | None:
+        """The run as its log has it now (``RunsIndex.believed``)."""
+        return await self._events().get_run(run_id)
 
     def writer(self) -> RunsWriter:
         if self._runs_writer is None:

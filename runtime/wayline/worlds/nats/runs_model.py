@@ -8,7 +8,10 @@ of sequence numbers read concurrently (batch direct gets), and is then kept curr
 what the stream holds past the last sequence it read, at each read (one direct get when
 nothing changed), so a read sees every entry written before it, by any process. A run's
 newest entry wins: the one read at the later log position (the ``seq`` of its body), then the
-later in the stream, so a late repair from an older read never replaces a newer status.
+later in the stream, so a late repair from an older read never replaces a newer status. Where
+the two orders disagree (an entry later in the stream loses to one claiming a later log
+position), the winner's claim is checked against the run's log: anyone can publish a body
+claiming any position, and a claim past the log's last event is not believed (issue #37).
 
 Reading forward does not show what was purged. The runs this process deletes or archives are
 dropped at once (``drop``), a run a page finds gone is dropped there, and a sweep drops the
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._core.events import RunStatus
+from ...errors import WaylineError
 from . import runs_index
 from .direct import StoredMsg, direct_batch
 from .runs_index import Entry, RunsIndex, entry_of, wildcard
@@ -64,6 +68,11 @@ QUIET = 0.05
 """Seconds the load waits, once no read holds it back (``paused``), before it goes on: the
 console's runs call reads a page and then the counts, each held, and the load's next request
 would otherwise be sent in between."""
+
+DOUBTS_AT_ONCE = 64
+"""Doubted runs (``Held.doubted``) one catch-up checks against their logs, one log read each:
+forged entries stored by the thousand would otherwise hold every read behind thousands of log
+reads; the rest wait for the next catch-ups."""
 
 SWEEP_EVERY = 10.0
 """Seconds between two sweeps for runs purged by another process (``sweep``)."""
@@ -99,6 +108,12 @@ class Held:
         """Whether this entry of a run is newer than ``other``: read at a later log position,
         or at the same one and later in the stream."""
         return (self.log_seq, self.stream_seq) > (other.log_seq, other.stream_seq)
+
+    def doubted(self, other: Held) -> bool:
+        """Whether this entry outranks ``other`` only by its claimed log position, ``other``
+        being the later in the stream: a real writer reads the log before it writes, so this
+        happens only for a repair written late from an older read, or a forged claim."""
+        return self.log_seq > other.log_seq and 0 < self.stream_seq < other.stream_seq
 
 
 def newer(
@@ -233,6 +248,9 @@ class RunsModel:
         """How many of the load's windows wait for reads, and since when one does."""
         self._made: object = None
         """When the index's stream the model read was made (its info's ``created``)."""
+        self._doubted: set[str] = set()
+        """Runs whose held entry outranked a later one only by its claimed log position
+        (``Held.doubted``): the claim is checked against the log (``_believe``)."""
         self._dropped: set[str] | None = None
         """The runs dropped (``drop``) while a load is under way (None when none is): the
         load may have had their names or entries before this process purged them, and takes
@@ -246,7 +264,15 @@ class RunsModel:
         self.seq = max(self.seq, msg.seq)
         found = newer(self.runs, msg, self._within)
         if found is not None:
-            self._take(*found, place=place)
+            run_id, new, held = found
+            if held is not None and new.doubted(held):
+                self._doubted.add(run_id)
+            self._take(run_id, new, held, place=place)
+        elif msg.subject.startswith(self._within):
+            parsed = parse(msg)  # beaten by the entry held (rare: checked, then parsed again)
+            held = None if parsed is None else self.runs.get(parsed[0])
+            if parsed is not None and held is not None and held.doubted(parsed[1]):
+                self._doubted.add(parsed[0])
 
     def _take(self, run_id: str, new: Held, held: Held | None, *, place: bool) -> None:
         """Hold ``new`` for ``run_id`` in place of ``held`` (what was held for it)."""
@@ -608,7 +634,40 @@ class RunsModel:
             await self._settle(msgs)
             self.absorb_all(msgs)
             if len(msgs) < WINDOW:
-                return
+                break
+        await self._believe()
+
+    async def _believe(self) -> None:
+        """Check the claim of each doubted run's held entry (``Held.doubted``) against the
+        run's log, read now: every entry held was written before this read, so one claiming
+        a position past the log's last event was forged. The run is then held as its log has
+        it, and the index repaired (``RunsIndex.put`` purges the forged entry); a failed
+        repair is logged, and the next page that shows the run repairs it. At most
+        :data:`DOUBTS_AT_ONCE` runs a call."""
+        read = self._index.log_info
+        if read is None:
+            self._doubted.clear()
+            return
+        doubted = [self._doubted.pop() for _ in range(min(DOUBTS_AT_ONCE, len(self._doubted)))]
+        for run_id in doubted:
+            held = self.runs.get(run_id)
+            try:
+                info = None if held is None else await read(run_id)
+            except WaylineError as err:  # a read, not the model, fails: the next one checks
+                log.warning("run %s: runs index entry not checked: %s", run_id, err)
+                self._doubted.add(run_id)
+                continue
+            if held is None or info is None or held.log_seq <= info.last_seq:
+                continue
+            if info.status is RunStatus.CORRUPT:
+                continue
+            log.warning("run %s: a runs index entry claims log position %d", run_id, held.log_seq)
+            real = Held(info.status, info.workflow, info.created_at, info.last_seq, 0)
+            self._take(run_id, real, held, place=True)
+            try:
+                await self._index.put(info)
+            except WaylineError as err:
+                log.warning("runs index not repaired (run %s): %s", run_id, err)
 
     async def catch_up(self) -> None:
         """Read what the index's stream holds past what the model read (any writer's)."""
