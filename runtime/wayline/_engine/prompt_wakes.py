@@ -35,10 +35,10 @@ message stays armed, so nothing is less durable than before:
   closes, or the run is handed off, right after the wait in process; a pause asked in the
   wait and read after it; an error) forgets it took it (``handed_back``): the wait's delayed
   message (or the one the next delivery re-arms under the wait's key) is then the run's wake
-  again wherever it comes, and is not acknowledged unread. Else the worker that drives the run next, whose
-  clock may read the wait not yet due and that may have no slot to spare for a wait in
-  process, would leave the wake to that message, and this process would acknowledge it as a
-  duplicate: nothing would wake the run.
+  again wherever it comes, and is not acknowledged unread. Else the worker that drives the
+  run next, whose clock may read the wait not yet due and that may have no slot to spare for
+  a wait in process, would leave the wake to that message, and this process would
+  acknowledge it as a duplicate: nothing would wake the run.
 """
 
 from __future__ import annotations
