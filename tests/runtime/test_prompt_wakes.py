@@ -20,6 +20,7 @@ from tests.runtime.procs import exec_python
 from tests.runtime.prompt_wake_flows import pw_quick, pw_sleepy
 from wayline._core.events import EventType, RunStatus
 from wayline._engine.handler import Handler
+from wayline._engine.messages import Verdict
 from wayline.world import Delivery
 
 PROC = [sys.executable, "-m", "tests.runtime.worker_proc"]
@@ -303,6 +304,72 @@ async def test_a_wait_handed_back_after_its_wake_in_process_is_woken_by_its_dela
             await asyncio.wait_for(acked.wait(), 30)
         h1.closing = False  # the first worker takes deliveries again, as a worker still up does
         assert await handle.result(timeout=30) == [0, 1]
+    assert flows.lines(log) == ["tick 0", "tick 1"]
+    events = await handle.events()
+    completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
+    assert len(completed) == 2 and len(set(completed)) == 2
+
+
+async def test_a_wait_paused_after_its_wake_in_process_is_woken_by_its_delayed_message(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A worker takes a run's 1 s sleep to wake in process, and the run is paused in the
+    wait: after it, the worker reads the pause, writes nothing and acknowledges its delivery,
+    the sleep still pending (its delayed message, come meanwhile, acknowledged unread as a
+    duplicate). The unpause's wake reaches a second worker, whose clock reads the sleep not yet
+    due (2 s behind) and which has no slot to spare: it re-arms the sleep's delayed message
+    under the wait's key and acknowledges its delivery; it then stops. That message reaches
+    the first worker, which must drive the run with it. At 4cc7545 the first worker still
+    counted the wait as its own to wake (only a hand-back forgot it) and acknowledged the
+    message unread as a duplicate: nothing woke the run."""
+    log = str(tmp_path / "bodies")
+    async with engine.worker([pw_sleepy], settings=settings(prompt_wake_seconds=2.0)) as first:
+        h1 = first.handler
+        took = asyncio.Event()
+        real_woke = h1.prompt_wakes.woke
+
+        def woke(replay: Any, at: float) -> None:
+            real_woke(replay, at)
+            took.set()
+
+        h1.prompt_wakes.woke = woke  # type: ignore[method-assign]
+        handle = await engine.client.start(pw_sleepy, log, 2, 1.0)
+        await asyncio.wait_for(took.wait(), 30)
+        h1.prompt_wakes.woke = real_woke  # type: ignore[method-assign]
+        assert await handle.pause()  # in the wait: the wake is held back by the pause
+        # the first worker keeps taking the sleep's delayed messages, not the unpause's wake
+        bounced = asyncio.Event()
+        real_flow1 = h1.handle_flow
+
+        async def bounce(delivery: Delivery) -> Any:
+            if (delivery.payload or {}).get("reason") != "wait" and not bounced.is_set():
+                await asyncio.sleep(0.05)
+                return Verdict("retry", delay=0.05)
+            return await real_flow1(delivery)
+
+        h1.handle_flow = bounce  # type: ignore[method-assign]
+        await asyncio.sleep(1.5)  # past the sleep, the pause read, the delivery acknowledged
+        assert flows.lines(log) == ["tick 0"]
+        other = await engine.make_world()
+        real_now = other.now
+        other.now = lambda: real_now() - 2.0  # type: ignore[method-assign]
+        acked = asyncio.Event()
+        async with engine.worker([pw_sleepy], world=other) as second:
+            h2 = second.handler
+            h2.spare_slot = lambda delivery: False
+            real_flow2 = h2.handle_flow
+
+            async def handle_flow(delivery: Delivery) -> Any:
+                verdict = await real_flow2(delivery)
+                if verdict.kind == "ack":
+                    acked.set()
+                return verdict
+
+            h2.handle_flow = handle_flow  # type: ignore[method-assign]
+            assert await handle.unpause()
+            await asyncio.wait_for(acked.wait(), 30)
+        bounced.set()
+        assert await handle.result(timeout=20) == [0, 1]
     assert flows.lines(log) == ["tick 0", "tick 1"]
     events = await handle.events()
     completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]

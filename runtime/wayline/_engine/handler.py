@@ -358,8 +358,12 @@ class Handler:
                 try:
                     await stats.settled()  # every body and every withdrawal first
                 finally:  # a forced close may cancel the handler there: still closed here
-                    if replay is not None and not kept:
-                        replay.close()
+                    if replay is not None:
+                        # a wait taken to wake here that this delivery leaves pending (a pause
+                        # read after the wait, a hand-back, an error) is left to its own message
+                        self.prompt_wakes.handed_back(replay)
+                        if not kept:
+                            replay.close()
                     _close_span(span, stats, delivery)
         if stats.held:  # after every body settled, as any other verdict
             return await self._hand_back_held(run_id, delivery, None)
@@ -515,6 +519,9 @@ class Handler:
                     # delivery: it is handed back to run it after the unpause
                     held = holds_a_step(session.my_id, session.replay.steps.values())
                     session.stats.held = held
+                    # a wait taken to wake here and still pending is left to its own message:
+                    # the unpause's wake may reach a worker that re-arms it and leaves it to it
+                    self.prompt_wakes.handed_back(session.replay)
                     return True
                 case HandBack():
                     await bodies.drain()  # never hand off under an owned, running body

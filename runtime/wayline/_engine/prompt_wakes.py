@@ -32,12 +32,13 @@ message stays armed, so nothing is less durable than before:
   handled as any late wake: the run is read, its wait is found completed, and nothing new
   is written.
 - A delivery that took a wait to wake here but ends with the wait still pending (the worker
-  closes, or the run is handed off, right after the wait in process) forgets it took it
-  (``handed_back``): the wait's delayed message is then the run's wake again wherever it
-  comes, and is not acknowledged unread. Else the worker that drives the run next, whose
-  clock may read the wait not yet due and that may have no slot to spare for a wait in
-  process, would leave the wake to that message, and this process would acknowledge it as a
-  duplicate: nothing would wake the run.
+  closes, or the run is handed off, right after the wait in process; a pause asked in the
+  wait and read after it; an error) forgets it took it (``handed_back``): the wait's delayed
+  message (or the one the next delivery re-arms under the wait's key) is then the run's wake
+  again wherever it comes, and is not acknowledged unread. Else the worker that drives the
+  run next, whose clock may read the wait not yet due and that may have no slot to spare for
+  a wait in process, would leave the wake to that message, and this process would
+  acknowledge it as a duplicate: nothing would wake the run.
 """
 
 from __future__ import annotations
@@ -103,8 +104,10 @@ class PromptWakes:
         return out
 
     def handed_back(self, replay: Replay) -> None:
-        """The delivery that took ``replay``'s pending waits to wake ends with them still
-        pending: their delayed messages are the run's wakes again, never duplicates."""
+        """A delivery of ``replay``'s run ends (or stops driving it: paused, handed back) with
+        these waits still pending: whoever took them to wake, their delayed messages are the
+        run's wakes again, never duplicates. Forgetting a wait another delivery here still
+        waits for only lets its message drive the run once more."""
         run_id = replay.run_id
         for wait in replay.pending_waits():
             self._woken.pop(_key(run_id, wait.cid), None)
