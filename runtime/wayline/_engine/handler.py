@@ -358,16 +358,20 @@ class Handler:
                 try:
                     await stats.settled()  # every body and every withdrawal first
                 finally:  # a forced close may cancel the handler there: still closed here
-                    if replay is not None:
-                        # a wait taken to wake here that this delivery leaves pending (a pause
-                        # read after the wait, a hand-back, an error) is left to its own message
-                        self.prompt_wakes.handed_back(replay)
-                        if not kept:
-                            replay.close()
+                    self._left(replay, kept)
                     _close_span(span, stats, delivery)
         if stats.held:  # after every body settled, as any other verdict
             return await self._hand_back_held(run_id, delivery, None)
         return ACK
+
+    def _left(self, replay: Replay | None, kept: bool) -> None:
+        """A delivery ends: a wait taken to wake here that it leaves pending (a pause read
+        after the wait, a hand-back, an error) is left to its own message, and its replay is
+        closed unless it is kept for the run's next wake."""
+        if replay is not None:
+            self.prompt_wakes.handed_back(replay)
+            if not kept:
+                replay.close()
 
     async def _paused(self, run_id: str, delivery: Delivery, events: list[Event]) -> Verdict:
         """A delivery for a paused run: acknowledged, unless it owns a step the pause holds
@@ -517,11 +521,8 @@ class Handler:
                     await session.flush()  # a completion carried provisionally is written
                     # a re-stamp refused over the pause leaves the step stamped by this
                     # delivery: it is handed back to run it after the unpause
-                    held = holds_a_step(session.my_id, session.replay.steps.values())
-                    session.stats.held = held
-                    # a wait taken to wake here and still pending is left to its own message:
-                    # the unpause's wake may reach a worker that re-arms it and leaves it to it
-                    self.prompt_wakes.handed_back(session.replay)
+                    session.stats.held = holds_a_step(session.my_id, session.replay.steps.values())
+                    self.prompt_wakes.handed_back(session.replay)  # its waits: their messages
                     return True
                 case HandBack():
                     await bodies.drain()  # never hand off under an owned, running body
