@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from wayline.waits import wait_set
+from wayline.worlds.local import LocalWorld
 from wayline.worlds.memory.queue import MemoryQueue
 from wayline.worlds.memory.store import MemoryStore
 from wayline.worlds.nats.runs_writer import RunsWriter
@@ -115,3 +117,32 @@ async def test_the_operator_pump_ends_on_a_cancel_that_comes_with_a_touch(turns:
     pump = Pump(sync)
     pump.touch(f"waitfor-pump-{turns}", delay=30.0)  # a timer: the pump waits with a timeout
     await _wake_then_cancel(pump.run, pump._wake.set, turns, "the pump")
+
+
+async def test_a_local_receive_cancelled_as_a_message_comes_leaves_the_message(
+    tmp_path: Path,
+) -> None:
+    """The same on the SQLite world, on a real file: its receive waits for the file's changes
+    in a loop bounded by its deadline. A receive that ended before its cancel came is not
+    counted (its enqueue went through a thread, so the turn it ends in varies)."""
+    async with LocalWorld(tmp_path / "waitfor.db") as world:
+        cancelled = 0
+        for turns in range(6):
+            topic = f"waitfor-local-receive-{turns}"
+            receive = asyncio.ensure_future(world.receive(topic, wait_seconds=30.0))
+            await _settle()
+            sent = asyncio.ensure_future(world.enqueue(topic, {"n": turns}))
+            await _settle(turns)
+            if receive.done():
+                await sent
+                for delivery in receive.result():
+                    await world.release(delivery)
+            else:
+                receive.cancel()
+                await _ends_cancelled(receive, f"a local receive ({turns} turns after the send)")
+                await sent
+                cancelled += 1
+            got = await world.receive(topic, wait_seconds=5.0)
+            assert [d.payload["n"] for d in got] == [turns]
+            await world.ack(got[0])
+        assert cancelled > 0, "every receive ended before its cancel"
