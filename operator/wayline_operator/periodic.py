@@ -20,6 +20,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from wayline.waits import wait_set
+
 log = logging.getLogger("wayline.operator")
 
 Look = Callable[[Mapping[str, Any], Callable[[], bool]], Awaitable[None]]
@@ -116,12 +118,8 @@ class Periodic:
             # Not ``asyncio.wait_for``: on Python 3.11 it returns the wake, swallowing the
             # cancel, when ``close`` cancels the loop after the wake was set but before the loop
             # ran again; the loop then went on for good and the operator's shutdown hung until
-            # SIGKILL. ``asyncio.wait`` raises the cancel in every case.
-            woken = asyncio.ensure_future(self._wake.wait())
-            try:
-                await asyncio.wait({woken}, timeout=wait)
-            finally:
-                woken.cancel()
+            # SIGKILL. ``wait_set`` raises the cancel in every case.
+            await wait_set(self._wake, wait)
 
     def _begin(self, uid: str) -> None:
         self._running.add(uid)

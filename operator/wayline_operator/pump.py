@@ -27,6 +27,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from wayline.waits import wait_set
+
 log = logging.getLogger("wayline.operator")
 
 Sync = Callable[[str], Awaitable[bool]]
@@ -111,8 +113,8 @@ class Pump:
         return len(self._hot) + len(self._cold)
 
     def stop(self) -> None:
-        """End :meth:`run` (before its cancel: a cancel that lands as its wait for a touch
-        ends can be lost, ``asyncio.wait_for`` before Python 3.12)."""
+        """End :meth:`run` without a cancel (a cancel alone ends it too: its wait for a touch
+        is ``wait_set``, which never loses one)."""
         self._stopped = True
         self._wake.set()
 
@@ -176,10 +178,7 @@ class Pump:
         if self._tokens < 1.0 and (self._hot or self._cold):
             waits.append((1.0 - self._tokens) / max(self.rate, 1e-9))
         timeout = max(0.001, min(waits)) if waits else None
-        try:
-            await asyncio.wait_for(self._wake.wait(), timeout)
-        except TimeoutError:
-            pass
+        await wait_set(self._wake, timeout)
 
     async def _one(self, key: str) -> None:
         try:

@@ -12,7 +12,6 @@ redelivery never runs beside its previous holder.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import random
@@ -45,6 +44,7 @@ from .errors import (
     WorldUnavailableError,
 )
 from .settings import Settings
+from .waits import wait_set
 from .world import FLOW_TOPIC, STEP_TOPIC, Delivery, World, patience
 from .world.ports import WorkQueue
 from .world.registry import served_entries, withdrawn_entries
@@ -634,8 +634,7 @@ class Worker:
                     err,
                     backoff,
                 )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), backoff)
+            await wait_set(self._stopping, backoff)
             backoff = min(5.0, backoff * 2)
 
     async def _settle(self, delivery: Delivery, verdict: Verdict) -> None:

@@ -1,6 +1,7 @@
 """Waits of every kind woken in process (sleeps, a hook's timeout, a child's deadline)
-beside steps, on two workers of one store, many runs at once: the withdrawal of a woken wait's delayed message never takes a message another wait or a step
-needs (each run completes, each wait completes once)."""
+beside steps, on two workers of one store, many runs at once: the withdrawal of a woken wait's
+delayed message never takes a message another wait or a step needs (each run completes, each
+wait completes once)."""
 
 from __future__ import annotations
 

@@ -42,6 +42,7 @@ from ..errors import (
 from ..health import HealthServer
 from ..settings import Settings
 from ..start_options import StartOptions
+from ..waits import wait_set
 from ..worker import Worker
 from ..world import World
 from ..world.entries import corrupt_info
@@ -323,8 +324,7 @@ async def follow(
             stop_if_cancelled()
             await asyncio.sleep(poll)
         else:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), poll)
+            await wait_set(stop, poll)
 
 
 # --- worker ---------------------------------------------------------------------------------
@@ -387,8 +387,7 @@ async def _watch_supervisor(supervisor: int, stop: _Stop) -> None:
             log.warning("the supervisor is gone: stopping")
             stop.event.set()
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.event.wait(), 1.0)
+        await wait_set(stop.event, 1.0)
 
 
 async def _unless_stopped(opening: Awaitable[T], stop: _Stop) -> T | None:
@@ -482,8 +481,7 @@ async def _work(
         await worker.start()
         log.info("worker %d ready on %s: workflows %s", os.getpid(), world.url, ", ".join(names))
         while not stop.event.is_set() and worker.failure is None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.event.wait(), 1.0)
+            await wait_set(stop.event, 1.0)
         if stop.signal is not None:
             log.info(
                 "%s: stopping (in-flight deliveries finish first, up to %gs)",

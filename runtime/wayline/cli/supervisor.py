@@ -38,6 +38,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..waits import wait_set
+
 __all__ = ["Supervisor", "cpu_quota", "default_processes", "die_with_parent", "orphaned"]
 
 log = logging.getLogger("wayline.cli")
@@ -190,5 +192,4 @@ class Supervisor:
                 code,
                 delay,
             )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), delay)
+            await wait_set(self.stopping, delay)

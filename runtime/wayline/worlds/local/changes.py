@@ -20,13 +20,13 @@ looker still sees.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from ..._core import clock
+from ...waits import wait_set
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,5 +104,4 @@ class Changes:
 
 
 async def _wait(waker: asyncio.Event, timeout: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(waker.wait(), timeout=timeout)
+    await wait_set(waker, timeout)

@@ -13,6 +13,7 @@ from typing import Any
 from ..._core import ordering
 from ..._core.ids import MessageId
 from ...telemetry import carry
+from ...waits import wait_set
 from ...world import Delivery, QueueDepth
 from ...world.routing import plain_topic
 from .store import MemoryStore, Message, run_of
@@ -98,10 +99,7 @@ class MemoryQueue:
                     due = min(m.available_at for m in mine.values())
                     nap = min(nap, max(0.0, due - self.store.now()) + 0.001)
                 waker.clear()
-                try:
-                    await asyncio.wait_for(waker.wait(), timeout=nap)
-                except TimeoutError:
-                    pass
+                await wait_set(waker, nap)
         finally:
             self._wakers.pop(waker, None)
 

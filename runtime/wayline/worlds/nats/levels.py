@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..._core import ordering
+from ...waits import wait_set
 from .names import kind_lane, kind_level
 
 RESCAN_SECONDS = 2.0
@@ -146,8 +146,7 @@ class Levels:
         until :meth:`wake`."""
         if self.count != seen:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
+        await wait_set(self._event, timeout)
 
     def wake(self) -> None:
         """End every wait in progress, as a publish would, though nothing was heard: a lost

@@ -39,6 +39,7 @@ from ..._core import ordering
 from ..._core.ids import MessageId
 from ...errors import WorldError, WorldUnavailableError
 from ...telemetry import carry
+from ...waits import wait_set
 from ...world import Delivery, QueueDepth, entries
 from ...world.ports import LaneDrain
 from ...world.routing import plain_topic
@@ -496,13 +497,10 @@ class Queue:
                 json.dumps(request).encode(),
                 reply=reply,
             )
-            try:
-                await asyncio.wait_for(done.wait(), wait + self._timeout)
-            except TimeoutError:
-                if not msgs:
-                    raise WorldUnavailableError(
-                        f"NATS at {self._url}: no answer to a pull on {consumer}", url=self._url
-                    ) from None
+            if not await wait_set(done, wait + self._timeout) and not msgs:
+                raise WorldUnavailableError(
+                    f"NATS at {self._url}: no answer to a pull on {consumer}", url=self._url
+                ) from None
         finally:
             box.active = box.cut = None
             if not done.is_set() or lost:

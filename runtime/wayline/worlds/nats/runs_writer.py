@@ -22,11 +22,11 @@ the run (it reads the run's log), and the counts and filtered pages within
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
 
 from ...errors import WaylineError
+from ...waits import wait_set
 from ...world import RunInfo
 from .runs_index import RunsIndex
 
@@ -93,11 +93,7 @@ class RunsWriter:
         """Wait up to ``timeout`` seconds for every entry noted so far to be written (or
         given up); False when some are still waiting."""
         self._hurry.set()
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        return await wait_set(self._idle, timeout)
 
     async def close(self, grace: float) -> None:
         """Write what is noted, for up to ``grace`` seconds, then stop; what is left unwritten
@@ -116,8 +112,7 @@ class RunsWriter:
         while True:
             await self._wake.wait()
             if not self._hurry.is_set():  # let the run's next status join this one
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._hurry.wait(), WINDOW)
+                await wait_set(self._hurry, WINDOW)
             self._wake.clear()
             runs = list(self._pending)[:BATCH]
             batch = [self._pending.pop(run_id) for run_id in runs]

@@ -1,0 +1,27 @@
+"""A bounded wait for an event that never swallows its task's cancellation.
+
+On Python 3.11, ``asyncio.wait_for(event.wait(), timeout)`` returns normally when the task is
+cancelled after the event was set but before the task ran again: its ``except CancelledError``
+branch returns the inner result once the inner future is done. A loop that is stopped only by
+a cancellation then goes on for good, and whoever awaits it after cancelling it (a close)
+hangs; the operator's shutdown did (``wayline_operator/periodic.py``). ``asyncio.wait`` does
+not look at the inner future when it is cancelled, so the cancellation always propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+
+async def wait_set(event: asyncio.Event, timeout: float | None) -> bool:
+    """Wait until ``event`` is set (True) or ``timeout`` seconds pass (False; None waits for
+    good). A cancellation of the caller always raises, even when the event was set just before.
+
+    It costs what ``asyncio.wait_for`` costs on Python 3.11: one task for ``event.wait()``, one
+    future to wake the caller and one timer handle."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+    finally:
+        waiter.cancel()  # a no-op once it is done; else the waiter ends on the next turn
+    return bool(done)
