@@ -120,7 +120,7 @@ class Cli:
             with (
                 own_registry(),
                 mock.patch.dict(os.environ, {**self.env, **env}, clear=True),
-                mock.patch.object(sys, "stdin", io.StringIO(stdin or "")),
+                mock.patch.object(sys, "stdin", _standard_input(stdin)),
                 contextlib.chdir(self.cwd),
                 contextlib.redirect_stdout(out),
                 contextlib.redirect_stderr(err),
@@ -166,6 +166,13 @@ class Cli:
                 return shown
             assert time.monotonic() < deadline, f"run {run_id} still {shown['status']}"
             time.sleep(0.1)
+
+
+def _standard_input(text: str | None) -> io.TextIOWrapper:
+    """Standard input as a process has it: text over a binary buffer, which ``--input @-``
+    reads (``wayline.cli.loading.json_text``). A ``StringIO`` has no buffer and sent the
+    command down a fallback that no process takes."""
+    return io.TextIOWrapper(io.BytesIO((text or "").encode()), encoding="utf-8")
 
 
 @contextlib.contextmanager

@@ -35,9 +35,10 @@ def test_each_verb_on_an_ended_run_has_nothing_to_do(cli: Cli, world_url: str) -
     done = cli.here("run", f"{FLOWS}:add", "--input", "[1, 2]")
     assert done.returncode == 0, done.stderr
     [ended] = [r["runId"] for r in cli.json("runs", "list")]
-    # the codes are the process's own: one real process each for 1 and 2 (a start above and
-    # below is 0); the other verbs run in this process (``Cli.here``), where ``main`` returns
-    # the code that ``python -m wayline.cli`` exits with
+    # the codes are the process's own: one real process each for 1 and 2 (0 of a real one:
+    # test_cli.py's test_python_dash_m_wayline_is_the_wayline_command); the other verbs run in
+    # this process (``Cli.here``), where ``main`` returns the code that ``python -m
+    # wayline.cli`` exits with
     _nothing_to_do(cli("runs", "cancel", ended), "nothing to cancel")
     _refused(cli("runs", "cancel", MISSING))
     _nothing_to_do(cli.here("runs", "terminate", ended), "nothing to terminate")

@@ -50,3 +50,29 @@ def test_a_command_run_here_does_not_see_what_the_test_process_registered(cli: C
     assert json.loads(done.stdout) == 3
     assert definitions._IMPLICIT_WORKFLOWS[name] is ours[name]
     assert not any(getattr(m, "__file__", None) == str(app) for m in list(sys.modules.values()))
+
+
+READS_STDIN = """
+import sys
+
+import wayline
+
+
+@wayline.workflow
+async def {name}() -> str:
+    return sys.stdin.buffer.read().decode()
+"""
+
+
+def test_a_command_run_here_reads_its_standard_input_as_bytes_as_a_process_does(
+    cli: Cli,
+) -> None:
+    """A process's standard input is text over a binary buffer, and ``--input @-`` reads the
+    buffer (``json_text``): a command run here is given the same, so a test of ``@-`` in
+    this process takes the branch a process takes, not a fallback no process reaches."""
+    name = f"here_stdin_{uuid.uuid4().hex[:12]}"
+    app = cli.cwd / "app.py"
+    app.write_text(READS_STDIN.format(name=name))
+    done = cli.here("run", f"{app}:{name}", stdin="piped in")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == "piped in"
