@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._core.events import RunStatus
-from ...errors import WaylineError
+from ...errors import CorruptLogError, WaylineError
 from . import runs_index
 from .direct import StoredMsg, direct_batch
 from .runs_index import Entry, RunsIndex, entry_of, wildcard
@@ -643,7 +643,8 @@ class RunsModel:
         a position past the log's last event was forged. The run is then held as its log has
         it, and the index repaired (``RunsIndex.put`` purges the forged entry); a failed
         repair is logged, and the next page that shows the run repairs it. At most
-        :data:`DOUBTS_AT_ONCE` runs a call."""
+        :data:`DOUBTS_AT_ONCE` runs a call. A run whose log is corrupt is not checked again:
+        only its log tells it corrupt, and the same bytes fail the same way at every read."""
         read = self._index.log_info
         if read is None:
             self._doubted.clear()
@@ -653,6 +654,8 @@ class RunsModel:
             held = self.runs.get(run_id)
             try:
                 info = None if held is None else await read(run_id)
+            except CorruptLogError:  # fenced for good: its log, not the index, shows it corrupt
+                continue  # (checked again at every catch-up, it cost a whole-log read each)
             except WaylineError as err:  # a read, not the model, fails: the next one checks
                 log.warning("run %s: runs index entry not checked: %s", run_id, err)
                 self._doubted.add(run_id)
