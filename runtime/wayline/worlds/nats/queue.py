@@ -744,13 +744,16 @@ class Queue:
                 left = deadline - time.monotonic()
                 if got or left <= 0 or self._epoch != epoch:
                     break  # a connection lost (or the world closed) ends the wait at once
-                if len(order) > 1:  # one level: its consumer is drained, the next turn waits
+                if len(order) > 1 or (not order and levels.scheduled):
+                    # one level: its consumer is drained, the next turn waits. A schedule
+                    # pending on a level of the record fires without a publish this process
+                    # hears: the next turn's questions find its message, a rescan too late.
                     await levels.wait_after(seen, min(left, _POLL_SECONDS))
                 elif not order:
-                    # Nothing stored: only a publish this process hears or the next rescan
-                    # can find something, so the wait lasts until one of them. Each turn of
-                    # the loop asked nothing, and turns of _POLL_SECONDS woke every idle
-                    # receive four times a second, for nothing.
+                    # Nothing stored, and no schedule pending: only a publish this process
+                    # hears or the next rescan can find something, so the wait lasts until
+                    # one of them. Each turn of the loop asked nothing, and turns of
+                    # _POLL_SECONDS woke every idle receive four times a second, for nothing.
                     until_rescan = max(_POLL_SECONDS, rescan_at - time.monotonic())
                     await levels.wait_after(seen, min(left, until_rescan))
         except WorldError:
