@@ -480,3 +480,19 @@ async def stored_headers(world: Any, run_id: str) -> list[dict[str, str]]:
         url="test",
     )
     return [m.headers for m in msgs]
+
+
+def count_level_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The timeouts of the waits between a NATS receive's turns (``Levels.wait_after``), as
+    they begin: counted, not timed."""
+    from wayline.worlds.nats import levels as nats_levels
+
+    waits: list[float] = []
+    wait_after = nats_levels.Levels.wait_after
+
+    async def counted(self: Any, seen: int, timeout: float) -> None:
+        waits.append(timeout)
+        await wait_after(self, seen, timeout)
+
+    monkeypatch.setattr(nats_levels.Levels, "wait_after", counted)
+    return waits

@@ -266,10 +266,12 @@ class Worker:
     async def _close(self, graceful: bool) -> None:
         self._stopping.set()
         self.handler.closing = True
+        consumers = [t for t in self._tasks if t.get_name().endswith("-consumer")]
         for task in list(self._tasks):
             if task.get_name() != "wayline-renewer":
                 task.cancel()
         if graceful:
+            await self._hand_back_in_hand(consumers)
             await self._let_handlers_settle()
         else:
             protected = [t for t in self._handlers if t in self.handler.protected]
@@ -308,6 +310,23 @@ class Worker:
         await self._hand_back(self._handing_back)
         self._handing_back = []
         self._held.clear()
+
+    async def _hand_back_in_hand(self, consumers: list[asyncio.Task[Any]]) -> None:
+        """Hand back at once what the receive loops had in hand as the close came (messages
+        waiting for a slot, or received as the stop came), not after the handlers settle: a
+        drive that takes the grace to reach its checkpoint would keep them, unrenewed, from
+        every other worker until the close ends or their visibility runs out (an attempt
+        spent). The loops end at their cancel; one whose cancel a world call lost ends with
+        that call, and what it brings is handed back at the close's end, as before. A forced
+        close cancels the handlers first and hands these back at its end, at once too."""
+        if consumers:
+            await asyncio.wait(consumers, timeout=_IN_HAND_SECONDS)
+        late, self._late = self._late, []
+        try:
+            await self._hand_back(late)
+        except BaseException:  # a close cancelled meanwhile: the forced one hands them back
+            self._late.extend(late)
+            raise
 
     async def _let_handlers_settle(self) -> None:
         """A graceful close: wait, within the grace, for the handlers to reach their next

@@ -6,12 +6,10 @@ of one receive."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from tests.nats_fixtures import OpenWorlds
-from wayline.worlds.nats import levels as nats_levels
+from tests.nats_fixtures import OpenWorlds, count_level_waits
 from wayline.worlds.nats import queue as nats_queue
 
 
@@ -19,14 +17,7 @@ async def test_an_idle_receive_on_a_topic_that_stores_nothing_waits_once(
     open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world = await open_nats_world()
-    waits: list[float] = []
-    wait_after = nats_levels.Levels.wait_after
-
-    async def counted(self: Any, seen: int, timeout: float) -> None:
-        waits.append(timeout)
-        await wait_after(self, seen, timeout)
-
-    monkeypatch.setattr(nats_levels.Levels, "wait_after", counted)
+    waits = count_level_waits(monkeypatch)
     assert await world.receive("idle-turns-empty", max_messages=1, wait_seconds=1.5) == []
     # one wait to the receive's end (the first rescan, made at the receive's start, is 2 s
     # away); turns of 0.25 s made six
@@ -45,14 +36,7 @@ async def test_a_lost_connection_ends_a_long_idle_receive_at_once(
     as far apart), so the worker's next receive waits for the reconnection."""
     monkeypatch.setattr(nats_queue, "RESCAN_SECONDS", 30.0)
     world = await open_nats_world()
-    waits: list[float] = []
-    wait_after = nats_levels.Levels.wait_after
-
-    async def counted(self: Any, seen: int, timeout: float) -> None:
-        waits.append(timeout)
-        await wait_after(self, seen, timeout)
-
-    monkeypatch.setattr(nats_levels.Levels, "wait_after", counted)
+    waits = count_level_waits(monkeypatch)
     receive = asyncio.ensure_future(
         world.receive("idle-turns-lost", max_messages=1, wait_seconds=30.0)
     )

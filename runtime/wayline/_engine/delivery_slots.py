@@ -11,7 +11,11 @@ worker whose every slot is held polls not at all, and takes its slot when its re
 A message that finds no slot free then (another loop's receive took it first) waits in hand
 for one (:meth:`Slots.take`), ahead of any new poll: :meth:`Slots.free` counts no slot free
 while anyone waits, so the number of messages in hand never grows past what the loops had
-received at once.
+received at once. The loops that wait for a free slot keep their places in line while they
+wait: a freed slot wakes them in that order, so the loop that waited longest asks its world
+first, and a loop whose topic has a backlog, back in line after each message, does not take
+every freed slot ahead of the others (with the loops woken by one event, it woke first every
+time and starved them).
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ class Slots:
         self.taken = 0
         """Slots held: never above ``limit``."""
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._freed = asyncio.Event()
+        self._polls: collections.deque[list[asyncio.Future[None]]] = collections.deque()
+        """The loops waiting in :meth:`until_free`, longest first: each one's place in line
+        holds the future its next wake sets."""
 
     def free(self) -> int:
         """Slots a new receive may fill: none while a message in hand waits for one."""
@@ -57,7 +63,7 @@ class Slots:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # handed this slot as the cancel came: passed on, not lost
-            self._freed.set()  # a poll that waited behind this waiter looks again
+            self._wake_polls()  # a poll that waited behind this waiter looks again
             raise
         finally:
             if waiter in self._waiters:
@@ -73,10 +79,27 @@ class Slots:
         if self.taken < 1:
             raise RuntimeError("a slot was released that was never taken")
         self.taken -= 1
-        self._freed.set()
+        self._wake_polls()
+
+    def _wake_polls(self) -> None:
+        """Wake every loop waiting for a free slot, longest-waiting first."""
+        for place in self._polls:
+            if not place[0].done():
+                place[0].set_result(None)
 
     async def until_free(self) -> None:
-        """Return once a slot is free (at once if one is), taking none."""
-        while self.free() < 1:
-            self._freed.clear()
-            await self._freed.wait()
+        """Return once a slot is free (at once if one is), taking none. A loop that finds the
+        slot taken again when it wakes waits on in the same place in line."""
+        if self.free() >= 1:
+            return
+        loop = asyncio.get_running_loop()
+        place = [loop.create_future()]
+        self._polls.append(place)
+        try:
+            while True:
+                await place[0]
+                if self.free() >= 1:
+                    return
+                place[0] = loop.create_future()
+        finally:
+            self._polls.remove(place)

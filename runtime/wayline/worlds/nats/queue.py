@@ -80,6 +80,12 @@ _MAX_ACK_PENDING = 20_000
 _POLL_SECONDS = 0.25
 """How long a receive that waits on several levels at once waits before it asks again, unless
 a publish on its topic comes first: the latency of a redelivery then."""
+_ONE_PULL_SECONDS = 0.5
+"""The longest one long pull on a receive's only recorded level lasts before the receive looks
+again: a publish heard meanwhile on another level (urgent work) does not end the pull, so
+with the worker's longer receives (``worker._poll_seconds``: 1.5 s with one flow slot and
+three flow topics) such a message waited for the rest of the pull, where the worker's 0.5 s
+receives had it wait at most that long."""
 _CHANNELS: tuple[Channel, ...] = ALL_KINDS
 """The subjects a topic's ready messages live on (``names.kind_of``): the one a release before
 the levels used for every level, which holds the default priority's work without a fairness
@@ -736,19 +742,23 @@ class Queue:
                 if only is not None and left > 0 and consumer_name(topic, only) in self._drained:
                     # waits no longer than the next rescan is due: what no publish told is found
                     until_rescan = max(_POLL_SECONDS, rescan_at - time.monotonic())
-                    got = await self._wait_one(topic, only, min(left, until_rescan))
+                    wait = min(left, until_rescan, _ONE_PULL_SECONDS)
+                    got = await self._wait_one(topic, only, wait)
                 else:
                     got = await self._take(topic, levels, order, batch)
                 left = deadline - time.monotonic()
                 if got or left <= 0 or self._epoch != epoch:
                     break  # a connection lost (or the world closed) ends the wait at once
-                if len(order) > 1:  # one level: its consumer is drained, the next turn waits
+                if len(order) > 1 or (not order and levels.scheduled):
+                    # one level: its consumer is drained, the next turn waits. A schedule
+                    # pending on a level of the record fires without a publish this process
+                    # hears: the next turn's questions find its message, a rescan too late.
                     await levels.wait_after(seen, min(left, _POLL_SECONDS))
                 elif not order:
-                    # Nothing stored: only a publish this process hears or the next rescan
-                    # can find something, so the wait lasts until one of them. Each turn of
-                    # the loop asked nothing, and turns of _POLL_SECONDS woke every idle
-                    # receive four times a second, for nothing.
+                    # Nothing stored, and no schedule pending: only a publish this process
+                    # hears or the next rescan can find something, so the wait lasts until
+                    # one of them. Each turn of the loop asked nothing, and turns of
+                    # _POLL_SECONDS woke every idle receive four times a second, for nothing.
                     until_rescan = max(_POLL_SECONDS, rescan_at - time.monotonic())
                     await levels.wait_after(seen, min(left, until_rescan))
         except WorldError:
