@@ -73,3 +73,55 @@ async def test_a_nats_receive_cancelled_as_its_message_comes_leaves_the_message(
     )
     assert got[0].attempt == 1, "the hand-back of a receive that never handed it out counted"
     await world.ack(got[0])
+
+
+async def test_a_partitioned_receive_cancelled_at_a_later_partition_hands_back_the_earlier(
+    open_nats_world: OpenWorlds,
+) -> None:
+    """On 3 partitions a receive asks each partition's queue in turn: a message taken from
+    one and a cancel that lands while the next is asked must leave the message for the next
+    receive, not held by the cancelled one until its ack wait runs out."""
+    world = await open_nats_world(visibility_seconds=VISIBILITY, partitions=3)
+    topic = "cancelled-partitioned-receive"
+    await world.enqueue(topic, {"n": 1})
+    queues = list(world._takes)
+    asked_after: asyncio.Event = asyncio.Event()
+    receives = {id(q): q.receive for q in queues}
+    handed: list[Any] = []
+
+    def patched(queue: Any) -> Any:
+        async def receive(topic: str, max_messages: int, wait_seconds: float) -> list[Any]:
+            if handed:  # a later partition asked after one handed a message out
+                asked_after.set()
+                await asyncio.sleep(30.0)
+            got = await receives[id(queue)](topic, max_messages, wait_seconds)
+            handed.extend(got)
+            return got
+
+        return receive
+
+    # the partition holding the message is asked first (another is asked after it)
+    for at, queue in enumerate(queues):
+        found = await queue.receive(topic, 1, 0.0)
+        if found:
+            await world.release(found[0])
+            world._turn = (at - 1) % len(queues)
+            break
+    else:
+        raise AssertionError("no partition holds the message")
+    for queue in queues:
+        queue.receive = patched(queue)
+    receive = asyncio.ensure_future(world.receive(topic, max_messages=2, wait_seconds=5.0))
+    await asyncio.wait_for(asked_after.wait(), 10.0)
+    receive.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await receive
+    for queue in queues:
+        queue.receive = receives[id(queue)]
+    got = await world.receive(topic, wait_seconds=5.0)
+    assert [d.payload["n"] for d in got] == [1], (
+        f"a partitioned receive cancelled after a partition handed out a message kept it: "
+        f"the next receive got {got!r}"
+    )
+    assert got[0].attempt == 1
+    await world.ack(got[0])
