@@ -94,7 +94,7 @@ async def test_a_partitioned_receive_cancelled_at_a_later_partition_hands_back_t
             if handed:  # a later partition asked after one handed a message out
                 asked_after.set()
                 await asyncio.sleep(30.0)
-            got = await receives[id(queue)](topic, max_messages, wait_seconds)
+            got: list[Any] = await receives[id(queue)](topic, max_messages, wait_seconds)
             handed.extend(got)
             return got
 
