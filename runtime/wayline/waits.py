@@ -17,8 +17,13 @@ async def wait_set(event: asyncio.Event, timeout: float | None) -> bool:
     """Wait until ``event`` is set (True) or ``timeout`` seconds pass (False; None waits for
     good). A cancellation of the caller always raises, even when the event was set just before.
 
-    It costs what ``asyncio.wait_for`` costs on Python 3.11: one task for ``event.wait()``, one
-    future to wake the caller and one timer handle."""
+    With a timeout it costs what ``asyncio.wait_for`` costs on Python 3.11: one task for
+    ``event.wait()``, one future to wake the caller and one timer handle. Without one it waits
+    on the event itself, as ``wait_for`` did (a plain await never swallows a cancel): the task
+    and ``asyncio.wait`` cost two loop turns, a task and a future more a wait. A timeout of 0
+    or less returns True when the event is set already, where ``wait_for`` timed out unseen."""
+    if timeout is None:
+        return await event.wait()
     waiter = asyncio.ensure_future(event.wait())
     try:
         done, _ = await asyncio.wait({waiter}, timeout=timeout)

@@ -55,10 +55,13 @@ async def _wake_then_cancel(
     await _ends_cancelled(task, f"{what} (a wake {turns} turns before the cancel)")
 
 
+@pytest.mark.parametrize("timeout", [30.0, None])
 @pytest.mark.parametrize("turns", TURNS)
-async def test_wait_set_raises_a_cancel_that_lands_after_the_event(turns: int) -> None:
+async def test_wait_set_raises_a_cancel_that_lands_after_the_event(
+    turns: int, timeout: float | None
+) -> None:
     event = asyncio.Event()
-    await _wake_then_cancel(lambda: wait_set(event, 30.0), event.set, turns, "wait_set")
+    await _wake_then_cancel(lambda: wait_set(event, timeout), event.set, turns, "wait_set")
 
 
 async def test_wait_set_says_whether_the_event_came() -> None:
@@ -146,3 +149,33 @@ async def test_a_local_receive_cancelled_as_a_message_comes_leaves_the_message(
             assert [d.payload["n"] for d in got] == [turns]
             await world.ack(got[0])
         assert cancelled > 0, "every receive ended before its cancel"
+
+
+async def test_wait_set_without_a_timeout_makes_no_task() -> None:
+    """``wait_for(event.wait(), None)`` awaited the event itself; so does ``wait_set`` (an idle
+    operator pump waits so): no task, no ``asyncio.wait``, two loop turns fewer."""
+    loop = asyncio.get_running_loop()
+    made: list[Any] = []
+    create_task = loop.create_task
+
+    def counting(coro: Any, **kwargs: Any) -> Any:
+        made.append(coro)
+        return create_task(coro, **kwargs)
+
+    loop.create_task = counting  # type: ignore[method-assign]
+    try:
+        event = asyncio.Event()
+        loop.call_soon(event.set)
+        assert await wait_set(event, None) is True
+    finally:
+        loop.create_task = create_task  # type: ignore[method-assign]
+    assert made == []
+
+
+async def test_wait_set_with_no_time_left_says_whether_the_event_is_set() -> None:
+    event = asyncio.Event()
+    assert await wait_set(event, 0.0) is False
+    assert await wait_set(event, -1.0) is False
+    event.set()
+    assert await wait_set(event, 0.0) is True
+    assert await wait_set(event, -1.0) is True

@@ -179,6 +179,9 @@ class Queue:
         self._idem: Any = None
         self._inboxes: dict[str, _Inbox] = {}
         self._pull_locks: dict[str, asyncio.Lock] = {}
+        self._pulled: dict[asyncio.Task[Any] | None, list[Any]] = {}
+        """What each receive in progress (by its task) has pulled and not yet handed out:
+        given back if the receive ends otherwise (its cancel, as its message came)."""
         self._levels: dict[str, Levels] = {}
         # consumers whose last pull left nothing waiting (its last message said no more were
         # pending, or it came back empty): their next receive waits at once, without first
@@ -509,6 +512,9 @@ class Queue:
                 ) from None
         finally:
             box.active = box.cut = None
+            pulled = self._pulled.get(asyncio.current_task())
+            if pulled is not None:
+                pulled += msgs  # the receive hands them out, or back if it ends otherwise
             if not done.is_set() or lost:
                 # timed out, cancelled or cut off: the server may still deliver to this pull.
                 # Drop the inbox, so it sees no interest and delivers nothing more (as with a
@@ -721,6 +727,21 @@ class Queue:
         batch = max(1, max_messages)
         epoch = self._epoch
         deadline = time.monotonic() + max(0.0, wait_seconds)
+        task = asyncio.current_task()
+        pulled: list[Any] = []
+        self._pulled[task] = pulled
+        try:
+            return await self._receive(topic, batch, deadline, epoch)
+        except BaseException:
+            # Cancelled (or failed) with messages pulled: the server holds them for this
+            # receive until their ack wait runs out; handed back, the next receive gets them.
+            if pulled:
+                await asyncio.shield(self._give_back(list(pulled)))
+            raise
+        finally:
+            del self._pulled[task]
+
+    async def _receive(self, topic: str, batch: int, deadline: float, epoch: int) -> list[Delivery]:
         try:
             levels = await self._levels_of(topic)
             got: list[tuple[Any, float]] = []
@@ -802,6 +823,25 @@ class Queue:
                 )
             )
         return out
+
+    async def _give_back(self, msgs: list[Any]) -> None:
+        """Hand back messages pulled by a receive that never handed them out: a nak each,
+        noted as a hand-back (not an attempt), as :meth:`release` notes one; a held run of
+        hand-backs goes on past it (its note is moved to this delivery)."""
+        for msg in msgs:
+            md = msg.metadata
+            seq, delivered = int(md.sequence.stream), int(md.num_delivered)
+            try:
+                handbacks = await self._handbacks(seq, delivered) if delivered > 1 else 0
+                await self._idem.put(f"h{self._tag}{seq}", str(handbacks + 1).encode())
+                if handbacks:
+                    count, found = await self._held_handbacks(seq, handbacks, delivered)
+                    if found and count:
+                        note = f"{count}@{delivered}".encode()
+                        await self._idem.put(f"g{self._tag}{seq}", note)
+                await wire.publish(self._nc, msg.reply, _nak(0.0))
+            except Exception as err:  # its ack wait runs out: redelivered then, counted
+                log.warning("could not hand back message %s of a cancelled receive: %s", seq, err)
 
     # Graceful hand-backs: JetStream counts every nak as a delivery, so a hand-back is noted
     # under ``h<stream seq>`` in the idempotency bucket (read only on a redelivery) and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import ssl
@@ -871,9 +872,28 @@ class NatsWorld(World):
         turn's wait ends early on a publish heard on the topic (``Queue.receive``), so a
         message is taken about as soon as with one partition, at the cost of a pull a
         partition when all are idle."""
+        got: list[Delivery] = []
+        try:
+            return await self._receive_turns(topic, batch, wait_seconds, got)
+        except BaseException:
+            # Ended (cancelled) while asking a later partition: what the earlier ones handed
+            # out goes back at once, as a receive's own pull does, not held to its ack wait.
+            if got:
+                await asyncio.shield(self._hand_back(got))
+            raise
+
+    async def _hand_back(self, deliveries: list[Delivery]) -> None:
+        for delivery in deliveries:
+            try:
+                await self.release(delivery)
+            except Exception as err:  # its ack wait runs out: redelivered then, counted
+                log.warning("could not hand back %s of a cancelled receive: %s", delivery, err)
+
+    async def _receive_turns(
+        self, topic: str, batch: int, wait_seconds: float, got: list[Delivery]
+    ) -> list[Delivery]:
         queues = self._takes
         deadline = time.monotonic() + max(0.0, wait_seconds)
-        got: list[Delivery] = []
         first = True
         while True:
             self._turn = (self._turn + 1) % len(queues)
