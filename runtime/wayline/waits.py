@@ -18,7 +18,9 @@ async def wait_set(event: asyncio.Event, timeout: float | None) -> bool:
     good). A cancellation of the caller always raises, even when the event was set just before.
 
     With a timeout it costs what ``asyncio.wait_for`` costs on Python 3.11: one task for
-    ``event.wait()``, one future to wake the caller and one timer handle. Without one it waits
+    ``event.wait()``, one future to wake the caller and one timer handle; on a timeout it waits
+    for that task to end, as ``wait_for`` does, so a loop takes the same turns as it did (the
+    simulator's seeds keep their histories). Without one it waits
     on the event itself, as ``wait_for`` did (a plain await never swallows a cancel): the task
     and ``asyncio.wait`` cost two loop turns, a task and a future more a wait. A timeout of 0
     or less returns True when the event is set already, where ``wait_for`` timed out unseen."""
@@ -27,6 +29,12 @@ async def wait_set(event: asyncio.Event, timeout: float | None) -> bool:
     waiter = asyncio.ensure_future(event.wait())
     try:
         done, _ = await asyncio.wait({waiter}, timeout=timeout)
-    finally:
-        waiter.cancel()  # a no-op once it is done; else the waiter ends on the next turn
-    return bool(done)
+    except BaseException:
+        waiter.cancel()  # the caller's cancel: it ends on the next turn
+        raise
+    if done:
+        return True
+    # Timed out: end the waiter and wait for its end, as ``wait_for`` does (the same turns).
+    waiter.cancel()
+    await asyncio.wait({waiter})
+    return not waiter.cancelled()
