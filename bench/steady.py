@@ -253,9 +253,9 @@ def _count_eager_tasks(counts: Counter[str]) -> None:
         return
     start = eager.start
 
-    def counted(coro: Any, name: str | None = None) -> Any:
+    def counted(coro: Any, name: str | None = None, **kw: Any) -> Any:
         counts["eager tasks made"] += 1
-        return start(coro, name=name)
+        return start(coro, name=name, **kw)  # ``loop=`` where the engine holds it
 
     eager.start = counted
 

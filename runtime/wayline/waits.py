@@ -13,9 +13,12 @@ from __future__ import annotations
 import asyncio
 
 
-async def wait_set(event: asyncio.Event, timeout: float | None) -> bool:
+async def wait_set(
+    event: asyncio.Event, timeout: float | None, loop: asyncio.AbstractEventLoop | None = None
+) -> bool:
     """Wait until ``event`` is set (True) or ``timeout`` seconds pass (False; None waits for
     good). A cancellation of the caller always raises, even when the event was set just before.
+    ``loop``: the running loop, passed by a caller that holds it already.
 
     With a timeout it costs what ``asyncio.wait_for`` costs on Python 3.11: one task for
     ``event.wait()``, one future to wake the caller and one timer handle; on a timeout it waits
@@ -23,18 +26,53 @@ async def wait_set(event: asyncio.Event, timeout: float | None) -> bool:
     simulator's seeds keep their histories). Without one it waits
     on the event itself, as ``wait_for`` did (a plain await never swallows a cancel): the task
     and ``asyncio.wait`` cost two loop turns, a task and a future more a wait. A timeout of 0
-    or less returns True when the event is set already, where ``wait_for`` timed out unseen."""
+    or less returns True when the event is set already, where ``wait_for`` timed out unseen.
+
+    The loop is asked for once (none of it when passed in), and the waits are
+    :func:`_ended`, which takes the loop, not ``asyncio.wait``, which asks again: each ask
+    is a ``getpid`` system call on CPython 3.11, and ``ensure_future`` and two
+    ``asyncio.wait`` calls made three to four of them a wait where ``wait_for`` made one
+    (issue #39). The event's own ``wait`` asks once more, as it did under ``wait_for``."""
     if timeout is None:
         return await event.wait()
-    waiter = asyncio.ensure_future(event.wait())
+    if loop is None:
+        loop = asyncio.get_running_loop()
+    waiter = loop.create_task(event.wait())
     try:
-        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+        await _ended(waiter, timeout, loop)
     except BaseException:
         waiter.cancel()  # the caller's cancel: it ends on the next turn
         raise
-    if done:
+    if waiter.done():
         return True
     # Timed out: end the waiter and wait for its end, as ``wait_for`` does (the same turns).
     waiter.cancel()
-    await asyncio.wait({waiter})
+    await _ended(waiter, None, loop)
     return not waiter.cancelled()
+
+
+async def _ended(
+    task: asyncio.Task[bool], timeout: float | None, loop: asyncio.AbstractEventLoop
+) -> None:
+    """``asyncio.wait({task}, timeout=timeout)`` on a loop already held: the same future, timer
+    and done callback, made and dropped in the same order, so the same turns of the loop."""
+    woken = loop.create_future()
+    timer = None if timeout is None else loop.call_later(timeout, _wake, woken)
+
+    def on_end(_: object) -> None:
+        if timer is not None:
+            timer.cancel()
+        _wake(woken)
+
+    task.add_done_callback(on_end)
+    try:
+        await woken
+    finally:
+        if timer is not None:
+            timer.cancel()
+        task.remove_done_callback(on_end)
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)

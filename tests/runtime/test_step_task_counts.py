@@ -51,9 +51,9 @@ async def _tasks_per_step(
             return before(loop, coro, **kw)  # type: ignore[call-arg]
         return asyncio.Task(coro, loop=loop, **kw)
 
-    def counted_eagerly(coro: Coroutine[Any, Any, Any], name: str | None = None) -> Any:
+    def counted_eagerly(coro: Coroutine[Any, Any, Any], name: str | None = None, **kw: Any) -> Any:
         eagerly[0] += 1
-        return start(coro, name=name)
+        return start(coro, name=name, **kw)  # ``loop=`` where the engine holds it
 
     async with engine.worker([steps]):
         # warmed up first: the worker's own long-lived tasks are made on its first run

@@ -23,6 +23,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
         "nats_cluster.py",
         "profile_steps.py",
         "replay_feed.py",
+        "getpid_sites.py",
     ],
 )
 def test_a_bench_script_starts_from_its_path(script: str) -> None:

@@ -71,10 +71,12 @@ class EagerTask(_PyTask):  # type: ignore[misc]
         *,
         name: str | None = None,
         context: contextvars.Context | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         # ``_PyTask.__init__`` without its ``call_soon`` of the first step: the attributes
-        # set here are the ones it sets, in its order.
-        _PyFuture.__init__(self, loop=None)  # the running loop
+        # set here are the ones it sets, in its order. ``loop`` is the running loop, passed
+        # by a maker that holds it: asked for here, it costs a getpid call (issue #39).
+        _PyFuture.__init__(self, loop=loop)  # None: the running loop
         if self._source_traceback:  # the loop's debug mode: this frame is not the caller's
             del self._source_traceback[-1]
         if not asyncio.iscoroutine(coro):
@@ -121,11 +123,16 @@ class EagerTask(_PyTask):  # type: ignore[misc]
                 _enter_task(loop, caller)
 
 
-def start(coro: Coroutine[Any, Any, T], name: str | None = None) -> asyncio.Task[T]:
+def start(
+    coro: Coroutine[Any, Any, T],
+    name: str | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> asyncio.Task[T]:
     """Make an :class:`EagerTask` of ``coro``: its first step has run when this returns
     (unless the caller is handling an error, see ``EagerTask.__init__``), so ``done()`` says
     whether it ended there (its ``result()`` then gives what it returned or
     raises what it raised, without a turn of the loop); otherwise it is awaited as any task.
-    Typed as ``asyncio.Task``, whose methods it has."""
-    task: asyncio.Task[T] = EagerTask(coro, name=name)
+    Typed as ``asyncio.Task``, whose methods it has. ``loop``: the running loop, if the
+    caller holds it (None asks for it)."""
+    task: asyncio.Task[T] = EagerTask(coro, name=name, loop=loop)
     return task

@@ -78,6 +78,12 @@ class Fence:
     steps: list[str] = field(default_factory=list)
     """The names of the step bodies running under it (see :func:`running`), for the logs."""
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the delivery is handled on (its handler's), read without asking asyncio
+        for the running loop, which costs a getpid call on CPython 3.11 (issue #39)."""
+        return None if self.handler is None else self.handler.get_loop()
+
     def elapsed(self) -> float:
         return time.monotonic() - self.received
 
@@ -165,6 +171,14 @@ def current() -> Fence | None:
     return _current.get()
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop of the current fence's handler (None outside a delivery): for a caller on
+    that loop that would otherwise ask asyncio for the running loop, a getpid call on
+    CPython 3.11, several times a step (issue #39)."""
+    fence = _current.get()
+    return None if fence is None else fence.loop
+
+
 def hold(fence: Fence) -> None:
     """Set ``fence`` for the calling task (the delivery's handler) and what it spawns."""
     _current.set(fence)
@@ -196,7 +210,7 @@ async def run_body(call: Callable[[], Awaitable[T]], timeout: float | None, step
         body: Coroutine[Any, Any, T] = (  # a future or another awaitable: awaited in a body
             awaitable if asyncio.iscoroutine(awaitable) else _awaited(awaitable)
         )
-        task = eager.start(body, name=f"wayline step {step}")
+        task = eager.start(body, name=f"wayline step {step}", loop=fence.loop)
         if task.done():
             return task.result()
         fence.bodies.add(task)

@@ -25,7 +25,7 @@ from typing import Any
 
 from .._core.events import Event
 from .._core.replay import Replay
-from . import eager
+from . import eager, fencing
 from .deferred import InlineBatch
 
 
@@ -49,9 +49,11 @@ class InFlight:
         (``RunSession.run_inline``), and a body that settled in that step (a step whose body
         did not suspend and whose completion the next write carries) is done already, its
         events read by :meth:`next` without a turn of the loop."""
+        fence = fencing.current()  # its handler's loop, so no body asks for the running one
+        loop = None if fence is None else fence.loop
         for i, body in enumerate(bodies):
             try:
-                task = eager.start(self._run(body), name="wayline inline body")
+                task = eager.start(self._run(body), name="wayline inline body", loop=loop)
             except BaseException:
                 # a KeyboardInterrupt or SystemExit from the body's first step, passed on to
                 # its maker (``EagerTask``): the bodies not started yet never will be

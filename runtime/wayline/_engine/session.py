@@ -25,6 +25,7 @@ from ..errors import EntityConflictError, RunTerminalError
 from ..settings import Settings
 from ..world import Delivery, World
 from ..world.sending import send
+from . import fencing
 from .deferred import InlineBatch, flush
 from .ending import record_outcome
 from .messages import Stats
@@ -218,7 +219,9 @@ class RunSession:
 
         if recovery or self.settings.inline_ownership:
             key = step_dispatch_key(self.run_id, rec.cid)
-            executed, outcome = await self.world.single_flight.run(key, body)
+            executed, outcome = await self.world.single_flight.run(
+                key, body, fencing.running_loop()
+            )
             return executed, outcome
         # Kill switch: the pre-ownership behaviour, where a fresh inline body took no
         # in-process claim (seed 000's #2780 repro fires twice in this mode).

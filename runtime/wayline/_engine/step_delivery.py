@@ -16,7 +16,7 @@ from .._core.projections import RunCancelRequested, RunView, StepView, fold
 from ..errors import EntityConflictError, RunTerminalError, SequenceConflictError, WaylineError
 from ..settings import Settings
 from ..world import Delivery, RunInfo, World
-from . import rate_waits, step_slots
+from . import fencing, rate_waits, step_slots
 from .ending import malformed, record_outcome
 from .messages import ACK, StepMessage, Verdict, unseen
 from .step_runner import Failed, Outcome, Retry, run_step_body
@@ -171,7 +171,7 @@ async def _run(
             return await with_token()
 
     key = step_dispatch_key(run_id, step.cid)
-    executed, outcome = await world.single_flight.run(key, body)
+    executed, outcome = await world.single_flight.run(key, body, fencing.running_loop())
     if isinstance(outcome, step_slots.Wait | rate_waits.Wait):
         return outcome
     if executed and (not started or outcome is None):

@@ -18,7 +18,7 @@ from .._core.serde import decode, encode, error_to_dict
 from .._sdk.context import StepContext, _step
 from .._sdk.streams import StreamStore, attempt_streams, close_streams
 from ..errors import RETRIES_EXHAUSTED, FatalError, RetryableError
-from .fencing import run_body, run_sync_body
+from .fencing import run_body, run_sync_body, running_loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +193,7 @@ async def _attempt(
             else None,
             started_at=started_at,
         )
-    with attempt_streams(world, run_id, step_id, attempt) as streams:
+    with attempt_streams(world, run_id, step_id, attempt, running_loop()) as streams:
         outcome = await _body(definition, ctx, stored_input, attempt)
     if not isinstance(outcome, Retry):  # the step is settled: its streams end here
         await close_streams(streams, "completed" if isinstance(outcome, Completed) else "failed")

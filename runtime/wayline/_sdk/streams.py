@@ -179,13 +179,18 @@ def stream(name: str) -> StreamWriter:
 
 @contextmanager
 def attempt_streams(
-    world: StreamStore | None, run_id: str, step_id: str, attempt: int
+    world: StreamStore | None,
+    run_id: str,
+    step_id: str,
+    attempt: int,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> Iterator[_AttemptStreams | None]:
-    """Make ``wayline.stream`` available to one step attempt's body."""
+    """Make ``wayline.stream`` available to one step attempt's body. ``loop``: the running
+    loop, if the caller holds it (None asks for it)."""
     if world is None:
         yield None
         return
-    owner = _AttemptStreams(world, run_id, step_id, attempt, asyncio.get_running_loop())
+    owner = _AttemptStreams(world, run_id, step_id, attempt, loop or asyncio.get_running_loop())
     token = _current.set(owner)
     try:
         yield owner

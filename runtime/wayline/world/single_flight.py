@@ -44,8 +44,14 @@ class SingleFlight:
     def busy(self, key: str) -> bool:
         return key in self._inflight
 
-    async def run(self, key: str, execute: Callable[[], Awaitable[T]]) -> tuple[bool, T | None]:
-        """Run ``execute`` unless ``key`` is in flight; returns ``(executed, result)``."""
+    async def run(
+        self,
+        key: str,
+        execute: Callable[[], Awaitable[T]],
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> tuple[bool, T | None]:
+        """Run ``execute`` unless ``key`` is in flight; returns ``(executed, result)``.
+        ``loop``: the running loop, if the caller holds it (None asks for it)."""
         existing = self._inflight.get(key)
         if existing is not None:
             SINGLE_FLIGHT_ABSORPTIONS.inc()
@@ -57,7 +63,7 @@ class SingleFlight:
             )
             await asyncio.shield(existing)
             return False, None
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[None] = (loop or asyncio.get_running_loop()).create_future()
         self._inflight[key] = done
         try:
             return True, await execute()

@@ -47,15 +47,11 @@ class Changes:
         self.waiting: set[asyncio.Event] = set()
         """The wakers of the receivers waiting while another looks."""
 
-    def _looking(self) -> bool:
+    def _looking(self, loop: asyncio.AbstractEventLoop) -> bool:
         # A looker of a loop that ended without cancelling it (its ``finally`` never ran)
-        # looks no more: only a live task of this loop counts.
+        # looks no more: only a live task of this loop (``loop``, the running one) counts.
         looker = self.looker
-        return (
-            looker is not None
-            and not looker.done()
-            and looker.get_loop() is asyncio.get_running_loop()
-        )
+        return looker is not None and not looker.done() and looker.get_loop() is loop
 
     async def wait(
         self,
@@ -69,25 +65,27 @@ class Changes:
         """Return when ``waker`` is set, when ``timeout`` seconds have passed, or (as the
         looker) when the file or the clock changed since ``seen``, after waking the others."""
         deadline = time.monotonic() + timeout
+        # Asked for once a wait: each ask of the running loop is a getpid call (issue #39).
+        loop = asyncio.get_running_loop()
         while not waker.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            if self._looking():
+            if self._looking(loop):
                 self.waiting.add(waker)
                 try:
-                    await _wait(waker, left)  # set by a change, an enqueue or a hand-over
+                    await wait_set(waker, left, loop)  # set by a change, enqueue or hand-over
                 finally:
                     self.waiting.discard(waker)
                 continue
-            self.looker = asyncio.current_task()
+            self.looker = asyncio.current_task(loop)
             changed = False
             try:
                 while not waker.is_set():
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return
-                    await _wait(waker, min(left, poll))
+                    await wait_set(waker, min(left, poll), loop)
                     if Seen(version(), clock.offset()) != seen:
                         changed = True
                         return
@@ -101,7 +99,3 @@ class Changes:
                     # the queue again and looks next (waking them all would have each of
                     # them read the queue at every end of a receive).
                     self.waiting.pop().set()
-
-
-async def _wait(waker: asyncio.Event, timeout: float) -> None:
-    await wait_set(waker, timeout)

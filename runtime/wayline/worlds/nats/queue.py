@@ -179,9 +179,6 @@ class Queue:
         self._idem: Any = None
         self._inboxes: dict[str, _Inbox] = {}
         self._pull_locks: dict[str, asyncio.Lock] = {}
-        self._pulled: dict[asyncio.Task[Any] | None, list[Any]] = {}
-        """What each receive in progress (by its task) has pulled and not yet handed out:
-        given back if the receive ends otherwise (its cancel, as its message came)."""
         self._levels: dict[str, Levels] = {}
         # consumers whose last pull left nothing waiting (its last message said no more were
         # pending, or it came back empty): their next receive waits at once, without first
@@ -456,14 +453,21 @@ class Queue:
             raise wrap(self._url, f"deleting message {seq}", err) from err
 
     # receive ------------------------------------------------------------------------------
-    async def _pull(self, consumer: str, request: dict[str, Any], wait: float) -> list[Any]:
+    async def _pull(
+        self, consumer: str, request: dict[str, Any], wait: float, pulled: list[Any]
+    ) -> list[Any]:
         """One pull request on the consumer's inbox (pulls on one consumer take turns); waits
-        for its end (batch filled or a 404/408 status), so no delivery is left behind."""
+        for its end (batch filled or a 404/408 status), so no delivery is left behind. What
+        it pulls is also added to ``pulled``, its receive's list of what it has pulled and
+        not yet handed out, even when the pull ends in a cancel as its messages come: the
+        receive gives those back (:meth:`receive`)."""
         lock = self._pull_locks.setdefault(consumer, asyncio.Lock())
         async with lock:
-            return await self._pull_locked(consumer, request, wait)
+            return await self._pull_locked(consumer, request, wait, pulled)
 
-    async def _pull_locked(self, consumer: str, request: dict[str, Any], wait: float) -> list[Any]:
+    async def _pull_locked(
+        self, consumer: str, request: dict[str, Any], wait: float, pulled: list[Any]
+    ) -> list[Any]:
         msgs: list[Any] = []
         done = asyncio.Event()
         batch = int(request["batch"])
@@ -512,9 +516,7 @@ class Queue:
                 ) from None
         finally:
             box.active = box.cut = None
-            pulled = self._pulled.get(asyncio.current_task())
-            if pulled is not None:
-                pulled += msgs  # the receive hands them out, or back if it ends otherwise
+            pulled += msgs  # the receive hands them out, or back if it ends otherwise
             if not done.is_set() or lost:
                 # timed out, cancelled or cut off: the server may still deliver to this pull.
                 # Drop the inbox, so it sees no interest and delivers nothing more (as with a
@@ -662,11 +664,12 @@ class Queue:
         return _plan(found, levels.fair, batch, self._now(), self._aging)
 
     async def _take(
-        self, topic: str, levels: Levels, order: list[_Turns], batch: int
+        self, topic: str, levels: Levels, order: list[_Turns], batch: int, into: list[Any]
     ) -> list[tuple[Any, float]]:
         """Up to ``batch`` messages pulled at once from the subjects in ``order``, each asked
         for no more than its turns, handed out level by level in the order of their fair
-        turns (``Levels.take_turns``, which moves each level's fair clock)."""
+        turns (``Levels.take_turns``, which moves each level's fair clock). ``into``: the
+        receive's list of what it pulled (``_pull``)."""
         pulled: dict[int, list[tuple[Channel, int, list[tuple[Any, float]]]]] = {}
         count = 0
         failed: WorldError | None = None
@@ -678,7 +681,7 @@ class Queue:
             try:
                 consumer = await self._consumer(topic, level)
                 sent = time.monotonic()
-                msgs = await self._pull(consumer, {"batch": ask, "no_wait": True}, 0.0)
+                msgs = await self._pull(consumer, {"batch": ask, "no_wait": True}, 0.0, into)
             except WorldError as err:
                 # One level that cannot be asked (its consumer refused by the server, or not
                 # reachable while its leader is elected) must not hold up the topic's other
@@ -702,13 +705,16 @@ class Queue:
             got += levels.take_turns(kind_level(level_pulled[0][0]), level_pulled)
         return got
 
-    async def _wait_one(self, topic: str, level: Channel, wait: float) -> list[tuple[Any, float]]:
+    async def _wait_one(
+        self, topic: str, level: Channel, wait: float, into: list[Any]
+    ) -> list[tuple[Any, float]]:
         """One message of the only level that may hold one, handed over as soon as it comes
-        (one long pull); a message of another level sent meanwhile waits for its end."""
+        (one long pull); a message of another level sent meanwhile waits for its end.
+        ``into``: the receive's list of what it pulled (``_pull``)."""
         consumer = await self._consumer(topic, level)
         expires = max(int(wait * 1e9), 1_000_000)
         sent = time.monotonic()
-        msgs = await self._pull(consumer, {"batch": 1, "expires": expires}, wait)
+        msgs = await self._pull(consumer, {"batch": 1, "expires": expires}, wait, into)
         self._note_drained(consumer, msgs)
         return [(msg, await self._hold_start(msg, sent)) for msg in msgs]
 
@@ -727,21 +733,22 @@ class Queue:
         batch = max(1, max_messages)
         epoch = self._epoch
         deadline = time.monotonic() + max(0.0, wait_seconds)
-        task = asyncio.current_task()
+        # What this receive pulled and has not handed out, passed down to its pulls rather
+        # than kept by its task: finding the task asks asyncio for the running loop, a
+        # getpid call on CPython 3.11, twice a receive (issue #39).
         pulled: list[Any] = []
-        self._pulled[task] = pulled
         try:
-            return await self._receive(topic, batch, deadline, epoch)
+            return await self._receive(topic, batch, deadline, epoch, pulled)
         except BaseException:
             # Cancelled (or failed) with messages pulled: the server holds them for this
             # receive until their ack wait runs out; handed back, the next receive gets them.
             if pulled:
                 await asyncio.shield(self._give_back(list(pulled)))
             raise
-        finally:
-            del self._pulled[task]
 
-    async def _receive(self, topic: str, batch: int, deadline: float, epoch: int) -> list[Delivery]:
+    async def _receive(
+        self, topic: str, batch: int, deadline: float, epoch: int, pulled: list[Any]
+    ) -> list[Delivery]:
         try:
             levels = await self._levels_of(topic)
             got: list[tuple[Any, float]] = []
@@ -764,9 +771,9 @@ class Queue:
                     # waits no longer than the next rescan is due: what no publish told is found
                     until_rescan = max(_POLL_SECONDS, rescan_at - time.monotonic())
                     wait = min(left, until_rescan, _ONE_PULL_SECONDS)
-                    got = await self._wait_one(topic, only, wait)
+                    got = await self._wait_one(topic, only, wait, pulled)
                 else:
-                    got = await self._take(topic, levels, order, batch)
+                    got = await self._take(topic, levels, order, batch, pulled)
                 left = deadline - time.monotonic()
                 if got or left <= 0 or self._epoch != epoch:
                     break  # a connection lost (or the world closed) ends the wait at once
