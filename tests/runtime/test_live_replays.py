@@ -179,9 +179,12 @@ async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
     log = str(tmp_path / "bodies")
     token = f"lr-crash-{os.getpid()}-{tmp_path.name}"
     hits = str(tmp_path / "hits")
+    # A 6 s visibility, not 2 s: at 2 s a live worker renews every 0.67 s and cuts its bodies
+    # off after 1 s without a renewal, and under load the next worker cut step 1 off in each
+    # of its attempts ("fenced: delivery 2 not renewed for 1.0s"), so hook 1 never came.
     proc = await exec_python(
         [sys.executable, "-m", "tests.runtime.worker_proc", "live-replay", engine.world.url, hits],
-        {**os.environ, "WAYLINE_VISIBILITY_SECONDS": "2"},
+        {**os.environ, "WAYLINE_VISIBILITY_SECONDS": "6"},
         tmp_path / "proc.log",
     )
     try:
@@ -190,6 +193,12 @@ async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
         assert ready.strip() == b"worker ready", ready
         handle = await engine.client.start(crashy, log, token)
         await engine.client.wait_for_hook(f"{token}:0", timeout=30)
+        # The hook is recorded before the delivery that suspended the run gives its replay
+        # back: a wake that came before that (under load) found no replay to go on from, and
+        # the count below stayed 0 ("condition not met within 30s"). The process says when it
+        # next holds no delivery and keeps the replay, as `_settled` does in process.
+        flows.mark(f"{hits}.ask", "ask")
+        await wait_for(lambda: _has(f"{hits}.kept", "kept"), timeout=30)
         await engine.client.resume_hook(f"{token}:0", "go")
         await wait_for(lambda: _has(log, "hang"), timeout=30)
         # step 1 runs in the wake that went on from the replay step 0's delivery kept. The
@@ -200,7 +209,7 @@ async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
-    quick = await engine.make_world(visibility_seconds=2)
+    quick = await engine.make_world(visibility_seconds=6)
     async with engine.worker([crashy], world=quick, settings=LIVE):
         await engine.client.wait_for_hook(f"{token}:1", timeout=60)
         await engine.client.resume_hook(f"{token}:1", "go")
