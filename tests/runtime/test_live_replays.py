@@ -13,7 +13,7 @@ from typing import Any
 
 import wayline
 from tests.runtime import flows
-from tests.runtime.harness import Engine, of_type, settings, wait_for
+from tests.runtime.harness import Engine, holds_nothing, of_type, settings, wait_for
 from tests.runtime.procs import exec_python
 from wayline._core.events import EventType, RunStatus
 from wayline.world import World
@@ -115,19 +115,19 @@ async def test_a_replay_the_run_moved_past_elsewhere_is_dropped(
     async with engine.worker([hooked], settings=LIVE) as a:
         handle = await engine.client.start(hooked, log, token, 3)
         await engine.client.wait_for_hook(f"{token}:0", timeout=30)
-        await _settled(a)
+        await holds_nothing(a)
         stale = a.handler.replays.take(handle.run_id)
     assert stale is not None and not stale.replay.closed
     other = await engine.make_world()
     async with engine.worker([hooked], world=other, settings=LIVE) as b:
         await engine.client.resume_hook(f"{token}:0", "zero")
         await engine.client.wait_for_hook(f"{token}:1", timeout=30)
-        await _settled(b)
+        await holds_nothing(b)
     async with engine.worker([hooked], settings=LIVE) as c:
         c.handler.replays.keep(stale)
         await engine.client.resume_hook(f"{token}:1", "one")
         await engine.client.wait_for_hook(f"{token}:2", timeout=30)
-        await _settled(c)
+        await holds_nothing(c)
         assert stale.replay.closed  # dropped, not fed: the log does not continue it
         assert c.handler.replays.hits == 0
         await engine.client.resume_hook(f"{token}:2", "two")
@@ -144,7 +144,7 @@ async def test_a_cancel_while_a_replay_is_live_replays_from_the_log(
     async with engine.worker([hooked], settings=LIVE) as worker:
         handle = await engine.client.start(hooked, log, token, 3)
         await engine.client.wait_for_hook(f"{token}:0", timeout=30)
-        await _settled(worker)
+        await holds_nothing(worker)
         assert len(worker.handler.replays) == 1
         await handle.cancel()
 
@@ -156,16 +156,6 @@ async def test_a_cancel_while_a_replay_is_live_replays_from_the_log(
         assert worker.handler.replays.hits == 0
         assert len(worker.handler.replays) == 0  # a run that ended keeps no replay
     assert flows.lines(log) == ["tick 0"]
-
-
-async def _settled(worker: wayline.Worker) -> None:
-    """Wait until the worker has no delivery in hand (the one that suspended the run has
-    given its replay back)."""
-
-    async def idle() -> bool:
-        return not worker._handlers
-
-    await wait_for(idle, timeout=30)
 
 
 async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
@@ -196,7 +186,7 @@ async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
         # The hook is recorded before the delivery that suspended the run gives its replay
         # back: a wake that came before that (under load) found no replay to go on from, and
         # the count below stayed 0 ("condition not met within 30s"). The process says when it
-        # next holds no delivery and keeps the replay, as `_settled` does in process.
+        # next holds no delivery and keeps the replay, as `holds_nothing` does in process.
         flows.mark(f"{hits}.ask", "ask")
         await wait_for(lambda: _has(f"{hits}.kept", "kept"), timeout=30)
         await engine.client.resume_hook(f"{token}:0", "go")

@@ -17,7 +17,7 @@ import pytest
 
 import wayline
 from tests.runtime.flows import lines, mark
-from tests.runtime.harness import Engine, of_type, settings, wait_for
+from tests.runtime.harness import Engine, holds_nothing, of_type, settings, wait_for
 from wayline._core.events import EventType
 
 
@@ -70,10 +70,10 @@ async def test_a_step_in_a_finally_block_runs_when_the_workflow_gets_there_only(
     the workflow really leaves the ``try``. A cancelled run's unwind is its compensations:
     the ``finally`` step does not run."""
     path, token = str(tmp_path / "log"), _token()
-    async with engine.worker([p4_finally]):
+    async with engine.worker([p4_finally]) as worker:
         handle = await engine.client.start(p4_finally, path, token)
         await wait_for(lambda: engine.world.get_hook(token))
-        await asyncio.sleep(0.2)  # the delivery that suspended the run has ended
+        await holds_nothing(worker)  # the delivery that suspended the run has ended
         assert lines(path) == ["before"]
         await engine.client.resume_hook(token, {"ok": 1})
         assert await handle.result(timeout=20) == {"ok": 1}
@@ -679,10 +679,10 @@ async def test_an_async_with_exit_runs_its_step_once_when_the_block_ends(
     ``__aexit__``: the exit's step runs when the block really ends, once, and not each time
     the run's replay is dropped while it waits inside the block."""
     path, token = str(tmp_path / "log"), _token()
-    async with engine.worker([p4_leased]):
+    async with engine.worker([p4_leased]) as worker:
         handle = await engine.client.start(p4_leased, path, token)
         await wait_for(lambda: engine.world.get_hook(token))
-        await asyncio.sleep(0.2)
+        await holds_nothing(worker)  # the delivery that suspended the run has ended
         assert lines(path) == ["take lease"]
         await engine.client.resume_hook(token, "ok")
         assert await handle.result(timeout=20) == "ok"

@@ -36,7 +36,7 @@ async def _count_hits(worker: wayline.Worker, hits: Path) -> None:
             seen = worker.handler.replays.hits
             hits.write_text(str(seen))  # noqa: ASYNC240 - a tiny local marker file
         # looked at after the ask: a delivery in hand when the test asked has given its
-        # replay back by now (``test_live_replays._settled``, across processes)
+        # replay back by now (``harness.holds_nothing``, across processes)
         idle = not worker._handlers and len(worker.handler.replays) > 0
         if idle and ask.exists() and not kept.exists():
             kept.write_text("kept")
