@@ -42,18 +42,22 @@ def test_an_app_given_as_module_colon_workflow_says_to_drop_the_workflow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
 ) -> None:
     """``wayline run`` takes ``MODULE_OR_FILE:WORKFLOW``; ``--app`` (worker, recover) takes the
-    module alone. The form ``run`` accepted says so instead of "no module named 'x.py:w'"."""
+    module alone. The form ``run`` accepted says so instead of "no module named 'x.py:w'".
+    Each case has a module and a workflow of its own: both cases run in one process, and
+    the ``[module]`` case's module, imported first, made the ``[file]`` case's file (of the
+    same name, in another folder) a second, different workflow named ``w``, refused."""
     from wayline.cli.commands import import_apps
 
-    app = tmp_path / "colon_app.py"
-    app.write_text("import wayline\n\n\n@wayline.workflow\nasync def w() -> None: ...\n")
+    stem, workflow = f"colon_{target}_app", f"colon_{target}_w"
+    app = tmp_path / f"{stem}.py"
+    app.write_text(f"import wayline\n\n\n@wayline.workflow\nasync def {workflow}() -> None: ...\n")
     monkeypatch.chdir(tmp_path)
-    module = "colon_app.py" if target == "file" else "colon_app"
+    module = f"{stem}.py" if target == "file" else stem
     with pytest.raises(UsageError) as info:
-        import_apps([f"{module}:w"])
+        import_apps([f"{module}:{workflow}"])
     message = str(info.value)
     assert "not MODULE:WORKFLOW" in message and message.endswith(f"--app {module}"), message
-    assert [d.name for d in import_apps([module])] == ["w"]
+    assert [d.name for d in import_apps([module])] == [workflow]
 
 
 def test_a_directory_or_a_file_without_py_says_what_to_give(tmp_path: Path) -> None:

@@ -63,6 +63,17 @@ async def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.02
         await asyncio.sleep(interval)
 
 
+async def holds_nothing(worker: wayline.Worker, timeout: float = 30.0) -> None:
+    """Wait until ``worker`` holds no delivery: the one that suspended a run has ended (and
+    given back its replay). A check after it that something did not happen is then made once
+    the delivery that could have done it is over, not after a fixed sleep."""
+
+    async def idle() -> bool:
+        return not worker._handlers
+
+    await wait_for(idle, timeout=timeout)
+
+
 def file_exists(path: str) -> Any:
     """A ``wait_for`` predicate: the marker file at ``path`` exists."""
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import wayline
 from tests.runtime import flows
-from tests.runtime.harness import Engine, of_type, settings, wait_for
+from tests.runtime.harness import Engine, holds_nothing, of_type, settings, wait_for
 from tests.runtime.procs import exec_python
 from wayline._core.events import EventType, RunStatus
 from wayline.world import World
@@ -115,19 +115,19 @@ async def test_a_replay_the_run_moved_past_elsewhere_is_dropped(
     async with engine.worker([hooked], settings=LIVE) as a:
         handle = await engine.client.start(hooked, log, token, 3)
         await engine.client.wait_for_hook(f"{token}:0", timeout=30)
-        await _settled(a)
+        await holds_nothing(a)
         stale = a.handler.replays.take(handle.run_id)
     assert stale is not None and not stale.replay.closed
     other = await engine.make_world()
     async with engine.worker([hooked], world=other, settings=LIVE) as b:
         await engine.client.resume_hook(f"{token}:0", "zero")
         await engine.client.wait_for_hook(f"{token}:1", timeout=30)
-        await _settled(b)
+        await holds_nothing(b)
     async with engine.worker([hooked], settings=LIVE) as c:
         c.handler.replays.keep(stale)
         await engine.client.resume_hook(f"{token}:1", "one")
         await engine.client.wait_for_hook(f"{token}:2", timeout=30)
-        await _settled(c)
+        await holds_nothing(c)
         assert stale.replay.closed  # dropped, not fed: the log does not continue it
         assert c.handler.replays.hits == 0
         await engine.client.resume_hook(f"{token}:2", "two")
@@ -144,7 +144,7 @@ async def test_a_cancel_while_a_replay_is_live_replays_from_the_log(
     async with engine.worker([hooked], settings=LIVE) as worker:
         handle = await engine.client.start(hooked, log, token, 3)
         await engine.client.wait_for_hook(f"{token}:0", timeout=30)
-        await _settled(worker)
+        await holds_nothing(worker)
         assert len(worker.handler.replays) == 1
         await handle.cancel()
 
@@ -158,16 +158,6 @@ async def test_a_cancel_while_a_replay_is_live_replays_from_the_log(
     assert flows.lines(log) == ["tick 0"]
 
 
-async def _settled(worker: wayline.Worker) -> None:
-    """Wait until the worker has no delivery in hand (the one that suspended the run has
-    given its replay back)."""
-
-    async def idle() -> bool:
-        return not worker._handlers
-
-    await wait_for(idle, timeout=30)
-
-
 async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
     engine: Engine, tmp_path: Path
 ) -> None:
@@ -179,9 +169,12 @@ async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
     log = str(tmp_path / "bodies")
     token = f"lr-crash-{os.getpid()}-{tmp_path.name}"
     hits = str(tmp_path / "hits")
+    # A 6 s visibility, not 2 s: at 2 s a live worker renews every 0.67 s and cuts its bodies
+    # off after 1 s without a renewal, and under load the next worker cut step 1 off in each
+    # of its attempts ("fenced: delivery 2 not renewed for 1.0s"), so hook 1 never came.
     proc = await exec_python(
         [sys.executable, "-m", "tests.runtime.worker_proc", "live-replay", engine.world.url, hits],
-        {**os.environ, "WAYLINE_VISIBILITY_SECONDS": "2"},
+        {**os.environ, "WAYLINE_VISIBILITY_SECONDS": "6"},
         tmp_path / "proc.log",
     )
     try:
@@ -190,6 +183,12 @@ async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
         assert ready.strip() == b"worker ready", ready
         handle = await engine.client.start(crashy, log, token)
         await engine.client.wait_for_hook(f"{token}:0", timeout=30)
+        # The hook is recorded before the delivery that suspended the run gives its replay
+        # back: a wake that came before that (under load) found no replay to go on from, and
+        # the count below stayed 0 ("condition not met within 30s"). The process says when it
+        # next holds no delivery and keeps the replay, as `holds_nothing` does in process.
+        flows.mark(f"{hits}.ask", "ask")
+        await wait_for(lambda: _has(f"{hits}.kept", "kept"), timeout=30)
         await engine.client.resume_hook(f"{token}:0", "go")
         await wait_for(lambda: _has(log, "hang"), timeout=30)
         # step 1 runs in the wake that went on from the replay step 0's delivery kept. The
@@ -200,7 +199,7 @@ async def test_a_worker_killed_in_a_wake_that_went_on_from_a_live_replay(
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
-    quick = await engine.make_world(visibility_seconds=2)
+    quick = await engine.make_world(visibility_seconds=6)
     async with engine.worker([crashy], world=quick, settings=LIVE):
         await engine.client.wait_for_hook(f"{token}:1", timeout=60)
         await engine.client.resume_hook(f"{token}:1", "go")

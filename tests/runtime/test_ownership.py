@@ -118,19 +118,22 @@ async def test_a_body_that_would_outlive_the_lease_is_cut_off_at_the_bound(
     # and its delivery is given up a third of a second after its last renewal, cut or not.
     # At load 8-21 a cut body had not ended by then (the process would have exited, 70), its
     # delivery came back once more than a step may be delivered, and the step failed with
-    # MAX_ATTEMPTS_EXCEEDED instead of INVOCATION_FENCED. Here the bound (3 s) plus the
-    # visibility (2 s) stays below the lease (6 s), and the body (5 s) outlives both.
+    # MAX_ATTEMPTS_EXCEEDED instead of INVOCATION_FENCED. At a 2 s visibility (a 3 s bound,
+    # a 6 s lease) the same happened at load 35-40: a renewal 1.7 s late tripped the fence
+    # before the bound, the delivery was given up and redelivered, and one retry of the two
+    # went unrecorded. Here the bound (6 s) plus the visibility (4 s) stays below the lease
+    # (12 s), and the body (10 s) outlives both.
     async with engine.worker(
         [flows.outlives_lease],
-        settings=settings(lease_seconds=6.0, max_invocation_seconds=3.0),
-        world=await engine.make_world(visibility_seconds=2.0),
+        settings=settings(lease_seconds=12.0, max_invocation_seconds=6.0),
+        world=await engine.make_world(visibility_seconds=4.0),
     ):
-        handle = await engine.client.start(flows.outlives_lease, marker, 5.0)
+        handle = await engine.client.start(flows.outlives_lease, marker, 10.0)
         await wait_for(lambda: _has_lines(marker, 1))
-        await asyncio.sleep(6.2)  # past the 6 s lease: the first attempt was cut off
+        await asyncio.sleep(12.2)  # past the 12 s lease: the first attempt was cut off
         await engine.client.resume_hook(f"outlive:{marker}", "late wake")
         with pytest.raises(wayline.RunFailedError):
-            await handle.result(timeout=40)
+            await handle.result(timeout=60)
     assert flows.lines(marker) == ["attempt 1", "attempt 2", "attempt 3"]
     events = await handle.events()
     retrying = of_type(events, EventType.STEP_RETRYING)

@@ -17,7 +17,7 @@ import pytest
 
 import wayline
 from tests.runtime.flows import lines, mark
-from tests.runtime.harness import Engine, of_type, settings, wait_for
+from tests.runtime.harness import Engine, holds_nothing, of_type, settings, wait_for
 from wayline._core.events import EventType
 
 
@@ -70,10 +70,10 @@ async def test_a_step_in_a_finally_block_runs_when_the_workflow_gets_there_only(
     the workflow really leaves the ``try``. A cancelled run's unwind is its compensations:
     the ``finally`` step does not run."""
     path, token = str(tmp_path / "log"), _token()
-    async with engine.worker([p4_finally]):
+    async with engine.worker([p4_finally]) as worker:
         handle = await engine.client.start(p4_finally, path, token)
         await wait_for(lambda: engine.world.get_hook(token))
-        await asyncio.sleep(0.2)  # the delivery that suspended the run has ended
+        await holds_nothing(worker)  # the delivery that suspended the run has ended
         assert lines(path) == ["before"]
         await engine.client.resume_hook(token, {"ok": 1})
         assert await handle.result(timeout=20) == {"ok": 1}
@@ -419,13 +419,14 @@ def _p4_release(path: str, label: str) -> None:
 @wayline.step(max_retries=0, compensate=_p4_release)
 async def p4_hold(path: str, label: str) -> str:
     mark(path, f"hold {label}")
-    await asyncio.sleep(0.4)
+    while not lines(f"{path}.go"):  # noqa: ASYNC110 - a file the test writes
+        await asyncio.sleep(0.01)
     return f"held-{label}"
 
 
 @wayline.workflow
 async def p4_race_then_fail(path: str) -> None:
-    winner, _ = await wayline.race(p4_hold(path, "slow"), wayline.sleep(0.05))
+    winner, _ = await wayline.race(p4_hold(path, "slow"), wayline.sleep(600))
     raise RuntimeError(f"gave up waiting (winner {winner})")
 
 
@@ -434,13 +435,30 @@ async def test_the_losing_step_of_a_race_is_compensated_when_the_run_fails(
 ) -> None:
     """Temporal's saga sample with an activity raced against a timer: the timer wins, the
     workflow fails, and the activity that was still running is reversed. Wayline lets the
-    running body settle before the unwind, then compensates it once, with its result."""
+    running body settle before the unwind, then compensates it once, with its result.
+
+    The order is set by events, not by lengths: the timer is fired (``wake``) once the body
+    runs, and the body returns once the timer's completion is in the log. A 0.4 s body raced
+    against a 0.05 s sleep lost the race under load (the sleep woken late, or the body not
+    begun when it was)."""
     path = str(tmp_path / "log")
     async with engine.worker([p4_race_then_fail]):
         handle = await engine.client.start(p4_race_then_fail, path)
+        await wait_for(lambda: _has_line(path, "hold slow"), timeout=30)
+        assert await handle.wake() != []
+
+        async def fired() -> bool:
+            return bool(of_type(await handle.events(), EventType.WAIT_COMPLETED))
+
+        await wait_for(fired, timeout=30)
+        mark(f"{path}.go", "go")
         with pytest.raises(wayline.RunFailedError, match="winner 1"):
-            await handle.result(timeout=20)
+            await handle.result(timeout=30)
     assert lines(path) == ["hold slow", "release slow held-slow"]
+
+
+async def _has_line(path: str, line: str) -> bool:
+    return line in lines(path)
 
 
 # --- ending a run that already ended (Temporal, DBOS workflow management) ---------------------
@@ -661,10 +679,10 @@ async def test_an_async_with_exit_runs_its_step_once_when_the_block_ends(
     ``__aexit__``: the exit's step runs when the block really ends, once, and not each time
     the run's replay is dropped while it waits inside the block."""
     path, token = str(tmp_path / "log"), _token()
-    async with engine.worker([p4_leased]):
+    async with engine.worker([p4_leased]) as worker:
         handle = await engine.client.start(p4_leased, path, token)
         await wait_for(lambda: engine.world.get_hook(token))
-        await asyncio.sleep(0.2)
+        await holds_nothing(worker)  # the delivery that suspended the run has ended
         assert lines(path) == ["take lease"]
         await engine.client.resume_hook(token, "ok")
         assert await handle.result(timeout=20) == "ok"

@@ -265,7 +265,7 @@ async def test_a_wait_handed_back_after_its_wake_in_process_is_woken_by_its_dela
 ) -> None:
     """A worker takes a run's 0.2 s sleep to wake in process and closes in the wait: after it,
     it hands the run back with the sleep still pending. The worker that gets the run next reads
-    the sleep not yet due (its clock 100 ms behind) and has no slot to spare, so it leaves the
+    the sleep not yet due (its clock 2 s behind) and has no slot to spare, so it leaves the
     wake to the sleep's delayed message and acknowledges its delivery; it then stops. That
     message (or the one re-armed under its key) reaches the first worker, which must drive the
     run with it. Before, the first worker still counted the wait as its own to wake and
@@ -287,7 +287,10 @@ async def test_a_wait_handed_back_after_its_wake_in_process_is_woken_by_its_dela
         h1.prompt_wakes.woke = real_woke  # type: ignore[method-assign]
         other = await engine.make_world()
         real_now = other.now
-        other.now = lambda: real_now() - 0.1  # type: ignore[method-assign]
+        # 2 s, not 0.1 s: the second worker reads the run when the first hands it back, after
+        # the 0.2 s sleep is due; a read more than the lag after that (a loaded machine) found
+        # it due and drove the run itself.
+        other.now = lambda: real_now() - 2.0  # type: ignore[method-assign]
         acked = asyncio.Event()
         async with engine.worker([pw_sleepy], world=other) as second:
             h2 = second.handler

@@ -91,8 +91,10 @@ async def test_a_queue_worker_does_not_count_for_a_run_started_without_a_queue(
 ) -> None:
     """A worker started with ``queue=`` consumes that queue's route (and the plain topic),
     never a workflow's route: a run started without a queue stays pending beside it, and says
-    it waits for a worker."""
-    async with engine.worker([flows.chain], queue="gold", heartbeat_seconds=0.2):
+    it waits for a worker. The workers beat at the default period: what they say of the runs
+    beside them is read while they are alive, and at 0.2 s (alive for 0.6 s) a heartbeat late
+    under load made a read find no live worker."""
+    async with engine.worker([flows.chain], queue="gold"):
         handle = await engine.client.start(flows.chain, 2)
         await asyncio.sleep(0.8)
         assert await handle.status() is wayline.RunStatus.PENDING
@@ -103,7 +105,7 @@ async def test_a_queue_worker_does_not_count_for_a_run_started_without_a_queue(
         queued = await engine.client.start_with(wayline.StartOptions(queue="gold"), flows.chain, 2)
         assert await engine.client.waiting_for_worker(queued.run_id) is None
         assert await queued.result(timeout=20) == 1
-        async with engine.worker([flows.chain], heartbeat_seconds=0.2):
+        async with engine.worker([flows.chain]):
             assert await engine.client.waiting_for_worker(handle.run_id) is None
             assert await handle.result(timeout=20) == 1
 

@@ -25,8 +25,11 @@ async def served_versions_flow(n: int) -> int:
 async def test_a_workers_version_is_recorded_and_withdrawn(make_world: WorldFactory) -> None:
     world = await make_world()
     identity = served_versions_flow.identity
+    # The worker's first heartbeat is written as it starts, and it counts as alive for three
+    # heartbeats (30 s by default). With heartbeats 0.2 s apart it counted for 0.6 s only,
+    # and a read late by that much under load found the version gone.
     async with wayline.Worker(
-        world, [served_versions_flow], settings=settings(worker_version="v1"), heartbeat_seconds=0.2
+        world, [served_versions_flow], settings=settings(worker_version="v1")
     ):
 
         async def recorded() -> dict[str, set[str]] | None:
@@ -53,9 +56,7 @@ async def test_a_run_left_by_its_version_names_that_version(make_world: WorldFac
     withdrawn on SIGTERM): the run pinned to it says which version served it last."""
     world = await make_world()
     client = wayline.Client(world)
-    worker = wayline.Worker(
-        world, [served_versions_held], settings=settings(worker_version="v1"), heartbeat_seconds=0.2
-    )
+    worker = wayline.Worker(world, [served_versions_held], settings=settings(worker_version="v1"))
     async with worker:
         run = await client.start(served_versions_held, "served-versions-left")
 

@@ -4,7 +4,8 @@ settings, prints ``worker ready``, writes to ``FILE`` what KIND watches for, and
 killed. The kinds:
 
 - ``live-replay``: serves ``live_replay_flows.crashy`` with live replays kept, and writes how
-  many wakes went on from a live replay as that changes;
+  many wakes went on from a live replay as that changes; once ``FILE.ask`` exists, it writes
+  ``FILE.kept`` when it next holds no delivery and keeps a replay;
 - ``prompt-wake``: serves ``prompt_wake_flows.pw_sleepy`` with prompt wakes of up to 5 s, and
   writes ``waiting`` once it waits in process for a sleep of a run it drives;
 - ``prompt-wake-at-cancel``: the same workflow and settings; once it wrote a sleep's
@@ -29,10 +30,16 @@ Watch = Callable[[wayline.Worker, Path], Awaitable[None]]
 
 async def _count_hits(worker: wayline.Worker, hits: Path) -> None:
     seen = 0
+    ask, kept = hits.with_name(f"{hits.name}.ask"), hits.with_name(f"{hits.name}.kept")
     while True:
         if worker.handler.replays.hits != seen:
             seen = worker.handler.replays.hits
             hits.write_text(str(seen))  # noqa: ASYNC240 - a tiny local marker file
+        # looked at after the ask: a delivery in hand when the test asked has given its
+        # replay back by now (``harness.holds_nothing``, across processes)
+        idle = not worker._handlers and len(worker.handler.replays) > 0
+        if idle and ask.exists() and not kept.exists():
+            kept.write_text("kept")
         await asyncio.sleep(0.01)
 
 
