@@ -26,15 +26,45 @@ async def wait_set(event: asyncio.Event, timeout: float | None) -> bool:
     or less returns True when the event is set already, where ``wait_for`` timed out unseen."""
     if timeout is None:
         return await event.wait()
-    waiter = asyncio.ensure_future(event.wait())
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_task(event.wait())  # what ``asyncio.ensure_future`` does with it
     try:
-        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+        await _wait_one(loop, waiter, timeout)
     except BaseException:
         waiter.cancel()  # the caller's cancel: it ends on the next turn
         raise
-    if done:
+    if waiter.done():
         return True
     # Timed out: end the waiter and wait for its end, as ``wait_for`` does (the same turns).
     waiter.cancel()
     await asyncio.wait({waiter})
     return not waiter.cancelled()
+
+
+async def _wait_one(
+    loop: asyncio.AbstractEventLoop, task: asyncio.Task[bool], timeout: float
+) -> None:
+    """``asyncio.wait({task}, timeout=timeout)`` for one task, making the same future, timer
+    and callbacks in the same order (``asyncio.tasks._wait`` of Python 3.11-3.13), so the
+    loop takes the same turns, without the sets and checks a wait on many costs: every
+    receive of a worker waits through here, and the simulator's seeds keep their histories
+    (``tools/sim_hashes.py``)."""
+    woken = loop.create_future()
+    timer = loop.call_later(timeout, _release, woken)
+
+    def on_completion(_: object) -> None:
+        timer.cancel()
+        if not woken.done():
+            woken.set_result(None)
+
+    task.add_done_callback(on_completion)
+    try:
+        await woken
+    finally:
+        timer.cancel()
+        task.remove_done_callback(on_completion)
+
+
+def _release(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
