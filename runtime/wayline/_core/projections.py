@@ -15,7 +15,8 @@ Adding an event type is one ``EventType`` member, one payload class here, and a 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, assert_never
 
 from . import ordering as ordering_of_work
@@ -685,13 +686,28 @@ def fold_run(info: RunInfo | None, event: Event) -> RunInfo:
     if event.type is EventType.RUN_CREATED:
         return new_run(event)
     assert info is not None, "fold_run needs run_created first"
-    out = replace(info, **run_changes(event))
+    out = _changed(info, run_changes(event))
     pin = pinned_definition(event)
     if pin is not None and "definition" not in info.attributes:
         out = replace(out, attributes={**info.attributes, "definition": pin})
     if event.type is EventType.ATTRIBUTES_SET:
         out = replace(out, attributes=with_search(info.attributes, event))
     return out
+
+
+_RUN_FIELDS = tuple(f.name for f in fields(RunInfo))
+_RUN_VALUES = attrgetter(*_RUN_FIELDS)
+_RUN_PLACES = {name: i for i, name in enumerate(_RUN_FIELDS)}
+
+
+def _changed(info: RunInfo, changes: Mapping[str, Any]) -> RunInfo:
+    """``dataclasses.replace(info, **changes)``, made from the fields read in one C call:
+    every world folds every append through :func:`fold_run`, and ``replace``'s loop over the
+    fields in Python was a few per cent of a simulated seed's CPU."""
+    values = list(_RUN_VALUES(info))
+    for name, value in changes.items():
+        values[_RUN_PLACES[name]] = value
+    return RunInfo(*values)
 
 
 def with_search(attributes: Mapping[str, Any], event: Event) -> dict[str, Any]:

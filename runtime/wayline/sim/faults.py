@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Mapping, Sequence
+import types
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,7 +113,11 @@ class FaultyWorld(MemoryWorld):
         """A round trip to the store: at least one loop turn, now and then a few virtual
         milliseconds, so that other tasks run between a read and the write that follows it,
         as they do against a real store."""
-        await asyncio.sleep(self.rng.choice((0.0, 0.0, self.rng.uniform(0.0, 0.01))))
+        delay = self.rng.choice((0.0, 0.0, self.rng.uniform(0.0, 0.01)))
+        if delay > 0:
+            await asyncio.sleep(delay)
+        else:  # ``asyncio.sleep(0)``'s one bare yield, without its coroutine
+            await _yield()
 
     async def list_events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         await self._latency()
@@ -265,6 +270,13 @@ class FaultyWorld(MemoryWorld):
             self.trace.note(f"{self.name} renew id={delivery.message_id} unanswered (fault)")
             raise WorldUnavailableError("simulated: the store did not answer the renewal")
         return await super().renew(delivery)
+
+
+@types.coroutine
+def _yield() -> Generator[None, None, None]:
+    """One loop turn, as ``asyncio.sleep(0)`` takes it (a bare yield, which a task takes as
+    "run me again on the next turn")."""
+    yield
 
 
 def _unpinned(log: Sequence[Event], events: Sequence[NewEvent]) -> bool:

@@ -147,9 +147,9 @@ class VirtualLoop(asyncio.SelectorEventLoop):
     ) -> asyncio.Handle:
         if self._closed:  # type: ignore[attr-defined]
             raise RuntimeError("Event loop is closed")
-        handle = _Soon(callback, args, self, context)
+        handle = _made(_Soon, callback, args, self, context)
         self._ready.append(handle)  # type: ignore[attr-defined]
-        return handle
+        return handle  # type: ignore[no-any-return]
 
     def call_at(
         self,
@@ -162,10 +162,11 @@ class VirtualLoop(asyncio.SelectorEventLoop):
             raise TypeError("when cannot be None")
         if self._closed:  # type: ignore[attr-defined]
             raise RuntimeError("Event loop is closed")
-        timer = _Timer(when, callback, args, self, context)
-        heapq.heappush(self._scheduled, (when, timer))  # type: ignore[attr-defined]
-        timer._scheduled = True  # type: ignore[attr-defined]
-        return timer
+        timer = _made(_Timer, callback, args, self, context)
+        timer._when = when
+        _heappush(self._scheduled, (when, timer))  # type: ignore[attr-defined]
+        timer._scheduled = True
+        return timer  # type: ignore[no-any-return]
 
     def advance(self, seconds: float) -> None:
         if seconds > 0:
@@ -196,9 +197,14 @@ class VirtualLoop(asyncio.SelectorEventLoop):
     def _run_once(self) -> None:
         ready: Any = self._ready  # type: ignore[attr-defined]
         if self.dead:
+            dead, parked = self.dead, self.parked
             kept: list[asyncio.Handle] = []
             for handle in ready:
-                (self.parked if self._of_dead(handle) else kept).append(handle)
+                # Every handle has a context (``asyncio.Handle`` copies one when given none).
+                if handle._context.get(PROCESS, 0) in dead:
+                    parked.append(handle)
+                else:
+                    kept.append(handle)
             ready.clear()
             ready.extend(kept)
             # The timers are swept once per crash: a parked process sets no timer after it,
@@ -210,8 +216,7 @@ class VirtualLoop(asyncio.SelectorEventLoop):
                 heapq.heapify(timers)
             self._sweep = False
         if self.shuffle and len(ready) > 1:
-            # In place: the same draws of the seed, and the same order, as a shuffled copy.
-            self.rng.shuffle(ready)
+            _shuffle(self.rng, ready)
         self._turn(ready)
 
     def _turn(self, ready: Any) -> None:
@@ -280,34 +285,53 @@ class VirtualLoop(asyncio.SelectorEventLoop):
 
 
 class _Soon(asyncio.Handle):
-    """``asyncio.Handle`` made without asking the loop for its debug mode (never on here)."""
+    """``asyncio.Handle`` made by :func:`_made`."""
 
     __slots__ = ()
-
-    def __init__(self, callback: Any, args: Any, loop: Any, context: Any = None) -> None:
-        _fill(self, callback, args, loop, context)
 
 
 class _Timer(asyncio.TimerHandle):
-    """``asyncio.TimerHandle`` made the same way as :class:`_Soon`."""
+    """``asyncio.TimerHandle`` made by :func:`_made`."""
 
     __slots__ = ()
 
-    def __init__(
-        self, when: float, callback: Any, args: Any, loop: Any, context: Any = None
-    ) -> None:
-        _fill(self, callback, args, loop, context)
-        this: Any = self
-        this._when = when
-        this._scheduled = False
+
+def _shuffle(rng: random.Random, ready: Any) -> None:
+    """``rng.shuffle(ready)`` with the same draws and the same result, in place, without its
+    call of ``_randbelow`` for each element (``random.Random.shuffle`` and
+    ``_randbelow_with_getrandbits`` of Python 3.11-3.13, inlined; the ready queue is shuffled
+    every turn). A subclass of ``random.Random`` may draw otherwise, so it shuffles itself."""
+    if type(rng) is not random.Random:
+        rng.shuffle(ready)
+        return
+    getrandbits = rng.getrandbits
+    items = list(ready)  # indexing a long deque walks it
+    for i in range(len(items) - 1, 0, -1):
+        bound = i + 1
+        k = bound.bit_length()
+        j = getrandbits(k)
+        while j >= bound:
+            j = getrandbits(k)
+        items[i], items[j] = items[j], items[i]
+    ready.clear()
+    ready.extend(items)
 
 
-def _fill(handle: Any, callback: Any, args: Any, loop: Any, context: Any) -> None:
-    """What ``asyncio.Handle.__init__`` sets, with no debug stack."""
-    handle._context = contextvars.copy_context() if context is None else context
+def _made(kind: type[asyncio.Handle], callback: Any, args: Any, loop: Any, context: Any) -> Any:
+    """A handle of ``kind`` with what ``asyncio.Handle.__init__`` sets, made without calling
+    it (nor asking the loop for its debug mode, never on here, nor keeping a debug stack): one
+    Python call a handle instead of two, and a seed makes tens of thousands."""
+    handle: Any = _new(kind)
+    handle._context = _copy_context() if context is None else context
     handle._loop = loop
     handle._callback = callback
     handle._args = args
     handle._cancelled = False
     handle._repr = None
     handle._source_traceback = None
+    return handle
+
+
+_new = object.__new__
+_copy_context = contextvars.copy_context
+_heappush = heapq.heappush
