@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,26 +20,39 @@ class _Done:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
-def test_pause_and_unpause_a_run(
+def _cli_over_a_held_app(
     world_url: str,
     capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    app: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # an app of its own: one process registers a workflow name once
-    (tmp_path / "pause_app.py").write_text(
+) -> Callable[..., _Done]:
+    """Write ``app``, an app of its own (one process registers a workflow name once) whose one
+    workflow waits on a hook, work in its folder, and give a call of the CLI on ``world_url``
+    that returns its exit code and what it printed."""
+    app.write_text(
         "import wayline\n\n\n"
         "@wayline.workflow\n"
         f"async def held_{uuid.uuid4().hex[:12]}(ticket: str) -> object:\n"
         "    return await wayline.create_hook(ticket)\n"
     )
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(app.parent)
     capsys.readouterr()
 
     def cli(*argv: str) -> _Done:
         code = main([*argv, "--world", world_url])
         out, err = capsys.readouterr()
         return _Done(code, out, err)
+
+    return cli
+
+
+def test_pause_and_unpause_a_run(
+    world_url: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cli = _cli_over_a_held_app(world_url, capsys, tmp_path / "pause_app.py", monkeypatch)
 
     def listed(status: str) -> list[dict[str, object]]:
         done = cli("runs", "list", "--status", status, "--json")
@@ -89,19 +103,7 @@ def test_pause_and_unpause_every_run_a_where_matches(
     match (``--dry-run`` names them and changes none), ``runs unpause --where`` lets the
     paused ones go; a where that matches nothing is nothing to do (1), and a RUN_ID with a
     where, or neither, is refused (2)."""
-    (tmp_path / "bulk_app.py").write_text(
-        "import wayline\n\n\n"
-        "@wayline.workflow\n"
-        f"async def held_{uuid.uuid4().hex[:12]}(ticket: str) -> object:\n"
-        "    return await wayline.create_hook(ticket)\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    capsys.readouterr()
-
-    def cli(*argv: str) -> _Done:
-        code = main([*argv, "--world", world_url])
-        out, err = capsys.readouterr()
-        return _Done(code, out, err)
+    cli = _cli_over_a_held_app(world_url, capsys, tmp_path / "bulk_app.py", monkeypatch)
 
     def start(tenant: str) -> str:
         done = cli("start", "bulk_app.py", "--input", '"t"', "--attr", f"tenant={tenant}")

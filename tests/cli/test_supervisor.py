@@ -56,6 +56,14 @@ def ledger(cli: Cli, *, started: bool = False) -> list[str]:
     return [line for line in lines if not line.startswith("start:")]
 
 
+def until_started(cli: Cli, sup: Background, name: str) -> None:
+    """Wait (30 s at most) until the ledger shows the run ``name``'s step started."""
+    deadline = time.monotonic() + 30
+    while name not in ledger(cli, started=True):
+        assert time.monotonic() < deadline, sup.output()[1]
+        time.sleep(0.02)
+
+
 def children(sup: Background, count: int, timeout: float = 30) -> dict[int, int]:
     """Slot -> pid of the newest child in each slot, once ``count`` children reported ready."""
     deadline = time.monotonic() + timeout
@@ -385,10 +393,7 @@ def test_a_draining_child_finishes_its_drain_when_the_supervisor_is_then_killed(
     pids = list(children(sup, 2).values())
     try:
         run_ids = asyncio.run(start_runs(world_cli.world, ["s0"], 3.0))
-        deadline = time.monotonic() + 30
-        while "s0" not in ledger(world_cli, started=True):
-            assert time.monotonic() < deadline, sup.output()[1]
-            time.sleep(0.02)
+        until_started(world_cli, sup, "s0")
         os.kill(sup.proc.pid, signal.SIGTERM)
         sup.wait_for("SIGTERM: stopping 2 worker processes")
         os.kill(sup.proc.pid, signal.SIGKILL)
@@ -415,11 +420,9 @@ def test_a_second_sigterm_to_the_supervisor_still_ends_the_drains_at_once(
     pids = list(children(sup, 2).values())
     try:
         asyncio.run(start_runs(cli.world, ["long"], 120.0))
-        deadline = time.monotonic() + 30
-        while "long" not in ledger(cli, started=True):
-            assert time.monotonic() < deadline, sup.output()[1]
-            time.sleep(0.02)
+        until_started(cli, sup, "long")
         os.kill(sup.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
         while sup.output()[1].count("SIGTERM: stopping (in-flight") < 2:  # both heard the first
             assert time.monotonic() < deadline, sup.output()[1]
             time.sleep(0.02)
@@ -499,10 +502,7 @@ def test_one_ctrl_c_drains_every_child_once_and_the_step_in_flight_finishes(
     pids = list(children(sup, 2).values())
     try:
         run_ids = asyncio.run(start_runs(world_cli.world, ["c0"], 2.0))
-        deadline = time.monotonic() + 30
-        while "c0" not in ledger(world_cli, started=True):
-            assert time.monotonic() < deadline, sup.output()[1]
-            time.sleep(0.02)
+        until_started(world_cli, sup, "c0")
         ctrl_c(sup)
         code = sup.proc.wait(60)
         _, err = sup.output()
@@ -561,11 +561,9 @@ def test_a_second_ctrl_c_still_ends_the_drains_at_once(
     pids = list(children(sup, 2).values())
     try:
         asyncio.run(start_runs(cli.world, ["long"], 120.0))
-        deadline = time.monotonic() + 30
-        while "long" not in ledger(cli, started=True):
-            assert time.monotonic() < deadline, sup.output()[1]
-            time.sleep(0.02)
+        until_started(cli, sup, "long")
         ctrl_c(sup)
+        deadline = time.monotonic() + 30
         while sup.output()[1].count("SIGINT: stopping (in-flight") < 2:  # both heard the first
             assert time.monotonic() < deadline, sup.output()[1]
             time.sleep(0.02)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -88,6 +89,26 @@ async def _entry(page: Page, form: str, at: str, key: str, value: str, kind: str
     await page.type(f'{form} {kind}[name="{at}"]', value)
 
 
+Refusal = tuple[str, Callable[[Console, Page, str, str, str], Awaitable[object]], str]
+"""A key the form is sent with, the check that it is refused (``_refused_in_browser`` or
+``_refused_by_server``), and what that check expects to be said."""
+
+
+async def _a_tag_refused_then_taken(
+    console: Console, page: Page, workflow: Any, refusal: Refusal, taken: str
+) -> None:
+    """A run of ``workflow`` answered through its form: an entry of ``tags`` whose key is
+    refused as ``refusal`` says, then the key changed to ``taken``, which resumes the run."""
+    refused, check, said = refusal
+    async with console.engine.worker([workflow]):
+        run, form = await _form(console, page, workflow)
+        await _add(page, form, "tags")
+        await _entry(page, form, "tags.0", refused, "1")
+        await check(console, page, form, run.run_id, said)
+        await page.type(f'{form} input[name="tags.0.key"]', taken)
+        assert await _resumed(page, form, run) == {"tags": {taken: 1}}
+
+
 async def test_a_mapping_of_any_value_is_answered_through_key_value_rows(
     console: Console, page: Page
 ) -> None:
@@ -148,13 +169,9 @@ async def test_mapping_keys_are_checked_by_pattern_and_offered_only_where_json_c
 async def test_a_pattern_the_browser_cannot_judge_is_left_to_the_server(
     console: Console, page: Page
 ) -> None:
-    async with console.engine.worker([tagged]):
-        run, form = await _form(console, page, tagged)
-        await _add(page, form, "tags")
-        await _entry(page, form, "tags.0", "tmp1", "1")
-        await _refused_by_server(console, page, form, run.run_id, "tags.tmp1")
-        await page.type(f'{form} input[name="tags.0.key"]', "kept")
-        assert await _resumed(page, form, run) == {"tags": {"kept": 1}}
+    await _a_tag_refused_then_taken(
+        console, page, tagged, ("tmp1", _refused_by_server, "tags.tmp1"), "kept"
+    )
 
 
 @pytest.mark.parametrize("with_class", [True, False], ids=["class", "shape"])
@@ -251,6 +268,32 @@ def _keys(count: int) -> list[str]:
     return ["".join(draw.choice(ALPHABET) for _ in range(draw.randrange(9))) for _ in range(count)]
 
 
+async def _taken_and_judged(
+    page: Page, pattern: str, keys: list[str]
+) -> tuple[list[bool], list[bool]]:
+    """For each of ``keys``, whether pydantic's own check of a key with ``pattern`` takes it,
+    and whether the browser's form (``wl.keyRulesProblem``) takes it; the browser must judge
+    the pattern itself."""
+    check = pydantic.TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
+    taken = []
+    for key in keys:
+        try:
+            check.validate_python(key)
+        except pydantic.ValidationError:
+            taken.append(False)
+        else:
+            taken.append(True)
+    judged = await page.script(
+        "const [pattern, keys] = arguments;"
+        "if (!wl.keyPattern(pattern)) return null;"
+        "return keys.map((key) => wl.keyRulesProblem({ pattern }, key) === null);".replace(
+            "arguments", json.dumps([pattern, keys])
+        )
+    )
+    assert judged is not None, pattern
+    return taken, judged
+
+
 async def test_the_browser_judges_a_key_pattern_as_pydantic_does(page: Page) -> None:
     """For each pattern the form judges and each of 400 keys, the browser refuses the key
     exactly when pydantic's own check of a key with that pattern refuses it, so the form
@@ -258,23 +301,7 @@ async def test_the_browser_judges_a_key_pattern_as_pydantic_does(page: Page) -> 
     await page.open("/hooks")
     keys = ["a\rb", "a\u2028b", "a\nb", "٣٣٣", "ab-٣", " x", "\u00a0x", "\u2028x", *_keys(400)]
     for pattern in PATTERNS:
-        check = pydantic.TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
-        taken = []
-        for key in keys:
-            try:
-                check.validate_python(key)
-            except pydantic.ValidationError:
-                taken.append(False)
-            else:
-                taken.append(True)
-        judged = await page.script(
-            "const [pattern, keys] = arguments;"
-            "if (!wl.keyPattern(pattern)) return null;"
-            "return keys.map((key) => wl.keyRulesProblem({ pattern }, key) === null);".replace(
-                "arguments", json.dumps([pattern, keys])
-            )
-        )
-        assert judged is not None, pattern
+        taken, judged = await _taken_and_judged(page, pattern, keys)
         wrong = [repr(k) for k, a, b in zip(keys, taken, judged, strict=True) if a != b]
         assert not wrong, (pattern, wrong[:5])
 
@@ -310,23 +337,7 @@ async def test_the_browser_judges_digits_by_pydantic_s_unicode_not_its_own(page:
     chars = [chr(c) for c in points if not 0xD800 <= c <= 0xDFFF]
     keys = [*chars, *("x" + c for c in chars[::7])]
     for pattern in DIGIT_PATTERNS:
-        check = pydantic.TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
-        taken = []
-        for key in keys:
-            try:
-                check.validate_python(key)
-            except pydantic.ValidationError:
-                taken.append(False)
-            else:
-                taken.append(True)
-        judged = await page.script(
-            "const [pattern, keys] = arguments;"
-            "if (!wl.keyPattern(pattern)) return null;"
-            "return keys.map((key) => wl.keyRulesProblem({ pattern }, key) === null);".replace(
-                "arguments", json.dumps([pattern, keys])
-            )
-        )
-        assert judged is not None, pattern
+        taken, judged = await _taken_and_judged(page, pattern, keys)
         blocked = [
             f"U+{ord(k[-1]):04X}"
             for k, a, b in zip(keys, taken, judged, strict=True)
@@ -345,15 +356,10 @@ async def test_a_key_pattern_given_compiled_is_left_to_the_class(
     """``re.compile(r"^[a-z]+$", re.I)`` takes ``AB`` where the class is; its pattern was
     recorded without its flag, and the form refused ``AB`` (``tags[0]: key should match pattern
     "^[a-z]+$"``), as the server did without the class."""
-    async with console.engine.worker([folded]):
-        run, form = await _form(console, page, folded)
-        await _add(page, form, "tags")
-        await _entry(page, form, "tags.0", "ABCDE", "1")
-        await _refused_in_browser(
-            console, page, form, run.run_id, "tags[0]: key should have at most 4 characters"
-        )
-        await page.type(f'{form} input[name="tags.0.key"]', "AB")
-        assert await _resumed(page, form, run) == {"tags": {"AB": 1}}
+    said = "tags[0]: key should have at most 4 characters"
+    await _a_tag_refused_then_taken(
+        console, page, folded, ("ABCDE", _refused_in_browser, said), "AB"
+    )
 
 
 @pytest.mark.parametrize("with_class", [True, False], ids=["class", "shape"])

@@ -33,6 +33,22 @@ async def _hook_active(engine: Engine, token: str) -> bool:
     return hook is not None and hook.active
 
 
+async def _a_poke_set_aside(world: wayline.World, run_id: str) -> list[dict[str, object]]:
+    """Enqueue a delivery naming the run and wait until it is set aside with the run's
+    CORRUPT_LOG as its reason; the dead letters that say so."""
+    await world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "poke"})
+
+    async def set_aside() -> list[dict[str, object]]:
+        return [
+            d
+            for d in await world.list_dead_letters()
+            if "CORRUPT_LOG" in str(d["reason"]) and run_id in str(d["reason"])
+        ]
+
+    found: list[dict[str, object]] = await wait_for(set_aside)
+    return found
+
+
 @pytest.mark.parametrize("garbage", GARBAGE, ids=lambda g: repr(g[:12]))
 async def test_a_poisoned_entry_fences_one_run_and_repair_resumes_it(
     engine: Engine, tmp_path: Path, garbage: bytes
@@ -66,16 +82,7 @@ async def test_a_poisoned_entry_fences_one_run_and_repair_resumes_it(
         assert [r.run_id for r in corrupt] == [a.run_id]
 
         # a delivery naming the run is set aside with the reason, once, not retried
-        await engine.world.enqueue(FLOW_TOPIC, {"runId": a.run_id, "reason": "poke"})
-
-        async def set_aside() -> list[dict[str, object]]:
-            return [
-                d
-                for d in await engine.world.list_dead_letters()
-                if "CORRUPT_LOG" in str(d["reason"]) and a.run_id in str(d["reason"])
-            ]
-
-        dead = await wait_for(set_aside)
+        dead = await _a_poke_set_aside(engine.world, a.run_id)
         assert dead[0]["attempts"] == 1
 
         # the other run is untouched
@@ -270,15 +277,7 @@ async def test_a_forged_lift_out_of_an_unwind_fences_the_run_and_repair_resumes_
         assert info.value.code == "CORRUPT_LOG"
     flag.unlink()
     async with engine.worker([runtime_flows.saga_stuck], world=reader):
-        await engine.world.enqueue(FLOW_TOPIC, {"runId": run_id, "reason": "poke"})
-
-        async def set_aside() -> bool:
-            dead = await engine.world.list_dead_letters()
-            return any(
-                "CORRUPT_LOG" in str(d["reason"]) and run_id in str(d["reason"]) for d in dead
-            )
-
-        await wait_for(set_aside)
+        await _a_poke_set_aside(engine.world, run_id)
         await engine.client.repair_run(run_id, seq)
         with pytest.raises(wayline.RunFailedError, match="no courier"):
             await engine.client.handle(run_id).result(timeout=20)
@@ -449,16 +448,7 @@ async def test_the_last_row_deleted_from_a_sqlite_log_is_fenced_and_repair_close
             await client.repair_run(run.run_id, gone - 1)
 
         async with wayline.Worker(world, [flows.gated]):
-            await world.enqueue(FLOW_TOPIC, {"runId": run.run_id, "reason": "poke"})
-
-            async def set_aside() -> list[dict[str, object]]:
-                return [
-                    d
-                    for d in await world.list_dead_letters()
-                    if "CORRUPT_LOG" in str(d["reason"]) and run.run_id in str(d["reason"])
-                ]
-
-            dead = await wait_for(set_aside)
+            dead = await _a_poke_set_aside(world, run.run_id)
             assert dead[0]["attempts"] == 1
             with pytest.raises(CorruptLogError):  # nothing was appended over the hole
                 await world.list_events(run.run_id)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -65,6 +68,58 @@ async def _pages(http: httpx.AsyncClient) -> dict[str, Any]:
     return out
 
 
+async def loaded_pages(open_nats_world: OpenWorlds) -> dict[str, Any]:
+    """The pages (``_pages``) of a console whose runs model has loaded: the pages to give."""
+    ref = await open_nats_world()
+    async with console_api(ref) as http:
+        await http.get("/api/runs")
+        assert await ref.runs_followed(30.0) is not None
+        return await _pages(http)
+
+
+@dataclass(frozen=True)
+class HeldLoad:
+    """A console whose runs model's load is held: its API, its world, its model (not loaded),
+    the event that lets the load go on, and its pages before the load."""
+
+    http: httpx.AsyncClient
+    console: Any
+    model: Any
+    go_on: asyncio.Event
+    before: dict[str, Any]
+
+
+@asynccontextmanager
+async def held_load(
+    open_nats_world: OpenWorlds, hold: tuple[asyncio.Event, asyncio.Event], want: dict[str, Any]
+) -> AsyncIterator[HeldLoad]:
+    """A new console whose load ``hold`` (``hold_before``) holds: its newest page is read from
+    the tail, which did not read the whole stream, and is the loaded model's (``want``); its
+    pages are taken while the model is not loaded."""
+    console = await open_nats_world()
+    async with console_api(console) as http:
+        newest = await asyncio.wait_for(http.get("/api/runs", params={"limit": "4"}), 30.0)
+        tail = console._listing._tail
+        assert tail is not None and tail.floor > tail.first, "the tail read the whole stream"
+        assert newest.json() == want["limit=4"]
+        before = await asyncio.wait_for(_pages(http), 30.0)
+        model = console._listing.model
+        assert model is not None and not model.loaded
+        yield HeldLoad(http, console, model, hold[1], before)
+
+
+async def add_foreign_subjects(writer: Any, tail: str) -> str:
+    """Configure the runs index's stream, as by hand, to hold also the subjects of a new
+    prefix followed by ``tail`` (``.>`` or ``.ri.>``); the prefix is returned."""
+    index = writer._listing.runs()
+    js = writer._listing._js()
+    config = (await js.stream_info(index.stream)).config
+    foreign = f"zz{new_run_id()[-8:]}"
+    config.subjects = [*config.subjects, f"{foreign}{tail}"]
+    await js.update_stream(config)
+    return foreign
+
+
 async def test_the_first_pages_before_the_load_are_the_loaded_model_s_pages(
     open_nats_world: OpenWorlds, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,23 +139,12 @@ async def test_the_first_pages_before_the_load_are_the_loaded_model_s_pages(
     for i in range(40, 52):
         await _run(writer, i)
     assert await writer.flush_runs_index()
-    ref = await open_nats_world()  # a console whose model is loaded: the pages to give
-    async with console_api(ref) as http:
-        await http.get("/api/runs")
-        assert await ref.runs_followed(30.0) is not None
-        want = await _pages(http)
+    want = await loaded_pages(open_nats_world)
     # the console's load held before it lists the index's names
-    _, go_on = hold_before(monkeypatch, runs_index.RunsIndex, "listed")
-    console = await open_nats_world()
-    async with console_api(console) as http:
-        newest = await asyncio.wait_for(http.get("/api/runs", params={"limit": "4"}), 30.0)
-        tail = console._listing._tail
-        assert tail is not None and tail.floor > tail.first, "the tail read the whole stream"
-        assert newest.json() == want["limit=4"]
-        before = await asyncio.wait_for(_pages(http), 30.0)
-        assert before == want
-        model = console._listing.model
-        assert model is not None and not model.loaded
+    hold = hold_before(monkeypatch, runs_index.RunsIndex, "listed")
+    async with held_load(open_nats_world, hold, want) as held:
+        http, console, model = held.http, held.console, held.model
+        assert held.before == want
 
         # runs written, and a run moved to another status, while the load is held
         late = [await _run(writer, i) for i in range(52, 58)]
@@ -110,7 +154,7 @@ async def test_the_first_pages_before_the_load_are_the_loaded_model_s_pages(
         assert not model.loaded
         assert late[-1] in {r["runId"] for r in loading["limit=4"]["runs"]}
         assert "cancelled" in loading["limit=4"]["counts"]
-        go_on.set()
+        held.go_on.set()
         assert await console.runs_followed(30.0) is model
         loaded = await _pages(http)
     assert loading == loaded
@@ -143,10 +187,7 @@ async def test_entries_outside_the_index_s_subjects_are_never_runs(
     console = await open_nats_world()  # started (provisioned) before the stream is changed
     index = writer._listing.runs()
     js = writer._listing._js()
-    config = (await js.stream_info(index.stream)).config
-    foreign = f"zz{new_run_id()[-8:]}"
-    config.subjects = [*config.subjects, f"{foreign}.ri.>"]
-    await js.update_stream(config)
+    foreign = await add_foreign_subjects(writer, ".ri.>")
     newest = time.time() + 3600  # first in the order, were it a run
 
     async def forge(run_id: str) -> None:

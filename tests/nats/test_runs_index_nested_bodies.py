@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 import nats
+from tests.nats import test_runs_first_page_equals_loaded as equals
 from tests.nats_fixtures import OpenWorlds, hold_before
 from wayline._core.events import EventType, NewEvent, RunStatus
 from wayline._core.ids import new_run_id
@@ -75,11 +76,7 @@ async def test_a_foreign_message_past_the_loaded_model_is_never_decoded(
     made = await _runs(writer, 5)
     console = await open_nats_world()
     index = writer._listing.runs()
-    js = writer._listing._js()
-    config = (await js.stream_info(index.stream)).config
-    foreign = f"zz{new_run_id()[-8:]}"
-    config.subjects = [*config.subjects, f"{foreign}.>"]
-    await js.update_stream(config)
+    foreign = await equals.add_foreign_subjects(writer, ".>")
     async with _api(console) as http:
         first = await http.get("/api/runs")
         assert first.status_code == 200, first.text
@@ -130,19 +127,13 @@ async def test_the_first_pages_read_past_foreign_messages_and_rollups(
     subject rewritten (the stream keeps one a subject: the older ones leave holes in the
     middle of a window), between the runs' entries: the first pages before the load are the
     loaded model's, and the next pages by cursor too."""
-    from tests.nats import test_runs_first_page_equals_loaded as equals
-    from tests.nats_fixtures import console_api
     from wayline.worlds.nats import runs_tail
 
     monkeypatch.setattr(runs_tail, "SKEW", 0.2)
     monkeypatch.setattr(runs_tail, "WINDOW", 8)
     writer = await open_nats_world()
-    index = writer._listing.runs()
     js = writer._listing._js()
-    config = (await js.stream_info(index.stream)).config
-    foreign = f"zz{new_run_id()[-8:]}"
-    config.subjects = [*config.subjects, f"{foreign}.>"]
-    await js.update_stream(config)
+    foreign = await equals.add_foreign_subjects(writer, ".>")
     made = []
     for round_ in range(4):
         for i in range(6):
@@ -153,23 +144,11 @@ async def test_the_first_pages_read_past_foreign_messages_and_rollups(
         await writer.append(made[round_ * 6 + 1], [NewEvent(EventType.RUN_CANCELLED)])
         assert await writer.flush_runs_index()
         await asyncio.sleep(0.3)  # past the tail's skew: older rounds lie below its bound
-    ref = await open_nats_world()
-    async with console_api(ref) as http:
-        await http.get("/api/runs")
-        assert await ref.runs_followed(30.0) is not None
-        want = await equals._pages(http)
+    want = await equals.loaded_pages(open_nats_world)
     # the load held before it reads anything (a walk to the stream's start reconciles the
     # index with the log, which lists the index's names)
-    _, go_on = hold_before(monkeypatch, runs_model.RunsModel, "_fill_from_index")
-    console = await open_nats_world()
-    async with console_api(console) as http:
-        newest = await asyncio.wait_for(http.get("/api/runs", params={"limit": "4"}), 30.0)
-        tail = console._listing._tail
-        assert tail is not None and tail.floor > tail.first, "the tail read the whole stream"
-        assert newest.json() == want["limit=4"]
-        before = await asyncio.wait_for(equals._pages(http), 30.0)
-        model = console._listing.model
-        assert model is not None and not model.loaded
-        go_on.set()
-        assert await console.runs_followed(30.0) is model
-    assert before == want
+    hold = hold_before(monkeypatch, runs_model.RunsModel, "_fill_from_index")
+    async with equals.held_load(open_nats_world, hold, want) as held:
+        held.go_on.set()
+        assert await held.console.runs_followed(30.0) is held.model
+    assert held.before == want

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.nats.test_tls_and_nkeys import a_message_goes_round, anonymous_is_refused
 from tests.nats_fixtures import NatsServer, OpenWorlds, free_port
 from wayline.errors import ConfigurationError, WorldUnavailableError
 from wayline.worlds.nats import NatsWorld, attribute_index, runs_index
@@ -175,17 +176,7 @@ async def test_token_auth(nats_server_own: NatsServer) -> None:
     server.start()
     try:
         world = NatsWorld.from_url(f"nats://t0k@127.0.0.1:{server.port}?prefix=tok")
-        await world.start()
-        try:
-            mid = await world.enqueue("flow", {})
-            [d] = await world.receive("flow", wait_seconds=2)
-            assert d.message_id == mid
-            await world.ack(d)
-        finally:
-            await world.close()
-        anonymous = NatsWorld(server.url, prefix="tok", connect_attempts=1)
-        with pytest.raises(WorldUnavailableError):
-            await anonymous.start()
-        await anonymous.close()
+        await a_message_goes_round(world)
+        await anonymous_is_refused(server.url, "tok")
     finally:
         server.stop()

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +82,26 @@ async def _refused(world: NatsWorld) -> str:
     return str(info.value)
 
 
+async def a_message_goes_round(world: NatsWorld, payload: dict[str, Any] | None = None) -> None:
+    """Start ``world``, enqueue a message, receive that one and acknowledge it, and close."""
+    await world.start()
+    try:
+        mid = await world.enqueue("flow", payload or {})
+        [d] = await world.receive("flow", wait_seconds=2)
+        assert d.message_id == mid
+        await world.ack(d)
+    finally:
+        await world.close()
+
+
+async def anonymous_is_refused(url: str, prefix: str) -> None:
+    """A world that gives no credentials cannot start on the server at ``url``."""
+    anonymous = NatsWorld(url, prefix=prefix, connect_attempts=1)
+    with pytest.raises(WorldUnavailableError):
+        await anonymous.start()
+    await anonymous.close()
+
+
 async def test_an_untrusted_ca_names_certificate_verify_failed(tls_server: NatsServer) -> None:
     url = f"tls://127.0.0.1:{tls_server.port}"
     text = await _refused(NatsWorld(url, prefix="tls1", connect_attempts=3))
@@ -104,14 +125,7 @@ async def test_the_right_ca_connects(pki: Path, tls_server: NatsServer) -> None:
     world = NatsWorld(
         f"tls://127.0.0.1:{tls_server.port}", prefix="tls4", tls_ca=str(pki / "ca.pem")
     )
-    await world.start()
-    try:
-        mid = await world.enqueue("flow", {"x": 1})
-        [d] = await world.receive("flow", wait_seconds=2)
-        assert d.message_id == mid
-        await world.ack(d)
-    finally:
-        await world.close()
+    await a_message_goes_round(world, {"x": 1})
 
 
 def test_the_cli_says_it_in_one_line_with_exit_2(
@@ -140,18 +154,8 @@ async def test_nkey_authentication(tmp_path: Path) -> None:
             NatsWorld(server.url, prefix="nk", nkeys_seed=str(seed_file)),
             NatsWorld(server.url, prefix="nk", nkeys_seed_str=seed.decode()),
         ):
-            await world.start()
-            try:
-                mid = await world.enqueue("flow", {})
-                [d] = await world.receive("flow", wait_seconds=2)
-                assert d.message_id == mid
-                await world.ack(d)
-            finally:
-                await world.close()
-        anonymous = NatsWorld(server.url, prefix="nk", connect_attempts=1)
-        with pytest.raises(WorldUnavailableError):
-            await anonymous.start()
-        await anonymous.close()
+            await a_message_goes_round(world)
+        await anonymous_is_refused(server.url, "nk")
     finally:
         server.stop()
 

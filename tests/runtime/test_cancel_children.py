@@ -5,7 +5,9 @@ the parent ends last."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,6 +124,49 @@ async def _all_cancelled(engine: Engine, parent_id: str, kids: list[str]) -> Non
     assert all(e.data["status"] == "cancelled" for e in reported), reported
 
 
+def _charged(marks: list[str]) -> int:
+    """How many charges the marks hold."""
+    return sum(m.startswith("charge ") for m in marks)
+
+
+def _any_charged(marks: list[str]) -> bool:
+    return _charged(marks) > 0
+
+
+async def _until_marked(path: str, reached: Callable[[list[str]], bool], interval: float) -> None:
+    """Wait (20 s at most) until the ledger's marks are as ``reached`` wants them."""
+
+    async def marked() -> bool:
+        return reached(_marks(path))
+
+    await wait_for(marked, timeout=20, interval=interval)
+
+
+async def _until_a_child(engine: Engine, parent_id: str, interval: float) -> None:
+    """Wait (20 s at most) until the parent has created a child."""
+
+    async def any_child() -> bool:
+        return bool(await _children(engine, parent_id))
+
+    await wait_for(any_child, timeout=20, interval=interval)
+
+
+async def _fan_cancelled(engine: Engine, parent: wayline.RunHandle[Any]) -> list[str]:
+    """The fan's parent ends cancelled, and so does each of its children (returned)."""
+    with pytest.raises(wayline.RunCancelledError):
+        await parent.result(timeout=40)
+    kids = await _children(engine, parent.run_id)
+    await _all_cancelled(engine, parent.run_id, kids)
+    return kids
+
+
+async def _fan_unwound(engine: Engine, path: str, kids: list[str]) -> None:
+    """Each child charged is refunded once, the parent's own step first and last, and no child
+    runs outside the parent's log."""
+    _check_ledger(path, ("reserve parent", "release parent"))
+    assert len(await engine.world.list_runs(workflow="sleepy_kid")) == len(kids)
+
+
 @pytest.mark.parametrize("when", ["at-once", "first-child"])
 async def test_cancel_a_parent_while_its_gathered_children_start(
     engine: Engine, tmp_path: Path, when: str
@@ -130,30 +175,17 @@ async def test_cancel_a_parent_while_its_gathered_children_start(
     async with engine.worker(ALL):
         parent = await engine.client.start(fan_parent, path, N)
         if when == "first-child":
-
-            async def any_child() -> bool:
-                return bool(await _children(engine, parent.run_id))
-
-            await wait_for(any_child, timeout=20, interval=0.005)
+            await _until_a_child(engine, parent.run_id, interval=0.005)
         assert await engine.client.cancel(parent.run_id, "stop the fan")
-        with pytest.raises(wayline.RunCancelledError):
-            await parent.result(timeout=40)
-        kids = await _children(engine, parent.run_id)
-        await _all_cancelled(engine, parent.run_id, kids)
-    _check_ledger(path, ("reserve parent", "release parent"))
-    # no child runs outside the parent's log
-    assert len(await engine.world.list_runs(workflow="sleepy_kid")) == len(kids)
+        kids = await _fan_cancelled(engine, parent)
+    await _fan_unwound(engine, path, kids)
 
 
 async def test_cancel_reaches_a_grandchild_innermost_first(engine: Engine, tmp_path: Path) -> None:
     path = str(tmp_path / "ledger")
     async with engine.worker(ALL):
         parent = await engine.client.start(top, path)
-
-        async def grand_charged() -> bool:
-            return "charge grand" in _marks(path)
-
-        await wait_for(grand_charged, timeout=20)
+        await _until_marked(path, lambda marks: "charge grand" in marks, interval=0.02)
         [mid] = await _children(engine, parent.run_id)
         [grand] = await _children(engine, mid)
         assert await engine.client.cancel(parent.run_id, "stop the tree")
@@ -216,31 +248,19 @@ async def test_cancel_then_the_worker_dies_then_another_finishes(
     worker = wayline.Worker(engine.world, ALL, settings=settings())
     await worker.start()
     parent = await engine.client.start(fan_parent, path, N)
-
-    async def some_charged() -> bool:
-        return any(m.startswith("charge ") for m in _marks(path))
-
-    await wait_for(some_charged, timeout=20, interval=0.005)
+    await _until_marked(path, _any_charged, interval=0.005)
     assert await engine.client.cancel(parent.run_id, "crash course")
     await worker.close(graceful=False)
     async with engine.worker(ALL):
-        with pytest.raises(wayline.RunCancelledError):
-            await parent.result(timeout=40)
-        kids = await _children(engine, parent.run_id)
-        await _all_cancelled(engine, parent.run_id, kids)
-    _check_ledger(path, ("reserve parent", "release parent"))
-    assert len(await engine.world.list_runs(workflow="sleepy_kid")) == len(kids)
+        kids = await _fan_cancelled(engine, parent)
+    await _fan_unwound(engine, path, kids)
 
 
 async def test_cancelling_a_child_fails_its_parents_wait(engine: Engine, tmp_path: Path) -> None:
     path = str(tmp_path / "ledger")
     async with engine.worker(ALL):
         parent = await engine.client.start(catching_parent, path)
-
-        async def charged() -> bool:
-            return "charge kid" in _marks(path)
-
-        await wait_for(charged, timeout=20)
+        await _until_marked(path, lambda marks: "charge kid" in marks, interval=0.02)
         [kid_id] = await _children(engine, parent.run_id)
         assert await engine.client.cancel(kid_id, "just the kid")
         assert await parent.result(timeout=20) == "child cancelled"
@@ -259,21 +279,13 @@ async def test_cancel_then_the_worker_dies_while_children_start(
     await worker.start()
     parent = await engine.client.start(fan_parent, path, N)
     if when == "first-child":
-
-        async def any_child() -> bool:
-            return bool(await _children(engine, parent.run_id))
-
-        await wait_for(any_child, timeout=20, interval=0.002)
+        await _until_a_child(engine, parent.run_id, interval=0.002)
     assert await engine.client.cancel(parent.run_id, "crash course")
     await asyncio.sleep(0.01)
     await worker.close(graceful=False)
     async with engine.worker(ALL):
-        with pytest.raises(wayline.RunCancelledError):
-            await parent.result(timeout=40)
-        kids = await _children(engine, parent.run_id)
-        await _all_cancelled(engine, parent.run_id, kids)
-    _check_ledger(path, ("reserve parent", "release parent"))
-    assert len(await engine.world.list_runs(workflow="sleepy_kid")) == len(kids)
+        kids = await _fan_cancelled(engine, parent)
+    await _fan_unwound(engine, path, kids)
 
 
 async def test_two_workers_share_a_cancelled_fan(engine: Engine, tmp_path: Path) -> None:
@@ -300,11 +312,7 @@ async def test_a_parent_and_its_child_cancelled_together(engine: Engine, tmp_pat
     path = str(tmp_path / "ledger")
     async with engine.worker(ALL):
         parent = await engine.client.start(fan_parent, path, 2)
-
-        async def both_charged() -> bool:
-            return sum(m.startswith("charge ") for m in _marks(path)) == 2
-
-        await wait_for(both_charged, timeout=20)
+        await _until_marked(path, lambda marks: _charged(marks) == 2, interval=0.02)
         kids = await _children(engine, parent.run_id)
         results = await asyncio.gather(
             engine.client.cancel(kids[0], "the kid alone"),
@@ -378,11 +386,7 @@ async def test_a_cancelled_child_whose_report_is_lost_once_still_ends_its_parent
     world.enqueue = flaky_enqueue  # type: ignore[method-assign]
     async with engine.worker(ALL):
         parent = await engine.client.start(fan_parent, path, 1)
-
-        async def charged() -> bool:
-            return "charge k0" in _marks(path)
-
-        await wait_for(charged, timeout=20)
+        await _until_marked(path, lambda marks: "charge k0" in marks, interval=0.02)
         assert await engine.client.cancel(parent.run_id, "lossy")
         with pytest.raises(wayline.RunCancelledError):
             await parent.result(timeout=40)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ import wayline
 from tests.runtime import adversarial_flows as af
 from tests.runtime import race3_flows as r3
 from tests.runtime.harness import Engine, of_type, settings, wait_for
-from wayline._core.events import EventType
+from wayline._core.events import Event, EventType
 
 
 def _seen(path: str) -> list[str]:
@@ -136,6 +137,21 @@ async def test_racing_resumers_each_payload_once_in_log_order(
     assert af.lines(marker) == [f"got {v}" for v in got]
 
 
+async def _resumed_then_cancelled(
+    engine: Engine, flow: Any, marker: str, token: str
+) -> tuple[list[Event], str]:
+    """Start ``flow`` on ``marker`` and ``token``, resume its hook, and see the run end
+    cancelled; its events and a line each of them, to show when an assertion fails."""
+    async with engine.worker([flow]):
+        handle = await engine.client.start(flow, marker, token)
+        await wait_for(lambda: engine.world.get_hook(token), timeout=20)
+        await engine.client.resume_hook(token, 1)
+        with pytest.raises(wayline.RunCancelledError):
+            await handle.result(timeout=20)
+    events = await engine.world.list_events(handle.run_id)
+    return events, "\n".join(f"{e.seq} {e.type} {e.correlation_id}" for e in events)
+
+
 async def test_a_cancel_written_before_the_next_decision_starts_nothing_new(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,15 +172,8 @@ async def test_a_cancel_written_before_the_next_decision_starts_nothing_new(
         return await real(world, replay, batch, **kw)
 
     monkeypatch.setattr(handler_module, "append_batch", cancel_first)
-    async with engine.worker([r3.r3_hook_then_charge]):
-        handle = await engine.client.start(r3.r3_hook_then_charge, marker, token)
-        await wait_for(lambda: engine.world.get_hook(token), timeout=20)
-        await engine.client.resume_hook(token, 1)
-        with pytest.raises(wayline.RunCancelledError):
-            await handle.result(timeout=20)
+    _, log = await _resumed_then_cancelled(engine, r3.r3_hook_then_charge, marker, token)
     assert injected == [True]
-    events = await engine.world.list_events(handle.run_id)
-    log = "\n".join(f"{e.seq} {e.type} {e.correlation_id}" for e in events)
     assert "charge_c-start" not in _seen(marker), log
     _refunded_once_after(marker, "charge_a", "refund_a")
 
@@ -188,15 +197,8 @@ async def test_a_cancel_recorded_before_a_queued_step_starts_keeps_it_from_start
         return await real(world, run_id, *rest)
 
     monkeypatch.setattr(step_delivery, "_start", cancel_first)
-    async with engine.worker([r3.r3_hook_then_queued]):
-        handle = await engine.client.start(r3.r3_hook_then_queued, marker, token)
-        await wait_for(lambda: engine.world.get_hook(token), timeout=20)
-        await engine.client.resume_hook(token, 1)
-        with pytest.raises(wayline.RunCancelledError):
-            await handle.result(timeout=20)
+    events, log = await _resumed_then_cancelled(engine, r3.r3_hook_then_queued, marker, token)
     assert injected == [True]
-    events = await engine.world.list_events(handle.run_id)
-    log = "\n".join(f"{e.seq} {e.type} {e.correlation_id}" for e in events)
     assert "charge_q-start" not in _seen(marker), log
     assert not of_type(events, EventType.STEP_STARTED), log
 

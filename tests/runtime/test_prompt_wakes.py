@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -273,44 +275,20 @@ async def test_a_wait_handed_back_after_its_wake_in_process_is_woken_by_its_dela
     log = str(tmp_path / "bodies")
     async with engine.worker([pw_sleepy]) as first:
         h1 = first.handler
-        took = asyncio.Event()
-        real_woke = h1.prompt_wakes.woke
 
-        def woke(replay: Any, at: float) -> None:
-            real_woke(replay, at)
+        def close_in_the_wait() -> None:
             h1.closing = True  # a close in the wait, its receives still going
-            took.set()
 
-        h1.prompt_wakes.woke = woke  # type: ignore[method-assign]
-        handle = await engine.client.start(pw_sleepy, log, 2, 0.2)
-        await asyncio.wait_for(took.wait(), 30)
-        h1.prompt_wakes.woke = real_woke  # type: ignore[method-assign]
-        other = await engine.make_world()
-        real_now = other.now
-        # 2 s, not 0.1 s: the second worker reads the run when the first hands it back, after
-        # the 0.2 s sleep is due; a read more than the lag after that (a loaded machine) found
-        # it due and drove the run itself.
-        other.now = lambda: real_now() - 2.0  # type: ignore[method-assign]
-        acked = asyncio.Event()
-        async with engine.worker([pw_sleepy], world=other) as second:
-            h2 = second.handler
-            h2.spare_slot = lambda delivery: False
-            real_flow = h2.handle_flow
-
-            async def handle_flow(delivery: Delivery) -> Any:
-                verdict = await real_flow(delivery)
-                if verdict.kind == "ack":
-                    acked.set()
-                return verdict
-
-            h2.handle_flow = handle_flow  # type: ignore[method-assign]
+        async with woken_in_process(h1, then=close_in_the_wait):
+            handle = await engine.client.start(pw_sleepy, log, 2, 0.2)
+        # 2 s behind, not 0.1 s: the second worker reads the run when the first hands it back,
+        # after the 0.2 s sleep is due; a read more than the lag after that (a loaded machine)
+        # found it due and drove the run itself.
+        async with worker_behind_without_a_slot(engine, behind=2.0) as acked:
             await asyncio.wait_for(acked.wait(), 30)
         h1.closing = False  # the first worker takes deliveries again, as a worker still up does
         assert await handle.result(timeout=30) == [0, 1]
-    assert flows.lines(log) == ["tick 0", "tick 1"]
-    events = await handle.events()
-    completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]
-    assert len(completed) == 2 and len(set(completed)) == 2
+    await both_sleeps_completed_once(handle, log)
 
 
 async def test_a_wait_paused_after_its_wake_in_process_is_woken_by_its_delayed_message(
@@ -328,17 +306,8 @@ async def test_a_wait_paused_after_its_wake_in_process_is_woken_by_its_delayed_m
     log = str(tmp_path / "bodies")
     async with engine.worker([pw_sleepy], settings=settings(prompt_wake_seconds=2.0)) as first:
         h1 = first.handler
-        took = asyncio.Event()
-        real_woke = h1.prompt_wakes.woke
-
-        def woke(replay: Any, at: float) -> None:
-            real_woke(replay, at)
-            took.set()
-
-        h1.prompt_wakes.woke = woke  # type: ignore[method-assign]
-        handle = await engine.client.start(pw_sleepy, log, 2, 1.0)
-        await asyncio.wait_for(took.wait(), 30)
-        h1.prompt_wakes.woke = real_woke  # type: ignore[method-assign]
+        async with woken_in_process(h1):
+            handle = await engine.client.start(pw_sleepy, log, 2, 1.0)
         assert await handle.pause()  # in the wait: the wake is held back by the pause
         # the first worker keeps taking the sleep's delayed messages, not the unpause's wake
         bounced = asyncio.Event()
@@ -353,26 +322,64 @@ async def test_a_wait_paused_after_its_wake_in_process_is_woken_by_its_delayed_m
         h1.handle_flow = bounce  # type: ignore[method-assign]
         await asyncio.sleep(1.5)  # past the sleep, the pause read, the delivery acknowledged
         assert flows.lines(log) == ["tick 0"]
-        other = await engine.make_world()
-        real_now = other.now
-        other.now = lambda: real_now() - 2.0  # type: ignore[method-assign]
-        acked = asyncio.Event()
-        async with engine.worker([pw_sleepy], world=other) as second:
-            h2 = second.handler
-            h2.spare_slot = lambda delivery: False
-            real_flow2 = h2.handle_flow
-
-            async def handle_flow(delivery: Delivery) -> Any:
-                verdict = await real_flow2(delivery)
-                if verdict.kind == "ack":
-                    acked.set()
-                return verdict
-
-            h2.handle_flow = handle_flow  # type: ignore[method-assign]
+        async with worker_behind_without_a_slot(engine, behind=2.0) as acked:
             assert await handle.unpause()
             await asyncio.wait_for(acked.wait(), 30)
         bounced.set()
         assert await handle.result(timeout=20) == [0, 1]
+    await both_sleeps_completed_once(handle, log)
+
+
+@asynccontextmanager
+async def woken_in_process(
+    handler: Handler, then: Callable[[], None] = lambda: None
+) -> AsyncIterator[None]:
+    """Leaves the block once ``handler`` has taken a sleep of the run started in it to wake in
+    process (calling ``then`` right after it took it), and stops watching for it."""
+    took = asyncio.Event()
+    real_woke = handler.prompt_wakes.woke
+
+    def woke(replay: Any, at: float) -> None:
+        real_woke(replay, at)
+        then()
+        took.set()
+
+    handler.prompt_wakes.woke = woke  # type: ignore[method-assign]
+    try:
+        yield
+        await asyncio.wait_for(took.wait(), 30)
+    finally:
+        handler.prompt_wakes.woke = real_woke  # type: ignore[method-assign]
+
+
+@asynccontextmanager
+async def worker_behind_without_a_slot(
+    engine: Engine, behind: float
+) -> AsyncIterator[asyncio.Event]:
+    """A second worker, on its own world whose clock reads ``behind`` seconds behind, that has
+    no slot to spare; the event it yields is set when it acknowledges a flow delivery. It stops
+    as the block ends."""
+    other = await engine.make_world()
+    real_now = other.now
+    other.now = lambda: real_now() - behind  # type: ignore[method-assign]
+    acked = asyncio.Event()
+    async with engine.worker([pw_sleepy], world=other) as second:
+        handler = second.handler
+        handler.spare_slot = lambda delivery: False
+        real_flow = handler.handle_flow
+
+        async def handle_flow(delivery: Delivery) -> Any:
+            verdict = await real_flow(delivery)
+            if verdict.kind == "ack":
+                acked.set()
+            return verdict
+
+        handler.handle_flow = handle_flow  # type: ignore[method-assign]
+        yield acked
+
+
+async def both_sleeps_completed_once(handle: wayline.RunHandle[Any], log: str) -> None:
+    """Each of the run's two steps ran once and each of its two sleeps completed once."""
     assert flows.lines(log) == ["tick 0", "tick 1"]
     events = await handle.events()
     completed = [e.correlation_id for e in of_type(events, EventType.WAIT_COMPLETED)]

@@ -786,7 +786,7 @@ def _list_element(
         return None
     if len(options) == 1 and options[0].get("type") == "array":
         return _list_of(options[0], defs, walk, depth)
-    return _element(options, prop, defs, walk, depth)
+    return _element(_Item(prop, options, defs, depth), walk)
 
 
 def _list_of(
@@ -802,37 +802,45 @@ def _list_of(
     return {"list": element}
 
 
-def _element(
-    options: list[Mapping[str, Any]],
-    prop: Mapping[str, Any],
-    defs: Mapping[str, Any],
-    walk: _Walk,
-    depth: int,
-) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class _Item:
+    """A list's item or a field as a walk meets it: its schema (``prop``), the options it may
+    be (``_options`` of it against ``defs``) and how many levels of models down it stands.
+    What :func:`_element`, :func:`_either`, :func:`_choices` and :func:`_parts` say of it."""
+
+    prop: Mapping[str, Any]
+    options: list[Mapping[str, Any]]
+    defs: Mapping[str, Any]
+    depth: int
+
+    @property
+    def models(self) -> list[Mapping[str, Any]]:
+        """The options that are models, in order."""
+        return [o for o in self.options if _is_model(o)]
+
+    def union(self, walk: _Walk) -> dict[str, Any]:
+        """Its models as a union (:func:`_union`), told apart by the item's discriminator."""
+        return _union(self.models, _tag(self.prop, self.defs), self.defs, walk, self.depth)
+
+
+def _element(item: _Item, walk: _Walk) -> dict[str, Any] | None:
     """What a list's item is, when it is a model (``{"shape": ...}``) or a union of models
     (``{"union": ...}``); None for anything else (checked where the class is)."""
-    models = [o for o in options if _is_model(o)]
+    options, models, depth = item.options, item.models, item.depth
     if any(_is_mapping(o) for o in options):
         # ``list[dict[str, int]]``, ``list[Model | dict[str, int]]``: a mapping, maybe or a
         # model; beside anything else, checked where the class is
         rest = [o for o in options if not _is_model(o) and not _is_mapping(o)]
-        found = None if rest else _mapping(options, models, defs, walk, depth, depth + 1)
-        return found if found is not None else _choices(options, prop, defs, walk, depth)
+        found = None if rest else _mapping(options, models, item.defs, walk, depth, depth + 1)
+        return found if found is not None else _choices(item, walk)
     if len(models) == 1 and len(options) == 1:
-        return {"shape": _fields(models[0], defs, walk, depth + 1)}
+        return {"shape": _fields(models[0], item.defs, walk, depth + 1)}
     if len(models) >= 2 and len(models) == len(options):
-        return {"union": _union(models, _tag(prop, defs), defs, walk, depth)}
-    return _either(options, models, prop, defs, walk, depth)
+        return {"union": item.union(walk)}
+    return _either(item, walk)
 
 
-def _either(
-    options: list[Mapping[str, Any]],
-    models: list[Mapping[str, Any]],
-    prop: Mapping[str, Any],
-    defs: Mapping[str, Any],
-    walk: _Walk,
-    depth: int,
-) -> dict[str, Any] | None:
+def _either(item: _Item, walk: _Walk) -> dict[str, Any] | None:
     """What a list's item is when it may be several kinds of thing (``Model | int``,
     ``list[int] | None``, ``Model | list[int]``): ``{"options": [...]}``, one element each for
     its model (``shape``, with the model's ``title``) or its union of models (``union``), its
@@ -840,11 +848,12 @@ def _either(
     order; None for anything else (a mapping, two kinds of list: checked where the class is).
     A key of its own, so an older reader passes such items over rather than refusing, say, a
     null item of ``list[list[int] | None]`` as no list."""
+    options, models, defs, depth = item.options, item.models, item.defs, item.depth
     lists = [o for o in options if o.get("type") == "array"]
     plain = [o for o in options if not _is_model(o) and o.get("type") != "array"]
     if len(lists) > 1:
         if models:
-            return _choices(options, prop, defs, walk, depth)
+            return _choices(item, walk)
         return _lists_item(lists, plain, models, defs, walk, depth)
     if bool(models) + bool(lists) + bool(plain) < 2:
         return None
@@ -858,28 +867,22 @@ def _either(
     if lists and listed is None:
         return None
     walk.take("options")
-    return {"options": _parts(models, prop, defs, walk, depth, [listed, found])}
+    return {"options": _parts(item, walk, [listed, found])}
 
 
-def _parts(
-    models: list[Mapping[str, Any]],
-    prop: Mapping[str, Any],
-    defs: Mapping[str, Any],
-    walk: _Walk,
-    depth: int,
-    rest: list[dict[str, Any] | None],
-) -> list[dict[str, Any]]:
+def _parts(item: _Item, walk: _Walk, rest: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
     """The elements of an item's ``options`` or ``choices``: its model (``shape``, titled) or
     its union of models (``union``), then each of ``rest`` that is recorded, in order. The
     models are walked last, once every other part is known to be recorded."""
     out: list[dict[str, Any]] = []
+    models = item.models
     if len(models) == 1:
-        model = _fields(models[0], defs, walk, depth + 1)
+        model = _fields(models[0], item.defs, walk, item.depth + 1)
         model["title"] = str(models[0].get("title") or "")
         walk.take(model["title"])
         out.append({"shape": model})
     elif models:
-        out.append({"union": _union(models, _tag(prop, defs), defs, walk, depth)})
+        out.append({"union": item.union(walk)})
     for part in rest:
         if part is not None:
             if "kinds" in part:
@@ -888,13 +891,7 @@ def _parts(
     return out
 
 
-def _choices(
-    options: list[Mapping[str, Any]],
-    prop: Mapping[str, Any],
-    defs: Mapping[str, Any],
-    walk: _Walk,
-    depth: int,
-) -> dict[str, Any] | None:
+def _choices(item: _Item, walk: _Walk) -> dict[str, Any] | None:
     """What a list's item or a field is when it may be several kinds of thing that ``options``
     and ``maps`` do not say: a model beside two kinds of list (``Model | list[int] |
     list[str]``), a mapping beside two models or a list (``dict[str, int] | A | B``,
@@ -904,7 +901,7 @@ def _choices(
     order; None where a part is not recorded (checked where the class is). A key of its own,
     never ``options``: an older reader would hold a mapping to the model beside it, or a list
     to its one list, and refuse what the class takes; it passes ``choices`` over."""
-    models = [o for o in options if _is_model(o)]
+    options, models, defs, depth = item.options, item.models, item.defs, item.depth
     lists = [o for o in options if o.get("type") == "array"]
     maps = [o for o in options if o.get("type") == "object" and not _is_model(o)]
     plain = [o for o in options if o.get("type") not in ("array", "object")]
@@ -927,7 +924,7 @@ def _choices(
     if maps and mapped is None:
         return None
     walk.take("choices")
-    return {"choices": _parts(models, prop, defs, walk, depth, [listed, mapped, found])}
+    return {"choices": _parts(item, walk, [listed, mapped, found])}
 
 
 def _alternatives(
@@ -1035,7 +1032,7 @@ def _fields(
             elif len(models) > 1:
                 # a mapping beside two models (``dict[str, int] | A | B``): under a key of its
                 # own, which an older reader passes over
-                chosen = _choices(options, prop, defs, walk, depth)
+                chosen = _choices(_Item(prop, options, defs, depth), walk)
                 if chosen is not None:
                     choices[name] = chosen
             continue

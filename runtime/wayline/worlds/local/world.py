@@ -17,29 +17,26 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
 from ..._core import ordering
 from ..._core.events import RUN_TERMINAL_EVENTS, Event, NewEvent, RunStatus
-from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
 from ...errors import BlobMissingError, ConfigurationError, WorldUnavailableError
 from ...settings import Settings
 from ...world import (
-    Delivery,
     Finding,
     HookInfo,
-    QueueDepth,
     RunInfo,
     RunWatch,
     World,
     terminal_statuses,
 )
 from ...world.blobs import ORPHAN_GRACE_SECONDS, OutOfLine, orphan_grace, payload_field
-from ...world.part_forwarding import ForwardsToParts
+from ...world.part_forwarding import ForwardsToParts, ForwardsToQueue
 from ...world.ports.blobs import CHUNK_BYTES, BlobRef, PayloadField
 from . import checkup
 from .blobs import LocalBlobs, stream_blob
@@ -60,7 +57,9 @@ _SYNC_MODES = ("FULL", "NORMAL")
 """``PRAGMA synchronous`` values a world accepts (WAL mode: FULL fsyncs each commit)."""
 
 
-class LocalWorld(ForwardsToParts, World):
+class LocalWorld(ForwardsToParts, ForwardsToQueue, World):
+    _queue: LocalQueue
+
     @classmethod
     def from_url(cls, url: str, **options: Any) -> LocalWorld:
         """``sqlite:///relative.db`` or ``sqlite:////absolute/path.db`` (as SQLAlchemy writes
@@ -318,67 +317,3 @@ class LocalWorld(ForwardsToParts, World):
 
     async def payload_blob(self, run_id: str, which: PayloadField) -> BlobRef | None:
         return payload_field(self._log.stored_run(run_id), which)
-
-    # queue (``queue``) --------------------------------------------------------------------
-    async def enqueue(
-        self,
-        topic: str,
-        payload: Mapping[str, Any],
-        *,
-        idempotency_key: str | None = None,
-        delay_seconds: float = 0.0,
-        recoverable: bool = False,
-    ) -> MessageId:
-        topic = await self.router.topic(topic, payload)
-        return await self._queue.enqueue(
-            topic,
-            payload,
-            idempotency_key=idempotency_key,
-            delay_seconds=delay_seconds,
-            recoverable=recoverable,
-        )
-
-    async def receive(
-        self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
-    ) -> list[Delivery]:
-        return await self._queue.receive(
-            topic, max_messages=max_messages, wait_seconds=wait_seconds
-        )
-
-    async def ack(self, delivery: Delivery) -> bool:
-        return await self._queue.ack(delivery)
-
-    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
-        return await self._queue.retry(delivery, delay_seconds)
-
-    async def release(
-        self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
-    ) -> bool:
-        return await self._queue.release(delivery, delay_seconds, held=held)
-
-    async def cancel_delayed(self, message_id: MessageId) -> bool:
-        return await self._queue.cancel_delayed(message_id)
-
-    async def renew(self, delivery: Delivery) -> bool:
-        return await self._queue.renew(delivery)
-
-    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
-        return await self._queue.dead_letter(delivery, reason)
-
-    async def runs_with_messages(self) -> set[str] | None:
-        return await self._queue.runs_with_messages()
-
-    async def queue_depths(self) -> list[QueueDepth] | None:
-        return await self._queue.queue_depths()
-
-    async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
-        return await self._queue.ready_messages(topics)
-
-    async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
-        return await self._queue.in_flight_messages(topics)
-
-    async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
-        return await self._queue.delayed_messages(topics, before)
-
-    async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
-        return await self._queue.list_dead_letters(limit)

@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from ..._core import ordering, search_attributes
 from ..._core.events import RUN_TERMINAL_EVENTS, Event, NewEvent, RunStatus
-from ..._core.ids import MessageId
 from ..._core.search_attributes import Where
 from ...settings import Settings
 from ...world import (
-    Delivery,
     HookInfo,
-    QueueDepth,
     RunInfo,
     RunWatch,
     World,
 )
 from ...world.blobs import ORPHAN_GRACE_SECONDS, orphan_grace
-from ...world.part_forwarding import ForwardsToParts
+from ...world.part_forwarding import ForwardsToParts, ForwardsToQueue
 from ...world.ports.blobs import BlobRef
 from .blobs import MemoryBlobs
 from .hook_buffer import MemoryHookBuffer
@@ -40,7 +36,8 @@ from .store import MemoryStore
 from .streams import MemoryStreams
 
 
-class MemoryWorld(ForwardsToParts, World):
+class MemoryWorld(ForwardsToParts, ForwardsToQueue, World):
+    _queue: MemoryQueue
     url = "memory://"
     terminal_hints = True
     """Every end appended on the store is heard at once by every world opened on it."""
@@ -157,70 +154,6 @@ class MemoryWorld(ForwardsToParts, World):
             self._watchers.pop(on_change, None)
 
         return RunWatch(close)
-
-    # queue (``queue``) --------------------------------------------------------------------
-    async def enqueue(
-        self,
-        topic: str,
-        payload: Mapping[str, Any],
-        *,
-        idempotency_key: str | None = None,
-        delay_seconds: float = 0.0,
-        recoverable: bool = False,
-    ) -> MessageId:
-        topic = await self.router.topic(topic, payload)
-        return await self._queue.enqueue(
-            topic,
-            payload,
-            idempotency_key=idempotency_key,
-            delay_seconds=delay_seconds,
-            recoverable=recoverable,
-        )
-
-    async def receive(
-        self, topic: str, *, max_messages: int = 1, wait_seconds: float = 1.0
-    ) -> list[Delivery]:
-        return await self._queue.receive(
-            topic, max_messages=max_messages, wait_seconds=wait_seconds
-        )
-
-    async def ack(self, delivery: Delivery) -> bool:
-        return await self._queue.ack(delivery)
-
-    async def retry(self, delivery: Delivery, delay_seconds: float = 0.0) -> bool:
-        return await self._queue.retry(delivery, delay_seconds)
-
-    async def release(
-        self, delivery: Delivery, delay_seconds: float = 0.0, *, held: bool = False
-    ) -> bool:
-        return await self._queue.release(delivery, delay_seconds, held=held)
-
-    async def cancel_delayed(self, message_id: MessageId) -> bool:
-        return await self._queue.cancel_delayed(message_id)
-
-    async def renew(self, delivery: Delivery) -> bool:
-        return await self._queue.renew(delivery)
-
-    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
-        return await self._queue.dead_letter(delivery, reason)
-
-    async def list_dead_letters(self, limit: int = 100) -> list[dict[str, Any]]:
-        return await self._queue.list_dead_letters(limit)
-
-    async def runs_with_messages(self) -> set[str] | None:
-        return await self._queue.runs_with_messages()
-
-    async def queue_depths(self) -> list[QueueDepth] | None:
-        return await self._queue.queue_depths()
-
-    async def ready_messages(self, topics: Sequence[str]) -> dict[str, int]:
-        return await self._queue.ready_messages(topics)
-
-    async def in_flight_messages(self, topics: Sequence[str]) -> dict[str, int]:
-        return await self._queue.in_flight_messages(topics)
-
-    async def delayed_messages(self, topics: Sequence[str], before: float) -> dict[str, int]:
-        return await self._queue.delayed_messages(topics, before)
 
     # blobs (``blobs``) --------------------------------------------------------------------
     async def put_blob(self, run_id: str, data: bytes) -> BlobRef:
