@@ -31,8 +31,10 @@ async def test_the_workers_deadline_falls_within_the_worlds_hold(
     queue = world._queue
     pull = queue._pull
 
-    async def answered_late(consumer: str, request: dict[str, Any], wait: float) -> list[Any]:
-        msgs = await pull(consumer, request, wait)
+    async def answered_late(
+        consumer: str, request: dict[str, Any], wait: float, *rest: Any
+    ) -> list[Any]:
+        msgs = await pull(consumer, request, wait, *rest)  # rest: the receive's list
         if msgs:
             await asyncio.sleep(3.5)  # the answer comes late (a loaded server, a slow link)
         return msgs

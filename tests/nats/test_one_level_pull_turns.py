@@ -27,9 +27,9 @@ async def test_a_long_receive_on_one_level_looks_again_within_half_a_second(
     pulls: list[float] = []
     wait_one = nats_queue.Queue._wait_one
 
-    async def counted(self: Any, asked: str, level: Any, wait: float) -> Any:
+    async def counted(self: Any, asked: str, level: Any, wait: float, *rest: Any) -> Any:
         pulls.append(wait)
-        return await wait_one(self, asked, level, wait)
+        return await wait_one(self, asked, level, wait, *rest)  # rest: the receive's list
 
     monkeypatch.setattr(nats_queue.Queue, "_wait_one", counted)
 
