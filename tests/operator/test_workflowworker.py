@@ -111,8 +111,16 @@ def _events(cluster: Cluster, name: str) -> list[str]:
 
 
 async def _until(cluster: Cluster, check: Any, timeout: float = 30) -> Any:
+    """``check``'s first truthy result, read again every 0.3 s; a status or a list not written
+    yet (``KeyError``, ``IndexError`` from a WorkflowWorker the operator has not got to) is
+    read again too, as a falsy result is: under load the first read came before the first
+    status write and failed the test with ``KeyError: 'status'``."""
+
     async def once() -> Any:
-        return await asyncio.to_thread(check)
+        try:
+            return await asyncio.to_thread(check)
+        except (KeyError, IndexError):
+            return None
 
     return await wait_for(once, timeout=timeout, interval=0.3)
 
