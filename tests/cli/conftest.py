@@ -279,19 +279,23 @@ def _on_nats(request: pytest.FixtureRequest, cli: Cli) -> str:
 def spawn(cli: Cli) -> Iterator[Callable[..., Background]]:
     started: list[Background] = []
 
-    def start(*args: str) -> Background:
-        n = len(started)
+    def start(*args: str, cwd: Path | None = None) -> Background:
+        """``wayline ARGS`` in the background, its output in files of ``cli.cwd``; ``cwd`` is
+        the directory it runs in (``cli.cwd`` unless given): ``python -m`` puts it first on
+        the import path, as the repository's root makes its test applications importable
+        without a ``PYTHONPATH``, which the zygote cannot give a child (``forkable``)."""
+        n, where = len(started), cwd or cli.cwd
         out, err = cli.cwd / f"bg{n}.out", cli.cwd / f"bg{n}.err"
         zygote = zygote_for(cli.env, cli.argv(*args))
         proc: subprocess.Popen[str] | Forked
         if zygote is not None:
             out.touch()
             err.touch()
-            proc = zygote.spawn(cli.argv(*args), cli.env, err, cwd=cli.cwd, stdout=out, stderr=err)
+            proc = zygote.spawn(cli.argv(*args), cli.env, err, cwd=where, stdout=out, stderr=err)
         else:
             with out.open("w") as o, err.open("w") as e:
                 proc = subprocess.Popen(
-                    cli.argv(*args), cwd=cli.cwd, env=cli.env, stdout=o, stderr=e, text=True
+                    cli.argv(*args), cwd=where, env=cli.env, stdout=o, stderr=e, text=True
                 )
         bg = Background(proc, out, err)
         started.append(bg)

@@ -35,7 +35,7 @@ def test_sigterm_mid_sync_charge_then_cancel_keeps_charge_and_refund_apart(
     # On NATS the stopped worker's delivery of the charge comes back to a2 only after the
     # visibility timeout (30 s by default), which the cancel's 30 s bound below shared with a
     # loaded machine; six seconds still leave a live worker two between renewals, and the
-    # claim is about what happens once it comes back (as test_worker_process_races.py says).
+    # claim is about what happens once it comes back (as tests/cli/worker_races.py says).
     cli.env["WAYLINE_VISIBILITY_SECONDS"] = "6"
     a1 = spawn("worker", "--app", APP_A, "--shutdown-grace", "0.3")
     b1 = spawn("worker", "--app", APP_B)

@@ -29,6 +29,20 @@ def _id() -> str:
     return "wf_" + uuid.uuid4().hex
 
 
+async def _every_wake_handled(world: Any, run_ids: list[str], sending: list[int]) -> None:
+    """Until no stored message (queued, delayed or held by a worker) names any of ``run_ids``
+    and none is being sent (``sending``: sends under way): every wake of those runs has been
+    handled, which a fixed sleep only hoped for (a second of it, too short under load and too
+    long on a quiet machine). A run that has ended is not re-armed, so no new wake comes."""
+
+    async def handled() -> bool:
+        named = await world.runs_with_messages()
+        assert named is not None, "the world cannot say which runs have messages"
+        return sending[0] == 0 and not named.intersection(run_ids)
+
+    await wait_for(handled, timeout=30)
+
+
 async def test_clients_racing_one_id_with_other_inputs_get_the_first_run(
     engine: Engine, tmp_path: Path
 ) -> None:
@@ -170,18 +184,30 @@ async def test_a_starter_killed_between_run_created_and_its_message(
     assert sf.lines(path) == ["body first"]
 
 
-def _rearms(monkeypatch: pytest.MonkeyPatch, world: Any, seen: list[str], both: Any) -> None:
-    """Note each periodic re-arm ``world`` sends; with ``both``, hold it until the other
-    world's arrives too (or 15 s passed), so the two publish at once."""
-    enqueue = world.enqueue
+def _rearms(
+    monkeypatch: pytest.MonkeyPatch,
+    world: Any,
+    seen: list[str],
+    both: Any,
+    sending: list[int] | None = None,
+) -> None:
+    """Note each periodic re-arm ``world`` sends, counting in ``sending`` those under way;
+    with ``both``, hold it until the other world's arrives too (or 15 s passed), so the two
+    publish at once."""
+    enqueue, under_way = world.enqueue, [0] if sending is None else sending
 
     async def spied(topic: str, payload: Any, **kwargs: Any) -> Any:
-        if payload.get("reason") == "rearm":
-            seen.append(payload["runId"])
+        if payload.get("reason") != "rearm":
+            return await enqueue(topic, payload, **kwargs)
+        seen.append(payload["runId"])
+        under_way[0] += 1
+        try:
             if both is not None:
                 both.arrived()
                 await asyncio.wait_for(both.all.wait(), 15)
-        return await enqueue(topic, payload, **kwargs)
+            return await enqueue(topic, payload, **kwargs)
+        finally:
+            under_way[0] -= 1
 
     monkeypatch.setattr(world, "enqueue", spied)
 
@@ -217,9 +243,9 @@ async def test_two_running_workers_rearm_a_lost_start_at_once_each_body_once(
     monkeypatch.setattr(starter.world, "enqueue", died)
     worlds = [await engine.make_world(), await engine.make_world()]
     seen: list[list[str]] = [[], []]
-    both = _Both(2)
+    both, sending = _Both(2), [0]
     for world, mine in zip(worlds, seen, strict=True):
-        _rearms(monkeypatch, world, mine, both)
+        _rearms(monkeypatch, world, mine, both, sending)
     looks = _looking(0.2)
     async with (
         engine.worker(sf.WORKFLOWS, world=worlds[0], settings=looks),
@@ -230,7 +256,7 @@ async def test_two_running_workers_rearm_a_lost_start_at_once_each_body_once(
                 wayline.StartOptions(run_id=run_id), sf.st_counted, path, "lost"
             )
         assert await engine.client.handle(run_id).result(timeout=30) == "lost"
-        await asyncio.sleep(1.0)  # a second wake, if any, is handled too
+        await _every_wake_handled(engine.world, [run_id], sending)  # a second one's too
     assert seen[0][:1] == seen[1][:1] == [run_id]
     assert sf.lines(path) == ["body lost"]
     events = await engine.world.list_events(run_id)
@@ -255,7 +281,8 @@ async def test_a_slow_start_rearmed_meanwhile_runs_once(
     monkeypatch.setattr(starter.world, "enqueue", slow)
     worker_world = await engine.make_world()
     seen: list[str] = []
-    _rearms(monkeypatch, worker_world, seen, None)
+    sending = [0]
+    _rearms(monkeypatch, worker_world, seen, None, sending)
     async with engine.worker(sf.WORKFLOWS, world=worker_world, settings=_looking(0.2)):
         starting = asyncio.ensure_future(
             starter.start_with(wayline.StartOptions(run_id=run_id), sf.st_counted, path, "slow")
@@ -265,7 +292,7 @@ async def test_a_slow_start_rearmed_meanwhile_runs_once(
         go_on.set()
         handle = await starting
         assert await handle.result(timeout=10) == "slow"
-        await asyncio.sleep(1.0)  # the late start's wake, if stored, is handled too
+        await _every_wake_handled(engine.world, [run_id], sending)  # the late start's too
     assert seen == [run_id]
     assert sf.lines(path) == ["body slow"]
     events = await engine.world.list_events(run_id)
@@ -455,7 +482,11 @@ async def test_a_recovery_between_a_starts_two_writes_runs_the_body_once(
         *(starter.start_with(wayline.StartOptions(run_id=i), sf.st_counted, path, i) for i in ids)
     )
     await asyncio.wait_for(created.wait(), 10)
-    await asyncio.sleep(0.2)  # every start has its run_created
+
+    async def all_created() -> bool:
+        return all([await engine.world.list_events(i) for i in ids])
+
+    await wait_for(all_created)  # every start has its run_created
     rearmed: list[str] = []
     arm = engine.world.enqueue
 
@@ -473,7 +504,7 @@ async def test_a_recovery_between_a_starts_two_writes_runs_the_body_once(
         go_on.set()
         handles = await starting
         assert await asyncio.gather(*(h.result(timeout=20) for h in handles)) == ids
-        await asyncio.sleep(0.3)  # the second wake of each run is handled too
+        await _every_wake_handled(engine.world, ids, [0])  # the second wake of each run too
     assert Counter(sf.lines(path)) == Counter(f"body {i}" for i in ids)
     for run_id in ids:
         events = await engine.world.list_events(run_id)
