@@ -7,6 +7,7 @@ once reconnected, never raised to the caller, and never waits out its timeout.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import struct
 import uuid
@@ -29,6 +30,7 @@ class ResetProxy:
         self.flowing.set()
         self.conns: list[tuple[Any, Any]] = []
         self.pipes: set[asyncio.Task[None]] = set()
+        self.closed = False
 
     @property
     def hold(self) -> bool:
@@ -47,6 +49,10 @@ class ResetProxy:
 
     async def _on_client(self, cr: Any, cw: Any) -> None:
         sr, sw = await asyncio.open_connection("127.0.0.1", self.target_port)
+        if self.closed:
+            cw.transport.abort()
+            sw.transport.abort()
+            return
         self.conns.append((cw, sw))
 
         async def pipe(r: Any, w: Any, upstream: bool) -> None:
@@ -77,18 +83,24 @@ class ResetProxy:
         await asyncio.sleep(0)
 
     def reset(self) -> None:
-        """RST the client's connection (SO_LINGER 0), drop the server side."""
+        """RST the client's connection (SO_LINGER 0), drop the server side. A client side
+        the client has closed already (its socket gone, ``fd`` -1) takes no option: setting
+        one raised ``EBADF`` in a teardown, which then left the pipes' tasks and sockets to
+        the next test."""
         for cw, sw in self.conns:
-            sock = cw.get_extra_info("socket")
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            if not cw.transport.is_closing():
+                sock = cw.get_extra_info("socket")
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             cw.transport.abort()
             sw.transport.abort()
         self.conns.clear()
 
     async def close(self) -> None:
+        self.closed = True  # a client still connecting is dropped once its upstream opens
+        self.server.close()
         self.hold = False
         self.reset()
-        self.server.close()
         await self.server.wait_closed()
         for task in list(self.pipes):
             task.cancel()
