@@ -5,6 +5,7 @@ ask for the token and read the live feed with it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -66,3 +67,23 @@ async def test_the_pages_ask_for_the_token_and_follow_the_live_feed_with_it(
         second = (await client.start("read-token-nobody-serves")).run_id
         await page.text(f'tr[data-run-id="{second}"] .status', "pending")
         assert await page.script("return window.stillTheSamePage") is True
+
+
+async def test_a_console_on_a_port_an_earlier_one_had_finds_no_token_left(
+    console: Console, chromium: WebDriver, tmp_path: Path
+) -> None:
+    """The suite's one browser tab keeps an origin's ``sessionStorage`` across pages: a token
+    typed for a console on a port must be gone when another console takes that port, or a
+    later test's action "made without the token" is taken with the earlier one's."""
+    async with served_page(console, chromium, tmp_path) as first:
+        await first.open("/")
+        await asyncio.to_thread(
+            chromium.execute_script, "sessionStorage.setItem('wayline-token', arguments[0])", TOKEN
+        )
+        port = int(first.base.rsplit(":", 1)[1])
+    async with served_page(console, chromium, tmp_path, port=port) as second:
+        await second.open("/")
+        left = await asyncio.to_thread(
+            chromium.execute_script, "return sessionStorage.getItem('wayline-token')"
+        )
+    assert left is None, "the earlier console's token was still stored for the port"
