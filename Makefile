@@ -34,8 +34,14 @@ typecheck: $(STAMP)
 # fixtures and order). PYTEST_WORKERS=0 runs it in this process.
 PYTEST_WORKERS ?= 3
 
+# A test that fails is run once more, and one that then passes is listed as rerun ("R") in the
+# summary: it is a flaky test to mend (docs/testing.md, "Reruns"), not a pass to trust. A
+# failure that repeats fails the run. RERUNS=0 runs each test once.
+RERUNS ?= 1
+PYTEST_RERUNS = --reruns $(RERUNS) -rfER
+
 unit: $(STAMP) k8s-bins toxiproxy-bins fuse browser
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile  # tests/e2e is left out (pyproject addopts): `make e2e` runs it
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_RERUNS)  # tests/e2e is left out (pyproject addopts): `make e2e` runs it
 
 # The engine scenarios again with the worker's cache of live replays off (every wake replayed
 # from the log's first event, as a worker that never saw the run does): results must not
@@ -46,7 +52,7 @@ REPLAY_CACHE_OFF = tests/runtime/test_deferred.py tests/runtime/test_children.py
 	tests/runtime/test_wait_for_hook.py tests/runtime/test_live_replays.py
 
 replay-cache-off: $(STAMP)
-	WAYLINE_REPLAY_CACHE_RUNS=0 $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(REPLAY_CACHE_OFF)
+	WAYLINE_REPLAY_CACHE_RUNS=0 $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_RERUNS) $(REPLAY_CACHE_OFF)
 
 test: lint typecheck unit replay-cache-off
 
